@@ -1,0 +1,11 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace anvil::cli {
+
+// `anvil doctor [--json]`: exit 0 when every required layer is available, 1 otherwise.
+int RunDoctorCommand(const std::vector<std::string>& args);
+
+}  // namespace anvil::cli

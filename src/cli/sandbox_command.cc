@@ -1,0 +1,330 @@
+#include "cli/sandbox_command.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+extern char** environ;
+
+namespace anvil::cli {
+namespace {
+
+std::string Canonical(const std::string& path) {
+  char buf[PATH_MAX];
+  if (::realpath(path.c_str(), buf) == nullptr) return {};
+  return buf;
+}
+
+Result<uint64_t> ParseSize(const std::string& text, const std::string& what) {
+  if (text.empty()) return Fail("invalid", what + ": empty value");
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  if (errno != 0 || end == text.c_str() || text[0] == '-') {
+    return Fail("invalid", what + ": not a number: " + text);
+  }
+  std::string suffix(end);
+  uint64_t mult = 1;
+  if (suffix == "K" || suffix == "k") mult = 1ULL << 10;
+  else if (suffix == "M" || suffix == "m") mult = 1ULL << 20;
+  else if (suffix == "G" || suffix == "g") mult = 1ULL << 30;
+  else if (!suffix.empty()) return Fail("invalid", what + ": bad unit in " + text + " (use K, M or G)");
+  if (v > UINT64_MAX / mult) return Fail("invalid", what + ": too large: " + text);
+  return v * mult;
+}
+
+Status ApplyLimitFlag(const std::string& value, ResourceLimits& limits) {
+  auto eq = value.find('=');
+  if (eq == std::string::npos) return Fail("invalid", "--limit expects NAME=VALUE, got " + value);
+  std::string name = value.substr(0, eq);
+  auto n = ParseSize(value.substr(eq + 1), "--limit " + name);
+  if (!n) return tl::unexpected(n.error());
+  if (name == "nproc") limits.processes = *n;
+  else if (name == "nofile") limits.open_files = *n;
+  else if (name == "as") limits.address_space = *n;
+  else if (name == "fsize") limits.file_size = *n;
+  else if (name == "cpu") limits.cpu_seconds = *n;
+  else if (name == "tmp") limits.tmp_size = *n;
+  else return Fail("invalid", "--limit: unknown limit '" + name + "' (nproc, nofile, as, fsize, cpu, tmp)");
+  return Ok();
+}
+
+const char* OutcomeName(SandboxOutcome::Kind kind) {
+  switch (kind) {
+    case SandboxOutcome::Kind::kExited: return "exited";
+    case SandboxOutcome::Kind::kSignaled: return "signaled";
+    case SandboxOutcome::Kind::kTimedOut: return "timed_out";
+    case SandboxOutcome::Kind::kSetupFailed: return "setup_failed";
+    case SandboxOutcome::Kind::kExecFailed: return "exec_failed";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string SandboxUsage(SandboxFrontEnd front_end) {
+  std::string name = front_end == SandboxFrontEnd::kAnvilSandbox ? "anvil sandbox" : "anvil-exec-runner";
+  std::string text = "usage: " + name + R"( [options] -- CMD [ARGS...]
+
+Run CMD under a sandbox policy. The current directory (or --cwd) is the workspace.
+
+Options:
+  --policy P             read-only | workspace-write (default) | danger-full-access | external-sandbox
+  --cwd DIR              the workspace and CMD's working directory (default: current directory)
+  --writable-root DIR    an extra writable root (workspace-write; repeatable)
+  --read-only-subpath P  keep P read-only inside a writable root (repeatable; .git and .anvil always)
+  --writable-git         deliberately let CMD write .git (agents that commit need it)
+  --read-access A        restricted (default: workspace + /usr /etc /bin /lib ...) | full
+  --network N            none (default) | proxy | full
+  --allow-host H[:PORT]  with --network proxy
+  --clear-env            start CMD with an empty environment
+  --keep-env NAME        keep NAME even when a filter would drop it (repeatable)
+  --setenv NAME=VALUE    set a variable (repeatable)
+  --limit NAME=VALUE     nproc, nofile, as, fsize, cpu, tmp (sizes take K, M, G)
+  --timeout SECONDS      kill the whole process tree after SECONDS (exit 124)
+  --json                 print one JSON report on stderr at exit
+)";
+  if (front_end == SandboxFrontEnd::kExecRunner) {
+    text += "  --exec-fd N            run the executable already open at fd N (no lookup)\n"
+            "  --minimal-env          use Anvil's fixed minimal environment (sys.exec)\n";
+  }
+  text += R"(
+Exit status: CMD's own; 128+N if killed by signal N; 124 timeout; 125 the sandbox could not be
+set up (nothing ran); 126 not executable; 127 not found.
+
+Examples:
+  anvil sandbox -- make test
+  anvil sandbox --policy read-only -- rg TODO
+  anvil sandbox --writable-root ~/.cache/pip --timeout 600 -- pip install -r requirements.txt
+)";
+  return text;
+}
+
+Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
+                                           const std::vector<std::string>& environ_entries,
+                                           SandboxFrontEnd front_end) {
+  SandboxInvocation inv;
+  SandboxPolicy& policy = inv.spec.policy;
+  EnvPolicy env;
+  std::string cwd;
+  bool network_explicit = false;
+  bool minimal_env = false;
+  int exec_fd = -1;
+  std::vector<std::string> allow_hosts;
+  std::vector<std::string> command;
+
+  size_t i = 0;
+  auto value_of = [&](const std::string& flag, std::string& out) -> Status {
+    auto eq = args[i].find('=');
+    if (eq != std::string::npos && args[i].compare(0, eq, flag) == 0) {
+      out = args[i].substr(eq + 1);
+      return Ok();
+    }
+    if (i + 1 >= args.size()) return Fail("invalid", flag + " needs a value");
+    out = args[++i];
+    return Ok();
+  };
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (a.empty() || a[0] != '-') break;  // first non-flag starts the command
+    std::string flag = a.substr(0, a.find('='));
+    std::string v;
+    auto take = [&]() -> Status { return value_of(flag, v); };
+    if (flag == "--json") {
+      inv.json = true;
+    } else if (flag == "--writable-git") {
+      policy.writable_git = true;
+    } else if (flag == "--clear-env") {
+      env.clear = true;
+    } else if (flag == "--policy") {
+      if (auto s = take(); !s) return tl::unexpected(s.error());
+      auto k = ParsePolicyKind(v);
+      if (!k) return tl::unexpected(k.error());
+      policy.kind = *k;
+    } else if (flag == "--cwd") {
+      if (auto s = take(); !s) return tl::unexpected(s.error());
+      cwd = v;
+    } else if (flag == "--writable-root") {
+      if (auto s = take(); !s) return tl::unexpected(s.error());
+      std::string c = Canonical(v);
+      if (c.empty()) return Fail("invalid", "--writable-root " + v + ": no such directory");
+      policy.extra_writable_roots.push_back(c);
+    } else if (flag == "--read-only-subpath") {
+      if (auto s = take(); !s) return tl::unexpected(s.error());
+      policy.extra_read_only_subpaths.push_back(v);
+    } else if (flag == "--read-access") {
+      if (auto s = take(); !s) return tl::unexpected(s.error());
+      auto r = ParseReadAccess(v);
+      if (!r) return tl::unexpected(r.error());
+      policy.read_access = *r;
+    } else if (flag == "--network") {
+      if (auto s = take(); !s) return tl::unexpected(s.error());
+      auto n = ParseNetworkMode(v);
+      if (!n) return tl::unexpected(n.error());
+      policy.network = *n;
+      network_explicit = true;
+    } else if (flag == "--allow-host") {
+      if (auto s = take(); !s) return tl::unexpected(s.error());
+      allow_hosts.push_back(v);
+    } else if (flag == "--keep-env") {
+      if (auto s = take(); !s) return tl::unexpected(s.error());
+      env.keep.push_back(v);
+    } else if (flag == "--setenv") {
+      if (auto s = take(); !s) return tl::unexpected(s.error());
+      auto eq = v.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        return Fail("invalid", "--setenv expects NAME=VALUE, got " + v);
+      }
+      env.set.push_back(v);
+    } else if (flag == "--limit") {
+      if (auto s = take(); !s) return tl::unexpected(s.error());
+      if (auto s = ApplyLimitFlag(v, inv.spec.limits); !s) return tl::unexpected(s.error());
+    } else if (flag == "--timeout") {
+      if (auto s = take(); !s) return tl::unexpected(s.error());
+      char* end = nullptr;
+      double secs = std::strtod(v.c_str(), &end);
+      if (end == v.c_str() || *end != '\0' || !(secs > 0) || !std::isfinite(secs) || secs > 1e7) {
+        return Fail("invalid", "--timeout expects a positive number of seconds, got " + v);
+      }
+      inv.spec.timeout = std::chrono::milliseconds(static_cast<int64_t>(std::ceil(secs * 1000)));
+    } else if (front_end == SandboxFrontEnd::kExecRunner && flag == "--exec-fd") {
+      if (auto s = take(); !s) return tl::unexpected(s.error());
+      char* end = nullptr;
+      long fd = std::strtol(v.c_str(), &end, 10);
+      if (end == v.c_str() || *end != '\0' || fd < 0 || fd > INT_MAX) {
+        return Fail("invalid", "--exec-fd expects a descriptor number, got " + v);
+      }
+      exec_fd = static_cast<int>(fd);
+    } else if (front_end == SandboxFrontEnd::kExecRunner && flag == "--minimal-env") {
+      minimal_env = true;
+    } else if (flag == "--unsafe-test-fail-layer" && std::getenv("ANVIL_ALLOW_TEST_FAULTS")) {
+      // Fault injection for the fail-closed tests; inert unless the trusted caller's own
+      // environment enables it.
+      if (auto s = take(); !s) return tl::unexpected(s.error());
+      inv.spec.fail_step_for_testing = v;
+    } else {
+      return Fail("invalid", "unknown option " + flag + " (see --help)");
+    }
+  }
+  for (; i < args.size(); ++i) command.push_back(args[i]);
+  if (command.empty()) return Fail("invalid", "no command given (usage: ... -- CMD [ARGS...])");
+
+  if (cwd.empty()) {
+    char buf[PATH_MAX];
+    if (!getcwd(buf, sizeof(buf))) return SysFail("invalid", "cannot read the current directory");
+    cwd = buf;
+  }
+  std::string workspace = Canonical(cwd);
+  if (workspace.empty()) return Fail("invalid", "--cwd " + cwd + ": no such directory");
+  policy.workspace = workspace;
+  for (auto& sub : policy.extra_read_only_subpaths) {
+    if (sub.empty()) return Fail("invalid", "--read-only-subpath: empty path");
+    if (sub[0] != '/') sub = workspace + "/" + sub;
+  }
+  if (!allow_hosts.empty() && policy.network != NetworkMode::kProxy) {
+    return Fail("invalid", "--allow-host needs --network proxy");
+  }
+  if (policy.kind == PolicyKind::kDangerFullAccess && !network_explicit) {
+    policy.network = NetworkMode::kFull;
+  }
+  if (policy.kind == PolicyKind::kDangerFullAccess &&
+      (policy.read_access == ReadAccess::kFull || !policy.extra_writable_roots.empty())) {
+    // Nothing to widen: accepted and ignored would mislead, so refuse.
+    if (!policy.extra_writable_roots.empty()) {
+      return Fail("invalid", "--writable-root has no meaning with danger-full-access");
+    }
+  }
+
+  std::string path_env = "/usr/local/bin:/usr/bin:/bin";
+  for (const auto& e : environ_entries) {
+    if (e.rfind("PATH=", 0) == 0) path_env = e.substr(5);
+  }
+  if (exec_fd >= 0) {
+    int dup = fcntl(exec_fd, F_DUPFD_CLOEXEC, 3);
+    if (dup < 0) return SysFail("invalid", "--exec-fd " + std::to_string(exec_fd));
+    ::close(exec_fd);
+    inv.spec.program = UniqueFd(dup);
+  } else {
+    auto program = OpenExecutable(command[0], path_env, workspace);
+    if (!program) return tl::unexpected(program.error());
+    inv.spec.program = std::move(*program);
+  }
+  inv.spec.argv = command;
+  inv.spec.cwd = workspace;
+  std::vector<std::string> base = minimal_env ? MinimalExecEnvironment() : environ_entries;
+  if (minimal_env) env.clear = false;
+  inv.spec.env = FilterEnvironment(base, env);
+  inv.spec.env.push_back("ANVIL_SANDBOX=" + std::string(ToString(policy.kind)));
+  if (policy.ConfinesFilesystem()) {
+    // /tmp inside is the sandbox's own; a TMPDIR pointing elsewhere would not be writable.
+    std::erase_if(inv.spec.env, [](const std::string& e) { return e.rfind("TMPDIR=", 0) == 0; });
+  }
+  return inv;
+}
+
+int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd front_end) {
+  for (const auto& a : args) {
+    if (a == "--") break;
+    if (a == "--help" || a == "-h") {
+      std::cout << SandboxUsage(front_end);
+      return 0;
+    }
+  }
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) env.emplace_back(*e);
+  auto inv = ParseSandboxArgs(args, env, front_end);
+  if (!inv) {
+    const Error& e = inv.error();
+    std::string prog = front_end == SandboxFrontEnd::kAnvilSandbox ? "anvil sandbox" : "anvil-exec-runner";
+    std::cerr << prog << ": " << e.ToString() << "\n";
+    if (e.code == "not_found") return 127;
+    if (e.code == "not_executable") return 126;
+    return 125;
+  }
+  bool json = inv->json;
+  SandboxPolicy policy = inv->spec.policy;
+  SandboxOutcome outcome = RunSandboxed(std::move(inv->spec));
+  int status = outcome.ShellStatus();
+  if (!outcome.error.empty() && outcome.kind != SandboxOutcome::Kind::kSignaled) {
+    std::cerr << "anvil sandbox: " << outcome.error << "\n";
+  }
+  if (json) {
+    nlohmann::json report = {
+        {"exit_code", status},
+        {"outcome", OutcomeName(outcome.kind)},
+        {"duration_ms", std::round(outcome.duration_ms * 1000) / 1000},
+        {"policy", ToString(policy.kind)},
+        {"network", ToString(policy.network)},
+        {"read_access", ToString(policy.read_access)},
+        {"workspace", policy.workspace},
+        {"layers",
+         {{"user_namespace", outcome.layers.user_namespace},
+          {"pid_namespace", outcome.layers.pid_namespace},
+          {"mount_namespace", outcome.layers.mount_namespace},
+          {"net_namespace", outcome.layers.net_namespace},
+          {"landlock_abi", outcome.layers.landlock_abi},
+          {"landlock_net", outcome.layers.landlock_net},
+          {"landlock_scoped", outcome.layers.landlock_scoped},
+          {"seccomp", outcome.layers.seccomp},
+          {"no_new_privs", outcome.layers.no_new_privs},
+          {"subreaper", outcome.layers.subreaper}}}};
+    if (outcome.kind == SandboxOutcome::Kind::kSignaled) report["signal"] = outcome.exit_status;
+    if (!outcome.error.empty()) report["error"] = outcome.error;
+    std::cerr << report.dump() << "\n";
+  }
+  return status;
+}
+
+}  // namespace anvil::cli

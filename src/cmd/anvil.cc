@@ -1,0 +1,41 @@
+// anvil: the CLI and trusted editor side. Parses the subcommand and hands off to src/cli.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/doctor_command.h"
+#include "cli/sandbox_command.h"
+
+namespace {
+
+constexpr char kUsage[] = R"(usage: anvil <command> [options]
+
+Run untrusted plugins and commands without trusting them.
+
+Commands:
+  sandbox   run a command under a sandbox policy       (anvil sandbox --help)
+  doctor    check which kernel sandbox layers work     (anvil doctor --help)
+
+Examples:
+  anvil doctor
+  anvil sandbox -- make test
+  anvil sandbox --policy read-only --json -- rg TODO
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::cout << kUsage;
+    return args.empty() ? 2 : 0;
+  }
+  std::string command = args[0];
+  args.erase(args.begin());
+  if (command == "sandbox") {
+    return anvil::cli::RunSandboxCommand(args, anvil::cli::SandboxFrontEnd::kAnvilSandbox);
+  }
+  if (command == "doctor") return anvil::cli::RunDoctorCommand(args);
+  std::cerr << "anvil: invalid: unknown command '" << command << "' (see anvil --help)\n";
+  return 2;
+}

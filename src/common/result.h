@@ -1,0 +1,37 @@
+// Errors are values: every fallible operation returns Result<T>, carrying a stable code
+// (the prefix users and plugins see, e.g. "denied", "invalid", "sandbox") and a message for
+// people. No exceptions cross a process boundary or leave a sandbox set-up path.
+#pragma once
+
+#include <cerrno>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <tl/expected.hpp>
+
+namespace anvil {
+
+struct Error {
+  std::string code;     // stable, machine-readable: "denied", "invalid", "not_found", ...
+  std::string message;  // human explanation
+  int sys_errno = 0;    // errno of the failed syscall, 0 when not a syscall failure
+
+  // "code: message" — the format INTERFACES.md promises for every failure.
+  std::string ToString() const { return code + ": " + message; }
+};
+
+template <class T>
+using Result = tl::expected<T, Error>;
+using Status = tl::expected<void, Error>;
+
+inline tl::unexpected<Error> Fail(std::string code, std::string message, int sys_errno = 0) {
+  return tl::unexpected<Error>(Error{std::move(code), std::move(message), sys_errno});
+}
+
+// A failed syscall: message names the operation and the errno text.
+tl::unexpected<Error> SysFail(std::string_view code, std::string_view what, int sys_errno = errno);
+
+inline Status Ok() { return {}; }
+
+}  // namespace anvil

@@ -1,0 +1,294 @@
+#include "linux/mount_view.h"
+
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <string>
+#include <vector>
+
+#include "common/unique_fd.h"
+
+namespace anvil {
+namespace {
+
+// The new mount API (Linux 5.12+); defined here so the glibc and kernel headers do not clash.
+constexpr unsigned kOpenTreeClone = 1;
+constexpr unsigned kAtRecursive = 0x8000;
+constexpr unsigned kMoveMountFEmptyPath = 0x4;
+constexpr uint64_t kMountAttrRdonly = 0x1;
+constexpr uint64_t kMountAttrNosuid = 0x2;
+constexpr uint64_t kMountAttrNodev = 0x4;
+struct MountAttr {
+  uint64_t attr_set;
+  uint64_t attr_clr;
+  uint64_t propagation;
+  uint64_t userns_fd;
+};
+#ifndef SYS_open_tree
+#define SYS_open_tree 428
+#define SYS_move_mount 429
+#define SYS_mount_setattr 442
+#endif
+
+const char kStage[] = "/tmp";  // staging tmpfs, mounted over /tmp in our private namespace
+const std::string kOld = "/oldroot";
+const std::string kNew = "/newroot";
+
+Status MkdirP(const std::string& path, mode_t mode = 0755) {
+  std::string partial;
+  size_t pos = 1;
+  while (pos <= path.size()) {
+    size_t next = path.find('/', pos);
+    if (next == std::string::npos) next = path.size();
+    partial = path.substr(0, next);
+    if (::mkdir(partial.c_str(), mode) != 0 && errno != EEXIST) {
+      return SysFail("sandbox", "mkdir " + partial);
+    }
+    pos = next + 1;
+  }
+  return Ok();
+}
+
+// Creates the mount point `dst` (a directory, or an empty file for a file mount).
+Status EnsureMountpoint(const std::string& dst, bool directory) {
+  struct stat st{};
+  if (::lstat(dst.c_str(), &st) == 0) return Ok();
+  if (directory) return MkdirP(dst);
+  auto slash = dst.rfind('/');
+  if (auto s = MkdirP(dst.substr(0, slash)); !s) return s;
+  UniqueFd f(::open(dst.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444));
+  if (!f) return SysFail("sandbox", "create mount point " + dst);
+  return Ok();
+}
+
+// Clones the tree at `src` (recursively), applies flags to every mount in the clone, and
+// attaches it at `dst`. One syscall per step, no /proc/self/mountinfo parsing.
+Status BindTree(const std::string& src, const std::string& dst, bool read_only, bool keep_dev) {
+  long fd = syscall(SYS_open_tree, AT_FDCWD, src.c_str(),
+                    kOpenTreeClone | O_CLOEXEC | kAtRecursive | AT_SYMLINK_NOFOLLOW);
+  if (fd < 0) return SysFail("sandbox", "open_tree " + src);
+  UniqueFd tree(static_cast<int>(fd));
+  MountAttr attr{};
+  attr.attr_set = kMountAttrNosuid | (keep_dev ? 0 : kMountAttrNodev) |
+                  (read_only ? kMountAttrRdonly : 0);
+  attr.propagation = MS_PRIVATE;
+  if (syscall(SYS_mount_setattr, tree.Get(), "", AT_EMPTY_PATH | kAtRecursive, &attr,
+              sizeof(attr)) != 0) {
+    return SysFail("sandbox", "mount_setattr " + src);
+  }
+  struct stat st{};
+  if (::fstat(tree.Get(), &st) != 0) return SysFail("sandbox", "stat " + src);
+  if (auto s = EnsureMountpoint(dst, S_ISDIR(st.st_mode)); !s) return s;
+  if (syscall(SYS_move_mount, tree.Get(), "", AT_FDCWD, dst.c_str(), kMoveMountFEmptyPath) != 0) {
+    return SysFail("sandbox", "move_mount " + dst);
+  }
+  return Ok();
+}
+
+Status MountTmpfs(const std::string& dst, const std::string& options, unsigned long flags) {
+  if (auto s = MkdirP(dst); !s) return s;
+  if (::mount("tmpfs", dst.c_str(), "tmpfs", flags, options.c_str()) != 0) {
+    return SysFail("sandbox", "mount tmpfs on " + dst);
+  }
+  return Ok();
+}
+
+Status CopySymlink(const std::string& host_path, const std::string& dst) {
+  char target[PATH_MAX];
+  ssize_t n = ::readlink(host_path.c_str(), target, sizeof(target) - 1);
+  if (n < 0) return SysFail("sandbox", "readlink " + host_path);
+  target[n] = '\0';
+  auto slash = dst.rfind('/');
+  if (auto s = MkdirP(dst.substr(0, slash)); !s) return s;
+  if (::symlink(target, dst.c_str()) != 0 && errno != EEXIST) {
+    return SysFail("sandbox", "symlink " + dst);
+  }
+  return Ok();
+}
+
+size_t Depth(const std::string& path) {
+  return path == "/" ? 0 : static_cast<size_t>(std::count(path.begin(), path.end(), '/'));
+}
+
+struct BindOp {
+  std::string path;  // path inside the view (== path on the host)
+  enum Kind { kReadOnly, kWritable, kMask, kTmp, kRun, kDev, kProc } kind;
+};
+
+Status BuildDev() {
+  const std::string dev = kNew + "/dev";
+  if (auto s = MountTmpfs(dev, "mode=0755,size=64k", MS_NOSUID | MS_NOEXEC); !s) return s;
+  for (const char* name : {"null", "zero", "full", "random", "urandom", "tty"}) {
+    std::string host = kOld + "/dev/" + name;
+    struct stat st{};
+    if (::stat(host.c_str(), &st) != 0 || !S_ISCHR(st.st_mode)) continue;
+    if (auto s = BindTree(host, dev + "/" + name, false, /*keep_dev=*/true); !s) return s;
+  }
+  const std::pair<const char*, const char*> links[] = {{"/proc/self/fd", "fd"},
+                                                       {"/proc/self/fd/0", "stdin"},
+                                                       {"/proc/self/fd/1", "stdout"},
+                                                       {"/proc/self/fd/2", "stderr"}};
+  for (const auto& [target, name] : links) {
+    if (::symlink(target, (dev + "/" + name).c_str()) != 0) {
+      return SysFail("sandbox", std::string("symlink /dev/") + name);
+    }
+  }
+  return MountTmpfs(dev + "/shm", "mode=1777,size=64m", MS_NOSUID | MS_NODEV | MS_NOEXEC);
+}
+
+}  // namespace
+
+Status BuildMountView(const FileView& view, const MountViewOptions& options) {
+  // Nothing we mount may propagate back to the host, nor host changes into the view.
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+    return SysFail("sandbox", "make mounts private");
+  }
+  if (::mount("tmpfs", kStage, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") != 0) {
+    return SysFail("sandbox", "mount staging tmpfs");
+  }
+  if (::chdir(kStage) != 0) return SysFail("sandbox", "chdir staging");
+  if (::mkdir("oldroot", 0755) != 0 || ::mkdir("newroot", 0755) != 0) {
+    return SysFail("sandbox", "mkdir staging dirs");
+  }
+  if (syscall(SYS_pivot_root, kStage, "/tmp/oldroot") != 0) {
+    return SysFail("sandbox", "pivot_root into staging");
+  }
+  if (::chdir("/") != 0) return SysFail("sandbox", "chdir /");
+  if (::mount("tmpfs", kNew.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") != 0) {
+    return SysFail("sandbox", "mount new root");
+  }
+
+  std::vector<BindOp> ops;
+  if (view.full_read) {
+    ops.push_back({"/", BindOp::kReadOnly});
+  }
+  // Fresh /dev, /proc and /tmp first: anything beneath them (a workspace in /tmp) or a
+  // root the user named explicitly at the same place is bound on top.
+  ops.push_back({"/dev", BindOp::kDev});
+  if (options.mount_proc) ops.push_back({"/proc", BindOp::kProc});
+  ops.push_back({"/tmp", BindOp::kTmp});
+  if (view.full_read) {
+    // Full read still hides the host's sockets (docker.sock, the user's D-Bus): a read-only
+    // mount does not stop connect(2) on a Unix socket.
+    struct stat st{};
+    if (::lstat((kOld + "/run").c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      ops.push_back({"/run", BindOp::kRun});
+    }
+  }
+  for (const auto& root : view.read_roots) ops.push_back({root, BindOp::kReadOnly});
+  for (const auto& wr : view.writable_roots) ops.push_back({wr.root, BindOp::kWritable});
+  for (const auto& wr : view.writable_roots) {
+    for (const auto& sub : wr.read_only_subpaths) ops.push_back({sub, BindOp::kReadOnly});
+  }
+  for (const auto& masked : view.masked_files) ops.push_back({masked, BindOp::kMask});
+  // Parents before children; for the same depth the later (stronger) op stays later.
+  std::stable_sort(ops.begin(), ops.end(),
+                   [](const BindOp& a, const BindOp& b) { return Depth(a.path) < Depth(b.path); });
+
+  const std::string empty_file = "/masked-empty";
+  if (!view.masked_files.empty()) {
+    UniqueFd f(::open(empty_file.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0444));
+    if (!f) return SysFail("sandbox", "create mask file");
+  }
+
+  for (const auto& op : ops) {
+    std::string host = op.path == "/" ? kOld : kOld + op.path;
+    std::string dst = op.path == "/" ? kNew : kNew + op.path;
+    Status s = Ok();
+    switch (op.kind) {
+      case BindOp::kTmp:
+        s = MountTmpfs(dst, "mode=1777,size=" + std::to_string(options.tmp_size),
+                       MS_NOSUID | MS_NODEV);
+        break;
+      case BindOp::kRun:
+        s = MountTmpfs(dst, "mode=0755,size=1m", MS_NOSUID | MS_NODEV);
+        break;
+      case BindOp::kDev:
+        s = BuildDev();
+        break;
+      case BindOp::kProc:
+        s = MkdirP(dst);
+        if (s && ::mount("proc", dst.c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+          s = SysFail("sandbox", "mount /proc");
+        }
+        break;
+      case BindOp::kMask:
+      case BindOp::kReadOnly:
+      case BindOp::kWritable: {
+        struct stat st{};
+        if (::lstat(host.c_str(), &st) != 0) {
+          if (errno == ENOENT && op.kind == BindOp::kMask) continue;
+          return SysFail("sandbox", "stat " + op.path);
+        }
+        if (S_ISLNK(st.st_mode)) {  // e.g. /bin -> usr/bin on merged-/usr systems
+          if (op.kind != BindOp::kReadOnly) {
+            return Fail("sandbox", "refusing to bind a symlink: " + op.path);
+          }
+          s = CopySymlink(host, dst);
+        } else if (op.kind == BindOp::kMask) {
+          s = BindTree(empty_file, dst, true, false);
+        } else {
+          s = BindTree(host, dst, op.kind == BindOp::kReadOnly, false);
+        }
+        break;
+      }
+    }
+    if (!s) return s;
+  }
+
+  if (::umount2(kOld.c_str(), MNT_DETACH) != 0) return SysFail("sandbox", "detach host root");
+  if (::chdir(kNew.c_str()) != 0) return SysFail("sandbox", "chdir new root");
+  if (syscall(SYS_pivot_root, ".", ".") != 0) return SysFail("sandbox", "pivot_root into view");
+  if (::umount2(".", MNT_DETACH) != 0) return SysFail("sandbox", "detach staging root");
+  if (::chdir("/") != 0) return SysFail("sandbox", "chdir /");
+  if (!view.full_read) {
+    MountAttr attr{};
+    attr.attr_set = kMountAttrRdonly | kMountAttrNosuid | kMountAttrNodev;
+    if (syscall(SYS_mount_setattr, AT_FDCWD, "/", 0, &attr, sizeof(attr)) != 0) {
+      return SysFail("sandbox", "make view root read-only");
+    }
+  }
+  return Ok();
+}
+
+Status VerifyMountView(const FileView& view) {
+  auto read_only = [](const std::string& path) -> Result<bool> {
+    struct statvfs sv{};
+    if (::statvfs(path.c_str(), &sv) != 0) return SysFail("sandbox", "statvfs " + path);
+    return (sv.f_flag & ST_RDONLY) != 0;
+  };
+  struct statfs root{};
+  if (::statfs("/", &root) != 0) return SysFail("sandbox", "statfs /");
+  if (!view.full_read && root.f_type != TMPFS_MAGIC) {
+    return Fail("sandbox", "view root is not the sandbox's own tmpfs");
+  }
+  for (const auto& wr : view.writable_roots) {
+    for (const auto& sub : wr.read_only_subpaths) {
+      auto ro = read_only(sub);
+      if (!ro) return tl::unexpected(ro.error());
+      if (!*ro) return Fail("sandbox", "read-only subpath is writable in the view: " + sub);
+    }
+  }
+  for (const auto& r : view.read_roots) {
+    struct stat st{};
+    if (::lstat(r.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) continue;
+    bool is_writable_root = std::any_of(view.writable_roots.begin(), view.writable_roots.end(),
+                                        [&](const WritableRoot& w) { return w.root == r; });
+    if (is_writable_root) continue;
+    auto ro = read_only(r);
+    if (!ro) return tl::unexpected(ro.error());
+    if (!*ro) return Fail("sandbox", "read root is writable in the view: " + r);
+  }
+  return Ok();
+}
+
+}  // namespace anvil

@@ -1,0 +1,656 @@
+#include "linux/sandbox_launch.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "linux/capabilities.h"
+#include "linux/landlock.h"
+#include "linux/mount_view.h"
+#include "linux/seccomp.h"
+
+#ifndef CLONE_PIDFD
+#define CLONE_PIDFD 0x00001000
+#endif
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+namespace anvil {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Messages from the sandbox's init and command processes to the supervisor, one pipe write
+// each (smaller than PIPE_BUF, so never interleaved).
+enum RecordKind : uint32_t { kSetupError = 1, kExecError = 2, kExitStatus = 3, kLayers = 4 };
+struct Record {
+  uint32_t kind;
+  int32_t value;
+  int32_t err;
+  uint32_t layers;
+  char message[240];
+};
+static_assert(sizeof(Record) <= PIPE_BUF);
+
+enum LayerBits : uint32_t {
+  kBitUserNs = 1 << 0,
+  kBitPidNs = 1 << 1,
+  kBitMountNs = 1 << 2,
+  kBitNetNs = 1 << 3,
+  kBitSeccomp = 1 << 4,
+  kBitNoNewPrivs = 1 << 5,
+  kBitSubreaper = 1 << 6,
+  kBitLandlockNet = 1 << 7,
+  kBitLandlockScoped = 1 << 8,
+  // bits 16..23: Landlock ABI applied
+};
+
+void SendRecord(int fd, RecordKind kind, int value, int err, const std::string& message,
+                uint32_t layers = 0) {
+  Record r{};
+  r.kind = kind;
+  r.value = value;
+  r.err = err;
+  r.layers = layers;
+  std::strncpy(r.message, message.c_str(), sizeof(r.message) - 1);
+  ssize_t ignored = ::write(fd, &r, sizeof(r));
+  (void)ignored;
+}
+
+// Everything decided before the clone; the children only read it.
+struct Plan {
+  LaunchSpec* spec = nullptr;
+  bool confine_fs = false;
+  FileView view;
+  seccomp::Program filter;
+  int landlock_abi = 0;
+  bool userns = false, pidns = false, mountns = false, netns = false;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  int report_fd = -1;       // write end of the record pipe
+  int alive_fd = -1;        // read end; HUP when the supervisor is gone
+  bool program_is_script = false;
+  std::vector<char*> argv, envp;
+};
+
+[[noreturn]] void Die(const Plan& plan, const Error& error) {
+  SendRecord(plan.report_fd, kSetupError, 0, error.sys_errno, error.ToString());
+  _exit(125);
+}
+
+Status InjectedFailure(const Plan& plan, const char* step) {
+  if (plan.spec->fail_step_for_testing == step) {
+    return Fail("sandbox", std::string("injected failure of the ") + step + " layer (test)");
+  }
+  return Ok();
+}
+
+Status WriteFile(const char* path, const std::string& text) {
+  UniqueFd fd(::open(path, O_WRONLY | O_CLOEXEC));
+  if (!fd) return SysFail("sandbox", std::string("open ") + path);
+  if (::write(fd.Get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+    return SysFail("sandbox", std::string("write ") + path);
+  }
+  return Ok();
+}
+
+Status MapIds(const Plan& plan) {
+  // A single-ID map of our own uid/gid: no setuid helper needed, and no other host user can
+  // be impersonated from inside.
+  if (auto s = WriteFile("/proc/self/setgroups", "deny"); !s) return s;
+  if (auto s = WriteFile("/proc/self/uid_map",
+                         std::to_string(plan.uid) + " " + std::to_string(plan.uid) + " 1");
+      !s)
+    return s;
+  return WriteFile("/proc/self/gid_map",
+                   std::to_string(plan.gid) + " " + std::to_string(plan.gid) + " 1");
+}
+
+Status SetLimit(int resource, uint64_t value, const char* name) {
+  rlimit current{};
+  if (getrlimit(resource, &current) != 0) return SysFail("sandbox", std::string("getrlimit ") + name);
+  rlim_t v = static_cast<rlim_t>(value);
+  // Only ever lower a limit: the hard limit cannot be raised without privilege anyway.
+  rlimit next{std::min(v, current.rlim_max), std::min(v, current.rlim_max)};
+  if (setrlimit(resource, &next) != 0) return SysFail("sandbox", std::string("setrlimit ") + name);
+  return Ok();
+}
+
+Status ApplyLimits(const Plan& plan) {
+  const ResourceLimits& l = plan.spec->limits;
+  if (auto s = SetLimit(RLIMIT_CORE, 0, "core"); !s) return s;
+  // RLIMIT_NPROC counts per user *namespace*; outside one it would count every process of
+  // the uid on the host, so it is only a per-sandbox bound when we made a user namespace.
+  if (l.processes && plan.userns) {
+    if (auto s = SetLimit(RLIMIT_NPROC, *l.processes, "nproc"); !s) return s;
+  }
+  if (l.open_files) {
+    if (auto s = SetLimit(RLIMIT_NOFILE, *l.open_files, "nofile"); !s) return s;
+  }
+  if (l.address_space) {
+    if (auto s = SetLimit(RLIMIT_AS, *l.address_space, "as"); !s) return s;
+  }
+  if (l.file_size) {
+    if (auto s = SetLimit(RLIMIT_FSIZE, *l.file_size, "fsize"); !s) return s;
+  }
+  if (l.cpu_seconds) {
+    if (auto s = SetLimit(RLIMIT_CPU, *l.cpu_seconds, "cpu"); !s) return s;
+  }
+  return Ok();
+}
+
+Status ApplyLandlock(const Plan& plan) {
+  using namespace landlock;
+  if (auto s = InjectedFailure(plan, "landlock"); !s) return s;
+  const SandboxPolicy& policy = plan.spec->policy;
+  bool handle_net = policy.network == NetworkMode::kNone && plan.landlock_abi >= 4;
+  uint64_t scopes = ScopesForAbi(plan.landlock_abi);
+  auto rs = Ruleset::Create(plan.landlock_abi, handle_net, scopes);
+  if (!rs) return tl::unexpected(rs.error());
+  const uint64_t all = FsRightsForAbi(plan.landlock_abi);
+  const FileView& view = plan.view;
+  if (view.full_read) {
+    if (auto s = rs->AllowPath("/", kFsRead); !s) return s;
+  }
+  for (const auto& root : view.read_roots) {
+    if (auto s = rs->AllowPath(root, kFsRead, /*optional=*/true); !s) return s;
+  }
+  for (const auto& wr : view.writable_roots) {
+    if (auto s = rs->AllowPath(wr.root, all); !s) return s;
+  }
+  if (plan.mountns) {
+    // Listing the view's root shows only the mount points we made.
+    if (auto s = rs->AllowPath("/", kFsReadDir); !s) return s;
+    // Our own tmpfs mounts: private to this sandbox, discarded at exit.
+    if (auto s = rs->AllowPath("/tmp", all); !s) return s;
+    if (auto s = rs->AllowPath("/dev/shm", all, true); !s) return s;
+  }
+  if (auto s = rs->AllowPath("/dev", kFsReadDir, true); !s) return s;
+  for (const char* dev : {"/dev/null", "/dev/zero", "/dev/full", "/dev/tty"}) {
+    if (auto s = rs->AllowPath(dev, kFsReadFile | kFsWriteFile | kFsIoctlDev | kFsTruncate, true);
+        !s)
+      return s;
+  }
+  for (const char* dev : {"/dev/random", "/dev/urandom"}) {
+    if (auto s = rs->AllowPath(dev, kFsReadFile, true); !s) return s;
+  }
+  if (plan.pidns && plan.mountns) {
+    // The sandbox's own procfs shows only its own processes.
+    if (auto s = rs->AllowPath("/proc", kFsRead | kFsWriteFile); !s) return s;
+  } else {
+    // The host's procfs: only this process's own entry (no other process's environ/cmdline).
+    if (auto s = rs->AllowPath("/proc/" + std::to_string(getpid()), kFsRead); !s) return s;
+  }
+  if (auto s = rs->Restrict(); !s) return s;
+  return Ok();
+}
+
+[[noreturn]] void RunCommand(Plan& plan) {
+  LaunchSpec& spec = *plan.spec;
+  struct sigaction dfl{};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+
+  // Its own session and process group: no controlling terminal (TIOCSTI, job-control
+  // signals), and one group to kill.
+  if (setsid() < 0) Die(plan, SysFail("sandbox", "setsid").value());
+  // No descriptor the caller leaked (a directory fd outside, a socket) crosses exec.
+  if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+    Die(plan, SysFail("sandbox", "close_range").value());
+  }
+  if (plan.program_is_script) {
+    // The kernel hands a script's interpreter /dev/fd/N, which must survive exec.
+    fcntl(spec.program.Get(), F_SETFD, 0);
+  }
+  if (auto s = ApplyLimits(plan); !s) Die(plan, s.error());
+  if (::chdir(spec.cwd.c_str()) != 0) {
+    Die(plan, SysFail("sandbox", "working directory " + spec.cwd + " is not visible in the sandbox").value());
+  }
+  uint32_t layers = 0;
+  bool harden = plan.confine_fs || !plan.filter.Empty();
+  if (harden) {
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1) {
+      Die(plan, SysFail("sandbox", "no_new_privs").value());
+    }
+    layers |= kBitNoNewPrivs;
+  }
+  if (plan.confine_fs) {
+    if (auto s = ApplyLandlock(plan); !s) Die(plan, s.error());
+    layers |= static_cast<uint32_t>(plan.landlock_abi) << 16;
+    if (spec.policy.network == NetworkMode::kNone && plan.landlock_abi >= 4) layers |= kBitLandlockNet;
+    if (plan.landlock_abi >= 6) layers |= kBitLandlockScoped;
+  }
+  if (harden) {
+    if (auto s = DropAllCapabilities(); !s) Die(plan, s.error());
+  }
+  if (!plan.filter.Empty()) {
+    if (auto s = InjectedFailure(plan, "seccomp"); !s) Die(plan, s.error());
+    if (auto s = plan.filter.Install(); !s) Die(plan, s.error());
+    layers |= kBitSeccomp;
+  }
+  if (plan.userns) layers |= kBitUserNs;
+  if (plan.pidns) layers |= kBitPidNs;
+  if (plan.mountns) layers |= kBitMountNs;
+  if (plan.netns) layers |= kBitNetNs;
+  if (!plan.pidns) layers |= kBitSubreaper;
+  SendRecord(plan.report_fd, kLayers, 0, 0, "", layers);
+  syscall(SYS_execveat, spec.program.Get(), "", plan.argv.data(), plan.envp.data(), AT_EMPTY_PATH);
+  int err = errno;
+  SendRecord(plan.report_fd, kExecError, 0, err, std::string(spec.argv[0]) + ": " + std::strerror(err));
+  _exit(err == ENOENT ? 127 : 126);
+}
+
+volatile sig_atomic_t g_command_pid = 0;
+volatile sig_atomic_t g_kill_tree = 0;
+
+void ForwardSignal(int sig) {
+  if (g_command_pid > 0) kill(-g_command_pid, sig);
+}
+void RequestKillTree(int) { g_kill_tree = 1; }
+
+// Descendants of this process by walking /proc/<pid>/task/<tid>/children.
+void CollectDescendants(pid_t pid, std::vector<pid_t>& out) {
+  std::string task_dir = "/proc/" + std::to_string(pid) + "/task";
+  DIR* dir = opendir(task_dir.c_str());
+  if (!dir) return;
+  while (dirent* e = readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream in(task_dir + "/" + e->d_name + "/children");
+    pid_t child;
+    while (in >> child) {
+      out.push_back(child);
+      CollectDescendants(child, out);
+    }
+  }
+  closedir(dir);
+}
+
+// Subreaper mode: stop, then kill, every descendant; repeat until none is left (a process
+// that forked between the walk and the kill is reparented to us and found next round).
+void KillDescendants() {
+  for (int round = 0; round < 1000; ++round) {
+    std::vector<pid_t> pids;
+    CollectDescendants(getpid(), pids);
+    for (pid_t p : pids) kill(p, SIGSTOP);
+    for (pid_t p : pids) kill(p, SIGKILL);
+    while (waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+    if (pids.empty()) {
+      while (waitpid(-1, nullptr, 0) > 0) {
+      }
+      return;
+    }
+  }
+}
+
+[[noreturn]] void RunInit(Plan& plan) {
+  // Dies with the supervisor. In a pid namespace SIGKILL of init takes every process in it;
+  // without one, SIGUSR2 asks this init to kill the tree first.
+  prctl(PR_SET_PDEATHSIG, plan.pidns ? SIGKILL : SIGUSR2);
+  pollfd alive{plan.alive_fd, POLLIN, 0};
+  if (poll(&alive, 1, 0) > 0) _exit(125);  // supervisor already gone
+  if (plan.userns) {
+    if (auto s = InjectedFailure(plan, "userns"); !s) Die(plan, s.error());
+    if (auto s = MapIds(plan); !s) Die(plan, s.error());
+  }
+  // After the id maps (which need our own /proc/self files): nothing in the sandbox may
+  // attach to or read the memory of its init.
+  prctl(PR_SET_DUMPABLE, 0);
+  if (plan.mountns) {
+    if (auto s = InjectedFailure(plan, "mount"); !s) Die(plan, s.error());
+    MountViewOptions options;
+    options.mount_proc = plan.pidns;
+    options.tmp_size = plan.spec->limits.tmp_size;
+    if (auto s = BuildMountView(plan.view, options); !s) Die(plan, s.error());
+    if (auto s = VerifyMountView(plan.view); !s) Die(plan, s.error());
+  }
+  if (!plan.pidns) prctl(PR_SET_CHILD_SUBREAPER, 1);
+
+  struct sigaction fwd{};
+  fwd.sa_handler = ForwardSignal;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGWINCH}) sigaction(sig, &fwd, nullptr);
+  struct sigaction killer{};
+  killer.sa_handler = RequestKillTree;
+  sigaction(SIGUSR2, &killer, nullptr);
+
+  pid_t command = fork();
+  if (command < 0) Die(plan, SysFail("sandbox", "fork command").value());
+  if (command == 0) RunCommand(plan);
+  g_command_pid = command;
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  ::close(plan.alive_fd);
+  plan.spec->program.Reset();
+
+  int command_status = 0;
+  bool command_done = false;
+  while (!command_done) {
+    int status = 0;
+    pid_t r = waitpid(-1, &status, 0);
+    if (r < 0) {
+      if (errno == EINTR) {
+        if (g_kill_tree) break;
+        continue;
+      }
+      break;  // ECHILD: nothing left
+    }
+    if (r == command) {
+      command_status = status;
+      command_done = true;
+    }
+  }
+  if (!plan.pidns) KillDescendants();
+  if (command_done) {
+    SendRecord(plan.report_fd, kExitStatus, command_status, 0, "");
+  }
+  _exit(command_done ? 0 : 124);
+}
+
+std::vector<char*> CStrings(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  out.reserve(strings.size() + 1);
+  for (auto& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+bool IsScript(int fd) {
+  UniqueFd f(::open(("/proc/self/fd/" + std::to_string(fd)).c_str(), O_RDONLY | O_CLOEXEC));
+  char magic[2] = {};
+  return f && ::read(f.Get(), magic, 2) == 2 && magic[0] == '#' && magic[1] == '!';
+}
+
+SandboxOutcome SetupFailure(std::string message, Clock::time_point start) {
+  SandboxOutcome out;
+  out.kind = SandboxOutcome::Kind::kSetupFailed;
+  out.error = std::move(message);
+  out.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  return out;
+}
+
+}  // namespace
+
+int SandboxOutcome::ShellStatus() const {
+  switch (kind) {
+    case Kind::kExited: return exit_status;
+    case Kind::kSignaled: return 128 + exit_status;
+    case Kind::kTimedOut: return 124;
+    case Kind::kSetupFailed: return 125;
+    case Kind::kExecFailed: return exec_errno == ENOENT ? 127 : 126;
+  }
+  return 125;
+}
+
+Result<UniqueFd> OpenExecutable(const std::string& command, const std::string& path_env,
+                                const std::string& cwd) {
+  if (command.empty()) return Fail("not_found", "empty command");
+  auto try_open = [](const std::string& path) -> Result<UniqueFd> {
+    UniqueFd fd(::open(path.c_str(), O_PATH | O_CLOEXEC));
+    if (!fd) return SysFail(errno == ENOENT ? "not_found" : "not_executable", path);
+    struct stat st{};
+    if (::fstat(fd.Get(), &st) != 0) return SysFail("not_executable", path);
+    if (!S_ISREG(st.st_mode)) return Fail("not_executable", path + ": not a regular file", EACCES);
+    if (::faccessat(fd.Get(), "", X_OK, AT_EMPTY_PATH | AT_EACCESS) != 0) {
+      return SysFail("not_executable", path);
+    }
+    return fd;
+  };
+  if (command.find('/') != std::string::npos) {
+    return try_open(command[0] == '/' ? command : cwd + "/" + command);
+  }
+  std::optional<Error> first_error;
+  std::stringstream dirs(path_env);
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    if (dir.empty()) dir = ".";
+    std::string candidate = (dir[0] == '/' ? dir : cwd + "/" + dir) + "/" + command;
+    auto fd = try_open(candidate);
+    if (fd) return fd;
+    if (fd.error().code == "not_executable" && !first_error) first_error = fd.error();
+  }
+  if (first_error) return tl::unexpected(*first_error);
+  return Fail("not_found", command + ": command not found on PATH", ENOENT);
+}
+
+SandboxOutcome RunSandboxed(LaunchSpec spec) {
+  const auto start = Clock::now();
+  Plan plan;
+  plan.spec = &spec;
+  plan.uid = geteuid();
+  plan.gid = getegid();
+  const SandboxPolicy& policy = spec.policy;
+  if (policy.network == NetworkMode::kProxy) {
+    return SetupFailure("sandbox: --network proxy is not available in this build yet; use none or full",
+                        start);
+  }
+  if (!spec.program) return SetupFailure("sandbox: no program to run", start);
+  if (spec.argv.empty()) return SetupFailure("sandbox: empty argv", start);
+  plan.program_is_script = IsScript(spec.program.Get());
+
+  plan.confine_fs = policy.ConfinesFilesystem();
+  if (plan.confine_fs) {
+    auto view = ComputeFileView(policy, RealHostFs());
+    if (!view) return SetupFailure(view.error().ToString(), start);
+    plan.view = std::move(*view);
+    auto probe = landlock::ProbeAbi();
+    if (probe.abi < 1) {
+      return SetupFailure("sandbox: Landlock is required for policy " +
+                              std::string(ToString(policy.kind)) + " but " + probe.reason +
+                              " (see `anvil doctor`)",
+                          start);
+    }
+    plan.landlock_abi = probe.abi;
+  }
+  bool network_filter = policy.network == NetworkMode::kNone &&
+                        policy.kind != PolicyKind::kDangerFullAccess;
+  if (plan.confine_fs || network_filter) {
+    auto filter = seccomp::BuildCommandFilter(policy.network, /*deny_list=*/plan.confine_fs);
+    if (!filter) return SetupFailure(filter.error().ToString(), start);
+    plan.filter = std::move(*filter);
+  }
+
+  int report[2], alive[2];
+  if (pipe2(report, O_CLOEXEC) != 0) return SetupFailure("sandbox: pipe failed", start);
+  UniqueFd report_read(report[0]), report_write(report[1]);
+  if (pipe2(alive, O_CLOEXEC) != 0) return SetupFailure("sandbox: pipe failed", start);
+  UniqueFd alive_read(alive[0]), alive_write(alive[1]);
+  plan.report_fd = report_write.Get();
+  plan.alive_fd = alive_read.Get();
+  plan.argv = CStrings(spec.argv);
+  plan.envp = CStrings(spec.env);
+
+  sigset_t forwarded, saved;
+  sigemptyset(&forwarded);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGWINCH, SIGCHLD}) sigaddset(&forwarded, sig);
+  sigprocmask(SIG_BLOCK, &forwarded, &saved);
+
+  unsigned long flags = 0;
+  if (plan.confine_fs) {
+    flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC;
+    if (policy.network == NetworkMode::kNone) flags |= CLONE_NEWNET;
+  }
+  int pidfd = -1;
+  long pid = -1;
+  auto try_clone = [&](unsigned long f) {
+    plan.userns = f & CLONE_NEWUSER;
+    plan.pidns = f & CLONE_NEWPID;
+    plan.mountns = f & CLONE_NEWNS;
+    plan.netns = f & CLONE_NEWNET;
+    if (spec.fail_step_for_testing == "clone" && (f & CLONE_NEWUSER)) {
+      errno = EPERM;
+      return -1L;
+    }
+    return syscall(SYS_clone, f | CLONE_PIDFD | SIGCHLD, nullptr, &pidfd, nullptr, 0);
+  };
+  pid = try_clone(flags);
+  int clone_errno = errno;
+  if (pid < 0 && (flags & CLONE_NEWUSER) && geteuid() == 0) {
+    // Root without user namespaces still owns the mount and pid namespaces.
+    pid = try_clone(flags & ~static_cast<unsigned long>(CLONE_NEWUSER));
+  } else if (pid < 0 && (flags & CLONE_NEWUSER) && policy.kind == PolicyKind::kReadOnly) {
+    // Read-only needs no mount view: Landlock alone denies every write and every read
+    // outside the roots; a subreaper replaces the pid namespace. /tmp is then not writable.
+    pid = try_clone(0);
+  }
+  if (pid < 0) {
+    sigprocmask(SIG_SETMASK, &saved, nullptr);
+    std::string why = std::strerror(clone_errno);
+    return SetupFailure(
+        "sandbox: cannot create the user/mount/pid namespaces this policy needs (" + why +
+            "). The writable view with read-only .git needs a mount namespace; as an "
+            "unprivileged user that needs user namespaces (sysctl kernel.unprivileged_userns_clone=1, "
+            "or on Ubuntu kernel.apparmor_restrict_unprivileged_userns=0). See `anvil doctor`.",
+        start);
+  }
+  if (pid == 0) {
+    report_read.Release();  // never closed explicitly in the child: it execs or _exits
+    RunInit(plan);
+  }
+  UniqueFd init_fd(pidfd);
+  report_write.Reset();
+  alive_read.Reset();
+
+  UniqueFd sigfd(signalfd(-1, &forwarded, SFD_CLOEXEC | SFD_NONBLOCK));
+  std::optional<Clock::time_point> deadline;
+  if (spec.timeout) deadline = start + *spec.timeout;
+  bool timed_out = false;
+  std::optional<Clock::time_point> kill_at;  // subreaper mode: grace before SIGKILL
+  std::vector<Record> records;
+  auto read_records = [&] {
+    Record r;
+    while (true) {
+      ssize_t n = ::read(report_read.Get(), &r, sizeof(r));
+      if (n == static_cast<ssize_t>(sizeof(r))) {
+        records.push_back(r);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      return n == 0;  // EOF
+    }
+  };
+  fcntl(report_read.Get(), F_SETFL, O_NONBLOCK);
+  bool report_eof = false;
+  while (true) {
+    int wait_ms = -1;
+    auto now = Clock::now();
+    auto next = kill_at ? kill_at : (timed_out ? std::nullopt : deadline);
+    if (next) {
+      wait_ms = *next <= now ? 0
+                             : static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                    *next - now)
+                                                    .count() +
+                                                1);
+    }
+    pollfd fds[3] = {{init_fd.Get(), POLLIN, 0},
+                     {report_eof ? -1 : report_read.Get(), POLLIN, 0},
+                     {sigfd.Get(), POLLIN, 0}};
+    int n = poll(fds, 3, wait_ms);
+    if (n < 0 && errno != EINTR) break;
+    if (fds[1].revents) report_eof = read_records();
+    if (fds[2].revents) {
+      signalfd_siginfo si;
+      while (::read(sigfd.Get(), &si, sizeof(si)) == sizeof(si)) {
+        if (si.ssi_signo != SIGCHLD) syscall(SYS_pidfd_send_signal, init_fd.Get(), si.ssi_signo, nullptr, 0);
+      }
+    }
+    if (fds[0].revents) break;
+    now = Clock::now();
+    if (kill_at && now >= *kill_at) {
+      syscall(SYS_pidfd_send_signal, init_fd.Get(), SIGKILL, nullptr, 0);
+      kill_at.reset();
+    } else if (deadline && !timed_out && now >= *deadline) {
+      timed_out = true;
+      if (plan.pidns) {
+        syscall(SYS_pidfd_send_signal, init_fd.Get(), SIGKILL, nullptr, 0);
+      } else {
+        syscall(SYS_pidfd_send_signal, init_fd.Get(), SIGUSR2, nullptr, 0);
+        kill_at = Clock::now() + std::chrono::seconds(2);
+      }
+    }
+  }
+  int init_status = 0;
+  while (waitpid(static_cast<pid_t>(pid), &init_status, 0) < 0 && errno == EINTR) {
+  }
+  fcntl(report_read.Get(), F_SETFL, 0);
+  if (!report_eof) read_records();
+  sigprocmask(SIG_SETMASK, &saved, nullptr);
+
+  SandboxOutcome out;
+  out.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  bool have_exit = false;
+  for (const Record& r : records) {
+    std::string message(r.message, strnlen(r.message, sizeof(r.message)));
+    switch (r.kind) {
+      case kLayers:
+        out.layers.user_namespace = r.layers & kBitUserNs;
+        out.layers.pid_namespace = r.layers & kBitPidNs;
+        out.layers.mount_namespace = r.layers & kBitMountNs;
+        out.layers.net_namespace = r.layers & kBitNetNs;
+        out.layers.seccomp = r.layers & kBitSeccomp;
+        out.layers.no_new_privs = r.layers & kBitNoNewPrivs;
+        out.layers.subreaper = r.layers & kBitSubreaper;
+        out.layers.landlock_net = r.layers & kBitLandlockNet;
+        out.layers.landlock_scoped = r.layers & kBitLandlockScoped;
+        out.layers.landlock_abi = static_cast<int>((r.layers >> 16) & 0xff);
+        break;
+      case kSetupError:
+        out.kind = SandboxOutcome::Kind::kSetupFailed;
+        out.error = message;
+        return out;
+      case kExecError:
+        out.kind = SandboxOutcome::Kind::kExecFailed;
+        out.exec_errno = r.err;
+        out.error = (r.err == ENOENT ? "not_found: " : "not_executable: ") + message;
+        return out;
+      case kExitStatus:
+        have_exit = true;
+        if (WIFSIGNALED(r.value)) {
+          out.kind = SandboxOutcome::Kind::kSignaled;
+          out.exit_status = WTERMSIG(r.value);
+        } else {
+          out.kind = SandboxOutcome::Kind::kExited;
+          out.exit_status = WEXITSTATUS(r.value);
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  if (timed_out) {
+    out.kind = SandboxOutcome::Kind::kTimedOut;
+    out.error = "timeout: command passed its deadline and was killed";
+  } else if (!have_exit) {
+    out.kind = SandboxOutcome::Kind::kSignaled;
+    out.exit_status = WIFSIGNALED(init_status) ? WTERMSIG(init_status) : SIGKILL;
+    out.error = "sandbox: init ended without reporting the command's status";
+  }
+  return out;
+}
+
+}  // namespace anvil

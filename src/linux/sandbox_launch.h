@@ -1,0 +1,84 @@
+// Runs one command inside the command sandbox and supervises it to the end. Shared by
+// `anvil sandbox` and `anvil-exec-runner` (the gateway's sys.exec), so both get the same walls.
+//
+// Process shape:
+//   supervisor (caller; outside)      — deadline, signal forwarding, exit report
+//     └─ init  (pid 1 of a new pid ns; new user+mount+ipc[+net] ns)  — builds the file view,
+//        │                                 reaps; its exit tears down the whole namespace
+//        └─ command (own session)          — rlimits, no_new_privs, Landlock, caps dropped,
+//                                            seccomp, then execveat(program fd)
+// When no pid namespace can be made, init is a child subreaper that kills and reaps every
+// remaining descendant when the command ends.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "common/unique_fd.h"
+#include "policy/sandbox_policy.h"
+
+namespace anvil {
+
+struct ResourceLimits {
+  std::optional<uint64_t> processes = 4096;          // RLIMIT_NPROC, counted per sandbox (userns)
+  std::optional<uint64_t> open_files;                // RLIMIT_NOFILE
+  std::optional<uint64_t> address_space;             // RLIMIT_AS, bytes
+  std::optional<uint64_t> file_size;                 // RLIMIT_FSIZE, bytes
+  std::optional<uint64_t> cpu_seconds;               // RLIMIT_CPU
+  uint64_t tmp_size = 1ULL << 30;                    // size= of the private /tmp tmpfs
+};
+
+struct LaunchSpec {
+  SandboxPolicy policy;
+  UniqueFd program;                    // the executable, opened once outside (O_PATH)
+  std::vector<std::string> argv;       // argv[0] as the user wrote it
+  std::vector<std::string> env;        // final environment, NAME=VALUE
+  std::string cwd;                     // absolute; must be inside the view
+  std::optional<std::chrono::milliseconds> timeout;
+  ResourceLimits limits;
+  // Test-only fault injection: fail the named set-up step ("landlock", "seccomp", "mount",
+  // "userns") to prove nothing runs when a layer cannot be applied. Never set by user input.
+  std::string fail_step_for_testing;
+};
+
+// What each layer ended up as, for --json and doctor.
+struct LayerReport {
+  bool user_namespace = false;
+  bool pid_namespace = false;
+  bool mount_namespace = false;
+  bool net_namespace = false;
+  int landlock_abi = 0;        // 0 when Landlock was not applied
+  bool landlock_net = false;
+  bool landlock_scoped = false;
+  bool seccomp = false;
+  bool no_new_privs = false;
+  bool subreaper = false;
+};
+
+struct SandboxOutcome {
+  enum class Kind { kExited, kSignaled, kTimedOut, kSetupFailed, kExecFailed };
+  Kind kind = Kind::kSetupFailed;
+  int exit_status = 0;     // exit code (kExited) or signal number (kSignaled)
+  int exec_errno = 0;      // kExecFailed
+  std::string error;       // kSetupFailed / kExecFailed, "code: message"
+  LayerReport layers;
+  double duration_ms = 0;
+
+  // The exit status `anvil sandbox` uses: command's own, 128+N, 124, 125, 126, 127.
+  int ShellStatus() const;
+};
+
+// Runs the command to completion. Never throws; any set-up failure is kSetupFailed and the
+// command did not run.
+SandboxOutcome RunSandboxed(LaunchSpec spec);
+
+// Resolves CMD once, outside the sandbox: a name without '/' is looked up on `path_env`
+// (the caller's PATH); opened O_PATH|O_CLOEXEC. Errors: not_found (127) / not_executable (126).
+Result<UniqueFd> OpenExecutable(const std::string& command, const std::string& path_env,
+                                const std::string& cwd);
+
+}  // namespace anvil

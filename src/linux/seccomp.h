@@ -1,0 +1,40 @@
+// seccomp-bpf filters, built with libseccomp in the (trusted) parent and exported as raw BPF,
+// so the sandboxed child only has to load a ready program (≈0.1 ms instead of compiling it).
+#pragma once
+
+#include <linux/filter.h>
+
+#include <vector>
+
+#include "common/result.h"
+#include "policy/sandbox_policy.h"
+
+namespace anvil::seccomp {
+
+class Program {
+ public:
+  Program() = default;
+  explicit Program(std::vector<sock_filter> insns) : insns_(std::move(insns)) {}
+  bool Empty() const { return insns_.empty(); }
+  size_t size() const { return insns_.size(); }
+  // Loads the filter on the calling thread. Requires no_new_privs (checked). Async-signal-safe
+  // apart from the error value, so it can run between fork and exec.
+  Status Install() const;
+
+ private:
+  std::vector<sock_filter> insns_;
+};
+
+// The deny-list filter for untrusted commands (anvil sandbox, anvil-exec-runner): everything a
+// normal program needs is allowed, while the kernel attack surface and the escape hatches are
+// refused with EPERM — ptrace and process_vm_*, mount/namespace syscalls, bpf, perf_event_open,
+// the key-ring, userfaultfd, io_uring, module/kexec loading, dangerous personality bits,
+// TIOCSTI/TIOCLINUX, open_by_handle_at. Non-native ABIs (i386 int 0x80, x32) kill the process.
+// NetworkMode::kNone additionally refuses every socket family but AF_UNIX. With
+// `deny_list` false only the network rules are built (policy external-sandbox).
+Result<Program> BuildCommandFilter(NetworkMode network, bool deny_list = true);
+
+// Names of the syscalls the command filter always refuses (for docs, doctor and tests).
+const std::vector<const char*>& CommandDeniedSyscalls();
+
+}  // namespace anvil::seccomp

@@ -1,0 +1,176 @@
+#include "policy/sandbox_policy.h"
+
+#include <climits>
+#include <cstdlib>
+#include <fstream>
+#include <algorithm>
+#include <sys/stat.h>
+
+namespace anvil {
+
+Result<PolicyKind> ParsePolicyKind(std::string_view text) {
+  if (text == "read-only") return PolicyKind::kReadOnly;
+  if (text == "workspace-write") return PolicyKind::kWorkspaceWrite;
+  if (text == "danger-full-access") return PolicyKind::kDangerFullAccess;
+  if (text == "external-sandbox") return PolicyKind::kExternalSandbox;
+  return Fail("invalid", "unknown policy '" + std::string(text) +
+                             "' (expected read-only, workspace-write, danger-full-access or "
+                             "external-sandbox)");
+}
+
+Result<NetworkMode> ParseNetworkMode(std::string_view text) {
+  if (text == "none") return NetworkMode::kNone;
+  if (text == "proxy") return NetworkMode::kProxy;
+  if (text == "full") return NetworkMode::kFull;
+  return Fail("invalid", "unknown network mode '" + std::string(text) +
+                             "' (expected none, proxy or full)");
+}
+
+Result<ReadAccess> ParseReadAccess(std::string_view text) {
+  if (text == "restricted") return ReadAccess::kRestricted;
+  if (text == "full") return ReadAccess::kFull;
+  return Fail("invalid", "unknown read access '" + std::string(text) +
+                             "' (expected restricted or full)");
+}
+
+std::string_view ToString(PolicyKind kind) {
+  switch (kind) {
+    case PolicyKind::kReadOnly: return "read-only";
+    case PolicyKind::kWorkspaceWrite: return "workspace-write";
+    case PolicyKind::kDangerFullAccess: return "danger-full-access";
+    case PolicyKind::kExternalSandbox: return "external-sandbox";
+  }
+  return "?";
+}
+
+std::string_view ToString(NetworkMode mode) {
+  switch (mode) {
+    case NetworkMode::kNone: return "none";
+    case NetworkMode::kProxy: return "proxy";
+    case NetworkMode::kFull: return "full";
+  }
+  return "?";
+}
+
+std::string_view ToString(ReadAccess access) {
+  return access == ReadAccess::kFull ? "full" : "restricted";
+}
+
+bool PathIsWithin(std::string_view path, std::string_view root) {
+  if (root == "/") return !path.empty() && path[0] == '/';
+  if (path.size() < root.size() || path.compare(0, root.size(), root) != 0) return false;
+  return path.size() == root.size() || path[root.size()] == '/';
+}
+
+HostFs RealHostFs() {
+  HostFs fs;
+  fs.resolve = [](const std::string& path) -> std::optional<std::string> {
+    char buf[PATH_MAX];
+    if (::realpath(path.c_str(), buf) == nullptr) return std::nullopt;
+    return std::string(buf);
+  };
+  fs.read_gitdir_pointer = [](const std::string& path) -> std::optional<std::string> {
+    struct stat st{};
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > 4096) {
+      return std::nullopt;
+    }
+    std::ifstream in(path);
+    std::string line;
+    if (!std::getline(in, line) || line.rfind("gitdir:", 0) != 0) return std::nullopt;
+    std::string target = line.substr(7);
+    while (!target.empty() && (target.front() == ' ' || target.front() == '\t')) target.erase(0, 1);
+    while (!target.empty() && (target.back() == '\r' || target.back() == ' ')) target.pop_back();
+    if (target.empty()) return std::nullopt;
+    if (target[0] != '/') {
+      auto slash = path.rfind('/');
+      target = path.substr(0, slash + 1) + target;
+    }
+    return target;
+  };
+  return fs;
+}
+
+namespace {
+
+void AddUnique(std::vector<std::string>& list, const std::string& value) {
+  if (std::find(list.begin(), list.end(), value) == list.end()) list.push_back(value);
+}
+
+}  // namespace
+
+Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host) {
+  FileView view;
+  if (!policy.ConfinesFilesystem()) {
+    return Fail("invalid", "policy " + std::string(ToString(policy.kind)) +
+                               " does not confine the filesystem");
+  }
+  if (policy.workspace.empty() || policy.workspace[0] != '/') {
+    return Fail("invalid", "workspace must be an absolute path");
+  }
+  view.full_read = policy.read_access == ReadAccess::kFull;
+  if (!view.full_read) {
+    for (auto root : kPlatformReadRoots) {
+      std::string r(root);
+      struct stat st{};
+      // Keep the name as the host has it: /bin may be a symlink to usr/bin and is recreated
+      // as that symlink inside the view.
+      if (::lstat(r.c_str(), &st) == 0) AddUnique(view.read_roots, r);
+    }
+    for (auto masked : kMaskedFiles) {
+      std::string m(masked);
+      struct stat st{};
+      if (::lstat(m.c_str(), &st) == 0 && S_ISREG(st.st_mode)) view.masked_files.push_back(m);
+    }
+  }
+
+  std::vector<std::string> writable;
+  if (policy.kind == PolicyKind::kWorkspaceWrite) {
+    writable.push_back(policy.workspace);
+    for (const auto& root : policy.extra_writable_roots) {
+      auto resolved = host.resolve(root);
+      if (!resolved) return Fail("invalid", "writable root does not exist: " + root);
+      AddUnique(writable, *resolved);
+    }
+  } else {
+    if (!policy.extra_writable_roots.empty()) {
+      return Fail("invalid", "--writable-root needs the workspace-write policy");
+    }
+  }
+  if (!view.full_read) AddUnique(view.read_roots, policy.workspace);
+
+  std::vector<std::string> read_only;  // absolute canonical paths that must stay read-only
+  for (const auto& root : writable) {
+    if (policy.writable_git) {
+      if (auto anvil_dir = host.resolve(root + "/.anvil")) read_only.push_back(*anvil_dir);
+    } else {
+      for (auto name : kProtectedNames) {
+        std::string candidate = root + "/" + std::string(name);
+        auto resolved = host.resolve(candidate);
+        if (!resolved) continue;
+        read_only.push_back(*resolved);
+        // A .git *file* (worktree, submodule) points at the real git dir; protect that too.
+        if (name == ".git") {
+          if (auto gitdir = host.read_gitdir_pointer(candidate)) {
+            if (auto r = host.resolve(*gitdir)) read_only.push_back(*r);
+          }
+        }
+      }
+    }
+  }
+  for (const auto& sub : policy.extra_read_only_subpaths) {
+    auto resolved = host.resolve(sub);
+    if (!resolved) continue;  // nothing to protect yet; see docs/policy.md
+    read_only.push_back(*resolved);
+  }
+  for (const auto& root : writable) {
+    WritableRoot wr{root, {}};
+    for (const auto& ro : read_only) {
+      if (PathIsWithin(ro, root) && ro != root) AddUnique(wr.read_only_subpaths, ro);
+      if (ro == root) return Fail("invalid", "writable root is also read-only: " + root);
+    }
+    view.writable_roots.push_back(std::move(wr));
+  }
+  return view;
+}
+
+}  // namespace anvil

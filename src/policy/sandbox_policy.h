@@ -1,0 +1,89 @@
+// The command sandbox policy (Codex's SandboxPolicy, adapted) and the pure function that turns
+// it into the file view a sandboxed command sees. Nothing here touches the kernel: the mount
+// namespace builder and the Landlock layer both consume the FileView computed here, so the
+// two walls always enforce the same decision.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+
+namespace anvil {
+
+enum class PolicyKind { kReadOnly, kWorkspaceWrite, kDangerFullAccess, kExternalSandbox };
+enum class NetworkMode { kNone, kProxy, kFull };
+enum class ReadAccess { kRestricted, kFull };
+
+Result<PolicyKind> ParsePolicyKind(std::string_view text);
+Result<NetworkMode> ParseNetworkMode(std::string_view text);
+Result<ReadAccess> ParseReadAccess(std::string_view text);
+std::string_view ToString(PolicyKind kind);
+std::string_view ToString(NetworkMode mode);
+std::string_view ToString(ReadAccess access);
+
+struct SandboxPolicy {
+  PolicyKind kind = PolicyKind::kWorkspaceWrite;
+  std::string workspace;                        // absolute, canonical (symlinks resolved once)
+  std::vector<std::string> extra_writable_roots;  // absolute, canonical
+  std::vector<std::string> extra_read_only_subpaths;  // absolute, canonical
+  bool writable_git = false;                    // deliberately drop the .git protection
+  ReadAccess read_access = ReadAccess::kRestricted;
+  NetworkMode network = NetworkMode::kNone;
+
+  // Whether the filesystem is confined at all (read-only and workspace-write).
+  bool ConfinesFilesystem() const {
+    return kind == PolicyKind::kReadOnly || kind == PolicyKind::kWorkspaceWrite;
+  }
+};
+
+// Names kept read-only inside every writable root: an agent that can rewrite .git/hooks or
+// .git/config gets code execution the next time the user runs git; .anvil holds Anvil's own
+// per-workspace state.
+inline constexpr std::string_view kProtectedNames[] = {".git", ".anvil"};
+
+// Read access outside the writable roots under --read-access restricted.
+inline constexpr std::string_view kPlatformReadRoots[] = {
+    "/bin", "/sbin", "/usr", "/etc", "/lib", "/lib64", "/nix/store", "/run/current-system/sw"};
+
+// Files under the runtime roots that hold credentials; hidden (an empty file mounted over them)
+// in restricted read mode so that even a sandbox run by root cannot read them.
+inline constexpr std::string_view kMaskedFiles[] = {"/etc/shadow", "/etc/gshadow",
+                                                    "/etc/shadow-", "/etc/gshadow-",
+                                                    "/etc/sudoers", "/etc/ssh/ssh_host_rsa_key",
+                                                    "/etc/ssh/ssh_host_ecdsa_key",
+                                                    "/etc/ssh/ssh_host_ed25519_key"};
+
+struct WritableRoot {
+  std::string root;
+  std::vector<std::string> read_only_subpaths;  // absolute, each beneath root
+};
+
+// What the sandboxed command can see and change. Derived from SandboxPolicy by ComputeFileView.
+struct FileView {
+  bool full_read = false;                  // whole filesystem readable (read-only)
+  std::vector<std::string> read_roots;     // readable, not writable (existing paths only)
+  std::vector<WritableRoot> writable_roots;
+  std::vector<std::string> masked_files;   // existing credential files to hide
+  bool private_tmp = true;                 // a fresh tmpfs on /tmp
+};
+
+// The facts about the host filesystem that ComputeFileView needs; injected so the decision
+// stays a pure, unit-testable function.
+struct HostFs {
+  // Canonical absolute path if `path` exists (symlinks resolved), nullopt otherwise.
+  std::function<std::optional<std::string>(const std::string&)> resolve;
+  // For a `.git` *file* (worktrees, submodules): the gitdir it points at, if any.
+  std::function<std::optional<std::string>(const std::string&)> read_gitdir_pointer;
+};
+HostFs RealHostFs();
+
+// True when `path` equals `root` or lies beneath it (component-wise, both canonical).
+bool PathIsWithin(std::string_view path, std::string_view root);
+
+Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host);
+
+}  // namespace anvil

@@ -1,0 +1,121 @@
+#include "policy/sandbox_policy.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+namespace anvil {
+namespace {
+
+// A fake host: `existing` paths resolve to themselves (or to a mapped target).
+HostFs FakeHost(std::set<std::string> existing, std::map<std::string, std::string> links = {},
+                std::map<std::string, std::string> gitdirs = {}) {
+  HostFs fs;
+  fs.resolve = [existing, links](const std::string& p) -> std::optional<std::string> {
+    if (auto it = links.find(p); it != links.end()) return it->second;
+    if (existing.count(p)) return p;
+    return std::nullopt;
+  };
+  fs.read_gitdir_pointer = [gitdirs](const std::string& p) -> std::optional<std::string> {
+    if (auto it = gitdirs.find(p); it != gitdirs.end()) return it->second;
+    return std::nullopt;
+  };
+  return fs;
+}
+
+TEST(PathIsWithin, ComponentWise) {
+  EXPECT_TRUE(PathIsWithin("/ws", "/ws"));
+  EXPECT_TRUE(PathIsWithin("/ws/a", "/ws"));
+  EXPECT_FALSE(PathIsWithin("/ws2", "/ws"));
+  EXPECT_FALSE(PathIsWithin("/w", "/ws"));
+  EXPECT_TRUE(PathIsWithin("/anything", "/"));
+}
+
+TEST(ComputeFileView, WorkspaceWriteProtectsGitAndAnvil) {
+  SandboxPolicy p;
+  p.workspace = "/ws";
+  auto view = ComputeFileView(p, FakeHost({"/ws", "/ws/.git", "/ws/.anvil"}));
+  ASSERT_TRUE(view) << view.error().ToString();
+  ASSERT_EQ(view->writable_roots.size(), 1u);
+  EXPECT_EQ(view->writable_roots[0].root, "/ws");
+  EXPECT_EQ(view->writable_roots[0].read_only_subpaths,
+            (std::vector<std::string>{"/ws/.git", "/ws/.anvil"}));
+  EXPECT_FALSE(view->full_read);
+}
+
+TEST(ComputeFileView, GitFilePointerTargetIsProtectedToo) {
+  SandboxPolicy p;
+  p.workspace = "/ws";
+  p.extra_writable_roots = {"/repo"};
+  auto view = ComputeFileView(
+      p, FakeHost({"/ws", "/ws/.git", "/repo", "/repo/.git/worktrees/x"}, {},
+                  {{"/ws/.git", "/repo/.git/worktrees/x"}}));
+  ASSERT_TRUE(view);
+  ASSERT_EQ(view->writable_roots.size(), 2u);
+  EXPECT_EQ(view->writable_roots[1].read_only_subpaths,
+            (std::vector<std::string>{"/repo/.git/worktrees/x"}));
+}
+
+TEST(ComputeFileView, WritableGitDropsOnlyGit) {
+  SandboxPolicy p;
+  p.workspace = "/ws";
+  p.writable_git = true;
+  auto view = ComputeFileView(p, FakeHost({"/ws", "/ws/.git", "/ws/.anvil"}));
+  ASSERT_TRUE(view);
+  EXPECT_EQ(view->writable_roots[0].read_only_subpaths, std::vector<std::string>{"/ws/.anvil"});
+}
+
+TEST(ComputeFileView, ReadOnlyHasNoWritableRoots) {
+  SandboxPolicy p;
+  p.kind = PolicyKind::kReadOnly;
+  p.workspace = "/ws";
+  auto view = ComputeFileView(p, FakeHost({"/ws"}));
+  ASSERT_TRUE(view);
+  EXPECT_TRUE(view->writable_roots.empty());
+  EXPECT_NE(std::find(view->read_roots.begin(), view->read_roots.end(), "/ws"),
+            view->read_roots.end());
+  p.extra_writable_roots = {"/x"};
+  EXPECT_FALSE(ComputeFileView(p, FakeHost({"/ws", "/x"})));
+}
+
+TEST(ComputeFileView, SymlinkedGitOutsideRootsIsNotAWritableHole) {
+  SandboxPolicy p;
+  p.workspace = "/ws";
+  // .git links outside every writable root: it is read-only (or invisible) already.
+  auto view = ComputeFileView(p, FakeHost({"/ws"}, {{"/ws/.git", "/home/u/.ssh"}}));
+  ASSERT_TRUE(view);
+  EXPECT_TRUE(view->writable_roots[0].read_only_subpaths.empty());
+}
+
+TEST(ComputeFileView, GitLinkedToTheRootItselfFailsClosed) {
+  SandboxPolicy p;
+  p.workspace = "/ws";
+  EXPECT_FALSE(ComputeFileView(p, FakeHost({"/ws"}, {{"/ws/.git", "/ws"}})));
+}
+
+TEST(ComputeFileView, RefusesUnconfinedPoliciesAndRelativeWorkspace) {
+  SandboxPolicy p;
+  p.kind = PolicyKind::kDangerFullAccess;
+  p.workspace = "/ws";
+  EXPECT_FALSE(ComputeFileView(p, FakeHost({"/ws"})));
+  p.kind = PolicyKind::kWorkspaceWrite;
+  p.workspace = "ws";
+  EXPECT_FALSE(ComputeFileView(p, FakeHost({"ws"})));
+}
+
+TEST(ParsePolicy, NamesRoundTripAndUnknownIsAnError) {
+  for (auto name : {"read-only", "workspace-write", "danger-full-access", "external-sandbox"}) {
+    auto k = ParsePolicyKind(name);
+    ASSERT_TRUE(k);
+    EXPECT_EQ(ToString(*k), name);
+  }
+  auto bad = ParsePolicyKind("full");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, "invalid");
+  EXPECT_FALSE(ParseNetworkMode("on"));
+  EXPECT_FALSE(ParseReadAccess("all"));
+}
+
+}  // namespace
+}  // namespace anvil
