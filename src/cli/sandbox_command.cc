@@ -239,12 +239,11 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
   if (policy.kind == PolicyKind::kDangerFullAccess && !network_explicit) {
     policy.network = NetworkMode::kFull;
   }
-  if (policy.kind == PolicyKind::kDangerFullAccess &&
-      (policy.read_access == ReadAccess::kFull || !policy.extra_writable_roots.empty())) {
-    // Nothing to widen: accepted and ignored would mislead, so refuse.
-    if (!policy.extra_writable_roots.empty()) {
-      return Fail("invalid", "--writable-root has no meaning with danger-full-access");
-    }
+  if (!policy.ConfinesFilesystem() &&
+      (!policy.extra_writable_roots.empty() || !policy.extra_read_only_subpaths.empty())) {
+    // Accepting and ignoring them would mislead: this policy does not confine files at all.
+    return Fail("invalid", "--writable-root/--read-only-subpath have no effect with " +
+                               std::string(ToString(policy.kind)));
   }
 
   std::string path_env = "/usr/local/bin:/usr/bin:/bin";

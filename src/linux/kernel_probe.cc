@@ -46,7 +46,8 @@ std::string ProbeNamespaces(unsigned long flags) {
     int err = 0;
     if (unshare(static_cast<int>(flags)) != 0) err = errno;
     if (err == 0 && (flags & CLONE_NEWNS)) {
-      long fd = syscall(SYS_open_tree, AT_FDCWD, "/", 1 /*OPEN_TREE_CLONE*/ | O_CLOEXEC);
+      long fd = syscall(SYS_open_tree, AT_FDCWD, "/",
+                        1 /*OPEN_TREE_CLONE*/ | O_CLOEXEC | 0x8000 /*AT_RECURSIVE*/);
       if (fd < 0) err = -errno;  // negative: the mount API, not unshare
     }
     ssize_t ignored = ::write(pipefd[1], &err, sizeof(err));

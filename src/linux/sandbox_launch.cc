@@ -197,8 +197,10 @@ Status ApplyLandlock(const Plan& plan) {
     if (auto s = rs->AllowPath(dev, kFsReadFile, true); !s) return s;
   }
   if (plan.pidns && plan.mountns) {
-    // The sandbox's own procfs shows only its own processes.
-    if (auto s = rs->AllowPath("/proc", kFsRead | kFsWriteFile); !s) return s;
+    // The sandbox's own procfs shows only its own processes. Read-only: a caller that is host
+    // root stays uid 0 in the sandbox, and root-owned proc files such as /proc/sysrq-trigger
+    // check no capability.
+    if (auto s = rs->AllowPath("/proc", kFsRead); !s) return s;
   } else {
     // The host's procfs: only this process's own entry (no other process's environ/cmdline).
     if (auto s = rs->AllowPath("/proc/" + std::to_string(getpid()), kFsRead); !s) return s;
@@ -261,7 +263,11 @@ Status ApplyLandlock(const Plan& plan) {
   SendRecord(plan.report_fd, kLayers, 0, 0, "", layers);
   syscall(SYS_execveat, spec.program.Get(), "", plan.argv.data(), plan.envp.data(), AT_EMPTY_PATH);
   int err = errno;
-  SendRecord(plan.report_fd, kExecError, 0, err, std::string(spec.argv[0]) + ": " + std::strerror(err));
+  std::string why = std::string(spec.argv[0]) + ": " + std::strerror(err);
+  if (err == EACCES && plan.confine_fs) {
+    why += " (outside the paths this policy can read? try --read-access full or a system path)";
+  }
+  SendRecord(plan.report_fd, kExecError, 0, err, why);
   _exit(err == ENOENT ? 127 : 126);
 }
 

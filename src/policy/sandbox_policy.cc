@@ -159,7 +159,9 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
   }
   for (const auto& sub : policy.extra_read_only_subpaths) {
     auto resolved = host.resolve(sub);
-    if (!resolved) continue;  // nothing to protect yet; see docs/policy.md
+    // A path that does not exist yet cannot be bound read-only, and skipping it would let the
+    // command create it: refuse instead of running with less protection than asked for.
+    if (!resolved) return Fail("invalid", "--read-only-subpath does not exist: " + sub);
     read_only.push_back(*resolved);
   }
   for (const auto& root : writable) {
