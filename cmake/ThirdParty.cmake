@@ -143,7 +143,11 @@ _anvil_thirdparty_target(anvil_lua)
 # Upstream builds with -std=gnu99. No LUA_USE_POSIX/LUA_USE_LINUX: on glibc it
 # only swaps setjmp for _setjmp in ldo.c (same semantics there) and otherwise
 # affects the excluded io/os/package libs. No LUA_COMPAT_5_3: plain 5.4.
-set_target_properties(anvil_lua PROPERTIES C_STANDARD 99)
+# Compiled as C++: lua_error then unwinds with an exception instead of longjmp, so the C++
+# destructors in Anvil's bindings (strings, fds, Results) run when a plugin error crosses
+# them. Consumers include <lua.h>/<lauxlib.h> directly, NOT <lua.hpp> (no extern "C").
+set_source_files_properties(${_anvil_lua_srcs} PROPERTIES LANGUAGE CXX)
+set_target_properties(anvil_lua PROPERTIES LINKER_LANGUAGE CXX)
 target_include_directories(anvil_lua PRIVATE "${_anvil_lua_dir}/src")
 target_include_directories(anvil_lua SYSTEM INTERFACE "${_anvil_tp_inc}/lua")
 target_link_libraries(anvil_lua PRIVATE m)

@@ -50,6 +50,9 @@ APT_PACKAGES=(
     ripgrep
     fd-find
     bubblewrap
+    # bench/ only: the timing harness and the sandbox compared against
+    hyperfine
+    firejail
     iproute2
     procps
     python3

@@ -288,9 +288,20 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
     const Error& e = inv.error();
     std::string prog = front_end == SandboxFrontEnd::kAnvilSandbox ? "anvil sandbox" : "anvil-exec-runner";
     std::cerr << prog << ": " << e.ToString() << "\n";
-    if (e.code == "not_found") return 127;
-    if (e.code == "not_executable") return 126;
-    return 125;
+    int status = e.code == "not_found" ? 127 : e.code == "not_executable" ? 126 : 125;
+    // --json promises one report at exit, also when nothing could be started.
+    bool json = false;
+    for (const auto& a : args) {
+      if (a == "--") break;
+      json = json || a == "--json";
+    }
+    if (json) {
+      nlohmann::json report = {{"exit_code", status},
+                               {"outcome", status == 125 ? "setup_failed" : "exec_failed"},
+                               {"error", e.ToString()}};
+      std::cerr << report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    }
+    return status;
   }
   bool json = inv->json;
   SandboxPolicy policy = inv->spec.policy;
@@ -318,7 +329,8 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
           {"landlock_scoped", outcome.layers.landlock_scoped},
           {"seccomp", outcome.layers.seccomp},
           {"no_new_privs", outcome.layers.no_new_privs},
-          {"subreaper", outcome.layers.subreaper}}}};
+          {"subreaper", outcome.layers.subreaper},
+          {"process_limit", outcome.layers.process_limit}}}};
     if (outcome.kind == SandboxOutcome::Kind::kSignaled) report["signal"] = outcome.exit_status;
     if (!outcome.error.empty()) report["error"] = outcome.error;
     std::cerr << report.dump() << "\n";

@@ -22,6 +22,7 @@
 #include "linux/capabilities.h"
 #include "linux/landlock.h"
 #include "linux/mount_view.h"
+#include "linux/pids_cgroup.h"
 #include "linux/seccomp.h"
 
 #ifndef CLONE_PIDFD
@@ -64,6 +65,7 @@ enum LayerBits : uint32_t {
   kBitSubreaper = 1 << 6,
   kBitLandlockNet = 1 << 7,
   kBitLandlockScoped = 1 << 8,
+  kBitProcessLimit = 1 << 9,
   // bits 16..23: Landlock ABI applied
 };
 
@@ -91,7 +93,9 @@ struct Plan {
   gid_t gid = 0;
   int report_fd = -1;       // write end of the record pipe
   int alive_fd = -1;        // read end; HUP when the supervisor is gone
+  int go_fd = -1;           // read end; one byte once init is in its pids cgroup (-1: no wait)
   bool program_is_script = false;
+  bool process_limit = false;  // RLIMIT_NPROC in our user namespace, or a pids cgroup
   std::vector<char*> argv, envp;
 };
 
@@ -260,6 +264,7 @@ Status ApplyLandlock(const Plan& plan) {
   if (plan.mountns) layers |= kBitMountNs;
   if (plan.netns) layers |= kBitNetNs;
   if (!plan.pidns) layers |= kBitSubreaper;
+  if (plan.process_limit) layers |= kBitProcessLimit;
   SendRecord(plan.report_fd, kLayers, 0, 0, "", layers);
   syscall(SYS_execveat, spec.program.Get(), "", plan.argv.data(), plan.envp.data(), AT_EMPTY_PATH);
   int err = errno;
@@ -336,6 +341,12 @@ void KillDescendants() {
     if (auto s = VerifyMountView(plan.view); !s) Die(plan, s.error());
   }
   if (!plan.pidns) prctl(PR_SET_CHILD_SUBREAPER, 1);
+  if (plan.go_fd >= 0) {
+    // Nothing may fork before the supervisor has put us in the pids cgroup.
+    char go = 0;
+    if (::read(plan.go_fd, &go, 1) != 1 || go != 'g') _exit(125);
+    ::close(plan.go_fd);
+  }
 
   struct sigaction fwd{};
   fwd.sa_handler = ForwardSignal;
@@ -434,8 +445,9 @@ Result<UniqueFd> OpenExecutable(const std::string& command, const std::string& p
   std::stringstream dirs(path_env);
   std::string dir;
   while (std::getline(dirs, dir, ':')) {
-    if (dir.empty()) dir = ".";
-    std::string candidate = (dir[0] == '/' ? dir : cwd + "/" + dir) + "/" + command;
+    // An empty PATH entry means the current directory (POSIX).
+    std::string base = dir.empty() ? cwd : dir[0] == '/' ? dir : cwd + "/" + dir;
+    std::string candidate = base + "/" + command;
     auto fd = try_open(candidate);
     if (fd) return fd;
     if (fd.error().code == "not_executable" && !first_error) first_error = fd.error();
@@ -481,6 +493,19 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
     plan.filter = std::move(*filter);
   }
 
+  // uid 0 is exempt from RLIMIT_NPROC (also as root of a user namespace mapped to root), so
+  // root's sandboxes get a pids cgroup instead; without one the count is unbounded and the
+  // --json report says so (the pid namespace still ends every process at exit).
+  std::optional<PidsCgroup> pids;
+  if (plan.confine_fs && spec.limits.processes && geteuid() == 0) {
+    auto cg = PidsCgroup::Create(*spec.limits.processes);
+    if (cg) pids.emplace(std::move(*cg));
+  }
+  int go[2] = {-1, -1};
+  if (pids && pipe2(go, O_CLOEXEC) != 0) return SetupFailure("sandbox: pipe failed", start);
+  UniqueFd go_read(go[0]), go_write(go[1]);
+  plan.go_fd = go_read.Get();
+
   int report[2], alive[2];
   if (pipe2(report, O_CLOEXEC) != 0) return SetupFailure("sandbox: pipe failed", start);
   UniqueFd report_read(report[0]), report_write(report[1]);
@@ -508,6 +533,8 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
     plan.pidns = f & CLONE_NEWPID;
     plan.mountns = f & CLONE_NEWNS;
     plan.netns = f & CLONE_NEWNET;
+    plan.process_limit = pids.has_value() ||
+                         ((f & CLONE_NEWUSER) && geteuid() != 0 && spec.limits.processes);
     if (spec.fail_step_for_testing == "clone" && (f & CLONE_NEWUSER)) {
       errno = EPERM;
       return -1L;
@@ -541,6 +568,18 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   UniqueFd init_fd(pidfd);
   report_write.Reset();
   alive_read.Reset();
+  go_read.Reset();
+  if (pids) {
+    if (auto s = pids->Attach(static_cast<pid_t>(pid)); !s) {
+      syscall(SYS_pidfd_send_signal, init_fd.Get(), SIGKILL, nullptr, 0);
+      waitpid(static_cast<pid_t>(pid), nullptr, 0);
+      sigprocmask(SIG_SETMASK, &saved, nullptr);
+      return SetupFailure(s.error().ToString(), start);
+    }
+    ssize_t ignored = ::write(go_write.Get(), "g", 1);
+    (void)ignored;
+    go_write.Reset();
+  }
 
   UniqueFd sigfd(signalfd(-1, &forwarded, SFD_CLOEXEC | SFD_NONBLOCK));
   std::optional<Clock::time_point> deadline;
@@ -624,6 +663,7 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
         out.layers.landlock_net = r.layers & kBitLandlockNet;
         out.layers.landlock_scoped = r.layers & kBitLandlockScoped;
         out.layers.landlock_abi = static_cast<int>((r.layers >> 16) & 0xff);
+        out.layers.process_limit = r.layers & kBitProcessLimit;
         break;
       case kSetupError:
         out.kind = SandboxOutcome::Kind::kSetupFailed;

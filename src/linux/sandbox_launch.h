@@ -57,6 +57,7 @@ struct LayerReport {
   bool seccomp = false;
   bool no_new_privs = false;
   bool subreaper = false;
+  bool process_limit = false;  // the process count is bounded (user-ns RLIMIT_NPROC or pids cgroup)
 };
 
 struct SandboxOutcome {

@@ -34,6 +34,12 @@ class Program {
 // `deny_list` false only the network rules are built (policy external-sandbox).
 Result<Program> BuildCommandFilter(NetworkMode network, bool deny_list = true);
 
+// The allowlist for anvil-plugin-host after lockdown: only what the VM and its two already
+// connected sockets need (read/write/sendmsg/recvmsg/poll, memory without PROT_EXEC, futex,
+// clocks, getrandom, exit). Everything else — open*, socket, connect, execve*, fork/clone,
+// ptrace, stat of paths — fails with EPERM; a foreign ABI kills the process.
+Result<Program> BuildPluginHostFilter();
+
 // Names of the syscalls the command filter always refuses (for docs, doctor and tests).
 const std::vector<const char*>& CommandDeniedSyscalls();
 

@@ -87,6 +87,10 @@ HostFs RealHostFs() {
     }
     return target;
   };
+  fs.is_symlink = [](const std::string& path) {
+    struct stat st{};
+    return ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+  };
   return fs;
 }
 
@@ -136,10 +140,24 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
       return Fail("invalid", "--writable-root needs the workspace-write policy");
     }
   }
-  if (!view.full_read) AddUnique(view.read_roots, policy.workspace);
+  // A writable workspace is bound once, read-write; only a read-only one is a read root.
+  if (!view.full_read && writable.empty()) AddUnique(view.read_roots, policy.workspace);
 
   std::vector<std::string> read_only;  // absolute canonical paths that must stay read-only
   for (const auto& root : writable) {
+    for (auto name : kProtectedNames) {
+      if (name == ".git" && policy.writable_git) continue;
+      std::string candidate = root + "/" + std::string(name);
+      // A protected name that is a symlink cannot be kept read-only: its target can be bound
+      // read-only, but the link itself is a plain entry of the writable root, so the command
+      // could replace it with a directory of its own (hooks, core.fsmonitor) that git runs
+      // later outside the sandbox. Refuse rather than pretend.
+      if (host.is_symlink && host.is_symlink(candidate)) {
+        return Fail("invalid", candidate + " is a symbolic link, which cannot be kept read-only"
+                               " in a writable root; replace the link with the directory" +
+                               std::string(name == ".git" ? " or pass --writable-git" : ""));
+      }
+    }
     if (policy.writable_git) {
       if (auto anvil_dir = host.resolve(root + "/.anvil")) read_only.push_back(*anvil_dir);
     } else {

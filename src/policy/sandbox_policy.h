@@ -78,6 +78,8 @@ struct HostFs {
   std::function<std::optional<std::string>(const std::string&)> resolve;
   // For a `.git` *file* (worktrees, submodules): the gitdir it points at, if any.
   std::function<std::optional<std::string>(const std::string&)> read_gitdir_pointer;
+  // True if `path` itself is a symbolic link (lstat).
+  std::function<bool(const std::string&)> is_symlink;
 };
 HostFs RealHostFs();
 

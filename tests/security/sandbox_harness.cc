@@ -1,5 +1,6 @@
 #include "sandbox_harness.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
@@ -9,12 +10,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 namespace anvil::testing {
 
@@ -30,7 +35,7 @@ RunResult Run(const std::vector<std::string>& argv, const RunOptions& options) {
   if (env.empty()) env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/root", "LANG=C.UTF-8"};
   pid_t pid = fork();
   if (pid == 0) {
-    dup2(in_pipe[0], 0);
+    dup2(options.stdin_fd >= 0 ? options.stdin_fd : in_pipe[0], 0);
     dup2(out_pipe[1], 1);
     dup2(err_pipe[1], 2);
     setpgid(0, 0);
@@ -50,7 +55,7 @@ RunResult Run(const std::vector<std::string>& argv, const RunOptions& options) {
   close(in_pipe[0]);
   close(out_pipe[1]);
   close(err_pipe[1]);
-  if (!options.stdin_data.empty()) {
+  if (options.stdin_fd < 0 && !options.stdin_data.empty()) {
     ssize_t ignored = write(in_pipe[1], options.stdin_data.data(), options.stdin_data.size());
     (void)ignored;
   }
@@ -103,8 +108,25 @@ RunResult SandboxSh(const std::string& workspace, const std::string& script,
   return Run(argv, options);
 }
 
-TempDir::TempDir(const std::string& prefix) {
-  std::string templ = "/tmp/" + prefix + "-XXXXXX";
+RunResult Sandbox(const std::string& workspace, const std::vector<std::string>& flags,
+                  const std::vector<std::string>& command, const RunOptions& options) {
+  std::vector<std::string> argv = {AnvilBin(), "sandbox", "--cwd", workspace};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.push_back("--");
+  argv.insert(argv.end(), command.begin(), command.end());
+  return Run(argv, options);
+}
+
+RunResult SandboxPython(const std::string& workspace, const std::string& script,
+                        const std::vector<std::string>& flags, const RunOptions& options,
+                        const std::vector<std::string>& args) {
+  std::vector<std::string> command = {kPython, "-c", script};
+  command.insert(command.end(), args.begin(), args.end());
+  return Sandbox(workspace, flags, command, options);
+}
+
+TempDir::TempDir(const std::string& prefix, const std::string& base) {
+  std::string templ = base + "/" + prefix + "-XXXXXX";
   char* made = mkdtemp(templ.data());
   if (!made) throw std::runtime_error("mkdtemp");
   path_ = made;
@@ -130,7 +152,7 @@ std::string ReadFile(const std::string& path) {
 }
 
 bool Exists(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   return lstat(path.c_str(), &st) == 0;
 }
 
@@ -142,16 +164,214 @@ int Shell(const std::string& command) {
 std::optional<TestUser> UnprivilegedUser() {
   const char* name = "anviltest";
   passwd* pw = getpwnam(name);
-  if (!pw) {
+  // Parallel tests may race to create the user; useradd then fails on the passwd lock.
+  for (int attempt = 0; !pw && attempt < 5; ++attempt) {
     Shell("useradd --no-create-home --shell /usr/sbin/nologin anviltest >/dev/null 2>&1");
     pw = getpwnam(name);
+    if (!pw) std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   if (!pw) return std::nullopt;
   return TestUser{pw->pw_uid, pw->pw_gid, name};
 }
 
 void ChownTree(const std::string& path, const TestUser& user) {
-  Shell("chown -R " + std::to_string(user.uid) + ":" + std::to_string(user.gid) + " '" + path + "'");
+  Shell("chown -R " + std::to_string(user.uid) + ":" + std::to_string(user.gid) + " '" + path +
+        "'");
+}
+
+std::string ShellQuote(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+std::string UniqueToken(const std::string& prefix) {
+  static std::atomic<unsigned> counter{0};
+  static std::mt19937_64 rng{std::random_device{}()};
+  std::ostringstream out;
+  out << prefix << "-" << getpid() << "-" << counter++ << "-" << std::hex << (rng() & 0xffffff);
+  return out.str();
+}
+
+const char* ToString(Caller caller) { return caller == Caller::kRoot ? "Root" : "Unprivileged"; }
+
+uid_t CallerIdentity::uid() const { return user ? user->uid : 0; }
+gid_t CallerIdentity::gid() const { return user ? user->gid : 0; }
+
+RunOptions CallerIdentity::Options(RunOptions base) const {
+  if (user) {
+    base.uid = user->uid;
+    base.gid = user->gid;
+  }
+  return base;
+}
+
+void CallerIdentity::Give(const std::string& path) const {
+  if (user) ChownTree(path, *user);
+}
+
+std::optional<CallerIdentity> MakeCaller(Caller caller) {
+  CallerIdentity id;
+  id.caller = caller;
+  if (caller == Caller::kUnprivileged) {
+    id.user = UnprivilegedUser();
+    if (!id.user) return std::nullopt;
+  }
+  return id;
+}
+
+void CallerTest::SetUp() {
+  auto id = MakeCaller(GetParam());
+  if (!id) {
+    GTEST_SKIP() << "SKIPPED: cannot create the unprivileged test user 'anviltest' (useradd "
+                    "failed); the unprivileged half of this attack was NOT tried";
+  }
+  caller_ = *id;
+}
+
+std::string CallerParamName(const ::testing::TestParamInfo<Caller>& info) {
+  return ToString(info.param);
+}
+
+namespace {
+
+// The state letter of /proc/<pid>/stat, or 0 when the process does not exist.
+char ProcessState(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!std::getline(in, stat)) return 0;
+  auto paren = stat.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= stat.size()) return 0;
+  return stat[paren + 2];
+}
+
+}  // namespace
+
+bool ProcessAlive(pid_t pid) {
+  char state = ProcessState(pid);
+  return state != 0 && state != 'Z' && state != 'X';
+}
+
+std::vector<pid_t> ProcessesWithMarker(const std::string& marker) {
+  std::vector<pid_t> found;
+  DIR* dir = opendir("/proc");
+  if (!dir) return found;
+  while (dirent* e = readdir(dir)) {
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    if (*end != '\0' || pid <= 0 || pid == getpid()) continue;
+    std::string cmdline = ReadFile("/proc/" + std::string(e->d_name) + "/cmdline");
+    for (char& c : cmdline) {
+      if (c == '\0') c = ' ';
+    }
+    if (cmdline.find(marker) != std::string::npos && ProcessAlive(static_cast<pid_t>(pid))) {
+      found.push_back(static_cast<pid_t>(pid));
+    }
+  }
+  closedir(dir);
+  return found;
+}
+
+bool WaitUntil(const std::function<bool()>& done, std::chrono::milliseconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= deadline) return done();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+Spawned::Spawned(const std::vector<std::string>& argv, const RunOptions& options) {
+  pid_ = fork();
+  if (pid_ < 0) throw std::runtime_error("fork");
+  if (pid_ == 0) {
+    int null_fd = open("/dev/null", O_RDWR);
+    dup2(options.stdin_fd >= 0 ? options.stdin_fd : null_fd, 0);
+    dup2(null_fd, 1);
+    dup2(null_fd, 2);
+    setpgid(0, 0);
+    if (!options.cwd.empty() && chdir(options.cwd.c_str()) != 0) _exit(121);
+    if (options.uid) {
+      gid_t g = options.gid.value_or(*options.uid);
+      if (setgroups(0, nullptr) != 0 || setgid(g) != 0 || setuid(*options.uid) != 0) _exit(122);
+    }
+    std::vector<std::string> env = options.env;
+    if (env.empty()) env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/root", "LANG=C.UTF-8"};
+    std::vector<char*> a, e;
+    for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+    a.push_back(nullptr);
+    for (auto& s : env) e.push_back(const_cast<char*>(s.c_str()));
+    e.push_back(nullptr);
+    execve(a[0], a.data(), e.data());
+    _exit(123);
+  }
+  setpgid(pid_, pid_);  // also from here, so the group exists before anyone signals it
+}
+
+std::optional<int> Spawned::Wait(std::chrono::milliseconds limit) {
+  if (reaped_) return std::nullopt;
+  int status = 0;
+  bool ended = WaitUntil(
+      [&] {
+        pid_t r = waitpid(pid_, &status, WNOHANG);
+        return r == pid_;
+      },
+      limit);
+  if (!ended) return std::nullopt;
+  reaped_ = true;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+Spawned::~Spawned() {
+  if (pid_ > 0 && !reaped_) {
+    kill(-pid_, SIGKILL);
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+}
+
+bool CompileC(const std::string& source, const std::string& output,
+              const std::string& extra_flags) {
+  std::string src = output + ".c";
+  WriteFile(src, source);
+  int rc = Shell("gcc -O1 -w " + extra_flags + " -o " + ShellQuote(output) + " " + ShellQuote(src) +
+                 " >/dev/null 2>&1");
+  std::remove(src.c_str());
+  return rc == 0;
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) out.push_back(line);
+  return out;
+}
+
+nlohmann::json JsonReport(const RunResult& result) {
+  auto lines = Lines(result.err);
+  while (!lines.empty() && lines.back().empty()) lines.pop_back();
+  if (lines.empty()) return nlohmann::json::value_t::discarded;
+  return nlohmann::json::parse(lines.back(), nullptr, /*allow_exceptions=*/false);
+}
+
+nlohmann::json ProbeLayers(const std::vector<std::string>& flags, const RunOptions& options) {
+  std::vector<std::string> all = {"--json"};
+  all.insert(all.end(), flags.begin(), flags.end());
+  TempDir ws("anvil-probe");
+  if (options.uid && chown(ws.path().c_str(), *options.uid, options.gid.value_or(*options.uid))) {
+    return nlohmann::json::object();
+  }
+  auto result = Sandbox(ws.path(), all, {"/bin/true"}, options);
+  auto report = JsonReport(result);
+  if (report.is_discarded() || !report.contains("layers")) return nlohmann::json::object();
+  return report["layers"];
 }
 
 }  // namespace anvil::testing

@@ -1,8 +1,12 @@
 // Test harness: runs the real `anvil` binary (no mocks) and collects what it did.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/types.h>
 
+#include <chrono>
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,13 +20,18 @@ struct RunResult {
 };
 
 struct RunOptions {
-  std::string cwd;                       // default: current directory
-  std::vector<std::string> env;          // full environment; empty: a small default
-  std::optional<uid_t> uid;              // run as this user (test runs as root)
+  std::string cwd;               // default: current directory
+  std::vector<std::string> env;  // full environment; empty: a small default
+  std::optional<uid_t> uid;      // run as this user (test runs as root)
   std::optional<gid_t> gid;
   std::string stdin_data;
-  int timeout_seconds = 60;              // harness backstop; the test fails if it fires
+  int stdin_fd = -1;         // >= 0: becomes the child's stdin (stdin_data ignored)
+  int timeout_seconds = 60;  // harness backstop; the test fails if it fires
 };
+
+// The interpreter the socket and syscall probes run inside the sandbox. Always the system one:
+// a python3 found on PATH may live (pyenv) outside the sandbox's view.
+inline constexpr char kPython[] = "/usr/bin/python3";
 
 std::string BinDir();
 std::string AnvilBin();
@@ -30,12 +39,20 @@ RunResult Run(const std::vector<std::string>& argv, const RunOptions& options = 
 // `anvil sandbox ARGS... -- sh -c SCRIPT` in `workspace`.
 RunResult SandboxSh(const std::string& workspace, const std::string& script,
                     const std::vector<std::string>& flags = {}, const RunOptions& options = {});
+// `anvil sandbox --cwd WORKSPACE FLAGS... -- COMMAND...`.
+RunResult Sandbox(const std::string& workspace, const std::vector<std::string>& flags,
+                  const std::vector<std::string>& command, const RunOptions& options = {});
+// `anvil sandbox --cwd WORKSPACE FLAGS... -- /usr/bin/python3 -c SCRIPT ARGS...`.
+RunResult SandboxPython(const std::string& workspace, const std::string& script,
+                        const std::vector<std::string>& flags = {}, const RunOptions& options = {},
+                        const std::vector<std::string>& args = {});
 
 // A directory removed (recursively) when the object dies. Mode 0755 so an unprivileged test
-// user can traverse it.
+// user can traverse it. `base` is where it is made: secrets live outside /tmp so that the
+// sandbox's private /tmp alone cannot be what hides them.
 class TempDir {
  public:
-  explicit TempDir(const std::string& prefix = "anvil-test");
+  explicit TempDir(const std::string& prefix = "anvil-test", const std::string& base = "/tmp");
   ~TempDir();
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
@@ -51,6 +68,10 @@ std::string ReadFile(const std::string& path);
 bool Exists(const std::string& path);
 // Runs a shell command outside any sandbox (test set-up); returns its exit status.
 int Shell(const std::string& command);
+// Single-quotes `text` for /bin/sh.
+std::string ShellQuote(const std::string& text);
+// A name no other test (or parallel run) uses: prefix-pid-counter-random.
+std::string UniqueToken(const std::string& prefix);
 
 // An unprivileged user for the tests that must also hold for non-root callers. Created once
 // (useradd) if missing; nullopt when it cannot be made (the test then reports a skip).
@@ -61,5 +82,80 @@ struct TestUser {
 };
 std::optional<TestUser> UnprivilegedUser();
 void ChownTree(const std::string& path, const TestUser& user);
+
+// Who runs `anvil`: the test's own root, or the unprivileged test user. Most attacks are tried
+// as both, because the sandbox takes different paths (uid 0 mapped to itself vs. a user).
+enum class Caller { kRoot, kUnprivileged };
+const char* ToString(Caller caller);
+inline constexpr Caller kAllCallers[] = {Caller::kRoot, Caller::kUnprivileged};
+
+struct CallerIdentity {
+  Caller caller = Caller::kRoot;
+  std::optional<TestUser> user;  // set for kUnprivileged
+
+  uid_t uid() const;
+  gid_t gid() const;
+  // `base` with uid/gid set so that `anvil` runs as this caller.
+  RunOptions Options(RunOptions base = {}) const;
+  // Gives `path` (recursively) to the caller: the files an attack targets must be the
+  // caller's own, so that only the sandbox stands between the caller and the attack.
+  void Give(const std::string& path) const;
+};
+// nullopt when the unprivileged user cannot be made (the test then skips loudly).
+std::optional<CallerIdentity> MakeCaller(Caller caller);
+
+// Base of the tests parameterized over the caller. SetUp skips loudly when the unprivileged
+// user cannot be made; a derived SetUp calls it first and returns if IsSkipped().
+class CallerTest : public ::testing::TestWithParam<Caller> {
+ protected:
+  void SetUp() override;
+  RunOptions Opts(RunOptions base = {}) const { return caller_.Options(std::move(base)); }
+  bool Unprivileged() const { return caller_.caller == Caller::kUnprivileged; }
+  CallerIdentity caller_;
+};
+std::string CallerParamName(const ::testing::TestParamInfo<Caller>& info);
+
+// Live (not zombie) processes whose command line contains `marker`, excluding this process.
+std::vector<pid_t> ProcessesWithMarker(const std::string& marker);
+bool ProcessAlive(pid_t pid);
+// Polls `done` every 20 ms until it holds or `limit` passes; returns the last answer. A bound
+// against hanging, not a timing assertion.
+bool WaitUntil(const std::function<bool()>& done,
+               std::chrono::milliseconds limit = std::chrono::seconds(10));
+
+// A process started in the background (own process group); killed and reaped on destruction.
+class Spawned {
+ public:
+  Spawned(const std::vector<std::string>& argv, const RunOptions& options = {});
+  ~Spawned();
+  Spawned(const Spawned&) = delete;
+  Spawned& operator=(const Spawned&) = delete;
+  pid_t pid() const { return pid_; }
+  // Waits for the process to end (bounded); returns its status as RunResult::status does.
+  std::optional<int> Wait(std::chrono::milliseconds limit);
+
+ private:
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+};
+
+// Compiles C `source` with the host's gcc, outside any sandbox. False if gcc fails.
+bool CompileC(const std::string& source, const std::string& output,
+              const std::string& extra_flags = "");
+
+// Whether `needle` shows up anywhere in what the command printed (stdout or stderr).
+inline bool Printed(const RunResult& r, const std::string& needle) {
+  return r.out.find(needle) != std::string::npos || r.err.find(needle) != std::string::npos;
+}
+
+// Lines of `text`, without the newline characters.
+std::vector<std::string> Lines(const std::string& text);
+
+// The `--json` report: the last line of stderr parsed as JSON (discarded() when it is not).
+nlohmann::json JsonReport(const RunResult& result);
+// The layers object of `anvil sandbox --json FLAGS -- /bin/true` run by `options`' caller, to
+// skip loudly when the kernel lacks a feature a test needs.
+nlohmann::json ProbeLayers(const std::vector<std::string>& flags = {},
+                           const RunOptions& options = {});
 
 }  // namespace anvil::testing

@@ -21,6 +21,7 @@ HostFs FakeHost(std::set<std::string> existing, std::map<std::string, std::strin
     if (auto it = gitdirs.find(p); it != gitdirs.end()) return it->second;
     return std::nullopt;
   };
+  fs.is_symlink = [links](const std::string& p) { return links.count(p) > 0; };
   return fs;
 }
 
@@ -79,13 +80,18 @@ TEST(ComputeFileView, ReadOnlyHasNoWritableRoots) {
   EXPECT_FALSE(ComputeFileView(p, FakeHost({"/ws", "/x"})));
 }
 
-TEST(ComputeFileView, SymlinkedGitOutsideRootsIsNotAWritableHole) {
+TEST(ComputeFileView, SymlinkedGitFailsClosedUnlessGitIsWritable) {
   SandboxPolicy p;
   p.workspace = "/ws";
-  // .git links outside every writable root: it is read-only (or invisible) already.
-  auto view = ComputeFileView(p, FakeHost({"/ws"}, {{"/ws/.git", "/home/u/.ssh"}}));
-  ASSERT_TRUE(view);
-  EXPECT_TRUE(view->writable_roots[0].read_only_subpaths.empty());
+  // The link itself could be replaced by a directory with hooks: refuse to run.
+  auto view = ComputeFileView(p, FakeHost({"/ws"}, {{"/ws/.git", "/home/u/repo.git"}}));
+  ASSERT_FALSE(view);
+  EXPECT_EQ(view.error().code, "invalid");
+  EXPECT_NE(view.error().message.find("--writable-git"), std::string::npos);
+  p.writable_git = true;
+  EXPECT_TRUE(ComputeFileView(p, FakeHost({"/ws"}, {{"/ws/.git", "/home/u/repo.git"}})));
+  // .anvil as a link is refused even then.
+  EXPECT_FALSE(ComputeFileView(p, FakeHost({"/ws"}, {{"/ws/.anvil", "/tmp/x"}})));
 }
 
 TEST(ComputeFileView, GitLinkedToTheRootItselfFailsClosed) {

@@ -1,0 +1,111 @@
+// anvil-gateway: the per-session policy enforcement point. Started by the trusted side only.
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "gateway/gateway.h"
+
+namespace {
+
+constexpr char kUsage[] = R"(usage: anvil-gateway --workspace DIR --control-fd N [options]
+
+The per-session policy gateway. Started by `anvil run` / `anvil serve` (the trusted side),
+which keeps the other end of the control socketpair; not meant to be run by hand.
+
+  --workspace DIR            the workspace root (a symlink is resolved once and pinned)
+  --control-fd N             the inherited control channel (required)
+  --runtime-dir DIR          per-session directory (0700; default $XDG_RUNTIME_DIR/anvil/<session>)
+  --session ID               session id for the audit log
+  --audit-log FILE           JSON-lines audit log (default <runtime-dir>/audit.jsonl)
+  --no-symlinks              never follow symlinks, even inside the workspace
+  --allow-hardlinked-reads   allow reading files with more than one hard link
+  --max-frame-bytes N  --max-read-bytes N  --max-write-bytes N  --max-connections N
+  --max-inflight N     --max-queued N      --requests-per-second N  --bytes-per-second N
+  --workers N
+  --no-harden                skip self-hardening (tests that need to inspect the process)
+)";
+
+bool ParseNumber(const std::string& text, uint64_t& out) {
+  if (text.empty() || text[0] == '-') return false;
+  char* end = nullptr;
+  out = std::strtoull(text.c_str(), &end, 10);
+  return end && *end == '\0';
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  anvil::gateway::GatewayOptions o;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> const std::string* { return i + 1 < args.size() ? &args[++i] : nullptr; };
+    auto number = [&](auto& field) {
+      const std::string* v = value();
+      uint64_t n;
+      if (!v || !ParseNumber(*v, n)) return false;
+      field = static_cast<std::remove_reference_t<decltype(field)>>(n);
+      return true;
+    };
+    bool ok = true;
+    if (a == "--help" || a == "-h") {
+      std::cout << kUsage;
+      return 0;
+    } else if (a == "--workspace") {
+      const std::string* v = value();
+      ok = v != nullptr;
+      if (ok) o.workspace = *v;
+    } else if (a == "--runtime-dir") {
+      const std::string* v = value();
+      ok = v != nullptr;
+      if (ok) o.runtime_dir = *v;
+    } else if (a == "--session") {
+      const std::string* v = value();
+      ok = v != nullptr;
+      if (ok) o.session_id = *v;
+    } else if (a == "--audit-log") {
+      const std::string* v = value();
+      ok = v != nullptr;
+      if (ok) o.audit_log = *v;
+    } else if (a == "--control-fd") {
+      ok = number(o.control_fd);
+    } else if (a == "--no-symlinks") {
+      o.no_symlinks = true;
+    } else if (a == "--allow-hardlinked-reads") {
+      o.allow_hardlinked_reads = true;
+    } else if (a == "--no-harden") {
+      o.harden = false;
+    } else if (a == "--max-frame-bytes") {
+      ok = number(o.limits.max_frame_bytes);
+    } else if (a == "--max-read-bytes") {
+      ok = number(o.limits.max_read_bytes);
+    } else if (a == "--max-write-bytes") {
+      ok = number(o.limits.max_write_bytes);
+    } else if (a == "--max-connections") {
+      ok = number(o.limits.max_connections);
+    } else if (a == "--max-inflight") {
+      ok = number(o.limits.max_inflight_per_connection);
+    } else if (a == "--max-queued") {
+      ok = number(o.limits.max_queued_jobs);
+    } else if (a == "--requests-per-second") {
+      ok = number(o.limits.plugin_requests_per_second);
+    } else if (a == "--bytes-per-second") {
+      ok = number(o.limits.plugin_bytes_per_second);
+    } else if (a == "--workers") {
+      ok = number(o.limits.worker_threads);
+    } else {
+      std::cerr << "anvil-gateway: invalid: unknown option " << a << "\n";
+      return 2;
+    }
+    if (!ok) {
+      std::cerr << "anvil-gateway: invalid: " << a << " needs a valid value\n";
+      return 2;
+    }
+  }
+  if (o.workspace.empty() || o.control_fd < 0) {
+    std::cerr << "anvil-gateway: invalid: --workspace and --control-fd are required\n" << kUsage;
+    return 2;
+  }
+  return anvil::gateway::RunGateway(o);
+}

@@ -1,0 +1,589 @@
+#include "fs/workspace_root.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <memory>
+
+#include "fs/workspace_path.h"
+
+namespace anvil {
+namespace {
+
+// openat2 returns EAGAIN when a rename or mount anywhere on the system raced with a ".."
+// (from a symlink target) under RESOLVE_BENEATH: the kernel could not prove the walk stayed
+// beneath the root. That is a retry, never a file error; a bound keeps a hostile process that
+// renames in a tight loop from pinning a gateway thread forever.
+constexpr int kMaxResolveAttempts = 64;
+constexpr int kMaxTempNameAttempts = 16;
+constexpr std::string_view kTempPrefix = ".anvil-tmp-";
+
+std::string Q(std::string_view path) { return QuotePathForMessage(path); }
+
+// Maps the errno of a resolution or *at call to the stable codes of INTERFACES.md.
+tl::unexpected<Error> PathError(int err, std::string_view path, std::uint64_t resolve = 0) {
+  switch (err) {
+    case ENOENT:
+      return Fail("not_found", Q(path), err);
+    case EXDEV:
+      // RESOLVE_BENEATH: an absolute symlink, or a ".." that would climb above the root.
+      return Fail("denied", "path escapes the workspace: " + Q(path), err);
+    case ELOOP:
+      if (resolve & RESOLVE_NO_SYMLINKS) {
+        return Fail("denied", "path goes through a symlink, which is not followed here: " + Q(path),
+                    err);
+      }
+      // RESOLVE_NO_MAGICLINKS (/proc/<pid>/root, /proc/<pid>/fd/N: jumps that ignore the root),
+      // or a symlink loop.
+      return Fail("denied", "path escapes the workspace: " + Q(path), err);
+    case ENOTDIR:
+      return Fail("invalid", "a component of the path is not a directory: " + Q(path), err);
+    case EISDIR:
+      return Fail("invalid", "is a directory: " + Q(path), err);
+    case EACCES:
+    case EPERM:
+      return Fail("denied", "permission denied by the filesystem: " + Q(path), err);
+    case ENAMETOOLONG:
+      return Fail("invalid", "name too long: " + Q(path), err);
+    case EMFILE:
+    case ENFILE:
+      return Fail("limit", "out of file descriptors", err);
+    case ENXIO:
+      return Fail("invalid", "not a regular file: " + Q(path), err);
+    case ENOSPC:
+    case EDQUOT:
+      return Fail("limit", "no space left for " + Q(path), err);
+    case EROFS:
+      return Fail("denied", "read-only filesystem: " + Q(path), err);
+    case ENOSYS:
+      return Fail("sandbox", "openat2 is not available; workspace files cannot be served safely",
+                  err);
+    default:
+      return SysFail("io", Q(path), err);
+  }
+}
+
+FileType TypeOf(mode_t mode) {
+  if (S_ISREG(mode)) return FileType::kFile;
+  if (S_ISDIR(mode)) return FileType::kDir;
+  if (S_ISLNK(mode)) return FileType::kSymlink;
+  return FileType::kOther;
+}
+
+Result<std::string> ReadFdLink(int fd) {
+  const std::string link = "/proc/self/fd/" + std::to_string(fd);
+  std::string buf(PATH_MAX + 1, '\0');
+  const ssize_t n = ::readlink(link.c_str(), buf.data(), buf.size());
+  if (n < 0) return SysFail("denied", "cannot verify where a path leads (readlink " + link + ")");
+  if (static_cast<std::size_t>(n) >= buf.size()) {
+    return Fail("denied", "cannot verify where a path leads (name too long)");
+  }
+  buf.resize(static_cast<std::size_t>(n));
+  return buf;
+}
+
+long OpenAt2(int dirfd, const std::string& path, std::uint64_t flags, std::uint64_t mode,
+             std::uint64_t resolve) {
+  struct open_how how {};
+  how.flags = flags;
+  how.mode = mode;
+  how.resolve = resolve;
+  return ::syscall(SYS_openat2, dirfd, path.c_str(), &how, sizeof how);
+}
+
+Result<std::string> RandomTempName() {
+  unsigned char bytes[8];
+  if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) {
+    return SysFail("io", "getrandom");
+  }
+  std::string name(kTempPrefix);
+  for (unsigned char b : bytes) {
+    char hex[3];
+    std::snprintf(hex, sizeof hex, "%02x", b);
+    name += hex;
+  }
+  return name;
+}
+
+Status WriteAll(int fd, std::string_view data, std::string_view path) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return PathError(errno, path);
+    }
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return Ok();
+}
+
+// Unlinks a named temporary file unless it was renamed into place: an error path never leaves a
+// half-written file behind under a name we chose.
+class TempNameGuard {
+ public:
+  TempNameGuard(int dir, std::string name) : dir_(dir), name_(std::move(name)) {}
+  TempNameGuard(const TempNameGuard&) = delete;
+  TempNameGuard& operator=(const TempNameGuard&) = delete;
+  ~TempNameGuard() {
+    if (!name_.empty()) ::unlinkat(dir_, name_.c_str(), 0);
+  }
+  const std::string& name() const { return name_; }
+  void Disarm() { name_.clear(); }
+
+ private:
+  int dir_;
+  std::string name_;
+};
+
+// Gives the anonymous O_TMPFILE inode a unique temporary name in `dir`. AT_EMPTY_PATH needs
+// CAP_DAC_READ_SEARCH; the /proc/self/fd form is the documented unprivileged way and only ever
+// names our own fd.
+Result<std::string> LinkTempFile(int file, int dir, std::string_view path) {
+  for (int attempt = 0; attempt < kMaxTempNameAttempts; ++attempt) {
+    auto name = RandomTempName();
+    if (!name) return tl::unexpected(name.error());
+    if (::linkat(file, "", dir, name->c_str(), AT_EMPTY_PATH) == 0) return name;
+    int err = errno;
+    if (err == ENOENT || err == EPERM) {
+      const std::string self = "/proc/self/fd/" + std::to_string(file);
+      if (::linkat(AT_FDCWD, self.c_str(), dir, name->c_str(), AT_SYMLINK_FOLLOW) == 0) return name;
+      err = errno;
+    }
+    if (err != EEXIST) return PathError(err, path);
+  }
+  return Fail("io", "could not pick a unique temporary name beside " + Q(path));
+}
+
+// A uniquely named O_EXCL temporary (filesystems without O_TMPFILE). O_EXCL|O_NOFOLLOW: a planted
+// file or symlink at the chosen name is never opened or followed.
+Result<UniqueFd> CreateNamedTemp(int dir, std::string_view path, std::string* name_out) {
+  for (int attempt = 0; attempt < kMaxTempNameAttempts; ++attempt) {
+    auto name = RandomTempName();
+    if (!name) return tl::unexpected(name.error());
+    const int fd = ::openat(dir, name->c_str(),
+                            O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0666);
+    if (fd >= 0) {
+      *name_out = std::move(*name);
+      return UniqueFd(fd);
+    }
+    if (errno != EEXIST) return PathError(errno, path);
+  }
+  return Fail("io", "could not pick a unique temporary name beside " + Q(path));
+}
+
+}  // namespace
+
+std::string_view ToString(FileType type) {
+  switch (type) {
+    case FileType::kFile:
+      return "file";
+    case FileType::kDir:
+      return "dir";
+    case FileType::kSymlink:
+      return "symlink";
+    case FileType::kOther:
+      return "other";
+  }
+  return "other";
+}
+
+Result<WorkspaceRoot> WorkspaceRoot::Open(const std::string& path,
+                                          const WorkspaceOptions& options) {
+  if (path.empty()) return Fail("invalid", "empty workspace root");
+  if (options.max_read_bytes == 0 || options.max_write_bytes == 0 ||
+      options.max_list_entries == 0) {
+    return Fail("invalid", "workspace size caps must be positive");
+  }
+  // The only name resolution of the root in the whole session: a root that is a symlink is
+  // followed here, and from now on the session holds the directory itself, so swapping that
+  // link later cannot move the session somewhere else.
+  UniqueFd root(::open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!root) {
+    const int err = errno;
+    if (err == ENOENT) return Fail("not_found", "workspace root " + Q(path), err);
+    if (err == ENOTDIR)
+      return Fail("invalid", "workspace root is not a directory: " + Q(path), err);
+    return SysFail("invalid", "cannot open workspace root " + Q(path), err);
+  }
+  struct stat st {
+  }, slash{};
+  if (::fstat(root.Get(), &st) != 0) return SysFail("io", "fstat workspace root");
+  if (::stat("/", &slash) == 0 && st.st_dev == slash.st_dev && st.st_ino == slash.st_ino) {
+    // RESOLVE_BENEATH the filesystem root confines nothing.
+    return Fail("invalid", "the filesystem root cannot be a workspace");
+  }
+  // Fail closed on kernels without openat2 (< 5.6) rather than fall back to a check-then-open
+  // that symlink races defeat.
+  const long probe = OpenAt2(root.Get(), ".", O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
+                             RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS);
+  if (probe < 0) {
+    const int err = errno;
+    if (err == ENOSYS || err == EINVAL || err == E2BIG) {
+      return Fail("sandbox",
+                  "openat2 with RESOLVE_BENEATH is not available; refusing to serve "
+                  "workspace files without it",
+                  err);
+    }
+    return SysFail("io", "openat2 probe of the workspace root", err);
+  }
+  ::close(static_cast<int>(probe));
+  auto resolved = ReadFdLink(root.Get());
+  std::string display = resolved ? *resolved : path;
+  return WorkspaceRoot(std::move(root), std::move(display), options);
+}
+
+std::uint64_t WorkspaceRoot::BaseResolve() const {
+  std::uint64_t resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+  if (options_.no_symlinks) resolve |= RESOLVE_NO_SYMLINKS;
+  return resolve;
+}
+
+Result<UniqueFd> WorkspaceRoot::OpenBeneath(std::string_view normalized, std::uint64_t flags,
+                                            std::uint64_t resolve) const {
+  const std::string path(normalized);
+  for (int attempt = 0; attempt < kMaxResolveAttempts; ++attempt) {
+    const long fd = OpenAt2(root_.Get(), path, flags | O_CLOEXEC, 0, resolve);
+    if (fd >= 0) return UniqueFd(static_cast<int>(fd));
+    if (errno == EAGAIN || errno == EINTR) continue;
+    return PathError(errno, normalized, resolve);
+  }
+  return Fail("busy",
+              "the workspace kept changing while resolving " + Q(normalized) + "; try again");
+}
+
+Result<std::string> WorkspaceRoot::ResolvedPathOf(int fd) const {
+  auto root = ReadFdLink(root_.Get());
+  if (!root) return tl::unexpected(root.error());
+  auto target = ReadFdLink(fd);
+  if (!target) return tl::unexpected(target.error());
+  struct stat st {};
+  // A deleted object's link text ends in " (deleted)" and no longer names it.
+  if (::fstat(fd, &st) != 0 || st.st_nlink == 0) {
+    return Fail("denied", "cannot verify where a path leads (object was removed)");
+  }
+  std::string rel;
+  if (*target == *root) {
+    rel = std::string(kWorkspaceRootPath);
+  } else if (target->size() > root->size() + 1 && target->compare(0, root->size(), *root) == 0 &&
+             (*target)[root->size()] == '/') {
+    rel = target->substr(root->size() + 1);
+  } else {
+    return Fail("denied", "cannot verify where a path leads (outside the workspace root)");
+  }
+  auto norm = NormalizeWorkspacePath(rel, RootPolicy::kAllow);
+  if (!norm) return Fail("denied", "a symlink leads to a name that is not a valid workspace path");
+  return *norm;
+}
+
+Result<UniqueFd> WorkspaceRoot::OpenChecked(std::string_view normalized, std::uint64_t flags,
+                                            const ResolvedPathCheck& check) const {
+  if (!check || options_.no_symlinks) return OpenBeneath(normalized, flags, BaseResolve());
+  // Common case first: with no symlink on the way the requested name is the resolved name, and
+  // the caller already checked it.
+  auto direct = OpenBeneath(normalized, flags, BaseResolve() | RESOLVE_NO_SYMLINKS);
+  if (direct || direct.error().sys_errno != ELOOP) return direct;
+  auto fd = OpenBeneath(normalized, flags, BaseResolve());
+  if (!fd) return fd;
+  // Grants are globs over names; a symlink inside the workspace ("docs/l -> ../.env") would
+  // carry a "docs/**" grant to another name. Check the name of what was actually opened.
+  auto resolved = ResolvedPathOf(fd->Get());
+  if (!resolved) return tl::unexpected(resolved.error());
+  if (!check(*resolved)) {
+    return Fail("denied",
+                "symlink leads outside the grant: " + Q(normalized) + " -> " + Q(*resolved));
+  }
+  return fd;
+}
+
+Result<UniqueFd> WorkspaceRoot::OpenParentForMutation(std::string_view normalized) const {
+  // Never through a symlink, whatever the options: a write via "notes/l -> ../.git/hooks" would
+  // escape both the grant (checked on "notes/...") and the protected-name rule. O_RDONLY rather
+  // than O_PATH so the directory can be fsynced after the rename.
+  const std::string_view parent = SplitParent(normalized).first;
+  auto dir = OpenBeneath(parent, O_RDONLY | O_DIRECTORY, BaseResolve() | RESOLVE_NO_SYMLINKS);
+  if (!dir) {
+    Error e = dir.error();
+    // Name the path the caller asked for, not only its parent.
+    if (e.code == "not_found") e.message = Q(normalized);
+    return tl::unexpected(std::move(e));
+  }
+  return dir;
+}
+
+Result<std::string> WorkspaceRoot::Read(std::string_view path,
+                                        const ResolvedPathCheck& check) const {
+  auto norm = NormalizeWorkspacePath(path, RootPolicy::kReject);
+  if (!norm) return tl::unexpected(norm.error());
+  // O_NONBLOCK: opening a FIFO planted in the workspace would otherwise block this thread until
+  // a writer appears. O_NOCTTY: a tty device must never become our controlling terminal.
+  auto fd = OpenChecked(*norm, O_RDONLY | O_NONBLOCK | O_NOCTTY, check);
+  if (!fd) return tl::unexpected(fd.error());
+  // Everything below inspects and reads the object this fd refers to; the name is never
+  // resolved again, so swapping it now changes nothing.
+  struct stat st {};
+  if (::fstat(fd->Get(), &st) != 0) return SysFail("io", "fstat " + Q(*norm));
+  if (S_ISDIR(st.st_mode)) return Fail("invalid", "is a directory: " + Q(*norm));
+  if (!S_ISREG(st.st_mode)) return Fail("invalid", "not a regular file: " + Q(*norm));
+  if (st.st_nlink > 1 && !options_.allow_hardlinked_reads) {
+    // Another name of this inode may live outside the workspace (a hard link to ~/.ssh/id_*).
+    return Fail("denied",
+                "file has " + std::to_string(st.st_nlink) +
+                    " hard links and may be shared with a file outside the workspace: " + Q(*norm));
+  }
+  const std::uint64_t cap = options_.max_read_bytes;
+  if (static_cast<std::uint64_t>(st.st_size) > cap) {
+    return Fail("limit", "file over " + std::to_string(cap) + " bytes: " + Q(*norm));
+  }
+  std::string data;
+  data.reserve(static_cast<std::size_t>(st.st_size));
+  char buf[64 * 1024];
+  while (true) {
+    const ssize_t n = ::read(fd->Get(), buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return SysFail("io", "read " + Q(*norm));
+    }
+    if (n == 0) break;
+    // The file may grow after fstat: the cap holds on what is actually read.
+    if (data.size() + static_cast<std::size_t>(n) > cap) {
+      return Fail("limit", "file over " + std::to_string(cap) + " bytes: " + Q(*norm));
+    }
+    data.append(buf, static_cast<std::size_t>(n));
+  }
+  return data;
+}
+
+Status WorkspaceRoot::Write(std::string_view path, std::string_view data) const {
+  auto norm = NormalizeWorkspacePath(path, RootPolicy::kReject);
+  if (!norm) return tl::unexpected(norm.error());
+  if (data.size() > options_.max_write_bytes) {
+    return Fail("limit",
+                "write over " + std::to_string(options_.max_write_bytes) + " bytes: " + Q(*norm));
+  }
+  auto dir = OpenParentForMutation(*norm);
+  if (!dir) return tl::unexpected(dir.error());
+  const std::string name(SplitParent(*norm).second);
+
+  // Look at what the final name is now, without following it. This is policy, not the safety
+  // of the write: the rename below replaces the name whatever it has become by then.
+  struct stat old {};
+  if (::fstatat(dir->Get(), name.c_str(), &old, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (S_ISDIR(old.st_mode)) return Fail("invalid", "is a directory: " + Q(*norm));
+    if (S_ISREG(old.st_mode) && old.st_nlink > 1) {
+      return Fail("denied", "file has " + std::to_string(old.st_nlink) +
+                                " hard links; refusing to write it: " + Q(*norm));
+    }
+    if (!S_ISREG(old.st_mode) && !S_ISLNK(old.st_mode)) {
+      return Fail("invalid", "not a regular file: " + Q(*norm));
+    }
+  } else if (errno != ENOENT) {
+    return PathError(errno, *norm);
+  }
+  const bool keep_mode = S_ISREG(old.st_mode);
+
+  // Prefer an anonymous O_TMPFILE: a writer killed mid-write leaves nothing at all behind.
+  UniqueFd file(::openat(dir->Get(), ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666));
+  std::string temp_name;
+  if (!file) {
+    if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
+      return PathError(errno, *norm);
+    }
+    auto named = CreateNamedTemp(dir->Get(), *norm, &temp_name);
+    if (!named) return tl::unexpected(named.error());
+    file = std::move(*named);
+  }
+  TempNameGuard guard(dir->Get(), temp_name);  // empty name: nothing to clean up yet
+
+  if (auto ok = WriteAll(file.Get(), data, *norm); !ok) return ok;
+  // Keep a replaced file's permission bits (an executable script stays executable) but never
+  // set-id or sticky bits. Nothing of a previous symlink is kept.
+  if (keep_mode && ::fchmod(file.Get(), old.st_mode & 0777) != 0) {
+    return SysFail("io", "fchmod " + Q(*norm));
+  }
+  // Data on disk before the name points at it: after a crash the name holds old or new content.
+  if (::fsync(file.Get()) != 0) return SysFail("io", "fsync " + Q(*norm));
+
+  if (temp_name.empty()) {
+    auto linked = LinkTempFile(file.Get(), dir->Get(), *norm);
+    if (!linked) return tl::unexpected(linked.error());
+    temp_name = *linked;
+  }
+  TempNameGuard linked_guard(dir->Get(), temp_name);
+  guard.Disarm();
+  // renameat replaces the final name atomically and never follows it: a symlink planted there
+  // is replaced, not written through.
+  if (::renameat(dir->Get(), temp_name.c_str(), dir->Get(), name.c_str()) != 0) {
+    return PathError(errno, *norm);
+  }
+  linked_guard.Disarm();
+  if (::fsync(dir->Get()) != 0) return SysFail("io", "fsync directory of " + Q(*norm));
+  return Ok();
+}
+
+Result<DirListing> WorkspaceRoot::List(std::string_view dir_path,
+                                       const ResolvedPathCheck& check) const {
+  auto norm = NormalizeWorkspacePath(dir_path, RootPolicy::kAllow);
+  if (!norm) return tl::unexpected(norm.error());
+  auto fd = OpenChecked(*norm, O_RDONLY | O_DIRECTORY | O_NONBLOCK, check);
+  if (!fd) return tl::unexpected(fd.error());
+  // fdopendir takes ownership of the descriptor it is given, so hand it a duplicate and keep the
+  // UniqueFd's ownership simple.
+  const int dup = ::fcntl(fd->Get(), F_DUPFD_CLOEXEC, 0);
+  if (dup < 0) return PathError(errno, *norm);
+  std::unique_ptr<DIR, int (*)(DIR*)> dir(::fdopendir(dup), &::closedir);
+  if (!dir) {
+    const int err = errno;
+    ::close(dup);
+    return PathError(err, *norm);
+  }
+  DirListing listing;
+  std::size_t seen = 0;
+  while (true) {
+    errno = 0;
+    const dirent* entry = ::readdir(dir.get());
+    if (entry == nullptr) {
+      if (errno != 0) return SysFail("io", "readdir " + Q(*norm));
+      break;
+    }
+    const std::string_view name(entry->d_name);
+    if (name == "." || name == "..") continue;
+    // Counted before anything else so a directory with millions of entries costs at most
+    // max_list_entries iterations of work and memory.
+    if (++seen > options_.max_list_entries) {
+      return Fail("limit", "directory has more than " + std::to_string(options_.max_list_entries) +
+                               " entries: " + Q(*norm));
+    }
+    if (!ValidatePathComponent(name)) {
+      ++listing.omitted;
+      continue;
+    }
+    FileType type = FileType::kOther;
+    switch (entry->d_type) {
+      case DT_REG:
+        type = FileType::kFile;
+        break;
+      case DT_DIR:
+        type = FileType::kDir;
+        break;
+      case DT_LNK:
+        type = FileType::kSymlink;
+        break;
+      case DT_UNKNOWN: {
+        // Some filesystems do not fill d_type; ask without following the entry.
+        struct stat st {};
+        if (::fstatat(fd->Get(), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+          type = TypeOf(st.st_mode);
+        }
+        break;
+      }
+      default:
+        break;
+    }
+    listing.entries.push_back(DirEntry{std::string(name), type});
+  }
+  std::sort(listing.entries.begin(), listing.entries.end(),
+            [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+  return listing;
+}
+
+Result<FileInfo> WorkspaceRoot::Stat(std::string_view path, const ResolvedPathCheck& check) const {
+  auto norm = NormalizeWorkspacePath(path, RootPolicy::kAllow);
+  if (!norm) return tl::unexpected(norm.error());
+  // O_PATH|O_NOFOLLOW: the final symlink itself is opened (and reported), even under
+  // RESOLVE_NO_SYMLINKS; nothing is read, so no FIFO or device is ever opened for real.
+  auto fd = OpenChecked(*norm, O_PATH | O_NOFOLLOW, check);
+  if (!fd) return tl::unexpected(fd.error());
+  struct stat st {};
+  if (::fstat(fd->Get(), &st) != 0) return SysFail("io", "fstat " + Q(*norm));
+  FileInfo info;
+  info.type = TypeOf(st.st_mode);
+  info.size = static_cast<std::uint64_t>(st.st_size);
+  info.mtime_sec = st.st_mtim.tv_sec;
+  info.mtime_nsec = st.st_mtim.tv_nsec;
+  return info;
+}
+
+Status WorkspaceRoot::Mkdir(std::string_view path) const {
+  auto norm = NormalizeWorkspacePath(path, RootPolicy::kReject);
+  if (!norm) return tl::unexpected(norm.error());
+  auto dir = OpenParentForMutation(*norm);
+  if (!dir) return tl::unexpected(dir.error());
+  const std::string name(SplitParent(*norm).second);
+  if (::mkdirat(dir->Get(), name.c_str(), 0777) != 0) {
+    if (errno == EEXIST) return Fail("invalid", "already exists: " + Q(*norm), errno);
+    return PathError(errno, *norm);
+  }
+  return Ok();
+}
+
+Status WorkspaceRoot::Remove(std::string_view path) const {
+  auto norm = NormalizeWorkspacePath(path, RootPolicy::kReject);
+  if (!norm) return tl::unexpected(norm.error());
+  auto dir = OpenParentForMutation(*norm);
+  if (!dir) return tl::unexpected(dir.error());
+  const std::string name(SplitParent(*norm).second);
+  // unlinkat never follows the final name: removing a symlink removes the link, not its target.
+  if (::unlinkat(dir->Get(), name.c_str(), 0) == 0) return Ok();
+  if (errno != EISDIR) return PathError(errno, *norm);
+  if (::unlinkat(dir->Get(), name.c_str(), AT_REMOVEDIR) == 0) return Ok();
+  if (errno == ENOTEMPTY || errno == EEXIST) {
+    return Fail("invalid", "directory not empty: " + Q(*norm), errno);
+  }
+  if (errno == EBUSY) return Fail("denied", "is a mount point: " + Q(*norm), errno);
+  return PathError(errno, *norm);
+}
+
+Status WorkspaceRoot::Rename(std::string_view from, std::string_view to, bool replace) const {
+  auto from_norm = NormalizeWorkspacePath(from, RootPolicy::kReject);
+  if (!from_norm) return tl::unexpected(from_norm.error());
+  auto to_norm = NormalizeWorkspacePath(to, RootPolicy::kReject);
+  if (!to_norm) return tl::unexpected(to_norm.error());
+  auto from_dir = OpenParentForMutation(*from_norm);
+  if (!from_dir) return tl::unexpected(from_dir.error());
+  auto to_dir = OpenParentForMutation(*to_norm);
+  if (!to_dir) return tl::unexpected(to_dir.error());
+  const std::string from_name(SplitParent(*from_norm).second);
+  const std::string to_name(SplitParent(*to_norm).second);
+  // RENAME_NOREPLACE makes "does the destination exist?" part of the atomic rename instead of a
+  // separate, raceable check.
+  const unsigned flags = replace ? 0 : RENAME_NOREPLACE;
+  if (::renameat2(from_dir->Get(), from_name.c_str(), to_dir->Get(), to_name.c_str(), flags) == 0) {
+    return Ok();
+  }
+  const int err = errno;
+  const std::string both = Q(*from_norm) + " -> " + Q(*to_norm);
+  switch (err) {
+    case ENOENT:
+      return Fail("not_found", Q(*from_norm), err);
+    case EEXIST:
+    case ENOTEMPTY:
+      return Fail("invalid", "destination exists: " + both, err);
+    case EINVAL:
+      return Fail("invalid",
+                  "cannot rename (a directory into itself, or the filesystem cannot rename "
+                  "without replacing): " +
+                      both,
+                  err);
+    // Here EXDEV means two mounts inside the workspace, not an escape.
+    case EXDEV:
+      return Fail("invalid", "cannot rename across filesystems: " + both, err);
+    case EISDIR:
+      return Fail("invalid", "destination is a directory: " + both, err);
+    case ENOTDIR:
+      return Fail("invalid", "destination is not a directory: " + both, err);
+    case EBUSY:
+      return Fail("denied", "is a mount point: " + both, err);
+    default:
+      return PathError(err, *from_norm);
+  }
+}
+
+}  // namespace anvil

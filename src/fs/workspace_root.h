@@ -1,0 +1,136 @@
+// The workspace file layer of the policy gateway (threat model T1): every sys.fs operation of a
+// session goes through one WorkspaceRoot, which holds one O_PATH fd of the workspace directory
+// and resolves every plugin path with openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS
+// [| RESOLVE_NO_SYMLINKS]) relative to it. Paths are validated (workspace_path.h) before any
+// syscall; an opened object is inspected through its fd and used through that same fd, never
+// re-resolved by name.
+//
+// Grants are not checked here (see path_glob.h); the gateway checks GrantAllows on the
+// normalized path and then calls these operations. Read and List can additionally check the
+// path of the object actually opened (ResolvedPathCheck) so that an in-workspace symlink cannot
+// carry a narrow grant ("docs/**") to a file outside it ("docs/l -> ../.env"). Mutations never
+// follow symlinks at all (see Write).
+//
+// Thread-safe: all operations are const and share only the root fd.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/result.h"
+#include "common/unique_fd.h"
+
+namespace anvil {
+
+struct WorkspaceOptions {
+  // Adds RESOLVE_NO_SYMLINKS to every resolution: no symlink is followed anywhere, even one
+  // that stays inside the workspace.
+  bool no_symlinks = false;
+  // Regular files with st_nlink > 1 may share their inode with a file outside the workspace;
+  // reading them is refused unless the workspace owner allows it. Writes always refuse them.
+  bool allow_hardlinked_reads = false;
+  std::uint64_t max_read_bytes = 16u << 20;
+  std::uint64_t max_write_bytes = 16u << 20;
+  std::size_t max_list_entries = 10000;
+};
+
+enum class FileType { kFile, kDir, kSymlink, kOther };
+std::string_view ToString(FileType type);  // "file", "dir", "symlink", "other"
+
+struct DirEntry {
+  std::string name;
+  FileType type = FileType::kOther;
+};
+
+struct DirListing {
+  std::vector<DirEntry> entries;  // sorted by name (byte order)
+  // Entries whose names are not valid workspace path components (bad UTF-8, control
+  // characters): not returned — they could not be named back, and would corrupt a JSON reply or
+  // a terminal — but counted, so a listing never silently looks complete.
+  std::size_t omitted = 0;
+};
+
+struct FileInfo {
+  FileType type = FileType::kOther;
+  std::uint64_t size = 0;
+  std::int64_t mtime_sec = 0;
+  std::int64_t mtime_nsec = 0;
+};
+
+// Called with the normalized workspace-relative path of the object actually opened, after any
+// in-workspace symlinks were followed; returning false refuses the operation ("denied"). The
+// gateway passes its grant check here. Not called when no symlink was on the path (the requested
+// path is then the resolved one). Finding the resolved name needs /proc; without it a path that
+// goes through a symlink is refused.
+using ResolvedPathCheck = std::function<bool(std::string_view resolved_path)>;
+
+class WorkspaceRoot {
+ public:
+  // Opens the workspace once per session. A root that is itself a symlink is resolved here and
+  // pinned: later swaps of that link do not move the session. Fails closed ("sandbox") when the
+  // kernel has no openat2.
+  static Result<WorkspaceRoot> Open(const std::string& path, const WorkspaceOptions& options = {});
+
+  WorkspaceRoot(WorkspaceRoot&&) noexcept = default;
+  WorkspaceRoot& operator=(WorkspaceRoot&&) noexcept = default;
+  WorkspaceRoot(const WorkspaceRoot&) = delete;
+  WorkspaceRoot& operator=(const WorkspaceRoot&) = delete;
+
+  // Whole contents of a regular file. "limit" over max_read_bytes, "denied" for a hard-linked
+  // file (unless allowed), "invalid" for a directory or special file.
+  Result<std::string> Read(std::string_view path, const ResolvedPathCheck& check = {}) const;
+
+  // Atomically replaces (or creates) a regular file: the data goes to an unnamed temporary file
+  // in the same directory (O_TMPFILE; a uniquely named O_EXCL file where unsupported), is
+  // fsynced, and is renamed over the final name. Readers see the old or the new file, never a
+  // torn one, even if the writer is killed. A symlink at the final name is replaced, never
+  // followed. The parent is resolved with RESOLVE_NO_SYMLINKS whatever the options say: a write
+  // through "notes/l -> ../.git/hooks" would otherwise escape both the grant and the protected
+  // names.
+  Status Write(std::string_view path, std::string_view data) const;
+
+  // Entries of a directory ("." is the root), sorted, at most max_list_entries ("limit" beyond).
+  Result<DirListing> List(std::string_view dir, const ResolvedPathCheck& check = {}) const;
+
+  // lstat semantics on the final component: a symlink is reported as kSymlink ("." is the root).
+  Result<FileInfo> Stat(std::string_view path, const ResolvedPathCheck& check = {}) const;
+
+  // Creates one directory (parents must exist). Parent resolved without symlinks, as for Write.
+  Status Mkdir(std::string_view path) const;
+
+  // Removes a file, a symlink (not its target) or an empty directory.
+  Status Remove(std::string_view path) const;
+
+  // Renames within the workspace. Without `replace`, an existing destination is an error
+  // (RENAME_NOREPLACE, atomic); with it, a destination file is replaced. Neither name's final
+  // symlink is followed.
+  Status Rename(std::string_view from, std::string_view to, bool replace = false) const;
+
+  // The root's absolute path as resolved at Open (for messages and logs only; never re-resolved).
+  const std::string& path() const { return path_; }
+  const WorkspaceOptions& options() const { return options_; }
+  int fd() const { return root_.Get(); }
+
+ private:
+  WorkspaceRoot(UniqueFd root, std::string path, const WorkspaceOptions& options)
+      : root_(std::move(root)), path_(std::move(path)), options_(options) {}
+
+  Result<UniqueFd> OpenBeneath(std::string_view normalized, std::uint64_t flags,
+                               std::uint64_t resolve) const;
+  Result<UniqueFd> OpenChecked(std::string_view normalized, std::uint64_t flags,
+                               const ResolvedPathCheck& check) const;
+  Result<UniqueFd> OpenParentForMutation(std::string_view normalized) const;
+  Result<std::string> ResolvedPathOf(int fd) const;
+  std::uint64_t BaseResolve() const;
+
+  UniqueFd root_;
+  std::string path_;
+  WorkspaceOptions options_;
+};
+
+}  // namespace anvil

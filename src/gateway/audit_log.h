@@ -1,0 +1,42 @@
+// The session audit log: one JSON line per decision (T1-T6 "every denial is an audit line with
+// its reason"). Lines are buffered per event-loop turn and written with one append each turn,
+// so a burst costs one syscall and a crash loses at most the turn in progress.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "common/result.h"
+#include "common/unique_fd.h"
+
+namespace anvil::gateway {
+
+struct AuditEntry {
+  std::string plugin;
+  std::string op;
+  std::string target;
+  std::string verdict;   // "allow", "deny", "error", "busy", "cancelled"
+  std::string code;      // stable code for non-allow verdicts ("denied", "invalid", ...)
+  std::string reason;
+  uint64_t bytes = 0;
+  uint64_t duration_us = 0;
+  uint64_t request_id = 0;
+};
+
+class AuditLog {
+ public:
+  // Opens `path` for appending (created 0600). An empty path discards entries.
+  static Result<AuditLog*> Open(const std::string& path, const std::string& session);
+  void Record(const AuditEntry& entry);
+  void Flush();
+
+ private:
+  AuditLog(UniqueFd fd, std::string session) : fd_(std::move(fd)), session_(std::move(session)) {}
+  std::mutex mutex_;
+  UniqueFd fd_;
+  std::string session_;
+  std::string pending_;
+};
+
+}  // namespace anvil::gateway

@@ -1,0 +1,136 @@
+#include "gateway/dispatch.h"
+
+#include "fs/path_glob.h"
+#include "fs/workspace_path.h"
+#include "fs/workspace_root.h"
+
+namespace anvil::gateway {
+namespace {
+
+using ipc::Request;
+using ipc::Response;
+
+Response FromError(const Request& r, const Error& e, AuditEntry& audit) {
+  audit.verdict = e.code == "denied" ? "deny" : "error";
+  audit.code = e.code;
+  audit.reason = e.message;
+  return Response::Error(r.id, e.code, e.message);
+}
+
+Response Denied(const Request& r, const std::string& why, AuditEntry& audit) {
+  return FromError(r, Error{"denied", why, 0}, audit);
+}
+
+Response Okay(const Request& r, std::vector<std::string> fields, AuditEntry& audit) {
+  audit.verdict = "allow";
+  return Response{r.id, true, std::move(fields)};
+}
+
+bool ArgCount(const Request& r, size_t n, Response& out, AuditEntry& audit) {
+  if (r.args.size() == n) return true;
+  out = FromError(r,
+                  Error{"invalid", r.op + " takes " + std::to_string(n) + " argument(s)", 0},
+                  audit);
+  return false;
+}
+
+}  // namespace
+
+Response Dispatch(const DispatchContext& ctx, const Grant& grant, const Request& r,
+                  AuditEntry& audit) {
+  audit.op = r.op;
+  if (!r.args.empty() && r.op != "fs.write") audit.target = r.args[0];
+  if (r.op == "fs.write" && !r.args.empty()) audit.target = r.args[0];
+  Response out;
+  const WorkspaceRoot& root = *ctx.root;
+
+  if (r.op == "ping") return Okay(r, {}, audit);
+
+  const bool reads = r.op == "fs.read" || r.op == "fs.list" || r.op == "fs.stat";
+  const bool writes = r.op == "fs.write" || r.op == "fs.mkdir" || r.op == "fs.remove" ||
+                      r.op == "fs.rename";
+  if (reads || writes) {
+    size_t want = r.op == "fs.write" || r.op == "fs.rename" ? 2 : 1;
+    if (!ArgCount(r, want, out, audit)) return out;
+    RootPolicy root_policy = (r.op == "fs.list" || r.op == "fs.stat") ? RootPolicy::kAllow
+                                                                        : RootPolicy::kReject;
+    // Validation before any syscall (T1): absolute, empty components, "..", non-UTF-8.
+    auto path = NormalizeWorkspacePath(r.args[0], root_policy);
+    if (!path) return FromError(r, path.error(), audit);
+    const auto& globs = reads ? grant.fs_read : grant.fs_write;
+    Access access = reads ? Access::kRead : Access::kWrite;
+    const char* what = reads ? "fs.read" : "fs.write";
+    if (!GrantAllows(globs, *path, access)) {
+      return Denied(r, std::string(what) + " outside the grant: " + r.args[0], audit);
+    }
+    // Where an in-workspace symlink led must be granted too ("docs/l -> ../.env").
+    ResolvedPathCheck check = [&globs, access](std::string_view resolved) {
+      return GrantAllows(globs, resolved, access);
+    };
+    if (r.op == "fs.read") {
+      auto data = root.Read(*path, check);
+      if (!data) return FromError(r, data.error(), audit);
+      audit.bytes = data->size();
+      return Okay(r, {std::move(*data)}, audit);
+    }
+    if (r.op == "fs.list") {
+      auto listing = root.List(*path, check);
+      if (!listing) return FromError(r, listing.error(), audit);
+      // [omitted count, "name\0type\0name\0type\0..."]: names are validated path components,
+      // so they never hold a NUL.
+      std::string packed;
+      for (const auto& e : listing->entries) {
+        packed += e.name;
+        packed.push_back('\0');
+        packed += ToString(e.type);
+        packed.push_back('\0');
+      }
+      return Okay(r, {std::to_string(listing->omitted), std::move(packed)}, audit);
+    }
+    if (r.op == "fs.stat") {
+      auto info = root.Stat(*path, check);
+      if (!info) return FromError(r, info.error(), audit);
+      return Okay(r,
+                  {std::string(ToString(info->type)), std::to_string(info->size),
+                   std::to_string(info->mtime_sec), std::to_string(info->mtime_nsec)},
+                  audit);
+    }
+    if (r.op == "fs.write") {
+      audit.bytes = r.args[1].size();
+      if (auto s = root.Write(*path, r.args[1]); !s) return FromError(r, s.error(), audit);
+      return Okay(r, {}, audit);
+    }
+    if (r.op == "fs.mkdir") {
+      if (auto s = root.Mkdir(*path); !s) return FromError(r, s.error(), audit);
+      return Okay(r, {}, audit);
+    }
+    if (r.op == "fs.remove") {
+      if (auto s = root.Remove(*path); !s) return FromError(r, s.error(), audit);
+      return Okay(r, {}, audit);
+    }
+    // fs.rename: both names must be writable under the grant.
+    auto to = NormalizeWorkspacePath(r.args[1], RootPolicy::kReject);
+    if (!to) return FromError(r, to.error(), audit);
+    audit.target = r.args[0] + " -> " + r.args[1];
+    if (!GrantAllows(grant.fs_write, *to, Access::kWrite)) {
+      return Denied(r, "fs.write outside the grant: " + r.args[1], audit);
+    }
+    // Moving a directory moves what is inside it: a nested repository's .git (or .anvil)
+    // would change name without the protected-name rule ever seeing it.
+    if (auto st = root.Stat(*path); st && st->type == FileType::kDir) {
+      for (auto name : kProtectedWriteNames) {
+        if (root.Stat(*path + "/" + std::string(name))) {
+          return Denied(r, "fs.write: directory holds protected " + std::string(name) + ": " +
+                               r.args[0], audit);
+        }
+      }
+    }
+    if (auto s = root.Rename(*path, *to); !s) return FromError(r, s.error(), audit);
+    return Okay(r, {}, audit);
+  }
+  if (r.op == "net.fetch") return Denied(r, "sys.net is not available in this version", audit);
+  if (r.op == "exec") return Denied(r, "sys.exec is not available in this version", audit);
+  return FromError(r, Error{"invalid", "unknown operation " + r.op, 0}, audit);
+}
+
+}  // namespace anvil::gateway

@@ -1,0 +1,878 @@
+#include "gateway/gateway.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <poll.h>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/unique_fd.h"
+#include "fs/workspace_root.h"
+#include "gateway/audit_log.h"
+#include "gateway/dispatch.h"
+#include "gateway/self_hardening.h"
+#include "ipc/capability_token.h"
+#include "ipc/frame.h"
+#include "ipc/peer_credentials.h"
+#include "policy/grant.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+namespace anvil::gateway {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using ipc::Request;
+using ipc::Response;
+
+// Token bucket: `rate` per second, burst of one second's worth.
+class TokenBucket {
+ public:
+  explicit TokenBucket(uint64_t rate) : rate_(static_cast<double>(rate)), tokens_(rate_) {}
+  bool Take(double amount) {
+    auto now = Clock::now();
+    tokens_ = std::min(rate_, tokens_ + rate_ * std::chrono::duration<double>(now - last_).count());
+    last_ = now;
+    if (tokens_ < amount) return false;
+    tokens_ -= amount;
+    return true;
+  }
+
+ private:
+  double rate_;
+  double tokens_;
+  Clock::time_point last_ = Clock::now();
+};
+
+struct Registration {
+  std::string token;       // raw bytes
+  std::string plugin;
+  pid_t pid = 0;
+  uid_t uid = 0;
+  std::string workspace;
+  Grant grant;
+  UniqueFd pidfd;          // closes when the host exits: the token is revoked then
+  TokenBucket requests{0};
+  TokenBucket bytes{0};
+};
+
+struct Job {
+  uint64_t conn_id;
+  Request request;
+  std::shared_ptr<const Registration> registration;
+  std::atomic<bool> cancelled{false};
+  std::string cancel_reason;  // written before `cancelled` is set
+  Clock::time_point queued = Clock::now();
+};
+
+struct Completion {
+  uint64_t conn_id;
+  uint64_t request_id;
+  std::string frame;
+};
+
+struct Connection {
+  UniqueFd fd;
+  ipc::PeerCredentials peer;
+  ipc::FrameReader reader;
+  std::string out;
+  size_t out_offset = 0;
+  std::shared_ptr<Registration> bound;
+  std::map<uint64_t, std::weak_ptr<Job>> jobs;  // in flight
+  bool reading = true;
+  bool close_after_flush = false;
+  std::optional<ipc::PeerCredentials> frame_sender;  // sender of the frame being assembled
+  bool mixed_senders = false;
+};
+
+enum Tag : uint64_t { kListen = 1, kControl = 2, kWake = 3, kConn = 4, kPidfd = 5 };
+uint64_t MakeTag(Tag tag, uint64_t id) { return (static_cast<uint64_t>(tag) << 56) | id; }
+
+class Server {
+ public:
+  Server(const GatewayOptions& options, WorkspaceRoot root, AuditLog* audit)
+      : options_(options), root_(std::move(root)), audit_(audit) {}
+
+  Status Start(const std::string& socket_path);
+  int Loop();
+
+ private:
+  void Worker();
+  void HandleAccept();
+  void HandleControl();
+  void HandleConnection(uint64_t id, uint32_t events);
+  void HandleFrame(uint64_t id, Connection& c, const ipc::Frame& frame);
+  void HandleRequest(uint64_t id, Connection& c, Request request);
+  void HandleWake();
+  void HandlePidfd(uint64_t reg_index);
+  void Reply(Connection& c, const Response& response);
+  void Deny(Connection& c, const Request& r, const std::string& plugin, std::string code,
+            std::string reason, bool close);
+  void Flush(uint64_t id, Connection& c);
+  void CloseConnection(uint64_t id, const std::string& why);
+  void UpdateInterest(uint64_t id, Connection& c);
+  void ControlReply(const nlohmann::json& reply);
+  nlohmann::json ControlRegister(const nlohmann::json& msg);
+  nlohmann::json ControlRevoke(const nlohmann::json& msg);
+  nlohmann::json ControlCancel(const nlohmann::json& msg);
+  void RevokeRegistration(const std::shared_ptr<Registration>& reg, const std::string& why);
+  std::shared_ptr<Registration> FindByToken(std::string_view token);
+
+  GatewayOptions options_;
+  WorkspaceRoot root_;
+  AuditLog* audit_;
+  UniqueFd epoll_, listen_, wake_;
+  ipc::FrameReader control_reader_;
+  std::map<uint64_t, Connection> conns_;
+  uint64_t next_conn_ = 1;
+  std::map<uint64_t, std::shared_ptr<Registration>> registrations_;  // by index
+  uint64_t next_reg_ = 1;
+  bool running_ = true;
+
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  bool stopping_ = false;
+  std::mutex done_mu_;
+  std::vector<Completion> done_;
+  std::vector<std::thread> workers_;
+};
+
+Status Server::Start(const std::string& socket_path) {
+  epoll_.Reset(epoll_create1(EPOLL_CLOEXEC));
+  wake_.Reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!epoll_ || !wake_) return SysFail("internal", "epoll/eventfd");
+  listen_.Reset(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!listen_) return SysFail("internal", "socket");
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (socket_path.size() >= sizeof(addr.sun_path)) return Fail("invalid", "socket path too long");
+  std::strcpy(addr.sun_path, socket_path.c_str());
+  ::unlink(socket_path.c_str());
+  // umask makes the socket 0600 from the moment it exists; chmod is the belt to those braces.
+  mode_t old = umask(0177);
+  int rc = bind(listen_.Get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  umask(old);
+  if (rc != 0) return SysFail("internal", "bind " + socket_path);
+  if (chmod(socket_path.c_str(), 0600) != 0) return SysFail("internal", "chmod socket");
+  if (listen(listen_.Get(), 128) != 0) return SysFail("internal", "listen");
+  if (auto s = ipc::EnablePassCredentials(listen_.Get()); !s) return s;
+  auto add = [&](int fd, uint64_t tag) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = tag;
+    return epoll_ctl(epoll_.Get(), EPOLL_CTL_ADD, fd, &ev);
+  };
+  if (add(listen_.Get(), MakeTag(kListen, 0)) || add(options_.control_fd, MakeTag(kControl, 0)) ||
+      add(wake_.Get(), MakeTag(kWake, 0))) {
+    return SysFail("internal", "epoll_ctl");
+  }
+  return Ok();
+}
+
+void Server::Worker() {
+  DispatchContext context{&root_, &options_.limits};
+  while (true) {
+    std::shared_ptr<Job> job;
+    {
+      std::unique_lock lock(queue_mu_);
+      queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (stopping_ && queue_.empty()) return;
+      job = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    AuditEntry audit;
+    audit.plugin = job->registration->plugin;
+    audit.request_id = job->request.id;
+    audit.op = job->request.op;
+    Response response;
+    auto start = Clock::now();
+    if (job->cancelled.load(std::memory_order_acquire)) {
+      response = Response::Error(job->request.id, "cancelled", job->cancel_reason);
+      audit.verdict = "cancelled";
+      audit.code = "cancelled";
+      audit.reason = job->cancel_reason;
+      if (!job->request.args.empty()) audit.target = job->request.args[0];
+    } else {
+      response = Dispatch(context, job->registration->grant, job->request, audit);
+      if (job->cancelled.load(std::memory_order_acquire)) {
+        // Finished anyway, but the caller was told it is cancelled: never answer twice.
+        response = Response::Error(job->request.id, "cancelled", job->cancel_reason);
+        audit.verdict = "cancelled";
+        audit.reason = job->cancel_reason;
+      }
+    }
+    audit.duration_us = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count());
+    audit_->Record(audit);
+    {
+      std::lock_guard lock(done_mu_);
+      done_.push_back({job->conn_id, job->request.id, ipc::EncodeResponse(response)});
+    }
+    uint64_t one = 1;
+    ssize_t ignored = ::write(wake_.Get(), &one, sizeof(one));
+    (void)ignored;
+  }
+}
+
+int Server::Loop() {
+  // Workers start only now, after the caller hardened this thread: Landlock and seccomp are
+  // inherited by threads created later, never applied to threads that already exist.
+  for (uint32_t i = 0; i < std::max<uint32_t>(1, options_.limits.worker_threads); ++i) {
+    workers_.emplace_back([this] { Worker(); });
+  }
+  epoll_event events[64];
+  while (running_) {
+    int n = epoll_wait(epoll_.Get(), events, 64, -1);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (int i = 0; i < n && running_; ++i) {
+      uint64_t tag = events[i].data.u64;
+      uint64_t id = tag & ((1ull << 56) - 1);
+      switch (static_cast<Tag>(tag >> 56)) {
+        case kListen: HandleAccept(); break;
+        case kControl: HandleControl(); break;
+        case kWake: HandleWake(); break;
+        case kConn: HandleConnection(id, events[i].events); break;
+        case kPidfd: HandlePidfd(id); break;
+      }
+    }
+    audit_->Flush();
+  }
+  {
+    std::lock_guard lock(queue_mu_);
+    stopping_ = true;
+  }
+  queue_cv_.notify_all();
+  for (auto& t : workers_) t.join();
+  audit_->Flush();
+  return 0;
+}
+
+void Server::HandleAccept() {
+  while (true) {
+    int fd = accept4(listen_.Get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) return;
+    UniqueFd conn_fd(fd);
+    auto peer = ipc::GetPeerCredentials(fd);
+    AuditEntry audit;
+    audit.op = "connect";
+    if (!peer || peer->uid != geteuid()) {
+      // The 0700 directory already keeps other users out; this is the second check.
+      audit.verdict = "deny";
+      audit.code = "denied";
+      audit.reason = peer ? "peer uid " + std::to_string(peer->uid) + " is not the session's user"
+                          : "no peer credentials";
+      audit_->Record(audit);
+      continue;
+    }
+    if (conns_.size() >= options_.limits.max_connections) {
+      std::string busy = ipc::EncodeResponse(Response::Error(0, "busy", "too many connections"));
+      ssize_t ignored = ::send(fd, busy.data(), busy.size(), MSG_NOSIGNAL);
+      (void)ignored;
+      audit.verdict = "busy";
+      audit.code = "busy";
+      audit.reason = "too many connections";
+      audit_->Record(audit);
+      continue;
+    }
+    if (!ipc::EnablePassCredentials(fd)) continue;
+    uint64_t id = next_conn_++;
+    Connection c;
+    c.fd = std::move(conn_fd);
+    c.peer = *peer;
+    c.reader = ipc::FrameReader(options_.limits.max_frame_bytes);
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.data.u64 = MakeTag(kConn, id);
+    if (epoll_ctl(epoll_.Get(), EPOLL_CTL_ADD, c.fd.Get(), &ev) != 0) continue;
+    conns_.emplace(id, std::move(c));
+  }
+}
+
+void Server::HandleConnection(uint64_t id, uint32_t events) {
+  auto it = conns_.find(id);
+  if (it == conns_.end()) return;
+  Connection& c = it->second;
+  if (events & EPOLLOUT) {
+    Flush(id, c);
+    if (conns_.find(id) == conns_.end()) return;
+  }
+  if (!(events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) || !c.reading) {
+    UpdateInterest(id, c);
+    return;
+  }
+  char buffer[65536];
+  for (int round = 0; round < 16 && c.reading; ++round) {
+    std::optional<ipc::PeerCredentials> sender;
+    ssize_t n = ipc::ReceiveWithCredentials(c.fd.Get(), buffer, sizeof(buffer), sender);
+    if (n == 0) {
+      CloseConnection(id, "peer closed");
+      return;
+    }
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      CloseConnection(id, "recv failed");
+      return;
+    }
+    if (!sender || (c.frame_sender && !(*c.frame_sender == *sender))) c.mixed_senders = true;
+    c.frame_sender = sender;
+    c.reader.Append(buffer, static_cast<size_t>(n));
+    while (true) {
+      auto frame = c.reader.Next();
+      if (!frame) {
+        AuditEntry audit;
+        audit.plugin = c.bound ? c.bound->plugin : "";
+        audit.op = "frame";
+        audit.verdict = "deny";
+        audit.code = frame.error().code;
+        audit.reason = frame.error().message + "; connection closed";
+        audit_->Record(audit);
+        CloseConnection(id, "malformed frame");
+        return;
+      }
+      if (!*frame) break;
+      bool mixed = c.mixed_senders;
+      // The bytes of the next frame start after this one; their sender is the current one.
+      c.mixed_senders = false;
+      if (mixed) {
+        AuditEntry audit;
+        audit.plugin = c.bound ? c.bound->plugin : "";
+        audit.op = "frame";
+        audit.verdict = "deny";
+        audit.code = "denied";
+        audit.reason = "frame bytes from more than one process; connection closed";
+        audit_->Record(audit);
+        CloseConnection(id, "mixed senders");
+        return;
+      }
+      HandleFrame(id, c, **frame);
+      if (conns_.find(id) == conns_.end()) return;
+    }
+    if (c.reader.Buffered() == 0) c.frame_sender.reset();
+  }
+  Flush(id, c);
+}
+
+void Server::HandleFrame(uint64_t id, Connection& c, const ipc::Frame& frame) {
+  switch (frame.kind) {
+    case ipc::FrameKind::kRequest: {
+      auto request = ipc::DecodeRequest(frame.body);
+      if (!request) {
+        AuditEntry audit;
+        audit.op = "frame";
+        audit.verdict = "deny";
+        audit.code = "invalid";
+        audit.reason = request.error().message + "; connection closed";
+        audit_->Record(audit);
+        CloseConnection(id, "malformed request");
+        return;
+      }
+      HandleRequest(id, c, std::move(*request));
+      return;
+    }
+    case ipc::FrameKind::kCancel: {
+      auto request_id = ipc::DecodeCancel(frame.body);
+      if (!request_id) {
+        CloseConnection(id, "malformed cancel");
+        return;
+      }
+      if (auto job = c.jobs.find(*request_id); job != c.jobs.end()) {
+        if (auto j = job->second.lock()) {
+          j->cancel_reason = "request cancelled";
+          j->cancelled.store(true, std::memory_order_release);
+        }
+      }
+      return;
+    }
+    default:
+      CloseConnection(id, "unexpected frame kind");
+      return;
+  }
+}
+
+std::shared_ptr<Registration> Server::FindByToken(std::string_view token) {
+  std::shared_ptr<Registration> found;
+  // Visit every registration whatever matches, so timing says nothing about which did.
+  for (auto& [index, reg] : registrations_) {
+    if (ipc::ConstantTimeEquals(reg->token, token)) found = reg;
+  }
+  return found;
+}
+
+void Server::Deny(Connection& c, const Request& r, const std::string& plugin, std::string code,
+                  std::string reason, bool close) {
+  AuditEntry audit;
+  audit.plugin = plugin;
+  audit.op = r.op;
+  audit.request_id = r.id;
+  if (!r.args.empty() && r.op != "hello") audit.target = r.args[0];
+  audit.verdict = code == "busy" ? "busy" : "deny";
+  audit.code = code;
+  audit.reason = reason;
+  audit_->Record(audit);
+  Reply(c, Response::Error(r.id, std::move(code), std::move(reason)));
+  if (close) c.close_after_flush = true;
+}
+
+void Server::HandleRequest(uint64_t id, Connection& c, Request r) {
+  const ipc::PeerCredentials& sender = *c.frame_sender;
+  auto reg = FindByToken(r.token);
+  std::string claimed = c.bound ? c.bound->plugin : "";
+  if (!reg) {
+    Deny(c, r, claimed, "denied", c.bound ? "capability token revoked" : "unknown capability token",
+         true);
+    return;
+  }
+  // The kernel-attested sender must be the host the token was issued to.
+  if (sender.pid != reg->pid || sender.uid != reg->uid || c.peer.uid != reg->uid) {
+    Deny(c, r, reg->plugin, "denied",
+         "token presented by pid " + std::to_string(sender.pid) + ", issued to pid " +
+             std::to_string(reg->pid),
+         true);
+    return;
+  }
+  if (r.op == "hello") {
+    // args: plugin id, workspace. A connection serves exactly one plugin.
+    if (r.args.size() != 2) {
+      Deny(c, r, reg->plugin, "invalid", "hello takes plugin id and workspace", true);
+      return;
+    }
+    if (r.args[0] != reg->plugin) {
+      Deny(c, r, reg->plugin, "denied", "token is not for plugin " + r.args[0], true);
+      return;
+    }
+    if (r.args[1] != reg->workspace || r.args[1] != options_.workspace) {
+      Deny(c, r, reg->plugin, "denied", "wrong workspace: " + r.args[1], true);
+      return;
+    }
+    if (c.bound && c.bound != reg) {
+      Deny(c, r, reg->plugin, "denied", "connection already bound to another plugin", true);
+      return;
+    }
+    c.bound = reg;
+    AuditEntry audit;
+    audit.plugin = reg->plugin;
+    audit.op = "hello";
+    audit.verdict = "allow";
+    audit.request_id = r.id;
+    audit_->Record(audit);
+    Reply(c, Response{r.id, true, {options_.session_id}});
+    return;
+  }
+  if (!c.bound || c.bound != reg) {
+    Deny(c, r, reg->plugin, "denied", "say hello with this token first", true);
+    return;
+  }
+  if (c.jobs.size() >= options_.limits.max_inflight_per_connection) {
+    Deny(c, r, reg->plugin, "busy", "too many requests in flight on this connection", false);
+    return;
+  }
+  if (!reg->requests.Take(1)) {
+    Deny(c, r, reg->plugin, "limit", "request quota exceeded", false);
+    return;
+  }
+  uint64_t payload = 0;
+  for (const auto& a : r.args) payload += a.size();
+  if (!reg->bytes.Take(static_cast<double>(payload))) {
+    Deny(c, r, reg->plugin, "limit", "byte quota exceeded", false);
+    return;
+  }
+  auto job = std::make_shared<Job>();
+  job->conn_id = id;
+  job->registration = reg;
+  job->request = std::move(r);
+  {
+    std::lock_guard lock(queue_mu_);
+    if (queue_.size() >= options_.limits.max_queued_jobs) {
+      Request rejected = std::move(job->request);
+      Deny(c, rejected, reg->plugin, "busy", "gateway is at its concurrency limit", false);
+      return;
+    }
+    c.jobs[job->request.id] = job;
+    queue_.push_back(job);
+  }
+  queue_cv_.notify_one();
+}
+
+void Server::HandleWake() {
+  uint64_t count;
+  ssize_t ignored = ::read(wake_.Get(), &count, sizeof(count));
+  (void)ignored;
+  std::vector<Completion> done;
+  {
+    std::lock_guard lock(done_mu_);
+    done.swap(done_);
+  }
+  std::vector<uint64_t> touched;
+  for (auto& d : done) {
+    auto it = conns_.find(d.conn_id);
+    if (it == conns_.end()) continue;  // connection gone; the decision is in the audit log
+    it->second.jobs.erase(d.request_id);
+    it->second.out += d.frame;
+    touched.push_back(d.conn_id);
+  }
+  for (uint64_t id : touched) {
+    auto it = conns_.find(id);
+    if (it != conns_.end()) Flush(id, it->second);
+  }
+}
+
+void Server::Reply(Connection& c, const Response& response) { c.out += ipc::EncodeResponse(response); }
+
+void Server::Flush(uint64_t id, Connection& c) {
+  while (c.out_offset < c.out.size()) {
+    ssize_t n = ::send(c.fd.Get(), c.out.data() + c.out_offset, c.out.size() - c.out_offset,
+                       MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      CloseConnection(id, "send failed");
+      return;
+    }
+    c.out_offset += static_cast<size_t>(n);
+  }
+  if (c.out_offset == c.out.size()) {
+    c.out.clear();
+    c.out_offset = 0;
+    if (c.close_after_flush) {
+      CloseConnection(id, "closed after denial");
+      return;
+    }
+  } else if (c.out_offset > (1u << 20)) {
+    c.out.erase(0, c.out_offset);
+    c.out_offset = 0;
+  }
+  UpdateInterest(id, c);
+}
+
+void Server::UpdateInterest(uint64_t id, Connection& c) {
+  // Backpressure: a peer that does not read its answers stops being read from.
+  size_t pending = c.out.size() - c.out_offset;
+  // Hysteresis: stop at the cap, resume once half of it has drained.
+  bool want_read = c.reading ? pending < options_.limits.max_output_buffer
+                             : pending < options_.limits.max_output_buffer / 2;
+  want_read = want_read && !c.close_after_flush;
+  c.reading = want_read;
+  epoll_event ev{};
+  uint32_t read_events = EPOLLIN | EPOLLRDHUP;
+  uint32_t write_events = EPOLLOUT;
+  ev.events = (want_read ? read_events : 0u) | (pending ? write_events : 0u);
+  ev.data.u64 = MakeTag(kConn, id);
+  epoll_ctl(epoll_.Get(), EPOLL_CTL_MOD, c.fd.Get(), &ev);
+}
+
+void Server::CloseConnection(uint64_t id, const std::string& /*why*/) {
+  auto it = conns_.find(id);
+  if (it == conns_.end()) return;
+  for (auto& [rid, weak] : it->second.jobs) {
+    if (auto j = weak.lock()) {
+      j->cancel_reason = "connection closed";
+      j->cancelled.store(true, std::memory_order_release);
+    }
+  }
+  epoll_ctl(epoll_.Get(), EPOLL_CTL_DEL, it->second.fd.Get(), nullptr);
+  conns_.erase(it);
+}
+
+void Server::ControlReply(const nlohmann::json& reply) {
+  std::string frame = ipc::EncodeControl(reply.dump());
+  size_t off = 0;
+  while (off < frame.size()) {
+    ssize_t n = ::send(options_.control_fd, frame.data() + off, frame.size() - off, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) {
+        pollfd p{options_.control_fd, POLLOUT, 0};
+        poll(&p, 1, 1000);
+        continue;
+      }
+      running_ = false;
+      return;
+    }
+    off += static_cast<size_t>(n);
+  }
+}
+
+void Server::HandleControl() {
+  char buffer[65536];
+  ssize_t n = ::recv(options_.control_fd, buffer, sizeof(buffer), MSG_DONTWAIT);
+  if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+    running_ = false;  // the trusted side is gone: so is the session
+    return;
+  }
+  if (n < 0) return;
+  control_reader_.Append(buffer, static_cast<size_t>(n));
+  while (true) {
+    auto frame = control_reader_.Next();
+    if (!frame || !*frame || (*frame)->kind != ipc::FrameKind::kControl) {
+      if (!frame || (*frame && (*frame)->kind != ipc::FrameKind::kControl)) {
+        ControlReply({{"ok", false}, {"error", "invalid: malformed control frame"}});
+        running_ = false;
+      }
+      return;
+    }
+    nlohmann::json msg = nlohmann::json::parse((*frame)->body, nullptr, false);
+    nlohmann::json reply;
+    std::string op = msg.is_object() && msg.contains("op") && msg["op"].is_string()
+                         ? msg["op"].get<std::string>()
+                         : "";
+    if (op == "register") {
+      reply = ControlRegister(msg);
+    } else if (op == "revoke") {
+      reply = ControlRevoke(msg);
+    } else if (op == "cancel") {
+      reply = ControlCancel(msg);
+    } else if (op == "status") {
+      size_t queued;
+      {
+        std::lock_guard lock(queue_mu_);
+        queued = queue_.size();
+      }
+      reply = {{"ok", true}, {"connections", conns_.size()},
+               {"registrations", registrations_.size()}, {"queued", queued}};
+    } else if (op == "shutdown") {
+      reply = {{"ok", true}};
+      running_ = false;
+    } else {
+      reply = {{"ok", false}, {"error", "invalid: unknown control op '" + op + "'"}};
+    }
+    if (msg.is_object() && msg.contains("seq")) reply["seq"] = msg["seq"];
+    ControlReply(reply);
+    audit_->Flush();
+  }
+}
+
+nlohmann::json Server::ControlRegister(const nlohmann::json& msg) {
+  auto fail = [](const std::string& why) {
+    return nlohmann::json{{"ok", false}, {"error", "invalid: " + why}};
+  };
+  if (!msg.contains("token") || !msg["token"].is_string() || !msg.contains("plugin") ||
+      !msg["plugin"].is_string() || !msg.contains("pid") || !msg["pid"].is_number_integer() ||
+      !msg.contains("uid") || !msg["uid"].is_number_integer() || !msg.contains("grant")) {
+    return fail("register needs token, plugin, pid, uid, grant");
+  }
+  auto token = ipc::CapabilityToken::FromHex(msg["token"].get<std::string>());
+  if (!token) return fail(token.error().message);
+  auto grant = GrantFromJson(msg["grant"]);
+  if (!grant) return fail(grant.error().message);
+  std::string workspace = msg.value("workspace", options_.workspace);
+  if (workspace != options_.workspace) {
+    return nlohmann::json{{"ok", false}, {"error", "denied: wrong workspace: " + workspace}};
+  }
+  if (FindByToken(token->bytes())) return fail("token already registered");
+  auto reg = std::make_shared<Registration>();
+  reg->token = token->bytes();
+  reg->plugin = msg["plugin"].get<std::string>();
+  reg->pid = msg["pid"].get<pid_t>();
+  reg->uid = msg["uid"].get<uid_t>();
+  reg->workspace = workspace;
+  reg->grant = std::move(*grant);
+  reg->requests = TokenBucket(options_.limits.plugin_requests_per_second);
+  reg->bytes = TokenBucket(options_.limits.plugin_bytes_per_second);
+  // A pidfd, not the number: when the host exits its token dies with it, and a recycled pid
+  // can never inherit it.
+  long pidfd = syscall(SYS_pidfd_open, reg->pid, 0);
+  if (pidfd < 0) return fail("no such host process " + std::to_string(reg->pid));
+  reg->pidfd.Reset(static_cast<int>(pidfd));
+  uint64_t index = next_reg_++;
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = MakeTag(kPidfd, index);
+  epoll_ctl(epoll_.Get(), EPOLL_CTL_ADD, reg->pidfd.Get(), &ev);
+  AuditEntry audit;
+  audit.plugin = reg->plugin;
+  audit.op = "register";
+  audit.verdict = "allow";
+  audit.target = "pid " + std::to_string(reg->pid);
+  audit_->Record(audit);
+  registrations_.emplace(index, std::move(reg));
+  return {{"ok", true}};
+}
+
+void Server::RevokeRegistration(const std::shared_ptr<Registration>& reg, const std::string& why) {
+  AuditEntry audit;
+  audit.plugin = reg->plugin;
+  audit.op = "revoke";
+  audit.verdict = "allow";
+  audit.reason = why;
+  audit_->Record(audit);
+  for (auto it = registrations_.begin(); it != registrations_.end();) {
+    if (it->second == reg) {
+      epoll_ctl(epoll_.Get(), EPOLL_CTL_DEL, reg->pidfd.Get(), nullptr);
+      it = registrations_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  // Connections bound to it stop being served at once.
+  std::vector<uint64_t> bound;
+  for (auto& [id, c] : conns_) {
+    if (c.bound == reg) bound.push_back(id);
+  }
+  for (uint64_t id : bound) CloseConnection(id, "token revoked");
+}
+
+nlohmann::json Server::ControlRevoke(const nlohmann::json& msg) {
+  std::vector<std::shared_ptr<Registration>> victims;
+  if (msg.contains("token") && msg["token"].is_string()) {
+    auto token = ipc::CapabilityToken::FromHex(msg["token"].get<std::string>());
+    if (!token) return {{"ok", false}, {"error", "invalid: " + token.error().message}};
+    if (auto reg = FindByToken(token->bytes())) victims.push_back(reg);
+  } else if (msg.contains("plugin") && msg["plugin"].is_string()) {
+    for (auto& [i, reg] : registrations_) {
+      if (reg->plugin == msg["plugin"].get<std::string>()) victims.push_back(reg);
+    }
+  } else {
+    return {{"ok", false}, {"error", "invalid: revoke needs token or plugin"}};
+  }
+  for (auto& reg : victims) RevokeRegistration(reg, msg.value("reason", "revoked"));
+  return {{"ok", true}, {"revoked", victims.size()}};
+}
+
+nlohmann::json Server::ControlCancel(const nlohmann::json& msg) {
+  if (!msg.contains("plugin") || !msg["plugin"].is_string()) {
+    return {{"ok", false}, {"error", "invalid: cancel needs plugin"}};
+  }
+  std::string plugin = msg["plugin"].get<std::string>();
+  std::string reason = msg.value("reason", "cancelled");
+  std::string text = reason == "reload" ? "plugin reloading" : reason;
+  size_t cancelled = 0;
+  for (auto& [id, c] : conns_) {
+    if (!c.bound || c.bound->plugin != plugin) continue;
+    for (auto& [rid, weak] : c.jobs) {
+      if (auto j = weak.lock()) {
+        j->cancel_reason = text;
+        j->cancelled.store(true, std::memory_order_release);
+        ++cancelled;
+        AuditEntry audit;
+        audit.plugin = plugin;
+        audit.op = j->request.op;
+        audit.request_id = rid;
+        audit.verdict = "cancelled";
+        audit.code = "cancelled";
+        audit.reason = reason == "reload" ? "cancelled_by_reload" : text;
+        audit_->Record(audit);
+      }
+    }
+  }
+  return {{"ok", true}, {"cancelled", cancelled}};
+}
+
+void Server::HandlePidfd(uint64_t index) {
+  auto it = registrations_.find(index);
+  if (it == registrations_.end()) return;
+  auto reg = it->second;
+  RevokeRegistration(reg, "host exited");
+}
+
+Result<std::string> PrepareRuntimeDir(GatewayOptions& options) {
+  if (options.runtime_dir.empty()) {
+    const char* xdg = std::getenv("XDG_RUNTIME_DIR");
+    std::string base;
+    if (xdg && *xdg == '/') {
+      base = std::string(xdg) + "/anvil";
+    } else {
+      base = "/tmp/anvil-" + std::to_string(geteuid());
+    }
+    if (::mkdir(base.c_str(), 0700) != 0 && errno != EEXIST) return SysFail("io", "mkdir " + base);
+    struct stat st{};
+    // A pre-made /tmp/anvil-UID owned by someone else (or group/world-accessible) could be a
+    // trap: refuse to use it.
+    if (::lstat(base.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+        (st.st_mode & 077) != 0) {
+      return Fail("denied", "runtime base " + base + " is not a private directory of this user");
+    }
+    options.runtime_dir = base + "/" + options.session_id;
+  }
+  if (::mkdir(options.runtime_dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return SysFail("io", "mkdir " + options.runtime_dir);
+  }
+  struct stat st{};
+  if (::lstat(options.runtime_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
+      st.st_uid != geteuid()) {
+    return Fail("denied", "runtime dir " + options.runtime_dir + " is not ours");
+  }
+  if (::chmod(options.runtime_dir.c_str(), 0700) != 0) return SysFail("io", "chmod runtime dir");
+  return options.runtime_dir + "/gateway.sock";
+}
+
+}  // namespace
+
+int RunGateway(const GatewayOptions& input) {
+  GatewayOptions options = input;
+  signal(SIGPIPE, SIG_IGN);
+  auto fail = [](const Error& e) {
+    std::cerr << "anvil-gateway: " << e.ToString() << "\n";
+    return 1;
+  };
+  if (options.control_fd < 0) return fail(Error{"invalid", "--control-fd is required", 0});
+  if (options.session_id.empty()) {
+    auto t = ipc::CapabilityToken::Generate();
+    if (!t) return fail(t.error());
+    options.session_id = t->Hex().substr(0, 16);
+  }
+  WorkspaceOptions ws_options;
+  ws_options.no_symlinks = options.no_symlinks;
+  ws_options.allow_hardlinked_reads = options.allow_hardlinked_reads;
+  ws_options.max_read_bytes = options.limits.max_read_bytes;
+  ws_options.max_write_bytes = options.limits.max_write_bytes;
+  ws_options.max_list_entries = options.limits.max_list_entries;
+  auto root = WorkspaceRoot::Open(options.workspace, ws_options);
+  if (!root) return fail(root.error());
+  options.workspace = root->path();  // canonical, pinned
+  auto socket_path = PrepareRuntimeDir(options);
+  if (!socket_path) return fail(socket_path.error());
+  if (options.audit_log.empty()) options.audit_log = options.runtime_dir + "/audit.jsonl";
+  auto audit = AuditLog::Open(options.audit_log, options.session_id);
+  if (!audit) return fail(audit.error());
+  std::unique_ptr<AuditLog> audit_owner(*audit);
+  Server server(options, std::move(*root), audit_owner.get());
+  if (auto s = server.Start(*socket_path); !s) return fail(s.error());
+  if (options.harden) {
+    if (auto s = HardenGateway(options.workspace, options.runtime_dir, options.audit_log); !s) {
+      ::unlink(socket_path->c_str());
+      return fail(s.error());
+    }
+  }
+  nlohmann::json ready = {{"event", "ready"},
+                          {"socket", *socket_path},
+                          {"session", options.session_id},
+                          {"workspace", options.workspace},
+                          {"audit_log", options.audit_log},
+                          {"hardened", options.harden}};
+  std::string frame = ipc::EncodeControl(ready.dump());
+  if (::send(options.control_fd, frame.data(), frame.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(frame.size())) {
+    ::unlink(socket_path->c_str());
+    return fail(Error{"internal", "control channel closed before ready", errno});
+  }
+  int status = server.Loop();
+  ::unlink(socket_path->c_str());
+  ::rmdir(options.runtime_dir.c_str());
+  return status;
+}
+
+}  // namespace anvil::gateway

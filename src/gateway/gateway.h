@@ -1,0 +1,51 @@
+// anvil-gateway: the per-session policy enforcement point (T1, T5, T6). It is *not* the
+// sandbox: it decides, performs the mediated operation, and logs. One per session.
+//
+// Channels:
+//   control — a socketpair end inherited from the trusted side (fd given by --control-fd):
+//             register/revoke capability tokens, cancel, status, shutdown (JSON frames).
+//   plugins — a listening Unix socket, 0600 in a 0700 per-session runtime directory. The
+//             trusted side connects and hands the connected socket to a plugin host.
+// Identity of every request: SO_PEERCRED uid at accept, kernel-attested sender pid/uid of
+// every byte (SCM_CREDENTIALS), the capability token (constant-time), the plugin id and the
+// workspace — all must match the registration.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/result.h"
+
+namespace anvil::gateway {
+
+struct GatewayLimits {
+  uint32_t max_frame_bytes = 16u << 20;
+  uint64_t max_read_bytes = 8u << 20;         // sys.fs.read / write payload cap
+  uint64_t max_write_bytes = 8u << 20;
+  uint32_t max_list_entries = 10000;
+  uint32_t max_connections = 256;
+  uint32_t max_inflight_per_connection = 16;  // beyond: "busy"
+  uint32_t max_queued_jobs = 256;             // global; beyond: "busy"
+  uint64_t max_output_buffer = 32u << 20;     // per connection; beyond: stop reading (backpressure)
+  uint64_t plugin_requests_per_second = 200000;  // per registration (token bucket)
+  uint64_t plugin_bytes_per_second = 1ull << 30;
+  uint32_t worker_threads = 2;
+};
+
+struct GatewayOptions {
+  std::string workspace;       // the workspace root (a symlink is resolved once and pinned)
+  std::string runtime_dir;     // created 0700; default $XDG_RUNTIME_DIR/anvil/<session>
+  std::string session_id;      // default: random
+  std::string audit_log;       // JSON lines; empty = <runtime_dir>/audit.jsonl
+  int control_fd = -1;         // required
+  bool no_symlinks = false;    // RESOLVE_NO_SYMLINKS hardening
+  bool allow_hardlinked_reads = false;
+  bool harden = true;          // Landlock + seccomp + no_new_privs on itself after start-up
+  GatewayLimits limits;
+};
+
+// Runs until shutdown or until the control channel closes (the trusted side died). Returns
+// the process exit status.
+int RunGateway(const GatewayOptions& options);
+
+}  // namespace anvil::gateway

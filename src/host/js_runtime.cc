@@ -1,0 +1,1108 @@
+// QuickJS 2025-04-26 plugin runtime, the JS half of anvil-plugin-host (threat model T4, T6).
+// Same plugin API as the Lua runtime (INTERFACES.md), synchronous; every failure is thrown as
+// an Error whose message is "code: text".
+//
+// What the context contains, and why:
+//  - A raw context (JS_NewContextRaw) with only the intrinsics plugins need: base objects
+//    (BigInt included), Date, RegExp, JSON, Proxy, Map/Set, typed arrays, Promise. Not
+//    WeakRef/FinalizationRegistry (GC-driven callbacks) nor String.prototype.normalize.
+//  - No std/os modules (quickjs-libc is not linked into the host at all), no module loader
+//    (JS_SetModuleLoaderFunc is never called: `import` in the entry is a SyntaxError and
+//    `import()` rejects), no bytecode reader (JS_ReadObject is never called, and
+//    JS_EVAL_FLAG_COMPILE_ONLY is never used), and Atomics.wait cannot block.
+//  - The Eval intrinsic IS added: in 2025-04-26 JS_Eval itself goes through it
+//    (JS_EvalInternal throws "eval is not supported" without it), and JS_Eval is how the host
+//    compiles the entry and the modules. So the compiler stays in the context and every way
+//    plugin code could reach it is cut instead (DenyCodeGeneration): the global `eval` and the
+//    four function constructors (Function, and those of generator, async and async-generator
+//    functions, reachable only as `.constructor` of their prototypes) are replaced by stubs that
+//    throw "denied: ...". A direct `eval(s)` compiles only when its callee is the context's
+//    original eval object, which nothing reachable from plugin code refers to any more.
+//
+// Budgets. QuickJS polls for interrupts at every jump, every call and in a few internal loops
+// (prototype walks, for-in, regexp backtracking), and calls the interrupt handler once every
+// 10,000 polls (JS_INTERRUPT_COUNTER_INIT in quickjs.c; the same count in libregexp.c). One
+// poll is counted as one unit of RuntimeLimits::instructions, so a call may make
+// ceil(instructions / 10,000) handler calls. In a tight loop a poll is one iteration, the unit
+// the Lua count hook sees for `while true do end`; in straight-line code one poll covers a few
+// bytecodes, so the JS budget is coarser than Lua's, never finer. The handler also checks the
+// steady-clock deadline. Once the instruction budget, the deadline or the memory budget (the
+// allocator below, not QuickJS's own accounting, so the runtime knows it happened) is spent,
+// the handler returns 1 at every later poll: QuickJS's interrupt error skips catch and finally,
+// so `try { for(;;){} } catch {}` loops cannot keep a plugin alive; and every API binding
+// refuses with an uncatchable error, so the window before the next poll cannot reach the host.
+// Promise jobs run only while the call is within its budget and deadline; when a budget ran out
+// with jobs still queued, the runtime stops for good (those jobs must not run later either).
+//
+// Data. Plugin strings become UTF-8 when they cross to the host (a lone surrogate becomes
+// U+FFFD, as TextEncoder does). Host bytes become JS strings by decoding UTF-8 with U+FFFD for
+// each maximal invalid subsequence (the WHATWG decoder's rule), so sys.fs.read of a binary file
+// is lossy: the JS API, like INTERFACES.md, is text-only.
+#include <malloc.h>
+#include <quickjs.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <exception>
+#include <limits>
+#include <map>
+#include <new>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "host/api_codec.h"
+#include "host/runtime.h"
+
+namespace anvil::host {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+constexpr uint64_t kPollsPerInterrupt = 10000;  // JS_INTERRUPT_COUNTER_INIT in quickjs.c
+constexpr size_t kMallocOverhead = 8;           // MALLOC_OVERHEAD in quickjs.c
+constexpr size_t kMaxCommandName = 128;
+
+// Codes a plugin may re-throw and keep (the Lua runtime keeps the same set).
+constexpr std::string_view kKnownCodes[] = {"denied",    "invalid", "not_found", "limit", "timeout",
+                                            "cancelled", "stale",   "busy",      "io"};
+
+// ---- UTF-8 at the boundary ----------------------------------------------------------------------
+
+// Appends the valid UTF-8 of `in`, each maximal invalid subsequence replaced by U+FFFD
+// (WHATWG "decode with replacement"): host bytes need not be UTF-8 (protocol.md).
+std::string SanitizeUtf8(std::string_view in) {
+  static constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
+  std::string out;
+  out.reserve(in.size());
+  size_t i = 0;
+  while (i < in.size()) {
+    auto c = static_cast<unsigned char>(in[i]);
+    if (c < 0x80) {
+      out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    int need = 0;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) {
+      need = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      need = 2;
+      if (c == 0xE0) lo = 0xA0;  // overlong
+      if (c == 0xED) hi = 0x9F;  // UTF-16 surrogates
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      need = 3;
+      if (c == 0xF0) lo = 0x90;  // overlong
+      if (c == 0xF4) hi = 0x8F;  // above U+10FFFF
+    } else {
+      out += kReplacement;
+      ++i;
+      continue;
+    }
+    size_t j = i + 1;
+    int got = 0;
+    while (got < need && j < in.size()) {
+      auto d = static_cast<unsigned char>(in[j]);
+      if (d < lo || d > hi) break;
+      lo = 0x80;
+      hi = 0xBF;
+      ++j;
+      ++got;
+    }
+    if (got == need) {
+      out.append(in.substr(i, j - i));
+    } else {
+      out += kReplacement;
+    }
+    i = j;
+  }
+  return out;
+}
+
+bool IsAscii(std::string_view s) {
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+}
+
+JSValue NewString(JSContext* ctx, std::string_view bytes) {
+  if (IsAscii(bytes)) return JS_NewStringLen(ctx, bytes.data(), bytes.size());
+  std::string clean = SanitizeUtf8(bytes);
+  return JS_NewStringLen(ctx, clean.data(), clean.size());
+}
+
+// The UTF-8 of String(v) (user toString may run). QuickJS encodes an unpaired surrogate as
+// the 3-byte sequence ED A0..BF xx, the only invalid UTF-8 it produces; it becomes U+FFFD.
+// Returns false with a JS exception pending.
+bool ToUtf8(JSContext* ctx, JSValueConst v, std::string* out) {
+  size_t len = 0;
+  const char* s = JS_ToCStringLen(ctx, &len, v);
+  if (!s) return false;
+  out->assign(s, len);
+  JS_FreeCString(ctx, s);
+  for (size_t i = 0; i + 2 < out->size(); ++i) {
+    if (static_cast<unsigned char>((*out)[i]) == 0xED &&
+        static_cast<unsigned char>((*out)[i + 1]) >= 0xA0) {
+      out->replace(i, 3, "\xEF\xBF\xBD");
+      i += 2;
+    }
+  }
+  return true;
+}
+
+// ---- owning JSValue -----------------------------------------------------------------------------
+
+class Value {
+ public:
+  Value(JSContext* ctx, JSValue v) : ctx_(ctx), v_(v) {}
+  Value(const Value&) = delete;
+  Value& operator=(const Value&) = delete;
+  Value(Value&& other) noexcept : ctx_(other.ctx_), v_(other.v_) { other.v_ = JS_UNDEFINED; }
+  Value& operator=(Value&& other) noexcept {
+    std::swap(ctx_, other.ctx_);
+    std::swap(v_, other.v_);
+    return *this;
+  }
+  ~Value() { JS_FreeValue(ctx_, v_); }
+
+  JSValue get() const { return v_; }
+  JSValue release() {
+    JSValue v = v_;
+    v_ = JS_UNDEFINED;
+    return v;
+  }
+  bool exception() const { return JS_IsException(v_); }
+
+ private:
+  JSContext* ctx_;
+  JSValue v_;
+};
+
+// A fresh plain object filled with own data properties (defined, so setters a plugin put on
+// Object.prototype never see the host's replies).
+class ObjectBuilder {
+ public:
+  explicit ObjectBuilder(JSContext* ctx) : ctx_(ctx), obj_(ctx, JS_NewObject(ctx)) {
+    ok_ = !obj_.exception();
+  }
+  ObjectBuilder& Set(const char* key, JSValue value) {  // takes ownership of `value`
+    if (!ok_ || JS_IsException(value)) {
+      JS_FreeValue(ctx_, value);
+      ok_ = false;
+    } else if (JS_DefinePropertyValueStr(ctx_, obj_.get(), key, value, JS_PROP_C_W_E) < 0) {
+      ok_ = false;
+    }
+    return *this;
+  }
+  JSValue Take() { return ok_ ? obj_.release() : JS_EXCEPTION; }
+
+ private:
+  JSContext* ctx_;
+  Value obj_;
+  bool ok_;
+};
+
+// ---- errors as plugins see them -----------------------------------------------------------------
+
+// Throws an Error whose message is `text` ("code: message"). Returns JS_EXCEPTION.
+JSValue ThrowText(JSContext* ctx, std::string_view text) {
+  Value err(ctx, JS_NewError(ctx));
+  if (err.exception()) return JS_EXCEPTION;
+  JSValue message = NewString(ctx, text);
+  if (JS_IsException(message)) return JS_EXCEPTION;
+  if (JS_DefinePropertyValueStr(ctx, err.get(), "message", message,
+                                JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE) < 0) {
+    return JS_EXCEPTION;
+  }
+  return JS_Throw(ctx, err.release());
+}
+
+JSValue ThrowCode(JSContext* ctx, std::string_view code, std::string_view message) {
+  std::string text;
+  text.append(code).append(": ").append(message);
+  return ThrowText(ctx, text);
+}
+
+JSValue ThrowError(JSContext* ctx, const Error& e) { return ThrowText(ctx, PluginErrorText(e)); }
+
+// The same, but no catch or finally of the plugin runs for it: a budget that is spent.
+JSValue ThrowUncatchable(JSContext* ctx, const Error& e) {
+  ThrowError(ctx, e);
+  JSValue exc = JS_GetException(ctx);
+  JS_SetUncatchableError(ctx, exc, true);
+  return JS_Throw(ctx, exc);
+}
+
+JSValueConst Arg(int argc, JSValueConst* argv, int i) { return i < argc ? argv[i] : JS_UNDEFINED; }
+
+// A string argument, no coercion: anything else is "invalid: <what> must be a string".
+bool StringArg(JSContext* ctx, JSValueConst v, std::string_view what, std::string* out) {
+  if (!JS_IsString(v)) {
+    ThrowCode(ctx, "invalid", std::string(what) + " must be a string");
+    return false;
+  }
+  return ToUtf8(ctx, v, out);
+}
+
+bool ValidCommandName(std::string_view name) {
+  if (name.empty() || name.size() > kMaxCommandName) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_' || c == '.';
+  });
+}
+
+// ---- the runtime --------------------------------------------------------------------------------
+
+class JsRuntime final : public Runtime {
+ public:
+  JsRuntime(HostApi& api, const RuntimeLimits& limits) : api_(api), limits_(limits) {}
+  ~JsRuntime() override;
+  JsRuntime(const JsRuntime&) = delete;
+  JsRuntime& operator=(const JsRuntime&) = delete;
+
+  Status Init();
+  Status Load(const PluginSource& source) override;
+  std::vector<std::string> Commands() const override { return command_order_; }
+  Result<std::string> RunCommand(const std::string& name, const std::string& args_json) override;
+
+  // For the API bindings.
+  HostApi& api() { return api_; }
+  bool Admit(JSContext* ctx);
+  bool Spent() const { return SpentError().has_value(); }
+  void RegisterCommand(const std::string& name, JSValueConst fn);
+  JSValue RequireModule(const std::string& requested);
+
+  // JSMallocFunctions and the interrupt handler.
+  static void* Malloc(JSMallocState* s, size_t size);
+  static void Free(JSMallocState* s, void* ptr);
+  static void* Realloc(JSMallocState* s, void* ptr, size_t size);
+  static size_t UsableSize(const void* ptr) { return malloc_usable_size(const_cast<void*>(ptr)); }
+  static int Interrupt(JSRuntime* rt, void* opaque);
+
+ private:
+  Status DenyCodeGeneration();
+  Status InstallApi();
+  void StartBudget();
+  std::optional<Error> SpentError() const;
+  Error TakeError();
+  Error DescribeThrown(JSValueConst thrown);
+  void ClearException() { JS_FreeValue(ctx_, JS_GetException(ctx_)); }
+  Status DrainJobs();
+  Result<Value> Settle(Value result);
+  std::optional<Error> FinishCall(std::optional<Error> failure);
+
+  HostApi& api_;
+  RuntimeLimits limits_;
+  JSRuntime* rt_ = nullptr;
+  JSContext* ctx_ = nullptr;
+
+  std::vector<std::string> command_order_;
+  std::map<std::string, JSValue> commands_;  // owned references
+  std::map<std::string, std::string> module_sources_;
+  std::map<std::string, JSValue> modules_;  // name -> module object (owned), once required
+
+  uint64_t polls_left_ = 0;
+  bool instructions_spent_ = false;
+  bool deadline_passed_ = false;
+  bool memory_spent_ = false;
+  Clock::time_point deadline_ = Clock::time_point::max();
+  std::optional<Error> stopped_;
+};
+
+JsRuntime& Self(JSContext* ctx) { return *static_cast<JsRuntime*>(JS_GetContextOpaque(ctx)); }
+
+// Every binding: refused once a budget is spent (uncatchably, so nothing reaches the host in
+// the polls between the exhaustion and the interrupt), and no C++ exception may unwind through
+// QuickJS's C frames.
+using Binding = JSValue (*)(JsRuntime& self, JSContext* ctx, int argc, JSValueConst* argv);
+
+template <Binding F>
+JSValue Bind(JSContext* ctx, JSValueConst /*this_val*/, int argc, JSValueConst* argv) {
+  try {
+    JsRuntime& self = Self(ctx);
+    if (!self.Admit(ctx)) return JS_EXCEPTION;
+    return F(self, ctx, argc, argv);
+  } catch (const std::bad_alloc&) {
+    return ThrowText(ctx, "limit: host memory exhausted");
+  } catch (const std::exception&) {
+    return ThrowText(ctx, "internal: unexpected host failure");
+  }
+}
+
+// A pending ordinary exception is dropped (the caller replaces it with its own error); one
+// caused by a spent budget stays pending. Returns true when it was dropped. (Uncatchable
+// errors only exist once a budget is spent: the interrupt handler or Admit threw them.)
+bool DropOrdinaryException(JsRuntime& self, JSContext* ctx) {
+  if (self.Spent()) return false;
+  JS_FreeValue(ctx, JS_GetException(ctx));
+  return true;
+}
+
+// JSON text of `v` (JSON.stringify semantics; toJSON may run). `*out` stays empty when v has
+// no JSON form (undefined, a function). Returns false with an exception pending.
+bool JsonText(JSContext* ctx, JSValueConst v, std::string* out) {
+  Value text(ctx, JS_JSONStringify(ctx, v, JS_UNDEFINED, JS_UNDEFINED));
+  if (text.exception()) return false;
+  out->clear();
+  if (!JS_IsString(text.get())) return true;
+  return ToUtf8(ctx, text.get(), out);
+}
+
+// JSON of `v` checked to be an object of strings (want_array false) or an array of strings.
+// On a type mismatch throws "invalid: <what>". Returns false with an exception pending.
+bool StringsJson(JsRuntime& self, JSContext* ctx, JSValueConst v, bool want_array,
+                 std::string_view what, std::string* out) {
+  int is_array = JS_IsArray(ctx, v);
+  if (is_array < 0) return false;
+  bool shape_ok = JS_IsObject(v) && !JS_IsFunction(ctx, v) && (is_array == 1) == want_array;
+  std::string text;
+  if (shape_ok && !JsonText(ctx, v, &text)) {
+    if (!DropOrdinaryException(self, ctx)) return false;
+    shape_ok = false;
+  }
+  json parsed = shape_ok ? json::parse(text, nullptr, false) : json();
+  if (shape_ok) shape_ok = want_array ? parsed.is_array() : parsed.is_object();
+  if (shape_ok) {
+    shape_ok =
+        std::all_of(parsed.begin(), parsed.end(), [](const json& v) { return v.is_string(); });
+  }
+  if (!shape_ok) {
+    ThrowCode(ctx, "invalid", what);
+    return false;
+  }
+  *out = parsed.dump(-1, ' ', false, json::error_handler_t::replace);
+  return true;
+}
+
+// opts[key] when present (not undefined or null) must be a string.
+bool OptionalStringField(JSContext* ctx, JSValueConst opts, const char* key, std::string_view what,
+                         std::string* out) {
+  Value v(ctx, JS_GetPropertyStr(ctx, opts, key));
+  if (v.exception()) return false;
+  if (JS_IsUndefined(v.get()) || JS_IsNull(v.get())) return true;
+  return StringArg(ctx, v.get(), what, out);
+}
+
+bool OptionsArg(JSContext* ctx, JSValueConst v, std::string_view fn) {
+  if (JS_IsObject(v) && !JS_IsFunction(ctx, v)) return true;
+  ThrowCode(ctx, "invalid", std::string(fn) + " expects an options object");
+  return false;
+}
+
+// ---- the plugin API -----------------------------------------------------------------------------
+
+JSValue AnvilCommand(JsRuntime& self, JSContext* ctx, int argc, JSValueConst* argv) {
+  std::string name;
+  if (!StringArg(ctx, Arg(argc, argv, 0), "anvil.command: name", &name)) return JS_EXCEPTION;
+  if (!ValidCommandName(name)) {
+    return ThrowText(ctx, "invalid: command names are 1-128 characters of [A-Za-z0-9._-]");
+  }
+  JSValueConst fn = Arg(argc, argv, 1);
+  if (!JS_IsFunction(ctx, fn)) {
+    return ThrowText(ctx, "invalid: anvil.command: handler must be a function");
+  }
+  self.RegisterCommand(name, fn);
+  return JS_UNDEFINED;
+}
+
+JSValue FsRead(JsRuntime& self, JSContext* ctx, int argc, JSValueConst* argv) {
+  std::string path;
+  if (!StringArg(ctx, Arg(argc, argv, 0), "sys.fs.read: path", &path)) return JS_EXCEPTION;
+  auto reply = self.api().Gateway("fs.read", {path});
+  if (!reply) return ThrowError(ctx, reply.error());
+  if (reply->size() != 1) return ThrowText(ctx, "io: malformed fs.read reply");
+  return NewString(ctx, (*reply)[0]);
+}
+
+JSValue FsWrite(JsRuntime& self, JSContext* ctx, int argc, JSValueConst* argv) {
+  std::string path, data;
+  if (!StringArg(ctx, Arg(argc, argv, 0), "sys.fs.write: path", &path) ||
+      !StringArg(ctx, Arg(argc, argv, 1), "sys.fs.write: data", &data)) {
+    return JS_EXCEPTION;
+  }
+  auto reply = self.api().Gateway("fs.write", {path, data});
+  if (!reply) return ThrowError(ctx, reply.error());
+  return JS_UNDEFINED;
+}
+
+JSValue FsList(JsRuntime& self, JSContext* ctx, int argc, JSValueConst* argv) {
+  std::string dir;
+  if (!StringArg(ctx, Arg(argc, argv, 0), "sys.fs.list: dir", &dir)) return JS_EXCEPTION;
+  auto reply = self.api().Gateway("fs.list", {dir});
+  if (!reply) return ThrowError(ctx, reply.error());
+  auto entries = DecodeListing(*reply);
+  if (!entries) return ThrowError(ctx, entries.error());
+  Value list(ctx, JS_NewArray(ctx));
+  if (list.exception()) return JS_EXCEPTION;
+  uint32_t i = 0;
+  for (const auto& e : *entries) {
+    JSValue item = ObjectBuilder(ctx)
+                       .Set("name", NewString(ctx, e.name))
+                       .Set("type", NewString(ctx, e.type))
+                       .Take();
+    if (JS_IsException(item) ||
+        JS_DefinePropertyValueUint32(ctx, list.get(), i++, item, JS_PROP_C_W_E) < 0) {
+      return JS_EXCEPTION;
+    }
+  }
+  return list.release();
+}
+
+JSValue FsStat(JsRuntime& self, JSContext* ctx, int argc, JSValueConst* argv) {
+  std::string path;
+  if (!StringArg(ctx, Arg(argc, argv, 0), "sys.fs.stat: path", &path)) return JS_EXCEPTION;
+  auto reply = self.api().Gateway("fs.stat", {path});
+  if (!reply) return ThrowError(ctx, reply.error());
+  auto st = DecodeStat(*reply);
+  if (!st) return ThrowError(ctx, st.error());
+  return ObjectBuilder(ctx)
+      .Set("type", NewString(ctx, st->type))
+      .Set("size", JS_NewFloat64(ctx, static_cast<double>(st->size)))
+      .Set("mtime", JS_NewFloat64(ctx, st->mtime))
+      .Take();
+}
+
+// sys.net.fetch({url, method = "GET", headers = {}, body = null}) -> {status, headers, body}.
+// Gateway fields: [url, method, JSON object of headers, body or ""] -> [status, JSON, body].
+JSValue NetFetch(JsRuntime& self, JSContext* ctx, int argc, JSValueConst* argv) {
+  JSValueConst opts = Arg(argc, argv, 0);
+  if (!OptionsArg(ctx, opts, "sys.net.fetch")) return JS_EXCEPTION;
+  std::string url, method = "GET", headers = "{}", body;
+  if (!OptionalStringField(ctx, opts, "url", "sys.net.fetch: url", &url) ||
+      !OptionalStringField(ctx, opts, "method", "sys.net.fetch: method", &method) ||
+      !OptionalStringField(ctx, opts, "body", "sys.net.fetch: body", &body)) {
+    return JS_EXCEPTION;
+  }
+  if (url.empty()) return ThrowText(ctx, "invalid: sys.net.fetch needs a url");
+  {
+    Value h(ctx, JS_GetPropertyStr(ctx, opts, "headers"));
+    if (h.exception()) return JS_EXCEPTION;
+    if (!JS_IsUndefined(h.get()) && !JS_IsNull(h.get()) &&
+        !StringsJson(self, ctx, h.get(), false,
+                     "sys.net.fetch: headers must be an object of strings", &headers)) {
+      return JS_EXCEPTION;
+    }
+  }
+  auto reply = self.api().Gateway("net.fetch", {url, method, headers, body});
+  if (!reply) return ThrowError(ctx, reply.error());
+  if (reply->size() != 3) return ThrowText(ctx, "io: malformed net.fetch reply");
+  const std::string& reply_headers = (*reply)[1];
+  Value parsed(ctx, JS_ParseJSON(ctx, reply_headers.c_str(), reply_headers.size(), "<headers>"));
+  if (parsed.exception()) {
+    if (!DropOrdinaryException(self, ctx)) return JS_EXCEPTION;
+    return ThrowText(ctx, "io: malformed net.fetch reply");
+  }
+  if (!JS_IsObject(parsed.get())) return ThrowText(ctx, "io: malformed net.fetch reply");
+  return ObjectBuilder(ctx)
+      .Set("status", JS_NewInt64(ctx, std::strtoll((*reply)[0].c_str(), nullptr, 10)))
+      .Set("headers", parsed.release())
+      .Set("body", NewString(ctx, (*reply)[2]))
+      .Take();
+}
+
+// sys.exec({program, args = [], stdin = null}) -> {code, stdout, stderr}.
+// Gateway fields: [program, JSON array of args, stdin or ""] -> [code, stdout, stderr].
+JSValue Exec(JsRuntime& self, JSContext* ctx, int argc, JSValueConst* argv) {
+  JSValueConst opts = Arg(argc, argv, 0);
+  if (!OptionsArg(ctx, opts, "sys.exec")) return JS_EXCEPTION;
+  std::string program, args = "[]", stdin_data;
+  if (!OptionalStringField(ctx, opts, "program", "sys.exec: program", &program) ||
+      !OptionalStringField(ctx, opts, "stdin", "sys.exec: stdin", &stdin_data)) {
+    return JS_EXCEPTION;
+  }
+  if (program.empty()) return ThrowText(ctx, "invalid: sys.exec needs a program");
+  {
+    Value a(ctx, JS_GetPropertyStr(ctx, opts, "args"));
+    if (a.exception()) return JS_EXCEPTION;
+    if (!JS_IsUndefined(a.get()) && !JS_IsNull(a.get()) &&
+        !StringsJson(self, ctx, a.get(), true, "sys.exec: args must be an array of strings",
+                     &args)) {
+      return JS_EXCEPTION;
+    }
+  }
+  auto reply = self.api().Gateway("exec", {program, args, stdin_data});
+  if (!reply) return ThrowError(ctx, reply.error());
+  if (reply->size() != 3) return ThrowText(ctx, "io: malformed exec reply");
+  return ObjectBuilder(ctx)
+      .Set("code", JS_NewInt64(ctx, std::strtoll((*reply)[0].c_str(), nullptr, 10)))
+      .Set("stdout", NewString(ctx, (*reply)[1]))
+      .Set("stderr", NewString(ctx, (*reply)[2]))
+      .Take();
+}
+
+JSValue EditorNotify(JsRuntime& self, JSContext* ctx, int argc, JSValueConst* argv) {
+  std::string text;
+  if (!StringArg(ctx, Arg(argc, argv, 0), "editor.notify: text", &text)) return JS_EXCEPTION;
+  auto reply = self.api().Editor("editor.notify", {text});
+  if (!reply) return ThrowError(ctx, reply.error());
+  return JS_UNDEFINED;
+}
+
+JSValue BufferGet(JsRuntime& self, JSContext* ctx, int argc, JSValueConst* argv) {
+  std::string uri;
+  if (!StringArg(ctx, Arg(argc, argv, 0), "editor.buffer.get: uri", &uri)) return JS_EXCEPTION;
+  auto reply = self.api().Editor("editor.buffer.get", {uri});
+  if (!reply) return ThrowError(ctx, reply.error());
+  auto buffer = DecodeBuffer(*reply);
+  if (!buffer) return ThrowError(ctx, buffer.error());
+  return ObjectBuilder(ctx)
+      .Set("uri", NewString(ctx, buffer->uri))
+      .Set("version", JS_NewInt64(ctx, buffer->version))
+      .Set("text", NewString(ctx, buffer->text))
+      .Take();
+}
+
+// editor.buffer.edit(uri, version, edits) -> true; the trusted side answers "stale: ..." when
+// `version` is not the buffer's current one (invariant 8), and that is what is thrown.
+JSValue BufferEdit(JsRuntime& self, JSContext* ctx, int argc, JSValueConst* argv) {
+  std::string uri;
+  if (!StringArg(ctx, Arg(argc, argv, 0), "editor.buffer.edit: uri", &uri)) return JS_EXCEPTION;
+  JSValueConst version_v = Arg(argc, argv, 1);
+  double version = 0;
+  if (!JS_IsNumber(version_v) || JS_ToFloat64(ctx, &version, version_v) < 0 ||
+      !std::isfinite(version) || std::trunc(version) != version || std::fabs(version) > 9.0e15) {
+    return ThrowText(ctx, "invalid: editor.buffer.edit: version must be an integer");
+  }
+  JSValueConst edits_v = Arg(argc, argv, 2);
+  std::string edits;
+  bool ok = JS_IsObject(edits_v) && !JS_IsFunction(ctx, edits_v);
+  if (ok && !JsonText(ctx, edits_v, &edits)) {
+    if (!DropOrdinaryException(self, ctx)) return JS_EXCEPTION;
+    ok = false;
+  }
+  if (!ok || edits.empty()) {
+    return ThrowText(ctx,
+                     "invalid: editor.buffer.edit: edits must be JSON data (an array or object)");
+  }
+  auto reply = self.api().Editor("editor.buffer.edit",
+                                 {uri, std::to_string(static_cast<int64_t>(version)), edits});
+  if (!reply) return ThrowError(ctx, reply.error());
+  return JS_TRUE;
+}
+
+// What console.log shows for one value: strings as they are, plain data as JSON, the rest as
+// String(v). Returns false with an exception pending.
+bool DisplayText(JsRuntime& self, JSContext* ctx, JSValueConst v, std::string* out) {
+  if (JS_IsString(v)) return ToUtf8(ctx, v, out);
+  if (JS_IsObject(v) && !JS_IsFunction(ctx, v) && !JS_IsError(ctx, v)) {
+    if (JsonText(ctx, v, out)) {
+      if (!out->empty()) return true;
+    } else if (!DropOrdinaryException(self, ctx)) {
+      return false;
+    }
+  }
+  if (JS_IsSymbol(v)) {
+    *out = "Symbol()";
+    return true;
+  }
+  return ToUtf8(ctx, v, out);
+}
+
+constexpr const char* kLogLevels[] = {"info", "warn", "error", "debug"};
+
+template <int Level>
+JSValue Log(JsRuntime& self, JSContext* ctx, int argc, JSValueConst* argv) {
+  std::string line, item;
+  for (int i = 0; i < argc; ++i) {
+    if (!DisplayText(self, ctx, argv[i], &item)) return JS_EXCEPTION;
+    if (i > 0) line += ' ';
+    line += item;
+  }
+  self.api().Log(kLogLevels[Level], line);
+  return JS_UNDEFINED;
+}
+
+JSValue Require(JsRuntime& self, JSContext* ctx, int argc, JSValueConst* argv) {
+  std::string name;
+  if (!StringArg(ctx, Arg(argc, argv, 0), "require: module name", &name)) return JS_EXCEPTION;
+  return self.RequireModule(name);
+}
+
+JSValue DenyCodeFromStrings(JsRuntime&, JSContext* ctx, int, JSValueConst*) {
+  return ThrowText(ctx, "denied: code generation from strings is disabled for plugins");
+}
+
+// ---- JsRuntime ----------------------------------------------------------------------------------
+
+JsRuntime::~JsRuntime() {
+  if (ctx_) {
+    for (auto& [name, fn] : commands_) JS_FreeValue(ctx_, fn);
+    for (auto& [name, module] : modules_) JS_FreeValue(ctx_, module);
+    JS_FreeContext(ctx_);
+  }
+  if (rt_) JS_FreeRuntime(rt_);
+}
+
+// The allocator is QuickJS's default one plus a flag: the runtime must know that a failure was
+// the memory budget (QuickJS only raises a catchable InternalError) so that it can make it stick.
+void* JsRuntime::Malloc(JSMallocState* s, size_t size) {
+  auto* self = static_cast<JsRuntime*>(s->opaque);
+  if (s->malloc_size > s->malloc_limit || size > s->malloc_limit - s->malloc_size) {
+    self->memory_spent_ = true;
+    return nullptr;
+  }
+  void* p = std::malloc(size == 0 ? 1 : size);
+  if (!p) {
+    self->memory_spent_ = true;
+    return nullptr;
+  }
+  s->malloc_count++;
+  s->malloc_size += UsableSize(p) + kMallocOverhead;
+  return p;
+}
+
+void JsRuntime::Free(JSMallocState* s, void* ptr) {
+  if (!ptr) return;
+  s->malloc_count--;
+  s->malloc_size -= UsableSize(ptr) + kMallocOverhead;
+  std::free(ptr);
+}
+
+void* JsRuntime::Realloc(JSMallocState* s, void* ptr, size_t size) {
+  if (!ptr) return size == 0 ? nullptr : Malloc(s, size);
+  if (size == 0) {
+    Free(s, ptr);
+    return nullptr;
+  }
+  auto* self = static_cast<JsRuntime*>(s->opaque);
+  size_t old_size = UsableSize(ptr);
+  if (size > old_size &&
+      (s->malloc_size > s->malloc_limit || size - old_size > s->malloc_limit - s->malloc_size)) {
+    self->memory_spent_ = true;
+    return nullptr;
+  }
+  void* p = std::realloc(ptr, size);
+  if (!p) {
+    self->memory_spent_ = true;
+    return nullptr;
+  }
+  s->malloc_size = s->malloc_size - old_size + UsableSize(p);
+  return p;
+}
+
+int JsRuntime::Interrupt(JSRuntime*, void* opaque) {
+  auto* self = static_cast<JsRuntime*>(opaque);
+  if (!self->Spent()) {
+    if (self->polls_left_ == 0) {
+      self->instructions_spent_ = true;
+    } else {
+      --self->polls_left_;
+    }
+    if (Clock::now() >= self->deadline_) self->deadline_passed_ = true;
+  }
+  // Once spent, stay spent: every later poll interrupts again, so a catch handler or a
+  // finally block gets at most one poll interval before it is cut too.
+  return self->Spent() ? 1 : 0;
+}
+
+void JsRuntime::StartBudget() {
+  instructions_spent_ = false;
+  deadline_passed_ = false;
+  if (memory_spent_) {
+    memory_spent_ = false;
+    JS_RunGC(rt_);  // cycles left by the unwound call
+  }
+  polls_left_ = limits_.instructions / kPollsPerInterrupt +
+                (limits_.instructions % kPollsPerInterrupt != 0 ? 1 : 0);
+  auto now = Clock::now();
+  auto room = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::time_point::max() - now);
+  deadline_ = limits_.deadline >= room
+                  ? Clock::time_point::max()
+                  : now + std::chrono::duration_cast<Clock::duration>(limits_.deadline);
+  // The stack limit counts from the frame the call starts in, not where the runtime was made.
+  JS_UpdateStackTop(rt_);
+}
+
+std::optional<Error> JsRuntime::SpentError() const {
+  if (instructions_spent_) return Error{"limit", "instruction budget exhausted", 0};
+  if (deadline_passed_) return Error{"timeout", "command passed its deadline", 0};
+  if (memory_spent_) return Error{"limit", "memory budget exhausted", 0};
+  return std::nullopt;
+}
+
+bool JsRuntime::Admit(JSContext* ctx) {
+  if (!Spent() && Clock::now() >= deadline_) deadline_passed_ = true;
+  if (auto e = SpentError()) {
+    ThrowUncatchable(ctx, *e);
+    return false;
+  }
+  return true;
+}
+
+void JsRuntime::RegisterCommand(const std::string& name, JSValueConst fn) {
+  auto [it, inserted] = commands_.emplace(name, JS_UNDEFINED);
+  if (inserted) command_order_.push_back(name);
+  JS_FreeValue(ctx_, it->second);
+  it->second = JS_DupValue(ctx_, fn);
+}
+
+// require(name): only the plugin's own modules (PluginSource::modules, read before the
+// lockdown), each evaluated once as `(function (module, exports) { ... })`; a leading "./" is
+// ignored. A module required while it is still loading (a cycle) gets its exports so far.
+JSValue JsRuntime::RequireModule(const std::string& requested) {
+  std::string name = requested.starts_with("./") ? requested.substr(2) : requested;
+  if (auto it = modules_.find(name); it != modules_.end()) {
+    return JS_GetPropertyStr(ctx_, it->second, "exports");
+  }
+  auto source = module_sources_.find(name);
+  if (source == module_sources_.end()) {
+    return ThrowCode(ctx_, "not_found", "no module '" + requested + "' in this plugin");
+  }
+  std::string code = "(function (module, exports) {" + source->second + "\n})";
+  Value fn(ctx_, JS_Eval(ctx_, code.c_str(), code.size(), name.c_str(), JS_EVAL_TYPE_GLOBAL));
+  if (fn.exception()) return JS_EXCEPTION;
+  if (!JS_IsFunction(ctx_, fn.get())) {
+    return ThrowCode(ctx_, "invalid", "module '" + name + "' is not a function body");
+  }
+  Value module(ctx_, ObjectBuilder(ctx_).Set("exports", JS_NewObject(ctx_)).Take());
+  if (module.exception()) return JS_EXCEPTION;
+  Value exports(ctx_, JS_GetPropertyStr(ctx_, module.get(), "exports"));
+  if (exports.exception()) return JS_EXCEPTION;
+  modules_.emplace(name, JS_DupValue(ctx_, module.get()));
+  JSValueConst args[] = {module.get(), exports.get()};
+  Value ran(ctx_, JS_Call(ctx_, fn.get(), JS_UNDEFINED, 2, args));
+  if (ran.exception()) {
+    // A failed module is not cached: the next require runs it again, as in Node.
+    if (auto it = modules_.find(name); it != modules_.end()) {
+      JS_FreeValue(ctx_, it->second);
+      modules_.erase(it);
+    }
+    return JS_EXCEPTION;
+  }
+  return JS_GetPropertyStr(ctx_, module.get(), "exports");
+}
+
+Status JsRuntime::Init() {
+  static const JSMallocFunctions kAllocator = {&JsRuntime::Malloc, &JsRuntime::Free,
+                                               &JsRuntime::Realloc, &JsRuntime::UsableSize};
+  rt_ = JS_NewRuntime2(&kAllocator, this);
+  if (!rt_) return Fail("limit", "cannot create the QuickJS runtime");
+  JS_SetRuntimeOpaque(rt_, this);
+  // 0 would switch QuickJS's stack check off (a crash instead of an error): keep the default.
+  JS_SetMaxStackSize(rt_,
+                     static_cast<size_t>(limits_.stack_bytes != 0 ? limits_.stack_bytes
+                                                                  : RuntimeLimits{}.stack_bytes));
+  JS_SetCanBlock(rt_, false);  // Atomics.wait would block where no interrupt can reach it
+  JS_SetInterruptHandler(rt_, &JsRuntime::Interrupt, this);
+  StartBudget();
+
+  ctx_ = JS_NewContextRaw(rt_);
+  if (!ctx_) return Fail("limit", "cannot create the QuickJS context");
+  JS_SetContextOpaque(ctx_, this);
+  JS_AddIntrinsicBaseObjects(ctx_);
+  JS_AddIntrinsicDate(ctx_);
+  JS_AddIntrinsicEval(ctx_);  // needed by JS_Eval itself; see DenyCodeGeneration
+  JS_AddIntrinsicRegExp(ctx_);
+  JS_AddIntrinsicJSON(ctx_);
+  JS_AddIntrinsicProxy(ctx_);
+  JS_AddIntrinsicMapSet(ctx_);
+  JS_AddIntrinsicTypedArrays(ctx_);
+  JS_AddIntrinsicPromise(ctx_);
+  if (auto s = DenyCodeGeneration(); !s) return s;
+  if (auto s = InstallApi(); !s) return s;
+  if (memory_spent_) return Fail("limit", "cannot set up the QuickJS context");
+
+  // The budget covers the VM as a whole, the context's own baseline included. It is applied
+  // after setup because JS_AddIntrinsic* cannot report a failed allocation.
+  JSMemoryUsage usage;
+  JS_ComputeMemoryUsage(rt_, &usage);
+  if (static_cast<uint64_t>(usage.malloc_size) >= limits_.memory_bytes) {
+    return Fail("limit", "the memory budget is below the JS runtime's baseline");
+  }
+  JS_SetMemoryLimit(rt_, static_cast<size_t>(std::min<uint64_t>(
+                             limits_.memory_bytes, std::numeric_limits<size_t>::max())));
+  // Collect cycles every 1/8 of the budget (at least 256 KiB, QuickJS's default; at most
+  // 8 MiB): cyclic garbage must not be what exhausts the budget.
+  JS_SetGCThreshold(rt_, static_cast<size_t>(
+                             std::clamp<uint64_t>(limits_.memory_bytes / 8, 256u << 10, 8u << 20)));
+  return Ok();
+}
+
+Status JsRuntime::DenyCodeGeneration() {
+  Value global(ctx_, JS_GetGlobalObject(ctx_));
+  // Trusted code, run before any plugin code: the prototypes of the four function kinds.
+  static constexpr std::string_view kProtos =
+      "[function () {}, function* () {}, async function () {}, async function* () {}]"
+      ".map(Object.getPrototypeOf)";
+  Value protos(ctx_, JS_Eval(ctx_, kProtos.data(), kProtos.size(), "<anvil>", JS_EVAL_TYPE_GLOBAL));
+  if (protos.exception()) {
+    ClearException();
+    return Fail("internal", "cannot find the function prototypes");
+  }
+  static constexpr const char* kNames[] = {"Function", "GeneratorFunction", "AsyncFunction",
+                                           "AsyncGeneratorFunction"};
+  for (uint32_t i = 0; i < 4; ++i) {
+    Value proto(ctx_, JS_GetPropertyUint32(ctx_, protos.get(), i));
+    Value stub(ctx_, JS_NewCFunction2(ctx_, &Bind<DenyCodeFromStrings>, kNames[i], 1,
+                                      JS_CFUNC_constructor_or_func, 0));
+    if (proto.exception() || stub.exception() || !JS_IsObject(proto.get())) {
+      ClearException();
+      return Fail("internal", "cannot replace the function constructors");
+    }
+    // stub.prototype = proto and proto.constructor = stub: `f instanceof Function` still
+    // holds, `(() => {}).constructor("...")` and `new Function("...")` throw.
+    JS_SetConstructor(ctx_, stub.get(), proto.get());
+    if (i == 0 && JS_DefinePropertyValueStr(ctx_, global.get(), "Function", stub.release(),
+                                            JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE) < 0) {
+      ClearException();
+      return Fail("internal", "cannot replace Function");
+    }
+  }
+  JSValue eval_stub =
+      JS_NewCFunction2(ctx_, &Bind<DenyCodeFromStrings>, "eval", 1, JS_CFUNC_generic, 0);
+  if (JS_DefinePropertyValueStr(ctx_, global.get(), "eval", eval_stub,
+                                JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE) < 0) {
+    ClearException();
+    return Fail("internal", "cannot replace eval");
+  }
+  return Ok();
+}
+
+Status JsRuntime::InstallApi() {
+  Value global(ctx_, JS_GetGlobalObject(ctx_));
+  Value object_ctor(ctx_, JS_GetPropertyStr(ctx_, global.get(), "Object"));
+  Value freeze(ctx_, JS_GetPropertyStr(ctx_, object_ctor.get(), "freeze"));
+  bool ok = !object_ctor.exception() && !freeze.exception();
+  std::vector<Value> made;  // every object and function of the API, to freeze
+
+  auto fn = [&](const char* name, JSCFunction* f, int length) {
+    JSValue v = JS_NewCFunction2(ctx_, f, name, length, JS_CFUNC_generic, 0);
+    if (JS_IsException(v)) ok = false;
+    made.emplace_back(ctx_, JS_DupValue(ctx_, v));
+    return v;
+  };
+  auto obj = [&]() {
+    JSValue v = JS_NewObject(ctx_);
+    if (JS_IsException(v)) ok = false;
+    made.emplace_back(ctx_, JS_DupValue(ctx_, v));
+    return v;
+  };
+  auto put = [&](JSValueConst target, const char* key, JSValue v) {
+    if (JS_IsException(v) || JS_DefinePropertyValueStr(ctx_, target, key, v, JS_PROP_C_W_E) < 0) {
+      ok = false;
+    }
+  };
+
+  Value anvil(ctx_, obj());
+  put(anvil.get(), "command", fn("command", &Bind<AnvilCommand>, 2));
+
+  Value sys(ctx_, obj());
+  {
+    Value fs(ctx_, obj());
+    put(fs.get(), "read", fn("read", &Bind<FsRead>, 1));
+    put(fs.get(), "write", fn("write", &Bind<FsWrite>, 2));
+    put(fs.get(), "list", fn("list", &Bind<FsList>, 1));
+    put(fs.get(), "stat", fn("stat", &Bind<FsStat>, 1));
+    put(sys.get(), "fs", fs.release());
+    Value net(ctx_, obj());
+    put(net.get(), "fetch", fn("fetch", &Bind<NetFetch>, 1));
+    put(sys.get(), "net", net.release());
+    put(sys.get(), "exec", fn("exec", &Bind<Exec>, 1));
+  }
+
+  Value editor(ctx_, obj());
+  {
+    put(editor.get(), "notify", fn("notify", &Bind<EditorNotify>, 1));
+    Value buffer(ctx_, obj());
+    put(buffer.get(), "get", fn("get", &Bind<BufferGet>, 1));
+    put(buffer.get(), "edit", fn("edit", &Bind<BufferEdit>, 3));
+    put(editor.get(), "buffer", buffer.release());
+  }
+
+  Value console(ctx_, obj());
+  put(console.get(), "log", fn("log", &Bind<Log<0>>, 0));
+  put(console.get(), "info", fn("info", &Bind<Log<0>>, 0));
+  put(console.get(), "warn", fn("warn", &Bind<Log<1>>, 0));
+  put(console.get(), "error", fn("error", &Bind<Log<2>>, 0));
+  put(console.get(), "debug", fn("debug", &Bind<Log<3>>, 0));
+
+  Value print(ctx_, fn("print", &Bind<Log<0>>, 0));
+  Value require(ctx_, fn("require", &Bind<Require>, 1));
+  if (!ok) {
+    ClearException();
+    return Fail("limit", "cannot create the plugin API");
+  }
+
+  // Deep-frozen (Object.freeze, taken before any plugin code ran, on every object and function
+  // of the API) and bound to non-writable, non-configurable globals: no plugin code, in the
+  // entry or in a module, can swap sys.fs.read for the code that runs after it.
+  for (const Value& v : made) {
+    JSValueConst arg[] = {v.get()};
+    Value r(ctx_, JS_Call(ctx_, freeze.get(), object_ctor.get(), 1, arg));
+    if (r.exception()) ok = false;
+  }
+  const std::pair<const char*, Value*> globals[] = {{"anvil", &anvil},   {"sys", &sys},
+                                                    {"editor", &editor}, {"console", &console},
+                                                    {"print", &print},   {"require", &require}};
+  for (const auto& [name, value] : globals) {
+    if (JS_DefinePropertyValueStr(ctx_, global.get(), name, value->release(), 0) < 0) ok = false;
+  }
+  if (!ok) {
+    ClearException();
+    return Fail("limit", "cannot lock the plugin API");
+  }
+  return Ok();
+}
+
+Error JsRuntime::TakeError() {
+  Value thrown(ctx_, JS_GetException(ctx_));
+  if (auto e = SpentError()) return *e;
+  Error e = DescribeThrown(thrown.get());
+  if (auto spent = SpentError()) return *spent;  // describing it ran plugin code
+  return e;
+}
+
+// "code: message" thrown by the plugin keeps its code; anything else is code "error".
+Error JsRuntime::DescribeThrown(JSValueConst thrown) {
+  std::string message, name;
+  auto string_prop = [&](const char* key, std::string* out) {
+    Value v(ctx_, JS_GetPropertyStr(ctx_, thrown, key));
+    if (v.exception()) {
+      ClearException();
+    } else if (JS_IsString(v.get()) && !ToUtf8(ctx_, v.get(), out)) {
+      ClearException();
+    }
+  };
+  if (JS_IsError(ctx_, thrown)) {
+    string_prop("message", &message);
+    string_prop("name", &name);
+    if (name == "InternalError" && message == "out of memory") {
+      return Error{"limit", "memory budget exhausted", 0};
+    }
+    if (name == "InternalError" && message == "stack overflow") {
+      return Error{"limit", "stack overflow: recursion deeper than the stack budget", 0};
+    }
+  } else if (JS_IsUninitialized(thrown) || JS_IsNull(thrown)) {
+    message = "uncaught exception";  // what QuickJS throws when even the error was not allocated
+  } else if (!ToUtf8(ctx_, thrown, &message)) {
+    ClearException();
+    message = "uncaught exception that cannot be shown";
+  }
+  for (std::string_view code : kKnownCodes) {
+    if (message.size() > code.size() + 1 && message.starts_with(code) &&
+        message.compare(code.size(), 2, ": ") == 0) {
+      return Error{std::string(code), message.substr(code.size() + 2), 0};
+    }
+  }
+  if (!name.empty() && name != "Error") message = message.empty() ? name : name + ": " + message;
+  if (message.empty()) message = "uncaught exception";
+  return Error{"error", message, 0};
+}
+
+// Runs queued promise jobs while the call is within its budget and deadline, never after.
+Status JsRuntime::DrainJobs() {
+  while (JS_IsJobPending(rt_)) {
+    if (!Spent() && Clock::now() >= deadline_) deadline_passed_ = true;
+    if (auto e = SpentError()) return tl::unexpected(*e);
+    JSContext* job_ctx = nullptr;
+    if (JS_ExecutePendingJob(rt_, &job_ctx) < 0) return tl::unexpected(TakeError());
+  }
+  if (auto e = SpentError()) return tl::unexpected(*e);
+  return Ok();
+}
+
+// A command's value, or what its promise settles to once the jobs have run.
+Result<Value> JsRuntime::Settle(Value result) {
+  if (static_cast<int>(JS_PromiseState(ctx_, result.get())) < 0) return result;
+  if (auto s = DrainJobs(); !s) return tl::unexpected(s.error());
+  switch (JS_PromiseState(ctx_, result.get())) {
+    case JS_PROMISE_FULFILLED:
+      return Value(ctx_, JS_PromiseResult(ctx_, result.get()));
+    case JS_PROMISE_REJECTED: {
+      Value reason(ctx_, JS_PromiseResult(ctx_, result.get()));
+      Error e = DescribeThrown(reason.get());
+      if (auto spent = SpentError()) return tl::unexpected(*spent);
+      return tl::unexpected(e);
+    }
+    default:
+      return Fail("error", "the command's promise never settled");
+  }
+}
+
+// Ends a call. Jobs the plugin queued belong to this call and run now (under its budget); if a
+// budget ran out with jobs still queued the runtime stops, since running them in a later call
+// would be running them past this call's deadline.
+// A spent budget is what the call reports even when the plugin caught the failed allocation
+// and returned before the next interrupt poll could stop it.
+std::optional<Error> JsRuntime::FinishCall(std::optional<Error> failure) {
+  if (!Spent()) {
+    Status drained = DrainJobs();
+    if (!drained && !failure) failure = drained.error();
+  }
+  if (auto spent = SpentError()) {
+    failure = *spent;
+    if (JS_IsJobPending(rt_)) {
+      stopped_ = Error{spent->code,
+                       spent->message + "; the plugin left work queued and must be reloaded", 0};
+    }
+  }
+  return failure;
+}
+
+Status JsRuntime::Load(const PluginSource& source) {
+  if (stopped_) return tl::unexpected(*stopped_);
+  module_sources_ = source.modules;
+  StartBudget();
+  std::optional<Error> failure;
+  {
+    Value r(ctx_, JS_Eval(ctx_, source.entry_code.c_str(), source.entry_code.size(),
+                          source.entry_name.c_str(), JS_EVAL_TYPE_GLOBAL));
+    if (r.exception()) failure = TakeError();
+  }
+  if (auto e = FinishCall(std::move(failure))) return tl::unexpected(*e);
+  return Ok();
+}
+
+Result<std::string> JsRuntime::RunCommand(const std::string& name, const std::string& args_json) {
+  if (stopped_) return tl::unexpected(*stopped_);
+  auto it = commands_.find(name);
+  if (it == commands_.end()) return Fail("not_found", "no command '" + name + "'");
+  StartBudget();
+  // Held for the call: the command may re-register its own name while it runs.
+  Value fn(ctx_, JS_DupValue(ctx_, it->second));
+  std::optional<Error> failure;
+  std::string text = "null";
+  {
+    Value args(ctx_, JS_ParseJSON(ctx_, args_json.c_str(), args_json.size(), "<args>"));
+    JSValueConst argv[] = {args.get()};
+    Value result(ctx_, JS_UNDEFINED);
+    if (args.exception()) {
+      ClearException();
+      failure = Error{"invalid", "command arguments are not JSON", 0};
+    } else if (result = Value(ctx_, JS_Call(ctx_, fn.get(), JS_UNDEFINED, 1, argv));
+               result.exception()) {
+      failure = TakeError();
+    } else if (auto value = Settle(std::move(result)); !value) {
+      failure = value.error();
+    } else {
+      std::string json_text;
+      if (!JsonText(ctx_, value->get(), &json_text)) {
+        Error e = TakeError();
+        if (e.code == "error") e = Error{"invalid", "result is not JSON data: " + e.message, 0};
+        failure = e;
+      } else if (!json_text.empty()) {
+        text = std::move(json_text);  // undefined and functions have no JSON: "null"
+      }
+    }
+  }
+  if (auto e = FinishCall(std::move(failure))) return tl::unexpected(*e);
+  return text;
+}
+
+}  // namespace
+
+std::unique_ptr<Runtime> MakeJsRuntime(HostApi& api, const RuntimeLimits& limits) {
+  auto runtime = std::make_unique<JsRuntime>(api, limits);
+  if (!runtime->Init()) return nullptr;
+  return runtime;
+}
+
+}  // namespace anvil::host

@@ -1,0 +1,86 @@
+#include "host/lockdown.h"
+
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "linux/landlock.h"
+#include "linux/seccomp.h"
+
+namespace anvil::host {
+namespace {
+
+Status Limit(int resource, uint64_t value, const char* name) {
+  rlimit current{};
+  if (getrlimit(resource, &current) != 0) return SysFail("sandbox", std::string("getrlimit ") + name);
+  rlim_t v = std::min<rlim_t>(value, current.rlim_max);
+  rlimit next{v, v};
+  if (setrlimit(resource, &next) != 0) return SysFail("sandbox", std::string("setrlimit ") + name);
+  return Ok();
+}
+
+Status Injected(const LockdownOptions& o, const char* step) {
+  if (o.fail_step_for_testing == step) {
+    return Fail("sandbox", std::string("injected failure of the ") + step + " layer (test)");
+  }
+  return Ok();
+}
+
+}  // namespace
+
+Status LockDown(const LockdownOptions& options) {
+  if (auto s = Injected(options, "rlimit"); !s) return s;
+  if (auto s = Limit(RLIMIT_CORE, 0, "core"); !s) return s;
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer reserves terabytes of shadow address space: RLIMIT_AS cannot apply to
+  // sanitizer builds (the VM's own memory budget still does).
+#else
+  if (options.address_space != 0) {
+    if (auto s = Limit(RLIMIT_AS, options.address_space, "as"); !s) return s;
+  }
+#endif
+  if (auto s = Limit(RLIMIT_NOFILE, options.open_files, "nofile"); !s) return s;
+  if (auto s = Limit(RLIMIT_CPU, options.cpu_seconds, "cpu"); !s) return s;
+  // No new processes (seccomp refuses fork/clone anyway; this also covers a uid-0 host, for
+  // which RLIMIT_NPROC is not enforced, only through seccomp).
+  if (auto s = Limit(RLIMIT_NPROC, 0, "nproc"); !s) return s;
+  if (prctl(PR_SET_DUMPABLE, 0) != 0) return SysFail("sandbox", "dumpable");
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1) {
+    return SysFail("sandbox", "no_new_privs");
+  }
+
+  if (auto s = Injected(options, "landlock"); !s) return s;
+  auto probe = landlock::ProbeAbi();
+  if (probe.abi < 1) {
+    return Fail("sandbox", "plugins need Landlock, and " + probe.reason + " (see `anvil doctor`)");
+  }
+  // No rules at all: every handled right is denied everywhere.
+  auto ruleset = landlock::Ruleset::Create(probe.abi, probe.abi >= 4,
+                                           landlock::ScopesForAbi(probe.abi));
+  if (!ruleset) return tl::unexpected(ruleset.error());
+  if (auto s = ruleset->Restrict(); !s) return s;
+
+  if (auto s = Injected(options, "seccomp"); !s) return s;
+  auto filter = seccomp::BuildPluginHostFilter();
+  if (!filter) return tl::unexpected(filter.error());
+  if (auto s = filter->Install(); !s) return s;
+
+  // Verify from the inside: the walls hold before any plugin code runs.
+  int fd = ::open("/etc/hostname", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::close(fd);
+    return Fail("sandbox", "lockdown verification failed: a file could still be opened");
+  }
+  int sock = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (sock >= 0) {
+    ::close(sock);
+    return Fail("sandbox", "lockdown verification failed: a socket could still be made");
+  }
+  return Ok();
+}
+
+}  // namespace anvil::host

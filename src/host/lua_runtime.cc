@@ -1,0 +1,733 @@
+// Lua 5.4 plugin runtime. Only an explicit allowlist of the standard library is opened:
+// base (no dofile/loadfile; load is text-only; rawset refuses Anvil's tables; print/warn go to
+// the plugin log), string (no dump), table, math, utf8, coroutine, and os.time/os.clock.
+// Budgets: instructions via a count hook, memory via the allocator, wall clock in the hook —
+// and once spent they stay spent for the rest of the command, so pcall cannot swallow them.
+//
+// Lua is compiled as C++ (cmake/ThirdParty.cmake): lua_error unwinds with an exception, so the
+// destructors of the C++ objects in these bindings run when a plugin error crosses them.
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "host/api_codec.h"
+#include "host/runtime.h"
+
+namespace anvil::host {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+constexpr int kHookEvery = 1000;     // instructions between count-hook calls
+constexpr int kMaxJsonDepth = 64;
+const char kCommandsKey[] = "anvil.commands";
+const char kModulesKey[] = "anvil.modules";   // name -> source (not yet loaded)
+const char kLoadedKey[] = "anvil.loaded";     // name -> value returned by the module
+const char kProtectedKey[] = "anvil.protected";
+
+class LuaRuntime;
+LuaRuntime* Self(lua_State* L);
+
+class LuaRuntime : public Runtime {
+ public:
+  LuaRuntime(HostApi& api, const RuntimeLimits& limits) : api_(api), limits_(limits) {}
+  ~LuaRuntime() override {
+    if (L_) lua_close(L_);
+  }
+
+  Status Init();
+  Status Load(const PluginSource& source) override;
+  std::vector<std::string> Commands() const override { return commands_; }
+  Result<std::string> RunCommand(const std::string& name, const std::string& args_json) override;
+
+  HostApi& api() { return api_; }
+  void AddCommand(const std::string& name) {
+    for (const auto& c : commands_) {
+      if (c == name) return;
+    }
+    commands_.push_back(name);
+  }
+
+  static void* Alloc(void* ud, void* ptr, size_t osize, size_t nsize);
+  static void Hook(lua_State* L, lua_Debug* ar);
+
+ private:
+  void StartBudget();
+  Error ErrorFromLua(int status);
+  Status RunProtected(int nargs, int nresults);
+
+  HostApi& api_;
+  RuntimeLimits limits_;
+  lua_State* L_ = nullptr;
+  size_t used_ = 0;
+  bool memory_spent_ = false;
+  int64_t instructions_left_ = 0;
+  bool instructions_spent_ = false;
+  bool deadline_passed_ = false;
+  Clock::time_point deadline_;
+  std::vector<std::string> commands_;
+};
+
+LuaRuntime* Self(lua_State* L) {
+  void* ud = nullptr;
+  lua_getallocf(L, &ud);
+  return static_cast<LuaRuntime*>(ud);
+}
+
+void* LuaRuntime::Alloc(void* ud, void* ptr, size_t osize, size_t nsize) {
+  auto* self = static_cast<LuaRuntime*>(ud);
+  size_t old = ptr ? osize : 0;
+  if (nsize == 0) {
+    std::free(ptr);
+    self->used_ -= old;
+    return nullptr;
+  }
+  // Lua requires shrinking to succeed; growth past the budget fails, and keeps failing.
+  if (nsize > old && (self->memory_spent_ || self->used_ - old + nsize > self->limits_.memory_bytes)) {
+    self->memory_spent_ = true;
+    return nullptr;
+  }
+  void* p = std::realloc(ptr, nsize);
+  if (!p) return nullptr;
+  self->used_ = self->used_ - old + nsize;
+  return p;
+}
+
+void LuaRuntime::Hook(lua_State* L, lua_Debug*) {
+  LuaRuntime* self = Self(L);
+  if (!self->instructions_spent_ && !self->deadline_passed_) {
+    self->instructions_left_ -= kHookEvery;
+    if (self->instructions_left_ <= 0) self->instructions_spent_ = true;
+    if (Clock::now() >= self->deadline_) self->deadline_passed_ = true;
+    if (!self->instructions_spent_ && !self->deadline_passed_) return;
+    // From now on every instruction fails: a pcall handler cannot run a single one.
+    lua_sethook(L, Hook, LUA_MASKCOUNT, 1);
+  }
+  if (self->deadline_passed_) luaL_error(L, "timeout: command passed its deadline");
+  luaL_error(L, "limit: instruction budget exhausted");
+}
+
+void LuaRuntime::StartBudget() {
+  instructions_left_ = static_cast<int64_t>(limits_.instructions);
+  instructions_spent_ = false;
+  deadline_passed_ = false;
+  deadline_ = Clock::now() + limits_.deadline;
+  lua_sethook(L_, Hook, LUA_MASKCOUNT, kHookEvery);
+  if (memory_spent_) {
+    memory_spent_ = false;
+    lua_gc(L_, LUA_GCCOLLECT);
+  }
+}
+
+Error LuaRuntime::ErrorFromLua(int status) {
+  if (instructions_spent_) return Error{"limit", "instruction budget exhausted", 0};
+  if (deadline_passed_) return Error{"timeout", "command passed its deadline", 0};
+  if (memory_spent_ || status == LUA_ERRMEM) return Error{"limit", "memory budget exhausted", 0};
+  std::string message;
+  if (const char* s = lua_tostring(L_, -1)) {
+    message = s;
+  } else {
+    message = std::string("error object is a ") + luaL_typename(L_, -1);
+  }
+  lua_pop(L_, 1);
+  // Keep an Anvil code the plugin re-raised ("denied: ..."), else it is a plugin error.
+  static constexpr const char* kCodes[] = {"denied", "invalid", "not_found", "limit", "timeout",
+                                           "cancelled", "stale", "busy", "io"};
+  for (const char* code : kCodes) {
+    std::string prefix = std::string(code) + ": ";
+    auto at = message.find(prefix);
+    // luaL_error prefixes "chunk:line: "; the code follows it.
+    if (at != std::string::npos && (at == 0 || message.compare(at - 2, 2, ": ") == 0)) {
+      return Error{code, message.substr(at + prefix.size()), 0};
+    }
+  }
+  return Error{"error", message, 0};
+}
+
+Status LuaRuntime::RunProtected(int nargs, int nresults) {
+  int status = lua_pcall(L_, nargs, nresults, 0);
+  lua_sethook(L_, nullptr, 0, 0);
+  if (status != LUA_OK) return tl::unexpected(ErrorFromLua(status));
+  return Ok();
+}
+
+// ---- JSON <-> Lua ---------------------------------------------------------------------
+
+void PushJson(lua_State* L, const json& v, int depth) {
+  if (depth > kMaxJsonDepth) luaL_error(L, "invalid: value nested too deeply");
+  luaL_checkstack(L, 3, "json");
+  switch (v.type()) {
+    case json::value_t::null: lua_pushnil(L); break;
+    case json::value_t::boolean: lua_pushboolean(L, v.get<bool>()); break;
+    case json::value_t::number_integer: lua_pushinteger(L, v.get<int64_t>()); break;
+    case json::value_t::number_unsigned: lua_pushinteger(L, static_cast<lua_Integer>(v.get<uint64_t>())); break;
+    case json::value_t::number_float: lua_pushnumber(L, v.get<double>()); break;
+    case json::value_t::string: {
+      const auto& s = v.get_ref<const std::string&>();
+      lua_pushlstring(L, s.data(), s.size());
+      break;
+    }
+    case json::value_t::array: {
+      lua_createtable(L, static_cast<int>(v.size()), 0);
+      lua_Integer i = 1;
+      for (const auto& item : v) {
+        PushJson(L, item, depth + 1);
+        lua_rawseti(L, -2, i++);
+      }
+      break;
+    }
+    case json::value_t::object: {
+      lua_createtable(L, 0, static_cast<int>(v.size()));
+      for (auto it = v.begin(); it != v.end(); ++it) {
+        lua_pushlstring(L, it.key().data(), it.key().size());
+        PushJson(L, it.value(), depth + 1);
+        lua_rawset(L, -3);
+      }
+      break;
+    }
+    default: lua_pushnil(L); break;
+  }
+}
+
+json ToJson(lua_State* L, int index, int depth) {
+  index = lua_absindex(L, index);
+  if (depth > kMaxJsonDepth) luaL_error(L, "invalid: value nested too deeply (or a cycle)");
+  switch (lua_type(L, index)) {
+    case LUA_TNIL: return nullptr;
+    case LUA_TBOOLEAN: return static_cast<bool>(lua_toboolean(L, index));
+    case LUA_TNUMBER:
+      if (lua_isinteger(L, index)) return static_cast<int64_t>(lua_tointeger(L, index));
+      {
+        double d = lua_tonumber(L, index);
+        if (!std::isfinite(d)) luaL_error(L, "invalid: non-finite number cannot be returned");
+        return d;
+      }
+    case LUA_TSTRING: {
+      size_t len;
+      const char* s = lua_tolstring(L, index, &len);
+      return std::string(s, len);
+    }
+    case LUA_TTABLE: {
+      luaL_checkstack(L, 4, "json");
+      lua_Integer n = static_cast<lua_Integer>(lua_rawlen(L, index));
+      size_t count = 0;
+      lua_pushnil(L);
+      while (lua_next(L, index)) {
+        ++count;
+        lua_pop(L, 1);
+      }
+      if (n > 0 && static_cast<size_t>(n) == count) {
+        json arr = json::array();
+        for (lua_Integer i = 1; i <= n; ++i) {
+          lua_rawgeti(L, index, i);
+          arr.push_back(ToJson(L, -1, depth + 1));
+          lua_pop(L, 1);
+        }
+        return arr;
+      }
+      json obj = json::object();
+      lua_pushnil(L);
+      while (lua_next(L, index)) {
+        if (lua_type(L, -2) != LUA_TSTRING) luaL_error(L, "invalid: table keys must be strings or a 1..n sequence");
+        size_t len;
+        const char* k = lua_tolstring(L, -2, &len);
+        obj[std::string(k, len)] = ToJson(L, -1, depth + 1);
+        lua_pop(L, 1);
+      }
+      return obj;
+    }
+    default:
+      luaL_error(L, "invalid: cannot convert a %s to data", luaL_typename(L, index));
+      return nullptr;
+  }
+}
+
+std::string DumpJson(const json& v) {
+  return v.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// ---- helpers for the API functions ----------------------------------------------------
+
+std::string CheckString(lua_State* L, int arg) {
+  size_t len;
+  const char* s = luaL_checklstring(L, arg, &len);
+  return std::string(s, len);
+}
+
+[[noreturn]] void RaiseError(lua_State* L, const Error& e) {
+  lua_pushlstring(L, PluginErrorText(e).data(), PluginErrorText(e).size());
+  lua_error(L);
+  std::abort();  // lua_error does not return
+}
+
+std::vector<std::string> CallGateway(lua_State* L, const std::string& op,
+                                     std::vector<std::string> args) {
+  auto r = Self(L)->api().Gateway(op, std::move(args));
+  if (!r) RaiseError(L, r.error());
+  return std::move(*r);
+}
+
+std::vector<std::string> CallEditor(lua_State* L, const std::string& op,
+                                    std::vector<std::string> args) {
+  auto r = Self(L)->api().Editor(op, std::move(args));
+  if (!r) RaiseError(L, r.error());
+  return std::move(*r);
+}
+
+// A string field of the table at `index`, or `fallback` when absent.
+std::string OptStringField(lua_State* L, int index, const char* key, const std::string& fallback) {
+  lua_getfield(L, index, key);
+  std::string out = fallback;
+  if (!lua_isnil(L, -1)) {
+    if (lua_type(L, -1) != LUA_TSTRING) luaL_error(L, "invalid: field '%s' must be a string", key);
+    size_t len;
+    const char* s = lua_tolstring(L, -1, &len);
+    out.assign(s, len);
+  }
+  lua_pop(L, 1);
+  return out;
+}
+
+// ---- the plugin API ----------------------------------------------------------------------
+
+int AnvilCommand(lua_State* L) {
+  std::string name = CheckString(L, 1);
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  if (name.empty() || name.size() > 128) luaL_error(L, "invalid: bad command name");
+  for (char c : name) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) {
+      luaL_error(L, "invalid: command names use [A-Za-z0-9._-]");
+    }
+  }
+  lua_getfield(L, LUA_REGISTRYINDEX, kCommandsKey);
+  lua_pushvalue(L, 2);
+  lua_setfield(L, -2, name.c_str());
+  Self(L)->AddCommand(name);
+  return 0;
+}
+
+int FsRead(lua_State* L) {
+  auto f = CallGateway(L, "fs.read", {CheckString(L, 1)});
+  if (f.size() != 1) luaL_error(L, "io: malformed reply");
+  lua_pushlstring(L, f[0].data(), f[0].size());
+  return 1;
+}
+
+int FsWrite(lua_State* L) {
+  CallGateway(L, "fs.write", {CheckString(L, 1), CheckString(L, 2)});
+  return 0;
+}
+
+int FsList(lua_State* L) {
+  auto fields = CallGateway(L, "fs.list", {CheckString(L, 1)});
+  auto entries = DecodeListing(fields);
+  if (!entries) RaiseError(L, entries.error());
+  lua_createtable(L, static_cast<int>(entries->size()), 0);
+  lua_Integer i = 1;
+  for (const auto& e : *entries) {
+    lua_createtable(L, 0, 2);
+    lua_pushlstring(L, e.name.data(), e.name.size());
+    lua_setfield(L, -2, "name");
+    lua_pushlstring(L, e.type.data(), e.type.size());
+    lua_setfield(L, -2, "type");
+    lua_rawseti(L, -2, i++);
+  }
+  return 1;
+}
+
+int FsStat(lua_State* L) {
+  auto st = DecodeStat(CallGateway(L, "fs.stat", {CheckString(L, 1)}));
+  if (!st) RaiseError(L, st.error());
+  lua_createtable(L, 0, 3);
+  lua_pushlstring(L, st->type.data(), st->type.size());
+  lua_setfield(L, -2, "type");
+  lua_pushinteger(L, static_cast<lua_Integer>(st->size));
+  lua_setfield(L, -2, "size");
+  lua_pushnumber(L, st->mtime);
+  lua_setfield(L, -2, "mtime");
+  return 1;
+}
+
+int NetFetch(lua_State* L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  std::string url = OptStringField(L, 1, "url", "");
+  if (url.empty()) luaL_error(L, "invalid: fetch needs url");
+  std::string method = OptStringField(L, 1, "method", "GET");
+  std::string body = OptStringField(L, 1, "body", "");
+  lua_getfield(L, 1, "headers");
+  json headers = lua_isnil(L, -1) ? json::object() : ToJson(L, -1, 0);
+  lua_pop(L, 1);
+  if (headers.is_array() && headers.empty()) headers = json::object();
+  if (!headers.is_object()) luaL_error(L, "invalid: headers must be a table of strings");
+  auto f = CallGateway(L, "net.fetch", {url, method, DumpJson(headers), body});
+  if (f.size() != 3) luaL_error(L, "io: malformed fetch reply");
+  lua_createtable(L, 0, 3);
+  lua_pushinteger(L, std::strtoll(f[0].c_str(), nullptr, 10));
+  lua_setfield(L, -2, "status");
+  PushJson(L, json::parse(f[1], nullptr, false), 0);
+  lua_setfield(L, -2, "headers");
+  lua_pushlstring(L, f[2].data(), f[2].size());
+  lua_setfield(L, -2, "body");
+  return 1;
+}
+
+int Exec(lua_State* L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  std::string program = OptStringField(L, 1, "program", "");
+  if (program.empty()) luaL_error(L, "invalid: exec needs program");
+  std::string stdin_data = OptStringField(L, 1, "stdin", "");
+  lua_getfield(L, 1, "args");
+  json args = lua_isnil(L, -1) ? json::array() : ToJson(L, -1, 0);
+  lua_pop(L, 1);
+  if (args.is_object() && args.empty()) args = json::array();
+  if (!args.is_array()) luaL_error(L, "invalid: args must be a list of strings");
+  for (const auto& a : args) {
+    if (!a.is_string()) luaL_error(L, "invalid: args must be a list of strings");
+  }
+  auto f = CallGateway(L, "exec", {program, DumpJson(args), stdin_data});
+  if (f.size() != 3) luaL_error(L, "io: malformed exec reply");
+  lua_createtable(L, 0, 3);
+  lua_pushinteger(L, std::strtoll(f[0].c_str(), nullptr, 10));
+  lua_setfield(L, -2, "code");
+  lua_pushlstring(L, f[1].data(), f[1].size());
+  lua_setfield(L, -2, "stdout");
+  lua_pushlstring(L, f[2].data(), f[2].size());
+  lua_setfield(L, -2, "stderr");
+  return 1;
+}
+
+int EditorNotify(lua_State* L) {
+  CallEditor(L, "editor.notify", {CheckString(L, 1)});
+  return 0;
+}
+
+int BufferGet(lua_State* L) {
+  auto b = DecodeBuffer(CallEditor(L, "editor.buffer.get", {CheckString(L, 1)}));
+  if (!b) RaiseError(L, b.error());
+  lua_createtable(L, 0, 3);
+  lua_pushlstring(L, b->uri.data(), b->uri.size());
+  lua_setfield(L, -2, "uri");
+  lua_pushinteger(L, b->version);
+  lua_setfield(L, -2, "version");
+  lua_pushlstring(L, b->text.data(), b->text.size());
+  lua_setfield(L, -2, "text");
+  return 1;
+}
+
+int BufferEdit(lua_State* L) {
+  std::string uri = CheckString(L, 1);
+  lua_Integer version = luaL_checkinteger(L, 2);
+  luaL_checktype(L, 3, LUA_TTABLE);
+  json edits = ToJson(L, 3, 0);
+  CallEditor(L, "editor.buffer.edit", {uri, std::to_string(version), DumpJson(edits)});
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+std::string JoinArgs(lua_State* L) {
+  std::string out;
+  int n = lua_gettop(L);
+  for (int i = 1; i <= n; ++i) {
+    size_t len;
+    const char* s = luaL_tolstring(L, i, &len);
+    if (i > 1) out += '\t';
+    out.append(s, len);
+    lua_pop(L, 1);
+  }
+  return out;
+}
+
+int Print(lua_State* L) {
+  Self(L)->api().Log("info", JoinArgs(L));
+  return 0;
+}
+
+int Warn(lua_State* L) {
+  Self(L)->api().Log("warn", JoinArgs(L));
+  return 0;
+}
+
+// load() forced to text: a binary chunk (precompiled bytecode) can corrupt the VM.
+int LoadText(lua_State* L) {
+  lua_settop(L, 4);
+  if (!lua_isnil(L, 3)) {
+    const char* mode = luaL_checkstring(L, 3);
+    if (std::strcmp(mode, "t") != 0) {
+      // As load() reports any failure: nil plus a message.
+      lua_pushnil(L);
+      lua_pushliteral(L, "denied: only text chunks can be loaded (no binary chunks)");
+      return 2;
+    }
+  }
+  lua_pushliteral(L, "t");
+  lua_replace(L, 3);
+  // Call the original load (upvalue 1) with mode forced to "t".
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, 4, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
+int RawSetGuarded(lua_State* L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_getfield(L, LUA_REGISTRYINDEX, kProtectedKey);
+  lua_pushvalue(L, 1);
+  lua_rawget(L, -2);
+  if (lua_toboolean(L, -1)) luaL_error(L, "denied: Anvil's tables are read-only");
+  lua_pop(L, 2);
+  luaL_checkany(L, 2);
+  luaL_checkany(L, 3);
+  lua_settop(L, 3);
+  lua_rawset(L, 1);
+  return 1;
+}
+
+int CollectGarbage(lua_State* L) {
+  static const char* const kAllowed[] = {"collect", "count", "step", "isrunning", nullptr};
+  int option = luaL_checkoption(L, 1, "collect", kAllowed);
+  switch (option) {
+    case 1: {
+      int kb = lua_gc(L, LUA_GCCOUNT);
+      int b = lua_gc(L, LUA_GCCOUNTB);
+      lua_pushnumber(L, static_cast<lua_Number>(kb) + static_cast<lua_Number>(b) / 1024);
+      return 1;
+    }
+    case 2: lua_pushboolean(L, lua_gc(L, LUA_GCSTEP, 0)); return 1;
+    case 3: lua_pushboolean(L, lua_gc(L, LUA_GCISRUNNING)); return 1;
+    default: lua_gc(L, LUA_GCCOLLECT); lua_pushinteger(L, 0); return 1;
+  }
+}
+
+int OsTime(lua_State* L) {
+  if (!lua_isnoneornil(L, 1)) luaL_error(L, "invalid: os.time takes no arguments here");
+  lua_pushinteger(L, static_cast<lua_Integer>(std::time(nullptr)));
+  return 1;
+}
+
+int OsClock(lua_State* L) {
+  lua_pushnumber(L, static_cast<lua_Number>(std::clock()) / CLOCKS_PER_SEC);
+  return 1;
+}
+
+int Require(lua_State* L) {
+  std::string name = CheckString(L, 1);
+  lua_getfield(L, LUA_REGISTRYINDEX, kLoadedKey);
+  lua_getfield(L, -1, name.c_str());
+  if (!lua_isnil(L, -1)) return 1;
+  lua_pop(L, 1);
+  lua_getfield(L, LUA_REGISTRYINDEX, kModulesKey);
+  lua_getfield(L, -1, name.c_str());
+  if (lua_isnil(L, -1)) luaL_error(L, "not_found: no module '%s' in this plugin", name.c_str());
+  size_t len;
+  const char* code = lua_tolstring(L, -1, &len);
+  std::string chunk = "=" + name;
+  if (luaL_loadbufferx(L, code, len, chunk.c_str(), "t") != LUA_OK) lua_error(L);
+  lua_pushstring(L, name.c_str());
+  lua_call(L, 1, 1);
+  if (lua_isnil(L, -1)) {
+    lua_pop(L, 1);
+    lua_pushboolean(L, 1);
+  }
+  lua_pushvalue(L, -1);
+  lua_setfield(L, -5, name.c_str());  // loaded[name] = value
+  return 1;
+}
+
+// Wraps the table on top of the stack in a read-only proxy and records both as protected.
+void LockTable(lua_State* L) {
+  int real = lua_gettop(L);
+  lua_newtable(L);                      // proxy
+  lua_createtable(L, 0, 3);             // metatable
+  lua_pushvalue(L, real);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, [](lua_State* S) -> int {
+    return luaL_error(S, "denied: Anvil's tables are read-only");
+  });
+  lua_setfield(L, -2, "__newindex");
+  lua_pushliteral(L, "locked");
+  lua_setfield(L, -2, "__metatable");
+  lua_setmetatable(L, -2);
+  lua_getfield(L, LUA_REGISTRYINDEX, kProtectedKey);
+  lua_pushvalue(L, -2);
+  lua_pushboolean(L, 1);
+  lua_rawset(L, -3);
+  lua_pushvalue(L, real);
+  lua_pushboolean(L, 1);
+  lua_rawset(L, -3);
+  lua_pop(L, 1);
+  lua_replace(L, real);                 // proxy replaces the real table on the stack
+}
+
+void SetFunctions(lua_State* L, const luaL_Reg* fns) { luaL_setfuncs(L, fns, 0); }
+
+Status LuaRuntime::Init() {
+  L_ = lua_newstate(&LuaRuntime::Alloc, this);
+  if (!L_) return Fail("limit", "cannot create the Lua state within the memory budget");
+  lua_newtable(L_);
+  lua_setfield(L_, LUA_REGISTRYINDEX, kCommandsKey);
+  lua_newtable(L_);
+  lua_setfield(L_, LUA_REGISTRYINDEX, kModulesKey);
+  lua_newtable(L_);
+  lua_setfield(L_, LUA_REGISTRYINDEX, kLoadedKey);
+  lua_newtable(L_);
+  lua_setfield(L_, LUA_REGISTRYINDEX, kProtectedKey);
+
+  // The allowlist. Nothing else of the standard library is linked into the host at all
+  // (cmake builds Lua without liolib, loslib, loadlib, ldblib, linit).
+  const luaL_Reg libs[] = {{LUA_GNAME, luaopen_base},       {LUA_COLIBNAME, luaopen_coroutine},
+                           {LUA_TABLIBNAME, luaopen_table}, {LUA_STRLIBNAME, luaopen_string},
+                           {LUA_MATHLIBNAME, luaopen_math}, {LUA_UTF8LIBNAME, luaopen_utf8}};
+  for (const auto& lib : libs) {
+    luaL_requiref(L_, lib.name, lib.func, 1);
+    lua_pop(L_, 1);
+  }
+  lua_pushglobaltable(L_);
+  int g = lua_gettop(L_);
+  for (const char* name : {"dofile", "loadfile"}) {
+    lua_pushnil(L_);
+    lua_setfield(L_, g, name);
+  }
+  lua_getfield(L_, g, "load");
+  lua_pushcclosure(L_, LoadText, 1);
+  lua_setfield(L_, g, "load");
+  const luaL_Reg base[] = {{"print", Print},
+                           {"warn", Warn},
+                           {"rawset", RawSetGuarded},
+                           {"collectgarbage", CollectGarbage},
+                           {"require", Require},
+                           {nullptr, nullptr}};
+  SetFunctions(L_, base);
+  lua_getfield(L_, g, "string");
+  lua_pushnil(L_);
+  lua_setfield(L_, -2, "dump");
+  lua_pop(L_, 1);
+  lua_createtable(L_, 0, 2);
+  const luaL_Reg os[] = {{"time", OsTime}, {"clock", OsClock}, {nullptr, nullptr}};
+  SetFunctions(L_, os);
+  lua_setfield(L_, g, "os");
+
+  // anvil, sys, editor: read-only proxies (a plugin cannot swap sys.fs.read under a module).
+  lua_newtable(L_);
+  const luaL_Reg anvil_fns[] = {{"command", AnvilCommand}, {nullptr, nullptr}};
+  SetFunctions(L_, anvil_fns);
+  LockTable(L_);
+  lua_setfield(L_, g, "anvil");
+
+  lua_newtable(L_);  // sys
+  lua_newtable(L_);
+  const luaL_Reg fs_fns[] = {{"read", FsRead}, {"write", FsWrite}, {"list", FsList},
+                             {"stat", FsStat}, {nullptr, nullptr}};
+  SetFunctions(L_, fs_fns);
+  LockTable(L_);
+  lua_setfield(L_, -2, "fs");
+  lua_newtable(L_);
+  const luaL_Reg net_fns[] = {{"fetch", NetFetch}, {nullptr, nullptr}};
+  SetFunctions(L_, net_fns);
+  LockTable(L_);
+  lua_setfield(L_, -2, "net");
+  lua_pushcfunction(L_, Exec);
+  lua_setfield(L_, -2, "exec");
+  LockTable(L_);
+  lua_setfield(L_, g, "sys");
+
+  lua_newtable(L_);  // editor
+  lua_pushcfunction(L_, EditorNotify);
+  lua_setfield(L_, -2, "notify");
+  lua_newtable(L_);
+  const luaL_Reg buf_fns[] = {{"get", BufferGet}, {"edit", BufferEdit}, {nullptr, nullptr}};
+  SetFunctions(L_, buf_fns);
+  LockTable(L_);
+  lua_setfield(L_, -2, "buffer");
+  LockTable(L_);
+  lua_setfield(L_, g, "editor");
+  lua_pop(L_, 1);  // globals
+  return Ok();
+}
+
+Status LuaRuntime::Load(const PluginSource& source) {
+  lua_getfield(L_, LUA_REGISTRYINDEX, kModulesKey);
+  for (const auto& [name, code] : source.modules) {
+    lua_pushlstring(L_, code.data(), code.size());
+    lua_setfield(L_, -2, name.c_str());
+  }
+  lua_pop(L_, 1);
+  std::string chunk = "@" + source.entry_name;
+  // Mode "t": a precompiled (binary) entry is refused outright.
+  int status = luaL_loadbufferx(L_, source.entry_code.data(), source.entry_code.size(),
+                                chunk.c_str(), "t");
+  if (status != LUA_OK) return tl::unexpected(ErrorFromLua(status));
+  StartBudget();
+  return RunProtected(0, 0);
+}
+
+Result<std::string> LuaRuntime::RunCommand(const std::string& name, const std::string& args_json) {
+  json args = json::parse(args_json, nullptr, false);
+  if (args.is_discarded()) return Fail("invalid", "command arguments are not JSON");
+  lua_settop(L_, 0);
+  lua_getfield(L_, LUA_REGISTRYINDEX, kCommandsKey);
+  lua_getfield(L_, -1, name.c_str());
+  if (!lua_isfunction(L_, -1)) {
+    lua_settop(L_, 0);
+    return Fail("not_found", "no command '" + name + "'");
+  }
+  lua_remove(L_, 1);
+  StartBudget();
+  // Converting arguments runs under the budget too (and may itself run out of memory).
+  struct PushArgs {
+    static int Run(lua_State* L) {
+      auto* a = static_cast<json*>(lua_touserdata(L, 1));
+      PushJson(L, *a, 0);
+      return 1;
+    }
+  };
+  lua_pushcfunction(L_, PushArgs::Run);
+  lua_pushlightuserdata(L_, &args);
+  if (auto s = RunProtected(1, 1); !s) {
+    lua_settop(L_, 0);
+    return tl::unexpected(s.error());
+  }
+  StartBudget();
+  if (auto s = RunProtected(1, 1); !s) {
+    lua_settop(L_, 0);
+    return tl::unexpected(s.error());
+  }
+  // Result to JSON, protected as well (a cyclic table must not crash the host).
+  struct ToText {
+    static int Run(lua_State* L) {
+      auto* out = static_cast<std::string*>(lua_touserdata(L, 2));
+      *out = DumpJson(ToJson(L, 1, 0));
+      return 0;
+    }
+  };
+  std::string text;
+  lua_pushcfunction(L_, ToText::Run);
+  lua_insert(L_, -2);
+  lua_pushlightuserdata(L_, &text);
+  StartBudget();
+  if (auto s = RunProtected(2, 0); !s) {
+    lua_settop(L_, 0);
+    return tl::unexpected(s.error());
+  }
+  lua_settop(L_, 0);
+  return text;
+}
+
+}  // namespace
+
+std::unique_ptr<Runtime> MakeLuaRuntime(HostApi& api, const RuntimeLimits& limits) {
+  auto runtime = std::make_unique<LuaRuntime>(api, limits);
+  if (!runtime->Init()) return nullptr;
+  return runtime;
+}
+
+}  // namespace anvil::host

@@ -1,0 +1,306 @@
+#include "host/plugin_host.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <iostream>
+
+#include "common/unique_fd.h"
+#include "ipc/capability_token.h"
+#include "ipc/frame.h"
+#include "ipc/gateway_client.h"
+
+namespace anvil::host {
+namespace {
+
+constexpr size_t kMaxPluginFileBytes = 1u << 20;
+constexpr size_t kMaxModules = 64;
+
+Result<std::string> ReadBeneath(int dir, const std::string& rel) {
+  open_how how{};
+  how.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS;
+  long fd;
+  do {
+    fd = syscall(SYS_openat2, dir, rel.c_str(), &how, sizeof(how));
+  } while (fd < 0 && errno == EAGAIN);
+  if (fd < 0) return SysFail(errno == ENOENT ? "not_found" : "invalid", "plugin file " + rel);
+  UniqueFd f(static_cast<int>(fd));
+  struct stat st{};
+  if (fstat(f.Get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return Fail("invalid", "plugin file " + rel + " is not a regular file");
+  }
+  if (static_cast<size_t>(st.st_size) > kMaxPluginFileBytes) {
+    return Fail("limit", "plugin file " + rel + " is over 1 MiB");
+  }
+  std::string data(static_cast<size_t>(st.st_size), '\0');
+  size_t got = 0;
+  while (got < data.size()) {
+    ssize_t n = ::read(f.Get(), data.data() + got, data.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  data.resize(got);
+  return data;
+}
+
+// Everything the plugin may ever run is read here, before the lockdown: the entry and the
+// modules under lib/ (Lua: "lib.name" for lib/name.lua; JS: "lib/name" for lib/name.js).
+Result<PluginSource> ReadPluginSource(const HostOptions& o) {
+  UniqueFd dir(::open(o.plugin_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) return SysFail("not_found", "plugin directory " + o.plugin_dir);
+  PluginSource source;
+  source.entry_name = o.entry;
+  auto entry = ReadBeneath(dir.Get(), o.entry);
+  if (!entry) return tl::unexpected(entry.error());
+  source.entry_code = std::move(*entry);
+  const std::string ext = o.runtime == "lua" ? ".lua" : ".js";
+  UniqueFd lib(::openat(dir.Get(), "lib", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
+  if (!lib) return source;
+  DIR* d = fdopendir(lib.Release());
+  if (!d) return source;
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name.size() <= ext.size() || name.compare(name.size() - ext.size(), ext.size(), ext) != 0) {
+      continue;
+    }
+    if (source.modules.size() >= kMaxModules) {
+      closedir(d);
+      return Fail("limit", "more than 64 modules under lib/");
+    }
+    auto code = ReadBeneath(dir.Get(), "lib/" + name);
+    if (!code) {
+      closedir(d);
+      return tl::unexpected(code.error());
+    }
+    std::string stem = name.substr(0, name.size() - ext.size());
+    source.modules[(o.runtime == "lua" ? "lib." : "lib/") + stem] = std::move(*code);
+  }
+  closedir(d);
+  return source;
+}
+
+Result<std::string> ReadToken(int fd) {
+  std::string text;
+  char buf[256];
+  while (text.size() < 256) {
+    ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  auto token = ipc::CapabilityToken::FromHex(text);
+  if (!token) return Fail("invalid", "capability token: " + token.error().message);
+  return token->bytes();
+}
+
+// Frames on the session channel, in both directions.
+class SessionChannel {
+ public:
+  explicit SessionChannel(int fd) : fd_(fd) {}
+  Status Send(const std::string& bytes) {
+    size_t off = 0;
+    while (off < bytes.size()) {
+      ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return SysFail("io", "session channel send");
+      off += static_cast<size_t>(n);
+    }
+    return Ok();
+  }
+  // Blocks for the next frame; nullopt at EOF.
+  Result<std::optional<ipc::Frame>> Next() {
+    char buf[65536];
+    while (true) {
+      auto frame = reader_.Next();
+      if (!frame) return tl::unexpected(frame.error());
+      if (*frame) return frame;
+      ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n == 0) return std::optional<ipc::Frame>();
+      if (n < 0) return SysFail("io", "session channel recv");
+      reader_.Append(buf, static_cast<size_t>(n));
+    }
+  }
+
+ private:
+  int fd_;
+  ipc::FrameReader reader_;
+};
+
+class HostApiImpl : public HostApi {
+ public:
+  HostApiImpl(ipc::GatewayClient& gateway, SessionChannel& session)
+      : gateway_(gateway), session_(session) {}
+
+  Result<std::vector<std::string>> Gateway(const std::string& op,
+                                           std::vector<std::string> args) override {
+    auto r = gateway_.Call(op, std::move(args));
+    if (!r) return Fail("io", "gateway unreachable: " + r.error().message);
+    if (!r->ok) return Fail(r->fields[0], r->fields[1]);
+    return std::move(r->fields);
+  }
+
+  Result<std::vector<std::string>> Editor(const std::string& op,
+                                          std::vector<std::string> args) override {
+    uint64_t id = next_id_++;
+    if (auto s = session_.Send(ipc::EncodeRequest({id, "", op, std::move(args)})); !s) {
+      return tl::unexpected(s.error());
+    }
+    while (true) {
+      auto frame = session_.Next();
+      if (!frame) return tl::unexpected(frame.error());
+      if (!*frame) return Fail("io", "the editor side closed the channel");
+      if ((*frame)->kind == ipc::FrameKind::kResponse) {
+        auto r = ipc::DecodeResponse((*frame)->body);
+        if (!r) return tl::unexpected(r.error());
+        if (r->id != id) continue;
+        if (!r->ok) return Fail(r->fields[0], r->fields[1]);
+        return std::move(r->fields);
+      }
+      pending_.push_back(std::move(**frame));  // a request for later
+    }
+  }
+
+  void Log(std::string_view level, std::string_view text) override {
+    // Capped: a plugin printing in a loop cannot flood the trusted side.
+    std::string t(text.substr(0, 64 * 1024));
+    (void)session_.Send(ipc::EncodeRequest({0, "", "log", {std::string(level), t}}));
+  }
+
+  std::deque<ipc::Frame>& pending() { return pending_; }
+
+ private:
+  ipc::GatewayClient& gateway_;
+  SessionChannel& session_;
+  uint64_t next_id_ = 1;
+  std::deque<ipc::Frame> pending_;
+};
+
+// Test hook: after lockdown the host attacks its own sandbox, as a compromised VM would.
+// Exit 0 when the kernel stopped it, 99 when it got through.
+[[noreturn]] void SelfAttack(const std::string& attack) {
+  long rc = -1;
+  if (attack == "open") {
+    rc = ::open("/etc/passwd", O_RDONLY);
+  } else if (attack == "openat2") {
+    open_how how{};
+    how.flags = O_RDONLY;
+    rc = syscall(SYS_openat2, AT_FDCWD, "/etc/passwd", &how, sizeof(how));
+  } else if (attack == "socket") {
+    rc = ::socket(AF_INET, SOCK_STREAM, 0);
+  } else if (attack == "unix-socket") {
+    rc = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  } else if (attack == "execve") {
+    char* argv[] = {const_cast<char*>("/bin/true"), nullptr};
+    rc = ::execve("/bin/true", argv, nullptr);
+  } else if (attack == "fork") {
+    rc = syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+    if (rc == 0) _exit(0);
+  } else if (attack == "ptrace") {
+    rc = ::ptrace(PTRACE_ATTACH, getppid(), nullptr, nullptr);
+  } else if (attack == "mmap-exec") {
+    void* p = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS,
+                     -1, 0);
+    rc = p == MAP_FAILED ? -1 : 0;
+  } else if (attack == "mprotect-exec") {
+    void* p = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    rc = p == MAP_FAILED ? 0 : ::mprotect(p, 4096, PROT_READ | PROT_EXEC);
+  } else if (attack == "kill-parent") {
+    rc = ::kill(getppid(), 0);
+  } else {
+    std::cerr << "unknown attack " << attack << "\n";
+    _exit(2);
+  }
+  int err = errno;
+  bool blocked = rc < 0;
+  std::string line = "attack " + attack + ": " +
+                     (blocked ? std::string("blocked (") + std::strerror(err) + ")" : "SUCCEEDED") +
+                     "\n";
+  ssize_t ignored = ::write(2, line.data(), line.size());
+  (void)ignored;
+  _exit(blocked ? 0 : 99);
+}
+
+}  // namespace
+
+int RunPluginHost(const HostOptions& o) {
+  auto fail = [](const std::string& text) {
+    std::cerr << "anvil-plugin-host: " << text << "\n";
+    return 125;
+  };
+  if (o.runtime != "lua" && o.runtime != "js") return fail("invalid: runtime must be lua or js");
+  if (o.gateway_fd < 0 || o.session_fd < 0 || o.token_fd < 0) {
+    return fail("invalid: --gateway-fd, --session-fd and --token-fd are required");
+  }
+  auto token = ReadToken(o.token_fd);
+  if (!token) return fail(token.error().ToString());
+  auto source = ReadPluginSource(o);
+  if (!source) return fail(source.error().ToString());
+
+  ipc::GatewayClient gateway(UniqueFd(o.gateway_fd), std::move(*token));
+  SessionChannel session(o.session_fd);
+  HostApiImpl api(gateway, session);
+  std::unique_ptr<Runtime> runtime =
+      o.runtime == "lua" ? MakeLuaRuntime(api, o.limits) : MakeJsRuntime(api, o.limits);
+  if (!runtime) return fail("sandbox: cannot create the " + o.runtime + " VM");
+
+  // Fail closed: if any layer cannot be applied, the plugin never runs.
+  if (auto s = LockDown(o.lockdown); !s) return fail(s.error().ToString());
+  if (!o.test_attack_after_lockdown.empty()) SelfAttack(o.test_attack_after_lockdown);
+
+  std::optional<Error> load_error;
+  if (auto hello = gateway.Hello(o.plugin_id, o.workspace); !hello) {
+    load_error = Error{hello.error().code, "gateway refused this host: " + hello.error().message, 0};
+  } else if (auto s = runtime->Load(*source); !s) {
+    load_error = s.error();
+  }
+
+  while (true) {
+    ipc::Frame frame;
+    if (!api.pending().empty()) {
+      frame = std::move(api.pending().front());
+      api.pending().pop_front();
+    } else {
+      auto next = session.Next();
+      if (!next || !*next) return 0;  // the trusted side is gone
+      frame = std::move(**next);
+    }
+    if (frame.kind != ipc::FrameKind::kRequest) continue;
+    auto request = ipc::DecodeRequest(frame.body);
+    if (!request) return fail("invalid: malformed request from the editor side");
+    ipc::Response response;
+    if (load_error) {
+      response = ipc::Response::Error(request->id, load_error->code, load_error->message);
+    } else if (request->op == "host.describe") {
+      response = ipc::Response{request->id, true, runtime->Commands()};
+    } else if (request->op == "command.run" && request->args.size() == 2) {
+      auto result = runtime->RunCommand(request->args[0], request->args[1]);
+      response = result ? ipc::Response{request->id, true, {std::move(*result)}}
+                         : ipc::Response::Error(request->id, result.error().code,
+                                                result.error().message);
+    } else {
+      response = ipc::Response::Error(request->id, "invalid", "unknown request " + request->op);
+    }
+    if (!session.Send(ipc::EncodeResponse(response))) return 0;
+    if (load_error) return 1;
+  }
+}
+
+}  // namespace anvil::host

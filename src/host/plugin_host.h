@@ -1,0 +1,38 @@
+// anvil-plugin-host: runs exactly one plugin. Reads the plugin's files, locks itself down
+// (host/lockdown.h), then serves the trusted side's requests on the session channel and
+// reaches the workspace only through the gateway channel it was handed.
+//
+// Session channel (frames of ipc/frame.h, both directions):
+//   trusted side -> host:  "host.describe" -> [command names...]
+//                          "command.run" [name, args JSON] -> [result JSON]
+//   host -> trusted side:  "editor.notify" [text], "editor.buffer.get" [uri],
+//                          "editor.buffer.edit" [uri, version, edits JSON] (answered);
+//                          "log" [level, text] with request id 0 (never answered)
+// A load failure is reported as the answer to the first request ("error: ...") and the host
+// exits after it.
+#pragma once
+
+#include <string>
+
+#include "host/lockdown.h"
+#include "host/runtime.h"
+
+namespace anvil::host {
+
+struct HostOptions {
+  std::string plugin_dir;
+  std::string runtime;        // "lua" or "js"
+  std::string entry;          // relative to plugin_dir
+  std::string plugin_id;
+  std::string workspace;
+  int gateway_fd = -1;
+  int session_fd = -1;
+  int token_fd = -1;          // the capability token arrives here (never argv or environment)
+  RuntimeLimits limits;
+  LockdownOptions lockdown;
+  std::string test_attack_after_lockdown;  // test hook: "open", "socket", "execve", ...
+};
+
+int RunPluginHost(const HostOptions& options);
+
+}  // namespace anvil::host

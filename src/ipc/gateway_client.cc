@@ -1,0 +1,69 @@
+#include "ipc/gateway_client.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace anvil::ipc {
+
+Status GatewayClient::WriteAll(const std::string& bytes) {
+  size_t off = 0;
+  while (off < bytes.size()) {
+    ssize_t n = ::send(socket_.Get(), bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return SysFail("io", "gateway send");
+    }
+    off += static_cast<size_t>(n);
+  }
+  return Ok();
+}
+
+Result<uint64_t> GatewayClient::Send(const std::string& op, std::vector<std::string> args) {
+  Request r{next_id_++, token_, op, std::move(args)};
+  if (auto s = WriteAll(EncodeRequest(r)); !s) return tl::unexpected(s.error());
+  return r.id;
+}
+
+Result<Response> GatewayClient::Receive() {
+  char buffer[65536];
+  while (true) {
+    auto frame = reader_.Next();
+    if (!frame) return tl::unexpected(frame.error());
+    if (*frame) {
+      if ((*frame)->kind != FrameKind::kResponse) return Fail("io", "unexpected frame from gateway");
+      return DecodeResponse((*frame)->body);
+    }
+    ssize_t n = ::recv(socket_.Get(), buffer, sizeof(buffer), 0);
+    if (n == 0) return Fail("io", "gateway closed the connection");
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return SysFail("io", "gateway recv");
+    }
+    reader_.Append(buffer, static_cast<size_t>(n));
+  }
+}
+
+Result<Response> GatewayClient::Call(const std::string& op, std::vector<std::string> args) {
+  auto id = Send(op, std::move(args));
+  if (!id) return tl::unexpected(id.error());
+  while (true) {
+    auto response = Receive();
+    if (!response) return response;
+    if (response->id == *id || response->id == 0) return response;
+    // A response to an earlier (cancelled or pipelined) request: skip it.
+  }
+}
+
+Status GatewayClient::SendCancel(uint64_t id) { return WriteAll(EncodeCancel(id)); }
+
+Result<std::string> GatewayClient::Hello(const std::string& plugin_id,
+                                         const std::string& workspace) {
+  auto r = Call("hello", {plugin_id, workspace});
+  if (!r) return tl::unexpected(r.error());
+  if (!r->ok) return Fail(r->fields[0], r->fields[1]);
+  return r->fields.empty() ? std::string() : r->fields[0];
+}
+
+}  // namespace anvil::ipc

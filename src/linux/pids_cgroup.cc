@@ -1,0 +1,115 @@
+#include "linux/pids_cgroup.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "common/unique_fd.h"
+
+namespace anvil {
+namespace {
+
+Status WriteText(const std::string& path, const std::string& text) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd) return SysFail("sandbox", "open " + path);
+  if (::write(fd.Get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+    return SysFail("sandbox", "write " + path);
+  }
+  return Ok();
+}
+
+std::string ReadLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// The directory of this process's pids cgroup, or "" when there is no usable one.
+std::string FindPidsCgroupDir() {
+  // /proc/self/cgroup: "ID:controllers:path" (v1) or "0::path" (v2).
+  std::string v1_path, v2_path;
+  bool have_v2 = false;
+  {
+    std::ifstream in("/proc/self/cgroup");
+    std::string line;
+    while (std::getline(in, line)) {
+      auto a = line.find(':');
+      auto b = line.find(':', a + 1);
+      if (a == std::string::npos || b == std::string::npos) continue;
+      std::string controllers = line.substr(a + 1, b - a - 1);
+      std::string path = line.substr(b + 1);
+      std::stringstream cs(controllers);
+      std::string c;
+      while (std::getline(cs, c, ',')) {
+        if (c == "pids") v1_path = path;
+      }
+      if (controllers.empty()) {
+        have_v2 = true;
+        v2_path = path;
+      }
+    }
+  }
+  // Mount points from /proc/self/mountinfo: "... mountpoint ... - fstype source superopts".
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line;
+  std::string v1_mount, v2_mount;
+  while (std::getline(in, line)) {
+    std::stringstream ss(line);
+    std::vector<std::string> fields;
+    std::string f;
+    while (ss >> f) fields.push_back(f);
+    size_t dash = 0;
+    while (dash < fields.size() && fields[dash] != "-") ++dash;
+    if (fields.size() < 5 || dash + 3 >= fields.size()) continue;
+    const std::string& mountpoint = fields[4];
+    const std::string& fstype = fields[dash + 1];
+    const std::string& superopts = fields[dash + 3];
+    if (fstype == "cgroup" && ("," + superopts + ",").find(",pids,") != std::string::npos) {
+      v1_mount = mountpoint;
+    } else if (fstype == "cgroup2" && v2_mount.empty()) {
+      v2_mount = mountpoint;
+    }
+  }
+  if (!v1_mount.empty() && !v1_path.empty()) return v1_mount + (v1_path == "/" ? "" : v1_path);
+  if (have_v2 && !v2_mount.empty()) {
+    // A child gets pids.max only where the parent delegates the controller: our own cgroup,
+    // or else the hierarchy's root (systemd enables pids there; a scope usually does not).
+    for (const std::string& dir : {v2_mount + (v2_path == "/" ? "" : v2_path), v2_mount}) {
+      std::string subtree = " " + ReadLine(dir + "/cgroup.subtree_control") + " ";
+      if (subtree.find(" pids ") != std::string::npos) return dir;
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+Result<PidsCgroup> PidsCgroup::Create(uint64_t limit) {
+  std::string parent = FindPidsCgroupDir();
+  if (parent.empty()) return Fail("sandbox", "no pids cgroup controller is available to this user");
+  static std::atomic<unsigned> counter{0};
+  std::string path = parent + "/anvil-" + std::to_string(getpid()) + "-" +
+                     std::to_string(counter.fetch_add(1));
+  if (::mkdir(path.c_str(), 0755) != 0) return SysFail("sandbox", "mkdir " + path);
+  PidsCgroup cgroup(path);
+  if (auto s = WriteText(path + "/pids.max", std::to_string(limit)); !s) return tl::unexpected(s.error());
+  return cgroup;
+}
+
+Status PidsCgroup::Attach(pid_t pid) const {
+  return WriteText(path_ + "/cgroup.procs", std::to_string(pid));
+}
+
+PidsCgroup::~PidsCgroup() {
+  // Empty once the sandbox's pid namespace is gone; a leftover directory is harmless.
+  if (!path_.empty()) ::rmdir(path_.c_str());
+}
+
+}  // namespace anvil

@@ -1,0 +1,174 @@
+#include "session/gateway_process.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+namespace anvil::session {
+
+Result<std::unique_ptr<GatewayProcess>> GatewayProcess::Start(const GatewayConfig& config) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    return SysFail("internal", "socketpair");
+  }
+  UniqueFd ours(sv[0]), theirs(sv[1]);
+  std::vector<std::string> args = {config.binary, "--workspace", config.workspace,
+                                   "--control-fd", "3"};
+  args.insert(args.end(), config.extra_args.begin(), config.extra_args.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) return SysFail("internal", "fork gateway");
+  if (pid == 0) {
+    // The gateway dies with the session: EOF on the control channel, and this as a backup.
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(1);
+    if (dup2(theirs.Get(), 3) < 0) _exit(1);
+    // Only stdin/out/err and the control channel cross into the gateway.
+    syscall(SYS_close_range, 4, ~0U, 0);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  theirs.Reset();
+  std::unique_ptr<GatewayProcess> g(new GatewayProcess());
+  g->pid_ = pid;
+  g->pidfd_.Reset(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+  g->control_ = std::move(ours);
+  auto ready = g->ReadControl(10000);
+  if (!ready) {
+    g->Stop(0);
+    return Fail("internal", "gateway did not start: " + ready.error().message);
+  }
+  if (!ready->is_object() || ready->value("event", "") != "ready") {
+    g->Stop(0);
+    return Fail("internal", "gateway did not report ready: " + ready->dump());
+  }
+  g->socket_path_ = ready->value("socket", "");
+  g->audit_log_ = ready->value("audit_log", "");
+  g->workspace_ = ready->value("workspace", "");
+  g->session_id_ = ready->value("session", "");
+  return g;
+}
+
+GatewayProcess::~GatewayProcess() {
+  if (pid_ > 0) Stop(500);
+}
+
+Result<nlohmann::json> GatewayProcess::ReadControl(int timeout_ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  char buffer[65536];
+  while (true) {
+    auto frame = reader_.Next();
+    if (!frame) return tl::unexpected(frame.error());
+    if (*frame) {
+      auto json = nlohmann::json::parse((*frame)->body, nullptr, false);
+      if (json.is_discarded()) return Fail("internal", "bad control reply");
+      return json;
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    deadline - std::chrono::steady_clock::now())
+                    .count();
+    if (left <= 0) return Fail("internal", "gateway control timeout");
+    pollfd p{control_.Get(), POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left)) <= 0) continue;
+    ssize_t n = ::recv(control_.Get(), buffer, sizeof(buffer), 0);
+    if (n == 0) return Fail("internal", "gateway exited");
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return SysFail("internal", "control recv");
+    }
+    reader_.Append(buffer, static_cast<size_t>(n));
+  }
+}
+
+Result<nlohmann::json> GatewayProcess::Control(nlohmann::json message) {
+  uint64_t seq = seq_++;
+  message["seq"] = seq;
+  std::string frame = ipc::EncodeControl(message.dump());
+  if (::send(control_.Get(), frame.data(), frame.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(frame.size())) {
+    return SysFail("internal", "control send");
+  }
+  while (true) {
+    auto reply = ReadControl(10000);
+    if (!reply) return reply;
+    if (reply->value("seq", uint64_t{0}) == seq) return reply;
+  }
+}
+
+namespace {
+Status FromReply(const Result<nlohmann::json>& reply) {
+  if (!reply) return tl::unexpected(reply.error());
+  if (reply->value("ok", false)) return Ok();
+  std::string text = reply->value("error", "internal: control request failed");
+  auto colon = text.find(": ");
+  if (colon == std::string::npos) return Fail("internal", text);
+  return Fail(text.substr(0, colon), text.substr(colon + 2));
+}
+}  // namespace
+
+Status GatewayProcess::Register(const ipc::CapabilityToken& token, const std::string& plugin,
+                                pid_t pid, uid_t uid, const Grant& grant) {
+  return FromReply(Control({{"op", "register"},
+                            {"token", token.Hex()},
+                            {"plugin", plugin},
+                            {"pid", pid},
+                            {"uid", uid},
+                            {"workspace", workspace_},
+                            {"grant", GrantToJson(grant)}}));
+}
+
+Status GatewayProcess::Revoke(const ipc::CapabilityToken& token, const std::string& reason) {
+  return FromReply(Control({{"op", "revoke"}, {"token", token.Hex()}, {"reason", reason}}));
+}
+
+Status GatewayProcess::CancelPlugin(const std::string& plugin, const std::string& reason) {
+  return FromReply(Control({{"op", "cancel"}, {"plugin", plugin}, {"reason", reason}}));
+}
+
+Result<UniqueFd> GatewayProcess::Connect() const {
+  UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) return SysFail("internal", "socket");
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (socket_path_.size() >= sizeof(addr.sun_path)) return Fail("internal", "socket path too long");
+  std::strcpy(addr.sun_path, socket_path_.c_str());
+  if (connect(fd.Get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    return SysFail("internal", "connect " + socket_path_);
+  }
+  return fd;
+}
+
+Result<int> GatewayProcess::Stop(int grace_ms) {
+  if (pid_ <= 0) return Fail("internal", "gateway not running");
+  if (grace_ms > 0) {
+    std::string frame = ipc::EncodeControl(R"({"op":"shutdown"})");
+    ssize_t ignored = ::send(control_.Get(), frame.data(), frame.size(), MSG_NOSIGNAL);
+    (void)ignored;
+  }
+  control_.Reset();  // EOF also means shutdown
+  pollfd p{pidfd_.Get(), POLLIN, 0};
+  if (!pidfd_ || poll(&p, 1, grace_ms) <= 0) kill(pid_, SIGKILL);
+  int status = 0;
+  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  pid_ = -1;
+  pidfd_.Reset();
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace anvil::session

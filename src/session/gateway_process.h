@@ -1,0 +1,62 @@
+// The trusted side's handle on one anvil-gateway: starts it with one end of a control
+// socketpair (no path anyone else could connect to), registers and revokes capability tokens,
+// connects plugin sockets to hand to hosts, and stops it. No cleanup relies on the destructor
+// alone: Stop() is explicit and reports how the gateway ended (the destructor only backs it up).
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+#include "common/unique_fd.h"
+#include "ipc/capability_token.h"
+#include "ipc/frame.h"
+#include "policy/grant.h"
+
+namespace anvil::session {
+
+struct GatewayConfig {
+  std::string binary;                  // path of anvil-gateway
+  std::string workspace;
+  std::vector<std::string> extra_args;  // limits, --no-symlinks, ...
+};
+
+class GatewayProcess {
+ public:
+  static Result<std::unique_ptr<GatewayProcess>> Start(const GatewayConfig& config);
+  ~GatewayProcess();
+
+  // One control request, one reply ({"ok": true, ...} or {"ok": false, "error": "code: ..."}).
+  Result<nlohmann::json> Control(nlohmann::json message);
+  Status Register(const ipc::CapabilityToken& token, const std::string& plugin, pid_t pid,
+                  uid_t uid, const Grant& grant);
+  Status Revoke(const ipc::CapabilityToken& token, const std::string& reason = "revoked");
+  Status CancelPlugin(const std::string& plugin, const std::string& reason);
+  // A connected socket to hand to a plugin host.
+  Result<UniqueFd> Connect() const;
+  // Asks the gateway to shut down, waits (then kills after `grace_ms`); returns its status.
+  Result<int> Stop(int grace_ms = 2000);
+
+  pid_t pid() const { return pid_; }
+  const std::string& socket_path() const { return socket_path_; }
+  const std::string& audit_log() const { return audit_log_; }
+  const std::string& workspace() const { return workspace_; }
+  const std::string& session_id() const { return session_id_; }
+
+ private:
+  GatewayProcess() = default;
+  Result<nlohmann::json> ReadControl(int timeout_ms);
+  pid_t pid_ = -1;
+  UniqueFd pidfd_;
+  UniqueFd control_;
+  ipc::FrameReader reader_;
+  std::string socket_path_, audit_log_, workspace_, session_id_;
+  uint64_t seq_ = 1;
+};
+
+}  // namespace anvil::session

@@ -1,0 +1,233 @@
+#include "session/host_process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+namespace anvil::session {
+
+using Clock = std::chrono::steady_clock;
+
+Result<std::unique_ptr<HostProcess>> HostProcess::Start(const HostConfig& config,
+                                                        GatewayProcess& gateway,
+                                                        const Grant& grant) {
+  std::unique_ptr<HostProcess> host(new HostProcess(gateway));
+  host->plugin_id_ = config.plugin_id;
+  auto gateway_fd = gateway.Connect();
+  if (!gateway_fd) return tl::unexpected(gateway_fd.error());
+  int session_pair[2], token_pipe[2], err_pipe[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, session_pair) != 0 ||
+      pipe2(token_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
+    return SysFail("internal", "host channels");
+  }
+  UniqueFd session_ours(session_pair[0]), session_theirs(session_pair[1]);
+  UniqueFd token_read(token_pipe[0]), token_write(token_pipe[1]);
+  UniqueFd err_read(err_pipe[0]), err_write(err_pipe[1]);
+
+  std::vector<std::string> args = {config.binary,       "--plugin-dir", config.plugin_dir,
+                                   "--runtime",         config.runtime, "--entry",
+                                   config.entry,        "--plugin-id",  config.plugin_id,
+                                   "--workspace",       gateway.workspace(),
+                                   "--gateway-fd",      "3",           "--session-fd",
+                                   "4",                 "--token-fd",   "5"};
+  args.insert(args.end(), config.extra_args.begin(), config.extra_args.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  char* envp[] = {const_cast<char*>("LANG=C.UTF-8"), nullptr};  // nothing of ours leaks in
+
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) return SysFail("internal", "fork host");
+  if (pid == 0) {
+    setpgid(0, 0);  // its own process group: the deadline kills the whole group
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(125);
+    int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (dup2(null_fd, 0) < 0 || dup2(err_write.Get(), 1) < 0 || dup2(err_write.Get(), 2) < 0 ||
+        dup2(gateway_fd->Get(), 3) < 0 || dup2(session_theirs.Get(), 4) < 0 ||
+        dup2(token_read.Get(), 5) < 0) {
+      _exit(125);
+    }
+    syscall(SYS_close_range, 6, ~0U, 0);
+    execve(argv[0], argv.data(), envp);
+    _exit(127);
+  }
+  setpgid(pid, pid);  // both sides, so no window where the group is not set
+  host->pid_ = pid;
+  host->pidfd_.Reset(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+  host->session_ = std::move(session_ours);
+  host->stderr_fd_ = std::move(err_read);
+  fcntl(host->stderr_fd_.Get(), F_SETFL, O_NONBLOCK);
+  session_theirs.Reset();
+  token_read.Reset();
+  err_write.Reset();
+  gateway_fd->Reset();
+  // Register before the host can say hello: it blocks reading its token until we write it.
+  if (auto s = gateway.Register(host->token_, config.plugin_id, pid, geteuid(), grant); !s) {
+    host->Kill("registration failed");
+    return tl::unexpected(s.error());
+  }
+  std::string hex = host->token_.Hex() + "\n";
+  if (::write(token_write.Get(), hex.data(), hex.size()) != static_cast<ssize_t>(hex.size())) {
+    host->Kill("token delivery failed");
+    return SysFail("internal", "deliver token");
+  }
+  token_write.Reset();
+  return host;
+}
+
+HostProcess::~HostProcess() {
+  if (pid_ > 0) Kill("session ended");
+}
+
+void HostProcess::DrainStderr() {
+  if (!stderr_fd_) return;
+  char buf[4096];
+  while (true) {
+    ssize_t n = ::read(stderr_fd_.Get(), buf, sizeof(buf));
+    if (n <= 0) break;
+    if (stderr_.size() < 64 * 1024) stderr_.append(buf, static_cast<size_t>(n));
+  }
+}
+
+Status HostProcess::Reap(int timeout_ms) {
+  if (pid_ <= 0) return Ok();
+  pollfd p{pidfd_.Get(), POLLIN, 0};
+  if (poll(&p, 1, timeout_ms) <= 0) return Fail("internal", "host did not exit");
+  int status = 0;
+  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  pid_ = -1;
+  DrainStderr();
+  return Ok();
+}
+
+Status HostProcess::Kill(const std::string& reason) {
+  if (pid_ <= 0) return Ok();
+  // The process group: a host cannot fork (seccomp), but the group is the unit regardless.
+  kill(-pid_, SIGKILL);
+  kill(pid_, SIGKILL);
+  auto reaped = Reap(5000);
+  (void)gateway_.CancelPlugin(plugin_id_, reason);
+  (void)gateway_.Revoke(token_, reason);
+  session_.Reset();
+  return reaped;
+}
+
+Result<int> HostProcess::Stop(std::chrono::milliseconds grace) {
+  if (pid_ <= 0) return exit_status_;
+  session_.Reset();  // EOF: the host exits on its own
+  if (!Reap(static_cast<int>(grace.count()))) {
+    if (auto s = Kill("stopped"); !s) return tl::unexpected(s.error());
+    return exit_status_;
+  }
+  (void)gateway_.Revoke(token_, "host stopped");
+  return exit_status_;
+}
+
+Result<ipc::Response> HostProcess::Call(const std::string& op, std::vector<std::string> args,
+                                        std::chrono::milliseconds deadline,
+                                        const EditorHandler* editor, const LogHandler* log) {
+  if (pid_ <= 0) return Fail("internal", "host is not running");
+  auto until = Clock::now() + deadline;
+  uint64_t id = next_id_++;
+  std::string frame = ipc::EncodeRequest({id, "", op, std::move(args)});
+  if (::send(session_.Get(), frame.data(), frame.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(frame.size())) {
+    return SysFail("io", "host channel");
+  }
+  char buf[65536];
+  while (true) {
+    auto next = reader_.Next();
+    if (!next) {
+      Kill("malformed frame from host");
+      return Fail("error", "the plugin host sent a malformed frame and was stopped");
+    }
+    if (*next) {
+      const ipc::Frame& f = **next;
+      if (f.kind == ipc::FrameKind::kResponse) {
+        auto r = ipc::DecodeResponse(f.body);
+        if (!r) return tl::unexpected(r.error());
+        if (r->id == id) return r;
+        continue;
+      }
+      if (f.kind != ipc::FrameKind::kRequest) continue;
+      auto req = ipc::DecodeRequest(f.body);
+      if (!req) continue;
+      if (req->op == "log") {
+        if (log && req->args.size() == 2) (*log)(req->args[0], req->args[1]);
+        continue;
+      }
+      Result<std::vector<std::string>> answer =
+          editor ? (*editor)(req->op, req->args)
+                 : Result<std::vector<std::string>>(Fail("denied", "no editor attached"));
+      ipc::Response resp = answer ? ipc::Response{req->id, true, std::move(*answer)}
+                                  : ipc::Response::Error(req->id, answer.error().code,
+                                                         answer.error().message);
+      std::string out = ipc::EncodeResponse(resp);
+      if (::send(session_.Get(), out.data(), out.size(), MSG_NOSIGNAL) < 0) {
+        return SysFail("io", "host channel");
+      }
+      continue;
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
+    if (left <= 0) {
+      Kill("timeout");
+      return Fail("timeout", op == "command.run" ? "command passed its wall-clock deadline; the "
+                                                   "plugin host was killed"
+                                                 : "the plugin host did not answer in time");
+    }
+    pollfd p[2] = {{session_.Get(), POLLIN, 0}, {pidfd_.Get(), POLLIN, 0}};
+    int n = poll(p, 2, static_cast<int>(left));
+    if (n <= 0) continue;
+    DrainStderr();
+    if (p[0].revents & POLLIN) {
+      ssize_t got = ::recv(session_.Get(), buf, sizeof(buf), 0);
+      if (got > 0) {
+        reader_.Append(buf, static_cast<size_t>(got));
+        continue;
+      }
+    }
+    if (p[0].revents & (POLLHUP | POLLERR) || p[1].revents) {
+      Reap(1000);
+      std::string why = stderr_.empty() ? "exited" : stderr_;
+      while (!why.empty() && why.back() == '\n') why.pop_back();
+      int status = exit_status_;
+      if (pid_ > 0) Kill("host hung up");
+      return Fail(status == 125 ? "sandbox" : "error",
+                  "the plugin host ended (status " + std::to_string(status) + "): " + why);
+    }
+  }
+}
+
+Result<std::vector<std::string>> HostProcess::Describe(std::chrono::milliseconds deadline) {
+  auto r = Call("host.describe", {}, deadline, nullptr, nullptr);
+  if (!r) return tl::unexpected(r.error());
+  if (!r->ok) return Fail(r->fields[0], r->fields[1]);
+  return r->fields;
+}
+
+Result<std::string> HostProcess::Run(const std::string& command, const std::string& args_json,
+                                     std::chrono::milliseconds deadline,
+                                     const EditorHandler& editor, const LogHandler& log) {
+  auto r = Call("command.run", {command, args_json}, deadline, &editor, &log);
+  if (!r) return tl::unexpected(r.error());
+  if (!r->ok) return Fail(r->fields[0], r->fields[1]);
+  if (r->fields.size() != 1) return Fail("error", "malformed result from the plugin host");
+  return r->fields[0];
+}
+
+}  // namespace anvil::session

@@ -1,0 +1,685 @@
+// The QuickJS runtime: the plugin API and its "code: message" errors, what is absent from the
+// context (eval, Function, import, std/os), the frozen API objects, and budgets that neither
+// try/catch nor promise jobs can outlive (T4, T6). Every test also frees its runtime, and
+// QuickJS's JS_FreeRuntime asserts (debug builds) that no JSValue leaked.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "fake_host_api.h"
+#include "host/runtime.h"
+
+namespace anvil::host {
+namespace {
+
+using testing::FakeHostApi;
+using Fields = std::vector<std::string>;
+
+class JsRuntimeTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<Runtime> Make(RuntimeLimits limits = {}) {
+    auto rt = MakeJsRuntime(api_, limits);
+    EXPECT_NE(rt, nullptr);
+    return rt;
+  }
+  // Loads main.js registering command "t" with `body` as its function body, then runs it.
+  Result<std::string> RunSnippet(const std::string& body, RuntimeLimits limits = {},
+                                 const std::string& args = "{}") {
+    runtime_ = Make(limits);
+    PluginSource src{"main.js", "anvil.command('t', function (args) {\n" + body + "\n});", {}};
+    if (auto s = runtime_->Load(src); !s) return tl::unexpected(s.error());
+    return runtime_->RunCommand("t", args);
+  }
+  // What `expr` throws, as the plugin sees it: "Error|<message>" for an Error, else
+  // "other|<String(e)>"; "returned|<JSON>" when it does not throw.
+  std::string Thrown(const std::string& expr, RuntimeLimits limits = {}) {
+    auto r =
+        RunSnippet("try { return 'returned|' + JSON.stringify(" + expr +
+                       "); } catch (e) {\n"
+                       "  return (e instanceof Error ? 'Error|' + e.message : 'other|' + e);\n}",
+                   limits);
+    if (!r) return "command failed|" + r.error().ToString();
+    return nlohmann::json::parse(*r).get<std::string>();
+  }
+  std::vector<std::string> OpsCalled() const {
+    std::vector<std::string> ops;
+    for (const auto& c : api_.calls) ops.push_back(c.op);
+    return ops;
+  }
+  void Reply(const std::string& op, Fields fields) {
+    api_.handlers[op] = [fields](const Fields&) -> Result<Fields> { return fields; };
+  }
+  void ReplyError(const std::string& op, const std::string& code, const std::string& message) {
+    api_.handlers[op] = [code, message](const Fields&) -> Result<Fields> {
+      return Fail(code, message);
+    };
+  }
+
+  FakeHostApi api_;
+  std::unique_ptr<Runtime> runtime_;
+};
+
+RuntimeLimits SmallInstructionBudget() {
+  RuntimeLimits limits;
+  limits.instructions = 2'000'000;
+  return limits;
+}
+
+// ---- commands -----------------------------------------------------------------------------------
+
+TEST_F(JsRuntimeTest, CommandsRegisterInOrderAndReturnJson) {
+  runtime_ = Make();
+  PluginSource src{"main.js",
+                   "anvil.command('b', () => ({found: 2, items: ['a', 'b']}));\n"
+                   "anvil.command('a', () => 'plain');\n"
+                   "anvil.command('u', () => undefined);\n",
+                   {}};
+  ASSERT_TRUE(runtime_->Load(src));
+  EXPECT_EQ(runtime_->Commands(), (std::vector<std::string>{"b", "a", "u"}));
+  auto r = runtime_->RunCommand("b", "{}");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(*r, R"({"found":2,"items":["a","b"]})");
+  r = runtime_->RunCommand("a", "[]");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(*r, R"("plain")");
+  r = runtime_->RunCommand("u", "[]");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(*r, "null");
+}
+
+TEST_F(JsRuntimeTest, ArgumentsArriveAsParsedJson) {
+  auto r = RunSnippet("return args.x + 1", {}, R"({"x": 41})");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(*r, "42");
+  r = RunSnippet("return args.length", {}, R"([1, 2, 3])");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(*r, "3");
+}
+
+TEST_F(JsRuntimeTest, UnknownCommandIsNotFoundAndBadArgumentsAreInvalid) {
+  auto r = RunSnippet("return 1");
+  ASSERT_TRUE(r);
+  auto missing = runtime_->RunCommand("nope", "{}");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, "not_found");
+  auto bad = runtime_->RunCommand("t", "{not json");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, "invalid");
+}
+
+TEST_F(JsRuntimeTest, CommandNamesAndHandlersAreChecked) {
+  EXPECT_EQ(Thrown("anvil.command('has space', () => 1)"),
+            "Error|invalid: command names are 1-128 characters of [A-Za-z0-9._-]");
+  EXPECT_EQ(Thrown("anvil.command('x', 42)"),
+            "Error|invalid: anvil.command: handler must be a function");
+  EXPECT_EQ(Thrown("anvil.command(7, () => 1)"),
+            "Error|invalid: anvil.command: name must be a string");
+}
+
+TEST_F(JsRuntimeTest, ThrownErrorsBecomeErrorsAndKeepKnownCodes) {
+  auto r = RunSnippet("throw new Error('something broke')");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "error");
+  EXPECT_EQ(r.error().message, "something broke");
+  r = RunSnippet("null.x");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "error");
+  EXPECT_EQ(r.error().message.rfind("TypeError: ", 0), 0u) << r.error().message;
+  r = RunSnippet("throw new Error('stale: version 3 is old')");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "stale");
+  EXPECT_EQ(r.error().message, "version 3 is old");
+  r = RunSnippet("throw 'denied: not yours'");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "denied");
+  EXPECT_EQ(r.error().message, "not yours");
+  // A prefix that is not one of Anvil's codes stays part of the message.
+  r = RunSnippet("throw new Error('oops: no')");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "error");
+  EXPECT_EQ(r.error().message, "oops: no");
+}
+
+TEST_F(JsRuntimeTest, ResultsThatAreNotJsonAreInvalidNotACrash) {
+  auto r = RunSnippet("const o = {}; o.self = o; return o");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "invalid");
+  r = RunSnippet("return 10n");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "invalid");
+}
+
+TEST_F(JsRuntimeTest, LoadReportsSyntaxErrorsAndTopLevelThrows) {
+  runtime_ = Make();
+  auto s = runtime_->Load({"main.js", "anvil.command('t', () => {", {}});
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().code, "error");
+  EXPECT_NE(s.error().message.find("SyntaxError"), std::string::npos) << s.error().message;
+  runtime_ = Make();
+  s = runtime_->Load({"main.js", "throw new Error('invalid: bad settings')", {}});
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().ToString(), "invalid: bad settings");
+}
+
+// ---- the API ------------------------------------------------------------------------------------
+
+TEST_F(JsRuntimeTest, FsReadReturnsContentsAndThrowsGatewayErrors) {
+  api_.handlers["fs.read"] = [](const Fields& a) -> Result<Fields> {
+    if (a[0] == "src/a.c") return Fields{"int x;"};
+    return Fail("denied", "fs.read outside the grant: " + a[0]);
+  };
+  auto r = RunSnippet("return sys.fs.read('src/a.c')");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(*r, R"("int x;")");
+  EXPECT_EQ(api_.calls.back().args, Fields{"src/a.c"});
+  EXPECT_EQ(Thrown("sys.fs.read('../x')"), "Error|denied: fs.read outside the grant: ../x");
+  r = RunSnippet("return sys.fs.read('../x')");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "denied");
+  EXPECT_EQ(r.error().message, "fs.read outside the grant: ../x");
+}
+
+TEST_F(JsRuntimeTest, FsReadDecodesNonUtf8WithReplacementCharacters) {
+  // Valid multi-byte text passes as is; each invalid sequence becomes one U+FFFD.
+  Reply("fs.read", {std::string("a\xff"
+                                "b\xc3\xa9\xf0\x9f\x98\x80\xed\xa0\x80\xe2\x82",
+                                14)});
+  auto r = RunSnippet(R"(
+    const s = sys.fs.read('bin');
+    return [s.length, s.charCodeAt(1), s.charCodeAt(3), s.codePointAt(4), s.charCodeAt(6),
+            s.charCodeAt(s.length - 1)];
+  )");
+  ASSERT_TRUE(r) << r.error().ToString();
+  // a FFFD b é 😀(2 units) FFFD FFFD FFFD (ED A0 80: an encoded surrogate) FFFD (truncated E2 82)
+  EXPECT_EQ(*r, "[10,65533,233,128512,65533,65533]");
+}
+
+TEST_F(JsRuntimeTest, FsWriteSendsUtf8AndReplacesLoneSurrogates) {
+  auto r = RunSnippet(R"(return sys.fs.write('notes/x', 'd\u00e9j\u00e0 \ud83d\ude00 \ud800!'))");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(*r, "null");
+  ASSERT_EQ(api_.calls.size(), 1u);
+  EXPECT_EQ(api_.calls[0].op, "fs.write");
+  EXPECT_EQ(api_.calls[0].args,
+            (Fields{"notes/x", "d\xc3\xa9j\xc3\xa0 \xf0\x9f\x98\x80 \xef\xbf\xbd!"}));
+  ReplyError("fs.write", "denied", "fs.write outside the grant: .git/hooks/x");
+  EXPECT_EQ(Thrown("sys.fs.write('.git/hooks/x', '')"),
+            "Error|denied: fs.write outside the grant: .git/hooks/x");
+}
+
+TEST_F(JsRuntimeTest, FsListAndStatShapes) {
+  Reply("fs.list", {"0", std::string("a.c\0file\0src\0dir\0", 17)});
+  Reply("fs.stat", {"file", "12", "100", "500000000"});
+  auto r = RunSnippet("return [sys.fs.list('.'), sys.fs.stat('a.c')]");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(*r, R"([[{"name":"a.c","type":"file"},{"name":"src","type":"dir"}],)"
+                R"({"type":"file","size":12,"mtime":100.5}])");
+  Reply("fs.list", {"0", std::string("truncated\0", 10)});
+  EXPECT_EQ(Thrown("sys.fs.list('.')"), "Error|internal: malformed fs.list reply");
+  ReplyError("fs.stat", "not_found", "src/missing.c");
+  EXPECT_EQ(Thrown("sys.fs.stat('src/missing.c')"), "Error|not_found: src/missing.c");
+}
+
+TEST_F(JsRuntimeTest, NetFetchSendsFieldsAndShapesTheReply) {
+  Reply("net.fetch", {"200", R"({"content-type":"text/plain"})", "body"});
+  auto r = RunSnippet("return sys.net.fetch({url: 'https://api.example.com/'})");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(*r, R"({"status":200,"headers":{"content-type":"text/plain"},"body":"body"})");
+  EXPECT_EQ(api_.calls.back().args, (Fields{"https://api.example.com/", "GET", "{}", ""}));
+  r = RunSnippet(R"(
+    return sys.net.fetch({url: 'https://api.example.com/x', method: 'POST',
+                          headers: {accept: '*/*'}, body: 'q=1'}).status)");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(api_.calls.back().args,
+            (Fields{"https://api.example.com/x", "POST", R"({"accept":"*/*"})", "q=1"}));
+  ReplyError("net.fetch", "denied", "host not granted: evil.example");
+  EXPECT_EQ(Thrown("sys.net.fetch({url: 'https://evil.example/'})"),
+            "Error|denied: host not granted: evil.example");
+}
+
+TEST_F(JsRuntimeTest, NetFetchRejectsMalformedOptionsBeforeTheGateway) {
+  EXPECT_EQ(Thrown("sys.net.fetch('https://a.example/')"),
+            "Error|invalid: sys.net.fetch expects an options object");
+  EXPECT_EQ(Thrown("sys.net.fetch({})"), "Error|invalid: sys.net.fetch needs a url");
+  EXPECT_EQ(Thrown("sys.net.fetch({url: 'https://a.example/', headers: {n: 1}})"),
+            "Error|invalid: sys.net.fetch: headers must be an object of strings");
+  EXPECT_EQ(Thrown("sys.net.fetch({url: 'https://a.example/', headers: ['a']})"),
+            "Error|invalid: sys.net.fetch: headers must be an object of strings");
+  EXPECT_EQ(Thrown("sys.net.fetch({url: 'https://a.example/', body: {}})"),
+            "Error|invalid: sys.net.fetch: body must be a string");
+  EXPECT_TRUE(api_.calls.empty());
+  Reply("net.fetch", {"200", "not json", ""});
+  EXPECT_EQ(Thrown("sys.net.fetch({url: 'https://a.example/'})"),
+            "Error|io: malformed net.fetch reply");
+}
+
+TEST_F(JsRuntimeTest, ExecSendsArgvAsJsonAndShapesTheReply) {
+  Reply("exec", {"1", "out", "err"});
+  auto r = RunSnippet("return sys.exec({program: 'rg', args: ['TODO', '.'], stdin: 'in'})");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(*r, R"({"code":1,"stdout":"out","stderr":"err"})");
+  EXPECT_EQ(api_.calls.back().op, "exec");
+  EXPECT_EQ(api_.calls.back().args, (Fields{"rg", R"(["TODO","."])", "in"}));
+  r = RunSnippet("return sys.exec({program: 'fd'}).code");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(api_.calls.back().args, (Fields{"fd", "[]", ""}));
+  ReplyError("exec", "denied", "executable not granted: sh");
+  EXPECT_EQ(Thrown("sys.exec({program: 'sh'})"), "Error|denied: executable not granted: sh");
+}
+
+TEST_F(JsRuntimeTest, ExecRejectsMalformedOptionsBeforeTheGateway) {
+  EXPECT_EQ(Thrown("sys.exec({args: []})"), "Error|invalid: sys.exec needs a program");
+  EXPECT_EQ(Thrown("sys.exec({program: 'rg', args: 'TODO .'})"),
+            "Error|invalid: sys.exec: args must be an array of strings");
+  EXPECT_EQ(Thrown("sys.exec({program: 'rg', args: ['--pre', 1]})"),
+            "Error|invalid: sys.exec: args must be an array of strings");
+  EXPECT_EQ(Thrown("sys.exec({program: ['rg']})"),
+            "Error|invalid: sys.exec: program must be a string");
+  EXPECT_TRUE(api_.calls.empty());
+}
+
+TEST_F(JsRuntimeTest, EditorNotifyAndBufferGet) {
+  Reply("editor.buffer.get", {"file:///a", "3", "text"});
+  auto r = RunSnippet("editor.notify('hi'); return editor.buffer.get('file:///a')");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(*r, R"({"uri":"file:///a","version":3,"text":"text"})");
+  ASSERT_EQ(api_.calls.size(), 2u);
+  EXPECT_EQ(api_.calls[0].op, "editor.notify");
+  EXPECT_EQ(api_.calls[0].args, Fields{"hi"});
+  EXPECT_EQ(api_.calls[1].args, Fields{"file:///a"});
+  ReplyError("editor.notify", "limit", "too many notifications");
+  EXPECT_EQ(Thrown("editor.notify('again')"), "Error|limit: too many notifications");
+  ReplyError("editor.buffer.get", "not_found", "no buffer file:///b");
+  EXPECT_EQ(Thrown("editor.buffer.get('file:///b')"), "Error|not_found: no buffer file:///b");
+}
+
+TEST_F(JsRuntimeTest, BufferEditSendsJsonEditsAndThrowsStale) {
+  auto r = RunSnippet("return editor.buffer.edit('file:///a', 3, [{text: 'x'}])");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(*r, "true");
+  EXPECT_EQ(api_.calls.back().op, "editor.buffer.edit");
+  EXPECT_EQ(api_.calls.back().args, (Fields{"file:///a", "3", R"([{"text":"x"}])"}));
+  ReplyError("editor.buffer.edit", "stale", "buffer changed since version 3");
+  EXPECT_EQ(Thrown("editor.buffer.edit('file:///a', 3, [])"),
+            "Error|stale: buffer changed since version 3");
+  r = RunSnippet("return editor.buffer.edit('file:///a', 3, [])");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "stale");
+}
+
+TEST_F(JsRuntimeTest, BufferEditRejectsBadVersionsAndEdits) {
+  EXPECT_EQ(Thrown("editor.buffer.edit('file:///a', 1.5, [])"),
+            "Error|invalid: editor.buffer.edit: version must be an integer");
+  EXPECT_EQ(Thrown("editor.buffer.edit('file:///a', '3', [])"),
+            "Error|invalid: editor.buffer.edit: version must be an integer");
+  EXPECT_EQ(Thrown("editor.buffer.edit('file:///a', 3, 'x')"),
+            "Error|invalid: editor.buffer.edit: edits must be JSON data (an array or object)");
+  EXPECT_EQ(Thrown("(() => { const e = []; e.push(e); return editor.buffer.edit('u', 3, e); })()"),
+            "Error|invalid: editor.buffer.edit: edits must be JSON data (an array or object)");
+  EXPECT_TRUE(api_.calls.empty());
+}
+
+TEST_F(JsRuntimeTest, WrongArgumentTypesAreInvalidAndNeverReachTheHost) {
+  EXPECT_EQ(Thrown("sys.fs.read(42)"), "Error|invalid: sys.fs.read: path must be a string");
+  EXPECT_EQ(Thrown("sys.fs.read()"), "Error|invalid: sys.fs.read: path must be a string");
+  EXPECT_EQ(Thrown("sys.fs.write('a', 5)"), "Error|invalid: sys.fs.write: data must be a string");
+  EXPECT_EQ(Thrown("sys.fs.list(null)"), "Error|invalid: sys.fs.list: dir must be a string");
+  EXPECT_EQ(Thrown("sys.fs.stat({toString() { return 'a'; }})"),
+            "Error|invalid: sys.fs.stat: path must be a string");
+  EXPECT_EQ(Thrown("editor.notify()"), "Error|invalid: editor.notify: text must be a string");
+  EXPECT_EQ(Thrown("editor.buffer.get(1)"),
+            "Error|invalid: editor.buffer.get: uri must be a string");
+  EXPECT_TRUE(api_.calls.empty());
+}
+
+TEST_F(JsRuntimeTest, ConsoleAndPrintGoToThePluginLog) {
+  auto r = RunSnippet(R"(
+    console.log('hello', 42, {a: [1]});
+    console.info('i'); console.warn('careful'); console.error(new TypeError('bad'));
+    console.debug(undefined, null); print('p');
+    return true)");
+  ASSERT_TRUE(r) << r.error().ToString();
+  using Line = std::pair<std::string, std::string>;
+  EXPECT_EQ(api_.logs, (std::vector<Line>{{"info", R"(hello 42 {"a":[1]})"},
+                                          {"info", "i"},
+                                          {"warn", "careful"},
+                                          {"error", "TypeError: bad"},
+                                          {"debug", "undefined null"},
+                                          {"info", "p"}}));
+}
+
+TEST_F(JsRuntimeTest, RequireEvaluatesThePluginsOwnModulesOnce) {
+  runtime_ = Make();
+  PluginSource src{
+      "main.js",
+      "const u = require('lib/util.js');\n"
+      "anvil.command('t', () => [u.twice(21), require('./lib/util.js') === u,\n"
+      "                          require('lib/counter.js').n, require('lib/counter.js').n]);\n",
+      {{"lib/util.js", "print('util loaded'); module.exports = {twice: (x) => 2 * x};"},
+       {"lib/counter.js", "exports.n = (globalThis.loads = (globalThis.loads || 0) + 1);"}}};
+  ASSERT_TRUE(runtime_->Load(src));
+  auto r = runtime_->RunCommand("t", "{}");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(*r, "[42,true,1,1]");
+  ASSERT_EQ(api_.logs.size(), 1u);
+  EXPECT_EQ(api_.logs[0].second, "util loaded");
+}
+
+TEST_F(JsRuntimeTest, RequireOfAnythingElseIsNotFound) {
+  EXPECT_EQ(Thrown("require('std')"), "Error|not_found: no module 'std' in this plugin");
+  EXPECT_EQ(Thrown("require('os')"), "Error|not_found: no module 'os' in this plugin");
+  EXPECT_EQ(Thrown("require('../main.js')"),
+            "Error|not_found: no module '../main.js' in this plugin");
+  EXPECT_EQ(Thrown("require(1)"), "Error|invalid: require: module name must be a string");
+  auto r = RunSnippet("return require('nope')");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "not_found");
+}
+
+// ---- T4: what a plugin must not reach -----------------------------------------------------------
+
+TEST_F(JsRuntimeTest, EvalAndTheFunctionConstructorAreDenied) {
+  const std::string denied = "Error|denied: code generation from strings is disabled for plugins";
+  for (const char* attempt : {
+           "eval('1 + 1')",
+           "globalThis.eval('1 + 1')",
+           "(0, eval)('1 + 1')",
+           "Function('return 1')()",
+           "new Function('return 1')()",
+           "Reflect.construct(Function, ['return 1'])()",
+           "(() => {}).constructor('return 1')()",
+           "(function () {}).constructor('return 1')()",
+           "(function* () {}).constructor('yield 1')().next()",
+           "(async () => {}).constructor('return 1')()",
+           "(async function* () {}).constructor('yield 1')()",
+           "({}).constructor.constructor('return 1')()",
+           "globalThis.__proto__.constructor.constructor('return 1')()",
+           "Object.getPrototypeOf(globalThis).constructor.constructor('return 1')()",
+           "Function.prototype.constructor('return 1')()",
+           "Object.getPrototypeOf(Object.getPrototypeOf(async function () {})).constructor('')",
+           "(() => { class F extends Function {} return new F('return 1')(); })()",
+           "[].map.constructor('return 1')()",
+           "anvil.command.constructor('return 1')()",
+       }) {
+    EXPECT_EQ(Thrown(attempt), denied) << attempt;
+  }
+  // Ordinary functions and their introspection still work.
+  auto r = RunSnippet(R"(
+    const f = function () {};
+    return [f instanceof Function, typeof Function, (() => 1)(), [3, 1, 2].sort().join(),
+            (function* () { yield 5; })().next().value])");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(*r, R"([true,"function",1,"1,2,3",5])");
+}
+
+TEST_F(JsRuntimeTest, NoModulesNoStdNoOs) {
+  auto r = RunSnippet(R"(
+    return [typeof std, typeof os, typeof scriptArgs, typeof WeakRef, typeof FinalizationRegistry,
+            typeof process, typeof Deno])");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(*r, R"(["undefined","undefined","undefined","undefined","undefined","undefined",)"
+                R"("undefined"])");
+  // Static import: not even parsed in a script.
+  runtime_ = Make();
+  auto s = runtime_->Load({"main.js", "import * as std from 'std';", {}});
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message.find("SyntaxError"), std::string::npos) << s.error().message;
+  // Dynamic import: there is no module loader, so the promise rejects.
+  r = RunSnippet("return import('std')");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "error");
+  EXPECT_NE(r.error().message.find("could not load module"), std::string::npos)
+      << r.error().message;
+  r = RunSnippet("return import('./main.js').then(() => 'loaded', (e) => 'refused')");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(*r, R"("refused")");
+}
+
+TEST_F(JsRuntimeTest, ApiObjectsAreDeepFrozen) {
+  Reply("fs.read", {"real"});
+  runtime_ = Make();
+  PluginSource src{
+      "main.js",
+      "require('evil.js');\n"
+      "anvil.command('t', () => {\n"
+      "  sys.fs.read = () => 'fake';\n"  // sloppy mode: silently ignored
+      "  sys.fs = {read: () => 'fake'};\n"
+      "  sys = {fs: {read: () => 'fake'}};\n"
+      "  globalThis.editor = null;\n"
+      "  const strict = (() => { 'use strict';\n"
+      "    try { sys.fs.read = () => 'fake'; return 'assigned'; } catch (e) { return e.name; } "
+      "})();\n"
+      "  const defined = (() => { try { Object.defineProperty(sys.fs, 'read', {value: 1});\n"
+      "    return 'defined'; } catch (e) { return e.name; } })();\n"
+      "  return [strict, defined, delete sys.fs, delete globalThis.sys,\n"
+      "          [anvil, sys, sys.fs, sys.net, sys.exec, sys.fs.read, editor, editor.buffer, "
+      "console]\n"
+      "            .every(Object.isFrozen),\n"
+      "          typeof editor, sys.fs.read('x')];\n"
+      "});\n",
+      // A module that tries to swap the API under the entry.
+      {{"evil.js",
+        "try { sys.fs.read = () => 'fake'; } catch (e) {}\n"
+        "try { Object.setPrototypeOf(sys.fs, {read: () => 'fake'}); } catch (e) {}\n"
+        "try { console.log = () => {}; } catch (e) {}\n"}}};
+  ASSERT_TRUE(runtime_->Load(src));
+  auto r = runtime_->RunCommand("t", "{}");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(*r, R"(["TypeError","TypeError",false,false,true,"object","real"])");
+  EXPECT_EQ(OpsCalled(), Fields{"fs.read"});
+}
+
+// ---- T6: budgets --------------------------------------------------------------------------------
+
+TEST_F(JsRuntimeTest, InfiniteLoopStopsAtTheInstructionBudget) {
+  auto r = RunSnippet("for (;;) {}", SmallInstructionBudget());
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().ToString(), "limit: instruction budget exhausted");
+  // The next command gets a fresh budget.
+  auto again = runtime_->RunCommand("t", "{}");
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code, "limit");
+}
+
+TEST_F(JsRuntimeTest, CatchingTheInterruptDoesNotKeepThePluginAlive) {
+  for (const char* body : {
+           "while (true) { try { for (;;) {} } catch (e) {} }",
+           "for (;;) { try { for (;;) {} } finally { for (;;) { try { for (;;) {} } catch (e) {} } "
+           "} }",
+           "const f = () => { try { f(); } catch (e) {} for (;;) { try { for (;;) {} } catch (e) "
+           "{} } };"
+           " f();",
+           "for (;;) { try { [1, 2, 3].forEach(() => { for (;;) {} }); } catch (e) {} }",
+       }) {
+    auto r = RunSnippet(body, SmallInstructionBudget());
+    ASSERT_FALSE(r) << body;
+    EXPECT_EQ(r.error().ToString(), "limit: instruction budget exhausted") << body;
+  }
+}
+
+TEST_F(JsRuntimeTest, InfiniteLoopStopsAtTheDeadline) {
+  RuntimeLimits limits;
+  limits.instructions = UINT64_MAX;
+  limits.deadline = std::chrono::milliseconds(200);
+  auto start = std::chrono::steady_clock::now();
+  auto r = RunSnippet("while (true) { try { for (;;) {} } catch (e) {} }", limits);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().ToString(), "timeout: command passed its deadline");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+}
+
+TEST_F(JsRuntimeTest, TopLevelLoopStopsAtTheBudgetDuringLoad) {
+  runtime_ = Make(SmallInstructionBudget());
+  auto s = runtime_->Load({"main.js", "for (;;) {}", {}});
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().ToString(), "limit: instruction budget exhausted");
+}
+
+TEST_F(JsRuntimeTest, MemoryBalloonStopsAtTheBudget) {
+  RuntimeLimits limits;
+  limits.memory_bytes = 16 << 20;
+  auto r = RunSnippet("const a = []; for (;;) a.push(new Array(1000).fill(a.length));", limits);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().ToString(), "limit: memory budget exhausted");
+  r = RunSnippet("return 'x'.repeat(1 << 20).repeat(64).length", limits);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().ToString(), "limit: memory budget exhausted");
+  r = RunSnippet("return new ArrayBuffer(1 << 30).byteLength", limits);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().ToString(), "limit: memory budget exhausted");
+  // The heap is given back when the call unwinds: the next command runs.
+  runtime_ = Make(limits);
+  ASSERT_TRUE(runtime_->Load({"main.js",
+                              "anvil.command('balloon', () => { const a = [];"
+                              " for (;;) a.push('y'.repeat(4096) + a.length); });\n"
+                              "anvil.command('small', () => 'x'.repeat(1 << 20).length);",
+                              {}}));
+  EXPECT_FALSE(runtime_->RunCommand("balloon", "{}"));
+  auto small = runtime_->RunCommand("small", "{}");
+  ASSERT_TRUE(small) << small.error().ToString();
+  EXPECT_EQ(*small, "1048576");
+}
+
+TEST_F(JsRuntimeTest, CaughtOutOfMemoryStaysSpentAndCannotReachTheHost) {
+  RuntimeLimits limits;
+  limits.memory_bytes = 16 << 20;
+  auto r = RunSnippet(R"(
+    const keep = [];
+    for (;;) {
+      try { for (;;) keep.push('z'.repeat(1 << 16) + keep.length); }
+      catch (e) { keep.length = 0; sys.fs.write('after-oom', String(e)); }
+    })",
+                      limits);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().ToString(), "limit: memory budget exhausted");
+  EXPECT_TRUE(api_.calls.empty());
+  // Caught and returned before the next interrupt poll: still reported as the budget.
+  r = RunSnippet("try { new ArrayBuffer(1 << 30); } catch (e) {} return 'fine'", limits);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().ToString(), "limit: memory budget exhausted");
+}
+
+TEST_F(JsRuntimeTest, DeepRecursionIsAnErrorNotACrash) {
+  auto r = RunSnippet("function f(n) { return f(n + 1) + 1; } return f(0);");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "limit");
+  EXPECT_NE(r.error().message.find("stack overflow"), std::string::npos) << r.error().message;
+  // The plugin may catch it (a stack overflow is not a spent budget), and the runtime goes on.
+  r = RunSnippet(
+      "function f(n) { return f(n + 1) + 1; } try { f(0); } catch (e) { return e.message; }");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(*r, R"("stack overflow")");
+  r = RunSnippet(
+      "const a = []; let o = a; for (let i = 0; i < 1e6; i++) o = o[0] = [];"
+      " return JSON.stringify(a).length");
+  ASSERT_FALSE(r);
+  r = RunSnippet("const p = new Proxy({}, {get: (t, k, rcv) => rcv[k]}); return p.x");
+  ASSERT_FALSE(r);
+  auto again = runtime_->RunCommand("t", "{}");
+  EXPECT_FALSE(again);
+}
+
+TEST_F(JsRuntimeTest, RegexpBacktrackingStopsAtTheBudget) {
+  auto r = RunSnippet("return /^(a+)+$/.test('a'.repeat(40) + 'b')", SmallInstructionBudget());
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().ToString(), "limit: instruction budget exhausted");
+}
+
+TEST_F(JsRuntimeTest, AtomicsWaitCannotBlock) {
+  auto r = RunSnippet(R"(
+    try { Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0); return 'blocked'; }
+    catch (e) { return e.name; })");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(*r, R"("TypeError")");
+}
+
+// ---- promises -----------------------------------------------------------------------------------
+
+TEST_F(JsRuntimeTest, PromiseReturningCommandsSettle) {
+  Reply("fs.read", {"42"});
+  runtime_ = Make();
+  ASSERT_TRUE(runtime_->Load(
+      {"main.js",
+       "anvil.command('ok', async (args) => { const v = await Promise.resolve(args.n);"
+       " await null; return Number(sys.fs.read('n')) + v; });\n"
+       "anvil.command('rejects', async () => { await null; throw new Error('denied: nope'); });\n"
+       "anvil.command('never', () => new Promise(() => {}));\n"
+       "anvil.command('then', () => Promise.resolve(1).then((x) => ({x})));\n",
+       {}}));
+  auto r = runtime_->RunCommand("ok", R"({"n": 1})");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(*r, "43");
+  r = runtime_->RunCommand("rejects", "{}");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().ToString(), "denied: nope");
+  r = runtime_->RunCommand("never", "{}");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "error");
+  r = runtime_->RunCommand("then", "{}");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(*r, R"({"x":1})");
+}
+
+TEST_F(JsRuntimeTest, AsyncLoopsAndJobFloodsStopAtTheBudget) {
+  auto r =
+      RunSnippet("return (async () => { await null; for (;;) {} })()", SmallInstructionBudget());
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().ToString(), "limit: instruction budget exhausted");
+  // Each job is short, but they never end: the job loop itself is under the budget.
+  RuntimeLimits tiny;
+  tiny.instructions = 200'000;
+  r = RunSnippet(
+      "const f = () => { Promise.resolve().then(f); }; f(); return new Promise(() => {})", tiny);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().ToString(), "limit: instruction budget exhausted");
+  // A rejection handler catching the interrupt does not revive the chain.
+  r = RunSnippet(
+      "const f = () => Promise.resolve().then(() => { for (;;) {} }).catch(f);"
+      " return f()",
+      SmallInstructionBudget());
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().ToString(), "limit: instruction budget exhausted");
+  RuntimeLimits limits;
+  limits.instructions = UINT64_MAX;
+  limits.deadline = std::chrono::milliseconds(200);
+  r = RunSnippet(
+      "const f = () => { Promise.resolve().then(f); }; f(); return new Promise(() => {})", limits);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().ToString(), "timeout: command passed its deadline");
+}
+
+TEST_F(JsRuntimeTest, NoJobRunsAfterTheBudgetIsSpent) {
+  auto r = RunSnippet("Promise.resolve().then(() => sys.fs.write('late', 'x')); for (;;) {}",
+                      SmallInstructionBudget());
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "limit");
+  // The queued job would run in the next call, past this one's budget: the runtime stops.
+  auto again = runtime_->RunCommand("t", "{}");
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code, "limit");
+  EXPECT_NE(again.error().message.find("must be reloaded"), std::string::npos);
+  EXPECT_TRUE(api_.calls.empty());
+}
+
+TEST_F(JsRuntimeTest, JobsQueuedBySynchronousCommandsRunWithinTheCall) {
+  auto r = RunSnippet("Promise.resolve().then(() => editor.notify('later')); return 'now'");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(*r, R"("now")");
+  EXPECT_EQ(OpsCalled(), Fields{"editor.notify"});
+}
+
+TEST_F(JsRuntimeTest, ManyRuntimesComeAndGoWithoutLeaks) {
+  for (int i = 0; i < 20; ++i) {
+    auto r = RunSnippet("return [sys, editor, anvil].length + args.i", {},
+                        "{\"i\": " + std::to_string(i) + "}");
+    ASSERT_TRUE(r) << r.error().ToString();
+    EXPECT_EQ(*r, std::to_string(3 + i));
+  }
+}
+
+}  // namespace
+}  // namespace anvil::host

@@ -1,0 +1,70 @@
+#include "gateway_fixture.h"
+
+#include <unistd.h>
+
+#include <climits>
+#include <fstream>
+
+namespace anvil::testing {
+
+Grant ReadWriteGrant() {
+  Grant g;
+  g.fs_read = {"**"};
+  g.fs_write = {"notes/**", "out.txt"};
+  return g;
+}
+
+void GatewayTest::SetUp() {
+  ws_ = std::make_unique<TempDir>("anvil-gw");
+  char buf[PATH_MAX];
+  ASSERT_NE(realpath(ws_->path().c_str(), buf), nullptr);
+  workspace_ = buf;
+}
+
+void GatewayTest::TearDown() {
+  if (gateway_) {
+    auto status = gateway_->Stop();
+    ASSERT_TRUE(status.has_value());
+    EXPECT_EQ(*status, 0) << "gateway exit status";
+  }
+}
+
+void GatewayTest::StartGateway(const std::vector<std::string>& extra) {
+  session::GatewayConfig config;
+  config.binary = BinDir() + "/anvil-gateway";
+  config.workspace = workspace_;
+  config.extra_args = {"--runtime-dir", ws_->path() + "-run"};
+  config.extra_args.insert(config.extra_args.end(), extra.begin(), extra.end());
+  auto g = session::GatewayProcess::Start(config);
+  ASSERT_TRUE(g) << g.error().ToString();
+  gateway_ = std::move(*g);
+}
+
+ipc::CapabilityToken GatewayTest::RegisterPlugin(const std::string& plugin, const Grant& grant,
+                                                 pid_t pid) {
+  auto token = ipc::CapabilityToken::Generate();
+  EXPECT_TRUE(token);
+  auto s = gateway_->Register(*token, plugin, pid ? pid : getpid(), geteuid(), grant);
+  EXPECT_TRUE(s) << s.error().ToString();
+  return *token;
+}
+
+std::unique_ptr<ipc::GatewayClient> GatewayTest::Client(const ipc::CapabilityToken& token,
+                                                        const std::string& plugin) {
+  auto fd = gateway_->Connect();
+  EXPECT_TRUE(fd) << fd.error().ToString();
+  auto client = std::make_unique<ipc::GatewayClient>(std::move(*fd), token.bytes());
+  auto hello = client->Hello(plugin, workspace_);
+  EXPECT_TRUE(hello) << hello.error().ToString();
+  return client;
+}
+
+std::vector<nlohmann::json> GatewayTest::AuditLines() {
+  std::vector<nlohmann::json> lines;
+  std::ifstream in(gateway_->audit_log());
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+}  // namespace anvil::testing

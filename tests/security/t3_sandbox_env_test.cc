@@ -1,0 +1,149 @@
+// T3 for the command sandbox, environment: variables through which the dynamic loader or libc
+// load code, and names that look like secrets, do not travel from the caller to the command;
+// --keep-env, --setenv and --clear-env do exactly what they say.
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "sandbox_harness.h"
+
+namespace anvil::testing {
+namespace {
+
+// Announces itself only inside a sandbox (ANVIL_SANDBOX is set for the command, never for
+// anvil itself), so a load by the trusted `anvil` process does not count.
+constexpr char kPreload[] = R"c(
+#include <stdlib.h>
+#include <unistd.h>
+__attribute__((constructor)) static void hijack(void) {
+  if (getenv("ANVIL_SANDBOX")) write(1, "PRELOAD-RAN\n", 12);
+}
+)c";
+
+class T3SandboxEnv : public CallerTest {
+ protected:
+  void SetUp() override {
+    CallerTest::SetUp();
+    if (IsSkipped()) return;
+    caller_.Give(ws_.path());
+  }
+  // `env` run in the sandbox with `caller_env` as the caller's whole environment.
+  RunResult Env(const std::vector<std::string>& caller_env,
+                const std::vector<std::string>& flags = {}) {
+    RunOptions options;
+    options.env = caller_env;
+    return Sandbox(ws_.path(), flags, {"/usr/bin/env"}, Opts(options));
+  }
+  static std::set<std::string> Entries(const RunResult& r) {
+    auto lines = Lines(r.out);
+    return {lines.begin(), lines.end()};
+  }
+  static bool HasName(const RunResult& r, const std::string& name) {
+    auto lines = Lines(r.out);
+    return std::any_of(lines.begin(), lines.end(),
+                       [&](const std::string& l) { return l.rfind(name + "=", 0) == 0; });
+  }
+
+  TempDir ws_{"anvil-ws-env"};
+};
+
+TEST_P(T3SandboxEnv, LoaderVariablesFromCallerDoNotReachCommand) {
+  const std::string so = ws_ / "libhijack.so";
+  ASSERT_TRUE(CompileC(kPreload, so, "-shared -fPIC")) << "gcc could not build the preload";
+  caller_.Give(ws_.path());
+  const std::vector<std::string> caller_env = {"PATH=/usr/bin:/bin",
+                                               "HOME=/root",
+                                               "HARMLESS=kept",
+                                               "LD_PRELOAD=" + so,
+                                               "LD_LIBRARY_PATH=/var/tmp/evil",
+                                               "LD_AUDIT=" + so,
+                                               "GCONV_PATH=/var/tmp/evil",
+                                               "GLIBC_TUNABLES=glibc.malloc.check=3",
+                                               "LOCPATH=/var/tmp/evil"};
+
+  // Control: the preload really loads when the variable is let through on purpose.
+  auto control = Env(caller_env, {"--keep-env", "LD_PRELOAD"});
+  ASSERT_EQ(control.status, 0) << control.err;
+  ASSERT_NE(control.out.find("PRELOAD-RAN"), std::string::npos)
+      << "control: an explicitly kept LD_PRELOAD should load the test library";
+
+  auto attack = Env(caller_env);
+  EXPECT_EQ(attack.status, 0) << attack.err;
+  EXPECT_EQ(attack.out.find("PRELOAD-RAN"), std::string::npos) << "LD_PRELOAD ran in the command";
+  for (const char* name :
+       {"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "GCONV_PATH", "GLIBC_TUNABLES", "LOCPATH"}) {
+    EXPECT_FALSE(HasName(attack, name)) << name << " reached the command";
+  }
+  EXPECT_TRUE(Entries(attack).count("HARMLESS=kept")) << attack.out;
+  EXPECT_TRUE(Entries(attack).count("PATH=/usr/bin:/bin")) << attack.out;
+}
+
+TEST_P(T3SandboxEnv, SecretLookingVariablesDoNotReachCommand) {
+  const std::string token = UniqueToken("secret-value");
+  const std::vector<std::string> caller_env = {"PATH=/usr/bin:/bin",
+                                               "HARMLESS=kept",
+                                               "TMPDIR=/var/tmp",
+                                               "GITHUB_TOKEN=" + token,
+                                               "AWS_SECRET_ACCESS_KEY=" + token,
+                                               "MY_PASSWORD=" + token,
+                                               "db_passwd=" + token,
+                                               "OpenAI_Api_Key=" + token,
+                                               "GOOGLE_APPLICATION_CREDENTIALS=" + token};
+  auto attack = Env(caller_env);
+  EXPECT_EQ(attack.status, 0) << attack.err;
+  EXPECT_EQ(attack.out.find(token), std::string::npos) << attack.out;
+  EXPECT_FALSE(HasName(attack, "TMPDIR")) << "TMPDIR points outside the sandbox's own /tmp";
+  EXPECT_TRUE(Entries(attack).count("HARMLESS=kept")) << attack.out;
+  EXPECT_TRUE(Entries(attack).count("ANVIL_SANDBOX=workspace-write")) << attack.out;
+
+  auto read_only = Env(caller_env, {"--policy", "read-only"});
+  EXPECT_EQ(read_only.out.find(token), std::string::npos);
+  EXPECT_TRUE(Entries(read_only).count("ANVIL_SANDBOX=read-only")) << read_only.out;
+}
+
+TEST_P(T3SandboxEnv, KeepEnvKeepsOnlyTheNamedVariable) {
+  const std::string token = UniqueToken("kept-value");
+  const std::string other = UniqueToken("dropped-value");
+  auto result =
+      Env({"PATH=/usr/bin:/bin", "GITHUB_TOKEN=" + token, "AWS_SECRET_ACCESS_KEY=" + other},
+          {"--keep-env", "GITHUB_TOKEN"});
+  EXPECT_EQ(result.status, 0) << result.err;
+  EXPECT_TRUE(Entries(result).count("GITHUB_TOKEN=" + token)) << result.out;
+  EXPECT_EQ(result.out.find(other), std::string::npos);
+}
+
+TEST_P(T3SandboxEnv, SetenvSetsAndOverrides) {
+  auto result = Env({"PATH=/usr/bin:/bin", "HARMLESS=old"},
+                    {"--setenv", "FOO=bar", "--setenv", "HARMLESS=new", "--setenv", "EQ=a=b"});
+  EXPECT_EQ(result.status, 0) << result.err;
+  auto entries = Entries(result);
+  EXPECT_TRUE(entries.count("FOO=bar")) << result.out;
+  EXPECT_TRUE(entries.count("HARMLESS=new")) << result.out;
+  EXPECT_FALSE(entries.count("HARMLESS=old")) << result.out;
+  EXPECT_TRUE(entries.count("EQ=a=b")) << result.out;
+
+  // A malformed --setenv is a usage error: nothing runs.
+  auto bad = SandboxSh(ws_.path(), "echo ran > ran.txt", {"--setenv", "NOEQUALS"}, Opts());
+  EXPECT_NE(bad.status, 0);
+  EXPECT_FALSE(Exists(ws_ / "ran.txt"));
+}
+
+TEST_P(T3SandboxEnv, ClearEnvStartsFromNothingButKeptAndSetNames) {
+  const std::vector<std::string> caller_env = {"PATH=/usr/bin:/bin", "HOME=/root", "HARMLESS=kept",
+                                               "OTHER=dropped"};
+  auto cleared = Env(caller_env, {"--clear-env", "--keep-env", "HARMLESS", "--setenv", "X=1"});
+  EXPECT_EQ(cleared.status, 0) << cleared.err;
+  EXPECT_EQ(Entries(cleared),
+            (std::set<std::string>{"HARMLESS=kept", "X=1", "ANVIL_SANDBOX=workspace-write"}))
+      << cleared.out;
+
+  auto bare = Env(caller_env, {"--clear-env"});
+  EXPECT_EQ(bare.status, 0) << bare.err;
+  EXPECT_EQ(Entries(bare), (std::set<std::string>{"ANVIL_SANDBOX=workspace-write"})) << bare.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Callers, T3SandboxEnv, ::testing::ValuesIn(kAllCallers), CallerParamName);
+
+}  // namespace
+}  // namespace anvil::testing

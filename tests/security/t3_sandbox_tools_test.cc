@@ -1,0 +1,166 @@
+// T3 for the command sandbox, tools and benign controls: the real `rg` searches the workspace
+// but cannot reach a secret through a planted or swapped symlink or through its own
+// preprocessor hook; ordinary developer work — pipes, subprocesses, scripts, a private /tmp, a
+// workspace under /tmp or with spaces in its path — keeps working.
+#include <stdio.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sandbox_harness.h"
+
+namespace anvil::testing {
+namespace {
+
+constexpr char kRg[] = "/usr/bin/rg";
+
+class T3SandboxTools : public CallerTest {
+ protected:
+  void SetUp() override {
+    CallerTest::SetUp();
+    if (IsSkipped()) return;
+    secret_ = UniqueToken("NEEDLE-SECRET");
+    WriteFile(outside_ / "credentials.txt", secret_ + "\n", 0644);
+    WriteFile(ws_ / "notes.txt", "NEEDLE in the workspace\n");
+    caller_.Give(ws_.path());
+  }
+  RunResult Sh(const std::string& script, const std::vector<std::string>& flags = {}) {
+    return SandboxSh(ws_.path(), script, flags, Opts());
+  }
+
+  TempDir outside_{"anvil-secret-tools", "/var/tmp"};
+  TempDir ws_{"anvil-ws-tools"};
+  std::string secret_;
+};
+
+TEST_P(T3SandboxTools, RgSearchesWorkspaceButNotThroughASymlinkOutside) {
+  if (!Exists(kRg)) GTEST_SKIP() << "SKIPPED: " << kRg << " (Debian's ripgrep) is missing";
+  ASSERT_EQ(symlink(outside_.path().c_str(), (ws_ / "vendor").c_str()), 0);
+  ASSERT_EQ(symlink((outside_ / "credentials.txt").c_str(), (ws_ / "creds").c_str()), 0);
+  caller_.Give(ws_.path());
+  const std::vector<std::string> rg = {kRg, "--no-config", "--follow", "-n", "NEEDLE", "."};
+  auto control = Sandbox(ws_.path(), {"--policy", "danger-full-access"}, rg, Opts());
+  ASSERT_NE(control.out.find(secret_), std::string::npos)
+      << "control: unconfined, rg --follow finds the secret through the links; " << control.err;
+
+  for (const auto& flags : std::vector<std::vector<std::string>>{{}, {"--policy", "read-only"}}) {
+    auto attack = Sandbox(ws_.path(), flags, rg, Opts());
+    EXPECT_EQ(attack.out.find(secret_), std::string::npos) << attack.out;
+    EXPECT_NE(attack.out.find("./notes.txt:1:NEEDLE in the workspace"), std::string::npos)
+        << "benign: rg still finds the workspace match; " << attack.out << attack.err;
+    auto direct = Sandbox(ws_.path(), flags,
+                          {kRg, "--no-config", "NEEDLE", outside_ / "credentials.txt"}, Opts());
+    EXPECT_NE(direct.status, 0);
+    EXPECT_EQ(direct.out.find(secret_), std::string::npos);
+  }
+}
+
+TEST_P(T3SandboxTools, RgPreprocessorRunsInsideTheSandbox) {
+  // `rg --pre CMD` runs CMD for every file (T3's example of a tool's own execution feature).
+  if (!Exists(kRg)) GTEST_SKIP() << "SKIPPED: " << kRg << " (Debian's ripgrep) is missing";
+  WriteFile(ws_ / "pre.sh",
+            "#!/bin/sh\ncat " + ShellQuote(outside_ / "credentials.txt") +
+                " 2>/dev/null; echo pwned > " + ShellQuote(outside_ / "pre-pwned") +
+                " 2>/dev/null; cat \"$1\"\n",
+            0755);
+  caller_.Give(ws_.path());
+  auto result = Sandbox(ws_.path(), {},
+                        {kRg, "--no-config", "--pre", "./pre.sh", "-n", "NEEDLE", "."}, Opts());
+  EXPECT_EQ(result.out.find(secret_), std::string::npos) << result.out;
+  EXPECT_FALSE(Exists(outside_ / "pre-pwned"));
+  EXPECT_NE(result.out.find("NEEDLE in the workspace"), std::string::npos)
+      << "benign: the preprocessor itself works; " << result.out << result.err;
+}
+
+TEST_P(T3SandboxTools, SymlinkSwappedDuringTheRunNeverYieldsTheSecret) {
+  if (!Exists(kPython)) GTEST_SKIP() << "SKIPPED: " << kPython << " is missing";
+  WriteFile(ws_ / "inside.txt", "inside\n");
+  caller_.Give(ws_.path());
+  const std::string link = ws_ / "flip";
+  const std::string tmp = ws_ / "flip.tmp";
+  ASSERT_EQ(symlink("inside.txt", link.c_str()), 0);
+  // The host swaps the link between a workspace file and the secret, atomically, as fast as
+  // it can while the sandboxed reader loops (a check-then-use race for any path-based check).
+  // Everything the thread touches is allocated before it starts: the harness forks while it
+  // runs, and the thread must never hold the allocator's lock at that moment.
+  const std::string targets[] = {"inside.txt", outside_ / "credentials.txt"};
+  std::atomic<bool> stop{false};
+  std::thread flipper([&] {
+    for (unsigned i = 0; !stop; ++i) {
+      unlink(tmp.c_str());
+      if (symlink(targets[i % 2].c_str(), tmp.c_str()) == 0) rename(tmp.c_str(), link.c_str());
+    }
+  });
+  auto result = SandboxPython(ws_.path(), R"py(
+inside = leaked = failed = 0
+for _ in range(5000):
+    try:
+        data = open("flip").read()
+    except OSError:
+        failed += 1
+        continue
+    if data == "inside\n":
+        inside += 1
+    else:
+        leaked += 1
+        print(data, end="")
+print("inside", inside > 0, "leaked", leaked)
+)py",
+                              {}, Opts());
+  stop = true;
+  flipper.join();
+  EXPECT_EQ(result.status, 0) << result.err;
+  EXPECT_EQ(result.out.find(secret_), std::string::npos) << "the swapped link leaked the secret";
+  EXPECT_EQ(result.out, "inside True leaked 0\n") << result.err;
+}
+
+TEST_P(T3SandboxTools, PipesSubprocessesAndScriptsWork) {
+  WriteFile(ws_ / "hello.sh", "#!/bin/sh\necho \"script $1\"\n", 0755);
+  caller_.Give(ws_.path());
+  auto pipe = Sh("echo a | tr a b");
+  EXPECT_EQ(pipe.status, 0) << pipe.err;
+  EXPECT_EQ(pipe.out, "b\n");
+  auto nested = Sh("sh -c 'sh -c \"echo nested\"' && ./hello.sh inner && (cd / && pwd)");
+  EXPECT_EQ(nested.status, 0) << nested.err;
+  EXPECT_EQ(nested.out, "nested\nscript inner\n/\n");
+  auto script = Sandbox(ws_.path(), {}, {"./hello.sh", "top"}, Opts());
+  EXPECT_EQ(script.status, 0) << script.err;
+  EXPECT_EQ(script.out, "script top\n");
+  if (Exists(kPython)) {
+    auto sub = SandboxPython(
+        ws_.path(),
+        "import subprocess; print(subprocess.run(['/bin/echo', 'sub'], capture_output=True, "
+        "text=True).stdout, end='')",
+        {}, Opts());
+    EXPECT_EQ(sub.status, 0) << sub.err;
+    EXPECT_EQ(sub.out, "sub\n");
+  }
+  RunOptions with_stdin = Opts();
+  with_stdin.stdin_data = "from-stdin\n";
+  auto in = SandboxSh(ws_.path(), "cat", {}, with_stdin);
+  EXPECT_EQ(in.out, "from-stdin\n") << in.err;
+}
+
+TEST_P(T3SandboxTools, WorkspaceUnderTmpWithSpacesInItsPathWorks) {
+  TempDir spaced("anvil ws with spaces");
+  caller_.Give(spaced.path());
+  auto result = SandboxSh(spaced.path(),
+                          "pwd && echo one > a.txt && mkdir d && mv a.txt d/b.txt && "
+                          "cat d/b.txt && echo tmp > /tmp/x && cat /tmp/x && rm -r d && ls -A",
+                          {}, Opts());
+  EXPECT_EQ(result.status, 0) << result.err;
+  EXPECT_EQ(result.out, spaced.path() + "\none\ntmp\n");
+  EXPECT_FALSE(Exists(spaced / "d"));
+  auto keep = SandboxSh(spaced.path(), "echo kept > kept.txt", {}, Opts());
+  EXPECT_EQ(keep.status, 0) << keep.err;
+  EXPECT_EQ(ReadFile(spaced / "kept.txt"), "kept\n") << "writes reach the real workspace";
+}
+
+INSTANTIATE_TEST_SUITE_P(Callers, T3SandboxTools, ::testing::ValuesIn(kAllCallers),
+                         CallerParamName);
+
+}  // namespace
+}  // namespace anvil::testing

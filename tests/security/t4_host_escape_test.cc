@@ -1,0 +1,157 @@
+// T4: plugin escape. Real plugin hosts (Lua and QuickJS) behind a real gateway: the plugin API
+// works, the language's own escape hatches are gone, and even a compromised VM (simulated by a
+// test hook that makes the host attack itself after lockdown) is stopped by the kernel.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include "gateway_fixture.h"
+#include "session/host_process.h"
+
+namespace anvil::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Flavor {
+  std::string runtime;
+  std::string entry;
+};
+
+class T4HostEscape : public GatewayTest, public ::testing::WithParamInterface<Flavor> {
+ protected:
+  void SetUp() override {
+    GatewayTest::SetUp();
+    plugin_ = std::make_unique<TempDir>("anvil-plugin");
+    WriteFile(*ws_ / "hello.txt", "hello from the workspace");
+    ASSERT_EQ(Shell("mkdir -p '" + ws_->path() + "/notes'"), 0);
+    StartGateway();
+  }
+  void TearDown() override {
+    if (host_) (void)host_->Stop();
+    host_.reset();
+    GatewayTest::TearDown();
+  }
+  // Writes the plugin's entry and starts its host.
+  Result<std::unique_ptr<session::HostProcess>> StartPlugin(const std::string& code,
+                                                            std::vector<std::string> extra = {}) {
+    WriteFile(*plugin_ / GetParam().entry, code);
+    session::HostConfig config{BinDir() + "/anvil-plugin-host", plugin_->path(), GetParam().runtime,
+                               GetParam().entry, "test.plugin", std::move(extra)};
+    return session::HostProcess::Start(config, *gateway_, ReadWriteGrant());
+  }
+  bool Lua() const { return GetParam().runtime == "lua"; }
+  std::unique_ptr<TempDir> plugin_;
+  std::unique_ptr<session::HostProcess> host_;
+};
+
+session::EditorHandler NoEditor() {
+  return [](const std::string&, const std::vector<std::string>&) -> Result<std::vector<std::string>> {
+    return Fail("denied", "no editor");
+  };
+}
+session::LogHandler NoLog() {
+  return [](const std::string&, const std::string&) {};
+}
+
+TEST_P(T4HostEscape, BenignPluginReadsTheWorkspaceThroughTheGateway) {
+  auto host = StartPlugin(Lua() ? "anvil.command('read', function() return sys.fs.read('hello.txt') end)"
+                                : "anvil.command('read', () => sys.fs.read('hello.txt'));");
+  ASSERT_TRUE(host) << host.error().ToString();
+  host_ = std::move(*host);
+  auto commands = host_->Describe(5s);
+  ASSERT_TRUE(commands) << commands.error().ToString() << host_->stderr_text();
+  EXPECT_EQ(*commands, std::vector<std::string>{"read"});
+  auto r = host_->Run("read", "{}", 5s, NoEditor(), NoLog());
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(*r, "\"hello from the workspace\"");
+}
+
+TEST_P(T4HostEscape, LanguageEscapeHatchesAreGone) {
+  std::string code =
+      Lua() ? R"(anvil.command('probe', function()
+                   return {io == nil, os.execute == nil, package == nil, debug == nil,
+                           require == nil or not pcall(require, 'io'),
+                           not pcall(load, string.dump and string.dump(print) or '\27Lua', 'x', 'b') or
+                             load('\27Lua', 'x', 'b') == nil}
+                 end))"
+            : R"(anvil.command('probe', () => [typeof std === 'undefined', typeof os === 'undefined',
+                   (() => { try { eval('1'); return false; } catch (e) { return true; } })(),
+                   (() => { try { (()=>{}).constructor('return 1')(); return false; } catch (e) { return true; } })()]);)";
+  auto host = StartPlugin(code);
+  ASSERT_TRUE(host) << host.error().ToString();
+  host_ = std::move(*host);
+  auto r = host_->Run("probe", "{}", 5s, NoEditor(), NoLog());
+  ASSERT_TRUE(r) << r.error().ToString() << host_->stderr_text();
+  EXPECT_EQ(r->find("false"), std::string::npos) << *r;
+}
+
+TEST_P(T4HostEscape, ReadingOutsideTheWorkspaceIsDenied) {
+  auto host = StartPlugin(Lua() ? "anvil.command('x', function() return sys.fs.read('../../etc/passwd') end)"
+                                : "anvil.command('x', () => sys.fs.read('../../etc/passwd'));");
+  ASSERT_TRUE(host);
+  host_ = std::move(*host);
+  auto r = host_->Run("x", "{}", 5s, NoEditor(), NoLog());
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "invalid");
+}
+
+TEST_P(T4HostEscape, InfiniteLoopIsKilledAtTheDeadline) {
+  auto host = StartPlugin(
+      Lua() ? "anvil.command('spin', function() while true do pcall(function() while true do end end) end end)"
+            : "anvil.command('spin', () => { for (;;) { try { for (;;) {} } catch (e) {} } });",
+      {"--instructions", "100000000000000", "--deadline-ms", "100000"});
+  ASSERT_TRUE(host);
+  host_ = std::move(*host);
+  auto start = std::chrono::steady_clock::now();
+  auto r = host_->Run("spin", "{}", 500ms, NoEditor(), NoLog());
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "timeout");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  EXPECT_FALSE(host_->running()) << "host survived its deadline";
+}
+
+TEST_P(T4HostEscape, SandboxSetupFailureMeansThePluginNeverRuns) {
+  // Control: the same plugin with every layer in place does run (and writes its marker).
+  {
+    auto host = StartPlugin(Lua() ? "sys.fs.write('notes/ran-ok.txt', 'x')"
+                                  : "sys.fs.write('notes/ran-ok.txt', 'x');");
+    ASSERT_TRUE(host) << host.error().ToString();
+    auto d = (*host)->Describe(5s);
+    ASSERT_TRUE(d) << d.error().ToString() << (*host)->stderr_text();
+    EXPECT_TRUE(Exists(*ws_ / "notes/ran-ok.txt"));
+    (void)(*host)->Stop();
+  }
+  for (const std::string layer : {"seccomp", "landlock", "rlimit"}) {
+    std::string marker = "ran-" + layer + ".txt";
+    auto host = StartPlugin(Lua() ? "sys.fs.write('notes/" + marker + "', 'x')"
+                                  : "sys.fs.write('notes/" + marker + "', 'x');",
+                            {"--test-fail-layer", layer});
+    ASSERT_TRUE(host) << host.error().ToString();
+    auto d = (*host)->Describe(5s);
+    ASSERT_FALSE(d) << layer;
+    EXPECT_EQ(d.error().code, "sandbox") << d.error().ToString();
+    EXPECT_FALSE(Exists(*ws_ / ("notes/" + marker))) << "plugin ran without " << layer;
+  }
+}
+
+// The compromise simulation: whatever the VM does, the kernel says no.
+TEST_P(T4HostEscape, CompromisedHostIsStoppedByTheKernel) {
+  for (const std::string attack : {"open", "openat2", "socket", "unix-socket", "execve", "fork",
+                                   "ptrace", "mmap-exec", "mprotect-exec", "kill-parent"}) {
+    auto host = StartPlugin(Lua() ? "-- never runs" : "// never runs",
+                            {"--test-attack-after-lockdown", attack});
+    ASSERT_TRUE(host) << host.error().ToString();
+    auto status = (*host)->Stop(5000ms);
+    ASSERT_TRUE(status) << attack;
+    EXPECT_EQ(*status, 0) << attack << ": " << (*host)->stderr_text();
+    EXPECT_NE((*host)->stderr_text().find("blocked"), std::string::npos)
+        << attack << ": " << (*host)->stderr_text();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Runtimes, T4HostEscape,
+                         ::testing::Values(Flavor{"lua", "main.lua"}, Flavor{"js", "main.js"}),
+                         [](const auto& info) { return info.param.runtime; });
+
+}  // namespace
+}  // namespace anvil::testing

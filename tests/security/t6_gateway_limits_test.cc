@@ -1,0 +1,152 @@
+// T6 against the gateway: oversize and malformed frames, floods, slow readers, quotas. The
+// gateway must answer or refuse, never buffer without bound, and keep serving everyone else.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "gateway_fixture.h"
+
+namespace anvil::testing {
+namespace {
+
+long RssKib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;
+}
+
+class T6GatewayLimits : public GatewayTest {};
+
+TEST_F(T6GatewayLimits, OversizeFrameClosesOnlyThatConnection) {
+  WriteFile(*ws_ / "a.txt", "ok");
+  StartGateway({"--max-frame-bytes", "65536"});
+  auto token = RegisterPlugin("p.one", ReadWriteGrant());
+  auto good = Client(token, "p.one");
+  auto fd = gateway_->Connect();
+  ASSERT_TRUE(fd);
+  // Announce a 1 GiB frame: refused from the length alone, before any allocation.
+  const unsigned char header[5] = {0x00, 0x00, 0x00, 0x40, 0x01};
+  ASSERT_EQ(send(fd->Get(), header, sizeof(header), MSG_NOSIGNAL), 5);
+  char buf[16];
+  EXPECT_EQ(recv(fd->Get(), buf, sizeof(buf), 0), 0) << "connection should be closed";
+  auto r = good->Call("fs.read", {"a.txt"});
+  ASSERT_TRUE(r && r->ok) << "gateway stopped serving others";
+}
+
+TEST_F(T6GatewayLimits, GarbageClosesOnlyThatConnection) {
+  WriteFile(*ws_ / "a.txt", "ok");
+  StartGateway();
+  auto token = RegisterPlugin("p.one", ReadWriteGrant());
+  auto good = Client(token, "p.one");
+  auto fd = gateway_->Connect();
+  ASSERT_TRUE(fd);
+  const char garbage[] = "\x10\x00\x00\x00\x01garbage-garbage";
+  ASSERT_GT(send(fd->Get(), garbage, sizeof(garbage) - 1, MSG_NOSIGNAL), 0);
+  char buf[16];
+  EXPECT_EQ(recv(fd->Get(), buf, sizeof(buf), 0), 0);
+  EXPECT_TRUE(good->Call("fs.read", {"a.txt"})->ok);
+  ASSERT_TRUE(gateway_->Control({{"op", "status"}}));
+  bool logged = false;
+  for (const auto& l : AuditLines()) logged |= l["op"] == "frame" && l["verdict"] == "deny";
+  EXPECT_TRUE(logged) << "malformed frame not in the audit log";
+}
+
+TEST_F(T6GatewayLimits, FloodGetsBusyAndEveryRequestAnAnswer) {
+  WriteFile(*ws_ / "a.txt", std::string(4096, 'a'));
+  StartGateway({"--max-inflight", "4", "--workers", "1"});
+  auto token = RegisterPlugin("p.one", ReadWriteGrant());
+  auto client = Client(token, "p.one");
+  long rss_before = RssKib(gateway_->pid());
+  constexpr int kRequests = 20000;
+  int ok = 0, busy = 0;
+  int sent = 0, received = 0;
+  while (received < kRequests) {
+    // Keep up to 256 requests pipelined: far more than the gateway lets in flight.
+    while (sent < kRequests && sent - received < 256) {
+      ASSERT_TRUE(client->Send("fs.read", {"a.txt"}));
+      ++sent;
+    }
+    auto r = client->Receive();
+    ASSERT_TRUE(r) << r.error().ToString();
+    ++received;
+    if (r->ok) {
+      ++ok;
+    } else if (r->fields[0] == "busy") {
+      ++busy;
+    } else {
+      FAIL() << r->ErrorText();
+    }
+  }
+  EXPECT_EQ(ok + busy, kRequests);
+  EXPECT_GT(busy, 0) << "over the in-flight cap the gateway must answer busy";
+  EXPECT_GT(ok, 0);
+  long rss_after = RssKib(gateway_->pid());
+  EXPECT_LT(rss_after - rss_before, 64 * 1024) << "gateway memory grew with the flood";
+}
+
+TEST_F(T6GatewayLimits, SlowReaderIsBackpressuredNotBuffered) {
+  WriteFile(*ws_ / "big.bin", std::string(1 << 20, 'x'));
+  StartGateway({"--max-inflight", "64"});
+  auto token = RegisterPlugin("p.one", ReadWriteGrant());
+  auto client = Client(token, "p.one");
+  long rss_before = RssKib(gateway_->pid());
+  // 400 MiB of answers requested; the client reads none of them for a while.
+  int sent = 0;
+  int flags = fcntl(client->fd(), F_GETFL);
+  fcntl(client->fd(), F_SETFL, flags | O_NONBLOCK);
+  for (; sent < 400; ++sent) {
+    if (!client->Send("fs.read", {"big.bin"})) break;  // our send buffer filled: fine
+  }
+  fcntl(client->fd(), F_SETFL, flags);
+  usleep(500000);
+  long rss_peak = RssKib(gateway_->pid());
+  EXPECT_LT(rss_peak - rss_before, 200 * 1024) << "gateway buffered a slow reader's answers";
+  int answered = 0;
+  while (answered < sent) {
+    auto r = client->Receive();
+    ASSERT_TRUE(r) << r.error().ToString();
+    ++answered;
+  }
+  EXPECT_EQ(answered, sent);
+}
+
+TEST_F(T6GatewayLimits, RequestQuotaAnswersLimit) {
+  WriteFile(*ws_ / "a.txt", "ok");
+  StartGateway({"--requests-per-second", "20"});
+  auto token = RegisterPlugin("p.one", ReadWriteGrant());
+  auto client = Client(token, "p.one");
+  int limited = 0, ok = 0;
+  for (int i = 0; i < 60; ++i) {
+    auto r = client->Call("fs.read", {"a.txt"});
+    ASSERT_TRUE(r);
+    if (r->ok) {
+      ++ok;
+    } else if (r->fields[0] == "limit") {
+      ++limited;
+    }
+  }
+  EXPECT_GT(ok, 0);
+  EXPECT_GT(limited, 0);
+}
+
+TEST_F(T6GatewayLimits, ReadOverTheSizeCapIsALimitError) {
+  WriteFile(*ws_ / "big.bin", std::string(2 << 20, 'x'));
+  WriteFile(*ws_ / "small.bin", "x");
+  StartGateway({"--max-read-bytes", "1048576"});
+  auto token = RegisterPlugin("p.one", ReadWriteGrant());
+  auto client = Client(token, "p.one");
+  auto r = client->Call("fs.read", {"big.bin"});
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(r->ok);
+  EXPECT_EQ(r->fields[0], "limit");
+  EXPECT_TRUE(client->Call("fs.read", {"small.bin"})->ok);
+}
+
+}  // namespace
+}  // namespace anvil::testing
