@@ -7,6 +7,7 @@ scripts/install-deps.sh
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$(nproc)" >/dev/null
 anvil="$PWD/build/release/anvil"
+repo="$PWD"
 
 work=$(mktemp -d /tmp/anvil-demo-XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -19,6 +20,13 @@ show() { step "$*"; set +e; "$@"; echo "[exit $?]"; set -e; }
 
 "$anvil" doctor || true
 cd "$work/ws"
+# Plugins: a Lua plugin reading the workspace, a JS plugin writing a report under notes/.
+# Grants are kept in a throw-away state directory for the demo.
+export XDG_STATE_HOME="$work/state"
+show "$anvil" run --approve "$repo/examples/plugins/hello-lua" summary
+show "$anvil" run --approve "$repo/examples/plugins/notes-js" report
+show cat notes/report.md
+show "$anvil" audit
 show "$anvil" sandbox -- grep -rn TODO .
 show "$anvil" sandbox -- sh -c 'cc -o /tmp/hello src/main.c 2>/dev/null && /tmp/hello || echo "(no compiler)"; echo built > notes/build.txt; cat notes/build.txt'
 show "$anvil" sandbox -- cat "$work/outside/id_ed25519"

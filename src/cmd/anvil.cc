@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cli/doctor_command.h"
+#include "cli/run_command.h"
 #include "cli/sandbox_command.h"
 
 namespace {
@@ -14,12 +15,16 @@ Run untrusted plugins and commands without trusting them.
 
 Commands:
   sandbox   run a command under a sandbox policy       (anvil sandbox --help)
+  run       run one command of a plugin, sandboxed     (anvil run --help)
+  plugin    inspect, approve, revoke and lock plugins  (anvil plugin --help)
+  audit     read the audit log of a workspace          (anvil audit --help)
   doctor    check which kernel sandbox layers work     (anvil doctor --help)
 
 Examples:
   anvil doctor
   anvil sandbox -- make test
   anvil sandbox --policy read-only --json -- rg TODO
+  anvil run --approve examples/plugins/hello-lua summary
 )";
 
 }  // namespace
@@ -36,6 +41,9 @@ int main(int argc, char** argv) {
     return anvil::cli::RunSandboxCommand(args, anvil::cli::SandboxFrontEnd::kAnvilSandbox);
   }
   if (command == "doctor") return anvil::cli::RunDoctorCommand(args);
+  if (command == "run") return anvil::cli::RunRunCommand(args);
+  if (command == "plugin") return anvil::cli::RunPluginCommand(args);
+  if (command == "audit") return anvil::cli::RunAuditCommand(args);
   std::cerr << "anvil: invalid: unknown command '" << command << "' (see anvil --help)\n";
   return 2;
 }

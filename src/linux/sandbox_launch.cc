@@ -518,7 +518,11 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
 
   sigset_t forwarded, saved;
   sigemptyset(&forwarded);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGWINCH, SIGCHLD}) sigaddset(&forwarded, sig);
+  // SIGPIPE too: writing the go byte to an init that already failed must be an EPIPE, not
+  // the death of the supervisor (the loop below drains it from the signalfd).
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGWINCH, SIGCHLD, SIGPIPE}) {
+    sigaddset(&forwarded, sig);
+  }
   sigprocmask(SIG_BLOCK, &forwarded, &saved);
 
   unsigned long flags = 0;
@@ -621,7 +625,9 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
     if (fds[2].revents) {
       signalfd_siginfo si;
       while (::read(sigfd.Get(), &si, sizeof(si)) == sizeof(si)) {
-        if (si.ssi_signo != SIGCHLD) syscall(SYS_pidfd_send_signal, init_fd.Get(), si.ssi_signo, nullptr, 0);
+        if (si.ssi_signo != SIGCHLD && si.ssi_signo != SIGPIPE) {
+          syscall(SYS_pidfd_send_signal, init_fd.Get(), si.ssi_signo, nullptr, 0);
+        }
       }
     }
     if (fds[0].revents) break;
@@ -644,6 +650,15 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   }
   fcntl(report_read.Get(), F_SETFL, 0);
   if (!report_eof) read_records();
+  {
+    // A SIGPIPE of ours still pending must not fire when the caller's mask comes back.
+    sigset_t pipe_only;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    timespec zero{0, 0};
+    while (sigtimedwait(&pipe_only, nullptr, &zero) > 0) {
+    }
+  }
   sigprocmask(SIG_SETMASK, &saved, nullptr);
 
   SandboxOutcome out;

@@ -1,0 +1,412 @@
+#include "cli/run_command.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "policy/consent.h"
+#include "policy/grant_store.h"
+#include "policy/lockfile.h"
+#include "policy/manifest.h"
+#include "session/plugin_session.h"
+
+namespace anvil::cli {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr int kExitOk = 0, kExitPluginError = 1, kExitUsage = 2, kExitRefused = 3,
+              kExitTimeout = 124, kExitSandbox = 125;
+
+constexpr char kRunUsage[] = R"(usage: anvil run [--workspace DIR] [--approve] [--timeout SECONDS] PLUGIN_DIR COMMAND [ARGS...]
+
+Start a session, load one plugin, run one of its commands, print what it returns (strings
+as-is, other values as JSON) and its notifications, and stop.
+
+  --workspace DIR      the workspace (default: the current directory)
+  --approve            grant exactly what the manifest requests, without asking (scripts)
+  --timeout SECONDS    wall-clock deadline of the command (default 10; the plugin is killed)
+  --json               print the result as one JSON object {"ok","result"|"error"}
+
+Without a stored grant for this plugin, workspace and manifest hash, the requested permissions
+are shown and you are asked. Exit: 0 ok, 1 the command raised an error, 2 usage, 3 permission
+refused, 124 deadline passed, 125 the sandbox could not be set up.
+
+Example:
+  anvil run --approve examples/plugins/hello-lua summary
+)";
+
+int ExitFor(const Error& e) {
+  if (e.code == "timeout") return kExitTimeout;
+  if (e.code == "sandbox") return kExitSandbox;
+  return kExitPluginError;
+}
+
+std::string Canonical(const std::string& path) {
+  char buf[PATH_MAX];
+  return ::realpath(path.c_str(), buf) ? std::string(buf) : std::string();
+}
+
+// Asks on the controlling terminal (never stdin: a script's input must not answer for the
+// user). No terminal: no consent.
+bool AskOnTerminal(const std::string& prompt) {
+  int fd = ::open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return false;
+  ssize_t ignored = ::write(fd, prompt.data(), prompt.size());
+  (void)ignored;
+  char buf[16] = {};
+  ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
+  ::close(fd);
+  return n > 0 && (buf[0] == 'y' || buf[0] == 'Y');
+}
+
+// The grant to run with, or an error (code "denied" when the user refused or cannot be asked).
+Result<Grant> ResolveGrant(const std::string& workspace, const Manifest& manifest, bool approve) {
+  auto store = GrantStore::Open();
+  if (!store) return tl::unexpected(store.error());
+  if (auto grant = store->Find(workspace, manifest.id, manifest.sha256)) return *grant;
+  auto previous = store->FindLatest(workspace, manifest.id);
+  std::optional<Grant> previous_grant;
+  if (previous) previous_grant = previous->grant;
+  // A changed manifest that only removes permissions needs no new consent.
+  bool consent = approve || !NeedsConsent(previous_grant, manifest.requested);
+  if (!consent) {
+    std::string prompt = "\nPlugin " + SanitizeForDisplay(manifest.id) + " " +
+                         SanitizeForDisplay(manifest.version) + " asks for:\n" +
+                         DescribeGrant(manifest.requested) + "\nin workspace " +
+                         SanitizeForDisplay(workspace, 400) + "\nAllow? [y/N] ";
+    if (previous) prompt = "\nThe manifest changed and asks for more than before." + prompt;
+    consent = AskOnTerminal(prompt);
+    if (!consent) {
+      return Fail("denied", "permission not granted for " + manifest.id +
+                                " (approve with --approve or `anvil plugin approve`)");
+    }
+  }
+  if (auto s = store->Approve(workspace, manifest.id, manifest.sha256, manifest.requested); !s) {
+    return tl::unexpected(s.error());
+  }
+  return manifest.requested;
+}
+
+// anvil.lock, when it names this plugin, must match the plugin's files exactly.
+Status CheckLock(const std::string& workspace, const std::string& plugin_dir,
+                 const Manifest& manifest) {
+  auto lock = ReadLockfile(workspace);
+  if (!lock) return lock.error().code == "not_found" ? Ok() : Status(tl::unexpected(lock.error()));
+  if (!lock->plugins.count(manifest.id)) return Ok();
+  auto hashes = HashPluginDir(plugin_dir, manifest);
+  if (!hashes) return tl::unexpected(hashes.error());
+  return VerifyAgainstLock(*lock, manifest.id, *hashes);
+}
+
+}  // namespace
+
+int RunRunCommand(const std::vector<std::string>& args) {
+  std::string workspace_arg = ".";
+  bool approve = false, json = false;
+  double timeout = 10;
+  std::vector<std::string> positional;
+  std::vector<std::string> gateway_args;
+  size_t i = 0;
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> const std::string* { return i + 1 < args.size() ? &args[++i] : nullptr; };
+    if (!positional.empty()) {
+      positional.push_back(a);
+    } else if (a == "--help" || a == "-h") {
+      std::cout << kRunUsage;
+      return kExitOk;
+    } else if (a == "--approve") {
+      approve = true;
+    } else if (a == "--json") {
+      json = true;
+    } else if (a == "--workspace") {
+      const std::string* v = value();
+      if (!v) return std::cerr << "anvil run: invalid: --workspace needs a directory\n", kExitUsage;
+      workspace_arg = *v;
+    } else if (a == "--timeout") {
+      const std::string* v = value();
+      char* end = nullptr;
+      timeout = v ? std::strtod(v->c_str(), &end) : 0;
+      if (!v || *end != '\0' || !(timeout > 0) || !std::isfinite(timeout)) {
+        std::cerr << "anvil run: invalid: --timeout needs a positive number of seconds\n";
+        return kExitUsage;
+      }
+    } else if (a == "--unsafe-test-resolver" || a == "--unsafe-test-allow-address" ||
+               a == "--unsafe-test-ca") {
+      // Trusted-side test options, passed to the gateway (INTERFACES.md); never from a plugin.
+      const std::string* v = value();
+      if (!v) return std::cerr << "anvil run: invalid: " << a << " needs a value\n", kExitUsage;
+      gateway_args.push_back(a);
+      gateway_args.push_back(*v);
+    } else if (a == "--") {
+      continue;
+    } else if (!a.empty() && a[0] == '-') {
+      std::cerr << "anvil run: invalid: unknown option " << a << " (see anvil run --help)\n";
+      return kExitUsage;
+    } else {
+      positional.push_back(a);
+    }
+  }
+  if (positional.size() < 2) {
+    std::cerr << "anvil run: invalid: need PLUGIN_DIR and COMMAND\n" << kRunUsage;
+    return kExitUsage;
+  }
+  std::string workspace = Canonical(workspace_arg);
+  if (workspace.empty()) {
+    std::cerr << "anvil run: invalid: workspace " << workspace_arg << " does not exist\n";
+    return kExitUsage;
+  }
+  std::string plugin_dir = Canonical(positional[0]);
+  if (plugin_dir.empty()) {
+    std::cerr << "anvil run: invalid: plugin directory " << positional[0] << " does not exist\n";
+    return kExitUsage;
+  }
+  auto manifest = LoadManifest(plugin_dir);
+  if (!manifest) {
+    std::cerr << "anvil run: " << manifest.error().ToString() << "\n";
+    return kExitUsage;
+  }
+  if (auto s = CheckLock(workspace, plugin_dir, *manifest); !s) {
+    std::cerr << "anvil run: " << s.error().ToString() << "\n";
+    return kExitRefused;
+  }
+  auto grant = ResolveGrant(workspace, *manifest, approve);
+  if (!grant) {
+    std::cerr << "anvil run: " << grant.error().ToString() << "\n";
+    return grant.error().code == "denied" ? kExitRefused : kExitUsage;
+  }
+
+  session::PluginSessionConfig config{workspace, plugin_dir, *manifest, *grant, gateway_args, {}};
+  config.host_args = {"--deadline-ms", std::to_string(static_cast<int64_t>(timeout * 1000))};
+  auto session = session::PluginSession::Start(config);
+  if (!session) {
+    std::cerr << "anvil run: " << session.error().ToString() << "\n";
+    return kExitSandbox;
+  }
+  const std::string id = SanitizeForDisplay(manifest->id);
+  auto deadline = std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000));
+  auto commands = (*session)->Commands(deadline);
+  if (!commands) {
+    std::cerr << "anvil run: " << commands.error().ToString() << "\n";
+    (void)(*session)->Stop();
+    return ExitFor(commands.error());
+  }
+  const std::string& command = positional[1];
+  if (std::find(commands->begin(), commands->end(), command) == commands->end()) {
+    std::string known;
+    for (const auto& c : *commands) known += (known.empty() ? "" : ", ") + SanitizeForDisplay(c);
+    std::cerr << "anvil run: not_found: plugin " << id << " has no command '"
+              << SanitizeForDisplay(command) << "' (it has: " << known << ")\n";
+    (void)(*session)->Stop();
+    return kExitUsage;
+  }
+  nlohmann::json cmd_args = nlohmann::json::array();
+  for (size_t k = 2; k < positional.size(); ++k) cmd_args.push_back(positional[k]);
+
+  // Notifications and logs are shown attributed to the plugin, sanitized: a plugin cannot
+  // write escape sequences to the user's terminal or make a line look like Anvil's own.
+  session::EditorHandler editor = [&](const std::string& op, const std::vector<std::string>& a)
+      -> Result<std::vector<std::string>> {
+    if (op == "editor.notify" && a.size() == 1) {
+      std::cerr << "[" << id << "] " << SanitizeForDisplay(a[0], 2000) << "\n";
+      return std::vector<std::string>{};
+    }
+    if (op == "editor.buffer.get" || op == "editor.buffer.edit") {
+      return Fail("not_found", "no editor buffers in `anvil run` (use `anvil serve`)");
+    }
+    return Fail("invalid", "unknown editor request");
+  };
+  session::LogHandler log = [&](const std::string& level, const std::string& text) {
+    std::cerr << "[" << id << " " << SanitizeForDisplay(level, 8) << "] "
+              << SanitizeForDisplay(text, 2000) << "\n";
+  };
+  auto result = (*session)->Run(command, cmd_args.dump(), deadline, editor, log);
+  (void)(*session)->Stop();
+  if (!result) {
+    if (json) {
+      std::cout << nlohmann::json{{"ok", false}, {"error", result.error().ToString()}}.dump() << "\n";
+    } else {
+      std::cerr << "anvil run: " << SanitizeForDisplay(result.error().ToString(), 4000) << "\n";
+    }
+    return ExitFor(result.error());
+  }
+  auto value = nlohmann::json::parse(*result, nullptr, false);
+  if (json) {
+    std::cout << nlohmann::json{{"ok", true}, {"result", value}}.dump() << "\n";
+  } else if (value.is_string()) {
+    std::cout << value.get<std::string>() << "\n";
+  } else {
+    std::cout << value.dump(2) << "\n";
+  }
+  return kExitOk;
+}
+
+int RunPluginCommand(const std::vector<std::string>& args) {
+  constexpr char kUsage[] = R"(usage: anvil plugin <list|inspect|approve|revoke|lock> [--workspace DIR] [PLUGIN_DIR]
+
+  list                  the grants stored for the workspace
+  inspect PLUGIN_DIR    the manifest, what it requests, and whether it is granted here
+  approve PLUGIN_DIR    grant exactly what the manifest requests (keyed by its SHA-256)
+  revoke PLUGIN_ID      remove the plugin's grants in the workspace
+  lock PLUGIN_DIR       pin the plugin's manifest and code hashes in <workspace>/anvil.lock
+)";
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    std::cout << kUsage;
+    return args.empty() ? kExitUsage : kExitOk;
+  }
+  std::string sub = args[0];
+  std::string workspace_arg = ".";
+  std::vector<std::string> rest;
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (args[i] == "--workspace" && i + 1 < args.size()) {
+      workspace_arg = args[++i];
+    } else {
+      rest.push_back(args[i]);
+    }
+  }
+  std::string workspace = Canonical(workspace_arg);
+  if (workspace.empty()) {
+    std::cerr << "anvil plugin: invalid: no such workspace " << workspace_arg << "\n";
+    return kExitUsage;
+  }
+  auto store = GrantStore::Open();
+  if (!store) {
+    std::cerr << "anvil plugin: " << store.error().ToString() << "\n";
+    return kExitPluginError;
+  }
+  if (sub == "list") {
+    for (const auto& e : store->List(workspace)) {
+      std::cout << SanitizeForDisplay(e.plugin_id) << "  manifest " << e.manifest_sha256.substr(0, 12)
+                << "\n" << DescribeGrant(e.grant) << "\n";
+    }
+    return kExitOk;
+  }
+  if (rest.size() != 1) {
+    std::cerr << "anvil plugin " << sub << ": invalid: needs one argument\n" << kUsage;
+    return kExitUsage;
+  }
+  if (sub == "revoke") {
+    if (auto s = store->Revoke(workspace, rest[0]); !s) {
+      std::cerr << "anvil plugin: " << s.error().ToString() << "\n";
+      return kExitPluginError;
+    }
+    return kExitOk;
+  }
+  std::string plugin_dir = Canonical(rest[0]);
+  auto manifest = plugin_dir.empty() ? Result<Manifest>(Fail("not_found", "no such plugin directory " + rest[0]))
+                                     : LoadManifest(plugin_dir);
+  if (!manifest) {
+    std::cerr << "anvil plugin: " << manifest.error().ToString() << "\n";
+    return kExitUsage;
+  }
+  if (sub == "inspect") {
+    bool granted = store->Find(workspace, manifest->id, manifest->sha256).has_value();
+    std::cout << "id:       " << SanitizeForDisplay(manifest->id) << "\nversion:  "
+              << SanitizeForDisplay(manifest->version) << "\nruntime:  " << ToString(manifest->runtime)
+              << "\nmanifest: sha256 " << manifest->sha256 << "\ngranted:  "
+              << (granted ? "yes (this manifest, this workspace)" : "no") << "\nrequests:\n"
+              << DescribeGrant(manifest->requested) << "\n";
+    return kExitOk;
+  }
+  if (sub == "approve") {
+    if (auto s = store->Approve(workspace, manifest->id, manifest->sha256, manifest->requested); !s) {
+      std::cerr << "anvil plugin: " << s.error().ToString() << "\n";
+      return kExitPluginError;
+    }
+    std::cout << "granted " << SanitizeForDisplay(manifest->id) << " in " << workspace << ":\n"
+              << DescribeGrant(manifest->requested) << "\n";
+    return kExitOk;
+  }
+  if (sub == "lock") {
+    auto lock = ReadLockfile(workspace);
+    Lockfile lf = lock ? *lock : Lockfile{};
+    if (!lock && lock.error().code != "not_found") {
+      std::cerr << "anvil plugin: " << lock.error().ToString() << "\n";
+      return kExitPluginError;
+    }
+    auto hashes = HashPluginDir(plugin_dir, *manifest);
+    if (!hashes) {
+      std::cerr << "anvil plugin: " << hashes.error().ToString() << "\n";
+      return kExitPluginError;
+    }
+    lf.plugins[manifest->id] = *hashes;
+    if (auto s = WriteLockfile(workspace, lf); !s) {
+      std::cerr << "anvil plugin: " << s.error().ToString() << "\n";
+      return kExitPluginError;
+    }
+    std::cout << "locked " << SanitizeForDisplay(manifest->id) << " in " << workspace << "/anvil.lock\n";
+    return kExitOk;
+  }
+  std::cerr << "anvil plugin: invalid: unknown subcommand " << sub << "\n" << kUsage;
+  return kExitUsage;
+}
+
+int RunAuditCommand(const std::vector<std::string>& args) {
+  std::string workspace_arg = ".", file;
+  bool follow = false, json = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--follow") {
+      follow = true;
+    } else if (args[i] == "--json") {
+      json = true;
+    } else if (args[i] == "--workspace" && i + 1 < args.size()) {
+      workspace_arg = args[++i];
+    } else if (args[i] == "--file" && i + 1 < args.size()) {
+      file = args[++i];
+    } else if (args[i] == "--help" || args[i] == "-h") {
+      std::cout << "usage: anvil audit [--workspace DIR | --file FILE] [--follow] [--json]\n\n"
+                   "Print the audit log of the workspace's sessions: one line per decision.\n";
+      return kExitOk;
+    } else {
+      std::cerr << "anvil audit: invalid: unknown option " << args[i] << "\n";
+      return kExitUsage;
+    }
+  }
+  if (file.empty()) {
+    auto path = session::AuditLogPath(Canonical(workspace_arg).empty() ? workspace_arg
+                                                                       : Canonical(workspace_arg));
+    if (!path) {
+      std::cerr << "anvil audit: " << path.error().ToString() << "\n";
+      return kExitUsage;
+    }
+    file = *path;
+  }
+  std::ifstream in(file);
+  if (!in) {
+    std::cerr << "anvil audit: not_found: no audit log at " << file << "\n";
+    return kExitPluginError;
+  }
+  auto print = [&](const std::string& line) {
+    if (json) {
+      std::cout << line << "\n";
+      return;
+    }
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object()) return;
+    std::cout << j.value("verdict", "?") << "\t" << SanitizeForDisplay(j.value("plugin", "")) << "\t"
+              << j.value("op", "") << "\t" << SanitizeForDisplay(j.value("target", ""), 200);
+    if (j.contains("reason")) std::cout << "\t" << SanitizeForDisplay(j.value("reason", ""), 300);
+    std::cout << "\n";
+  };
+  std::string line;
+  while (true) {
+    while (std::getline(in, line)) print(line);
+    if (!follow) break;
+    in.clear();
+    std::this_thread::sleep_for(200ms);
+  }
+  return kExitOk;
+}
+
+}  // namespace anvil::cli

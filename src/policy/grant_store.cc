@@ -1,0 +1,392 @@
+#include "policy/grant_store.h"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <ctime>
+#include <nlohmann/json.hpp>
+#include <tuple>
+#include <utility>
+
+#include "fs/workspace_path.h"
+#include "policy/digest.h"
+#include "policy/file_io.h"
+#include "policy/manifest.h"
+
+namespace anvil {
+namespace {
+
+constexpr int kFormatVersion = 1;
+// Far beyond any real number of grants; bounds what a damaged or hostile file can cost.
+constexpr std::size_t kMaxStoreBytes = 16u << 20;
+
+// Holds an exclusive flock on the store directory for one read-modify-write cycle.
+class DirLock {
+ public:
+  static Result<DirLock> Acquire(int fd) {
+    while (::flock(fd, LOCK_EX) != 0) {
+      if (errno != EINTR) return SysFail("io", "lock the grant store directory");
+    }
+    return DirLock(fd);
+  }
+  DirLock(DirLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  DirLock(const DirLock&) = delete;
+  DirLock& operator=(const DirLock&) = delete;
+  DirLock& operator=(DirLock&&) = delete;
+  ~DirLock() {
+    if (fd_ >= 0) ::flock(fd_, LOCK_UN);
+  }
+
+ private:
+  explicit DirLock(int fd) : fd_(fd) {}
+  int fd_;
+};
+
+// Absolute, no empty/"."/".." components, no trailing '/', valid UTF-8: the form realpath(3)
+// returns. Keys in any other spelling would silently never match.
+bool IsCanonicalAbsolute(std::string_view path) {
+  if (path.empty() || path.front() != '/') return false;
+  if (path == "/") return true;
+  if (path.back() == '/') return false;
+  if (!IsValidUtf8(path) || path.find('\0') != std::string_view::npos) return false;
+  std::size_t start = 1;
+  while (start <= path.size()) {
+    std::size_t end = path.find('/', start);
+    if (end == std::string_view::npos) end = path.size();
+    const std::string_view part = path.substr(start, end - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+// Creates each missing directory of an absolute or relative path with mode 0700 (XDG: the
+// state directory is private to the user). Existing components are left as they are.
+Status MakeDirs(const std::string& dir) {
+  if (dir.empty()) return Ok();
+  std::size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = dir.find('/', pos + 1);
+    const std::string prefix = dir.substr(0, pos);
+    if (prefix.empty()) continue;
+    if (::mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
+      return SysFail("io", "create directory " + QuotePathForMessage(prefix));
+    }
+  }
+  return Ok();
+}
+
+std::string Damaged(const std::string& path, std::string_view what) {
+  return QuotePathForMessage(path) + " is damaged: " + std::string(what) +
+         " (fix: move the file aside; each plugin will ask for consent again)";
+}
+
+Result<GrantEntry> EntryFromJson(const nlohmann::json& json, const std::string& path) {
+  if (!json.is_object()) return Fail("invalid", Damaged(path, "an entry is not an object"));
+  for (auto it = json.begin(); it != json.end(); ++it) {
+    const std::string& k = it.key();
+    if (k != "workspace" && k != "plugin" && k != "manifest_sha256" && k != "granted_at" &&
+        k != "grant") {
+      return Fail("invalid", Damaged(path, "unknown key " + QuotePathForMessage(k)));
+    }
+  }
+  auto string_field = [&](const char* key) -> Result<std::string> {
+    const auto it = json.find(key);
+    if (it == json.end() || !it->is_string()) {
+      return Fail("invalid", Damaged(path, std::string("an entry lacks the string ") + key));
+    }
+    return it->get<std::string>();
+  };
+  GrantEntry entry;
+  auto workspace = string_field("workspace");
+  if (!workspace) return tl::unexpected(workspace.error());
+  auto plugin = string_field("plugin");
+  if (!plugin) return tl::unexpected(plugin.error());
+  auto sha = string_field("manifest_sha256");
+  if (!sha) return tl::unexpected(sha.error());
+  entry.workspace = std::move(*workspace);
+  entry.plugin_id = std::move(*plugin);
+  entry.manifest_sha256 = std::move(*sha);
+  if (!IsCanonicalAbsolute(entry.workspace)) {
+    return Fail("invalid", Damaged(path, "workspace is not a canonical absolute path"));
+  }
+  if (!ValidatePluginId(entry.plugin_id)) {
+    return Fail("invalid", Damaged(path, "malformed plugin id"));
+  }
+  if (!IsSha256Hex(entry.manifest_sha256)) {
+    return Fail("invalid", Damaged(path, "manifest_sha256 is not 64 lower-case hex digits"));
+  }
+  const auto time = json.find("granted_at");
+  if (time == json.end() || !time->is_number_integer()) {
+    return Fail("invalid", Damaged(path, "an entry lacks the integer granted_at"));
+  }
+  entry.granted_at = time->get<std::int64_t>();
+  const auto grant = json.find("grant");
+  if (grant == json.end()) return Fail("invalid", Damaged(path, "an entry lacks its grant"));
+  auto parsed = GrantFromJson(*grant);
+  if (!parsed) return Fail("invalid", Damaged(path, parsed.error().message));
+  entry.grant = std::move(*parsed);
+  return entry;
+}
+
+Result<std::vector<GrantEntry>> ParseStore(std::string_view text, const std::string& path) {
+  // allow_exceptions=false: a torn file is a value (discarded), never a throw.
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return Fail("invalid", Damaged(path, "not valid JSON (torn write?)"));
+  if (!doc.is_object()) return Fail("invalid", Damaged(path, "top level is not an object"));
+  for (auto it = doc.begin(); it != doc.end(); ++it) {
+    if (it.key() != "version" && it.key() != "grants") {
+      return Fail("invalid", Damaged(path, "unknown key " + QuotePathForMessage(it.key())));
+    }
+  }
+  const auto version = doc.find("version");
+  if (version == doc.end() || !version->is_number_integer() ||
+      version->get<std::int64_t>() != kFormatVersion) {
+    return Fail("invalid", Damaged(path, "missing or unsupported version (expected 1)"));
+  }
+  const auto grants = doc.find("grants");
+  if (grants == doc.end() || !grants->is_array()) {
+    return Fail("invalid", Damaged(path, "grants is not a list"));
+  }
+  std::vector<GrantEntry> entries;
+  for (const auto& item : *grants) {
+    auto entry = EntryFromJson(item, path);
+    if (!entry) return tl::unexpected(entry.error());
+    // The writer keeps one entry per (workspace, plugin); two mean the file was not written by
+    // Anvil, and picking one of them would be a guess.
+    for (const GrantEntry& seen : entries) {
+      if (seen.workspace == entry->workspace && seen.plugin_id == entry->plugin_id) {
+        return Fail("invalid",
+                    Damaged(path, "two entries for plugin " + QuotePathForMessage(seen.plugin_id)));
+      }
+    }
+    entries.push_back(std::move(*entry));
+  }
+  return entries;
+}
+
+void SortEntries(std::vector<GrantEntry>& entries) {
+  std::sort(entries.begin(), entries.end(), [](const GrantEntry& a, const GrantEntry& b) {
+    return std::tie(a.workspace, a.plugin_id) < std::tie(b.workspace, b.plugin_id);
+  });
+}
+
+}  // namespace
+
+Result<std::string> CanonicalWorkspacePath(const std::string& path) {
+  char resolved[PATH_MAX];
+  if (::realpath(path.c_str(), resolved) == nullptr) {
+    return SysFail(errno == ENOENT ? "not_found" : "invalid",
+                   "workspace " + QuotePathForMessage(path));
+  }
+  std::string out(resolved);
+  if (!IsCanonicalAbsolute(out)) {
+    return Fail("invalid", "workspace path is not valid UTF-8: " + QuotePathForMessage(out));
+  }
+  return out;
+}
+
+Result<std::string> GrantStore::DefaultPath() {
+  // XDG Base Directory: a relative XDG_STATE_HOME is invalid and must be ignored (it would be
+  // resolved against whatever directory Anvil happens to run in, e.g. a hostile repository).
+  const char* state = std::getenv("XDG_STATE_HOME");
+  if (state != nullptr && state[0] == '/') return std::string(state) + "/anvil/grants.json";
+  const char* home = std::getenv("HOME");
+  std::string home_dir;
+  if (home != nullptr && home[0] == '/') {
+    home_dir = home;
+  } else {
+    struct passwd pw {};
+    struct passwd* result = nullptr;
+    std::vector<char> buffer(16384);
+    if (::getpwuid_r(::geteuid(), &pw, buffer.data(), buffer.size(), &result) != 0 ||
+        result == nullptr || pw.pw_dir == nullptr || pw.pw_dir[0] != '/') {
+      return Fail("not_found",
+                  "cannot find a home directory for the grant store (fix: set HOME or "
+                  "XDG_STATE_HOME)");
+    }
+    home_dir = pw.pw_dir;
+  }
+  return home_dir + "/.local/state/anvil/grants.json";
+}
+
+GrantStore::GrantStore(std::string path, std::string file_name, UniqueFd dir)
+    : path_(std::move(path)), file_name_(std::move(file_name)), dir_(std::move(dir)) {}
+
+Result<GrantStore> GrantStore::Open(const std::string& path_override) {
+  std::string path = path_override;
+  if (path.empty()) {
+    auto default_path = DefaultPath();
+    if (!default_path) return tl::unexpected(default_path.error());
+    path = std::move(*default_path);
+  }
+  const auto slash = path.rfind('/');
+  const std::string dir_path =
+      slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  const std::string file_name = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (file_name.empty() || file_name == "." || file_name == "..") {
+    return Fail("invalid", "grant store path " + QuotePathForMessage(path) + " names no file");
+  }
+  if (auto made = MakeDirs(dir_path); !made) return tl::unexpected(made.error());
+
+  // O_NOFOLLOW on the directory itself: a symlink planted as ~/.local/state/anvil would redirect
+  // every grant to a place someone else chose.
+  UniqueFd dir(::open(dir_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
+  if (!dir) {
+    if (errno == ELOOP || errno == ENOTDIR) {
+      return Fail("denied", "grant store directory " + QuotePathForMessage(dir_path) +
+                                " is a symbolic link or not a directory; refusing it");
+    }
+    return SysFail("io", "open grant store directory " + QuotePathForMessage(dir_path));
+  }
+  struct stat st {};
+  if (::fstat(dir.Get(), &st) != 0) return SysFail("io", "fstat " + QuotePathForMessage(dir_path));
+  if (st.st_uid != ::geteuid()) {
+    return Fail("denied", "grant store directory " + QuotePathForMessage(dir_path) +
+                              " is owned by uid " + std::to_string(st.st_uid) +
+                              ", not by you (uid " + std::to_string(::geteuid()) +
+                              "); refusing grants another user controls");
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return Fail("denied", "grant store directory " + QuotePathForMessage(dir_path) +
+                              " is writable by other users (fix: chmod 700 it)");
+  }
+  GrantStore store(path, file_name, std::move(dir));
+  if (auto loaded = store.Reload(); !loaded) return tl::unexpected(loaded.error());
+  return store;
+}
+
+Status GrantStore::Reload() {
+  struct stat st {};
+  auto text = ReadRegularFileNoFollow(dir_.Get(), file_name_, kMaxStoreBytes, &st);
+  if (!text) {
+    if (text.error().code == "not_found") {
+      entries_.clear();
+      return Ok();
+    }
+    Error error = text.error();
+    error.message = "grant store: " + error.message;
+    return tl::unexpected(std::move(error));
+  }
+  // Checked on the opened file, not by name: what was read is what was vetted.
+  if (st.st_uid != ::geteuid()) {
+    return Fail("denied", QuotePathForMessage(path_) + " is owned by uid " +
+                              std::to_string(st.st_uid) + ", not by you (uid " +
+                              std::to_string(::geteuid()) +
+                              "); refusing grants another user could have written");
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return Fail("denied", QuotePathForMessage(path_) +
+                              " is writable by other users; refusing grants they could have "
+                              "written (fix: chmod 600 it after checking its contents)");
+  }
+  auto entries = ParseStore(*text, path_);
+  if (!entries) return tl::unexpected(entries.error());
+  entries_ = std::move(*entries);
+  return Ok();
+}
+
+Status GrantStore::Save() const {
+  nlohmann::json grants = nlohmann::json::array();
+  for (const Entry& entry : entries_) {
+    grants.push_back({{"workspace", entry.workspace},
+                      {"plugin", entry.plugin_id},
+                      {"manifest_sha256", entry.manifest_sha256},
+                      {"granted_at", entry.granted_at},
+                      {"grant", GrantToJson(entry.grant)}});
+  }
+  const nlohmann::json doc = {{"version", kFormatVersion}, {"grants", std::move(grants)}};
+  // error_handler_t::replace: dump never throws; every key string was validated as UTF-8.
+  const std::string text =
+      doc.dump(2, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace) + "\n";
+  return WriteFileAtomically(dir_.Get(), file_name_, text, 0600);
+}
+
+std::optional<Grant> GrantStore::Find(std::string_view workspace, std::string_view plugin_id,
+                                      std::string_view manifest_sha256) const {
+  for (const Entry& entry : entries_) {
+    if (entry.workspace == workspace && entry.plugin_id == plugin_id &&
+        entry.manifest_sha256 == manifest_sha256) {
+      return entry.grant;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<GrantEntry> GrantStore::FindLatest(std::string_view workspace,
+                                                 std::string_view plugin_id) const {
+  const Entry* latest = nullptr;
+  for (const Entry& entry : entries_) {
+    if (entry.workspace == workspace && entry.plugin_id == plugin_id &&
+        (latest == nullptr || entry.granted_at >= latest->granted_at)) {
+      latest = &entry;
+    }
+  }
+  if (latest == nullptr) return std::nullopt;
+  return *latest;
+}
+
+Status GrantStore::Approve(std::string_view workspace, std::string_view plugin_id,
+                           std::string_view manifest_sha256, const Grant& grant) {
+  if (!IsCanonicalAbsolute(workspace)) {
+    return Fail("invalid", "workspace " + QuotePathForMessage(workspace) +
+                               " is not a canonical absolute path (use CanonicalWorkspacePath)");
+  }
+  if (auto id = ValidatePluginId(plugin_id); !id) return id;
+  if (!IsSha256Hex(manifest_sha256)) {
+    return Fail("invalid", "manifest hash is not 64 lower-case hex digits");
+  }
+  auto lock = DirLock::Acquire(dir_.Get());
+  if (!lock) return tl::unexpected(lock.error());
+  if (auto loaded = Reload(); !loaded) return loaded;
+  std::vector<Entry> before = entries_;
+  std::erase_if(entries_, [&](const Entry& e) {
+    return e.workspace == workspace && e.plugin_id == plugin_id;
+  });
+  entries_.push_back(Entry{std::string(workspace), std::string(plugin_id),
+                           std::string(manifest_sha256), grant,
+                           static_cast<std::int64_t>(std::time(nullptr))});
+  SortEntries(entries_);
+  if (auto saved = Save(); !saved) {
+    entries_ = std::move(before);  // memory stays what the disk holds
+    return saved;
+  }
+  return Ok();
+}
+
+Status GrantStore::Revoke(std::string_view workspace, std::string_view plugin_id) {
+  auto lock = DirLock::Acquire(dir_.Get());
+  if (!lock) return tl::unexpected(lock.error());
+  if (auto loaded = Reload(); !loaded) return loaded;
+  std::vector<Entry> before = entries_;
+  const auto removed = std::erase_if(entries_, [&](const Entry& e) {
+    return e.workspace == workspace && e.plugin_id == plugin_id;
+  });
+  if (removed == 0) {
+    return Fail("not_found", "no grant for plugin " + QuotePathForMessage(plugin_id) +
+                                 " in workspace " + QuotePathForMessage(workspace));
+  }
+  if (auto saved = Save(); !saved) {
+    entries_ = std::move(before);
+    return saved;
+  }
+  return Ok();
+}
+
+std::vector<GrantEntry> GrantStore::List(std::string_view workspace) const {
+  std::vector<Entry> out;
+  for (const Entry& entry : entries_) {
+    if (workspace.empty() || entry.workspace == workspace) out.push_back(entry);
+  }
+  SortEntries(out);
+  return out;
+}
+
+}  // namespace anvil

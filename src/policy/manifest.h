@@ -1,0 +1,85 @@
+// The plugin manifest, anvil-plugin.toml (threat model T8). A manifest is written by the plugin
+// author, so it is untrusted input: its permissions are only a *request* (a Grant the user may
+// approve), and it is parsed strictly so that nothing a user approves is ambiguous. Unknown keys
+// anywhere, wrong types and bad values are errors of the form
+//
+//   invalid: <source>:<line>:<col>: <what is wrong> (fix: <what to do>)
+//
+// Accepted shape (INTERFACES.md):
+//
+//   id = "example.todo-finder"   # [a-z0-9][a-z0-9._-]*, at most 64 bytes
+//   version = "0.1.0"            # non-empty printable ASCII, at most 64 bytes
+//   runtime = "lua"              # "lua" or "js"
+//   entry = "main.lua"           # relative path beneath the plugin dir; .lua for lua, .js for js
+//   name = "TODO finder"         # optional, one line, at most 100 bytes
+//   description = "..."          # optional, at most 2000 bytes
+//
+//   [permissions]                # optional; absent means nothing is requested
+//   fs.read   = ["**"]           # globs (path_glob.h), validated with ValidateGlob
+//   fs.write  = ["notes/**"]
+//   net.hosts = ["api.example.com"]  # exact lower-case host names or IP literals
+//   net.post  = false
+//   exec      = ["rg", "fd"]     # names from Anvil's executable policy table: [a-z0-9-]+
+//
+// `fs.read = [...]` inside [permissions] is a TOML dotted key, i.e. permissions.fs.read; the
+// equivalent [permissions.fs] table spelling is accepted too. Each list holds at most
+// kMaxPermissionEntries items; duplicates are dropped (first occurrence kept).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+#include "policy/grant.h"
+
+namespace anvil {
+
+inline constexpr std::string_view kManifestFileName = "anvil-plugin.toml";
+inline constexpr std::size_t kMaxManifestBytes = 64 * 1024;
+inline constexpr std::size_t kMaxPluginIdBytes = 64;
+// Bounds the consent prompt: a request long enough to scroll the first lines off the screen
+// would hide them from the user approving it.
+inline constexpr std::size_t kMaxPermissionEntries = 100;
+
+enum class PluginRuntime { kLua, kJs };
+std::string_view ToString(PluginRuntime runtime);        // "lua", "js"
+std::string_view EntryExtension(PluginRuntime runtime);  // ".lua", ".js"
+
+struct Manifest {
+  std::string id;
+  std::string version;
+  PluginRuntime runtime = PluginRuntime::kLua;
+  std::string entry;        // normalized relative path (workspace_path.h rules)
+  std::string name;         // empty when absent
+  std::string description;  // empty when absent
+  Grant requested;          // what the manifest asks for; never a grant by itself
+  std::string sha256;       // ManifestSha256 of the exact bytes parsed: the grant-store key
+};
+
+// Parses manifest text. `source_name` is used only in error messages.
+Result<Manifest> ParseManifest(std::string_view toml_text, std::string_view source_name);
+
+// Reads <plugin_dir>/anvil-plugin.toml (O_NOFOLLOW: a symlinked manifest is refused; at most
+// kMaxManifestBytes) and parses it, so Manifest::sha256 is the hash of exactly the bytes that
+// were parsed.
+Result<Manifest> LoadManifest(const std::string& plugin_dir);
+
+// Lower-case hex SHA-256 over the exact file bytes (no normalization: any change, even in a
+// comment, is a new manifest and needs its own grant).
+std::string ManifestSha256(std::string_view bytes);
+
+// The value grammars, exposed for other parsers (anvil.lock, Anvil.toml, the CLI). Each
+// returns an "invalid" error whose message is "<what> (fix: <what to do>)".
+Status ValidatePluginId(std::string_view id);
+// net.hosts: lower-case LDH host names (no wildcard, scheme, port, path, userinfo, trailing
+// dot; IDNs as A-labels), a strict dotted-quad IPv4 literal, or a bracketed IPv6 literal in
+// canonical form ("[2001:db8::1]"). A host that ends in a numeric label must be a real
+// dotted-quad ("127.1", "0x7f.0.0.1", "01.2.3.4" are refused), because resolvers and URL
+// parsers read such names as addresses in ways a reader does not expect.
+Status ValidateGrantHost(std::string_view host);
+// exec: [a-z0-9][a-z0-9-]*, at most 64 bytes. A leading '-' is refused so a name can never be
+// mistaken for an option.
+Status ValidateExecName(std::string_view name);
+
+}  // namespace anvil

@@ -1,0 +1,124 @@
+// `anvil run` end to end: manifest, consent and grants keyed by hash, anvil.lock, deadlines,
+// and what a plugin can print on the user's terminal.
+#include <gtest/gtest.h>
+
+#include "sandbox_harness.h"
+
+namespace anvil::testing {
+namespace {
+
+class AnvilRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    WriteFile(ws_ / "a.txt", "alpha TODO");
+    ASSERT_EQ(Shell("mkdir -p '" + ws_.path() + "/notes' '" + plugin_.path() + "/lib'"), 0);
+  }
+  void Plugin(const std::string& permissions, const std::string& code) {
+    WriteFile(plugin_ / "anvil-plugin.toml",
+              "id = \"test.run\"\nversion = \"1.0.0\"\nruntime = \"lua\"\nentry = \"main.lua\"\n\n"
+              "[permissions]\n" + permissions);
+    WriteFile(plugin_ / "main.lua", code);
+  }
+  RunResult Anvil(std::vector<std::string> args) {
+    args.insert(args.begin(), {AnvilBin(), "run", "--workspace", ws_.path()});
+    RunOptions o;
+    o.env = {"PATH=/usr/bin:/bin", "HOME=/nonexistent", "XDG_STATE_HOME=" + state_.path()};
+    return testing::Run(args, o);
+  }
+  TempDir ws_{"anvil-run-ws"};
+  TempDir plugin_{"anvil-run-plugin"};
+  TempDir state_{"anvil-run-state"};
+};
+
+TEST_F(AnvilRun, ApprovedPluginRunsAndPrintsItsResult) {
+  Plugin("fs.read = [\"**\"]\n",
+         "anvil.command('read', function(args) return sys.fs.read(args[1]) end)\n"
+         "anvil.command('table', function() return {n = 1} end)");
+  auto r = Anvil({"--approve", plugin_.path(), "read", "a.txt"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "alpha TODO\n");
+  r = Anvil({plugin_.path(), "table"});  // the grant is stored now
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("\"n\": 1"), std::string::npos);
+}
+
+TEST_F(AnvilRun, WithoutConsentNothingRuns) {
+  Plugin("fs.write = [\"notes/**\"]\n",
+         "sys.fs.write('notes/ran.txt', 'x')\nanvil.command('x', function() return 1 end)");
+  auto r = Anvil({plugin_.path(), "x"});  // no terminal to ask on
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_NE(r.err.find("denied"), std::string::npos);
+  EXPECT_FALSE(Exists(ws_ / "notes/ran.txt"));
+}
+
+TEST_F(AnvilRun, AddedPermissionNeedsNewConsentRemovedOneDoesNot) {
+  Plugin("fs.read = [\"**\"]\n", "anvil.command('x', function() return 'ok' end)");
+  ASSERT_EQ(Anvil({"--approve", plugin_.path(), "x"}).status, 0);
+  // The update asks for more: the old grant does not carry over to the new manifest hash.
+  Plugin("fs.read = [\"**\"]\nfs.write = [\"**\"]\n", "anvil.command('x', function() return 'ok' end)");
+  auto r = Anvil({plugin_.path(), "x"});
+  EXPECT_EQ(r.status, 3) << r.err;
+  // An update that only drops a permission runs without asking.
+  Plugin("fs.read = [\"src/**\"]\n", "anvil.command('x', function() return 'ok' end)");
+  Plugin("", "anvil.command('x', function() return 'ok' end)");
+  r = Anvil({plugin_.path(), "x"});
+  EXPECT_EQ(r.status, 0) << r.err;
+}
+
+TEST_F(AnvilRun, GrantIsEnforcedNotTheManifest) {
+  Plugin("fs.read = [\"notes/**\"]\n",
+         "anvil.command('x', function() return sys.fs.read('a.txt') end)");
+  auto r = Anvil({"--approve", plugin_.path(), "x"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("denied: fs.read outside the grant"), std::string::npos) << r.err;
+}
+
+TEST_F(AnvilRun, TamperedLockfileIsRefusedNamingTheFile) {
+  Plugin("fs.read = [\"**\"]\n", "anvil.command('x', function() return 'ok' end)");
+  RunOptions o;
+  o.env = {"PATH=/usr/bin:/bin", "XDG_STATE_HOME=" + state_.path()};
+  auto lock = testing::Run({AnvilBin(), "plugin", "lock", "--workspace", ws_.path(), plugin_.path()}, o);
+  ASSERT_EQ(lock.status, 0) << lock.err;
+  ASSERT_EQ(Anvil({"--approve", plugin_.path(), "x"}).status, 0);
+  WriteFile(plugin_ / "main.lua", "anvil.command('x', function() return 'evil' end)");
+  auto r = Anvil({"--approve", plugin_.path(), "x"});
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_NE(r.err.find("main.lua"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("evil"), std::string::npos);
+}
+
+TEST_F(AnvilRun, DeadlineKillsThePluginWith124) {
+  Plugin("", "anvil.command('spin', function() while true do end end)");
+  auto start = std::chrono::steady_clock::now();
+  auto r = Anvil({"--approve", "--timeout", "0.5", plugin_.path(), "spin"});
+  EXPECT_EQ(r.status, 124) << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+TEST_F(AnvilRun, NotificationsCannotWriteEscapeSequencesToTheTerminal) {
+  Plugin("", "anvil.command('x', function()\n"
+             "  editor.notify('\\27[2J\\27]0;pwned\\7fake\\r\\nAllow? [y/N]')\n"
+             "  print('\\27[31mred')\n"
+             "  return 'done' end)");
+  auto r = Anvil({"--approve", plugin_.path(), "x"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\a'), std::string::npos);
+  EXPECT_NE(r.err.find("[test.run]"), std::string::npos) << r.err;
+  // Every line the plugin caused is attributed: none starts like Anvil's own prompt.
+  for (const auto& line : Lines(r.err)) {
+    EXPECT_TRUE(line.rfind("[test.run", 0) == 0) << line;
+  }
+}
+
+TEST_F(AnvilRun, BadManifestIsAUsageErrorNamingTheLine) {
+  WriteFile(plugin_ / "anvil-plugin.toml", "id = \"Bad Id\"\nversion = \"1\"\nruntime = \"lua\"\n"
+                                           "entry = \"main.lua\"\n");
+  WriteFile(plugin_ / "main.lua", "");
+  auto r = Anvil({"--approve", plugin_.path(), "x"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find(":1"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace anvil::testing

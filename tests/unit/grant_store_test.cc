@@ -1,0 +1,398 @@
+// T8: grants are stored per user, keyed by (workspace, plugin id, manifest hash). A changed
+// manifest never finds the old grant; an update that adds a permission needs consent again, one
+// that only removes does not. The store file is private (0700 dir, 0600 file), written
+// atomically, and a torn, foreign-owned, group-writable or symlinked store is refused.
+#include "policy/grant_store.h"
+
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "policy/consent.h"
+#include "policy/manifest.h"
+
+namespace anvil {
+namespace {
+
+const std::string kShaA(64, 'a');
+const std::string kShaB(64, 'b');
+
+Grant ReadSrc() {
+  Grant g;
+  g.fs_read = {"src/**"};
+  g.exec = {"rg"};
+  return g;
+}
+
+// Restores an environment variable when the test ends.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value != nullptr) {
+      ::setenv(name, value, 1);
+    } else {
+      ::unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+class GrantStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/anvil-grants-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    root_ = pattern;
+    state_dir_ = root_ + "/state/anvil";
+    path_ = state_dir_ + "/grants.json";
+    workspace_ = root_ + "/ws";
+    ASSERT_EQ(::mkdir(workspace_.c_str(), 0755), 0);
+  }
+  void TearDown() override { std::filesystem::remove_all(root_); }
+
+  GrantStore Open() {
+    auto store = GrantStore::Open(path_);
+    EXPECT_TRUE(store) << store.error().ToString();
+    return std::move(*store);
+  }
+  void WriteStore(const std::string& text, mode_t mode = 0600) {
+    std::filesystem::create_directories(state_dir_);
+    ::chmod(state_dir_.c_str(), 0700);
+    std::ofstream(path_, std::ios::binary | std::ios::trunc) << text;
+    ::chmod(path_.c_str(), mode);
+  }
+  static mode_t Mode(const std::string& path) {
+    struct stat st {};
+    EXPECT_EQ(::lstat(path.c_str(), &st), 0) << path;
+    return st.st_mode & 07777;
+  }
+
+  std::string root_, state_dir_, path_, workspace_;
+};
+
+TEST_F(GrantStoreTest, CreatesAPrivateDirectoryAndFile) {
+  GrantStore store = Open();
+  EXPECT_EQ(Mode(state_dir_), 0700u);
+  EXPECT_EQ(Mode(root_ + "/state"), 0700u);
+  ASSERT_TRUE(store.Approve(workspace_, "example.todo", kShaA, ReadSrc()));
+  EXPECT_EQ(Mode(path_), 0600u);
+  // Atomic write: nothing but the store itself is left in the directory.
+  std::set<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(state_dir_)) {
+    names.insert(e.path().filename());
+  }
+  EXPECT_EQ(names, std::set<std::string>{"grants.json"});
+}
+
+TEST_F(GrantStoreTest, FindsOnlyTheExactKey) {
+  GrantStore store = Open();
+  ASSERT_TRUE(store.Approve(workspace_, "example.todo", kShaA, ReadSrc()));
+  EXPECT_EQ(store.Find(workspace_, "example.todo", kShaA), ReadSrc());
+  EXPECT_EQ(store.Find(workspace_, "example.todo", kShaB), std::nullopt);
+  EXPECT_EQ(store.Find(workspace_, "example.other", kShaA), std::nullopt);
+  EXPECT_EQ(store.Find(root_, "example.todo", kShaA), std::nullopt);
+  EXPECT_EQ(store.Find(workspace_ + "/", "example.todo", kShaA), std::nullopt);
+  EXPECT_EQ(store.Find(workspace_, "example.todo", std::string(64, 'A')), std::nullopt);
+}
+
+TEST_F(GrantStoreTest, PersistsAcrossOpens) {
+  {
+    GrantStore store = Open();
+    ASSERT_TRUE(store.Approve(workspace_, "example.todo", kShaA, ReadSrc()));
+  }
+  GrantStore again = Open();
+  EXPECT_EQ(again.Find(workspace_, "example.todo", kShaA), ReadSrc());
+  auto latest = again.FindLatest(workspace_, "example.todo");
+  ASSERT_TRUE(latest);
+  EXPECT_EQ(latest->manifest_sha256, kShaA);
+  EXPECT_LE(std::abs(latest->granted_at - static_cast<std::int64_t>(std::time(nullptr))), 60);
+}
+
+TEST_F(GrantStoreTest, AGrantNeverCarriesOverToANewHash) {
+  GrantStore store = Open();
+  ASSERT_TRUE(store.Approve(workspace_, "example.todo", kShaA, ReadSrc()));
+  // Same permissions, different manifest bytes: still not found.
+  EXPECT_EQ(store.Find(workspace_, "example.todo", kShaB), std::nullopt);
+  // Approving the new hash replaces the old entry; the old hash is no longer granted either.
+  Grant narrower;
+  narrower.fs_read = {"src/**"};
+  ASSERT_TRUE(store.Approve(workspace_, "example.todo", kShaB, narrower));
+  EXPECT_EQ(store.Find(workspace_, "example.todo", kShaB), narrower);
+  EXPECT_EQ(store.Find(workspace_, "example.todo", kShaA), std::nullopt);
+  EXPECT_EQ(store.List(workspace_).size(), 1u);
+}
+
+TEST_F(GrantStoreTest, WorkspacesAreSeparate) {
+  const std::string other = root_ + "/other";
+  ASSERT_EQ(::mkdir(other.c_str(), 0755), 0);
+  GrantStore store = Open();
+  ASSERT_TRUE(store.Approve(workspace_, "example.todo", kShaA, ReadSrc()));
+  EXPECT_EQ(store.Find(other, "example.todo", kShaA), std::nullopt);
+  EXPECT_EQ(store.FindLatest(other, "example.todo"), std::nullopt);
+}
+
+// The whole T8 update flow, with real manifests.
+TEST_F(GrantStoreTest, UpdateThatAddsAPermissionNeedsConsentAgain) {
+  const std::string v1 = R"(id = "example.todo"
+version = "1.0.0"
+runtime = "lua"
+entry = "main.lua"
+[permissions]
+fs.read = ["src/**"]
+exec = ["rg"]
+)";
+  const std::string v2 = v1 + "net.hosts = [\"evil.example\"]\n";
+  const std::string v3 = R"(id = "example.todo"
+version = "1.0.2"
+runtime = "lua"
+entry = "main.lua"
+[permissions]
+fs.read = ["src/**"]
+)";
+  auto m1 = ParseManifest(v1, "v1"), m2 = ParseManifest(v2, "v2"), m3 = ParseManifest(v3, "v3");
+  ASSERT_TRUE(m1 && m2 && m3);
+  GrantStore store = Open();
+
+  // First load: nothing stored, consent needed; the user approves exactly the request.
+  EXPECT_EQ(store.Find(workspace_, m1->id, m1->sha256), std::nullopt);
+  EXPECT_TRUE(NeedsConsent(std::nullopt, m1->requested));
+  ASSERT_TRUE(store.Approve(workspace_, m1->id, m1->sha256, m1->requested));
+  EXPECT_EQ(store.Find(workspace_, m1->id, m1->sha256), m1->requested);
+
+  // Update adds a host: the new hash has no grant, and the diff against v1 asks again.
+  EXPECT_EQ(store.Find(workspace_, m2->id, m2->sha256), std::nullopt);
+  auto previous = store.FindLatest(workspace_, m2->id);
+  ASSERT_TRUE(previous);
+  EXPECT_TRUE(NeedsConsent(previous->grant, m2->requested));
+
+  // Update only removes (v3 drops exec): no prompt; the narrower grant is stored for v3.
+  EXPECT_FALSE(NeedsConsent(previous->grant, m3->requested));
+  ASSERT_TRUE(store.Approve(workspace_, m3->id, m3->sha256, m3->requested));
+  EXPECT_EQ(store.Find(workspace_, m3->id, m3->sha256), m3->requested);
+  // Going back to v1 (which re-adds exec) now asks again: v1's old approval is gone.
+  EXPECT_EQ(store.Find(workspace_, m1->id, m1->sha256), std::nullopt);
+  EXPECT_TRUE(NeedsConsent(store.FindLatest(workspace_, m1->id)->grant, m1->requested));
+}
+
+TEST_F(GrantStoreTest, RevokeRemovesTheEntry) {
+  GrantStore store = Open();
+  ASSERT_TRUE(store.Approve(workspace_, "example.todo", kShaA, ReadSrc()));
+  ASSERT_TRUE(store.Approve(workspace_, "example.fmt", kShaB, Grant{}));
+  ASSERT_TRUE(store.Revoke(workspace_, "example.todo"));
+  EXPECT_EQ(store.Find(workspace_, "example.todo", kShaA), std::nullopt);
+  EXPECT_TRUE(store.Find(workspace_, "example.fmt", kShaB));
+  auto again = store.Revoke(workspace_, "example.todo");
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code, "not_found");
+  EXPECT_EQ(Open().Find(workspace_, "example.todo", kShaA), std::nullopt);
+}
+
+TEST_F(GrantStoreTest, ListFiltersByWorkspaceAndSorts) {
+  const std::string other = root_ + "/other";
+  GrantStore store = Open();
+  ASSERT_TRUE(store.Approve(workspace_, "zeta", kShaA, Grant{}));
+  ASSERT_TRUE(store.Approve(workspace_, "alpha", kShaB, ReadSrc()));
+  ASSERT_TRUE(store.Approve(other, "alpha", kShaA, Grant{}));
+  auto list = store.List(workspace_);
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0].plugin_id, "alpha");
+  EXPECT_EQ(list[0].grant, ReadSrc());
+  EXPECT_EQ(list[1].plugin_id, "zeta");
+  EXPECT_EQ(store.List("").size(), 3u);
+  EXPECT_TRUE(store.List("/nowhere").empty());
+}
+
+TEST_F(GrantStoreTest, ConcurrentWritersDoNotLoseUpdates) {
+  GrantStore a = Open();
+  GrantStore b = Open();  // opened before a writes: its memory is stale
+  ASSERT_TRUE(a.Approve(workspace_, "one", kShaA, Grant{}));
+  ASSERT_TRUE(b.Approve(workspace_, "two", kShaB, Grant{}));  // re-reads under the lock
+  GrantStore c = Open();
+  EXPECT_TRUE(c.Find(workspace_, "one", kShaA));
+  EXPECT_TRUE(c.Find(workspace_, "two", kShaB));
+}
+
+TEST_F(GrantStoreTest, ApproveRefusesMalformedKeys) {
+  GrantStore store = Open();
+  for (const std::string& ws :
+       {std::string("relative/ws"), workspace_ + "/", workspace_ + "/.", workspace_ + "/../ws",
+        root_ + "//ws", std::string(""), workspace_ + "\xff"}) {
+    auto s = store.Approve(ws, "example.todo", kShaA, Grant{});
+    ASSERT_FALSE(s) << ws;
+    EXPECT_EQ(s.error().code, "invalid");
+  }
+  EXPECT_FALSE(store.Approve(workspace_, "Bad/Id", kShaA, Grant{}));
+  EXPECT_FALSE(store.Approve(workspace_, "example.todo", std::string(64, 'A'), Grant{}));
+  EXPECT_FALSE(store.Approve(workspace_, "example.todo", "abc", Grant{}));
+  EXPECT_TRUE(store.List("").empty());
+}
+
+TEST_F(GrantStoreTest, CanonicalWorkspacePathResolvesSpellings) {
+  const std::string link = root_ + "/link";
+  ASSERT_EQ(::symlink(workspace_.c_str(), link.c_str()), 0);
+  char real[PATH_MAX];
+  ASSERT_NE(::realpath(workspace_.c_str(), real), nullptr);
+  for (const std::string& spelling : {workspace_, workspace_ + "/", link, workspace_ + "/./"}) {
+    auto canonical = CanonicalWorkspacePath(spelling);
+    ASSERT_TRUE(canonical) << spelling;
+    EXPECT_EQ(*canonical, real);
+  }
+  auto missing = CanonicalWorkspacePath(root_ + "/missing");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, "not_found");
+}
+
+TEST_F(GrantStoreTest, TornFileIsRefused) {
+  GrantStore store = Open();
+  ASSERT_TRUE(store.Approve(workspace_, "example.todo", kShaA, ReadSrc()));
+  std::ifstream in(path_);
+  std::string full((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (std::size_t cut : {std::size_t{0}, std::size_t{1}, full.size() / 2, full.size() - 3}) {
+    WriteStore(full.substr(0, cut));
+    auto reopened = GrantStore::Open(path_);
+    ASSERT_FALSE(reopened) << "cut at " << cut;
+    EXPECT_EQ(reopened.error().code, "invalid");
+    EXPECT_NE(reopened.error().message.find("is damaged"), std::string::npos);
+    EXPECT_NE(reopened.error().message.find("fix: move the file aside"), std::string::npos);
+  }
+}
+
+TEST_F(GrantStoreTest, HandEditedOrForeignFormatsAreRefused) {
+  const std::string ws = workspace_;
+  const std::string entry = R"({"workspace":")" + ws + R"(","plugin":"p","manifest_sha256":")" +
+                            kShaA + R"(","granted_at":1,"grant":{}})";
+  const std::string bad[] = {
+      "[]",
+      R"({"version":2,"grants":[]})",
+      R"({"grants":[]})",
+      R"({"version":1,"grants":{}})",
+      R"({"version":1,"grants":[],"extra":1})",
+      R"({"version":1,"grants":[)" + entry + "," + entry + "]}",  // duplicate key
+      R"({"version":1,"grants":[{"workspace":"rel","plugin":"p","manifest_sha256":")" + kShaA +
+          R"(","granted_at":1,"grant":{}}]})",
+      R"({"version":1,"grants":[{"workspace":")" + ws +
+          R"(","plugin":"p","manifest_sha256":"xyz","granted_at":1,"grant":{}}]})",
+      R"({"version":1,"grants":[{"workspace":")" + ws + R"(","plugin":"p","manifest_sha256":")" +
+          kShaA + R"(","granted_at":"now","grant":{}}]})",
+      R"({"version":1,"grants":[{"workspace":")" + ws + R"(","plugin":"p","manifest_sha256":")" +
+          kShaA + R"(","granted_at":1,"grant":{"fs.everything":true}}]})",
+      R"({"version":1,"grants":[{"workspace":")" + ws + R"(","plugin":"p","manifest_sha256":")" +
+          kShaA + R"(","granted_at":1,"grant":{},"admin":true}]})",
+  };
+  for (const std::string& text : bad) {
+    WriteStore(text);
+    auto store = GrantStore::Open(path_);
+    ASSERT_FALSE(store) << text;
+    EXPECT_EQ(store.error().code, "invalid") << text;
+  }
+  WriteStore(R"({"version":1,"grants":[)" + entry + "]}");
+  EXPECT_TRUE(GrantStore::Open(path_)) << "the well-formed variant loads";
+}
+
+TEST_F(GrantStoreTest, GroupOrWorldWritableFileIsRefused) {
+  WriteStore(R"({"version":1,"grants":[]})", 0620);
+  auto store = GrantStore::Open(path_);
+  ASSERT_FALSE(store);
+  EXPECT_EQ(store.error().code, "denied");
+  EXPECT_NE(store.error().message.find("writable by other users"), std::string::npos);
+  ::chmod(path_.c_str(), 0602);
+  EXPECT_FALSE(GrantStore::Open(path_));
+}
+
+TEST_F(GrantStoreTest, WritableDirectoryIsRefused) {
+  std::filesystem::create_directories(state_dir_);
+  ASSERT_EQ(::chmod(state_dir_.c_str(), 0777), 0);
+  auto store = GrantStore::Open(path_);
+  ASSERT_FALSE(store);
+  EXPECT_EQ(store.error().code, "denied");
+}
+
+TEST_F(GrantStoreTest, SymlinkedFileOrDirectoryIsRefused) {
+  // A symlink in place of grants.json would let whoever controls its target decide the grants.
+  std::filesystem::create_directories(state_dir_);
+  ::chmod(state_dir_.c_str(), 0700);
+  const std::string decoy = root_ + "/decoy.json";
+  std::ofstream(decoy) << R"({"version":1,"grants":[]})";
+  ASSERT_EQ(::symlink(decoy.c_str(), path_.c_str()), 0);
+  auto store = GrantStore::Open(path_);
+  ASSERT_FALSE(store);
+  EXPECT_EQ(store.error().code, "denied");
+  EXPECT_NE(store.error().message.find("symbolic link"), std::string::npos);
+
+  const std::string real_dir = root_ + "/real";
+  ASSERT_EQ(::mkdir(real_dir.c_str(), 0700), 0);
+  const std::string link_dir = root_ + "/linked";
+  ASSERT_EQ(::symlink(real_dir.c_str(), link_dir.c_str()), 0);
+  auto through_link = GrantStore::Open(link_dir + "/grants.json");
+  ASSERT_FALSE(through_link);
+  EXPECT_EQ(through_link.error().code, "denied");
+}
+
+TEST_F(GrantStoreTest, ForeignOwnedFileIsRefused) {
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "SKIPPED (needs root to create a file owned by another uid)";
+  }
+  WriteStore(R"({"version":1,"grants":[]})");
+  ASSERT_EQ(::chown(path_.c_str(), 12345, 12345), 0);
+  auto store = GrantStore::Open(path_);
+  ASSERT_FALSE(store);
+  EXPECT_EQ(store.error().code, "denied");
+  EXPECT_NE(store.error().message.find("owned by uid 12345"), std::string::npos)
+      << store.error().message;
+
+  ASSERT_EQ(::chown(path_.c_str(), 0, 0), 0);
+  ASSERT_EQ(::chown(state_dir_.c_str(), 12345, 12345), 0);
+  auto dir_store = GrantStore::Open(path_);
+  ASSERT_FALSE(dir_store);
+  EXPECT_EQ(dir_store.error().code, "denied");
+}
+
+TEST_F(GrantStoreTest, DefaultPathFollowsXdg) {
+  {
+    ScopedEnv xdg("XDG_STATE_HOME", (root_ + "/xdg").c_str());
+    auto path = GrantStore::DefaultPath();
+    ASSERT_TRUE(path);
+    EXPECT_EQ(*path, root_ + "/xdg/anvil/grants.json");
+    auto store = GrantStore::Open();
+    ASSERT_TRUE(store) << store.error().ToString();
+    EXPECT_EQ(store->path(), root_ + "/xdg/anvil/grants.json");
+    EXPECT_EQ(Mode(root_ + "/xdg/anvil"), 0700u);
+  }
+  {
+    // A relative XDG_STATE_HOME is ignored (XDG spec): it would resolve inside whatever
+    // directory Anvil runs in, possibly a hostile repository.
+    ScopedEnv xdg("XDG_STATE_HOME", "relative/state");
+    ScopedEnv home("HOME", (root_ + "/home").c_str());
+    auto path = GrantStore::DefaultPath();
+    ASSERT_TRUE(path);
+    EXPECT_EQ(*path, root_ + "/home/.local/state/anvil/grants.json");
+  }
+  {
+    ScopedEnv xdg("XDG_STATE_HOME", nullptr);
+    ScopedEnv home("HOME", (root_ + "/home").c_str());
+    EXPECT_EQ(*GrantStore::DefaultPath(), root_ + "/home/.local/state/anvil/grants.json");
+  }
+}
+
+}  // namespace
+}  // namespace anvil
