@@ -52,7 +52,8 @@ std::vector<double> RawSocketRoundTrips(int n) {
     ssize_t ignored = write(sv[0], req, sizeof(req));
     (void)ignored;
     size_t got = 0;
-    while (got < buf.size()) got += static_cast<size_t>(read(sv[0], buf.data() + got, buf.size() - got));
+    while (got < buf.size())
+      got += static_cast<size_t>(read(sv[0], buf.data() + got, buf.size() - got));
     us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
   }
   echo.join();
@@ -96,7 +97,8 @@ int main(int argc, char** argv) {
     (void)ignored;
     close(fd);
   }
-  anvil::session::GatewayConfig config{bin_dir + "/anvil-gateway", ws, {"--runtime-dir", ws + "-run"}};
+  anvil::session::GatewayConfig config{
+      bin_dir + "/anvil-gateway", ws, {"--runtime-dir", ws + "-run"}};
   auto gateway = anvil::session::GatewayProcess::Start(config);
   if (!gateway) {
     std::fprintf(stderr, "gateway: %s\n", gateway.error().ToString().c_str());
@@ -112,8 +114,8 @@ int main(int argc, char** argv) {
   double floor_p50 = Percentile(raw_rt, 0.5) + Percentile(raw_read, 0.5);
 
   std::printf("%-34s %10s %10s %12s\n", "measurement", "p50 us", "p99 us", "reads/s");
-  std::printf("%-34s %10.2f %10.2f\n", "raw unix socket round trip (4 KiB)", Percentile(raw_rt, 0.5),
-              Percentile(raw_rt, 0.99));
+  std::printf("%-34s %10.2f %10.2f\n", "raw unix socket round trip (4 KiB)",
+              Percentile(raw_rt, 0.5), Percentile(raw_rt, 0.99));
   std::printf("%-34s %10.2f %10.2f\n", "raw openat2+fstat+read (4 KiB)", Percentile(raw_read, 0.5),
               Percentile(raw_read, 0.99));
 

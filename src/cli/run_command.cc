@@ -10,9 +10,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
-#include <thread>
-
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "policy/consent.h"
 #include "policy/grant_store.h"
@@ -28,7 +27,8 @@ using namespace std::chrono_literals;
 constexpr int kExitOk = 0, kExitPluginError = 1, kExitUsage = 2, kExitRefused = 3,
               kExitTimeout = 124, kExitSandbox = 125;
 
-constexpr char kRunUsage[] = R"(usage: anvil run [--workspace DIR] [--approve] [--timeout SECONDS] PLUGIN_DIR COMMAND [ARGS...]
+constexpr char kRunUsage[] =
+    R"(usage: anvil run [--workspace DIR] [--approve] [--timeout SECONDS] PLUGIN_DIR COMMAND [ARGS...]
 
 Start a session, load one plugin, run one of its commands, print what it returns (strings
 as-is, other values as JSON) and its notifications, and stop.
@@ -216,8 +216,9 @@ int RunRunCommand(const std::vector<std::string>& args) {
 
   // Notifications and logs are shown attributed to the plugin, sanitized: a plugin cannot
   // write escape sequences to the user's terminal or make a line look like Anvil's own.
-  session::EditorHandler editor = [&](const std::string& op, const std::vector<std::string>& a)
-      -> Result<std::vector<std::string>> {
+  session::EditorHandler editor =
+      [&](const std::string& op,
+          const std::vector<std::string>& a) -> Result<std::vector<std::string>> {
     if (op == "editor.notify" && a.size() == 1) {
       std::cerr << "[" << id << "] " << SanitizeForDisplay(a[0], 2000) << "\n";
       return std::vector<std::string>{};
@@ -235,7 +236,8 @@ int RunRunCommand(const std::vector<std::string>& args) {
   (void)(*session)->Stop();
   if (!result) {
     if (json) {
-      std::cout << nlohmann::json{{"ok", false}, {"error", result.error().ToString()}}.dump() << "\n";
+      std::cout << nlohmann::json{{"ok", false}, {"error", result.error().ToString()}}.dump()
+                << "\n";
     } else {
       std::cerr << "anvil run: " << SanitizeForDisplay(result.error().ToString(), 4000) << "\n";
     }
@@ -253,7 +255,8 @@ int RunRunCommand(const std::vector<std::string>& args) {
 }
 
 int RunPluginCommand(const std::vector<std::string>& args) {
-  constexpr char kUsage[] = R"(usage: anvil plugin <list|inspect|approve|revoke|lock> [--workspace DIR] [PLUGIN_DIR]
+  constexpr char kUsage[] =
+      R"(usage: anvil plugin <list|inspect|approve|revoke|lock> [--workspace DIR] [PLUGIN_DIR]
 
   list                  the grants stored for the workspace
   inspect PLUGIN_DIR    the manifest, what it requests, and whether it is granted here
@@ -287,8 +290,9 @@ int RunPluginCommand(const std::vector<std::string>& args) {
   }
   if (sub == "list") {
     for (const auto& e : store->List(workspace)) {
-      std::cout << SanitizeForDisplay(e.plugin_id) << "  manifest " << e.manifest_sha256.substr(0, 12)
-                << "\n" << DescribeGrant(e.grant) << "\n";
+      std::cout << SanitizeForDisplay(e.plugin_id) << "  manifest "
+                << e.manifest_sha256.substr(0, 12) << "\n"
+                << DescribeGrant(e.grant) << "\n";
     }
     return kExitOk;
   }
@@ -304,23 +308,27 @@ int RunPluginCommand(const std::vector<std::string>& args) {
     return kExitOk;
   }
   std::string plugin_dir = Canonical(rest[0]);
-  auto manifest = plugin_dir.empty() ? Result<Manifest>(Fail("not_found", "no such plugin directory " + rest[0]))
-                                     : LoadManifest(plugin_dir);
+  auto manifest = plugin_dir.empty()
+                      ? Result<Manifest>(Fail("not_found", "no such plugin directory " + rest[0]))
+                      : LoadManifest(plugin_dir);
   if (!manifest) {
     std::cerr << "anvil plugin: " << manifest.error().ToString() << "\n";
     return kExitUsage;
   }
   if (sub == "inspect") {
     bool granted = store->Find(workspace, manifest->id, manifest->sha256).has_value();
-    std::cout << "id:       " << SanitizeForDisplay(manifest->id) << "\nversion:  "
-              << SanitizeForDisplay(manifest->version) << "\nruntime:  " << ToString(manifest->runtime)
-              << "\nmanifest: sha256 " << manifest->sha256 << "\ngranted:  "
-              << (granted ? "yes (this manifest, this workspace)" : "no") << "\nrequests:\n"
+    std::cout << "id:       " << SanitizeForDisplay(manifest->id)
+              << "\nversion:  " << SanitizeForDisplay(manifest->version)
+              << "\nruntime:  " << ToString(manifest->runtime) << "\nmanifest: sha256 "
+              << manifest->sha256
+              << "\ngranted:  " << (granted ? "yes (this manifest, this workspace)" : "no")
+              << "\nrequests:\n"
               << DescribeGrant(manifest->requested) << "\n";
     return kExitOk;
   }
   if (sub == "approve") {
-    if (auto s = store->Approve(workspace, manifest->id, manifest->sha256, manifest->requested); !s) {
+    if (auto s = store->Approve(workspace, manifest->id, manifest->sha256, manifest->requested);
+        !s) {
       std::cerr << "anvil plugin: " << s.error().ToString() << "\n";
       return kExitPluginError;
     }
@@ -345,7 +353,8 @@ int RunPluginCommand(const std::vector<std::string>& args) {
       std::cerr << "anvil plugin: " << s.error().ToString() << "\n";
       return kExitPluginError;
     }
-    std::cout << "locked " << SanitizeForDisplay(manifest->id) << " in " << workspace << "/anvil.lock\n";
+    std::cout << "locked " << SanitizeForDisplay(manifest->id) << " in " << workspace
+              << "/anvil.lock\n";
     return kExitOk;
   }
   std::cerr << "anvil plugin: invalid: unknown subcommand " << sub << "\n" << kUsage;
@@ -394,8 +403,9 @@ int RunAuditCommand(const std::vector<std::string>& args) {
     }
     auto j = nlohmann::json::parse(line, nullptr, false);
     if (!j.is_object()) return;
-    std::cout << j.value("verdict", "?") << "\t" << SanitizeForDisplay(j.value("plugin", "")) << "\t"
-              << j.value("op", "") << "\t" << SanitizeForDisplay(j.value("target", ""), 200);
+    std::cout << j.value("verdict", "?") << "\t" << SanitizeForDisplay(j.value("plugin", ""))
+              << "\t" << j.value("op", "") << "\t"
+              << SanitizeForDisplay(j.value("target", ""), 200);
     if (j.contains("reason")) std::cout << "\t" << SanitizeForDisplay(j.value("reason", ""), 300);
     std::cout << "\n";
   };

@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
-
 #include <nlohmann/json.hpp>
 
 extern char** environ;
@@ -33,10 +32,14 @@ Result<uint64_t> ParseSize(const std::string& text, const std::string& what) {
   }
   std::string suffix(end);
   uint64_t mult = 1;
-  if (suffix == "K" || suffix == "k") mult = 1ULL << 10;
-  else if (suffix == "M" || suffix == "m") mult = 1ULL << 20;
-  else if (suffix == "G" || suffix == "g") mult = 1ULL << 30;
-  else if (!suffix.empty()) return Fail("invalid", what + ": bad unit in " + text + " (use K, M or G)");
+  if (suffix == "K" || suffix == "k")
+    mult = 1ULL << 10;
+  else if (suffix == "M" || suffix == "m")
+    mult = 1ULL << 20;
+  else if (suffix == "G" || suffix == "g")
+    mult = 1ULL << 30;
+  else if (!suffix.empty())
+    return Fail("invalid", what + ": bad unit in " + text + " (use K, M or G)");
   if (v > UINT64_MAX / mult) return Fail("invalid", what + ": too large: " + text);
   return v * mult;
 }
@@ -47,23 +50,36 @@ Status ApplyLimitFlag(const std::string& value, ResourceLimits& limits) {
   std::string name = value.substr(0, eq);
   auto n = ParseSize(value.substr(eq + 1), "--limit " + name);
   if (!n) return tl::unexpected(n.error());
-  if (name == "nproc") limits.processes = *n;
-  else if (name == "nofile") limits.open_files = *n;
-  else if (name == "as") limits.address_space = *n;
-  else if (name == "fsize") limits.file_size = *n;
-  else if (name == "cpu") limits.cpu_seconds = *n;
-  else if (name == "tmp") limits.tmp_size = *n;
-  else return Fail("invalid", "--limit: unknown limit '" + name + "' (nproc, nofile, as, fsize, cpu, tmp)");
+  if (name == "nproc")
+    limits.processes = *n;
+  else if (name == "nofile")
+    limits.open_files = *n;
+  else if (name == "as")
+    limits.address_space = *n;
+  else if (name == "fsize")
+    limits.file_size = *n;
+  else if (name == "cpu")
+    limits.cpu_seconds = *n;
+  else if (name == "tmp")
+    limits.tmp_size = *n;
+  else
+    return Fail("invalid",
+                "--limit: unknown limit '" + name + "' (nproc, nofile, as, fsize, cpu, tmp)");
   return Ok();
 }
 
 const char* OutcomeName(SandboxOutcome::Kind kind) {
   switch (kind) {
-    case SandboxOutcome::Kind::kExited: return "exited";
-    case SandboxOutcome::Kind::kSignaled: return "signaled";
-    case SandboxOutcome::Kind::kTimedOut: return "timed_out";
-    case SandboxOutcome::Kind::kSetupFailed: return "setup_failed";
-    case SandboxOutcome::Kind::kExecFailed: return "exec_failed";
+    case SandboxOutcome::Kind::kExited:
+      return "exited";
+    case SandboxOutcome::Kind::kSignaled:
+      return "signaled";
+    case SandboxOutcome::Kind::kTimedOut:
+      return "timed_out";
+    case SandboxOutcome::Kind::kSetupFailed:
+      return "setup_failed";
+    case SandboxOutcome::Kind::kExecFailed:
+      return "exec_failed";
   }
   return "?";
 }
@@ -71,7 +87,8 @@ const char* OutcomeName(SandboxOutcome::Kind kind) {
 }  // namespace
 
 std::string SandboxUsage(SandboxFrontEnd front_end) {
-  std::string name = front_end == SandboxFrontEnd::kAnvilSandbox ? "anvil sandbox" : "anvil-exec-runner";
+  std::string name =
+      front_end == SandboxFrontEnd::kAnvilSandbox ? "anvil sandbox" : "anvil-exec-runner";
   std::string text = "usage: " + name + R"( [options] -- CMD [ARGS...]
 
 Run CMD under a sandbox policy. The current directory (or --cwd) is the workspace.
@@ -93,8 +110,9 @@ Options:
   --json                 print one JSON report on stderr at exit
 )";
   if (front_end == SandboxFrontEnd::kExecRunner) {
-    text += "  --exec-fd N            run the executable already open at fd N (no lookup)\n"
-            "  --minimal-env          use Anvil's fixed minimal environment (sys.exec)\n";
+    text +=
+        "  --exec-fd N            run the executable already open at fd N (no lookup)\n"
+        "  --minimal-env          use Anvil's fixed minimal environment (sys.exec)\n";
   }
   text += R"(
 Exit status: CMD's own; 128+N if killed by signal N; 124 timeout; 125 the sandbox could not be
@@ -286,7 +304,8 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
   auto inv = ParseSandboxArgs(args, env, front_end);
   if (!inv) {
     const Error& e = inv.error();
-    std::string prog = front_end == SandboxFrontEnd::kAnvilSandbox ? "anvil sandbox" : "anvil-exec-runner";
+    std::string prog =
+        front_end == SandboxFrontEnd::kAnvilSandbox ? "anvil sandbox" : "anvil-exec-runner";
     std::cerr << prog << ": " << e.ToString() << "\n";
     int status = e.code == "not_found" ? 127 : e.code == "not_executable" ? 126 : 125;
     // --json promises one report at exit, also when nothing could be started.
@@ -311,26 +330,25 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
     std::cerr << "anvil sandbox: " << outcome.error << "\n";
   }
   if (json) {
-    nlohmann::json report = {
-        {"exit_code", status},
-        {"outcome", OutcomeName(outcome.kind)},
-        {"duration_ms", std::round(outcome.duration_ms * 1000) / 1000},
-        {"policy", ToString(policy.kind)},
-        {"network", ToString(policy.network)},
-        {"read_access", ToString(policy.read_access)},
-        {"workspace", policy.workspace},
-        {"layers",
-         {{"user_namespace", outcome.layers.user_namespace},
-          {"pid_namespace", outcome.layers.pid_namespace},
-          {"mount_namespace", outcome.layers.mount_namespace},
-          {"net_namespace", outcome.layers.net_namespace},
-          {"landlock_abi", outcome.layers.landlock_abi},
-          {"landlock_net", outcome.layers.landlock_net},
-          {"landlock_scoped", outcome.layers.landlock_scoped},
-          {"seccomp", outcome.layers.seccomp},
-          {"no_new_privs", outcome.layers.no_new_privs},
-          {"subreaper", outcome.layers.subreaper},
-          {"process_limit", outcome.layers.process_limit}}}};
+    nlohmann::json report = {{"exit_code", status},
+                             {"outcome", OutcomeName(outcome.kind)},
+                             {"duration_ms", std::round(outcome.duration_ms * 1000) / 1000},
+                             {"policy", ToString(policy.kind)},
+                             {"network", ToString(policy.network)},
+                             {"read_access", ToString(policy.read_access)},
+                             {"workspace", policy.workspace},
+                             {"layers",
+                              {{"user_namespace", outcome.layers.user_namespace},
+                               {"pid_namespace", outcome.layers.pid_namespace},
+                               {"mount_namespace", outcome.layers.mount_namespace},
+                               {"net_namespace", outcome.layers.net_namespace},
+                               {"landlock_abi", outcome.layers.landlock_abi},
+                               {"landlock_net", outcome.layers.landlock_net},
+                               {"landlock_scoped", outcome.layers.landlock_scoped},
+                               {"seccomp", outcome.layers.seccomp},
+                               {"no_new_privs", outcome.layers.no_new_privs},
+                               {"subreaper", outcome.layers.subreaper},
+                               {"process_limit", outcome.layers.process_limit}}}};
     if (outcome.kind == SandboxOutcome::Kind::kSignaled) report["signal"] = outcome.exit_status;
     if (!outcome.error.empty()) report["error"] = outcome.error;
     std::cerr << report.dump() << "\n";

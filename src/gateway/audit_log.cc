@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <chrono>
-
 #include <nlohmann/json.hpp>
 
 namespace anvil::gateway {
@@ -21,10 +20,9 @@ Result<AuditLog*> AuditLog::Open(const std::string& path, const std::string& ses
 void AuditLog::Record(const AuditEntry& e) {
   auto now = std::chrono::system_clock::now();
   double ts = std::chrono::duration<double>(now.time_since_epoch()).count();
-  nlohmann::json line = {{"time", ts},          {"session", session_}, {"plugin", e.plugin},
-                         {"op", e.op},          {"target", e.target},  {"verdict", e.verdict},
-                         {"bytes", e.bytes},    {"duration_us", e.duration_us},
-                         {"id", e.request_id}};
+  nlohmann::json line = {{"time", ts},       {"session", session_},          {"plugin", e.plugin},
+                         {"op", e.op},       {"target", e.target},           {"verdict", e.verdict},
+                         {"bytes", e.bytes}, {"duration_us", e.duration_us}, {"id", e.request_id}};
   if (!e.code.empty()) line["code"] = e.code;
   if (!e.reason.empty()) line["reason"] = e.reason;
   // Targets and reasons come from plugins: dump() escapes control characters and replaces

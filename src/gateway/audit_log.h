@@ -16,8 +16,8 @@ struct AuditEntry {
   std::string plugin;
   std::string op;
   std::string target;
-  std::string verdict;   // "allow", "deny", "error", "busy", "cancelled"
-  std::string code;      // stable code for non-allow verdicts ("denied", "invalid", ...)
+  std::string verdict;  // "allow", "deny", "error", "busy", "cancelled"
+  std::string code;     // stable code for non-allow verdicts ("denied", "invalid", ...)
   std::string reason;
   uint64_t bytes = 0;
   uint64_t duration_us = 0;

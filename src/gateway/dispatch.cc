@@ -28,8 +28,7 @@ Response Okay(const Request& r, std::vector<std::string> fields, AuditEntry& aud
 
 bool ArgCount(const Request& r, size_t n, Response& out, AuditEntry& audit) {
   if (r.args.size() == n) return true;
-  out = FromError(r,
-                  Error{"invalid", r.op + " takes " + std::to_string(n) + " argument(s)", 0},
+  out = FromError(r, Error{"invalid", r.op + " takes " + std::to_string(n) + " argument(s)", 0},
                   audit);
   return false;
 }
@@ -47,13 +46,13 @@ Response Dispatch(const DispatchContext& ctx, const Grant& grant, const Request&
   if (r.op == "ping") return Okay(r, {}, audit);
 
   const bool reads = r.op == "fs.read" || r.op == "fs.list" || r.op == "fs.stat";
-  const bool writes = r.op == "fs.write" || r.op == "fs.mkdir" || r.op == "fs.remove" ||
-                      r.op == "fs.rename";
+  const bool writes =
+      r.op == "fs.write" || r.op == "fs.mkdir" || r.op == "fs.remove" || r.op == "fs.rename";
   if (reads || writes) {
     size_t want = r.op == "fs.write" || r.op == "fs.rename" ? 2 : 1;
     if (!ArgCount(r, want, out, audit)) return out;
-    RootPolicy root_policy = (r.op == "fs.list" || r.op == "fs.stat") ? RootPolicy::kAllow
-                                                                        : RootPolicy::kReject;
+    RootPolicy root_policy =
+        (r.op == "fs.list" || r.op == "fs.stat") ? RootPolicy::kAllow : RootPolicy::kReject;
     // Validation before any syscall (T1): absolute, empty components, "..", non-UTF-8.
     auto path = NormalizeWorkspacePath(r.args[0], root_policy);
     if (!path) return FromError(r, path.error(), audit);
@@ -120,8 +119,9 @@ Response Dispatch(const DispatchContext& ctx, const Grant& grant, const Request&
     if (auto st = root.Stat(*path); st && st->type == FileType::kDir) {
       for (auto name : kProtectedWriteNames) {
         if (root.Stat(*path + "/" + std::string(name))) {
-          return Denied(r, "fs.write: directory holds protected " + std::string(name) + ": " +
-                               r.args[0], audit);
+          return Denied(
+              r, "fs.write: directory holds protected " + std::string(name) + ": " + r.args[0],
+              audit);
         }
       }
     }

@@ -1,6 +1,7 @@
 #include "gateway/gateway.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -19,11 +20,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <poll.h>
+#include <nlohmann/json.hpp>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/unique_fd.h"
 #include "fs/workspace_root.h"
@@ -66,13 +65,13 @@ class TokenBucket {
 };
 
 struct Registration {
-  std::string token;       // raw bytes
+  std::string token;  // raw bytes
   std::string plugin;
   pid_t pid = 0;
   uid_t uid = 0;
   std::string workspace;
   Grant grant;
-  UniqueFd pidfd;          // closes when the host exits: the token is revoked then
+  UniqueFd pidfd;  // closes when the host exits: the token is revoked then
   TokenBucket requests{0};
   TokenBucket bytes{0};
 };
@@ -253,11 +252,21 @@ int Server::Loop() {
       uint64_t tag = events[i].data.u64;
       uint64_t id = tag & ((1ull << 56) - 1);
       switch (static_cast<Tag>(tag >> 56)) {
-        case kListen: HandleAccept(); break;
-        case kControl: HandleControl(); break;
-        case kWake: HandleWake(); break;
-        case kConn: HandleConnection(id, events[i].events); break;
-        case kPidfd: HandlePidfd(id); break;
+        case kListen:
+          HandleAccept();
+          break;
+        case kControl:
+          HandleControl();
+          break;
+        case kWake:
+          HandleWake();
+          break;
+        case kConn:
+          HandleConnection(id, events[i].events);
+          break;
+        case kPidfd:
+          HandlePidfd(id);
+          break;
       }
     }
     audit_->Flush();
@@ -541,7 +550,9 @@ void Server::HandleWake() {
   }
 }
 
-void Server::Reply(Connection& c, const Response& response) { c.out += ipc::EncodeResponse(response); }
+void Server::Reply(Connection& c, const Response& response) {
+  c.out += ipc::EncodeResponse(response);
+}
 
 void Server::Flush(uint64_t id, Connection& c) {
   while (c.out_offset < c.out.size()) {
@@ -651,8 +662,10 @@ void Server::HandleControl() {
         std::lock_guard lock(queue_mu_);
         queued = queue_.size();
       }
-      reply = {{"ok", true}, {"connections", conns_.size()},
-               {"registrations", registrations_.size()}, {"queued", queued}};
+      reply = {{"ok", true},
+               {"connections", conns_.size()},
+               {"registrations", registrations_.size()},
+               {"queued", queued}};
     } else if (op == "shutdown") {
       reply = {{"ok", true}};
       running_ = false;
@@ -798,7 +811,7 @@ Result<std::string> PrepareRuntimeDir(GatewayOptions& options) {
       base = "/tmp/anvil-" + std::to_string(geteuid());
     }
     if (::mkdir(base.c_str(), 0700) != 0 && errno != EEXIST) return SysFail("io", "mkdir " + base);
-    struct stat st{};
+    struct stat st {};
     // A pre-made /tmp/anvil-UID owned by someone else (or group/world-accessible) could be a
     // trap: refuse to use it.
     if (::lstat(base.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
@@ -810,7 +823,7 @@ Result<std::string> PrepareRuntimeDir(GatewayOptions& options) {
   if (::mkdir(options.runtime_dir.c_str(), 0700) != 0 && errno != EEXIST) {
     return SysFail("io", "mkdir " + options.runtime_dir);
   }
-  struct stat st{};
+  struct stat st {};
   if (::lstat(options.runtime_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
       st.st_uid != geteuid()) {
     return Fail("denied", "runtime dir " + options.runtime_dir + " is not ours");

@@ -20,7 +20,7 @@ namespace anvil::gateway {
 
 struct GatewayLimits {
   uint32_t max_frame_bytes = 16u << 20;
-  uint64_t max_read_bytes = 8u << 20;         // sys.fs.read / write payload cap
+  uint64_t max_read_bytes = 8u << 20;  // sys.fs.read / write payload cap
   uint64_t max_write_bytes = 8u << 20;
   uint32_t max_list_entries = 10000;
   uint32_t max_connections = 256;
@@ -33,14 +33,14 @@ struct GatewayLimits {
 };
 
 struct GatewayOptions {
-  std::string workspace;       // the workspace root (a symlink is resolved once and pinned)
-  std::string runtime_dir;     // created 0700; default $XDG_RUNTIME_DIR/anvil/<session>
-  std::string session_id;      // default: random
-  std::string audit_log;       // JSON lines; empty = <runtime_dir>/audit.jsonl
-  int control_fd = -1;         // required
-  bool no_symlinks = false;    // RESOLVE_NO_SYMLINKS hardening
+  std::string workspace;     // the workspace root (a symlink is resolved once and pinned)
+  std::string runtime_dir;   // created 0700; default $XDG_RUNTIME_DIR/anvil/<session>
+  std::string session_id;    // default: random
+  std::string audit_log;     // JSON lines; empty = <runtime_dir>/audit.jsonl
+  int control_fd = -1;       // required
+  bool no_symlinks = false;  // RESOLVE_NO_SYMLINKS hardening
   bool allow_hardlinked_reads = false;
-  bool harden = true;          // Landlock + seccomp + no_new_privs on itself after start-up
+  bool harden = true;  // Landlock + seccomp + no_new_privs on itself after start-up
   GatewayLimits limits;
 };
 

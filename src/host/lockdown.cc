@@ -16,7 +16,8 @@ namespace {
 
 Status Limit(int resource, uint64_t value, const char* name) {
   rlimit current{};
-  if (getrlimit(resource, &current) != 0) return SysFail("sandbox", std::string("getrlimit ") + name);
+  if (getrlimit(resource, &current) != 0)
+    return SysFail("sandbox", std::string("getrlimit ") + name);
   rlim_t v = std::min<rlim_t>(value, current.rlim_max);
   rlimit next{v, v};
   if (setrlimit(resource, &next) != 0) return SysFail("sandbox", std::string("setrlimit ") + name);
@@ -36,8 +37,8 @@ Status LockDown(const LockdownOptions& options) {
   if (auto s = Injected(options, "rlimit"); !s) return s;
   if (auto s = Limit(RLIMIT_CORE, 0, "core"); !s) return s;
 #if defined(__SANITIZE_ADDRESS__)
-  // AddressSanitizer reserves terabytes of shadow address space: RLIMIT_AS cannot apply to
-  // sanitizer builds (the VM's own memory budget still does).
+    // AddressSanitizer reserves terabytes of shadow address space: RLIMIT_AS cannot apply to
+    // sanitizer builds (the VM's own memory budget still does).
 #else
   if (options.address_space != 0) {
     if (auto s = Limit(RLIMIT_AS, options.address_space, "as"); !s) return s;
@@ -59,8 +60,8 @@ Status LockDown(const LockdownOptions& options) {
     return Fail("sandbox", "plugins need Landlock, and " + probe.reason + " (see `anvil doctor`)");
   }
   // No rules at all: every handled right is denied everywhere.
-  auto ruleset = landlock::Ruleset::Create(probe.abi, probe.abi >= 4,
-                                           landlock::ScopesForAbi(probe.abi));
+  auto ruleset =
+      landlock::Ruleset::Create(probe.abi, probe.abi >= 4, landlock::ScopesForAbi(probe.abi));
   if (!ruleset) return tl::unexpected(ruleset.error());
   if (auto s = ruleset->Restrict(); !s) return s;
 

@@ -15,9 +15,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "host/api_codec.h"
 #include "host/runtime.h"
@@ -28,11 +27,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
-constexpr int kHookEvery = 1000;     // instructions between count-hook calls
+constexpr int kHookEvery = 1000;  // instructions between count-hook calls
 constexpr int kMaxJsonDepth = 64;
 const char kCommandsKey[] = "anvil.commands";
-const char kModulesKey[] = "anvil.modules";   // name -> source (not yet loaded)
-const char kLoadedKey[] = "anvil.loaded";     // name -> value returned by the module
+const char kModulesKey[] = "anvil.modules";  // name -> source (not yet loaded)
+const char kLoadedKey[] = "anvil.loaded";    // name -> value returned by the module
 const char kProtectedKey[] = "anvil.protected";
 
 class LuaRuntime;
@@ -93,7 +92,8 @@ void* LuaRuntime::Alloc(void* ud, void* ptr, size_t osize, size_t nsize) {
     return nullptr;
   }
   // Lua requires shrinking to succeed; growth past the budget fails, and keeps failing.
-  if (nsize > old && (self->memory_spent_ || self->used_ - old + nsize > self->limits_.memory_bytes)) {
+  if (nsize > old &&
+      (self->memory_spent_ || self->used_ - old + nsize > self->limits_.memory_bytes)) {
     self->memory_spent_ = true;
     return nullptr;
   }
@@ -141,8 +141,8 @@ Error LuaRuntime::ErrorFromLua(int status) {
   }
   lua_pop(L_, 1);
   // Keep an Anvil code the plugin re-raised ("denied: ..."), else it is a plugin error.
-  static constexpr const char* kCodes[] = {"denied", "invalid", "not_found", "limit", "timeout",
-                                           "cancelled", "stale", "busy", "io"};
+  static constexpr const char* kCodes[] = {"denied",    "invalid", "not_found", "limit", "timeout",
+                                           "cancelled", "stale",   "busy",      "io"};
   for (const char* code : kCodes) {
     std::string prefix = std::string(code) + ": ";
     auto at = message.find(prefix);
@@ -167,11 +167,21 @@ void PushJson(lua_State* L, const json& v, int depth) {
   if (depth > kMaxJsonDepth) luaL_error(L, "invalid: value nested too deeply");
   luaL_checkstack(L, 3, "json");
   switch (v.type()) {
-    case json::value_t::null: lua_pushnil(L); break;
-    case json::value_t::boolean: lua_pushboolean(L, v.get<bool>()); break;
-    case json::value_t::number_integer: lua_pushinteger(L, v.get<int64_t>()); break;
-    case json::value_t::number_unsigned: lua_pushinteger(L, static_cast<lua_Integer>(v.get<uint64_t>())); break;
-    case json::value_t::number_float: lua_pushnumber(L, v.get<double>()); break;
+    case json::value_t::null:
+      lua_pushnil(L);
+      break;
+    case json::value_t::boolean:
+      lua_pushboolean(L, v.get<bool>());
+      break;
+    case json::value_t::number_integer:
+      lua_pushinteger(L, v.get<int64_t>());
+      break;
+    case json::value_t::number_unsigned:
+      lua_pushinteger(L, static_cast<lua_Integer>(v.get<uint64_t>()));
+      break;
+    case json::value_t::number_float:
+      lua_pushnumber(L, v.get<double>());
+      break;
     case json::value_t::string: {
       const auto& s = v.get_ref<const std::string&>();
       lua_pushlstring(L, s.data(), s.size());
@@ -195,7 +205,9 @@ void PushJson(lua_State* L, const json& v, int depth) {
       }
       break;
     }
-    default: lua_pushnil(L); break;
+    default:
+      lua_pushnil(L);
+      break;
   }
 }
 
@@ -203,8 +215,10 @@ json ToJson(lua_State* L, int index, int depth) {
   index = lua_absindex(L, index);
   if (depth > kMaxJsonDepth) luaL_error(L, "invalid: value nested too deeply (or a cycle)");
   switch (lua_type(L, index)) {
-    case LUA_TNIL: return nullptr;
-    case LUA_TBOOLEAN: return static_cast<bool>(lua_toboolean(L, index));
+    case LUA_TNIL:
+      return nullptr;
+    case LUA_TBOOLEAN:
+      return static_cast<bool>(lua_toboolean(L, index));
     case LUA_TNUMBER:
       if (lua_isinteger(L, index)) return static_cast<int64_t>(lua_tointeger(L, index));
       {
@@ -238,7 +252,8 @@ json ToJson(lua_State* L, int index, int depth) {
       json obj = json::object();
       lua_pushnil(L);
       while (lua_next(L, index)) {
-        if (lua_type(L, -2) != LUA_TSTRING) luaL_error(L, "invalid: table keys must be strings or a 1..n sequence");
+        if (lua_type(L, -2) != LUA_TSTRING)
+          luaL_error(L, "invalid: table keys must be strings or a 1..n sequence");
         size_t len;
         const char* k = lua_tolstring(L, -2, &len);
         obj[std::string(k, len)] = ToJson(L, -1, depth + 1);
@@ -502,9 +517,16 @@ int CollectGarbage(lua_State* L) {
       lua_pushnumber(L, static_cast<lua_Number>(kb) + static_cast<lua_Number>(b) / 1024);
       return 1;
     }
-    case 2: lua_pushboolean(L, lua_gc(L, LUA_GCSTEP, 0)); return 1;
-    case 3: lua_pushboolean(L, lua_gc(L, LUA_GCISRUNNING)); return 1;
-    default: lua_gc(L, LUA_GCCOLLECT); lua_pushinteger(L, 0); return 1;
+    case 2:
+      lua_pushboolean(L, lua_gc(L, LUA_GCSTEP, 0));
+      return 1;
+    case 3:
+      lua_pushboolean(L, lua_gc(L, LUA_GCISRUNNING));
+      return 1;
+    default:
+      lua_gc(L, LUA_GCCOLLECT);
+      lua_pushinteger(L, 0);
+      return 1;
   }
 }
 
@@ -546,13 +568,12 @@ int Require(lua_State* L) {
 // Wraps the table on top of the stack in a read-only proxy and records both as protected.
 void LockTable(lua_State* L) {
   int real = lua_gettop(L);
-  lua_newtable(L);                      // proxy
-  lua_createtable(L, 0, 3);             // metatable
+  lua_newtable(L);           // proxy
+  lua_createtable(L, 0, 3);  // metatable
   lua_pushvalue(L, real);
   lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, [](lua_State* S) -> int {
-    return luaL_error(S, "denied: Anvil's tables are read-only");
-  });
+  lua_pushcfunction(
+      L, [](lua_State* S) -> int { return luaL_error(S, "denied: Anvil's tables are read-only"); });
   lua_setfield(L, -2, "__newindex");
   lua_pushliteral(L, "locked");
   lua_setfield(L, -2, "__metatable");
@@ -565,7 +586,7 @@ void LockTable(lua_State* L) {
   lua_pushboolean(L, 1);
   lua_rawset(L, -3);
   lua_pop(L, 1);
-  lua_replace(L, real);                 // proxy replaces the real table on the stack
+  lua_replace(L, real);  // proxy replaces the real table on the stack
 }
 
 void SetFunctions(lua_State* L, const luaL_Reg* fns) { luaL_setfuncs(L, fns, 0); }
@@ -600,12 +621,9 @@ Status LuaRuntime::Init() {
   lua_getfield(L_, g, "load");
   lua_pushcclosure(L_, LoadText, 1);
   lua_setfield(L_, g, "load");
-  const luaL_Reg base[] = {{"print", Print},
-                           {"warn", Warn},
-                           {"rawset", RawSetGuarded},
-                           {"collectgarbage", CollectGarbage},
-                           {"require", Require},
-                           {nullptr, nullptr}};
+  const luaL_Reg base[] = {{"print", Print},          {"warn", Warn},
+                           {"rawset", RawSetGuarded}, {"collectgarbage", CollectGarbage},
+                           {"require", Require},      {nullptr, nullptr}};
   SetFunctions(L_, base);
   lua_getfield(L_, g, "string");
   lua_pushnil(L_);
@@ -625,8 +643,8 @@ Status LuaRuntime::Init() {
 
   lua_newtable(L_);  // sys
   lua_newtable(L_);
-  const luaL_Reg fs_fns[] = {{"read", FsRead}, {"write", FsWrite}, {"list", FsList},
-                             {"stat", FsStat}, {nullptr, nullptr}};
+  const luaL_Reg fs_fns[] = {
+      {"read", FsRead}, {"write", FsWrite}, {"list", FsList}, {"stat", FsStat}, {nullptr, nullptr}};
   SetFunctions(L_, fs_fns);
   LockTable(L_);
   lua_setfield(L_, -2, "fs");
@@ -663,8 +681,8 @@ Status LuaRuntime::Load(const PluginSource& source) {
   lua_pop(L_, 1);
   std::string chunk = "@" + source.entry_name;
   // Mode "t": a precompiled (binary) entry is refused outright.
-  int status = luaL_loadbufferx(L_, source.entry_code.data(), source.entry_code.size(),
-                                chunk.c_str(), "t");
+  int status =
+      luaL_loadbufferx(L_, source.entry_code.data(), source.entry_code.size(), chunk.c_str(), "t");
   if (status != LUA_OK) return tl::unexpected(ErrorFromLua(status));
   StartBudget();
   return RunProtected(0, 0);

@@ -39,7 +39,7 @@ Result<std::string> ReadBeneath(int dir, const std::string& rel) {
   } while (fd < 0 && errno == EAGAIN);
   if (fd < 0) return SysFail(errno == ENOENT ? "not_found" : "invalid", "plugin file " + rel);
   UniqueFd f(static_cast<int>(fd));
-  struct stat st{};
+  struct stat st {};
   if (fstat(f.Get(), &st) != 0 || !S_ISREG(st.st_mode)) {
     return Fail("invalid", "plugin file " + rel + " is not a regular file");
   }
@@ -267,7 +267,8 @@ int RunPluginHost(const HostOptions& o) {
 
   std::optional<Error> load_error;
   if (auto hello = gateway.Hello(o.plugin_id, o.workspace); !hello) {
-    load_error = Error{hello.error().code, "gateway refused this host: " + hello.error().message, 0};
+    load_error =
+        Error{hello.error().code, "gateway refused this host: " + hello.error().message, 0};
   } else if (auto s = runtime->Load(*source); !s) {
     load_error = s.error();
   }
@@ -292,9 +293,9 @@ int RunPluginHost(const HostOptions& o) {
       response = ipc::Response{request->id, true, runtime->Commands()};
     } else if (request->op == "command.run" && request->args.size() == 2) {
       auto result = runtime->RunCommand(request->args[0], request->args[1]);
-      response = result ? ipc::Response{request->id, true, {std::move(*result)}}
-                         : ipc::Response::Error(request->id, result.error().code,
-                                                result.error().message);
+      response =
+          result ? ipc::Response{request->id, true, {std::move(*result)}}
+                 : ipc::Response::Error(request->id, result.error().code, result.error().message);
     } else {
       response = ipc::Response::Error(request->id, "invalid", "unknown request " + request->op);
     }

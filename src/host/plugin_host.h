@@ -21,13 +21,13 @@ namespace anvil::host {
 
 struct HostOptions {
   std::string plugin_dir;
-  std::string runtime;        // "lua" or "js"
-  std::string entry;          // relative to plugin_dir
+  std::string runtime;  // "lua" or "js"
+  std::string entry;    // relative to plugin_dir
   std::string plugin_id;
   std::string workspace;
   int gateway_fd = -1;
   int session_fd = -1;
-  int token_fd = -1;          // the capability token arrives here (never argv or environment)
+  int token_fd = -1;  // the capability token arrives here (never argv or environment)
   RuntimeLimits limits;
   LockdownOptions lockdown;
   std::string test_attack_after_lockdown;  // test hook: "open", "socket", "execve", ...

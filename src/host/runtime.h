@@ -31,16 +31,16 @@ class HostApi {
 };
 
 struct RuntimeLimits {
-  uint64_t memory_bytes = 64ull << 20;          // VM heap budget
-  uint64_t instructions = 200'000'000;          // per top-level load and per command
-  uint64_t stack_bytes = 1ull << 20;            // QuickJS max stack; Lua C-stack via LUAI_MAXCCALLS
-  std::chrono::milliseconds deadline{10000};    // per command (the trusted side kills at it too)
+  uint64_t memory_bytes = 64ull << 20;        // VM heap budget
+  uint64_t instructions = 200'000'000;        // per top-level load and per command
+  uint64_t stack_bytes = 1ull << 20;          // QuickJS max stack; Lua C-stack via LUAI_MAXCCALLS
+  std::chrono::milliseconds deadline{10000};  // per command (the trusted side kills at it too)
 };
 
 struct PluginSource {
-  std::string entry_name;                       // "main.lua" / "main.js"
+  std::string entry_name;  // "main.lua" / "main.js"
   std::string entry_code;
-  std::map<std::string, std::string> modules;   // "lib.util" -> code (Lua require name / JS path)
+  std::map<std::string, std::string> modules;  // "lib.util" -> code (Lua require name / JS path)
 };
 
 class Runtime {

@@ -13,9 +13,9 @@ inline constexpr size_t kTokenBytes = 32;
 
 class CapabilityToken {
  public:
-  static Result<CapabilityToken> Generate();            // getrandom(2)
+  static Result<CapabilityToken> Generate();  // getrandom(2)
   static Result<CapabilityToken> FromHex(std::string_view hex);
-  const std::string& bytes() const { return bytes_; }   // raw, kTokenBytes long
+  const std::string& bytes() const { return bytes_; }  // raw, kTokenBytes long
   std::string Hex() const;
 
  private:

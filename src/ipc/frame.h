@@ -29,7 +29,7 @@ enum class FrameKind : uint8_t { kRequest = 1, kResponse = 2, kCancel = 3, kCont
 struct Request {
   uint64_t id = 0;
   std::string token;
-  std::string op;                   // "fs.read", "fs.write", ...
+  std::string op;  // "fs.read", "fs.write", ...
   std::vector<std::string> args;
 };
 
