@@ -50,15 +50,24 @@ class TokenBucket {
  public:
   explicit TokenBucket(uint64_t rate) : rate_(static_cast<double>(rate)), tokens_(rate_) {}
   bool Take(double amount) {
-    auto now = Clock::now();
-    tokens_ = std::min(rate_, tokens_ + rate_ * std::chrono::duration<double>(now - last_).count());
-    last_ = now;
+    Refill();
     if (tokens_ < amount) return false;
     tokens_ -= amount;
     return true;
   }
+  // Charges what was already served (a read's reply): the balance may go negative, and the
+  // plugin's next requests wait until it has been paid back.
+  void Charge(double amount) {
+    Refill();
+    tokens_ -= amount;
+  }
 
  private:
+  void Refill() {
+    auto now = Clock::now();
+    tokens_ = std::min(rate_, tokens_ + rate_ * std::chrono::duration<double>(now - last_).count());
+    last_ = now;
+  }
   double rate_;
   double tokens_;
   Clock::time_point last_ = Clock::now();
@@ -541,6 +550,8 @@ void Server::HandleWake() {
     auto it = conns_.find(d.conn_id);
     if (it == conns_.end()) continue;  // connection gone; the decision is in the audit log
     it->second.jobs.erase(d.request_id);
+    // Replies count against the plugin's byte quota too (requests were charged on arrival).
+    if (it->second.bound) it->second.bound->bytes.Charge(static_cast<double>(d.frame.size()));
     it->second.out += d.frame;
     touched.push_back(d.conn_id);
   }

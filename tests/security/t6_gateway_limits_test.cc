@@ -135,6 +135,27 @@ TEST_F(T6GatewayLimits, RequestQuotaAnswersLimit) {
   EXPECT_GT(limited, 0);
 }
 
+TEST_F(T6GatewayLimits, ByteQuotaCountsWhatIsReadNotOnlyWhatIsSent) {
+  WriteFile(*ws_ / "chunk.bin", std::string(64 << 10, 'c'));
+  StartGateway({"--bytes-per-second", "200000"});
+  auto token = RegisterPlugin("p.one", ReadWriteGrant());
+  auto client = Client(token, "p.one");
+  // Each request is a few bytes; each reply 64 KiB. Without counting replies the quota would
+  // never trip here.
+  int ok = 0, limited = 0;
+  for (int i = 0; i < 20; ++i) {
+    auto r = client->Call("fs.read", {"chunk.bin"});
+    ASSERT_TRUE(r);
+    if (r->ok) {
+      ++ok;
+    } else if (r->fields[0] == "limit") {
+      ++limited;
+    }
+  }
+  EXPECT_GT(ok, 0);
+  EXPECT_GT(limited, 0) << "reads were not counted against the byte quota";
+}
+
 TEST_F(T6GatewayLimits, ReadOverTheSizeCapIsALimitError) {
   WriteFile(*ws_ / "big.bin", std::string(2 << 20, 'x'));
   WriteFile(*ws_ / "small.bin", "x");
