@@ -147,7 +147,7 @@ Error LuaRuntime::ErrorFromLua(int status) {
     std::string prefix = std::string(code) + ": ";
     auto at = message.find(prefix);
     // luaL_error prefixes "chunk:line: "; the code follows it.
-    if (at != std::string::npos && (at == 0 || message.compare(at - 2, 2, ": ") == 0)) {
+    if (at != std::string::npos && (at == 0 || (at >= 2 && message.compare(at - 2, 2, ": ") == 0))) {
       return Error{code, message.substr(at + prefix.size()), 0};
     }
   }

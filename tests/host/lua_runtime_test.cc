@@ -223,6 +223,13 @@ TEST_F(LuaRuntimeTest, PrintGoesToThePluginLog) {
   EXPECT_EQ(api_.logs[1].first, "warn");
 }
 
+TEST_F(LuaRuntimeTest, ErrorTextThatMerelyContainsACodeIsAPluginError) {
+  // "xdenied: ..." once crashed the host (an out-of-range compare while looking for a code).
+  auto r = RunSnippet("error('xdenied: y', 0)");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "error");
+}
+
 TEST_F(LuaRuntimeTest, PluginErrorsKeepTheirMessage) {
   auto r = RunSnippet("error('something broke')");
   ASSERT_FALSE(r);
