@@ -22,7 +22,9 @@ using Clock = std::chrono::steady_clock;
 Result<std::unique_ptr<HostProcess>> HostProcess::Start(const HostConfig& config,
                                                         GatewayProcess& gateway,
                                                         const Grant& grant) {
-  std::unique_ptr<HostProcess> host(new HostProcess(gateway));
+  auto token = ipc::CapabilityToken::Generate();
+  if (!token) return tl::unexpected(token.error());
+  std::unique_ptr<HostProcess> host(new HostProcess(gateway, std::move(*token)));
   host->plugin_id_ = config.plugin_id;
   auto gateway_fd = gateway.Connect();
   if (!gateway_fd) return tl::unexpected(gateway_fd.error());

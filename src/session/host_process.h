@@ -58,7 +58,8 @@ class HostProcess {
   const std::string& stderr_text() const { return stderr_; }
 
  private:
-  HostProcess(GatewayProcess& gateway) : gateway_(gateway) {}
+  HostProcess(GatewayProcess& gateway, ipc::CapabilityToken token)
+      : gateway_(gateway), token_(std::move(token)) {}
   Result<ipc::Response> Call(const std::string& op, std::vector<std::string> args,
                              std::chrono::milliseconds deadline, const EditorHandler* editor,
                              const LogHandler* log);
@@ -67,7 +68,7 @@ class HostProcess {
 
   GatewayProcess& gateway_;
   std::string plugin_id_;
-  ipc::CapabilityToken token_ = *ipc::CapabilityToken::Generate();
+  ipc::CapabilityToken token_;
   pid_t pid_ = -1;
   UniqueFd pidfd_;
   UniqueFd session_;
