@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cmath>
@@ -112,7 +113,12 @@ Options:
   if (front_end == SandboxFrontEnd::kExecRunner) {
     text +=
         "  --exec-fd N            run the executable already open at fd N (no lookup)\n"
-        "  --minimal-env          use Anvil's fixed minimal environment (sys.exec)\n";
+        "  --minimal-env          use Anvil's fixed minimal environment (sys.exec)\n"
+        "  --readable-path P      with --policy read-only: only workspace path P is readable\n"
+        "                         (repeatable; opened beneath the workspace, never through a\n"
+        "                         symlink that leads out)\n"
+        "  --no-workspace-read    with --policy read-only: nothing in the workspace is readable\n"
+        "  --report-fd N          write the --json report to descriptor N instead of stderr\n";
   }
   text += R"(
 Exit status: CMD's own; 128+N if killed by signal N; 124 timeout; 125 the sandbox could not be
@@ -227,6 +233,22 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
       exec_fd = static_cast<int>(fd);
     } else if (front_end == SandboxFrontEnd::kExecRunner && flag == "--minimal-env") {
       minimal_env = true;
+    } else if (front_end == SandboxFrontEnd::kExecRunner && flag == "--readable-path") {
+      if (auto s = take(); !s) return tl::unexpected(s.error());
+      if (!policy.workspace_read_subpaths) policy.workspace_read_subpaths.emplace();
+      policy.workspace_read_subpaths->push_back(v);
+    } else if (front_end == SandboxFrontEnd::kExecRunner && flag == "--no-workspace-read") {
+      if (!policy.workspace_read_subpaths) policy.workspace_read_subpaths.emplace();
+    } else if (front_end == SandboxFrontEnd::kExecRunner && flag == "--report-fd") {
+      if (auto s = take(); !s) return tl::unexpected(s.error());
+      char* end = nullptr;
+      long fd = std::strtol(v.c_str(), &end, 10);
+      if (end == v.c_str() || *end != '\0' || fd < 3 || fd > INT_MAX ||
+          fcntl(static_cast<int>(fd), F_GETFD) < 0) {
+        return Fail("invalid", "--report-fd expects an open descriptor number >= 3, got " + v);
+      }
+      inv.report_fd = static_cast<int>(fd);
+      inv.json = true;
     } else if (flag == "--unsafe-test-fail-layer" && std::getenv("ANVIL_ALLOW_TEST_FAULTS")) {
       // Fault injection for the fail-closed tests; inert unless the trusted caller's own
       // environment enables it.
@@ -247,6 +269,14 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
   std::string workspace = Canonical(cwd);
   if (workspace.empty()) return Fail("invalid", "--cwd " + cwd + ": no such directory");
   policy.workspace = workspace;
+  if (policy.workspace_read_subpaths) {
+    if (policy.kind != PolicyKind::kReadOnly) {
+      return Fail("invalid", "--readable-path/--no-workspace-read need --policy read-only");
+    }
+    auto& subs = *policy.workspace_read_subpaths;
+    if (std::find(subs.begin(), subs.end(), ".") != subs.end())
+      policy.workspace_read_subpaths.reset();
+  }
   for (auto& sub : policy.extra_read_only_subpaths) {
     if (sub.empty()) return Fail("invalid", "--read-only-subpath: empty path");
     if (sub[0] != '/') sub = workspace + "/" + sub;
@@ -291,6 +321,25 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
   return inv;
 }
 
+namespace {
+
+// The --json report: on stderr, or whole on --report-fd (a pipe to the gateway's exec broker).
+void WriteReport(int report_fd, const std::string& line) {
+  if (report_fd < 0) {
+    std::cerr << line;
+    return;
+  }
+  size_t off = 0;
+  while (off < line.size()) {
+    ssize_t n = ::write(report_fd, line.data() + off, line.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    off += static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
+
 int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd front_end) {
   for (const auto& a : args) {
     if (a == "--") break;
@@ -310,19 +359,32 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
     int status = e.code == "not_found" ? 127 : e.code == "not_executable" ? 126 : 125;
     // --json promises one report at exit, also when nothing could be started.
     bool json = false;
-    for (const auto& a : args) {
-      if (a == "--") break;
-      json = json || a == "--json";
+    int report_fd = -1;
+    for (size_t i = 0; i < args.size() && args[i] != "--"; ++i) {
+      json = json || args[i] == "--json";
+      if (front_end == SandboxFrontEnd::kExecRunner && args[i] == "--report-fd" &&
+          i + 1 < args.size()) {
+        char* end = nullptr;
+        long fd = std::strtol(args[i + 1].c_str(), &end, 10);
+        if (end != args[i + 1].c_str() && *end == '\0' && fd >= 3 && fd <= INT_MAX) {
+          report_fd = static_cast<int>(fd);
+        }
+      }
     }
-    if (json) {
+    if (json || report_fd >= 0) {
       nlohmann::json report = {{"exit_code", status},
                                {"outcome", status == 125 ? "setup_failed" : "exec_failed"},
                                {"error", e.ToString()}};
-      std::cerr << report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+      WriteReport(report_fd,
+                  report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     }
     return status;
   }
   bool json = inv->json;
+  if (inv->report_fd >= 0) {
+    // Never inherited by the command (RunSandboxed also closes everything above 2).
+    fcntl(inv->report_fd, F_SETFD, FD_CLOEXEC);
+  }
   SandboxPolicy policy = inv->spec.policy;
   SandboxOutcome outcome = RunSandboxed(std::move(inv->spec));
   int status = outcome.ShellStatus();
@@ -351,7 +413,8 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
                                {"process_limit", outcome.layers.process_limit}}}};
     if (outcome.kind == SandboxOutcome::Kind::kSignaled) report["signal"] = outcome.exit_status;
     if (!outcome.error.empty()) report["error"] = outcome.error;
-    std::cerr << report.dump() << "\n";
+    WriteReport(inv->report_fd,
+                report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   }
   return status;
 }

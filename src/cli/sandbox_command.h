@@ -13,6 +13,7 @@ namespace anvil::cli {
 struct SandboxInvocation {
   LaunchSpec spec;
   bool json = false;
+  int report_fd = -1;  // anvil-exec-runner --report-fd: the JSON report goes here, not stderr
 };
 
 enum class SandboxFrontEnd { kAnvilSandbox, kExecRunner };

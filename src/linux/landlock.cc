@@ -1,6 +1,7 @@
 #include "linux/landlock.h"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -56,16 +57,16 @@ uint64_t FsRightsForAbi(int abi) {
 
 uint64_t NetRightsForAbi(int abi) { return abi >= 4 ? (kNetBindTcp | kNetConnectTcp) : 0; }
 
-uint64_t ScopesForAbi(int abi) {
-  return abi >= 6 ? (kScopeAbstractUnixSocket | kScopeSignal) : 0;
-}
+uint64_t ScopesForAbi(int abi) { return abi >= 6 ? (kScopeAbstractUnixSocket | kScopeSignal) : 0; }
 
 AbiProbe ProbeAbi() {
   long abi = CreateRuleset(nullptr, 0, kCreateRulesetVersion);
   if (abi >= 1) return {static_cast<int>(abi), ""};
-  if (errno == ENOSYS) return {0, "the kernel has no Landlock (needs Linux 5.13+ with CONFIG_SECURITY_LANDLOCK)"};
+  if (errno == ENOSYS)
+    return {0, "the kernel has no Landlock (needs Linux 5.13+ with CONFIG_SECURITY_LANDLOCK)"};
   if (errno == EOPNOTSUPP) {
-    return {0, "Landlock is built in but disabled: add 'landlock' to the lsm= kernel boot parameter"};
+    return {0,
+            "Landlock is built in but disabled: add 'landlock' to the lsm= kernel boot parameter"};
   }
   return {0, std::string("landlock_create_ruleset failed: errno ") + std::to_string(errno)};
 }
@@ -73,12 +74,13 @@ AbiProbe ProbeAbi() {
 Result<Ruleset> Ruleset::Create(int abi, bool handle_net, uint64_t scopes) {
   if (abi < 1) return Fail("sandbox", "Landlock is not available");
   if (handle_net && abi < 4) {
-    return Fail("sandbox", "network confinement by Landlock needs ABI 4 (Linux 6.7); kernel has ABI " +
-                               std::to_string(abi));
+    return Fail("sandbox",
+                "network confinement by Landlock needs ABI 4 (Linux 6.7); kernel has ABI " +
+                    std::to_string(abi));
   }
   if (scopes != 0 && (scopes & ~ScopesForAbi(abi)) != 0) {
-    return Fail("sandbox", "Landlock scoping needs ABI 6 (Linux 6.12); kernel has ABI " +
-                               std::to_string(abi));
+    return Fail("sandbox",
+                "Landlock scoping needs ABI 6 (Linux 6.12); kernel has ABI " + std::to_string(abi));
   }
   RulesetAttr attr{};
   attr.handled_access_fs = FsRightsForAbi(abi);
@@ -97,19 +99,39 @@ Status Ruleset::AllowPath(const std::string& path, uint64_t rights, bool optiona
     if (optional && errno == ENOENT) return Ok();
     return SysFail("sandbox", "landlock: open " + path);
   }
-  struct stat st{};
-  if (::fstat(dir.Get(), &st) != 0) return SysFail("sandbox", "landlock: stat " + path);
+  return AllowFd(dir.Get(), rights, path);
+}
+
+Status Ruleset::AllowFd(int fd, uint64_t rights, const std::string& path) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return SysFail("sandbox", "landlock: stat " + path);
   uint64_t allowed = rights & handled_fs_;
   // Directory-only rights on a file are rejected by the kernel (EINVAL): keep the file ones.
   if (!S_ISDIR(st.st_mode)) {
     allowed &= kFsExecute | kFsWriteFile | kFsReadFile | kFsTruncate | kFsIoctlDev;
   }
   if (allowed == 0) return Ok();
-  PathBeneathAttr attr{allowed, dir.Get()};
+  PathBeneathAttr attr{allowed, fd};
   if (syscall(__NR_landlock_add_rule, fd_.Get(), kRulePathBeneath, &attr, 0) != 0) {
     return SysFail("sandbox", "landlock_add_rule " + path);
   }
   return Ok();
+}
+
+Status Ruleset::AllowBeneath(const std::string& base, const std::string& relative,
+                             uint64_t rights) {
+  UniqueFd dir(::open(base.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) return SysFail("sandbox", "landlock: open " + base);
+  open_how how{};
+  how.flags = O_PATH | O_CLOEXEC;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+  long fd = syscall(SYS_openat2, dir.Get(), relative.c_str(), &how, sizeof(how));
+  if (fd < 0) {
+    if (errno == ENOENT || errno == ENOTDIR || errno == EXDEV || errno == ELOOP) return Ok();
+    return SysFail("sandbox", "landlock: open " + relative + " beneath " + base);
+  }
+  UniqueFd target(static_cast<int>(fd));
+  return AllowFd(target.Get(), rights, base + "/" + relative);
 }
 
 Status Ruleset::AllowTcpConnect(uint16_t port) {

@@ -91,9 +91,9 @@ struct Plan {
   bool userns = false, pidns = false, mountns = false, netns = false;
   uid_t uid = 0;
   gid_t gid = 0;
-  int report_fd = -1;       // write end of the record pipe
-  int alive_fd = -1;        // read end; HUP when the supervisor is gone
-  int go_fd = -1;           // read end; one byte once init is in its pids cgroup (-1: no wait)
+  int report_fd = -1;  // write end of the record pipe
+  int alive_fd = -1;   // read end; HUP when the supervisor is gone
+  int go_fd = -1;      // read end; one byte once init is in its pids cgroup (-1: no wait)
   bool program_is_script = false;
   bool process_limit = false;  // RLIMIT_NPROC in our user namespace, or a pids cgroup
   std::vector<char*> argv, envp;
@@ -134,7 +134,8 @@ Status MapIds(const Plan& plan) {
 
 Status SetLimit(int resource, uint64_t value, const char* name) {
   rlimit current{};
-  if (getrlimit(resource, &current) != 0) return SysFail("sandbox", std::string("getrlimit ") + name);
+  if (getrlimit(resource, &current) != 0)
+    return SysFail("sandbox", std::string("getrlimit ") + name);
   rlim_t v = static_cast<rlim_t>(value);
   // Only ever lower a limit: the hard limit cannot be raised without privilege anyway.
   rlimit next{std::min(v, current.rlim_max), std::min(v, current.rlim_max)};
@@ -184,6 +185,13 @@ Status ApplyLandlock(const Plan& plan) {
   for (const auto& wr : view.writable_roots) {
     if (auto s = rs->AllowPath(wr.root, all); !s) return s;
   }
+  for (const auto& sub : view.workspace_read_subpaths) {
+    if (auto s = rs->AllowBeneath(view.workspace_base, sub, kFsRead); !s) return s;
+  }
+  if (plan.mountns && !view.workspace_base.empty()) {
+    // The workspace directory of the view holds only the mount points of the readable paths.
+    if (auto s = rs->AllowPath(view.workspace_base, kFsReadDir); !s) return s;
+  }
   if (plan.mountns) {
     // Listing the view's root shows only the mount points we made.
     if (auto s = rs->AllowPath("/", kFsReadDir); !s) return s;
@@ -215,7 +223,7 @@ Status ApplyLandlock(const Plan& plan) {
 
 [[noreturn]] void RunCommand(Plan& plan) {
   LaunchSpec& spec = *plan.spec;
-  struct sigaction dfl{};
+  struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);
   sigset_t none;
@@ -235,12 +243,14 @@ Status ApplyLandlock(const Plan& plan) {
   }
   if (auto s = ApplyLimits(plan); !s) Die(plan, s.error());
   if (::chdir(spec.cwd.c_str()) != 0) {
-    Die(plan, SysFail("sandbox", "working directory " + spec.cwd + " is not visible in the sandbox").value());
+    Die(plan, SysFail("sandbox", "working directory " + spec.cwd + " is not visible in the sandbox")
+                  .value());
   }
   uint32_t layers = 0;
   bool harden = plan.confine_fs || !plan.filter.Empty();
   if (harden) {
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1) {
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1) {
       Die(plan, SysFail("sandbox", "no_new_privs").value());
     }
     layers |= kBitNoNewPrivs;
@@ -248,7 +258,8 @@ Status ApplyLandlock(const Plan& plan) {
   if (plan.confine_fs) {
     if (auto s = ApplyLandlock(plan); !s) Die(plan, s.error());
     layers |= static_cast<uint32_t>(plan.landlock_abi) << 16;
-    if (spec.policy.network == NetworkMode::kNone && plan.landlock_abi >= 4) layers |= kBitLandlockNet;
+    if (spec.policy.network == NetworkMode::kNone && plan.landlock_abi >= 4)
+      layers |= kBitLandlockNet;
     if (plan.landlock_abi >= 6) layers |= kBitLandlockScoped;
   }
   if (harden) {
@@ -348,10 +359,11 @@ void KillDescendants() {
     ::close(plan.go_fd);
   }
 
-  struct sigaction fwd{};
+  struct sigaction fwd {};
   fwd.sa_handler = ForwardSignal;
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGWINCH}) sigaction(sig, &fwd, nullptr);
-  struct sigaction killer{};
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGWINCH})
+    sigaction(sig, &fwd, nullptr);
+  struct sigaction killer {};
   killer.sa_handler = RequestKillTree;
   sigaction(SIGUSR2, &killer, nullptr);
 
@@ -415,11 +427,16 @@ SandboxOutcome SetupFailure(std::string message, Clock::time_point start) {
 
 int SandboxOutcome::ShellStatus() const {
   switch (kind) {
-    case Kind::kExited: return exit_status;
-    case Kind::kSignaled: return 128 + exit_status;
-    case Kind::kTimedOut: return 124;
-    case Kind::kSetupFailed: return 125;
-    case Kind::kExecFailed: return exec_errno == ENOENT ? 127 : 126;
+    case Kind::kExited:
+      return exit_status;
+    case Kind::kSignaled:
+      return 128 + exit_status;
+    case Kind::kTimedOut:
+      return 124;
+    case Kind::kSetupFailed:
+      return 125;
+    case Kind::kExecFailed:
+      return exec_errno == ENOENT ? 127 : 126;
   }
   return 125;
 }
@@ -430,7 +447,7 @@ Result<UniqueFd> OpenExecutable(const std::string& command, const std::string& p
   auto try_open = [](const std::string& path) -> Result<UniqueFd> {
     UniqueFd fd(::open(path.c_str(), O_PATH | O_CLOEXEC));
     if (!fd) return SysFail(errno == ENOENT ? "not_found" : "not_executable", path);
-    struct stat st{};
+    struct stat st {};
     if (::fstat(fd.Get(), &st) != 0) return SysFail("not_executable", path);
     if (!S_ISREG(st.st_mode)) return Fail("not_executable", path + ": not a regular file", EACCES);
     if (::faccessat(fd.Get(), "", X_OK, AT_EMPTY_PATH | AT_EACCESS) != 0) {
@@ -464,8 +481,8 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   plan.gid = getegid();
   const SandboxPolicy& policy = spec.policy;
   if (policy.network == NetworkMode::kProxy) {
-    return SetupFailure("sandbox: --network proxy is not available in this build yet; use none or full",
-                        start);
+    return SetupFailure(
+        "sandbox: --network proxy is not available in this build yet; use none or full", start);
   }
   if (!spec.program) return SetupFailure("sandbox: no program to run", start);
   if (spec.argv.empty()) return SetupFailure("sandbox: empty argv", start);
@@ -485,8 +502,8 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
     }
     plan.landlock_abi = probe.abi;
   }
-  bool network_filter = policy.network == NetworkMode::kNone &&
-                        policy.kind != PolicyKind::kDangerFullAccess;
+  bool network_filter =
+      policy.network == NetworkMode::kNone && policy.kind != PolicyKind::kDangerFullAccess;
   if (plan.confine_fs || network_filter) {
     auto filter = seccomp::BuildCommandFilter(policy.network, /*deny_list=*/plan.confine_fs);
     if (!filter) return SetupFailure(filter.error().ToString(), start);
@@ -537,8 +554,8 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
     plan.pidns = f & CLONE_NEWPID;
     plan.mountns = f & CLONE_NEWNS;
     plan.netns = f & CLONE_NEWNET;
-    plan.process_limit = pids.has_value() ||
-                         ((f & CLONE_NEWUSER) && geteuid() != 0 && spec.limits.processes);
+    plan.process_limit =
+        pids.has_value() || ((f & CLONE_NEWUSER) && geteuid() != 0 && spec.limits.processes);
     if (spec.fail_step_for_testing == "clone" && (f & CLONE_NEWUSER)) {
       errno = EPERM;
       return -1L;
@@ -561,7 +578,8 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
     return SetupFailure(
         "sandbox: cannot create the user/mount/pid namespaces this policy needs (" + why +
             "). The writable view with read-only .git needs a mount namespace; as an "
-            "unprivileged user that needs user namespaces (sysctl kernel.unprivileged_userns_clone=1, "
+            "unprivileged user that needs user namespaces (sysctl "
+            "kernel.unprivileged_userns_clone=1, "
             "or on Ubuntu kernel.apparmor_restrict_unprivileged_userns=0). See `anvil doctor`.",
         start);
   }
@@ -610,11 +628,11 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
     auto now = Clock::now();
     auto next = kill_at ? kill_at : (timed_out ? std::nullopt : deadline);
     if (next) {
-      wait_ms = *next <= now ? 0
-                             : static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                    *next - now)
-                                                    .count() +
-                                                1);
+      wait_ms =
+          *next <= now
+              ? 0
+              : static_cast<int>(
+                    std::chrono::duration_cast<std::chrono::milliseconds>(*next - now).count() + 1);
     }
     pollfd fds[3] = {{init_fd.Get(), POLLIN, 0},
                      {report_eof ? -1 : report_read.Get(), POLLIN, 0},
