@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
   if (big.empty()) return 1;
 
   std::printf("sys.exec bench: %d rounds, rg %s\n", rounds, "NEEDLE");
+  std::fflush(stdout);  // before any fork: a child must not flush our buffer again
   struct Row {
     const char* name;
     double bare, gw;
