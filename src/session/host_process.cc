@@ -118,15 +118,89 @@ Status HostProcess::Reap(int timeout_ms) {
 }
 
 Status HostProcess::Kill(const std::string& reason) {
-  if (pid_ <= 0) return Ok();
+  if (pid_ <= 0) {
+    session_.Reset();
+    return Ok();
+  }
+  // T7: cancel in-flight ids, kill the process group, wait for the exit, revoke the token.
+  (void)gateway_.CancelPlugin(plugin_id_, reason);
   // The process group: a host cannot fork (seccomp), but the group is the unit regardless.
   kill(-pid_, SIGKILL);
   kill(pid_, SIGKILL);
   auto reaped = Reap(5000);
-  (void)gateway_.CancelPlugin(plugin_id_, reason);
   (void)gateway_.Revoke(token_, reason);
   session_.Reset();
   return reaped;
+}
+
+Result<uint64_t> HostProcess::Send(const std::string& op, std::vector<std::string> args) {
+  if (pid_ <= 0 || !session_) return Fail("internal", "host is not running");
+  uint64_t id = next_id_++;
+  std::string frame = ipc::EncodeRequest({id, "", op, std::move(args)});
+  size_t off = 0;
+  while (off < frame.size()) {
+    ssize_t n = ::send(session_.Get(), frame.data() + off, frame.size() - off, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return SysFail("io", "host channel");
+    off += static_cast<size_t>(n);
+  }
+  return id;
+}
+
+Status HostProcess::Answer(const ipc::Response& response) {
+  if (!session_) return Fail("io", "host channel closed");
+  std::string out = ipc::EncodeResponse(response);
+  size_t off = 0;
+  while (off < out.size()) {
+    ssize_t n = ::send(session_.Get(), out.data() + off, out.size() - off, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return SysFail("io", "host channel");
+    off += static_cast<size_t>(n);
+  }
+  return Ok();
+}
+
+Result<std::vector<HostProcess::Event>> HostProcess::ReadEvents(bool* closed) {
+  *closed = false;
+  std::vector<Event> events;
+  char buf[65536];
+  while (session_) {
+    ssize_t got = ::recv(session_.Get(), buf, sizeof(buf), MSG_DONTWAIT);
+    if (got > 0) {
+      reader_.Append(buf, static_cast<size_t>(got));
+      continue;
+    }
+    if (got < 0 && errno == EINTR) continue;
+    if (got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) *closed = true;
+    break;
+  }
+  while (true) {
+    auto next = reader_.Next();
+    if (!next) return Fail("invalid", "the plugin host sent a malformed frame");
+    if (!*next) break;
+    const ipc::Frame& f = **next;
+    Event e;
+    if (f.kind == ipc::FrameKind::kResponse) {
+      auto r = ipc::DecodeResponse(f.body);
+      if (!r) return Fail("invalid", "the plugin host sent a malformed response");
+      e.kind = Event::Kind::kResponse;
+      e.response = std::move(*r);
+    } else if (f.kind == ipc::FrameKind::kRequest) {
+      auto r = ipc::DecodeRequest(f.body);
+      if (!r) return Fail("invalid", "the plugin host sent a malformed request");
+      e.kind = r->op == "log" ? Event::Kind::kLog : Event::Kind::kRequest;
+      e.request = std::move(*r);
+    } else {
+      continue;
+    }
+    events.push_back(std::move(e));
+  }
+  return events;
+}
+
+bool HostProcess::ReapIfExited() {
+  if (pid_ <= 0) return true;
+  return Reap(0).has_value();
 }
 
 Result<int> HostProcess::Stop(std::chrono::milliseconds grace) {
