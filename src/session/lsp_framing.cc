@@ -21,11 +21,11 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
-// Where the next "Content-Length" starts at the beginning of a line, or npos.
+// Where the next "Content-Length" starts, or npos. Anywhere, not only at a line start: the
+// body of a message with a bad header runs straight into the next message's header.
 std::size_t FindHeaderStart(std::string_view text) {
   for (std::size_t pos = 0; pos + kContentLength.size() <= text.size(); ++pos) {
-    if ((pos == 0 || text[pos - 1] == '\n') &&
-        EqualsIgnoreCase(text.substr(pos, kContentLength.size()), kContentLength)) {
+    if (EqualsIgnoreCase(text.substr(pos, kContentLength.size()), kContentLength)) {
       return pos;
     }
   }

@@ -370,7 +370,8 @@ void Server::HandleMessage(const json& msg) {
     return;
   }
   const std::string method = msg["method"].get<std::string>();
-  json params = msg.contains("params") ? msg["params"] : json::object();
+  json params = msg.contains("params") && !msg["params"].is_null() ? msg["params"]
+                                                                    : json::object();
   if (!params.is_object() && !params.is_array()) {
     if (has_id) ReplyError(id, kInvalidRequest, "invalid request: params must be an object");
     return;
