@@ -176,6 +176,33 @@ std::vector<json> ServeClient::Seen(const std::string& method) const {
   return out;
 }
 
+void ServeTestBase::SetUp() {
+  Shell("mkdir -p " + ShellQuote(ws_ / "src") + " " + ShellQuote(ws_ / "notes"));
+  WriteFile(ws_ / "src/a.c", "int main(void) {\n  // TODO: one\n  return 0; /* FIXME */\n}\n");
+}
+
+std::unique_ptr<ServeClient> ServeTestBase::Start(std::vector<std::string> args) {
+  args.insert(args.begin(), {"--workspace", ws_.path(), "--no-default-plugin-path"});
+  return std::make_unique<ServeClient>(args, state_.path());
+}
+
+json PluginInfo(ServeClient& c, const std::string& id) {
+  json list = c.Request("anvil/listPlugins")["result"]["plugins"];
+  for (const auto& p : list) {
+    if (p["id"] == id) return p;
+  }
+  return nullptr;
+}
+
+bool WaitForPluginState(ServeClient& c, const std::string& id, const std::string& state) {
+  return WaitUntil([&] { return PluginInfo(c, id)["state"] == state; });
+}
+
+pid_t HostPid(ServeClient& c, const std::string& id) {
+  json p = PluginInfo(c, id);
+  return p.is_object() && p["pid"].is_number_integer() ? p["pid"].get<pid_t>() : -1;
+}
+
 size_t OpenFdCount(pid_t pid) {
   size_t n = 0;
   DIR* d = opendir(("/proc/" + std::to_string(pid) + "/fd").c_str());

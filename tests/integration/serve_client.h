@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -63,6 +64,27 @@ class ServeClient {
   int64_t next_id_ = 1000;
   bool reaped_ = false;
 };
+
+// A workspace (src/a.c with a TODO, notes/), a state dir (grants, audit log) and a directory
+// for the test's own plugins; Start runs `anvil serve` on them.
+class ServeTestBase : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  std::unique_ptr<ServeClient> Start(std::vector<std::string> args);
+  std::string Uri(const std::string& rel) const { return "file://" + ws_.path() + "/" + rel; }
+  static std::string Examples() { return std::string(ANVIL_SOURCE_DIR) + "/examples/plugins"; }
+
+  TempDir ws_{"anvil-serve-ws"};
+  TempDir state_{"anvil-serve-state"};
+  TempDir plugins_{"anvil-serve-plugins"};
+};
+
+// The anvil/listPlugins entry of `id` (null when absent).
+json PluginInfo(ServeClient& c, const std::string& id);
+// Polls until the plugin reaches `state` (bounded).
+bool WaitForPluginState(ServeClient& c, const std::string& id, const std::string& state);
+// The host pid of `id` from anvil/status, or -1.
+pid_t HostPid(ServeClient& c, const std::string& id);
 
 // Helpers over /proc for leak checks.
 size_t OpenFdCount(pid_t pid);

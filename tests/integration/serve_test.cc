@@ -8,40 +8,10 @@
 namespace anvil::testing {
 namespace {
 
-const std::string kExamples = std::string(ANVIL_SOURCE_DIR) + "/examples/plugins";
-
-class ServeTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    Shell("mkdir -p " + ShellQuote(ws_ / "src") + " " + ShellQuote(ws_ / "notes"));
-    WriteFile(ws_ / "src/a.c", "int main(void) {\n  // TODO: one\n  return 0; /* FIXME */\n}\n");
-  }
-  std::unique_ptr<ServeClient> Start(std::vector<std::string> args) {
-    args.insert(args.begin(), {"--workspace", ws_.path(), "--no-default-plugin-path"});
-    return std::make_unique<ServeClient>(args, state_.path());
-  }
-  std::string Uri(const std::string& rel) const { return "file://" + ws_.path() + "/" + rel; }
-
-  TempDir ws_{"anvil-serve-ws"};
-  TempDir state_{"anvil-serve-state"};
-  TempDir plugins_{"anvil-serve-plugins"};
-};
-
-json Plugin(ServeClient& c, const std::string& id) {
-  json list = c.Request("anvil/listPlugins")["result"]["plugins"];
-  for (const auto& p : list) {
-    if (p["id"] == id) return p;
-  }
-  return nullptr;
-}
-
-// Polls until the plugin reaches `state` (bounded).
-bool WaitForState(ServeClient& c, const std::string& id, const std::string& state) {
-  return WaitUntil([&] { return Plugin(c, id)["state"] == state; });
-}
+class ServeTest : public ServeTestBase {};
 
 TEST_F(ServeTest, ConversationWithLuaAndJsPlugins) {
-  auto c = Start({"--plugin-dir", kExamples + "/hello-lua", "--plugin-dir", kExamples + "/notes-js"});
+  auto c = Start({"--plugin-dir", Examples() + "/hello-lua", "--plugin-dir", Examples() + "/notes-js"});
   // Before initialize nothing but initialize is served.
   json early = c->Request("anvil/listPlugins");
   EXPECT_EQ(early["error"]["code"], -32002) << early;
@@ -52,7 +22,7 @@ TEST_F(ServeTest, ConversationWithLuaAndJsPlugins) {
   EXPECT_EQ(init["result"]["serverInfo"]["name"], "anvil");
 
   // Not granted yet: listed, not started, refused with a clear code.
-  json hello = Plugin(*c, "example.hello");
+  json hello = PluginInfo(*c, "example.hello");
   EXPECT_EQ(hello["state"], "needs_consent") << hello;
   EXPECT_EQ(hello["grant"]["requested"]["fs.read"], json({"**"}));
   EXPECT_TRUE(hello["pid"].is_null());
@@ -172,9 +142,9 @@ TEST_F(ServeTest, FramingErrorsAreAnsweredAndTheSessionGoesOn) {
 }
 
 TEST_F(ServeTest, TruncatedBodyAtEndOfInputIsReportedAndNothingIsLeft) {
-  auto c = Start({"--approve", "--plugin-dir", kExamples + "/hello-lua"});
+  auto c = Start({"--approve", "--plugin-dir", Examples() + "/hello-lua"});
   ASSERT_TRUE(c->Initialize().contains("result"));
-  ASSERT_TRUE(WaitForState(*c, "example.hello", "ready"));
+  ASSERT_TRUE(WaitForPluginState(*c, "example.hello", "ready"));
   json status = c->Request("anvil/status")["result"];
   pid_t gateway = status["gateway"]["pid"].get<pid_t>();
   pid_t host = status["plugins"][0]["pid"].get<pid_t>();
@@ -191,7 +161,7 @@ TEST_F(ServeTest, TruncatedBodyAtEndOfInputIsReportedAndNothingIsLeft) {
 }
 
 TEST_F(ServeTest, FormatterEditsABufferThroughAVersionedApplyEdit) {
-  auto c = Start({"--approve", "--plugin-dir", kExamples + "/fmt-js"});
+  auto c = Start({"--approve", "--plugin-dir", Examples() + "/fmt-js"});
   ASSERT_TRUE(c->Initialize().contains("result"));
   c->Notify("textDocument/didOpen",
             {{"textDocument",
@@ -293,8 +263,8 @@ TEST_F(ServeTest, CommandPastItsDeadlineIsKilledAndTheNextOneRuns) {
               "true) end end)\nanvil.command('ok', function() return 'fine' end)\n");
   auto c = Start({"--approve", "--timeout", "1", "--plugin-dir", plugins_ / "slow"});
   ASSERT_TRUE(c->Initialize().contains("result"));
-  ASSERT_TRUE(WaitForState(*c, "test.slow", "ready"));
-  pid_t before = Plugin(*c, "test.slow")["pid"].get<pid_t>();
+  ASSERT_TRUE(WaitForPluginState(*c, "test.slow", "ready"));
+  pid_t before = PluginInfo(*c, "test.slow")["pid"].get<pid_t>();
   json r = c->Request("anvil/runCommand", {{"plugin", "test.slow"}, {"command", "spin"}});
   EXPECT_EQ(r["error"]["data"]["code"], "timeout") << r;
   EXPECT_FALSE(ProcessAlive(before));
