@@ -130,7 +130,7 @@ int RunServeCommand(const std::vector<std::string>& args) {
   if (default_path) {
     const char* data = std::getenv("XDG_DATA_HOME");
     const char* home = std::getenv("HOME");
-    std::string base = data && data[0] == '/' ? std::string(data)
+    std::string base = data && data[0] == '/'   ? std::string(data)
                        : home && home[0] == '/' ? std::string(home) + "/.local/share"
                                                 : std::string();
     if (!base.empty()) {

@@ -118,8 +118,7 @@ std::optional<LspEvent> LspReader::Next() {
           return Fail("invalid header: Content-Length given twice");
         }
         if (value.empty() || value.size() > 12 ||
-            !std::all_of(value.begin(), value.end(),
-                         [](char c) { return c >= '0' && c <= '9'; })) {
+            !std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; })) {
           resync_ = true;
           return Fail("invalid header: Content-Length must be a decimal number of bytes");
         }
@@ -173,8 +172,8 @@ std::optional<LspEvent> LspReader::AtEof() const {
   if (body_length_) {
     LspEvent e;
     e.error_code = -32600;
-    e.error_text = "invalid request: input ended inside a message body (" +
-                   std::to_string(left) + " of " + std::to_string(*body_length_) + " bytes)";
+    e.error_text = "invalid request: input ended inside a message body (" + std::to_string(left) +
+                   " of " + std::to_string(*body_length_) + " bytes)";
     return e;
   }
   std::string_view rest(buffer_.data() + offset_, left);

@@ -12,11 +12,10 @@
 #pragma once
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 namespace anvil::session {
 
@@ -48,8 +47,8 @@ class LspReader {
   std::size_t max_message_;
   std::string buffer_;
   std::size_t offset_ = 0;
-  std::size_t skip_ = 0;         // bytes of an oversized body still to discard
-  bool resync_ = false;          // after a bad header: drop bytes until "Content-Length:"
+  std::size_t skip_ = 0;  // bytes of an oversized body still to discard
+  bool resync_ = false;   // after a bad header: drop bytes until "Content-Length:"
   std::optional<std::size_t> body_length_;  // header parsed, waiting for the body
 };
 

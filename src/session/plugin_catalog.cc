@@ -67,8 +67,10 @@ Catalog DiscoverPlugins(const CatalogOptions& options) {
     }
     if (entry.manifest && by_id.count(entry.id)) {
       const PluginEntry& first = catalog.plugins[by_id[entry.id]];
-      entry.error = Error{"invalid", "plugin id " + entry.id + " is also used by " + first.dir +
-                                         " (the first one found is used)", 0};
+      entry.error = Error{"invalid",
+                          "plugin id " + entry.id + " is also used by " + first.dir +
+                              " (the first one found is used)",
+                          0};
       entry.manifest.reset();
     }
     if (explicit_dir) {

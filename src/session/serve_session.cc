@@ -107,14 +107,22 @@ enum class PluginState {
 
 const char* ToString(PluginState s) {
   switch (s) {
-    case PluginState::kDisabled: return "disabled";
-    case PluginState::kInvalid: return "invalid";
-    case PluginState::kNotFound: return "not_found";
-    case PluginState::kRefused: return "refused";
-    case PluginState::kNeedsConsent: return "needs_consent";
-    case PluginState::kStarting: return "starting";
-    case PluginState::kReady: return "ready";
-    case PluginState::kFailed: return "failed";
+    case PluginState::kDisabled:
+      return "disabled";
+    case PluginState::kInvalid:
+      return "invalid";
+    case PluginState::kNotFound:
+      return "not_found";
+    case PluginState::kRefused:
+      return "refused";
+    case PluginState::kNeedsConsent:
+      return "needs_consent";
+    case PluginState::kStarting:
+      return "starting";
+    case PluginState::kReady:
+      return "ready";
+    case PluginState::kFailed:
+      return "failed";
   }
   return "?";
 }
@@ -370,8 +378,7 @@ void Server::HandleMessage(const json& msg) {
     return;
   }
   const std::string method = msg["method"].get<std::string>();
-  json params = msg.contains("params") && !msg["params"].is_null() ? msg["params"]
-                                                                    : json::object();
+  json params = msg.contains("params") && !msg["params"].is_null() ? msg["params"] : json::object();
   if (!params.is_object() && !params.is_array()) {
     if (has_id) ReplyError(id, kInvalidRequest, "invalid request: params must be an object");
     return;
@@ -458,9 +465,9 @@ void Server::Initialize(const json& id, const json& params) {
       if (e == "utf-8") encoding_ = PositionEncoding::kUtf8;
     }
   }
-  versioned_edits_ = IsTrue(Find(params, {"capabilities", "workspace", "applyEdit"})) &&
-                     IsTrue(Find(params, {"capabilities", "workspace", "workspaceEdit",
-                                          "documentChanges"}));
+  versioned_edits_ =
+      IsTrue(Find(params, {"capabilities", "workspace", "applyEdit"})) &&
+      IsTrue(Find(params, {"capabilities", "workspace", "workspaceEdit", "documentChanges"}));
   if (auto s = StartGateway(); !s) {
     ReplyError(id, kInternalError, "the policy gateway did not start: " + s.error().ToString());
     return;
@@ -486,23 +493,22 @@ void Server::Initialize(const json& id, const json& params) {
     if (p->state != PluginState::kNotFound) ResolvePluginGrant(*p);
   }
   initialized_ = true;
-  json result = {
-      {"capabilities",
-       {{"positionEncoding", ToString(encoding_)},
-        {"textDocumentSync", {{"openClose", true}, {"change", 2}}}}},
-      {"serverInfo", {{"name", "anvil"}, {"version", "0.1.0"}}},
-      {"anvil",
-       {{"protocolVersion", 1},
-        {"workspace", o_.workspace},
-        {"versionedEdits", versioned_edits_},
-        {"plugins", plugins_.size()}}}};
+  json result = {{"capabilities",
+                  {{"positionEncoding", ToString(encoding_)},
+                   {"textDocumentSync", {{"openClose", true}, {"change", 2}}}}},
+                 {"serverInfo", {{"name", "anvil"}, {"version", "0.1.0"}}},
+                 {"anvil",
+                  {{"protocolVersion", 1},
+                   {"workspace", o_.workspace},
+                   {"versionedEdits", versioned_edits_},
+                   {"plugins", plugins_.size()}}}};
   if (workspace_config_error_) {
     result["anvil"]["workspaceConfigError"] = workspace_config_error_->ToString();
   }
   Reply(id, result);
   if (workspace_config_error_) {
-    LogMessage(kMessageWarning, "Anvil: " + workspace_config_error_->ToString() +
-                                    " (no plugin is enabled by it)");
+    LogMessage(kMessageWarning,
+               "Anvil: " + workspace_config_error_->ToString() + " (no plugin is enabled by it)");
   }
   for (auto& p : plugins_) {
     if (p->grant && p->state == PluginState::kStarting) StartHost(*p);
@@ -554,13 +560,14 @@ json Server::PluginJson(const Plugin& p) const {
 json Server::StatusJson() const {
   json plugins = json::array();
   for (const auto& p : plugins_) {
-    plugins.push_back({{"id", p->entry.id},
-                       {"state", ToString(p->state)},
-                       {"pid", p->host && p->host->running() ? json(p->host->pid()) : json(nullptr)},
-                       {"restarts", p->restarts},
-                       {"reloads", p->reloads},
-                       {"queued", p->queue.size()},
-                       {"running", p->running.has_value()}});
+    plugins.push_back(
+        {{"id", p->entry.id},
+         {"state", ToString(p->state)},
+         {"pid", p->host && p->host->running() ? json(p->host->pid()) : json(nullptr)},
+         {"restarts", p->restarts},
+         {"reloads", p->reloads},
+         {"queued", p->queue.size()},
+         {"running", p->running.has_value()}});
   }
   return {{"workspace", o_.workspace},
           {"gateway",
@@ -586,20 +593,19 @@ void Server::RequestConsent(const json& id, const json& params) {
                       {{"code", "busy"}, {"plugin", plugin.entry.id}});
   }
   const Manifest& m = *plugin.entry.manifest;
-  json request = {
-      {"plugin",
-       {{"id", m.id},
-        {"name", SanitizeForDisplay(m.name, 100)},
-        {"version", SanitizeForDisplay(m.version, 64)},
-        {"runtime", std::string(anvil::ToString(m.runtime))},
-        {"dir", plugin.entry.dir},
-        {"manifestSha256", m.sha256}}},
-      {"workspace", o_.workspace},
-      {"title", "Anvil: allow plugin " + m.id + " to run in this workspace?"},
-      {"text", ConsentText(o_.workspace, m, plugin.previous)},
-      {"request", GrantToJson(m.requested)},
-      {"previous", plugin.previous ? GrantToJson(*plugin.previous) : json(nullptr)},
-      {"choices", {"approve", "deny"}}};
+  json request = {{"plugin",
+                   {{"id", m.id},
+                    {"name", SanitizeForDisplay(m.name, 100)},
+                    {"version", SanitizeForDisplay(m.version, 64)},
+                    {"runtime", std::string(anvil::ToString(m.runtime))},
+                    {"dir", plugin.entry.dir},
+                    {"manifestSha256", m.sha256}}},
+                  {"workspace", o_.workspace},
+                  {"title", "Anvil: allow plugin " + m.id + " to run in this workspace?"},
+                  {"text", ConsentText(o_.workspace, m, plugin.previous)},
+                  {"request", GrantToJson(m.requested)},
+                  {"previous", plugin.previous ? GrantToJson(*plugin.previous) : json(nullptr)},
+                  {"choices", {"approve", "deny"}}};
   open_requests_.insert(Key(id));
   plugin.consent_pending = true;
   Plugin* pp = &plugin;
@@ -669,8 +675,7 @@ void Server::RunCommand(const json& id, const json& params) {
   }
   const std::string command = params["command"].get<std::string>();
   if (plugin.state == PluginState::kReady &&
-      std::find(plugin.commands.begin(), plugin.commands.end(), command) ==
-          plugin.commands.end()) {
+      std::find(plugin.commands.begin(), plugin.commands.end(), command) == plugin.commands.end()) {
     std::string known;
     for (const auto& c : plugin.commands) known += (known.empty() ? "" : ", ") + c;
     return refuse("not_found", "plugin " + plugin.entry.id + " has no command '" + command +
@@ -688,8 +693,8 @@ void Server::RunCommand(const json& id, const json& params) {
   Progress(r, {{"kind", "begin"},
                {"title", "[" + plugin.entry.id + "] " + SanitizeForDisplay(command, 128)},
                {"cancellable", true},
-               {"message", plugin.running || plugin.state != PluginState::kReady ? "queued"
-                                                                                : "starting"}});
+               {"message",
+                plugin.running || plugin.state != PluginState::kReady ? "queued" : "starting"}});
   plugin.queue.push_back(std::move(r));
   DispatchNext(plugin);
 }
@@ -730,8 +735,10 @@ void Server::Reload(const json& id, const json& params) {
     plugin.entry.manifest.reset();
     plugin.entry.error = manifest.error();
   } else if (plugin.entry.manifest && manifest->id != plugin.entry.id) {
-    plugin.entry.error = Error{"invalid", "the plugin id changed from " + plugin.entry.id +
-                                              " to " + manifest->id + "; start a new session", 0};
+    plugin.entry.error = Error{"invalid",
+                               "the plugin id changed from " + plugin.entry.id + " to " +
+                                   manifest->id + "; start a new session",
+                               0};
   } else {
     plugin.entry.manifest = std::move(*manifest);
     plugin.entry.id = plugin.entry.manifest->id;
@@ -742,9 +749,9 @@ void Server::Reload(const json& id, const json& params) {
   ResolvePluginGrant(plugin);
   if (plugin.state != PluginState::kStarting) {
     while (!plugin.queue.empty()) {
-      FailRun(plugin.entry.id, plugin.queue.front(),
-              Error{"unavailable", "plugin " + plugin.entry.id + " is " + ToString(plugin.state),
-                    0});
+      FailRun(
+          plugin.entry.id, plugin.queue.front(),
+          Error{"unavailable", "plugin " + plugin.entry.id + " is " + ToString(plugin.state), 0});
       plugin.queue.pop_front();
     }
     return Complete(id, PluginJson(plugin));
@@ -806,8 +813,8 @@ void Server::DidChange(const json& params) {
                "Anvil: didChange needs textDocument {uri, version} and contentChanges");
     return;
   }
-  if (auto s = buffers_.Change(uri->get<std::string>(), version->get<int64_t>(), *changes,
-                               encoding_);
+  if (auto s =
+          buffers_.Change(uri->get<std::string>(), version->get<int64_t>(), *changes, encoding_);
       !s) {
     LogMessage(kMessageWarning, "Anvil: " + s.error().ToString());
   }
@@ -824,8 +831,7 @@ Status Server::StartGateway() {
   auto audit = AuditLogPath(o_.workspace);
   if (!audit) return tl::unexpected(audit.error());
   GatewayConfig config{SiblingExecutable("anvil-gateway"), o_.workspace, {"--audit-log", *audit}};
-  config.extra_args.insert(config.extra_args.end(), o_.gateway_args.begin(),
-                           o_.gateway_args.end());
+  config.extra_args.insert(config.extra_args.end(), o_.gateway_args.begin(), o_.gateway_args.end());
   auto gateway = GatewayProcess::Start(config);
   if (!gateway) {
     gateway_error_ = gateway.error().ToString();
@@ -854,9 +860,9 @@ void Server::OnGatewayExited() {
   while (!gateway_crashes_.empty() && now - gateway_crashes_.front() > o_.restart_window) {
     gateway_crashes_.pop_front();
   }
-  Status started = Fail("crashed", "the policy gateway stopped " +
-                                       std::to_string(gateway_crashes_.size()) + " times in " +
-                                       std::to_string(o_.restart_window.count()) + " s");
+  Status started =
+      Fail("crashed", "the policy gateway stopped " + std::to_string(gateway_crashes_.size()) +
+                          " times in " + std::to_string(o_.restart_window.count()) + " s");
   if (static_cast<int>(gateway_crashes_.size()) <= o_.max_gateway_restarts) {
     started = StartGateway();
     if (started) ++gateway_restarts_;
@@ -985,12 +991,13 @@ void Server::HostCrashed(Plugin& p, const std::string& why) {
     p.host->DrainStderr();
     std::string err = p.host->stderr_text();
     while (!err.empty() && (err.back() == '\n' || err.back() == '\r')) err.pop_back();
-    if (p.host->exit_status() >= 0) text += " (status " + std::to_string(p.host->exit_status()) + ")";
+    if (p.host->exit_status() >= 0)
+      text += " (status " + std::to_string(p.host->exit_status()) + ")";
     if (!err.empty()) text += ": " + err;
   }
   TerminateHost(p, "host crashed");
-  LogMessage(kMessageWarning, "Anvil: the host of plugin " + p.entry.id + " stopped: " +
-                                  SanitizeForDisplay(text, 1000));
+  LogMessage(kMessageWarning, "Anvil: the host of plugin " + p.entry.id +
+                                  " stopped: " + SanitizeForDisplay(text, 1000));
   if (p.running) {
     RunRequest r = std::move(*p.running);
     p.running.reset();
@@ -1027,9 +1034,10 @@ void Server::OnHostReadable(Plugin& p) {
         break;
       case HostProcess::Event::Kind::kLog:
         if (e.request.args.size() == 2 && p.log_rate.Allow(kLogBurst)) {
-          LogMessage(kMessageLog, PluginText(p.entry.id, SanitizeForDisplay(e.request.args[0], 8) +
-                                                             ": " + e.request.args[1],
-                                             kLogMaxCodePoints));
+          LogMessage(kMessageLog,
+                     PluginText(p.entry.id,
+                                SanitizeForDisplay(e.request.args[0], 8) + ": " + e.request.args[1],
+                                kLogMaxCodePoints));
         }
         break;
       case HostProcess::Event::Kind::kRequest:
@@ -1081,8 +1089,9 @@ void Server::DispatchNext(Plugin& p) {
     RunRequest r = std::move(p.queue.front());
     p.queue.pop_front();
     if (std::find(p.commands.begin(), p.commands.end(), r.command) == p.commands.end()) {
-      FailRun(p.entry.id, r,
-              Error{"not_found", "plugin " + p.entry.id + " has no command '" + r.command + "'", 0});
+      FailRun(
+          p.entry.id, r,
+          Error{"not_found", "plugin " + p.entry.id + " has no command '" + r.command + "'", 0});
       continue;
     }
     auto call = p.host->Send("command.run", {r.command, r.args_json});
@@ -1114,8 +1123,8 @@ Result<const TextDocument*> Server::BufferFor(const Plugin& p, const std::string
     doc = buffers_.Find(uri_or_path);
   }
   if (!GrantAllows(p.grant->fs_read, path, Access::kRead)) {
-    return Fail("denied", "buffer " + QuotePathForMessage(path) +
-                              " is outside the plugin's fs.read grant");
+    return Fail("denied",
+                "buffer " + QuotePathForMessage(path) + " is outside the plugin's fs.read grant");
   }
   if (for_edit && IsProtectedPath(path) && !GrantAllows(p.grant->fs_write, path, Access::kWrite)) {
     return Fail("denied", "buffer " + QuotePathForMessage(path) +
@@ -1148,7 +1157,8 @@ void Server::HandleHostRequest(Plugin& p, const ipc::Request& req) {
   if (req.op == "editor.buffer.get" && req.args.size() == 1) {
     auto doc = BufferFor(p, req.args[0], false);
     if (!doc) return answer_error(doc.error().code, doc.error().message);
-    (void)p.host->Answer({req.id, true, {(*doc)->uri, std::to_string((*doc)->version), (*doc)->text}});
+    (void)p.host->Answer(
+        {req.id, true, {(*doc)->uri, std::to_string((*doc)->version), (*doc)->text}});
     return;
   }
   if (req.op == "editor.buffer.edit" && req.args.size() == 3) return HandleBufferEdit(p, req);
@@ -1174,8 +1184,9 @@ void Server::HandleBufferEdit(Plugin& p, const ipc::Request& req) {
   auto prepared = buffers_.PrepareEdit((*doc)->uri, version, req.args[2], encoding_);
   if (!prepared) return answer_error(prepared.error().code, prepared.error().message);
   json params = {
-      {"label", "[" + p.entry.id + "] " + (p.running ? SanitizeForDisplay(p.running->command, 128)
-                                                     : std::string("edit"))},
+      {"label",
+       "[" + p.entry.id + "] " +
+           (p.running ? SanitizeForDisplay(p.running->command, 128) : std::string("edit"))},
       {"edit",
        {{"documentChanges",
          json::array({{{"textDocument", {{"uri", prepared->uri}, {"version", prepared->version}}},
@@ -1183,10 +1194,10 @@ void Server::HandleBufferEdit(Plugin& p, const ipc::Request& req) {
   Plugin* pp = &p;
   const uint64_t generation = p.generation, host_request = req.id;
   SendRequest("workspace/applyEdit", params,
-              [this, pp, generation, host_request, edit = std::move(*prepared)](
-                  const json* result, const json* error) {
-                bool applied = !error && result && result->is_object() &&
-                               IsTrue(Find(*result, {"applied"}));
+              [this, pp, generation, host_request, edit = std::move(*prepared)](const json* result,
+                                                                                const json* error) {
+                bool applied =
+                    !error && result && result->is_object() && IsTrue(Find(*result, {"applied"}));
                 buffers_.FinishEdit(edit, applied);
                 if (pp->generation != generation || !pp->host) return;  // host gone meanwhile
                 if (applied) {
@@ -1232,7 +1243,8 @@ void Server::RunTimers() {
       p.running.reset();
       KillAndRestart(p, "cancelled");
       Progress(r, {{"kind", "end"}, {"message", "cancelled"}});
-      CompleteError(r.id, kRequestCancelled, "cancelled: request cancelled; the plugin host was killed",
+      CompleteError(r.id, kRequestCancelled,
+                    "cancelled: request cancelled; the plugin host was killed",
                     {{"code", "cancelled"}, {"plugin", p.entry.id}, {"killed", true}});
     } else if (p.running && !p.running->cancelled && now >= p.running->deadline) {
       RunRequest r = std::move(*p.running);
@@ -1328,8 +1340,7 @@ void Server::StopAll() {
       p->queue.pop_front();
     }
     for (const auto& w : std::exchange(p->reload_waiters, {})) {
-      CompleteError(w, kRequestFailed, "cancelled: the session is ending",
-                    {{"code", "cancelled"}});
+      CompleteError(w, kRequestFailed, "cancelled: the session is ending", {{"code", "cancelled"}});
     }
     TerminateHost(*p, "session ended");
     if (p->state == PluginState::kReady || p->state == PluginState::kStarting) {

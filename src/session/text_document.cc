@@ -85,8 +85,8 @@ Result<std::size_t> LineIndex::Offset(Position p, PositionEncoding encoding, boo
     pos += len;
   }
   if (have < want && strict) {
-    return Fail("invalid", "character " + std::to_string(p.character) + " is past the end of line " +
-                               std::to_string(p.line));
+    return Fail("invalid", "character " + std::to_string(p.character) +
+                               " is past the end of line " + std::to_string(p.line));
   }
   return pos;
 }
@@ -98,7 +98,8 @@ Position LineIndex::PositionAt(std::size_t offset, PositionEncoding encoding) co
   std::size_t pos = starts_[line];
   int64_t character = 0;
   while (pos < offset) {
-    std::size_t len = std::min(SequenceLength(static_cast<unsigned char>(text_[pos])), offset - pos);
+    std::size_t len =
+        std::min(SequenceLength(static_cast<unsigned char>(text_[pos])), offset - pos);
     character += static_cast<int64_t>(Units(len, encoding));
     pos += len;
   }
@@ -107,7 +108,8 @@ Position LineIndex::PositionAt(std::size_t offset, PositionEncoding encoding) co
 
 Status BufferStore::Open(const std::string& uri, const std::string& language, int64_t version,
                          std::string text) {
-  if (uri.empty() || uri.size() > 4096) return Fail("invalid", "a document uri must be 1-4096 bytes");
+  if (uri.empty() || uri.size() > 4096)
+    return Fail("invalid", "a document uri must be 1-4096 bytes");
   if (text.size() > kMaxBufferBytes) {
     docs_.erase(uri);
     return Fail("limit", "document " + uri + " is over 8 MiB; plugins will not see it");
@@ -127,7 +129,8 @@ Status BufferStore::Open(const std::string& uri, const std::string& language, in
 Status BufferStore::Change(const std::string& uri, int64_t version, const json& changes,
                            PositionEncoding encoding) {
   auto it = docs_.find(uri);
-  if (it == docs_.end()) return Fail("not_found", "didChange for a document that is not open: " + uri);
+  if (it == docs_.end())
+    return Fail("not_found", "didChange for a document that is not open: " + uri);
   TextDocument& doc = it->second;
   auto refuse = [&](const std::string& why) -> Status {
     docs_.erase(it);  // a copy that may be wrong is worse than none
@@ -171,7 +174,8 @@ Status BufferStore::Change(const std::string& uri, int64_t version, const json& 
 }
 
 Status BufferStore::Close(const std::string& uri) {
-  if (docs_.erase(uri) == 0) return Fail("not_found", "didClose for a document that is not open: " + uri);
+  if (docs_.erase(uri) == 0)
+    return Fail("not_found", "didClose for a document that is not open: " + uri);
   return Ok();
 }
 
@@ -263,14 +267,14 @@ Result<PreparedEdit> BufferStore::PrepareEdit(const std::string& uri, int64_t ve
     out.new_text.append(doc.text, copied, s.start - copied);
     out.new_text += s.text;
     copied = s.end;
-    out.lsp_edits.push_back(
-        {{"range",
-          {{"start", ToJson(index.PositionAt(s.start, encoding))},
-           {"end", ToJson(index.PositionAt(s.end, encoding))}}},
-         {"newText", s.text}});
+    out.lsp_edits.push_back({{"range",
+                              {{"start", ToJson(index.PositionAt(s.start, encoding))},
+                               {"end", ToJson(index.PositionAt(s.end, encoding))}}},
+                             {"newText", s.text}});
   }
   out.new_text.append(doc.text, copied, std::string::npos);
-  if (out.new_text.size() > kMaxBufferBytes) return Fail("limit", "the edited buffer is over 8 MiB");
+  if (out.new_text.size() > kMaxBufferBytes)
+    return Fail("limit", "the edited buffer is over 8 MiB");
   out.sequence = next_edit_++;
   doc.edit_in_flight = out.sequence;
   return out;

@@ -15,12 +15,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/result.h"
 
@@ -49,7 +48,7 @@ class LineIndex {
 
  private:
   std::string_view text_;
-  std::vector<std::size_t> starts_;  // byte offset of each line's first byte
+  std::vector<std::size_t> starts_;             // byte offset of each line's first byte
   std::size_t LineEnd(std::size_t line) const;  // offset of the line's terminator (or text end)
 };
 

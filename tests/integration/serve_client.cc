@@ -131,8 +131,7 @@ json ServeClient::ReadResponse(const json& id, std::chrono::milliseconds limit) 
   }
 }
 
-json ServeClient::Request(const std::string& method, json params,
-                          std::chrono::milliseconds limit) {
+json ServeClient::Request(const std::string& method, json params, std::chrono::milliseconds limit) {
   return ReadResponse(SendRequest(method, std::move(params)), limit);
 }
 
@@ -141,7 +140,8 @@ void ServeClient::Notify(const std::string& method, json params) {
 }
 
 json ServeClient::Initialize(bool utf8) {
-  json caps = {{"workspace", {{"applyEdit", true}, {"workspaceEdit", {{"documentChanges", true}}}}}};
+  json caps = {
+      {"workspace", {{"applyEdit", true}, {"workspaceEdit", {{"documentChanges", true}}}}}};
   if (utf8) caps["general"] = {{"positionEncodings", {"utf-8", "utf-16"}}};
   json r = Request("initialize", {{"processId", getpid()}, {"capabilities", caps}});
   Notify("initialized");

@@ -11,7 +11,8 @@ namespace {
 class ServeTest : public ServeTestBase {};
 
 TEST_F(ServeTest, ConversationWithLuaAndJsPlugins) {
-  auto c = Start({"--plugin-dir", Examples() + "/hello-lua", "--plugin-dir", Examples() + "/notes-js"});
+  auto c =
+      Start({"--plugin-dir", Examples() + "/hello-lua", "--plugin-dir", Examples() + "/notes-js"});
   // Before initialize nothing but initialize is served.
   json early = c->Request("anvil/listPlugins");
   EXPECT_EQ(early["error"]["code"], -32002) << early;
@@ -26,7 +27,8 @@ TEST_F(ServeTest, ConversationWithLuaAndJsPlugins) {
   EXPECT_EQ(hello["state"], "needs_consent") << hello;
   EXPECT_EQ(hello["grant"]["requested"]["fs.read"], json({"**"}));
   EXPECT_TRUE(hello["pid"].is_null());
-  json refused = c->Request("anvil/runCommand", {{"plugin", "example.hello"}, {"command", "summary"}});
+  json refused =
+      c->Request("anvil/runCommand", {{"plugin", "example.hello"}, {"command", "summary"}});
   EXPECT_EQ(refused["error"]["code"], -32803) << refused;
   EXPECT_EQ(refused["error"]["data"]["code"], "consent_required");
 
@@ -51,9 +53,9 @@ TEST_F(ServeTest, ConversationWithLuaAndJsPlugins) {
   EXPECT_EQ(asked[1]["plugin"]["id"], "example.notes");
 
   // Lua: a command with progress and a result.
-  json run = c->Request("anvil/runCommand", {{"plugin", "example.hello"},
-                                             {"command", "summary"},
-                                             {"workDoneToken", "tok-1"}});
+  json run =
+      c->Request("anvil/runCommand",
+                 {{"plugin", "example.hello"}, {"command", "summary"}, {"workDoneToken", "tok-1"}});
   ASSERT_TRUE(run.contains("result")) << run;
   EXPECT_EQ(run["result"]["value"], "1 files, 1 TODO markers");
   auto progress = c->Seen("$/progress");
@@ -118,10 +120,11 @@ TEST_F(ServeTest, FramingErrorsAreAnsweredAndTheSessionGoesOn) {
       {"unknown method", ServeClient::Frame(R"({"jsonrpc":"2.0","id":5,"method":"no/such"})"),
        -32601, 5},
       {"params not an object",
-       ServeClient::Frame(R"({"jsonrpc":"2.0","id":8,"method":"anvil/status","params":3})"),
-       -32600, 8},
-      {"bad params", ServeClient::Frame(R"({"jsonrpc":"2.0","id":9,"method":"anvil/runCommand",)"
-                                        R"("params":{"plugin":7}})"),
+       ServeClient::Frame(R"({"jsonrpc":"2.0","id":8,"method":"anvil/status","params":3})"), -32600,
+       8},
+      {"bad params",
+       ServeClient::Frame(R"({"jsonrpc":"2.0","id":9,"method":"anvil/runCommand",)"
+                          R"("params":{"plugin":7}})"),
        -32803, 9},
       {"no method", ServeClient::Frame(R"({"jsonrpc":"2.0","id":10})"), -32600, 10},
   };
@@ -163,12 +166,14 @@ TEST_F(ServeTest, TruncatedBodyAtEndOfInputIsReportedAndNothingIsLeft) {
 TEST_F(ServeTest, FormatterEditsABufferThroughAVersionedApplyEdit) {
   auto c = Start({"--approve", "--plugin-dir", Examples() + "/fmt-js"});
   ASSERT_TRUE(c->Initialize().contains("result"));
-  c->Notify("textDocument/didOpen",
-            {{"textDocument",
-              {{"uri", Uri("src/a.c")}, {"languageId", "c"}, {"version", 4},
-               {"text", "int x;  \n\tcall();\n\n\n"}}}});
-  json run = c->Request("anvil/runCommand",
-                        {{"plugin", "example.fmt"}, {"command", "format"}, {"arguments", {"src/a.c"}}});
+  c->Notify("textDocument/didOpen", {{"textDocument",
+                                      {{"uri", Uri("src/a.c")},
+                                       {"languageId", "c"},
+                                       {"version", 4},
+                                       {"text", "int x;  \n\tcall();\n\n\n"}}}});
+  json run =
+      c->Request("anvil/runCommand",
+                 {{"plugin", "example.fmt"}, {"command", "format"}, {"arguments", {"src/a.c"}}});
   ASSERT_TRUE(run.contains("result")) << run;
   EXPECT_EQ(run["result"]["value"]["changed"], true);
   auto edits = c->Seen("workspace/applyEdit");
@@ -200,9 +205,9 @@ end)
   auto c = Start({"--approve", "--plugin-dir", plugins_ / "ed"});
   ASSERT_TRUE(c->Initialize().contains("result"));
   const std::string uri = Uri("src/a.c");
-  c->Notify("textDocument/didOpen", {{"textDocument",
-                                      {{"uri", uri}, {"languageId", "c"}, {"version", 1},
-                                       {"text", "hello\nworld\n"}}}});
+  c->Notify("textDocument/didOpen",
+            {{"textDocument",
+              {{"uri", uri}, {"languageId", "c"}, {"version", 1}, {"text", "hello\nworld\n"}}}});
   auto run = [&](const std::string& command, json args) {
     return c->Request("anvil/runCommand",
                       {{"plugin", "test.ed"}, {"command", command}, {"arguments", args}});
@@ -213,10 +218,10 @@ end)
   EXPECT_EQ(got["result"]["value"]["uri"], uri);
 
   // The user types: version 2 (an incremental change). The snapshot of version 1 is stale.
-  json change = {{"range",
-                  {{"start", {{"line", 1}, {"character", 0}}},
-                   {"end", {{"line", 1}, {"character", 5}}}}},
-                 {"text", "there"}};
+  json change = {
+      {"range",
+       {{"start", {{"line", 1}, {"character", 0}}}, {"end", {{"line", 1}, {"character", 5}}}}},
+      {"text", "there"}};
   c->Notify("textDocument/didChange", {{"textDocument", {{"uri", uri}, {"version", 2}}},
                                        {"contentChanges", json::array({change})}});
   json stale = run("edit", {uri, 1, "X"});
@@ -234,9 +239,8 @@ end)
   EXPECT_EQ(run("edit", {uri, 2, "Y"})["error"]["data"]["code"], "stale");
 
   // The editor refuses (its buffer moved on): the plugin hears "stale", nothing is merged.
-  c->Notify("textDocument/didChange",
-            {{"textDocument", {{"uri", uri}, {"version", 3}}},
-             {"contentChanges", json::array({json{{"text", "é😀x\n"}}})}});
+  c->Notify("textDocument/didChange", {{"textDocument", {{"uri", uri}, {"version", 3}}},
+                                       {"contentChanges", json::array({json{{"text", "é😀x\n"}}})}});
   c->on_request = [](const json&) -> json {
     return {{"applied", false}, {"failureReason", "version mismatch"}};
   };
@@ -253,7 +257,7 @@ end)
   EXPECT_EQ(lsp["edits"][0]["range"]["start"], json({{"line", 0}, {"character", 3}}));
   EXPECT_EQ(lsp["edits"][0]["range"]["end"], json({{"line", 0}, {"character", 4}}));
   json inside = run("edit-range", {uri, 3, 1, 2, "y"});  // inside é
-  EXPECT_EQ(inside["error"]["data"]["code"], "stale");  // version 3 was used by the edit above
+  EXPECT_EQ(inside["error"]["data"]["code"], "stale");   // version 3 was used by the edit above
   EXPECT_EQ(c->ShutdownAndExit(), 0);
 }
 

@@ -15,10 +15,11 @@ class T8Serve : public ServeTestBase {};
 
 TEST_F(T8Serve, ConsentShowsTheExactRequestAndDenialRunsNothing) {
   // Its top level would write a file if it ever ran.
-  WritePlugin(plugins_ / "p", "test.wants", "lua",
-              "fs.read = [\"src/**\"]\nfs.write = [\"notes/**\"]\nnet.hosts = [\"api.example.com\"]\n"
-              "exec = [\"rg\"]\n",
-              "sys.fs.write('notes/ran.txt', 'x')\nanvil.command('x', function() return 1 end)\n");
+  WritePlugin(
+      plugins_ / "p", "test.wants", "lua",
+      "fs.read = [\"src/**\"]\nfs.write = [\"notes/**\"]\nnet.hosts = [\"api.example.com\"]\n"
+      "exec = [\"rg\"]\n",
+      "sys.fs.write('notes/ran.txt', 'x')\nanvil.command('x', function() return 1 end)\n");
   auto c = Start({"--plugin-dir", plugins_ / "p"});
   ASSERT_TRUE(c->Initialize().contains("result"));
   std::vector<json> asked;
@@ -172,16 +173,17 @@ end)
 }
 
 TEST_F(T8Serve, BuffersAreSharedOnlyInsideTheReadGrant) {
-  WritePlugin(plugins_ / "p", "test.peek", "lua", "fs.read = [\"src/**\"]\n",
-              "anvil.command('get', function(a) return editor.buffer.get(a[1]).text end)\n"
-              "anvil.command('edit', function(a) return editor.buffer.edit(a[1], 1, {{text = 'x'}}) "
-              "end)\n");
+  WritePlugin(
+      plugins_ / "p", "test.peek", "lua", "fs.read = [\"src/**\"]\n",
+      "anvil.command('get', function(a) return editor.buffer.get(a[1]).text end)\n"
+      "anvil.command('edit', function(a) return editor.buffer.edit(a[1], 1, {{text = 'x'}}) "
+      "end)\n");
   auto c = Start({"--approve", "--plugin-dir", plugins_ / "p"});
   ASSERT_TRUE(c->Initialize().contains("result"));
   auto open = [&](const std::string& uri) {
     c->Notify("textDocument/didOpen",
-              {{"textDocument", {{"uri", uri}, {"languageId", "text"}, {"version", 1},
-                                 {"text", "secret"}}}});
+              {{"textDocument",
+                {{"uri", uri}, {"languageId", "text"}, {"version", 1}, {"text", "secret"}}}});
   };
   open(Uri("src/a.c"));
   open(Uri(".env"));
@@ -202,9 +204,9 @@ TEST_F(T8Serve, BuffersAreSharedOnlyInsideTheReadGrant) {
     std::string code = r["error"]["data"]["code"];
     EXPECT_TRUE(code == "denied" || code == "invalid") << target << ": " << r;
   }
-  json edit = c->Request("anvil/runCommand", {{"plugin", "test.peek"},
-                                              {"command", "edit"},
-                                              {"arguments", {Uri(".env")}}});
+  json edit =
+      c->Request("anvil/runCommand",
+                 {{"plugin", "test.peek"}, {"command", "edit"}, {"arguments", {Uri(".env")}}});
   EXPECT_EQ(edit["error"]["data"]["code"], "denied") << edit;
   EXPECT_TRUE(c->Seen("workspace/applyEdit").empty());
   EXPECT_EQ(c->ShutdownAndExit(), 0);

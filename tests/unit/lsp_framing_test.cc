@@ -34,8 +34,9 @@ TEST(LspFraming, MessagesArriveWholeWhateverTheChunking) {
 
 TEST(LspFraming, HeadersAreCaseInsensitiveAndContentTypeIsChecked) {
   LspReader r;
-  auto e = Feed(r, "content-length: 2\r\nContent-Type: application/vscode-jsonrpc; "
-                   "charset=utf-8\r\n\r\n{}");
+  auto e = Feed(r,
+                "content-length: 2\r\nContent-Type: application/vscode-jsonrpc; "
+                "charset=utf-8\r\n\r\n{}");
   ASSERT_EQ(e.size(), 1u);
   EXPECT_TRUE(e[0].message);
   e = Feed(r, "Content-Length: 2\r\nContent-Type: text/plain; charset=utf-16\r\n\r\n{}");
@@ -45,13 +46,17 @@ TEST(LspFraming, HeadersAreCaseInsensitiveAndContentTypeIsChecked) {
 
 TEST(LspFraming, BadInputIsAnErrorAndTheNextMessageStillParses) {
   const std::vector<std::string> bad = {
-      "Content-Length: x\r\n\r\n",       "Content-Length: 1e3\r\n\r\n",
-      "Content-Length: \r\n\r\n",        "Content-Length: 0\r\n\r\n",
-      "Length: 2\r\n\r\n{}",             "no colon\r\n\r\n",
+      "Content-Length: x\r\n\r\n",
+      "Content-Length: 1e3\r\n\r\n",
+      "Content-Length: \r\n\r\n",
+      "Content-Length: 0\r\n\r\n",
+      "Length: 2\r\n\r\n{}",
+      "no colon\r\n\r\n",
       "Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
       "Content-Length: 9999999999999\r\n\r\n",
       std::string(9000, 'x') + "\r\n\r\n",
-      Frame("{oops"),                    Frame("\xff"),
+      Frame("{oops"),
+      Frame("\xff"),
   };
   for (const auto& input : bad) {
     SCOPED_TRACE(input.substr(0, 60));

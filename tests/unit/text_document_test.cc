@@ -46,18 +46,18 @@ TEST(BufferStore, StaleVersionsAreRefusedNeverMerged) {
   EXPECT_EQ(store.Find("file:///w/a")->text, "x");
   // Applied: the version is used up until the editor reports a new one.
   EXPECT_FALSE(store.PrepareEdit("file:///w/a", 1, R"([{"text":"y"}])", PositionEncoding::kUtf16));
-  ASSERT_TRUE(store.Change("file:///w/a", 2, json::array({{{"text", "x2"}}}),
-                           PositionEncoding::kUtf16));
+  ASSERT_TRUE(
+      store.Change("file:///w/a", 2, json::array({{{"text", "x2"}}}), PositionEncoding::kUtf16));
   EXPECT_TRUE(store.PrepareEdit("file:///w/a", 2, R"([{"text":"y"}])", PositionEncoding::kUtf16));
 }
 
 TEST(BufferStore, EditorChangesAreVersionedAndIncremental) {
   BufferStore store;
   ASSERT_TRUE(store.Open("u", "", 5, "hello\nworld\n"));
-  json change = {{"range",
-                  {{"start", {{"line", 1}, {"character", 0}}},
-                   {"end", {{"line", 1}, {"character", 5}}}}},
-                 {"text", "there"}};
+  json change = {
+      {"range",
+       {{"start", {{"line", 1}, {"character", 0}}}, {"end", {{"line", 1}, {"character", 5}}}}},
+      {"text", "there"}};
   ASSERT_TRUE(store.Change("u", 6, json::array({change}), PositionEncoding::kUtf16));
   EXPECT_EQ(store.Find("u")->text, "hello\nthere\n");
   // A version that does not increase drops the copy rather than keep one that may be wrong.
@@ -70,8 +70,9 @@ TEST(BufferStore, PluginEditsAreValidated) {
   BufferStore store;
   ASSERT_TRUE(store.Open("u", "", 1, "abc\ndef\n"));
   auto range = [](int l1, int c1, int l2, int c2, const char* text) {
-    return json{{"range", {{"start", {{"line", l1}, {"character", c1}}},
-                           {"end", {{"line", l2}, {"character", c2}}}}},
+    return json{{"range",
+                 {{"start", {{"line", l1}, {"character", c1}}},
+                  {"end", {{"line", l2}, {"character", c2}}}}},
                 {"text", text}};
   };
   const std::vector<std::pair<json, const char*>> bad = {
@@ -90,9 +91,9 @@ TEST(BufferStore, PluginEditsAreValidated) {
     ASSERT_FALSE(r) << why;
     EXPECT_EQ(r.error().code, "invalid") << why;
   }
-  auto ok = store.PrepareEdit(
-      "u", 1, json::array({range(1, 0, 1, 1, "D"), range(0, 0, 0, 1, "A")}).dump(),
-      PositionEncoding::kUtf16);
+  auto ok = store.PrepareEdit("u", 1,
+                              json::array({range(1, 0, 1, 1, "D"), range(0, 0, 0, 1, "A")}).dump(),
+                              PositionEncoding::kUtf16);
   ASSERT_TRUE(ok) << ok.error().ToString();
   EXPECT_EQ(ok->new_text, "Abc\nDef\n");
   EXPECT_EQ(ok->lsp_edits.size(), 2u);
