@@ -19,6 +19,19 @@ namespace anvil::session {
 
 using Clock = std::chrono::steady_clock;
 
+namespace {
+Status SendAll(int fd, const std::string& bytes) {
+  size_t off = 0;
+  while (off < bytes.size()) {
+    ssize_t n = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return SysFail("io", "host channel");
+    off += static_cast<size_t>(n);
+  }
+  return Ok();
+}
+}  // namespace
+
 Result<std::unique_ptr<HostProcess>> HostProcess::Start(const HostConfig& config,
                                                         GatewayProcess& gateway,
                                                         const Grant& grant) {
@@ -136,28 +149,15 @@ Status HostProcess::Kill(const std::string& reason) {
 Result<uint64_t> HostProcess::Send(const std::string& op, std::vector<std::string> args) {
   if (pid_ <= 0 || !session_) return Fail("internal", "host is not running");
   uint64_t id = next_id_++;
-  std::string frame = ipc::EncodeRequest({id, "", op, std::move(args)});
-  size_t off = 0;
-  while (off < frame.size()) {
-    ssize_t n = ::send(session_.Get(), frame.data() + off, frame.size() - off, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return SysFail("io", "host channel");
-    off += static_cast<size_t>(n);
+  if (auto s = SendAll(session_.Get(), ipc::EncodeRequest({id, "", op, std::move(args)})); !s) {
+    return tl::unexpected(s.error());
   }
   return id;
 }
 
 Status HostProcess::Answer(const ipc::Response& response) {
   if (!session_) return Fail("io", "host channel closed");
-  std::string out = ipc::EncodeResponse(response);
-  size_t off = 0;
-  while (off < out.size()) {
-    ssize_t n = ::send(session_.Get(), out.data() + off, out.size() - off, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return SysFail("io", "host channel");
-    off += static_cast<size_t>(n);
-  }
-  return Ok();
+  return SendAll(session_.Get(), ipc::EncodeResponse(response));
 }
 
 Result<std::vector<HostProcess::Event>> HostProcess::ReadEvents(bool* closed) {
@@ -220,10 +220,8 @@ Result<ipc::Response> HostProcess::Call(const std::string& op, std::vector<std::
   if (pid_ <= 0) return Fail("internal", "host is not running");
   auto until = Clock::now() + deadline;
   uint64_t id = next_id_++;
-  std::string frame = ipc::EncodeRequest({id, "", op, std::move(args)});
-  if (::send(session_.Get(), frame.data(), frame.size(), MSG_NOSIGNAL) !=
-      static_cast<ssize_t>(frame.size())) {
-    return SysFail("io", "host channel");
+  if (auto s = SendAll(session_.Get(), ipc::EncodeRequest({id, "", op, std::move(args)})); !s) {
+    return tl::unexpected(s.error());
   }
   char buf[65536];
   while (true) {
@@ -253,9 +251,8 @@ Result<ipc::Response> HostProcess::Call(const std::string& op, std::vector<std::
       ipc::Response resp = answer ? ipc::Response{req->id, true, std::move(*answer)}
                                   : ipc::Response::Error(req->id, answer.error().code,
                                                          answer.error().message);
-      std::string out = ipc::EncodeResponse(resp);
-      if (::send(session_.Get(), out.data(), out.size(), MSG_NOSIGNAL) < 0) {
-        return SysFail("io", "host channel");
+      if (auto s = SendAll(session_.Get(), ipc::EncodeResponse(resp)); !s) {
+        return tl::unexpected(s.error());
       }
       continue;
     }

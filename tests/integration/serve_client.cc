@@ -36,13 +36,7 @@ ServeClient::ServeClient(const std::vector<std::string>& args, const std::string
   if (pid_ == 0) {
     dup2(in_pipe[0], 0);
     dup2(out_pipe[1], 1);
-    std::vector<char*> a, e;
-    for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-    a.push_back(nullptr);
-    for (auto& s : env) e.push_back(const_cast<char*>(s.c_str()));
-    e.push_back(nullptr);
-    execve(a[0], a.data(), e.data());
-    _exit(123);
+    ExecOrExit(argv, env);
   }
   close(in_pipe[0]);
   close(out_pipe[1]);
@@ -184,6 +178,16 @@ void ServeTestBase::SetUp() {
 std::unique_ptr<ServeClient> ServeTestBase::Start(std::vector<std::string> args) {
   args.insert(args.begin(), {"--workspace", ws_.path(), "--no-default-plugin-path"});
   return std::make_unique<ServeClient>(args, state_.path());
+}
+
+std::unique_ptr<ServeClient> ServeTestBase::StartReady(const std::string& plugin_dir,
+                                                       const std::string& id,
+                                                       std::vector<std::string> extra) {
+  extra.insert(extra.begin(), {"--approve", "--plugin-dir", plugin_dir});
+  auto c = Start(extra);
+  EXPECT_TRUE(c->Initialize().contains("result"));
+  EXPECT_TRUE(WaitForPluginState(*c, id, "ready")) << id << " never became ready";
+  return c;
 }
 
 json PluginInfo(ServeClient& c, const std::string& id) {

@@ -71,6 +71,9 @@ class ServeTestBase : public ::testing::Test {
  protected:
   void SetUp() override;
   std::unique_ptr<ServeClient> Start(std::vector<std::string> args);
+  // Start with --approve and one plugin, initialize, wait until the plugin is ready.
+  std::unique_ptr<ServeClient> StartReady(const std::string& plugin_dir, const std::string& id,
+                                          std::vector<std::string> extra = {});
   std::string Uri(const std::string& rel) const { return "file://" + ws_.path() + "/" + rel; }
   static std::string Examples() { return std::string(ANVIL_SOURCE_DIR) + "/examples/plugins"; }
 

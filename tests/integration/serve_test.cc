@@ -145,9 +145,7 @@ TEST_F(ServeTest, FramingErrorsAreAnsweredAndTheSessionGoesOn) {
 }
 
 TEST_F(ServeTest, TruncatedBodyAtEndOfInputIsReportedAndNothingIsLeft) {
-  auto c = Start({"--approve", "--plugin-dir", Examples() + "/hello-lua"});
-  ASSERT_TRUE(c->Initialize().contains("result"));
-  ASSERT_TRUE(WaitForPluginState(*c, "example.hello", "ready"));
+  auto c = StartReady(Examples() + "/hello-lua", "example.hello");
   json status = c->Request("anvil/status")["result"];
   pid_t gateway = status["gateway"]["pid"].get<pid_t>();
   pid_t host = status["plugins"][0]["pid"].get<pid_t>();
@@ -265,9 +263,7 @@ TEST_F(ServeTest, CommandPastItsDeadlineIsKilledAndTheNextOneRuns) {
   WritePlugin(plugins_ / "slow", "test.slow", "lua", "",
               "anvil.command('spin', function() while true do string.rep('x', 1e6):find('y', 1, "
               "true) end end)\nanvil.command('ok', function() return 'fine' end)\n");
-  auto c = Start({"--approve", "--timeout", "1", "--plugin-dir", plugins_ / "slow"});
-  ASSERT_TRUE(c->Initialize().contains("result"));
-  ASSERT_TRUE(WaitForPluginState(*c, "test.slow", "ready"));
+  auto c = StartReady(plugins_ / "slow", "test.slow", {"--timeout", "1"});
   pid_t before = PluginInfo(*c, "test.slow")["pid"].get<pid_t>();
   json r = c->Request("anvil/runCommand", {{"plugin", "test.slow"}, {"command", "spin"}});
   EXPECT_EQ(r["error"]["data"]["code"], "timeout") << r;

@@ -51,11 +51,11 @@ class T7Serve : public ServeTestBase {
   }
 };
 
-TEST_F(T7Serve, PluginIgnoringCancellationIsKilledLua) {
-  StubbornPlugin("lua");
-  auto c = Start({"--approve", "--cancel-grace-ms", "200", "--plugin-dir", plugins_ / "stubborn"});
-  ASSERT_TRUE(c->Initialize().contains("result"));
-  ASSERT_TRUE(WaitForPluginState(*c, "test.stubborn", "ready"));
+class T7ServeRuntime : public T7Serve, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(T7ServeRuntime, PluginIgnoringCancellationIsKilled) {
+  StubbornPlugin(GetParam());
+  auto c = StartReady(plugins_ / "stubborn", "test.stubborn", {"--cancel-grace-ms", "200"});
   pid_t host = HostPid(*c, "test.stubborn");
   json id = StartLoop(*c);
   c->Notify("$/cancelRequest", {{"id", id}});
@@ -71,25 +71,11 @@ TEST_F(T7Serve, PluginIgnoringCancellationIsKilledLua) {
   EXPECT_EQ(c->ShutdownAndExit(), 0);
 }
 
-TEST_F(T7Serve, PluginIgnoringCancellationIsKilledJs) {
-  StubbornPlugin("js");
-  auto c = Start({"--approve", "--cancel-grace-ms", "200", "--plugin-dir", plugins_ / "stubborn"});
-  ASSERT_TRUE(c->Initialize().contains("result"));
-  ASSERT_TRUE(WaitForPluginState(*c, "test.stubborn", "ready"));
-  pid_t host = HostPid(*c, "test.stubborn");
-  json id = StartLoop(*c);
-  c->Notify("$/cancelRequest", {{"id", id}});
-  json r = c->ReadResponse(id);
-  EXPECT_EQ(r["error"]["code"], -32800) << r;
-  EXPECT_FALSE(ProcessAlive(host));
-  EXPECT_EQ(c->ShutdownAndExit(), 0);
-}
+INSTANTIATE_TEST_SUITE_P(Runtimes, T7ServeRuntime, ::testing::Values("lua", "js"));
 
 TEST_F(T7Serve, QueuedRequestIsCancelledWithoutRunning) {
   StubbornPlugin("lua");
-  auto c = Start({"--approve", "--plugin-dir", plugins_ / "stubborn"});
-  ASSERT_TRUE(c->Initialize().contains("result"));
-  ASSERT_TRUE(WaitForPluginState(*c, "test.stubborn", "ready"));
+  auto c = StartReady(plugins_ / "stubborn", "test.stubborn");
   json busy = StartLoop(*c);
   json queued =
       c->SendRequest("anvil/runCommand", {{"plugin", "test.stubborn"}, {"command", "ok"}});
@@ -108,9 +94,7 @@ TEST_F(T7Serve, ReloadCancelsTheCommandInFlightKillsTheHostAndAuditsCancelledByR
               "anvil.command('loop', function() local d = string.rep('x', 4000000) while true do "
               "pcall(sys.fs.write, 'notes/big.bin', d) end end)\n"
               "anvil.command('ok', function() return 'fine' end)\n");
-  auto c = Start({"--approve", "--plugin-dir", plugins_ / "writer"});
-  ASSERT_TRUE(c->Initialize().contains("result"));
-  ASSERT_TRUE(WaitForPluginState(*c, "test.writer", "ready"));
+  auto c = StartReady(plugins_ / "writer", "test.writer");
   bool audited = false;
   std::string audit;
   for (int attempt = 0; attempt < 10 && !audited; ++attempt) {
@@ -145,9 +129,7 @@ TEST_F(T7Serve, ReloadCancelsTheCommandInFlightKillsTheHostAndAuditsCancelledByR
 
 TEST_F(T7Serve, CrashedHostIsRestartedAndTheRequestInFlightGetsOneError) {
   StubbornPlugin("lua");
-  auto c = Start({"--approve", "--plugin-dir", plugins_ / "stubborn"});
-  ASSERT_TRUE(c->Initialize().contains("result"));
-  ASSERT_TRUE(WaitForPluginState(*c, "test.stubborn", "ready"));
+  auto c = StartReady(plugins_ / "stubborn", "test.stubborn");
   pid_t host = HostPid(*c, "test.stubborn");
   json id = StartLoop(*c);
   ASSERT_EQ(kill(host, SIGKILL), 0);
@@ -179,9 +161,7 @@ TEST_F(T7Serve, CrashedHostIsRestartedAndTheRequestInFlightGetsOneError) {
 
 TEST_F(T7Serve, CrashedGatewayIsRestartedWithNewHostsAndTokens) {
   StubbornPlugin("lua");
-  auto c = Start({"--approve", "--plugin-dir", plugins_ / "stubborn"});
-  ASSERT_TRUE(c->Initialize().contains("result"));
-  ASSERT_TRUE(WaitForPluginState(*c, "test.stubborn", "ready"));
+  auto c = StartReady(plugins_ / "stubborn", "test.stubborn");
   pid_t gateway = c->Request("anvil/status")["result"]["gateway"]["pid"].get<pid_t>();
   pid_t host = HostPid(*c, "test.stubborn");
   json id = StartLoop(*c);
@@ -227,9 +207,7 @@ TEST_F(T7Serve, NothingOutlivesTheSession) {
 TEST_F(T7Serve, ThousandReloadsLeakNoFdsProcessesOrMemory) {
   WritePlugin(plugins_ / "tiny", "test.tiny", "lua", "fs.read = [\"src/**\"]\n",
               "anvil.command('read', function() return #sys.fs.read('src/a.c') end)\n");
-  auto c = Start({"--approve", "--plugin-dir", plugins_ / "tiny"});
-  ASSERT_TRUE(c->Initialize().contains("result"));
-  ASSERT_TRUE(WaitForPluginState(*c, "test.tiny", "ready"));
+  auto c = StartReady(plugins_ / "tiny", "test.tiny");
   pid_t serve = c->pid();
   pid_t gateway = c->Request("anvil/status")["result"]["gateway"]["pid"].get<pid_t>();
   auto reload = [&] {

@@ -98,9 +98,7 @@ TEST_F(T8Serve, MaliciousAnvilTomlEnablesButNeverGrants) {
 TEST_F(T8Serve, ManifestThatAsksForMoreNeedsConsentAgainAtReload) {
   WritePlugin(plugins_ / "p", "test.grows", "lua", "fs.read = [\"src/**\"]\n",
               "anvil.command('x', function() return 'v1' end)\n");
-  auto c = Start({"--approve", "--plugin-dir", plugins_ / "p"});
-  ASSERT_TRUE(c->Initialize().contains("result"));
-  ASSERT_TRUE(WaitForPluginState(*c, "test.grows", "ready"));
+  auto c = StartReady(plugins_ / "p", "test.grows");
   c.reset();  // --approve was for the first version only
   c = Start({"--plugin-dir", plugins_ / "p"});
   ASSERT_TRUE(c->Initialize().contains("result"));
