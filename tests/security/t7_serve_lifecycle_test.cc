@@ -9,7 +9,6 @@
 
 #include <fstream>
 #include <set>
-#include <thread>
 
 #include "serve_client.h"
 
@@ -88,19 +87,33 @@ TEST_F(T7Serve, QueuedRequestIsCancelledWithoutRunning) {
 }
 
 TEST_F(T7Serve, ReloadCancelsTheCommandInFlightKillsTheHostAndAuditsCancelledByReload) {
-  // Big writes (temp file, fsync, rename in the gateway; one copy in the host) keep a gateway
-  // request in flight most of the time, so the reload's cancel finds one to record.
+  // Small writes in a tight loop: the host spends microseconds between calls, the gateway each
+  // call's temp file, fsync and rename, so a request is in flight almost all the time and the
+  // reload's cancel finds one to record. The loop is known to be running (a write is in the
+  // audit log) before each reload.
   WritePlugin(plugins_ / "writer", "test.writer", "lua", "fs.write = [\"notes/**\"]\n",
-              "anvil.command('loop', function() local d = string.rep('x', 4000000) while true do "
-              "pcall(sys.fs.write, 'notes/big.bin', d) end end)\n"
+              "anvil.command('loop', function() while true do "
+              "pcall(sys.fs.write, 'notes/w.txt', string.rep('x', 4096)) end end)\n"
               "anvil.command('ok', function() return 'fine' end)\n");
   auto c = StartReady(plugins_ / "writer", "test.writer");
+  auto audit_log = [&] {
+    return testing::Run(
+               {"/bin/sh", "-c", "cat " + ShellQuote(state_.path()) + "/anvil/audit/*.jsonl"})
+        .out;
+  };
+  auto count = [](const std::string& text, const std::string& needle) {
+    size_t n = 0;
+    for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
+      ++n;
+    return n;
+  };
   bool audited = false;
   std::string audit;
-  for (int attempt = 0; attempt < 10 && !audited; ++attempt) {
+  for (int attempt = 0; attempt < 20 && !audited; ++attempt) {
     pid_t old_host = HostPid(*c, "test.writer");
+    size_t writes = count(audit_log(), "\"fs.write\"");
     json id = c->SendRequest("anvil/runCommand", {{"plugin", "test.writer"}, {"command", "loop"}});
-    std::this_thread::sleep_for(std::chrono::milliseconds(150 + 37 * attempt));
+    ASSERT_TRUE(WaitUntil([&] { return count(audit_log(), "\"fs.write\"") > writes + 2; }));
     json reload = c->Request("anvil/reload", {{"plugin", "test.writer"}});
     ASSERT_TRUE(reload.contains("result")) << reload;
     EXPECT_EQ(reload["result"]["state"], "ready");
@@ -116,10 +129,8 @@ TEST_F(T7Serve, ReloadCancelsTheCommandInFlightKillsTheHostAndAuditsCancelledByR
       }
     }
     EXPECT_TRUE(answered) << "the command in flight got no answer";
-    std::string dir = state_.path() + "/anvil/audit";
-    auto files = testing::Run({"/bin/sh", "-c", "cat " + ShellQuote(dir) + "/*.jsonl"});
-    audit = files.out + files.err;
-    audited = files.out.find("cancelled_by_reload") != std::string::npos;
+    audit = audit_log();
+    audited = audit.find("cancelled_by_reload") != std::string::npos;
   }
   EXPECT_TRUE(audited) << "no gateway request was recorded as cancelled_by_reload:\n" << audit;
   json ok = c->Request("anvil/runCommand", {{"plugin", "test.writer"}, {"command", "ok"}});
