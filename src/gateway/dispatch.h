@@ -8,6 +8,7 @@
 
 #include "gateway/audit_log.h"
 #include "gateway/gateway.h"
+#include "gateway/net_fetch_op.h"
 #include "ipc/frame.h"
 #include "policy/grant.h"
 
@@ -20,6 +21,7 @@ namespace anvil::gateway {
 struct DispatchContext {
   const WorkspaceRoot* root;
   const GatewayLimits* limits;
+  NetFetchService* net = nullptr;  // "net.fetch"; null: sys.net is refused
 };
 
 // Fills `audit` (op, target, verdict, code, reason, bytes) and returns the response.

@@ -119,8 +119,9 @@ uint64_t MakeTag(Tag tag, uint64_t id) { return (static_cast<uint64_t>(tag) << 5
 
 class Server {
  public:
-  Server(const GatewayOptions& options, WorkspaceRoot root, AuditLog* audit)
-      : options_(options), root_(std::move(root)), audit_(audit) {}
+  Server(const GatewayOptions& options, WorkspaceRoot root, AuditLog* audit,
+         std::unique_ptr<NetFetchService> net)
+      : options_(options), root_(std::move(root)), audit_(audit), net_(std::move(net)) {}
 
   Status Start(const std::string& socket_path);
   int Loop();
@@ -150,6 +151,7 @@ class Server {
   GatewayOptions options_;
   WorkspaceRoot root_;
   AuditLog* audit_;
+  std::unique_ptr<NetFetchService> net_;
   UniqueFd epoll_, listen_, wake_;
   ipc::FrameReader control_reader_;
   std::map<uint64_t, Connection> conns_;
@@ -201,6 +203,7 @@ Status Server::Start(const std::string& socket_path) {
 
 void Server::Worker() {
   DispatchContext context{&root_, &options_.limits};
+  context.net = net_.get();
   while (true) {
     std::shared_ptr<Job> job;
     {
@@ -873,7 +876,10 @@ int RunGateway(const GatewayOptions& input) {
   auto audit = AuditLog::Open(options.audit_log, options.session_id);
   if (!audit) return fail(audit.error());
   std::unique_ptr<AuditLog> audit_owner(*audit);
-  Server server(options, std::move(*root), audit_owner.get());
+  // Before hardening: reads the --unsafe-test-ca file, initialises libcurl single-threaded.
+  auto net = NetFetchService::Create(options.net);
+  if (!net) return fail(net.error());
+  Server server(options, std::move(*root), audit_owner.get(), std::move(*net));
   if (auto s = server.Start(*socket_path); !s) return fail(s.error());
   if (options.harden) {
     if (auto s = HardenGateway(options.workspace, options.runtime_dir, options.audit_log); !s) {

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "common/result.h"
+#include "gateway/net_fetch_op.h"
 
 namespace anvil::gateway {
 
@@ -42,6 +43,7 @@ struct GatewayOptions {
   bool allow_hardlinked_reads = false;
   bool harden = true;  // Landlock + seccomp + no_new_privs on itself after start-up
   GatewayLimits limits;
+  NetFetchOptions net;  // sys.net.fetch: limits and the --unsafe-test-* options
 };
 
 // Runs until shutdown or until the control channel closes (the trusted side died). Returns
