@@ -11,6 +11,7 @@ const char kNetFetchFlagsUsage[] = R"(sys.net.fetch:
   --net-connect-timeout-ms N    (default 10000)   --net-timeout-ms N   total (default 30000)
   --net-low-speed-time S        abort below 1 KiB/s for S seconds (default 10)
   --net-max-fetches-per-plugin N (default 4)      --net-max-fetches N  per session (default 8)
+  --net-dns-timeout-ms N        whole DNS lookup (default 5000)
 TEST ONLY -- never in production; they widen what plugins can reach:
   --unsafe-test-resolver ADDR:PORT          ask this DNS server instead of resolv.conf
   --unsafe-test-allow-address ADDR[:PORT]   treat ADDR as global; allow PORT (default 443)
@@ -34,7 +35,8 @@ bool TakeNetFetchFlag(const std::vector<std::string>& args, std::size_t& i,
       flag == "--unsafe-test-ca" || flag == "--net-max-body-bytes" ||
       flag == "--net-max-header-bytes" || flag == "--net-connect-timeout-ms" ||
       flag == "--net-timeout-ms" || flag == "--net-low-speed-time" ||
-      flag == "--net-max-fetches-per-plugin" || flag == "--net-max-fetches";
+      flag == "--net-max-fetches-per-plugin" || flag == "--net-max-fetches" ||
+      flag == "--net-dns-timeout-ms";
   if (!known) return false;
   if (i + 1 >= args.size()) {
     error = "invalid: " + flag + " needs a value";
@@ -69,6 +71,7 @@ bool TakeNetFetchFlag(const std::vector<std::string>& args, std::size_t& i,
   if (flag == "--net-timeout-ms") options.limits.total_timeout = std::chrono::milliseconds(n);
   if (flag == "--net-low-speed-time") options.limits.low_speed_time = std::chrono::seconds(n);
   if (flag == "--net-max-fetches-per-plugin") options.max_fetches_per_plugin = static_cast<std::uint32_t>(n);
+  if (flag == "--net-dns-timeout-ms") options.dns_deadline = std::chrono::milliseconds(n);
   if (flag == "--net-max-fetches") options.max_fetches_per_session = static_cast<std::uint32_t>(n);
   return true;
 }

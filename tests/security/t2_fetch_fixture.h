@@ -62,6 +62,14 @@ struct Fetched {
   std::string body;
 };
 
+// What a refusal before any connect looks like: an error, and a code that is a refusal.
+#define EXPECT_REFUSED(fetched)                                                         \
+  do {                                                                                  \
+    const Fetched& f_ = (fetched);                                                      \
+    EXPECT_FALSE(f_.ok) << "fetch was allowed: status " << f_.status;                   \
+    EXPECT_TRUE(f_.code == "denied" || f_.code == "invalid") << f_.code << ": " << f_.message; \
+  } while (0)
+
 class T2FetchTest : public GatewayTest {
  protected:
   void SetUp() override {
@@ -151,6 +159,35 @@ class T2FetchTest : public GatewayTest {
     return f;
   }
 
+  // "P" in `url` stands for the exempted test port.
+  std::string WithPort(std::string url) const {
+    for (size_t at = url.find(":P"); at != std::string::npos; at = url.find(":P", at + 1)) {
+      url.replace(at, 2, ":" + std::to_string(port_));
+    }
+    return url;
+  }
+
+  // Refused (denied/invalid) without a single DNS query and without any connection.
+  void ExpectRefusedBeforeDns(const std::string& what, const std::string& url) {
+    SCOPED_TRACE(what + ": " + url);
+    const int queries_before = dns_->TotalQueries();
+    const int connections_before = TotalConnections();
+    EXPECT_REFUSED(Fetch(WithPort(url)));
+    EXPECT_EQ(dns_->TotalQueries(), queries_before) << "refused only after a DNS query";
+    EXPECT_EQ(TotalConnections(), connections_before) << "refused only after a connect";
+  }
+
+  // The granted URL still works (the benign neighbour of every attack).
+  void ExpectGrantedUrlWorks() {
+    auto f = Fetch(Url("api.anvil.test", "/hello"));
+    EXPECT_TRUE(f.ok) << f.code << ": " << f.message;
+    EXPECT_EQ(f.body, "hello from allowed");
+  }
+
+  int TotalConnections() const {
+    return allowed_->Connections() + forbidden_->Connections() + wrong_->Connections();
+  }
+
   // No server on any test address saw a connection.
   void ExpectNoConnections() {
     EXPECT_EQ(allowed_->Connections(), 0);
@@ -177,12 +214,5 @@ class T2FetchTest : public GatewayTest {
   std::unique_ptr<ipc::GatewayClient> client_;
 };
 
-// What a refusal before any connect looks like: an error, and a code that is a refusal.
-#define EXPECT_REFUSED(fetched)                                                         \
-  do {                                                                                  \
-    const Fetched& f_ = (fetched);                                                      \
-    EXPECT_FALSE(f_.ok) << "fetch was allowed: status " << f_.status;                   \
-    EXPECT_TRUE(f_.code == "denied" || f_.code == "invalid") << f_.code << ": " << f_.message; \
-  } while (0)
 
 }  // namespace anvil::testing
