@@ -30,13 +30,12 @@ bool ParseCount(const std::string& text, std::uint64_t& out) {
 bool TakeNetFetchFlag(const std::vector<std::string>& args, std::size_t& i,
                       NetFetchOptions& options, std::string& error) {
   const std::string& flag = args[i];
-  const bool known =
-      flag == "--unsafe-test-resolver" || flag == "--unsafe-test-allow-address" ||
-      flag == "--unsafe-test-ca" || flag == "--net-max-body-bytes" ||
-      flag == "--net-max-header-bytes" || flag == "--net-connect-timeout-ms" ||
-      flag == "--net-timeout-ms" || flag == "--net-low-speed-time" ||
-      flag == "--net-max-fetches-per-plugin" || flag == "--net-max-fetches" ||
-      flag == "--net-dns-timeout-ms";
+  const bool known = flag == "--unsafe-test-resolver" || flag == "--unsafe-test-allow-address" ||
+                     flag == "--unsafe-test-ca" || flag == "--net-max-body-bytes" ||
+                     flag == "--net-max-header-bytes" || flag == "--net-connect-timeout-ms" ||
+                     flag == "--net-timeout-ms" || flag == "--net-low-speed-time" ||
+                     flag == "--net-max-fetches-per-plugin" || flag == "--net-max-fetches" ||
+                     flag == "--net-dns-timeout-ms";
   if (!known) return false;
   if (i + 1 >= args.size()) {
     error = "invalid: " + flag + " needs a value";
@@ -56,7 +55,8 @@ bool TakeNetFetchFlag(const std::vector<std::string>& args, std::size_t& i,
     return true;
   }
   if (flag == "--unsafe-test-ca") {
-    if (value.empty() || value[0] != '/') error = "invalid: --unsafe-test-ca needs an absolute path";
+    if (value.empty() || value[0] != '/')
+      error = "invalid: --unsafe-test-ca needs an absolute path";
     options.unsafe_test_ca_file = value;
     return true;
   }
@@ -67,10 +67,12 @@ bool TakeNetFetchFlag(const std::vector<std::string>& args, std::size_t& i,
   }
   if (flag == "--net-max-body-bytes") options.limits.max_body_bytes = n;
   if (flag == "--net-max-header-bytes") options.limits.max_header_bytes = n;
-  if (flag == "--net-connect-timeout-ms") options.limits.connect_timeout = std::chrono::milliseconds(n);
+  if (flag == "--net-connect-timeout-ms")
+    options.limits.connect_timeout = std::chrono::milliseconds(n);
   if (flag == "--net-timeout-ms") options.limits.total_timeout = std::chrono::milliseconds(n);
   if (flag == "--net-low-speed-time") options.limits.low_speed_time = std::chrono::seconds(n);
-  if (flag == "--net-max-fetches-per-plugin") options.max_fetches_per_plugin = static_cast<std::uint32_t>(n);
+  if (flag == "--net-max-fetches-per-plugin")
+    options.max_fetches_per_plugin = static_cast<std::uint32_t>(n);
   if (flag == "--net-dns-timeout-ms") options.dns_deadline = std::chrono::milliseconds(n);
   if (flag == "--net-max-fetches") options.max_fetches_per_session = static_cast<std::uint32_t>(n);
   return true;

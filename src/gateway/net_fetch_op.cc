@@ -60,8 +60,8 @@ Result<FetchSlots::Slot> FetchSlots::Acquire(const std::string& plugin) {
   }
   std::uint32_t& mine = by_plugin_[plugin];
   if (mine >= per_plugin_) {
-    return Fail("busy", "plugin is at its limit of " + std::to_string(per_plugin_) +
-                            " concurrent fetches");
+    return Fail("busy",
+                "plugin is at its limit of " + std::to_string(per_plugin_) + " concurrent fetches");
   }
   ++mine;
   ++total_;
@@ -104,7 +104,8 @@ Response NetFetchService::Handle(const std::string& plugin, const Grant& grant, 
   if (!headers) return Refuse(r, headers.error(), audit);
   auto hosts = HostAllowlist::Create(grant.net_hosts);
   if (!hosts) {
-    return Refuse(r, Error{"denied", "the grant's net.hosts is unusable: " + hosts.error().message, 0},
+    return Refuse(r,
+                  Error{"denied", "the grant's net.hosts is unusable: " + hosts.error().message, 0},
                   audit);
   }
   const NetGrant net_grant{std::move(*hosts), grant.net_post};

@@ -77,8 +77,8 @@ Result<std::vector<IpAddress>> CaresResolver::Resolve(const std::string& host) {
   const auto deadline = Clock::now() + options_.deadline;
 
   ares_options opts{};
-  int mask = ARES_OPT_FLAGS | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES | ARES_OPT_DOMAINS |
-             ARES_OPT_LOOKUPS;
+  int mask =
+      ARES_OPT_FLAGS | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES | ARES_OPT_DOMAINS | ARES_OPT_LOOKUPS;
   // NOSEARCH + no domains: "api.example.com" is never retried as "api.example.com.corp.lan",
   // a different name than the one granted. NOALIASES: HOSTALIASES in the environment is ignored.
   opts.flags = ARES_FLAG_NOSEARCH | ARES_FLAG_NOALIASES;

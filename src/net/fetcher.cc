@@ -81,8 +81,8 @@ std::size_t OnHeader(char* data, std::size_t size, std::size_t count, void* user
   }
   const auto colon = line.find(':');
   if (colon == std::string_view::npos || colon == 0) return n;  // blank line, obs-fold
-  t->headers.push_back({Lower(Trim(line.substr(0, colon))),
-                        std::string(Trim(line.substr(colon + 1)))});
+  t->headers.push_back(
+      {Lower(Trim(line.substr(0, colon))), std::string(Trim(line.substr(colon + 1)))});
   return n;
 }
 
@@ -140,8 +140,8 @@ class Options {
   }
   Status Check() const {
     if (rc_ == CURLE_OK) return Ok();
-    return Fail("io", "libcurl refused option " + std::to_string(failed_) + ": " +
-                          curl_easy_strerror(rc_));
+    return Fail(
+        "io", "libcurl refused option " + std::to_string(failed_) + ": " + curl_easy_strerror(rc_));
   }
 
  private:
@@ -172,7 +172,8 @@ Result<FetchResponse> Fetcher::Fetch(const FetchPlan& plan, const std::vector<Ht
   // Each validated address in turn, but only while the previous one could not be connected to:
   // once a connection was made, its answer (or failure) is the answer.
   for (const IpAddress& target : plan.addresses) {
-    const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+    const auto elapsed =
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
     if (elapsed >= limits_.total_timeout) return Fail("timeout", "fetch took too long");
     std::unique_ptr<CURL, EasyDeleter> easy(curl_easy_init());
     if (!easy) return Fail("io", "curl_easy_init failed");
@@ -246,8 +247,7 @@ Result<FetchResponse> Fetcher::Fetch(const FetchPlan& plan, const std::vector<Ht
     o.Set(CURLOPT_ERRORBUFFER, error_text);
     if (!extra_ca_pem_.empty()) {
       // Copied by libcurl. The system CA directory (CAPATH) stays in use: "as well", not instead.
-      curl_blob blob{const_cast<char*>(extra_ca_pem_.data()), extra_ca_pem_.size(),
-                     CURL_BLOB_COPY};
+      curl_blob blob{const_cast<char*>(extra_ca_pem_.data()), extra_ca_pem_.size(), CURL_BLOB_COPY};
       o.Set(CURLOPT_CAINFO_BLOB, &blob);
     }
     if (plan.method == "HEAD") {

@@ -33,7 +33,7 @@
 namespace anvil {
 
 struct FetchLimits {
-  std::uint64_t max_body_bytes = 8u << 20;   // decompressed response body
+  std::uint64_t max_body_bytes = 8u << 20;     // decompressed response body
   std::uint64_t max_header_bytes = 64u << 10;  // all response header lines, status line included
   std::chrono::milliseconds connect_timeout{10000};
   std::chrono::milliseconds total_timeout{30000};

@@ -47,11 +47,19 @@ bool IsValidValue(std::string_view value) {
   return true;
 }
 
-constexpr std::array<std::string_view, 13> kForbidden = {
-    "host",       "content-length", "transfer-encoding", "te",
-    "trailer",    "expect",         "connection",        "keep-alive",
-    "upgrade",    "http2-settings", "accept-encoding",   "alt-used",
-    "proxy-connection"};
+constexpr std::array<std::string_view, 13> kForbidden = {"host",
+                                                         "content-length",
+                                                         "transfer-encoding",
+                                                         "te",
+                                                         "trailer",
+                                                         "expect",
+                                                         "connection",
+                                                         "keep-alive",
+                                                         "upgrade",
+                                                         "http2-settings",
+                                                         "accept-encoding",
+                                                         "alt-used",
+                                                         "proxy-connection"};
 
 }  // namespace
 

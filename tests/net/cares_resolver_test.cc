@@ -70,8 +70,8 @@ TEST(CaresResolver, SilentServerEndsAtTheDeadline) {
   socklen_t len = sizeof(addr);
   ASSERT_EQ(bind(silent.Get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
   ASSERT_EQ(getsockname(silent.Get(), reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  CaresResolver resolver(
-      {DnsServer{IpAddress::V4(127, 0, 0, 1), ntohs(addr.sin_port)}, std::chrono::milliseconds(400)});
+  CaresResolver resolver({DnsServer{IpAddress::V4(127, 0, 0, 1), ntohs(addr.sin_port)},
+                          std::chrono::milliseconds(400)});
   const auto start = std::chrono::steady_clock::now();
   auto r = resolver.Resolve("api.anvil.test");
   ASSERT_FALSE(r);

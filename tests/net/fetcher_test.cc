@@ -5,10 +5,9 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <sys/socket.h>
-
-#include <poll.h>
 #include <unistd.h>
 
 #include <atomic>

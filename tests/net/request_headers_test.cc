@@ -17,11 +17,11 @@ TEST(RequestHeaders, OrdinaryHeadersPass) {
 }
 
 TEST(RequestHeaders, InjectionIsInvalid) {
-  for (const char* json :
-       {R"({"X": "a\r\nHost: evil"})", R"({"X": "a\nb"})", R"({"X": "a\rb"})", R"({"X": "a\u0000"})",
-        R"({"X": "\u007f"})", R"({"X": " lead"})", R"({"X": "trail "})", R"({"X\r\nY": "1"})",
-        R"({"X Y": "1"})", R"({"X:Y": "1"})", R"({"": "1"})", R"({":authority": "evil"})",
-        R"({"X": 1})", R"({"X": null})", R"(["X"])", "not json", R"("X")"}) {
+  for (const char* json : {R"({"X": "a\r\nHost: evil"})", R"({"X": "a\nb"})", R"({"X": "a\rb"})",
+                           R"({"X": "a\u0000"})", R"({"X": "\u007f"})", R"({"X": " lead"})",
+                           R"({"X": "trail "})", R"({"X\r\nY": "1"})", R"({"X Y": "1"})",
+                           R"({"X:Y": "1"})", R"({"": "1"})", R"({":authority": "evil"})",
+                           R"({"X": 1})", R"({"X": null})", R"(["X"])", "not json", R"("X")"}) {
     auto h = ParseRequestHeaders(json);
     ASSERT_FALSE(h) << json;
     EXPECT_EQ(h.error().code, "invalid") << json;

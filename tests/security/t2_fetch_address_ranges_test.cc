@@ -86,12 +86,12 @@ TEST_F(T2AddressRanges, EveryForbiddenRangeIsRefusedAfterDnsBeforeConnect) {
 
 TEST_F(T2AddressRanges, IpLiteralsGrantedLiterallyAreStillCheckedAgainstTheTable) {
   RequireIsolatedNetwork();
-  std::vector<std::string> hosts = {"127.0.0.1", "127.0.0.2", "169.254.169.254", "10.0.0.1",
-                                    "[::1]", "[::ffff:127.0.0.2]"};
+  std::vector<std::string> hosts = {"127.0.0.1", "127.0.0.2", "169.254.169.254",
+                                    "10.0.0.1",  "[::1]",     "[::ffff:127.0.0.2]"};
   StartNet(hosts);
   for (const char* url : {"https://127.0.0.1:P/hello", "https://169.254.169.254:P/latest",
-                          "https://169.254.169.254/latest", "https://10.0.0.1/",
-                          "https://[::1]:P/", "https://[::ffff:127.0.0.2]:P/hello"}) {
+                          "https://169.254.169.254/latest", "https://10.0.0.1/", "https://[::1]:P/",
+                          "https://[::ffff:127.0.0.2]:P/hello"}) {
     ExpectRefusedBeforeDns("granted literal", url);
   }
   ExpectNoConnections();

@@ -23,8 +23,8 @@
 
 #include <cstring>
 #include <memory>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,10 +63,10 @@ struct Fetched {
 };
 
 // What a refusal before any connect looks like: an error, and a code that is a refusal.
-#define EXPECT_REFUSED(fetched)                                                         \
-  do {                                                                                  \
-    const Fetched& f_ = (fetched);                                                      \
-    EXPECT_FALSE(f_.ok) << "fetch was allowed: status " << f_.status;                   \
+#define EXPECT_REFUSED(fetched)                                                                \
+  do {                                                                                         \
+    const Fetched& f_ = (fetched);                                                             \
+    EXPECT_FALSE(f_.ok) << "fetch was allowed: status " << f_.status;                          \
     EXPECT_TRUE(f_.code == "denied" || f_.code == "invalid") << f_.code << ": " << f_.message; \
   } while (0)
 
@@ -82,8 +82,8 @@ class T2FetchTest : public GatewayTest {
     for (int attempt = 0; attempt < 20 && !forbidden_; ++attempt) {
       allowed_ = TestHttpsServer::Start("127.0.0.2", 0, pki_->Leaf("api"), "allowed");
       ASSERT_TRUE(allowed_);
-      forbidden_ = TestHttpsServer::Start("127.0.0.1", allowed_->port(), pki_->Leaf("api"),
-                                          "forbidden");
+      forbidden_ =
+          TestHttpsServer::Start("127.0.0.1", allowed_->port(), pki_->Leaf("api"), "forbidden");
     }
     ASSERT_TRUE(forbidden_);
     wrong_ = TestHttpsServer::Start("127.0.0.3", 0, pki_->Leaf("wrong"), "wrong");
@@ -105,10 +105,14 @@ class T2FetchTest : public GatewayTest {
 
   // The trusted-side test flags that make the loopback servers reachable.
   std::vector<std::string> TestFlags() const {
-    return {"--unsafe-test-resolver",      dns_->Address(),
-            "--unsafe-test-allow-address", "127.0.0.2:" + std::to_string(port_),
-            "--unsafe-test-allow-address", "127.0.0.3:" + std::to_string(wrong_->port()),
-            "--unsafe-test-ca",            pki_->ca_path()};
+    return {"--unsafe-test-resolver",
+            dns_->Address(),
+            "--unsafe-test-allow-address",
+            "127.0.0.2:" + std::to_string(port_),
+            "--unsafe-test-allow-address",
+            "127.0.0.3:" + std::to_string(wrong_->port()),
+            "--unsafe-test-ca",
+            pki_->ca_path()};
   }
 
   // Starts the gateway with TestFlags() + `extra`, registers `plugin` with net.hosts = `hosts`.
@@ -213,6 +217,5 @@ class T2FetchTest : public GatewayTest {
   std::optional<ipc::CapabilityToken> token_;
   std::unique_ptr<ipc::GatewayClient> client_;
 };
-
 
 }  // namespace anvil::testing

@@ -74,7 +74,8 @@ TEST_F(T2PluginEndToEnd, WithoutTheTrustedFlagsThePluginCannotReachLoopback) {
   // The workspace tries its luck: plugin settings naming the options are the plugin's data only.
   WriteFile(*ws_ / "Anvil.toml",
             "[plugins]\nenable = [\"t2.fetcher\"]\n[plugins.settings.\"t2.fetcher\"]\n"
-            "unsafe-test-allow-address = \"127.0.0.2:" + std::to_string(port_) + "\"\n");
+            "unsafe-test-allow-address = \"127.0.0.2:" +
+                std::to_string(port_) + "\"\n");
   auto r = Anvil({"--unsafe-test-resolver", dns_->Address(), "--unsafe-test-ca", pki_->ca_path()},
                  {"try", Url("api.anvil.test", "/hello")});
   EXPECT_EQ(r.status, 0) << r.err;

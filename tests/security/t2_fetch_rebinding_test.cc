@@ -92,8 +92,8 @@ TEST_F(T2Dns, SilentResolverEndsInTimeoutNotAHungWorker) {
   ASSERT_EQ(getsockname(silent.Get(), reinterpret_cast<sockaddr*>(&addr), &len), 0);
   StartNet({"api.anvil.test"}, false,
            {"--unsafe-test-resolver", "127.0.0.1:" + std::to_string(ntohs(addr.sin_port)),
-            "--unsafe-test-allow-address", "127.0.0.2:" + std::to_string(port_),
-            "--unsafe-test-ca", pki_->ca_path(), "--net-dns-timeout-ms", "800"},
+            "--unsafe-test-allow-address", "127.0.0.2:" + std::to_string(port_), "--unsafe-test-ca",
+            pki_->ca_path(), "--net-dns-timeout-ms", "800"},
            /*test_flags=*/false);
   auto f = Fetch(Url("api.anvil.test", "/hello"));
   EXPECT_FALSE(f.ok);

@@ -17,8 +17,8 @@ TEST_F(T2Responses, RedirectIsReturnedAsIsAndNotFollowed) {
   auto f = Fetch(Url("api.anvil.test", "/redirect"));
   ASSERT_TRUE(f.ok) << f.code << ": " << f.message;
   EXPECT_EQ(f.status, 302);
-  EXPECT_EQ(f.headers.value("location", ""), "https://api.anvil.test:" + std::to_string(port_) +
-                                                 "/hello");
+  EXPECT_EQ(f.headers.value("location", ""),
+            "https://api.anvil.test:" + std::to_string(port_) + "/hello");
   EXPECT_EQ(f.body, "moved");
   const auto lines = allowed_->RequestLines();
   ASSERT_EQ(lines.size(), 1u);

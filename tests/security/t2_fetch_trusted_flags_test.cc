@@ -14,8 +14,8 @@ namespace {
 
 using T2TrustedFlags = T2FetchTest;
 
-const char* kOptionNames[] = {"unsafe-test-resolver", "unsafe-test-allow-address",
-                              "unsafe-test-ca", "unsafe_test_allow_address"};
+const char* kOptionNames[] = {"unsafe-test-resolver", "unsafe-test-allow-address", "unsafe-test-ca",
+                              "unsafe_test_allow_address"};
 
 TEST_F(T2TrustedFlags, WithoutTheAllowFlagLoopbackIsUnreachableEvenWhenGranted) {
   // DNS and CA flags, but no --unsafe-test-allow-address: the production connect policy.
@@ -47,9 +47,10 @@ TEST_F(T2TrustedFlags, ARequestCannotCarryExtraOptions) {
 TEST(T2TrustedFlagsConfig, ManifestCannotNameTheOptions) {
   for (const char* name : kOptionNames) {
     for (const std::string& where : {std::string("[permissions]\n"), std::string("")}) {
-      const std::string toml = "id = \"t2.m\"\nversion = \"1.0.0\"\nruntime = \"lua\"\n"
-                               "entry = \"main.lua\"\n" + where + "\"" + name +
-                               "\" = \"127.0.0.1:53\"\n";
+      const std::string toml =
+          "id = \"t2.m\"\nversion = \"1.0.0\"\nruntime = \"lua\"\n"
+          "entry = \"main.lua\"\n" +
+          where + "\"" + name + "\" = \"127.0.0.1:53\"\n";
       auto m = ParseManifest(toml, "anvil-plugin.toml");
       EXPECT_FALSE(m) << toml;
       if (!m) {
@@ -58,9 +59,10 @@ TEST(T2TrustedFlagsConfig, ManifestCannotNameTheOptions) {
     }
   }
   // Benign neighbour: the same manifest with only net.hosts parses.
-  EXPECT_TRUE(ParseManifest("id = \"t2.m\"\nversion = \"1.0.0\"\nruntime = \"lua\"\n"
-                            "entry = \"main.lua\"\n[permissions]\nnet.hosts = [\"api.anvil.test\"]\n",
-                            "anvil-plugin.toml"));
+  EXPECT_TRUE(
+      ParseManifest("id = \"t2.m\"\nversion = \"1.0.0\"\nruntime = \"lua\"\n"
+                    "entry = \"main.lua\"\n[permissions]\nnet.hosts = [\"api.anvil.test\"]\n",
+                    "anvil-plugin.toml"));
 }
 
 TEST(T2TrustedFlagsConfig, GrantCannotCarryTheOptions) {
@@ -81,9 +83,9 @@ TEST(T2TrustedFlagsConfig, AnvilTomlCannotNameTheOptions) {
   }
   // Plugin settings may hold any value -- they are the plugin's own data, handed to the plugin,
   // never read by the gateway (see the end-to-end test in t2_fetch_plugin_e2e_test.cc).
-  EXPECT_TRUE(ParseWorkspaceConfig(
-      "[plugins]\nenable = [\"t2.m\"]\n[plugins.settings.\"t2.m\"]\n"
-      "unsafe-test-allow-address = \"127.0.0.1\"\n"));
+  EXPECT_TRUE(
+      ParseWorkspaceConfig("[plugins]\nenable = [\"t2.m\"]\n[plugins.settings.\"t2.m\"]\n"
+                           "unsafe-test-allow-address = \"127.0.0.1\"\n"));
 }
 
 TEST(T2TrustedFlagsConfig, GatewayRejectsMalformedTestFlagValues) {

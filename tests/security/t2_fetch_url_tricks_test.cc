@@ -86,7 +86,9 @@ TEST_F(T2UrlTricks, Ipv6FormsAreRefused) {
 TEST_F(T2UrlTricks, IdnHomographsAndEncodedHostsAreRefused) {
   ExpectRefusedBeforeDns("Cyrillic a", "https://\xd0\xb0pi.anvil.test:P/hello");
   ExpectRefusedBeforeDns("fullwidth a", "https://\xef\xbd\x81pi.anvil.test:P/hello");
-  ExpectRefusedBeforeDns("ideographic full stop", "https://api\xe3\x80\x82" "anvil.test:P/hello");
+  ExpectRefusedBeforeDns("ideographic full stop",
+                         "https://api\xe3\x80\x82"
+                         "anvil.test:P/hello");
   ExpectRefusedBeforeDns("soft hyphen", "https://a\xc2\xadpi.anvil.test:P/hello");
   ExpectRefusedBeforeDns("punycode look-alike", "https://xn--pi-7kc.anvil.test:P/hello");
   ExpectRefusedBeforeDns("percent-encoded letter", "https://%61pi.anvil.test:P/hello");
@@ -119,14 +121,22 @@ TEST_F(T2UrlTricks, MethodsOtherThanGetHeadPostAreRefused) {
 
 TEST_F(T2UrlTricks, ForbiddenRequestHeadersAreRefused) {
   const char* headers[] = {
-      R"({"Host": "evil.anvil.test"})",        R"({"host": "evil.anvil.test"})",
-      R"({"Content-Length": "0"})",            R"({"Transfer-Encoding": "chunked"})",
-      R"({"Connection": "keep-alive"})",       R"({"Proxy-Authorization": "Basic x"})",
-      R"({"Upgrade": "h2c"})",                 R"({"Accept-Encoding": "identity"})",
-      R"({"X-A": "1\r\nHost: evil"})",         R"({"X-A": "1\nX-B: 2"})",
-      R"({"X-A": "a\u0000b"})",                R"({"Bad Name": "1"})",
-      R"({"X:A": "1"})",                       R"({"": "1"})",
-      R"({"X-A": 1})",                         R"(["X-A", "1"])",
+      R"({"Host": "evil.anvil.test"})",
+      R"({"host": "evil.anvil.test"})",
+      R"({"Content-Length": "0"})",
+      R"({"Transfer-Encoding": "chunked"})",
+      R"({"Connection": "keep-alive"})",
+      R"({"Proxy-Authorization": "Basic x"})",
+      R"({"Upgrade": "h2c"})",
+      R"({"Accept-Encoding": "identity"})",
+      R"({"X-A": "1\r\nHost: evil"})",
+      R"({"X-A": "1\nX-B: 2"})",
+      R"({"X-A": "a\u0000b"})",
+      R"({"Bad Name": "1"})",
+      R"({"X:A": "1"})",
+      R"({"": "1"})",
+      R"({"X-A": 1})",
+      R"(["X-A", "1"])",
       R"({"X-A": " padded"})",
   };
   for (const char* h : headers) {

@@ -132,7 +132,7 @@ std::string TestDnsServer::Answer(const unsigned char* q, size_t length) {
   }
   std::string out(reinterpret_cast<const char*>(q), 2);  // id
   const unsigned rd = q[2] & 0x01;
-  out.push_back(static_cast<char>(0x84 | rd));      // QR, AA, RD as asked
+  out.push_back(static_cast<char>(0x84 | rd));            // QR, AA, RD as asked
   out.push_back(static_cast<char>(known ? 0x80 : 0x83));  // RA; NOERROR or NXDOMAIN
   Put16(out, 1);
   Put16(out, static_cast<unsigned>(answers.size()));

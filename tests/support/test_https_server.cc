@@ -201,7 +201,8 @@ void TestHttpsServer::Serve(int fd) {
     out = Response(200, "", Pattern(number_after("/bytes/")), head);
   } else if (path.rfind("/stream/", 0) == 0) {
     const std::string data = Pattern(number_after("/stream/"));
-    if (!WriteAll(ssl, "HTTP/1.1 200 OK\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n"))
+    if (!WriteAll(ssl,
+                  "HTTP/1.1 200 OK\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n"))
       return finish();
     for (size_t off = 0; off < data.size() && !head; off += 65536) {
       const std::string chunk = data.substr(off, 65536);

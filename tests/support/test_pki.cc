@@ -29,7 +29,8 @@ std::unique_ptr<TestPki> TestPki::Create() {
   pki->ca_cert_ = pki->dir_ + "/ca.pem";
   pki->ca_key_ = pki->dir_ + "/ca.key";
   if (!Run("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2"
-           " -subj '/CN=Anvil Test CA' -keyout " + pki->ca_key_ + " -out " + pki->ca_cert_ +
+           " -subj '/CN=Anvil Test CA' -keyout " +
+           pki->ca_key_ + " -out " + pki->ca_cert_ +
            " -addext basicConstraints=critical,CA:TRUE"
            " -addext keyUsage=critical,keyCertSign,cRLSign")) {
     ADD_FAILURE() << "openssl could not make the test CA (is the openssl CLI installed?)";
@@ -72,8 +73,8 @@ TestLeaf TestPki::Issue(const std::string& stem, const std::vector<std::string>&
     out << "\n";
   }
   const bool ok =
-      Run("openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj '/CN=" +
-          stem + "' -keyout " + leaf.key_path + " -out " + csr) &&
+      Run("openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj '/CN=" + stem +
+          "' -keyout " + leaf.key_path + " -out " + csr) &&
       Run("openssl x509 -req -days 2 -in " + csr + " -CA " + ca_cert_ + " -CAkey " + ca_key_ +
           " -CAcreateserial -extfile " + ext + " -out " + leaf.cert_path);
   if (!ok) ADD_FAILURE() << "openssl could not issue the test certificate " << stem;
