@@ -187,8 +187,8 @@ int RunRunCommand(const std::vector<std::string>& args) {
     return grant.error().code == "denied" ? kExitRefused : kExitUsage;
   }
 
-  session::PluginSessionConfig config{workspace,    plugin_dir, *manifest,      *grant,
-                                      gateway_args, {},         unsafe_net_test};
+  session::PluginSessionConfig config{workspace, plugin_dir, *manifest, *grant, gateway_args, {}};
+  config.unsafe_net_test = unsafe_net_test;
   config.host_args = {"--deadline-ms", std::to_string(static_cast<int64_t>(timeout * 1000))};
   auto session = session::PluginSession::Start(config);
   if (!session) {

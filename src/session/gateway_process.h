@@ -25,7 +25,7 @@ struct GatewayConfig {
   std::string binary;                  // path of anvil-gateway
   std::string workspace;
   std::vector<std::string> extra_args;  // limits, --no-symlinks, ...
-  UnsafeNetTestOptions unsafe_net_test;  // test-only; forwarded as --unsafe-test-* flags
+  UnsafeNetTestOptions unsafe_net_test = {};  // test-only; forwarded as --unsafe-test-* flags
 };
 
 class GatewayProcess {

@@ -45,10 +45,9 @@ Result<std::unique_ptr<PluginSession>> PluginSession::Start(const PluginSessionC
   std::unique_ptr<PluginSession> s(new PluginSession());
   auto audit = AuditLogPath(config.workspace);
   if (!audit) return tl::unexpected(audit.error());
-  GatewayConfig gw{SiblingExecutable("anvil-gateway"),
-                   config.workspace,
-                   {"--audit-log", *audit},
-                   config.unsafe_net_test};
+  GatewayConfig gw{SiblingExecutable("anvil-gateway"), config.workspace,
+                   {"--audit-log", *audit}};
+  gw.unsafe_net_test = config.unsafe_net_test;
   gw.extra_args.insert(gw.extra_args.end(), config.gateway_args.begin(),
                        config.gateway_args.end());
   auto gateway = GatewayProcess::Start(gw);

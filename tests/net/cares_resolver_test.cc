@@ -11,6 +11,7 @@
 #include <chrono>
 
 #include "common/unique_fd.h"
+#include "loopback_socket.h"
 #include "test_dns_server.h"
 
 namespace anvil::testing {
@@ -63,15 +64,11 @@ TEST(CaresResolver, EveryLookupAsksAgainSoARebindIsSeen) {
 }
 
 TEST(CaresResolver, SilentServerEndsAtTheDeadline) {
-  UniqueFd silent(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  ASSERT_EQ(bind(silent.Get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  ASSERT_EQ(getsockname(silent.Get(), reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  CaresResolver resolver({DnsServer{IpAddress::V4(127, 0, 0, 1), ntohs(addr.sin_port)},
-                          std::chrono::milliseconds(400)});
+  std::uint16_t port = 0;
+  UniqueFd silent = BindLoopback(SOCK_DGRAM, &port);
+  ASSERT_TRUE(silent);
+  CaresResolver resolver(
+      {DnsServer{IpAddress::V4(127, 0, 0, 1), port}, std::chrono::milliseconds(400)});
   const auto start = std::chrono::steady_clock::now();
   auto r = resolver.Resolve("api.anvil.test");
   ASSERT_FALSE(r);

@@ -3,17 +3,10 @@
 // allowed to do once a plan exists.
 #include "net/fetcher.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <stdlib.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <atomic>
-#include <thread>
 
 #include "fetch_fixture.h"
+#include "loopback_socket.h"
 
 namespace anvil::testing {
 namespace {
@@ -103,15 +96,10 @@ TEST_F(FetcherTest, ConnectsOnlyToThePlannedAddressEvenIfThePlanIsForged) {
 
 TEST_F(FetcherTest, ProxyEnvironmentIsIgnored) {
   // A "proxy" on loopback that only counts connections.
-  int proxy = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  ASSERT_EQ(bind(proxy, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  ASSERT_EQ(listen(proxy, 8), 0);
-  ASSERT_EQ(getsockname(proxy, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  const std::string proxy_url = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  std::uint16_t proxy_port = 0;
+  UniqueFd proxy = BindLoopback(SOCK_STREAM, &proxy_port);
+  ASSERT_TRUE(proxy);
+  const std::string proxy_url = "http://127.0.0.1:" + std::to_string(proxy_port);
   for (const char* name : {"HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"}) {
     setenv(name, proxy_url.c_str(), 1);
   }
@@ -119,9 +107,7 @@ TEST_F(FetcherTest, ProxyEnvironmentIsIgnored) {
   for (const char* name : {"HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"}) unsetenv(name);
   ASSERT_TRUE(r) << r.error().ToString();
   EXPECT_EQ(r->body, "hello from allowed");
-  pollfd p{proxy, POLLIN, 0};
-  EXPECT_EQ(poll(&p, 1, 0), 0) << "the proxy saw a connection";
-  close(proxy);
+  EXPECT_FALSE(HasPendingConnection(proxy)) << "the proxy saw a connection";
 }
 
 }  // namespace

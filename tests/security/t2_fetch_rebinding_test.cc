@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include "loopback_socket.h"
 #include "t2_fetch_fixture.h"
 
 namespace anvil::testing {
@@ -83,15 +84,11 @@ TEST_F(T2Dns, NxdomainAndEmptyAnswersAreNotFoundNeverAFallback) {
 
 TEST_F(T2Dns, SilentResolverEndsInTimeoutNotAHungWorker) {
   // A UDP socket that reads nothing: every query goes unanswered.
-  UniqueFd silent(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  ASSERT_EQ(bind(silent.Get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  ASSERT_EQ(getsockname(silent.Get(), reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  std::uint16_t silent_port = 0;
+  UniqueFd silent = BindLoopback(SOCK_DGRAM, &silent_port);
+  ASSERT_TRUE(silent);
   StartNet({"api.anvil.test"}, false,
-           {"--unsafe-test-resolver", "127.0.0.1:" + std::to_string(ntohs(addr.sin_port)),
+           {"--unsafe-test-resolver", "127.0.0.1:" + std::to_string(silent_port),
             "--unsafe-test-allow-address", "127.0.0.2:" + std::to_string(port_), "--unsafe-test-ca",
             pki_->ca_path(), "--net-dns-timeout-ms", "800"},
            /*test_flags=*/false);
