@@ -876,6 +876,11 @@ int RunGateway(const GatewayOptions& input) {
   auto audit = AuditLog::Open(options.audit_log, options.session_id);
   if (!audit) return fail(audit.error());
   std::unique_ptr<AuditLog> audit_owner(*audit);
+  // A fetch holds a worker for up to its time caps: keep one worker free of fetches, so slow
+  // servers cannot stall every other request of the session.
+  const uint32_t workers = std::max<uint32_t>(1, options.limits.worker_threads);
+  options.net.max_fetches_per_session =
+      std::max<uint32_t>(1, std::min(options.net.max_fetches_per_session, workers - 1));
   // Before hardening: reads the --unsafe-test-ca file, initialises libcurl single-threaded.
   auto net = NetFetchService::Create(options.net);
   if (!net) return fail(net.error());

@@ -3,6 +3,7 @@
 // their cap; a plugin cannot hold more gateway fetches than its share. After each, the gateway
 // keeps serving the benign request next to it.
 #include <chrono>
+#include <thread>
 
 #include "t2_fetch_fixture.h"
 
@@ -100,6 +101,27 @@ TEST_F(T2Responses, ConcurrentFetchesPerSessionAreCappedWithBusy) {
   ASSERT_TRUE(client_->Receive());
   auto after = FetchWith(*other, Url("api.anvil.test", "/hello"));
   EXPECT_TRUE(after.ok) << after.code << ": " << after.message;
+}
+
+TEST_F(T2Responses, SlowFetchesNeverHoldTheLastGatewayWorker) {
+  StartNet({"api.anvil.test"});  // default: two workers, so one fetch at a time per session
+  ASSERT_TRUE(client_->Send("net.fetch", {Url("api.anvil.test", "/sleep/1500"), "GET", "{}", ""}));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // While the slow fetch holds one worker, the other still serves this plugin...
+  auto ping_id = client_->Send("ping", {});
+  ASSERT_TRUE(ping_id);
+  auto ping = client_->Receive();
+  ASSERT_TRUE(ping);
+  EXPECT_TRUE(ping->ok) << ping->ErrorText();
+  EXPECT_EQ(ping->id, *ping_id) << "ping waited for the slow fetch";
+  // ...and a second fetch is refused rather than taking it.
+  ASSERT_TRUE(client_->Send("net.fetch", {Url("api.anvil.test", "/hello"), "GET", "{}", ""}));
+  auto busy = client_->Receive();
+  ASSERT_TRUE(busy);
+  EXPECT_EQ(busy->ErrorText().rfind("busy: ", 0), 0u) << busy->ErrorText();
+  auto slow = client_->Receive();
+  ASSERT_TRUE(slow);
+  EXPECT_TRUE(slow->ok) << slow->ErrorText();
 }
 
 TEST_F(T2Responses, ErrorStatusesAreAnswersNotFailures) {
