@@ -130,7 +130,7 @@ Response Dispatch(const DispatchContext& ctx, const Grant& grant, const Request&
   }
   if (r.op == "net.fetch") {
     if (ctx.net == nullptr) return Denied(r, "sys.net is not available in this gateway", audit);
-    return ctx.net->Handle(audit.plugin, grant, r, audit);
+    return ctx.net->Handle(audit.plugin, grant, r, audit, ctx.cancelled);
   }
   if (r.op == "exec") return Denied(r, "sys.exec is not available in this version", audit);
   return FromError(r, Error{"invalid", "unknown operation " + r.op, 0}, audit);

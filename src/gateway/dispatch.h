@@ -22,6 +22,7 @@ struct DispatchContext {
   const WorkspaceRoot* root;
   const GatewayLimits* limits;
   NetFetchService* net = nullptr;  // "net.fetch"; null: sys.net is refused
+  const std::atomic<bool>* cancelled = nullptr;  // the current request's cancel flag
 };
 
 // Fills `audit` (op, target, verdict, code, reason, bytes) and returns the response.

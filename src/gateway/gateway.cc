@@ -213,6 +213,7 @@ void Server::Worker() {
       job = std::move(queue_.front());
       queue_.pop_front();
     }
+    context.cancelled = &job->cancelled;
     AuditEntry audit;
     audit.plugin = job->registration->plugin;
     audit.request_id = job->request.id;

@@ -91,7 +91,7 @@ NetFetchService::NetFetchService(const NetFetchOptions& options, std::string ca_
       slots_(options.max_fetches_per_plugin, options.max_fetches_per_session) {}
 
 Response NetFetchService::Handle(const std::string& plugin, const Grant& grant, const Request& r,
-                                 AuditEntry& audit) {
+                                 AuditEntry& audit, const std::atomic<bool>* cancelled) {
   audit.op = r.op;
   if (r.args.size() != 4) {
     return Refuse(r, Error{"invalid", "net.fetch takes url, method, headers, body", 0}, audit);
@@ -123,7 +123,7 @@ Response NetFetchService::Handle(const std::string& plugin, const Grant& grant, 
   auto plan = PlanFetch(url, method, net_grant, resolver, *policy);
   if (!plan) return Refuse(r, plan.error(), audit);
 
-  auto response = fetcher_.Fetch(*plan, *headers, r.args[3], *policy);
+  auto response = fetcher_.Fetch(*plan, *headers, r.args[3], *policy, cancelled);
   if (!response) return Refuse(r, response.error(), audit);
   audit.verdict = "allow";
   audit.reason = "host " + plan->url.host + " via " + response->peer.ToString() + ": status " +

@@ -4,6 +4,7 @@
 // the trusted side; nothing a plugin, a manifest or a workspace file says reaches them.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -74,8 +75,9 @@ class NetFetchService {
 
   // request.args: [url, method, headers as a JSON object, body ("" = none)]
   // reply fields: [status, response headers as a JSON object, body]
+  // `cancelled`: the request's cancel flag, polled while the fetch runs.
   ipc::Response Handle(const std::string& plugin, const Grant& grant, const ipc::Request& request,
-                       AuditEntry& audit);
+                       AuditEntry& audit, const std::atomic<bool>* cancelled = nullptr);
 
  private:
   NetFetchService(const NetFetchOptions& options, std::string ca_pem);

@@ -52,7 +52,13 @@ struct Transfer {
   std::uint64_t header_bytes = 0;
   bool headers_over = false;
   std::optional<std::string> refused;  // why the open-socket check said no
+  const std::atomic<bool>* cancelled = nullptr;
 };
+
+int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  const auto* t = static_cast<const Transfer*>(user);
+  return t->cancelled != nullptr && t->cancelled->load(std::memory_order_acquire) ? 1 : 0;
+}
 
 std::size_t OnBody(char* data, std::size_t size, std::size_t count, void* user) {
   auto* t = static_cast<Transfer*>(user);
@@ -162,7 +168,8 @@ Fetcher::Fetcher(FetchLimits limits, std::string extra_ca_pem)
 }
 
 Result<FetchResponse> Fetcher::Fetch(const FetchPlan& plan, const std::vector<HttpHeader>& headers,
-                                     std::string_view body, const ConnectPolicy& policy) const {
+                                     std::string_view body, const ConnectPolicy& policy,
+                                     const std::atomic<bool>* cancelled) const {
   if (plan.addresses.empty()) return Fail("denied", "no validated address for " + plan.url.host);
   if (plan.method != "POST" && !body.empty()) {
     return Fail("invalid", plan.method + " request cannot carry a body");
@@ -183,6 +190,7 @@ Result<FetchResponse> Fetcher::Fetch(const FetchPlan& plan, const std::vector<Ht
     t.port = plan.url.port;
     t.max_body = limits_.max_body_bytes;
     t.max_header = limits_.max_header_bytes;
+    t.cancelled = cancelled;
 
     std::unique_ptr<curl_slist, SlistDeleter> connect_to;
     if (!plan.url.literal) {
@@ -245,6 +253,9 @@ Result<FetchResponse> Fetcher::Fetch(const FetchPlan& plan, const std::vector<Ht
     o.Set(CURLOPT_LOW_SPEED_LIMIT, limits_.low_speed_bytes);
     o.Set(CURLOPT_LOW_SPEED_TIME, static_cast<long>(limits_.low_speed_time.count()));
     o.Set(CURLOPT_ERRORBUFFER, error_text);
+    o.Set(CURLOPT_NOPROGRESS, 0L);  // the progress callback is where cancellation is seen
+    o.Set(CURLOPT_XFERINFOFUNCTION, OnProgress);
+    o.Set(CURLOPT_XFERINFODATA, &t);
     if (!extra_ca_pem_.empty()) {
       // Copied by libcurl. The system CA directory (CAPATH) stays in use: "as well", not instead.
       curl_blob blob{const_cast<char*>(extra_ca_pem_.data()), extra_ca_pem_.size(), CURL_BLOB_COPY};
@@ -265,6 +276,7 @@ Result<FetchResponse> Fetcher::Fetch(const FetchPlan& plan, const std::vector<Ht
 
     const CURLcode rc = curl_easy_perform(easy.get());
     const std::string detail = error_text[0] ? error_text : curl_easy_strerror(rc);
+    if (rc == CURLE_ABORTED_BY_CALLBACK) return Fail("cancelled", "fetch cancelled");
     if (t.refused) {
       return Fail("denied", "connect refused by policy: " + *t.refused);
     }

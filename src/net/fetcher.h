@@ -18,6 +18,7 @@
 //     gateway worker for long.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -56,9 +57,13 @@ class Fetcher {
   Fetcher(FetchLimits limits, std::string extra_ca_pem);
 
   // Thread-safe: every call builds its own handle. `policy` must be the one PlanFetch used.
-  // Errors: "denied" (the dialled address was refused), "limit" (a cap), "timeout", "io".
+  // `cancelled`, when given, is polled during the transfer: once true the fetch stops
+  // ("cancelled"), so a reload or a cancel frame does not wait for a slow server.
+  // Errors: "denied" (the dialled address was refused), "limit" (a cap), "timeout", "io",
+  // "cancelled".
   Result<FetchResponse> Fetch(const FetchPlan& plan, const std::vector<HttpHeader>& headers,
-                              std::string_view body, const ConnectPolicy& policy) const;
+                              std::string_view body, const ConnectPolicy& policy,
+                              const std::atomic<bool>* cancelled = nullptr) const;
 
   const FetchLimits& limits() const { return limits_; }
 

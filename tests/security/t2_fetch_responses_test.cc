@@ -124,6 +124,21 @@ TEST_F(T2Responses, SlowFetchesNeverHoldTheLastGatewayWorker) {
   EXPECT_TRUE(slow->ok) << slow->ErrorText();
 }
 
+TEST_F(T2Responses, CancelStopsAnInFlightFetchAtOnce) {
+  StartNet({"api.anvil.test"});
+  auto id = client_->Send("net.fetch", {Url("api.anvil.test", "/sleep/20000"), "GET", "{}", ""});
+  ASSERT_TRUE(id);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto start = Clock::now();
+  ASSERT_TRUE(client_->SendCancel(*id));
+  auto r = client_->Receive();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->ErrorText().rfind("cancelled: ", 0), 0u) << r->ErrorText();
+  // Answered when the cancel arrived, not when the 20 s server finally replied.
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(8));
+  ExpectGrantedUrlWorks();  // and its slot and worker are free again
+}
+
 TEST_F(T2Responses, ErrorStatusesAreAnswersNotFailures) {
   StartNet({"api.anvil.test"});
   auto f = Fetch(Url("api.anvil.test", "/status/404"));
