@@ -21,7 +21,7 @@ namespace anvil::gateway {
 struct DispatchContext {
   const WorkspaceRoot* root;
   const GatewayLimits* limits;
-  NetFetchService* net = nullptr;  // "net.fetch"; null: sys.net is refused
+  NetFetchService* net = nullptr;                // "net.fetch"; null: sys.net is refused
   const std::atomic<bool>* cancelled = nullptr;  // the current request's cancel flag
 };
 
