@@ -86,5 +86,20 @@ TEST_F(T2PluginEndToEnd, WithoutTheTrustedFlagsThePluginCannotReachLoopback) {
   EXPECT_NE(ok.out.find("true"), std::string::npos) << ok.out << ok.err;
 }
 
+TEST_F(T2PluginEndToEnd, TheFetchExamplePluginRunsAgainstTheTestServer) {
+  // examples/plugins/fetch-example is granted api.github.com; the test DNS points that name at
+  // the loopback server (whose test certificate names it). Nothing leaves this machine.
+  dns_->Set("api.github.com", {IpAddress::V4(127, 0, 0, 2)});
+  std::vector<std::string> argv = {AnvilBin(), "run", "--workspace", ws_->path(), "--approve"};
+  for (const auto& f : TestFlags()) argv.push_back(f);
+  argv.insert(argv.end(), {std::string(ANVIL_SOURCE_DIR) + "/examples/plugins/fetch-example",
+                           "get", "https://api.github.com:" + std::to_string(port_) + "/hello"});
+  RunOptions o;
+  o.env = {"PATH=/usr/bin:/bin", "HOME=/nonexistent", "XDG_STATE_HOME=" + state_.path()};
+  auto r = testing::Run(argv, o);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "200 text/plain hello from allowed\n") << r.err;
+}
+
 }  // namespace
 }  // namespace anvil::testing
