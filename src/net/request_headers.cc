@@ -81,9 +81,10 @@ Result<std::vector<HttpHeader>> ParseRequestHeaders(std::string_view json) {
   }
   std::size_t bytes = 0;
   for (const auto& [name, value] : parsed.items()) {
+    // The name first: only a validated name is ever echoed back in a message.
+    if (!IsValidName(name)) return Fail("invalid", "malformed header name");
     if (!value.is_string()) return Fail("invalid", "header " + name + " must be a string");
     const std::string& text = value.get_ref<const std::string&>();
-    if (!IsValidName(name)) return Fail("invalid", "malformed header name");
     if (!IsValidValue(text)) {
       return Fail("invalid", "header " + name + " has a control byte or edge whitespace");
     }
