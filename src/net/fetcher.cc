@@ -247,7 +247,11 @@ Result<FetchResponse> Fetcher::Fetch(const FetchPlan& plan, const std::vector<Ht
     o.Set(CURLOPT_HEADERDATA, &t);
     o.Set(CURLOPT_HTTPHEADER, header_list.get());
     o.Set(CURLOPT_ACCEPT_ENCODING, "");  // every encoding libcurl decodes; counted decoded
-    o.Set(CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(limits_.max_body_bytes));
+    if (plan.method != "HEAD") {
+      // An early refusal from Content-Length; the write callback is the cap that counts. Not for
+      // HEAD: there is no body, and a large Content-Length is a fine answer.
+      o.Set(CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(limits_.max_body_bytes));
+    }
     o.Set(CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(limits_.connect_timeout.count()));
     o.Set(CURLOPT_TIMEOUT_MS, remaining_ms);
     o.Set(CURLOPT_LOW_SPEED_LIMIT, limits_.low_speed_bytes);

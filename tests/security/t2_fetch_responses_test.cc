@@ -40,6 +40,8 @@ TEST_F(T2Responses, OversizedBodyStopsAtTheCapWithOrWithoutContentLength) {
   StartNet({"api.anvil.test"}, false, {"--net-max-body-bytes", "100000"});
   EXPECT_EQ(Fetch(Url("api.anvil.test", "/bytes/100001")).code, "limit");
   EXPECT_EQ(Fetch(Url("api.anvil.test", "/stream/300000")).code, "limit");
+  auto head = Fetch(Url("api.anvil.test", "/bytes/100001"), "HEAD");  // no body: no cap
+  EXPECT_TRUE(head.ok) << head.code << ": " << head.message;
   auto at_cap = Fetch(Url("api.anvil.test", "/bytes/100000"));
   EXPECT_TRUE(at_cap.ok) << at_cap.code << ": " << at_cap.message;
   EXPECT_EQ(at_cap.body.size(), 100000u);
