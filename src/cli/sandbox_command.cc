@@ -1,8 +1,13 @@
 #include "cli/sandbox_command.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cmath>
@@ -10,6 +15,8 @@
 #include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
+
+#include "session/plugin_session.h"
 
 extern char** environ;
 
@@ -112,7 +119,12 @@ Options:
   if (front_end == SandboxFrontEnd::kExecRunner) {
     text +=
         "  --exec-fd N            run the executable already open at fd N (no lookup)\n"
-        "  --minimal-env          use Anvil's fixed minimal environment (sys.exec)\n";
+        "  --minimal-env          use Anvil's fixed minimal environment (sys.exec)\n"
+        "  --readable-path P      with --policy read-only: only workspace path P is readable\n"
+        "                         (repeatable; opened beneath the workspace, never through a\n"
+        "                         symlink that leads out)\n"
+        "  --no-workspace-read    with --policy read-only: nothing in the workspace is readable\n"
+        "  --report-fd N          write the --json report to descriptor N instead of stderr\n";
   }
   text += R"(
 Exit status: CMD's own; 128+N if killed by signal N; 124 timeout; 125 the sandbox could not be
@@ -196,6 +208,9 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
     } else if (flag == "--allow-host") {
       if (auto s = take(); !s) return tl::unexpected(s.error());
       allow_hosts.push_back(v);
+    } else if (flag == "--unsafe-test-allow-address") {
+      if (auto s = take(); !s) return tl::unexpected(s.error());
+      inv.unsafe_test_allow_addresses.push_back(v);
     } else if (flag == "--keep-env") {
       if (auto s = take(); !s) return tl::unexpected(s.error());
       env.keep.push_back(v);
@@ -227,6 +242,22 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
       exec_fd = static_cast<int>(fd);
     } else if (front_end == SandboxFrontEnd::kExecRunner && flag == "--minimal-env") {
       minimal_env = true;
+    } else if (front_end == SandboxFrontEnd::kExecRunner && flag == "--readable-path") {
+      if (auto s = take(); !s) return tl::unexpected(s.error());
+      if (!policy.workspace_read_subpaths) policy.workspace_read_subpaths.emplace();
+      policy.workspace_read_subpaths->push_back(v);
+    } else if (front_end == SandboxFrontEnd::kExecRunner && flag == "--no-workspace-read") {
+      if (!policy.workspace_read_subpaths) policy.workspace_read_subpaths.emplace();
+    } else if (front_end == SandboxFrontEnd::kExecRunner && flag == "--report-fd") {
+      if (auto s = take(); !s) return tl::unexpected(s.error());
+      char* end = nullptr;
+      long fd = std::strtol(v.c_str(), &end, 10);
+      if (end == v.c_str() || *end != '\0' || fd < 3 || fd > INT_MAX ||
+          fcntl(static_cast<int>(fd), F_GETFD) < 0) {
+        return Fail("invalid", "--report-fd expects an open descriptor number >= 3, got " + v);
+      }
+      inv.report_fd = static_cast<int>(fd);
+      inv.json = true;
     } else if (flag == "--unsafe-test-fail-layer" && std::getenv("ANVIL_ALLOW_TEST_FAULTS")) {
       // Fault injection for the fail-closed tests; inert unless the trusted caller's own
       // environment enables it.
@@ -247,12 +278,26 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
   std::string workspace = Canonical(cwd);
   if (workspace.empty()) return Fail("invalid", "--cwd " + cwd + ": no such directory");
   policy.workspace = workspace;
+  if (policy.workspace_read_subpaths) {
+    if (policy.kind != PolicyKind::kReadOnly) {
+      return Fail("invalid", "--readable-path/--no-workspace-read need --policy read-only");
+    }
+    auto& subs = *policy.workspace_read_subpaths;
+    if (std::find(subs.begin(), subs.end(), ".") != subs.end())
+      policy.workspace_read_subpaths.reset();
+  }
   for (auto& sub : policy.extra_read_only_subpaths) {
     if (sub.empty()) return Fail("invalid", "--read-only-subpath: empty path");
     if (sub[0] != '/') sub = workspace + "/" + sub;
   }
-  if (!allow_hosts.empty() && policy.network != NetworkMode::kProxy) {
-    return Fail("invalid", "--allow-host needs --network proxy");
+  if ((!allow_hosts.empty() || !inv.unsafe_test_allow_addresses.empty()) &&
+      policy.network != NetworkMode::kProxy) {
+    return Fail("invalid", "--allow-host/--unsafe-test-allow-address need --network proxy");
+  }
+  inv.allow_hosts = allow_hosts;
+  if (policy.network == NetworkMode::kProxy && policy.kind != PolicyKind::kReadOnly &&
+      policy.kind != PolicyKind::kWorkspaceWrite) {
+    return Fail("invalid", "--network proxy needs --policy read-only or workspace-write");
   }
   if (policy.kind == PolicyKind::kDangerFullAccess && !network_explicit) {
     policy.network = NetworkMode::kFull;
@@ -284,12 +329,124 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
   if (minimal_env) env.clear = false;
   inv.spec.env = FilterEnvironment(base, env);
   inv.spec.env.push_back("ANVIL_SANDBOX=" + std::string(ToString(policy.kind)));
+  if (policy.network == NetworkMode::kProxy) {
+    // Every proxy variable points at the proxy; nothing may be exempted from it.
+    static constexpr const char* kProxyVars[] = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
+                                                 "http_proxy", "https_proxy", "all_proxy"};
+    std::erase_if(inv.spec.env, [](const std::string& e) {
+      std::string name = e.substr(0, e.find('='));
+      for (const char* v : kProxyVars) {
+        if (name == v) return true;
+      }
+      return name == "NO_PROXY" || name == "no_proxy";
+    });
+    std::string url = "http://127.0.0.1:" + std::to_string(kProxyPort);
+    for (const char* v : kProxyVars) inv.spec.env.push_back(std::string(v) + "=" + url);
+  }
   if (policy.ConfinesFilesystem()) {
     // /tmp inside is the sandbox's own; a TMPDIR pointing elsewhere would not be writable.
     std::erase_if(inv.spec.env, [](const std::string& e) { return e.rfind("TMPDIR=", 0) == 0; });
   }
   return inv;
 }
+
+namespace {
+
+// anvil-proxy for --network proxy: started before the sandbox, confined, and "ok" on its status
+// pipe before anything runs (an invalid --allow-host fails the whole command: fail closed).
+struct ProxyProcess {
+  pid_t pid = -1;
+  ~ProxyProcess() { Stop(); }
+  void Stop() {
+    if (pid <= 0) return;
+    kill(pid, SIGTERM);
+    for (int i = 0; i < 100; ++i) {
+      if (waitpid(pid, nullptr, WNOHANG) == pid) {
+        pid = -1;
+        return;
+      }
+      usleep(10000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    pid = -1;
+  }
+};
+
+Status StartProxy(SandboxInvocation& inv, ProxyProcess& proxy) {
+  int sv[2], status[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+    return SysFail("sandbox", "proxy: socketpair");
+  }
+  UniqueFd ours(sv[0]), theirs(sv[1]);
+  if (pipe2(status, O_CLOEXEC) != 0) return SysFail("sandbox", "proxy: pipe");
+  UniqueFd status_r(status[0]), status_w(status[1]);
+  std::vector<std::string> args = {session::SiblingExecutable("anvil-proxy"), "--channel-fd", "3",
+                                   "--status-fd", "4"};
+  if (auto audit = session::AuditLogPath(inv.spec.policy.workspace)) {
+    args.push_back("--audit-log");
+    args.push_back(*audit);
+  }
+  for (const auto& h : inv.allow_hosts) {
+    args.push_back("--allow-host");
+    args.push_back(h);
+  }
+  for (const auto& a : inv.unsafe_test_allow_addresses) {
+    args.push_back("--unsafe-test-allow-address");
+    args.push_back(a);
+  }
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  char empty_env_entry[] = "PATH=/usr/bin:/bin";
+  char* envp[] = {empty_env_entry, nullptr};
+  pid_t pid = fork();
+  if (pid < 0) return SysFail("sandbox", "proxy: fork");
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    int a = fcntl(theirs.Get(), F_DUPFD_CLOEXEC, 10),
+        b = fcntl(status_w.Get(), F_DUPFD_CLOEXEC, 10);
+    if (a < 0 || b < 0 || dup2(a, 3) < 0 || dup2(b, 4) < 0) _exit(125);
+    execve(argv[0], argv.data(), envp);
+    _exit(127);
+  }
+  proxy.pid = pid;
+  theirs.Reset();
+  status_w.Reset();
+  std::string line;
+  char buf[512];
+  while (true) {
+    ssize_t n = ::read(status_r.Get(), buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    line.append(buf, static_cast<size_t>(n));
+  }
+  while (!line.empty() && line.back() == '\n') line.pop_back();
+  if (line != "ok") {
+    proxy.Stop();
+    if (line.empty()) line = "anvil-proxy could not start (" + args[0] + ")";
+    return Fail("sandbox", "--network proxy: " + line);
+  }
+  inv.spec.proxy_channel = std::move(ours);
+  return Ok();
+}
+
+// The --json report: on stderr, or whole on --report-fd (a pipe to the gateway's exec broker).
+void WriteReport(int report_fd, const std::string& line) {
+  if (report_fd < 0) {
+    std::cerr << line;
+    return;
+  }
+  size_t off = 0;
+  while (off < line.size()) {
+    ssize_t n = ::write(report_fd, line.data() + off, line.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    off += static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
 
 int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd front_end) {
   for (const auto& a : args) {
@@ -310,21 +467,48 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
     int status = e.code == "not_found" ? 127 : e.code == "not_executable" ? 126 : 125;
     // --json promises one report at exit, also when nothing could be started.
     bool json = false;
-    for (const auto& a : args) {
-      if (a == "--") break;
-      json = json || a == "--json";
+    int report_fd = -1;
+    for (size_t i = 0; i < args.size() && args[i] != "--"; ++i) {
+      json = json || args[i] == "--json";
+      if (front_end == SandboxFrontEnd::kExecRunner && args[i] == "--report-fd" &&
+          i + 1 < args.size()) {
+        char* end = nullptr;
+        long fd = std::strtol(args[i + 1].c_str(), &end, 10);
+        if (end != args[i + 1].c_str() && *end == '\0' && fd >= 3 && fd <= INT_MAX) {
+          report_fd = static_cast<int>(fd);
+        }
+      }
     }
-    if (json) {
+    if (json || report_fd >= 0) {
       nlohmann::json report = {{"exit_code", status},
                                {"outcome", status == 125 ? "setup_failed" : "exec_failed"},
                                {"error", e.ToString()}};
-      std::cerr << report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+      WriteReport(report_fd,
+                  report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     }
     return status;
   }
   bool json = inv->json;
+  if (inv->report_fd >= 0) {
+    // Never inherited by the command (RunSandboxed also closes everything above 2).
+    fcntl(inv->report_fd, F_SETFD, FD_CLOEXEC);
+  }
   SandboxPolicy policy = inv->spec.policy;
+  ProxyProcess proxy;
+  if (policy.network == NetworkMode::kProxy) {
+    if (auto s = StartProxy(*inv, proxy); !s) {
+      std::cerr << "anvil sandbox: " << s.error().ToString() << "\n";
+      if (json || inv->report_fd >= 0) {
+        nlohmann::json report = {
+            {"exit_code", 125}, {"outcome", "setup_failed"}, {"error", s.error().ToString()}};
+        WriteReport(inv->report_fd,
+                    report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+      }
+      return 125;
+    }
+  }
   SandboxOutcome outcome = RunSandboxed(std::move(inv->spec));
+  proxy.Stop();
   int status = outcome.ShellStatus();
   if (!outcome.error.empty() && outcome.kind != SandboxOutcome::Kind::kSignaled) {
     std::cerr << "anvil sandbox: " << outcome.error << "\n";
@@ -351,7 +535,8 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
                                {"process_limit", outcome.layers.process_limit}}}};
     if (outcome.kind == SandboxOutcome::Kind::kSignaled) report["signal"] = outcome.exit_status;
     if (!outcome.error.empty()) report["error"] = outcome.error;
-    std::cerr << report.dump() << "\n";
+    WriteReport(inv->report_fd,
+                report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   }
   return status;
 }

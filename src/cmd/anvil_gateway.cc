@@ -1,4 +1,7 @@
 // anvil-gateway: the per-session policy enforcement point. Started by the trusted side only.
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -6,6 +9,7 @@
 
 #include "gateway/gateway.h"
 #include "gateway/net_fetch_flags.h"
+#include "session/plugin_session.h"
 
 namespace {
 
@@ -25,6 +29,14 @@ which keeps the other end of the control socketpair; not meant to be run by hand
   --max-inflight N     --max-queued N      --requests-per-second N  --bytes-per-second N
   --workers N
   --no-harden                skip self-hardening (tests that need to inspect the process)
+
+sys.exec (the tools of the executable policy table, run by anvil-exec-runner):
+  --exec-runner PATH         anvil-exec-runner (default: next to this program)
+  --no-exec                  refuse every sys.exec
+  --exec-timeout SECONDS     per call, default 30; the whole process tree is killed
+  --exec-max-stdout N  --exec-max-stderr N  --exec-max-stdin N   bytes (8M, 1M, 8M)
+  --exec-max-processes N     processes inside one call's sandbox (64)
+  --exec-concurrency N       calls running at once per session (4); beyond: busy
 )";
 
 bool ParseNumber(const std::string& text, uint64_t& out) {
@@ -38,6 +50,7 @@ bool ParseNumber(const std::string& text, uint64_t& out) {
 
 int main(int argc, char** argv) {
   anvil::gateway::GatewayOptions o;
+  o.exec_runner = anvil::session::SiblingExecutable("anvil-exec-runner");
   std::vector<std::string> args(argv + 1, argv + argc);
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -99,6 +112,34 @@ int main(int argc, char** argv) {
       ok = number(o.limits.plugin_bytes_per_second);
     } else if (a == "--workers") {
       ok = number(o.limits.worker_threads);
+    } else if (a == "--exec-runner") {
+      const std::string* v = value();
+      ok = v != nullptr && !v->empty();
+      if (ok) o.exec_runner = *v;
+    } else if (a == "--no-exec") {
+      o.exec_runner.clear();
+    } else if (a == "--exec-timeout") {
+      const std::string* v = value();
+      char* end = nullptr;
+      double secs = v ? std::strtod(v->c_str(), &end) : 0;
+      ok = v && end != v->c_str() && *end == '\0' && secs > 0 && secs <= 86400;
+      if (ok) o.exec_limits.timeout = std::chrono::milliseconds(static_cast<int64_t>(secs * 1000));
+    } else if (a == "--exec-max-stdout") {
+      ok = number(o.exec_limits.max_stdout_bytes);
+    } else if (a == "--exec-max-stderr") {
+      ok = number(o.exec_limits.max_stderr_bytes);
+    } else if (a == "--exec-max-stdin") {
+      ok = number(o.exec_limits.max_stdin_bytes);
+    } else if (a == "--exec-max-processes") {
+      ok = number(o.exec_limits.max_processes) && o.exec_limits.max_processes > 0;
+    } else if (a == "--exec-concurrency") {
+      ok = number(o.exec_limits.max_concurrent) && o.exec_limits.max_concurrent > 0;
+#ifdef ANVIL_TEST_HOOKS
+    } else if (a == "--unsafe-test-exec-fail-layer") {
+      const std::string* v = value();
+      ok = v != nullptr;
+      if (ok) o.exec_fail_layer_for_testing = *v;
+#endif
     } else {
       std::cerr << "anvil-gateway: invalid: unknown option " << a << "\n";
       return 2;

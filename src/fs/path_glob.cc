@@ -1,5 +1,6 @@
 #include "fs/path_glob.h"
 
+#include <algorithm>
 #include <cstddef>
 
 #include "fs/utf8.h"
@@ -156,6 +157,36 @@ bool GrantAllows(const std::vector<std::string>& globs, std::string_view normali
     }
   }
   return false;
+}
+
+std::vector<std::string> GlobLiteralPrefixes(const std::vector<std::string>& globs) {
+  std::vector<std::string> prefixes;
+  for (const auto& glob : globs) {
+    if (!ValidateGlob(glob)) continue;
+    std::string prefix;
+    size_t start = 0;
+    while (start <= glob.size()) {
+      size_t end = glob.find('/', start);
+      if (end == std::string::npos) end = glob.size();
+      std::string_view part(glob.data() + start, end - start);
+      if (part.find_first_of("*?") != std::string_view::npos) break;
+      if (!prefix.empty()) prefix += '/';
+      prefix += part;
+      start = end + 1;
+    }
+    prefixes.push_back(prefix.empty() ? "." : prefix);
+  }
+  std::sort(prefixes.begin(), prefixes.end());
+  prefixes.erase(std::unique(prefixes.begin(), prefixes.end()), prefixes.end());
+  if (std::find(prefixes.begin(), prefixes.end(), ".") != prefixes.end()) return {"."};
+  std::vector<std::string> minimal;
+  for (const auto& p : prefixes) {
+    bool covered = std::any_of(minimal.begin(), minimal.end(), [&](const std::string& m) {
+      return p.size() > m.size() && p.compare(0, m.size(), m) == 0 && p[m.size()] == '/';
+    });
+    if (!covered) minimal.push_back(p);
+  }
+  return minimal;
 }
 
 }  // namespace anvil

@@ -42,6 +42,13 @@ bool IsLiteralGlob(std::string_view glob);
 // match.
 bool GlobMatches(std::string_view glob, std::string_view normalized_path);
 
+// The smallest set of workspace paths whose subtrees hold everything `globs` can match, for a
+// kernel rule that works on whole subtrees (sys.exec's Landlock and mount view): each glob's
+// literal leading components ("src/**" -> "src", "docs/*.md" -> "docs", "README.md" ->
+// "README.md"), "." when a glob starts with a wildcard. Paths beneath another are dropped; invalid
+// globs contribute nothing. Sorted.
+std::vector<std::string> GlobLiteralPrefixes(const std::vector<std::string>& globs);
+
 // True when any component of the normalized path is a protected name (at any depth: nested
 // repositories and submodules have their own .git).
 bool IsProtectedPath(std::string_view normalized_path);

@@ -1,8 +1,13 @@
 #include "gateway/dispatch.h"
 
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
 #include "fs/path_glob.h"
 #include "fs/workspace_path.h"
 #include "fs/workspace_root.h"
+#include "gateway/exec_broker.h"
+#include "policy/exec_rules.h"
 
 namespace anvil::gateway {
 namespace {
@@ -31,6 +36,57 @@ bool ArgCount(const Request& r, size_t n, Response& out, AuditEntry& audit) {
   out = FromError(r, Error{"invalid", r.op + " takes " + std::to_string(n) + " argument(s)", 0},
                   audit);
   return false;
+}
+
+// sys.exec: [program, JSON array of args, stdin] -> [code, stdout, stderr, stdout_truncated,
+// stderr_truncated, limit]. The grant names the table entries; the table (exec_rules) checks
+// the argv; the broker checks both again and the runner confines the tool to the grant's
+// fs.read paths (as whole subtrees: see GlobLiteralPrefixes), read-only, with no network.
+Response DispatchExec(const DispatchContext& ctx, const Grant& grant, const Request& r,
+                      AuditEntry& audit) {
+  Response out;
+  if (!ArgCount(r, 3, out, audit)) return out;
+  const std::string& program = r.args[0];
+  audit.target = program;
+  if (ctx.exec == nullptr) {
+    std::string why =
+        ctx.exec_unavailable && !ctx.exec_unavailable->empty() ? ": " + *ctx.exec_unavailable : "";
+    return Denied(r, "sys.exec is not available in this session" + why, audit);
+  }
+  auto rule = LookupExecRule(program);
+  if (!rule) return FromError(r, rule.error(), audit);
+  if (std::find(grant.exec.begin(), grant.exec.end(), program) == grant.exec.end()) {
+    return Denied(r, "executable not granted: " + program, audit);
+  }
+  nlohmann::json parsed = nlohmann::json::parse(r.args[1], nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_array()) {
+    return FromError(r, Error{"invalid", "sys.exec args must be a list of strings", 0}, audit);
+  }
+  std::vector<std::string> args;
+  for (const auto& a : parsed) {
+    if (!a.is_string()) {
+      return FromError(r, Error{"invalid", "sys.exec args must be a list of strings", 0}, audit);
+    }
+    args.push_back(a.get<std::string>());
+  }
+  audit.target = program + " " + r.args[1];
+  auto checked = CheckExecArgv(**rule, args);
+  if (!checked) return FromError(r, checked.error(), audit);
+  ExecRequest request;
+  request.program = program;
+  request.args = std::move(args);
+  request.stdin_data = r.args[2];
+  request.readable_paths = GlobLiteralPrefixes(grant.fs_read);
+  auto result = ctx.exec->Run(request, ctx.cancelled);
+  if (!result) return FromError(r, result.error(), audit);
+  audit.bytes = result->stdout_data.size() + result->stderr_data.size();
+  audit.reason = "exit " + std::to_string(result->code) +
+                 (result->limit.empty() ? "" : ", stopped at the " + result->limit + " cap");
+  return Okay(
+      r,
+      {std::to_string(result->code), std::move(result->stdout_data), std::move(result->stderr_data),
+       result->stdout_truncated ? "1" : "0", result->stderr_truncated ? "1" : "0", result->limit},
+      audit);
 }
 
 }  // namespace
@@ -132,7 +188,7 @@ Response Dispatch(const DispatchContext& ctx, const Grant& grant, const Request&
     if (ctx.net == nullptr) return Denied(r, "sys.net is not available in this gateway", audit);
     return ctx.net->Handle(audit.plugin, grant, r, audit, ctx.cancelled);
   }
-  if (r.op == "exec") return Denied(r, "sys.exec is not available in this version", audit);
+  if (r.op == "exec") return DispatchExec(ctx, grant, r, audit);
   return FromError(r, Error{"invalid", "unknown operation " + r.op, 0}, audit);
 }
 

@@ -3,6 +3,7 @@
 // Runs on worker threads; everything it touches is immutable or thread-safe.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -18,11 +19,15 @@ class WorkspaceRoot;
 
 namespace anvil::gateway {
 
+class ExecBroker;
+
 struct DispatchContext {
   const WorkspaceRoot* root;
   const GatewayLimits* limits;
-  NetFetchService* net = nullptr;                // "net.fetch"; null: sys.net is refused
-  const std::atomic<bool>* cancelled = nullptr;  // the current request's cancel flag
+  const ExecBroker* exec;               // null: sys.exec is not available
+  const std::atomic<bool>* cancelled;   // the request's cancel flag (long operations poll it)
+  const std::string* exec_unavailable;  // why, when `exec` is null
+  NetFetchService* net = nullptr;       // "net.fetch"; null: sys.net is refused
 };
 
 // Fills `audit` (op, target, verdict, code, reason, bytes) and returns the response.

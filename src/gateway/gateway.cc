@@ -28,6 +28,7 @@
 #include "fs/workspace_root.h"
 #include "gateway/audit_log.h"
 #include "gateway/dispatch.h"
+#include "gateway/exec_broker.h"
 #include "gateway/self_hardening.h"
 #include "ipc/capability_token.h"
 #include "ipc/frame.h"
@@ -119,15 +120,19 @@ uint64_t MakeTag(Tag tag, uint64_t id) { return (static_cast<uint64_t>(tag) << 5
 
 class Server {
  public:
-  Server(const GatewayOptions& options, WorkspaceRoot root, AuditLog* audit,
+  Server(const GatewayOptions& options, WorkspaceRoot root, AuditLog* audit, const ExecBroker* exec,
          std::unique_ptr<NetFetchService> net)
-      : options_(options), root_(std::move(root)), audit_(audit), net_(std::move(net)) {}
+      : options_(options),
+        root_(std::move(root)),
+        audit_(audit),
+        exec_(exec),
+        net_(std::move(net)) {}
 
   Status Start(const std::string& socket_path);
   int Loop();
 
  private:
-  void Worker();
+  void Worker(bool exec);
   void HandleAccept();
   void HandleControl();
   void HandleConnection(uint64_t id, uint32_t events);
@@ -151,6 +156,7 @@ class Server {
   GatewayOptions options_;
   WorkspaceRoot root_;
   AuditLog* audit_;
+  const ExecBroker* exec_;  // null: sys.exec unavailable in this gateway
   std::unique_ptr<NetFetchService> net_;
   UniqueFd epoll_, listen_, wake_;
   ipc::FrameReader control_reader_;
@@ -163,6 +169,10 @@ class Server {
   std::mutex queue_mu_;
   std::condition_variable queue_cv_;
   std::deque<std::shared_ptr<Job>> queue_;
+  // sys.exec calls last as long as the tool runs: their own workers, so that a slow `rg` never
+  // holds up sys.fs.
+  std::condition_variable exec_cv_;
+  std::deque<std::shared_ptr<Job>> exec_queue_;
   bool stopping_ = false;
   std::mutex done_mu_;
   std::vector<Completion> done_;
@@ -201,17 +211,19 @@ Status Server::Start(const std::string& socket_path) {
   return Ok();
 }
 
-void Server::Worker() {
-  DispatchContext context{&root_, &options_.limits};
+void Server::Worker(bool exec) {
+  DispatchContext context{&root_, &options_.limits, exec_, nullptr, &options_.exec_unavailable};
   context.net = net_.get();
+  auto& queue = exec ? exec_queue_ : queue_;
+  auto& cv = exec ? exec_cv_ : queue_cv_;
   while (true) {
     std::shared_ptr<Job> job;
     {
       std::unique_lock lock(queue_mu_);
-      queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (stopping_ && queue_.empty()) return;
-      job = std::move(queue_.front());
-      queue_.pop_front();
+      cv.wait(lock, [&] { return stopping_ || !queue.empty(); });
+      if (stopping_ && queue.empty()) return;
+      job = std::move(queue.front());
+      queue.pop_front();
     }
     context.cancelled = &job->cancelled;
     AuditEntry audit;
@@ -252,7 +264,12 @@ int Server::Loop() {
   // Workers start only now, after the caller hardened this thread: Landlock and seccomp are
   // inherited by threads created later, never applied to threads that already exist.
   for (uint32_t i = 0; i < std::max<uint32_t>(1, options_.limits.worker_threads); ++i) {
-    workers_.emplace_back([this] { Worker(); });
+    workers_.emplace_back([this] { Worker(false); });
+  }
+  if (exec_) {
+    for (uint32_t i = 0; i < std::max<uint32_t>(1, options_.exec_limits.max_concurrent); ++i) {
+      workers_.emplace_back([this] { Worker(true); });
+    }
   }
   epoll_event events[64];
   while (running_) {
@@ -289,6 +306,7 @@ int Server::Loop() {
     stopping_ = true;
   }
   queue_cv_.notify_all();
+  exec_cv_.notify_all();
   for (auto& t : workers_) t.join();
   audit_->Flush();
   return 0;
@@ -527,17 +545,45 @@ void Server::HandleRequest(uint64_t id, Connection& c, Request r) {
   job->conn_id = id;
   job->registration = reg;
   job->request = std::move(r);
+  const std::string& op = job->request.op;
+  const bool cheap = op == "ping" || op == "fs.stat" || op == "fs.read" || op == "fs.list";
+  if (cheap && c.out.size() - c.out_offset < options_.limits.max_output_buffer) {
+    // Read-only and short (bounded by the read/list caps, no fsync): answered right here on
+    // the event loop. Two thread hand-offs (queue, completion) cost more than the operation.
+    // A peer with a full output buffer goes through the queue instead, whose in-flight and
+    // queue caps then apply (answers are matched by id, so order does not matter).
+    AuditEntry audit;
+    audit.plugin = reg->plugin;
+    audit.request_id = job->request.id;
+    audit.op = op;
+    auto start = Clock::now();
+    DispatchContext context{&root_, &options_.limits, exec_, nullptr, &options_.exec_unavailable};
+    Response response = Dispatch(context, reg->grant, job->request, audit);
+    audit.duration_us = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count());
+    audit_->Record(audit);
+    std::string frame = ipc::EncodeResponse(response);
+    reg->bytes.Charge(static_cast<double>(frame.size()));
+    c.out += frame;
+    return;
+  }
+  const bool exec = op == "exec" && exec_ != nullptr;
   {
     std::lock_guard lock(queue_mu_);
-    if (queue_.size() >= options_.limits.max_queued_jobs) {
+    if (queue_.size() + exec_queue_.size() >= options_.limits.max_queued_jobs) {
       Request rejected = std::move(job->request);
       Deny(c, rejected, reg->plugin, "busy", "gateway is at its concurrency limit", false);
       return;
     }
+    if (exec && exec_queue_.size() >= options_.exec_limits.max_concurrent) {
+      Request rejected = std::move(job->request);
+      Deny(c, rejected, reg->plugin, "busy", "sys.exec is at its concurrency limit", false);
+      return;
+    }
     c.jobs[job->request.id] = job;
-    queue_.push_back(job);
+    (exec ? exec_queue_ : queue_).push_back(job);
   }
-  queue_cv_.notify_one();
+  (exec ? exec_cv_ : queue_cv_).notify_one();
 }
 
 void Server::HandleWake() {
@@ -877,6 +923,26 @@ int RunGateway(const GatewayOptions& input) {
   auto audit = AuditLog::Open(options.audit_log, options.session_id);
   if (!audit) return fail(audit.error());
   std::unique_ptr<AuditLog> audit_owner(*audit);
+  // The exec broker is forked now, while this process has one thread and no Landlock domain:
+  // the runner it starts needs namespaces and mounts that the hardened gateway may not make.
+  std::unique_ptr<ExecBroker> exec;
+  if (!options.exec_runner.empty()) {
+    ExecBrokerConfig config;
+    config.workspace = options.workspace;
+    config.runner_path = options.exec_runner;
+    config.limits = options.exec_limits;
+    config.fail_layer_for_testing = options.exec_fail_layer_for_testing;
+    auto broker = ExecBroker::Start(config);
+    if (broker) {
+      exec = std::move(*broker);
+    } else {
+      // The gateway still serves sys.fs; every sys.exec is refused with this reason.
+      options.exec_unavailable = broker.error().ToString();
+      std::cerr << "anvil-gateway: sys.exec unavailable: " << options.exec_unavailable << "\n";
+    }
+  } else {
+    options.exec_unavailable = "disabled for this session (--no-exec)";
+  }
   // A fetch holds a worker for up to its time caps: keep one worker free of fetches, so slow
   // servers cannot stall every other request of the session.
   const uint32_t workers = std::max<uint32_t>(1, options.limits.worker_threads);
@@ -885,7 +951,7 @@ int RunGateway(const GatewayOptions& input) {
   // Before hardening: reads the --unsafe-test-ca file, initialises libcurl single-threaded.
   auto net = NetFetchService::Create(options.net);
   if (!net) return fail(net.error());
-  Server server(options, std::move(*root), audit_owner.get(), std::move(*net));
+  Server server(options, std::move(*root), audit_owner.get(), exec.get(), std::move(*net));
   if (auto s = server.Start(*socket_path); !s) return fail(s.error());
   if (options.harden) {
     if (auto s = HardenGateway(options.workspace, options.runtime_dir, options.audit_log); !s) {

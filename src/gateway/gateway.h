@@ -15,6 +15,7 @@
 #include <string>
 
 #include "common/result.h"
+#include "gateway/exec_broker.h"
 #include "gateway/net_fetch_op.h"
 
 namespace anvil::gateway {
@@ -43,7 +44,12 @@ struct GatewayOptions {
   bool allow_hardlinked_reads = false;
   bool harden = true;  // Landlock + seccomp + no_new_privs on itself after start-up
   GatewayLimits limits;
-  NetFetchOptions net;  // sys.net.fetch: limits and the --unsafe-test-* options
+  // sys.exec: anvil-exec-runner's path (empty: sys.exec is refused), and its limits.
+  std::string exec_runner;
+  ExecLimits exec_limits;
+  std::string exec_fail_layer_for_testing;  // test-only builds: make the runner fail this layer
+  std::string exec_unavailable;             // set by RunGateway: why sys.exec is refused
+  NetFetchOptions net;                      // sys.net.fetch: limits and the --unsafe-test-* options
 };
 
 // Runs until shutdown or until the control channel closes (the trusted side died). Returns

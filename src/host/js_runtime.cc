@@ -508,8 +508,9 @@ JSValue NetFetch(JsRuntime& self, JSContext* ctx, int argc, JSValueConst* argv) 
       .Take();
 }
 
-// sys.exec({program, args = [], stdin = null}) -> {code, stdout, stderr}.
-// Gateway fields: [program, JSON array of args, stdin or ""] -> [code, stdout, stderr].
+// sys.exec({program, args = [], stdin = null}) -> {code, stdout, stderr, truncated, limit}.
+// Gateway fields: [program, JSON array of args, stdin or ""] ->
+// [code, stdout, stderr, stdout_truncated, stderr_truncated, limit].
 JSValue Exec(JsRuntime& self, JSContext* ctx, int argc, JSValueConst* argv) {
   JSValueConst opts = Arg(argc, argv, 0);
   if (!OptionsArg(ctx, opts, "sys.exec")) return JS_EXCEPTION;
@@ -530,11 +531,15 @@ JSValue Exec(JsRuntime& self, JSContext* ctx, int argc, JSValueConst* argv) {
   }
   auto reply = self.api().Gateway("exec", {program, args, stdin_data});
   if (!reply) return ThrowError(ctx, reply.error());
-  if (reply->size() != 3) return ThrowText(ctx, "io: malformed exec reply");
+  // [code, stdout, stderr, stdout_truncated, stderr_truncated, limit]
+  if (reply->size() != 6) return ThrowText(ctx, "io: malformed exec reply");
+  const auto& f = *reply;
   return ObjectBuilder(ctx)
-      .Set("code", JS_NewInt64(ctx, std::strtoll((*reply)[0].c_str(), nullptr, 10)))
-      .Set("stdout", NewString(ctx, (*reply)[1]))
-      .Set("stderr", NewString(ctx, (*reply)[2]))
+      .Set("code", JS_NewInt64(ctx, std::strtoll(f[0].c_str(), nullptr, 10)))
+      .Set("stdout", NewString(ctx, f[1]))
+      .Set("stderr", NewString(ctx, f[2]))
+      .Set("truncated", JS_NewBool(ctx, f[3] == "1" || f[4] == "1"))
+      .Set("limit", f[5].empty() ? JS_NULL : NewString(ctx, f[5]))
       .Take();
 }
 

@@ -147,7 +147,8 @@ Error LuaRuntime::ErrorFromLua(int status) {
     std::string prefix = std::string(code) + ": ";
     auto at = message.find(prefix);
     // luaL_error prefixes "chunk:line: "; the code follows it.
-    if (at != std::string::npos && (at == 0 || (at >= 2 && message.compare(at - 2, 2, ": ") == 0))) {
+    if (at != std::string::npos &&
+        (at == 0 || (at >= 2 && message.compare(at - 2, 2, ": ") == 0))) {
       return Error{code, message.substr(at + prefix.size()), 0};
     }
   }
@@ -410,14 +411,21 @@ int Exec(lua_State* L) {
     if (!a.is_string()) luaL_error(L, "invalid: args must be a list of strings");
   }
   auto f = CallGateway(L, "exec", {program, DumpJson(args), stdin_data});
-  if (f.size() != 3) luaL_error(L, "io: malformed exec reply");
-  lua_createtable(L, 0, 3);
+  // [code, stdout, stderr, stdout_truncated, stderr_truncated, limit]
+  if (f.size() != 6) luaL_error(L, "io: malformed exec reply");
+  lua_createtable(L, 0, 5);
   lua_pushinteger(L, std::strtoll(f[0].c_str(), nullptr, 10));
   lua_setfield(L, -2, "code");
   lua_pushlstring(L, f[1].data(), f[1].size());
   lua_setfield(L, -2, "stdout");
   lua_pushlstring(L, f[2].data(), f[2].size());
   lua_setfield(L, -2, "stderr");
+  lua_pushboolean(L, f[3] == "1" || f[4] == "1");
+  lua_setfield(L, -2, "truncated");
+  if (!f[5].empty()) {
+    lua_pushlstring(L, f[5].data(), f[5].size());
+    lua_setfield(L, -2, "limit");
+  }
   return 1;
 }
 

@@ -8,6 +8,8 @@
 
 #include <cerrno>
 
+#include "linux/open_beneath.h"
+
 namespace anvil::landlock {
 namespace {
 
@@ -56,16 +58,16 @@ uint64_t FsRightsForAbi(int abi) {
 
 uint64_t NetRightsForAbi(int abi) { return abi >= 4 ? (kNetBindTcp | kNetConnectTcp) : 0; }
 
-uint64_t ScopesForAbi(int abi) {
-  return abi >= 6 ? (kScopeAbstractUnixSocket | kScopeSignal) : 0;
-}
+uint64_t ScopesForAbi(int abi) { return abi >= 6 ? (kScopeAbstractUnixSocket | kScopeSignal) : 0; }
 
 AbiProbe ProbeAbi() {
   long abi = CreateRuleset(nullptr, 0, kCreateRulesetVersion);
   if (abi >= 1) return {static_cast<int>(abi), ""};
-  if (errno == ENOSYS) return {0, "the kernel has no Landlock (needs Linux 5.13+ with CONFIG_SECURITY_LANDLOCK)"};
+  if (errno == ENOSYS)
+    return {0, "the kernel has no Landlock (needs Linux 5.13+ with CONFIG_SECURITY_LANDLOCK)"};
   if (errno == EOPNOTSUPP) {
-    return {0, "Landlock is built in but disabled: add 'landlock' to the lsm= kernel boot parameter"};
+    return {0,
+            "Landlock is built in but disabled: add 'landlock' to the lsm= kernel boot parameter"};
   }
   return {0, std::string("landlock_create_ruleset failed: errno ") + std::to_string(errno)};
 }
@@ -73,12 +75,13 @@ AbiProbe ProbeAbi() {
 Result<Ruleset> Ruleset::Create(int abi, bool handle_net, uint64_t scopes) {
   if (abi < 1) return Fail("sandbox", "Landlock is not available");
   if (handle_net && abi < 4) {
-    return Fail("sandbox", "network confinement by Landlock needs ABI 4 (Linux 6.7); kernel has ABI " +
-                               std::to_string(abi));
+    return Fail("sandbox",
+                "network confinement by Landlock needs ABI 4 (Linux 6.7); kernel has ABI " +
+                    std::to_string(abi));
   }
   if (scopes != 0 && (scopes & ~ScopesForAbi(abi)) != 0) {
-    return Fail("sandbox", "Landlock scoping needs ABI 6 (Linux 6.12); kernel has ABI " +
-                               std::to_string(abi));
+    return Fail("sandbox",
+                "Landlock scoping needs ABI 6 (Linux 6.12); kernel has ABI " + std::to_string(abi));
   }
   RulesetAttr attr{};
   attr.handled_access_fs = FsRightsForAbi(abi);
@@ -97,19 +100,31 @@ Status Ruleset::AllowPath(const std::string& path, uint64_t rights, bool optiona
     if (optional && errno == ENOENT) return Ok();
     return SysFail("sandbox", "landlock: open " + path);
   }
-  struct stat st{};
-  if (::fstat(dir.Get(), &st) != 0) return SysFail("sandbox", "landlock: stat " + path);
+  return AllowFd(dir.Get(), rights, path);
+}
+
+Status Ruleset::AllowFd(int fd, uint64_t rights, const std::string& path) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return SysFail("sandbox", "landlock: stat " + path);
   uint64_t allowed = rights & handled_fs_;
   // Directory-only rights on a file are rejected by the kernel (EINVAL): keep the file ones.
   if (!S_ISDIR(st.st_mode)) {
     allowed &= kFsExecute | kFsWriteFile | kFsReadFile | kFsTruncate | kFsIoctlDev;
   }
   if (allowed == 0) return Ok();
-  PathBeneathAttr attr{allowed, dir.Get()};
+  PathBeneathAttr attr{allowed, fd};
   if (syscall(__NR_landlock_add_rule, fd_.Get(), kRulePathBeneath, &attr, 0) != 0) {
     return SysFail("sandbox", "landlock_add_rule " + path);
   }
   return Ok();
+}
+
+Status Ruleset::AllowBeneath(const std::string& base, const std::string& relative,
+                             uint64_t rights) {
+  auto target = OpenBeneath(base, relative);
+  if (!target) return tl::unexpected(target.error());
+  if (!*target) return Ok();  // missing, or leads outside: nothing to allow
+  return AllowFd(target->Get(), rights, base + "/" + relative);
 }
 
 Status Ruleset::AllowTcpConnect(uint16_t port) {

@@ -62,6 +62,9 @@ class Ruleset {
   // Grants `rights` (masked to what the ABI handles) beneath `path`. A missing path is skipped
   // only when `optional` is true.
   Status AllowPath(const std::string& path, uint64_t rights, bool optional = false);
+  // Like AllowPath for `relative` opened beneath `base` (openat2 RESOLVE_BENEATH): a symlink in
+  // `base` never widens the rule to something outside. Missing or escaping paths add nothing.
+  Status AllowBeneath(const std::string& base, const std::string& relative, uint64_t rights);
   Status AllowTcpConnect(uint16_t port);
   Status Restrict();
 
@@ -69,6 +72,7 @@ class Ruleset {
   uint64_t handled_fs() const { return handled_fs_; }
 
  private:
+  Status AllowFd(int fd, uint64_t rights, const std::string& shown);
   Ruleset(UniqueFd fd, int abi, uint64_t handled_fs, uint64_t handled_net)
       : fd_(std::move(fd)), abi_(abi), handled_fs_(handled_fs), handled_net_(handled_net) {}
   UniqueFd fd_;

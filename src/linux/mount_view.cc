@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/unique_fd.h"
+#include "linux/open_beneath.h"
 
 namespace anvil {
 namespace {
@@ -60,7 +61,7 @@ Status MkdirP(const std::string& path, mode_t mode = 0755) {
 
 // Creates the mount point `dst` (a directory, or an empty file for a file mount).
 Status EnsureMountpoint(const std::string& dst, bool directory) {
-  struct stat st{};
+  struct stat st {};
   if (::lstat(dst.c_str(), &st) == 0) return Ok();
   if (directory) return MkdirP(dst);
   auto slash = dst.rfind('/');
@@ -70,28 +71,42 @@ Status EnsureMountpoint(const std::string& dst, bool directory) {
   return Ok();
 }
 
-// Clones the tree at `src` (recursively), applies flags to every mount in the clone, and
-// attaches it at `dst`. One syscall per step, no /proc/self/mountinfo parsing.
-Status BindTree(const std::string& src, const std::string& dst, bool read_only, bool keep_dev) {
-  long fd = syscall(SYS_open_tree, AT_FDCWD, src.c_str(),
-                    kOpenTreeClone | O_CLOEXEC | kAtRecursive | AT_SYMLINK_NOFOLLOW);
-  if (fd < 0) return SysFail("sandbox", "open_tree " + src);
-  UniqueFd tree(static_cast<int>(fd));
+// Applies flags to every mount of a detached tree (open_tree clone) and attaches it at `dst`.
+// One syscall per step, no /proc/self/mountinfo parsing.
+Status AttachTree(UniqueFd tree, const std::string& shown, const std::string& dst, bool read_only,
+                  bool keep_dev) {
   MountAttr attr{};
-  attr.attr_set = kMountAttrNosuid | (keep_dev ? 0 : kMountAttrNodev) |
-                  (read_only ? kMountAttrRdonly : 0);
+  attr.attr_set =
+      kMountAttrNosuid | (keep_dev ? 0 : kMountAttrNodev) | (read_only ? kMountAttrRdonly : 0);
   attr.propagation = MS_PRIVATE;
   if (syscall(SYS_mount_setattr, tree.Get(), "", AT_EMPTY_PATH | kAtRecursive, &attr,
               sizeof(attr)) != 0) {
-    return SysFail("sandbox", "mount_setattr " + src);
+    return SysFail("sandbox", "mount_setattr " + shown);
   }
-  struct stat st{};
-  if (::fstat(tree.Get(), &st) != 0) return SysFail("sandbox", "stat " + src);
+  struct stat st {};
+  if (::fstat(tree.Get(), &st) != 0) return SysFail("sandbox", "stat " + shown);
   if (auto s = EnsureMountpoint(dst, S_ISDIR(st.st_mode)); !s) return s;
   if (syscall(SYS_move_mount, tree.Get(), "", AT_FDCWD, dst.c_str(), kMoveMountFEmptyPath) != 0) {
     return SysFail("sandbox", "move_mount " + dst);
   }
   return Ok();
+}
+
+// Clones the tree at `src` (recursively) and attaches it at `dst`.
+Status BindTree(const std::string& src, const std::string& dst, bool read_only, bool keep_dev) {
+  long fd = syscall(SYS_open_tree, AT_FDCWD, src.c_str(),
+                    kOpenTreeClone | O_CLOEXEC | kAtRecursive | AT_SYMLINK_NOFOLLOW);
+  if (fd < 0) return SysFail("sandbox", "open_tree " + src);
+  return AttachTree(UniqueFd(static_cast<int>(fd)), src, dst, read_only, keep_dev);
+}
+
+// BindTree, read-only, for a tree the caller already opened (O_PATH).
+Status BindTreeFd(int src_fd, const std::string& shown, const std::string& dst) {
+  long fd =
+      syscall(SYS_open_tree, src_fd, "", kOpenTreeClone | O_CLOEXEC | kAtRecursive | AT_EMPTY_PATH);
+  if (fd < 0) return SysFail("sandbox", "open_tree " + shown);
+  return AttachTree(UniqueFd(static_cast<int>(fd)), shown, dst, /*read_only=*/true,
+                    /*keep_dev=*/false);
 }
 
 Status MountTmpfs(const std::string& dst, const std::string& options, unsigned long flags) {
@@ -121,7 +136,7 @@ size_t Depth(const std::string& path) {
 
 struct BindOp {
   std::string path;  // path inside the view (== path on the host)
-  enum Kind { kReadOnly, kWritable, kMask, kTmp, kRun, kDev, kProc } kind;
+  enum Kind { kReadOnly, kWritable, kMask, kTmp, kRun, kDev, kProc, kWorkspaceDir, kBeneath } kind;
 };
 
 Status BuildDev() {
@@ -129,7 +144,7 @@ Status BuildDev() {
   if (auto s = MountTmpfs(dev, "mode=0755,size=64k", MS_NOSUID | MS_NOEXEC); !s) return s;
   for (const char* name : {"null", "zero", "full", "random", "urandom", "tty"}) {
     std::string host = kOld + "/dev/" + name;
-    struct stat st{};
+    struct stat st {};
     if (::stat(host.c_str(), &st) != 0 || !S_ISCHR(st.st_mode)) continue;
     if (auto s = BindTree(host, dev + "/" + name, false, /*keep_dev=*/true); !s) return s;
   }
@@ -179,7 +194,7 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
   if (view.full_read) {
     // Full read still hides the host's sockets (docker.sock, the user's D-Bus): a read-only
     // mount does not stop connect(2) on a Unix socket.
-    struct stat st{};
+    struct stat st {};
     if (::lstat((kOld + "/run").c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
       ops.push_back({"/run", BindOp::kRun});
     }
@@ -190,6 +205,12 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
     for (const auto& sub : wr.read_only_subpaths) ops.push_back({sub, BindOp::kReadOnly});
   }
   for (const auto& masked : view.masked_files) ops.push_back({masked, BindOp::kMask});
+  if (!view.workspace_base.empty()) {
+    ops.push_back({view.workspace_base, BindOp::kWorkspaceDir});
+    for (const auto& sub : view.workspace_read_subpaths) {
+      ops.push_back({view.workspace_base + "/" + sub, BindOp::kBeneath});
+    }
+  }
   // Parents before children; for the same depth the later (stronger) op stays later.
   std::stable_sort(ops.begin(), ops.end(),
                    [](const BindOp& a, const BindOp& b) { return Depth(a.path) < Depth(b.path); });
@@ -217,14 +238,26 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
         break;
       case BindOp::kProc:
         s = MkdirP(dst);
-        if (s && ::mount("proc", dst.c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+        if (s &&
+            ::mount("proc", dst.c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
           s = SysFail("sandbox", "mount /proc");
         }
         break;
+      case BindOp::kWorkspaceDir:
+        s = MkdirP(dst);
+        break;
+      case BindOp::kBeneath: {
+        auto fd =
+            OpenBeneath(kOld + view.workspace_base, op.path.substr(view.workspace_base.size() + 1));
+        if (!fd) return tl::unexpected(fd.error());
+        if (!*fd) continue;  // missing, or leads outside the workspace: not in the view
+        s = BindTreeFd(fd->Get(), op.path, dst);
+        break;
+      }
       case BindOp::kMask:
       case BindOp::kReadOnly:
       case BindOp::kWritable: {
-        struct stat st{};
+        struct stat st {};
         if (::lstat(host.c_str(), &st) != 0) {
           if (errno == ENOENT && op.kind == BindOp::kMask) continue;
           return SysFail("sandbox", "stat " + op.path);
@@ -262,11 +295,11 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
 
 Status VerifyMountView(const FileView& view) {
   auto read_only = [](const std::string& path) -> Result<bool> {
-    struct statvfs sv{};
+    struct statvfs sv {};
     if (::statvfs(path.c_str(), &sv) != 0) return SysFail("sandbox", "statvfs " + path);
     return (sv.f_flag & ST_RDONLY) != 0;
   };
-  struct statfs root{};
+  struct statfs root {};
   if (::statfs("/", &root) != 0) return SysFail("sandbox", "statfs /");
   if (!view.full_read && root.f_type != TMPFS_MAGIC) {
     return Fail("sandbox", "view root is not the sandbox's own tmpfs");
@@ -278,8 +311,16 @@ Status VerifyMountView(const FileView& view) {
       if (!*ro) return Fail("sandbox", "read-only subpath is writable in the view: " + sub);
     }
   }
+  for (const auto& sub : view.workspace_read_subpaths) {
+    std::string p = view.workspace_base + "/" + sub;
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0) continue;  // not part of the view
+    auto ro = read_only(p);
+    if (!ro) return tl::unexpected(ro.error());
+    if (!*ro) return Fail("sandbox", "readable workspace path is writable in the view: " + p);
+  }
   for (const auto& r : view.read_roots) {
-    struct stat st{};
+    struct stat st {};
     if (::lstat(r.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) continue;
     bool is_writable_root = std::any_of(view.writable_roots.begin(), view.writable_roots.end(),
                                         [&](const WritableRoot& w) { return w.root == r; });

@@ -2,12 +2,16 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -91,9 +95,9 @@ struct Plan {
   bool userns = false, pidns = false, mountns = false, netns = false;
   uid_t uid = 0;
   gid_t gid = 0;
-  int report_fd = -1;       // write end of the record pipe
-  int alive_fd = -1;        // read end; HUP when the supervisor is gone
-  int go_fd = -1;           // read end; one byte once init is in its pids cgroup (-1: no wait)
+  int report_fd = -1;  // write end of the record pipe
+  int alive_fd = -1;   // read end; HUP when the supervisor is gone
+  int go_fd = -1;      // read end; one byte once init is in its pids cgroup (-1: no wait)
   bool program_is_script = false;
   bool process_limit = false;  // RLIMIT_NPROC in our user namespace, or a pids cgroup
   std::vector<char*> argv, envp;
@@ -134,7 +138,8 @@ Status MapIds(const Plan& plan) {
 
 Status SetLimit(int resource, uint64_t value, const char* name) {
   rlimit current{};
-  if (getrlimit(resource, &current) != 0) return SysFail("sandbox", std::string("getrlimit ") + name);
+  if (getrlimit(resource, &current) != 0)
+    return SysFail("sandbox", std::string("getrlimit ") + name);
   rlim_t v = static_cast<rlim_t>(value);
   // Only ever lower a limit: the hard limit cannot be raised without privilege anyway.
   rlimit next{std::min(v, current.rlim_max), std::min(v, current.rlim_max)};
@@ -169,10 +174,17 @@ Status ApplyLandlock(const Plan& plan) {
   using namespace landlock;
   if (auto s = InjectedFailure(plan, "landlock"); !s) return s;
   const SandboxPolicy& policy = plan.spec->policy;
-  bool handle_net = policy.network == NetworkMode::kNone && plan.landlock_abi >= 4;
+  // Network none: no TCP at all. Proxy: TCP connect only to the proxy's port on loopback (the
+  // namespace has nothing else to reach anyway).
+  bool handle_net =
+      (policy.network == NetworkMode::kNone || policy.network == NetworkMode::kProxy) &&
+      plan.landlock_abi >= 4;
   uint64_t scopes = ScopesForAbi(plan.landlock_abi);
   auto rs = Ruleset::Create(plan.landlock_abi, handle_net, scopes);
   if (!rs) return tl::unexpected(rs.error());
+  if (policy.network == NetworkMode::kProxy) {
+    if (auto s = rs->AllowTcpConnect(kProxyPort); !s) return s;
+  }
   const uint64_t all = FsRightsForAbi(plan.landlock_abi);
   const FileView& view = plan.view;
   if (view.full_read) {
@@ -183,6 +195,13 @@ Status ApplyLandlock(const Plan& plan) {
   }
   for (const auto& wr : view.writable_roots) {
     if (auto s = rs->AllowPath(wr.root, all); !s) return s;
+  }
+  for (const auto& sub : view.workspace_read_subpaths) {
+    if (auto s = rs->AllowBeneath(view.workspace_base, sub, kFsRead); !s) return s;
+  }
+  if (plan.mountns && !view.workspace_base.empty()) {
+    // The workspace directory of the view holds only the mount points of the readable paths.
+    if (auto s = rs->AllowPath(view.workspace_base, kFsReadDir); !s) return s;
   }
   if (plan.mountns) {
     // Listing the view's root shows only the mount points we made.
@@ -215,7 +234,7 @@ Status ApplyLandlock(const Plan& plan) {
 
 [[noreturn]] void RunCommand(Plan& plan) {
   LaunchSpec& spec = *plan.spec;
-  struct sigaction dfl{};
+  struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);
   sigset_t none;
@@ -235,12 +254,14 @@ Status ApplyLandlock(const Plan& plan) {
   }
   if (auto s = ApplyLimits(plan); !s) Die(plan, s.error());
   if (::chdir(spec.cwd.c_str()) != 0) {
-    Die(plan, SysFail("sandbox", "working directory " + spec.cwd + " is not visible in the sandbox").value());
+    Die(plan, SysFail("sandbox", "working directory " + spec.cwd + " is not visible in the sandbox")
+                  .value());
   }
   uint32_t layers = 0;
   bool harden = plan.confine_fs || !plan.filter.Empty();
   if (harden) {
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1) {
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1) {
       Die(plan, SysFail("sandbox", "no_new_privs").value());
     }
     layers |= kBitNoNewPrivs;
@@ -248,7 +269,9 @@ Status ApplyLandlock(const Plan& plan) {
   if (plan.confine_fs) {
     if (auto s = ApplyLandlock(plan); !s) Die(plan, s.error());
     layers |= static_cast<uint32_t>(plan.landlock_abi) << 16;
-    if (spec.policy.network == NetworkMode::kNone && plan.landlock_abi >= 4) layers |= kBitLandlockNet;
+    if ((spec.policy.network == NetworkMode::kNone || spec.policy.network == NetworkMode::kProxy) &&
+        plan.landlock_abi >= 4)
+      layers |= kBitLandlockNet;
     if (plan.landlock_abi >= 6) layers |= kBitLandlockScoped;
   }
   if (harden) {
@@ -319,6 +342,68 @@ void KillDescendants() {
   }
 }
 
+// Proxy mode, in init (inside the new network namespace, still holding its capabilities there):
+// bring loopback up, listen on 127.0.0.1 and ::1 at kProxyPort, and hand the listening sockets
+// to anvil-proxy outside, which accepts on them. Nothing of the proxy runs in here.
+Status HandOverProxyListeners(Plan& plan) {
+  if (auto s = InjectedFailure(plan, "proxy"); !s) return s;
+  UniqueFd ctl(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!ctl) return SysFail("sandbox", "proxy: socket");
+  ifreq ifr{};
+  std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
+  if (::ioctl(ctl.Get(), SIOCGIFFLAGS, &ifr) != 0) return SysFail("sandbox", "proxy: lo flags");
+  ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP);
+  if (::ioctl(ctl.Get(), SIOCSIFFLAGS, &ifr) != 0) return SysFail("sandbox", "proxy: bring lo up");
+  std::vector<UniqueFd> listeners;
+  {
+    UniqueFd v4(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(kProxyPort);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (!v4 || ::bind(v4.Get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+        ::listen(v4.Get(), 128) != 0) {
+      return SysFail("sandbox", "proxy: listen on 127.0.0.1:" + std::to_string(kProxyPort));
+    }
+    listeners.push_back(std::move(v4));
+  }
+  {
+    // IPv6 loopback is optional (a kernel booted with ipv6.disable=1 has none).
+    UniqueFd v6(::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in6 a{};
+    a.sin6_family = AF_INET6;
+    a.sin6_port = htons(kProxyPort);
+    a.sin6_addr = in6addr_loopback;
+    int one = 1;
+    if (v6 && ::setsockopt(v6.Get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) == 0 &&
+        ::bind(v6.Get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+        ::listen(v6.Get(), 128) == 0) {
+      listeners.push_back(std::move(v6));
+    }
+  }
+  char byte = 'L';
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = CMSG_SPACE(listeners.size() * sizeof(int));
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(listeners.size() * sizeof(int));
+  for (size_t i = 0; i < listeners.size(); ++i) {
+    int fd = listeners[i].Get();
+    std::memcpy(CMSG_DATA(c) + i * sizeof(int), &fd, sizeof(int));
+  }
+  if (::sendmsg(plan.spec->proxy_channel.Get(), &msg, MSG_NOSIGNAL) != 1) {
+    return SysFail("sandbox", "proxy: hand the listeners to anvil-proxy");
+  }
+  plan.spec->proxy_channel.Reset();
+  return Ok();
+}
+
 [[noreturn]] void RunInit(Plan& plan) {
   // Dies with the supervisor. In a pid namespace SIGKILL of init takes every process in it;
   // without one, SIGUSR2 asks this init to kill the tree first.
@@ -340,6 +425,9 @@ void KillDescendants() {
     if (auto s = BuildMountView(plan.view, options); !s) Die(plan, s.error());
     if (auto s = VerifyMountView(plan.view); !s) Die(plan, s.error());
   }
+  if (plan.spec->proxy_channel) {
+    if (auto s = HandOverProxyListeners(plan); !s) Die(plan, s.error());
+  }
   if (!plan.pidns) prctl(PR_SET_CHILD_SUBREAPER, 1);
   if (plan.go_fd >= 0) {
     // Nothing may fork before the supervisor has put us in the pids cgroup.
@@ -348,10 +436,11 @@ void KillDescendants() {
     ::close(plan.go_fd);
   }
 
-  struct sigaction fwd{};
+  struct sigaction fwd {};
   fwd.sa_handler = ForwardSignal;
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGWINCH}) sigaction(sig, &fwd, nullptr);
-  struct sigaction killer{};
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGWINCH})
+    sigaction(sig, &fwd, nullptr);
+  struct sigaction killer {};
   killer.sa_handler = RequestKillTree;
   sigaction(SIGUSR2, &killer, nullptr);
 
@@ -415,11 +504,16 @@ SandboxOutcome SetupFailure(std::string message, Clock::time_point start) {
 
 int SandboxOutcome::ShellStatus() const {
   switch (kind) {
-    case Kind::kExited: return exit_status;
-    case Kind::kSignaled: return 128 + exit_status;
-    case Kind::kTimedOut: return 124;
-    case Kind::kSetupFailed: return 125;
-    case Kind::kExecFailed: return exec_errno == ENOENT ? 127 : 126;
+    case Kind::kExited:
+      return exit_status;
+    case Kind::kSignaled:
+      return 128 + exit_status;
+    case Kind::kTimedOut:
+      return 124;
+    case Kind::kSetupFailed:
+      return 125;
+    case Kind::kExecFailed:
+      return exec_errno == ENOENT ? 127 : 126;
   }
   return 125;
 }
@@ -430,7 +524,7 @@ Result<UniqueFd> OpenExecutable(const std::string& command, const std::string& p
   auto try_open = [](const std::string& path) -> Result<UniqueFd> {
     UniqueFd fd(::open(path.c_str(), O_PATH | O_CLOEXEC));
     if (!fd) return SysFail(errno == ENOENT ? "not_found" : "not_executable", path);
-    struct stat st{};
+    struct stat st {};
     if (::fstat(fd.Get(), &st) != 0) return SysFail("not_executable", path);
     if (!S_ISREG(st.st_mode)) return Fail("not_executable", path + ": not a regular file", EACCES);
     if (::faccessat(fd.Get(), "", X_OK, AT_EMPTY_PATH | AT_EACCESS) != 0) {
@@ -463,9 +557,12 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   plan.uid = geteuid();
   plan.gid = getegid();
   const SandboxPolicy& policy = spec.policy;
-  if (policy.network == NetworkMode::kProxy) {
-    return SetupFailure("sandbox: --network proxy is not available in this build yet; use none or full",
-                        start);
+  if (policy.network == NetworkMode::kProxy &&
+      (!spec.proxy_channel || !policy.ConfinesFilesystem())) {
+    return SetupFailure(
+        "sandbox: --network proxy needs the proxy (anvil-proxy) and a read-only or "
+        "workspace-write policy",
+        start);
   }
   if (!spec.program) return SetupFailure("sandbox: no program to run", start);
   if (spec.argv.empty()) return SetupFailure("sandbox: empty argv", start);
@@ -485,8 +582,8 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
     }
     plan.landlock_abi = probe.abi;
   }
-  bool network_filter = policy.network == NetworkMode::kNone &&
-                        policy.kind != PolicyKind::kDangerFullAccess;
+  bool network_filter =
+      policy.network != NetworkMode::kFull && policy.kind != PolicyKind::kDangerFullAccess;
   if (plan.confine_fs || network_filter) {
     auto filter = seccomp::BuildCommandFilter(policy.network, /*deny_list=*/plan.confine_fs);
     if (!filter) return SetupFailure(filter.error().ToString(), start);
@@ -528,7 +625,7 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   unsigned long flags = 0;
   if (plan.confine_fs) {
     flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC;
-    if (policy.network == NetworkMode::kNone) flags |= CLONE_NEWNET;
+    if (policy.network != NetworkMode::kFull) flags |= CLONE_NEWNET;
   }
   int pidfd = -1;
   long pid = -1;
@@ -537,8 +634,8 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
     plan.pidns = f & CLONE_NEWPID;
     plan.mountns = f & CLONE_NEWNS;
     plan.netns = f & CLONE_NEWNET;
-    plan.process_limit = pids.has_value() ||
-                         ((f & CLONE_NEWUSER) && geteuid() != 0 && spec.limits.processes);
+    plan.process_limit =
+        pids.has_value() || ((f & CLONE_NEWUSER) && geteuid() != 0 && spec.limits.processes);
     if (spec.fail_step_for_testing == "clone" && (f & CLONE_NEWUSER)) {
       errno = EPERM;
       return -1L;
@@ -550,7 +647,8 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   if (pid < 0 && (flags & CLONE_NEWUSER) && geteuid() == 0) {
     // Root without user namespaces still owns the mount and pid namespaces.
     pid = try_clone(flags & ~static_cast<unsigned long>(CLONE_NEWUSER));
-  } else if (pid < 0 && (flags & CLONE_NEWUSER) && policy.kind == PolicyKind::kReadOnly) {
+  } else if (pid < 0 && (flags & CLONE_NEWUSER) && policy.kind == PolicyKind::kReadOnly &&
+             policy.network != NetworkMode::kProxy) {
     // Read-only needs no mount view: Landlock alone denies every write and every read
     // outside the roots; a subreaper replaces the pid namespace. /tmp is then not writable.
     pid = try_clone(0);
@@ -561,7 +659,8 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
     return SetupFailure(
         "sandbox: cannot create the user/mount/pid namespaces this policy needs (" + why +
             "). The writable view with read-only .git needs a mount namespace; as an "
-            "unprivileged user that needs user namespaces (sysctl kernel.unprivileged_userns_clone=1, "
+            "unprivileged user that needs user namespaces (sysctl "
+            "kernel.unprivileged_userns_clone=1, "
             "or on Ubuntu kernel.apparmor_restrict_unprivileged_userns=0). See `anvil doctor`.",
         start);
   }
@@ -610,11 +709,11 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
     auto now = Clock::now();
     auto next = kill_at ? kill_at : (timed_out ? std::nullopt : deadline);
     if (next) {
-      wait_ms = *next <= now ? 0
-                             : static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                    *next - now)
-                                                    .count() +
-                                                1);
+      wait_ms =
+          *next <= now
+              ? 0
+              : static_cast<int>(
+                    std::chrono::duration_cast<std::chrono::milliseconds>(*next - now).count() + 1);
     }
     pollfd fds[3] = {{init_fd.Get(), POLLIN, 0},
                      {report_eof ? -1 : report_read.Get(), POLLIN, 0},

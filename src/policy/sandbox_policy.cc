@@ -1,10 +1,11 @@
 #include "policy/sandbox_policy.h"
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <fstream>
-#include <algorithm>
-#include <sys/stat.h>
 
 namespace anvil {
 
@@ -22,32 +23,39 @@ Result<NetworkMode> ParseNetworkMode(std::string_view text) {
   if (text == "none") return NetworkMode::kNone;
   if (text == "proxy") return NetworkMode::kProxy;
   if (text == "full") return NetworkMode::kFull;
-  return Fail("invalid", "unknown network mode '" + std::string(text) +
-                             "' (expected none, proxy or full)");
+  return Fail("invalid",
+              "unknown network mode '" + std::string(text) + "' (expected none, proxy or full)");
 }
 
 Result<ReadAccess> ParseReadAccess(std::string_view text) {
   if (text == "restricted") return ReadAccess::kRestricted;
   if (text == "full") return ReadAccess::kFull;
-  return Fail("invalid", "unknown read access '" + std::string(text) +
-                             "' (expected restricted or full)");
+  return Fail("invalid",
+              "unknown read access '" + std::string(text) + "' (expected restricted or full)");
 }
 
 std::string_view ToString(PolicyKind kind) {
   switch (kind) {
-    case PolicyKind::kReadOnly: return "read-only";
-    case PolicyKind::kWorkspaceWrite: return "workspace-write";
-    case PolicyKind::kDangerFullAccess: return "danger-full-access";
-    case PolicyKind::kExternalSandbox: return "external-sandbox";
+    case PolicyKind::kReadOnly:
+      return "read-only";
+    case PolicyKind::kWorkspaceWrite:
+      return "workspace-write";
+    case PolicyKind::kDangerFullAccess:
+      return "danger-full-access";
+    case PolicyKind::kExternalSandbox:
+      return "external-sandbox";
   }
   return "?";
 }
 
 std::string_view ToString(NetworkMode mode) {
   switch (mode) {
-    case NetworkMode::kNone: return "none";
-    case NetworkMode::kProxy: return "proxy";
-    case NetworkMode::kFull: return "full";
+    case NetworkMode::kNone:
+      return "none";
+    case NetworkMode::kProxy:
+      return "proxy";
+    case NetworkMode::kFull:
+      return "full";
   }
   return "?";
 }
@@ -70,7 +78,7 @@ HostFs RealHostFs() {
     return std::string(buf);
   };
   fs.read_gitdir_pointer = [](const std::string& path) -> std::optional<std::string> {
-    struct stat st{};
+    struct stat st {};
     if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > 4096) {
       return std::nullopt;
     }
@@ -88,7 +96,7 @@ HostFs RealHostFs() {
     return target;
   };
   fs.is_symlink = [](const std::string& path) {
-    struct stat st{};
+    struct stat st {};
     return ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
   };
   return fs;
@@ -98,6 +106,23 @@ namespace {
 
 void AddUnique(std::vector<std::string>& list, const std::string& value) {
   if (std::find(list.begin(), list.end(), value) == list.end()) list.push_back(value);
+}
+
+Status ValidateRelativeSubpath(const std::string& sub) {
+  if (sub.empty() || sub.size() > 4096 || sub[0] == '/' || sub.back() == '/') {
+    return Fail("invalid", "readable workspace path must be relative: '" + sub + "'");
+  }
+  size_t start = 0;
+  while (start <= sub.size()) {
+    size_t end = sub.find('/', start);
+    if (end == std::string::npos) end = sub.size();
+    std::string_view part(sub.data() + start, end - start);
+    if (part.empty() || part == "." || part == ".." || part.find('\0') != std::string_view::npos) {
+      return Fail("invalid", "readable workspace path has an empty, '.' or '..' component: " + sub);
+    }
+    start = end + 1;
+  }
+  return Ok();
 }
 
 }  // namespace
@@ -115,14 +140,14 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
   if (!view.full_read) {
     for (auto root : kPlatformReadRoots) {
       std::string r(root);
-      struct stat st{};
+      struct stat st {};
       // Keep the name as the host has it: /bin may be a symlink to usr/bin and is recreated
       // as that symlink inside the view.
       if (::lstat(r.c_str(), &st) == 0) AddUnique(view.read_roots, r);
     }
     for (auto masked : kMaskedFiles) {
       std::string m(masked);
-      struct stat st{};
+      struct stat st {};
       if (::lstat(m.c_str(), &st) == 0 && S_ISREG(st.st_mode)) view.masked_files.push_back(m);
     }
   }
@@ -140,8 +165,22 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
       return Fail("invalid", "--writable-root needs the workspace-write policy");
     }
   }
-  // A writable workspace is bound once, read-write; only a read-only one is a read root.
-  if (!view.full_read && writable.empty()) AddUnique(view.read_roots, policy.workspace);
+  if (policy.workspace_read_subpaths) {
+    if (policy.kind != PolicyKind::kReadOnly || view.full_read) {
+      return Fail("invalid",
+                  "readable workspace subpaths need the read-only policy with "
+                  "restricted read access");
+    }
+    for (const auto& sub : *policy.workspace_read_subpaths) {
+      if (auto s = ValidateRelativeSubpath(sub); !s) return tl::unexpected(s.error());
+      AddUnique(view.workspace_read_subpaths, sub);
+    }
+    view.workspace_base = policy.workspace;
+    // The workspace itself is an empty directory of the view; only the subpaths are bound.
+  } else if (!view.full_read && writable.empty()) {
+    // A writable workspace is bound once, read-write; only a read-only one is a read root.
+    AddUnique(view.read_roots, policy.workspace);
+  }
 
   std::vector<std::string> read_only;  // absolute canonical paths that must stay read-only
   for (const auto& root : writable) {
@@ -153,9 +192,10 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
       // could replace it with a directory of its own (hooks, core.fsmonitor) that git runs
       // later outside the sandbox. Refuse rather than pretend.
       if (host.is_symlink && host.is_symlink(candidate)) {
-        return Fail("invalid", candidate + " is a symbolic link, which cannot be kept read-only"
-                               " in a writable root; replace the link with the directory" +
-                               std::string(name == ".git" ? " or pass --writable-git" : ""));
+        return Fail("invalid", candidate +
+                                   " is a symbolic link, which cannot be kept read-only"
+                                   " in a writable root; replace the link with the directory" +
+                                   std::string(name == ".git" ? " or pass --writable-git" : ""));
       }
     }
     if (policy.writable_git) {

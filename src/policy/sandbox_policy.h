@@ -27,12 +27,16 @@ std::string_view ToString(ReadAccess access);
 
 struct SandboxPolicy {
   PolicyKind kind = PolicyKind::kWorkspaceWrite;
-  std::string workspace;                        // absolute, canonical (symlinks resolved once)
+  std::string workspace;                          // absolute, canonical (symlinks resolved once)
   std::vector<std::string> extra_writable_roots;  // absolute, canonical
   std::vector<std::string> extra_read_only_subpaths;  // absolute, canonical
-  bool writable_git = false;                    // deliberately drop the .git protection
+  bool writable_git = false;                          // deliberately drop the .git protection
   ReadAccess read_access = ReadAccess::kRestricted;
   NetworkMode network = NetworkMode::kNone;
+  // read-only policy only (sys.exec): when set, only these workspace paths are readable instead
+  // of the whole workspace — relative, '/'-separated, no "."/".." components; an empty list
+  // leaves the workspace an empty directory. Derived from a plugin's fs.read grant.
+  std::optional<std::vector<std::string>> workspace_read_subpaths;
 
   // Whether the filesystem is confined at all (read-only and workspace-write).
   bool ConfinesFilesystem() const {
@@ -51,9 +55,12 @@ inline constexpr std::string_view kPlatformReadRoots[] = {
 
 // Files under the runtime roots that hold credentials; hidden (an empty file mounted over them)
 // in restricted read mode so that even a sandbox run by root cannot read them.
-inline constexpr std::string_view kMaskedFiles[] = {"/etc/shadow", "/etc/gshadow",
-                                                    "/etc/shadow-", "/etc/gshadow-",
-                                                    "/etc/sudoers", "/etc/ssh/ssh_host_rsa_key",
+inline constexpr std::string_view kMaskedFiles[] = {"/etc/shadow",
+                                                    "/etc/gshadow",
+                                                    "/etc/shadow-",
+                                                    "/etc/gshadow-",
+                                                    "/etc/sudoers",
+                                                    "/etc/ssh/ssh_host_rsa_key",
                                                     "/etc/ssh/ssh_host_ecdsa_key",
                                                     "/etc/ssh/ssh_host_ed25519_key"};
 
@@ -64,11 +71,17 @@ struct WritableRoot {
 
 // What the sandboxed command can see and change. Derived from SandboxPolicy by ComputeFileView.
 struct FileView {
-  bool full_read = false;                  // whole filesystem readable (read-only)
-  std::vector<std::string> read_roots;     // readable, not writable (existing paths only)
+  bool full_read = false;               // whole filesystem readable (read-only)
+  std::vector<std::string> read_roots;  // readable, not writable (existing paths only)
   std::vector<WritableRoot> writable_roots;
-  std::vector<std::string> masked_files;   // existing credential files to hide
-  bool private_tmp = true;                 // a fresh tmpfs on /tmp
+  std::vector<std::string> masked_files;  // existing credential files to hide
+  // Readable paths inside `workspace_base` (relative), opened beneath it (openat2
+  // RESOLVE_BENEATH) when they are bound and when Landlock rules are added, so a symlink in the
+  // workspace can never widen them to something outside. Used instead of binding the whole
+  // workspace when the policy names workspace_read_subpaths.
+  std::string workspace_base;
+  std::vector<std::string> workspace_read_subpaths;
+  bool private_tmp = true;  // a fresh tmpfs on /tmp
 };
 
 // The facts about the host filesystem that ComputeFileView needs; injected so the decision

@@ -258,15 +258,21 @@ TEST_F(JsRuntimeTest, NetFetchRejectsMalformedOptionsBeforeTheGateway) {
 }
 
 TEST_F(JsRuntimeTest, ExecSendsArgvAsJsonAndShapesTheReply) {
-  Reply("exec", {"1", "out", "err"});
+  Reply("exec", {"1", "out", "err", "0", "0", ""});
   auto r = RunSnippet("return sys.exec({program: 'rg', args: ['TODO', '.'], stdin: 'in'})");
   ASSERT_TRUE(r) << r.error().ToString();
-  EXPECT_EQ(*r, R"({"code":1,"stdout":"out","stderr":"err"})");
+  EXPECT_EQ(*r, R"({"code":1,"stdout":"out","stderr":"err","truncated":false,"limit":null})");
   EXPECT_EQ(api_.calls.back().op, "exec");
   EXPECT_EQ(api_.calls.back().args, (Fields{"rg", R"(["TODO","."])", "in"}));
   r = RunSnippet("return sys.exec({program: 'fd'}).code");
   ASSERT_TRUE(r);
   EXPECT_EQ(api_.calls.back().args, (Fields{"fd", "[]", ""}));
+  Reply("exec", {"143", "partial", "", "1", "0", "stdout"});
+  r = RunSnippet("const e = sys.exec({program: 'rg', args: ['x']}); return [e.truncated, e.limit]");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(*r, R"([true,"stdout"])");
+  Reply("exec", {"1", "out", "err"});
+  EXPECT_EQ(Thrown("sys.exec({program: 'rg'})"), "Error|io: malformed exec reply");
   ReplyError("exec", "denied", "executable not granted: sh");
   EXPECT_EQ(Thrown("sys.exec({program: 'sh'})"), "Error|denied: executable not granted: sh");
 }

@@ -42,7 +42,8 @@ TEST_F(LuaRuntimeTest, CommandsReturnJsonAndStrings) {
 }
 
 TEST_F(LuaRuntimeTest, SysFsCallsTheGatewayAndRaisesStableCodes) {
-  api_.handlers["fs.read"] = [](const std::vector<std::string>& a) -> Result<std::vector<std::string>> {
+  api_.handlers["fs.read"] =
+      [](const std::vector<std::string>& a) -> Result<std::vector<std::string>> {
     if (a[0] == "src/a.c") return std::vector<std::string>{"int x;"};
     return Fail("denied", "fs.read outside the grant: " + a[0]);
   };
@@ -65,7 +66,7 @@ TEST_F(LuaRuntimeTest, ListStatWriteExecFetchEditorShapes) {
     return std::vector<std::string>{"file", "12", "100", "500000000"};
   };
   api_.handlers["exec"] = [](const auto&) -> Result<std::vector<std::string>> {
-    return std::vector<std::string>{"0", "out", "err"};
+    return std::vector<std::string>{"0", "out", "err", "0", "0", ""};
   };
   api_.handlers["net.fetch"] = [](const auto&) -> Result<std::vector<std::string>> {
     return std::vector<std::string>{"200", R"({"content-type":"text/plain"})", "body"};
@@ -89,7 +90,9 @@ TEST_F(LuaRuntimeTest, ListStatWriteExecFetchEditorShapes) {
             b.version, err}
   )");
   ASSERT_TRUE(r) << r.error().ToString();
-  EXPECT_EQ(*r, R"(["src","dir",12,100.5,"out",200,"text/plain",3,"stale: buffer changed since version 3"])");
+  EXPECT_EQ(
+      *r,
+      R"(["src","dir",12,100.5,"out",200,"text/plain",3,"stale: buffer changed since version 3"])");
   bool saw_write = false, saw_exec = false;
   for (const auto& c : api_.calls) {
     if (c.op == "fs.write") saw_write = c.args == std::vector<std::string>{"notes/x", "data"};
@@ -187,13 +190,15 @@ TEST_F(LuaRuntimeTest, InfiniteLoopStopsAtTheDeadline) {
 TEST_F(LuaRuntimeTest, MemoryBalloonStopsAtTheBudgetEvenUnderPcall) {
   RuntimeLimits limits;
   limits.memory_bytes = 8 << 20;
-  auto r = RunSnippet("local t = {} for i = 1, 1e9 do t[i] = string.rep('x', 1000) .. i end", limits);
+  auto r =
+      RunSnippet("local t = {} for i = 1, 1e9 do t[i] = string.rep('x', 1000) .. i end", limits);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, "limit");
   r = RunSnippet(R"(
     local keep = {}
     while true do pcall(function() keep[#keep + 1] = string.rep('y', 1e6) .. #keep end) end
-  )", limits);
+  )",
+                 limits);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, "limit");
   r = RunSnippet("return #string.rep('x', 1e8)", limits);
@@ -205,7 +210,8 @@ TEST_F(LuaRuntimeTest, DeepRecursionIsAnErrorNotACrash) {
   auto r = RunSnippet("local function f(n) return f(n + 1) + 1 end return f(1)");
   ASSERT_FALSE(r);
   EXPECT_TRUE(r.error().code == "error" || r.error().code == "limit") << r.error().ToString();
-  r = RunSnippet("local t = setmetatable({}, {__index = function(t, k) return t[k] end}) return t.x");
+  r = RunSnippet(
+      "local t = setmetatable({}, {__index = function(t, k) return t[k] end}) return t.x");
   ASSERT_FALSE(r);
 }
 

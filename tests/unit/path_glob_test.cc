@@ -249,5 +249,28 @@ TEST(GlobGrantAllows, RootMatchesOnlyAllDoubleStarGrants) {
   EXPECT_FALSE(GrantAllows({"src/**"}, ".", Access::kRead));
 }
 
+TEST(GlobLiteralPrefixes, EachGlobBecomesTheSubtreeOfItsLiteralLeadingComponents) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(GlobLiteralPrefixes({"src/**"}), V({"src"}));
+  EXPECT_EQ(GlobLiteralPrefixes({"docs/*.md"}), V({"docs"}));
+  EXPECT_EQ(GlobLiteralPrefixes({"README.md"}), V({"README.md"}));
+  EXPECT_EQ(GlobLiteralPrefixes({"a/b/c?/d"}), V({"a/b"}));
+  EXPECT_EQ(GlobLiteralPrefixes({"**"}), V({"."}));
+  EXPECT_EQ(GlobLiteralPrefixes({"*.md", "src/**"}), V({"."}));
+  EXPECT_EQ(GlobLiteralPrefixes({}), V({}));
+}
+
+TEST(GlobLiteralPrefixes, NestedAndDuplicatePrefixesCollapseButSiblingsWithSharedTextDoNot) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(GlobLiteralPrefixes({"src/a/**", "src/**", "src/b.c", "src/**"}), V({"src"}));
+  EXPECT_EQ(GlobLiteralPrefixes({"a-b/**", "a/**", "a/x/**"}), V({"a", "a-b"}));
+  EXPECT_EQ(GlobLiteralPrefixes({"src2/**", "src/**"}), V({"src", "src2"}));
+}
+
+TEST(GlobLiteralPrefixes, InvalidGlobsWidenNothing) {
+  EXPECT_EQ(GlobLiteralPrefixes({"/etc/**", "../x/**", "a/../b", "", "a**"}),
+            std::vector<std::string>{});
+}
+
 }  // namespace
 }  // namespace anvil

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -49,9 +50,8 @@ TEST(ComputeFileView, GitFilePointerTargetIsProtectedToo) {
   SandboxPolicy p;
   p.workspace = "/ws";
   p.extra_writable_roots = {"/repo"};
-  auto view = ComputeFileView(
-      p, FakeHost({"/ws", "/ws/.git", "/repo", "/repo/.git/worktrees/x"}, {},
-                  {{"/ws/.git", "/repo/.git/worktrees/x"}}));
+  auto view = ComputeFileView(p, FakeHost({"/ws", "/ws/.git", "/repo", "/repo/.git/worktrees/x"},
+                                          {}, {{"/ws/.git", "/repo/.git/worktrees/x"}}));
   ASSERT_TRUE(view);
   ASSERT_EQ(view->writable_roots.size(), 2u);
   EXPECT_EQ(view->writable_roots[1].read_only_subpaths,
@@ -78,6 +78,38 @@ TEST(ComputeFileView, ReadOnlyHasNoWritableRoots) {
             view->read_roots.end());
   p.extra_writable_roots = {"/x"};
   EXPECT_FALSE(ComputeFileView(p, FakeHost({"/ws", "/x"})));
+}
+
+TEST(ComputeFileView, ReadableSubpathsReplaceTheWholeWorkspace) {
+  SandboxPolicy p;
+  p.kind = PolicyKind::kReadOnly;
+  p.workspace = "/ws";
+  p.workspace_read_subpaths = std::vector<std::string>{"src", "docs/api", "src"};
+  auto view = ComputeFileView(p, FakeHost({"/ws"}));
+  ASSERT_TRUE(view) << view.error().ToString();
+  EXPECT_EQ(std::count(view->read_roots.begin(), view->read_roots.end(), "/ws"), 0);
+  EXPECT_EQ(view->workspace_base, "/ws");
+  EXPECT_EQ(view->workspace_read_subpaths, (std::vector<std::string>{"src", "docs/api"}));
+  // Nothing readable at all is a valid (empty) view.
+  p.workspace_read_subpaths = std::vector<std::string>{};
+  view = ComputeFileView(p, FakeHost({"/ws"}));
+  ASSERT_TRUE(view);
+  EXPECT_TRUE(view->workspace_read_subpaths.empty());
+  EXPECT_EQ(view->workspace_base, "/ws");
+}
+
+TEST(ComputeFileView, ReadableSubpathsMustBeRelativeAndStayBeneath) {
+  SandboxPolicy p;
+  p.kind = PolicyKind::kReadOnly;
+  p.workspace = "/ws";
+  for (std::string bad : {"/etc", "..", "a/../..", "a//b", "./a", "a/", ""}) {
+    p.workspace_read_subpaths = std::vector<std::string>{bad};
+    EXPECT_FALSE(ComputeFileView(p, FakeHost({"/ws"}))) << bad;
+  }
+  // Only for a read-only policy: a writable workspace is bound whole.
+  p.kind = PolicyKind::kWorkspaceWrite;
+  p.workspace_read_subpaths = std::vector<std::string>{"src"};
+  EXPECT_FALSE(ComputeFileView(p, FakeHost({"/ws"})));
 }
 
 TEST(ComputeFileView, SymlinkedGitFailsClosedUnlessGitIsWritable) {

@@ -1,0 +1,151 @@
+// sys.exec cost (issue 5): `rg PATTERN` over a generated 10,000-file workspace through the real
+// gateway (gateway → exec broker → job → anvil-exec-runner → rg), against bare `rg` on the same
+// tree in the same run; and the fixed cost per call (`rg` on a one-file workspace through the
+// gateway minus bare). Requests are sent the way a plugin host sends them (a registered
+// capability token on a passed connection); the host's own hop is the no-op round trip that
+// gateway_bench measures (tens of µs). Prints medians and ratios; asserts nothing.
+//
+//   build/release/bench/exec_bench build/release [ROUNDS]
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "ipc/capability_token.h"
+#include "ipc/gateway_client.h"
+#include "session/gateway_process.h"
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+// Bare rg, started the cheapest way (fork + exec, output to /dev/null), cwd = the workspace.
+double BareRg(const std::string& ws, const std::vector<std::string>& args) {
+  auto t0 = Clock::now();
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (chdir(ws.c_str()) != 0) _exit(127);
+    FILE* null = std::freopen("/dev/null", "w", stdout);
+    (void)null;
+    std::vector<char*> argv;
+    std::string rg = "rg", nc = "--no-config";
+    argv.push_back(rg.data());
+    argv.push_back(nc.data());
+    std::vector<std::string> copy = args;
+    for (auto& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv("/usr/bin/rg", argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return Ms(Clock::now() - t0);
+}
+
+std::string MakeTree(const std::string& base, int files) {
+  std::string ws = base;
+  mkdir(ws.c_str(), 0755);
+  for (int d = 0; d < 10; ++d) {
+    for (int e = 0; e < 10; ++e) {
+      std::string dir = ws + "/d" + std::to_string(d) + "/e" + std::to_string(e);
+      std::string cmd = "mkdir -p '" + dir + "'";
+      if (std::system(cmd.c_str()) != 0) return "";
+      for (int f = 0; f < files / 100; ++f) {
+        std::ofstream out(dir + "/f" + std::to_string(f) + ".txt");
+        int n = (d * 10 + e) * (files / 100) + f;
+        out << "line one of file " << n << "\nsome ordinary text here\n";
+        if (n % 50 == 0) out << "the NEEDLE is here\n";
+      }
+    }
+  }
+  return ws;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string bin_dir = argc > 1 ? argv[1] : "build/release";
+  int rounds = argc > 2 ? std::atoi(argv[2]) : 30;
+  char tmpl[] = "/tmp/anvil-exec-bench-XXXXXX";
+  if (!mkdtemp(tmpl)) return 1;
+  std::string root = tmpl;
+  std::string big = MakeTree(root + "/big", 10000);
+  std::string small = root + "/small";
+  mkdir(small.c_str(), 0755);
+  std::ofstream(small + "/one.txt") << "the NEEDLE is here\n";
+  if (big.empty()) return 1;
+
+  std::printf("sys.exec bench: %d rounds, rg %s\n", rounds, "NEEDLE");
+  std::fflush(stdout);  // before any fork: a child must not flush our buffer again
+  struct Row {
+    const char* name;
+    double bare, gw;
+  };
+  std::vector<Row> rows;
+  for (const auto& [name, ws] :
+       {std::pair<const char*, std::string>{"10,000 files", big}, {"1 file (fixed cost)", small}}) {
+    anvil::session::GatewayConfig config{
+        bin_dir + "/anvil-gateway",
+        ws,
+        {"--runtime-dir", root + "/run-" + std::to_string(rows.size())}};
+    auto gateway = anvil::session::GatewayProcess::Start(config);
+    if (!gateway) {
+      std::fprintf(stderr, "gateway: %s\n", gateway.error().ToString().c_str());
+      return 1;
+    }
+    auto token = anvil::ipc::CapabilityToken::Generate();
+    anvil::Grant grant;
+    grant.fs_read = {"**"};
+    grant.exec = {"rg"};
+    if (!token || !(*gateway)->Register(*token, "bench.exec", getpid(), geteuid(), grant)) return 1;
+    auto fd = (*gateway)->Connect();
+    if (!fd) return 1;
+    anvil::ipc::GatewayClient client(std::move(*fd), token->bytes());
+    if (!client.Hello("bench.exec", (*gateway)->workspace())) return 1;
+    std::string args = nlohmann::json(std::vector<std::string>{"NEEDLE"}).dump();
+    std::vector<double> bare, gw;
+    // Warm the page cache and both paths once.
+    BareRg(ws, {"NEEDLE"});
+    client.Call("exec", {"rg", args, ""});
+    for (int i = 0; i < rounds; ++i) {
+      // Alternate the order so that machine noise lands on both.
+      if (i % 2 == 0) bare.push_back(BareRg(ws, {"NEEDLE"}));
+      auto t0 = Clock::now();
+      auto r = client.Call("exec", {"rg", args, ""});
+      gw.push_back(Ms(Clock::now() - t0));
+      if (!r || !r->ok) {
+        std::fprintf(stderr, "exec failed: %s\n",
+                     r ? r->ErrorText().c_str() : r.error().ToString().c_str());
+        return 1;
+      }
+      if (i % 2 == 1) bare.push_back(BareRg(ws, {"NEEDLE"}));
+    }
+    rows.push_back({name, Median(bare), Median(gw)});
+    (*gateway)->Stop();
+  }
+  std::printf("\n%-22s %12s %14s %8s %12s\n", "workspace", "bare rg ms", "sys.exec ms", "ratio",
+              "extra ms");
+  for (const auto& r : rows) {
+    std::printf("%-22s %12.2f %14.2f %8.2f %12.2f\n", r.name, r.bare, r.gw, r.gw / r.bare,
+                r.gw - r.bare);
+  }
+  std::printf(
+      "\ntargets (issue 5): 10,000 files ratio <= 1.10; fixed cost (1-file extra) <= 3 ms\n");
+  std::string cleanup = "rm -rf '" + root + "'";
+  return std::system(cleanup.c_str()) == 0 ? 0 : 1;
+}

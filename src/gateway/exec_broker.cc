@@ -1,0 +1,631 @@
+#include "gateway/exec_broker.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "fs/workspace_path.h"
+#include "ipc/frame.h"
+#include "policy/exec_rules.h"
+
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+
+namespace anvil::gateway {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kRunnerFd = 4;                      // in the broker and its jobs
+constexpr int kChannelFd = 3;                     // in the broker
+constexpr size_t kMaxRequestOverhead = 1u << 20;  // argv, paths, framing beyond stdin
+constexpr auto kTermGrace = std::chrono::milliseconds(500);
+constexpr auto kBackstop = std::chrono::seconds(3);  // beyond the runner's own timeout
+
+std::string JoinNul(const std::vector<std::string>& parts) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i) out.push_back('\0');
+    out += parts[i];
+  }
+  return out;
+}
+
+std::vector<std::string> SplitNul(const std::string& joined, size_t count) {
+  std::vector<std::string> out;
+  if (count == 0) return out;
+  size_t start = 0;
+  while (true) {
+    size_t end = joined.find('\0', start);
+    if (end == std::string::npos) {
+      out.push_back(joined.substr(start));
+      break;
+    }
+    out.push_back(joined.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+Result<size_t> ParseCount(const std::string& text) {
+  if (text.empty() || text.size() > 6 || !std::all_of(text.begin(), text.end(), ::isdigit)) {
+    return Fail("invalid", "malformed exec request");
+  }
+  return static_cast<size_t>(std::stoul(text));
+}
+
+bool WriteAll(int fd, const std::string& data) {
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) {
+      pollfd p{fd, POLLOUT, 0};
+      poll(&p, 1, 1000);
+      continue;
+    }
+    if (n <= 0) return false;
+    off += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+int MillisUntil(Clock::time_point t) {
+  auto now = Clock::now();
+  if (t <= now) return 0;
+  return static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(t - now).count() +
+                          1);
+}
+
+// --- job process ------------------------------------------------------------------------------
+
+// Reads the one request of a job connection: bounded in size and time.
+Result<ipc::Request> ReadJobRequest(int conn, const ExecLimits& limits) {
+  ipc::FrameReader reader(static_cast<uint32_t>(
+      std::min<uint64_t>(limits.max_stdin_bytes + kMaxRequestOverhead, ipc::kMaxFrameBytes)));
+  auto deadline = Clock::now() + std::chrono::seconds(10);
+  char buf[65536];
+  while (true) {
+    auto frame = reader.Next();
+    if (!frame) return tl::unexpected(frame.error());
+    if (*frame) {
+      if ((*frame)->kind != ipc::FrameKind::kRequest) return Fail("invalid", "not a request");
+      return ipc::DecodeRequest((*frame)->body);
+    }
+    pollfd p{conn, POLLIN, 0};
+    int r = poll(&p, 1, MillisUntil(deadline));
+    if (r == 0) return Fail("io", "exec request not received in time");
+    if (r < 0 && errno != EINTR) return SysFail("io", "poll");
+    ssize_t n = ::recv(conn, buf, sizeof(buf), 0);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) return Fail("cancelled", "exec request withdrawn");
+    reader.Append(buf, static_cast<size_t>(n));
+  }
+}
+
+struct CheckedJob {
+  CheckedArgv argv;
+  std::vector<std::string> readable;  // empty optional semantics: see ExecRequest
+  std::string stdin_data;
+};
+
+// The broker's own check: everything the gateway checked, again, with nothing taken on trust.
+Result<CheckedJob> CheckJob(const ipc::Request& r, const ExecLimits& limits) {
+  if (r.op != "exec" || r.args.size() != 6) return Fail("invalid", "malformed exec request");
+  auto nargs = ParseCount(r.args[2]);
+  auto npaths = ParseCount(r.args[4]);
+  if (!nargs || !npaths) return Fail("invalid", "malformed exec request");
+  std::vector<std::string> args = SplitNul(r.args[3], *nargs);
+  std::vector<std::string> paths = SplitNul(r.args[5], *npaths);
+  if (args.size() != *nargs || paths.size() != *npaths) {
+    return Fail("invalid", "malformed exec request");
+  }
+  if (r.args[1].size() > limits.max_stdin_bytes) {
+    return Fail("limit",
+                "sys.exec stdin over " + std::to_string(limits.max_stdin_bytes) + " bytes");
+  }
+  auto rule = LookupExecRule(r.args[0]);
+  if (!rule) return tl::unexpected(rule.error());
+  auto checked = CheckExecArgv(**rule, args);
+  if (!checked) return tl::unexpected(checked.error());
+  for (const auto& p : paths) {
+    if (p == ".") continue;
+    auto normalized = NormalizeWorkspacePath(p, RootPolicy::kReject);
+    if (!normalized || *normalized != p) {
+      return Fail("invalid", "sys.exec readable path is not a normalized workspace path: " + p);
+    }
+  }
+  return CheckedJob{std::move(*checked), std::move(paths), r.args[1]};
+}
+
+// Moves `fd` to exactly `target` in a child about to exec (clears close-on-exec).
+void PlaceFd(int fd, int target) {
+  if (fd == target) {
+    fcntl(fd, F_SETFD, 0);
+  } else {
+    dup2(fd, target);
+  }
+}
+
+struct RunnerPipes {
+  UniqueFd in_w, out_r, err_r, report_r;
+};
+
+[[noreturn]] void ExecRunner(int runner_fd, const ExecBrokerConfig& config, const CheckedJob& job,
+                             int program_fd, int in_r, int out_w, int err_w, int report_w) {
+  setpgid(0, 0);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // Lift every source above the targets first, so no dup2 overwrites a descriptor still needed.
+  int src[] = {in_r, out_w, err_w, program_fd, report_w, runner_fd};
+  int lifted[6];
+  for (int i = 0; i < 6; ++i) {
+    lifted[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 64);
+    if (lifted[i] < 0) _exit(125);
+  }
+  PlaceFd(lifted[0], 0);
+  PlaceFd(lifted[1], 1);
+  PlaceFd(lifted[2], 2);
+  PlaceFd(lifted[3], 3);
+  PlaceFd(lifted[4], 4);
+  int runner = fcntl(lifted[5], F_DUPFD_CLOEXEC, 5);
+  if (runner < 0) _exit(125);
+  // Everything else closes at exec.
+  syscall(SYS_close_range, 5, ~0U, 4 /* CLOSE_RANGE_CLOEXEC */);
+  fcntl(runner, F_SETFD, FD_CLOEXEC);
+
+  const ExecLimits& l = config.limits;
+  char timeout[32];
+  std::snprintf(timeout, sizeof(timeout), "%.3f",
+                std::max<double>(0.001, static_cast<double>(l.timeout.count()) / 1000.0));
+  std::vector<std::string> args = {"anvil-exec-runner",
+                                   "--policy",
+                                   "read-only",
+                                   "--read-access",
+                                   "restricted",
+                                   "--network",
+                                   "none",
+                                   "--cwd",
+                                   config.workspace,
+                                   "--exec-fd",
+                                   "3",
+                                   "--report-fd",
+                                   "4",
+                                   "--minimal-env",
+                                   "--limit",
+                                   "nproc=" + std::to_string(l.max_processes),
+                                   "--limit",
+                                   "tmp=" + std::to_string(l.tmp_bytes),
+                                   "--timeout",
+                                   timeout};
+  bool whole = std::find(job.readable.begin(), job.readable.end(), ".") != job.readable.end();
+  if (job.readable.empty()) {
+    args.push_back("--no-workspace-read");
+  } else if (!whole) {
+    for (const auto& p : job.readable) {
+      args.push_back("--readable-path");
+      args.push_back(p);
+    }
+  }
+  std::vector<std::string> env;
+  if (!config.fail_layer_for_testing.empty()) {
+    args.push_back("--unsafe-test-fail-layer");
+    args.push_back(config.fail_layer_for_testing);
+    env.push_back("ANVIL_ALLOW_TEST_FAULTS=1");
+  }
+  args.push_back("--");
+  for (const auto& a : job.argv.argv) args.push_back(a);
+  std::vector<char*> argv, envp;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  syscall(SYS_execveat, runner, "", argv.data(), envp.data(), AT_EMPTY_PATH);
+  const char msg[] = "anvil exec broker: cannot start anvil-exec-runner\n";
+  ssize_t ignored = ::write(2, msg, sizeof(msg) - 1);
+  (void)ignored;
+  _exit(125);
+}
+
+ipc::Response JobError(const Error& e) { return ipc::Response::Error(1, e.code, e.message); }
+
+ipc::Response RunJob(int conn, int runner_fd, const ExecBrokerConfig& config,
+                     const CheckedJob& job) {
+  const ExecLimits& limits = config.limits;
+  UniqueFd program(::open(job.argv.program_path.c_str(), O_PATH | O_CLOEXEC));
+  struct stat st {};
+  if (!program || ::fstat(program.Get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return JobError(Error{"not_found", "executable missing: " + job.argv.program_path, 0});
+  }
+  // No stdin: /dev/null, not an empty pipe — rg searches a piped stdin instead of the
+  // workspace when no path is given.
+  UniqueFd dev_null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!dev_null) return JobError(Error{"io", "open /dev/null", errno});
+  int in[2], out[2], err[2], rep[2];
+  if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC) ||
+      pipe2(rep, O_CLOEXEC)) {
+    return JobError(Error{"io", "pipe failed", errno});
+  }
+  UniqueFd in_r(in[0]), in_w(in[1]), out_r(out[0]), out_w(out[1]), err_r(err[0]), err_w(err[1]),
+      rep_r(rep[0]), rep_w(rep[1]);
+  pid_t child = fork();
+  if (child < 0) return JobError(Error{"io", "fork failed", errno});
+  if (child == 0) {
+    ExecRunner(runner_fd, config, job, program.Get(),
+               job.stdin_data.empty() ? dev_null.Get() : in_r.Get(), out_w.Get(), err_w.Get(),
+               rep_w.Get());
+  }
+  setpgid(child, child);  // also done in the child; whichever runs first
+  in_r.Reset();
+  out_w.Reset();
+  err_w.Reset();
+  rep_w.Reset();
+  program.Reset();
+  dev_null.Reset();
+  for (int fd : {in_w.Get(), out_r.Get(), err_r.Get(), rep_r.Get()}) {
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  }
+  if (job.stdin_data.empty()) in_w.Reset();
+
+  ExecResult result;
+  std::string report;
+  size_t stdin_off = 0;
+  bool cancelled = false;
+  std::optional<Clock::time_point> term_sent;
+  bool killed = false;
+  auto deadline = Clock::now() + limits.timeout + kBackstop;
+  bool backstop_hit = false;
+  auto stop = [&] {
+    if (!term_sent) {
+      // The runner forwards SIGTERM into the sandbox and cleans up (its pids cgroup) on exit.
+      kill(child, SIGTERM);
+      term_sent = Clock::now();
+    }
+  };
+  int status = 0;
+  bool reaped = false;
+  while (true) {
+    bool open_out = out_r || err_r || rep_r;
+    if (!open_out && reaped) break;
+    if (!reaped) {
+      pid_t w = waitpid(child, &status, WNOHANG);
+      if (w == child) reaped = true;
+    }
+    if (term_sent && !killed && Clock::now() - *term_sent >= kTermGrace) {
+      kill(-child, SIGKILL);
+      kill(child, SIGKILL);
+      killed = true;
+    }
+    if (!term_sent && Clock::now() >= deadline) {
+      backstop_hit = true;
+      stop();
+    }
+    pollfd fds[5] = {{conn, POLLIN | POLLRDHUP, 0},
+                     {in_w ? in_w.Get() : -1, POLLOUT, 0},
+                     {out_r ? out_r.Get() : -1, POLLIN, 0},
+                     {err_r ? err_r.Get() : -1, POLLIN, 0},
+                     {rep_r ? rep_r.Get() : -1, POLLIN, 0}};
+    int wait_ms = reaped && !open_out ? 0 : 50;
+    if (!term_sent) wait_ms = std::min(wait_ms, MillisUntil(deadline));
+    int n = poll(fds, 5, wait_ms);
+    if (n < 0 && errno != EINTR) break;
+    if (n <= 0) continue;
+    if (fds[0].revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR)) {
+      // The gateway never sends more than the request: anything here is a cancel.
+      cancelled = true;
+      stop();
+      fds[0].fd = -1;
+    }
+    if (in_w && (fds[1].revents & (POLLOUT | POLLERR | POLLHUP))) {
+      ssize_t w = ::write(in_w.Get(), job.stdin_data.data() + stdin_off,
+                          std::min<size_t>(job.stdin_data.size() - stdin_off, 65536));
+      if (w > 0) stdin_off += static_cast<size_t>(w);
+      if ((w < 0 && errno != EAGAIN && errno != EINTR) || stdin_off == job.stdin_data.size()) {
+        in_w.Reset();
+      }
+    }
+    auto drain = [&](UniqueFd& fd, std::string& into, uint64_t cap, bool& truncated,
+                     const char* name) {
+      char buf[65536];
+      while (fd) {
+        ssize_t r = ::read(fd.Get(), buf, sizeof(buf));
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0 && errno == EAGAIN) return;
+        if (r <= 0) {
+          fd.Reset();
+          return;
+        }
+        size_t room = into.size() < cap ? cap - into.size() : 0;
+        into.append(buf, std::min<size_t>(room, static_cast<size_t>(r)));
+        if (static_cast<size_t>(r) > room && !truncated) {
+          truncated = true;
+          if (result.limit.empty()) result.limit = name;
+          stop();
+        }
+      }
+    };
+    if (fds[2].revents)
+      drain(out_r, result.stdout_data, limits.max_stdout_bytes, result.stdout_truncated, "stdout");
+    if (fds[3].revents)
+      drain(err_r, result.stderr_data, limits.max_stderr_bytes, result.stderr_truncated, "stderr");
+    if (fds[4].revents) {
+      bool unused = false;
+      drain(rep_r, report, 64 * 1024, unused, "report");
+    }
+  }
+  if (!reaped) {
+    kill(-child, SIGKILL);
+    waitpid(child, &status, 0);
+  }
+  if (cancelled) return JobError(Error{"cancelled", "sys.exec cancelled", 0});
+
+  nlohmann::json parsed = nlohmann::json::parse(report, nullptr, /*allow_exceptions=*/false);
+  std::string outcome = parsed.is_object() ? parsed.value("outcome", "") : "";
+  std::string error = parsed.is_object() ? parsed.value("error", "") : "";
+  if (!result.limit.empty()) {
+    // Stopped by us at an output cap: what was read is the answer, marked truncated.
+    result.code = parsed.is_object() ? parsed.value("exit_code", 0) : 0;
+    return ipc::Response{
+        1,
+        true,
+        {std::to_string(result.code), std::move(result.stdout_data), std::move(result.stderr_data),
+         result.stdout_truncated ? "1" : "0", result.stderr_truncated ? "1" : "0", result.limit}};
+  }
+  if (outcome == "timed_out" || backstop_hit) {
+    char secs[32];
+    std::snprintf(secs, sizeof(secs), "%g", static_cast<double>(limits.timeout.count()) / 1000.0);
+    return JobError(Error{"timeout",
+                          "sys.exec " + job.argv.argv[0] + " passed its " + secs +
+                              " s limit; the whole process tree was killed",
+                          0});
+  }
+  if (outcome == "setup_failed" || outcome.empty()) {
+    std::string why = !error.empty() ? error : "the runner ended without a report";
+    return JobError(Error{"sandbox", "sys.exec did not run (fail closed): " + why, 0});
+  }
+  if (outcome == "exec_failed") {
+    return JobError(Error{"io", "sys.exec could not start " + job.argv.argv[0] + ": " + error, 0});
+  }
+  result.code = parsed.value("exit_code", 0);
+  return ipc::Response{
+      1,
+      true,
+      {std::to_string(result.code), std::move(result.stdout_data), std::move(result.stderr_data),
+       result.stdout_truncated ? "1" : "0", result.stderr_truncated ? "1" : "0", result.limit}};
+}
+
+// --- broker process ---------------------------------------------------------------------------
+
+[[noreturn]] void BrokerMain(const ExecBrokerConfig& config, pid_t gateway) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != gateway) _exit(0);
+  prctl(PR_SET_NAME, "anvil-exec-brkr");
+  prctl(PR_SET_DUMPABLE, 0);
+  prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+  signal(SIGPIPE, SIG_IGN);
+  signal(SIGCHLD, SIG_DFL);
+  syscall(SYS_close_range, 5, ~0U, 0);
+  uint32_t live = 0;
+  const uint32_t max_live = std::max<uint32_t>(1, config.limits.max_concurrent) * 2;
+  while (true) {
+    while (live > 0) {
+      pid_t w = waitpid(-1, nullptr, WNOHANG);
+      if (w <= 0) break;
+      --live;
+    }
+    pollfd p{kChannelFd, POLLIN, 0};
+    int r = poll(&p, 1, live > 0 ? 100 : -1);
+    if (r < 0 && errno != EINTR) _exit(1);
+    if (r <= 0) continue;
+    char byte;
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    ssize_t n = recvmsg(kChannelFd, &msg, MSG_CMSG_CLOEXEC);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) _exit(0);  // the gateway is gone: jobs and runners die with us (PDEATHSIG)
+    int conn = -1;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+          c->cmsg_len == CMSG_LEN(sizeof(int))) {
+        std::memcpy(&conn, CMSG_DATA(c), sizeof(int));
+      }
+    }
+    if (conn < 0) continue;
+    if (live >= max_live) {
+      ::close(conn);  // the gateway side sees EOF: an io error for that call
+      continue;
+    }
+    pid_t job = fork();
+    if (job == 0) {
+      ::close(kChannelFd);
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() == 1) _exit(0);
+      _exit(ServeExecJob(conn, kRunnerFd, config));
+    }
+    ::close(conn);
+    if (job > 0) ++live;
+  }
+}
+
+}  // namespace
+
+int ServeExecJob(int conn, int runner_fd, const ExecBrokerConfig& config) {
+  signal(SIGPIPE, SIG_IGN);
+  ipc::Response response;
+  auto request = ReadJobRequest(conn, config.limits);
+  if (!request) {
+    if (request.error().code == "cancelled") return 0;
+    response = JobError(request.error());
+  } else if (auto job = CheckJob(*request, config.limits); !job) {
+    response = JobError(job.error());
+  } else {
+    response = RunJob(conn, runner_fd, config, *job);
+  }
+  WriteAll(conn, ipc::EncodeResponse(response));
+  ::close(conn);
+  return 0;
+}
+
+Result<std::unique_ptr<ExecBroker>> ExecBroker::Start(const ExecBrokerConfig& config) {
+  UniqueFd runner(::open(config.runner_path.c_str(), O_PATH | O_CLOEXEC));
+  struct stat st {};
+  if (!runner || ::fstat(runner.Get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return SysFail("not_found", "anvil-exec-runner not found at " + config.runner_path);
+  }
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+    return SysFail("io", "exec broker socketpair");
+  }
+  UniqueFd mine(sv[0]), theirs(sv[1]);
+  pid_t gateway = getpid();
+  pid_t pid = fork();
+  if (pid < 0) return SysFail("io", "fork exec broker");
+  if (pid == 0) {
+    // Exactly two descriptors survive: the channel (3) and the runner (4).
+    int ch = fcntl(theirs.Get(), F_DUPFD_CLOEXEC, 64);
+    int rn = fcntl(runner.Get(), F_DUPFD_CLOEXEC, 64);
+    if (ch < 0 || rn < 0 || dup3(ch, kChannelFd, O_CLOEXEC) < 0 ||
+        dup3(rn, kRunnerFd, O_CLOEXEC) < 0) {
+      _exit(1);
+    }
+    int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null >= 0) {
+      dup2(null, 0);
+      dup2(null, 1);
+    }
+    BrokerMain(config, gateway);
+  }
+  return std::unique_ptr<ExecBroker>(new ExecBroker(std::move(mine), pid, config.limits));
+}
+
+ExecBroker::~ExecBroker() {
+  channel_.Reset();
+  if (pid_ > 0) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+}
+
+Result<ExecResult> ExecBroker::Run(const ExecRequest& request,
+                                   const std::atomic<bool>* cancelled) const {
+  struct Slot {
+    std::atomic<uint32_t>& n;
+    ~Slot() { n.fetch_sub(1); }
+  } slot{running_};
+  if (running_.fetch_add(1) >= limits_.max_concurrent) {
+    return Fail("busy", "sys.exec: " + std::to_string(limits_.max_concurrent) +
+                            " commands already running in this session; try again");
+  }
+  if (request.stdin_data.size() > limits_.max_stdin_bytes) {
+    return Fail("limit",
+                "sys.exec stdin over " + std::to_string(limits_.max_stdin_bytes) + " bytes");
+  }
+  int sp[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) != 0) {
+    return SysFail("io", "sys.exec socketpair");
+  }
+  UniqueFd conn(sp[0]), theirs(sp[1]);
+  {
+    char byte = 'x';
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    int fd = theirs.Get();
+    std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
+    if (sendmsg(channel_.Get(), &msg, MSG_NOSIGNAL) != 1) {
+      return SysFail("io", "sys.exec: the exec broker is gone");
+    }
+  }
+  theirs.Reset();
+  ipc::Request wire;
+  wire.id = 1;
+  wire.op = "exec";
+  wire.args = {request.program,
+               request.stdin_data,
+               std::to_string(request.args.size()),
+               JoinNul(request.args),
+               std::to_string(request.readable_paths.size()),
+               JoinNul(request.readable_paths)};
+  fcntl(conn.Get(), F_SETFL, O_NONBLOCK);
+  std::string frame = ipc::EncodeRequest(wire);
+  auto is_cancelled = [&] { return cancelled && cancelled->load(std::memory_order_acquire); };
+  auto deadline = Clock::now() + limits_.timeout + kBackstop + std::chrono::seconds(2);
+  size_t off = 0;
+  while (off < frame.size()) {
+    if (is_cancelled()) return Fail("cancelled", "sys.exec cancelled");
+    ssize_t n = ::send(conn.Get(), frame.data() + off, frame.size() - off, MSG_NOSIGNAL);
+    if (n > 0) {
+      off += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+      pollfd p{conn.Get(), POLLOUT, 0};
+      poll(&p, 1, 50);
+      continue;
+    }
+    // The job answered early (a refused request) and closed: read that answer below.
+    break;
+  }
+  ipc::FrameReader reader(ipc::kMaxFrameBytes);
+  char buf[65536];
+  while (true) {
+    auto next = reader.Next();
+    if (!next) return Fail("io", "sys.exec: malformed answer from the exec broker");
+    if (*next) {
+      auto response = ipc::DecodeResponse((*next)->body);
+      if (!response) return Fail("io", "sys.exec: malformed answer from the exec broker");
+      if (!response->ok) {
+        return tl::unexpected(Error{response->fields.size() > 0 ? response->fields[0] : "io",
+                                    response->fields.size() > 1 ? response->fields[1] : "", 0});
+      }
+      const auto& f = response->fields;
+      if (f.size() != 6) return Fail("io", "sys.exec: malformed answer from the exec broker");
+      ExecResult result;
+      result.code = std::atoi(f[0].c_str());
+      result.stdout_data = f[1];
+      result.stderr_data = f[2];
+      result.stdout_truncated = f[3] == "1";
+      result.stderr_truncated = f[4] == "1";
+      result.limit = f[5];
+      return result;
+    }
+    if (is_cancelled()) return Fail("cancelled", "sys.exec cancelled");
+    if (Clock::now() >= deadline) {
+      return Fail("timeout", "sys.exec: no answer from the exec broker in time");
+    }
+    pollfd p{conn.Get(), POLLIN, 0};
+    int r = poll(&p, 1, 50);
+    if (r <= 0) continue;
+    ssize_t n = ::recv(conn.Get(), buf, sizeof(buf), 0);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    if (n <= 0) return Fail("io", "sys.exec: the exec broker closed the call without an answer");
+    reader.Append(buf, static_cast<size_t>(n));
+  }
+}
+
+}  // namespace anvil::gateway

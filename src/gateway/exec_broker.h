@@ -1,0 +1,107 @@
+// sys.exec (threat model T3): the gateway decides, the exec broker starts, anvil-exec-runner
+// confines. The broker is a small process forked from the gateway *before* the gateway hardens
+// itself: the runner needs user/mount/pid namespaces and mounts, which the gateway's own Landlock
+// domain forbids to every descendant. What the broker may start is bounded by the broker itself,
+// not by what the gateway asks:
+//
+//   gateway worker ──(socketpair end, SCM_RIGHTS)──▶ broker ──fork──▶ job process
+//                                                                     │ re-checks program + argv
+//                                                                     │ against the executable
+//                                                                     │ policy table, opens the
+//                                                                     │ program by its fixed path
+//                                                                     └─ anvil-exec-runner
+//                                                                          (--exec-fd, read-only
+//                                                                          workspace, no network,
+//                                                                          minimal env, own pid ns)
+//
+// One connection per exec: the job process reads one request, runs it, writes one response.
+// Closing the connection is the cancel: the job process kills the runner's process group, whose
+// pid-namespace init takes every descendant with it. The job process also enforces the output
+// caps (kill when a cap is passed; what was read is returned, marked truncated) and a wall-clock
+// backstop beyond the runner's own timeout. The broker dies with the gateway; jobs die with the
+// broker; runners die with their job (PR_SET_PDEATHSIG at each step).
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "common/unique_fd.h"
+
+namespace anvil::gateway {
+
+struct ExecLimits {
+  uint64_t max_stdout_bytes = 8u << 20;  // past this the tool is stopped; output kept, truncated
+  uint64_t max_stderr_bytes = 1u << 20;
+  uint64_t max_stdin_bytes = 8u << 20;
+  std::chrono::milliseconds timeout{30000};  // per call; the whole tree is killed at the deadline
+  uint64_t max_processes = 64;               // RLIMIT_NPROC inside (pids cgroup for root)
+  uint32_t max_concurrent = 4;               // per session; beyond: "busy"
+  uint64_t tmp_bytes = 16u << 20;            // the tool's private /tmp
+};
+
+struct ExecBrokerConfig {
+  std::string workspace;    // canonical
+  std::string runner_path;  // anvil-exec-runner; opened once at start
+  ExecLimits limits;
+  // Test-only (ANVIL_TEST_HOOKS builds): make the runner fail this sandbox layer.
+  std::string fail_layer_for_testing;
+};
+
+struct ExecRequest {
+  std::string program;            // a table name ("rg"), never a path
+  std::vector<std::string> args;  // the plugin's argv, without argv[0]
+  std::string stdin_data;
+  // Workspace paths the tool may read ("." = all); empty = nothing of the workspace.
+  std::vector<std::string> readable_paths;
+};
+
+struct ExecResult {
+  int code = 0;  // the tool's exit status, or 128+N when a signal ended it
+  std::string stdout_data;
+  std::string stderr_data;
+  bool stdout_truncated = false;
+  bool stderr_truncated = false;
+  std::string limit;  // "" or the cap that stopped the tool: "stdout", "stderr"
+};
+
+class ExecBroker {
+ public:
+  ExecBroker(const ExecBroker&) = delete;
+  ExecBroker& operator=(const ExecBroker&) = delete;
+  // Closes the channel (the broker exits and takes its jobs with it) and reaps the broker.
+  ~ExecBroker();
+
+  // Forks the broker. Call while the process has a single thread and before any Landlock or
+  // seccomp is applied to it. Fails when the runner cannot be opened.
+  static Result<std::unique_ptr<ExecBroker>> Start(const ExecBrokerConfig& config);
+
+  // Thread-safe. Blocks until the tool ends. Errors (code: message): "busy" (concurrency cap),
+  // "denied"/"invalid"/"not_found" (the broker's own table check), "timeout" (the call passed
+  // its deadline; the tree was killed), "cancelled" (`cancelled` became true; the tree was
+  // killed), "sandbox" (the runner could not confine the tool: nothing ran), "io".
+  Result<ExecResult> Run(const ExecRequest& request, const std::atomic<bool>* cancelled) const;
+
+  pid_t pid() const { return pid_; }
+
+ private:
+  ExecBroker(UniqueFd channel, pid_t pid, ExecLimits limits)
+      : channel_(std::move(channel)), pid_(pid), limits_(limits) {}
+  UniqueFd channel_;  // SOCK_SEQPACKET to the broker: carries one fd per exec
+  pid_t pid_ = -1;
+  ExecLimits limits_;
+  mutable std::atomic<uint32_t> running_{0};
+};
+
+// The broker side, exposed for tests: serves one already-connected job connection in the
+// calling process (reads the request, re-checks it, runs the runner, writes the response).
+// Returns the process exit status.
+int ServeExecJob(int conn_fd, int runner_fd, const ExecBrokerConfig& config);
+
+}  // namespace anvil::gateway

@@ -1,0 +1,395 @@
+// T3 through the gateway: sys.exec of the executable policy table's tools (rg, fd), run by the
+// exec broker in anvil-exec-runner. A catalogue of the attacks that turned peers' "safe" search
+// tools into command launchers or file readers, each next to the benign call that must work.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include "gateway_fixture.h"
+
+namespace anvil::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+Grant ExecGrant(std::vector<std::string> read = {"**"}) {
+  Grant g;
+  g.fs_read = std::move(read);
+  g.exec = {"rg", "fd"};
+  return g;
+}
+
+std::string ArgsJson(const std::vector<std::string>& args) { return nlohmann::json(args).dump(); }
+
+class ExecGateway : public GatewayTest {
+ protected:
+  // One call; an error response is returned as "code: message" in `error`.
+  struct Outcome {
+    bool ok = false;
+    std::string error;
+    int code = -1;
+    std::string out, err;
+    bool truncated = false;
+    std::string limit;
+  };
+  Outcome Exec(ipc::GatewayClient& client, const std::string& program,
+               const std::vector<std::string>& args, const std::string& stdin_data = "") {
+    Outcome o;
+    auto r = client.Call("exec", {program, ArgsJson(args), stdin_data});
+    EXPECT_TRUE(r) << r.error().ToString();
+    if (!r) return o;
+    if (!r->ok) {
+      o.error = r->ErrorText();
+      return o;
+    }
+    EXPECT_EQ(r->fields.size(), 6u);
+    if (r->fields.size() != 6) return o;
+    o.ok = true;
+    o.code = std::atoi(r->fields[0].c_str());
+    o.out = r->fields[1];
+    o.err = r->fields[2];
+    o.truncated = r->fields[3] == "1" || r->fields[4] == "1";
+    o.limit = r->fields[5];
+    return o;
+  }
+  std::unique_ptr<ipc::GatewayClient> Plugin(const Grant& grant = ExecGrant()) {
+    auto token = RegisterPlugin("example.search", grant);
+    return Client(token, "example.search");
+  }
+};
+
+TEST_F(ExecGateway, BenignRgFindsMatchesAndFdListsFiles) {
+  Shell("mkdir -p '" + ws_->path() + "/src'");
+  WriteFile(*ws_ / "src/a.c", "int x; // TODO fix\n");
+  WriteFile(*ws_ / "README.md", "nothing here\n");
+  StartGateway();
+  auto client = Plugin();
+  auto r = Exec(*client, "rg", {"-n", "TODO"});
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("src/a.c:1:int x; // TODO fix"), std::string::npos) << r.out << r.err;
+  EXPECT_FALSE(r.truncated);
+
+  r = Exec(*client, "rg", {"-n", "absent-pattern"});
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.code, 1);  // rg: no match
+
+  r = Exec(*client, "fd", {"-t", "f"});
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("src/a.c"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("README.md"), std::string::npos) << r.out;
+
+  // stdin reaches the tool.
+  r = Exec(*client, "rg", {"needle"}, "hay\nneedle here\nhay\n");
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.out, "needle here\n");
+}
+
+TEST_F(ExecGateway, ShellStringsPathsAndUngrantedProgramsAreRefused) {
+  StartGateway();
+  auto client = Plugin();
+  for (std::string program :
+       {"sh", "sh -c id", "rg -n x", "/usr/bin/rg", "bash", "../rg", "RG", "rg ", "env"}) {
+    auto r = Exec(*client, program, {});
+    EXPECT_FALSE(r.ok) << program;
+    EXPECT_EQ(r.error.rfind("denied: ", 0), 0u) << program << " -> " << r.error;
+  }
+  // A table entry the grant does not name.
+  Grant only_fd = ExecGrant();
+  only_fd.exec = {"fd"};
+  auto token = RegisterPlugin("example.fd-only", only_fd);
+  auto fd_only = Client(token, "example.fd-only");
+  auto r = Exec(*fd_only, "rg", {"x"});
+  EXPECT_EQ(r.error, "denied: executable not granted: rg");
+  EXPECT_TRUE(Exec(*fd_only, "fd", {}).ok);
+}
+
+TEST_F(ExecGateway, FlagsThatSpawnCommandsOrReadConfigAreRefusedAndNothingRuns) {
+  const std::string canary = ws_->path() + "/canary";
+  WriteFile(*ws_ / "pre.sh", "#!/bin/sh\ntouch '" + canary + "'\ncat \"$1\"\n", 0755);
+  WriteFile(*ws_ / "a.txt", "TODO\n");
+  StartGateway();
+  auto client = Plugin();
+  const std::vector<std::pair<std::string, std::vector<std::string>>> attacks = {
+      {"rg", {"--pre", "./pre.sh", "TODO"}},
+      {"rg", {"--pre=./pre.sh", "TODO"}},
+      {"rg", {"--pre-glob", "*", "TODO"}},
+      {"rg", {"-z", "TODO"}},
+      {"rg", {"--search-zip", "TODO"}},
+      {"rg", {"-nz", "TODO"}},  // bundled short flags
+      {"rg", {"--follow", "TODO"}},
+      {"rg", {"--no-such-flag", "TODO"}},
+      {"rg", {"TODO", "/etc/passwd"}},
+      {"rg", {"TODO", "../"}},
+      {"fd", {"--exec", "./pre.sh"}},
+      {"fd", {"-x", "./pre.sh"}},
+      {"fd", {"-X", "./pre.sh"}},
+      {"fd", {"--exec-batch", "./pre.sh"}},
+      {"fd", {".", "/"}},
+      {"fd", {"--unknown"}},
+  };
+  for (const auto& [program, args] : attacks) {
+    auto r = Exec(*client, program, args);
+    EXPECT_FALSE(r.ok) << program << " " << ArgsJson(args);
+    bool refused = r.error.rfind("denied: ", 0) == 0 || r.error.rfind("invalid: ", 0) == 0;
+    EXPECT_TRUE(refused) << program << " " << ArgsJson(args) << " -> " << r.error;
+  }
+  EXPECT_FALSE(Exists(canary)) << "a refused flag still ran a command";
+  // A pattern that only looks like a flag is data.
+  WriteFile(*ws_ / "b.txt", "--pre\n");
+  auto r = Exec(*client, "rg", {"-e", "--pre", "b.txt"});
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.out, "--pre\n");
+  EXPECT_FALSE(Exists(canary));
+
+  // Every decision is an audit line naming the argv and the verdict.
+  ASSERT_TRUE(gateway_->Control({{"op", "status"}}));  // flushes the log
+  int denies = 0, allows = 0;
+  for (const auto& line : AuditLines()) {
+    if (line.value("op", "") != "exec") continue;
+    if (line.value("verdict", "") == "deny" || line.value("verdict", "") == "error") ++denies;
+    if (line.value("verdict", "") == "allow") {
+      ++allows;
+      EXPECT_NE(line.value("target", "").find("--pre"), std::string::npos) << line.dump();
+    }
+  }
+  EXPECT_EQ(denies, static_cast<int>(attacks.size()));
+  EXPECT_EQ(allows, 1);
+}
+
+TEST_F(ExecGateway, EnvironmentOfTheGatewayNeverReachesTheTool) {
+  // A config file that would change rg's behaviour (and could hold --pre), LD_PRELOAD, fd's
+  // and ripgrep's variables: all set in the gateway's own environment.
+  const std::string canary = ws_->path() + "/canary";
+  WriteFile(*ws_ / "pre.sh", "#!/bin/sh\ntouch '" + canary + "'\n", 0755);
+  WriteFile(*ws_ / "rgconfig", "--pre=" + ws_->path() + "/pre.sh\n--max-count=1\n");
+  WriteFile(*ws_ / "two.txt", "hit 1\nhit 2\n");
+  setenv("RIPGREP_CONFIG_PATH", (ws_->path() + "/rgconfig").c_str(), 1);
+  setenv("LD_PRELOAD", "/nonexistent/evil.so", 1);
+  setenv("FD_EXEC", "./pre.sh", 1);
+  setenv("LS_COLORS", "di=1", 1);
+  StartGateway();
+  unsetenv("RIPGREP_CONFIG_PATH");
+  unsetenv("LD_PRELOAD");
+  unsetenv("FD_EXEC");
+  unsetenv("LS_COLORS");
+  auto client = Plugin();
+  auto r = Exec(*client, "rg", {"hit", "two.txt"});
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.out, "hit 1\nhit 2\n") << "the config's --max-count=1 applied: " << r.err;
+  EXPECT_EQ(r.err.find("evil.so"), std::string::npos) << r.err;
+  EXPECT_FALSE(Exists(canary));
+  // What the tool sees is the fixed minimal environment (fd prints nothing of it, but a file
+  // named after a variable's value would be listed if e.g. a colour variable changed output).
+  r = Exec(*client, "fd", {"two"});
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.out, "two.txt\n");
+}
+
+TEST_F(ExecGateway, AFakeRgEarlierOnPathNeverRuns) {
+  TempDir fake("anvil-fakebin");
+  const std::string canary = ws_->path() + "/canary";
+  WriteFile(fake / "rg", "#!/bin/sh\ntouch '" + canary + "'\necho fake\n", 0755);
+  WriteFile(fake / "fdfind", "#!/bin/sh\ntouch '" + canary + "'\necho fake\n", 0755);
+  WriteFile(*ws_ / "a.txt", "real\n");
+  std::string old_path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  setenv("PATH", (fake.path() + ":" + old_path).c_str(), 1);
+  StartGateway();
+  setenv("PATH", old_path.c_str(), 1);
+  auto client = Plugin();
+  auto r = Exec(*client, "rg", {"real"});
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.out, "a.txt:real\n");
+  r = Exec(*client, "fd", {"a"});
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.out, "a.txt\n");
+  EXPECT_FALSE(Exists(canary));
+}
+
+// The symlink race: while rg and fd run, a workspace link flips thousands of times between a
+// safe target and something outside. Landlock and the mount view in the runner are the
+// guarantee: the outside never enters the sandbox's view, whatever the timing.
+TEST_F(ExecGateway, SymlinkFlippedDuringTheCallNeverReadsOutside) {
+  TempDir outside("anvil-outside", "/var/tmp");
+  const std::string marker = UniqueToken("OUTSIDE-SECRET");
+  WriteFile(outside / "secret.txt", marker + "\n");
+  Shell("mkdir -p '" + outside.path() + "/dir' && touch '" + outside.path() + "/dir/" + marker +
+        ".name'");
+  WriteFile(*ws_ / "safe.txt", "safe content\n");
+  Shell("mkdir -p '" + ws_->path() + "/safedir' && touch '" + ws_->path() + "/safedir/ok.name'");
+  Shell("ln -s safe.txt '" + ws_->path() + "/link' && ln -s safedir '" + ws_->path() + "/dirlink'");
+  StartGateway();
+  auto client = Plugin();
+
+  std::atomic<bool> stop{false};
+  std::atomic<long> flips{0};
+  std::thread flipper([&] {
+    const std::string ws = ws_->path();
+    int i = 0;
+    while (!stop.load()) {
+      bool out = (i++ % 2) == 0;
+      std::string file_target = out ? outside.path() + "/secret.txt" : "safe.txt";
+      std::string dir_target = out ? outside.path() + "/dir" : "safedir";
+      ::unlink((ws + "/link.tmp").c_str());
+      ::unlink((ws + "/dirlink.tmp").c_str());
+      if (::symlink(file_target.c_str(), (ws + "/link.tmp").c_str()) == 0) {
+        ::rename((ws + "/link.tmp").c_str(), (ws + "/link").c_str());
+      }
+      if (::symlink(dir_target.c_str(), (ws + "/dirlink.tmp").c_str()) == 0) {
+        ::rename((ws + "/dirlink.tmp").c_str(), (ws + "/dirlink").c_str());
+      }
+      flips.fetch_add(1);
+    }
+  });
+  int saw_safe = 0, saw_dir = 0;
+  for (int i = 0; i < 40; ++i) {
+    auto r = Exec(*client, "rg", {"-H", "", "link", "safe.txt"});
+    EXPECT_TRUE(r.ok) << r.error;
+    EXPECT_EQ(r.out.find(marker), std::string::npos) << "read outside the workspace: " << r.out;
+    if (r.out.find("link:safe content") != std::string::npos) ++saw_safe;
+    auto f = Exec(*client, "fd", {"-H", "-I", ".", "dirlink"});
+    EXPECT_TRUE(f.ok) << f.error;
+    if (!r.ok || !f.ok) break;
+    EXPECT_EQ(f.out.find(marker), std::string::npos) << "listed outside the workspace: " << f.out;
+    if (f.out.find("ok.name") != std::string::npos) ++saw_dir;
+  }
+  stop = true;
+  flipper.join();
+  EXPECT_GT(flips.load(), 1000);
+  // The benign half of the race was observed too: the link works when it points inside.
+  EXPECT_GT(saw_safe + saw_dir, 0);
+}
+
+TEST_F(ExecGateway, TheToolReadsOnlyWhatTheGrantLetsThePluginRead) {
+  Shell("mkdir -p '" + ws_->path() + "/src' '" + ws_->path() + "/private'");
+  WriteFile(*ws_ / "src/a.c", "KEYWORD in src\n");
+  WriteFile(*ws_ / "private/key.txt", "KEYWORD in private\n");
+  WriteFile(*ws_ / ".env", "KEYWORD=in-env\n");
+  // A link inside the granted tree pointing at an ungranted file: not readable either.
+  Shell("ln -s ../private/key.txt '" + ws_->path() + "/src/leak.txt'");
+  StartGateway();
+  auto client = Plugin(ExecGrant({"src/**"}));
+  auto r = Exec(*client, "rg", {"-uu", "KEYWORD", "src"});
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_NE(r.out.find("src/a.c:KEYWORD in src"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(r.out.find("private"), std::string::npos) << r.out;
+  // The whole workspace, hidden and ignored files included: only src is there to be read.
+  r = Exec(*client, "rg", {"-uu", "KEYWORD"});
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.out.find("in-env"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("in private"), std::string::npos) << r.out;
+  r = Exec(*client, "rg", {"KEYWORD", ".env", "private/key.txt", "src/leak.txt"});
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.out, "") << r.out;
+  EXPECT_NE(r.code, 0);
+  // No fs.read grant at all: the workspace is empty for the tool.
+  Grant none = ExecGrant({});
+  auto token = RegisterPlugin("example.noread", none);
+  auto noread = Client(token, "example.noread");
+  r = Exec(*noread, "rg", {"-uu", "KEYWORD"});
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.out, "");
+}
+
+TEST_F(ExecGateway, TimeoutKillsTheWholeTreeAndSaysSo) {
+  // An explicit FIFO operand: rg blocks in open() forever.
+  const std::string fifo = UniqueToken("fifo");
+  ASSERT_EQ(::mkfifo((ws_->path() + "/" + fifo).c_str(), 0644), 0);
+  StartGateway({"--exec-timeout", "0.5"});
+  auto client = Plugin();
+  auto start = std::chrono::steady_clock::now();
+  auto r = Exec(*client, "rg", {"x", fifo});
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.error.rfind("timeout: sys.exec rg passed its 0.5 s limit", 0), 0u) << r.error;
+  EXPECT_LT(elapsed, 10s);
+  // Nothing of that call is left running.
+  EXPECT_TRUE(WaitUntil([&] { return ProcessesWithMarker(fifo).empty(); }))
+      << "a process of the timed-out call is still alive";
+  // The next call works.
+  WriteFile(*ws_ / "a.txt", "after\n");
+  auto ok = Exec(*client, "rg", {"after", "a.txt"});
+  ASSERT_TRUE(ok.ok) << ok.error;
+  EXPECT_EQ(ok.out, "after\n");
+}
+
+TEST_F(ExecGateway, CancelKillsTheTreeAndAnswersOnce) {
+  const std::string fifo = UniqueToken("fifo");
+  ASSERT_EQ(::mkfifo((ws_->path() + "/" + fifo).c_str(), 0644), 0);
+  StartGateway();
+  auto client = Plugin();
+  auto id = client->Send("exec", {"rg", ArgsJson({"x", fifo}), ""});
+  ASSERT_TRUE(id);
+  ASSERT_TRUE(WaitUntil([&] { return !ProcessesWithMarker(fifo).empty(); }))
+      << "the tool never started";
+  ASSERT_TRUE(client->SendCancel(*id));
+  auto r = client->Receive();
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(r->id, *id);
+  EXPECT_FALSE(r->ok);
+  EXPECT_EQ(r->ErrorText().rfind("cancelled: ", 0), 0u) << r->ErrorText();
+  EXPECT_TRUE(WaitUntil([&] { return ProcessesWithMarker(fifo).empty(); }))
+      << "a process of the cancelled call is still alive";
+  // Exactly one answer: the next call gets its own.
+  auto next = client->Call("ping", {});
+  ASSERT_TRUE(next && next->ok);
+}
+
+TEST_F(ExecGateway, OutputOverTheCapIsStoppedAndMarkedTruncated) {
+  std::string big;
+  for (int i = 0; i < 20000; ++i) big += "match line " + std::to_string(i) + "\n";
+  WriteFile(*ws_ / "big.txt", big);
+  StartGateway({"--exec-max-stdout", "4096"});
+  auto client = Plugin();
+  auto r = Exec(*client, "rg", {"match", "big.txt"});
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_TRUE(r.truncated);
+  EXPECT_EQ(r.limit, "stdout");
+  EXPECT_EQ(r.out.size(), 4096u);
+  EXPECT_EQ(r.out.rfind("match line 0\n", 0), 0u);
+  // Under the cap: complete, not truncated.
+  r = Exec(*client, "rg", {"line 19999", "big.txt"});
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_FALSE(r.truncated);
+  EXPECT_EQ(r.out, "match line 19999\n");
+}
+
+TEST_F(ExecGateway, RunnerSandboxFailureMeansNothingRuns) {
+  WriteFile(*ws_ / "a.txt", "TODO\n");
+  for (std::string layer : {"landlock", "seccomp", "mount", "userns"}) {
+    StartGateway({"--unsafe-test-exec-fail-layer", layer});
+    auto client = Plugin();
+    auto r = Exec(*client, "rg", {"TODO", "a.txt"});
+    EXPECT_FALSE(r.ok) << layer;
+    EXPECT_EQ(r.error.rfind("sandbox: sys.exec did not run (fail closed)", 0), 0u)
+        << layer << ": " << r.error;
+    client.reset();
+    auto status = gateway_->Stop();
+    ASSERT_TRUE(status);
+    gateway_.reset();
+  }
+}
+
+TEST_F(ExecGateway, WithoutARunnerExecIsRefusedWithTheReasonAndFsStillWorks) {
+  WriteFile(*ws_ / "a.txt", "x");
+  StartGateway({"--exec-runner", "/nonexistent/anvil-exec-runner"});
+  auto client = Plugin();
+  auto r = Exec(*client, "rg", {"x"});
+  EXPECT_EQ(r.error.rfind("denied: sys.exec is not available in this session: not_found: "
+                          "anvil-exec-runner not found at /nonexistent/anvil-exec-runner",
+                          0),
+            0u)
+      << r.error;
+  auto read = client->Call("fs.read", {"a.txt"});
+  ASSERT_TRUE(read && read->ok);
+}
+
+}  // namespace
+}  // namespace anvil::testing
