@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -149,6 +150,7 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
   bool minimal_env = false;
   int exec_fd = -1;
   std::vector<std::string> allow_hosts;
+  std::string unsafe_test_ca;
   std::vector<std::string> command;
 
   size_t i = 0;
@@ -211,6 +213,12 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
     } else if (flag == "--unsafe-test-allow-address") {
       if (auto s = take(); !s) return tl::unexpected(s.error());
       inv.unsafe_test_allow_addresses.push_back(v);
+    } else if (flag == "--unsafe-test-resolver") {
+      if (auto s = take(); !s) return tl::unexpected(s.error());
+      inv.unsafe_test_resolver = v;
+    } else if (flag == "--unsafe-test-ca") {
+      if (auto s = take(); !s) return tl::unexpected(s.error());
+      unsafe_test_ca = v;
     } else if (flag == "--keep-env") {
       if (auto s = take(); !s) return tl::unexpected(s.error());
       env.keep.push_back(v);
@@ -290,9 +298,10 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
     if (sub.empty()) return Fail("invalid", "--read-only-subpath: empty path");
     if (sub[0] != '/') sub = workspace + "/" + sub;
   }
-  if ((!allow_hosts.empty() || !inv.unsafe_test_allow_addresses.empty()) &&
+  if ((!allow_hosts.empty() || !inv.unsafe_test_allow_addresses.empty() ||
+       !inv.unsafe_test_resolver.empty() || !unsafe_test_ca.empty()) &&
       policy.network != NetworkMode::kProxy) {
-    return Fail("invalid", "--allow-host/--unsafe-test-allow-address need --network proxy");
+    return Fail("invalid", "--allow-host and the --unsafe-test-* options need --network proxy");
   }
   inv.allow_hosts = allow_hosts;
   if (policy.network == NetworkMode::kProxy && policy.kind != PolicyKind::kReadOnly &&
@@ -342,6 +351,25 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
     });
     std::string url = "http://127.0.0.1:" + std::to_string(kProxyPort);
     for (const char* v : kProxyVars) inv.spec.env.push_back(std::string(v) + "=" + url);
+    if (!unsafe_test_ca.empty()) {
+      // Test-only. TLS runs end to end through CONNECT, so the test CA is for the command's own
+      // clients: the usual variables point at it. It must be visible inside the sandbox.
+      std::string ca = Canonical(unsafe_test_ca);
+      bool visible = !ca.empty() && PathIsWithin(ca, workspace);
+      for (auto root : kPlatformReadRoots) visible = visible || PathIsWithin(ca, root);
+      if (!visible) {
+        return Fail("invalid", "--unsafe-test-ca " + unsafe_test_ca +
+                                   ": must be a file inside the workspace or a system directory "
+                                   "the sandbox can read");
+      }
+      for (const char* v : {"SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE",
+                            "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO"}) {
+        std::erase_if(inv.spec.env, [&](const std::string& e) {
+          return e.compare(0, std::strlen(v) + 1, std::string(v) + "=") == 0;
+        });
+        inv.spec.env.push_back(std::string(v) + "=" + ca);
+      }
+    }
   }
   if (policy.ConfinesFilesystem()) {
     // /tmp inside is the sandbox's own; a TMPDIR pointing elsewhere would not be writable.
@@ -394,6 +422,10 @@ Status StartProxy(SandboxInvocation& inv, ProxyProcess& proxy) {
   for (const auto& a : inv.unsafe_test_allow_addresses) {
     args.push_back("--unsafe-test-allow-address");
     args.push_back(a);
+  }
+  if (!inv.unsafe_test_resolver.empty()) {
+    args.push_back("--unsafe-test-resolver");
+    args.push_back(inv.unsafe_test_resolver);
   }
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());

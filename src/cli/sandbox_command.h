@@ -17,6 +17,7 @@ struct SandboxInvocation {
   // --network proxy: handed to anvil-proxy, which validates them.
   std::vector<std::string> allow_hosts;
   std::vector<std::string> unsafe_test_allow_addresses;  // test-only (trusted command line)
+  std::string unsafe_test_resolver;                      // test-only: ADDR:PORT for the proxy
 };
 
 enum class SandboxFrontEnd { kAnvilSandbox, kExecRunner };

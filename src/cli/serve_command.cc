@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "session/serve_session.h"
+#include "session/unsafe_net_test_options.h"
 
 namespace anvil::cli {
 namespace {
@@ -58,6 +59,7 @@ bool ParsePositive(const std::string* v, double max, double& out) {
 
 int RunServeCommand(const std::vector<std::string>& args) {
   session::ServeOptions o;
+  session::UnsafeNetTestOptions unsafe_net_test;
   std::string workspace;
   bool default_path = true;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -106,18 +108,18 @@ int RunServeCommand(const std::vector<std::string>& args) {
       }
       o.max_message_bytes = static_cast<size_t>(number);
       ++i;
-    } else if (a == "--unsafe-test-resolver" || a == "--unsafe-test-allow-address" ||
-               a == "--unsafe-test-ca") {
+    } else if (std::string error; unsafe_net_test.Take(args, i, error)) {
       // Trusted-side test options, passed to the gateway (INTERFACES.md); never from a plugin.
-      if (!v) return need("a value");
-      o.gateway_args.push_back(a);
-      o.gateway_args.push_back(*v);
-      ++i;
+      if (!error.empty()) {
+        std::cerr << "anvil serve: " << error << "\n";
+        return kExitUsage;
+      }
     } else {
       std::cerr << "anvil serve: invalid: unknown option " << a << " (see anvil serve --help)\n";
       return kExitUsage;
     }
   }
+  for (std::string& arg : unsafe_net_test.ToGatewayArgs()) o.gateway_args.push_back(std::move(arg));
   if (workspace.empty()) {
     std::cerr << "anvil serve: invalid: --workspace DIR is required\n";
     return kExitUsage;

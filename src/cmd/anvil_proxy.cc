@@ -3,7 +3,6 @@
 // receives the listening sockets the sandbox's init made inside the command's network namespace
 // (SCM_RIGHTS on --channel-fd) and serves them until SIGTERM.
 #include <fcntl.h>
-#include <netdb.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -25,6 +24,7 @@
 #include "common/unique_fd.h"
 #include "linux/landlock.h"
 #include "linux/seccomp.h"
+#include "net/cares_resolver.h"
 #include "net/http_proxy.h"
 #include "policy/sandbox_policy.h"
 
@@ -36,30 +36,10 @@ void OnTerm(int) { g_stop.store(true); }
 constexpr char kUsage[] =
     R"(usage: anvil-proxy --channel-fd N --status-fd N [--allow-host H[:PORT]]...
                    [--audit-log FILE] [--unsafe-test-allow-address ADDR[:PORT]]...
+                   [--unsafe-test-resolver ADDR:PORT]
 
 The proxy of `anvil sandbox --network proxy`; started by `anvil sandbox`, not by hand.
 )";
-
-// All A and AAAA answers from the system resolver (getaddrinfo follows CNAMEs).
-class SystemResolver : public anvil::Resolver {
- public:
-  anvil::Result<std::vector<anvil::IpAddress>> Resolve(const std::string& host) override {
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* res = nullptr;
-    int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res);
-    if (rc == EAI_NONAME || rc == EAI_NODATA) return anvil::Fail("not_found", "no such host");
-    if (rc != 0) return anvil::Fail("io", gai_strerror(rc));
-    std::vector<anvil::IpAddress> out;
-    for (addrinfo* a = res; a; a = a->ai_next) {
-      auto ip = anvil::IpAddress::FromSockaddr(a->ai_addr);
-      if (ip && std::find(out.begin(), out.end(), *ip) == out.end()) out.push_back(*ip);
-    }
-    freeaddrinfo(res);
-    return out;
-  }
-};
 
 anvil::Status Harden(const std::string& audit_log) {
   using namespace anvil::landlock;
@@ -124,6 +104,7 @@ int main(int argc, char** argv) {
   int channel = -1, status_fd = -1;
   std::vector<std::string> allow, unsafe;
   std::string audit_path;
+  std::string test_resolver;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") {
@@ -144,6 +125,8 @@ int main(int argc, char** argv) {
       allow.push_back(v);
     } else if (a == "--unsafe-test-allow-address") {
       unsafe.push_back(v);
+    } else if (a == "--unsafe-test-resolver") {
+      test_resolver = v;
     } else if (a == "--audit-log") {
       audit_path = v;
     } else {
@@ -185,7 +168,14 @@ int main(int argc, char** argv) {
   auto policy = anvil::ConnectPolicy::ForThisMachine(test_options);
   if (!policy) return fail(policy.error().ToString());
   config.policy = *policy;
-  SystemResolver resolver;
+  // The same resolver as sys.net.fetch: every A and AAAA answer, bounded in time, no cache.
+  anvil::CaresResolverOptions resolver_options;
+  if (!test_resolver.empty()) {
+    auto server = anvil::ParseDnsServer(test_resolver);
+    if (!server) return fail("invalid: --unsafe-test-resolver: " + server.error().message);
+    resolver_options.server = *server;
+  }
+  anvil::CaresResolver resolver(resolver_options);
   config.resolver = &resolver;
 
   anvil::UniqueFd audit_fd;

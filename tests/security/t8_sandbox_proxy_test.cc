@@ -16,7 +16,9 @@
 #include <string>
 #include <thread>
 
+#include "net/ip_address.h"
 #include "sandbox_harness.h"
+#include "test_dns_server.h"
 
 namespace anvil::testing {
 namespace {
@@ -24,11 +26,15 @@ namespace {
 // A tiny HTTP origin on 127.0.0.1: counts connections, answers every request with `body`.
 class Origin {
  public:
-  explicit Origin(std::string body) : body_(std::move(body)) {
+  explicit Origin(std::string body, const char* address = "127.0.0.1", int port = 0)
+      : body_(std::move(body)) {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     sockaddr_in a{};
     a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET, address, &a.sin_addr);
     EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
     socklen_t len = sizeof(a);
     getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
@@ -303,6 +309,41 @@ TEST_P(T8SandboxProxy, GarbageAndFloodsNeitherCrashNorStarveTheProxy) {
   // With 100 connections held open the cap (64) answers 503 rather than queueing forever.
   EXPECT_NE(r.out.find("HTTP/1.1 503 Service Unavailable\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("still-here"), std::string::npos) << r.out;
+}
+
+// Names resolve at the proxy, with sys.net.fetch's resolver, against a DNS server of the test's
+// own on loopback (--unsafe-test-resolver).
+TEST_P(T8SandboxProxy, NamesResolveAtTheProxyAndRebindingIsRefused) {
+  auto dns = TestDnsServer::Start();
+  ASSERT_TRUE(dns);
+  Origin allowed("allowed-origin", "127.0.0.2");
+  // The forbidden origin listens on the same port on 127.0.0.1.
+  Origin forbidden("forbidden-origin", "127.0.0.1", allowed.port());
+  const std::string port = std::to_string(allowed.port());
+  dns->SetA("api.test", {{IpAddress::V4(127, 0, 0, 2)}, {IpAddress::V4(127, 0, 0, 1)}});
+  dns->Set("mixed.test", {IpAddress::V4(127, 0, 0, 2), IpAddress::V4(127, 0, 0, 1)});
+  std::vector<std::string> flags = {"--allow-host",
+                                    "api.test:" + port,
+                                    "--allow-host",
+                                    "mixed.test:" + port,
+                                    "--unsafe-test-allow-address",
+                                    "127.0.0.2:" + port,
+                                    "--unsafe-test-resolver",
+                                    dns->Address()};
+  // First lookup: the allowed address; the second (rebinding to loopback) is refused.
+  auto r = Proxy(flags, {"/usr/bin/curl", "-sS", "-w", " %{http_code}\n",
+                         "http://api.test:" + port + "/", "http://api.test:" + port + "/"});
+  EXPECT_NE(r.out.find("allowed-origin 200"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("denied: api.test resolves to 127.0.0.1"), std::string::npos) << r.out;
+  EXPECT_EQ(allowed.connections(), 1);
+  EXPECT_EQ(forbidden.connections(), 0);
+  // One allowed and one forbidden answer: refused, nothing dialled.
+  r = Proxy(flags,
+            {"/usr/bin/curl", "-sS", "-w", " %{http_code}\n", "http://mixed.test:" + port + "/"});
+  EXPECT_NE(r.out.find("403"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(allowed.connections(), 1);
+  EXPECT_EQ(forbidden.connections(), 0);
+  EXPECT_GT(dns->TotalQueries(), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Callers, T8SandboxProxy, ::testing::ValuesIn(kAllCallers),
