@@ -46,7 +46,8 @@ run_tsan() {
   mkdir -p "$bin"
   local b
   for b in anvil anvil-plugin-host anvil-exec-runner; do ln -s "$PWD/build/dev/$b" "$bin/$b"; done
-  ln -s "$PWD/build/tsan/anvil-gateway" "$bin/anvil-gateway"
+  # A copy, not a link: the gateway finds anvil-exec-runner next to its own /proc/self/exe.
+  cp "build/tsan/anvil-gateway" "$bin/anvil-gateway"
   ANVIL_TEST_BIN_DIR="$PWD/$bin" \
     TSAN_OPTIONS="${TSAN_OPTIONS:-second_deadlock_stack=1:exitcode=66}" \
     build/dev/tests/security/security_gateway_tests \

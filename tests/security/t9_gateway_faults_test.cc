@@ -77,7 +77,7 @@ class T9GatewayFaults : public GatewayTest {
 };
 
 TEST_F(T9GatewayFaults, GatewayKilledMidWriteLeavesOldOrNewNeverAMix) {
-  constexpr int kRounds = 25;
+  constexpr int kRounds = 20;
   const std::string new_content(kNewBytes, 'n');
   std::mt19937 rng(9);
   StartGateway();
@@ -115,7 +115,7 @@ TEST_F(T9GatewayFaults, GatewayKilledMidWriteLeavesOldOrNewNeverAMix) {
 }
 
 TEST_F(T9GatewayFaults, HostKilledMidWriteLeavesOldOrNewNeverAMix) {
-  constexpr int kRounds = 25;
+  constexpr int kRounds = 20;
   const std::string new_content(kNewBytes, 'n');
   StartGateway();
   std::mt19937 rng(99);
