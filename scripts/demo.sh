@@ -25,6 +25,8 @@ cd "$work/ws"
 export XDG_STATE_HOME="$work/state"
 show "$anvil" run --approve "$repo/examples/plugins/hello-lua" summary
 show "$anvil" run --approve "$repo/examples/plugins/notes-js" report
+# sys.exec: rg through the gateway, in anvil-exec-runner's sandbox (argv checked, no shell).
+show "$anvil" run --approve "$repo/examples/plugins/todo-finder" find-todos
 show cat notes/report.md
 show "$anvil" audit
 show "$anvil" sandbox -- grep -rn TODO .

@@ -56,6 +56,7 @@ APT_PACKAGES=(
     iproute2
     procps
     python3
+    curl
     util-linux
     libclang-rt-14-dev
     passwd

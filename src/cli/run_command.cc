@@ -17,6 +17,7 @@
 #include "policy/grant_store.h"
 #include "policy/lockfile.h"
 #include "policy/manifest.h"
+#include "session/plugin_catalog.h"
 #include "session/plugin_session.h"
 
 namespace anvil::cli {
@@ -74,39 +75,19 @@ bool AskOnTerminal(const std::string& prompt) {
 Result<Grant> ResolveGrant(const std::string& workspace, const Manifest& manifest, bool approve) {
   auto store = GrantStore::Open();
   if (!store) return tl::unexpected(store.error());
-  if (auto grant = store->Find(workspace, manifest.id, manifest.sha256)) return *grant;
-  auto previous = store->FindLatest(workspace, manifest.id);
-  std::optional<Grant> previous_grant;
-  if (previous) previous_grant = previous->grant;
-  // A changed manifest that only removes permissions needs no new consent.
-  bool consent = approve || !NeedsConsent(previous_grant, manifest.requested);
-  if (!consent) {
-    std::string prompt = "\nPlugin " + SanitizeForDisplay(manifest.id) + " " +
-                         SanitizeForDisplay(manifest.version) + " asks for:\n" +
-                         DescribeGrant(manifest.requested) + "\nin workspace " +
-                         SanitizeForDisplay(workspace, 400) + "\nAllow? [y/N] ";
-    if (previous) prompt = "\nThe manifest changed and asks for more than before." + prompt;
-    consent = AskOnTerminal(prompt);
-    if (!consent) {
-      return Fail("denied", "permission not granted for " + manifest.id +
-                                " (approve with --approve or `anvil plugin approve`)");
-    }
+  auto lookup = session::LookupGrant(*store, workspace, manifest);
+  if (!lookup) return tl::unexpected(lookup.error());
+  if (lookup->grant) return *lookup->grant;
+  if (!approve &&
+      !AskOnTerminal("\n" + session::ConsentText(workspace, manifest, lookup->previous) +
+                     "Allow? [y/N] ")) {
+    return Fail("denied", "permission not granted for " + manifest.id +
+                              " (approve with --approve or `anvil plugin approve`)");
   }
   if (auto s = store->Approve(workspace, manifest.id, manifest.sha256, manifest.requested); !s) {
     return tl::unexpected(s.error());
   }
   return manifest.requested;
-}
-
-// anvil.lock, when it names this plugin, must match the plugin's files exactly.
-Status CheckLock(const std::string& workspace, const std::string& plugin_dir,
-                 const Manifest& manifest) {
-  auto lock = ReadLockfile(workspace);
-  if (!lock) return lock.error().code == "not_found" ? Ok() : Status(tl::unexpected(lock.error()));
-  if (!lock->plugins.count(manifest.id)) return Ok();
-  auto hashes = HashPluginDir(plugin_dir, manifest);
-  if (!hashes) return tl::unexpected(hashes.error());
-  return VerifyAgainstLock(*lock, manifest.id, *hashes);
 }
 
 }  // namespace
@@ -177,7 +158,7 @@ int RunRunCommand(const std::vector<std::string>& args) {
     std::cerr << "anvil run: " << manifest.error().ToString() << "\n";
     return kExitUsage;
   }
-  if (auto s = CheckLock(workspace, plugin_dir, *manifest); !s) {
+  if (auto s = session::CheckLock(workspace, plugin_dir, *manifest); !s) {
     std::cerr << "anvil run: " << s.error().ToString() << "\n";
     return kExitRefused;
   }

@@ -1,6 +1,10 @@
 #include "cli/sandbox_command.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +15,8 @@
 #include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
+
+#include "session/plugin_session.h"
 
 extern char** environ;
 
@@ -202,6 +208,9 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
     } else if (flag == "--allow-host") {
       if (auto s = take(); !s) return tl::unexpected(s.error());
       allow_hosts.push_back(v);
+    } else if (flag == "--unsafe-test-allow-address") {
+      if (auto s = take(); !s) return tl::unexpected(s.error());
+      inv.unsafe_test_allow_addresses.push_back(v);
     } else if (flag == "--keep-env") {
       if (auto s = take(); !s) return tl::unexpected(s.error());
       env.keep.push_back(v);
@@ -281,8 +290,14 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
     if (sub.empty()) return Fail("invalid", "--read-only-subpath: empty path");
     if (sub[0] != '/') sub = workspace + "/" + sub;
   }
-  if (!allow_hosts.empty() && policy.network != NetworkMode::kProxy) {
-    return Fail("invalid", "--allow-host needs --network proxy");
+  if ((!allow_hosts.empty() || !inv.unsafe_test_allow_addresses.empty()) &&
+      policy.network != NetworkMode::kProxy) {
+    return Fail("invalid", "--allow-host/--unsafe-test-allow-address need --network proxy");
+  }
+  inv.allow_hosts = allow_hosts;
+  if (policy.network == NetworkMode::kProxy && policy.kind != PolicyKind::kReadOnly &&
+      policy.kind != PolicyKind::kWorkspaceWrite) {
+    return Fail("invalid", "--network proxy needs --policy read-only or workspace-write");
   }
   if (policy.kind == PolicyKind::kDangerFullAccess && !network_explicit) {
     policy.network = NetworkMode::kFull;
@@ -314,6 +329,20 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
   if (minimal_env) env.clear = false;
   inv.spec.env = FilterEnvironment(base, env);
   inv.spec.env.push_back("ANVIL_SANDBOX=" + std::string(ToString(policy.kind)));
+  if (policy.network == NetworkMode::kProxy) {
+    // Every proxy variable points at the proxy; nothing may be exempted from it.
+    static constexpr const char* kProxyVars[] = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
+                                                 "http_proxy", "https_proxy", "all_proxy"};
+    std::erase_if(inv.spec.env, [](const std::string& e) {
+      std::string name = e.substr(0, e.find('='));
+      for (const char* v : kProxyVars) {
+        if (name == v) return true;
+      }
+      return name == "NO_PROXY" || name == "no_proxy";
+    });
+    std::string url = "http://127.0.0.1:" + std::to_string(kProxyPort);
+    for (const char* v : kProxyVars) inv.spec.env.push_back(std::string(v) + "=" + url);
+  }
   if (policy.ConfinesFilesystem()) {
     // /tmp inside is the sandbox's own; a TMPDIR pointing elsewhere would not be writable.
     std::erase_if(inv.spec.env, [](const std::string& e) { return e.rfind("TMPDIR=", 0) == 0; });
@@ -322,6 +351,85 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
 }
 
 namespace {
+
+// anvil-proxy for --network proxy: started before the sandbox, confined, and "ok" on its status
+// pipe before anything runs (an invalid --allow-host fails the whole command: fail closed).
+struct ProxyProcess {
+  pid_t pid = -1;
+  ~ProxyProcess() { Stop(); }
+  void Stop() {
+    if (pid <= 0) return;
+    kill(pid, SIGTERM);
+    for (int i = 0; i < 100; ++i) {
+      if (waitpid(pid, nullptr, WNOHANG) == pid) {
+        pid = -1;
+        return;
+      }
+      usleep(10000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    pid = -1;
+  }
+};
+
+Status StartProxy(SandboxInvocation& inv, ProxyProcess& proxy) {
+  int sv[2], status[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+    return SysFail("sandbox", "proxy: socketpair");
+  }
+  UniqueFd ours(sv[0]), theirs(sv[1]);
+  if (pipe2(status, O_CLOEXEC) != 0) return SysFail("sandbox", "proxy: pipe");
+  UniqueFd status_r(status[0]), status_w(status[1]);
+  std::vector<std::string> args = {session::SiblingExecutable("anvil-proxy"), "--channel-fd", "3",
+                                   "--status-fd", "4"};
+  if (auto audit = session::AuditLogPath(inv.spec.policy.workspace)) {
+    args.push_back("--audit-log");
+    args.push_back(*audit);
+  }
+  for (const auto& h : inv.allow_hosts) {
+    args.push_back("--allow-host");
+    args.push_back(h);
+  }
+  for (const auto& a : inv.unsafe_test_allow_addresses) {
+    args.push_back("--unsafe-test-allow-address");
+    args.push_back(a);
+  }
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  char empty_env_entry[] = "PATH=/usr/bin:/bin";
+  char* envp[] = {empty_env_entry, nullptr};
+  pid_t pid = fork();
+  if (pid < 0) return SysFail("sandbox", "proxy: fork");
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    int a = fcntl(theirs.Get(), F_DUPFD_CLOEXEC, 10),
+        b = fcntl(status_w.Get(), F_DUPFD_CLOEXEC, 10);
+    if (a < 0 || b < 0 || dup2(a, 3) < 0 || dup2(b, 4) < 0) _exit(125);
+    execve(argv[0], argv.data(), envp);
+    _exit(127);
+  }
+  proxy.pid = pid;
+  theirs.Reset();
+  status_w.Reset();
+  std::string line;
+  char buf[512];
+  while (true) {
+    ssize_t n = ::read(status_r.Get(), buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    line.append(buf, static_cast<size_t>(n));
+  }
+  while (!line.empty() && line.back() == '\n') line.pop_back();
+  if (line != "ok") {
+    proxy.Stop();
+    if (line.empty()) line = "anvil-proxy could not start (" + args[0] + ")";
+    return Fail("sandbox", "--network proxy: " + line);
+  }
+  inv.spec.proxy_channel = std::move(ours);
+  return Ok();
+}
 
 // The --json report: on stderr, or whole on --report-fd (a pipe to the gateway's exec broker).
 void WriteReport(int report_fd, const std::string& line) {
@@ -386,7 +494,21 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
     fcntl(inv->report_fd, F_SETFD, FD_CLOEXEC);
   }
   SandboxPolicy policy = inv->spec.policy;
+  ProxyProcess proxy;
+  if (policy.network == NetworkMode::kProxy) {
+    if (auto s = StartProxy(*inv, proxy); !s) {
+      std::cerr << "anvil sandbox: " << s.error().ToString() << "\n";
+      if (json || inv->report_fd >= 0) {
+        nlohmann::json report = {
+            {"exit_code", 125}, {"outcome", "setup_failed"}, {"error", s.error().ToString()}};
+        WriteReport(inv->report_fd,
+                    report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+      }
+      return 125;
+    }
+  }
   SandboxOutcome outcome = RunSandboxed(std::move(inv->spec));
+  proxy.Stop();
   int status = outcome.ShellStatus();
   if (!outcome.error.empty() && outcome.kind != SandboxOutcome::Kind::kSignaled) {
     std::cerr << "anvil sandbox: " << outcome.error << "\n";

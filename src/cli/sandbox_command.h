@@ -14,6 +14,9 @@ struct SandboxInvocation {
   LaunchSpec spec;
   bool json = false;
   int report_fd = -1;  // anvil-exec-runner --report-fd: the JSON report goes here, not stderr
+  // --network proxy: handed to anvil-proxy, which validates them.
+  std::vector<std::string> allow_hosts;
+  std::vector<std::string> unsafe_test_allow_addresses;  // test-only (trusted command line)
 };
 
 enum class SandboxFrontEnd { kAnvilSandbox, kExecRunner };

@@ -6,6 +6,7 @@
 #include "cli/doctor_command.h"
 #include "cli/run_command.h"
 #include "cli/sandbox_command.h"
+#include "cli/serve_command.h"
 
 namespace {
 
@@ -16,6 +17,7 @@ Run untrusted plugins and commands without trusting them.
 Commands:
   sandbox   run a command under a sandbox policy       (anvil sandbox --help)
   run       run one command of a plugin, sandboxed     (anvil run --help)
+  serve     JSON-RPC sidecar for editors and agents    (anvil serve --help)
   plugin    inspect, approve, revoke and lock plugins  (anvil plugin --help)
   audit     read the audit log of a workspace          (anvil audit --help)
   doctor    check which kernel sandbox layers work     (anvil doctor --help)
@@ -42,6 +44,7 @@ int main(int argc, char** argv) {
   }
   if (command == "doctor") return anvil::cli::RunDoctorCommand(args);
   if (command == "run") return anvil::cli::RunRunCommand(args);
+  if (command == "serve") return anvil::cli::RunServeCommand(args);
   if (command == "plugin") return anvil::cli::RunPluginCommand(args);
   if (command == "audit") return anvil::cli::RunAuditCommand(args);
   std::cerr << "anvil: invalid: unknown command '" << command << "' (see anvil --help)\n";

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gateway/gateway.h"
+#include "session/plugin_session.h"
 
 namespace {
 
@@ -37,15 +38,6 @@ sys.exec (the tools of the executable policy table, run by anvil-exec-runner):
   --exec-concurrency N       calls running at once per session (4); beyond: busy
 )";
 
-std::string SiblingRunner() {
-  char buf[4096];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return "";
-  std::string self(buf, static_cast<size_t>(n));
-  auto slash = self.rfind('/');
-  return slash == std::string::npos ? "" : self.substr(0, slash) + "/anvil-exec-runner";
-}
-
 bool ParseNumber(const std::string& text, uint64_t& out) {
   if (text.empty() || text[0] == '-') return false;
   char* end = nullptr;
@@ -57,7 +49,7 @@ bool ParseNumber(const std::string& text, uint64_t& out) {
 
 int main(int argc, char** argv) {
   anvil::gateway::GatewayOptions o;
-  o.exec_runner = SiblingRunner();
+  o.exec_runner = anvil::session::SiblingExecutable("anvil-exec-runner");
   std::vector<std::string> args(argv + 1, argv + argc);
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];

@@ -564,7 +564,29 @@ void Server::HandleRequest(uint64_t id, Connection& c, Request r) {
   job->conn_id = id;
   job->registration = reg;
   job->request = std::move(r);
-  const bool exec = job->request.op == "exec" && exec_ != nullptr;
+  const std::string& op = job->request.op;
+  const bool cheap = op == "ping" || op == "fs.stat" || op == "fs.read" || op == "fs.list";
+  if (cheap && c.out.size() - c.out_offset < options_.limits.max_output_buffer) {
+    // Read-only and short (bounded by the read/list caps, no fsync): answered right here on
+    // the event loop. Two thread hand-offs (queue, completion) cost more than the operation.
+    // A peer with a full output buffer goes through the queue instead, whose in-flight and
+    // queue caps then apply (answers are matched by id, so order does not matter).
+    AuditEntry audit;
+    audit.plugin = reg->plugin;
+    audit.request_id = job->request.id;
+    audit.op = op;
+    auto start = Clock::now();
+    DispatchContext context{&root_, &options_.limits, exec_, nullptr, &options_.exec_unavailable};
+    Response response = Dispatch(context, reg->grant, job->request, audit);
+    audit.duration_us = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count());
+    audit_->Record(audit);
+    std::string frame = ipc::EncodeResponse(response);
+    reg->bytes.Charge(static_cast<double>(frame.size()));
+    c.out += frame;
+    return;
+  }
+  const bool exec = op == "exec" && exec_ != nullptr;
   {
     std::lock_guard lock(queue_mu_);
     if (queue_.size() + exec_queue_.size() >= options_.limits.max_queued_jobs) {

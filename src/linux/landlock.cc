@@ -1,13 +1,14 @@
 #include "linux/landlock.h"
 
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
+
+#include "linux/open_beneath.h"
 
 namespace anvil::landlock {
 namespace {
@@ -120,18 +121,10 @@ Status Ruleset::AllowFd(int fd, uint64_t rights, const std::string& path) {
 
 Status Ruleset::AllowBeneath(const std::string& base, const std::string& relative,
                              uint64_t rights) {
-  UniqueFd dir(::open(base.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!dir) return SysFail("sandbox", "landlock: open " + base);
-  open_how how{};
-  how.flags = O_PATH | O_CLOEXEC;
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
-  long fd = syscall(SYS_openat2, dir.Get(), relative.c_str(), &how, sizeof(how));
-  if (fd < 0) {
-    if (errno == ENOENT || errno == ENOTDIR || errno == EXDEV || errno == ELOOP) return Ok();
-    return SysFail("sandbox", "landlock: open " + relative + " beneath " + base);
-  }
-  UniqueFd target(static_cast<int>(fd));
-  return AllowFd(target.Get(), rights, base + "/" + relative);
+  auto target = OpenBeneath(base, relative);
+  if (!target) return tl::unexpected(target.error());
+  if (!*target) return Ok();  // missing, or leads outside: nothing to allow
+  return AllowFd(target->Get(), rights, base + "/" + relative);
 }
 
 Status Ruleset::AllowTcpConnect(uint16_t port) {

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <linux/magic.h>
-#include <linux/openat2.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -17,6 +16,7 @@
 #include <vector>
 
 #include "common/unique_fd.h"
+#include "linux/open_beneath.h"
 
 namespace anvil {
 namespace {
@@ -71,55 +71,13 @@ Status EnsureMountpoint(const std::string& dst, bool directory) {
   return Ok();
 }
 
-// Clones the tree at `src` (recursively), applies flags to every mount in the clone, and
-// attaches it at `dst`. One syscall per step, no /proc/self/mountinfo parsing.
-Status BindTree(const std::string& src, const std::string& dst, bool read_only, bool keep_dev) {
-  long fd = syscall(SYS_open_tree, AT_FDCWD, src.c_str(),
-                    kOpenTreeClone | O_CLOEXEC | kAtRecursive | AT_SYMLINK_NOFOLLOW);
-  if (fd < 0) return SysFail("sandbox", "open_tree " + src);
-  UniqueFd tree(static_cast<int>(fd));
+// Applies flags to every mount of a detached tree (open_tree clone) and attaches it at `dst`.
+// One syscall per step, no /proc/self/mountinfo parsing.
+Status AttachTree(UniqueFd tree, const std::string& shown, const std::string& dst, bool read_only,
+                  bool keep_dev) {
   MountAttr attr{};
   attr.attr_set =
       kMountAttrNosuid | (keep_dev ? 0 : kMountAttrNodev) | (read_only ? kMountAttrRdonly : 0);
-  attr.propagation = MS_PRIVATE;
-  if (syscall(SYS_mount_setattr, tree.Get(), "", AT_EMPTY_PATH | kAtRecursive, &attr,
-              sizeof(attr)) != 0) {
-    return SysFail("sandbox", "mount_setattr " + src);
-  }
-  struct stat st {};
-  if (::fstat(tree.Get(), &st) != 0) return SysFail("sandbox", "stat " + src);
-  if (auto s = EnsureMountpoint(dst, S_ISDIR(st.st_mode)); !s) return s;
-  if (syscall(SYS_move_mount, tree.Get(), "", AT_FDCWD, dst.c_str(), kMoveMountFEmptyPath) != 0) {
-    return SysFail("sandbox", "move_mount " + dst);
-  }
-  return Ok();
-}
-
-// Opens `relative` beneath the directory `base` (host path) without ever leaving it: a symlink or
-// ".." that points outside fails (EXDEV) instead of being followed. Returns an invalid fd (and
-// Ok) when the path does not exist or escapes: such a path is simply not part of the view.
-Result<UniqueFd> OpenBeneath(const std::string& base, const std::string& relative) {
-  UniqueFd dir(::open(base.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!dir) return SysFail("sandbox", "open workspace " + base);
-  open_how how{};
-  how.flags = O_PATH | O_CLOEXEC;
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
-  long fd = syscall(SYS_openat2, dir.Get(), relative.c_str(), &how, sizeof(how));
-  if (fd < 0) {
-    if (errno == ENOENT || errno == ENOTDIR || errno == EXDEV || errno == ELOOP) return UniqueFd();
-    return SysFail("sandbox", "open " + relative + " beneath " + base);
-  }
-  return UniqueFd(static_cast<int>(fd));
-}
-
-// BindTree for a tree already opened (O_PATH) by the caller.
-Status BindTreeFd(int src_fd, const std::string& shown, const std::string& dst) {
-  long fd =
-      syscall(SYS_open_tree, src_fd, "", kOpenTreeClone | O_CLOEXEC | kAtRecursive | AT_EMPTY_PATH);
-  if (fd < 0) return SysFail("sandbox", "open_tree " + shown);
-  UniqueFd tree(static_cast<int>(fd));
-  MountAttr attr{};
-  attr.attr_set = kMountAttrNosuid | kMountAttrNodev | kMountAttrRdonly;
   attr.propagation = MS_PRIVATE;
   if (syscall(SYS_mount_setattr, tree.Get(), "", AT_EMPTY_PATH | kAtRecursive, &attr,
               sizeof(attr)) != 0) {
@@ -132,6 +90,23 @@ Status BindTreeFd(int src_fd, const std::string& shown, const std::string& dst) 
     return SysFail("sandbox", "move_mount " + dst);
   }
   return Ok();
+}
+
+// Clones the tree at `src` (recursively) and attaches it at `dst`.
+Status BindTree(const std::string& src, const std::string& dst, bool read_only, bool keep_dev) {
+  long fd = syscall(SYS_open_tree, AT_FDCWD, src.c_str(),
+                    kOpenTreeClone | O_CLOEXEC | kAtRecursive | AT_SYMLINK_NOFOLLOW);
+  if (fd < 0) return SysFail("sandbox", "open_tree " + src);
+  return AttachTree(UniqueFd(static_cast<int>(fd)), src, dst, read_only, keep_dev);
+}
+
+// BindTree, read-only, for a tree the caller already opened (O_PATH).
+Status BindTreeFd(int src_fd, const std::string& shown, const std::string& dst) {
+  long fd =
+      syscall(SYS_open_tree, src_fd, "", kOpenTreeClone | O_CLOEXEC | kAtRecursive | AT_EMPTY_PATH);
+  if (fd < 0) return SysFail("sandbox", "open_tree " + shown);
+  return AttachTree(UniqueFd(static_cast<int>(fd)), shown, dst, /*read_only=*/true,
+                    /*keep_dev=*/false);
 }
 
 Status MountTmpfs(const std::string& dst, const std::string& options, unsigned long flags) {

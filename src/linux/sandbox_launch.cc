@@ -2,12 +2,16 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -170,10 +174,17 @@ Status ApplyLandlock(const Plan& plan) {
   using namespace landlock;
   if (auto s = InjectedFailure(plan, "landlock"); !s) return s;
   const SandboxPolicy& policy = plan.spec->policy;
-  bool handle_net = policy.network == NetworkMode::kNone && plan.landlock_abi >= 4;
+  // Network none: no TCP at all. Proxy: TCP connect only to the proxy's port on loopback (the
+  // namespace has nothing else to reach anyway).
+  bool handle_net =
+      (policy.network == NetworkMode::kNone || policy.network == NetworkMode::kProxy) &&
+      plan.landlock_abi >= 4;
   uint64_t scopes = ScopesForAbi(plan.landlock_abi);
   auto rs = Ruleset::Create(plan.landlock_abi, handle_net, scopes);
   if (!rs) return tl::unexpected(rs.error());
+  if (policy.network == NetworkMode::kProxy) {
+    if (auto s = rs->AllowTcpConnect(kProxyPort); !s) return s;
+  }
   const uint64_t all = FsRightsForAbi(plan.landlock_abi);
   const FileView& view = plan.view;
   if (view.full_read) {
@@ -258,7 +269,8 @@ Status ApplyLandlock(const Plan& plan) {
   if (plan.confine_fs) {
     if (auto s = ApplyLandlock(plan); !s) Die(plan, s.error());
     layers |= static_cast<uint32_t>(plan.landlock_abi) << 16;
-    if (spec.policy.network == NetworkMode::kNone && plan.landlock_abi >= 4)
+    if ((spec.policy.network == NetworkMode::kNone || spec.policy.network == NetworkMode::kProxy) &&
+        plan.landlock_abi >= 4)
       layers |= kBitLandlockNet;
     if (plan.landlock_abi >= 6) layers |= kBitLandlockScoped;
   }
@@ -330,6 +342,68 @@ void KillDescendants() {
   }
 }
 
+// Proxy mode, in init (inside the new network namespace, still holding its capabilities there):
+// bring loopback up, listen on 127.0.0.1 and ::1 at kProxyPort, and hand the listening sockets
+// to anvil-proxy outside, which accepts on them. Nothing of the proxy runs in here.
+Status HandOverProxyListeners(Plan& plan) {
+  if (auto s = InjectedFailure(plan, "proxy"); !s) return s;
+  UniqueFd ctl(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!ctl) return SysFail("sandbox", "proxy: socket");
+  ifreq ifr{};
+  std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
+  if (::ioctl(ctl.Get(), SIOCGIFFLAGS, &ifr) != 0) return SysFail("sandbox", "proxy: lo flags");
+  ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP);
+  if (::ioctl(ctl.Get(), SIOCSIFFLAGS, &ifr) != 0) return SysFail("sandbox", "proxy: bring lo up");
+  std::vector<UniqueFd> listeners;
+  {
+    UniqueFd v4(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(kProxyPort);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (!v4 || ::bind(v4.Get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+        ::listen(v4.Get(), 128) != 0) {
+      return SysFail("sandbox", "proxy: listen on 127.0.0.1:" + std::to_string(kProxyPort));
+    }
+    listeners.push_back(std::move(v4));
+  }
+  {
+    // IPv6 loopback is optional (a kernel booted with ipv6.disable=1 has none).
+    UniqueFd v6(::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in6 a{};
+    a.sin6_family = AF_INET6;
+    a.sin6_port = htons(kProxyPort);
+    a.sin6_addr = in6addr_loopback;
+    int one = 1;
+    if (v6 && ::setsockopt(v6.Get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) == 0 &&
+        ::bind(v6.Get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+        ::listen(v6.Get(), 128) == 0) {
+      listeners.push_back(std::move(v6));
+    }
+  }
+  char byte = 'L';
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = CMSG_SPACE(listeners.size() * sizeof(int));
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(listeners.size() * sizeof(int));
+  for (size_t i = 0; i < listeners.size(); ++i) {
+    int fd = listeners[i].Get();
+    std::memcpy(CMSG_DATA(c) + i * sizeof(int), &fd, sizeof(int));
+  }
+  if (::sendmsg(plan.spec->proxy_channel.Get(), &msg, MSG_NOSIGNAL) != 1) {
+    return SysFail("sandbox", "proxy: hand the listeners to anvil-proxy");
+  }
+  plan.spec->proxy_channel.Reset();
+  return Ok();
+}
+
 [[noreturn]] void RunInit(Plan& plan) {
   // Dies with the supervisor. In a pid namespace SIGKILL of init takes every process in it;
   // without one, SIGUSR2 asks this init to kill the tree first.
@@ -350,6 +424,9 @@ void KillDescendants() {
     options.tmp_size = plan.spec->limits.tmp_size;
     if (auto s = BuildMountView(plan.view, options); !s) Die(plan, s.error());
     if (auto s = VerifyMountView(plan.view); !s) Die(plan, s.error());
+  }
+  if (plan.spec->proxy_channel) {
+    if (auto s = HandOverProxyListeners(plan); !s) Die(plan, s.error());
   }
   if (!plan.pidns) prctl(PR_SET_CHILD_SUBREAPER, 1);
   if (plan.go_fd >= 0) {
@@ -480,9 +557,12 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   plan.uid = geteuid();
   plan.gid = getegid();
   const SandboxPolicy& policy = spec.policy;
-  if (policy.network == NetworkMode::kProxy) {
+  if (policy.network == NetworkMode::kProxy &&
+      (!spec.proxy_channel || !policy.ConfinesFilesystem())) {
     return SetupFailure(
-        "sandbox: --network proxy is not available in this build yet; use none or full", start);
+        "sandbox: --network proxy needs the proxy (anvil-proxy) and a read-only or "
+        "workspace-write policy",
+        start);
   }
   if (!spec.program) return SetupFailure("sandbox: no program to run", start);
   if (spec.argv.empty()) return SetupFailure("sandbox: empty argv", start);
@@ -503,7 +583,7 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
     plan.landlock_abi = probe.abi;
   }
   bool network_filter =
-      policy.network == NetworkMode::kNone && policy.kind != PolicyKind::kDangerFullAccess;
+      policy.network != NetworkMode::kFull && policy.kind != PolicyKind::kDangerFullAccess;
   if (plan.confine_fs || network_filter) {
     auto filter = seccomp::BuildCommandFilter(policy.network, /*deny_list=*/plan.confine_fs);
     if (!filter) return SetupFailure(filter.error().ToString(), start);
@@ -545,7 +625,7 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   unsigned long flags = 0;
   if (plan.confine_fs) {
     flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC;
-    if (policy.network == NetworkMode::kNone) flags |= CLONE_NEWNET;
+    if (policy.network != NetworkMode::kFull) flags |= CLONE_NEWNET;
   }
   int pidfd = -1;
   long pid = -1;
@@ -567,7 +647,8 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   if (pid < 0 && (flags & CLONE_NEWUSER) && geteuid() == 0) {
     // Root without user namespaces still owns the mount and pid namespaces.
     pid = try_clone(flags & ~static_cast<unsigned long>(CLONE_NEWUSER));
-  } else if (pid < 0 && (flags & CLONE_NEWUSER) && policy.kind == PolicyKind::kReadOnly) {
+  } else if (pid < 0 && (flags & CLONE_NEWUSER) && policy.kind == PolicyKind::kReadOnly &&
+             policy.network != NetworkMode::kProxy) {
     // Read-only needs no mount view: Landlock alone denies every write and every read
     // outside the roots; a subreaper replaces the pid namespace. /tmp is then not writable.
     pid = try_clone(0);

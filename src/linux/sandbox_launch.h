@@ -23,6 +23,9 @@
 
 namespace anvil {
 
+// Where the proxy listens inside a --network proxy sandbox (127.0.0.1 and ::1).
+inline constexpr uint16_t kProxyPort = 3128;
+
 struct ResourceLimits {
   std::optional<uint64_t> processes = 4096;          // RLIMIT_NPROC, counted per sandbox (userns)
   std::optional<uint64_t> open_files;                // RLIMIT_NOFILE
@@ -40,6 +43,9 @@ struct LaunchSpec {
   std::string cwd;                     // absolute; must be inside the view
   std::optional<std::chrono::milliseconds> timeout;
   ResourceLimits limits;
+  // --network proxy: a SOCK_SEQPACKET end connected to anvil-proxy; init sends it the listening
+  // sockets it makes inside the network namespace (then closes it).
+  UniqueFd proxy_channel;
   // Test-only fault injection: fail the named set-up step ("landlock", "seccomp", "mount",
   // "userns") to prove nothing runs when a layer cannot be applied. Never set by user input.
   std::string fail_step_for_testing;

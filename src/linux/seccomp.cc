@@ -56,8 +56,9 @@ Status DenyByName(scmp_filter_ctx ctx, const char* name, int err = EPERM) {
 Result<Program> Export(scmp_filter_ctx ctx) {
   UniqueFd mem(memfd_create("anvil-seccomp", MFD_CLOEXEC));
   if (!mem) return SysFail("sandbox", "memfd_create");
-  if (auto s = Check(seccomp_export_bpf(ctx, mem.Get()), "export"); !s) return tl::unexpected(s.error());
-  struct stat st{};
+  if (auto s = Check(seccomp_export_bpf(ctx, mem.Get()), "export"); !s)
+    return tl::unexpected(s.error());
+  struct stat st {};
   if (fstat(mem.Get(), &st) != 0) return SysFail("sandbox", "fstat seccomp memfd");
   if (st.st_size <= 0 || st.st_size % sizeof(sock_filter) != 0) {
     return Fail("sandbox", "seccomp: exported program has a bad size");
@@ -72,16 +73,54 @@ Result<Program> Export(scmp_filter_ctx ctx) {
 }  // namespace
 
 const std::vector<const char*>& CommandDeniedSyscalls() {
-  static const std::vector<const char*> kDenied = {
-      "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp",
-      "mount", "umount2", "pivot_root", "chroot", "unshare", "setns",
-      "move_mount", "open_tree", "fsopen", "fsmount", "fspick", "fsconfig", "mount_setattr",
-      "bpf", "perf_event_open", "keyctl", "add_key", "request_key", "userfaultfd",
-      "io_uring_setup", "io_uring_enter", "io_uring_register",
-      "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
-      "open_by_handle_at", "acct", "swapon", "swapoff", "reboot", "syslog", "vhangup",
-      "iopl", "ioperm", "quotactl", "lookup_dcookie", "uselib", "settimeofday",
-      "clock_settime", "clock_adjtime", "fanotify_init"};
+  static const std::vector<const char*> kDenied = {"ptrace",
+                                                   "process_vm_readv",
+                                                   "process_vm_writev",
+                                                   "pidfd_getfd",
+                                                   "kcmp",
+                                                   "mount",
+                                                   "umount2",
+                                                   "pivot_root",
+                                                   "chroot",
+                                                   "unshare",
+                                                   "setns",
+                                                   "move_mount",
+                                                   "open_tree",
+                                                   "fsopen",
+                                                   "fsmount",
+                                                   "fspick",
+                                                   "fsconfig",
+                                                   "mount_setattr",
+                                                   "bpf",
+                                                   "perf_event_open",
+                                                   "keyctl",
+                                                   "add_key",
+                                                   "request_key",
+                                                   "userfaultfd",
+                                                   "io_uring_setup",
+                                                   "io_uring_enter",
+                                                   "io_uring_register",
+                                                   "kexec_load",
+                                                   "kexec_file_load",
+                                                   "init_module",
+                                                   "finit_module",
+                                                   "delete_module",
+                                                   "open_by_handle_at",
+                                                   "acct",
+                                                   "swapon",
+                                                   "swapoff",
+                                                   "reboot",
+                                                   "syslog",
+                                                   "vhangup",
+                                                   "iopl",
+                                                   "ioperm",
+                                                   "quotactl",
+                                                   "lookup_dcookie",
+                                                   "uselib",
+                                                   "settimeofday",
+                                                   "clock_settime",
+                                                   "clock_adjtime",
+                                                   "fanotify_init"};
   return kDenied;
 }
 
@@ -109,8 +148,8 @@ Result<Program> BuildCommandFilter(NetworkMode network, bool deny_list) {
   if (!ctx) return Fail("sandbox", "seccomp_init failed");
   scmp_filter_ctx c = ctx.get();
   // A foreign ABI (32-bit int 0x80, x32) would dodge every syscall-number rule: kill outright.
-  if (auto s = Check(seccomp_attr_set(c, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS),
-                     "badarch");
+  if (auto s =
+          Check(seccomp_attr_set(c, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS), "badarch");
       !s)
     return tl::unexpected(s.error());
   if (deny_list) {
@@ -135,21 +174,42 @@ Result<Program> BuildCommandFilter(NetworkMode network, bool deny_list) {
           !s)
         return tl::unexpected(s.error());
     }
-    for (unsigned long bit : {kAddrNoRandomize, kMmapPageZero, kAddrCompatLayout, kReadImpliesExec}) {
-      if (auto s = Check(seccomp_rule_add(c, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(personality), 1,
-                                          Cmp(0, SCMP_CMP_MASKED_EQ, bit | kPersonalityQueryBit, bit)),
-                         "personality");
+    for (unsigned long bit :
+         {kAddrNoRandomize, kMmapPageZero, kAddrCompatLayout, kReadImpliesExec}) {
+      if (auto s =
+              Check(seccomp_rule_add(c, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(personality), 1,
+                                     Cmp(0, SCMP_CMP_MASKED_EQ, bit | kPersonalityQueryBit, bit)),
+                    "personality");
           !s)
         return tl::unexpected(s.error());
     }
   }
   if (network == NetworkMode::kNone) {
     for (int nr : {SCMP_SYS(socket), SCMP_SYS(socketpair)}) {
+      if (auto s = Check(
+              seccomp_rule_add(c, SCMP_ACT_ERRNO(EPERM), nr, 1, Cmp(0, SCMP_CMP_NE, AF_UNIX, 0)),
+              "socket");
+          !s)
+        return tl::unexpected(s.error());
+    }
+  }
+  if (network == NetworkMode::kProxy) {
+    // Unix and IP sockets only (the namespace has nothing but loopback, where the proxy
+    // listens): no netlink, packet or other families.
+    for (int nr : {SCMP_SYS(socket), SCMP_SYS(socketpair)}) {
       if (auto s = Check(seccomp_rule_add(c, SCMP_ACT_ERRNO(EPERM), nr, 1,
-                                          Cmp(0, SCMP_CMP_NE, AF_UNIX, 0)),
+                                          Cmp(0, SCMP_CMP_GE, AF_INET6 + 1, 0)),
                          "socket");
           !s)
         return tl::unexpected(s.error());
+      for (int family = 0; family < AF_INET6; ++family) {
+        if (family == AF_UNIX || family == AF_INET) continue;
+        if (auto s = Check(seccomp_rule_add(c, SCMP_ACT_ERRNO(EPERM), nr, 1,
+                                            Cmp(0, SCMP_CMP_EQ, static_cast<unsigned>(family), 0)),
+                           "socket");
+            !s)
+          return tl::unexpected(s.error());
+      }
     }
   }
   return Export(c);
@@ -159,16 +219,42 @@ Result<Program> BuildPluginHostFilter() {
   Ctx ctx(seccomp_init(SCMP_ACT_ERRNO(EPERM)));
   if (!ctx) return Fail("sandbox", "seccomp_init failed");
   scmp_filter_ctx c = ctx.get();
-  if (auto s = Check(seccomp_attr_set(c, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS),
-                     "badarch");
+  if (auto s =
+          Check(seccomp_attr_set(c, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS), "badarch");
       !s)
     return tl::unexpected(s.error());
-  static constexpr const char* kAllowed[] = {
-      "read", "write", "readv", "writev", "recvmsg", "sendmsg", "recvfrom", "sendto", "close",
-      "poll", "ppoll", "munmap", "mremap", "brk", "madvise", "futex", "exit", "exit_group",
-      "rt_sigreturn", "rt_sigprocmask", "clock_gettime", "clock_getres", "gettimeofday", "time",
-      "getrandom", "getpid", "gettid", "sched_yield", "restart_syscall", "nanosleep",
-      "clock_nanosleep", "shutdown"};
+  static constexpr const char* kAllowed[] = {"read",
+                                             "write",
+                                             "readv",
+                                             "writev",
+                                             "recvmsg",
+                                             "sendmsg",
+                                             "recvfrom",
+                                             "sendto",
+                                             "close",
+                                             "poll",
+                                             "ppoll",
+                                             "munmap",
+                                             "mremap",
+                                             "brk",
+                                             "madvise",
+                                             "futex",
+                                             "exit",
+                                             "exit_group",
+                                             "rt_sigreturn",
+                                             "rt_sigprocmask",
+                                             "clock_gettime",
+                                             "clock_getres",
+                                             "gettimeofday",
+                                             "time",
+                                             "getrandom",
+                                             "getpid",
+                                             "gettid",
+                                             "sched_yield",
+                                             "restart_syscall",
+                                             "nanosleep",
+                                             "clock_nanosleep",
+                                             "shutdown"};
   for (const char* name : kAllowed) {
     int nr = seccomp_syscall_resolve_name(name);
     if (nr == __NR_SCMP_ERROR) continue;
@@ -178,9 +264,9 @@ Result<Program> BuildPluginHostFilter() {
   }
   // Memory, but never executable memory: a VM bug must not become injected machine code.
   for (int nr : {SCMP_SYS(mmap), SCMP_SYS(mprotect)}) {
-    if (auto s = Check(seccomp_rule_add(c, SCMP_ACT_ALLOW, nr, 1,
-                                        Cmp(2, SCMP_CMP_MASKED_EQ, PROT_EXEC, 0)),
-                       "mmap");
+    if (auto s = Check(
+            seccomp_rule_add(c, SCMP_ACT_ALLOW, nr, 1, Cmp(2, SCMP_CMP_MASKED_EQ, PROT_EXEC, 0)),
+            "mmap");
         !s)
       return tl::unexpected(s.error());
   }

@@ -1,5 +1,6 @@
 #include "session/gateway_process.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -38,6 +39,9 @@ Result<std::unique_ptr<GatewayProcess>> GatewayProcess::Start(const GatewayConfi
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent) _exit(1);
     if (dup2(theirs.Get(), 3) < 0) _exit(1);
+    // stdin/stdout may be an editor's JSON-RPC stream (anvil serve): never the gateway's.
+    int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(null_fd, 1) < 0) _exit(1);
     // Only stdin/out/err and the control channel cross into the gateway.
     syscall(SYS_close_range, 4, ~0U, 0);
     execv(argv[0], argv.data());

@@ -43,6 +43,8 @@ class GatewayProcess {
   Result<int> Stop(int grace_ms = 2000);
 
   pid_t pid() const { return pid_; }
+  // Readable when the gateway process has exited (crash detection in an event loop).
+  int pidfd() const { return pidfd_.Get(); }
   const std::string& socket_path() const { return socket_path_; }
   const std::string& audit_log() const { return audit_log_; }
   const std::string& workspace() const { return workspace_; }

@@ -19,6 +19,19 @@ namespace anvil::session {
 
 using Clock = std::chrono::steady_clock;
 
+namespace {
+Status SendAll(int fd, const std::string& bytes) {
+  size_t off = 0;
+  while (off < bytes.size()) {
+    ssize_t n = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return SysFail("io", "host channel");
+    off += static_cast<size_t>(n);
+  }
+  return Ok();
+}
+}  // namespace
+
 Result<std::unique_ptr<HostProcess>> HostProcess::Start(const HostConfig& config,
                                                         GatewayProcess& gateway,
                                                         const Grant& grant) {
@@ -118,15 +131,76 @@ Status HostProcess::Reap(int timeout_ms) {
 }
 
 Status HostProcess::Kill(const std::string& reason) {
-  if (pid_ <= 0) return Ok();
+  if (pid_ <= 0) {
+    session_.Reset();
+    return Ok();
+  }
+  // T7: cancel in-flight ids, kill the process group, wait for the exit, revoke the token.
+  (void)gateway_.CancelPlugin(plugin_id_, reason);
   // The process group: a host cannot fork (seccomp), but the group is the unit regardless.
   kill(-pid_, SIGKILL);
   kill(pid_, SIGKILL);
   auto reaped = Reap(5000);
-  (void)gateway_.CancelPlugin(plugin_id_, reason);
   (void)gateway_.Revoke(token_, reason);
   session_.Reset();
   return reaped;
+}
+
+Result<uint64_t> HostProcess::Send(const std::string& op, std::vector<std::string> args) {
+  if (pid_ <= 0 || !session_) return Fail("internal", "host is not running");
+  uint64_t id = next_id_++;
+  if (auto s = SendAll(session_.Get(), ipc::EncodeRequest({id, "", op, std::move(args)})); !s) {
+    return tl::unexpected(s.error());
+  }
+  return id;
+}
+
+Status HostProcess::Answer(const ipc::Response& response) {
+  if (!session_) return Fail("io", "host channel closed");
+  return SendAll(session_.Get(), ipc::EncodeResponse(response));
+}
+
+Result<std::vector<HostProcess::Event>> HostProcess::ReadEvents(bool* closed) {
+  *closed = false;
+  std::vector<Event> events;
+  char buf[65536];
+  while (session_) {
+    ssize_t got = ::recv(session_.Get(), buf, sizeof(buf), MSG_DONTWAIT);
+    if (got > 0) {
+      reader_.Append(buf, static_cast<size_t>(got));
+      continue;
+    }
+    if (got < 0 && errno == EINTR) continue;
+    if (got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) *closed = true;
+    break;
+  }
+  while (true) {
+    auto next = reader_.Next();
+    if (!next) return Fail("invalid", "the plugin host sent a malformed frame");
+    if (!*next) break;
+    const ipc::Frame& f = **next;
+    Event e;
+    if (f.kind == ipc::FrameKind::kResponse) {
+      auto r = ipc::DecodeResponse(f.body);
+      if (!r) return Fail("invalid", "the plugin host sent a malformed response");
+      e.kind = Event::Kind::kResponse;
+      e.response = std::move(*r);
+    } else if (f.kind == ipc::FrameKind::kRequest) {
+      auto r = ipc::DecodeRequest(f.body);
+      if (!r) return Fail("invalid", "the plugin host sent a malformed request");
+      e.kind = r->op == "log" ? Event::Kind::kLog : Event::Kind::kRequest;
+      e.request = std::move(*r);
+    } else {
+      continue;
+    }
+    events.push_back(std::move(e));
+  }
+  return events;
+}
+
+bool HostProcess::ReapIfExited() {
+  if (pid_ <= 0) return true;
+  return Reap(0).has_value();
 }
 
 Result<int> HostProcess::Stop(std::chrono::milliseconds grace) {
@@ -146,10 +220,8 @@ Result<ipc::Response> HostProcess::Call(const std::string& op, std::vector<std::
   if (pid_ <= 0) return Fail("internal", "host is not running");
   auto until = Clock::now() + deadline;
   uint64_t id = next_id_++;
-  std::string frame = ipc::EncodeRequest({id, "", op, std::move(args)});
-  if (::send(session_.Get(), frame.data(), frame.size(), MSG_NOSIGNAL) !=
-      static_cast<ssize_t>(frame.size())) {
-    return SysFail("io", "host channel");
+  if (auto s = SendAll(session_.Get(), ipc::EncodeRequest({id, "", op, std::move(args)})); !s) {
+    return tl::unexpected(s.error());
   }
   char buf[65536];
   while (true) {
@@ -179,9 +251,8 @@ Result<ipc::Response> HostProcess::Call(const std::string& op, std::vector<std::
       ipc::Response resp = answer ? ipc::Response{req->id, true, std::move(*answer)}
                                   : ipc::Response::Error(req->id, answer.error().code,
                                                          answer.error().message);
-      std::string out = ipc::EncodeResponse(resp);
-      if (::send(session_.Get(), out.data(), out.size(), MSG_NOSIGNAL) < 0) {
-        return SysFail("io", "host channel");
+      if (auto s = SendAll(session_.Get(), ipc::EncodeResponse(resp)); !s) {
+        return tl::unexpected(s.error());
       }
       continue;
     }

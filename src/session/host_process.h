@@ -48,11 +48,35 @@ class HostProcess {
   Result<std::string> Run(const std::string& command, const std::string& args_json,
                           std::chrono::milliseconds deadline, const EditorHandler& editor,
                           const LogHandler& log);
-  // Kills the whole process group, waits for it, cancels and revokes at the gateway.
+  // T7 order: cancels the plugin's in-flight gateway requests (audited with `reason`; "reload"
+  // is recorded as cancelled_by_reload), kills the whole process group, waits for the host to
+  // exit, revokes its token. Explicit: the destructor only backs it up.
   Status Kill(const std::string& reason);
   // Closes the session channel and waits for a clean exit (then kills). Returns exit status.
   Result<int> Stop(std::chrono::milliseconds grace = std::chrono::milliseconds(1000));
 
+  // ---- Non-blocking use, for an event loop (anvil serve) ----
+  // What the host sent: the answer to one of our requests, or one of its own requests
+  // (editor.*; answer it with Answer) or a log line.
+  struct Event {
+    enum class Kind { kResponse, kRequest, kLog } kind = Kind::kResponse;
+    ipc::Response response;
+    ipc::Request request;  // kRequest: op/args/id; kLog: args = {level, text}
+  };
+  // Sends a request; its answer arrives as a kResponse event with the returned id.
+  Result<uint64_t> Send(const std::string& op, std::vector<std::string> args);
+  // Reads whatever is there without blocking and decodes it. Sets *closed at EOF. An error
+  // (malformed frame) means the host must be killed.
+  Result<std::vector<Event>> ReadEvents(bool* closed);
+  Status Answer(const ipc::Response& response);
+  // Reaps the host if it has exited (pidfd readable); true when it is gone.
+  bool ReapIfExited();
+  void DrainStderr();
+
+  int session_fd() const { return session_.Get(); }
+  int pidfd() const { return pidfd_.Get(); }
+  int stderr_fd() const { return stderr_fd_.Get(); }
+  int exit_status() const { return exit_status_; }
   pid_t pid() const { return pid_; }
   bool running() const { return pid_ > 0; }
   const std::string& stderr_text() const { return stderr_; }
@@ -64,7 +88,6 @@ class HostProcess {
                              std::chrono::milliseconds deadline, const EditorHandler* editor,
                              const LogHandler* log);
   Status Reap(int timeout_ms);
-  void DrainStderr();
 
   GatewayProcess& gateway_;
   std::string plugin_id_;

@@ -2,6 +2,8 @@
 // and what a plugin can print on the user's terminal.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
@@ -40,6 +42,25 @@ TEST_F(AnvilRun, ApprovedPluginRunsAndPrintsItsResult) {
   r = Anvil({plugin_.path(), "table"});  // the grant is stored now
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("\"n\": 1"), std::string::npos);
+}
+
+TEST_F(AnvilRun, TodoFinderExampleFindsMarkersThroughSysExec) {
+  // The README's example plugin: rg through the gateway's exec broker and anvil-exec-runner.
+  ASSERT_EQ(Shell("cp -r '" + std::string(ANVIL_SOURCE_DIR) + "/examples/workspace/.' '" +
+                  ws_.path() + "/'"),
+            0);
+  auto r = Anvil({"--approve", std::string(ANVIL_SOURCE_DIR) + "/examples/plugins/todo-finder",
+                  "find-todos"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto found = nlohmann::json::parse(r.out.substr(0, r.out.rfind(']') + 1), nullptr, false);
+  ASSERT_TRUE(found.is_array()) << r.out;
+  bool main_c = false, readme = false;
+  for (const auto& f : found) {
+    main_c = main_c || (f.value("path", "") == "src/main.c" && f.value("line", 0) == 3);
+    readme = readme || f.value("path", "") == "README.md";
+  }
+  EXPECT_TRUE(main_c) << r.out;
+  EXPECT_TRUE(readme) << r.out;
 }
 
 TEST_F(AnvilRun, WithoutConsentNothingRuns) {

@@ -31,6 +31,16 @@ std::string BinDir() {
 }
 std::string AnvilBin() { return BinDir() + "/anvil"; }
 
+void ExecOrExit(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+  std::vector<char*> a, e;
+  for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+  a.push_back(nullptr);
+  for (auto& s : env) e.push_back(const_cast<char*>(s.c_str()));
+  e.push_back(nullptr);
+  execve(a[0], a.data(), e.data());
+  _exit(123);
+}
+
 RunResult Run(const std::vector<std::string>& argv, const RunOptions& options) {
   int out_pipe[2], err_pipe[2], in_pipe[2];
   if (pipe2(out_pipe, O_CLOEXEC) || pipe2(err_pipe, O_CLOEXEC) || pipe2(in_pipe, O_CLOEXEC)) {
@@ -49,13 +59,7 @@ RunResult Run(const std::vector<std::string>& argv, const RunOptions& options) {
       gid_t g = options.gid.value_or(*options.uid);
       if (setgroups(0, nullptr) != 0 || setgid(g) != 0 || setuid(*options.uid) != 0) _exit(122);
     }
-    std::vector<char*> a, e;
-    for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-    a.push_back(nullptr);
-    for (auto& s : env) e.push_back(const_cast<char*>(s.c_str()));
-    e.push_back(nullptr);
-    execve(a[0], a.data(), e.data());
-    _exit(123);
+    ExecOrExit(argv, env);
   }
   close(in_pipe[0]);
   close(out_pipe[1]);
@@ -308,13 +312,7 @@ Spawned::Spawned(const std::vector<std::string>& argv, const RunOptions& options
     }
     std::vector<std::string> env = options.env;
     if (env.empty()) env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/root", "LANG=C.UTF-8"};
-    std::vector<char*> a, e;
-    for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-    a.push_back(nullptr);
-    for (auto& s : env) e.push_back(const_cast<char*>(s.c_str()));
-    e.push_back(nullptr);
-    execve(a[0], a.data(), e.data());
-    _exit(123);
+    ExecOrExit(argv, env);
   }
   setpgid(pid_, pid_);  // also from here, so the group exists before anyone signals it
 }

@@ -34,6 +34,9 @@ struct RunOptions {
 inline constexpr char kPython[] = "/usr/bin/python3";
 
 std::string BinDir();
+// In a forked child: execve(argv, env), or _exit(123) when that fails.
+[[noreturn]] void ExecOrExit(const std::vector<std::string>& argv,
+                             const std::vector<std::string>& env);
 std::string AnvilBin();
 RunResult Run(const std::vector<std::string>& argv, const RunOptions& options = {});
 // `anvil sandbox ARGS... -- sh -c SCRIPT` in `workspace`.

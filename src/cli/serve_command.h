@@ -1,0 +1,11 @@
+// `anvil serve`: flags, then the session loop of src/session/serve_session.h.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace anvil::cli {
+
+int RunServeCommand(const std::vector<std::string>& args);
+
+}  // namespace anvil::cli

@@ -1,0 +1,359 @@
+#include "net/http_proxy.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "common/unique_fd.h"
+
+namespace anvil {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int MillisLeft(Clock::time_point deadline) {
+  auto now = Clock::now();
+  if (deadline <= now) return 0;
+  return static_cast<int>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1);
+}
+
+bool SendAll(int fd, std::string_view data) {
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) {
+      pollfd p{fd, POLLOUT, 0};
+      if (poll(&p, 1, 10000) <= 0) return false;
+      continue;
+    }
+    if (n <= 0) return false;
+    off += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+void Refuse(int fd, int status, const std::string& reason) {
+  const char* text = status == 403   ? "Forbidden"
+                     : status == 400 ? "Bad Request"
+                     : status == 502 ? "Bad Gateway"
+                     : status == 503 ? "Service Unavailable"
+                                     : "Gateway Timeout";
+  std::string body = "anvil proxy: " + reason + "\n";
+  std::string reply = "HTTP/1.1 " + std::to_string(status) + " " + text +
+                      "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: " +
+                      std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+  SendAll(fd, reply);
+}
+
+// Reads up to the end of the request head. Returns false on timeout, EOF or oversize.
+bool ReadHead(int fd, size_t cap, Clock::time_point deadline, std::string& buffer, size_t& head_end,
+              std::string& error) {
+  char chunk[4096];
+  while (true) {
+    auto pos = buffer.find("\r\n\r\n");
+    if ((pos == std::string::npos ? buffer.size() : pos + 4) > cap) {
+      error = "request head over " + std::to_string(cap) + " bytes";
+      return false;
+    }
+    if (pos != std::string::npos) {
+      head_end = pos + 4;
+      return true;
+    }
+    if (buffer.size() > cap) {
+      error = "request head over " + std::to_string(cap) + " bytes";
+      return false;
+    }
+    pollfd p{fd, POLLIN, 0};
+    int r = poll(&p, 1, MillisLeft(deadline));
+    if (r == 0) {
+      error = "request head not received in time";
+      return false;
+    }
+    if (r < 0 && errno == EINTR) continue;
+    ssize_t n = ::recv(fd, chunk, sizeof(chunk), 0);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) {
+      error = "connection closed before a request";
+      return false;
+    }
+    buffer.append(chunk, static_cast<size_t>(n));
+  }
+}
+
+std::string Lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Non-blocking connect with a deadline. Returns the connected socket or an invalid fd.
+UniqueFd Dial(const IpAddress& address, uint16_t port, Clock::time_point deadline,
+              std::string& error) {
+  sockaddr_storage ss{};
+  socklen_t len;
+  if (address.is_v4()) {
+    auto* sin = reinterpret_cast<sockaddr_in*>(&ss);
+    sin->sin_family = AF_INET;
+    sin->sin_port = htons(port);
+    std::memcpy(&sin->sin_addr, address.bytes().data(), 4);
+    len = sizeof(sockaddr_in);
+  } else {
+    auto* sin6 = reinterpret_cast<sockaddr_in6*>(&ss);
+    sin6->sin6_family = AF_INET6;
+    sin6->sin6_port = htons(port);
+    std::memcpy(&sin6->sin6_addr, address.bytes().data(), 16);
+    len = sizeof(sockaddr_in6);
+  }
+  UniqueFd s(::socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!s) {
+    error = std::strerror(errno);
+    return UniqueFd();
+  }
+  if (::connect(s.Get(), reinterpret_cast<sockaddr*>(&ss), len) != 0 && errno != EINPROGRESS) {
+    error = std::strerror(errno);
+    return UniqueFd();
+  }
+  pollfd p{s.Get(), POLLOUT, 0};
+  int r = poll(&p, 1, MillisLeft(deadline));
+  if (r <= 0) {
+    error = "connect timed out";
+    return UniqueFd();
+  }
+  int soerr = 0;
+  socklen_t sl = sizeof(soerr);
+  getsockopt(s.Get(), SOL_SOCKET, SO_ERROR, &soerr, &sl);
+  if (soerr != 0) {
+    error = std::strerror(soerr);
+    return UniqueFd();
+  }
+  return s;
+}
+
+// Copies both ways until both sides are done, a cap passes or the connection idles too long.
+void Relay(int a, int b, const ProxyLimits& limits, Clock::time_point started,
+           ProxyAuditRecord& record, std::string& ended) {
+  char buf[65536];
+  bool a_open = true, b_open = true;  // still reading from a / from b
+  while (a_open || b_open) {
+    auto deadline = std::min(Clock::now() + limits.idle_timeout, started + limits.max_duration);
+    pollfd fds[2] = {{a_open ? a : -1, POLLIN, 0}, {b_open ? b : -1, POLLIN, 0}};
+    int r = poll(fds, 2, MillisLeft(deadline));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      ended = Clock::now() >= started + limits.max_duration ? "time cap" : "idle timeout";
+      return;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (!fds[i].revents) continue;
+      int from = i == 0 ? a : b, to = i == 0 ? b : a;
+      ssize_t n = ::recv(from, buf, sizeof(buf), 0);
+      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (n <= 0) {
+        (i == 0 ? a_open : b_open) = false;
+        ::shutdown(to, SHUT_WR);
+        continue;
+      }
+      (i == 0 ? record.bytes_up : record.bytes_down) += static_cast<uint64_t>(n);
+      if (record.bytes_up + record.bytes_down > limits.max_bytes) {
+        ended = "byte cap";
+        return;
+      }
+      if (!SendAll(to, std::string_view(buf, static_cast<size_t>(n)))) {
+        ended = "peer closed";
+        return;
+      }
+    }
+  }
+  ended = "done";
+}
+
+}  // namespace
+
+AddressVerdict CheckProxyAddress(const ConnectPolicy& policy, const IpAddress& address,
+                                 std::uint16_t port) {
+  for (const auto& exempt : policy.unsafe_test().allow_addresses) {
+    if (exempt.address == address && exempt.EffectivePort() == port) {
+      return {true, "--unsafe-test-allow-address (test only)"};
+    }
+  }
+  return policy.Check(address, kHttpsPort);
+}
+
+void HttpProxy::Serve(const std::vector<int>& listen_fds, const std::atomic<bool>& stop) {
+  for (int fd : listen_fds) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  std::vector<pollfd> fds;
+  for (int fd : listen_fds) fds.push_back({fd, POLLIN, 0});
+  while (!stop.load()) {
+    int r = poll(fds.data(), fds.size(), 100);
+    if (r <= 0) continue;
+    for (auto& p : fds) {
+      if (!(p.revents & POLLIN)) continue;
+      int c = accept4(p.fd, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) continue;
+      if (active_.load() >= config_.limits.max_connections) {
+        Refuse(c, 503,
+               "too many connections (" + std::to_string(config_.limits.max_connections) + ")");
+        ProxyAuditRecord rec{"", "", "deny", "connection cap", "", 0, 0, 0};
+        if (config_.audit) config_.audit(rec);
+        ::close(c);
+        continue;
+      }
+      active_.fetch_add(1);
+      std::thread([this, c] {
+        HandleConnection(c);
+        ::close(c);
+        active_.fetch_sub(1);
+      }).detach();
+    }
+  }
+  while (active_.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+}
+
+void HttpProxy::HandleConnection(int client) {
+  const auto started = Clock::now();
+  ProxyAuditRecord rec;
+  auto finish = [&](const std::string& verdict, const std::string& reason) {
+    rec.verdict = verdict;
+    rec.reason = reason;
+    rec.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+    if (config_.audit) config_.audit(rec);
+  };
+  std::string buffer;
+  size_t head_end = 0;
+  std::string error;
+  if (!ReadHead(client, config_.limits.max_head_bytes, started + config_.limits.head_timeout,
+                buffer, head_end, error)) {
+    if (error.find("over") != std::string::npos) Refuse(client, 400, error);
+    finish("error", error);
+    return;
+  }
+  // Request line: METHOD SP TARGET SP HTTP/1.x
+  size_t line_end = buffer.find("\r\n");
+  std::string line = buffer.substr(0, line_end);
+  size_t sp1 = line.find(' ');
+  size_t sp2 = sp1 == std::string::npos ? std::string::npos : line.find(' ', sp1 + 1);
+  if (sp1 == std::string::npos || sp2 == std::string::npos ||
+      line.compare(sp2 + 1, 7, "HTTP/1.") != 0 || line.size() != sp2 + 9) {
+    Refuse(client, 400, "malformed request line");
+    finish("error", "malformed request line");
+    return;
+  }
+  std::string method = line.substr(0, sp1);
+  std::string target_text = line.substr(sp1 + 1, sp2 - sp1 - 1);
+  const bool tunnel = method == "CONNECT";
+  rec.kind = tunnel ? "connect" : "http";
+  std::string origin_form;
+  auto target =
+      tunnel ? ParseConnectTarget(target_text) : ParseHttpTarget(target_text, &origin_form);
+  if (!target) {
+    rec.target = target_text.substr(0, 256);
+    Refuse(client, 403, target.error().ToString());
+    finish("deny", target.error().ToString());
+    return;
+  }
+  rec.target = target->host + ":" + std::to_string(target->port);
+  if (auto s = CheckProxyTarget(*target, config_.allowed); !s) {
+    Refuse(client, 403, s.error().ToString());
+    finish("deny", s.error().ToString());
+    return;
+  }
+  // Every answer must pass, not just the one dialled (DNS rebinding picks the order).
+  std::vector<IpAddress> addresses;
+  if (target->literal) {
+    addresses.push_back(*target->literal);
+  } else {
+    std::string host = target->host;
+    auto resolved = config_.resolver->Resolve(host);
+    if (!resolved) {
+      Refuse(client, 502, "cannot resolve " + host + ": " + resolved.error().message);
+      finish("error", "resolve: " + resolved.error().ToString());
+      return;
+    }
+    addresses = *resolved;
+    if (addresses.empty()) {
+      Refuse(client, 502, host + " has no address records");
+      finish("error", "no address records");
+      return;
+    }
+  }
+  for (const auto& a : addresses) {
+    auto v = CheckProxyAddress(config_.policy, a, target->port);
+    if (!v.allowed) {
+      std::string why =
+          target->literal
+              ? "denied: address " + a.ToString() + " is not allowed (" + v.reason + ")"
+              : "denied: " + target->host + " resolves to " + a.ToString() + " (" + v.reason + ")";
+      Refuse(client, 403, why);
+      finish("deny", why);
+      return;
+    }
+  }
+  UniqueFd upstream;
+  std::string dial_error;
+  for (const auto& a : addresses) {
+    upstream = Dial(a, target->port, Clock::now() + config_.limits.connect_timeout, dial_error);
+    if (!upstream) continue;
+    // The peer actually reached, checked again.
+    sockaddr_storage peer{};
+    socklen_t len = sizeof(peer);
+    auto got = getpeername(upstream.Get(), reinterpret_cast<sockaddr*>(&peer), &len) == 0
+                   ? IpAddress::FromSockaddr(reinterpret_cast<sockaddr*>(&peer))
+                   : std::nullopt;
+    if (!got || !CheckProxyAddress(config_.policy, *got, target->port).allowed) {
+      upstream.Reset();
+      dial_error = "dialled peer failed the address check";
+      continue;
+    }
+    rec.address = got->ToString();
+    break;
+  }
+  if (!upstream) {
+    Refuse(client, 502, "cannot connect to " + rec.target + ": " + dial_error);
+    finish("error", "connect: " + dial_error);
+    return;
+  }
+  fcntl(upstream.Get(), F_SETFL, fcntl(upstream.Get(), F_GETFL) & ~O_NONBLOCK);
+  std::string rest = buffer.substr(head_end);
+  if (tunnel) {
+    if (!SendAll(client, "HTTP/1.1 200 Connection Established\r\n\r\n")) {
+      finish("error", "client closed");
+      return;
+    }
+  } else {
+    // Origin-form request line, hop-by-hop and proxy headers dropped, one request per
+    // connection.
+    std::string head = method + " " + origin_form + " HTTP/1.1\r\n";
+    size_t pos = line_end + 2;
+    while (pos < head_end - 2) {
+      size_t eol = buffer.find("\r\n", pos);
+      std::string header = buffer.substr(pos, eol - pos);
+      pos = eol + 2;
+      std::string name = Lower(header.substr(0, header.find(':')));
+      if (name == "connection" || name == "proxy-connection" || name == "keep-alive" ||
+          name == "proxy-authorization" || name == "te" || name == "upgrade") {
+        continue;
+      }
+      head += header + "\r\n";
+    }
+    head += "Connection: close\r\n\r\n";
+    rest = head + rest;
+  }
+  if (!rest.empty() && !SendAll(upstream.Get(), rest)) {
+    finish("error", "upstream closed");
+    return;
+  }
+  std::string ended;
+  Relay(client, upstream.Get(), config_.limits, started, rec, ended);
+  finish("allow", ended);
+}
+
+}  // namespace anvil

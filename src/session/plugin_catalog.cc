@@ -1,0 +1,140 @@
+#include "session/plugin_catalog.h"
+
+#include <dirent.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <map>
+
+#include "policy/consent.h"
+#include "policy/lockfile.h"
+
+namespace anvil::session {
+namespace {
+
+std::string Canonical(const std::string& path) {
+  char buf[PATH_MAX];
+  return ::realpath(path.c_str(), buf) ? std::string(buf) : std::string();
+}
+
+// Subdirectories holding a manifest, sorted so discovery does not depend on readdir order.
+std::vector<std::string> PluginDirsUnder(const std::string& root) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(root.c_str());
+  if (!d) return out;
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name.empty() || name[0] == '.') continue;
+    std::string dir = root + "/" + name;
+    struct stat st {};
+    if (::stat((dir + "/" + std::string(kManifestFileName)).c_str(), &st) == 0) out.push_back(dir);
+    if (out.size() >= 1024) break;  // a search path is the user's, but still bounded
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+Catalog DiscoverPlugins(const CatalogOptions& options) {
+  Catalog catalog;
+  auto config = LoadWorkspaceConfig(options.workspace);
+  if (config) {
+    catalog.config = std::move(*config);
+  } else {
+    catalog.workspace_config_error = config.error();  // fail closed: it enables nothing
+  }
+  std::map<std::string, size_t> by_id;
+  auto add = [&](const std::string& raw_dir, bool explicit_dir) {
+    PluginEntry entry;
+    entry.dir = Canonical(raw_dir);
+    if (entry.dir.empty()) {
+      entry.dir = raw_dir;
+      entry.id = raw_dir.substr(raw_dir.rfind('/') + 1);
+      entry.error = Error{"not_found", "no such plugin directory " + raw_dir, 0};
+    } else {
+      auto manifest = LoadManifest(entry.dir);
+      if (manifest) {
+        entry.id = manifest->id;
+        entry.manifest = std::move(*manifest);
+      } else {
+        entry.id = entry.dir.substr(entry.dir.rfind('/') + 1);
+        entry.error = manifest.error();
+      }
+    }
+    if (entry.manifest && by_id.count(entry.id)) {
+      const PluginEntry& first = catalog.plugins[by_id[entry.id]];
+      entry.error = Error{"invalid",
+                          "plugin id " + entry.id + " is also used by " + first.dir +
+                              " (the first one found is used)",
+                          0};
+      entry.manifest.reset();
+    }
+    if (explicit_dir) {
+      entry.enabled = true;
+      entry.enabled_by = "command line";
+    }
+    if (entry.manifest) by_id[entry.id] = catalog.plugins.size();
+    catalog.plugins.push_back(std::move(entry));
+  };
+  for (const auto& dir : options.plugin_dirs) add(dir, true);
+  for (const auto& root : options.search_paths) {
+    for (const auto& dir : PluginDirsUnder(root)) add(dir, false);
+  }
+  for (const auto& id : catalog.config.enable) {
+    auto it = by_id.find(id);
+    if (it == by_id.end()) {
+      catalog.missing.push_back(id);
+      continue;
+    }
+    PluginEntry& entry = catalog.plugins[it->second];
+    if (!entry.enabled) {
+      entry.enabled = true;
+      entry.enabled_by = "Anvil.toml";
+    }
+  }
+  return catalog;
+}
+
+Status CheckLock(const std::string& workspace, const std::string& plugin_dir,
+                 const Manifest& manifest) {
+  auto lock = ReadLockfile(workspace);
+  if (!lock) return lock.error().code == "not_found" ? Ok() : Status(tl::unexpected(lock.error()));
+  if (!lock->plugins.count(manifest.id)) return Ok();
+  auto hashes = HashPluginDir(plugin_dir, manifest);
+  if (!hashes) return tl::unexpected(hashes.error());
+  return VerifyAgainstLock(*lock, manifest.id, *hashes);
+}
+
+Result<GrantLookup> LookupGrant(GrantStore& store, const std::string& workspace,
+                                const Manifest& manifest) {
+  GrantLookup out;
+  if (auto grant = store.Find(workspace, manifest.id, manifest.sha256)) {
+    out.grant = *grant;
+    return out;
+  }
+  if (auto previous = store.FindLatest(workspace, manifest.id)) out.previous = previous->grant;
+  if (out.previous && !NeedsConsent(out.previous, manifest.requested)) {
+    // The changed manifest only removes permissions: store the narrower grant, no question.
+    if (auto s = store.Approve(workspace, manifest.id, manifest.sha256, manifest.requested); !s) {
+      return tl::unexpected(s.error());
+    }
+    out.grant = manifest.requested;
+  }
+  return out;
+}
+
+std::string ConsentText(const std::string& workspace, const Manifest& manifest,
+                        const std::optional<Grant>& previous) {
+  std::string text;
+  if (previous) text = "The manifest changed and asks for more than before.\n";
+  text += "Plugin " + SanitizeForDisplay(manifest.id) + " " + SanitizeForDisplay(manifest.version) +
+          " asks for:\n" + DescribeGrant(manifest.requested) + "in workspace " +
+          SanitizeForDisplay(workspace, 400) + "\n";
+  return text;
+}
+
+}  // namespace anvil::session

@@ -1,0 +1,1385 @@
+#include "session/serve_session.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+
+#include "common/unique_fd.h"
+#include "fs/path_glob.h"
+#include "fs/workspace_path.h"
+#include "policy/consent.h"
+#include "policy/grant_store.h"
+#include "session/document_uri.h"
+#include "session/gateway_process.h"
+#include "session/host_process.h"
+#include "session/plugin_catalog.h"
+#include "session/plugin_session.h"
+#include "session/text_document.h"
+
+namespace anvil::session {
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+// JSON-RPC 2.0 and LSP error codes.
+constexpr int kInvalidRequest = -32600;
+constexpr int kMethodNotFound = -32601;
+constexpr int kInvalidParams = -32602;
+constexpr int kInternalError = -32603;
+constexpr int kServerNotInitialized = -32002;
+constexpr int kRequestCancelled = -32800;
+constexpr int kRequestFailed = -32803;
+
+// window/showMessage and window/logMessage types.
+constexpr int kMessageError = 1, kMessageWarning = 2, kMessageInfo = 3, kMessageLog = 4;
+
+// What a plugin can put in front of the user (threat model asset "user attention").
+constexpr size_t kNotifyMaxCodePoints = 500;
+constexpr size_t kLogMaxCodePoints = 2000;
+constexpr int kNotifyBurst = 10;  // per plugin per 10 s; more are dropped (one warning)
+constexpr int kLogBurst = 200;
+
+int g_signal_pipe = -1;
+void OnSignal(int sig) {
+  char c = static_cast<char>(sig);
+  ssize_t ignored = ::write(g_signal_pipe, &c, 1);
+  (void)ignored;
+}
+void OnSigpipe(int) {}  // a handler, not SIG_IGN: exec'd children get the default back
+
+std::string Key(const json& id) { return id.dump(); }
+
+// "[plugin.id] text": attributed, one line, escape sequences and controls removed, capped.
+// Anvil's own words never travel this way (consent is its own request), so a plugin cannot
+// dress a notification up as an Anvil prompt.
+std::string PluginText(const std::string& plugin, std::string_view text, size_t max) {
+  return "[" + plugin + "] " + SanitizeForDisplay(text, max);
+}
+
+// A member of nested objects, or nullptr.
+const json* Find(const json& j, std::initializer_list<const char*> path) {
+  const json* at = &j;
+  for (const char* key : path) {
+    if (!at->is_object()) return nullptr;
+    auto it = at->find(key);
+    if (it == at->end()) return nullptr;
+    at = &*it;
+  }
+  return at;
+}
+
+bool IsTrue(const json* j) { return j && j->is_boolean() && j->get<bool>(); }
+
+struct RunRequest {
+  json id;
+  std::string command;
+  std::string args_json;
+  json progress_token;  // null: the client asked for no progress
+  uint64_t host_call = 0;
+  bool cancelled = false;
+  Clock::time_point deadline{}, kill_at{};
+};
+
+enum class PluginState {
+  kDisabled,      // installed, not enabled for this workspace
+  kInvalid,       // the manifest does not load
+  kNotFound,      // Anvil.toml enables an id no trusted path has
+  kRefused,       // anvil.lock does not match
+  kNeedsConsent,  // no grant for this manifest hash
+  kStarting,      // a host is loading (or restarting after a crash)
+  kReady,
+  kFailed,  // failed to load, or crashed too often: reload to try again
+};
+
+const char* ToString(PluginState s) {
+  switch (s) {
+    case PluginState::kDisabled:
+      return "disabled";
+    case PluginState::kInvalid:
+      return "invalid";
+    case PluginState::kNotFound:
+      return "not_found";
+    case PluginState::kRefused:
+      return "refused";
+    case PluginState::kNeedsConsent:
+      return "needs_consent";
+    case PluginState::kStarting:
+      return "starting";
+    case PluginState::kReady:
+      return "ready";
+    case PluginState::kFailed:
+      return "failed";
+  }
+  return "?";
+}
+
+struct RateWindow {
+  Clock::time_point start{};
+  int count = 0;
+  bool warned = false;
+  bool Allow(int burst) {
+    auto now = Clock::now();
+    if (now - start > 10s) {
+      start = now;
+      count = 0;
+      warned = false;
+    }
+    return ++count <= burst;
+  }
+};
+
+struct Plugin {
+  PluginEntry entry;
+  PluginState state = PluginState::kDisabled;
+  std::string detail;
+  std::optional<Grant> grant;
+  std::optional<Grant> previous;
+  std::unique_ptr<HostProcess> host;
+  uint64_t generation = 0;  // bumps whenever the host changes: stale events are ignored
+  bool channel_closed = false, stderr_closed = false;
+  uint64_t describe_call = 0;
+  Clock::time_point describe_deadline{};
+  std::vector<std::string> commands;
+  std::optional<RunRequest> running;  // a host runs one command at a time
+  std::deque<RunRequest> queue;
+  std::vector<json> reload_waiters;
+  std::deque<Clock::time_point> crashes;
+  std::optional<Clock::time_point> restart_at;
+  int restarts = 0, reloads = 0;
+  bool consent_pending = false;
+  RateWindow notify_rate, log_rate;
+};
+
+using ResponseHandler = std::function<void(const json* result, const json* error)>;
+
+class Server {
+ public:
+  explicit Server(const ServeOptions& o) : o_(o), reader_(o.max_message_bytes) {}
+  int Run();
+
+ private:
+  // ---- JSON-RPC output ----
+  void Send(const json& message);
+  void Reply(const json& id, json result);
+  void ReplyError(const json& id, int code, const std::string& message, json data = nullptr);
+  // Long-lived requests are answered through these: exactly once, whatever happens.
+  void Complete(const json& id, json result);
+  void CompleteError(const json& id, int code, const std::string& message, json data = nullptr);
+  void FailRun(const std::string& plugin, const RunRequest& r, const Error& e);
+  void Notify(const std::string& method, json params);
+  void SendRequest(const std::string& method, json params, ResponseHandler handler);
+  void LogMessage(int type, const std::string& text);
+  void Progress(const RunRequest& r, json value);
+
+  // ---- input ----
+  void ReadInput();
+  void HandleMessage(const json& msg);
+  void HandleResponse(const json& msg);
+  void HandleRequest(const json& id, const std::string& method, const json& params);
+  void HandleNotification(const std::string& method, const json& params);
+
+  // ---- methods ----
+  void Initialize(const json& id, const json& params);
+  void Shutdown(const json& id);
+  void RequestConsent(const json& id, const json& params);
+  void RunCommand(const json& id, const json& params);
+  void Reload(const json& id, const json& params);
+  void CancelRequest(const json& params);
+  void DidOpen(const json& params);
+  void DidChange(const json& params);
+  void DidClose(const json& params);
+  json PluginJson(const Plugin& p) const;
+  json StatusJson() const;
+  Result<Plugin*> PluginParam(const json& params);
+
+  // ---- lifecycle ----
+  Status StartGateway();
+  void OnGatewayExited();
+  void ResolvePluginGrant(Plugin& p);
+  void StartHost(Plugin& p);
+  void TerminateHost(Plugin& p, const std::string& reason);
+  void KillAndRestart(Plugin& p, const std::string& reason);
+  void SetFailed(Plugin& p, const std::string& detail);
+  void HostCrashed(Plugin& p, const std::string& why);
+  void OnHostReadable(Plugin& p);
+  void OnDescribed(Plugin& p, const ipc::Response& r);
+  void OnRunDone(Plugin& p, const ipc::Response& r);
+  void DispatchNext(Plugin& p);
+  void HandleHostRequest(Plugin& p, const ipc::Request& req);
+  void HandleBufferEdit(Plugin& p, const ipc::Request& req);
+  Result<const TextDocument*> BufferFor(const Plugin& p, const std::string& uri_or_path,
+                                        bool for_edit) const;
+  void RunTimers();
+  int TimeoutMs() const;
+  void PollOnce();
+  void StopAll();
+
+  const ServeOptions& o_;
+  LspReader reader_;
+  bool initialized_ = false, shutdown_requested_ = false, exit_ = false;
+  bool stdin_closed_ = false, out_closed_ = false;
+  PositionEncoding encoding_ = PositionEncoding::kUtf16;
+  bool versioned_edits_ = false;
+  BufferStore buffers_;
+  std::unique_ptr<GatewayProcess> gateway_;
+  std::deque<Clock::time_point> gateway_crashes_;
+  int gateway_restarts_ = 0;
+  std::string gateway_error_;
+  std::vector<std::unique_ptr<Plugin>> plugins_;
+  std::vector<std::string> missing_;
+  std::optional<Error> workspace_config_error_;
+  std::map<int64_t, ResponseHandler> outgoing_;
+  int64_t next_out_id_ = 1;
+  std::set<std::string> open_requests_;
+  UniqueFd signal_read_, signal_write_;
+};
+
+// ---- output ---------------------------------------------------------------------------------
+
+void Server::Send(const json& message) {
+  if (out_closed_) return;
+  std::string frame = EncodeLspMessage(message);
+  size_t off = 0;
+  while (off < frame.size()) {
+    ssize_t n = ::write(o_.out_fd, frame.data() + off, frame.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      // The editor is gone: nobody can see answers any more; stop everything.
+      out_closed_ = true;
+      exit_ = true;
+      return;
+    }
+    off += static_cast<size_t>(n);
+  }
+}
+
+void Server::Reply(const json& id, json result) {
+  Send({{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}});
+}
+
+void Server::ReplyError(const json& id, int code, const std::string& message, json data) {
+  json error = {{"code", code}, {"message", message}};
+  if (!data.is_null()) error["data"] = std::move(data);
+  Send({{"jsonrpc", "2.0"}, {"id", id}, {"error", std::move(error)}});
+}
+
+void Server::Complete(const json& id, json result) {
+  if (open_requests_.erase(Key(id)) == 0) return;  // already answered: never twice
+  Reply(id, std::move(result));
+}
+
+void Server::CompleteError(const json& id, int code, const std::string& message, json data) {
+  if (open_requests_.erase(Key(id)) == 0) return;
+  ReplyError(id, code, message, std::move(data));
+}
+
+void Server::FailRun(const std::string& plugin, const RunRequest& r, const Error& e) {
+  Progress(r, {{"kind", "end"}, {"message", e.code}});
+  CompleteError(r.id, kRequestFailed, SanitizeForDisplay(e.ToString(), 4000),
+                {{"code", e.code}, {"plugin", plugin}});
+}
+
+void Server::Notify(const std::string& method, json params) {
+  Send({{"jsonrpc", "2.0"}, {"method", method}, {"params", std::move(params)}});
+}
+
+void Server::SendRequest(const std::string& method, json params, ResponseHandler handler) {
+  int64_t id = next_out_id_++;
+  outgoing_[id] = std::move(handler);
+  Send({{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}});
+}
+
+void Server::LogMessage(int type, const std::string& text) {
+  Notify("window/logMessage", {{"type", type}, {"message", text}});
+}
+
+void Server::Progress(const RunRequest& r, json value) {
+  if (r.progress_token.is_null()) return;
+  Notify("$/progress", {{"token", r.progress_token}, {"value", std::move(value)}});
+}
+
+// ---- input ----------------------------------------------------------------------------------
+
+void Server::ReadInput() {
+  char buf[65536];
+  ssize_t n = ::read(o_.in_fd, buf, sizeof(buf));
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+  if (n <= 0) {
+    stdin_closed_ = true;
+    if (auto e = reader_.AtEof()) ReplyError(nullptr, e->error_code, e->error_text);
+    exit_ = true;  // the editor is gone (or closed our input): nothing must outlive it
+    return;
+  }
+  reader_.Append(buf, static_cast<size_t>(n));
+  while (!exit_) {
+    auto event = reader_.Next();
+    if (!event) break;
+    if (!event->message) {
+      ReplyError(nullptr, event->error_code, event->error_text);
+      continue;
+    }
+    try {
+      HandleMessage(*event->message);
+    } catch (const json::exception& e) {
+      // A type mismatch deep in a handler is a bug, not a crash: the request gets an error.
+      ReplyError(event->message->is_object() && event->message->contains("id")
+                     ? (*event->message)["id"]
+                     : json(nullptr),
+                 kInternalError, std::string("internal error: ") + e.what());
+    }
+  }
+}
+
+void Server::HandleMessage(const json& msg) {
+  if (!msg.is_object()) {
+    ReplyError(nullptr, kInvalidRequest,
+               msg.is_array() ? "invalid request: batches are not supported"
+                              : "invalid request: a message must be a JSON object");
+    return;
+  }
+  json id = nullptr;
+  bool has_id = msg.contains("id");
+  if (has_id) {
+    const json& raw = msg["id"];
+    if (raw.is_string() || raw.is_number_integer()) id = raw;
+  }
+  if (!msg.contains("jsonrpc") || msg["jsonrpc"] != "2.0") {
+    ReplyError(id, kInvalidRequest, "invalid request: \"jsonrpc\" must be \"2.0\"");
+    return;
+  }
+  if (!msg.contains("method")) {
+    if (has_id && (msg.contains("result") || msg.contains("error"))) {
+      HandleResponse(msg);
+    } else {
+      ReplyError(id, kInvalidRequest, "invalid request: no method");
+    }
+    return;
+  }
+  if (!msg["method"].is_string()) {
+    ReplyError(id, kInvalidRequest, "invalid request: method must be a string");
+    return;
+  }
+  if (has_id && id.is_null()) {
+    ReplyError(nullptr, kInvalidRequest, "invalid request: id must be a string or an integer");
+    return;
+  }
+  const std::string method = msg["method"].get<std::string>();
+  json params = msg.contains("params") && !msg["params"].is_null() ? msg["params"] : json::object();
+  if (!params.is_object() && !params.is_array()) {
+    if (has_id) ReplyError(id, kInvalidRequest, "invalid request: params must be an object");
+    return;
+  }
+  if (has_id) {
+    HandleRequest(id, method, params);
+  } else {
+    HandleNotification(method, params);
+  }
+}
+
+void Server::HandleResponse(const json& msg) {
+  if (!msg["id"].is_number_integer()) return;
+  auto it = outgoing_.find(msg["id"].get<int64_t>());
+  if (it == outgoing_.end()) return;  // not ours, or answered already
+  ResponseHandler handler = std::move(it->second);
+  outgoing_.erase(it);
+  const json* result = msg.contains("result") ? &msg["result"] : nullptr;
+  const json* error = msg.contains("error") ? &msg["error"] : nullptr;
+  handler(error ? nullptr : result, error);
+}
+
+void Server::HandleRequest(const json& id, const std::string& method, const json& params) {
+  if (open_requests_.count(Key(id))) {
+    // Answering with this id would look like the answer to the request still in flight.
+    ReplyError(nullptr, kInvalidRequest,
+               "invalid request: id " + SanitizeForDisplay(Key(id), 100) +
+                   " is already used by a request in flight");
+    return;
+  }
+  if (shutdown_requested_) {
+    ReplyError(id, kInvalidRequest, "invalid request: the server is shutting down");
+    return;
+  }
+  if (!initialized_ && method != "initialize") {
+    ReplyError(id, kServerNotInitialized, "server not initialized: send initialize first");
+    return;
+  }
+  if (!params.is_object()) {
+    ReplyError(id, kInvalidParams, "invalid params: params must be an object");
+    return;
+  }
+  if (method == "initialize") return Initialize(id, params);
+  if (method == "shutdown") return Shutdown(id);
+  if (method == "anvil/listPlugins") {
+    json list = json::array();
+    for (const auto& p : plugins_) list.push_back(PluginJson(*p));
+    json result = {{"plugins", list}, {"missing", missing_}};
+    if (workspace_config_error_) {
+      result["workspaceConfigError"] = workspace_config_error_->ToString();
+    }
+    return Reply(id, result);
+  }
+  if (method == "anvil/status") return Reply(id, StatusJson());
+  if (method == "anvil/requestConsent") return RequestConsent(id, params);
+  if (method == "anvil/runCommand") return RunCommand(id, params);
+  if (method == "anvil/reload") return Reload(id, params);
+  ReplyError(id, kMethodNotFound, "method not found: " + SanitizeForDisplay(method, 100));
+}
+
+void Server::HandleNotification(const std::string& method, const json& params) {
+  if (method == "exit") {
+    exit_ = true;
+    return;
+  }
+  if (!initialized_ || !params.is_object()) return;  // notifications cannot be answered
+  if (method == "$/cancelRequest") return CancelRequest(params);
+  if (method == "textDocument/didOpen") return DidOpen(params);
+  if (method == "textDocument/didChange") return DidChange(params);
+  if (method == "textDocument/didClose") return DidClose(params);
+  // initialized, textDocument/didSave, $/setTrace, ...: nothing to do.
+}
+
+// ---- methods --------------------------------------------------------------------------------
+
+void Server::Initialize(const json& id, const json& params) {
+  if (initialized_) {
+    ReplyError(id, kInvalidRequest, "invalid request: initialize was already called");
+    return;
+  }
+  if (const json* encodings = Find(params, {"capabilities", "general", "positionEncodings"});
+      encodings && encodings->is_array()) {
+    for (const auto& e : *encodings) {
+      if (e == "utf-8") encoding_ = PositionEncoding::kUtf8;
+    }
+  }
+  versioned_edits_ =
+      IsTrue(Find(params, {"capabilities", "workspace", "applyEdit"})) &&
+      IsTrue(Find(params, {"capabilities", "workspace", "workspaceEdit", "documentChanges"}));
+  if (auto s = StartGateway(); !s) {
+    ReplyError(id, kInternalError, "the policy gateway did not start: " + s.error().ToString());
+    return;
+  }
+  Catalog catalog = DiscoverPlugins({o_.workspace, o_.plugin_dirs, o_.search_paths});
+  missing_ = catalog.missing;
+  workspace_config_error_ = catalog.workspace_config_error;
+  for (auto& entry : catalog.plugins) {
+    auto p = std::make_unique<Plugin>();
+    p->entry = std::move(entry);
+    plugins_.push_back(std::move(p));
+  }
+  for (const auto& id_missing : catalog.missing) {
+    auto p = std::make_unique<Plugin>();
+    p->entry.id = id_missing;
+    p->entry.enabled = true;
+    p->entry.enabled_by = "Anvil.toml";
+    p->state = PluginState::kNotFound;
+    p->detail = "Anvil.toml enables " + id_missing + " but no plugin directory provides it";
+    plugins_.push_back(std::move(p));
+  }
+  for (auto& p : plugins_) {
+    if (p->state != PluginState::kNotFound) ResolvePluginGrant(*p);
+  }
+  initialized_ = true;
+  json result = {{"capabilities",
+                  {{"positionEncoding", ToString(encoding_)},
+                   {"textDocumentSync", {{"openClose", true}, {"change", 2}}}}},
+                 {"serverInfo", {{"name", "anvil"}, {"version", "0.1.0"}}},
+                 {"anvil",
+                  {{"protocolVersion", 1},
+                   {"workspace", o_.workspace},
+                   {"versionedEdits", versioned_edits_},
+                   {"plugins", plugins_.size()}}}};
+  if (workspace_config_error_) {
+    result["anvil"]["workspaceConfigError"] = workspace_config_error_->ToString();
+  }
+  Reply(id, result);
+  if (workspace_config_error_) {
+    LogMessage(kMessageWarning,
+               "Anvil: " + workspace_config_error_->ToString() + " (no plugin is enabled by it)");
+  }
+  for (auto& p : plugins_) {
+    if (p->grant && p->state == PluginState::kStarting) StartHost(*p);
+  }
+}
+
+void Server::Shutdown(const json& id) {
+  StopAll();
+  shutdown_requested_ = true;
+  Reply(id, nullptr);
+}
+
+Result<Plugin*> Server::PluginParam(const json& params) {
+  if (!params.contains("plugin") || !params["plugin"].is_string()) {
+    return Fail("invalid", "params.plugin must be a plugin id (a string)");
+  }
+  const std::string& want = params["plugin"].get_ref<const std::string&>();
+  for (auto& p : plugins_) {
+    if (p->entry.id == want) return p.get();
+  }
+  return Fail("not_found", "no plugin " + SanitizeForDisplay(want, 100) + " in this session");
+}
+
+json Server::PluginJson(const Plugin& p) const {
+  json j = {{"id", p.entry.id},
+            {"dir", p.entry.dir},
+            {"enabled", p.entry.enabled},
+            {"enabledBy", p.entry.enabled_by},
+            {"state", ToString(p.state)},
+            {"restarts", p.restarts},
+            {"reloads", p.reloads},
+            {"pid", p.host && p.host->running() ? json(p.host->pid()) : json(nullptr)},
+            {"commands", p.state == PluginState::kReady ? json(p.commands) : json(nullptr)}};
+  if (!p.detail.empty()) j["detail"] = SanitizeForDisplay(p.detail, 2000);
+  if (p.entry.error) j["detail"] = SanitizeForDisplay(p.entry.error->ToString(), 2000);
+  if (p.entry.manifest) {
+    const Manifest& m = *p.entry.manifest;
+    j["name"] = SanitizeForDisplay(m.name, 100);
+    j["version"] = SanitizeForDisplay(m.version, 64);
+    j["runtime"] = std::string(anvil::ToString(m.runtime));
+    j["manifestSha256"] = m.sha256;
+    j["grant"] = {{"state", p.grant ? "granted" : "needs_consent"},
+                  {"requested", GrantToJson(m.requested)},
+                  {"granted", p.grant ? GrantToJson(*p.grant) : json(nullptr)}};
+  }
+  return j;
+}
+
+json Server::StatusJson() const {
+  json plugins = json::array();
+  for (const auto& p : plugins_) {
+    plugins.push_back(
+        {{"id", p->entry.id},
+         {"state", ToString(p->state)},
+         {"pid", p->host && p->host->running() ? json(p->host->pid()) : json(nullptr)},
+         {"restarts", p->restarts},
+         {"reloads", p->reloads},
+         {"queued", p->queue.size()},
+         {"running", p->running.has_value()}});
+  }
+  return {{"workspace", o_.workspace},
+          {"gateway",
+           {{"pid", gateway_ ? json(gateway_->pid()) : json(nullptr)},
+            {"restarts", gateway_restarts_},
+            {"error", gateway_error_}}},
+          {"plugins", plugins},
+          {"buffers", buffers_.size()},
+          {"positionEncoding", ToString(encoding_)}};
+}
+
+void Server::RequestConsent(const json& id, const json& params) {
+  auto p = PluginParam(params);
+  if (!p) return ReplyError(id, kInvalidParams, p.error().ToString());
+  Plugin& plugin = **p;
+  if (plugin.state != PluginState::kNeedsConsent) {
+    return Reply(id, {{"plugin", plugin.entry.id},
+                      {"granted", plugin.grant.has_value()},
+                      {"state", ToString(plugin.state)}});
+  }
+  if (plugin.consent_pending) {
+    return ReplyError(id, kRequestFailed, "busy: consent for this plugin is already being asked",
+                      {{"code", "busy"}, {"plugin", plugin.entry.id}});
+  }
+  const Manifest& m = *plugin.entry.manifest;
+  json request = {{"plugin",
+                   {{"id", m.id},
+                    {"name", SanitizeForDisplay(m.name, 100)},
+                    {"version", SanitizeForDisplay(m.version, 64)},
+                    {"runtime", std::string(anvil::ToString(m.runtime))},
+                    {"dir", plugin.entry.dir},
+                    {"manifestSha256", m.sha256}}},
+                  {"workspace", o_.workspace},
+                  {"title", "Anvil: allow plugin " + m.id + " to run in this workspace?"},
+                  {"text", ConsentText(o_.workspace, m, plugin.previous)},
+                  {"request", GrantToJson(m.requested)},
+                  {"previous", plugin.previous ? GrantToJson(*plugin.previous) : json(nullptr)},
+                  {"choices", {"approve", "deny"}}};
+  open_requests_.insert(Key(id));
+  plugin.consent_pending = true;
+  Plugin* pp = &plugin;
+  std::string sha = m.sha256;
+  SendRequest("anvil/consent", request, [this, pp, id, sha](const json* result, const json*) {
+    pp->consent_pending = false;
+    // Fail closed: only an explicit "approve" for the manifest that was shown grants anything.
+    bool approved = result && result->is_object() && result->contains("decision") &&
+                    (*result)["decision"] == "approve" && pp->entry.manifest &&
+                    pp->entry.manifest->sha256 == sha && pp->state == PluginState::kNeedsConsent;
+    if (approved) {
+      auto store = GrantStore::Open();
+      const Manifest& m = *pp->entry.manifest;
+      Status saved = store ? store->Approve(o_.workspace, m.id, m.sha256, m.requested)
+                           : Status(tl::unexpected(store.error()));
+      if (!saved) {
+        CompleteError(id, kRequestFailed, saved.error().ToString(),
+                      {{"code", saved.error().code}, {"plugin", m.id}});
+        return;
+      }
+      pp->grant = m.requested;
+      pp->state = PluginState::kStarting;
+      StartHost(*pp);
+    }
+    Complete(id, {{"plugin", pp->entry.id}, {"granted", approved}, {"state", ToString(pp->state)}});
+  });
+}
+
+void Server::RunCommand(const json& id, const json& params) {
+  auto p = PluginParam(params);
+  if (!p) {
+    return ReplyError(id, kRequestFailed, p.error().ToString(), {{"code", p.error().code}});
+  }
+  Plugin& plugin = **p;
+  if (!params.contains("command") || !params["command"].is_string()) {
+    return ReplyError(id, kInvalidParams, "invalid params: params.command must be a string");
+  }
+  json args = params.contains("arguments") ? params["arguments"] : json::array();
+  if (!args.is_array() && !args.is_object()) {
+    return ReplyError(id, kInvalidParams,
+                      "invalid params: params.arguments must be an array or an object");
+  }
+  json token = params.contains("workDoneToken") ? params["workDoneToken"] : json(nullptr);
+  if (!token.is_null() && !token.is_string() && !token.is_number_integer()) {
+    return ReplyError(id, kInvalidParams,
+                      "invalid params: workDoneToken must be a string or an integer");
+  }
+  auto refuse = [&](const std::string& code, const std::string& text) {
+    ReplyError(id, kRequestFailed, code + ": " + SanitizeForDisplay(text, 2000),
+               {{"code", code}, {"plugin", plugin.entry.id}});
+  };
+  switch (plugin.state) {
+    case PluginState::kNeedsConsent:
+      return refuse("consent_required", "plugin " + plugin.entry.id +
+                                            " is not granted in this workspace yet (ask with "
+                                            "anvil/requestConsent)");
+    case PluginState::kDisabled:
+      return refuse("unavailable", "plugin " + plugin.entry.id +
+                                       " is not enabled (Anvil.toml [plugins] enable, or "
+                                       "--plugin-dir)");
+    case PluginState::kStarting:
+    case PluginState::kReady:
+      break;
+    default:
+      return refuse("unavailable", "plugin " + plugin.entry.id + " is " + ToString(plugin.state) +
+                                       (plugin.detail.empty() ? "" : ": " + plugin.detail));
+  }
+  const std::string command = params["command"].get<std::string>();
+  if (plugin.state == PluginState::kReady &&
+      std::find(plugin.commands.begin(), plugin.commands.end(), command) == plugin.commands.end()) {
+    std::string known;
+    for (const auto& c : plugin.commands) known += (known.empty() ? "" : ", ") + c;
+    return refuse("not_found", "plugin " + plugin.entry.id + " has no command '" + command +
+                                   "' (it has: " + known + ")");
+  }
+  if (plugin.queue.size() >= o_.max_queued_runs) {
+    return refuse("busy", "too many commands queued for plugin " + plugin.entry.id);
+  }
+  RunRequest r;
+  r.id = id;
+  r.command = command;
+  r.args_json = args.dump(-1, ' ', false, json::error_handler_t::replace);
+  r.progress_token = token;
+  open_requests_.insert(Key(id));
+  Progress(r, {{"kind", "begin"},
+               {"title", "[" + plugin.entry.id + "] " + SanitizeForDisplay(command, 128)},
+               {"cancellable", true},
+               {"message",
+                plugin.running || plugin.state != PluginState::kReady ? "queued" : "starting"}});
+  plugin.queue.push_back(std::move(r));
+  DispatchNext(plugin);
+}
+
+void Server::Reload(const json& id, const json& params) {
+  auto p = PluginParam(params);
+  if (!p) {
+    return ReplyError(id, kRequestFailed, p.error().ToString(), {{"code", p.error().code}});
+  }
+  Plugin& plugin = **p;
+  if (!plugin.entry.enabled || plugin.state == PluginState::kNotFound) {
+    return ReplyError(id, kRequestFailed,
+                      "unavailable: plugin " + plugin.entry.id + " is " + ToString(plugin.state),
+                      {{"code", "unavailable"}, {"plugin", plugin.entry.id}});
+  }
+  open_requests_.insert(Key(id));
+  // T7, in order. (1) Stop new requests: this loop runs nothing else until the old host is
+  // gone, and the plugin leaves "ready", so a request arriving before the new host is up is
+  // queued for the new host, never sent to the old one.
+  plugin.state = PluginState::kStarting;
+  // (2) Cancel in-flight ids: the editor hears "cancelled (reload)" for the running command.
+  if (plugin.running) {
+    RunRequest r = std::move(*plugin.running);
+    plugin.running.reset();
+    Progress(r, {{"kind", "end"}, {"message", "cancelled: plugin reloading"}});
+    CompleteError(r.id, kRequestCancelled, "cancelled: plugin reloading",
+                  {{"code", "cancelled"}, {"reason", "reload"}, {"plugin", plugin.entry.id}});
+  }
+  // (3)-(5) Cancel its gateway requests (audited cancelled_by_reload), kill the process group,
+  // wait for the exit, revoke the token: HostProcess::Kill, explicitly.
+  TerminateHost(plugin, "reload");
+  ++plugin.reloads;
+  plugin.crashes.clear();
+  plugin.restart_at.reset();
+  // The plugin may have changed on disk: that is what a reload is for.
+  auto manifest = LoadManifest(plugin.entry.dir);
+  if (!manifest) {
+    plugin.entry.manifest.reset();
+    plugin.entry.error = manifest.error();
+  } else if (plugin.entry.manifest && manifest->id != plugin.entry.id) {
+    plugin.entry.error = Error{"invalid",
+                               "the plugin id changed from " + plugin.entry.id + " to " +
+                                   manifest->id + "; start a new session",
+                               0};
+  } else {
+    plugin.entry.manifest = std::move(*manifest);
+    plugin.entry.id = plugin.entry.manifest->id;
+    plugin.entry.error.reset();
+  }
+  plugin.detail.clear();
+  plugin.grant.reset();
+  ResolvePluginGrant(plugin);
+  if (plugin.state != PluginState::kStarting) {
+    while (!plugin.queue.empty()) {
+      FailRun(
+          plugin.entry.id, plugin.queue.front(),
+          Error{"unavailable", "plugin " + plugin.entry.id + " is " + ToString(plugin.state), 0});
+      plugin.queue.pop_front();
+    }
+    return Complete(id, PluginJson(plugin));
+  }
+  // (6)-(7) A new host with a new token; the answer waits for it to load.
+  plugin.reload_waiters.push_back(id);
+  StartHost(plugin);
+}
+
+void Server::CancelRequest(const json& params) {
+  if (!params.contains("id")) return;
+  const std::string key = Key(params["id"]);
+  for (auto& p : plugins_) {
+    for (auto it = p->queue.begin(); it != p->queue.end(); ++it) {
+      if (Key(it->id) != key) continue;
+      RunRequest r = std::move(*it);
+      p->queue.erase(it);
+      Progress(r, {{"kind", "end"}, {"message", "cancelled"}});
+      CompleteError(r.id, kRequestCancelled, "cancelled: request cancelled before it started",
+                    {{"code", "cancelled"}, {"plugin", p->entry.id}});
+      return;
+    }
+    if (p->running && Key(p->running->id) == key && !p->running->cancelled) {
+      // Cooperative first: its sys.* calls fail with "cancelled", editor.* calls are refused.
+      // A plugin that ignores that is killed when the grace period ends (RunTimers).
+      p->running->cancelled = true;
+      p->running->kill_at = Clock::now() + o_.cancel_grace;
+      if (gateway_) (void)gateway_->CancelPlugin(p->entry.id, "cancelled");
+      return;
+    }
+  }
+}
+
+void Server::DidOpen(const json& params) {
+  const json* doc = Find(params, {"textDocument"});
+  if (!doc || !doc->is_object() || !doc->contains("uri") || !(*doc)["uri"].is_string() ||
+      !doc->contains("text") || !(*doc)["text"].is_string() || !doc->contains("version") ||
+      !(*doc)["version"].is_number_integer()) {
+    LogMessage(kMessageError, "Anvil: didOpen needs textDocument {uri, version, text}");
+    return;
+  }
+  std::string language;
+  if (doc->contains("languageId") && (*doc)["languageId"].is_string()) {
+    language = (*doc)["languageId"].get<std::string>();
+  }
+  if (auto s = buffers_.Open((*doc)["uri"].get<std::string>(), language,
+                             (*doc)["version"].get<int64_t>(), (*doc)["text"].get<std::string>());
+      !s) {
+    LogMessage(kMessageWarning, "Anvil: " + s.error().ToString());
+  }
+}
+
+void Server::DidChange(const json& params) {
+  const json* uri = Find(params, {"textDocument", "uri"});
+  const json* version = Find(params, {"textDocument", "version"});
+  const json* changes = Find(params, {"contentChanges"});
+  if (!uri || !uri->is_string() || !version || !version->is_number_integer() || !changes) {
+    LogMessage(kMessageError,
+               "Anvil: didChange needs textDocument {uri, version} and contentChanges");
+    return;
+  }
+  if (auto s =
+          buffers_.Change(uri->get<std::string>(), version->get<int64_t>(), *changes, encoding_);
+      !s) {
+    LogMessage(kMessageWarning, "Anvil: " + s.error().ToString());
+  }
+}
+
+void Server::DidClose(const json& params) {
+  const json* uri = Find(params, {"textDocument", "uri"});
+  if (uri && uri->is_string()) (void)buffers_.Close(uri->get<std::string>());
+}
+
+// ---- lifecycle ------------------------------------------------------------------------------
+
+Status Server::StartGateway() {
+  auto audit = AuditLogPath(o_.workspace);
+  if (!audit) return tl::unexpected(audit.error());
+  GatewayConfig config{SiblingExecutable("anvil-gateway"), o_.workspace, {"--audit-log", *audit}};
+  config.extra_args.insert(config.extra_args.end(), o_.gateway_args.begin(), o_.gateway_args.end());
+  auto gateway = GatewayProcess::Start(config);
+  if (!gateway) {
+    gateway_error_ = gateway.error().ToString();
+    return tl::unexpected(gateway.error());
+  }
+  gateway_ = std::move(*gateway);
+  gateway_error_.clear();
+  return Ok();
+}
+
+void Server::OnGatewayExited() {
+  LogMessage(kMessageError, "Anvil: the policy gateway stopped unexpectedly; restarting it");
+  for (auto& p : plugins_) {
+    if (p->running) {
+      RunRequest r = std::move(*p->running);
+      p->running.reset();
+      FailRun(p->entry.id, r,
+              Error{"crashed", "the policy gateway stopped during the command; it was stopped", 0});
+    }
+    TerminateHost(*p, "gateway restart");
+  }
+  (void)gateway_->Stop(0);
+  gateway_.reset();
+  auto now = Clock::now();
+  gateway_crashes_.push_back(now);
+  while (!gateway_crashes_.empty() && now - gateway_crashes_.front() > o_.restart_window) {
+    gateway_crashes_.pop_front();
+  }
+  Status started =
+      Fail("crashed", "the policy gateway stopped " + std::to_string(gateway_crashes_.size()) +
+                          " times in " + std::to_string(o_.restart_window.count()) + " s");
+  if (static_cast<int>(gateway_crashes_.size()) <= o_.max_gateway_restarts) {
+    started = StartGateway();
+    if (started) ++gateway_restarts_;
+  }
+  if (!started) {
+    gateway_error_ = started.error().ToString();
+    for (auto& p : plugins_) {
+      if (p->state == PluginState::kStarting || p->state == PluginState::kReady) {
+        SetFailed(*p, "no policy gateway: " + gateway_error_);
+      }
+    }
+    return;
+  }
+  for (auto& p : plugins_) {
+    if (p->grant && (p->state == PluginState::kStarting || p->state == PluginState::kReady)) {
+      p->restart_at.reset();
+      StartHost(*p);
+    }
+  }
+}
+
+// Decides what an enabled plugin needs before it can start: a valid manifest, a matching lock
+// and a grant for this exact manifest hash. Leaves kStarting when it can start.
+void Server::ResolvePluginGrant(Plugin& p) {
+  if (p.entry.error || !p.entry.manifest) {
+    p.state = PluginState::kInvalid;
+    return;
+  }
+  if (!p.entry.enabled) {
+    p.state = PluginState::kDisabled;
+    return;
+  }
+  const Manifest& m = *p.entry.manifest;
+  if (auto s = CheckLock(o_.workspace, p.entry.dir, m); !s) {
+    p.state = PluginState::kRefused;
+    p.detail = s.error().ToString();
+    return;
+  }
+  auto store = GrantStore::Open();
+  if (!store) {
+    p.state = PluginState::kFailed;
+    p.detail = store.error().ToString();
+    return;
+  }
+  auto lookup = LookupGrant(*store, o_.workspace, m);
+  if (!lookup) {
+    p.state = PluginState::kFailed;
+    p.detail = lookup.error().ToString();
+    return;
+  }
+  p.previous = lookup->previous;
+  if (!lookup->grant && o_.approve) {
+    if (auto s = store->Approve(o_.workspace, m.id, m.sha256, m.requested); !s) {
+      p.state = PluginState::kFailed;
+      p.detail = s.error().ToString();
+      return;
+    }
+    lookup->grant = m.requested;
+  }
+  if (!lookup->grant) {
+    p.state = PluginState::kNeedsConsent;
+    return;
+  }
+  p.grant = lookup->grant;
+  p.state = PluginState::kStarting;
+}
+
+void Server::StartHost(Plugin& p) {
+  if (!gateway_) return SetFailed(p, "no policy gateway: " + gateway_error_);
+  const Manifest& m = *p.entry.manifest;
+  HostConfig config{SiblingExecutable("anvil-plugin-host"),
+                    p.entry.dir,
+                    std::string(anvil::ToString(m.runtime)),
+                    m.entry,
+                    m.id,
+                    {"--deadline-ms", std::to_string(o_.command_timeout.count())}};
+  config.extra_args.insert(config.extra_args.end(), o_.host_args.begin(), o_.host_args.end());
+  auto host = HostProcess::Start(config, *gateway_, *p.grant);
+  if (!host) return SetFailed(p, "the plugin host did not start: " + host.error().ToString());
+  p.host = std::move(*host);
+  ++p.generation;
+  p.channel_closed = p.stderr_closed = false;
+  p.commands.clear();
+  auto call = p.host->Send("host.describe", {});
+  if (!call) {
+    TerminateHost(p, "start failed");
+    return SetFailed(p, "the plugin host did not start: " + call.error().ToString());
+  }
+  p.describe_call = *call;
+  p.describe_deadline = Clock::now() + o_.command_timeout;
+  p.state = PluginState::kStarting;
+}
+
+void Server::TerminateHost(Plugin& p, const std::string& reason) {
+  if (p.host) {
+    (void)p.host->Kill(reason);
+    p.host.reset();
+  }
+  ++p.generation;
+}
+
+void Server::KillAndRestart(Plugin& p, const std::string& reason) {
+  TerminateHost(p, reason);
+  p.state = PluginState::kStarting;
+  StartHost(p);
+}
+
+void Server::SetFailed(Plugin& p, const std::string& detail) {
+  p.state = PluginState::kFailed;
+  p.detail = detail;
+  if (p.running) {
+    FailRun(p.entry.id, *p.running, Error{"unavailable", detail, 0});
+    p.running.reset();
+  }
+  while (!p.queue.empty()) {
+    FailRun(p.entry.id, p.queue.front(),
+            Error{"unavailable", "plugin " + p.entry.id + " failed: " + detail, 0});
+    p.queue.pop_front();
+  }
+  for (const auto& w : std::exchange(p.reload_waiters, {})) Complete(w, PluginJson(p));
+}
+
+void Server::HostCrashed(Plugin& p, const std::string& why) {
+  std::string text = why;
+  if (p.host) {
+    p.host->DrainStderr();
+    std::string err = p.host->stderr_text();
+    while (!err.empty() && (err.back() == '\n' || err.back() == '\r')) err.pop_back();
+    if (p.host->exit_status() >= 0)
+      text += " (status " + std::to_string(p.host->exit_status()) + ")";
+    if (!err.empty()) text += ": " + err;
+  }
+  TerminateHost(p, "host crashed");
+  LogMessage(kMessageWarning, "Anvil: the host of plugin " + p.entry.id +
+                                  " stopped: " + SanitizeForDisplay(text, 1000));
+  if (p.running) {
+    RunRequest r = std::move(*p.running);
+    p.running.reset();
+    FailRun(p.entry.id, r, Error{"crashed", "the plugin host stopped unexpectedly: " + text, 0});
+  }
+  auto now = Clock::now();
+  p.crashes.push_back(now);
+  while (!p.crashes.empty() && now - p.crashes.front() > o_.restart_window) p.crashes.pop_front();
+  if (static_cast<int>(p.crashes.size()) > o_.max_host_restarts) {
+    return SetFailed(p, "the plugin host crashed " + std::to_string(p.crashes.size()) +
+                            " times in " + std::to_string(o_.restart_window.count()) +
+                            " s; reload it to try again");
+  }
+  ++p.restarts;
+  p.state = PluginState::kStarting;
+  p.detail = "restarting after a crash";
+  p.restart_at = now + 50ms * (1 << (p.crashes.size() - 1));  // 50, 100, 200 ms ...
+}
+
+void Server::OnHostReadable(Plugin& p) {
+  bool closed = false;
+  auto events = p.host->ReadEvents(&closed);
+  if (!events) return HostCrashed(p, events.error().message);
+  const uint64_t generation = p.generation;
+  for (auto& e : *events) {
+    if (p.generation != generation || !p.host) return;
+    switch (e.kind) {
+      case HostProcess::Event::Kind::kResponse:
+        if (p.state == PluginState::kStarting && e.response.id == p.describe_call) {
+          OnDescribed(p, e.response);
+        } else if (p.running && p.running->host_call == e.response.id) {
+          OnRunDone(p, e.response);
+        }
+        break;
+      case HostProcess::Event::Kind::kLog:
+        if (e.request.args.size() == 2 && p.log_rate.Allow(kLogBurst)) {
+          LogMessage(kMessageLog,
+                     PluginText(p.entry.id,
+                                SanitizeForDisplay(e.request.args[0], 8) + ": " + e.request.args[1],
+                                kLogMaxCodePoints));
+        }
+        break;
+      case HostProcess::Event::Kind::kRequest:
+        HandleHostRequest(p, e.request);
+        break;
+    }
+  }
+  if (closed && p.generation == generation) p.channel_closed = true;
+}
+
+void Server::OnDescribed(Plugin& p, const ipc::Response& r) {
+  if (!r.ok) {
+    // A load error: the host exits after saying so. Not a crash, so no restart loop.
+    TerminateHost(p, "load failed");
+    return SetFailed(p, "the plugin did not load: " + r.ErrorText());
+  }
+  p.commands = r.fields;
+  p.state = PluginState::kReady;
+  p.detail.clear();
+  for (const auto& w : std::exchange(p.reload_waiters, {})) Complete(w, PluginJson(p));
+  DispatchNext(p);
+}
+
+void Server::OnRunDone(Plugin& p, const ipc::Response& r) {
+  RunRequest run = std::move(*p.running);
+  p.running.reset();
+  if (run.cancelled) {
+    Progress(run, {{"kind", "end"}, {"message", "cancelled"}});
+    CompleteError(run.id, kRequestCancelled, "cancelled: request cancelled",
+                  {{"code", "cancelled"}, {"plugin", p.entry.id}, {"killed", false}});
+  } else if (!r.ok) {
+    FailRun(p.entry.id, run,
+            Error{r.fields.size() == 2 ? r.fields[0] : "error",
+                  r.fields.size() == 2 ? r.fields[1] : "malformed error", 0});
+  } else {
+    json value = r.fields.size() == 1 ? json::parse(r.fields[0], nullptr, false) : json();
+    if (r.fields.size() != 1 || value.is_discarded()) {
+      FailRun(p.entry.id, run, Error{"error", "the plugin host returned a malformed result", 0});
+    } else {
+      Progress(run, {{"kind", "end"}, {"message", "done"}});
+      Complete(run.id, {{"value", std::move(value)}});
+    }
+  }
+  DispatchNext(p);
+}
+
+void Server::DispatchNext(Plugin& p) {
+  while (p.state == PluginState::kReady && !p.running && !p.queue.empty() && p.host) {
+    RunRequest r = std::move(p.queue.front());
+    p.queue.pop_front();
+    if (std::find(p.commands.begin(), p.commands.end(), r.command) == p.commands.end()) {
+      FailRun(
+          p.entry.id, r,
+          Error{"not_found", "plugin " + p.entry.id + " has no command '" + r.command + "'", 0});
+      continue;
+    }
+    auto call = p.host->Send("command.run", {r.command, r.args_json});
+    if (!call) {
+      p.queue.push_front(std::move(r));
+      return HostCrashed(p, "the host channel failed: " + call.error().message);
+    }
+    r.host_call = *call;
+    r.deadline = Clock::now() + o_.command_timeout;
+    Progress(r, {{"kind", "report"}, {"message", "running"}});
+    p.running = std::move(r);
+  }
+}
+
+Result<const TextDocument*> Server::BufferFor(const Plugin& p, const std::string& uri_or_path,
+                                              bool for_edit) const {
+  const TextDocument* doc = nullptr;
+  std::string path;
+  if (uri_or_path.find("://") == std::string::npos) {
+    // A workspace-relative path: the open buffer of that file.
+    auto normalized = NormalizeWorkspacePath(uri_or_path);
+    if (!normalized) return tl::unexpected(normalized.error());
+    path = *normalized;
+    doc = buffers_.FindByPath(path, o_.workspace);
+  } else {
+    auto rel = WorkspacePathOfUri(uri_or_path, o_.workspace);
+    if (!rel) return tl::unexpected(rel.error());
+    path = *rel;
+    doc = buffers_.Find(uri_or_path);
+  }
+  if (!GrantAllows(p.grant->fs_read, path, Access::kRead)) {
+    return Fail("denied",
+                "buffer " + QuotePathForMessage(path) + " is outside the plugin's fs.read grant");
+  }
+  if (for_edit && IsProtectedPath(path) && !GrantAllows(p.grant->fs_write, path, Access::kWrite)) {
+    return Fail("denied", "buffer " + QuotePathForMessage(path) +
+                              " is a protected path; editing it needs a literal fs.write grant");
+  }
+  if (!doc) return Fail("not_found", "no open buffer " + QuotePathForMessage(uri_or_path));
+  return doc;
+}
+
+void Server::HandleHostRequest(Plugin& p, const ipc::Request& req) {
+  auto answer_error = [&](const std::string& code, const std::string& text) {
+    (void)p.host->Answer(ipc::Response::Error(req.id, code, text));
+  };
+  if (p.running && p.running->cancelled) return answer_error("cancelled", "request cancelled");
+  if (!p.grant) return answer_error("denied", "no grant");
+  if (req.op == "editor.notify" && req.args.size() == 1) {
+    if (p.notify_rate.Allow(kNotifyBurst)) {
+      Notify("window/showMessage",
+             {{"type", kMessageInfo},
+              {"message", PluginText(p.entry.id, req.args[0], kNotifyMaxCodePoints)},
+              {"anvil", {{"source", "plugin"}, {"plugin", p.entry.id}}}});
+    } else if (!p.notify_rate.warned) {
+      p.notify_rate.warned = true;
+      LogMessage(kMessageWarning, "Anvil: dropping notifications of plugin " + p.entry.id +
+                                      " (more than 10 in 10 s)");
+    }
+    (void)p.host->Answer({req.id, true, {}});
+    return;
+  }
+  if (req.op == "editor.buffer.get" && req.args.size() == 1) {
+    auto doc = BufferFor(p, req.args[0], false);
+    if (!doc) return answer_error(doc.error().code, doc.error().message);
+    (void)p.host->Answer(
+        {req.id, true, {(*doc)->uri, std::to_string((*doc)->version), (*doc)->text}});
+    return;
+  }
+  if (req.op == "editor.buffer.edit" && req.args.size() == 3) return HandleBufferEdit(p, req);
+  answer_error("invalid", "unknown editor request " + SanitizeForDisplay(req.op, 64));
+}
+
+void Server::HandleBufferEdit(Plugin& p, const ipc::Request& req) {
+  auto answer_error = [&](const std::string& code, const std::string& text) {
+    (void)p.host->Answer(ipc::Response::Error(req.id, code, text));
+  };
+  if (!versioned_edits_) {
+    return answer_error("denied",
+                        "the editor did not announce versioned edits (workspace.applyEdit and "
+                        "workspace.workspaceEdit.documentChanges), so no edit can be checked "
+                        "against its version");
+  }
+  auto doc = BufferFor(p, req.args[0], true);
+  if (!doc) return answer_error(doc.error().code, doc.error().message);
+  const std::string& v = req.args[1];
+  char* end = nullptr;
+  long long version = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0') return answer_error("invalid", "version must be an integer");
+  auto prepared = buffers_.PrepareEdit((*doc)->uri, version, req.args[2], encoding_);
+  if (!prepared) return answer_error(prepared.error().code, prepared.error().message);
+  json params = {
+      {"label",
+       "[" + p.entry.id + "] " +
+           (p.running ? SanitizeForDisplay(p.running->command, 128) : std::string("edit"))},
+      {"edit",
+       {{"documentChanges",
+         json::array({{{"textDocument", {{"uri", prepared->uri}, {"version", prepared->version}}},
+                       {"edits", prepared->lsp_edits}}})}}}};
+  Plugin* pp = &p;
+  const uint64_t generation = p.generation, host_request = req.id;
+  SendRequest("workspace/applyEdit", params,
+              [this, pp, generation, host_request, edit = std::move(*prepared)](const json* result,
+                                                                                const json* error) {
+                bool applied =
+                    !error && result && result->is_object() && IsTrue(Find(*result, {"applied"}));
+                buffers_.FinishEdit(edit, applied);
+                if (pp->generation != generation || !pp->host) return;  // host gone meanwhile
+                if (applied) {
+                  (void)pp->host->Answer({host_request, true, {}});
+                  return;
+                }
+                std::string why = "the editor answered with an error";
+                if (const json* reason = result ? Find(*result, {"failureReason"}) : nullptr;
+                    reason && reason->is_string()) {
+                  why = SanitizeForDisplay(reason->get<std::string>(), 200);
+                } else if (!error) {
+                  why = "no reason given";
+                }
+                (void)pp->host->Answer(ipc::Response::Error(
+                    host_request, "stale", "the editor did not apply the edit: " + why));
+              });
+}
+
+// ---- the loop -------------------------------------------------------------------------------
+
+int Server::TimeoutMs() const {
+  std::optional<Clock::time_point> next;
+  auto consider = [&](Clock::time_point t) {
+    if (!next || t < *next) next = t;
+  };
+  for (const auto& p : plugins_) {
+    if (p->running) consider(p->running->cancelled ? p->running->kill_at : p->running->deadline);
+    if (p->state == PluginState::kStarting && p->host) consider(p->describe_deadline);
+    if (p->restart_at) consider(*p->restart_at);
+  }
+  if (!next) return -1;
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*next - Clock::now()).count();
+  return ms < 0 ? 0 : static_cast<int>(std::min<int64_t>(ms + 1, 60000));
+}
+
+void Server::RunTimers() {
+  auto now = Clock::now();
+  for (auto& pp : plugins_) {
+    Plugin& p = *pp;
+    if (p.running && p.running->cancelled && now >= p.running->kill_at) {
+      // It ignored the cancellation: kill the group, answer, start a fresh host.
+      RunRequest r = std::move(*p.running);
+      p.running.reset();
+      KillAndRestart(p, "cancelled");
+      Progress(r, {{"kind", "end"}, {"message", "cancelled"}});
+      CompleteError(r.id, kRequestCancelled,
+                    "cancelled: request cancelled; the plugin host was killed",
+                    {{"code", "cancelled"}, {"plugin", p.entry.id}, {"killed", true}});
+    } else if (p.running && !p.running->cancelled && now >= p.running->deadline) {
+      RunRequest r = std::move(*p.running);
+      p.running.reset();
+      KillAndRestart(p, "timeout");
+      FailRun(p.entry.id, r,
+              Error{"timeout", "command passed its wall-clock deadline; the plugin host was killed",
+                    0});
+    }
+    if (p.state == PluginState::kStarting && p.host && now >= p.describe_deadline) {
+      TerminateHost(p, "timeout");
+      SetFailed(p, "timeout: the plugin did not load within its deadline");
+    }
+    if (p.restart_at && now >= *p.restart_at) {
+      p.restart_at.reset();
+      if (p.state == PluginState::kStarting && !p.host) StartHost(p);
+    }
+  }
+}
+
+void Server::PollOnce() {
+  enum class What { kInput, kSignal, kGateway, kSession, kPidfd, kStderr };
+  struct Watch {
+    What what;
+    Plugin* plugin;
+    uint64_t generation;
+  };
+  std::vector<pollfd> fds;
+  std::vector<Watch> watches;
+  auto add = [&](int fd, What what, Plugin* p = nullptr) {
+    fds.push_back({fd, POLLIN, 0});
+    watches.push_back({what, p, p ? p->generation : 0});
+  };
+  if (!stdin_closed_) add(o_.in_fd, What::kInput);
+  add(signal_read_.Get(), What::kSignal);
+  if (gateway_ && gateway_->pidfd() >= 0) add(gateway_->pidfd(), What::kGateway);
+  for (auto& p : plugins_) {
+    if (!p->host || !p->host->running()) continue;
+    if (!p->channel_closed) add(p->host->session_fd(), What::kSession, p.get());
+    add(p->host->pidfd(), What::kPidfd, p.get());
+    if (!p->stderr_closed && p->host->stderr_fd() >= 0) {
+      add(p->host->stderr_fd(), What::kStderr, p.get());
+    }
+  }
+  int n = ::poll(fds.data(), fds.size(), TimeoutMs());
+  if (n < 0 && errno != EINTR) {
+    std::cerr << "anvil serve: poll failed: " << std::strerror(errno) << "\n";
+    exit_ = true;
+    return;
+  }
+  for (size_t i = 0; n > 0 && i < fds.size() && !exit_; ++i) {
+    if (!fds[i].revents) continue;
+    const Watch& w = watches[i];
+    if (w.plugin && (w.plugin->generation != w.generation || !w.plugin->host)) continue;
+    switch (w.what) {
+      case What::kInput:
+        ReadInput();
+        break;
+      case What::kSignal:
+        exit_ = true;
+        break;
+      case What::kGateway:
+        if (gateway_) OnGatewayExited();
+        break;
+      case What::kSession:
+        OnHostReadable(*w.plugin);
+        break;
+      case What::kPidfd:
+        // Whatever it said before exiting comes first (a load error, a last result).
+        if (!w.plugin->channel_closed) OnHostReadable(*w.plugin);
+        if (w.plugin->generation == w.generation && w.plugin->host &&
+            w.plugin->host->ReapIfExited()) {
+          HostCrashed(*w.plugin, "the plugin host exited");
+        }
+        break;
+      case What::kStderr:
+        w.plugin->host->DrainStderr();
+        if (fds[i].revents & (POLLHUP | POLLERR)) w.plugin->stderr_closed = true;
+        break;
+    }
+  }
+  if (!exit_) RunTimers();
+}
+
+void Server::StopAll() {
+  for (auto& p : plugins_) {
+    if (p->running) {
+      FailRun(p->entry.id, *p->running, Error{"cancelled", "the session is ending", 0});
+      p->running.reset();
+    }
+    while (!p->queue.empty()) {
+      FailRun(p->entry.id, p->queue.front(), Error{"cancelled", "the session is ending", 0});
+      p->queue.pop_front();
+    }
+    for (const auto& w : std::exchange(p->reload_waiters, {})) {
+      CompleteError(w, kRequestFailed, "cancelled: the session is ending", {{"code", "cancelled"}});
+    }
+    TerminateHost(*p, "session ended");
+    if (p->state == PluginState::kReady || p->state == PluginState::kStarting) {
+      p->state = PluginState::kFailed;
+      p->detail = "the session ended";
+    }
+  }
+  if (gateway_) {
+    (void)gateway_->Stop();
+    gateway_.reset();
+  }
+}
+
+int Server::Run() {
+  int sp[2];
+  if (::pipe2(sp, O_CLOEXEC | O_NONBLOCK) != 0) {
+    std::cerr << "anvil serve: internal: pipe: " << std::strerror(errno) << "\n";
+    return 1;
+  }
+  signal_read_.Reset(sp[0]);
+  signal_write_.Reset(sp[1]);
+  g_signal_pipe = sp[1];
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaction(sig, &sa, nullptr);
+  sa.sa_handler = OnSigpipe;
+  sigaction(SIGPIPE, &sa, nullptr);
+  while (!exit_) PollOnce();
+  // No cleanup left to destructors: every host is killed and reaped, the gateway stopped.
+  StopAll();
+  return shutdown_requested_ ? 0 : 1;
+}
+
+}  // namespace
+
+int RunServe(const ServeOptions& options) {
+  Server server(options);
+  return server.Run();
+}
+
+}  // namespace anvil::session

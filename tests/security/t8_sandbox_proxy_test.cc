@@ -1,0 +1,312 @@
+// `anvil sandbox --network proxy` (issue 8): the command's only way out is anvil-proxy, which
+// lets through exactly the --allow-host targets and applies sys.net.fetch's address rules. A
+// catalogue of bypasses (direct connect, ungranted host, granted name on a forbidden address,
+// another loopback port, raw DNS) next to the benign requests that must work. Every server here
+// is the test's own on 127.0.0.1; the sandbox's namespace reaches nothing else.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "sandbox_harness.h"
+
+namespace anvil::testing {
+namespace {
+
+// A tiny HTTP origin on 127.0.0.1: counts connections, answers every request with `body`.
+class Origin {
+ public:
+  explicit Origin(std::string body) : body_(std::move(body)) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    socklen_t len = sizeof(a);
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    EXPECT_EQ(::listen(fd_, 64), 0);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~Origin() {
+    stop_ = true;
+    thread_.join();
+    ::close(fd_);
+  }
+  int port() const { return port_; }
+  int connections() const { return connections_.load(); }
+  std::string last_request() {
+    std::lock_guard lock(mu_);
+    return last_;
+  }
+
+ private:
+  void Serve() {
+    while (!stop_) {
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, 50) <= 0) continue;
+      int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) continue;
+      connections_.fetch_add(1);
+      std::string req;
+      char buf[4096];
+      while (req.find("\r\n\r\n") == std::string::npos) {
+        pollfd q{c, POLLIN, 0};
+        if (poll(&q, 1, 5000) <= 0) break;
+        ssize_t n = ::recv(c, buf, sizeof(buf), 0);
+        if (n <= 0) break;
+        req.append(buf, static_cast<size_t>(n));
+      }
+      {
+        std::lock_guard lock(mu_);
+        last_ = req;
+      }
+      std::string reply = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body_.size()) +
+                          "\r\nConnection: close\r\n\r\n" + body_;
+      ssize_t ignored = ::send(c, reply.data(), reply.size(), MSG_NOSIGNAL);
+      (void)ignored;
+      ::close(c);
+    }
+  }
+  std::string body_;
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> connections_{0};
+  std::mutex mu_;
+  std::string last_;
+  std::thread thread_;
+};
+
+class T8SandboxProxy : public CallerTest {
+ protected:
+  void SetUp() override {
+    CallerTest::SetUp();
+    if (IsSkipped()) return;
+    caller_.Give(ws_.path());
+    caller_.Give(state_.path());
+  }
+  RunResult Proxy(const std::vector<std::string>& flags, const std::vector<std::string>& command) {
+    std::vector<std::string> all = {"--network", "proxy"};
+    all.insert(all.end(), flags.begin(), flags.end());
+    RunOptions o;
+    o.env = {"PATH=/usr/bin:/bin", "HOME=/nonexistent", "XDG_STATE_HOME=" + state_.path()};
+    return Sandbox(ws_.path(), all, command, Opts(o));
+  }
+  std::string Allow(const Origin& o) { return "127.0.0.1:" + std::to_string(o.port()); }
+  std::string Url(const Origin& o) { return "http://127.0.0.1:" + std::to_string(o.port()) + "/x"; }
+  TempDir ws_{"anvil-proxy-ws"};
+  TempDir state_{"anvil-proxy-state"};
+};
+
+TEST_P(T8SandboxProxy, PlainHttpToAnAllowedHostGoesThroughTheProxy) {
+  Origin origin("hello-origin");
+  auto r = Proxy({"--allow-host", Allow(origin), "--unsafe-test-allow-address", Allow(origin)},
+                 {"/usr/bin/curl", "-sS", Url(origin)});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "hello-origin");
+  EXPECT_EQ(origin.connections(), 1);
+  // Origin-form on the wire, no proxy headers, one request per connection.
+  std::string req = origin.last_request();
+  EXPECT_EQ(req.rfind("GET /x HTTP/1.1\r\n", 0), 0u) << req;
+  EXPECT_EQ(req.find("Proxy-"), std::string::npos) << req;
+  EXPECT_NE(req.find("Connection: close"), std::string::npos) << req;
+}
+
+TEST_P(T8SandboxProxy, ConnectTunnelToAnAllowedHostWorks) {
+  Origin origin("tunnelled");
+  auto r = Proxy({"--allow-host", Allow(origin), "--unsafe-test-allow-address", Allow(origin)},
+                 {"/usr/bin/curl", "-sS", "--proxytunnel", Url(origin)});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "tunnelled");
+  EXPECT_EQ(origin.connections(), 1);
+}
+
+TEST_P(T8SandboxProxy, AHostNotAllowedGets403NamingTheRuleAndNoConnection) {
+  Origin origin("secret");
+  auto r = Proxy({"--allow-host", "example.org", "--unsafe-test-allow-address", Allow(origin)},
+                 {"/usr/bin/curl", "-sS", "-w", "%{http_code}", Url(origin)});
+  EXPECT_NE(r.out.find("denied: host not allowed: 127.0.0.1:" + std::to_string(origin.port()) +
+                       " (allowed: example.org:443)"),
+            std::string::npos)
+      << r.out << r.err;
+  EXPECT_NE(r.out.find("403"), std::string::npos) << r.out;
+  EXPECT_EQ(origin.connections(), 0);
+  // The same through CONNECT.
+  r = Proxy({"--allow-host", "example.org"},
+            {"/usr/bin/curl", "-sS", "--proxytunnel", Url(origin)});
+  EXPECT_NE(r.status, 0);
+  EXPECT_EQ(origin.connections(), 0);
+}
+
+TEST_P(T8SandboxProxy, AnAllowedHostOnAForbiddenAddressIsRefusedBeforeConnect) {
+  Origin origin("secret");
+  // Allowed by name and port, but loopback is not a global address: refused, never dialled.
+  auto r = Proxy({"--allow-host", Allow(origin)},
+                 {"/usr/bin/curl", "-sS", "-w", "%{http_code}", Url(origin)});
+  EXPECT_NE(r.out.find("loopback"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("403"), std::string::npos) << r.out;
+  EXPECT_EQ(origin.connections(), 0);
+  // Private and metadata addresses likewise (refused before any connect attempt).
+  for (std::string literal : {"10.0.0.1:80", "169.254.169.254:80", "192.168.1.1:80"}) {
+    r = Proxy({"--allow-host", literal},
+              {"/usr/bin/curl", "-sS", "-w", "%{http_code}", "http://" + literal + "/"});
+    EXPECT_NE(r.out.find("403"), std::string::npos) << literal << ": " << r.out << r.err;
+    EXPECT_NE(r.out.find("denied:"), std::string::npos) << literal << ": " << r.out;
+  }
+}
+
+TEST_P(T8SandboxProxy, BypassingTheProxyReachesNothing) {
+  Origin origin("secret");
+  // curl told to ignore the proxy: the namespace has only its own loopback.
+  auto r = Proxy({"--allow-host", Allow(origin), "--unsafe-test-allow-address", Allow(origin)},
+                 {"/usr/bin/curl", "-sS", "--noproxy", "*", Url(origin)});
+  EXPECT_NE(r.status, 0);
+  EXPECT_EQ(origin.connections(), 0);
+  // A raw socket to another loopback port is refused by Landlock (only the proxy's port may be
+  // dialled); the proxy port itself is reachable.
+  r = Proxy({}, {kPython, "-c",
+                 "import socket, errno\n"
+                 "for port in (9, 3128):\n"
+                 "    s = socket.socket()\n"
+                 "    try:\n"
+                 "        s.connect(('127.0.0.1', port)); print(port, 'CONNECTED')\n"
+                 "    except OSError as e:\n"
+                 "        print(port, errno.errorcode.get(e.errno))\n"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("9 EACCES"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("3128 CONNECTED"), std::string::npos) << r.out;
+  // Netlink and packet sockets are not available in proxy mode.
+  r = Proxy({}, {kPython, "-c",
+                 "import socket, errno\n"
+                 "try:\n"
+                 "    socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0); print('OPENED')\n"
+                 "except OSError as e:\n"
+                 "    print(errno.errorcode.get(e.errno))\n"});
+  EXPECT_EQ(r.out, "EPERM\n") << r.err;
+}
+
+TEST_P(T8SandboxProxy, ProxyVariablesPointAtTheProxyAndNoProxyIsDropped) {
+  RunOptions o;
+  auto r = Proxy({}, {"/usr/bin/env"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  for (std::string v :
+       {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"}) {
+    EXPECT_NE(r.out.find(v + "=http://127.0.0.1:3128\n"), std::string::npos) << v << r.out;
+  }
+  EXPECT_EQ(r.out.find("NO_PROXY"), std::string::npos);
+}
+
+TEST_P(T8SandboxProxy, AnInvalidAllowHostMeansNothingRuns) {
+  const std::string canary = ws_.path() + "/ran";
+  for (std::string bad : {"*.example.org", "user@example.org", "example.org.", "exa mple.org",
+                          "http://example.org", "example.org:99999"}) {
+    auto r = Proxy({"--allow-host", bad}, {"/usr/bin/touch", canary});
+    EXPECT_EQ(r.status, 125) << bad << ": " << r.err;
+    EXPECT_NE(r.err.find("--allow-host"), std::string::npos) << r.err;
+    EXPECT_FALSE(Exists(canary)) << bad;
+  }
+}
+
+TEST_P(T8SandboxProxy, EveryConnectionIsOneAuditLine) {
+  Origin origin("x");
+  auto ok = Proxy({"--allow-host", Allow(origin), "--unsafe-test-allow-address", Allow(origin)},
+                  {"/usr/bin/curl", "-sS", Url(origin)});
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  auto denied = Proxy({"--allow-host", "example.org"}, {"/usr/bin/curl", "-sS", Url(origin)});
+  std::string log;
+  Shell("cat '" + state_.path() + "'/anvil/audit/*.jsonl > '" + state_.path() + "/all.txt'");
+  log = ReadFile(state_.path() + "/all.txt");
+  int allow = 0, deny = 0;
+  std::istringstream in(log);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object() || j.value("op", "").rfind("proxy.", 0) != 0) continue;
+    if (j.value("verdict", "") == "allow") ++allow;
+    if (j.value("verdict", "") == "deny") ++deny;
+  }
+  EXPECT_EQ(allow, 1) << log;
+  EXPECT_EQ(deny, 1) << log;
+}
+
+TEST_P(T8SandboxProxy, AnAllowedNameResolvingToAForbiddenAddressIsRefused) {
+  Origin origin("secret");
+  // localhost is in /etc/hosts: the proxy resolves it (outside) to loopback and refuses.
+  std::string name = "localhost:" + std::to_string(origin.port());
+  auto r = Proxy({"--allow-host", name},
+                 {"/usr/bin/curl", "-sS", "-w", "%{http_code}", "http://" + name + "/"});
+  EXPECT_NE(r.out.find("denied: localhost resolves to"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("403"), std::string::npos) << r.out;
+  EXPECT_EQ(origin.connections(), 0);
+}
+
+TEST_P(T8SandboxProxy, ConnectToAPortThatIsNotAllowedIsRefused) {
+  Origin origin("secret");
+  // The host is allowed on 443 only (the default); CONNECT to the origin's port is refused.
+  auto r = Proxy({"--allow-host", "127.0.0.1", "--unsafe-test-allow-address", Allow(origin)},
+                 {"/usr/bin/curl", "-sS", "--proxytunnel", Url(origin)});
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("403"), std::string::npos) << r.err;
+  EXPECT_EQ(origin.connections(), 0);
+}
+
+TEST_P(T8SandboxProxy, DnsFromInsideFails) {
+  // No resolver is reachable from the namespace: names resolve at the proxy only.
+  auto r = Proxy({}, {kPython, "-c",
+                      "import socket\n"
+                      "try:\n"
+                      "    socket.getaddrinfo('example.org', 443); print('RESOLVED')\n"
+                      "except OSError as e:\n"
+                      "    print('FAILED')\n"});
+  EXPECT_EQ(r.out, "FAILED\n") << r.err;
+}
+
+TEST_P(T8SandboxProxy, GarbageAndFloodsNeitherCrashNorStarveTheProxy) {
+  Origin origin("still-here");
+  // Garbage, an oversized head and 100 idle connections at once; then a real request works.
+  auto r = Proxy(
+      {"--allow-host", Allow(origin), "--unsafe-test-allow-address", Allow(origin)},
+      {kPython, "-c",
+       "import socket, sys, urllib.request\n"
+       "def talk(data):\n"
+       "    s = socket.create_connection(('127.0.0.1', 3128)); s.sendall(data)\n"
+       "    s.settimeout(15); out = b''\n"
+       "    try:\n"
+       "        while True:\n"
+       "            c = s.recv(4096)\n"
+       "            if not c: break\n"
+       "            out += c\n"
+       "    except OSError: pass\n"
+       "    return out.split(b'\\r\\n')[0].decode()\n"
+       "print(talk(b'\\x00\\xff garbage\\r\\n\\r\\n'))\n"
+       "print(talk(b'GET http://x/ HTTP/1.1\\r\\n' + b'A: ' + b'a' * 20000 + b'\\r\\n\\r\\n'))\n"
+       "idle = [socket.create_connection(('127.0.0.1', 3128)) for _ in range(100)]\n"
+       "print(talk(b'GET " +
+           Url(origin) +
+           " HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n'))\n"
+           "for s in idle: s.close()\n"
+           "import time; time.sleep(0.3)\n"
+           "print(urllib.request.urlopen('" +
+           Url(origin) + "').read().decode())\n"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("HTTP/1.1 400 Bad Request\nHTTP/1.1 400 Bad Request\n"), std::string::npos)
+      << r.out;
+  // With 100 connections held open the cap (64) answers 503 rather than queueing forever.
+  EXPECT_NE(r.out.find("HTTP/1.1 503 Service Unavailable\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("still-here"), std::string::npos) << r.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Callers, T8SandboxProxy, ::testing::ValuesIn(kAllCallers),
+                         CallerParamName);
+
+}  // namespace
+}  // namespace anvil::testing

@@ -1,0 +1,214 @@
+// T8 for `anvil serve` (manifest privilege escalation) and the "user attention" asset: consent
+// shows exactly what a manifest requests and nothing runs without it; a malicious Anvil.toml can
+// enable a plugin but never grant it anything; a manifest changed on disk needs consent again at
+// reload; a plugin's notifications are attributed, stripped of escape sequences and control
+// characters, capped in length and rate, and can never pose as Anvil's own prompt; a buffer is
+// shared with a plugin only inside its fs.read grant.
+#include <gtest/gtest.h>
+
+#include "serve_client.h"
+
+namespace anvil::testing {
+namespace {
+
+class T8Serve : public ServeTestBase {};
+
+TEST_F(T8Serve, ConsentShowsTheExactRequestAndDenialRunsNothing) {
+  // Its top level would write a file if it ever ran.
+  WritePlugin(
+      plugins_ / "p", "test.wants", "lua",
+      "fs.read = [\"src/**\"]\nfs.write = [\"notes/**\"]\nnet.hosts = [\"api.example.com\"]\n"
+      "exec = [\"rg\"]\n",
+      "sys.fs.write('notes/ran.txt', 'x')\nanvil.command('x', function() return 1 end)\n");
+  auto c = Start({"--plugin-dir", plugins_ / "p"});
+  ASSERT_TRUE(c->Initialize().contains("result"));
+  std::vector<json> asked;
+  c->on_request = [&](const json& r) -> json {
+    asked.push_back(r);
+    return {{"decision", "deny"}};
+  };
+  json r = c->Request("anvil/requestConsent", {{"plugin", "test.wants"}});
+  EXPECT_EQ(r["result"]["granted"], false) << r;
+  EXPECT_EQ(r["result"]["state"], "needs_consent");
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_EQ(asked[0]["method"], "anvil/consent");
+  const json& p = asked[0]["params"];
+  // Plain words, each item named...
+  std::string text = p["text"].get<std::string>();
+  for (const char* needle : {"Plugin test.wants 1.0.0 asks for:", "\"src/**\"", "\"notes/**\"",
+                             "api.example.com", "rg", ws_.path().c_str()}) {
+    EXPECT_NE(text.find(needle), std::string::npos) << needle << " missing from:\n" << text;
+  }
+  // ... and structured, exactly the manifest's request.
+  EXPECT_EQ(p["request"]["fs.read"], json({"src/**"}));
+  EXPECT_EQ(p["request"]["fs.write"], json({"notes/**"}));
+  EXPECT_EQ(p["request"]["net.hosts"], json({"api.example.com"}));
+  EXPECT_EQ(p["request"]["exec"], json({"rg"}));
+  EXPECT_EQ(p["plugin"]["manifestSha256"].get<std::string>().size(), 64u);
+  // Denied: never started, nothing written, commands refused.
+  json info = PluginInfo(*c, "test.wants");
+  EXPECT_TRUE(info["pid"].is_null());
+  json run = c->Request("anvil/runCommand", {{"plugin", "test.wants"}, {"command", "x"}});
+  EXPECT_EQ(run["error"]["data"]["code"], "consent_required") << run;
+  EXPECT_FALSE(Exists(ws_ / "notes/ran.txt"));
+  // An answer that is not exactly "approve" is a denial too.
+  c->on_request = [](const json&) -> json { return {{"decision", "yes please"}}; };
+  EXPECT_EQ(c->Request("anvil/requestConsent", {{"plugin", "test.wants"}})["result"]["granted"],
+            false);
+  EXPECT_FALSE(Exists(ws_ / "notes/ran.txt"));
+  // Approved: exactly the request is granted and the plugin starts.
+  c->on_request = [](const json&) -> json { return {{"decision", "approve"}}; };
+  EXPECT_EQ(c->Request("anvil/requestConsent", {{"plugin", "test.wants"}})["result"]["granted"],
+            true);
+  ASSERT_TRUE(WaitForPluginState(*c, "test.wants", "ready"));
+  info = PluginInfo(*c, "test.wants");
+  EXPECT_EQ(info["grant"]["granted"], info["grant"]["requested"]);
+  EXPECT_TRUE(Exists(ws_ / "notes/ran.txt"));
+  EXPECT_EQ(c->ShutdownAndExit(), 0);
+}
+
+TEST_F(T8Serve, MaliciousAnvilTomlEnablesButNeverGrants) {
+  // Installed on the search path, not passed on the command line: only Anvil.toml enables it.
+  WritePlugin(plugins_ / "p", "test.installed", "lua", "fs.read = [\"**\"]\n",
+              "anvil.command('read', function() return sys.fs.read('src/a.c') end)\n");
+  WriteFile(ws_ / "Anvil.toml",
+            "[plugins]\nenable = [\"test.installed\", \"test.absent\"]\n\n"
+            "[plugins.settings.\"test.installed\"]\nlevel = 3\n");
+  {
+    auto c = Start({"--plugin-path", plugins_.path()});
+    ASSERT_TRUE(c->Initialize().contains("result"));
+    json info = PluginInfo(*c, "test.installed");
+    EXPECT_EQ(info["enabledBy"], "Anvil.toml");
+    EXPECT_EQ(info["state"], "needs_consent") << "Anvil.toml must not skip consent";
+    EXPECT_EQ(PluginInfo(*c, "test.absent")["state"], "not_found");
+    EXPECT_EQ(c->ShutdownAndExit(), 0);
+  }
+  // A file that tries to grant permissions is refused by name; it then enables nothing.
+  WriteFile(ws_ / "Anvil.toml",
+            "[plugins]\nenable = [\"test.installed\"]\n\n[permissions]\nfs.write = [\"**\"]\n");
+  auto c = Start({"--plugin-path", plugins_.path()});
+  json init = c->Initialize();
+  ASSERT_TRUE(init.contains("result"));
+  std::string error = init["result"]["anvil"]["workspaceConfigError"].get<std::string>();
+  EXPECT_NE(error.find("permissions"), std::string::npos) << error;
+  EXPECT_EQ(PluginInfo(*c, "test.installed")["state"], "disabled");
+  EXPECT_EQ(c->ShutdownAndExit(), 0);
+}
+
+TEST_F(T8Serve, ManifestThatAsksForMoreNeedsConsentAgainAtReload) {
+  WritePlugin(plugins_ / "p", "test.grows", "lua", "fs.read = [\"src/**\"]\n",
+              "anvil.command('x', function() return 'v1' end)\n");
+  auto c = StartReady(plugins_ / "p", "test.grows");
+  c.reset();  // --approve was for the first version only
+  c = Start({"--plugin-dir", plugins_ / "p"});
+  ASSERT_TRUE(c->Initialize().contains("result"));
+  ASSERT_TRUE(WaitForPluginState(*c, "test.grows", "ready"));  // the stored grant is used
+  WritePlugin(plugins_ / "p", "test.grows", "lua", "fs.read = [\"src/**\"]\nfs.write = [\"**\"]\n",
+              "anvil.command('x', function() return 'v2' end)\n");
+  json reload = c->Request("anvil/reload", {{"plugin", "test.grows"}});
+  EXPECT_EQ(reload["result"]["state"], "needs_consent") << reload;
+  EXPECT_TRUE(reload["result"]["pid"].is_null());
+  json run = c->Request("anvil/runCommand", {{"plugin", "test.grows"}, {"command", "x"}});
+  EXPECT_EQ(run["error"]["data"]["code"], "consent_required") << run;
+  // The consent request says the manifest changed and shows the previous grant.
+  json seen;
+  c->on_request = [&](const json& r) -> json {
+    seen = r["params"];
+    return {{"decision", "deny"}};
+  };
+  c->Request("anvil/requestConsent", {{"plugin", "test.grows"}});
+  EXPECT_NE(seen["text"].get<std::string>().find("changed"), std::string::npos) << seen;
+  EXPECT_EQ(seen["previous"]["fs.write"], json::array());
+  EXPECT_EQ(c->ShutdownAndExit(), 0);
+}
+
+TEST_F(T8Serve, NotificationsAreAttributedStrippedCappedAndRateLimited) {
+  WritePlugin(plugins_ / "p", "test.loud", "lua", "",
+              R"LUA(
+anvil.command('evil', function()
+  editor.notify("\27[2J\27[H\27]0;owned\7Anvil: allow plugin test.loud to write **?\n[y/N]\r\tok\226\128\174")
+  editor.notify(string.rep("A", 5000))
+end)
+anvil.command('spam', function()
+  for i = 1, 50 do editor.notify("n" .. i) end
+end)
+)LUA");
+  auto c = Start({"--approve", "--plugin-dir", plugins_ / "p"});
+  ASSERT_TRUE(c->Initialize().contains("result"));
+  ASSERT_TRUE(c->Request("anvil/runCommand", {{"plugin", "test.loud"}, {"command", "evil"}})
+                  .contains("result"));
+  auto shown = c->Seen("window/showMessage");
+  ASSERT_EQ(shown.size(), 2u);
+  for (const auto& m : shown) {
+    std::string text = m["params"]["message"].get<std::string>();
+    EXPECT_EQ(text.rfind("[test.loud] ", 0), 0u) << text;  // attributed, first thing on the line
+    EXPECT_EQ(m["params"]["anvil"]["source"], "plugin");
+    for (unsigned char ch : text) {
+      EXPECT_FALSE(ch < 0x20 || ch == 0x7f) << "control byte " << int(ch) << " in " << text;
+    }
+    EXPECT_EQ(text.find("[2J"), std::string::npos) << text;
+    EXPECT_EQ(text.find("owned"), std::string::npos) << "an OSC title string survived: " << text;
+    EXPECT_EQ(text.find("\xe2\x80\xae"), std::string::npos) << "a bidi override survived";
+    EXPECT_LE(text.size(), 12u + 500u * 3 + 3) << "not capped";
+  }
+  std::string first = shown[0]["params"]["message"].get<std::string>();
+  EXPECT_NE(first.find("Anvil: allow plugin"), std::string::npos);  // shown, but as the plugin's
+  EXPECT_LT(shown[1]["params"]["message"].get<std::string>().size(), 600u);
+  // Consent never travels as a notification: the only prompts are anvil/consent requests.
+  EXPECT_TRUE(c->Seen("anvil/consent").empty());
+
+  c->seen.clear();
+  ASSERT_TRUE(c->Request("anvil/runCommand", {{"plugin", "test.loud"}, {"command", "spam"}})
+                  .contains("result"));
+  EXPECT_LE(c->Seen("window/showMessage").size(), 10u) << "a plugin can flood the user";
+  bool warned = false;
+  for (const auto& m : c->Seen("window/logMessage")) {
+    warned |= m["params"]["message"].get<std::string>().find("dropping notifications") !=
+              std::string::npos;
+  }
+  EXPECT_TRUE(warned);
+  EXPECT_EQ(c->ShutdownAndExit(), 0);
+}
+
+TEST_F(T8Serve, BuffersAreSharedOnlyInsideTheReadGrant) {
+  WritePlugin(
+      plugins_ / "p", "test.peek", "lua", "fs.read = [\"src/**\"]\n",
+      "anvil.command('get', function(a) return editor.buffer.get(a[1]).text end)\n"
+      "anvil.command('edit', function(a) return editor.buffer.edit(a[1], 1, {{text = 'x'}}) "
+      "end)\n");
+  auto c = Start({"--approve", "--plugin-dir", plugins_ / "p"});
+  ASSERT_TRUE(c->Initialize().contains("result"));
+  auto open = [&](const std::string& uri) {
+    c->Notify("textDocument/didOpen",
+              {{"textDocument",
+                {{"uri", uri}, {"languageId", "text"}, {"version", 1}, {"text", "secret"}}}});
+  };
+  open(Uri("src/a.c"));
+  open(Uri(".env"));
+  open("file:///root/.ssh/id_ed25519");
+  open("untitled:Untitled-1");
+  open(Uri("src/%2E%2E/.env"));
+  auto get = [&](const std::string& target) {
+    return c->Request("anvil/runCommand",
+                      {{"plugin", "test.peek"}, {"command", "get"}, {"arguments", {target}}});
+  };
+  EXPECT_EQ(get(Uri("src/a.c"))["result"]["value"], "secret");
+  EXPECT_EQ(get("src/a.c")["result"]["value"], "secret");  // by workspace path
+  for (const std::string& target :
+       {Uri(".env"), std::string(".env"), std::string("file:///root/.ssh/id_ed25519"),
+        std::string("untitled:Untitled-1"), Uri("src/%2E%2E/.env"), std::string("src/../.env")}) {
+    json r = get(target);
+    EXPECT_TRUE(r.contains("error")) << target << ": " << r;
+    std::string code = r["error"]["data"]["code"];
+    EXPECT_TRUE(code == "denied" || code == "invalid") << target << ": " << r;
+  }
+  json edit =
+      c->Request("anvil/runCommand",
+                 {{"plugin", "test.peek"}, {"command", "edit"}, {"arguments", {Uri(".env")}}});
+  EXPECT_EQ(edit["error"]["data"]["code"], "denied") << edit;
+  EXPECT_TRUE(c->Seen("workspace/applyEdit").empty());
+  EXPECT_EQ(c->ShutdownAndExit(), 0);
+}
+
+}  // namespace
+}  // namespace anvil::testing
