@@ -40,6 +40,8 @@ APT_PACKAGES=(
     libcurl4-openssl-dev
     libssl-dev
     libc-ares-dev
+    zlib1g-dev
+    openssl
     nlohmann-json3-dev
     libtomlplusplus-dev
     libcli11-dev

@@ -39,6 +39,9 @@ as-is, other values as JSON) and its notifications, and stop.
   --timeout SECONDS    wall-clock deadline of the command (default 10; the plugin is killed)
   --json               print the result as one JSON object {"ok","result"|"error"}
 
+Test only (never in real use: they let plugins reach loopback test servers; docs/plugin-api.md):
+  --unsafe-test-resolver ADDR:PORT  --unsafe-test-allow-address ADDR[:PORT]  --unsafe-test-ca FILE
+
 Without a stored grant for this plugin, workspace and manifest hash, the requested permissions
 are shown and you are asked. Exit: 0 ok, 1 the command raised an error, 2 usage, 3 permission
 refused, 124 deadline passed, 125 the sandbox could not be set up.
@@ -98,6 +101,7 @@ int RunRunCommand(const std::vector<std::string>& args) {
   double timeout = 10;
   std::vector<std::string> positional;
   std::vector<std::string> gateway_args;
+  session::UnsafeNetTestOptions unsafe_net_test;
   size_t i = 0;
   for (; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -123,13 +127,9 @@ int RunRunCommand(const std::vector<std::string>& args) {
         std::cerr << "anvil run: invalid: --timeout needs a positive number of seconds\n";
         return kExitUsage;
       }
-    } else if (a == "--unsafe-test-resolver" || a == "--unsafe-test-allow-address" ||
-               a == "--unsafe-test-ca") {
+    } else if (std::string e; unsafe_net_test.Take(args, i, e)) {
       // Trusted-side test options, passed to the gateway (INTERFACES.md); never from a plugin.
-      const std::string* v = value();
-      if (!v) return std::cerr << "anvil run: invalid: " << a << " needs a value\n", kExitUsage;
-      gateway_args.push_back(a);
-      gateway_args.push_back(*v);
+      if (!e.empty()) return std::cerr << "anvil run: " << e << "\n", kExitUsage;
     } else if (a == "--") {
       continue;
     } else if (!a.empty() && a[0] == '-') {
@@ -169,6 +169,7 @@ int RunRunCommand(const std::vector<std::string>& args) {
   }
 
   session::PluginSessionConfig config{workspace, plugin_dir, *manifest, *grant, gateway_args, {}};
+  config.unsafe_net_test = unsafe_net_test;
   config.host_args = {"--deadline-ms", std::to_string(static_cast<int64_t>(timeout * 1000))};
   auto session = session::PluginSession::Start(config);
   if (!session) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gateway/gateway.h"
+#include "gateway/net_fetch_flags.h"
 #include "session/plugin_session.h"
 
 namespace {
@@ -62,8 +63,12 @@ int main(int argc, char** argv) {
       return true;
     };
     bool ok = true;
+    if (std::string net_error; anvil::gateway::TakeNetFetchFlag(args, i, o.net, net_error)) {
+      if (!net_error.empty()) return std::cerr << "anvil-gateway: " << net_error << "\n", 2;
+      continue;
+    }
     if (a == "--help" || a == "-h") {
-      std::cout << kUsage;
+      std::cout << kUsage << anvil::gateway::kNetFetchFlagsUsage;
       return 0;
     } else if (a == "--workspace") {
       const std::string* v = value();

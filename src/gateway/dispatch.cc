@@ -184,7 +184,10 @@ Response Dispatch(const DispatchContext& ctx, const Grant& grant, const Request&
     if (auto s = root.Rename(*path, *to); !s) return FromError(r, s.error(), audit);
     return Okay(r, {}, audit);
   }
-  if (r.op == "net.fetch") return Denied(r, "sys.net is not available in this version", audit);
+  if (r.op == "net.fetch") {
+    if (ctx.net == nullptr) return Denied(r, "sys.net is not available in this gateway", audit);
+    return ctx.net->Handle(audit.plugin, grant, r, audit, ctx.cancelled);
+  }
   if (r.op == "exec") return DispatchExec(ctx, grant, r, audit);
   return FromError(r, Error{"invalid", "unknown operation " + r.op, 0}, audit);
 }

@@ -9,6 +9,7 @@
 
 #include "gateway/audit_log.h"
 #include "gateway/gateway.h"
+#include "gateway/net_fetch_op.h"
 #include "ipc/frame.h"
 #include "policy/grant.h"
 
@@ -26,6 +27,7 @@ struct DispatchContext {
   const ExecBroker* exec;               // null: sys.exec is not available
   const std::atomic<bool>* cancelled;   // the request's cancel flag (long operations poll it)
   const std::string* exec_unavailable;  // why, when `exec` is null
+  NetFetchService* net = nullptr;       // "net.fetch"; null: sys.net is refused
 };
 
 // Fills `audit` (op, target, verdict, code, reason, bytes) and returns the response.

@@ -120,8 +120,13 @@ uint64_t MakeTag(Tag tag, uint64_t id) { return (static_cast<uint64_t>(tag) << 5
 
 class Server {
  public:
-  Server(const GatewayOptions& options, WorkspaceRoot root, AuditLog* audit, const ExecBroker* exec)
-      : options_(options), root_(std::move(root)), audit_(audit), exec_(exec) {}
+  Server(const GatewayOptions& options, WorkspaceRoot root, AuditLog* audit, const ExecBroker* exec,
+         std::unique_ptr<NetFetchService> net)
+      : options_(options),
+        root_(std::move(root)),
+        audit_(audit),
+        exec_(exec),
+        net_(std::move(net)) {}
 
   Status Start(const std::string& socket_path);
   int Loop();
@@ -152,6 +157,7 @@ class Server {
   WorkspaceRoot root_;
   AuditLog* audit_;
   const ExecBroker* exec_;  // null: sys.exec unavailable in this gateway
+  std::unique_ptr<NetFetchService> net_;
   UniqueFd epoll_, listen_, wake_;
   // Held open so that, out of file descriptors (EMFILE), the gateway can still accept a pending
   // connection to tell it why and close it, instead of leaving it unanswered in the backlog while
@@ -212,6 +218,7 @@ Status Server::Start(const std::string& socket_path) {
 
 void Server::Worker(bool exec) {
   DispatchContext context{&root_, &options_.limits, exec_, nullptr, &options_.exec_unavailable};
+  context.net = net_.get();
   auto& queue = exec ? exec_queue_ : queue_;
   auto& cv = exec ? exec_cv_ : queue_cv_;
   while (true) {
@@ -962,7 +969,15 @@ int RunGateway(const GatewayOptions& input) {
   } else {
     options.exec_unavailable = "disabled for this session (--no-exec)";
   }
-  Server server(options, std::move(*root), audit_owner.get(), exec.get());
+  // A fetch holds a worker for up to its time caps: keep one worker free of fetches, so slow
+  // servers cannot stall every other request of the session.
+  const uint32_t workers = std::max<uint32_t>(1, options.limits.worker_threads);
+  options.net.max_fetches_per_session =
+      std::max<uint32_t>(1, std::min(options.net.max_fetches_per_session, workers - 1));
+  // Before hardening: reads the --unsafe-test-ca file, initialises libcurl single-threaded.
+  auto net = NetFetchService::Create(options.net);
+  if (!net) return fail(net.error());
+  Server server(options, std::move(*root), audit_owner.get(), exec.get(), std::move(*net));
   if (auto s = server.Start(*socket_path); !s) return fail(s.error());
   if (options.harden) {
     if (auto s = HardenGateway(options.workspace, options.runtime_dir, options.audit_log); !s) {

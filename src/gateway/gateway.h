@@ -16,6 +16,7 @@
 
 #include "common/result.h"
 #include "gateway/exec_broker.h"
+#include "gateway/net_fetch_op.h"
 
 namespace anvil::gateway {
 
@@ -48,6 +49,7 @@ struct GatewayOptions {
   ExecLimits exec_limits;
   std::string exec_fail_layer_for_testing;  // test-only builds: make the runner fail this layer
   std::string exec_unavailable;             // set by RunGateway: why sys.exec is refused
+  NetFetchOptions net;                      // sys.net.fetch: limits and the --unsafe-test-* options
 };
 
 // Runs until shutdown or until the control channel closes (the trusted side died). Returns

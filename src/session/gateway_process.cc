@@ -28,6 +28,7 @@ Result<std::unique_ptr<GatewayProcess>> GatewayProcess::Start(const GatewayConfi
   std::vector<std::string> args = {config.binary, "--workspace", config.workspace,
                                    "--control-fd", "3"};
   args.insert(args.end(), config.extra_args.begin(), config.extra_args.end());
+  for (std::string& a : config.unsafe_net_test.ToGatewayArgs()) args.push_back(std::move(a));
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

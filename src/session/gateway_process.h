@@ -17,6 +17,7 @@
 #include "ipc/capability_token.h"
 #include "ipc/frame.h"
 #include "policy/grant.h"
+#include "session/unsafe_net_test_options.h"
 
 namespace anvil::session {
 
@@ -24,6 +25,7 @@ struct GatewayConfig {
   std::string binary;                  // path of anvil-gateway
   std::string workspace;
   std::vector<std::string> extra_args;  // limits, --no-symlinks, ...
+  UnsafeNetTestOptions unsafe_net_test = {};  // test-only; forwarded as --unsafe-test-* flags
 };
 
 class GatewayProcess {

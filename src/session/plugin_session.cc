@@ -47,6 +47,7 @@ Result<std::unique_ptr<PluginSession>> PluginSession::Start(const PluginSessionC
   if (!audit) return tl::unexpected(audit.error());
   GatewayConfig gw{SiblingExecutable("anvil-gateway"), config.workspace,
                    {"--audit-log", *audit}};
+  gw.unsafe_net_test = config.unsafe_net_test;
   gw.extra_args.insert(gw.extra_args.end(), config.gateway_args.begin(),
                        config.gateway_args.end());
   auto gateway = GatewayProcess::Start(gw);

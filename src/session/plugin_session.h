@@ -27,6 +27,7 @@ struct PluginSessionConfig {
   Grant grant;
   std::vector<std::string> gateway_args;  // extra flags (test-only options, limits)
   std::vector<std::string> host_args;
+  UnsafeNetTestOptions unsafe_net_test = {};  // `anvil run` / `anvil serve` test-only flags
 };
 
 class PluginSession {
