@@ -159,6 +159,10 @@ class Server {
   const ExecBroker* exec_;  // null: sys.exec unavailable in this gateway
   std::unique_ptr<NetFetchService> net_;
   UniqueFd epoll_, listen_, wake_;
+  // Held open so that, out of file descriptors (EMFILE), the gateway can still accept a pending
+  // connection to tell it why and close it, instead of leaving it unanswered in the backlog while
+  // the level-triggered listening socket spins the loop.
+  UniqueFd spare_fd_;
   ipc::FrameReader control_reader_;
   std::map<uint64_t, Connection> conns_;
   uint64_t next_conn_ = 1;
@@ -183,6 +187,7 @@ Status Server::Start(const std::string& socket_path) {
   epoll_.Reset(epoll_create1(EPOLL_CLOEXEC));
   wake_.Reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!epoll_ || !wake_) return SysFail("internal", "epoll/eventfd");
+  spare_fd_.Reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   listen_.Reset(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!listen_) return SysFail("internal", "socket");
   sockaddr_un addr{};
@@ -315,6 +320,27 @@ int Server::Loop() {
 void Server::HandleAccept() {
   while (true) {
     int fd = accept4(listen_.Get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0 && (errno == EMFILE || errno == ENFILE) && spare_fd_) {
+      spare_fd_.Reset();
+      UniqueFd refused(accept4(listen_.Get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+      if (refused) {
+        std::string busy =
+            ipc::EncodeResponse(Response::Error(0, "busy", "gateway is out of file descriptors"));
+        ssize_t ignored = ::send(refused.Get(), busy.data(), busy.size(), MSG_NOSIGNAL);
+        (void)ignored;
+        AuditEntry audit;
+        audit.op = "connect";
+        audit.verdict = "busy";
+        audit.code = "busy";
+        audit.reason = "out of file descriptors";
+        audit_->Record(audit);
+      }
+      const bool drained = !refused;  // EMFILE comes before the backlog is looked at
+      refused.Reset();
+      spare_fd_.Reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+      if (drained) return;
+      continue;
+    }
     if (fd < 0) return;
     UniqueFd conn_fd(fd);
     auto peer = ipc::GetPeerCredentials(fd);

@@ -12,6 +12,7 @@ namespace {
 // Far beyond anything the manifest, lockfile or Anvil.toml grammars use (they nest 3 levels).
 constexpr int kMaxDottedParts = 32;
 constexpr int kMaxBracketDepth = 32;
+constexpr std::string_view kUtf8Bom = "\xef\xbb\xbf";
 
 bool IsKeyRunByte(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
@@ -72,7 +73,7 @@ Status CheckNesting(std::string_view text, std::string_view source_name) {
       advance(i);
     }
   };
-  std::size_t i = 0;
+  std::size_t i = text.starts_with(kUtf8Bom) ? kUtf8Bom.size() : 0;
   while (i < text.size()) {
     const char c = text[i];
     if (c == '"' || c == '\'') {
@@ -82,6 +83,14 @@ Status CheckNesting(std::string_view text, std::string_view source_name) {
     if (c == '#') {
       while (i < text.size() && text[i] != '\n') advance(i);
       continue;
+    }
+    if (static_cast<unsigned char>(c) >= 0x80) {
+      // TOML allows non-ASCII text only in strings and comments. toml++ 3.3 reaches
+      // __builtin_unreachable (undefined behaviour) classifying a non-ASCII code point in a
+      // bare key or value (found by tests/fuzz/lockfile_fuzzer), so it never sees one.
+      return InvalidAt(
+          std::string(source_name) + ":" + std::to_string(line) + ":" + std::to_string(column + 1),
+          "a non-ASCII character outside a quoted string or comment", "quote the key or value");
     }
     if (c == '.') {
       if (++dots > kMaxDottedParts) {

@@ -14,6 +14,15 @@ Grant ReadWriteGrant() {
   return g;
 }
 
+long RssKib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;
+}
+
 void GatewayTest::SetUp() {
   ws_ = std::make_unique<TempDir>("anvil-gw");
   char buf[PATH_MAX];

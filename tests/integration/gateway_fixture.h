@@ -37,4 +37,7 @@ class GatewayTest : public ::testing::Test {
 
 Grant ReadWriteGrant();
 
+// Resident set size of a process in KiB (VmRSS), -1 when unknown.
+long RssKib(pid_t pid);
+
 }  // namespace anvil::testing

@@ -23,7 +23,12 @@
 
 namespace anvil::testing {
 
-std::string BinDir() { return ANVIL_BIN_DIR; }
+// ANVIL_TEST_BIN_DIR points the tests at other builds of the binaries (scripts/sanitizers.sh runs
+// the dev test binaries against a ThreadSanitizer anvil-gateway).
+std::string BinDir() {
+  const char* dir = std::getenv("ANVIL_TEST_BIN_DIR");
+  return dir != nullptr && *dir != '\0' ? dir : ANVIL_BIN_DIR;
+}
 std::string AnvilBin() { return BinDir() + "/anvil"; }
 
 void ExecOrExit(const std::vector<std::string>& argv, const std::vector<std::string>& env) {

@@ -58,6 +58,27 @@ TEST(WorkspaceConfigParse, EmptyFileIsAnEmptyConfig) {
   }
 }
 
+// Found by tests/fuzz/lockfile_fuzzer: toml++ 3.3 reaches __builtin_unreachable on a non-ASCII
+// code point in a bare key or value. TOML allows non-ASCII only in strings and comments, so the
+// text is refused before toml++ sees it; in strings and comments (and a leading BOM) it is fine.
+TEST(WorkspaceConfigParse, NonAsciiOutsideStringsIsRefusedBeforeTheTomlParser) {
+  for (const char* text : {"\xc3\xa9 = 1\n", "[plugins]\nenable = [1\xc3\xa9]\n",
+                           "v\xef\xbb\xaf"
+                           "ersion = 1\n",
+                           "[plugins]\nx\xe3\x80\x80= 1\n"}) {
+    auto config = ParseWorkspaceConfig(text);
+    ASSERT_FALSE(config) << text;
+    EXPECT_NE(config.error().message.find("non-ASCII character outside a quoted string"),
+              std::string::npos)
+        << config.error().ToString();
+  }
+  auto ok = ParseWorkspaceConfig(
+      "\xef\xbb\xbf# caf\xc3\xa9\n[plugins.settings.\"a\"]\nname = \"caf\xc3\xa9\"\n"
+      "\"k\xc3\xa9y\" = '\xc3\xa9'\nm = \"\"\"\n\xc3\xa9\"\"\"\n");
+  ASSERT_TRUE(ok) << ok.error().ToString();
+  EXPECT_EQ(ok->SettingsFor("a")["name"], "caf\xc3\xa9");
+}
+
 TEST(WorkspaceConfigParse, PermissionsTableIsRefusedWithTheDocumentedMessage) {
   auto config = ParseWorkspaceConfig(R"([plugins]
 enable = ["example.todo-finder"]

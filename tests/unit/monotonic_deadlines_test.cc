@@ -1,0 +1,56 @@
+// Issue #9, clock jumps: every deadline, timeout and rate limit in Anvil is measured on the
+// monotonic clock (std::chrono::steady_clock, or a relative poll/epoll timeout, which the kernel
+// measures on CLOCK_MONOTONIC), so setting the wall clock back or forward never extends or cuts
+// a deadline. The wall clock is read only where a wall-clock time is the data itself. This test
+// keeps it that way: a new realtime read anywhere in src/ fails here until it is reviewed and
+// listed below with its reason.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+namespace anvil {
+namespace {
+
+// file (relative to src/) -> why reading the wall clock there is not a deadline.
+const std::map<std::string, std::string> kReviewed = {
+    {"gateway/audit_log.cc", "the audit line's timestamp"},
+    {"cmd/anvil_proxy.cc", "the proxy's audit line timestamp"},
+    {"policy/grant_store.cc", "granted_at, shown to the user"},
+    {"host/lua_runtime.cc", "os.time() for plugins: a value, the budget uses steady_clock"},
+};
+
+TEST(MonotonicDeadlines, WallClockIsReadOnlyWhereItIsTheData) {
+  const std::filesystem::path src = std::filesystem::path(ANVIL_SOURCE_DIR) / "src";
+  const char* patterns[] = {"system_clock",  "CLOCK_REALTIME", "time(nullptr)",        "time(NULL)",
+                            "gettimeofday(", "timespec_get",   "high_resolution_clock"};
+  int files = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(src)) {
+    const auto ext = entry.path().extension();
+    if (ext != ".cc" && ext != ".h") continue;
+    ++files;
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string rel = std::filesystem::relative(entry.path(), src).string();
+    std::istringstream lines(text.str());
+    std::string line;
+    for (int n = 1; std::getline(lines, line); ++n) {
+      // The seccomp allowlist names the syscalls, it does not call them.
+      if (rel == "linux/seccomp.cc") continue;
+      for (const char* p : patterns) {
+        if (line.find(p) == std::string::npos) continue;
+        EXPECT_TRUE(kReviewed.count(rel))
+            << "src/" << rel << ":" << n << " reads the wall clock (" << p
+            << "): use std::chrono::steady_clock for any deadline, or review and list it here";
+      }
+    }
+  }
+  EXPECT_GT(files, 50) << "source tree not found at " << src;
+}
+
+}  // namespace
+}  // namespace anvil
