@@ -109,9 +109,17 @@ int main(int argc, char** argv) {
   int failures = 0;
   for (const size_t size : {size_t{1024}, size_t{1} << 20}) {
     const std::string url = "https://api.anvil.test:" + port + "/bytes/" + std::to_string(size);
-    const std::vector<std::string> curl = {
-        "/usr/bin/curl", "-sS",   "-o",         "/dev/null", "--noproxy", "*", "--cacert",
-        pki->ca_path(),  "--resolve", "api.anvil.test:" + port + ":127.0.0.2", url};
+    const std::vector<std::string> curl = {"/usr/bin/curl",
+                                           "-sS",
+                                           "-o",
+                                           "/dev/null",
+                                           "--noproxy",
+                                           "*",
+                                           "--cacert",
+                                           pki->ca_path(),
+                                           "--resolve",
+                                           "api.anvil.test:" + port + ":127.0.0.2",
+                                           url};
     std::vector<double> via_gateway, via_curl;
     for (int i = -3; i < runs; ++i) {  // 3 warm-up rounds
       const auto start = Clock::now();

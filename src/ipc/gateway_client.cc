@@ -32,7 +32,8 @@ Result<Response> GatewayClient::Receive() {
     auto frame = reader_.Next();
     if (!frame) return tl::unexpected(frame.error());
     if (*frame) {
-      if ((*frame)->kind != FrameKind::kResponse) return Fail("io", "unexpected frame from gateway");
+      if ((*frame)->kind != FrameKind::kResponse)
+        return Fail("io", "unexpected frame from gateway");
       return DecodeResponse((*frame)->body);
     }
     ssize_t n = ::recv(socket_.Get(), buffer, sizeof(buffer), 0);

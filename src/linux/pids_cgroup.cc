@@ -95,11 +95,12 @@ Result<PidsCgroup> PidsCgroup::Create(uint64_t limit) {
   std::string parent = FindPidsCgroupDir();
   if (parent.empty()) return Fail("sandbox", "no pids cgroup controller is available to this user");
   static std::atomic<unsigned> counter{0};
-  std::string path = parent + "/anvil-" + std::to_string(getpid()) + "-" +
-                     std::to_string(counter.fetch_add(1));
+  std::string path =
+      parent + "/anvil-" + std::to_string(getpid()) + "-" + std::to_string(counter.fetch_add(1));
   if (::mkdir(path.c_str(), 0755) != 0) return SysFail("sandbox", "mkdir " + path);
   PidsCgroup cgroup(path);
-  if (auto s = WriteText(path + "/pids.max", std::to_string(limit)); !s) return tl::unexpected(s.error());
+  if (auto s = WriteText(path + "/pids.max", std::to_string(limit)); !s)
+    return tl::unexpected(s.error());
   return cgroup;
 }
 

@@ -27,20 +27,20 @@ namespace anvil {
 inline constexpr uint16_t kProxyPort = 3128;
 
 struct ResourceLimits {
-  std::optional<uint64_t> processes = 4096;          // RLIMIT_NPROC, counted per sandbox (userns)
-  std::optional<uint64_t> open_files;                // RLIMIT_NOFILE
-  std::optional<uint64_t> address_space;             // RLIMIT_AS, bytes
-  std::optional<uint64_t> file_size;                 // RLIMIT_FSIZE, bytes
-  std::optional<uint64_t> cpu_seconds;               // RLIMIT_CPU
-  uint64_t tmp_size = 1ULL << 30;                    // size= of the private /tmp tmpfs
+  std::optional<uint64_t> processes = 4096;  // RLIMIT_NPROC, counted per sandbox (userns)
+  std::optional<uint64_t> open_files;        // RLIMIT_NOFILE
+  std::optional<uint64_t> address_space;     // RLIMIT_AS, bytes
+  std::optional<uint64_t> file_size;         // RLIMIT_FSIZE, bytes
+  std::optional<uint64_t> cpu_seconds;       // RLIMIT_CPU
+  uint64_t tmp_size = 1ULL << 30;            // size= of the private /tmp tmpfs
 };
 
 struct LaunchSpec {
   SandboxPolicy policy;
-  UniqueFd program;                    // the executable, opened once outside (O_PATH)
-  std::vector<std::string> argv;       // argv[0] as the user wrote it
-  std::vector<std::string> env;        // final environment, NAME=VALUE
-  std::string cwd;                     // absolute; must be inside the view
+  UniqueFd program;               // the executable, opened once outside (O_PATH)
+  std::vector<std::string> argv;  // argv[0] as the user wrote it
+  std::vector<std::string> env;   // final environment, NAME=VALUE
+  std::string cwd;                // absolute; must be inside the view
   std::optional<std::chrono::milliseconds> timeout;
   ResourceLimits limits;
   // --network proxy: a SOCK_SEQPACKET end connected to anvil-proxy; init sends it the listening
@@ -57,7 +57,7 @@ struct LayerReport {
   bool pid_namespace = false;
   bool mount_namespace = false;
   bool net_namespace = false;
-  int landlock_abi = 0;        // 0 when Landlock was not applied
+  int landlock_abi = 0;  // 0 when Landlock was not applied
   bool landlock_net = false;
   bool landlock_scoped = false;
   bool seccomp = false;
@@ -69,9 +69,9 @@ struct LayerReport {
 struct SandboxOutcome {
   enum class Kind { kExited, kSignaled, kTimedOut, kSetupFailed, kExecFailed };
   Kind kind = Kind::kSetupFailed;
-  int exit_status = 0;     // exit code (kExited) or signal number (kSignaled)
-  int exec_errno = 0;      // kExecFailed
-  std::string error;       // kSetupFailed / kExecFailed, "code: message"
+  int exit_status = 0;  // exit code (kExited) or signal number (kSignaled)
+  int exec_errno = 0;   // kExecFailed
+  std::string error;    // kSetupFailed / kExecFailed, "code: message"
   LayerReport layers;
   double duration_ms = 0;
 

@@ -10,7 +10,8 @@ Status ReadStrings(const nlohmann::json& json, const char* key, std::vector<std:
   const auto& v = json.at(key);
   if (!v.is_array()) return Fail("invalid", std::string("grant: ") + key + " must be a list");
   for (const auto& item : v) {
-    if (!item.is_string()) return Fail("invalid", std::string("grant: ") + key + " holds a non-string");
+    if (!item.is_string())
+      return Fail("invalid", std::string("grant: ") + key + " holds a non-string");
     out.push_back(item.get<std::string>());
   }
   return Ok();
@@ -19,8 +20,10 @@ Status ReadStrings(const nlohmann::json& json, const char* key, std::vector<std:
 }  // namespace
 
 nlohmann::json GrantToJson(const Grant& grant) {
-  return {{"fs.read", grant.fs_read},     {"fs.write", grant.fs_write},
-          {"net.hosts", grant.net_hosts}, {"net.post", grant.net_post},
+  return {{"fs.read", grant.fs_read},
+          {"fs.write", grant.fs_write},
+          {"net.hosts", grant.net_hosts},
+          {"net.post", grant.net_post},
           {"exec", grant.exec}};
 }
 
@@ -38,7 +41,8 @@ Result<Grant> GrantFromJson(const nlohmann::json& json) {
     if (auto s = ReadStrings(json, key, *field); !s) return tl::unexpected(s.error());
   }
   if (json.contains("net.post")) {
-    if (!json.at("net.post").is_boolean()) return Fail("invalid", "grant: net.post must be a boolean");
+    if (!json.at("net.post").is_boolean())
+      return Fail("invalid", "grant: net.post must be a boolean");
     g.net_post = json.at("net.post").get<bool>();
   }
   return g;

@@ -2,21 +2,20 @@
 // hash). The gateway enforces exactly this; a manifest only *requests* it.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "common/result.h"
 
 namespace anvil {
 
 struct Grant {
-  std::vector<std::string> fs_read;    // globs relative to the workspace root
+  std::vector<std::string> fs_read;  // globs relative to the workspace root
   std::vector<std::string> fs_write;
   std::vector<std::string> net_hosts;  // exact hosts
   bool net_post = false;
-  std::vector<std::string> exec;       // names from the executable policy table
+  std::vector<std::string> exec;  // names from the executable policy table
 
   bool operator==(const Grant&) const = default;
 };

@@ -25,8 +25,8 @@ Result<std::unique_ptr<GatewayProcess>> GatewayProcess::Start(const GatewayConfi
     return SysFail("internal", "socketpair");
   }
   UniqueFd ours(sv[0]), theirs(sv[1]);
-  std::vector<std::string> args = {config.binary, "--workspace", config.workspace,
-                                   "--control-fd", "3"};
+  std::vector<std::string> args = {config.binary, "--workspace", config.workspace, "--control-fd",
+                                   "3"};
   args.insert(args.end(), config.extra_args.begin(), config.extra_args.end());
   for (std::string& a : config.unsafe_net_test.ToGatewayArgs()) args.push_back(std::move(a));
   std::vector<char*> argv;

@@ -7,10 +7,9 @@
 #include <sys/types.h>
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/result.h"
 #include "common/unique_fd.h"
@@ -22,9 +21,9 @@
 namespace anvil::session {
 
 struct GatewayConfig {
-  std::string binary;                  // path of anvil-gateway
+  std::string binary;  // path of anvil-gateway
   std::string workspace;
-  std::vector<std::string> extra_args;  // limits, --no-symlinks, ...
+  std::vector<std::string> extra_args;        // limits, --no-symlinks, ...
   UnsafeNetTestOptions unsafe_net_test = {};  // test-only; forwarded as --unsafe-test-* flags
 };
 

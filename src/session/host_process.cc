@@ -50,12 +50,23 @@ Result<std::unique_ptr<HostProcess>> HostProcess::Start(const HostConfig& config
   UniqueFd token_read(token_pipe[0]), token_write(token_pipe[1]);
   UniqueFd err_read(err_pipe[0]), err_write(err_pipe[1]);
 
-  std::vector<std::string> args = {config.binary,       "--plugin-dir", config.plugin_dir,
-                                   "--runtime",         config.runtime, "--entry",
-                                   config.entry,        "--plugin-id",  config.plugin_id,
-                                   "--workspace",       gateway.workspace(),
-                                   "--gateway-fd",      "3",           "--session-fd",
-                                   "4",                 "--token-fd",   "5"};
+  std::vector<std::string> args = {config.binary,
+                                   "--plugin-dir",
+                                   config.plugin_dir,
+                                   "--runtime",
+                                   config.runtime,
+                                   "--entry",
+                                   config.entry,
+                                   "--plugin-id",
+                                   config.plugin_id,
+                                   "--workspace",
+                                   gateway.workspace(),
+                                   "--gateway-fd",
+                                   "3",
+                                   "--session-fd",
+                                   "4",
+                                   "--token-fd",
+                                   "5"};
   args.insert(args.end(), config.extra_args.begin(), config.extra_args.end());
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
@@ -248,9 +259,9 @@ Result<ipc::Response> HostProcess::Call(const std::string& op, std::vector<std::
       Result<std::vector<std::string>> answer =
           editor ? (*editor)(req->op, req->args)
                  : Result<std::vector<std::string>>(Fail("denied", "no editor attached"));
-      ipc::Response resp = answer ? ipc::Response{req->id, true, std::move(*answer)}
-                                  : ipc::Response::Error(req->id, answer.error().code,
-                                                         answer.error().message);
+      ipc::Response resp =
+          answer ? ipc::Response{req->id, true, std::move(*answer)}
+                 : ipc::Response::Error(req->id, answer.error().code, answer.error().message);
       if (auto s = SendAll(session_.Get(), ipc::EncodeResponse(resp)); !s) {
         return tl::unexpected(s.error());
       }

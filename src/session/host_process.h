@@ -22,18 +22,17 @@
 namespace anvil::session {
 
 struct HostConfig {
-  std::string binary;       // anvil-plugin-host
+  std::string binary;  // anvil-plugin-host
   std::string plugin_dir;
-  std::string runtime;      // "lua" or "js"
+  std::string runtime;  // "lua" or "js"
   std::string entry;
   std::string plugin_id;
   std::vector<std::string> extra_args;  // limits, test hooks
 };
 
 // Answers the host's editor.* requests; logs arrive separately.
-using EditorHandler =
-    std::function<Result<std::vector<std::string>>(const std::string& op,
-                                                    const std::vector<std::string>& args)>;
+using EditorHandler = std::function<Result<std::vector<std::string>>(
+    const std::string& op, const std::vector<std::string>& args)>;
 using LogHandler = std::function<void(const std::string& level, const std::string& text)>;
 
 class HostProcess {

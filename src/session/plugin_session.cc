@@ -45,17 +45,18 @@ Result<std::unique_ptr<PluginSession>> PluginSession::Start(const PluginSessionC
   std::unique_ptr<PluginSession> s(new PluginSession());
   auto audit = AuditLogPath(config.workspace);
   if (!audit) return tl::unexpected(audit.error());
-  GatewayConfig gw{SiblingExecutable("anvil-gateway"), config.workspace,
-                   {"--audit-log", *audit}};
+  GatewayConfig gw{SiblingExecutable("anvil-gateway"), config.workspace, {"--audit-log", *audit}};
   gw.unsafe_net_test = config.unsafe_net_test;
-  gw.extra_args.insert(gw.extra_args.end(), config.gateway_args.begin(),
-                       config.gateway_args.end());
+  gw.extra_args.insert(gw.extra_args.end(), config.gateway_args.begin(), config.gateway_args.end());
   auto gateway = GatewayProcess::Start(gw);
   if (!gateway) return tl::unexpected(gateway.error());
   s->gateway_ = std::move(*gateway);
-  HostConfig host{SiblingExecutable("anvil-plugin-host"), config.plugin_dir,
-                  std::string(ToString(config.manifest.runtime)), config.manifest.entry,
-                  config.manifest.id, config.host_args};
+  HostConfig host{SiblingExecutable("anvil-plugin-host"),
+                  config.plugin_dir,
+                  std::string(ToString(config.manifest.runtime)),
+                  config.manifest.entry,
+                  config.manifest.id,
+                  config.host_args};
   auto h = HostProcess::Start(host, *s->gateway_, config.grant);
   if (!h) {
     (void)s->gateway_->Stop();

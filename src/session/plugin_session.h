@@ -21,7 +21,7 @@ std::string SiblingExecutable(const std::string& name);
 Result<std::string> AuditLogPath(const std::string& workspace);
 
 struct PluginSessionConfig {
-  std::string workspace;          // canonical
+  std::string workspace;  // canonical
   std::string plugin_dir;
   Manifest manifest;
   Grant grant;

@@ -20,8 +20,8 @@ class FakeHostApi : public HostApi {
   std::vector<Call> calls;
   std::vector<std::pair<std::string, std::string>> logs;
   // op -> handler; default: ok with no fields.
-  std::map<std::string, std::function<Result<std::vector<std::string>>(
-                            const std::vector<std::string>&)>>
+  std::map<std::string,
+           std::function<Result<std::vector<std::string>>(const std::vector<std::string>&)>>
       handlers;
 
   Result<std::vector<std::string>> Gateway(const std::string& op,

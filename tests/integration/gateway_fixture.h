@@ -23,8 +23,7 @@ class GatewayTest : public ::testing::Test {
   // Starts the gateway (extra flags go to anvil-gateway).
   void StartGateway(const std::vector<std::string>& extra = {});
   // Registers a fresh token for `plugin` bound to `pid` (default: this process).
-  ipc::CapabilityToken RegisterPlugin(const std::string& plugin, const Grant& grant,
-                                      pid_t pid = 0);
+  ipc::CapabilityToken RegisterPlugin(const std::string& plugin, const Grant& grant, pid_t pid = 0);
   // A connected, hello'd client for `plugin` with `token`.
   std::unique_ptr<ipc::GatewayClient> Client(const ipc::CapabilityToken& token,
                                              const std::string& plugin);

@@ -18,7 +18,8 @@ class AnvilRun : public ::testing::Test {
   void Plugin(const std::string& permissions, const std::string& code) {
     WriteFile(plugin_ / "anvil-plugin.toml",
               "id = \"test.run\"\nversion = \"1.0.0\"\nruntime = \"lua\"\nentry = \"main.lua\"\n\n"
-              "[permissions]\n" + permissions);
+              "[permissions]\n" +
+                  permissions);
     WriteFile(plugin_ / "main.lua", code);
   }
   RunResult Anvil(std::vector<std::string> args) {
@@ -49,8 +50,8 @@ TEST_F(AnvilRun, TodoFinderExampleFindsMarkersThroughSysExec) {
   ASSERT_EQ(Shell("cp -r '" + std::string(ANVIL_SOURCE_DIR) + "/examples/workspace/.' '" +
                   ws_.path() + "/'"),
             0);
-  auto r = Anvil({"--approve", std::string(ANVIL_SOURCE_DIR) + "/examples/plugins/todo-finder",
-                  "find-todos"});
+  auto r = Anvil(
+      {"--approve", std::string(ANVIL_SOURCE_DIR) + "/examples/plugins/todo-finder", "find-todos"});
   ASSERT_EQ(r.status, 0) << r.err;
   auto found = nlohmann::json::parse(r.out.substr(0, r.out.rfind(']') + 1), nullptr, false);
   ASSERT_TRUE(found.is_array()) << r.out;
@@ -76,7 +77,8 @@ TEST_F(AnvilRun, AddedPermissionNeedsNewConsentRemovedOneDoesNot) {
   Plugin("fs.read = [\"**\"]\n", "anvil.command('x', function() return 'ok' end)");
   ASSERT_EQ(Anvil({"--approve", plugin_.path(), "x"}).status, 0);
   // The update asks for more: the old grant does not carry over to the new manifest hash.
-  Plugin("fs.read = [\"**\"]\nfs.write = [\"**\"]\n", "anvil.command('x', function() return 'ok' end)");
+  Plugin("fs.read = [\"**\"]\nfs.write = [\"**\"]\n",
+         "anvil.command('x', function() return 'ok' end)");
   auto r = Anvil({plugin_.path(), "x"});
   EXPECT_EQ(r.status, 3) << r.err;
   // An update that only drops a permission runs without asking.
@@ -98,7 +100,8 @@ TEST_F(AnvilRun, TamperedLockfileIsRefusedNamingTheFile) {
   Plugin("fs.read = [\"**\"]\n", "anvil.command('x', function() return 'ok' end)");
   RunOptions o;
   o.env = {"PATH=/usr/bin:/bin", "XDG_STATE_HOME=" + state_.path()};
-  auto lock = testing::Run({AnvilBin(), "plugin", "lock", "--workspace", ws_.path(), plugin_.path()}, o);
+  auto lock =
+      testing::Run({AnvilBin(), "plugin", "lock", "--workspace", ws_.path(), plugin_.path()}, o);
   ASSERT_EQ(lock.status, 0) << lock.err;
   ASSERT_EQ(Anvil({"--approve", plugin_.path(), "x"}).status, 0);
   WriteFile(plugin_ / "main.lua", "anvil.command('x', function() return 'evil' end)");
@@ -117,10 +120,11 @@ TEST_F(AnvilRun, DeadlineKillsThePluginWith124) {
 }
 
 TEST_F(AnvilRun, NotificationsCannotWriteEscapeSequencesToTheTerminal) {
-  Plugin("", "anvil.command('x', function()\n"
-             "  editor.notify('\\27[2J\\27]0;pwned\\7fake\\r\\nAllow? [y/N]')\n"
-             "  print('\\27[31mred')\n"
-             "  return 'done' end)");
+  Plugin("",
+         "anvil.command('x', function()\n"
+         "  editor.notify('\\27[2J\\27]0;pwned\\7fake\\r\\nAllow? [y/N]')\n"
+         "  print('\\27[31mred')\n"
+         "  return 'done' end)");
   auto r = Anvil({"--approve", plugin_.path(), "x"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
@@ -133,8 +137,9 @@ TEST_F(AnvilRun, NotificationsCannotWriteEscapeSequencesToTheTerminal) {
 }
 
 TEST_F(AnvilRun, BadManifestIsAUsageErrorNamingTheLine) {
-  WriteFile(plugin_ / "anvil-plugin.toml", "id = \"Bad Id\"\nversion = \"1\"\nruntime = \"lua\"\n"
-                                           "entry = \"main.lua\"\n");
+  WriteFile(plugin_ / "anvil-plugin.toml",
+            "id = \"Bad Id\"\nversion = \"1\"\nruntime = \"lua\"\n"
+            "entry = \"main.lua\"\n");
   WriteFile(plugin_ / "main.lua", "");
   auto r = Anvil({"--approve", plugin_.path(), "x"});
   EXPECT_EQ(r.status, 2);
