@@ -50,6 +50,31 @@ TEST_F(T6GatewayLimits, GarbageClosesOnlyThatConnection) {
   EXPECT_TRUE(logged) << "malformed frame not in the audit log";
 }
 
+// Sends `n` requests keeping up to 256 pipelined (far more than the gateway lets in flight) and
+// counts the answers: {ok, busy}. Any other answer fails the test.
+std::pair<int, int> Flood(ipc::GatewayClient& client, const std::string& op,
+                          const std::vector<std::string>& args, int n) {
+  int ok = 0, busy = 0, sent = 0, received = 0;
+  while (received < n) {
+    while (sent < n && sent - received < 256) {
+      EXPECT_TRUE(client.Send(op, args));
+      ++sent;
+    }
+    auto r = client.Receive();
+    EXPECT_TRUE(r) << r.error().ToString();
+    if (!r) break;
+    ++received;
+    if (r->ok) {
+      ++ok;
+    } else if (r->fields[0] == "busy") {
+      ++busy;
+    } else {
+      ADD_FAILURE() << r->ErrorText();
+    }
+  }
+  return {ok, busy};
+}
+
 TEST_F(T6GatewayLimits, FloodGetsBusyAndEveryRequestAnAnswer) {
   WriteFile(*ws_ / "a.txt", std::string(4096, 'a'));
   StartGateway({"--max-inflight", "4", "--workers", "1"});
@@ -57,27 +82,9 @@ TEST_F(T6GatewayLimits, FloodGetsBusyAndEveryRequestAnAnswer) {
   auto client = Client(token, "p.one");
   long rss_before = RssKib(gateway_->pid());
   constexpr int kRequests = 5000;
-  int ok = 0, busy = 0;
-  int sent = 0, received = 0;
-  while (received < kRequests) {
-    // Keep up to 256 requests pipelined: far more than the gateway lets in flight.
-    while (sent < kRequests && sent - received < 256) {
-      // Writes go through the worker queue (reads are answered inline on the event loop and
-      // are bounded by the output buffer instead: SlowReaderIsBackpressuredNotBuffered).
-      ASSERT_TRUE(client->Send("fs.write", {"out.txt", "x"}));
-      ++sent;
-    }
-    auto r = client->Receive();
-    ASSERT_TRUE(r) << r.error().ToString();
-    ++received;
-    if (r->ok) {
-      ++ok;
-    } else if (r->fields[0] == "busy") {
-      ++busy;
-    } else {
-      FAIL() << r->ErrorText();
-    }
-  }
+  // Writes go through the worker queue (reads are answered inline on the event loop and are
+  // bounded by the output buffer instead: SlowReaderIsBackpressuredNotBuffered).
+  auto [ok, busy] = Flood(*client, "fs.write", {"out.txt", "x"}, kRequests);
   EXPECT_EQ(ok + busy, kRequests);
   EXPECT_GT(busy, 0) << "over the in-flight cap the gateway must answer busy";
   EXPECT_GT(ok, 0);
@@ -92,23 +99,7 @@ TEST_F(T6GatewayLimits, ReadFloodIsAnsweredInFullWithBoundedMemory) {
   auto client = Client(token, "p.one");
   long rss_before = RssKib(gateway_->pid());
   constexpr int kRequests = 20000;
-  int ok = 0, busy = 0, sent = 0, received = 0;
-  while (received < kRequests) {
-    while (sent < kRequests && sent - received < 256) {
-      ASSERT_TRUE(client->Send("fs.read", {"a.txt"}));
-      ++sent;
-    }
-    auto r = client->Receive();
-    ASSERT_TRUE(r) << r.error().ToString();
-    ++received;
-    if (r->ok) {
-      ++ok;
-    } else if (r->fields[0] == "busy") {
-      ++busy;
-    } else {
-      FAIL() << r->ErrorText();
-    }
-  }
+  auto [ok, busy] = Flood(*client, "fs.read", {"a.txt"}, kRequests);
   EXPECT_EQ(ok + busy, kRequests);
   EXPECT_GT(ok, 0);
   long rss_after = RssKib(gateway_->pid());
