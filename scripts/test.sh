@@ -6,7 +6,7 @@
 #                              and the gateway's concurrency tests under TSan
 #                              (scripts/sanitizers.sh)
 # Environment: ANVIL_PRESET (dev|asan|release, default dev), ANVIL_JOBS,
-#   ANVIL_ROBUSTNESS=1 to run the robustness stages (off by default for now, see below),
+#   ANVIL_ROBUSTNESS=0 to skip the robustness stages (a quick local loop),
 #   ANVIL_FUZZ_SECONDS (per fuzzer).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,9 +19,7 @@ cmake --build --preset "$preset" -j "$jobs"
 # Tests that need an unprivileged user create it themselves (useradd anviltest).
 ctest --preset "$preset" -j "$jobs" --timeout 300
 
-# The robustness stages are opt-in (ANVIL_ROBUSTNESS=1) until the three crashes their first full
-# CI run found are fixed (tests/fuzz/crashes/README.md); then the default goes back to 1.
-if [[ "$preset" == dev && "${ANVIL_ROBUSTNESS:-0}" != 0 ]]; then
+if [[ "$preset" == dev && "${ANVIL_ROBUSTNESS:-1}" != 0 ]]; then
   ANVIL_JOBS="$jobs" scripts/fuzz.sh
   ANVIL_JOBS="$jobs" scripts/sanitizers.sh asan tsan
 fi

@@ -433,6 +433,14 @@ Result<CheckedArgv> CheckExecArgv(const ExecRule& rule, const std::vector<std::s
     out.argv.push_back("--");
     out.argv.insert(out.argv.end(), positionals.begin(), positionals.end());
   }
+  // The caps bound what the tool receives, so they hold for the canonical spelling too:
+  // `-bbb…` expands to one `--byte-offset` per letter and `-gV` grows into `--glob=V`. (Found by
+  // tests/fuzz/exec_argv_fuzzer: the canonical argv must re-check to itself.)
+  const std::vector<std::string> expanded(
+      out.argv.begin() + static_cast<std::ptrdiff_t>(1 + rule.forced_args.size()), out.argv.end());
+  if (auto shapes = CheckArgShapes(rule, expanded); !shapes) {
+    return Fail("invalid", shapes.error().message + " once written in canonical form");
+  }
   return out;
 }
 

@@ -29,7 +29,7 @@ bool IsKeyRunByte(char c) {
 // at that size anyway.
 Status CheckNesting(std::string_view text, std::string_view source_name) {
   std::size_t line = 1, column = 0;
-  int dots = 0, depth = 0;
+  int dots = 0;
   auto fail = [&](const std::string& what) {
     // `column` counts the code points before the offending character.
     return InvalidAt(
@@ -73,15 +73,37 @@ Status CheckNesting(std::string_view text, std::string_view source_name) {
       advance(i);
     }
   };
+  // Where a quote opens a string, as toml++ sees it. toml++ scans a bare value (number, bool,
+  // date) up to the next value terminator, quotes included: in `v = 93'r\u0492'` it reads the
+  // non-ASCII byte as part of the value (found by tests/fuzz/manifest_fuzzer). So a quote opens
+  // a string only where TOML lets one start: not glued to a bare key or value character, and
+  // not inside a bare value token. Anywhere else it is an ordinary byte, and the non-ASCII
+  // check below covers what follows it.
+  std::string open;            // one entry per open bracket: 'h'eader, 'a'rray, inline 't'able
+  bool expect_value = false;   // after `=`, or after `[`/`,` inside an array value
+  bool in_bare_token = false;  // inside a bare value, up to toml++'s value terminator
+  char prev = '\n';            // the byte before this one, outside strings and comments
+  auto is_bare = [](char b) {
+    return (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') || (b >= '0' && b <= '9') || b == '_' ||
+           b == '-' || b == '+' || b == ':';
+  };
+  auto is_terminator = [](char b) {  // toml++'s is_value_terminator, for ASCII
+    return b == ' ' || b == '\t' || b == '\n' || b == '\r' || b == '\v' || b == '\f' || b == ',' ||
+           b == ']' || b == '}' || b == '#';
+  };
   std::size_t i = text.starts_with(kUtf8Bom) ? kUtf8Bom.size() : 0;
   while (i < text.size()) {
     const char c = text[i];
-    if (c == '"' || c == '\'') {
+    if ((c == '"' || c == '\'') && !in_bare_token && !is_bare(prev)) {
       skip_string(i);  // a quoted key segment continues a dotted run
+      expect_value = false;
+      prev = c;
       continue;
     }
     if (c == '#') {
       while (i < text.size() && text[i] != '\n') advance(i);
+      in_bare_token = false;
+      prev = '#';
       continue;
     }
     if (static_cast<unsigned char>(c) >= 0x80) {
@@ -92,6 +114,14 @@ Status CheckNesting(std::string_view text, std::string_view source_name) {
           std::string(source_name) + ":" + std::to_string(line) + ":" + std::to_string(column + 1),
           "a non-ASCII character outside a quoted string or comment", "quote the key or value");
     }
+    if (is_terminator(c)) {
+      in_bare_token = false;
+    } else if (c == '"' || c == '\'') {
+      in_bare_token = true;  // glued to a bare token: toml++ reads on through it
+    } else if (expect_value && c != '[' && c != '{' && c != '=') {
+      in_bare_token = true;
+      expect_value = false;
+    }
     if (c == '.') {
       if (++dots > kMaxDottedParts) {
         return fail("a dotted key has more than " + std::to_string(kMaxDottedParts) + " parts");
@@ -100,13 +130,24 @@ Status CheckNesting(std::string_view text, std::string_view source_name) {
       dots = 0;
     }
     if (c == '[' || c == '{') {
-      if (++depth > kMaxBracketDepth) {
+      if (open.size() + 1 > static_cast<std::size_t>(kMaxBracketDepth)) {
         return fail("arrays or tables nest more than " + std::to_string(kMaxBracketDepth) +
                     " levels deep");
       }
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
+      const bool value = expect_value || (!open.empty() && open.back() == 'a');
+      open.push_back(c == '{' ? 't' : value ? 'a' : 'h');
+      expect_value = c == '[' && value;
+    } else if ((c == ']' || c == '}') && !open.empty()) {
+      open.pop_back();
+      expect_value = false;
+    } else if (c == '=') {
+      expect_value = true;
+    } else if (c == ',') {
+      expect_value = !open.empty() && open.back() == 'a';
+    } else if (c == '\n' && open.empty()) {
+      expect_value = false;
     }
+    prev = c;
     advance(i);
   }
   return Ok();

@@ -364,5 +364,27 @@ TEST(ExecRules, ArgumentCountAndSizeAreCapped) {
   EXPECT_REFUSED(Fd(), (Args{"--glob", "-e", longest + "a"}), "invalid: fd: argument 3 is over");
 }
 
+// Found by tests/fuzz/exec_argv_fuzzer: the caps bound what the tool receives, so combined short
+// flags that expand past them are refused, and the canonical argv always re-checks to itself.
+TEST(ExecRules, CapsHoldForTheCanonicalSpellingToo) {
+  const std::string combined =
+      "-" + std::string(kMaxExecArgs + 10, 'n');  // one arg: 266 flags, "--", "x"
+  EXPECT_REFUSED(Rg(), (Args{combined, "x"}),
+                 "invalid: rg: 268 arguments, at most 256 once written in canonical form");
+  const std::string fits = "-" + std::string(kMaxExecArgs - 2, 'n');
+  auto ok = Check(Rg(), {fits, "x"});
+  ASSERT_TRUE(ok) << ok.error().ToString();
+  const Args canonical(ok->argv.begin() + 1 + static_cast<long>(Rg().forced_args.size()),
+                       ok->argv.end());
+  auto again = Check(Rg(), canonical);
+  ASSERT_TRUE(again) << again.error().ToString();
+  EXPECT_EQ(again->argv, ok->argv);
+
+  // `-gVALUE` becomes `--glob=VALUE`, five bytes longer.
+  const std::string value(kMaxExecArgBytes - 2, 'g');
+  EXPECT_REFUSED(Rg(), (Args{"-g" + value, "x"}), "invalid: rg: argument 1 is over 4096 bytes");
+  EXPECT_TRUE(Check(Rg(), {"-g" + value.substr(5), "x"}).has_value());
+}
+
 }  // namespace
 }  // namespace anvil

@@ -79,6 +79,30 @@ TEST(WorkspaceConfigParse, NonAsciiOutsideStringsIsRefusedBeforeTheTomlParser) {
   EXPECT_EQ(ok->SettingsFor("a")["name"], "caf\xc3\xa9");
 }
 
+// Found by tests/fuzz/manifest_fuzzer and lockfile_fuzzer: toml++ scans a bare value up to the
+// next terminator, quotes included, so a quote glued to a bare key or value does not open a
+// string and the non-ASCII text after it is refused too. Strings where TOML puts them still
+// carry non-ASCII text.
+TEST(WorkspaceConfigParse, AQuoteGluedToABareTokenOpensNoString) {
+  for (const char* text :
+       {"[plugins]\nv = 93'r\xd2\x92t'\n", "[plugins]\nv = 9.'\xd2\x92'\n",
+        "[plugins]\nv = true\"\xc3\xa9\"\n", "[plugins]\nv = [1, 2\"\xc3\xa9\"]\n",
+        "[plugins]\nv = 1979-05-27 07:32:00'\xc3\xa9'\n", "veir\"\"\"\xc3\xa9\"\"\" = 1\n",
+        "[plugins]\nv = 1'x'\"\xc3\xa9\"\n"}) {
+    auto config = ParseWorkspaceConfig(text);
+    ASSERT_FALSE(config) << text;
+    EXPECT_NE(config.error().message.find("non-ASCII character outside a quoted string"),
+              std::string::npos)
+        << config.error().ToString();
+  }
+  auto ok = ParseWorkspaceConfig(
+      "[plugins.settings.\"a\"]\nlist = [ \"\xc3\xa9\", '\xc3\xa9',\n  \"\xc3\xa9\" ]\n"
+      "t = { k = \"\xc3\xa9\", \"\xc3\xa9\" = 1 }\na.\"\xc3\xa9\" = [[\"\xc3\xa9\"]]\n");
+  ASSERT_TRUE(ok) << ok.error().ToString();
+  EXPECT_EQ(ok->SettingsFor("a")["t"]["k"], "\xc3\xa9");
+  EXPECT_EQ(ok->SettingsFor("a")["list"][2], "\xc3\xa9");
+}
+
 TEST(WorkspaceConfigParse, PermissionsTableIsRefusedWithTheDocumentedMessage) {
   auto config = ParseWorkspaceConfig(R"([plugins]
 enable = ["example.todo-finder"]
