@@ -27,6 +27,7 @@
 #include "linux/landlock.h"
 #include "linux/mount_view.h"
 #include "linux/pids_cgroup.h"
+#include "linux/protected_placeholders.h"
 #include "linux/seccomp.h"
 
 #ifndef CLONE_PIDFD
@@ -569,9 +570,25 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   plan.program_is_script = IsScript(spec.program.Get());
 
   plan.confine_fs = policy.ConfinesFilesystem();
+  // Lives until the command and every process of its pid namespace are gone (the returns below
+  // come after that), then removes the placeholders it made.
+  ProtectedPlaceholders placeholders;
   if (plan.confine_fs) {
     auto view = ComputeFileView(policy, RealHostFs());
     if (!view) return SetupFailure(view.error().ToString(), start);
+    if (!view->writable_roots.empty()) {
+      // A .git missing from a writable root becomes an empty directory the view binds
+      // read-only, so the command cannot create one with hooks (protected_placeholders.h).
+      // (.anvil has no placeholder: nothing reads a workspace's .anvil that the command made.)
+      std::vector<std::string> roots, names;
+      for (const auto& wr : view->writable_roots) roots.push_back(wr.root);
+      if (!policy.writable_git) names.emplace_back(".git");
+      auto made = ProtectedPlaceholders::Create(roots, names);
+      if (!made) return SetupFailure(made.error().ToString(), start);
+      placeholders = std::move(*made);
+      if (!placeholders.Paths().empty()) view = ComputeFileView(policy, RealHostFs());
+      if (!view) return SetupFailure(view.error().ToString(), start);
+    }
     plan.view = std::move(*view);
     auto probe = landlock::ProbeAbi();
     if (probe.abi < 1) {

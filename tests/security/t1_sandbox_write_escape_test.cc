@@ -209,8 +209,8 @@ TEST_P(T1SandboxWrite, ReplacingASymlinkedGitDirectoryIsDenied) {
   EXPECT_FALSE(Exists(ws2 / "real-git/hooks/pre-commit"));
 
   // Benign: the user who accepts a writable .git (--writable-git) can run in that workspace.
-  auto benign = SandboxSh(ws2.path(), "cat .git/HEAD && echo ok > file.txt", {"--writable-git"},
-                          Opts());
+  auto benign =
+      SandboxSh(ws2.path(), "cat .git/HEAD && echo ok > file.txt", {"--writable-git"}, Opts());
   EXPECT_EQ(benign.status, 0) << benign.err;
   EXPECT_EQ(benign.out, "ref: refs/heads/main\n");
 }
@@ -225,6 +225,42 @@ TEST_P(T1SandboxWrite, WritableGitFlagMakesGitWritableButNotAnvil) {
   auto anvil_state = Sh("echo x > .anvil/new", {"--writable-git"});
   EXPECT_NE(anvil_state.status, 0);
   EXPECT_FALSE(Exists(ws_ + "/.anvil/new"));
+}
+
+// Codex protects .git only where it exists. In a workspace without one (a fresh directory, or
+// a subdirectory of a repository whose .git is above the workspace), a command that creates
+// .git with hooks or core.fsmonitor gets code run by the user's next `git` there, outside any
+// sandbox. Anvil keeps the name itself: an empty directory bound read-only for the run
+// (git skips an empty .git and keeps looking upward), removed afterwards. (A .anvil the
+// command makes is harmless: Anvil reads nothing from it.)
+TEST_P(T1SandboxWrite, CreatingGitWhereNoneExistsIsDenied) {
+  TempDir ws2("anvil-ws-nogit");
+  WriteFile(ws2 / "hello.txt", "benign\n");
+  caller_.Give(ws2.path());
+  auto attack =
+      SandboxSh(ws2.path(),
+                "mkdir -p .git/hooks && printf '#!/bin/sh\\nevil\\n' > .git/hooks/pre-commit; "
+                "printf 'gitdir: /tmp/evil\\n' > .git; git init -q . 2>/dev/null; "
+                "mkdir fake && mkdir fake/hooks && mv -T fake .git; ln -s fake .git; "
+                "rmdir .git; echo ran > ran.txt",
+                {}, Opts());
+  EXPECT_EQ(ReadFile(ws2 / "ran.txt"), "ran\n") << attack.err;
+  EXPECT_FALSE(Exists(ws2 / ".git")) << ".git was created by the command or left behind";
+  // Benign: everything else in the workspace stays writable, nested directories included,
+  // and the empty placeholders are visible only during the run.
+  auto benign = SandboxSh(ws2.path(),
+                          "mkdir -p build/.cache && echo ok > build/out.txt && "
+                          "ls -a | grep -c '^\\.git$'; test -w hello.txt && echo writable",
+                          {}, Opts());
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_EQ(benign.out, "1\nwritable\n");
+  EXPECT_EQ(ReadFile(ws2 / "build/out.txt"), "ok\n");
+  EXPECT_FALSE(Exists(ws2 / ".git"));
+  // --writable-git: the user lets the command make a repository.
+  auto init = SandboxSh(ws2.path(), "mkdir -p .git/hooks && echo x > .git/HEAD", {"--writable-git"},
+                        Opts());
+  EXPECT_EQ(init.status, 0) << init.err;
+  EXPECT_EQ(ReadFile(ws2 / ".git/HEAD"), "x\n");
 }
 
 TEST_P(T1SandboxWrite, ReadOnlySubpathIsEnforced) {

@@ -152,7 +152,10 @@ TEST_P(T3SandboxTools, WorkspaceUnderTmpWithSpacesInItsPathWorks) {
                           "cat d/b.txt && echo tmp > /tmp/x && cat /tmp/x && rm -r d && ls -A",
                           {}, Opts());
   EXPECT_EQ(result.status, 0) << result.err;
-  EXPECT_EQ(result.out, spaced.path() + "\none\ntmp\n");
+  // `.git` is the empty read-only placeholder that keeps the command from creating one
+  // (T1SandboxWrite.CreatingGitWhereNoneExistsIsDenied); it is gone after the run.
+  EXPECT_EQ(result.out, spaced.path() + "\none\ntmp\n.git\n");
+  EXPECT_FALSE(Exists(spaced / ".git"));
   EXPECT_FALSE(Exists(spaced / "d"));
   auto keep = SandboxSh(spaced.path(), "echo kept > kept.txt", {}, Opts());
   EXPECT_EQ(keep.status, 0) << keep.err;
