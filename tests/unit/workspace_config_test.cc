@@ -58,6 +58,15 @@ TEST(WorkspaceConfigParse, EmptyFileIsAnEmptyConfig) {
   }
 }
 
+// The refusal the pre-parse lexer gives before toml++ would see a non-ASCII code point.
+void ExpectRefusedAsNonAsciiOutsideStrings(const char* text) {
+  auto config = ParseWorkspaceConfig(text);
+  ASSERT_FALSE(config) << text;
+  EXPECT_NE(config.error().message.find("non-ASCII character outside a quoted string"),
+            std::string::npos)
+      << config.error().ToString();
+}
+
 // Found by tests/fuzz/lockfile_fuzzer: toml++ 3.3 reaches __builtin_unreachable on a non-ASCII
 // code point in a bare key or value. TOML allows non-ASCII only in strings and comments, so the
 // text is refused before toml++ sees it; in strings and comments (and a leading BOM) it is fine.
@@ -66,11 +75,7 @@ TEST(WorkspaceConfigParse, NonAsciiOutsideStringsIsRefusedBeforeTheTomlParser) {
                            "v\xef\xbb\xaf"
                            "ersion = 1\n",
                            "[plugins]\nx\xe3\x80\x80= 1\n"}) {
-    auto config = ParseWorkspaceConfig(text);
-    ASSERT_FALSE(config) << text;
-    EXPECT_NE(config.error().message.find("non-ASCII character outside a quoted string"),
-              std::string::npos)
-        << config.error().ToString();
+    ExpectRefusedAsNonAsciiOutsideStrings(text);
   }
   auto ok = ParseWorkspaceConfig(
       "\xef\xbb\xbf# caf\xc3\xa9\n[plugins.settings.\"a\"]\nname = \"caf\xc3\xa9\"\n"
@@ -89,11 +94,7 @@ TEST(WorkspaceConfigParse, AQuoteGluedToABareTokenOpensNoString) {
         "[plugins]\nv = true\"\xc3\xa9\"\n", "[plugins]\nv = [1, 2\"\xc3\xa9\"]\n",
         "[plugins]\nv = 1979-05-27 07:32:00'\xc3\xa9'\n", "veir\"\"\"\xc3\xa9\"\"\" = 1\n",
         "[plugins]\nv = 1'x'\"\xc3\xa9\"\n"}) {
-    auto config = ParseWorkspaceConfig(text);
-    ASSERT_FALSE(config) << text;
-    EXPECT_NE(config.error().message.find("non-ASCII character outside a quoted string"),
-              std::string::npos)
-        << config.error().ToString();
+    ExpectRefusedAsNonAsciiOutsideStrings(text);
   }
   auto ok = ParseWorkspaceConfig(
       "[plugins.settings.\"a\"]\nlist = [ \"\xc3\xa9\", '\xc3\xa9',\n  \"\xc3\xa9\" ]\n"
