@@ -1,54 +1,93 @@
 #include "linux/protected_placeholders.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cerrno>
 
 namespace anvil {
+namespace {
+
+bool SameInode(const struct stat& a, const struct stat& b) {
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+// The directory `name` beneath `parent` is still the one `dir` refers to.
+bool StillNamed(int parent, const std::string& name, int dir) {
+  struct stat by_name {
+  }, by_fd{};
+  return ::fstatat(parent, name.c_str(), &by_name, AT_SYMLINK_NOFOLLOW) == 0 &&
+         ::fstat(dir, &by_fd) == 0 && SameInode(by_name, by_fd);
+}
+
+}  // namespace
 
 Result<ProtectedPlaceholders> ProtectedPlaceholders::Create(const std::vector<std::string>& roots,
                                                             const std::vector<std::string>& names) {
   ProtectedPlaceholders out;
   for (const auto& root : roots) {
-    UniqueFd dir(::open(root.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!dir) return SysFail("sandbox", "open writable root " + root);
+    UniqueFd parent(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!parent) return SysFail("sandbox", "open writable root " + root);
     for (const auto& name : names) {
-      struct stat st {};
-      if (::fstatat(dir.Get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) continue;
-      if (errno != ENOENT) return SysFail("sandbox", "stat " + root + "/" + name);
-      if (::mkdirat(dir.Get(), name.c_str(), 0755) != 0) {
-        if (errno == EEXIST) continue;  // made meanwhile: the view protects what is there
-        if (errno == EACCES || errno == EPERM || errno == EROFS) continue;
-        return SysFail("sandbox", "create the read-only placeholder " + root + "/" + name);
+      const std::string path = root + "/" + name;
+      bool created = false;
+      // A few rounds: another run may create or remove the placeholder between our steps.
+      for (int round = 0;; ++round) {
+        if (round == 8) return Fail("sandbox", "cannot settle the read-only placeholder " + path);
+        UniqueFd dir(
+            ::openat(parent.Get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (!dir) {
+          if (errno == ENOTDIR || errno == ELOOP) break;  // a file or a symlink: the view decides
+          if (errno != ENOENT) return SysFail("sandbox", "open " + path);
+          if (::mkdirat(parent.Get(), name.c_str(), 0755) == 0) {
+            created = true;
+            continue;  // open and lock it like an existing one
+          }
+          if (errno == EEXIST) continue;
+          if (errno == EACCES || errno == EPERM || errno == EROFS) break;
+          return SysFail("sandbox", "create the read-only placeholder " + path);
+        }
+        // Blocks only while a finishing run holds it exclusively to remove it; then the name
+        // is gone and the next round makes a new one.
+        if (::flock(dir.Get(), LOCK_SH) != 0) return SysFail("sandbox", "lock " + path);
+        if (!StillNamed(parent.Get(), name, dir.Get())) continue;
+        if (created) {
+          // Best effort: where the filesystem has no user xattrs, a placeholder this run
+          // cannot remove (another run still held it) stays as an empty directory.
+          (void)::fsetxattr(dir.Get(), kPlaceholderXattr, "1", 1, 0);
+        }
+        const bool marked = ::fgetxattr(dir.Get(), kPlaceholderXattr, nullptr, 0) >= 0;
+        UniqueFd parent_dup(::fcntl(parent.Get(), F_DUPFD_CLOEXEC, 0));
+        if (!parent_dup) return SysFail("sandbox", "dup");
+        out.held_.push_back(
+            {std::move(parent_dup), std::move(dir), root, name, created, created || marked});
+        break;
       }
-      if (::fstatat(dir.Get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-          !S_ISDIR(st.st_mode)) {
-        return SysFail("sandbox", "stat the placeholder " + root + "/" + name);
-      }
-      UniqueFd parent(::fcntl(dir.Get(), F_DUPFD_CLOEXEC, 0));
-      if (!parent) return SysFail("sandbox", "dup");
-      out.made_.push_back({std::move(parent), root, name, st.st_dev, st.st_ino});
     }
   }
   return out;
 }
 
 ProtectedPlaceholders::~ProtectedPlaceholders() {
-  for (const auto& m : made_) {
-    struct stat st {};
-    if (::fstatat(m.parent.Get(), m.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-    if (!S_ISDIR(st.st_mode) || st.st_dev != m.dev || st.st_ino != m.ino) continue;
+  for (auto& h : held_) {
+    if (!h.placeholder) continue;
+    // Another run still binds it when it holds its shared lock: leave it to that run.
+    if (::flock(h.dir.Get(), LOCK_EX | LOCK_NB) != 0) continue;
+    if (!StillNamed(h.parent.Get(), h.name, h.dir.Get())) continue;
     // Fails (ENOTEMPTY) when someone outside the sandbox put something in it meanwhile, e.g.
     // the user ran `git init`: then it is theirs and stays.
-    (void)::unlinkat(m.parent.Get(), m.name.c_str(), AT_REMOVEDIR);
+    (void)::unlinkat(h.parent.Get(), h.name.c_str(), AT_REMOVEDIR);
   }
 }
 
-std::vector<std::string> ProtectedPlaceholders::Paths() const {
+std::vector<std::string> ProtectedPlaceholders::Created() const {
   std::vector<std::string> paths;
-  for (const auto& m : made_) paths.push_back(m.root + "/" + m.name);
+  for (const auto& h : held_) {
+    if (h.created) paths.push_back(h.root + "/" + h.name);
+  }
   return paths;
 }
 

@@ -6,11 +6,18 @@
 // allows creating files. A command that creates `.git` with hooks or `core.fsmonitor` in a
 // workspace without one (a fresh directory, or a subdirectory of a repository) gets code run by
 // the user's next `git` there, outside any sandbox. So, before the view is computed, the
-// supervisor creates each missing name as an empty directory, which the view then binds
-// read-only like any existing one; after the run it removes it again if it is still the empty
-// directory it made. While it exists it is harmless: git skips an empty `.git` and keeps
-// looking upward. It is visible to the command (`ls -A` shows an empty `.git`); --writable-git
-// drops it along with the rest of the .git protection.
+// supervisor creates each missing name as an empty directory (marked with the extended
+// attribute `user.anvil.placeholder` where the filesystem supports it), which the view then
+// binds read-only like any existing one; after the run it removes it again. While it exists it
+// is harmless: git skips an empty `.git` and keeps looking upward. It is visible to the command
+// (`ls -A` shows an empty `.git`); --writable-git drops it with the rest of the .git protection.
+//
+// Concurrent sandboxes in one workspace share a placeholder. Removing a directory that is a
+// mount point in another mount namespace succeeds and silently detaches that mount (Linux
+// 3.18+), which would take the other sandbox's protection away mid-run. So every run holds a
+// shared flock(2) on each protected directory it binds, placeholder or not, for as long as it
+// runs, and a placeholder is removed only under an exclusive lock taken without waiting: the
+// last run to finish removes it.
 #pragma once
 
 #include <sys/types.h>
@@ -25,11 +32,12 @@ namespace anvil {
 
 class ProtectedPlaceholders {
  public:
-  // For each of `names` missing in each of `roots` (canonical absolute directories), an empty
-  // directory, mode 0755. A name that appears meanwhile is left alone (the view binds what is
-  // there). A root the caller cannot create entries in is skipped: the command, running with
-  // the caller's credentials or fewer, cannot create the name either. Any other failure is a
-  // "sandbox" error and nothing made so far is left behind.
+  // For each of `names` in each of `roots` (canonical absolute directories): a directory that
+  // exists is locked shared; a missing one is created empty (mode 0755, marked) and locked. A
+  // root the caller cannot create entries in is skipped: the command, running with the
+  // caller's credentials or fewer, cannot create the name either. A name that is not a
+  // directory is left to the view (which refuses a symlink). Any other failure is a "sandbox"
+  // error and nothing made so far is left behind.
   static Result<ProtectedPlaceholders> Create(const std::vector<std::string>& roots,
                                               const std::vector<std::string>& names);
 
@@ -38,20 +46,25 @@ class ProtectedPlaceholders {
   ProtectedPlaceholders& operator=(ProtectedPlaceholders&&) = default;
   ProtectedPlaceholders(const ProtectedPlaceholders&) = delete;
   ProtectedPlaceholders& operator=(const ProtectedPlaceholders&) = delete;
-  // Removes every placeholder that is still the empty directory it made.
+  // Removes each placeholder (made by this run, or marked by an earlier one) that no other run
+  // holds and that is still empty; releases the locks.
   ~ProtectedPlaceholders();
 
-  // Absolute paths of the placeholders made.
-  std::vector<std::string> Paths() const;
+  // Absolute paths of the placeholders this run created.
+  std::vector<std::string> Created() const;
 
  private:
-  struct Made {
+  struct Held {
     UniqueFd parent;  // the root, held open: a renamed root cannot redirect the removal
+    UniqueFd dir;     // the protected directory, flock()ed shared
     std::string root, name;
-    dev_t dev = 0;
-    ino_t ino = 0;
+    bool created = false;      // made by this run
+    bool placeholder = false;  // made by this run or marked as a placeholder
   };
-  std::vector<Made> made_;
+  std::vector<Held> held_;
 };
+
+// The extended attribute that marks a placeholder directory.
+inline constexpr char kPlaceholderXattr[] = "user.anvil.placeholder";
 
 }  // namespace anvil

@@ -586,7 +586,7 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
       auto made = ProtectedPlaceholders::Create(roots, names);
       if (!made) return SetupFailure(made.error().ToString(), start);
       placeholders = std::move(*made);
-      if (!placeholders.Paths().empty()) view = ComputeFileView(policy, RealHostFs());
+      if (!placeholders.Created().empty()) view = ComputeFileView(policy, RealHostFs());
       if (!view) return SetupFailure(view.error().ToString(), start);
     }
     plan.view = std::move(*view);

@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "sandbox_harness.h"
@@ -261,6 +262,27 @@ TEST_P(T1SandboxWrite, CreatingGitWhereNoneExistsIsDenied) {
                         Opts());
   EXPECT_EQ(init.status, 0) << init.err;
   EXPECT_EQ(ReadFile(ws2 / ".git/HEAD"), "x\n");
+}
+
+// Two runs in one workspace share the placeholder. Removing a directory that is a mount point
+// in another mount namespace succeeds and silently detaches that mount, so the first run to
+// finish must not remove the placeholder the second still relies on.
+TEST_P(T1SandboxWrite, APlaceholderOutlivesTheFirstOfTwoConcurrentRuns) {
+  TempDir ws2("anvil-ws-nogit2");
+  caller_.Give(ws2.path());
+  RunResult first;
+  std::thread short_run([&] { first = SandboxSh(ws2.path(), "sleep 1", {}, Opts()); });
+  usleep(300000);  // the short run is up (its placeholder exists) before the long one starts
+  auto second = SandboxSh(ws2.path(),
+                          "sleep 2; mkdir -p .git/hooks && printf '#!/bin/sh\\nevil\\n' > "
+                          ".git/hooks/pre-commit; echo ran > ran.txt",
+                          {}, Opts());
+  short_run.join();
+  EXPECT_EQ(first.status, 0) << first.err;
+  EXPECT_EQ(ReadFile(ws2 / "ran.txt"), "ran\n") << second.err;
+  EXPECT_FALSE(Exists(ws2 / ".git/hooks/pre-commit"))
+      << "the second run created .git after the first removed the shared placeholder";
+  EXPECT_FALSE(Exists(ws2 / ".git")) << "the last run to finish leaves the placeholder behind";
 }
 
 TEST_P(T1SandboxWrite, ReadOnlySubpathIsEnforced) {
