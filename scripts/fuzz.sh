@@ -2,7 +2,7 @@
 # Builds the libFuzzer targets (preset `fuzz`: clang, ASan + UBSan) and runs each for a bounded
 # time, seeded from tests/fuzz/corpus/<name>/ (the repo corpus is read-only here: new inputs go to
 # build/fuzz/corpus/<name>/, crashes to build/fuzz/artifacts/). Any crash, leak, UB report,
-# timeout or failed invariant fails the script. docs/robustness.md says how to keep a crash as a
+# timeout or failed invariant fails the script. docs/reliability.md says how to keep a crash as a
 # regression seed.
 #
 #   scripts/fuzz.sh                 every fuzzer, ANVIL_FUZZ_SECONDS each (default 20)

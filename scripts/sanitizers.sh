@@ -30,7 +30,7 @@ run_asan() {
     env "${asan_env[@]}" ctest --preset asan -j "$jobs" --timeout 600
     return
   fi
-  # Default: the binaries whose ASan runs are recorded green in docs/robustness.md (the pure
+  # Default: the binaries whose ASan runs are recorded green in docs/reliability.md (the pure
   # unit tests and every test against a real gateway, exec broker and plugin host). The rest of
   # the suite joins with ANVIL_ASAN_FULL=1 once it has been run green once.
   echo "[sanitizers] asan: unit_tests and security_gateway_tests under ASan + UBSan"

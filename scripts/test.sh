@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command: installs whatever is missing (idempotent), builds, runs every test.
 #   scripts/test.sh            dev build (debug) with g++, all tests; then the robustness stages
-#                              (issue #9, docs/robustness.md): every libFuzzer target for a
+#                              (issue #9, docs/reliability.md): every libFuzzer target for a
 #                              bounded time (scripts/fuzz.sh), the whole suite under ASan + UBSan
 #                              and the gateway's concurrency tests under TSan
 #                              (scripts/sanitizers.sh)
