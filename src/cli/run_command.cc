@@ -46,8 +46,10 @@ Without a stored grant for this plugin, workspace and manifest hash, the request
 are shown and you are asked. Exit: 0 ok, 1 the command raised an error, 2 usage, 3 permission
 refused, 124 deadline passed, 125 the sandbox could not be set up.
 
-Example:
-  anvil run --approve examples/plugins/hello-lua summary
+Examples:
+  anvil run examples/plugins/todo-finder find-todos        # asks first, then lists TODOs
+  anvil run --approve examples/plugins/hello-lua summary   # scripts: grant without asking
+  anvil run --workspace ~/proj --json examples/plugins/todo-finder find-todos FIXME
 )";
 
 int ExitFor(const Error& e) {
@@ -245,6 +247,15 @@ int RunPluginCommand(const std::vector<std::string>& args) {
   approve PLUGIN_DIR    grant exactly what the manifest requests (keyed by its SHA-256)
   revoke PLUGIN_ID      remove the plugin's grants in the workspace
   lock PLUGIN_DIR       pin the plugin's manifest and code hashes in <workspace>/anvil.lock
+
+  --workspace DIR       the workspace (default: the current directory)
+
+Examples:
+  anvil plugin inspect examples/plugins/notes-js     # what it asks for, granted or not
+  anvil plugin approve examples/plugins/notes-js     # grant exactly that, for this workspace
+  anvil plugin list                                  # the grants stored for this workspace
+  anvil plugin revoke example.notes
+  anvil plugin lock examples/plugins/notes-js        # pin it in ./anvil.lock
 )";
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::cout << kUsage;
@@ -357,7 +368,15 @@ int RunAuditCommand(const std::vector<std::string>& args) {
       file = args[++i];
     } else if (args[i] == "--help" || args[i] == "-h") {
       std::cout << "usage: anvil audit [--workspace DIR | --file FILE] [--follow] [--json]\n\n"
-                   "Print the audit log of the workspace's sessions: one line per decision.\n";
+                   "Print the audit log of the workspace's sessions: one line per decision.\n\n"
+                   "  --workspace DIR   the workspace (default: the current directory)\n"
+                   "  --file FILE       read this audit log file instead\n"
+                   "  --follow          keep printing new entries as they are written\n"
+                   "  --json            one JSON object per line, as stored\n\n"
+                   "Examples:\n"
+                   "  anvil audit                     # what plugins did in this workspace\n"
+                   "  anvil audit --follow            # watch a session live\n"
+                   "  anvil audit --json | jq 'select(.verdict == \"deny\")'\n";
       return kExitOk;
     } else {
       std::cerr << "anvil audit: invalid: unknown option " << args[i] << "\n";
