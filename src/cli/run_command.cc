@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "cli/terminal_progress.h"
 #include "policy/consent.h"
 #include "policy/grant_store.h"
 #include "policy/lockfile.h"
@@ -173,14 +174,20 @@ int RunRunCommand(const std::vector<std::string>& args) {
   session::PluginSessionConfig config{workspace, plugin_dir, *manifest, *grant, gateway_args, {}};
   config.unsafe_net_test = unsafe_net_test;
   config.host_args = {"--deadline-ms", std::to_string(static_cast<int64_t>(timeout * 1000))};
+  // Only while Anvil waits, and only on a terminal (stderr a pipe: nothing changes).
+  const std::string id = SanitizeForDisplay(manifest->id);
+  TerminalProgress progress(STDERR_FILENO);
+  progress.Show("starting the sandbox for " + id);
   auto session = session::PluginSession::Start(config);
+  progress.Clear();
   if (!session) {
     std::cerr << "anvil run: " << session.error().ToString() << "\n";
     return kExitSandbox;
   }
-  const std::string id = SanitizeForDisplay(manifest->id);
   auto deadline = std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000));
+  progress.Show("loading " + id);
   auto commands = (*session)->Commands(deadline);
+  progress.Clear();
   if (!commands) {
     std::cerr << "anvil run: " << commands.error().ToString() << "\n";
     (void)(*session)->Stop();
@@ -204,7 +211,9 @@ int RunRunCommand(const std::vector<std::string>& args) {
       [&](const std::string& op,
           const std::vector<std::string>& a) -> Result<std::vector<std::string>> {
     if (op == "editor.notify" && a.size() == 1) {
+      progress.Clear();
       std::cerr << "[" << id << "] " << SanitizeForDisplay(a[0], 2000) << "\n";
+      progress.Redraw();
       return std::vector<std::string>{};
     }
     if (op == "editor.buffer.get" || op == "editor.buffer.edit") {
@@ -213,10 +222,14 @@ int RunRunCommand(const std::vector<std::string>& args) {
     return Fail("invalid", "unknown editor request");
   };
   session::LogHandler log = [&](const std::string& level, const std::string& text) {
+    progress.Clear();
     std::cerr << "[" << id << " " << SanitizeForDisplay(level, 8) << "] "
               << SanitizeForDisplay(text, 2000) << "\n";
+    progress.Redraw();
   };
+  progress.Show("running " + id + " " + SanitizeForDisplay(command, 64));
   auto result = (*session)->Run(command, cmd_args.dump(), deadline, editor, log);
+  progress.Clear();
   (void)(*session)->Stop();
   if (!result) {
     if (json) {
