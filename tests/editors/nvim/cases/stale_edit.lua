@@ -4,7 +4,8 @@
 -- refused without touching the buffer.
 local t = dofile(os.getenv('ANVIL_TEST_REPO') .. '/tests/editors/nvim/harness.lua')
 t.run(function()
-  t.setup({plugin_dirs = {t.test_plugins .. '/editor-test'}})
+  -- A deadline far beyond the wait, so only a broken run can reach it on a loaded machine.
+  t.setup({plugin_dirs = {t.test_plugins .. '/editor-test'}, args = {'--timeout', '120'}})
   vim.cmd('AnvilStart')
   vim.cmd('edit src/main.c')
   local before = vim.api.nvim_buf_get_lines(0, 0, -1, true)

@@ -7,7 +7,7 @@
 anvil.command("slow-edit", function(args)
   local b = editor.buffer.get(args[1])
   editor.notify("snapshot of version " .. b.version)
-  local deadline = os.time() + 8
+  local deadline = os.time() + 100
   while editor.buffer.get(args[1]).version == b.version and os.time() < deadline do end
   editor.buffer.edit(b.uri, b.version, {{text = "PLUGIN EDIT\n"}})
   return {applied = true, version = b.version}
