@@ -101,7 +101,10 @@ local function handlers(s)
         on_progress(s, params)
       end
     end,
-    on_stderr = function(line) log(line) end,
+    on_stderr = function(line)
+      s.last_stderr = line
+      log(line)
+    end,
     on_exit = function(code, signal)
       log(string.format('anvil serve exited (code %s, signal %s)', code, signal))
       if session == s then
@@ -148,7 +151,9 @@ function M.start()
   if not result then
     s.stopping = true
     client:kill()
+    -- What anvil serve said on stderr usually names the problem (a bad flag, a missing dir).
     return nil, 'anvil serve did not initialize: ' .. error_text(ierr)
+        .. (s.last_stderr and (' (' .. ui.sanitize(s.last_stderr) .. '; more in :AnvilLog)') or '')
   end
   s.encoding = result.capabilities and result.capabilities.positionEncoding or 'utf-16'
   s.info = result.anvil

@@ -63,6 +63,26 @@ function M.start(opts)
   local stdin, stdout, stderr = uv.new_pipe(false), uv.new_pipe(false), uv.new_pipe(false)
   self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
   local argv = opts.cmd
+  -- The end is reported once the process is reaped and both its outputs reached EOF, so the
+  -- last answer and the last stderr line (often the reason it exited) come first. A process it
+  -- left behind may hold a pipe open: then one second after the exit is enough waiting.
+  local eof, finished = {stdout = false, stderr = false}, false
+  local function finish()
+    if finished then return end
+    finished = true
+    vim.schedule(function()
+      -- Whoever still waits for an answer gets one: the server is gone.
+      local pending = self.pending
+      self.pending = {}
+      for _, cb in pairs(pending) do
+        cb({code = -32099, message = 'anvil serve exited', data = {code = 'exited'}}, nil)
+      end
+      if self.handlers.on_exit then self.handlers.on_exit(self.exit_code, self.exit_signal) end
+    end)
+  end
+  local function maybe_finish()
+    if self.exited and eof.stdout and eof.stderr then finish() end
+  end
   local handle, pid_or_err = uv.spawn(argv[1], {
     args = vim.list_slice(argv, 2),
     cwd = opts.cwd,
@@ -73,15 +93,14 @@ function M.start(opts)
     -- stdout and stderr are closed at their EOF, so nothing the server wrote last is lost.
     if not stdin:is_closing() then stdin:close() end
     if self.handle and not self.handle:is_closing() then self.handle:close() end
-    vim.schedule(function()
-      -- Whoever still waits for an answer gets one: the server is gone.
-      local pending = self.pending
-      self.pending = {}
-      for _, cb in pairs(pending) do
-        cb({code = -32099, message = 'anvil serve exited', data = {code = 'exited'}}, nil)
-      end
-      if self.handlers.on_exit then self.handlers.on_exit(code, signal) end
-    end)
+    maybe_finish()
+    if not finished then
+      local timer = uv.new_timer()
+      timer:start(1000, 0, function()
+        timer:close()
+        finish()
+      end)
+    end
   end)
   if not handle then
     for _, p in ipairs({stdin, stdout, stderr}) do p:close() end
@@ -90,15 +109,17 @@ function M.start(opts)
   self.handle, self.pid = handle, pid_or_err
 
   local buffer = ''
-  local function close_at_eof(pipe, err, data)
+  local function close_at_eof(name, pipe, err, data)
     if err or not data then
       if not pipe:is_closing() then pipe:close() end
+      eof[name] = true
+      maybe_finish()
       return true
     end
     return false
   end
   stdout:read_start(function(err, data)
-    if close_at_eof(stdout, err, data) then return end
+    if close_at_eof('stdout', stdout, err, data) then return end
     buffer = buffer .. data
     local messages, rest, perr = M.parse_frames(buffer)
     buffer = rest
@@ -115,8 +136,9 @@ function M.start(opts)
   end)
   local errbuf = ''
   stderr:read_start(function(err, data)
-    if close_at_eof(stderr, err, data) then return end
-    errbuf = errbuf .. data
+    local at_eof = err or not data
+    errbuf = errbuf .. (data or '')
+    if at_eof and errbuf ~= '' then errbuf = errbuf .. '\n' end  -- the unfinished last line
     local lines = {}
     while true do
       local nl = errbuf:find('\n', 1, true)
@@ -129,6 +151,7 @@ function M.start(opts)
         for _, l in ipairs(lines) do self.handlers.on_stderr(l) end
       end)
     end
+    if at_eof then close_at_eof('stderr', stderr, err, data) end
   end)
   return self
 end
