@@ -295,8 +295,12 @@ function M.run(spec, args, opts)
     if err then
       local code = type(err.data) == 'table' and err.data.code or tostring(err.code)
       run.error_code = code
-      ui.notify(string.format('[%s] %s failed: %s', plugin.id, command, error_text(err)),
-                vim.log.levels.ERROR)
+      if err.code == -32800 then
+        ui.notify(string.format('[%s] %s cancelled', plugin.id, command))
+      else
+        ui.notify(string.format('[%s] %s failed: %s', plugin.id, command, error_text(err)),
+                  vim.log.levels.ERROR)
+      end
     elseif run.edited and type(run.value) ~= 'string' then
       ui.notify(string.format('[%s] %s: edited the buffer (%s)', plugin.id, command,
                               ui.sanitize(vim.json.encode(run.value))))
