@@ -72,18 +72,12 @@ end
 
 -- Runs `:AnvilRun ...` and waits until it is answered; returns the run.
 function t.run_command(line)
-  local before = {}
   local s = require('anvil').session()
-  if s then for k in pairs(s.runs_by_token) do before[k] = true end end
+  local before = s and #s.history or 0
   vim.cmd('AnvilRun ' .. line)
   s = assert(require('anvil').session(), 'no session after :AnvilRun')
-  local run
-  t.wait(function()
-    for k, r in pairs(s.runs_by_token) do
-      if not before[k] then run = r end
-    end
-    return run ~= nil and run.done
-  end, ':AnvilRun ' .. line .. ' to finish')
+  local run = assert(s.history[before + 1], ':AnvilRun ' .. line .. ' started nothing')
+  t.wait(function() return run.done end, ':AnvilRun ' .. line .. ' to finish')
   return run
 end
 

@@ -133,7 +133,8 @@ function M.start()
   for _, d in ipairs(cfg.plugin_path) do vim.list_extend(cmd, {'--plugin-path', d}) end
   vim.list_extend(cmd, cfg.args)
 
-  local s = {workspace = ws, runs_by_token = {}, runs = {}, next_run = 1, plugins = {}}
+  local s = {workspace = ws, runs_by_token = {}, runs = {}, history = {}, next_run = 1,
+             plugins = {}}
   local client, err = rpc.start({cmd = cmd, cwd = ws, handlers = handlers(s)})
   if not client then return nil, err end
   s.client = client
@@ -288,10 +289,14 @@ function M.run(spec, args, opts)
   run.token = 'anvil.nvim-' .. s.next_run
   s.next_run = s.next_run + 1
   s.runs_by_token[run.token] = run
+  -- The last runs, for a statusline or a test to look at (bounded: sessions last all day).
+  table.insert(s.history, run)
+  if #s.history > 50 then table.remove(s.history, 1) end
   local function finish(err, result)
     run.done, run.error = true, err
     run.value = result and result.value
     s.runs[run] = nil
+    s.runs_by_token[run.token] = nil  -- the progress "end" came before the answer
     if err then
       local code = type(err.data) == 'table' and err.data.code or tostring(err.code)
       run.error_code = code

@@ -16,11 +16,8 @@ t.run(function()
   vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes('ggOtyped meanwhile<Esc>', true, false,
                                                        true), 'xt', false)
   local s = require('anvil').session()
-  local run
-  t.wait(function()
-    for _, r in pairs(s.runs_by_token) do run = r end
-    return run and run.done
-  end, 'the slow command to finish')
+  local run = s.history[#s.history]
+  t.wait(function() return run.done end, 'the slow command to finish')
   t.eq(run.error_code, 'stale', 'the plugin edit is refused as')
   t.ok(t.note('[test.editor] slow-edit failed: stale:'), 'the stale edit is reported')
   local want = vim.list_extend({'typed meanwhile'}, before)
