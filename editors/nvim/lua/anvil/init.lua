@@ -245,7 +245,8 @@ function M.resolve(spec, plugins)
   if #found == 1 then return found[1], spec end
   if #found > 1 then
     local ids = vim.tbl_map(function(p) return p.id .. ':' .. spec end, found)
-    return nil, 'several plugins have command ' .. spec .. ': use one of ' .. table.concat(ids, ', ')
+    return nil, 'several plugins have command ' .. spec .. ': use one of '
+        .. table.concat(ids, ', ')
   end
   local waiting = {}
   for _, p in ipairs(plugins) do
@@ -393,7 +394,8 @@ function M.plugins_lines(list)
     lines[#lines + 1] = '  commands: ' .. (type(p.commands) == 'table'
       and table.concat(vim.tbl_map(ui.sanitize, p.commands), ', ') or '(not loaded)')
     at[#lines] = p.id
-    lines[#lines + 1] = '  requests: ' .. perm_summary(type(p.grant) == 'table' and p.grant.requested)
+    lines[#lines + 1] = '  requests: '
+        .. perm_summary(type(p.grant) == 'table' and p.grant.requested)
     at[#lines] = p.id
     lines[#lines + 1] = '  dir: ' .. ui.sanitize(p.dir or '?')
     at[#lines] = p.id

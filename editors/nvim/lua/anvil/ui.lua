@@ -115,7 +115,9 @@ local function as_locations(value)
 end
 
 local function file_of(loc, workspace)
-  if type(loc.uri) == 'string' and loc.uri:match('^file://') then return vim.uri_to_fname(loc.uri) end
+  if type(loc.uri) == 'string' and loc.uri:match('^file://') then
+    return vim.uri_to_fname(loc.uri)
+  end
   local p = loc.path or loc.filename
   if p:sub(1, 1) == '/' then return p end
   return workspace .. '/' .. p

@@ -4,7 +4,9 @@
 local t = dofile(os.getenv('ANVIL_TEST_REPO') .. '/tests/editors/nvim/harness.lua')
 local buffers = require('anvil.buffers')
 local function pos(line, character) return {line = line, character = character} end
-local function e(l1, c1, l2, c2, text) return {range = {start = pos(l1, c1), ['end'] = pos(l2, c2)}, newText = text} end
+local function e(l1, c1, l2, c2, text)
+  return {range = {start = pos(l1, c1), ['end'] = pos(l2, c2)}, newText = text}
+end
 
 t.run(function()
   local apply = buffers.apply_to_text
@@ -12,7 +14,8 @@ t.run(function()
   -- "é" is 2 bytes, 1 UTF-16 unit; "𝄞" is 4 bytes, 2 UTF-16 units.
   t.eq(apply('é𝄞x\n', {e(0, 3, 0, 4, 'Y')}, 'utf-16'), 'é𝄞Y\n', 'after a surrogate pair')
   t.eq(apply('é𝄞x\n', {e(0, 6, 0, 7, 'Y')}, 'utf-8'), 'é𝄞Y\n', 'the same in bytes')
-  t.eq(apply('a\nb\n', {e(0, 0, 2, 0, 'whole\n')}, 'utf-8'), 'whole\n', 'up to the line after the end')
+  t.eq(apply('a\nb\n', {e(0, 0, 2, 0, 'whole\n')}, 'utf-8'), 'whole\n',
+       'up to the line after the end')
   t.eq(apply('a\nb\n', {e(2, 0, 2, 0, 'c\n')}, 'utf-8'), 'a\nb\nc\n', 'an insertion at the end')
   t.eq(apply('a\nb', {e(1, 1, 1, 1, '!')}, 'utf-8'), 'a\nb!', 'no final newline')
   t.eq(apply('a\nb\n', {e(0, 9, 0, 9, '?')}, 'utf-8'), 'a?\nb\n', 'a column past the end clamps')

@@ -16,7 +16,8 @@ t.run(function()
   end
   table.sort(got, function(a, b) return a[1] < b[1] end)
   t.eq(got, {
-    {t.ws .. '/README.md', 3, 57, 'A tiny project used by `scripts/demo.sh` and the tests. TODO: add more files.'},
+    {t.ws .. '/README.md', 3, 57,
+     'A tiny project used by `scripts/demo.sh` and the tests. TODO: add more files.'},
     {t.ws .. '/src/main.c', 3, 4, '// TODO: read the greeting from a config file'},
   }, 'the quickfix items')
   t.ok(vim.fn.getqflist({winid = 1}).winid ~= 0, 'the quickfix window is open')
