@@ -8,7 +8,7 @@ namespace anvil::testing {
 namespace {
 
 TEST(CliHelp, TopLevelHelpListsEveryCommandWithExamples) {
-  auto r = Run({AnvilBin(), "--help"});
+  auto r = testing::Run({AnvilBin(), "--help"});
   EXPECT_EQ(r.status, 0) << r.err;
   for (const char* command : {"sandbox", "run", "serve", "plugin", "audit", "doctor"}) {
     EXPECT_NE(r.out.find(std::string("(anvil ") + command + " --help)"), std::string::npos)
@@ -20,7 +20,7 @@ TEST(CliHelp, TopLevelHelpListsEveryCommandWithExamples) {
 
 TEST(CliHelp, EachSubcommandHelpHasUsageAndExamples) {
   for (const char* command : {"sandbox", "run", "serve", "plugin", "audit", "doctor"}) {
-    auto r = Run({AnvilBin(), command, "--help"});
+    auto r = testing::Run({AnvilBin(), command, "--help"});
     EXPECT_EQ(r.status, 0) << command << ": " << r.err;
     EXPECT_EQ(r.out.rfind(std::string("usage: anvil ") + command, 0), 0u) << r.out;
     // Every example is a complete command line of this subcommand.
