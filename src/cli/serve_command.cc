@@ -44,9 +44,9 @@ editor went away without shutdown, 2 on usage errors.
 
 Examples:
   anvil serve --workspace . --plugin-dir examples/plugins/fmt-js   # an editor starts this
-  anvil serve --workspace ~/proj                  # plugins Anvil.toml enables, installed under
-                                                  # ~/.local/share/anvil/plugins
-The Neovim client (editors/nvim/README.md) runs it for you.
+  anvil serve --workspace ~/proj    # the installed plugins that ~/proj/Anvil.toml enables
+
+Editors start it themselves: the Neovim client is in editors/nvim (README.md there).
 )";
 
 std::string Canonical(const std::string& path) {
