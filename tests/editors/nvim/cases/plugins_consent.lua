@@ -44,4 +44,17 @@ t.run(function()
   t.ok(text:find('example.todo-finder 0.1.0 (lua)  state: ready', 1, true), 'ready:\n' .. text)
   t.ok(text:find('commands: find-todos', 1, true), 'its commands are listed:\n' .. text)
   t.eq(require('anvil').complete_commands('find'), {'find-todos'}, 'completion of :AnvilRun')
+
+  -- In the list, `a` on a plugin's lines asks for that plugin.
+  local win = vim.fn.bufwinid(buf)
+  vim.api.nvim_set_current_win(win)
+  local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, true)
+  for i, l in ipairs(lines) do
+    if l:find('^example.fmt ') then vim.api.nvim_win_set_cursor(win, {i + 1, 0}) end
+  end
+  vim.api.nvim_feedkeys('a', 'xt', false)
+  t.wait(function() return t.note('example.fmt approved') end, 'the approval from the list')
+  t.eq(#t.consents, 3, 'a third prompt')
+  t.ok(t.consents[3].prompt:find('example.fmt', 1, true), 'for fmt')
+  t.wait_state('example.fmt', 'ready')
 end)
