@@ -52,6 +52,8 @@ APT_PACKAGES=(
     ripgrep
     fd-find
     bubblewrap
+    # tests/editors: the Neovim client (editors/nvim) is tested in headless Neovim
+    neovim
     # bench/ only: the timing harness and the sandbox compared against
     hyperfine
     firejail

@@ -1,7 +1,6 @@
 #include "cli/doctor_command.h"
 
 #include <iostream>
-
 #include <nlohmann/json.hpp>
 
 #include "linux/kernel_probe.h"
@@ -15,10 +14,16 @@ int RunDoctorCommand(const std::vector<std::string>& args) {
     if (a == "--json") {
       json = true;
     } else if (a == "--help" || a == "-h") {
-      std::cout << "usage: anvil doctor [--json]\n\nProbe the kernel for every sandbox layer "
-                   "Anvil uses. Exit 0 when untrusted plugins and commands can run with every "
-                   "required layer, 1 when they cannot (the output says which layer and how to "
-                   "fix it).\n";
+      std::cout
+          << "usage: anvil doctor [--json]\n\nProbe the kernel for every sandbox layer "
+             "Anvil uses. Exit 0 when untrusted plugins and commands can run with every "
+             "required layer, 1 when they cannot (the output says which layer and how to "
+             "fix it).\n\n"
+             "  --json   print one JSON object: ok, landlock_abi, and per layer its name,\n"
+             "           whether it is available and required, what was found, the fix\n\n"
+             "Examples:\n"
+             "  anvil doctor                       # a line per layer: ok, degraded, MISSING\n"
+             "  anvil doctor --json | jq .layers   # for scripts\n";
       return 0;
     } else {
       std::cerr << "anvil doctor: invalid: unknown option " << a << "\n";

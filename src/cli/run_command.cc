@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "cli/terminal_progress.h"
 #include "policy/consent.h"
 #include "policy/grant_store.h"
 #include "policy/lockfile.h"
@@ -46,8 +47,10 @@ Without a stored grant for this plugin, workspace and manifest hash, the request
 are shown and you are asked. Exit: 0 ok, 1 the command raised an error, 2 usage, 3 permission
 refused, 124 deadline passed, 125 the sandbox could not be set up.
 
-Example:
-  anvil run --approve examples/plugins/hello-lua summary
+Examples:
+  anvil run examples/plugins/todo-finder find-todos        # asks first, then lists TODOs
+  anvil run --approve examples/plugins/hello-lua summary   # scripts: grant without asking
+  anvil run --workspace ~/proj --json examples/plugins/todo-finder find-todos FIXME
 )";
 
 int ExitFor(const Error& e) {
@@ -171,14 +174,20 @@ int RunRunCommand(const std::vector<std::string>& args) {
   session::PluginSessionConfig config{workspace, plugin_dir, *manifest, *grant, gateway_args, {}};
   config.unsafe_net_test = unsafe_net_test;
   config.host_args = {"--deadline-ms", std::to_string(static_cast<int64_t>(timeout * 1000))};
+  // Only while Anvil waits, and only on a terminal (stderr a pipe: nothing changes).
+  const std::string id = SanitizeForDisplay(manifest->id);
+  TerminalProgress progress(STDERR_FILENO);
+  progress.Show("starting the sandbox for " + id);
   auto session = session::PluginSession::Start(config);
+  progress.Clear();
   if (!session) {
     std::cerr << "anvil run: " << session.error().ToString() << "\n";
     return kExitSandbox;
   }
-  const std::string id = SanitizeForDisplay(manifest->id);
   auto deadline = std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000));
+  progress.Show("loading " + id);
   auto commands = (*session)->Commands(deadline);
+  progress.Clear();
   if (!commands) {
     std::cerr << "anvil run: " << commands.error().ToString() << "\n";
     (void)(*session)->Stop();
@@ -202,7 +211,9 @@ int RunRunCommand(const std::vector<std::string>& args) {
       [&](const std::string& op,
           const std::vector<std::string>& a) -> Result<std::vector<std::string>> {
     if (op == "editor.notify" && a.size() == 1) {
+      progress.Clear();
       std::cerr << "[" << id << "] " << SanitizeForDisplay(a[0], 2000) << "\n";
+      progress.Redraw();
       return std::vector<std::string>{};
     }
     if (op == "editor.buffer.get" || op == "editor.buffer.edit") {
@@ -211,10 +222,14 @@ int RunRunCommand(const std::vector<std::string>& args) {
     return Fail("invalid", "unknown editor request");
   };
   session::LogHandler log = [&](const std::string& level, const std::string& text) {
+    progress.Clear();
     std::cerr << "[" << id << " " << SanitizeForDisplay(level, 8) << "] "
               << SanitizeForDisplay(text, 2000) << "\n";
+    progress.Redraw();
   };
+  progress.Show("running " + id + " " + SanitizeForDisplay(command, 64));
   auto result = (*session)->Run(command, cmd_args.dump(), deadline, editor, log);
+  progress.Clear();
   (void)(*session)->Stop();
   if (!result) {
     if (json) {
@@ -245,6 +260,15 @@ int RunPluginCommand(const std::vector<std::string>& args) {
   approve PLUGIN_DIR    grant exactly what the manifest requests (keyed by its SHA-256)
   revoke PLUGIN_ID      remove the plugin's grants in the workspace
   lock PLUGIN_DIR       pin the plugin's manifest and code hashes in <workspace>/anvil.lock
+
+  --workspace DIR       the workspace (default: the current directory)
+
+Examples:
+  anvil plugin inspect examples/plugins/notes-js     # what it asks for, granted or not
+  anvil plugin approve examples/plugins/notes-js     # grant exactly that, for this workspace
+  anvil plugin list                                  # the grants stored for this workspace
+  anvil plugin revoke example.notes
+  anvil plugin lock examples/plugins/notes-js        # pin it in ./anvil.lock
 )";
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::cout << kUsage;
@@ -357,7 +381,15 @@ int RunAuditCommand(const std::vector<std::string>& args) {
       file = args[++i];
     } else if (args[i] == "--help" || args[i] == "-h") {
       std::cout << "usage: anvil audit [--workspace DIR | --file FILE] [--follow] [--json]\n\n"
-                   "Print the audit log of the workspace's sessions: one line per decision.\n";
+                   "Print the audit log of the workspace's sessions: one line per decision.\n\n"
+                   "  --workspace DIR   the workspace (default: the current directory)\n"
+                   "  --file FILE       read this audit log file instead\n"
+                   "  --follow          keep printing new entries as they are written\n"
+                   "  --json            one JSON object per line, as stored\n\n"
+                   "Examples:\n"
+                   "  anvil audit                     # what plugins did in this workspace\n"
+                   "  anvil audit --follow            # watch a session live\n"
+                   "  anvil audit --json | jq 'select(.verdict == \"deny\")'\n";
       return kExitOk;
     } else {
       std::cerr << "anvil audit: invalid: unknown option " << args[i] << "\n";

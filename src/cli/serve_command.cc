@@ -41,6 +41,12 @@ The workspace's Anvil.toml is untrusted: it may enable installed plugins, never 
 Plugins without a grant for their exact manifest are listed as needs_consent; the editor asks
 the user with anvil/requestConsent. Exit: 0 after shutdown+exit, 1 when the input ended or the
 editor went away without shutdown, 2 on usage errors.
+
+Examples:
+  anvil serve --workspace . --plugin-dir examples/plugins/fmt-js   # an editor starts this
+  anvil serve --workspace ~/proj    # the installed plugins that ~/proj/Anvil.toml enables
+
+Editors start it themselves: the Neovim client is in editors/nvim (README.md there).
 )";
 
 std::string Canonical(const std::string& path) {

@@ -136,6 +136,33 @@ TEST_F(AnvilRun, NotificationsCannotWriteEscapeSequencesToTheTerminal) {
   }
 }
 
+TEST_F(AnvilRun, ProgressLineOnlyOnATerminal) {
+  Plugin("", "anvil.command('x', function() editor.notify('half way') return 'done' end)");
+  // stderr a pipe (scripts, CI): no progress line, not one escape sequence.
+  auto r = Anvil({"--approve", plugin_.path(), "x"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "done\n");
+  EXPECT_EQ(r.err, "[test.run] half way\n");
+  // On a terminal (script(1) runs it on a pty): the line says what Anvil waits for and is
+  // erased before the plugin's notification and before the result.
+  RunOptions o;
+  o.env = {"PATH=/usr/bin:/bin", "HOME=/nonexistent", "TERM=xterm",
+           "XDG_STATE_HOME=" + state_.path()};
+  auto t = testing::Run({"/usr/bin/script", "-qec",
+                         ShellQuote(AnvilBin()) + " run --workspace " + ShellQuote(ws_.path()) +
+                             " " + ShellQuote(plugin_.path()) + " x",
+                         "/dev/null"},
+                        o);
+  ASSERT_EQ(t.status, 0) << t.out << t.err;
+  EXPECT_NE(t.out.find("\r\x1b[Kanvil: starting the sandbox for test.run"), std::string::npos)
+      << t.out;
+  EXPECT_NE(t.out.find("\r\x1b[Kanvil: running test.run x\r\x1b[K[test.run] half way"),
+            std::string::npos)
+      << t.out;
+  EXPECT_NE(t.out.find("\r\x1b[Kanvil: running test.run x\r\x1b[Kdone"), std::string::npos)
+      << t.out;
+}
+
 TEST_F(AnvilRun, BadManifestIsAUsageErrorNamingTheLine) {
   WriteFile(plugin_ / "anvil-plugin.toml",
             "id = \"Bad Id\"\nversion = \"1\"\nruntime = \"lua\"\n"
