@@ -586,7 +586,9 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
       auto made = ProtectedPlaceholders::Create(roots, names);
       if (!made) return SetupFailure(made.error().ToString(), start);
       placeholders = std::move(*made);
-      if (!placeholders.Created().empty()) view = ComputeFileView(policy, RealHostFs());
+      // Again even when this run made none: another run may have made one (now held by this
+      // run's lock) after the first computation looked.
+      view = ComputeFileView(policy, RealHostFs());
       if (!view) return SetupFailure(view.error().ToString(), start);
     }
     plan.view = std::move(*view);

@@ -285,6 +285,33 @@ TEST_P(T1SandboxWrite, APlaceholderOutlivesTheFirstOfTwoConcurrentRuns) {
   EXPECT_FALSE(Exists(ws2 / ".git")) << "the last run to finish leaves the placeholder behind";
 }
 
+// Many runs at once in a workspace without .git (an agent running commands in parallel): each
+// one starts, each sees a read-only .git, and the last one out removes it. (Found by the peer
+// bench: before every run locked the placeholder and recomputed its view after doing so, some
+// of 100 such runs failed closed with 125 and one could have bound a fresh placeholder
+// writable.)
+TEST_P(T1SandboxWrite, ManyConcurrentRunsAllSeeAReadOnlyGitAndLeaveNone) {
+  TempDir ws2("anvil-ws-nogit3");
+  caller_.Give(ws2.path());
+  constexpr int kRuns = 24;
+  std::vector<RunResult> results(kRuns);
+  std::vector<std::thread> runs;
+  for (int i = 0; i < kRuns; ++i) {
+    runs.emplace_back([&, i] {
+      results[i] = SandboxSh(ws2.path(),
+                             "test -d .git && ! mkdir .git/hooks 2>/dev/null && "
+                             "! touch .git/config 2>/dev/null && echo ok",
+                             {}, Opts());
+    });
+  }
+  for (auto& t : runs) t.join();
+  for (int i = 0; i < kRuns; ++i) {
+    EXPECT_EQ(results[i].status, 0) << "run " << i << ": " << results[i].err;
+    EXPECT_EQ(results[i].out, "ok\n") << "run " << i;
+  }
+  EXPECT_FALSE(Exists(ws2 / ".git")) << "the placeholder outlived every run";
+}
+
 TEST_P(T1SandboxWrite, ReadOnlySubpathIsEnforced) {
   ASSERT_EQ(mkdir((ws_ + "/vendor").c_str(), 0755), 0);
   ASSERT_EQ(mkdir((ws_ + "/keys").c_str(), 0755), 0);
