@@ -230,21 +230,19 @@ def measure(peers, cmd, a, label, runs, warmup, ws):
     res = {p.key: {"times": [], "maxrss": [], "error": None} for p in live}
     rounds = a.rounds
     per_round = max(1, -(-runs // rounds))
-    for p in live:  # warm-up, and a per-peer cost estimate to stay within the budget
-        for _ in range(warmup):
+    cost = {}
+    for p in live:  # warm-up; the last warm-up run is the peer's cost estimate
+        for _ in range(max(1, warmup)):
             dt, code, _, err = run_once(p.argv(cmd), env=p.env, cwd=ws, timeout=a.timeout,
                                         capture=True)
             if code != 0:
                 res[p.key]["error"] = "exit status %d: %s" % (code, " ".join(
                     err.strip().splitlines()[-2:])[:300])
                 break
+            cost[p.key] = dt
     order = [p for p in live if not res[p.key]["error"]]
     # Slow peers get fewer runs per round so that the figure stays within its budget: each
     # peer gets an equal share of the time (at least one run per round).
-    cost = {}
-    for p in order:
-        dt, code, _, _ = run_once(p.argv(cmd), env=p.env, cwd=ws, timeout=a.timeout)
-        cost[p.key] = dt if dt else a.timeout
     share = a.figure_budget / max(1, len(order)) / rounds
     n_round = {p.key: max(1, min(per_round, int(share / cost[p.key]))) for p in order}
     deadline = time.monotonic() + a.figure_budget
@@ -379,6 +377,9 @@ for pid in os.listdir("/proc"):
         state = st.rsplit(")", 1)[1].split()[0]
         with open("/proc/%s/cmdline" % pid, "rb") as f:
             cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        if not cmd:
+            with open("/proc/%s/comm" % pid) as f:
+                cmd = "[" + f.read().strip() + "]"
     except OSError:
         continue
     if ppid == me:
@@ -687,30 +688,117 @@ def versions(a):
 
 # ---------------------------------------------------------------- profile
 def profile(a, ws):
-    """callgrind of the supervising anvil process for `anvil sandbox -- /bin/true`."""
-    if not shutil.which("valgrind"):
-        return {"error": "valgrind not installed"}
-    out = os.path.join(a.tmp, "callgrind.out")
+    """Where `anvil sandbox -- /bin/true` spends its time: callgrind of the supervising process
+    and, since callgrind cannot see the kernel (and older valgrind cannot run Landlock at all),
+    a syscall summary from `strace -f -c -w` (wall time per syscall, children included)."""
+    res = {}
     anvil = os.path.join(a.build, "anvil")
+    cmd = [anvil, "sandbox", "--cwd", ws, "--", "/bin/true"]
+    if shutil.which("valgrind"):
+        out = os.path.join(a.tmp, "callgrind.out")
+        try:
+            r = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out] + cmd,
+                               cwd=ws, capture_output=True, text=True, timeout=240)
+            if r.returncode != 0:
+                lines = [l for l in r.stderr.splitlines() if "anvil" in l or "unhandled" in l]
+                res["callgrind_error"] = "exit %d under valgrind: %s" % (
+                    r.returncode, " / ".join(lines[-3:])[:400])
+            if os.path.exists(out):
+                ann = subprocess.run(["callgrind_annotate", "--inclusive=no", out],
+                                     capture_output=True, text=True).stdout
+                top = []
+                for line in ann.splitlines():
+                    t = line.strip()
+                    if "PROGRAM TOTALS" in t:
+                        res["callgrind_total_ir"] = t.split()[0]
+                    elif t[:1].isdigit() and "(" in t and len(top) < 8:
+                        top.append(t[:150])
+                res["callgrind_top"] = top
+        except subprocess.TimeoutExpired:
+            res["callgrind_error"] = "valgrind timed out"
+    else:
+        res["callgrind_error"] = "valgrind not installed"
+    if shutil.which("strace"):
+        out = os.path.join(a.tmp, "strace.txt")
+        try:
+            r = subprocess.run(["strace", "-f", "-c", "-w", "-o", out] + cmd, cwd=ws,
+                               capture_output=True, text=True, timeout=120)
+            waits = {"poll", "ppoll", "wait4", "waitid", "epoll_wait", "epoll_pwait", "select",
+                     "pselect6", "read", "futex", "clock_nanosleep", "nanosleep", "total"}
+            rows = []
+            with open(out) as f:
+                for line in f:
+                    parts = line.split()
+                    if len(parts) >= 5 and parts[0][0].isdigit() and parts[-1] not in waits:
+                        calls = parts[3]
+                        rows.append((float(parts[1]), parts[-1], calls))
+            rows.sort(reverse=True)
+            res["strace_top"] = ["%-16s %8.2f ms  %s calls" % (n, t * 1000, c)
+                                 for t, n, c in rows[:10]]
+            res["strace_exit"] = r.returncode
+        except (subprocess.TimeoutExpired, OSError) as e:
+            res["strace_error"] = str(e)
+    return res
+
+
+def memory(peers, a, ws, reps):
+    """Peak memory of a sandboxed /bin/true: every process (cgroup) and the largest one."""
+    mem = {}
+    for p in peers:
+        if p.reason:
+            continue
+        vals, why = [], None
+        for _ in range(reps):
+            kib, why = cgroup_peak(p.argv(["/bin/true"]), p.env, ws, a.timeout)
+            if kib is None:
+                break
+            vals.append(kib)
+        mem[p.key] = {"cgroup_peak_kib": stats(vals), "error": why if not vals else None}
+        if os.access("/usr/bin/time", os.X_OK):
+            mx = []
+            for _ in range(reps):
+                fd, fn = tempfile.mkstemp(prefix="peers-time.")
+                os.close(fd)
+                _, code, _, _ = run_once(["/usr/bin/time", "-o", fn, "-f", "%M"] +
+                                         p.argv(["/bin/true"]), env=p.env, cwd=ws,
+                                         timeout=a.timeout)
+                with open(fn) as f:
+                    txt = f.read().strip().splitlines()
+                os.unlink(fn)
+                if code == 0 and txt and txt[-1].isdigit():
+                    mx.append(int(txt[-1]))
+            mem[p.key]["max_rss_kib"] = stats(mx)
+    return mem
+
+
+def scale_start(peers, a, ws):
+    sc = {}
+    for p in peers:
+        # srt and the codex launcher take seconds each: 100 of them would eat the whole budget.
+        if p.reason or p.key not in ("anvil", "bwrap", "firejail", "codex_helper"):
+            continue
+        rows = []
+        for n in a.scale:
+            dt, why = concurrent_start(p, n, ws, max(a.timeout, n * 2.0))
+            rows.append({"n": n, "wall_s": dt, "error": why})
+        sc[p.key] = rows
+    return sc
+
+
+def anvil_plugins(a, ws):
+    pp = os.path.join(a.build, "bench", "plugin_peers")
+    if not os.access(pp, os.X_OK):
+        return {"error": "%s not built" % pp}
+    argv = [pp, a.build, ws, "--scale", ",".join(map(str, a.scale))]
+    if a.quick:
+        argv.append("--quick")
     try:
-        r = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out,
-                            anvil, "sandbox", "--cwd", ws, "--", "/bin/true"], cwd=ws,
-                           capture_output=True, text=True, timeout=240)
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=max(120, a.budget / 3))
     except subprocess.TimeoutExpired:
-        return {"error": "valgrind timed out"}
-    if not os.path.exists(out):
-        return {"error": "callgrind wrote nothing: " + r.stderr[-300:]}
-    ann = subprocess.run(["callgrind_annotate", "--inclusive=no", out], capture_output=True,
-                         text=True).stdout
-    rows = []
-    total = None
-    for line in ann.splitlines():
-        s = line.strip()
-        if total is None and "PROGRAM TOTALS" in s:
-            total = s.split()[0]
-        if s and s[0].isdigit() and "(" in s and "PROGRAM TOTALS" not in s and len(rows) < 10:
-            rows.append(s[:160])
-    return {"total_ir": total, "top": rows, "exit": r.returncode}
+        return {"error": "plugin_peers timed out"}
+    if r.returncode != 0:
+        return {"error": "plugin_peers exit %d: %s" % (r.returncode, r.stderr.strip()[-300:])}
+    return json.loads(r.stdout)
 
 
 # ---------------------------------------------------------------- main
@@ -759,6 +847,13 @@ def main():
         with open(a.notes) as f:
             R["notes"] = [l.strip() for l in f if l.strip()]
     log("machine:", R["machine"])
+    deadline = START_T0 + a.budget
+    skipped = R.setdefault("skipped", [])
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt()
+
+    signal.signal(signal.SIGTERM, stop)
     try:
         R["versions"] = versions(a)
         nfiles = make_tree(ws)
@@ -772,83 +867,43 @@ def main():
                       for p in peers]
         q = a.quick
         R["figures"] = {}
-        R["figures"]["start"] = measure(peers, ["/bin/true"], a, "start", 15 if q else 60,
-                                        2 if q else 5, ws)
-        R["figures"]["loop"] = measure(peers, ["/bin/sh", "-c", LOOP], a, "loop", 3 if q else 10,
-                                       1, ws)
         rg = ["/usr/bin/rg", "--no-config", "-c", NEEDLE, os.path.join(ws, "tree")]
-        R["figures"]["rg"] = measure(peers, rg, a, "rg", 3 if q else 10, 1, ws)
-        # Memory: peak of every process of a run (cgroup), /bin/true, median of 3.
-        mem = {}
-        for p in peers:
-            if p.reason:
-                continue
-            vals, why = [], None
-            for _ in range(3):
-                kib, why = cgroup_peak(p.argv(["/bin/true"]), p.env, ws, a.timeout)
-                if kib is None:
-                    break
-                vals.append(kib)
-            mem[p.key] = {"cgroup_peak_kib": stats(vals), "error": why if not vals else None}
-            if os.access("/usr/bin/time", os.X_OK):
-                mx = []
-                for _ in range(3):
-                    fd, fn = tempfile.mkstemp(prefix="peers-time.")
-                    os.close(fd)
-                    _, code, _, _ = run_once(["/usr/bin/time", "-o", fn, "-f", "%M"] +
-                                             p.argv(["/bin/true"]), env=p.env, cwd=ws,
-                                             timeout=a.timeout)
-                    with open(fn) as f:
-                        txt = f.read().strip().splitlines()
-                    os.unlink(fn)
-                    if code == 0 and txt and txt[-1].isdigit():
-                        mx.append(int(txt[-1]))
-                mem[p.key]["max_rss_kib"] = stats(mx)
-        R["memory"] = mem
-        log("memory done (%.0f s)" % (time.monotonic() - START_T0))
-        R["leftovers"] = {}
-        for p in peers:
-            if p.key != "bare" and not p.reason:
-                R["leftovers"][p.key] = leftovers(p, a)
-        log("leftovers done (%.0f s)" % (time.monotonic() - START_T0))
-        # Scale: concurrent sandbox starts.
-        sc = {}
-        for p in peers:
-            if p.reason or p.key not in ("anvil", "bwrap", "firejail", "codex_helper"):
-                continue
-            rows = []
-            for n in a.scale:
-                dt, why = concurrent_start(p, n, ws, max(a.timeout, n * 2.0))
-                rows.append({"n": n, "wall_s": dt, "error": why})
-            sc[p.key] = rows
-        R["scale_start"] = sc
-        log("scale start done (%.0f s)" % (time.monotonic() - START_T0))
-        # Plugins: Anvil (C++ bench against the real gateway and hosts) and Deno.
-        pp = os.path.join(a.build, "bench", "plugin_peers")
-        if os.access(pp, os.X_OK):
-            argv = [pp, a.build, ws, "--scale", ",".join(map(str, a.scale))]
-            if q:
-                argv.append("--quick")
-            try:
-                r = subprocess.run(argv, capture_output=True, text=True, timeout=a.budget / 3)
-                if r.returncode == 0:
-                    R["anvil_plugins"] = json.loads(r.stdout)
-                else:
-                    R["anvil_plugins"] = {"error": "plugin_peers exit %d: %s" % (
-                        r.returncode, r.stderr.strip()[-300:])}
-            except subprocess.TimeoutExpired:
-                R["anvil_plugins"] = {"error": "plugin_peers timed out"}
-        else:
-            R["anvil_plugins"] = {"error": "%s not built" % pp}
-        log("anvil plugins done (%.0f s)" % (time.monotonic() - START_T0))
-        R["deno"] = deno_rows(a, ws, q)
-        log("deno done (%.0f s)" % (time.monotonic() - START_T0))
+
+        def fig(name, cmd, runs, warmup, share):
+            a.figure_budget = a.budget * share
+            R["figures"][name] = measure(peers, cmd, a, name, runs, warmup, ws)
+
+        # In order of importance: whatever does not fit in the budget is skipped, and the doc
+        # says so.
+        phases = [
+            ("sandbox start", lambda: fig("start", ["/bin/true"], 15 if q else 60,
+                                          2 if q else 5, 0.10 if q else 0.15)),
+            ("fork/exec loop", lambda: fig("loop", ["/bin/sh", "-c", LOOP], 3 if q else 10, 1,
+                                           0.12 if q else 0.18)),
+            ("rg", lambda: fig("rg", rg, 3 if q else 10, 1, 0.10 if q else 0.15)),
+            ("leftovers", lambda: R.__setitem__("leftovers", {
+                p.key: leftovers(p, a) for p in peers if p.key != "bare" and not p.reason})),
+            ("memory", lambda: R.__setitem__("memory", memory(peers, a, ws, 1 if q else 3))),
+            ("Anvil plugins", lambda: R.__setitem__("anvil_plugins", anvil_plugins(a, ws))),
+            ("Deno", lambda: R.__setitem__("deno", deno_rows(a, ws, q))),
+            ("scale", lambda: R.__setitem__("scale_start", scale_start(peers, a, ws))),
+        ]
         if not a.no_profile:
-            R["profile"] = profile(a, ws)
+            phases.append(("profile", lambda: R.__setitem__("profile", profile(a, ws))))
+        for name, fn in phases:
+            if time.monotonic() > deadline:
+                skipped.append(name)
+                log("skipping %s: the budget of %.0f s is used up" % (name, a.budget))
+                continue
+            fn()
+            log("%s done (%.0f s)" % (name, time.monotonic() - START_T0))
+    except KeyboardInterrupt:
+        skipped.append("the rest (interrupted)")
+        log("interrupted: writing what was measured")
+    finally:
         with open("/proc/loadavg") as f:
             R["machine"]["load_end"] = f.read().split()[:3]
         R["elapsed_s"] = time.monotonic() - START_T0
-    finally:
         if mounted:
             subprocess.run(["umount", "-l", base])
         shutil.rmtree(base, ignore_errors=True)
