@@ -518,7 +518,7 @@ def deno_rows(a, ws, quick):
     with open(host, "w") as f:
         f.write(DENO_HOST)
     flags = ["--no-prompt", "--allow-read=" + ws, "--allow-run=rg"]
-    res = {"flags": " ".join(flags)}
+    res = {"flags": " ".join(flags).replace(ws, "WS")}
     colds = 8 if quick else 30
     cold = []
     for i in range(colds + 2):

@@ -42,7 +42,7 @@ note() { say "$*"; printf '%s\n' "$*" >>"$NOTES"; }
 # --- 1. peers -------------------------------------------------------------------------------
 install_apt() {
     local missing=() pkg
-    for pkg in bubblewrap firejail socat gnuplot-nox hyperfine ripgrep; do
+    for pkg in bubblewrap firejail socat gnuplot-nox hyperfine ripgrep time strace; do
         dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' ||
             missing+=("$pkg")
     done

@@ -209,7 +209,10 @@ def write_doc(R, out):
       "are made from plugin code in a loop inside one command, per operation. Deno (%s): cold "
       "start = `deno run %s empty.js`; the calls go to a long-running Deno process that answers "
       "one line per request on stdin/stdout (the same editor → plugin process → editor trip) and "
-      "reads with `Deno.readTextFileSync`, runs `rg` with `Deno.Command`." % (
+      "reads with `Deno.readTextFileSync`, runs `rg` with `Deno.Command`. Not the same "
+      "walls: an Anvil plugin has no file or process access of its own, so its read and its "
+      "`rg` cross to the gateway (and `rg` runs in a fresh sandbox); Deno checks a permission "
+      "inside its own process and makes the syscalls itself." % (
           esc(R.get("versions", {}).get("deno", "deno")), esc(dn.get("flags", ""))))
     w("")
     if ap.get("error"):
@@ -440,9 +443,11 @@ plot %s
 set title 'gateway fs.read 4 KiB: N clients'
 set ylabel 'reads/s'
 unset logscale y
+set yrange [0:*]
 plot '%s' using 1:2 with linespoints title 'anvil-gateway'
 set title 'session memory: N idle plugins (PSS sum)'
 set ylabel 'MiB'
+set autoscale y
 set logscale y
 plot '%s' using 1:2 with linespoints title 'Anvil Lua hosts + gateway', '%s' using 1:2 with linespoints title 'Deno processes'
 unset multiplot
