@@ -741,6 +741,16 @@ def profile(a, ws):
     return res
 
 
+def peer_litter():
+    """Files the peers are known to leave in /tmp (see the doc's leftovers table)."""
+    import glob
+    out = []
+    for pat in ("srt-mux-*.sock", "claude-*.sock", "codex-daemon-*",
+                "codex-bwrap-synthetic-mount-targets-*"):
+        out += glob.glob(os.path.join("/tmp", pat))
+    return out
+
+
 def memory(peers, a, ws, reps):
     """Peak memory of a sandboxed /bin/true: every process (cgroup) and the largest one."""
     mem = {}
@@ -847,6 +857,7 @@ def main():
         with open(a.notes) as f:
             R["notes"] = [l.strip() for l in f if l.strip()]
     log("machine:", R["machine"])
+    litter0 = set(peer_litter())
     deadline = START_T0 + a.budget
     skipped = R.setdefault("skipped", [])
 
@@ -901,6 +912,16 @@ def main():
         skipped.append("the rest (interrupted)")
         log("interrupted: writing what was measured")
     finally:
+        # What the peers left in the real /tmp during the timed runs (the leftover check above
+        # reports it): remove only what appeared during this run.
+        for path in set(peer_litter()) - litter0:
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
         with open("/proc/loadavg") as f:
             R["machine"]["load_end"] = f.read().split()[:3]
         R["elapsed_s"] = time.monotonic() - START_T0
