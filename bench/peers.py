@@ -557,9 +557,10 @@ def deno_rows(a, ws, quick):
             rd.append((time.perf_counter() - t0) * 1e6 / calls)
             if got != str(4096 * calls):
                 raise RuntimeError("read returned " + got)
+        for _ in range(execs):  # one rg per request, as on Anvil's side
             t0 = time.perf_counter()
-            call("rg %d" % execs)
-            rg.append((time.perf_counter() - t0) * 1000 / execs)
+            call("rg 1")
+            rg.append((time.perf_counter() - t0) * 1000)
         res["read4k_us"] = stats(rd)
         res["exec_rg_ms"] = stats(rg)
     except (RuntimeError, BrokenPipeError) as e:

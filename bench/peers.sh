@@ -13,7 +13,7 @@
 # 4. writes docs/performance.md, docs/performance-scale.png and docs/performance.json.
 #
 # A bench, not a test: it never fails on a ratio. The whole run is bounded by --budget
-# (default 600 s; --quick: 240 s and fewer runs). Nothing connects outside loopback: the
+# (default 600 s; --quick: 300 s and fewer runs). Nothing connects outside loopback: the
 # only network use is the package installs of step 1 (skip them with --no-install).
 set -uo pipefail
 
@@ -33,7 +33,7 @@ while (($#)); do
     esac
     shift
 done
-[[ -n $BUDGET ]] || BUDGET=$((QUICK ? 240 : 600))
+[[ -n $BUDGET ]] || BUDGET=$((QUICK ? 300 : 600))
 say() { printf 'peers.sh: %s\n' "$*" >&2; }
 NOTES=$(mktemp "${TMPDIR:-/tmp}/anvil-peers-notes.XXXXXX")
 trap 'rm -f "$NOTES"' EXIT
