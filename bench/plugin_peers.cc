@@ -53,7 +53,9 @@ double Us(Clock::duration d) { return std::chrono::duration<double, std::micro>(
 json Stats(std::vector<double> v) {
   if (v.empty()) return json{{"n", 0}};
   std::sort(v.begin(), v.end());
-  auto pct = [&](double p) { return v[static_cast<size_t>(p * static_cast<double>(v.size() - 1))]; };
+  auto pct = [&](double p) {
+    return v[static_cast<size_t>(p * static_cast<double>(v.size() - 1))];
+  };
   return json{{"n", v.size()}, {"median", pct(0.5)}, {"p10", pct(0.1)}, {"p90", pct(0.9)}};
 }
 
@@ -71,8 +73,7 @@ long ProcKiB(pid_t pid, const char* file, const char* field) {
 // The gateway's pid and its children (the exec broker).
 std::vector<pid_t> Tree(pid_t root) {
   std::vector<pid_t> out{root};
-  std::ifstream in("/proc/" + std::to_string(root) + "/task/" + std::to_string(root) +
-                   "/children");
+  std::ifstream in("/proc/" + std::to_string(root) + "/task/" + std::to_string(root) + "/children");
   pid_t p;
   while (in >> p) out.push_back(p);
   return out;
@@ -197,6 +198,15 @@ int main(int argc, char** argv) {
   char tmpl[] = "/tmp/anvil-plugin-peers-XXXXXX";
   if (!mkdtemp(tmpl)) return 1;
   std::string root = tmpl;
+  // Removed on every return, failures included (declared before the gateway and the hosts,
+  // so it runs after they are stopped).
+  struct RemoveDir {
+    std::string dir;
+    ~RemoveDir() {
+      std::string cmd = "rm -rf '" + dir + "'";
+      if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "could not remove %s\n", dir.c_str());
+    }
+  } remove_root{root};
   WritePlugin(root + "/lua", "lua");
   WritePlugin(root + "/js", "js");
 
@@ -284,7 +294,8 @@ int main(int argc, char** argv) {
   {
     int n = quick ? 3000 : 20000;
     auto token = anvil::ipc::CapabilityToken::Generate();
-    if (!token || !(*gateway)->Register(*token, "bench.floor", getpid(), geteuid(), grant)) return 1;
+    if (!token || !(*gateway)->Register(*token, "bench.floor", getpid(), geteuid(), grant))
+      return 1;
     auto fd = (*gateway)->Connect();
     if (!fd) return 1;
     anvil::ipc::GatewayClient client(std::move(*fd), token->bytes());
@@ -318,7 +329,8 @@ int main(int argc, char** argv) {
           ok = false;
           break;
         }
-        conns.push_back(std::make_unique<anvil::ipc::GatewayClient>(std::move(*fd), token->bytes()));
+        conns.push_back(
+            std::make_unique<anvil::ipc::GatewayClient>(std::move(*fd), token->bytes()));
         ok = conns.back()->Hello(id, (*gateway)->workspace()).has_value();
       }
       if (ok) {
@@ -389,6 +401,5 @@ int main(int argc, char** argv) {
   out["scale"] = sc;
   (*gateway)->Stop();
   std::printf("%s\n", out.dump(1).c_str());
-  std::string cleanup = "rm -rf '" + root + "'";
-  return std::system(cleanup.c_str()) == 0 ? 0 : 1;
+  return 0;
 }
