@@ -434,17 +434,26 @@ def make_peers_for_ws(a, ws):
 
 
 # ---------------------------------------------------------------- concurrency (scale)
+def fcntl_append(fd):
+    import fcntl
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_APPEND)
+
+
 def concurrent_start(peer, n, ws, timeout):
     """Wall time (s) for n concurrent `peer /bin/true` to all finish; None + reason on failure."""
     pids = []
+    errfd, errpath = tempfile.mkstemp(prefix="peers-conc.")
+    os.set_blocking(errfd, True)
+    fcntl_append(errfd)
     t0 = time.perf_counter()
     for _ in range(n):
         pids.append(os.posix_spawn(peer.argv(["/bin/true"])[0], peer.argv(["/bin/true"]),
                                    peer.env or os.environ,
                                    file_actions=[(os.POSIX_SPAWN_DUP2, DEVNULL, 0),
                                                  (os.POSIX_SPAWN_DUP2, DEVNULL, 1),
-                                                 (os.POSIX_SPAWN_DUP2, DEVNULL, 2)],
+                                                 (os.POSIX_SPAWN_DUP2, errfd, 2)],
                                    setsid=True))
+    os.close(errfd)
     bad = 0
     signal.setitimer(signal.ITIMER_REAL, timeout)
     try:
@@ -467,8 +476,14 @@ def concurrent_start(peer, n, ws, timeout):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
     dt = time.perf_counter() - t0
+    with open(errpath, errors="replace") as f:
+        errs = [l.strip() for l in f if l.strip()]
+    os.unlink(errpath)
     if bad:
-        return None, "%d of %d failed" % (bad, n)
+        # The most frequent error line, with the workspace path shortened.
+        common = max(set(errs), key=errs.count) if errs else ""
+        return None, "%d of %d failed%s" % (bad, n, ("; most often: " + common.replace(
+            ws, "WS"))[:200] if common else "")
     return dt, None
 
 
