@@ -4,7 +4,7 @@
 #   bash bench/peers.sh [--quick] [--budget SECONDS] [--no-install] [--no-build] [--out FILE]
 #
 # 1. installs the peers it needs, idempotently: Debian packages bubblewrap, firejail, socat,
-#    gnuplot-nox, hyperfine, ripgrep (apt, as root); npm packages @openai/codex,
+#    gnuplot-nox, hyperfine, ripgrep, time, strace (apt, as root); npm: @openai/codex,
 #    @anthropic-ai/sandbox-runtime and deno into ~/.cache/anvil-bench (never globally);
 # 2. builds the release preset if the binaries are missing (cmake --preset release);
 # 3. runs bench/peers.py: every peer under the same policy (read-only system, writable
