@@ -161,6 +161,7 @@ struct Plugin {
   std::optional<Clock::time_point> restart_at;
   int restarts = 0, reloads = 0;
   bool consent_pending = false;
+  std::string signer;  // the trusted key that signed the manifest; empty when unsigned
   RateWindow notify_rate, log_rate;
 };
 
@@ -550,6 +551,7 @@ json Server::PluginJson(const Plugin& p) const {
     j["version"] = SanitizeForDisplay(m.version, 64);
     j["runtime"] = std::string(anvil::ToString(m.runtime));
     j["manifestSha256"] = m.sha256;
+    j["signedBy"] = p.signer.empty() ? json(nullptr) : json(p.signer);
     j["grant"] = {{"state", p.grant ? "granted" : "needs_consent"},
                   {"requested", GrantToJson(m.requested)},
                   {"granted", p.grant ? GrantToJson(*p.grant) : json(nullptr)}};
@@ -602,7 +604,8 @@ void Server::RequestConsent(const json& id, const json& params) {
                     {"manifestSha256", m.sha256}}},
                   {"workspace", o_.workspace},
                   {"title", "Anvil: allow plugin " + m.id + " to run in this workspace?"},
-                  {"text", ConsentText(o_.workspace, m, plugin.previous)},
+                  {"text", ConsentText(o_.workspace, m, plugin.previous, plugin.signer)},
+                  {"signedBy", plugin.signer.empty() ? json(nullptr) : json(plugin.signer)},
                   {"request", GrantToJson(m.requested)},
                   {"previous", plugin.previous ? GrantToJson(*plugin.previous) : json(nullptr)},
                   {"choices", {"approve", "deny"}}};
@@ -901,6 +904,16 @@ void Server::ResolvePluginGrant(Plugin& p) {
     p.detail = s.error().ToString();
     return;
   }
+  // A bad signature refuses the plugin before any consent is asked (same state as a lock
+  // mismatch: the files are not what they claim to be).
+  auto signature = CheckSignature(p.entry.dir, m, o_.require_signed);
+  if (!signature) {
+    p.state = PluginState::kRefused;
+    p.detail = signature.error().ToString();
+    p.signer.clear();
+    return;
+  }
+  p.signer = signature->signer;
   auto store = GrantStore::Open();
   if (!store) {
     p.state = PluginState::kFailed;
