@@ -280,6 +280,15 @@ int RunRunCommand(const std::vector<std::string>& args) {
 
   session::PluginSessionConfig config{workspace, plugin_dir, *manifest, *grant, gateway_args, {}};
   config.unsafe_net_test = unsafe_net_test;
+  // Anvil.toml settings reach the plugin as data. A broken file passes none (and says so): it
+  // is untrusted input and never stops or widens anything.
+  if (auto ws_config = LoadWorkspaceConfig(workspace); ws_config) {
+    config.settings_json = ws_config->SettingsFor(manifest->id)
+                               .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  } else {
+    std::cerr << "anvil run: warning: " << SanitizeForDisplay(ws_config.error().ToString(), 1000)
+              << " (no settings passed to the plugin)\n";
+  }
   config.host_args = {"--deadline-ms", std::to_string(static_cast<int64_t>(timeout * 1000))};
   auto session = session::PluginSession::Start(config);
   if (!session) {

@@ -243,6 +243,7 @@ class Server {
   std::vector<std::unique_ptr<Plugin>> plugins_;
   std::vector<std::string> missing_;
   std::optional<Error> workspace_config_error_;
+  WorkspaceConfig workspace_config_;  // Anvil.toml: enables and settings, no authority
   std::map<int64_t, ResponseHandler> outgoing_;
   int64_t next_out_id_ = 1;
   std::set<std::string> open_requests_;
@@ -476,6 +477,7 @@ void Server::Initialize(const json& id, const json& params) {
   Catalog catalog = DiscoverPlugins({o_.workspace, o_.plugin_dirs, o_.search_paths});
   missing_ = catalog.missing;
   workspace_config_error_ = catalog.workspace_config_error;
+  workspace_config_ = catalog.config;
   for (auto& entry : catalog.plugins) {
     auto p = std::make_unique<Plugin>();
     p->entry = std::move(entry);
@@ -732,7 +734,14 @@ void Server::Reload(const json& id, const json& params) {
   ++plugin.reloads;
   plugin.crashes.clear();
   plugin.restart_at.reset();
-  // The plugin may have changed on disk: that is what a reload is for.
+  // The plugin may have changed on disk: that is what a reload is for. So may its settings; an
+  // Anvil.toml that no longer parses keeps the settings the session started with.
+  if (auto config = LoadWorkspaceConfig(o_.workspace); config) {
+    workspace_config_.settings = std::move(config->settings);
+  } else {
+    LogMessage(kMessageWarning,
+               "Anvil: " + config.error().ToString() + " (plugin settings unchanged)");
+  }
   auto manifest = LoadManifest(plugin.entry.dir);
   if (!manifest) {
     plugin.entry.manifest.reset();
@@ -953,6 +962,9 @@ void Server::StartHost(Plugin& p) {
                     m.id,
                     {"--deadline-ms", std::to_string(o_.command_timeout.count())}};
   config.extra_args.insert(config.extra_args.end(), o_.host_args.begin(), o_.host_args.end());
+  // Data for the plugin only: the grant passed below comes from the grant store, never from here.
+  config.settings_json =
+      workspace_config_.SettingsFor(m.id).dump(-1, ' ', false, json::error_handler_t::replace);
   auto host = HostProcess::Start(config, *gateway_, *p.grant);
   if (!host) return SetFailed(p, "the plugin host did not start: " + host.error().ToString());
   p.host = std::move(*host);
