@@ -88,7 +88,8 @@ struct RunRequest {
   json id;
   std::string command;
   std::string args_json;
-  json progress_token;  // null: the client asked for no progress
+  json progress_token;       // null: the client asked for no progress
+  bool bare_result = false;  // workspace/executeCommand: the result is the value itself
   uint64_t host_call = 0;
   bool cancelled = false;
   Clock::time_point deadline{}, kill_at{};
@@ -197,7 +198,10 @@ class Server {
   void Initialize(const json& id, const json& params);
   void Shutdown(const json& id);
   void RequestConsent(const json& id, const json& params);
-  void RunCommand(const json& id, const json& params);
+  void RunCommand(const json& id, const json& params, bool bare_result = false);
+  void ExecuteCommand(const json& id, const json& params);
+  void MaybeFinishInitialize();
+  json ExecuteCommandList() const;
   void Reload(const json& id, const json& params);
   void CancelRequest(const json& params);
   void DidOpen(const json& params);
@@ -232,6 +236,11 @@ class Server {
   const ServeOptions& o_;
   LspReader reader_;
   bool initialized_ = false, shutdown_requested_ = false, exit_ = false;
+  // The initialize answer waits (bounded) for the first hosts to load, so that it can list
+  // their commands in executeCommandProvider.
+  std::optional<json> pending_initialize_id_;
+  json pending_initialize_result_;
+  Clock::time_point initialize_deadline_{};
   bool stdin_closed_ = false, out_closed_ = false;
   PositionEncoding encoding_ = PositionEncoding::kUtf16;
   bool versioned_edits_ = false;
@@ -437,6 +446,7 @@ void Server::HandleRequest(const json& id, const std::string& method, const json
   if (method == "anvil/status") return Reply(id, StatusJson());
   if (method == "anvil/requestConsent") return RequestConsent(id, params);
   if (method == "anvil/runCommand") return RunCommand(id, params);
+  if (method == "workspace/executeCommand") return ExecuteCommand(id, params);
   if (method == "anvil/reload") return Reload(id, params);
   ReplyError(id, kMethodNotFound, "method not found: " + SanitizeForDisplay(method, 100));
 }
@@ -508,17 +518,49 @@ void Server::Initialize(const json& id, const json& params) {
   if (workspace_config_error_) {
     result["anvil"]["workspaceConfigError"] = workspace_config_error_->ToString();
   }
-  Reply(id, result);
   if (workspace_config_error_) {
+    // Allowed before the initialize answer (LSP: window/logMessage during initialize).
     LogMessage(kMessageWarning,
                "Anvil: " + workspace_config_error_->ToString() + " (no plugin is enabled by it)");
   }
   for (auto& p : plugins_) {
     if (p->grant && p->state == PluginState::kStarting) StartHost(*p);
   }
+  open_requests_.insert(Key(id));
+  pending_initialize_id_ = id;
+  pending_initialize_result_ = std::move(result);
+  initialize_deadline_ = Clock::now() + std::min<Clock::duration>(o_.command_timeout, 3s);
+  MaybeFinishInitialize();
+}
+
+// "PLUGIN_ID/COMMAND" for every command of every ready plugin: what workspace/executeCommand
+// accepts. A plugin id never contains '/', so the first '/' splits it unambiguously.
+json Server::ExecuteCommandList() const {
+  json commands = json::array();
+  for (const auto& p : plugins_) {
+    if (p->state != PluginState::kReady) continue;
+    for (const auto& c : p->commands) commands.push_back(p->entry.id + "/" + c);
+  }
+  return commands;
+}
+
+void Server::MaybeFinishInitialize() {
+  if (!pending_initialize_id_) return;
+  bool loading = false;
+  for (const auto& p : plugins_) loading = loading || p->state == PluginState::kStarting;
+  if (loading && Clock::now() < initialize_deadline_) return;
+  json result = std::move(pending_initialize_result_);
+  // Plugins still loading past the bound are not listed; executeCommand still accepts their
+  // commands once they are ready (anvil/listPlugins has the current list).
+  result["capabilities"]["executeCommandProvider"] = {{"commands", ExecuteCommandList()}};
+  json id = std::move(*pending_initialize_id_);
+  pending_initialize_id_.reset();
+  Complete(id, std::move(result));
 }
 
 void Server::Shutdown(const json& id) {
+  initialize_deadline_ = Clock::now();  // answer a pending initialize first, with what is ready
+  MaybeFinishInitialize();
   StopAll();
   shutdown_requested_ = true;
   Reply(id, nullptr);
@@ -639,7 +681,7 @@ void Server::RequestConsent(const json& id, const json& params) {
   });
 }
 
-void Server::RunCommand(const json& id, const json& params) {
+void Server::RunCommand(const json& id, const json& params, bool bare_result) {
   auto p = PluginParam(params);
   if (!p) {
     return ReplyError(id, kRequestFailed, p.error().ToString(), {{"code", p.error().code}});
@@ -694,6 +736,7 @@ void Server::RunCommand(const json& id, const json& params) {
   r.command = command;
   r.args_json = args.dump(-1, ' ', false, json::error_handler_t::replace);
   r.progress_token = token;
+  r.bare_result = bare_result;
   open_requests_.insert(Key(id));
   Progress(r, {{"kind", "begin"},
                {"title", "[" + plugin.entry.id + "] " + SanitizeForDisplay(command, 128)},
@@ -702,6 +745,32 @@ void Server::RunCommand(const json& id, const json& params) {
                 plugin.running || plugin.state != PluginState::kReady ? "queued" : "starting"}});
   plugin.queue.push_back(std::move(r));
   DispatchNext(plugin);
+}
+
+// The standard LSP request, mapped onto anvil/runCommand: command "PLUGIN_ID/COMMAND",
+// arguments passed to the plugin as its argument array, the same consent state checks, queue,
+// deadline, $/cancelRequest and workDoneToken progress. The answer is the command's value.
+void Server::ExecuteCommand(const json& id, const json& params) {
+  const json* command = Find(params, {"command"});
+  if (!command || !command->is_string()) {
+    return ReplyError(id, kInvalidParams, "invalid params: params.command must be a string");
+  }
+  const std::string& text = command->get_ref<const std::string&>();
+  const auto slash = text.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == text.size()) {
+    return ReplyError(id, kInvalidParams,
+                      "invalid params: command must be \"PLUGIN_ID/COMMAND\", got \"" +
+                          SanitizeForDisplay(text, 200) + "\"");
+  }
+  json mapped = {{"plugin", text.substr(0, slash)}, {"command", text.substr(slash + 1)}};
+  if (params.contains("arguments")) {
+    if (!params["arguments"].is_array()) {
+      return ReplyError(id, kInvalidParams, "invalid params: params.arguments must be an array");
+    }
+    mapped["arguments"] = params["arguments"];
+  }
+  if (params.contains("workDoneToken")) mapped["workDoneToken"] = params["workDoneToken"];
+  RunCommand(id, mapped, /*bare_result=*/true);
 }
 
 void Server::Reload(const json& id, const json& params) {
@@ -1103,7 +1172,7 @@ void Server::OnRunDone(Plugin& p, const ipc::Response& r) {
       FailRun(p.entry.id, run, Error{"error", "the plugin host returned a malformed result", 0});
     } else {
       Progress(run, {{"kind", "end"}, {"message", "done"}});
-      Complete(run.id, {{"value", std::move(value)}});
+      Complete(run.id, run.bare_result ? std::move(value) : json{{"value", std::move(value)}});
     }
   }
   DispatchNext(p);
@@ -1253,6 +1322,7 @@ int Server::TimeoutMs() const {
     if (p->state == PluginState::kStarting && p->host) consider(p->describe_deadline);
     if (p->restart_at) consider(*p->restart_at);
   }
+  if (pending_initialize_id_) consider(initialize_deadline_);
   if (!next) return -1;
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*next - Clock::now()).count();
   return ms < 0 ? 0 : static_cast<int>(std::min<int64_t>(ms + 1, 60000));
@@ -1288,6 +1358,7 @@ void Server::RunTimers() {
       if (p.state == PluginState::kStarting && !p.host) StartHost(p);
     }
   }
+  MaybeFinishInitialize();
 }
 
 void Server::PollOnce() {
