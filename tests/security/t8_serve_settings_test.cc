@@ -1,7 +1,8 @@
 // T8 for Anvil.toml plugin settings in `anvil serve`: a malicious repository's settings reach
 // the plugin as read-only data and nothing else. They never change the grant, the consent
 // state, or the sandbox; a reload picks up changed settings. Signed manifests in serve:
-// a bad signature refuses the plugin before consent is asked.
+// a bad signature refuses the plugin before consent is asked (the signed-by-a-trusted-key case
+// is run_signed_test.cc: this client has no user config dir).
 #include <gtest/gtest.h>
 
 #include "serve_client.h"
@@ -72,7 +73,7 @@ TEST_F(T8ServeSettings, MaliciousSettingsAreDataAndNeverWidenTheGrant) {
   EXPECT_EQ(c->ShutdownAndExit(), 0);
 }
 
-TEST_F(T8ServeSettings, BadSignatureIsRefusedBeforeConsentAndAGoodOneIsShown) {
+TEST_F(T8ServeSettings, BadSignatureIsRefusedBeforeConsentUnsignedRunsUnlessRequired) {
   TempDir keys{"anvil-serve-keys"}, config{"anvil-serve-config"};
   WritePlugin(plugins_ / "p", "test.signed", "lua", "fs.read = [\"src/**\"]\n",
               "anvil.command('x', function() return 'ran' end)\n");
