@@ -8,16 +8,22 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "cli/terminal_progress.h"
+#include "common/unique_fd.h"
 #include "policy/consent.h"
+#include "policy/file_io.h"
 #include "policy/grant_store.h"
 #include "policy/lockfile.h"
 #include "policy/manifest.h"
+#include "policy/manifest_signature.h"
+#include "policy/trusted_keys.h"
+#include "policy/workspace_config.h"
 #include "session/plugin_catalog.h"
 #include "session/plugin_session.h"
 
@@ -30,7 +36,8 @@ constexpr int kExitOk = 0, kExitPluginError = 1, kExitUsage = 2, kExitRefused = 
               kExitTimeout = 124, kExitSandbox = 125;
 
 constexpr char kRunUsage[] =
-    R"(usage: anvil run [--workspace DIR] [--approve] [--timeout SECONDS] PLUGIN_DIR COMMAND [ARGS...]
+    R"(usage: anvil run [--workspace DIR] [--approve] [--require-signed] [--timeout SECONDS]
+                 PLUGIN_DIR COMMAND [ARGS...]
 
 Start a session, load one plugin, run one of its commands, print what it returns (strings
 as-is, other values as JSON) and its notifications, and stop.
@@ -38,6 +45,8 @@ as-is, other values as JSON) and its notifications, and stop.
   --workspace DIR      the workspace (default: the current directory)
   --approve            grant exactly what the manifest requests, without asking (scripts)
   --timeout SECONDS    wall-clock deadline of the command (default 10; the plugin is killed)
+  --require-signed     refuse a plugin whose manifest is not signed by a key you trust
+                       (`anvil plugin trust-key`); a signature that is present is always checked
   --json               print the result as one JSON object {"ok","result"|"error"}
 
 Test only (never in real use: they let plugins reach loopback test servers; docs/plugin-api.md):
@@ -78,14 +87,15 @@ bool AskOnTerminal(const std::string& prompt) {
 }
 
 // The grant to run with, or an error (code "denied" when the user refused or cannot be asked).
-Result<Grant> ResolveGrant(const std::string& workspace, const Manifest& manifest, bool approve) {
+Result<Grant> ResolveGrant(const std::string& workspace, const Manifest& manifest, bool approve,
+                           const std::string& signer) {
   auto store = GrantStore::Open();
   if (!store) return tl::unexpected(store.error());
   auto lookup = session::LookupGrant(*store, workspace, manifest);
   if (!lookup) return tl::unexpected(lookup.error());
   if (lookup->grant) return *lookup->grant;
   if (!approve &&
-      !AskOnTerminal("\n" + session::ConsentText(workspace, manifest, lookup->previous) +
+      !AskOnTerminal("\n" + session::ConsentText(workspace, manifest, lookup->previous, signer) +
                      "Allow? [y/N] ")) {
     return Fail("denied", "permission not granted for " + manifest.id +
                               " (approve with --approve or `anvil plugin approve`)");
@@ -96,11 +106,102 @@ Result<Grant> ResolveGrant(const std::string& workspace, const Manifest& manifes
   return manifest.requested;
 }
 
+Result<std::string> ReadSmallFile(const std::string& path, size_t max) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Fail("not_found", "cannot read " + path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (text.size() > max) return Fail("invalid", path + " is too large for a key");
+  return text;
+}
+
+// Writes a new file only (O_EXCL): keygen never overwrites a key someone already relies on.
+Status WriteNewFile(const std::string& path, const std::string& bytes, mode_t mode) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+  if (fd < 0) return SysFail("io", "create " + path);
+  size_t off = 0;
+  while (off < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + off, bytes.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ::close(fd);
+      return SysFail("io", "write " + path);
+    }
+    off += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) return SysFail("io", "write " + path);
+  return Ok();
+}
+
+int RunKeyCommand(const std::string& sub, const std::vector<std::string>& rest, const char* usage) {
+  auto fail = [](const Error& e) {
+    std::cerr << "anvil plugin: " << e.ToString() << "\n";
+    return kExitPluginError;
+  };
+  auto usage_error = [&](const std::string& text) {
+    std::cerr << "anvil plugin " << sub << ": invalid: " << text << "\n" << usage;
+    return kExitUsage;
+  };
+  if (sub == "trusted-keys") {
+    if (!rest.empty()) return usage_error("takes no arguments");
+    auto keys = LoadTrustedKeys();
+    if (!keys) return fail(keys.error());
+    for (const auto& k : *keys) std::cout << k.name << "  key id " << KeyId(k.public_key) << "\n";
+    return kExitOk;
+  }
+  if (sub == "keygen") {
+    if (rest.size() != 1) return usage_error("needs FILE");
+    auto pair = GenerateEd25519KeyPair();
+    if (!pair) return fail(pair.error());
+    if (auto s = WriteNewFile(rest[0], pair->private_pem, 0600); !s) return fail(s.error());
+    if (auto s = WriteNewFile(rest[0] + ".pub", PublicKeyPem(pair->public_raw), 0644); !s) {
+      return fail(s.error());
+    }
+    std::cout << "private key: " << rest[0] << " (keep it secret)\npublic key:  " << rest[0]
+              << ".pub\nkey id:      " << KeyId(pair->public_raw) << "\n";
+    return kExitOk;
+  }
+  if (sub == "sign") {
+    if (rest.size() != 3 || rest[0] != "--key") return usage_error("needs --key FILE PLUGIN_DIR");
+    auto key = ReadSmallFile(rest[1], 16384);
+    if (!key) return fail(key.error());
+    std::string plugin_dir = Canonical(rest[2]);
+    if (plugin_dir.empty()) return usage_error("no such plugin directory " + rest[2]);
+    auto manifest = LoadManifest(plugin_dir);
+    if (!manifest) return fail(manifest.error());
+    auto sig = SignManifest(manifest->sha256, *key);
+    if (!sig) return fail(sig.error());
+    UniqueFd dir(::open(plugin_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!dir) return fail(Error{"io", "open " + plugin_dir + ": " + std::strerror(errno), errno});
+    if (auto s = WriteFileAtomically(dir.Get(), std::string(kSignatureFileName), *sig, 0644); !s) {
+      return fail(s.error());
+    }
+    std::cout << "signed " << SanitizeForDisplay(manifest->id) << " (manifest sha256 "
+              << manifest->sha256.substr(0, 12) << ") into " << plugin_dir << "/"
+              << kSignatureFileName << "\n";
+    return kExitOk;
+  }
+  if (sub == "trust-key") {
+    if (rest.size() != 2) return usage_error("needs NAME FILE");
+    auto text = ReadSmallFile(rest[1], 4096);
+    if (!text) return fail(text.error());
+    auto raw = ParsePublicKey(*text);
+    if (!raw) return fail(raw.error());
+    if (auto s = TrustKey(rest[0], *raw); !s) return fail(s.error());
+    std::cout << "trusting " << rest[0] << " (key id " << KeyId(*raw) << ")\n";
+    return kExitOk;
+  }
+  // untrust-key
+  if (rest.size() != 1) return usage_error("needs NAME");
+  if (auto s = UntrustKey(rest[0]); !s) return fail(s.error());
+  std::cout << "no longer trusting " << rest[0] << "\n";
+  return kExitOk;
+}
+
 }  // namespace
 
 int RunRunCommand(const std::vector<std::string>& args) {
   std::string workspace_arg = ".";
-  bool approve = false, json = false;
+  bool approve = false, json = false, require_signed = false;
   double timeout = 10;
   std::vector<std::string> positional;
   std::vector<std::string> gateway_args;
@@ -118,6 +219,8 @@ int RunRunCommand(const std::vector<std::string>& args) {
       approve = true;
     } else if (a == "--json") {
       json = true;
+    } else if (a == "--require-signed") {
+      require_signed = true;
     } else if (a == "--workspace") {
       const std::string* v = value();
       if (!v) return std::cerr << "anvil run: invalid: --workspace needs a directory\n", kExitUsage;
@@ -165,7 +268,14 @@ int RunRunCommand(const std::vector<std::string>& args) {
     std::cerr << "anvil run: " << s.error().ToString() << "\n";
     return kExitRefused;
   }
-  auto grant = ResolveGrant(workspace, *manifest, approve);
+  // Before consent: a forged or tampered signature refuses the plugin outright, so the user is
+  // never asked about a manifest whose origin is a lie.
+  auto signature = session::CheckSignature(plugin_dir, *manifest, require_signed);
+  if (!signature) {
+    std::cerr << "anvil run: " << SanitizeForDisplay(signature.error().ToString(), 2000) << "\n";
+    return kExitRefused;
+  }
+  auto grant = ResolveGrant(workspace, *manifest, approve, signature->signer);
   if (!grant) {
     std::cerr << "anvil run: " << grant.error().ToString() << "\n";
     return grant.error().code == "denied" ? kExitRefused : kExitUsage;
@@ -173,6 +283,15 @@ int RunRunCommand(const std::vector<std::string>& args) {
 
   session::PluginSessionConfig config{workspace, plugin_dir, *manifest, *grant, gateway_args, {}};
   config.unsafe_net_test = unsafe_net_test;
+  // Anvil.toml settings reach the plugin as data. A broken file passes none (and says so): it
+  // is untrusted input and never stops or widens anything.
+  if (auto ws_config = LoadWorkspaceConfig(workspace); ws_config) {
+    config.settings_json = ws_config->SettingsFor(manifest->id)
+                               .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  } else {
+    std::cerr << "anvil run: warning: " << SanitizeForDisplay(ws_config.error().ToString(), 1000)
+              << " (no settings passed to the plugin)\n";
+  }
   config.host_args = {"--deadline-ms", std::to_string(static_cast<int64_t>(timeout * 1000))};
   // Only while Anvil waits, and only on a terminal (stderr a pipe: nothing changes).
   const std::string id = SanitizeForDisplay(manifest->id);
@@ -253,13 +372,20 @@ int RunRunCommand(const std::vector<std::string>& args) {
 
 int RunPluginCommand(const std::vector<std::string>& args) {
   constexpr char kUsage[] =
-      R"(usage: anvil plugin <list|inspect|approve|revoke|lock> [--workspace DIR] [PLUGIN_DIR]
+      R"(usage: anvil plugin <list|inspect|approve|revoke|lock|keygen|sign|trust-key|untrust-key|trusted-keys> ...
 
   list                  the grants stored for the workspace
   inspect PLUGIN_DIR    the manifest, what it requests, and whether it is granted here
   approve PLUGIN_DIR    grant exactly what the manifest requests (keyed by its SHA-256)
   revoke PLUGIN_ID      remove the plugin's grants in the workspace
   lock PLUGIN_DIR       pin the plugin's manifest and code hashes in <workspace>/anvil.lock
+
+Manifest signatures (ed25519; docs/plugin-api.md "Signed manifests"):
+  keygen FILE                  write a new private key to FILE (0600) and its public key to FILE.pub
+  sign --key FILE PLUGIN_DIR   sign PLUGIN_DIR/anvil-plugin.toml into anvil-plugin.toml.sig
+  trust-key NAME FILE          trust the public key in FILE (PEM or 64 hex) as NAME
+  untrust-key NAME             stop trusting the key NAME
+  trusted-keys                 list the keys you trust
 
   --workspace DIR       the workspace (default: the current directory)
 
@@ -275,6 +401,10 @@ Examples:
     return args.empty() ? kExitUsage : kExitOk;
   }
   std::string sub = args[0];
+  if (sub == "keygen" || sub == "sign" || sub == "trust-key" || sub == "untrust-key" ||
+      sub == "trusted-keys") {
+    return RunKeyCommand(sub, std::vector<std::string>(args.begin() + 1, args.end()), kUsage);
+  }
   std::string workspace_arg = ".";
   std::vector<std::string> rest;
   for (size_t i = 1; i < args.size(); ++i) {
@@ -323,10 +453,15 @@ Examples:
   }
   if (sub == "inspect") {
     bool granted = store->Find(workspace, manifest->id, manifest->sha256).has_value();
+    auto signature = session::CheckSignature(plugin_dir, *manifest, false);
+    std::string signed_by =
+        !signature ? "REFUSED: " + SanitizeForDisplay(signature.error().ToString(), 1000)
+        : signature->signed_by_trusted_key ? "signed by " + signature->signer
+                                           : "not signed";
     std::cout << "id:       " << SanitizeForDisplay(manifest->id)
               << "\nversion:  " << SanitizeForDisplay(manifest->version)
               << "\nruntime:  " << ToString(manifest->runtime) << "\nmanifest: sha256 "
-              << manifest->sha256
+              << manifest->sha256 << "\nsigned:   " << signed_by
               << "\ngranted:  " << (granted ? "yes (this manifest, this workspace)" : "no")
               << "\nrequests:\n"
               << DescribeGrant(manifest->requested) << "\n";

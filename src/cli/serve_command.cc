@@ -18,7 +18,7 @@ constexpr int kExitUsage = 2;
 
 constexpr char kUsage[] =
     R"(usage: anvil serve --workspace DIR [--plugin-dir DIR]... [--plugin-path DIR]...
-                   [--approve] [--timeout SECONDS] [--cancel-grace-ms MS]
+                   [--approve] [--require-signed] [--timeout SECONDS] [--cancel-grace-ms MS]
                    [--max-message-bytes N]
 
 The sidecar an editor or agent talks to: JSON-RPC 2.0 with LSP framing (Content-Length) on
@@ -32,6 +32,7 @@ enabled and granted plugin, the editor's versioned buffers.
                           ${XDG_DATA_HOME:-~/.local/share}/anvil/plugins)
   --no-default-plugin-path  do not look in the default search path
   --approve               grant exactly what each enabled plugin requests, without asking
+  --require-signed        refuse plugins whose manifest is not signed by a key you trust
   --timeout SECONDS       wall-clock deadline of a command (default 10; the host is killed)
   --cancel-grace-ms MS    after $/cancelRequest, how long a plugin may take to stop before
                           its process group is killed (default 250)
@@ -100,6 +101,8 @@ int RunServeCommand(const std::vector<std::string>& args) {
       default_path = false;
     } else if (a == "--approve") {
       o.approve = true;
+    } else if (a == "--require-signed") {
+      o.require_signed = true;
     } else if (a == "--timeout") {
       if (!ParsePositive(v, 86400, number)) return need("a positive number of seconds");
       o.command_timeout = std::chrono::milliseconds(static_cast<int64_t>(number * 1000));

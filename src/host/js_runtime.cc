@@ -47,6 +47,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
+#include <functional>
 #include <limits>
 #include <map>
 #include <new>
@@ -263,7 +264,8 @@ bool ValidCommandName(std::string_view name) {
 
 class JsRuntime final : public Runtime {
  public:
-  JsRuntime(HostApi& api, const RuntimeLimits& limits) : api_(api), limits_(limits) {}
+  JsRuntime(HostApi& api, const RuntimeLimits& limits, std::string settings_json)
+      : api_(api), limits_(limits), settings_json_(std::move(settings_json)) {}
   ~JsRuntime() override;
   JsRuntime(const JsRuntime&) = delete;
   JsRuntime& operator=(const JsRuntime&) = delete;
@@ -301,6 +303,7 @@ class JsRuntime final : public Runtime {
 
   HostApi& api_;
   RuntimeLimits limits_;
+  std::string settings_json_;  // Anvil.toml settings (untrusted data), a JSON object
   JSRuntime* rt_ = nullptr;
   JSContext* ctx_ = nullptr;
 
@@ -898,6 +901,72 @@ Status JsRuntime::InstallApi() {
 
   Value anvil(ctx_, obj());
   put(anvil.get(), "command", fn("command", &Bind<AnvilCommand>, 2));
+  {
+    // anvil.settings: built here from the parsed JSON (not with JSON.parse, which plugin code
+    // never got a chance to touch anyway) so that every object and array lands in `made` and
+    // is frozen with the API: the settings are data, read-only at every depth.
+    const nlohmann::json settings = nlohmann::json::parse(settings_json_, nullptr, false);
+    if (!settings.is_object()) return Fail("invalid", "plugin settings are not a JSON object");
+    std::function<JSValue(const nlohmann::json&, int)> build = [&](const nlohmann::json& v,
+                                                                   int depth) -> JSValue {
+      if (depth > 64) {
+        ok = false;
+        return JS_UNDEFINED;
+      }
+      switch (v.type()) {
+        case nlohmann::json::value_t::null:
+          return JS_NULL;
+        case nlohmann::json::value_t::boolean:
+          return JS_NewBool(ctx_, v.get<bool>());
+        case nlohmann::json::value_t::number_integer:
+          return JS_NewInt64(ctx_, v.get<int64_t>());
+        case nlohmann::json::value_t::number_unsigned:
+          return JS_NewFloat64(ctx_, static_cast<double>(v.get<uint64_t>()));
+        case nlohmann::json::value_t::number_float:
+          return JS_NewFloat64(ctx_, v.get<double>());
+        case nlohmann::json::value_t::string: {
+          const auto& text = v.get_ref<const std::string&>();
+          return JS_NewStringLen(ctx_, text.data(), text.size());
+        }
+        case nlohmann::json::value_t::array: {
+          JSValue arr = JS_NewArray(ctx_);
+          if (JS_IsException(arr)) {
+            ok = false;
+            return arr;
+          }
+          made.emplace_back(ctx_, JS_DupValue(ctx_, arr));
+          uint32_t i = 0;
+          for (const auto& item : v) {
+            if (JS_DefinePropertyValueUint32(ctx_, arr, i++, build(item, depth + 1),
+                                             JS_PROP_C_W_E) < 0) {
+              ok = false;
+            }
+          }
+          return arr;
+        }
+        case nlohmann::json::value_t::object: {
+          JSValue o = obj();
+          for (auto it = v.begin(); it != v.end(); ++it) {
+            // By atom, not JS_DefinePropertyValueStr: a key may hold a NUL byte.
+            JSAtom atom = JS_NewAtomLen(ctx_, it.key().data(), it.key().size());
+            if (atom == JS_ATOM_NULL) {
+              ok = false;
+              continue;
+            }
+            if (JS_DefinePropertyValue(ctx_, o, atom, build(it.value(), depth + 1), JS_PROP_C_W_E) <
+                0) {
+              ok = false;
+            }
+            JS_FreeAtom(ctx_, atom);
+          }
+          return o;
+        }
+        default:
+          return JS_UNDEFINED;
+      }
+    };
+    put(anvil.get(), "settings", build(settings, 0));
+  }
 
   Value sys(ctx_, obj());
   {
@@ -1104,8 +1173,9 @@ Result<std::string> JsRuntime::RunCommand(const std::string& name, const std::st
 
 }  // namespace
 
-std::unique_ptr<Runtime> MakeJsRuntime(HostApi& api, const RuntimeLimits& limits) {
-  auto runtime = std::make_unique<JsRuntime>(api, limits);
+std::unique_ptr<Runtime> MakeJsRuntime(HostApi& api, const RuntimeLimits& limits,
+                                       const std::string& settings_json) {
+  auto runtime = std::make_unique<JsRuntime>(api, limits, settings_json);
   if (!runtime->Init()) return nullptr;
   return runtime;
 }

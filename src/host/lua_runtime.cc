@@ -39,7 +39,8 @@ LuaRuntime* Self(lua_State* L);
 
 class LuaRuntime : public Runtime {
  public:
-  LuaRuntime(HostApi& api, const RuntimeLimits& limits) : api_(api), limits_(limits) {}
+  LuaRuntime(HostApi& api, const RuntimeLimits& limits, std::string settings_json)
+      : api_(api), limits_(limits), settings_json_(std::move(settings_json)) {}
   ~LuaRuntime() override {
     if (L_) lua_close(L_);
   }
@@ -67,6 +68,7 @@ class LuaRuntime : public Runtime {
 
   HostApi& api_;
   RuntimeLimits limits_;
+  std::string settings_json_;
   lua_State* L_ = nullptr;
   size_t used_ = 0;
   bool memory_spent_ = false;
@@ -573,16 +575,50 @@ int Require(lua_State* L) {
   return 1;
 }
 
+// pairs() and # on a read-only proxy, answered from the real table. The iterator closes over
+// the real table instead of returning it as the generic-for state: handing a plugin the real
+// table would let it write there with a plain assignment.
+int LockedNext(lua_State* L) {
+  lua_settop(L, 2);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_pushvalue(L, 2);
+  if (lua_next(L, 3) == 0) {
+    lua_pushnil(L);
+    return 1;
+  }
+  return 2;
+}
+int LockedPairs(lua_State* L) {
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_pushcclosure(L, LockedNext, 1);
+  lua_pushvalue(L, 1);
+  lua_pushnil(L);
+  return 3;
+}
+int LockedLen(lua_State* L) {
+  lua_pushinteger(L, static_cast<lua_Integer>(lua_rawlen(L, lua_upvalueindex(1))));
+  return 1;
+}
+
 // Wraps the table on top of the stack in a read-only proxy and records both as protected.
-void LockTable(lua_State* L) {
+// `iterable`: pairs() and # see the real table's contents (data tables such as anvil.settings).
+void LockTable(lua_State* L, bool iterable = false) {
   int real = lua_gettop(L);
   lua_newtable(L);           // proxy
-  lua_createtable(L, 0, 3);  // metatable
+  lua_createtable(L, 0, 5);  // metatable
   lua_pushvalue(L, real);
   lua_setfield(L, -2, "__index");
   lua_pushcfunction(
       L, [](lua_State* S) -> int { return luaL_error(S, "denied: Anvil's tables are read-only"); });
   lua_setfield(L, -2, "__newindex");
+  if (iterable) {
+    lua_pushvalue(L, real);
+    lua_pushcclosure(L, LockedPairs, 1);
+    lua_setfield(L, -2, "__pairs");
+    lua_pushvalue(L, real);
+    lua_pushcclosure(L, LockedLen, 1);
+    lua_setfield(L, -2, "__len");
+  }
   lua_pushliteral(L, "locked");
   lua_setfield(L, -2, "__metatable");
   lua_setmetatable(L, -2);
@@ -598,6 +634,34 @@ void LockTable(lua_State* L) {
 }
 
 void SetFunctions(lua_State* L, const luaL_Reg* fns) { luaL_setfuncs(L, fns, 0); }
+
+// anvil.settings: the workspace's settings for this plugin (Anvil.toml, untrusted data), as
+// read-only tables all the way down: a plugin (or a module it loads) cannot change what another
+// part of it reads, and nothing here is ever consulted for a permission.
+void PushSettings(lua_State* L, const json& v, int depth) {
+  if (depth > kMaxJsonDepth) luaL_error(L, "invalid: settings nested too deeply");
+  luaL_checkstack(L, 4, "settings");
+  if (!v.is_array() && !v.is_object()) return PushJson(L, v, depth);
+  lua_createtable(L, v.is_array() ? static_cast<int>(v.size()) : 0,
+                  v.is_object() ? static_cast<int>(v.size()) : 0);
+  lua_Integer i = 1;
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    if (v.is_object()) {
+      lua_pushlstring(L, it.key().data(), it.key().size());
+      PushSettings(L, it.value(), depth + 1);
+      lua_rawset(L, -3);
+    } else {
+      PushSettings(L, *it, depth + 1);
+      lua_rawseti(L, -2, i++);
+    }
+  }
+  LockTable(L, /*iterable=*/true);
+}
+
+int PushSettingsProtected(lua_State* L) {
+  PushSettings(L, *static_cast<const json*>(lua_touserdata(L, 1)), 0);
+  return 1;
+}
 
 Status LuaRuntime::Init() {
   L_ = lua_newstate(&LuaRuntime::Alloc, this);
@@ -646,6 +710,16 @@ Status LuaRuntime::Init() {
   lua_newtable(L_);
   const luaL_Reg anvil_fns[] = {{"command", AnvilCommand}, {nullptr, nullptr}};
   SetFunctions(L_, anvil_fns);
+  {
+    const json settings = json::parse(settings_json_, nullptr, false);
+    if (!settings.is_object()) return Fail("invalid", "plugin settings are not a JSON object");
+    lua_pushcfunction(L_, PushSettingsProtected);
+    lua_pushlightuserdata(L_, const_cast<json*>(&settings));
+    if (lua_pcall(L_, 1, 1, 0) != LUA_OK) {
+      return Fail("limit", "cannot build anvil.settings within the VM's budget");
+    }
+    lua_setfield(L_, -2, "settings");
+  }
   LockTable(L_);
   lua_setfield(L_, g, "anvil");
 
@@ -750,8 +824,9 @@ Result<std::string> LuaRuntime::RunCommand(const std::string& name, const std::s
 
 }  // namespace
 
-std::unique_ptr<Runtime> MakeLuaRuntime(HostApi& api, const RuntimeLimits& limits) {
-  auto runtime = std::make_unique<LuaRuntime>(api, limits);
+std::unique_ptr<Runtime> MakeLuaRuntime(HostApi& api, const RuntimeLimits& limits,
+                                        const std::string& settings_json) {
+  auto runtime = std::make_unique<LuaRuntime>(api, limits, settings_json);
   if (!runtime->Init()) return nullptr;
   return runtime;
 }

@@ -28,6 +28,8 @@ namespace {
 
 constexpr size_t kMaxPluginFileBytes = 1u << 20;
 constexpr size_t kMaxModules = 64;
+// Token line plus the plugin's settings (bounded by the trusted side, HostProcess::Start).
+constexpr size_t kMaxHandoffBytes = (1u << 20) + 256;
 
 Result<std::string> ReadBeneath(int dir, const std::string& rel) {
   open_how how{};
@@ -94,20 +96,34 @@ Result<PluginSource> ReadPluginSource(const HostOptions& o) {
   return source;
 }
 
-Result<std::string> ReadToken(int fd) {
+struct Handoff {
+  std::string token;     // raw capability token bytes
+  std::string settings;  // JSON object text
+};
+
+// The trusted side's handoff on --token-fd: "<token hex>\n<settings JSON>", then EOF. Read in
+// full before anything of the plugin is touched; never argv or the environment, which other
+// processes of the user can read in /proc.
+Result<Handoff> ReadHandoff(int fd) {
   std::string text;
-  char buf[256];
-  while (text.size() < 256) {
+  char buf[65536];
+  while (text.size() <= kMaxHandoffBytes) {
     ssize_t n = ::read(fd, buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     text.append(buf, static_cast<size_t>(n));
   }
   ::close(fd);
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-  auto token = ipc::CapabilityToken::FromHex(text);
+  if (text.size() > kMaxHandoffBytes) return Fail("limit", "handoff over its size limit");
+  const auto newline = text.find('\n');
+  Handoff out;
+  std::string hex = text.substr(0, newline);
+  auto token = ipc::CapabilityToken::FromHex(hex);
   if (!token) return Fail("invalid", "capability token: " + token.error().message);
-  return token->bytes();
+  out.token = token->bytes();
+  out.settings = newline == std::string::npos ? "" : text.substr(newline + 1);
+  if (out.settings.empty()) out.settings = "{}";
+  return out;
 }
 
 // Frames on the session channel, in both directions.
@@ -249,16 +265,17 @@ int RunPluginHost(const HostOptions& o) {
   if (o.gateway_fd < 0 || o.session_fd < 0 || o.token_fd < 0) {
     return fail("invalid: --gateway-fd, --session-fd and --token-fd are required");
   }
-  auto token = ReadToken(o.token_fd);
-  if (!token) return fail(token.error().ToString());
+  auto handoff = ReadHandoff(o.token_fd);
+  if (!handoff) return fail(handoff.error().ToString());
   auto source = ReadPluginSource(o);
   if (!source) return fail(source.error().ToString());
 
-  ipc::GatewayClient gateway(UniqueFd(o.gateway_fd), std::move(*token));
+  ipc::GatewayClient gateway(UniqueFd(o.gateway_fd), std::move(handoff->token));
   SessionChannel session(o.session_fd);
   HostApiImpl api(gateway, session);
-  std::unique_ptr<Runtime> runtime =
-      o.runtime == "lua" ? MakeLuaRuntime(api, o.limits) : MakeJsRuntime(api, o.limits);
+  std::unique_ptr<Runtime> runtime = o.runtime == "lua"
+                                         ? MakeLuaRuntime(api, o.limits, handoff->settings)
+                                         : MakeJsRuntime(api, o.limits, handoff->settings);
   if (!runtime) return fail("sandbox: cannot create the " + o.runtime + " VM");
 
   // Fail closed: if any layer cannot be applied, the plugin never runs.

@@ -27,7 +27,9 @@ struct HostOptions {
   std::string workspace;
   int gateway_fd = -1;
   int session_fd = -1;
-  int token_fd = -1;  // the capability token arrives here (never argv or environment)
+  // The capability token arrives here, then the plugin's settings (Anvil.toml, as a JSON
+  // object): "<token hex>\n<settings JSON>" up to EOF. Never argv or environment.
+  int token_fd = -1;
   RuntimeLimits limits;
   LockdownOptions lockdown;
   std::string test_attack_after_lockdown;  // test hook: "open", "socket", "execve", ...

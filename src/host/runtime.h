@@ -55,7 +55,13 @@ class Runtime {
   virtual Result<std::string> RunCommand(const std::string& name, const std::string& args_json) = 0;
 };
 
-std::unique_ptr<Runtime> MakeLuaRuntime(HostApi& api, const RuntimeLimits& limits);
-std::unique_ptr<Runtime> MakeJsRuntime(HostApi& api, const RuntimeLimits& limits);
+// `settings_json`: the workspace's settings for this plugin (Anvil.toml, untrusted data; a JSON
+// object), exposed read-only as anvil.settings: Lua tables that refuse assignment and rawset at
+// every level (pairs, ipairs and # work), a deep-frozen JS object. Nothing else in the host
+// reads them. nullptr (no runtime) when it is not a JSON object.
+std::unique_ptr<Runtime> MakeLuaRuntime(HostApi& api, const RuntimeLimits& limits,
+                                        const std::string& settings_json = "{}");
+std::unique_ptr<Runtime> MakeJsRuntime(HostApi& api, const RuntimeLimits& limits,
+                                       const std::string& settings_json = "{}");
 
 }  // namespace anvil::host

@@ -35,6 +35,9 @@ Status SendAll(int fd, const std::string& bytes) {
 Result<std::unique_ptr<HostProcess>> HostProcess::Start(const HostConfig& config,
                                                         GatewayProcess& gateway,
                                                         const Grant& grant) {
+  if (config.settings_json.size() > kMaxSettingsJsonBytes) {
+    return Fail("limit", "the settings of plugin " + config.plugin_id + " are over 1 MiB as JSON");
+  }
   auto token = ipc::CapabilityToken::Generate();
   if (!token) return tl::unexpected(token.error());
   std::unique_ptr<HostProcess> host(new HostProcess(gateway, std::move(*token)));
@@ -43,7 +46,10 @@ Result<std::unique_ptr<HostProcess>> HostProcess::Start(const HostConfig& config
   if (!gateway_fd) return tl::unexpected(gateway_fd.error());
   int session_pair[2], token_pipe[2], err_pipe[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, session_pair) != 0 ||
-      pipe2(token_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
+      // A socket, not a pipe, for the handoff: send(MSG_NOSIGNAL) turns a host that died
+      // before reading into EPIPE instead of a SIGPIPE that would kill `anvil run`.
+      socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, token_pipe) != 0 ||
+      pipe2(err_pipe, O_CLOEXEC) != 0) {
     return SysFail("internal", "host channels");
   }
   UniqueFd session_ours(session_pair[0]), session_theirs(session_pair[1]);
@@ -105,10 +111,26 @@ Result<std::unique_ptr<HostProcess>> HostProcess::Start(const HostConfig& config
     host->Kill("registration failed");
     return tl::unexpected(s.error());
   }
-  std::string hex = host->token_.Hex() + "\n";
-  if (::write(token_write.Get(), hex.data(), hex.size()) != static_cast<ssize_t>(hex.size())) {
+  // The host reads the whole handoff before anything else, so this write only waits for that;
+  // the bound covers a host that never reads (it is killed).
+  const std::string handoff = host->token_.Hex() + "\n" + config.settings_json;
+  size_t off = 0;
+  const auto give_up = Clock::now() + std::chrono::seconds(10);
+  while (off < handoff.size()) {
+    ssize_t n = ::send(token_write.Get(), handoff.data() + off, handoff.size() - off,
+                       MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      off += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && Clock::now() < give_up) {
+      pollfd p{token_write.Get(), POLLOUT, 0};
+      (void)poll(&p, 1, 100);
+      continue;
+    }
     host->Kill("token delivery failed");
-    return SysFail("internal", "deliver token");
+    return SysFail("internal", "deliver token and settings to the plugin host");
   }
   token_write.Reset();
   return host;

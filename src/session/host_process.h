@@ -28,7 +28,15 @@ struct HostConfig {
   std::string entry;
   std::string plugin_id;
   std::vector<std::string> extra_args;  // limits, test hooks
+  // The plugin's settings from Anvil.toml (WorkspaceConfig::SettingsFor): untrusted data,
+  // handed to the host after the token on the handoff channel, never argv or environment, and
+  // never read by anything that decides permissions or sandbox options.
+  std::string settings_json = "{}";
 };
+
+// Bound on the settings handed to one host (Anvil.toml itself is at most 256 KiB; JSON escaping
+// can grow it).
+inline constexpr std::size_t kMaxSettingsJsonBytes = 1u << 20;
 
 // Answers the host's editor.* requests; logs arrive separately.
 using EditorHandler = std::function<Result<std::vector<std::string>>(

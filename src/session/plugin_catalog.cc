@@ -10,6 +10,7 @@
 
 #include "policy/consent.h"
 #include "policy/lockfile.h"
+#include "policy/trusted_keys.h"
 
 namespace anvil::session {
 namespace {
@@ -109,6 +110,28 @@ Status CheckLock(const std::string& workspace, const std::string& plugin_dir,
   return VerifyAgainstLock(*lock, manifest.id, *hashes);
 }
 
+Result<SignatureCheck> CheckSignature(const std::string& plugin_dir, const Manifest& manifest,
+                                      bool require_signed) {
+  auto text = ReadSignatureFile(plugin_dir);
+  if (!text) return tl::unexpected(text.error());
+  // Unsigned and not required: the user's keys are not even read, so a damaged key directory
+  // does not stop unsigned plugins.
+  if (!*text && !require_signed) return SignatureCheck{};
+  std::vector<TrustedKey> keys;
+  if (*text) {
+    auto loaded = LoadTrustedKeys();
+    if (!loaded) return tl::unexpected(loaded.error());
+    keys = std::move(*loaded);
+  }
+  auto check = VerifyManifestSignature(manifest.sha256, *text, keys, require_signed);
+  if (!check) {
+    Error e = check.error();
+    e.message = "plugin " + manifest.id + " in " + plugin_dir + ": " + e.message;
+    return tl::unexpected(e);
+  }
+  return check;
+}
+
 Result<GrantLookup> LookupGrant(GrantStore& store, const std::string& workspace,
                                 const Manifest& manifest) {
   GrantLookup out;
@@ -128,12 +151,16 @@ Result<GrantLookup> LookupGrant(GrantStore& store, const std::string& workspace,
 }
 
 std::string ConsentText(const std::string& workspace, const Manifest& manifest,
-                        const std::optional<Grant>& previous) {
+                        const std::optional<Grant>& previous, const std::string& signer) {
   std::string text;
   if (previous) text = "The manifest changed and asks for more than before.\n";
   text += "Plugin " + SanitizeForDisplay(manifest.id) + " " + SanitizeForDisplay(manifest.version) +
           " asks for:\n" + DescribeGrant(manifest.requested) + "in workspace " +
           SanitizeForDisplay(workspace, 400) + "\n";
+  // The signer's name is the user's own label for a key they trust, never plugin text.
+  text += signer.empty()
+              ? "Manifest: not signed.\n"
+              : "Manifest: signed by " + SanitizeForDisplay(signer, 64) + " (a key you trust).\n";
   return text;
 }
 

@@ -16,6 +16,7 @@
 #include "policy/grant.h"
 #include "policy/grant_store.h"
 #include "policy/manifest.h"
+#include "policy/manifest_signature.h"
 #include "policy/workspace_config.h"
 
 namespace anvil::session {
@@ -49,6 +50,15 @@ Catalog DiscoverPlugins(const CatalogOptions& options);
 Status CheckLock(const std::string& workspace, const std::string& plugin_dir,
                  const Manifest& manifest);
 
+// The manifest's optional ed25519 signature (anvil-plugin.toml.sig), verified against the keys
+// the user trusts (trusted_keys.h: the user's config dir, never the workspace or the plugin).
+// A signature that is present but malformed, by an untrusted key, or not matching the manifest
+// that was parsed refuses the plugin ("denied"/"invalid: anvil-plugin.toml.sig: ..."); no
+// signature is fine unless `require_signed`. Checks the hash of the bytes that were parsed
+// (Manifest::sha256), so the manifest is never read a second time.
+Result<SignatureCheck> CheckSignature(const std::string& plugin_dir, const Manifest& manifest,
+                                      bool require_signed);
+
 struct GrantLookup {
   std::optional<Grant> grant;     // set when the plugin may run without asking
   std::optional<Grant> previous;  // the grant of an earlier manifest, when there is one
@@ -59,9 +69,10 @@ struct GrantLookup {
 Result<GrantLookup> LookupGrant(GrantStore& store, const std::string& workspace,
                                 const Manifest& manifest);
 
-// The consent prompt in plain words: who asks, for what, where. Every plugin-supplied string
-// is sanitized (consent.h).
+// The consent prompt in plain words: who asks, for what, where, and who signed it (`signer`:
+// the trusted key's name, empty when unsigned). Every plugin-supplied string is sanitized
+// (consent.h).
 std::string ConsentText(const std::string& workspace, const Manifest& manifest,
-                        const std::optional<Grant>& previous);
+                        const std::optional<Grant>& previous, const std::string& signer = "");
 
 }  // namespace anvil::session

@@ -28,6 +28,7 @@ struct PluginSessionConfig {
   std::vector<std::string> gateway_args;  // extra flags (test-only options, limits)
   std::vector<std::string> host_args;
   UnsafeNetTestOptions unsafe_net_test = {};  // `anvil run` / `anvil serve` test-only flags
+  std::string settings_json = "{}";  // Anvil.toml settings for the plugin (data, no authority)
 };
 
 class PluginSession {

@@ -88,7 +88,8 @@ struct RunRequest {
   json id;
   std::string command;
   std::string args_json;
-  json progress_token;  // null: the client asked for no progress
+  json progress_token;       // null: the client asked for no progress
+  bool bare_result = false;  // workspace/executeCommand: the result is the value itself
   uint64_t host_call = 0;
   bool cancelled = false;
   Clock::time_point deadline{}, kill_at{};
@@ -161,6 +162,7 @@ struct Plugin {
   std::optional<Clock::time_point> restart_at;
   int restarts = 0, reloads = 0;
   bool consent_pending = false;
+  std::string signer;  // the trusted key that signed the manifest; empty when unsigned
   RateWindow notify_rate, log_rate;
 };
 
@@ -196,7 +198,10 @@ class Server {
   void Initialize(const json& id, const json& params);
   void Shutdown(const json& id);
   void RequestConsent(const json& id, const json& params);
-  void RunCommand(const json& id, const json& params);
+  void RunCommand(const json& id, const json& params, bool bare_result = false);
+  void ExecuteCommand(const json& id, const json& params);
+  void MaybeFinishInitialize();
+  json ExecuteCommandList() const;
   void Reload(const json& id, const json& params);
   void CancelRequest(const json& params);
   void DidOpen(const json& params);
@@ -231,6 +236,11 @@ class Server {
   const ServeOptions& o_;
   LspReader reader_;
   bool initialized_ = false, shutdown_requested_ = false, exit_ = false;
+  // The initialize answer waits (bounded) for the first hosts to load, so that it can list
+  // their commands in executeCommandProvider.
+  std::optional<json> pending_initialize_id_;
+  json pending_initialize_result_;
+  Clock::time_point initialize_deadline_{};
   bool stdin_closed_ = false, out_closed_ = false;
   PositionEncoding encoding_ = PositionEncoding::kUtf16;
   bool versioned_edits_ = false;
@@ -242,6 +252,7 @@ class Server {
   std::vector<std::unique_ptr<Plugin>> plugins_;
   std::vector<std::string> missing_;
   std::optional<Error> workspace_config_error_;
+  WorkspaceConfig workspace_config_;  // Anvil.toml: enables and settings, no authority
   std::map<int64_t, ResponseHandler> outgoing_;
   int64_t next_out_id_ = 1;
   std::set<std::string> open_requests_;
@@ -435,6 +446,7 @@ void Server::HandleRequest(const json& id, const std::string& method, const json
   if (method == "anvil/status") return Reply(id, StatusJson());
   if (method == "anvil/requestConsent") return RequestConsent(id, params);
   if (method == "anvil/runCommand") return RunCommand(id, params);
+  if (method == "workspace/executeCommand") return ExecuteCommand(id, params);
   if (method == "anvil/reload") return Reload(id, params);
   ReplyError(id, kMethodNotFound, "method not found: " + SanitizeForDisplay(method, 100));
 }
@@ -475,6 +487,7 @@ void Server::Initialize(const json& id, const json& params) {
   Catalog catalog = DiscoverPlugins({o_.workspace, o_.plugin_dirs, o_.search_paths});
   missing_ = catalog.missing;
   workspace_config_error_ = catalog.workspace_config_error;
+  workspace_config_ = catalog.config;
   for (auto& entry : catalog.plugins) {
     auto p = std::make_unique<Plugin>();
     p->entry = std::move(entry);
@@ -505,17 +518,49 @@ void Server::Initialize(const json& id, const json& params) {
   if (workspace_config_error_) {
     result["anvil"]["workspaceConfigError"] = workspace_config_error_->ToString();
   }
-  Reply(id, result);
   if (workspace_config_error_) {
+    // Allowed before the initialize answer (LSP: window/logMessage during initialize).
     LogMessage(kMessageWarning,
                "Anvil: " + workspace_config_error_->ToString() + " (no plugin is enabled by it)");
   }
   for (auto& p : plugins_) {
     if (p->grant && p->state == PluginState::kStarting) StartHost(*p);
   }
+  open_requests_.insert(Key(id));
+  pending_initialize_id_ = id;
+  pending_initialize_result_ = std::move(result);
+  initialize_deadline_ = Clock::now() + std::min<Clock::duration>(o_.command_timeout, 3s);
+  MaybeFinishInitialize();
+}
+
+// "PLUGIN_ID/COMMAND" for every command of every ready plugin: what workspace/executeCommand
+// accepts. A plugin id never contains '/', so the first '/' splits it unambiguously.
+json Server::ExecuteCommandList() const {
+  json commands = json::array();
+  for (const auto& p : plugins_) {
+    if (p->state != PluginState::kReady) continue;
+    for (const auto& c : p->commands) commands.push_back(p->entry.id + "/" + c);
+  }
+  return commands;
+}
+
+void Server::MaybeFinishInitialize() {
+  if (!pending_initialize_id_) return;
+  bool loading = false;
+  for (const auto& p : plugins_) loading = loading || p->state == PluginState::kStarting;
+  if (loading && Clock::now() < initialize_deadline_) return;
+  json result = std::move(pending_initialize_result_);
+  // Plugins still loading past the bound are not listed; executeCommand still accepts their
+  // commands once they are ready (anvil/listPlugins has the current list).
+  result["capabilities"]["executeCommandProvider"] = {{"commands", ExecuteCommandList()}};
+  json id = std::move(*pending_initialize_id_);
+  pending_initialize_id_.reset();
+  Complete(id, std::move(result));
 }
 
 void Server::Shutdown(const json& id) {
+  initialize_deadline_ = Clock::now();  // answer a pending initialize first, with what is ready
+  MaybeFinishInitialize();
   StopAll();
   shutdown_requested_ = true;
   Reply(id, nullptr);
@@ -550,6 +595,7 @@ json Server::PluginJson(const Plugin& p) const {
     j["version"] = SanitizeForDisplay(m.version, 64);
     j["runtime"] = std::string(anvil::ToString(m.runtime));
     j["manifestSha256"] = m.sha256;
+    j["signedBy"] = p.signer.empty() ? json(nullptr) : json(p.signer);
     j["grant"] = {{"state", p.grant ? "granted" : "needs_consent"},
                   {"requested", GrantToJson(m.requested)},
                   {"granted", p.grant ? GrantToJson(*p.grant) : json(nullptr)}};
@@ -602,7 +648,8 @@ void Server::RequestConsent(const json& id, const json& params) {
                     {"manifestSha256", m.sha256}}},
                   {"workspace", o_.workspace},
                   {"title", "Anvil: allow plugin " + m.id + " to run in this workspace?"},
-                  {"text", ConsentText(o_.workspace, m, plugin.previous)},
+                  {"text", ConsentText(o_.workspace, m, plugin.previous, plugin.signer)},
+                  {"signedBy", plugin.signer.empty() ? json(nullptr) : json(plugin.signer)},
                   {"request", GrantToJson(m.requested)},
                   {"previous", plugin.previous ? GrantToJson(*plugin.previous) : json(nullptr)},
                   {"choices", {"approve", "deny"}}};
@@ -634,7 +681,7 @@ void Server::RequestConsent(const json& id, const json& params) {
   });
 }
 
-void Server::RunCommand(const json& id, const json& params) {
+void Server::RunCommand(const json& id, const json& params, bool bare_result) {
   auto p = PluginParam(params);
   if (!p) {
     return ReplyError(id, kRequestFailed, p.error().ToString(), {{"code", p.error().code}});
@@ -689,6 +736,7 @@ void Server::RunCommand(const json& id, const json& params) {
   r.command = command;
   r.args_json = args.dump(-1, ' ', false, json::error_handler_t::replace);
   r.progress_token = token;
+  r.bare_result = bare_result;
   open_requests_.insert(Key(id));
   Progress(r, {{"kind", "begin"},
                {"title", "[" + plugin.entry.id + "] " + SanitizeForDisplay(command, 128)},
@@ -697,6 +745,32 @@ void Server::RunCommand(const json& id, const json& params) {
                 plugin.running || plugin.state != PluginState::kReady ? "queued" : "starting"}});
   plugin.queue.push_back(std::move(r));
   DispatchNext(plugin);
+}
+
+// The standard LSP request, mapped onto anvil/runCommand: command "PLUGIN_ID/COMMAND",
+// arguments passed to the plugin as its argument array, the same consent state checks, queue,
+// deadline, $/cancelRequest and workDoneToken progress. The answer is the command's value.
+void Server::ExecuteCommand(const json& id, const json& params) {
+  const json* command = Find(params, {"command"});
+  if (!command || !command->is_string()) {
+    return ReplyError(id, kInvalidParams, "invalid params: params.command must be a string");
+  }
+  const std::string& text = command->get_ref<const std::string&>();
+  const auto slash = text.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == text.size()) {
+    return ReplyError(id, kInvalidParams,
+                      "invalid params: command must be \"PLUGIN_ID/COMMAND\", got \"" +
+                          SanitizeForDisplay(text, 200) + "\"");
+  }
+  json mapped = {{"plugin", text.substr(0, slash)}, {"command", text.substr(slash + 1)}};
+  if (params.contains("arguments")) {
+    if (!params["arguments"].is_array()) {
+      return ReplyError(id, kInvalidParams, "invalid params: params.arguments must be an array");
+    }
+    mapped["arguments"] = params["arguments"];
+  }
+  if (params.contains("workDoneToken")) mapped["workDoneToken"] = params["workDoneToken"];
+  RunCommand(id, mapped, /*bare_result=*/true);
 }
 
 void Server::Reload(const json& id, const json& params) {
@@ -729,7 +803,14 @@ void Server::Reload(const json& id, const json& params) {
   ++plugin.reloads;
   plugin.crashes.clear();
   plugin.restart_at.reset();
-  // The plugin may have changed on disk: that is what a reload is for.
+  // The plugin may have changed on disk: that is what a reload is for. So may its settings; an
+  // Anvil.toml that no longer parses keeps the settings the session started with.
+  if (auto config = LoadWorkspaceConfig(o_.workspace); config) {
+    workspace_config_.settings = std::move(config->settings);
+  } else {
+    LogMessage(kMessageWarning,
+               "Anvil: " + config.error().ToString() + " (plugin settings unchanged)");
+  }
   auto manifest = LoadManifest(plugin.entry.dir);
   if (!manifest) {
     plugin.entry.manifest.reset();
@@ -901,6 +982,16 @@ void Server::ResolvePluginGrant(Plugin& p) {
     p.detail = s.error().ToString();
     return;
   }
+  // A bad signature refuses the plugin before any consent is asked (same state as a lock
+  // mismatch: the files are not what they claim to be).
+  auto signature = CheckSignature(p.entry.dir, m, o_.require_signed);
+  if (!signature) {
+    p.state = PluginState::kRefused;
+    p.detail = signature.error().ToString();
+    p.signer.clear();
+    return;
+  }
+  p.signer = signature->signer;
   auto store = GrantStore::Open();
   if (!store) {
     p.state = PluginState::kFailed;
@@ -940,6 +1031,9 @@ void Server::StartHost(Plugin& p) {
                     m.id,
                     {"--deadline-ms", std::to_string(o_.command_timeout.count())}};
   config.extra_args.insert(config.extra_args.end(), o_.host_args.begin(), o_.host_args.end());
+  // Data for the plugin only: the grant passed below comes from the grant store, never from here.
+  config.settings_json =
+      workspace_config_.SettingsFor(m.id).dump(-1, ' ', false, json::error_handler_t::replace);
   auto host = HostProcess::Start(config, *gateway_, *p.grant);
   if (!host) return SetFailed(p, "the plugin host did not start: " + host.error().ToString());
   p.host = std::move(*host);
@@ -1078,7 +1172,7 @@ void Server::OnRunDone(Plugin& p, const ipc::Response& r) {
       FailRun(p.entry.id, run, Error{"error", "the plugin host returned a malformed result", 0});
     } else {
       Progress(run, {{"kind", "end"}, {"message", "done"}});
-      Complete(run.id, {{"value", std::move(value)}});
+      Complete(run.id, run.bare_result ? std::move(value) : json{{"value", std::move(value)}});
     }
   }
   DispatchNext(p);
@@ -1228,6 +1322,7 @@ int Server::TimeoutMs() const {
     if (p->state == PluginState::kStarting && p->host) consider(p->describe_deadline);
     if (p->restart_at) consider(*p->restart_at);
   }
+  if (pending_initialize_id_) consider(initialize_deadline_);
   if (!next) return -1;
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*next - Clock::now()).count();
   return ms < 0 ? 0 : static_cast<int>(std::min<int64_t>(ms + 1, 60000));
@@ -1263,6 +1358,7 @@ void Server::RunTimers() {
       if (p.state == PluginState::kStarting && !p.host) StartHost(p);
     }
   }
+  MaybeFinishInitialize();
 }
 
 void Server::PollOnce() {

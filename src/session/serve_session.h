@@ -21,6 +21,7 @@ struct ServeOptions {
   std::vector<std::string> plugin_dirs;   // --plugin-dir: enabled
   std::vector<std::string> search_paths;  // --plugin-path and the default search path
   bool approve = false;                   // grant exactly what is requested, without asking
+  bool require_signed = false;            // refuse manifests not signed by a trusted key
   std::chrono::milliseconds command_timeout{10000};
   std::chrono::milliseconds cancel_grace{250};  // after $/cancelRequest, then the group is killed
   std::size_t max_message_bytes = kDefaultMaxMessageBytes;

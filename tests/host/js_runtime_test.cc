@@ -687,5 +687,65 @@ TEST_F(JsRuntimeTest, ManyRuntimesComeAndGoWithoutLeaks) {
   }
 }
 
+// anvil.settings (Anvil.toml, untrusted data): deep-frozen, so no part of the plugin can change
+// what another part reads.
+TEST_F(JsRuntimeTest, SettingsAreReadableAndFrozenAtEveryDepth) {
+  const std::string settings =
+      R"({"pattern":"TODO","max":200,"nested":{"list":[1,2,{"deep":true}]},"big":12345678901234})";
+  runtime_ = MakeJsRuntime(api_, {}, settings);
+  ASSERT_NE(runtime_, nullptr);
+  PluginSource src{"main.js",
+                   R"(
+const s = anvil.settings;
+anvil.command('read', () => ({pattern: s.pattern, max: s.max, keys: Object.keys(s).sort().join(','),
+                              n: s.nested.list.length, deep: s.nested.list[2].deep, big: s.big,
+                              isArray: Array.isArray(s.nested.list)}));
+anvil.command('attack', () => {
+  'use strict';
+  const out = {};
+  const attempt = (name, f) => { try { f(); out[name] = 'WROTE'; } catch (e) { out[name] = String(e); } };
+  attempt('assign', () => { s.pattern = 'x'; });
+  attempt('add', () => { s.added = 1; });
+  attempt('nested', () => { s.nested.list[0] = 99; });
+  attempt('deeper', () => { s.nested.list[2].deep = false; });
+  attempt('push', () => { s.nested.list.push(4); });
+  attempt('delete', () => { delete s.max; });
+  attempt('define', () => { Object.defineProperty(s, 'pattern', {value: 'x'}); });
+  attempt('replace', () => { anvil.settings = {}; });
+  attempt('proto', () => { Object.setPrototypeOf(s, {evil: 1}); });
+  out.frozen = Object.isFrozen(s) && Object.isFrozen(s.nested) && Object.isFrozen(s.nested.list) &&
+               Object.isFrozen(s.nested.list[2]);
+  out.after = [s.pattern, s.nested.list[0], s.nested.list[2].deep, s.max, s.nested.list.length].join(',');
+  return out;
+});
+)",
+                   {}};
+  ASSERT_TRUE(runtime_->Load(src));
+  auto r = runtime_->RunCommand("read", "{}");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(nlohmann::json::parse(*r),
+            nlohmann::json::parse(R"({"pattern":"TODO","max":200,"keys":"big,max,nested,pattern",
+                                      "n":3,"deep":true,"big":12345678901234,"isArray":true})"));
+  r = runtime_->RunCommand("attack", "{}");
+  ASSERT_TRUE(r) << r.error().ToString();
+  auto out = nlohmann::json::parse(*r);
+  for (const char* k :
+       {"assign", "add", "nested", "deeper", "push", "delete", "define", "replace", "proto"}) {
+    ASSERT_TRUE(out.contains(k)) << k;
+    EXPECT_NE(out[k].get<std::string>(), "WROTE") << k << ": " << out;
+  }
+  EXPECT_EQ(out["frozen"], true);
+  EXPECT_EQ(out["after"], "TODO,1,true,200,3");
+}
+
+TEST_F(JsRuntimeTest, NoSettingsIsAnEmptyFrozenObjectAndNonObjectsAreRefused) {
+  auto r = RunSnippet(
+      "return Object.keys(anvil.settings).length === 0 && Object.isFrozen(anvil.settings);");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(*r, "true");
+  EXPECT_EQ(MakeJsRuntime(api_, {}, "[1]"), nullptr);
+  EXPECT_EQ(MakeJsRuntime(api_, {}, "{"), nullptr);
+}
+
 }  // namespace
 }  // namespace anvil::host

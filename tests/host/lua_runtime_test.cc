@@ -1,6 +1,8 @@
 // The Lua runtime: the API, the removed standard library, and budgets that pcall cannot swallow.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "fake_host_api.h"
 #include "host/runtime.h"
 
@@ -248,6 +250,73 @@ TEST_F(LuaRuntimeTest, PluginErrorsKeepTheirMessage) {
   auto missing = runtime_->RunCommand("nope", "{}");
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().code, "not_found");
+}
+
+// anvil.settings (Anvil.toml, untrusted data): readable like a table, writable nowhere.
+TEST_F(LuaRuntimeTest, SettingsAreReadableAndReadOnlyAtEveryDepth) {
+  const std::string settings =
+      R"({"pattern":"TODO","max":200,"nested":{"list":[1,2,{"deep":true}]},"empty":{}})";
+  runtime_ = MakeLuaRuntime(api_, {}, settings);
+  ASSERT_NE(runtime_, nullptr);
+  PluginSource src{"main.lua",
+                   R"(
+local s = anvil.settings
+anvil.command('read', function()
+  local keys = {}
+  for k in pairs(s) do keys[#keys + 1] = k end
+  table.sort(keys)
+  local sum = 0
+  for _, v in ipairs(s.nested.list) do if type(v) == 'number' then sum = sum + v end end
+  return {pattern = s.pattern, max = s.max, keys = table.concat(keys, ','), n = #s.nested.list,
+          sum = sum, deep = s.nested.list[3].deep}
+end)
+anvil.command('attack', function()
+  local out = {}
+  local function try(name, f) local ok, e = pcall(f); out[name] = ok and 'WROTE' or tostring(e) end
+  try('assign', function() s.pattern = 'x' end)
+  try('add', function() s.new = 1 end)
+  try('nested', function() s.nested.list[1] = 99 end)
+  try('deeper', function() s.nested.list[3].deep = false end)
+  try('rawset', function() rawset(s, 'pattern', 'x') end)
+  try('rawset_nested', function() rawset(s.nested, 'list', {}) end)
+  try('replace', function() anvil.settings = {} end)
+  try('setmetatable', function() setmetatable(s, nil) end)
+  try('insert', function() table.insert(s.nested.list, 4) end)
+  try('pairs_state', function() local _, st = pairs(s); st.pattern = 'x' end)
+  out.meta = tostring(getmetatable(s))
+  out.after = s.pattern .. ',' .. s.nested.list[1] .. ',' .. tostring(s.nested.list[3].deep)
+  return out
+end)
+)",
+                   {}};
+  ASSERT_TRUE(runtime_->Load(src));
+  auto r = runtime_->RunCommand("read", "{}");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(nlohmann::json::parse(*r),
+            nlohmann::json::parse(
+                R"({"pattern":"TODO","max":200,"keys":"empty,max,nested,pattern","n":3,"sum":3,
+                    "deep":true})"));
+  r = runtime_->RunCommand("attack", "{}");
+  ASSERT_TRUE(r) << r.error().ToString();
+  auto out = nlohmann::json::parse(*r);
+  for (const char* k : {"assign", "add", "nested", "deeper", "rawset", "rawset_nested", "replace",
+                        "setmetatable", "insert", "pairs_state"}) {
+    ASSERT_TRUE(out.contains(k)) << k;
+    EXPECT_NE(out[k].get<std::string>(), "WROTE") << k;
+  }
+  EXPECT_NE(out["rawset"].get<std::string>().find("denied: Anvil's tables are read-only"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out["meta"], "locked");
+  EXPECT_EQ(out["after"], "TODO,1,true");
+}
+
+TEST_F(LuaRuntimeTest, NoSettingsIsAnEmptyTableAndNonObjectsAreRefused) {
+  auto r = RunSnippet("return next(anvil.settings) == nil and #anvil.settings");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(*r, "0");
+  EXPECT_EQ(MakeLuaRuntime(api_, {}, "[1,2]"), nullptr);
+  EXPECT_EQ(MakeLuaRuntime(api_, {}, "not json"), nullptr);
 }
 
 }  // namespace

@@ -1,0 +1,187 @@
+#include "policy/trusted_keys.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+
+#include "common/unique_fd.h"
+#include "fs/workspace_path.h"
+#include "policy/file_io.h"
+
+namespace anvil {
+namespace {
+
+constexpr std::string_view kKeySuffix = ".pub";
+
+Result<std::string> ConfigHome() {
+  const char* config = std::getenv("XDG_CONFIG_HOME");
+  if (config != nullptr && config[0] == '/') return std::string(config);
+  const char* home = std::getenv("HOME");
+  if (home != nullptr && home[0] == '/') return std::string(home) + "/.config";
+  struct passwd pw {};
+  struct passwd* result = nullptr;
+  std::string buffer(16384, '\0');
+  if (::getpwuid_r(::geteuid(), &pw, buffer.data(), buffer.size(), &result) != 0 ||
+      result == nullptr || pw.pw_dir == nullptr || pw.pw_dir[0] != '/') {
+    return Fail("not_found",
+                "cannot find a home directory for the trusted keys (fix: set HOME or "
+                "XDG_CONFIG_HOME)");
+  }
+  return std::string(pw.pw_dir) + "/.config";
+}
+
+// The user's own, not writable by anyone else: whoever can write here decides what "signed"
+// means.
+Status CheckOwned(const struct stat& st, const std::string& what) {
+  if (st.st_uid != ::geteuid()) {
+    return Fail("denied", what + " is owned by uid " + std::to_string(st.st_uid) +
+                              ", not by you; refusing keys another user controls");
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return Fail("denied", what + " is writable by other users (fix: chmod go-w it)");
+  }
+  return Ok();
+}
+
+// Opens the directory without following a symlink in its last component; "not_found" when
+// missing.
+Result<UniqueFd> OpenKeyDir(const std::string& dir) {
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd) {
+    if (errno == ENOENT) return SysFail("not_found", QuotePathForMessage(dir));
+    if (errno == ELOOP || errno == ENOTDIR) {
+      return Fail("denied", "trusted keys directory " + QuotePathForMessage(dir) +
+                                " is a symbolic link or not a directory; refusing it");
+    }
+    return SysFail("io", "open " + QuotePathForMessage(dir));
+  }
+  struct stat st {};
+  if (::fstat(fd.Get(), &st) != 0) return SysFail("io", "fstat " + QuotePathForMessage(dir));
+  if (auto s = CheckOwned(st, "trusted keys directory " + QuotePathForMessage(dir)); !s) {
+    return tl::unexpected(s.error());
+  }
+  return fd;
+}
+
+Result<std::string> DirOrDefault(const std::string& dir) {
+  if (!dir.empty()) return dir;
+  return TrustedKeysDir();
+}
+
+}  // namespace
+
+Result<std::string> TrustedKeysDir() {
+  auto home = ConfigHome();
+  if (!home) return tl::unexpected(home.error());
+  return *home + "/anvil/trusted-keys";
+}
+
+Result<std::vector<TrustedKey>> LoadTrustedKeys(const std::string& dir_arg) {
+  auto dir = DirOrDefault(dir_arg);
+  if (!dir) return tl::unexpected(dir.error());
+  auto fd = OpenKeyDir(*dir);
+  if (!fd) {
+    if (fd.error().code == "not_found") return std::vector<TrustedKey>{};
+    return tl::unexpected(fd.error());
+  }
+  std::vector<std::string> names;
+  {
+    int listing = ::openat(fd->Get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR* d = listing >= 0 ? ::fdopendir(listing) : nullptr;
+    if (!d) {
+      if (listing >= 0) ::close(listing);
+      return SysFail("io", "list " + QuotePathForMessage(*dir));
+    }
+    while (dirent* e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name.size() <= kKeySuffix.size() || !name.ends_with(kKeySuffix) || name[0] == '.') {
+        continue;
+      }
+      names.push_back(name);
+      if (names.size() > kMaxTrustedKeys) break;
+    }
+    ::closedir(d);
+  }
+  if (names.size() > kMaxTrustedKeys) {
+    return Fail("limit", QuotePathForMessage(*dir) + " holds more than " +
+                             std::to_string(kMaxTrustedKeys) + " keys");
+  }
+  std::sort(names.begin(), names.end());
+  std::vector<TrustedKey> keys;
+  for (const std::string& file : names) {
+    const std::string shown = "trusted key " + QuotePathForMessage(*dir + "/" + file);
+    TrustedKey key;
+    key.name = file.substr(0, file.size() - kKeySuffix.size());
+    if (auto s = ValidateKeyName(key.name); !s) {
+      return Fail("invalid", shown + ": " + s.error().message);
+    }
+    struct stat st {};
+    auto text = ReadRegularFileNoFollow(fd->Get(), file, 4096, &st);
+    if (!text) return Fail(text.error().code, shown + ": " + text.error().message);
+    if (auto s = CheckOwned(st, shown); !s) return tl::unexpected(s.error());
+    auto raw = ParsePublicKey(*text);
+    if (!raw) return Fail("invalid", shown + ": " + raw.error().message);
+    key.public_key = std::move(*raw);
+    keys.push_back(std::move(key));
+  }
+  return keys;
+}
+
+Status TrustKey(const std::string& name, const std::string& raw_public_key,
+                const std::string& dir_arg) {
+  if (auto s = ValidateKeyName(name); !s) return s;
+  if (raw_public_key.size() != kEd25519PublicKeyBytes) {
+    return Fail("invalid", "an Ed25519 public key is 32 bytes");
+  }
+  auto dir = DirOrDefault(dir_arg);
+  if (!dir) return tl::unexpected(dir.error());
+  // Create each missing component 0700 (the config dir is private to the user).
+  for (std::size_t pos = 1; pos <= dir->size(); ++pos) {
+    if (pos == dir->size() || (*dir)[pos] == '/') {
+      const std::string prefix = dir->substr(0, pos);
+      if (::mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
+        return SysFail("io", "create directory " + QuotePathForMessage(prefix));
+      }
+    }
+  }
+  auto fd = OpenKeyDir(*dir);
+  if (!fd) return tl::unexpected(fd.error());
+  return WriteFileAtomically(fd->Get(), name + std::string(kKeySuffix),
+                             PublicKeyPem(raw_public_key), 0600);
+}
+
+Status UntrustKey(const std::string& name, const std::string& dir_arg) {
+  if (auto s = ValidateKeyName(name); !s) return s;
+  auto dir = DirOrDefault(dir_arg);
+  if (!dir) return tl::unexpected(dir.error());
+  auto fd = OpenKeyDir(*dir);
+  if (!fd) return Fail("not_found", "no trusted key named " + name);
+  const std::string file = name + std::string(kKeySuffix);
+  if (::unlinkat(fd->Get(), file.c_str(), 0) != 0) {
+    if (errno == ENOENT) return Fail("not_found", "no trusted key named " + name);
+    return SysFail("io", "remove " + QuotePathForMessage(*dir + "/" + file));
+  }
+  return Ok();
+}
+
+Result<std::optional<std::string>> ReadSignatureFile(const std::string& plugin_dir) {
+  UniqueFd dir(::open(plugin_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) return SysFail("not_found", "plugin directory " + QuotePathForMessage(plugin_dir));
+  auto text =
+      ReadRegularFileNoFollow(dir.Get(), std::string(kSignatureFileName), kMaxSignatureFileBytes);
+  if (!text) {
+    if (text.error().code == "not_found") return std::optional<std::string>();
+    return Fail(text.error().code == "limit" ? "invalid" : text.error().code,
+                std::string(kSignatureFileName) + " in " + QuotePathForMessage(plugin_dir) + ": " +
+                    text.error().message);
+  }
+  return std::optional<std::string>(std::move(*text));
+}
+
+}  // namespace anvil
