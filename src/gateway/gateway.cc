@@ -113,6 +113,7 @@ struct Connection {
   bool close_after_flush = false;
   std::optional<ipc::PeerCredentials> frame_sender;  // sender of the frame being assembled
   bool mixed_senders = false;
+  uint32_t epoll_events = 0;  // the mask registered with epoll (UpdateInterest skips no-ops)
 };
 
 enum Tag : uint64_t { kListen = 1, kControl = 2, kWake = 3, kConn = 4, kPidfd = 5 };
@@ -375,6 +376,7 @@ void Server::HandleAccept() {
     ev.events = EPOLLIN | EPOLLRDHUP;
     ev.data.u64 = MakeTag(kConn, id);
     if (epoll_ctl(epoll_.Get(), EPOLL_CTL_ADD, c.fd.Get(), &ev) != 0) continue;
+    c.epoll_events = ev.events;
     conns_.emplace(id, std::move(c));
   }
 }
@@ -404,6 +406,9 @@ void Server::HandleConnection(uint64_t id, uint32_t events) {
       CloseConnection(id, "recv failed");
       return;
     }
+    // A short read drained the socket for now (or stopped at a change of sender); epoll is
+    // level-triggered and reports whatever is left, so no extra recv just to see EAGAIN.
+    bool drained = static_cast<size_t>(n) < sizeof(buffer);
     if (!sender || (c.frame_sender && !(*c.frame_sender == *sender))) c.mixed_senders = true;
     c.frame_sender = sender;
     c.reader.Append(buffer, static_cast<size_t>(n));
@@ -439,6 +444,7 @@ void Server::HandleConnection(uint64_t id, uint32_t events) {
       if (conns_.find(id) == conns_.end()) return;
     }
     if (c.reader.Buffered() == 0) c.frame_sender.reset();
+    if (drained) break;
   }
   Flush(id, c);
 }
@@ -678,8 +684,11 @@ void Server::UpdateInterest(uint64_t id, Connection& c) {
   uint32_t read_events = EPOLLIN | EPOLLRDHUP;
   uint32_t write_events = EPOLLOUT;
   ev.events = (want_read ? read_events : 0u) | (pending ? write_events : 0u);
+  // Level-triggered, so re-registering the same mask changes nothing: after an ordinary
+  // request (read, answer flushed whole) that was one wasted syscall per request.
+  if (ev.events == c.epoll_events) return;
   ev.data.u64 = MakeTag(kConn, id);
-  epoll_ctl(epoll_.Get(), EPOLL_CTL_MOD, c.fd.Get(), &ev);
+  if (epoll_ctl(epoll_.Get(), EPOLL_CTL_MOD, c.fd.Get(), &ev) == 0) c.epoll_events = ev.events;
 }
 
 void Server::CloseConnection(uint64_t id, const std::string& /*why*/) {

@@ -104,12 +104,15 @@ Status Ruleset::AllowPath(const std::string& path, uint64_t rights, bool optiona
 }
 
 Status Ruleset::AllowFd(int fd, uint64_t rights, const std::string& path) {
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) return SysFail("sandbox", "landlock: stat " + path);
+  constexpr uint64_t kFileRights =
+      kFsExecute | kFsWriteFile | kFsReadFile | kFsTruncate | kFsIoctlDev;
   uint64_t allowed = rights & handled_fs_;
   // Directory-only rights on a file are rejected by the kernel (EINVAL): keep the file ones.
-  if (!S_ISDIR(st.st_mode)) {
-    allowed &= kFsExecute | kFsWriteFile | kFsReadFile | kFsTruncate | kFsIoctlDev;
+  // Only a rule that has some needs the file type (the device rules have none: no fstat).
+  if ((allowed & ~kFileRights) != 0) {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return SysFail("sandbox", "landlock: stat " + path);
+    if (!S_ISDIR(st.st_mode)) allowed &= kFileRights;
   }
   if (allowed == 0) return Ok();
   PathBeneathAttr attr{allowed, fd};

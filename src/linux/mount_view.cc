@@ -45,6 +45,9 @@ const std::string kOld = "/oldroot";
 const std::string kNew = "/newroot";
 
 Status MkdirP(const std::string& path, mode_t mode = 0755) {
+  // Usually the parent is there already: one mkdir, not one per component.
+  if (::mkdir(path.c_str(), mode) == 0 || errno == EEXIST) return Ok();
+  if (errno != ENOENT) return SysFail("sandbox", "mkdir " + path);
   std::string partial;
   size_t pos = 1;
   while (pos <= path.size()) {
@@ -60,14 +63,20 @@ Status MkdirP(const std::string& path, mode_t mode = 0755) {
 }
 
 // Creates the mount point `dst` (a directory, or an empty file for a file mount).
+// Anything already at `dst` is left as it is (EEXIST), as a mount point of our own making.
 Status EnsureMountpoint(const std::string& dst, bool directory) {
-  struct stat st {};
-  if (::lstat(dst.c_str(), &st) == 0) return Ok();
   if (directory) return MkdirP(dst);
-  auto slash = dst.rfind('/');
-  if (auto s = MkdirP(dst.substr(0, slash)); !s) return s;
-  UniqueFd f(::open(dst.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444));
-  if (!f) return SysFail("sandbox", "create mount point " + dst);
+  auto create = [&dst] {
+    return UniqueFd(
+        ::open(dst.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444));
+  };
+  UniqueFd f = create();
+  if (!f && errno == ENOENT) {
+    auto slash = dst.rfind('/');
+    if (auto s = MkdirP(dst.substr(0, slash)); !s) return s;
+    f = create();
+  }
+  if (!f && errno != EEXIST) return SysFail("sandbox", "create mount point " + dst);
   return Ok();
 }
 

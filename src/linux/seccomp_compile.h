@@ -1,0 +1,19 @@
+// The seccomp policies as libseccomp rules, compiled to raw BPF. Used at build time only, by
+// anvil-seccomp-gen (which bakes the result into the binaries, see seccomp.h) and by the unit
+// test that proves the baked programs byte-identical to a fresh compile.
+#pragma once
+
+#include <linux/filter.h>
+
+#include <vector>
+
+#include "common/result.h"
+#include "policy/sandbox_policy.h"
+
+namespace anvil::seccomp {
+
+// The rules behind BuildCommandFilter and BuildPluginHostFilter (seccomp.h documents them).
+Result<std::vector<sock_filter>> CompileCommandFilter(NetworkMode network, bool deny_list);
+Result<std::vector<sock_filter>> CompilePluginHostFilter();
+
+}  // namespace anvil::seccomp

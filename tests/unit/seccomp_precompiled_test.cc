@@ -1,0 +1,56 @@
+// The seccomp programs the binaries carry are compiled at build time (anvil-seccomp-gen). They
+// must be exactly what libseccomp makes of the rules now, for every policy and this arch: a rule
+// changed without the constants following (or the other way round) fails here.
+#include <gtest/gtest.h>
+#include <linux/audit.h>
+
+#include <cstring>
+#include <vector>
+
+#include "linux/seccomp.h"
+#include "linux/seccomp_compile.h"
+
+namespace anvil::seccomp {
+namespace {
+
+bool SameBytes(const std::vector<sock_filter>& a, const std::vector<sock_filter>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0])) == 0;
+}
+
+TEST(SeccompPrecompiledTest, CommandFiltersAreByteIdenticalToAFreshCompile) {
+  for (NetworkMode network : {NetworkMode::kNone, NetworkMode::kProxy, NetworkMode::kFull}) {
+    for (bool deny_list : {true, false}) {
+      SCOPED_TRACE(std::string(ToString(network)) + (deny_list ? " deny-list" : " network-only"));
+      auto baked = BuildCommandFilter(network, deny_list);
+      auto fresh = CompileCommandFilter(network, deny_list);
+      ASSERT_TRUE(baked) << baked.error().ToString();
+      ASSERT_TRUE(fresh) << fresh.error().ToString();
+      EXPECT_TRUE(SameBytes(baked->insns(), *fresh))
+          << baked->size() << " baked vs " << fresh->size() << " fresh instructions";
+    }
+  }
+}
+
+TEST(SeccompPrecompiledTest, PluginHostFilterIsByteIdenticalToAFreshCompile) {
+  auto baked = BuildPluginHostFilter();
+  auto fresh = CompilePluginHostFilter();
+  ASSERT_TRUE(baked) << baked.error().ToString();
+  ASSERT_TRUE(fresh) << fresh.error().ToString();
+  EXPECT_TRUE(SameBytes(baked->insns(), *fresh));
+}
+
+TEST(SeccompPrecompiledTest, ProgramsCheckTheArchitectureFirst) {
+  // libseccomp's prologue: load seccomp_data.arch, compare with this build's arch. A program
+  // baked for another arch would be caught above; this pins the shape the kernel relies on.
+  auto baked = BuildPluginHostFilter();
+  ASSERT_TRUE(baked);
+  ASSERT_GE(baked->size(), 2u);
+  EXPECT_EQ(baked->insns()[0].code, BPF_LD | BPF_W | BPF_ABS);
+  EXPECT_EQ(baked->insns()[0].k, 4u);  // offsetof(seccomp_data, arch)
+#if defined(__x86_64__)
+  EXPECT_EQ(baked->insns()[1].k, static_cast<uint32_t>(AUDIT_ARCH_X86_64));
+#endif
+}
+
+}  // namespace
+}  // namespace anvil::seccomp
