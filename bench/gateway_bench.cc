@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_floors.h"
 #include "ipc/capability_token.h"
 #include "ipc/gateway_client.h"
 #include "session/gateway_process.h"
@@ -25,63 +26,9 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[static_cast<size_t>(p * (v.size() - 1))];
-}
-
-std::vector<double> RawSocketRoundTrips(int n) {
-  int sv[2];
-  socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
-  std::thread echo([&] {
-    char buf[8192];
-    for (int i = 0; i < n; ++i) {
-      ssize_t got = read(sv[1], buf, 64);
-      if (got <= 0) return;
-      std::string reply(4096 + 32, 'r');
-      ssize_t ignored = write(sv[1], reply.data(), reply.size());
-      (void)ignored;
-    }
-  });
-  std::vector<double> us;
-  char req[64] = {};
-  std::string buf(4096 + 32, '\0');
-  for (int i = 0; i < n; ++i) {
-    auto t0 = Clock::now();
-    ssize_t ignored = write(sv[0], req, sizeof(req));
-    (void)ignored;
-    size_t got = 0;
-    while (got < buf.size())
-      got += static_cast<size_t>(read(sv[0], buf.data() + got, buf.size() - got));
-    us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
-  }
-  echo.join();
-  close(sv[0]);
-  close(sv[1]);
-  return us;
-}
-
-std::vector<double> RawReads(const std::string& dir, int n) {
-  int root = open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-  std::vector<double> us;
-  char buf[8192];
-  for (int i = 0; i < n; ++i) {
-    auto t0 = Clock::now();
-    open_how how{};
-    how.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW;
-    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
-    int fd = static_cast<int>(syscall(SYS_openat2, root, "file4k.txt", &how, sizeof(how)));
-    struct stat st;
-    fstat(fd, &st);
-    ssize_t ignored = read(fd, buf, sizeof(buf));
-    (void)ignored;
-    close(fd);
-    us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
-  }
-  close(root);
-  return us;
-}
+using anvil::bench::Percentile;
+using anvil::bench::RawBeneathReads;
+using anvil::bench::RawSocketRoundTrips;
 
 }  // namespace
 
@@ -110,7 +57,7 @@ int main(int argc, char** argv) {
   if (!(*gateway)->Register(*token, "bench.reader", getpid(), geteuid(), grant)) return 1;
 
   auto raw_rt = RawSocketRoundTrips(n);
-  auto raw_read = RawReads(ws, n);
+  auto raw_read = RawBeneathReads(ws, "file4k.txt", n);
   double floor_p50 = Percentile(raw_rt, 0.5) + Percentile(raw_read, 0.5);
 
   std::printf("%-34s %10s %10s %12s\n", "measurement", "p50 us", "p99 us", "reads/s");

@@ -22,49 +22,19 @@
 #include <thread>
 #include <vector>
 
+#include "bench_floors.h"
 #include "ipc/capability_token.h"
 #include "ipc/gateway_client.h"
 #include "session/gateway_process.h"
 #include "session/host_process.h"
 
-using Clock = std::chrono::steady_clock;
+using anvil::bench::Clock;
+using anvil::bench::Median;
+using anvil::bench::RawSocketRoundTrips;
+using anvil::bench::Us;
 using namespace std::chrono_literals;
 
 namespace {
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-double Us(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
-
-double RawRoundTripUs(int n) {
-  int sv[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return 0;
-  std::thread echo([&] {
-    char buf[256];
-    for (int i = 0; i < n; ++i) {
-      ssize_t got = read(sv[1], buf, sizeof(buf));
-      if (got <= 0) return;
-      ssize_t ignored = write(sv[1], buf, static_cast<size_t>(got));
-      (void)ignored;
-    }
-  });
-  std::vector<double> us;
-  char msg[64] = {};
-  for (int i = 0; i < n; ++i) {
-    auto t0 = Clock::now();
-    ssize_t w = write(sv[0], msg, sizeof(msg));
-    ssize_t r = read(sv[0], msg, sizeof(msg));
-    (void)w;
-    (void)r;
-    us.push_back(Us(Clock::now() - t0));
-  }
-  echo.join();
-  close(sv[0]);
-  close(sv[1]);
-  return Median(us);
-}
 
 long RssKiB(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
@@ -236,7 +206,8 @@ int main(int argc, char** argv) {
     direct_loop_us = Median(loops);
   }
   (*gateway)->Stop();
-  double raw_us = RawRoundTripUs(20000);
+  // Echo of a 64-byte message: the size of a small sys.* request and its answer.
+  double raw_us = Median(RawSocketRoundTrips(20000, 64, 64));
 
   double deno_ms = -1;
   std::string deno_note;

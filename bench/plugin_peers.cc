@@ -37,18 +37,20 @@
 #include <thread>
 #include <vector>
 
+#include "bench_floors.h"
 #include "ipc/capability_token.h"
 #include "ipc/gateway_client.h"
 #include "session/gateway_process.h"
 #include "session/host_process.h"
 
-using Clock = std::chrono::steady_clock;
+using anvil::bench::Clock;
+using anvil::bench::RawBeneathReads;
+using anvil::bench::RawSocketRoundTrips;
+using anvil::bench::Us;
 using namespace std::chrono_literals;
 using nlohmann::json;
 
 namespace {
-
-double Us(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
 
 json Stats(std::vector<double> v) {
   if (v.empty()) return json{{"n", 0}};
@@ -113,60 +115,6 @@ void WritePlugin(const std::string& dir, const std::string& runtime) {
            "  return 'done';\n"
            "});\n";
   }
-}
-
-std::vector<double> RawRoundTrips(int n) {
-  int sv[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return {};
-  std::thread echo([&] {
-    char buf[64];
-    std::string reply(4096 + 32, 'r');
-    for (int i = 0; i < n; ++i) {
-      if (read(sv[1], buf, sizeof(buf)) <= 0) return;
-      ssize_t ignored = write(sv[1], reply.data(), reply.size());
-      (void)ignored;
-    }
-  });
-  std::vector<double> us;
-  char req[64] = {};
-  std::string buf(4096 + 32, '\0');
-  for (int i = 0; i < n; ++i) {
-    auto t0 = Clock::now();
-    ssize_t ignored = write(sv[0], req, sizeof(req));
-    (void)ignored;
-    size_t got = 0;
-    while (got < buf.size()) {
-      ssize_t r = read(sv[0], buf.data() + got, buf.size() - got);
-      if (r <= 0) break;
-      got += static_cast<size_t>(r);
-    }
-    us.push_back(Us(Clock::now() - t0));
-  }
-  echo.join();
-  close(sv[0]);
-  close(sv[1]);
-  return us;
-}
-
-std::vector<double> RawReads(const std::string& dir, int n) {
-  int root = open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-  std::vector<double> us;
-  char buf[8192];
-  for (int i = 0; i < n; ++i) {
-    auto t0 = Clock::now();
-    open_how how{};
-    how.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW;
-    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
-    int fd = static_cast<int>(syscall(SYS_openat2, root, "file4k.txt", &how, sizeof(how)));
-    struct stat st;
-    fstat(fd, &st);
-    ssize_t ignored = read(fd, buf, sizeof(buf));
-    (void)ignored;
-    close(fd);
-    us.push_back(Us(Clock::now() - t0));
-  }
-  close(root);
-  return us;
 }
 
 }  // namespace
@@ -307,8 +255,8 @@ int main(int argc, char** argv) {
       gw.push_back(Us(Clock::now() - t0));
       if (!r || !r->ok) return 1;
     }
-    out["floor"] = {{"socket_rt_us", Stats(RawRoundTrips(n))},
-                    {"openat2_read_us", Stats(RawReads(ws, n))},
+    out["floor"] = {{"socket_rt_us", Stats(RawSocketRoundTrips(n))},
+                    {"openat2_read_us", Stats(RawBeneathReads(ws, "file4k.txt", n))},
                     {"gateway_read_us", Stats(gw)}};
   }
 
