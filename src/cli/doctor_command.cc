@@ -20,7 +20,8 @@ int RunDoctorCommand(const std::vector<std::string>& args) {
              "required layer, 1 when they cannot (the output says which layer and how to "
              "fix it).\n\n"
              "  --json   print one JSON object: ok, landlock_abi, and per layer its name,\n"
-             "           whether it is available and required, what was found, the fix\n\n"
+             "           whether it is available and required, what was found, the fix and\n"
+             "           a shell command to check it by hand\n\n"
              "Examples:\n"
              "  anvil doctor                       # a line per layer: ok, degraded, MISSING\n"
              "  anvil doctor --json | jq .layers   # for scripts\n";
@@ -41,7 +42,8 @@ int RunDoctorCommand(const std::vector<std::string>& args) {
                                {"available", l.available},
                                {"required", l.required},
                                {"detail", l.detail},
-                               {"fix", l.fix}});
+                               {"fix", l.fix},
+                               {"check", l.check}});
     }
     std::cout << out.dump(2) << "\n";
     return ok ? 0 : 1;
@@ -50,6 +52,7 @@ int RunDoctorCommand(const std::vector<std::string>& args) {
     const char* mark = l.available ? "ok      " : (l.required ? "MISSING " : "degraded");
     std::cout << mark << "  " << l.name << ": " << l.detail << "\n";
     if (!l.available && !l.fix.empty()) std::cout << "          fix: " << l.fix << "\n";
+    if (!l.available && !l.check.empty()) std::cout << "          check: " << l.check << "\n";
   }
   std::cout << "\n"
             << (ok ? "Untrusted plugins and commands can run with every required layer.\n"

@@ -83,28 +83,32 @@ KernelProbe ProbeKernel() {
   auto ll = landlock::ProbeAbi();
   probe.landlock_abi = ll.abi;
   {
-    LayerProbe p{"landlock", ll.abi >= 1, true, "", ""};
+    LayerProbe p{"landlock", ll.abi >= 1, true, "", "", ""};
     if (ll.abi >= 1) {
       p.detail = "ABI " + std::to_string(ll.abi) + " (files" +
                  std::string(ll.abi >= 4 ? ", TCP bind/connect" : "") +
                  std::string(ll.abi >= 6 ? ", signal and abstract-socket scoping" : "") + ")";
     } else {
       p.detail = ll.reason;
-      p.fix = "boot a kernel with CONFIG_SECURITY_LANDLOCK=y and 'landlock' in lsm= (check: cat "
-              "/sys/kernel/security/lsm)";
+      p.fix = "boot a kernel with CONFIG_SECURITY_LANDLOCK=y and 'landlock' in lsm=";
     }
+    p.check = "cat /sys/kernel/security/lsm; grep LANDLOCK /boot/config-$(uname -r)";
     probe.layers.push_back(p);
   }
   {
-    LayerProbe p{"landlock-network", ll.abi >= 4, false, "", ""};
+    LayerProbe p{"landlock-network", ll.abi >= 4, false, "", "", ""};
     p.detail = ll.abi >= 4 ? "TCP bind/connect confinement" : "needs Landlock ABI 4 (Linux 6.7)";
-    if (ll.abi < 4) p.fix = "upgrade the kernel; seccomp and the network namespace still deny network";
+    if (ll.abi < 4)
+      p.fix = "upgrade the kernel; seccomp and the network namespace still deny network";
+    p.check = "uname -r   # Landlock ABI 4 needs Linux 6.7 or later";
     probe.layers.push_back(p);
   }
   {
-    LayerProbe p{"landlock-scoping", ll.abi >= 6, false, "", ""};
-    p.detail = ll.abi >= 6 ? "signals and abstract unix sockets scoped" : "needs Landlock ABI 6 (Linux 6.12)";
+    LayerProbe p{"landlock-scoping", ll.abi >= 6, false, "", "", ""};
+    p.detail = ll.abi >= 6 ? "signals and abstract unix sockets scoped"
+                           : "needs Landlock ABI 6 (Linux 6.12)";
     if (ll.abi < 6) p.fix = "upgrade the kernel; the pid and network namespaces still isolate";
+    p.check = "uname -r   # Landlock ABI 6 needs Linux 6.12 or later";
     probe.layers.push_back(p);
   }
   {
@@ -112,18 +116,23 @@ KernelProbe ProbeKernel() {
     std::string actions = ReadFirstLine("/proc/sys/kernel/seccomp/actions_avail");
     bool ok = mode >= 0 && (actions.empty() || (actions.find("errno") != std::string::npos &&
                                                 actions.find("kill_process") != std::string::npos));
-    LayerProbe p{"seccomp", ok, true, ok ? "filter mode, actions: " + actions : "unavailable", ""};
+    LayerProbe p{"seccomp", ok, true, ok ? "filter mode, actions: " + actions : "unavailable",
+                 "",        ""};
     if (!ok) p.fix = "boot a kernel with CONFIG_SECCOMP_FILTER=y";
+    p.check =
+        "grep Seccomp /proc/self/status; cat /proc/sys/kernel/seccomp/actions_avail; "
+        "grep SECCOMP_FILTER /boot/config-$(uname -r)";
     probe.layers.push_back(p);
   }
   {
-    std::string err = ProbeNamespaces(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
-                                      CLONE_NEWIPC);
+    std::string err =
+        ProbeNamespaces(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC);
     bool root = geteuid() == 0;
     std::string root_err;
-    if (!err.empty() && root) root_err = ProbeNamespaces(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC);
+    if (!err.empty() && root)
+      root_err = ProbeNamespaces(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC);
     bool ok = err.empty() || (root && root_err.empty());
-    LayerProbe p{"namespaces", ok, true, "", ""};
+    LayerProbe p{"namespaces", ok, true, "", "", ""};
     if (err.empty()) {
       p.detail = "user, mount, pid, net and ipc namespaces";
     } else if (ok) {
@@ -131,17 +140,24 @@ KernelProbe ProbeKernel() {
     } else {
       p.detail = err;
       std::string userns_sysctl = ReadFirstLine("/proc/sys/kernel/unprivileged_userns_clone");
-      std::string apparmor = ReadFirstLine("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
-      p.fix = "workspace-write needs a mount namespace; for an unprivileged user that means user "
-              "namespaces.";
+      std::string apparmor =
+          ReadFirstLine("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
+      p.fix =
+          "workspace-write needs a mount namespace; for an unprivileged user that means user "
+          "namespaces.";
       if (userns_sysctl == "0") p.fix += " Run: sudo sysctl kernel.unprivileged_userns_clone=1.";
       if (apparmor == "1") {
-        p.fix += " Ubuntu restricts them: sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0 "
-                 "(or an AppArmor profile allowing userns for anvil).";
+        p.fix +=
+            " Ubuntu restricts them: sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0 "
+            "(or an AppArmor profile allowing userns for anvil).";
       }
       std::string max = ReadFirstLine("/proc/sys/user/max_user_namespaces");
       if (max == "0") p.fix += " Run: sudo sysctl user.max_user_namespaces=15000.";
     }
+    p.check =
+        "unshare --user --map-root-user --mount --pid --net --ipc --fork true && echo ok; "
+        "sysctl user.max_user_namespaces kernel.unprivileged_userns_clone "
+        "kernel.apparmor_restrict_unprivileged_userns";
     probe.layers.push_back(p);
   }
   {
@@ -151,20 +167,23 @@ KernelProbe ProbeKernel() {
     long fd = syscall(SYS_openat2, AT_FDCWD, ".", &how, sizeof(how));
     bool ok = fd >= 0;
     if (ok) ::close(static_cast<int>(fd));
-    LayerProbe p{"openat2", ok, true, ok ? "RESOLVE_BENEATH available" : std::strerror(errno), ""};
+    LayerProbe p{"openat2", ok, true, ok ? "RESOLVE_BENEATH available" : std::strerror(errno),
+                 "",        ""};
     if (!ok) p.fix = "needs Linux 5.6+";
+    p.check = "uname -r   # openat2 needs Linux 5.6 or later";
     probe.layers.push_back(p);
   }
   {
     long fd = syscall(SYS_pidfd_open, getpid(), 0);
     bool ok = fd >= 0;
     if (ok) ::close(static_cast<int>(fd));
-    LayerProbe p{"pidfd", ok, true, ok ? "pidfd_open available" : std::strerror(errno), ""};
+    LayerProbe p{"pidfd", ok, true, ok ? "pidfd_open available" : std::strerror(errno), "", ""};
     if (!ok) p.fix = "needs Linux 5.3+";
+    p.check = "uname -r   # pidfd_open needs Linux 5.3 or later";
     probe.layers.push_back(p);
   }
   {
-    LayerProbe p{"kernel", true, false, std::string(u.sysname) + " " + u.release, ""};
+    LayerProbe p{"kernel", true, false, std::string(u.sysname) + " " + u.release, "", ""};
     probe.layers.insert(probe.layers.begin(), p);
   }
   return probe;
