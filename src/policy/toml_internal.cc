@@ -46,32 +46,54 @@ Status CheckNesting(std::string_view text, std::string_view source_name) {
     }
     ++i;
   };
+  auto non_ascii = [&](std::size_t at) {
+    return at < text.size() && static_cast<unsigned char>(text[at]) >= 0x80;
+  };
   // Skips a string whose opening quote is at `i`; leaves `i` after the closing quote(s), or at
-  // the newline/end that makes it unterminated (the parser then reports it).
-  auto skip_string = [&](std::size_t& i) {
+  // the newline/end that makes it unterminated (the parser then reports it). Returns what is
+  // wrong when the string holds one of the two escape forms toml++ 3.3 classifies with its
+  // undefined-behaviour whitespace table (found by tests/fuzz/manifest_fuzzer): a backslash
+  // right before a non-ASCII character (never a valid escape), and in a multi-line string a
+  // non-ASCII character first after a line-ending backslash.
+  auto skip_string = [&](std::size_t& i) -> std::string {
     const char quote = text[i];
     const bool multi = text.compare(i, 3, std::string(3, quote)) == 0;
     const bool escapes = quote == '"';
     for (int k = 0; k < (multi ? 3 : 1); ++k) advance(i);
     while (i < text.size()) {
       if (escapes && text[i] == '\\') {
+        if (non_ascii(i + 1)) return "a backslash before a non-ASCII character in a string";
+        if (multi) {
+          std::size_t j = i + 1;
+          while (j < text.size() && (text[j] == ' ' || text[j] == '\t')) ++j;
+          if (j < text.size() && (text[j] == '\n' || text[j] == '\r')) {
+            while (j < text.size() &&
+                   (text[j] == ' ' || text[j] == '\t' || text[j] == '\n' || text[j] == '\r')) {
+              ++j;
+            }
+            if (non_ascii(j)) {
+              return "a non-ASCII character first after a line-ending backslash in a string";
+            }
+          }
+        }
         advance(i);
         if (i < text.size()) advance(i);
         continue;
       }
-      if (!multi && text[i] == '\n') return;
+      if (!multi && text[i] == '\n') return {};
       if (multi && text.compare(i, 3, std::string(3, quote)) == 0) {
         for (int k = 0; k < 3; ++k) advance(i);
         // Up to two more quotes belong to the content (""""a"""" ends with a quote).
         for (int k = 0; k < 2 && i < text.size() && text[i] == quote; ++k) advance(i);
-        return;
+        return {};
       }
       if (!multi && text[i] == quote) {
         advance(i);
-        return;
+        return {};
       }
       advance(i);
     }
+    return {};
   };
   // Where a quote opens a string, as toml++ sees it. toml++ scans a bare value (number, bool,
   // date) up to the next value terminator, quotes included: in `v = 93'r\u0492'` it reads the
@@ -95,7 +117,12 @@ Status CheckNesting(std::string_view text, std::string_view source_name) {
   while (i < text.size()) {
     const char c = text[i];
     if ((c == '"' || c == '\'') && !in_bare_token && !is_bare(prev)) {
-      skip_string(i);  // a quoted key segment continues a dotted run
+      if (auto wrong = skip_string(i); !wrong.empty()) {
+        return InvalidAt(std::string(source_name) + ":" + std::to_string(line) + ":" +
+                             std::to_string(column + 1),
+                         wrong, "write that character as a \\uXXXX escape");
+      }
+      // A quoted key segment continues a dotted run.
       expect_value = false;
       prev = c;
       continue;

@@ -104,6 +104,28 @@ TEST(WorkspaceConfigParse, AQuoteGluedToABareTokenOpensNoString) {
   EXPECT_EQ(ok->SettingsFor("a")["list"][2], "\xc3\xa9");
 }
 
+// Found by tests/fuzz/manifest_fuzzer in CI: inside a basic string toml++ 3.3 classifies the
+// character after a backslash, and in a multi-line one the first character after a line-ending
+// backslash, with the same undefined-behaviour table. Both are refused before it parses.
+TEST(WorkspaceConfigParse, BackslashBeforeNonAsciiInAStringIsRefusedBeforeTheTomlParser) {
+  for (const char* text :
+       {"[plugins]\nv = \"a\\\xc8\xa3\"\n", "[plugins]\nv = \"\"\"a\\\xc8\xa3\"\"\"\n",
+        "[plugins]\nv = \"\"\"a\\\n   \xc8\xa3\"\"\"\n",
+        "[plugins]\nv = \"\"\"a\\  \r\n\n\t\xc3\xa9\"\"\"\n"}) {
+    auto config = ParseWorkspaceConfig(text);
+    ASSERT_FALSE(config) << text;
+    EXPECT_NE(config.error().message.find("non-ASCII character"), std::string::npos)
+        << config.error().ToString();
+  }
+  // Non-ASCII text elsewhere in the same strings, and line-ending backslashes before ASCII.
+  auto ok = ParseWorkspaceConfig(
+      "[plugins.settings.\"a\"]\ns = \"\xc8\xa3\\t\xc8\xa3\"\nm = \"\"\"\xc8\xa3\\\n  "
+      "x\xc8\xa3\"\"\"\n");
+  ASSERT_TRUE(ok) << ok.error().ToString();
+  EXPECT_EQ(ok->SettingsFor("a")["s"], "\xc8\xa3\t\xc8\xa3");
+  EXPECT_EQ(ok->SettingsFor("a")["m"], "\xc8\xa3x\xc8\xa3");
+}
+
 TEST(WorkspaceConfigParse, PermissionsTableIsRefusedWithTheDocumentedMessage) {
   auto config = ParseWorkspaceConfig(R"([plugins]
 enable = ["example.todo-finder"]
