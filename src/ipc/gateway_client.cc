@@ -13,7 +13,6 @@ Status GatewayClient::WriteAll(const std::string& bytes) {
     ssize_t n = ::send(socket_.Get(), bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
-      if (errno == EPIPE || errno == ECONNRESET) peer_closed_on_send_ = errno;
       return SysFail("io", "gateway send");
     }
     off += static_cast<size_t>(n);
@@ -48,13 +47,12 @@ Result<Response> GatewayClient::Receive() {
 }
 
 Result<Response> GatewayClient::Call(const std::string& op, std::vector<std::string> args) {
-  peer_closed_on_send_ = 0;
   auto id = Send(op, std::move(args));
   if (!id) {
     // The gateway may have refused the connection with a reason (`busy`: out of descriptors)
     // and closed it before this request arrived. The peer is gone, so reading cannot block:
     // report its reason rather than a bare broken pipe.
-    if (peer_closed_on_send_ != 0) {
+    if (id.error().sys_errno == EPIPE || id.error().sys_errno == ECONNRESET) {
       auto reason = Receive();
       if (reason && reason->id == 0) return reason;
     }

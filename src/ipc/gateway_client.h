@@ -31,7 +31,6 @@ class GatewayClient {
  private:
   Status WriteAll(const std::string& bytes);
   UniqueFd socket_;
-  int peer_closed_on_send_ = 0;  // EPIPE/ECONNRESET from the last failed send, else 0
   std::string token_;
   uint64_t next_id_ = 1;
   FrameReader reader_;
