@@ -241,21 +241,31 @@ int main(int argc, char** argv) {
     std::printf("%-44s %s\n", "deno run empty.js", deno_note.c_str());
   }
   std::printf("\nratios and targets (issue 4):\n");
+  // The issue's targets are milliseconds on its machine class, where `deno run` of an empty
+  // script takes about 13 ms: 3 ms (Lua) and 5 ms (JS) are 3/13 and 5/13 of that anchor. The
+  // anchor is measured in this run, so the verdict holds on a slower or faster machine too.
+  constexpr double kDenoAnchorMs = 13.0;
   for (const auto& h : hosts) {
     double target = h.runtime == "lua" ? 3.0 : 5.0;
-    std::printf("  %s cold start %.2f ms (target <= %.0f ms)", h.runtime.c_str(), h.cold_ms,
-                target);
-    if (deno_ms > 0) std::printf(", %.2fx deno", h.cold_ms / deno_ms);
+    std::printf("  %s cold start %.2f ms (target <= %.0f ms where deno takes ~%.0f ms)",
+                h.runtime.c_str(), h.cold_ms, target, kDenoAnchorMs);
+    if (deno_ms > 0) {
+      double ratio = h.cold_ms / deno_ms;
+      double ratio_target = target / kDenoAnchorMs;
+      std::printf(": %.3fx deno (target <= %.2fx): %s", ratio, ratio_target,
+                  ratio <= ratio_target ? "met" : "MISSED");
+    }
     std::printf("\n");
   }
   for (const auto& h : hosts) {
-    std::printf("  %s sys.* call / raw round trip = %.2f (target <= 2)\n", h.runtime.c_str(),
-                h.call_us / raw_us);
+    std::printf("  %s sys.* call / raw round trip = %.2f (target <= 2): %s\n", h.runtime.c_str(),
+                h.call_us / raw_us, h.call_us / raw_us <= 2.0 ? "met" : "MISSED");
     std::printf("  %s sys.* call / direct client, same method = %.2f (the host's own share)\n",
                 h.runtime.c_str(), h.call_us / direct_loop_us);
   }
-  std::printf("  lua idle RSS %.2f MiB (target <= 4 MiB)\n",
-              static_cast<double>(hosts[0].rss_kib) / 1024.0);
+  std::printf("  lua idle RSS %.2f MiB (target <= 4 MiB): %s\n",
+              static_cast<double>(hosts[0].rss_kib) / 1024.0,
+              hosts[0].rss_kib <= 4 * 1024 ? "met" : "MISSED");
   std::string cleanup = "rm -rf '" + root + "'";
   return std::system(cleanup.c_str()) == 0 ? 0 : 1;
 }

@@ -119,6 +119,7 @@ class Peer:
     def __init__(self, key, label, wrap, env=None, note=""):
         self.key, self.label, self.wrap, self.env, self.note = key, label, wrap, env, note
         self.reason = None  # why it could not run
+        self.start_only = False  # a reference row of the start figure, not a sandbox
 
     def argv(self, cmd):
         return self.wrap(cmd)
@@ -129,6 +130,19 @@ def make_peers(a, ws):
     peers = []
     env = dict(os.environ)
     peers.append(Peer("bare", "bare (no sandbox)", lambda c: c))
+    # The kernel floor (bench/sandbox_floor.c): new user/mount/pid/ipc/net namespaces, a pid-1
+    # init and the exec, nothing else. Not a sandbox (no mount view, Landlock or seccomp): the
+    # least any sandbox with this isolation can cost on this machine. Start figure only.
+    floor = os.path.join(a.build, "bench", "sandbox_floor")
+    p = Peer("floor", "kernel floor (namespaces + init + exec)", lambda c: [floor] + c,
+             note="bench/sandbox_floor.c: clone3 with new user/mount/pid/ipc/net namespaces, "
+                  "uid/gid map, init vforks the command; no mounts, Landlock or seccomp. "
+                  "Start-up figure only: what the kernel and this machine charge before any "
+                  "sandbox does its own work")
+    p.start_only = True
+    if not os.access(floor, os.X_OK):
+        p.reason = "%s not built (cmake --build --preset release --target sandbox_floor)" % floor
+    peers.append(p)
     anvil = os.path.join(a.build, "anvil")
     peers.append(Peer("anvil", "anvil sandbox", lambda c: [anvil, "sandbox", "--cwd", ws, "--"] + c,
                       note="workspace-write, network none: mount view, Landlock, seccomp, "
@@ -214,7 +228,9 @@ def probe(peer, ws, timeout):
     tail = " ".join(err.strip().splitlines()[-3:])[:300]
     if os.path.exists(marker):
         os.unlink(marker)
-    if peer.key == "bare":
+    if peer.key in ("bare", "floor"):
+        if code not in (0, 41, 42):
+            peer.reason = "exit status %d%s" % (code, ": " + tail if tail else "")
         return
     if code == 41:
         peer.reason = "ran, but could not write the workspace: " + tail
@@ -898,7 +914,8 @@ def main():
 
         def fig(name, cmd, runs, warmup, share):
             a.figure_budget = a.budget * share
-            R["figures"][name] = measure(peers, cmd, a, name, runs, warmup, ws)
+            ps = peers if name == "start" else [p for p in peers if not p.start_only]
+            R["figures"][name] = measure(ps, cmd, a, name, runs, warmup, ws)
 
         # In order of importance: whatever does not fit in the budget is skipped, and the doc
         # says so.
@@ -909,8 +926,10 @@ def main():
                                            0.12 if q else 0.18)),
             ("rg", lambda: fig("rg", rg, 3 if q else 10, 1, 0.10 if q else 0.15)),
             ("leftovers", lambda: R.__setitem__("leftovers", {
-                p.key: leftovers(p, a) for p in peers if p.key != "bare" and not p.reason})),
-            ("memory", lambda: R.__setitem__("memory", memory(peers, a, ws, 1 if q else 3))),
+                p.key: leftovers(p, a) for p in peers
+                if p.key != "bare" and not p.start_only and not p.reason})),
+            ("memory", lambda: R.__setitem__("memory", memory(
+                [p for p in peers if not p.start_only], a, ws, 1 if q else 3))),
             ("Anvil plugins", lambda: R.__setitem__("anvil_plugins", anvil_plugins(a, ws))),
             ("Deno", lambda: R.__setitem__("deno", deno_rows(a, ws, q))),
             ("scale", lambda: R.__setitem__("scale_start", scale_start(peers, a, ws))),

@@ -358,7 +358,16 @@ def targets(R):
                     "met" if r <= 0.5 else "**missed**: Anvil needs %.0f%% less time to meet it" % ((1 - 0.5 / r) * 100)))
     else:
         out.append(("sandbox start ≤ 0.5× bubblewrap", "–", "not measured"))
-    others = [(k, med(st, k)) for k in st if k not in ("anvil", "bare", "bwrap", "_note")]
+    f = med(st, "floor")
+    if f and b:
+        r = f / b
+        out.append(("(what the machine allows) kernel floor ≤ 0.5× bubblewrap",
+                    "%s / %s ms = %.2f×; Anvil / floor = %s" % (
+                        ms(f), ms(b), r, "%.2f×" % (a / f) if a else "–"),
+                    "the 0.5× start target is within reach here" if r <= 0.4 else
+                    "**physical limit**: namespaces + init + exec alone take %.2f× bubblewrap "
+                    "on this machine, so no sandbox with this isolation can start in 0.5×" % r))
+    others = [(k, med(st, k)) for k in st if k not in ("anvil", "bare", "bwrap", "floor", "_note")]
     others = [(k, v) for k, v in others if v]
     labels = {p["key"]: p["label"] for p in R.get("peers", [])}
     missing = [labels[p["key"]] for p in R.get("peers", []) if p["reason"]]

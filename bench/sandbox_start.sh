@@ -154,6 +154,17 @@ if have firejail; then
 else
     missing "$G1" start_firejail "firejail /bin/true" "firejail is not installed (Debian package firejail)"
 fi
+# The kernel floor (bench/sandbox_floor.c): the same namespaces, an init and the exec, and
+# nothing else -- no mount, Landlock, seccomp or report. No sandbox with this isolation can
+# start faster on this machine; the start target is reachable only well above it.
+FLOOR=${FLOOR:-$(dirname "$ANVIL")/bench/sandbox_floor}
+if [[ -x $FLOOR ]]; then
+    add "$G1" start_floor "  (floor) namespaces + init + exec only" "$FLOOR" /bin/true
+    add "$G1" start_floor_noinit "  (floor) namespaces + exec, no init" "$FLOOR" --no-init /bin/true
+else
+    missing "$G1" start_floor "  (floor) namespaces + init + exec only" \
+        "no $FLOOR (cmake --build --preset release --target sandbox_floor)"
+fi
 # Diagnostics for the breakdown: without the network namespace, and with no namespace,
 # Landlock or seccomp at all (the cost of anvil's own processes).
 add "$G1" start_anvil_netfull "  (diag) anvil --network full" "$ANVIL" sandbox --cwd "$WS" \

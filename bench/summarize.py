@@ -105,6 +105,17 @@ def main():
         show("  same, bare /bin/true subtracted", lambda a, b, t: (a - t) / (b - t),
              ["start_anvil", "start_bwrap", "start_bare"], None,
              "(sandbox overhead only; informational)")
+    if have("start_floor", "start_bwrap"):
+        show("kernel floor (namespaces + init + exec) / bwrap", lambda a, b: a / b,
+             ["start_floor", "start_bwrap"], None,
+             "(no sandbox with this isolation starts faster here: a start target below this "
+             "is out of reach on this machine)")
+    if have("start_floor_noinit", "start_bwrap"):
+        show("  same, command as pid 1 (no init) / bwrap", lambda a, b: a / b,
+             ["start_floor_noinit", "start_bwrap"], None, "")
+    if have("start_anvil", "start_floor"):
+        show("anvil start / kernel floor", lambda a, b: a / b, ["start_anvil", "start_floor"], None,
+             "(what Anvil's own work costs: mounts, Landlock, seccomp, checks, report)")
     if have("start_firejail", "start_bwrap"):
         show("firejail start / bwrap start", lambda a, b: a / b,
              ["start_firejail", "start_bwrap"], None, "")

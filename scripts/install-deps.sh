@@ -37,6 +37,7 @@ APT_PACKAGES=(
     xz-utils
     dpkg-dev
     libseccomp-dev
+    libsodium-dev
     libcurl4-openssl-dev
     libssl-dev
     libc-ares-dev

@@ -1,16 +1,18 @@
 #include "policy/digest.h"
 
-#include <openssl/evp.h>
+#include <sodium.h>
 
 #include <algorithm>
 
 namespace anvil {
 
 std::string Sha256Hex(std::string_view bytes) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  if (EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr) != 1 ||
-      length != 32) {
+  // libsodium's SHA-256 is portable C with no run-time dispatch: it needs no sodium_init(),
+  // so it also works where a process can no longer call getrandom(2).
+  unsigned char digest[crypto_hash_sha256_BYTES];
+  const unsigned int length = crypto_hash_sha256_BYTES;
+  if (crypto_hash_sha256(digest, reinterpret_cast<const unsigned char*>(bytes.data()),
+                         bytes.size()) != 0) {
     return {};
   }
   static constexpr char kHex[] = "0123456789abcdef";

@@ -7,9 +7,9 @@
 
 namespace anvil {
 
-// Lower-case hex SHA-256 of `bytes` (OpenSSL EVP). Returns "" only if OpenSSL itself fails
-// (allocation); "" never equals a stored hash, because every stored hash passes IsSha256Hex,
-// so such a failure can only refuse, never match.
+// Lower-case hex SHA-256 of `bytes` (libsodium). Returns "" only if the library fails; ""
+// never equals a stored hash, because every stored hash passes IsSha256Hex, so such a failure
+// can only refuse, never match.
 std::string Sha256Hex(std::string_view bytes);
 
 // Exactly 64 lower-case hex digits.

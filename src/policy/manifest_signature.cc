@@ -1,10 +1,8 @@
 #include "policy/manifest_signature.h"
 
-#include <openssl/bio.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
+#include <sodium.h>
 
-#include <memory>
+#include <cstring>
 #include <string>
 
 #include "policy/digest.h"
@@ -14,21 +12,61 @@ namespace {
 
 constexpr char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-struct PkeyFree {
-  void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); }
-};
-struct MdCtxFree {
-  void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
-};
-struct PkeyCtxFree {
-  void operator()(EVP_PKEY_CTX* c) const { EVP_PKEY_CTX_free(c); }
-};
-struct BioFree {
-  void operator()(BIO* b) const { BIO_free(b); }
-};
-using Pkey = std::unique_ptr<EVP_PKEY, PkeyFree>;
-using MdCtx = std::unique_ptr<EVP_MD_CTX, MdCtxFree>;
-using Bio = std::unique_ptr<BIO, BioFree>;
+// RFC 8410 encodings of Ed25519 keys: the DER is fixed but for the 32 key bytes at the end.
+// SubjectPublicKeyInfo ("-----BEGIN PUBLIC KEY-----", what `openssl pkey -pubout` writes):
+constexpr unsigned char kSpkiPrefix[] = {0x30, 0x2a, 0x30, 0x05, 0x06, 0x03,
+                                         0x2b, 0x65, 0x70, 0x03, 0x21, 0x00};
+// PKCS#8 v1 PrivateKeyInfo with the 32-byte seed ("-----BEGIN PRIVATE KEY-----", what
+// `openssl genpkey -algorithm ed25519` and `anvil plugin keygen` write):
+constexpr unsigned char kPkcs8Prefix[] = {0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06,
+                                          0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20};
+// The AlgorithmIdentifier of Ed25519 (OID 1.3.101.112), to tell "another key type" apart from
+// "not a key".
+constexpr unsigned char kEd25519Oid[] = {0x06, 0x03, 0x2b, 0x65, 0x70};
+
+// Key generation and signing need libsodium's CPU-feature and random set-up; verification and
+// hashing do not, but calling it first costs nothing after the first time.
+bool SodiumReady() {
+  static const bool ready = sodium_init() >= 0;
+  return ready;
+}
+
+template <size_t N>
+bool HasPrefix(const std::string& der, const unsigned char (&prefix)[N]) {
+  return der.size() >= N && std::memcmp(der.data(), prefix, N) == 0;
+}
+
+// The body of the first PEM block labelled `label`, decoded: text before the BEGIN line is
+// allowed (as OpenSSL allows it), the base64 lines must be strict (no headers, no stray
+// characters), and the END line must match. `error` says whether there was no such block or
+// a malformed one.
+enum class PemError { kNone, kNoBlock, kBadBody };
+std::string PemBody(std::string_view text, std::string_view label, PemError& error) {
+  const std::string begin = "-----BEGIN " + std::string(label) + "-----";
+  const std::string end = "-----END " + std::string(label) + "-----";
+  error = PemError::kNoBlock;
+  bool inside = false;
+  std::string b64;
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (!inside) {
+      inside = line == begin;
+      continue;
+    }
+    if (line == end) {
+      auto der = DecodeBase64(b64);
+      error = der ? PemError::kNone : PemError::kBadBody;
+      return der ? *der : std::string();
+    }
+    if (line.empty() || line.size() > 76) break;
+    b64.append(line);
+  }
+  if (inside) error = PemError::kBadBody;
+  return {};
+}
 
 bool IsLowerHex(std::string_view s) {
   for (char c : s) {
@@ -38,18 +76,6 @@ bool IsLowerHex(std::string_view s) {
 }
 
 std::string SigFile() { return std::string(kSignatureFileName); }
-
-Result<std::string> RawPublicKey(EVP_PKEY* key) {
-  if (EVP_PKEY_get_id(key) != EVP_PKEY_ED25519) {
-    return Fail("invalid", "not an Ed25519 key (fix: `anvil plugin keygen` makes one)");
-  }
-  unsigned char raw[kEd25519PublicKeyBytes];
-  size_t len = sizeof(raw);
-  if (EVP_PKEY_get_raw_public_key(key, raw, &len) != 1 || len != sizeof(raw)) {
-    return Fail("invalid", "cannot read the Ed25519 public key");
-  }
-  return std::string(reinterpret_cast<char*>(raw), len);
-}
 
 }  // namespace
 
@@ -160,19 +186,15 @@ std::string KeyId(std::string_view raw_public_key) { return Sha256Hex(raw_public
 bool Ed25519Verify(std::string_view raw_public_key, std::string_view message,
                    std::string_view signature) {
   if (raw_public_key.size() != kEd25519PublicKeyBytes ||
-      signature.size() != kEd25519SignatureBytes) {
+      signature.size() != kEd25519SignatureBytes || !SodiumReady()) {
     return false;
   }
-  Pkey key(EVP_PKEY_new_raw_public_key(
-      EVP_PKEY_ED25519, nullptr, reinterpret_cast<const unsigned char*>(raw_public_key.data()),
-      raw_public_key.size()));
-  MdCtx ctx(EVP_MD_CTX_new());
-  if (!key || !ctx) return false;
-  // Ed25519 is one-shot ("pure" EdDSA): no digest, EVP_DigestVerify over the whole message.
-  if (EVP_DigestVerifyInit(ctx.get(), nullptr, nullptr, nullptr, key.get()) != 1) return false;
-  return EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char*>(signature.data()),
-                          signature.size(), reinterpret_cast<const unsigned char*>(message.data()),
-                          message.size()) == 1;
+  // RFC 8032 verification; libsodium also refuses a non-canonical S or R and small-order
+  // public keys, so one message has no second valid signature under a key.
+  return crypto_sign_verify_detached(
+             reinterpret_cast<const unsigned char*>(signature.data()),
+             reinterpret_cast<const unsigned char*>(message.data()), message.size(),
+             reinterpret_cast<const unsigned char*>(raw_public_key.data())) == 0;
 }
 
 Result<SignatureCheck> VerifyManifestSignature(std::string_view manifest_sha256,
@@ -217,67 +239,90 @@ Result<std::string> ParsePublicKey(std::string_view text) {
     return raw;
   }
   if (text.size() > 4096) return Fail("invalid", "public key file over 4 KiB");
-  Bio bio(BIO_new_mem_buf(text.data(), static_cast<int>(text.size())));
-  if (!bio) return Fail("internal", "OpenSSL BIO");
-  Pkey key(PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr));
-  if (!key) {
+  PemError error = PemError::kNone;
+  std::string der = PemBody(text, "PUBLIC KEY", error);
+  if (error != PemError::kNone) {
     return Fail("invalid",
                 "not a PEM public key (\"-----BEGIN PUBLIC KEY-----\") or 64 hex digits of a raw "
                 "Ed25519 key");
   }
-  return RawPublicKey(key.get());
+  if (der.size() != sizeof(kSpkiPrefix) + kEd25519PublicKeyBytes || !HasPrefix(der, kSpkiPrefix)) {
+    return Fail("invalid", "not an Ed25519 key (fix: `anvil plugin keygen` makes one)");
+  }
+  return der.substr(sizeof(kSpkiPrefix));
 }
 
 std::string PublicKeyPem(std::string_view raw_public_key) {
-  Pkey key(EVP_PKEY_new_raw_public_key(
-      EVP_PKEY_ED25519, nullptr, reinterpret_cast<const unsigned char*>(raw_public_key.data()),
-      raw_public_key.size()));
-  Bio bio(BIO_new(BIO_s_mem()));
-  if (!key || !bio || PEM_write_bio_PUBKEY(bio.get(), key.get()) != 1) return {};
-  char* data = nullptr;
-  long len = BIO_get_mem_data(bio.get(), &data);
-  return len > 0 ? std::string(data, static_cast<size_t>(len)) : std::string();
+  if (raw_public_key.size() != kEd25519PublicKeyBytes) return {};
+  std::string der(reinterpret_cast<const char*>(kSpkiPrefix), sizeof(kSpkiPrefix));
+  der.append(raw_public_key);
+  return "-----BEGIN PUBLIC KEY-----\n" + EncodeBase64(der) + "\n-----END PUBLIC KEY-----\n";
 }
 
+namespace {
+
+std::string PrivateKeyPem(const unsigned char (&seed)[crypto_sign_SEEDBYTES]) {
+  std::string der(reinterpret_cast<const char*>(kPkcs8Prefix), sizeof(kPkcs8Prefix));
+  der.append(reinterpret_cast<const char*>(seed), sizeof(seed));
+  std::string pem =
+      "-----BEGIN PRIVATE KEY-----\n" + EncodeBase64(der) + "\n-----END PRIVATE KEY-----\n";
+  sodium_memzero(der.data(), der.size());
+  return pem;
+}
+
+}  // namespace
+
 Result<Ed25519KeyPair> GenerateEd25519KeyPair() {
-  std::unique_ptr<EVP_PKEY_CTX, PkeyCtxFree> ctx(EVP_PKEY_CTX_new_id(EVP_PKEY_ED25519, nullptr));
-  EVP_PKEY* raw = nullptr;
-  if (!ctx || EVP_PKEY_keygen_init(ctx.get()) != 1 || EVP_PKEY_keygen(ctx.get(), &raw) != 1) {
+  if (!SodiumReady()) return Fail("internal", "libsodium cannot initialise");
+  unsigned char seed[crypto_sign_SEEDBYTES];
+  unsigned char pk[crypto_sign_PUBLICKEYBYTES];
+  unsigned char sk[crypto_sign_SECRETKEYBYTES];
+  randombytes_buf(seed, sizeof(seed));
+  if (crypto_sign_seed_keypair(pk, sk, seed) != 0) {
+    sodium_memzero(seed, sizeof(seed));
     return Fail("internal", "cannot generate an Ed25519 key");
   }
-  Pkey key(raw);
-  Bio bio(BIO_new(BIO_s_mem()));
-  if (!bio ||
-      PEM_write_bio_PrivateKey(bio.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr) != 1) {
-    return Fail("internal", "cannot encode the private key");
-  }
-  char* data = nullptr;
-  long len = BIO_get_mem_data(bio.get(), &data);
-  auto pub = RawPublicKey(key.get());
-  if (!pub || len <= 0) return Fail("internal", "cannot encode the key pair");
-  return Ed25519KeyPair{std::string(data, static_cast<size_t>(len)), std::move(*pub)};
+  Ed25519KeyPair pair{PrivateKeyPem(seed), std::string(reinterpret_cast<char*>(pk), sizeof(pk))};
+  sodium_memzero(seed, sizeof(seed));
+  sodium_memzero(sk, sizeof(sk));
+  return pair;
 }
 
 Result<std::string> SignManifest(std::string_view manifest_sha256, std::string_view private_pem) {
   if (!IsSha256Hex(manifest_sha256)) return Fail("invalid", "manifest hash is not SHA-256 hex");
   if (private_pem.size() > 16384) return Fail("invalid", "private key file over 16 KiB");
-  Bio bio(BIO_new_mem_buf(private_pem.data(), static_cast<int>(private_pem.size())));
-  if (!bio) return Fail("internal", "OpenSSL BIO");
-  Pkey key(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
-  if (!key) return Fail("invalid", "not an unencrypted PEM private key");
-  auto pub = RawPublicKey(key.get());
-  if (!pub) return tl::unexpected(pub.error());
-  const std::string message = SignedMessage(manifest_sha256);
-  unsigned char sig[kEd25519SignatureBytes];
-  size_t sig_len = sizeof(sig);
-  MdCtx ctx(EVP_MD_CTX_new());
-  if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, nullptr, nullptr, key.get()) != 1 ||
-      EVP_DigestSign(ctx.get(), sig, &sig_len,
-                     reinterpret_cast<const unsigned char*>(message.data()), message.size()) != 1 ||
-      sig_len != sizeof(sig)) {
-    return Fail("internal", "Ed25519 signing failed");
+  if (!SodiumReady()) return Fail("internal", "libsodium cannot initialise");
+  PemError error = PemError::kNone;
+  std::string der = PemBody(private_pem, "PRIVATE KEY", error);
+  if (error != PemError::kNone) {
+    bool encrypted = private_pem.find("-----BEGIN ENCRYPTED PRIVATE KEY-----") != std::string::npos;
+    return Fail("invalid", encrypted ? "an encrypted private key; Anvil signs with an "
+                                       "unencrypted PKCS#8 PEM key (`anvil plugin keygen`)"
+                                     : "not an unencrypted PEM private key");
   }
-  return RenderSignatureFile({KeyId(*pub), std::string(reinterpret_cast<char*>(sig), sig_len)});
+  auto wipe = [&der] { sodium_memzero(der.data(), der.size()); };
+  if (der.size() != sizeof(kPkcs8Prefix) + crypto_sign_SEEDBYTES || !HasPrefix(der, kPkcs8Prefix)) {
+    bool ed25519 = der.find(std::string(reinterpret_cast<const char*>(kEd25519Oid),
+                                        sizeof(kEd25519Oid))) != std::string::npos;
+    wipe();
+    return Fail("invalid", ed25519 ? "an Ed25519 key in a PKCS#8 form Anvil does not read "
+                                     "(only v1, as `openssl genpkey -algorithm ed25519` writes)"
+                                   : "not an Ed25519 key (fix: `anvil plugin keygen` makes one)");
+  }
+  unsigned char pk[crypto_sign_PUBLICKEYBYTES];
+  unsigned char sk[crypto_sign_SECRETKEYBYTES];
+  int rc = crypto_sign_seed_keypair(
+      pk, sk, reinterpret_cast<const unsigned char*>(der.data()) + sizeof(kPkcs8Prefix));
+  wipe();
+  if (rc != 0) return Fail("internal", "cannot derive the Ed25519 key");
+  const std::string message = SignedMessage(manifest_sha256);
+  unsigned char sig[crypto_sign_BYTES];
+  rc = crypto_sign_detached(sig, nullptr, reinterpret_cast<const unsigned char*>(message.data()),
+                            message.size(), sk);
+  sodium_memzero(sk, sizeof(sk));
+  if (rc != 0) return Fail("internal", "Ed25519 signing failed");
+  return RenderSignatureFile({KeyId(std::string(reinterpret_cast<char*>(pk), sizeof(pk))),
+                              std::string(reinterpret_cast<char*>(sig), sizeof(sig))});
 }
 
 }  // namespace anvil

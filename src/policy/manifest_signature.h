@@ -79,8 +79,8 @@ Result<SignatureCheck> VerifyManifestSignature(std::string_view manifest_sha256,
                                                const std::vector<TrustedKey>& trusted,
                                                bool require_signed);
 
-// Ed25519 on raw keys (OpenSSL EVP, EVP_PKEY_ED25519). Verify returns false for a key or a
-// signature of the wrong length instead of asking OpenSSL.
+// Ed25519 on raw keys (libsodium, RFC 8032). Verify returns false for a key or a signature of
+// the wrong length without asking the library.
 bool Ed25519Verify(std::string_view raw_public_key, std::string_view message,
                    std::string_view signature);
 

@@ -7,8 +7,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 
 #include "policy/digest.h"
 #include "policy/trusted_keys.h"
@@ -199,6 +201,104 @@ TEST(ManifestSignature, PublicKeysParseFromPemOrHexAndOnlyEd25519) {
   EXPECT_FALSE(ParsePublicKey(alice.pair.private_pem.substr(0, 20)));
   // A private key is not accepted where a public key is expected.
   EXPECT_FALSE(ParsePublicKey(alice.pair.private_pem));
+}
+
+std::string HexToBytes(std::string_view hex) {
+  std::string out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+    out += static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16));
+  }
+  return out;
+}
+
+TEST(ManifestSignature, Rfc8032TestVectorsVerify) {
+  // RFC 8032 section 7.1, TEST 1 (empty message) and TEST 2 (one byte).
+  const std::string pk1 =
+      HexToBytes("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a");
+  const std::string sig1 = HexToBytes(
+      "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e3970"
+      "1cf9b46bd25bf5f0595bbe24655141438e7a100b");
+  EXPECT_TRUE(Ed25519Verify(pk1, "", sig1));
+  EXPECT_FALSE(Ed25519Verify(pk1, "x", sig1));
+  const std::string pk2 =
+      HexToBytes("3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c");
+  const std::string sig2 = HexToBytes(
+      "92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da085ac1e43e15996e458f3613"
+      "d0f11d8c387b2eaeb4302aeeb00d291612bb0c00");
+  EXPECT_TRUE(Ed25519Verify(pk2, std::string(1, '\x72'), sig2));
+  // A signature whose S is not reduced (S + L) is refused: one message, one signature per key.
+  std::string malleable = sig1;
+  const unsigned char kL[32] = {0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7,
+                                0xa2, 0xde, 0xf9, 0xde, 0x14, 0,    0,    0,    0,    0,    0,
+                                0,    0,    0,    0,    0,    0,    0,    0,    0,    0x10};
+  unsigned carry = 0;
+  for (int i = 0; i < 32; ++i) {
+    unsigned v = static_cast<unsigned char>(malleable[32 + i]) + kL[i] + carry;
+    malleable[32 + i] = static_cast<char>(v & 0xff);
+    carry = v >> 8;
+  }
+  EXPECT_FALSE(Ed25519Verify(pk1, "", malleable));
+}
+
+// Runs a shell command, returns its stdout ("" and a test failure when it fails).
+std::string Shell(const std::string& command) {
+  std::string out;
+  FILE* p = popen(command.c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  EXPECT_EQ(pclose(p), 0) << command;
+  return out;
+}
+
+TEST(ManifestSignature, KeysAndSignaturesInteroperateWithOpenSsl) {
+  char dir[] = "/tmp/anvil-sig-interop.XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string d = dir;
+  // A key made by OpenSSL signs in Anvil, and OpenSSL verifies Anvil's signature.
+  Shell("openssl genpkey -algorithm ed25519 -out " + d + "/k.pem 2>&1");
+  std::ifstream in(d + "/k.pem");
+  std::string pem((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string openssl_pub = Shell("openssl pkey -in " + d + "/k.pem -pubout");
+  auto raw = ParsePublicKey(openssl_pub);
+  ASSERT_TRUE(raw) << raw.error().ToString();
+  EXPECT_EQ(PublicKeyPem(*raw), openssl_pub);  // byte for byte what OpenSSL writes
+  auto sig_file = SignManifest(Sha256Hex(kManifest), pem);
+  ASSERT_TRUE(sig_file) << sig_file.error().ToString();
+  auto parsed = ParseSignatureFile(*sig_file);
+  ASSERT_TRUE(parsed);
+  EXPECT_TRUE(VerifyManifestSignature(Sha256Hex(kManifest), *sig_file, {{"ossl", *raw}}, true));
+  {
+    std::ofstream(d + "/msg", std::ios::binary) << SignedMessage(Sha256Hex(kManifest));
+    std::ofstream(d + "/sig", std::ios::binary) << parsed->signature;
+    std::ofstream(d + "/pub.pem") << openssl_pub;
+  }
+  EXPECT_NE(Shell("openssl pkeyutl -verify -pubin -inkey " + d + "/pub.pem -rawin -in " + d +
+                  "/msg -sigfile " + d + "/sig 2>&1")
+                .find("Signature Verified Successfully"),
+            std::string::npos);
+  // A key made by Anvil is read by OpenSSL, which derives the same public key.
+  auto pair = GenerateEd25519KeyPair();
+  ASSERT_TRUE(pair);
+  std::ofstream(d + "/a.pem") << pair->private_pem;
+  EXPECT_EQ(Shell("openssl pkey -in " + d + "/a.pem -pubout"), PublicKeyPem(pair->public_raw));
+  // Keys of another type are refused by name, not mistaken for Ed25519.
+  Shell("openssl genpkey -algorithm x25519 -out " + d + "/x.pem 2>&1");
+  std::ifstream xin(d + "/x.pem");
+  std::string x_pem((std::istreambuf_iterator<char>(xin)), std::istreambuf_iterator<char>());
+  auto x_sign = SignManifest(Sha256Hex(kManifest), x_pem);
+  ASSERT_FALSE(x_sign);
+  EXPECT_NE(x_sign.error().message.find("not an Ed25519 key"), std::string::npos);
+  auto x_pub = ParsePublicKey(Shell("openssl pkey -in " + d + "/x.pem -pubout"));
+  ASSERT_FALSE(x_pub);
+  EXPECT_NE(x_pub.error().message.find("not an Ed25519 key"), std::string::npos);
+  // Explanatory text before the block is allowed, a header inside it is not.
+  EXPECT_TRUE(ParsePublicKey("my release key\n" + openssl_pub));
+  std::string with_header = openssl_pub;
+  with_header.insert(with_header.find('\n') + 1, "Proc-Type: 4,ENCRYPTED\n");
+  EXPECT_FALSE(ParsePublicKey(with_header));
+  Shell("rm -rf " + d);
 }
 
 TEST(ManifestSignature, KeyNamesAreFileNamesWithoutTricks) {
