@@ -264,8 +264,9 @@ int RunRunCommand(const std::vector<std::string>& args) {
     std::cerr << "anvil run: " << manifest.error().ToString() << "\n";
     return kExitUsage;
   }
-  if (auto s = session::CheckLock(workspace, plugin_dir, *manifest); !s) {
-    std::cerr << "anvil run: " << s.error().ToString() << "\n";
+  auto pinned = session::CheckLock(workspace, plugin_dir, *manifest);
+  if (!pinned) {
+    std::cerr << "anvil run: " << pinned.error().ToString() << "\n";
     return kExitRefused;
   }
   // Before consent: a forged or tampered signature refuses the plugin outright, so the user is
@@ -283,6 +284,7 @@ int RunRunCommand(const std::vector<std::string>& args) {
 
   session::PluginSessionConfig config{workspace, plugin_dir, *manifest, *grant, gateway_args, {}};
   config.unsafe_net_test = unsafe_net_test;
+  config.pinned_files = std::move(*pinned);
   // Anvil.toml settings reach the plugin as data. A broken file passes none (and says so): it
   // is untrusted input and never stops or widens anything.
   if (auto ws_config = LoadWorkspaceConfig(workspace); ws_config) {

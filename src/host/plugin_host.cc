@@ -17,11 +17,15 @@
 #include <cstring>
 #include <deque>
 #include <iostream>
+#include <map>
+#include <optional>
+#include <string_view>
 
 #include "common/unique_fd.h"
 #include "ipc/capability_token.h"
 #include "ipc/frame.h"
 #include "ipc/gateway_client.h"
+#include "policy/digest.h"
 
 namespace anvil::host {
 namespace {
@@ -97,13 +101,17 @@ Result<PluginSource> ReadPluginSource(const HostOptions& o) {
 }
 
 struct Handoff {
-  std::string token;     // raw capability token bytes
-  std::string settings;  // JSON object text
+  std::string token;                        // raw capability token bytes
+  std::map<std::string, std::string> pins;  // anvil.lock: relative path -> SHA-256 hex
+  std::string settings;                     // JSON object text
 };
 
-// The trusted side's handoff on --token-fd: "<token hex>\n<settings JSON>", then EOF. Read in
-// full before anything of the plugin is touched; never argv or the environment, which other
-// processes of the user can read in /proc.
+// The trusted side's handoff on --token-fd (session/host_process.cc), then EOF:
+//   <token hex>\n
+//   pins N\n            N lines "<sha256 hex> <relative path>\n": the files anvil.lock pins
+//   <settings JSON>
+// Read in full before anything of the plugin is touched; never argv or the environment, which
+// other processes of the user can read in /proc.
 Result<Handoff> ReadHandoff(int fd) {
   std::string text;
   char buf[65536];
@@ -121,9 +129,58 @@ Result<Handoff> ReadHandoff(int fd) {
   auto token = ipc::CapabilityToken::FromHex(hex);
   if (!token) return Fail("invalid", "capability token: " + token.error().message);
   out.token = token->bytes();
-  out.settings = newline == std::string::npos ? "" : text.substr(newline + 1);
+  std::string_view rest = newline == std::string::npos ? std::string_view()
+                                                       : std::string_view(text).substr(newline + 1);
+  auto next_line = [&rest]() -> std::optional<std::string_view> {
+    const auto nl = rest.find('\n');
+    if (nl == std::string_view::npos) return std::nullopt;
+    std::string_view line = rest.substr(0, nl);
+    rest.remove_prefix(nl + 1);
+    return line;
+  };
+  auto count_line = next_line();
+  if (!count_line || count_line->substr(0, 5) != "pins ") {
+    return Fail("invalid", "handoff: no pins line");
+  }
+  size_t count = 0;
+  for (char c : count_line->substr(5)) {
+    if (c < '0' || c > '9' || count > 100000) return Fail("invalid", "handoff: bad pins count");
+    count = count * 10 + static_cast<size_t>(c - '0');
+  }
+  for (size_t i = 0; i < count; ++i) {
+    auto line = next_line();
+    if (!line || line->size() < 66 || (*line)[64] != ' ' || !IsSha256Hex(line->substr(0, 64))) {
+      return Fail("invalid", "handoff: bad pin line");
+    }
+    out.pins.emplace(std::string(line->substr(65)), std::string(line->substr(0, 64)));
+  }
+  out.settings = std::string(rest);
   if (out.settings.empty()) out.settings = "{}";
   return out;
+}
+
+// With pins (anvil.lock names the plugin), every file read must be one of them byte for byte:
+// the trusted side checked the lock against the files before it started this host, and a file
+// swapped since then must not run.
+Status CheckPins(const PluginSource& source, const HostOptions& o,
+                 const std::map<std::string, std::string>& pins) {
+  if (pins.empty()) return Ok();
+  auto check = [&pins](const std::string& path, const std::string& code) -> Status {
+    auto it = pins.find(path);
+    if (it == pins.end() || Sha256Hex(code) != it->second) {
+      return Fail("denied", "plugin file " + path +
+                                " is not the one anvil.lock pins (it changed after the lock was "
+                                "checked); nothing of the plugin ran");
+    }
+    return Ok();
+  };
+  if (auto s = check(source.entry_name, source.entry_code); !s) return s;
+  const std::string ext = o.runtime == "lua" ? ".lua" : ".js";
+  for (const auto& [name, code] : source.modules) {
+    // "lib.util" (Lua) or "lib/util" (JS) -> "lib/util.lua" / "lib/util.js"
+    if (auto s = check("lib/" + name.substr(4) + ext, code); !s) return s;
+  }
+  return Ok();
 }
 
 // Frames on the session channel, in both directions.
@@ -269,6 +326,7 @@ int RunPluginHost(const HostOptions& o) {
   if (!handoff) return fail(handoff.error().ToString());
   auto source = ReadPluginSource(o);
   if (!source) return fail(source.error().ToString());
+  if (auto s = CheckPins(*source, o, handoff->pins); !s) return fail(s.error().ToString());
 
   ipc::GatewayClient gateway(UniqueFd(o.gateway_fd), std::move(handoff->token));
   SessionChannel session(o.session_fd);

@@ -139,7 +139,7 @@ Status HashLib(int dir_fd, std::map<std::string, std::string>& files) {
       return tl::unexpected(std::move(error));
     }
     const std::string digest = Sha256Hex(*bytes);
-    if (digest.empty()) return Fail("internal", "SHA-256 failed (OpenSSL)");
+    if (digest.empty()) return Fail("internal", "SHA-256 failed");
     files[path] = digest;
   }
   return Ok();
@@ -317,10 +317,10 @@ Result<PluginHashes> HashPluginDir(const std::string& plugin_dir, const Manifest
   hashes.files[manifest.entry] = Sha256Hex(*entry);
   if (auto lib = HashLib(dir.Get(), hashes.files); !lib) return tl::unexpected(lib.error());
   for (const auto& [path, digest] : hashes.files) {
-    if (digest.empty()) return Fail("internal", "SHA-256 failed (OpenSSL)");
+    if (digest.empty()) return Fail("internal", "SHA-256 failed");
   }
   hashes.code_sha256 = CodeSha256(hashes.files);
-  if (hashes.code_sha256.empty()) return Fail("internal", "SHA-256 failed (OpenSSL)");
+  if (hashes.code_sha256.empty()) return Fail("internal", "SHA-256 failed");
   return hashes;
 }
 

@@ -413,7 +413,7 @@ Result<Manifest> ParseManifest(std::string_view toml_text, std::string_view sour
 
   Manifest manifest;
   manifest.sha256 = ManifestSha256(toml_text);
-  if (manifest.sha256.empty()) return Fail("internal", "SHA-256 failed (OpenSSL)");
+  if (manifest.sha256.empty()) return Fail("internal", "SHA-256 failed");
 
   auto where = [&](const toml::key& key, const toml::node& node) {
     return policy_internal::Where(source_name, RegionOf(key, node));

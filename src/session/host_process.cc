@@ -113,7 +113,11 @@ Result<std::unique_ptr<HostProcess>> HostProcess::Start(const HostConfig& config
   }
   // The host reads the whole handoff before anything else, so this write only waits for that;
   // the bound covers a host that never reads (it is killed).
-  const std::string handoff = host->token_.Hex() + "\n" + config.settings_json;
+  // "<token hex>\n" "pins N\n" N x "<sha256 hex> <path>\n" "<settings JSON>" (plugin_host.cc).
+  std::string handoff =
+      host->token_.Hex() + "\npins " + std::to_string(config.pinned_files.size()) + "\n";
+  for (const auto& [path, sha] : config.pinned_files) handoff += sha + " " + path + "\n";
+  handoff += config.settings_json;
   size_t off = 0;
   const auto give_up = Clock::now() + std::chrono::seconds(10);
   while (off < handoff.size()) {

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,6 +33,10 @@ struct HostConfig {
   // handed to the host after the token on the handoff channel, never argv or environment, and
   // never read by anything that decides permissions or sandbox options.
   std::string settings_json = "{}";
+  // anvil.lock's verified files (relative path -> SHA-256 hex; CheckLock), handed over with
+  // the token. Non-empty: the host hashes every file it reads and runs nothing unless each is
+  // one of these, byte for byte. Empty: the plugin is not pinned.
+  std::map<std::string, std::string> pinned_files = {};
 };
 
 // Bound on the settings handed to one host (Anvil.toml itself is at most 256 KiB; JSON escaping

@@ -100,14 +100,22 @@ Catalog DiscoverPlugins(const CatalogOptions& options) {
   return catalog;
 }
 
-Status CheckLock(const std::string& workspace, const std::string& plugin_dir,
-                 const Manifest& manifest) {
+Result<std::map<std::string, std::string>> CheckLock(const std::string& workspace,
+                                                     const std::string& plugin_dir,
+                                                     const Manifest& manifest) {
+  using Pins = std::map<std::string, std::string>;
   auto lock = ReadLockfile(workspace);
-  if (!lock) return lock.error().code == "not_found" ? Ok() : Status(tl::unexpected(lock.error()));
-  if (!lock->plugins.count(manifest.id)) return Ok();
+  if (!lock) {
+    if (lock.error().code == "not_found") return Pins{};
+    return tl::unexpected(lock.error());
+  }
+  if (!lock->plugins.count(manifest.id)) return Pins{};
   auto hashes = HashPluginDir(plugin_dir, manifest);
   if (!hashes) return tl::unexpected(hashes.error());
-  return VerifyAgainstLock(*lock, manifest.id, *hashes);
+  if (auto s = VerifyAgainstLock(*lock, manifest.id, *hashes); !s) {
+    return tl::unexpected(s.error());
+  }
+  return std::move(hashes->files);
 }
 
 Result<SignatureCheck> CheckSignature(const std::string& plugin_dir, const Manifest& manifest,

@@ -8,6 +8,7 @@
 // in the repository itself is never picked up.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,9 +47,13 @@ struct Catalog {
 Catalog DiscoverPlugins(const CatalogOptions& options);
 
 // anvil.lock, when it names the plugin, must match its files exactly ("denied: ..." naming the
-// file that changed).
-Status CheckLock(const std::string& workspace, const std::string& plugin_dir,
-                 const Manifest& manifest);
+// file that changed). Returns the files it pinned (relative path -> SHA-256), empty when the
+// lock does not name the plugin: hand them to the host (HostConfig::pinned_files), which
+// refuses to run bytes other than these, so a swap between this check and the host's own
+// read of the files runs nothing.
+Result<std::map<std::string, std::string>> CheckLock(const std::string& workspace,
+                                                     const std::string& plugin_dir,
+                                                     const Manifest& manifest);
 
 // The manifest's optional ed25519 signature (anvil-plugin.toml.sig), verified against the keys
 // the user trusts (trusted_keys.h: the user's config dir, never the workspace or the plugin).

@@ -58,6 +58,7 @@ Result<std::unique_ptr<PluginSession>> PluginSession::Start(const PluginSessionC
                   config.manifest.id,
                   config.host_args};
   host.settings_json = config.settings_json;
+  host.pinned_files = config.pinned_files;
   auto h = HostProcess::Start(host, *s->gateway_, config.grant);
   if (!h) {
     (void)s->gateway_->Stop();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,7 @@ struct PluginSessionConfig {
   std::vector<std::string> host_args;
   UnsafeNetTestOptions unsafe_net_test = {};  // `anvil run` / `anvil serve` test-only flags
   std::string settings_json = "{}";  // Anvil.toml settings for the plugin (data, no authority)
+  std::map<std::string, std::string> pinned_files = {};  // CheckLock's result (HostConfig)
 };
 
 class PluginSession {

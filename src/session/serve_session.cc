@@ -148,6 +148,7 @@ struct Plugin {
   PluginState state = PluginState::kDisabled;
   std::string detail;
   std::optional<Grant> grant;
+  std::map<std::string, std::string> pinned_files;  // anvil.lock's files for the host (CheckLock)
   std::optional<Grant> previous;
   std::unique_ptr<HostProcess> host;
   uint64_t generation = 0;  // bumps whenever the host changes: stale events are ignored
@@ -977,11 +978,13 @@ void Server::ResolvePluginGrant(Plugin& p) {
     return;
   }
   const Manifest& m = *p.entry.manifest;
-  if (auto s = CheckLock(o_.workspace, p.entry.dir, m); !s) {
+  auto pinned = CheckLock(o_.workspace, p.entry.dir, m);
+  if (!pinned) {
     p.state = PluginState::kRefused;
-    p.detail = s.error().ToString();
+    p.detail = pinned.error().ToString();
     return;
   }
+  p.pinned_files = std::move(*pinned);
   // A bad signature refuses the plugin before any consent is asked (same state as a lock
   // mismatch: the files are not what they claim to be).
   auto signature = CheckSignature(p.entry.dir, m, o_.require_signed);
@@ -1034,6 +1037,7 @@ void Server::StartHost(Plugin& p) {
   // Data for the plugin only: the grant passed below comes from the grant store, never from here.
   config.settings_json =
       workspace_config_.SettingsFor(m.id).dump(-1, ' ', false, json::error_handler_t::replace);
+  config.pinned_files = p.pinned_files;
   auto host = HostProcess::Start(config, *gateway_, *p.grant);
   if (!host) return SetFailed(p, "the plugin host did not start: " + host.error().ToString());
   p.host = std::move(*host);

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "gateway_fixture.h"
+#include "policy/digest.h"
 #include "session/host_process.h"
 
 namespace anvil::testing {
@@ -32,11 +33,17 @@ class T4HostEscape : public GatewayTest, public ::testing::WithParamInterface<Fl
     GatewayTest::TearDown();
   }
   // Writes the plugin's entry and starts its host.
-  Result<std::unique_ptr<session::HostProcess>> StartPlugin(const std::string& code,
-                                                            std::vector<std::string> extra = {}) {
+  Result<std::unique_ptr<session::HostProcess>> StartPlugin(
+      const std::string& code, std::vector<std::string> extra = {},
+      std::map<std::string, std::string> pinned_files = {}) {
     WriteFile(*plugin_ / GetParam().entry, code);
-    session::HostConfig config{BinDir() + "/anvil-plugin-host", plugin_->path(), GetParam().runtime,
-                               GetParam().entry, "test.plugin", std::move(extra)};
+    session::HostConfig config{BinDir() + "/anvil-plugin-host",
+                               plugin_->path(),
+                               GetParam().runtime,
+                               GetParam().entry,
+                               "test.plugin",
+                               std::move(extra)};
+    config.pinned_files = std::move(pinned_files);
     return session::HostProcess::Start(config, *gateway_, ReadWriteGrant());
   }
   bool Lua() const { return GetParam().runtime == "lua"; }
@@ -45,17 +52,19 @@ class T4HostEscape : public GatewayTest, public ::testing::WithParamInterface<Fl
 };
 
 session::EditorHandler NoEditor() {
-  return [](const std::string&, const std::vector<std::string>&) -> Result<std::vector<std::string>> {
-    return Fail("denied", "no editor");
-  };
+  return
+      [](const std::string&, const std::vector<std::string>&) -> Result<std::vector<std::string>> {
+        return Fail("denied", "no editor");
+      };
 }
 session::LogHandler NoLog() {
   return [](const std::string&, const std::string&) {};
 }
 
 TEST_P(T4HostEscape, BenignPluginReadsTheWorkspaceThroughTheGateway) {
-  auto host = StartPlugin(Lua() ? "anvil.command('read', function() return sys.fs.read('hello.txt') end)"
-                                : "anvil.command('read', () => sys.fs.read('hello.txt'));");
+  auto host =
+      StartPlugin(Lua() ? "anvil.command('read', function() return sys.fs.read('hello.txt') end)"
+                        : "anvil.command('read', () => sys.fs.read('hello.txt'));");
   ASSERT_TRUE(host) << host.error().ToString();
   host_ = std::move(*host);
   auto commands = host_->Describe(5s);
@@ -68,13 +77,14 @@ TEST_P(T4HostEscape, BenignPluginReadsTheWorkspaceThroughTheGateway) {
 
 TEST_P(T4HostEscape, LanguageEscapeHatchesAreGone) {
   std::string code =
-      Lua() ? R"(anvil.command('probe', function()
+      Lua()
+          ? R"(anvil.command('probe', function()
                    return {io == nil, os.execute == nil, package == nil, debug == nil,
                            require == nil or not pcall(require, 'io'),
                            not pcall(load, string.dump and string.dump(print) or '\27Lua', 'x', 'b') or
                              load('\27Lua', 'x', 'b') == nil}
                  end))"
-            : R"(anvil.command('probe', () => [typeof std === 'undefined', typeof os === 'undefined',
+          : R"(anvil.command('probe', () => [typeof std === 'undefined', typeof os === 'undefined',
                    (() => { try { eval('1'); return false; } catch (e) { return true; } })(),
                    (() => { try { (()=>{}).constructor('return 1')(); return false; } catch (e) { return true; } })()]);)";
   auto host = StartPlugin(code);
@@ -86,8 +96,9 @@ TEST_P(T4HostEscape, LanguageEscapeHatchesAreGone) {
 }
 
 TEST_P(T4HostEscape, ReadingOutsideTheWorkspaceIsDenied) {
-  auto host = StartPlugin(Lua() ? "anvil.command('x', function() return sys.fs.read('../../etc/passwd') end)"
-                                : "anvil.command('x', () => sys.fs.read('../../etc/passwd'));");
+  auto host = StartPlugin(
+      Lua() ? "anvil.command('x', function() return sys.fs.read('../../etc/passwd') end)"
+            : "anvil.command('x', () => sys.fs.read('../../etc/passwd'));");
   ASSERT_TRUE(host);
   host_ = std::move(*host);
   auto r = host_->Run("x", "{}", 5s, NoEditor(), NoLog());
@@ -97,7 +108,8 @@ TEST_P(T4HostEscape, ReadingOutsideTheWorkspaceIsDenied) {
 
 TEST_P(T4HostEscape, InfiniteLoopIsKilledAtTheDeadline) {
   auto host = StartPlugin(
-      Lua() ? "anvil.command('spin', function() while true do pcall(function() while true do end end) end end)"
+      Lua() ? "anvil.command('spin', function() while true do pcall(function() while true do end "
+              "end) end end)"
             : "anvil.command('spin', () => { for (;;) { try { for (;;) {} } catch (e) {} } });",
       {"--instructions", "100000000000000", "--deadline-ms", "100000"});
   ASSERT_TRUE(host);
@@ -131,6 +143,52 @@ TEST_P(T4HostEscape, SandboxSetupFailureMeansThePluginNeverRuns) {
     ASSERT_FALSE(d) << layer;
     EXPECT_EQ(d.error().code, "sandbox") << d.error().ToString();
     EXPECT_FALSE(Exists(*ws_ / ("notes/" + marker))) << "plugin ran without " << layer;
+  }
+}
+
+// T8/TOCTOU: anvil.lock is checked against the plugin's files on the trusted side, and the host
+// reads them again later. A file swapped or added in between must not run: the host hashes what
+// it read and refuses anything the lock did not pin.
+TEST_P(T4HostEscape, PluginFilesSwappedAfterTheLockCheckNeverRun) {
+  const std::string ext = Lua() ? ".lua" : ".js";
+  auto writer = [this](const std::string& marker) {
+    return Lua() ? "sys.fs.write('notes/" + marker + "', 'x')"
+                 : "sys.fs.write('notes/" + marker + "', 'x');";
+  };
+  const std::string checked = writer("checked.txt");
+  // Control: the pinned bytes run.
+  {
+    auto host = StartPlugin(checked, {}, {{GetParam().entry, Sha256Hex(checked)}});
+    ASSERT_TRUE(host) << host.error().ToString();
+    auto d = (*host)->Describe(5s);
+    ASSERT_TRUE(d) << d.error().ToString() << (*host)->stderr_text();
+    EXPECT_TRUE(Exists(*ws_ / "notes/checked.txt"));
+    (void)(*host)->Stop();
+  }
+  // The entry swapped after the check.
+  {
+    auto host = StartPlugin(writer("swapped.txt"), {}, {{GetParam().entry, Sha256Hex(checked)}});
+    ASSERT_TRUE(host) << host.error().ToString();
+    auto d = (*host)->Describe(5s);
+    ASSERT_FALSE(d) << "a swapped entry ran";
+    EXPECT_NE((*host)->stderr_text().find("anvil.lock"), std::string::npos)
+        << (*host)->stderr_text();
+    EXPECT_FALSE(Exists(*ws_ / "notes/swapped.txt"));
+    (void)(*host)->Stop();
+  }
+  // A module added after the check (the pinned entry unchanged).
+  {
+    ASSERT_EQ(Shell("mkdir -p '" + plugin_->path() + "/lib'"), 0);
+    WriteFile(*plugin_ / ("lib/extra" + ext), writer("added.txt"));
+    const std::string entry = Lua() ? "require('lib.extra')" : "";
+    auto host = StartPlugin(entry, {}, {{GetParam().entry, Sha256Hex(entry)}});
+    ASSERT_TRUE(host) << host.error().ToString();
+    auto d = (*host)->Describe(5s);
+    ASSERT_FALSE(d) << "an unpinned module was loaded";
+    EXPECT_NE((*host)->stderr_text().find("lib/extra" + ext), std::string::npos)
+        << (*host)->stderr_text();
+    EXPECT_FALSE(Exists(*ws_ / "notes/added.txt"));
+    (void)(*host)->Stop();
   }
 }
 
