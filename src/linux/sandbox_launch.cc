@@ -43,6 +43,17 @@
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define ANVIL_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define ANVIL_SANITIZED 1
+#endif
+#endif
+#ifndef ANVIL_SANITIZED
+#define ANVIL_SANITIZED 0
+#endif
+
 namespace anvil {
 namespace {
 
@@ -449,7 +460,12 @@ Status HandOverProxyListeners(Plan& plan) {
   // tables and costs init no copy-on-write faults afterwards. Safe here: init is single-threaded
   // and suspended until the exec (or _exit), every signal is still blocked (RunCommand resets
   // the handlers before unblocking), and RunCommand never returns.
+#if ANVIL_SANITIZED
+  // Sanitizer runtimes keep shadow state for the stack the vfork child would share: fork.
+  pid_t command = fork();
+#else
   pid_t command = vfork();
+#endif
   if (command < 0) Die(plan, SysFail("sandbox", "start the command").value());
   if (command == 0) RunCommand(plan);
   g_command_pid = command;
