@@ -30,9 +30,11 @@ struct ProxyLimits {
   size_t max_head_bytes = 16 * 1024;
   std::chrono::milliseconds head_timeout{10000};
   std::chrono::milliseconds connect_timeout{10000};
-  std::chrono::milliseconds idle_timeout{300000};
-  std::chrono::milliseconds max_duration{3600000};
-  uint64_t max_bytes = 1ull << 32;  // per connection, both directions together
+  std::chrono::milliseconds idle_timeout{300000};   // no byte moved either way
+  std::chrono::milliseconds max_duration{3600000};  // from accept, also while data flows
+  // Per connection, both directions together: up to this many are forwarded; one byte more read
+  // from either side ends the connection ("byte cap").
+  uint64_t max_bytes = 1ull << 32;
 };
 
 struct ProxyAuditRecord {

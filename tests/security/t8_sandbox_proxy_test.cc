@@ -136,6 +136,34 @@ TEST_P(T8SandboxProxy, ConnectTunnelToAnAllowedHostWorks) {
   EXPECT_EQ(origin.connections(), 1);
 }
 
+TEST_P(T8SandboxProxy, ALargeDownloadArrivesByteExactPlainAndTunnelled) {
+  // 24 MiB of pseudo-random bytes through the relay (splice), plain HTTP and a CONNECT tunnel:
+  // the command's checksum must be the origin's.
+  std::string body(24 << 20, '\0');
+  uint64_t x = 0x2545f4914f6cdd1dull;
+  for (auto& c : body) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    c = static_cast<char>(x >> 24);
+  }
+  Origin origin(body);
+  const std::string expected_file = state_.path() + "/expected";
+  WriteFile(expected_file, body);
+  ASSERT_EQ(Shell("/usr/bin/cksum < " + ShellQuote(expected_file) + " > " +
+                  ShellQuote(expected_file + ".sum")),
+            0);
+  const std::string expected = ReadFile(expected_file + ".sum");
+  for (std::string tunnel : {"", "--proxytunnel "}) {
+    auto r =
+        Proxy({"--allow-host", Allow(origin), "--unsafe-test-allow-address", Allow(origin)},
+              {"/bin/sh", "-c", "/usr/bin/curl -sS " + tunnel + Url(origin) + " | /usr/bin/cksum"});
+    EXPECT_EQ(r.status, 0) << tunnel << r.err;
+    EXPECT_EQ(r.out, expected) << tunnel << r.err;
+  }
+  EXPECT_EQ(origin.connections(), 2);
+}
+
 TEST_P(T8SandboxProxy, AHostNotAllowedGets403NamingTheRuleAndNoConnection) {
   Origin origin("secret");
   auto r = Proxy({"--allow-host", "example.org", "--unsafe-test-allow-address", Allow(origin)},

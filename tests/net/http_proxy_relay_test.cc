@@ -1,0 +1,388 @@
+// anvil-proxy's relay (issue 8): bytes move between the command's connection and the origin with
+// splice(2) through a pipe. What must not change with that: every byte arrives, in order, both
+// ways (checked against a deterministic stream), and the caps cut exactly where they did: bytes
+// (both directions together), total time, idle time. The proxy is the production HttpProxy on a
+// loopback listener of the test's own; the origin is a thread on 127.0.0.1.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "loopback_socket.h"
+#include "net/http_proxy.h"
+#include "net/proxy_policy.h"
+
+namespace anvil::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+// Byte i of the test stream: splitmix64 of i / 8, so a lost, repeated or reordered block shows.
+uint8_t StreamByte(uint64_t i) {
+  uint64_t z = (i / 8) + 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  return static_cast<uint8_t>(z >> (8 * (i % 8)));
+}
+
+void FillStream(uint64_t offset, char* out, size_t n) {
+  for (size_t k = 0; k < n; ++k) out[k] = static_cast<char>(StreamByte(offset + k));
+}
+
+// Counts bytes and compares each with the stream; `first_mismatch` is the offset of the first
+// wrong byte (UINT64_MAX while all are right).
+struct StreamCheck {
+  uint64_t count = 0;
+  uint64_t first_mismatch = UINT64_MAX;
+  void Add(const char* data, size_t n) {
+    for (size_t k = 0; k < n; ++k) {
+      if (first_mismatch == UINT64_MAX && static_cast<uint8_t>(data[k]) != StreamByte(count + k)) {
+        first_mismatch = count + k;
+      }
+    }
+    count += n;
+  }
+};
+
+// Sends stream bytes [from, from + size).
+bool SendStream(int fd, uint64_t size, uint64_t from = 0) {
+  std::vector<char> buf(1 << 16);
+  for (uint64_t sent = 0; sent < size;) {
+    size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), size - sent));
+    FillStream(from + sent, buf.data(), n);
+    for (size_t off = 0; off < n;) {
+      ssize_t w = ::send(fd, buf.data() + off, n - off, MSG_NOSIGNAL);
+      if (w <= 0) return false;
+      off += static_cast<size_t>(w);
+    }
+    sent += n;
+  }
+  return true;
+}
+
+// Reads until EOF, an error or `timeout` without data. Returns false on the timeout.
+bool ReadToEnd(int fd, StreamCheck& check, std::chrono::milliseconds timeout = 20000ms) {
+  std::vector<char> buf(1 << 16);
+  while (true) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(timeout.count())) <= 0) return false;
+    ssize_t n = ::recv(fd, buf.data(), buf.size(), 0);
+    if (n <= 0) return true;
+    check.Add(buf.data(), static_cast<size_t>(n));
+  }
+}
+
+// Reads up to and including "\r\n\r\n", one byte at a time so nothing after it is consumed.
+std::string ReadHead(int fd) {
+  std::string head;
+  char c;
+  while (head.size() < 16384 && head.find("\r\n\r\n") == std::string::npos) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 10000) <= 0 || ::recv(fd, &c, 1, 0) != 1) break;
+    head.push_back(c);
+  }
+  return head;
+}
+
+// One connection on 127.0.0.1, handled by `handler` on its own thread.
+class Origin {
+ public:
+  explicit Origin(std::function<void(int)> handler) : handler_(std::move(handler)) {
+    listener_ = BindLoopback(SOCK_STREAM, &port_);
+    EXPECT_TRUE(listener_) << std::strerror(errno);
+    thread_ = std::thread([this] {
+      pollfd p{listener_.Get(), POLLIN, 0};
+      if (poll(&p, 1, 20000) <= 0) return;
+      UniqueFd c(::accept4(listener_.Get(), nullptr, nullptr, SOCK_CLOEXEC));
+      if (c) handler_(c.Get());
+    });
+  }
+  ~Origin() { thread_.join(); }
+  uint16_t port() const { return port_; }
+
+ private:
+  std::function<void(int)> handler_;
+  UniqueFd listener_;
+  uint16_t port_ = 0;
+  std::thread thread_;
+};
+
+// The production proxy on a loopback listener, allowed to reach exactly the origin's port.
+class Proxy {
+ public:
+  Proxy(uint16_t origin_port, ProxyLimits limits) {
+    listener_ = BindLoopback(SOCK_STREAM, &port_);
+    EXPECT_TRUE(listener_);
+    ProxyConfig config;
+    auto target = ParseAllowHost("127.0.0.1:" + std::to_string(origin_port));
+    EXPECT_TRUE(target);
+    config.allowed = {*target};
+    UnsafeTestOptions test;
+    test.allow_addresses = {{IpAddress::V4(127, 0, 0, 1), origin_port}};
+    config.policy = ConnectPolicy({}, test);
+    config.limits = limits;
+    config.audit = [this](const ProxyAuditRecord& r) {
+      std::lock_guard lock(mu_);
+      records_.push_back(r);
+    };
+    proxy_ = std::make_unique<HttpProxy>(std::move(config));
+    thread_ = std::thread([this] { proxy_->Serve({listener_.Get()}, stop_); });
+  }
+  ~Proxy() { Stop(); }
+  void Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  // Every audit record, once every connection has ended.
+  std::vector<ProxyAuditRecord> Records() {
+    Stop();
+    std::lock_guard lock(mu_);
+    return records_;
+  }
+  UniqueFd Connect() {
+    UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port_);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::connect(fd.Get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    return fd;
+  }
+  // A CONNECT tunnel to the origin, its 200 read.
+  UniqueFd Tunnel(uint16_t origin_port) {
+    UniqueFd fd = Connect();
+    std::string req =
+        "CONNECT 127.0.0.1:" + std::to_string(origin_port) + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    EXPECT_EQ(::send(fd.Get(), req.data(), req.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(req.size()));
+    std::string head = ReadHead(fd.Get());
+    EXPECT_EQ(head, "HTTP/1.1 200 Connection Established\r\n\r\n");
+    return fd;
+  }
+
+ private:
+  UniqueFd listener_;
+  uint16_t port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::unique_ptr<HttpProxy> proxy_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::vector<ProxyAuditRecord> records_;
+};
+
+constexpr uint64_t kMiB = 1 << 20;
+
+TEST(HttpProxyRelay, ALargeDownloadThroughATunnelArrivesByteExact) {
+  const uint64_t size = 64 * kMiB + 4321;
+  Origin origin([&](int fd) { SendStream(fd, size); });
+  Proxy proxy(origin.port(), {});
+  UniqueFd c = proxy.Tunnel(origin.port());
+  StreamCheck got;
+  ASSERT_TRUE(ReadToEnd(c.Get(), got));
+  EXPECT_EQ(got.count, size);
+  EXPECT_EQ(got.first_mismatch, UINT64_MAX);
+  c.Reset();
+  auto records = proxy.Records();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].verdict, "allow");
+  EXPECT_EQ(records[0].reason, "done");
+  EXPECT_EQ(records[0].bytes_down, size);
+  EXPECT_EQ(records[0].bytes_up, 0u);
+}
+
+TEST(HttpProxyRelay, ALargePlainHttpDownloadArrivesByteExact) {
+  const uint64_t size = 32 * kMiB + 17;
+  std::string request;
+  Origin origin([&](int fd) {
+    request = ReadHead(fd);
+    std::string head = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(size) +
+                       "\r\nConnection: close\r\n\r\n";
+    ::send(fd, head.data(), head.size(), MSG_NOSIGNAL);
+    SendStream(fd, size);
+  });
+  Proxy proxy(origin.port(), {});
+  UniqueFd c = proxy.Connect();
+  std::string req = "GET http://127.0.0.1:" + std::to_string(origin.port()) +
+                    "/big HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  ASSERT_EQ(::send(c.Get(), req.data(), req.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(req.size()));
+  std::string head = ReadHead(c.Get());
+  EXPECT_EQ(head.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << head;
+  StreamCheck got;
+  ASSERT_TRUE(ReadToEnd(c.Get(), got));
+  EXPECT_EQ(got.count, size);
+  EXPECT_EQ(got.first_mismatch, UINT64_MAX);
+  c.Reset();
+  auto records = proxy.Records();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].reason, "done");
+  EXPECT_EQ(request.rfind("GET /big HTTP/1.1\r\n", 0), 0u) << request;
+}
+
+TEST(HttpProxyRelay, AnUploadArrivesByteExactAndTheAnswerComesBackAfterTheHalfClose) {
+  const uint64_t size = 32 * kMiB + 99;
+  StreamCheck at_origin;
+  Origin origin([&](int fd) {
+    ReadToEnd(fd, at_origin);
+    std::string answer = "got " + std::to_string(at_origin.count);
+    ::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL);
+  });
+  Proxy proxy(origin.port(), {});
+  UniqueFd c = proxy.Tunnel(origin.port());
+  ASSERT_TRUE(SendStream(c.Get(), size));
+  ::shutdown(c.Get(), SHUT_WR);
+  char buf[64] = {};
+  std::string answer;
+  while (true) {
+    pollfd p{c.Get(), POLLIN, 0};
+    ASSERT_GT(poll(&p, 1, 20000), 0);
+    ssize_t n = ::recv(c.Get(), buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    answer.append(buf, static_cast<size_t>(n));
+  }
+  EXPECT_EQ(answer, "got " + std::to_string(size));
+  c.Reset();
+  auto records = proxy.Records();
+  EXPECT_EQ(at_origin.count, size);
+  EXPECT_EQ(at_origin.first_mismatch, UINT64_MAX);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].reason, "done");
+  EXPECT_EQ(records[0].bytes_up, size);
+  EXPECT_EQ(records[0].bytes_down, answer.size());
+}
+
+TEST(HttpProxyRelay, ATunnelCarryingMoreThanTheByteCapIsCutAtTheCap) {
+  // Not a multiple of a page or of any buffer; both directions count: 1000 bytes up first.
+  const uint64_t cap = 3 * kMiB + 12345;
+  const uint64_t up = 1000;
+  StreamCheck at_origin;
+  Origin origin([&](int fd) {
+    std::vector<char> buf(up);
+    size_t have = 0;
+    while (have < up) {
+      ssize_t n = ::recv(fd, buf.data() + have, up - have, 0);
+      if (n <= 0) break;
+      have += static_cast<size_t>(n);
+    }
+    at_origin.Add(buf.data(), have);
+    SendStream(fd, 16 * kMiB);  // fails once the proxy cuts
+  });
+  ProxyLimits limits;
+  limits.max_bytes = cap;
+  Proxy proxy(origin.port(), limits);
+  UniqueFd c = proxy.Tunnel(origin.port());
+  ASSERT_TRUE(SendStream(c.Get(), up));
+  StreamCheck got;
+  ASSERT_TRUE(ReadToEnd(c.Get(), got));
+  // Exactly the cap, all of it right, then the end.
+  EXPECT_EQ(got.count, cap - up);
+  EXPECT_EQ(got.first_mismatch, UINT64_MAX);
+  c.Reset();
+  auto records = proxy.Records();
+  EXPECT_EQ(at_origin.count, up);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].verdict, "allow");
+  EXPECT_EQ(records[0].reason, "byte cap");
+  EXPECT_EQ(records[0].bytes_up, up);
+  EXPECT_EQ(records[0].bytes_down, cap - up + 1);  // the one byte over that ended it
+}
+
+TEST(HttpProxyRelay, ATunnelCarryingExactlyTheByteCapIsWhole) {
+  const uint64_t cap = 3 * kMiB + 12345;
+  Origin origin([&](int fd) { SendStream(fd, cap); });
+  ProxyLimits limits;
+  limits.max_bytes = cap;
+  Proxy proxy(origin.port(), limits);
+  UniqueFd c = proxy.Tunnel(origin.port());
+  StreamCheck got;
+  ASSERT_TRUE(ReadToEnd(c.Get(), got));
+  EXPECT_EQ(got.count, cap);
+  EXPECT_EQ(got.first_mismatch, UINT64_MAX);
+  c.Reset();
+  auto records = proxy.Records();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].reason, "done");
+}
+
+TEST(HttpProxyRelay, TheTimeCapCutsAStreamThatNeverPauses) {
+  std::atomic<bool> done{false};
+  Origin origin([&](int fd) {
+    // Full speed until the proxy cuts (or 30 s, so a broken cap fails instead of hanging).
+    auto until = Clock::now() + 30s;
+    for (uint64_t at = 0; !done && Clock::now() < until && SendStream(fd, 4 * kMiB, at);
+         at += 4 * kMiB) {
+    }
+  });
+  ProxyLimits limits;
+  limits.max_duration = 500ms;
+  Proxy proxy(origin.port(), limits);
+  const auto start = Clock::now();
+  UniqueFd c = proxy.Tunnel(origin.port());
+  StreamCheck got;
+  ASSERT_TRUE(ReadToEnd(c.Get(), got));
+  done = true;
+  EXPECT_LT(Clock::now() - start, 10s);
+  EXPECT_GT(got.count, 0u);
+  EXPECT_EQ(got.first_mismatch, UINT64_MAX);
+  c.Reset();
+  auto records = proxy.Records();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].reason, "time cap");
+}
+
+TEST(HttpProxyRelay, AReaderThatStopsReadingIsCutAtTheIdleTimeout) {
+  std::atomic<bool> done{false};
+  Origin origin([&](int fd) {
+    auto until = Clock::now() + 30s;
+    for (uint64_t at = 0; !done && Clock::now() < until && SendStream(fd, kMiB, at); at += kMiB) {
+    }
+  });
+  ProxyLimits limits;
+  limits.idle_timeout = 300ms;
+  Proxy proxy(origin.port(), limits);
+  const auto start = Clock::now();
+  UniqueFd c = proxy.Tunnel(origin.port());
+  // Read nothing: the socket buffers and the pipe fill, nothing moves, the idle timer runs.
+  auto records = proxy.Records();
+  done = true;
+  EXPECT_LT(Clock::now() - start, 10s);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].reason, "idle timeout");
+  EXPECT_GT(records[0].bytes_down, 0u);
+}
+
+TEST(HttpProxyRelay, ASilentTunnelIsCutAtTheIdleTimeout) {
+  Origin origin([&](int fd) {
+    pollfd p{fd, POLLIN, 0};
+    poll(&p, 1, 10000);  // until the proxy closes
+  });
+  ProxyLimits limits;
+  limits.idle_timeout = 300ms;
+  Proxy proxy(origin.port(), limits);
+  const auto start = Clock::now();
+  UniqueFd c = proxy.Tunnel(origin.port());
+  StreamCheck got;
+  ASSERT_TRUE(ReadToEnd(c.Get(), got));
+  EXPECT_EQ(got.count, 0u);
+  EXPECT_GE(Clock::now() - start, 250ms);
+  EXPECT_LT(Clock::now() - start, 5s);
+  c.Reset();
+  auto records = proxy.Records();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].reason, "idle timeout");
+}
+
+}  // namespace
+}  // namespace anvil::testing
