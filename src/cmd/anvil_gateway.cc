@@ -28,7 +28,7 @@ which keeps the other end of the control socketpair; not meant to be run by hand
   --max-frame-bytes N  --max-read-bytes N  --max-write-bytes N  --max-connections N
   --max-inflight N     --max-queued N      --requests-per-second N  --bytes-per-second N
   --workers N                threads for queued operations (fs.write, sys.net; default 2)
-  --event-loops N            threads serving connections (default: one per CPU, at most 4)
+  --event-loops N            threads serving connections (default: one per 2 CPUs, 1-4)
   --no-harden                skip self-hardening (tests that need to inspect the process)
 
 sys.exec (the tools of the executable policy table, run by anvil-exec-runner):

@@ -1257,9 +1257,11 @@ int RunGateway(const GatewayOptions& input) {
     options.exec_unavailable = "disabled for this session (--no-exec)";
   }
   if (options.limits.event_loops == 0) {
-    // One loop per CPU, at most four: a loop serves many connections, and each more is a
-    // thread and two descriptors.
-    options.limits.event_loops = std::clamp<uint32_t>(std::thread::hardware_concurrency(), 1, 4);
+    // One loop per two CPUs, at most four: the plugin hosts run on the same cores, and on two
+    // cores a second loop measured no gain (bench/README.md). Each loop is a thread and two
+    // descriptors.
+    options.limits.event_loops =
+        std::clamp<uint32_t>(std::thread::hardware_concurrency() / 2, 1, 4);
   }
   // A fetch holds a worker for up to its time caps: keep one worker free of fetches, so slow
   // servers cannot stall every other request of the session.
