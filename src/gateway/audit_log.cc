@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <nlohmann/json.hpp>
 
@@ -17,7 +18,7 @@ Result<AuditLog*> AuditLog::Open(const std::string& path, const std::string& ses
   return new AuditLog(std::move(fd), session);
 }
 
-void AuditLog::Record(const AuditEntry& e) {
+void AuditLog::Format(const AuditEntry& e, std::string& buffer) const {
   auto now = std::chrono::system_clock::now();
   double ts = std::chrono::duration<double>(now.time_since_epoch()).count();
   nlohmann::json line = {{"time", ts},       {"session", session_},          {"plugin", e.plugin},
@@ -27,24 +28,22 @@ void AuditLog::Record(const AuditEntry& e) {
   if (!e.reason.empty()) line["reason"] = e.reason;
   // Targets and reasons come from plugins: dump() escapes control characters and replaces
   // invalid UTF-8, so one entry is always exactly one line.
-  std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  std::lock_guard lock(mutex_);
-  pending_ += text;
-  pending_ += '\n';
+  buffer += line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  buffer += '\n';
 }
 
-void AuditLog::Flush() {
-  std::lock_guard lock(mutex_);
-  if (pending_.empty()) return;
+void AuditLog::Write(std::string& buffer) const {
+  if (buffer.empty()) return;
   if (fd_) {
     size_t off = 0;
-    while (off < pending_.size()) {
-      ssize_t n = ::write(fd_.Get(), pending_.data() + off, pending_.size() - off);
+    while (off < buffer.size()) {
+      ssize_t n = ::write(fd_.Get(), buffer.data() + off, buffer.size() - off);
+      if (n < 0 && errno == EINTR) continue;
       if (n <= 0) break;
       off += static_cast<size_t>(n);
     }
   }
-  pending_.clear();
+  buffer.clear();
 }
 
 }  // namespace anvil::gateway
