@@ -46,8 +46,10 @@ Result<Program> BuildPluginHostFilter();
 // presets, refused without -fsanitize): there the plugin-host allowlist adds pipe/pipe2, because
 // the sanitizer runtime probes whether memory is readable by writing it into a pipe
 // (IsAccessibleMemoryRange), and UBSan's vptr check does that for every new dynamic type; denied,
-// each check after lockdown reports "invalid vptr". The host then also keeps no RLIMIT_AS (ASan's
-// shadow reservation). Release and dev builds never have either.
+// each check after lockdown reports "invalid vptr". It adds sigaltstack too: ASan queries it
+// before every noreturn call (__asan_handle_no_return: longjmp, throw, _exit) and aborts with
+// "CHECK failed: asan_posix.cpp" when refused. The host then also keeps no RLIMIT_AS (ASan's
+// shadow reservation). Release and dev builds never have any of these.
 #ifdef ANVIL_SANITIZER_RUNTIME
 inline constexpr bool kSanitizerRuntimeAllowances = true;
 #else

@@ -241,9 +241,11 @@ Result<std::vector<sock_filter>> CompilePluginHostFilter() {
                                              "clock_nanosleep",
                                              "shutdown"};
   // Sanitizer builds only (seccomp.h, kSanitizerRuntimeAllowances): the runtime's
-  // memory-accessibility probe writes the range into a fresh pipe. A pipe reaches nothing
-  // outside the process, and RLIMIT_NOFILE still bounds the descriptors.
-  static constexpr const char* kSanitizerRuntime[] = {"pipe", "pipe2"};
+  // memory-accessibility probe writes the range into a fresh pipe, and ASan asks for the
+  // thread's alternate signal stack before every noreturn call (longjmp, throw, _exit). A pipe
+  // reaches nothing outside the process (RLIMIT_NOFILE still bounds the descriptors);
+  // sigaltstack only names memory of the process itself.
+  static constexpr const char* kSanitizerRuntime[] = {"pipe", "pipe2", "sigaltstack"};
   auto allow = [&](const char* name) -> Status {
     int nr = seccomp_syscall_resolve_name(name);
     if (nr == __NR_SCMP_ERROR) return Ok();
