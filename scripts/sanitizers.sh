@@ -20,7 +20,9 @@ run_asan() {
   local asan_env=(
     # detect_leaks=0: LeakSanitizer stops the world with ptrace, which the hardened gateway's
     # and hosts' seccomp filters refuse ("LeakSanitizer has encountered a fatal error", exit 1
-    # at every shutdown). Leaks in the parsers are what the fuzzers (scripts/fuzz.sh) check.
+    # at every shutdown). Every binary of the build has it as its default too
+    # (src/sanitizer/default_options.cc), for the processes started with a fixed environment.
+    # Leaks in the parsers are what the fuzzers (scripts/fuzz.sh) check.
     # A small quarantine keeps the tests' RSS bounds meaningful.
     ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0:quarantine_size_mb=16:abort_on_error=1}"
     UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
@@ -33,6 +35,7 @@ run_asan() {
   env "${asan_env[@]}" ctest --preset asan -j "$jobs" --timeout 600 \
     ${ANVIL_ASAN_TESTS:+-R "$ANVIL_ASAN_TESTS"}
 }
+
 # Concurrency-relevant gateway tests: worker pool, queue and busy limits, backpressure,
 # concurrent cancel, load, fd exhaustion, exec cancel/timeout.
 default_filter='T6GatewayLimits.*:T9GatewayLoad.*:T9GatewayFaults.OutOfFileDescriptors*'
