@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (preset `fuzz`: clang, ASan + UBSan) and runs each for a bounded
-# time, seeded from tests/fuzz/corpus/<name>/ (the repo corpus is read-only here: new inputs go to
-# build/fuzz/corpus/<name>/, crashes to build/fuzz/artifacts/). Any crash, leak, UB report,
+# Builds the libFuzzer targets (preset `asan`: clang, ASan + UBSan, the same build the ASan test
+# stage uses) and runs each for a bounded time, seeded from tests/fuzz/corpus/<name>/ (the repo
+# corpus is read-only here: new inputs go to build/asan/corpus/<name>/, crashes to
+# build/asan/artifacts/). Any crash, leak, UB report,
 # timeout or failed invariant fails the script. docs/reliability.md says how to keep a crash as a
 # regression seed.
 #
@@ -14,10 +15,10 @@ cd "$(dirname "$0")/.."
 seconds="${ANVIL_FUZZ_SECONDS:-20}"
 parallel="${ANVIL_FUZZ_PARALLEL:-$(nproc)}"
 jobs="${ANVIL_JOBS:-$(nproc)}"
-build=build/fuzz
+build=build/asan
 
 if [[ "${ANVIL_FUZZ_SKIP_BUILD:-0}" != 1 ]]; then
-  cmake --preset fuzz >/dev/null
+  cmake --preset asan >/dev/null
   cmake --build --preset fuzz -j "$jobs"
 fi
 

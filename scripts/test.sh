@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The README's test command: installs whatever is missing (idempotent), builds, runs every test.
 #   scripts/test.sh            dev build (debug) with g++, all tests; then the robustness stages
-#                              (issue #9, docs/reliability.md): every libFuzzer target for a
-#                              bounded time (scripts/fuzz.sh), the whole suite under ASan + UBSan
-#                              and the gateway's concurrency tests under TSan
-#                              (scripts/sanitizers.sh)
+#                              (issue #9, docs/reliability.md) on one clang build with ASan + UBSan
+#                              (preset asan): every libFuzzer target for a bounded time
+#                              (scripts/fuzz.sh), the whole suite under ASan + UBSan, and the
+#                              gateway's concurrency tests under TSan (scripts/sanitizers.sh)
 # Environment: ANVIL_PRESET (dev|asan|release, default dev), ANVIL_JOBS,
-#   ANVIL_ROBUSTNESS=0 to skip the robustness stages (a quick local loop),
-#   ANVIL_SANITIZERS=1 to add the ASan + UBSan and TSan stages (opt-in for now, see below),
+#   ANVIL_ROBUSTNESS=0 to skip every robustness stage (a quick local loop),
+#   ANVIL_SANITIZERS=0 to skip only the ASan + UBSan and TSan test stages,
 #   ANVIL_FUZZ_SECONDS (per fuzzer).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,10 +21,18 @@ cmake --build --preset "$preset" -j "$jobs"
 ctest --preset "$preset" -j "$jobs" --timeout 300
 
 if [[ "$preset" == dev && "${ANVIL_ROBUSTNESS:-1}" != 0 ]]; then
-  ANVIL_JOBS="$jobs" scripts/fuzz.sh
-  # Opt-in until their first clean-clone run is green: under ASan + UBSan, 11 host and exec
-  # tests fail (a UBSan vptr report in the plugin host; docs/reliability.md, "Status in CI").
-  if [[ "${ANVIL_SANITIZERS:-0}" != 0 ]]; then
-    ANVIL_JOBS="$jobs" scripts/sanitizers.sh asan tsan
+  # One build serves the fuzzers and the ASan + UBSan test run (everything, fuzzers included).
+  stage() { printf '[test] %s: %s\n' "$1" "$(date -u +%T)"; }
+  stage "asan build"
+  cmake --preset asan >/dev/null
+  cmake --build --preset asan -j "$jobs"
+  stage fuzz
+  ANVIL_JOBS="$jobs" ANVIL_FUZZ_SKIP_BUILD=1 scripts/fuzz.sh
+  if [[ "${ANVIL_SANITIZERS:-1}" != 0 ]]; then
+    stage "asan tests"
+    ANVIL_JOBS="$jobs" ANVIL_ASAN_SKIP_BUILD=1 scripts/sanitizers.sh asan
+    stage tsan
+    ANVIL_JOBS="$jobs" scripts/sanitizers.sh tsan
   fi
+  stage done
 fi

@@ -36,14 +36,12 @@ Status Injected(const LockdownOptions& o, const char* step) {
 Status LockDown(const LockdownOptions& options) {
   if (auto s = Injected(options, "rlimit"); !s) return s;
   if (auto s = Limit(RLIMIT_CORE, 0, "core"); !s) return s;
-#if defined(__SANITIZE_ADDRESS__)
-    // AddressSanitizer reserves terabytes of shadow address space: RLIMIT_AS cannot apply to
-    // sanitizer builds (the VM's own memory budget still does).
-#else
-  if (options.address_space != 0) {
+  // Sanitizer builds only (seccomp::kSanitizerRuntimeAllowances): AddressSanitizer reserves
+  // terabytes of shadow address space, so RLIMIT_AS cannot apply (the VM's own memory budget
+  // still does). Every other build sets it.
+  if (!seccomp::kSanitizerRuntimeAllowances && options.address_space != 0) {
     if (auto s = Limit(RLIMIT_AS, options.address_space, "as"); !s) return s;
   }
-#endif
   if (auto s = Limit(RLIMIT_NOFILE, options.open_files, "nofile"); !s) return s;
   if (auto s = Limit(RLIMIT_CPU, options.cpu_seconds, "cpu"); !s) return s;
   // No new processes (seccomp refuses fork/clone anyway; this also covers a uid-0 host, for

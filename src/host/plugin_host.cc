@@ -295,6 +295,9 @@ class HostApiImpl : public HostApi {
   } else if (attack == "mprotect-exec") {
     void* p = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     rc = p == MAP_FAILED ? 0 : ::mprotect(p, 4096, PROT_READ | PROT_EXEC);
+  } else if (attack == "pipe") {
+    int fds[2];
+    rc = ::pipe2(fds, O_CLOEXEC);
   } else if (attack == "kill-parent") {
     rc = ::kill(getppid(), 0);
   } else {

@@ -42,6 +42,20 @@ Result<Program> BuildCommandFilter(NetworkMode network, bool deny_list = true);
 // ptrace, stat of paths — fails with EPERM; a foreign ABI kills the process.
 Result<Program> BuildPluginHostFilter();
 
+// True only in sanitizer builds (CMake ANVIL_SANITIZER_RUNTIME, set by the asan/fuzz/tsan
+// presets, refused without -fsanitize): there the plugin-host allowlist adds pipe/pipe2, because
+// the sanitizer runtime probes whether memory is readable by writing it into a pipe
+// (IsAccessibleMemoryRange), and UBSan's vptr check does that for every new dynamic type; denied,
+// each check after lockdown reports "invalid vptr". It adds sigaltstack too: ASan queries it
+// before every noreturn call (__asan_handle_no_return: longjmp, throw, _exit) and aborts with
+// "CHECK failed: asan_posix.cpp" when refused. The host then also keeps no RLIMIT_AS (ASan's
+// shadow reservation). Release and dev builds never have any of these.
+#ifdef ANVIL_SANITIZER_RUNTIME
+inline constexpr bool kSanitizerRuntimeAllowances = true;
+#else
+inline constexpr bool kSanitizerRuntimeAllowances = false;
+#endif
+
 // Names of the syscalls the command filter always refuses (for docs, doctor and tests).
 const std::vector<const char*>& CommandDeniedSyscalls();
 

@@ -240,11 +240,23 @@ Result<std::vector<sock_filter>> CompilePluginHostFilter() {
                                              "nanosleep",
                                              "clock_nanosleep",
                                              "shutdown"};
-  for (const char* name : kAllowed) {
+  // Sanitizer builds only (seccomp.h, kSanitizerRuntimeAllowances): the runtime's
+  // memory-accessibility probe writes the range into a fresh pipe, and ASan asks for the
+  // thread's alternate signal stack before every noreturn call (longjmp, throw, _exit). A pipe
+  // reaches nothing outside the process (RLIMIT_NOFILE still bounds the descriptors);
+  // sigaltstack only names memory of the process itself.
+  static constexpr const char* kSanitizerRuntime[] = {"pipe", "pipe2", "sigaltstack"};
+  auto allow = [&](const char* name) -> Status {
     int nr = seccomp_syscall_resolve_name(name);
-    if (nr == __NR_SCMP_ERROR) continue;
-    if (auto s = Check(seccomp_rule_add(c, SCMP_ACT_ALLOW, nr, 0), name); !s) {
-      return tl::unexpected(s.error());
+    if (nr == __NR_SCMP_ERROR) return Ok();
+    return Check(seccomp_rule_add(c, SCMP_ACT_ALLOW, nr, 0), name);
+  };
+  for (const char* name : kAllowed) {
+    if (auto s = allow(name); !s) return tl::unexpected(s.error());
+  }
+  if constexpr (kSanitizerRuntimeAllowances) {
+    for (const char* name : kSanitizerRuntime) {
+      if (auto s = allow(name); !s) return tl::unexpected(s.error());
     }
   }
   // Memory, but never executable memory: a VM bug must not become injected machine code.
