@@ -68,13 +68,6 @@ std::vector<pid_t> LiveDescendantsNamed(pid_t root, const std::string& name) {
   return found;
 }
 
-std::string NsLink(pid_t pid, const char* ns) {
-  char buf[128] = {};
-  std::string path = "/proc/" + std::to_string(pid) + "/ns/" + ns;
-  ssize_t n = ::readlink(path.c_str(), buf, sizeof(buf) - 1);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
-}
-
 class ExecGateway : public GatewayTest {
  protected:
   // One call; an error response is returned as "code: message" in `error`.
@@ -448,7 +441,8 @@ TEST_F(ExecGateway, ConsecutiveCallsNeverShareASandboxOrItsTmp) {
   auto client = Plugin();
   const std::string left_behind = UniqueToken("left-behind");
   struct Seen {
-    std::string pid_ns, mnt_ns;
+    // Held open: a namespace stays alive (its inode number not reused) while we compare.
+    UniqueFd pid_ns, mnt_ns;
     bool saw_left_behind = false;
   };
   // One call of `rg x FIFO`: while rg waits on the FIFO, look at its sandbox from outside and
@@ -461,8 +455,9 @@ TEST_F(ExecGateway, ConsecutiveCallsNeverShareASandboxOrItsTmp) {
     EXPECT_TRUE(WaitUntil([&] { return !(rg = ProcessesWithMarker(fifo)).empty(); }))
         << "the tool never started";
     if (rg.empty()) return seen;
-    seen.pid_ns = NsLink(rg[0], "pid");
-    seen.mnt_ns = NsLink(rg[0], "mnt");
+    const std::string ns = "/proc/" + std::to_string(rg[0]) + "/ns/";
+    seen.pid_ns = UniqueFd(::open((ns + "pid").c_str(), O_RDONLY | O_CLOEXEC));
+    seen.mnt_ns = UniqueFd(::open((ns + "mnt").c_str(), O_RDONLY | O_CLOEXEC));
     const std::string tmp = "/proc/" + std::to_string(rg[0]) + "/root/tmp/";
     seen.saw_left_behind = Exists(tmp + left_behind);
     WriteFile(tmp + left_behind, "from an earlier call\n");
@@ -486,11 +481,17 @@ TEST_F(ExecGateway, ConsecutiveCallsNeverShareASandboxOrItsTmp) {
   };
   Seen first = call();
   Seen second = call();
-  ASSERT_FALSE(first.pid_ns.empty());
-  ASSERT_FALSE(second.pid_ns.empty());
-  EXPECT_NE(first.pid_ns, NsLink(getpid(), "pid"));
-  EXPECT_NE(first.pid_ns, second.pid_ns) << "two calls ran in one pid namespace";
-  EXPECT_NE(first.mnt_ns, second.mnt_ns) << "two calls ran in one mount namespace";
+  auto inode = [](const UniqueFd& fd) {
+    struct stat st {};
+    return fd && ::fstat(fd.Get(), &st) == 0 ? st.st_ino : 0;
+  };
+  ASSERT_NE(inode(first.pid_ns), 0u);
+  ASSERT_NE(inode(second.pid_ns), 0u);
+  struct stat own {};
+  ASSERT_EQ(::stat("/proc/self/ns/pid", &own), 0);
+  EXPECT_NE(inode(first.pid_ns), own.st_ino);
+  EXPECT_NE(inode(first.pid_ns), inode(second.pid_ns)) << "two calls ran in one pid namespace";
+  EXPECT_NE(inode(first.mnt_ns), inode(second.mnt_ns)) << "two calls ran in one mount namespace";
   EXPECT_FALSE(first.saw_left_behind);
   EXPECT_FALSE(second.saw_left_behind) << "the second call saw the first call's /tmp";
 }
@@ -556,25 +557,25 @@ TEST_F(ExecGateway, ShuttingDownLeavesNoWarmRunnerBehind) {
   StartGateway();
   auto client = Plugin();
   ASSERT_TRUE(Exec(*client, "rg", {"x", "a.txt"}).ok);
-  std::vector<pid_t> warm;
+  // The warm runner's sandbox (init in its own pids cgroup), once it is set up.
+  std::vector<std::string> cgroups;
   ASSERT_TRUE(WaitUntil([&] {
-    return !(warm = LiveDescendantsNamed(gateway_->pid(), "anvil-exec-run")).empty();
-  })) << "no warm runner";
+    cgroups.clear();
+    for (pid_t p : LiveDescendantsNamed(gateway_->pid(), "anvil-exec-run")) {
+      // "ID:controllers:path": the runner's own pids cgroup (v1 pids hierarchy or v2).
+      for (const auto& line : Lines(ReadFile("/proc/" + std::to_string(p) + "/cgroup"))) {
+        auto a = line.find(':'), b = line.find(':', a + 1);
+        if (a == std::string::npos || b == std::string::npos) continue;
+        std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+        if (path.find("/anvil-") == std::string::npos) continue;
+        if (controllers == "pids") cgroups.push_back("/sys/fs/cgroup/pids" + path);
+        if (controllers.empty()) cgroups.push_back("/sys/fs/cgroup" + path);
+      }
+    }
+    return !cgroups.empty();
+  })) << "no warm runner with a pids cgroup of its own";
   // Every process under the gateway now (broker, warm job, runner, its sandbox's init).
   std::vector<pid_t> all = LiveDescendantsNamed(gateway_->pid(), "");
-  std::vector<std::string> cgroups;
-  for (pid_t p : warm) {
-    // "ID:controllers:path": the runner's own pids cgroup (v1 pids hierarchy or v2).
-    for (const auto& line : Lines(ReadFile("/proc/" + std::to_string(p) + "/cgroup"))) {
-      auto a = line.find(':'), b = line.find(':', a + 1);
-      if (a == std::string::npos || b == std::string::npos) continue;
-      std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
-      if (path.find("/anvil-") == std::string::npos) continue;
-      if (controllers == "pids") cgroups.push_back("/sys/fs/cgroup/pids" + path);
-      if (controllers.empty()) cgroups.push_back("/sys/fs/cgroup" + path);
-    }
-  }
-  EXPECT_FALSE(cgroups.empty()) << "the warm runner has no pids cgroup of its own";
   client.reset();
   auto status = gateway_->Stop();
   ASSERT_TRUE(status);
