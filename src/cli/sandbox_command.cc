@@ -125,6 +125,9 @@ Options:
         "                         (repeatable; opened beneath the workspace, never through a\n"
         "                         symlink that leads out)\n"
         "  --no-workspace-read    with --policy read-only: nothing in the workspace is readable\n"
+        "  --call-fd N            warm start (sys.exec): set up everything that does not depend\n"
+        "                         on the call, then take the program, stdin, argv and readable\n"
+        "                         workspace paths from the stream at fd N (no CMD given here)\n"
         "  --report-fd N          write the --json report to descriptor N instead of stderr\n";
   }
   text += R"(
@@ -149,6 +152,8 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
   bool network_explicit = false;
   bool minimal_env = false;
   int exec_fd = -1;
+  int call_fd = -1;
+  bool readable_flags = false;
   std::vector<std::string> allow_hosts;
   std::string unsafe_test_ca;
   std::vector<std::string> command;
@@ -248,14 +253,25 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
         return Fail("invalid", "--exec-fd expects a descriptor number, got " + v);
       }
       exec_fd = static_cast<int>(fd);
+    } else if (front_end == SandboxFrontEnd::kExecRunner && flag == "--call-fd") {
+      if (auto s = take(); !s) return tl::unexpected(s.error());
+      char* end = nullptr;
+      long fd = std::strtol(v.c_str(), &end, 10);
+      if (end == v.c_str() || *end != '\0' || fd < 3 || fd > INT_MAX ||
+          fcntl(static_cast<int>(fd), F_GETFD) < 0) {
+        return Fail("invalid", "--call-fd expects an open descriptor number >= 3, got " + v);
+      }
+      call_fd = static_cast<int>(fd);
     } else if (front_end == SandboxFrontEnd::kExecRunner && flag == "--minimal-env") {
       minimal_env = true;
     } else if (front_end == SandboxFrontEnd::kExecRunner && flag == "--readable-path") {
       if (auto s = take(); !s) return tl::unexpected(s.error());
       if (!policy.workspace_read_subpaths) policy.workspace_read_subpaths.emplace();
       policy.workspace_read_subpaths->push_back(v);
+      readable_flags = true;
     } else if (front_end == SandboxFrontEnd::kExecRunner && flag == "--no-workspace-read") {
       if (!policy.workspace_read_subpaths) policy.workspace_read_subpaths.emplace();
+      readable_flags = true;
     } else if (front_end == SandboxFrontEnd::kExecRunner && flag == "--report-fd") {
       if (auto s = take(); !s) return tl::unexpected(s.error());
       char* end = nullptr;
@@ -276,7 +292,19 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
     }
   }
   for (; i < args.size(); ++i) command.push_back(args[i]);
-  if (command.empty()) return Fail("invalid", "no command given (usage: ... -- CMD [ARGS...])");
+  if (call_fd >= 0) {
+    // The call names the program, argv and readable paths; the workspace starts empty.
+    if (!command.empty() || exec_fd >= 0 || readable_flags) {
+      return Fail("invalid",
+                  "--call-fd takes the command, --exec-fd and the readable paths from the call");
+    }
+    if (policy.kind != PolicyKind::kReadOnly || policy.read_access != ReadAccess::kRestricted) {
+      return Fail("invalid", "--call-fd needs --policy read-only --read-access restricted");
+    }
+    policy.workspace_read_subpaths.emplace();
+  } else if (command.empty()) {
+    return Fail("invalid", "no command given (usage: ... -- CMD [ARGS...])");
+  }
 
   if (cwd.empty()) {
     char buf[PATH_MAX];
@@ -322,7 +350,12 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
   for (const auto& e : environ_entries) {
     if (e.rfind("PATH=", 0) == 0) path_env = e.substr(5);
   }
-  if (exec_fd >= 0) {
+  if (call_fd >= 0) {
+    int dup = fcntl(call_fd, F_DUPFD_CLOEXEC, 3);
+    if (dup < 0) return SysFail("invalid", "--call-fd " + std::to_string(call_fd));
+    ::close(call_fd);
+    inv.spec.call_channel = UniqueFd(dup);
+  } else if (exec_fd >= 0) {
     int dup = fcntl(exec_fd, F_DUPFD_CLOEXEC, 3);
     if (dup < 0) return SysFail("invalid", "--exec-fd " + std::to_string(exec_fd));
     ::close(exec_fd);

@@ -19,10 +19,14 @@
 
 #include "fs/workspace_path.h"
 #include "ipc/frame.h"
+#include "linux/sandbox_launch.h"
 #include "policy/exec_rules.h"
 
 #ifndef SYS_close_range
 #define SYS_close_range 436
+#endif
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
 #endif
 
 namespace anvil::gateway {
@@ -160,16 +164,14 @@ void PlaceFd(int fd, int target) {
   }
 }
 
-struct RunnerPipes {
-  UniqueFd in_w, out_r, err_r, report_r;
-};
-
-[[noreturn]] void ExecRunner(int runner_fd, const ExecBrokerConfig& config, const CheckedJob& job,
-                             int program_fd, int in_r, int out_w, int err_w, int report_w) {
+// The runner's process: descriptors 0-4 in place (stdin /dev/null, stdout, stderr, the call
+// channel, the report), then anvil-exec-runner in warm mode. Nothing here depends on a call.
+[[noreturn]] void ExecRunner(int runner_fd, const ExecBrokerConfig& config, int in_r, int out_w,
+                             int err_w, int call_fd, int report_w) {
   setpgid(0, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   // Lift every source above the targets first, so no dup2 overwrites a descriptor still needed.
-  int src[] = {in_r, out_w, err_w, program_fd, report_w, runner_fd};
+  int src[] = {in_r, out_w, err_w, call_fd, report_w, runner_fd};
   int lifted[6];
   for (int i = 0; i < 6; ++i) {
     lifted[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 64);
@@ -199,7 +201,7 @@ struct RunnerPipes {
                                    "none",
                                    "--cwd",
                                    config.workspace,
-                                   "--exec-fd",
+                                   "--call-fd",
                                    "3",
                                    "--report-fd",
                                    "4",
@@ -210,23 +212,12 @@ struct RunnerPipes {
                                    "tmp=" + std::to_string(l.tmp_bytes),
                                    "--timeout",
                                    timeout};
-  bool whole = std::find(job.readable.begin(), job.readable.end(), ".") != job.readable.end();
-  if (job.readable.empty()) {
-    args.push_back("--no-workspace-read");
-  } else if (!whole) {
-    for (const auto& p : job.readable) {
-      args.push_back("--readable-path");
-      args.push_back(p);
-    }
-  }
   std::vector<std::string> env;
   if (!config.fail_layer_for_testing.empty()) {
     args.push_back("--unsafe-test-fail-layer");
     args.push_back(config.fail_layer_for_testing);
     env.push_back("ANVIL_ALLOW_TEST_FAULTS=1");
   }
-  args.push_back("--");
-  for (const auto& a : job.argv.argv) args.push_back(a);
   std::vector<char*> argv, envp;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -239,10 +230,90 @@ struct RunnerPipes {
   _exit(125);
 }
 
+// A started anvil-exec-runner waiting for its one call (warm), seen from its job process.
+struct Runner {
+  pid_t pid = -1;
+  UniqueFd call;  // SOCK_STREAM to the sandbox's init
+  UniqueFd out_r, err_r, rep_r;
+};
+
+// Starts a runner: namespaces, mount view, pids cgroup, all before any call exists.
+Result<Runner> SpawnRunner(int runner_fd, const ExecBrokerConfig& config) {
+  UniqueFd dev_null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!dev_null) return SysFail("io", "open /dev/null");
+  int out[2], err[2], rep[2], call[2];
+  if (pipe2(out, O_CLOEXEC) != 0) return SysFail("io", "pipe failed");
+  UniqueFd out_r(out[0]), out_w(out[1]);
+  if (pipe2(err, O_CLOEXEC) != 0) return SysFail("io", "pipe failed");
+  UniqueFd err_r(err[0]), err_w(err[1]);
+  if (pipe2(rep, O_CLOEXEC) != 0) return SysFail("io", "pipe failed");
+  UniqueFd rep_r(rep[0]), rep_w(rep[1]);
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, call) != 0) {
+    return SysFail("io", "socketpair failed");
+  }
+  UniqueFd call_mine(call[0]), call_theirs(call[1]);
+  pid_t child = fork();
+  if (child < 0) return SysFail("io", "fork failed");
+  if (child == 0) {
+    ExecRunner(runner_fd, config, dev_null.Get(), out_w.Get(), err_w.Get(), call_theirs.Get(),
+               rep_w.Get());
+  }
+  setpgid(child, child);  // also done in the child; whichever runs first
+  // A runner stuck in its set-up must not hold the call forever.
+  timeval send_timeout{10, 0};
+  setsockopt(call_mine.Get(), SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof(send_timeout));
+  for (int fd : {out_r.Get(), err_r.Get(), rep_r.Get()}) {
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  }
+  Runner r;
+  r.pid = child;
+  r.call = std::move(call_mine);
+  r.out_r = std::move(out_r);
+  r.err_r = std::move(err_r);
+  r.rep_r = std::move(rep_r);
+  return r;
+}
+
+// Reads what is left of a runner's report once it is gone (bounded wait), and reaps it.
+std::string FinishedRunnerReport(Runner& r) {
+  auto until = Clock::now() + std::chrono::seconds(2);
+  int status = 0;
+  while (waitpid(r.pid, &status, WNOHANG) == 0) {
+    if (Clock::now() >= until) {
+      kill(-r.pid, SIGKILL);
+      kill(r.pid, SIGKILL);
+      waitpid(r.pid, &status, 0);
+      break;
+    }
+    pollfd p{r.rep_r.Get(), POLLIN, 0};
+    poll(&p, 1, 10);
+  }
+  r.pid = -1;
+  std::string report;
+  char buf[4096];
+  while (true) {
+    pollfd p{r.rep_r.Get(), POLLIN, 0};
+    if (poll(&p, 1, 200) <= 0) break;
+    ssize_t n = ::read(r.rep_r.Get(), buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0 || report.size() > 64 * 1024) break;
+    report.append(buf, static_cast<size_t>(n));
+  }
+  return report;
+}
+
+// An unused runner: EOF on its call channel ends it quietly (its pids cgroup removed), then it
+// is reaped; one that does not end in time is killed with its group.
+void RetireRunner(Runner& r) {
+  if (r.pid <= 0) return;
+  r.call.Reset();
+  FinishedRunnerReport(r);
+}
+
 ipc::Response JobError(const Error& e) { return ipc::Response::Error(1, e.code, e.message); }
 
-ipc::Response RunJob(int conn, int runner_fd, const ExecBrokerConfig& config,
-                     const CheckedJob& job) {
+ipc::Response RunJob(int conn, int runner_fd, const ExecBrokerConfig& config, const CheckedJob& job,
+                     Runner& runner) {
   const ExecLimits& limits = config.limits;
   UniqueFd program(::open(job.argv.program_path.c_str(), O_PATH | O_CLOEXEC));
   struct stat st {};
@@ -251,33 +322,79 @@ ipc::Response RunJob(int conn, int runner_fd, const ExecBrokerConfig& config,
   }
   // No stdin: /dev/null, not an empty pipe — rg searches a piped stdin instead of the
   // workspace when no path is given.
-  UniqueFd dev_null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-  if (!dev_null) return JobError(Error{"io", "open /dev/null", errno});
-  int in[2], out[2], err[2], rep[2];
-  if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC) ||
-      pipe2(rep, O_CLOEXEC)) {
-    return JobError(Error{"io", "pipe failed", errno});
+  UniqueFd stdin_r, in_w;
+  if (job.stdin_data.empty()) {
+    stdin_r = UniqueFd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (!stdin_r) return JobError(Error{"io", "open /dev/null", errno});
+  } else {
+    int in[2];
+    if (pipe2(in, O_CLOEXEC) != 0) return JobError(Error{"io", "pipe failed", errno});
+    stdin_r = UniqueFd(in[0]);
+    in_w = UniqueFd(in[1]);
   }
-  UniqueFd in_r(in[0]), in_w(in[1]), out_r(out[0]), out_w(out[1]), err_r(err[0]), err_w(err[1]),
-      rep_r(rep[0]), rep_w(rep[1]);
-  pid_t child = fork();
-  if (child < 0) return JobError(Error{"io", "fork failed", errno});
-  if (child == 0) {
-    ExecRunner(runner_fd, config, job, program.Get(),
-               job.stdin_data.empty() ? dev_null.Get() : in_r.Get(), out_w.Get(), err_w.Get(),
-               rep_w.Get());
+  WarmCall call{job.argv.argv, job.readable};
+  auto kill_runner = [&] {
+    if (runner.pid > 0) {
+      kill(-runner.pid, SIGKILL);
+      kill(runner.pid, SIGKILL);
+      waitpid(runner.pid, nullptr, 0);
+      runner.pid = -1;
+    }
+  };
+  // Hand the call to the warm runner. One that died while waiting (killed) is replaced once;
+  // one whose set-up failed fails the call closed with the layer its report names.
+  for (int attempt = 0;; ++attempt) {
+    if (runner.pid <= 0) {
+      auto fresh = SpawnRunner(runner_fd, config);
+      if (!fresh) return JobError(fresh.error());
+      runner = std::move(*fresh);
+    }
+    bool taken = false;
+    if (SendWarmCall(runner.call.Get(), program.Get(), stdin_r.Get(), call)) {
+      auto until = Clock::now() + std::chrono::seconds(30);
+      while (true) {
+        pollfd fds[2] = {{runner.call.Get(), POLLIN, 0}, {conn, POLLIN | POLLRDHUP, 0}};
+        int n = poll(fds, 2, MillisUntil(until));
+        if (n < 0 && errno == EINTR) continue;
+        if (n == 0) {
+          kill_runner();
+          return JobError(Error{"sandbox",
+                                "sys.exec did not run (fail closed): the runner did not take the "
+                                "call in time",
+                                0});
+        }
+        if (fds[1].revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR)) {
+          kill_runner();
+          return JobError(Error{"cancelled", "sys.exec cancelled", 0});
+        }
+        if (fds[0].revents) {
+          char ack = 0;
+          ssize_t r = ::read(runner.call.Get(), &ack, 1);
+          if (r < 0 && errno == EINTR) continue;
+          taken = r == 1 && ack == kWarmCallTaken;
+          break;
+        }
+      }
+    }
+    if (taken) break;
+    std::string report = FinishedRunnerReport(runner);
+    nlohmann::json parsed = nlohmann::json::parse(report, nullptr, /*allow_exceptions=*/false);
+    std::string outcome = parsed.is_object() ? parsed.value("outcome", "") : "";
+    std::string error = parsed.is_object() ? parsed.value("error", "") : "";
+    if (outcome == "setup_failed" || attempt >= 1) {
+      std::string why = !error.empty() ? error : "the runner ended before it took the call";
+      return JobError(Error{"sandbox", "sys.exec did not run (fail closed): " + why, 0});
+    }
   }
-  setpgid(child, child);  // also done in the child; whichever runs first
-  in_r.Reset();
-  out_w.Reset();
-  err_w.Reset();
-  rep_w.Reset();
+  runner.call.Reset();
+  stdin_r.Reset();
   program.Reset();
-  dev_null.Reset();
-  for (int fd : {in_w.Get(), out_r.Get(), err_r.Get(), rep_r.Get()}) {
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-  }
-  if (job.stdin_data.empty()) in_w.Reset();
+  const pid_t child = runner.pid;
+  UniqueFd out_r = std::move(runner.out_r), err_r = std::move(runner.err_r),
+           rep_r = std::move(runner.rep_r);
+  runner.pid = -1;
+  UniqueFd child_pidfd(static_cast<int>(syscall(SYS_pidfd_open, child, 0)));
+  if (in_w) fcntl(in_w.Get(), F_SETFL, fcntl(in_w.Get(), F_GETFL) | O_NONBLOCK);
 
   ExecResult result;
   std::string report;
@@ -312,14 +429,17 @@ ipc::Response RunJob(int conn, int runner_fd, const ExecBrokerConfig& config,
       backstop_hit = true;
       stop();
     }
-    pollfd fds[5] = {{conn, POLLIN | POLLRDHUP, 0},
+    pollfd fds[6] = {{cancelled ? -1 : conn, POLLIN | POLLRDHUP, 0},
                      {in_w ? in_w.Get() : -1, POLLOUT, 0},
                      {out_r ? out_r.Get() : -1, POLLIN, 0},
                      {err_r ? err_r.Get() : -1, POLLIN, 0},
-                     {rep_r ? rep_r.Get() : -1, POLLIN, 0}};
+                     {rep_r ? rep_r.Get() : -1, POLLIN, 0},
+                     {reaped || !child_pidfd ? -1 : child_pidfd.Get(), POLLIN, 0}};
+    // The runner's exit wakes the poll (pidfd): no timed wait between its last output and the
+    // answer. The 50 ms tick only serves the kill grace and a kernel without pidfds.
     int wait_ms = reaped && !open_out ? 0 : 50;
     if (!term_sent) wait_ms = std::min(wait_ms, MillisUntil(deadline));
-    int n = poll(fds, 5, wait_ms);
+    int n = poll(fds, 6, wait_ms);
     if (n < 0 && errno != EINTR) break;
     if (n <= 0) continue;
     if (fds[0].revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR)) {
@@ -406,7 +526,109 @@ ipc::Response RunJob(int conn, int runner_fd, const ExecBrokerConfig& config,
        result.stdout_truncated ? "1" : "0", result.stderr_truncated ? "1" : "0", result.limit}};
 }
 
+// Reads the request of `conn`, checks it and runs it on `runner` (started earlier, or now).
+int ServeWithRunner(int conn, int runner_fd, const ExecBrokerConfig& config, Runner& runner) {
+  ipc::Response response;
+  auto request = ReadJobRequest(conn, config.limits);
+  if (!request) {
+    if (request.error().code == "cancelled") {
+      RetireRunner(runner);
+      return 0;
+    }
+    response = JobError(request.error());
+  } else if (auto job = CheckJob(*request, config.limits); !job) {
+    response = JobError(job.error());
+  } else {
+    response = RunJob(conn, runner_fd, config, *job, runner);
+  }
+  RetireRunner(runner);  // a runner not handed the call (refused request) ends unused
+  WriteAll(conn, ipc::EncodeResponse(response));
+  ::close(conn);
+  return 0;
+}
+
+// A warm job: starts its runner at once, then waits for the one connection the broker hands
+// it on `link`. EOF on `link` (the broker is shutting down): the unused runner ends quietly.
+int WarmJobMain(int link, int runner_fd, const ExecBrokerConfig& config) {
+  signal(SIGPIPE, SIG_IGN);
+  Runner runner;
+  if (auto started = SpawnRunner(runner_fd, config)) runner = std::move(*started);
+  int conn = -1;
+  while (conn < 0) {
+    char byte;
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    ssize_t n = recvmsg(link, &msg, MSG_CMSG_CLOEXEC);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      RetireRunner(runner);
+      return 0;
+    }
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+          c->cmsg_len == CMSG_LEN(sizeof(int))) {
+        std::memcpy(&conn, CMSG_DATA(c), sizeof(int));
+      }
+    }
+  }
+  ::close(link);
+  return ServeWithRunner(conn, runner_fd, config, runner);
+}
+
 // --- broker process ---------------------------------------------------------------------------
+
+// The broker's one warm job (see exec_broker.h): forked ahead of the call it will serve.
+struct WarmJob {
+  pid_t pid = -1;
+  UniqueFd link;   // SOCK_SEQPACKET: carries the call's connection
+  UniqueFd pidfd;  // readable when the warm job died before a call
+  Clock::time_point started;
+};
+
+WarmJob StartWarmJob(const ExecBrokerConfig& config) {
+  WarmJob w;
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) return w;
+  UniqueFd mine(sv[0]), theirs(sv[1]);
+  pid_t broker = getpid();
+  pid_t pid = fork();
+  if (pid < 0) return w;
+  if (pid == 0) {
+    ::close(kChannelFd);
+    mine.Reset();
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != broker) _exit(0);
+    _exit(WarmJobMain(theirs.Get(), kRunnerFd, config));
+  }
+  w.pid = pid;
+  w.link = std::move(mine);
+  w.pidfd = UniqueFd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+  w.started = Clock::now();
+  return w;
+}
+
+bool HandOver(const WarmJob& w, int conn) {
+  if (w.pid <= 0) return false;
+  char byte = 'c';
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &conn, sizeof(int));
+  return sendmsg(w.link.Get(), &msg, MSG_NOSIGNAL) == 1;
+}
 
 [[noreturn]] void BrokerMain(const ExecBrokerConfig& config, pid_t gateway) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -417,18 +639,44 @@ ipc::Response RunJob(int conn, int runner_fd, const ExecBrokerConfig& config,
   signal(SIGPIPE, SIG_IGN);
   signal(SIGCHLD, SIG_DFL);
   syscall(SYS_close_range, 5, ~0U, 0);
-  uint32_t live = 0;
+  uint32_t live = 0;  // jobs serving a call (the warm job is not counted)
   const uint32_t max_live = std::max<uint32_t>(1, config.limits.max_concurrent) * 2;
+  WarmJob warm = StartWarmJob(config);
+  auto drop_warm = [&] {
+    if (warm.pid > 0) {
+      kill(warm.pid, SIGKILL);
+      waitpid(warm.pid, nullptr, 0);
+    }
+    warm = WarmJob{};
+  };
   while (true) {
-    while (live > 0) {
+    bool warm_died = false;
+    while (true) {
       pid_t w = waitpid(-1, nullptr, WNOHANG);
       if (w <= 0) break;
-      --live;
+      if (w == warm.pid) {
+        warm.pid = -1;
+        warm_died = true;
+      } else if (live > 0) {
+        --live;
+      }
     }
-    pollfd p{kChannelFd, POLLIN, 0};
-    int r = poll(&p, 1, live > 0 ? 100 : -1);
+    pollfd p[2] = {{kChannelFd, POLLIN, 0}, {warm.pidfd ? warm.pidfd.Get() : -1, POLLIN, 0}};
+    if (p[1].fd >= 0 && !warm_died) {
+      int r = poll(&p[1], 1, 0);
+      warm_died = r > 0;
+    }
+    if (warm_died) {
+      // Killed while waiting: replace it now, unless it died young (then at the next call, so
+      // a runner that cannot start does not make the broker spin).
+      bool young = Clock::now() - warm.started < std::chrono::seconds(1);
+      drop_warm();
+      if (!young) warm = StartWarmJob(config);
+    }
+    p[1].fd = warm.pidfd ? warm.pidfd.Get() : -1;
+    int r = poll(p, 2, live > 0 ? 100 : -1);
     if (r < 0 && errno != EINTR) _exit(1);
-    if (r <= 0) continue;
+    if (r <= 0 || !(p[0].revents)) continue;
     char byte;
     iovec iov{&byte, 1};
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
@@ -439,7 +687,19 @@ ipc::Response RunJob(int conn, int runner_fd, const ExecBrokerConfig& config,
     msg.msg_controllen = sizeof(control);
     ssize_t n = recvmsg(kChannelFd, &msg, MSG_CMSG_CLOEXEC);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) _exit(0);  // the gateway is gone: jobs and runners die with us (PDEATHSIG)
+    if (n <= 0) {
+      // The gateway is gone or shutting down: the warm job retires its runner (which removes
+      // its pids cgroup); running jobs and runners die with us (PDEATHSIG).
+      if (warm.pid > 0) {
+        warm.link.Reset();
+        auto until = Clock::now() + std::chrono::milliseconds(500);
+        while (waitpid(warm.pid, nullptr, WNOHANG) == 0 && Clock::now() < until) {
+          pollfd wp{warm.pidfd.Get(), POLLIN, 0};
+          poll(&wp, 1, 10);
+        }
+      }
+      _exit(0);
+    }
     int conn = -1;
     for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
       if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
@@ -452,15 +712,21 @@ ipc::Response RunJob(int conn, int runner_fd, const ExecBrokerConfig& config,
       ::close(conn);  // the gateway side sees EOF: an io error for that call
       continue;
     }
-    pid_t job = fork();
-    if (job == 0) {
-      ::close(kChannelFd);
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() == 1) _exit(0);
-      _exit(ServeExecJob(conn, kRunnerFd, config));
+    // The warm job takes the call; a new one starts warming for the next call at once.
+    if (!HandOver(warm, conn)) {
+      drop_warm();
+      warm = StartWarmJob(config);
+      if (!HandOver(warm, conn)) {
+        ::close(conn);
+        drop_warm();
+        warm = StartWarmJob(config);
+        continue;
+      }
     }
     ::close(conn);
-    if (job > 0) ++live;
+    ++live;
+    warm = WarmJob{};  // its descriptors closed before the next fork
+    warm = StartWarmJob(config);
   }
 }
 
@@ -468,19 +734,9 @@ ipc::Response RunJob(int conn, int runner_fd, const ExecBrokerConfig& config,
 
 int ServeExecJob(int conn, int runner_fd, const ExecBrokerConfig& config) {
   signal(SIGPIPE, SIG_IGN);
-  ipc::Response response;
-  auto request = ReadJobRequest(conn, config.limits);
-  if (!request) {
-    if (request.error().code == "cancelled") return 0;
-    response = JobError(request.error());
-  } else if (auto job = CheckJob(*request, config.limits); !job) {
-    response = JobError(job.error());
-  } else {
-    response = RunJob(conn, runner_fd, config, *job);
-  }
-  WriteAll(conn, ipc::EncodeResponse(response));
-  ::close(conn);
-  return 0;
+  Runner runner;
+  if (auto started = SpawnRunner(runner_fd, config)) runner = std::move(*started);
+  return ServeWithRunner(conn, runner_fd, config, runner);
 }
 
 Result<std::unique_ptr<ExecBroker>> ExecBroker::Start(const ExecBrokerConfig& config) {
@@ -516,10 +772,17 @@ Result<std::unique_ptr<ExecBroker>> ExecBroker::Start(const ExecBrokerConfig& co
 }
 
 ExecBroker::~ExecBroker() {
-  channel_.Reset();
+  channel_.Reset();  // EOF: the broker retires its warm runner and exits
   if (pid_ > 0) {
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
+    auto until = Clock::now() + std::chrono::milliseconds(700);
+    while (waitpid(pid_, nullptr, WNOHANG) == 0) {
+      if (Clock::now() >= until) {
+        kill(pid_, SIGKILL);
+        waitpid(pid_, nullptr, 0);
+        break;
+      }
+      usleep(2000);
+    }
   }
 }
 

@@ -4,22 +4,35 @@
 // domain forbids to every descendant. What the broker may start is bounded by the broker itself,
 // not by what the gateway asks:
 //
-//   gateway worker ──(socketpair end, SCM_RIGHTS)──▶ broker ──fork──▶ job process
+//   gateway worker ──(socketpair end, SCM_RIGHTS)──▶ broker ──hands it to──▶ warm job
 //                                                                     │ re-checks program + argv
 //                                                                     │ against the executable
 //                                                                     │ policy table, opens the
 //                                                                     │ program by its fixed path
 //                                                                     └─ anvil-exec-runner
-//                                                                          (--exec-fd, read-only
+//                                                                          (--call-fd, read-only
 //                                                                          workspace, no network,
 //                                                                          minimal env, own pid ns)
+//
+// Warm start (Chromium-zygote style, each used once): the broker keeps ONE warm job forked
+// ahead of the next call, and that job has already started its anvil-exec-runner, which has
+// made its namespaces, pids cgroup and file view (all but the workspace's readable paths) and
+// waits on its call channel. A call's connection goes to the warm job and the broker forks the
+// next warm job at once. The job sends the runner the program fd, stdin, argv and the readable
+// paths; the runner's init binds those paths, enters the view, and the command applies
+// Landlock (narrowed to those paths), no_new_privs, rlimits and seccomp, then execveat. A
+// runner serves one call (fresh pid/mount/net/ipc namespaces and /tmp per call). A warm runner
+// that died while waiting is replaced for the call; one whose set-up failed fails the call
+// closed with its report's reason (the layer). Shutdown: EOF on the broker's channel makes the
+// warm job close its runner's call channel, so the unused sandbox ends without running anything.
 //
 // One connection per exec: the job process reads one request, runs it, writes one response.
 // Closing the connection is the cancel: the job process kills the runner's process group, whose
 // pid-namespace init takes every descendant with it. The job process also enforces the output
 // caps (kill when a cap is passed; what was read is returned, marked truncated) and a wall-clock
-// backstop beyond the runner's own timeout. The broker dies with the gateway; jobs die with the
-// broker; runners die with their job (PR_SET_PDEATHSIG at each step).
+// backstop beyond the runner's own timeout (which counts from the call). The broker dies with
+// the gateway; jobs die with the broker; runners die with their job (PR_SET_PDEATHSIG at each
+// step).
 #pragma once
 
 #include <sys/types.h>
@@ -100,7 +113,8 @@ class ExecBroker {
 };
 
 // The broker side, exposed for tests: serves one already-connected job connection in the
-// calling process (reads the request, re-checks it, runs the runner, writes the response).
+// calling process with a runner started now (reads the request, re-checks it, hands it to the
+// runner, writes the response).
 // Returns the process exit status.
 int ServeExecJob(int conn_fd, int runner_fd, const ExecBrokerConfig& config);
 

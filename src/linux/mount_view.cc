@@ -169,6 +169,23 @@ Status BuildDev() {
   return MountTmpfs(dev + "/shm", "mode=1777,size=64m", MS_NOSUID | MS_NODEV | MS_NOEXEC);
 }
 
+// Detaches the host's tree and makes the staged view the root (read-only unless full read).
+Status EnterView(const FileView& view) {
+  if (::umount2(kOld.c_str(), MNT_DETACH) != 0) return SysFail("sandbox", "detach host root");
+  if (::chdir(kNew.c_str()) != 0) return SysFail("sandbox", "chdir new root");
+  if (syscall(SYS_pivot_root, ".", ".") != 0) return SysFail("sandbox", "pivot_root into view");
+  if (::umount2(".", MNT_DETACH) != 0) return SysFail("sandbox", "detach staging root");
+  if (::chdir("/") != 0) return SysFail("sandbox", "chdir /");
+  if (!view.full_read) {
+    MountAttr attr{};
+    attr.attr_set = kMountAttrRdonly | kMountAttrNosuid | kMountAttrNodev;
+    if (syscall(SYS_mount_setattr, AT_FDCWD, "/", 0, &attr, sizeof(attr)) != 0) {
+      return SysFail("sandbox", "make view root read-only");
+    }
+  }
+  return Ok();
+}
+
 }  // namespace
 
 Status BuildMountView(const FileView& view, const MountViewOptions& options) {
@@ -218,6 +235,20 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
     ops.push_back({view.workspace_base, BindOp::kWorkspaceDir});
     for (const auto& sub : view.workspace_read_subpaths) {
       ops.push_back({view.workspace_base + "/" + sub, BindOp::kBeneath});
+    }
+  }
+  if (options.defer_workspace_paths) {
+    // The readable workspace paths come with the call (FinishMountView binds them last, as the
+    // deepest binds of the view): nothing else of the view may lie beneath the workspace.
+    if (view.workspace_base.empty() || !view.workspace_read_subpaths.empty()) {
+      return Fail("sandbox", "a deferred workspace needs a view with an empty workspace directory");
+    }
+    for (const auto& op : ops) {
+      if (op.kind != BindOp::kWorkspaceDir && op.path != view.workspace_base &&
+          PathIsWithin(op.path, view.workspace_base)) {
+        return Fail("sandbox", "cannot defer the workspace's paths: " + op.path +
+                                   " is part of the view beneath the workspace");
+      }
     }
   }
   // Parents before children; for the same depth the later (stronger) op stays later.
@@ -287,19 +318,33 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
     if (!s) return s;
   }
 
-  if (::umount2(kOld.c_str(), MNT_DETACH) != 0) return SysFail("sandbox", "detach host root");
-  if (::chdir(kNew.c_str()) != 0) return SysFail("sandbox", "chdir new root");
-  if (syscall(SYS_pivot_root, ".", ".") != 0) return SysFail("sandbox", "pivot_root into view");
-  if (::umount2(".", MNT_DETACH) != 0) return SysFail("sandbox", "detach staging root");
-  if (::chdir("/") != 0) return SysFail("sandbox", "chdir /");
-  if (!view.full_read) {
-    MountAttr attr{};
-    attr.attr_set = kMountAttrRdonly | kMountAttrNosuid | kMountAttrNodev;
-    if (syscall(SYS_mount_setattr, AT_FDCWD, "/", 0, &attr, sizeof(attr)) != 0) {
-      return SysFail("sandbox", "make view root read-only");
+  if (options.defer_workspace_paths) return Ok();  // FinishMountView enters the view
+  return EnterView(view);
+}
+
+Status FinishMountView(const FileView& view, bool whole_workspace) {
+  if (view.workspace_base.empty()) {
+    return Fail("sandbox", "a deferred workspace needs a view with a workspace directory");
+  }
+  const std::string& base = view.workspace_base;
+  if (whole_workspace) {
+    // As a read root of a cold view: the whole workspace, bound read-only.
+    if (auto s = BindTree(kOld + base, kNew + base, /*read_only=*/true, /*keep_dev=*/false); !s) {
+      return s;
+    }
+  } else {
+    std::vector<std::string> subs = view.workspace_read_subpaths;
+    std::stable_sort(subs.begin(), subs.end(), [](const std::string& a, const std::string& b) {
+      return Depth(a) < Depth(b);
+    });
+    for (const auto& sub : subs) {
+      auto fd = OpenBeneath(kOld + base, sub);
+      if (!fd) return tl::unexpected(fd.error());
+      if (!*fd) continue;  // missing, or leads outside the workspace: not in the view
+      if (auto s = BindTreeFd(fd->Get(), base + "/" + sub, kNew + base + "/" + sub); !s) return s;
     }
   }
-  return Ok();
+  return EnterView(view);
 }
 
 Status VerifyMountView(const FileView& view) {

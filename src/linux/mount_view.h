@@ -13,11 +13,22 @@
 namespace anvil {
 
 struct MountViewOptions {
-  bool mount_proc = true;     // needs a pid namespace owned by our user namespace
+  bool mount_proc = true;  // needs a pid namespace owned by our user namespace
   uint64_t tmp_size = 1ULL << 30;
+  // Warm start (a pre-started anvil-exec-runner): stage everything but the workspace's readable
+  // paths, which only the call names, and stay in the staging root with the host's tree still
+  // attached (only this init process is in the namespace); FinishMountView completes the view.
+  // The view must have an empty workspace directory (workspace_base set, no subpaths).
+  bool defer_workspace_paths = false;
 };
 
 Status BuildMountView(const FileView& view, const MountViewOptions& options);
+
+// After BuildMountView with defer_workspace_paths: binds the call's readable workspace paths
+// (view.workspace_read_subpaths, opened beneath the workspace as in a cold view) or, with
+// `whole_workspace`, the whole workspace read-only; then detaches the host's tree and enters the
+// view. The result is the view a cold BuildMountView of the same paths makes.
+Status FinishMountView(const FileView& view, bool whole_workspace);
 
 // After BuildMountView: checks that the walls are really there (root is our tmpfs, every
 // read-only path is on a read-only mount). A view that fails this never runs a command.

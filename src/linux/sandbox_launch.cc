@@ -59,9 +59,18 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+std::vector<char*> CStrings(std::vector<std::string>& strings);
+bool IsScript(int fd);
+
 // Messages from the sandbox's init and command processes to the supervisor, one pipe write
 // each (smaller than PIPE_BUF, so never interleaved).
-enum RecordKind : uint32_t { kSetupError = 1, kExecError = 2, kExitStatus = 3, kLayers = 4 };
+enum RecordKind : uint32_t {
+  kSetupError = 1,
+  kExecError = 2,
+  kExitStatus = 3,
+  kLayers = 4,
+  kCallTaken = 5,  // warm start: init holds the call; the deadline starts now
+};
 struct Record {
   uint32_t kind;
   int32_t value;
@@ -112,6 +121,8 @@ struct Plan {
   int go_fd = -1;      // read end; one byte once init is in its pids cgroup (-1: no wait)
   bool program_is_script = false;
   bool process_limit = false;  // RLIMIT_NPROC in our user namespace, or a pids cgroup
+  bool warm = false;           // spec->call_channel: the call arrives after the set-up
+  int stdin_fd = -1;           // warm start: the call's stdin, made fd 0 of the command
   std::vector<char*> argv, envp;
 };
 
@@ -256,6 +267,9 @@ Status ApplyLandlock(const Plan& plan) {
   // Its own session and process group: no controlling terminal (TIOCSTI, job-control
   // signals), and one group to kill.
   if (setsid() < 0) Die(plan, SysFail("sandbox", "setsid").value());
+  if (plan.stdin_fd >= 0 && dup2(plan.stdin_fd, 0) != 0) {
+    Die(plan, SysFail("sandbox", "stdin of the call").value());
+  }
   // No descriptor the caller leaked (a directory fd outside, a socket) crosses exec.
   if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
     Die(plan, SysFail("sandbox", "close_range").value());
@@ -416,6 +430,115 @@ Status HandOverProxyListeners(Plan& plan) {
   return Ok();
 }
 
+// The wire form of a WarmCall: a fixed header (carrying the two descriptors), then the strings,
+// each NUL-terminated: argv, then the readable paths.
+struct WarmCallHeader {
+  uint32_t magic;
+  uint32_t argc;
+  uint32_t paths;
+  uint32_t body_bytes;
+};
+constexpr uint32_t kWarmCallMagic = 0x414e5643;  // "ANVC"
+constexpr uint32_t kMaxWarmCallBody = 16u << 20;
+
+Status ReadExactly(int fd, char* into, size_t n) {
+  size_t off = 0;
+  while (off < n) {
+    ssize_t r = ::read(fd, into + off, n - off);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return SysFail("sandbox", "read the call");
+    if (r == 0) return Fail("sandbox", "the call was cut short");
+    off += static_cast<size_t>(r);
+  }
+  return Ok();
+}
+
+// Warm start, in init: waits for the call, takes its descriptors, argv and readable paths,
+// completes the file view with those paths, and tells the supervisor (deadline) and the caller
+// (kWarmCallTaken). EOF instead of a call: nothing to run, the sandbox ends quietly.
+void TakeWarmCall(Plan& plan) {
+  LaunchSpec& spec = *plan.spec;
+  const int channel = spec.call_channel.Get();
+  WarmCallHeader header{};
+  alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
+  iovec iov{&header, sizeof(header)};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  ssize_t n;
+  do {
+    n = recvmsg(channel, &msg, MSG_CMSG_CLOEXEC | MSG_WAITALL);
+  } while (n < 0 && errno == EINTR);
+  if (n == 0) _exit(0);
+  int fds[2] = {-1, -1};
+  size_t nfds = 0;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < count; ++i) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+      if (nfds < 2) {
+        fds[nfds++] = fd;
+      } else {
+        ::close(fd);
+      }
+    }
+  }
+  if (n != static_cast<ssize_t>(sizeof(header)) || (msg.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) ||
+      nfds != 2 || header.magic != kWarmCallMagic || header.argc == 0 ||
+      header.body_bytes > kMaxWarmCallBody) {
+    Die(plan, Error{"sandbox", "malformed call for the warm sandbox", 0});
+  }
+  spec.program = UniqueFd(fds[0]);
+  plan.stdin_fd = fds[1];
+  std::string body(header.body_bytes, '\0');
+  if (auto s = ReadExactly(channel, body.data(), body.size()); !s) Die(plan, s.error());
+  std::vector<std::string> strings;
+  size_t start = 0;
+  while (start < body.size()) {
+    size_t end = body.find('\0', start);
+    if (end == std::string::npos) Die(plan, Error{"sandbox", "malformed call strings", 0});
+    strings.push_back(body.substr(start, end - start));
+    start = end + 1;
+  }
+  if (strings.size() != static_cast<size_t>(header.argc) + header.paths) {
+    Die(plan, Error{"sandbox", "malformed call strings", 0});
+  }
+  spec.argv.assign(strings.begin(), strings.begin() + header.argc);
+  bool whole = false;
+  FileView& view = plan.view;
+  for (size_t i = header.argc; i < strings.size(); ++i) {
+    const std::string& p = strings[i];
+    if (p == ".") {
+      whole = true;
+      continue;
+    }
+    if (auto s = ValidateWorkspaceSubpath(p); !s) Die(plan, s.error());
+    if (std::find(view.workspace_read_subpaths.begin(), view.workspace_read_subpaths.end(), p) ==
+        view.workspace_read_subpaths.end()) {
+      view.workspace_read_subpaths.push_back(p);
+    }
+  }
+  if (whole) {
+    // As in a cold view of the whole workspace: one read root.
+    view.workspace_read_subpaths.clear();
+    view.read_roots.push_back(view.workspace_base);
+  }
+  // The call is ours: the caller stops waiting, the supervisor starts the deadline.
+  if (::write(channel, &kWarmCallTaken, 1) != 1) _exit(0);  // the caller is gone
+  SendRecord(plan.report_fd, kCallTaken, 0, 0, "");
+  spec.call_channel.Reset();
+  if (plan.mountns) {
+    if (auto s = FinishMountView(view, whole); !s) Die(plan, s.error());
+    if (auto s = VerifyMountView(view); !s) Die(plan, s.error());
+  }
+  plan.program_is_script = IsScript(spec.program.Get());
+  plan.argv = CStrings(spec.argv);
+}
+
 [[noreturn]] void RunInit(Plan& plan) {
   // Dies with the supervisor. In a pid namespace SIGKILL of init takes every process in it;
   // without one, SIGUSR2 asks this init to kill the tree first.
@@ -434,8 +557,11 @@ Status HandOverProxyListeners(Plan& plan) {
     MountViewOptions options;
     options.mount_proc = plan.pidns;
     options.tmp_size = plan.spec->limits.tmp_size;
+    options.defer_workspace_paths = plan.warm;
     if (auto s = BuildMountView(plan.view, options); !s) Die(plan, s.error());
-    if (auto s = VerifyMountView(plan.view); !s) Die(plan, s.error());
+    if (!plan.warm) {
+      if (auto s = VerifyMountView(plan.view); !s) Die(plan, s.error());
+    }
   }
   if (plan.spec->proxy_channel) {
     if (auto s = HandOverProxyListeners(plan); !s) Die(plan, s.error());
@@ -447,6 +573,7 @@ Status HandOverProxyListeners(Plan& plan) {
     if (::read(plan.go_fd, &go, 1) != 1 || go != 'g') _exit(125);
     ::close(plan.go_fd);
   }
+  if (plan.warm) TakeWarmCall(plan);
 
   struct sigaction fwd {};
   fwd.sa_handler = ForwardSignal;
@@ -474,6 +601,7 @@ Status HandOverProxyListeners(Plan& plan) {
   sigprocmask(SIG_SETMASK, &none, nullptr);
   ::close(plan.alive_fd);
   plan.spec->program.Reset();
+  if (plan.stdin_fd >= 0) ::close(plan.stdin_fd);
 
   int command_status = 0;
   bool command_done = false;
@@ -522,6 +650,53 @@ SandboxOutcome SetupFailure(std::string message, Clock::time_point start) {
 }
 
 }  // namespace
+
+Status SendWarmCall(int channel, int program_fd, int stdin_fd, const WarmCall& call) {
+  if (call.argv.empty()) return Fail("invalid", "a call needs argv[0]");
+  std::string body;
+  for (const auto& a : call.argv) {
+    if (a.find('\0') != std::string::npos) return Fail("invalid", "NUL in an argument");
+    body += a;
+    body.push_back('\0');
+  }
+  for (const auto& p : call.readable_paths) {
+    if (p.find('\0') != std::string::npos) return Fail("invalid", "NUL in a readable path");
+    body += p;
+    body.push_back('\0');
+  }
+  if (body.size() > kMaxWarmCallBody) return Fail("limit", "call too large for the sandbox");
+  WarmCallHeader header{kWarmCallMagic, static_cast<uint32_t>(call.argv.size()),
+                        static_cast<uint32_t>(call.readable_paths.size()),
+                        static_cast<uint32_t>(body.size())};
+  alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
+  iovec iov{&header, sizeof(header)};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(2 * sizeof(int));
+  int fds[2] = {program_fd, stdin_fd};
+  std::memcpy(CMSG_DATA(c), fds, sizeof(fds));
+  ssize_t n;
+  do {
+    n = sendmsg(channel, &msg, MSG_NOSIGNAL);
+  } while (n < 0 && errno == EINTR);
+  if (n != static_cast<ssize_t>(sizeof(header))) {
+    return SysFail("io", "the sandbox is gone before the call");
+  }
+  size_t off = 0;
+  while (off < body.size()) {
+    ssize_t w = ::send(channel, body.data() + off, body.size() - off, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return SysFail("io", "the sandbox is gone before the call");
+    off += static_cast<size_t>(w);
+  }
+  return Ok();
+}
 
 int SandboxOutcome::ShellStatus() const {
   switch (kind) {
@@ -585,9 +760,20 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
         "workspace-write policy",
         start);
   }
-  if (!spec.program) return SetupFailure("sandbox: no program to run", start);
-  if (spec.argv.empty()) return SetupFailure("sandbox: empty argv", start);
-  plan.program_is_script = IsScript(spec.program.Get());
+  plan.warm = static_cast<bool>(spec.call_channel);
+  if (plan.warm) {
+    // The call brings the program, argv and readable paths; everything else is set up first.
+    if (spec.program || !spec.argv.empty() || !policy.workspace_read_subpaths ||
+        !policy.workspace_read_subpaths->empty()) {
+      return SetupFailure(
+          "sandbox: a warm start takes the program, argv and readable paths from the call only",
+          start);
+    }
+  } else {
+    if (!spec.program) return SetupFailure("sandbox: no program to run", start);
+    if (spec.argv.empty()) return SetupFailure("sandbox: empty argv", start);
+    plan.program_is_script = IsScript(spec.program.Get());
+  }
 
   plan.confine_fs = policy.ConfinesFilesystem();
   // Lives until the command and every process of its pid namespace are gone (the returns below
@@ -709,6 +895,8 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   }
   UniqueFd init_fd(pidfd);
   report_write.Reset();
+  // Init holds the only other end: its death is an EOF/EPIPE for whoever sends the call.
+  spec.call_channel.Reset();
   alive_read.Reset();
   go_read.Reset();
   if (pids) {
@@ -725,7 +913,8 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
 
   UniqueFd sigfd(signalfd(-1, &forwarded, SFD_CLOEXEC | SFD_NONBLOCK));
   std::optional<Clock::time_point> deadline;
-  if (spec.timeout) deadline = start + *spec.timeout;
+  if (spec.timeout && !plan.warm) deadline = start + *spec.timeout;
+  auto call_start = start;
   bool timed_out = false;
   std::optional<Clock::time_point> kill_at;  // subreaper mode: grace before SIGKILL
   std::vector<Record> records;
@@ -759,7 +948,17 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
                      {sigfd.Get(), POLLIN, 0}};
     int n = poll(fds, 3, wait_ms);
     if (n < 0 && errno != EINTR) break;
-    if (fds[1].revents) report_eof = read_records();
+    if (fds[1].revents) {
+      size_t before = records.size();
+      report_eof = read_records();
+      for (size_t i = before; i < records.size(); ++i) {
+        if (records[i].kind == kCallTaken) {
+          // Warm start: the call's time (deadline, duration) starts when init takes it.
+          call_start = Clock::now();
+          if (spec.timeout) deadline = call_start + *spec.timeout;
+        }
+      }
+    }
     if (fds[2].revents) {
       signalfd_siginfo si;
       while (::read(sigfd.Get(), &si, sizeof(si)) == sizeof(si)) {
@@ -800,7 +999,7 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   sigprocmask(SIG_SETMASK, &saved, nullptr);
 
   SandboxOutcome out;
-  out.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  out.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - call_start).count();
   bool have_exit = false;
   for (const Record& r : records) {
     std::string message(r.message, strnlen(r.message, sizeof(r.message)));

@@ -49,7 +49,26 @@ struct LaunchSpec {
   // Test-only fault injection: fail the named set-up step ("landlock", "seccomp", "mount",
   // "userns") to prove nothing runs when a layer cannot be applied. Never set by user input.
   std::string fail_step_for_testing;
+  // Warm start (anvil-exec-runner --call-fd): a SOCK_STREAM end on which init, once everything
+  // that does not depend on the call is in place (namespaces, pids cgroup, the file view but for
+  // the workspace's readable paths), waits for one call (SendWarmCall): the program, stdin,
+  // argv and readable workspace paths. `program` and `argv` stay empty until then; the policy
+  // must name an empty workspace_read_subpaths list (the call fills it in). The timeout counts
+  // from the call. EOF instead of a call ends the sandbox without running anything.
+  UniqueFd call_channel;
 };
+
+// The one call a warm sandbox takes (LaunchSpec::call_channel).
+struct WarmCall {
+  std::vector<std::string> argv;            // argv[0] as shown to the program
+  std::vector<std::string> readable_paths;  // workspace-relative; "." = the whole workspace
+};
+// Sends `call` with the program (O_PATH fd) and stdin descriptors. Blocks until sent; an
+// "io" error when the sandbox's init is gone (it died, or its warm-up failed).
+Status SendWarmCall(int channel, int program_fd, int stdin_fd, const WarmCall& call);
+// What init writes back on the channel once it holds the whole call: from here on the call is
+// the sandbox's (its report says how it ended).
+inline constexpr char kWarmCallTaken = 'T';
 
 // What each layer ended up as, for --json and doctor.
 struct LayerReport {

@@ -108,7 +108,9 @@ void AddUnique(std::vector<std::string>& list, const std::string& value) {
   if (std::find(list.begin(), list.end(), value) == list.end()) list.push_back(value);
 }
 
-Status ValidateRelativeSubpath(const std::string& sub) {
+}  // namespace
+
+Status ValidateWorkspaceSubpath(const std::string& sub) {
   if (sub.empty() || sub.size() > 4096 || sub[0] == '/' || sub.back() == '/') {
     return Fail("invalid", "readable workspace path must be relative: '" + sub + "'");
   }
@@ -124,8 +126,6 @@ Status ValidateRelativeSubpath(const std::string& sub) {
   }
   return Ok();
 }
-
-}  // namespace
 
 Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host) {
   FileView view;
@@ -172,7 +172,7 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
                   "restricted read access");
     }
     for (const auto& sub : *policy.workspace_read_subpaths) {
-      if (auto s = ValidateRelativeSubpath(sub); !s) return tl::unexpected(s.error());
+      if (auto s = ValidateWorkspaceSubpath(sub); !s) return tl::unexpected(s.error());
       AddUnique(view.workspace_read_subpaths, sub);
     }
     view.workspace_base = policy.workspace;

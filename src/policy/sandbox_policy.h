@@ -101,4 +101,8 @@ bool PathIsWithin(std::string_view path, std::string_view root);
 
 Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host);
 
+// The check ComputeFileView applies to each readable workspace subpath (relative, no empty,
+// "." or ".." component); also used by a warm runner for the paths a call brings.
+Status ValidateWorkspaceSubpath(const std::string& sub);
+
 }  // namespace anvil

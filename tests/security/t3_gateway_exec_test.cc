@@ -1,16 +1,22 @@
 // T3 through the gateway: sys.exec of the executable policy table's tools (rg, fd), run by the
 // exec broker in anvil-exec-runner. A catalogue of the attacks that turned peers' "safe" search
 // tools into command launchers or file readers, each next to the benign call that must work.
+#include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <thread>
 
+#include "common/unique_fd.h"
 #include "gateway_fixture.h"
 
 namespace anvil::testing {
@@ -26,6 +32,41 @@ Grant ExecGrant(std::vector<std::string> read = {"**"}) {
 }
 
 std::string ArgsJson(const std::vector<std::string>& args) { return nlohmann::json(args).dump(); }
+
+// Live (not zombie) descendants of `root` whose name starts with `name`; for the exec broker's
+// warm runners, "anvil-exec-run" (the runner and its sandbox's init).
+std::vector<pid_t> LiveDescendantsNamed(pid_t root, const std::string& name) {
+  std::map<pid_t, pid_t> parent;
+  std::map<pid_t, std::string> comm;
+  DIR* dir = opendir("/proc");
+  if (!dir) return {};
+  while (dirent* e = readdir(dir)) {
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    if (*end != '\0' || pid <= 0) continue;
+    std::string stat = ReadFile("/proc/" + std::string(e->d_name) + "/stat");
+    auto open = stat.find('('), close = stat.rfind(')');
+    if (open == std::string::npos || close == std::string::npos || close + 4 >= stat.size()) {
+      continue;
+    }
+    char state = stat[close + 2];
+    if (state == 'Z' || state == 'X') continue;
+    parent[static_cast<pid_t>(pid)] = static_cast<pid_t>(std::atoi(stat.c_str() + close + 4));
+    comm[static_cast<pid_t>(pid)] = stat.substr(open + 1, close - open - 1);
+  }
+  closedir(dir);
+  std::vector<pid_t> found;
+  for (const auto& [pid, name_of] : comm) {
+    if (name_of.rfind(name, 0) != 0) continue;
+    for (pid_t p = parent[pid]; p > 1; p = parent.count(p) ? parent[p] : 0) {
+      if (p == root) {
+        found.push_back(pid);
+        break;
+      }
+    }
+  }
+  return found;
+}
 
 class ExecGateway : public GatewayTest {
  protected:
@@ -389,6 +430,201 @@ TEST_F(ExecGateway, WithoutARunnerExecIsRefusedWithTheReasonAndFsStillWorks) {
       << r.error;
   auto read = client->Call("fs.read", {"a.txt"});
   ASSERT_TRUE(read && read->ok);
+}
+
+// Warm runners (issue 5): each runner serves one call. Two consecutive calls run in different
+// pid and mount namespaces, and what the first call left in its /tmp is not in the second's.
+TEST_F(ExecGateway, ConsecutiveCallsNeverShareASandboxOrItsTmp) {
+  const std::string fifo = UniqueToken("fifo");
+  ASSERT_EQ(::mkfifo((ws_->path() + "/" + fifo).c_str(), 0644), 0);
+  StartGateway();
+  auto client = Plugin();
+  const std::string left_behind = UniqueToken("left-behind");
+  struct Seen {
+    // Held open: a namespace stays alive (its inode number not reused) while we compare.
+    UniqueFd pid_ns, mnt_ns;
+    bool saw_left_behind = false;
+  };
+  // One call of `rg x FIFO`: while rg waits on the FIFO, look at its sandbox from outside and
+  // leave a file in its /tmp; then feed it a line and check the answer.
+  auto call = [&]() -> Seen {
+    Seen seen;
+    auto id = client->Send("exec", {"rg", ArgsJson({"x", fifo}), ""});
+    EXPECT_TRUE(id);
+    std::vector<pid_t> rg;
+    EXPECT_TRUE(WaitUntil([&] { return !(rg = ProcessesWithMarker(fifo)).empty(); }))
+        << "the tool never started";
+    if (rg.empty()) return seen;
+    const std::string ns = "/proc/" + std::to_string(rg[0]) + "/ns/";
+    seen.pid_ns = UniqueFd(::open((ns + "pid").c_str(), O_RDONLY | O_CLOEXEC));
+    seen.mnt_ns = UniqueFd(::open((ns + "mnt").c_str(), O_RDONLY | O_CLOEXEC));
+    const std::string tmp = "/proc/" + std::to_string(rg[0]) + "/root/tmp/";
+    seen.saw_left_behind = Exists(tmp + left_behind);
+    WriteFile(tmp + left_behind, "from an earlier call\n");
+    {
+      // rg may be found before it opened the FIFO: a writer can open once it waits there.
+      UniqueFd w;
+      EXPECT_TRUE(WaitUntil([&] {
+        w = UniqueFd(::open((ws_->path() + "/" + fifo).c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC));
+        return static_cast<bool>(w);
+      })) << "rg is not reading the FIFO";
+      if (w) {
+        EXPECT_EQ(::write(w.Get(), "x marks\n", 8), 8);
+      }
+    }
+    auto r = client->Receive();
+    EXPECT_TRUE(r && r->ok) << (r ? r->ErrorText() : r.error().ToString());
+    if (r && r->ok && r->fields.size() == 6) {
+      EXPECT_EQ(r->fields[1], "x marks\n");
+    }
+    return seen;
+  };
+  Seen first = call();
+  Seen second = call();
+  auto inode = [](const UniqueFd& fd) {
+    struct stat st {};
+    return fd && ::fstat(fd.Get(), &st) == 0 ? st.st_ino : 0;
+  };
+  ASSERT_NE(inode(first.pid_ns), 0u);
+  ASSERT_NE(inode(second.pid_ns), 0u);
+  struct stat own {};
+  ASSERT_EQ(::stat("/proc/self/ns/pid", &own), 0);
+  EXPECT_NE(inode(first.pid_ns), own.st_ino);
+  EXPECT_NE(inode(first.pid_ns), inode(second.pid_ns)) << "two calls ran in one pid namespace";
+  EXPECT_NE(inode(first.mnt_ns), inode(second.mnt_ns)) << "two calls ran in one mount namespace";
+  EXPECT_FALSE(first.saw_left_behind);
+  EXPECT_FALSE(second.saw_left_behind) << "the second call saw the first call's /tmp";
+}
+
+// A warm runner killed while it waits for a call: the call still runs (on a fresh runner), and
+// a new warm runner stands ready afterwards.
+TEST_F(ExecGateway, AWarmRunnerKilledWhileWaitingIsReplaced) {
+  WriteFile(*ws_ / "a.txt", "needle here\n");
+  StartGateway();
+  auto client = Plugin();
+  auto r = Exec(*client, "rg", {"needle", "a.txt"});
+  ASSERT_TRUE(r.ok) << r.error;
+  std::vector<pid_t> warm;
+  ASSERT_TRUE(WaitUntil([&] {
+    return !(warm = LiveDescendantsNamed(gateway_->pid(), "anvil-exec-run")).empty();
+  })) << "no warm runner after a call";
+  for (pid_t p : warm) ::kill(p, SIGKILL);
+  ASSERT_TRUE(WaitUntil([&] {
+    for (pid_t p : LiveDescendantsNamed(gateway_->pid(), "anvil-exec-run")) {
+      if (std::find(warm.begin(), warm.end(), p) != warm.end()) return false;
+    }
+    return true;
+  })) << "the killed warm runner is still alive";
+  r = Exec(*client, "rg", {"needle", "a.txt"});
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.out, "needle here\n");
+  std::vector<pid_t> next;
+  EXPECT_TRUE(WaitUntil([&] {
+    next = LiveDescendantsNamed(gateway_->pid(), "anvil-exec-run");
+    return !next.empty();
+  })) << "no warm runner stands ready after the call";
+  for (pid_t p : next) EXPECT_EQ(std::find(warm.begin(), warm.end(), p), warm.end());
+}
+
+// A layer that fails while the runner warms up (userns, mount) or when the call is applied
+// (landlock, seccomp): the call fails closed, nothing runs, and the error names the layer.
+TEST_F(ExecGateway, ASandboxLayerFailureFailsTheCallClosedNamingTheLayer) {
+  const std::string ran = UniqueToken("ran");
+  WriteFile(*ws_ / "a.txt", "TODO\n");
+  for (std::string layer : {"userns", "mount", "landlock", "seccomp"}) {
+    StartGateway({"--unsafe-test-exec-fail-layer", layer});
+    auto client = Plugin();
+    for (int i = 0; i < 2; ++i) {  // the warm runner, then its replacement
+      auto r = Exec(*client, "rg", {"TODO", "a.txt"});
+      EXPECT_FALSE(r.ok) << layer;
+      EXPECT_EQ(r.error.rfind("sandbox: sys.exec did not run (fail closed)", 0), 0u)
+          << layer << ": " << r.error;
+      EXPECT_NE(r.error.find("injected failure of the " + layer + " layer"), std::string::npos)
+          << layer << ": " << r.error;
+      EXPECT_EQ(r.out, "");
+    }
+    client.reset();
+    auto status = gateway_->Stop();
+    ASSERT_TRUE(status);
+    gateway_.reset();
+  }
+}
+
+// Shutting the session down ends the warm runner (no orphan) and the sandbox it had made,
+// down to its pids cgroup.
+TEST_F(ExecGateway, ShuttingDownLeavesNoWarmRunnerBehind) {
+  WriteFile(*ws_ / "a.txt", "x\n");
+  StartGateway();
+  auto client = Plugin();
+  ASSERT_TRUE(Exec(*client, "rg", {"x", "a.txt"}).ok);
+  // The warm runner's sandbox (init in its own pids cgroup), once it is set up.
+  std::vector<std::string> cgroups;
+  ASSERT_TRUE(WaitUntil([&] {
+    cgroups.clear();
+    for (pid_t p : LiveDescendantsNamed(gateway_->pid(), "anvil-exec-run")) {
+      // "ID:controllers:path": the runner's own pids cgroup (v1 pids hierarchy or v2).
+      for (const auto& line : Lines(ReadFile("/proc/" + std::to_string(p) + "/cgroup"))) {
+        auto a = line.find(':'), b = line.find(':', a + 1);
+        if (a == std::string::npos || b == std::string::npos) continue;
+        std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+        if (path.find("/anvil-") == std::string::npos) continue;
+        if (controllers == "pids") cgroups.push_back("/sys/fs/cgroup/pids" + path);
+        if (controllers.empty()) cgroups.push_back("/sys/fs/cgroup" + path);
+      }
+    }
+    return !cgroups.empty();
+  })) << "no warm runner with a pids cgroup of its own";
+  // Every process under the gateway now (broker, warm job, runner, its sandbox's init).
+  std::vector<pid_t> all = LiveDescendantsNamed(gateway_->pid(), "");
+  client.reset();
+  auto status = gateway_->Stop();
+  ASSERT_TRUE(status);
+  EXPECT_EQ(*status, 0);
+  gateway_.reset();
+  EXPECT_TRUE(WaitUntil([&] {
+    return std::none_of(all.begin(), all.end(), [](pid_t p) { return ProcessAlive(p); });
+  })) << "a process of the session outlived it";
+  for (const auto& cg : cgroups) {
+    EXPECT_TRUE(WaitUntil([&] { return !Exists(cg); })) << "cgroup left behind: " << cg;
+  }
+}
+
+// Cancel and timeout still end the call's whole sandbox (its runner and init), not just the
+// tool; the next call runs on another runner.
+TEST_F(ExecGateway, CancelAndTimeoutEndTheCallsWholeSandbox) {
+  const std::string fifo = UniqueToken("fifo");
+  ASSERT_EQ(::mkfifo((ws_->path() + "/" + fifo).c_str(), 0644), 0);
+  WriteFile(*ws_ / "a.txt", "after\n");
+  StartGateway({"--exec-timeout", "1"});
+  auto client = Plugin();
+  for (bool cancel : {true, false}) {
+    auto id = client->Send("exec", {"rg", ArgsJson({"x", fifo}), ""});
+    ASSERT_TRUE(id);
+    ASSERT_TRUE(WaitUntil([&] { return !ProcessesWithMarker(fifo).empty(); }));
+    // The call's runner and init: the anvil-exec-runner processes that are rg's ancestors.
+    pid_t rg = ProcessesWithMarker(fifo)[0];
+    std::vector<pid_t> sandbox;
+    for (pid_t p : LiveDescendantsNamed(gateway_->pid(), "anvil-exec-run")) {
+      for (pid_t q : LiveDescendantsNamed(p, "rg")) {
+        if (q == rg) sandbox.push_back(p);
+      }
+    }
+    ASSERT_FALSE(sandbox.empty());
+    if (cancel) {
+      ASSERT_TRUE(client->SendCancel(*id));
+    }
+    auto r = client->Receive();
+    ASSERT_TRUE(r);
+    EXPECT_FALSE(r->ok);
+    EXPECT_EQ(r->ErrorText().rfind(cancel ? "cancelled: " : "timeout: ", 0), 0u) << r->ErrorText();
+    EXPECT_TRUE(WaitUntil([&] {
+      return ProcessesWithMarker(fifo).empty() &&
+             std::none_of(sandbox.begin(), sandbox.end(), [](pid_t p) { return ProcessAlive(p); });
+    })) << "a process of the call's sandbox is still alive";
+    auto ok = Exec(*client, "rg", {"after", "a.txt"});
+    ASSERT_TRUE(ok.ok) << ok.error;
+    EXPECT_EQ(ok.out, "after\n");
+  }
 }
 
 }  // namespace
