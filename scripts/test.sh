@@ -23,9 +23,14 @@ ctest --preset "$preset" -j "$jobs" --timeout 300
 if [[ "$preset" == dev && "${ANVIL_ROBUSTNESS:-1}" != 0 ]]; then
   # One build serves the fuzzers and the ASan + UBSan test run (everything, fuzzers included).
   stage() { printf '[test] %s: %s\n' "$1" "$(date -u +%T)"; }
-  stage "asan build"
   cmake --preset asan >/dev/null
-  cmake --build --preset asan -j "$jobs"
+  if [[ "${ANVIL_SANITIZERS:-1}" != 0 ]]; then
+    stage "asan build"
+    cmake --build --preset asan -j "$jobs"
+  else
+    stage "fuzz build (the fuzzers of the asan build only)"
+    cmake --build --preset fuzz -j "$jobs"
+  fi
   stage fuzz
   ANVIL_JOBS="$jobs" ANVIL_FUZZ_SKIP_BUILD=1 scripts/fuzz.sh
   if [[ "${ANVIL_SANITIZERS:-1}" != 0 ]]; then
