@@ -1,10 +1,6 @@
 // Gateway read throughput and latency (issue 3), against two floors measured in the same run:
 // a raw Unix-socket round trip and a raw openat2+fstat+read of the same 4 KiB file.
-// Prints ratios; asserts nothing. Also the gateway's own CPU time per read (utime+stime from
-// /proc, so it says what a read costs even when other work shares the cores) and the 8-client
-// throughput times the raw round trip (the target's machine-independent form: 100,000 reads/s
-// at an 8 us round trip = 0.8).
-//   gateway_bench [BIN_DIR] [READS] [-- extra anvil-gateway flags, e.g. --event-loops 1]
+// Prints ratios; asserts nothing.
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/socket.h>
@@ -17,7 +13,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -35,34 +30,11 @@ using anvil::bench::Percentile;
 using anvil::bench::RawBeneathReads;
 using anvil::bench::RawSocketRoundTrips;
 
-// utime + stime of a process, seconds (all its threads).
-double CpuSeconds(pid_t pid) {
-  std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
-  if (f == nullptr) return 0;
-  char buf[1024];
-  size_t len = std::fread(buf, 1, sizeof(buf) - 1, f);
-  std::fclose(f);
-  buf[len] = '\0';
-  // Fields after the ")" that ends the command name: state is field 3, utime 14, stime 15.
-  const char* p = std::strrchr(buf, ')');
-  if (p == nullptr) return 0;
-  unsigned long long utime = 0, stime = 0;
-  if (std::sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) !=
-      2) {
-    return 0;
-  }
-  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string bin_dir = argc > 1 ? argv[1] : "build/release";
   int n = argc > 2 ? std::atoi(argv[2]) : 20000;
-  std::vector<std::string> extra;
-  for (int i = 3; i < argc; ++i) {
-    if (std::string(argv[i]) != "--") extra.push_back(argv[i]);
-  }
   char tmpl[] = "/tmp/anvil-bench-XXXXXX";
   std::string ws = mkdtemp(tmpl);
   {
@@ -74,7 +46,6 @@ int main(int argc, char** argv) {
   }
   anvil::session::GatewayConfig config{
       bin_dir + "/anvil-gateway", ws, {"--runtime-dir", ws + "-run"}};
-  config.extra_args.insert(config.extra_args.end(), extra.begin(), extra.end());
   auto gateway = anvil::session::GatewayProcess::Start(config);
   if (!gateway) {
     std::fprintf(stderr, "gateway: %s\n", gateway.error().ToString().c_str());
@@ -105,7 +76,6 @@ int main(int argc, char** argv) {
       conns.push_back(std::make_unique<anvil::ipc::GatewayClient>(std::move(*fd), token->bytes()));
       if (!conns.back()->Hello("bench.reader", (*gateway)->workspace())) return 1;
     }
-    const double cpu0 = CpuSeconds((*gateway)->pid());
     auto t0 = Clock::now();
     std::vector<std::thread> threads;
     for (int c = 0; c < clients; ++c) {
@@ -121,23 +91,18 @@ int main(int argc, char** argv) {
     }
     for (auto& t : threads) t.join();
     double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-    const double cpu_us_per_read =
-        (CpuSeconds((*gateway)->pid()) - cpu0) * 1e6 / (clients * per_client);
     std::vector<double> all;
     for (auto& v : lat) all.insert(all.end(), v.begin(), v.end());
     char label[64];
     std::snprintf(label, sizeof(label), "gateway fs.read, %d client(s)", clients);
     std::printf("%-34s %10.2f %10.2f %12.0f%s\n", label, Percentile(all, 0.5),
                 Percentile(all, 0.99), all.size() / secs, errors ? "  (errors!)" : "");
-    std::printf("  gateway CPU per read = %.1f us\n", cpu_us_per_read);
     if (clients == 1) {
       std::printf("  ratio p50 / (round trip + raw read) = %.2f   (target <= 2.0)\n",
                   Percentile(all, 0.5) / floor_p50);
     } else {
       std::printf("  throughput with 8 clients = %.0f reads/s   (target >= 100000)\n",
                   all.size() / secs);
-      std::printf("  reads/s x raw round trip p50 = %.2f   (target >= 0.8: 100000/s x 8 us)\n",
-                  all.size() / secs * Percentile(raw_rt, 0.5) * 1e-6);
     }
   }
   (*gateway)->Stop();

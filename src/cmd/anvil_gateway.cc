@@ -27,8 +27,7 @@ which keeps the other end of the control socketpair; not meant to be run by hand
   --allow-hardlinked-reads   allow reading files with more than one hard link
   --max-frame-bytes N  --max-read-bytes N  --max-write-bytes N  --max-connections N
   --max-inflight N     --max-queued N      --requests-per-second N  --bytes-per-second N
-  --workers N                threads for queued operations (fs.write, sys.net; default 2)
-  --event-loops N            threads serving connections (default: one per 2 CPUs, 1-4)
+  --workers N
   --no-harden                skip self-hardening (tests that need to inspect the process)
 
 sys.exec (the tools of the executable policy table, run by anvil-exec-runner):
@@ -113,8 +112,6 @@ int main(int argc, char** argv) {
       ok = number(o.limits.plugin_bytes_per_second);
     } else if (a == "--workers") {
       ok = number(o.limits.worker_threads);
-    } else if (a == "--event-loops") {
-      ok = number(o.limits.event_loops) && o.limits.event_loops > 0 && o.limits.event_loops <= 64;
     } else if (a == "--exec-runner") {
       const std::string* v = value();
       ok = v != nullptr && !v->empty();

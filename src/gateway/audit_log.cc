@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <chrono>
 #include <nlohmann/json.hpp>
 
@@ -18,7 +17,7 @@ Result<AuditLog*> AuditLog::Open(const std::string& path, const std::string& ses
   return new AuditLog(std::move(fd), session);
 }
 
-void AuditLog::Format(const AuditEntry& e, std::string& buffer) const {
+void AuditLog::Record(const AuditEntry& e) {
   auto now = std::chrono::system_clock::now();
   double ts = std::chrono::duration<double>(now.time_since_epoch()).count();
   nlohmann::json line = {{"time", ts},       {"session", session_},          {"plugin", e.plugin},
@@ -28,22 +27,24 @@ void AuditLog::Format(const AuditEntry& e, std::string& buffer) const {
   if (!e.reason.empty()) line["reason"] = e.reason;
   // Targets and reasons come from plugins: dump() escapes control characters and replaces
   // invalid UTF-8, so one entry is always exactly one line.
-  buffer += line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  buffer += '\n';
+  std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::lock_guard lock(mutex_);
+  pending_ += text;
+  pending_ += '\n';
 }
 
-void AuditLog::Write(std::string& buffer) const {
-  if (buffer.empty()) return;
+void AuditLog::Flush() {
+  std::lock_guard lock(mutex_);
+  if (pending_.empty()) return;
   if (fd_) {
     size_t off = 0;
-    while (off < buffer.size()) {
-      ssize_t n = ::write(fd_.Get(), buffer.data() + off, buffer.size() - off);
-      if (n < 0 && errno == EINTR) continue;
+    while (off < pending_.size()) {
+      ssize_t n = ::write(fd_.Get(), pending_.data() + off, pending_.size() - off);
       if (n <= 0) break;
       off += static_cast<size_t>(n);
     }
   }
-  buffer.clear();
+  pending_.clear();
 }
 
 }  // namespace anvil::gateway

@@ -31,10 +31,7 @@ struct GatewayLimits {
   uint64_t max_output_buffer = 32u << 20;     // per connection; beyond: stop reading (backpressure)
   uint64_t plugin_requests_per_second = 200000;  // per registration (token bucket)
   uint64_t plugin_bytes_per_second = 1ull << 30;
-  uint32_t worker_threads = 2;  // queued operations (fs.write and the like, sys.net)
-  // Event-loop threads; connections are spread over them round robin. 0: one per two CPUs, at
-  // most 4.
-  uint32_t event_loops = 0;
+  uint32_t worker_threads = 2;
 };
 
 struct GatewayOptions {
