@@ -365,6 +365,10 @@ def targets(R):
                     "%s / %s ms = %.2f×; Anvil / floor = %s" % (
                         ms(f), ms(b), r, "%.2f×" % (a / f) if a else "–"),
                     "the 0.5× start target is within reach here" if r <= 0.4 else
+                    ("**near the physical limit**: namespaces + init + exec alone take %.2f× "
+                     "bubblewrap here, leaving %.0f%% of the floor for everything else a sandbox "
+                     "does (mount view, Landlock, seccomp, checks)" % (r, (0.5 - r) / r * 100))
+                    if r <= 0.5 else
                     "**physical limit**: namespaces + init + exec alone take %.2f× bubblewrap "
                     "on this machine, so no sandbox with this isolation can start in 0.5×" % r))
     others = [(k, med(st, k)) for k in st if k not in ("anvil", "bare", "bwrap", "floor", "_note")]
