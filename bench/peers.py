@@ -143,6 +143,18 @@ def make_peers(a, ws):
     if not os.access(floor, os.X_OK):
         p.reason = "%s not built (cmake --build --preset release --target sandbox_floor)" % floor
     peers.append(p)
+    # The same plus every layer Anvil's default policy requires, in its cheapest C form.
+    p = Peer("floor_layers", "floor + every required layer (minimal C)",
+             lambda c: [floor, "--layers", ws] + c,
+             note="bench/sandbox_floor.c --layers: the floor plus a pids cgroup (root), the mount "
+                  "view (tmpfs root, runtime roots and .git read-only, workspace read-write, "
+                  "/dev, /proc, /tmp, pivot_root), setsid, rlimits, no_new_privs, Landlock "
+                  "(files, TCP, scoping) and a short seccomp filter; no checks or report. "
+                  "Start-up figure only: the least a sandbox with Anvil's walls costs here")
+    p.start_only = True
+    if not os.access(floor, os.X_OK):
+        p.reason = "%s not built (cmake --build --preset release --target sandbox_floor)" % floor
+    peers.append(p)
     anvil = os.path.join(a.build, "anvil")
     peers.append(Peer("anvil", "anvil sandbox", lambda c: [anvil, "sandbox", "--cwd", ws, "--"] + c,
                       note="workspace-write, network none: mount view, Landlock, seccomp, "

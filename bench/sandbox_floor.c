@@ -10,17 +10,36 @@
  * machine allow at all (on a VM where every process creation and page fault is expensive,
  * the floor alone can be more than half of bubblewrap's run).
  *
- *   sandbox_floor [--no-init] PROGRAM [ARG...]
+ * With --layers WS it also applies, in the cheapest form written in C, every layer Anvil's
+ * default policy (workspace-write, network none) requires on top of the namespaces: a pids
+ * cgroup as root (the kernel exempts uid 0 from RLIMIT_NPROC), the mount view (tmpfs root, the
+ * runtime roots and WS/.git bound read-only, WS read-write, a minimal /dev, /proc, a private
+ * /tmp, pivot_root and detach of the host's tree), a new session, PR_SET_PDEATHSIG, rlimits,
+ * no_new_privs, a Landlock ruleset (file access, TCP bind/connect, abstract-socket and signal
+ * scoping) and a seccomp filter of a few dozen instructions. No verification, no reporting, no
+ * environment filtering, no error detail: the least any sandbox with these walls can cost.
+ *
+ *   sandbox_floor [--no-init | --layers WS] PROGRAM [ARG...]
  *
  * Exit status: the command's, 125 when a step failed (with a message on stderr). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/mount.h>
 #include <linux/sched.h>
+#include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -33,6 +52,232 @@ static int write_file(const char *path, const char *text) {
   return n == (ssize_t)strlen(text) ? 0 : -1;
 }
 
+/* ---- --layers: the required layers, cheapest form ---- */
+
+#ifndef AT_RECURSIVE
+#define AT_RECURSIVE 0x8000
+#endif
+
+struct floor_ruleset_attr { /* Landlock ABI >= 6 layout */
+  uint64_t handled_access_fs, handled_access_net, scoped;
+};
+struct floor_path_beneath {
+  uint64_t allowed_access;
+  int32_t parent_fd;
+} __attribute__((packed));
+
+#define FS_EXECUTE (1ULL << 0)
+#define FS_WRITE_FILE (1ULL << 1)
+#define FS_READ_FILE (1ULL << 2)
+#define FS_READ_DIR (1ULL << 3)
+#define FS_ALL ((1ULL << 16) - 1) /* ABI 5: up to IOCTL_DEV */
+#define FS_READ (FS_EXECUTE | FS_READ_FILE | FS_READ_DIR)
+
+static const char *const runtime_roots[] = {"/bin", "/sbin", "/usr", "/etc", "/lib", "/lib64"};
+static const char *const devices[] = {"null", "zero", "full", "random", "urandom", "tty"};
+
+/* A detached copy of FROM's mount tree, read-only when asked (before the staging tmpfs hides it).
+ */
+static int clone_tree(const char *from, int read_only) {
+  int fd = (int)syscall(SYS_open_tree, AT_FDCWD, from, OPEN_TREE_CLONE | AT_RECURSIVE | O_CLOEXEC);
+  if (fd < 0 || !read_only) return fd;
+  struct mount_attr attr;
+  memset(&attr, 0, sizeof attr);
+  attr.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+  if (syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr)) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+static int attach(int fd, const char *to) {
+  int rc = (int)syscall(SYS_move_mount, fd, "", AT_FDCWD, to, MOVE_MOUNT_F_EMPTY_PATH);
+  close(fd);
+  return rc;
+}
+
+static int mkdir_p(const char *path) {
+  char buf[4096];
+  snprintf(buf, sizeof buf, "%s", path);
+  for (char *p = buf + 1; *p; ++p) {
+    if (*p != '/') continue;
+    *p = 0;
+    if (mkdir(buf, 0755) && errno != EEXIST) return -1;
+    *p = '/';
+  }
+  return mkdir(buf, 0755) && errno != EEXIST ? -1 : 0;
+}
+
+enum { NROOTS = sizeof runtime_roots / sizeof *runtime_roots };
+enum { NDEVS = sizeof devices / sizeof *devices };
+
+/* Clone every source tree, build the view on a staging tmpfs over /tmp, pivot into it. */
+static int mount_view(const char *ws) {
+  char path[4096], git[4096], links[NROOTS][256];
+  int roots[NROOTS], devs[NDEVS], ws_fd, git_fd = -1;
+  if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) return -1;
+  for (size_t i = 0; i < NROOTS; ++i) {
+    struct stat st;
+    roots[i] = -1;
+    links[i][0] = 0;
+    if (lstat(runtime_roots[i], &st)) continue;
+    if (S_ISLNK(st.st_mode)) { /* merged /usr: keep the symlink */
+      ssize_t n = readlink(runtime_roots[i], links[i], sizeof links[i] - 1);
+      if (n < 0) return -1;
+      links[i][n] = 0;
+    } else if ((roots[i] = clone_tree(runtime_roots[i], 1)) < 0) {
+      return -1;
+    }
+  }
+  if ((ws_fd = clone_tree(ws, 0)) < 0) return -1;
+  snprintf(git, sizeof git, "%s/.git", ws);
+  if (access(git, F_OK) == 0 && (git_fd = clone_tree(git, 1)) < 0) return -1;
+  for (size_t i = 0; i < NDEVS; ++i) {
+    snprintf(path, sizeof path, "/dev/%s", devices[i]);
+    if ((devs[i] = clone_tree(path, 0)) < 0) return -1;
+  }
+  if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") || chdir("/tmp"))
+    return -1;
+  for (size_t i = 0; i < NROOTS; ++i) {
+    if (links[i][0] && symlink(links[i], runtime_roots[i] + 1)) return -1;
+    if (roots[i] >= 0 &&
+        (mkdir(runtime_roots[i] + 1, 0755) || attach(roots[i], runtime_roots[i] + 1)))
+      return -1;
+  }
+  if (mkdir("tmp", 01777) || mount("tmpfs", "tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777"))
+    return -1;
+  if (mkdir("dev", 0755) || mount("tmpfs", "dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755"))
+    return -1;
+  for (size_t i = 0; i < NDEVS; ++i) {
+    snprintf(path, sizeof path, "dev/%s", devices[i]);
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0444);
+    if (fd < 0) return -1;
+    close(fd);
+    if (attach(devs[i], path)) return -1;
+  }
+  if (mkdir("proc", 0755) || mount("proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
+    return -1;
+  /* Last: the workspace may lie beneath /tmp or /dev (e.g. /dev/shm). */
+  snprintf(path, sizeof path, ".%s", ws);
+  if (mkdir_p(path) || attach(ws_fd, path)) return -1;
+  snprintf(path, sizeof path, ".%s/.git", ws);
+  if (git_fd >= 0 && attach(git_fd, path)) return -1;
+  if (syscall(SYS_pivot_root, ".", ".") || umount2(".", MNT_DETACH) || chdir(ws)) return -1;
+  return 0;
+}
+
+static int landlock(const char *ws) {
+  struct floor_ruleset_attr attr = {FS_ALL, 3 /* bind + connect TCP */, 3 /* abstract, signal */};
+  int rs = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
+  if (rs < 0) return -1;
+  struct {
+    const char *path;
+    uint64_t access;
+  } rules[] = {{"/", FS_READ_DIR},
+               {"/bin", FS_READ},
+               {"/sbin", FS_READ},
+               {"/usr", FS_READ},
+               {"/etc", FS_READ},
+               {"/lib", FS_READ},
+               {"/lib64", FS_READ},
+               {ws, FS_ALL},
+               {"/tmp", FS_ALL},
+               {"/dev", FS_READ_FILE | FS_WRITE_FILE},
+               {"/proc", FS_READ_FILE | FS_READ_DIR}};
+  for (size_t i = 0; i < sizeof rules / sizeof *rules; ++i) {
+    int fd = open(rules[i].path, O_PATH | O_CLOEXEC);
+    if (fd < 0) continue;
+    struct floor_path_beneath pb = {rules[i].access, fd};
+    long rc = syscall(SYS_landlock_add_rule, rs, 1 /* PATH_BENEATH */, &pb, 0);
+    close(fd);
+    if (rc) return -1;
+  }
+  int rc = (int)syscall(SYS_landlock_restrict_self, rs, 0);
+  close(rs);
+  return rc;
+}
+
+/* x86_64 only: arch check, a deny list answered EPERM, socket() of anything but AF_UNIX. */
+static int seccomp(void) {
+  static const int denied[] = {SYS_ptrace,
+                               SYS_process_vm_readv,
+                               SYS_process_vm_writev,
+                               SYS_mount,
+                               SYS_umount2,
+                               SYS_pivot_root,
+                               SYS_chroot,
+                               SYS_unshare,
+                               SYS_setns,
+                               SYS_bpf,
+                               SYS_perf_event_open,
+                               SYS_keyctl,
+                               SYS_add_key,
+                               SYS_request_key,
+                               SYS_userfaultfd,
+                               SYS_io_uring_setup,
+                               SYS_io_uring_enter,
+                               SYS_io_uring_register,
+                               SYS_kexec_load,
+                               SYS_kexec_file_load,
+                               SYS_init_module,
+                               SYS_finit_module,
+                               SYS_delete_module,
+                               SYS_personality,
+                               SYS_open_by_handle_at,
+                               SYS_open_tree,
+                               SYS_move_mount,
+                               SYS_fsopen,
+                               SYS_fsmount,
+                               SYS_fsconfig,
+                               SYS_fspick,
+                               SYS_mount_setattr};
+  enum { N = sizeof denied / sizeof *denied };
+  struct sock_filter f[N + 12];
+  size_t k = 0;
+  f[k++] =
+      (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
+  f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xc000003e /* x86_64 */, 1, 0);
+  f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+  f[k++] =
+      (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+  f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000 /* x32 */, N + 4, 0);
+  for (size_t i = 0; i < N; ++i)
+    f[k++] =
+        (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)denied[i], N + 3 - i, 0);
+  f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_socket, 0, 3);
+  f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+                                        offsetof(struct seccomp_data, args[0]));
+  f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 1 /* AF_UNIX */, 0, 2);
+  f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+  f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+  f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
+  struct sock_fprog prog = {(unsigned short)k, f};
+  return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
+}
+
+/* In the command (after vfork, before exec): what a sandbox applies per command. */
+static int confine(const char *ws) {
+  struct rlimit nofile = {1024, 1024}, core = {0, 0};
+  if (setsid() < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) || setrlimit(RLIMIT_CORE, &core) ||
+      setrlimit(RLIMIT_NOFILE, &nofile) || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || landlock(ws) ||
+      seccomp())
+    return -1;
+  return 0;
+}
+
+/* Root: a pids cgroup (v1 or v2) holding the sandbox, removed after. "" when none is usable. */
+static void pids_cgroup(char *dir, size_t size) {
+  dir[0] = 0;
+  if (geteuid() != 0) return;
+  const char *base = access("/sys/fs/cgroup/pids/cgroup.procs", F_OK) == 0 ? "/sys/fs/cgroup/pids"
+                                                                           : "/sys/fs/cgroup";
+  snprintf(dir, size, "%s/sandbox-floor-%d", base, (int)getpid());
+  char file[4200];
+  snprintf(file, sizeof file, "%s/pids.max", dir);
+  if (mkdir(dir, 0700) || write_file(file, "4096")) dir[0] = 0;
+}
+
 static int exit_code(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   return 128 + WTERMSIG(status);
@@ -40,13 +285,23 @@ static int exit_code(int status) {
 
 int main(int argc, char **argv) {
   int arg = 1, init = 1;
+  const char *ws = NULL;
   if (arg < argc && strcmp(argv[arg], "--no-init") == 0) {
     init = 0;
     ++arg;
+  } else if (arg + 1 < argc && strcmp(argv[arg], "--layers") == 0) {
+    ws = argv[arg + 1];
+    arg += 2;
   }
-  if (arg >= argc) {
-    fprintf(stderr, "usage: sandbox_floor [--no-init] PROGRAM [ARG...]\n");
+  if (arg >= argc || (ws && ws[0] != '/')) {
+    fprintf(stderr, "usage: sandbox_floor [--no-init | --layers /ABSOLUTE/WS] PROGRAM [ARG...]\n");
     return 125;
+  }
+  char cgroup[4096] = "";
+  int go[2] = {-1, -1};
+  if (ws) {
+    pids_cgroup(cgroup, sizeof cgroup);
+    if (pipe2(go, O_CLOEXEC)) return 125;
   }
   uid_t uid = geteuid();
   gid_t gid = getegid();
@@ -66,12 +321,19 @@ int main(int argc, char **argv) {
     if (write_file("/proc/self/uid_map", map) != 0) _exit(125);
     snprintf(map, sizeof map, "%u %u 1", (unsigned)gid, (unsigned)gid);
     if (write_file("/proc/self/gid_map", map) != 0) _exit(125);
+    if (ws && mount_view(ws)) {
+      fprintf(stderr, "sandbox_floor: mount view: %s\n", strerror(errno));
+      _exit(125);
+    }
+    char byte;
+    if (ws && (close(go[1]) || read(go[0], &byte, 1) != 1)) _exit(125); /* in the cgroup */
     if (!init) {
       execv(argv[arg], argv + arg);
       _exit(127);
     }
     pid_t command = vfork();
     if (command == 0) {
+      if (ws && confine(ws)) _exit(125);
       execv(argv[arg], argv + arg);
       _exit(127);
     }
@@ -81,8 +343,21 @@ int main(int argc, char **argv) {
     }
     _exit(exit_code(status));
   }
+  if (ws) {
+    char file[4200], text[32];
+    snprintf(file, sizeof file, "%s/cgroup.procs", cgroup);
+    snprintf(text, sizeof text, "%ld", pid);
+    if (cgroup[0] && write_file(file, text)) {
+      kill((pid_t)pid, SIGKILL);
+      cgroup[0] = 0;
+    }
+    if (write(go[1], "g", 1) != 1) kill((pid_t)pid, SIGKILL);
+    close(go[0]);
+    close(go[1]);
+  }
   int status = 0;
   while (waitpid((pid_t)pid, &status, 0) < 0 && errno == EINTR) {
   }
+  if (cgroup[0]) rmdir(cgroup);
   return exit_code(status);
 }

@@ -161,6 +161,10 @@ FLOOR=${FLOOR:-$(dirname "$ANVIL")/bench/sandbox_floor}
 if [[ -x $FLOOR ]]; then
     add "$G1" start_floor "  (floor) namespaces + init + exec only" "$FLOOR" /bin/true
     add "$G1" start_floor_noinit "  (floor) namespaces + exec, no init" "$FLOOR" --no-init /bin/true
+    # The same plus every layer Anvil's default policy requires, each in its cheapest C form
+    # (pids cgroup as root, mount view, session, rlimits, no_new_privs, Landlock, seccomp).
+    add "$G1" start_floor_layers "  (floor) + every required layer, minimal C" "$FLOOR" \
+        --layers "$WS" /bin/true
 else
     missing "$G1" start_floor "  (floor) namespaces + init + exec only" \
         "no $FLOOR (cmake --build --preset release --target sandbox_floor)"

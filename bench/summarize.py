@@ -113,6 +113,15 @@ def main():
     if have("start_floor_noinit", "start_bwrap"):
         show("  same, command as pid 1 (no init) / bwrap", lambda a, b: a / b,
              ["start_floor_noinit", "start_bwrap"], None, "")
+    if have("start_floor_layers", "start_bwrap"):
+        show("floor + every required layer (minimal C) / bwrap", lambda a, b: a / b,
+             ["start_floor_layers", "start_bwrap"], None,
+             "(the least a sandbox with Anvil's walls costs here; at or above 0.5 the start "
+             "target is a physical limit on this machine)")
+    if have("start_anvil", "start_floor_layers"):
+        show("anvil start / floor with every layer", lambda a, b: a / b,
+             ["start_anvil", "start_floor_layers"], None,
+             "(Anvil's own cost beyond the walls: C++ runtime, view checks, report, env)")
     if have("start_anvil", "start_floor"):
         show("anvil start / kernel floor", lambda a, b: a / b, ["start_anvil", "start_floor"], None,
              "(what Anvil's own work costs: mounts, Landlock, seccomp, checks, report)")
