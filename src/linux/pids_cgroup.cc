@@ -1,11 +1,16 @@
 #include "linux/pids_cgroup.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -89,6 +94,32 @@ std::string FindPidsCgroupDir() {
   return "";
 }
 
+// An anvil that was SIGKILLed never ran its destructor: its empty anvil-PID-N directory stays.
+// Removes every such directory of `parent` whose creator PID is gone and that is older than a
+// minute (a younger one may belong to a sandbox being set up by an anvil in another pid
+// namespace, whose PID means nothing here). rmdir removes only an empty cgroup, so a cgroup that
+// still holds processes is never touched.
+void SweepStale(const std::string& parent) {
+  DIR* dir = ::opendir(parent.c_str());
+  if (!dir) return;
+  const time_t now = ::time(nullptr);
+  while (dirent* e = ::readdir(dir)) {
+    const char* name = e->d_name;
+    if (std::strncmp(name, "anvil-", 6) != 0) continue;
+    char* end = nullptr;
+    long pid = std::strtol(name + 6, &end, 10);
+    if (pid <= 0 || end == name + 6 || *end != '-' || pid == ::getpid()) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    struct stat st;
+    if (::fstatat(::dirfd(dir), name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
+        now - st.st_mtime < 60) {
+      continue;
+    }
+    ::unlinkat(::dirfd(dir), name, AT_REMOVEDIR);
+  }
+  ::closedir(dir);
+}
+
 }  // namespace
 
 Result<PidsCgroup> PidsCgroup::Create(uint64_t limit) {
@@ -99,6 +130,7 @@ Result<PidsCgroup> PidsCgroup::Create(uint64_t limit) {
       parent + "/anvil-" + std::to_string(getpid()) + "-" + std::to_string(counter.fetch_add(1));
   if (::mkdir(path.c_str(), 0755) != 0) return SysFail("sandbox", "mkdir " + path);
   PidsCgroup cgroup(path);
+  SweepStale(parent);
   if (auto s = WriteText(path + "/pids.max", std::to_string(limit)); !s)
     return tl::unexpected(s.error());
   return cgroup;
@@ -109,7 +141,8 @@ Status PidsCgroup::Attach(pid_t pid) const {
 }
 
 PidsCgroup::~PidsCgroup() {
-  // Empty once the sandbox's pid namespace is gone; a leftover directory is harmless.
+  // Empty once the sandbox's pid namespace is gone. One left by a SIGKILLed anvil is removed by
+  // a later Create (SweepStale).
   if (!path_.empty()) ::rmdir(path_.c_str());
 }
 

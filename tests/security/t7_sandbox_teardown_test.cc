@@ -2,8 +2,15 @@
 // a double-forked setsid daemon that ignores SIGHUP/SIGTERM, not the tree of a command that
 // passed --timeout, not the tree of an `anvil` that was itself SIGKILLed — while a forwarded
 // SIGTERM still ends the command the ordinary way.
+#include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <ctime>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -46,6 +53,82 @@ class T7SandboxTeardown : public CallerTest {
 
   TempDir ws_{"anvil-ws-teardown"};
 };
+
+// The pids cgroup directories `anvil` makes for root (`<pids cgroup of this process>/anvil-PID-N`)
+// of the anvil process `pid`, v1 or v2; the parent directory goes to `parent`.
+std::vector<std::string> AnvilPidsCgroups(pid_t pid, std::string* parent) {
+  std::ifstream in("/proc/self/cgroup");
+  std::string line, v1, v2;
+  while (std::getline(in, line)) {
+    auto a = line.find(':'), b = line.find(':', a + 1);
+    if (b == std::string::npos) continue;
+    std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    if (("," + controllers + ",").find(",pids,") != std::string::npos) v1 = path;
+    if (controllers.empty()) v2 = path;
+  }
+  std::vector<std::string> bases = {"/sys/fs/cgroup/pids" + (v1 == "/" ? "" : v1),
+                                    "/sys/fs/cgroup" + (v2 == "/" ? "" : v2),
+                                    "/sys/fs/cgroup/unified" + (v2 == "/" ? "" : v2)};
+  std::vector<std::string> found;
+  const std::string prefix = "anvil-" + std::to_string(pid) + "-";
+  for (const auto& base : bases) {
+    DIR* dir = opendir(base.c_str());
+    if (!dir) continue;
+    while (dirent* e = readdir(dir)) {
+      if (std::string(e->d_name).rfind(prefix, 0) == 0) {
+        found.push_back(base + "/" + e->d_name);
+        *parent = base;
+      }
+    }
+    closedir(dir);
+  }
+  return found;
+}
+
+// Root's sandboxes get a pids cgroup (the kernel exempts uid 0 from RLIMIT_NPROC); an `anvil`
+// that was SIGKILLed cannot remove its own. The next sandbox start removes every empty one whose
+// creator is gone and that is older than a minute; a live anvil's and a fresh one stay.
+TEST_P(T7SandboxTeardown, PidsCgroupOfASigkilledAnvilIsRemovedByALaterRun) {
+  if (Unprivileged() || geteuid() != 0) GTEST_SKIP() << "SKIPPED: root's pids cgroup only";
+  Spawned anvil(SandboxArgv({}, "echo up > main-up; sleep 1000"), Opts());
+  ASSERT_TRUE(WaitUntil([&] { return Exists(ws_ / "main-up"); })) << "the sandbox never started";
+  std::string parent;
+  auto left = AnvilPidsCgroups(anvil.pid(), &parent);
+  if (left.empty()) GTEST_SKIP() << "SKIPPED: no pids cgroup was made here (no pids controller)";
+  ASSERT_EQ(kill(anvil.pid(), SIGKILL), 0);
+  anvil.Wait(std::chrono::seconds(10));
+  ASSERT_TRUE(WaitUntil([&] {
+    std::ifstream procs(left[0] + "/cgroup.procs");
+    std::string any;
+    return !(procs >> any);
+  })) << "the sandbox's processes stayed in "
+      << left[0];
+  ASSERT_TRUE(Exists(left[0])) << "nothing was left to clean up";
+
+  // Three planted neighbours: a stale one (dead creator, an hour old), a fresh one (dead
+  // creator, just made: it could be a sandbox being set up in another pid namespace), and an old
+  // one whose creator is alive (this test process).
+  pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  ASSERT_GT(dead, 0);
+  waitpid(dead, nullptr, 0);
+  const std::string stale = parent + "/anvil-" + std::to_string(dead) + "-7";
+  const std::string fresh = parent + "/anvil-" + std::to_string(dead) + "-8";
+  const std::string live = parent + "/anvil-" + std::to_string(getpid()) + "-9";
+  for (const auto& d : {stale, fresh, live}) ASSERT_EQ(mkdir(d.c_str(), 0755), 0) << d;
+  timespec old[2] = {{time(nullptr) - 3600, 0}, {time(nullptr) - 3600, 0}};
+  for (const auto& d : {left[0], stale, live}) {
+    ASSERT_EQ(utimensat(AT_FDCWD, d.c_str(), old, 0), 0) << d;
+  }
+
+  auto r = testing::Run({AnvilBin(), "sandbox", "--cwd", ws_.path(), "--", "/bin/true"}, Opts());
+  EXPECT_EQ(r.status, 0) << r.err;  // benign control: the next sandbox runs
+  EXPECT_FALSE(Exists(left[0])) << "the SIGKILLed anvil's cgroup is still there";
+  EXPECT_FALSE(Exists(stale));
+  EXPECT_TRUE(Exists(fresh)) << "a cgroup made a moment ago was removed";
+  EXPECT_TRUE(Exists(live)) << "the cgroup of a live process was removed";
+  for (const auto& d : {stale, fresh, live}) rmdir(d.c_str());
+}
 
 TEST_P(T7SandboxTeardown, SetsidDaemonIsDeadAfterTheSandboxExits) {
   const std::string marker = UniqueToken("anvildaemon");
