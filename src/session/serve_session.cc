@@ -203,6 +203,7 @@ class Server {
   void ExecuteCommand(const json& id, const json& params);
   void MaybeFinishInitialize();
   json ExecuteCommandList() const;
+  void SyncCommandRegistrations();
   void Reload(const json& id, const json& params);
   void CancelRequest(const json& params);
   void DidOpen(const json& params);
@@ -245,6 +246,18 @@ class Server {
   bool stdin_closed_ = false, out_closed_ = false;
   PositionEncoding encoding_ = PositionEncoding::kUtf16;
   bool versioned_edits_ = false;
+  // Commands of plugins that become ready after initialize (consent given later, reload) reach
+  // a client that supports it through client/registerCapability; a plugin that stops or loses a
+  // command has its registration withdrawn (client/unregisterCapability). The static list of
+  // the initialize answer cannot change.
+  bool dynamic_commands_ = false, client_initialized_ = false;
+  std::set<std::string> static_commands_;
+  struct CommandRegistration {
+    std::string id;
+    std::set<std::string> commands;
+  };
+  std::vector<CommandRegistration> command_registrations_;
+  int64_t next_registration_ = 1;
   BufferStore buffers_;
   std::unique_ptr<GatewayProcess> gateway_;
   std::deque<Clock::time_point> gateway_crashes_;
@@ -458,11 +471,15 @@ void Server::HandleNotification(const std::string& method, const json& params) {
     return;
   }
   if (!initialized_ || !params.is_object()) return;  // notifications cannot be answered
+  if (method == "initialized") {
+    client_initialized_ = true;
+    return SyncCommandRegistrations();
+  }
   if (method == "$/cancelRequest") return CancelRequest(params);
   if (method == "textDocument/didOpen") return DidOpen(params);
   if (method == "textDocument/didChange") return DidChange(params);
   if (method == "textDocument/didClose") return DidClose(params);
-  // initialized, textDocument/didSave, $/setTrace, ...: nothing to do.
+  // textDocument/didSave, $/setTrace, ...: nothing to do.
 }
 
 // ---- methods --------------------------------------------------------------------------------
@@ -478,6 +495,8 @@ void Server::Initialize(const json& id, const json& params) {
       if (e == "utf-8") encoding_ = PositionEncoding::kUtf8;
     }
   }
+  dynamic_commands_ =
+      IsTrue(Find(params, {"capabilities", "workspace", "executeCommand", "dynamicRegistration"}));
   versioned_edits_ =
       IsTrue(Find(params, {"capabilities", "workspace", "applyEdit"})) &&
       IsTrue(Find(params, {"capabilities", "workspace", "workspaceEdit", "documentChanges"}));
@@ -545,6 +564,47 @@ json Server::ExecuteCommandList() const {
   return commands;
 }
 
+void Server::SyncCommandRegistrations() {
+  if (!dynamic_commands_ || !client_initialized_ || pending_initialize_id_ || shutdown_requested_) {
+    return;
+  }
+  std::set<std::string> now;
+  for (const auto& c : ExecuteCommandList()) now.insert(c.get<std::string>());
+  // Withdraw every registration that names a command no longer offered; its other commands are
+  // registered again below.
+  json gone = json::array();
+  std::set<std::string> registered = static_commands_;
+  std::vector<CommandRegistration> kept;
+  for (auto& r : command_registrations_) {
+    bool stale = false;
+    for (const auto& c : r.commands) stale = stale || !now.count(c);
+    if (stale) {
+      gone.push_back({{"id", r.id}, {"method", "workspace/executeCommand"}});
+    } else {
+      registered.insert(r.commands.begin(), r.commands.end());
+      kept.push_back(std::move(r));
+    }
+  }
+  command_registrations_ = std::move(kept);
+  // LSP 3.17 spells the array "unregisterations".
+  if (!gone.empty()) {
+    SendRequest("client/unregisterCapability", {{"unregisterations", gone}},
+                [](const json*, const json*) {});
+  }
+  CommandRegistration added{"anvil-commands-" + std::to_string(next_registration_), {}};
+  for (const auto& c : now) {
+    if (!registered.count(c)) added.commands.insert(c);
+  }
+  if (added.commands.empty()) return;
+  ++next_registration_;
+  json reg = {{"id", added.id},
+              {"method", "workspace/executeCommand"},
+              {"registerOptions", {{"commands", json(added.commands)}}}};
+  SendRequest("client/registerCapability", {{"registrations", json::array({reg})}},
+              [](const json*, const json*) {});
+  command_registrations_.push_back(std::move(added));
+}
+
 void Server::MaybeFinishInitialize() {
   if (!pending_initialize_id_) return;
   bool loading = false;
@@ -553,7 +613,9 @@ void Server::MaybeFinishInitialize() {
   json result = std::move(pending_initialize_result_);
   // Plugins still loading past the bound are not listed; executeCommand still accepts their
   // commands once they are ready (anvil/listPlugins has the current list).
-  result["capabilities"]["executeCommandProvider"] = {{"commands", ExecuteCommandList()}};
+  json commands = ExecuteCommandList();
+  for (const auto& c : commands) static_commands_.insert(c.get<std::string>());
+  result["capabilities"]["executeCommandProvider"] = {{"commands", std::move(commands)}};
   json id = std::move(*pending_initialize_id_);
   pending_initialize_id_.reset();
   Complete(id, std::move(result));
@@ -1427,6 +1489,7 @@ void Server::PollOnce() {
     }
   }
   if (!exit_) RunTimers();
+  if (!exit_) SyncCommandRegistrations();
 }
 
 void Server::StopAll() {

@@ -133,10 +133,11 @@ void ServeClient::Notify(const std::string& method, json params) {
   Send({{"jsonrpc", "2.0"}, {"method", method}, {"params", std::move(params)}});
 }
 
-json ServeClient::Initialize(bool utf8) {
+json ServeClient::Initialize(bool utf8, const json& extra) {
   json caps = {
       {"workspace", {{"applyEdit", true}, {"workspaceEdit", {{"documentChanges", true}}}}}};
   if (utf8) caps["general"] = {{"positionEncodings", {"utf-8", "utf-16"}}};
+  caps.merge_patch(extra);
   json r = Request("initialize", {{"processId", getpid()}, {"capabilities", caps}});
   Notify("initialized");
   return r;

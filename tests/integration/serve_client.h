@@ -45,8 +45,9 @@ class ServeClient {
   json SendRequest(const std::string& method, json params);  // returns the id used
   json ReadResponse(const json& id, std::chrono::milliseconds limit = std::chrono::seconds(20));
   void Notify(const std::string& method, json params = json::object());
-  // initialize with versioned-edit capabilities (and utf-8 positions when asked).
-  json Initialize(bool utf8 = false);
+  // initialize with versioned-edit capabilities (and utf-8 positions when asked); `extra` is
+  // merged into the client capabilities (JSON merge patch).
+  json Initialize(bool utf8 = false, const json& extra = json::object());
   // shutdown + exit; returns the exit status.
   std::optional<int> ShutdownAndExit();
   void CloseInput();

@@ -60,6 +60,59 @@ TEST_F(ServeExecuteCommand, MalformedOrUnknownCommandsAreRefused) {
   EXPECT_EQ(c->ShutdownAndExit(), 0);
 }
 
+// A plugin approved after initialize is not in the static list: a client that supports dynamic
+// registration gets its commands through client/registerCapability, and the registration is
+// withdrawn when the plugin's commands change on reload. A client without the capability gets no
+// such request (executeCommand still runs the command).
+TEST_F(ServeExecuteCommand, CommandsOfAPluginApprovedLaterAreRegisteredDynamically) {
+  for (bool dynamic : {true, false}) {
+    // Each round its own plugin (and so its own grant).
+    const std::string id = dynamic ? "test.dyn" : "test.static";
+    const std::string dir = plugins_ / id;
+    WritePlugin(dir, id, "lua", "", "anvil.command('first', function() return 1 end)");
+    auto c = Start({"--plugin-dir", dir});  // no --approve: needs consent
+    json caps = {{"workspace", {{"executeCommand", {{"dynamicRegistration", dynamic}}}}}};
+    json init = c->Initialize(false, caps);
+    EXPECT_EQ(init["result"]["capabilities"]["executeCommandProvider"]["commands"], json::array());
+    c->on_request = [](const json& r) -> json {
+      if (r["method"] == "anvil/consent") return {{"decision", "approve"}};
+      return nullptr;
+    };
+    ASSERT_EQ(c->Request("anvil/requestConsent", {{"plugin", id}})["result"]["granted"], true);
+    ASSERT_TRUE(WaitForPluginState(*c, id, "ready"));
+    c->Request("anvil/status");  // one more round trip: a registration would have come by now
+    auto regs = c->Seen("client/registerCapability");
+    if (!dynamic) {
+      EXPECT_TRUE(regs.empty()) << regs.front();
+      EXPECT_EQ(c->Request("workspace/executeCommand", {{"command", id + "/first"}})["result"], 1);
+      EXPECT_EQ(c->ShutdownAndExit(), 0);
+      continue;
+    }
+    ASSERT_EQ(regs.size(), 1u);
+    json reg = regs[0]["params"]["registrations"][0];
+    EXPECT_EQ(reg["method"], "workspace/executeCommand");
+    EXPECT_EQ(reg["registerOptions"]["commands"], json({id + "/first"})) << reg;
+    EXPECT_EQ(c->Request("workspace/executeCommand", {{"command", id + "/first"}})["result"], 1);
+
+    // The plugin's code changes its commands; after the reload the old registration is
+    // withdrawn and the new command registered.
+    WritePlugin(dir, id, "lua", "", "anvil.command('second', function() return 2 end)");
+    json reload = c->Request("anvil/reload", {{"plugin", id}});
+    ASSERT_TRUE(reload.contains("result")) << reload;
+    ASSERT_TRUE(WaitForPluginState(*c, id, "ready"));
+    c->Request("anvil/status");
+    auto unregs = c->Seen("client/unregisterCapability");
+    ASSERT_FALSE(unregs.empty());
+    EXPECT_EQ(unregs[0]["params"]["unregisterations"][0]["id"], reg["id"]) << unregs[0];
+    regs = c->Seen("client/registerCapability");
+    ASSERT_GE(regs.size(), 2u);
+    EXPECT_EQ(regs.back()["params"]["registrations"][0]["registerOptions"]["commands"],
+              json({id + "/second"}))
+        << regs.back();
+    EXPECT_EQ(c->ShutdownAndExit(), 0);
+  }
+}
+
 TEST_F(ServeExecuteCommand, ConsentIsRequiredAsForRunCommand) {
   WritePlugin(plugins_ / "p", "test.exec", "lua", "fs.write = [\"notes/**\"]\n",
               "anvil.command('w', function() sys.fs.write('notes/ran.txt', 'x') return 'ok' end)");
