@@ -132,29 +132,26 @@ def make_peers(a, ws):
     peers.append(Peer("bare", "bare (no sandbox)", lambda c: c))
     # The kernel floor (bench/sandbox_floor.c): new user/mount/pid/ipc/net namespaces, a pid-1
     # init and the exec, nothing else. Not a sandbox (no mount view, Landlock or seccomp): the
-    # least any sandbox with this isolation can cost on this machine. Start figure only.
+    # least any sandbox with this isolation can cost on this machine. Start figure only. With
+    # --layers, the same plus every layer Anvil's default policy requires, in its cheapest C form.
     floor = os.path.join(a.build, "bench", "sandbox_floor")
-    p = Peer("floor", "kernel floor (namespaces + init + exec)", lambda c: [floor] + c,
-             note="bench/sandbox_floor.c: clone3 with new user/mount/pid/ipc/net namespaces, "
-                  "uid/gid map, init vforks the command; no mounts, Landlock or seccomp. "
-                  "Start-up figure only: what the kernel and this machine charge before any "
-                  "sandbox does its own work")
-    p.start_only = True
-    if not os.access(floor, os.X_OK):
-        p.reason = "%s not built (cmake --build --preset release --target sandbox_floor)" % floor
-    peers.append(p)
-    # The same plus every layer Anvil's default policy requires, in its cheapest C form.
-    p = Peer("floor_layers", "floor + every required layer (minimal C)",
-             lambda c: [floor, "--layers", ws] + c,
-             note="bench/sandbox_floor.c --layers: the floor plus a pids cgroup (root), the mount "
-                  "view (tmpfs root, runtime roots and .git read-only, workspace read-write, "
-                  "/dev, /proc, /tmp, pivot_root), setsid, rlimits, no_new_privs, Landlock "
-                  "(files, TCP, scoping) and a short seccomp filter; no checks or report. "
-                  "Start-up figure only: the least a sandbox with Anvil's walls costs here")
-    p.start_only = True
-    if not os.access(floor, os.X_OK):
-        p.reason = "%s not built (cmake --build --preset release --target sandbox_floor)" % floor
-    peers.append(p)
+    for key, label, flags, note in (
+            ("floor", "kernel floor (namespaces + init + exec)", [],
+             "bench/sandbox_floor.c: clone3 with new user/mount/pid/ipc/net namespaces, "
+             "uid/gid map, init vforks the command; no mounts, Landlock or seccomp. "
+             "Start-up figure only: what the kernel and this machine charge before any "
+             "sandbox does its own work"),
+            ("floor_layers", "floor + every required layer (minimal C)", ["--layers", ws],
+             "bench/sandbox_floor.c --layers: the floor plus a pids cgroup (root), the mount "
+             "view (tmpfs root, runtime roots and .git read-only, workspace read-write, "
+             "/dev, /proc, /tmp, pivot_root), setsid, rlimits, no_new_privs, Landlock "
+             "(files, TCP, scoping) and a short seccomp filter; no checks or report. "
+             "Start-up figure only: the least a sandbox with Anvil's walls costs here")):
+        p = Peer(key, label, lambda c, flags=flags: [floor] + flags + c, note=note)
+        p.start_only = True
+        if not os.access(floor, os.X_OK):
+            p.reason = "%s not built (cmake --build --preset release --target sandbox_floor)" % floor
+        peers.append(p)
     anvil = os.path.join(a.build, "anvil")
     peers.append(Peer("anvil", "anvil sandbox", lambda c: [anvil, "sandbox", "--cwd", ws, "--"] + c,
                       note="workspace-write, network none: mount view, Landlock, seccomp, "
