@@ -11,7 +11,12 @@
 // cost is also printed as a multiple of it beside the absolute figure (target: <= 3 / 0.4 =
 // 7.5x).
 //
-//   build/release/bench/exec_bench build/release [ROUNDS]
+// SETTLE_MS (default 50; 0 = back to back): a pause before every timed sample, bare or not, so
+// that no sample pays for background work the previous one left (after an answer the broker
+// warms the next sandbox and tears the last one down; with no pause that lands on whichever
+// sample comes next, bare rg included). The pause does not count.
+//
+//   build/release/bench/exec_bench build/release [ROUNDS] [SETTLE_MS]
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -103,6 +108,10 @@ std::string MakeTree(const std::string& base, int files) {
 int main(int argc, char** argv) {
   std::string bin_dir = argc > 1 ? argv[1] : "build/release";
   int rounds = argc > 2 ? std::atoi(argv[2]) : 30;
+  int settle_ms = argc > 3 ? std::atoi(argv[3]) : 50;
+  auto settle = [&] {
+    if (settle_ms > 0) usleep(static_cast<useconds_t>(settle_ms) * 1000);
+  };
   char tmpl[] = "/tmp/anvil-exec-bench-XXXXXX";
   if (!mkdtemp(tmpl)) return 1;
   std::string root = tmpl;
@@ -112,7 +121,8 @@ int main(int argc, char** argv) {
   std::ofstream(small + "/one.txt") << "the NEEDLE is here\n";
   if (big.empty()) return 1;
 
-  std::printf("sys.exec bench: %d rounds, rg %s\n", rounds, "NEEDLE");
+  std::printf("sys.exec bench: %d rounds, rg %s, %d ms pause before each sample\n", rounds,
+              "NEEDLE", settle_ms);
   std::fflush(stdout);  // before any fork: a child must not flush our buffer again
   struct Row {
     const char* name;
@@ -147,7 +157,11 @@ int main(int argc, char** argv) {
     client.Call("exec", {"rg", args, ""});
     for (int i = 0; i < rounds; ++i) {
       // Alternate the order so that machine noise lands on both.
-      if (i % 2 == 0) bare.push_back(BareRg(ws, {"NEEDLE"}));
+      if (i % 2 == 0) {
+        settle();
+        bare.push_back(BareRg(ws, {"NEEDLE"}));
+      }
+      settle();
       auto t0 = Clock::now();
       auto r = client.Call("exec", {"rg", args, ""});
       gw.push_back(Ms(Clock::now() - t0));
@@ -156,7 +170,11 @@ int main(int argc, char** argv) {
                      r ? r->ErrorText().c_str() : r.error().ToString().c_str());
         return 1;
       }
-      if (i % 2 == 1) bare.push_back(BareRg(ws, {"NEEDLE"}));
+      if (i % 2 == 1) {
+        settle();
+        bare.push_back(BareRg(ws, {"NEEDLE"}));
+      }
+      settle();
       bare_true.push_back(BareTrue());
     }
     rows.push_back({name, Median(bare), Median(gw)});
