@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -35,9 +36,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr int kRunnerFd = 4;                      // in the broker and its jobs
 constexpr int kChannelFd = 3;                     // in the broker
+constexpr int kLinkFd = 5;                        // in a job: its link to the broker
 constexpr size_t kMaxRequestOverhead = 1u << 20;  // argv, paths, framing beyond stdin
 constexpr auto kTermGrace = std::chrono::milliseconds(500);
 constexpr auto kBackstop = std::chrono::seconds(3);  // beyond the runner's own timeout
+// Warm jobs the broker keeps (exec_broker.h): two, so that a call that follows the previous
+// answer at once still finds one ready while the replacement warms up.
+constexpr size_t kWarmJobs = 2;
 
 std::string JoinNul(const std::vector<std::string>& parts) {
   std::string out;
@@ -312,8 +317,36 @@ void RetireRunner(Runner& r) {
 
 ipc::Response JobError(const Error& e) { return ipc::Response::Error(1, e.code, e.message); }
 
-ipc::Response RunJob(int conn, int runner_fd, const ExecBrokerConfig& config, const CheckedJob& job,
-                     Runner& runner) {
+// The answer of a call, and whether it was already written to the connection (see RunJob).
+struct JobAnswer {
+  JobAnswer(ipc::Response r, bool already_sent = false)  // NOLINT: implicit by design
+      : response(std::move(r)), sent(already_sent) {}
+  ipc::Response response;
+  bool sent = false;
+};
+
+ipc::Response OkResponse(const ExecResult& result) {
+  return ipc::Response{
+      1,
+      true,
+      {std::to_string(result.code), result.stdout_data, result.stderr_data,
+       result.stdout_truncated ? "1" : "0", result.stderr_truncated ? "1" : "0", result.limit}};
+}
+
+// Runs the checked call on `runner`. When the sandbox's init says the command is over
+// (kWarmCallDone) the answer is written to `conn` at once, before the runner has torn the
+// sandbox down and exited; the runner is reaped after that (`sent`).
+// Tells the broker (on the job's link; -1: none) that the call is answered: the next warm job
+// starts now, not while this call runs.
+void NotifyAnswered(int link) {
+  if (link < 0) return;
+  char byte = 'A';
+  ssize_t ignored = ::send(link, &byte, 1, MSG_NOSIGNAL);
+  (void)ignored;
+}
+
+JobAnswer RunJob(int conn, int link, int runner_fd, const ExecBrokerConfig& config,
+                 const CheckedJob& job, Runner& runner) {
   const ExecLimits& limits = config.limits;
   UniqueFd program(::open(job.argv.program_path.c_str(), O_PATH | O_CLOEXEC));
   struct stat st {};
@@ -386,7 +419,10 @@ ipc::Response RunJob(int conn, int runner_fd, const ExecBrokerConfig& config, co
       return JobError(Error{"sandbox", "sys.exec did not run (fail closed): " + why, 0});
     }
   }
-  runner.call.Reset();
+  // Stays open: init writes kWarmCallDone and the wait status on it when the command is over.
+  UniqueFd done_ch = std::move(runner.call);
+  fcntl(done_ch.Get(), F_SETFL, fcntl(done_ch.Get(), F_GETFL) | O_NONBLOCK);
+  std::string done_msg;
   stdin_r.Reset();
   program.Reset();
   const pid_t child = runner.pid;
@@ -411,8 +447,29 @@ ipc::Response RunJob(int conn, int runner_fd, const ExecBrokerConfig& config, co
       term_sent = Clock::now();
     }
   };
+  auto drain = [&](UniqueFd& fd, std::string& into, uint64_t cap, bool& truncated,
+                   const char* name) {
+    char buf[65536];
+    while (fd) {
+      ssize_t r = ::read(fd.Get(), buf, sizeof(buf));
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0 && errno == EAGAIN) return;
+      if (r <= 0) {
+        fd.Reset();
+        return;
+      }
+      size_t room = into.size() < cap ? cap - into.size() : 0;
+      into.append(buf, std::min<size_t>(room, static_cast<size_t>(r)));
+      if (static_cast<size_t>(r) > room && !truncated) {
+        truncated = true;
+        if (result.limit.empty()) result.limit = name;
+        stop();
+      }
+    }
+  };
   int status = 0;
   bool reaped = false;
+  bool done = false;  // kWarmCallDone: the command is over and nothing of the sandbox runs
   while (true) {
     bool open_out = out_r || err_r || rep_r;
     if (!open_out && reaped) break;
@@ -429,17 +486,18 @@ ipc::Response RunJob(int conn, int runner_fd, const ExecBrokerConfig& config, co
       backstop_hit = true;
       stop();
     }
-    pollfd fds[6] = {{cancelled ? -1 : conn, POLLIN | POLLRDHUP, 0},
+    pollfd fds[7] = {{cancelled ? -1 : conn, POLLIN | POLLRDHUP, 0},
                      {in_w ? in_w.Get() : -1, POLLOUT, 0},
                      {out_r ? out_r.Get() : -1, POLLIN, 0},
                      {err_r ? err_r.Get() : -1, POLLIN, 0},
                      {rep_r ? rep_r.Get() : -1, POLLIN, 0},
-                     {reaped || !child_pidfd ? -1 : child_pidfd.Get(), POLLIN, 0}};
+                     {reaped || !child_pidfd ? -1 : child_pidfd.Get(), POLLIN, 0},
+                     {done_ch ? done_ch.Get() : -1, POLLIN, 0}};
     // The runner's exit wakes the poll (pidfd): no timed wait between its last output and the
     // answer. The 50 ms tick only serves the kill grace and a kernel without pidfds.
     int wait_ms = reaped && !open_out ? 0 : 50;
     if (!term_sent) wait_ms = std::min(wait_ms, MillisUntil(deadline));
-    int n = poll(fds, 6, wait_ms);
+    int n = poll(fds, 7, wait_ms);
     if (n < 0 && errno != EINTR) break;
     if (n <= 0) continue;
     if (fds[0].revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR)) {
@@ -456,26 +514,6 @@ ipc::Response RunJob(int conn, int runner_fd, const ExecBrokerConfig& config, co
         in_w.Reset();
       }
     }
-    auto drain = [&](UniqueFd& fd, std::string& into, uint64_t cap, bool& truncated,
-                     const char* name) {
-      char buf[65536];
-      while (fd) {
-        ssize_t r = ::read(fd.Get(), buf, sizeof(buf));
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0 && errno == EAGAIN) return;
-        if (r <= 0) {
-          fd.Reset();
-          return;
-        }
-        size_t room = into.size() < cap ? cap - into.size() : 0;
-        into.append(buf, std::min<size_t>(room, static_cast<size_t>(r)));
-        if (static_cast<size_t>(r) > room && !truncated) {
-          truncated = true;
-          if (result.limit.empty()) result.limit = name;
-          stop();
-        }
-      }
-    };
     if (fds[2].revents)
       drain(out_r, result.stdout_data, limits.max_stdout_bytes, result.stdout_truncated, "stdout");
     if (fds[3].revents)
@@ -484,6 +522,42 @@ ipc::Response RunJob(int conn, int runner_fd, const ExecBrokerConfig& config, co
       bool unused = false;
       drain(rep_r, report, 64 * 1024, unused, "report");
     }
+    if (fds[6].revents) {
+      char buf[16];
+      ssize_t r = ::read(done_ch.Get(), buf, sizeof(buf));
+      if (r > 0 && done_msg.size() < 16) done_msg.append(buf, static_cast<size_t>(r));
+      if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) done_ch.Reset();
+      if (done_msg.size() >= 1 + sizeof(int32_t)) {
+        done_ch.Reset();
+        done = done_msg[0] == kWarmCallDone && done_msg.size() == 1 + sizeof(int32_t);
+      }
+    }
+    if (done && !term_sent && !cancelled) {
+      // Every writer of the output pipes inside the sandbox is gone: what they wrote is in the
+      // pipes now. Only the runner's own copies keep them open (it writes nothing more there
+      // on this path).
+      drain(out_r, result.stdout_data, limits.max_stdout_bytes, result.stdout_truncated, "stdout");
+      drain(err_r, result.stderr_data, limits.max_stderr_bytes, result.stderr_truncated, "stderr");
+      if (!term_sent) break;  // a cap passed while draining takes the usual path
+    }
+  }
+  if (done && !term_sent && !cancelled) {
+    int32_t wait_status = 0;
+    std::memcpy(&wait_status, done_msg.data() + 1, sizeof(wait_status));
+    result.code = WIFSIGNALED(wait_status) ? 128 + WTERMSIG(wait_status) : WEXITSTATUS(wait_status);
+    WriteAll(conn, ipc::EncodeResponse(OkResponse(result)));
+    NotifyAnswered(link);
+    // The runner tears the sandbox down (namespaces, pids cgroup) after the answer; it is
+    // reaped here, within a bound.
+    pollfd p{child_pidfd ? child_pidfd.Get() : -1, POLLIN, 0};
+    if (!reaped && waitpid(child, &status, WNOHANG) == 0) {
+      if (!child_pidfd || poll(&p, 1, 5000) <= 0 || waitpid(child, &status, WNOHANG) != child) {
+        kill(-child, SIGKILL);
+        kill(child, SIGKILL);
+        waitpid(child, &status, 0);
+      }
+    }
+    return JobAnswer(ipc::Response{}, /*already_sent=*/true);
   }
   if (!reaped) {
     kill(-child, SIGKILL);
@@ -527,7 +601,8 @@ ipc::Response RunJob(int conn, int runner_fd, const ExecBrokerConfig& config, co
 }
 
 // Reads the request of `conn`, checks it and runs it on `runner` (started earlier, or now).
-int ServeWithRunner(int conn, int runner_fd, const ExecBrokerConfig& config, Runner& runner) {
+int ServeWithRunner(int conn, int link, int runner_fd, const ExecBrokerConfig& config,
+                    Runner& runner) {
   ipc::Response response;
   auto request = ReadJobRequest(conn, config.limits);
   if (!request) {
@@ -539,10 +614,16 @@ int ServeWithRunner(int conn, int runner_fd, const ExecBrokerConfig& config, Run
   } else if (auto job = CheckJob(*request, config.limits); !job) {
     response = JobError(job.error());
   } else {
-    response = RunJob(conn, runner_fd, config, *job, runner);
+    JobAnswer answer = RunJob(conn, link, runner_fd, config, *job, runner);
+    if (answer.sent) {
+      ::close(conn);
+      return 0;
+    }
+    response = std::move(answer.response);
   }
   RetireRunner(runner);  // a runner not handed the call (refused request) ends unused
   WriteAll(conn, ipc::EncodeResponse(response));
+  NotifyAnswered(link);
   ::close(conn);
   return 0;
 }
@@ -576,13 +657,13 @@ int WarmJobMain(int link, int runner_fd, const ExecBrokerConfig& config) {
       }
     }
   }
-  ::close(link);
-  return ServeWithRunner(conn, runner_fd, config, runner);
+  // The link stays open: it tells the broker when the call is answered (NotifyAnswered).
+  return ServeWithRunner(conn, link, runner_fd, config, runner);
 }
 
 // --- broker process ---------------------------------------------------------------------------
 
-// The broker's one warm job (see exec_broker.h): forked ahead of the call it will serve.
+// A warm job of the broker (see exec_broker.h): forked ahead of the call it will serve.
 struct WarmJob {
   pid_t pid = -1;
   UniqueFd link;   // SOCK_SEQPACKET: carries the call's connection
@@ -599,11 +680,16 @@ WarmJob StartWarmJob(const ExecBrokerConfig& config) {
   pid_t pid = fork();
   if (pid < 0) return w;
   if (pid == 0) {
+    // Only the runner (4) and this job's link (5) stay: not the broker's channel, nor the
+    // broker's ends of the other jobs' links (a warm job must see EOF when the broker closes
+    // its link at shutdown).
+    int link = theirs.Get() == kLinkFd ? kLinkFd : dup3(theirs.Get(), kLinkFd, O_CLOEXEC);
+    if (link != kLinkFd) _exit(1);
     ::close(kChannelFd);
-    mine.Reset();
+    syscall(SYS_close_range, kLinkFd + 1, ~0U, 0);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != broker) _exit(0);
-    _exit(WarmJobMain(theirs.Get(), kRunnerFd, config));
+    _exit(WarmJobMain(kLinkFd, kRunnerFd, config));
   }
   w.pid = pid;
   w.link = std::move(mine);
@@ -639,44 +725,68 @@ bool HandOver(const WarmJob& w, int conn) {
   signal(SIGPIPE, SIG_IGN);
   signal(SIGCHLD, SIG_DFL);
   syscall(SYS_close_range, 5, ~0U, 0);
-  uint32_t live = 0;  // jobs serving a call (the warm job is not counted)
+  uint32_t live = 0;  // jobs serving a call (warm jobs are not counted)
   const uint32_t max_live = std::max<uint32_t>(1, config.limits.max_concurrent) * 2;
-  WarmJob warm = StartWarmJob(config);
-  auto drop_warm = [&] {
-    if (warm.pid > 0) {
-      kill(warm.pid, SIGKILL);
-      waitpid(warm.pid, nullptr, 0);
-    }
-    warm = WarmJob{};
+  std::deque<WarmJob> pool;         // oldest (most likely ready) first
+  std::vector<UniqueFd> answering;  // links of jobs whose call is not answered yet
+  // A warm job that died young (its runner cannot start) is not replaced until the next call,
+  // so that the broker does not spin.
+  bool refill_on_call = false;
+  // A call's warm job is replaced once the call is answered: while calls run, fewer stand by.
+  auto refill = [&] {
+    while (pool.size() + answering.size() < kWarmJobs) pool.push_back(StartWarmJob(config));
   };
+  auto drop = [](WarmJob& w) {
+    if (w.pid > 0) {
+      kill(w.pid, SIGKILL);
+      waitpid(w.pid, nullptr, 0);
+    }
+    w = WarmJob{};
+  };
+  refill();
   while (true) {
-    bool warm_died = false;
     while (true) {
       pid_t w = waitpid(-1, nullptr, WNOHANG);
       if (w <= 0) break;
-      if (w == warm.pid) {
-        warm.pid = -1;
-        warm_died = true;
-      } else if (live > 0) {
-        --live;
+      bool was_warm = false;
+      for (auto& job : pool) {
+        if (job.pid == w) {
+          job.pid = -1;
+          was_warm = true;
+        }
       }
+      if (!was_warm && live > 0) --live;
     }
-    pollfd p[2] = {{kChannelFd, POLLIN, 0}, {warm.pidfd ? warm.pidfd.Get() : -1, POLLIN, 0}};
-    if (p[1].fd >= 0 && !warm_died) {
-      int r = poll(&p[1], 1, 0);
-      warm_died = r > 0;
+    for (auto it = pool.begin(); it != pool.end();) {
+      bool dead = it->pid <= 0;
+      if (!dead && it->pidfd) {
+        pollfd p{it->pidfd.Get(), POLLIN, 0};
+        dead = poll(&p, 1, 0) > 0;
+      }
+      if (!dead) {
+        ++it;
+        continue;
+      }
+      // Killed while waiting: replaced below, unless it died young.
+      if (Clock::now() - it->started < std::chrono::seconds(1)) refill_on_call = true;
+      drop(*it);
+      it = pool.erase(it);
     }
-    if (warm_died) {
-      // Killed while waiting: replace it now, unless it died young (then at the next call, so
-      // a runner that cannot start does not make the broker spin).
-      bool young = Clock::now() - warm.started < std::chrono::seconds(1);
-      drop_warm();
-      if (!young) warm = StartWarmJob(config);
-    }
-    p[1].fd = warm.pidfd ? warm.pidfd.Get() : -1;
-    int r = poll(p, 2, live > 0 ? 100 : -1);
+    if (!refill_on_call) refill();
+    std::vector<pollfd> fds = {{kChannelFd, POLLIN, 0}};
+    for (const auto& job : pool) fds.push_back({job.pidfd ? job.pidfd.Get() : -1, POLLIN, 0});
+    const size_t links_at = fds.size();
+    for (const auto& link : answering) fds.push_back({link.Get(), POLLIN, 0});
+    int r = poll(fds.data(), fds.size(), live > 0 ? 100 : -1);
     if (r < 0 && errno != EINTR) _exit(1);
-    if (r <= 0 || !(p[0].revents)) continue;
+    if (r <= 0) continue;
+    for (size_t i = fds.size(); i-- > links_at;) {
+      // A call was answered (or its job ended): its warm job is replaced now, not while the
+      // call ran, so that the set-up does not take CPU from it (refill() above, next round).
+      if (fds[i].revents)
+        answering.erase(answering.begin() + static_cast<std::ptrdiff_t>(i - links_at));
+    }
+    if (!(fds[0].revents)) continue;
     char byte;
     iovec iov{&byte, 1};
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
@@ -688,13 +798,13 @@ bool HandOver(const WarmJob& w, int conn) {
     ssize_t n = recvmsg(kChannelFd, &msg, MSG_CMSG_CLOEXEC);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      // The gateway is gone or shutting down: the warm job retires its runner (which removes
-      // its pids cgroup); running jobs and runners die with us (PDEATHSIG).
-      if (warm.pid > 0) {
-        warm.link.Reset();
-        auto until = Clock::now() + std::chrono::milliseconds(500);
-        while (waitpid(warm.pid, nullptr, WNOHANG) == 0 && Clock::now() < until) {
-          pollfd wp{warm.pidfd.Get(), POLLIN, 0};
+      // The gateway is gone or shutting down: the warm jobs retire their runners (which
+      // removes their pids cgroups); running jobs and runners die with us (PDEATHSIG).
+      for (auto& job : pool) job.link.Reset();
+      auto until = Clock::now() + std::chrono::milliseconds(500);
+      for (auto& job : pool) {
+        while (job.pid > 0 && waitpid(job.pid, nullptr, WNOHANG) == 0 && Clock::now() < until) {
+          pollfd wp{job.pidfd.Get(), POLLIN, 0};
           poll(&wp, 1, 10);
         }
       }
@@ -712,21 +822,26 @@ bool HandOver(const WarmJob& w, int conn) {
       ::close(conn);  // the gateway side sees EOF: an io error for that call
       continue;
     }
-    // The warm job takes the call; a new one starts warming for the next call at once.
-    if (!HandOver(warm, conn)) {
-      drop_warm();
-      warm = StartWarmJob(config);
-      if (!HandOver(warm, conn)) {
-        ::close(conn);
-        drop_warm();
-        warm = StartWarmJob(config);
-        continue;
+    refill_on_call = false;
+    // The oldest warm job takes the call; one that cannot (died) is dropped; with none left,
+    // one is started for this call.
+    bool handed = false;
+    while (!handed) {
+      if (pool.empty()) pool.push_back(StartWarmJob(config));
+      WarmJob job = std::move(pool.front());
+      pool.pop_front();
+      if (HandOver(job, conn)) {
+        handed = true;
+        // Its replacement starts when this call is answered (its link becomes readable).
+        answering.push_back(std::move(job.link));
+        ++live;
+      } else {
+        bool fresh = Clock::now() - job.started < std::chrono::milliseconds(100);
+        drop(job);
+        if (fresh) break;  // a job started for this very call failed: give up on the call
       }
     }
     ::close(conn);
-    ++live;
-    warm = WarmJob{};  // its descriptors closed before the next fork
-    warm = StartWarmJob(config);
   }
 }
 
@@ -736,7 +851,7 @@ int ServeExecJob(int conn, int runner_fd, const ExecBrokerConfig& config) {
   signal(SIGPIPE, SIG_IGN);
   Runner runner;
   if (auto started = SpawnRunner(runner_fd, config)) runner = std::move(*started);
-  return ServeWithRunner(conn, runner_fd, config, runner);
+  return ServeWithRunner(conn, -1, runner_fd, config, runner);
 }
 
 Result<std::unique_ptr<ExecBroker>> ExecBroker::Start(const ExecBrokerConfig& config) {

@@ -14,17 +14,22 @@
 //                                                                          workspace, no network,
 //                                                                          minimal env, own pid ns)
 //
-// Warm start (Chromium-zygote style, each used once): the broker keeps ONE warm job forked
-// ahead of the next call, and that job has already started its anvil-exec-runner, which has
-// made its namespaces, pids cgroup and file view (all but the workspace's readable paths) and
-// waits on its call channel. A call's connection goes to the warm job and the broker forks the
-// next warm job at once. The job sends the runner the program fd, stdin, argv and the readable
-// paths; the runner's init binds those paths, enters the view, and the command applies
-// Landlock (narrowed to those paths), no_new_privs, rlimits and seccomp, then execveat. A
-// runner serves one call (fresh pid/mount/net/ipc namespaces and /tmp per call). A warm runner
-// that died while waiting is replaced for the call; one whose set-up failed fails the call
-// closed with its report's reason (the layer). Shutdown: EOF on the broker's channel makes the
-// warm job close its runner's call channel, so the unused sandbox ends without running anything.
+// Warm start (Chromium-zygote style, each used once): the broker keeps TWO warm jobs forked ahead
+// of the next calls, and each has already started its anvil-exec-runner, which has made its
+// namespaces, pids cgroup and file view (all but the workspace's readable paths) and waits on its
+// call channel. A call's connection goes to the oldest warm job; the broker forks its replacement
+// when that call is answered (the job says so on its link), so that the next sandbox's set-up does
+// not take CPU from the running call (2 cores: it cost the call several ms; the second warm job
+// serves a call that follows an answer at once). A call that finds no warm job gets one started for
+// it. The job sends the runner the program fd, stdin, argv and the readable paths; the runner's
+// init binds those paths, enters the view, and the command applies Landlock (narrowed to those
+// paths), no_new_privs, rlimits and seccomp, then execveat. When the command exits, init kills and
+// reaps everything else in the sandbox and tells the job (kWarmCallDone, with the status): the job
+// answers then, and reaps the runner after, so the answer does not wait for the namespaces'
+// teardown. A runner serves one call (fresh pid/mount/net/ipc namespaces and /tmp per call). A warm
+// runner that died while waiting is replaced for the call; one whose set-up failed fails the call
+// closed with its report's reason (the layer). Shutdown: EOF on the broker's channel makes the warm
+// jobs close their runners' call channels, so the unused sandboxes end without running anything.
 //
 // One connection per exec: the job process reads one request, runs it, writes one response.
 // Closing the connection is the cancel: the job process kills the runner's process group, whose

@@ -123,10 +123,20 @@ struct Plan {
   bool process_limit = false;  // RLIMIT_NPROC in our user namespace, or a pids cgroup
   bool warm = false;           // spec->call_channel: the call arrives after the set-up
   int stdin_fd = -1;           // warm start: the call's stdin, made fd 0 of the command
+  // Warm start: the write end of a pipe on which the command, before it execs, writes one byte
+  // when it fails (a layer, or the exec): its exit status is then not the tool's.
+  int command_failed_fd = -1;
   std::vector<char*> argv, envp;
 };
 
+void MarkCommandFailed(const Plan& plan) {
+  if (plan.command_failed_fd < 0) return;
+  ssize_t ignored = ::write(plan.command_failed_fd, "F", 1);
+  (void)ignored;
+}
+
 [[noreturn]] void Die(const Plan& plan, const Error& error) {
+  MarkCommandFailed(plan);
   SendRecord(plan.report_fd, kSetupError, 0, error.sys_errno, error.ToString());
   _exit(125);
 }
@@ -321,6 +331,7 @@ Status ApplyLandlock(const Plan& plan) {
   if (err == EACCES && plan.confine_fs) {
     why += " (outside the paths this policy can read? try --read-access full or a system path)";
   }
+  MarkCommandFailed(plan);
   SendRecord(plan.report_fd, kExecError, 0, err, why);
   _exit(err == ENOENT ? 127 : 126);
 }
@@ -530,7 +541,7 @@ void TakeWarmCall(Plan& plan) {
   // The call is ours: the caller stops waiting, the supervisor starts the deadline.
   if (::write(channel, &kWarmCallTaken, 1) != 1) _exit(0);  // the caller is gone
   SendRecord(plan.report_fd, kCallTaken, 0, 0, "");
-  spec.call_channel.Reset();
+  // Kept (close-on-exec, so never the command's) for kWarmCallDone.
   if (plan.mountns) {
     if (auto s = FinishMountView(view, whole); !s) Die(plan, s.error());
     if (auto s = VerifyMountView(view); !s) Die(plan, s.error());
@@ -587,6 +598,14 @@ void TakeWarmCall(Plan& plan) {
   // tables and costs init no copy-on-write faults afterwards. Safe here: init is single-threaded
   // and suspended until the exec (or _exit), every signal is still blocked (RunCommand resets
   // the handlers before unblocking), and RunCommand never returns.
+  UniqueFd failed_r, failed_w;
+  if (plan.warm) {
+    int failed[2];
+    if (pipe2(failed, O_CLOEXEC | O_NONBLOCK) != 0) Die(plan, SysFail("sandbox", "pipe").value());
+    failed_r = UniqueFd(failed[0]);
+    failed_w = UniqueFd(failed[1]);
+    plan.command_failed_fd = failed_w.Get();
+  }
 #if ANVIL_SANITIZED
   // Sanitizer runtimes keep shadow state for the stack the vfork child would share: fork.
   pid_t command = fork();
@@ -596,6 +615,7 @@ void TakeWarmCall(Plan& plan) {
   if (command < 0) Die(plan, SysFail("sandbox", "start the command").value());
   if (command == 0) RunCommand(plan);
   g_command_pid = command;
+  failed_w.Reset();
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -623,6 +643,22 @@ void TakeWarmCall(Plan& plan) {
   if (!plan.pidns) KillDescendants();
   if (command_done) {
     SendRecord(plan.report_fd, kExitStatus, command_status, 0, "");
+    char failed = 0;
+    bool command_failed = failed_r && ::read(failed_r.Get(), &failed, 1) == 1;
+    if (plan.warm && !command_failed) {
+      // Warm start: end every other process of the sandbox now (the pid namespace's teardown
+      // would, but only after the mount namespace's), then tell the caller the call is over,
+      // so its answer does not wait for the teardown (sandbox_launch.h, kWarmCallDone).
+      if (plan.pidns) kill(-1, SIGKILL);
+      while (waitpid(-1, nullptr, 0) > 0 || errno == EINTR) {
+      }
+      char done[1 + sizeof(int32_t)];
+      done[0] = kWarmCallDone;
+      int32_t status = command_status;
+      std::memcpy(done + 1, &status, sizeof(status));
+      ssize_t ignored = ::send(plan.spec->call_channel.Get(), done, sizeof(done), MSG_NOSIGNAL);
+      (void)ignored;
+    }
   }
   _exit(command_done ? 0 : 124);
 }

@@ -69,6 +69,13 @@ Status SendWarmCall(int channel, int program_fd, int stdin_fd, const WarmCall& c
 // What init writes back on the channel once it holds the whole call: from here on the call is
 // the sandbox's (its report says how it ended).
 inline constexpr char kWarmCallTaken = 'T';
+// What init writes next on the channel when the command has exited and init has killed and
+// reaped every other process of the sandbox: kWarmCallDone, then the command's wait status
+// (int32_t, host byte order). It comes before the namespaces are torn down and the runner
+// exits: from here on no process of the sandbox runs and all the command's output is in its
+// pipes, so the caller may answer at once. A call that ends any other way (timeout, a set-up or
+// exec failure, killed) sends nothing: the runner's report says how it ended.
+inline constexpr char kWarmCallDone = 'D';
 
 // What each layer ended up as, for --json and doctor.
 struct LayerReport {

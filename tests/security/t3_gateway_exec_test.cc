@@ -627,5 +627,71 @@ TEST_F(ExecGateway, CancelAndTimeoutEndTheCallsWholeSandbox) {
   }
 }
 
+// The warm runners: anvil-exec-runner processes whose parent is a job of the broker (not the
+// init of a sandbox, which is a runner's child).
+std::vector<pid_t> RunnersOf(pid_t gateway) {
+  std::vector<pid_t> runners;
+  for (pid_t p : LiveDescendantsNamed(gateway, "anvil-exec-run")) {
+    std::string stat = ReadFile("/proc/" + std::to_string(p) + "/stat");
+    auto close = stat.rfind(')');
+    if (close == std::string::npos || close + 4 >= stat.size()) continue;
+    pid_t parent = static_cast<pid_t>(std::atoi(stat.c_str() + close + 4));
+    std::string pstat = ReadFile("/proc/" + std::to_string(parent) + "/stat");
+    if (pstat.find("(anvil-exec-brk") != std::string::npos) runners.push_back(p);
+  }
+  return runners;
+}
+
+// Two warm runners stand ready; a call's runner is replaced when the call is answered, not
+// while the call runs (the replacement's set-up would take the call's CPU on a small machine).
+TEST_F(ExecGateway, TwoWarmRunnersStandReadyAndAReplacementWaitsForTheAnswer) {
+  const std::string fifo = UniqueToken("fifo");
+  ASSERT_EQ(::mkfifo((ws_->path() + "/" + fifo).c_str(), 0644), 0);
+  StartGateway();
+  auto client = Plugin();
+  ASSERT_TRUE(WaitUntil([&] { return RunnersOf(gateway_->pid()).size() == 2; }))
+      << "not two warm runners: " << RunnersOf(gateway_->pid()).size();
+  std::vector<pid_t> before = RunnersOf(gateway_->pid());
+  auto id = client->Send("exec", {"rg", ArgsJson({"x", fifo}), ""});
+  ASSERT_TRUE(id);
+  ASSERT_TRUE(WaitUntil([&] { return !ProcessesWithMarker(fifo).empty(); }))
+      << "the tool never started";
+  // While the call runs: its runner and the other warm one, no third.
+  std::this_thread::sleep_for(300ms);
+  std::vector<pid_t> during = RunnersOf(gateway_->pid());
+  EXPECT_EQ(during.size(), 2u) << "a replacement started while the call ran";
+  for (pid_t p : during) EXPECT_NE(std::find(before.begin(), before.end(), p), before.end());
+  {
+    UniqueFd w;
+    ASSERT_TRUE(WaitUntil([&] {
+      w = UniqueFd(::open((ws_->path() + "/" + fifo).c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC));
+      return static_cast<bool>(w);
+    })) << "rg is not reading the FIFO";
+    ASSERT_EQ(::write(w.Get(), "x marks\n", 8), 8);
+  }
+  auto r = client->Receive();
+  ASSERT_TRUE(r && r->ok) << (r ? r->ErrorText() : r.error().ToString());
+  ASSERT_EQ(r->fields.size(), 6u);
+  EXPECT_EQ(r->fields[0], "0");
+  EXPECT_EQ(r->fields[1], "x marks\n");
+  // After the answer: the call's runner is gone and a new one joins the one left.
+  EXPECT_TRUE(WaitUntil([&] {
+    auto now = RunnersOf(gateway_->pid());
+    return now.size() == 2 && std::count_if(now.begin(), now.end(), [&](pid_t p) {
+                                return std::find(before.begin(), before.end(), p) == before.end();
+                              }) == 1;
+  })) << "the call's runner was not replaced after the answer";
+  // A call right after the answer runs on the warm runner that was left.
+  WriteFile(*ws_ / "a.txt", "after\n");
+  auto ok = Exec(*client, "rg", {"after", "a.txt"});
+  ASSERT_TRUE(ok.ok) << ok.error;
+  EXPECT_EQ(ok.out, "after\n");
+  EXPECT_EQ(ok.code, 0);
+  auto miss = Exec(*client, "rg", {"absent", "a.txt"});
+  ASSERT_TRUE(miss.ok) << miss.error;
+  EXPECT_EQ(miss.code, 1);
+  EXPECT_EQ(miss.out, "");
+}
+
 }  // namespace
 }  // namespace anvil::testing
