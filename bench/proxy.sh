@@ -17,7 +17,8 @@
 # cpuacct writable), each download's CPU time is also measured, load-independent: the origin's,
 # the relay's (splice_relay or socat) and the client's (curl, or the whole `anvil sandbox`:
 # anvil, its init, anvil-proxy and curl), medians in ms per 100 MiB. KINDS="direct proxy ..."
-# runs a subset (direct and proxy are always needed).
+# runs a subset (direct and proxy are always needed); FLOOR_PIPE_BYTES sets the floor relay's
+# pipe size (default: the kernel's, 64 KiB).
 #   bash bench/proxy.sh [BUILD_DIR] [ROUNDS] [BASELINE_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -62,7 +63,7 @@ printf x > "$dir/small"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 (cd "$dir" && in_cg origin "${chrt_cmd[@]}" python3 -m http.server "$port" --bind 127.0.0.1 >/dev/null 2>&1) &
 server=$!
-in_cg relay "${chrt_cmd[@]}" "$relay_bin" "$port" > "$dir/relay_port" &
+in_cg relay "${chrt_cmd[@]}" "$relay_bin" "$port" "${FLOOR_PIPE_BYTES:-0}" > "$dir/relay_port" &
 relay=$!
 socat_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 in_cg relay "${chrt_cmd[@]}" socat "TCP-LISTEN:$socat_port,bind=127.0.0.1,fork,reuseaddr" "TCP:127.0.0.1:$port" &

@@ -12,8 +12,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <mutex>
-#include <system_error>
 #include <thread>
 
 #include "common/unique_fd.h"
@@ -148,6 +146,35 @@ UniqueFd Dial(const IpAddress& address, uint16_t port, Clock::time_point deadlin
 // the default 64 KiB pipe, which is slower, not wrong.
 constexpr int kPipeBytes = 256 * 1024;
 
+// One direction of a relay: bytes move from `src` into a pipe and from the pipe to `dst` with
+// splice(2), so they never pass through this process's memory (the kernel moves page
+// references; on loopback nothing is copied between the two sockets at all).
+struct Direction {
+  int src = -1, dst = -1;
+  UniqueFd pipe_read, pipe_write;
+  size_t capacity = 0;        // the pipe's size in bytes
+  size_t pending = 0;         // bytes in the pipe, read from src and not yet written to dst
+  bool reading = true;        // src has not ended
+  bool shut = false;          // dst got SHUT_WR (src ended and the pipe drained)
+  uint64_t* moved = nullptr;  // the audit record's counter for this direction
+
+  bool Open(std::string& error) {
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) {
+      error = std::string("pipe: ") + std::strerror(errno);
+      return false;
+    }
+    pipe_read.Reset(p[0]);
+    pipe_write.Reset(p[1]);
+    (void)fcntl(p[1], F_SETPIPE_SZ, kPipeBytes);
+    int size = fcntl(p[1], F_GETPIPE_SZ);
+    capacity = size > 0 ? static_cast<size_t>(size) : 65536;
+    return true;
+  }
+};
+
+constexpr unsigned kSpliceFlags = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
+
 // splice(2) into a socket has no MSG_NOSIGNAL: a peer that went away raises SIGPIPE on the
 // writing thread. The relay blocks it on its own thread for its lifetime, takes any that became
 // pending, and restores the mask, so the error is an EPIPE return and nothing else (anvil-proxy
@@ -176,177 +203,98 @@ class BlockSigpipe {
   sigset_t pipe_, old_;
 };
 
-// What both directions of one relay share: the byte count (both directions together, for the
-// byte cap), the time of the last byte moved either way (for the idle timeout), and how the
-// relay ended (the first reason set wins).
-class RelayState {
- public:
-  RelayState(int a, int b, const ProxyLimits& limits, Clock::time_point started)
-      : a_(a), b_(b), limits_(limits), hard_deadline_(started + limits.max_duration) {
-    Progress();
-  }
-  const ProxyLimits& limits() const { return limits_; }
-  Clock::time_point hard_deadline() const { return hard_deadline_; }
-  std::atomic<uint64_t>& used() { return used_; }
-  void Progress() {
-    last_progress_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
-  }
-  Clock::time_point IdleDeadline() const {
-    return Clock::time_point(Clock::duration(last_progress_.load(std::memory_order_relaxed))) +
-           limits_.idle_timeout;
-  }
-  bool Ended() const { return ended_flag_.load(); }
-  // Ends the relay for `reason` (unless it already ended): both sockets are shut down both
-  // ways, which wakes the other direction's blocked splice.
-  void End(const std::string& reason) {
-    {
-      std::lock_guard lock(mu_);
-      if (ended_flag_.load()) return;
-      ended_ = reason;
-      ended_flag_.store(true);
-    }
-    ::shutdown(a_, SHUT_RDWR);
-    ::shutdown(b_, SHUT_RDWR);
-  }
-  // After both directions returned: the first reason, or "done".
-  std::string Reason() {
-    std::lock_guard lock(mu_);
-    return ended_flag_.load() ? ended_ : "done";
-  }
-
- private:
-  const int a_, b_;
-  const ProxyLimits& limits_;
-  const Clock::time_point hard_deadline_;
-  std::atomic<uint64_t> used_{0};
-  std::atomic<Clock::rep> last_progress_{0};
-  std::mutex mu_;
-  std::atomic<bool> ended_flag_{false};
-  std::string ended_;
-};
-
-// A socket timeout (SO_RCVTIMEO or SO_SNDTIMEO of one socket) kept close to the relay's next
-// deadline. The kernel's timeout is a duration, counted from the start of each blocking call, so
-// it is set to "deadline - now" and re-set only when that drifted: when the set value would
-// overshoot the deadline by more than 10 ms, or wake this thread at under half the time left. A
-// steady stream therefore re-arms nothing (the idle deadline moves with every chunk and the
-// value stays the idle timeout).
-class SocketTimer {
- public:
-  SocketTimer(int fd, int option) : fd_(fd), option_(option) {}
-  // Arms the timer for a call starting now; false (with the reason set) when the deadline has
-  // passed or the socket refused the option.
-  bool Arm(RelayState& state) {
-    const auto now = Clock::now();
-    const auto deadline = std::min(state.IdleDeadline(), state.hard_deadline());
-    if (now >= deadline) {
-      state.End(now >= state.hard_deadline() ? "time cap" : "idle timeout");
-      return false;
-    }
-    auto needed = std::max(std::chrono::duration_cast<std::chrono::microseconds>(deadline - now),
-                           std::chrono::microseconds(1000));  // 0 would mean "forever"
-    if (armed_.count() >= 0 && armed_ <= needed + std::chrono::milliseconds(10) &&
-        armed_ >= needed / 2) {
-      return true;
-    }
-    timeval tv{static_cast<time_t>(needed.count() / 1000000),
-               static_cast<suseconds_t>(needed.count() % 1000000)};
-    if (::setsockopt(fd_, SOL_SOCKET, option_, &tv, sizeof(tv)) != 0) {
-      state.End(std::string("socket timeout: ") + std::strerror(errno));
-      return false;
-    }
-    armed_ = needed;
-    return true;
-  }
-
- private:
-  const int fd_, option_;
-  std::chrono::microseconds armed_{-1};
-};
-
-// One direction of a relay, run on its own thread with blocking sockets: bytes move from `src`
-// into a pipe and from the pipe to `dst` with splice(2), so they never pass through this
-// process's memory (the kernel moves page references; on loopback nothing is copied between
-// the two sockets at all). Each splice sleeps in the kernel until it can move something, so a
-// steady stream costs two syscalls per chunk and nothing else: no poll, no EAGAIN retries. The
-// sockets' receive and send timeouts (this direction's own: SO_RCVTIMEO of `src`, SO_SNDTIMEO of
-// `dst`) are set to the nearer of the idle and total-time deadlines, so a blocked splice returns
-// in time to enforce them. The pipe is drained before the next read, so a read never waits for
-// pipe space and a write never waits for pipe data.
-//
-// The byte cap counts bytes read from either side (both directions together): a read asks for
-// at most what is left under the cap; at the cap (after draining) it asks for one byte, which
-// tells "more data" (over the cap: the relay ends with "byte cap") from EOF. When both
-// directions race for the last bytes, the read that crosses the cap forwards only the part
-// within it, so at most `max_bytes` are ever forwarded.
-void Pump(int src, int dst, RelayState& state, uint64_t& moved) {
-  BlockSigpipe no_sigpipe;
-  const ProxyLimits& limits = state.limits();
-  int p[2];
-  if (::pipe2(p, O_CLOEXEC) != 0) {
-    state.End(std::string("pipe: ") + std::strerror(errno));
-    return;
-  }
-  UniqueFd pipe_read(p[0]), pipe_write(p[1]);
-  (void)fcntl(p[1], F_SETPIPE_SZ, kPipeBytes);
-  const int pipe_size = fcntl(p[1], F_GETPIPE_SZ);
-  const size_t capacity = pipe_size > 0 ? static_cast<size_t>(pipe_size) : 65536;
-  SocketTimer read_timer(src, SO_RCVTIMEO), write_timer(dst, SO_SNDTIMEO);
-  while (!state.Ended()) {
-    if (!read_timer.Arm(state)) return;
-    const uint64_t used = state.used().load();
-    const size_t want =
-        used >= limits.max_bytes
-            ? 1
-            : static_cast<size_t>(std::min<uint64_t>(capacity, limits.max_bytes - used));
-    ssize_t n = ::splice(src, nullptr, pipe_write.Get(), nullptr, want, SPLICE_F_MOVE);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;  // a timeout: check the clocks
-    if (n <= 0) break;  // EOF, or the socket failed: this side sends nothing more
-    state.Progress();
-    moved += static_cast<uint64_t>(n);
-    const uint64_t before = state.used().fetch_add(static_cast<uint64_t>(n));
-    size_t pending = static_cast<size_t>(n);
-    bool over = before + pending > limits.max_bytes;
-    if (over) pending = before >= limits.max_bytes ? 0 : limits.max_bytes - before;
-    while (pending > 0) {
-      if (!write_timer.Arm(state)) return;
-      ssize_t w = ::splice(pipe_read.Get(), nullptr, dst, nullptr, pending, SPLICE_F_MOVE);
-      if (w < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-      if (w <= 0) {
-        state.End("peer closed");
-        return;
-      }
-      state.Progress();
-      pending -= static_cast<size_t>(w);
-    }
-    if (over) {
-      state.End("byte cap");
-      return;
-    }
-    if (Clock::now() >= state.hard_deadline()) {
-      state.End("time cap");
-      return;
-    }
-  }
-  if (!state.Ended()) ::shutdown(dst, SHUT_WR);
-}
-
 // Moves bytes both ways until both sides are done, a cap passes or the connection idles too
-// long: the upload (a → b) on a thread of its own, the download (b → a) on this one.
+// long. No poll while data keeps coming: every step is retried until nothing moves, then one
+// poll waits for whatever would let something move again. The byte cap counts bytes read from
+// either side (both directions together, as before): at most `max_bytes` are ever forwarded,
+// and one byte more read from either side ends the connection with "byte cap".
 void Relay(int a, int b, const ProxyLimits& limits, Clock::time_point started,
            ProxyAuditRecord& record, std::string& ended) {
-  for (int fd : {a, b}) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-  RelayState state(a, b, limits, started);
-  std::thread up;
-  try {
-    up = std::thread([&] { Pump(a, b, state, record.bytes_up); });
-  } catch (const std::system_error& e) {
-    ended = std::string("cannot start the relay thread: ") + e.what();
-    return;
+  BlockSigpipe no_sigpipe;
+  for (int fd : {a, b}) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  Direction dirs[2];
+  dirs[0].src = a;
+  dirs[0].dst = b;
+  dirs[0].moved = &record.bytes_up;
+  dirs[1].src = b;
+  dirs[1].dst = a;
+  dirs[1].moved = &record.bytes_down;
+  for (auto& d : dirs) {
+    if (!d.Open(ended)) return;
   }
-  Pump(b, a, state, record.bytes_down);
-  up.join();
-  ended = state.Reason();
+  const auto hard_deadline = started + limits.max_duration;
+  auto last_progress = Clock::now();
+  while (true) {
+    bool progress = false;
+    for (auto& d : dirs) {
+      const uint64_t used = record.bytes_up + record.bytes_down;
+      // At the cap, first drain what was read within it, then ask for one byte more: that
+      // tells "more data" (over the cap) from EOF.
+      if (d.reading && d.pending < d.capacity && (used < limits.max_bytes || d.pending == 0)) {
+        const size_t want = used >= limits.max_bytes
+                                ? 1
+                                : static_cast<size_t>(std::min<uint64_t>(d.capacity - d.pending,
+                                                                         limits.max_bytes - used));
+        ssize_t n = ::splice(d.src, nullptr, d.pipe_write.Get(), nullptr, want, kSpliceFlags);
+        if (n > 0) {
+          *d.moved += static_cast<uint64_t>(n);
+          if (record.bytes_up + record.bytes_down > limits.max_bytes) {
+            ended = "byte cap";
+            return;
+          }
+          d.pending += static_cast<size_t>(n);
+          progress = true;
+        } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+          d.reading = false;  // EOF, or the socket failed: this side sends nothing more
+          progress = true;
+        }
+      }
+      if (d.pending > 0) {
+        ssize_t n = ::splice(d.pipe_read.Get(), nullptr, d.dst, nullptr, d.pending, kSpliceFlags);
+        if (n > 0) {
+          d.pending -= static_cast<size_t>(n);
+          progress = true;
+        } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+          ended = "peer closed";
+          return;
+        }
+      }
+      if (!d.reading && d.pending == 0 && !d.shut) {
+        ::shutdown(d.dst, SHUT_WR);
+        d.shut = true;
+      }
+    }
+    if (dirs[0].shut && dirs[1].shut) {
+      ended = "done";
+      return;
+    }
+    auto now = Clock::now();
+    if (now >= hard_deadline) {
+      ended = "time cap";
+      return;
+    }
+    if (progress) {
+      last_progress = now;
+      continue;
+    }
+    // Nothing moved: wait for readable data where the pipe is empty (a full pipe waits for its
+    // destination instead, so a slow reader never turns into a busy loop) and for room where
+    // bytes are waiting.
+    short events[2] = {0, 0};  // for a, for b
+    for (int i = 0; i < 2; ++i) {
+      const auto& d = dirs[i];
+      if (d.reading && d.pending == 0) events[i] |= POLLIN;
+      if (d.pending > 0) events[1 - i] |= POLLOUT;
+    }
+    pollfd fds[2] = {{events[0] ? a : -1, events[0], 0}, {events[1] ? b : -1, events[1], 0}};
+    auto deadline = std::min(last_progress + limits.idle_timeout, hard_deadline);
+    int r = poll(fds, 2, MillisLeft(deadline));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      ended = Clock::now() >= hard_deadline ? "time cap" : "idle timeout";
+      return;
+    }
+  }
 }
 
 }  // namespace

@@ -317,8 +317,8 @@ TEST(HttpProxyRelay, ATunnelCarryingExactlyTheByteCapIsWhole) {
 }
 
 TEST(HttpProxyRelay, BothDirectionsRacingForTheByteCapForwardAtMostTheCapBetweenThem) {
-  // Each direction runs on its own thread: both floods cross the cap at about the same time,
-  // and between them no more than the cap may get through, every byte of it in order.
+  // Both directions flood at once and reach the cap at about the same time: between them no
+  // more than the cap may get through, every byte of it in order.
   const uint64_t cap = 5 * kMiB + 777;
   StreamCheck at_origin;
   std::thread origin_reader;
