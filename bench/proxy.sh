@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `anvil sandbox --network proxy` (issue 8): a 100 MiB download through the proxy vs direct on
 # loopback, and the set-up cost per connection (a 1-byte file fetched 50 times, one connection
-# each). curl's own timers (time_total) are used, so the sandbox's start-up is not counted.
+# each, every round). curl's own timers (time_total) are used, so the sandbox's start-up is not
+# counted.
 # Prints medians and ratios; asserts nothing. Every round downloads the same file from the same
 # origin (python3 -m http.server) with the same curl flags, once per kind, the order rotating:
 #   direct   curl -> origin (one loopback TCP hop)
@@ -102,13 +103,29 @@ for r in $(seq "$rounds"); do
     cpu[$k.client]+="$(((c1 - c0) / 1000)) " cpu[$k.total]+="$(((o1 - o0 + r1 - r0 + c1 - c0) / 1000)) "
   done
 done
+# Set-up: 50 one-byte fetches, one connection each, per client and round (medians), the clients
+# in rotating order every round like the downloads; reported: the median over rounds.
 small_urls=(); for _ in $(seq 50); do small_urls+=(-o /dev/null "$url/small"); done
-direct_small=$("${chrt_cmd[@]}" curl -s -w '%{time_total}\n' "${small_urls[@]}" | median)
-proxy_small=$($(sandbox_of "$build") curl -s -w '%{time_total}\n' "${small_urls[@]}" | median)
+small() {  # small KIND: median time_total of 50 new connections, seconds
+  case "$1" in
+    direct) "${chrt_cmd[@]}" curl -s -w '%{time_total}\n' "${small_urls[@]}" | median ;;
+    proxy) $(sandbox_of "$build") curl -s -w '%{time_total}\n' "${small_urls[@]}" | median ;;
+    baseline) $(sandbox_of "$baseline") curl -s -w '%{time_total}\n' "${small_urls[@]}" | median ;;
+  esac
+}
+small_kinds=(direct proxy ${baseline:+baseline})
+declare -A smalls=()
+for r in $(seq "$rounds"); do
+  n=${#small_kinds[@]}
+  for i in $(seq 0 $((n - 1))); do
+    k=${small_kinds[$(((i + r) % n))]}
+    smalls[$k]+="$(small "$k") "
+  done
+done
+direct_small=$(printf '%s\n' ${smalls[direct]} | median)
+proxy_small=$(printf '%s\n' ${smalls[proxy]} | median)
 base_small=0
-if [[ -n "$baseline" ]]; then
-  base_small=$($(sandbox_of "$baseline") curl -s -w '%{time_total}\n' "${small_urls[@]}" | median)
-fi
+if [[ -n "$baseline" ]]; then base_small=$(printf '%s\n' ${smalls[baseline]} | median); fi
 medians=()
 cpus=()
 for k in "${kinds[@]}"; do
