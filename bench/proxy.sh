@@ -44,7 +44,13 @@ fi
 cleanup() {
   for p in $server $relay $socat_pid; do kill "$p" 2>/dev/null || true; done
   for p in $server $relay $socat_pid; do wait "$p" 2>/dev/null || true; done
-  if [[ -n "$cg" ]]; then rmdir "$cg"/origin "$cg"/relay "$cg"/client "$cg" 2>/dev/null || true; fi
+  if [[ -n "$cg" ]]; then  # a group empties only once its last task is fully gone
+    for _ in $(seq 50); do
+      rmdir "$cg"/origin "$cg"/relay "$cg"/client "$cg" 2>/dev/null || true
+      [[ -d "$cg" ]] || break
+      sleep 0.1
+    done
+  fi
   rm -rf "$dir"
 }
 # in_cg NAME CMD...: execs CMD in the cpuacct group NAME (just CMD without cgroups). It replaces
