@@ -316,6 +316,63 @@ TEST(HttpProxyRelay, ATunnelCarryingExactlyTheByteCapIsWhole) {
   EXPECT_EQ(records[0].reason, "done");
 }
 
+TEST(HttpProxyRelay, BothDirectionsRacingForTheByteCapForwardAtMostTheCapBetweenThem) {
+  // Both directions flood at once and reach the cap at about the same time: between them no
+  // more than the cap may get through, every byte of it in order.
+  const uint64_t cap = 5 * kMiB + 777;
+  StreamCheck at_origin;
+  std::thread origin_reader;
+  Origin origin([&](int fd) {
+    origin_reader = std::thread([&at_origin, fd] { ReadToEnd(fd, at_origin); });
+    SendStream(fd, 16 * kMiB);  // fails once the proxy cuts
+    origin_reader.join();
+  });
+  ProxyLimits limits;
+  limits.max_bytes = cap;
+  Proxy proxy(origin.port(), limits);
+  UniqueFd c = proxy.Tunnel(origin.port());
+  std::thread uploader([fd = c.Get()] { SendStream(fd, 16 * kMiB); });
+  StreamCheck got;
+  ASSERT_TRUE(ReadToEnd(c.Get(), got));
+  ::shutdown(c.Get(), SHUT_RDWR);
+  uploader.join();
+  c.Reset();
+  auto records = proxy.Records();
+  EXPECT_EQ(got.first_mismatch, UINT64_MAX);
+  EXPECT_EQ(at_origin.first_mismatch, UINT64_MAX);
+  EXPECT_GT(got.count, 0u);
+  EXPECT_GT(at_origin.count, 0u);
+  EXPECT_LE(got.count + at_origin.count, cap);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].reason, "byte cap");
+  EXPECT_GT(records[0].bytes_up + records[0].bytes_down, cap);
+}
+
+TEST(HttpProxyRelay, AOneWayStreamLongerThanTheIdleTimeoutIsNotCut) {
+  // The command sends nothing after its CONNECT while the download runs for over three idle
+  // timeouts: "idle" means no byte moved either way, so the silent direction must not end it.
+  const uint64_t chunk = 256 * 1024;
+  const int chunks = 20;
+  Origin origin([&](int fd) {
+    for (int i = 0; i < chunks; ++i) {
+      if (!SendStream(fd, chunk, i * chunk)) return;
+      std::this_thread::sleep_for(50ms);
+    }
+  });
+  ProxyLimits limits;
+  limits.idle_timeout = 300ms;
+  Proxy proxy(origin.port(), limits);
+  UniqueFd c = proxy.Tunnel(origin.port());
+  StreamCheck got;
+  ASSERT_TRUE(ReadToEnd(c.Get(), got));
+  EXPECT_EQ(got.count, chunk * chunks);
+  EXPECT_EQ(got.first_mismatch, UINT64_MAX);
+  c.Reset();
+  auto records = proxy.Records();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].reason, "done");
+}
+
 TEST(HttpProxyRelay, TheTimeCapCutsAStreamThatNeverPauses) {
   std::atomic<bool> done{false};
   Origin origin([&](int fd) {
