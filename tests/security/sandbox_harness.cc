@@ -30,6 +30,10 @@ std::string BinDir() {
   return dir != nullptr && *dir != '\0' ? dir : ANVIL_BIN_DIR;
 }
 std::string AnvilBin() { return BinDir() + "/anvil"; }
+bool GatewayUnderTsan() {
+  const char* v = std::getenv("ANVIL_TEST_GATEWAY_TSAN");
+  return v != nullptr && std::string(v) == "1";
+}
 
 void ExecOrExit(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
   std::vector<char*> a, e;

@@ -34,6 +34,10 @@ struct RunOptions {
 inline constexpr char kPython[] = "/usr/bin/python3";
 
 std::string BinDir();
+// True when the binaries of ANVIL_TEST_BIN_DIR include a ThreadSanitizer anvil-gateway
+// (scripts/sanitizers.sh tsan sets ANVIL_TEST_GATEWAY_TSAN=1): TSan makes it 5-15x slower, so
+// the few wall-clock bounds on a gateway's answers widen there, and only there.
+bool GatewayUnderTsan();
 // In a forked child: execve(argv, env), or _exit(123) when that fails.
 [[noreturn]] void ExecOrExit(const std::vector<std::string>& argv,
                              const std::vector<std::string>& env);

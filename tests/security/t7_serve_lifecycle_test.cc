@@ -7,9 +7,13 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <set>
 
+#include "linux/seccomp.h"
 #include "serve_client.h"
 
 namespace anvil::testing {
@@ -215,6 +219,15 @@ TEST_F(T7Serve, NothingOutlivesTheSession) {
 
 // T7's leak test: 1000 reloads, then the same fds, the same children, no zombie, bounded RSS,
 // in anvil serve and in the gateway (which registers and revokes a token per reload).
+//
+// RSS is bounded twice. Over the last 500 reloads (500 -> 1000) it may grow by 4 MiB at most
+// in every build: a leak of 8 KiB or more per reload fails it. Over the whole run (from after the
+// warm-up) it may grow by 8 MiB in dev and release builds (the same 8 KiB per reload), by 16 MiB
+// in sanitizer builds (a 16 KiB per reload leak): there ASan holds freed memory in its
+// quarantine (src/sanitizer/default_options.cc: 4 MiB per process) instead of reusing it, so RSS
+// first climbs by that plus shadow and redzones (measured: serve +4.9, gateway +6.2 MiB) and then
+// levels off by reload ~300. Dev: serve +0.2, gateway +0.1 MiB, flat after reload ~600.
+// The RSS every 100 reloads is printed (docs/reliability.md has a dev and an ASan run).
 TEST_F(T7Serve, ThousandReloadsLeakNoFdsProcessesOrMemory) {
   WritePlugin(plugins_ / "tiny", "test.tiny", "lua", "fs.read = [\"src/**\"]\n",
               "anvil.command('read', function() return #sys.fs.read('src/a.c') end)\n");
@@ -229,17 +242,28 @@ TEST_F(T7Serve, ThousandReloadsLeakNoFdsProcessesOrMemory) {
   for (int i = 0; i < 50; ++i) ASSERT_TRUE(reload());
   size_t fds_serve = OpenFdCount(serve), fds_gateway = OpenFdCount(gateway);
   size_t rss_serve = RssKiB(serve), rss_gateway = RssKiB(gateway);
+  size_t mid_serve = 0, mid_gateway = 0;
   std::vector<pid_t> gateway_children = ChildrenOf(gateway);  // its exec broker
   std::set<pid_t> hosts;
-  for (int i = 0; i < 1000; ++i) {
+  // ANVIL_T7_RELOADS runs more (docs/reliability.md: 3000 in dev); the bounds stay those of 1000.
+  const char* env_reloads = std::getenv("ANVIL_T7_RELOADS");
+  const int reloads = env_reloads != nullptr ? std::max(1000, std::atoi(env_reloads)) : 1000;
+  std::printf("[ RSS KiB ] reload 0: serve %zu, gateway %zu\n", rss_serve, rss_gateway);
+  for (int i = 0; i < reloads; ++i) {
     ASSERT_TRUE(reload()) << "reload " << i;
     if (i % 100 == 0) {
       json ok = c->Request("anvil/runCommand", {{"plugin", "test.tiny"}, {"command", "read"}});
       ASSERT_TRUE(ok.contains("result")) << ok;
     }
     hosts.insert(HostPid(*c, "test.tiny"));
+    if ((i + 1) % 100 == 0) {
+      std::printf("[ RSS KiB ] reload %d: serve %zu, gateway %zu\n", i + 1, RssKiB(serve),
+                  RssKiB(gateway));
+      std::fflush(stdout);
+    }
+    if (i + 1 == reloads - 500) mid_serve = RssKiB(serve), mid_gateway = RssKiB(gateway);
   }
-  EXPECT_EQ(hosts.size(), 1000u) << "every reload starts a new host";
+  EXPECT_EQ(hosts.size(), size_t(reloads)) << "every reload starts a new host";
   EXPECT_EQ(OpenFdCount(serve), fds_serve) << "anvil serve leaked file descriptors";
   EXPECT_EQ(OpenFdCount(gateway), fds_gateway) << "the gateway leaked file descriptors";
   std::vector<pid_t> children = ChildrenOf(serve);
@@ -249,8 +273,12 @@ TEST_F(T7Serve, ThousandReloadsLeakNoFdsProcessesOrMemory) {
   EXPECT_FALSE(HasZombieChild(gateway));
   // Bounded, not exact: allocators keep some memory. 1000 leaked hosts' worth of state would be
   // far more than this.
-  EXPECT_LT(RssKiB(serve), rss_serve + 8 * 1024) << "anvil serve RSS grew";
-  EXPECT_LT(RssKiB(gateway), rss_gateway + 8 * 1024) << "gateway RSS grew";
+  size_t end_serve = RssKiB(serve), end_gateway = RssKiB(gateway);
+  EXPECT_LT(end_serve, mid_serve + 4 * 1024) << "anvil serve RSS grew over the last 500 reloads";
+  EXPECT_LT(end_gateway, mid_gateway + 4 * 1024) << "gateway RSS grew over the last 500 reloads";
+  const size_t whole_run = (seccomp::kSanitizerRuntimeAllowances ? 16 : 8) * 1024;
+  EXPECT_LT(end_serve, rss_serve + whole_run) << "anvil serve RSS grew";
+  EXPECT_LT(end_gateway, rss_gateway + whole_run) << "gateway RSS grew";
   pid_t last = HostPid(*c, "test.tiny");
   for (pid_t h : hosts) {
     if (h != last) {
