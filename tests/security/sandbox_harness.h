@@ -38,6 +38,9 @@ std::string BinDir();
 // (scripts/sanitizers.sh tsan sets ANVIL_TEST_GATEWAY_TSAN=1): TSan makes it 5-15x slower, so
 // the few wall-clock bounds on a gateway's answers widen there, and only there.
 bool GatewayUnderTsan();
+// Multiplier of the tests' bounds on a gateway's RSS growth: 3 against a TSan gateway, whose
+// shadow memory counts in its RSS (150 MiB where the dev build grows 37-72 MiB), else 1.
+inline long RssBoundScale() { return GatewayUnderTsan() ? 3 : 1; }
 // In a forked child: execve(argv, env), or _exit(123) when that fails.
 [[noreturn]] void ExecOrExit(const std::vector<std::string>& argv,
                              const std::vector<std::string>& env);
