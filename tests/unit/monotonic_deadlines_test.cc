@@ -21,6 +21,7 @@ const std::map<std::string, std::string> kReviewed = {
     {"cmd/anvil_proxy.cc", "the proxy's audit line timestamp"},
     {"policy/grant_store.cc", "granted_at, shown to the user"},
     {"host/lua_runtime.cc", "os.time() for plugins: a value, the budget uses steady_clock"},
+    {"linux/pids_cgroup.cc", "a stale cgroup's age: compared with its mtime, which is wall time"},
 };
 
 TEST(MonotonicDeadlines, WallClockIsReadOnlyWhereItIsTheData) {
