@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/unique_fd.h"
+#include "ipc/fd_passing.h"
 #include "linux/landlock.h"
 #include "linux/seccomp.h"
 #include "net/cares_resolver.h"
@@ -69,22 +70,8 @@ std::vector<int> ReceiveListeners(int channel) {
   pollfd p{channel, POLLIN, 0};
   if (poll(&p, 1, 30000) <= 0) return fds;
   char byte;
-  iovec iov{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(4 * sizeof(int))];
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  if (recvmsg(channel, &msg, MSG_CMSG_CLOEXEC) <= 0) return fds;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (size_t i = 0; i < n; ++i) {
-      int fd;
-      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-      fds.push_back(fd);
-    }
+  if (anvil::ipc::ReceiveWithFds(channel, &byte, 1, fds, anvil::ipc::kMaxPassedFds) <= 0) {
+    return {};
   }
   return fds;
 }

@@ -19,6 +19,7 @@
 #include <optional>
 
 #include "fs/workspace_path.h"
+#include "ipc/fd_passing.h"
 #include "ipc/frame.h"
 #include "linux/sandbox_launch.h"
 #include "policy/exec_rules.h"
@@ -637,25 +638,12 @@ int WarmJobMain(int link, int runner_fd, const ExecBrokerConfig& config) {
   int conn = -1;
   while (conn < 0) {
     char byte;
-    iovec iov{&byte, 1};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    ssize_t n = recvmsg(link, &msg, MSG_CMSG_CLOEXEC);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
+    std::vector<int> fds;
+    if (ipc::ReceiveWithFds(link, &byte, 1, fds, 1) <= 0) {
       RetireRunner(runner);
       return 0;
     }
-    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-          c->cmsg_len == CMSG_LEN(sizeof(int))) {
-        std::memcpy(&conn, CMSG_DATA(c), sizeof(int));
-      }
-    }
+    if (!fds.empty()) conn = fds[0];
   }
   // The link stays open: it tells the broker when the call is answered (NotifyAnswered).
   return ServeWithRunner(conn, link, runner_fd, config, runner);
@@ -701,19 +689,7 @@ WarmJob StartWarmJob(const ExecBrokerConfig& config) {
 bool HandOver(const WarmJob& w, int conn) {
   if (w.pid <= 0) return false;
   char byte = 'c';
-  iovec iov{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &conn, sizeof(int));
-  return sendmsg(w.link.Get(), &msg, MSG_NOSIGNAL) == 1;
+  return ipc::SendWithFds(w.link.Get(), &byte, 1, {&conn, 1}) == 1;
 }
 
 [[noreturn]] void BrokerMain(const ExecBrokerConfig& config, pid_t gateway) {
@@ -788,15 +764,8 @@ bool HandOver(const WarmJob& w, int conn) {
     }
     if (!(fds[0].revents)) continue;
     char byte;
-    iovec iov{&byte, 1};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    ssize_t n = recvmsg(kChannelFd, &msg, MSG_CMSG_CLOEXEC);
-    if (n < 0 && errno == EINTR) continue;
+    std::vector<int> passed;
+    ssize_t n = ipc::ReceiveWithFds(kChannelFd, &byte, 1, passed, 1);
     if (n <= 0) {
       // The gateway is gone or shutting down: the warm jobs retire their runners (which
       // removes their pids cgroups); running jobs and runners die with us (PDEATHSIG).
@@ -810,14 +779,8 @@ bool HandOver(const WarmJob& w, int conn) {
       }
       _exit(0);
     }
-    int conn = -1;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-          c->cmsg_len == CMSG_LEN(sizeof(int))) {
-        std::memcpy(&conn, CMSG_DATA(c), sizeof(int));
-      }
-    }
-    if (conn < 0) continue;
+    if (passed.empty()) continue;
+    int conn = passed[0];
     if (live >= max_live) {
       ::close(conn);  // the gateway side sees EOF: an io error for that call
       continue;
@@ -920,24 +883,10 @@ Result<ExecResult> ExecBroker::Run(const ExecRequest& request,
     return SysFail("io", "sys.exec socketpair");
   }
   UniqueFd conn(sp[0]), theirs(sp[1]);
-  {
-    char byte = 'x';
-    iovec iov{&byte, 1};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    int fd = theirs.Get();
-    std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
-    if (sendmsg(channel_.Get(), &msg, MSG_NOSIGNAL) != 1) {
-      return SysFail("io", "sys.exec: the exec broker is gone");
-    }
+  const char byte = 'x';
+  const int fd = theirs.Get();
+  if (ipc::SendWithFds(channel_.Get(), &byte, 1, {&fd, 1}) != 1) {
+    return SysFail("io", "sys.exec: the exec broker is gone");
   }
   theirs.Reset();
   ipc::Request wire;

@@ -23,6 +23,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "ipc/fd_passing.h"
 #include "linux/capabilities.h"
 #include "linux/landlock.h"
 #include "linux/mount_view.h"
@@ -418,23 +419,10 @@ Status HandOverProxyListeners(Plan& plan) {
       listeners.push_back(std::move(v6));
     }
   }
-  char byte = 'L';
-  iovec iov{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = CMSG_SPACE(listeners.size() * sizeof(int));
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(listeners.size() * sizeof(int));
-  for (size_t i = 0; i < listeners.size(); ++i) {
-    int fd = listeners[i].Get();
-    std::memcpy(CMSG_DATA(c) + i * sizeof(int), &fd, sizeof(int));
-  }
-  if (::sendmsg(plan.spec->proxy_channel.Get(), &msg, MSG_NOSIGNAL) != 1) {
+  const char byte = 'L';
+  std::vector<int> fds;
+  for (const auto& l : listeners) fds.push_back(l.Get());
+  if (ipc::SendWithFds(plan.spec->proxy_channel.Get(), &byte, 1, fds) != 1) {
     return SysFail("sandbox", "proxy: hand the listeners to anvil-proxy");
   }
   plan.spec->proxy_channel.Reset();
@@ -471,35 +459,13 @@ void TakeWarmCall(Plan& plan) {
   LaunchSpec& spec = *plan.spec;
   const int channel = spec.call_channel.Get();
   WarmCallHeader header{};
-  alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
-  iovec iov{&header, sizeof(header)};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  ssize_t n;
-  do {
-    n = recvmsg(channel, &msg, MSG_CMSG_CLOEXEC | MSG_WAITALL);
-  } while (n < 0 && errno == EINTR);
+  std::vector<int> fds;
+  int msg_flags = 0;
+  ssize_t n =
+      ipc::ReceiveWithFds(channel, &header, sizeof(header), fds, 2, MSG_WAITALL, &msg_flags);
   if (n == 0) _exit(0);
-  int fds[2] = {-1, -1};
-  size_t nfds = 0;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (size_t i = 0; i < count; ++i) {
-      int fd;
-      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-      if (nfds < 2) {
-        fds[nfds++] = fd;
-      } else {
-        ::close(fd);
-      }
-    }
-  }
-  if (n != static_cast<ssize_t>(sizeof(header)) || (msg.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) ||
-      nfds != 2 || header.magic != kWarmCallMagic || header.argc == 0 ||
+  if (n != static_cast<ssize_t>(sizeof(header)) || (msg_flags & (MSG_CTRUNC | MSG_TRUNC)) ||
+      fds.size() != 2 || header.magic != kWarmCallMagic || header.argc == 0 ||
       header.body_bytes > kMaxWarmCallBody) {
     Die(plan, Error{"sandbox", "malformed call for the warm sandbox", 0});
   }
@@ -704,23 +670,8 @@ Status SendWarmCall(int channel, int program_fd, int stdin_fd, const WarmCall& c
   WarmCallHeader header{kWarmCallMagic, static_cast<uint32_t>(call.argv.size()),
                         static_cast<uint32_t>(call.readable_paths.size()),
                         static_cast<uint32_t>(body.size())};
-  alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
-  iovec iov{&header, sizeof(header)};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(2 * sizeof(int));
-  int fds[2] = {program_fd, stdin_fd};
-  std::memcpy(CMSG_DATA(c), fds, sizeof(fds));
-  ssize_t n;
-  do {
-    n = sendmsg(channel, &msg, MSG_NOSIGNAL);
-  } while (n < 0 && errno == EINTR);
+  const int fds[2] = {program_fd, stdin_fd};
+  ssize_t n = ipc::SendWithFds(channel, &header, sizeof(header), fds);
   if (n != static_cast<ssize_t>(sizeof(header))) {
     return SysFail("io", "the sandbox is gone before the call");
   }
