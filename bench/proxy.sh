@@ -166,6 +166,6 @@ print(f"throughput through the proxy = {med['direct'] / med['proxy'] * 100:.0f}%
       f"the proxy {med['floor'] / med['proxy'] * 100:.0f}% of the floor" if "floor" in med else ""))
 print(f"set-up added per connection = {(ps-ds)*1000:.3f} ms (target <= 1 ms)")
 if bs:
-    print(f"baseline: {med['direct'] / med['baseline'] * 100:.0f}% of direct, "
-          f"set-up +{(bs-ds)*1000:.3f} ms")
+    print((f"baseline: {med['direct'] / med['baseline'] * 100:.0f}% of direct, "
+           if "baseline" in med else "baseline: ") + f"set-up +{(bs-ds)*1000:.3f} ms")
 PY

@@ -58,6 +58,7 @@ APT_PACKAGES=(
     # bench/ only: the timing harness and the sandbox compared against
     hyperfine
     firejail
+    socat
     iproute2
     procps
     python3

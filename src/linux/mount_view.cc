@@ -302,6 +302,10 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
           if (errno == ENOENT && op.kind == BindOp::kMask) continue;
           return SysFail("sandbox", "stat " + op.path);
         }
+        // A mask covers a credential file or a host's socket. If the host replaced it since
+        // the view was computed by something else (a directory, a link), that is no longer
+        // what the mask hid; the thing in its place is shown as the view shows its parent.
+        if (op.kind == BindOp::kMask && !S_ISREG(st.st_mode) && !S_ISSOCK(st.st_mode)) continue;
         if (S_ISLNK(st.st_mode)) {  // e.g. /bin -> usr/bin on merged-/usr systems
           if (op.kind != BindOp::kReadOnly) {
             return Fail("sandbox", "refusing to bind a symlink: " + op.path);

@@ -64,10 +64,49 @@ std::string_view ToString(ReadAccess access) {
   return access == ReadAccess::kFull ? "full" : "restricted";
 }
 
+namespace {
+
+void AddUnique(std::vector<std::string>& list, const std::string& value) {
+  if (std::find(list.begin(), list.end(), value) == list.end()) list.push_back(value);
+}
+
+// A host with more bound sockets than this is not one Anvil can mask reliably: the rest are
+// ignored (a table this long is far past any desktop's; see docs/policy.md).
+constexpr size_t kMaxUnixSocketLines = 100000;
+
+}  // namespace
+
 bool PathIsWithin(std::string_view path, std::string_view root) {
   if (root == "/") return !path.empty() && path[0] == '/';
   if (path.size() < root.size() || path.compare(0, root.size(), root) != 0) return false;
   return path.size() == root.size() || path[root.size()] == '/';
+}
+
+std::vector<std::string> ReadBoundUnixSockets(const std::string& table) {
+  // "Num RefCount Protocol Flags Type St Inode Path": the path is whatever follows the seventh
+  // field (it may hold spaces); abstract names start with '@', unnamed sockets have none. A
+  // listener and each connection it accepted show the same path: deduplicated.
+  std::vector<std::string> out;
+  std::ifstream in(table);
+  std::string line;
+  std::getline(in, line);  // header
+  size_t lines = 0;
+  while (std::getline(in, line) && ++lines <= kMaxUnixSocketLines) {
+    size_t pos = 0;
+    for (int field = 0; field < 7 && pos != std::string::npos; ++field) {
+      pos = line.find_first_not_of(' ', pos);
+      if (pos != std::string::npos) pos = line.find(' ', pos);
+    }
+    if (pos == std::string::npos) continue;
+    pos = line.find_first_not_of(' ', pos);
+    if (pos == std::string::npos || line[pos] != '/') continue;
+    char buf[PATH_MAX];
+    if (::realpath(line.c_str() + pos, buf) == nullptr) continue;  // gone, or another root's
+    struct stat st {};
+    if (::lstat(buf, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    AddUnique(out, buf);
+  }
+  return out;
 }
 
 HostFs RealHostFs() {
@@ -95,20 +134,13 @@ HostFs RealHostFs() {
     }
     return target;
   };
+  fs.bound_unix_sockets = [] { return ReadBoundUnixSockets("/proc/net/unix"); };
   fs.is_symlink = [](const std::string& path) {
     struct stat st {};
     return ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
   };
   return fs;
 }
-
-namespace {
-
-void AddUnique(std::vector<std::string>& list, const std::string& value) {
-  if (std::find(list.begin(), list.end(), value) == list.end()) list.push_back(value);
-}
-
-}  // namespace
 
 Status ValidateWorkspaceSubpath(const std::string& sub) {
   if (sub.empty() || sub.size() > 4096 || sub[0] == '/' || sub.back() == '/') {
@@ -125,6 +157,38 @@ Status ValidateWorkspaceSubpath(const std::string& sub) {
     start = end + 1;
   }
   return Ok();
+}
+
+namespace {
+
+// Whether `path` (canonical) is part of what the command sees: beneath a bound root, or, with
+// full read, anywhere but the places the view replaces with its own (/dev, /proc, /tmp, /run).
+bool VisibleInView(const FileView& view, const std::string& path) {
+  auto within_any = [&](const std::vector<std::string>& roots) {
+    return std::any_of(roots.begin(), roots.end(),
+                       [&](const std::string& r) { return PathIsWithin(path, r); });
+  };
+  if (within_any(view.read_roots)) return true;
+  for (const auto& wr : view.writable_roots) {
+    if (PathIsWithin(path, wr.root)) return true;
+  }
+  if (!view.full_read) return false;
+  for (const char* replaced : {"/dev", "/proc", "/tmp", "/run"}) {
+    if (PathIsWithin(path, replaced)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void MaskHostSockets(FileView& view, const std::vector<std::string>& sockets) {
+  for (const auto& socket : sockets) {
+    if (socket.empty() || socket[0] != '/') continue;
+    // Paths of a workspace bound piece by piece (sys.exec's readable subpaths) are opened
+    // beneath the workspace later; nothing else of the view may lie there.
+    if (!view.workspace_base.empty() && PathIsWithin(socket, view.workspace_base)) continue;
+    if (VisibleInView(view, socket)) AddUnique(view.masked_files, socket);
+  }
 }
 
 Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host) {
@@ -230,6 +294,7 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
     }
     view.writable_roots.push_back(std::move(wr));
   }
+  if (host.bound_unix_sockets) MaskHostSockets(view, host.bound_unix_sockets());
   return view;
 }
 

@@ -74,7 +74,10 @@ struct FileView {
   bool full_read = false;               // whole filesystem readable (read-only)
   std::vector<std::string> read_roots;  // readable, not writable (existing paths only)
   std::vector<WritableRoot> writable_roots;
-  std::vector<std::string> masked_files;  // existing credential files to hide
+  // Existing files to hide behind an empty read-only file: credential files, and every Unix
+  // socket a host process has bound where the view would show it (connect(2) ignores read-only
+  // mounts, so a visible socket of the agent, a daemon or the editor would be a way out).
+  std::vector<std::string> masked_files;
   // Readable paths inside `workspace_base` (relative), opened beneath it (openat2
   // RESOLVE_BENEATH) when they are bound and when Landlock rules are added, so a symlink in the
   // workspace can never widen them to something outside. Used instead of binding the whole
@@ -93,6 +96,9 @@ struct HostFs {
   std::function<std::optional<std::string>(const std::string&)> read_gitdir_pointer;
   // True if `path` itself is a symbolic link (lstat).
   std::function<bool(const std::string&)> is_symlink;
+  // Canonical paths of the pathname Unix sockets bound on the host (its /proc/net/unix) that
+  // exist as sockets now. Empty function: none are masked.
+  std::function<std::vector<std::string>()> bound_unix_sockets;
 };
 HostFs RealHostFs();
 
@@ -100,6 +106,11 @@ HostFs RealHostFs();
 bool PathIsWithin(std::string_view path, std::string_view root);
 
 Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host);
+
+// The pathname sockets of a /proc/net/unix-format table that exist as sockets now, canonical.
+std::vector<std::string> ReadBoundUnixSockets(const std::string& table);
+// Adds to view.masked_files each of `sockets` (canonical paths) the view would show.
+void MaskHostSockets(FileView& view, const std::vector<std::string>& sockets);
 
 // The check ComputeFileView applies to each readable workspace subpath (relative, no empty,
 // "." or ".." component); also used by a warm runner for the paths a call brings.

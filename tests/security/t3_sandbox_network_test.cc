@@ -257,6 +257,65 @@ TEST_P(T3SandboxNetwork, RunSocketsStayHiddenUnderFullReadAccess) {
   EXPECT_EQ(benign.out, "ok\n") << benign.err;
 }
 
+TEST_P(T3SandboxNetwork, HostSocketsBeyondRunStayHiddenUnderFullReadAccess) {
+  // Sockets of host services live outside /run too: ~/.gnupg/S.gpg-agent, ssh ControlMaster
+  // sockets in ~/.ssh, a daemon's socket under /var. Full read access shows them read-only, and
+  // a read-only mount does not stop connect(2). Every socket a host process has bound where the
+  // view shows it must be masked, in the workspace too, whatever the read access.
+  TempDir outside("anvil-sockdir", "/var/tmp");
+  chmod(outside.path().c_str(), 0777);
+  const std::string agent = outside / "S.gpg-agent";
+  auto agent_listener = UnixListener(agent);
+  ASSERT_TRUE(agent_listener);
+  const std::string in_ws = ws_ / "host-service.sock";
+  auto ws_listener = UnixListener(in_ws);
+  ASSERT_TRUE(ws_listener);
+  for (const auto& target : {agent, in_ws}) {
+    // Control: the caller reaches both without the sandbox.
+    auto control =
+        ::anvil::testing::Run({kPython, "-c", kClient, "unix", target, "control"}, Opts());
+    ASSERT_EQ(control.out, "CONNECTED\n") << target << ": " << control.err;
+  }
+  ASSERT_EQ(Received(*agent_listener, SOCK_STREAM, 2000).value_or("<nothing>"), "control");
+  ASSERT_EQ(Received(*ws_listener, SOCK_STREAM, 2000).value_or("<nothing>"), "control");
+
+  for (const auto& network : {"none", "full"}) {
+    auto attack =
+        Client({"--read-access", "full", "--network", network}, "unix", agent, "agent-attack");
+    EXPECT_EQ(attack.out.rfind("ERR", 0), 0u) << network << ": " << attack.out << attack.err;
+    EXPECT_FALSE(Received(*agent_listener, SOCK_STREAM, 20));
+  }
+  for (const auto& flags : std::vector<std::vector<std::string>>{
+           {}, {"--read-access", "full"}, {"--policy", "read-only"}}) {
+    auto attack = Client(flags, "unix", in_ws, "ws-attack");
+    EXPECT_EQ(attack.out.rfind("ERR", 0), 0u) << flags.size() << ": " << attack.out << attack.err;
+    EXPECT_FALSE(Received(*ws_listener, SOCK_STREAM, 20));
+  }
+
+  // Benign: a socket the command binds itself, in the workspace, works; the host's listeners
+  // still work after the sandbox (the masks were the sandbox's own mounts).
+  const std::string own = R"py(
+import os, socket
+path = os.path.join(os.getcwd(), "own-%d.sock" % os.getpid())
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+srv.bind(path)
+srv.listen(1)
+cli = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+cli.connect(path)
+conn, _ = srv.accept()
+cli.sendall(b"own-ok")
+print(conn.recv(64).decode())
+os.unlink(path)
+)py";
+  for (const auto& flags : std::vector<std::vector<std::string>>{{}, {"--read-access", "full"}}) {
+    auto benign = SandboxPython(ws_.path(), own, flags, Opts());
+    EXPECT_EQ(benign.out, "own-ok\n") << benign.err;
+  }
+  auto after = ::anvil::testing::Run({kPython, "-c", kClient, "unix", agent, "after"}, Opts());
+  EXPECT_EQ(after.out, "CONNECTED\n") << after.err;
+  EXPECT_EQ(Received(*agent_listener, SOCK_STREAM, 2000).value_or("<nothing>"), "after");
+}
+
 TEST_P(T3SandboxNetwork, RawNetlinkAndPacketSocketsAreRefused) {
   const std::string probe = R"py(
 import errno, socket

@@ -1,8 +1,14 @@
 #include "policy/sandbox_policy.h"
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -140,6 +146,84 @@ TEST(ComputeFileView, RefusesUnconfinedPoliciesAndRelativeWorkspace) {
   p.kind = PolicyKind::kWorkspaceWrite;
   p.workspace = "ws";
   EXPECT_FALSE(ComputeFileView(p, FakeHost({"ws"})));
+}
+
+TEST(ComputeFileView, HostSocketsAreMaskedWhereTheViewShowsThem) {
+  const std::vector<std::string> sockets = {"/home/u/.gnupg/S.gpg-agent", "/run/docker.sock",
+                                            "/tmp/.X11-unix/X0",          "/ws/dev.sock",
+                                            "/usr/lib/odd.sock",          "/var/lib/d/api.sock"};
+  auto host = FakeHost({"/ws"});
+  host.bound_unix_sockets = [&] { return sockets; };
+  SandboxPolicy p;
+  p.workspace = "/ws";
+  // Restricted read access: only what lies beneath a bound root is visible.
+  auto view = ComputeFileView(p, host);
+  ASSERT_TRUE(view) << view.error().ToString();
+  std::set<std::string> masked(view->masked_files.begin(), view->masked_files.end());
+  EXPECT_TRUE(masked.count("/ws/dev.sock"));
+  EXPECT_TRUE(masked.count("/usr/lib/odd.sock"));
+  EXPECT_FALSE(masked.count("/home/u/.gnupg/S.gpg-agent"));  // not in this view at all
+  EXPECT_FALSE(masked.count("/run/docker.sock"));
+  // Full read: everything but what the view replaces (/run, /tmp, /dev, /proc).
+  p.read_access = ReadAccess::kFull;
+  view = ComputeFileView(p, host);
+  ASSERT_TRUE(view) << view.error().ToString();
+  masked = std::set<std::string>(view->masked_files.begin(), view->masked_files.end());
+  EXPECT_EQ(masked, (std::set<std::string>{"/home/u/.gnupg/S.gpg-agent", "/ws/dev.sock",
+                                           "/usr/lib/odd.sock", "/var/lib/d/api.sock"}));
+  // A workspace under /tmp is bound over the private /tmp: its sockets are visible again.
+  p.workspace = "/tmp/ws";
+  host = FakeHost({"/tmp/ws"});
+  host.bound_unix_sockets = [] {
+    return std::vector<std::string>{"/tmp/ws/a.sock", "/tmp/other.sock"};
+  };
+  view = ComputeFileView(p, host);
+  ASSERT_TRUE(view) << view.error().ToString();
+  EXPECT_EQ(view->masked_files, (std::vector<std::string>{"/tmp/ws/a.sock"}));
+  // Readable workspace subpaths (sys.exec) are opened beneath the workspace later: no masks there.
+  SandboxPolicy ro;
+  ro.kind = PolicyKind::kReadOnly;
+  ro.workspace = "/ws";
+  ro.workspace_read_subpaths = std::vector<std::string>{"src"};
+  host = FakeHost({"/ws"});
+  host.bound_unix_sockets = [] { return std::vector<std::string>{"/ws/src/a.sock"}; };
+  view = ComputeFileView(ro, host);
+  ASSERT_TRUE(view) << view.error().ToString();
+  EXPECT_TRUE(view->masked_files.empty() ||
+              std::none_of(view->masked_files.begin(), view->masked_files.end(),
+                           [](const std::string& m) { return PathIsWithin(m, "/ws"); }));
+}
+
+TEST(ReadBoundUnixSockets, KeepsExistingPathnameSocketsOnly) {
+  char dir_template[] = "/tmp/anvil-unix-table-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  const std::string sock = dir + "/with space.sock", plain = dir + "/plain-file";
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, sock.c_str(), sock.size());
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  std::ofstream(plain) << "x";
+  const std::string table = dir + "/unix";
+  {
+    std::ofstream t(table);
+    t << "Num       RefCount Protocol Flags    Type St Inode Path\n"
+      << "0000000000000000: 00000002 00000000 00010000 0001 01 101 " << sock << "\n"
+      << "0000000000000000: 00000003 00000000 00000000 0001 03 102 " << sock << "\n"
+      << "0000000000000000: 00000002 00000000 00010000 0001 01 103 @abstract-name\n"
+      << "0000000000000000: 00000002 00000000 00000000 0002 01 104\n"
+      << "0000000000000000: 00000002 00000000 00010000 0001 01 105 " << plain << "\n"
+      << "0000000000000000: 00000002 00000000 00010000 0001 01 106 " << dir << "/gone.sock\n"
+      << "garbage\n";
+  }
+  EXPECT_EQ(ReadBoundUnixSockets(table), (std::vector<std::string>{sock}));
+  EXPECT_TRUE(ReadBoundUnixSockets(dir + "/no-such-table").empty());
+  close(fd);
+  unlink(sock.c_str());
+  unlink(plain.c_str());
+  unlink(table.c_str());
+  rmdir(dir.c_str());
 }
 
 TEST(ParsePolicy, NamesRoundTripAndUnknownIsAnError) {
