@@ -11,6 +11,9 @@
 #   floor    curl -> bench/splice_relay -> origin: the simplest user-space 2-hop relay (blocking
 #            splice, a thread per direction, no policy, no sandbox): what ANY proxy gets here
 #   socat    curl -> socat -> origin: an everyday copying relay, for scale
+#   sockmap  curl -> bench/sockmap_relay -> origin: the same 2 hops relayed inside the kernel
+#            (BPF sockmap redirect, no user-space copy or splice); only when KINDS names it
+#            (needs root: CAP_BPF and CAP_NET_ADMIN)
 #   proxy    curl in `anvil sandbox --network proxy` -> anvil-proxy -> origin
 # With BASELINE_DIR (another build, e.g. of main) each round also runs the download through that
 # build's proxy, so a before/after comparison shares the machine's load. With CHRT set (e.g.
@@ -72,6 +75,13 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 server=$!
 in_cg relay "${chrt_cmd[@]}" "$relay_bin" "$port" "${FLOOR_PIPE_BYTES:-0}" > "$dir/relay_port" &
 relay=$!
+if [[ " ${KINDS:-} " == *" sockmap "* ]]; then
+  [[ -x "$build/bench/sockmap_relay" ]] || { echo "proxy.sh: build $build/bench/sockmap_relay first" >&2; exit 2; }
+  in_cg relay "${chrt_cmd[@]}" "$build/bench/sockmap_relay" "$port" > "$dir/sockmap_port" &
+  relay="$relay $!"
+  for _ in $(seq 50); do [[ -s "$dir/sockmap_port" ]] && break; sleep 0.1; done
+  [[ -s "$dir/sockmap_port" ]] || { echo "proxy.sh: sockmap_relay did not start (root? BPF sockmap?)" >&2; exit 2; }
+fi
 socat_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 in_cg relay "${chrt_cmd[@]}" socat "TCP-LISTEN:$socat_port,bind=127.0.0.1,fork,reuseaddr" "TCP:127.0.0.1:$port" &
 socat_pid=$!
@@ -92,6 +102,8 @@ big() {  # big KIND: one 100 MiB download, prints seconds
                curl -s -o /dev/null -w '%{time_total}' "$url/big" ;;
     floor) in_cg client "${chrt_cmd[@]}" curl -s -o /dev/null -w '%{time_total}' "$floor_url/big" ;;
     socat) in_cg client "${chrt_cmd[@]}" curl -s -o /dev/null -w '%{time_total}' "$socat_url/big" ;;
+    sockmap) in_cg client "${chrt_cmd[@]}" curl -s -o /dev/null -w '%{time_total}' \
+               "http://127.0.0.1:$(cat "$dir/sockmap_port")/big" ;;
     proxy) in_cg client $(sandbox_of "$build") curl -s -o /dev/null -w '%{time_total}' "$url/big" ;;
     baseline) in_cg client $(sandbox_of "$baseline") curl -s -o /dev/null -w '%{time_total}' "$url/big" ;;
   esac
@@ -150,6 +162,7 @@ cpu = {k: float(v) / 1000 for k, v in pairs if "." in k}
 mib = 100
 label = {"direct": "direct (1 hop)", "sandbox": "sandbox --network full, direct",
          "floor": "floor: splice relay, 2 hops", "socat": "socat relay, 2 hops",
+         "sockmap": "in-kernel relay (BPF sockmap)",
          "proxy": "anvil sandbox --network proxy", "baseline": "baseline build's proxy"}
 have_cpu = any(cpu.values())
 print(f"{'100 MiB download (median)':34} {'s':>8} {'MiB/s':>8} {'% direct':>9}"
