@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "common/unique_fd.h"
+#include "net/tls_client_hello.h"
 
 namespace anvil {
 namespace {
@@ -297,6 +298,82 @@ void Relay(int a, int b, const ProxyLimits& limits, Clock::time_point started,
   }
 }
 
+// The server name a tunnel's TLS ClientHello asks for must be the tunnel's host: a hello naming
+// another site would reach it through an allowed address (domain fronting), and a hello with no
+// name leaves the server to pick one. An address target carries no name (clients send none).
+bool CheckServerName(const ProxyTarget& target, const std::optional<std::string>& name,
+                     std::string& reason) {
+  if (target.literal) {
+    if (!name) return true;
+    reason = "denied: TLS server name " + *name + " on a tunnel to the address " + target.host;
+    return false;
+  }
+  if (!name) {
+    reason = "denied: TLS ClientHello without a server name on a tunnel to " + target.host;
+    return false;
+  }
+  if (*name != target.host) {
+    reason = "denied: TLS server name " + *name + " is not the tunnel's host " + target.host;
+    return false;
+  }
+  return true;
+}
+
+// Reads what the client sends first through a tunnel (after `first`, what it sent with the
+// CONNECT head) until it shows what the tunnel carries: a TLS ClientHello is checked
+// (CheckServerName) and a malformed one refused; a tunnel to port 443 must start with one;
+// anything else passes, as does a tunnel whose server speaks first (TLS never does). `first`
+// ends up holding the bytes to forward before the relay takes over.
+// On false, `verdict` is "deny" (a refused hello), "error" or "allow" (the tunnel idled out
+// before either side sent anything, as the relay's idle timeout would end it).
+bool CheckTunnelStart(int client, int upstream, const ProxyTarget& target,
+                      Clock::time_point deadline, std::string& first, std::string& verdict,
+                      std::string& reason) {
+  verdict = "deny";
+  while (true) {
+    if (!first.empty()) {
+      ClientHello hello = ParseClientHello(first);
+      switch (hello.status) {
+        case ClientHelloStatus::kOk:
+          return CheckServerName(target, hello.server_name, reason);
+        case ClientHelloStatus::kMalformed:
+          reason = "denied: malformed TLS ClientHello (" + hello.error + ")";
+          return false;
+        case ClientHelloStatus::kNotTls:
+          if (target.port != kHttpsPort) return true;
+          reason = "denied: a tunnel to port 443 must begin with a TLS ClientHello";
+          return false;
+        case ClientHelloStatus::kNeedMore:
+          break;
+      }
+    }
+    pollfd fds[2] = {{client, POLLIN, 0}, {upstream, POLLIN, 0}};
+    int r = poll(fds, first.empty() ? 2 : 1, MillisLeft(deadline));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      verdict = r == 0 && first.empty() ? "allow" : "error";
+      reason = r != 0          ? std::string("poll: ") + std::strerror(errno)
+               : first.empty() ? "idle timeout"
+                               : "tunnel: the client's TLS ClientHello did not arrive in time";
+      return false;
+    }
+    if (fds[0].revents != 0) {
+      char buf[4096];
+      const size_t want = std::min(sizeof(buf), kMaxClientHelloBytes - first.size());
+      ssize_t n = ::recv(client, buf, want, MSG_DONTWAIT);
+      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (n <= 0) {
+        verdict = "error";
+        reason = "tunnel: the client closed before sending";
+        return false;
+      }
+      first.append(buf, static_cast<size_t>(n));
+      continue;
+    }
+    if (fds[1].revents != 0) return true;  // the server speaks first: not TLS
+  }
+}
+
 }  // namespace
 
 AddressVerdict CheckProxyAddress(const ConnectPolicy& policy, const IpAddress& address,
@@ -449,6 +526,27 @@ void HttpProxy::HandleConnection(int client) {
       finish("error", "client closed");
       return;
     }
+    std::string verdict, why;
+    const auto wait =
+        std::min<Clock::duration>(config_.limits.head_timeout, config_.limits.idle_timeout);
+    if (!CheckTunnelStart(client, upstream.Get(), *target, Clock::now() + wait, rest, verdict,
+                          why)) {
+      finish(verdict, why);
+      return;
+    }
+    // What the client sent first is forwarded here, ahead of the relay: it counts toward the
+    // byte cap like everything the relay moves.
+    if (rest.size() > config_.limits.max_bytes) {
+      rest.resize(config_.limits.max_bytes);
+      rec.bytes_up = rest.size();
+      if (!SendAll(upstream.Get(), rest)) {
+        finish("error", "upstream closed");
+      } else {
+        finish("allow", "byte cap");
+      }
+      return;
+    }
+    rec.bytes_up = rest.size();
   } else {
     // Origin-form request line, hop-by-hop and proxy headers dropped, one request per
     // connection.
@@ -459,12 +557,16 @@ void HttpProxy::HandleConnection(int client) {
       std::string header = buffer.substr(pos, eol - pos);
       pos = eol + 2;
       std::string name = Lower(header.substr(0, header.find(':')));
+      // Host: the absolute URI's authority, whatever the client wrote (RFC 9112 3.2.2), so a
+      // shared server cannot be steered to a site other than the allowed one.
       if (name == "connection" || name == "proxy-connection" || name == "keep-alive" ||
-          name == "proxy-authorization" || name == "te" || name == "upgrade") {
+          name == "proxy-authorization" || name == "te" || name == "upgrade" || name == "host") {
         continue;
       }
       head += header + "\r\n";
     }
+    head += "Host: " + target->host +
+            (target->port == 80 ? std::string() : ":" + std::to_string(target->port)) + "\r\n";
     head += "Connection: close\r\n\r\n";
     rest = head + rest;
   }

@@ -7,7 +7,9 @@
 //   METHOD http://host/... → plain HTTP forwarding (origin-form, Connection: close)
 // Each target must be an --allow-host entry (exact host and port), then every DNS answer must
 // pass the same address rules as sys.net.fetch (ConnectPolicy; the port rule is the allowlist's),
-// the socket dials only a validated address and the dialled peer is checked again. Refusals are
+// the socket dials only a validated address and the dialled peer is checked again. The site stays
+// the allowed one on a shared server: plain HTTP goes on with Host set to the URI's authority,
+// and a tunnel's TLS ClientHello must name the CONNECT host (net/tls_client_hello.h). Refusals are
 // a 403 whose body names the rule; one audit line per connection; caps on connections, header
 // bytes, transferred bytes, idle time and total time.
 #pragma once

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -53,6 +54,11 @@ class Origin {
     std::lock_guard lock(mu_);
     return last_;
   }
+  // Every byte any connection sent, in order of arrival (recorded when each one ends).
+  std::string received() {
+    std::lock_guard lock(mu_);
+    return all_;
+  }
 
  private:
   void Serve() {
@@ -74,6 +80,7 @@ class Origin {
       {
         std::lock_guard lock(mu_);
         last_ = req;
+        all_ += req;
       }
       std::string reply = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body_.size()) +
                           "\r\nConnection: close\r\n\r\n" + body_;
@@ -88,7 +95,7 @@ class Origin {
   std::atomic<bool> stop_{false};
   std::atomic<int> connections_{0};
   std::mutex mu_;
-  std::string last_;
+  std::string last_, all_;
   std::thread thread_;
 };
 
@@ -372,6 +379,108 @@ TEST_P(T8SandboxProxy, NamesResolveAtTheProxyAndRebindingIsRefused) {
   EXPECT_EQ(allowed.connections(), 1);
   EXPECT_EQ(forbidden.connections(), 0);
   EXPECT_GT(dns->TotalQueries(), 0);
+}
+
+TEST_P(T8SandboxProxy, PlainHttpCarriesTheTargetsHostNotTheClients) {
+  // Plain HTTP names its target twice: the absolute URI (checked against --allow-host) and the
+  // Host header, which a shared server (virtual hosting, a CDN) routes by. A Host of another
+  // site would reach that site through an allowed address ("domain fronting"); the proxy
+  // replaces every Host header with the URI's authority (RFC 9112 3.2.2).
+  Origin origin("x");
+  const std::string authority = "127.0.0.1:" + std::to_string(origin.port());
+  auto r = Proxy({"--allow-host", Allow(origin), "--unsafe-test-allow-address", Allow(origin)},
+                 {kPython, "-c",
+                  "import socket, sys\n"
+                  "s = socket.create_connection(('127.0.0.1', 3128))\n"
+                  "s.sendall(b'GET " +
+                      Url(origin) +
+                      " HTTP/1.1\\r\\nHost: evil.example\\r\\nX-A: 1\\r\\n"
+                      "host: evil2.example\\r\\n\\r\\n')\n"
+                      "print(s.makefile('rb').readline().decode().strip())\n"});
+  EXPECT_EQ(r.out, "HTTP/1.1 200 OK\n") << r.err;
+  std::string req = origin.last_request();
+  EXPECT_NE(req.find("\r\nHost: " + authority + "\r\n"), std::string::npos) << req;
+  EXPECT_EQ(req.find("evil"), std::string::npos) << req;
+  EXPECT_NE(req.find("\r\nX-A: 1\r\n"), std::string::npos) << req;  // other headers kept
+  // curl's own Host override is replaced the same way; curl without one is unchanged.
+  r = Proxy({"--allow-host", Allow(origin), "--unsafe-test-allow-address", Allow(origin)},
+            {"/usr/bin/curl", "-sS", "-H", "Host: evil.example", Url(origin)});
+  EXPECT_EQ(r.out, "x") << r.err;
+  req = origin.last_request();
+  EXPECT_NE(req.find("\r\nHost: " + authority + "\r\n"), std::string::npos) << req;
+  EXPECT_EQ(req.find("evil"), std::string::npos) << req;
+}
+
+// argv: HOST PORT SNI. CONNECT HOST:PORT through the proxy, then a TLS ClientHello naming SNI
+// ("" = none). Prints the proxy's status line, then HANDSHAKE-DONE or TLS-FAILED.
+constexpr char kTlsThroughConnect[] = R"py(
+import socket, ssl, sys
+host, port, sni = sys.argv[1], sys.argv[2], sys.argv[3]
+s = socket.create_connection(("127.0.0.1", 3128))
+s.sendall(("CONNECT %s:%s HTTP/1.1\r\nHost: %s:%s\r\n\r\n" % (host, port, host, port)).encode())
+head = b""
+while b"\r\n\r\n" not in head:
+    c = s.recv(1)
+    if not c:
+        break
+    head += c
+print(head.split(b"\r\n")[0].decode())
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+ctx.check_hostname = False
+ctx.verify_mode = ssl.CERT_NONE
+s.settimeout(1)
+try:
+    ctx.wrap_socket(s, server_hostname=sni or None)
+    print("HANDSHAKE-DONE")
+except (OSError, ssl.SSLError):
+    print("TLS-FAILED")
+)py";
+
+TEST_P(T8SandboxProxy, TlsServerNameMustBeTheConnectTarget) {
+  // Through a CONNECT tunnel the proxy cannot read the request, but the TLS ClientHello names
+  // the site in clear (SNI): a tunnel to an allowed name that asks the server for another site
+  // (domain fronting through a shared front end) is cut before a byte reaches the server, and
+  // so is a hello with no name at all.
+  auto dns = TestDnsServer::Start();
+  ASSERT_TRUE(dns);
+  Origin origin("not-tls", "127.0.0.2");
+  const std::string port = std::to_string(origin.port());
+  dns->Set("api.test", {IpAddress::V4(127, 0, 0, 2)});
+  const std::vector<std::string> flags = {
+      "--allow-host",      "api.test:" + port,       "--unsafe-test-allow-address",
+      "127.0.0.2:" + port, "--unsafe-test-resolver", dns->Address()};
+  auto settled = [&](int connections) {
+    for (int i = 0; i < 200 && origin.connections() < connections; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  };
+  // Benign: the hello names the tunnel's host; it is forwarded (the test origin speaks no TLS,
+  // so the handshake itself fails there, after the bytes arrived).
+  auto r = Proxy(flags, {kPython, "-c", kTlsThroughConnect, "api.test", port, "api.test"});
+  EXPECT_EQ(r.out.rfind("HTTP/1.1 200", 0), 0u) << r.out << r.err;
+  settled(1);
+  EXPECT_NE(origin.received().find("api.test"), std::string::npos);
+  const size_t benign_bytes = origin.received().size();
+  // Attacks: another name on the same allowed address, and no name.
+  for (std::string sni : {"evil.test", "API.test.evil", ""}) {
+    r = Proxy(flags, {kPython, "-c", kTlsThroughConnect, "api.test", port, sni});
+    EXPECT_NE(r.out.find("TLS-FAILED"), std::string::npos) << sni << ": " << r.out << r.err;
+  }
+  settled(4);
+  EXPECT_EQ(origin.received().size(), benign_bytes) << "a refused hello reached the origin";
+  // Case does not matter (names are case-insensitive).
+  r = Proxy(flags, {kPython, "-c", kTlsThroughConnect, "api.test", port, "API.Test"});
+  EXPECT_EQ(r.out.rfind("HTTP/1.1 200", 0), 0u) << r.out << r.err;
+  settled(5);
+  EXPECT_NE(origin.received().find("API.Test"), std::string::npos);
+  // The refusals are audited with the reason.
+  Shell("cat '" + state_.path() + "'/anvil/audit/*.jsonl > '" + state_.path() + "/all.txt'");
+  std::string log = ReadFile(state_.path() + "/all.txt");
+  EXPECT_NE(log.find("TLS server name evil.test is not the tunnel's host api.test"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("TLS ClientHello without a server name"), std::string::npos) << log;
 }
 
 INSTANTIATE_TEST_SUITE_P(Callers, T8SandboxProxy, ::testing::ValuesIn(kAllCallers),

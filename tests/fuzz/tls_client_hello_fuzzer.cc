@@ -1,0 +1,42 @@
+// The TLS ClientHello reader of anvil-proxy's CONNECT tunnels (src/net/tls_client_hello; issue 8,
+// threat model T2). Invariants: no read outside the input (ASan); a name is only ever reported
+// for a complete hello and is a lower-case host name; a complete hello's verdict does not
+// change when more bytes follow it, and every proper prefix of it asks for more.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "fuzz_util.h"
+#include "net/tls_client_hello.h"
+
+using anvil::fuzz::Require;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  auto hello = anvil::ParseClientHello(bytes);
+  if (hello.server_name) {
+    Require(hello.status == anvil::ClientHelloStatus::kOk, "a name from an incomplete hello",
+            bytes);
+    for (char c : *hello.server_name) {
+      Require((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.',
+              "a server name that is not a lower-case host name", bytes);
+    }
+  }
+  if (hello.status == anvil::ClientHelloStatus::kOk ||
+      hello.status == anvil::ClientHelloStatus::kMalformed) {
+    std::string longer(bytes);
+    longer += "\x17\x03\x03\x00\x01x";
+    auto again = anvil::ParseClientHello(longer);
+    Require(again.status == hello.status && again.server_name == hello.server_name,
+            "trailing bytes changed the verdict", bytes);
+  }
+  const bool exactly_one_record =
+      size >= 5 && size == 5 + ((static_cast<size_t>(data[3]) << 8) | data[4]);
+  if (hello.status == anvil::ClientHelloStatus::kOk && exactly_one_record) {
+    auto prefix = anvil::ParseClientHello(bytes.substr(0, size - 1));
+    Require(prefix.status == anvil::ClientHelloStatus::kNeedMore,
+            "a proper prefix of a complete hello did not ask for more", bytes);
+  }
+  return 0;
+}
