@@ -25,6 +25,7 @@ namespace {
 constexpr unsigned kOpenTreeClone = 1;
 constexpr unsigned kAtRecursive = 0x8000;
 constexpr unsigned kMoveMountFEmptyPath = 0x4;
+constexpr unsigned kMoveMountTEmptyPath = 0x40;
 constexpr uint64_t kMountAttrRdonly = 0x1;
 constexpr uint64_t kMountAttrNosuid = 0x2;
 constexpr uint64_t kMountAttrNodev = 0x4;
@@ -99,6 +100,35 @@ Status AttachTree(UniqueFd tree, const std::string& shown, const std::string& ds
     return SysFail("sandbox", "move_mount " + dst);
   }
   return Ok();
+}
+
+// Covers the existing file or socket at `dst` (inside the view) with the read-only empty file
+// `mask`. The mount point is opened, never created: a host file that vanished since the view was
+// computed is skipped (false), and nothing is ever made in a writable root of the host.
+Result<bool> MaskExisting(const std::string& mask, const std::string& dst) {
+  UniqueFd target(::open(dst.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  if (!target) {
+    if (errno == ENOENT || errno == ENOTDIR) return false;
+    return SysFail("sandbox", "open mask target " + dst);
+  }
+  struct stat st {};
+  if (::fstat(target.Get(), &st) != 0) return SysFail("sandbox", "stat mask target " + dst);
+  // Replaced by the host since (a directory, a link): no longer what the mask was for.
+  if (!S_ISREG(st.st_mode) && !S_ISSOCK(st.st_mode)) return false;
+  long fd = syscall(SYS_open_tree, AT_FDCWD, mask.c_str(), kOpenTreeClone | O_CLOEXEC);
+  if (fd < 0) return SysFail("sandbox", "open_tree " + mask);
+  UniqueFd tree(static_cast<int>(fd));
+  MountAttr attr{};
+  attr.attr_set = kMountAttrRdonly | kMountAttrNosuid | kMountAttrNodev;
+  attr.propagation = MS_PRIVATE;
+  if (syscall(SYS_mount_setattr, tree.Get(), "", AT_EMPTY_PATH, &attr, sizeof(attr)) != 0) {
+    return SysFail("sandbox", "mount_setattr " + mask);
+  }
+  if (syscall(SYS_move_mount, tree.Get(), "", target.Get(), "",
+              kMoveMountFEmptyPath | kMoveMountTEmptyPath) != 0) {
+    return SysFail("sandbox", "move_mount mask onto " + dst);
+  }
+  return true;
 }
 
 // Clones the tree at `src` (recursively) and attaches it at `dst`.
@@ -294,25 +324,20 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
         s = BindTreeFd(fd->Get(), op.path, dst);
         break;
       }
-      case BindOp::kMask:
+      case BindOp::kMask: {
+        auto masked = MaskExisting(empty_file, dst);
+        if (!masked) return tl::unexpected(masked.error());
+        break;
+      }
       case BindOp::kReadOnly:
       case BindOp::kWritable: {
         struct stat st {};
-        if (::lstat(host.c_str(), &st) != 0) {
-          if (errno == ENOENT && op.kind == BindOp::kMask) continue;
-          return SysFail("sandbox", "stat " + op.path);
-        }
-        // A mask covers a credential file or a host's socket. If the host replaced it since
-        // the view was computed by something else (a directory, a link), that is no longer
-        // what the mask hid; the thing in its place is shown as the view shows its parent.
-        if (op.kind == BindOp::kMask && !S_ISREG(st.st_mode) && !S_ISSOCK(st.st_mode)) continue;
+        if (::lstat(host.c_str(), &st) != 0) return SysFail("sandbox", "stat " + op.path);
         if (S_ISLNK(st.st_mode)) {  // e.g. /bin -> usr/bin on merged-/usr systems
           if (op.kind != BindOp::kReadOnly) {
             return Fail("sandbox", "refusing to bind a symlink: " + op.path);
           }
           s = CopySymlink(host, dst);
-        } else if (op.kind == BindOp::kMask) {
-          s = BindTree(empty_file, dst, true, false);
         } else {
           s = BindTree(host, dst, op.kind == BindOp::kReadOnly, false);
         }

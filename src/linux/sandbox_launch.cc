@@ -767,7 +767,8 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   // come after that), then removes the placeholders it made.
   ProtectedPlaceholders placeholders;
   if (plan.confine_fs) {
-    auto view = ComputeFileView(policy, RealHostFs());
+    const HostFs host = RealHostFs();
+    auto view = ComputeFileView(policy, host);
     if (!view) return SetupFailure(view.error().ToString(), start);
     if (!view->writable_roots.empty()) {
       // A .git missing from a writable root becomes an empty directory the view binds
@@ -781,7 +782,7 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
       placeholders = std::move(*made);
       // Again even when this run made none: another run may have made one (now held by this
       // run's lock) after the first computation looked.
-      view = ComputeFileView(policy, RealHostFs());
+      view = ComputeFileView(policy, host);
       if (!view) return SetupFailure(view.error().ToString(), start);
     }
     plan.view = std::move(*view);

@@ -298,6 +298,47 @@ void Relay(int a, int b, const ProxyLimits& limits, Clock::time_point started,
   }
 }
 
+bool IsToken(std::string_view text) {
+  if (text.empty()) return false;
+  for (char c : text) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// The header lines of a plain-HTTP request (between the request line and the blank line) as
+// this proxy forwards them: each "name: value" with a token name right before the colon, no
+// folded continuation line, and no CR, LF or other control byte but tab anywhere. Anything
+// else could read as a different header (a second Host) to a lenient server behind the proxy.
+bool ValidHeaderLines(std::string_view lines, std::string& error) {
+  size_t pos = 0;
+  while (pos < lines.size()) {
+    size_t eol = lines.find("\r\n", pos);
+    if (eol == std::string_view::npos) eol = lines.size();
+    std::string_view line = lines.substr(pos, eol - pos);
+    pos = eol + 2;
+    if (!line.empty() && (line[0] == ' ' || line[0] == '\t')) {
+      error = "folded header line";
+      return false;
+    }
+    for (char c : line) {
+      const auto u = static_cast<unsigned char>(c);
+      if ((u < 0x20 && c != '\t') || u == 0x7f) {
+        error = "control character in a header line";
+        return false;
+      }
+    }
+    size_t colon = line.find(':');
+    if (colon == std::string_view::npos || !IsToken(line.substr(0, colon))) {
+      error = "malformed header name";
+      return false;
+    }
+  }
+  return true;
+}
+
 // The server name a tunnel's TLS ClientHello asks for must be the tunnel's host: a hello naming
 // another site would reach it through an allowed address (domain fronting), and a hello with no
 // name leaves the server to pick one. An address target carries no name (clients send none).
@@ -337,7 +378,7 @@ bool CheckTunnelStart(int client, int upstream, const ProxyTarget& target,
         case ClientHelloStatus::kOk:
           return CheckServerName(target, hello.server_name, reason);
         case ClientHelloStatus::kMalformed:
-          reason = "denied: malformed TLS ClientHello (" + hello.error + ")";
+          reason = "denied: TLS ClientHello refused: " + hello.error;
           return false;
         case ClientHelloStatus::kNotTls:
           if (target.port != kHttpsPort) return true;
@@ -347,8 +388,11 @@ bool CheckTunnelStart(int client, int upstream, const ProxyTarget& target,
           break;
       }
     }
+    // Port 443 carries TLS, which the client always starts: only the client is waited for.
+    // Elsewhere a server that speaks first (SSH, SMTP) means the tunnel is not TLS.
     pollfd fds[2] = {{client, POLLIN, 0}, {upstream, POLLIN, 0}};
-    int r = poll(fds, first.empty() ? 2 : 1, MillisLeft(deadline));
+    const bool server_may_start = first.empty() && target.port != kHttpsPort;
+    int r = poll(fds, server_may_start ? 2 : 1, MillisLeft(deadline));
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) {
       verdict = r == 0 && first.empty() ? "allow" : "error";
@@ -370,7 +414,7 @@ bool CheckTunnelStart(int client, int upstream, const ProxyTarget& target,
       first.append(buf, static_cast<size_t>(n));
       continue;
     }
-    if (fds[1].revents != 0) return true;  // the server speaks first: not TLS
+    if (server_may_start && fds[1].revents != 0) return true;  // the server speaks first
   }
 }
 
@@ -448,6 +492,18 @@ void HttpProxy::HandleConnection(int client) {
   std::string method = line.substr(0, sp1);
   std::string target_text = line.substr(sp1 + 1, sp2 - sp1 - 1);
   const bool tunnel = method == "CONNECT";
+  std::string head_error;
+  if (!IsToken(method)) head_error = "malformed method";
+  if (head_error.empty() && !tunnel &&
+      !ValidHeaderLines(std::string_view(buffer).substr(line_end + 2, head_end - line_end - 4),
+                        head_error)) {
+    head_error = "malformed request: " + head_error;
+  }
+  if (!head_error.empty()) {
+    Refuse(client, 400, head_error);
+    finish("error", head_error);
+    return;
+  }
   rec.kind = tunnel ? "connect" : "http";
   std::string origin_form;
   auto target =
@@ -550,7 +606,10 @@ void HttpProxy::HandleConnection(int client) {
   } else {
     // Origin-form request line, hop-by-hop and proxy headers dropped, one request per
     // connection.
-    std::string head = method + " " + origin_form + " HTTP/1.1\r\n";
+    // Host first: a server that takes the first of several would otherwise still see ours.
+    std::string head = method + " " + origin_form + " HTTP/1.1\r\nHost: " + target->host +
+                       (target->port == 80 ? std::string() : ":" + std::to_string(target->port)) +
+                       "\r\n";
     size_t pos = line_end + 2;
     while (pos < head_end - 2) {
       size_t eol = buffer.find("\r\n", pos);
@@ -565,8 +624,6 @@ void HttpProxy::HandleConnection(int client) {
       }
       head += header + "\r\n";
     }
-    head += "Host: " + target->host +
-            (target->port == 80 ? std::string() : ":" + std::to_string(target->port)) + "\r\n";
     head += "Connection: close\r\n\r\n";
     rest = head + rest;
   }

@@ -9,6 +9,10 @@ namespace {
 constexpr uint8_t kHandshakeRecord = 0x16;
 constexpr uint8_t kClientHelloType = 0x01;
 constexpr uint16_t kServerNameExtension = 0;
+// Encrypted Client Hello (RFC 9849 draft numbering, as deployed) and its predecessor, encrypted
+// SNI: the outer name is a public front, the site the server picks is encrypted.
+constexpr uint16_t kEncryptedClientHello = 0xfe0d;
+constexpr uint16_t kEncryptedServerName = 0xffce;
 constexpr uint8_t kHostNameType = 0;
 constexpr size_t kRecordHeader = 5;
 constexpr size_t kMaxRecordPayload = 16384;
@@ -175,6 +179,9 @@ ClientHello ParseClientHello(std::string_view bytes) {
       return Malformed("extension length");
     }
     if (!seen.insert(ext_type).second) return Malformed("an extension appears twice");
+    if (ext_type == kEncryptedClientHello || ext_type == kEncryptedServerName) {
+      return Malformed("encrypted Client Hello hides the server name");
+    }
     if (ext_type == kServerNameExtension) {
       std::string error;
       if (!ParseServerName(body, hello.server_name, error)) return Malformed(error);

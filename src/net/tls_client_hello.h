@@ -6,8 +6,9 @@
 //
 // Only the first TLS record is read, and it must hold the whole ClientHello (every real client
 // sends a hello of a few KiB in one record; a hello split across records is refused as
-// malformed rather than reassembled). Encrypted Client Hello shows only its public outer name,
-// which is not the tunnel's host: refused like any other mismatch.
+// malformed rather than reassembled). A hello with Encrypted Client Hello (or the older
+// encrypted SNI) is refused as kMalformed: its clear name is a public front, the real one is
+// hidden. Only the first hello is read: a second one after a HelloRetryRequest is not checked.
 #pragma once
 
 #include <cstddef>

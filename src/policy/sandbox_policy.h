@@ -97,8 +97,8 @@ struct HostFs {
   // True if `path` itself is a symbolic link (lstat).
   std::function<bool(const std::string&)> is_symlink;
   // Canonical paths of the pathname Unix sockets bound on the host (its /proc/net/unix) that
-  // exist as sockets now. Empty function: none are masked.
-  std::function<std::vector<std::string>()> bound_unix_sockets;
+  // exist as sockets now. Empty function: none are masked. An error fails the view.
+  std::function<Result<std::vector<std::string>>()> bound_unix_sockets;
 };
 HostFs RealHostFs();
 
@@ -107,8 +107,10 @@ bool PathIsWithin(std::string_view path, std::string_view root);
 
 Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host);
 
-// The pathname sockets of a /proc/net/unix-format table that exist as sockets now, canonical.
-std::vector<std::string> ReadBoundUnixSockets(const std::string& table);
+// The pathname sockets of a /proc/net/unix-format table that exist as sockets now, canonical;
+// for a name that no longer exists (bound, then renamed or linked elsewhere), every socket in
+// its directory. Fails past a cap on distinct names.
+Result<std::vector<std::string>> ReadBoundUnixSockets(const std::string& table);
 // Adds to view.masked_files each of `sockets` (canonical paths) the view would show.
 void MaskHostSockets(FileView& view, const std::vector<std::string>& sockets);
 

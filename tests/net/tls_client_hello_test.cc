@@ -100,6 +100,9 @@ TEST(ParseClientHello, HandBuiltHellosParseAndMalformedOnesAreRefused) {
       {"trailing dot", Hello(SniExtension({{0, "a.test."}}))},
       {"empty name", Hello(SniExtension({{0, ""}}))},
       {"empty list", Hello(U16(0) + U16(2) + U16(0))},
+      {"encrypted Client Hello",
+       Hello(SniExtension({{0, "a.test"}}) + U16(0xfe0d) + U16(4) + "ech!")},
+      {"encrypted SNI", Hello(SniExtension({{0, "a.test"}}) + U16(0xffce) + U16(2) + "es")},
       {"extensions length",
        [&] {
          std::string b = good;

@@ -270,20 +270,32 @@ TEST_P(T3SandboxNetwork, HostSocketsBeyondRunStayHiddenUnderFullReadAccess) {
   const std::string in_ws = ws_ / "host-service.sock";
   auto ws_listener = UnixListener(in_ws);
   ASSERT_TRUE(ws_listener);
-  for (const auto& target : {agent, in_ws}) {
-    // Control: the caller reaches both without the sandbox.
+  // ssh's ControlMaster binds a temporary name, links the real one and unlinks the first: the
+  // host's socket table keeps only the name that is gone.
+  const std::string cm_tmp = outside / "cm-host.XXXX", cm_path = outside / "cm-host";
+  auto cm_listener = UnixListener(cm_tmp);
+  ASSERT_TRUE(cm_listener);
+  ASSERT_EQ(link(cm_tmp.c_str(), cm_path.c_str()), 0);
+  ASSERT_EQ(unlink(cm_tmp.c_str()), 0);
+  cm_listener->unlink_ = cm_path;
+  for (const auto& target : {agent, in_ws, cm_path}) {
+    // Control: the caller reaches each without the sandbox.
     auto control =
         ::anvil::testing::Run({kPython, "-c", kClient, "unix", target, "control"}, Opts());
     ASSERT_EQ(control.out, "CONNECTED\n") << target << ": " << control.err;
   }
   ASSERT_EQ(Received(*agent_listener, SOCK_STREAM, 2000).value_or("<nothing>"), "control");
   ASSERT_EQ(Received(*ws_listener, SOCK_STREAM, 2000).value_or("<nothing>"), "control");
+  ASSERT_EQ(Received(*cm_listener, SOCK_STREAM, 2000).value_or("<nothing>"), "control");
 
   for (const auto& network : {"none", "full"}) {
     auto attack =
         Client({"--read-access", "full", "--network", network}, "unix", agent, "agent-attack");
     EXPECT_EQ(attack.out.rfind("ERR", 0), 0u) << network << ": " << attack.out << attack.err;
     EXPECT_FALSE(Received(*agent_listener, SOCK_STREAM, 20));
+    attack = Client({"--read-access", "full", "--network", network}, "unix", cm_path, "cm-attack");
+    EXPECT_EQ(attack.out.rfind("ERR", 0), 0u) << network << ": " << attack.out << attack.err;
+    EXPECT_FALSE(Received(*cm_listener, SOCK_STREAM, 20));
   }
   for (const auto& flags : std::vector<std::vector<std::string>>{
            {}, {"--read-access", "full"}, {"--policy", "read-only"}}) {

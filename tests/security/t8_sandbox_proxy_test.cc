@@ -402,6 +402,23 @@ TEST_P(T8SandboxProxy, PlainHttpCarriesTheTargetsHostNotTheClients) {
   EXPECT_NE(req.find("\r\nHost: " + authority + "\r\n"), std::string::npos) << req;
   EXPECT_EQ(req.find("evil"), std::string::npos) << req;
   EXPECT_NE(req.find("\r\nX-A: 1\r\n"), std::string::npos) << req;  // other headers kept
+  EXPECT_EQ(req.rfind("GET /x HTTP/1.1\r\nHost: " + authority + "\r\n", 0), 0u) << req;
+  // Heads a lenient server might read as carrying another Host are refused (400) unsent: a
+  // space before the colon, a bare LF inside a line, a folded line, a control byte.
+  const int before = origin.connections();
+  for (std::string head : {"Host : evil.example", "X-A: a\\nHost: evil.example",
+                           "X-A: a\\r\\n Host: evil.example", "X-A: a\\x00b"}) {
+    r = Proxy({"--allow-host", Allow(origin), "--unsafe-test-allow-address", Allow(origin)},
+              {kPython, "-c",
+               "import socket\n"
+               "s = socket.create_connection(('127.0.0.1', 3128))\n"
+               "s.sendall(b'GET " +
+                   Url(origin) + " HTTP/1.1\\r\\n" + head +
+                   "\\r\\n\\r\\n')\n"
+                   "print(s.makefile('rb').readline().decode().strip())\n"});
+    EXPECT_EQ(r.out, "HTTP/1.1 400 Bad Request\n") << head << ": " << r.err;
+  }
+  EXPECT_EQ(origin.connections(), before);
   // curl's own Host override is replaced the same way; curl without one is unchanged.
   r = Proxy({"--allow-host", Allow(origin), "--unsafe-test-allow-address", Allow(origin)},
             {"/usr/bin/curl", "-sS", "-H", "Host: evil.example", Url(origin)});

@@ -217,13 +217,65 @@ TEST(ReadBoundUnixSockets, KeepsExistingPathnameSocketsOnly) {
       << "0000000000000000: 00000002 00000000 00010000 0001 01 106 " << dir << "/gone.sock\n"
       << "garbage\n";
   }
-  EXPECT_EQ(ReadBoundUnixSockets(table), (std::vector<std::string>{sock}));
-  EXPECT_TRUE(ReadBoundUnixSockets(dir + "/no-such-table").empty());
+  auto read = ReadBoundUnixSockets(table);
+  ASSERT_TRUE(read) << read.error().ToString();
+  EXPECT_EQ(*read, (std::vector<std::string>{sock}));
+  auto none = ReadBoundUnixSockets(dir + "/no-such-table");
+  ASSERT_TRUE(none);
+  EXPECT_TRUE(none->empty());
   close(fd);
   unlink(sock.c_str());
   unlink(plain.c_str());
   unlink(table.c_str());
   rmdir(dir.c_str());
+}
+
+TEST(ReadBoundUnixSockets, ASocketBoundUnderAnotherNameIsFoundInItsDirectory) {
+  // ssh's ControlMaster: bind "ControlPath.XXXX", link it to ControlPath, unlink the first. The
+  // table keeps the first name; the socket lives on under the second.
+  char dir_template[] = "/tmp/anvil-unix-renamed-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  const std::string temp = dir + "/cm.sock.tmp123", final_name = dir + "/cm.sock";
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, temp.c_str(), temp.size());
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(link(temp.c_str(), final_name.c_str()), 0);
+  ASSERT_EQ(unlink(temp.c_str()), 0);
+  std::ofstream(dir + "/not-a-socket") << "x";
+  const std::string table = dir + "/unix";
+  std::ofstream(table) << "Num       RefCount Protocol Flags    Type St Inode Path\n"
+                       << "0000000000000000: 00000002 00000000 00010000 0001 01 101 " << temp
+                       << "\n";
+  auto read = ReadBoundUnixSockets(table);
+  ASSERT_TRUE(read) << read.error().ToString();
+  EXPECT_EQ(*read, (std::vector<std::string>{final_name}));
+  close(fd);
+  unlink(final_name.c_str());
+  unlink((dir + "/not-a-socket").c_str());
+  unlink(table.c_str());
+  rmdir(dir.c_str());
+}
+
+TEST(ReadBoundUnixSockets, TooManyNamedSocketsFailClosed) {
+  char path[] = "/tmp/anvil-unix-many-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  {
+    std::ofstream t(path);
+    t << "Num       RefCount Protocol Flags    Type St Inode Path\n";
+    for (int i = 0; i < 20001; ++i) {
+      t << "0000000000000000: 00000002 00000000 00010000 0001 01 " << i << " /nonexistent/s" << i
+        << "\n";
+    }
+  }
+  auto read = ReadBoundUnixSockets(path);
+  ASSERT_FALSE(read);
+  EXPECT_NE(read.error().ToString().find("too many"), std::string::npos);
+  unlink(path);
 }
 
 TEST(ParsePolicy, NamesRoundTripAndUnknownIsAnError) {
