@@ -194,16 +194,26 @@ TEST(ComputeFileView, HostSocketsAreMaskedWhereTheViewShowsThem) {
                            [](const std::string& m) { return PathIsWithin(m, "/ws"); }));
 }
 
+// A Unix socket bound at `path` (its fd; -1 on failure).
+int BindUnixSocket(const std::string& path) {
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), std::min(path.size(), sizeof(addr.sun_path) - 1));
+  if (fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 TEST(ReadBoundUnixSockets, KeepsExistingPathnameSocketsOnly) {
   char dir_template[] = "/tmp/anvil-unix-table-XXXXXX";
   ASSERT_NE(mkdtemp(dir_template), nullptr);
   const std::string dir = dir_template;
   const std::string sock = dir + "/with space.sock", plain = dir + "/plain-file";
-  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, sock.c_str(), sock.size());
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  int fd = BindUnixSocket(sock);
+  ASSERT_GE(fd, 0);
   std::ofstream(plain) << "x";
   const std::string table = dir + "/unix";
   {
@@ -237,11 +247,8 @@ TEST(ReadBoundUnixSockets, ASocketBoundUnderAnotherNameIsFoundInItsDirectory) {
   ASSERT_NE(mkdtemp(dir_template), nullptr);
   const std::string dir = dir_template;
   const std::string temp = dir + "/cm.sock.tmp123", final_name = dir + "/cm.sock";
-  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, temp.c_str(), temp.size());
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  int fd = BindUnixSocket(temp);
+  ASSERT_GE(fd, 0);
   ASSERT_EQ(link(temp.c_str(), final_name.c_str()), 0);
   ASSERT_EQ(unlink(temp.c_str()), 0);
   std::ofstream(dir + "/not-a-socket") << "x";
