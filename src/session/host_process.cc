@@ -257,8 +257,23 @@ Result<ipc::Response> HostProcess::Call(const std::string& op, std::vector<std::
   if (pid_ <= 0) return Fail("internal", "host is not running");
   auto until = Clock::now() + deadline;
   uint64_t id = next_id_++;
+  // The host went away (its channel hung up, or its process ended): what it said on stderr and
+  // its exit status explain why; 125 is a sandbox layer it could not apply.
+  auto host_ended = [this]() -> Status {
+    DrainStderr();
+    Reap(1000);
+    DrainStderr();
+    std::string why = stderr_.empty() ? "exited" : stderr_;
+    while (!why.empty() && why.back() == '\n') why.pop_back();
+    int status = exit_status_;
+    if (pid_ > 0) Kill("host hung up");
+    return Fail(status == 125 ? "sandbox" : "error",
+                "the plugin host ended (status " + std::to_string(status) + "): " + why);
+  };
   if (auto s = SendAll(session_.Get(), ipc::EncodeRequest({id, "", op, std::move(args)})); !s) {
-    return tl::unexpected(s.error());
+    // A host that failed its sandbox set-up exits before it reads anything: the write then
+    // meets a closed channel, and the reason is the host's, not the channel's.
+    return tl::unexpected(host_ended().error());
   }
   char buf[65536];
   while (true) {
@@ -312,13 +327,7 @@ Result<ipc::Response> HostProcess::Call(const std::string& op, std::vector<std::
       }
     }
     if (p[0].revents & (POLLHUP | POLLERR) || p[1].revents) {
-      Reap(1000);
-      std::string why = stderr_.empty() ? "exited" : stderr_;
-      while (!why.empty() && why.back() == '\n') why.pop_back();
-      int status = exit_status_;
-      if (pid_ > 0) Kill("host hung up");
-      return Fail(status == 125 ? "sandbox" : "error",
-                  "the plugin host ended (status " + std::to_string(status) + "): " + why);
+      return tl::unexpected(host_ended().error());
     }
   }
 }
