@@ -182,6 +182,8 @@ class Server {
   std::mutex done_mu_;
   std::vector<Completion> done_;
   std::vector<std::thread> workers_;
+  size_t workers_running_ = 0;  // under queue_mu_; Loop waits for all before serving
+  std::condition_variable workers_cv_;
 };
 
 Status Server::Start(const std::string& socket_path) {
@@ -222,6 +224,11 @@ void Server::Worker(bool exec) {
   context.net = net_.get();
   auto& queue = exec ? exec_queue_ : queue_;
   auto& cv = exec ? exec_cv_ : queue_cv_;
+  {
+    std::lock_guard lock(queue_mu_);
+    ++workers_running_;
+  }
+  workers_cv_.notify_all();
   while (true) {
     std::shared_ptr<Job> job;
     {
@@ -276,6 +283,12 @@ int Server::Loop() {
     for (uint32_t i = 0; i < std::max<uint32_t>(1, options_.exec_limits.max_concurrent); ++i) {
       workers_.emplace_back([this] { Worker(true); });
     }
+  }
+  // Serve only once every worker runs: a worker's start-up then never meets what serving can
+  // bring (the file-descriptor limit reached, which sanitizer runtimes need a pipe to survive).
+  {
+    std::unique_lock lock(queue_mu_);
+    workers_cv_.wait(lock, [this] { return workers_running_ == workers_.size(); });
   }
   epoll_event events[64];
   while (running_) {
