@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "common/ascii.h"
+
 namespace anvil {
 
 namespace {
@@ -19,14 +21,6 @@ using Clock = std::chrono::steady_clock;
 void GlobalInitOnce() {
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
-
-std::string Lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
 }
 
 std::string_view Trim(std::string_view text) {
@@ -88,7 +82,7 @@ std::size_t OnHeader(char* data, std::size_t size, std::size_t count, void* user
   const auto colon = line.find(':');
   if (colon == std::string_view::npos || colon == 0) return n;  // blank line, obs-fold
   t->headers.push_back(
-      {Lower(Trim(line.substr(0, colon))), std::string(Trim(line.substr(colon + 1)))});
+      {AsciiLower(Trim(line.substr(0, colon))), std::string(Trim(line.substr(colon + 1)))});
   return n;
 }
 

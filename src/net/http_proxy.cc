@@ -14,7 +14,9 @@
 #include <cstring>
 #include <thread>
 
+#include "common/ascii.h"
 #include "common/unique_fd.h"
+#include "net/request_headers.h"
 #include "net/tls_client_hello.h"
 
 namespace anvil {
@@ -91,11 +93,6 @@ bool ReadHead(int fd, size_t cap, Clock::time_point deadline, std::string& buffe
     }
     buffer.append(chunk, static_cast<size_t>(n));
   }
-}
-
-std::string Lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
 }
 
 // Non-blocking connect with a deadline. Returns the connected socket or an invalid fd.
@@ -298,16 +295,6 @@ void Relay(int a, int b, const ProxyLimits& limits, Clock::time_point started,
   }
 }
 
-bool IsToken(std::string_view text) {
-  if (text.empty()) return false;
-  for (char c : text) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-    if (!ok) return false;
-  }
-  return true;
-}
-
 // The header lines of a plain-HTTP request (between the request line and the blank line) as
 // this proxy forwards them: each "name: value" with a token name right before the colon, no
 // folded continuation line, and no CR, LF or other control byte but tab anywhere. Anything
@@ -331,7 +318,7 @@ bool ValidHeaderLines(std::string_view lines, std::string& error) {
       }
     }
     size_t colon = line.find(':');
-    if (colon == std::string_view::npos || !IsToken(line.substr(0, colon))) {
+    if (colon == std::string_view::npos || !IsHttpToken(line.substr(0, colon))) {
       error = "malformed header name";
       return false;
     }
@@ -493,7 +480,7 @@ void HttpProxy::HandleConnection(int client) {
   std::string target_text = line.substr(sp1 + 1, sp2 - sp1 - 1);
   const bool tunnel = method == "CONNECT";
   std::string head_error;
-  if (!IsToken(method)) head_error = "malformed method";
+  if (!IsHttpToken(method)) head_error = "malformed method";
   if (head_error.empty() && !tunnel &&
       !ValidHeaderLines(std::string_view(buffer).substr(line_end + 2, head_end - line_end - 4),
                         head_error)) {
@@ -615,7 +602,7 @@ void HttpProxy::HandleConnection(int client) {
       size_t eol = buffer.find("\r\n", pos);
       std::string header = buffer.substr(pos, eol - pos);
       pos = eol + 2;
-      std::string name = Lower(header.substr(0, header.find(':')));
+      std::string name = AsciiLower(header.substr(0, header.find(':')));
       // Host: the absolute URI's authority, whatever the client wrote (RFC 9112 3.2.2), so a
       // shared server cannot be steered to a site other than the allowed one.
       if (name == "connection" || name == "proxy-connection" || name == "keep-alive" ||

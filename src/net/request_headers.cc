@@ -3,11 +3,11 @@
 #include <array>
 #include <nlohmann/json.hpp>
 
+#include "common/ascii.h"
+
 namespace anvil {
 
 namespace {
-
-char AsciiLower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -22,14 +22,6 @@ bool IsTokenChar(unsigned char c) {
   if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return true;
   constexpr std::string_view kSpecials = "!#$%&'*+-.^_`|~";
   return kSpecials.find(static_cast<char>(c)) != std::string_view::npos;
-}
-
-bool IsValidName(std::string_view name) {
-  if (name.empty()) return false;
-  for (unsigned char c : name) {
-    if (!IsTokenChar(c)) return false;
-  }
-  return true;
 }
 
 // field-value: visible ASCII, SP, HTAB and obs-text (>= 0x80). No CR, LF, NUL, no other control
@@ -63,6 +55,14 @@ constexpr std::array<std::string_view, 13> kForbidden = {"host",
 
 }  // namespace
 
+bool IsHttpToken(std::string_view text) {
+  if (text.empty()) return false;
+  for (unsigned char c : text) {
+    if (!IsTokenChar(c)) return false;
+  }
+  return true;
+}
+
 bool IsForbiddenRequestHeader(std::string_view name) {
   for (std::string_view forbidden : kForbidden) {
     if (EqualsIgnoreCase(name, forbidden)) return true;
@@ -82,7 +82,7 @@ Result<std::vector<HttpHeader>> ParseRequestHeaders(std::string_view json) {
   std::size_t bytes = 0;
   for (const auto& [name, value] : parsed.items()) {
     // The name first: only a validated name is ever echoed back in a message.
-    if (!IsValidName(name)) return Fail("invalid", "malformed header name");
+    if (!IsHttpToken(name)) return Fail("invalid", "malformed header name");
     if (!value.is_string()) return Fail("invalid", "header " + name + " must be a string");
     const std::string& text = value.get_ref<const std::string&>();
     if (!IsValidValue(text)) {

@@ -32,6 +32,9 @@ inline constexpr std::size_t kMaxRequestHeaderBytes = 16 * 1024;  // names + val
 // means none). Errors: "invalid" for malformed input, "denied" for a forbidden header name.
 Result<std::vector<HttpHeader>> ParseRequestHeaders(std::string_view json);
 
+// An RFC 9110 token (a header field name, a method): non-empty, tchar only.
+bool IsHttpToken(std::string_view text);
+
 // True for names the plugin may not set (case-insensitive).
 bool IsForbiddenRequestHeader(std::string_view name);
 

@@ -2,16 +2,11 @@
 
 #include <algorithm>
 
+#include "common/ascii.h"
+
 namespace anvil {
 
 namespace {
-
-std::string AsciiLower(std::string text) {
-  for (char& c : text) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return text;
-}
 
 // Same bound as common stub resolvers; a longer chain is a loop or an attack.
 constexpr int kMaxAliasDepth = 8;

@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <set>
 
+#include "common/ascii.h"
+
 namespace anvil {
 namespace {
 
@@ -83,14 +85,6 @@ bool ValidHostName(std::string_view name) {
   return true;
 }
 
-std::string Lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
-}
-
 // The server_name extension's body: a list holding at most one host_name.
 bool ParseServerName(std::string_view body, std::optional<std::string>& name, std::string& error) {
   Reader r(body);
@@ -116,7 +110,7 @@ bool ParseServerName(std::string_view body, std::optional<std::string>& name, st
       error = "server name is not a host name";
       return false;
     }
-    name = Lower(value);
+    name = AsciiLower(value);
   }
   return true;
 }

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <memory>
 
+#include "common/ascii.h"
+
 namespace anvil {
 
 namespace {
@@ -20,14 +22,6 @@ bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsHexDigit(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 bool IsAsciiLetter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool IsNonAscii(char c) { return static_cast<unsigned char>(c) >= 0x80; }
-
-std::string AsciiLower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
-}
 
 // Plugin-supplied text ends up in messages a person reads in a terminal: escape everything that
 // is not printable ASCII so a URL cannot carry terminal escape sequences, and bound the length.
