@@ -51,10 +51,11 @@ Status CheckNesting(std::string_view text, std::string_view source_name) {
   };
   // Skips a string whose opening quote is at `i`; leaves `i` after the closing quote(s), or at
   // the newline/end that makes it unterminated (the parser then reports it). Returns what is
-  // wrong when the string holds one of the two escape forms toml++ 3.3 classifies with its
-  // undefined-behaviour whitespace table (found by tests/fuzz/manifest_fuzzer): a backslash
-  // right before a non-ASCII character (never a valid escape), and in a multi-line string a
-  // non-ASCII character first after a line-ending backslash.
+  // wrong when the string holds one of the escape forms toml++ 3.3 classifies with its
+  // undefined-behaviour whitespace table (found by tests/fuzz/manifest_fuzzer and
+  // lockfile_fuzzer): a backslash right before a non-ASCII character (never a valid escape),
+  // and in a multi-line string a non-ASCII character after a backslash and blanks, with or
+  // without the line end that makes it a valid line-ending backslash.
   auto skip_string = [&](std::size_t& i) -> std::string {
     const char quote = text[i];
     const bool multi = text.compare(i, 3, std::string(3, quote)) == 0;
@@ -66,6 +67,8 @@ Status CheckNesting(std::string_view text, std::string_view source_name) {
         if (multi) {
           std::size_t j = i + 1;
           while (j < text.size() && (text[j] == ' ' || text[j] == '\t')) ++j;
+          if (non_ascii(j))
+            return "a backslash and blanks before a non-ASCII character in a string";
           if (j < text.size() && (text[j] == '\n' || text[j] == '\r')) {
             while (j < text.size() &&
                    (text[j] == ' ' || text[j] == '\t' || text[j] == '\n' || text[j] == '\r')) {
