@@ -66,6 +66,9 @@ APT_PACKAGES=(
     util-linux
     libclang-rt-14-dev
     passwd
+    # tests: setfacl lets the unprivileged test user (anviltest) through a 0700 directory above
+    # the build tree (a clone under `mktemp -d`), for that user only
+    acl
     # needed by this script itself (third-party source fetch below)
     debian-archive-keyring
     patch

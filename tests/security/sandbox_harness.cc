@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +21,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 namespace anvil::testing {
 
@@ -174,6 +176,63 @@ int Shell(const std::string& command) {
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
 }
 
+namespace {
+
+// Whether `user` may search (x) `dir`, asked of the kernel as that user.
+bool UserCanSearch(const TestUser& user, const std::string& dir) {
+  pid_t child = fork();
+  if (child < 0) return false;
+  if (child == 0) {
+    if (setgroups(0, nullptr) != 0 || setgid(user.gid) != 0 || setuid(user.uid) != 0) _exit(2);
+    _exit(access(dir.c_str(), X_OK) == 0 ? 0 : 1);
+  }
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+// The unprivileged tests run the built binaries and read the source tree as the test user, so
+// every directory above them must let that user through. A clone under `mktemp -d` (mode 0700)
+// does not, and each such test would fail on its own control run (status 123). The test user
+// alone is given search permission on each blocking directory, with an ACL entry (setfacl,
+// package acl); nothing else changes. Empty when both trees are reachable, else what blocks.
+std::string LetUserReachTheTrees(const TestUser& user) {
+  for (const char* tree : {ANVIL_BIN_DIR, ANVIL_SOURCE_DIR}) {
+    char* resolved = realpath(tree, nullptr);
+    if (!resolved) return std::string("cannot resolve ") + tree + ": " + std::strerror(errno);
+    const std::string path = resolved;
+    std::free(resolved);
+    std::vector<std::string> dirs{"/"};  // every directory from the root down to the tree
+    for (std::size_t at = path.find('/', 1);; at = path.find('/', at + 1)) {
+      dirs.push_back(at == std::string::npos ? path : path.substr(0, at));
+      if (at == std::string::npos) break;
+    }
+    for (const std::string& dir : dirs) {
+      if (UserCanSearch(user, dir)) continue;
+      Shell("setfacl -m u:" + std::to_string(user.uid) + ":x " + ShellQuote(dir) +
+            " >/dev/null 2>&1");
+      if (!UserCanSearch(user, dir)) {
+        return "the unprivileged test user '" + user.name + "' cannot reach " + tree + ": " + dir +
+               " does not let it through, and adding an ACL entry for it failed (setfacl, "
+               "package acl; a filesystem without ACL support?). Build and test from a "
+               "directory that user can traverse (e.g. chmod o+x " +
+               dir + ")";
+      }
+      std::fprintf(stderr, "[harness] gave '%s' search permission on %s (ACL entry)\n",
+                   user.name.c_str(), dir.c_str());
+    }
+  }
+  return {};
+}
+
+std::string& UnreachableTrees() {
+  static std::string problem;
+  return problem;
+}
+
+}  // namespace
+
 std::optional<TestUser> UnprivilegedUser() {
   const char* name = "anviltest";
   passwd* pw = getpwnam(name);
@@ -184,8 +243,17 @@ std::optional<TestUser> UnprivilegedUser() {
     if (!pw) std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   if (!pw) return std::nullopt;
-  return TestUser{pw->pw_uid, pw->pw_gid, name};
+  TestUser user{pw->pw_uid, pw->pw_gid, name};
+  // Once per test process; concurrent processes add the same ACL entry (idempotent).
+  static const bool reachable = [&] {
+    UnreachableTrees() = LetUserReachTheTrees(user);
+    return UnreachableTrees().empty();
+  }();
+  if (!reachable) return std::nullopt;
+  return user;
 }
+
+const std::string& UnprivilegedUserCannotReachTheBuild() { return UnreachableTrees(); }
 
 void ChownTree(const std::string& path, const TestUser& user) {
   Shell("chown -R " + std::to_string(user.uid) + ":" + std::to_string(user.gid) + " '" + path +
@@ -241,6 +309,9 @@ std::optional<CallerIdentity> MakeCaller(Caller caller) {
 
 void CallerTest::SetUp() {
   auto id = MakeCaller(GetParam());
+  if (!id && !UnprivilegedUserCannotReachTheBuild().empty()) {
+    GTEST_FAIL() << UnprivilegedUserCannotReachTheBuild();
+  }
   if (!id) {
     GTEST_SKIP() << "SKIPPED: cannot create the unprivileged test user 'anviltest' (useradd "
                     "failed); the unprivileged half of this attack was NOT tried";

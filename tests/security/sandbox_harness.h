@@ -84,13 +84,18 @@ std::string ShellQuote(const std::string& text);
 std::string UniqueToken(const std::string& prefix);
 
 // An unprivileged user for the tests that must also hold for non-root callers. Created once
-// (useradd) if missing; nullopt when it cannot be made (the test then reports a skip).
+// (useradd) if missing, and given search permission (an ACL entry for it alone) on any directory
+// above the build or source tree that would stop it, e.g. a clone under `mktemp -d`. nullopt
+// when it cannot be made (the test then reports a skip) or cannot reach the build (the test
+// fails with UnprivilegedUserCannotReachTheBuild()).
 struct TestUser {
   uid_t uid;
   gid_t gid;
   std::string name;
 };
 std::optional<TestUser> UnprivilegedUser();
+// Why the test user cannot reach the build or source tree; empty when it can (or not yet asked).
+const std::string& UnprivilegedUserCannotReachTheBuild();
 void ChownTree(const std::string& path, const TestUser& user);
 
 // Who runs `anvil`: the test's own root, or the unprivileged test user. Most attacks are tried
