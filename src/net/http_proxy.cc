@@ -577,19 +577,6 @@ void HttpProxy::HandleConnection(int client) {
       finish(verdict, why);
       return;
     }
-    // What the client sent first is forwarded here, ahead of the relay: it counts toward the
-    // byte cap like everything the relay moves.
-    if (rest.size() > config_.limits.max_bytes) {
-      rest.resize(config_.limits.max_bytes);
-      rec.bytes_up = rest.size();
-      if (!SendAll(upstream.Get(), rest)) {
-        finish("error", "upstream closed");
-      } else {
-        finish("allow", "byte cap");
-      }
-      return;
-    }
-    rec.bytes_up = rest.size();
   } else {
     // Origin-form request line, hop-by-hop and proxy headers dropped, one request per
     // connection.
@@ -614,8 +601,18 @@ void HttpProxy::HandleConnection(int client) {
     head += "Connection: close\r\n\r\n";
     rest = head + rest;
   }
+  // What goes to the server ahead of the relay (a tunnel's first bytes; a plain request's
+  // rewritten head and the body bytes that came with it) counts toward the byte cap like
+  // everything the relay moves.
+  const bool over_cap = rest.size() > config_.limits.max_bytes;
+  if (over_cap) rest.resize(config_.limits.max_bytes);
+  rec.bytes_up = rest.size();
   if (!rest.empty() && !SendAll(upstream.Get(), rest)) {
     finish("error", "upstream closed");
+    return;
+  }
+  if (over_cap) {
+    finish("allow", "byte cap");
     return;
   }
   std::string ended;

@@ -316,6 +316,81 @@ TEST(HttpProxyRelay, ATunnelCarryingExactlyTheByteCapIsWhole) {
   EXPECT_EQ(records[0].reason, "done");
 }
 
+TEST(HttpProxyRelay, APlainHttpRequestsHeadAndBodyCountTowardTheByteCap) {
+  // The proxy forwards a plain-HTTP request's rewritten head, and the body bytes that came with
+  // it, before the relay starts: they count like every byte the relay moves, so the answer the
+  // origin floods back gets through only up to the cap minus them. Benign: a small exchange
+  // under the same cap is whole.
+  const uint64_t cap = 256 * 1024;
+  const std::string body(30000, 'b');
+  StreamCheck got;
+  uint64_t at_origin = 0;
+  Origin origin([&](int fd) {
+    std::string head = ReadHead(fd);
+    at_origin = head.size();
+    std::vector<char> buf(body.size());
+    size_t have = 0;
+    while (have < body.size()) {
+      ssize_t n = ::recv(fd, buf.data() + have, body.size() - have, 0);
+      if (n <= 0) break;
+      have += static_cast<size_t>(n);
+    }
+    at_origin += have;
+    SendStream(fd, 16 * kMiB);  // fails once the proxy cuts
+  });
+  ProxyLimits limits;
+  limits.max_bytes = cap;
+  Proxy proxy(origin.port(), limits);
+  UniqueFd c = proxy.Connect();
+  std::string req =
+      "POST http://127.0.0.1:" + std::to_string(origin.port()) +
+      "/up HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: " + std::to_string(body.size()) +
+      "\r\n\r\n" + body;
+  ASSERT_EQ(::send(c.Get(), req.data(), req.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(req.size()));
+  ASSERT_TRUE(ReadToEnd(c.Get(), got));
+  c.Reset();
+  auto records = proxy.Records();
+  EXPECT_EQ(got.first_mismatch, UINT64_MAX);
+  EXPECT_GT(at_origin, body.size());
+  EXPECT_LE(at_origin + got.count, cap);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].reason, "byte cap");
+  EXPECT_EQ(records[0].bytes_up, at_origin);
+  EXPECT_EQ(records[0].bytes_down, cap - at_origin + 1);  // the one byte over that ended it
+}
+
+TEST(HttpProxyRelay, APlainHttpExchangeUnderTheByteCapIsWhole) {
+  const uint64_t cap = 256 * 1024;
+  const uint64_t size = 100000;
+  Origin origin([&](int fd) {
+    ReadHead(fd);
+    std::string head = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(size) +
+                       "\r\nConnection: close\r\n\r\n";
+    ::send(fd, head.data(), head.size(), MSG_NOSIGNAL);
+    SendStream(fd, size);
+  });
+  ProxyLimits limits;
+  limits.max_bytes = cap;
+  Proxy proxy(origin.port(), limits);
+  UniqueFd c = proxy.Connect();
+  std::string req = "GET http://127.0.0.1:" + std::to_string(origin.port()) +
+                    "/small HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  ASSERT_EQ(::send(c.Get(), req.data(), req.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(req.size()));
+  std::string head = ReadHead(c.Get());
+  EXPECT_EQ(head.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << head;
+  StreamCheck got;
+  ASSERT_TRUE(ReadToEnd(c.Get(), got));
+  EXPECT_EQ(got.count, size);
+  EXPECT_EQ(got.first_mismatch, UINT64_MAX);
+  c.Reset();
+  auto records = proxy.Records();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].reason, "done");
+  EXPECT_GT(records[0].bytes_up, 0u);
+}
+
 TEST(HttpProxyRelay, BothDirectionsRacingForTheByteCapForwardAtMostTheCapBetweenThem) {
   // Both directions flood at once and reach the cap at about the same time: between them no
   // more than the cap may get through, every byte of it in order.
