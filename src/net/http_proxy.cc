@@ -351,18 +351,21 @@ bool CheckServerName(const ProxyTarget& target, const std::optional<std::string>
 // CONNECT head) until it shows what the tunnel carries: a TLS ClientHello is checked
 // (CheckServerName) and a malformed one refused; a tunnel to port 443 must start with one;
 // anything else passes, as does a tunnel whose server speaks first (TLS never does). `first`
-// ends up holding the bytes to forward before the relay takes over.
+// ends up holding the bytes to forward before the relay takes over; `tls` says whether they
+// began with a ClientHello (CheckHelloRetry then follows the handshake).
 // On false, `verdict` is "deny" (a refused hello), "error" or "allow" (the tunnel idled out
 // before either side sent anything, as the relay's idle timeout would end it).
 bool CheckTunnelStart(int client, int upstream, const ProxyTarget& target,
-                      Clock::time_point deadline, std::string& first, std::string& verdict,
-                      std::string& reason) {
+                      Clock::time_point deadline, std::string& first, bool& tls,
+                      std::string& verdict, std::string& reason) {
   verdict = "deny";
+  tls = false;
   while (true) {
     if (!first.empty()) {
       ClientHello hello = ParseClientHello(first);
       switch (hello.status) {
         case ClientHelloStatus::kOk:
+          tls = true;
           return CheckServerName(target, hello.server_name, reason);
         case ClientHelloStatus::kMalformed:
           reason = "denied: TLS ClientHello refused: " + hello.error;
@@ -403,6 +406,105 @@ bool CheckTunnelStart(int client, int upstream, const ProxyTarget& target,
     }
     if (server_may_start && fds[1].revents != 0) return true;  // the server speaks first
   }
+}
+
+// A tunnel whose client began with a ClientHello that passed: reads what the server answers
+// first and forwards it to the client. A HelloRetryRequest (RFC 8446 4.1.4) makes the client
+// send a second ClientHello, in clear, that could name another site than the first did (a
+// client can always provoke one, e.g. by offering no key share): the whole HelloRetryRequest
+// record is forwarded, then the second hello is read and checked like the first before any of
+// it reaches the server. Anything else the server sends first (a ServerHello, an alert) ends
+// the checks and the relay carries the rest. What moves here counts in `rec` toward the byte
+// cap. On false, `verdict` and `reason` say why the tunnel ends.
+bool CheckHelloRetry(int client, int upstream, const ProxyTarget& target, const ProxyLimits& limits,
+                     ProxyAuditRecord& rec, std::string& verdict, std::string& reason) {
+  // Reads what `fd` has (at most `want` bytes in all) into `into`; false with verdict/reason on
+  // a timeout. A closed or failed socket reads as nothing more: the relay then sees it too.
+  auto read_some = [&](int fd, std::string& into, size_t want, Clock::time_point deadline,
+                       const char* late, bool& ended) {
+    ended = false;
+    pollfd p{fd, POLLIN, 0};
+    int r = poll(&p, 1, MillisLeft(deadline));
+    if (r < 0 && errno == EINTR) return true;
+    if (r <= 0) {
+      verdict = r == 0 && into.empty() && fd == upstream ? "allow" : "error";
+      reason = r != 0 ? std::string("poll: ") + std::strerror(errno) : late;
+      return false;
+    }
+    char buf[4096];
+    ssize_t n = ::recv(fd, buf, std::min(sizeof(buf), want - into.size()), MSG_DONTWAIT);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return true;
+    if (n <= 0) {
+      ended = true;
+      return true;
+    }
+    into.append(buf, static_cast<size_t>(n));
+    return true;
+  };
+  auto forward = [&](int to, const std::string& data, uint64_t& counter) {
+    if (rec.bytes_up + rec.bytes_down + data.size() > limits.max_bytes) {
+      verdict = "allow";
+      reason = "byte cap";
+      return false;
+    }
+    if (!SendAll(to, data)) {
+      verdict = "error";
+      reason = to == client ? "client closed" : "upstream closed";
+      return false;
+    }
+    counter += data.size();
+    return true;
+  };
+
+  std::string server;
+  size_t want = kServerHelloPrefixBytes;
+  ServerFirst kind = ServerFirst::kNeedMore;
+  bool ended = false;
+  const auto server_deadline = Clock::now() + limits.idle_timeout;
+  while (kind != ServerFirst::kOther && server.size() < want && !ended) {
+    if (!read_some(upstream, server, want, server_deadline, "idle timeout", ended)) return false;
+    if (kind == ServerFirst::kNeedMore) {
+      kind = ClassifyServerFirst(server);
+      if (kind == ServerFirst::kHelloRetryRequest) {
+        // The whole record: the client answers only once it has all of it.
+        const size_t length = (static_cast<size_t>(static_cast<uint8_t>(server[3])) << 8) |
+                              static_cast<uint8_t>(server[4]);
+        want = 5 + std::min<size_t>(length, kMaxClientHelloBytes - 5);
+      }
+    }
+  }
+  if (!server.empty() && !forward(client, server, rec.bytes_down)) return false;
+  if (kind != ServerFirst::kHelloRetryRequest || server.size() < want) return true;
+
+  std::string second;
+  const auto client_deadline =
+      Clock::now() + std::min<Clock::duration>(limits.head_timeout, limits.idle_timeout);
+  while (true) {
+    ClientHello hello = ParseSecondClientHello(second);
+    if (hello.status == ClientHelloStatus::kOk) {
+      if (!CheckServerName(target, hello.server_name, reason)) {
+        verdict = "deny";
+        reason += " (the second ClientHello, after a HelloRetryRequest)";
+        return false;
+      }
+      break;
+    }
+    if (hello.status != ClientHelloStatus::kNeedMore) {
+      verdict = "deny";
+      reason = "denied: TLS ClientHello refused: " + hello.error;
+      return false;
+    }
+    if (!read_some(client, second, kMaxSecondClientHelloBytes, client_deadline,
+                   "tunnel: the client's second TLS ClientHello did not arrive in time", ended)) {
+      return false;
+    }
+    if (ended) {
+      verdict = "error";
+      reason = "tunnel: the client closed before its second ClientHello";
+      return false;
+    }
+  }
+  return forward(upstream, second, rec.bytes_up);
 }
 
 }  // namespace
@@ -564,6 +666,7 @@ void HttpProxy::HandleConnection(int client) {
   }
   fcntl(upstream.Get(), F_SETFL, fcntl(upstream.Get(), F_GETFL) & ~O_NONBLOCK);
   std::string rest = buffer.substr(head_end);
+  bool tls = false;
   if (tunnel) {
     if (!SendAll(client, "HTTP/1.1 200 Connection Established\r\n\r\n")) {
       finish("error", "client closed");
@@ -572,7 +675,7 @@ void HttpProxy::HandleConnection(int client) {
     std::string verdict, why;
     const auto wait =
         std::min<Clock::duration>(config_.limits.head_timeout, config_.limits.idle_timeout);
-    if (!CheckTunnelStart(client, upstream.Get(), *target, Clock::now() + wait, rest, verdict,
+    if (!CheckTunnelStart(client, upstream.Get(), *target, Clock::now() + wait, rest, tls, verdict,
                           why)) {
       finish(verdict, why);
       return;
@@ -614,6 +717,13 @@ void HttpProxy::HandleConnection(int client) {
   if (over_cap) {
     finish("allow", "byte cap");
     return;
+  }
+  if (tls) {
+    std::string verdict, why;
+    if (!CheckHelloRetry(client, upstream.Get(), *target, config_.limits, rec, verdict, why)) {
+      finish(verdict, why);
+      return;
+    }
   }
   std::string ended;
   Relay(client, upstream.Get(), config_.limits, started, rec, ended);

@@ -10,6 +10,8 @@ namespace {
 
 constexpr uint8_t kHandshakeRecord = 0x16;
 constexpr uint8_t kClientHelloType = 0x01;
+constexpr uint8_t kServerHelloType = 0x02;
+constexpr uint8_t kChangeCipherSpecRecord = 0x14;
 constexpr uint16_t kServerNameExtension = 0;
 // Encrypted Client Hello (RFC 9849 draft numbering, as deployed) and its predecessor, encrypted
 // SNI: the outer name is a public front, the site the server picks is encrypted.
@@ -182,6 +184,50 @@ ClientHello ParseClientHello(std::string_view bytes) {
     }
   }
   return hello;
+}
+
+ClientHello ParseSecondClientHello(std::string_view bytes) {
+  // TLS 1.3's middlebox-compatibility ChangeCipherSpec record, the one record a client may send
+  // between a HelloRetryRequest and its second hello (RFC 8446 D.4).
+  constexpr std::string_view kCompatCcs("\x14\x03\x03\x00\x01\x01", 6);
+  if (!bytes.empty() && static_cast<uint8_t>(bytes[0]) == kChangeCipherSpecRecord) {
+    if (bytes.size() < kCompatCcs.size()) {
+      if (kCompatCcs.starts_with(bytes)) return ClientHello{};  // kNeedMore
+      return Malformed("a ChangeCipherSpec record before the second ClientHello");
+    }
+    if (!bytes.starts_with(kCompatCcs)) {
+      return Malformed("a ChangeCipherSpec record before the second ClientHello");
+    }
+    bytes.remove_prefix(kCompatCcs.size());
+  }
+  ClientHello hello = ParseClientHello(bytes);
+  if (hello.status == ClientHelloStatus::kNotTls) {
+    return Malformed(
+        "after a HelloRetryRequest the client sent something other than a ClientHello");
+  }
+  return hello;
+}
+
+ServerFirst ClassifyServerFirst(std::string_view bytes) {
+  // RFC 8446 4.1.3: SHA-256("HelloRetryRequest").
+  constexpr std::string_view kHelloRetryRandom(
+      "\xcf\x21\xad\x74\xe5\x9a\x61\x11\xbe\x1d\x8c\x02\x1e\x65\xb8\x91"
+      "\xc2\xa2\x11\x16\x7a\xbb\x8c\x5e\x07\x9e\x09\xe2\xc8\xa8\x33\x9c",
+      32);
+  if (bytes.empty()) return ServerFirst::kNeedMore;
+  if (static_cast<uint8_t>(bytes[0]) != kHandshakeRecord) return ServerFirst::kOther;
+  if (bytes.size() >= kRecordHeader) {
+    const size_t length =
+        (static_cast<size_t>(static_cast<uint8_t>(bytes[3])) << 8) | static_cast<uint8_t>(bytes[4]);
+    if (length < kServerHelloPrefixBytes - kRecordHeader) return ServerFirst::kOther;
+  }
+  if (bytes.size() > kRecordHeader && static_cast<uint8_t>(bytes[5]) != kServerHelloType) {
+    return ServerFirst::kOther;
+  }
+  if (bytes.size() < kServerHelloPrefixBytes) return ServerFirst::kNeedMore;
+  return bytes.substr(kRecordHeader + 4 + 2, 32) == kHelloRetryRandom
+             ? ServerFirst::kHelloRetryRequest
+             : ServerFirst::kOther;
 }
 
 }  // namespace anvil

@@ -8,7 +8,10 @@
 // sends a hello of a few KiB in one record; a hello split across records is refused as
 // malformed rather than reassembled). A hello with Encrypted Client Hello (or the older
 // encrypted SNI) is refused as kMalformed: its clear name is a public front, the real one is
-// hidden. Only the first hello is read: a second one after a HelloRetryRequest is not checked.
+// hidden. A server may answer the first hello with a HelloRetryRequest, and the client then
+// sends a second hello, also in clear, which could name another site: ClassifyServerFirst tells
+// the proxy when that happens, and ParseSecondClientHello reads that hello to be checked like
+// the first.
 #pragma once
 
 #include <cstddef>
@@ -36,5 +39,22 @@ inline constexpr size_t kMaxClientHelloBytes = 5 + 16384;
 
 // Parses the bytes a client sent first. kNeedMore until a whole record is there.
 ClientHello ParseClientHello(std::string_view bytes);
+
+// Parses what a client sends after a HelloRetryRequest: at most TLS 1.3's compatibility
+// ChangeCipherSpec record (14 03 03 00 01 01), then a ClientHello as ParseClientHello reads it.
+// Anything else (another record, other protocol bytes) is kMalformed: TLS allows nothing else.
+ClientHello ParseSecondClientHello(std::string_view bytes);
+inline constexpr size_t kMaxSecondClientHelloBytes = 6 + kMaxClientHelloBytes;
+
+// What a TLS server sent first, after the client's hello.
+enum class ServerFirst {
+  kNeedMore,           // a prefix of a ServerHello record: read more (up to the prefix below)
+  kHelloRetryRequest,  // a ServerHello with RFC 8446's HelloRetryRequest random: a second
+                       // ClientHello follows
+  kOther,              // anything else (a ServerHello, an alert, not TLS): no second hello
+};
+// The bytes that decide it: record header, handshake header, legacy_version and random.
+inline constexpr size_t kServerHelloPrefixBytes = 5 + 4 + 2 + 32;
+ServerFirst ClassifyServerFirst(std::string_view bytes);
 
 }  // namespace anvil

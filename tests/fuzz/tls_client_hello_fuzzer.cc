@@ -1,7 +1,10 @@
 // The TLS ClientHello reader of anvil-proxy's CONNECT tunnels (src/net/tls_client_hello; issue 8,
 // threat model T2). Invariants: no read outside the input (ASan); a name is only ever reported
 // for a complete hello and is a lower-case host name; a complete hello's verdict does not
-// change when more bytes follow it, and every proper prefix of it asks for more.
+// change when more bytes follow it, and every proper prefix of it asks for more. The same
+// bytes also go through the second-hello reader (after a HelloRetryRequest: the verdict on a
+// hello behind the compatibility ChangeCipherSpec is the first reader's) and the server-first
+// classifier (a verdict other than "need more" never changes with more bytes).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -37,6 +40,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto prefix = anvil::ParseClientHello(bytes.substr(0, size - 1));
     Require(prefix.status == anvil::ClientHelloStatus::kNeedMore,
             "a proper prefix of a complete hello did not ask for more", bytes);
+  }
+  const std::string ccs("\x14\x03\x03\x00\x01\x01", 6);
+  auto second = anvil::ParseSecondClientHello(ccs + std::string(bytes));
+  if (hello.status != anvil::ClientHelloStatus::kNotTls) {
+    Require(second.status == hello.status && second.server_name == hello.server_name,
+            "a second hello behind the ChangeCipherSpec read differently", bytes);
+  } else {
+    Require(second.status == anvil::ClientHelloStatus::kMalformed,
+            "a second hello that is not TLS was not refused", bytes);
+  }
+  const auto kind = anvil::ClassifyServerFirst(bytes);
+  if (kind != anvil::ServerFirst::kNeedMore) {
+    Require(anvil::ClassifyServerFirst(std::string(bytes) + "xyz") == kind,
+            "more server bytes changed the verdict", bytes);
+  } else {
+    Require(size < anvil::kServerHelloPrefixBytes, "a full prefix still asks for more", bytes);
   }
   return 0;
 }

@@ -21,6 +21,7 @@
 #include "loopback_socket.h"
 #include "net/http_proxy.h"
 #include "net/proxy_policy.h"
+#include "tls_hello.h"
 
 namespace anvil::testing {
 namespace {
@@ -514,6 +515,141 @@ TEST(HttpProxyRelay, ASilentTunnelIsCutAtTheIdleTimeout) {
   auto records = proxy.Records();
   ASSERT_EQ(records.size(), 1u);
   EXPECT_EQ(records[0].reason, "idle timeout");
+}
+
+// A TLS 1.3 HelloRetryRequest as a server sends it: a ServerHello record whose random is RFC
+// 8446's fixed value (TLS_AES_128_GCM_SHA256, supported_versions 1.3).
+std::string HelloRetryRecord() {
+  const std::string random(
+      "\xcf\x21\xad\x74\xe5\x9a\x61\x11\xbe\x1d\x8c\x02\x1e\x65\xb8\x91"
+      "\xc2\xa2\x11\x16\x7a\xbb\x8c\x5e\x07\x9e\x09\xe2\xc8\xa8\x33\x9c",
+      32);
+  const std::string body = std::string("\x03\x03", 2) + random +
+                           std::string("\x00\x13\x01\x00", 4) +
+                           std::string("\x00\x06\x00\x2b\x00\x02\x03\x04", 8);
+  const std::string msg = std::string("\x02\x00", 2) + static_cast<char>(body.size() >> 8) +
+                          static_cast<char>(body.size() & 0xff) + body;
+  return std::string("\x16\x03\x03", 3) + static_cast<char>(msg.size() >> 8) +
+         static_cast<char>(msg.size() & 0xff) + msg;
+}
+
+// Reads exactly `n` bytes (fewer on EOF or a 10 s silence).
+std::string ReadExactly(int fd, size_t n) {
+  std::string out;
+  char buf[4096];
+  while (out.size() < n) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 10000) <= 0) break;
+    ssize_t got = ::recv(fd, buf, std::min(sizeof(buf), n - out.size()), 0);
+    if (got <= 0) break;
+    out.append(buf, static_cast<size_t>(got));
+  }
+  return out;
+}
+
+// Reads until EOF or 10 s of silence.
+std::string ReadAll(int fd) {
+  std::string out;
+  char buf[4096];
+  while (true) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 10000) <= 0) break;
+    ssize_t got = ::recv(fd, buf, sizeof(buf), 0);
+    if (got <= 0) break;
+    out.append(buf, static_cast<size_t>(got));
+  }
+  return out;
+}
+
+// A client can make any TLS 1.3 server answer with a HelloRetryRequest (its first hello offers
+// no key share the server takes), and then sends a second ClientHello, in clear. The proxy
+// checks that one like the first: one that names a site the tunnel was not opened for
+// (domain fronting, the second time round) never reaches the server, and neither does anything
+// but a hello (after at most the compatibility ChangeCipherSpec). Benign next to it: a second
+// hello that passes, behind the ChangeCipherSpec, arrives byte for byte and the tunnel carries
+// on. The tunnel's target is an address, so a hello may carry no server name but not one.
+TEST(HttpProxyTunnel, TheSecondClientHelloAfterAHelloRetryRequestIsCheckedLikeTheFirst) {
+  const std::string first = RealClientHello("");
+  const std::string ccs("\x14\x03\x03\x00\x01\x01", 6);
+  const std::string hrr = HelloRetryRecord();
+  struct Case {
+    std::string next;  // what the client sends after the HelloRetryRequest
+    bool passes;
+    std::string reason;  // in the audit record when refused
+  };
+  const std::vector<Case> cases = {
+      {ccs + RealClientHello(""), true, ""},
+      {RealClientHello(""), true, ""},
+      {ccs + RealClientHello("evil.test"), false,
+       "TLS server name evil.test on a tunnel to the address 127.0.0.1 (the second "
+       "ClientHello, after a HelloRetryRequest)"},
+      {std::string("\x17\x03\x03\x00\x05hello", 10), false, "something other than a ClientHello"},
+      {ccs + ccs + RealClientHello(""), false, "something other than a ClientHello"},
+  };
+  for (const auto& c : cases) {
+    std::string at_origin;
+    Origin origin([&](int fd) {
+      at_origin = ReadExactly(fd, first.size());
+      // The retry request in two pieces: the proxy must wait for the whole record.
+      ::send(fd, hrr.data(), 20, MSG_NOSIGNAL);
+      std::this_thread::sleep_for(50ms);
+      ::send(fd, hrr.data() + 20, hrr.size() - 20, MSG_NOSIGNAL);
+      std::string next = ReadExactly(fd, c.next.size());
+      at_origin += next;
+      if (next.size() == c.next.size()) ::send(fd, "server-says-hi", 14, MSG_NOSIGNAL);
+    });
+    Proxy proxy(origin.port(), {});
+    UniqueFd client = proxy.Tunnel(origin.port());
+    ASSERT_EQ(::send(client.Get(), first.data(), first.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(first.size()));
+    EXPECT_EQ(ReadExactly(client.Get(), hrr.size()), hrr);
+    ASSERT_EQ(::send(client.Get(), c.next.data(), c.next.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(c.next.size()));
+    const std::string answer = ReadAll(client.Get());
+    client.Reset();
+    auto records = proxy.Records();
+    ASSERT_EQ(records.size(), 1u);
+    if (c.passes) {
+      EXPECT_EQ(at_origin, first + c.next);
+      EXPECT_EQ(answer, "server-says-hi");
+      EXPECT_EQ(records[0].verdict, "allow") << records[0].reason;
+      EXPECT_EQ(records[0].bytes_up, first.size() + c.next.size());
+    } else {
+      EXPECT_EQ(at_origin, first) << "a refused second hello reached the server";
+      EXPECT_EQ(answer, "");
+      EXPECT_EQ(records[0].verdict, "deny");
+      EXPECT_NE(records[0].reason.find(c.reason), std::string::npos) << records[0].reason;
+    }
+  }
+}
+
+TEST(HttpProxyTunnel, AnOrdinaryServerHelloEndsTheChecksAndTheTunnelCarriesOn) {
+  // No retry: whatever the client sends after the server's first flight is not inspected (it
+  // is encrypted), so an application-data record goes through.
+  const std::string first = RealClientHello("");
+  std::string server_hello = HelloRetryRecord();
+  server_hello[11] = '\x00';  // another random: an ordinary ServerHello
+  const std::string data("\x17\x03\x03\x00\x05hello", 10);
+  std::string at_origin;
+  Origin origin([&](int fd) {
+    at_origin = ReadExactly(fd, first.size());
+    ::send(fd, server_hello.data(), server_hello.size(), MSG_NOSIGNAL);
+    at_origin += ReadExactly(fd, data.size());
+  });
+  Proxy proxy(origin.port(), {});
+  UniqueFd client = proxy.Tunnel(origin.port());
+  ASSERT_EQ(::send(client.Get(), first.data(), first.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(first.size()));
+  EXPECT_EQ(ReadExactly(client.Get(), server_hello.size()), server_hello);
+  ASSERT_EQ(::send(client.Get(), data.data(), data.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(data.size()));
+  ReadAll(client.Get());
+  client.Reset();
+  auto records = proxy.Records();
+  EXPECT_EQ(at_origin, first + data);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].verdict, "allow");
+  EXPECT_EQ(records[0].bytes_down, server_hello.size());
 }
 
 }  // namespace

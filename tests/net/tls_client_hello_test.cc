@@ -8,25 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "test_pki.h"
+#include "tls_hello.h"
+
 namespace anvil {
 namespace {
 
-// The first bytes a real TLS client (OpenSSL, TLS 1.2-1.3) sends, with `sni` ("" = none).
-std::string RealClientHello(const char* sni) {
-  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
-  SSL* ssl = SSL_new(ctx);
-  BIO* in = BIO_new(BIO_s_mem());
-  BIO* out = BIO_new(BIO_s_mem());
-  SSL_set_bio(ssl, in, out);
-  if (sni[0] != '\0') SSL_set_tlsext_host_name(ssl, sni);
-  SSL_connect(ssl);  // writes the hello into `out`, then wants to read
-  char* data = nullptr;
-  long n = BIO_get_mem_data(out, &data);
-  std::string hello(data, static_cast<size_t>(n));
-  SSL_free(ssl);
-  SSL_CTX_free(ctx);
-  return hello;
-}
+using testing::RealClientHello;
 
 std::string U16(size_t v) { return {static_cast<char>(v >> 8), static_cast<char>(v & 0xff)}; }
 
@@ -119,6 +107,109 @@ TEST(ParseClientHello, HandBuiltHellosParseAndMalformedOnesAreRefused) {
   auto other = ParseClientHello(Hello(SniExtension({{1, "x.test"}, {0, "a.test"}})));
   ASSERT_EQ(other.status, ClientHelloStatus::kOk) << other.error;
   EXPECT_EQ(other.server_name, "a.test");
+}
+
+// What a real OpenSSL client and server send each other in memory: the first hello, the
+// server's first flight, and what the client sends after it. With `retry` the server accepts
+// only P-256 while the client's first hello carries only an X25519 key share, so the server
+// answers with a HelloRetryRequest and the client sends a second hello.
+struct Exchange {
+  std::string hello, server_first, client_next;
+};
+
+std::string Drain(BIO* bio) {
+  char* data = nullptr;
+  long n = BIO_get_mem_data(bio, &data);
+  std::string out(data, static_cast<size_t>(n));
+  (void)BIO_reset(bio);
+  return out;
+}
+
+Exchange RealExchange(const char* sni, bool retry) {
+  Exchange e;
+  auto* pki = testing::TestPki::Shared();
+  if (!pki) return e;
+  const auto leaf = pki->Leaf("api");
+  SSL_CTX* cctx = SSL_CTX_new(TLS_client_method());
+  SSL_CTX* sctx = SSL_CTX_new(TLS_server_method());
+  SSL_CTX_set1_groups_list(cctx, "X25519:P-256");
+  SSL_CTX_set1_groups_list(sctx, retry ? "P-256" : "X25519:P-256");
+  EXPECT_EQ(SSL_CTX_use_certificate_chain_file(sctx, leaf.cert_path.c_str()), 1);
+  EXPECT_EQ(SSL_CTX_use_PrivateKey_file(sctx, leaf.key_path.c_str(), SSL_FILETYPE_PEM), 1);
+  SSL* c = SSL_new(cctx);
+  SSL* sv = SSL_new(sctx);
+  BIO* c_in = BIO_new(BIO_s_mem());
+  BIO* c_out = BIO_new(BIO_s_mem());
+  BIO* s_in = BIO_new(BIO_s_mem());
+  BIO* s_out = BIO_new(BIO_s_mem());
+  SSL_set_bio(c, c_in, c_out);
+  SSL_set_bio(sv, s_in, s_out);
+  if (sni[0] != '\0') SSL_set_tlsext_host_name(c, sni);
+  SSL_connect(c);
+  e.hello = Drain(c_out);
+  BIO_write(s_in, e.hello.data(), static_cast<int>(e.hello.size()));
+  SSL_accept(sv);
+  e.server_first = Drain(s_out);
+  BIO_write(c_in, e.server_first.data(), static_cast<int>(e.server_first.size()));
+  SSL_connect(c);
+  e.client_next = Drain(c_out);
+  SSL_free(c);
+  SSL_free(sv);
+  SSL_CTX_free(cctx);
+  SSL_CTX_free(sctx);
+  return e;
+}
+
+TEST(HelloRetry, ARealHelloRetryRequestIsRecognisedAndTheSecondHelloRead) {
+  Exchange e = RealExchange("api.anvil.test", true);
+  ASSERT_EQ(ParseClientHello(e.hello).server_name, "api.anvil.test");
+  ASSERT_GE(e.server_first.size(), kServerHelloPrefixBytes);
+  EXPECT_EQ(ClassifyServerFirst(e.server_first), ServerFirst::kHelloRetryRequest);
+  for (size_t cut = 0; cut < kServerHelloPrefixBytes; ++cut) {
+    EXPECT_EQ(ClassifyServerFirst(e.server_first.substr(0, cut)), ServerFirst::kNeedMore) << cut;
+  }
+  // OpenSSL sends the compatibility ChangeCipherSpec first, then the second hello.
+  ASSERT_EQ(e.client_next.rfind(std::string("\x14\x03\x03\x00\x01\x01", 6), 0), 0u);
+  auto second = ParseSecondClientHello(e.client_next);
+  ASSERT_EQ(second.status, ClientHelloStatus::kOk) << second.error;
+  EXPECT_EQ(second.server_name, "api.anvil.test");
+  for (size_t cut = 0; cut < e.client_next.size(); cut += 5) {
+    EXPECT_EQ(ParseSecondClientHello(e.client_next.substr(0, cut)).status,
+              ClientHelloStatus::kNeedMore)
+        << cut;
+  }
+  // Without the ChangeCipherSpec (a client not in compatibility mode) it reads the same.
+  second = ParseSecondClientHello(e.client_next.substr(6));
+  ASSERT_EQ(second.status, ClientHelloStatus::kOk) << second.error;
+  EXPECT_EQ(second.server_name, "api.anvil.test");
+}
+
+TEST(HelloRetry, AnOrdinaryServerHelloOrAnAlertMeansNoSecondHello) {
+  Exchange e = RealExchange("api.anvil.test", false);
+  ASSERT_GE(e.server_first.size(), kServerHelloPrefixBytes);
+  EXPECT_EQ(ClassifyServerFirst(e.server_first), ServerFirst::kOther);
+  EXPECT_EQ(ClassifyServerFirst(std::string("\x15\x03\x03\x00\x02\x02\x28", 7)),
+            ServerFirst::kOther);                                        // an alert
+  EXPECT_EQ(ClassifyServerFirst("SSH-2.0-x\r\n"), ServerFirst::kOther);  // not TLS
+  // A handshake record too short to hold a ServerHello, or holding another message.
+  EXPECT_EQ(ClassifyServerFirst(std::string("\x16\x03\x03\x00\x04", 5)), ServerFirst::kOther);
+  EXPECT_EQ(ClassifyServerFirst(std::string("\x16\x03\x03\x00\x40\x0b", 6)), ServerFirst::kOther);
+}
+
+TEST(HelloRetry, AfterARetryOnlyACompatibilityChangeCipherSpecMayPrecedeTheSecondHello) {
+  const std::string hello = RealClientHello("a.test");
+  for (const std::string& before :
+       {std::string("\x14\x03\x03\x00\x01\x02", 6), std::string("\x14\x03\x01\x00\x01\x01", 6),
+        std::string("\x17\x03\x03\x00\x01\x00", 6), std::string("\x15\x03\x03\x00\x02\x01\x00", 7),
+        std::string("\x14\x03\x03\x00\x01\x01\x14\x03\x03\x00\x01\x01", 12)}) {
+    EXPECT_EQ(ParseSecondClientHello(before + hello).status, ClientHelloStatus::kMalformed);
+  }
+  EXPECT_EQ(ParseSecondClientHello("GET / HTTP/1.1\r\n\r\n").status, ClientHelloStatus::kMalformed);
+  EXPECT_EQ(ParseSecondClientHello(std::string("\x14\x03\x04", 3)).status,
+            ClientHelloStatus::kMalformed);
+  auto ok = ParseSecondClientHello(std::string("\x14\x03\x03\x00\x01\x01", 6) + hello);
+  ASSERT_EQ(ok.status, ClientHelloStatus::kOk) << ok.error;
+  EXPECT_EQ(ok.server_name, "a.test");
 }
 
 }  // namespace

@@ -20,6 +20,8 @@
 #include "net/ip_address.h"
 #include "sandbox_harness.h"
 #include "test_dns_server.h"
+#include "test_https_server.h"
+#include "test_pki.h"
 
 namespace anvil::testing {
 namespace {
@@ -498,6 +500,32 @@ TEST_P(T8SandboxProxy, TlsServerNameMustBeTheConnectTarget) {
             std::string::npos)
       << log;
   EXPECT_NE(log.find("TLS ClientHello without a server name"), std::string::npos) << log;
+}
+
+TEST_P(T8SandboxProxy, HttpsThroughATunnelCompletesWithAndWithoutAHelloRetryRequest) {
+  // curl inside the sandbox, HTTPS to an allowed name through the proxy, to a real TLS server:
+  // once as servers usually answer, once from a server that takes only P-256, so curl's first
+  // hello (an X25519 key share) gets a HelloRetryRequest and curl sends a second hello, which
+  // the proxy reads and checks (it names the tunnel's host) before the server gets it.
+  auto* pki = TestPki::Shared();
+  ASSERT_NE(pki, nullptr);
+  auto dns = TestDnsServer::Start();
+  ASSERT_TRUE(dns);
+  dns->Set("api.anvil.test", {IpAddress::V4(127, 0, 0, 2)});
+  Shell("cp '" + pki->ca_path() + "' '" + ws_.path() + "/ca.pem'");
+  caller_.Give(ws_.path());
+  for (const std::string groups : {"", "P-256"}) {
+    auto server = TestHttpsServer::Start("127.0.0.2", 0, pki->Leaf("api"), "api", groups);
+    ASSERT_TRUE(server);
+    const std::string port = std::to_string(server->port());
+    auto r = Proxy({"--allow-host", "api.anvil.test:" + port, "--unsafe-test-allow-address",
+                    "127.0.0.2:" + port, "--unsafe-test-resolver", dns->Address()},
+                   {"/usr/bin/curl", "-sS", "--cacert", ws_.path() + "/ca.pem",
+                    "https://api.anvil.test:" + port + "/hello"});
+    EXPECT_EQ(r.status, 0) << groups << ": " << r.err;
+    EXPECT_EQ(r.out, "hello from api") << groups << ": " << r.err;
+    EXPECT_EQ(server->Connections(), 1) << groups;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Callers, T8SandboxProxy, ::testing::ValuesIn(kAllCallers),

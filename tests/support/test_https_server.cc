@@ -72,7 +72,8 @@ std::string Response(int status, const std::string& extra_headers, const std::st
 
 std::unique_ptr<TestHttpsServer> TestHttpsServer::Start(const std::string& address,
                                                         std::uint16_t port, const TestLeaf& leaf,
-                                                        const std::string& name) {
+                                                        const std::string& name,
+                                                        const std::string& groups) {
   // A client that gives up mid-response (a cap, a timeout) must not kill the test with SIGPIPE.
   signal(SIGPIPE, SIG_IGN);
   std::unique_ptr<TestHttpsServer> s(new TestHttpsServer());
@@ -83,6 +84,10 @@ std::unique_ptr<TestHttpsServer> TestHttpsServer::Start(const std::string& addre
   if (ctx == nullptr || SSL_CTX_use_certificate_chain_file(ctx, leaf.cert_path.c_str()) != 1 ||
       SSL_CTX_use_PrivateKey_file(ctx, leaf.key_path.c_str(), SSL_FILETYPE_PEM) != 1) {
     ADD_FAILURE() << "test HTTPS server: cannot load " << leaf.cert_path;
+    return nullptr;
+  }
+  if (!groups.empty() && SSL_CTX_set1_groups_list(ctx, groups.c_str()) != 1) {
+    ADD_FAILURE() << "test HTTPS server: bad groups " << groups;
     return nullptr;
   }
   s->listen_.Reset(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));

@@ -32,9 +32,12 @@ namespace anvil::testing {
 
 class TestHttpsServer {
  public:
-  // `address` must be a loopback IPv4 literal ("127.0.0.2"); port 0 picks one.
+  // `address` must be a loopback IPv4 literal ("127.0.0.2"); port 0 picks one. `groups`, when
+  // set, is the server's whole list of key-exchange groups (OpenSSL syntax, "P-256"): a client
+  // whose first hello offers a key share for none of them gets a HelloRetryRequest.
   static std::unique_ptr<TestHttpsServer> Start(const std::string& address, std::uint16_t port,
-                                                const TestLeaf& leaf, const std::string& name);
+                                                const TestLeaf& leaf, const std::string& name,
+                                                const std::string& groups = "");
   ~TestHttpsServer();
 
   std::uint16_t port() const { return port_; }
