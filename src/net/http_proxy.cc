@@ -351,22 +351,34 @@ bool CheckServerName(const ProxyTarget& target, const std::optional<std::string>
 // CONNECT head) until it shows what the tunnel carries: a TLS ClientHello is checked
 // (CheckServerName) and a malformed one refused; a tunnel to port 443 must start with one;
 // anything else passes, as does a tunnel whose server speaks first (TLS never does). `first`
-// ends up holding the bytes to forward before the relay takes over; `tls` says whether they
-// began with a ClientHello (CheckHelloRetry then follows the handshake).
+// ends up holding the bytes to forward now. For TLS (`hello.tls`) that is only the hello's
+// record: whatever came after it is held (`hello.held`) until CheckHelloRetry has seen what
+// the server answered, since after a retry request it would be the client's second hello.
 // On false, `verdict` is "deny" (a refused hello), "error" or "allow" (the tunnel idled out
 // before either side sent anything, as the relay's idle timeout would end it).
+struct TunnelHello {
+  bool tls = false;         // the tunnel began with a ClientHello that passed
+  bool early_data = false;  // it offered 0-RTT early data
+  std::string held;         // bytes the client sent after it, not forwarded yet
+};
+
 bool CheckTunnelStart(int client, int upstream, const ProxyTarget& target,
-                      Clock::time_point deadline, std::string& first, bool& tls,
+                      Clock::time_point deadline, std::string& first, TunnelHello& tls,
                       std::string& verdict, std::string& reason) {
   verdict = "deny";
-  tls = false;
+  tls = {};
   while (true) {
     if (!first.empty()) {
       ClientHello hello = ParseClientHello(first);
       switch (hello.status) {
         case ClientHelloStatus::kOk:
-          tls = true;
-          return CheckServerName(target, hello.server_name, reason);
+          if (!CheckServerName(target, hello.server_name, reason)) return false;
+          tls.tls = true;
+          tls.early_data = hello.offers_early_data;
+          tls.held = first.substr(hello.record_size);
+          first.resize(hello.record_size);
+          return true;
+        case ClientHelloStatus::kAlert:
         case ClientHelloStatus::kMalformed:
           reason = "denied: TLS ClientHello refused: " + hello.error;
           return false;
@@ -408,19 +420,23 @@ bool CheckTunnelStart(int client, int upstream, const ProxyTarget& target,
   }
 }
 
-// A tunnel whose client began with a ClientHello that passed: reads what the server answers
-// first and forwards it to the client. A HelloRetryRequest (RFC 8446 4.1.4) makes the client
-// send a second ClientHello, in clear, that could name another site than the first did (a
-// client can always provoke one, e.g. by offering no key share): the whole HelloRetryRequest
-// record is forwarded, then the second hello is read and checked like the first before any of
-// it reaches the server. Anything else the server sends first (a ServerHello, an alert) ends
-// the checks and the relay carries the rest. What moves here counts in `rec` toward the byte
-// cap. On false, `verdict` and `reason` say why the tunnel ends.
+// A tunnel whose client began with a ClientHello that passed (forwarded) and `tls.held` (what
+// the client sent after it, held back): reads what the server answers first and forwards it to
+// the client. A HelloRetryRequest (RFC 8446 4.1.4) makes the client send a second ClientHello,
+// in clear, that could name another site than the first did (a client can always provoke one,
+// e.g. by offering no key share): the whole retry request is forwarded, then the second hello
+// (the held bytes first) is read and checked like the first before any of it reaches the
+// server; nothing but at most a compatibility ChangeCipherSpec and, after a 0-RTT offer, early
+// data may come before it, and nothing after it. Anything else the server sends first (a
+// ServerHello, an alert) ends the checks: the held bytes go on and the relay carries the rest.
+// What moves here counts in `rec` toward the byte cap. On false, `verdict` and `reason` say why
+// the tunnel ends.
 bool CheckHelloRetry(int client, int upstream, const ProxyTarget& target, const ProxyLimits& limits,
-                     ProxyAuditRecord& rec, std::string& verdict, std::string& reason) {
-  // Reads what `fd` has (at most `want` bytes in all) into `into`; false with verdict/reason on
-  // a timeout. A closed or failed socket reads as nothing more: the relay then sees it too.
-  auto read_some = [&](int fd, std::string& into, size_t want, Clock::time_point deadline,
+                     const TunnelHello& tls, ProxyAuditRecord& rec, std::string& verdict,
+                     std::string& reason) {
+  // Reads what `fd` has (at most `limit` bytes in all) into `into`. False with verdict/reason
+  // on a timeout or a poll error; `ended` when the peer closed or the socket failed.
+  auto read_some = [&](int fd, std::string& into, size_t limit, Clock::time_point deadline,
                        const char* late, bool& ended) {
     ended = false;
     pollfd p{fd, POLLIN, 0};
@@ -432,7 +448,7 @@ bool CheckHelloRetry(int client, int upstream, const ProxyTarget& target, const 
       return false;
     }
     char buf[4096];
-    ssize_t n = ::recv(fd, buf, std::min(sizeof(buf), want - into.size()), MSG_DONTWAIT);
+    ssize_t n = ::recv(fd, buf, std::min(sizeof(buf), limit - into.size()), MSG_DONTWAIT);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) return true;
     if (n <= 0) {
       ended = true;
@@ -442,6 +458,7 @@ bool CheckHelloRetry(int client, int upstream, const ProxyTarget& target, const 
     return true;
   };
   auto forward = [&](int to, const std::string& data, uint64_t& counter) {
+    if (data.empty()) return true;
     if (rec.bytes_up + rec.bytes_down + data.size() > limits.max_bytes) {
       verdict = "allow";
       reason = "byte cap";
@@ -456,31 +473,42 @@ bool CheckHelloRetry(int client, int upstream, const ProxyTarget& target, const 
     return true;
   };
 
+  // The server's first bytes, up to what decides it; for a retry request, all of it.
+  constexpr size_t kMaxHelloRetryBytes = 4 * (5 + 16384);
   std::string server;
-  size_t want = kServerHelloPrefixBytes;
   ServerFirst kind = ServerFirst::kNeedMore;
   bool ended = false;
   const auto server_deadline = Clock::now() + limits.idle_timeout;
-  while (kind != ServerFirst::kOther && server.size() < want && !ended) {
-    if (!read_some(upstream, server, want, server_deadline, "idle timeout", ended)) return false;
-    if (kind == ServerFirst::kNeedMore) {
-      kind = ClassifyServerFirst(server);
-      if (kind == ServerFirst::kHelloRetryRequest) {
-        // The whole record: the client answers only once it has all of it.
-        const size_t length = (static_cast<size_t>(static_cast<uint8_t>(server[3])) << 8) |
-                              static_cast<uint8_t>(server[4]);
-        want = 5 + std::min<size_t>(length, kMaxClientHelloBytes - 5);
+  while (true) {
+    if (kind == ServerFirst::kNeedMore) kind = ClassifyServerFirst(server);
+    if (kind == ServerFirst::kOther) break;
+    if (kind == ServerFirst::kHelloRetryRequest) {
+      auto end = FirstHandshakeMessageEnd(server);
+      if (end && *end == kNotAHandshake) {
+        verdict = "error";
+        reason = "tunnel: a malformed TLS HelloRetryRequest from the server";
+        return false;
       }
+      if (end) break;
     }
+    if (ended || server.size() >= kMaxHelloRetryBytes) {
+      verdict = "error";
+      reason = ended ? "tunnel: the server closed before it answered the ClientHello"
+                     : "tunnel: the server's HelloRetryRequest is too long";
+      return false;
+    }
+    const size_t limit =
+        kind == ServerFirst::kNeedMore ? kServerHelloPrefixBytes : kMaxHelloRetryBytes;
+    if (!read_some(upstream, server, limit, server_deadline, "idle timeout", ended)) return false;
   }
-  if (!server.empty() && !forward(client, server, rec.bytes_down)) return false;
-  if (kind != ServerFirst::kHelloRetryRequest || server.size() < want) return true;
+  if (!forward(client, server, rec.bytes_down)) return false;
+  if (kind != ServerFirst::kHelloRetryRequest) return forward(upstream, tls.held, rec.bytes_up);
 
-  std::string second;
+  std::string second = tls.held;
   const auto client_deadline =
       Clock::now() + std::min<Clock::duration>(limits.head_timeout, limits.idle_timeout);
   while (true) {
-    ClientHello hello = ParseSecondClientHello(second);
+    ClientHello hello = ParseSecondClientHello(second, tls.early_data);
     if (hello.status == ClientHelloStatus::kOk) {
       if (!CheckServerName(target, hello.server_name, reason)) {
         verdict = "deny";
@@ -489,18 +517,24 @@ bool CheckHelloRetry(int client, int upstream, const ProxyTarget& target, const 
       }
       break;
     }
+    if (hello.status == ClientHelloStatus::kAlert) {
+      verdict = "error";
+      reason = "tunnel: " + hello.error;
+      return false;
+    }
     if (hello.status != ClientHelloStatus::kNeedMore) {
       verdict = "deny";
       reason = "denied: TLS ClientHello refused: " + hello.error;
       return false;
     }
-    if (!read_some(client, second, kMaxSecondClientHelloBytes, client_deadline,
-                   "tunnel: the client's second TLS ClientHello did not arrive in time", ended)) {
+    if (ended || second.size() >= kMaxSecondClientHelloBytes) {
+      verdict = "error";
+      reason = ended ? "tunnel: the client closed before its second ClientHello"
+                     : "tunnel: the second ClientHello is too long";
       return false;
     }
-    if (ended) {
-      verdict = "error";
-      reason = "tunnel: the client closed before its second ClientHello";
+    if (!read_some(client, second, kMaxSecondClientHelloBytes, client_deadline,
+                   "tunnel: the client's second TLS ClientHello did not arrive in time", ended)) {
       return false;
     }
   }
@@ -666,7 +700,7 @@ void HttpProxy::HandleConnection(int client) {
   }
   fcntl(upstream.Get(), F_SETFL, fcntl(upstream.Get(), F_GETFL) & ~O_NONBLOCK);
   std::string rest = buffer.substr(head_end);
-  bool tls = false;
+  TunnelHello tls;
   if (tunnel) {
     if (!SendAll(client, "HTTP/1.1 200 Connection Established\r\n\r\n")) {
       finish("error", "client closed");
@@ -718,9 +752,9 @@ void HttpProxy::HandleConnection(int client) {
     finish("allow", "byte cap");
     return;
   }
-  if (tls) {
+  if (tls.tls) {
     std::string verdict, why;
-    if (!CheckHelloRetry(client, upstream.Get(), *target, config_.limits, rec, verdict, why)) {
+    if (!CheckHelloRetry(client, upstream.Get(), *target, config_.limits, tls, rec, verdict, why)) {
       finish(verdict, why);
       return;
     }

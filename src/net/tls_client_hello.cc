@@ -1,5 +1,6 @@
 #include "net/tls_client_hello.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <set>
 
@@ -12,7 +13,12 @@ constexpr uint8_t kHandshakeRecord = 0x16;
 constexpr uint8_t kClientHelloType = 0x01;
 constexpr uint8_t kServerHelloType = 0x02;
 constexpr uint8_t kChangeCipherSpecRecord = 0x14;
+constexpr uint8_t kAlertRecord = 0x15;
+constexpr uint8_t kApplicationDataRecord = 0x17;
+// TLS 1.3 ciphertext records carry at most 2^14 + 256 bytes (RFC 8446 5.2).
+constexpr size_t kMaxCiphertextPayload = 16384 + 256;
 constexpr uint16_t kServerNameExtension = 0;
+constexpr uint16_t kEarlyDataExtension = 42;
 // Encrypted Client Hello (RFC 9849 draft numbering, as deployed) and its predecessor, encrypted
 // SNI: the outer name is a public front, the site the server picks is encrypted.
 constexpr uint16_t kEncryptedClientHello = 0xfe0d;
@@ -137,6 +143,7 @@ ClientHello ParseClientHello(std::string_view bytes) {
   if (major != 3 || minor > 4) return Malformed("record version");
   if (length == 0 || length > kMaxRecordPayload) return Malformed("record length");
   if (bytes.size() < kRecordHeader + length) return hello;  // kNeedMore
+  hello.record_size = kRecordHeader + length;
   // Bytes after the first record (the client may already send more) are not looked at.
   Reader msg(bytes.substr(kRecordHeader, length));
   uint8_t msg_type = 0;
@@ -178,6 +185,7 @@ ClientHello ParseClientHello(std::string_view bytes) {
     if (ext_type == kEncryptedClientHello || ext_type == kEncryptedServerName) {
       return Malformed("encrypted Client Hello hides the server name");
     }
+    if (ext_type == kEarlyDataExtension) hello.offers_early_data = true;
     if (ext_type == kServerNameExtension) {
       std::string error;
       if (!ParseServerName(body, hello.server_name, error)) return Malformed(error);
@@ -186,26 +194,84 @@ ClientHello ParseClientHello(std::string_view bytes) {
   return hello;
 }
 
-ClientHello ParseSecondClientHello(std::string_view bytes) {
-  // TLS 1.3's middlebox-compatibility ChangeCipherSpec record, the one record a client may send
-  // between a HelloRetryRequest and its second hello (RFC 8446 D.4).
+ClientHello ParseSecondClientHello(std::string_view bytes, bool early_data) {
+  // TLS 1.3's middlebox-compatibility ChangeCipherSpec record (RFC 8446 D.4).
   constexpr std::string_view kCompatCcs("\x14\x03\x03\x00\x01\x01", 6);
-  if (!bytes.empty() && static_cast<uint8_t>(bytes[0]) == kChangeCipherSpecRecord) {
-    if (bytes.size() < kCompatCcs.size()) {
-      if (kCompatCcs.starts_with(bytes)) return ClientHello{};  // kNeedMore
-      return Malformed("a ChangeCipherSpec record before the second ClientHello");
+  bool seen_ccs = false;
+  size_t skipped_early_data = 0;
+  while (true) {
+    if (bytes.empty()) return ClientHello{};  // kNeedMore
+    const auto type = static_cast<uint8_t>(bytes[0]);
+    if (type == kChangeCipherSpecRecord) {
+      const size_t have = std::min(bytes.size(), kCompatCcs.size());
+      if (seen_ccs || bytes.substr(0, have) != kCompatCcs.substr(0, have)) {
+        return Malformed(
+            "a ChangeCipherSpec record other than one compatibility record before "
+            "the second ClientHello");
+      }
+      if (have < kCompatCcs.size()) return ClientHello{};  // kNeedMore
+      seen_ccs = true;
+      bytes.remove_prefix(kCompatCcs.size());
+      continue;
     }
-    if (!bytes.starts_with(kCompatCcs)) {
-      return Malformed("a ChangeCipherSpec record before the second ClientHello");
+    if (type == kApplicationDataRecord && early_data) {
+      // 0-RTT data the client sent before it saw the retry request: encrypted, and a server
+      // that asked for a retry skips it (RFC 8446 4.2.10). Skipped, bounded.
+      if (bytes.size() < kRecordHeader) return ClientHello{};
+      const size_t length = (static_cast<size_t>(static_cast<uint8_t>(bytes[3])) << 8) |
+                            static_cast<uint8_t>(bytes[4]);
+      if (length == 0 || length > kMaxCiphertextPayload)
+        return Malformed("early data record length");
+      skipped_early_data += kRecordHeader + length;
+      if (skipped_early_data > kMaxEarlyDataBeforeSecondHello) {
+        return Malformed("more early data than the proxy holds before the second ClientHello");
+      }
+      if (bytes.size() < kRecordHeader + length) return ClientHello{};
+      bytes.remove_prefix(kRecordHeader + length);
+      continue;
     }
-    bytes.remove_prefix(kCompatCcs.size());
+    if (type == kAlertRecord) {
+      ClientHello ended;
+      ended.status = ClientHelloStatus::kAlert;
+      ended.error = "the client ended the handshake with a TLS alert after a HelloRetryRequest";
+      return ended;
+    }
+    break;
   }
   ClientHello hello = ParseClientHello(bytes);
   if (hello.status == ClientHelloStatus::kNotTls) {
     return Malformed(
         "after a HelloRetryRequest the client sent something other than a ClientHello");
   }
+  if (hello.status == ClientHelloStatus::kOk && bytes.size() > hello.record_size) {
+    // Nothing may follow it before the server answers.
+    return Malformed("bytes after the second ClientHello");
+  }
   return hello;
+}
+
+std::optional<size_t> FirstHandshakeMessageEnd(std::string_view bytes) {
+  size_t pos = 0;
+  std::string header;  // the message's 4-byte handshake header, gathered across records
+  size_t payload = 0;  // handshake payload bytes seen so far
+  while (true) {
+    if (bytes.size() - pos < kRecordHeader) return std::nullopt;
+    if (static_cast<uint8_t>(bytes[pos]) != kHandshakeRecord) return kNotAHandshake;
+    const size_t length = (static_cast<size_t>(static_cast<uint8_t>(bytes[pos + 3])) << 8) |
+                          static_cast<uint8_t>(bytes[pos + 4]);
+    if (length == 0 || length > kMaxRecordPayload) return kNotAHandshake;
+    if (bytes.size() - pos < kRecordHeader + length) return std::nullopt;
+    const std::string_view body = bytes.substr(pos + kRecordHeader, length);
+    for (size_t i = 0; i < body.size() && header.size() < 4; ++i) header.push_back(body[i]);
+    payload += length;
+    pos += kRecordHeader + length;
+    if (header.size() == 4) {
+      const size_t message = 4 + ((static_cast<size_t>(static_cast<uint8_t>(header[1])) << 16) |
+                                  (static_cast<size_t>(static_cast<uint8_t>(header[2])) << 8) |
+                                  static_cast<uint8_t>(header[3]));
+      if (payload >= message) return pos;
+    }
+  }
 }
 
 ServerFirst ClassifyServerFirst(std::string_view bytes) {

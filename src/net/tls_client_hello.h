@@ -26,12 +26,15 @@ enum class ClientHelloStatus {
   kNotTls,     // the first byte is not a TLS handshake record: some other protocol
   kMalformed,  // a TLS handshake record that is not a well-formed ClientHello
   kOk,         // a complete ClientHello; server_name says whether it names a host
+  kAlert,      // (second hello only) the client sent a TLS alert: it gave up the handshake
 };
 
 struct ClientHello {
   ClientHelloStatus status = ClientHelloStatus::kNeedMore;
   std::optional<std::string> server_name;  // lower-cased host_name from the SNI extension
   std::string error;                       // for kMalformed: what was wrong
+  size_t record_size = 0;                  // for kOk: the bytes of the record holding it
+  bool offers_early_data = false;          // for kOk: the early_data extension (0-RTT)
 };
 
 // The most bytes a first record can take (5-byte header + 2^14 payload).
@@ -40,11 +43,22 @@ inline constexpr size_t kMaxClientHelloBytes = 5 + 16384;
 // Parses the bytes a client sent first. kNeedMore until a whole record is there.
 ClientHello ParseClientHello(std::string_view bytes);
 
-// Parses what a client sends after a HelloRetryRequest: at most TLS 1.3's compatibility
-// ChangeCipherSpec record (14 03 03 00 01 01), then a ClientHello as ParseClientHello reads it.
-// Anything else (another record, other protocol bytes) is kMalformed: TLS allows nothing else.
-ClientHello ParseSecondClientHello(std::string_view bytes);
-inline constexpr size_t kMaxSecondClientHelloBytes = 6 + kMaxClientHelloBytes;
+// Parses what a client sends after a HelloRetryRequest: at most one TLS 1.3 compatibility
+// ChangeCipherSpec record (14 03 03 00 01 01) and, when its first hello offered 0-RTT
+// (`early_data`), the encrypted early-data records it may have sent before it saw the retry
+// request (skipped, at most kMaxEarlyDataBeforeSecondHello bytes), then a ClientHello as
+// ParseClientHello reads it, with nothing after it (the client must wait for the server). A TLS
+// alert is kAlert; anything else is kMalformed: TLS allows nothing else there.
+ClientHello ParseSecondClientHello(std::string_view bytes, bool early_data);
+inline constexpr size_t kMaxEarlyDataBeforeSecondHello = 64 * 1024;
+inline constexpr size_t kMaxSecondClientHelloBytes =
+    6 + kMaxEarlyDataBeforeSecondHello + kMaxClientHelloBytes;
+
+// Where the first handshake message in `bytes` ends: the offset just past the handshake record
+// that completes it (a message may span records). nullopt while more bytes are needed;
+// kNotAHandshake when a record on the way is not a handshake record or is malformed.
+inline constexpr size_t kNotAHandshake = static_cast<size_t>(-1);
+std::optional<size_t> FirstHandshakeMessageEnd(std::string_view bytes);
 
 // What a TLS server sent first, after the client's hello.
 enum class ServerFirst {

@@ -42,6 +42,9 @@
 #define TOML_UNREACHABLE __builtin_trap()
 #include <toml++/toml.h>
 #pragma pop_macro("NDEBUG")
+static_assert(TOML_LIB_MAJOR == 3 && TOML_LIB_MINOR == 3,
+              "toml_internal.h overrides TOML_UNREACHABLE for toml++ 3.3's generated tables "
+              "(return false in bool functions): re-check that for this toml++ version");
 
 #include "common/result.h"
 

@@ -42,7 +42,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             "a proper prefix of a complete hello did not ask for more", bytes);
   }
   const std::string ccs("\x14\x03\x03\x00\x01\x01", 6);
-  auto second = anvil::ParseSecondClientHello(ccs + std::string(bytes));
+  auto second = anvil::ParseSecondClientHello(ccs + std::string(bytes), false);
   if (hello.status != anvil::ClientHelloStatus::kNotTls) {
     Require(second.status == hello.status && second.server_name == hello.server_name,
             "a second hello behind the ChangeCipherSpec read differently", bytes);

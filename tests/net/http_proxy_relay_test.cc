@@ -547,13 +547,13 @@ std::string ReadExactly(int fd, size_t n) {
   return out;
 }
 
-// Reads until EOF or 10 s of silence.
-std::string ReadAll(int fd) {
+// Reads until EOF or `silence` without a byte.
+std::string ReadAll(int fd, std::chrono::milliseconds silence = 10000ms) {
   std::string out;
   char buf[4096];
   while (true) {
     pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, 10000) <= 0) break;
+    if (poll(&p, 1, static_cast<int>(silence.count())) <= 0) break;
     ssize_t got = ::recv(fd, buf, sizeof(buf), 0);
     if (got <= 0) break;
     out.append(buf, static_cast<size_t>(got));
@@ -565,60 +565,81 @@ std::string ReadAll(int fd) {
 // no key share the server takes), and then sends a second ClientHello, in clear. The proxy
 // checks that one like the first: one that names a site the tunnel was not opened for
 // (domain fronting, the second time round) never reaches the server, and neither does anything
-// but a hello (after at most the compatibility ChangeCipherSpec). Benign next to it: a second
-// hello that passes, behind the ChangeCipherSpec, arrives byte for byte and the tunnel carries
-// on. The tunnel's target is an address, so a hello may carry no server name but not one.
+// but a hello (after at most the compatibility ChangeCipherSpec), nor anything after it. The
+// client may also send the second hello right behind the first, before the server answered:
+// the proxy forwards only the first hello's record and holds the rest until it knows whether
+// a retry request came. Benign next to it: a second hello that passes arrives byte for byte
+// and the tunnel carries on. The tunnel's target is an address, so a hello may carry no server
+// name but not one.
 TEST(HttpProxyTunnel, TheSecondClientHelloAfterAHelloRetryRequestIsCheckedLikeTheFirst) {
   const std::string first = RealClientHello("");
   const std::string ccs("\x14\x03\x03\x00\x01\x01", 6);
   const std::string hrr = HelloRetryRecord();
   struct Case {
-    std::string next;  // what the client sends after the HelloRetryRequest
+    std::string next;  // what the client sends after its first hello
+    bool together;     // sent in the same write as the first hello, before the retry request
     bool passes;
-    std::string reason;  // in the audit record when refused
+    std::string verdict, reason;  // the audit record's, when refused
   };
+  const std::string evil =
+      "TLS server name evil.test on a tunnel to the address 127.0.0.1 (the "
+      "second ClientHello, after a HelloRetryRequest)";
   const std::vector<Case> cases = {
-      {ccs + RealClientHello(""), true, ""},
-      {RealClientHello(""), true, ""},
-      {ccs + RealClientHello("evil.test"), false,
-       "TLS server name evil.test on a tunnel to the address 127.0.0.1 (the second "
-       "ClientHello, after a HelloRetryRequest)"},
-      {std::string("\x17\x03\x03\x00\x05hello", 10), false, "something other than a ClientHello"},
-      {ccs + ccs + RealClientHello(""), false, "something other than a ClientHello"},
+      {ccs + RealClientHello(""), false, true, "", ""},
+      {RealClientHello(""), false, true, "", ""},
+      {ccs + RealClientHello(""), true, true, "", ""},
+      {ccs + RealClientHello("evil.test"), false, false, "deny", evil},
+      {ccs + RealClientHello("evil.test"), true, false, "deny", evil},
+      {RealClientHello("evil.test"), true, false, "deny", evil},
+      {std::string("\x17\x03\x03\x00\x05hello", 10), false, false, "deny",
+       "something other than a ClientHello"},
+      {ccs + ccs + RealClientHello(""), false, false, "deny", "ChangeCipherSpec"},
+      {ccs + RealClientHello("") + RealClientHello("evil.test"), true, false, "deny",
+       "bytes after the second ClientHello"},
+      {ccs + std::string("\x15\x03\x03\x00\x02\x02\x28", 7), false, false, "error",
+       "TLS alert after a HelloRetryRequest"},
   };
-  for (const auto& c : cases) {
-    std::string at_origin;
-    Origin origin([&](int fd) {
-      at_origin = ReadExactly(fd, first.size());
-      // The retry request in two pieces: the proxy must wait for the whole record.
-      ::send(fd, hrr.data(), 20, MSG_NOSIGNAL);
-      std::this_thread::sleep_for(50ms);
-      ::send(fd, hrr.data() + 20, hrr.size() - 20, MSG_NOSIGNAL);
-      std::string next = ReadExactly(fd, c.next.size());
-      at_origin += next;
-      if (next.size() == c.next.size()) ::send(fd, "server-says-hi", 14, MSG_NOSIGNAL);
-    });
-    Proxy proxy(origin.port(), {});
-    UniqueFd client = proxy.Tunnel(origin.port());
-    ASSERT_EQ(::send(client.Get(), first.data(), first.size(), MSG_NOSIGNAL),
-              static_cast<ssize_t>(first.size()));
-    EXPECT_EQ(ReadExactly(client.Get(), hrr.size()), hrr);
-    ASSERT_EQ(::send(client.Get(), c.next.data(), c.next.size(), MSG_NOSIGNAL),
-              static_cast<ssize_t>(c.next.size()));
-    const std::string answer = ReadAll(client.Get());
-    client.Reset();
-    auto records = proxy.Records();
-    ASSERT_EQ(records.size(), 1u);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    std::string at_origin, answer;
+    std::vector<ProxyAuditRecord> records;
+    {
+      Origin origin([&](int fd) {
+        at_origin = ReadExactly(fd, first.size());
+        // The retry request in two pieces: the proxy must wait for the whole record.
+        ::send(fd, hrr.data(), 20, MSG_NOSIGNAL);
+        std::this_thread::sleep_for(50ms);
+        ::send(fd, hrr.data() + 20, hrr.size() - 20, MSG_NOSIGNAL);
+        at_origin += ReadAll(fd, 2000ms);
+        if (at_origin.size() > first.size()) ::send(fd, "server-says-hi", 14, MSG_NOSIGNAL);
+      });
+      Proxy proxy(origin.port(), {});
+      UniqueFd client = proxy.Tunnel(origin.port());
+      const std::string opening = c.together ? first + c.next : first;
+      ASSERT_EQ(::send(client.Get(), opening.data(), opening.size(), MSG_NOSIGNAL),
+                static_cast<ssize_t>(opening.size()));
+      EXPECT_EQ(ReadExactly(client.Get(), hrr.size()), hrr) << i;
+      if (!c.together) {
+        ASSERT_EQ(::send(client.Get(), c.next.data(), c.next.size(), MSG_NOSIGNAL),
+                  static_cast<ssize_t>(c.next.size()));
+      }
+      if (c.passes) ::shutdown(client.Get(), SHUT_WR);  // the origin reads to the end
+      answer = ReadAll(client.Get());
+      client.Reset();
+      records = proxy.Records();
+    }  // the origin's thread has ended
+    ASSERT_EQ(records.size(), 1u) << i;
     if (c.passes) {
-      EXPECT_EQ(at_origin, first + c.next);
-      EXPECT_EQ(answer, "server-says-hi");
-      EXPECT_EQ(records[0].verdict, "allow") << records[0].reason;
-      EXPECT_EQ(records[0].bytes_up, first.size() + c.next.size());
+      EXPECT_EQ(at_origin, first + c.next) << i;
+      EXPECT_EQ(answer, "server-says-hi") << i;
+      EXPECT_EQ(records[0].verdict, "allow") << i << ": " << records[0].reason;
+      EXPECT_EQ(records[0].bytes_up, first.size() + c.next.size()) << i;
     } else {
-      EXPECT_EQ(at_origin, first) << "a refused second hello reached the server";
-      EXPECT_EQ(answer, "");
-      EXPECT_EQ(records[0].verdict, "deny");
-      EXPECT_NE(records[0].reason.find(c.reason), std::string::npos) << records[0].reason;
+      EXPECT_EQ(at_origin, first) << i << ": a refused second hello reached the server";
+      EXPECT_EQ(answer, "") << i;
+      EXPECT_EQ(records[0].verdict, c.verdict) << i;
+      EXPECT_NE(records[0].reason.find(c.reason), std::string::npos)
+          << i << ": " << records[0].reason;
     }
   }
 }
@@ -631,25 +652,35 @@ TEST(HttpProxyTunnel, AnOrdinaryServerHelloEndsTheChecksAndTheTunnelCarriesOn) {
   server_hello[11] = '\x00';  // another random: an ordinary ServerHello
   const std::string data("\x17\x03\x03\x00\x05hello", 10);
   std::string at_origin;
-  Origin origin([&](int fd) {
-    at_origin = ReadExactly(fd, first.size());
-    ::send(fd, server_hello.data(), server_hello.size(), MSG_NOSIGNAL);
-    at_origin += ReadExactly(fd, data.size());
-  });
-  Proxy proxy(origin.port(), {});
-  UniqueFd client = proxy.Tunnel(origin.port());
-  ASSERT_EQ(::send(client.Get(), first.data(), first.size(), MSG_NOSIGNAL),
-            static_cast<ssize_t>(first.size()));
-  EXPECT_EQ(ReadExactly(client.Get(), server_hello.size()), server_hello);
-  ASSERT_EQ(::send(client.Get(), data.data(), data.size(), MSG_NOSIGNAL),
-            static_cast<ssize_t>(data.size()));
-  ReadAll(client.Get());
-  client.Reset();
-  auto records = proxy.Records();
-  EXPECT_EQ(at_origin, first + data);
-  ASSERT_EQ(records.size(), 1u);
-  EXPECT_EQ(records[0].verdict, "allow");
-  EXPECT_EQ(records[0].bytes_down, server_hello.size());
+  std::vector<ProxyAuditRecord> records;
+  for (bool together : {false, true}) {
+    at_origin.clear();
+    {
+      Origin origin([&](int fd) {
+        at_origin = ReadExactly(fd, first.size());
+        ::send(fd, server_hello.data(), server_hello.size(), MSG_NOSIGNAL);
+        at_origin += ReadExactly(fd, data.size());
+      });
+      Proxy proxy(origin.port(), {});
+      UniqueFd client = proxy.Tunnel(origin.port());
+      // The data right behind the hello (held until the server answered) or after the answer.
+      const std::string opening = together ? first + data : first;
+      ASSERT_EQ(::send(client.Get(), opening.data(), opening.size(), MSG_NOSIGNAL),
+                static_cast<ssize_t>(opening.size()));
+      EXPECT_EQ(ReadExactly(client.Get(), server_hello.size()), server_hello);
+      if (!together) {
+        ASSERT_EQ(::send(client.Get(), data.data(), data.size(), MSG_NOSIGNAL),
+                  static_cast<ssize_t>(data.size()));
+      }
+      ReadAll(client.Get());
+      client.Reset();
+      records = proxy.Records();
+    }
+    EXPECT_EQ(at_origin, first + data) << together;
+    ASSERT_EQ(records.size(), 1u);
+    EXPECT_EQ(records[0].verdict, "allow");
+    EXPECT_EQ(records[0].bytes_down, server_hello.size());
+  }
 }
 
 }  // namespace

@@ -170,16 +170,16 @@ TEST(HelloRetry, ARealHelloRetryRequestIsRecognisedAndTheSecondHelloRead) {
   }
   // OpenSSL sends the compatibility ChangeCipherSpec first, then the second hello.
   ASSERT_EQ(e.client_next.rfind(std::string("\x14\x03\x03\x00\x01\x01", 6), 0), 0u);
-  auto second = ParseSecondClientHello(e.client_next);
+  auto second = ParseSecondClientHello(e.client_next, false);
   ASSERT_EQ(second.status, ClientHelloStatus::kOk) << second.error;
   EXPECT_EQ(second.server_name, "api.anvil.test");
   for (size_t cut = 0; cut < e.client_next.size(); cut += 5) {
-    EXPECT_EQ(ParseSecondClientHello(e.client_next.substr(0, cut)).status,
+    EXPECT_EQ(ParseSecondClientHello(e.client_next.substr(0, cut), false).status,
               ClientHelloStatus::kNeedMore)
         << cut;
   }
   // Without the ChangeCipherSpec (a client not in compatibility mode) it reads the same.
-  second = ParseSecondClientHello(e.client_next.substr(6));
+  second = ParseSecondClientHello(e.client_next.substr(6), false);
   ASSERT_EQ(second.status, ClientHelloStatus::kOk) << second.error;
   EXPECT_EQ(second.server_name, "api.anvil.test");
 }
@@ -196,20 +196,89 @@ TEST(HelloRetry, AnOrdinaryServerHelloOrAnAlertMeansNoSecondHello) {
   EXPECT_EQ(ClassifyServerFirst(std::string("\x16\x03\x03\x00\x40\x0b", 6)), ServerFirst::kOther);
 }
 
+TEST(HelloRetry, ARealRetryRequestEndsWhereItsRecordDoesEvenWhenSplitAcrossRecords) {
+  Exchange e = RealExchange("api.anvil.test", true);
+  const size_t length = (static_cast<size_t>(static_cast<uint8_t>(e.server_first[3])) << 8) |
+                        static_cast<uint8_t>(e.server_first[4]);
+  const std::string record = e.server_first.substr(0, 5 + length);
+  EXPECT_EQ(FirstHandshakeMessageEnd(e.server_first), 5 + length);  // the CCS after it not read
+  for (size_t cut = 0; cut < record.size(); ++cut) {
+    EXPECT_FALSE(FirstHandshakeMessageEnd(record.substr(0, cut))) << cut;
+  }
+  // The same message in three records (a server may fragment): it ends with the third.
+  const std::string message = record.substr(5);
+  auto wrap = [](const std::string& part) {
+    return std::string("\x16\x03\x03", 3) + static_cast<char>(part.size() >> 8) +
+           static_cast<char>(part.size() & 0xff) + part;
+  };
+  const std::string split = wrap(message.substr(0, 2)) + wrap(message.substr(2, 30)) +
+                            wrap(message.substr(32)) + std::string("\x14\x03\x03\x00\x01\x01", 6);
+  EXPECT_EQ(ClassifyServerFirst(wrap(message)), ServerFirst::kHelloRetryRequest);
+  EXPECT_EQ(FirstHandshakeMessageEnd(split), split.size() - 6);
+  EXPECT_FALSE(FirstHandshakeMessageEnd(split.substr(0, split.size() - 7)));
+  // Another record type on the way, or an empty record, is not a handshake.
+  EXPECT_EQ(FirstHandshakeMessageEnd(wrap(message.substr(0, 2)) +
+                                     std::string("\x15\x03\x03\x00\x02\x02\x28", 7)),
+            kNotAHandshake);
+  EXPECT_EQ(FirstHandshakeMessageEnd(std::string("\x16\x03\x03\x00\x00", 5)), kNotAHandshake);
+}
+
 TEST(HelloRetry, AfterARetryOnlyACompatibilityChangeCipherSpecMayPrecedeTheSecondHello) {
   const std::string hello = RealClientHello("a.test");
+  const std::string ccs("\x14\x03\x03\x00\x01\x01", 6);
+  const std::string early(
+      "\x17\x03\x03\x00\x05"
+      "abcde",
+      10);
   for (const std::string& before :
        {std::string("\x14\x03\x03\x00\x01\x02", 6), std::string("\x14\x03\x01\x00\x01\x01", 6),
-        std::string("\x17\x03\x03\x00\x01\x00", 6), std::string("\x15\x03\x03\x00\x02\x01\x00", 7),
-        std::string("\x14\x03\x03\x00\x01\x01\x14\x03\x03\x00\x01\x01", 12)}) {
-    EXPECT_EQ(ParseSecondClientHello(before + hello).status, ClientHelloStatus::kMalformed);
+        early, ccs + ccs, ccs + early}) {
+    EXPECT_EQ(ParseSecondClientHello(before + hello, false).status, ClientHelloStatus::kMalformed)
+        << before.size();
   }
-  EXPECT_EQ(ParseSecondClientHello("GET / HTTP/1.1\r\n\r\n").status, ClientHelloStatus::kMalformed);
-  EXPECT_EQ(ParseSecondClientHello(std::string("\x14\x03\x04", 3)).status,
+  EXPECT_EQ(ParseSecondClientHello("GET / HTTP/1.1\r\n\r\n", false).status,
             ClientHelloStatus::kMalformed);
-  auto ok = ParseSecondClientHello(std::string("\x14\x03\x03\x00\x01\x01", 6) + hello);
+  EXPECT_EQ(ParseSecondClientHello(std::string("\x14\x03\x04", 3), false).status,
+            ClientHelloStatus::kMalformed);
+  // Nothing may follow the second hello: a client waits for the server's answer.
+  for (const std::string& after : {RealClientHello("evil.test"), early, ccs}) {
+    EXPECT_EQ(ParseSecondClientHello(ccs + hello + after, false).status,
+              ClientHelloStatus::kMalformed);
+  }
+  // A client that gives up (it cannot use the group the server asked for) sends an alert.
+  auto alert = ParseSecondClientHello(ccs + std::string("\x15\x03\x03\x00\x02\x02\x28", 7), false);
+  EXPECT_EQ(alert.status, ClientHelloStatus::kAlert);
+  auto ok = ParseSecondClientHello(ccs + hello, false);
   ASSERT_EQ(ok.status, ClientHelloStatus::kOk) << ok.error;
   EXPECT_EQ(ok.server_name, "a.test");
+  EXPECT_EQ(ok.record_size, hello.size());
+}
+
+TEST(HelloRetry, EarlyDataBeforeTheSecondHelloIsSkippedOnlyAfterA0RttOfferAndBounded) {
+  const std::string hello = RealClientHello("a.test");
+  const std::string ccs("\x14\x03\x03\x00\x01\x01", 6);
+  const std::string record = std::string("\x17\x03\x03\x10\x00", 5) + std::string(4096, 'e');
+  for (const std::string& before : {record, ccs + record + record, record + ccs + record}) {
+    auto ok = ParseSecondClientHello(before + hello, true);
+    ASSERT_EQ(ok.status, ClientHelloStatus::kOk) << ok.error;
+    EXPECT_EQ(ok.server_name, "a.test");
+    EXPECT_EQ(ParseSecondClientHello(before + hello, false).status, ClientHelloStatus::kMalformed);
+    EXPECT_EQ(ParseSecondClientHello(before + hello.substr(0, 10), true).status,
+              ClientHelloStatus::kNeedMore);
+  }
+  std::string flood;
+  while (flood.size() <= kMaxEarlyDataBeforeSecondHello) flood += record;
+  EXPECT_EQ(ParseSecondClientHello(flood + hello, true).status, ClientHelloStatus::kMalformed);
+  // A record longer than TLS 1.3 allows is not early data.
+  EXPECT_EQ(ParseSecondClientHello(std::string("\x17\x03\x03\x41\x01", 5), true).status,
+            ClientHelloStatus::kMalformed);
+  // The first hello says whether it offered 0-RTT (the early_data extension, 42).
+  EXPECT_FALSE(ParseClientHello(hello).offers_early_data);
+  const std::string with_early = Hello(std::string("\x00\x2a\x00\x00", 4));
+  auto offered = ParseClientHello(with_early);
+  ASSERT_EQ(offered.status, ClientHelloStatus::kOk) << offered.error;
+  EXPECT_TRUE(offered.offers_early_data);
+  EXPECT_EQ(offered.record_size, with_early.size());
 }
 
 }  // namespace

@@ -178,18 +178,22 @@ int Shell(const std::string& command) {
 
 namespace {
 
-// Whether `user` may search (x) `dir`, asked of the kernel as that user.
-bool UserCanSearch(const TestUser& user, const std::string& dir) {
+// Whether `user` may search (x) `dir`, asked of the kernel as that user: 0 yes, 1 no, or
+// another value when the question could not be asked (switching to the user failed: 2; the
+// child was lost: -1).
+int UserCanSearch(const TestUser& user, const std::string& dir) {
   pid_t child = fork();
-  if (child < 0) return false;
+  if (child < 0) return -1;
   if (child == 0) {
     if (setgroups(0, nullptr) != 0 || setgid(user.gid) != 0 || setuid(user.uid) != 0) _exit(2);
     _exit(access(dir.c_str(), X_OK) == 0 ? 0 : 1);
   }
   int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  pid_t waited;
+  while ((waited = waitpid(child, &status, 0)) < 0 && errno == EINTR) {
   }
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  if (waited != child || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
 }
 
 // The unprivileged tests run the built binaries and read the source tree as the test user, so
@@ -209,10 +213,17 @@ std::string LetUserReachTheTrees(const TestUser& user) {
       if (at == std::string::npos) break;
     }
     for (const std::string& dir : dirs) {
-      if (UserCanSearch(user, dir)) continue;
+      int can = UserCanSearch(user, dir);
+      if (can == 0) continue;
+      if (can != 1) {
+        return "cannot tell whether the unprivileged test user '" + user.name + "' can reach " +
+               tree +
+               (can == 2 ? ": switching to that user failed (the tests run as root)"
+                         : ": the probe process was lost");
+      }
       Shell("setfacl -m u:" + std::to_string(user.uid) + ":x " + ShellQuote(dir) +
             " >/dev/null 2>&1");
-      if (!UserCanSearch(user, dir)) {
+      if (UserCanSearch(user, dir) != 0) {
         return "the unprivileged test user '" + user.name + "' cannot reach " + tree + ": " + dir +
                " does not let it through, and adding an ACL entry for it failed (setfacl, "
                "package acl; a filesystem without ACL support?). Build and test from a "
@@ -308,14 +319,7 @@ std::optional<CallerIdentity> MakeCaller(Caller caller) {
 }
 
 void CallerTest::SetUp() {
-  auto id = MakeCaller(GetParam());
-  if (!id && !UnprivilegedUserCannotReachTheBuild().empty()) {
-    GTEST_FAIL() << UnprivilegedUserCannotReachTheBuild();
-  }
-  if (!id) {
-    GTEST_SKIP() << "SKIPPED: cannot create the unprivileged test user 'anviltest' (useradd "
-                    "failed); the unprivileged half of this attack was NOT tried";
-  }
+  ANVIL_CALLER_OR_END_TEST(id, GetParam());
   caller_ = *id;
 }
 

@@ -118,6 +118,18 @@ struct CallerIdentity {
 };
 // nullopt when the unprivileged user cannot be made (the test then skips loudly).
 std::optional<CallerIdentity> MakeCaller(Caller caller);
+// In a test body or SetUp: `var` = MakeCaller(caller), or the test ends here: failed when the
+// test user exists but cannot reach the build (UnprivilegedUserCannotReachTheBuild), skipped
+// loudly when the user cannot be made.
+#define ANVIL_CALLER_OR_END_TEST(var, caller)                                                 \
+  auto var = ::anvil::testing::MakeCaller(caller);                                            \
+  if (!var && !::anvil::testing::UnprivilegedUserCannotReachTheBuild().empty()) {             \
+    GTEST_FAIL() << ::anvil::testing::UnprivilegedUserCannotReachTheBuild();                  \
+  }                                                                                           \
+  if (!var) {                                                                                 \
+    GTEST_SKIP() << "SKIPPED: cannot create the unprivileged test user 'anviltest' (useradd " \
+                    "failed); the unprivileged half of this attack was NOT tried";            \
+  }
 
 // Base of the tests parameterized over the caller. SetUp skips loudly when the unprivileged
 // user cannot be made; a derived SetUp calls it first and returns if IsSkipped().

@@ -154,8 +154,7 @@ INSTANTIATE_TEST_SUITE_P(Callers, T3SandboxExitStatus, ::testing::ValuesIn(kAllC
 class T3SandboxFailClosed : public ::testing::TestWithParam<std::tuple<Caller, const char*>> {
  protected:
   void SetUp() override {
-    auto id = MakeCaller(std::get<0>(GetParam()));
-    if (!id) GTEST_SKIP() << "SKIPPED: cannot create the unprivileged test user";
+    ANVIL_CALLER_OR_END_TEST(id, std::get<0>(GetParam()));
     caller_ = *id;
     caller_.Give(ws_.path());
   }

@@ -37,8 +37,7 @@ char ProcState(pid_t pid) {
 }
 
 TEST(T4SandboxSetuid, SetuidRootCopyRunByUserDoesNotGrantRoot) {
-  auto user = MakeCaller(Caller::kUnprivileged);
-  if (!user) GTEST_SKIP() << "SKIPPED: cannot create the unprivileged test user";
+  ANVIL_CALLER_OR_END_TEST(user, Caller::kUnprivileged);
   TempDir ws("anvil-ws-suid");
   user->Give(ws.path());
   const std::string suid = ws / "suid-id";

@@ -86,6 +86,14 @@ std::unique_ptr<TestHttpsServer> TestHttpsServer::Start(const std::string& addre
     ADD_FAILURE() << "test HTTPS server: cannot load " << leaf.cert_path;
     return nullptr;
   }
+  SSL_CTX_set_msg_callback(
+      ctx, [](int write_p, int, int content_type, const void* buf, size_t len, SSL*, void* arg) {
+        if (!write_p && content_type == SSL3_RT_HANDSHAKE && len > 0 &&
+            static_cast<const unsigned char*>(buf)[0] == SSL3_MT_CLIENT_HELLO) {
+          static_cast<std::atomic<int>*>(arg)->fetch_add(1);
+        }
+      });
+  SSL_CTX_set_msg_callback_arg(ctx, &s->client_hellos_);
   if (!groups.empty() && SSL_CTX_set1_groups_list(ctx, groups.c_str()) != 1) {
     ADD_FAILURE() << "test HTTPS server: bad groups " << groups;
     return nullptr;

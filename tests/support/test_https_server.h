@@ -43,6 +43,9 @@ class TestHttpsServer {
   std::uint16_t port() const { return port_; }
   const std::string& address() const { return address_; }
   int Connections() const { return connections_.load(); }
+  // ClientHello messages received, over all connections (two for a handshake with a
+  // HelloRetryRequest).
+  int ClientHellos() const { return client_hellos_.load(); }
   std::vector<std::string> RequestLines() const;
 
  private:
@@ -56,6 +59,7 @@ class TestHttpsServer {
   UniqueFd listen_, stop_;
   std::atomic<bool> stopping_{false};
   std::atomic<int> connections_{0};
+  std::atomic<int> client_hellos_{0};
   std::thread acceptor_;
   mutable std::mutex mu_;
   std::vector<std::thread> workers_;
