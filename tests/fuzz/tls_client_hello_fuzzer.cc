@@ -3,8 +3,10 @@
 // for a complete hello and is a lower-case host name; a complete hello's verdict does not
 // change when more bytes follow it, and every proper prefix of it asks for more. The same
 // bytes also go through the second-hello reader (after a HelloRetryRequest: the verdict on a
-// hello behind the compatibility ChangeCipherSpec is the first reader's) and the server-first
-// classifier (a verdict other than "need more" never changes with more bytes).
+// hello behind the compatibility ChangeCipherSpec is the first reader's, except that nothing
+// may follow a second hello) and the server-first
+// classifier (a verdict other than "need more" never changes with more bytes); a handshake
+// message's end is inside the input.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -43,12 +45,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const std::string ccs("\x14\x03\x03\x00\x01\x01", 6);
   auto second = anvil::ParseSecondClientHello(ccs + std::string(bytes), false);
-  if (hello.status != anvil::ClientHelloStatus::kNotTls) {
+  if (hello.status == anvil::ClientHelloStatus::kOk && size > hello.record_size) {
+    Require(second.status == anvil::ClientHelloStatus::kMalformed,
+            "bytes after a second hello were not refused", bytes);
+  } else if (hello.status != anvil::ClientHelloStatus::kNotTls) {
     Require(second.status == hello.status && second.server_name == hello.server_name,
             "a second hello behind the ChangeCipherSpec read differently", bytes);
   } else {
-    Require(second.status == anvil::ClientHelloStatus::kMalformed,
+    // An alert record means the client gave up; anything else that is not a hello is refused.
+    Require(second.status == anvil::ClientHelloStatus::kMalformed ||
+                (second.status == anvil::ClientHelloStatus::kAlert && data[0] == 0x15),
             "a second hello that is not TLS was not refused", bytes);
+  }
+  // With 0-RTT offered, early-data records may come first; a hello found is a whole one.
+  auto after_early = anvil::ParseSecondClientHello(bytes, true);
+  Require(after_early.status != anvil::ClientHelloStatus::kOk || after_early.record_size <= size,
+          "a second hello longer than the input", bytes);
+  if (auto end = anvil::FirstHandshakeMessageEnd(bytes); end && *end != anvil::kNotAHandshake) {
+    Require(*end >= 5 && *end <= size, "a handshake message ending outside the input", bytes);
   }
   const auto kind = anvil::ClassifyServerFirst(bytes);
   if (kind != anvil::ServerFirst::kNeedMore) {
