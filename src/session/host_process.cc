@@ -304,7 +304,8 @@ Result<ipc::Response> HostProcess::Call(const std::string& op, std::vector<std::
           answer ? ipc::Response{req->id, true, std::move(*answer)}
                  : ipc::Response::Error(req->id, answer.error().code, answer.error().message);
       if (auto s = SendAll(session_.Get(), ipc::EncodeResponse(resp)); !s) {
-        return tl::unexpected(s.error());
+        // The host hung up while its request was being answered: its own end says why.
+        return tl::unexpected(host_ended().error());
       }
       continue;
     }

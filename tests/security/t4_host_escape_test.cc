@@ -2,7 +2,12 @@
 // works, the language's own escape hatches are gone, and even a compromised VM (simulated by a
 // test hook that makes the host attack itself after lockdown) is stopped by the kernel.
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <csignal>
 
 #include "gateway_fixture.h"
 #include "linux/seccomp.h"
@@ -145,6 +150,42 @@ TEST_P(T4HostEscape, SandboxSetupFailureMeansThePluginNeverRuns) {
     EXPECT_EQ(d.error().code, "sandbox") << d.error().ToString();
     EXPECT_FALSE(Exists(*ws_ / ("notes/" + marker))) << "plugin ran without " << layer;
   }
+}
+
+// A host that dies while the editor side answers one of its requests: the answer meets a closed
+// channel, and the caller learns that the host ended (with its status), not a bare socket
+// error. Benign next to it: the same request answered to a living host returns to the plugin.
+TEST_P(T4HostEscape, AHostThatDiesWhileItsEditorRequestIsAnsweredIsReportedAsEnded) {
+  const std::string code =
+      Lua() ? "anvil.command('get', function() return editor.buffer.get('hello.txt').text end)"
+            : "anvil.command('get', () => editor.buffer.get('hello.txt').text);";
+  auto answer = [](const std::string&,
+                   const std::vector<std::string>&) -> Result<std::vector<std::string>> {
+    return std::vector<std::string>{"file:///w/hello.txt", "1", "from the editor"};
+  };
+  {
+    auto host = StartPlugin(code);
+    ASSERT_TRUE(host) << host.error().ToString();
+    auto r = (*host)->Run("get", "{}", 5s, answer, NoLog());
+    ASSERT_TRUE(r) << r.error().ToString() << (*host)->stderr_text();
+    EXPECT_EQ(*r, "\"from the editor\"");
+    (void)(*host)->Stop();
+  }
+  auto host = StartPlugin(code);
+  ASSERT_TRUE(host) << host.error().ToString();
+  host_ = std::move(*host);
+  const int pidfd = host_->pidfd();
+  auto kill_then_answer = [&](const std::string& op, const std::vector<std::string>& args) {
+    EXPECT_EQ(syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0), 0);
+    pollfd p{pidfd, POLLIN, 0};
+    EXPECT_EQ(poll(&p, 1, 5000), 1);  // the host has exited: its end of the channel is closed
+    return answer(op, args);
+  };
+  auto r = host_->Run("get", "{}", 5s, kill_then_answer, NoLog());
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "error") << r.error().ToString();
+  EXPECT_NE(r.error().message.find("the plugin host ended"), std::string::npos)
+      << r.error().ToString();
 }
 
 // T8/TOCTOU: anvil.lock is checked against the plugin's files on the trusted side, and the host
