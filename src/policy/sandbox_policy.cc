@@ -85,7 +85,8 @@ bool PathIsWithin(std::string_view path, std::string_view root) {
   return path.size() == root.size() || path[root.size()] == '/';
 }
 
-Result<std::vector<std::string>> ReadBoundUnixSockets(const std::string& table) {
+Result<std::vector<std::string>> ReadBoundUnixSockets(const std::string& table,
+                                                      size_t max_scanned_entries) {
   // "Num RefCount Protocol Flags Type St Inode Path": the path is whatever follows the seventh
   // field (it may hold spaces); abstract names start with '@', unnamed sockets have none. A
   // listener and each connection it accepted show the same path: deduplicated first.
@@ -112,6 +113,7 @@ Result<std::vector<std::string>> ReadBoundUnixSockets(const std::string& table) 
   }
   std::set<std::string> out;
   std::set<std::string> scanned;
+  size_t entries = 0;  // over every directory scanned
   auto add_if_socket = [&out](const std::string& path) {
     char buf[PATH_MAX];
     if (::realpath(path.c_str(), buf) == nullptr) return false;
@@ -128,9 +130,16 @@ Result<std::vector<std::string>> ReadBoundUnixSockets(const std::string& table) 
     std::string dir = path.substr(0, path.rfind('/'));
     if (dir.empty() || !scanned.insert(dir).second) continue;
     if (DIR* d = ::opendir(dir.c_str())) {
-      size_t entries = 0;
       while (dirent* e = ::readdir(d)) {
-        if (++entries > kMaxBoundUnixSockets) break;
+        if (++entries > max_scanned_entries) {
+          ::closedir(d);
+          return Fail("sandbox", "a Unix socket bound as " + path +
+                                     " was renamed, and searching its directory for it passed " +
+                                     std::to_string(max_scanned_entries) +
+                                     " entries; too many to hide it from the sandbox (fix: "
+                                     "clear out " +
+                                     dir + ")");
+        }
         if (e->d_type != DT_SOCK && e->d_type != DT_UNKNOWN) continue;
         add_if_socket(dir + "/" + e->d_name);
       }

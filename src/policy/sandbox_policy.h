@@ -109,8 +109,12 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
 
 // The pathname sockets of a /proc/net/unix-format table that exist as sockets now, canonical;
 // for a name that no longer exists (bound, then renamed or linked elsewhere), every socket in
-// its directory. Fails past a cap on distinct names.
-Result<std::vector<std::string>> ReadBoundUnixSockets(const std::string& table);
+// its directory. Fails (closed) past a cap on distinct names, and when those directories hold
+// more than `max_scanned_entries` entries between them (a renamed socket not found is a
+// socket not hidden).
+inline constexpr size_t kMaxScannedSocketDirEntries = 1000000;
+Result<std::vector<std::string>> ReadBoundUnixSockets(
+    const std::string& table, size_t max_scanned_entries = kMaxScannedSocketDirEntries);
 // Adds to view.masked_files each of `sockets` (canonical paths) the view would show.
 void MaskHostSockets(FileView& view, const std::vector<std::string>& sockets);
 

@@ -266,6 +266,33 @@ TEST(ReadBoundUnixSockets, ASocketBoundUnderAnotherNameIsFoundInItsDirectory) {
   rmdir(dir.c_str());
 }
 
+TEST(ReadBoundUnixSockets, ARenamedSocketInADirectoryTooLargeToSearchFailsClosed) {
+  // The renamed socket can only be found by reading its directory; past the budget of entries
+  // the search would stop with the socket maybe unseen, so the sandbox does not start. Benign:
+  // the same directory within the budget is searched and the socket found.
+  char dir_template[] = "/tmp/anvil-unix-huge-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  const std::string temp = dir + "/agent.tmp", final_name = dir + "/agent";
+  for (int i = 0; i < 40; ++i) std::ofstream(dir + "/f" + std::to_string(i)) << "x";
+  int fd = BindUnixSocket(temp);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(rename(temp.c_str(), final_name.c_str()), 0);
+  const std::string table = dir + "/unix";
+  std::ofstream(table) << "Num       RefCount Protocol Flags    Type St Inode Path\n"
+                       << "0000000000000000: 00000002 00000000 00010000 0001 01 101 " << temp
+                       << "\n";
+  auto refused = ReadBoundUnixSockets(table, 20);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, "sandbox");
+  EXPECT_NE(refused.error().message.find(dir), std::string::npos) << refused.error().ToString();
+  auto found = ReadBoundUnixSockets(table, 100);
+  ASSERT_TRUE(found) << found.error().ToString();
+  EXPECT_EQ(*found, (std::vector<std::string>{final_name}));
+  close(fd);
+  ASSERT_EQ(std::system(("rm -rf '" + dir + "'").c_str()), 0);
+}
+
 TEST(ReadBoundUnixSockets, TooManyNamedSocketsFailClosed) {
   char path[] = "/tmp/anvil-unix-many-XXXXXX";
   int fd = mkstemp(path);
