@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "common/ascii.h"
@@ -50,6 +51,7 @@ bool SendAll(int fd, std::string_view data) {
 void Refuse(int fd, int status, const std::string& reason) {
   const char* text = status == 403   ? "Forbidden"
                      : status == 400 ? "Bad Request"
+                     : status == 411 ? "Length Required"
                      : status == 502 ? "Bad Gateway"
                      : status == 503 ? "Service Unavailable"
                                      : "Gateway Timeout";
@@ -150,11 +152,12 @@ constexpr int kPipeBytes = 256 * 1024;
 struct Direction {
   int src = -1, dst = -1;
   UniqueFd pipe_read, pipe_write;
-  size_t capacity = 0;        // the pipe's size in bytes
-  size_t pending = 0;         // bytes in the pipe, read from src and not yet written to dst
-  bool reading = true;        // src has not ended
-  bool shut = false;          // dst got SHUT_WR (src ended and the pipe drained)
-  uint64_t* moved = nullptr;  // the audit record's counter for this direction
+  size_t capacity = 0;         // the pipe's size in bytes
+  size_t pending = 0;          // bytes in the pipe, read from src and not yet written to dst
+  bool reading = true;         // src has not ended
+  bool shut = false;           // dst got SHUT_WR (src ended and the pipe drained)
+  uint64_t left = UINT64_MAX;  // bytes src may still send; at 0 it is no longer read
+  uint64_t* moved = nullptr;   // the audit record's counter for this direction
 
   bool Open(std::string& error) {
     int p[2];
@@ -206,7 +209,11 @@ class BlockSigpipe {
 // poll waits for whatever would let something move again. The byte cap counts bytes read from
 // either side (both directions together, as before): at most `max_bytes` are ever forwarded,
 // and one byte more read from either side ends the connection with "byte cap".
-void Relay(int a, int b, const ProxyLimits& limits, Clock::time_point started,
+//
+// `up_limit` bounds what is read from `a` at all (a plain request's announced body): once it
+// is moved, `a` is no longer read and `b` gets no half-close (a server may take that for a
+// client that went away); the relay ends when `b` is done.
+void Relay(int a, int b, const ProxyLimits& limits, Clock::time_point started, uint64_t up_limit,
            ProxyAuditRecord& record, std::string& ended) {
   BlockSigpipe no_sigpipe;
   for (int fd : {a, b}) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
@@ -214,6 +221,7 @@ void Relay(int a, int b, const ProxyLimits& limits, Clock::time_point started,
   dirs[0].src = a;
   dirs[0].dst = b;
   dirs[0].moved = &record.bytes_up;
+  dirs[0].left = up_limit;
   dirs[1].src = b;
   dirs[1].dst = a;
   dirs[1].moved = &record.bytes_down;
@@ -228,14 +236,20 @@ void Relay(int a, int b, const ProxyLimits& limits, Clock::time_point started,
       const uint64_t used = record.bytes_up + record.bytes_down;
       // At the cap, first drain what was read within it, then ask for one byte more: that
       // tells "more data" (over the cap) from EOF.
-      if (d.reading && d.pending < d.capacity && (used < limits.max_bytes || d.pending == 0)) {
+      if (d.reading && d.left == 0 && d.pending == 0) {
+        d.reading = false;  // all it may send has gone: not read again, no half-close
+        d.shut = true;
+      }
+      if (d.reading && d.left > 0 && d.pending < d.capacity &&
+          (used < limits.max_bytes || d.pending == 0)) {
         const size_t want = used >= limits.max_bytes
                                 ? 1
-                                : static_cast<size_t>(std::min<uint64_t>(d.capacity - d.pending,
-                                                                         limits.max_bytes - used));
+                                : static_cast<size_t>(std::min<uint64_t>(
+                                      {d.capacity - d.pending, limits.max_bytes - used, d.left}));
         ssize_t n = ::splice(d.src, nullptr, d.pipe_write.Get(), nullptr, want, kSpliceFlags);
         if (n > 0) {
           *d.moved += static_cast<uint64_t>(n);
+          d.left -= std::min<uint64_t>(d.left, static_cast<uint64_t>(n));
           if (record.bytes_up + record.bytes_down > limits.max_bytes) {
             ended = "byte cap";
             return;
@@ -281,7 +295,7 @@ void Relay(int a, int b, const ProxyLimits& limits, Clock::time_point started,
     short events[2] = {0, 0};  // for a, for b
     for (int i = 0; i < 2; ++i) {
       const auto& d = dirs[i];
-      if (d.reading && d.pending == 0) events[i] |= POLLIN;
+      if (d.reading && d.left > 0 && d.pending == 0) events[i] |= POLLIN;
       if (d.pending > 0) events[1 - i] |= POLLOUT;
     }
     pollfd fds[2] = {{events[0] ? a : -1, events[0], 0}, {events[1] ? b : -1, events[1], 0}};
@@ -323,6 +337,62 @@ bool ValidHeaderLines(std::string_view lines, std::string& error) {
       return false;
     }
   }
+  return true;
+}
+
+// The body a plain-HTTP request announces (RFC 9112 6.3): none without Content-Length, else
+// that many bytes. The proxy forwards exactly that after the head, so nothing pipelined behind
+// the request (another request, for whatever Host it names) reaches the server. A length it
+// cannot know without decoding the body (Transfer-Encoding) is refused with 411, an ambiguous
+// one (both headers, differing or malformed values) with 400.
+bool AnnouncedBodyLength(std::string_view lines, uint64_t& length, int& status,
+                         std::string& error) {
+  length = 0;
+  std::optional<uint64_t> content_length;
+  bool transfer_encoding = false;
+  size_t pos = 0;
+  while (pos < lines.size()) {
+    size_t eol = lines.find("\r\n", pos);
+    if (eol == std::string_view::npos) eol = lines.size();
+    std::string_view line = lines.substr(pos, eol - pos);
+    pos = eol + 2;
+    const size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    const std::string name = AsciiLower(line.substr(0, colon));
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
+      value.remove_prefix(1);
+    while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+    if (name == "transfer-encoding") transfer_encoding = true;
+    if (name != "content-length") continue;
+    const bool digits = !value.empty() && value.size() <= 18 &&
+                        value.find_first_not_of("0123456789") == std::string_view::npos;
+    if (!digits) {
+      status = 400;
+      error = "malformed Content-Length";
+      return false;
+    }
+    const uint64_t n = std::stoull(std::string(value));
+    if (content_length && *content_length != n) {
+      status = 400;
+      error = "conflicting Content-Length values";
+      return false;
+    }
+    content_length = n;
+  }
+  if (transfer_encoding && content_length) {
+    status = 400;
+    error = "both Transfer-Encoding and Content-Length";
+    return false;
+  }
+  if (transfer_encoding) {
+    status = 411;
+    error =
+        "a plain-HTTP request body needs a Content-Length (Transfer-Encoding is not "
+        "forwarded; HTTPS through CONNECT carries any body)";
+    return false;
+  }
+  length = content_length.value_or(0);
   return true;
 }
 
@@ -627,6 +697,16 @@ void HttpProxy::HandleConnection(int client) {
     finish("error", head_error);
     return;
   }
+  uint64_t body_length = UINT64_MAX;  // what the relay may read from the client (a tunnel: all)
+  if (!tunnel) {
+    int status = 400;
+    if (!AnnouncedBodyLength(std::string_view(buffer).substr(line_end + 2, head_end - line_end - 4),
+                             body_length, status, head_error)) {
+      Refuse(client, status, head_error);
+      finish("error", head_error);
+      return;
+    }
+  }
   rec.kind = tunnel ? "connect" : "http";
   std::string origin_form;
   auto target =
@@ -736,6 +816,9 @@ void HttpProxy::HandleConnection(int client) {
       head += header + "\r\n";
     }
     head += "Connection: close\r\n\r\n";
+    // The announced body only: bytes beyond it (a pipelined request) are dropped.
+    if (rest.size() > body_length) rest.resize(body_length);
+    body_length -= rest.size();
     rest = head + rest;
   }
   // What goes to the server ahead of the relay (a tunnel's first bytes; a plain request's
@@ -760,7 +843,7 @@ void HttpProxy::HandleConnection(int client) {
     }
   }
   std::string ended;
-  Relay(client, upstream.Get(), config_.limits, started, rec, ended);
+  Relay(client, upstream.Get(), config_.limits, started, body_length, rec, ended);
   finish("allow", ended);
 }
 

@@ -97,6 +97,34 @@ std::string ReadHead(int fd) {
   return head;
 }
 
+// Reads exactly `n` bytes (fewer on EOF or a 10 s silence).
+std::string ReadExactly(int fd, size_t n) {
+  std::string out;
+  char buf[4096];
+  while (out.size() < n) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 10000) <= 0) break;
+    ssize_t got = ::recv(fd, buf, std::min(sizeof(buf), n - out.size()), 0);
+    if (got <= 0) break;
+    out.append(buf, static_cast<size_t>(got));
+  }
+  return out;
+}
+
+// Reads until EOF or `silence` without a byte.
+std::string ReadAll(int fd, std::chrono::milliseconds silence = 10000ms) {
+  std::string out;
+  char buf[4096];
+  while (true) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(silence.count())) <= 0) break;
+    ssize_t got = ::recv(fd, buf, sizeof(buf), 0);
+    if (got <= 0) break;
+    out.append(buf, static_cast<size_t>(got));
+  }
+  return out;
+}
+
 // One connection on 127.0.0.1, handled by `handler` on its own thread.
 class Origin {
  public:
@@ -383,6 +411,138 @@ TEST(HttpProxyRelay, APlainHttpExchangeUnderTheByteCapIsWhole) {
   EXPECT_EQ(get.record.bytes_up, get.request.size());
 }
 
+// One plain-HTTP request per connection, as framed by its own head: a request pipelined behind
+// it (which a lenient shared server might answer, for whatever Host it names) never reaches
+// the server, and neither does anything past the body its Content-Length announced. A body of
+// unannounced length (Transfer-Encoding) is refused with 411, ambiguous framing with 400, both
+// before any connection. Benign next to them: a large announced body arrives byte for byte.
+TEST(HttpProxyRelay, APlainRequestForwardsOnlyItsOwnHeadAndAnnouncedBody) {
+  const std::string smuggled = "GET /other HTTP/1.1\r\nHost: evil.example\r\n\r\n";
+  struct Case {
+    std::string head_extra;  // header lines after Host
+    std::string body;        // what follows the head in the same write
+    size_t announced;        // body bytes the server must get
+  };
+  const std::vector<Case> cases = {
+      {"", smuggled, 0},
+      {"Content-Length: 10\r\n", "0123456789" + smuggled, 10},
+      {"Content-Length: 4\r\n", "abcdefgh", 4},
+  };
+  for (const auto& c : cases) {
+    std::string at_origin, answer;
+    {
+      Origin origin([&](int fd) {
+        at_origin = ReadHead(fd);
+        std::string body = ReadExactly(fd, c.announced);
+        at_origin += body;
+        const std::string reply = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        ::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL);
+        at_origin += ReadAll(fd, 500ms);  // anything more the proxy let through
+      });
+      Proxy proxy(origin.port(), {});
+      UniqueFd client = proxy.Connect();
+      const std::string req = "POST http://127.0.0.1:" + std::to_string(origin.port()) +
+                              "/x HTTP/1.1\r\nHost: 127.0.0.1\r\n" + c.head_extra + "\r\n" + c.body;
+      ASSERT_EQ(::send(client.Get(), req.data(), req.size(), MSG_NOSIGNAL),
+                static_cast<ssize_t>(req.size()));
+      answer = ReadAll(client.Get(), 3000ms);
+      client.Reset();
+      proxy.Records();
+    }
+    EXPECT_EQ(at_origin.find("evil"), std::string::npos) << at_origin;
+    EXPECT_EQ(at_origin.find("/other"), std::string::npos) << at_origin;
+    const size_t head_end = at_origin.find("\r\n\r\n");
+    ASSERT_NE(head_end, std::string::npos) << at_origin;
+    EXPECT_EQ(at_origin.substr(head_end + 4), c.body.substr(0, c.announced));
+    EXPECT_NE(answer.find("\r\n\r\nok"), std::string::npos) << answer;
+  }
+  // Benign: 8 MiB announced and streamed after the head arrive whole.
+  const uint64_t size = 8 * kMiB + 5;
+  StreamCheck at_origin;
+  {
+    Origin origin([&](int fd) {
+      ReadHead(fd);
+      std::vector<char> buf(1 << 16);
+      while (at_origin.count < size) {
+        ssize_t n =
+            ::recv(fd, buf.data(), std::min<uint64_t>(buf.size(), size - at_origin.count), 0);
+        if (n <= 0) break;
+        at_origin.Add(buf.data(), static_cast<size_t>(n));
+      }
+      const std::string reply = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+      ::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL);
+    });
+    Proxy proxy(origin.port(), {});
+    UniqueFd client = proxy.Connect();
+    const std::string head =
+        "PUT http://127.0.0.1:" + std::to_string(origin.port()) +
+        "/up HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: " + std::to_string(size) + "\r\n\r\n";
+    ASSERT_EQ(::send(client.Get(), head.data(), head.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(head.size()));
+    ASSERT_TRUE(SendStream(client.Get(), size));
+    EXPECT_NE(ReadAll(client.Get(), 5000ms).find("\r\n\r\nok"), std::string::npos);
+    client.Reset();
+    auto records = proxy.Records();
+    ASSERT_EQ(records.size(), 1u);
+    EXPECT_EQ(records[0].verdict, "allow");
+  }
+  EXPECT_EQ(at_origin.count, size);
+  EXPECT_EQ(at_origin.first_mismatch, UINT64_MAX);
+}
+
+TEST(HttpProxyRelay, PlainRequestsWithoutAnUnambiguousLengthAreRefusedUnsent) {
+  struct Case {
+    std::string headers;
+    std::string status;
+  };
+  const std::vector<Case> cases = {
+      {"Transfer-Encoding: chunked\r\n", "411"},
+      {"Transfer-Encoding: chunked\r\nContent-Length: 5\r\n", "400"},
+      {"Content-Length: 5\r\nContent-Length: 6\r\n", "400"},
+      {"Content-Length: 5, 5\r\n", "400"},
+      {"Content-Length: -1\r\n", "400"},
+      {"Content-Length: 0x10\r\n", "400"},
+      {"Content-Length: 99999999999999999999999\r\n", "400"},
+  };
+  uint16_t port = 0;
+  UniqueFd never_reached = BindLoopback(SOCK_STREAM, &port);
+  ASSERT_TRUE(never_reached);
+  Proxy proxy(port, {});
+  for (const auto& c : cases) {
+    UniqueFd client = proxy.Connect();
+    const std::string req = "POST http://127.0.0.1:" + std::to_string(port) +
+                            "/x HTTP/1.1\r\nHost: 127.0.0.1\r\n" + c.headers + "\r\nhello";
+    ASSERT_EQ(::send(client.Get(), req.data(), req.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(req.size()));
+    const std::string answer = ReadAll(client.Get(), 3000ms);
+    EXPECT_EQ(answer.rfind("HTTP/1.1 " + c.status + " ", 0), 0u) << c.headers << answer;
+  }
+  proxy.Records();
+  pollfd p{never_reached.Get(), POLLIN, 0};
+  EXPECT_EQ(poll(&p, 1, 0), 0) << "a refused request was connected to the server";
+  // Benign: the same length twice, and a length with surrounding blanks, go through.
+  std::string at_origin;
+  {
+    Origin ok([&](int fd) {
+      at_origin = ReadHead(fd);
+      at_origin += ReadExactly(fd, 5);
+      const std::string reply = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+      ::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL);
+    });
+    Proxy proxy_ok(ok.port(), {});
+    UniqueFd client = proxy_ok.Connect();
+    const std::string req = "POST http://127.0.0.1:" + std::to_string(ok.port()) +
+                            "/x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length:  5 \r\n"
+                            "Content-Length: 5\r\n\r\nhello";
+    ASSERT_EQ(::send(client.Get(), req.data(), req.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(req.size()));
+    EXPECT_EQ(ReadAll(client.Get(), 3000ms).rfind("HTTP/1.1 200 OK", 0), 0u);
+    client.Reset();
+    proxy_ok.Records();
+  }
+  EXPECT_NE(at_origin.find("hello"), std::string::npos) << at_origin;
+}
+
 TEST(HttpProxyRelay, BothDirectionsRacingForTheByteCapForwardAtMostTheCapBetweenThem) {
   // Both directions flood at once and reach the cap at about the same time: between them no
   // more than the cap may get through, every byte of it in order.
@@ -522,34 +682,6 @@ std::string HelloRetryRecord() {
                           static_cast<char>(body.size() & 0xff) + body;
   return std::string("\x16\x03\x03", 3) + static_cast<char>(msg.size() >> 8) +
          static_cast<char>(msg.size() & 0xff) + msg;
-}
-
-// Reads exactly `n` bytes (fewer on EOF or a 10 s silence).
-std::string ReadExactly(int fd, size_t n) {
-  std::string out;
-  char buf[4096];
-  while (out.size() < n) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, 10000) <= 0) break;
-    ssize_t got = ::recv(fd, buf, std::min(sizeof(buf), n - out.size()), 0);
-    if (got <= 0) break;
-    out.append(buf, static_cast<size_t>(got));
-  }
-  return out;
-}
-
-// Reads until EOF or `silence` without a byte.
-std::string ReadAll(int fd, std::chrono::milliseconds silence = 10000ms) {
-  std::string out;
-  char buf[4096];
-  while (true) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, static_cast<int>(silence.count())) <= 0) break;
-    ssize_t got = ::recv(fd, buf, sizeof(buf), 0);
-    if (got <= 0) break;
-    out.append(buf, static_cast<size_t>(got));
-  }
-  return out;
 }
 
 // A client can make any TLS 1.3 server answer with a HelloRetryRequest (its first hello offers
