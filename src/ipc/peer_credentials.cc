@@ -27,6 +27,10 @@ Status EnablePassCredentials(int fd) {
 ssize_t ReceiveWithCredentials(int fd, char* buffer, size_t size,
                                std::optional<PeerCredentials>& sender) {
   iovec iov{buffer, size};
+  // Room for the credentials and nothing else, on purpose: descriptors a peer passes along
+  // (SCM_RIGHTS) do not fit, so the kernel drops them instead of installing them here, where
+  // nothing would close them (tests/security T5GatewayIpc.DescriptorsPassedToTheGatewayAreNever
+  // Kept).
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))];
   msghdr msg{};
   msg.msg_iov = &iov;

@@ -210,9 +210,9 @@ class BlockSigpipe {
 // either side (both directions together, as before): at most `max_bytes` are ever forwarded,
 // and one byte more read from either side ends the connection with "byte cap".
 //
-// `up_limit` bounds what is read from `a` at all (a plain request's announced body): once it
-// is moved, `a` is no longer read and `b` gets no half-close (a server may take that for a
-// client that went away); the relay ends when `b` is done.
+// `up_limit` bounds what goes from `a` to `b` (a plain request's announced body): what `a`
+// sends past it is read and dropped (at most 1 MiB, then the connection ends), and `a`'s end
+// still reaches `b` as a half-close.
 void Relay(int a, int b, const ProxyLimits& limits, Clock::time_point started, uint64_t up_limit,
            ProxyAuditRecord& record, std::string& ended) {
   BlockSigpipe no_sigpipe;
@@ -230,6 +230,8 @@ void Relay(int a, int b, const ProxyLimits& limits, Clock::time_point started, u
   }
   const auto hard_deadline = started + limits.max_duration;
   auto last_progress = Clock::now();
+  uint64_t dropped = 0;  // read from `a` past `up_limit`
+  constexpr uint64_t kMaxDroppedBytes = 1 << 20;
   while (true) {
     bool progress = false;
     for (auto& d : dirs) {
@@ -237,8 +239,22 @@ void Relay(int a, int b, const ProxyLimits& limits, Clock::time_point started, u
       // At the cap, first drain what was read within it, then ask for one byte more: that
       // tells "more data" (over the cap) from EOF.
       if (d.reading && d.left == 0 && d.pending == 0) {
-        d.reading = false;  // all it may send has gone: not read again, no half-close
-        d.shut = true;
+        // All it may send has gone: what follows (a pipelined request) is read and dropped, so
+        // it reaches no one and nothing unread turns the final close into a reset; its end is
+        // passed on as before.
+        char sink[16384];
+        ssize_t n = ::recv(d.src, sink, sizeof(sink), MSG_DONTWAIT);
+        if (n > 0) {
+          dropped += static_cast<uint64_t>(n);
+          if (dropped > kMaxDroppedBytes) {
+            ended = "data after the request";
+            return;
+          }
+          progress = true;
+        } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+          d.reading = false;
+          progress = true;
+        }
       }
       if (d.reading && d.left > 0 && d.pending < d.capacity &&
           (used < limits.max_bytes || d.pending == 0)) {
@@ -295,7 +311,7 @@ void Relay(int a, int b, const ProxyLimits& limits, Clock::time_point started, u
     short events[2] = {0, 0};  // for a, for b
     for (int i = 0; i < 2; ++i) {
       const auto& d = dirs[i];
-      if (d.reading && d.left > 0 && d.pending == 0) events[i] |= POLLIN;
+      if (d.reading && d.pending == 0) events[i] |= POLLIN;
       if (d.pending > 0) events[1 - i] |= POLLOUT;
     }
     pollfd fds[2] = {{events[0] ? a : -1, events[0], 0}, {events[1] ? b : -1, events[1], 0}};
@@ -345,7 +361,7 @@ bool ValidHeaderLines(std::string_view lines, std::string& error) {
 // the request (another request, for whatever Host it names) reaches the server. A length it
 // cannot know without decoding the body (Transfer-Encoding) is refused with 411, an ambiguous
 // one (both headers, differing or malformed values) with 400.
-bool AnnouncedBodyLength(std::string_view lines, uint64_t& length, int& status,
+bool AnnouncedBodyLength(std::string_view lines, uint64_t& length, bool& announced, int& status,
                          std::string& error) {
   length = 0;
   std::optional<uint64_t> content_length;
@@ -393,6 +409,7 @@ bool AnnouncedBodyLength(std::string_view lines, uint64_t& length, int& status,
     return false;
   }
   length = content_length.value_or(0);
+  announced = content_length.has_value();
   return true;
 }
 
@@ -698,10 +715,11 @@ void HttpProxy::HandleConnection(int client) {
     return;
   }
   uint64_t body_length = UINT64_MAX;  // what the relay may read from the client (a tunnel: all)
+  bool announced_length = false;      // the request had a Content-Length
   if (!tunnel) {
     int status = 400;
     if (!AnnouncedBodyLength(std::string_view(buffer).substr(line_end + 2, head_end - line_end - 4),
-                             body_length, status, head_error)) {
+                             body_length, announced_length, status, head_error)) {
       Refuse(client, status, head_error);
       finish("error", head_error);
       return;
@@ -810,11 +828,15 @@ void HttpProxy::HandleConnection(int client) {
       // Host: the absolute URI's authority, whatever the client wrote (RFC 9112 3.2.2), so a
       // shared server cannot be steered to a site other than the allowed one.
       if (name == "connection" || name == "proxy-connection" || name == "keep-alive" ||
-          name == "proxy-authorization" || name == "te" || name == "upgrade" || name == "host") {
+          name == "proxy-authorization" || name == "te" || name == "upgrade" || name == "host" ||
+          name == "content-length") {
         continue;
       }
       head += header + "\r\n";
     }
+    // The length as the proxy read it, once, in plain digits: a server that would read the
+    // client's spelling (repeated, padded, leading zeros) differently frames the same bytes.
+    if (announced_length) head += "Content-Length: " + std::to_string(body_length) + "\r\n";
     head += "Connection: close\r\n\r\n";
     // The announced body only: bytes beyond it (a pipelined request) are dropped.
     if (rest.size() > body_length) rest.resize(body_length);

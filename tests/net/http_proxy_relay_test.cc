@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/ascii.h"
 #include "loopback_socket.h"
 #include "net/http_proxy.h"
 #include "net/proxy_policy.h"
@@ -420,41 +421,64 @@ TEST(HttpProxyRelay, APlainRequestForwardsOnlyItsOwnHeadAndAnnouncedBody) {
   const std::string smuggled = "GET /other HTTP/1.1\r\nHost: evil.example\r\n\r\n";
   struct Case {
     std::string head_extra;  // header lines after Host
-    std::string body;        // what follows the head in the same write
+    std::string body;        // what follows the head
     size_t announced;        // body bytes the server must get
   };
   const std::vector<Case> cases = {
       {"", smuggled, 0},
       {"Content-Length: 10\r\n", "0123456789" + smuggled, 10},
       {"Content-Length: 4\r\n", "abcdefgh", 4},
+      // The server gets the length as the proxy read it, once, whatever the spelling.
+      {"Content-Length:  010 \r\ncontent-length: 10\r\n", "0123456789" + smuggled, 10},
   };
-  for (const auto& c : cases) {
-    std::string at_origin, answer;
-    {
-      Origin origin([&](int fd) {
-        at_origin = ReadHead(fd);
-        std::string body = ReadExactly(fd, c.announced);
-        at_origin += body;
-        const std::string reply = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
-        ::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL);
-        at_origin += ReadAll(fd, 500ms);  // anything more the proxy let through
-      });
-      Proxy proxy(origin.port(), {});
-      UniqueFd client = proxy.Connect();
-      const std::string req = "POST http://127.0.0.1:" + std::to_string(origin.port()) +
-                              "/x HTTP/1.1\r\nHost: 127.0.0.1\r\n" + c.head_extra + "\r\n" + c.body;
-      ASSERT_EQ(::send(client.Get(), req.data(), req.size(), MSG_NOSIGNAL),
-                static_cast<ssize_t>(req.size()));
-      answer = ReadAll(client.Get(), 3000ms);
-      client.Reset();
-      proxy.Records();
+  // The body in the same write as the head (read with it), or a moment later (read by the
+  // relay, which must stop forwarding at the announced end).
+  for (bool later : {false, true}) {
+    for (const auto& c : cases) {
+      std::string at_origin, answer;
+      std::vector<ProxyAuditRecord> records;
+      {
+        Origin origin([&](int fd) {
+          at_origin = ReadHead(fd);
+          at_origin += ReadExactly(fd, c.announced);
+          at_origin += ReadAll(fd, 500ms);  // anything more the proxy let through
+          const std::string reply = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+          ::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL);
+        });
+        Proxy proxy(origin.port(), {});
+        UniqueFd client = proxy.Connect();
+        const std::string head = "POST http://127.0.0.1:" + std::to_string(origin.port()) +
+                                 "/x HTTP/1.1\r\nHost: 127.0.0.1\r\n" + c.head_extra + "\r\n";
+        const std::string first = later ? head : head + c.body;
+        ASSERT_EQ(::send(client.Get(), first.data(), first.size(), MSG_NOSIGNAL),
+                  static_cast<ssize_t>(first.size()));
+        if (later) {
+          std::this_thread::sleep_for(100ms);
+          ASSERT_EQ(::send(client.Get(), c.body.data(), c.body.size(), MSG_NOSIGNAL),
+                    static_cast<ssize_t>(c.body.size()));
+        }
+        answer = ReadAll(client.Get(), 3000ms);
+        client.Reset();
+        records = proxy.Records();
+      }
+      EXPECT_EQ(at_origin.find("evil"), std::string::npos) << later << at_origin;
+      EXPECT_EQ(at_origin.find("/other"), std::string::npos) << later << at_origin;
+      const size_t head_end = at_origin.find("\r\n\r\n");
+      ASSERT_NE(head_end, std::string::npos) << at_origin;
+      EXPECT_EQ(at_origin.substr(head_end + 4), c.body.substr(0, c.announced)) << later;
+      const std::string origin_head = AsciiLower(at_origin.substr(0, head_end + 2));
+      const size_t length_line = origin_head.find("\r\ncontent-length:");
+      if (c.announced > 0) {
+        EXPECT_NE(origin_head.find("\r\ncontent-length: " + std::to_string(c.announced) + "\r\n"),
+                  std::string::npos)
+            << origin_head;
+        EXPECT_EQ(origin_head.find("\r\ncontent-length:", length_line + 1), std::string::npos)
+            << origin_head;
+      }
+      EXPECT_NE(answer.find("\r\n\r\nok"), std::string::npos) << later << answer;
+      ASSERT_EQ(records.size(), 1u);
+      EXPECT_EQ(records[0].bytes_up, head_end + 4 + c.announced) << later;
     }
-    EXPECT_EQ(at_origin.find("evil"), std::string::npos) << at_origin;
-    EXPECT_EQ(at_origin.find("/other"), std::string::npos) << at_origin;
-    const size_t head_end = at_origin.find("\r\n\r\n");
-    ASSERT_NE(head_end, std::string::npos) << at_origin;
-    EXPECT_EQ(at_origin.substr(head_end + 4), c.body.substr(0, c.announced));
-    EXPECT_NE(answer.find("\r\n\r\nok"), std::string::npos) << answer;
   }
   // Benign: 8 MiB announced and streamed after the head arrive whole.
   const uint64_t size = 8 * kMiB + 5;
@@ -488,6 +512,30 @@ TEST(HttpProxyRelay, APlainRequestForwardsOnlyItsOwnHeadAndAnnouncedBody) {
   }
   EXPECT_EQ(at_origin.count, size);
   EXPECT_EQ(at_origin.first_mismatch, UINT64_MAX);
+}
+
+TEST(HttpProxyRelay, AFloodAfterAPlainRequestIsDroppedAndThenEndsTheConnection) {
+  // Bytes past the announced body are read and dropped, up to 1 MiB; more ends the connection.
+  std::string at_origin;
+  std::vector<ProxyAuditRecord> records;
+  {
+    Origin origin([&](int fd) {
+      at_origin = ReadHead(fd);
+      at_origin += ReadAll(fd, 2000ms);
+    });
+    Proxy proxy(origin.port(), {});
+    UniqueFd client = proxy.Connect();
+    const std::string head = "GET http://127.0.0.1:" + std::to_string(origin.port()) +
+                             "/x HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    ASSERT_EQ(::send(client.Get(), head.data(), head.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(head.size()));
+    SendStream(client.Get(), 4 * kMiB);  // fails once the proxy ends the connection
+    client.Reset();
+    records = proxy.Records();
+  }
+  EXPECT_EQ(at_origin.find("\r\n\r\n"), at_origin.size() - 4) << "bytes after the head arrived";
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].reason, "data after the request");
 }
 
 TEST(HttpProxyRelay, PlainRequestsWithoutAnUnambiguousLengthAreRefusedUnsent) {

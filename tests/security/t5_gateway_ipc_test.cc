@@ -1,4 +1,6 @@
 // T5: IPC spoofing / confused deputy against a real gateway. Each attack next to its benign twin.
+#include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -6,8 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <set>
+#include <thread>
 
 #include "gateway_fixture.h"
 
@@ -137,6 +141,58 @@ TEST_F(T5GatewayIpc, RequestBeforeHelloIsRefused) {
   ASSERT_TRUE(r);
   EXPECT_FALSE(r->ok);
   EXPECT_EQ(r->fields[0], "denied");
+}
+
+// Descriptors passed to the gateway (SCM_RIGHTS) are never installed in it: a host that sends
+// them with every message cannot use up the gateway's descriptor table (every session's
+// requests would then fail). The gateway's receive buffer has room for the sender's
+// credentials only; the kernel drops what does not fit. Benign next to it: a plugin's calls
+// still work afterwards.
+TEST_F(T5GatewayIpc, DescriptorsPassedToTheGatewayAreNeverKept) {
+  auto token = RegisterPlugin("p.one", ReadWriteGrant());
+  auto open_fds = [pid = gateway_->pid()] {
+    int count = 0;
+    if (DIR* d = opendir(("/proc/" + std::to_string(pid) + "/fd").c_str())) {
+      while (readdir(d) != nullptr) ++count;
+      closedir(d);
+    }
+    return count;
+  };
+  const int before = open_fds();
+  int passed[4];
+  for (int& fd : passed) fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  for (int round = 0; round < 64; ++round) {
+    auto fd = gateway_->Connect();
+    ASSERT_TRUE(fd);
+    for (size_t count : {1u, 4u}) {
+      char byte = 0;
+      iovec iov{&byte, 1};
+      alignas(cmsghdr) char control[CMSG_SPACE(sizeof(passed))] = {};
+      msghdr msg{};
+      msg.msg_iov = &iov;
+      msg.msg_iovlen = 1;
+      msg.msg_control = control;
+      msg.msg_controllen = CMSG_SPACE(count * sizeof(int));
+      cmsghdr* c = CMSG_FIRSTHDR(&msg);
+      c->cmsg_level = SOL_SOCKET;
+      c->cmsg_type = SCM_RIGHTS;
+      c->cmsg_len = CMSG_LEN(count * sizeof(int));
+      std::memcpy(CMSG_DATA(c), passed, count * sizeof(int));
+      EXPECT_EQ(sendmsg(fd->Get(), &msg, MSG_NOSIGNAL), 1) << std::strerror(errno);
+    }
+  }
+  for (int fd : passed) close(fd);
+  // Every attacking connection is closed by now or soon; none may have left a descriptor.
+  int after = open_fds();
+  for (int i = 0; i < 100 && after > before; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    after = open_fds();
+  }
+  EXPECT_LE(after, before) << "the gateway kept passed descriptors";
+  auto client = Client(token, "p.one");
+  auto r = client->Call("fs.read", {"a.txt"});
+  ASSERT_TRUE(r && r->ok);
+  EXPECT_EQ(r->fields[0], "content");
 }
 
 TEST_F(T5GatewayIpc, SecondLocalUserCannotEvenConnect) {
