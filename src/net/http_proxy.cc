@@ -325,17 +325,26 @@ void Relay(int a, int b, const ProxyLimits& limits, Clock::time_point started, u
   }
 }
 
+// Calls `each` with every line of a request's header block (lines split at CRLF, without it)
+// until it returns false; returns whether every call returned true.
+template <typename Each>
+bool ForEachHeaderLine(std::string_view lines, Each each) {
+  size_t pos = 0;
+  while (pos < lines.size()) {
+    size_t eol = lines.find("\r\n", pos);
+    if (eol == std::string_view::npos) eol = lines.size();
+    if (!each(lines.substr(pos, eol - pos))) return false;
+    pos = eol + 2;
+  }
+  return true;
+}
+
 // The header lines of a plain-HTTP request (between the request line and the blank line) as
 // this proxy forwards them: each "name: value" with a token name right before the colon, no
 // folded continuation line, and no CR, LF or other control byte but tab anywhere. Anything
 // else could read as a different header (a second Host) to a lenient server behind the proxy.
 bool ValidHeaderLines(std::string_view lines, std::string& error) {
-  size_t pos = 0;
-  while (pos < lines.size()) {
-    size_t eol = lines.find("\r\n", pos);
-    if (eol == std::string_view::npos) eol = lines.size();
-    std::string_view line = lines.substr(pos, eol - pos);
-    pos = eol + 2;
+  return ForEachHeaderLine(lines, [&error](std::string_view line) {
     if (!line.empty() && (line[0] == ' ' || line[0] == '\t')) {
       error = "folded header line";
       return false;
@@ -352,8 +361,8 @@ bool ValidHeaderLines(std::string_view lines, std::string& error) {
       error = "malformed header name";
       return false;
     }
-  }
-  return true;
+    return true;
+  });
 }
 
 // The body a plain-HTTP request announces (RFC 9112 6.3): none without Content-Length, else
@@ -366,21 +375,16 @@ bool AnnouncedBodyLength(std::string_view lines, uint64_t& length, bool& announc
   length = 0;
   std::optional<uint64_t> content_length;
   bool transfer_encoding = false;
-  size_t pos = 0;
-  while (pos < lines.size()) {
-    size_t eol = lines.find("\r\n", pos);
-    if (eol == std::string_view::npos) eol = lines.size();
-    std::string_view line = lines.substr(pos, eol - pos);
-    pos = eol + 2;
+  const bool framed = ForEachHeaderLine(lines, [&](std::string_view line) {
     const size_t colon = line.find(':');
-    if (colon == std::string_view::npos) continue;
+    if (colon == std::string_view::npos) return true;
     const std::string name = AsciiLower(line.substr(0, colon));
     std::string_view value = line.substr(colon + 1);
     while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
       value.remove_prefix(1);
     while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
     if (name == "transfer-encoding") transfer_encoding = true;
-    if (name != "content-length") continue;
+    if (name != "content-length") return true;
     const bool digits = !value.empty() && value.size() <= 18 &&
                         value.find_first_not_of("0123456789") == std::string_view::npos;
     if (!digits) {
@@ -395,7 +399,9 @@ bool AnnouncedBodyLength(std::string_view lines, uint64_t& length, bool& announc
       return false;
     }
     content_length = n;
-  }
+    return true;
+  });
+  if (!framed) return false;
   if (transfer_encoding && content_length) {
     status = 400;
     error = "both Transfer-Encoding and Content-Length";
