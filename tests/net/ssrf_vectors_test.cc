@@ -1,7 +1,9 @@
-// Every vector of ../shared/testdata/ssrf-vectors.txt as its own test case, named after its line
-// number. The file is read at test time -- including the grant and the fake DNS fixture written
-// in its header comments -- so a vector added there is tested without touching this code. A
-// missing or unreadable file is a failure, never a skip.
+// Every vector of tests/net/testdata/ssrf-vectors.txt (the repository's copy of the project's
+// ../shared/testdata/ssrf-vectors.txt) as its own test case, named after its line number. The
+// file is read at test time -- including the grant and the fake DNS fixture written in its header
+// comments -- so a vector added there is tested without touching this code. A missing or
+// unreadable file is a failure, never a skip. When the shared original sits beside the clone, the
+// two must be identical.
 //
 // Section A: the input is an address (or literal); it goes through ParseIpLiteral and
 //   ClassifyAddress, and also, as a cross-check of the plumbing, through ConnectPolicy, through
@@ -15,6 +17,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -29,7 +32,9 @@
 namespace anvil {
 namespace {
 
-constexpr const char kVectorFile[] = ANVIL_SOURCE_DIR "/../shared/testdata/ssrf-vectors.txt";
+constexpr const char kVectorFile[] = ANVIL_SOURCE_DIR "/tests/net/testdata/ssrf-vectors.txt";
+// The shared original, when a checkout of it sits beside the repository: the copy must not drift.
+constexpr const char kSharedVectorFile[] = ANVIL_SOURCE_DIR "/../shared/testdata/ssrf-vectors.txt";
 
 struct Vector {
   int line = 0;
@@ -177,8 +182,7 @@ VectorFile Load() {
   VectorFile file;
   std::ifstream in(kVectorFile);
   if (!in) {
-    file.error = std::string("cannot open ") + kVectorFile +
-                 " (the shared/ checkout must sit beside the repository)";
+    file.error = std::string("cannot open ") + kVectorFile;
     return file;
   }
   enum class Header { kNone, kGrant, kDns, kDone } header = Header::kNone;
@@ -294,6 +298,26 @@ std::string ClaimedRange(const std::string& reason) {
 std::string Describe(const Vector& vector) {
   return "line " + std::to_string(vector.line) + " '" + vector.input + "' (" +
          (vector.allow ? "allow" : "deny") + ": " + vector.reason + ")";
+}
+
+std::optional<std::string> Slurp(const char* path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(SsrfVectorsFile, RepositoryCopyMatchesTheSharedFileWhenPresent) {
+  auto shared = Slurp(kSharedVectorFile);
+  if (!shared) {
+    GTEST_SKIP() << "SKIPPED: " << kSharedVectorFile
+                 << " is not beside this clone; only the repository's copy was tested";
+  }
+  auto copy = Slurp(kVectorFile);
+  ASSERT_TRUE(copy) << "cannot open " << kVectorFile;
+  EXPECT_EQ(*copy, *shared) << kVectorFile << " differs from " << kSharedVectorFile
+                            << "; fix: copy the shared file over the repository's copy";
 }
 
 TEST(SsrfVectorsFile, LoadsWithGrantFixtureAndBothSections) {
