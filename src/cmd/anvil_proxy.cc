@@ -59,7 +59,7 @@ anvil::Status Harden(const std::string& audit_log) {
     if (auto s = rs->AllowPath(audit_log, kFsWriteFile | kFsReadFile); !s) return s;
   }
   if (auto s = rs->Restrict(); !s) return s;
-  auto filter = anvil::seccomp::BuildCommandFilter(anvil::NetworkMode::kFull, /*deny_list=*/true);
+  auto filter = anvil::seccomp::BuildServiceFilter();
   if (!filter) return tl::unexpected(filter.error());
   return filter->Install();
 }

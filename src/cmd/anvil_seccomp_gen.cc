@@ -56,6 +56,7 @@ int main(int argc, char** argv) {
               Emit(out, "kCommandNoneNetOnly", CompileCommandFilter(NetworkMode::kNone, false)) &&
               Emit(out, "kCommandProxyNetOnly", CompileCommandFilter(NetworkMode::kProxy, false)) &&
               Emit(out, "kCommandFullNetOnly", CompileCommandFilter(NetworkMode::kFull, false)) &&
+              Emit(out, "kService", CompileCommandFilter(NetworkMode::kFull, true, false)) &&
               Emit(out, "kPluginHost", CompilePluginHostFilter());
     if (!ok) return 1;
     text = out.str();

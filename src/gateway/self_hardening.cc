@@ -29,7 +29,7 @@ Status HardenGateway(const std::string& workspace, const std::string& runtime_di
     if (auto s = rs->AllowPath(dev, kFsReadFile | kFsWriteFile, true); !s) return s;
   }
   if (auto s = rs->Restrict(); !s) return s;
-  auto filter = seccomp::BuildCommandFilter(NetworkMode::kFull, /*deny_list=*/true);
+  auto filter = seccomp::BuildServiceFilter();
   if (!filter) return tl::unexpected(filter.error());
   return filter->Install();
 }

@@ -185,7 +185,11 @@ Status BuildDev() {
     std::string host = kOld + "/dev/" + name;
     struct stat st {};
     if (::stat(host.c_str(), &st) != 0 || !S_ISCHR(st.st_mode)) continue;
-    if (auto s = BindTree(host, dev + "/" + name, false, /*keep_dev=*/true); !s) return s;
+    // Read-only: reading and writing a device node ignore the mount's read-only flag, while
+    // chmod, chown, utimensat and setxattr of the host's node get EROFS.
+    if (auto s = BindTree(host, dev + "/" + name, /*read_only=*/true, /*keep_dev=*/true); !s) {
+      return s;
+    }
   }
   const std::pair<const char*, const char*> links[] = {{"/proc/self/fd", "fd"},
                                                        {"/proc/self/fd/0", "stdin"},

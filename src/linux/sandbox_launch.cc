@@ -795,9 +795,9 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
     }
     plan.landlock_abi = probe.abi;
   }
-  bool network_filter =
-      policy.network != NetworkMode::kFull && policy.kind != PolicyKind::kDangerFullAccess;
-  if (plan.confine_fs || network_filter) {
+  // Every policy but danger-full-access gets a filter: at least the set-id rules
+  // (seccomp_setid.h) and, without the full network, the socket rules.
+  if (policy.kind != PolicyKind::kDangerFullAccess) {
     auto filter = seccomp::BuildCommandFilter(policy.network, /*deny_list=*/plan.confine_fs);
     if (!filter) return SetupFailure(filter.error().ToString(), start);
     plan.filter = std::move(*filter);

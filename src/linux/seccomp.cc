@@ -56,6 +56,8 @@ Result<Program> BuildCommandFilter(NetworkMode network, bool deny_list) {
   return Fail("sandbox", "seccomp: unknown network mode");
 }
 
+Result<Program> BuildServiceFilter() { return FromTable(std::begin(kService), std::end(kService)); }
+
 Result<Program> BuildPluginHostFilter() {
   return FromTable(std::begin(kPluginHost), std::end(kPluginHost));
 }

@@ -32,9 +32,15 @@ class Program {
 // refused with EPERM — ptrace and process_vm_*, mount/namespace syscalls, bpf, perf_event_open,
 // the key-ring, userfaultfd, io_uring, module/kexec loading, dangerous personality bits,
 // TIOCSTI/TIOCLINUX, open_by_handle_at. Non-native ABIs (i386 int 0x80, x32) kill the process.
+// Every mode argument with S_ISUID/S_ISGID is refused and openat2 is ENOSYS (seccomp_setid.h).
 // NetworkMode::kNone additionally refuses every socket family but AF_UNIX. With
-// `deny_list` false only the network rules are built (policy external-sandbox).
+// `deny_list` false only the set-id and network rules are built (policy external-sandbox).
 Result<Program> BuildCommandFilter(NetworkMode network, bool deny_list = true);
+
+// The command filter's deny-list with the full network and without the set-id rules, for
+// Anvil's own services confining themselves (the gateway, anvil-proxy): the gateway serves
+// workspace files through openat2, which the command filter answers ENOSYS.
+Result<Program> BuildServiceFilter();
 
 // The allowlist for anvil-plugin-host after lockdown: only what the VM and its two already
 // connected sockets need (read/write/sendmsg/recvmsg/poll, memory without PROT_EXEC, futex,

@@ -17,6 +17,7 @@
 
 #include "common/unique_fd.h"
 #include "linux/seccomp.h"
+#include "linux/seccomp_setid.h"
 
 namespace anvil::seccomp {
 namespace {
@@ -128,7 +129,8 @@ const std::vector<const char*>& CommandDeniedSyscalls() {
   return kDenied;
 }
 
-Result<std::vector<sock_filter>> CompileCommandFilter(NetworkMode network, bool deny_list) {
+Result<std::vector<sock_filter>> CompileCommandFilter(NetworkMode network, bool deny_list,
+                                                      bool set_id_rules) {
   Ctx ctx(seccomp_init(SCMP_ACT_ALLOW));
   if (!ctx) return Fail("sandbox", "seccomp_init failed");
   scmp_filter_ctx c = ctx.get();
@@ -168,6 +170,10 @@ Result<std::vector<sock_filter>> CompileCommandFilter(NetworkMode network, bool 
           !s)
         return tl::unexpected(s.error());
     }
+  }
+  // Every policy that gets this filter, external-sandbox too, keeps set-id bits off files.
+  if (set_id_rules) {
+    if (auto s = AddSetIdRules(c); !s) return tl::unexpected(s.error());
   }
   if (network == NetworkMode::kNone) {
     for (int nr : {SCMP_SYS(socket), SCMP_SYS(socketpair)}) {

@@ -12,8 +12,10 @@
 
 namespace anvil::seccomp {
 
-// The rules behind BuildCommandFilter and BuildPluginHostFilter (seccomp.h documents them).
-Result<std::vector<sock_filter>> CompileCommandFilter(NetworkMode network, bool deny_list);
+// The rules behind BuildCommandFilter, BuildServiceFilter and BuildPluginHostFilter (seccomp.h
+// documents them). `set_id_rules` false: the service filter (no set-id rules, openat2 allowed).
+Result<std::vector<sock_filter>> CompileCommandFilter(NetworkMode network, bool deny_list,
+                                                      bool set_id_rules = true);
 Result<std::vector<sock_filter>> CompilePluginHostFilter();
 
 }  // namespace anvil::seccomp

@@ -228,6 +228,71 @@ print("own", "OK" if r >= 0 else errno.errorcode[ctypes.get_errno()])
   EXPECT_EQ(f["own"], "OK") << "benign: the sandbox's own IPC namespace works";
 }
 
+// Tries a no-op metadata change on each host object named on argv (chmod to its own mode, chown
+// to its own owner, times to now, a user xattr): any that succeeds could as well have changed the
+// host's node. Then the ordinary uses of the devices.
+constexpr char kMetadataProbe[] = R"py(
+import errno, os, stat, sys
+def attempt(name, call):
+    try:
+        call()
+        print(name, "OK")
+    except OSError as e:
+        print(name, errno.errorcode.get(e.errno, e.errno))
+for path in sys.argv[1:]:
+    if not os.path.exists(path):
+        continue
+    st = os.stat(path)
+    attempt("chmod" + path, lambda: os.chmod(path, stat.S_IMODE(st.st_mode)))
+    attempt("chown" + path, lambda: os.chown(path, st.st_uid, st.st_gid))
+    attempt("utime" + path, lambda: os.utime(path))
+    attempt("setxattr" + path, lambda: os.setxattr(path, "user.anvil", b"1"))
+with open("/dev/null", "wb") as f:
+    print("write-null", f.write(b"x" * 100))
+with open("/dev/urandom", "rb") as f:
+    print("read-urandom", len(f.read(16)))
+with open("/dev/zero", "rb") as f:
+    print("read-zero", f.read(4) == bytes(4))
+try:
+    with open("/dev/full", "wb") as f:
+        f.write(b"x")
+        f.flush()
+except OSError as e:
+    print("write-full", errno.errorcode[e.errno])
+)py";
+
+TEST_P(T4SandboxPrivilege, HostDeviceNodesKeepTheirMetadata) {
+  if (!Exists(kPython)) GTEST_SKIP() << "SKIPPED: " << kPython << " is missing";
+  const std::vector<std::string> targets = {"/dev/null",   "/dev/zero",    "/dev/full",
+                                            "/dev/random", "/dev/urandom", "/dev/tty"};
+  std::map<std::string, struct stat> before;
+  for (const auto& t : targets) ::stat(t.c_str(), &before[t]);
+  for (const auto& flags : std::vector<std::vector<std::string>>{
+           {}, {"--read-access", "full"}, {"--policy", "read-only", "--network", "full"}}) {
+    auto result = SandboxPython(ws_.path(), kMetadataProbe, flags, Opts(), targets);
+    ASSERT_EQ(result.status, 0) << result.err;
+    auto f = Fields(result.out);
+    size_t tried = 0;
+    for (const auto& [name, value] : f) {
+      if (name.find('/') == std::string::npos) continue;
+      ++tried;
+      EXPECT_NE(value, "OK") << name << " changed a host object's metadata";
+    }
+    EXPECT_GE(tried, 20u) << result.out;
+    // Benign: the devices themselves work.
+    EXPECT_EQ(f["write-null"], "100");
+    EXPECT_EQ(f["read-urandom"], "16");
+    EXPECT_EQ(f["read-zero"], "True");
+    EXPECT_EQ(f["write-full"], "ENOSPC");
+  }
+  for (const auto& t : targets) {
+    struct stat now {};
+    ::stat(t.c_str(), &now);
+    EXPECT_EQ(now.st_mode, before[t].st_mode) << t;
+    EXPECT_EQ(now.st_uid, before[t].st_uid) << t;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Callers, T4SandboxPrivilege, ::testing::ValuesIn(kAllCallers),
                          CallerParamName);
 

@@ -31,6 +31,14 @@ TEST(SeccompPrecompiledTest, CommandFiltersAreByteIdenticalToAFreshCompile) {
   }
 }
 
+TEST(SeccompPrecompiledTest, ServiceFilterIsByteIdenticalToAFreshCompile) {
+  auto baked = BuildServiceFilter();
+  auto fresh = CompileCommandFilter(NetworkMode::kFull, true, /*set_id_rules=*/false);
+  ASSERT_TRUE(baked) << baked.error().ToString();
+  ASSERT_TRUE(fresh) << fresh.error().ToString();
+  EXPECT_TRUE(SameBytes(baked->insns(), *fresh));
+}
+
 TEST(SeccompPrecompiledTest, PluginHostFilterIsByteIdenticalToAFreshCompile) {
   auto baked = BuildPluginHostFilter();
   auto fresh = CompilePluginHostFilter();
