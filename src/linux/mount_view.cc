@@ -17,6 +17,7 @@
 
 #include "common/unique_fd.h"
 #include "linux/open_beneath.h"
+#include "linux/root_remap.h"
 
 namespace anvil {
 namespace {
@@ -44,6 +45,7 @@ struct MountAttr {
 const char kStage[] = "/tmp";  // staging tmpfs, mounted over /tmp in our private namespace
 const std::string kOld = "/oldroot";
 const std::string kNew = "/newroot";
+const std::string kIdmapped = "/idmapped";  // root's idmapped trees, staged until EnterView
 
 Status MkdirP(const std::string& path, mode_t mode = 0755) {
   // Usually the parent is there already: one mkdir, not one per component.
@@ -105,10 +107,15 @@ Status AttachTree(UniqueFd tree, const std::string& shown, const std::string& ds
 // Covers the existing file or socket at `dst` (inside the view) with the read-only empty file
 // `mask`. The mount point is opened, never created: a host file that vanished since the view was
 // computed is skipped (false), and nothing is ever made in a writable root of the host.
-Result<bool> MaskExisting(const std::string& mask, const std::string& dst) {
+// With `unreachable_is_hidden` (root's sandbox, outside its idmapped roots) a target that init
+// cannot reach is skipped too: init looks as the command's own host id, and the command cannot
+// change a host directory it does not own, so it can never reach it either.
+Result<bool> MaskExisting(const std::string& mask, const std::string& dst,
+                          bool unreachable_is_hidden) {
   UniqueFd target(::open(dst.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
   if (!target) {
     if (errno == ENOENT || errno == ENOTDIR) return false;
+    if (errno == EACCES && unreachable_is_hidden) return false;
     return SysFail("sandbox", "open mask target " + dst);
   }
   struct stat st {};
@@ -175,8 +182,81 @@ size_t Depth(const std::string& path) {
 
 struct BindOp {
   std::string path;  // path inside the view (== path on the host)
-  enum Kind { kReadOnly, kWritable, kMask, kTmp, kRun, kDev, kProc, kWorkspaceDir, kBeneath } kind;
+  enum Kind {
+    kReadOnly,
+    kWritable,
+    kMask,
+    kTmp,
+    kRun,
+    kDev,
+    kProc,
+    kWorkspaceDir,
+    kBeneath,
+    kCover,  // an empty tmpfs over a host directory the command cannot search (root_remap.h)
+  } kind;
 };
+
+// Where the view's `path` is taken from: the staged idmapped tree of the deepest idmapped root
+// holding it, else the host's tree.
+std::string SourceOf(const std::vector<std::string>& idmapped_roots, const std::string& path) {
+  size_t best = idmapped_roots.size();
+  for (size_t i = 0; i < idmapped_roots.size(); ++i) {
+    if (PathIsWithin(path, idmapped_roots[i]) &&
+        (best == idmapped_roots.size() || idmapped_roots[i].size() > idmapped_roots[best].size())) {
+      best = i;
+    }
+  }
+  if (best == idmapped_roots.size()) return path == "/" ? kOld : kOld + path;
+  const std::string& root = idmapped_roots[best];
+  std::string rest = root == "/" ? (path == "/" ? "" : path) : path.substr(root.size());
+  return kIdmapped + "/" + std::to_string(best) + rest;
+}
+
+// The host directories the view covers for root's sandbox (root_remap.h, UnsearchableAncestors),
+// looked at as the command's own id (init's) through the host's tree.
+std::vector<std::string> CoveredDirs(const FileView& view,
+                                     const std::vector<std::string>& idmapped_roots) {
+  if (idmapped_roots.empty()) return {};
+  return UnsearchableAncestors(view, idmapped_roots,
+                               [](const std::string& dir) -> std::optional<mode_t> {
+                                 struct stat st {};
+                                 if (::lstat((kOld + dir).c_str(), &st) != 0) return std::nullopt;
+                                 return st.st_mode;
+                               });
+}
+
+// Makes each cover read-only once every mount point beneath it is made (the last bind of the
+// view). A cover the host's change of mode made appear since is not a mount: that fails.
+Status SealCovers(const FileView& view, const std::vector<std::string>& idmapped_roots) {
+  for (const auto& dir : CoveredDirs(view, idmapped_roots)) {
+    MountAttr attr{};
+    attr.attr_set = kMountAttrRdonly;
+    if (syscall(SYS_mount_setattr, AT_FDCWD, (kNew + dir).c_str(), 0, &attr, sizeof(attr)) != 0) {
+      return SysFail("sandbox", "make the cover of " + dir + " read-only");
+    }
+  }
+  return Ok();
+}
+
+// Attaches each idmapped tree at kIdmapped/<index> of the staging root, where SourceOf finds it.
+Status StageIdmappedTrees(const MountViewOptions& options) {
+  if (options.idmapped_trees.size() != options.idmapped_roots.size()) {
+    return Fail("sandbox", "idmapped trees and roots do not match");
+  }
+  if (options.idmapped_trees.empty()) return Ok();
+  if (auto s = MkdirP(kIdmapped); !s) return s;
+  for (size_t i = 0; i < options.idmapped_trees.size(); ++i) {
+    const int tree = options.idmapped_trees[i];
+    struct stat st {};
+    if (::fstat(tree, &st) != 0) return SysFail("sandbox", "stat idmapped tree");
+    const std::string dst = kIdmapped + "/" + std::to_string(i);
+    if (auto s = EnsureMountpoint(dst, S_ISDIR(st.st_mode)); !s) return s;
+    if (syscall(SYS_move_mount, tree, "", AT_FDCWD, dst.c_str(), kMoveMountFEmptyPath) != 0) {
+      return SysFail("sandbox", "attach the idmapped tree of " + options.idmapped_roots[i]);
+    }
+  }
+  return Ok();
+}
 
 Status BuildDev() {
   const std::string dev = kNew + "/dev";
@@ -241,6 +321,8 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
   if (::mount("tmpfs", kNew.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") != 0) {
     return SysFail("sandbox", "mount new root");
   }
+  if (auto s = StageIdmappedTrees(options); !s) return s;
+  const std::vector<std::string>& idmapped = options.idmapped_roots;
 
   std::vector<BindOp> ops;
   if (view.full_read) {
@@ -271,6 +353,9 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
       ops.push_back({view.workspace_base + "/" + sub, BindOp::kBeneath});
     }
   }
+  // Root's sandbox looks at the host as a stranger: a directory above its own tree that it
+  // cannot search is covered, with only the way down to the tree made inside the cover.
+  for (const auto& dir : CoveredDirs(view, idmapped)) ops.push_back({dir, BindOp::kCover});
   if (options.defer_workspace_paths) {
     // The readable workspace paths come with the call (FinishMountView binds them last, as the
     // deepest binds of the view): nothing else of the view may lie beneath the workspace.
@@ -296,7 +381,7 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
   }
 
   for (const auto& op : ops) {
-    std::string host = op.path == "/" ? kOld : kOld + op.path;
+    std::string host = SourceOf(idmapped, op.path);
     std::string dst = op.path == "/" ? kNew : kNew + op.path;
     Status s = Ok();
     switch (op.kind) {
@@ -306,6 +391,10 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
         break;
       case BindOp::kRun:
         s = MountTmpfs(dst, "mode=0755,size=1m", MS_NOSUID | MS_NODEV);
+        break;
+      case BindOp::kCover:
+        // Read-only once the mount points beneath it are made (SealCovers).
+        s = MountTmpfs(dst, "mode=0755,size=64k", MS_NOSUID | MS_NODEV | MS_NOEXEC);
         break;
       case BindOp::kDev:
         s = BuildDev();
@@ -321,15 +410,19 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
         s = MkdirP(dst);
         break;
       case BindOp::kBeneath: {
-        auto fd =
-            OpenBeneath(kOld + view.workspace_base, op.path.substr(view.workspace_base.size() + 1));
+        auto fd = OpenBeneath(SourceOf(idmapped, view.workspace_base),
+                              op.path.substr(view.workspace_base.size() + 1));
         if (!fd) return tl::unexpected(fd.error());
         if (!*fd) continue;  // missing, or leads outside the workspace: not in the view
         s = BindTreeFd(fd->Get(), op.path, dst);
         break;
       }
       case BindOp::kMask: {
-        auto masked = MaskExisting(empty_file, dst);
+        bool outside_own = !idmapped.empty() && !std::any_of(idmapped.begin(), idmapped.end(),
+                                                             [&](const std::string& r) {
+                                                               return PathIsWithin(op.path, r);
+                                                             });
+        auto masked = MaskExisting(empty_file, dst, outside_own);
         if (!masked) return tl::unexpected(masked.error());
         break;
       }
@@ -352,17 +445,20 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
   }
 
   if (options.defer_workspace_paths) return Ok();  // FinishMountView enters the view
+  if (auto s = SealCovers(view, idmapped); !s) return s;
   return EnterView(view);
 }
 
-Status FinishMountView(const FileView& view, bool whole_workspace) {
+Status FinishMountView(const FileView& view, bool whole_workspace,
+                       const std::vector<std::string>& idmapped_roots) {
   if (view.workspace_base.empty()) {
     return Fail("sandbox", "a deferred workspace needs a view with a workspace directory");
   }
   const std::string& base = view.workspace_base;
+  const std::string source = SourceOf(idmapped_roots, base);
   if (whole_workspace) {
     // As a read root of a cold view: the whole workspace, bound read-only.
-    if (auto s = BindTree(kOld + base, kNew + base, /*read_only=*/true, /*keep_dev=*/false); !s) {
+    if (auto s = BindTree(source, kNew + base, /*read_only=*/true, /*keep_dev=*/false); !s) {
       return s;
     }
   } else {
@@ -371,12 +467,13 @@ Status FinishMountView(const FileView& view, bool whole_workspace) {
       return Depth(a) < Depth(b);
     });
     for (const auto& sub : subs) {
-      auto fd = OpenBeneath(kOld + base, sub);
+      auto fd = OpenBeneath(source, sub);
       if (!fd) return tl::unexpected(fd.error());
       if (!*fd) continue;  // missing, or leads outside the workspace: not in the view
       if (auto s = BindTreeFd(fd->Get(), base + "/" + sub, kNew + base + "/" + sub); !s) return s;
     }
   }
+  if (auto s = SealCovers(view, idmapped_roots); !s) return s;
   return EnterView(view);
 }
 

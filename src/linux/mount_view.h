@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "common/result.h"
 #include "policy/sandbox_policy.h"
@@ -20,6 +22,12 @@ struct MountViewOptions {
   // attached (only this init process is in the namespace); FinishMountView completes the view.
   // The view must have an empty workspace directory (workspace_base set, no subpaths).
   bool defer_workspace_paths = false;
+  // Root's sandbox (root_remap.h): detached idmapped trees (made outside) of these roots, in the
+  // same order. Each root, and every part of the view beneath it, is bound from its tree; host
+  // directories above one that the command could not search are covered (UnsearchableAncestors).
+  // The descriptors stay the caller's.
+  std::vector<std::string> idmapped_roots;
+  std::vector<int> idmapped_trees;
 };
 
 Status BuildMountView(const FileView& view, const MountViewOptions& options);
@@ -28,7 +36,9 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options);
 // (view.workspace_read_subpaths, opened beneath the workspace as in a cold view) or, with
 // `whole_workspace`, the whole workspace read-only; then detaches the host's tree and enters the
 // view. The result is the view a cold BuildMountView of the same paths makes.
-Status FinishMountView(const FileView& view, bool whole_workspace);
+// `idmapped_roots` are BuildMountView's options.idmapped_roots (the trees are still staged).
+Status FinishMountView(const FileView& view, bool whole_workspace,
+                       const std::vector<std::string>& idmapped_roots);
 
 // After BuildMountView: checks that the walls are really there (root is our tmpfs, every
 // read-only path is on a read-only mount). A view that fails this never runs a command.

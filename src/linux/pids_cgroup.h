@@ -1,7 +1,7 @@
-// A per-sandbox pids cgroup: the process-count bound for callers that RLIMIT_NPROC cannot
-// bound. The kernel never applies RLIMIT_NPROC to uid 0 of the initial user namespace (our
-// user namespace maps root to root), so a fork bomb started by root needs the pids controller.
-// cgroup v1 (a "pids" hierarchy) or v2 (pids enabled in the parent's subtree_control).
+// A per-sandbox pids cgroup for root's sandboxes: a process-count bound that does not depend on
+// the id mapping. (The kernel never applies RLIMIT_NPROC to host uid 0; root's sandbox runs as
+// an unprivileged host id, root_remap.h, so RLIMIT_NPROC bounds it too, and this is the second
+// bound.) cgroup v1 (a "pids" hierarchy) or v2 (pids enabled in the parent's subtree_control).
 #pragma once
 
 #include <sys/types.h>

@@ -29,6 +29,7 @@
 #include "linux/mount_view.h"
 #include "linux/pids_cgroup.h"
 #include "linux/protected_placeholders.h"
+#include "linux/root_remap.h"
 #include "linux/seccomp.h"
 
 #ifndef CLONE_PIDFD
@@ -123,7 +124,12 @@ struct Plan {
   bool program_is_script = false;
   bool process_limit = false;  // RLIMIT_NPROC in our user namespace, or a pids cgroup
   bool warm = false;           // spec->call_channel: the call arrives after the set-up
-  int stdin_fd = -1;           // warm start: the call's stdin, made fd 0 of the command
+  // Root's sandbox (root_remap.h): its 0 maps to an unprivileged host id, the supervisor writes
+  // the maps and hands init idmapped trees of these roots over remap_fd (init's end).
+  bool remap_root = false;
+  std::vector<std::string> idmapped_roots;
+  int remap_fd = -1;
+  int stdin_fd = -1;  // warm start: the call's stdin, made fd 0 of the command
   // Warm start: the write end of a pipe on which the command, before it execs, writes one byte
   // when it fails (a layer, or the exec): its exit status is then not the tool's.
   int command_failed_fd = -1;
@@ -509,7 +515,7 @@ void TakeWarmCall(Plan& plan) {
   SendRecord(plan.report_fd, kCallTaken, 0, 0, "");
   // Kept (close-on-exec, so never the command's) for kWarmCallDone.
   if (plan.mountns) {
-    if (auto s = FinishMountView(view, whole); !s) Die(plan, s.error());
+    if (auto s = FinishMountView(view, whole, plan.idmapped_roots); !s) Die(plan, s.error());
     if (auto s = VerifyMountView(view); !s) Die(plan, s.error());
   }
   plan.program_is_script = IsScript(spec.program.Get());
@@ -522,9 +528,21 @@ void TakeWarmCall(Plan& plan) {
   prctl(PR_SET_PDEATHSIG, plan.pidns ? SIGKILL : SIGUSR2);
   pollfd alive{plan.alive_fd, POLLIN, 0};
   if (poll(&alive, 1, 0) > 0) _exit(125);  // supervisor already gone
+  std::vector<UniqueFd> idmapped_trees;
   if (plan.userns) {
     if (auto s = InjectedFailure(plan, "userns"); !s) Die(plan, s.error());
-    if (auto s = MapIds(plan); !s) Die(plan, s.error());
+    if (plan.remap_root) {
+      auto trees = TakeRemappedIdentity(plan.remap_fd, plan.idmapped_roots.size());
+      if (!trees) Die(plan, trees.error());
+      idmapped_trees = std::move(*trees);
+      ::close(plan.remap_fd);
+      // Changing ids cleared the parent-death signal: again, then the supervisor may not have
+      // gone in between.
+      prctl(PR_SET_PDEATHSIG, plan.pidns ? SIGKILL : SIGUSR2);
+      if (poll(&alive, 1, 0) > 0) _exit(125);
+    } else if (auto s = MapIds(plan); !s) {
+      Die(plan, s.error());
+    }
   }
   // After the id maps (which need our own /proc/self files): nothing in the sandbox may
   // attach to or read the memory of its init.
@@ -535,7 +553,10 @@ void TakeWarmCall(Plan& plan) {
     options.mount_proc = plan.pidns;
     options.tmp_size = plan.spec->limits.tmp_size;
     options.defer_workspace_paths = plan.warm;
+    options.idmapped_roots = plan.idmapped_roots;
+    for (const auto& tree : idmapped_trees) options.idmapped_trees.push_back(tree.Get());
     if (auto s = BuildMountView(plan.view, options); !s) Die(plan, s.error());
+    idmapped_trees.clear();  // attached: the view holds them now
     if (!plan.warm) {
       if (auto s = VerifyMountView(plan.view); !s) Die(plan, s.error());
     }
@@ -803,9 +824,9 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
     plan.filter = std::move(*filter);
   }
 
-  // uid 0 is exempt from RLIMIT_NPROC (also as root of a user namespace mapped to root), so
-  // root's sandboxes get a pids cgroup instead; without one the count is unbounded and the
-  // --json report says so (the pid namespace still ends every process at exit).
+  // Root's sandbox runs as an unprivileged host id (root_remap.h), which RLIMIT_NPROC in its
+  // user namespace bounds; its pids cgroup is a second bound that does not depend on the id
+  // mapping (pids_cgroup.h).
   std::optional<PidsCgroup> pids;
   if (plan.confine_fs && spec.limits.processes && geteuid() == 0) {
     auto cg = PidsCgroup::Create(*spec.limits.processes);
@@ -825,6 +846,18 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   plan.alive_fd = alive_read.Get();
   plan.argv = CStrings(spec.argv);
   plan.envp = CStrings(spec.env);
+  UniqueFd remap_parent, remap_child;
+  if (plan.confine_fs && geteuid() == 0) {
+    plan.remap_root = true;
+    plan.idmapped_roots = IdmappedRoots(plan.view);
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
+      return SetupFailure("sandbox: socketpair failed", start);
+    }
+    remap_parent = UniqueFd(pair[0]);
+    remap_child = UniqueFd(pair[1]);
+    plan.remap_fd = remap_child.Get();
+  }
 
   sigset_t forwarded, saved;
   sigemptyset(&forwarded);
@@ -847,8 +880,9 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
     plan.pidns = f & CLONE_NEWPID;
     plan.mountns = f & CLONE_NEWNS;
     plan.netns = f & CLONE_NEWNET;
-    plan.process_limit =
-        pids.has_value() || ((f & CLONE_NEWUSER) && geteuid() != 0 && spec.limits.processes);
+    // RLIMIT_NPROC counts per user namespace, and binds root's sandbox too (its host id is
+    // not 0).
+    plan.process_limit = pids.has_value() || ((f & CLONE_NEWUSER) && spec.limits.processes);
     if (spec.fail_step_for_testing == "clone" && (f & CLONE_NEWUSER)) {
       errno = EPERM;
       return -1L;
@@ -857,11 +891,10 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   };
   pid = try_clone(flags);
   int clone_errno = errno;
-  if (pid < 0 && (flags & CLONE_NEWUSER) && geteuid() == 0) {
-    // Root without user namespaces still owns the mount and pid namespaces.
-    pid = try_clone(flags & ~static_cast<unsigned long>(CLONE_NEWUSER));
-  } else if (pid < 0 && (flags & CLONE_NEWUSER) && policy.kind == PolicyKind::kReadOnly &&
-             policy.network != NetworkMode::kProxy) {
+  // Root has no fallback: without a user namespace its command would be host uid 0, the owner
+  // of every root-only file (root_remap.h).
+  if (pid < 0 && (flags & CLONE_NEWUSER) && !plan.remap_root &&
+      policy.kind == PolicyKind::kReadOnly && policy.network != NetworkMode::kProxy) {
     // Read-only needs no mount view: Landlock alone denies every write and every read
     // outside the roots; a subreaper replaces the pid namespace. /tmp is then not writable.
     pid = try_clone(0);
@@ -869,6 +902,14 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   if (pid < 0) {
     sigprocmask(SIG_SETMASK, &saved, nullptr);
     std::string why = std::strerror(clone_errno);
+    if (plan.remap_root) {
+      return SetupFailure(
+          "sandbox: cannot create the user namespace root's sandbox runs in (" + why +
+              "): a command started by root runs as an unprivileged id inside one, so that it "
+              "cannot read root's files (docs/policy.md, \"Root's sandbox\"). fix: allow user "
+              "namespaces (sysctl user.max_user_namespaces > 0). See `anvil doctor`.",
+          start);
+    }
     return SetupFailure(
         "sandbox: cannot create the user/mount/pid namespaces this policy needs (" + why +
             "). The writable view with read-only .git needs a mount namespace; as an "
@@ -887,13 +928,35 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   spec.call_channel.Reset();
   alive_read.Reset();
   go_read.Reset();
-  if (pids) {
-    if (auto s = pids->Attach(static_cast<pid_t>(pid)); !s) {
-      syscall(SYS_pidfd_send_signal, init_fd.Get(), SIGKILL, nullptr, 0);
-      waitpid(static_cast<pid_t>(pid), nullptr, 0);
-      sigprocmask(SIG_SETMASK, &saved, nullptr);
-      return SetupFailure(s.error().ToString(), start);
+  remap_child.Reset();
+  // A step of the supervisor failed: init never runs the command. When init failed first (its
+  // step is why ours did), its own error is the one to report.
+  auto abandon_init = [&](const Error& error) {
+    syscall(SYS_pidfd_send_signal, init_fd.Get(), SIGKILL, nullptr, 0);
+    while (waitpid(static_cast<pid_t>(pid), nullptr, 0) < 0 && errno == EINTR) {
     }
+    sigprocmask(SIG_SETMASK, &saved, nullptr);
+    std::string message = error.ToString();
+    Record r;
+    fcntl(report_read.Get(), F_SETFL, O_NONBLOCK);
+    while (::read(report_read.Get(), &r, sizeof(r)) == static_cast<ssize_t>(sizeof(r))) {
+      if (r.kind == kSetupError) {
+        message.assign(r.message, strnlen(r.message, sizeof(r.message)));
+        break;
+      }
+    }
+    return SetupFailure(message, start);
+  };
+  if (plan.remap_root) {
+    if (auto s =
+            PrepareRemappedInit(static_cast<pid_t>(pid), plan.idmapped_roots, remap_parent.Get());
+        !s) {
+      return abandon_init(s.error());
+    }
+    remap_parent.Reset();
+  }
+  if (pids) {
+    if (auto s = pids->Attach(static_cast<pid_t>(pid)); !s) return abandon_init(s.error());
     ssize_t ignored = ::write(go_write.Get(), "g", 1);
     (void)ignored;
     go_write.Reset();

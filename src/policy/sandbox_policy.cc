@@ -287,8 +287,9 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
     }
     view.workspace_base = policy.workspace;
     // The workspace itself is an empty directory of the view; only the subpaths are bound.
-  } else if (!view.full_read && writable.empty()) {
-    // A writable workspace is bound once, read-write; only a read-only one is a read root.
+  } else if (writable.empty()) {
+    // A writable workspace is bound once, read-write; only a read-only one is a read root
+    // (with full read access too: root's sandbox sees it through its own idmapped tree).
     AddUnique(view.read_roots, policy.workspace);
   }
 

@@ -339,6 +339,28 @@ TEST_F(ExecGateway, TheToolReadsOnlyWhatTheGrantLetsThePluginRead) {
   EXPECT_EQ(r.out, "");
 }
 
+TEST_F(ExecGateway, TheCallersOwnerOnlyFilesStayReadableToTheTool) {
+  // Run by root, the runner's command is an unprivileged host id (src/linux/root_remap.h); the
+  // workspace it reads is root's through an idmapped mount, whether the grant names a subtree
+  // (bound path by path) or everything (the whole workspace).
+  Shell("mkdir -p '" + ws_->path() + "/src/deep'");
+  WriteFile(*ws_ / "src/deep/key.c", "KEYWORD in a 0600 file\n", 0600);
+  ASSERT_EQ(::chmod((ws_->path() + "/src/deep").c_str(), 0700), 0);
+  WriteFile(*ws_ / "top.txt", "KEYWORD at the top, 0600\n", 0600);
+  StartGateway();
+  auto sub = Plugin(ExecGrant({"src/**"}));
+  auto r = Exec(*sub, "rg", {"-n", "KEYWORD"});
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_NE(r.out.find("src/deep/key.c:1:KEYWORD in a 0600 file"), std::string::npos)
+      << r.out << r.err;
+  auto token = RegisterPlugin("example.all", ExecGrant({"**"}));
+  auto all = Client(token, "example.all");
+  r = Exec(*all, "rg", {"-n", "KEYWORD"});
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_NE(r.out.find("top.txt:1:KEYWORD at the top"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("src/deep/key.c:1:"), std::string::npos) << r.out << r.err;
+}
+
 TEST_F(ExecGateway, TimeoutKillsTheWholeTreeAndSaysSo) {
   // An explicit FIFO operand: rg blocks in open() forever.
   const std::string fifo = UniqueToken("fifo");

@@ -84,10 +84,11 @@ TEST_P(T4SandboxPrivilege, NoNewPrivsIsSetAndCapabilitiesAreEmpty) {
     for (const char* cap : {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"}) {
       EXPECT_EQ(f[cap], "0000000000000000") << cap << (flags.empty() ? " (defaults)" : " (ro)");
     }
-    // Benign: the command runs as the caller, and only the caller's own uid is mapped.
+    // Benign: the command runs as the caller, and only the caller's own uid is mapped; root's
+    // 0 is an unprivileged host id (root_remap.h).
     const std::string uid = std::to_string(caller_.uid());
     EXPECT_EQ(f["uid"], uid);
-    EXPECT_EQ(f["map"], uid + " " + uid + " 1");
+    EXPECT_EQ(f["map"], Unprivileged() ? uid + " " + uid + " 1" : "0 2147483646 1");
   }
 
   // No other identity can be taken: setuid/setgid to another id and setgroups all fail.
@@ -261,10 +262,14 @@ except OSError as e:
     print("write-full", errno.errorcode[e.errno])
 )py";
 
-TEST_P(T4SandboxPrivilege, HostDeviceNodesKeepTheirMetadata) {
+TEST_P(T4SandboxPrivilege, HostDeviceNodesAndProcEntriesKeepTheirMetadata) {
   if (!Exists(kPython)) GTEST_SKIP() << "SKIPPED: " << kPython << " is missing";
-  const std::vector<std::string> targets = {"/dev/null",   "/dev/zero",    "/dev/full",
-                                            "/dev/random", "/dev/urandom", "/dev/tty"};
+  // /proc entries: the mode of a generic one is kept in its proc_dir_entry, shared by every
+  // procfs of the host; root's command does not own them (root_remap.h).
+  const std::vector<std::string> targets = {
+      "/dev/null",     "/dev/zero",    "/dev/full",
+      "/dev/random",   "/dev/urandom", "/dev/tty",
+      "/proc/version", "/proc/kmsg",   "/proc/sys/kernel/hostname"};
   std::map<std::string, struct stat> before;
   for (const auto& t : targets) ::stat(t.c_str(), &before[t]);
   for (const auto& flags : std::vector<std::vector<std::string>>{

@@ -1,0 +1,233 @@
+#include "linux/root_remap.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "ipc/fd_passing.h"
+
+namespace anvil {
+namespace {
+
+// The new mount API (Linux 5.12+); defined here so the glibc and kernel headers do not clash.
+constexpr unsigned kOpenTreeClone = 1;
+constexpr unsigned kAtRecursive = 0x8000;
+constexpr uint64_t kMountAttrIdmap = 0x00100000;
+struct MountAttr {
+  uint64_t attr_set;
+  uint64_t attr_clr;
+  uint64_t propagation;
+  uint64_t userns_fd;
+};
+#ifndef SYS_open_tree
+#define SYS_open_tree 428
+#define SYS_mount_setattr 442
+#endif
+
+constexpr char kTreesMessage = 'T';
+
+bool IsRuntimeRoot(const std::string& path) {
+  return std::any_of(std::begin(kPlatformReadRoots), std::end(kPlatformReadRoots),
+                     [&](std::string_view r) { return r == path; });
+}
+
+bool WithinAny(const std::string& path, const std::vector<std::string>& roots) {
+  return std::any_of(roots.begin(), roots.end(),
+                     [&](const std::string& r) { return PathIsWithin(path, r); });
+}
+
+// A mountinfo path field with its octal escapes (\040 for a space, ...) decoded.
+std::string Unescape(const std::string& field) {
+  std::string out;
+  for (size_t i = 0; i < field.size(); ++i) {
+    if (field[i] == '\\' && i + 3 < field.size()) {
+      const std::string digits = field.substr(i + 1, 3);
+      if (std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '7'; })) {
+        out.push_back(static_cast<char>(std::stoi(digits, nullptr, 8)));
+        i += 3;
+        continue;
+      }
+    }
+    out.push_back(field[i]);
+  }
+  return out;
+}
+
+// "ext4", or "ext4, with nfs4 at /ws/data mounted beneath": the file system `root` is on and
+// those mounted below it, for the error that names what cannot be idmapped.
+std::string DescribeFilesystems(const std::string& root) {
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line, own_type, own_point;
+  std::vector<std::string> beneath;
+  while (std::getline(in, line)) {
+    // "ID PARENT MAJ:MIN ROOT MOUNT_POINT OPTIONS [OPTIONAL...] - TYPE SOURCE SUPER_OPTIONS"
+    std::istringstream fields(line);
+    std::string id, parent, dev, fs_root, point;
+    fields >> id >> parent >> dev >> fs_root >> point;
+    auto dash = line.find(" - ");
+    if (dash == std::string::npos) continue;
+    std::istringstream rest(line.substr(dash + 3));
+    std::string type;
+    rest >> type;
+    point = Unescape(point);
+    if (PathIsWithin(root, point) && point.size() >= own_point.size()) {
+      own_point = point;
+      own_type = type;
+    } else if (PathIsWithin(point, root) && point != root) {
+      beneath.push_back(type + " at " + point);
+    }
+  }
+  if (own_type.empty()) own_type = "unknown";
+  std::string out = own_type;
+  if (!beneath.empty()) {
+    out += ", with ";
+    for (size_t i = 0; i < beneath.size() && i < 4; ++i) {
+      out += (i ? ", " : "") + beneath[i];
+    }
+    if (beneath.size() > 4) out += ", ...";
+    out += " mounted beneath";
+  }
+  return out;
+}
+
+Status WriteProcFile(pid_t pid, const char* name, const std::string& text) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/" + name;
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd) return SysFail("sandbox", "open " + path);
+  if (::write(fd.Get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+    return SysFail("sandbox", "write " + path);
+  }
+  return Ok();
+}
+
+}  // namespace
+
+std::vector<std::string> IdmappedRoots(const FileView& view) {
+  std::vector<std::string> candidates;
+  for (const auto& wr : view.writable_roots) candidates.push_back(wr.root);
+  for (const auto& r : view.read_roots) {
+    if (!IsRuntimeRoot(r)) candidates.push_back(r);
+  }
+  if (!view.workspace_base.empty()) candidates.push_back(view.workspace_base);
+  std::vector<std::string> out;
+  for (const auto& c : candidates) {
+    bool nested = std::any_of(candidates.begin(), candidates.end(),
+                              [&](const std::string& o) { return o != c && PathIsWithin(c, o); });
+    if (!nested && std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  }
+  return out;
+}
+
+std::vector<std::string> UnsearchableAncestors(
+    const FileView& view, const std::vector<std::string>& idmapped_roots,
+    const std::function<std::optional<mode_t>(const std::string&)>& host_mode) {
+  // Whether the view shows `dir` as the host's own directory: through full read access's "/"
+  // (but for the places the view replaces with its own) or through a runtime root.
+  auto through_host_bind = [&](const std::string& dir) {
+    if (view.full_read) {
+      for (const char* replaced : {"/dev", "/proc", "/tmp", "/run"}) {
+        if (PathIsWithin(dir, replaced)) return false;
+      }
+      return true;
+    }
+    for (const auto& r : view.read_roots) {
+      if (PathIsWithin(dir, r) && !WithinAny(r, idmapped_roots)) return true;
+    }
+    return false;
+  };
+  std::vector<std::string> out;
+  for (const auto& root : idmapped_roots) {
+    for (size_t pos = root.find('/', 1); pos != std::string::npos; pos = root.find('/', pos + 1)) {
+      const std::string dir = root.substr(0, pos);
+      if (WithinAny(dir, idmapped_roots)) break;  // the caller's own tree from here down
+      if (!through_host_bind(dir)) continue;      // a directory the view makes itself
+      auto mode = host_mode(dir);
+      if (!mode) break;  // gone: binding the root fails on its own
+      if ((*mode & S_IXOTH) == 0) {
+        if (std::find(out.begin(), out.end(), dir) == out.end()) out.push_back(dir);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+Status PrepareRemappedInit(pid_t init, const std::vector<std::string>& roots, int channel) {
+  const std::string map = "0 " + std::to_string(kRootSandboxHostId) + " 1\n";
+  if (auto s = WriteProcFile(init, "uid_map", map); !s) return s;
+  if (auto s = WriteProcFile(init, "gid_map", map); !s) return s;
+  std::vector<UniqueFd> trees;
+  if (!roots.empty()) {
+    const std::string ns_path = "/proc/" + std::to_string(init) + "/ns/user";
+    UniqueFd userns(::open(ns_path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!userns) return SysFail("sandbox", "open " + ns_path);
+    for (const auto& root : roots) {
+      long fd = syscall(SYS_open_tree, AT_FDCWD, root.c_str(),
+                        kOpenTreeClone | O_CLOEXEC | kAtRecursive | AT_SYMLINK_NOFOLLOW);
+      if (fd < 0) return SysFail("sandbox", "open_tree " + root);
+      UniqueFd tree(static_cast<int>(fd));
+      MountAttr attr{};
+      attr.attr_set = kMountAttrIdmap;
+      attr.userns_fd = static_cast<uint64_t>(userns.Get());
+      if (syscall(SYS_mount_setattr, tree.Get(), "", AT_EMPTY_PATH | kAtRecursive, &attr,
+                  sizeof(attr)) != 0) {
+        int err = errno;
+        return Fail("sandbox",
+                    "root's sandbox runs the command as an unprivileged id and shows it " + root +
+                        " through an idmapped mount, but " + root + " (file system " +
+                        DescribeFilesystems(root) + ") cannot be idmapped: " + std::strerror(err) +
+                        ". fix: run anvil as the user who owns the files (e.g. `sudo -u USER "
+                        "anvil sandbox ...`), or use a workspace on a local file system (ext4, "
+                        "xfs, btrfs, tmpfs)",
+                    err);
+      }
+      trees.push_back(std::move(tree));
+    }
+  }
+  // At least one message, which also says the maps are written.
+  size_t sent = 0;
+  do {
+    std::vector<int> batch;
+    for (size_t i = sent; i < trees.size() && batch.size() < ipc::kMaxPassedFds; ++i) {
+      batch.push_back(trees[i].Get());
+    }
+    if (ipc::SendWithFds(channel, &kTreesMessage, 1, batch) != 1) {
+      return SysFail("sandbox", "hand the idmapped trees to the sandbox's init");
+    }
+    sent += batch.size();
+  } while (sent < trees.size());
+  return Ok();
+}
+
+Result<std::vector<UniqueFd>> TakeRemappedIdentity(int channel, size_t count) {
+  std::vector<UniqueFd> trees;
+  bool first = true;
+  while (first || trees.size() < count) {
+    first = false;
+    char byte = 0;
+    std::vector<int> fds;
+    int msg_flags = 0;
+    ssize_t n = ipc::ReceiveWithFds(channel, &byte, 1, fds, ipc::kMaxPassedFds, 0, &msg_flags);
+    for (int fd : fds) trees.emplace_back(fd);
+    if (n != 1 || byte != kTreesMessage || (msg_flags & (MSG_CTRUNC | MSG_TRUNC)) ||
+        trees.size() > count) {
+      return Fail("sandbox", "the supervisor did not hand over root's id maps and trees");
+    }
+  }
+  // Order matters: groups and gid while the namespace's root may still change them.
+  if (::setgroups(0, nullptr) != 0) return SysFail("sandbox", "drop supplementary groups");
+  if (::setresgid(0, 0, 0) != 0) return SysFail("sandbox", "become gid 0 of the namespace");
+  if (::setresuid(0, 0, 0) != 0) return SysFail("sandbox", "become uid 0 of the namespace");
+  if (::getgroups(0, nullptr) != 0) return Fail("sandbox", "supplementary groups survived");
+  return trees;
+}
+
+}  // namespace anvil
