@@ -98,6 +98,13 @@ std::string DescribeFilesystems(const std::string& root) {
   return out;
 }
 
+std::string ReadAll(const char* path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 Status WriteProcFile(pid_t pid, const char* name, const std::string& text) {
   const std::string path = "/proc/" + std::to_string(pid) + "/" + name;
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
@@ -160,10 +167,37 @@ std::vector<std::string> UnsearchableAncestors(
   return out;
 }
 
+bool IdMapCovers(const std::string& map_text, uint32_t id) {
+  std::istringstream lines(map_text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    uint64_t inside = 0, outside = 0, count = 0;
+    if (!(fields >> inside >> outside >> count)) continue;
+    if (id >= inside && id - inside < count) return true;
+  }
+  return false;
+}
+
 Status PrepareRemappedInit(pid_t init, const std::vector<std::string>& roots, int channel) {
   const std::string map = "0 " + std::to_string(kRootSandboxHostId) + " 1\n";
-  if (auto s = WriteProcFile(init, "uid_map", map); !s) return s;
-  if (auto s = WriteProcFile(init, "gid_map", map); !s) return s;
+  for (const char* file : {"uid_map", "gid_map"}) {
+    auto written = WriteProcFile(init, file, map);
+    if (written) continue;
+    const std::string own = std::string("/proc/self/") + file;
+    if (!IdMapCovers(ReadAll(own.c_str()), kRootSandboxHostId)) {
+      // Root of a user namespace that is not the host's, e.g. a rootless container.
+      return Fail("sandbox",
+                  "root's sandbox runs the command as host id " +
+                      std::to_string(kRootSandboxHostId) +
+                      " (docs/policy.md, \"Root's sandbox\"), which the user namespace anvil "
+                      "runs in does not map: this root is root of a container, not of the host. "
+                      "fix: run anvil as a non-root user there, or, when the container is the "
+                      "sandbox, use --policy external-sandbox",
+                  written.error().sys_errno);
+    }
+    return written;
+  }
   std::vector<UniqueFd> trees;
   if (!roots.empty()) {
     const std::string ns_path = "/proc/" + std::to_string(init) + "/ns/user";

@@ -53,11 +53,16 @@ std::vector<std::string> UnsearchableAncestors(
     const FileView& view, const std::vector<std::string>& idmapped_roots,
     const std::function<std::optional<mode_t>(const std::string&)>& host_mode);
 
+// Whether an id map (the text of /proc/PID/uid_map or gid_map: "INSIDE OUTSIDE COUNT" lines) maps
+// inside id `id`. Pure.
+bool IdMapCovers(const std::string& map_text, uint32_t id);
+
 // Outside, in the supervisor (real root), once `init` is cloned into its new user namespace and
 // waits in TakeRemappedIdentity: maps the namespace's uid and gid 0 to kRootSandboxHostId, makes
 // a detached idmapped clone of each of `roots` (recursive, through that namespace) and sends
 // them to init over `channel` (a SOCK_SEQPACKET socket). A root on a file system that cannot be
-// idmapped (NFS, FUSE, ...) is an error naming the file system and the way out.
+// idmapped (NFS, FUSE, ...) is an error naming the file system and the way out, and so is a
+// caller that is root only of a user namespace without kRootSandboxHostId (a container).
 Status PrepareRemappedInit(pid_t init, const std::vector<std::string>& roots, int channel);
 
 // In init: waits for PrepareRemappedInit, takes the `count` trees it sends (in the order of the

@@ -220,6 +220,29 @@ TEST_P(T1SandboxRootFiles, AWorkspaceThatCannotBeIdmappedFailsClosedForRoot) {
   EXPECT_EQ(ok.out, "ran\n");
 }
 
+TEST_P(T1SandboxRootFiles, RootOfAContainersUserNamespaceFailsClosedWithTheWayOut) {
+  // Root of a user namespace that does not map the sandbox's host id (a rootless container's
+  // root) cannot run root's sandbox as that id: it stops and says what to do instead.
+  if (Unprivileged()) GTEST_SKIP() << "SKIPPED: only a root caller is remapped";
+  if (!Exists("/usr/bin/unshare")) GTEST_SKIP() << "SKIPPED: unshare(1) is missing";
+  RunOptions options;
+  options.cwd = ws_.path();
+  auto attack = ::anvil::testing::Run({"/usr/bin/unshare", "--user", "--map-root-user", AnvilBin(),
+                                       "sandbox", "--", "/bin/sh", "-c", "echo ran > ran"},
+                                      options);
+  EXPECT_EQ(attack.status, 125) << attack.err;
+  EXPECT_FALSE(Exists(ws_ / "ran"));
+  EXPECT_NE(attack.err.find("container"), std::string::npos) << attack.err;
+  EXPECT_NE(attack.err.find("fix:"), std::string::npos) << attack.err;
+  // The way out it names: external-sandbox, when the container is the sandbox.
+  auto benign = ::anvil::testing::Run(
+      {"/usr/bin/unshare", "--user", "--map-root-user", AnvilBin(), "sandbox", "--policy",
+       "external-sandbox", "--", "/bin/sh", "-c", "echo ran > ran"},
+      options);
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_TRUE(Exists(ws_ / "ran"));
+}
+
 INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxRootFiles, ::testing::ValuesIn(kAllCallers),
                          CallerParamName);
 

@@ -99,5 +99,17 @@ TEST(UnsearchableAncestors, AMissingAncestorIsLeftToTheBind) {
   EXPECT_EQ(UnsearchableAncestors(view, {"/gone/ws"}, Modes({})), Paths{});
 }
 
+TEST(IdMapCovers, TheHostsMapCoversTheSandboxIdAContainersDoesNot) {
+  EXPECT_TRUE(IdMapCovers("         0          0 4294967295\n", kRootSandboxHostId));
+  // A rootless container: its root is the user's id, the rest a subordinate range.
+  const std::string container = "0 1000 1\n1 100000 65536\n";
+  EXPECT_FALSE(IdMapCovers(container, kRootSandboxHostId));
+  EXPECT_TRUE(IdMapCovers(container, 0));
+  EXPECT_TRUE(IdMapCovers(container, 65536));
+  EXPECT_FALSE(IdMapCovers(container, 65537));
+  EXPECT_FALSE(IdMapCovers("", 0));
+  EXPECT_FALSE(IdMapCovers("garbage\n", 0));
+}
+
 }  // namespace
 }  // namespace anvil
