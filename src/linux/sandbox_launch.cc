@@ -25,6 +25,7 @@
 
 #include "ipc/fd_passing.h"
 #include "linux/capabilities.h"
+#include "linux/host_socket_facts.h"
 #include "linux/landlock.h"
 #include "linux/mount_view.h"
 #include "linux/pids_cgroup.h"
@@ -788,7 +789,8 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   // come after that), then removes the placeholders it made.
   ProtectedPlaceholders placeholders;
   if (plan.confine_fs) {
-    const HostFs host = RealHostFs();
+    HostFs host = RealHostFs();
+    host.bound_unix_sockets = HostSocketLocator();
     auto view = ComputeFileView(policy, host);
     if (!view) return SetupFailure(view.error().ToString(), start);
     if (!view->writable_roots.empty()) {

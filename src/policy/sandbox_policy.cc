@@ -73,80 +73,12 @@ void AddUnique(std::vector<std::string>& list, const std::string& value) {
   if (std::find(list.begin(), list.end(), value) == list.end()) list.push_back(value);
 }
 
-// A host with more named sockets bound than this is not one Anvil can hide them all on: the
-// sandbox does not start (a desktop has tens; see docs/policy.md).
-constexpr size_t kMaxBoundUnixSockets = 20000;
-
 }  // namespace
 
 bool PathIsWithin(std::string_view path, std::string_view root) {
   if (root == "/") return !path.empty() && path[0] == '/';
   if (path.size() < root.size() || path.compare(0, root.size(), root) != 0) return false;
   return path.size() == root.size() || path[root.size()] == '/';
-}
-
-Result<std::vector<std::string>> ReadBoundUnixSockets(const std::string& table,
-                                                      size_t max_scanned_entries) {
-  // "Num RefCount Protocol Flags Type St Inode Path": the path is whatever follows the seventh
-  // field (it may hold spaces); abstract names start with '@', unnamed sockets have none. A
-  // listener and each connection it accepted show the same path: deduplicated first.
-  std::set<std::string> bound;
-  std::ifstream in(table);
-  std::string line;
-  std::getline(in, line);  // header
-  while (std::getline(in, line)) {
-    size_t pos = 0;
-    for (int field = 0; field < 7 && pos != std::string::npos; ++field) {
-      pos = line.find_first_not_of(' ', pos);
-      if (pos != std::string::npos) pos = line.find(' ', pos);
-    }
-    if (pos == std::string::npos) continue;
-    pos = line.find_first_not_of(' ', pos);
-    if (pos == std::string::npos || line[pos] != '/') continue;  // unnamed, abstract, relative
-    bound.insert(line.substr(pos));
-    if (bound.size() > kMaxBoundUnixSockets) {
-      return Fail("sandbox", "more than " + std::to_string(kMaxBoundUnixSockets) +
-                                 " named Unix sockets are bound on this host; too many to hide "
-                                 "them from the sandbox (" +
-                                 table + ")");
-    }
-  }
-  std::set<std::string> out;
-  std::set<std::string> scanned;
-  size_t entries = 0;  // over every directory scanned
-  auto add_if_socket = [&out](const std::string& path) {
-    char buf[PATH_MAX];
-    if (::realpath(path.c_str(), buf) == nullptr) return false;
-    struct stat st {};
-    if (::lstat(buf, &st) != 0 || !S_ISSOCK(st.st_mode)) return false;
-    out.insert(buf);
-    return true;
-  };
-  for (const auto& path : bound) {
-    if (add_if_socket(path)) continue;
-    // The name it was bound under is gone: daemons bind a temporary name and rename or link it
-    // (ssh's ControlMaster binds "ControlPath.XXXX", links ControlPath, unlinks the first).
-    // Every socket in that directory is taken instead.
-    std::string dir = path.substr(0, path.rfind('/'));
-    if (dir.empty() || !scanned.insert(dir).second) continue;
-    if (DIR* d = ::opendir(dir.c_str())) {
-      while (dirent* e = ::readdir(d)) {
-        if (++entries > max_scanned_entries) {
-          ::closedir(d);
-          return Fail("sandbox", "a Unix socket bound as " + path +
-                                     " was renamed, and searching its directory for it passed " +
-                                     std::to_string(max_scanned_entries) +
-                                     " entries; too many to hide it from the sandbox (fix: "
-                                     "clear out " +
-                                     dir + ")");
-        }
-        if (e->d_type != DT_SOCK && e->d_type != DT_UNKNOWN) continue;
-        add_if_socket(dir + "/" + e->d_name);
-      }
-      ::closedir(d);
-    }
-  }
-  return std::vector<std::string>(out.begin(), out.end());
 }
 
 HostFs RealHostFs() {
@@ -173,13 +105,6 @@ HostFs RealHostFs() {
       target = path.substr(0, slash + 1) + target;
     }
     return target;
-  };
-  // Read once per HostFs: a launch computes its view twice (before and after the .git
-  // placeholders) and both must mask the same sockets.
-  auto cache = std::make_shared<std::optional<Result<std::vector<std::string>>>>();
-  fs.bound_unix_sockets = [cache]() -> Result<std::vector<std::string>> {
-    if (!*cache) *cache = ReadBoundUnixSockets("/proc/net/unix");
-    return **cache;
   };
   fs.is_symlink = [](const std::string& path) {
     struct stat st {};
@@ -342,7 +267,7 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
     view.writable_roots.push_back(std::move(wr));
   }
   if (host.bound_unix_sockets) {
-    auto sockets = host.bound_unix_sockets();
+    auto sockets = host.bound_unix_sockets(view);
     if (!sockets) return tl::unexpected(sockets.error());
     MaskHostSockets(view, *sockets);
   }

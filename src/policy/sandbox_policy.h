@@ -96,10 +96,13 @@ struct HostFs {
   std::function<std::optional<std::string>(const std::string&)> read_gitdir_pointer;
   // True if `path` itself is a symbolic link (lstat).
   std::function<bool(const std::string&)> is_symlink;
-  // Canonical paths of the pathname Unix sockets bound on the host (its /proc/net/unix) that
-  // exist as sockets now. Empty function: none are masked. An error fails the view.
-  std::function<Result<std::vector<std::string>>()> bound_unix_sockets;
+  // The canonical paths at which `view` (all but its masks) shows a Unix socket bound on the
+  // host, found by the socket's device and inode (policy/host_sockets.h). Empty function: none
+  // are masked. An error fails the view.
+  std::function<Result<std::vector<std::string>>(const FileView&)> bound_unix_sockets;
 };
+// The real host, but for bound_unix_sockets, which the launcher sets from the kernel's socket
+// table (linux/host_socket_facts.h, HostSocketLocator).
 HostFs RealHostFs();
 
 // True when `path` equals `root` or lies beneath it (component-wise, both canonical).
@@ -107,14 +110,6 @@ bool PathIsWithin(std::string_view path, std::string_view root);
 
 Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host);
 
-// The pathname sockets of a /proc/net/unix-format table that exist as sockets now, canonical;
-// for a name that no longer exists (bound, then renamed or linked elsewhere), every socket in
-// its directory. Fails (closed) past a cap on distinct names, and when those directories hold
-// more than `max_scanned_entries` entries between them (a renamed socket not found is a
-// socket not hidden).
-inline constexpr size_t kMaxScannedSocketDirEntries = 1000000;
-Result<std::vector<std::string>> ReadBoundUnixSockets(
-    const std::string& table, size_t max_scanned_entries = kMaxScannedSocketDirEntries);
 // Adds to view.masked_files each of `sockets` (canonical paths) the view would show.
 void MaskHostSockets(FileView& view, const std::vector<std::string>& sockets);
 

@@ -153,7 +153,7 @@ TEST(ComputeFileView, HostSocketsAreMaskedWhereTheViewShowsThem) {
                                             "/tmp/.X11-unix/X0",          "/ws/dev.sock",
                                             "/usr/lib/odd.sock",          "/var/lib/d/api.sock"};
   auto host = FakeHost({"/ws"});
-  host.bound_unix_sockets = [&] { return sockets; };
+  host.bound_unix_sockets = [&](const FileView&) { return sockets; };
   SandboxPolicy p;
   p.workspace = "/ws";
   // Restricted read access: only what lies beneath a bound root is visible.
@@ -174,7 +174,7 @@ TEST(ComputeFileView, HostSocketsAreMaskedWhereTheViewShowsThem) {
   // A workspace under /tmp is bound over the private /tmp: its sockets are visible again.
   p.workspace = "/tmp/ws";
   host = FakeHost({"/tmp/ws"});
-  host.bound_unix_sockets = [] {
+  host.bound_unix_sockets = [](const FileView&) {
     return std::vector<std::string>{"/tmp/ws/a.sock", "/tmp/other.sock"};
   };
   view = ComputeFileView(p, host);
@@ -186,130 +186,14 @@ TEST(ComputeFileView, HostSocketsAreMaskedWhereTheViewShowsThem) {
   ro.workspace = "/ws";
   ro.workspace_read_subpaths = std::vector<std::string>{"src"};
   host = FakeHost({"/ws"});
-  host.bound_unix_sockets = [] { return std::vector<std::string>{"/ws/src/a.sock"}; };
+  host.bound_unix_sockets = [](const FileView&) {
+    return std::vector<std::string>{"/ws/src/a.sock"};
+  };
   view = ComputeFileView(ro, host);
   ASSERT_TRUE(view) << view.error().ToString();
   EXPECT_TRUE(view->masked_files.empty() ||
               std::none_of(view->masked_files.begin(), view->masked_files.end(),
                            [](const std::string& m) { return PathIsWithin(m, "/ws"); }));
-}
-
-// A Unix socket bound at `path` (its fd; -1 on failure).
-int BindUnixSocket(const std::string& path) {
-  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path.c_str(), std::min(path.size(), sizeof(addr.sun_path) - 1));
-  if (fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-TEST(ReadBoundUnixSockets, KeepsExistingPathnameSocketsOnly) {
-  char dir_template[] = "/tmp/anvil-unix-table-XXXXXX";
-  ASSERT_NE(mkdtemp(dir_template), nullptr);
-  const std::string dir = dir_template;
-  const std::string sock = dir + "/with space.sock", plain = dir + "/plain-file";
-  int fd = BindUnixSocket(sock);
-  ASSERT_GE(fd, 0);
-  std::ofstream(plain) << "x";
-  const std::string table = dir + "/unix";
-  {
-    std::ofstream t(table);
-    t << "Num       RefCount Protocol Flags    Type St Inode Path\n"
-      << "0000000000000000: 00000002 00000000 00010000 0001 01 101 " << sock << "\n"
-      << "0000000000000000: 00000003 00000000 00000000 0001 03 102 " << sock << "\n"
-      << "0000000000000000: 00000002 00000000 00010000 0001 01 103 @abstract-name\n"
-      << "0000000000000000: 00000002 00000000 00000000 0002 01 104\n"
-      << "0000000000000000: 00000002 00000000 00010000 0001 01 105 " << plain << "\n"
-      << "0000000000000000: 00000002 00000000 00010000 0001 01 106 " << dir << "/gone.sock\n"
-      << "garbage\n";
-  }
-  auto read = ReadBoundUnixSockets(table);
-  ASSERT_TRUE(read) << read.error().ToString();
-  EXPECT_EQ(*read, (std::vector<std::string>{sock}));
-  auto none = ReadBoundUnixSockets(dir + "/no-such-table");
-  ASSERT_TRUE(none);
-  EXPECT_TRUE(none->empty());
-  close(fd);
-  unlink(sock.c_str());
-  unlink(plain.c_str());
-  unlink(table.c_str());
-  rmdir(dir.c_str());
-}
-
-TEST(ReadBoundUnixSockets, ASocketBoundUnderAnotherNameIsFoundInItsDirectory) {
-  // ssh's ControlMaster: bind "ControlPath.XXXX", link it to ControlPath, unlink the first. The
-  // table keeps the first name; the socket lives on under the second.
-  char dir_template[] = "/tmp/anvil-unix-renamed-XXXXXX";
-  ASSERT_NE(mkdtemp(dir_template), nullptr);
-  const std::string dir = dir_template;
-  const std::string temp = dir + "/cm.sock.tmp123", final_name = dir + "/cm.sock";
-  int fd = BindUnixSocket(temp);
-  ASSERT_GE(fd, 0);
-  ASSERT_EQ(link(temp.c_str(), final_name.c_str()), 0);
-  ASSERT_EQ(unlink(temp.c_str()), 0);
-  std::ofstream(dir + "/not-a-socket") << "x";
-  const std::string table = dir + "/unix";
-  std::ofstream(table) << "Num       RefCount Protocol Flags    Type St Inode Path\n"
-                       << "0000000000000000: 00000002 00000000 00010000 0001 01 101 " << temp
-                       << "\n";
-  auto read = ReadBoundUnixSockets(table);
-  ASSERT_TRUE(read) << read.error().ToString();
-  EXPECT_EQ(*read, (std::vector<std::string>{final_name}));
-  close(fd);
-  unlink(final_name.c_str());
-  unlink((dir + "/not-a-socket").c_str());
-  unlink(table.c_str());
-  rmdir(dir.c_str());
-}
-
-TEST(ReadBoundUnixSockets, ARenamedSocketInADirectoryTooLargeToSearchFailsClosed) {
-  // The renamed socket can only be found by reading its directory; past the budget of entries
-  // the search would stop with the socket maybe unseen, so the sandbox does not start. Benign:
-  // the same directory within the budget is searched and the socket found.
-  char dir_template[] = "/tmp/anvil-unix-huge-XXXXXX";
-  ASSERT_NE(mkdtemp(dir_template), nullptr);
-  const std::string dir = dir_template;
-  const std::string temp = dir + "/agent.tmp", final_name = dir + "/agent";
-  for (int i = 0; i < 40; ++i) std::ofstream(dir + "/f" + std::to_string(i)) << "x";
-  int fd = BindUnixSocket(temp);
-  ASSERT_GE(fd, 0);
-  ASSERT_EQ(rename(temp.c_str(), final_name.c_str()), 0);
-  const std::string table = dir + "/unix";
-  std::ofstream(table) << "Num       RefCount Protocol Flags    Type St Inode Path\n"
-                       << "0000000000000000: 00000002 00000000 00010000 0001 01 101 " << temp
-                       << "\n";
-  auto refused = ReadBoundUnixSockets(table, 20);
-  ASSERT_FALSE(refused);
-  EXPECT_EQ(refused.error().code, "sandbox");
-  EXPECT_NE(refused.error().message.find(dir), std::string::npos) << refused.error().ToString();
-  auto found = ReadBoundUnixSockets(table, 100);
-  ASSERT_TRUE(found) << found.error().ToString();
-  EXPECT_EQ(*found, (std::vector<std::string>{final_name}));
-  close(fd);
-  ASSERT_EQ(std::system(("rm -rf '" + dir + "'").c_str()), 0);
-}
-
-TEST(ReadBoundUnixSockets, TooManyNamedSocketsFailClosed) {
-  char path[] = "/tmp/anvil-unix-many-XXXXXX";
-  int fd = mkstemp(path);
-  ASSERT_GE(fd, 0);
-  close(fd);
-  {
-    std::ofstream t(path);
-    t << "Num       RefCount Protocol Flags    Type St Inode Path\n";
-    for (int i = 0; i < 20001; ++i) {
-      t << "0000000000000000: 00000002 00000000 00010000 0001 01 " << i << " /nonexistent/s" << i
-        << "\n";
-    }
-  }
-  auto read = ReadBoundUnixSockets(path);
-  ASSERT_FALSE(read);
-  EXPECT_NE(read.error().ToString().find("too many"), std::string::npos);
-  unlink(path);
 }
 
 TEST(ParsePolicy, NamesRoundTripAndUnknownIsAnError) {

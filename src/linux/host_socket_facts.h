@@ -1,0 +1,30 @@
+// The real facts behind LocateHostSockets (policy/host_sockets.h): the host's bound Unix
+// sockets from NETLINK_SOCK_DIAG (unix_diag: the name and the device and inode of the file
+// each was bound to), their holders from /proc/PID/fd, lstat, readdir and mountinfo. Thin: no
+// decision is made here.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "policy/host_sockets.h"
+
+namespace anvil {
+
+// Every pathname socket in the caller's network namespace (abstract and unnamed ones have no
+// file and are left out). Fails when the kernel cannot answer (no unix_diag).
+Result<std::vector<BoundSocket>> ListBoundUnixSockets();
+
+// The kernel's internal dev_t (major << 20 | minor: what unix_diag reports) as st_dev.
+uint64_t DevFromKernel(uint32_t kernel_dev);
+
+HostSocketFacts RealHostSocketFacts();
+
+// For HostFs::bound_unix_sockets: LocateHostSockets over the view's regions with the real
+// facts. The answer is kept for the next call with the same regions (a launch computes its
+// view twice).
+std::function<Result<std::vector<std::string>>(const FileView&)> HostSocketLocator();
+
+}  // namespace anvil

@@ -1,0 +1,375 @@
+#include "policy/host_sockets.h"
+
+#include <sys/sysmacros.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "policy/sandbox_policy.h"
+
+namespace anvil {
+namespace {
+
+// One socket file of the host (a listener and every connection it accepted share it).
+struct Target {
+  uint64_t dev = 0;
+  uint64_t ino = 0;
+  std::set<std::string> names;
+  std::set<uint64_t> socket_inos;
+  std::set<std::string> links;  // canonical paths found to name it
+  std::optional<uint64_t> nlink;
+  std::optional<int> owner;
+
+  // Every link of it is known: nothing else of the host's tree can name it.
+  bool Complete() const { return nlink && links.size() >= *nlink; }
+};
+
+std::string Join(const std::string& dir, const std::string& name) {
+  return dir == "/" ? "/" + name : dir + "/" + name;
+}
+
+std::string Parent(const std::string& path) {
+  auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// The kernel's socket table carries only the low 32 bits of a file's inode number.
+uint64_t Low32(uint64_t ino) { return ino & 0xffffffffULL; }
+
+std::string DevText(uint64_t dev) {
+  return std::to_string(major(dev)) + ":" + std::to_string(minor(dev));
+}
+
+// A name that only makes sense in the binding process: its own /proc entry or its descriptors.
+std::optional<std::string> RewriteForOwner(const std::string& name, int pid) {
+  const std::string proc = "/proc/" + std::to_string(pid) + "/";
+  for (const char* prefix : {"/proc/self/", "/proc/thread-self/"}) {
+    std::string p(prefix);
+    if (name.compare(0, p.size(), p) == 0) return proc + name.substr(p.size());
+  }
+  const std::string dev_fd = "/dev/fd/";
+  if (name.compare(0, dev_fd.size(), dev_fd) == 0) return proc + "fd/" + name.substr(dev_fd.size());
+  return std::nullopt;
+}
+
+bool OwnerRelative(const std::string& name) {
+  return name.empty() || name[0] != '/' || RewriteForOwner(name, 0).has_value();
+}
+
+class Locator {
+ public:
+  Locator(const std::vector<ViewRegion>& regions, const HostSocketFacts& facts, size_t max_entries)
+      : facts_(facts), max_entries_(max_entries) {
+    for (const auto& r : regions) {
+      auto root = facts_.canonical(r.root);
+      if (!root) continue;
+      regions_.push_back({*root, r.excluded});
+    }
+  }
+
+  Result<std::vector<std::string>> Run() {
+    auto listed = facts_.sockets();
+    if (!listed) return tl::unexpected(listed.error());
+    std::map<std::pair<uint64_t, uint64_t>, Target> by_file;
+    for (const auto& s : *listed) {
+      if (s.ino == 0) continue;
+      Target& t = by_file[{s.dev, s.ino}];
+      t.dev = s.dev;
+      t.ino = s.ino;
+      if (!s.name.empty()) t.names.insert(s.name);
+      t.socket_inos.insert(s.socket_ino);
+      if (by_file.size() > kMaxHostSockets) {
+        return Fail("sandbox", "more than " + std::to_string(kMaxHostSockets) +
+                                   " named Unix sockets are bound on this host; too many to hide "
+                                   "them from the sandbox");
+      }
+    }
+    mounts_ = facts_.mounts();
+    for (const auto& m : mounts_) mount_points_.insert(m.path);
+    // A socket on a file system the view shows nowhere cannot be reached from inside: it costs
+    // nothing more.
+    for (auto& [key, t] : by_file) {
+      if (!walks_.count(t.dev)) walks_[t.dev] = SearchStarts(t.dev);
+      if (!walks_[t.dev].empty()) targets_.push_back(std::move(t));
+    }
+    for (size_t i = 0; i < targets_.size(); ++i) by_ino_[Low32(targets_[i].ino)].push_back(i);
+
+    // 1. Where the name says, for names that mean the same to everyone.
+    for (auto& t : targets_) {
+      for (const auto& name : t.names) {
+        if (!OwnerRelative(name)) Try(name, t);
+      }
+    }
+    // 2. Where the name says in the binding process's context.
+    std::set<uint64_t> unowned;
+    for (const auto& t : targets_) {
+      if (!t.Complete()) unowned.insert(t.socket_inos.begin(), t.socket_inos.end());
+    }
+    std::map<uint64_t, int> owners;
+    if (!unowned.empty() && facts_.owners) owners = facts_.owners(unowned);
+    std::set<std::string> hint_dirs;
+    for (auto& t : targets_) {
+      if (t.Complete()) continue;
+      for (uint64_t s : t.socket_inos) {
+        if (auto it = owners.find(s); it != owners.end()) {
+          t.owner = it->second;
+          break;
+        }
+      }
+      for (const auto& name : t.names) {
+        std::vector<std::string> candidates;
+        if (!OwnerRelative(name)) candidates.push_back(name);
+        if (t.owner) {
+          const std::string proc = "/proc/" + std::to_string(*t.owner);
+          if (auto rewritten = RewriteForOwner(name, *t.owner)) {
+            candidates.push_back(*rewritten);
+          } else if (name[0] != '/') {
+            candidates.push_back(proc + "/cwd/" + name);
+          } else {
+            candidates.push_back(proc + "/root" + name);
+          }
+        }
+        for (const auto& c : candidates) {
+          if (c != name) Try(c, t);
+          if (auto dir = facts_.canonical(Parent(c))) hint_dirs.insert(*dir);
+        }
+      }
+    }
+    // 3. Next to those names: a socket renamed or linked in the same directory (ssh's
+    // ControlMaster binds a temporary name, links the real one and unlinks the first).
+    if (!AllComplete()) {
+      for (const auto& dir : hint_dirs) {
+        if (auto s = ScanDirectory(dir, nullptr); !s) return tl::unexpected(s.error());
+        if (AllComplete()) break;
+      }
+    }
+    // 4. Everywhere the view shows the socket's file system.
+    std::set<uint64_t> devs;
+    for (const auto& t : targets_) {
+      if (!t.Complete()) devs.insert(t.dev);
+    }
+    for (uint64_t dev : devs) {
+      if (auto s = SearchDevice(dev); !s) return tl::unexpected(s.error());
+    }
+    // 5. Each link as every mount of its file system shows it, and only what the view shows.
+    std::set<std::string> out;
+    for (const auto& t : targets_) {
+      for (const auto& link : t.links) {
+        if (Visible(link)) out.insert(link);
+        for (const auto& alias : Aliases(link, t)) {
+          if (Visible(alias)) out.insert(alias);
+        }
+      }
+    }
+    return std::vector<std::string>(out.begin(), out.end());
+  }
+
+ private:
+  bool Visible(const std::string& path) const {
+    for (const auto& r : regions_) {
+      if (!PathIsWithin(path, r.root)) continue;
+      bool excluded = std::any_of(r.excluded.begin(), r.excluded.end(),
+                                  [&](const std::string& e) { return PathIsWithin(path, e); });
+      if (!excluded) return true;
+    }
+    return false;
+  }
+
+  static bool Matches(const PathNode& node, const Target& t) {
+    return node.type == PathNode::Type::kSocket && Low32(node.ino) == Low32(t.ino) &&
+           (node.dev == t.dev || (node.mount_dev != 0 && node.mount_dev == t.dev));
+  }
+
+  void Record(const std::string& path, const PathNode& node, Target& t) {
+    if (!Matches(node, t)) return;
+    t.links.insert(path);
+    t.nlink = node.nlink;
+  }
+
+  void Try(const std::string& path, Target& t) {
+    auto canonical = facts_.canonical(path);
+    if (!canonical) return;
+    auto node = facts_.lstat(*canonical);
+    if (node) Record(*canonical, *node, t);
+  }
+
+  // A socket found at `path` (canonical): every target it is a link of.
+  void Consider(const std::string& path, const PathNode& node) {
+    auto it = by_ino_.find(Low32(node.ino));
+    if (it == by_ino_.end()) return;
+    for (size_t i : it->second) Record(path, node, targets_[i]);
+  }
+
+  bool AllComplete() const {
+    return std::all_of(targets_.begin(), targets_.end(),
+                       [](const Target& t) { return t.Complete(); });
+  }
+  bool DeviceComplete(uint64_t dev) const {
+    return std::all_of(targets_.begin(), targets_.end(),
+                       [dev](const Target& t) { return t.dev != dev || t.Complete(); });
+  }
+
+  Status OverBudget(uint64_t dev) const {
+    const Target* named = nullptr;
+    for (const auto& t : targets_) {
+      if (!t.Complete() && (dev == 0 || t.dev == dev)) {
+        named = &t;
+        break;
+      }
+    }
+    std::string what = "a Unix socket";
+    if (named) {
+      what += " bound on the host as '" + (named->names.empty() ? "" : *named->names.begin()) +
+              "' (device " + DevText(named->dev) + ", inode " + std::to_string(named->ino);
+      if (named->owner) what += ", held by pid " + std::to_string(*named->owner);
+      what += ")";
+    }
+    return Fail("sandbox", what +
+                               " is not where its name says, and searching the sandbox's view "
+                               "for it passed " +
+                               std::to_string(max_entries_) +
+                               " directory entries; too many to be sure it is hidden from the "
+                               "sandbox (fix: stop the process that holds the socket, or run "
+                               "with fewer or smaller readable roots)");
+  }
+
+  // Reads one directory, recording every socket in it; pushes its subdirectories onto `stack`
+  // (when given) that the view shows and that are not another mount.
+  Status ScanDirectory(const std::string& dir, std::vector<std::string>* stack, uint64_t dev = 0) {
+    auto entries = facts_.list_dir(dir);
+    if (!entries) return Ok();  // unreadable to the caller: documented in docs/policy.md
+    for (const auto& e : *entries) {
+      if (++scanned_ > max_entries_) return OverBudget(dev);
+      if (e.type_known && e.type == PathNode::Type::kOther) continue;
+      if (e.type_known && e.type == PathNode::Type::kDirectory && !stack) continue;
+      std::string path = Join(dir, e.name);
+      std::optional<PathNode> node;
+      PathNode::Type type = e.type;
+      if (!e.type_known || type == PathNode::Type::kSocket) {
+        node = facts_.lstat(path);
+        if (!node) continue;
+        type = node->type;
+      }
+      if (type == PathNode::Type::kSocket) {
+        Consider(path, *node);
+      } else if (type == PathNode::Type::kDirectory && stack) {
+        if (!mount_points_.count(path) && Visible(path)) stack->push_back(path);
+      }
+    }
+    return Ok();
+  }
+
+  // The mount a path is on: the longest mount point above it (the last mounted on a tie).
+  std::optional<size_t> MountOf(const std::string& path) const {
+    std::optional<size_t> best;
+    for (size_t i = 0; i < mounts_.size(); ++i) {
+      if (!PathIsWithin(path, mounts_[i].path)) continue;
+      if (!best || mounts_[i].path.size() >= mounts_[*best].path.size()) best = i;
+    }
+    return best;
+  }
+
+  // Whether a walk from `from` (no mount point crossed, nothing the view hides) reaches `to`.
+  bool WalkReaches(const std::string& from, const std::string& to) const {
+    if (!PathIsWithin(to, from)) return false;
+    size_t pos = from == "/" ? 1 : from.size() + 1;
+    while (pos <= to.size()) {
+      size_t end = to.find('/', pos);
+      if (end == std::string::npos) end = to.size();
+      std::string prefix = to.substr(0, end);
+      if (mount_points_.count(prefix) || !Visible(prefix)) return false;
+      pos = end + 1;
+    }
+    return true;
+  }
+
+  // Where a search of `dev` starts: each of its mounts the view shows, and each region root
+  // on one of its mounts; none that a walk from another already reaches.
+  std::vector<std::string> SearchStarts(uint64_t dev) const {
+    std::vector<std::string> starts;
+    for (size_t i = 0; i < mounts_.size(); ++i) {
+      const HostMount& m = mounts_[i];
+      if (m.dev != dev || !Visible(m.path) || MountOf(m.path) != i) continue;
+      starts.push_back(m.path);
+    }
+    for (const auto& r : regions_) {
+      auto m = MountOf(r.root);
+      if (m && mounts_[*m].dev == dev && Visible(r.root)) starts.push_back(r.root);
+    }
+    auto depth = [](const std::string& p) { return std::count(p.begin(), p.end(), '/'); };
+    std::sort(starts.begin(), starts.end(), [&](const std::string& a, const std::string& b) {
+      return depth(a) != depth(b) ? depth(a) < depth(b) : a < b;
+    });
+    starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+    std::vector<std::string> walks;
+    for (const auto& s : starts) {
+      bool covered = std::any_of(walks.begin(), walks.end(),
+                                 [&](const std::string& w) { return WalkReaches(w, s); });
+      if (!covered) walks.push_back(s);
+    }
+    return walks;
+  }
+
+  Status SearchDevice(uint64_t dev) {
+    for (const auto& start : walks_[dev]) {
+      std::vector<std::string> stack = {start};
+      while (!stack.empty()) {
+        if (DeviceComplete(dev)) return Ok();
+        std::string dir = std::move(stack.back());
+        stack.pop_back();
+        if (auto s = ScanDirectory(dir, &stack, dev); !s) return s;
+      }
+    }
+    return Ok();
+  }
+
+  // The same file as the other mounts of its file system show it (a bind mount of a directory
+  // above it), each checked to be the socket itself.
+  std::vector<std::string> Aliases(const std::string& link, const Target& t) const {
+    std::vector<std::string> out;
+    auto home = MountOf(link);
+    if (!home) return out;
+    const HostMount& m = mounts_[*home];
+    std::string rel = link.substr(m.path == "/" ? 0 : m.path.size());  // "/..." within the mount
+    std::string in_fs = m.root == "/" ? rel : m.root + rel;
+    for (size_t i = 0; i < mounts_.size(); ++i) {
+      const HostMount& other = mounts_[i];
+      if (i == *home || other.dev != m.dev || !PathIsWithin(in_fs, other.root)) continue;
+      std::string tail = in_fs.substr(other.root == "/" ? 0 : other.root.size());
+      std::string alias = other.path == "/" ? tail : other.path + tail;
+      if (alias == link) continue;
+      auto node = facts_.lstat(alias);
+      if (node && Matches(*node, t)) out.push_back(alias);
+    }
+    return out;
+  }
+
+  const HostSocketFacts& facts_;
+  const size_t max_entries_;
+  std::vector<ViewRegion> regions_;
+  std::vector<Target> targets_;
+  std::map<uint64_t, std::vector<size_t>> by_ino_;
+  std::vector<HostMount> mounts_;
+  std::set<std::string> mount_points_;
+  std::map<uint64_t, std::vector<std::string>> walks_;  // SearchStarts of each device
+  size_t scanned_ = 0;
+};
+
+}  // namespace
+
+std::vector<ViewRegion> ViewRegionsOf(const FileView& view) {
+  std::vector<ViewRegion> regions;
+  if (view.full_read) regions.push_back({"/", {"/dev", "/proc", "/tmp", "/run"}});
+  for (const auto& r : view.read_roots) regions.push_back({r, {}});
+  for (const auto& wr : view.writable_roots) regions.push_back({wr.root, {}});
+  return regions;
+}
+
+Result<std::vector<std::string>> LocateHostSockets(const std::vector<ViewRegion>& regions,
+                                                   const HostSocketFacts& facts,
+                                                   size_t max_entries) {
+  return Locator(regions, facts, max_entries).Run();
+}
+
+}  // namespace anvil

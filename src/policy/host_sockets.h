@@ -1,0 +1,100 @@
+// Which paths of a sandbox's file view show a Unix socket that a host process has bound. A
+// read-only mount does not stop connect(2), so every such path is covered by an empty file
+// (FileView::masked_files). Sockets are identified by the device and inode of the file they
+// were bound to, never by the name they were bound under: a daemon may bind a relative name,
+// bind through "/proc/self/fd/N/name" (systemd's way past the 108-byte sun_path), or rename or
+// hard-link the socket after binding; the name the kernel remembers is then no place to look,
+// or the wrong one.
+//
+// Pure: every fact about the host is injected (HostSocketFacts); linux/host_socket_facts.h
+// provides the real ones (NETLINK_SOCK_DIAG, /proc, lstat, readdir, mountinfo).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace anvil {
+
+struct FileView;
+
+// One pathname socket bound in the caller's network namespace.
+struct BoundSocket {
+  uint64_t socket_ino = 0;  // the socket's own inode: "socket:[N]" in /proc/PID/fd
+  std::string name;         // sun_path as bound: absolute, relative, or through /proc/self/fd/N
+  uint64_t dev = 0;         // device of the bound file, encoded as st_dev is
+  uint64_t ino = 0;         // inode of the bound file (the kernel's table: its low 32 bits)
+};
+
+// lstat(2) of a path (the last component is never followed).
+struct PathNode {
+  enum class Type { kSocket, kDirectory, kOther } type = Type::kOther;
+  uint64_t dev = 0;  // st_dev
+  // The device of the mount the path is on (mountinfo's major:minor, the superblock's): where a
+  // file system reports another st_dev (btrfs subvolumes), this is the one the kernel's socket
+  // table names. 0 when unknown.
+  uint64_t mount_dev = 0;
+  uint64_t ino = 0;
+  uint64_t nlink = 0;
+};
+
+struct DirEntry {
+  std::string name;
+  PathNode::Type type = PathNode::Type::kOther;
+  bool type_known = true;  // false: readdir said DT_UNKNOWN, ask lstat
+};
+
+// One line of /proc/self/mountinfo.
+struct HostMount {
+  std::string path;  // mount point, canonical
+  std::string root;  // the directory of the file system mounted there ("/" for all of it)
+  uint64_t dev = 0;  // major:minor, encoded as st_dev is
+};
+
+struct HostSocketFacts {
+  std::function<Result<std::vector<BoundSocket>>()> sockets;
+  // A process holding each of `socket_inos` (its pid), as far as /proc lets the caller see.
+  std::function<std::map<uint64_t, int>(const std::set<uint64_t>& socket_inos)> owners;
+  // realpath(3): the canonical absolute path, when `path` exists.
+  std::function<std::optional<std::string>(const std::string& path)> canonical;
+  std::function<std::optional<PathNode>(const std::string& path)> lstat;
+  // The entries of a directory (without "." and ".."); nullopt when it cannot be read.
+  std::function<std::optional<std::vector<DirEntry>>(const std::string& dir)> list_dir;
+  std::function<std::vector<HostMount>()> mounts;
+};
+
+// A tree of the host that the view shows: `root` and everything beneath it except `excluded`.
+struct ViewRegion {
+  std::string root;
+  std::vector<std::string> excluded;
+};
+// The regions of a view: its read roots, its writable roots, or all of "/" but the places the
+// view replaces with its own (/dev, /proc, /tmp, /run) under full read access. Not the readable
+// paths of a workspace bound piece by piece (sys.exec): nothing may be mounted beneath those.
+std::vector<ViewRegion> ViewRegionsOf(const FileView& view);
+
+// Bounds: more distinct bound socket files than kMaxHostSockets, or a search that would read
+// more than `max_entries` directory entries in all, and the sandbox does not start (a socket
+// not found is a socket not hidden).
+inline constexpr size_t kMaxHostSockets = 20000;
+inline constexpr size_t kMaxSocketSearchEntries = 1000000;
+
+// Every path inside `regions` at which one of the host's bound sockets can be reached, each
+// canonical. A socket is looked for where its name says (absolute names; relative names in the
+// cwd of a process holding it; "/proc/self/..." names in that process's /proc entry; in that
+// process's root), then in the directory of each of those names (a rename or link next to
+// it); a socket with fewer links found than its link count (or none) is then searched for in
+// every directory of the regions on its device, bounded by `max_entries`. Each link found is
+// also taken through every other mount of the same file system that shows it (bind mounts).
+Result<std::vector<std::string>> LocateHostSockets(const std::vector<ViewRegion>& regions,
+                                                   const HostSocketFacts& facts,
+                                                   size_t max_entries = kMaxSocketSearchEntries);
+
+}  // namespace anvil

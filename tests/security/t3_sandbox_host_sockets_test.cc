@@ -1,0 +1,251 @@
+// T3/T4 for the command sandbox: a host daemon's Unix socket stays unreachable from inside
+// whatever name it was bound under. connect(2) ignores read-only mounts, so a socket the view
+// shows is a way out unless it is covered; the kernel's socket table names each socket as it
+// was bound — a relative name, "/proc/self/fd/N/name" (systemd's long-path trick), a name that
+// was renamed or hard-linked since — so Anvil finds sockets by device and inode instead. Each
+// attack is tried in the workspace and under a read root the view shows (--read-access full),
+// next to the benign neighbour: the command's own sockets work.
+//
+// The sockets live on a tmpfs that only this test's mount namespace has, so the sandboxes of
+// other tests running meanwhile (which see every socket of the host's network namespace) have
+// nothing to search for them.
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sandbox_harness.h"
+
+namespace anvil::testing {
+namespace {
+
+// argv: PATH PAYLOAD. Prints CONNECTED or "ERR <errno name>".
+constexpr char kClient[] = R"py(
+import errno, os, socket, sys
+try:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(5)
+    # Relative to its directory, so that a long path still fits in sun_path.
+    os.chdir(os.path.dirname(sys.argv[1]))
+    s.connect(os.path.basename(sys.argv[1]))
+    s.sendall(sys.argv[2].encode())
+    s.close()
+    print("CONNECTED")
+except OSError as e:
+    print("ERR", errno.errorcode.get(e.errno, e.errno))
+)py";
+
+// A listening socket of a "host daemon" (this test process), bound under `name`.
+class Listener {
+ public:
+  explicit Listener(const std::string& name) {
+    fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (fd_ < 0 || name.size() >= sizeof(addr.sun_path)) return;
+    std::memcpy(addr.sun_path, name.data(), name.size());
+    if (bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd_, 16) != 0) {
+      close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~Listener() {
+    if (fd_ >= 0) close(fd_);
+  }
+  Listener(const Listener&) = delete;
+  Listener& operator=(const Listener&) = delete;
+  bool ok() const { return fd_ >= 0; }
+  // What a connection brought within `ms`.
+  std::optional<std::string> Received(int ms) const {
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, ms) <= 0) return std::nullopt;
+    int conn = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (conn < 0) return std::nullopt;
+    pollfd c{conn, POLLIN, 0};
+    poll(&c, 1, 2000);
+    char buf[256];
+    ssize_t n = recv(conn, buf, sizeof(buf), MSG_DONTWAIT);
+    close(conn);
+    return std::string(buf, n > 0 ? static_cast<size_t>(n) : 0);
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+class T3SandboxHostSockets : public CallerTest {
+ protected:
+  void SetUp() override {
+    CallerTest::SetUp();
+    if (IsSkipped()) return;
+    if (!Exists(kPython)) GTEST_SKIP() << "SKIPPED: " << kPython << " is missing";
+    // A mount namespace of this test process's own (it stays in it: harmless for the tests
+    // after it), with a tmpfs the host's other processes never see.
+    static bool unshared = false;
+    if (!unshared) {
+      ASSERT_EQ(unshare(CLONE_NEWNS), 0) << "unshare: " << strerror(errno);
+      ASSERT_EQ(mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr), 0);
+      unshared = true;
+    }
+    fs_ = std::make_unique<TempDir>("anvil-sockfs", "/var/tmp");
+    ASSERT_EQ(mount("tmpfs", fs_->path().c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755"), 0)
+        << strerror(errno);
+    mounted_ = true;
+    ws_ = fs_->path() + "/ws";
+    outside_ = fs_->path() + "/outside";
+    ASSERT_EQ(mkdir(ws_.c_str(), 0755), 0);
+    ASSERT_EQ(mkdir(outside_.c_str(), 0777), 0);
+    chmod(outside_.c_str(), 0777);
+  }
+  void TearDown() override {
+    listeners_.clear();
+    for (int fd : dir_fds_) close(fd);
+    if (mounted_) umount2(fs_->path().c_str(), MNT_DETACH);
+  }
+
+  // Binds a listener in `dir` in one of the ways a daemon may, and returns the path at which a
+  // client reaches it now.
+  std::string Bind(const std::string& dir, const std::string& how) {
+    std::string reach;
+    std::unique_ptr<Listener> l;
+    if (how == "relative") {
+      // Bound from inside `dir` by a process that has since moved on.
+      char cwd[4096];
+      EXPECT_NE(getcwd(cwd, sizeof(cwd)), nullptr);
+      EXPECT_EQ(chdir(dir.c_str()), 0);
+      l = std::make_unique<Listener>("rel.sock");
+      EXPECT_EQ(chdir(cwd), 0);
+      reach = dir + "/rel.sock";
+    } else if (how == "proc-fd" || how == "proc-fd-closed") {
+      // systemd's way past sun_path's 108 bytes: bind through a descriptor of the directory
+      // (and close it afterwards).
+      std::string sub = dir + "/" + how + "/d";
+      EXPECT_EQ(Shell("mkdir -p '" + sub + "' && chmod -R 0777 '" + dir + "'"), 0);
+      int fd = open(sub.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+      EXPECT_GE(fd, 0);
+      l = std::make_unique<Listener>("/proc/self/fd/" + std::to_string(fd) + "/fd.sock");
+      if (how == "proc-fd") {
+        dir_fds_.push_back(fd);
+      } else {
+        close(fd);
+      }
+      reach = sub + "/fd.sock";
+    } else if (how == "renamed") {
+      EXPECT_EQ(Shell("mkdir -p '" + dir + "/moved' && chmod 0777 '" + dir + "/moved'"), 0);
+      l = std::make_unique<Listener>(dir + "/bound.sock");
+      EXPECT_EQ(rename((dir + "/bound.sock").c_str(), (dir + "/moved/api.sock").c_str()), 0);
+      reach = dir + "/moved/api.sock";
+    } else if (how == "linked") {
+      // Two names for one socket: both must be covered.
+      EXPECT_EQ(Shell("mkdir -p '" + dir + "/links' && chmod 0777 '" + dir + "/links'"), 0);
+      l = std::make_unique<Listener>(dir + "/first.sock");
+      EXPECT_EQ(link((dir + "/first.sock").c_str(), (dir + "/links/second.sock").c_str()), 0);
+      reach = dir + "/links/second.sock";
+      by_path_[dir + "/first.sock"] = l.get();
+    }
+    EXPECT_TRUE(l && l->ok()) << how << " in " << dir << ": " << strerror(errno);
+    chmod(reach.c_str(), 0777);
+    by_path_[reach] = l.get();
+    listeners_.push_back(std::move(l));
+    return reach;
+  }
+
+  RunResult Connect(const std::vector<std::string>& flags, const std::string& path,
+                    const std::string& payload) {
+    return SandboxPython(ws_, kClient, flags, Opts(), {path, payload});
+  }
+
+  std::unique_ptr<TempDir> fs_;
+  bool mounted_ = false;
+  std::string ws_, outside_;
+  std::vector<std::unique_ptr<Listener>> listeners_;
+  std::map<std::string, Listener*> by_path_;  // every name a client reaches each by
+  std::vector<int> dir_fds_;
+};
+
+const char* const kWays[] = {"relative", "proc-fd", "proc-fd-closed", "renamed", "linked"};
+
+TEST_P(T3SandboxHostSockets, HostSocketsBoundUnderAnyNameAreUnreachableInTheWorkspace) {
+  for (const char* how : kWays) Bind(ws_, how);
+  caller_.Give(ws_);
+  for (const auto& [target, listener_ptr] : by_path_) {
+    Listener& listener = *listener_ptr;
+    // Control: the caller reaches it without the sandbox.
+    auto control = ::anvil::testing::Run({kPython, "-c", kClient, target, "control"}, Opts());
+    ASSERT_EQ(control.out, "CONNECTED\n") << target << ": " << control.err;
+    ASSERT_EQ(listener.Received(2000).value_or("<nothing>"), "control") << target;
+    for (const auto& flags : std::vector<std::vector<std::string>>{
+             {}, {"--policy", "read-only"}, {"--network", "full"}}) {
+      auto attack = Connect(flags, target, "attack");
+      EXPECT_EQ(attack.out.rfind("ERR", 0), 0u)
+          << target << " (" << (flags.empty() ? "default" : flags.back()) << "): " << attack.out
+          << attack.err;
+      EXPECT_FALSE(listener.Received(20)) << target << ": a connection reached the host daemon";
+    }
+  }
+}
+
+TEST_P(T3SandboxHostSockets, HostSocketsBoundUnderAnyNameAreUnreachableUnderAReadRoot) {
+  for (const char* how : kWays) Bind(outside_, how);
+  caller_.Give(ws_);
+  for (const auto& [target, listener_ptr] : by_path_) {
+    Listener& listener = *listener_ptr;
+    auto control = ::anvil::testing::Run({kPython, "-c", kClient, target, "control"}, Opts());
+    ASSERT_EQ(control.out, "CONNECTED\n") << target << ": " << control.err;
+    ASSERT_EQ(listener.Received(2000).value_or("<nothing>"), "control") << target;
+    for (const auto& network : {"none", "full"}) {
+      auto attack = Connect({"--read-access", "full", "--network", network}, target, "attack");
+      EXPECT_EQ(attack.out.rfind("ERR", 0), 0u)
+          << target << " (" << network << "): " << attack.out << attack.err;
+      EXPECT_FALSE(listener.Received(20)) << target << ": a connection reached the host daemon";
+    }
+  }
+}
+
+TEST_P(T3SandboxHostSockets, TheCommandsOwnSocketsWorkInTheWorkspaceAndTmp) {
+  // A host socket in the workspace is being hidden at the same time: the command's own are
+  // created after the view was made and are never covered.
+  Bind(ws_, "renamed");
+  caller_.Give(ws_);
+  const std::string own = R"py(
+import os, socket, sys
+for base in (os.getcwd(), "/tmp"):
+    for how in ("absolute", "relative"):
+        os.chdir(base)
+        name = "own-%s-%d.sock" % (how, os.getpid())
+        path = os.path.join(base, name) if how == "absolute" else name
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        srv.bind(path)
+        srv.listen(1)
+        os.rename(name, name + ".moved")
+        cli = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        cli.connect(name + ".moved")
+        conn, _ = srv.accept()
+        cli.sendall(b"ok")
+        print(base == "/tmp" and "tmp" or "ws", how, conn.recv(8).decode())
+        os.unlink(name + ".moved")
+)py";
+  for (const auto& flags : std::vector<std::vector<std::string>>{{}, {"--read-access", "full"}}) {
+    auto benign = SandboxPython(ws_, own, flags, Opts());
+    EXPECT_EQ(benign.out, "ws absolute ok\nws relative ok\ntmp absolute ok\ntmp relative ok\n")
+        << benign.err;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Callers, T3SandboxHostSockets, ::testing::ValuesIn(kAllCallers),
+                         CallerParamName);
+
+}  // namespace
+}  // namespace anvil::testing

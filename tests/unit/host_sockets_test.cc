@@ -1,0 +1,390 @@
+// LocateHostSockets: host sockets are found by device and inode, whatever name they were bound
+// under (table tests over a fake host), and the real facts agree with the kernel.
+#include "policy/host_sockets.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "linux/host_socket_facts.h"
+#include "policy/sandbox_policy.h"
+
+namespace anvil {
+namespace {
+
+using Type = PathNode::Type;
+
+// A fake host tree: nodes by canonical path, symlinks (prefix rewrites, like /proc/PID/cwd),
+// mounts, the socket table and who holds which socket.
+struct FakeHost {
+  std::map<std::string, PathNode> nodes;
+  std::map<std::string, std::string> links;
+  std::vector<HostMount> mounts = {{"/", "/", 1}};
+  std::vector<BoundSocket> sockets;
+  std::map<uint64_t, int> holders;
+  std::set<std::string> unknown_type;  // readdir reports DT_UNKNOWN for these
+  std::vector<std::string> listed;     // directories read, in order
+  uint64_t next_ino = 1000;
+
+  void Dir(const std::string& path, uint64_t dev = 1) {
+    if (nodes.count(path)) return;
+    if (path != "/") Dir(path.substr(0, std::max<size_t>(1, path.rfind('/'))), dev);
+    nodes[path] = PathNode{Type::kDirectory, dev, 0, next_ino++, 2};
+  }
+  void Sock(const std::string& path, uint64_t ino, uint64_t nlink = 1, uint64_t dev = 1) {
+    Dir(path.substr(0, std::max<size_t>(1, path.rfind('/'))), dev);
+    nodes[path] = PathNode{Type::kSocket, dev, 0, ino, nlink};
+  }
+  void File(const std::string& path, uint64_t dev = 1) {
+    Dir(path.substr(0, std::max<size_t>(1, path.rfind('/'))), dev);
+    nodes[path] = PathNode{Type::kOther, dev, 0, next_ino++, 1};
+  }
+  void Bound(const std::string& name, uint64_t ino, uint64_t socket_ino = 0, uint64_t dev = 1) {
+    sockets.push_back({socket_ino, name, dev, ino});
+  }
+
+  HostSocketFacts Facts() {
+    HostSocketFacts f;
+    f.sockets = [this]() -> Result<std::vector<BoundSocket>> { return sockets; };
+    f.owners = [this](const std::set<uint64_t>& wanted) {
+      std::map<uint64_t, int> out;
+      for (uint64_t s : wanted) {
+        if (auto it = holders.find(s); it != holders.end()) out[s] = it->second;
+      }
+      return out;
+    };
+    f.canonical = [this](const std::string& path) -> std::optional<std::string> {
+      std::string p = path;
+      for (int round = 0; round < 8; ++round) {
+        bool changed = false;
+        for (const auto& [from, to] : links) {
+          if (PathIsWithin(p, from)) {
+            p = to + p.substr(from.size());
+            changed = true;
+          }
+        }
+        if (!changed) break;
+      }
+      while (p.size() > 1 && p.back() == '/') p.pop_back();
+      if (!nodes.count(p)) return std::nullopt;
+      return p;
+    };
+    f.lstat = [this](const std::string& path) -> std::optional<PathNode> {
+      auto it = nodes.find(path);
+      if (it == nodes.end()) return std::nullopt;
+      return it->second;
+    };
+    f.list_dir = [this](const std::string& dir) -> std::optional<std::vector<DirEntry>> {
+      auto it = nodes.find(dir);
+      if (it == nodes.end() || it->second.type != Type::kDirectory) return std::nullopt;
+      listed.push_back(dir);
+      std::vector<DirEntry> out;
+      for (const auto& [path, node] : nodes) {
+        if (path == "/" || path.substr(0, std::max<size_t>(1, path.rfind('/'))) != dir) continue;
+        DirEntry e;
+        e.name = path.substr(path.rfind('/') + 1);
+        e.type = node.type;
+        e.type_known = !unknown_type.count(path);
+        out.push_back(e);
+      }
+      return out;
+    };
+    f.mounts = [this]() { return mounts; };
+    return f;
+  }
+
+  Result<std::vector<std::string>> Locate(const std::vector<ViewRegion>& regions,
+                                          size_t budget = kMaxSocketSearchEntries) {
+    listed.clear();
+    auto facts = Facts();
+    return LocateHostSockets(regions, facts, budget);
+  }
+};
+
+using Paths = std::vector<std::string>;
+const std::vector<ViewRegion> kWorkspace = {{"/ws", {}}};
+
+TEST(LocateHostSockets, AnAbsoluteNameThatStillNamesTheSocketIsTakenWithoutASearch) {
+  FakeHost h;
+  h.Dir("/ws/big");
+  for (int i = 0; i < 50; ++i) h.File("/ws/big/f" + std::to_string(i));
+  h.Sock("/ws/a.sock", 10);
+  h.Bound("/ws/a.sock", 10);
+  h.Bound("/ws/a.sock", 10);  // a connection it accepted: the same file
+  auto found = h.Locate(kWorkspace);
+  ASSERT_TRUE(found) << found.error().ToString();
+  EXPECT_EQ(*found, Paths{"/ws/a.sock"});
+  EXPECT_TRUE(h.listed.empty()) << "searched " << h.listed.size() << " directories";
+}
+
+TEST(LocateHostSockets, ARelativeNameIsTakenInTheCwdOfAProcessHoldingIt) {
+  FakeHost h;
+  h.Sock("/ws/sub/rel.sock", 11);
+  h.Bound("rel.sock", 11, /*socket_ino=*/501);
+  h.holders[501] = 42;
+  h.links["/proc/42/cwd"] = "/ws/sub";
+  h.Dir("/proc/42");
+  auto found = h.Locate(kWorkspace);
+  ASSERT_TRUE(found) << found.error().ToString();
+  EXPECT_EQ(*found, Paths{"/ws/sub/rel.sock"});
+  EXPECT_TRUE(h.listed.empty());
+}
+
+TEST(LocateHostSockets, AProcSelfFdNameIsTakenThroughThatProcessesDescriptor) {
+  // systemd binds names longer than sun_path through "/proc/self/fd/N/name".
+  for (const char* name :
+       {"/proc/self/fd/7/long.sock", "/proc/thread-self/fd/7/long.sock", "/dev/fd/7/long.sock"}) {
+    FakeHost h;
+    h.Sock("/ws/deep/long.sock", 12);
+    h.Bound(name, 12, 502);
+    h.holders[502] = 43;
+    h.links["/proc/43/fd/7"] = "/ws/deep";
+    h.Dir("/proc/43/fd");
+    auto found = h.Locate(kWorkspace);
+    ASSERT_TRUE(found) << found.error().ToString();
+    EXPECT_EQ(*found, Paths{"/ws/deep/long.sock"}) << name;
+  }
+}
+
+TEST(LocateHostSockets, ASocketRenamedNextToItsNameIsFoundInThatDirectory) {
+  // ssh's ControlMaster: bind "cm.XXXX", link "cm", unlink the first.
+  FakeHost h;
+  h.Sock("/ws/ssh/cm", 13);
+  h.File("/ws/ssh/config");
+  h.Dir("/ws/other");
+  h.Bound("/ws/ssh/cm.XXXX", 13);
+  auto found = h.Locate(kWorkspace);
+  ASSERT_TRUE(found) << found.error().ToString();
+  EXPECT_EQ(*found, Paths{"/ws/ssh/cm"});
+  EXPECT_EQ(h.listed, Paths{"/ws/ssh"}) << "only its directory is read";
+}
+
+TEST(LocateHostSockets, ASocketMovedElsewhereOrWhoseHolderIsUnknownIsFoundBySearchingTheView) {
+  FakeHost h;
+  h.Sock("/ws/b/c/moved.sock", 14);
+  h.Dir("/ws/a");
+  h.Bound("/ws/a/x.sock", 14);
+  h.Sock("/ws/d/rel.sock", 15);
+  h.Bound("rel.sock", 15, 503);  // no holder visible (another user's process)
+  h.Sock("/ws/e/renamed-in-place", 16);
+  h.Bound("/proc/self/fd/3/name", 16, 504);  // holder unknown
+  h.unknown_type.insert("/ws/e/renamed-in-place");
+  h.unknown_type.insert("/ws/b");
+  auto found = h.Locate(kWorkspace);
+  ASSERT_TRUE(found) << found.error().ToString();
+  EXPECT_EQ(*found, (Paths{"/ws/b/c/moved.sock", "/ws/d/rel.sock", "/ws/e/renamed-in-place"}));
+}
+
+TEST(LocateHostSockets, EveryHardLinkOfASocketIsFound) {
+  FakeHost h;
+  h.Sock("/ws/a.sock", 17, /*nlink=*/3);
+  h.Sock("/ws/x/y/b.sock", 17, 3);
+  h.Sock("/home/u/c.sock", 17, 3);  // the third link, outside the view
+  h.Bound("/ws/a.sock", 17);
+  auto found = h.Locate(kWorkspace);
+  ASSERT_TRUE(found) << found.error().ToString();
+  EXPECT_EQ(*found, (Paths{"/ws/a.sock", "/ws/x/y/b.sock"}));
+}
+
+TEST(LocateHostSockets, ANameThatNowNamesAnotherFileIsNotTheSocket) {
+  FakeHost h;
+  h.Sock("/ws/api.sock", 99);  // a different socket now holds the name
+  h.Sock("/ws/old/api.sock", 18);
+  h.Bound("/ws/api.sock", 18);
+  auto found = h.Locate(kWorkspace);
+  ASSERT_TRUE(found) << found.error().ToString();
+  EXPECT_EQ(*found, Paths{"/ws/old/api.sock"});
+}
+
+TEST(LocateHostSockets, SocketsTheViewDoesNotShowAreNotMaskedAndCostNoSearch) {
+  FakeHost h;
+  h.Dir("/ws");
+  h.Dir("/run", 7);
+  h.mounts.push_back({"/run", "/", 7});
+  h.Sock("/run/docker.sock", 19, 1, 7);
+  h.Bound("/run/docker.sock", 19, 0, 7);
+  h.Bound("/run/gone.sock", 20, 0, 7);  // unlinked; its file system is not in the view
+  h.Sock("/home/u/s.sock", 21);
+  h.Bound("/home/u/s.sock", 21);
+  auto found = h.Locate(kWorkspace);
+  ASSERT_TRUE(found) << found.error().ToString();
+  EXPECT_TRUE(found->empty());
+  EXPECT_TRUE(h.listed.empty()) << h.listed.front();
+}
+
+TEST(LocateHostSockets, FullReadShowsAllButWhatTheViewReplaces) {
+  FakeHost h;
+  h.Dir("/tmp", 5);
+  h.mounts.push_back({"/tmp", "/", 5});
+  h.Sock("/tmp/.X11-unix/X0", 22, 1, 5);
+  h.Bound("/tmp/.X11-unix/X0", 22, 0, 5);
+  h.Sock("/tmp/ws/dev.sock", 23, 1, 5);  // a workspace under /tmp is bound over the private /tmp
+  h.Bound("/tmp/ws/dev.sock", 23, 0, 5);
+  h.Sock("/home/u/.gnupg/S.gpg-agent", 24);
+  h.Bound("/home/u/.gnupg/S.gpg-agent", 24);
+  std::vector<ViewRegion> regions = {{"/", {"/dev", "/proc", "/tmp", "/run"}}, {"/tmp/ws", {}}};
+  auto found = h.Locate(regions);
+  ASSERT_TRUE(found) << found.error().ToString();
+  EXPECT_EQ(*found, (Paths{"/home/u/.gnupg/S.gpg-agent", "/tmp/ws/dev.sock"}));
+}
+
+TEST(LocateHostSockets, TheSearchStaysOnTheSocketsFileSystemAndSkipsWhatTheViewReplaces) {
+  FakeHost h;
+  h.Dir("/data", 3);
+  h.mounts.push_back({"/data", "/", 3});
+  for (int i = 0; i < 20; ++i) h.File("/data/f" + std::to_string(i), 3);
+  h.Dir("/tmp/x");
+  h.Sock("/srv/found.sock", 25);
+  h.Bound("/nowhere/x.sock", 25);
+  std::vector<ViewRegion> regions = {{"/", {"/tmp"}}};
+  auto found = h.Locate(regions);
+  ASSERT_TRUE(found) << found.error().ToString();
+  EXPECT_EQ(*found, Paths{"/srv/found.sock"});
+  for (const auto& d : h.listed) {
+    EXPECT_FALSE(PathIsWithin(d, "/data")) << d << ": another file system";
+    EXPECT_FALSE(PathIsWithin(d, "/tmp")) << d << ": replaced by the view";
+  }
+}
+
+TEST(LocateHostSockets, ABindMountOfTheSocketsDirectoryIsMaskedToo) {
+  FakeHost h;
+  h.Sock("/data/run/s.sock", 26);
+  h.Bound("/data/run/s.sock", 26);
+  h.mounts.push_back({"/ws/alias", "/data", 1});  // mount --bind /data /ws/alias
+  h.Sock("/ws/alias/run/s.sock", 26);
+  auto found = h.Locate(kWorkspace);
+  ASSERT_TRUE(found) << found.error().ToString();
+  EXPECT_EQ(*found, Paths{"/ws/alias/run/s.sock"});
+}
+
+TEST(LocateHostSockets, AFileSystemWithItsOwnStDevIsMatchedByItsMountsDevice) {
+  // btrfs subvolumes report an st_dev of their own; the socket table names the superblock's.
+  FakeHost h;
+  h.Sock("/ws/sub/vol.sock", 27, 1, /*dev=*/44);
+  h.nodes["/ws/sub/vol.sock"].mount_dev = 1;
+  h.Bound("/ws/sub/vol.sock", 27, 0, 1);
+  auto found = h.Locate(kWorkspace);
+  ASSERT_TRUE(found) << found.error().ToString();
+  EXPECT_EQ(*found, Paths{"/ws/sub/vol.sock"});
+}
+
+TEST(LocateHostSockets, ASearchPastItsBoundFailsClosedNamingTheBoundAndTheSocket) {
+  FakeHost h;
+  for (int i = 0; i < 40; ++i) h.File("/ws/d/f" + std::to_string(i));
+  h.Bound("gone.sock", 28, 505);  // unlinked, or not findable: only a complete search can tell
+  h.holders[505] = 77;
+  h.links["/proc/77/cwd"] = "/ws/d";
+  h.Dir("/proc/77");
+  auto refused = h.Locate(kWorkspace, 20);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, "sandbox");
+  const std::string& m = refused.error().message;
+  EXPECT_NE(m.find("20 directory entries"), std::string::npos) << m;
+  EXPECT_NE(m.find("gone.sock"), std::string::npos) << m;
+  EXPECT_NE(m.find("pid 77"), std::string::npos) << m;
+  EXPECT_NE(m.find("fix:"), std::string::npos) << m;
+  // Benign: within the bound, the same search completes, and nothing is masked.
+  auto within = h.Locate(kWorkspace, 100);
+  ASSERT_TRUE(within) << within.error().ToString();
+  EXPECT_TRUE(within->empty());
+}
+
+TEST(LocateHostSockets, TooManySocketsFailClosed) {
+  FakeHost h;
+  for (uint64_t i = 0; i <= kMaxHostSockets; ++i) h.Bound("/x/s" + std::to_string(i), 100 + i);
+  auto refused = h.Locate(kWorkspace);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("too many"), std::string::npos);
+}
+
+TEST(LocateHostSockets, RegionsOfAViewFollowItsReadAccess) {
+  FileView restricted;
+  restricted.read_roots = {"/usr", "/etc"};
+  restricted.writable_roots = {{"/ws", {"/ws/.git"}}};
+  auto r = ViewRegionsOf(restricted);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0].root, "/usr");
+  EXPECT_EQ(r[2].root, "/ws");
+  FileView full;
+  full.full_read = true;
+  r = ViewRegionsOf(full);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].root, "/");
+  EXPECT_EQ(r[0].excluded, (std::vector<std::string>{"/dev", "/proc", "/tmp", "/run"}));
+}
+
+// The real facts, against the kernel: a socket bound under a relative name, through
+// /proc/self/fd/N, and renamed, each found where it is now.
+TEST(RealHostSocketFacts, FindsSocketsBoundUnderEveryKindOfName) {
+  char dir_template[] = "/tmp/anvil-hostsock-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  ASSERT_EQ(mkdir((dir + "/rel").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((dir + "/viafd").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((dir + "/moved").c_str(), 0755), 0);
+  auto bind_as = [](const std::string& name) {
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::memcpy(addr.sun_path, name.c_str(), name.size());
+    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd, 1) != 0) {
+      close(fd);
+      return -1;
+    }
+    return fd;
+  };
+  char cwd[4096];
+  ASSERT_NE(getcwd(cwd, sizeof(cwd)), nullptr);
+  ASSERT_EQ(chdir((dir + "/rel").c_str()), 0);
+  int relative = bind_as("r.sock");
+  ASSERT_EQ(chdir(cwd), 0);
+  int dir_fd = open((dir + "/viafd").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(dir_fd, 0);
+  int via_fd = bind_as("/proc/self/fd/" + std::to_string(dir_fd) + "/f.sock");
+  int moved = bind_as(dir + "/m.sock");
+  ASSERT_GE(relative, 0);
+  ASSERT_GE(via_fd, 0);
+  ASSERT_GE(moved, 0);
+  ASSERT_EQ(rename((dir + "/m.sock").c_str(), (dir + "/moved/m2.sock").c_str()), 0);
+
+  auto listed = ListBoundUnixSockets();
+  ASSERT_TRUE(listed) << listed.error().ToString();
+  struct stat st {};
+  ASSERT_EQ(stat((dir + "/rel/r.sock").c_str(), &st), 0);
+  bool seen = false;
+  for (const auto& s : *listed) {
+    if (s.name == "r.sock" && s.ino == (st.st_ino & 0xffffffffULL)) {
+      EXPECT_EQ(s.dev, st.st_dev) << "device numbers must be comparable with st_dev";
+      seen = true;
+    }
+  }
+  EXPECT_TRUE(seen) << "the relative bind is not in the kernel's table";
+
+  auto found = LocateHostSockets({{dir, {}}}, RealHostSocketFacts());
+  ASSERT_TRUE(found) << found.error().ToString();
+  EXPECT_EQ(*found, (Paths{dir + "/moved/m2.sock", dir + "/rel/r.sock", dir + "/viafd/f.sock"}));
+
+  close(relative);
+  close(via_fd);
+  close(moved);
+  close(dir_fd);
+  ASSERT_EQ(std::system(("rm -rf '" + dir + "'").c_str()), 0);
+}
+
+TEST(RealHostSocketFacts, KernelDeviceNumbersConvertToStDev) {
+  EXPECT_EQ(DevFromKernel((254u << 20) | 1u), makedev(254, 1));
+  EXPECT_EQ(DevFromKernel((0u << 20) | 27u), makedev(0, 27));
+  EXPECT_EQ(DevFromKernel((259u << 20) | 0x12345u), makedev(259, 0x12345));
+}
+
+}  // namespace
+}  // namespace anvil
