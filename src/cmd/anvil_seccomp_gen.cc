@@ -53,6 +53,8 @@ int main(int argc, char** argv) {
     bool ok = Emit(out, "kCommandNone", CompileCommandFilter(NetworkMode::kNone, true)) &&
               Emit(out, "kCommandProxy", CompileCommandFilter(NetworkMode::kProxy, true)) &&
               Emit(out, "kCommandFull", CompileCommandFilter(NetworkMode::kFull, true)) &&
+              Emit(out, "kCommandNoneOwnNet",
+                   CompileCommandFilter(NetworkMode::kNone, true, true, true)) &&
               Emit(out, "kCommandNoneNetOnly", CompileCommandFilter(NetworkMode::kNone, false)) &&
               Emit(out, "kCommandProxyNetOnly", CompileCommandFilter(NetworkMode::kProxy, false)) &&
               Emit(out, "kCommandFullNetOnly", CompileCommandFilter(NetworkMode::kFull, false)) &&

@@ -2,12 +2,10 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -27,6 +25,7 @@
 #include "linux/capabilities.h"
 #include "linux/host_socket_facts.h"
 #include "linux/landlock.h"
+#include "linux/loopback.h"
 #include "linux/mount_view.h"
 #include "linux/pids_cgroup.h"
 #include "linux/protected_placeholders.h"
@@ -211,15 +210,20 @@ Status ApplyLimits(const Plan& plan) {
   return Ok();
 }
 
+// Proxy: TCP connect only to the proxy's port on loopback (the namespace has nothing else to
+// reach anyway). Network none: no TCP at all, unless the command has a network namespace of its
+// own, whose loopback reaches nothing outside it (its own test servers work).
+bool LandlockHandlesNetwork(const Plan& plan) {
+  NetworkMode network = plan.spec->policy.network;
+  return plan.landlock_abi >= 4 &&
+         (network == NetworkMode::kProxy || (network == NetworkMode::kNone && !plan.netns));
+}
+
 Status ApplyLandlock(const Plan& plan) {
   using namespace landlock;
   if (auto s = InjectedFailure(plan, "landlock"); !s) return s;
   const SandboxPolicy& policy = plan.spec->policy;
-  // Network none: no TCP at all. Proxy: TCP connect only to the proxy's port on loopback (the
-  // namespace has nothing else to reach anyway).
-  bool handle_net =
-      (policy.network == NetworkMode::kNone || policy.network == NetworkMode::kProxy) &&
-      plan.landlock_abi >= 4;
+  bool handle_net = LandlockHandlesNetwork(plan);
   uint64_t scopes = ScopesForAbi(plan.landlock_abi);
   auto rs = Ruleset::Create(plan.landlock_abi, handle_net, scopes);
   if (!rs) return tl::unexpected(rs.error());
@@ -313,9 +317,7 @@ Status ApplyLandlock(const Plan& plan) {
   if (plan.confine_fs) {
     if (auto s = ApplyLandlock(plan); !s) Die(plan, s.error());
     layers |= static_cast<uint32_t>(plan.landlock_abi) << 16;
-    if ((spec.policy.network == NetworkMode::kNone || spec.policy.network == NetworkMode::kProxy) &&
-        plan.landlock_abi >= 4)
-      layers |= kBitLandlockNet;
+    if (LandlockHandlesNetwork(plan)) layers |= kBitLandlockNet;
     if (plan.landlock_abi >= 6) layers |= kBitLandlockScoped;
   }
   if (harden) {
@@ -392,13 +394,7 @@ void KillDescendants() {
 // to anvil-proxy outside, which accepts on them. Nothing of the proxy runs in here.
 Status HandOverProxyListeners(Plan& plan) {
   if (auto s = InjectedFailure(plan, "proxy"); !s) return s;
-  UniqueFd ctl(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  if (!ctl) return SysFail("sandbox", "proxy: socket");
-  ifreq ifr{};
-  std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
-  if (::ioctl(ctl.Get(), SIOCGIFFLAGS, &ifr) != 0) return SysFail("sandbox", "proxy: lo flags");
-  ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP);
-  if (::ioctl(ctl.Get(), SIOCSIFFLAGS, &ifr) != 0) return SysFail("sandbox", "proxy: bring lo up");
+  if (auto s = BringLoopbackUp(); !s) return s;
   std::vector<UniqueFd> listeners;
   {
     UniqueFd v4(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -433,6 +429,21 @@ Status HandOverProxyListeners(Plan& plan) {
     return SysFail("sandbox", "proxy: hand the listeners to anvil-proxy");
   }
   plan.spec->proxy_channel.Reset();
+  return Ok();
+}
+
+// Network none in a network namespace the clone really made: its loopback comes up and the
+// command gets the filter that allows IP sockets there (only loopback exists to reach). Without
+// that namespace (read-only's fallback) the filter and Landlock keep refusing IP.
+Status UseOwnLoopback(Plan& plan) {
+  if (!plan.netns || plan.spec->policy.network != NetworkMode::kNone || plan.filter.Empty()) {
+    return Ok();
+  }
+  if (auto s = BringLoopbackUp(); !s) return s;
+  auto filter = seccomp::BuildCommandFilter(NetworkMode::kNone, plan.confine_fs,
+                                            /*own_network_namespace=*/true);
+  if (!filter) return tl::unexpected(filter.error());
+  plan.filter = std::move(*filter);
   return Ok();
 }
 
@@ -565,6 +576,7 @@ void TakeWarmCall(Plan& plan) {
   if (plan.spec->proxy_channel) {
     if (auto s = HandOverProxyListeners(plan); !s) Die(plan, s.error());
   }
+  if (auto s = UseOwnLoopback(plan); !s) Die(plan, s.error());
   if (!plan.pidns) prctl(PR_SET_CHILD_SUBREAPER, 1);
   if (plan.go_fd >= 0) {
     // Nothing may fork before the supervisor has put us in the pids cgroup.

@@ -33,9 +33,13 @@ class Program {
 // the key-ring, userfaultfd, io_uring, module/kexec loading, dangerous personality bits,
 // TIOCSTI/TIOCLINUX, open_by_handle_at. Non-native ABIs (i386 int 0x80, x32) kill the process.
 // Every mode argument with S_ISUID/S_ISGID is refused and openat2 is ENOSYS (seccomp_setid.h).
-// NetworkMode::kNone additionally refuses every socket family but AF_UNIX. With
-// `deny_list` false only the set-id and network rules are built (policy external-sandbox).
-Result<Program> BuildCommandFilter(NetworkMode network, bool deny_list = true);
+// NetworkMode::kNone additionally refuses every socket family but AF_UNIX, or, with
+// `own_network_namespace` (the command is in a network namespace of its own that has only
+// loopback), every family but Unix, IPv4, IPv6 and route netlink. With `deny_list` false only
+// the set-id and network rules are built (policy external-sandbox, which never has a namespace
+// of its own).
+Result<Program> BuildCommandFilter(NetworkMode network, bool deny_list = true,
+                                   bool own_network_namespace = false);
 
 // The command filter's deny-list with the full network and without the set-id rules, for
 // Anvil's own services confining themselves (the gateway, anvil-proxy): the gateway serves

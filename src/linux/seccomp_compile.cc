@@ -75,6 +75,35 @@ Result<std::vector<sock_filter>> Export(scmp_filter_ctx ctx) {
   return insns;
 }
 
+// --network none in a network namespace of the sandbox's own (nothing but its loopback): Unix,
+// IPv4 and IPv6 sockets, and netlink for route queries only (getaddrinfo's AI_ADDRCONFIG,
+// getifaddrs); every other family — packet, raw netlink protocols, the rest — is refused.
+Status AddOwnLoopbackSocketRules(scmp_filter_ctx c) {
+  constexpr unsigned kNetlinkRoute = 0;
+  for (int nr : {SCMP_SYS(socket), SCMP_SYS(socketpair)}) {
+    if (auto s = Check(
+            seccomp_rule_add(c, SCMP_ACT_ERRNO(EPERM), nr, 1, Cmp(0, SCMP_CMP_GT, AF_NETLINK, 0)),
+            "socket");
+        !s)
+      return s;
+    for (int family = 0; family < AF_NETLINK; ++family) {
+      if (family == AF_UNIX || family == AF_INET || family == AF_INET6) continue;
+      if (auto s = Check(seccomp_rule_add(c, SCMP_ACT_ERRNO(EPERM), nr, 1,
+                                          Cmp(0, SCMP_CMP_EQ, static_cast<unsigned>(family), 0)),
+                         "socket");
+          !s)
+        return s;
+    }
+    if (auto s = Check(
+            seccomp_rule_add(c, SCMP_ACT_ERRNO(EPERM), nr, 2, Cmp(0, SCMP_CMP_EQ, AF_NETLINK, 0),
+                             Cmp(2, SCMP_CMP_NE, kNetlinkRoute, 0)),
+            "socket");
+        !s)
+      return s;
+  }
+  return Ok();
+}
+
 }  // namespace
 
 const std::vector<const char*>& CommandDeniedSyscalls() {
@@ -130,7 +159,8 @@ const std::vector<const char*>& CommandDeniedSyscalls() {
 }
 
 Result<std::vector<sock_filter>> CompileCommandFilter(NetworkMode network, bool deny_list,
-                                                      bool set_id_rules) {
+                                                      bool set_id_rules,
+                                                      bool own_network_namespace) {
   Ctx ctx(seccomp_init(SCMP_ACT_ALLOW));
   if (!ctx) return Fail("sandbox", "seccomp_init failed");
   scmp_filter_ctx c = ctx.get();
@@ -175,7 +205,9 @@ Result<std::vector<sock_filter>> CompileCommandFilter(NetworkMode network, bool 
   if (set_id_rules) {
     if (auto s = AddSetIdRules(c); !s) return tl::unexpected(s.error());
   }
-  if (network == NetworkMode::kNone) {
+  if (network == NetworkMode::kNone && own_network_namespace) {
+    if (auto s = AddOwnLoopbackSocketRules(c); !s) return tl::unexpected(s.error());
+  } else if (network == NetworkMode::kNone) {
     for (int nr : {SCMP_SYS(socket), SCMP_SYS(socketpair)}) {
       if (auto s = Check(
               seccomp_rule_add(c, SCMP_ACT_ERRNO(EPERM), nr, 1, Cmp(0, SCMP_CMP_NE, AF_UNIX, 0)),

@@ -14,8 +14,11 @@ namespace anvil::seccomp {
 
 // The rules behind BuildCommandFilter, BuildServiceFilter and BuildPluginHostFilter (seccomp.h
 // documents them). `set_id_rules` false: the service filter (no set-id rules, openat2 allowed).
+// `own_network_namespace` (NetworkMode::kNone only): the command runs in a network namespace of
+// its own with nothing but loopback, so IP sockets and route queries are allowed there.
 Result<std::vector<sock_filter>> CompileCommandFilter(NetworkMode network, bool deny_list,
-                                                      bool set_id_rules = true);
+                                                      bool set_id_rules = true,
+                                                      bool own_network_namespace = false);
 Result<std::vector<sock_filter>> CompilePluginHostFilter();
 
 }  // namespace anvil::seccomp

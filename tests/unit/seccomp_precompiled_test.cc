@@ -39,6 +39,23 @@ TEST(SeccompPrecompiledTest, ServiceFilterIsByteIdenticalToAFreshCompile) {
   EXPECT_TRUE(SameBytes(baked->insns(), *fresh));
 }
 
+TEST(SeccompPrecompiledTest, OwnNetworkNamespaceFilterIsByteIdenticalToAFreshCompile) {
+  auto baked = BuildCommandFilter(NetworkMode::kNone, true, /*own_network_namespace=*/true);
+  auto fresh = CompileCommandFilter(NetworkMode::kNone, true, /*set_id_rules=*/true,
+                                    /*own_network_namespace=*/true);
+  ASSERT_TRUE(baked) << baked.error().ToString();
+  ASSERT_TRUE(fresh) << fresh.error().ToString();
+  EXPECT_TRUE(SameBytes(baked->insns(), *fresh));
+  // It is a filter of its own, and only for a command that has its own namespace.
+  auto strict = BuildCommandFilter(NetworkMode::kNone, true, false);
+  ASSERT_TRUE(strict);
+  EXPECT_FALSE(SameBytes(baked->insns(), strict->insns()));
+  auto unconfined = BuildCommandFilter(NetworkMode::kNone, /*deny_list=*/false, true);
+  auto unconfined_strict = BuildCommandFilter(NetworkMode::kNone, false, false);
+  ASSERT_TRUE(unconfined && unconfined_strict);
+  EXPECT_TRUE(SameBytes(unconfined->insns(), unconfined_strict->insns()));
+}
+
 TEST(SeccompPrecompiledTest, PluginHostFilterIsByteIdenticalToAFreshCompile) {
   auto baked = BuildPluginHostFilter();
   auto fresh = CompilePluginHostFilter();
