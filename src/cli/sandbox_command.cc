@@ -17,6 +17,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "linux/program_exec.h"
 #include "session/plugin_session.h"
 
 extern char** environ;
@@ -361,9 +362,10 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
     ::close(exec_fd);
     inv.spec.program = UniqueFd(dup);
   } else {
-    auto program = OpenExecutable(command[0], path_env, workspace);
+    auto program = ResolveProgram(command[0], path_env, workspace);
     if (!program) return tl::unexpected(program.error());
-    inv.spec.program = std::move(*program);
+    inv.spec.program = std::move(program->fd);
+    inv.spec.program_path = std::move(program->path);
   }
   inv.spec.argv = command;
   inv.spec.cwd = workspace;

@@ -28,6 +28,7 @@
 #include "linux/loopback.h"
 #include "linux/mount_view.h"
 #include "linux/pids_cgroup.h"
+#include "linux/program_exec.h"
 #include "linux/protected_placeholders.h"
 #include "linux/root_remap.h"
 #include "linux/seccomp.h"
@@ -296,10 +297,6 @@ Status ApplyLandlock(const Plan& plan) {
   if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
     Die(plan, SysFail("sandbox", "close_range").value());
   }
-  if (plan.program_is_script) {
-    // The kernel hands a script's interpreter /dev/fd/N, which must survive exec.
-    fcntl(spec.program.Get(), F_SETFD, 0);
-  }
   if (auto s = ApplyLimits(plan); !s) Die(plan, s.error());
   if (::chdir(spec.cwd.c_str()) != 0) {
     Die(plan, SysFail("sandbox", "working directory " + spec.cwd + " is not visible in the sandbox")
@@ -335,10 +332,15 @@ Status ApplyLandlock(const Plan& plan) {
   if (!plan.pidns) layers |= kBitSubreaper;
   if (plan.process_limit) layers |= kBitProcessLimit;
   SendRecord(plan.report_fd, kLayers, 0, 0, "", layers);
-  syscall(SYS_execveat, spec.program.Get(), "", plan.argv.data(), plan.envp.data(), AT_EMPTY_PATH);
-  int err = errno;
+  ExecFailure failed = ExecProgram(spec.program.Get(), spec.program_path, plan.program_is_script,
+                                   plan.argv.data(), plan.envp.data());
+  int err = failed.err;
   std::string why = std::string(spec.argv[0]) + ": " + std::strerror(err);
-  if (err == EACCES && plan.confine_fs) {
+  if (failed.replaced) {
+    why = spec.program_path +
+          ": replaced after it was looked up (the path names another file in the sandbox "
+          "than the one resolved outside); nothing ran";
+  } else if (err == EACCES && plan.confine_fs) {
     why += " (outside the paths this policy can read? try --read-access full or a system path)";
   }
   MarkCommandFailed(plan);
@@ -737,34 +739,9 @@ int SandboxOutcome::ShellStatus() const {
 
 Result<UniqueFd> OpenExecutable(const std::string& command, const std::string& path_env,
                                 const std::string& cwd) {
-  if (command.empty()) return Fail("not_found", "empty command");
-  auto try_open = [](const std::string& path) -> Result<UniqueFd> {
-    UniqueFd fd(::open(path.c_str(), O_PATH | O_CLOEXEC));
-    if (!fd) return SysFail(errno == ENOENT ? "not_found" : "not_executable", path);
-    struct stat st {};
-    if (::fstat(fd.Get(), &st) != 0) return SysFail("not_executable", path);
-    if (!S_ISREG(st.st_mode)) return Fail("not_executable", path + ": not a regular file", EACCES);
-    if (::faccessat(fd.Get(), "", X_OK, AT_EMPTY_PATH | AT_EACCESS) != 0) {
-      return SysFail("not_executable", path);
-    }
-    return fd;
-  };
-  if (command.find('/') != std::string::npos) {
-    return try_open(command[0] == '/' ? command : cwd + "/" + command);
-  }
-  std::optional<Error> first_error;
-  std::stringstream dirs(path_env);
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    // An empty PATH entry means the current directory (POSIX).
-    std::string base = dir.empty() ? cwd : dir[0] == '/' ? dir : cwd + "/" + dir;
-    std::string candidate = base + "/" + command;
-    auto fd = try_open(candidate);
-    if (fd) return fd;
-    if (fd.error().code == "not_executable" && !first_error) first_error = fd.error();
-  }
-  if (first_error) return tl::unexpected(*first_error);
-  return Fail("not_found", command + ": command not found on PATH", ENOENT);
+  auto program = ResolveProgram(command, path_env, cwd);
+  if (!program) return tl::unexpected(program.error());
+  return std::move(program->fd);
 }
 
 SandboxOutcome RunSandboxed(LaunchSpec spec) {

@@ -37,7 +37,10 @@ struct ResourceLimits {
 
 struct LaunchSpec {
   SandboxPolicy policy;
-  UniqueFd program;               // the executable, opened once outside (O_PATH)
+  UniqueFd program;  // the executable, opened once outside (O_PATH)
+  // The path the lookup outside produced for `program` (linux/program_exec.h): run by that path
+  // when it names the same file in the view. Empty: run the descriptor (sys.exec).
+  std::string program_path;
   std::vector<std::string> argv;  // argv[0] as the user wrote it
   std::vector<std::string> env;   // final environment, NAME=VALUE
   std::string cwd;                // absolute; must be inside the view

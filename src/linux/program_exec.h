@@ -1,0 +1,59 @@
+// How a sandboxed command's program is found and started. The program is looked up once,
+// outside the sandbox (the caller's PATH, the caller's view of the files), and opened there;
+// inside, nothing searches PATH again. It is then started under the path the lookup produced
+// (`./build.sh`, `scripts/gen.sh`, `/home/u/.local/bin/tool`) once that path is checked to name
+// the very file that was opened — so a script's interpreter gets that path as `$0`/`__file__`,
+// as it would outside, instead of `/dev/fd/N`.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+
+#include "common/result.h"
+#include "common/unique_fd.h"
+
+namespace anvil {
+
+struct ResolvedProgram {
+  UniqueFd fd;       // O_PATH|O_CLOEXEC, a regular file the caller may execute
+  std::string path;  // as the lookup produced it: as typed, or a PATH entry + "/" + name
+};
+
+// Resolves `command` once, outside the sandbox: a name without '/' is looked up on `path_env`
+// (the caller's PATH; an empty entry is the current directory), anything else is taken
+// relative to `cwd`. Errors: not_found (127) / not_executable (126).
+Result<ResolvedProgram> ResolveProgram(const std::string& command, const std::string& path_env,
+                                       const std::string& cwd);
+
+// The identity of a file: device and inode.
+struct FileId {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  bool operator==(const FileId&) const = default;
+};
+
+enum class ExecWay {
+  kPath,        // the path names the opened file in the view: exec it by that path
+  kDescriptor,  // no path, or the view does not show it: exec the opened file itself
+  kReplaced,    // the path names another file now: refuse, nothing runs
+};
+
+// Pure. `path_in_view`: stat(2) of the path inside the sandbox (nullopt: no path was kept, or it
+// does not resolve there); `opened`: fstat(2) of the descriptor opened outside.
+ExecWay ChooseExecWay(const std::optional<FileId>& path_in_view, const FileId& opened);
+
+struct ExecFailure {
+  int err = 0;
+  bool replaced = false;  // kReplaced: `err` is ESTALE and nothing was executed
+};
+
+// In the command process, after the working directory and every layer are in place: starts
+// the program (never returns on success). `path` may be empty (a program handed over as a
+// descriptor only: sys.exec). Allocates nothing (the command process may share its parent's
+// memory, vfork).
+ExecFailure ExecProgram(int fd, const std::string& path, bool is_script, char* const argv[],
+                        char* const envp[]);
+
+}  // namespace anvil

@@ -1,0 +1,87 @@
+// How a sandboxed command's program is looked up (once, outside) and which way it is started
+// inside: by the looked-up path only when it names the opened file.
+#include "linux/program_exec.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+namespace anvil {
+namespace {
+
+TEST(ChooseExecWay, ThePathOnlyWhenItNamesTheOpenedFile) {
+  const FileId opened{8, 100};
+  struct Row {
+    std::optional<FileId> in_view;
+    ExecWay way;
+  };
+  const Row rows[] = {
+      {FileId{8, 100}, ExecWay::kPath},      // the same file: run by its path
+      {FileId{8, 101}, ExecWay::kReplaced},  // another inode at the path: refused
+      {FileId{9, 100}, ExecWay::kReplaced},  // same inode number, another file system
+      {std::nullopt, ExecWay::kDescriptor},  // no path kept, or nothing there in the view
+  };
+  for (const Row& row : rows) EXPECT_EQ(ChooseExecWay(row.in_view, opened), row.way);
+}
+
+class ResolveProgramTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/anvil-resolve-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    for (const std::string sub : {"/scripts", "/bin", "/rel"}) {
+      ASSERT_EQ(mkdir((dir_ + sub).c_str(), 0755), 0);
+    }
+    for (const std::string file : {"/x.sh", "/scripts/gen.sh", "/bin/tool", "/rel/tool2"}) {
+      std::ofstream(dir_ + file) << "#!/bin/sh\n";
+      chmod((dir_ + file).c_str(), 0755);
+    }
+    std::ofstream(dir_ + "/bin/plain") << "not executable\n";
+  }
+  void TearDown() override { ASSERT_EQ(std::system(("rm -rf '" + dir_ + "'").c_str()), 0); }
+  std::string dir_;
+};
+
+TEST_F(ResolveProgramTest, ThePathIsTheOneTheLookupProduced) {
+  struct Row {
+    std::string command, path_env, path;
+  };
+  const Row rows[] = {
+      {"./x.sh", "/usr/bin", "./x.sh"},                               // as typed
+      {"scripts/gen.sh", "/usr/bin", "scripts/gen.sh"},               // as typed, from the cwd
+      {dir_ + "/x.sh", "/usr/bin", dir_ + "/x.sh"},                   // absolute
+      {"tool", "/nonexistent:" + dir_ + "/bin", dir_ + "/bin/tool"},  // PATH entry + name
+      {"tool2", "/usr/bin:rel", "rel/tool2"},  // a relative PATH entry stays so
+      {"x.sh", "/usr/bin::", "./x.sh"},        // an empty entry: the cwd
+  };
+  for (const Row& row : rows) {
+    auto program = ResolveProgram(row.command, row.path_env, dir_);
+    ASSERT_TRUE(program) << row.command << ": " << program.error().ToString();
+    EXPECT_EQ(program->path, row.path) << row.command;
+    struct stat by_fd {
+    }, by_path{};
+    ASSERT_EQ(fstat(program->fd.Get(), &by_fd), 0);
+    ASSERT_EQ(stat((row.path[0] == '/' ? row.path : dir_ + "/" + row.path).c_str(), &by_path), 0);
+    EXPECT_EQ(by_fd.st_ino, by_path.st_ino) << row.command;
+  }
+}
+
+TEST_F(ResolveProgramTest, MissingAndNonExecutableProgramsAreTheUsualErrors) {
+  auto missing = ResolveProgram("nope", dir_ + "/bin", dir_);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, "not_found");
+  auto plain = ResolveProgram("plain", dir_ + "/bin", dir_);
+  ASSERT_FALSE(plain);
+  EXPECT_EQ(plain.error().code, "not_executable");
+  auto directory = ResolveProgram("./scripts", "", dir_);
+  ASSERT_FALSE(directory);
+  EXPECT_EQ(directory.error().code, "not_executable");
+}
+
+}  // namespace
+}  // namespace anvil
