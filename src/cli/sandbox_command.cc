@@ -57,6 +57,10 @@ Status ApplyLimitFlag(const std::string& value, ResourceLimits& limits) {
   auto eq = value.find('=');
   if (eq == std::string::npos) return Fail("invalid", "--limit expects NAME=VALUE, got " + value);
   std::string name = value.substr(0, eq);
+  if (name == "mem" && value.substr(eq + 1) == "unlimited") {
+    limits.memory = 0;
+    return Ok();
+  }
   auto n = ParseSize(value.substr(eq + 1), "--limit " + name);
   if (!n) return tl::unexpected(n.error());
   if (name == "nproc")
@@ -71,9 +75,13 @@ Status ApplyLimitFlag(const std::string& value, ResourceLimits& limits) {
     limits.cpu_seconds = *n;
   else if (name == "tmp")
     limits.tmp_size = *n;
+  else if (name == "mem" && *n > 0)
+    limits.memory = *n;
+  else if (name == "mem")
+    return Fail("invalid", "--limit mem: 0 is no memory at all (fix: a size, or unlimited)");
   else
     return Fail("invalid",
-                "--limit: unknown limit '" + name + "' (nproc, nofile, as, fsize, cpu, tmp)");
+                "--limit: unknown limit '" + name + "' (nproc, nofile, as, fsize, cpu, tmp, mem)");
   return Ok();
 }
 
@@ -114,7 +122,8 @@ Options:
   --clear-env            start CMD with an empty environment
   --keep-env NAME        keep NAME even when a filter would drop it (repeatable)
   --setenv NAME=VALUE    set a variable (repeatable)
-  --limit NAME=VALUE     nproc, nofile, as, fsize, cpu, tmp (sizes take K, M, G)
+  --limit NAME=VALUE     nproc, nofile, as, fsize, cpu, tmp, mem (sizes take K, M, G;
+                         mem=unlimited drops the default memory ceiling, half the RAM)
   --timeout SECONDS      kill the whole process tree after SECONDS (exit 124)
   --json                 print one JSON report on stderr at exit
 )";
@@ -577,7 +586,8 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
   SandboxOutcome outcome = RunSandboxed(std::move(inv->spec));
   proxy.Stop();
   int status = outcome.ShellStatus();
-  if (!outcome.error.empty() && outcome.kind != SandboxOutcome::Kind::kSignaled) {
+  if (!outcome.error.empty() &&
+      (outcome.kind != SandboxOutcome::Kind::kSignaled || outcome.out_of_memory)) {
     std::cerr << "anvil sandbox: " << outcome.error << "\n";
   }
   if (json) {
@@ -599,7 +609,9 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
                                {"seccomp", outcome.layers.seccomp},
                                {"no_new_privs", outcome.layers.no_new_privs},
                                {"subreaper", outcome.layers.subreaper},
-                               {"process_limit", outcome.layers.process_limit}}}};
+                               {"process_limit", outcome.layers.process_limit},
+                               {"memory_limit", outcome.layers.memory_limit}}}};
+    if (outcome.out_of_memory) report["out_of_memory"] = true;
     if (outcome.kind == SandboxOutcome::Kind::kSignaled) report["signal"] = outcome.exit_status;
     if (!outcome.error.empty()) report["error"] = outcome.error;
     WriteReport(inv->report_fd,

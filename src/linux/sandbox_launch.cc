@@ -26,6 +26,7 @@
 #include "linux/host_socket_facts.h"
 #include "linux/landlock.h"
 #include "linux/loopback.h"
+#include "linux/memory_cgroup.h"
 #include "linux/mount_view.h"
 #include "linux/pids_cgroup.h"
 #include "linux/program_exec.h"
@@ -540,6 +541,10 @@ void TakeWarmCall(Plan& plan) {
   // Dies with the supervisor. In a pid namespace SIGKILL of init takes every process in it;
   // without one, SIGUSR2 asks this init to kill the tree first.
   prctl(PR_SET_PDEATHSIG, plan.pidns ? SIGKILL : SIGUSR2);
+  // The sandboxed tree is the OOM killer's first choice, before the user's editor or shell
+  // (raising needs no privilege; the command inherits it). First: once init changes its ids or
+  // stops being dumpable, its /proc/self files belong to root.
+  if (auto s = WriteFile("/proc/self/oom_score_adj", "1000"); !s) Die(plan, s.error());
   pollfd alive{plan.alive_fd, POLLIN, 0};
   if (poll(&alive, 1, 0) > 0) _exit(125);  // supervisor already gone
   std::vector<UniqueFd> idmapped_trees;
@@ -823,8 +828,18 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
     auto cg = PidsCgroup::Create(*spec.limits.processes);
     if (cg) pids.emplace(std::move(*cg));
   }
+  std::optional<MemoryCgroup> memory;
+  const uint64_t memory_limit = spec.limits.memory == ResourceLimits::kDefaultMemoryCeiling
+                                    ? DefaultMemoryCeiling()
+                                    : spec.limits.memory;
+  if (plan.confine_fs && memory_limit > 0) {
+    auto cg = MemoryCgroup::Create(memory_limit, pids ? pids->path() : "");
+    if (cg) memory.emplace(std::move(*cg));
+  }
   int go[2] = {-1, -1};
-  if (pids && pipe2(go, O_CLOEXEC) != 0) return SetupFailure("sandbox: pipe failed", start);
+  if ((pids || memory) && pipe2(go, O_CLOEXEC) != 0) {
+    return SetupFailure("sandbox: pipe failed", start);
+  }
   UniqueFd go_read(go[0]), go_write(go[1]);
   plan.go_fd = go_read.Get();
 
@@ -948,6 +963,11 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   }
   if (pids) {
     if (auto s = pids->Attach(static_cast<pid_t>(pid)); !s) return abandon_init(s.error());
+  }
+  // Best effort, like the cgroup itself: where init cannot be moved there is no ceiling, and the
+  // report says so.
+  if (memory && !memory->Attach(static_cast<pid_t>(pid))) memory.reset();
+  if (go_write) {
     ssize_t ignored = ::write(go_write.Get(), "g", 1);
     (void)ignored;
     go_write.Reset();
@@ -1042,6 +1062,8 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
 
   SandboxOutcome out;
   out.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - call_start).count();
+  out.layers.memory_limit = memory ? memory_limit : 0;
+  out.out_of_memory = memory && memory->OomKills() > 0;
   bool have_exit = false;
   for (const Record& r : records) {
     std::string message(r.message, strnlen(r.message, sizeof(r.message)));
@@ -1081,6 +1103,11 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
       default:
         break;
     }
+  }
+  if (out.out_of_memory && !timed_out) {
+    out.error = "limit: the sandbox reached its memory ceiling (" +
+                std::to_string(memory_limit >> 20) +
+                " MiB) and the kernel killed a process in it (fix: --limit mem=SIZE)";
   }
   if (timed_out) {
     out.kind = SandboxOutcome::Kind::kTimedOut;

@@ -33,6 +33,10 @@ struct ResourceLimits {
   std::optional<uint64_t> file_size;         // RLIMIT_FSIZE, bytes
   std::optional<uint64_t> cpu_seconds;       // RLIMIT_CPU
   uint64_t tmp_size = 1ULL << 30;            // size= of the private /tmp tmpfs
+  // Memory ceiling of the whole sandbox, bytes (a memory cgroup, where one can be had:
+  // linux/memory_cgroup.h); 0: none. kDefaultMemoryCeiling: half of the physical memory.
+  static constexpr uint64_t kDefaultMemoryCeiling = UINT64_MAX;
+  uint64_t memory = kDefaultMemoryCeiling;
 };
 
 struct LaunchSpec {
@@ -93,6 +97,7 @@ struct LayerReport {
   bool no_new_privs = false;
   bool subreaper = false;
   bool process_limit = false;  // the process count is bounded (user-ns RLIMIT_NPROC or pids cgroup)
+  uint64_t memory_limit = 0;   // bytes; 0: no memory cgroup could be had
 };
 
 struct SandboxOutcome {
@@ -102,6 +107,7 @@ struct SandboxOutcome {
   int exec_errno = 0;   // kExecFailed
   std::string error;    // kSetupFailed / kExecFailed, "code: message"
   LayerReport layers;
+  bool out_of_memory = false;  // the kernel killed a process at the memory ceiling
   double duration_ms = 0;
 
   // The exit status `anvil sandbox` uses: command's own, 128+N, 124, 125, 126, 127.

@@ -102,6 +102,35 @@ TEST_P(T3SandboxEnv, SecretLookingVariablesDoNotReachCommand) {
   EXPECT_TRUE(Entries(read_only).count("ANVIL_SANDBOX=read-only")) << read_only.out;
 }
 
+TEST_P(T3SandboxEnv, DatabaseForgeAndRegistryCredentialsDoNotReachCommand) {
+  // The variables tools read credentials from, and any URL carrying a password, whatever the
+  // variable's name. Benign: the working directory, git's identity and plain URLs pass.
+  const std::string token = UniqueToken("cred");
+  const std::vector<std::string> caller_env = {
+      "PATH=/usr/bin:/bin",
+      "MYSQL_PWD=" + token,
+      "PGPASSWORD=" + token,
+      "PGPASS=/home/u/.pgpass-" + token,
+      "SSHPASS=" + token,
+      "GH_PAT=" + token,
+      "NPM_CONFIG__AUTH=" + token,
+      "npm_config__auth=" + token,
+      "npm_config_//registry.example/:_authToken=" + token,
+      "SENTRY_DSN=https://" + token + "@o1.ingest.example/2",
+      "DATABASE_URL=postgres://app:" + token + "@db.internal/app",
+      "UPSTREAM=https://ci:" + token + "@mirror.example/simple",
+      "OLDPWD=/var/tmp",
+      "GIT_AUTHOR_NAME=A U Thor",
+      "PLAIN_URL=https://mirror.example/simple"};
+  auto attack = Env(caller_env);
+  EXPECT_EQ(attack.status, 0) << attack.err;
+  EXPECT_EQ(attack.out.find(token), std::string::npos) << attack.out;
+  auto entries = Entries(attack);
+  EXPECT_TRUE(entries.count("OLDPWD=/var/tmp")) << attack.out;
+  EXPECT_TRUE(entries.count("GIT_AUTHOR_NAME=A U Thor")) << attack.out;
+  EXPECT_TRUE(entries.count("PLAIN_URL=https://mirror.example/simple")) << attack.out;
+}
+
 TEST_P(T3SandboxEnv, KeepEnvKeepsOnlyTheNamedVariable) {
   const std::string token = UniqueToken("kept-value");
   const std::string other = UniqueToken("dropped-value");

@@ -22,6 +22,7 @@ const std::map<std::string, std::string> kReviewed = {
     {"policy/grant_store.cc", "granted_at, shown to the user"},
     {"host/lua_runtime.cc", "os.time() for plugins: a value, the budget uses steady_clock"},
     {"linux/pids_cgroup.cc", "a stale cgroup's age: compared with its mtime, which is wall time"},
+    {"linux/memory_cgroup.cc", "a stale cgroup's age: compared with its mtime, which is wall time"},
 };
 
 TEST(MonotonicDeadlines, WallClockIsReadOnlyWhereItIsTheData) {

@@ -1,0 +1,204 @@
+#include "linux/memory_cgroup.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "common/unique_fd.h"
+
+namespace anvil {
+namespace {
+
+Status WriteText(const std::string& path, const std::string& text) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd) return SysFail("sandbox", "open " + path);
+  if (::write(fd.Get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+    return SysFail("sandbox", "write " + path);
+  }
+  return Ok();
+}
+
+std::string ReadLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+bool Exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
+struct Candidate {
+  std::string dir;
+  bool v2 = false;
+};
+
+// Where a memory cgroup of ours can go: the caller's v1 memory cgroup; or, on v2, the caller's
+// cgroup or its parent (a delegated subtree) or the hierarchy's root, whichever has memory in
+// its subtree_control.
+std::vector<Candidate> FindParents() {
+  std::string v1_path, v2_path;
+  bool have_v2 = false;
+  {
+    std::ifstream in("/proc/self/cgroup");
+    std::string line;
+    while (std::getline(in, line)) {
+      auto a = line.find(':');
+      auto b = line.find(':', a + 1);
+      if (a == std::string::npos || b == std::string::npos) continue;
+      std::string controllers = line.substr(a + 1, b - a - 1);
+      std::string path = line.substr(b + 1);
+      std::stringstream cs(controllers);
+      std::string c;
+      while (std::getline(cs, c, ',')) {
+        if (c == "memory") v1_path = path;
+      }
+      if (controllers.empty()) {
+        have_v2 = true;
+        v2_path = path;
+      }
+    }
+  }
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line, v1_mount, v2_mount;
+  while (std::getline(in, line)) {
+    std::stringstream ss(line);
+    std::vector<std::string> fields;
+    std::string f;
+    while (ss >> f) fields.push_back(f);
+    size_t dash = 0;
+    while (dash < fields.size() && fields[dash] != "-") ++dash;
+    if (fields.size() < 5 || dash + 3 >= fields.size()) continue;
+    const std::string& fstype = fields[dash + 1];
+    const std::string& superopts = fields[dash + 3];
+    if (fstype == "cgroup" && ("," + superopts + ",").find(",memory,") != std::string::npos) {
+      v1_mount = fields[4];
+    } else if (fstype == "cgroup2" && v2_mount.empty()) {
+      v2_mount = fields[4];
+    }
+  }
+  std::vector<Candidate> out;
+  if (!v1_mount.empty() && !v1_path.empty()) {
+    out.push_back({v1_mount + (v1_path == "/" ? "" : v1_path), false});
+    return out;
+  }
+  if (have_v2 && !v2_mount.empty()) {
+    std::string own = v2_mount + (v2_path == "/" ? "" : v2_path);
+    std::vector<std::string> dirs = {own};
+    if (own != v2_mount) dirs.push_back(own.substr(0, own.rfind('/')));
+    dirs.push_back(v2_mount);
+    for (const auto& dir : dirs) {
+      std::string subtree = " " + ReadLine(dir + "/cgroup.subtree_control") + " ";
+      if (subtree.find(" memory ") != std::string::npos) out.push_back({dir, true});
+    }
+  }
+  return out;
+}
+
+// An anvil that was SIGKILLed never ran its destructor: its empty anvil-mem-PID-N stays. Removes
+// those whose creator is gone and that are older than a minute (pids_cgroup.cc does the same
+// for its own); rmdir removes only an empty cgroup.
+void SweepStale(const std::string& parent) {
+  DIR* dir = ::opendir(parent.c_str());
+  if (!dir) return;
+  const time_t now = ::time(nullptr);
+  while (dirent* e = ::readdir(dir)) {
+    const char* name = e->d_name;
+    if (std::strncmp(name, "anvil-mem-", 10) != 0) continue;
+    char* end = nullptr;
+    long pid = std::strtol(name + 10, &end, 10);
+    if (pid <= 0 || end == name + 10 || *end != '-' || pid == ::getpid()) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    struct stat st;
+    if (::fstatat(::dirfd(dir), name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
+        now - st.st_mtime < 60) {
+      continue;
+    }
+    ::unlinkat(::dirfd(dir), name, AT_REMOVEDIR);
+  }
+  ::closedir(dir);
+}
+
+Status WriteCeiling(const std::string& dir, bool v2, uint64_t limit) {
+  const std::string value = std::to_string(limit);
+  if (v2) {
+    if (auto s = WriteText(dir + "/memory.max", value); !s) return s;
+    // The ceiling is on memory, not memory plus swap: a flood must not move to swap instead.
+    if (Exists(dir + "/memory.swap.max")) return WriteText(dir + "/memory.swap.max", "0");
+    return Ok();
+  }
+  if (auto s = WriteText(dir + "/memory.limit_in_bytes", value); !s) return s;
+  if (Exists(dir + "/memory.memsw.limit_in_bytes")) {
+    return WriteText(dir + "/memory.memsw.limit_in_bytes", value);
+  }
+  return Ok();
+}
+
+}  // namespace
+
+uint64_t DefaultMemoryCeiling() {
+  std::ifstream in("/proc/meminfo");
+  std::string key, unit;
+  uint64_t kib = 0;
+  while (in >> key >> kib >> unit) {
+    if (key == "MemTotal:") return kib * 1024 / 2;
+  }
+  return 0;
+}
+
+Result<MemoryCgroup> MemoryCgroup::Create(uint64_t limit, const std::string& pids_cgroup) {
+  if (!pids_cgroup.empty() && Exists(pids_cgroup + "/memory.max")) {
+    // cgroup v2 with both controllers: the pids cgroup is the sandbox's only cgroup.
+    if (auto s = WriteCeiling(pids_cgroup, true, limit); !s) return tl::unexpected(s.error());
+    return MemoryCgroup(pids_cgroup, /*owned=*/false, /*v2=*/true);
+  }
+  static std::atomic<unsigned> counter{0};
+  std::optional<Error> last;
+  for (const auto& parent : FindParents()) {
+    std::string path = parent.dir + "/anvil-mem-" + std::to_string(getpid()) + "-" +
+                       std::to_string(counter.fetch_add(1));
+    if (::mkdir(path.c_str(), 0755) != 0) {
+      last = SysFail("sandbox", "mkdir " + path).value();
+      continue;
+    }
+    MemoryCgroup cgroup(path, true, parent.v2);
+    SweepStale(parent.dir);
+    if (auto s = WriteCeiling(path, parent.v2, limit); !s) {
+      last = s.error();
+      continue;  // the destructor removes it
+    }
+    return cgroup;
+  }
+  if (last) return tl::unexpected(*last);
+  return Fail("sandbox", "no memory cgroup controller is available to this user");
+}
+
+Status MemoryCgroup::Attach(pid_t pid) const {
+  return WriteText(path_ + "/cgroup.procs", std::to_string(pid));
+}
+
+uint64_t MemoryCgroup::OomKills() const {
+  std::ifstream in(path_ + (v2_ ? "/memory.events" : "/memory.oom_control"));
+  std::string key;
+  uint64_t value = 0;
+  while (in >> key >> value) {
+    if (key == "oom_kill") return value;
+  }
+  return 0;
+}
+
+MemoryCgroup::~MemoryCgroup() {
+  if (!path_.empty() && owned_) ::rmdir(path_.c_str());
+}
+
+}  // namespace anvil

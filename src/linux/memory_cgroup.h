@@ -1,0 +1,52 @@
+// A per-sandbox memory cgroup: the memory ceiling of the whole sandboxed tree, so that a
+// command that allocates without bound is killed inside its own cgroup (the kernel's memory
+// cgroup OOM killer) instead of pushing the host into an OOM that may pick the user's editor.
+// cgroup v1 (a "memory" hierarchy) or v2 (memory enabled in the parent's subtree_control: root,
+// or a user whose systemd delegates a cgroup). Where none can be had the sandbox runs without a
+// ceiling (`--json` reports memory_limit 0); the tree is still the OOM killer's first choice
+// (oom_score_adj 1000, set by the sandbox's init).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "common/result.h"
+
+namespace anvil {
+
+// The memory ceiling `--limit mem` defaults to: half of this machine's physical memory.
+uint64_t DefaultMemoryCeiling();
+
+class MemoryCgroup {
+ public:
+  // Creates <the caller's memory cgroup, or its parent where only that is delegated>/
+  // anvil-mem-<pid>-<n> with the ceiling `limit` (swap included where the kernel accounts it).
+  // `pids_cgroup`: the sandbox's pids cgroup, if any; on cgroup v2 a process is in one cgroup
+  // only, so when that one offers memory.max the ceiling is written there instead.
+  static Result<MemoryCgroup> Create(uint64_t limit, const std::string& pids_cgroup = "");
+  MemoryCgroup(MemoryCgroup&& other) noexcept
+      : path_(std::move(other.path_)), owned_(other.owned_), v2_(other.v2_) {
+    other.path_.clear();
+  }
+  MemoryCgroup& operator=(MemoryCgroup&&) = delete;
+  MemoryCgroup(const MemoryCgroup&) = delete;
+  ~MemoryCgroup();
+
+  Status Attach(pid_t pid) const;
+  // How many processes the kernel's OOM killer ended in this cgroup (memory.events or
+  // memory.oom_control, "oom_kill").
+  uint64_t OomKills() const;
+  const std::string& path() const { return path_; }
+
+ private:
+  MemoryCgroup(std::string path, bool owned, bool v2)
+      : path_(std::move(path)), owned_(owned), v2_(v2) {}
+  std::string path_;
+  bool owned_ = true;  // false: the pids cgroup's directory, which PidsCgroup removes
+  bool v2_ = false;
+};
+
+}  // namespace anvil
