@@ -187,6 +187,11 @@ Status MemoryCgroup::Attach(pid_t pid) const {
   return WriteText(path_ + "/cgroup.procs", std::to_string(pid));
 }
 
+UniqueFd MemoryCgroup::OpenSelfAttach() const {
+  if (v2_) return UniqueFd();
+  return UniqueFd(::open((path_ + "/tasks").c_str(), O_WRONLY | O_CLOEXEC));
+}
+
 uint64_t MemoryCgroup::OomKills() const {
   std::ifstream in(path_ + (v2_ ? "/memory.events" : "/memory.oom_control"));
   std::string key;

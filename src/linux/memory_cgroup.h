@@ -14,6 +14,7 @@
 #include <string>
 
 #include "common/result.h"
+#include "common/unique_fd.h"
 
 namespace anvil {
 
@@ -36,6 +37,11 @@ class MemoryCgroup {
   ~MemoryCgroup();
 
   Status Attach(pid_t pid) const;
+  // cgroup v1: a descriptor of this cgroup's `tasks` file, through which a single-threaded
+  // process moves itself by writing "0" — a move of one thread, which the kernel makes without
+  // the system-wide lock (and its RCU grace period) that moving a process by pid takes. Invalid
+  // on v2 (no `tasks`; Attach it is).
+  UniqueFd OpenSelfAttach() const;
   // How many processes the kernel's OOM killer ended in this cgroup (memory.events or
   // memory.oom_control, "oom_kill").
   uint64_t OomKills() const;

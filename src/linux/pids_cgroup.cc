@@ -140,6 +140,10 @@ Status PidsCgroup::Attach(pid_t pid) const {
   return WriteText(path_ + "/cgroup.procs", std::to_string(pid));
 }
 
+UniqueFd PidsCgroup::OpenSelfAttach() const {
+  return UniqueFd(::open((path_ + "/tasks").c_str(), O_WRONLY | O_CLOEXEC));
+}
+
 PidsCgroup::~PidsCgroup() {
   // Empty once the sandbox's pid namespace is gone. One left by a SIGKILLed anvil is removed by
   // a later Create (SweepStale).

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/result.h"
+#include "common/unique_fd.h"
 
 namespace anvil {
 
@@ -23,6 +24,10 @@ class PidsCgroup {
   ~PidsCgroup();
 
   Status Attach(pid_t pid) const;
+  // cgroup v1: a descriptor of the `tasks` file, through which a single-threaded process moves
+  // itself (write "0") without the system-wide lock that Attach's move by pid takes (see
+  // MemoryCgroup::OpenSelfAttach). Invalid on v2.
+  UniqueFd OpenSelfAttach() const;
   const std::string& path() const { return path_; }
 
  private:

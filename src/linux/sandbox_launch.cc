@@ -123,6 +123,9 @@ struct Plan {
   int report_fd = -1;  // write end of the record pipe
   int alive_fd = -1;   // read end; HUP when the supervisor is gone
   int go_fd = -1;      // read end; one byte once init is in its pids cgroup (-1: no wait)
+  // cgroup v1: `tasks` of the pids and memory cgroups, through which init joins them itself
+  // (PidsCgroup/MemoryCgroup::OpenSelfAttach); -1 where the supervisor moves it instead.
+  int cgroup_tasks_fds[2] = {-1, -1};
   bool program_is_script = false;
   bool process_limit = false;  // RLIMIT_NPROC in our user namespace, or a pids cgroup
   bool warm = false;           // spec->call_channel: the call arrives after the set-up
@@ -545,6 +548,13 @@ void TakeWarmCall(Plan& plan) {
   // (raising needs no privilege; the command inherits it). First: once init changes its ids or
   // stops being dumpable, its /proc/self files belong to root.
   if (auto s = WriteFile("/proc/self/oom_score_adj", "1000"); !s) Die(plan, s.error());
+  for (int fd : plan.cgroup_tasks_fds) {
+    // Before anything forks: every process of the sandbox is born in its cgroups.
+    if (fd < 0) continue;
+    if (::write(fd, "0", 1) != 1)
+      Die(plan, SysFail("sandbox", "join the sandbox's cgroup").value());
+    ::close(fd);
+  }
   pollfd alive{plan.alive_fd, POLLIN, 0};
   if (poll(&alive, 1, 0) > 0) _exit(125);  // supervisor already gone
   std::vector<UniqueFd> idmapped_trees;
@@ -828,16 +838,22 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
     auto cg = PidsCgroup::Create(*spec.limits.processes);
     if (cg) pids.emplace(std::move(*cg));
   }
+  UniqueFd pids_tasks;
+  if (pids) pids_tasks = pids->OpenSelfAttach();
+  plan.cgroup_tasks_fds[0] = pids_tasks.Get();
   std::optional<MemoryCgroup> memory;
   const uint64_t memory_limit = spec.limits.memory == ResourceLimits::kDefaultMemoryCeiling
                                     ? DefaultMemoryCeiling()
                                     : spec.limits.memory;
+  UniqueFd memory_tasks;
   if (plan.confine_fs && memory_limit > 0) {
     auto cg = MemoryCgroup::Create(memory_limit, pids ? pids->path() : "");
     if (cg) memory.emplace(std::move(*cg));
+    if (memory) memory_tasks = memory->OpenSelfAttach();
+    plan.cgroup_tasks_fds[1] = memory_tasks.Get();
   }
   int go[2] = {-1, -1};
-  if ((pids || memory) && pipe2(go, O_CLOEXEC) != 0) {
+  if (((pids && !pids_tasks) || (memory && !memory_tasks)) && pipe2(go, O_CLOEXEC) != 0) {
     return SetupFailure("sandbox: pipe failed", start);
   }
   UniqueFd go_read(go[0]), go_write(go[1]);
@@ -934,6 +950,7 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   spec.call_channel.Reset();
   alive_read.Reset();
   go_read.Reset();
+  pids_tasks.Reset();
   remap_child.Reset();
   // A step of the supervisor failed: init never runs the command. When init failed first (its
   // step is why ours did), its own error is the one to report.
@@ -961,12 +978,15 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
     }
     remap_parent.Reset();
   }
-  if (pids) {
+  if (pids && plan.cgroup_tasks_fds[0] < 0) {
     if (auto s = pids->Attach(static_cast<pid_t>(pid)); !s) return abandon_init(s.error());
   }
   // Best effort, like the cgroup itself: where init cannot be moved there is no ceiling, and the
   // report says so.
-  if (memory && !memory->Attach(static_cast<pid_t>(pid))) memory.reset();
+  if (memory && plan.cgroup_tasks_fds[1] < 0 && !memory->Attach(static_cast<pid_t>(pid))) {
+    memory.reset();
+  }
+  memory_tasks.Reset();
   if (go_write) {
     ssize_t ignored = ::write(go_write.Get(), "g", 1);
     (void)ignored;

@@ -60,17 +60,17 @@ bool OwnerRelative(const std::string& name) {
 class Locator {
  public:
   Locator(const std::vector<ViewRegion>& regions, const HostSocketFacts& facts, size_t max_entries)
-      : facts_(facts), max_entries_(max_entries) {
-    for (const auto& r : regions) {
-      auto root = facts_.canonical(r.root);
-      if (!root) continue;
-      regions_.push_back({*root, r.excluded});
-    }
-  }
+      : facts_(facts), max_entries_(max_entries), view_regions_(regions) {}
 
   Result<std::vector<std::string>> Run() {
     auto listed = facts_.sockets();
     if (!listed) return tl::unexpected(listed.error());
+    if (listed->empty()) return std::vector<std::string>{};  // nothing to look for: no cost
+    for (const auto& r : view_regions_) {
+      auto root = facts_.canonical(r.root);
+      if (!root) continue;
+      regions_.push_back({*root, r.excluded});
+    }
     std::map<std::pair<uint64_t, uint64_t>, Target> by_file;
     for (const auto& s : *listed) {
       if (s.ino == 0) continue;
@@ -347,7 +347,8 @@ class Locator {
 
   const HostSocketFacts& facts_;
   const size_t max_entries_;
-  std::vector<ViewRegion> regions_;
+  const std::vector<ViewRegion>& view_regions_;
+  std::vector<ViewRegion> regions_;  // canonical
   std::vector<Target> targets_;
   std::map<uint64_t, std::vector<size_t>> by_ino_;
   std::vector<HostMount> mounts_;
