@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -147,13 +148,9 @@ Status WriteCeiling(const std::string& dir, bool v2, uint64_t limit) {
 }  // namespace
 
 uint64_t DefaultMemoryCeiling() {
-  std::ifstream in("/proc/meminfo");
-  std::string key, unit;
-  uint64_t kib = 0;
-  while (in >> key >> kib >> unit) {
-    if (key == "MemTotal:") return kib * 1024 / 2;
-  }
-  return 0;
+  struct sysinfo info {};
+  if (::sysinfo(&info) != 0) return 0;
+  return static_cast<uint64_t>(info.totalram) * info.mem_unit / 2;  // MemTotal / 2
 }
 
 Result<MemoryCgroup> MemoryCgroup::Create(uint64_t limit, const std::string& pids_cgroup) {
