@@ -75,13 +75,15 @@ Status ApplyLimitFlag(const std::string& value, ResourceLimits& limits) {
     limits.cpu_seconds = *n;
   else if (name == "tmp")
     limits.tmp_size = *n;
+  else if (name == "data")
+    limits.data = *n;
   else if (name == "mem" && *n > 0)
     limits.memory = *n;
   else if (name == "mem")
     return Fail("invalid", "--limit mem: 0 is no memory at all (fix: a size, or unlimited)");
   else
-    return Fail("invalid",
-                "--limit: unknown limit '" + name + "' (nproc, nofile, as, fsize, cpu, tmp, mem)");
+    return Fail("invalid", "--limit: unknown limit '" + name +
+                               "' (nproc, nofile, as, data, fsize, cpu, tmp, mem)");
   return Ok();
 }
 
@@ -122,7 +124,7 @@ Options:
   --clear-env            start CMD with an empty environment
   --keep-env NAME        keep NAME even when a filter would drop it (repeatable)
   --setenv NAME=VALUE    set a variable (repeatable)
-  --limit NAME=VALUE     nproc, nofile, as, fsize, cpu, tmp, mem (sizes take K, M, G;
+  --limit NAME=VALUE     nproc, nofile, as, data, fsize, cpu, tmp, mem (sizes take K, M, G;
                          mem=unlimited drops the default memory ceiling, half the RAM)
   --timeout SECONDS      kill the whole process tree after SECONDS (exit 124)
   --json                 print one JSON report on stderr at exit
@@ -138,6 +140,9 @@ Options:
         "  --call-fd N            warm start (sys.exec): set up everything that does not depend\n"
         "                         on the call, then take the program, stdin, argv and readable\n"
         "                         workspace paths from the stream at fd N (no CMD given here)\n"
+        "  --runtime-from-call    with --call-fd: no runtime roots (/usr, /etc, ...) and no "
+        "/proc;\n"
+        "                         the call names the tool's own files (executable, libraries)\n"
         "  --report-fd N          write the --json report to descriptor N instead of stderr\n";
   }
   text += R"(
@@ -274,6 +279,8 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
       call_fd = static_cast<int>(fd);
     } else if (front_end == SandboxFrontEnd::kExecRunner && flag == "--minimal-env") {
       minimal_env = true;
+    } else if (front_end == SandboxFrontEnd::kExecRunner && flag == "--runtime-from-call") {
+      policy.runtime_from_call = true;
     } else if (front_end == SandboxFrontEnd::kExecRunner && flag == "--readable-path") {
       if (auto s = take(); !s) return tl::unexpected(s.error());
       if (!policy.workspace_read_subpaths) policy.workspace_read_subpaths.emplace();
@@ -312,6 +319,8 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
       return Fail("invalid", "--call-fd needs --policy read-only --read-access restricted");
     }
     policy.workspace_read_subpaths.emplace();
+  } else if (policy.runtime_from_call) {
+    return Fail("invalid", "--runtime-from-call needs --call-fd");
   } else if (command.empty()) {
     return Fail("invalid", "no command given (usage: ... -- CMD [ARGS...])");
   }

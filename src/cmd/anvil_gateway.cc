@@ -36,6 +36,7 @@ sys.exec (the tools of the executable policy table, run by anvil-exec-runner):
   --exec-timeout SECONDS     per call, default 30; the whole process tree is killed
   --exec-max-stdout N  --exec-max-stderr N  --exec-max-stdin N   bytes (8M, 1M, 8M)
   --exec-max-processes N     processes inside one call's sandbox (64)
+  --exec-max-memory N        bytes of heap a tool may allocate (RLIMIT_DATA; 1073741824)
   --exec-concurrency N       calls running at once per session (4); beyond: busy
 )";
 
@@ -132,6 +133,8 @@ int main(int argc, char** argv) {
       ok = number(o.exec_limits.max_stdin_bytes);
     } else if (a == "--exec-max-processes") {
       ok = number(o.exec_limits.max_processes) && o.exec_limits.max_processes > 0;
+    } else if (a == "--exec-max-memory") {
+      ok = number(o.exec_limits.max_memory_bytes) && o.exec_limits.max_memory_bytes >= (1u << 20);
     } else if (a == "--exec-concurrency") {
       ok = number(o.exec_limits.max_concurrent) && o.exec_limits.max_concurrent > 0;
 #ifdef ANVIL_TEST_HOOKS

@@ -99,14 +99,15 @@ bool IsLiteralGlob(std::string_view glob) {
   return ValidateGlob(glob) && glob.find_first_of("*?") == std::string_view::npos;
 }
 
-bool GlobMatches(std::string_view glob, std::string_view normalized_path) {
-  if (!ValidateGlob(glob) || !IsValidPath(normalized_path)) return false;
-  const std::vector<std::string_view> segments = Split(glob);
+namespace {
+
+// The matcher's live states after `normalized_path`'s components: a set-of-states matcher (an NFA
+// over glob segments), O(segments x components), so any number of "**" stays polynomial. Empty
+// when the glob or the path is invalid or no state survives.
+std::vector<bool> LiveStates(const std::vector<std::string_view>& segments,
+                             std::string_view normalized_path) {
   const std::vector<std::string_view> components = Split(normalized_path);
   const std::size_t n = segments.size();
-
-  // A set-of-states matcher (an NFA over glob segments): O(segments x components), so any
-  // number of "**" stays polynomial.
   std::vector<bool> states(n + 1, false);
   auto close = [&](std::vector<bool>& set) {
     // "**" may match zero components: reaching it also reaches the segment after it.
@@ -127,11 +128,61 @@ bool GlobMatches(std::string_view glob, std::string_view normalized_path) {
         next[i + 1] = any = true;
       }
     }
-    if (!any) return false;
+    if (!any) return {};
     close(next);
     states.swap(next);
   }
-  return states[n];
+  return states;
+}
+
+// True when the segments from `from` on match every non-empty sequence of components: at least
+// one "**" and, besides, at most one segment, which is "*" ("**", "**/*", "*/**"). Anything else
+// ("**/*.md", "*/*/**", "src/**") leaves some sequence unmatched.
+bool MatchesEveryDescendant(const std::vector<std::string_view>& segments, std::size_t from) {
+  bool any_segments = false;
+  std::size_t single = 0;
+  for (std::size_t i = from; i < segments.size(); ++i) {
+    if (segments[i] == kAnySegments) {
+      any_segments = true;
+    } else if (segments[i] == "*") {
+      ++single;
+    } else {
+      return false;
+    }
+  }
+  return any_segments && single <= 1;
+}
+
+}  // namespace
+
+bool GlobMatches(std::string_view glob, std::string_view normalized_path) {
+  if (!ValidateGlob(glob) || !IsValidPath(normalized_path)) return false;
+  const std::vector<std::string_view> segments = Split(glob);
+  const std::vector<bool> states = LiveStates(segments, normalized_path);
+  return !states.empty() && states[segments.size()];
+}
+
+bool GrantReaches(const std::vector<std::string>& globs, std::string_view normalized_dir) {
+  if (!IsValidPath(normalized_dir)) return false;
+  for (const std::string& glob : globs) {
+    if (!ValidateGlob(glob)) continue;
+    // Every live state can still be completed: each remaining segment matches some name.
+    if (!LiveStates(Split(glob), normalized_dir).empty()) return true;
+  }
+  return false;
+}
+
+bool GrantCoversSubtree(const std::vector<std::string>& globs, std::string_view normalized_dir) {
+  if (!IsValidPath(normalized_dir)) return false;
+  for (const std::string& glob : globs) {
+    if (!ValidateGlob(glob)) continue;
+    const std::vector<std::string_view> segments = Split(glob);
+    const std::vector<bool> states = LiveStates(segments, normalized_dir);
+    for (std::size_t i = 0; i < states.size(); ++i) {
+      if (states[i] && MatchesEveryDescendant(segments, i)) return true;
+    }
+  }
+  return false;
 }
 
 bool IsProtectedPath(std::string_view normalized_path) {
@@ -157,36 +208,6 @@ bool GrantAllows(const std::vector<std::string>& globs, std::string_view normali
     }
   }
   return false;
-}
-
-std::vector<std::string> GlobLiteralPrefixes(const std::vector<std::string>& globs) {
-  std::vector<std::string> prefixes;
-  for (const auto& glob : globs) {
-    if (!ValidateGlob(glob)) continue;
-    std::string prefix;
-    size_t start = 0;
-    while (start <= glob.size()) {
-      size_t end = glob.find('/', start);
-      if (end == std::string::npos) end = glob.size();
-      std::string_view part(glob.data() + start, end - start);
-      if (part.find_first_of("*?") != std::string_view::npos) break;
-      if (!prefix.empty()) prefix += '/';
-      prefix += part;
-      start = end + 1;
-    }
-    prefixes.push_back(prefix.empty() ? "." : prefix);
-  }
-  std::sort(prefixes.begin(), prefixes.end());
-  prefixes.erase(std::unique(prefixes.begin(), prefixes.end()), prefixes.end());
-  if (std::find(prefixes.begin(), prefixes.end(), ".") != prefixes.end()) return {"."};
-  std::vector<std::string> minimal;
-  for (const auto& p : prefixes) {
-    bool covered = std::any_of(minimal.begin(), minimal.end(), [&](const std::string& m) {
-      return p.size() > m.size() && p.compare(0, m.size(), m) == 0 && p[m.size()] == '/';
-    });
-    if (!covered) minimal.push_back(p);
-  }
-  return minimal;
 }
 
 }  // namespace anvil

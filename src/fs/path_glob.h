@@ -42,12 +42,14 @@ bool IsLiteralGlob(std::string_view glob);
 // match.
 bool GlobMatches(std::string_view glob, std::string_view normalized_path);
 
-// The smallest set of workspace paths whose subtrees hold everything `globs` can match, for a
-// kernel rule that works on whole subtrees (sys.exec's Landlock and mount view): each glob's
-// literal leading components ("src/**" -> "src", "docs/*.md" -> "docs", "README.md" ->
-// "README.md"), "." when a glob starts with a wildcard. Paths beneath another are dropped; invalid
-// globs contribute nothing. Sorted.
-std::vector<std::string> GlobLiteralPrefixes(const std::vector<std::string>& globs);
+// For a view that must hold exactly what a read grant allows (sys.exec, fs/read_plan.h):
+// whether some valid glob matches the normalized directory `dir` or a path beneath it (so a walk
+// must look inside it), and whether every path strictly beneath `dir` is matched (so the whole
+// directory may be shown as it is). "src/**" reaches "." and "src" and covers "src"; "*.md"
+// reaches "." only and covers nothing; "**" covers ".". Covering is decided per glob and is
+// conservative: false never widens what is shown.
+bool GrantReaches(const std::vector<std::string>& globs, std::string_view normalized_dir);
+bool GrantCoversSubtree(const std::vector<std::string>& globs, std::string_view normalized_dir);
 
 // True when any component of the normalized path is a protected name (at any depth: nested
 // repositories and submodules have their own .git).

@@ -361,6 +361,23 @@ Result<std::string> WorkspaceRoot::Read(std::string_view path,
   return data;
 }
 
+Result<WorkspaceRoot::Resolved> WorkspaceRoot::Resolve(std::string_view path) const {
+  auto norm = NormalizeWorkspacePath(path, RootPolicy::kAllow);
+  if (!norm) return tl::unexpected(norm.error());
+  Resolved out;
+  out.path = *norm;
+  auto fd = OpenChecked(*norm, O_PATH, [&out](std::string_view resolved) {
+    out.path = std::string(resolved);
+    return true;
+  });
+  if (!fd) return tl::unexpected(fd.error());
+  struct stat st {};
+  if (::fstat(fd->Get(), &st) != 0) return SysFail("io", "fstat " + Q(*norm));
+  out.type = TypeOf(st.st_mode);
+  out.nlink = static_cast<std::uint64_t>(st.st_nlink);
+  return out;
+}
+
 Status WorkspaceRoot::Write(std::string_view path, std::string_view data) const {
   auto norm = NormalizeWorkspacePath(path, RootPolicy::kReject);
   if (!norm) return tl::unexpected(norm.error());

@@ -100,6 +100,16 @@ class WorkspaceRoot {
   // lstat semantics on the final component: a symlink is reported as kSymlink ("." is the root).
   Result<FileInfo> Stat(std::string_view path, const ResolvedPathCheck& check = {}) const;
 
+  // Where `path` ("." is the root) leads, following symlinks under the same rules as Read (beneath
+  // the root; none at all with no_symlinks): the normalized name of the object opened, its type
+  // and link count. For sys.exec's path operands, which the tool opens itself.
+  struct Resolved {
+    std::string path;  // == the input when no symlink was on the way
+    FileType type = FileType::kOther;
+    std::uint64_t nlink = 1;
+  };
+  Result<Resolved> Resolve(std::string_view path) const;
+
   // Creates one directory (parents must exist). Parent resolved without symlinks, as for Write.
   Status Mkdir(std::string_view path) const;
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "fs/exec_read_plan.h"
 #include "fs/path_glob.h"
 #include "fs/workspace_path.h"
 #include "fs/workspace_root.h"
@@ -40,8 +41,10 @@ bool ArgCount(const Request& r, size_t n, Response& out, AuditEntry& audit) {
 
 // sys.exec: [program, JSON array of args, stdin] -> [code, stdout, stderr, stdout_truncated,
 // stderr_truncated, limit]. The grant names the table entries; the table (exec_rules) checks
-// the argv; the broker checks both again and the runner confines the tool to the grant's
-// fs.read paths (as whole subtrees: see GlobLiteralPrefixes), read-only, with no network.
+// the argv; the path operands are resolved beneath the workspace as sys.fs.read resolves a path;
+// the read plan (exec_read_plan.h) says what of the workspace the tool's view holds: exactly what
+// sys.fs.read allows the grant. The broker checks again and the runner confines the tool to that
+// plan and its own executable and libraries, read-only, with no network.
 Response DispatchExec(const DispatchContext& ctx, const Grant& grant, const Request& r,
                       AuditEntry& audit) {
   Response out;
@@ -72,11 +75,17 @@ Response DispatchExec(const DispatchContext& ctx, const Grant& grant, const Requ
   audit.target = program + " " + r.args[1];
   auto checked = CheckExecArgv(**rule, args);
   if (!checked) return FromError(r, checked.error(), audit);
+  if (auto s = CheckExecOperands(*ctx.root, grant.fs_read, program, checked->path_operands); !s) {
+    return FromError(r, s.error(), audit);
+  }
+  if (ctx.read_plans == nullptr) return Denied(r, "sys.exec has no read plan here", audit);
+  auto plan = ctx.read_plans->Plan(grant.fs_read);
+  if (!plan) return FromError(r, plan.error(), audit);
   ExecRequest request;
   request.program = program;
   request.args = std::move(args);
   request.stdin_data = r.args[2];
-  request.readable_paths = GlobLiteralPrefixes(grant.fs_read);
+  request.read_plan = std::move(*plan);
   auto result = ctx.exec->Run(request, ctx.cancelled);
   if (!result) return FromError(r, result.error(), audit);
   audit.bytes = result->stdout_data.size() + result->stderr_data.size();

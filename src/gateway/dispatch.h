@@ -14,8 +14,9 @@
 #include "policy/grant.h"
 
 namespace anvil {
+class ExecReadPlanner;
 class WorkspaceRoot;
-}
+}  // namespace anvil
 
 namespace anvil::gateway {
 
@@ -24,10 +25,11 @@ class ExecBroker;
 struct DispatchContext {
   const WorkspaceRoot* root;
   const GatewayLimits* limits;
-  const ExecBroker* exec;               // null: sys.exec is not available
-  const std::atomic<bool>* cancelled;   // the request's cancel flag (long operations poll it)
-  const std::string* exec_unavailable;  // why, when `exec` is null
-  NetFetchService* net = nullptr;       // "net.fetch"; null: sys.net is refused
+  const ExecBroker* exec;                 // null: sys.exec is not available
+  const std::atomic<bool>* cancelled;     // the request's cancel flag (long operations poll it)
+  const std::string* exec_unavailable;    // why, when `exec` is null
+  NetFetchService* net = nullptr;         // "net.fetch"; null: sys.net is refused
+  ExecReadPlanner* read_plans = nullptr;  // with `exec`: what of the workspace the tool sees
 };
 
 // Fills `audit` (op, target, verdict, code, reason, bytes) and returns the response.

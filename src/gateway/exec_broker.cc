@@ -18,7 +18,6 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "fs/workspace_path.h"
 #include "ipc/fd_passing.h"
 #include "ipc/frame.h"
 #include "linux/sandbox_launch.h"
@@ -127,8 +126,9 @@ Result<ipc::Request> ReadJobRequest(int conn, const ExecLimits& limits) {
 }
 
 struct CheckedJob {
+  const ExecRule* rule = nullptr;
   CheckedArgv argv;
-  std::vector<std::string> readable;  // empty optional semantics: see ExecRequest
+  std::vector<ReadOp> plan;  // see ExecRequest::read_plan
   std::string stdin_data;
 };
 
@@ -139,8 +139,8 @@ Result<CheckedJob> CheckJob(const ipc::Request& r, const ExecLimits& limits) {
   auto npaths = ParseCount(r.args[4]);
   if (!nargs || !npaths) return Fail("invalid", "malformed exec request");
   std::vector<std::string> args = SplitNul(r.args[3], *nargs);
-  std::vector<std::string> paths = SplitNul(r.args[5], *npaths);
-  if (args.size() != *nargs || paths.size() != *npaths) {
+  std::vector<std::string> plan_strings = SplitNul(r.args[5], *npaths);
+  if (args.size() != *nargs || plan_strings.size() != *npaths) {
     return Fail("invalid", "malformed exec request");
   }
   if (r.args[1].size() > limits.max_stdin_bytes) {
@@ -151,14 +151,12 @@ Result<CheckedJob> CheckJob(const ipc::Request& r, const ExecLimits& limits) {
   if (!rule) return tl::unexpected(rule.error());
   auto checked = CheckExecArgv(**rule, args);
   if (!checked) return tl::unexpected(checked.error());
-  for (const auto& p : paths) {
-    if (p == ".") continue;
-    auto normalized = NormalizeWorkspacePath(p, RootPolicy::kReject);
-    if (!normalized || *normalized != p) {
-      return Fail("invalid", "sys.exec readable path is not a normalized workspace path: " + p);
-    }
-  }
-  return CheckedJob{std::move(*checked), std::move(paths), r.args[1]};
+  auto plan = DecodeReadPlan(plan_strings);
+  if (!plan) return tl::unexpected(plan.error());
+  // The shape only: which files the grant allows is the gateway's decision (it holds the grant
+  // and the workspace); the plan cannot name anything outside the workspace.
+  if (auto s = ValidateReadPlan(*plan); !s) return tl::unexpected(s.error());
+  return CheckedJob{*rule, std::move(*checked), std::move(*plan), r.args[1]};
 }
 
 // Moves `fd` to exactly `target` in a child about to exec (clears close-on-exec).
@@ -216,6 +214,9 @@ void PlaceFd(int fd, int target) {
                                    "nproc=" + std::to_string(l.max_processes),
                                    "--limit",
                                    "tmp=" + std::to_string(l.tmp_bytes),
+                                   "--limit",
+                                   "data=" + std::to_string(l.max_memory_bytes),
+                                   "--runtime-from-call",
                                    "--timeout",
                                    timeout};
   std::vector<std::string> env;
@@ -366,7 +367,23 @@ JobAnswer RunJob(int conn, int link, int runner_fd, const ExecBrokerConfig& conf
     stdin_r = UniqueFd(in[0]);
     in_w = UniqueFd(in[1]);
   }
-  WarmCall call{job.argv.argv, job.readable};
+  // The tool's own files (executable, loader, libraries): resolved at the broker's start, again
+  // if the executable changed since (an upgrade may have changed its libraries).
+  auto identity = IdentityOf(program.Get());
+  if (!identity) return JobError(identity.error());
+  ToolRuntime runtime;
+  auto cached = config.tool_runtimes.find(job.argv.program_path);
+  if (cached != config.tool_runtimes.end() && cached->second.identity == *identity) {
+    runtime = cached->second;
+  } else {
+    auto resolved = ResolveToolRuntime(job.argv.program_path, job.rule->runtime_files);
+    if (!resolved) {
+      return JobError(
+          Error{"sandbox", "sys.exec did not run (fail closed): " + resolved.error().message, 0});
+    }
+    runtime = std::move(*resolved);
+  }
+  WarmCall call{job.argv.argv, job.plan, runtime.files};
   auto kill_runner = [&] {
     if (runner.pid > 0) {
       kill(-runner.pid, SIGKILL);
@@ -692,7 +709,22 @@ bool HandOver(const WarmJob& w, int conn) {
   return ipc::SendWithFds(w.link.Get(), &byte, 1, {&conn, 1}) == 1;
 }
 
-[[noreturn]] void BrokerMain(const ExecBrokerConfig& config, pid_t gateway) {
+// Each table tool's runtime files, once, before the first warm job is forked (they inherit the
+// result). A tool that is not installed or cannot be resolved is left out: its calls resolve it
+// again and fail closed with the reason.
+void ResolveToolRuntimes(ExecBrokerConfig& config) {
+  for (const ExecRule& rule : ExecPolicyTable()) {
+    for (const auto& candidate : rule.candidate_paths) {
+      if (!ExecutableExistsOnHost(candidate)) continue;
+      if (auto rt = ResolveToolRuntime(candidate, rule.runtime_files)) {
+        config.tool_runtimes[candidate] = std::move(*rt);
+      }
+      break;
+    }
+  }
+}
+
+[[noreturn]] void BrokerMain(ExecBrokerConfig config, pid_t gateway) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != gateway) _exit(0);
   prctl(PR_SET_NAME, "anvil-exec-brkr");
@@ -701,6 +733,7 @@ bool HandOver(const WarmJob& w, int conn) {
   signal(SIGPIPE, SIG_IGN);
   signal(SIGCHLD, SIG_DFL);
   syscall(SYS_close_range, 5, ~0U, 0);
+  ResolveToolRuntimes(config);
   uint32_t live = 0;  // jobs serving a call (warm jobs are not counted)
   const uint32_t max_live = std::max<uint32_t>(1, config.limits.max_concurrent) * 2;
   std::deque<WarmJob> pool;         // oldest (most likely ready) first
@@ -896,8 +929,8 @@ Result<ExecResult> ExecBroker::Run(const ExecRequest& request,
                request.stdin_data,
                std::to_string(request.args.size()),
                JoinNul(request.args),
-               std::to_string(request.readable_paths.size()),
-               JoinNul(request.readable_paths)};
+               std::to_string(2 * request.read_plan.size()),
+               JoinNul(EncodeReadPlan(request.read_plan))};
   fcntl(conn.Get(), F_SETFL, O_NONBLOCK);
   std::string frame = ipc::EncodeRequest(wire);
   auto is_cancelled = [&] { return cancelled && cancelled->load(std::memory_order_acquire); };

@@ -45,12 +45,15 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "common/result.h"
 #include "common/unique_fd.h"
+#include "fs/read_plan.h"
+#include "linux/tool_runtime.h"
 
 namespace anvil::gateway {
 
@@ -62,6 +65,7 @@ struct ExecLimits {
   uint64_t max_processes = 64;               // RLIMIT_NPROC inside (pids cgroup for root)
   uint32_t max_concurrent = 4;               // per session; beyond: "busy"
   uint64_t tmp_bytes = 16u << 20;            // the tool's private /tmp
+  uint64_t max_memory_bytes = 1ull << 30;    // RLIMIT_DATA of the tool (heap and anonymous maps)
 };
 
 struct ExecBrokerConfig {
@@ -70,14 +74,18 @@ struct ExecBrokerConfig {
   ExecLimits limits;
   // Test-only (ANVIL_TEST_HOOKS builds): make the runner fail this sandbox layer.
   std::string fail_layer_for_testing;
+  // Filled by the broker at start (not by the caller): each table tool's runtime files, by
+  // executable path. A job resolves a tool again when its executable changed since.
+  std::map<std::string, ToolRuntime> tool_runtimes;
 };
 
 struct ExecRequest {
   std::string program;            // a table name ("rg"), never a path
   std::vector<std::string> args;  // the plugin's argv, without argv[0]
   std::string stdin_data;
-  // Workspace paths the tool may read ("." = all); empty = nothing of the workspace.
-  std::vector<std::string> readable_paths;
+  // What of the workspace the tool's view holds (fs/read_plan.h), computed by the gateway from
+  // the grant; the broker checks its shape, the runner builds it.
+  std::vector<ReadOp> read_plan;
 };
 
 struct ExecResult {

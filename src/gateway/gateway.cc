@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "common/unique_fd.h"
+#include "fs/exec_read_plan.h"
 #include "fs/workspace_root.h"
 #include "gateway/audit_log.h"
 #include "gateway/dispatch.h"
@@ -127,6 +128,7 @@ class Server {
         root_(std::move(root)),
         audit_(audit),
         exec_(exec),
+        read_plans_(root_),
         net_(std::move(net)) {}
 
   Status Start(const std::string& socket_path);
@@ -157,7 +159,8 @@ class Server {
   GatewayOptions options_;
   WorkspaceRoot root_;
   AuditLog* audit_;
-  const ExecBroker* exec_;  // null: sys.exec unavailable in this gateway
+  const ExecBroker* exec_;      // null: sys.exec unavailable in this gateway
+  ExecReadPlanner read_plans_;  // what of the workspace a sys.exec tool sees (per call, cached)
   std::unique_ptr<NetFetchService> net_;
   UniqueFd epoll_, listen_, wake_;
   // Held open so that, out of file descriptors (EMFILE), the gateway can still accept a pending
@@ -222,6 +225,7 @@ Status Server::Start(const std::string& socket_path) {
 void Server::Worker(bool exec) {
   DispatchContext context{&root_, &options_.limits, exec_, nullptr, &options_.exec_unavailable};
   context.net = net_.get();
+  context.read_plans = &read_plans_;
   auto& queue = exec ? exec_queue_ : queue_;
   auto& cv = exec ? exec_cv_ : queue_cv_;
   {
@@ -603,6 +607,7 @@ void Server::HandleRequest(uint64_t id, Connection& c, Request r) {
     audit.op = op;
     auto start = Clock::now();
     DispatchContext context{&root_, &options_.limits, exec_, nullptr, &options_.exec_unavailable};
+    context.read_plans = &read_plans_;
     Response response = Dispatch(context, reg->grant, job->request, audit);
     audit.duration_us = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count());

@@ -1,6 +1,7 @@
 #include "linux/landlock.h"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -128,6 +129,47 @@ Status Ruleset::AllowBeneath(const std::string& base, const std::string& relativ
   if (!target) return tl::unexpected(target.error());
   if (!*target) return Ok();  // missing, or leads outside: nothing to allow
   return AllowFd(target->Get(), rights, base + "/" + relative);
+}
+
+Status Ruleset::AllowReadPlan(const std::string& workspace, const std::vector<ReadOp>& plan,
+                              const std::vector<std::string>& runtime_files) {
+  UniqueFd base;
+  for (const ReadOp& op : plan) {
+    if (op.kind != ReadOpKind::kBindDir && op.kind != ReadOpKind::kBindFile &&
+        op.kind != ReadOpKind::kBindLinkedFile) {
+      continue;
+    }
+    if (!base) {
+      base = UniqueFd(::open(workspace.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+      if (!base) return SysFail("sandbox", "landlock: open " + workspace);
+    }
+    UniqueFd target;
+    if (op.path == ".") {
+      target = UniqueFd(fcntl(base.Get(), F_DUPFD_CLOEXEC, 0));
+    } else {
+      open_how how{};
+      how.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC;
+      how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+      long fd = -1;
+      for (int attempt = 0; attempt < 64 && fd < 0; ++attempt) {
+        fd = syscall(SYS_openat2, base.Get(), op.path.c_str(), &how, sizeof(how));
+        if (fd < 0 && errno != EAGAIN && errno != EINTR) break;
+      }
+      if (fd >= 0) target = UniqueFd(static_cast<int>(fd));
+    }
+    if (!target) continue;  // not there (as the plan says): nothing to allow
+    struct stat st {};
+    if (::fstat(target.Get(), &st) != 0) return SysFail("sandbox", "landlock: stat " + op.path);
+    const bool ok = op.kind == ReadOpKind::kBindDir    ? S_ISDIR(st.st_mode)
+                    : op.kind == ReadOpKind::kBindFile ? S_ISREG(st.st_mode) && st.st_nlink == 1
+                                                       : S_ISREG(st.st_mode);
+    if (!ok) continue;  // changed since the plan: the mount view left it out too
+    if (auto s = AllowFd(target.Get(), kFsRead, workspace + "/" + op.path); !s) return s;
+  }
+  for (const auto& file : runtime_files) {
+    if (auto s = AllowPath(file, kFsReadFile | kFsExecute); !s) return s;
+  }
+  return Ok();
 }
 
 Status Ruleset::AllowTcpConnect(uint16_t port) {

@@ -10,6 +10,7 @@
 
 #include "common/result.h"
 #include "common/unique_fd.h"
+#include "fs/read_plan.h"
 
 namespace anvil::landlock {
 
@@ -65,6 +66,12 @@ class Ruleset {
   // Like AllowPath for `relative` opened beneath `base` (openat2 RESOLVE_BENEATH): a symlink in
   // `base` never widens the rule to something outside. Missing or escaping paths add nothing.
   Status AllowBeneath(const std::string& base, const std::string& relative, uint64_t rights);
+  // The Landlock half of a sys.exec tool's view, from the same plan as its mounts
+  // (fs/read_plan.h): each bound file or tree of `plan` (read), opened beneath `workspace`
+  // never through a symlink, and allowed only while it is what the plan says (a directory; a
+  // regular file, with a single link for kBindFile); and each of `runtime_files` (read, execute).
+  Status AllowReadPlan(const std::string& workspace, const std::vector<ReadOp>& plan,
+                       const std::vector<std::string>& runtime_files);
   Status AllowTcpConnect(uint16_t port);
   Status Restrict();
 

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <linux/openat2.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -449,30 +450,208 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
   return EnterView(view);
 }
 
-Status FinishMountView(const FileView& view, bool whole_workspace,
-                       const std::vector<std::string>& idmapped_roots) {
+namespace {
+
+// --- the warm exec call's part of the view (FinishMountView) ----------------------------------
+
+constexpr uint64_t kResolvePlan = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+const char kMaskFileSrc[] = "/masked-plan-file";  // in the staging root, never in the view
+const char kMaskDirSrc[] = "/masked-plan-dir";
+
+// `path` beneath the directory `dir`, never through a symlink (nor a symlink itself): O_PATH.
+// An invalid descriptor when it is not there (or leads elsewhere).
+UniqueFd OpenPlanPath(int dir, const std::string& path) {
+  open_how how{};
+  how.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC;
+  how.resolve = kResolvePlan;
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    long fd = syscall(SYS_openat2, dir, path.c_str(), &how, sizeof(how));
+    if (fd >= 0) return UniqueFd(static_cast<int>(fd));
+    if (errno != EAGAIN && errno != EINTR) break;
+  }
+  return UniqueFd();
+}
+
+std::vector<std::string> PathComponents(const std::string& path) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string::npos) end = path.size();
+    std::string part = path.substr(start, end - start);
+    if (!part.empty() && part != ".") parts.push_back(std::move(part));
+    start = end + 1;
+  }
+  return parts;
+}
+
+// Shows the host's file `path` (absolute) at the same path in the view, the way the loader
+// reaches it: each directory on the way is one of the view's own, each symlink is recreated with
+// its text and followed, and the regular file at the end is bound read-only. Nothing else of
+// those directories is in the view.
+Status ExposeHostFile(const std::string& path) {
+  std::vector<std::string> rest = PathComponents(path);
+  std::string cur;  // resolved so far, absolute without a trailing '/'; "" is the root
+  size_t i = 0;
+  int links = 0;
+  while (i < rest.size()) {
+    const std::string name = rest[i];
+    if (name == "..") {
+      cur = cur.substr(0, cur.rfind('/') == std::string::npos ? 0 : cur.rfind('/'));
+      ++i;
+      continue;
+    }
+    const std::string next = cur + "/" + name;
+    const bool last = i + 1 == rest.size();
+    struct stat st {};
+    if (::lstat((kOld + next).c_str(), &st) != 0) {
+      return SysFail("sandbox", "the tool's file " + path + " (" + next + ")");
+    }
+    if (S_ISLNK(st.st_mode)) {
+      if (++links > 40) return Fail("sandbox", "too many symlinks on the way to " + path);
+      char target[PATH_MAX];
+      ssize_t n = ::readlink((kOld + next).c_str(), target, sizeof(target) - 1);
+      if (n <= 0) return SysFail("sandbox", "readlink " + next);
+      target[n] = '\0';
+      struct stat have {};
+      if (::lstat((kNew + next).c_str(), &have) != 0) {
+        if (auto s = MkdirP(kNew + (cur.empty() ? "/" : cur)); !s) return s;
+        if (::symlink(target, (kNew + next).c_str()) != 0)
+          return SysFail("sandbox", "symlink " + next);
+      } else if (!S_ISLNK(have.st_mode)) {
+        return Fail("sandbox", "the view already has something else at " + next);
+      }
+      std::vector<std::string> expanded = PathComponents(target);
+      expanded.insert(expanded.end(), rest.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                      rest.end());
+      if (target[0] == '/') cur.clear();
+      rest = std::move(expanded);
+      i = 0;
+      continue;
+    }
+    if (S_ISDIR(st.st_mode)) {
+      if (last) return Fail("sandbox", "the tool's file is a directory: " + path);
+      if (auto s = MkdirP(kNew + next); !s) return s;
+      cur = next;
+      ++i;
+      continue;
+    }
+    if (!S_ISREG(st.st_mode) || !last) {
+      return Fail("sandbox", "the tool's file is not a regular file: " + path);
+    }
+    struct stat have {};
+    if (::lstat((kNew + next).c_str(), &have) == 0) return Ok();  // shown already
+    return BindTree(kOld + next, kNew + next, /*read_only=*/true, /*keep_dev=*/false);
+  }
+  return Fail("sandbox", "the tool's file is not a file: " + path);
+}
+
+// Covers `target` (an O_PATH descriptor inside the view) with the read-only empty `mask`.
+Status MaskOnto(const char* mask, int target, const std::string& shown) {
+  long fd = syscall(SYS_open_tree, AT_FDCWD, mask, kOpenTreeClone | O_CLOEXEC);
+  if (fd < 0) return SysFail("sandbox", std::string("open_tree ") + mask);
+  UniqueFd tree(static_cast<int>(fd));
+  MountAttr attr{};
+  attr.attr_set = kMountAttrRdonly | kMountAttrNosuid | kMountAttrNodev;
+  attr.propagation = MS_PRIVATE;
+  if (syscall(SYS_mount_setattr, tree.Get(), "", AT_EMPTY_PATH, &attr, sizeof(attr)) != 0) {
+    return SysFail("sandbox", std::string("mount_setattr ") + mask);
+  }
+  if (syscall(SYS_move_mount, tree.Get(), "", target, "",
+              kMoveMountFEmptyPath | kMoveMountTEmptyPath) != 0) {
+    return SysFail("sandbox", "mask " + shown);
+  }
+  return Ok();
+}
+
+// Builds the workspace part of the view from the call's read plan (fs/read_plan.h; validated by
+// the caller): first the directories, binds and links (each source opened beneath the host's
+// workspace, never through a symlink, and bound only while it is what the plan says), then the
+// masks, through the binds just made.
+Status ApplyReadPlan(const FileView& view, const std::string& source) {
+  const std::string& base = view.workspace_base;
+  UniqueFd host_ws(::open(source.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!host_ws) return SysFail("sandbox", "open the workspace " + base);
+  const std::string view_ws = kNew + base;
+  bool masks = false;
+  for (const ReadOp& op : view.workspace_plan) {
+    const bool root = op.path == ".";
+    const std::string dst = root ? view_ws : view_ws + "/" + op.path;
+    const std::string shown = base + (root ? "" : "/" + op.path);
+    switch (op.kind) {
+      case ReadOpKind::kDir:
+        if (!root && ::mkdir(dst.c_str(), 0755) != 0) return SysFail("sandbox", "mkdir " + shown);
+        break;
+      case ReadOpKind::kSymlink:
+        if (::symlink(op.target.c_str(), dst.c_str()) != 0) {
+          return SysFail("sandbox", "symlink " + shown);
+        }
+        break;
+      case ReadOpKind::kBindDir:
+      case ReadOpKind::kBindFile:
+      case ReadOpKind::kBindLinkedFile: {
+        UniqueFd src = root ? UniqueFd(fcntl(host_ws.Get(), F_DUPFD_CLOEXEC, 0))
+                            : OpenPlanPath(host_ws.Get(), op.path);
+        if (!src) break;  // gone, or a symlink now: not in the view
+        struct stat st {};
+        if (::fstat(src.Get(), &st) != 0) return SysFail("sandbox", "stat " + shown);
+        const bool dir = op.kind == ReadOpKind::kBindDir;
+        if (dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) break;  // changed since
+        // A file's bind holds its inode: checked now, it cannot become another file later.
+        if (op.kind == ReadOpKind::kBindFile && st.st_nlink > 1) break;
+        long fd = syscall(SYS_open_tree, src.Get(), "",
+                          kOpenTreeClone | O_CLOEXEC | AT_EMPTY_PATH | (dir ? kAtRecursive : 0));
+        if (fd < 0) return SysFail("sandbox", "open_tree " + shown);
+        if (auto s = AttachTree(UniqueFd(static_cast<int>(fd)), shown, dst, /*read_only=*/true,
+                                /*keep_dev=*/false);
+            !s) {
+          return s;
+        }
+        break;
+      }
+      case ReadOpKind::kMaskFile:
+      case ReadOpKind::kMaskDir:
+        masks = true;
+        break;
+    }
+  }
+  if (!masks) return Ok();
+  {
+    UniqueFd f(::open(kMaskFileSrc, O_CREAT | O_WRONLY | O_CLOEXEC, 0444));
+    if (!f) return SysFail("sandbox", "create the mask file");
+    if (::mkdir(kMaskDirSrc, 0555) != 0 && errno != EEXIST) {
+      return SysFail("sandbox", "create the mask directory");
+    }
+  }
+  UniqueFd in_view(::open(view_ws.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!in_view) return SysFail("sandbox", "open the view's workspace");
+  for (const ReadOp& op : view.workspace_plan) {
+    if (op.kind != ReadOpKind::kMaskFile && op.kind != ReadOpKind::kMaskDir) continue;
+    UniqueFd target = OpenPlanPath(in_view.Get(), op.path);
+    if (!target) continue;  // gone, or behind a symlink now: nothing there to hide
+    struct stat st {};
+    if (::fstat(target.Get(), &st) != 0) return SysFail("sandbox", "stat " + op.path);
+    if (S_ISLNK(st.st_mode)) continue;
+    // Whatever it is now decides the mask: a swapped entry is hidden all the same.
+    const char* mask = S_ISDIR(st.st_mode) ? kMaskDirSrc : kMaskFileSrc;
+    if (auto s = MaskOnto(mask, target.Get(), base + "/" + op.path); !s) return s;
+  }
+  return Ok();
+}
+
+}  // namespace
+
+Status FinishMountView(const FileView& view, const std::vector<std::string>& idmapped_roots) {
   if (view.workspace_base.empty()) {
     return Fail("sandbox", "a deferred workspace needs a view with a workspace directory");
   }
-  const std::string& base = view.workspace_base;
-  const std::string source = SourceOf(idmapped_roots, base);
-  if (whole_workspace) {
-    // As a read root of a cold view: the whole workspace, bound read-only.
-    if (auto s = BindTree(source, kNew + base, /*read_only=*/true, /*keep_dev=*/false); !s) {
-      return s;
-    }
-  } else {
-    std::vector<std::string> subs = view.workspace_read_subpaths;
-    std::stable_sort(subs.begin(), subs.end(), [](const std::string& a, const std::string& b) {
-      return Depth(a) < Depth(b);
-    });
-    for (const auto& sub : subs) {
-      auto fd = OpenBeneath(source, sub);
-      if (!fd) return tl::unexpected(fd.error());
-      if (!*fd) continue;  // missing, or leads outside the workspace: not in the view
-      if (auto s = BindTreeFd(fd->Get(), base + "/" + sub, kNew + base + "/" + sub); !s) return s;
-    }
+  // System files, world-readable: bound from the host's tree as they are (root's sandbox reads
+  // them as "other", like everything outside its own trees).
+  for (const auto& file : view.runtime_files) {
+    if (auto s = ExposeHostFile(file); !s) return s;
   }
+  // The workspace from its idmapped tree for root's sandbox, so that its files stay its own.
+  if (auto s = ApplyReadPlan(view, SourceOf(idmapped_roots, view.workspace_base)); !s) return s;
   if (auto s = SealCovers(view, idmapped_roots); !s) return s;
   return EnterView(view);
 }
@@ -495,8 +674,13 @@ Status VerifyMountView(const FileView& view) {
       if (!*ro) return Fail("sandbox", "read-only subpath is writable in the view: " + sub);
     }
   }
-  for (const auto& sub : view.workspace_read_subpaths) {
-    std::string p = view.workspace_base + "/" + sub;
+  std::vector<std::string> readable = view.workspace_read_subpaths;
+  for (const ReadOp& op : view.workspace_plan) {
+    // The trees (a file's bind is made read-only as it is attached, and there may be many).
+    if (op.kind == ReadOpKind::kBindDir) readable.push_back(op.path);
+  }
+  for (const auto& sub : readable) {
+    std::string p = sub == "." ? view.workspace_base : view.workspace_base + "/" + sub;
     struct stat st {};
     if (::lstat(p.c_str(), &st) != 0) continue;  // not part of the view
     auto ro = read_only(p);

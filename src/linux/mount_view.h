@@ -32,13 +32,14 @@ struct MountViewOptions {
 
 Status BuildMountView(const FileView& view, const MountViewOptions& options);
 
-// After BuildMountView with defer_workspace_paths: binds the call's readable workspace paths
-// (view.workspace_read_subpaths, opened beneath the workspace as in a cold view) or, with
-// `whole_workspace`, the whole workspace read-only; then detaches the host's tree and enters the
-// view. The result is the view a cold BuildMountView of the same paths makes.
-// `idmapped_roots` are BuildMountView's options.idmapped_roots (the trees are still staged).
-Status FinishMountView(const FileView& view, bool whole_workspace,
-                       const std::vector<std::string>& idmapped_roots);
+// After BuildMountView with defer_workspace_paths: shows the call's runtime files
+// (view.runtime_files: each at its own path, with the symlinks on the way) and builds the
+// workspace from the call's read plan (view.workspace_plan, fs/read_plan.h: directories of the
+// view's own, binds opened beneath the workspace never through a symlink, recreated links, then
+// masks); then detaches the host's tree and enters the view. `idmapped_roots` are
+// BuildMountView's options.idmapped_roots (the trees are still staged): the workspace is taken
+// from its idmapped tree for root's sandbox.
+Status FinishMountView(const FileView& view, const std::vector<std::string>& idmapped_roots);
 
 // After BuildMountView: checks that the walls are really there (root is our tmpfs, every
 // read-only path is on a read-only mount). A view that fails this never runs a command.

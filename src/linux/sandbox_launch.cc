@@ -206,6 +206,9 @@ Status ApplyLimits(const Plan& plan) {
   if (l.address_space) {
     if (auto s = SetLimit(RLIMIT_AS, *l.address_space, "as"); !s) return s;
   }
+  if (l.data) {
+    if (auto s = SetLimit(RLIMIT_DATA, *l.data, "data"); !s) return s;
+  }
   if (l.file_size) {
     if (auto s = SetLimit(RLIMIT_FSIZE, *l.file_size, "fsize"); !s) return s;
   }
@@ -249,6 +252,10 @@ Status ApplyLandlock(const Plan& plan) {
   for (const auto& sub : view.workspace_read_subpaths) {
     if (auto s = rs->AllowBeneath(view.workspace_base, sub, kFsRead); !s) return s;
   }
+  // The same plan the mount view was built from: the bound files and trees (the directories of
+  // the view's own hold nothing else), and the tool's own files.
+  if (auto s = rs->AllowReadPlan(view.workspace_base, view.workspace_plan, view.runtime_files); !s)
+    return s;
   if (plan.mountns && !view.workspace_base.empty()) {
     // The workspace directory of the view holds only the mount points of the readable paths.
     if (auto s = rs->AllowPath(view.workspace_base, kFsReadDir); !s) return s;
@@ -269,7 +276,9 @@ Status ApplyLandlock(const Plan& plan) {
   for (const char* dev : {"/dev/random", "/dev/urandom"}) {
     if (auto s = rs->AllowPath(dev, kFsReadFile, true); !s) return s;
   }
-  if (plan.pidns && plan.mountns) {
+  if (view.runtime_from_call) {
+    // No /proc in this view (the tool needs none): nothing to allow.
+  } else if (plan.pidns && plan.mountns) {
     // The sandbox's own procfs shows only its own processes. Read-only: a caller that is host
     // root stays uid 0 in the sandbox, and root-owned proc files such as /proc/sysrq-trigger
     // check no capability.
@@ -458,10 +467,11 @@ Status UseOwnLoopback(Plan& plan) {
 struct WarmCallHeader {
   uint32_t magic;
   uint32_t argc;
-  uint32_t paths;
+  uint32_t plan_strings;  // two per read plan op (EncodeReadPlan)
+  uint32_t runtime_files;
   uint32_t body_bytes;
 };
-constexpr uint32_t kWarmCallMagic = 0x414e5643;  // "ANVC"
+constexpr uint32_t kWarmCallMagic = 0x414e5644;  // "ANVD"
 constexpr uint32_t kMaxWarmCallBody = 16u << 20;
 
 Status ReadExactly(int fd, char* into, size_t n) {
@@ -476,8 +486,20 @@ Status ReadExactly(int fd, char* into, size_t n) {
   return Ok();
 }
 
-// Warm start, in init: waits for the call, takes its descriptors, argv and readable paths,
-// completes the file view with those paths, and tells the supervisor (deadline) and the caller
+// A runtime file named by the call: an absolute, plain path (the view shows it at that path).
+Status ValidateRuntimeFile(const std::string& path) {
+  if (path.size() < 2 || path[0] != '/' || path.size() > 4096 || path.back() == '/' ||
+      path.find("/./") != std::string::npos || path.find("/../") != std::string::npos ||
+      path.find("//") != std::string::npos ||
+      (path.size() >= 3 && path.compare(path.size() - 3, 3, "/..") == 0) ||
+      (path.size() >= 2 && path.compare(path.size() - 2, 2, "/.") == 0)) {
+    return Fail("sandbox", "malformed runtime file in the call: " + path);
+  }
+  return Ok();
+}
+
+// Warm start, in init: waits for the call, takes its descriptors, argv, read plan and runtime
+// files, completes the file view with them, and tells the supervisor (deadline) and the caller
 // (kWarmCallTaken). EOF instead of a call: nothing to run, the sandbox ends quietly.
 void TakeWarmCall(Plan& plan) {
   LaunchSpec& spec = *plan.spec;
@@ -505,38 +527,52 @@ void TakeWarmCall(Plan& plan) {
     strings.push_back(body.substr(start, end - start));
     start = end + 1;
   }
-  if (strings.size() != static_cast<size_t>(header.argc) + header.paths) {
+  if (strings.size() !=
+      static_cast<size_t>(header.argc) + header.plan_strings + header.runtime_files) {
     Die(plan, Error{"sandbox", "malformed call strings", 0});
   }
-  spec.argv.assign(strings.begin(), strings.begin() + header.argc);
-  bool whole = false;
+  auto at = strings.begin();
+  spec.argv.assign(at, at + header.argc);
+  at += header.argc;
+  auto ops = DecodeReadPlan(std::vector<std::string>(at, at + header.plan_strings));
+  at += header.plan_strings;
+  if (!ops) Die(plan, ops.error());
+  // Checked here too: the view is built from it, whoever sent it.
+  if (auto s = ValidateReadPlan(*ops); !s) Die(plan, s.error());
   FileView& view = plan.view;
-  for (size_t i = header.argc; i < strings.size(); ++i) {
-    const std::string& p = strings[i];
-    if (p == ".") {
-      whole = true;
-      continue;
-    }
-    if (auto s = ValidateWorkspaceSubpath(p); !s) Die(plan, s.error());
-    if (std::find(view.workspace_read_subpaths.begin(), view.workspace_read_subpaths.end(), p) ==
-        view.workspace_read_subpaths.end()) {
-      view.workspace_read_subpaths.push_back(p);
-    }
+  if (!view.runtime_from_call && header.runtime_files != 0) {
+    Die(plan, Error{"sandbox", "runtime files in a call for a sandbox with runtime roots", 0});
   }
-  if (whole) {
-    // As in a cold view of the whole workspace: one read root.
-    view.workspace_read_subpaths.clear();
-    view.read_roots.push_back(view.workspace_base);
+  for (; at != strings.end(); ++at) {
+    if (auto s = ValidateRuntimeFile(*at); !s) Die(plan, s.error());
+    view.runtime_files.push_back(*at);
   }
+  if (view.runtime_from_call && view.runtime_files.empty()) {
+    Die(plan, Error{"sandbox", "a call without the tool's runtime files", 0});
+  }
+  const bool masks = std::any_of(ops->begin(), ops->end(), [](const ReadOp& op) {
+    return op.kind == ReadOpKind::kMaskFile || op.kind == ReadOpKind::kMaskDir;
+  });
+  if (!plan.mountns && masks) {
+    // Landlock alone cannot take a file out of a tree it allows.
+    Die(plan, Error{"sandbox",
+                    "the workspace holds files sys.fs.read refuses (hard-linked, special or "
+                    "badly named) beneath a granted directory, which only a mount namespace "
+                    "can hide; user namespaces are not available here (see `anvil doctor`)",
+                    0});
+  }
+  view.workspace_plan = std::move(*ops);
   // The call is ours: the caller stops waiting, the supervisor starts the deadline.
   if (::write(channel, &kWarmCallTaken, 1) != 1) _exit(0);  // the caller is gone
   SendRecord(plan.report_fd, kCallTaken, 0, 0, "");
   // Kept (close-on-exec, so never the command's) for kWarmCallDone.
   if (plan.mountns) {
-    if (auto s = FinishMountView(view, whole, plan.idmapped_roots); !s) Die(plan, s.error());
+    if (auto s = FinishMountView(view, plan.idmapped_roots); !s) Die(plan, s.error());
     if (auto s = VerifyMountView(view); !s) Die(plan, s.error());
   }
-  plan.program_is_script = IsScript(spec.program.Get());
+  // Without runtime roots the view has no /proc to look at the program through; the broker
+  // resolved it as an ELF executable (linux/tool_runtime.h), never a script.
+  plan.program_is_script = view.runtime_from_call ? false : IsScript(spec.program.Get());
   plan.argv = CStrings(spec.argv);
 }
 
@@ -579,7 +615,7 @@ void TakeWarmCall(Plan& plan) {
   if (plan.mountns) {
     if (auto s = InjectedFailure(plan, "mount"); !s) Die(plan, s.error());
     MountViewOptions options;
-    options.mount_proc = plan.pidns;
+    options.mount_proc = plan.pidns && !plan.view.runtime_from_call;
     options.tmp_size = plan.spec->limits.tmp_size;
     options.defer_workspace_paths = plan.warm;
     options.idmapped_roots = plan.idmapped_roots;
@@ -707,20 +743,22 @@ SandboxOutcome SetupFailure(std::string message, Clock::time_point start) {
 Status SendWarmCall(int channel, int program_fd, int stdin_fd, const WarmCall& call) {
   if (call.argv.empty()) return Fail("invalid", "a call needs argv[0]");
   std::string body;
-  for (const auto& a : call.argv) {
-    if (a.find('\0') != std::string::npos) return Fail("invalid", "NUL in an argument");
-    body += a;
+  auto add = [&body](const std::string& s) -> Status {
+    if (s.find('\0') != std::string::npos) return Fail("invalid", "NUL in a call string");
+    body += s;
     body.push_back('\0');
-  }
-  for (const auto& p : call.readable_paths) {
-    if (p.find('\0') != std::string::npos) return Fail("invalid", "NUL in a readable path");
-    body += p;
-    body.push_back('\0');
+    return Ok();
+  };
+  const std::vector<std::string> plan = EncodeReadPlan(call.read_plan);
+  for (const auto& list : {&call.argv, &plan, &call.runtime_files}) {
+    for (const auto& item : *list) {
+      if (auto s = add(item); !s) return s;
+    }
   }
   if (body.size() > kMaxWarmCallBody) return Fail("limit", "call too large for the sandbox");
-  WarmCallHeader header{kWarmCallMagic, static_cast<uint32_t>(call.argv.size()),
-                        static_cast<uint32_t>(call.readable_paths.size()),
-                        static_cast<uint32_t>(body.size())};
+  WarmCallHeader header{
+      kWarmCallMagic, static_cast<uint32_t>(call.argv.size()), static_cast<uint32_t>(plan.size()),
+      static_cast<uint32_t>(call.runtime_files.size()), static_cast<uint32_t>(body.size())};
   const int fds[2] = {program_fd, stdin_fd};
   ssize_t n = ipc::SendWithFds(channel, &header, sizeof(header), fds);
   if (n != static_cast<ssize_t>(sizeof(header))) {

@@ -30,6 +30,7 @@ struct ResourceLimits {
   std::optional<uint64_t> processes = 4096;  // RLIMIT_NPROC, counted per sandbox (userns)
   std::optional<uint64_t> open_files;        // RLIMIT_NOFILE
   std::optional<uint64_t> address_space;     // RLIMIT_AS, bytes
+  std::optional<uint64_t> data;              // RLIMIT_DATA, bytes (heap and private writable maps)
   std::optional<uint64_t> file_size;         // RLIMIT_FSIZE, bytes
   std::optional<uint64_t> cpu_seconds;       // RLIMIT_CPU
   uint64_t tmp_size = 1ULL << 30;            // size= of the private /tmp tmpfs
@@ -67,8 +68,12 @@ struct LaunchSpec {
 
 // The one call a warm sandbox takes (LaunchSpec::call_channel).
 struct WarmCall {
-  std::vector<std::string> argv;            // argv[0] as shown to the program
-  std::vector<std::string> readable_paths;  // workspace-relative; "." = the whole workspace
+  std::vector<std::string> argv;  // argv[0] as shown to the program
+  // What of the workspace the view holds (fs/read_plan.h; checked again by the sandbox).
+  std::vector<ReadOp> read_plan;
+  // With SandboxPolicy::runtime_from_call: the tool's executable, loader, libraries and
+  // ld.so.cache (absolute host paths); the only system files of the view.
+  std::vector<std::string> runtime_files;
 };
 // Sends `call` with the program (O_PATH fd) and stdin descriptors. Blocks until sent; an
 // "io" error when the sandbox's init is gone (it died, or its warm-up failed).

@@ -17,6 +17,13 @@ ExecFlag Switch(std::string long_name, char short_name = 0) {
 ExecFlag WithValue(std::string long_name, char short_name = 0, K kind = K::kValue) {
   return ExecFlag{std::move(long_name), short_name, kind, false};
 }
+// A numeric value the tool allocates for: spelled as the tool parses it, and at most `max`.
+ExecFlag Capped(std::string long_name, char short_name, ValueCap cap, std::uint64_t max) {
+  ExecFlag flag = WithValue(std::move(long_name), short_name);
+  flag.cap = cap;
+  flag.max = max;
+  return flag;
+}
 
 // ripgrep 13 (Debian 12). Every flag here only changes what is matched, which files under the
 // given paths are searched, or how results are printed. Nothing here starts a program, loads a
@@ -51,9 +58,10 @@ ExecRule RipgrepRule() {
       WithValue("encoding", 'E'),
       Switch("text", 'a'),
       Switch("binary"),
-      // Size caps on the compiled regex; memory is bounded by the runner's rlimits anyway.
-      WithValue("dfa-size-limit"),
-      WithValue("regex-size-limit"),
+      // Size caps on the compiled regex, capped in turn: a pathological pattern under a raised
+      // limit grows until the limit (the runner's memory limit is the backstop).
+      Capped("dfa-size-limit", 0, ValueCap::kSize, kMaxExecRegexBytes),
+      Capped("regex-size-limit", 0, ValueCap::kSize, kMaxExecRegexBytes),
       // Which files under the path operands are searched.
       WithValue("glob", 'g'),
       WithValue("iglob"),
@@ -80,11 +88,11 @@ ExecRule RipgrepRule() {
       Switch("mmap"),
       Switch("no-mmap"),
       Switch("no-config"),
-      WithValue("threads", 'j'),
+      Capped("threads", 'j', ValueCap::kCount, kMaxExecThreads),
       // Output.
-      WithValue("after-context", 'A'),
-      WithValue("before-context", 'B'),
-      WithValue("context", 'C'),
+      Capped("after-context", 'A', ValueCap::kCount, kMaxExecContextLines),
+      Capped("before-context", 'B', ValueCap::kCount, kMaxExecContextLines),
+      Capped("context", 'C', ValueCap::kCount, kMaxExecContextLines),
       WithValue("context-separator"),
       Switch("byte-offset", 'b'),
       Switch("column"),
@@ -151,6 +159,8 @@ ExecRule FdRule() {
   rule.name = "fd";
   // fdfind first: on Debian /usr/bin/fd may be fdclone, an unrelated file manager.
   rule.candidate_paths = {"/usr/bin/fdfind", "/usr/bin/fd"};
+  // --changed-within/--changed-before read dates in the local time zone.
+  rule.runtime_files = {"/etc/localtime"};
   rule.allowed_flags = {
       // Matching.
       Switch("case-sensitive", 's'),
@@ -180,7 +190,7 @@ ExecRule FdRule() {
       WithValue("changed-before"),
       WithValue("owner", 'o'),
       Switch("one-file-system"),
-      WithValue("threads", 'j'),
+      Capped("threads", 'j', ValueCap::kCount, kMaxExecThreads),
       WithValue("max-results"),
       Switch("", '1'),
       // Output.
@@ -251,10 +261,57 @@ Result<std::string> CheckPathOperand(const ExecRule& rule, std::string_view what
   return std::move(*normalized);
 }
 
+std::string ShowSize(std::uint64_t bytes) {
+  if (bytes % (1ull << 30) == 0) return std::to_string(bytes >> 30) + "G";
+  if (bytes % (1ull << 20) == 0) return std::to_string(bytes >> 20) + "M";
+  if (bytes % (1ull << 10) == 0) return std::to_string(bytes >> 10) + "K";
+  return std::to_string(bytes);
+}
+
+// A capped numeric value: digits (and for a size one K/M/G suffix, as ripgrep parses it), at most
+// the flag's cap. Anything the tool could read as a larger number is refused.
+Status CheckCappedValue(const ExecRule& rule, const ExecFlag& flag, const std::string& value) {
+  const std::string spelled = Canonical(flag, &value);
+  std::string_view digits = value;
+  std::uint64_t unit = 1;
+  if (flag.cap == ValueCap::kSize && !digits.empty()) {
+    switch (digits.back()) {
+      case 'K':
+        unit = 1ull << 10;
+        break;
+      case 'M':
+        unit = 1ull << 20;
+        break;
+      case 'G':
+        unit = 1ull << 30;
+        break;
+      default:
+        break;
+    }
+    if (unit != 1) digits.remove_suffix(1);
+  }
+  const char* shape = flag.cap == ValueCap::kSize ? "a size (digits, then K, M or G)" : "a number";
+  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos) {
+    return Fail("invalid", rule.name + " " + QuotePathForMessage(spelled) + ": expects " + shape);
+  }
+  while (digits.size() > 1 && digits.front() == '0') digits.remove_prefix(1);
+  // Twenty digits or more is over any cap (and over what 64 bits hold).
+  if (digits.size() > 19 || std::stoull(std::string(digits)) > flag.max / unit) {
+    const std::string cap =
+        flag.cap == ValueCap::kSize ? ShowSize(flag.max) : std::to_string(flag.max);
+    return Fail("limit", rule.name + " " + QuotePathForMessage(spelled) + ": over the cap of " +
+                             cap + " (docs/exec-policy.md)");
+  }
+  return Ok();
+}
+
 // Applies the operand rule of `flag` to `value`; returns the value to pass on.
 Result<std::string> CheckOperand(const ExecRule& rule, const ExecFlag& flag,
                                  const std::string& value) {
   std::string what = Canonical(flag, nullptr) + " operand";
+  if (flag.cap != ValueCap::kNone) {
+    if (auto s = CheckCappedValue(rule, flag, value); !s) return tl::unexpected(s.error());
+  }
   switch (flag.operand) {
     case K::kFilePath:
       return CheckPathOperand(rule, what, value, RootPolicy::kReject);
@@ -325,6 +382,7 @@ Result<CheckedArgv> CheckExecArgv(const ExecRule& rule, const std::vector<std::s
   bool pattern_replaced = false;
   bool options_ended = false;
 
+  std::vector<std::string> flag_paths;
   auto emit = [&](const ExecFlag& flag, const std::string* value) -> Status {
     if (flag.replaces_positional_pattern) pattern_replaced = true;
     if (value == nullptr) {
@@ -333,6 +391,9 @@ Result<CheckedArgv> CheckExecArgv(const ExecRule& rule, const std::vector<std::s
     }
     auto checked = CheckOperand(rule, flag, *value);
     if (!checked) return tl::unexpected(checked.error());
+    if (flag.operand == K::kFilePath || flag.operand == K::kSearchPath) {
+      flag_paths.push_back(*checked);
+    }
     flags_out.push_back(Canonical(flag, &*checked));
     return Ok();
   };
@@ -410,6 +471,10 @@ Result<CheckedArgv> CheckExecArgv(const ExecRule& rule, const std::vector<std::s
   }
 
   CheckedArgv out;
+  out.path_operands = std::move(flag_paths);
+  for (std::size_t p = first_path; p < positionals.size(); ++p) {
+    out.path_operands.push_back(positionals[p]);
+  }
   for (const auto& candidate : rule.candidate_paths) {
     if (exists(candidate)) {
       out.program_path = candidate;

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -25,6 +26,10 @@ namespace anvil {
 
 inline constexpr std::size_t kMaxExecArgs = 256;       // plugin-supplied args, per call
 inline constexpr std::size_t kMaxExecArgBytes = 4096;  // per arg
+// Caps on values that make a tool allocate (the runner's memory limit is the backstop).
+inline constexpr std::uint64_t kMaxExecRegexBytes = 256ull << 20;  // rg --regex/--dfa-size-limit
+inline constexpr std::uint64_t kMaxExecThreads = 16;               // rg/fd -j
+inline constexpr std::uint64_t kMaxExecContextLines = 10000;       // rg -A/-B/-C
 
 // What follows a flag, and how it is checked.
 enum class OperandKind {
@@ -35,6 +40,14 @@ enum class OperandKind {
   kSearchPath,  // a file or directory to search (fd --search-path): a workspace path, "." allowed
 };
 
+// A cap on a numeric value (a size or a count the tool allocates for: threads, regex sizes,
+// context lines). The value must be spelled the way the tool parses it, and at most `max`.
+enum class ValueCap {
+  kNone,
+  kCount,  // decimal digits
+  kSize,   // decimal digits with an optional K, M or G suffix (ripgrep's NUM+SUFFIX)
+};
+
 struct ExecFlag {
   std::string long_name;  // without the leading "--"; empty when the flag has only a short form
   char short_name = 0;    // 0 when the flag has only a long form
@@ -42,6 +55,8 @@ struct ExecFlag {
   // rg -e/-f/--files/--type-list: the pattern does not come from the positionals, so every
   // positional is a path (and is checked as one).
   bool replaces_positional_pattern = false;
+  ValueCap cap = ValueCap::kNone;  // kValue operands only
+  std::uint64_t max = 0;           // the largest value accepted (bytes for kSize)
 };
 
 // A flag refused on purpose, with the reason (for messages and the documentation). Any flag not
@@ -58,6 +73,9 @@ struct ExecRule {
   std::vector<ExecFlag> allowed_flags;
   std::vector<RefusedExecFlag> refused_flags;
   std::vector<std::string> forced_args;  // prepended after argv[0] (rg: --no-config)
+  // Files of the system the tool reads besides its executable and libraries (which the exec
+  // broker finds itself, linux/tool_runtime.h); nothing else of the system is in its view.
+  std::vector<std::string> runtime_files;
   // Positionals: the first is the pattern unless a flag with replaces_positional_pattern was
   // given; every other positional is a search path (checked as kSearchPath).
   bool first_positional_is_pattern = true;
@@ -66,6 +84,9 @@ struct ExecRule {
 struct CheckedArgv {
   std::string program_path;       // the first candidate path that exists
   std::vector<std::string> argv;  // argv[0] is the rule's name, then forced args, then checked
+  // Every path the tool will open by name: path positionals and path-valued flags, normalized,
+  // in order ("." and "-" included as given). The gateway resolves each beneath the workspace.
+  std::vector<std::string> path_operands;
 };
 
 // Answers whether a fixed absolute path names an executable regular file. Injected so the check
@@ -86,7 +107,9 @@ Result<const ExecRule*> LookupExecRule(std::string_view program);
 // Checks a plugin's argv (without argv[0]) against `rule`. Errors:
 //   denied:    a flag that is not allowed ("rg flag not allowed: --pre (...)")
 //   invalid:   too many / too long arguments, a NUL byte, a malformed flag, a path operand that
-//              fails NormalizeWorkspacePath (absolute, "..", ...)
+//              fails NormalizeWorkspacePath (absolute, "..", ...), a capped value that is not a
+//              number as the tool spells it
+//   limit:     a capped value over its cap ("rg --regex-size-limit=100G ...")
 //   not_found: no candidate path exists
 Result<CheckedArgv> CheckExecArgv(const ExecRule& rule, const std::vector<std::string>& args,
                                   const ExecutableExistsFn& exists = ExecutableExistsOnHost);

@@ -172,7 +172,16 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
     return Fail("invalid", "workspace must be an absolute path");
   }
   view.full_read = policy.read_access == ReadAccess::kFull;
-  if (!view.full_read) {
+  if (policy.runtime_from_call) {
+    if (policy.kind != PolicyKind::kReadOnly || view.full_read || !policy.workspace_read_subpaths ||
+        !policy.workspace_read_subpaths->empty()) {
+      return Fail("invalid",
+                  "runtime files from the call need the read-only policy, restricted read access "
+                  "and a workspace the call fills in");
+    }
+    view.runtime_from_call = true;
+  }
+  if (!view.full_read && !policy.runtime_from_call) {
     for (auto root : kPlatformReadRoots) {
       std::string r(root);
       struct stat st {};

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "fs/read_plan.h"
 
 namespace anvil {
 
@@ -37,6 +38,11 @@ struct SandboxPolicy {
   // of the whole workspace — relative, '/'-separated, no "."/".." components; an empty list
   // leaves the workspace an empty directory. Derived from a plugin's fs.read grant.
   std::optional<std::vector<std::string>> workspace_read_subpaths;
+  // sys.exec's warm runner: none of the runtime roots (/usr, /etc, ...) and no /proc are in the
+  // view; the call names the only system files the tool sees (its executable, loader, libraries,
+  // ld.so.cache: FileView::runtime_files) and the workspace's read plan. Read-only policy with
+  // an empty workspace_read_subpaths list only.
+  bool runtime_from_call = false;
 
   // Whether the filesystem is confined at all (read-only and workspace-write).
   bool ConfinesFilesystem() const {
@@ -85,6 +91,12 @@ struct FileView {
   std::string workspace_base;
   std::vector<std::string> workspace_read_subpaths;
   bool private_tmp = true;  // a fresh tmpfs on /tmp
+  // SandboxPolicy::runtime_from_call: filled from the call. What of the workspace the view holds
+  // (fs/read_plan.h; opened beneath workspace_base, never through a symlink) and the system
+  // files of the tool (absolute host paths, shown at the same paths with their symlinks).
+  bool runtime_from_call = false;
+  std::vector<ReadOp> workspace_plan;
+  std::vector<std::string> runtime_files;
 };
 
 // The facts about the host filesystem that ComputeFileView needs; injected so the decision

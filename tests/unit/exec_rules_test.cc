@@ -386,5 +386,90 @@ TEST(ExecRules, CapsHoldForTheCanonicalSpellingToo) {
   EXPECT_TRUE(Check(Rg(), {"-g" + value.substr(5), "x"}).has_value());
 }
 
+// Values that make a tool allocate (regex sizes, threads, context lines) are numbers spelled the
+// way the tool parses them, and at most their cap: a raised limit is a way to exhaust memory.
+TEST(ExecRules, AllocatingValuesAreCappedInEverySpelling) {
+  struct Case {
+    const ExecRule* rule;
+    Args args;
+    std::string verdict;  // "accepted" or the refusal's prefix
+  };
+  const Case cases[] = {
+      {&Rg(),
+       {"--regex-size-limit=100G", "x"},
+       "limit: rg --regex-size-limit=100G: over the cap of 256M"},
+      {&Rg(), {"--regex-size-limit", "257M", "x"}, "limit: rg --regex-size-limit=257M"},
+      {&Rg(), {"--regex-size-limit=268435457", "x"}, "limit: "},
+      {&Rg(), {"--regex-size-limit=268435456", "x"}, "accepted"},
+      {&Rg(), {"--regex-size-limit=256M", "x"}, "accepted"},
+      {&Rg(), {"--regex-size-limit=262144K", "x"}, "accepted"},
+      {&Rg(), {"--regex-size-limit=0000000000000000000000001M", "x"}, "accepted"},
+      {&Rg(), {"--regex-size-limit=99999999999999999999999", "x"}, "limit: "},
+      {&Rg(), {"--dfa-size-limit=1G", "x"}, "limit: rg --dfa-size-limit=1G"},
+      {&Rg(), {"--dfa-size-limit=10M", "x"}, "accepted"},
+      {&Rg(),
+       {"--regex-size-limit=10T", "x"},
+       "invalid: rg --regex-size-limit=10T: expects a size"},
+      {&Rg(), {"--regex-size-limit=10m", "x"}, "invalid: "},  // ripgrep takes K, M, G only
+      {&Rg(), {"--regex-size-limit=", "x"}, "invalid: "},
+      {&Rg(), {"--regex-size-limit=-1", "x"}, "invalid: "},
+      {&Rg(), {"--regex-size-limit= 1M", "x"}, "invalid: "},
+      {&Rg(), {"-j", "16", "x"}, "accepted"},
+      {&Rg(), {"-j0", "x"}, "accepted"},  // ripgrep's own choice (at most 12)
+      {&Rg(), {"-j17", "x"}, "limit: rg --threads=17: over the cap of 16"},
+      {&Rg(), {"-j=1000", "x"}, "limit: rg --threads=1000"},
+      {&Rg(), {"--threads", "4M", "x"}, "invalid: rg --threads=4M: expects a number"},
+      {&Rg(), {"-nj", "99", "x"}, "limit: "},
+      {&Rg(), {"-C", "10000", "x"}, "accepted"},
+      {&Rg(), {"-C", "10001", "x"}, "limit: rg --context=10001"},
+      {&Rg(), {"-A100001", "x"}, "limit: rg --after-context=100001"},
+      {&Rg(), {"--before-context=99999999", "x"}, "limit: "},
+      {&Fd(), {"-j", "16"}, "accepted"},
+      {&Fd(), {"-j", "64"}, "limit: fd --threads=64: over the cap of 16"},
+      {&Fd(), {"--threads=x"}, "invalid: fd --threads=x"},
+      // Values that only narrow the work stay uncapped (the tool checks them).
+      {&Rg(), {"--max-filesize=100G", "x"}, "accepted"},
+      {&Rg(), {"-m", "99999999999", "x"}, "accepted"},
+      {&Fd(), {"--max-results=99999999999"}, "accepted"},
+  };
+  for (const auto& c : cases) {
+    std::string verdict = Verdict(*c.rule, c.args);
+    if (c.verdict == "accepted") {
+      EXPECT_EQ(verdict, "accepted") << c.args[0];
+    } else {
+      EXPECT_TRUE(StartsWith(verdict, c.verdict)) << c.args[0] << ": " << verdict;
+    }
+  }
+}
+
+// Every path the tool opens by name is reported, so that the gateway can resolve each beneath the
+// workspace: positionals in path position and every path-valued flag, whatever the spelling.
+TEST(ExecRules, EveryPathOperandIsReported) {
+  struct Case {
+    const ExecRule* rule;
+    Args args;
+    Args paths;
+  };
+  const Case cases[] = {
+      {&Rg(), {"TODO"}, {}},
+      {&Rg(), {"TODO", "src", "docs/a.md"}, {"src", "docs/a.md"}},
+      {&Rg(), {"-e", "TODO", "src"}, {"src"}},
+      {&Rg(), {"-f", "pats.txt", "src"}, {"pats.txt", "src"}},
+      // With -f there is no positional pattern: every positional is a path.
+      {&Rg(), {"--file=pats.txt", "--ignore-file", "ign", "x", "."}, {"pats.txt", "ign", "x", "."}},
+      {&Rg(), {"--files", "a", "b"}, {"a", "b"}},
+      {&Rg(), {"x", "-"}, {"-"}},
+      {&Rg(), {"--", "-f", "a"}, {"a"}},  // after "--", "-f" is the pattern
+      {&Fd(), {"x", "src"}, {"src"}},
+      {&Fd(), {"--search-path", "src", "--search-path=docs", "x"}, {"src", "docs"}},
+      {&Fd(), {"--ignore-file", "ign"}, {"ign"}},
+  };
+  for (const auto& c : cases) {
+    auto r = Check(*c.rule, c.args);
+    ASSERT_TRUE(r) << r.error().ToString();
+    EXPECT_EQ(r->path_operands, c.paths) << c.args[0];
+  }
+}
+
 }  // namespace
 }  // namespace anvil

@@ -23,6 +23,9 @@ const std::map<std::string, std::string> kReviewed = {
     {"host/lua_runtime.cc", "os.time() for plugins: a value, the budget uses steady_clock"},
     {"linux/pids_cgroup.cc", "a stale cgroup's age: compared with its mtime, which is wall time"},
     {"linux/memory_cgroup.cc", "a stale cgroup's age: compared with its mtime, which is wall time"},
+    {"fs/exec_read_plan.cc",
+     "whether a directory's ctime (wall time, set by the kernel) is far enough in the past to "
+     "reuse its cached listing; compared with wall time, not a deadline"},
 };
 
 TEST(MonotonicDeadlines, WallClockIsReadOnlyWhereItIsTheData) {

@@ -249,27 +249,69 @@ TEST(GlobGrantAllows, RootMatchesOnlyAllDoubleStarGrants) {
   EXPECT_FALSE(GrantAllows({"src/**"}, ".", Access::kRead));
 }
 
-TEST(GlobLiteralPrefixes, EachGlobBecomesTheSubtreeOfItsLiteralLeadingComponents) {
-  using V = std::vector<std::string>;
-  EXPECT_EQ(GlobLiteralPrefixes({"src/**"}), V({"src"}));
-  EXPECT_EQ(GlobLiteralPrefixes({"docs/*.md"}), V({"docs"}));
-  EXPECT_EQ(GlobLiteralPrefixes({"README.md"}), V({"README.md"}));
-  EXPECT_EQ(GlobLiteralPrefixes({"a/b/c?/d"}), V({"a/b"}));
-  EXPECT_EQ(GlobLiteralPrefixes({"**"}), V({"."}));
-  EXPECT_EQ(GlobLiteralPrefixes({"*.md", "src/**"}), V({"."}));
-  EXPECT_EQ(GlobLiteralPrefixes({}), V({}));
+// The two questions a view of "exactly what the grant reads" asks of each directory (sys.exec,
+// fs/read_plan.h): must the walk look inside it, and may it be shown whole.
+TEST(GrantReachesAndCovers, ADirectoryIsEnteredOnlyWhereAGlobCanStillMatch) {
+  struct Case {
+    std::vector<std::string> grant;
+    std::string dir;
+    bool reaches, covers;
+  };
+  const Case cases[] = {
+      {{"**"}, ".", true, true},
+      {{"**"}, "a/b", true, true},
+      {{"src/**"}, ".", true, false},
+      {{"src/**"}, "src", true, true},
+      {{"src/**"}, "src/deep/er", true, true},
+      {{"src/**"}, "docs", false, false},
+      {{"src/**"}, "src2", false, false},
+      {{"*.md"}, ".", true, false},
+      {{"*.md"}, "docs", false, false},  // a directory named "x.md" would match: see below
+      {{"*.md"}, "x.md", true, false},   // matches the name itself, nothing beneath
+      {{"**/*.md"}, ".", true, false},
+      {{"**/*.md"}, "a/b", true, false},
+      {{"docs/*.md"}, "docs", true, false},
+      {{"docs/*.md"}, "docs/sub", false, false},
+      {{"**/*"}, ".", true, true},
+      {{"*/**"}, ".", true, true},
+      {{"*/*/**"}, ".", true, false},
+      {{"*/*/**"}, "a", true, true},
+      {{"**/test/**"}, ".", true, false},
+      {{"**/test/**"}, "a/test", true, true},
+      {{"src/**/*.c"}, "src/x", true, false},
+      {{"README.md"}, ".", true, false},
+      {{"README.md"}, "src", false, false},
+      {{"src/?"}, "src", true, false},
+      {{"src/**/?/**"}, "src", true, false},
+      {{}, ".", false, false},
+      {{"/etc/**", "../**", "a**"}, ".", false, false},  // invalid globs reach nothing
+      {{"*.md", "src/**"}, "src", true, true},
+  };
+  for (const auto& c : cases) {
+    std::string name;
+    for (const auto& g : c.grant) name += g + " ";
+    EXPECT_EQ(GrantReaches(c.grant, c.dir), c.reaches) << name << "| " << c.dir;
+    EXPECT_EQ(GrantCoversSubtree(c.grant, c.dir), c.covers) << name << "| " << c.dir;
+  }
 }
 
-TEST(GlobLiteralPrefixes, NestedAndDuplicatePrefixesCollapseButSiblingsWithSharedTextDoNot) {
-  using V = std::vector<std::string>;
-  EXPECT_EQ(GlobLiteralPrefixes({"src/a/**", "src/**", "src/b.c", "src/**"}), V({"src"}));
-  EXPECT_EQ(GlobLiteralPrefixes({"a-b/**", "a/**", "a/x/**"}), V({"a", "a-b"}));
-  EXPECT_EQ(GlobLiteralPrefixes({"src2/**", "src/**"}), V({"src", "src2"}));
-}
-
-TEST(GlobLiteralPrefixes, InvalidGlobsWidenNothing) {
-  EXPECT_EQ(GlobLiteralPrefixes({"/etc/**", "../x/**", "a/../b", "", "a**"}),
-            std::vector<std::string>{});
+TEST(GrantReachesAndCovers, CoveringMeansEveryPathBeneathIsGranted) {
+  // Whatever a covering grant says, GrantAllows agrees for every descendant tried.
+  const std::vector<std::vector<std::string>> grants = {
+      {"**"}, {"src/**"}, {"**/*"}, {"*/**"}, {"*/*/**"}, {"**/*.md"}, {"docs/*"}, {"a/**/b/**"}};
+  const std::vector<std::string> dirs = {".", "src", "a", "a/b", "docs", "a/x/b"};
+  const std::vector<std::string> below = {"x", "x.md", ".env", ".git/config", "b/c/d", "?"};
+  for (const auto& grant : grants) {
+    for (const auto& dir : dirs) {
+      if (!GrantCoversSubtree(grant, dir)) continue;
+      for (const auto& rest : below) {
+        std::string path = dir == "." ? rest : dir + "/" + rest;
+        EXPECT_TRUE(GrantAllows(grant, path, Access::kRead)) << grant[0] << " covers " << dir;
+      }
+    }
+  }
+  EXPECT_FALSE(GrantReaches({"**"}, "../x"));
+  EXPECT_FALSE(GrantCoversSubtree({"**"}, "/etc"));
 }
 
 }  // namespace
