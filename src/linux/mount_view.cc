@@ -259,7 +259,7 @@ Status StageIdmappedTrees(const MountViewOptions& options) {
   return Ok();
 }
 
-Status BuildDev() {
+Status BuildDev(bool terminal, bool ptys) {
   const std::string dev = kNew + "/dev";
   if (auto s = MountTmpfs(dev, "mode=0755,size=64k", MS_NOSUID | MS_NOEXEC); !s) return s;
   for (const char* name : {"null", "zero", "full", "random", "urandom", "tty"}) {
@@ -279,6 +279,25 @@ Status BuildDev() {
   for (const auto& [target, name] : links) {
     if (::symlink(target, (dev + "/" + name).c_str()) != 0) {
       return SysFail("sandbox", std::string("symlink /dev/") + name);
+    }
+  }
+  // The sandbox's own devpts instance: pseudo-terminals made inside (the command's own, when it
+  // has one, and those of script, expect, tmux) are nodes no host path names and no host
+  // process sees; `max` bounds how many the sandbox can take from the kernel's shared pool. Not
+  // in a sys.exec tool's exact view (`ptys` false): rg and fd make none.
+  if (ptys || terminal) {
+    const std::string pts = dev + "/pts";
+    if (auto s = MkdirP(pts); !s) return s;
+    if (::mount("devpts", pts.c_str(), "devpts", MS_NOSUID | MS_NOEXEC,
+                "newinstance,ptmxmode=0666,mode=0620,max=256") == 0) {
+      if (::symlink("pts/ptmx", (dev + "/ptmx").c_str()) != 0) {
+        return SysFail("sandbox", "symlink /dev/ptmx");
+      }
+    } else if (terminal) {
+      return SysFail("sandbox",
+                     "mount a private devpts for the command's pseudo-terminal (a terminal on "
+                     "stdin, stdout or stderr needs one; fix: redirect them, e.g. "
+                     "`</dev/null | cat`)");
     }
   }
   return MountTmpfs(dev + "/shm", "mode=1777,size=64m", MS_NOSUID | MS_NODEV | MS_NOEXEC);
@@ -398,7 +417,7 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
         s = MountTmpfs(dst, "mode=0755,size=64k", MS_NOSUID | MS_NODEV | MS_NOEXEC);
         break;
       case BindOp::kDev:
-        s = BuildDev();
+        s = BuildDev(options.terminal, !view.runtime_from_call);
         break;
       case BindOp::kProc:
         s = MkdirP(dst);

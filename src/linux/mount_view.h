@@ -28,6 +28,9 @@ struct MountViewOptions {
   // The descriptors stay the caller's.
   std::vector<std::string> idmapped_roots;
   std::vector<int> idmapped_trees;
+  // The command's pseudo-terminal comes from the view's devpts (/dev/pts, /dev/ptmx), which is
+  // then required; without it the view has one if the kernel can make it.
+  bool terminal = false;
 };
 
 Status BuildMountView(const FileView& view, const MountViewOptions& options);

@@ -33,6 +33,7 @@
 #include "linux/protected_placeholders.h"
 #include "linux/root_remap.h"
 #include "linux/seccomp.h"
+#include "linux/terminal_relay.h"
 
 #ifndef CLONE_PIDFD
 #define CLONE_PIDFD 0x00001000
@@ -74,6 +75,10 @@ enum RecordKind : uint32_t {
   kExitStatus = 3,
   kLayers = 4,
   kCallTaken = 5,  // warm start: init holds the call; the deadline starts now
+  // With a pseudo-terminal: the command stopped (^Z), and anvil stops with it.
+  kCommandStopped = 6,
+  // With a pseudo-terminal: the command reached for it; anvil relays the user's keys from now on.
+  kTerminalTaken = 7,
 };
 struct Record {
   uint32_t kind;
@@ -138,6 +143,8 @@ struct Plan {
   // Warm start: the write end of a pipe on which the command, before it execs, writes one byte
   // when it fails (a layer, or the exec): its exit status is then not the tool's.
   int command_failed_fd = -1;
+  const ChildStdStreams* streams = nullptr;  // what the command's descriptors 0-2 become
+  int terminal_slave = -1;                   // init: the pseudo-terminal's slave, for the command
   std::vector<char*> argv, envp;
 };
 
@@ -276,6 +283,14 @@ Status ApplyLandlock(const Plan& plan) {
   for (const char* dev : {"/dev/random", "/dev/urandom"}) {
     if (auto s = rs->AllowPath(dev, kFsReadFile, true); !s) return s;
   }
+  if (plan.mountns) {
+    // The view's own devpts instance (/dev/ptmx links into it): the sandbox's pseudo-terminals
+    // only. Without a mount namespace /dev/pts is the host's, with the user's other terminals.
+    if (auto s =
+            rs->AllowPath("/dev/pts", kFsReadFile | kFsWriteFile | kFsIoctlDev | kFsReadDir, true);
+        !s)
+      return s;
+  }
   if (view.runtime_from_call) {
     // No /proc in this view (the tool needs none): nothing to allow.
   } else if (plan.pidns && plan.mountns) {
@@ -300,11 +315,13 @@ Status ApplyLandlock(const Plan& plan) {
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
 
-  // Its own session and process group: no controlling terminal (TIOCSTI, job-control
-  // signals), and one group to kill.
-  if (setsid() < 0) Die(plan, SysFail("sandbox", "setsid").value());
-  if (plan.stdin_fd >= 0 && dup2(plan.stdin_fd, 0) != 0) {
-    Die(plan, SysFail("sandbox", "stdin of the call").value());
+  // Never the caller's session: the caller's terminal is never its controlling terminal
+  // (TIOCSTI, job-control signals), and its own process group is one group to kill. With a
+  // terminal among the caller's descriptors 0-2, it is a job of the session of the sandbox's
+  // pseudo-terminal instead (terminal_relay.h).
+  if (auto s = EnterCommandSession(*plan.streams, plan.terminal_slave); !s) Die(plan, s.error());
+  if (auto s = PlaceStdStreams(*plan.streams, plan.terminal_slave, plan.stdin_fd); !s) {
+    Die(plan, s.error());
   }
   // No descriptor the caller leaked (a directory fd outside, a socket) crosses exec.
   if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
@@ -577,6 +594,11 @@ void TakeWarmCall(Plan& plan) {
 }
 
 [[noreturn]] void RunInit(Plan& plan) {
+  // The supervisor's ends of the command's stdio: with a copy here, a command reading its stdin
+  // would never see EOF.
+  for (int fd : plan.streams->supervisor_fds) {
+    if (fd >= 0) ::close(fd);
+  }
   // Dies with the supervisor. In a pid namespace SIGKILL of init takes every process in it;
   // without one, SIGUSR2 asks this init to kill the tree first.
   prctl(PR_SET_PDEATHSIG, plan.pidns ? SIGKILL : SIGUSR2);
@@ -620,6 +642,7 @@ void TakeWarmCall(Plan& plan) {
     options.defer_workspace_paths = plan.warm;
     options.idmapped_roots = plan.idmapped_roots;
     for (const auto& tree : idmapped_trees) options.idmapped_trees.push_back(tree.Get());
+    options.terminal = plan.streams->terminal;
     if (auto s = BuildMountView(plan.view, options); !s) Die(plan, s.error());
     idmapped_trees.clear();  // attached: the view holds them now
     if (!plan.warm) {
@@ -638,10 +661,17 @@ void TakeWarmCall(Plan& plan) {
     ::close(plan.go_fd);
   }
   if (plan.warm) TakeWarmCall(plan);
+  if (plan.streams->terminal) {
+    auto slave = OpenSandboxTerminal(*plan.streams);
+    if (!slave) Die(plan, slave.error());
+    plan.terminal_slave = slave->Release();
+    ::close(plan.streams->terminal_channel);
+  }
 
   struct sigaction fwd {};
   fwd.sa_handler = ForwardSignal;
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGWINCH})
+  // SIGCONT: the supervisor continues a command that stopped (^Z) when it is itself continued.
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGWINCH, SIGCONT})
     sigaction(sig, &fwd, nullptr);
   struct sigaction killer {};
   killer.sa_handler = RequestKillTree;
@@ -675,18 +705,26 @@ void TakeWarmCall(Plan& plan) {
   ::close(plan.alive_fd);
   plan.spec->program.Reset();
   if (plan.stdin_fd >= 0) ::close(plan.stdin_fd);
+  CloseCommandEnds(*plan.streams);  // init keeps the terminal's slave: GrantTerminal
 
   int command_status = 0;
   bool command_done = false;
+  // With a pseudo-terminal, a stopped command is reported, so that anvil stops with it.
+  const int wait_flags = plan.streams->terminal ? WUNTRACED : 0;
   while (!command_done) {
     int status = 0;
-    pid_t r = waitpid(-1, &status, 0);
+    pid_t r = waitpid(-1, &status, wait_flags);
     if (r < 0) {
       if (errno == EINTR) {
         if (g_kill_tree) break;
         continue;
       }
       break;  // ECHILD: nothing left
+    }
+    if (r == command && WIFSTOPPED(status)) {
+      const bool taken = GrantTerminal(plan.terminal_slave, command, WSTOPSIG(status));
+      SendRecord(plan.report_fd, taken ? kTerminalTaken : kCommandStopped, WSTOPSIG(status), 0, "");
+      continue;
     }
     if (r == command) {
       command_status = status;
@@ -890,6 +928,12 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
     if (memory) memory_tasks = memory->OpenSelfAttach();
     plan.cgroup_tasks_fds[1] = memory_tasks.Get();
   }
+  // What the command's descriptors 0-2 become (std_streams.h); relayed from the loop below.
+  auto prepared = StdStreamRelay::Prepare(plan.confine_fs, spec.limits.file_size);
+  if (!prepared) return SetupFailure(prepared.error().ToString(), start);
+  StdStreamRelay relay = std::move(*prepared);
+  plan.streams = &relay.Child();
+
   int go[2] = {-1, -1};
   if (((pids && !pids_tasks) || (memory && !memory_tasks)) && pipe2(go, O_CLOEXEC) != 0) {
     return SetupFailure("sandbox: pipe failed", start);
@@ -926,6 +970,7 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGWINCH, SIGCHLD, SIGPIPE}) {
     sigaddset(&forwarded, sig);
   }
+  relay.AddSignals(&forwarded);
   sigprocmask(SIG_BLOCK, &forwarded, &saved);
 
   unsigned long flags = 0;
@@ -983,6 +1028,7 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
     RunInit(plan);
   }
   UniqueFd init_fd(pidfd);
+  relay.Started(init_fd.Get());
   report_write.Reset();
   // Init holds the only other end: its death is an EOF/EPIPE for whoever sends the call.
   spec.call_channel.Reset();
@@ -1063,15 +1109,22 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
               : static_cast<int>(
                     std::chrono::duration_cast<std::chrono::milliseconds>(*next - now).count() + 1);
     }
-    pollfd fds[3] = {{init_fd.Get(), POLLIN, 0},
-                     {report_eof ? -1 : report_read.Get(), POLLIN, 0},
-                     {sigfd.Get(), POLLIN, 0}};
-    int n = poll(fds, 3, wait_ms);
+    std::vector<pollfd> fds = {{init_fd.Get(), POLLIN, 0},
+                               {report_eof ? -1 : report_read.Get(), POLLIN, 0},
+                               {sigfd.Get(), POLLIN, 0}};
+    relay.AddPollFds(fds);
+    if (int relay_ms = relay.PollTimeoutMs(); relay_ms >= 0) {
+      wait_ms = wait_ms < 0 ? relay_ms : std::min(wait_ms, relay_ms);
+    }
+    int n = poll(fds.data(), fds.size(), wait_ms);
     if (n < 0 && errno != EINTR) break;
+    relay.OnPoll(fds.data() + 3, fds.size() - 3);
     if (fds[1].revents) {
       size_t before = records.size();
       report_eof = read_records();
       for (size_t i = before; i < records.size(); ++i) {
+        if (records[i].kind == kCommandStopped) relay.OnCommandStopped();
+        if (records[i].kind == kTerminalTaken) relay.OnTerminalTaken();
         if (records[i].kind == kCallTaken) {
           // Warm start: the call's time (deadline, duration) starts when init takes it.
           call_start = Clock::now();
@@ -1082,7 +1135,7 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
     if (fds[2].revents) {
       signalfd_siginfo si;
       while (::read(sigfd.Get(), &si, sizeof(si)) == sizeof(si)) {
-        if (si.ssi_signo != SIGCHLD && si.ssi_signo != SIGPIPE) {
+        if (si.ssi_signo != SIGCHLD && si.ssi_signo != SIGPIPE && !relay.OnSignal(si.ssi_signo)) {
           syscall(SYS_pidfd_send_signal, init_fd.Get(), si.ssi_signo, nullptr, 0);
         }
       }
@@ -1105,6 +1158,8 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   int init_status = 0;
   while (waitpid(static_cast<pid_t>(pid), &init_status, 0) < 0 && errno == EINTR) {
   }
+  // Every process of the sandbox is gone: the rest of its output, then the user's terminal back.
+  relay.Finish();
   fcntl(report_read.Get(), F_SETFL, 0);
   if (!report_eof) read_records();
   {

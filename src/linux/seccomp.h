@@ -31,7 +31,8 @@ class Program {
 // normal program needs is allowed, while the kernel attack surface and the escape hatches are
 // refused with EPERM — ptrace and process_vm_*, mount/namespace syscalls, bpf, perf_event_open,
 // the key-ring, userfaultfd, io_uring, module/kexec loading, dangerous personality bits,
-// TIOCSTI/TIOCLINUX, open_by_handle_at. Non-native ABIs (i386 int 0x80, x32) kill the process.
+// TIOCSTI/TIOCLINUX/TIOCSETD, open_by_handle_at. Non-native ABIs (i386 int 0x80, x32) kill the
+// process.
 // Every mode argument with S_ISUID/S_ISGID is refused and openat2 is ENOSYS (seccomp_setid.h).
 // NetworkMode::kNone additionally refuses every socket family but AF_UNIX, or, with
 // `own_network_namespace` (the command is in a network namespace of its own that has only

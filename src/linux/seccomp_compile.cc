@@ -29,6 +29,10 @@ using Ctx = std::unique_ptr<void, CtxDeleter>;
 
 constexpr unsigned long kTiocsti = 0x5412;
 constexpr unsigned long kTioclinux = 0x541C;
+// A line discipline other than the terminal's (n_hdlc, n_gsm, ...) is rarely exercised kernel
+// code, loaded on demand where dev.tty.ldisc_autoload=1, reachable from any terminal the command
+// holds -- every sandbox can make pseudo-terminals in its own devpts.
+constexpr unsigned long kTiocsetd = 0x5423;
 
 // Personality bits that weaken exploit mitigations. The query form personality(0xffffffff) has
 // bit 31 set, which no real persona has, so each rule also requires bit 31 clear.
@@ -184,7 +188,7 @@ Result<std::vector<sock_filter>> CompileCommandFilter(NetworkMode network, bool 
           !s)
         return tl::unexpected(s.error());
     }
-    for (unsigned long request : {kTiocsti, kTioclinux}) {
+    for (unsigned long request : {kTiocsti, kTioclinux, kTiocsetd}) {
       if (auto s = Check(seccomp_rule_add(c, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
                                           Cmp(1, SCMP_CMP_MASKED_EQ, 0xffffffffUL, request)),
                          "ioctl");

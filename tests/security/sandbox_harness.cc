@@ -57,8 +57,8 @@ RunResult Run(const std::vector<std::string>& argv, const RunOptions& options) {
   pid_t pid = fork();
   if (pid == 0) {
     dup2(options.stdin_fd >= 0 ? options.stdin_fd : in_pipe[0], 0);
-    dup2(out_pipe[1], 1);
-    dup2(err_pipe[1], 2);
+    dup2(options.stdout_fd >= 0 ? options.stdout_fd : out_pipe[1], 1);
+    dup2(options.stderr_fd >= 0 ? options.stderr_fd : err_pipe[1], 2);
     setpgid(0, 0);
     if (!options.cwd.empty() && chdir(options.cwd.c_str()) != 0) _exit(121);
     if (options.uid) {

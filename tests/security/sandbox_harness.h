@@ -26,6 +26,8 @@ struct RunOptions {
   std::optional<gid_t> gid;
   std::string stdin_data;
   int stdin_fd = -1;         // >= 0: becomes the child's stdin (stdin_data ignored)
+  int stdout_fd = -1;        // >= 0: becomes the child's stdout (RunResult::out stays empty)
+  int stderr_fd = -1;        // >= 0: becomes the child's stderr (RunResult::err stays empty)
   int timeout_seconds = 60;  // harness backstop; the test fails if it fires
 };
 
