@@ -31,6 +31,18 @@
 // the handler returns 1 at every later poll: QuickJS's interrupt error skips catch and finally,
 // so `try { for(;;){} } catch {}` loops cannot keep a plugin alive; and every API binding
 // refuses with an uncatchable error, so the window before the next poll cannot reach the host.
+// That alone is not enough: several builtins turn any exception, the uncatchable one included,
+// into a rejected promise and return normally (the Promise constructor's executor, an async
+// function's or async generator's body, Promise.all/race/any/allSettled's iteration, reading a
+// thenable's `then`), after which plugin code would run on for another 10,000 polls, forever.
+// So a spent budget also shrinks QuickJS's stack limit to one byte: every function call (JS,
+// native, bound, getter, proxy trap, generator step) checks the stack before it starts, so no
+// function can start any more and no such builtin can even be entered. What still runs is the
+// frames already on the stack, each until its next poll, where it is interrupted again: at
+// most one swallowed error per builtin frame below, bounded by the stack. The interrupt error
+// itself must be allocated: once spent, the allocator lets the heap exceed the budget by a
+// small slack renewed at each interrupt, else a full heap would turn the uncatchable error
+// into a catchable `null` (QuickJS throws null when it cannot allocate an error).
 // Promise jobs run only while the call is within its budget and deadline; when a budget ran out
 // with jobs still queued, the runtime stops for good (those jobs must not run later either).
 //
@@ -69,6 +81,11 @@ using nlohmann::json;
 
 constexpr uint64_t kPollsPerInterrupt = 10000;  // JS_INTERRUPT_COUNTER_INIT in quickjs.c
 constexpr size_t kMallocOverhead = 8;           // MALLOC_OVERHEAD in quickjs.c
+// Past a spent budget: room over the memory budget for the interrupt error (an Error object,
+// its message, a backtrace that is dropped when it does not fit), renewed at each interrupt.
+constexpr size_t kInterruptSlack = 64u << 10;
+// QuickJS's stack limit once spent: every call fails its stack check (0 would disable it).
+constexpr size_t kSpentStackBytes = 1;
 constexpr size_t kMaxCommandName = 128;
 
 // Codes a plugin may re-throw and keep (the Lua runtime keeps the same set).
@@ -283,6 +300,7 @@ class JsRuntime final : public Runtime {
   JSValue RequireModule(const std::string& requested);
 
   // JSMallocFunctions and the interrupt handler.
+  static bool Refuse(JSMallocState* s, size_t old_size, size_t new_size);
   static void* Malloc(JSMallocState* s, size_t size);
   static void Free(JSMallocState* s, void* ptr);
   static void* Realloc(JSMallocState* s, void* ptr, size_t size);
@@ -293,6 +311,9 @@ class JsRuntime final : public Runtime {
   Status DenyCodeGeneration();
   Status InstallApi();
   void StartBudget();
+  // After a budget flag is set: no function may start any more (see the top of the file).
+  void OnSpent();
+  size_t StackBytes() const;
   std::optional<Error> SpentError() const;
   Error TakeError();
   Error DescribeThrown(JSValueConst thrown);
@@ -316,6 +337,8 @@ class JsRuntime final : public Runtime {
   bool instructions_spent_ = false;
   bool deadline_passed_ = false;
   bool memory_spent_ = false;
+  size_t slack_limit_ = 0;  // once spent: the heap may grow to here (kInterruptSlack)
+  const JSMallocState* malloc_state_ = nullptr;  // the runtime's, as the allocator sees it
   Clock::time_point deadline_ = Clock::time_point::max();
   std::optional<Error> stopped_;
 };
@@ -641,6 +664,7 @@ JSValue DenyCodeFromStrings(JsRuntime&, JSContext* ctx, int, JSValueConst*) {
 // ---- JsRuntime ----------------------------------------------------------------------------------
 
 JsRuntime::~JsRuntime() {
+  if (rt_) JS_SetMaxStackSize(rt_, StackBytes());
   if (ctx_) {
     for (auto& [name, fn] : commands_) JS_FreeValue(ctx_, fn);
     for (auto& [name, module] : modules_) JS_FreeValue(ctx_, module);
@@ -651,15 +675,34 @@ JsRuntime::~JsRuntime() {
 
 // The allocator is QuickJS's default one plus a flag: the runtime must know that a failure was
 // the memory budget (QuickJS only raises a catchable InternalError) so that it can make it stick.
+// True when growing a block from `old_size` to `new_size` bytes must fail (and marks the memory
+// budget spent). Once a budget is spent, up to slack_limit_ is allowed: the interrupt's error.
+bool JsRuntime::Refuse(JSMallocState* s, size_t old_size, size_t new_size) {
+  auto* self = static_cast<JsRuntime*>(s->opaque);
+  if (new_size <= old_size) return false;
+  const size_t growth = new_size - old_size;
+  if (s->malloc_size <= s->malloc_limit && growth <= s->malloc_limit - s->malloc_size) return false;
+  if (self->Spent() && s->malloc_size <= self->slack_limit_ &&
+      growth <= self->slack_limit_ - s->malloc_size) {
+    return false;
+  }
+  if (!self->memory_spent_) {
+    self->memory_spent_ = true;
+    self->OnSpent();
+  }
+  return true;
+}
+
 void* JsRuntime::Malloc(JSMallocState* s, size_t size) {
   auto* self = static_cast<JsRuntime*>(s->opaque);
-  if (s->malloc_size > s->malloc_limit || size > s->malloc_limit - s->malloc_size) {
-    self->memory_spent_ = true;
-    return nullptr;
-  }
+  self->malloc_state_ = s;
+  if (Refuse(s, 0, size)) return nullptr;
   void* p = std::malloc(size == 0 ? 1 : size);
   if (!p) {
-    self->memory_spent_ = true;
+    if (!self->memory_spent_) {
+      self->memory_spent_ = true;
+      self->OnSpent();
+    }
     return nullptr;
   }
   s->malloc_count++;
@@ -682,14 +725,13 @@ void* JsRuntime::Realloc(JSMallocState* s, void* ptr, size_t size) {
   }
   auto* self = static_cast<JsRuntime*>(s->opaque);
   size_t old_size = UsableSize(ptr);
-  if (size > old_size &&
-      (s->malloc_size > s->malloc_limit || size - old_size > s->malloc_limit - s->malloc_size)) {
-    self->memory_spent_ = true;
-    return nullptr;
-  }
+  if (Refuse(s, old_size, size)) return nullptr;
   void* p = std::realloc(ptr, size);
   if (!p) {
-    self->memory_spent_ = true;
+    if (!self->memory_spent_) {
+      self->memory_spent_ = true;
+      self->OnSpent();
+    }
     return nullptr;
   }
   s->malloc_size = s->malloc_size - old_size + UsableSize(p);
@@ -705,15 +747,34 @@ int JsRuntime::Interrupt(JSRuntime*, void* opaque) {
       --self->polls_left_;
     }
     if (Clock::now() >= self->deadline_) self->deadline_passed_ = true;
+    if (!self->Spent()) return 0;
+    self->OnSpent();
   }
   // Once spent, stay spent: every later poll interrupts again, so a catch handler or a
-  // finally block gets at most one poll interval before it is cut too.
-  return self->Spent() ? 1 : 0;
+  // finally block gets at most one poll interval before it is cut too. QuickJS allocates the
+  // interrupt error right after this returns: give it room even when the heap is full.
+  const size_t heap = self->malloc_state_ ? self->malloc_state_->malloc_size : 0;
+  self->slack_limit_ = heap + kInterruptSlack;
+  return 1;
+}
+
+void JsRuntime::OnSpent() {
+  // From here no function (plugin, builtin or API binding) can start: each checks the stack
+  // limit before running. Frames already running end at their next interrupt poll.
+  if (rt_) JS_SetMaxStackSize(rt_, kSpentStackBytes);
+}
+
+size_t JsRuntime::StackBytes() const {
+  // 0 would switch QuickJS's stack check off (a crash instead of an error): keep the default.
+  return static_cast<size_t>(limits_.stack_bytes != 0 ? limits_.stack_bytes
+                                                      : RuntimeLimits{}.stack_bytes);
 }
 
 void JsRuntime::StartBudget() {
   instructions_spent_ = false;
   deadline_passed_ = false;
+  slack_limit_ = 0;
+  JS_SetMaxStackSize(rt_, StackBytes());
   if (memory_spent_) {
     memory_spent_ = false;
     JS_RunGC(rt_);  // cycles left by the unwound call
@@ -737,7 +798,10 @@ std::optional<Error> JsRuntime::SpentError() const {
 }
 
 bool JsRuntime::Admit(JSContext* ctx) {
-  if (!Spent() && Clock::now() >= deadline_) deadline_passed_ = true;
+  if (!Spent() && Clock::now() >= deadline_) {
+    deadline_passed_ = true;
+    OnSpent();
+  }
   if (auto e = SpentError()) {
     ThrowUncatchable(ctx, *e);
     return false;
@@ -794,10 +858,7 @@ Status JsRuntime::Init() {
   rt_ = JS_NewRuntime2(&kAllocator, this);
   if (!rt_) return Fail("limit", "cannot create the QuickJS runtime");
   JS_SetRuntimeOpaque(rt_, this);
-  // 0 would switch QuickJS's stack check off (a crash instead of an error): keep the default.
-  JS_SetMaxStackSize(rt_,
-                     static_cast<size_t>(limits_.stack_bytes != 0 ? limits_.stack_bytes
-                                                                  : RuntimeLimits{}.stack_bytes));
+  JS_SetMaxStackSize(rt_, StackBytes());
   JS_SetCanBlock(rt_, false);  // Atomics.wait would block where no interrupt can reach it
   JS_SetInterruptHandler(rt_, &JsRuntime::Interrupt, this);
   StartBudget();
@@ -1074,7 +1135,10 @@ Error JsRuntime::DescribeThrown(JSValueConst thrown) {
 // Runs queued promise jobs while the call is within its budget and deadline, never after.
 Status JsRuntime::DrainJobs() {
   while (JS_IsJobPending(rt_)) {
-    if (!Spent() && Clock::now() >= deadline_) deadline_passed_ = true;
+    if (!Spent() && Clock::now() >= deadline_) {
+      deadline_passed_ = true;
+      OnSpent();
+    }
     if (auto e = SpentError()) return tl::unexpected(*e);
     JSContext* job_ctx = nullptr;
     if (JS_ExecutePendingJob(rt_, &job_ctx) < 0) return tl::unexpected(TakeError());

@@ -1,8 +1,22 @@
 // Lua 5.4 plugin runtime. Only an explicit allowlist of the standard library is opened:
 // base (no dofile/loadfile; load is text-only; rawset refuses Anvil's tables; print/warn go to
 // the plugin log), string (no dump), table, math, utf8, coroutine, and os.time/os.clock.
-// Budgets: instructions via a count hook, memory via the allocator, wall clock in the hook —
-// and once spent they stay spent for the rest of the command, so pcall cannot swallow them.
+// Budgets: instructions via a count hook, memory via the allocator, wall clock in the hook.
+// Once one is spent the whole VM is spent for the rest of the command (one flag per VM, not
+// per thread), and every way plugin code could go on is closed:
+//  - the hook is per thread in Lua 5.4 (a coroutine copies its creator's at creation): every
+//    hook call raises once spent, and a thread that sees it switches to a hook on every
+//    instruction; coroutine.resume/wrap/close give a thread that lacks the hook one first;
+//  - pcall, xpcall, coroutine.resume/wrap/close and load (whose reader runs protected) are
+//    wrapped: they refuse to start once spent and re-raise when spent on return, so no Lua
+//    error boundary can catch the budget (a wrapped pcall keeps Lua's yield-across-pcall);
+//  - xpcall's message handler runs inside the hook that raised, where Lua runs no hook at all:
+//    once spent the plugin's handler is not called;
+//  - every binding that reaches the host (sys.*, editor.*, print, warn) refuses once spent,
+//    and outside a command: a C function can be called with no Lua instruction in between
+//    (a __close or __index metamethod, a message handler);
+//  - __gc is refused at setmetatable: finalizers run with hooks off, at any allocation and at
+//    lua_close, i.e. outside every budget.
 //
 // Lua is compiled as C++ (cmake/ThirdParty.cmake): lua_error unwinds with an exception, so the
 // destructors of the C++ objects in these bindings run when a plugin error crosses them.
@@ -39,6 +53,8 @@ LuaRuntime* Self(lua_State* L);
 
 class LuaRuntime : public Runtime {
  public:
+  enum Message { kInstructionsMessage, kDeadlineMessage, kMemoryMessage, kMessageCount };
+
   LuaRuntime(HostApi& api, const RuntimeLimits& limits, std::string settings_json)
       : api_(api), limits_(limits), settings_json_(std::move(settings_json)) {}
   ~LuaRuntime() override {
@@ -61,6 +77,16 @@ class LuaRuntime : public Runtime {
   static void* Alloc(void* ud, void* ptr, size_t osize, size_t nsize);
   static void Hook(lua_State* L, lua_Debug* ar);
 
+  bool Spent() const { return instructions_spent_ || deadline_passed_ || memory_spent_; }
+  // Raises the spent budget's error in `L` (allocating nothing: the message strings were made
+  // at Init), after switching L's hook to every instruction. From a C function (not the hook,
+  // which runs in the frame of the Lua function it interrupted), whose stack it drops first.
+  [[noreturn]] void RaiseSpent(lua_State* L, bool in_hook = false);
+  // Before anything that reaches the host: raises unless a command runs within its budget.
+  void Admit(lua_State* L);
+  // Gives a thread about to run the hook it must have (one made outside a budget has none).
+  void PrepareThread(lua_State* co);
+
  private:
   void StartBudget();
   Error ErrorFromLua(int status);
@@ -75,7 +101,9 @@ class LuaRuntime : public Runtime {
   int64_t instructions_left_ = 0;
   bool instructions_spent_ = false;
   bool deadline_passed_ = false;
+  bool budget_active_ = false;  // plugin code is running under a budget (RunProtected)
   Clock::time_point deadline_;
+  int messages_[kMessageCount] = {LUA_NOREF, LUA_NOREF, LUA_NOREF};  // registry refs
   std::vector<std::string> commands_;
 };
 
@@ -107,16 +135,54 @@ void* LuaRuntime::Alloc(void* ud, void* ptr, size_t osize, size_t nsize) {
 
 void LuaRuntime::Hook(lua_State* L, lua_Debug*) {
   LuaRuntime* self = Self(L);
-  if (!self->instructions_spent_ && !self->deadline_passed_) {
-    self->instructions_left_ -= kHookEvery;
+  if (!self->budget_active_) {
+    // A thread that kept its hook from an earlier command, running outside any: cannot happen
+    // (no plugin code runs between commands), and must not count against the next budget.
+    lua_sethook(L, nullptr, 0, 0);
+    return;
+  }
+  if (!self->Spent()) {
+    // The hook count is per thread: one left at 1 by an earlier spent command is charged 1 and
+    // put back to the normal interval.
+    const int count = lua_gethookcount(L);
+    self->instructions_left_ -= count;
     if (self->instructions_left_ <= 0) self->instructions_spent_ = true;
     if (Clock::now() >= self->deadline_) self->deadline_passed_ = true;
-    if (!self->instructions_spent_ && !self->deadline_passed_) return;
-    // From now on every instruction fails: a pcall handler cannot run a single one.
-    lua_sethook(L, Hook, LUA_MASKCOUNT, 1);
+    if (!self->Spent()) {
+      if (count != kHookEvery) lua_sethook(L, Hook, LUA_MASKCOUNT, kHookEvery);
+      return;
+    }
   }
-  if (self->deadline_passed_) luaL_error(L, "timeout: command passed its deadline");
-  luaL_error(L, "limit: instruction budget exhausted");
+  self->RaiseSpent(L, /*in_hook=*/true);
+}
+
+void LuaRuntime::RaiseSpent(lua_State* L, bool in_hook) {
+  // From now on every instruction of this thread fails, so not even the unwinding runs one.
+  lua_sethook(L, Hook, LUA_MASKCOUNT, 1);
+  // A slot for the message without growing the stack: Lua gives a hook LUA_MINSTACK free
+  // slots; a C function may have used all of its own, and drops them (the error unwinds its
+  // frame anyway).
+  if (!in_hook) lua_settop(L, 0);
+  Message m = instructions_spent_ ? kInstructionsMessage
+              : deadline_passed_  ? kDeadlineMessage
+                                  : kMemoryMessage;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, messages_[m]);
+  lua_error(L);
+  std::abort();  // lua_error does not return
+}
+
+void LuaRuntime::Admit(lua_State* L) {
+  if (budget_active_ && !Spent() && Clock::now() >= deadline_) deadline_passed_ = true;
+  if (Spent()) RaiseSpent(L);
+  if (!budget_active_) {
+    lua_settop(L, 0);
+    lua_pushliteral(L, "denied: the plugin API is not available outside a command");
+    lua_error(L);
+  }
+}
+
+void LuaRuntime::PrepareThread(lua_State* co) {
+  if (co != nullptr && lua_gethook(co) != Hook) lua_sethook(co, Hook, LUA_MASKCOUNT, kHookEvery);
 }
 
 void LuaRuntime::StartBudget() {
@@ -158,9 +224,18 @@ Error LuaRuntime::ErrorFromLua(int status) {
 }
 
 Status LuaRuntime::RunProtected(int nargs, int nresults) {
+  budget_active_ = true;
   int status = lua_pcall(L_, nargs, nresults, 0);
+  budget_active_ = false;
   lua_sethook(L_, nullptr, 0, 0);
-  if (status != LUA_OK) return tl::unexpected(ErrorFromLua(status));
+  if (status != LUA_OK) {
+    Error e = ErrorFromLua(status);
+    lua_settop(L_, 0);
+    return tl::unexpected(e);
+  }
+  // Spent without an error reaching here (Lua itself absorbs some failed allocations, e.g. a
+  // string table that could not grow): the budget is still what the call reports.
+  if (Spent()) return tl::unexpected(ErrorFromLua(status));
   return Ok();
 }
 
@@ -290,6 +365,7 @@ std::string CheckString(lua_State* L, int arg) {
 
 std::vector<std::string> CallGateway(lua_State* L, const std::string& op,
                                      std::vector<std::string> args) {
+  Self(L)->Admit(L);
   auto r = Self(L)->api().Gateway(op, std::move(args));
   if (!r) RaiseError(L, r.error());
   return std::move(*r);
@@ -297,6 +373,7 @@ std::vector<std::string> CallGateway(lua_State* L, const std::string& op,
 
 std::vector<std::string> CallEditor(lua_State* L, const std::string& op,
                                     std::vector<std::string> args) {
+  Self(L)->Admit(L);
   auto r = Self(L)->api().Editor(op, std::move(args));
   if (!r) RaiseError(L, r.error());
   return std::move(*r);
@@ -472,6 +549,13 @@ std::string JoinArgs(lua_State* L) {
   return out;
 }
 
+// Every binding that reaches the host: refused once the budget is spent or outside a command.
+template <lua_CFunction F>
+int Api(lua_State* L) {
+  Self(L)->Admit(L);
+  return F(L);
+}
+
 int Print(lua_State* L) {
   Self(L)->api().Log("info", JoinArgs(L));
   return 0;
@@ -482,8 +566,11 @@ int Warn(lua_State* L) {
   return 0;
 }
 
-// load() forced to text: a binary chunk (precompiled bytecode) can corrupt the VM.
+// load() forced to text: a binary chunk (precompiled bytecode) can corrupt the VM. A reader
+// function runs protected inside load, so load is an error boundary too (GuardedCall's checks).
 int LoadText(lua_State* L) {
+  LuaRuntime* self = Self(L);
+  self->Admit(L);
   lua_settop(L, 4);
   if (!lua_isnil(L, 3)) {
     const char* mode = luaL_checkstring(L, 3);
@@ -500,7 +587,119 @@ int LoadText(lua_State* L) {
   lua_pushvalue(L, lua_upvalueindex(1));
   lua_insert(L, 1);
   lua_call(L, 4, LUA_MULTRET);
+  if (self->Spent()) self->RaiseSpent(L);
   return lua_gettop(L);
+}
+
+// ---- error boundaries that a spent budget crosses ----------------------------------------
+// Lua's pcall, xpcall, coroutine.resume/wrap/close and load catch errors; these wrappers make
+// the budget's error pass through them (see the top of the file).
+
+// Lua's finishpcall, plus: a spent budget is re-raised instead of returned as (false, err).
+int FinishGuardedPcall(lua_State* L, int status, lua_KContext extra) {
+  LuaRuntime* self = Self(L);
+  if (self->Spent()) self->RaiseSpent(L);
+  if (status != LUA_OK && status != LUA_YIELD) {
+    lua_pushboolean(L, 0);
+    lua_pushvalue(L, -2);
+    return 2;
+  }
+  return lua_gettop(L) - static_cast<int>(extra);
+}
+
+int GuardedPcall(lua_State* L) {
+  Self(L)->Admit(L);
+  luaL_checkany(L, 1);
+  lua_pushboolean(L, 1);
+  lua_insert(L, 1);
+  // lua_pcallk with a continuation, as Lua's own pcall: a coroutine may yield inside it.
+  int status = lua_pcallk(L, lua_gettop(L) - 2, LUA_MULTRET, 0, 0, FinishGuardedPcall);
+  return FinishGuardedPcall(L, status, 0);
+}
+
+// xpcall's message handler, in front of the plugin's (upvalue 1). A budget error is raised
+// inside the count hook, where Lua calls the handler with every hook off: the plugin's handler
+// must not run then, nor ever once the budget is spent.
+int GuardedMessageHandler(lua_State* L) {
+  if (Self(L)->Spent()) {
+    lua_settop(L, 1);
+    return 1;
+  }
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, lua_gettop(L) - 1, 1);
+  return 1;
+}
+
+int GuardedXpcall(lua_State* L) {
+  Self(L)->Admit(L);
+  int n = lua_gettop(L);
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  lua_pushvalue(L, 2);
+  lua_pushcclosure(L, GuardedMessageHandler, 1);
+  lua_replace(L, 2);
+  lua_pushboolean(L, 1);
+  lua_pushvalue(L, 1);
+  lua_rotate(L, 3, 2);
+  int status = lua_pcallk(L, n - 2, LUA_MULTRET, 2, 2, FinishGuardedPcall);
+  return FinishGuardedPcall(L, status, 2);
+}
+
+// coroutine.resume, coroutine.close, a coroutine.wrap function, load: the original function is
+// upvalue 1; the coroutine it runs is upvalue 2 (wrap) or argument 1 (resume, close).
+int GuardedCall(lua_State* L) {
+  LuaRuntime* self = Self(L);
+  self->Admit(L);
+  lua_State* co = lua_tothread(L, lua_upvalueindex(2));
+  if (co == nullptr) co = lua_tothread(L, 1);
+  self->PrepareThread(co);
+  const int n = lua_gettop(L);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, n, LUA_MULTRET);
+  if (self->Spent()) self->RaiseSpent(L);
+  return lua_gettop(L);
+}
+
+int GuardedWrap(lua_State* L) {
+  Self(L)->Admit(L);
+  const int n = lua_gettop(L);
+  lua_pushvalue(L, lua_upvalueindex(1));  // the original coroutine.wrap
+  lua_insert(L, 1);
+  lua_call(L, n, 1);
+  // Lua's wrap function keeps its coroutine as its only upvalue.
+  if (lua_getupvalue(L, -1, 1) == nullptr || !lua_isthread(L, -1)) {
+    return luaL_error(L, "internal: unexpected coroutine.wrap");
+  }
+  lua_pushcclosure(L, GuardedCall, 2);
+  return 1;
+}
+
+// Replaces table[name] (table on top of the stack) with `fn` closed over the original.
+void GuardField(lua_State* L, const char* name, lua_CFunction fn) {
+  lua_getfield(L, -1, name);
+  lua_pushcclosure(L, fn, 1);
+  lua_setfield(L, -2, name);
+}
+
+// A finalizer runs with Lua's hooks off, at whatever allocation triggers a collection and at
+// lua_close: outside every budget. An object is marked for finalization only when its
+// metatable holds a non-nil __gc at setmetatable time, so refusing that is enough.
+int SetMetatableGuarded(lua_State* L) {
+  if (lua_type(L, 2) == LUA_TTABLE) {
+    lua_pushliteral(L, "__gc");
+    if (lua_rawget(L, 2) != LUA_TNIL) {
+      lua_pushliteral(L,
+                      "denied: __gc metamethods are not available to plugins (a finalizer would "
+                      "run outside the command's budget)");
+      return lua_error(L);
+    }
+    lua_pop(L, 1);
+  }
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, lua_gettop(L) - 1, 1);
+  return 1;
 }
 
 int RawSetGuarded(lua_State* L) {
@@ -674,6 +873,18 @@ Status LuaRuntime::Init() {
   lua_setfield(L_, LUA_REGISTRYINDEX, kLoadedKey);
   lua_newtable(L_);
   lua_setfield(L_, LUA_REGISTRYINDEX, kProtectedKey);
+  // The spent budgets' messages, made now: raising one must not need an allocation (the memory
+  // budget may be the one that is spent).
+  const char* const messages[kMessageCount] = {"limit: instruction budget exhausted",
+                                               "timeout: command passed its deadline",
+                                               "limit: memory budget exhausted"};
+  for (int i = 0; i < kMessageCount; ++i) {
+    lua_pushstring(L_, messages[i]);
+    messages_[i] = luaL_ref(L_, LUA_REGISTRYINDEX);
+    if (messages_[i] == LUA_REFNIL || messages_[i] == LUA_NOREF) {
+      return Fail("limit", "cannot set up the Lua state within the memory budget");
+    }
+  }
 
   // The allowlist. Nothing else of the standard library is linked into the host at all
   // (cmake builds Lua without liolib, loslib, loadlib, ldblib, linit).
@@ -693,7 +904,18 @@ Status LuaRuntime::Init() {
   lua_getfield(L_, g, "load");
   lua_pushcclosure(L_, LoadText, 1);
   lua_setfield(L_, g, "load");
-  const luaL_Reg base[] = {{"print", Print},          {"warn", Warn},
+  // The error boundaries a spent budget must cross, and setmetatable without __gc.
+  lua_pushcfunction(L_, GuardedPcall);
+  lua_setfield(L_, g, "pcall");
+  lua_pushcfunction(L_, GuardedXpcall);
+  lua_setfield(L_, g, "xpcall");
+  GuardField(L_, "setmetatable", SetMetatableGuarded);
+  lua_getfield(L_, g, "coroutine");
+  GuardField(L_, "resume", GuardedCall);
+  GuardField(L_, "close", GuardedCall);
+  GuardField(L_, "wrap", GuardedWrap);
+  lua_pop(L_, 1);
+  const luaL_Reg base[] = {{"print", Api<Print>},     {"warn", Api<Warn>},
                            {"rawset", RawSetGuarded}, {"collectgarbage", CollectGarbage},
                            {"require", Require},      {nullptr, nullptr}};
   SetFunctions(L_, base);
@@ -725,26 +947,30 @@ Status LuaRuntime::Init() {
 
   lua_newtable(L_);  // sys
   lua_newtable(L_);
-  const luaL_Reg fs_fns[] = {
-      {"read", FsRead}, {"write", FsWrite}, {"list", FsList}, {"stat", FsStat}, {nullptr, nullptr}};
+  const luaL_Reg fs_fns[] = {{"read", Api<FsRead>},
+                             {"write", Api<FsWrite>},
+                             {"list", Api<FsList>},
+                             {"stat", Api<FsStat>},
+                             {nullptr, nullptr}};
   SetFunctions(L_, fs_fns);
   LockTable(L_);
   lua_setfield(L_, -2, "fs");
   lua_newtable(L_);
-  const luaL_Reg net_fns[] = {{"fetch", NetFetch}, {nullptr, nullptr}};
+  const luaL_Reg net_fns[] = {{"fetch", Api<NetFetch>}, {nullptr, nullptr}};
   SetFunctions(L_, net_fns);
   LockTable(L_);
   lua_setfield(L_, -2, "net");
-  lua_pushcfunction(L_, Exec);
+  lua_pushcfunction(L_, Api<Exec>);
   lua_setfield(L_, -2, "exec");
   LockTable(L_);
   lua_setfield(L_, g, "sys");
 
   lua_newtable(L_);  // editor
-  lua_pushcfunction(L_, EditorNotify);
+  lua_pushcfunction(L_, Api<EditorNotify>);
   lua_setfield(L_, -2, "notify");
   lua_newtable(L_);
-  const luaL_Reg buf_fns[] = {{"get", BufferGet}, {"edit", BufferEdit}, {nullptr, nullptr}};
+  const luaL_Reg buf_fns[] = {
+      {"get", Api<BufferGet>}, {"edit", Api<BufferEdit>}, {nullptr, nullptr}};
   SetFunctions(L_, buf_fns);
   LockTable(L_);
   lua_setfield(L_, -2, "buffer");

@@ -603,6 +603,145 @@ TEST_F(JsRuntimeTest, AtomicsWaitCannotBlock) {
   EXPECT_EQ(*r, R"("TypeError")");
 }
 
+// ---- a spent budget stops the whole VM ----------------------------------------------------------
+
+// QuickJS's interrupt error skips catch and finally, but several builtins turn any exception into
+// a rejected promise and return normally (the Promise constructor, async functions and
+// generators, Promise.all and friends, resolving with a thenable). Once a budget is spent, no
+// plugin function may start at all, so nothing can loop on past such a builtin, and nothing
+// reaches the host.
+class JsSpentBudgetTest : public JsRuntimeTest {
+ protected:
+  static RuntimeLimits Small() {
+    RuntimeLimits limits = SmallInstructionBudget();
+    // Long enough that a loop the budget failed to stop shows up as "timeout", not "limit".
+    limits.deadline = std::chrono::seconds(20);
+    return limits;
+  }
+  void ExpectStopped(const std::string& body, const std::string& error,
+                     RuntimeLimits limits = Small()) {
+    api_.calls.clear();
+    api_.logs.clear();
+    auto r = RunSnippet(body, limits);
+    ASSERT_FALSE(r) << body << "\nreturned " << *r;
+    EXPECT_EQ(r.error().ToString(), error) << body;
+    EXPECT_TRUE(api_.calls.empty())
+        << api_.calls.size() << " calls reached the host, the first " << api_.calls[0].op << "\n"
+        << body;
+    EXPECT_TRUE(api_.logs.empty()) << body;
+    runtime_.reset();
+    EXPECT_TRUE(api_.calls.empty()) << "after close: " << body;
+  }
+};
+
+TEST_F(JsSpentBudgetTest, BuiltinsThatTurnErrorsIntoRejectionsCannotKeepThePluginAlive) {
+  const std::string spent = "limit: instruction budget exhausted";
+  for (const char* body : {
+           // The Promise constructor rejects with whatever its executor threw.
+           "for (;;) { new Promise(() => { for (;;) {} }); }",
+           "for (;;) { new Promise(() => { for (;;) {} });"
+           " new Promise(() => sys.fs.write('after', 'x')); }",
+           // An async function's body runs synchronously up to its first await.
+           "async function f() { for (;;) {} }"
+           " for (;;) { f(); f().catch(() => editor.notify('x')); }",
+           "const f = async () => { try { for (;;) {} } finally { sys.fs.write('fin', 'x'); } };"
+           " for (;;) f();",
+           // Async generators, and plain generators with finally.
+           "async function* g() { for (;;) {} } for (;;) { g().next(); }",
+           "function* g() { try { for (;;) {} } finally { sys.fs.write('fin', 'x'); } }"
+           " for (;;) { try { g().next(); } catch (e) { sys.fs.write('caught', 'x'); } }",
+           // Promise.all/race/any/allSettled reject on an iterator's error.
+           "const it = {[Symbol.iterator]() { return {next() { for (;;) {} }}; }};"
+           " for (;;) { Promise.all(it); Promise.race(it); Promise.any(it); "
+           "Promise.allSettled(it); }",
+           // Resolving with a thenable reads `then`: a getter that loops.
+           "for (;;) { new Promise((r) => r({get then() { for (;;) {} }})); }",
+           "for (;;) { Promise.resolve({get then() { for (;;) {} }}); }",
+           // Nested: every level swallows once.
+           "const deep = (n) => n ? new Promise(() => { deep(n - 1); for (;;) {} }) : 0;"
+           " for (;;) { deep(50); console.log('again'); }",
+       }) {
+    ExpectStopped(body, spent);
+  }
+}
+
+TEST_F(JsSpentBudgetTest, SpentMemoryCannotBeCaughtEvenWhenNothingIsLeftForTheError) {
+  RuntimeLimits limits = Small();
+  limits.instructions = UINT64_MAX;
+  limits.memory_bytes = 16 << 20;
+  const std::string spent = "limit: memory budget exhausted";
+  // Fill the heap to the last few bytes, so that not even an error object fits, then loop:
+  // the interrupt must still be thrown (and uncatchable).
+  ExpectStopped(R"(
+    const keep = [];
+    for (let size = 1 << 20; size >= 1; size >>= 1) {
+      try { for (;;) keep.push('x'.repeat(size)); } catch (e) {}
+    }
+    for (;;) { try { for (;;) {} } catch (e) { try { sys.fs.write('after', 'x'); } catch (e2) {} } })",
+                spent, limits);
+  ExpectStopped(R"(
+    const keep = [];
+    for (;;) { new Promise(() => { for (;;) keep.push('y'.repeat(1 << 16) + keep.length); }); })",
+                spent, limits);
+  ExpectStopped(R"(
+    const keep = [];
+    const f = async () => { for (;;) keep.push({a: keep.length}); };
+    for (;;) { f(); try { editor.notify('x'); } catch (e) {} })",
+                spent, limits);
+}
+
+TEST_F(JsSpentBudgetTest, PassedDeadlineStopsThePluginEvenPastRejectingBuiltins) {
+  RuntimeLimits limits;
+  limits.instructions = UINT64_MAX;
+  limits.deadline = std::chrono::milliseconds(200);
+  auto start = std::chrono::steady_clock::now();
+  ExpectStopped("for (;;) { new Promise(() => { for (;;) {} }); }",
+                "timeout: command passed its deadline", limits);
+  ExpectStopped("async function f() { for (;;) {} } for (;;) f();",
+                "timeout: command passed its deadline", limits);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15));
+}
+
+// The benign neighbour: async functions, generators, promise combinators, thenables and
+// try/catch/finally work as usual within the budget, and a spent command leaves the next one
+// a fresh budget (and its normal stack).
+TEST_F(JsSpentBudgetTest, AsyncGeneratorsAndPromisesWorkNormallyWithinTheBudget) {
+  Reply("fs.read", {"7"});
+  runtime_ = Make(Small());
+  ASSERT_TRUE(runtime_->Load({"main.js",
+                              R"(
+    function* gen() { try { yield 1; yield 2; } finally { log.push('fin'); } }
+    const log = [];
+    anvil.command('ok', async () => {
+      const g = [...gen()];
+      const rejected = await new Promise(() => { throw new Error('boom'); }).catch((e) => e.message);
+      const all = await Promise.all([1, Promise.resolve(2), {then(r) { r(3); }}]);
+      const any = await Promise.any([Promise.reject(1), 4]);
+      async function* ag() { yield 5; yield 6; }
+      const fromAsync = [];
+      for await (const v of ag()) fromAsync.push(v);
+      let finallyRan = false;
+      try { throw 1; } catch (e) {} finally { finallyRan = true; }
+      const read = Number(sys.fs.read('n'));
+      function depth(n) { return n ? depth(n - 1) + 1 : 0; }
+      return {g, rejected, all, any, fromAsync, finallyRan, read, log, depth: depth(100),
+              noFinalizers: typeof FinalizationRegistry + typeof WeakRef};
+    });
+    anvil.command('spend', () => { for (;;) { new Promise(() => { for (;;) {} }); } });
+  )",
+                              {}}));
+  auto r = runtime_->RunCommand("ok", "{}");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(*r, R"({"g":[1,2],"rejected":"boom","all":[1,2,3],"any":4,"fromAsync":[5,6],)"
+                R"("finallyRan":true,"read":7,"log":["fin"],"depth":100,)"
+                R"("noFinalizers":"undefinedundefined"})");
+  auto spent = runtime_->RunCommand("spend", "{}");
+  ASSERT_FALSE(spent);
+  EXPECT_EQ(spent.error().code, "limit");
+  r = runtime_->RunCommand("ok", "{}");
+  ASSERT_TRUE(r) << r.error().ToString();
+}
+
 // ---- promises -----------------------------------------------------------------------------------
 
 TEST_F(JsRuntimeTest, PromiseReturningCommandsSettle) {

@@ -211,6 +211,271 @@ TEST_F(LuaRuntimeTest, MemoryBalloonStopsAtTheBudgetEvenUnderPcall) {
   EXPECT_EQ(r.error().code, "limit");
 }
 
+// ---- a spent budget stops every thread of the VM ------------------------------------------
+
+// Once the instruction, memory or deadline budget is spent, no more plugin code runs in any
+// thread of the VM, no sys.*/editor.*/print call reaches the host, and the command ends as the
+// budget's error: whatever coroutines, pcall/xpcall, handlers, __close, error objects and
+// metamethods the plugin puts between the exhaustion and the host.
+class LuaSpentBudgetTest : public LuaRuntimeTest {
+ protected:
+  static RuntimeLimits Small() {
+    RuntimeLimits limits;
+    limits.instructions = 1'000'000;
+    limits.deadline = std::chrono::minutes(5);  // the instruction budget is under test
+    return limits;
+  }
+  // Runs `body`, expects `code`, and that nothing reached the host.
+  void ExpectStopped(const std::string& body, const std::string& code = "limit",
+                     RuntimeLimits limits = Small()) {
+    api_.calls.clear();
+    api_.logs.clear();
+    auto r = RunSnippet(body, limits);
+    ASSERT_FALSE(r) << body << "\nreturned " << *r;
+    EXPECT_EQ(r.error().code, code) << body << "\n" << r.error().ToString();
+    EXPECT_TRUE(api_.calls.empty())
+        << api_.calls.size() << " calls reached the host, the first " << api_.calls[0].op << "\n"
+        << body;
+    EXPECT_TRUE(api_.logs.empty()) << body;
+    // Closing the VM runs nothing of the plugin's either.
+    runtime_.reset();
+    EXPECT_TRUE(api_.calls.empty()) << "after close: " << body;
+    EXPECT_TRUE(api_.logs.empty()) << "after close: " << body;
+  }
+};
+
+TEST_F(LuaSpentBudgetTest, BudgetSpentInACoroutineStopsTheMainThread) {
+  // The reported attack: the coroutine spends the budget, the main thread loops on under
+  // pcall and writes.
+  ExpectStopped(R"(
+    local co = coroutine.create(function() while true do end end)
+    local ok, err = coroutine.resume(co)
+    local n = 0
+    for i = 1, 1e8 do pcall(function() n = n + 1 end) end
+    sys.fs.write('after.txt', tostring(n))
+    return n)");
+  ExpectStopped(R"(
+    pcall(coroutine.wrap(function() while true do end end))
+    for i = 1, 1e8 do end
+    sys.fs.write('after.txt', 'x'))");
+  ExpectStopped(R"(
+    for i = 1, 1e9 do
+      pcall(coroutine.wrap(function() while true do end end))
+      pcall(sys.fs.write, 'after.txt', tostring(i))
+    end)");
+  // The coroutine catches it itself and keeps running.
+  ExpectStopped(R"(
+    local co = coroutine.wrap(function()
+      while true do pcall(function() while true do end end); pcall(editor.notify, 'x') end
+    end)
+    while true do pcall(co) end)");
+  // Many coroutines made before the budget ran out, each resumed afterwards.
+  ExpectStopped(R"(
+    local cos = {}
+    for i = 1, 200 do
+      cos[i] = coroutine.create(function()
+        while true do for j = 1, 900 do end pcall(sys.fs.write, 'c' .. i, 'x') coroutine.yield() end
+      end)
+    end
+    coroutine.resume(coroutine.create(function() while true do end end))
+    for round = 1, 1e6 do for i = 1, #cos do coroutine.resume(cos[i]) end end)");
+  // coroutine.close runs the __close handlers of a suspended coroutine.
+  ExpectStopped(R"(
+    local co = coroutine.create(function()
+      local x <close> = setmetatable({}, {__close = function()
+        for i = 1, 1e8 do end sys.fs.write('closed.txt', 'x') end})
+      coroutine.yield()
+    end)
+    coroutine.resume(co)
+    pcall(function() while true do end end)
+    pcall(coroutine.close, co)
+    for i = 1, 1e8 do end
+    sys.fs.write('after.txt', 'x'))");
+}
+
+TEST_F(LuaSpentBudgetTest, XpcallHandlersRunNothingOnceSpent) {
+  // The budget error is raised inside the count hook, where Lua runs message handlers with
+  // hooks off: a handler that loops or calls the host would be unbounded.
+  ExpectStopped(R"(
+    xpcall(function() while true do end end,
+           function(e) for i = 1, 1e8 do end sys.fs.write('handler.txt', tostring(e)) return e end)
+    sys.fs.write('after.txt', 'x'))");
+  ExpectStopped("xpcall(function() while true do end end, editor.notify)");
+  ExpectStopped("xpcall(function() while true do end end, print)");
+  ExpectStopped(R"(
+    while true do
+      xpcall(function() while true do end end, function(e) while true do end end)
+    end)");
+  ExpectStopped(R"(
+    local function h(e) return xpcall(function() while true do end end, h) end
+    xpcall(function() while true do end end, h)
+    editor.notify('after'))");
+}
+
+TEST_F(LuaSpentBudgetTest, CloseVariablesErrorObjectsAndMetamethodsCannotResume) {
+  // __close runs while the error unwinds.
+  ExpectStopped(R"(
+    do
+      local x <close> = setmetatable({}, {__close = function()
+        for i = 1, 1e8 do end sys.fs.write('closed.txt', 'x') end})
+      while true do end
+    end)");
+  // A C function as __close (here through the string metatable) runs no instruction at all.
+  ExpectStopped(R"(
+    getmetatable('').__close = editor.notify
+    local ok = pcall(function()
+      local s <close> = 'closing'
+      while true do end
+    end)
+    editor.notify('after'))");
+  // Error objects: tables with __tostring, non-string values, rethrown with error().
+  ExpectStopped(R"(
+    local mt = {__tostring = function(e) for i = 1, 1e8 do end sys.fs.write('ts.txt', 'x') return 'e' end}
+    for i = 1, 1e9 do
+      local ok, e = pcall(function() while true do end end)
+      pcall(error, setmetatable({e}, mt))
+      pcall(error, 42)
+      pcall(error, nil)
+      local ok2, e2 = pcall(function() error(e, 0) end)
+      tostring(setmetatable({}, mt))
+    end)");
+  // String metamethods.
+  ExpectStopped(R"(
+    getmetatable('').__index = function(s, k) for i = 1, 1e8 do end return sys.fs.read(k) end
+    pcall(function() while true do end end)
+    return ('x').secret)");
+  // load() with a reader function is protected inside: it must not swallow the budget.
+  ExpectStopped(R"(
+    for i = 1, 1e9 do load(function() while true do end end) end
+    sys.fs.write('after.txt', 'x'))");
+  ExpectStopped(R"(
+    local f, err = load(function() while true do end end)
+    for i = 1, 1e8 do end
+    sys.fs.write('after.txt', tostring(err)))");
+}
+
+TEST_F(LuaSpentBudgetTest, FinalizersAreRefusedSoNothingRunsAtCollectionOrClose) {
+  // __gc runs with Lua's hooks off, at any allocation or at VM close: outside every budget.
+  auto r = RunSnippet(R"(
+    setmetatable({}, {__gc = function() sys.fs.write('gc.txt', 'x') end}))");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "denied") << r.error().ToString();
+  // Marked for finalization by a non-nil __gc, the function filled in afterwards.
+  r = RunSnippet(R"(
+    local mt = {__gc = true}
+    local ok, e = pcall(setmetatable, {}, mt)
+    mt.__gc = function() while true do end end
+    return tostring(ok) .. ' ' .. tostring(e))");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_NE(r->find("false denied:"), std::string::npos) << *r;
+  // A metatable without __gc at setmetatable time never finalizes (Lua's own rule).
+  r = RunSnippet(R"(
+    local mt = {}
+    local t = setmetatable({}, mt)
+    mt.__gc = function() sys.fs.write('gc.txt', 'x') end
+    t = nil
+    collectgarbage()
+    collectgarbage()
+    return 'ok')");
+  ASSERT_TRUE(r) << r.error().ToString();
+  runtime_.reset();
+  EXPECT_TRUE(api_.calls.empty());
+}
+
+TEST_F(LuaSpentBudgetTest, SpentMemoryStopsEveryThreadToo) {
+  RuntimeLimits limits = Small();
+  limits.memory_bytes = 8 << 20;
+  ExpectStopped(R"(
+    local keep = {}
+    pcall(function() while true do keep[#keep + 1] = string.rep('x', 1e5) .. #keep end end)
+    keep = nil
+    for i = 1, 1e7 do end
+    sys.fs.write('after.txt', 'x'))",
+                "limit", limits);
+  ExpectStopped(R"(
+    local co = coroutine.wrap(function()
+      local keep = {}
+      while true do keep[#keep + 1] = string.rep('y', 1e5) .. #keep end
+    end)
+    pcall(co)
+    collectgarbage()
+    for i = 1, 1e7 do pcall(editor.notify, 'after') end)",
+                "limit", limits);
+  // The allocator refuses; a pcall loop that only allocates a little each time.
+  ExpectStopped(R"(
+    local keep = {}
+    while true do
+      local ok = pcall(function() keep[#keep + 1] = {} end)
+      if not ok then pcall(sys.fs.write, 'n.txt', tostring(#keep)) end
+    end)",
+                "limit", limits);
+}
+
+TEST_F(LuaSpentBudgetTest, PassedDeadlineStopsEveryThreadToo) {
+  RuntimeLimits limits;
+  limits.instructions = UINT64_MAX / 2;
+  limits.deadline = std::chrono::milliseconds(200);
+  ExpectStopped(R"(
+    pcall(coroutine.wrap(function() while true do end end))
+    for i = 1, 1e8 do pcall(function() end) end
+    sys.fs.write('after.txt', 'x'))",
+                "timeout", limits);
+  ExpectStopped(R"(
+    xpcall(function() while true do end end, function(e) while true do end end)
+    editor.notify('after'))",
+                "timeout", limits);
+}
+
+// The benign neighbour: coroutines, pcall, xpcall, yields across pcall, __close and load
+// readers keep working within the budget, and a spent command leaves the next one its own.
+TEST_F(LuaSpentBudgetTest, CoroutinesAndPcallWorkNormallyWithinTheBudget) {
+  auto r = RunSnippet(R"(
+    local gen = coroutine.wrap(function()
+      for i = 1, 3 do
+        local ok, v = pcall(function() return coroutine.yield(i) end)  -- yield across pcall
+      end
+      return 'end'
+    end)
+    local seen = {gen(), gen(), gen(), gen()}
+    local ok, e = pcall(error, {code = 7})
+    local ok2, h = xpcall(function() error('boom', 0) end, function(m) return 'handled ' .. m end)
+    local closed = false
+    do local c <close> = setmetatable({}, {__close = function() closed = true end}) end
+    local parts, i = {'return ', '4', '2'}, 0
+    local chunk = load(function() i = i + 1 return parts[i] end)
+    local co = coroutine.create(function(a) local b = coroutine.yield(a + 1) return b * 2 end)
+    local _, one = coroutine.resume(co, 1)
+    local _, two = coroutine.resume(co, 5)
+    local dead = coroutine.create(function() local x <close> = setmetatable({}, {__close = function() end}) coroutine.yield() end)
+    coroutine.resume(dead)
+    coroutine.close(dead)
+    sys.fs.write('ok.txt', 'fine')
+    return {seen, e.code, h, closed, chunk(), one, two, coroutine.status(dead)})");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(*r, R"([[1,2,3,"end"],7,"handled boom",true,42,2,10,"dead"])");
+  ASSERT_EQ(api_.calls.size(), 1u);
+  EXPECT_EQ(api_.calls[0].op, "fs.write");
+
+  // A coroutine left suspended by a spent command is resumed by the next, under its budget.
+  runtime_ = Make(Small());
+  PluginSource src{
+      "main.lua",
+      "local co = coroutine.wrap(function() while true do coroutine.yield(1) end end)\n"
+      "anvil.command('spend', function() co() while true do end end)\n"
+      "anvil.command('use', function() local n = 0 for i = 1, 100 do n = n + co() end"
+      " sys.fs.write('n.txt', tostring(n)) return n end)",
+      {}};
+  ASSERT_TRUE(runtime_->Load(src));
+  api_.calls.clear();
+  auto spent = runtime_->RunCommand("spend", "{}");
+  ASSERT_FALSE(spent);
+  EXPECT_EQ(spent.error().code, "limit");
+  auto used = runtime_->RunCommand("use", "{}");
+  ASSERT_TRUE(used) << used.error().ToString();
+  EXPECT_EQ(*used, "100");
+  ASSERT_EQ(api_.calls.size(), 1u);
+}
+
 TEST_F(LuaRuntimeTest, DeepRecursionIsAnErrorNotACrash) {
   auto r = RunSnippet("local function f(n) return f(n + 1) + 1 end return f(1)");
   ASSERT_FALSE(r);

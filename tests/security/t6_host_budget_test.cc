@@ -1,0 +1,146 @@
+// T6 end to end (`anvil run`: session, gateway, a real locked-down plugin host): a plugin that
+// spends its budget in one thread of its VM (a coroutine, a promise executor) and carries on in
+// another, under pcall or past a builtin that swallows errors, is stopped there: the command
+// ends as `limit:` (exit 1) and the sys.fs.write it makes afterwards never happens. As root and
+// as an unprivileged user (the host's lockdown takes different paths).
+#include <gtest/gtest.h>
+
+#include "sandbox_harness.h"
+
+namespace anvil::testing {
+namespace {
+
+class HostBudget : public CallerTest {
+ protected:
+  void SetUp() override {
+    CallerTest::SetUp();
+    if (IsSkipped()) return;
+    ASSERT_EQ(
+        Shell("mkdir -p '" + ws_.path() + "/notes' '" + lua_.path() + "' '" + js_.path() + "'"), 0);
+    const std::string permissions =
+        "\n[permissions]\nfs.read = [\"notes/**\"]\nfs.write = [\"escaped.txt\", \"notes/**\"]\n";
+    WriteFile(lua_ / "anvil-plugin.toml",
+              "id = \"test.budget-lua\"\nversion = \"1.0.0\"\nruntime = \"lua\"\n"
+              "entry = \"main.lua\"\n" +
+                  permissions);
+    WriteFile(lua_ / "main.lua", R"(
+-- The memory budget runs out in a coroutine; the main thread goes on and writes.
+anvil.command('memory', function()
+  local co = coroutine.wrap(function()
+    local keep = {}
+    while true do keep[#keep + 1] = string.rep('x', 1 << 16) .. #keep end
+  end)
+  pcall(co)
+  local n = 0
+  for i = 1, 1e8 do n = n + 1 end
+  sys.fs.write('escaped.txt', tostring(n))
+  return 'escaped'
+end)
+-- The instruction budget runs out in a coroutine; the main thread loops on under pcall.
+anvil.command('instructions', function()
+  pcall(coroutine.wrap(function() while true do end end))
+  local n = 0
+  for i = 1, 1e8 do pcall(function() n = n + 1 end) end
+  sys.fs.write('escaped.txt', tostring(n))
+  return 'escaped'
+end)
+-- A message handler: Lua runs it with every hook off.
+anvil.command('handler', function()
+  xpcall(function() while true do end end, function(e)
+    for i = 1, 1e8 do end
+    sys.fs.write('escaped.txt', 'from the handler')
+    return e
+  end)
+  sys.fs.write('escaped.txt', 'after')
+end)
+-- The benign neighbour: coroutines, pcall, xpcall and yields across pcall within the budget.
+anvil.command('benign', function()
+  local gen = coroutine.wrap(function()
+    for i = 1, 3 do pcall(function() coroutine.yield(i) end) end
+  end)
+  local ok, e = pcall(error, {code = 'x'})
+  local ok2, h = xpcall(function() error('boom', 0) end, function(m) return 'handled ' .. m end)
+  local sum = gen() + gen() + gen()
+  sys.fs.write('notes/ok.txt', h .. ' ' .. sum .. ' ' .. e.code)
+  return sum
+end)
+)");
+    WriteFile(js_ / "anvil-plugin.toml",
+              "id = \"test.budget-js\"\nversion = \"1.0.0\"\nruntime = \"js\"\n"
+              "entry = \"main.js\"\n" +
+                  permissions);
+    WriteFile(js_ / "main.js", R"(
+// The budget runs out in a promise executor, which turns the interrupt into a rejection; the
+// loop around it would go on for ever (until the deadline killed the host: "timeout"), and
+// its writes are made from executors too.
+anvil.command('executor', () => {
+  for (;;) {
+    new Promise(() => { for (;;) {} });
+    new Promise(() => sys.fs.write('escaped.txt', 'x'));
+  }
+});
+anvil.command('benign', async () => {
+  const v = await new Promise((resolve) => resolve(20));
+  function* g() { yield 1; yield 2; }
+  let caught = '';
+  try { await Promise.reject(new Error('boom')); } catch (e) { caught = e.message; }
+  sys.fs.write('notes/ok.txt', caught + ' ' + (v + [...g()].length));
+  return v + 2;
+});
+)");
+    caller_.Give(ws_.path());
+    caller_.Give(lua_.path());
+    caller_.Give(js_.path());
+    caller_.Give(state_.path());
+  }
+  // `timeout`: generous, the default instruction budget takes seconds to spend in a debug
+  // build; a plugin the budget failed to stop runs into it ("timeout", exit 124).
+  RunResult Anvil(const std::string& plugin, const std::string& command,
+                  const std::string& timeout = "300") {
+    std::vector<std::string> args = {AnvilBin(),  "run",   "--workspace", ws_.path(), "--approve",
+                                     "--timeout", timeout, plugin,        command};
+    RunOptions o;
+    o.env = {"PATH=/usr/bin:/bin", "HOME=/nonexistent", "XDG_STATE_HOME=" + state_.path(),
+             "XDG_RUNTIME_DIR=" + state_.path()};
+    o.timeout_seconds = 400;
+    return testing::Run(args, Opts(o));
+  }
+  void ExpectStopped(const std::string& plugin, const std::string& command,
+                     const std::string& error, const std::string& timeout = "300") {
+    auto r = Anvil(plugin, command, timeout);
+    EXPECT_EQ(r.status, 1) << command << "\n" << r.out << r.err;
+    EXPECT_NE(r.err.find("anvil run: " + error), std::string::npos) << command << "\n" << r.err;
+    EXPECT_EQ(r.out.find("escaped"), std::string::npos) << command << "\n" << r.out;
+    EXPECT_FALSE(Exists(ws_ / "escaped.txt")) << command << ": the write after the budget happened";
+  }
+  TempDir ws_{"anvil-budget-ws"};
+  TempDir lua_{"anvil-budget-lua"};
+  TempDir js_{"anvil-budget-js"};
+  TempDir state_{"anvil-budget-state"};
+};
+
+TEST_P(HostBudget, BudgetSpentInACoroutineStopsTheWholeLuaVm) {
+  ExpectStopped(lua_.path(), "memory", "limit: memory budget exhausted");
+  ExpectStopped(lua_.path(), "instructions", "limit: instruction budget exhausted");
+  ExpectStopped(lua_.path(), "handler", "limit: instruction budget exhausted");
+}
+
+TEST_P(HostBudget, BudgetSpentInAPromiseExecutorStopsTheWholeJsVm) {
+  ExpectStopped(js_.path(), "executor", "limit: instruction budget exhausted", "60");
+}
+
+TEST_P(HostBudget, CoroutinesPcallAndPromisesWithinTheBudgetStillWork) {
+  auto r = Anvil(lua_.path(), "benign");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "6\n");
+  EXPECT_EQ(ReadFile(ws_ / "notes/ok.txt"), "handled boom 6 x");
+  r = Anvil(js_.path(), "benign");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "22\n");
+  EXPECT_EQ(ReadFile(ws_ / "notes/ok.txt"), "boom 22");
+}
+
+INSTANTIATE_TEST_SUITE_P(Callers, HostBudget, ::testing::ValuesIn(kAllCallers), CallerParamName);
+
+}  // namespace
+}  // namespace anvil::testing
