@@ -26,7 +26,7 @@ enum class Access { kRead, kWrite };
 // Names that a command sandbox keeps read-only inside a writable workspace, plus Anvil's own
 // workspace files: rewriting .git/hooks or .git/config gives code execution the next time the
 // user runs git; .anvil holds Anvil's per-workspace state; anvil.lock pins plugin hashes (T8);
-// Anvil.toml selects plugins. Compared ASCII-case-insensitively so ".GIT" on a case-folding
+// Anvil.toml selects plugins. Compared as IsProtectedName does, so ".GIT" on a case-folding
 // filesystem (ext4 casefold, vfat, a mounted share) is protected too.
 inline constexpr std::string_view kProtectedWriteNames[] = {".git", ".anvil", "anvil.lock",
                                                             "Anvil.toml"};
@@ -50,6 +50,14 @@ bool GlobMatches(std::string_view glob, std::string_view normalized_path);
 // conservative: false never widens what is shown.
 bool GrantReaches(const std::vector<std::string>& globs, std::string_view normalized_dir);
 bool GrantCoversSubtree(const std::vector<std::string>& globs, std::string_view normalized_dir);
+
+// True when one file name (raw bytes, not necessarily UTF-8) names a protected entry on some
+// file system Anvil may run on: compared after the folds those file systems apply when they
+// look a name up — ASCII case, the two non-ASCII letters that case-fold to ASCII ones (U+212A
+// KELVIN SIGN to k, U+017F LONG S to s: ext4/f2fs casefold), the code points HFS+ ignores
+// (U+200C-U+200F, U+202A-U+202E, U+206A-U+206F, U+FEFF), and trailing dots and spaces (NTFS,
+// SMB). Over-matching only refuses more, so the folds are applied whatever the file system.
+bool IsProtectedName(std::string_view name);
 
 // True when any component of the normalized path is a protected name (at any depth: nested
 // repositories and submodules have their own .git).

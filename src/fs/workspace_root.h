@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -120,6 +121,16 @@ class WorkspaceRoot {
   // (RENAME_NOREPLACE, atomic); with it, a destination file is replaced. Neither name's final
   // symlink is followed.
   Status Rename(std::string_view from, std::string_view to, bool replace = false) const;
+
+  // Looks through the tree beneath directory `dir` (its entries, their entries, ...; never
+  // following a symlink, never `dir`'s own name) for an entry whose raw name `match`es, and
+  // returns that entry's path relative to `dir`, or nullopt when there is none. A `dir` that is
+  // not a directory (a file, a symlink) holds nothing: nullopt. Meant for guards, so it fails
+  // closed: "limit" past `max_entries` entries in all or `max_depth` levels, and an entry that
+  // cannot be opened or read is an error, never skipped. Implemented in workspace_walk.cc.
+  Result<std::optional<std::string>> FindBeneath(
+      std::string_view dir, const std::function<bool(std::string_view name)>& match,
+      std::size_t max_entries, std::size_t max_depth) const;
 
   // The root's absolute path as resolved at Open (for messages and logs only; never re-resolved).
   const std::string& path() const { return path_; }

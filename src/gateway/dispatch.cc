@@ -16,6 +16,11 @@ namespace {
 using ipc::Request;
 using ipc::Response;
 
+// fs.rename of a directory looks through everything beneath it for protected names; a tree
+// deeper than this (or with more entries than GatewayLimits::max_rename_entries) is refused
+// ("limit") rather than moved unchecked.
+constexpr std::size_t kRenameWalkMaxDepth = 64;
+
 Response FromError(const Request& r, const Error& e, AuditEntry& audit) {
   audit.verdict = e.code == "denied" ? "deny" : "error";
   audit.code = e.code;
@@ -179,16 +184,24 @@ Response Dispatch(const DispatchContext& ctx, const Grant& grant, const Request&
     if (!GrantAllows(grant.fs_write, *to, Access::kWrite)) {
       return Denied(r, "fs.write outside the grant: " + r.args[1], audit);
     }
-    // Moving a directory moves what is inside it: a nested repository's .git (or .anvil)
-    // would change name without the protected-name rule ever seeing it.
-    if (auto st = root.Stat(*path); st && st->type == FileType::kDir) {
-      for (auto name : kProtectedWriteNames) {
-        if (root.Stat(*path + "/" + std::string(name))) {
-          return Denied(
-              r, "fs.write: directory holds protected " + std::string(name) + ": " + r.args[0],
-              audit);
-        }
+    // Moving a directory moves what is inside it: a nested repository's .git (or .anvil, an
+    // anvil.lock, ...) at any depth would change name without the protected-name rule ever
+    // seeing it. The whole tree is looked through (bounded; past the bound, refused).
+    auto held = root.FindBeneath(*path, IsProtectedName, ctx.limits->max_rename_entries,
+                                 kRenameWalkMaxDepth);
+    if (!held) {
+      Error e = held.error();
+      if (e.code == "limit") {
+        e.message = "fs.rename: cannot check " + r.args[0] + " for protected names: " + e.message +
+                    " (fix: move its contents in smaller parts)";
       }
+      return FromError(r, e, audit);
+    }
+    if (*held) {
+      return Denied(
+          r,
+          "fs.write: directory holds protected " + QuotePathForMessage(**held) + ": " + r.args[0],
+          audit);
     }
     if (auto s = root.Rename(*path, *to); !s) return FromError(r, s.error(), audit);
     return Okay(r, {}, audit);

@@ -25,6 +25,9 @@ struct GatewayLimits {
   uint64_t max_read_bytes = 8u << 20;  // sys.fs.read / write payload cap
   uint64_t max_write_bytes = 8u << 20;
   uint32_t max_list_entries = 10000;
+  // fs.rename of a directory first looks through its whole tree for protected names: a tree
+  // with more entries is refused ("limit") rather than moved unchecked.
+  uint32_t max_rename_entries = 100000;
   uint32_t max_connections = 256;
   uint32_t max_inflight_per_connection = 16;  // beyond: "busy"
   uint32_t max_queued_jobs = 256;             // global; beyond: "busy"

@@ -183,6 +183,21 @@ TEST(GlobProtectedPath, CaseVariantsAreProtected) {
   }
 }
 
+TEST(GlobProtectedPath, NamesThatCaseFoldingOrIgnoringFileSystemsMapToProtectedOnes) {
+  // ext4/f2fs casefold: KELVIN SIGN folds to k, LONG S to s. HFS+: ignorable code points are
+  // dropped. NTFS/SMB: trailing dots and spaces are dropped.
+  for (std::string_view n : {"anvil.loc\xE2\x84\xAA", "ANVIL.LOC\xE2\x84\xAA", ".g\xE2\x80\x8Cit",
+                             ".gi\xE2\x80\x8Dt", "\xEF\xBB\xBF.git", ".git\xE2\x81\xAA", ".git.",
+                             ".git ", ".GIT. .", "Anvil.toml.", ".anvil\xE2\x80\x8E"}) {
+    EXPECT_TRUE(IsProtectedName(n)) << n;
+    EXPECT_TRUE(IsProtectedPath("sub/" + std::string(n) + "/x")) << n;
+  }
+  // Raw names of a directory walk need not be UTF-8.
+  for (std::string_view n : {".g\xFFit", ".git\xC3", "\xE2\x84", ".gi\xC5\xBF", "\xC4\xB1"}) {
+    EXPECT_FALSE(IsProtectedName(n)) << n;
+  }
+}
+
 TEST(GlobProtectedPath, SimilarNamesAreNot) {
   for (std::string_view p :
        {".", "git", ".gitignore", ".github/workflows/ci.yml", ".git2", "x.git", ".gitmodules",

@@ -1,0 +1,135 @@
+// T1 through the gateway's fs.rename: moving a directory moves everything inside it, so a
+// directory that holds a protected name (.git, .anvil, anvil.lock, Anvil.toml) anywhere beneath
+// it, in any spelling a case-folding or ignoring file system maps to it, is never renamed.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <string>
+
+#include "gateway_fixture.h"
+
+namespace anvil::testing {
+namespace {
+
+class T1GatewayRename : public GatewayTest {
+ protected:
+  void SetUp() override {
+    GatewayTest::SetUp();
+    Shell("mkdir -p '" + ws_->path() + "/notes'");
+  }
+  // Starts the gateway with a grant that may write anything under notes/ and moved/.
+  std::unique_ptr<ipc::GatewayClient> Start(const std::vector<std::string>& flags = {}) {
+    StartGateway(flags);
+    Grant grant;
+    grant.fs_read = {"**"};
+    grant.fs_write = {"notes/**", "moved/**"};
+    auto token = RegisterPlugin("t1.mover", grant);
+    return Client(token, "t1.mover");
+  }
+  std::string Rename(ipc::GatewayClient& client, const std::string& from, const std::string& to) {
+    auto r = client.Call("fs.rename", {from, to});
+    if (!r) return "transport: " + r.error().ToString();
+    return r->ok ? "ok" : r->ErrorText();
+  }
+  void Mkdirs(const std::string& rel) { Shell("mkdir -p '" + *ws_ / rel + "'"); }
+};
+
+TEST_F(T1GatewayRename, DirectoryHoldingAProtectedNameAtAnyDepthIsNotMoved) {
+  // A nested repository: .git three levels down, and the other protected names as files.
+  Mkdirs("notes/vendor/lib/deep/.git/hooks");
+  WriteFile(*ws_ / "notes/vendor/lib/deep/.git/hooks/pre-commit", "#!/bin/sh\n");
+  Mkdirs("notes/a/b/.anvil");
+  Mkdirs("notes/c/d/e");
+  WriteFile(*ws_ / "notes/c/d/e/anvil.lock", "version = 1\n");
+  Mkdirs("notes/f/g");
+  WriteFile(*ws_ / "notes/f/g/Anvil.toml", "");
+  auto client = Start();
+  for (const char* dir : {"notes/vendor", "notes/vendor/lib", "notes/a", "notes/c", "notes/f"}) {
+    std::string out = Rename(*client, dir, "moved");
+    EXPECT_EQ(out.rfind("denied: fs.write: directory holds protected", 0), 0u)
+        << dir << ": " << out;
+  }
+  EXPECT_TRUE(Exists(*ws_ / "notes/vendor/lib/deep/.git/hooks/pre-commit"));
+  EXPECT_FALSE(Exists(*ws_ / "moved"));
+  // The refusal is audited with its reason.
+  bool audited = false;
+  for (const auto& l : AuditLines()) {
+    audited |= l["op"] == "fs.rename" && l["verdict"] == "deny" &&
+               l["reason"].get<std::string>().find("deep/.git") != std::string::npos;
+  }
+  EXPECT_TRUE(audited);
+}
+
+TEST_F(T1GatewayRename, CaseAndIgnorableVariantsOfProtectedNamesCount) {
+  // Each is the same entry as a protected name on some file system Anvil may serve: ext4/f2fs
+  // casefold (case, KELVIN SIGN for k), HFS+ (ignorable code points), NTFS/SMB (trailing dots).
+  const char* variants[] = {".GIT",
+                            ".Git",
+                            ".ANVIL",
+                            "ANVIL.LOCK",
+                            "anvil.toml",
+                            "anvil.loc\xE2\x84\xAA",
+                            ".g\xE2\x80\x8Cit",
+                            ".git.",
+                            ".git  "};
+  int i = 0;
+  for (const char* name : variants) {
+    const std::string dir = "notes/v" + std::to_string(i++);
+    Mkdirs(dir + "/sub");
+    WriteFile(*ws_ / dir + "/sub/" + name, "x");
+  }
+  auto client = Start();
+  for (int k = 0; k < i; ++k) {
+    const std::string dir = "notes/v" + std::to_string(k);
+    std::string out = Rename(*client, dir, "moved");
+    EXPECT_EQ(out.rfind("denied: fs.write: directory holds protected", 0), 0u)
+        << variants[k] << ": " << out;
+    EXPECT_TRUE(Exists(*ws_ / dir));
+  }
+}
+
+TEST_F(T1GatewayRename, TreeTooLargeOrDeepToCheckIsRefusedNotMoved) {
+  std::string deep = "notes/deep";
+  for (int i = 0; i < 70; ++i) deep += "/d";
+  Mkdirs(deep);
+  Mkdirs("notes/wide");
+  ASSERT_EQ(Shell("cd '" + *ws_ / "notes/wide" + "' && seq 1 1050 | xargs touch"), 0);
+  auto client = Start({"--max-rename-entries", "1000"});
+  std::string out = Rename(*client, "notes/deep", "moved");
+  EXPECT_EQ(out.rfind("limit: fs.rename: cannot check notes/deep", 0), 0u) << out;
+  out = Rename(*client, "notes/wide", "moved");
+  EXPECT_EQ(out.rfind("limit: fs.rename: cannot check notes/wide", 0), 0u) << out;
+  EXPECT_TRUE(Exists(*ws_ / "notes/deep"));
+  EXPECT_TRUE(Exists(*ws_ / "notes/wide/1"));
+}
+
+TEST_F(T1GatewayRename, ASymlinkToARepositoryIsMovedAsTheLinkOnly) {
+  // The link holds nothing: renaming it moves the link, never the repository it points to.
+  Mkdirs("repo/.git");
+  ASSERT_EQ(Shell("ln -s ../repo '" + *ws_ / "notes/link" + "'"), 0);
+  auto client = Start();
+  EXPECT_EQ(Rename(*client, "notes/link", "moved"), "ok");
+  struct stat st {};
+  ASSERT_EQ(lstat((*ws_ / "moved").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  EXPECT_TRUE(Exists(*ws_ / "repo/.git"));
+}
+
+// The benign neighbour: ordinary files and directories (names that merely resemble protected
+// ones included) are renamed as before.
+TEST_F(T1GatewayRename, OrdinaryFilesAndDirectoriesAreRenamed) {
+  Mkdirs("notes/project/src/.github/workflows");
+  WriteFile(*ws_ / "notes/project/src/.gitignore", "build/\n");
+  WriteFile(*ws_ / "notes/project/src/git.md", "x");
+  WriteFile(*ws_ / "notes/project/anvil.lock.bak", "x");
+  WriteFile(*ws_ / "notes/file.txt", "x");
+  auto client = Start();
+  EXPECT_EQ(Rename(*client, "notes/file.txt", "notes/renamed.txt"), "ok");
+  EXPECT_EQ(ReadFile(*ws_ / "notes/renamed.txt"), "x");
+  EXPECT_EQ(Rename(*client, "notes/project", "moved"), "ok");
+  EXPECT_EQ(ReadFile(*ws_ / "moved/src/.gitignore"), "build/\n");
+  EXPECT_EQ(Rename(*client, "moved", "notes/project"), "ok");
+}
+
+}  // namespace
+}  // namespace anvil::testing
