@@ -27,7 +27,7 @@ which keeps the other end of the control socketpair; not meant to be run by hand
   --allow-hardlinked-reads   allow reading files with more than one hard link
   --max-frame-bytes N  --max-read-bytes N  --max-write-bytes N  --max-connections N
   --max-inflight N     --max-queued N      --requests-per-second N  --bytes-per-second N
-  --workers N          --max-rename-entries N
+  --workers N          --max-rename-entries N  --hello-timeout-ms N
   --no-harden                skip self-hardening (tests that need to inspect the process)
 
 sys.exec (the tools of the executable policy table, run by anvil-exec-runner):
@@ -103,6 +103,8 @@ int main(int argc, char** argv) {
       ok = number(o.limits.max_write_bytes);
     } else if (a == "--max-connections") {
       ok = number(o.limits.max_connections);
+    } else if (a == "--hello-timeout-ms") {
+      ok = number(o.limits.hello_timeout_ms) && o.limits.hello_timeout_ms > 0;
     } else if (a == "--max-rename-entries") {
       ok = number(o.limits.max_rename_entries);
     } else if (a == "--max-inflight") {

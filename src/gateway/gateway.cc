@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -105,6 +106,8 @@ struct Completion {
 struct Connection {
   UniqueFd fd;
   ipc::PeerCredentials peer;
+  bool from_trusted_side = false;  // connected by the control channel's peer
+  Clock::time_point hello_deadline;
   ipc::FrameReader reader;
   std::string out;
   size_t out_offset = 0;
@@ -137,6 +140,12 @@ class Server {
  private:
   void Worker(bool exec);
   void HandleAccept();
+  // Whether a new connection from `peer` may be admitted; may close the oldest connection that
+  // never said hello to make room for the trusted side. Fills `why` when it may not.
+  bool Admit(const ipc::PeerCredentials& peer, std::string& why);
+  // Closes connections that did not say hello in time; returns the epoll timeout (ms, -1 none)
+  // until the next such deadline.
+  int ExpireHelloDeadlines();
   void HandleControl();
   void HandleConnection(uint64_t id, uint32_t events);
   void HandleFrame(uint64_t id, Connection& c, const ipc::Frame& frame);
@@ -170,6 +179,11 @@ class Server {
   ipc::FrameReader control_reader_;
   std::map<uint64_t, Connection> conns_;
   uint64_t next_conn_ = 1;
+  // Connections that have not said hello, oldest first (ids; bound or closed ones are skipped).
+  std::deque<uint64_t> awaiting_hello_;
+  // Refused connections are audited at this rate at most (a flood must not fill the disk).
+  TokenBucket refusal_audit_{20};
+  uint64_t refusals_unaudited_ = 0;
   std::map<uint64_t, std::shared_ptr<Registration>> registrations_;  // by index
   uint64_t next_reg_ = 1;
   bool running_ = true;
@@ -296,7 +310,7 @@ int Server::Loop() {
   }
   epoll_event events[64];
   while (running_) {
-    int n = epoll_wait(epoll_.Get(), events, 64, -1);
+    int n = epoll_wait(epoll_.Get(), events, 64, ExpireHelloDeadlines());
     if (n < 0) {
       if (errno == EINTR) continue;
       break;
@@ -373,14 +387,24 @@ void Server::HandleAccept() {
       audit_->Record(audit);
       continue;
     }
-    if (conns_.size() >= options_.limits.max_connections) {
-      std::string busy = ipc::EncodeResponse(Response::Error(0, "busy", "too many connections"));
+    if (std::string why; !Admit(*peer, why)) {
+      std::string busy = ipc::EncodeResponse(Response::Error(0, "busy", why));
       ssize_t ignored = ::send(fd, busy.data(), busy.size(), MSG_NOSIGNAL);
       (void)ignored;
-      audit.verdict = "busy";
-      audit.code = "busy";
-      audit.reason = "too many connections";
-      audit_->Record(audit);
+      if (refusal_audit_.Take(1)) {
+        audit.verdict = "busy";
+        audit.code = "busy";
+        audit.target = "pid " + std::to_string(peer->pid);
+        audit.reason = why;
+        if (refusals_unaudited_ > 0) {
+          audit.reason += " (and " + std::to_string(refusals_unaudited_) +
+                          " more refused connections not logged)";
+          refusals_unaudited_ = 0;
+        }
+        audit_->Record(audit);
+      } else {
+        ++refusals_unaudited_;
+      }
       continue;
     }
     if (!ipc::EnablePassCredentials(fd)) continue;
@@ -388,6 +412,9 @@ void Server::HandleAccept() {
     Connection c;
     c.fd = std::move(conn_fd);
     c.peer = *peer;
+    c.from_trusted_side = peer->pid == options_.trusted_pid;
+    c.hello_deadline = Clock::now() + std::chrono::milliseconds(
+                                          std::max<uint32_t>(1, options_.limits.hello_timeout_ms));
     c.reader = ipc::FrameReader(options_.limits.max_frame_bytes);
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLRDHUP;
@@ -395,7 +422,78 @@ void Server::HandleAccept() {
     if (epoll_ctl(epoll_.Get(), EPOLL_CTL_ADD, c.fd.Get(), &ev) != 0) continue;
     c.epoll_events = ev.events;
     conns_.emplace(id, std::move(c));
+    awaiting_hello_.push_back(id);
   }
+}
+
+bool Server::Admit(const ipc::PeerCredentials& peer, std::string& why) {
+  const GatewayLimits& limits = options_.limits;
+  const bool trusted = peer.pid == options_.trusted_pid;
+  if (!trusted) {
+    size_t from_peer = 0, from_others = 0;
+    for (const auto& [id, c] : conns_) {
+      if (c.bound || c.from_trusted_side) continue;
+      ++from_others;
+      if (c.peer.pid == peer.pid) ++from_peer;
+    }
+    if (from_peer >= limits.max_unbound_per_peer) {
+      why =
+          "too many connections from pid " + std::to_string(peer.pid) + " that have not said hello";
+      return false;
+    }
+    if (from_others >= limits.max_unbound_others) {
+      why = "too many connections that have not said hello";
+      return false;
+    }
+  }
+  if (conns_.size() < limits.max_connections) return true;
+  if (trusted) {
+    // Every slot is taken: the trusted side is starting a host, and a connection that never
+    // said hello (the oldest) is what gives way. A registered host's connection never does.
+    while (!awaiting_hello_.empty()) {
+      const uint64_t oldest = awaiting_hello_.front();
+      awaiting_hello_.pop_front();
+      auto it = conns_.find(oldest);
+      if (it == conns_.end() || it->second.bound) continue;
+      AuditEntry audit;
+      audit.op = "connect";
+      audit.verdict = "busy";
+      audit.code = "busy";
+      audit.target = "pid " + std::to_string(it->second.peer.pid);
+      audit.reason = "closed without hello: every connection slot was taken";
+      audit_->Record(audit);
+      CloseConnection(oldest, "evicted");
+      return true;
+    }
+  }
+  why = "too many connections";
+  return false;
+}
+
+int Server::ExpireHelloDeadlines() {
+  const auto now = Clock::now();
+  while (!awaiting_hello_.empty()) {
+    auto it = conns_.find(awaiting_hello_.front());
+    if (it == conns_.end() || it->second.bound) {
+      awaiting_hello_.pop_front();
+      continue;
+    }
+    if (it->second.hello_deadline > now) {
+      auto left = std::chrono::ceil<std::chrono::milliseconds>(it->second.hello_deadline - now);
+      return static_cast<int>(std::min<int64_t>(left.count(), 60000));
+    }
+    AuditEntry audit;
+    audit.op = "connect";
+    audit.verdict = "deny";
+    audit.code = "timeout";
+    audit.target = "pid " + std::to_string(it->second.peer.pid);
+    audit.reason = "no hello within " + std::to_string(options_.limits.hello_timeout_ms) + " ms";
+    audit_->Record(audit);
+    awaiting_hello_.pop_front();
+    CloseConnection(it->first, "no hello");
+    audit_->Flush();
+  }
+  return -1;
 }
 
 void Server::HandleConnection(uint64_t id, uint32_t events) {
@@ -950,12 +1048,29 @@ Result<std::string> PrepareRuntimeDir(GatewayOptions& options) {
 
 int RunGateway(const GatewayOptions& input) {
   GatewayOptions options = input;
-  signal(SIGPIPE, SIG_IGN);
   auto fail = [](const Error& e) {
     std::cerr << "anvil-gateway: " << e.ToString() << "\n";
     return 1;
   };
+  // First of all, before any token or grant arrives: another process of the user may not
+  // ptrace this one or read its memory (/proc/PID/mem, environ, fds), as for the plugin host,
+  // the exec broker and every sandbox. Inherited by the broker; reset for the runner by its exec.
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+    return fail(
+        Error{"sandbox", "cannot make the gateway non-dumpable (prctl PR_SET_DUMPABLE)", errno});
+  }
+  signal(SIGPIPE, SIG_IGN);
   if (options.control_fd < 0) return fail(Error{"invalid", "--control-fd is required", 0});
+  // The trusted side made the control socketpair, so it is the peer the kernel names for it:
+  // the one process whose connections are always admitted (GatewayLimits, admission).
+  auto control_peer = ipc::GetPeerCredentials(options.control_fd);
+  if (!control_peer || control_peer->pid <= 0) {
+    return fail(Error{"invalid",
+                      "--control-fd is not a Unix socket naming its peer (fix: start the gateway "
+                      "through anvil run / anvil serve, which pass one end of a socketpair)",
+                      0});
+  }
+  options.trusted_pid = control_peer->pid;
   if (options.session_id.empty()) {
     auto t = ipc::CapabilityToken::Generate();
     if (!t) return fail(t.error());

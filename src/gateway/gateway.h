@@ -11,6 +11,8 @@
 // workspace — all must match the registration.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
 
@@ -29,6 +31,16 @@ struct GatewayLimits {
   // with more entries is refused ("limit") rather than moved unchecked.
   uint32_t max_rename_entries = 100000;
   uint32_t max_connections = 256;
+  // Admission (who may hold a connection before it said hello). Every plugin host gets its
+  // connection from the trusted side (the process at the other end of the control channel), so
+  // that process's connections may use every slot, and when all are taken its new connection
+  // replaces the oldest one that never said hello. Any other process of the user may hold at
+  // most max_unbound_per_peer such connections, and all of them together max_unbound_others:
+  // they can never fill the slots a registered host needs. A connection that has not said
+  // hello within hello_timeout_ms is closed.
+  uint32_t hello_timeout_ms = 10000;
+  uint32_t max_unbound_per_peer = 4;
+  uint32_t max_unbound_others = 16;
   uint32_t max_inflight_per_connection = 16;  // beyond: "busy"
   uint32_t max_queued_jobs = 256;             // global; beyond: "busy"
   uint64_t max_output_buffer = 32u << 20;     // per connection; beyond: stop reading (backpressure)
@@ -52,7 +64,8 @@ struct GatewayOptions {
   ExecLimits exec_limits;
   std::string exec_fail_layer_for_testing;  // test-only builds: make the runner fail this layer
   std::string exec_unavailable;             // set by RunGateway: why sys.exec is refused
-  NetFetchOptions net;                      // sys.net.fetch: limits and the --unsafe-test-* options
+  pid_t trusted_pid = 0;  // set by RunGateway: the control channel's peer (SO_PEERCRED)
+  NetFetchOptions net;    // sys.net.fetch: limits and the --unsafe-test-* options
 };
 
 // Runs until shutdown or until the control channel closes (the trusted side died). Returns
