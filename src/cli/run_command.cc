@@ -87,20 +87,26 @@ bool AskOnTerminal(const std::string& prompt) {
 }
 
 // The grant to run with, or an error (code "denied" when the user refused or cannot be asked).
-Result<Grant> ResolveGrant(const std::string& workspace, const Manifest& manifest, bool approve,
-                           const std::string& signer) {
+// `files`: the plugin files the grant was looked up for (session::GrantLookup::files).
+Result<Grant> ResolveGrant(const std::string& workspace, const std::string& plugin_dir,
+                           const Manifest& manifest, bool approve, const std::string& signer,
+                           std::map<std::string, std::string>* files) {
   auto store = GrantStore::Open();
   if (!store) return tl::unexpected(store.error());
-  auto lookup = session::LookupGrant(*store, workspace, manifest);
+  auto lookup = session::LookupGrant(*store, workspace, manifest, plugin_dir);
   if (!lookup) return tl::unexpected(lookup.error());
+  *files = lookup->files;
   if (lookup->grant) return *lookup->grant;
-  if (!approve &&
-      !AskOnTerminal("\n" + session::ConsentText(workspace, manifest, lookup->previous, signer) +
-                     "Allow? [y/N] ")) {
+  if (!approve && !AskOnTerminal("\n" +
+                                 session::ConsentText(workspace, manifest, lookup->previous, signer,
+                                                      lookup->other_copy) +
+                                 "Allow? [y/N] ")) {
     return Fail("denied", "permission not granted for " + manifest.id +
                               " (approve with --approve or `anvil plugin approve`)");
   }
-  if (auto s = store->Approve(workspace, manifest.id, manifest.sha256, manifest.requested); !s) {
+  if (auto s =
+          store->Approve(workspace, manifest.id, manifest.sha256, manifest.requested, lookup->copy);
+      !s) {
     return tl::unexpected(s.error());
   }
   return manifest.requested;
@@ -276,7 +282,9 @@ int RunRunCommand(const std::vector<std::string>& args) {
     std::cerr << "anvil run: " << SanitizeForDisplay(signature.error().ToString(), 2000) << "\n";
     return kExitRefused;
   }
-  auto grant = ResolveGrant(workspace, *manifest, approve, signature->signer);
+  std::map<std::string, std::string> granted_files;
+  auto grant =
+      ResolveGrant(workspace, plugin_dir, *manifest, approve, signature->signer, &granted_files);
   if (!grant) {
     std::cerr << "anvil run: " << grant.error().ToString() << "\n";
     return grant.error().code == "denied" ? kExitRefused : kExitUsage;
@@ -285,6 +293,8 @@ int RunRunCommand(const std::vector<std::string>& args) {
   session::PluginSessionConfig config{workspace, plugin_dir, *manifest, *grant, gateway_args, {}};
   config.unsafe_net_test = unsafe_net_test;
   config.pinned_files = std::move(*pinned);
+  // Not pinned by anvil.lock: the host still runs only the code the grant was found for.
+  if (config.pinned_files.empty()) config.pinned_files = std::move(granted_files);
   // Anvil.toml settings reach the plugin as data. A broken file passes none (and says so): it
   // is untrusted input and never stops or widens anything.
   if (auto ws_config = LoadWorkspaceConfig(workspace); ws_config) {
@@ -453,8 +463,13 @@ Examples:
     std::cerr << "anvil plugin: " << manifest.error().ToString() << "\n";
     return kExitUsage;
   }
+  // A grant is for one copy of the plugin: this directory, or this code.
+  auto code = HashPluginDir(plugin_dir, *manifest);
   if (sub == "inspect") {
-    bool granted = store->Find(workspace, manifest->id, manifest->sha256).has_value();
+    bool granted = code && store
+                               ->FindForCopy(workspace, manifest->id, manifest->sha256,
+                                             PluginCopy{plugin_dir, code->code_sha256})
+                               .has_value();
     auto signature = session::CheckSignature(plugin_dir, *manifest, false);
     std::string signed_by =
         !signature ? "REFUSED: " + SanitizeForDisplay(signature.error().ToString(), 1000)
@@ -463,14 +478,19 @@ Examples:
     std::cout << "id:       " << SanitizeForDisplay(manifest->id)
               << "\nversion:  " << SanitizeForDisplay(manifest->version)
               << "\nruntime:  " << ToString(manifest->runtime) << "\nmanifest: sha256 "
-              << manifest->sha256 << "\nsigned:   " << signed_by
-              << "\ngranted:  " << (granted ? "yes (this manifest, this workspace)" : "no")
+              << manifest->sha256 << "\nsigned:   " << signed_by << "\ngranted:  "
+              << (granted ? "yes (this manifest, this copy of the plugin, this workspace)" : "no")
               << "\nrequests:\n"
               << DescribeGrant(manifest->requested) << "\n";
     return kExitOk;
   }
   if (sub == "approve") {
-    if (auto s = store->Approve(workspace, manifest->id, manifest->sha256, manifest->requested);
+    if (!code) {
+      std::cerr << "anvil plugin: " << code.error().ToString() << "\n";
+      return kExitPluginError;
+    }
+    if (auto s = store->Approve(workspace, manifest->id, manifest->sha256, manifest->requested,
+                                PluginCopy{plugin_dir, code->code_sha256});
         !s) {
       std::cerr << "anvil plugin: " << s.error().ToString() << "\n";
       return kExitPluginError;

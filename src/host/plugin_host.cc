@@ -108,7 +108,8 @@ struct Handoff {
 
 // The trusted side's handoff on --token-fd (session/host_process.cc), then EOF:
 //   <token hex>\n
-//   pins N\n            N lines "<sha256 hex> <relative path>\n": the files anvil.lock pins
+//   pins N\n            N lines "<sha256 hex> <relative path>\n": the files anvil.lock pins, or
+//                      else the files the grant was looked up for
 //   <settings JSON>
 // Read in full before anything of the plugin is touched; never argv or the environment, which
 // other processes of the user can read in /proc.
@@ -169,8 +170,9 @@ Status CheckPins(const PluginSource& source, const HostOptions& o,
     auto it = pins.find(path);
     if (it == pins.end() || Sha256Hex(code) != it->second) {
       return Fail("denied", "plugin file " + path +
-                                " is not the one anvil.lock pins (it changed after the lock was "
-                                "checked); nothing of the plugin ran");
+                                " is not the one that was checked (against anvil.lock, or for "
+                                "the plugin's grant): it changed since; nothing of the plugin "
+                                "ran (fix: run it again, or reload the plugin)");
     }
     return Ok();
   };

@@ -23,7 +23,11 @@
 namespace anvil {
 namespace {
 
-constexpr int kFormatVersion = 1;
+// 2: entries may record the copy approved (plugin_dir, code_sha256). Version 1 files are still
+// read (their entries grant no copy: asked once more); an older Anvil refuses a version 2 file
+// by its version instead of by an unknown key.
+constexpr int kFormatVersion = 2;
+constexpr int kOldestReadableVersion = 1;
 // Far beyond any real number of grants; bounds what a damaged or hostile file can cost.
 constexpr std::size_t kMaxStoreBytes = 16u << 20;
 
@@ -93,7 +97,7 @@ Result<GrantEntry> EntryFromJson(const nlohmann::json& json, const std::string& 
   for (auto it = json.begin(); it != json.end(); ++it) {
     const std::string& k = it.key();
     if (k != "workspace" && k != "plugin" && k != "manifest_sha256" && k != "granted_at" &&
-        k != "grant") {
+        k != "grant" && k != "plugin_dir" && k != "code_sha256") {
       return Fail("invalid", Damaged(path, "unknown key " + QuotePathForMessage(k)));
     }
   }
@@ -133,6 +137,24 @@ Result<GrantEntry> EntryFromJson(const nlohmann::json& json, const std::string& 
   auto parsed = GrantFromJson(*grant);
   if (!parsed) return Fail("invalid", Damaged(path, parsed.error().message));
   entry.grant = std::move(*parsed);
+  // The copy approved: both keys or neither (an entry from before grants were pinned to one).
+  const bool has_dir = json.contains("plugin_dir");
+  if (has_dir != json.contains("code_sha256")) {
+    return Fail("invalid", Damaged(path, "an entry has only one of plugin_dir and code_sha256"));
+  }
+  if (has_dir) {
+    auto dir = string_field("plugin_dir");
+    if (!dir) return tl::unexpected(dir.error());
+    auto code = string_field("code_sha256");
+    if (!code) return tl::unexpected(code.error());
+    if (!IsCanonicalAbsolute(*dir)) {
+      return Fail("invalid", Damaged(path, "plugin_dir is not a canonical absolute path"));
+    }
+    if (!IsSha256Hex(*code)) {
+      return Fail("invalid", Damaged(path, "code_sha256 is not 64 lower-case hex digits"));
+    }
+    entry.copy = PluginCopy{std::move(*dir), std::move(*code)};
+  }
   return entry;
 }
 
@@ -148,8 +170,9 @@ Result<std::vector<GrantEntry>> ParseStore(std::string_view text, const std::str
   }
   const auto version = doc.find("version");
   if (version == doc.end() || !version->is_number_integer() ||
-      version->get<std::int64_t>() != kFormatVersion) {
-    return Fail("invalid", Damaged(path, "missing or unsupported version (expected 1)"));
+      version->get<std::int64_t>() < kOldestReadableVersion ||
+      version->get<std::int64_t>() > kFormatVersion) {
+    return Fail("invalid", Damaged(path, "missing or unsupported version (expected 1 or 2)"));
   }
   const auto grants = doc.find("grants");
   if (grants == doc.end() || !grants->is_array()) {
@@ -296,11 +319,16 @@ Status GrantStore::Reload() {
 Status GrantStore::Save() const {
   nlohmann::json grants = nlohmann::json::array();
   for (const Entry& entry : entries_) {
-    grants.push_back({{"workspace", entry.workspace},
-                      {"plugin", entry.plugin_id},
-                      {"manifest_sha256", entry.manifest_sha256},
-                      {"granted_at", entry.granted_at},
-                      {"grant", GrantToJson(entry.grant)}});
+    nlohmann::json item = {{"workspace", entry.workspace},
+                           {"plugin", entry.plugin_id},
+                           {"manifest_sha256", entry.manifest_sha256},
+                           {"granted_at", entry.granted_at},
+                           {"grant", GrantToJson(entry.grant)}};
+    if (entry.copy) {
+      item["plugin_dir"] = entry.copy->dir;
+      item["code_sha256"] = entry.copy->code_sha256;
+    }
+    grants.push_back(std::move(item));
   }
   const nlohmann::json doc = {{"version", kFormatVersion}, {"grants", std::move(grants)}};
   // error_handler_t::replace: dump never throws; every key string was validated as UTF-8.
@@ -314,6 +342,18 @@ std::optional<Grant> GrantStore::Find(std::string_view workspace, std::string_vi
   for (const Entry& entry : entries_) {
     if (entry.workspace == workspace && entry.plugin_id == plugin_id &&
         entry.manifest_sha256 == manifest_sha256) {
+      return entry.grant;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Grant> GrantStore::FindForCopy(std::string_view workspace, std::string_view plugin_id,
+                                             std::string_view manifest_sha256,
+                                             const PluginCopy& copy) const {
+  for (const Entry& entry : entries_) {
+    if (entry.workspace == workspace && entry.plugin_id == plugin_id &&
+        entry.manifest_sha256 == manifest_sha256 && entry.copy && entry.copy->Matches(copy)) {
       return entry.grant;
     }
   }
@@ -335,6 +375,25 @@ std::optional<GrantEntry> GrantStore::FindLatest(std::string_view workspace,
 
 Status GrantStore::Approve(std::string_view workspace, std::string_view plugin_id,
                            std::string_view manifest_sha256, const Grant& grant) {
+  return Approve(workspace, plugin_id, manifest_sha256, grant, std::optional<PluginCopy>());
+}
+
+Status GrantStore::Approve(std::string_view workspace, std::string_view plugin_id,
+                           std::string_view manifest_sha256, const Grant& grant,
+                           const PluginCopy& copy) {
+  if (!IsCanonicalAbsolute(copy.dir)) {
+    return Fail("invalid", "plugin directory " + QuotePathForMessage(copy.dir) +
+                               " is not a canonical absolute path");
+  }
+  if (!IsSha256Hex(copy.code_sha256)) {
+    return Fail("invalid", "code hash is not 64 lower-case hex digits");
+  }
+  return Approve(workspace, plugin_id, manifest_sha256, grant, std::optional<PluginCopy>(copy));
+}
+
+Status GrantStore::Approve(std::string_view workspace, std::string_view plugin_id,
+                           std::string_view manifest_sha256, const Grant& grant,
+                           const std::optional<PluginCopy>& copy) {
   if (!IsCanonicalAbsolute(workspace)) {
     return Fail("invalid", "workspace " + QuotePathForMessage(workspace) +
                                " is not a canonical absolute path (use CanonicalWorkspacePath)");
@@ -352,7 +411,7 @@ Status GrantStore::Approve(std::string_view workspace, std::string_view plugin_i
   });
   entries_.push_back(Entry{std::string(workspace), std::string(plugin_id),
                            std::string(manifest_sha256), grant,
-                           static_cast<std::int64_t>(std::time(nullptr))});
+                           static_cast<std::int64_t>(std::time(nullptr)), copy});
   SortEntries(entries_);
   if (auto saved = Save(); !saved) {
     entries_ = std::move(before);  // memory stays what the disk holds

@@ -5,14 +5,21 @@
 // needs consent again (consent.h decides whether the update only narrows the request, in which
 // case the caller re-approves without asking).
 //
+// A grant is also pinned to the copy of the plugin it was approved for (PluginCopy): it applies
+// only in that plugin directory, or elsewhere to byte-identical code. A copied directory with
+// the same id and manifest but other code asks again; editing the plugin in place (its author's
+// loop, an update) does not, as in VS Code or browser extensions, where consent is about
+// permissions — anvil.lock is what pins the code itself.
+//
 // The store keeps at most one entry per (workspace, plugin id): approving a new hash replaces the
 // old entry, so the previous grant NeedsConsent compares against is always the latest one and
 // stale approvals of old manifests do not pile up (or come back when a plugin is downgraded).
 //
 // File format (JSON, written with 2-space indentation):
-//   {"version": 1,
+//   {"version": 2,   (1: the same without plugin_dir/code_sha256; still read)
 //    "grants": [{"workspace": "/abs/path", "plugin": "example.todo-finder",
 //                "manifest_sha256": "<64 hex>", "granted_at": <unix seconds>,
+//                "plugin_dir": "/abs/plugin/dir", "code_sha256": "<64 hex>",
 //                "grant": {"fs.read": [...], "fs.write": [...], "net.hosts": [...],
 //                          "net.post": false, "exec": [...]}}]}
 //
@@ -36,12 +43,27 @@
 
 namespace anvil {
 
+// Which copy of a plugin a grant was approved for.
+struct PluginCopy {
+  std::string dir;          // canonical plugin directory
+  std::string code_sha256;  // lockfile.h's CodeSha256 of the entry and lib/ files
+
+  // The same copy: the same directory (edited in place), or identical code elsewhere.
+  bool Matches(const PluginCopy& other) const {
+    return dir == other.dir || code_sha256 == other.code_sha256;
+  }
+  bool operator==(const PluginCopy&) const = default;
+};
+
 struct GrantEntry {
   std::string workspace;  // canonical absolute path
   std::string plugin_id;
   std::string manifest_sha256;  // 64 lower-case hex digits
   Grant grant;
   std::int64_t granted_at = 0;  // Unix time, seconds
+  // The copy approved; absent in entries written before grants were pinned to a copy, which
+  // FindForCopy never matches (the user is asked once more).
+  std::optional<PluginCopy> copy;
 
   bool operator==(const GrantEntry&) const = default;
 };
@@ -77,6 +99,11 @@ class GrantStore {
   std::optional<Grant> Find(std::string_view workspace, std::string_view plugin_id,
                             std::string_view manifest_sha256) const;
 
+  // Find, and only when the entry was approved for `copy` (PluginCopy::Matches). What decides
+  // whether a plugin may run without asking.
+  std::optional<Grant> FindForCopy(std::string_view workspace, std::string_view plugin_id,
+                                   std::string_view manifest_sha256, const PluginCopy& copy) const;
+
   // The latest entry for (workspace, plugin id) under any manifest hash: the `previous` that
   // NeedsConsent compares a new request against. Never use its grant for the new hash.
   std::optional<Entry> FindLatest(std::string_view workspace, std::string_view plugin_id) const;
@@ -86,6 +113,10 @@ class GrantStore {
   // id is malformed or the hash is not 64 lower-case hex digits.
   Status Approve(std::string_view workspace, std::string_view plugin_id,
                  std::string_view manifest_sha256, const Grant& grant);
+  // The same, for `copy` of the plugin ("invalid" unless its dir is canonical and absolute and
+  // its hash 64 lower-case hex digits). Every approval Anvil makes goes through this one.
+  Status Approve(std::string_view workspace, std::string_view plugin_id,
+                 std::string_view manifest_sha256, const Grant& grant, const PluginCopy& copy);
 
   // Removes every entry for (workspace, plugin id). "not_found" when there was none.
   Status Revoke(std::string_view workspace, std::string_view plugin_id);
@@ -100,6 +131,9 @@ class GrantStore {
   // process added since Open.
   Status Reload();
   Status Save() const;
+  Status Approve(std::string_view workspace, std::string_view plugin_id,
+                 std::string_view manifest_sha256, const Grant& grant,
+                 const std::optional<PluginCopy>& copy);
 
   std::string path_;       // the grants file, for messages
   std::string file_name_;  // its name inside dir_

@@ -141,16 +141,30 @@ Result<SignatureCheck> CheckSignature(const std::string& plugin_dir, const Manif
 }
 
 Result<GrantLookup> LookupGrant(GrantStore& store, const std::string& workspace,
-                                const Manifest& manifest) {
+                                const Manifest& manifest, const std::string& plugin_dir) {
   GrantLookup out;
-  if (auto grant = store.Find(workspace, manifest.id, manifest.sha256)) {
-    out.grant = *grant;
+  auto hashes = HashPluginDir(plugin_dir, manifest);
+  if (!hashes) return tl::unexpected(hashes.error());
+  out.copy = PluginCopy{plugin_dir, hashes->code_sha256};
+  out.files = std::move(hashes->files);
+  auto latest = store.FindLatest(workspace, manifest.id);
+  if (!latest) return out;
+  if (!latest->copy || !latest->copy->Matches(out.copy)) {
+    // Approved for another copy: other code in another directory is another plugin as far as
+    // consent goes, whatever its manifest says (nor is a narrower manifest re-approved for it).
+    out.other_copy = latest->copy ? latest->copy->dir : std::string();
     return out;
   }
-  if (auto previous = store.FindLatest(workspace, manifest.id)) out.previous = previous->grant;
-  if (out.previous && !NeedsConsent(out.previous, manifest.requested)) {
+  if (latest->manifest_sha256 == manifest.sha256) {
+    out.grant = latest->grant;
+    return out;
+  }
+  out.previous = latest->grant;
+  if (!NeedsConsent(out.previous, manifest.requested)) {
     // The changed manifest only removes permissions: store the narrower grant, no question.
-    if (auto s = store.Approve(workspace, manifest.id, manifest.sha256, manifest.requested); !s) {
+    if (auto s =
+            store.Approve(workspace, manifest.id, manifest.sha256, manifest.requested, out.copy);
+        !s) {
       return tl::unexpected(s.error());
     }
     out.grant = manifest.requested;
@@ -159,9 +173,20 @@ Result<GrantLookup> LookupGrant(GrantStore& store, const std::string& workspace,
 }
 
 std::string ConsentText(const std::string& workspace, const Manifest& manifest,
-                        const std::optional<Grant>& previous, const std::string& signer) {
+                        const std::optional<Grant>& previous, const std::string& signer,
+                        const std::optional<std::string>& other_copy) {
   std::string text;
   if (previous) text = "The manifest changed and asks for more than before.\n";
+  if (other_copy && !other_copy->empty()) {
+    text += "This is not the copy you approved: that one is in " +
+            SanitizeForDisplay(*other_copy, 400) +
+            ", and the code here is different (without anvil.lock pinning it, an approval covers "
+            "the approved directory, or identical code).\n";
+  } else if (other_copy) {
+    text +=
+        "It was approved before Anvil recorded which copy of a plugin an approval is for: "
+        "approve it once more.\n";
+  }
   text += "Plugin " + SanitizeForDisplay(manifest.id) + " " + SanitizeForDisplay(manifest.version) +
           " asks for:\n" + DescribeGrant(manifest.requested) + "in workspace " +
           SanitizeForDisplay(workspace, 400) + "\n";

@@ -67,17 +67,28 @@ Result<SignatureCheck> CheckSignature(const std::string& plugin_dir, const Manif
 struct GrantLookup {
   std::optional<Grant> grant;     // set when the plugin may run without asking
   std::optional<Grant> previous;  // the grant of an earlier manifest, when there is one
+  // Set when the stored grant was approved for another copy of this plugin: that copy's
+  // directory, or "" when the grant predates pinning grants to a copy. For the consent text.
+  std::optional<std::string> other_copy;
+  // The copy looked up: approve with it (GrantStore::Approve), and hand its files to the host
+  // (HostConfig::pinned_files) when anvil.lock does not pin the plugin, so that the host runs
+  // exactly the code the grant was found for.
+  PluginCopy copy;
+  std::map<std::string, std::string> files;  // relative path -> SHA-256, as HashPluginDir
 };
-// The grant stored for exactly this manifest hash. A changed manifest that only removes
-// permissions is re-approved (narrowed) without asking (consent.h); anything else leaves
-// `grant` empty: the user must be asked.
+// The grant stored for exactly this manifest hash and this copy of the plugin (`plugin_dir`,
+// canonical, whose code is hashed here; PluginCopy::Matches). A changed manifest of the same
+// copy that only removes permissions is re-approved (narrowed) without asking (consent.h);
+// anything else leaves `grant` empty: the user must be asked.
 Result<GrantLookup> LookupGrant(GrantStore& store, const std::string& workspace,
-                                const Manifest& manifest);
+                                const Manifest& manifest, const std::string& plugin_dir);
 
 // The consent prompt in plain words: who asks, for what, where, and who signed it (`signer`:
 // the trusted key's name, empty when unsigned). Every plugin-supplied string is sanitized
 // (consent.h).
+// `other_copy`: GrantLookup::other_copy (says why a plugin approved before is asked about).
 std::string ConsentText(const std::string& workspace, const Manifest& manifest,
-                        const std::optional<Grant>& previous, const std::string& signer = "");
+                        const std::optional<Grant>& previous, const std::string& signer = "",
+                        const std::optional<std::string>& other_copy = std::nullopt);
 
 }  // namespace anvil::session

@@ -150,6 +150,10 @@ struct Plugin {
   std::optional<Grant> grant;
   std::map<std::string, std::string> pinned_files;  // anvil.lock's files for the host (CheckLock)
   std::optional<Grant> previous;
+  // The copy of the plugin the grant is looked up (and approved) for, and, when the stored
+  // grant was for another copy, which (LookupGrant).
+  PluginCopy copy;
+  std::optional<std::string> other_copy;
   std::unique_ptr<HostProcess> host;
   uint64_t generation = 0;  // bumps whenever the host changes: stale events are ignored
   bool channel_closed = false, stderr_closed = false;
@@ -702,6 +706,8 @@ void Server::RequestConsent(const json& id, const json& params) {
                       {{"code", "busy"}, {"plugin", plugin.entry.id}});
   }
   const Manifest& m = *plugin.entry.manifest;
+  const std::string text =
+      ConsentText(o_.workspace, m, plugin.previous, plugin.signer, plugin.other_copy);
   json request = {{"plugin",
                    {{"id", m.id},
                     {"name", SanitizeForDisplay(m.name, 100)},
@@ -711,7 +717,7 @@ void Server::RequestConsent(const json& id, const json& params) {
                     {"manifestSha256", m.sha256}}},
                   {"workspace", o_.workspace},
                   {"title", "Anvil: allow plugin " + m.id + " to run in this workspace?"},
-                  {"text", ConsentText(o_.workspace, m, plugin.previous, plugin.signer)},
+                  {"text", text},
                   {"signedBy", plugin.signer.empty() ? json(nullptr) : json(plugin.signer)},
                   {"request", GrantToJson(m.requested)},
                   {"previous", plugin.previous ? GrantToJson(*plugin.previous) : json(nullptr)},
@@ -729,7 +735,7 @@ void Server::RequestConsent(const json& id, const json& params) {
     if (approved) {
       auto store = GrantStore::Open();
       const Manifest& m = *pp->entry.manifest;
-      Status saved = store ? store->Approve(o_.workspace, m.id, m.sha256, m.requested)
+      Status saved = store ? store->Approve(o_.workspace, m.id, m.sha256, m.requested, pp->copy)
                            : Status(tl::unexpected(store.error()));
       if (!saved) {
         CompleteError(id, kRequestFailed, saved.error().ToString(),
@@ -1063,15 +1069,19 @@ void Server::ResolvePluginGrant(Plugin& p) {
     p.detail = store.error().ToString();
     return;
   }
-  auto lookup = LookupGrant(*store, o_.workspace, m);
+  auto lookup = LookupGrant(*store, o_.workspace, m, p.entry.dir);
   if (!lookup) {
     p.state = PluginState::kFailed;
     p.detail = lookup.error().ToString();
     return;
   }
   p.previous = lookup->previous;
+  p.copy = lookup->copy;
+  p.other_copy = lookup->other_copy;
+  // Not pinned by anvil.lock: the host still runs only the code the grant was found for.
+  if (p.pinned_files.empty()) p.pinned_files = lookup->files;
   if (!lookup->grant && o_.approve) {
-    if (auto s = store->Approve(o_.workspace, m.id, m.sha256, m.requested); !s) {
+    if (auto s = store->Approve(o_.workspace, m.id, m.sha256, m.requested, p.copy); !s) {
       p.state = PluginState::kFailed;
       p.detail = s.error().ToString();
       return;

@@ -44,6 +44,21 @@ void FuzzStore(std::string_view text) {
     Require(entry.manifest_sha256.size() == 64, "sha", entry.manifest_sha256);
     auto found = store->Find(entry.workspace, entry.plugin_id, entry.manifest_sha256);
     Require(found && *found == entry.grant, "Find disagrees with List", entry.plugin_id);
+    // A grant pinned to a copy applies to that copy (and its directory) only; an entry from
+    // before copies were recorded applies to none.
+    if (entry.copy) {
+      Require(entry.copy->dir[0] == '/' && entry.copy->code_sha256.size() == 64, "copy",
+              entry.copy->dir);
+      auto same =
+          store->FindForCopy(entry.workspace, entry.plugin_id, entry.manifest_sha256, *entry.copy);
+      Require(same && *same == entry.grant, "FindForCopy misses its own copy", entry.plugin_id);
+    }
+    const anvil::PluginCopy stranger{"/nonexistent/other-copy", std::string(64, '0')};
+    if (!entry.copy || !entry.copy->Matches(stranger)) {
+      Require(
+          !store->FindForCopy(entry.workspace, entry.plugin_id, entry.manifest_sha256, stranger),
+          "a grant applies to another copy", entry.plugin_id);
+    }
   }
 }
 

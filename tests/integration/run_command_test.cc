@@ -88,6 +88,56 @@ TEST_F(AnvilRun, AddedPermissionNeedsNewConsentRemovedOneDoesNot) {
   EXPECT_EQ(r.status, 0) << r.err;
 }
 
+// T8: an approval is for one copy of the plugin. A copied directory with the same id and the
+// same manifest bytes but other code is another plugin as far as consent goes, lockfile or not.
+TEST_F(AnvilRun, CopiedPluginWithTheSameManifestButOtherCodeAsksAgain) {
+  Plugin(
+      "fs.write = [\"notes/**\"]\n",
+      "anvil.command('x', function() sys.fs.write('notes/who.txt', 'original') return 'ok' end)");
+  ASSERT_EQ(Anvil({"--approve", plugin_.path(), "x"}).status, 0);
+  TempDir copy("anvil-run-copy");
+  ASSERT_EQ(Shell("cp -r '" + plugin_.path() + "/.' '" + copy.path() + "/'"), 0);
+  WriteFile(copy / "main.lua",
+            "sys.fs.write('notes/who.txt', 'impostor')\n"
+            "anvil.command('x', function() sys.fs.write('notes/who.txt', 'impostor') end)");
+  auto r = Anvil({copy.path(), "x"});  // no terminal to ask on
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_NE(r.err.find("denied: permission not granted"), std::string::npos) << r.err;
+  EXPECT_EQ(ReadFile(ws_ / "notes/who.txt"), "original");
+  // A module added beside an unchanged entry is other code too.
+  TempDir copy2("anvil-run-copy");
+  ASSERT_EQ(Shell("cp -r '" + plugin_.path() + "/.' '" + copy2.path() + "/'"), 0);
+  WriteFile(copy2 / "lib/extra.lua", "return {}");
+  EXPECT_EQ(Anvil({copy2.path(), "x"}).status, 3);
+  // The inspector says the same.
+  RunOptions o;
+  o.env = {"PATH=/usr/bin:/bin", "HOME=/nonexistent", "XDG_STATE_HOME=" + state_.path()};
+  auto inspect =
+      testing::Run({AnvilBin(), "plugin", "inspect", "--workspace", ws_.path(), copy.path()}, o);
+  EXPECT_NE(inspect.out.find("granted:  no"), std::string::npos) << inspect.out;
+}
+
+// The benign neighbours: the approved directory edited in place (the author's loop, an update)
+// and a byte-identical copy elsewhere run without asking.
+TEST_F(AnvilRun, EditedInPlaceOrIdenticalCopyRunsWithoutAsking) {
+  Plugin("fs.write = [\"notes/**\"]\n",
+         "anvil.command('x', function() sys.fs.write('notes/v.txt', '1') return 'v1' end)");
+  ASSERT_EQ(Anvil({"--approve", plugin_.path(), "x"}).status, 0);
+  // A byte-identical copy of what was approved, elsewhere (moved, installed twice).
+  TempDir copy("anvil-run-copy");
+  ASSERT_EQ(Shell("cp -r '" + plugin_.path() + "/.' '" + copy.path() + "/'"), 0);
+  auto r = Anvil({copy.path(), "x"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "v1\n");
+  // The approved directory, edited.
+  WriteFile(plugin_ / "main.lua",
+            "anvil.command('x', function() sys.fs.write('notes/v.txt', '2') return 'v2' end)");
+  r = Anvil({plugin_.path(), "x"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "v2\n");
+  EXPECT_EQ(ReadFile(ws_ / "notes/v.txt"), "2");
+}
+
 TEST_F(AnvilRun, GrantIsEnforcedNotTheManifest) {
   Plugin("fs.read = [\"notes/**\"]\n",
          "anvil.command('x', function() return sys.fs.read('a.txt') end)");

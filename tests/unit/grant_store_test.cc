@@ -19,6 +19,7 @@
 
 #include "policy/consent.h"
 #include "policy/manifest.h"
+#include "session/plugin_catalog.h"
 
 namespace anvil {
 namespace {
@@ -113,6 +114,110 @@ TEST_F(GrantStoreTest, FindsOnlyTheExactKey) {
   EXPECT_EQ(store.Find(root_, "example.todo", kShaA), std::nullopt);
   EXPECT_EQ(store.Find(workspace_ + "/", "example.todo", kShaA), std::nullopt);
   EXPECT_EQ(store.Find(workspace_, "example.todo", std::string(64, 'A')), std::nullopt);
+}
+
+// A grant is for one copy of a plugin: its directory (edited in place), or identical code
+// elsewhere. Another directory with other code, and an entry that never recorded a copy, get no
+// grant from FindForCopy.
+TEST_F(GrantStoreTest, AGrantAppliesToTheApprovedCopyOnly) {
+  const PluginCopy approved{"/home/u/plugins/todo", std::string(64, 'c')};
+  GrantStore store = Open();
+  ASSERT_TRUE(store.Approve(workspace_, "example.todo", kShaA, ReadSrc(), approved));
+  struct Case {
+    PluginCopy copy;
+    bool granted;
+  };
+  const Case cases[] = {
+      {approved, true},
+      {{"/home/u/plugins/todo", std::string(64, 'd')}, true},   // edited in place
+      {{"/tmp/elsewhere/todo", std::string(64, 'c')}, true},    // identical code elsewhere
+      {{"/tmp/elsewhere/todo", std::string(64, 'd')}, false},   // a copy with other code
+      {{"/home/u/plugins/todo2", std::string(64, 'e')}, false}  // a sibling directory
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(store.FindForCopy(workspace_, "example.todo", kShaA, c.copy).has_value(), c.granted)
+        << c.copy.dir << " " << c.copy.code_sha256;
+  }
+  // Still keyed by the manifest hash too.
+  EXPECT_FALSE(store.FindForCopy(workspace_, "example.todo", kShaB, approved));
+  // Recorded on disk and read back.
+  GrantStore again = Open();
+  auto latest = again.FindLatest(workspace_, "example.todo");
+  ASSERT_TRUE(latest && latest->copy);
+  EXPECT_EQ(*latest->copy, approved);
+  // Written as version 2; a version 1 file (no copies) is still read.
+  {
+    std::ifstream in(path_);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("\"version\": 2"), std::string::npos) << text;
+  }
+  // An entry without a copy (written before copies were recorded) grants no copy.
+  ASSERT_TRUE(again.Approve(workspace_, "example.legacy", kShaA, ReadSrc()));
+  EXPECT_TRUE(again.Find(workspace_, "example.legacy", kShaA));
+  EXPECT_FALSE(again.FindForCopy(workspace_, "example.legacy", kShaA, approved));
+  // Malformed copies are refused, as malformed keys are.
+  EXPECT_FALSE(again.Approve(workspace_, "example.todo", kShaA, ReadSrc(),
+                             PluginCopy{"relative/dir", std::string(64, 'c')}));
+  EXPECT_FALSE(again.Approve(workspace_, "example.todo", kShaA, ReadSrc(),
+                             PluginCopy{"/abs/dir", "not-a-hash"}));
+  // A hand-edited entry with half a copy is damage, not a grant for any copy.
+  WriteStore(R"({"version": 1, "grants": [{"workspace": ")" + workspace_ +
+             R"(", "plugin": "example.todo", "manifest_sha256": ")" + kShaA +
+             R"(", "granted_at": 1, "plugin_dir": "/p", "grant": {}}]})");
+  auto damaged = GrantStore::Open(path_);
+  ASSERT_FALSE(damaged);
+  EXPECT_NE(damaged.error().message.find("only one of plugin_dir and code_sha256"),
+            std::string::npos);
+}
+
+// The session's lookup: hashes the plugin's code, finds the grant only for the approved copy,
+// says in the consent text why a copy is asked about, and never narrows a grant onto another
+// copy.
+TEST_F(GrantStoreTest, LookupAsksAboutAnotherCopyAndSaysWhy) {
+  auto make_plugin = [&](const std::string& dir, const std::string& permissions,
+                         const std::string& code) {
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir + "/anvil-plugin.toml")
+        << "id = \"example.todo\"\nversion = \"1.0.0\"\nruntime = \"lua\"\nentry = "
+           "\"main.lua\"\n\n[permissions]\n"
+        << permissions;
+    std::ofstream(dir + "/main.lua") << code;
+    auto manifest = LoadManifest(dir);
+    EXPECT_TRUE(manifest) << manifest.error().ToString();
+    return *manifest;
+  };
+  const std::string a = root_ + "/plugins/a", b = root_ + "/plugins/b";
+  Manifest ma = make_plugin(a, "fs.read = [\"**\"]\nfs.write = [\"notes/**\"]\n", "-- v1\n");
+  GrantStore store = Open();
+  auto first = session::LookupGrant(store, workspace_, ma, a);
+  ASSERT_TRUE(first) << first.error().ToString();
+  EXPECT_FALSE(first->grant);
+  EXPECT_FALSE(first->other_copy);
+  EXPECT_EQ(first->files.count("main.lua"), 1u);
+  ASSERT_TRUE(store.Approve(workspace_, ma.id, ma.sha256, ma.requested, first->copy));
+  EXPECT_TRUE(session::LookupGrant(store, workspace_, ma, a)->grant);
+  // Same id, same manifest bytes, other code, other directory.
+  Manifest mb = make_plugin(b, "fs.read = [\"**\"]\nfs.write = [\"notes/**\"]\n", "-- evil\n");
+  ASSERT_EQ(mb.sha256, ma.sha256);
+  auto other = session::LookupGrant(store, workspace_, mb, b);
+  ASSERT_TRUE(other);
+  EXPECT_FALSE(other->grant);
+  ASSERT_TRUE(other->other_copy);
+  EXPECT_EQ(*other->other_copy, a);
+  const std::string text =
+      session::ConsentText(workspace_, mb, other->previous, "", other->other_copy);
+  EXPECT_NE(text.find("This is not the copy you approved: that one is in " + a), std::string::npos)
+      << text;
+  // A narrower manifest does not re-approve itself for another copy either.
+  Manifest narrower = make_plugin(b, "fs.read = [\"**\"]\n", "-- evil\n");
+  auto narrowed = session::LookupGrant(store, workspace_, narrower, b);
+  ASSERT_TRUE(narrowed);
+  EXPECT_FALSE(narrowed->grant);
+  // ... while for the approved copy it does (consent.h: removals need no consent).
+  Manifest narrower_a = make_plugin(a, "fs.read = [\"**\"]\n", "-- v2\n");
+  auto same = session::LookupGrant(store, workspace_, narrower_a, a);
+  ASSERT_TRUE(same);
+  EXPECT_TRUE(same->grant);
 }
 
 TEST_F(GrantStoreTest, PersistsAcrossOpens) {
@@ -283,7 +388,7 @@ TEST_F(GrantStoreTest, HandEditedOrForeignFormatsAreRefused) {
                             kShaA + R"(","granted_at":1,"grant":{}})";
   const std::string bad[] = {
       "[]",
-      R"({"version":2,"grants":[]})",
+      R"({"version":3,"grants":[]})",
       R"({"grants":[]})",
       R"({"version":1,"grants":{}})",
       R"({"version":1,"grants":[],"extra":1})",
