@@ -116,8 +116,15 @@ Options:
   --policy P             read-only | workspace-write (default) | danger-full-access | external-sandbox
   --cwd DIR              the workspace and CMD's working directory (default: current directory)
   --writable-root DIR    an extra writable root (workspace-write; repeatable)
-  --read-only-subpath P  keep P read-only inside a writable root (repeatable; .git and .anvil always)
-  --writable-git         deliberately let CMD write .git (agents that commit need it)
+  --read-only-subpath P  keep P read-only inside a writable root (repeatable; git metadata
+                         and .anvil always)
+  --writable-git         deliberately let CMD write git metadata: every repository's .git
+                         (top-level and nested) and the paths their config names stay
+                         writable, and nothing is checked after the run (agents that commit)
+  --git-scan-limit NAME=VALUE
+                         bounds of the search for repositories in the writable roots:
+                         entries (1000000), depth (128), seconds (10), paths (4096);
+                         past one the sandbox does not start
   --read-access A        restricted (default: workspace + /usr /etc /bin /lib ...) | full
   --network N            none (default) | proxy | full
   --allow-host H[:PORT]  with --network proxy
@@ -252,6 +259,11 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
     } else if (flag == "--limit") {
       if (auto s = take(); !s) return tl::unexpected(s.error());
       if (auto s = ApplyLimitFlag(v, inv.spec.limits); !s) return tl::unexpected(s.error());
+    } else if (flag == "--git-scan-limit") {
+      if (auto s = take(); !s) return tl::unexpected(s.error());
+      if (auto s = ApplyGitScanLimit(v, inv.spec.git_scan_limits); !s) {
+        return tl::unexpected(s.error());
+      }
     } else if (flag == "--timeout") {
       if (auto s = take(); !s) return tl::unexpected(s.error());
       char* end = nullptr;
@@ -531,6 +543,46 @@ void WriteReport(int report_fd, const std::string& line) {
   }
 }
 
+// What the check after the run moved aside, or why it could not finish: always on stderr,
+// whatever --json says, since the user's next `git` in the workspace depends on it.
+void PrintGitReport(const GitReport& git) {
+  for (const auto& q : git.quarantined) {
+    std::cerr << "anvil sandbox: quarantined " << q.path << " -> " << q.moved_to << ": " << q.reason
+              << ". Inspect it before trusting it; to restore: " << q.restore << "\n";
+  }
+  for (const auto& f : git.quarantine_failures) {
+    std::cerr << "anvil sandbox: WARNING: could not quarantine " << f
+              << "; do not run git there before checking it\n";
+  }
+  if (!git.check_error.empty()) {
+    std::cerr << "anvil sandbox: WARNING: the check for git metadata the command made could not "
+                 "finish ("
+              << git.check_error
+              << "); repositories it created were not checked: look for new .git entries and "
+                 "hooks before running git in the writable roots\n";
+  }
+}
+
+nlohmann::json GitReportJson(const GitReport& git) {
+  nlohmann::json quarantined = nlohmann::json::array();
+  for (const auto& q : git.quarantined) {
+    quarantined.push_back(
+        {{"path", q.path}, {"moved_to", q.moved_to}, {"reason", q.reason}, {"restore", q.restore}});
+  }
+  nlohmann::json out = {{"repositories", git.repositories},
+                        {"read_only_paths", git.read_only_paths},
+                        {"placeholders", git.placeholders},
+                        {"entries_scanned", git.entries},
+                        {"scan_ms", std::round(git.scan_ms * 1000) / 1000},
+                        {"checked_after_run", git.checked_after},
+                        {"check_ms", std::round(git.check_ms * 1000) / 1000},
+                        {"check_entries_listed", git.check_listed},
+                        {"quarantined", quarantined},
+                        {"quarantine_failures", git.quarantine_failures}};
+  if (!git.check_error.empty()) out["check_error"] = git.check_error;
+  return out;
+}
+
 }  // namespace
 
 int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd front_end) {
@@ -599,6 +651,7 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
       (outcome.kind != SandboxOutcome::Kind::kSignaled || outcome.out_of_memory)) {
     std::cerr << "anvil sandbox: " << outcome.error << "\n";
   }
+  PrintGitReport(outcome.git);
   if (json) {
     nlohmann::json report = {{"exit_code", status},
                              {"outcome", OutcomeName(outcome.kind)},
@@ -622,6 +675,7 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
                                {"memory_limit", outcome.layers.memory_limit}}}};
     if (outcome.out_of_memory) report["out_of_memory"] = true;
     if (outcome.kind == SandboxOutcome::Kind::kSignaled) report["signal"] = outcome.exit_status;
+    if (outcome.git.protected_repositories) report["git"] = GitReportJson(outcome.git);
     if (!outcome.error.empty()) report["error"] = outcome.error;
     WriteReport(inv->report_fd,
                 report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");

@@ -27,22 +27,49 @@ bool StillNamed(int parent, const std::string& name, int dir) {
 
 Result<ProtectedPlaceholders> ProtectedPlaceholders::Create(const std::vector<std::string>& roots,
                                                             const std::vector<std::string>& names) {
-  ProtectedPlaceholders out;
+  std::vector<PlaceholderSpec> specs;
   for (const auto& root : roots) {
+    for (const auto& name : names) specs.push_back({root, name, true});
+  }
+  return Create(specs);
+}
+
+Result<ProtectedPlaceholders> ProtectedPlaceholders::Create(
+    const std::vector<PlaceholderSpec>& specs) {
+  ProtectedPlaceholders out;
+  for (const auto& spec : specs) {
+    const std::string& root = spec.parent;
+    const std::string& name = spec.name;
     UniqueFd parent(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!parent) return SysFail("sandbox", "open writable root " + root);
-    for (const auto& name : names) {
+    {
       const std::string path = root + "/" + name;
       bool created = false;
       // A few rounds: another run may create or remove the placeholder between our steps.
       for (int round = 0;; ++round) {
         if (round == 8) return Fail("sandbox", "cannot settle the read-only placeholder " + path);
-        UniqueFd dir(
-            ::openat(parent.Get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        // O_NONBLOCK: a FIFO of that name is opened without waiting for a writer (and then
+        // left to the view, as anything but a directory or regular file).
+        UniqueFd dir(::openat(parent.Get(), name.c_str(),
+                              O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
         if (!dir) {
-          if (errno == ENOTDIR || errno == ELOOP) break;  // a file or a symlink: the view decides
+          if (errno == ELOOP) break;  // a symlink: the view decides
           if (errno != ENOENT) return SysFail("sandbox", "open " + path);
-          if (::mkdirat(parent.Get(), name.c_str(), 0755) == 0) {
+          bool made = false;
+          if (spec.directory) {
+            made = ::mkdirat(parent.Get(), name.c_str(), 0755) == 0;
+          } else {
+            UniqueFd file(::openat(parent.Get(), name.c_str(),
+                                   O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+            if (file) {
+              // Marked while still writable (a user xattr needs write permission), then made
+              // read-only: nothing runs or includes an empty, non-executable file.
+              (void)::fsetxattr(file.Get(), kPlaceholderXattr, "1", 1, 0);
+              (void)::fchmod(file.Get(), 0444);
+              made = true;
+            }
+          }
+          if (made) {
             created = true;
             continue;  // open and lock it like an existing one
           }
@@ -50,20 +77,23 @@ Result<ProtectedPlaceholders> ProtectedPlaceholders::Create(const std::vector<st
           if (errno == EACCES || errno == EPERM || errno == EROFS) break;
           return SysFail("sandbox", "create the read-only placeholder " + path);
         }
+        struct stat st {};
+        if (::fstat(dir.Get(), &st) != 0) return SysFail("sandbox", "stat " + path);
+        if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) break;  // the view decides
         // Blocks only while a finishing run holds it exclusively to remove it; then the name
         // is gone and the next round makes a new one.
         if (::flock(dir.Get(), LOCK_SH) != 0) return SysFail("sandbox", "lock " + path);
         if (!StillNamed(parent.Get(), name, dir.Get())) continue;
         if (created) {
           // Best effort: where the filesystem has no user xattrs, a placeholder this run
-          // cannot remove (another run still held it) stays as an empty directory.
+          // cannot remove (another run still held it) stays behind, empty.
           (void)::fsetxattr(dir.Get(), kPlaceholderXattr, "1", 1, 0);
         }
         const bool marked = ::fgetxattr(dir.Get(), kPlaceholderXattr, nullptr, 0) >= 0;
         UniqueFd parent_dup(::fcntl(parent.Get(), F_DUPFD_CLOEXEC, 0));
         if (!parent_dup) return SysFail("sandbox", "dup");
-        out.held_.push_back(
-            {std::move(parent_dup), std::move(dir), root, name, created, created || marked});
+        out.held_.push_back({std::move(parent_dup), std::move(dir), root, name, created,
+                             created || marked, S_ISDIR(st.st_mode)});
         break;
       }
     }
@@ -77,9 +107,17 @@ ProtectedPlaceholders::~ProtectedPlaceholders() {
     // Another run still binds it when it holds its shared lock: leave it to that run.
     if (::flock(h.dir.Get(), LOCK_EX | LOCK_NB) != 0) continue;
     if (!StillNamed(h.parent.Get(), h.name, h.dir.Get())) continue;
-    // Fails (ENOTEMPTY) when someone outside the sandbox put something in it meanwhile, e.g.
-    // the user ran `git init`: then it is theirs and stays.
-    (void)::unlinkat(h.parent.Get(), h.name.c_str(), AT_REMOVEDIR);
+    if (h.directory) {
+      // Fails (ENOTEMPTY) when someone outside the sandbox put something in it meanwhile,
+      // e.g. the user ran `git init`: then it is theirs and stays.
+      (void)::unlinkat(h.parent.Get(), h.name.c_str(), AT_REMOVEDIR);
+    } else {
+      // A file placeholder written to from outside meanwhile is the writer's and stays.
+      struct stat st {};
+      if (::fstat(h.dir.Get(), &st) == 0 && st.st_size == 0) {
+        (void)::unlinkat(h.parent.Get(), h.name.c_str(), 0);
+      }
+    }
   }
 }
 

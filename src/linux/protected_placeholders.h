@@ -1,5 +1,6 @@
-// Keeping a protected name (.git) that does not exist yet in a writable root from being created
-// by the sandboxed command.
+// Keeping a protected name (.git, or a path a repository's git config names, see
+// policy/git_metadata.h) that does not exist yet in a writable root from being created by the
+// sandboxed command.
 //
 // The mount view keeps an existing .git read-only by binding it read-only, but a name that does
 // not exist has nothing to bind, and Landlock cannot refuse one name in a directory where it
@@ -9,7 +10,9 @@
 // supervisor creates each missing name as an empty directory (marked with the extended
 // attribute `user.anvil.placeholder` where the filesystem supports it), which the view then
 // binds read-only like any existing one; after the run it removes it again. While it exists it
-// is harmless: git skips an empty `.git` and keeps looking upward. It is visible to the command
+// is harmless: git skips an empty `.git` and keeps looking upward; an empty hooks directory
+// holds no hook; an empty, non-executable file named as a program or an include runs nothing. It is
+// visible to the command
 // (`ls -A` shows an empty `.git`); --writable-git drops it with the rest of the .git protection.
 //
 // Concurrent sandboxes in one workspace share a placeholder. Removing a directory that is a
@@ -30,13 +33,27 @@
 
 namespace anvil {
 
+// One name to keep: `name` in the directory `parent` (canonical, absolute), created as an empty
+// directory or an empty file (mode 0444) when missing.
+struct PlaceholderSpec {
+  std::string parent;
+  std::string name;
+  bool directory = true;
+};
+
 class ProtectedPlaceholders {
  public:
+  // The general form: each spec's name in its parent, as below. A name that exists as a
+  // directory or regular file is locked (whatever the kind asked for); anything else there (a
+  // symlink, a socket) is left to the view. A parent the caller cannot create entries in is
+  // skipped.
+  static Result<ProtectedPlaceholders> Create(const std::vector<PlaceholderSpec>& specs);
   // For each of `names` in each of `roots` (canonical absolute directories): a directory that
   // exists is locked shared; a missing one is created empty (mode 0755, marked) and locked. A
   // root the caller cannot create entries in is skipped: the command, running with the
-  // caller's credentials or fewer, cannot create the name either. A name that is not a
-  // directory is left to the view (which refuses a symlink). Any other failure is a "sandbox"
+  // caller's credentials or fewer, cannot create the name either. A name that is a regular
+  // file is locked as it is; anything else (a symlink) is left to the view (which refuses a
+  // symlinked .git). Any other failure is a "sandbox"
   // error and nothing made so far is left behind.
   static Result<ProtectedPlaceholders> Create(const std::vector<std::string>& roots,
                                               const std::vector<std::string>& names);
@@ -56,10 +73,11 @@ class ProtectedPlaceholders {
  private:
   struct Held {
     UniqueFd parent;  // the root, held open: a renamed root cannot redirect the removal
-    UniqueFd dir;     // the protected directory, flock()ed shared
+    UniqueFd dir;     // the protected directory (or file), flock()ed shared
     std::string root, name;
     bool created = false;      // made by this run
     bool placeholder = false;  // made by this run or marked as a placeholder
+    bool directory = true;     // what the name is now
   };
   std::vector<Held> held_;
 };

@@ -868,6 +868,8 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   // Lives until the command and every process of its pid namespace are gone (the returns below
   // come after that), then removes the placeholders it made.
   ProtectedPlaceholders placeholders;
+  // Declared after `placeholders`: ends first, so its locks are gone when they are removed.
+  std::optional<GitGuard> git;
   if (plan.confine_fs) {
     HostFs host = RealHostFs();
     host.bound_unix_sockets = HostSocketLocator();
@@ -883,9 +885,15 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
       auto made = ProtectedPlaceholders::Create(roots, names);
       if (!made) return SetupFailure(made.error().ToString(), start);
       placeholders = std::move(*made);
+      if (!policy.writable_git) {
+        // Every repository in the writable roots and what its config names (git_guard.h).
+        auto guard = GitGuard::Prepare(roots, spec.git_scan_limits, GitEnvFromProcess());
+        if (!guard) return SetupFailure(guard.error().ToString(), start);
+        git.emplace(std::move(*guard));
+      }
       // Again even when this run made none: another run may have made one (now held by this
       // run's lock) after the first computation looked.
-      view = ComputeFileView(policy, host);
+      view = ComputeFileView(policy, host, git ? git->ReadOnlyPaths() : std::vector<std::string>{});
       if (!view) return SetupFailure(view.error().ToString(), start);
     }
     plan.view = std::move(*view);
@@ -1216,6 +1224,12 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
       default:
         break;
     }
+  }
+  if (git) {
+    // Every process of the command is gone (init was pid 1 of its namespace, or killed and
+    // reaped them all): what it left can be checked without a race.
+    git->CheckAfterRun();
+    out.git = git->Report();
   }
   if (out.out_of_memory && !timed_out) {
     out.error = "limit: the sandbox reached its memory ceiling (" +

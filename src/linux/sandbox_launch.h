@@ -19,6 +19,7 @@
 
 #include "common/result.h"
 #include "common/unique_fd.h"
+#include "linux/git_guard.h"
 #include "policy/sandbox_policy.h"
 
 namespace anvil {
@@ -54,6 +55,9 @@ struct LaunchSpec {
   // --network proxy: a SOCK_SEQPACKET end connected to anvil-proxy; init sends it the listening
   // sockets it makes inside the network namespace (then closes it).
   UniqueFd proxy_channel;
+  // Bounds of the search for git repositories in the writable roots (workspace-write without
+  // --writable-git): past one the sandbox does not start.
+  GitScanLimits git_scan_limits;
   // Test-only fault injection: fail the named set-up step ("landlock", "seccomp", "mount",
   // "userns") to prove nothing runs when a layer cannot be applied. Never set by user input.
   std::string fail_step_for_testing;
@@ -114,6 +118,7 @@ struct SandboxOutcome {
   LayerReport layers;
   bool out_of_memory = false;  // the kernel killed a process at the memory ceiling
   double duration_ms = 0;
+  GitReport git;  // the writable roots' repositories: protected, and what was quarantined
 
   // The exit status `anvil sandbox` uses: command's own, 128+N, 124, 125, 126, 127.
   int ShellStatus() const;

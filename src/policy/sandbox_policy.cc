@@ -162,7 +162,8 @@ void MaskHostSockets(FileView& view, const std::vector<std::string>& sockets) {
   }
 }
 
-Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host) {
+Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host,
+                                 const std::vector<std::string>& discovered_read_only) {
   FileView view;
   if (!policy.ConfinesFilesystem()) {
     return Fail("invalid", "policy " + std::string(ToString(policy.kind)) +
@@ -266,6 +267,9 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
     // command create it: refuse instead of running with less protection than asked for.
     if (!resolved) return Fail("invalid", "--read-only-subpath does not exist: " + sub);
     read_only.push_back(*resolved);
+  }
+  for (const auto& path : discovered_read_only) {
+    if (!path.empty() && path[0] == '/') read_only.push_back(path);
   }
   for (const auto& root : writable) {
     WritableRoot wr{root, {}};

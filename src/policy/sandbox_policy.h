@@ -120,7 +120,11 @@ HostFs RealHostFs();
 // True when `path` equals `root` or lies beneath it (component-wise, both canonical).
 bool PathIsWithin(std::string_view path, std::string_view root);
 
-Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host);
+// `discovered_read_only`: canonical paths that must also stay read-only inside the writable
+// roots, found on the host before the view is computed (every repository's git metadata and
+// what its config names, policy/git_metadata.h).
+Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host,
+                                 const std::vector<std::string>& discovered_read_only = {});
 
 // Adds to view.masked_files each of `sockets` (canonical paths) the view would show.
 void MaskHostSockets(FileView& view, const std::vector<std::string>& sockets);

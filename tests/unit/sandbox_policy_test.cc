@@ -52,6 +52,22 @@ TEST(ComputeFileView, WorkspaceWriteProtectsGitAndAnvil) {
   EXPECT_FALSE(view->full_read);
 }
 
+TEST(ComputeFileView, DiscoveredGitMetadataIsReadOnlyInItsRoot) {
+  SandboxPolicy p;
+  p.workspace = "/ws";
+  p.extra_writable_roots = {"/cache"};
+  auto view = ComputeFileView(p, FakeHost({"/ws", "/cache"}),
+                              {"/ws/vendor/lib/.git", "/cache/x/.git", "/elsewhere/.git"});
+  ASSERT_TRUE(view) << view.error().ToString();
+  ASSERT_EQ(view->writable_roots.size(), 2u);
+  EXPECT_EQ(view->writable_roots[0].read_only_subpaths,
+            (std::vector<std::string>{"/ws/vendor/lib/.git"}));
+  EXPECT_EQ(view->writable_roots[1].read_only_subpaths,
+            (std::vector<std::string>{"/cache/x/.git"}));
+  // A root that must be read-only as a whole cannot be a writable root.
+  EXPECT_FALSE(ComputeFileView(p, FakeHost({"/ws", "/cache"}), {"/cache"}));
+}
+
 TEST(ComputeFileView, GitFilePointerTargetIsProtectedToo) {
   SandboxPolicy p;
   p.workspace = "/ws";

@@ -1,0 +1,87 @@
+#include "linux/git_guard.h"
+
+#include <chrono>
+#include <set>
+
+#include "policy/sandbox_policy.h"
+
+namespace anvil {
+
+Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
+                                   const GitScanLimits& limits, const GitEnv& env, GitFs fs) {
+  const auto start = std::chrono::steady_clock::now();
+  GitGuard guard;
+  guard.roots_ = roots;
+  guard.limits_ = limits;
+  guard.env_ = env;
+  guard.fs_ = std::move(fs);
+  auto scan = ScanGitMetadata(roots, env, guard.fs_, limits);
+  if (!scan) return tl::unexpected(scan.error());
+  GitProtectionPlan plan = PlanGitProtection(*scan, env, guard.fs_, limits);
+  if (!plan.problems.empty()) return tl::unexpected(plan.problems.front());
+
+  std::vector<PlaceholderSpec> specs;
+  for (const auto& ph : plan.placeholders) specs.push_back({ph.parent, ph.name, ph.directory});
+  // What exists is locked too: it may be another run's placeholder, which that run must not
+  // remove (and so detach from this view) while this run binds it.
+  for (const auto& path : plan.read_only) {
+    auto slash = path.rfind('/');
+    if (slash == std::string::npos || slash == 0) continue;
+    specs.push_back({path.substr(0, slash), path.substr(slash + 1),
+                     guard.fs_.lstat(path).type == GitFileType::kDir});
+  }
+  auto made = ProtectedPlaceholders::Create(specs);
+  if (!made) return tl::unexpected(made.error());
+  guard.placeholders_ = std::move(*made);
+
+  guard.read_only_ = plan.read_only;
+  for (const auto& ph : plan.placeholders) {
+    // Bound like any existing path once it is there; a parent the caller cannot write kept it
+    // from being made, and the command cannot make it either.
+    const std::string path = ph.parent + "/" + ph.name;
+    if (auto r = guard.fs_.resolve(path); r && *r == path) guard.read_only_.push_back(path);
+  }
+  guard.before_ = GitIdentities(*scan, plan, guard.fs_);
+  guard.memo_ = std::move(scan->memo);
+
+  guard.report_.protected_repositories = true;
+  guard.report_.repositories = scan->repos.size();
+  guard.report_.read_only_paths = plan.read_only.size();
+  guard.report_.placeholders = guard.read_only_.size() - plan.read_only.size();
+  guard.report_.entries = scan->entries;
+  guard.report_.scan_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return guard;
+}
+
+void GitGuard::CheckAfterRun() {
+  const auto start = std::chrono::steady_clock::now();
+  report_.checked_after = true;
+  // The same bounds: a command that grew the roots past them leaves a check that cannot vouch
+  // for them, which the report says (and the next sandbox there does not start).
+  auto scan = ScanGitMetadata(roots_, env_, fs_, limits_, &memo_);
+  report_.check_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (!scan) {
+    report_.check_error = scan.error().message;
+    return;
+  }
+  report_.check_listed = scan->entries;
+  std::set<int> moved;
+  for (const auto& [i, why] : NewGitReposThatRunCode(before_, *scan, fs_)) moved.insert(i);
+  GitProtectionPlan plan = PlanGitProtection(*scan, env_, fs_, limits_, moved);
+  if (plan.incomplete) {
+    // Out of time: what was planned is still acted on; the rest is reported as unchecked.
+    for (const auto& problem : plan.problems) {
+      if (problem.code == "limit") report_.check_error = problem.message;
+    }
+  }
+  auto actions = DecideGitQuarantine(before_, *scan, plan, fs_);
+  auto result = ApplyGitQuarantine(actions, roots_, fs_);
+  report_.quarantined = std::move(result.moved);
+  report_.quarantine_failures = std::move(result.failures);
+  report_.check_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace anvil

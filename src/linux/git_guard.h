@@ -1,0 +1,67 @@
+// The git metadata of a workspace-write sandbox's writable roots, for one run
+// (policy/git_metadata.h has the what and why): before the run, scan, plan, make the
+// placeholders and record what exists; the view binds ReadOnlyPaths() read-only. After the
+// run — once every process of the command is gone — scan again and quarantine what the command
+// made that git would execute or follow. The placeholders are removed when the guard dies.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "linux/protected_placeholders.h"
+#include "policy/git_metadata.h"
+
+namespace anvil {
+
+// What `anvil sandbox` reports (stderr, --json) about the repositories of the writable roots.
+struct GitReport {
+  bool protected_repositories = false;  // false: --writable-git, or nothing writable
+  size_t repositories = 0;              // found at the start
+  size_t read_only_paths = 0;           // bound read-only (one mount each)
+  size_t placeholders = 0;              // made for config-named paths that did not exist
+  size_t entries = 0;                   // directory entries walked at the start
+  double scan_ms = 0;                   // the start's scan and plan
+  bool checked_after = false;           // the check after the run ran
+  double check_ms = 0;                  // its walk, plan and quarantine
+  size_t check_listed = 0;              // directory entries it listed (the rest were unchanged)
+  std::string check_error;              // it could not finish (a bound): nothing was moved
+  std::vector<GitQuarantined> quarantined;
+  std::vector<std::string> quarantine_failures;
+};
+
+class GitGuard {
+ public:
+  // Scans `roots` (canonical writable roots), plans, makes and locks the placeholders and
+  // records the identities. Fails (the sandbox must not start) past a scan bound or on a plan
+  // problem, with a message naming it and the way out.
+  static Result<GitGuard> Prepare(const std::vector<std::string>& roots,
+                                  const GitScanLimits& limits, const GitEnv& env,
+                                  GitFs fs = RealGitFs());
+
+  GitGuard(GitGuard&&) = default;
+  GitGuard& operator=(GitGuard&&) = default;
+
+  // Canonical paths to bind read-only on top of the writable roots (placeholders included).
+  const std::vector<std::string>& ReadOnlyPaths() const { return read_only_; }
+  const GitReport& Report() const { return report_; }
+
+  // After the run: the second scan and the quarantine. Call once every process of the command
+  // has ended; fills Report().
+  void CheckAfterRun();
+
+ private:
+  GitGuard() = default;
+
+  std::vector<std::string> roots_;
+  GitScanLimits limits_;
+  GitEnv env_;
+  GitFs fs_;
+  GitIdentitySet before_;
+  GitWalkMemo memo_;  // the walk before the run: the one after it lists only what changed
+  std::vector<std::string> read_only_;
+  GitReport report_;
+  ProtectedPlaceholders placeholders_;  // last: removed after everything else is done
+};
+
+}  // namespace anvil

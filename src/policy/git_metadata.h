@@ -1,0 +1,285 @@
+// What git executes or follows, kept out of a sandboxed command's reach.
+//
+// git runs code from many places besides <root>/.git/hooks: the hooks and config of every
+// repository nested anywhere in a writable root (git uses the nearest `.git` above its working
+// directory, and `git status` recurses into submodules), the gitdir a `.git` *file* points at,
+// and any path a repository's config — or what it includes, or the user's global and system
+// config — names for git to execute (`core.hooksPath`, `core.fsmonitor`, `diff.*.textconv`,
+// `filter.*.process`, `credential.helper`, `alias.x = !cmd`, ...) or to read as more config
+// (`include.path`). A command that can write any of them gets code run on the host the next
+// time the user (or an editor polling `git status`) runs git there.
+//
+// Three steps, each split into I/O behind an injected GitFs and a pure decision:
+//   1. ScanGitMetadata walks every writable root (bounded: entries, depth, time; past a bound
+//      it fails, and the sandbox does not start) and reads each repository's pointers, config
+//      chain and hooks, and the user's config chain.
+//   2. PlanGitProtection turns a scan into the paths the view binds read-only and the
+//      placeholders (empty, read-only, removed after the run) for config-named paths that do not
+//      exist yet.
+//   3. After the run, a second scan and DecideGitQuarantine find what the command created or
+//      swapped in that git would execute or follow: a repository that did not exist (or whose
+//      `.git` was replaced, or whose gitdir pointer now leads elsewhere) and carries a hook,
+//      an executing config key or an include; a config-named path that is not the object that
+//      was protected. ApplyGitQuarantine moves each aside (`NAME.anvil-quarantine`) so that git
+//      no longer finds it. A fresh `git init` or `git clone` is left alone.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/result.h"
+#include "policy/git_config.h"
+
+namespace anvil {
+
+// ---- Facts about files, injected -------------------------------------------------------------
+
+enum class GitFileType { kMissing, kDir, kFile, kSymlink, kOther };
+
+struct GitFileFacts {
+  GitFileType type = GitFileType::kMissing;
+  uint64_t dev = 0;
+  uint64_t ino = 0;
+  int64_t ctime_sec = 0;
+  int64_t ctime_nsec = 0;
+  // On this filesystem every change of a directory's entries sets the directory's ctime
+  // (local filesystems: ext2/3/4, xfs, btrfs, tmpfs, f2fs, zfs, bcachefs); not assumed of others
+  // (network, FUSE, overlay).
+  bool ctime_tracks_entries = false;
+  bool exists() const { return type != GitFileType::kMissing; }
+};
+
+struct GitDirEntry {
+  std::string name;
+  GitFileType type = GitFileType::kOther;  // of the entry itself (a symlink is kSymlink)
+};
+
+struct GitDirListing {
+  GitFileFacts dir;  // of the directory, taken before its entries were read
+  std::vector<GitDirEntry> entries;
+};
+
+struct GitFs {
+  // Entries of directory `dir` (no "." or ".."), never through a symlink at `dir` itself.
+  // Error code "denied" when it cannot be listed for lack of permission.
+  std::function<Result<GitDirListing>(const std::string& dir)> list_dir;
+  // lstat(2): the entry itself, a symlink not followed.
+  std::function<GitFileFacts(const std::string& path)> lstat;
+  // Canonical absolute path (every symlink resolved), or nullopt when `path` does not exist.
+  std::function<std::optional<std::string>(const std::string& path)> resolve;
+  // The contents of a regular file (symlinks followed, as git follows them); nullopt when there
+  // is no regular file there; a "limit" error when it is larger than `max_bytes`.
+  std::function<Result<std::optional<std::string>>(const std::string& path, size_t max_bytes)>
+      read_file;
+  // Whether the caller could create entries in directory `dir` (asked for a directory it cannot
+  // list: what the command cannot write either needs no look).
+  std::function<bool(const std::string& dir)> writable;
+  std::function<std::chrono::steady_clock::time_point()> now;
+  // The wall clock, in seconds (ctimes are wall-clock times).
+  std::function<int64_t()> wall_seconds;
+  // rename(2) of `from` to `to` that never replaces an existing `to` (ApplyGitQuarantine only).
+  std::function<Status(const std::string& from, const std::string& to)> rename_noreplace;
+};
+GitFs RealGitFs();
+
+// The environment through which the user's own git finds its config, home and templates.
+struct GitEnv {
+  std::string home;                         // $HOME ("" when unset)
+  std::string xdg_config_home;              // $XDG_CONFIG_HOME
+  std::string config_global;                // $GIT_CONFIG_GLOBAL
+  std::string config_system;                // $GIT_CONFIG_SYSTEM
+  std::string template_dir;                 // $GIT_TEMPLATE_DIR
+  std::string passwd_file = "/etc/passwd";  // for `~user/` in config paths
+};
+GitEnv GitEnvFromProcess();
+
+// ---- Bounds ---------------------------------------------------------------------------------
+
+struct GitScanLimits {
+  size_t entries = 1000000;  // directory entries walked, over all writable roots
+  size_t depth = 128;        // directory levels below a writable root
+  double seconds = 10;       // wall time of one walk
+  size_t paths = 4096;       // read-only paths (one bind mount each) plus placeholders
+};
+// "NAME=VALUE" of `--git-scan-limit`: entries, depth, seconds, paths.
+Status ApplyGitScanLimit(std::string_view flag_value, GitScanLimits& limits);
+
+// ---- 1. The scan (I/O through GitFs) ---------------------------------------------------------
+
+struct GitConfigFile {
+  std::string path;           // absolute, as git opens it (lexical, ~ expanded)
+  std::string included_from;  // the config that includes it ("" for a top-level one)
+  int include_line = 0;
+  bool exists = false;
+  std::vector<GitConfigEntry> entries;
+  std::string error;  // why it could not be read or parsed; git refuses such a config too
+};
+
+enum class GitMarkerKind {
+  kGitDir,   // a directory named .git (any case)
+  kGitFile,  // a file named .git: `gitdir: PATH`
+  kGitLink,  // a symlink named .git
+  kBareDir,  // a directory holding HEAD, objects/ and refs/: git uses it as a git dir
+};
+
+struct GitRepo {
+  std::string marker;  // the .git entry, or the directory that is itself a git dir
+  GitMarkerKind kind = GitMarkerKind::kGitDir;
+  // Found above a writable root, not in it: the repository git uses when it starts in the root
+  // and finds no .git on the way (its config may name paths in the root).
+  bool encloses_root = false;
+  std::string top;            // the working tree (directory holding .git); "" for kBareDir
+  std::string gitdir;         // absolute; "" when a pointer leads nowhere git could use
+  std::string commondir;      // gitdir/commondir's target, else gitdir
+  std::string core_worktree;  // core.worktree, absolute, when the config sets it
+  // The .git files of linked worktrees: gitdir/gitdir and commondir/worktrees/*/gitdir.
+  std::vector<std::string> worktree_dotgits;
+  std::vector<GitConfigFile> configs;  // commondir/config, gitdir/config.worktree + includes
+  // Hooks git would run: entries of the hooks directories that do not end in ".sample" and are
+  // not byte-identical to the template's hook of the same name (what `git init` copies).
+  std::vector<std::string> hooks;
+  bool hooks_unknown = false;  // a hooks directory that is a symlink or cannot be listed
+};
+
+// What a walk saw of each directory it listed whose ctime tracks its entries and is older than
+// the walk (by more than a second, against timestamp granularity): a later walk that finds the
+// same directory (device, inode) with the same ctime takes its entries from here instead of
+// listing it again — its entries cannot have changed. Only what the walk acts on is kept
+// (subdirectories, `.git`, HEAD/objects/refs).
+struct GitWalkMemo {
+  struct Dir {
+    int64_t ctime_sec = 0;
+    int64_t ctime_nsec = 0;
+    std::vector<GitDirEntry> kept;
+  };
+  std::map<std::pair<uint64_t, uint64_t>, Dir> dirs;
+};
+
+struct GitScan {
+  std::vector<std::string> roots;  // the writable roots (canonical)
+  // In the roots, and every repository found above a root (from its parent up to /, as git's
+  // own discovery goes up from a directory with no .git).
+  std::vector<GitRepo> repos;
+  // $GIT_CONFIG_SYSTEM, /etc/gitconfig, $GIT_CONFIG_GLOBAL, ~/.gitconfig,
+  // $XDG_CONFIG_HOME/git/config (or ~/.config/git/config), and their includes.
+  std::vector<GitConfigFile> user_configs;
+  size_t entries = 0;    // directory entries listed
+  size_t memo_dirs = 0;  // directories taken from `previous` instead of being listed
+  double seconds = 0;
+  GitWalkMemo memo;  // for a later walk of the same roots
+};
+
+// Fails ("limit") past a bound, naming it, its value and the way out; ("sandbox") for a
+// directory in a writable root that cannot be listed but could be written.
+// `previous`: the memo of an earlier walk of the same roots (the walk after the run reuses the
+// one before it).
+Result<GitScan> ScanGitMetadata(const std::vector<std::string>& roots, const GitEnv& env,
+                                const GitFs& fs, const GitScanLimits& limits,
+                                const GitWalkMemo* previous = nullptr);
+
+// ---- 2. The plan (pure, given the scan and the facts of GitFs) -------------------------------
+
+enum class GitKeyUse {
+  kNone,
+  kInclude,        // include.path, includeIf.*.path: another config file
+  kHooksDir,       // core.hooksPath: a directory of hooks
+  kTemplateDir,    // init.templateDir: hooks copied into new repositories
+  kCommand,        // a shell command line git runs
+  kCommandOrBool,  // a command, or a boolean (core.fsmonitor, pager.*)
+  kBangCommand,    // a command only when the value starts with '!' (alias.*, submodule.*.update)
+};
+GitKeyUse ClassifyGitConfigKey(const GitConfigEntry& entry);
+// Whether the entry makes git run or read something (a command, a path), not a boolean/empty.
+bool GitEntryIsActive(const GitConfigEntry& entry);
+// The words of a shell command line, conservatively: quotes and escapes removed, split at blanks
+// and at ; & | ( ) < > ` and line ends, a quoted word holding blanks split again (sh -c "..."),
+// and the part after '=' of a word added (--file=PATH, VAR=PATH).
+struct GitCommandWord {
+  std::string text;
+  bool program = false;  // in the place of a program (first of a simple command)
+};
+std::vector<GitCommandWord> GitCommandWords(std::string_view command);
+
+struct GitNamedPath {
+  std::string path;    // absolute, lexical: what git would open or run
+  std::string reason;  // "core.hooksPath in /w/.git/config:3"
+  int repo = -1;       // index of the repository whose own config names it; -1: user config
+};
+
+struct GitPlaceholder {
+  std::string parent;  // canonical, inside a writable root
+  std::string name;
+  bool directory = false;
+  std::string reason;
+};
+
+struct GitProtectionPlan {
+  std::vector<std::string> read_only;  // canonical, each inside a writable root, none nested
+  std::vector<GitPlaceholder> placeholders;
+  std::vector<GitNamedPath> named;  // every config-named path in a writable root (or missing)
+  // What the view cannot keep read-only and the sandbox must not start with (fail closed):
+  // unparseable configs, a hooks directory that is a writable root, too many paths.
+  std::vector<Error> problems;
+  // Planning stopped at the time bound (one of the problems): `named` is not the whole list.
+  bool incomplete = false;
+};
+// `skip_configs`: repositories (indices into scan.repos) whose configs are not looked through
+// for named paths — the walk after the run skips the ones it moves aside anyway.
+GitProtectionPlan PlanGitProtection(const GitScan& scan, const GitEnv& env, const GitFs& fs,
+                                    const GitScanLimits& limits,
+                                    const std::set<int>& skip_configs = {});
+
+// ---- 3. After the run ------------------------------------------------------------------------
+
+using GitFileId = std::pair<uint64_t, uint64_t>;  // (st_dev, st_ino)
+using GitIdentitySet = std::set<GitFileId>;
+
+// The identities of everything the scan and plan looked at (markers, gitdirs, configs, named
+// paths and their parent directories, placeholders once made), recorded before the run.
+GitIdentitySet GitIdentities(const GitScan& scan, const GitProtectionPlan& plan, const GitFs& fs);
+
+// Why git would run code because of `repo` (a hook, an active config key, an include, a config
+// it cannot parse); nullopt when it would not.
+std::optional<std::string> GitRepoRunsCode(const GitRepo& repo);
+
+// The repositories (indices into after.repos, with why) that are not what was there before the
+// run — new, swapped in, or pointing elsewhere — and would run code: to be moved aside.
+std::map<int, std::string> NewGitReposThatRunCode(const GitIdentitySet& before,
+                                                  const GitScan& after, const GitFs& fs);
+
+struct GitQuarantineAction {
+  std::string path;      // to move aside; its parent resolves inside a writable root
+  bool git_dir = false;  // a git directory: its HEAD is moved aside too, so git sees none
+  std::string reason;
+};
+// Pure: given the identities recorded before the run and a scan and plan made after it.
+std::vector<GitQuarantineAction> DecideGitQuarantine(const GitIdentitySet& before,
+                                                     const GitScan& after,
+                                                     const GitProtectionPlan& after_plan,
+                                                     const GitFs& fs);
+
+struct GitQuarantined {
+  std::string path;
+  std::string moved_to;
+  std::string reason;
+  std::string restore;  // the shell command that puts it back
+};
+struct GitQuarantineResult {
+  std::vector<GitQuarantined> moved;
+  std::vector<std::string> failures;  // "PATH: why it could not be moved"
+};
+GitQuarantineResult ApplyGitQuarantine(const std::vector<GitQuarantineAction>& actions,
+                                       const std::vector<std::string>& roots, const GitFs& fs);
+
+// The suffix a quarantined path gets.
+inline constexpr std::string_view kGitQuarantineSuffix = ".anvil-quarantine";
+
+}  // namespace anvil

@@ -1,0 +1,514 @@
+// T1 for the command sandbox, git metadata: a command under workspace-write must not plant
+// anything that git later executes or follows on the host — in a repository nested anywhere in
+// the workspace (hooks, config), through a submodule's `.git` file, through a path a
+// repository's config (or what it includes, or the user's own config) names, nor in a
+// repository it creates. Each attack is followed by the real git (/usr/bin/git) run outside the
+// sandbox, as the caller: a planted hook or fsmonitor would write a marker file outside the
+// workspace (which the sandbox itself cannot write), so the marker's absence shows that git
+// ran nothing planted. Each sits next to its benign neighbour: the nested repository's working
+// tree stays writable, git status/diff/log work inside, a plain `git init` is left alone.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <random>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "policy/git_config.h"
+#include "sandbox_harness.h"
+
+namespace anvil::testing {
+namespace {
+
+constexpr char kGit[] = "/usr/bin/git";
+
+class T1SandboxGitMetadata : public CallerTest {
+ protected:
+  void SetUp() override {
+    CallerTest::SetUp();
+    if (IsSkipped()) return;
+    if (access(kGit, X_OK) != 0) GTEST_SKIP() << "SKIPPED: no " << kGit << " to prove it with";
+    // Writable by both callers, outside the workspace: only git run on the host can reach the
+    // marker, never the sandboxed command.
+    chmod(outside_.path().c_str(), 0777);
+    ws_ = outside_ / "ws";
+    home_ = outside_ / "home";
+    marker_ = outside_ / "pwned";
+    ASSERT_EQ(mkdir(ws_.c_str(), 0755), 0);
+    ASSERT_EQ(mkdir(home_.c_str(), 0755), 0);
+    caller_.Give(ws_);
+    caller_.Give(home_);
+    GitOk(ws_, {"init", "-q"});
+    Write(ws_ + "/README", "hello\n");
+    GitOk(ws_, {"add", "README"});
+    GitOk(ws_, {"commit", "-q", "-m", "first"});
+  }
+
+  RunOptions Env() const {
+    RunOptions o;
+    o.env = {"PATH=/usr/local/bin:/usr/bin:/bin",
+             "HOME=" + home_,
+             "LANG=C.UTF-8",
+             "GIT_AUTHOR_NAME=t",
+             "GIT_AUTHOR_EMAIL=t@example.invalid",
+             "GIT_COMMITTER_NAME=t",
+             "GIT_COMMITTER_EMAIL=t@example.invalid"};
+    return Opts(o);
+  }
+  // The real git, outside any sandbox, as the caller.
+  RunResult Git(const std::string& dir, const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {kGit, "-C", dir};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return ::anvil::testing::Run(argv, Env());
+  }
+  void GitOk(const std::string& dir, const std::vector<std::string>& args) {
+    auto r = Git(dir, args);
+    ASSERT_EQ(r.status, 0) << "git " << args.front() << " in " << dir << ": " << r.err;
+  }
+  RunResult Sh(const std::string& script, std::vector<std::string> flags = {}) {
+    flags.push_back("--json");
+    return SandboxSh(ws_, script, flags, Env());
+  }
+  void Write(const std::string& path, const std::string& data, int mode = 0644) {
+    WriteFile(path, data, mode);
+    caller_.Give(path);
+  }
+  // Shell for the sandbox: a script at `path` that would leave the marker when run.
+  std::string Plant(const std::string& path) const {
+    return "printf '#!/bin/sh\\necho pwned >> " + marker_ + "\\n' > " + path + " && chmod +x " +
+           path;
+  }
+  std::string HookText() const { return "#!/bin/sh\necho pwned >> " + marker_ + "\n"; }
+  // Runs git on the host the way a user (or an editor polling it) does.
+  void UseGitOnTheHost(const std::string& dir) {
+    Git(dir, {"status"});
+    Git(dir, {"diff", "HEAD"});
+    Git(dir, {"commit", "-q", "--allow-empty", "-m", "by the user"});
+  }
+  nlohmann::json Quarantined(const RunResult& r) {
+    auto report = JsonReport(r);
+    if (report.is_discarded() || !report.contains("git")) return nlohmann::json::array();
+    return report["git"]["quarantined"];
+  }
+
+  TempDir outside_{"anvil-git", "/var/tmp"};
+  std::string ws_, home_, marker_;
+};
+
+TEST_P(T1SandboxGitMetadata, NestedRepositoryMetadataIsReadOnlyItsWorkingTreeIsNot) {
+  const std::string lib = ws_ + "/vendor/lib";
+  ASSERT_EQ(Shell("mkdir -p " + lib), 0);
+  caller_.Give(ws_);
+  GitOk(lib, {"init", "-q"});
+  const std::string config_before = ReadFile(lib + "/.git/config");
+
+  auto benign =
+      Sh("echo 'int x;' > vendor/lib/src.c && git -C vendor/lib status --short && "
+         "echo more >> README");
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_EQ(ReadFile(lib + "/src.c"), "int x;\n");
+  EXPECT_NE(benign.out.find("src.c"), std::string::npos) << benign.out;
+
+  auto attack = Sh(Plant("vendor/lib/.git/hooks/pre-commit") + "; " +
+                   "printf '[core]\\n\\tfsmonitor = " + marker_ +
+                   "\\n' >> vendor/lib/.git/config; "
+                   "git -C vendor/lib config core.hooksPath /tmp; "
+                   "mv vendor/lib/.git vendor/lib/.git-old; rm -rf vendor/lib/.git; "
+                   "mkdir -p vendor/lib/.GIT 2>/dev/null; "
+                   // A new repository between the top and the nested one: quarantined after.
+                   "mkdir -p vendor/.git/hooks vendor/.git/objects vendor/.git/refs && "
+                   "echo 'ref: refs/heads/main' > vendor/.git/HEAD && " +
+                   Plant("vendor/.git/hooks/pre-commit") + "; true");
+  EXPECT_FALSE(Exists(lib + "/.git/hooks/pre-commit"));
+  EXPECT_FALSE(Exists(ws_ + "/vendor/.git")) << attack.err;
+  EXPECT_TRUE(Exists(ws_ + "/vendor/.git.anvil-quarantine/hooks/pre-commit")) << attack.err;
+  EXPECT_EQ(ReadFile(lib + "/.git/config"), config_before);
+  EXPECT_FALSE(Exists(lib + "/.git-old"));
+  UseGitOnTheHost(lib);
+  UseGitOnTheHost(ws_ + "/vendor");
+  EXPECT_FALSE(Exists(marker_)) << "git on the host ran code planted in a nested repository";
+}
+
+TEST_P(T1SandboxGitMetadata, RenamingANestedRepositoryAwayToMakeANewOneIsQuarantined) {
+  const std::string lib = ws_ + "/vendor/lib";
+  ASSERT_EQ(Shell("mkdir -p " + lib), 0);
+  caller_.Give(ws_);
+  GitOk(lib, {"init", "-q"});
+  // The parent of a protected .git can be renamed (only the mount point itself cannot): the
+  // command puts a fresh repository with a hook where the old one was.
+  auto attack =
+      Sh("mv vendor/lib vendor/lib.old && mkdir vendor/lib && git init -q vendor/lib && " +
+         Plant("vendor/lib/.git/hooks/pre-commit"));
+  EXPECT_EQ(attack.status, 0) << attack.err;
+  EXPECT_NE(attack.err.find("quarantined " + lib + "/.git"), std::string::npos) << attack.err;
+  EXPECT_NE(attack.err.find("to restore"), std::string::npos);
+  EXPECT_EQ(Quarantined(attack).size(), 1u) << attack.err;
+  EXPECT_FALSE(Exists(lib + "/.git"));
+  EXPECT_TRUE(Exists(lib + "/.git.anvil-quarantine/hooks/pre-commit"));
+  // The original, moved along by the rename, is the user's and stays a repository.
+  EXPECT_TRUE(Exists(ws_ + "/vendor/lib.old/.git/HEAD"));
+  UseGitOnTheHost(lib);
+  EXPECT_FALSE(Exists(marker_)) << "git on the host ran a hook of a repository made in the run";
+}
+
+TEST_P(T1SandboxGitMetadata, SubmoduleGitFileCannotBeRepointedAndStatusRunsNothingPlanted) {
+  const std::string src = outside_ / "subsrc";
+  ASSERT_EQ(mkdir(src.c_str(), 0755), 0);
+  caller_.Give(src);
+  GitOk(src, {"init", "-q"});
+  Write(src + "/lib.c", "int lib;\n");
+  GitOk(src, {"add", "lib.c"});
+  GitOk(src, {"commit", "-q", "-m", "lib"});
+  GitOk(ws_, {"-c", "protocol.file.allow=always", "submodule", "add", "-q", src, "sub"});
+  GitOk(ws_, {"commit", "-q", "-m", "submodule"});
+  const std::string pointer = ReadFile(ws_ + "/sub/.git");
+  ASSERT_EQ(pointer.rfind("gitdir: ", 0), 0u) << pointer;
+
+  auto benign = Sh("echo 'int more;' >> sub/lib.c && git status --short");
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_EQ(ReadFile(ws_ + "/sub/lib.c"), "int lib;\nint more;\n");
+
+  // A planted git dir with an fsmonitor; the submodule's .git pointed at it, in place.
+  const std::string evil =
+      "mkdir -p evil/objects evil/refs && echo 'ref: refs/heads/main' > "
+      "evil/HEAD && printf '[core]\\n\\tfsmonitor = " +
+      marker_ + "-fsm.sh\\n' > evil/config; ";
+  auto attack = Sh(evil +
+                   "printf 'gitdir: ../evil\\n' > sub/.git; "
+                   "rm -f sub/.git; mv sub/.git sub/.git.x; true");
+  EXPECT_EQ(ReadFile(ws_ + "/sub/.git"), pointer);
+  Write(marker_ + "-fsm.sh", HookText(), 0755);  // what the planted fsmonitor would run
+  UseGitOnTheHost(ws_);
+  EXPECT_FALSE(Exists(marker_)) << "git status in the superproject ran a planted fsmonitor";
+
+  // The planted git dir itself is a repository that runs code: moved aside after the run.
+  EXPECT_FALSE(Exists(ws_ + "/evil")) << attack.err;
+
+  // The same by renaming the submodule's directory away and making a new one: repaired after.
+  auto renamed = Sh("mv sub sub.moved && mkdir sub && printf 'gitdir: ../evil2\\n' > sub/.git && " +
+                    std::regex_replace(evil, std::regex("evil"), "evil2"));
+  EXPECT_EQ(renamed.status, 0) << renamed.err;
+  EXPECT_FALSE(Exists(ws_ + "/sub/.git")) << renamed.err;
+  EXPECT_TRUE(Exists(ws_ + "/sub/.git.anvil-quarantine")) << renamed.err;
+  EXPECT_FALSE(Exists(ws_ + "/evil2")) << "the planted git dir is not disarmed";
+  UseGitOnTheHost(ws_);
+  UseGitOnTheHost(ws_ + "/sub");
+  EXPECT_FALSE(Exists(marker_)) << "git ran the fsmonitor of a gitdir planted during the run";
+}
+
+TEST_P(T1SandboxGitMetadata, PathsTheConfigNamesInTheWorkspaceAreReadOnly) {
+  Write(ws_ + "/team.gitconfig", "[user]\n\tname = team\n");
+  ASSERT_EQ(Shell("mkdir -p " + ws_ + "/.husky " + ws_ + "/tools"), 0);
+  Write(ws_ + "/.husky/pre-commit", "#!/bin/sh\nexit 0\n", 0755);
+  Write(ws_ + "/fsm.sh", "#!/bin/sh\nexit 0\n", 0755);
+  Write(ws_ + "/tools/pdf2txt", "#!/bin/sh\ncat \"$1\"\n", 0755);
+  Write(ws_ + "/tools/other.sh", "#!/bin/sh\n", 0755);
+  caller_.Give(ws_);
+  GitOk(ws_, {"config", "include.path", "../team.gitconfig"});
+  GitOk(ws_, {"config", "core.hooksPath", ".husky"});
+  GitOk(ws_, {"config", "core.fsmonitor", "./fsm.sh"});
+  GitOk(ws_, {"config", "diff.pdf.textconv", "tools/pdf2txt"});
+  Write(ws_ + "/.gitattributes", "*.pdf diff=pdf\n");
+  Write(ws_ + "/doc.pdf", "v1\n");
+  GitOk(ws_, {"add", ".gitattributes", "doc.pdf"});
+  GitOk(ws_, {"commit", "-q", "-m", "docs"});
+  Write(ws_ + "/doc.pdf", "v2\n");
+
+  // Benign: the rest of the workspace, tools/ included, stays writable; git works inside.
+  auto benign =
+      Sh("echo x >> tools/other.sh && echo y > tools/new.sh && git status --short && "
+         "git diff --stat");
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_TRUE(Exists(ws_ + "/tools/new.sh"));
+
+  auto attack =
+      Sh("printf '[core]\\n\\tpager = " + marker_ + "\\n' >> team.gitconfig; " +
+         Plant(".husky/pre-commit") + "; " + Plant(".husky/post-commit") + "; " + Plant("fsm.sh") +
+         "; " + Plant("tools/pdf2txt") + "; rm -rf .husky; mv fsm.sh fsm.old; true");
+  EXPECT_EQ(ReadFile(ws_ + "/team.gitconfig"), "[user]\n\tname = team\n");
+  EXPECT_EQ(ReadFile(ws_ + "/.husky/pre-commit"), "#!/bin/sh\nexit 0\n");
+  EXPECT_FALSE(Exists(ws_ + "/.husky/post-commit"));
+  EXPECT_EQ(ReadFile(ws_ + "/fsm.sh"), "#!/bin/sh\nexit 0\n");
+  EXPECT_EQ(ReadFile(ws_ + "/tools/pdf2txt"), "#!/bin/sh\ncat \"$1\"\n");
+  UseGitOnTheHost(ws_);
+  Git(ws_, {"-c", "core.pager=cat", "log", "-p", "-1"});
+  EXPECT_FALSE(Exists(marker_)) << "git ran a config-named path the command changed";
+}
+
+TEST_P(T1SandboxGitMetadata, ConfigNamedPathsThatDoNotExistCannotBeCreated) {
+  GitOk(ws_, {"config", "core.hooksPath", ".husky"});
+  GitOk(ws_, {"config", "core.fsmonitor", "./fsm.sh"});
+  GitOk(ws_, {"config", "include.path", "../local.gitconfig"});
+
+  // Inside, they are there as empty, read-only placeholders.
+  auto seen = Sh("ls -A; test -d .husky && test -f fsm.sh && test ! -s fsm.sh && echo placeheld");
+  EXPECT_EQ(seen.status, 0) << seen.err;
+  EXPECT_NE(seen.out.find("placeheld"), std::string::npos) << seen.out;
+
+  auto attack = Sh("mkdir -p .husky; " + Plant(".husky/pre-commit") + "; " + Plant("fsm.sh") +
+                   "; printf '[core]\\n\\tfsmonitor = " + marker_ +
+                   "\\n' > local.gitconfig; rm -rf .husky fsm.sh; true");
+  // Removed after the run: nothing of them is left on the host.
+  EXPECT_FALSE(Exists(ws_ + "/.husky"));
+  EXPECT_FALSE(Exists(ws_ + "/fsm.sh"));
+  EXPECT_FALSE(Exists(ws_ + "/local.gitconfig"));
+  UseGitOnTheHost(ws_);
+  EXPECT_FALSE(Exists(marker_)) << "a config-named path that did not exist was created";
+
+  // Whose parent does not exist either: no placeholder, but moved aside after the run.
+  GitOk(ws_, {"config", "core.hooksPath", "tools/git/hooks"});
+  auto deep = Sh("mkdir -p tools/git/hooks && " + Plant("tools/git/hooks/pre-commit") +
+                 " && echo kept > tools/notes.txt");
+  EXPECT_EQ(deep.status, 0) << deep.err;
+  EXPECT_NE(deep.err.find("quarantined " + ws_ + "/tools/git/hooks"), std::string::npos)
+      << deep.err;
+  EXPECT_FALSE(Exists(ws_ + "/tools/git/hooks"));
+  EXPECT_EQ(ReadFile(ws_ + "/tools/notes.txt"), "kept\n");
+  UseGitOnTheHost(ws_);
+  EXPECT_FALSE(Exists(marker_)) << "git ran a hook in a hooksPath made during the run";
+}
+
+TEST_P(T1SandboxGitMetadata, TheUsersOwnGitConfigCountsToo) {
+  // ~/.gitconfig names a hooks directory relative to every repository.
+  Write(home_ + "/.gitconfig", "[core]\n\thooksPath = .githooks\n");
+  ASSERT_EQ(Shell("mkdir -p " + ws_ + "/.githooks " + ws_ + "/vendor/lib"), 0);
+  Write(ws_ + "/.githooks/pre-commit", "#!/bin/sh\nexit 0\n", 0755);
+  caller_.Give(ws_);
+  GitOk(ws_ + "/vendor/lib", {"init", "-q"});
+
+  auto attack = Sh(Plant(".githooks/pre-commit") + "; mkdir -p vendor/lib/.githooks; " +
+                   Plant("vendor/lib/.githooks/pre-commit") + "; true");
+  EXPECT_EQ(ReadFile(ws_ + "/.githooks/pre-commit"), "#!/bin/sh\nexit 0\n");
+  EXPECT_FALSE(Exists(ws_ + "/vendor/lib/.githooks"));
+  UseGitOnTheHost(ws_);
+  UseGitOnTheHost(ws_ + "/vendor/lib");
+  EXPECT_FALSE(Exists(marker_)) << "git ran a hook named by the user's own config";
+}
+
+TEST_P(T1SandboxGitMetadata, TheRepositoryAboveTheWorkspaceCountsToo) {
+  // A monorepo keeps its hooks in tools/hooks, and the sandbox runs in tools/ only: the
+  // workspace has no .git, git in it uses the monorepo, whose config names tools/hooks.
+  const std::string mono = outside_ / "mono";
+  ASSERT_EQ(Shell("mkdir -p " + mono + "/tools/hooks " + mono + "/tools/src"), 0);
+  Write(mono + "/tools/hooks/pre-commit", "#!/bin/sh\nexit 0\n", 0755);
+  caller_.Give(mono);
+  GitOk(mono, {"init", "-q"});
+  GitOk(mono, {"config", "core.hooksPath", "tools/hooks"});
+  GitOk(mono, {"config", "core.fsmonitor", "tools/fsm.sh"});
+  auto run = SandboxSh(mono + "/tools",
+                       "echo 'int x;' > src/x.c && " + Plant("hooks/pre-commit") + "; " +
+                           Plant("hooks/post-commit") + "; " + Plant("fsm.sh") + "; true",
+                       {"--json"}, Env());
+  EXPECT_EQ(ReadFile(mono + "/tools/src/x.c"), "int x;\n") << run.err;
+  EXPECT_EQ(ReadFile(mono + "/tools/hooks/pre-commit"), "#!/bin/sh\nexit 0\n");
+  EXPECT_FALSE(Exists(mono + "/tools/hooks/post-commit"));
+  EXPECT_FALSE(Exists(mono + "/tools/fsm.sh"));
+  UseGitOnTheHost(mono);
+  EXPECT_FALSE(Exists(marker_)) << "git ran a hook the enclosing repository's config names";
+}
+
+TEST_P(T1SandboxGitMetadata, ANewRepositoryThatRunsCodeIsQuarantinedAPlainInitIsLeftAlone) {
+  auto run =
+      Sh("git init -q plain && echo code > plain/main.c && "
+         "git init -q hooked && " +
+         Plant("hooked/.git/hooks/pre-commit") +
+         " && git init -q configured && git -C configured config core.fsmonitor " + marker_ +
+         "-fsm.sh && git init -q --bare bare.git && " + Plant("bare.git/hooks/pre-receive") +
+         "; true");
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_TRUE(Exists(ws_ + "/plain/.git/HEAD")) << "a plain git init was touched: " << run.err;
+  EXPECT_TRUE(Exists(ws_ + "/plain/main.c"));
+  for (const char* moved : {"/hooked/.git", "/configured/.git", "/bare.git"}) {
+    EXPECT_FALSE(Exists(ws_ + moved)) << moved << ": " << run.err;
+    EXPECT_TRUE(Exists(ws_ + moved + ".anvil-quarantine")) << moved;
+    EXPECT_NE(run.err.find(std::string("quarantined ") + ws_ + moved), std::string::npos)
+        << run.err;
+  }
+  auto q = Quarantined(run);
+  ASSERT_EQ(q.size(), 3u) << run.err;
+  for (const auto& item : q) {
+    EXPECT_TRUE(item.contains("restore"));
+    EXPECT_TRUE(item.contains("reason"));
+  }
+  Write(marker_ + "-fsm.sh", HookText(), 0755);
+  UseGitOnTheHost(ws_ + "/hooked");
+  UseGitOnTheHost(ws_ + "/configured");
+  Git(ws_, {"push", "-q", ws_ + "/bare.git", "HEAD:refs/heads/x"});
+  EXPECT_FALSE(Exists(marker_)) << "git ran code of a repository the command created";
+
+  // The restore command printed puts it back as it was.
+  const std::string restore = q[0]["restore"];
+  ASSERT_EQ(Shell(restore), 0) << restore;
+  EXPECT_TRUE(Exists(q[0]["path"].get<std::string>() + "/HEAD"));
+}
+
+TEST_P(T1SandboxGitMetadata, ANewGitFileIntoTheProtectedRepositoryIsQuarantined) {
+  // The top repository's hooksPath is relative: a .git file in src/ pointing at the top's git
+  // dir makes src/.husky its hooks for whoever runs git in src/.
+  ASSERT_EQ(Shell("mkdir -p " + ws_ + "/.husky"), 0);
+  caller_.Give(ws_);
+  GitOk(ws_, {"config", "core.hooksPath", ".husky"});
+  auto run = Sh("mkdir -p src/.husky && printf 'gitdir: ../.git\\n' > src/.git && " +
+                Plant("src/.husky/pre-commit"));
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_FALSE(Exists(ws_ + "/src/.git")) << run.err;
+  UseGitOnTheHost(ws_ + "/src");
+  EXPECT_FALSE(Exists(marker_)) << "git ran a hook through a .git file made during the run";
+}
+
+TEST_P(T1SandboxGitMetadata, RealGitCommandsWorkInsideTheSandbox) {
+  Write(ws_ + "/a.c", "int a;\n");
+  GitOk(ws_, {"add", "a.c"});
+  GitOk(ws_, {"commit", "-q", "-m", "a"});
+  ASSERT_EQ(Shell("mkdir -p " + ws_ + "/vendor/lib"), 0);
+  caller_.Give(ws_);
+  GitOk(ws_ + "/vendor/lib", {"init", "-q"});
+  Write(ws_ + "/a.c", "int a, b;\n");
+  auto run =
+      Sh("git status --short && git diff && git log --oneline && git show --stat HEAD && "
+         "git -C vendor/lib status --short && git rev-parse --show-toplevel");
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.out.find("M a.c"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("+int a, b;"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find(" a\n"), std::string::npos) << run.out;
+  EXPECT_TRUE(Quarantined(run).empty());
+  auto report = JsonReport(run);
+  ASSERT_FALSE(report.is_discarded()) << run.err;
+  EXPECT_EQ(report["git"]["repositories"], 2);
+  // What cannot work by design: git writing the protected metadata says so.
+  auto commit = Sh("git commit -q -am b");
+  EXPECT_NE(commit.status, 0);
+}
+
+TEST_P(T1SandboxGitMetadata, PastAScanBoundTheSandboxDoesNotStart) {
+  ASSERT_EQ(Shell("mkdir -p " + ws_ + "/a/b/c/d/e && for i in $(seq 1 100); do : > " + ws_ +
+                  "/f$i; done"),
+            0);
+  caller_.Give(ws_);
+  GitOk(ws_ + "/a", {"init", "-q"});  // two repositories: two read-only paths
+  struct Case {
+    std::string flag, message;
+  } cases[] = {{"entries=50", "'entries' bound is 50"},
+               {"depth=3", "'depth' bound is 3"},
+               {"paths=1", "'paths' bound is 1"}};
+  for (const auto& c : cases) {
+    auto r = Sh("echo ran > ran.txt", {"--git-scan-limit", c.flag});
+    EXPECT_EQ(r.status, 125) << c.flag;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--git-scan-limit"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--writable-git"), std::string::npos) << r.err;
+    EXPECT_FALSE(Exists(ws_ + "/ran.txt")) << c.flag << ": the command ran";
+  }
+  // Benign: within the bounds, or raised, or without the protection.
+  EXPECT_EQ(Sh("true", {"--git-scan-limit", "entries=1000"}).status, 0);
+  auto writable = Sh("echo ran > ran.txt", {"--git-scan-limit", "entries=1", "--writable-git"});
+  EXPECT_EQ(writable.status, 0) << writable.err;
+  EXPECT_TRUE(Exists(ws_ + "/ran.txt"));
+  EXPECT_EQ(Sh("true", {"--git-scan-limit", "bogus=1"}).status, 125);
+}
+
+TEST_P(T1SandboxGitMetadata, WritableGitLeavesEveryRepositoryWritableAndUnchecked) {
+  ASSERT_EQ(Shell("mkdir -p " + ws_ + "/vendor/lib"), 0);
+  caller_.Give(ws_);
+  GitOk(ws_ + "/vendor/lib", {"init", "-q"});
+  auto run =
+      Sh("printf '#!/bin/sh\\n' > vendor/lib/.git/hooks/pre-commit && "
+         "git init -q fresh && printf '#!/bin/sh\\n' > fresh/.git/hooks/pre-push && "
+         "git commit -q --allow-empty -m by-the-agent",
+         {"--writable-git"});
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_TRUE(Exists(ws_ + "/vendor/lib/.git/hooks/pre-commit"));
+  EXPECT_TRUE(Exists(ws_ + "/fresh/.git/hooks/pre-push"));
+  EXPECT_EQ(run.err.find("quarantined"), std::string::npos) << run.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxGitMetadata, ::testing::ValuesIn(kAllCallers),
+                         CallerParamName);
+
+// The parser that finds what a config names reads configs as git does: a few thousand random
+// configs from fragments (sections, subsections, quotes, escapes, continuations, comments, CRLF,
+// byte order marks, errors) parse to the same keys and values as `git config --list`, or both
+// refuse them.
+TEST(GitConfigParser, AgreesWithGit) {
+  if (access(kGit, X_OK) != 0) GTEST_SKIP() << "SKIPPED: no " << kGit;
+  const std::vector<std::string> frags = {"[core]",
+                                          "[Core]",
+                                          "[a.B]",
+                                          "[x \"Y\"]",
+                                          "[x \"a\\\"b\"]",
+                                          "[x \"a\\qb\"]",
+                                          "[s \"t\" ]",
+                                          "[]",
+                                          "[s",
+                                          "[s \"x",
+                                          "[a.b \"c\"]",
+                                          "k",
+                                          "K = v",
+                                          "key=value",
+                                          "k = \"a b\"",
+                                          "k = a\"b c\"d",
+                                          "k = x ; c",
+                                          "k = x # c",
+                                          "k=\\",
+                                          "k = a\\\nb",
+                                          "k = \"a\\\nb\"",
+                                          "k = \\t\\n\\b\\\\\\\"",
+                                          "k = \\q",
+                                          "k = \"unterminated",
+                                          "k ;c",
+                                          "1k=2",
+                                          "k_x=1",
+                                          "k-x = 1",
+                                          "  k  =  v  ",
+                                          "# comment",
+                                          "; c",
+                                          "hookspath = .husky",
+                                          "k = \"#not\"",
+                                          "k = a  b",
+                                          "[s]k=1",
+                                          "[s] k = v # c",
+                                          "k=",
+                                          "k =\"\"",
+                                          "\""};
+  const std::vector<std::string> seps = {"\n", "\n", "\r\n", " ", ""};
+  std::mt19937 rng(20261204);
+  TempDir dir("anvil-gitcfg");
+  const std::string file = dir / "config";
+  int compared = 0;
+  for (int i = 0; i < 400; ++i) {
+    std::string text;
+    int n = 1 + static_cast<int>(rng() % 6);
+    for (int j = 0; j < n; ++j) text += frags[rng() % frags.size()] + seps[rng() % seps.size()];
+    if (rng() % 10 == 0) text = (rng() % 2 ? "\xef\xbb\xbf" : "\xef\xbb") + text;
+    WriteFile(file, text);
+    auto git = ::anvil::testing::Run({kGit, "config", "-f", file, "--list", "-z"});
+    std::string want = git.status == 0 ? git.out : "ERROR";
+    std::string got;
+    auto parsed = ParseGitConfig(text);
+    if (!parsed) {
+      got = "ERROR";
+    } else {
+      for (const auto& e : *parsed) {
+        got += e.section.empty()  ? e.key
+               : e.has_subsection ? e.section + "." + e.subsection + "." + e.key
+                                  : e.section + "." + e.key;
+        if (e.value) got += "\n" + *e.value;
+        got.push_back('\0');
+      }
+    }
+    // Older git turns each blank inside an unquoted value into a space; newer git keeps it as
+    // it is (as this parser does): compare with blanks made equal.
+    for (auto* s : {&want, &got}) {
+      for (char& c : *s) {
+        if (c == '\r' || c == '\t') c = ' ';
+      }
+    }
+    EXPECT_EQ(got, want) << "config: " << ::testing::PrintToString(text);
+    ++compared;
+  }
+  EXPECT_EQ(compared, 400);
+}
+
+}  // namespace
+}  // namespace anvil::testing

@@ -1,0 +1,937 @@
+#include "policy/git_metadata.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace anvil {
+namespace {
+
+using V = std::vector<std::string>;
+
+// An in-memory file tree behind GitFs: directories, files and symlinks with inode numbers that
+// survive renames, and a clock that moves `tick` per reading.
+class FakeTree {
+ public:
+  struct Node {
+    GitFileType type = GitFileType::kDir;
+    std::string content;  // file contents, or a symlink's target
+    uint64_t ino = 0;
+    int64_t ctime = 0;  // set from `wall` when made, and on a directory when its entries change
+    bool listable = true;
+    bool writable = true;
+  };
+
+  FakeTree() { nodes_["/"] = Node{GitFileType::kDir, "", next_++, wall}; }
+
+  void Dir(const std::string& path) {
+    if (path == "/" || nodes_.count(path)) return;
+    Dir(Parent(path));
+    Add(path, Node{GitFileType::kDir, "", next_++, wall});
+  }
+  void File(const std::string& path, const std::string& content = "") {
+    Dir(Parent(path));
+    Add(path, Node{GitFileType::kFile, content, next_++, wall});
+  }
+  void Link(const std::string& path, const std::string& target) {
+    Dir(Parent(path));
+    Add(path, Node{GitFileType::kSymlink, target, next_++, wall});
+  }
+  void Remove(const std::string& path) {
+    Touch(Parent(path));
+    for (auto it = nodes_.begin(); it != nodes_.end();) {
+      if (it->first == path || it->first.rfind(path + "/", 0) == 0)
+        it = nodes_.erase(it);
+      else
+        ++it;
+    }
+  }
+  void Move(const std::string& from, const std::string& to) {
+    Touch(Parent(from));
+    Touch(Parent(to));
+    std::map<std::string, Node> moved;
+    for (auto it = nodes_.begin(); it != nodes_.end();) {
+      if (it->first == from || it->first.rfind(from + "/", 0) == 0) {
+        moved[to + it->first.substr(from.size())] = it->second;
+        it = nodes_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (auto& [p, n] : moved) nodes_[p] = n;
+  }
+  Node& At(const std::string& path) { return nodes_.at(path); }
+  // What the kernel does to a directory whose entries change.
+  void Touch(const std::string& dir) {
+    if (auto it = nodes_.find(dir); it != nodes_.end()) it->second.ctime = wall;
+  }
+  bool Has(const std::string& path) const { return nodes_.count(path) > 0; }
+  // A fresh `git init` at `top`: sample hooks, a plain config.
+  void GitInit(const std::string& top) {
+    File(top + "/.git/HEAD", "ref: refs/heads/main\n");
+    Dir(top + "/.git/objects");
+    Dir(top + "/.git/refs");
+    File(top + "/.git/config",
+         "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n");
+    File(top + "/.git/hooks/pre-commit.sample", "#!/bin/sh\n");
+  }
+
+  std::optional<std::string> Resolve(const std::string& path, int depth = 0) const {
+    if (depth > 40 || path.empty() || path[0] != '/') return std::nullopt;
+    std::string cur = "/";
+    size_t pos = 1;
+    while (pos <= path.size()) {
+      size_t next = path.find('/', pos);
+      if (next == std::string::npos) next = path.size();
+      std::string part = path.substr(pos, next - pos);
+      pos = next + 1;
+      if (part.empty() || part == ".") continue;
+      if (part == "..") {
+        cur = Parent(cur);
+        continue;
+      }
+      std::string candidate = cur == "/" ? "/" + part : cur + "/" + part;
+      auto it = nodes_.find(candidate);
+      if (it == nodes_.end()) return std::nullopt;
+      if (it->second.type == GitFileType::kSymlink) {
+        const std::string& t = it->second.content;
+        auto r = Resolve(t[0] == '/' ? t : cur + "/" + t, depth + 1);
+        if (!r) return std::nullopt;
+        cur = *r;
+      } else {
+        cur = candidate;
+      }
+    }
+    return cur;
+  }
+
+  GitFs Fs() {
+    GitFs fs;
+    fs.list_dir = [this](const std::string& path) -> Result<GitDirListing> {
+      // As open(O_NOFOLLOW): symlinks on the way are followed, one at the end is not.
+      auto parent = Resolve(Parent(path));
+      if (!parent) return GitDirListing{};
+      std::string name = path.substr(path.rfind('/') + 1);
+      std::string dir = name.empty() ? *parent : *parent == "/" ? "/" + name : *parent + "/" + name;
+      if (name == "..") dir = Parent(*parent);
+      if (name == ".") dir = *parent;
+      auto it = nodes_.find(dir);
+      if (it == nodes_.end() || it->second.type != GitFileType::kDir) return GitDirListing{};
+      if (!it->second.listable) return Fail("denied", "open " + dir + ": Permission denied");
+      ++listed;
+      GitDirListing out;
+      out.dir.type = GitFileType::kDir;
+      out.dir.dev = 1;
+      out.dir.ino = it->second.ino;
+      out.dir.ctime_sec = it->second.ctime;
+      out.dir.ctime_tracks_entries = ctime_tracks_entries;
+      std::string prefix = dir == "/" ? "/" : dir + "/";
+      for (auto c = nodes_.lower_bound(prefix); c != nodes_.end(); ++c) {
+        if (c->first.rfind(prefix, 0) != 0) break;
+        std::string rest = c->first.substr(prefix.size());
+        if (rest.empty() || rest.find('/') != std::string::npos) continue;
+        out.entries.push_back({rest, c->second.type});
+      }
+      return out;
+    };
+    fs.lstat = [this](const std::string& path) {
+      GitFileFacts f;
+      auto parent = Resolve(Parent(path));
+      if (!parent) return f;
+      std::string name = path.substr(path.rfind('/') + 1);
+      std::string full = *parent == "/" ? "/" + name : *parent + "/" + name;
+      if (name.empty()) full = *parent;
+      auto it = nodes_.find(full);
+      if (it == nodes_.end()) return f;
+      f.type = it->second.type;
+      f.dev = 1;
+      f.ino = it->second.ino;
+      f.ctime_sec = it->second.ctime;
+      return f;
+    };
+    fs.resolve = [this](const std::string& path) { return Resolve(path); };
+    fs.read_file = [this](const std::string& path,
+                          size_t max) -> Result<std::optional<std::string>> {
+      auto r = Resolve(path);
+      if (!r) return std::optional<std::string>();
+      const Node& n = nodes_.at(*r);
+      if (n.type != GitFileType::kFile) return std::optional<std::string>();
+      if (n.content.size() > max) return Fail("limit", path + " too large");
+      return std::optional<std::string>(n.content);
+    };
+    fs.writable = [this](const std::string& dir) {
+      auto it = nodes_.find(dir);
+      return it != nodes_.end() && it->second.writable;
+    };
+    fs.wall_seconds = [this] { return wall; };
+    fs.now = [this] {
+      clock_ += tick;
+      return std::chrono::steady_clock::time_point(clock_);
+    };
+    fs.rename_noreplace = [this](const std::string& from, const std::string& to) -> Status {
+      if (nodes_.count(to)) return Fail("exists", to + " exists");
+      if (!nodes_.count(from)) return Fail("io", from + " missing");
+      Move(from, to);
+      return Ok();
+    };
+    return fs;
+  }
+
+  static std::string Parent(const std::string& path) {
+    auto slash = path.rfind('/');
+    return slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
+  }
+
+  std::chrono::steady_clock::duration tick{0};
+  size_t listed = 0;
+  int64_t wall = 1000;  // seconds: what new nodes and changed directories get as ctime
+  bool ctime_tracks_entries = true;
+
+ private:
+  void Add(const std::string& path, Node node) {
+    Touch(Parent(path));
+    nodes_[path] = std::move(node);
+  }
+
+  std::map<std::string, Node> nodes_;
+  uint64_t next_ = 1;
+  std::chrono::steady_clock::duration clock_{0};
+};
+
+GitEnv Env() {
+  GitEnv env;
+  env.home = "/home/u";
+  env.passwd_file = "/etc/passwd";
+  return env;
+}
+
+struct Planned {
+  GitScan scan;
+  GitProtectionPlan plan;
+};
+
+Planned Plan(FakeTree& t, const V& roots = {"/w"}, const GitScanLimits& limits = {},
+             const GitEnv& env = Env()) {
+  GitFs fs = t.Fs();
+  auto scan = ScanGitMetadata(roots, env, fs, limits);
+  EXPECT_TRUE(scan) << (scan ? "" : scan.error().ToString());
+  if (!scan) return {};
+  auto plan = PlanGitProtection(*scan, env, fs, limits);
+  return {std::move(*scan), std::move(plan)};
+}
+
+V Placeholders(const GitProtectionPlan& plan) {
+  V out;
+  for (const auto& p : plan.placeholders) {
+    out.push_back((p.directory ? "dir " : "file ") + p.parent + "/" + p.name);
+  }
+  return out;
+}
+
+bool Contains(const V& list, const std::string& item) {
+  return std::find(list.begin(), list.end(), item) != list.end();
+}
+
+// ---- words and keys ---------------------------------------------------------------------------
+
+TEST(GitCommandWords, SplitsLikeAShellConservatively) {
+  auto texts = [](std::string_view cmd, bool programs) {
+    V out;
+    for (const auto& w : GitCommandWords(cmd)) {
+      if (w.program == programs) out.push_back(w.text);
+    }
+    return out;
+  };
+  EXPECT_EQ(texts("python3 tools/fsm.py --x 2", false), (V{"tools/fsm.py", "--x", "2"}));
+  EXPECT_EQ(texts("python3 tools/fsm.py --x 2", true), (V{"python3"}));
+  EXPECT_EQ(texts("sh -c 'cd tools && ./run.sh'", false),
+            (V{"-c", "cd tools && ./run.sh", "tools"}));
+  EXPECT_EQ(texts("sh -c 'cd tools && ./run.sh'", true), (V{"sh", "cd", "./run.sh"}));
+  EXPECT_EQ(texts("f() { ./a.sh \"$@\"; }; f", true), (V{"f", "{", "./a.sh", "}", "f"}));
+  EXPECT_EQ(texts("VAR=./x cmd --file=~/creds", false), (V{"./x", "--file=~/creds", "~/creds"}));
+  EXPECT_EQ(texts("a\\ b \"c d\"e 'f'\"g\"", false), (V{"c de", "de", "fg"}));
+  EXPECT_EQ(texts("if ./t; then run.sh; fi", true), (V{"if", "./t", "then", "run.sh", "fi"}));
+  EXPECT_EQ(texts("cat <in.txt >out.txt | less", false), (V{"in.txt", "out.txt"}));
+  EXPECT_EQ(texts("", false), V{});
+  // Bounded whatever the input.
+  std::string many;
+  for (int i = 0; i < 5000; ++i) many += "w ";
+  EXPECT_LE(GitCommandWords(many).size(), 512u);
+}
+
+GitConfigEntry Entry(const std::string& section, const std::string& sub, const std::string& key,
+                     std::optional<std::string> value) {
+  GitConfigEntry e;
+  e.section = section;
+  e.subsection = sub;
+  e.has_subsection = !sub.empty();
+  e.key = key;
+  e.value = std::move(value);
+  return e;
+}
+
+TEST(ClassifyGitConfigKey, EveryKeyGitExecutesOrFollows) {
+  struct Case {
+    const char* section;
+    const char* sub;
+    const char* key;
+    GitKeyUse use;
+  } cases[] = {
+      {"core", "", "hookspath", GitKeyUse::kHooksDir},
+      {"core", "x", "hookspath", GitKeyUse::kNone},  // [core "x"] is another section
+      {"core", "", "fsmonitor", GitKeyUse::kCommandOrBool},
+      {"core", "", "sshcommand", GitKeyUse::kCommand},
+      {"core", "", "pager", GitKeyUse::kCommand},
+      {"core", "", "editor", GitKeyUse::kCommand},
+      {"core", "", "askpass", GitKeyUse::kCommand},
+      {"core", "", "gitproxy", GitKeyUse::kCommand},
+      {"core", "", "excludesfile", GitKeyUse::kNone},    // data, decided not protected
+      {"core", "", "attributesfile", GitKeyUse::kNone},  //
+      {"core", "", "worktree", GitKeyUse::kNone},
+      {"include", "", "path", GitKeyUse::kInclude},
+      {"includeif", "gitdir:~/w/", "path", GitKeyUse::kInclude},
+      {"includeif", "", "path", GitKeyUse::kNone},
+      {"init", "", "templatedir", GitKeyUse::kTemplateDir},
+      {"diff", "", "external", GitKeyUse::kCommand},
+      {"diff", "pdf", "textconv", GitKeyUse::kCommand},
+      {"diff", "", "textconv", GitKeyUse::kNone},
+      {"diff", "x", "command", GitKeyUse::kCommand},
+      {"difftool", "x", "cmd", GitKeyUse::kCommand},
+      {"mergetool", "x", "path", GitKeyUse::kCommand},
+      {"merge", "x", "driver", GitKeyUse::kCommand},
+      {"filter", "lfs", "clean", GitKeyUse::kCommand},
+      {"filter", "lfs", "smudge", GitKeyUse::kCommand},
+      {"filter", "lfs", "process", GitKeyUse::kCommand},
+      {"filter", "lfs", "required", GitKeyUse::kNone},
+      {"credential", "", "helper", GitKeyUse::kCommand},
+      {"credential", "https://x", "helper", GitKeyUse::kCommand},
+      {"gpg", "", "program", GitKeyUse::kCommand},
+      {"gpg", "ssh", "program", GitKeyUse::kCommand},
+      {"gpg", "ssh", "defaultkeycommand", GitKeyUse::kCommand},
+      {"sequence", "", "editor", GitKeyUse::kCommand},
+      {"pager", "", "log", GitKeyUse::kCommandOrBool},
+      {"alias", "", "st", GitKeyUse::kBangCommand},
+      {"submodule", "x", "update", GitKeyUse::kBangCommand},
+      {"uploadpack", "", "packobjectshook", GitKeyUse::kCommand},
+      {"remote", "origin", "uploadpack", GitKeyUse::kCommand},
+      {"remote", "origin", "url", GitKeyUse::kNone},
+      {"hook", "x", "command", GitKeyUse::kCommand},
+      {"user", "", "name", GitKeyUse::kNone},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(ClassifyGitConfigKey(Entry(c.section, c.sub, c.key, "v")), c.use)
+        << c.section << "." << c.sub << "." << c.key;
+  }
+}
+
+TEST(GitEntryIsActive, OnlyValuesThatRunOrNameSomething) {
+  EXPECT_FALSE(GitEntryIsActive(Entry("core", "", "fsmonitor", "true")));  // git's own daemon
+  EXPECT_FALSE(GitEntryIsActive(Entry("core", "", "fsmonitor", "false")));
+  EXPECT_TRUE(GitEntryIsActive(Entry("core", "", "fsmonitor", "./fsm.sh")));
+  EXPECT_FALSE(GitEntryIsActive(Entry("alias", "", "st", "status -s")));
+  EXPECT_TRUE(GitEntryIsActive(Entry("alias", "", "x", "!sh evil")));
+  EXPECT_FALSE(GitEntryIsActive(Entry("credential", "", "helper", "")));  // resets the list
+  EXPECT_FALSE(GitEntryIsActive(Entry("credential", "", "helper", std::nullopt)));
+  EXPECT_FALSE(GitEntryIsActive(Entry("pager", "", "log", "false")));
+  EXPECT_TRUE(GitEntryIsActive(Entry("pager", "", "log", "less -S")));
+  EXPECT_TRUE(GitEntryIsActive(Entry("include", "", "path", std::nullopt)));
+  EXPECT_FALSE(GitEntryIsActive(Entry("user", "", "name", "x")));
+}
+
+TEST(ApplyGitScanLimit, NamesAndValues) {
+  GitScanLimits l;
+  EXPECT_TRUE(ApplyGitScanLimit("entries=5", l));
+  EXPECT_TRUE(ApplyGitScanLimit("depth=7", l));
+  EXPECT_TRUE(ApplyGitScanLimit("seconds=0.5", l));
+  EXPECT_TRUE(ApplyGitScanLimit("paths=9", l));
+  EXPECT_EQ(l.entries, 5u);
+  EXPECT_EQ(l.depth, 7u);
+  EXPECT_EQ(l.seconds, 0.5);
+  EXPECT_EQ(l.paths, 9u);
+  for (const char* bad : {"entries", "entries=", "entries=0", "entries=-1", "entries=1x",
+                          "seconds=0", "seconds=nan", "colour=3", "depth=1e3"}) {
+    EXPECT_FALSE(ApplyGitScanLimit(bad, l)) << bad;
+  }
+}
+
+// ---- the scan -------------------------------------------------------------------------------
+
+TEST(ScanGitMetadata, FindsEveryRepositoryAtAnyDepthWithoutEnteringThem) {
+  FakeTree t;
+  t.GitInit("/w");
+  t.GitInit("/w/vendor/lib");
+  t.GitInit("/w/a/b/c/d/e/deep");
+  t.Dir("/w/ci/.GIT/hooks");  // case-folding directories: git would use it
+  t.File("/w/sub/.git", "gitdir: ../.git/modules/sub\n");
+  t.GitInit("/w/.git/modules/sub/x");  // inside a git dir: never walked
+  t.Link("/w/linked", "/w/vendor");    // a symlink is not followed
+  t.File("/w/bare.git/HEAD", "ref: refs/heads/main\n");
+  t.Dir("/w/bare.git/objects");
+  t.Dir("/w/bare.git/refs");
+  t.File("/w/bare.git/notes/.git/HEAD");  // inside a bare repository: never walked
+  auto fs = t.Fs();
+  auto scan = ScanGitMetadata({"/w"}, Env(), fs, {});
+  ASSERT_TRUE(scan) << scan.error().ToString();
+  V markers;
+  for (const auto& r : scan->repos) markers.push_back(r.marker);
+  std::sort(markers.begin(), markers.end());
+  EXPECT_EQ(markers, (V{"/w/.git", "/w/a/b/c/d/e/deep/.git", "/w/bare.git", "/w/ci/.GIT",
+                        "/w/sub/.git", "/w/vendor/lib/.git"}));
+  for (const auto& r : scan->repos) {
+    if (r.marker == "/w/sub/.git") {
+      EXPECT_EQ(r.kind, GitMarkerKind::kGitFile);
+      EXPECT_EQ(r.gitdir, "/w/sub/../.git/modules/sub");
+      EXPECT_EQ(r.top, "/w/sub");
+    }
+    if (r.marker == "/w/bare.git") {
+      EXPECT_EQ(r.kind, GitMarkerKind::kBareDir);
+      EXPECT_EQ(r.top, "");
+    }
+  }
+}
+
+TEST(ScanGitMetadata, ReadsCommondirWorktreeBackPointersConfigChainAndHooks) {
+  FakeTree t;
+  t.GitInit("/w/main");
+  t.File("/w/main/.git/worktrees/wt/gitdir", "/w/wt/.git\n");
+  t.File("/w/main/.git/worktrees/wt/commondir", "../..\n");
+  t.File("/w/main/.git/worktrees/wt/HEAD", "ref: refs/heads/x\n");
+  t.File("/w/wt/.git", "gitdir: /w/main/.git/worktrees/wt\n");
+  t.File("/w/main/.git/config", "[include]\n\tpath = ../team.cfg\n");
+  t.File("/w/main/team.cfg", "[include]\n\tpath = more.cfg\n[core]\n\tfsmonitor = ./fsm\n");
+  t.File("/w/main/more.cfg", "[diff \"pdf\"]\n\ttextconv = tools/pdf2txt\n");
+  t.File("/w/main/.git/hooks/pre-push", "#!/bin/sh\n");
+  auto fs = t.Fs();
+  auto scan = ScanGitMetadata({"/w"}, Env(), fs, {});
+  ASSERT_TRUE(scan) << scan.error().ToString();
+  const GitRepo* main = nullptr;
+  const GitRepo* wt = nullptr;
+  for (const auto& r : scan->repos) {
+    if (r.marker == "/w/main/.git") main = &r;
+    if (r.marker == "/w/wt/.git") wt = &r;
+  }
+  ASSERT_TRUE(main && wt);
+  EXPECT_EQ(main->worktree_dotgits, (V{"/w/wt/.git"}));
+  EXPECT_EQ(main->hooks, (V{"pre-push"}));
+  V configs;
+  for (const auto& c : main->configs) configs.push_back(c.path + (c.exists ? "" : " (missing)"));
+  EXPECT_EQ(configs, (V{"/w/main/.git/config", "/w/main/.git/../team.cfg",
+                        "/w/main/.git/../more.cfg", "/w/main/.git/config.worktree (missing)"}));
+  EXPECT_EQ(wt->gitdir, "/w/main/.git/worktrees/wt");
+  EXPECT_EQ(wt->commondir, "/w/main/.git/worktrees/wt/../..");
+  EXPECT_EQ(wt->worktree_dotgits, (V{"/w/wt/.git"}));
+  EXPECT_EQ(wt->hooks, (V{"pre-push"}));  // the common dir's hooks run for every worktree
+}
+
+TEST(ScanGitMetadata, HooksIdenticalToTheTemplatesAreNotCounted) {
+  FakeTree t;
+  t.File("/usr/share/git-core/templates/hooks/pre-commit", "#!/bin/sh\nframework\n");
+  t.GitInit("/w/a");
+  t.File("/w/a/.git/hooks/pre-commit", "#!/bin/sh\nframework\n");
+  t.GitInit("/w/b");
+  t.File("/w/b/.git/hooks/pre-commit", "#!/bin/sh\nevil\n");
+  auto fs = t.Fs();
+  auto scan = ScanGitMetadata({"/w"}, Env(), fs, {});
+  ASSERT_TRUE(scan);
+  for (const auto& r : scan->repos) {
+    if (r.marker == "/w/a/.git") {
+      EXPECT_TRUE(r.hooks.empty());
+    }
+    if (r.marker == "/w/b/.git") {
+      EXPECT_EQ(r.hooks, (V{"pre-commit"}));
+    }
+  }
+}
+
+TEST(ScanGitMetadata, PastEachBoundItFailsNamingTheBoundAndTheWayOut) {
+  FakeTree t;
+  for (int i = 0; i < 50; ++i) t.File("/w/f" + std::to_string(i));
+  t.Dir("/w/a/b/c/d");
+  auto fs = t.Fs();
+  struct Case {
+    GitScanLimits limits;
+    std::string bound;
+  } cases[] = {
+      {{.entries = 20}, "'entries' bound is 20"},
+      {{.depth = 3}, "'depth' bound is 3"},
+  };
+  for (const auto& c : cases) {
+    auto scan = ScanGitMetadata({"/w"}, Env(), fs, c.limits);
+    ASSERT_FALSE(scan) << c.bound;
+    EXPECT_EQ(scan.error().code, "limit");
+    EXPECT_NE(scan.error().message.find(c.bound), std::string::npos) << scan.error().message;
+    EXPECT_NE(scan.error().message.find("--git-scan-limit"), std::string::npos);
+    EXPECT_NE(scan.error().message.find("--writable-git"), std::string::npos);
+  }
+  EXPECT_TRUE(ScanGitMetadata({"/w"}, Env(), fs, {.entries = 60, .depth = 4}));
+  t.tick = std::chrono::milliseconds(400);
+  auto slow = ScanGitMetadata({"/w"}, Env(), fs, {.seconds = 1});
+  ASSERT_FALSE(slow);
+  EXPECT_NE(slow.error().message.find("'seconds' bound is 1"), std::string::npos)
+      << slow.error().message;
+}
+
+TEST(ScanGitMetadata, ADirectoryItCannotListFailsOnlyWhenTheCommandCouldWriteIt) {
+  FakeTree t;
+  t.Dir("/w/theirs");
+  t.At("/w/theirs").listable = false;
+  t.At("/w/theirs").writable = false;
+  auto fs = t.Fs();
+  EXPECT_TRUE(ScanGitMetadata({"/w"}, Env(), fs, {}));
+  t.At("/w/theirs").writable = true;
+  auto scan = ScanGitMetadata({"/w"}, Env(), fs, {});
+  ASSERT_FALSE(scan);
+  EXPECT_NE(scan.error().message.find("/w/theirs"), std::string::npos);
+}
+
+TEST(ScanGitMetadata, ALaterWalkListsOnlyDirectoriesWhoseEntriesChanged) {
+  FakeTree t;
+  t.wall = 100;  // made long before the walk
+  t.GitInit("/w");
+  for (int i = 0; i < 20; ++i) t.File("/w/src/d" + std::to_string(i) + "/f.c");
+  t.GitInit("/w/vendor/lib");
+  t.Dir("/w/recent");
+  auto fs = t.Fs();
+  t.wall = 1000;
+  t.Touch("/w/recent");  // changed in the second before the walk: never taken from the memo
+  auto first = ScanGitMetadata({"/w"}, Env(), fs, {});
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->memo.dirs.count({1, t.At("/w/recent").ino}), 0u);
+  EXPECT_GT(first->memo.dirs.size(), 20u);
+
+  // The run: repositories made where nothing else changed, in a renamed-away-and-remade
+  // directory, a deep new one, and a change in the directory that was too recent to trust.
+  t.wall = 1002;
+  t.GitInit("/w/src/d3/sub");
+  t.Move("/w/vendor/lib", "/w/vendor/lib.old");
+  t.GitInit("/w/vendor/lib");
+  t.GitInit("/w/recent/r");
+  t.File("/w/src/d7/.git", "gitdir: ../../.git\n");
+  auto again = ScanGitMetadata({"/w"}, Env(), fs, {}, &first->memo);
+  auto fresh = ScanGitMetadata({"/w"}, Env(), fs, {});
+  ASSERT_TRUE(again && fresh);
+  V a, b;
+  for (const auto& r : again->repos) a.push_back(r.marker);
+  for (const auto& r : fresh->repos) b.push_back(r.marker);
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  EXPECT_EQ(a, b);
+  EXPECT_TRUE(Contains(a, "/w/src/d3/sub/.git"));
+  EXPECT_TRUE(Contains(a, "/w/vendor/lib/.git"));
+  EXPECT_TRUE(Contains(a, "/w/vendor/lib.old/.git"));
+  EXPECT_TRUE(Contains(a, "/w/recent/r/.git"));
+  EXPECT_TRUE(Contains(a, "/w/src/d7/.git"));
+  EXPECT_GT(again->memo_dirs, 15u);
+  EXPECT_LT(again->entries, fresh->entries);
+}
+
+TEST(ScanGitMetadata, NoMemoWhereCtimeDoesNotTrackEntries) {
+  FakeTree t;
+  t.wall = 100;
+  t.GitInit("/w");
+  t.Dir("/w/a/b");
+  t.ctime_tracks_entries = false;  // a network or FUSE filesystem
+  t.wall = 1000;
+  auto fs = t.Fs();
+  auto first = ScanGitMetadata({"/w"}, Env(), fs, {});
+  ASSERT_TRUE(first);
+  EXPECT_TRUE(first->memo.dirs.empty());
+}
+
+// ---- the plan -------------------------------------------------------------------------------
+
+TEST(PlanGitProtection, NestedRepositoriesMetadataIsReadOnlyTheirWorkingTreesAreNot) {
+  FakeTree t;
+  t.GitInit("/w");
+  t.GitInit("/w/vendor/lib");
+  t.File("/w/vendor/lib/src.c");
+  t.File("/w/sub/.git", "gitdir: ../.git/modules/sub\n");
+  t.GitInit("/w/.git/modules/sub");
+  t.File("/w/ext/.git", "gitdir: /w2/.git/worktrees/ext\n");  // outside the roots
+  t.GitInit("/w2");
+  auto p = Plan(t);
+  EXPECT_TRUE(p.plan.problems.empty());
+  EXPECT_EQ(p.plan.read_only, (V{"/w/.git", "/w/ext/.git", "/w/sub/.git", "/w/vendor/lib/.git"}));
+  EXPECT_TRUE(p.plan.placeholders.empty());
+}
+
+TEST(PlanGitProtection, ConfigNamedPathsExistingAreReadOnlyMissingGetPlaceholders) {
+  struct Case {
+    std::string config;
+    V read_only;     // besides /w/.git
+    V placeholders;  // "dir|file PATH"
+  } cases[] = {
+      {"[core]\n\thooksPath = .husky\n", {"/w/.husky"}, {}},
+      {"[core]\n\thooksPath = hooks-missing\n", {}, {"dir /w/hooks-missing"}},
+      {"[core]\n\thooksPath = nothere/hooks\n", {}, {}},  // parent missing: checked after
+      {"[core]\n\tfsmonitor = ./fsm.sh\n", {"/w/fsm.sh"}, {}},
+      {"[core]\n\tfsmonitor = ./absent.sh\n", {}, {"file /w/absent.sh"}},
+      {"[core]\n\tfsmonitor = true\n", {}, {}},
+      {"[diff \"pdf\"]\n\ttextconv = python3 tools/conv.py --x\n", {"/w/tools/conv.py"}, {}},
+      {"[diff \"pdf\"]\n\ttextconv = python3 conv.py\n", {"/w/conv.py"}, {}},
+      {"[filter \"lfs\"]\n\tclean = git-lfs clean -- %f\n", {}, {}},  // subcommands, no paths
+      {"[core]\n\tsshCommand = ssh -F ./tools/ssh.cfg\n", {"/w/tools/ssh.cfg"}, {}},
+      {"[alias]\n\tx = !./tools/x.sh\n\ty = log --oneline\n", {"/w/tools/x.sh"}, {}},
+      {"[alias]\n\ty = tools/x.sh\n", {}, {}},  // not a shell alias
+      {"[credential]\n\thelper = store --file .creds\n", {"/w/.creds"}, {}},
+      {"[include]\n\tpath = ../team.cfg\n", {"/w/team.cfg"}, {}},
+      {"[includeIf \"onbranch:x\"]\n\tpath = ../nope.cfg\n", {}, {"file /w/nope.cfg"}},
+      {"[include]\n\tpath = ../team.cfg\n", {"/w/team.cfg"}, {}},
+      {"[core]\n\tpager = less -R\n\teditor = vim\n", {}, {}},
+      {"[sequence]\n\teditor = sh -c 'exec tools/ed.sh \"$1\"'\n", {"/w/tools/ed.sh"}, {}},
+      {"[core]\n\tfsmonitor = .\n", {}, {}},         // a directory word holding the root
+      {"[core]\n\tfsmonitor = tools\n", {}, {}},     // a program word without '/': PATH lookup
+      {"[core]\n\tfsmonitor = sh tools\n", {}, {}},  // an argument without '.' or '/'
+      {"[core]\n\tfsmonitor = sh ./tools\n", {"/w/tools"}, {}},
+  };
+  for (const auto& c : cases) {
+    FakeTree t;
+    t.GitInit("/w");
+    t.File("/w/.git/config", c.config);
+    t.File("/w/.husky/pre-commit", "#!/bin/sh\n");
+    t.File("/w/fsm.sh");
+    t.File("/w/conv.py");
+    t.File("/w/.creds");
+    t.File("/w/tools/conv.py");
+    t.File("/w/tools/x.sh");
+    t.File("/w/tools/ed.sh");
+    t.File("/w/tools/ssh.cfg");
+    t.File("/w/team.cfg", "[user]\n\tname = x\n");
+    auto p = Plan(t);
+    EXPECT_TRUE(p.plan.problems.empty()) << c.config << p.plan.problems.front().message;
+    V want{"/w/.git"};
+    want.insert(want.end(), c.read_only.begin(), c.read_only.end());
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(p.plan.read_only, want) << c.config;
+    EXPECT_EQ(Placeholders(p.plan), c.placeholders) << c.config;
+  }
+}
+
+TEST(PlanGitProtection, IncludesAreFollowedRelativeToTheIncludingFile) {
+  FakeTree t;
+  t.GitInit("/w");
+  t.File("/w/.git/config", "[include]\n\tpath = ../cfg/a.cfg\n");
+  t.File("/w/cfg/a.cfg", "[includeIf \"gitdir:/x/\"]\n\tpath = b.cfg\n");
+  t.File("/w/cfg/b.cfg", "[include]\n\tpath = ~/home.cfg\n[core]\n\thooksPath = hooks\n");
+  t.File("/home/u/home.cfg", "[core]\n\tfsmonitor = /w/cfg/fsm\n");
+  t.File("/w/cfg/fsm");
+  auto p = Plan(t);
+  EXPECT_TRUE(p.plan.problems.empty());
+  // cfg/a.cfg, cfg/b.cfg, the fsmonitor named by the file in $HOME; hooksPath = hooks is
+  // relative to the working tree: /w/hooks, missing, gets a placeholder.
+  EXPECT_EQ(p.plan.read_only, (V{"/w/.git", "/w/cfg/a.cfg", "/w/cfg/b.cfg", "/w/cfg/fsm"}));
+  EXPECT_EQ(Placeholders(p.plan), (V{"dir /w/hooks"}));
+}
+
+TEST(PlanGitProtection, IncludeLoopsAndDepthAreBounded) {
+  FakeTree t;
+  t.GitInit("/w");
+  t.File("/w/.git/config", "[include]\n\tpath = ../loop.cfg\n");
+  t.File("/w/loop.cfg", "[include]\n\tpath = loop.cfg\n\tpath = loop.cfg\n");
+  auto p = Plan(t);
+  ASSERT_FALSE(p.plan.problems.empty());
+  EXPECT_NE(p.plan.problems.front().message.find("/w/"), std::string::npos);
+}
+
+TEST(PlanGitProtection, TheUsersOwnConfigsCountAndApplyToEveryRepository) {
+  FakeTree t;
+  t.GitInit("/w");
+  t.GitInit("/w/nested");
+  t.File("/home/u/.gitconfig",
+         "[core]\n\thooksPath = .githooks\n\teditor = /w/tools/ed\n[include]\n\tpath = "
+         "/w/shared.cfg\n");
+  t.File("/w/tools/ed");
+  t.Dir("/w/nested/.githooks");
+  GitEnv env = Env();
+  env.xdg_config_home = "/w/xdg";  // $XDG_CONFIG_HOME/git/config inside the workspace
+  t.Dir("/w/xdg/git");
+  auto p = Plan(t, {"/w"}, {}, env);
+  EXPECT_TRUE(p.plan.problems.empty());
+  EXPECT_EQ(p.plan.read_only,
+            (V{"/w/.git", "/w/nested/.git", "/w/nested/.githooks", "/w/tools/ed"}));
+  // Missing: /w/.githooks (for the top repository), the included /w/shared.cfg, and the XDG
+  // config file git would read.
+  EXPECT_EQ(Placeholders(p.plan),
+            (V{"dir /w/.githooks", "file /w/shared.cfg", "file /w/xdg/git/config"}));
+}
+
+TEST(PlanGitProtection, WhatCannotBeKeptReadOnlyIsAProblem) {
+  struct Case {
+    std::string what;
+    std::function<void(FakeTree&)> setup;
+    std::string message;
+  } cases[] = {
+      {"hooksPath is the workspace",
+       [](FakeTree& t) { t.File("/w/.git/config", "[core]\n\thooksPath = .\n"); },
+       "writable root /w"},
+      {"a nested repository's hooksPath is the workspace",
+       [](FakeTree& t) {
+         t.GitInit("/w/n");
+         t.File("/w/n/.git/config", "[core]\n\thooksPath = ..\n");
+       },
+       "writable root /w"},
+      {"config git cannot parse", [](FakeTree& t) { t.File("/w/.git/config", "[core\n"); },
+       "/w/.git/config"},
+      {"nested config git cannot parse",
+       [](FakeTree& t) {
+         t.GitInit("/w/n");
+         t.File("/w/n/.git/config", "[s]\nk = \"open\n");
+       },
+       "/w/n/.git/config"},
+      {"workspace is a git dir",
+       [](FakeTree& t) {
+         t.Dir("/w/objects");
+         t.Dir("/w/refs");
+         t.File("/w/HEAD");
+       },
+       "is itself a git directory"},
+  };
+  for (const auto& c : cases) {
+    FakeTree t;
+    t.GitInit("/w");
+    c.setup(t);
+    auto p = Plan(t);
+    ASSERT_FALSE(p.plan.problems.empty()) << c.what;
+    EXPECT_NE(p.plan.problems.front().message.find(c.message), std::string::npos)
+        << c.what << ": " << p.plan.problems.front().message;
+    EXPECT_NE(p.plan.problems.front().message.find("--writable-git"), std::string::npos);
+  }
+}
+
+TEST(PlanGitProtection, TheNumberOfPathsIsBounded) {
+  FakeTree t;
+  t.GitInit("/w");
+  for (int i = 0; i < 10; ++i) t.GitInit("/w/r" + std::to_string(i));
+  auto p = Plan(t, {"/w"}, {.paths = 5});
+  ASSERT_FALSE(p.plan.problems.empty());
+  EXPECT_NE(p.plan.problems.front().message.find("'paths' bound is 5"), std::string::npos)
+      << p.plan.problems.front().message;
+  EXPECT_TRUE(Plan(t, {"/w"}, {.paths = 11}).plan.problems.empty());
+}
+
+TEST(PlanGitProtection, PlanningIsBoundedInTimeAndSkipsWhatIsMovedAside) {
+  FakeTree t;
+  t.GitInit("/w");
+  for (int i = 0; i < 5; ++i) {
+    const std::string r = "/w/r" + std::to_string(i);
+    t.GitInit(r);
+    t.File(r + "/.git/config", "[core]\n\tfsmonitor = ./fsm.sh\n");
+    t.File(r + "/fsm.sh");
+  }
+  auto fs = t.Fs();
+  auto scan = ScanGitMetadata({"/w"}, Env(), fs, {});
+  ASSERT_TRUE(scan);
+  auto full = PlanGitProtection(*scan, Env(), fs, {});
+  EXPECT_FALSE(full.incomplete);
+  EXPECT_EQ(full.read_only.size(), 11u);  // six .git, five fsm.sh
+  // A repository moved aside anyway: its config is not looked through.
+  std::set<int> skip;
+  for (size_t i = 0; i < scan->repos.size(); ++i) {
+    if (scan->repos[i].marker == "/w/r0/.git") skip.insert(static_cast<int>(i));
+  }
+  auto skipped = PlanGitProtection(*scan, Env(), fs, {}, skip);
+  EXPECT_FALSE(Contains(skipped.read_only, "/w/r0/fsm.sh"));
+  EXPECT_TRUE(Contains(skipped.read_only, "/w/r1/fsm.sh"));
+  // Out of time: stops, says so.
+  t.tick = std::chrono::milliseconds(600);
+  auto slow = PlanGitProtection(*scan, Env(), fs, {.seconds = 1});
+  EXPECT_TRUE(slow.incomplete);
+  ASSERT_FALSE(slow.problems.empty());
+  EXPECT_NE(slow.problems.back().message.find("'seconds' bound is 1"), std::string::npos);
+}
+
+TEST(PlanGitProtection, TheRepositoryAboveTheWorkspaceCountsToo) {
+  // A monorepo whose hooks live in tools/hooks, and the sandbox run in tools/: git run there
+  // uses the monorepo, so its config names paths in the workspace.
+  FakeTree t;
+  t.GitInit("/repo");
+  t.File("/repo/.git/config", "[core]\n\thooksPath = tools/hooks\n\tfsmonitor = tools/fsm\n");
+  t.File("/repo/tools/hooks/pre-commit");
+  t.Dir("/repo/tools/src");
+  auto p = Plan(t, {"/repo/tools"});
+  EXPECT_TRUE(p.plan.problems.empty());
+  EXPECT_EQ(p.plan.read_only, (V{"/repo/tools/hooks"}));
+  EXPECT_EQ(Placeholders(p.plan), (V{"file /repo/tools/fsm"}));
+  ASSERT_FALSE(p.scan.repos.empty());
+  EXPECT_TRUE(p.scan.repos.back().encloses_root);
+
+  // The sandbox run inside a git dir: its hooks would be the command's.
+  auto inside = Plan(t, {"/repo/.git/hooks"});
+  ASSERT_FALSE(inside.plan.problems.empty());
+  EXPECT_NE(inside.plan.problems.front().message.find("lies inside the git dir /repo/.git"),
+            std::string::npos)
+      << inside.plan.problems.front().message;
+}
+
+TEST(PlanGitProtection, ASymlinkedNameLeadingOutIsWatchedNotBound) {
+  FakeTree t;
+  t.GitInit("/w");
+  t.File("/w/.git/config", "[core]\n\tfsmonitor = tools/fsm\n");
+  t.File("/opt/tools/fsm");
+  t.Link("/w/tools", "/opt/tools");
+  auto p = Plan(t);
+  EXPECT_EQ(p.plan.read_only, (V{"/w/.git"}));
+  ASSERT_FALSE(p.plan.named.empty());
+  EXPECT_EQ(p.plan.named.front().path, "/w/tools/fsm");
+}
+
+// ---- after the run --------------------------------------------------------------------------
+
+struct SandboxRun {
+  FakeTree t;
+  GitIdentitySet before;
+  void Start(const V& roots = {"/w"}) {
+    auto p = Plan(t, roots);
+    auto fs = t.Fs();
+    before = GitIdentities(p.scan, p.plan, fs);
+  }
+  std::vector<GitQuarantineAction> After(const V& roots = {"/w"}) {
+    auto p = Plan(t, roots);
+    auto fs = t.Fs();
+    return DecideGitQuarantine(before, p.scan, p.plan, fs);
+  }
+};
+
+V Paths(const std::vector<GitQuarantineAction>& actions) {
+  V out;
+  for (const auto& a : actions) out.push_back(a.path);
+  return out;
+}
+
+TEST(DecideGitQuarantine, NewRepositoriesThatRunCodeAreMovedAsidePlainOnesStay) {
+  SandboxRun r;
+  r.t.GitInit("/w");
+  r.Start();
+  r.t.GitInit("/w/plain");  // a fresh `git init`
+  r.t.GitInit("/w/hooked");
+  r.t.File("/w/hooked/.git/hooks/pre-commit", "#!/bin/sh\nevil\n");
+  r.t.GitInit("/w/configured");
+  r.t.File("/w/configured/.git/config", "[core]\n\tfsmonitor = /bin/evil\n");
+  r.t.GitInit("/w/included");
+  r.t.File("/w/included/.git/config", "[include]\n\tpath = /anywhere\n");
+  r.t.GitInit("/w/aliased");
+  r.t.File("/w/aliased/.git/config", "[alias]\n\tst = !evil\n");
+  r.t.GitInit("/w/broken");
+  r.t.File("/w/broken/.git/config", "[core\n");
+  r.t.GitInit("/w/linkhooks");
+  r.t.Link("/w/linkhooks/.git/hooks", "/elsewhere");
+  r.t.File("/w/bare/HEAD");
+  r.t.Dir("/w/bare/objects");
+  r.t.Dir("/w/bare/refs");
+  r.t.File("/w/bare/hooks/pre-receive", "#!/bin/sh\n");
+  auto actions = r.After();
+  EXPECT_EQ(Paths(actions), (V{"/w/aliased/.git", "/w/bare", "/w/broken/.git", "/w/configured/.git",
+                               "/w/hooked/.git", "/w/included/.git", "/w/linkhooks/.git"}));
+  for (const auto& a : actions) EXPECT_TRUE(a.git_dir) << a.path;
+}
+
+TEST(DecideGitQuarantine, ANewGitFileIsJudgedByWhatItPointsAt) {
+  SandboxRun r;
+  r.t.GitInit("/w");
+  r.t.File("/w/.git/config", "[core]\n\thooksPath = .husky\n");
+  r.t.Dir("/w/.husky");
+  r.t.GitInit("/w/clean");
+  r.Start();
+  // Into the top repository, whose hooksPath is relative: src/.husky would run.
+  r.t.File("/w/src/.git", "gitdir: ../.git\n");
+  // Into a planted git dir with an fsmonitor.
+  r.t.File("/w/sub/.git", "gitdir: ../evil\n");
+  r.t.File("/w/evil/HEAD");
+  r.t.Dir("/w/evil/objects");
+  r.t.Dir("/w/evil/refs");
+  r.t.File("/w/evil/config", "[core]\n\tfsmonitor = ./x\n");
+  // Into a repository that runs nothing: harmless.
+  r.t.File("/w/other/.git", "gitdir: ../clean/.git\n");
+  EXPECT_EQ(Paths(r.After()), (V{"/w/evil", "/w/src/.git", "/w/sub/.git"}));
+}
+
+TEST(DecideGitQuarantine, ASwappedOrRepointedRepositoryIsNew) {
+  SandboxRun r;
+  r.t.GitInit("/w");
+  r.t.GitInit("/w/vendor/lib");
+  r.t.File("/w/vendor/mod/.git", "gitdir: ../../.git/modules/mod\n");
+  r.t.GitInit("/w/.git/modules/mod");
+  r.Start();
+  // The parent of a protected .git renamed away, a new .git made in its place.
+  r.t.Move("/w/vendor/lib", "/w/vendor/lib.old");
+  r.t.GitInit("/w/vendor/lib");
+  r.t.File("/w/vendor/lib/.git/hooks/post-checkout", "#!/bin/sh\n");
+  // A submodule's .git file moved one level down: its relative pointer now leads to a planted
+  // git dir.
+  r.t.Dir("/w/vendor/x");
+  r.t.Move("/w/vendor/mod", "/w/vendor/x/mod");
+  r.t.GitInit("/w/vendor/.git/modules/mod");
+  r.t.File("/w/vendor/.git/modules/mod/config", "[core]\n\tfsmonitor = ./x\n");
+  auto actions = r.After();
+  // The moved original (lib.old/.git) is the protected object: left alone.
+  EXPECT_TRUE(Contains(Paths(actions), "/w/vendor/lib/.git"));
+  EXPECT_TRUE(Contains(Paths(actions), "/w/vendor/x/mod/.git"));
+  EXPECT_FALSE(Contains(Paths(actions), "/w/vendor/lib.old/.git"));
+}
+
+TEST(DecideGitQuarantine, ConfigNamedPathsMadeOrSwappedDuringTheRunAreMovedAside) {
+  SandboxRun r;
+  r.t.GitInit("/w");
+  r.t.GitInit("/w/n");
+  r.t.File("/w/n/.git/config",
+           "[core]\n\thooksPath = .husky\n\tfsmonitor = sh ./fsm.sh\n[diff \"x\"]\n\ttextconv = "
+           "tools/deep/conv\n");
+  r.t.Dir("/w/n/.husky");
+  r.t.File("/w/n/fsm.sh");
+  r.Start();
+  // n renamed and remade: its .git moves along (the same object), but the names its config
+  // uses now lead to what the command made.
+  r.t.Move("/w/n", "/w/m");
+  r.t.File("/w/n/.git", "gitdir: ../m/.git\n");
+  r.t.File("/w/n/.husky/pre-commit", "#!/bin/sh\n");
+  r.t.File("/w/m/tools/deep/conv", "#!/bin/sh\n");  // parent was missing at the start
+  auto actions = r.After();
+  EXPECT_EQ(Paths(actions), (V{"/w/m/tools/deep/conv", "/w/n/.git"}));
+}
+
+TEST(DecideGitQuarantine, NothingChangedNothingMoved) {
+  SandboxRun r;
+  r.t.GitInit("/w");
+  r.t.File("/w/.git/config", "[core]\n\thooksPath = .husky\n");
+  r.t.Dir("/w/.husky");
+  r.t.File("/w/.git/hooks/pre-commit", "#!/bin/sh\nthe user's own\n");
+  r.t.GitInit("/w/vendor/lib");
+  r.Start();
+  r.t.File("/w/src/new.c");
+  r.t.File("/w/vendor/lib/new.c");
+  EXPECT_TRUE(r.After().empty());
+}
+
+TEST(ApplyGitQuarantine, MovesAsideWithoutReplacingAndDisarmsGitDirs) {
+  FakeTree t;
+  t.GitInit("/w/evil");
+  t.Dir("/w/evil/.git.anvil-quarantine");  // an earlier quarantine
+  t.File("/w/fsm.sh");
+  t.File("/outside/x");
+  auto fs = t.Fs();
+  auto result = ApplyGitQuarantine({{"/w/evil/.git", true, "hook pre-commit"},
+                                    {"/w/fsm.sh", false, "named"},
+                                    {"/outside/x", false, "named"}},
+                                   {"/w"}, fs);
+  ASSERT_EQ(result.moved.size(), 2u);
+  EXPECT_EQ(result.moved[0].moved_to, "/w/evil/.git.anvil-quarantine-2");
+  EXPECT_FALSE(t.Has("/w/evil/.git"));
+  EXPECT_FALSE(t.Has("/w/evil/.git.anvil-quarantine-2/HEAD"));
+  EXPECT_TRUE(t.Has("/w/evil/.git.anvil-quarantine-2/HEAD.anvil-quarantine"));
+  EXPECT_EQ(result.moved[0].restore,
+            "mv '/w/evil/.git.anvil-quarantine-2/HEAD.anvil-quarantine' "
+            "'/w/evil/.git.anvil-quarantine-2/HEAD' && mv '/w/evil/.git.anvil-quarantine-2' "
+            "'/w/evil/.git'");
+  EXPECT_EQ(result.moved[1].moved_to, "/w/fsm.sh.anvil-quarantine");
+  EXPECT_TRUE(t.Has("/outside/x"));
+  ASSERT_EQ(result.failures.size(), 1u);
+  EXPECT_NE(result.failures[0].find("/outside/x"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace anvil
