@@ -23,6 +23,7 @@ which keeps the other end of the control socketpair; not meant to be run by hand
   --runtime-dir DIR          per-session directory (0700; default $XDG_RUNTIME_DIR/anvil/<session>)
   --session ID               session id for the audit log
   --audit-log FILE           JSON-lines audit log (default <runtime-dir>/audit.jsonl)
+  --pending-writes-fd N      journal of temporary names for the supervisor to sweep
   --no-symlinks              never follow symlinks, even inside the workspace
   --allow-hardlinked-reads   allow reading files with more than one hard link
   --max-frame-bytes N  --max-read-bytes N  --max-write-bytes N  --max-connections N
@@ -89,6 +90,8 @@ int main(int argc, char** argv) {
       if (ok) o.audit_log = *v;
     } else if (a == "--control-fd") {
       ok = number(o.control_fd);
+    } else if (a == "--pending-writes-fd") {
+      ok = number(o.pending_writes_fd);
     } else if (a == "--no-symlinks") {
       o.no_symlinks = true;
     } else if (a == "--allow-hardlinked-reads") {

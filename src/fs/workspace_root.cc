@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "fs/pending_writes.h"
 #include "fs/workspace_path.h"
 
 namespace anvil {
@@ -24,7 +25,6 @@ namespace {
 // renames in a tight loop from pinning a gateway thread forever.
 constexpr int kMaxResolveAttempts = 64;
 constexpr int kMaxTempNameAttempts = 16;
-constexpr std::string_view kTempPrefix = ".anvil-tmp-";
 
 std::string Q(std::string_view path) { return QuotePathForMessage(path); }
 
@@ -104,7 +104,7 @@ Result<std::string> RandomTempName() {
   if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) {
     return SysFail("io", "getrandom");
   }
-  std::string name(kTempPrefix);
+  std::string name(kWorkspaceTempPrefix);
   for (unsigned char b : bytes) {
     char hex[3];
     std::snprintf(hex, sizeof hex, "%02x", b);
@@ -146,10 +146,21 @@ class TempNameGuard {
 // Gives the anonymous O_TMPFILE inode a unique temporary name in `dir`. AT_EMPTY_PATH needs
 // CAP_DAC_READ_SEARCH; the /proc/self/fd form is the documented unprivileged way and only ever
 // names our own fd.
-Result<std::string> LinkTempFile(int file, int dir, std::string_view path) {
+// The slot records the name before it exists (see pending_writes.h).
+std::string TempRelativePath(std::string_view parent, std::string_view name) {
+  // SplitParent names the workspace root ".": the journal records a bare name there.
+  if (parent.empty() || parent == ".") return std::string(name);
+  return std::string(parent) + "/" + std::string(name);
+}
+
+Result<std::string> LinkTempFile(int file, int dir, std::string_view path, std::string_view parent,
+                                 PendingWrites::Slot& slot) {
   for (int attempt = 0; attempt < kMaxTempNameAttempts; ++attempt) {
     auto name = RandomTempName();
     if (!name) return tl::unexpected(name.error());
+    if (auto recorded = slot.Set(TempRelativePath(parent, *name)); !recorded) {
+      return tl::unexpected(recorded.error());
+    }
     if (::linkat(file, "", dir, name->c_str(), AT_EMPTY_PATH) == 0) return name;
     int err = errno;
     if (err == ENOENT || err == EPERM) {
@@ -164,10 +175,14 @@ Result<std::string> LinkTempFile(int file, int dir, std::string_view path) {
 
 // A uniquely named O_EXCL temporary (filesystems without O_TMPFILE). O_EXCL|O_NOFOLLOW: a planted
 // file or symlink at the chosen name is never opened or followed.
-Result<UniqueFd> CreateNamedTemp(int dir, std::string_view path, std::string* name_out) {
+Result<UniqueFd> CreateNamedTemp(int dir, std::string_view path, std::string_view parent,
+                                 PendingWrites::Slot& slot, std::string* name_out) {
   for (int attempt = 0; attempt < kMaxTempNameAttempts; ++attempt) {
     auto name = RandomTempName();
     if (!name) return tl::unexpected(name.error());
+    if (auto recorded = slot.Set(TempRelativePath(parent, *name)); !recorded) {
+      return tl::unexpected(recorded.error());
+    }
     const int fd = ::openat(dir, name->c_str(),
                             O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0666);
     if (fd >= 0) {
@@ -406,6 +421,12 @@ Status WorkspaceRoot::Write(std::string_view path, std::string_view data) const 
   }
   const bool keep_mode = S_ISREG(old.st_mode);
 
+  // Declared before the guards below so that it is cleared only after they have removed the
+  // temporary name: a slot is never empty while the name it covers exists.
+  PendingWrites::Slot slot;
+  if (options_.pending_writes != nullptr) slot = options_.pending_writes->Claim();
+  const std::string_view parent = SplitParent(*norm).first;
+
   // Prefer an anonymous O_TMPFILE: a writer killed mid-write leaves nothing at all behind.
   UniqueFd file(::openat(dir->Get(), ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666));
   std::string temp_name;
@@ -413,7 +434,7 @@ Status WorkspaceRoot::Write(std::string_view path, std::string_view data) const 
     if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
       return PathError(errno, *norm);
     }
-    auto named = CreateNamedTemp(dir->Get(), *norm, &temp_name);
+    auto named = CreateNamedTemp(dir->Get(), *norm, parent, slot, &temp_name);
     if (!named) return tl::unexpected(named.error());
     file = std::move(*named);
   }
@@ -429,7 +450,7 @@ Status WorkspaceRoot::Write(std::string_view path, std::string_view data) const 
   if (::fsync(file.Get()) != 0) return SysFail("io", "fsync " + Q(*norm));
 
   if (temp_name.empty()) {
-    auto linked = LinkTempFile(file.Get(), dir->Get(), *norm);
+    auto linked = LinkTempFile(file.Get(), dir->Get(), *norm, parent, slot);
     if (!linked) return tl::unexpected(linked.error());
     temp_name = *linked;
   }

@@ -28,6 +28,8 @@
 
 namespace anvil {
 
+class PendingWrites;  // fs/pending_writes.h
+
 struct WorkspaceOptions {
   // Adds RESOLVE_NO_SYMLINKS to every resolution: no symlink is followed anywhere, even one
   // that stays inside the workspace.
@@ -38,6 +40,9 @@ struct WorkspaceOptions {
   std::uint64_t max_read_bytes = 16u << 20;
   std::uint64_t max_write_bytes = 16u << 20;
   std::size_t max_list_entries = 10000;
+  // Where Write records the temporary names it creates, for the supervising process to sweep if
+  // this process dies mid-write (pending_writes.h). Not owned; outlives the root. Null: none.
+  PendingWrites* pending_writes = nullptr;
 };
 
 enum class FileType { kFile, kDir, kSymlink, kOther };

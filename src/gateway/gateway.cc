@@ -27,6 +27,7 @@
 
 #include "common/unique_fd.h"
 #include "fs/exec_read_plan.h"
+#include "fs/pending_writes.h"
 #include "fs/workspace_root.h"
 #include "gateway/audit_log.h"
 #include "gateway/dispatch.h"
@@ -1082,6 +1083,17 @@ int RunGateway(const GatewayOptions& input) {
   ws_options.max_read_bytes = options.limits.max_read_bytes;
   ws_options.max_write_bytes = options.limits.max_write_bytes;
   ws_options.max_list_entries = options.limits.max_list_entries;
+  std::unique_ptr<PendingWrites> pending_writes;
+  if (options.pending_writes_fd >= 0) {
+    struct stat journal {};
+    if (::fstat(options.pending_writes_fd, &journal) != 0 || !S_ISREG(journal.st_mode)) {
+      return fail(Error{"invalid", "--pending-writes-fd is not an open journal file", 0});
+    }
+    // Not for the exec broker's children: only this process writes workspace files.
+    ::fcntl(options.pending_writes_fd, F_SETFD, FD_CLOEXEC);
+    pending_writes = std::make_unique<PendingWrites>(UniqueFd(options.pending_writes_fd));
+    ws_options.pending_writes = pending_writes.get();
+  }
   auto root = WorkspaceRoot::Open(options.workspace, ws_options);
   if (!root) return fail(root.error());
   options.workspace = root->path();  // canonical, pinned

@@ -50,11 +50,13 @@ struct GatewayLimits {
 };
 
 struct GatewayOptions {
-  std::string workspace;     // the workspace root (a symlink is resolved once and pinned)
-  std::string runtime_dir;   // created 0700; default $XDG_RUNTIME_DIR/anvil/<session>
-  std::string session_id;    // default: random
-  std::string audit_log;     // JSON lines; empty = <runtime_dir>/audit.jsonl
-  int control_fd = -1;       // required
+  std::string workspace;    // the workspace root (a symlink is resolved once and pinned)
+  std::string runtime_dir;  // created 0700; default $XDG_RUNTIME_DIR/anvil/<session>
+  std::string session_id;   // default: random
+  std::string audit_log;    // JSON lines; empty = <runtime_dir>/audit.jsonl
+  int control_fd = -1;      // required
+  // The supervisor's pending-writes journal (fs/pending_writes.h); -1: none.
+  int pending_writes_fd = -1;
   bool no_symlinks = false;  // RESOLVE_NO_SYMLINKS hardening
   bool allow_hardlinked_reads = false;
   bool harden = true;  // Landlock + seccomp + no_new_privs on itself after start-up

@@ -13,6 +13,8 @@
 #include <chrono>
 #include <cstring>
 
+#include "fs/pending_writes.h"
+
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
 #endif
@@ -25,8 +27,23 @@ Result<std::unique_ptr<GatewayProcess>> GatewayProcess::Start(const GatewayConfi
     return SysFail("internal", "socketpair");
   }
   UniqueFd ours(sv[0]), theirs(sv[1]);
-  std::vector<std::string> args = {config.binary, "--workspace", config.workspace, "--control-fd",
-                                   "3"};
+  // The names of temporaries the gateway has created but not yet renamed: swept in Stop, after
+  // the gateway has exited however it exited (fs/pending_writes.h).
+  auto journal = PendingWrites::CreateJournal();
+  if (!journal) return tl::unexpected(journal.error());
+  // Above the numbers the child moves descriptors to, so that no dup2 there overwrites it.
+  if (journal->Get() < 5) {
+    UniqueFd high(fcntl(journal->Get(), F_DUPFD_CLOEXEC, 5));
+    if (!high) return SysFail("internal", "fcntl pending-writes journal");
+    *journal = std::move(high);
+  }
+  std::vector<std::string> args = {config.binary,
+                                   "--workspace",
+                                   config.workspace,
+                                   "--control-fd",
+                                   "3",
+                                   "--pending-writes-fd",
+                                   "4"};
   args.insert(args.end(), config.extra_args.begin(), config.extra_args.end());
   for (std::string& a : config.unsafe_net_test.ToGatewayArgs()) args.push_back(std::move(a));
   std::vector<char*> argv;
@@ -40,17 +57,20 @@ Result<std::unique_ptr<GatewayProcess>> GatewayProcess::Start(const GatewayConfi
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent) _exit(1);
     if (dup2(theirs.Get(), 3) < 0) _exit(1);
+    if (dup2(journal->Get(), 4) < 0) _exit(1);
     // stdin/stdout may be an editor's JSON-RPC stream (anvil serve): never the gateway's.
     int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
     if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(null_fd, 1) < 0) _exit(1);
-    // Only stdin/out/err and the control channel cross into the gateway.
-    syscall(SYS_close_range, 4, ~0U, 0);
+    // Only stdin/out/err, the control channel and the journal cross into the gateway.
+    syscall(SYS_close_range, 5, ~0U, 0);
     execv(argv[0], argv.data());
     _exit(127);
   }
   theirs.Reset();
   std::unique_ptr<GatewayProcess> g(new GatewayProcess());
   g->pid_ = pid;
+  g->journal_ = std::move(*journal);
+  g->sweep_workspace_ = config.workspace;
   g->pidfd_.Reset(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
   g->control_ = std::move(ours);
   auto ready = g->ReadControl(10000);
@@ -65,6 +85,7 @@ Result<std::unique_ptr<GatewayProcess>> GatewayProcess::Start(const GatewayConfi
   g->socket_path_ = ready->value("socket", "");
   g->audit_log_ = ready->value("audit_log", "");
   g->workspace_ = ready->value("workspace", "");
+  if (!g->workspace_.empty()) g->sweep_workspace_ = g->workspace_;  // canonical, as it wrote
   g->session_id_ = ready->value("session", "");
   return g;
 }
@@ -173,6 +194,8 @@ Result<int> GatewayProcess::Stop(int grace_ms) {
   }
   pid_ = -1;
   pidfd_.Reset();
+  // Nothing writes any more: remove what a write cut short left under a temporary name.
+  if (journal_) (void)SweepPendingWrites(journal_.Get(), sweep_workspace_);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 

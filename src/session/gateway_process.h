@@ -59,6 +59,8 @@ class GatewayProcess {
   UniqueFd control_;
   ipc::FrameReader reader_;
   std::string socket_path_, audit_log_, workspace_, session_id_;
+  UniqueFd journal_;             // pending-writes journal shared with the gateway
+  std::string sweep_workspace_;  // where the journal's paths are relative to
   uint64_t seq_ = 1;
 };
 

@@ -5,7 +5,9 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "fs/path_glob.h"
+#include "fs/pending_writes.h"
 #include "fs/workspace_path.h"
 #include "fs/workspace_root.h"
 
@@ -609,49 +612,169 @@ TEST(T1FsWorkspace, ConcurrentReadersNeverSeeATornFile) {
   EXPECT_EQ(listing->entries[0].name, "big");
 }
 
-TEST(T1FsWorkspace, KillingAWriterMidWriteLeavesOldOrNewContent) {
+// A writer killed at any instant leaves old or new content under the name, and, once its
+// supervisor has swept the pending-writes journal, nothing else: not even a complete temporary
+// (the instant between link and rename). Big writes land kills mid-data; small ones land them
+// near the link and the rename.
+void KillWritersAndSweep(const std::string& big_or_small) {
   TempDir ws;
+  auto journal = PendingWrites::CreateJournal();
+  ASSERT_TRUE(journal);
+  PendingWrites pending(UniqueFd(::dup(journal->Get())));
   WorkspaceOptions options;
   options.max_read_bytes = options.max_write_bytes = 64u << 20;
+  options.pending_writes = &pending;
   WorkspaceRoot root = OpenRoot(ws.path(), options);
   const std::string old_content = "OLD";
-  const std::string x(32u << 20, 'x'), y(32u << 20, 'y');
+  const std::size_t size = big_or_small == "big" ? (32u << 20) : 512;
+  const std::string x(size, 'x'), y(size, 'y');
   ASSERT_TRUE(root.Write("target", old_content));
+  MkDir(ws / "sub");
   std::mt19937 rng(12345);
-  int killed_mid_write = 0;
-  for (int round = 0; round < 8; ++round) {
+  int killed = 0;
+  for (int round = 0; round < 24; ++round) {
     const pid_t pid = ::fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-      // Child: rewrite the file forever with big contents until killed.
+      // Child: rewrite the files forever until killed.
       for (int i = 0;; ++i) {
-        if (!root.Write("target", i % 2 ? x : y)) ::_exit(3);
+        if (!root.Write(i % 3 == 0 ? "sub/t" : "target", i % 2 ? x : y)) ::_exit(3);
       }
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5 + rng() % 60));
+    std::this_thread::sleep_for(std::chrono::microseconds(2000 + rng() % 40000));
     ASSERT_EQ(::kill(pid, SIGKILL), 0);
     int status = 0;
     ASSERT_EQ(::waitpid(pid, &status, 0), pid);
     ASSERT_TRUE(WIFSIGNALED(status)) << "writer exited early with " << status;
-    ++killed_mid_write;
+    ++killed;
+    auto swept = SweepPendingWrites(journal->Get(), ws.path());
+    ASSERT_TRUE(swept) << swept.error().ToString();
     auto r = root.Read("target");
     ASSERT_TRUE(r) << r.error().ToString();
     EXPECT_TRUE(*r == old_content || Uniform(*r, 'x', x.size()) || Uniform(*r, 'y', y.size()))
         << "torn file of " << r->size() << " bytes after round " << round;
-    // O_TMPFILE: a writer killed mid-write leaves no partial file under any name. (A kill in the
-    // instant between link and rename may leave one complete .anvil-tmp- file; never a partial.)
-    auto listing = root.List(".");
-    ASSERT_TRUE(listing);
-    for (const auto& e : listing->entries) {
-      if (e.name == "target") continue;
-      ASSERT_EQ(e.name.rfind(".anvil-tmp-", 0), 0u) << e.name;
-      auto leftover = root.Read(e.name);
-      ASSERT_TRUE(leftover);
-      EXPECT_TRUE(Uniform(*leftover, 'x', x.size()) || Uniform(*leftover, 'y', y.size()));
-      ASSERT_TRUE(root.Remove(e.name));
+    for (const std::string dir : {".", "sub"}) {
+      auto listing = root.List(dir);
+      ASSERT_TRUE(listing);
+      for (const auto& e : listing->entries) {
+        EXPECT_TRUE(e.name == "target" || e.name == "sub" || e.name == "t")
+            << "left behind after round " << round << ": " << dir << "/" << e.name;
+      }
     }
   }
-  EXPECT_EQ(killed_mid_write, 8);
+  EXPECT_EQ(killed, 24);
+}
+
+TEST(T1FsWorkspace, KillingABigWriterLeavesOldOrNewContentAndNoTemporary) {
+  KillWritersAndSweep("big");
+}
+
+TEST(T1FsWorkspace, KillingASmallWriterLeavesOldOrNewContentAndNoTemporary) {
+  KillWritersAndSweep("small");
+}
+
+// The instant between link and rename, caught: the writer is traced and killed on entry to
+// the rename, while its temporary name exists. The name was recorded before it existed, so the
+// sweep removes it; without the journal it would stay in the user's directory.
+TEST(T1FsWorkspace, AWriterKilledBetweenLinkAndRenameLeavesNoTemporaryAfterTheSweep) {
+  TempDir ws;
+  auto journal = PendingWrites::CreateJournal();
+  ASSERT_TRUE(journal);
+  PendingWrites pending(UniqueFd(::dup(journal->Get())));
+  WorkspaceOptions options;
+  options.pending_writes = &pending;
+  WorkspaceRoot root = OpenRoot(ws.path(), options);
+  MkDir(ws / "sub");
+  for (const std::string target : {"target", "sub/target"}) {
+    ASSERT_TRUE(root.Write(target, "OLD"));
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ::ptrace(PTRACE_TRACEME, 0, nullptr, nullptr);
+      ::raise(SIGSTOP);
+      ::_exit(root.Write(target, "NEW") ? 0 : 3);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFSTOPPED(status));
+    ASSERT_EQ(::ptrace(PTRACE_SETOPTIONS, pid, nullptr, PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL),
+              0);
+    bool at_rename = false;
+    while (!at_rename) {
+      ASSERT_EQ(::ptrace(PTRACE_SYSCALL, pid, nullptr, nullptr), 0);
+      ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+      ASSERT_TRUE(WIFSTOPPED(status)) << "the writer finished without renaming: " << status;
+      if (WSTOPSIG(status) != (SIGTRAP | 0x80)) continue;
+      __ptrace_syscall_info info{};
+      ASSERT_GT(::ptrace(PTRACE_GET_SYSCALL_INFO, pid, sizeof info, &info), 0);
+      if (info.op != PTRACE_SYSCALL_INFO_ENTRY) continue;
+#ifdef SYS_renameat
+      at_rename = info.entry.nr == SYS_renameat;
+#endif
+      at_rename = at_rename || info.entry.nr == SYS_renameat2;
+    }
+    ASSERT_EQ(::kill(pid, SIGKILL), 0);
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    const std::string dir = target == "target" ? "." : "sub";
+    auto temporaries = [&] {
+      int n = 0;
+      auto listing = root.List(dir);
+      if (listing) {
+        for (const auto& e : listing->entries) n += IsWorkspaceTempName(e.name) ? 1 : 0;
+      }
+      return n;
+    };
+    ASSERT_EQ(temporaries(), 1) << "the writer was not stopped with its temporary named";
+    EXPECT_EQ(Slurp(ws / target), "OLD");
+    auto swept = SweepPendingWrites(journal->Get(), ws.path());
+    ASSERT_TRUE(swept) << swept.error().ToString();
+    EXPECT_EQ(*swept, 1u);
+    EXPECT_EQ(temporaries(), 0) << target;
+    EXPECT_EQ(Slurp(ws / target), "OLD");
+  }
+}
+
+// The sweep trusts nothing the journal says: it removes only a regular file with the temporary
+// pattern, found beneath the workspace without following a symlink. A writer that scribbles on
+// the journal can make it remove nothing else.
+TEST(T1FsWorkspace, TheSweepRemovesOnlyTemporariesBeneathTheWorkspace) {
+  TempDir ws, outside;
+  const std::string temp = ".anvil-tmp-0123456789abcdef";
+  MkDir(ws / "d");
+  MkDir(ws / "d/.anvil-tmp-00000000000000aa");  // a directory with the pattern
+  Put(ws / "d" + "/" + temp, "leftover");       // benign: a real leftover
+  Put(ws / "keep.c", "source");
+  Put(outside / temp, "outside");
+  SymLink(outside.path(), ws / "link");
+  ASSERT_EQ(::mkfifo((ws / ".anvil-tmp-00000000000000bb").c_str(), 0600), 0);
+  auto journal = PendingWrites::CreateJournal();
+  ASSERT_TRUE(journal);
+  {
+    PendingWrites pending(UniqueFd(::dup(journal->Get())));
+    std::vector<PendingWrites::Slot> slots;
+    for (const std::string& path : std::vector<std::string>{
+             "d/" + temp, "keep.c", "../" + outside.path().substr(5) + "/" + temp, "link/" + temp,
+             outside.path() + "/" + temp, "d/.anvil-tmp-00000000000000aa",
+             ".anvil-tmp-00000000000000bb", "d/./" + temp, ".anvil-tmp-0123456789ABCDEF"}) {
+      slots.push_back(pending.Claim());
+      ASSERT_TRUE(slots.back().Set(path));
+    }
+    // The writer dies with every slot set: a moved-from slot would clear it, so leak them.
+    for (auto& slot : slots) new PendingWrites::Slot(std::move(slot));
+  }
+  auto swept = SweepPendingWrites(journal->Get(), ws.path());
+  ASSERT_TRUE(swept) << swept.error().ToString();
+  EXPECT_EQ(*swept, 1u);
+  EXPECT_EQ(Slurp(ws / "d" + "/" + temp), "<missing>");
+  EXPECT_EQ(Slurp(ws / "keep.c"), "source");
+  EXPECT_EQ(Slurp(outside / temp), "outside");
+  struct stat st {};
+  EXPECT_EQ(::lstat((ws / "d/.anvil-tmp-00000000000000aa").c_str(), &st), 0);
+  EXPECT_EQ(::lstat((ws / ".anvil-tmp-00000000000000bb").c_str(), &st), 0);
+  // The journal is empty afterwards: a second sweep finds nothing.
+  auto again = SweepPendingWrites(journal->Get(), ws.path());
+  ASSERT_TRUE(again);
+  EXPECT_EQ(*again, 0u);
 }
 
 TEST(T1FsWorkspace, WriteKeepsPermissionBitsButNeverSetId) {
