@@ -449,9 +449,18 @@ Examples:
     return kExitUsage;
   }
   if (sub == "revoke") {
-    if (auto s = store->Revoke(workspace, rest[0]); !s) {
-      std::cerr << "anvil plugin: " << s.error().ToString() << "\n";
+    auto revoked = store->Revoke(workspace, rest[0]);
+    if (!revoked) {
+      std::cerr << "anvil plugin: " << revoked.error().ToString() << "\n";
       return kExitPluginError;
+    }
+    // What is gone, in the words the grant was given in: a revoke the user can check.
+    for (const auto& e : *revoked) {
+      std::cout << "revoked " << SanitizeForDisplay(e.plugin_id) << " in " << workspace
+                << " (manifest " << e.manifest_sha256.substr(0, 12)
+                << (e.copy ? ", copy in " + SanitizeForDisplay(e.copy->dir) : std::string())
+                << "); it may no longer:\n"
+                << DescribeGrant(e.grant) << "\n";
     }
     return kExitOk;
   }
@@ -462,6 +471,13 @@ Examples:
   if (!manifest) {
     std::cerr << "anvil plugin: " << manifest.error().ToString() << "\n";
     return kExitUsage;
+  }
+  // A plugin whose entry the host could never open is refused here, before anyone approves it.
+  if (sub == "inspect" || sub == "approve") {
+    if (auto s = CheckManifestEntry(plugin_dir, *manifest); !s) {
+      std::cerr << "anvil plugin: " << s.error().ToString() << "\n";
+      return kExitUsage;
+    }
   }
   // A grant is for one copy of the plugin: this directory, or this code.
   auto code = HashPluginDir(plugin_dir, *manifest);
