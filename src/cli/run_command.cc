@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "cli/plugin_new_command.h"
 #include "cli/terminal_progress.h"
 #include "common/unique_fd.h"
 #include "policy/consent.h"
@@ -384,8 +385,11 @@ int RunRunCommand(const std::vector<std::string>& args) {
 
 int RunPluginCommand(const std::vector<std::string>& args) {
   constexpr char kUsage[] =
-      R"(usage: anvil plugin <list|inspect|approve|revoke|lock|keygen|sign|trust-key|untrust-key|trusted-keys> ...
+      R"(usage: anvil plugin <new|types|list|inspect|approve|revoke|lock|keygen|sign|trust-key|untrust-key|trusted-keys> ...
 
+  new [--lua|--js] NAME [DIR]   create a working plugin: manifest, a command, a test, editor
+                        types (anvil plugin new --help)
+  types [PLUGIN_DIR]    write the plugin's editor types (anvil.d.ts / types/anvil.lua) again
   list                  the grants stored for the workspace
   inspect PLUGIN_DIR    the manifest, what it requests, and whether it is granted here
   approve PLUGIN_DIR    grant exactly what the manifest requests (keyed by its SHA-256)
@@ -402,6 +406,7 @@ Manifest signatures (ed25519; docs/plugin-api.md "Signed manifests"):
   --workspace DIR       the workspace (default: the current directory)
 
 Examples:
+  anvil plugin new --js me.notes                     # ./notes: a JS plugin to start from
   anvil plugin inspect examples/plugins/notes-js     # what it asks for, granted or not
   anvil plugin approve examples/plugins/notes-js     # grant exactly that, for this workspace
   anvil plugin list                                  # the grants stored for this workspace
@@ -413,6 +418,8 @@ Examples:
     return args.empty() ? kExitUsage : kExitOk;
   }
   std::string sub = args[0];
+  if (sub == "new") return RunPluginNewCommand({args.begin() + 1, args.end()});
+  if (sub == "types") return RunPluginTypesCommand({args.begin() + 1, args.end()});
   if (sub == "keygen" || sub == "sign" || sub == "trust-key" || sub == "untrust-key" ||
       sub == "trusted-keys") {
     return RunKeyCommand(sub, std::vector<std::string>(args.begin() + 1, args.end()), kUsage);
