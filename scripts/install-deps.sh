@@ -7,6 +7,12 @@
 #      apt configuration (the system's /etc/apt and /var/lib/apt are never
 #      modified), sha256-verified, and unpacked into ${ANVIL_DEPS_DIR}/src/.
 #
+#   3. Pinned npm tools for the tests (TypeScript, which type-checks a plugin
+#      made by `anvil plugin new` against its anvil.d.ts): scripts/npm/
+#      package.json and package-lock.json (exact versions, integrity hashes),
+#      installed with `npm ci` into ${ANVIL_DEPS_DIR}/npm/. Nothing else is
+#      downloaded, at build time or later.
+#
 # Idempotent: a second run only asks dpkg and reads two stamp files.
 # See docs/dependencies.md.
 #
@@ -55,6 +61,8 @@ APT_PACKAGES=(
     bubblewrap
     # tests/editors: the Neovim client (editors/nvim) is tested in headless Neovim
     neovim
+    # tests/authoring: tsc (npm, step 3) runs on Node.js; npm itself: ensure_npm below
+    nodejs
     # bench/ only: the timing harness and the sandbox compared against
     hyperfine
     firejail
@@ -368,6 +376,40 @@ fetch_one() {
     log "$name: patches applied: ${applied[*]:-none}; skipped: ${skipped[*]:-none}"
 }
 
+# ---------------------------------------------------------------------------
+# 4. Pinned npm tools
+# ---------------------------------------------------------------------------
+# npm is its own Debian package, but some Node.js builds (NodeSource's nodejs) ship it and
+# conflict with that package: install it only when no npm command exists.
+ensure_npm() {
+    command -v npm >/dev/null 2>&1 && return
+    log "npm missing: installing the Debian npm package"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends npm
+    command -v npm >/dev/null 2>&1 || die "still no npm after apt-get install npm"
+}
+
+install_npm_tools() {
+    local src=$REPO_ROOT/scripts/npm dest=$DEPS_DIR/npm key
+    key=$(cat "$src/package.json" "$src/package-lock.json" | sha256sum | cut -d' ' -f1)
+    if ((!FORCE)) && [[ -f $dest/.anvil-stamp && $(cat "$dest/.anvil-stamp") == "$key" \
+        && -x $dest/node_modules/.bin/tsc ]]; then
+        log "npm tools: up to date (typescript $("$dest/node_modules/.bin/tsc" --version 2>/dev/null | sed 's/^Version //'))"
+        return
+    fi
+    command -v npm >/dev/null 2>&1 || die "npm not found: install the nodejs and npm packages (or run without --skip-apt)"
+    mkdir -p "$dest"
+    rm -f "$dest/.anvil-stamp"
+    cp -f "$src/package.json" "$src/package-lock.json" "$dest/"
+    # ci: exactly the lock file's versions, each checked against its integrity hash; no
+    # install scripts run.
+    (cd "$dest" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >&2) \
+        || die "npm ci in $dest failed (network? see the npm log above)"
+    [[ -x $dest/node_modules/.bin/tsc ]] || die "npm ci did not install tsc"
+    printf '%s\n' "$key" >"$dest/.anvil-stamp"
+    log "npm tools: installed typescript $("$dest/node_modules/.bin/tsc" --version | sed 's/^Version //') -> $dest"
+}
+
 ensure_gitignore() {
     local gi=$REPO_ROOT/.gitignore
     if [[ ! -e $gi ]]; then
@@ -393,6 +435,8 @@ main() {
         read -r -a fields <<<"$entry" # no globbing of the version patterns
         fetch_one "${fields[@]}"
     done
+    ((SKIP_APT)) || ensure_npm
+    install_npm_tools
     log "done. Sources in $SRC_DIR"
 }
 

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "cli/plugin_new_command.h"
 #include "cli/terminal_progress.h"
 #include "common/unique_fd.h"
 #include "policy/consent.h"
@@ -384,8 +385,11 @@ int RunRunCommand(const std::vector<std::string>& args) {
 
 int RunPluginCommand(const std::vector<std::string>& args) {
   constexpr char kUsage[] =
-      R"(usage: anvil plugin <list|inspect|approve|revoke|lock|keygen|sign|trust-key|untrust-key|trusted-keys> ...
+      R"(usage: anvil plugin <new|types|list|inspect|approve|revoke|lock|keygen|sign|trust-key|untrust-key|trusted-keys> ...
 
+  new [--lua|--js] NAME [DIR]   create a working plugin: manifest, a command, a test, editor
+                        types (anvil plugin new --help)
+  types [PLUGIN_DIR]    write the plugin's editor types (anvil.d.ts / types/anvil.lua) again
   list                  the grants stored for the workspace
   inspect PLUGIN_DIR    the manifest, what it requests, and whether it is granted here
   approve PLUGIN_DIR    grant exactly what the manifest requests (keyed by its SHA-256)
@@ -402,6 +406,7 @@ Manifest signatures (ed25519; docs/plugin-api.md "Signed manifests"):
   --workspace DIR       the workspace (default: the current directory)
 
 Examples:
+  anvil plugin new --js me.notes                     # ./notes: a JS plugin to start from
   anvil plugin inspect examples/plugins/notes-js     # what it asks for, granted or not
   anvil plugin approve examples/plugins/notes-js     # grant exactly that, for this workspace
   anvil plugin list                                  # the grants stored for this workspace
@@ -413,6 +418,8 @@ Examples:
     return args.empty() ? kExitUsage : kExitOk;
   }
   std::string sub = args[0];
+  if (sub == "new") return RunPluginNewCommand({args.begin() + 1, args.end()});
+  if (sub == "types") return RunPluginTypesCommand({args.begin() + 1, args.end()});
   if (sub == "keygen" || sub == "sign" || sub == "trust-key" || sub == "untrust-key" ||
       sub == "trusted-keys") {
     return RunKeyCommand(sub, std::vector<std::string>(args.begin() + 1, args.end()), kUsage);
@@ -449,9 +456,18 @@ Examples:
     return kExitUsage;
   }
   if (sub == "revoke") {
-    if (auto s = store->Revoke(workspace, rest[0]); !s) {
-      std::cerr << "anvil plugin: " << s.error().ToString() << "\n";
+    auto revoked = store->Revoke(workspace, rest[0]);
+    if (!revoked) {
+      std::cerr << "anvil plugin: " << revoked.error().ToString() << "\n";
       return kExitPluginError;
+    }
+    // What is gone, in the words the grant was given in: a revoke the user can check.
+    for (const auto& e : *revoked) {
+      std::cout << "revoked " << SanitizeForDisplay(e.plugin_id) << " in " << workspace
+                << " (manifest " << e.manifest_sha256.substr(0, 12)
+                << (e.copy ? ", copy in " + SanitizeForDisplay(e.copy->dir) : std::string())
+                << "); it may no longer:\n"
+                << DescribeGrant(e.grant) << "\n";
     }
     return kExitOk;
   }
@@ -462,6 +478,13 @@ Examples:
   if (!manifest) {
     std::cerr << "anvil plugin: " << manifest.error().ToString() << "\n";
     return kExitUsage;
+  }
+  // A plugin whose entry the host could never open is refused here, before anyone approves it.
+  if (sub == "inspect" || sub == "approve") {
+    if (auto s = CheckManifestEntry(plugin_dir, *manifest); !s) {
+      std::cerr << "anvil plugin: " << s.error().ToString() << "\n";
+      return kExitUsage;
+    }
   }
   // A grant is for one copy of the plugin: this directory, or this code.
   auto code = HashPluginDir(plugin_dir, *manifest);

@@ -296,7 +296,7 @@ class JsRuntime final : public Runtime {
   HostApi& api() { return api_; }
   bool Admit(JSContext* ctx);
   bool Spent() const { return SpentError().has_value(); }
-  void RegisterCommand(const std::string& name, JSValueConst fn);
+  bool RegisterCommand(const std::string& name, JSValueConst fn);  // false: name taken
   JSValue RequireModule(const std::string& requested);
 
   // JSMallocFunctions and the interrupt handler.
@@ -435,7 +435,12 @@ JSValue AnvilCommand(JsRuntime& self, JSContext* ctx, int argc, JSValueConst* ar
   if (!JS_IsFunction(ctx, fn)) {
     return ThrowText(ctx, "invalid: anvil.command: handler must be a function");
   }
-  self.RegisterCommand(name, fn);
+  // A second registration of a name is a mistake (two handlers, one silently lost), never a
+  // replacement: the plugin fails to load and says which name.
+  if (!self.RegisterCommand(name, fn)) {
+    return ThrowText(ctx, "invalid: anvil.command: '" + name +
+                              "' is already registered (fix: give each command its own name)");
+  }
   return JS_UNDEFINED;
 }
 
@@ -809,11 +814,12 @@ bool JsRuntime::Admit(JSContext* ctx) {
   return true;
 }
 
-void JsRuntime::RegisterCommand(const std::string& name, JSValueConst fn) {
+bool JsRuntime::RegisterCommand(const std::string& name, JSValueConst fn) {
   auto [it, inserted] = commands_.emplace(name, JS_UNDEFINED);
-  if (inserted) command_order_.push_back(name);
-  JS_FreeValue(ctx_, it->second);
+  if (!inserted) return false;
+  command_order_.push_back(name);
   it->second = JS_DupValue(ctx_, fn);
+  return true;
 }
 
 // require(name): only the plugin's own modules (PluginSource::modules, read before the
@@ -1204,7 +1210,7 @@ Result<std::string> JsRuntime::RunCommand(const std::string& name, const std::st
   auto it = commands_.find(name);
   if (it == commands_.end()) return Fail("not_found", "no command '" + name + "'");
   StartBudget();
-  // Held for the call: the command may re-register its own name while it runs.
+  // Held for the call, whatever the command does to the table while it runs.
   Value fn(ctx_, JS_DupValue(ctx_, it->second));
   std::optional<Error> failure;
   std::string text = "null";

@@ -405,6 +405,15 @@ int AnvilCommand(lua_State* L) {
     }
   }
   lua_getfield(L, LUA_REGISTRYINDEX, kCommandsKey);
+  // A second registration of a name is a mistake (two handlers, one silently lost), never a
+  // replacement: the plugin fails to load and says which name.
+  if (lua_getfield(L, -1, name.c_str()) != LUA_TNIL) {
+    luaL_error(L,
+               "invalid: anvil.command: '%s' is already registered (fix: give each command "
+               "its own name)",
+               name.c_str());
+  }
+  lua_pop(L, 1);
   lua_pushvalue(L, 2);
   lua_setfield(L, -2, name.c_str());
   Self(L)->AddCommand(name);
@@ -800,8 +809,10 @@ int LockedLen(lua_State* L) {
 }
 
 // Wraps the table on top of the stack in a read-only proxy and records both as protected.
-// `iterable`: pairs() and # see the real table's contents (data tables such as anvil.settings).
-void LockTable(lua_State* L, bool iterable = false) {
+// `iterable`: pairs() and # see the real table's contents: data tables such as anvil.settings,
+// and the API's own tables (`for name in pairs(sys.fs)` lists its functions; every value it
+// yields is a function or another proxy, never a real table).
+void LockTable(lua_State* L, bool iterable = true) {
   int real = lua_gettop(L);
   lua_newtable(L);           // proxy
   lua_createtable(L, 0, 5);  // metatable

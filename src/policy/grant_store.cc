@@ -420,23 +420,27 @@ Status GrantStore::Approve(std::string_view workspace, std::string_view plugin_i
   return Ok();
 }
 
-Status GrantStore::Revoke(std::string_view workspace, std::string_view plugin_id) {
+Result<std::vector<GrantEntry>> GrantStore::Revoke(std::string_view workspace,
+                                                   std::string_view plugin_id) {
   auto lock = DirLock::Acquire(dir_.Get());
   if (!lock) return tl::unexpected(lock.error());
-  if (auto loaded = Reload(); !loaded) return loaded;
+  if (auto loaded = Reload(); !loaded) return tl::unexpected(loaded.error());
   std::vector<Entry> before = entries_;
-  const auto removed = std::erase_if(entries_, [&](const Entry& e) {
-    return e.workspace == workspace && e.plugin_id == plugin_id;
+  std::vector<Entry> removed;
+  std::erase_if(entries_, [&](const Entry& e) {
+    if (e.workspace != workspace || e.plugin_id != plugin_id) return false;
+    removed.push_back(e);
+    return true;
   });
-  if (removed == 0) {
+  if (removed.empty()) {
     return Fail("not_found", "no grant for plugin " + QuotePathForMessage(plugin_id) +
                                  " in workspace " + QuotePathForMessage(workspace));
   }
   if (auto saved = Save(); !saved) {
     entries_ = std::move(before);
-    return saved;
+    return tl::unexpected(saved.error());
   }
-  return Ok();
+  return removed;
 }
 
 std::vector<GrantEntry> GrantStore::List(std::string_view workspace) const {

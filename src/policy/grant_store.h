@@ -118,8 +118,9 @@ class GrantStore {
   Status Approve(std::string_view workspace, std::string_view plugin_id,
                  std::string_view manifest_sha256, const Grant& grant, const PluginCopy& copy);
 
-  // Removes every entry for (workspace, plugin id). "not_found" when there was none.
-  Status Revoke(std::string_view workspace, std::string_view plugin_id);
+  // Removes every entry for (workspace, plugin id) and returns them (what was revoked, for the
+  // user to see). "not_found" when there was none.
+  Result<std::vector<Entry>> Revoke(std::string_view workspace, std::string_view plugin_id);
 
   // Entries for `workspace` (all entries when empty), sorted by workspace then plugin id.
   std::vector<Entry> List(std::string_view workspace) const;

@@ -2,6 +2,10 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <optional>
@@ -12,6 +16,7 @@
 #include "fs/utf8.h"
 #include "fs/workspace_path.h"
 #include "policy/digest.h"
+#include "policy/exec_rules.h"
 #include "policy/file_io.h"
 #include "policy/toml_internal.h"
 
@@ -87,6 +92,18 @@ Status CheckIpv6Literal(std::string_view host) {
   return Ok();
 }
 
+// An exec entry names a tool of Anvil's executable table. Refused here, where the manifest is
+// read (inspect, approve, run, serve), rather than by the gateway at the plugin's first
+// sys.exec: the user must never be asked to approve a program that can never run.
+Status ValidateTableExec(std::string_view name) {
+  if (auto s = ValidateExecName(name); !s) return s;
+  if (FindExecRule(name) != nullptr) return Ok();
+  std::string known;
+  for (const auto& rule : ExecPolicyTable()) known += (known.empty() ? "" : ", ") + rule.name;
+  return Invalid("executable " + Quoted(name) + " is not in Anvil's executable table",
+                 "remove it, or use one of " + known + "; docs/exec-policy.md describes them");
+}
+
 // The manifest's [permissions] subtree, walked with the position of every key so errors name
 // the line.
 class PermissionsParser {
@@ -102,7 +119,7 @@ class PermissionsParser {
       } else if (k == "net") {
         if (auto s = ParseSubtable(key, node, "net", grant); !s) return s;
       } else if (k == "exec") {
-        if (auto s = ParseList(key, node, "exec", grant.exec, &ValidateExecName); !s) return s;
+        if (auto s = ParseList(key, node, "exec", grant.exec, &ValidateTableExec); !s) return s;
       } else {
         return UnknownKey(where, "permissions", k,
                           "[permissions] holds only fs.read, fs.write, net.hosts, net.post and "
@@ -511,7 +528,66 @@ Result<Manifest> ParseManifest(std::string_view toml_text, std::string_view sour
                          std::string(ToString(manifest.runtime)) + "\" requires",
                      "name a " + std::string(extension) + " file, or change runtime");
   }
+  manifest.entry_where = entry_where;
   return manifest;
+}
+
+namespace {
+
+// The entry file as the plugin host opens it: beneath the plugin directory, no symlink at any
+// component. What is wrong with it, at the entry's position in the manifest, or Ok.
+Status CheckEntryFile(int dir_fd, const Manifest& manifest) {
+  const std::string shown = Quoted(manifest.entry);
+  open_how how{};
+  // O_PATH without O_NOFOLLOW: RESOLVE_NO_SYMLINKS makes a symlink anywhere on the path, the
+  // last component included, fail with ELOOP (O_NOFOLLOW would open the link itself).
+  how.flags = O_PATH | O_CLOEXEC;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS;
+  long fd;
+  do {
+    fd = ::syscall(SYS_openat2, dir_fd, manifest.entry.c_str(), &how, sizeof(how));
+  } while (fd < 0 && errno == EAGAIN);
+  if (fd < 0) {
+    switch (errno) {
+      case ENOENT:
+      case ENOTDIR:
+        return InvalidAt(manifest.entry_where,
+                         "entry " + shown + " does not exist in the plugin directory",
+                         "create it, or point entry at the plugin's main " +
+                             std::string(EntryExtension(manifest.runtime)) + " file");
+      case ELOOP:
+        return InvalidAt(manifest.entry_where,
+                         "entry " + shown + " is a symbolic link or goes through one",
+                         "put the file itself in the plugin directory: plugin files are read "
+                         "without following links");
+      case EXDEV:
+        return InvalidAt(manifest.entry_where,
+                         "entry " + shown + " is outside the plugin directory",
+                         "name a file inside the plugin directory");
+      default:
+        return SysFail("io", "entry " + shown);
+    }
+  }
+  UniqueFd file(static_cast<int>(fd));
+  struct stat st {};
+  if (::fstat(file.Get(), &st) != 0) return SysFail("io", "entry " + shown);
+  if (!S_ISREG(st.st_mode)) {
+    return InvalidAt(manifest.entry_where, "entry " + shown + " is not a regular file",
+                     "point entry at the plugin's main " +
+                         std::string(EntryExtension(manifest.runtime)) + " file");
+  }
+  return Ok();
+}
+
+}  // namespace
+
+Status CheckManifestEntry(const std::string& plugin_dir, const Manifest& manifest) {
+  UniqueFd dir(::open(plugin_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) {
+    return SysFail(errno == ENOENT ? "not_found" : "io",
+                   "plugin directory " + QuotePathForMessage(plugin_dir));
+  }
+  return CheckEntryFile(dir.Get(), manifest);
 }
 
 Result<Manifest> LoadManifest(const std::string& plugin_dir) {

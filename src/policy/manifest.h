@@ -19,7 +19,7 @@
 //   fs.write  = ["notes/**"]
 //   net.hosts = ["api.example.com"]  # exact lower-case host names or IP literals
 //   net.post  = false
-//   exec      = ["rg", "fd"]     # names from Anvil's executable policy table: [a-z0-9-]+
+//   exec      = ["rg", "fd"]     # names of Anvil's executable policy table (FindExecRule)
 //
 // `fs.read = [...]` inside [permissions] is a TOML dotted key, i.e. permissions.fs.read; the
 // equivalent [permissions.fs] table spelling is accepted too. Each list holds at most
@@ -55,6 +55,7 @@ struct Manifest {
   std::string description;  // empty when absent
   Grant requested;          // what the manifest asks for; never a grant by itself
   std::string sha256;       // ManifestSha256 of the exact bytes parsed: the grant-store key
+  std::string entry_where;  // "<source>:<line>:<col>" of the entry's value, for errors about it
 };
 
 // Parses manifest text. `source_name` is used only in error messages.
@@ -64,6 +65,13 @@ Result<Manifest> ParseManifest(std::string_view toml_text, std::string_view sour
 // kMaxManifestBytes) and parses it, so Manifest::sha256 is the hash of exactly the bytes that
 // were parsed.
 Result<Manifest> LoadManifest(const std::string& plugin_dir);
+
+// Whether the manifest's `entry` is a regular file beneath `plugin_dir` reached without a
+// symbolic link at any component, the way the plugin host opens it. A missing entry, a symlink,
+// one outside the directory or something other than a regular file is an "invalid" error at
+// the entry's line and column, with a fix. `anvil plugin inspect` and `approve` call it after
+// LoadManifest, so such a plugin is refused before anyone is asked to approve it.
+Status CheckManifestEntry(const std::string& plugin_dir, const Manifest& manifest);
 
 // Lower-case hex SHA-256 over the exact file bytes (no normalization: any change, even in a
 // comment, is a new manifest and needs its own grant).

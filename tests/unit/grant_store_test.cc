@@ -303,7 +303,13 @@ TEST_F(GrantStoreTest, RevokeRemovesTheEntry) {
   GrantStore store = Open();
   ASSERT_TRUE(store.Approve(workspace_, "example.todo", kShaA, ReadSrc()));
   ASSERT_TRUE(store.Approve(workspace_, "example.fmt", kShaB, Grant{}));
-  ASSERT_TRUE(store.Revoke(workspace_, "example.todo"));
+  auto revoked = store.Revoke(workspace_, "example.todo");
+  ASSERT_TRUE(revoked);
+  // What was revoked comes back, for `anvil plugin revoke` to show.
+  ASSERT_EQ(revoked->size(), 1u);
+  EXPECT_EQ((*revoked)[0].plugin_id, "example.todo");
+  EXPECT_EQ((*revoked)[0].manifest_sha256, kShaA);
+  EXPECT_EQ((*revoked)[0].grant, ReadSrc());
   EXPECT_EQ(store.Find(workspace_, "example.todo", kShaA), std::nullopt);
   EXPECT_TRUE(store.Find(workspace_, "example.fmt", kShaB));
   auto again = store.Revoke(workspace_, "example.todo");

@@ -301,6 +301,9 @@ std::vector<BadManifest> BadManifests() {
       {"exec shell string", perm + "exec = [\"sh -c 'id'\"]\n", 6, "executable table"},
       {"exec not array", perm + "exec = \"rg\"\n", 6, "exec must be an array"},
       {"exec empty name", perm + "exec = [\"\"]\n", 6, "executable name is empty"},
+      {"exec not in the table", perm + "exec = [\"git\"]\n", 6,
+       "executable 'git' is not in Anvil's executable table"},
+      {"exec shell", perm + "exec = [\"rg\", \"sh\"]\n", 6, "exec[1]: executable 'sh' is not in"},
       // Not TOML at all: the parser's own position.
       {"unterminated array", kHead + "[permissions]\nexec = [\"rg\"\n", 6, "not valid TOML"},
       {"unterminated string", "id = \"a\nversion = \"1\"\n", 1, "not valid TOML"},
@@ -366,6 +369,21 @@ TEST(ManifestParse, ErrorsSayHowToFixThem) {
   ASSERT_FALSE(unknown);
   EXPECT_NE(unknown.error().message.find("(fix: a manifest holds only id, version"),
             std::string::npos);
+}
+
+// An exec entry the table does not have is refused where the manifest is read (inspect,
+// approve, run, serve), at the entry's own line and column, naming the tools there are; it
+// never reaches consent, and never waits for the plugin's first sys.exec to fail.
+TEST(ManifestParse, ExecOutsideTheTableIsRefusedAtItsPosition) {
+  auto m = Parse(kHead + "[permissions]\nexec = [\"rg\",\n        \"curl\"]\n");
+  ASSERT_FALSE(m);
+  EXPECT_EQ(m.error().ToString(),
+            "invalid: m.toml:7:9: exec[1]: executable 'curl' is not in Anvil's executable table "
+            "(fix: remove it, or use one of rg, fd; docs/exec-policy.md describes them)");
+  // Benign neighbour: every tool of the table is accepted.
+  auto ok = Parse(kHead + "[permissions]\nexec = [\"fd\", \"rg\"]\n");
+  ASSERT_TRUE(ok) << ok.error().ToString();
+  EXPECT_EQ(ok->requested.exec, (std::vector<std::string>{"fd", "rg"}));
 }
 
 TEST(ManifestParse, ErrorMessagesNeverCarryRawControlBytes) {
@@ -494,6 +512,65 @@ TEST_F(ManifestLoad, FifoManifestIsRefusedWithoutBlocking) {
   ASSERT_FALSE(m);
   EXPECT_EQ(m.error().code, "invalid");
   EXPECT_NE(m.error().message.find("not a regular file"), std::string::npos);
+}
+
+// The entry as the plugin host opens it: a regular file beneath the plugin directory, with no
+// symbolic link on the way. Anything else is refused with the entry's line, column and a fix.
+TEST_F(ManifestLoad, EntryThatTheHostCouldNotOpenIsRefusedAtItsPosition) {
+  Write("anvil-plugin.toml", kValid);
+  auto m = LoadManifest(dir_);
+  ASSERT_TRUE(m) << m.error().ToString();
+  const std::string where = dir_ + "/anvil-plugin.toml:4:9: ";
+
+  auto missing = CheckManifestEntry(dir_, *m);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().ToString(),
+            "invalid: " + where +
+                "entry 'main.lua' does not exist in the plugin directory (fix: create it, or "
+                "point entry at the plugin's main .lua file)");
+
+  Write("elsewhere.lua", "anvil.command('x', function() end)");
+  ASSERT_EQ(::symlink("elsewhere.lua", (dir_ + "/main.lua").c_str()), 0);
+  auto link = CheckManifestEntry(dir_, *m);
+  ASSERT_FALSE(link);
+  EXPECT_EQ(link.error().message.rfind(where + "entry 'main.lua' is a symbolic link", 0), 0u)
+      << link.error().message;
+  EXPECT_NE(link.error().message.find("(fix: "), std::string::npos);
+  ASSERT_EQ(::unlink((dir_ + "/main.lua").c_str()), 0);
+
+  ASSERT_EQ(::mkdir((dir_ + "/main.lua").c_str(), 0755), 0);
+  auto directory = CheckManifestEntry(dir_, *m);
+  ASSERT_FALSE(directory);
+  EXPECT_NE(directory.error().message.find("entry 'main.lua' is not a regular file"),
+            std::string::npos);
+  ASSERT_EQ(::rmdir((dir_ + "/main.lua").c_str()), 0);
+
+  // Benign neighbour: the file itself.
+  Write("main.lua", "anvil.command('x', function() end)");
+  EXPECT_TRUE(CheckManifestEntry(dir_, *m));
+}
+
+TEST_F(ManifestLoad, EntryThroughADirectoryLinkOutOfThePluginIsRefused) {
+  char outside[] = "/tmp/anvil-manifest-outside-XXXXXX";
+  ASSERT_NE(::mkdtemp(outside), nullptr);
+  std::ofstream(std::string(outside) + "/main.lua") << "anvil.command('x', function() end)";
+  Write("anvil-plugin.toml", kHead.substr(0, kHead.find("entry")) + "entry = \"src/main.lua\"\n");
+  ASSERT_EQ(::symlink(outside, (dir_ + "/src").c_str()), 0);
+  auto m = LoadManifest(dir_);
+  ASSERT_TRUE(m) << m.error().ToString();
+  auto s = CheckManifestEntry(dir_, *m);
+  std::filesystem::remove_all(outside);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().code, "invalid");
+  EXPECT_NE(s.error().message.find(":4:9: entry 'src/main.lua' is a symbolic link or goes through "
+                                   "one"),
+            std::string::npos)
+      << s.error().message;
+  // Benign neighbour: a real subdirectory.
+  ASSERT_EQ(::unlink((dir_ + "/src").c_str()), 0);
+  ASSERT_EQ(::mkdir((dir_ + "/src").c_str(), 0755), 0);
+  Write("src/main.lua", "anvil.command('x', function() end)");
+  EXPECT_TRUE(CheckManifestEntry(dir_, *m));
 }
 
 TEST_F(ManifestLoad, MissingManifestIsNotFound) {

@@ -12,12 +12,26 @@ end, {desc = 'Start anvil serve for this workspace'})
 cmd('AnvilStop', function() anvil().stop() end, {desc = 'Stop anvil serve and its plugins'})
 cmd('AnvilPlugins', function() anvil().show_plugins() end,
     {desc = 'List Anvil plugins, their grants and commands'})
-cmd('AnvilApprove', function(o) anvil().approve(o.args) end, {
-  nargs = 1, desc = 'Ask to grant a plugin what it requests',
+cmd('AnvilApprove', function(o)
+  anvil().approve(o.args, nil, {without_asking = o.bang})
+end, {
+  nargs = 1, bang = true,
+  desc = 'Ask to grant a plugin what it requests (!: grant it without asking; the request is shown)',
   complete = function(lead) return anvil().complete_plugins(lead) end,
 })
+-- Words as a shell splits them: `:AnvilRun cmd "a b"` passes one argument.
+local function words(o)
+  local w, literal = require('anvil.args').split(o.args)
+  if not w then
+    vim.notify('Anvil: ' .. literal, vim.log.levels.ERROR, {title = 'Anvil'})
+    return nil
+  end
+  return w, literal
+end
 cmd('AnvilRun', function(o)
-  anvil().run(o.fargs[1], vim.list_slice(o.fargs, 2))
+  local w, literal = words(o)
+  if not w or #w == 0 then return end
+  anvil().run(w[1], vim.list_slice(w, 2), {literal = vim.list_slice(literal, 2)})
 end, {
   nargs = '+', desc = 'Run a plugin command: [PLUGIN:]COMMAND [ARGS...] (% = this buffer)',
   complete = function(lead, line)
@@ -28,6 +42,10 @@ end, {
 cmd('AnvilReload', function(o) anvil().reload(o.args) end, {
   nargs = 1, desc = 'Reload a plugin (cancel, kill its host, start a new one)',
   complete = function(lead) return anvil().complete_plugins(lead) end,
+})
+cmd('AnvilFormat', function(o) anvil().format(o.args) end, {
+  nargs = '?', desc = "Format this buffer with a plugin's command (default: setup{format = ...})",
+  complete = function(lead) return anvil().complete_commands(lead) end,
 })
 cmd('AnvilCancel', function() anvil().cancel() end, {desc = 'Cancel the running commands'})
 cmd('AnvilLog', function() anvil().show_log() end, {desc = "anvil serve's log"})

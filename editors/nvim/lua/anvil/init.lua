@@ -17,6 +17,11 @@ M.config = {
   plugin_path = {},       -- --plugin-path: installed plugins, enabled by the workspace's Anvil.toml
   args = {},              -- more `anvil serve` arguments (e.g. {'--timeout', '30'})
   start_timeout_ms = 20000,
+  -- Plugins approved without the interactive choice (headless Neovim, CI): a list of plugin
+  -- ids, or true for every plugin. The consent text is still shown (vim.notify, :AnvilLog).
+  auto_approve = {},
+  format = nil,           -- :AnvilFormat and formatexpr: '[PLUGIN:]COMMAND' run on the buffer
+  format_timeout_ms = 10000,  -- how long formatexpr (synchronous) waits for the formatter
 }
 
 local session = nil  -- the running session, or nil
@@ -29,6 +34,22 @@ end
 
 function M.setup(opts)
   M.config = vim.tbl_deep_extend('force', M.config, opts or {})
+end
+
+-- The command that starts anvil serve, or nil and what to do when the binary is not there.
+function M.command()
+  local cmd = type(M.config.cmd) == 'string' and {M.config.cmd} or vim.deepcopy(M.config.cmd)
+  if type(cmd) ~= 'table' or type(cmd[1]) ~= 'string' or cmd[1] == '' then
+    return nil, "cmd is not set (fix: require('anvil').setup({cmd = {'/path/to/anvil'}}))"
+  end
+  if vim.fn.executable(cmd[1]) ~= 1 then
+    local where = cmd[1]:find('/', 1, true) and 'is not an executable file'
+        or 'is not on PATH'
+    return nil, string.format("'%s' %s (fix: install anvil and put it on PATH, or tell the "
+        .. "client where it is: require('anvil').setup({cmd = {'/path/to/anvil'}}))",
+        cmd[1], where)
+  end
+  return cmd
 end
 
 local function find_workspace()
@@ -70,6 +91,18 @@ local function handlers(s)
   return {
     on_request = function(method, params, reply)
       if method == 'anvil/consent' then
+        local id = type(params.plugin) == 'table' and params.plugin.id
+        if M.approves_without_asking(s, id) then
+          -- Asked for by :AnvilApprove! or auto_approve: the user still sees what was granted.
+          s.preapproved[id] = nil
+          local text = ui.consent_text(params)
+          for _, l in ipairs(text) do log(l) end
+          ui.notify(table.concat(text, '\n') .. '\n(approved without asking: '
+                    .. (M.config.auto_approve == true and 'auto_approve = true'
+                        or 'auto_approve or :AnvilApprove!') .. ')')
+          reply({decision = 'approve'})
+          return
+        end
         ui.consent(params, function(decision) reply({decision = decision}) end)
       elseif method == 'workspace/applyEdit' then
         local answer = s.docs:apply_workspace_edit(params, s.encoding)
@@ -127,14 +160,15 @@ function M.start()
   local cfg = M.config
   local ws = uv.fs_realpath(find_workspace())
   if not ws then return nil, 'the workspace directory does not exist' end
-  local cmd = type(cfg.cmd) == 'string' and {cfg.cmd} or vim.deepcopy(cfg.cmd)
+  local cmd, why = M.command()
+  if not cmd then return nil, 'cannot start anvil serve: ' .. why end
   vim.list_extend(cmd, {'serve', '--workspace', ws})
   for _, d in ipairs(cfg.plugin_dirs) do vim.list_extend(cmd, {'--plugin-dir', d}) end
   for _, d in ipairs(cfg.plugin_path) do vim.list_extend(cmd, {'--plugin-path', d}) end
   vim.list_extend(cmd, cfg.args)
 
   local s = {workspace = ws, runs_by_token = {}, runs = {}, history = {}, next_run = 1,
-             plugins = {}}
+             plugins = {}, preapproved = {}}
   local client, err = rpc.start({cmd = cmd, cwd = ws, handlers = handlers(s)})
   if not client then return nil, err end
   s.client = client
@@ -201,11 +235,64 @@ function M.status_sync()
   return s.client:request_sync('anvil/status', nil, 10000)
 end
 
+function M.approves_without_asking(s, id)
+  if type(id) ~= 'string' then return false end
+  if s.preapproved[id] then return true end
+  local auto = M.config.auto_approve
+  return auto == true or (type(auto) == 'table' and vim.tbl_contains(auto, id))
+end
+
+local function short_names(p)
+  local names = {p.id, (p.id:match('[^.]+$'))}
+  if type(p.dir) == 'string' then names[#names + 1] = vim.fn.fnamemodify(p.dir, ':t') end
+  return names
+end
+
+-- The plugin `name` means: its id, else the one plugin whose id's last part or directory name
+-- it is (what :AnvilRun PLUGIN:COMMAND accepts). Returns the entry, or nil and why.
+function M.resolve_plugin(name, plugins)
+  for _, p in ipairs(plugins) do
+    if p.id == name then return p end
+  end
+  local found = {}
+  for _, p in ipairs(plugins) do
+    if vim.tbl_contains(short_names(p), name) then found[#found + 1] = p end
+  end
+  if #found == 1 then return found[1] end
+  if #found > 1 then
+    return nil, 'several plugins are called ' .. name .. ': use one of '
+        .. table.concat(vim.tbl_map(function(p) return p.id end, found), ', ')
+  end
+  return nil, 'no plugin ' .. name
+end
+
+-- `name` as the user typed it, resolved against the server's list; nil after telling the user.
+local function plugin_id(name)
+  local list = M.list_plugins_sync()
+  if not list then return nil end
+  local p, why = M.resolve_plugin(name, list.plugins or {})
+  if not p then
+    ui.notify('Anvil: ' .. ui.sanitize(why), vim.log.levels.ERROR)
+    return nil
+  end
+  return p.id
+end
+
 -- Asks the server to ask the user (anvil/consent comes back to us); `cb(granted, state)`.
-function M.approve(plugin, cb)
+-- `plugin`: an id or a short name. opts.without_asking (:AnvilApprove!): approve this request
+-- without the interactive choice; the consent text is still shown.
+function M.approve(plugin, cb, opts)
   local s = ensure()
   if not s then return end
+  local id = plugin_id(plugin)
+  if not id then
+    if cb then cb(false, nil) end
+    return
+  end
+  plugin = id
+  if opts and opts.without_asking then s.preapproved[id] = true end
   s.client:request('anvil/requestConsent', {plugin = plugin}, function(err, result)
+    s.preapproved[id] = nil
     if err then
       ui.notify('Anvil: consent for ' .. plugin .. ' failed: ' .. error_text(err),
                 vim.log.levels.ERROR)
@@ -220,21 +307,14 @@ function M.approve(plugin, cb)
   end)
 end
 
-local function short_names(p)
-  local names = {p.id, (p.id:match('[^.]+$'))}
-  if type(p.dir) == 'string' then names[#names + 1] = vim.fn.fnamemodify(p.dir, ':t') end
-  return names
-end
-
 -- "plugin:command" (plugin: its id, the id's last part or its directory name) or "command"
 -- (a command exactly one ready plugin has). Returns plugin entry, command or nil, why.
 function M.resolve(spec, plugins)
   local pname, command = spec:match('^([^:]+):(.+)$')
   if pname then
-    for _, p in ipairs(plugins) do
-      if vim.tbl_contains(short_names(p), pname) then return p, command end
-    end
-    return nil, 'no plugin ' .. pname
+    local p, why = M.resolve_plugin(pname, plugins)
+    if p then return p, command end
+    return nil, why
   end
   local found = {}
   for _, p in ipairs(plugins) do
@@ -257,11 +337,12 @@ function M.resolve(spec, plugins)
   return nil, 'no ready plugin has command ' .. spec .. hint
 end
 
--- "%" stands for the current buffer (its URI as the server knows it).
-local function expand_args(s, args)
+-- "%" stands for the current buffer (its URI as the server knows it); a quoted one
+-- (`literal[i]`) is a percent sign.
+local function expand_args(s, args, literal)
   local out = {}
-  for _, a in ipairs(args) do
-    if a == '%' then
+  for i, a in ipairs(args) do
+    if a == '%' and not (literal and literal[i]) then
       local doc = s.docs:open(api.nvim_get_current_buf())
       out[#out + 1] = doc and doc.uri or vim.fn.expand('%:p')
     else
@@ -286,7 +367,7 @@ function M.run(spec, args, opts)
     return nil
   end
   local run = {plugin = plugin.id, command = command, progress = {}, done = false,
-               args = expand_args(s, args or {})}
+               args = expand_args(s, args or {}, opts.literal)}
   run.token = 'anvil.nvim-' .. s.next_run
   s.next_run = s.next_run + 1
   s.runs_by_token[run.token] = run
@@ -307,9 +388,14 @@ function M.run(spec, args, opts)
         ui.notify(string.format('[%s] %s failed: %s', plugin.id, command, error_text(err)),
                   vim.log.levels.ERROR)
       end
-    elseif run.edited and type(run.value) ~= 'string' then
-      ui.notify(string.format('[%s] %s: edited the buffer (%s)', plugin.id, command,
-                              ui.sanitize(vim.json.encode(run.value))))
+    elseif run.edited or opts.quiet then
+      -- The edit is the output (or the caller, a formatter, wants no window): one line in the
+      -- message area; no split, and the cursor stays where it was.
+      local said = run.value == nil and 'done'
+          or (type(run.value) == 'string' and run.value or vim.json.encode(run.value))
+      ui.notify(string.format('[%s] %s: %s%s', plugin.id, command,
+                              run.edited and 'edited the buffer: ' or '',
+                              ui.sanitize(said):sub(1, 200)))
       run.shown = 'notify'
     else
       run.shown = ui.show_result(plugin.id, command, run.value, s.workspace)
@@ -347,6 +433,12 @@ end
 function M.reload(plugin, cb)
   local s = ensure()
   if not s then return end
+  local id = plugin_id(plugin)
+  if not id then
+    if cb then cb({message = 'no such plugin'}, nil) end
+    return
+  end
+  plugin = id
   s.client:request('anvil/reload', {plugin = plugin}, function(err, result)
     if err then
       ui.notify('Anvil: reloading ' .. plugin .. ' failed: ' .. error_text(err),
@@ -361,6 +453,35 @@ function M.reload(plugin, cb)
     end
     if cb then cb(err, result) end
   end)
+end
+
+-- ---- formatting ----------------------------------------------------------------------------
+
+-- Runs the formatter `spec` ('[PLUGIN:]COMMAND', default config.format) on the current buffer.
+-- Its edit lands in the buffer through workspace/applyEdit; no window opens and focus stays.
+-- Returns the run, or nil after telling the user why not.
+function M.format(spec, opts)
+  spec = (spec and spec ~= '') and spec or M.config.format
+  if not spec then
+    ui.notify("Anvil: no formatter: :AnvilFormat [PLUGIN:]COMMAND, or "
+              .. "require('anvil').setup({format = 'PLUGIN:COMMAND'})", vim.log.levels.ERROR)
+    return nil
+  end
+  return M.run(spec, {'%'}, vim.tbl_extend('force', opts or {}, {quiet = true}))
+end
+
+-- For 'formatexpr' (`setlocal formatexpr=v:lua.require'anvil'.formatexpr()`): formats the whole
+-- buffer with config.format and waits for it (gq is synchronous). Returns 1, Vim's own
+-- formatting, when no formatter is set or while typing (automatic wrapping).
+function M.formatexpr()
+  if not M.config.format or vim.v.char ~= '' then return 1 end
+  local run = M.format(M.config.format)
+  if not run then return 0 end
+  if not vim.wait(M.config.format_timeout_ms, function() return run.done end, 10) then
+    ui.notify('Anvil: the formatter did not answer in time; :AnvilCancel stops it',
+              vim.log.levels.WARN)
+  end
+  return 0
 end
 
 -- ---- :AnvilPlugins -------------------------------------------------------------------------
@@ -452,10 +573,12 @@ end
 function M.complete_plugins(lead)
   local out = {}
   for _, p in ipairs(session and session.plugins or {}) do
-    if p.id:sub(1, #lead) == lead then out[#out + 1] = p.id end
+    for _, name in ipairs(short_names(p)) do
+      if name:sub(1, #lead) == lead then out[#out + 1] = name end
+    end
   end
   table.sort(out)
-  return out
+  return vim.fn.uniq(out)
 end
 
 -- ---- buffer events (wired by plugin/anvil.lua) ---------------------------------------------

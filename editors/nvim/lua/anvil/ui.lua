@@ -60,7 +60,8 @@ end
 -- The consent prompt: a floating window with exactly what anvil serve sent (its plain-words
 -- text of the request; plugin-supplied strings in it are sanitized by the server), then a
 -- choice through vim.ui.select. `done` gets "approve" or "deny"; no choice is a denial.
-function M.consent(params, done)
+-- The lines of the consent text: the server's title and words, the directory and the hash.
+function M.consent_text(params)
   local plugin = type(params.plugin) == 'table' and params.plugin or {}
   local lines = {M.sanitize(params.title or 'Anvil: allow this plugin?'), ''}
   local text = tostring(params.text or ''):gsub('\n+$', '')
@@ -72,6 +73,12 @@ function M.consent(params, done)
   if plugin.manifestSha256 then
     lines[#lines + 1] = 'Manifest SHA-256: ' .. M.sanitize(plugin.manifestSha256)
   end
+  return lines
+end
+
+function M.consent(params, done)
+  local plugin = type(params.plugin) == 'table' and params.plugin or {}
+  local lines = M.consent_text(params)
   local bufnr = api.nvim_create_buf(false, true)
   api.nvim_buf_set_lines(bufnr, 0, -1, false, lines)
   vim.bo[bufnr].modifiable = false

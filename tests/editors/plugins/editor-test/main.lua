@@ -23,3 +23,19 @@ end)
 anvil.command("peek", function(args)
   return editor.buffer.get(args[1])
 end)
+
+-- args ...: the arguments exactly as they arrived (one per word the user meant).
+anvil.command("args", function(args)
+  return {args = args}
+end)
+
+-- shout TARGET: edits the buffer (upper-cases its first line) and also returns a string; the
+-- edit is the output, so the client must not open a window for the string.
+anvil.command("shout", function(args)
+  local b = editor.buffer.get(args[1])
+  local first = b.text:match("^[^\n]*")
+  editor.buffer.edit(b.uri, b.version, {{
+    range = {start = {line = 0, character = 0}, ["end"] = {line = 0, character = #first}},
+    text = first:upper()}})
+  return "shouted"
+end)

@@ -1,0 +1,280 @@
+#include "cli/plugin_new_command.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <iostream>
+
+#include "cli/plugin_scaffold.h"
+#include "common/unique_fd.h"
+#include "policy/file_io.h"
+#include "policy/manifest.h"
+
+namespace anvil::cli {
+namespace {
+
+constexpr int kExitOk = 0, kExitFailed = 1, kExitUsage = 2;
+
+constexpr char kNewUsage[] = R"(usage: anvil plugin new [--lua|--js] NAME [DIR]
+
+Create a working plugin in DIR: the manifest, an entry with one command (hello), a test you can
+run (sh DIR/test/run.sh: each case runs a command with `anvil run` on the workspace
+DIR/test/fixture), and editor support generated from this anvil's plugin API: types/anvil.lua
+and .luarc.json for lua-language-server (--lua, the default), or anvil.d.ts and jsconfig.json
+for TypeScript-aware editors and `tsc --noEmit -p jsconfig.json` (--js).
+
+  NAME   the plugin id: [a-z0-9][a-z0-9._-]*, at most 64 bytes, e.g. me.word-count
+  DIR    a new directory, or an empty one (default: NAME's last dot-separated part)
+
+Examples:
+  anvil plugin new me.word-count                 # ./word-count, Lua
+  anvil plugin new --js me.notes plugins/notes   # plugins/notes, JavaScript
+)";
+
+constexpr char kTypesUsage[] = R"(usage: anvil plugin types [PLUGIN_DIR]
+
+Write the editor-support files of a plugin again, generated from this anvil's plugin API:
+anvil.d.ts (JS) or types/anvil.lua (Lua), by the manifest's runtime. jsconfig.json and
+.luarc.json are written only when missing. PLUGIN_DIR defaults to the current directory.
+)";
+
+std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+int Fail(const std::string& sub, const std::string& message) {
+  std::cerr << "anvil plugin " << sub << ": " << message << "\n";
+  return kExitFailed;
+}
+
+// Whether the directory open at `fd` has no entries besides . and ..
+Result<bool> IsEmptyDir(int fd) {
+  int dup = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (dup < 0) return SysFail("io", "read directory");
+  DIR* dir = ::fdopendir(dup);
+  if (!dir) {
+    ::close(dup);
+    return SysFail("io", "read directory");
+  }
+  bool empty = true;
+  while (dirent* e = ::readdir(dir)) {
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
+      empty = false;
+      break;
+    }
+  }
+  ::closedir(dir);
+  return empty;
+}
+
+Status WriteAll(int fd, std::string_view bytes, const std::string& shown) {
+  size_t off = 0;
+  while (off < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + off, bytes.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return SysFail("io", "write " + shown);
+    off += static_cast<size_t>(n);
+  }
+  return Ok();
+}
+
+// Creates the files beneath `dir_fd`, never replacing anything (O_EXCL, no symlink followed).
+// On failure removes what it created, so a plugin directory is either complete or untouched.
+class Creator {
+ public:
+  Creator(int dir_fd, std::string shown) : dir_fd_(dir_fd), shown_(std::move(shown)) {}
+  ~Creator() { Rollback(); }
+  Creator(const Creator&) = delete;
+  Creator& operator=(const Creator&) = delete;
+
+  // Removes what was created, newest first (files before the directories holding them).
+  void Rollback() {
+    if (committed_) return;
+    committed_ = true;
+    for (auto it = created_.rbegin(); it != created_.rend(); ++it) {
+      ::unlinkat(dir_fd_, it->first.c_str(), it->second ? AT_REMOVEDIR : 0);
+    }
+  }
+
+  Status Create(const ScaffoldFile& file) {
+    // Parent directories first ("test/fixture/src").
+    for (size_t slash = file.path.find('/'); slash != std::string::npos;
+         slash = file.path.find('/', slash + 1)) {
+      const std::string dir = file.path.substr(0, slash);
+      if (::mkdirat(dir_fd_, dir.c_str(), 0755) == 0) {
+        created_.emplace_back(dir, true);
+      } else if (errno != EEXIST) {
+        return SysFail("io", "create " + shown_ + "/" + dir);
+      }
+    }
+    UniqueFd fd(::openat(dir_fd_, file.path.c_str(),
+                         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, file.mode));
+    if (!fd) return SysFail("io", "create " + shown_ + "/" + file.path);
+    created_.emplace_back(file.path, false);
+    if (auto s = WriteAll(fd.Get(), file.contents, shown_ + "/" + file.path); !s) return s;
+    // The mode asked for, whatever the umask took away from it (test/run.sh is executable).
+    if (::fchmod(fd.Get(), file.mode) != 0 || ::fsync(fd.Get()) != 0) {
+      return SysFail("io", "write " + shown_ + "/" + file.path);
+    }
+    return Ok();
+  }
+  void Commit() { committed_ = true; }
+
+ private:
+  int dir_fd_;
+  std::string shown_;
+  std::vector<std::pair<std::string, bool>> created_;  // (path, is a directory), in order
+  bool committed_ = false;
+};
+
+void PrintListing(const std::vector<ScaffoldFile>& files) {
+  size_t width = 0;
+  for (const auto& f : files) {
+    if (!f.what.empty()) width = std::max(width, f.path.size());
+  }
+  for (const auto& f : files) {
+    if (f.what.empty()) continue;
+    std::cout << "  " << f.path << std::string(width - f.path.size() + 2, ' ') << f.what << "\n";
+  }
+}
+
+// `dir` as the user should type it in a command line ("." stays ".", a name gets "./" only if
+// it could read as an option).
+std::string Shown(const std::string& dir) { return dir.starts_with("-") ? "./" + dir : dir; }
+
+}  // namespace
+
+int RunPluginNewCommand(const std::vector<std::string>& args) {
+  PluginRuntime runtime = PluginRuntime::kLua;
+  std::vector<std::string> positional;
+  for (const auto& a : args) {
+    if (a == "--help" || a == "-h") {
+      std::cout << kNewUsage;
+      return kExitOk;
+    } else if (a == "--lua") {
+      runtime = PluginRuntime::kLua;
+    } else if (a == "--js") {
+      runtime = PluginRuntime::kJs;
+    } else if (a.starts_with("-") && a != "-") {
+      std::cerr << "anvil plugin new: invalid: unknown option " << a << "\n" << kNewUsage;
+      return kExitUsage;
+    } else {
+      positional.push_back(a);
+    }
+  }
+  if (positional.empty() || positional.size() > 2) {
+    std::cerr << "anvil plugin new: invalid: needs NAME and at most one DIR\n" << kNewUsage;
+    return kExitUsage;
+  }
+  const std::string& id = positional[0];
+  if (auto s = ValidatePluginId(id); !s) {
+    std::cerr << "anvil plugin new: invalid: NAME is the plugin id: " << s.error().message << "\n";
+    return kExitUsage;
+  }
+  const std::string dir = positional.size() == 2 ? positional[1] : DefaultPluginDirName(id);
+
+  bool made_dir = false;
+  if (::mkdir(dir.c_str(), 0755) == 0) {
+    made_dir = true;
+  } else if (errno != EEXIST) {
+    return Fail("new",
+                Error{errno == ENOENT ? "not_found" : "io",
+                      Errno("create " + dir) + " (fix: create its parent directory first)", errno}
+                    .ToString());
+  }
+  UniqueFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dir_fd) {
+    return Fail("new", "invalid: " + Errno(dir) + " (fix: name a new or empty directory)");
+  }
+  if (!made_dir) {
+    auto empty = IsEmptyDir(dir_fd.Get());
+    if (!empty) return Fail("new", empty.error().ToString());
+    if (!*empty) {
+      std::cerr << "anvil plugin new: invalid: " << dir
+                << " exists and is not empty (fix: name a new or empty directory; nothing "
+                   "was written)\n";
+      return kExitUsage;
+    }
+  }
+  const auto files = PluginScaffold(id, runtime);
+  {
+    Creator creator(dir_fd.Get(), dir);
+    Status written = Ok();
+    for (const auto& f : files) {
+      if (written = creator.Create(f); !written) break;
+    }
+    if (written && ::fsync(dir_fd.Get()) != 0) written = SysFail("io", "sync " + dir);
+    if (!written) {
+      creator.Rollback();
+      if (made_dir) ::rmdir(dir.c_str());
+      return Fail("new", written.error().ToString() + " (nothing was kept)");
+    }
+    creator.Commit();
+  }
+  std::cout << "created plugin " << id << " (" << ToString(runtime) << ") in " << dir << ":\n";
+  PrintListing(files);
+  const std::string shown = Shown(dir);
+  std::cout << "\nnext:\n"
+            << "  anvil run --workspace " << shown << "/test/fixture " << shown
+            << " hello    # asks you, then runs the command\n"
+            << "  sh " << shown << "/test/run.sh    # runs its tests\n";
+  return kExitOk;
+}
+
+int RunPluginTypesCommand(const std::vector<std::string>& args) {
+  std::string dir = ".";
+  size_t positional = 0;
+  for (const auto& a : args) {
+    if (a == "--help" || a == "-h") {
+      std::cout << kTypesUsage;
+      return kExitOk;
+    } else if (a.starts_with("-")) {
+      std::cerr << "anvil plugin types: invalid: unknown option " << a << "\n" << kTypesUsage;
+      return kExitUsage;
+    } else if (++positional > 1) {
+      std::cerr << "anvil plugin types: invalid: takes one PLUGIN_DIR\n" << kTypesUsage;
+      return kExitUsage;
+    } else {
+      dir = a;
+    }
+  }
+  auto manifest = LoadManifest(dir);
+  if (!manifest) {
+    std::cerr << "anvil plugin types: " << manifest.error().ToString() << "\n";
+    return kExitUsage;
+  }
+  UniqueFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir_fd) return Fail("types", "io: " + Errno(dir));
+  const auto files = EditorSupportFiles(manifest->runtime);
+  for (size_t i = 0; i < files.size(); ++i) {
+    const ScaffoldFile& f = files[i];
+    const auto slash = f.path.rfind('/');
+    const std::string sub = slash == std::string::npos ? "" : f.path.substr(0, slash);
+    const std::string name = slash == std::string::npos ? f.path : f.path.substr(slash + 1);
+    if (!sub.empty() && ::mkdirat(dir_fd.Get(), sub.c_str(), 0755) != 0 && errno != EEXIST) {
+      return Fail("types", "io: " + Errno("create " + dir + "/" + sub));
+    }
+    UniqueFd parent(sub.empty() ? ::fcntl(dir_fd.Get(), F_DUPFD_CLOEXEC, 0)
+                                : ::openat(dir_fd.Get(), sub.c_str(),
+                                           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!parent) return Fail("types", "io: " + Errno(dir + "/" + sub));
+    // The generated declarations (the first file) follow this anvil; the editor configuration
+    // is the author's once written.
+    if (i > 0) {
+      struct stat st {};
+      if (::fstatat(parent.Get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        std::cout << "kept    " << dir << "/" << f.path << "\n";
+        continue;
+      }
+    }
+    if (auto s = WriteFileAtomically(parent.Get(), name, f.contents, f.mode); !s) {
+      return Fail("types", s.error().ToString());
+    }
+    std::cout << "wrote   " << dir << "/" << f.path << "  (" << f.what << ")\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace anvil::cli
