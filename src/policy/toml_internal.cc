@@ -267,6 +267,26 @@ tl::unexpected<Error> InvalidAt(const std::string& where, std::string_view what,
   return Fail("invalid", std::move(message));
 }
 
+std::string TomlBasicString(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (byte < 0x20 || byte == 0x7f) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\u00";
+      out += kHex[byte >> 4];
+      out += kHex[byte & 0xf];
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+  return out;
+}
+
 std::string Quoted(std::string_view untrusted) {
   return "'" + QuotePathForMessage(untrusted) + "'";
 }

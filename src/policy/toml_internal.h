@@ -73,6 +73,10 @@ std::string_view TypeName(const toml::node& node);
 tl::unexpected<Error> InvalidAt(const std::string& where, std::string_view what,
                                 std::string_view fix);
 
+// `text` as a TOML basic string ("…"), control characters escaped: for the files Anvil writes
+// itself (the rules an "always" answer appends) and for messages that quote a pattern.
+std::string TomlBasicString(std::string_view text);
+
 // A bounded, escaped rendering of untrusted text for error messages ('...' quoted): control
 // characters, escape sequences and bidi overrides are shown as \xNN instead of acting on the
 // user's terminal.

@@ -1,0 +1,349 @@
+#include "policy/command_segments.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "policy/shell_words.h"
+
+namespace anvil {
+namespace {
+
+template <class List>
+bool Contains(const List& list, std::string_view value) {
+  return std::find(std::begin(list), std::end(list), value) != std::end(list);
+}
+
+constexpr std::string_view kShells[] = {"sh",   "bash", "dash", "zsh",   "ksh",   "mksh", "ash",
+                                        "yash", "lksh", "posh", "ksh93", "pdksh", "rbash"};
+
+// Shell options a `-c` invocation may carry: login, errexit, nounset, xtrace, verbose, noglob,
+// noexec. Anything else (-i interactive, --rcfile, …) is not understood.
+constexpr std::string_view kShellShortOptions = "lcexuvfn";
+constexpr std::string_view kShellLongOptions[] = {"--login", "--noprofile", "--norc", "--posix"};
+constexpr std::string_view kShellSetOptions[] = {"pipefail", "errexit", "nounset",  "xtrace",
+                                                 "verbose",  "noglob",  "noclobber"};
+
+// Programs that run a command given to them but whose command line is not followed here: the
+// command they run could not be judged, so the whole command is not understood.
+constexpr std::string_view kOpaqueLaunchers[] = {
+    "sudo",   "doas",        "su",      "runuser",  "pkexec",   "setsid", "flock",    "ionice",
+    "chrt",   "taskset",     "unshare", "nsenter",  "chroot",   "strace", "ltrace",   "watch",
+    "script", "systemd-run", "setpriv", "fakeroot", "firejail", "bwrap",  "parallel", "sg"};
+
+// Interpreters run code from their command line (python3 -c, node -e, perl -e): rules cannot
+// see inside that code. They are launchers for IsLauncherProgram (an "always" answer never
+// allows a bare interpreter prefix) but are judged as ordinary commands here.
+constexpr std::string_view kInterpreters[] = {
+    "python", "python2",   "python3", "pypy",   "pypy3", "node", "nodejs", "deno", "bun",  "perl",
+    "ruby",   "php",       "lua",     "luajit", "tclsh", "wish", "awk",    "gawk", "mawk", "nawk",
+    "make",   "gmake",     "npx",     "npm",    "yarn",  "pnpm", "git",    "find", "fd",   "fdfind",
+    "ssh",    "osascript", "Rscript", "julia",  "emacs", "vim",  "nvim",   "vi"};
+
+// Shell builtins that, inside a script, run code or change how later commands of the script run
+// (a PATH assignment through read or printf -v, an alias, a hashed path, a trap, a loaded
+// builtin). A script using one is not understood.
+constexpr std::string_view kScriptBuiltins[] = {
+    ".",         "source",    "eval",       "alias",    "unalias",  "trap",       "enable",
+    "shopt",     "set",       "unset",      "export",   "declare",  "typeset",    "readonly",
+    "local",     "hash",      "fc",         "r",        "bind",     "read",       "mapfile",
+    "readarray", "let",       "getopts",    "setopt",   "unsetopt", "emulate",    "autoload",
+    "zmodload",  "functions", "unfunction", "bindkey",  "vared",    "zle",        "integer",
+    "float",     "private",   "disable",    "zcompile", "zstyle",   "zparseopts", "sched",
+    "ttyctl",    "compdef",   "ulimit",     "umask",    "limit",    "unlimit"};
+
+// A wrapper whose own options are parsed like getopt with a leading '+' (GNU's convention for
+// programs that run a command: options stop at the first operand).
+struct WrapperSpec {
+  std::string_view name = {};
+  std::string_view flags = {};              // short options without an argument
+  std::string_view with_argument = {};      // short options with a required argument
+  std::string_view optional_argument = {};  // short options whose argument can only be attached
+  std::vector<std::string_view> long_flags = {};
+  std::vector<std::string_view> long_with_argument = {};
+  std::vector<std::string_view> long_optional_argument = {};
+  std::string_view refused = {};  // short options whose effect cannot be followed
+  std::vector<std::string_view> long_refused = {};
+  std::string_view no_command_flags = {};  // short options after which nothing is run (command -v)
+  bool assignments = false;                // NAME=VALUE words before the command (env)
+  std::size_t operands = 0;                // operands before the command (timeout's DURATION)
+  std::vector<std::string> default_command = {};  // run when none is given (xargs: echo)
+};
+
+const std::vector<WrapperSpec>& Wrappers() {
+  static const std::vector<WrapperSpec> kWrappers = {
+      {.name = "env",
+       .flags = "i0v",
+       .with_argument = "uC",
+       .long_flags = {"ignore-environment", "null", "debug"},
+       .long_with_argument = {"unset", "chdir"},
+       .long_optional_argument = {"block-signal", "default-signal", "ignore-signal"},
+       .refused = "S",
+       .long_refused = {"split-string"},
+       .assignments = true},
+      {.name = "nice", .with_argument = "n", .long_with_argument = {"adjustment"}},
+      {.name = "nohup"},
+      {.name = "timeout",
+       .flags = "v",
+       .with_argument = "sk",
+       .long_flags = {"preserve-status", "foreground", "verbose"},
+       .long_with_argument = {"signal", "kill-after"},
+       .operands = 1},
+      {.name = "stdbuf",
+       .with_argument = "ioe",
+       .long_with_argument = {"input", "output", "error"}},
+      {.name = "time",
+       .flags = "apqvV",
+       .with_argument = "fo",
+       .long_flags = {"append", "portability", "quiet", "verbose"},
+       .long_with_argument = {"format", "output"}},
+      {.name = "xargs",
+       .flags = "0prtx",
+       .with_argument = "aEILnPsd",
+       .optional_argument = "eil",
+       .long_flags = {"null", "interactive", "no-run-if-empty", "verbose", "exit", "show-limits",
+                      "open-tty"},
+       .long_with_argument = {"arg-file", "delimiter", "max-args", "max-procs", "max-chars",
+                              "process-slot-var"},
+       .long_optional_argument = {"eof", "replace", "max-lines"},
+       .default_command = {"echo"}},
+      {.name = "command", .flags = "pvV", .no_command_flags = "vV"},
+      {.name = "exec", .flags = "cl", .with_argument = "a"},
+      {.name = "builtin"},
+      {.name = "noglob"},
+      {.name = "nocorrect"},
+  };
+  return kWrappers;
+}
+
+const WrapperSpec* FindWrapper(std::string_view name) {
+  for (const auto& spec : Wrappers()) {
+    if (spec.name == name) return &spec;
+  }
+  return nullptr;
+}
+
+struct Unwrapped {
+  bool understood = true;
+  std::string why;
+  std::optional<std::vector<std::string>> inner;  // nullopt: the wrapper runs nothing
+};
+
+Unwrapped NotUnderstood(std::string why) {
+  Unwrapped out;
+  out.understood = false;
+  out.why = std::move(why);
+  return out;
+}
+
+Unwrapped Unwrap(const WrapperSpec& spec, const std::vector<std::string>& argv) {
+  const std::string name(spec.name);
+  std::size_t i = 1;
+  bool runs_nothing = false;
+  while (i < argv.size()) {
+    const std::string& arg = argv[i];
+    if (arg == "--") {
+      ++i;
+      break;
+    }
+    if (spec.name == "env" && arg == "-") {  // the historical spelling of -i
+      ++i;
+      continue;
+    }
+    if (spec.name == "nice" && arg.size() > 1 && arg[0] == '-' &&
+        std::all_of(arg.begin() + 1, arg.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      ++i;  // the obsolete `nice -10 CMD`
+      continue;
+    }
+    if (arg.size() < 2 || arg[0] != '-') break;
+    if (arg.starts_with("--")) {
+      const std::size_t eq = arg.find('=');
+      const std::string_view option =
+          std::string_view(arg).substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+      if (Contains(spec.long_refused, option)) {
+        return NotUnderstood(name + " --" + std::string(option) + " is not understood");
+      }
+      if (Contains(spec.long_flags, option) && eq == std::string::npos) {
+        ++i;
+      } else if (Contains(spec.long_optional_argument, option)) {
+        ++i;
+      } else if (Contains(spec.long_with_argument, option)) {
+        i += eq == std::string::npos ? 2 : 1;
+      } else {
+        // Unknown, or an abbreviation getopt would accept: not followed.
+        return NotUnderstood("the option " + arg.substr(0, eq) + " of " + name +
+                             " is not understood");
+      }
+      continue;
+    }
+    // A cluster of short options, as getopt reads it.
+    bool consumed_next = false;
+    for (std::size_t k = 1; k < arg.size(); ++k) {
+      const char c = arg[k];
+      if (spec.refused.find(c) != std::string_view::npos) {
+        return NotUnderstood(name + " -" + std::string(1, c) + " is not understood");
+      }
+      if (spec.no_command_flags.find(c) != std::string_view::npos) runs_nothing = true;
+      if (spec.flags.find(c) != std::string_view::npos) continue;
+      if (spec.optional_argument.find(c) != std::string_view::npos) break;
+      if (spec.with_argument.find(c) != std::string_view::npos) {
+        consumed_next = k + 1 == arg.size();
+        break;
+      }
+      return NotUnderstood("the option -" + std::string(1, c) + " of " + name +
+                           " is not understood");
+    }
+    i += consumed_next ? 2 : 1;
+  }
+  if (i > argv.size()) return NotUnderstood("an option of " + name + " lacks its argument");
+  if (spec.assignments) {
+    while (i < argv.size() && argv[i].find('=') != std::string::npos) ++i;
+  }
+  for (std::size_t k = 0; k < spec.operands; ++k) {
+    if (i >= argv.size()) return NotUnderstood(name + " without its operands");
+    ++i;
+  }
+  Unwrapped out;
+  if (runs_nothing) return out;
+  if (i < argv.size()) {
+    out.inner = std::vector<std::string>(argv.begin() + static_cast<std::ptrdiff_t>(i), argv.end());
+  } else if (!spec.default_command.empty()) {
+    out.inner = spec.default_command;
+  }
+  return out;
+}
+
+class Splitter {
+ public:
+  CommandSegments Run(const std::vector<std::string>& argv) {
+    Visit(argv, SegmentRole::kJudged, 0, false, "");
+    return std::move(out_);
+  }
+
+ private:
+  void NotUnderstood(std::string why) {
+    if (out_.understood) {
+      out_.understood = false;
+      out_.why = std::move(why);
+    }
+  }
+
+  void Visit(const std::vector<std::string>& argv, SegmentRole role, std::size_t depth,
+             bool in_script, const std::string& via) {
+    if (!out_.understood) return;
+    if (argv.empty()) return NotUnderstood("an empty command");
+    if (depth > kMaxSegmentDepth) {
+      return NotUnderstood("commands nest more than " + std::to_string(kMaxSegmentDepth) +
+                           " levels deep");
+    }
+    if (out_.segments.size() >= kMaxSegments) {
+      return NotUnderstood("more than " + std::to_string(kMaxSegments) + " commands");
+    }
+    if (argv[0].empty()) return NotUnderstood("an empty program name");
+    const std::size_t index = out_.segments.size();
+    out_.segments.push_back({argv, role, depth, via});
+    const std::string_view program = ProgramName(argv[0]);
+    const std::string shown = QuoteShellWord(program);
+
+    if (in_script && Contains(kScriptBuiltins, argv[0])) {
+      return NotUnderstood("the shell builtin " + QuoteShellWord(argv[0]) +
+                           " (it runs code or changes later commands) is not understood");
+    }
+    if (in_script && argv[0] == "printf" && argv.size() > 1 && argv[1].starts_with("-") &&
+        argv[1] != "--") {
+      return NotUnderstood(
+          "printf with an option (printf -v assigns a variable) is not "
+          "understood");
+    }
+    if (Contains(kOpaqueLaunchers, program)) {
+      return NotUnderstood("a command run through " + shown + " is not understood");
+    }
+    if (IsShellProgram(program)) return VisitShell(argv, role, depth, index);
+    if (program == "busybox") {
+      if (argv.size() < 2) return;
+      if (argv[1].starts_with("-")) return;  // --list, --help: runs no applet
+      std::vector<std::string> inner(argv.begin() + 1, argv.end());
+      return Visit(inner, SegmentRole::kNarrowing, depth + 1, in_script, "busybox");
+    }
+    if (const WrapperSpec* spec = FindWrapper(program)) {
+      Unwrapped unwrapped = Unwrap(*spec, argv);
+      if (!unwrapped.understood) return NotUnderstood(std::move(unwrapped.why));
+      if (unwrapped.inner) {
+        Visit(*unwrapped.inner, SegmentRole::kNarrowing, depth + 1, in_script,
+              std::string(program));
+      }
+    }
+  }
+
+  void VisitShell(const std::vector<std::string>& argv, SegmentRole role, std::size_t depth,
+                  std::size_t index) {
+    const std::string shell(ProgramName(argv[0]));
+    std::size_t i = 1;
+    bool command_mode = false;
+    while (i < argv.size()) {
+      const std::string& arg = argv[i];
+      if (arg == "--" || arg == "-") {
+        ++i;
+        break;
+      }
+      if (arg.size() < 2 || (arg[0] != '-' && arg[0] != '+')) break;
+      if (arg.starts_with("--")) {
+        if (!Contains(kShellLongOptions, arg)) {
+          return NotUnderstood("the option " + QuoteShellWord(arg) + " of " + shell +
+                               " is not understood");
+        }
+        ++i;
+        continue;
+      }
+      if (arg == "-o" || arg == "+o") {
+        if (i + 1 >= argv.size() || !Contains(kShellSetOptions, argv[i + 1])) {
+          return NotUnderstood(shell + " " + arg + " with this option is not understood");
+        }
+        i += 2;
+        continue;
+      }
+      for (std::size_t k = 1; k < arg.size(); ++k) {
+        if (kShellShortOptions.find(arg[k]) == std::string_view::npos) {
+          return NotUnderstood("the option -" + std::string(1, arg[k]) + " of " + shell +
+                               " is not understood");
+        }
+        if (arg[k] == 'c') command_mode = true;
+      }
+      ++i;
+    }
+    // Without -c the shell runs a script file or reads its standard input: rules judge the
+    // shell's own command line, which is all there is to see.
+    if (!command_mode) return;
+    if (i >= argv.size()) return NotUnderstood(shell + " -c without a script");
+    const ShellScript script = ParseShellScript(argv[i]);
+    if (!script.understood) {
+      return NotUnderstood("the " + shell + " script is not understood: " + script.why +
+                           " (at byte " + std::to_string(script.offset) + ")");
+    }
+    // The shell only interprets the script: its commands are what is judged.
+    out_.segments[index].role = SegmentRole::kNarrowing;
+    for (const auto& command : script.commands) {
+      Visit(command, role, depth + 1, true, shell + " -c script");
+      if (!out_.understood) return;
+    }
+  }
+
+  CommandSegments out_;
+};
+
+}  // namespace
+
+std::string_view ProgramName(std::string_view argv0) {
+  const std::size_t slash = argv0.rfind('/');
+  return slash == std::string_view::npos ? argv0 : argv0.substr(slash + 1);
+}
+
+bool IsShellProgram(std::string_view name) { return Contains(kShells, name); }
+
+bool IsLauncherProgram(std::string_view name) {
+  return IsShellProgram(name) || Contains(kOpaqueLaunchers, name) ||
+         Contains(kInterpreters, name) || FindWrapper(name) != nullptr || name == "busybox";
+}
+
+CommandSegments SplitCommand(const std::vector<std::string>& argv) { return Splitter().Run(argv); }
+
+}  // namespace anvil

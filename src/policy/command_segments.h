@@ -1,0 +1,60 @@
+// What a command runs, taken apart before command rules judge it (command_rules.h). Pure.
+//
+// A rule is written against the program that does the work, so the command is looked through:
+//
+//   bash -lc "cargo build && rm -rf target"   the shell, then `cargo build` and `rm -rf target`
+//   env FOO=1 timeout 5 rm -rf target         env, then `timeout 5 rm …`, then `rm -rf target`
+//   /bin/bash -c "…"                           a path to a shell is a shell
+//
+// Each part is a segment with a role. The segments that decide whether a command may run
+// without a question are kJudged: the command itself, or for a shell script each command of the
+// script (the shell only interprets them). Segments reached through a wrapper (env, nice,
+// timeout, xargs, …) and the shell of a script are kNarrowing: a forbid or prompt rule that
+// matches them applies, an allow rule does not — allowing `rm` must not allow `env LD_PRELOAD=x
+// rm`, and allowing `bash` must not allow every script.
+//
+// Anything that cannot be taken apart exactly (a script the shell parser refuses, a wrapper
+// option it does not know, a wrapper it cannot follow such as sudo or strace, a builtin inside a
+// script that runs code or changes how later commands run) makes the whole command not
+// understood, which the rules judge `prompt`, never `allow`.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace anvil {
+
+inline constexpr std::size_t kMaxSegmentDepth = 8;
+inline constexpr std::size_t kMaxSegments = 1024;
+
+enum class SegmentRole { kJudged, kNarrowing };
+
+struct CommandSegment {
+  std::vector<std::string> argv;
+  SegmentRole role = SegmentRole::kJudged;
+  std::size_t depth = 0;  // 0: the command as given
+  std::string via;        // how it was reached, for people: "", "bash -c script", "env"
+};
+
+struct CommandSegments {
+  // The command first, then what it runs, depth first in order.
+  std::vector<CommandSegment> segments;
+  bool understood = true;
+  std::string why;  // the first thing not understood (one line, for people)
+};
+
+CommandSegments SplitCommand(const std::vector<std::string>& argv);
+
+// The last path component of argv[0] ("/usr/bin/git" -> "git"); empty when it ends in '/'.
+std::string_view ProgramName(std::string_view argv0);
+
+// Shells whose `-c SCRIPT` is parsed (bash, sh, dash, zsh, ksh, …), by program name.
+bool IsShellProgram(std::string_view name);
+
+// Programs that run another program given on their command line: shells, the wrappers this
+// file follows, and those it refuses to follow (sudo, strace, …), by program name.
+bool IsLauncherProgram(std::string_view name);
+
+}  // namespace anvil

@@ -1,0 +1,595 @@
+// Command rules (src/policy/command_rules.h): table tests per semantic — prefix, alternatives,
+// strictest wins, layers, the workspace can only narrow, the admin layer can only forbid or
+// prompt, examples checked at load, malformed files — and the attacks a rule must survive (a
+// path, a shell script, a wrapper), each beside the benign command that must keep its verdict.
+#include "policy/command_rules.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "policy/shell_words.h"
+
+namespace anvil {
+namespace {
+
+using Argv = std::vector<std::string>;
+
+CommandRules Rules(const std::string& text, RuleLayer layer = RuleLayer::kUser,
+                   const std::string& name = "rules.toml") {
+  auto parsed = ParseRulesFile(text, name, layer);
+  EXPECT_TRUE(parsed) << parsed.error().ToString();
+  CommandRules rules;
+  if (parsed) rules.Add(std::move(*parsed));
+  return rules;
+}
+
+void AddLayer(CommandRules& rules, const std::string& text, RuleLayer layer,
+              const std::string& name) {
+  auto parsed = ParseRulesFile(text, name, layer);
+  ASSERT_TRUE(parsed) << parsed.error().ToString();
+  rules.Add(std::move(*parsed));
+}
+
+std::string Rule(const std::string& pattern, const std::string& decision,
+                 const std::string& extra = "") {
+  return "[[rule]]\npattern = " + pattern + "\ndecision = \"" + decision +
+         "\"\njustification = \"because\"\n" + extra + "\n";
+}
+
+RulesOutcome Outcome(const CommandRules& rules, const Argv& argv) {
+  return EvaluateCommand(rules, argv).outcome;
+}
+
+std::string Error(const std::string& text, RuleLayer layer = RuleLayer::kUser) {
+  auto parsed = ParseRulesFile(text, "rules.toml", layer);
+  EXPECT_FALSE(parsed) << "accepted:\n" << text;
+  return parsed ? std::string() : parsed.error().ToString();
+}
+
+struct Case {
+  Argv argv;
+  RulesOutcome expected;
+};
+
+void ExpectOutcomes(const CommandRules& rules, const std::vector<Case>& cases) {
+  for (const auto& c : cases) {
+    const CommandVerdict verdict = EvaluateCommand(rules, c.argv);
+    EXPECT_EQ(verdict.outcome, c.expected)
+        << JoinShellWords(c.argv) << ": got " << ToString(verdict.outcome) << " (" << verdict.reason
+        << ")";
+  }
+}
+
+TEST(CommandRules, APatternMatchesCommandsThatStartWithIt) {
+  const CommandRules rules = Rules(Rule(R"(["git", "push"])", "prompt"));
+  ExpectOutcomes(rules, {
+                            {{"git", "push"}, RulesOutcome::kPrompt},
+                            {{"git", "push", "origin", "main"}, RulesOutcome::kPrompt},
+                            {{"git"}, RulesOutcome::kNoRule},
+                            {{"git", "pus"}, RulesOutcome::kNoRule},
+                            {{"git", "pushx"}, RulesOutcome::kNoRule},
+                            {{"git", "fetch", "push"}, RulesOutcome::kNoRule},
+                            {{"gitpush"}, RulesOutcome::kNoRule},
+                            {{"Git", "push"}, RulesOutcome::kNoRule},
+                        });
+}
+
+TEST(CommandRules, AListInAPatternIsASetOfAlternatives) {
+  const CommandRules rules =
+      Rules(Rule(R"([["python3", "python"], "-m", ["pip", "venv"]])", "prompt"));
+  ExpectOutcomes(rules, {
+                            {{"python3", "-m", "pip", "install", "x"}, RulesOutcome::kPrompt},
+                            {{"python", "-m", "venv", ".venv"}, RulesOutcome::kPrompt},
+                            {{"python3", "-m", "http.server"}, RulesOutcome::kNoRule},
+                            {{"python2", "-m", "pip"}, RulesOutcome::kNoRule},
+                            {{"python3", "-c", "pip"}, RulesOutcome::kNoRule},
+                        });
+}
+
+TEST(CommandRules, TheStrictestMatchingDecisionWinsInAnyOrder) {
+  const std::string allow = Rule(R"(["git"])", "allow");
+  const std::string prompt = Rule(R"(["git", "push"])", "prompt");
+  const std::string forbid = Rule(R"(["git", "push", "--force"])", "forbidden");
+  for (const std::string& text :
+       {allow + prompt + forbid, forbid + prompt + allow, prompt + forbid + allow}) {
+    const CommandRules rules = Rules(text);
+    ExpectOutcomes(rules, {
+                              {{"git", "status"}, RulesOutcome::kAllow},
+                              {{"git", "push"}, RulesOutcome::kPrompt},
+                              {{"git", "push", "--force"}, RulesOutcome::kForbidden},
+                              {{"git", "push", "origin", "--force"}, RulesOutcome::kPrompt},
+                          });
+    const CommandVerdict verdict = EvaluateCommand(rules, {"git", "push", "--force", "x"});
+    ASSERT_NE(verdict.rule, nullptr);
+    EXPECT_EQ(verdict.rule->decision, Decision::kForbidden);
+    EXPECT_EQ(verdict.segments.front().matched.size(), 3u);
+    EXPECT_NE(verdict.reason.find("because"), std::string::npos) << verdict.reason;
+  }
+}
+
+TEST(CommandRules, TheDecidingRuleIsNamedByFileLineAndColumn) {
+  const CommandRules rules =
+      Rules("# header\n\n" + Rule(R"(["rm"])", "forbidden"), RuleLayer::kUser, "user/default.toml");
+  const CommandVerdict verdict = EvaluateCommand(rules, {"rm", "-rf", "x"});
+  ASSERT_NE(verdict.rule, nullptr);
+  EXPECT_EQ(verdict.rule->Where(), "user/default.toml:3:1");
+  EXPECT_EQ(verdict.rule->PatternText(), R"(["rm"])");
+  EXPECT_NE(verdict.reason.find("user/default.toml:3:1 (user): because"), std::string::npos)
+      << verdict.reason;
+}
+
+TEST(CommandRules, LayersCombineAndTheStrictestWinsWhateverTheLayer) {
+  CommandRules rules;
+  AddLayer(rules, Rule(R"(["curl"])", "forbidden") + Rule(R"(["npm", "publish"])", "prompt"),
+           RuleLayer::kAdmin, "/etc/anvil/rules/site.toml");
+  AddLayer(
+      rules,
+      Rule(R"(["curl"])", "allow") + Rule(R"(["npm"])", "allow") + Rule(R"(["make"])", "allow"),
+      RuleLayer::kUser, "user.toml");
+  AddLayer(rules, Rule(R"(["make", "deploy"])", "prompt"), RuleLayer::kWorkspace,
+           "ws/.anvil/rules.toml");
+  ExpectOutcomes(rules, {
+                            {{"curl", "https://example.com"}, RulesOutcome::kForbidden},
+                            {{"npm", "publish"}, RulesOutcome::kPrompt},
+                            {{"npm", "test"}, RulesOutcome::kAllow},
+                            {{"make", "deploy"}, RulesOutcome::kPrompt},
+                            {{"make", "test"}, RulesOutcome::kAllow},
+                        });
+  EXPECT_EQ(EvaluateCommand(rules, {"curl", "x"}).rule->layer, RuleLayer::kAdmin);
+  EXPECT_EQ(EvaluateCommand(rules, {"make", "deploy"}).rule->layer, RuleLayer::kWorkspace);
+}
+
+TEST(CommandRules, WorkspaceRulesThatAllowAreRefusedWithLineAndFix) {
+  // Attack: a cloned repository's .anvil/rules.toml tries to allow itself a command.
+  const std::string error =
+      Error(Rule(R"(["make"])", "prompt") + Rule(R"(["curl"])", "allow"), RuleLayer::kWorkspace);
+  EXPECT_NE(error.find("invalid: rules.toml:8:1: decision = \"allow\" is not allowed here"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("(fix: "), std::string::npos) << error;
+  // Benign: the workspace may prompt and forbid, and that narrows the user's allow.
+  CommandRules rules;
+  AddLayer(rules, Rule(R"(["make"])", "allow"), RuleLayer::kUser, "user.toml");
+  AddLayer(rules, Rule(R"(["make", "deploy"])", "forbidden") + Rule(R"(["make"])", "prompt"),
+           RuleLayer::kWorkspace, "ws.toml");
+  ExpectOutcomes(rules, {{{"make", "deploy"}, RulesOutcome::kForbidden},
+                         {{"make", "test"}, RulesOutcome::kPrompt}});
+}
+
+TEST(CommandRules, WorkspaceRulesCanNeverMakeACommandRunWithoutAQuestion) {
+  // Whatever a workspace writes, alone it can only produce prompt or forbidden (or nothing).
+  CommandRules rules;
+  AddLayer(rules,
+           Rule(R"(["ls"])", "prompt") + Rule(R"([["git", "cargo"]])", "forbidden") +
+               Rule(R"(["bash"])", "prompt"),
+           RuleLayer::kWorkspace, "ws.toml");
+  for (const Argv& argv : std::vector<Argv>{
+           {"ls"}, {"git", "status"}, {"cargo", "build"}, {"bash", "-c", "ls"}, {"env", "ls"}}) {
+    const RulesOutcome outcome = Outcome(rules, argv);
+    EXPECT_NE(outcome, RulesOutcome::kAllow) << JoinShellWords(argv);
+    EXPECT_NE(outcome, RulesOutcome::kHarmless) << JoinShellWords(argv);
+  }
+}
+
+TEST(CommandRules, AdminRulesThatAllowAreRefused) {
+  const std::string error = Error(Rule(R"(["git"])", "allow"), RuleLayer::kAdmin);
+  EXPECT_NE(error.find("not allowed in the admin layer"), std::string::npos) << error;
+  EXPECT_NE(error.find("(fix: "), std::string::npos) << error;
+  EXPECT_TRUE(ParseRulesFile(Rule(R"(["git"])", "prompt") + Rule(R"(["rm"])", "forbidden"),
+                             "admin.toml", RuleLayer::kAdmin));
+}
+
+TEST(CommandRules, ExamplesAreCheckedWhenTheFileIsLoaded) {
+  const std::string good = Rule(R"(["git", ["push", "fetch"]])", "prompt",
+                                "match = [\"git push origin main\", [\"git\", \"fetch\"]]\n"
+                                "not_match = [\"git pull\", [\"git\"], \"gh push\"]");
+  auto parsed = ParseRulesFile(good, "rules.toml", RuleLayer::kUser);
+  ASSERT_TRUE(parsed) << parsed.error().ToString();
+  EXPECT_EQ((*parsed)[0].match[0], (Argv{"git", "push", "origin", "main"}));
+
+  struct Bad {
+    std::string extra;
+    std::string expected;
+  };
+  const std::vector<Bad> cases = {
+      {"match = [\"git push\", \"git pull --rebase\"]",
+       "rules.toml:5:22: the match example 'git pull --rebase' does not match this rule's "
+       "pattern [\"git\", [\"push\", \"fetch\"]]"},
+      {"not_match = [[\"git\", \"fetch\", \"--all\"]]",
+       "rules.toml:5:14: the not_match example 'git fetch --all' matches this rule's pattern"},
+      {"match = [\"git push && rm -rf /\"]", "holds 2 commands"},
+      {"match = [\"git push $REMOTE\"]", "is not one plain command"},
+      {"match = [[]]", "an example is an empty list"},
+      {"match = [[\"git\", 1]]", "an example's words must be strings"},
+      {"match = [3]", "an example must be a string or a list of words"},
+      {"match = \"git push\"", "match must be an array of examples"},
+  };
+  for (const auto& c : cases) {
+    const std::string error = Error(Rule(R"(["git", ["push", "fetch"]])", "prompt", c.extra));
+    EXPECT_NE(error.find(c.expected), std::string::npos) << c.extra << "\n" << error;
+    EXPECT_NE(error.find("(fix: "), std::string::npos) << error;
+  }
+}
+
+TEST(CommandRules, MalformedFilesAreRefusedWithLineColumnAndFix) {
+  struct Bad {
+    std::string text;
+    std::string expected;  // includes line:column
+  };
+  const std::vector<Bad> cases = {
+      {"[[rule]\npattern = [\"x\"]", "rules.toml:1:"},  // not TOML
+      {"version = 1\n", "rules.toml:1:1: unknown key 'version'"},
+      {"[rule]\npattern = [\"x\"]\n", "rules.toml:1:2: rule must be an array of tables"},
+      {"rule = [\"x\"]\n", "rules.toml:1:1: rule must be an array of tables"},
+      {"[[rule]]\ndecision = \"allow\"\njustification = \"j\"\n",
+       "rules.toml:1:1: the rule has no pattern"},
+      {"[[rule]]\npattern = [\"x\"]\njustification = \"j\"\n",
+       "rules.toml:1:1: the rule has no decision"},
+      {"[[rule]]\npattern = [\"x\"]\ndecision = \"allow\"\n",
+       "rules.toml:1:1: the rule has no justification"},
+      {"[[rule]]\npattern = \"git\"\n", "rules.toml:2:1: pattern must be an array, not a string"},
+      {"[[rule]]\npattern = []\n", "rules.toml:2:1: pattern is empty"},
+      {"[[rule]]\npattern = [\"git\", []]\n", "rules.toml:2:19: a list of alternatives is empty"},
+      {"[[rule]]\npattern = [\"git\", [\"a\", 2]]\n",
+       "rules.toml:2:25: an alternative must be a string, not an integer"},
+      {"[[rule]]\npattern = [\"git\", 2]\n",
+       "rules.toml:2:19: a pattern element must be a string or a list of strings"},
+      {"[[rule]]\npattern = [\"\"]\n",
+       "rules.toml:2:12: the program (the first pattern element) "
+       "is empty"},
+      {"[[rule]]\npattern = [\"a\\u0000b\"]\n", "holds a NUL byte"},
+      {"[[rule]]\npattern = [\"x\"]\ndecision = \"deny\"\n",
+       "rules.toml:3:1: decision must be \"allow\", \"prompt\" or \"forbidden\", not 'deny'"},
+      {"[[rule]]\npattern = [\"x\"]\ndecision = true\n",
+       "rules.toml:3:1: decision must be \"allow\", \"prompt\" or \"forbidden\", not a boolean"},
+      {"[[rule]]\npattern = [\"x\"]\ndecision = \"allow\"\njustification = \"  \"\n",
+       "rules.toml:4:1: justification is empty"},
+      {"[[rule]]\npattern = [\"x\"]\ndecision = \"allow\"\njustification = \"a\\nb\"\n",
+       "rules.toml:4:1: justification holds a control character or a line break"},
+      {"[[rule]]\npattern = [\"x\"]\ndecision = \"allow\"\njustification = \"\\u001b[31mred\"\n",
+       "rules.toml:4:1: justification holds a control character"},
+      {"[[rule]]\npattern = [\"x\"]\ndecision = \"allow\"\njustification = \"j\"\nwhen = 1\n",
+       "rules.toml:5:1: unknown key 'when' in a rule"},
+      {"[[rule]]\npattern = [\"x\"]\nx.y.z = 1\n", "rules.toml:3:1: unknown key 'x' in a rule"},
+  };
+  for (const auto& c : cases) {
+    const std::string error = Error(c.text);
+    EXPECT_NE(error.find("invalid: "), std::string::npos) << c.text << "\n" << error;
+    EXPECT_NE(error.find(c.expected), std::string::npos) << c.text << "\n" << error;
+    EXPECT_NE(error.find("(fix: "), std::string::npos) << c.text << "\n" << error;
+  }
+  // Size bounds: the workspace's file is smaller than the user's.
+  std::string big(kMaxWorkspaceRulesFileBytes + 1, '#');
+  EXPECT_NE(Error(big, RuleLayer::kWorkspace).find("larger than"), std::string::npos);
+  EXPECT_TRUE(ParseRulesFile(big, "rules.toml", RuleLayer::kUser));
+  std::string huge(kMaxRulesFileBytes + 1, '#');
+  EXPECT_NE(Error(huge).find("larger than"), std::string::npos);
+  // An empty file is no rules.
+  auto empty = ParseRulesFile("", "rules.toml", RuleLayer::kWorkspace);
+  ASSERT_TRUE(empty);
+  EXPECT_TRUE(empty->empty());
+}
+
+TEST(CommandRules, ForbiddenProgramNamedByAPathIsStillForbidden) {
+  // Attack: step around `rm` forbidden by naming it through a path.
+  const CommandRules rules =
+      Rules(Rule(R"(["rm"])", "forbidden") + Rule(R"(["git", "push"])", "prompt"));
+  ExpectOutcomes(rules, {
+                            {{"/bin/rm", "-rf", "x"}, RulesOutcome::kForbidden},
+                            {{"/usr/bin/rm", "x"}, RulesOutcome::kForbidden},
+                            {{"./rm", "x"}, RulesOutcome::kForbidden},
+                            {{"/usr/bin/git", "push"}, RulesOutcome::kPrompt},
+                            // Benign: other programs, and a name that only ends like it.
+                            {{"/bin/rmdir", "x"}, RulesOutcome::kNoRule},
+                            {{"/usr/bin/git", "status"}, RulesOutcome::kNoRule},
+                        });
+}
+
+TEST(CommandRules, RepositoryBinaryNamedLikeAnAllowedProgramIsNotAllowed) {
+  // Attack: the user allowed `make`; the repository ships ./make and bin/make.
+  const CommandRules rules =
+      Rules(Rule(R"(["make"])", "allow") + Rule(R"(["/usr/bin/cmake"])", "allow"));
+  ExpectOutcomes(rules, {
+                            {{"./make", "all"}, RulesOutcome::kNoRule},
+                            {{"bin/make"}, RulesOutcome::kNoRule},
+                            {{"/tmp/x/make"}, RulesOutcome::kNoRule},
+                            {{"cmake", "."}, RulesOutcome::kNoRule},
+                            // Benign: the program by the name or path the rule gives.
+                            {{"make", "all"}, RulesOutcome::kAllow},
+                            {{"/usr/bin/cmake", "."}, RulesOutcome::kAllow},
+                        });
+}
+
+TEST(CommandRules, ForbiddenCommandInsideAShellScriptIsForbidden) {
+  const CommandRules rules = Rules(Rule(R"(["rm"])", "forbidden") + Rule(R"(["cargo"])", "allow") +
+                                   Rule(R"(["curl"])", "prompt"));
+  ExpectOutcomes(
+      rules, {
+                 {{"bash", "-lc", "cargo build && rm -rf target"}, RulesOutcome::kForbidden},
+                 {{"sh", "-c", "cargo test; /bin/rm x"}, RulesOutcome::kForbidden},
+                 {{"/bin/bash", "-c", "cargo test | rm x"}, RulesOutcome::kForbidden},
+                 {{"zsh", "-c", "cargo test\nrm x"}, RulesOutcome::kForbidden},
+                 {{"bash", "-e", "-c", "r\\m x"}, RulesOutcome::kForbidden},
+                 {{"bash", "-c", "bash -c 'rm -rf /'"}, RulesOutcome::kForbidden},
+                 {{"dash", "-c", "curl x && cargo build"}, RulesOutcome::kPrompt},
+                 // Benign: every command of the script allowed or harmless.
+                 {{"bash", "-lc", "cargo build && cargo test"}, RulesOutcome::kAllow},
+                 {{"bash", "-lc", "cargo build && ls -la"}, RulesOutcome::kHarmless},
+                 {{"sh", "-c", "ls | wc -l"}, RulesOutcome::kHarmless},
+                 {{"bash", "-lc", "make"}, RulesOutcome::kNoRule},
+                 // A shell reading a file or its stdin: only its own command line can be judged.
+                 {{"bash", "build.sh"}, RulesOutcome::kNoRule},
+             });
+}
+
+TEST(CommandRules, AScriptTheParserDoesNotUnderstandNeedsAQuestion) {
+  const CommandRules rules = Rules(Rule(R"(["echo"])", "allow") + Rule(R"(["rm"])", "forbidden"));
+  ExpectOutcomes(rules, {
+                            {{"bash", "-c", "echo $(rm -rf ~)"}, RulesOutcome::kPrompt},
+                            {{"bash", "-c", "echo `id`"}, RulesOutcome::kPrompt},
+                            {{"bash", "-c", "echo x > ~/.bashrc"}, RulesOutcome::kPrompt},
+                            {{"bash", "-c", "PATH=. echo"}, RulesOutcome::kPrompt},
+                            {{"bash", "-c", "eval echo"}, RulesOutcome::kPrompt},
+                            {{"bash", "-c", "source ./x"}, RulesOutcome::kPrompt},
+                            {{"bash", "-c", "read PATH; echo"}, RulesOutcome::kPrompt},
+                            {{"bash", "-c", "printf -v PATH x; echo"}, RulesOutcome::kPrompt},
+                            {{"bash", "-c", "hash -p ./x echo; echo"}, RulesOutcome::kPrompt},
+                            {{"bash", "-c", "alias echo=rm; echo"}, RulesOutcome::kPrompt},
+                            {{"bash", "-c", "echo *"}, RulesOutcome::kPrompt},
+                            {{"bash", "-i", "-c", "echo"}, RulesOutcome::kPrompt},
+                            {{"bash", "--rcfile", "x", "-c", "echo"}, RulesOutcome::kPrompt},
+                            {{"bash", "-c"}, RulesOutcome::kPrompt},
+                            // A script that cannot be read is asked about as a whole, whatever
+                            // it holds: the question shows all of it.
+                            {{"bash", "-c", "rm x; echo $HOME"}, RulesOutcome::kPrompt},
+                            // Benign: the same without the construct.
+                            {{"bash", "-c", "echo hi"}, RulesOutcome::kAllow},
+                            {{"bash", "-c", "echo hi 2>/dev/null"}, RulesOutcome::kAllow},
+                        });
+  const CommandVerdict verdict = EvaluateCommand(rules, {"bash", "-c", "echo $HOME"});
+  EXPECT_FALSE(verdict.understood);
+  EXPECT_NE(verdict.reason.find("not fully understood"), std::string::npos) << verdict.reason;
+}
+
+TEST(CommandRules, AllowingTheShellDoesNotAllowItsScript) {
+  // Attack: an allow rule for `bash -c` (or `env`) used as a blanket pass for what they run.
+  const CommandRules rules = Rules(Rule(R"(["bash", "-c"])", "allow") +
+                                   Rule(R"(["env"])", "allow") + Rule(R"(["rm"])", "allow"));
+  ExpectOutcomes(rules, {
+                            {{"bash", "-c", "make deploy"}, RulesOutcome::kNoRule},
+                            // env is allowed, but what it runs still counts when restricted.
+                            {{"env", "make"}, RulesOutcome::kAllow},
+                            // Allowing rm does not allow rm with an environment around it.
+                            {{"nice", "rm", "x"}, RulesOutcome::kNoRule},
+                            // Benign: the script's own commands allowed.
+                            {{"bash", "-c", "rm x"}, RulesOutcome::kAllow},
+                        });
+  // A prompt or forbidden rule on the shell still applies to every script.
+  const CommandRules strict = Rules(Rule(R"(["bash"])", "prompt") + Rule(R"(["ls"])", "allow"));
+  ExpectOutcomes(strict, {{{"bash", "-c", "ls"}, RulesOutcome::kPrompt},
+                          {{"sh", "-c", "ls"}, RulesOutcome::kAllow}});
+}
+
+TEST(CommandRules, ForbiddenCommandBehindAWrapperIsForbidden) {
+  const CommandRules rules = Rules(Rule(R"(["rm"])", "forbidden"));
+  ExpectOutcomes(rules,
+                 {
+                     {{"env", "rm", "-rf", "x"}, RulesOutcome::kForbidden},
+                     {{"env", "-i", "-u", "X", "FOO=1", "rm", "x"}, RulesOutcome::kForbidden},
+                     {{"/usr/bin/env", "-uX", "--chdir=/", "rm"}, RulesOutcome::kForbidden},
+                     {{"nice", "-n", "5", "rm", "x"}, RulesOutcome::kForbidden},
+                     {{"nice", "-10", "rm", "x"}, RulesOutcome::kForbidden},
+                     {{"nohup", "rm", "x"}, RulesOutcome::kForbidden},
+                     {{"timeout", "-s", "KILL", "5", "rm", "x"}, RulesOutcome::kForbidden},
+                     {{"timeout", "--kill-after=1", "5s", "rm"}, RulesOutcome::kForbidden},
+                     {{"stdbuf", "-oL", "rm", "x"}, RulesOutcome::kForbidden},
+                     {{"xargs", "-0", "-n1", "rm"}, RulesOutcome::kForbidden},
+                     {{"xargs", "-I{}", "rm", "{}"}, RulesOutcome::kForbidden},
+                     {{"time", "-o", "t", "rm"}, RulesOutcome::kForbidden},
+                     {{"busybox", "rm", "x"}, RulesOutcome::kForbidden},
+                     {{"env", "timeout", "5", "nice", "rm"}, RulesOutcome::kForbidden},
+                     {{"env", "bash", "-c", "ls && rm x"}, RulesOutcome::kForbidden},
+                     {{"bash", "-c", "command rm x"}, RulesOutcome::kForbidden},
+                     {{"bash", "-c", "exec rm x"}, RulesOutcome::kForbidden},
+                     {{"bash", "-c", "builtin command -p rm x"}, RulesOutcome::kForbidden},
+                     {{"xargs", "busybox", "sh", "-c", "rm x"}, RulesOutcome::kForbidden},
+                     // What cannot be followed needs a question.
+                     {{"env", "-S", "rm x"}, RulesOutcome::kPrompt},
+                     {{"env", "--split-string=rm x"}, RulesOutcome::kPrompt},
+                     {{"env", "--unknown", "rm"}, RulesOutcome::kPrompt},
+                     {{"env", "--chd=/", "rm"}, RulesOutcome::kPrompt},
+                     {{"timeout", "-q", "5", "rm"}, RulesOutcome::kPrompt},
+                     {{"timeout"}, RulesOutcome::kPrompt},
+                     {{"nice", "-n"}, RulesOutcome::kPrompt},
+                     {{"sudo", "rm", "x"}, RulesOutcome::kPrompt},
+                     {{"strace", "rm", "x"}, RulesOutcome::kPrompt},
+                     {{"setsid", "ls"}, RulesOutcome::kPrompt},
+                     // Benign: wrappers around other programs, and wrappers that run nothing.
+                     {{"env", "FOO=1", "ls"}, RulesOutcome::kNoRule},
+                     {{"timeout", "5", "make"}, RulesOutcome::kNoRule},
+                     {{"env"}, RulesOutcome::kNoRule},
+                     {{"bash", "-c", "command -v rm"}, RulesOutcome::kNoRule},
+                     {{"xargs"}, RulesOutcome::kNoRule},
+                 });
+  // The wrapper's command is judged; what it runs only narrows.
+  const CommandVerdict verdict = EvaluateCommand(rules, {"env", "FOO=1", "rm", "x"});
+  ASSERT_EQ(verdict.segments.size(), 2u);
+  EXPECT_EQ(verdict.segments[0].segment.role, SegmentRole::kJudged);
+  EXPECT_EQ(verdict.segments[1].segment.role, SegmentRole::kNarrowing);
+  EXPECT_EQ(verdict.segments[1].segment.argv, (Argv{"rm", "x"}));
+  EXPECT_EQ(verdict.deciding_segment, 1);
+  EXPECT_NE(verdict.reason.find("`rm x` forbidden by"), std::string::npos) << verdict.reason;
+}
+
+TEST(CommandRules, DeepNestingIsBoundedAndNotUnderstood) {
+  const CommandRules rules = Rules(Rule(R"(["ls"])", "allow"));
+  Argv argv = {"ls"};
+  for (int i = 0; i < 20; ++i) argv.insert(argv.begin(), "nohup");
+  EXPECT_EQ(Outcome(rules, argv), RulesOutcome::kPrompt);
+  std::string script = "ls";
+  for (int i = 0; i < 10; ++i) script = "bash -c " + QuoteShellWord(script);
+  EXPECT_EQ(Outcome(rules, {"bash", "-c", script}), RulesOutcome::kPrompt);
+  EXPECT_EQ(Outcome(rules, {""}), RulesOutcome::kPrompt);
+  EXPECT_EQ(Outcome(rules, {}), RulesOutcome::kPrompt);
+}
+
+TEST(CommandRules, HarmlessAndNoRuleOutcomes) {
+  const CommandRules rules = Rules(Rule(R"(["git", "log"])", "prompt"));
+  ExpectOutcomes(rules, {
+                            {{"ls", "-la"}, RulesOutcome::kHarmless},
+                            {{"git", "status"}, RulesOutcome::kHarmless},
+                            // A rule beats the harmless set, even a prompt rule.
+                            {{"git", "log"}, RulesOutcome::kPrompt},
+                            {{"git", "diff", "--output=x"}, RulesOutcome::kNoRule},
+                            {{"make"}, RulesOutcome::kNoRule},
+                        });
+}
+
+TEST(CommandRules, ManyRulesAreIndexedByProgram) {
+  std::string text;
+  for (int i = 0; i < 1000; ++i) {
+    text +=
+        Rule("[\"tool" + std::to_string(i) + "\", \"run\"]", i % 3 == 0 ? "forbidden" : "allow");
+  }
+  const CommandRules rules = Rules(text);
+  EXPECT_EQ(rules.rules().size(), 1000u);
+  ExpectOutcomes(rules, {{{"tool0", "run"}, RulesOutcome::kForbidden},
+                         {{"tool1", "run", "x"}, RulesOutcome::kAllow},
+                         {{"/opt/tool999", "run"}, RulesOutcome::kForbidden},
+                         {{"/opt/tool998", "run"}, RulesOutcome::kNoRule},
+                         {{"tool1000", "run"}, RulesOutcome::kNoRule}});
+}
+
+TEST(CommandRules, UserRulesDirectoryFollowsXdgConfigHome) {
+  EXPECT_EQ(UserRulesDirFrom("/x/config", "/home/u"), "/x/config/anvil/rules");
+  EXPECT_EQ(UserRulesDirFrom(nullptr, "/home/u"), "/home/u/.config/anvil/rules");
+  EXPECT_EQ(UserRulesDirFrom("", "/home/u"), "/home/u/.config/anvil/rules");
+  // A relative XDG_CONFIG_HOME is ignored (XDG Base Directory), as is a relative HOME.
+  EXPECT_EQ(UserRulesDirFrom("config", "/home/u"), "/home/u/.config/anvil/rules");
+  EXPECT_EQ(UserRulesDirFrom(nullptr, "home"), "");
+  EXPECT_EQ(UserRulesDirFrom(nullptr, nullptr), "");
+}
+
+class RulesLoadTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/anvil-rules-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    root_ = pattern;
+    where_.admin_dir = root_ + "/etc/anvil/rules";
+    where_.user_dir = root_ + "/home/.config/anvil/rules";
+    where_.workspace_dir = root_ + "/ws";
+    std::filesystem::create_directories(where_.workspace_dir);
+  }
+  void TearDown() override { std::filesystem::remove_all(root_); }
+
+  void Write(const std::string& path, const std::string& text) {
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+  }
+
+  std::string root_;
+  RulesLocations where_;
+};
+
+TEST_F(RulesLoadTest, MissingDirectoriesAndFilesAreEmptyLayers) {
+  auto rules = LoadCommandRules(where_);
+  ASSERT_TRUE(rules) << rules.error().ToString();
+  EXPECT_TRUE(rules->rules().empty());
+}
+
+TEST_F(RulesLoadTest, EveryLayerIsReadInOrderAndOnlyTomlFilesCount) {
+  Write(where_.admin_dir + "/b.toml", Rule(R"(["curl"])", "forbidden"));
+  Write(where_.admin_dir + "/a.toml", Rule(R"(["wget"])", "forbidden"));
+  Write(where_.admin_dir + "/notes.txt", "not rules");
+  Write(where_.admin_dir + "/.hidden.toml", "not = rules");
+  Write(where_.user_dir + "/default.toml", Rule(R"(["make"])", "allow"));
+  Write(where_.workspace_dir + "/.anvil/rules.toml", Rule(R"(["make", "deploy"])", "prompt"));
+  auto rules = LoadCommandRules(where_);
+  ASSERT_TRUE(rules) << rules.error().ToString();
+  ASSERT_EQ(rules->rules().size(), 4u);
+  EXPECT_EQ(rules->rules()[0].file, where_.admin_dir + "/a.toml");
+  EXPECT_EQ(rules->rules()[1].file, where_.admin_dir + "/b.toml");
+  EXPECT_EQ(rules->rules()[2].layer, RuleLayer::kUser);
+  EXPECT_EQ(rules->rules()[3].layer, RuleLayer::kWorkspace);
+  EXPECT_EQ(rules->rules()[3].file, where_.workspace_dir + "/.anvil/rules.toml");
+  ExpectOutcomes(*rules, {{{"curl"}, RulesOutcome::kForbidden},
+                          {{"make"}, RulesOutcome::kAllow},
+                          {{"make", "deploy"}, RulesOutcome::kPrompt}});
+  // --rules FILE replaces the user directory, never the other layers.
+  Write(root_ + "/other.toml", Rule(R"(["curl"])", "allow") + Rule(R"(["make"])", "prompt"));
+  RulesLocations with_files = where_;
+  with_files.user_files = {root_ + "/other.toml"};
+  auto replaced = LoadCommandRules(with_files);
+  ASSERT_TRUE(replaced) << replaced.error().ToString();
+  ExpectOutcomes(*replaced,
+                 {{{"curl"}, RulesOutcome::kForbidden}, {{"make"}, RulesOutcome::kPrompt}});
+}
+
+TEST_F(RulesLoadTest, AMalformedFileInAnyLayerFailsClosedNamingIt) {
+  Write(where_.user_dir + "/default.toml", Rule(R"(["make"])", "allow"));
+  Write(where_.workspace_dir + "/.anvil/rules.toml", Rule(R"(["make"])", "allow"));
+  auto rules = LoadCommandRules(where_);
+  ASSERT_FALSE(rules);
+  EXPECT_NE(rules.error().message.find(where_.workspace_dir + "/.anvil/rules.toml:3:1"),
+            std::string::npos)
+      << rules.error().message;
+  Write(where_.workspace_dir + "/.anvil/rules.toml", "");
+  Write(where_.admin_dir + "/site.toml", "[[rule]]\npattern = 1\n");
+  rules = LoadCommandRules(where_);
+  ASSERT_FALSE(rules);
+  EXPECT_NE(rules.error().message.find(where_.admin_dir + "/site.toml:2:1"), std::string::npos)
+      << rules.error().message;
+}
+
+TEST_F(RulesLoadTest, SymlinkedWorkspaceRulesFileIsRefused) {
+  // Attack: the repository links its rules file (or its .anvil directory) to a file elsewhere.
+  Write(root_ + "/elsewhere/rules.toml", Rule(R"(["ls"])", "prompt"));
+  std::filesystem::create_directories(where_.workspace_dir + "/.anvil");
+  std::filesystem::create_symlink(root_ + "/elsewhere/rules.toml",
+                                  where_.workspace_dir + "/.anvil/rules.toml");
+  auto rules = LoadCommandRules(where_);
+  ASSERT_FALSE(rules);
+  EXPECT_EQ(rules.error().code, "denied");
+  EXPECT_NE(rules.error().message.find("symbolic link"), std::string::npos);
+
+  std::filesystem::remove_all(where_.workspace_dir + "/.anvil");
+  std::filesystem::create_directory_symlink(root_ + "/elsewhere", where_.workspace_dir + "/.anvil");
+  rules = LoadCommandRules(where_);
+  ASSERT_FALSE(rules);
+  EXPECT_EQ(rules.error().code, "denied");
+
+  // A FIFO is not waited on.
+  std::filesystem::remove(where_.workspace_dir + "/.anvil");
+  std::filesystem::create_directories(where_.workspace_dir + "/.anvil");
+  ASSERT_EQ(::mkfifo((where_.workspace_dir + "/.anvil/rules.toml").c_str(), 0644), 0);
+  rules = LoadCommandRules(where_);
+  ASSERT_FALSE(rules);
+  EXPECT_NE(rules.error().message.find("not a regular file"), std::string::npos);
+
+  // Benign: the file itself.
+  std::filesystem::remove(where_.workspace_dir + "/.anvil/rules.toml");
+  Write(where_.workspace_dir + "/.anvil/rules.toml", Rule(R"(["ls"])", "prompt"));
+  rules = LoadCommandRules(where_);
+  ASSERT_TRUE(rules) << rules.error().ToString();
+  EXPECT_EQ(Outcome(*rules, {"ls"}), RulesOutcome::kPrompt);
+}
+
+TEST_F(RulesLoadTest, AUsersSymlinkedRulesFileIsFollowed) {
+  // A dotfiles manager links ~/.config files into a repository the user owns.
+  Write(root_ + "/dotfiles/rules.toml", Rule(R"(["make"])", "allow"));
+  std::filesystem::create_directories(where_.user_dir);
+  std::filesystem::create_symlink(root_ + "/dotfiles/rules.toml", where_.user_dir + "/main.toml");
+  auto rules = LoadCommandRules(where_);
+  ASSERT_TRUE(rules) << rules.error().ToString();
+  EXPECT_EQ(Outcome(*rules, {"make"}), RulesOutcome::kAllow);
+}
+
+}  // namespace
+}  // namespace anvil
