@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cli/doctor_command.h"
+#include "cli/rules_command.h"
 #include "cli/run_command.h"
 #include "cli/sandbox_command.h"
 #include "cli/serve_command.h"
@@ -20,6 +21,7 @@ Commands:
   serve     JSON-RPC sidecar for editors and agents    (anvil serve --help)
   plugin    inspect, approve, revoke and lock plugins  (anvil plugin --help)
   audit     read the audit log of a workspace          (anvil audit --help)
+  rules     check a command against the command rules  (anvil rules --help)
   doctor    check which kernel sandbox layers work     (anvil doctor --help)
 
 Examples:
@@ -27,6 +29,7 @@ Examples:
   anvil sandbox -- make test
   anvil sandbox --policy read-only --json -- rg TODO
   anvil run --approve examples/plugins/hello-lua summary
+  anvil rules check -- git push --force origin main
 )";
 
 }  // namespace
@@ -47,6 +50,7 @@ int main(int argc, char** argv) {
   if (command == "serve") return anvil::cli::RunServeCommand(args);
   if (command == "plugin") return anvil::cli::RunPluginCommand(args);
   if (command == "audit") return anvil::cli::RunAuditCommand(args);
+  if (command == "rules") return anvil::cli::RunRulesCommand(args);
   std::cerr << "anvil: invalid: unknown command '" << command << "' (see anvil --help)\n";
   return 2;
 }

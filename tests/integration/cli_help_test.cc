@@ -10,7 +10,7 @@ namespace {
 TEST(CliHelp, TopLevelHelpListsEveryCommandWithExamples) {
   auto r = testing::Run({AnvilBin(), "--help"});
   EXPECT_EQ(r.status, 0) << r.err;
-  for (const char* command : {"sandbox", "run", "serve", "plugin", "audit", "doctor"}) {
+  for (const char* command : {"sandbox", "run", "serve", "plugin", "audit", "rules", "doctor"}) {
     EXPECT_NE(r.out.find(std::string("(anvil ") + command + " --help)"), std::string::npos)
         << command << "\n"
         << r.out;
@@ -19,7 +19,7 @@ TEST(CliHelp, TopLevelHelpListsEveryCommandWithExamples) {
 }
 
 TEST(CliHelp, EachSubcommandHelpHasUsageAndExamples) {
-  for (const char* command : {"sandbox", "run", "serve", "plugin", "audit", "doctor"}) {
+  for (const char* command : {"sandbox", "run", "serve", "plugin", "audit", "rules", "doctor"}) {
     auto r = testing::Run({AnvilBin(), command, "--help"});
     EXPECT_EQ(r.status, 0) << command << ": " << r.err;
     EXPECT_EQ(r.out.rfind(std::string("usage: anvil ") + command, 0), 0u) << r.out;

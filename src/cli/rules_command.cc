@@ -1,0 +1,248 @@
+#include "cli/rules_command.h"
+
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string_view>
+
+#include "policy/approval.h"
+#include "policy/command_rules.h"
+#include "policy/consent.h"
+#include "policy/shell_words.h"
+
+namespace anvil::cli {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitUsage = 2;
+
+constexpr char kUsage[] =
+    R"(usage: anvil rules check [--rules FILE]... [--workspace DIR] [--json] [--] COMMAND...
+
+Show how Anvil's command rules judge COMMAND (docs/agents.md): the decision (allow, prompt,
+forbidden; harmless or none when no rule decides), the rule that made it (file:line:column,
+and its layer) and why, each command inside a shell script or behind a wrapper, and what each
+approval mode would do with it. Nothing is run.
+
+  --rules FILE       read FILE as the user's rules instead of ~/.config/anvil/rules/*.toml
+                     ($XDG_CONFIG_HOME honoured); repeatable. The admin layer
+                     (/etc/anvil/rules/*.toml) and the workspace's rules still apply.
+  --workspace DIR    the workspace whose .anvil/rules.toml applies (default: .)
+  --json             one JSON object instead of text
+
+The approval line assumes a person can be asked; where nobody can, "ask" is a refusal, and
+the "how to allow" line says how to let the command run without a question.
+
+Exit: 0 when the rules were read, whatever they decide; 2 on usage errors and on a rules file
+that does not load (the message names the file, line and column, and the fix).
+
+Examples:
+  anvil rules check -- git push --force origin main
+  anvil rules check --json -- bash -lc "cargo build && rm -rf target"
+  anvil rules check --rules my-rules.toml -- rg --pre ./x TODO
+)";
+
+std::string Show(std::string_view text, std::size_t max = 400) {
+  return SanitizeForDisplay(text, max);
+}
+
+std::string ShowArgv(const std::vector<std::string>& argv) { return Show(JoinShellWords(argv)); }
+
+nlohmann::json PatternJson(const CommandRule& rule) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& element : rule.pattern) {
+    if (element.size() == 1) {
+      out.push_back(element[0]);
+    } else {
+      out.push_back(element);
+    }
+  }
+  return out;
+}
+
+nlohmann::json RuleJson(const CommandRule& rule) {
+  return {{"file", rule.file},
+          {"line", rule.line},
+          {"column", rule.column},
+          {"layer", ToString(rule.layer)},
+          {"decision", ToString(rule.decision)},
+          {"pattern", PatternJson(rule)},
+          {"justification", rule.justification}};
+}
+
+std::string Dump(const nlohmann::json& value) {
+  // Rules and commands are text from files and the command line; never fail on bad UTF-8.
+  return value.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+struct ModeOutcome {
+  ApprovalMode mode;
+  ApprovalDecision asked;       // a person can be asked
+  ApprovalDecision unattended;  // nobody can be asked
+};
+
+std::vector<ModeOutcome> Modes(const CommandVerdict& verdict) {
+  std::vector<ModeOutcome> out;
+  for (ApprovalMode mode : kApprovalModes) {
+    out.push_back(
+        {mode, DecideApproval(verdict, mode, true), DecideApproval(verdict, mode, false)});
+  }
+  return out;
+}
+
+void PrintJson(const CommandVerdict& verdict) {
+  nlohmann::json out;
+  out["command"] = verdict.argv;
+  out["decision"] = ToString(verdict.outcome);
+  out["reason"] = verdict.reason;
+  out["understood"] = verdict.understood;
+  if (!verdict.understood) out["not_understood"] = verdict.not_understood;
+  out["rule"] = verdict.rule != nullptr ? RuleJson(*verdict.rule) : nlohmann::json();
+  nlohmann::json commands = nlohmann::json::array();
+  for (const auto& seg : verdict.segments) {
+    nlohmann::json item = {
+        {"argv", seg.segment.argv},
+        {"role", seg.segment.role == SegmentRole::kJudged ? "judged" : "narrowing"},
+        {"depth", seg.segment.depth},
+        {"via", seg.segment.via},
+        {"decision", seg.decision ? nlohmann::json(ToString(*seg.decision)) : nlohmann::json()},
+        {"harmless",
+         seg.harmless != nullptr ? nlohmann::json(HarmlessName(*seg.harmless)) : nlohmann::json()}};
+    nlohmann::json rules = nlohmann::json::array();
+    for (const CommandRule* rule : seg.matched) rules.push_back(RuleJson(*rule));
+    item["rules"] = std::move(rules);
+    commands.push_back(std::move(item));
+  }
+  out["commands"] = std::move(commands);
+  nlohmann::json approval = nlohmann::json::object();
+  for (const auto& mode : Modes(verdict)) {
+    nlohmann::json entry = {{"action", ToString(mode.asked.action)},
+                            {"without_asking", ToString(mode.unattended.action)},
+                            {"reason", mode.asked.reason}};
+    if (!mode.unattended.how_to_allow.empty()) {
+      entry["how_to_allow"] = mode.unattended.how_to_allow;
+    }
+    if (!mode.asked.always_prefixes.empty()) entry["always_prefixes"] = mode.asked.always_prefixes;
+    approval[std::string(ToString(mode.mode))] = std::move(entry);
+  }
+  out["approval"] = std::move(approval);
+  std::cout << Dump(out) << "\n";
+}
+
+void PrintText(const CommandVerdict& verdict) {
+  std::cout << "command:  " << ShowArgv(verdict.argv) << "\n";
+  std::cout << "decision: " << ToString(verdict.outcome) << "\n";
+  std::cout << "reason:   " << Show(verdict.reason, 600) << "\n";
+  if (verdict.rule != nullptr) {
+    std::cout << "rule:     " << Show(verdict.rule->Where()) << " ("
+              << ToString(verdict.rule->layer)
+              << ") pattern = " << Show(verdict.rule->PatternText()) << "\n";
+  }
+  if (verdict.segments.size() > 1) {
+    std::cout << "commands:\n";
+    for (const auto& seg : verdict.segments) {
+      std::string decision = seg.decision              ? std::string(ToString(*seg.decision))
+                             : seg.harmless != nullptr ? "harmless"
+                             : seg.segment.role == SegmentRole::kJudged ? "none"
+                                                                        : "-";
+      decision.resize(10, ' ');
+      std::cout << "  " << std::string(seg.segment.depth * 2, ' ') << decision
+                << ShowArgv(seg.segment.argv);
+      if (seg.rule != nullptr) {
+        std::cout << "  [" << Show(seg.rule->Where()) << "]";
+      } else if (seg.harmless != nullptr) {
+        std::cout << "  [built-in harmless: " << HarmlessName(*seg.harmless) << "]";
+      }
+      if (seg.segment.role == SegmentRole::kNarrowing) {
+        std::cout << "  (" << (seg.segment.via.empty() ? "" : Show(seg.segment.via) + "; ")
+                  << "only prompt and forbidden rules apply)";
+      }
+      std::cout << "\n";
+    }
+  }
+  const auto modes = Modes(verdict);
+  std::cout << "approval:";
+  for (const auto& mode : modes) {
+    std::cout << " " << ToString(mode.mode) << "=" << ToString(mode.asked.action);
+  }
+  std::cout << "\n";
+  // The way to let it run where nobody can be asked, from the first mode that refuses.
+  for (const auto& mode : modes) {
+    if (mode.unattended.action == ApprovalAction::kRefuse &&
+        !mode.unattended.how_to_allow.empty()) {
+      std::cout << "how to allow: " << Show(mode.unattended.how_to_allow, 600) << "\n";
+      break;
+    }
+  }
+}
+
+int RunCheck(const std::vector<std::string>& args) {
+  RulesLocations where;
+  where.user_dir = UserRulesDir();
+  where.workspace_dir = ".";
+  bool json = false;
+  std::size_t i = 0;
+  for (; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--") {
+      ++i;
+      break;
+    }
+    if (arg == "--help" || arg == "-h") {
+      std::cout << kUsage;
+      return kExitOk;
+    }
+    if (arg == "--json") {
+      json = true;
+    } else if (arg == "--rules" || arg == "--workspace") {
+      if (i + 1 >= args.size()) {
+        std::cerr << "anvil rules check: invalid: " << arg << " needs a value (see --help)\n";
+        return kExitUsage;
+      }
+      if (arg == "--rules") {
+        where.user_files.push_back(args[++i]);
+      } else {
+        where.workspace_dir = args[++i];
+      }
+    } else if (arg.starts_with("-")) {
+      std::cerr << "anvil rules check: invalid: unknown option " << Show(arg)
+                << " (fix: put the command after --, e.g. anvil rules check -- " << Show(arg)
+                << ")\n";
+      return kExitUsage;
+    } else {
+      break;
+    }
+  }
+  std::vector<std::string> command(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+  if (command.empty()) {
+    std::cerr << "anvil rules check: invalid: no command to check (fix: anvil rules check -- "
+                 "git status)\n";
+    return kExitUsage;
+  }
+  auto rules = LoadCommandRules(where);
+  if (!rules) {
+    std::cerr << "anvil rules check: " << Show(rules.error().ToString(), 1000) << "\n";
+    return kExitUsage;
+  }
+  const CommandVerdict verdict = EvaluateCommand(*rules, command);
+  if (json) {
+    PrintJson(verdict);
+  } else {
+    PrintText(verdict);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int RunRulesCommand(const std::vector<std::string>& args) {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::cout << kUsage;
+    return args.empty() ? kExitUsage : kExitOk;
+  }
+  if (args[0] == "check") return RunCheck({args.begin() + 1, args.end()});
+  std::cerr << "anvil rules: invalid: unknown subcommand " << Show(args[0])
+            << " (see anvil rules --help)\n";
+  return kExitUsage;
+}
+
+}  // namespace anvil::cli
