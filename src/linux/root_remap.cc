@@ -34,9 +34,11 @@ struct MountAttr {
 
 constexpr char kTreesMessage = 'T';
 
-bool IsRuntimeRoot(const std::string& path) {
+// At or beneath one of the runtime roots (/usr, /etc, ...): the system's trees, which every
+// sandbox already sees as the host has them.
+bool InRuntimeRoot(const std::string& path) {
   return std::any_of(std::begin(kPlatformReadRoots), std::end(kPlatformReadRoots),
-                     [&](std::string_view r) { return r == path; });
+                     [&](std::string_view r) { return PathIsWithin(path, r); });
 }
 
 bool WithinAny(const std::string& path, const std::vector<std::string>& roots) {
@@ -61,12 +63,10 @@ std::string Unescape(const std::string& field) {
   return out;
 }
 
-// "ext4", or "ext4, with nfs4 at /ws/data mounted beneath": the file system `root` is on and
-// those mounted below it, for the error that names what cannot be idmapped.
-std::string DescribeFilesystems(const std::string& root) {
+// "ext4": the file system `root` is on, for the error that names what cannot be idmapped.
+std::string DescribeFilesystem(const std::string& root) {
   std::ifstream in("/proc/self/mountinfo");
   std::string line, own_type, own_point;
-  std::vector<std::string> beneath;
   while (std::getline(in, line)) {
     // "ID PARENT MAJ:MIN ROOT MOUNT_POINT OPTIONS [OPTIONAL...] - TYPE SOURCE SUPER_OPTIONS"
     std::istringstream fields(line);
@@ -81,21 +81,9 @@ std::string DescribeFilesystems(const std::string& root) {
     if (PathIsWithin(root, point) && point.size() >= own_point.size()) {
       own_point = point;
       own_type = type;
-    } else if (PathIsWithin(point, root) && point != root) {
-      beneath.push_back(type + " at " + point);
     }
   }
-  if (own_type.empty()) own_type = "unknown";
-  std::string out = own_type;
-  if (!beneath.empty()) {
-    out += ", with ";
-    for (size_t i = 0; i < beneath.size() && i < 4; ++i) {
-      out += (i ? ", " : "") + beneath[i];
-    }
-    if (beneath.size() > 4) out += ", ...";
-    out += " mounted beneath";
-  }
-  return out;
+  return own_type.empty() ? "unknown" : own_type;
 }
 
 std::string ReadAll(const char* path) {
@@ -118,18 +106,15 @@ Status WriteProcFile(pid_t pid, const char* name, const std::string& text) {
 }  // namespace
 
 std::vector<std::string> IdmappedRoots(const FileView& view) {
-  std::vector<std::string> candidates;
-  for (const auto& wr : view.writable_roots) candidates.push_back(wr.root);
-  for (const auto& r : view.read_roots) {
-    if (!IsRuntimeRoot(r)) candidates.push_back(r);
-  }
-  if (!view.workspace_base.empty()) candidates.push_back(view.workspace_base);
   std::vector<std::string> out;
-  for (const auto& c : candidates) {
-    bool nested = std::any_of(candidates.begin(), candidates.end(),
-                              [&](const std::string& o) { return o != c && PathIsWithin(c, o); });
-    if (!nested && std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  auto add = [&out](const std::string& root) {
+    if (std::find(out.begin(), out.end(), root) == out.end()) out.push_back(root);
+  };
+  for (const auto& wr : view.writable_roots) add(wr.root);
+  for (const auto& r : view.read_roots) {
+    if (!InRuntimeRoot(r)) add(r);
   }
+  if (!view.workspace_base.empty()) add(view.workspace_base);
   return out;
 }
 
@@ -208,16 +193,18 @@ Status PrepareRemappedInit(pid_t init, const std::vector<std::string>& roots, in
                         kOpenTreeClone | O_CLOEXEC | kAtRecursive | AT_SYMLINK_NOFOLLOW);
       if (fd < 0) return SysFail("sandbox", "open_tree " + root);
       UniqueFd tree(static_cast<int>(fd));
+      // Only the tree's own mount: a file system mounted beneath the root (a bind of a root-only
+      // directory, a tmpfs, NFS) keeps the host's owners, or the command would be the owner of
+      // root's files there. The clone still holds those mounts, so the view shows them.
       MountAttr attr{};
       attr.attr_set = kMountAttrIdmap;
       attr.userns_fd = static_cast<uint64_t>(userns.Get());
-      if (syscall(SYS_mount_setattr, tree.Get(), "", AT_EMPTY_PATH | kAtRecursive, &attr,
-                  sizeof(attr)) != 0) {
+      if (syscall(SYS_mount_setattr, tree.Get(), "", AT_EMPTY_PATH, &attr, sizeof(attr)) != 0) {
         int err = errno;
         return Fail("sandbox",
                     "root's sandbox runs the command as an unprivileged id and shows it " + root +
                         " through an idmapped mount, but " + root + " (file system " +
-                        DescribeFilesystems(root) + ") cannot be idmapped: " + std::strerror(err) +
+                        DescribeFilesystem(root) + ") cannot be idmapped: " + std::strerror(err) +
                         ". fix: run anvil as the user who owns the files (e.g. `sudo -u USER "
                         "anvil sandbox ...`), or use a workspace on a local file system (ext4, "
                         "xfs, btrfs, tmpfs)",

@@ -37,9 +37,12 @@ namespace anvil {
 inline constexpr uint32_t kRootSandboxHostId = 2147483646;
 
 // The roots of `view` that hold the caller's own files and are attached idmapped for root: every
-// writable root, every read root that is not a runtime root (the read-only workspace), and the
-// workspace whose paths are bound one by one (workspace_base). A root beneath another one is
-// left out: it is bound from its parent's tree. Pure.
+// writable root (the caller gives the command that tree to change, wherever it is), every read
+// root that is not at or beneath a runtime root (the read-only workspace: one inside /etc is the
+// system's, shown as /etc is), and the workspace whose paths are bound one by one
+// (workspace_base). A root beneath another one is listed too: only a tree's own mount is
+// idmapped, and a nested root may be a file system of its own (a tmpfs named --writable-root).
+// Pure.
 std::vector<std::string> IdmappedRoots(const FileView& view);
 
 // Directories of the host, shown in the view through a bind that is not idmapped (full read
@@ -59,10 +62,11 @@ bool IdMapCovers(const std::string& map_text, uint32_t id);
 
 // Outside, in the supervisor (real root), once `init` is cloned into its new user namespace and
 // waits in TakeRemappedIdentity: maps the namespace's uid and gid 0 to kRootSandboxHostId, makes
-// a detached idmapped clone of each of `roots` (recursive, through that namespace) and sends
-// them to init over `channel` (a SOCK_SEQPACKET socket). A root on a file system that cannot be
-// idmapped (NFS, FUSE, ...) is an error naming the file system and the way out, and so is a
-// caller that is root only of a user namespace without kRootSandboxHostId (a container).
+// a detached clone of each of `roots` (with the mounts beneath it) whose own mount, and only
+// that one, is idmapped through that namespace — a file system mounted beneath keeps the host's
+// owners — and sends them to init over `channel` (a SOCK_SEQPACKET socket). A root on a file system
+// that cannot be idmapped (NFS, FUSE, ...) is an error naming the file system and the way out, and
+// so is a caller that is root only of a user namespace without kRootSandboxHostId (a container).
 Status PrepareRemappedInit(pid_t init, const std::vector<std::string>& roots, int channel);
 
 // In init: waits for PrepareRemappedInit, takes the `count` trees it sends (in the order of the

@@ -220,6 +220,104 @@ TEST_P(T1SandboxRootFiles, AWorkspaceThatCannotBeIdmappedFailsClosedForRoot) {
   EXPECT_EQ(ok.out, "ran\n");
 }
 
+// Runs `setup` (as root) and then `anvil sandbox FLAGS -- sh -c SCRIPT` in `ws` as the test's
+// caller, both inside a private mount namespace of this test only, so that the mounts `setup`
+// makes beneath the workspace vanish with it.
+RunResult SandboxAfterMounts(const CallerIdentity& caller, const std::string& ws,
+                             const std::string& setup, const std::vector<std::string>& flags,
+                             const std::string& script) {
+  std::string run = "cd " + ShellQuote(ws) + " && ";
+  if (caller.caller == Caller::kUnprivileged) {
+    run += "/usr/bin/setpriv --reuid=" + std::to_string(caller.uid()) +
+           " --regid=" + std::to_string(caller.gid()) + " --clear-groups ";
+  }
+  run += ShellQuote(AnvilBin()) + " sandbox";
+  for (const auto& f : flags) run += " " + ShellQuote(f);
+  run += " -- /bin/sh -c " + ShellQuote(script);
+  return ::anvil::testing::Run({"/usr/bin/unshare", "-m", "--propagation", "private", "/bin/sh",
+                                "-c", "set -e; " + setup + "; " + run});
+}
+
+TEST_P(T1SandboxRootFiles, FileSystemsMountedBeneathTheWorkspaceKeepTheHostsOwners) {
+  // Root's workspace is attached through an idmapped mount so that root's files there are the
+  // command's. A file system mounted beneath the workspace — a bind of a root-only directory of
+  // the host, a tmpfs holding root's 0600 file — must not become the command's as well: it
+  // keeps the host's owners, and root's sandbox is a stranger to it, like any user's sandbox.
+  if (!Exists("/usr/bin/unshare") || !Exists("/usr/bin/setpriv")) {
+    GTEST_SKIP() << "SKIPPED: unshare(1) or setpriv(1) is missing";
+  }
+  TempDir secret("anvil-rt-secret", "/var/tmp");
+  WriteFile(secret / "secret", "secret\n", 0600);
+  ASSERT_EQ(::chmod(secret.path().c_str(), 0700), 0);
+  for (const char* dir : {"mnt", "tmpfs", "own"}) ASSERT_EQ(::mkdir((ws_ / dir).c_str(), 0755), 0);
+  caller_.Give(ws_.path());
+  const std::string owner =
+      std::to_string(caller_.uid()) + "," + "gid=" + std::to_string(caller_.gid());
+  const std::string setup =
+      "mount --bind " + ShellQuote(secret.path()) + " " + ShellQuote(ws_ / "mnt") +
+      "; mount -t tmpfs -o mode=0755 tmpfs " + ShellQuote(ws_ / "tmpfs") + "; echo secret > " +
+      ShellQuote(ws_ / "tmpfs/root-0600") + "; chmod 600 " + ShellQuote(ws_ / "tmpfs/root-0600") +
+      "; echo public > " + ShellQuote(ws_ / "tmpfs/public-0644") + "; chmod 644 " +
+      ShellQuote(ws_ / "tmpfs/public-0644") +
+      // The caller's own file system, named as a writable root of its own.
+      "; mount -t tmpfs -o mode=0755,uid=" + owner + " tmpfs " + ShellQuote(ws_ / "own");
+  const std::string attack =
+      "cat mnt/secret 2>/dev/null && echo READ-BIND; chmod 644 mnt/secret 2>/dev/null && "
+      "echo CHMOD-BIND; ls mnt >/dev/null 2>&1 && echo LIST-BIND; "
+      "cat tmpfs/root-0600 2>/dev/null && echo READ-TMPFS; "
+      "chmod 666 tmpfs/root-0600 2>/dev/null && echo CHMOD-TMPFS; "
+      "touch tmpfs/made 2>/dev/null && echo WROTE-TMPFS; "
+      // Benign: the world-readable file beneath, the workspace itself, the named tmpfs.
+      "cat tmpfs/public-0644 >/dev/null && echo READ-PUBLIC; "
+      "touch ws-made && echo WROTE-WS; touch own/made && echo WROTE-OWN; echo done";
+  for (const auto& flags : std::vector<std::vector<std::string>>{
+           {"--writable-root", ws_ / "own"},
+           {"--writable-root", ws_ / "own", "--read-access", "full"},
+           {"--policy", "read-only"}}) {
+    const std::string where = flags[0] + " " + flags.back();
+    auto result = SandboxAfterMounts(caller_, ws_.path(), setup, flags, attack);
+    ASSERT_EQ(result.status, 0) << where << ": " << result.out << result.err;
+    for (const char* leak : {"secret", "READ-BIND", "CHMOD-BIND", "LIST-BIND", "READ-TMPFS",
+                             "CHMOD-TMPFS", "WROTE-TMPFS"}) {
+      EXPECT_EQ(result.out.find(leak), std::string::npos) << where << ": " << leak << "\n"
+                                                          << result.out;
+    }
+    EXPECT_NE(result.out.find("READ-PUBLIC"), std::string::npos) << where << result.out;
+    const bool writable = flags[0] != "--policy";
+    EXPECT_EQ(result.out.find("WROTE-WS") != std::string::npos, writable) << where << result.out;
+    EXPECT_EQ(result.out.find("WROTE-OWN") != std::string::npos, writable) << where << result.out;
+    EXPECT_NE(result.out.find("done"), std::string::npos) << where << result.out;
+    struct stat st {};
+    ASSERT_EQ(::stat((secret / "secret").c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0600u) << where << ": the host's file changed mode";
+    ::unlink((ws_ / "ws-made").c_str());
+  }
+}
+
+TEST_P(T1SandboxRootFiles, AReadOnlyWorkspaceInsideARuntimeRootShowsOnlyWhatOthersMayRead) {
+  // cd /etc/ssl && anvil sandbox --policy read-only: the workspace is a system tree, shown as
+  // its runtime root shows it, so root-only entries (private/) stay root's. Beside them the
+  // world-readable files are read as before.
+  if (!Exists(kPython)) GTEST_SKIP() << "SKIPPED: " << kPython << " is missing";
+  RootFilesUnder etc("/etc");
+  const std::string ws = etc / "";
+  for (const auto& flags : std::vector<std::vector<std::string>>{
+           {"--policy", "read-only"}, {"--policy", "read-only", "--read-access", "full"}}) {
+    auto result = SandboxPython(
+        ws.substr(0, ws.size() - 1), kReadProbe, flags, Opts(),
+        {"key-0600", "key-0640", "private-0700", "private-0700/cert-0644", "public-0644", "."});
+    ASSERT_EQ(result.status, 0) << result.err;
+    auto f = Fields(result.out);
+    const std::string where = flags.back();
+    EXPECT_EQ(f["0"], "EACCES") << where;
+    EXPECT_EQ(f["1"], "EACCES") << where;
+    EXPECT_EQ(f["2"], "EACCES") << where;
+    EXPECT_EQ(f["3"], "EACCES") << where;
+    EXPECT_EQ(f["4"], "OK") << where;
+    EXPECT_EQ(f["5"], "OK") << where;
+  }
+}
+
 TEST_P(T1SandboxRootFiles, RootOfAContainersUserNamespaceFailsClosedWithTheWayOut) {
   // Root of a user namespace that does not map the sandbox's host id (a rootless container's
   // root) cannot run root's sandbox as that id: it stops and says what to do instead.

@@ -32,16 +32,45 @@ TEST(IdmappedRoots, WritableRootsAndTheReadOnlyWorkspaceNotTheRuntimeRoots) {
   EXPECT_EQ(IdmappedRoots(runner), (Paths{"/home/u/ws"}));
 }
 
-TEST(IdmappedRoots, ARootBeneathAnotherComesFromItsParentsTree) {
+TEST(IdmappedRoots, EveryNamedRootIsIdmappedOnItsOwnEvenBeneathAnother) {
+  // Only a tree's own mount is idmapped (a file system mounted beneath it keeps the host's
+  // owners), so a root named beneath another one, which may be such a mount (a tmpfs of the
+  // caller's named --writable-root), gets a tree of its own.
   FileView view = RestrictedView();
   view.writable_roots = {{"/ws", {}}, {"/ws/sub", {}}, {"/ws", {}}};
-  EXPECT_EQ(IdmappedRoots(view), (Paths{"/ws"}));
+  EXPECT_EQ(IdmappedRoots(view), (Paths{"/ws", "/ws/sub"}));
 }
 
 TEST(IdmappedRoots, AWorkspaceThatIsARuntimeRootStaysTheHosts) {
   // read-only in /etc: /etc is a runtime root, shown as the host's, root-only files hidden.
   FileView view = RestrictedView();
   EXPECT_EQ(IdmappedRoots(view), Paths{});
+}
+
+TEST(IdmappedRoots, AReadOnlyWorkspaceInsideARuntimeRootStaysTheHosts) {
+  // read-only in /etc/ssl: the system's tree, shown as /etc shows it (private/ stays root's);
+  // elsewhere a read-only workspace is the caller's own.
+  for (const char* inside : {"/etc/ssl", "/usr/share/doc", "/lib/modules"}) {
+    FileView view = RestrictedView();
+    view.read_roots.push_back(inside);
+    EXPECT_EQ(IdmappedRoots(view), Paths{}) << inside;
+  }
+  FileView full;  // full read access: the same rule
+  full.full_read = true;
+  full.read_roots = {"/etc/ssl"};
+  EXPECT_EQ(IdmappedRoots(full), Paths{});
+  // Not a runtime root, only a name that starts like one.
+  FileView beside = RestrictedView();
+  beside.read_roots.push_back("/etcetera/ws");
+  EXPECT_EQ(IdmappedRoots(beside), (Paths{"/etcetera/ws"}));
+}
+
+TEST(IdmappedRoots, AWritableRootInsideARuntimeRootIsTheCallersGrant) {
+  // --writable-root /etc/app (or workspace-write in it): the caller gives the command that tree
+  // to change, which only an idmapped tree lets root's command do.
+  FileView view = RestrictedView();
+  view.writable_roots = {{"/etc/app", {}}};
+  EXPECT_EQ(IdmappedRoots(view), (Paths{"/etc/app"}));
 }
 
 std::function<std::optional<mode_t>(const std::string&)> Modes(
