@@ -5,9 +5,12 @@
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <linux/sock_diag.h>
+#include <linux/sockios.h>
 #include <linux/unix_diag.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -24,9 +27,15 @@
 #ifndef STATX_MNT_ID
 #define STATX_MNT_ID 0x00001000U
 #endif
+#ifndef SIOCUNIXFILE
+#define SIOCUNIXFILE (SIOCPROTOPRIVATE + 0)
+#endif
 
 namespace anvil {
 namespace {
+
+// The kernel's TCP_ESTABLISHED, the state unix_diag reports for a connected socket.
+constexpr uint8_t kTcpEstablished = 1;
 
 // mountinfo escapes space, tab, newline and backslash as \ooo.
 std::string Unescape(const std::string& field) {
@@ -72,6 +81,58 @@ std::shared_ptr<const MountTable> SharedMountTable() {
   return std::make_shared<const MountTable>(ReadMountTable());
 }
 
+// The descriptor number under which process `pid` holds socket `socket_ino`, or -1.
+int HolderFd(int pid, uint64_t socket_ino) {
+  const std::string fd_dir = "/proc/" + std::to_string(pid) + "/fd";
+  DIR* fds = ::opendir(fd_dir.c_str());
+  if (!fds) return -1;
+  const std::string want = "socket:[" + std::to_string(socket_ino) + "]";
+  int found = -1;
+  while (dirent* f = ::readdir(fds)) {
+    if (f->d_name[0] == '.') continue;
+    char link[64];
+    ssize_t n = ::readlinkat(::dirfd(fds), f->d_name, link, sizeof(link) - 1);
+    if (n <= 0) continue;
+    link[n] = '\0';
+    if (want == link) {
+      found = std::atoi(f->d_name);
+      break;
+    }
+  }
+  ::closedir(fds);
+  return found;
+}
+
+// BoundFile of socket `socket_ino` held by `pid`: a copy of the holder's descriptor
+// (pidfd_getfd, which needs ptrace access), then SIOCUNIXFILE, which opens the file the socket
+// holds as O_PATH (CAP_NET_ADMIN). Only root has both; nothing of the holder changes.
+std::optional<BoundFile> OpenBoundFile(uint64_t socket_ino, int pid) {
+  if (::geteuid() != 0) return std::nullopt;
+  const int target = HolderFd(pid, socket_ino);
+  if (target < 0) return std::nullopt;
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  if (!pidfd) return std::nullopt;
+  UniqueFd socket(static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd.Get(), target, 0)));
+  if (!socket) return std::nullopt;
+  struct stat st {};
+  // The descriptor may have been closed and reused since /proc was read.
+  if (::fstat(socket.Get(), &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_ino != socket_ino) {
+    return std::nullopt;
+  }
+  UniqueFd file(::ioctl(socket.Get(), SIOCUNIXFILE));
+  if (!file) return std::nullopt;
+  if (::fstat(file.Get(), &st) != 0) return std::nullopt;
+  BoundFile out;
+  out.dev = st.st_dev;
+  out.ino = st.st_ino;
+  out.nlink = st.st_nlink;
+  char path[PATH_MAX];
+  const std::string self = "/proc/self/fd/" + std::to_string(file.Get());
+  ssize_t n = ::readlink(self.c_str(), path, sizeof(path) - 1);
+  if (n > 0) out.path.assign(path, static_cast<size_t>(n));
+  return out;
+}
+
 }  // namespace
 
 uint64_t DevFromKernel(uint32_t kernel_dev) {
@@ -91,7 +152,7 @@ Result<std::vector<BoundSocket>> ListBoundUnixSockets() {
   message.header.nlmsg_seq = 1;
   message.request.sdiag_family = AF_UNIX;
   message.request.udiag_states = ~0U;  // listening, bound, connected: any may be reached later
-  message.request.udiag_show = UDIAG_SHOW_NAME | UDIAG_SHOW_VFS;
+  message.request.udiag_show = UDIAG_SHOW_NAME | UDIAG_SHOW_VFS | UDIAG_SHOW_UID;
   sockaddr_nl kernel{};
   kernel.nl_family = AF_NETLINK;
   if (::sendto(nl.Get(), &message, sizeof(message), 0, reinterpret_cast<sockaddr*>(&kernel),
@@ -123,6 +184,9 @@ Result<std::vector<BoundSocket>> ListBoundUnixSockets() {
       const auto* msg = static_cast<const unix_diag_msg*>(NLMSG_DATA(h));
       BoundSocket s;
       s.socket_ino = msg->udiag_ino;
+      // A stream or seqpacket socket that is connected (an accepted connection, a client that
+      // bound a name first) is never what connect(2) by path finds, and cannot listen later.
+      s.connectable = msg->udiag_type == SOCK_DGRAM || msg->udiag_state != kTcpEstablished;
       bool has_file = false;
       size_t attr_len = h->nlmsg_len - NLMSG_LENGTH(sizeof(unix_diag_msg));
       auto* attr = reinterpret_cast<rtattr*>(reinterpret_cast<char*>(NLMSG_DATA(h)) +
@@ -132,6 +196,10 @@ Result<std::vector<BoundSocket>> ListBoundUnixSockets() {
         size_t size = RTA_PAYLOAD(attr);
         if (attr->rta_type == UNIX_DIAG_NAME && size > 0 && data[0] != '\0') {
           s.name.assign(data, strnlen(data, size));
+        } else if (attr->rta_type == UNIX_DIAG_UID && size >= sizeof(uint32_t)) {
+          uint32_t uid = 0;
+          std::memcpy(&uid, data, sizeof(uid));
+          s.uid = uid;
         } else if (attr->rta_type == UNIX_DIAG_VFS && size >= sizeof(unix_diag_vfs)) {
           unix_diag_vfs vfs;
           std::memcpy(&vfs, data, sizeof(vfs));
@@ -237,6 +305,8 @@ HostSocketFacts RealHostSocketFacts() {
     return out;
   };
   facts.mounts = [mount_table]() { return mount_table().mounts; };
+  facts.bound_file = OpenBoundFile;
+  facts.caller_uid = static_cast<uint32_t>(::getuid());
   return facts;
 }
 

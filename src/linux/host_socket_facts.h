@@ -1,6 +1,8 @@
 // The real facts behind LocateHostSockets (policy/host_sockets.h): the host's bound Unix
-// sockets from NETLINK_SOCK_DIAG (unix_diag: the name and the device and inode of the file
-// each was bound to), their holders from /proc/PID/fd, lstat, readdir and mountinfo. Thin: no
+// sockets from NETLINK_SOCK_DIAG (unix_diag: the name, the device and inode of the file each
+// was bound to, its creator's uid, its type and state), their holders from /proc/PID/fd, lstat,
+// readdir and mountinfo, and for root the file a socket holds (a copy of the holder's
+// descriptor by pidfd_getfd, then SIOCUNIXFILE: its link count and current path). Thin: no
 // decision is made here.
 #pragma once
 

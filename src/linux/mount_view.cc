@@ -134,6 +134,18 @@ Result<bool> MaskExisting(const std::string& mask, const std::string& dst,
   }
   if (syscall(SYS_move_mount, tree.Get(), "", target.Get(), "",
               kMoveMountFEmptyPath | kMoveMountTEmptyPath) != 0) {
+    if (errno == ENOENT && S_ISSOCK(st.st_mode) && st.st_nlink == 0) {
+      // A mount of the socket file itself whose name the host deleted: the kernel mounts nothing
+      // on a deleted entry, and the mount (locked in the sandbox's namespace) cannot be taken
+      // away. Only root makes such a mount, and the socket stays reachable through it.
+      return Fail("sandbox",
+                  dst.substr(kNew.size()) +
+                      " is a mount of a Unix socket whose name was deleted on the host; it "
+                      "cannot be covered in the sandbox's view, and connect(2) would reach the "
+                      "process holding the socket (fix: unmount it on the host, umount " +
+                      dst.substr(kNew.size()) + ")",
+                  ENOENT);
+    }
     return SysFail("sandbox", "move_mount mask onto " + dst);
   }
   return true;

@@ -16,12 +16,23 @@ struct Target {
   uint64_t ino = 0;
   std::set<std::string> names;
   std::set<uint64_t> socket_inos;
-  std::set<std::string> links;  // canonical paths found to name it
+  std::set<std::string> links;    // canonical paths found to name it
+  std::set<std::string> mounted;  // where a mount of the file itself shows it (not a link)
   std::optional<uint64_t> nlink;
   std::optional<int> owner;
+  std::set<uint32_t> uids;  // who made its connectable sockets
+  bool uid_unknown = false;
 
-  // Every link of it is known: nothing else of the host's tree can name it.
+  // Every link of it is known: nothing else of the host's tree can name it (a file with no
+  // link left is reachable only through a mount of its own, which is looked at first).
   bool Complete() const { return nlink && links.size() >= *nlink; }
+  // Whether a search of the whole view is warranted when it is not complete: it may be the
+  // caller's or root's (the system's), not only another user's.
+  bool SearchedFor(const std::optional<uint32_t>& caller) const {
+    if (!caller || uid_unknown || uids.empty()) return true;
+    return std::any_of(uids.begin(), uids.end(),
+                       [&](uint32_t uid) { return uid == 0 || uid == *caller; });
+  }
 };
 
 std::string Join(const std::string& dir, const std::string& name) {
@@ -59,8 +70,9 @@ bool OwnerRelative(const std::string& name) {
 
 class Locator {
  public:
-  Locator(const std::vector<ViewRegion>& regions, const HostSocketFacts& facts, size_t max_entries)
-      : facts_(facts), max_entries_(max_entries), view_regions_(regions) {}
+  Locator(const std::vector<ViewRegion>& regions, const HostSocketFacts& facts, size_t max_entries,
+          HostSocketSearch& search)
+      : facts_(facts), max_entries_(max_entries), view_regions_(regions), search_(search) {}
 
   Result<std::vector<std::string>> Run() {
     auto listed = facts_.sockets();
@@ -73,17 +85,39 @@ class Locator {
     }
     std::map<std::pair<uint64_t, uint64_t>, Target> by_file;
     for (const auto& s : *listed) {
-      if (s.ino == 0) continue;
+      // A connection a listener accepted is never found by path: only the listener is.
+      if (s.ino == 0 || !s.connectable) continue;
       Target& t = by_file[{s.dev, s.ino}];
       t.dev = s.dev;
       t.ino = s.ino;
       if (!s.name.empty()) t.names.insert(s.name);
       t.socket_inos.insert(s.socket_ino);
-      if (by_file.size() > kMaxHostSockets) {
-        return Fail("sandbox", "more than " + std::to_string(kMaxHostSockets) +
-                                   " named Unix sockets are bound on this host; too many to hide "
-                                   "them from the sandbox");
+      if (s.uid) {
+        t.uids.insert(*s.uid);
+      } else {
+        t.uid_unknown = true;
       }
+    }
+    // The bound on the work: the caller's and root's sockets fail closed past it; another
+    // user's are looked at up to a number per user, so that nobody makes every sandbox start
+    // slow, or fail, by holding many sockets (beyond it that user's sockets lead only to that
+    // user's processes, which chose to offer them).
+    size_t own = 0;
+    std::map<uint32_t, size_t> per_other;
+    for (auto it = by_file.begin(); it != by_file.end();) {
+      const Target& t = it->second;
+      if (t.SearchedFor(facts_.caller_uid)) {
+        if (++own > kMaxHostSockets) {
+          return Fail("sandbox", "more than " + std::to_string(kMaxHostSockets) +
+                                     " named Unix sockets of this user and root are bound on "
+                                     "this host; too many to hide them from the sandbox");
+        }
+      } else if (++per_other[*t.uids.begin()] > kMaxOtherUserSockets) {
+        ++search_.others;
+        it = by_file.erase(it);
+        continue;
+      }
+      ++it;
     }
     mounts_ = facts_.mounts();
     for (const auto& m : mounts_) mount_points_.insert(m.path);
@@ -95,22 +129,28 @@ class Locator {
     }
     for (size_t i = 0; i < targets_.size(); ++i) by_ino_[Low32(targets_[i].ino)].push_back(i);
 
+    // 0. A socket file mounted on its own (mount --bind /run/x.sock ws/s.sock): the mount shows
+    // it whatever became of its names, even once none is left.
+    FileMounts();
     // 1. Where the name says, for names that mean the same to everyone.
     for (auto& t : targets_) {
       for (const auto& name : t.names) {
         if (!OwnerRelative(name)) Try(name, t);
       }
     }
-    // 2. Where the name says in the binding process's context.
+    // 2. Where the name says in the binding process's context, for the caller's and root's
+    // sockets (looking for holders reads every process's descriptors: not for anybody's).
     std::set<uint64_t> unowned;
     for (const auto& t : targets_) {
-      if (!t.Complete()) unowned.insert(t.socket_inos.begin(), t.socket_inos.end());
+      if (!t.Complete() && t.SearchedFor(facts_.caller_uid)) {
+        unowned.insert(t.socket_inos.begin(), t.socket_inos.end());
+      }
     }
     std::map<uint64_t, int> owners;
     if (!unowned.empty() && facts_.owners) owners = facts_.owners(unowned);
     std::set<std::string> hint_dirs;
     for (auto& t : targets_) {
-      if (t.Complete()) continue;
+      if (t.Complete() || !t.SearchedFor(facts_.caller_uid)) continue;
       for (uint64_t s : t.socket_inos) {
         if (auto it = owners.find(s); it != owners.end()) {
           t.owner = it->second;
@@ -136,23 +176,48 @@ class Locator {
         }
       }
     }
-    // 3. Next to those names: a socket renamed or linked in the same directory (ssh's
-    // ControlMaster binds a temporary name, links the real one and unlinks the first).
-    if (!AllComplete()) {
-      for (const auto& dir : hint_dirs) {
-        if (auto s = ScanDirectory(dir, nullptr); !s) return tl::unexpected(s.error());
-        if (AllComplete()) break;
+    // 3. Where the kernel says the socket's file is now: its link count (none left: it can
+    // never be reached by a name) and the path of its bound name after renames (root only).
+    if (facts_.bound_file) {
+      for (auto& t : targets_) {
+        if (t.Complete() || !t.owner || !t.SearchedFor(facts_.caller_uid)) continue;
+        for (uint64_t s : t.socket_inos) {
+          auto file = facts_.bound_file(s, *t.owner);
+          if (!file) continue;
+          if (Low32(file->ino) != Low32(t.ino)) break;  // not this file: a stale answer
+          t.nlink = file->nlink;
+          if (!file->path.empty() && file->path[0] == '/') Try(file->path, t);
+          if (file->nlink == 0) ++search_.unlinked;
+          break;
+        }
       }
     }
-    // 4. Everywhere the view shows the socket's file system.
+    // 4. Next to those names: a socket renamed or linked in the same directory (ssh's
+    // ControlMaster binds a temporary name, links the real one and unlinks the first).
+    if (!SearchComplete()) {
+      for (const auto& dir : hint_dirs) {
+        if (auto s = ScanDirectory(dir, nullptr); !s) return tl::unexpected(s.error());
+        if (SearchComplete()) break;
+      }
+    }
+    // 5. Everywhere the view shows the socket's file system, for a socket of the caller's or
+    // root's. Another user's socket that is not where its name says was moved or linked
+    // elsewhere by that user (or bound under a relative name in a directory of theirs): a
+    // search for it would let any user make every sandbox start read the whole view, or fail
+    // it at the bound, by holding one unlinked socket.
     std::set<uint64_t> devs;
     for (const auto& t : targets_) {
-      if (!t.Complete()) devs.insert(t.dev);
+      if (t.Complete()) continue;
+      if (t.SearchedFor(facts_.caller_uid)) {
+        devs.insert(t.dev);
+      } else {
+        ++search_.others;
+      }
     }
     for (uint64_t dev : devs) {
       if (auto s = SearchDevice(dev); !s) return tl::unexpected(s.error());
     }
-    // 5. Each link as every mount of its file system shows it, and only what the view shows.
+    // 6. Each link as every mount of its file system shows it, and only what the view shows.
     std::set<std::string> out;
     for (const auto& t : targets_) {
       for (const auto& link : t.links) {
@@ -161,6 +226,7 @@ class Locator {
           if (Visible(alias)) out.insert(alias);
         }
       }
+      out.insert(t.mounted.begin(), t.mounted.end());
     }
     return std::vector<std::string>(out.begin(), out.end());
   }
@@ -201,19 +267,23 @@ class Locator {
     for (size_t i : it->second) Record(path, node, targets_[i]);
   }
 
-  bool AllComplete() const {
-    return std::all_of(targets_.begin(), targets_.end(),
-                       [](const Target& t) { return t.Complete(); });
+  // Every socket a search is for is complete.
+  bool SearchComplete() const {
+    return std::all_of(targets_.begin(), targets_.end(), [&](const Target& t) {
+      return t.Complete() || !t.SearchedFor(facts_.caller_uid);
+    });
   }
+  // Nothing left on `dev` that the search is for.
   bool DeviceComplete(uint64_t dev) const {
-    return std::all_of(targets_.begin(), targets_.end(),
-                       [dev](const Target& t) { return t.dev != dev || t.Complete(); });
+    return std::all_of(targets_.begin(), targets_.end(), [&](const Target& t) {
+      return t.dev != dev || t.Complete() || !t.SearchedFor(facts_.caller_uid);
+    });
   }
 
   Status OverBudget(uint64_t dev) const {
     const Target* named = nullptr;
     for (const auto& t : targets_) {
-      if (!t.Complete() && (dev == 0 || t.dev == dev)) {
+      if (!t.Complete() && t.SearchedFor(facts_.caller_uid) && (dev == 0 || t.dev == dev)) {
         named = &t;
         break;
       }
@@ -232,6 +302,26 @@ class Locator {
                                " directory entries; too many to be sure it is hidden from the "
                                "sandbox (fix: stop the process that holds the socket, or run "
                                "with fewer or smaller readable roots)");
+  }
+
+  // Every mount of a file (its root in the file system is not "/") on a device with a socket
+  // to find, where the view shows it: one lstat each; a socket there is that socket.
+  void FileMounts() {
+    std::set<uint64_t> devs;
+    for (const auto& t : targets_) devs.insert(t.dev);
+    for (size_t i = 0; i < mounts_.size(); ++i) {
+      const HostMount& m = mounts_[i];
+      if (m.root == "/" || !devs.count(m.dev) || !Visible(m.path) || MountOf(m.path) != i) {
+        continue;
+      }
+      auto node = facts_.lstat(m.path);
+      if (!node || node->type != PathNode::Type::kSocket) continue;
+      auto it = by_ino_.find(Low32(node->ino));
+      if (it == by_ino_.end()) continue;
+      for (size_t t : it->second) {
+        if (Matches(*node, targets_[t])) targets_[t].mounted.insert(m.path);
+      }
+    }
   }
 
   // Reads one directory, recording every socket in it; pushes its subdirectories onto `stack`
@@ -318,6 +408,7 @@ class Locator {
         if (DeviceComplete(dev)) return Ok();
         std::string dir = std::move(stack.back());
         stack.pop_back();
+        ++search_.searched_dirs;
         if (auto s = ScanDirectory(dir, &stack, dev); !s) return s;
       }
     }
@@ -355,6 +446,7 @@ class Locator {
   std::set<std::string> mount_points_;
   std::map<uint64_t, std::vector<std::string>> walks_;  // SearchStarts of each device
   size_t scanned_ = 0;
+  HostSocketSearch& search_;
 };
 
 }  // namespace
@@ -368,9 +460,10 @@ std::vector<ViewRegion> ViewRegionsOf(const FileView& view) {
 }
 
 Result<std::vector<std::string>> LocateHostSockets(const std::vector<ViewRegion>& regions,
-                                                   const HostSocketFacts& facts,
-                                                   size_t max_entries) {
-  return Locator(regions, facts, max_entries).Run();
+                                                   const HostSocketFacts& facts, size_t max_entries,
+                                                   HostSocketSearch* search) {
+  HostSocketSearch ignored;
+  return Locator(regions, facts, max_entries, search ? *search : ignored).Run();
 }
 
 }  // namespace anvil

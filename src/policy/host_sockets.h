@@ -31,6 +31,25 @@ struct BoundSocket {
   std::string name;         // sun_path as bound: absolute, relative, or through /proc/self/fd/N
   uint64_t dev = 0;         // device of the bound file, encoded as st_dev is
   uint64_t ino = 0;         // inode of the bound file (the kernel's table: its low 32 bits)
+  // Who made the socket (unix_diag's UNIX_DIAG_UID, the creator's uid as the caller's user
+  // namespace maps it); nullopt where the kernel does not say.
+  std::optional<uint32_t> uid;
+  // Whether connect(2) by path can reach this socket: a listening or a not yet connected stream
+  // or seqpacket socket, or a datagram one. A connection accepted from a listener shares its
+  // file and name but is never looked up by path (the kernel finds only the bound socket), and
+  // it is made with uid 0 whoever the listener's owner is: it does not make the file a target.
+  bool connectable = true;
+};
+
+// The file a socket was bound to, as the kernel still holds it (SIOCUNIXFILE through a
+// descriptor of the socket taken from its holder; root only): its link count, 0 once every
+// name was unlinked, and the path its bound name has now (renames move it; empty or ending in
+// " (deleted)" when that name was unlinked).
+struct BoundFile {
+  uint64_t dev = 0;
+  uint64_t ino = 0;
+  uint64_t nlink = 0;
+  std::string path;
 };
 
 // lstat(2) of a path (the last component is never followed).
@@ -68,6 +87,21 @@ struct HostSocketFacts {
   // The entries of a directory (without "." and ".."); nullopt when it cannot be read.
   std::function<std::optional<std::vector<DirEntry>>(const std::string& dir)> list_dir;
   std::function<std::vector<HostMount>()> mounts;
+  // The bound file of the socket `socket_ino` held by process `pid`; nullopt when the caller may
+  // not ask (not root, ptrace refused) or it is gone. Empty function: never known.
+  std::function<std::optional<BoundFile>(uint64_t socket_ino, int pid)> bound_file;
+  // The caller's uid: sockets made by it or by root (uid 0) that are not found where their name
+  // says are searched for in the whole view; another user's are not (docs/policy.md, "Host Unix
+  // sockets"). nullopt: every socket is searched for.
+  std::optional<uint32_t> caller_uid;
+};
+
+// What a search did, for tests and the error messages: the directories the search of the
+// view's file systems (step 4) read, and why sockets needed none.
+struct HostSocketSearch {
+  size_t searched_dirs = 0;  // directories read by the search of the view (not the name's)
+  size_t unlinked = 0;       // sockets whose file has no name left (BoundFile: nlink 0)
+  size_t others = 0;         // another user's sockets not where their name says: not searched
 };
 
 // A tree of the host that the view shows: `root` and everything beneath it except `excluded`.
@@ -80,21 +114,31 @@ struct ViewRegion {
 // paths of a workspace bound piece by piece (sys.exec): nothing may be mounted beneath those.
 std::vector<ViewRegion> ViewRegionsOf(const FileView& view);
 
-// Bounds: more distinct bound socket files than kMaxHostSockets, or a search that would read
-// more than `max_entries` directory entries in all, and the sandbox does not start (a socket
-// not found is a socket not hidden).
-inline constexpr size_t kMaxHostSockets = 20000;
+// Bounds: more distinct bound socket files of the caller's and root's than kMaxHostSockets, or
+// a search that would read more than `max_entries` directory entries in all, and the sandbox
+// does not start (a socket not found is a socket not hidden).
+inline constexpr size_t kMaxHostSockets = 20000;  // the caller's and root's
+// Another user's sockets are looked for where their names say, up to this many per user; the
+// rest are left alone (they lead only to that user's processes).
+inline constexpr size_t kMaxOtherUserSockets = 1000;
 inline constexpr size_t kMaxSocketSearchEntries = 1000000;
 
 // Every path inside `regions` at which one of the host's bound sockets can be reached, each
-// canonical. A socket is looked for where its name says (absolute names; relative names in the
-// cwd of a process holding it; "/proc/self/..." names in that process's /proc entry; in that
-// process's root), then in the directory of each of those names (a rename or link next to
-// it); a socket with fewer links found than its link count (or none) is then searched for in
-// every directory of the regions on its device, bounded by `max_entries`. Each link found is
-// also taken through every other mount of the same file system that shows it (bind mounts).
+// canonical. Only sockets connect(2) can reach count (BoundSocket::connectable). A socket file
+// mounted on its own (a file bind mount, whose source name may be gone) is taken where the
+// view shows the mount. A socket is looked for where its name says (absolute names; relative
+// names in the cwd of a process holding it; "/proc/self/..." names in that process's /proc
+// entry; in that process's root), then in the directory of each of those names (a rename or
+// link next to it), then, where the caller may ask the kernel (BoundFile), at the path its bound
+// name has now; a file with no name left (nlink 0) is unreachable and needs nothing more. A
+// socket of the caller's or root's with fewer links found than its link count (or none) is then
+// searched for in every directory of the regions on its device, bounded by `max_entries`;
+// another user's is not (it can only be elsewhere because that user put it there). Each link
+// found is also taken through every other mount of the same file system that shows it (bind
+// mounts). `search`, when given, says what the search did.
 Result<std::vector<std::string>> LocateHostSockets(const std::vector<ViewRegion>& regions,
                                                    const HostSocketFacts& facts,
-                                                   size_t max_entries = kMaxSocketSearchEntries);
+                                                   size_t max_entries = kMaxSocketSearchEntries,
+                                                   HostSocketSearch* search = nullptr);
 
 }  // namespace anvil

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
+#include <sys/inotify.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -241,6 +242,131 @@ for base in (os.getcwd(), "/tmp"):
     auto benign = SandboxPython(ws_, own, flags, Opts());
     EXPECT_EQ(benign.out, "ws absolute ok\nws relative ok\ntmp absolute ok\ntmp relative ok\n")
         << benign.err;
+  }
+}
+
+// Whether anything opened the directory `path` since the last call: the search of the view for
+// a socket not where its name says reads every directory of it, this one included.
+class DirOpenProbe {
+ public:
+  explicit DirOpenProbe(const std::string& path)
+      : fd_(inotify_init1(IN_NONBLOCK | IN_CLOEXEC)),
+        watch_(fd_ >= 0 ? inotify_add_watch(fd_, path.c_str(), IN_OPEN) : -1) {}
+  ~DirOpenProbe() {
+    if (fd_ >= 0) close(fd_);
+  }
+  DirOpenProbe(const DirOpenProbe&) = delete;
+  DirOpenProbe& operator=(const DirOpenProbe&) = delete;
+  bool ok() const { return watch_ >= 0; }
+  bool Opened() {
+    bool opened = false;
+    alignas(inotify_event) char buf[4096];
+    while (read(fd_, buf, sizeof(buf)) > 0) opened = true;
+    return opened;
+  }
+
+ private:
+  int fd_;
+  int watch_;
+};
+
+TEST_P(T3SandboxHostSockets, AnotherUsersUnlinkedSocketDoesNotMakeTheStartSearchTheView) {
+  // Any local user can bind a socket and unlink its name: the kernel still lists it, and no name
+  // finds it. Searching every directory of the view for it at every start let one user slow
+  // every other user's sandbox (seconds with full read) or, past the search's bound, stop them.
+  // "nobody" holds it here, a user other than either caller.
+  const std::string theirs = outside_ + "/nobody";
+  ASSERT_EQ(mkdir(theirs.c_str(), 0700), 0);
+  ASSERT_EQ(chown(theirs.c_str(), 65534, 65534), 0);
+  const std::string holder_py = R"py(
+import os, socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(sys.argv[1])
+s.listen(1)
+os.unlink(sys.argv[1])
+open(sys.argv[2], "w").write("ready")
+time.sleep(120)
+)py";
+  const std::string ready = theirs + "/ready";
+  RunOptions as_nobody;
+  as_nobody.uid = 65534;
+  as_nobody.gid = 65534;
+  Spawned holder({kPython, "-c", holder_py, theirs + "/x.sock", ready}, as_nobody);
+  ASSERT_TRUE(WaitUntil([&] { return ReadFile(ready) == "ready"; })) << "the holder did not start";
+  const std::string probe_dir = ws_ + "/src/deep/probe";
+  ASSERT_EQ(Shell("mkdir -p " + ShellQuote(probe_dir)), 0);
+  caller_.Give(ws_);
+  DirOpenProbe probe(probe_dir);
+  ASSERT_TRUE(probe.ok()) << strerror(errno);
+  probe.Opened();
+  // Read-only policies: a writable workspace is walked at every start for its repositories'
+  // git metadata (docs/policy.md), which would open the probe whatever the socket search does.
+  const std::vector<std::vector<std::string>> policies = {
+      {"--policy", "read-only"}, {"--policy", "read-only", "--read-access", "full"}};
+  for (const auto& flags : policies) {
+    auto result = Sandbox(ws_, flags, {"/bin/true"}, Opts());
+    EXPECT_EQ(result.status, 0) << result.err;
+    EXPECT_FALSE(probe.Opened()) << "the start searched the view for nobody's unlinked socket ("
+                                 << flags.back() << ")";
+  }
+
+  // Benign neighbour: a socket of root's (a daemon's), reachable only under a name it was given
+  // after binding (linked, the bound name unlinked), is still searched for and masked.
+  const std::string first = ws_ + "/first.sock";
+  Listener daemon(first);
+  ASSERT_TRUE(daemon.ok());
+  ASSERT_EQ(Shell("mkdir -p " + ShellQuote(ws_ + "/src/deep/links")), 0);
+  const std::string second = ws_ + "/src/deep/links/second.sock";
+  ASSERT_EQ(link(first.c_str(), second.c_str()), 0);
+  ASSERT_EQ(unlink(first.c_str()), 0);
+  chmod(second.c_str(), 0777);
+  caller_.Give(ws_);
+  auto control = ::anvil::testing::Run({kPython, "-c", kClient, second, "control"}, Opts());
+  ASSERT_EQ(control.out, "CONNECTED\n") << control.err;
+  ASSERT_EQ(daemon.Received(2000).value_or("<nothing>"), "control");
+  probe.Opened();
+  auto attack = Connect(policies[0], second, "attack");
+  EXPECT_EQ(attack.out.rfind("ERR", 0), 0u) << attack.out << attack.err;
+  EXPECT_FALSE(daemon.Received(20)) << "a connection reached the host daemon";
+  EXPECT_TRUE(probe.Opened()) << "the probe saw no search: it proves nothing above";
+}
+
+TEST_P(T3SandboxHostSockets, ASocketReachableOnlyThroughAFileBindMountIsUnreachable) {
+  // mount --bind /run/x.sock ws/s.sock, then rm /run/x.sock: the mount still leads to the
+  // socket, and no name of it is left for a search to find. Also with the name still there,
+  // where the mount is covered like any other way to the socket.
+  for (bool unlink_source : {true, false}) {
+    const std::string source = outside_ + (unlink_source ? "/bm-gone.sock" : "/bm-kept.sock");
+    const std::string target = ws_ + (unlink_source ? "/s-gone.sock" : "/s-kept.sock");
+    Listener daemon(source);
+    ASSERT_TRUE(daemon.ok());
+    chmod(source.c_str(), 0777);
+    WriteFile(target, "", 0644);
+    ASSERT_EQ(mount(source.c_str(), target.c_str(), nullptr, MS_BIND, nullptr), 0)
+        << strerror(errno);
+    if (unlink_source) {
+      ASSERT_EQ(unlink(source.c_str()), 0);
+    }
+    caller_.Give(ws_);
+    auto control = ::anvil::testing::Run({kPython, "-c", kClient, target, "control"}, Opts());
+    EXPECT_EQ(control.out, "CONNECTED\n") << control.err;
+    EXPECT_EQ(daemon.Received(2000).value_or("<nothing>"), "control");
+    for (const auto& flags : std::vector<std::vector<std::string>>{
+             {}, {"--policy", "read-only"}, {"--read-access", "full"}}) {
+      const std::string where = target + " (" + (flags.empty() ? "default" : flags.back()) + "): ";
+      auto attack = Connect(flags, target, "attack");
+      if (unlink_source) {
+        // Nothing can be mounted over a deleted entry, nor can the mount be taken away inside:
+        // the sandbox does not start, and says which mount and what to do.
+        EXPECT_EQ(attack.status, 125) << where << attack.out << attack.err;
+        EXPECT_NE(attack.err.find(target), std::string::npos) << where << attack.err;
+        EXPECT_NE(attack.err.find("fix:"), std::string::npos) << where << attack.err;
+      } else {
+        EXPECT_EQ(attack.out.rfind("ERR", 0), 0u) << where << attack.out << attack.err;
+      }
+      EXPECT_FALSE(daemon.Received(20)) << where << "a connection reached the host daemon";
+    }
+    umount2(target.c_str(), MNT_DETACH);
   }
 }
 

@@ -33,6 +33,9 @@ struct FakeHost {
   std::map<uint64_t, int> holders;
   std::set<std::string> unknown_type;  // readdir reports DT_UNKNOWN for these
   std::vector<std::string> listed;     // directories read, in order
+  std::optional<uint32_t> caller_uid;
+  std::map<uint64_t, BoundFile> bound_files;  // by socket inode: what SIOCUNIXFILE would say
+  HostSocketSearch search;                    // of the last Locate
   uint64_t next_ino = 1000;
 
   void Dir(const std::string& path, uint64_t dev = 1) {
@@ -48,8 +51,9 @@ struct FakeHost {
     Dir(path.substr(0, std::max<size_t>(1, path.rfind('/'))), dev);
     nodes[path] = PathNode{Type::kOther, dev, 0, next_ino++, 1};
   }
-  void Bound(const std::string& name, uint64_t ino, uint64_t socket_ino = 0, uint64_t dev = 1) {
-    sockets.push_back({socket_ino, name, dev, ino});
+  void Bound(const std::string& name, uint64_t ino, uint64_t socket_ino = 0, uint64_t dev = 1,
+             std::optional<uint32_t> uid = std::nullopt, bool connectable = true) {
+    sockets.push_back({socket_ino, name, dev, ino, uid, connectable});
   }
 
   HostSocketFacts Facts() {
@@ -99,14 +103,23 @@ struct FakeHost {
       return out;
     };
     f.mounts = [this]() { return mounts; };
+    if (!bound_files.empty()) {
+      f.bound_file = [this](uint64_t socket_ino, int) -> std::optional<BoundFile> {
+        auto it = bound_files.find(socket_ino);
+        if (it == bound_files.end()) return std::nullopt;
+        return it->second;
+      };
+    }
+    f.caller_uid = caller_uid;
     return f;
   }
 
   Result<std::vector<std::string>> Locate(const std::vector<ViewRegion>& regions,
                                           size_t budget = kMaxSocketSearchEntries) {
     listed.clear();
+    search = {};
     auto facts = Facts();
-    return LocateHostSockets(regions, facts, budget);
+    return LocateHostSockets(regions, facts, budget, &search);
   }
 };
 
@@ -277,6 +290,172 @@ TEST(LocateHostSockets, AFileSystemWithItsOwnStDevIsMatchedByItsMountsDevice) {
   EXPECT_EQ(*found, Paths{"/ws/sub/vol.sock"});
 }
 
+// A tree the search of the view would have to read: 30 directories of files.
+void BigTree(FakeHost& h) {
+  for (int d = 0; d < 30; ++d) {
+    for (int f = 0; f < 5; ++f) h.File("/ws/t" + std::to_string(d) + "/f" + std::to_string(f));
+  }
+}
+
+TEST(LocateHostSockets, AnotherUsersSocketNotWhereItsNameSaysStartsNoSearch) {
+  // Any user can bind a socket and unlink it (or link it into a directory of theirs, or bind a
+  // relative name the caller cannot resolve): searching the whole view for it at every start
+  // would let that user slow down, or past the bound fail, everybody's sandboxes.
+  for (uint32_t caller : {0u, 1000u}) {
+    FakeHost h;
+    BigTree(h);
+    h.caller_uid = caller;
+    h.Bound("/home/u2/gone.sock", 40, 601, 1, /*uid=*/1001);
+    h.Bound("rel.sock", 41, 602, 1, /*uid=*/1001);  // holder not visible to the caller
+    h.Sock("/ws/t3/moved-by-u2.sock", 42);
+    h.Bound("/home/u2/m.sock", 42, 603, 1, /*uid=*/1001);
+    auto found = h.Locate(kWorkspace);
+    ASSERT_TRUE(found) << found.error().ToString();
+    EXPECT_EQ(h.search.searched_dirs, 0u) << "caller " << caller;
+    EXPECT_TRUE(h.listed.empty()) << "caller " << caller << " read " << h.listed.front();
+    EXPECT_EQ(h.search.others, 3u);
+    EXPECT_TRUE(found->empty());  // another user's, put there by that user: theirs to offer
+  }
+  // Benign: a socket of the caller's own, or of root's, moved into the view is still searched
+  // for and masked, by either caller.
+  for (uint32_t owner : {1000u, 0u}) {
+    FakeHost h;
+    BigTree(h);
+    h.caller_uid = 1000;
+    h.Sock("/ws/t7/moved.sock", 43);
+    h.Bound("/home/u/was-here.sock", 43, 604, 1, owner);
+    auto found = h.Locate(kWorkspace);
+    ASSERT_TRUE(found) << found.error().ToString();
+    EXPECT_EQ(*found, Paths{"/ws/t7/moved.sock"}) << "owner " << owner;
+    EXPECT_GT(h.search.searched_dirs, 0u);
+  }
+  // A kernel that does not say who made a socket: searched for, as before.
+  FakeHost unknown;
+  unknown.caller_uid = 1000;
+  unknown.Sock("/ws/t1/x.sock", 44);
+  unknown.Bound("/elsewhere/x.sock", 44);
+  auto found = unknown.Locate(kWorkspace);
+  ASSERT_TRUE(found) << found.error().ToString();
+  EXPECT_EQ(*found, Paths{"/ws/t1/x.sock"});
+}
+
+TEST(LocateHostSockets, WhereTheKernelSaysTheFileHasNoNameLeftNothingIsSearched) {
+  // Root may ask the kernel for the file a socket holds: a link count of 0 means no path can
+  // reach it any more; a rename is followed to where the bound name is now.
+  FakeHost h;
+  BigTree(h);
+  h.caller_uid = 0;
+  h.Bound("/ws/unlinked.sock", 45, 605, 1, 0u);
+  h.holders[605] = 90;
+  h.bound_files[605] = BoundFile{1, 45, 0, "/ws/unlinked.sock (deleted)"};
+  h.Sock("/ws/t9/renamed.sock", 46);
+  h.Bound("/ws/before.sock", 46, 606, 1, 1001u);  // another user's, renamed into the view
+  h.holders[606] = 91;
+  h.bound_files[606] = BoundFile{1, 46, 1, "/ws/t9/renamed.sock"};
+  auto found = h.Locate(kWorkspace);
+  ASSERT_TRUE(found) << found.error().ToString();
+  EXPECT_EQ(h.search.searched_dirs, 0u);
+  EXPECT_EQ(h.search.unlinked, 1u);
+  // Another user's socket is not asked about (nor searched for); the caller's own renamed one is
+  // found where the kernel says.
+  EXPECT_TRUE(found->empty());
+  FakeHost own;
+  own.caller_uid = 0;
+  BigTree(own);
+  own.Sock("/ws/t9/renamed.sock", 47);
+  own.Bound("/ws/before.sock", 47, 607, 1, 0u);
+  own.holders[607] = 92;
+  own.bound_files[607] = BoundFile{1, 47, 1, "/ws/t9/renamed.sock"};
+  found = own.Locate(kWorkspace);
+  ASSERT_TRUE(found) << found.error().ToString();
+  EXPECT_EQ(*found, Paths{"/ws/t9/renamed.sock"});
+  EXPECT_EQ(own.search.searched_dirs, 0u);
+  // Linked elsewhere and the bound name unlinked: one link left, not at the path the kernel has
+  // (deleted); the search finds it.
+  FakeHost linked;
+  linked.caller_uid = 0;
+  BigTree(linked);
+  linked.Sock("/ws/t4/link.sock", 48);
+  linked.Bound("/ws/orig.sock", 48, 608, 1, 0u);
+  linked.holders[608] = 93;
+  linked.bound_files[608] = BoundFile{1, 48, 1, "/ws/orig.sock (deleted)"};
+  found = linked.Locate(kWorkspace);
+  ASSERT_TRUE(found) << found.error().ToString();
+  EXPECT_EQ(*found, Paths{"/ws/t4/link.sock"});
+}
+
+TEST(LocateHostSockets, ASocketFileMountedOnItsOwnIsMaskedWhereTheMountShowsIt) {
+  // mount --bind /run/rt1.sock ws/s.sock, then rm /run/rt1.sock: no name is left anywhere, the
+  // mount still reaches the socket. /run (device 7) is not in the view; the mount is.
+  for (bool unlinked : {true, false}) {
+    FakeHost h;
+    h.caller_uid = 0;
+    h.Dir("/run", 7);
+    h.mounts.push_back({"/run", "/", 7});
+    h.mounts.push_back({"/ws/s.sock", unlinked ? "/rt1.sock//deleted" : "/rt1.sock", 7});
+    h.Sock("/ws/s.sock", 50, unlinked ? 0 : 1, 7);
+    if (!unlinked) h.Sock("/run/rt1.sock", 50, 1, 7);
+    h.Bound("/run/rt1.sock", 50, 610, 7, 0u);
+    h.holders[610] = 94;
+    h.bound_files[610] = BoundFile{7, 50, unlinked ? 0u : 1u, "/run/rt1.sock"};
+    auto found = h.Locate(kWorkspace);
+    ASSERT_TRUE(found) << found.error().ToString();
+    EXPECT_EQ(*found, Paths{"/ws/s.sock"}) << (unlinked ? "unlinked" : "linked");
+    EXPECT_EQ(h.search.searched_dirs, 0u);
+  }
+  // Without the kernel's answer (an unprivileged caller) the same holds.
+  FakeHost h;
+  h.caller_uid = 1000;
+  h.Dir("/run", 7);
+  h.mounts.push_back({"/run", "/", 7});
+  h.mounts.push_back({"/ws/s.sock", "/rt1.sock//deleted", 7});
+  h.Sock("/ws/s.sock", 51, 0, 7);
+  h.Bound("/run/rt1.sock", 51, 611, 7, 1000u);
+  auto found = h.Locate(kWorkspace);
+  ASSERT_TRUE(found) << found.error().ToString();
+  EXPECT_EQ(*found, Paths{"/ws/s.sock"});
+}
+
+TEST(LocateHostSockets, AcceptedConnectionsDoNotMakeAFileATarget) {
+  // The kernel makes an accepted connection with uid 0 and gives it the listener's file; once
+  // the listener is closed nothing can connect by path.
+  FakeHost h;
+  BigTree(h);
+  h.caller_uid = 1000;
+  h.Bound("/home/u2/l.sock", 52, 612, 1, 0u, /*connectable=*/false);
+  auto found = h.Locate(kWorkspace);
+  ASSERT_TRUE(found) << found.error().ToString();
+  EXPECT_TRUE(found->empty());
+  EXPECT_EQ(h.search.searched_dirs, 0u);
+  // Benign: with its listener still there, the file is one, and is masked.
+  h.Sock("/ws/l.sock", 52);
+  h.Bound("/ws/l.sock", 52, 613, 1, 1001u);
+  found = h.Locate(kWorkspace);
+  ASSERT_TRUE(found) << found.error().ToString();
+  EXPECT_EQ(*found, Paths{"/ws/l.sock"});
+}
+
+TEST(LocateHostSockets, ManySocketsOfAnotherUserNeitherFailNorSlowTheStart) {
+  FakeHost h;
+  h.caller_uid = 1000;
+  for (uint64_t i = 0; i <= kMaxHostSockets; ++i) {
+    h.Bound("/home/u2/s" + std::to_string(i), 100000 + i, 0, 1, 1001u);
+  }
+  h.Sock("/ws/own.sock", 53);
+  h.Bound("/ws/own.sock", 53, 0, 1, 1000u);
+  auto found = h.Locate(kWorkspace);
+  ASSERT_TRUE(found) << found.error().ToString();
+  EXPECT_EQ(*found, Paths{"/ws/own.sock"});
+  EXPECT_EQ(h.search.others, kMaxHostSockets + 1);  // the first 1000 looked at, none there
+  // The caller's own and root's still fail closed past the bound.
+  FakeHost own;
+  own.caller_uid = 1000;
+  for (uint64_t i = 0; i <= kMaxHostSockets; ++i) {
+    own.Bound("/x/s" + std::to_string(i), 100000 + i, 0, 1, i % 2 ? 1000u : 0u);
+  }
+  EXPECT_FALSE(own.Locate(kWorkspace));
+}
+
 TEST(LocateHostSockets, ASearchPastItsBoundFailsClosedNamingTheBoundAndTheSocket) {
   FakeHost h;
   for (int i = 0; i < 40; ++i) h.File("/ws/d/f" + std::to_string(i));
@@ -377,6 +556,75 @@ TEST(RealHostSocketFacts, FindsSocketsBoundUnderEveryKindOfName) {
   close(via_fd);
   close(moved);
   close(dir_fd);
+  ASSERT_EQ(std::system(("rm -rf '" + dir + "'").c_str()), 0);
+}
+
+TEST(RealHostSocketFacts, TheKernelSaysWhoMadeASocketAndWhatBecameOfItsFile) {
+  char dir_template[] = "/tmp/anvil-hostsock-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  auto listener = [](const std::string& name) {
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::memcpy(addr.sun_path, name.c_str(), name.size());
+    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd, 1) != 0) {
+      close(fd);
+      return -1;
+    }
+    return fd;
+  };
+  const int gone = listener(dir + "/gone.sock");
+  const int moved = listener(dir + "/m.sock");
+  ASSERT_GE(gone, 0);
+  ASSERT_GE(moved, 0);
+  // A connection accepted from `moved`: the same file, never found by path.
+  int client = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, (dir + "/m.sock").c_str(), dir.size() + 7);
+  ASSERT_EQ(connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  int accepted = accept4(moved, nullptr, nullptr, SOCK_CLOEXEC);
+  ASSERT_GE(accepted, 0);
+  struct stat gone_st {
+  }, moved_st{}, accepted_st{}, moved_sock{};
+  ASSERT_EQ(stat((dir + "/gone.sock").c_str(), &gone_st), 0);
+  ASSERT_EQ(stat((dir + "/m.sock").c_str(), &moved_st), 0);
+  ASSERT_EQ(fstat(accepted, &accepted_st), 0);
+  ASSERT_EQ(fstat(moved, &moved_sock), 0);
+  ASSERT_EQ(unlink((dir + "/gone.sock").c_str()), 0);
+  ASSERT_EQ(rename((dir + "/m.sock").c_str(), (dir + "/m2.sock").c_str()), 0);
+
+  auto listed = ListBoundUnixSockets();
+  ASSERT_TRUE(listed) << listed.error().ToString();
+  int seen = 0;
+  for (const auto& s : *listed) {
+    if (s.ino == (moved_st.st_ino & 0xffffffffULL) && s.dev == moved_st.st_dev) {
+      ++seen;
+      const bool is_accepted = s.socket_ino == accepted_st.st_ino;
+      EXPECT_EQ(s.connectable, !is_accepted) << "socket " << s.socket_ino;
+      if (!is_accepted) {
+        EXPECT_EQ(s.uid, std::optional<uint32_t>(getuid()));
+      }
+    }
+  }
+  EXPECT_EQ(seen, 2) << "the listener and the connection it accepted";
+
+  // Root may ask the kernel: no link left for the unlinked one, the new path of the renamed one.
+  if (geteuid() == 0) {
+    auto facts = RealHostSocketFacts();
+    struct stat gone_sock {};
+    ASSERT_EQ(fstat(gone, &gone_sock), 0);
+    auto file = facts.bound_file(gone_sock.st_ino, getpid());
+    ASSERT_TRUE(file) << "SIOCUNIXFILE through pidfd_getfd";
+    EXPECT_EQ(file->nlink, 0u);
+    EXPECT_EQ(file->ino, gone_st.st_ino);
+    file = facts.bound_file(moved_sock.st_ino, getpid());
+    ASSERT_TRUE(file);
+    EXPECT_EQ(file->nlink, 1u);
+    EXPECT_EQ(file->path, dir + "/m2.sock");
+  }
+  for (int fd : {gone, moved, client, accepted}) close(fd);
   ASSERT_EQ(std::system(("rm -rf '" + dir + "'").c_str()), 0);
 }
 
