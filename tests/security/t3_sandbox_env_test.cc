@@ -131,6 +131,53 @@ TEST_P(T3SandboxEnv, DatabaseForgeAndRegistryCredentialsDoNotReachCommand) {
   EXPECT_TRUE(entries.count("PLAIN_URL=https://mirror.example/simple")) << attack.out;
 }
 
+TEST_P(T3SandboxEnv, CredentialsInConnectionStringsHeadersAndTokensDoNotReachCommand) {
+  // Values that hold a credential under names the name filter did not know, and passwords the
+  // URL scan missed (',' and ';' in userinfo).
+  const std::string token = UniqueToken("hunter");
+  const std::vector<std::string> caller_env = {
+      "PATH=/usr/bin:/bin",
+      "JDBC_DATABASE_URL=jdbc:postgresql://db:5432/app?user=app&password=" + token,
+      "DATABASE_URL=postgres://app:pa;ss-" + token + "@db.example/app",
+      "REDIS_URL=redis://:s3cr," + token + "@cache:6379/0",
+      "AZURE_STORAGE_CONNECTION_STRING=DefaultEndpointsProtocol=https;AccountName=a;AccountKey=" +
+          token + ";",
+      "ConnectionStrings__Default=Server=db;Database=app;Password=" + token + ";",
+      "APP_DB=Server=db;Database=app;Password=" + token + ";",
+      "GIT_CONFIG_COUNT=1",
+      "GIT_CONFIG_KEY_0=http.extraheader",
+      "GIT_CONFIG_VALUE_0=AUTHORIZATION: basic " + token,
+      "CI_JOB_JWT=eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiIxIn0." + token,
+      "ID=eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiIxIn0." + token,
+      "SLACK_WEBHOOK_URL=https://hooks.slack.com/services/T000/B000/" + token,
+      "NOTIFY=https://hooks.slack.com/services/T000/B000/" + token,
+      "EDITOR=vim",
+      "CFLAGS=-O2 -g",
+      "NODE_OPTIONS=--max-old-space-size=4096",
+      "MIRROR=https://mirror.example/simple?platform=linux"};
+  auto attack = Env(caller_env);
+  EXPECT_EQ(attack.status, 0) << attack.err;
+  EXPECT_EQ(attack.out.find(token), std::string::npos) << attack.out;
+  EXPECT_FALSE(HasName(attack, "GIT_CONFIG_COUNT")) << "half a git config set: " << attack.out;
+  auto entries = Entries(attack);
+  for (const char* benign :
+       {"EDITOR=vim", "CFLAGS=-O2 -g", "NODE_OPTIONS=--max-old-space-size=4096",
+        "MIRROR=https://mirror.example/simple?platform=linux"}) {
+    EXPECT_TRUE(entries.count(benign)) << benign << " missing: " << attack.out;
+  }
+  // Benign: git settings from the environment without a credential reach git whole.
+  if (!Exists("/usr/bin/git")) return;
+  RunOptions options;
+  options.env = {
+      "PATH=/usr/bin:/bin",       "GIT_CONFIG_COUNT=2",         "GIT_CONFIG_KEY_0=core.autocrlf",
+      "GIT_CONFIG_VALUE_0=input", "GIT_CONFIG_KEY_1=user.name", "GIT_CONFIG_VALUE_1=A U Thor"};
+  auto git = Sandbox(ws_.path(), {},
+                     {"/usr/bin/git", "config", "--get-regexp", "^(core.autocrlf|user.name)$"},
+                     Opts(options));
+  EXPECT_EQ(git.status, 0) << git.err;
+  EXPECT_EQ(git.out, "core.autocrlf input\nuser.name A U Thor\n") << git.err;
+}
+
 TEST_P(T3SandboxEnv, KeepEnvKeepsOnlyTheNamedVariable) {
   const std::string token = UniqueToken("kept-value");
   const std::string other = UniqueToken("dropped-value");

@@ -86,6 +86,127 @@ TEST(EnvPolicy, CredentialNamesAndUrlPasswordsAreDroppedWhateverTheName) {
                   "DATABASE_URL=postgres://a:b@h/d"));
 }
 
+TEST(EnvPolicy, CredentialsInValuesAreDroppedWhateverTheirShape) {
+  struct Row {
+    const char* entry;
+    bool dropped;
+  };
+  const Row rows[] = {
+      // A password in a URL's userinfo, which RFC 3986 lets hold ',' ';' '&' '='.
+      {"DATABASE_URL=postgres://app:pa;ss-hunter2@db.example/app", true},
+      {"DB=postgres://app:pa,ss@db.example/app", true},
+      {"REDIS=redis://:s3cr,et@cache:6379/0", true},
+      {"AMQP=amqp://u:p&w=d@mq/vhost", true},
+      {"REPO=https://ghp0abcdefghijklmnop1234567@github.com/o/r.git", true},  // a token as user
+      // Secret query parameters (JDBC, presigned and SAS URLs, API keys).
+      {"JDBC_DATABASE_URL=jdbc:postgresql://db:5432/app?user=app&password=hunter2", true},
+      {"LINK=https://acct.blob.core.windows.net/c/b?sv=2020-08-04&se=2030-01-01&sig=abc%3D", true},
+      {"OBJ=https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=ab",
+       true},
+      {"API=https://api.example/v1/items?api_key=abc123", true},
+      {"CB=https://app.example/cb?access_token=abc", true},
+      {"MAPS=https://maps.example/js?key=AIzaXYZ", true},
+      // Connection strings, `Key=Value;`, and libpq's keyword form.
+      {"STORAGE=DefaultEndpointsProtocol=https;AccountName=a;AccountKey=abc==;", true},
+      {"BUS=Endpoint=sb://x.servicebus.windows.net/;SharedAccessKeyName=R;SharedAccessKey=a=",
+       true},
+      {"DB2=Server=db;Database=app;User Id=app;Password=hunter2;", true},
+      {"SQL=Data Source=db; Initial Catalog=app; Pwd=hunter2", true},
+      {"PGCONN=host=db user=app password=hunter2", true},
+      // Authorization headers and schemes.
+      {"HDR=AUTHORIZATION: basic dXNlcjpwYXNz", true},
+      {"CURL_ARGS=-H \"Bearer abcdefgh.ijk\"", true},
+      {"B=Basic dXNlcjpwYXNzd29yZA==", true},
+      // Token shapes: a JWT, a private key, well-known prefixes.
+      {"ID=eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl", true},
+      {"PEM=-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn\n-----END OPENSSH PRIVATE KEY-----", true},
+      {"GH=ghp_abcdefghijklmnopqrstuvwxyz0123456789", true},
+      {"GL=glpat-abcdefghij0123456789", true},
+      {"SLACK=xoxb-1234567890-abcdef", true},
+      {"AWSID=AKIAIOSFODNN7EXAMPLE", true},
+      // Webhooks: the secret is the path.
+      {"NOTIFY=https://hooks.slack.com/services/T000/B000/XXXXSECRET", true},
+      {"CHAT=https://discord.com/api/webhooks/123/abc", true},
+      {"TEAMS=https://acme.webhook.office.com/webhookb2/abc", true},
+      // Names: JWT, COOKIE, SESSION, CONNECTION_STRING, WEBHOOK, PRIVATE.
+      {"CI_JOB_JWT=x", true},
+      {"SLACK_WEBHOOK_URL=x", true},
+      {"AZURE_STORAGE_CONNECTION_STRING=x", true},
+      {"ConnectionStrings__Default=x", true},
+      {"DB_CONNSTR=x", true},
+      {"SESSION_ID=x", true},
+      {"MY_COOKIE=x", true},
+      {"APP_PRIVATE=x", true},
+      // Benign: everyday tools' variables, URLs without credentials, prose.
+      {"PATH=/usr/local/bin:/usr/bin", false},
+      {"HOME=/home/u", false},
+      {"LANG=en_US.UTF-8", false},
+      {"TERM=xterm-256color", false},
+      {"EDITOR=vim", false},
+      {"PWD=/ws", false},
+      {"OLDPWD=/ws/sub", false},
+      {"GIT_AUTHOR_NAME=A U Thor", false},
+      {"XAUTHORITY=/run/user/1000/xauth", false},
+      {"CC=gcc", false},
+      {"CFLAGS=-O2 -g -DNDEBUG -DAPI_KEY_LEN=32 -DUSE_TOKEN=1", false},
+      {"PYTHONPATH=/ws/src:/ws/lib", false},
+      {"NODE_OPTIONS=--max-old-space-size=4096", false},
+      {"JAVA_TOOL_OPTIONS=-Dfile.encoding=UTF-8", false},
+      {"SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt", false},
+      {"XDG_SESSION_TYPE=wayland", false},
+      {"DESKTOP_SESSION=gnome", false},
+      {"DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus", false},
+      {"LS_COLORS=rs=0:di=01;34:ln=01;36:mh=00:pi=40;33:so=01;35:*.tar=01;31:", false},
+      {"PROMPT_COMMAND=history -a; history -n", false},
+      {"SEARCH=https://www.example.com/search?q=anvil&hl=en", false},
+      {"MIRROR=https://mirror.example/simple?platform=linux", false},
+      {"PGCONN=host=db port=5432 dbname=app user=app", false},
+      {"GOPROXY=https://proxy.golang.org,direct", false},
+      {"NO_PROXY=localhost,127.0.0.1,.internal", false},
+      {"NOTE=basic configuration is documented", false},
+      {"REPO=https://git@github.com/o/r.git", false},
+      {"SERVICE=http://localhost:8080/users/a@b", false},
+  };
+  for (const Row& row : rows) {
+    std::vector<std::string> out = FilterEnvironment({row.entry}, EnvPolicy{});
+    EXPECT_EQ(out.empty(), row.dropped) << row.entry;
+  }
+}
+
+TEST(EnvPolicy, GitConfigFromTheEnvironmentGoesAsOneSet) {
+  // GIT_CONFIG_KEY_0 contains KEY: dropped alone, it left COUNT and VALUE_0, so the credential
+  // reached the command and git failed with "missing config key".
+  const std::vector<std::string> leak = {"GIT_CONFIG_COUNT=2",
+                                         "GIT_CONFIG_KEY_0=core.autocrlf",
+                                         "GIT_CONFIG_VALUE_0=false",
+                                         "GIT_CONFIG_KEY_1=http.extraheader",
+                                         "GIT_CONFIG_VALUE_1=AUTHORIZATION: basic eDp5",
+                                         "PATH=/usr/bin"};
+  EXPECT_EQ(FilterEnvironment(leak, EnvPolicy{}), std::vector<std::string>{"PATH=/usr/bin"});
+  for (const char* credential :
+       {"http.https://git.example/.extraHeader=X-Token: 1", "credential.helper=store",
+        "url.https://u:p@git.example/.insteadOf=https://git.example/", "sendemail.smtpPass=hunter2",
+        "core.sshCommand=ssh -i k?password=x"}) {
+    std::string pair = credential;
+    const size_t eq = pair.find('=');
+    auto out = FilterEnvironment({"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=" + pair.substr(0, eq),
+                                  "GIT_CONFIG_VALUE_0=" + pair.substr(eq + 1)},
+                                 EnvPolicy{});
+    EXPECT_TRUE(out.empty()) << credential;
+  }
+  EXPECT_TRUE(FilterEnvironment({"GIT_CONFIG_PARAMETERS='http.extraheader'='Authorization: x'"},
+                                EnvPolicy{})
+                  .empty());
+  // Benign: a set without a credential passes whole, KEY_<n> included.
+  const std::vector<std::string> benign = {
+      "GIT_CONFIG_COUNT=2",          "GIT_CONFIG_KEY_0=safe.directory",
+      "GIT_CONFIG_VALUE_0=*",        "GIT_CONFIG_KEY_1=user.name",
+      "GIT_CONFIG_VALUE_1=A U Thor", "GIT_CONFIG_PARAMETERS='core.pager'='less -R'"};
+  EXPECT_EQ(FilterEnvironment(benign, EnvPolicy{}), benign);
+  EXPECT_FALSE(IsGitConfigEnvName("GIT_CONFIG_KEY_X"));
+  EXPECT_TRUE(LooksLikeSecretEnvName("GIT_CONFIG_KEY_X"));
+}
+
 TEST(EnvPolicy, KeepOverridesFilterAndClearKeepsOnlyNamed) {
   std::vector<std::string> caller = {"PATH=/usr/bin", "GITHUB_TOKEN=t", "HOME=/h"};
   EnvPolicy keep;
