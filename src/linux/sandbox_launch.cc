@@ -34,6 +34,7 @@
 #include "linux/root_remap.h"
 #include "linux/seccomp.h"
 #include "linux/terminal_relay.h"
+#include "linux/user_ns_limits.h"
 
 #ifndef CLONE_PIDFD
 #define CLONE_PIDFD 0x00001000
@@ -139,6 +140,8 @@ struct Plan {
   bool remap_root = false;
   std::vector<std::string> idmapped_roots;
   int remap_fd = -1;
+  // The sandbox's user namespace's share of the caller's per-user counts (user_ns_limits.h).
+  std::vector<UserNsLimit> user_limits;
   int stdin_fd = -1;  // warm start: the call's stdin, made fd 0 of the command
   // Warm start: the write end of a pipe on which the command, before it execs, writes one byte
   // when it fails (a layer, or the exec): its exit status is then not the tool's.
@@ -630,6 +633,9 @@ void TakeWarmCall(Plan& plan) {
     } else if (auto s = MapIds(plan); !s) {
       Die(plan, s.error());
     }
+    // Before the command can make inotify instances or namespaces: they count against the
+    // caller's quota too.
+    if (auto s = ApplyUserNsLimits(plan.user_limits); !s) Die(plan, s.error());
   }
   // After the id maps (which need our own /proc/self files): nothing in the sandbox may
   // attach to or read the memory of its init.
@@ -983,6 +989,7 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
 
   unsigned long flags = 0;
   if (plan.confine_fs) {
+    plan.user_limits = SandboxUserNsLimits(ReadUserNsLimits());
     flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC;
     if (policy.network != NetworkMode::kFull) flags |= CLONE_NEWNET;
   }
