@@ -140,7 +140,13 @@ Status WriteCeiling(const std::string& dir, bool v2, uint64_t limit) {
   }
   if (auto s = WriteText(dir + "/memory.limit_in_bytes", value); !s) return s;
   if (Exists(dir + "/memory.memsw.limit_in_bytes")) {
-    return WriteText(dir + "/memory.memsw.limit_in_bytes", value);
+    if (auto s = WriteText(dir + "/memory.memsw.limit_in_bytes", value); !s) return s;
+  }
+  // v1 counts socket buffers only once a TCP limit is written (v2 counts them in memory.max):
+  // without it, a command queues unbounded loopback TCP (and UDP) buffers past the ceiling. The
+  // sandbox's sockets are all made after this, so all of them are counted.
+  if (Exists(dir + "/memory.kmem.tcp.limit_in_bytes")) {
+    return WriteText(dir + "/memory.kmem.tcp.limit_in_bytes", value);
   }
   return Ok();
 }

@@ -61,6 +61,67 @@ TEST_P(T6SandboxMemory, AnAllocationFloodIsKilledAtTheCeilingAndReported) {
   EXPECT_FALSE(JsonReport(under).value("out_of_memory", false));
 }
 
+// Loopback TCP connections whose peer never reads: the kernel queues their buffers, memory the
+// process never allocated itself. cgroup v1 counts it only once a TCP limit is written.
+constexpr char kTcpFlood[] = R"py(
+import socket
+srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen(1024)
+total, conns = 0, []
+try:
+    for i in range(300):
+        c = socket.socket(); c.connect(srv.getsockname()); a, _ = srv.accept()
+        c.setblocking(False)
+        conns.append((c, a))
+        try:
+            while True:
+                total += c.send(b"x" * 65536)
+        except BlockingIOError:
+            pass
+except OSError:
+    pass
+print(total >> 20)
+)py";
+
+TEST_P(T6SandboxMemory, QueuedSocketBuffersCountAgainstTheCeiling) {
+  auto layers = ProbeLayers({"--limit", "mem=64M"}, Opts());
+  if (layers.value("memory_limit", 0) == 0) {
+    GTEST_SKIP() << "SKIPPED: no memory cgroup can be had by this caller here";
+  }
+  auto flood = SandboxPython(ws_.path(), kTcpFlood, {"--limit", "mem=64M"}, Opts());
+  if (flood.status == 0) {
+    // Sends stop short (EAGAIN) at the ceiling; each connection may hold one buffer past it.
+    ASSERT_FALSE(flood.out.empty()) << flood.err;
+    EXPECT_LT(std::stoll(flood.out), 128) << "MiB of TCP buffers queued under mem=64M";
+  } else {
+    EXPECT_EQ(flood.status, 128 + 9) << flood.out << flood.err;
+  }
+  // Benign: a local test server and its client exchange a few MiB under the same ceiling.
+  auto server = SandboxPython(ws_.path(), R"py(
+import socket, threading
+srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen(1)
+def serve():
+    a, _ = srv.accept()
+    while True:
+        data = a.recv(1 << 16)
+        if not data: break
+        a.sendall(data)
+    a.close()
+t = threading.Thread(target=serve); t.start()
+c = socket.create_connection(srv.getsockname())
+got = 0
+for i in range(64):
+    c.sendall(b"y" * 65536)
+    need = 65536
+    while need:
+        n = len(c.recv(need)); need -= n; got += n
+c.close(); t.join()
+print(got >> 20)
+)py",
+                              {"--limit", "mem=64M"}, Opts());
+  EXPECT_EQ(server.status, 0) << server.err;
+  EXPECT_EQ(server.out, "4\n") << server.err;
+}
+
 TEST_P(T6SandboxMemory, TheCeilingDefaultsToHalfTheMemoryAndTheFlagChangesIt) {
   auto bad = SandboxSh(ws_.path(), "echo ran", {"--limit", "mem=0"}, Opts());
   EXPECT_EQ(bad.status, 125);
