@@ -39,6 +39,20 @@ TEST_P(T6SandboxMemory, TheSandboxedTreeIsTheOomKillersFirstChoice) {
   EXPECT_NE(lower.status, 0) << "the command lowered its OOM score";
 }
 
+TEST_P(T6SandboxMemory, WithoutConfinementTheCommandCanLowerItsScoreToZeroButNotBelow) {
+  // external-sandbox and danger-full-access confine no file: nothing stops the write to
+  // /proc/self/oom_score_adj, and the kernel lets a process without CAP_SYS_RESOURCE lower it
+  // down to its floor (oom_score_adj_min, 0: init cannot raise it). Documented, not a wall.
+  for (const char* policy : {"external-sandbox", "danger-full-access"}) {
+    auto r = SandboxSh(ws_.path(),
+                       "cat /proc/self/oom_score_adj; echo 0 > /proc/self/oom_score_adj; "
+                       "echo -1 > /proc/self/oom_score_adj 2>/dev/null || echo refused; "
+                       "cat /proc/self/oom_score_adj",
+                       {"--policy", policy}, Opts());
+    EXPECT_EQ(r.out, "1000\nrefused\n0\n") << policy << ": " << r.err;
+  }
+}
+
 TEST_P(T6SandboxMemory, AnAllocationFloodIsKilledAtTheCeilingAndReported) {
   auto layers = ProbeLayers({"--limit", "mem=64M"}, Opts());
   if (layers.value("memory_limit", 0) == 0) {
