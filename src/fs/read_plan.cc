@@ -93,7 +93,7 @@ class Planner {
     }
     if (GrantCoversSubtree(globs_, path)) {
       if (auto s = Emit(ReadOpKind::kBindDir, path); !s) return s;
-      return Masks(path, **facts, depth);
+      return Masks(path, **facts, depth, /*bind_root=*/true);
     }
     if (auto s = Emit(ReadOpKind::kDir, path); !s) return s;
     const std::size_t self = ops_.size() - 1;
@@ -139,11 +139,37 @@ class Planner {
   }
 
   // Beneath a whole-bound directory: hide what sys.fs.read would refuse.
-  Status Masks(const std::string& path, const DirFacts& facts, std::size_t depth) {
+  Status Masks(const std::string& path, const DirFacts& facts, std::size_t depth,
+               bool bind_root = false) {
     if (auto s = Depth(depth, path); !s) return s;
+    // Deeper than PATH_MAX: no path spells it, but the bind shows it, and a relative symlink
+    // operand (src/s -> the deep directory) takes a tool there. What would need a mask there (a
+    // hard link, a special file, a bad name, a directory that cannot be walked by path) is
+    // hidden with the deepest directory that can be spelled: this one, masked whole.
+    const bool beyond = std::any_of(facts.begin(), facts.end(), [&](const WalkEntry& e) {
+      if (Join(path, e.name).size() <= kMaxWorkspacePathBytes) return false;
+      switch (e.kind) {
+        case EntryKind::kFile:
+          return !e.valid_name || (e.nlink > 1 && !options_.allow_hardlinked);
+        case EntryKind::kSymlink:
+          return false;  // never followed by the tools' walk
+        default:
+          return true;
+      }
+    });
+    if (beyond) {
+      if (bind_root) {
+        return Fail("limit", "sys.exec: " + QuotePathForMessage(path) +
+                                 " holds entries deeper than " +
+                                 std::to_string(kMaxWorkspacePathBytes) +
+                                 " bytes that the tool's view cannot hide (fix: narrow fs.read, "
+                                 "or shorten the directory names)");
+      }
+      return Emit(ReadOpKind::kMaskDir, path);
+    }
     for (const WalkEntry& e : facts) {
       const std::string child = Join(path, e.name);
-      // Deeper than PATH_MAX: no path reaches it, the tools' included.
+      // A plain file or a link beyond PATH_MAX: granted like the rest of the bound tree.
       if (child.size() > kMaxWorkspacePathBytes) continue;
       const bool spellable = e.valid_name;
       Status s = Ok();

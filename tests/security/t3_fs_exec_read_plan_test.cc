@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "fs/exec_read_plan.h"
+#include "fs/workspace_path.h"
 
 namespace anvil {
 namespace {
@@ -103,6 +104,63 @@ TEST_F(ExecReadPlanWalk, AHardLinkPlantedInACachedDirectoryIsMaskedAtTheNextCall
   EXPECT_EQ(Plan(p, {"**"}), (Ops{{K::kBindDir, ".", ""},
                                   {K::kMaskFile, "src/a.c", ""},
                                   {K::kMaskFile, "src/sub/key", ""}}));
+}
+
+TEST_F(ExecReadPlanWalk, AHardLinkDeeperThanPathMaxIsHiddenWithItsDeepestSpellableAncestor) {
+  // A hard link to an outside secret beneath a chain of directories longer than PATH_MAX: no
+  // path names it, but `rg -uu SECRET src/s` with src/s -> the deep directory reaches it through
+  // the bind of src. The deepest directory a path can spell is masked.
+  Put(outside_ / "secret", "SECRET\n");
+  const std::string a(250, 'a');
+  int dir = ::open((ws_ / "src").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(dir, 0);
+  std::string spelled = "src";
+  std::string deepest;
+  for (int i = 0; i < 17; ++i) {
+    ASSERT_EQ(::mkdirat(dir, a.c_str(), 0755), 0) << i;
+    const int next = ::openat(dir, a.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ::close(dir);
+    ASSERT_GE(next, 0);
+    dir = next;
+    if (spelled.size() + 1 + a.size() <= kMaxWorkspacePathBytes) {
+      spelled += "/" + a;
+    } else if (deepest.empty()) {
+      deepest = spelled;  // the last directory with a spellable path
+    }
+  }
+  ASSERT_FALSE(deepest.empty());
+  const int outside = ::open(outside_.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_EQ(::linkat(outside, "secret", dir, "key", 0), 0);
+  ::close(outside);
+  ::close(dir);
+  auto p = Planner();
+  EXPECT_EQ(Plan(p, {"src/**"}),
+            (Ops{{K::kDir, ".", ""}, {K::kBindDir, "src", ""}, {K::kMaskDir, deepest, ""}}));
+}
+
+TEST_F(ExecReadPlanWalk, ADirectoryBeyondPathMaxIsMaskedAndTheRestOfTheTreeStays) {
+  const std::string a(250, 'a');
+  int dir = ::open((ws_ / "src").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(dir, 0);
+  for (int i = 0; i < 17; ++i) {
+    ASSERT_EQ(::mkdirat(dir, a.c_str(), 0755), 0) << i;
+    const int next = ::openat(dir, a.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ::close(dir);
+    ASSERT_GE(next, 0);
+    dir = next;
+  }
+  const int fd = ::openat(dir, "deep.c", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  ::close(dir);
+  // A directory whose own path is past PATH_MAX cannot be walked by path to see what it holds:
+  // its parent, the deepest spellable directory, is masked. Benign: the rest of src (a.c,
+  // sub/b.c) stays in the bind, and other grants are unaffected.
+  auto p = Planner();
+  Ops plan = Plan(p, {"src/**"});
+  ASSERT_EQ(plan.size(), 3u);
+  EXPECT_EQ(plan[2].kind, K::kMaskDir);
+  EXPECT_EQ(Plan(p, {"*.md"}), (Ops{{K::kDir, ".", ""}, {K::kBindFile, "README.md", ""}}));
 }
 
 TEST_F(ExecReadPlanWalk, ADirectorySwappedForASymlinkIsNotFollowed) {

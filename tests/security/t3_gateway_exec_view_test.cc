@@ -372,6 +372,44 @@ TEST_F(ExecView, AHardLinkToAFileOutsideIsNeitherReadNorSearched) {
   EXPECT_EQ(r.out, "lib/old.txt:old content\n") << "the late hard link was read";
 }
 
+TEST_F(ExecView, AHardLinkBeyondPathMaxIsNotReachedThroughALinkOperand) {
+  // src/s -> a directory 16 levels of 250-byte names down; one level further, past PATH_MAX of
+  // workspace path, a hard link to a secret outside. No sys.fs path spells it, but `rg src/s`
+  // walks there with short relative paths.
+  TempDir home("anvil-home", "/tmp");
+  const std::string secret = UniqueToken("DEEP-SECRET");
+  WriteFile(home / "id_ed25519", secret + "\n", 0600);
+  Mkdir("src");
+  WriteFile(*ws_ / "src/normal.txt", "ordinary\n");
+  const std::string a(250, 'a');
+  std::string link_text;
+  UniqueFd dir(::open((ws_->path() + "/src").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(dir);
+  for (int i = 0; i < 17; ++i) {
+    ASSERT_EQ(::mkdirat(dir.Get(), a.c_str(), 0755), 0) << i;
+    dir = UniqueFd(::openat(dir.Get(), a.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    ASSERT_TRUE(dir);
+    if (i < 16) link_text += (i ? "/" : "") + a;
+    if (i == 15) {
+      const int fd = ::openat(dir.Get(), "shallow.txt", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+      ASSERT_GE(fd, 0);
+      ASSERT_EQ(::write(fd, "ordinary deep\n", 14), 14);
+      ::close(fd);
+    }
+  }
+  UniqueFd home_fd(::open(home.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_EQ(::linkat(home_fd.Get(), "id_ed25519", dir.Get(), "key.txt", 0), 0) << strerror(errno);
+  ASSERT_EQ(::symlink(link_text.c_str(), (ws_->path() + "/src/s").c_str()), 0) << strerror(errno);
+  StartGateway();
+  auto client = Plugin({"src/**"}, "example.deep");
+  auto r = Exec(*client, "rg", {"-uu", "-e", secret, "-e", "ordinary", "src/s"});
+  EXPECT_EQ(r.out.find(secret), std::string::npos) << "read the deep hard link: " << r.out;
+  // Benign: the rest of src is searched as before.
+  auto rest = Exec(*client, "rg", {"-uu", "ordinary", "src/normal.txt"});
+  ASSERT_TRUE(rest.ok) << rest.error;
+  EXPECT_EQ(rest.out, "ordinary\n");
+}
+
 // FIFOs and sockets are not regular files: sys.fs.read refuses them, and so does the gateway as
 // an operand. In the tool's view they are absent where the grant picks files, and beneath a fully
 // granted directory they are masked (an empty read-only file: nothing to block on, nothing to

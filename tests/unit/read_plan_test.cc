@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "fs/path_glob.h"
+#include "fs/workspace_path.h"
 
 namespace anvil {
 namespace {
@@ -218,6 +219,33 @@ TEST(ReadPlan, DirectoriesThatVanishOrCannotBeReadAreNotShown) {
                                       {K::kMaskFile, "src/pipe", ""},
                                       {K::kMaskDir, "src/sub", ""}}));
   EXPECT_EQ(ws.Plan({"docs/**"}), (Ops{{K::kDir, ".", ""}}));
+}
+
+TEST(ReadPlan, WhatLiesBeyondPathMaxIsHiddenWithTheDeepestSpellableDirectory) {
+  // src/A/A/.../A: 16 levels of 250-byte names fit in PATH_MAX, the 17th does not. No path
+  // spells what is down there, but a relative symlink operand (src/s -> the deep directory)
+  // takes rg there through the bind: a hard link or a special file there must be hidden.
+  const std::string a(250, 'a');
+  std::string deep = "src";
+  Workspace ws;
+  ws.dirs_["src"] = {Dir(a), File("ok.c")};
+  for (int i = 0; i < 16; ++i) {
+    deep += "/" + a;
+    ws.dirs_[deep] = {Dir(a), File("x")};
+  }
+  ASSERT_LE(deep.size(), kMaxWorkspacePathBytes);
+  ASSERT_GT(deep.size() + 1 + a.size(), kMaxWorkspacePathBytes);
+  ws.dirs_[deep + "/" + a] = {File("key", 2)};  // never asked for: beyond PATH_MAX
+  for (auto beyond : {Dir(a), File(std::string(200, 'k'), 2), Other(std::string(200, 'p')),
+                      BadName(File(std::string(200, 'b')))}) {
+    ws.dirs_[deep] = {beyond, File("x")};
+    Ops plan = ws.Plan({"src/**"});
+    EXPECT_EQ(plan, (Ops{{K::kDir, ".", ""}, {K::kBindDir, "src", ""}, {K::kMaskDir, deep, ""}}))
+        << beyond.name.substr(0, 3);
+  }
+  // Benign: a plain file or a symlink down there is the bound tree's own, like the rest of it.
+  ws.dirs_[deep] = {File(std::string(200, 'f')), Link(std::string(200, 'l'), "x"), File("x")};
+  EXPECT_EQ(ws.Plan({"src/**"}), (Ops{{K::kDir, ".", ""}, {K::kBindDir, "src", ""}}));
 }
 
 TEST(ReadPlan, BoundsFailTheCallWithALimitNamingThem) {
