@@ -189,6 +189,15 @@ Status PrepareRemappedInit(pid_t init, const std::vector<std::string>& roots, in
     UniqueFd userns(::open(ns_path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!userns) return SysFail("sandbox", "open " + ns_path);
     for (const auto& root : roots) {
+      if (root == "/") {
+        // The view is built on a tmpfs of its own at /: a tree of the caller's cannot be it.
+        return Fail("sandbox",
+                    "root's sandbox shows the caller's trees through idmapped mounts, and / "
+                    "cannot be one (the view's own root is there). fix: run from a project "
+                    "directory (or pass --cwd DIR), or use --policy external-sandbox when the "
+                    "machine or container is the sandbox",
+                    EINVAL);
+      }
       long fd = syscall(SYS_open_tree, AT_FDCWD, root.c_str(),
                         kOpenTreeClone | O_CLOEXEC | kAtRecursive | AT_SYMLINK_NOFOLLOW);
       if (fd < 0) return SysFail("sandbox", "open_tree " + root);

@@ -220,6 +220,20 @@ TEST_P(T1SandboxRootFiles, AWorkspaceThatCannotBeIdmappedFailsClosedForRoot) {
   EXPECT_EQ(ok.out, "ran\n");
 }
 
+TEST_P(T1SandboxRootFiles, AWorkspaceOfTheWholeHostDoesNotStartForRootAndSaysWhy) {
+  if (Unprivileged()) GTEST_SKIP() << "SKIPPED: only root's sandbox idmaps its workspace";
+  // Only each tree's own mount is idmapped now, so / is no longer refused for /proc beneath it:
+  // it is refused for what it is, before anything is built.
+  RunOptions at_root;
+  at_root.cwd = "/";
+  auto r = ::anvil::testing::Run(
+      {AnvilBin(), "sandbox", "--policy", "read-only", "--", "/bin/sh", "-c", "echo ran"}, at_root);
+  EXPECT_EQ(r.status, 125) << r.out << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("/ cannot be one"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("fix:"), std::string::npos) << r.err;
+}
+
 // Runs `setup` (as root) and then `anvil sandbox FLAGS -- sh -c SCRIPT` in `ws` as the test's
 // caller, both inside a private mount namespace of this test only, so that the mounts `setup`
 // makes beneath the workspace vanish with it.
