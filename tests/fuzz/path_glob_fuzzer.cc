@@ -1,11 +1,13 @@
 // The grant glob matcher (src/fs/path_glob). Input: "glob\npath". Invariants: an invalid glob
-// or an invalid path never matches; a literal glob matches only itself; a match lies beneath
-// one of the glob's literal prefixes (what sys.exec's kernel rule grants); a write to a protected
-// path is granted only by a literal glob equal to it. Matching must stay fast (libFuzzer's
+// or an invalid path never matches; a literal glob matches only itself; the glob reaches every
+// directory above a path it matches, and a directory it covers holds only paths it matches
+// (what sys.exec's view is built from, fs/read_plan.h); a write to a protected path is granted
+// only by a literal glob equal to it. Matching must stay fast (libFuzzer's
 // -timeout catches exponential backtracking).
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "fs/path_glob.h"
 #include "fs/workspace_path.h"
@@ -26,11 +28,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Require(glob_ok, "invalid glob matched", glob);
     Require(path_ok, "invalid path matched", path);
     if (anvil::IsLiteralGlob(glob)) Require(glob == path, "literal glob matched another path");
-    bool beneath = false;
-    for (const auto& prefix : anvil::GlobLiteralPrefixes({glob})) {
-      if (prefix == "." || path == prefix || path.starts_with(prefix + "/")) beneath = true;
+  }
+  if (path_ok && path != ".") {
+    // Every directory above the path, from the root down.
+    std::vector<std::string> above = {"."};
+    for (std::size_t slash = path.find('/'); slash != std::string::npos;
+         slash = path.find('/', slash + 1)) {
+      above.push_back(path.substr(0, slash));
     }
-    Require(beneath, "match outside the glob's literal prefixes", glob + " | " + path);
+    for (const auto& dir : above) {
+      if (matches) {
+        Require(anvil::GrantReaches({glob}, dir), "a match below a directory not reached",
+                glob + " | " + path + " | " + dir);
+      }
+      if (anvil::GrantCoversSubtree({glob}, dir)) {
+        Require(matches, "a covered directory holds a path that does not match",
+                glob + " | " + path + " | " + dir);
+      }
+    }
   }
   if (anvil::IsLiteralGlob(glob)) Require(glob_ok, "literal glob is invalid", glob);
   bool write = anvil::GrantAllows({glob}, path, anvil::Access::kWrite);
