@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command: installs whatever is missing (idempotent), builds, runs every test.
-#   scripts/test.sh            dev build (debug) with g++, all tests; then the robustness stages
+#   scripts/test.sh            the format check (scripts/format-check.sh), the dev build (debug)
+#                              with g++, all tests; then the robustness stages
 #                              (issue #9, docs/reliability.md) on one clang build with ASan + UBSan
 #                              (preset asan): every libFuzzer target for a bounded time
 #                              (scripts/fuzz.sh), the whole suite under ASan + UBSan, and the
@@ -16,6 +17,8 @@ preset="${ANVIL_PRESET:-dev}"
 jobs="${ANVIL_JOBS:-$(nproc)}"
 
 scripts/install-deps.sh
+# Formatting first: a mis-formatted file fails in seconds, before the build.
+scripts/format-check.sh
 cmake --preset "$preset" >/dev/null
 cmake --build --preset "$preset" -j "$jobs"
 # Tests that need an unprivileged user create it themselves (useradd anviltest).

@@ -6,9 +6,8 @@
 #include <cerrno>
 #include <string>
 #include <string_view>
-#include <utility>
-
 #include <tl/expected.hpp>
+#include <utility>
 
 namespace anvil {
 
