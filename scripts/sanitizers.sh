@@ -9,7 +9,7 @@
 #   scripts/sanitizers.sh [asan] [tsan]     default: both
 # Environment: ANVIL_JOBS; ANVIL_ASAN_SKIP_BUILD=1 (build/asan is already built);
 #   ANVIL_ASAN_TESTS (ctest -R regex of the ASan run, default every test);
-#   ANVIL_TSAN_FILTER (gtest filter of the TSan run).
+#   ANVIL_TSAN_FILTER, ANVIL_TSAN_RELIABILITY_FILTER (gtest filters of the TSan run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="${ANVIL_JOBS:-$(nproc)}"
@@ -38,11 +38,13 @@ run_asan() {
 }
 
 # Concurrency-relevant gateway tests: worker pool, queue and busy limits, backpressure,
-# concurrent cancel, load, fd exhaustion, exec cancel/timeout.
-default_filter='T6GatewayLimits.*:T9GatewayLoad.*:T9GatewayFaults.OutOfFileDescriptors*'
-default_filter+=':T9GatewayFaults.HostKilled*:T5GatewayIpc.ConcurrentCancel*'
+# concurrent cancel, exec cancel/timeout (security_gateway_tests); load, fd exhaustion, a host
+# killed mid-write (reliability_gateway_tests).
+default_filter='T6GatewayLimits.*:T5GatewayIpc.ConcurrentCancel*'
 default_filter+=':T5GatewayIpc.HostExitRevokesItsToken:ExecGateway.CancelKills*'
 default_filter+=':ExecGateway.TimeoutKills*'
+default_reliability_filter='GatewayLoad.*:GatewayFaults.OutOfFileDescriptors*'
+default_reliability_filter+=':GatewayFaults.HostKilled*'
 
 run_tsan() {
   echo "[sanitizers] tsan: anvil-gateway under ThreadSanitizer"
@@ -65,6 +67,10 @@ run_tsan() {
     TSAN_OPTIONS="${TSAN_OPTIONS:-second_deadlock_stack=1:exitcode=66}" \
     build/dev/tests/security/security_gateway_tests \
     --gtest_filter="${ANVIL_TSAN_FILTER:-$default_filter}"
+  ANVIL_TEST_BIN_DIR="$PWD/$bin" ANVIL_TEST_GATEWAY_TSAN=1 \
+    TSAN_OPTIONS="${TSAN_OPTIONS:-second_deadlock_stack=1:exitcode=66}" \
+    build/dev/tests/reliability/reliability_gateway_tests \
+    --gtest_filter="${ANVIL_TSAN_RELIABILITY_FILTER:-$default_reliability_filter}"
   ANVIL_TEST_BIN_DIR="$PWD/$bin" ANVIL_TEST_GATEWAY_TSAN=1 TSAN_OPTIONS="${TSAN_OPTIONS:-exitcode=66}" \
     build/dev/tests/integration/integration_tests --gtest_filter='GatewayFs.*'
 }

@@ -2,7 +2,7 @@
 // a full filesystem, and a gateway out of file descriptors. The promise under test: a file holds
 // its old or its new content, never a mix; every failure is a clear error; the gateway keeps
 // serving once the fault is gone. (Slow readers: t6_gateway_limits_test.cc; load:
-// t9_gateway_load_test.cc; clock jumps: tests/unit/monotonic_deadlines_test.cc.)
+// reliability/gateway_load_test.cc; clock jumps: tests/unit/monotonic_deadlines_test.cc.)
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -52,7 +52,7 @@ int OpenFds(pid_t pid) {
   return static_cast<int>(Names("/proc/" + std::to_string(pid) + "/fd").size());
 }
 
-class T9GatewayFaults : public GatewayTest {
+class GatewayFaults : public GatewayTest {
  protected:
   // Times one uninterrupted write of the new content (and checks it succeeds), so the kill
   // points can be spread from "before the gateway reads the request" to "after the rename".
@@ -76,7 +76,7 @@ class T9GatewayFaults : public GatewayTest {
   }
 };
 
-TEST_F(T9GatewayFaults, GatewayKilledMidWriteLeavesOldOrNewNeverAMix) {
+TEST_F(GatewayFaults, GatewayKilledMidWriteLeavesOldOrNewNeverAMix) {
   constexpr int kRounds = 20;
   const std::string new_content(kNewBytes, 'n');
   std::mt19937 rng(9);
@@ -116,7 +116,7 @@ TEST_F(T9GatewayFaults, GatewayKilledMidWriteLeavesOldOrNewNeverAMix) {
   EXPECT_EQ(stray, 0) << "a temporary file was left behind";
 }
 
-TEST_F(T9GatewayFaults, HostKilledMidWriteLeavesOldOrNewNeverAMix) {
+TEST_F(GatewayFaults, HostKilledMidWriteLeavesOldOrNewNeverAMix) {
   constexpr int kRounds = 20;
   const std::string new_content(kNewBytes, 'n');
   StartGateway();
@@ -174,7 +174,7 @@ TEST_F(T9GatewayFaults, HostKilledMidWriteLeavesOldOrNewNeverAMix) {
   ASSERT_TRUE(r && r->ok);
 }
 
-TEST_F(T9GatewayFaults, FullFilesystemFailsTheWriteClearlyAndKeepsTheOldFile) {
+TEST_F(GatewayFaults, FullFilesystemFailsTheWriteClearlyAndKeepsTheOldFile) {
   // A 1 MiB tmpfs as the whole workspace.
   if (mount("anvil-t9", ws_->path().c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755") !=
       0) {
@@ -205,7 +205,7 @@ TEST_F(T9GatewayFaults, FullFilesystemFailsTheWriteClearlyAndKeepsTheOldFile) {
   EXPECT_EQ(*stopped, 0);
 }
 
-TEST_F(T9GatewayFaults, OutOfFileDescriptorsIsAClearErrorAndServingResumes) {
+TEST_F(GatewayFaults, OutOfFileDescriptorsIsAClearErrorAndServingResumes) {
   WriteFile(*ws_ / "a.txt", "ok");
   StartGateway();
   auto token = RegisterPlugin("p.one", ReadWriteGrant());

@@ -31,9 +31,9 @@ struct PluginStats {
   std::vector<uint32_t> latency_us;  // of answered requests
 };
 
-class T9GatewayLoad : public GatewayTest {};
+class GatewayLoad : public GatewayTest {};
 
-TEST_F(T9GatewayLoad, HundredPluginsFloodingGetAnswersWithBoundedMemory) {
+TEST_F(GatewayLoad, HundredPluginsFloodingGetAnswersWithBoundedMemory) {
   const int plugins = EnvInt("ANVIL_LOAD_PLUGINS", 100);
   const int seconds = EnvInt("ANVIL_LOAD_SECONDS", 5);
   constexpr int kPipeline = 8;  // in flight per plugin: 800 in all, over the 256-job queue cap

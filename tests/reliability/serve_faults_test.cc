@@ -15,7 +15,7 @@
 namespace anvil::testing {
 namespace {
 
-class T9ServeFaults : public ServeTestBase, public ::testing::WithParamInterface<std::string> {
+class ServeFaults : public ServeTestBase, public ::testing::WithParamInterface<std::string> {
  protected:
   // `loop` calls the gateway back to back and does not catch anything: the error the host gets
   // when its gateway dies is what the command ends with (unless the session's own "crashed"
@@ -46,7 +46,7 @@ class T9ServeFaults : public ServeTestBase, public ::testing::WithParamInterface
   }
 };
 
-TEST_P(T9ServeFaults, GatewayKilledMidRequestGivesOneClearErrorAndTheSessionRecovers) {
+TEST_P(ServeFaults, GatewayKilledMidRequestGivesOneClearErrorAndTheSessionRecovers) {
   GatewayLoopPlugin();
   auto c = StartReady(plugins_ / "looper", "test.looper");
   const size_t a_c_size = ReadWorkspaceFile("src/a.c").size();
@@ -119,7 +119,7 @@ TEST_P(T9ServeFaults, GatewayKilledMidRequestGivesOneClearErrorAndTheSessionReco
   EXPECT_EQ(c->ShutdownAndExit(), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Runtimes, T9ServeFaults, ::testing::Values("lua", "js"));
+INSTANTIATE_TEST_SUITE_P(Runtimes, ServeFaults, ::testing::Values("lua", "js"));
 
 }  // namespace
 }  // namespace anvil::testing

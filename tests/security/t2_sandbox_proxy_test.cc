@@ -101,7 +101,7 @@ class Origin {
   std::thread thread_;
 };
 
-class T8SandboxProxy : public CallerTest {
+class T2SandboxProxy : public CallerTest {
  protected:
   void SetUp() override {
     CallerTest::SetUp();
@@ -122,7 +122,7 @@ class T8SandboxProxy : public CallerTest {
   TempDir state_{"anvil-proxy-state"};
 };
 
-TEST_P(T8SandboxProxy, PlainHttpToAnAllowedHostGoesThroughTheProxy) {
+TEST_P(T2SandboxProxy, PlainHttpToAnAllowedHostGoesThroughTheProxy) {
   Origin origin("hello-origin");
   auto r = Proxy({"--allow-host", Allow(origin), "--unsafe-test-allow-address", Allow(origin)},
                  {"/usr/bin/curl", "-sS", Url(origin)});
@@ -136,7 +136,7 @@ TEST_P(T8SandboxProxy, PlainHttpToAnAllowedHostGoesThroughTheProxy) {
   EXPECT_NE(req.find("Connection: close"), std::string::npos) << req;
 }
 
-TEST_P(T8SandboxProxy, ConnectTunnelToAnAllowedHostWorks) {
+TEST_P(T2SandboxProxy, ConnectTunnelToAnAllowedHostWorks) {
   Origin origin("tunnelled");
   auto r = Proxy({"--allow-host", Allow(origin), "--unsafe-test-allow-address", Allow(origin)},
                  {"/usr/bin/curl", "-sS", "--proxytunnel", Url(origin)});
@@ -145,7 +145,7 @@ TEST_P(T8SandboxProxy, ConnectTunnelToAnAllowedHostWorks) {
   EXPECT_EQ(origin.connections(), 1);
 }
 
-TEST_P(T8SandboxProxy, ALargeDownloadArrivesByteExactPlainAndTunnelled) {
+TEST_P(T2SandboxProxy, ALargeDownloadArrivesByteExactPlainAndTunnelled) {
   // 24 MiB of pseudo-random bytes through the relay (splice), plain HTTP and a CONNECT tunnel:
   // the command's checksum must be the origin's.
   std::string body(24 << 20, '\0');
@@ -173,7 +173,7 @@ TEST_P(T8SandboxProxy, ALargeDownloadArrivesByteExactPlainAndTunnelled) {
   EXPECT_EQ(origin.connections(), 2);
 }
 
-TEST_P(T8SandboxProxy, AHostNotAllowedGets403NamingTheRuleAndNoConnection) {
+TEST_P(T2SandboxProxy, AHostNotAllowedGets403NamingTheRuleAndNoConnection) {
   Origin origin("secret");
   auto r = Proxy({"--allow-host", "example.org", "--unsafe-test-allow-address", Allow(origin)},
                  {"/usr/bin/curl", "-sS", "-w", "%{http_code}", Url(origin)});
@@ -190,7 +190,7 @@ TEST_P(T8SandboxProxy, AHostNotAllowedGets403NamingTheRuleAndNoConnection) {
   EXPECT_EQ(origin.connections(), 0);
 }
 
-TEST_P(T8SandboxProxy, AnAllowedHostOnAForbiddenAddressIsRefusedBeforeConnect) {
+TEST_P(T2SandboxProxy, AnAllowedHostOnAForbiddenAddressIsRefusedBeforeConnect) {
   Origin origin("secret");
   // Allowed by name and port, but loopback is not a global address: refused, never dialled.
   auto r = Proxy({"--allow-host", Allow(origin)},
@@ -207,7 +207,7 @@ TEST_P(T8SandboxProxy, AnAllowedHostOnAForbiddenAddressIsRefusedBeforeConnect) {
   }
 }
 
-TEST_P(T8SandboxProxy, BypassingTheProxyReachesNothing) {
+TEST_P(T2SandboxProxy, BypassingTheProxyReachesNothing) {
   Origin origin("secret");
   // curl told to ignore the proxy: the namespace has only its own loopback.
   auto r = Proxy({"--allow-host", Allow(origin), "--unsafe-test-allow-address", Allow(origin)},
@@ -237,7 +237,7 @@ TEST_P(T8SandboxProxy, BypassingTheProxyReachesNothing) {
   EXPECT_EQ(r.out, "EPERM\n") << r.err;
 }
 
-TEST_P(T8SandboxProxy, ProxyVariablesPointAtTheProxyAndNoProxyIsDropped) {
+TEST_P(T2SandboxProxy, ProxyVariablesPointAtTheProxyAndNoProxyIsDropped) {
   RunOptions o;
   auto r = Proxy({}, {"/usr/bin/env"});
   EXPECT_EQ(r.status, 0) << r.err;
@@ -248,7 +248,7 @@ TEST_P(T8SandboxProxy, ProxyVariablesPointAtTheProxyAndNoProxyIsDropped) {
   EXPECT_EQ(r.out.find("NO_PROXY"), std::string::npos);
 }
 
-TEST_P(T8SandboxProxy, AnInvalidAllowHostMeansNothingRuns) {
+TEST_P(T2SandboxProxy, AnInvalidAllowHostMeansNothingRuns) {
   const std::string canary = ws_.path() + "/ran";
   for (std::string bad : {"*.example.org", "user@example.org", "example.org.", "exa mple.org",
                           "http://example.org", "example.org:99999"}) {
@@ -259,7 +259,7 @@ TEST_P(T8SandboxProxy, AnInvalidAllowHostMeansNothingRuns) {
   }
 }
 
-TEST_P(T8SandboxProxy, EveryConnectionIsOneAuditLine) {
+TEST_P(T2SandboxProxy, EveryConnectionIsOneAuditLine) {
   Origin origin("x");
   auto ok = Proxy({"--allow-host", Allow(origin), "--unsafe-test-allow-address", Allow(origin)},
                   {"/usr/bin/curl", "-sS", Url(origin)});
@@ -281,7 +281,7 @@ TEST_P(T8SandboxProxy, EveryConnectionIsOneAuditLine) {
   EXPECT_EQ(deny, 1) << log;
 }
 
-TEST_P(T8SandboxProxy, AnAllowedNameResolvingToAForbiddenAddressIsRefused) {
+TEST_P(T2SandboxProxy, AnAllowedNameResolvingToAForbiddenAddressIsRefused) {
   Origin origin("secret");
   // localhost is in /etc/hosts: the proxy resolves it (outside) to loopback and refuses.
   std::string name = "localhost:" + std::to_string(origin.port());
@@ -292,7 +292,7 @@ TEST_P(T8SandboxProxy, AnAllowedNameResolvingToAForbiddenAddressIsRefused) {
   EXPECT_EQ(origin.connections(), 0);
 }
 
-TEST_P(T8SandboxProxy, ConnectToAPortThatIsNotAllowedIsRefused) {
+TEST_P(T2SandboxProxy, ConnectToAPortThatIsNotAllowedIsRefused) {
   Origin origin("secret");
   // The host is allowed on 443 only (the default); CONNECT to the origin's port is refused.
   auto r = Proxy({"--allow-host", "127.0.0.1", "--unsafe-test-allow-address", Allow(origin)},
@@ -302,7 +302,7 @@ TEST_P(T8SandboxProxy, ConnectToAPortThatIsNotAllowedIsRefused) {
   EXPECT_EQ(origin.connections(), 0);
 }
 
-TEST_P(T8SandboxProxy, DnsFromInsideFails) {
+TEST_P(T2SandboxProxy, DnsFromInsideFails) {
   // No resolver is reachable from the namespace: names resolve at the proxy only.
   auto r = Proxy({}, {kPython, "-c",
                       "import socket\n"
@@ -313,7 +313,7 @@ TEST_P(T8SandboxProxy, DnsFromInsideFails) {
   EXPECT_EQ(r.out, "FAILED\n") << r.err;
 }
 
-TEST_P(T8SandboxProxy, GarbageAndFloodsNeitherCrashNorStarveTheProxy) {
+TEST_P(T2SandboxProxy, GarbageAndFloodsNeitherCrashNorStarveTheProxy) {
   Origin origin("still-here");
   // Garbage, an oversized head and 100 idle connections at once; then a real request works.
   auto r = Proxy(
@@ -350,7 +350,7 @@ TEST_P(T8SandboxProxy, GarbageAndFloodsNeitherCrashNorStarveTheProxy) {
 
 // Names resolve at the proxy, with sys.net.fetch's resolver, against a DNS server of the test's
 // own on loopback (--unsafe-test-resolver).
-TEST_P(T8SandboxProxy, NamesResolveAtTheProxyAndRebindingIsRefused) {
+TEST_P(T2SandboxProxy, NamesResolveAtTheProxyAndRebindingIsRefused) {
   auto dns = TestDnsServer::Start();
   ASSERT_TRUE(dns);
   Origin allowed("allowed-origin", "127.0.0.2");
@@ -383,7 +383,7 @@ TEST_P(T8SandboxProxy, NamesResolveAtTheProxyAndRebindingIsRefused) {
   EXPECT_GT(dns->TotalQueries(), 0);
 }
 
-TEST_P(T8SandboxProxy, PlainHttpCarriesTheTargetsHostNotTheClients) {
+TEST_P(T2SandboxProxy, PlainHttpCarriesTheTargetsHostNotTheClients) {
   // Plain HTTP names its target twice: the absolute URI (checked against --allow-host) and the
   // Host header, which a shared server (virtual hosting, a CDN) routes by. A Host of another
   // site would reach that site through an allowed address ("domain fronting"); the proxy
@@ -455,7 +455,7 @@ except (OSError, ssl.SSLError):
     print("TLS-FAILED")
 )py";
 
-TEST_P(T8SandboxProxy, TlsServerNameMustBeTheConnectTarget) {
+TEST_P(T2SandboxProxy, TlsServerNameMustBeTheConnectTarget) {
   // Through a CONNECT tunnel the proxy cannot read the request, but the TLS ClientHello names
   // the site in clear (SNI): a tunnel to an allowed name that asks the server for another site
   // (domain fronting through a shared front end) is cut before a byte reaches the server, and
@@ -502,7 +502,7 @@ TEST_P(T8SandboxProxy, TlsServerNameMustBeTheConnectTarget) {
   EXPECT_NE(log.find("TLS ClientHello without a server name"), std::string::npos) << log;
 }
 
-TEST_P(T8SandboxProxy, HttpsThroughATunnelCompletesWithAndWithoutAHelloRetryRequest) {
+TEST_P(T2SandboxProxy, HttpsThroughATunnelCompletesWithAndWithoutAHelloRetryRequest) {
   // curl inside the sandbox, HTTPS to an allowed name through the proxy, to a real TLS server:
   // once as servers usually answer, once from a server that takes only P-256, so curl's first
   // hello (an X25519 key share) gets a HelloRetryRequest and curl sends a second hello, which
@@ -530,7 +530,7 @@ TEST_P(T8SandboxProxy, HttpsThroughATunnelCompletesWithAndWithoutAHelloRetryRequ
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Callers, T8SandboxProxy, ::testing::ValuesIn(kAllCallers),
+INSTANTIATE_TEST_SUITE_P(Callers, T2SandboxProxy, ::testing::ValuesIn(kAllCallers),
                          CallerParamName);
 
 }  // namespace
