@@ -3,6 +3,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/command_docs.h"
 #include "linux/helper_executable.h"
 #include "linux/kernel_probe.h"
 #include "linux/seccomp.h"
@@ -44,28 +45,47 @@ std::vector<HelperRow> ProbeHelpers() {
 
 }  // namespace
 
+CommandSpec DoctorSpec(bool& json) {
+  CommandSpec spec;
+  spec.name = "doctor";
+  spec.program = "anvil doctor";
+  spec.summary = "check which kernel sandbox layers work";
+  spec.synopsis = "[--json]";
+  spec.description =
+      "Probe the kernel for every sandbox layer Anvil uses, and find the helper executables\n"
+      "Anvil starts. Exit 0 when untrusted plugins and commands can run with every required\n"
+      "layer, 1 when they cannot (the output says which layer or helper, and how to fix it).";
+  spec.flags = {
+      Switch("--json",
+             "print one JSON object: ok, landlock_abi, per layer its name,\n"
+             "whether it is available and required, what was found, the fix and\n"
+             "a shell command to check it by hand, and per helper where it was found",
+             [&json] { json = true; }),
+  };
+  spec.examples = {
+      "anvil doctor                       # a line per layer: ok, degraded, MISSING",
+      "anvil doctor --json | jq .layers   # for scripts",
+  };
+  spec.style.see_help_hint = false;
+  return spec;
+}
+
+CommandSpec DoctorCommandSpec() {
+  static bool unused;
+  return DoctorSpec(unused);
+}
+
 int RunDoctorCommand(const std::vector<std::string>& args) {
   bool json = false;
-  for (const auto& a : args) {
-    if (a == "--json") {
-      json = true;
-    } else if (a == "--help" || a == "-h") {
-      std::cout
-          << "usage: anvil doctor [--json]\n\nProbe the kernel for every sandbox layer "
-             "Anvil uses. Exit 0 when untrusted plugins and commands can run with every "
-             "required layer, 1 when they cannot (the output says which layer and how to "
-             "fix it).\n\n"
-             "  --json   print one JSON object: ok, landlock_abi, and per layer its name,\n"
-             "           whether it is available and required, what was found, the fix and\n"
-             "           a shell command to check it by hand\n\n"
-             "Examples:\n"
-             "  anvil doctor                       # a line per layer: ok, degraded, MISSING\n"
-             "  anvil doctor --json | jq .layers   # for scripts\n";
-      return 0;
-    } else {
-      std::cerr << "anvil doctor: invalid: unknown option " << a << "\n";
-      return 2;
-    }
+  const CommandSpec spec = DoctorSpec(json);
+  auto parsed = ParseFlags(spec, args);
+  if (!parsed) {
+    std::cerr << "anvil doctor: " << parsed.error().ToString() << "\n";
+    return 2;
+  }
+  if (parsed->help) {
+    std::cout << RenderHelp(spec);
+    return 0;
   }
   KernelProbe probe = ProbeKernel();
   const bool kernel_ok = probe.AllRequiredAvailable();
