@@ -63,6 +63,13 @@ APT_PACKAGES=(
     neovim
     # tests/authoring: tsc (npm, step 3) runs on Node.js; npm itself: ensure_npm below
     nodejs
+    # the Debian package (scripts/package.sh, tests/install): lintian checks it; the three
+    # shells load its completions and complete partial command lines; man finds its pages
+    lintian
+    bash
+    zsh
+    fish
+    man-db
     # bench/ only: the timing harness and the sandbox compared against
     hyperfine
     firejail

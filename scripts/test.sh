@@ -7,6 +7,8 @@
 #                              (scripts/fuzz.sh), the whole suite under ASan + UBSan, and the
 #                              gateway's concurrency tests under TSan (scripts/sanitizers.sh)
 # Environment: ANVIL_PRESET (dev|asan|release, default dev), ANVIL_JOBS,
+#   ANVIL_PACKAGE_TEST=0 to skip the Debian package stage (tests/install/package_test.sh),
+#   ANVIL_PACKAGE_PRESET=release to package a release build there instead of the dev build,
 #   ANVIL_ROBUSTNESS=0 to skip every robustness stage (a quick local loop),
 #   ANVIL_SANITIZERS=0 to skip the ASan + UBSan (whole suite) and TSan test stages but keep the
 #   fuzzers (then only the fuzzers of the asan build are built),
@@ -23,6 +25,22 @@ cmake --preset "$preset" >/dev/null
 cmake --build --preset "$preset" -j "$jobs"
 # Tests that need an unprivileged user create it themselves (useradd anviltest).
 ctest --preset "$preset" -j "$jobs" --timeout 300
+
+# The Debian package end to end (tests/install/package_test.sh): made with scripts/package.sh
+# from the dev build above (no second build: the release build would add minutes of CI for the
+# same install rules; ANVIL_PACKAGE_PRESET=release tests that one), lintian, installed with
+# apt-get, the README's main job from the installed binaries as root and as an unprivileged
+# user, man and completions, purged without a trace. Root only (it installs system-wide);
+# ANVIL_PACKAGE_TEST=0 skips it.
+if [[ "$preset" == dev && "${ANVIL_PACKAGE_TEST:-1}" != 0 ]]; then
+  if [[ $EUID -eq 0 ]]; then
+    printf '[test] %s: %s\n' package "$(date -u +%T)"
+    ANVIL_JOBS="$jobs" ANVIL_SKIP_DEPS=1 ANVIL_PACKAGE_PRESET="${ANVIL_PACKAGE_PRESET:-dev}" \
+      tests/install/package_test.sh
+  else
+    echo "[test] package: SKIPPED (needs root: apt-get install and purge)"
+  fi
+fi
 
 if [[ "$preset" == dev && "${ANVIL_ROBUSTNESS:-1}" != 0 ]]; then
   # One build serves the fuzzers and the ASan + UBSan test run (everything, fuzzers included).

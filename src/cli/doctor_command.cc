@@ -3,36 +3,96 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/command_docs.h"
+#include "linux/helper_executable.h"
 #include "linux/kernel_probe.h"
 #include "linux/seccomp.h"
 
 namespace anvil::cli {
+namespace {
+
+struct HelperRow {
+  std::string name;
+  std::string path;   // where it was found ("" when not)
+  std::string error;  // why it is refused or missing ("" when usable)
+  std::string fix;
+};
+
+// Every helper, looked up the way `anvil run`, `anvil serve` and `anvil sandbox` look them up.
+std::vector<HelperRow> ProbeHelpers() {
+  std::vector<HelperRow> rows;
+  for (std::string_view name : kHelperNames) {
+    HelperRow row{std::string(name), "", "", ""};
+    if (auto found = FindHelper(name)) {
+      row.path = found->path;
+    } else {
+      row.error = found.error().ToString();
+      // "... (fix: X)" or "...; fix: X)": the fix on its own line.
+      if (auto at = row.error.rfind("fix: "); at != std::string::npos) {
+        row.fix = row.error.substr(at + 5);
+        if (!row.fix.empty() && row.fix.back() == ')') row.fix.pop_back();
+        row.error.erase(at);
+        while (!row.error.empty() &&
+               (row.error.back() == ' ' || row.error.back() == '(' || row.error.back() == ';')) {
+          row.error.pop_back();
+        }
+      }
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+}  // namespace
+
+CommandSpec DoctorSpec(bool& json) {
+  CommandSpec spec;
+  spec.name = "doctor";
+  spec.program = "anvil doctor";
+  spec.summary = "check which kernel sandbox layers work";
+  spec.synopsis = "[--json]";
+  spec.description =
+      "Probe the kernel for every sandbox layer Anvil uses, and find the helper executables\n"
+      "Anvil starts. Exit 0 when untrusted plugins and commands can run with every required\n"
+      "layer, 1 when they cannot (the output says which layer or helper, and how to fix it).";
+  spec.flags = {
+      Switch("--json",
+             "print one JSON object: ok, landlock_abi, per layer its name,\n"
+             "whether it is available and required, what was found, the fix and\n"
+             "a shell command to check it by hand, and per helper where it was found",
+             [&json] { json = true; }),
+  };
+  spec.examples = {
+      "anvil doctor                       # a line per layer: ok, degraded, MISSING",
+      "anvil doctor --json | jq .layers   # for scripts",
+  };
+  spec.style.see_help_hint = false;
+  return spec;
+}
+
+CommandSpec DoctorCommandSpec() {
+  static bool unused;
+  return DoctorSpec(unused);
+}
 
 int RunDoctorCommand(const std::vector<std::string>& args) {
   bool json = false;
-  for (const auto& a : args) {
-    if (a == "--json") {
-      json = true;
-    } else if (a == "--help" || a == "-h") {
-      std::cout
-          << "usage: anvil doctor [--json]\n\nProbe the kernel for every sandbox layer "
-             "Anvil uses. Exit 0 when untrusted plugins and commands can run with every "
-             "required layer, 1 when they cannot (the output says which layer and how to "
-             "fix it).\n\n"
-             "  --json   print one JSON object: ok, landlock_abi, and per layer its name,\n"
-             "           whether it is available and required, what was found, the fix and\n"
-             "           a shell command to check it by hand\n\n"
-             "Examples:\n"
-             "  anvil doctor                       # a line per layer: ok, degraded, MISSING\n"
-             "  anvil doctor --json | jq .layers   # for scripts\n";
-      return 0;
-    } else {
-      std::cerr << "anvil doctor: invalid: unknown option " << a << "\n";
-      return 2;
-    }
+  const CommandSpec spec = DoctorSpec(json);
+  auto parsed = ParseFlags(spec, args);
+  if (!parsed) {
+    std::cerr << "anvil doctor: " << parsed.error().ToString() << "\n";
+    return 2;
+  }
+  if (parsed->help) {
+    std::cout << RenderHelp(spec);
+    return 0;
   }
   KernelProbe probe = ProbeKernel();
-  bool ok = probe.AllRequiredAvailable();
+  const bool kernel_ok = probe.AllRequiredAvailable();
+  const std::vector<HelperRow> helpers = ProbeHelpers();
+  bool helpers_ok = true;
+  for (const auto& h : helpers) helpers_ok = helpers_ok && h.error.empty();
+  const bool ok = kernel_ok && helpers_ok;
   if (json) {
     nlohmann::json out;
     out["ok"] = ok;
@@ -45,6 +105,12 @@ int RunDoctorCommand(const std::vector<std::string>& args) {
                                {"fix", l.fix},
                                {"check", l.check}});
     }
+    for (const auto& h : helpers) {
+      nlohmann::json row = {{"name", h.name}, {"ok", h.error.empty()}, {"path", h.path}};
+      if (!h.error.empty()) row["error"] = h.error;
+      if (!h.fix.empty()) row["fix"] = h.fix;
+      out["helpers"].push_back(row);
+    }
     std::cout << out.dump(2) << "\n";
     return ok ? 0 : 1;
   }
@@ -54,10 +120,24 @@ int RunDoctorCommand(const std::vector<std::string>& args) {
     if (!l.available && !l.fix.empty()) std::cout << "          fix: " << l.fix << "\n";
     if (!l.available && !l.check.empty()) std::cout << "          check: " << l.check << "\n";
   }
-  std::cout << "\n"
-            << (ok ? "Untrusted plugins and commands can run with every required layer.\n"
-                   : "Untrusted plugins and commands will NOT run: a required layer is missing "
-                     "(fail closed).\n");
+  for (const auto& h : helpers) {
+    if (h.error.empty()) {
+      std::cout << "ok        helper " << h.name << ": " << h.path << "\n";
+      continue;
+    }
+    std::cout << "REFUSED   helper " << h.name << ": " << h.error << "\n";
+    if (!h.fix.empty()) std::cout << "          fix: " << h.fix << "\n";
+  }
+  std::cout << "\n";
+  if (ok) {
+    std::cout << "Untrusted plugins and commands can run with every required layer.\n";
+  } else if (!kernel_ok) {
+    std::cout << "Untrusted plugins and commands will NOT run: a required layer is missing "
+                 "(fail closed).\n";
+  } else {
+    std::cout << "Plugins and commands that need a helper will NOT run: a helper is missing or "
+                 "could be replaced by someone other than root or you (fail closed).\n";
+  }
   return ok ? 0 : 1;
 }
 

@@ -3,9 +3,12 @@
 #include <string>
 #include <vector>
 
+#include "cli/flag_table.h"
+
 namespace anvil::cli {
 
 // `anvil doctor [--json]`: exit 0 when every required layer is available, 1 otherwise.
 int RunDoctorCommand(const std::vector<std::string>& args);
+CommandSpec DoctorCommandSpec();
 
 }  // namespace anvil::cli

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "cli/command_docs.h"
 #include "cli/plugin_new_command.h"
 #include "cli/terminal_progress.h"
 #include "common/unique_fd.h"
@@ -35,33 +36,6 @@ using namespace std::chrono_literals;
 
 constexpr int kExitOk = 0, kExitPluginError = 1, kExitUsage = 2, kExitRefused = 3,
               kExitTimeout = 124, kExitSandbox = 125;
-
-constexpr char kRunUsage[] =
-    R"(usage: anvil run [--workspace DIR] [--approve] [--require-signed] [--timeout SECONDS]
-                 PLUGIN_DIR COMMAND [ARGS...]
-
-Start a session, load one plugin, run one of its commands, print what it returns (strings
-as-is, other values as JSON) and its notifications, and stop.
-
-  --workspace DIR      the workspace (default: the current directory)
-  --approve            grant exactly what the manifest requests, without asking (scripts)
-  --timeout SECONDS    wall-clock deadline of the command (default 10; the plugin is killed)
-  --require-signed     refuse a plugin whose manifest is not signed by a key you trust
-                       (`anvil plugin trust-key`); a signature that is present is always checked
-  --json               print the result as one JSON object {"ok","result"|"error"}
-
-Test only (never in real use: they let plugins reach loopback test servers; docs/plugin-api.md):
-  --unsafe-test-resolver ADDR:PORT  --unsafe-test-allow-address ADDR[:PORT]  --unsafe-test-ca FILE
-
-Without a stored grant for this plugin, workspace and manifest hash, the requested permissions
-are shown and you are asked. Exit: 0 ok, 1 the command raised an error, 2 usage, 3 permission
-refused, 124 deadline passed, 125 the sandbox could not be set up.
-
-Examples:
-  anvil run examples/plugins/todo-finder find-todos        # asks first, then lists TODOs
-  anvil run --approve examples/plugins/hello-lua summary   # scripts: grant without asking
-  anvil run --workspace ~/proj --json examples/plugins/todo-finder find-todos FIXME
-)";
 
 int ExitFor(const Error& e) {
   if (e.code == "timeout") return kExitTimeout;
@@ -204,54 +178,103 @@ int RunKeyCommand(const std::string& sub, const std::vector<std::string>& rest, 
   return kExitOk;
 }
 
-}  // namespace
-
-int RunRunCommand(const std::vector<std::string>& args) {
+// What the flags of `anvil run` set; the spec's handlers write here.
+struct RunArgs {
   std::string workspace_arg = ".";
   bool approve = false, json = false, require_signed = false;
   double timeout = 10;
-  std::vector<std::string> positional;
-  std::vector<std::string> gateway_args;
   session::UnsafeNetTestOptions unsafe_net_test;
-  size_t i = 0;
-  for (; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> const std::string* { return i + 1 < args.size() ? &args[++i] : nullptr; };
-    if (!positional.empty()) {
-      positional.push_back(a);
-    } else if (a == "--help" || a == "-h") {
-      std::cout << kRunUsage;
-      return kExitOk;
-    } else if (a == "--approve") {
-      approve = true;
-    } else if (a == "--json") {
-      json = true;
-    } else if (a == "--require-signed") {
-      require_signed = true;
-    } else if (a == "--workspace") {
-      const std::string* v = value();
-      if (!v) return std::cerr << "anvil run: invalid: --workspace needs a directory\n", kExitUsage;
-      workspace_arg = *v;
-    } else if (a == "--timeout") {
-      const std::string* v = value();
-      char* end = nullptr;
-      timeout = v ? std::strtod(v->c_str(), &end) : 0;
-      if (!v || *end != '\0' || !(timeout > 0) || !std::isfinite(timeout)) {
-        std::cerr << "anvil run: invalid: --timeout needs a positive number of seconds\n";
-        return kExitUsage;
-      }
-    } else if (std::string e; unsafe_net_test.Take(args, i, e)) {
-      // Trusted-side test options, passed to the gateway (INTERFACES.md); never from a plugin.
-      if (!e.empty()) return std::cerr << "anvil run: " << e << "\n", kExitUsage;
-    } else if (a == "--") {
-      continue;
-    } else if (!a.empty() && a[0] == '-') {
-      std::cerr << "anvil run: invalid: unknown option " << a << " (see anvil run --help)\n";
-      return kExitUsage;
-    } else {
-      positional.push_back(a);
-    }
+};
+
+CommandSpec RunSpec(RunArgs& a) {
+  CommandSpec spec;
+  spec.name = "run";
+  spec.program = "anvil run";
+  spec.summary = "run one command of a plugin, sandboxed";
+  spec.synopsis =
+      "[--workspace DIR] [--approve] [--require-signed] [--timeout SECONDS]\n"
+      "                 PLUGIN_DIR COMMAND [ARGS...]";
+  spec.description =
+      "Start a session, load one plugin, run one of its commands, print what it returns (strings\n"
+      "as-is, other values as JSON) and its notifications, and stop.";
+  spec.flags = {
+      Text("--workspace", "DIR", "the workspace (default: the current directory)",
+           [&a](const std::string& v) {
+             a.workspace_arg = v;
+             return Ok();
+           })
+          .Expects("a directory")
+          .Completes(Completion::kDirectory),
+      Switch("--approve", "grant exactly what the manifest requests, without asking (scripts)",
+             [&a] { a.approve = true; }),
+      Number("--timeout", "SECONDS",
+             "wall-clock deadline of the command (default 10; the plugin is killed)", Above(0, 1e7),
+             [&a](double v) { a.timeout = v; })
+          .Expects("a positive number of seconds"),
+      Switch("--require-signed",
+             "refuse a plugin whose manifest is not signed by a key you trust\n"
+             "(`anvil plugin trust-key`); a signature that is present is always checked",
+             [&a] { a.require_signed = true; }),
+      Switch("--json", "print the result as one JSON object {\"ok\",\"result\"|\"error\"}",
+             [&a] { a.json = true; }),
+  };
+  spec.positionals = {{"PLUGIN_DIR", Completion::kPluginDirectory},
+                      {"COMMAND", Completion::kNone},
+                      {"ARGS", Completion::kNone}};
+  spec.sections = {
+      {"Test only",
+       "Never in real use: they let plugins reach loopback test servers (docs/plugin-api.md).\n"
+       "  --unsafe-test-resolver ADDR:PORT  --unsafe-test-allow-address ADDR[:PORT]  "
+       "--unsafe-test-ca FILE",
+       false},
+      {"",
+       "Without a stored grant for this plugin, workspace and manifest hash, the requested "
+       "permissions\n"
+       "are shown and you are asked. Exit: 0 ok, 1 the command raised an error, 2 usage, 3 "
+       "permission\n"
+       "refused, 124 deadline passed, 125 the sandbox could not be set up.",
+       false},
+  };
+  spec.examples = {
+      "anvil run examples/plugins/todo-finder find-todos        # asks first, then lists TODOs",
+      "anvil run --approve examples/plugins/hello-lua summary   # scripts: grant without asking",
+      "anvil run --workspace ~/proj --json examples/plugins/todo-finder find-todos FIXME",
+  };
+  spec.style.operands = ParseStyle::Operands::kFirstThenAll;
+  spec.style.dash_dash_ends = false;
+  // Trusted-side test options, passed to the gateway (INTERFACES.md); never from a plugin.
+  spec.extra = [&a](const std::vector<std::string>& args, size_t& i, std::string& error) {
+    return a.unsafe_net_test.Take(args, i, error);
+  };
+  return spec;
+}
+
+}  // namespace
+
+CommandSpec RunCommandSpec() {
+  static RunArgs unused;
+  return RunSpec(unused);
+}
+
+int RunRunCommand(const std::vector<std::string>& args) {
+  RunArgs a;
+  const CommandSpec spec = RunSpec(a);
+  const std::string kRunUsage = RenderHelp(spec);
+  auto parsed = ParseFlags(spec, args);
+  if (!parsed) {
+    std::cerr << "anvil run: " << parsed.error().ToString() << "\n";
+    return kExitUsage;
   }
+  if (parsed->help) {
+    std::cout << kRunUsage;
+    return kExitOk;
+  }
+  const std::string& workspace_arg = a.workspace_arg;
+  const bool approve = a.approve, json = a.json, require_signed = a.require_signed;
+  const double timeout = a.timeout;
+  const std::vector<std::string>& positional = parsed->operands;
+  std::vector<std::string> gateway_args;
+  const session::UnsafeNetTestOptions& unsafe_net_test = a.unsafe_net_test;
   if (positional.size() < 2) {
     std::cerr << "anvil run: invalid: need PLUGIN_DIR and COMMAND\n" << kRunUsage;
     return kExitUsage;
@@ -383,56 +406,135 @@ int RunRunCommand(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
+namespace {
+
+CommandSpec PluginSpec(std::string& workspace_arg) {
+  CommandSpec spec;
+  spec.name = "plugin";
+  spec.program = "anvil plugin";
+  spec.summary = "inspect, approve, revoke and lock plugins";
+  spec.synopsis =
+      "<new|types|list|inspect|approve|revoke|lock|keygen|sign|trust-key|untrust-key|"
+      "trusted-keys> ...";
+  const Positional plugin_dir{"PLUGIN_DIR", Completion::kPluginDirectory};
+  spec.subcommands = {
+      // new and types parse their own flags (cli/plugin_new_command.cc).
+      {"new",
+       "[--lua|--js] NAME [DIR]",
+       "create a working plugin: manifest, a command, a test, editor\n"
+       "types (anvil plugin new --help)",
+       {{"NAME"}, {"DIR", Completion::kDirectory}}},
+      {"types",
+       "[PLUGIN_DIR]",
+       "write the plugin's editor types (anvil.d.ts / types/anvil.lua) again",
+       {plugin_dir}},
+      {"list", "", "the grants stored for the workspace", {}, true},
+      {"inspect",
+       "PLUGIN_DIR",
+       "the manifest, what it requests, and whether it is granted here",
+       {plugin_dir},
+       true},
+      {"approve",
+       "PLUGIN_DIR",
+       "grant exactly what the manifest requests (keyed by its SHA-256)",
+       {plugin_dir},
+       true},
+      {"revoke", "PLUGIN_ID", "remove the plugin's grants in the workspace", {{"PLUGIN_ID"}}, true},
+      {"lock",
+       "PLUGIN_DIR",
+       "pin the plugin's manifest and code hashes in <workspace>/anvil.lock",
+       {plugin_dir},
+       true},
+      {"keygen",
+       "FILE",
+       "write a new private key to FILE (0600) and its public key to FILE.pub",
+       {{"FILE", Completion::kFile}}},
+      {"sign",
+       "--key FILE PLUGIN_DIR",
+       "sign PLUGIN_DIR/anvil-plugin.toml into anvil-plugin.toml.sig",
+       // Completed as operands: --key is skipped like any flag.
+       {{"FILE", Completion::kFile}, plugin_dir}},
+      {"trust-key",
+       "NAME FILE",
+       "trust the public key in FILE (PEM or 64 hex) as NAME",
+       {{"NAME"}, {"FILE", Completion::kFile}}},
+      {"untrust-key", "NAME", "stop trusting the key NAME", {{"NAME"}}},
+      {"trusted-keys", "", "list the keys you trust", {}},
+  };
+  spec.sections_before_flags = {
+      {"",
+       "Manifest signatures (ed25519; docs/plugin-api.md \"Signed manifests\"): keygen, sign,\n"
+       "trust-key, untrust-key and trusted-keys.",
+       false},
+  };
+  spec.flags = {
+      Text("--workspace", "DIR",
+           "the workspace (default: the current directory; list, inspect,\n"
+           "approve, revoke and lock)",
+           [&workspace_arg](const std::string& v) {
+             workspace_arg = v;
+             return Ok();
+           })
+          .Expects("a directory")
+          .Completes(Completion::kDirectory),
+  };
+  spec.examples = {
+      "anvil plugin new --js me.notes                     # ./notes: a JS plugin to start from",
+      "anvil plugin inspect examples/plugins/notes-js     # what it asks for, granted or not",
+      "anvil plugin approve examples/plugins/notes-js     # grant exactly that, for this workspace",
+      "anvil plugin list                                  # the grants stored for this workspace",
+      "anvil plugin revoke example.notes",
+      "anvil plugin lock examples/plugins/notes-js        # pin it in ./anvil.lock",
+  };
+  spec.style.operands = ParseStyle::Operands::kAnywhere;
+  spec.style.dash_is_operand = true;
+  return spec;
+}
+
+}  // namespace
+
+CommandSpec PluginCommandSpec() {
+  static std::string unused;
+  return PluginSpec(unused);
+}
+
 int RunPluginCommand(const std::vector<std::string>& args) {
-  constexpr char kUsage[] =
-      R"(usage: anvil plugin <new|types|list|inspect|approve|revoke|lock|keygen|sign|trust-key|untrust-key|trusted-keys> ...
-
-  new [--lua|--js] NAME [DIR]   create a working plugin: manifest, a command, a test, editor
-                        types (anvil plugin new --help)
-  types [PLUGIN_DIR]    write the plugin's editor types (anvil.d.ts / types/anvil.lua) again
-  list                  the grants stored for the workspace
-  inspect PLUGIN_DIR    the manifest, what it requests, and whether it is granted here
-  approve PLUGIN_DIR    grant exactly what the manifest requests (keyed by its SHA-256)
-  revoke PLUGIN_ID      remove the plugin's grants in the workspace
-  lock PLUGIN_DIR       pin the plugin's manifest and code hashes in <workspace>/anvil.lock
-
-Manifest signatures (ed25519; docs/plugin-api.md "Signed manifests"):
-  keygen FILE                  write a new private key to FILE (0600) and its public key to FILE.pub
-  sign --key FILE PLUGIN_DIR   sign PLUGIN_DIR/anvil-plugin.toml into anvil-plugin.toml.sig
-  trust-key NAME FILE          trust the public key in FILE (PEM or 64 hex) as NAME
-  untrust-key NAME             stop trusting the key NAME
-  trusted-keys                 list the keys you trust
-
-  --workspace DIR       the workspace (default: the current directory)
-
-Examples:
-  anvil plugin new --js me.notes                     # ./notes: a JS plugin to start from
-  anvil plugin inspect examples/plugins/notes-js     # what it asks for, granted or not
-  anvil plugin approve examples/plugins/notes-js     # grant exactly that, for this workspace
-  anvil plugin list                                  # the grants stored for this workspace
-  anvil plugin revoke example.notes
-  anvil plugin lock examples/plugins/notes-js        # pin it in ./anvil.lock
-)";
+  std::string workspace_arg = ".";
+  const CommandSpec spec = PluginSpec(workspace_arg);
+  const std::string usage = RenderHelp(spec);
+  const char* kUsage = usage.c_str();
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::cout << kUsage;
     return args.empty() ? kExitUsage : kExitOk;
   }
   std::string sub = args[0];
+  std::vector<std::string> known;
+  for (const auto& s : spec.subcommands) known.push_back(s.name);
+  if (std::find(known.begin(), known.end(), sub) == known.end()) {
+    std::string names;
+    for (const auto& k : known) names += (names.empty() ? "" : ", ") + k;
+    std::cerr << "anvil plugin: invalid: unknown subcommand '" << SanitizeForDisplay(sub, 100)
+              << "' (the subcommands: " << names << "; see anvil plugin --help)";
+    if (auto s = Suggest(sub, known)) std::cerr << "; did you mean " << *s << "?";
+    std::cerr << "\n";
+    return kExitUsage;
+  }
   if (sub == "new") return RunPluginNewCommand({args.begin() + 1, args.end()});
   if (sub == "types") return RunPluginTypesCommand({args.begin() + 1, args.end()});
   if (sub == "keygen" || sub == "sign" || sub == "trust-key" || sub == "untrust-key" ||
       sub == "trusted-keys") {
     return RunKeyCommand(sub, std::vector<std::string>(args.begin() + 1, args.end()), kUsage);
   }
-  std::string workspace_arg = ".";
-  std::vector<std::string> rest;
-  for (size_t i = 1; i < args.size(); ++i) {
-    if (args[i] == "--workspace" && i + 1 < args.size()) {
-      workspace_arg = args[++i];
-    } else {
-      rest.push_back(args[i]);
-    }
+  auto parsed = ParseFlags(spec, std::vector<std::string>(args.begin() + 1, args.end()));
+  if (!parsed) {
+    std::cerr << "anvil plugin " << sub << ": " << parsed.error().ToString() << "\n";
+    return kExitUsage;
   }
+  if (parsed->help) {
+    std::cout << kUsage;
+    return kExitOk;
+  }
+  const std::vector<std::string>& rest = parsed->operands;
   std::string workspace = Canonical(workspace_arg);
   if (workspace.empty()) {
     std::cerr << "anvil plugin: invalid: no such workspace " << workspace_arg << "\n";
@@ -547,35 +649,70 @@ Examples:
   return kExitUsage;
 }
 
-int RunAuditCommand(const std::vector<std::string>& args) {
+namespace {
+
+struct AuditArgs {
   std::string workspace_arg = ".", file;
   bool follow = false, json = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--follow") {
-      follow = true;
-    } else if (args[i] == "--json") {
-      json = true;
-    } else if (args[i] == "--workspace" && i + 1 < args.size()) {
-      workspace_arg = args[++i];
-    } else if (args[i] == "--file" && i + 1 < args.size()) {
-      file = args[++i];
-    } else if (args[i] == "--help" || args[i] == "-h") {
-      std::cout << "usage: anvil audit [--workspace DIR | --file FILE] [--follow] [--json]\n\n"
-                   "Print the audit log of the workspace's sessions: one line per decision.\n\n"
-                   "  --workspace DIR   the workspace (default: the current directory)\n"
-                   "  --file FILE       read this audit log file instead\n"
-                   "  --follow          keep printing new entries as they are written\n"
-                   "  --json            one JSON object per line, as stored\n\n"
-                   "Examples:\n"
-                   "  anvil audit                     # what plugins did in this workspace\n"
-                   "  anvil audit --follow            # watch a session live\n"
-                   "  anvil audit --json | jq 'select(.verdict == \"deny\")'\n";
-      return kExitOk;
-    } else {
-      std::cerr << "anvil audit: invalid: unknown option " << args[i] << "\n";
-      return kExitUsage;
-    }
+};
+
+CommandSpec AuditSpec(AuditArgs& a) {
+  CommandSpec spec;
+  spec.name = "audit";
+  spec.program = "anvil audit";
+  spec.summary = "read the audit log of a workspace";
+  spec.synopsis = "[--workspace DIR | --file FILE] [--follow] [--json]";
+  spec.description = "Print the audit log of the workspace's sessions: one line per decision.";
+  spec.flags = {
+      Text("--workspace", "DIR", "the workspace (default: the current directory)",
+           [&a](const std::string& v) {
+             a.workspace_arg = v;
+             return Ok();
+           })
+          .Expects("a directory")
+          .Completes(Completion::kDirectory),
+      Text("--file", "FILE", "read this audit log file instead",
+           [&a](const std::string& v) {
+             a.file = v;
+             return Ok();
+           })
+          .Expects("a file")
+          .Completes(Completion::kFile),
+      Switch("--follow", "keep printing new entries as they are written",
+             [&a] { a.follow = true; }),
+      Switch("--json", "one JSON object per line, as stored", [&a] { a.json = true; }),
+  };
+  spec.examples = {
+      "anvil audit                     # what plugins did in this workspace",
+      "anvil audit --follow            # watch a session live",
+      "anvil audit --json | jq 'select(.verdict == \"deny\")'",
+  };
+  spec.style.see_help_hint = false;
+  return spec;
+}
+
+}  // namespace
+
+CommandSpec AuditCommandSpec() {
+  static AuditArgs unused;
+  return AuditSpec(unused);
+}
+
+int RunAuditCommand(const std::vector<std::string>& args) {
+  AuditArgs a;
+  const CommandSpec spec = AuditSpec(a);
+  auto parsed = ParseFlags(spec, args);
+  if (!parsed) {
+    std::cerr << "anvil audit: " << parsed.error().ToString() << "\n";
+    return kExitUsage;
   }
+  if (parsed->help) {
+    std::cout << RenderHelp(spec);
+    return kExitOk;
+  }
+  const std::string& workspace_arg = a.workspace_arg;
+  std::string file = a.file;
+  const bool follow = a.follow, json = a.json;
   if (file.empty()) {
     auto path = session::AuditLogPath(Canonical(workspace_arg).empty() ? workspace_arg
                                                                        : Canonical(workspace_arg));

@@ -17,6 +17,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "linux/helper_executable.h"
 #include "linux/program_exec.h"
 #include "session/plugin_session.h"
 
@@ -474,8 +475,9 @@ Status StartProxy(SandboxInvocation& inv, ProxyProcess& proxy) {
   UniqueFd ours(sv[0]), theirs(sv[1]);
   if (pipe2(status, O_CLOEXEC) != 0) return SysFail("sandbox", "proxy: pipe");
   UniqueFd status_r(status[0]), status_w(status[1]);
-  std::vector<std::string> args = {session::SiblingExecutable("anvil-proxy"), "--channel-fd", "3",
-                                   "--status-fd", "4"};
+  auto exe = FindHelper("anvil-proxy");
+  if (!exe) return Fail("sandbox", "--network proxy: " + exe.error().ToString());
+  std::vector<std::string> args = {exe->path, "--channel-fd", "3", "--status-fd", "4"};
   if (auto audit = session::AuditLogPath(inv.spec.policy.workspace)) {
     args.push_back("--audit-log");
     args.push_back(*audit);

@@ -4,8 +4,11 @@
 #include <string>
 #include <vector>
 
+#include "cli/flag_table.h"
+
 namespace anvil::cli {
 
 int RunServeCommand(const std::vector<std::string>& args);
+CommandSpec ServeCommandSpec();
 
 }  // namespace anvil::cli

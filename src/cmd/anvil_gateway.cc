@@ -9,7 +9,7 @@
 
 #include "gateway/gateway.h"
 #include "gateway/net_fetch_flags.h"
-#include "session/plugin_session.h"
+#include "linux/helper_executable.h"
 
 namespace {
 
@@ -52,7 +52,12 @@ bool ParseNumber(const std::string& text, uint64_t& out) {
 
 int main(int argc, char** argv) {
   anvil::gateway::GatewayOptions o;
-  o.exec_runner = anvil::session::SiblingExecutable("anvil-exec-runner");
+  // Beside this program (libexec/anvil/, or the build tree), never through PATH.
+  if (auto runner = anvil::FindHelper("anvil-exec-runner")) {
+    o.exec_runner = runner->path;
+  } else {
+    o.exec_unavailable = runner.error().ToString();
+  }
   std::vector<std::string> args(argv + 1, argv + argc);
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -124,8 +129,10 @@ int main(int argc, char** argv) {
       const std::string* v = value();
       ok = v != nullptr && !v->empty();
       if (ok) o.exec_runner = *v;
+      if (ok) o.exec_unavailable.clear();
     } else if (a == "--no-exec") {
       o.exec_runner.clear();
+      o.exec_unavailable.clear();
     } else if (a == "--exec-timeout") {
       const std::string* v = value();
       char* end = nullptr;
@@ -162,6 +169,9 @@ int main(int argc, char** argv) {
   if (o.workspace.empty() || o.control_fd < 0) {
     std::cerr << "anvil-gateway: invalid: --workspace and --control-fd are required\n" << kUsage;
     return 2;
+  }
+  if (o.exec_runner.empty() && !o.exec_unavailable.empty()) {
+    std::cerr << "anvil-gateway: sys.exec unavailable: " << o.exec_unavailable << "\n";
   }
   return anvil::gateway::RunGateway(o);
 }

@@ -1120,7 +1120,7 @@ int RunGateway(const GatewayOptions& input) {
       options.exec_unavailable = broker.error().ToString();
       std::cerr << "anvil-gateway: sys.exec unavailable: " << options.exec_unavailable << "\n";
     }
-  } else {
+  } else if (options.exec_unavailable.empty()) {
     options.exec_unavailable = "disabled for this session (--no-exec)";
   }
   // A fetch holds a worker for up to its time caps: keep one worker free of fetches, so slow

@@ -6,17 +6,10 @@
 
 #include <cstdlib>
 
+#include "linux/helper_executable.h"
 #include "policy/digest.h"
 
 namespace anvil::session {
-
-std::string SiblingExecutable(const std::string& name) {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return name;
-  std::string self(buf, static_cast<size_t>(n));
-  return self.substr(0, self.rfind('/') + 1) + name;
-}
 
 Result<std::string> AuditLogPath(const std::string& workspace) {
   std::string base;
@@ -45,18 +38,19 @@ Result<std::unique_ptr<PluginSession>> PluginSession::Start(const PluginSessionC
   std::unique_ptr<PluginSession> s(new PluginSession());
   auto audit = AuditLogPath(config.workspace);
   if (!audit) return tl::unexpected(audit.error());
-  GatewayConfig gw{SiblingExecutable("anvil-gateway"), config.workspace, {"--audit-log", *audit}};
+  auto gateway_exe = FindHelper("anvil-gateway");
+  if (!gateway_exe) return tl::unexpected(gateway_exe.error());
+  auto host_exe = FindHelper("anvil-plugin-host");
+  if (!host_exe) return tl::unexpected(host_exe.error());
+  GatewayConfig gw{gateway_exe->path, config.workspace, {"--audit-log", *audit}};
   gw.unsafe_net_test = config.unsafe_net_test;
   gw.extra_args.insert(gw.extra_args.end(), config.gateway_args.begin(), config.gateway_args.end());
   auto gateway = GatewayProcess::Start(gw);
   if (!gateway) return tl::unexpected(gateway.error());
   s->gateway_ = std::move(*gateway);
-  HostConfig host{SiblingExecutable("anvil-plugin-host"),
-                  config.plugin_dir,
-                  std::string(ToString(config.manifest.runtime)),
-                  config.manifest.entry,
-                  config.manifest.id,
-                  config.host_args};
+  HostConfig host{
+      host_exe->path,        config.plugin_dir,  std::string(ToString(config.manifest.runtime)),
+      config.manifest.entry, config.manifest.id, config.host_args};
   host.settings_json = config.settings_json;
   host.pinned_files = config.pinned_files;
   auto h = HostProcess::Start(host, *s->gateway_, config.grant);

@@ -16,8 +16,6 @@
 
 namespace anvil::session {
 
-// Where Anvil's helper executables live: next to the running `anvil`.
-std::string SiblingExecutable(const std::string& name);
 // ${XDG_STATE_HOME:-$HOME/.local/state}/anvil/audit/<sha256(workspace)[:16]>.jsonl (dir 0700).
 Result<std::string> AuditLogPath(const std::string& workspace);
 

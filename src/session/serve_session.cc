@@ -19,6 +19,7 @@
 #include "common/unique_fd.h"
 #include "fs/path_glob.h"
 #include "fs/workspace_path.h"
+#include "linux/helper_executable.h"
 #include "policy/consent.h"
 #include "policy/grant_store.h"
 #include "session/document_uri.h"
@@ -980,7 +981,12 @@ void Server::DidClose(const json& params) {
 Status Server::StartGateway() {
   auto audit = AuditLogPath(o_.workspace);
   if (!audit) return tl::unexpected(audit.error());
-  GatewayConfig config{SiblingExecutable("anvil-gateway"), o_.workspace, {"--audit-log", *audit}};
+  auto exe = FindHelper("anvil-gateway");
+  if (!exe) {
+    gateway_error_ = exe.error().ToString();
+    return tl::unexpected(exe.error());
+  }
+  GatewayConfig config{exe->path, o_.workspace, {"--audit-log", *audit}};
   config.extra_args.insert(config.extra_args.end(), o_.gateway_args.begin(), o_.gateway_args.end());
   auto gateway = GatewayProcess::Start(config);
   if (!gateway) {
@@ -1099,12 +1105,11 @@ void Server::ResolvePluginGrant(Plugin& p) {
 void Server::StartHost(Plugin& p) {
   if (!gateway_) return SetFailed(p, "no policy gateway: " + gateway_error_);
   const Manifest& m = *p.entry.manifest;
-  HostConfig config{SiblingExecutable("anvil-plugin-host"),
-                    p.entry.dir,
-                    std::string(anvil::ToString(m.runtime)),
-                    m.entry,
-                    m.id,
-                    {"--deadline-ms", std::to_string(o_.command_timeout.count())}};
+  auto exe = FindHelper("anvil-plugin-host");
+  if (!exe) return SetFailed(p, "the plugin host did not start: " + exe.error().ToString());
+  HostConfig config{
+      exe->path, p.entry.dir, std::string(anvil::ToString(m.runtime)),
+      m.entry,   m.id,        {"--deadline-ms", std::to_string(o_.command_timeout.count())}};
   config.extra_args.insert(config.extra_args.end(), o_.host_args.begin(), o_.host_args.end());
   // Data for the plugin only: the grant passed below comes from the grant store, never from here.
   config.settings_json =

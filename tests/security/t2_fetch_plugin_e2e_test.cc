@@ -87,13 +87,13 @@ TEST_F(T2PluginEndToEnd, WithoutTheTrustedFlagsThePluginCannotReachLoopback) {
 }
 
 TEST_F(T2PluginEndToEnd, TheFetchExamplePluginRunsAgainstTheTestServer) {
-  // examples/plugins/fetch-example is granted api.github.com; the test DNS points that name at
+  // examples/plugins/fetch-example is granted example.com; the test DNS points that name at
   // the loopback server (whose test certificate names it). Nothing leaves this machine.
-  dns_->Set("api.github.com", {IpAddress::V4(127, 0, 0, 2)});
+  dns_->Set("example.com", {IpAddress::V4(127, 0, 0, 2)});
   std::vector<std::string> argv = {AnvilBin(), "run", "--workspace", ws_->path(), "--approve"};
   for (const auto& f : TestFlags()) argv.push_back(f);
   argv.insert(argv.end(), {std::string(ANVIL_SOURCE_DIR) + "/examples/plugins/fetch-example", "get",
-                           "https://api.github.com:" + std::to_string(port_) + "/hello"});
+                           "https://example.com:" + std::to_string(port_) + "/hello"});
   RunOptions o;
   o.env = {"PATH=/usr/bin:/bin", "HOME=/nonexistent", "XDG_STATE_HOME=" + state_.path()};
   auto r = testing::Run(argv, o);

@@ -44,7 +44,7 @@ TestPki* TestPki::Shared() {
     auto pki = Create();
     if (pki) {
       pki->Issue("api", {"DNS:api.anvil.test", "DNS:other.anvil.test", "DNS:rebind.anvil.test",
-                         "DNS:mixed.anvil.test", "DNS:api.github.com", "IP:127.0.0.2"});
+                         "DNS:mixed.anvil.test", "DNS:example.com", "IP:127.0.0.2"});
       pki->Issue("wrong", {"DNS:wrong.anvil.test"});
     }
     return pki;

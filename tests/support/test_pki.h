@@ -19,7 +19,7 @@ class TestPki {
  public:
   // nullptr (and an ADD_FAILURE) when openssl is missing or fails.
   static std::unique_ptr<TestPki> Create();
-  // One CA (with leaves "api" for api/other/rebind/mixed.anvil.test, api.github.com (the example
+  // One CA (with leaves "api" for api/other/rebind/mixed.anvil.test, example.com (the example
   // plugin) and 127.0.0.2, and "wrong" for wrong.anvil.test) per test process: key generation is
   // the slow part of these tests.
   static TestPki* Shared();

@@ -1,0 +1,747 @@
+// One renderer per output: --help, roff man pages, and the three shells' completion scripts.
+#include "cli/command_docs.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace anvil::cli {
+namespace {
+
+// ---- shared ------------------------------------------------------------------------------
+
+std::vector<std::string> SplitLines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::string line;
+  std::istringstream in(text);
+  while (std::getline(in, line)) lines.push_back(line);
+  return lines;
+}
+
+std::string Trim(const std::string& s) {
+  size_t a = s.find_first_not_of(' ');
+  size_t b = s.find_last_not_of(' ');
+  return a == std::string::npos ? std::string() : s.substr(a, b - a + 1);
+}
+
+std::string EnsureNewline(std::string text) {
+  if (!text.empty() && text.back() != '\n') text += '\n';
+  return text;
+}
+
+bool Visible(const Flag& f) { return !f.hidden; }
+
+std::vector<const Flag*> VisibleFlags(const std::vector<Flag>& flags) {
+  std::vector<const Flag*> out;
+  for (const Flag& f : flags) {
+    if (Visible(f)) out.push_back(&f);
+  }
+  return out;
+}
+
+// The help text on one line (completions and descriptions in lists).
+std::string OneLine(const std::string& help) {
+  std::string out;
+  for (const auto& line : SplitLines(help)) {
+    std::string t = Trim(line);
+    if (t.empty()) continue;
+    if (!out.empty()) out += ' ';
+    out += t;
+  }
+  return out;
+}
+
+// Two columns: "  LEFT   help", help lines past the first aligned under the first.
+std::string Columns(const std::vector<std::pair<std::string, std::string>>& rows,
+                    size_t max_column = 26) {
+  size_t column = 0;
+  for (const auto& [left, help] : rows) {
+    if (left.size() + 2 <= max_column) column = std::max(column, left.size() + 2);
+  }
+  column = std::max<size_t>(column, 8);
+  std::string out;
+  for (const auto& [left, help] : rows) {
+    std::vector<std::string> lines = SplitLines(help);
+    if (lines.empty()) lines.push_back("");
+    if (left.size() + 2 <= column) {
+      out += left + std::string(column - left.size(), ' ') + lines[0] + "\n";
+    } else {
+      out += left + "\n" + std::string(column, ' ') + lines[0] + "\n";
+    }
+    for (size_t i = 1; i < lines.size(); ++i) out += std::string(column, ' ') + lines[i] + "\n";
+  }
+  return out;
+}
+
+std::string FlagLeft(const Flag& f) {
+  return "  " + f.name + (f.metavar.empty() ? "" : " " + f.metavar);
+}
+
+std::string SubcommandList(const CommandSpec& spec) {
+  std::vector<std::pair<std::string, std::string>> rows;
+  for (const Subcommand& s : spec.subcommands) {
+    rows.push_back({"  " + s.name + (s.args.empty() ? "" : " " + s.args), s.help});
+  }
+  return Columns(rows, 32);
+}
+
+// ---- roff --------------------------------------------------------------------------------
+
+// Text for a roff line: backslashes escaped, and a line that would start with a control
+// character made literal.
+std::string Roff(const std::string& text, bool literal_dashes = false) {
+  std::string out;
+  for (char c : text) {
+    if (c == '\\') {
+      out += "\\e";
+    } else if (c == '-' && literal_dashes) {
+      out += "\\-";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string RoffLine(const std::string& text, bool literal_dashes = false) {
+  std::string line = Roff(text, literal_dashes);
+  if (!line.empty() && (line[0] == '.' || line[0] == '\'')) line = "\\&" + line;
+  return line + "\n";
+}
+
+std::string Upper(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Paragraphs (split at blank lines) filled by the formatter, except those with indented lines
+// (lists, tables), which are kept line by line.
+std::string RoffParagraphs(const std::string& text, bool preformatted = false) {
+  std::string out;
+  std::vector<std::vector<std::string>> paragraphs(1);
+  for (const auto& line : SplitLines(text)) {
+    if (Trim(line).empty()) {
+      if (!paragraphs.back().empty()) paragraphs.emplace_back();
+      continue;
+    }
+    paragraphs.back().push_back(line);
+  }
+  bool first = true;
+  for (const auto& p : paragraphs) {
+    if (p.empty()) continue;
+    if (!first) out += ".PP\n";
+    first = false;
+    bool keep = preformatted;
+    for (const auto& line : p) keep = keep || line.starts_with("  ");
+    if (keep) {
+      out += ".nf\n";
+      for (const auto& line : p) out += RoffLine(line, true);
+      out += ".fi\n";
+    } else {
+      for (const auto& line : p) out += RoffLine(Trim(line));
+    }
+  }
+  return out;
+}
+
+std::string RoffFlag(const Flag& f) {
+  std::string out = ".TP\n\\fB" + Roff(f.name, true) + "\\fR";
+  if (!f.metavar.empty()) out += " \\fI" + Roff(f.metavar, true) + "\\fR";
+  out += "\n";
+  out += RoffLine(OneLine(f.help));
+  if (!f.choices.empty() && f.complete == Completion::kChoices) {
+    std::string values;
+    for (const auto& c : f.choices) values += (values.empty() ? "" : ", ") + c;
+    out += RoffLine("Values: " + values + ".");
+  }
+  return out;
+}
+
+std::string RoffExamples(const std::vector<std::string>& examples) {
+  std::string out = ".SH EXAMPLES\n.nf\n.RS 4\n";
+  for (const auto& e : examples) out += RoffLine(e, true);
+  out += ".RE\n.fi\n";
+  return out;
+}
+
+std::string RoffHeader(const std::string& page, const std::string& version, std::string summary) {
+  // NAME is "page \- what it does": lower case, no full stop.
+  if (!summary.empty() && summary.back() == '.') summary.pop_back();
+  if (!summary.empty() && std::isupper(static_cast<unsigned char>(summary[0])) &&
+      (summary.size() < 2 || !std::isupper(static_cast<unsigned char>(summary[1])))) {
+    summary[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(summary[0])));
+  }
+  return ".\\\" Generated from anvil's flag tables by anvil-docgen; do not edit.\n"
+         ".TH \"" +
+         Upper(Roff(page, true)) + "\" \"1\" \"\" \"anvil " + version +
+         "\" \"Anvil Manual\"\n"
+         ".SH NAME\n" +
+         Roff(page, true) + " \\- " + Roff(summary) + "\n";
+}
+
+// ---- completions -------------------------------------------------------------------------
+
+std::string Join(const std::vector<std::string>& words, const char* sep = " ") {
+  std::string out;
+  for (const auto& w : words) out += (out.empty() ? "" : sep) + w;
+  return out;
+}
+
+std::vector<std::string> CommandNames(const ToolSpec& tool) {
+  std::vector<std::string> names;
+  for (const auto& c : tool.commands) names.push_back(c.name);
+  names.push_back("help");
+  return names;
+}
+
+const char* CompletionWord(Completion c) {
+  switch (c) {
+    case Completion::kDirectory:
+    case Completion::kPluginDirectory:
+      return "dir";
+    case Completion::kFile:
+      return "file";
+    case Completion::kChoices:
+      return "choices";
+    case Completion::kProfiles:
+      return "profiles";
+    case Completion::kCommand:
+      return "command";
+    case Completion::kNone:
+      break;
+  }
+  return "none";
+}
+
+// Single-quoted for sh, zsh and fish alike.
+std::string Quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+// A short description for zsh: one line, at most about 70 characters.
+std::string ZshShort(const std::string& help) {
+  std::string line = OneLine(help);
+  if (line.size() > 70) line = line.substr(0, 67) + "...";
+  return line;
+}
+
+// Backslash before each of `special` (`_arguments` reads brackets and colons as syntax).
+std::string ZshEscape(const std::string& text, std::string_view special) {
+  std::string out;
+  for (char c : text) {
+    if (special.find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+std::string ZshAction(Completion c, const std::vector<std::string>& choices) {
+  switch (c) {
+    case Completion::kDirectory:
+    case Completion::kPluginDirectory:
+      return "_files -/";
+    case Completion::kFile:
+      return "_files";
+    case Completion::kChoices:
+      return "(" + Join(choices) + ")";
+    case Completion::kProfiles:
+      return "_anvil_profiles " + Join(choices);
+    case Completion::kCommand:
+      return "_command_names -e";
+    case Completion::kNone:
+      break;
+  }
+  return " ";
+}
+
+std::string Identifier(const std::string& name) {
+  std::string out;
+  for (char c : name) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return out;
+}
+
+}  // namespace
+
+// ---- --help ------------------------------------------------------------------------------
+
+std::string RenderHelp(const CommandSpec& spec) {
+  std::string out = "usage: " + spec.program + " " + spec.synopsis + "\n";
+  if (!spec.description.empty()) out += "\n" + EnsureNewline(spec.description);
+  if (!spec.subcommands.empty()) {
+    out += "\nSubcommands:\n" + SubcommandList(spec);
+  }
+  for (const Section& s : spec.sections_before_flags) {
+    out += "\n" + (s.title.empty() ? "" : s.title + ":\n") + EnsureNewline(s.text);
+  }
+  std::vector<std::pair<std::string, std::string>> rows;
+  for (const Flag* f : VisibleFlags(spec.flags)) rows.push_back({FlagLeft(*f), f->help});
+  if (!rows.empty()) out += "\nOptions:\n" + Columns(rows);
+  for (const Section& s : spec.sections) {
+    out += "\n" + (s.title.empty() ? "" : s.title + ":\n") + EnsureNewline(s.text);
+  }
+  if (!spec.examples.empty()) {
+    out += "\nExamples:\n";
+    for (const auto& e : spec.examples) out += "  " + e + "\n";
+  }
+  return out;
+}
+
+std::string RenderToolHelp(const ToolSpec& tool) {
+  std::string out = "usage: anvil <command> [options]\n\n" + EnsureNewline(tool.summary) + "\n";
+  size_t width = 0;
+  for (const auto& c : tool.commands) width = std::max(width, c.summary.size());
+  out += "Commands:\n";
+  for (const auto& c : tool.commands) {
+    out += "  " + c.name + std::string(c.name.size() < 10 ? 10 - c.name.size() : 1, ' ') +
+           c.summary + std::string(width + 2 - c.summary.size(), ' ') + "(anvil " + c.name +
+           " --help)\n";
+  }
+  const std::string help_summary = "the help of a command, as above";
+  out += "  help" + std::string(6, ' ') + help_summary +
+         std::string(width + 2 > help_summary.size() ? width + 2 - help_summary.size() : 1, ' ') +
+         "(anvil help COMMAND)\n";
+  std::vector<std::pair<std::string, std::string>> rows;
+  for (const Flag& f : tool.flags) rows.push_back({FlagLeft(f), f.help});
+  out += "\nOptions:\n" + Columns(rows);
+  if (!tool.examples.empty()) {
+    out += "\nExamples:\n";
+    for (const auto& e : tool.examples) out += "  " + e + "\n";
+  }
+  return out;
+}
+
+// ---- man pages ---------------------------------------------------------------------------
+
+std::string RenderToolMan(const ToolSpec& tool) {
+  std::string out = RoffHeader("anvil", tool.version, tool.summary);
+  out +=
+      ".SH SYNOPSIS\n.nf\n\\fBanvil\\fR \\fICOMMAND\\fR [\\fIoptions\\fR]\n"
+      "\\fBanvil help\\fR \\fICOMMAND\\fR\n\\fBanvil \\-\\-version\\fR\n.fi\n";
+  out += ".SH DESCRIPTION\n" +
+         RoffParagraphs(tool.description.empty() ? tool.summary : tool.description);
+  out += ".SH COMMANDS\n";
+  for (const auto& c : tool.commands) {
+    out += ".TP\n\\fB" + Roff(c.name, true) + "\\fR\n" + RoffLine(c.summary + ".") +
+           "See \\fBanvil\\-" + Roff(c.name, true) + "\\fR(1).\n";
+  }
+  out +=
+      ".TP\n\\fBhelp\\fR \\fICOMMAND\\fR\nThe help of a command, the text of its "
+      "\\fB\\-\\-help\\fR.\n";
+  out += ".SH OPTIONS\n";
+  for (const Flag& f : tool.flags) out += RoffFlag(f);
+  if (!tool.examples.empty()) out += RoffExamples(tool.examples);
+  out +=
+      ".SH FILES\n.TP\n\\fI../libexec/anvil/\\fR (beside the \\fBanvil\\fR executable)\n"
+      "The helpers \\fBanvil\\fR starts: anvil\\-gateway, anvil\\-plugin\\-host, "
+      "anvil\\-exec\\-runner, anvil\\-proxy. \\fBanvil doctor\\fR says where each was found.\n";
+  out += ".SH SEE ALSO\n";
+  std::string see;
+  for (const auto& c : tool.commands) {
+    see +=
+        (see.empty() ? "" : ",\n") + std::string("\\fBanvil\\-") + Roff(c.name, true) + "\\fR(1)";
+  }
+  out += see +
+         "\n.PP\nThe user guide: /usr/share/doc/anvil/docs/README.md (or docs/ in the "
+         "source tree).\n";
+  return out;
+}
+
+std::string RenderMan(const ToolSpec& tool, const CommandSpec& spec) {
+  std::string out = RoffHeader("anvil-" + spec.name, tool.version, spec.summary);
+  out += ".SH SYNOPSIS\n.nf\n";
+  if (spec.subcommands.empty()) {
+    // One synopsis: its continuation lines joined (the formatter is not told to fill here).
+    std::string synopsis;
+    for (const auto& line : SplitLines(spec.synopsis)) {
+      synopsis += (synopsis.empty() ? "" : " ") + Trim(line);
+    }
+    out += "\\fB" + Roff(spec.program, true) + "\\fR " + Roff(synopsis, true) + "\n";
+  }
+  for (const Subcommand& s : spec.subcommands) {
+    out += "\\fB" + Roff(spec.program, true) + " " + Roff(s.name, true) + "\\fR" +
+           (s.args.empty() ? "" : " " + Roff(s.args, true)) + "\n";
+  }
+  out += ".fi\n";
+  if (!spec.description.empty()) out += ".SH DESCRIPTION\n" + RoffParagraphs(spec.description);
+  if (!spec.subcommands.empty()) {
+    out += ".SH SUBCOMMANDS\n";
+    for (const Subcommand& s : spec.subcommands) {
+      out += ".TP\n\\fB" + Roff(s.name, true) + "\\fR" +
+             (s.args.empty() ? "" : " \\fI" + Roff(s.args, true) + "\\fR") + "\n" +
+             RoffLine(OneLine(s.help));
+    }
+  }
+  for (const Section& s : spec.sections_before_flags) {
+    out += ".SH " + Upper(Roff(s.title.empty() ? "Notes" : s.title)) + "\n" +
+           RoffParagraphs(s.text, s.preformatted);
+  }
+  auto flags = VisibleFlags(spec.flags);
+  if (!flags.empty()) {
+    out += ".SH OPTIONS\n";
+    for (const Flag* f : flags) out += RoffFlag(*f);
+    out += ".TP\n\\fB\\-\\-help\\fR, \\fB\\-h\\fR\nPrint this help (also: \\fBanvil help " +
+           Roff(spec.name, true) + "\\fR).\n";
+  }
+  for (const Section& s : spec.sections) {
+    out += ".SH " + Upper(Roff(s.title.empty() ? "Notes" : s.title)) + "\n" +
+           RoffParagraphs(s.text, s.preformatted);
+  }
+  if (!spec.examples.empty()) out += RoffExamples(spec.examples);
+  out += ".SH SEE ALSO\n\\fBanvil\\fR(1)\n";
+  return out;
+}
+
+// ---- bash --------------------------------------------------------------------------------
+
+std::string RenderBashCompletion(const ToolSpec& tool) {
+  std::ostringstream o;
+  o << "# bash completion for anvil. Generated from anvil's flag tables by anvil-docgen; do not "
+       "edit.\n"
+       "_anvil_reply() {\n"
+       "  local IFS=$'\\n'\n"
+       "  COMPREPLY=($(compgen -W \"$1\" -- \"$cur\"))\n"
+       "}\n"
+       "_anvil_value() {  # what: none dir file choices profiles command; $2: the choices\n"
+       "  local IFS=$'\\n'\n"
+       "  case \"$1\" in\n"
+       "    dir) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- \"$cur\")) ;;\n"
+       "    file) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- \"$cur\")) ;;\n"
+       "    command) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -c -- \"$cur\")) ;;\n"
+       "    choices) _anvil_reply \"${2// /$'\\n'}\" ;;\n"
+       "    profiles) _anvil_reply \"${2// /$'\\n'}\"$'\\n'\"$(\"${COMP_WORDS[0]}\" __complete "
+       "profiles 2>/dev/null)\" ;;\n"
+       "    *) COMPREPLY=() ;;\n"
+       "  esac\n"
+       "}\n";
+  for (const CommandSpec& c : tool.commands) {
+    const std::string fn = "_anvil_" + Identifier(c.name);
+    std::vector<std::string> value_flags, all_flags;
+    for (const Flag* f : VisibleFlags(c.flags)) {
+      all_flags.push_back(f->name);
+      if (f->kind != ValueKind::kNone) value_flags.push_back(f->name);
+    }
+    all_flags.push_back("--help");
+    o << fn << "() {  # $1: where the command word is\n"
+      << "  local i w operands=() ended=0\n"
+      << "  for ((i = $1 + 1; i < COMP_CWORD; i++)); do\n"
+      << "    w=\"${COMP_WORDS[i]}\"\n"
+      << "    if ((ended)); then operands+=(\"$w\"); continue; fi\n"
+      << "    case \"$w\" in\n";
+    if (c.style.dash_dash_ends) o << "      --) ended=1 ;;\n";
+    if (!value_flags.empty()) {
+      o << "      " << Join(value_flags, "|") << ")\n"
+        << "        if [[ ${COMP_WORDS[i+1]} == = ]]; then ((i += 2)); else ((i++)); fi ;;\n";
+    }
+    o << "      -*) ;;\n"
+      << "      *) operands+=(\"$w\")";
+    if (c.style.operands == ParseStyle::Operands::kFirstEndsFlags ||
+        c.style.operands == ParseStyle::Operands::kFirstThenAll) {
+      o << "; ended=1";
+    }
+    o << " ;;\n"
+      << "    esac\n"
+      << "  done\n"
+      << "  if ((!ended)); then\n"
+      << "    case \"$flag\" in\n";
+    for (const Flag* f : VisibleFlags(c.flags)) {
+      if (f->kind == ValueKind::kNone) continue;
+      o << "      " << f->name << ") _anvil_value " << CompletionWord(f->complete) << " "
+        << Quote(Join(f->choices)) << "; return ;;\n";
+    }
+    o << "    esac\n"
+      << "    if [[ $cur == -* ]]; then _anvil_reply \"" << Join(all_flags, "\n")
+      << "\"; return; fi\n"
+      << "  fi\n";
+    if (!c.subcommands.empty()) {
+      std::vector<std::string> names;
+      for (const auto& s : c.subcommands) names.push_back(s.name);
+      o << "  if ((${#operands[@]} == 0)); then _anvil_reply \"" << Join(names, "\n")
+        << "\"; return; fi\n"
+        << "  case \"${operands[0]}:$((${#operands[@]} - 1))\" in\n";
+      for (const auto& s : c.subcommands) {
+        for (size_t k = 0; k < s.positionals.size(); ++k) {
+          const Positional& p = s.positionals[k];
+          if (p.complete == Completion::kNone) continue;
+          o << "    " << s.name << ":" << k << ") _anvil_value " << CompletionWord(p.complete)
+            << " " << Quote(p.metavar) << " ;;\n";
+        }
+      }
+      o << "    *) COMPREPLY=() ;;\n  esac\n";
+    } else if (!c.positionals.empty()) {
+      o << "  case ${#operands[@]} in\n";
+      for (size_t k = 0; k < c.positionals.size(); ++k) {
+        const Positional& p = c.positionals[k];
+        const bool last = k + 1 == c.positionals.size();
+        o << "    " << (last ? "*" : std::to_string(k)) << ") ";
+        if (p.complete == Completion::kCommand) {
+          o << "if ((${#operands[@]} == " << k
+            << ")); then _anvil_value command; else _anvil_value file; fi ;;\n";
+        } else {
+          o << "_anvil_value " << CompletionWord(p.complete) << " '' ;;\n";
+        }
+      }
+      o << "  esac\n";
+    } else {
+      o << "  COMPREPLY=()\n";
+    }
+    o << "}\n";
+  }
+  o << "_anvil() {\n"
+       "  local cur=\"${COMP_WORDS[COMP_CWORD]}\" flag=\"\" i cmd=\"\" at=0\n"
+       "  ((COMP_CWORD > 0)) && flag=\"${COMP_WORDS[COMP_CWORD-1]}\"\n"
+       "  # --flag=value arrives as three words: --flag, =, value.\n"
+       "  if [[ $cur == = ]]; then cur=\"\"; elif [[ $flag == = ]] && ((COMP_CWORD > 1)); then\n"
+       "    flag=\"${COMP_WORDS[COMP_CWORD-2]}\"\n"
+       "  fi\n"
+       "  for ((i = 1; i < COMP_CWORD; i++)); do\n"
+       "    case \"${COMP_WORDS[i]}\" in -*) ;; *) cmd=\"${COMP_WORDS[i]}\"; at=$i; break ;; esac\n"
+       "  done\n"
+       "  case \"$cmd\" in\n"
+       "    \"\") if [[ $cur == -* ]]; then _anvil_reply \"--help\n--version\n-V\n-h\"; else "
+       "_anvil_reply \""
+    << Join(CommandNames(tool), "\n")
+    << "\"; fi ;;\n"
+       "    help) ((COMP_CWORD == at + 1)) && _anvil_reply \""
+    << Join(CommandNames(tool), "\n") << "\" ;;\n";
+  for (const CommandSpec& c : tool.commands) {
+    o << "    " << c.name << ") _anvil_" << Identifier(c.name) << " \"$at\" ;;\n";
+  }
+  o << "  esac\n"
+       "}\n"
+       "complete -F _anvil anvil\n";
+  return o.str();
+}
+
+// ---- zsh ---------------------------------------------------------------------------------
+
+std::string RenderZshCompletion(const ToolSpec& tool) {
+  std::ostringstream o;
+  o << "#compdef anvil\n"
+       "# zsh completion for anvil. Generated from anvil's flag tables by anvil-docgen; do not "
+       "edit.\n\n"
+       "_anvil_profiles() {\n"
+       "  local -a names\n"
+       "  names=(\"$@\" ${(f)\"$(${words[1]:-anvil} __complete profiles 2>/dev/null)\"})\n"
+       "  compadd -a names\n"
+       "}\n\n";
+  auto flag_spec = [](const CommandSpec& c, const Flag& f) {
+    std::string s = f.repeatable ? "*" : "";
+    s += f.name;
+    if (f.kind != ValueKind::kNone && c.style.equals_value) s += "=";
+    s += "[" + ZshEscape(ZshShort(f.help), "[]") + "]";
+    if (f.kind != ValueKind::kNone) {
+      s += ":" + ZshEscape(f.metavar, ":") + ":" + ZshAction(f.complete, f.choices);
+    }
+    return Quote(s);
+  };
+  for (const CommandSpec& c : tool.commands) {
+    const std::string fn = "_anvil_" + Identifier(c.name);
+    o << fn << "() {\n";
+    std::vector<std::string> specs;
+    for (const Flag* f : VisibleFlags(c.flags)) specs.push_back(flag_spec(c, *f));
+    specs.push_back("'(- *)'{-h,--help}'[show this command'\\''s help]'");
+    if (!c.subcommands.empty()) {
+      o << "  local curcontext=\"$curcontext\" state line\n"
+        << "  _arguments -C -s : \\\n";
+      for (const auto& s : specs) o << "    " << s << " \\\n";
+      o << "    '1: :->sub' '*:: :->args' && return\n"
+        << "  case $state in\n"
+        << "    sub)\n"
+        << "      local -a subs\n"
+        << "      subs=(\n";
+      for (const auto& s : c.subcommands) {
+        o << "        " << Quote(s.name + ":" + ZshShort(s.help)) << "\n";
+      }
+      o << "      )\n"
+        << "      _describe -t commands 'anvil " << c.name << " subcommand' subs ;;\n"
+        << "    args)\n"
+        << "      case $words[1] in\n";
+      for (const auto& s : c.subcommands) {
+        if (s.positionals.empty()) continue;
+        o << "        " << s.name << ") _arguments";
+        for (size_t k = 0; k < s.positionals.size(); ++k) {
+          const Positional& p = s.positionals[k];
+          o << " "
+            << Quote(std::to_string(k + 1) + ":" + ZshEscape(p.metavar, ":") + ":" +
+                     ZshAction(p.complete, {p.metavar}));
+        }
+        o << " ;;\n";
+      }
+      o << "      esac ;;\n"
+        << "  esac\n";
+    } else {
+      o << "  _arguments -s" << (c.style.dash_dash_ends ? " -S" : "") << " : \\\n";
+      for (const auto& s : specs) o << "    " << s << " \\\n";
+      for (size_t k = 0; k < c.positionals.size(); ++k) {
+        const Positional& p = c.positionals[k];
+        if (p.complete == Completion::kCommand) {
+          o << "    '(-)" << k + 1 << ":command: _command_names -e' '*::arguments: _normal' \\\n";
+          break;
+        }
+        const bool last = k + 1 == c.positionals.size();
+        o << "    "
+          << Quote((last ? "*" : std::to_string(k + 1)) + ":" + ZshEscape(p.metavar, ":") + ":" +
+                   ZshAction(p.complete, {}))
+          << " \\\n";
+      }
+      o << "    && return\n";
+    }
+    o << "}\n\n";
+  }
+  o << "_anvil() {\n"
+       "  local curcontext=\"$curcontext\" state line\n"
+       "  _arguments -C : \\\n"
+       "    '(- *)'{-h,--help}'[show the help]' \\\n"
+       "    '(- *)'{-V,--version}'[print the version and the commit it was built from]' \\\n"
+       "    '1: :->command' '*:: :->args' && return\n"
+       "  case $state in\n"
+       "    command)\n"
+       "      local -a commands\n"
+       "      commands=(\n";
+  for (const auto& c : tool.commands) {
+    o << "        " << Quote(c.name + ":" + ZshShort(c.summary)) << "\n";
+  }
+  o << "        'help:the help of a command'\n"
+       "      )\n"
+       "      _describe -t commands 'anvil command' commands ;;\n"
+       "    args)\n"
+       "      case $words[1] in\n"
+       "        help) _arguments '1:command:("
+    << Join(CommandNames(tool)) << ")' ;;\n";
+  for (const auto& c : tool.commands) {
+    o << "        " << c.name << ") _anvil_" << Identifier(c.name) << " ;;\n";
+  }
+  o << "      esac ;;\n"
+       "  esac\n"
+       "}\n\n"
+       "if [[ $funcstack[1] == _anvil ]]; then\n"
+       "  _anvil \"$@\"\n"
+       "else\n"
+       "  compdef _anvil anvil\n"
+       "fi\n";
+  return o.str();
+}
+
+// ---- fish --------------------------------------------------------------------------------
+
+std::string RenderFishCompletion(const ToolSpec& tool) {
+  std::ostringstream o;
+  const std::string names = Join(CommandNames(tool));
+  o << "# fish completion for anvil. Generated from anvil's flag tables by anvil-docgen; do not "
+       "edit.\n"
+       "# The operands after the subcommand (not the word being completed); $argv: the flags\n"
+       "# that take a value.\n"
+       "function __anvil_operands\n"
+       "  set -l words (commandline -opc)\n"
+       "  set -e words[1..2]\n"
+       "  set -l skip 0\n"
+       "  set -l ended 0\n"
+       "  for w in $words\n"
+       "    if test $ended -eq 1; echo $w; continue; end\n"
+       "    if test $skip -eq 1; set skip 0; continue; end\n"
+       "    if test \"$w\" = --; set ended 1; continue; end\n"
+       "    if contains -- $w $argv; set skip 1; continue; end\n"
+       "    string match -q -- '-*' $w; or echo $w\n"
+       "  end\n"
+       "end\n"
+       "function __anvil_profiles\n"
+       "  printf '%s\\n' $argv\n"
+       "  set -l words (commandline -opc)\n"
+       "  $words[1] __complete profiles 2>/dev/null\n"
+       "end\n"
+       "complete -c anvil -f\n"
+       "complete -c anvil -n __fish_use_subcommand -s h -l help -d 'show the help'\n"
+       "complete -c anvil -n __fish_use_subcommand -s V -l version -d 'print the version and "
+       "the commit it was built from'\n";
+  for (const auto& c : tool.commands) {
+    o << "complete -c anvil -n __fish_use_subcommand -a " << c.name << " -d "
+      << Quote(OneLine(c.summary)) << "\n";
+  }
+  o << "complete -c anvil -n __fish_use_subcommand -a help -d 'the help of a command'\n"
+    << "complete -c anvil -n '__fish_seen_subcommand_from help' -a " << Quote(names) << "\n";
+  auto fish_value = [](Completion c, const std::vector<std::string>& choices) -> std::string {
+    switch (c) {
+      case Completion::kDirectory:
+      case Completion::kPluginDirectory:
+        return " -x -a '(__fish_complete_directories)'";
+      case Completion::kFile:
+        return " -r -F";
+      case Completion::kChoices:
+        return " -x -a " + Quote(Join(choices));
+      case Completion::kProfiles:
+        return " -x -a " + Quote("(__anvil_profiles " + Join(choices) + ")");
+      case Completion::kCommand:
+        return " -x -a '(__fish_complete_command)'";
+      case Completion::kNone:
+        break;
+    }
+    return " -x";
+  };
+  for (const auto& c : tool.commands) {
+    const std::string in = "'__fish_seen_subcommand_from " + c.name + "'";
+    std::string operands = "(__anvil_operands";
+    for (const Flag* f : VisibleFlags(c.flags)) {
+      if (f->kind != ValueKind::kNone) operands += " " + f->name;
+    }
+    operands += ")";
+    o << "complete -c anvil -n " << in << " -s h -l help -d 'show this command'\\''s help'\n";
+    for (const Flag* f : VisibleFlags(c.flags)) {
+      o << "complete -c anvil -n " << in << " -l " << f->name.substr(2);
+      if (f->kind != ValueKind::kNone) o << fish_value(f->complete, f->choices);
+      o << " -d " << Quote(OneLine(f->help).substr(0, 80)) << "\n";
+    }
+    if (!c.subcommands.empty()) {
+      std::vector<std::string> subs;
+      for (const auto& s : c.subcommands) subs.push_back(s.name);
+      for (const auto& s : c.subcommands) {
+        o << "complete -c anvil -n "
+          << Quote("__fish_seen_subcommand_from " + c.name + "; and test (count " + operands +
+                   ") -eq 0")
+          << " -a " << s.name << " -d " << Quote(OneLine(s.help).substr(0, 80)) << "\n";
+      }
+      for (const auto& s : c.subcommands) {
+        for (size_t k = 0; k < s.positionals.size(); ++k) {
+          const Positional& p = s.positionals[k];
+          if (p.complete == Completion::kNone) continue;
+          o << "complete -c anvil -n "
+            << Quote("__fish_seen_subcommand_from " + c.name + "; and set -l o " + operands +
+                     "; and test \"$o[1]\" = " + s.name + "; and test (count $o) -eq " +
+                     std::to_string(k + 1))
+            << fish_value(p.complete, {p.metavar}) << "\n";
+        }
+      }
+      continue;
+    }
+    for (size_t k = 0; k < c.positionals.size(); ++k) {
+      const Positional& p = c.positionals[k];
+      if (p.complete == Completion::kNone) continue;
+      const bool last = k + 1 == c.positionals.size();
+      const std::string count = last ? "-ge " + std::to_string(k) : "-eq " + std::to_string(k);
+      if (p.complete == Completion::kCommand) {
+        o << "complete -c anvil -n "
+          << Quote("__fish_seen_subcommand_from " + c.name + "; and test (count " + operands +
+                   ") -eq " + std::to_string(k))
+          << " -x -a '(__fish_complete_command)'\n"
+          << "complete -c anvil -n "
+          << Quote("__fish_seen_subcommand_from " + c.name + "; and test (count " + operands +
+                   ") -gt " + std::to_string(k))
+          << " -F\n";
+        continue;
+      }
+      o << "complete -c anvil -n "
+        << Quote("__fish_seen_subcommand_from " + c.name + "; and test (count " + operands + ") " +
+                 count)
+        << fish_value(p.complete, {}) << "\n";
+    }
+  }
+  return o.str();
+}
+
+}  // namespace anvil::cli

@@ -1,0 +1,165 @@
+// One table per command: each flag's name, value kind, bounds and help. The command's parsing,
+// its --help (and `anvil help COMMAND`), its man page and the bash, zsh and fish completions all
+// come from it (src/cli/command_docs.h), so they cannot drift. Adding a flag is one table entry:
+//
+//   Number("--timeout", "SECONDS", "kill the whole process tree after SECONDS (exit 124)",
+//          Above(0, 1e7), [&](double s) { a.timeout = s; }),
+//
+// Each command keeps its own error wording (ParseStyle::wording) and its own value checks
+// (policy names, sizes, paths) inside the flag's handler, so the texts users and tests see stay
+// the command's.
+#pragma once
+
+#include <functional>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+
+namespace anvil::cli {
+
+enum class ValueKind {
+  kNone,        // a switch
+  kText,        // any text; METAVAR says what
+  kNumber,      // a decimal number within the bounds (seconds, milliseconds, bytes)
+  kDescriptor,  // a file descriptor number within the bounds
+};
+
+// What a shell offers for a flag's value or a positional argument.
+enum class Completion {
+  kNone,
+  kDirectory,
+  kFile,
+  kChoices,          // the flag's `choices`
+  kProfiles,         // `anvil sandbox --profile` names (asked from `anvil` at completion time)
+  kPluginDirectory,  // a directory holding a plugin (anvil-plugin.toml); directories to descend
+  kCommand,          // a program and its arguments (after `--`)
+};
+
+struct Bounds {
+  double min = -std::numeric_limits<double>::infinity();
+  double max = std::numeric_limits<double>::infinity();
+  bool min_exclusive = false;
+};
+// (min, max]: "a positive number" when min is 0.
+inline Bounds Above(double min, double max = std::numeric_limits<double>::infinity()) {
+  return {min, max, true};
+}
+// [min, max].
+inline Bounds Between(double min, double max) { return {min, max, false}; }
+
+struct Flag {
+  std::string name;  // "--timeout"
+  ValueKind kind = ValueKind::kNone;
+  std::string metavar;  // "SECONDS"; empty for a switch
+  std::string help;     // '\n' breaks the line in --help; a man page fills the text
+  // The value in words for error messages ("a positive number of seconds"); default: METAVAR.
+  std::string expects;
+  Bounds bounds;
+  std::vector<std::string> choices;  // documented and completed values (kChoices)
+  Completion complete = Completion::kNone;
+  bool repeatable = false;
+  bool hidden = false;  // test-only: parsed, but not in --help, man pages or completions
+  // When false, the flag does not exist in this run (an environment-gated test hook).
+  std::function<bool()> enabled;
+  // Called with the value; a number kind gets its parsed value too.
+  std::function<Status(const std::string& text, double number)> apply;
+
+  // Builders for the table entries.
+  Flag&& Choices(std::vector<std::string> values) &&;
+  Flag&& Completes(Completion c) &&;
+  Flag&& Expects(std::string words) &&;
+  Flag&& Repeatable() &&;
+  Flag&& Hidden() &&;
+  Flag&& EnabledWhen(std::function<bool()> when) &&;
+};
+
+Flag Switch(std::string name, std::string help, std::function<void()> set);
+Flag Text(std::string name, std::string metavar, std::string help,
+          std::function<Status(const std::string&)> apply);
+Flag Number(std::string name, std::string metavar, std::string help, Bounds bounds,
+            std::function<void(double)> set);
+Flag Descriptor(std::string name, std::string metavar, std::string help, Bounds bounds,
+                std::function<Status(int)> apply);
+
+// A positional argument or a subcommand's arguments, for help and completions.
+struct Positional {
+  std::string metavar;  // "PLUGIN_DIR"
+  Completion complete = Completion::kNone;
+};
+
+// `anvil plugin inspect PLUGIN_DIR` and the like.
+struct Subcommand {
+  std::string name;
+  std::string args;  // "PLUGIN_DIR", "--key FILE PLUGIN_DIR"
+  std::string help;
+  std::vector<Positional> positionals;
+  bool takes_workspace = false;  // accepts the command's --workspace
+};
+
+struct Section {
+  std::string title;  // "Exit status"
+  std::string text;
+  bool preformatted = false;  // kept line by line in man pages (lists, tables)
+};
+
+// How a command's arguments are laid out. Each command keeps the behaviour it always had.
+struct ParseStyle {
+  enum class Operands {
+    kNone,            // every argument is a flag (serve, doctor, audit)
+    kFirstEndsFlags,  // the first non-flag starts the operands (sandbox: CMD ARGS...)
+    kFirstThenAll,    // after the first operand, everything is an operand (run)
+    kAnywhere,        // flags and operands mixed (plugin)
+  };
+  enum class Wording {
+    kNeeds,       // "--timeout needs a positive number of seconds" (missing or bad)
+    kExpectsGot,  // "--timeout needs a value" / "--timeout expects ..., got X"
+  };
+  Operands operands = Operands::kNone;
+  Wording wording = Wording::kNeeds;
+  bool equals_value = false;     // --flag=value too
+  bool dash_dash_ends = true;    // `--` ends the flags (false: `--` is skipped; run)
+  bool dash_is_operand = false;  // an argument starting with '-' may be an operand (plugin)
+  bool see_help_hint = true;     // "unknown option X (see anvil C --help)"
+};
+
+struct CommandSpec {
+  std::string name;      // "sandbox": `anvil sandbox`, man page anvil-sandbox(1)
+  std::string program;   // how errors name the program: "anvil sandbox", "anvil-exec-runner"
+  std::string summary;   // one line, for `anvil --help` and the man page's NAME
+  std::string synopsis;  // after "usage: <program> "; '\n' + indentation for more lines
+  std::string description;
+  std::vector<Flag> flags;
+  std::vector<Section> sections_before_flags;  // e.g. the subcommands of `anvil plugin`
+  std::vector<Section> sections;               // after the flags: exit status, notes
+  std::vector<std::string> examples;           // "anvil run ... # comment"
+  std::vector<Positional> positionals;
+  std::vector<Subcommand> subcommands;
+  ParseStyle style;
+  // Flags the table does not hold, tried before "unknown option" (the test-only network options
+  // shared by run and serve): true when args[i] was taken (i advanced), `error` ("invalid: ...")
+  // when its value is bad.
+  std::function<bool(const std::vector<std::string>& args, size_t& i, std::string& error)> extra;
+
+  const Flag* Find(std::string_view name) const;
+};
+
+struct Parsed {
+  std::vector<std::string> operands;
+  bool help = false;  // --help or -h came before any operand: print Help(spec), exit 0
+};
+
+// Parses `args` against the table, calling each flag's handler in order. Errors have code
+// "invalid" and the command's wording; an unknown option suggests the closest known one.
+Result<Parsed> ParseFlags(const CommandSpec& spec, const std::vector<std::string>& args);
+
+// The flag closest to `word` (a typo, or a unique prefix), if one is close enough.
+std::optional<std::string> Suggest(std::string_view word, const std::vector<std::string>& known);
+
+// The message for an unknown option, with the suggestion when there is one.
+std::string UnknownOption(const CommandSpec& spec, const std::string& arg);
+
+}  // namespace anvil::cli
