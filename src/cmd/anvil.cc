@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cli/doctor_command.h"
+#include "cli/exec_command.h"
 #include "cli/rules_command.h"
 #include "cli/run_command.h"
 #include "cli/sandbox_command.h"
@@ -17,6 +18,7 @@ Run untrusted plugins and commands without trusting them.
 
 Commands:
   sandbox   run a command under a sandbox policy       (anvil sandbox --help)
+  exec      run an agent's command (rules, approval) (anvil exec --help)
   run       run one command of a plugin, sandboxed     (anvil run --help)
   serve     JSON-RPC sidecar for editors and agents    (anvil serve --help)
   plugin    inspect, approve, revoke and lock plugins  (anvil plugin --help)
@@ -45,6 +47,7 @@ int main(int argc, char** argv) {
   if (command == "sandbox") {
     return anvil::cli::RunSandboxCommand(args, anvil::cli::SandboxFrontEnd::kAnvilSandbox);
   }
+  if (command == "exec") return anvil::cli::RunExecCommand(args);
   if (command == "doctor") return anvil::cli::RunDoctorCommand(args);
   if (command == "run") return anvil::cli::RunRunCommand(args);
   if (command == "serve") return anvil::cli::RunServeCommand(args);
