@@ -3,6 +3,8 @@
 #include <iostream>
 
 #include "cli/doctor_command.h"
+#include "cli/exec_command.h"
+#include "cli/exec_spec.h"
 #include "cli/rules_command.h"
 #include "cli/rules_spec.h"
 #include "cli/run_command.h"
@@ -45,6 +47,7 @@ const std::vector<CommandEntry>& AnvilCommands() {
        [](const std::vector<std::string>& args) {
          return RunSandboxCommand(args, SandboxFrontEnd::kAnvilSandbox);
        }},
+      {"exec", ExecCommandSpec, RunExecCommand},
       {"run", RunCommandSpec, RunRunCommand},
       {"serve", ServeCommandSpec, RunServeCommand},
       {"plugin", PluginCommandSpec, RunPluginCommand},

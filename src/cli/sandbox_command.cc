@@ -587,7 +587,8 @@ nlohmann::json GitReportJson(const GitReport& git) {
 
 }  // namespace
 
-int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd front_end) {
+int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd front_end,
+                      SandboxRunFacts* facts) {
   for (const auto& a : args) {
     if (a == "--") break;
     if (a == "--help" || a == "-h") {
@@ -648,6 +649,7 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
   }
   SandboxOutcome outcome = RunSandboxed(std::move(inv->spec));
   proxy.Stop();
+  if (facts != nullptr) facts->started = outcome.kind != SandboxOutcome::Kind::kSetupFailed;
   int status = outcome.ShellStatus();
   if (!outcome.error.empty() &&
       (outcome.kind != SandboxOutcome::Kind::kSignaled || outcome.out_of_memory)) {

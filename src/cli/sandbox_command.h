@@ -31,7 +31,13 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
 
 std::string SandboxUsage(SandboxFrontEnd front_end);
 
-// Runs the whole subcommand; returns the process exit status.
-int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd front_end);
+// What one run came to, for a front end that runs the sandbox in-process (`anvil exec`).
+struct SandboxRunFacts {
+  bool started = false;  // set up and started: false when nothing ran (125)
+};
+
+// Runs the whole subcommand; returns the process exit status. `facts`, when given, is filled.
+int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd front_end,
+                      SandboxRunFacts* facts = nullptr);
 
 }  // namespace anvil::cli

@@ -19,6 +19,7 @@ namespace {
 const std::map<std::string, std::string> kReviewed = {
     {"gateway/audit_log.cc", "the audit line's timestamp"},
     {"cmd/anvil_proxy.cc", "the proxy's audit line timestamp"},
+    {"agent/exec_flow.cc", "audit line timestamps and the date in an \"always\" rule"},
     {"policy/grant_store.cc", "granted_at, shown to the user"},
     {"host/lua_runtime.cc", "os.time() for plugins: a value, the budget uses steady_clock"},
     {"linux/pids_cgroup.cc", "a stale cgroup's age: compared with its mtime, which is wall time"},

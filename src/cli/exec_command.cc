@@ -1,0 +1,337 @@
+#include "cli/exec_command.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <set>
+
+#include "cli/sandbox_command.h"
+#include "common/unique_fd.h"
+#include "policy/consent.h"
+#include "session/plugin_session.h"
+
+extern char** environ;
+
+namespace anvil::cli {
+namespace {
+
+constexpr int kExitUsage = 2;
+
+constexpr char kUsage[] =
+    R"(usage: anvil exec [--approval MODE] [--rules FILE]... [--json]
+                  [--widen WIDENING --reason TEXT] [sandbox options] -- COMMAND...
+
+Run COMMAND for a coding agent (docs/agents.md): the command rules decide whether it may run
+and whether you are asked first, it runs in the sandbox (every option of `anvil sandbox`
+applies), and when it fails because the sandbox refused something, the one widening that
+would let it through is offered and, if you approve it, the same command runs again with
+exactly that widening.
+
+  --approval MODE    untrusted | on-failure | on-request (default) | never
+                     (untrusted: only harmless or allowed commands run without a question;
+                     on-failure: a widening is offered after the sandbox refused something;
+                     on-request: the agent may ask for a widening up front, with --widen;
+                     never: nothing is asked, and what would be asked is refused)
+  --rules FILE       read FILE as your rules instead of ~/.config/anvil/rules/*.toml
+                     (repeatable; the admin layer and the workspace's rules still apply)
+  --widen W          ask for a widening before running: writable-git, allow-host=HOST[:PORT],
+                     writable-root=DIR (on-request and untrusted; needs --reason)
+  --reason TEXT      why the agent asks for the widening (shown to you)
+  --json             print one JSON report on stderr at exit
+
+Questions are asked on the terminal (/dev/tty, never stdin): answer once, always (writes an
+allow rule for the command to ~/.config/anvil/rules/approved.toml) or never. Without a
+terminal, a command that needs a question is refused, with the one line that would allow it.
+
+Exit: the command's own status (as `anvil sandbox`: 124 timeout, 125 the sandbox could not be
+set up, 126, 127); 3 refused by the rules or by you (nothing ran); 2 usage errors and rules
+files that do not load.
+
+Examples:
+  anvil exec -- cargo test
+  anvil exec --approval untrusted -- bash -lc "npm ci && npm test"
+  anvil exec --approval on-failure --json -- git commit -m wip
+  anvil exec --widen allow-host=registry.npmjs.org --reason "install deps" \
+      --network proxy -- npm ci
+)";
+
+// `anvil sandbox`'s options that take a value (the next word, unless written NAME=VALUE).
+const std::set<std::string>& SandboxValueFlags() {
+  static const std::set<std::string> flags = {"--policy",
+                                              "--cwd",
+                                              "--writable-root",
+                                              "--read-only-subpath",
+                                              "--read-access",
+                                              "--network",
+                                              "--allow-host",
+                                              "--keep-env",
+                                              "--setenv",
+                                              "--limit",
+                                              "--git-scan-limit",
+                                              "--timeout",
+                                              "--profile",
+                                              "--readable-root",
+                                              "--home",
+                                              "--unsafe-test-allow-address",
+                                              "--unsafe-test-resolver",
+                                              "--unsafe-test-ca",
+                                              "--unsafe-test-fail-layer"};
+  return flags;
+}
+
+std::string Canonical(const std::string& path) {
+  char buf[PATH_MAX];
+  return ::realpath(path.c_str(), buf) != nullptr ? std::string(buf) : std::string();
+}
+
+// Asks on the controlling terminal, never stdin: the command's input (or an agent writing to
+// it) must not answer for the person.
+class TerminalAsker final : public agent::Asker {
+ public:
+  TerminalAsker() {
+    fd_.Reset(::open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY));
+    if (fd_ && !::isatty(fd_.Get())) fd_.Reset();
+  }
+  bool CanAsk() const override { return static_cast<bool>(fd_); }
+  std::optional<ApprovalAnswer> Ask(const agent::Question& question) override {
+    if (!fd_) return std::nullopt;
+    const bool always = !question.always_prefixes.empty();
+    std::string text = "\n" + question.Text() +
+                       (always ? "Run it? [o]nce / [a]lways (allow rule) / [N]ever: "
+                               : "Run it? [o]nce / [N]ever: ");
+    // Keys typed before the question was shown do not answer it.
+    ::tcflush(fd_.Get(), TCIFLUSH);
+    Write(text);
+    std::string line;
+    char c = 0;
+    while (line.size() < 64) {
+      ssize_t n = ::read(fd_.Get(), &c, 1);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return std::nullopt;
+      if (c == '\n' || c == '\r') break;
+      line.push_back(c);
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    while (!line.empty() && line.front() == ' ') line.erase(0, 1);
+    if (line == "o" || line == "O" || line == "once" || line == "y" || line == "yes") {
+      return ApprovalAnswer::kOnce;
+    }
+    if (always && (line == "a" || line == "A" || line == "always")) return ApprovalAnswer::kAlways;
+    return ApprovalAnswer::kNever;
+  }
+
+ private:
+  void Write(const std::string& text) {
+    std::size_t off = 0;
+    while (off < text.size()) {
+      ssize_t n = ::write(fd_.Get(), text.data() + off, text.size() - off);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;
+      off += static_cast<std::size_t>(n);
+    }
+  }
+  UniqueFd fd_;
+};
+
+std::string Dump(const nlohmann::json& value) {
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
+bool IsRealDirectory(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+agent::SandboxRun RunSandboxInProcess(const std::vector<std::string>& sandbox_args) {
+  SandboxRunFacts facts;
+  agent::SandboxRun run;
+  run.status = RunSandboxCommand(sandbox_args, SandboxFrontEnd::kAnvilSandbox, &facts);
+  run.started = facts.started;
+  return run;
+}
+
+agent::AuditSink WorkspaceAuditSink(const std::string& workspace) {
+  auto path = session::AuditLogPath(workspace);
+  if (!path) return [](const std::string&) {};
+  auto fd = std::make_shared<UniqueFd>(
+      ::open(path->c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  return [fd](const std::string& line) {
+    if (!*fd) return;
+    // One write per line: O_APPEND keeps lines whole next to the gateway's and the proxy's.
+    const std::string text = line + "\n";
+    ssize_t n = 0;
+    do {
+      n = ::write(fd->Get(), text.data(), text.size());
+    } while (n < 0 && errno == EINTR);
+  };
+}
+
+Result<ExecOptions> ParseExecArgs(const std::vector<std::string>& args,
+                                  const std::vector<std::string>& environ_entries) {
+  ExecOptions out;
+  agent::ExecRequest& request = out.request;
+  std::vector<std::string> user_files;
+  std::optional<std::string> widen;
+  std::size_t i = 0;
+  bool dashdash = false;
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") {
+      dashdash = true;
+      ++i;
+      break;
+    }
+    const std::string flag = a.substr(0, a.find('='));
+    auto value = [&]() -> Result<std::string> {
+      if (a.size() > flag.size()) return a.substr(flag.size() + 1);
+      if (i + 1 >= args.size()) return Fail("invalid", flag + " needs a value (see --help)");
+      return args[++i];
+    };
+    if (flag == "--approval") {
+      auto v = value();
+      if (!v) return tl::unexpected(v.error());
+      auto mode = ParseApprovalMode(*v);
+      if (!mode) {
+        return Fail("invalid", "--approval " + SanitizeForDisplay(*v, 40) +
+                                   " (fix: untrusted, on-failure, on-request or never)");
+      }
+      request.mode = *mode;
+    } else if (flag == "--rules") {
+      auto v = value();
+      if (!v) return tl::unexpected(v.error());
+      user_files.push_back(*v);
+    } else if (flag == "--widen") {
+      auto v = value();
+      if (!v) return tl::unexpected(v.error());
+      widen = *v;
+    } else if (flag == "--reason") {
+      auto v = value();
+      if (!v) return tl::unexpected(v.error());
+      request.request_reason = *v;
+    } else if (a == "--json") {
+      out.json = true;
+    } else if (SandboxValueFlags().contains(flag)) {
+      request.sandbox_flags.push_back(a);
+      if (a.size() == flag.size()) {
+        if (i + 1 >= args.size()) return Fail("invalid", flag + " needs a value (see --help)");
+        request.sandbox_flags.push_back(args[++i]);
+      }
+    } else if (!a.empty() && a[0] == '-') {
+      request.sandbox_flags.push_back(a);  // anvil sandbox's parser checks it
+    } else {
+      break;
+    }
+  }
+  (void)dashdash;
+  request.argv.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+  if (request.argv.empty()) {
+    return Fail("invalid", "no command given (fix: anvil exec [options] -- COMMAND...)");
+  }
+  for (const auto& f : request.sandbox_flags) {
+    if (f == "--help" || f == "-h") return Fail("invalid", "--help goes alone");
+  }
+  // The sandbox's own parser: its errors before anyone is asked, and the policy it will run.
+  std::vector<std::string> probe = request.sandbox_flags;
+  probe.push_back("--");
+  probe.insert(probe.end(), request.argv.begin(), request.argv.end());
+  auto inv = ParseSandboxArgs(probe, environ_entries, SandboxFrontEnd::kAnvilSandbox);
+  if (!inv) return tl::unexpected(inv.error());
+  const SandboxPolicy& policy = inv->spec.policy;
+  agent::EscalationContext& context = request.context;
+  context.policy = policy.kind;
+  context.network = policy.network;
+  context.workspace = policy.workspace;
+  context.writable_git = policy.writable_git;
+  context.allowed_hosts = inv->allow_hosts;
+  context.writable_roots = policy.extra_writable_roots;
+  context.writable_roots.push_back(policy.workspace);
+  const char* home = std::getenv("HOME");
+  context.home = home != nullptr && home[0] == '/' ? Canonical(home) : "";
+  context.never_writable = agent::ProtectedAnvilPaths(std::getenv("XDG_CONFIG_HOME"),
+                                                      std::getenv("XDG_STATE_HOME"), home);
+
+  if (widen) {
+    auto w = agent::ParseWidening(*widen);
+    if (!w) return tl::unexpected(w.error());
+    if (w->kind == agent::WideningKind::kWritableRoot) {
+      const std::string c = Canonical(w->value);
+      if (c.empty()) {
+        return Fail("invalid", "--widen writable-root=" + SanitizeForDisplay(w->value, 200) +
+                                   ": no such directory");
+      }
+      w->value = c;
+    }
+    if (request.request_reason.empty()) {
+      return Fail("invalid", "--widen needs --reason TEXT (shown to the person asked)");
+    }
+    request.requested = *w;
+  } else if (!request.request_reason.empty()) {
+    return Fail("invalid", "--reason goes with --widen");
+  }
+
+  request.rules.user_dir = UserRulesDir();
+  request.rules.user_files = user_files;
+  request.rules.workspace_dir = policy.workspace;
+  request.user_rules_dir = UserRulesDir();
+  request.session = "exec-" + std::to_string(::getpid());
+  return out;
+}
+
+int RunExecCommand(const std::vector<std::string>& args) {
+  for (const auto& a : args) {
+    if (a == "--") break;
+    if (a == "--help" || a == "-h") {
+      std::cout << kUsage;
+      return 0;
+    }
+  }
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+  auto options = ParseExecArgs(args, env);
+  if (!options) {
+    std::cerr << "anvil exec: " << SanitizeForDisplay(options.error().ToString(), 2000) << "\n";
+    const std::string& code = options.error().code;
+    return code == "not_found" ? 127 : code == "not_executable" ? 126 : kExitUsage;
+  }
+  TerminalAsker asker;
+  const agent::ExecResult result =
+      agent::RunExec(options->request, asker, RunSandboxInProcess, IsRealDirectory,
+                     WorkspaceAuditSink(options->request.context.workspace));
+  const nlohmann::json& report = result.report;
+  if (report.contains("error")) {
+    std::cerr << "anvil exec: " << SanitizeForDisplay(report["error"].get<std::string>(), 2000)
+              << "\n";
+  } else if (report.value("refused", false)) {
+    std::cerr << "anvil exec: refused: "
+              << SanitizeForDisplay(report.value("refusal", std::string()), 1000) << "\n";
+    if (report.contains("how_to_allow")) {
+      std::cerr << "anvil exec: to allow it: "
+                << SanitizeForDisplay(report["how_to_allow"].get<std::string>(), 1000) << "\n";
+    }
+  } else if (const auto& esc = report["escalation"]; esc.is_object() && esc.contains("widening")) {
+    const std::string state = esc.value("state", std::string());
+    if (state != "approved") {
+      std::cerr << "anvil exec: the sandbox refused it; the widening that would let it through: "
+                << SanitizeForDisplay(esc["widening"]["flags"].dump(), 400) << " (" << state
+                << (esc.contains("why") && esc["why"].is_string()
+                        ? ": " + SanitizeForDisplay(esc["why"].get<std::string>(), 400)
+                        : std::string())
+                << ")\n";
+    }
+  }
+  if (report.contains("rules_error")) {
+    std::cerr << "anvil exec: warning: the allow rule was not written: "
+              << SanitizeForDisplay(report["rules_error"].get<std::string>(), 1000) << "\n";
+  }
+  if (options->json) std::cerr << Dump(report) << "\n";
+  return result.exit_status;
+}
+
+}  // namespace anvil::cli

@@ -1,0 +1,215 @@
+// `anvil exec` end to end on a pseudo-terminal that the test types into: the question and its
+// three answers, "always" written and not asked again, and the attacks on the question itself
+// (keys typed before it was shown, an answer fed on stdin, no terminal at all), as root and as
+// an unprivileged caller.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "sandbox_harness.h"
+#include "terminal_harness.h"
+
+namespace anvil::testing {
+namespace {
+
+class ExecApproval : public CallerTest {
+ protected:
+  void SetUp() override {
+    CallerTest::SetUp();
+    if (IsSkipped()) return;
+    if (!term_.ok()) GTEST_SKIP() << "SKIPPED: no pseudo-terminal could be opened here";
+    Shell("mkdir -p " + ShellQuote(home_ / "config") + " " + ShellQuote(home_ / "state"));
+    caller_.Give(ws_.path());
+    caller_.Give(home_.path());
+    term_.GiveTo(caller_.uid(), caller_.gid());
+  }
+
+  std::vector<std::string> Env() const {
+    return {"PATH=/usr/local/bin:/usr/bin:/bin",
+            "TERM=xterm",
+            "HOME=" + home_.path(),
+            "XDG_CONFIG_HOME=" + (home_ / "config"),
+            "XDG_STATE_HOME=" + (home_ / "state"),
+            "LANG=C.UTF-8"};
+  }
+
+  UserTerminal::Start Start(const std::vector<std::string>& flags,
+                            const std::vector<std::string>& command, bool controlling = true) {
+    UserTerminal::Start s;
+    s.argv = {AnvilBin(), "exec", "--cwd", ws_.path()};
+    s.argv.insert(s.argv.end(), flags.begin(), flags.end());
+    s.argv.push_back("--");
+    s.argv.insert(s.argv.end(), command.begin(), command.end());
+    s.cwd = ws_.path();
+    s.env = Env();
+    s.controlling = controlling;
+    if (Unprivileged()) {
+      s.uid = caller_.uid();
+      s.gid = caller_.gid();
+    }
+    return s;
+  }
+
+  RunResult RunWithoutTerminal(const std::vector<std::string>& flags,
+                               const std::vector<std::string>& command,
+                               const std::string& stdin_data = "") {
+    std::vector<std::string> argv = {AnvilBin(), "exec", "--cwd", ws_.path()};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.push_back("--");
+    argv.insert(argv.end(), command.begin(), command.end());
+    // setsid -w: no controlling terminal even when the test itself runs in one; its status.
+    argv.insert(argv.begin(), {"/usr/bin/setsid", "-w"});
+    RunOptions o;
+    o.env = Env();
+    o.cwd = ws_.path();
+    o.stdin_data = stdin_data;
+    return ::anvil::testing::Run(argv, Opts(o));
+  }
+
+  TempDir ws_{"anvil-ws-exec"};
+  TempDir home_{"anvil-home-exec"};
+  UserTerminal term_;
+};
+
+TEST_P(ExecApproval, AnsweringOnceRunsItAndNeverRunsNothing) {
+  term_.Run(Start({"--approval", "untrusted"}, {"touch", "made-once"}));
+  ASSERT_TRUE(term_.Expect("Run it?")) << term_.screen();
+  EXPECT_NE(term_.screen().find("touch made-once"), std::string::npos) << term_.screen();
+  term_.Send("o\n");
+  EXPECT_EQ(term_.Wait(), 0) << term_.screen();
+  EXPECT_TRUE(Exists(ws_ / "made-once"));
+
+  UserTerminal second;
+  second.GiveTo(caller_.uid(), caller_.gid());
+  second.Run(Start({"--approval", "untrusted"}, {"touch", "made-never"}));
+  ASSERT_TRUE(second.Expect("Run it?")) << second.screen();
+  second.Send("n\n");
+  EXPECT_EQ(second.Wait(), 3) << second.screen();
+  EXPECT_FALSE(Exists(ws_ / "made-never"));
+  EXPECT_NE(second.screen().find("refused"), std::string::npos) << second.screen();
+}
+
+TEST_P(ExecApproval, AlwaysWritesTheRuleAtomicallyAndTheNextRunDoesNotAsk) {
+  term_.Run(Start({"--approval", "untrusted"}, {"touch", "made-always"}));
+  ASSERT_TRUE(term_.Expect("[a]lways")) << term_.screen();
+  term_.Send("a\n");
+  EXPECT_EQ(term_.Wait(), 0) << term_.screen();
+  const std::string approved = home_ / "config/anvil/rules/approved.toml";
+  ASSERT_TRUE(Exists(approved)) << term_.screen();
+  EXPECT_NE(ReadFile(approved).find(R"(pattern = ["touch", "made-always"])"), std::string::npos)
+      << ReadFile(approved);
+  // No temporary file left beside it.
+  EXPECT_EQ(Shell("test $(ls -A " + ShellQuote(home_ / "config/anvil/rules") + " | wc -l) = 1"), 0);
+  // The next run has no terminal at all, and runs without a question.
+  Shell("rm -f " + ShellQuote(ws_ / "made-always"));
+  auto r = RunWithoutTerminal({"--approval", "untrusted", "--json"}, {"touch", "made-always"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(Exists(ws_ / "made-always"));
+  auto report = nlohmann::json::parse(Lines(r.err).back(), nullptr, false);
+  ASSERT_TRUE(report.is_object()) << r.err;
+  EXPECT_EQ(report["decision"], "allow");
+  EXPECT_TRUE(report["questions"].empty());
+}
+
+// Keys typed before the question was on the screen (an agent or a pasted buffer) do not answer
+// it: they are discarded when it is asked.
+TEST_P(ExecApproval, KeysTypedBeforeTheQuestionDoNotAnswerIt) {
+  term_.Run(Start({"--approval", "untrusted"}, {"touch", "typed-ahead"}));
+  term_.Send("o\n");
+  ASSERT_TRUE(term_.Expect("Run it?")) << term_.screen();
+  term_.Send("n\n");
+  EXPECT_EQ(term_.Wait(), 3) << term_.screen();
+  EXPECT_FALSE(Exists(ws_ / "typed-ahead"));
+}
+
+// Without a terminal, stdin is the command's (an agent's pipe), never the person's answer.
+TEST_P(ExecApproval, AnAnswerOnStdinIsNotAnAnswer) {
+  auto r = RunWithoutTerminal({"--approval", "untrusted", "--json"}, {"touch", "from-stdin"},
+                              "a\no\nalways\n");
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_FALSE(Exists(ws_ / "from-stdin"));
+  EXPECT_NE(r.err.find("to allow it:"), std::string::npos) << r.err;
+  EXPECT_FALSE(Exists(home_ / "config/anvil/rules/approved.toml"));
+}
+
+// A terminal that is only the descriptors (not the controlling terminal) is not asked either.
+TEST_P(ExecApproval, ATerminalThatIsNotControllingIsNotAsked) {
+  term_.Run(Start({"--approval", "untrusted"}, {"touch", "no-ctty"}, /*controlling=*/false));
+  EXPECT_EQ(term_.Wait(), 3) << term_.screen();
+  EXPECT_EQ(term_.screen().find("Run it?"), std::string::npos) << term_.screen();
+  EXPECT_FALSE(Exists(ws_ / "no-ctty"));
+}
+
+TEST_P(ExecApproval, ModeNeverAndForbiddenRulesAskNothing) {
+  WriteFile(ws_ / "rules.toml", R"([[rule]]
+pattern = ["touch", "forbidden"]
+decision = "forbidden"
+justification = "not this one"
+
+[[rule]]
+pattern = ["touch", "prompted"]
+decision = "prompt"
+justification = "ask first"
+)");
+  caller_.Give(ws_ / "rules.toml");
+  term_.Run(Start({"--approval", "never", "--rules", ws_ / "rules.toml"}, {"touch", "prompted"}));
+  EXPECT_EQ(term_.Wait(), 3) << term_.screen();
+  EXPECT_EQ(term_.screen().find("Run it?"), std::string::npos) << term_.screen();
+  EXPECT_FALSE(Exists(ws_ / "prompted"));
+
+  UserTerminal second;
+  second.GiveTo(caller_.uid(), caller_.gid());
+  second.Run(
+      Start({"--approval", "untrusted", "--rules", ws_ / "rules.toml"}, {"touch", "forbidden"}));
+  EXPECT_EQ(second.Wait(), 3) << second.screen();
+  EXPECT_EQ(second.screen().find("Run it?"), std::string::npos) << second.screen();
+  EXPECT_FALSE(Exists(ws_ / "forbidden"));
+}
+
+// The benign neighbour: an allowed or harmless command runs without a question, sandboxed, and
+// its exit status and the JSON report come back.
+TEST_P(ExecApproval, HarmlessCommandsRunWithoutAQuestionInTheSandbox) {
+  // A command no rule knows runs, sandboxed, in on-request; its own status comes back.
+  auto r = RunWithoutTerminal({"--approval", "on-request"}, {"sh", "-c", "exit 7"});
+  EXPECT_EQ(r.status, 7) << r.err;
+  // A script that is not understood is a prompt: nobody to ask, so refused.
+  r = RunWithoutTerminal({"--approval", "on-request"}, {"sh", "-c", "echo $HOME"});
+  EXPECT_EQ(r.status, 3) << r.err;
+  r = RunWithoutTerminal({"--json"}, {"ls", "-a"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  auto report = nlohmann::json::parse(Lines(r.err).back(), nullptr, false);
+  ASSERT_TRUE(report.is_object()) << r.err;
+  EXPECT_EQ(report["decision"], "harmless");
+  EXPECT_EQ(report["exit"], 0);
+  EXPECT_TRUE(report["ran"]);
+  r = RunWithoutTerminal({}, {"env"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("ANVIL_SANDBOX=workspace-write"), std::string::npos) << r.out;
+}
+
+TEST_P(ExecApproval, EveryDecisionAndAnswerIsAnAuditLine) {
+  term_.Run(Start({"--approval", "untrusted"}, {"touch", "audited"}));
+  ASSERT_TRUE(term_.Expect("Run it?")) << term_.screen();
+  term_.Send("o\n");
+  EXPECT_EQ(term_.Wait(), 0) << term_.screen();
+  std::vector<std::string> env = Env();
+  RunOptions o;
+  o.env = env;
+  auto audit =
+      ::anvil::testing::Run({AnvilBin(), "audit", "--workspace", ws_.path(), "--json"}, Opts(o));
+  EXPECT_EQ(audit.status, 0) << audit.err;
+  int decisions = 0, answers = 0;
+  for (const auto& line : Lines(audit.out)) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object()) continue;
+    if (j["op"] == "command" && j["target"] == "touch audited") ++decisions;
+    if (j["op"] == "command.answer" && j["answer"] == "once") ++answers;
+  }
+  EXPECT_EQ(decisions, 1) << audit.out;
+  EXPECT_EQ(answers, 1) << audit.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Callers, ExecApproval, ::testing::ValuesIn(kAllCallers), CallerParamName);
+
+}  // namespace
+}  // namespace anvil::testing

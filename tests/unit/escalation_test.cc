@@ -1,0 +1,210 @@
+// Escalation (src/agent/escalation.h): which one widening a list of refusal facts earns, table
+// by table. The refused subject is chosen by the sandboxed command, so every row that tries to
+// talk the user into a wide or dangerous widening (/, $HOME, an ancestor of the workspace,
+// Anvil's own rules, a credential, a system root, a symlink, a hostile host name) sits next to
+// the ordinary one that must keep being offered.
+#include "agent/escalation.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+namespace anvil::agent {
+namespace {
+
+using Kind = RefusalFact::Kind;
+
+EscalationContext Context() {
+  EscalationContext c;
+  c.policy = PolicyKind::kWorkspaceWrite;
+  c.network = NetworkMode::kProxy;
+  c.workspace = "/home/u/proj";
+  c.home = "/home/u";
+  c.writable_roots = {"/home/u/proj"};
+  c.allowed_hosts = {"example.org"};
+  c.never_writable = ProtectedAnvilPaths(nullptr, nullptr, "/home/u");
+  return c;
+}
+
+// The directories that exist in these tables (no symlinks among them).
+const std::set<std::string> kDirs = {"/",
+                                     "/home",
+                                     "/home/u",
+                                     "/home/u/proj",
+                                     "/home/u/.cache",
+                                     "/home/u/.cache/pip",
+                                     "/home/u/.cargo",
+                                     "/home/u/.cargo/registry",
+                                     "/home/u/.config",
+                                     "/home/u/.config/anvil",
+                                     "/home/u/.config/anvil/rules",
+                                     "/home/u/.local",
+                                     "/home/u/.local/state",
+                                     "/home/u/.local/state/anvil",
+                                     "/var",
+                                     "/var/tmp",
+                                     "/usr",
+                                     "/usr/lib",
+                                     "/run",
+                                     "/run/user",
+                                     "/opt"};
+bool FakeIsDir(const std::string& p) { return kDirs.contains(p); }
+
+RefusalFact Write(std::string path, std::string area, std::string root = "") {
+  return {Kind::kWrite, std::move(path), "openat", std::move(area), std::move(root)};
+}
+
+RefusalFact Proxy(std::string target, std::string reason) {
+  return {Kind::kProxy, std::move(target), std::move(reason), "", ""};
+}
+
+struct Row {
+  const char* name;
+  RefusalFact fact;
+  std::optional<Widening> expected;
+};
+
+TEST(Escalation, EachRefusalEarnsAtMostTheNarrowestWidening) {
+  const Widening git{WideningKind::kWritableGit, ""};
+  auto root = [](std::string d) { return Widening{WideningKind::kWritableRoot, std::move(d)}; };
+  auto host = [](std::string h) { return Widening{WideningKind::kAllowHost, std::move(h)}; };
+  const std::vector<Row> rows = {
+      // Benign: the ordinary ones.
+      {"git metadata", Write("/home/u/proj/.git/index.lock", "git", "/home/u/proj/.git"), git},
+      {"a cache outside", Write("/home/u/.cache/pip/x.whl", "outside"), root("/home/u/.cache/pip")},
+      {"a new level under a cache", Write("/home/u/.cache/pip/new/deeper/f", "outside"),
+       root("/home/u/.cache/pip")},
+      {"a readable toolchain",
+       Write("/home/u/.cargo/registry/f", "readable_root", "/home/u/.cargo"),
+       root("/home/u/.cargo/registry")},
+      {"var tmp", Write("/var/tmp/build.log", "outside"), root("/var/tmp")},
+      {"host not on the list",
+       Proxy("registry.npmjs.org:443", "denied: host not allowed: registry.npmjs.org:443"),
+       host("registry.npmjs.org:443")},
+      // Attacks: the command picks the path to earn a wide or dangerous offer.
+      {"a file in /", Write("/x", "outside"), std::nullopt},
+      {"a file directly in $HOME", Write("/home/u/.bashrc", "outside"), std::nullopt},
+      {"a file in /home", Write("/home/x", "outside"), std::nullopt},
+      {"Anvil's rules", Write("/home/u/.config/anvil/rules/approved.toml", "outside"),
+       std::nullopt},
+      {"Anvil's config dir", Write("/home/u/.config/anvil/x", "outside"), std::nullopt},
+      {"above Anvil's config (~/.config)", Write("/home/u/.config/x", "outside"), std::nullopt},
+      {"Anvil's audit log", Write("/home/u/.local/state/anvil/audit/x.jsonl", "outside"),
+       std::nullopt},
+      {"above the workspace", Write("/home/u/other", "outside"), std::nullopt},
+      {"a system root", Write("/usr/lib/x", "outside"), std::nullopt},
+      {"a system root by area", Write("/usr/lib/x", "system", "/usr"), std::nullopt},
+      {"/run (host sockets)", Write("/run/user/x", "outside"), std::nullopt},
+      {"a credential", Write("/home/u/.ssh/id_rsa", "credential", "/home/u/.ssh"), std::nullopt},
+      {".anvil", Write("/home/u/proj/.anvil/rules.toml", "anvil", "/home/u/proj/.anvil"),
+       std::nullopt},
+      {"a read-only subpath", Write("/home/u/proj/vendor/x", "read_only_subpath"), std::nullopt},
+      {"a path with ..", Write("/home/u/.cache/pip/../../../etc/x", "outside"), std::nullopt},
+      {"a relative path", Write("home/u/.cache/pip/x", "outside"), std::nullopt},
+      {"a control character", Write("/home/u/.cache/pip/\n/x", "outside"), std::nullopt},
+      {"a directory that does not exist anywhere", Write("/nope/a/b", "outside"), std::nullopt},
+      {"a readable root's write that climbs out of it",
+       Write("/home/u/.cargo/../.cache/pip/x", "readable_root", "/home/u/.cargo"), std::nullopt},
+      {"host with a flag in it", Proxy("--writable-root=/:443", "denied: host not allowed"),
+       std::nullopt},
+      {"host with a space", Proxy("a b:443", "denied: host not allowed"), std::nullopt},
+      {"host already allowed", Proxy("example.org", "denied: host not allowed"), std::nullopt},
+      {"a private address", Proxy("10.0.0.1:80", "denied: 10.0.0.1 resolves to private"),
+       std::nullopt},
+      {"a direct connection", {Kind::kNetwork, "1.2.3.4:443", "direct", "", ""}, std::nullopt},
+  };
+  const EscalationContext context = Context();
+  for (const auto& row : rows) {
+    EXPECT_EQ(ProposeWidening({row.fact}, context, FakeIsDir), row.expected) << row.name;
+    if (!row.expected) {
+      EXPECT_FALSE(NoWideningReason(row.fact, context, FakeIsDir).empty()) << row.name;
+    }
+  }
+}
+
+TEST(Escalation, SymlinkedDirectoriesAreNotOffered) {
+  // is_directory is lstat-based in the front ends: a link is not a directory, and the walk goes
+  // up to the first real one, which must pass the same checks.
+  const EscalationContext context = Context();
+  auto no_links = [](const std::string& p) { return p == "/home/u" || p == "/"; };
+  EXPECT_EQ(ProposeWidening({Write("/home/u/link/x", "outside")}, context, no_links), std::nullopt);
+}
+
+TEST(Escalation, WideningsDependOnThePolicyAndWhatIsAlreadyWide) {
+  EscalationContext context = Context();
+  const RefusalFact git = Write("/home/u/proj/.git/config", "git", "/home/u/proj/.git");
+  context.writable_git = true;
+  EXPECT_EQ(ProposeWidening({git}, context, FakeIsDir), std::nullopt);
+  context = Context();
+  context.policy = PolicyKind::kReadOnly;
+  EXPECT_EQ(ProposeWidening({git}, context, FakeIsDir), std::nullopt);
+  EXPECT_EQ(ProposeWidening({Write("/var/tmp/x", "outside")}, context, FakeIsDir), std::nullopt);
+  context = Context();
+  context.writable_roots.push_back("/var/tmp");
+  EXPECT_EQ(ProposeWidening({Write("/var/tmp/x", "outside")}, context, FakeIsDir), std::nullopt);
+  context = Context();
+  context.network = NetworkMode::kNone;
+  EXPECT_EQ(ProposeWidening({Proxy("a.org:443", "denied: host not allowed")}, context, FakeIsDir),
+            std::nullopt);
+}
+
+TEST(Escalation, TheFirstRefusalWithAWideningIsOffered) {
+  const EscalationContext context = Context();
+  auto w = ProposeWidening(
+      {Write("/home/u/.ssh/k", "credential", "/home/u/.ssh"),
+       Write("/home/u/proj/.git/HEAD", "git", "/home/u/proj/.git"), Write("/var/tmp/x", "outside")},
+      context, FakeIsDir);
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->kind, WideningKind::kWritableGit);
+  EXPECT_EQ(w->Flags(), std::vector<std::string>{"--writable-git"});
+}
+
+TEST(Escalation, AgentRequestsAreCheckedLikeOffers) {
+  const EscalationContext context = Context();
+  auto parsed = ParseWidening("writable-root=/home/u/.cache/pip");
+  ASSERT_TRUE(parsed);
+  EXPECT_TRUE(CheckWidening(*parsed, context, FakeIsDir));
+  for (const char* bad :
+       {"writable-root=/", "writable-root=/home/u", "writable-root=/home",
+        "writable-root=/home/u/.config", "writable-root=/usr",
+        "writable-root=/home/u/.config/anvil/rules", "allow-host=a b", "allow-host=x;y"}) {
+    auto w = ParseWidening(bad);
+    ASSERT_TRUE(w) << bad;
+    EXPECT_FALSE(CheckWidening(*w, context, FakeIsDir)) << bad;
+  }
+  for (const char* bad :
+       {"", "unsandboxed", "writable-root", "allow-host=", "danger-full-access"}) {
+    EXPECT_FALSE(ParseWidening(bad)) << bad;
+  }
+  EXPECT_TRUE(ParseWidening("writable-git"));
+  EXPECT_TRUE(CheckWidening(*ParseWidening("allow-host=pypi.org"), context, FakeIsDir));
+}
+
+TEST(Escalation, PlainHosts) {
+  for (const char* good : {"a.org", "a.org:443", "x-y.example.com:8080", "localhost"}) {
+    EXPECT_TRUE(IsPlainHost(good)) << good;
+  }
+  for (const char* bad : {"", ":443", "a.org:", "a.org:0", "a.org:70000", "-a.org", "a..org",
+                          "a.org.", "a_b.org", "[::1]:443", "a.org:443:1", "a/b"}) {
+    EXPECT_FALSE(IsPlainHost(bad)) << bad;
+  }
+}
+
+TEST(Escalation, AuditLineIsOneJsonLine) {
+  EscalationAudit audit{"s", "agent", "/w", "on-failure", 7, {"git", "commit", "-m", "a\nb"}};
+  const Widening w{WideningKind::kWritableGit, ""};
+  const std::string line = EscalationAuditLine(audit, &w, "approved", "ok", 1.5);
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+  auto j = nlohmann::json::parse(line);
+  EXPECT_EQ(j["op"], "command.escalation");
+  EXPECT_EQ(j["verdict"], "allow");
+  EXPECT_EQ(j["widening"]["kind"], "writable-git");
+  EXPECT_EQ(nlohmann::json::parse(EscalationAuditLine(audit, &w, "refused", "no", 1))["verdict"],
+            "deny");
+  EXPECT_EQ(nlohmann::json::parse(EscalationAuditLine(audit, &w, "offered", "?", 1))["verdict"],
+            "ask");
+}
+
+}  // namespace
+}  // namespace anvil::agent

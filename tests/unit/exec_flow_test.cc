@@ -1,0 +1,289 @@
+// The exec flow (src/agent/exec_flow.h) with a scripted person and a fake sandbox: who is
+// asked what in each approval mode, that a refusal runs nothing, that "always" writes the rule
+// and the next run does not ask, that the escalation re-runs exactly the same command with
+// exactly one more flag, and that every decision, answer and escalation is one audit line.
+#include "agent/exec_flow.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <deque>
+#include <filesystem>
+#include <fstream>
+
+namespace anvil::agent {
+namespace {
+
+namespace fs = std::filesystem;
+using Argv = std::vector<std::string>;
+
+class ScriptedAsker final : public Asker {
+ public:
+  bool can_ask = true;
+  std::deque<std::optional<ApprovalAnswer>> answers;
+  std::vector<Question> asked;
+  bool CanAsk() const override { return can_ask; }
+  std::optional<ApprovalAnswer> Ask(const Question& q) override {
+    asked.push_back(q);
+    if (answers.empty()) {
+      ADD_FAILURE() << "an unexpected question: " << q.Text();
+      return std::nullopt;
+    }
+    auto a = answers.front();
+    answers.pop_front();
+    return a;
+  }
+};
+
+class FakeSandbox {
+ public:
+  std::deque<SandboxRun> results;
+  std::vector<Argv> calls;
+  SandboxRunner Runner() {
+    return [this](const Argv& args) {
+      calls.push_back(args);
+      if (results.empty()) return SandboxRun{0, true, {}};
+      SandboxRun r = results.front();
+      results.pop_front();
+      return r;
+    };
+  }
+};
+
+bool AnyDir(const std::string& p) { return p == "/var/tmp" || p == "/var" || p == "/"; }
+
+class ExecFlowTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() /
+            ("anvil-exec-flow-" + std::to_string(::getpid()) + "-" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_ / "ws");
+    fs::create_directories(root_ / "rules");
+    std::ofstream(root_ / "rules" / "user.toml") << R"(
+[[rule]]
+pattern = ["rm"]
+decision = "forbidden"
+justification = "use trash"
+
+[[rule]]
+pattern = ["git", "push"]
+decision = "prompt"
+justification = "talks to the remote"
+
+[[rule]]
+pattern = ["cargo"]
+decision = "allow"
+justification = "the build"
+)";
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  ExecRequest Request(Argv argv, ApprovalMode mode) {
+    ExecRequest r;
+    r.argv = std::move(argv);
+    r.sandbox_flags = {"--cwd", (root_ / "ws").string()};
+    r.mode = mode;
+    r.rules.admin_dir = "";
+    r.rules.user_dir = (root_ / "rules").string();
+    r.rules.workspace_dir = (root_ / "ws").string();
+    r.user_rules_dir = (root_ / "rules").string();
+    r.context.workspace = (root_ / "ws").string();
+    r.context.writable_roots = {r.context.workspace};
+    r.context.network = NetworkMode::kNone;
+    return r;
+  }
+
+  ExecResult Run(const ExecRequest& r) {
+    return RunExec(r, asker_, sandbox_.Runner(), AnyDir,
+                   [this](const std::string& line) { audit_.push_back(line); });
+  }
+
+  fs::path root_;
+  ScriptedAsker asker_;
+  FakeSandbox sandbox_;
+  std::vector<std::string> audit_;
+};
+
+RefusalFact GitWrite() {
+  return {RefusalFact::Kind::kWrite, "/w/.git/index.lock", "openat", "git", "/w/.git"};
+}
+
+TEST_F(ExecFlowTest, HarmlessRunsWithoutAQuestionInEveryModeButForbiddenNever) {
+  for (ApprovalMode mode : kApprovalModes) {
+    auto r = Run(Request({"ls", "-l"}, mode));
+    EXPECT_EQ(r.exit_status, 0) << ToString(mode);
+    EXPECT_TRUE(r.report["ran"]);
+    auto f = Run(Request({"rm", "-rf", "x"}, mode));
+    EXPECT_EQ(f.exit_status, kExitRefused) << ToString(mode);
+    EXPECT_FALSE(f.report["ran"]);
+    EXPECT_TRUE(f.report.contains("how_to_allow"));
+  }
+  EXPECT_TRUE(asker_.asked.empty());
+  EXPECT_EQ(sandbox_.calls.size(), 4u);  // only ls, never rm
+}
+
+TEST_F(ExecFlowTest, UntrustedAsksForAnUnknownCommandAndRefusesWithoutATerminal) {
+  asker_.can_ask = false;
+  auto r = Run(Request({"make", "test"}, ApprovalMode::kUntrusted));
+  EXPECT_EQ(r.exit_status, kExitRefused);
+  EXPECT_TRUE(sandbox_.calls.empty());
+  EXPECT_NE(r.report["how_to_allow"].get<std::string>().find("allow"), std::string::npos);
+  // The other modes run it, sandboxed, without a question.
+  auto ok = Run(Request({"make", "test"}, ApprovalMode::kOnRequest));
+  EXPECT_EQ(ok.exit_status, 0);
+}
+
+TEST_F(ExecFlowTest, NeverAnswerRunsNothingAndOnceRunsOnce) {
+  asker_.answers = {ApprovalAnswer::kNever, ApprovalAnswer::kOnce, std::nullopt};
+  auto never = Run(Request({"git", "push"}, ApprovalMode::kOnRequest));
+  EXPECT_EQ(never.exit_status, kExitRefused);
+  EXPECT_TRUE(sandbox_.calls.empty());
+  auto once = Run(Request({"git", "push"}, ApprovalMode::kOnRequest));
+  EXPECT_EQ(once.exit_status, 0);
+  EXPECT_EQ(sandbox_.calls.size(), 1u);
+  EXPECT_EQ(once.report["questions"][0]["answer"], "once");
+  // No answer at all (the person went away, the client declined) is a refusal.
+  auto gone = Run(Request({"git", "push"}, ApprovalMode::kOnRequest));
+  EXPECT_EQ(gone.exit_status, kExitRefused);
+  EXPECT_EQ(sandbox_.calls.size(), 1u);
+}
+
+TEST_F(ExecFlowTest, ApprovalModeNeverRefusesWhatWouldBeAsked) {
+  auto r = Run(Request({"git", "push"}, ApprovalMode::kNever));
+  EXPECT_EQ(r.exit_status, kExitRefused);
+  EXPECT_TRUE(asker_.asked.empty());
+  EXPECT_TRUE(sandbox_.calls.empty());
+}
+
+TEST_F(ExecFlowTest, AlwaysWritesTheRuleAndTheNextRunDoesNotAsk) {
+  asker_.answers = {ApprovalAnswer::kAlways};
+  auto first = Run(Request({"make", "test"}, ApprovalMode::kUntrusted));
+  EXPECT_EQ(first.exit_status, 0);
+  ASSERT_TRUE(first.report.contains("rules_written")) << first.report.dump();
+  EXPECT_TRUE(fs::exists(root_ / "rules" / "approved.toml"));
+  auto second = Run(Request({"make", "test"}, ApprovalMode::kUntrusted));
+  EXPECT_EQ(second.exit_status, 0);
+  EXPECT_EQ(asker_.asked.size(), 1u);
+  EXPECT_EQ(second.report["decision"], "allow");
+  // Only that command: another one is still asked about.
+  asker_.answers = {ApprovalAnswer::kNever};
+  EXPECT_EQ(Run(Request({"make", "install"}, ApprovalMode::kUntrusted)).exit_status, kExitRefused);
+}
+
+TEST_F(ExecFlowTest, OnFailureOffersTheWideningAndReRunsTheSameCommandWithExactlyIt) {
+  sandbox_.results = {SandboxRun{1, true, {GitWrite()}}, SandboxRun{0, true, {}}};
+  asker_.answers = {ApprovalAnswer::kOnce};
+  auto r = Run(Request({"git", "commit", "-m", "x"}, ApprovalMode::kOnFailure));
+  EXPECT_EQ(r.exit_status, 0);
+  ASSERT_EQ(sandbox_.calls.size(), 2u);
+  Argv expected = sandbox_.calls[0];
+  auto dashdash = std::find(expected.begin(), expected.end(), "--");
+  expected.insert(dashdash, "--writable-git");
+  EXPECT_EQ(sandbox_.calls[1], expected);
+  ASSERT_EQ(asker_.asked.size(), 1u);
+  EXPECT_EQ(asker_.asked[0].kind, Question::Kind::kWidening);
+  EXPECT_TRUE(asker_.asked[0].always_prefixes.empty());  // a widening is never "always"
+  EXPECT_EQ(r.report["escalation"]["state"], "approved");
+}
+
+TEST_F(ExecFlowTest, AWideningRefusedOrNotAskedDoesNotReRun) {
+  sandbox_.results = {SandboxRun{1, true, {GitWrite()}}};
+  asker_.answers = {ApprovalAnswer::kNever};
+  auto refused = Run(Request({"git", "commit"}, ApprovalMode::kOnFailure));
+  EXPECT_EQ(refused.exit_status, 1);
+  EXPECT_EQ(sandbox_.calls.size(), 1u);
+  EXPECT_EQ(refused.report["escalation"]["state"], "refused");
+
+  // on-request: reported to the agent, which may ask with a reason; never: final.
+  for (ApprovalMode mode : {ApprovalMode::kOnRequest, ApprovalMode::kNever}) {
+    sandbox_.calls.clear();
+    sandbox_.results = {SandboxRun{1, true, {GitWrite()}}};
+    auto r = Run(Request({"cargo", "build"}, mode));
+    EXPECT_EQ(r.exit_status, 1);
+    EXPECT_EQ(sandbox_.calls.size(), 1u);
+    EXPECT_EQ(r.report["escalation"]["state"], "not asked");
+    EXPECT_EQ(r.report["escalation"]["widening"]["flags"], nlohmann::json({"--writable-git"}));
+  }
+  // Nobody to ask.
+  asker_.can_ask = false;
+  sandbox_.calls.clear();
+  sandbox_.results = {SandboxRun{1, true, {GitWrite()}}};
+  auto r = Run(Request({"cargo", "build"}, ApprovalMode::kOnFailure));
+  EXPECT_EQ(sandbox_.calls.size(), 1u);
+  EXPECT_EQ(r.report["escalation"]["state"], "not asked");
+}
+
+TEST_F(ExecFlowTest, ASuccessOrASetupFailureIsNeverEscalated) {
+  sandbox_.results = {SandboxRun{0, true, {GitWrite()}}, SandboxRun{125, false, {GitWrite()}}};
+  EXPECT_EQ(Run(Request({"cargo", "build"}, ApprovalMode::kOnFailure)).exit_status, 0);
+  EXPECT_EQ(Run(Request({"cargo", "build"}, ApprovalMode::kOnFailure)).exit_status, 125);
+  EXPECT_TRUE(asker_.asked.empty());
+  EXPECT_EQ(sandbox_.calls.size(), 2u);
+}
+
+TEST_F(ExecFlowTest, TheAgentAsksUpFrontOnlyWhereTheModeLetsIt) {
+  auto request = Request({"cargo", "build"}, ApprovalMode::kOnRequest);
+  request.requested = Widening{WideningKind::kWritableRoot, "/var/tmp"};
+  request.request_reason = "the build writes its cache there";
+  asker_.answers = {ApprovalAnswer::kOnce};
+  auto r = Run(request);
+  EXPECT_EQ(r.exit_status, 0);
+  ASSERT_EQ(sandbox_.calls.size(), 1u);
+  EXPECT_NE(std::find(sandbox_.calls[0].begin(), sandbox_.calls[0].end(), "/var/tmp"),
+            sandbox_.calls[0].end());
+  EXPECT_EQ(asker_.asked[0].agent_reason, "the build writes its cache there");
+
+  request.mode = ApprovalMode::kOnFailure;  // offered only after a refusal
+  EXPECT_EQ(Run(request).exit_status, kExitRefused);
+  request.mode = ApprovalMode::kOnRequest;
+  request.requested = Widening{WideningKind::kWritableRoot, "/"};  // never offered
+  EXPECT_EQ(Run(request).exit_status, kExitRefused);
+  EXPECT_EQ(sandbox_.calls.size(), 1u);
+}
+
+TEST_F(ExecFlowTest, WideningsStopAfterTheLimit) {
+  RefusalFact tmp{RefusalFact::Kind::kWrite, "/var/tmp/x", "openat", "outside", ""};
+  sandbox_.results = {SandboxRun{1, true, {GitWrite()}}, SandboxRun{1, true, {tmp}},
+                      SandboxRun{1, true, {GitWrite()}}};
+  asker_.answers = {ApprovalAnswer::kOnce, ApprovalAnswer::kOnce};
+  auto request = Request({"cargo", "build"}, ApprovalMode::kOnFailure);
+  auto r = Run(request);
+  // git widened, then /var/tmp, then git again has nothing left to offer.
+  EXPECT_EQ(sandbox_.calls.size(), 3u);
+  EXPECT_EQ(r.report["escalation"]["state"], "none");
+
+  sandbox_.calls.clear();
+  sandbox_.results = {SandboxRun{1, true, {GitWrite()}}, SandboxRun{1, true, {tmp}}};
+  asker_.answers = {ApprovalAnswer::kOnce};
+  request.max_escalations = 1;
+  r = Run(request);
+  EXPECT_EQ(sandbox_.calls.size(), 2u);
+  EXPECT_EQ(r.report["escalation"]["state"], "not asked");
+}
+
+TEST_F(ExecFlowTest, EveryDecisionAnswerAndEscalationIsOneAuditLine) {
+  sandbox_.results = {SandboxRun{1, true, {GitWrite()}}, SandboxRun{0, true, {}}};
+  asker_.answers = {ApprovalAnswer::kOnce, ApprovalAnswer::kOnce};
+  Run(Request({"git", "push"}, ApprovalMode::kOnFailure));
+  std::vector<std::string> ops;
+  for (const auto& line : audit_) {
+    EXPECT_EQ(line.find('\n'), std::string::npos);
+    auto j = nlohmann::json::parse(line);
+    ops.push_back(j["op"].get<std::string>() + ":" + j["verdict"].get<std::string>());
+  }
+  EXPECT_EQ(ops, (std::vector<std::string>{"command:ask", "command.answer:allow",
+                                           "command.escalation:ask", "command.escalation:allow"}));
+}
+
+TEST_F(ExecFlowTest, ABrokenRulesFileRunsNothing) {
+  std::ofstream(root_ / "rules" / "broken.toml") << "[[rule]]\npattern = 3\n";
+  auto r = Run(Request({"ls"}, ApprovalMode::kOnRequest));
+  EXPECT_EQ(r.exit_status, kExitRulesBroken);
+  EXPECT_TRUE(sandbox_.calls.empty());
+  EXPECT_TRUE(r.report.contains("error"));
+}
+
+}  // namespace
+}  // namespace anvil::agent
