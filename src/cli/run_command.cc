@@ -314,6 +314,9 @@ int RunRunCommand(const std::vector<std::string>& args) {
     return grant.error().code == "denied" ? kExitRefused : kExitUsage;
   }
 
+  // Only what the grant needs: without `exec` no exec broker and no warm runners (their
+  // namespaces and views are most of a session's start and of its teardown).
+  if (grant->exec.empty()) gateway_args.emplace_back("--no-exec");
   session::PluginSessionConfig config{workspace, plugin_dir, *manifest, *grant, gateway_args, {}};
   config.unsafe_net_test = unsafe_net_test;
   config.pinned_files = std::move(*pinned);
@@ -385,7 +388,9 @@ int RunRunCommand(const std::vector<std::string>& args) {
   progress.Show("running " + id + " " + SanitizeForDisplay(command, 64));
   auto result = (*session)->Run(command, cmd_args.dump(), deadline, editor, log);
   progress.Clear();
-  (void)(*session)->Stop();
+  // The answer first, then the teardown: a caller reading the output has it while the host and
+  // the gateway are stopped (Stop still runs to the end before this process exits).
+  int code = kExitOk;
   if (!result) {
     if (json) {
       std::cout << nlohmann::json{{"ok", false}, {"error", result.error().ToString()}}.dump()
@@ -393,17 +398,21 @@ int RunRunCommand(const std::vector<std::string>& args) {
     } else {
       std::cerr << "anvil run: " << SanitizeForDisplay(result.error().ToString(), 4000) << "\n";
     }
-    return ExitFor(result.error());
-  }
-  auto value = nlohmann::json::parse(*result, nullptr, false);
-  if (json) {
-    std::cout << nlohmann::json{{"ok", true}, {"result", value}}.dump() << "\n";
-  } else if (value.is_string()) {
-    std::cout << value.get<std::string>() << "\n";
+    code = ExitFor(result.error());
   } else {
-    std::cout << value.dump(2) << "\n";
+    auto value = nlohmann::json::parse(*result, nullptr, false);
+    if (json) {
+      std::cout << nlohmann::json{{"ok", true}, {"result", value}}.dump() << "\n";
+    } else if (value.is_string()) {
+      std::cout << value.get<std::string>() << "\n";
+    } else {
+      std::cout << value.dump(2) << "\n";
+    }
   }
-  return kExitOk;
+  std::cout.flush();
+  std::cerr.flush();
+  (void)(*session)->Stop();
+  return code;
 }
 
 namespace {

@@ -575,6 +575,8 @@ nlohmann::json GitReportJson(const GitReport& git) {
                         {"read_only_paths", git.read_only_paths},
                         {"placeholders", git.placeholders},
                         {"entries_scanned", git.entries},
+                        {"entries_listed", git.listed},
+                        {"dirs_from_cache", git.cached_dirs},
                         {"scan_ms", std::round(git.scan_ms * 1000) / 1000},
                         {"checked_after_run", git.checked_after},
                         {"check_ms", std::round(git.check_ms * 1000) / 1000},

@@ -56,15 +56,17 @@ Response DispatchExec(const DispatchContext& ctx, const Grant& grant, const Requ
   if (!ArgCount(r, 3, out, audit)) return out;
   const std::string& program = r.args[0];
   audit.target = program;
+  auto rule = LookupExecRule(program);
+  if (!rule) return FromError(r, rule.error(), audit);
+  // The grant first: `anvil run` starts no exec broker for a grant without `exec`, and such a
+  // plugin is told what it lacks, not that the session has no broker.
+  if (std::find(grant.exec.begin(), grant.exec.end(), program) == grant.exec.end()) {
+    return Denied(r, "executable not granted: " + program, audit);
+  }
   if (ctx.exec == nullptr) {
     std::string why =
         ctx.exec_unavailable && !ctx.exec_unavailable->empty() ? ": " + *ctx.exec_unavailable : "";
     return Denied(r, "sys.exec is not available in this session" + why, audit);
-  }
-  auto rule = LookupExecRule(program);
-  if (!rule) return FromError(r, rule.error(), audit);
-  if (std::find(grant.exec.begin(), grant.exec.end(), program) == grant.exec.end()) {
-    return Denied(r, "executable not granted: " + program, audit);
   }
   nlohmann::json parsed = nlohmann::json::parse(r.args[1], nullptr, /*allow_exceptions=*/false);
   if (!parsed.is_array()) {

@@ -8,14 +8,15 @@
 namespace anvil {
 
 Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
-                                   const GitScanLimits& limits, const GitEnv& env, GitFs fs) {
+                                   const GitScanLimits& limits, const GitEnv& env, GitFs fs,
+                                   const GitWalkMemo* cached) {
   const auto start = std::chrono::steady_clock::now();
   GitGuard guard;
   guard.roots_ = roots;
   guard.limits_ = limits;
   guard.env_ = env;
   guard.fs_ = std::move(fs);
-  auto scan = ScanGitMetadata(roots, env, guard.fs_, limits);
+  auto scan = ScanGitMetadata(roots, env, guard.fs_, limits, cached);
   if (!scan) return tl::unexpected(scan.error());
   GitProtectionPlan plan = PlanGitProtection(*scan, env, guard.fs_, limits);
   if (!plan.problems.empty()) return tl::unexpected(plan.problems.front());
@@ -49,6 +50,8 @@ Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
   guard.report_.read_only_paths = plan.read_only.size();
   guard.report_.placeholders = guard.read_only_.size() - plan.read_only.size();
   guard.report_.entries = scan->entries;
+  guard.report_.listed = scan->listed;
+  guard.report_.cached_dirs = scan->memo_dirs;
   guard.report_.scan_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return guard;
@@ -66,7 +69,8 @@ void GitGuard::CheckAfterRun() {
     report_.check_error = scan.error().message;
     return;
   }
-  report_.check_listed = scan->entries;
+  report_.check_listed = scan->listed;
+  memo_ = std::move(scan->memo);
   std::set<int> moved;
   for (const auto& [i, why] : NewGitReposThatRunCode(before_, *scan, fs_)) moved.insert(i);
   GitProtectionPlan plan = PlanGitProtection(*scan, env_, fs_, limits_, moved);

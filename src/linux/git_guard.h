@@ -21,6 +21,8 @@ struct GitReport {
   size_t read_only_paths = 0;           // bound read-only (one mount each)
   size_t placeholders = 0;              // made for config-named paths that did not exist
   size_t entries = 0;                   // directory entries walked at the start
+  size_t listed = 0;                    // of them, listed (the rest came from the walk cache)
+  size_t cached_dirs = 0;               // directories taken from the walk cache, unchanged
   double scan_ms = 0;                   // the start's scan and plan
   bool checked_after = false;           // the check after the run ran
   double check_ms = 0;                  // its walk, plan and quarantine
@@ -34,10 +36,12 @@ class GitGuard {
  public:
   // Scans `roots` (canonical writable roots), plans, makes and locks the placeholders and
   // records the identities. Fails (the sandbox must not start) past a scan bound or on a plan
-  // problem, with a message naming it and the way out.
+  // problem, with a message naming it and the way out. `cached`: the walk of an earlier run
+  // (linux/git_walk_cache.h), whose directories are taken as they were where provably
+  // unchanged.
   static Result<GitGuard> Prepare(const std::vector<std::string>& roots,
                                   const GitScanLimits& limits, const GitEnv& env,
-                                  GitFs fs = RealGitFs());
+                                  GitFs fs = RealGitFs(), const GitWalkMemo* cached = nullptr);
 
   GitGuard(GitGuard&&) = default;
   GitGuard& operator=(GitGuard&&) = default;
@@ -45,10 +49,15 @@ class GitGuard {
   // Canonical paths to bind read-only on top of the writable roots (placeholders included).
   const std::vector<std::string>& ReadOnlyPaths() const { return read_only_; }
   const GitReport& Report() const { return report_; }
+  const std::vector<std::string>& Roots() const { return roots_; }
 
   // After the run: the second scan and the quarantine. Call once every process of the command
   // has ended; fills Report().
   void CheckAfterRun();
+
+  // The latest complete walk of the roots (after the run once it was checked, else before it):
+  // what the walk cache keeps for the next run.
+  const GitWalkMemo& Memo() const { return memo_; }
 
  private:
   GitGuard() = default;

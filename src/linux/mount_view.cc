@@ -375,6 +375,7 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
   }
   for (const auto& root : view.read_roots) ops.push_back({root, BindOp::kReadOnly});
   for (const auto& wr : view.writable_roots) ops.push_back({wr.root, BindOp::kWritable});
+  for (const auto& dir : view.pinned_dirs) ops.push_back({dir, BindOp::kWritable});
   for (const auto& wr : view.writable_roots) {
     for (const auto& sub : wr.read_only_subpaths) ops.push_back({sub, BindOp::kReadOnly});
   }

@@ -23,6 +23,7 @@
 
 #include "ipc/fd_passing.h"
 #include "linux/capabilities.h"
+#include "linux/git_walk_cache.h"
 #include "linux/host_socket_facts.h"
 #include "linux/landlock.h"
 #include "linux/loopback.h"
@@ -876,6 +877,8 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   ProtectedPlaceholders placeholders;
   // Declared after `placeholders`: ends first, so its locks are gone when they are removed.
   std::optional<GitGuard> git;
+  std::optional<GitWalkCache> walk_cache;  // the walk kept for the next run (git_walk_cache.h)
+  size_t walk_cached_dirs = 0;
   if (plan.confine_fs) {
     HostFs host = RealHostFs();
     host.bound_unix_sockets = HostSocketLocator();
@@ -891,16 +894,31 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
       auto made = ProtectedPlaceholders::Create(roots, names);
       if (!made) return SetupFailure(made.error().ToString(), start);
       placeholders = std::move(*made);
+      // Kept out of the command's reach in every run, --writable-git or not: a later run
+      // trusts it.
+      walk_cache.emplace(GitWalkCache::Open());
+      auto shield = ShieldFor(
+          *walk_cache, roots,
+          view->private_tmp ? std::vector<std::string>{"/tmp"} : std::vector<std::string>{});
+      if (!shield) return SetupFailure(shield.error().ToString(), start);
       if (!policy.writable_git) {
         // Every repository in the writable roots and what its config names (git_guard.h).
-        auto guard = GitGuard::Prepare(roots, spec.git_scan_limits, GitEnvFromProcess());
+        auto cached = walk_cache->Load(roots);
+        if (cached) walk_cached_dirs = cached->dirs.size();
+        auto guard = GitGuard::Prepare(roots, spec.git_scan_limits, GitEnvFromProcess(),
+                                       RealGitFs(), cached ? &*cached : nullptr);
         if (!guard) return SetupFailure(guard.error().ToString(), start);
         git.emplace(std::move(*guard));
       }
       // Again even when this run made none: another run may have made one (now held by this
       // run's lock) after the first computation looked.
-      view = ComputeFileView(policy, host, git ? git->ReadOnlyPaths() : std::vector<std::string>{});
+      std::vector<std::string> read_only = shield->read_only;
+      if (git) {
+        read_only.insert(read_only.end(), git->ReadOnlyPaths().begin(), git->ReadOnlyPaths().end());
+      }
+      view = ComputeFileView(policy, host, read_only);
       if (!view) return SetupFailure(view.error().ToString(), start);
+      view->pinned_dirs = shield->pinned;
     }
     plan.view = std::move(*view);
     auto probe = landlock::ProbeAbi();
@@ -1237,6 +1255,10 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
     // reaped them all): what it left can be checked without a race.
     git->CheckAfterRun();
     out.git = git->Report();
+    if (walk_cache && (out.git.listed > 0 || out.git.check_listed > 0 ||
+                       git->Memo().dirs.size() != walk_cached_dirs)) {
+      walk_cache->Save(git->Roots(), git->Memo());
+    }
   }
   if (out.out_of_memory && !timed_out) {
     out.error = "limit: the sandbox reached its memory ceiling (" +

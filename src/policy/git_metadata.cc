@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -265,7 +266,8 @@ class Scanner {
       stack.pop_back();
       if (auto s = CheckTime(dir); !s) return s;
       std::vector<GitDirEntry> entries;
-      if (!Remembered(dir, entries)) {
+      if (auto s = Remembered(dir, entries); !s) return tl::unexpected(s.error());
+      if (!remembered_) {
         auto listing = fs_.list_dir(dir);
         if (!listing) {
           // What the caller cannot list but could write, the command could fill unseen.
@@ -276,6 +278,7 @@ class Scanner {
                                      "or pass --writable-git to run without protecting git "
                                      "metadata");
         }
+        scan_.listed += listing->entries.size();
         if (auto s = CountEntries(listing->entries.size(), dir); !s) return s;
         Remember(*listing);
         entries = std::move(listing->entries);
@@ -379,19 +382,24 @@ class Scanner {
     return lower == ".git" || lower == "head" || lower == "refs" || lower == "objects";
   }
 
-  // The entries of `dir` as the earlier walk listed them, when it is provably unchanged since.
-  bool Remembered(const std::string& dir, std::vector<GitDirEntry>& entries) {
-    if (!previous_) return false;
+  // The entries of `dir` as the earlier walk listed them, when it is provably unchanged since
+  // (sets remembered_). Its entries count toward the bound as if it had been listed.
+  Status Remembered(const std::string& dir, std::vector<GitDirEntry>& entries) {
+    remembered_ = false;
+    if (!previous_) return Ok();
     GitFileFacts f = fs_.lstat(dir);
-    if (f.type != GitFileType::kDir) return false;
+    if (f.type != GitFileType::kDir) return Ok();
     auto it = previous_->dirs.find({f.dev, f.ino});
     if (it == previous_->dirs.end() || it->second.ctime_sec != f.ctime_sec ||
-        it->second.ctime_nsec != f.ctime_nsec) {
-      return false;
+        it->second.ctime_nsec != f.ctime_nsec || it->second.mnt_id != f.mnt_id) {
+      return Ok();
     }
+    if (auto s = CountEntries(it->second.entries, dir); !s) return s;
     entries = it->second.kept;
+    scan_.memo.dirs[it->first] = it->second;
     ++scan_.memo_dirs;
-    return true;
+    remembered_ = true;
+    return Ok();
   }
 
   void Remember(const GitDirListing& listing) {
@@ -399,7 +407,7 @@ class Scanner {
     // Changed within the last second before the walk: a later change in the same timestamp
     // tick would leave the ctime as it is.
     if (!f.ctime_tracks_entries || f.ctime_sec >= wall_start_ - 1) return;
-    GitWalkMemo::Dir d{f.ctime_sec, f.ctime_nsec, {}};
+    GitWalkMemo::Dir d{f.ctime_sec, f.ctime_nsec, f.mnt_id, listing.entries.size(), {}};
     for (const auto& e : listing.entries) {
       if (Kept(e)) d.kept.push_back(e);
     }
@@ -599,6 +607,7 @@ class Scanner {
   const GitFs& fs_;
   const GitScanLimits& limits_;
   const GitWalkMemo* previous_;
+  bool remembered_ = false;
   std::chrono::steady_clock::time_point start_;
   int64_t wall_start_;
   std::vector<std::string> templates_;
@@ -1330,16 +1339,34 @@ GitQuarantineResult ApplyGitQuarantine(const std::vector<GitQuarantineAction>& a
 
 namespace {
 
-GitFileFacts FactsOf(const struct stat& st) {
+#ifndef STATX_MNT_ID_UNIQUE
+#define STATX_MNT_ID_UNIQUE 0x00004000U
+#endif
+
+// statx(2) of `path` beneath `dirfd` (AT_SYMLINK_NOFOLLOW, or AT_EMPTY_PATH for the fd):
+// lstat's facts and the mount's id. nullopt when it fails (errno set).
+std::optional<GitFileFacts> FactsAt(int dirfd, const char* path, int flags) {
+  struct statx sx {};
+  if (::statx(dirfd, path, flags, STATX_BASIC_STATS | STATX_MNT_ID | STATX_MNT_ID_UNIQUE, &sx) !=
+      0) {
+    return std::nullopt;
+  }
   GitFileFacts f;
-  f.type = S_ISDIR(st.st_mode)   ? GitFileType::kDir
-           : S_ISREG(st.st_mode) ? GitFileType::kFile
-           : S_ISLNK(st.st_mode) ? GitFileType::kSymlink
-                                 : GitFileType::kOther;
-  f.dev = st.st_dev;
-  f.ino = st.st_ino;
-  f.ctime_sec = st.st_ctim.tv_sec;
-  f.ctime_nsec = st.st_ctim.tv_nsec;
+  f.type = S_ISDIR(sx.stx_mode)   ? GitFileType::kDir
+           : S_ISREG(sx.stx_mode) ? GitFileType::kFile
+           : S_ISLNK(sx.stx_mode) ? GitFileType::kSymlink
+                                  : GitFileType::kOther;
+  f.dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+  f.ino = sx.stx_ino;
+  f.ctime_sec = sx.stx_ctime.tv_sec;
+  f.ctime_nsec = sx.stx_ctime.tv_nsec;
+  // The unique id is 64 bits and never reused within a boot; the plain one is reused after an
+  // unmount, so the two are kept apart (the top bit marks the plain one).
+  if (sx.stx_mask & STATX_MNT_ID_UNIQUE) {
+    f.mnt_id = sx.stx_mnt_id & ~(uint64_t{1} << 63);
+  } else if (sx.stx_mask & STATX_MNT_ID) {
+    f.mnt_id = sx.stx_mnt_id | (uint64_t{1} << 63);
+  }
   return f;
 }
 
@@ -1390,14 +1417,14 @@ GitFs RealGitFs() {
       return SysFail(errno == EACCES || errno == EPERM ? "denied" : "io", "open " + dir);
     }
     // The directory's own facts before its entries: a change after them moves its ctime.
-    struct stat st {};
-    if (::fstat(fd.Get(), &st) != 0) return SysFail("io", "stat " + dir);
-    out.dir = FactsOf(st);
-    auto known = tracks->find(st.st_dev);
+    auto facts = FactsAt(fd.Get(), "", AT_EMPTY_PATH);
+    if (!facts) return SysFail("io", "stat " + dir);
+    out.dir = *facts;
+    auto known = tracks->find(facts->dev);
     if (known == tracks->end()) {
       struct statfs sfs {};
       bool local = ::fstatfs(fd.Get(), &sfs) == 0 && CtimeTracksEntries(sfs.f_type);
-      known = tracks->emplace(st.st_dev, local).first;
+      known = tracks->emplace(facts->dev, local).first;
     }
     out.dir.ctime_tracks_entries = known->second;
     alignas(8) char buf[64 * 1024];
@@ -1439,9 +1466,7 @@ GitFs RealGitFs() {
     return out;
   };
   fs.lstat = [](const std::string& path) {
-    struct stat st {};
-    if (::lstat(path.c_str(), &st) != 0) return GitFileFacts{};
-    return FactsOf(st);
+    return FactsAt(AT_FDCWD, path.c_str(), AT_SYMLINK_NOFOLLOW).value_or(GitFileFacts{});
   };
   fs.resolve = [](const std::string& path) -> std::optional<std::string> {
     // The kernel's own resolution, read back from /proc: three syscalls whatever the depth,

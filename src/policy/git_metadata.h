@@ -50,6 +50,11 @@ struct GitFileFacts {
   uint64_t ino = 0;
   int64_t ctime_sec = 0;
   int64_t ctime_nsec = 0;
+  // The mount it was reached through (statx: the unique mount id, never reused within a boot,
+  // where the kernel has it; else the plain one; 0 when unknown). A memo of a directory is
+  // only trusted on the same mount: another filesystem attached where the device number is
+  // reused cannot pass for it.
+  uint64_t mnt_id = 0;
   // On this filesystem every change of a directory's entries sets the directory's ctime
   // (local filesystems: ext2/3/4, xfs, btrfs, tmpfs, f2fs, zfs, bcachefs); not assumed of others
   // (network, FUSE, overlay).
@@ -154,10 +159,13 @@ struct GitRepo {
 // same directory (device, inode) with the same ctime takes its entries from here instead of
 // listing it again — its entries cannot have changed. Only what the walk acts on is kept
 // (subdirectories, `.git`, HEAD/objects/refs).
+// The memo is also kept between runs (linux/git_walk_cache.h), where no command can write it.
 struct GitWalkMemo {
   struct Dir {
     int64_t ctime_sec = 0;
     int64_t ctime_nsec = 0;
+    uint64_t mnt_id = 0;
+    uint64_t entries = 0;  // all of its entries: they count toward the 'entries' bound
     std::vector<GitDirEntry> kept;
   };
   std::map<std::pair<uint64_t, uint64_t>, Dir> dirs;
@@ -171,10 +179,15 @@ struct GitScan {
   // $GIT_CONFIG_SYSTEM, /etc/gitconfig, $GIT_CONFIG_GLOBAL, ~/.gitconfig,
   // $XDG_CONFIG_HOME/git/config (or ~/.config/git/config), and their includes.
   std::vector<GitConfigFile> user_configs;
-  size_t entries = 0;    // directory entries listed
+  // Directory entries walked, whether listed or taken from `previous` (the 'entries' bound
+  // applies to these: a memo never lets a walk past the bound that a listing would stop).
+  size_t entries = 0;
+  size_t listed = 0;     // of them, entries actually listed
   size_t memo_dirs = 0;  // directories taken from `previous` instead of being listed
   double seconds = 0;
-  GitWalkMemo memo;  // for a later walk of the same roots
+  // For a later walk of the same roots: every directory listed or taken from `previous` that
+  // may be remembered.
+  GitWalkMemo memo;
 };
 
 // Fails ("limit") past a bound, naming it, its value and the way out; ("sandbox") for a

@@ -91,6 +91,10 @@ struct FileView {
   std::string workspace_base;
   std::vector<std::string> workspace_read_subpaths;
   bool private_tmp = true;  // a fresh tmpfs on /tmp
+  // Directories inside writable roots bound onto themselves (still writable), so that the
+  // command cannot rename or remove them: the way down to something kept read-only beneath
+  // them (linux/git_walk_cache.h).
+  std::vector<std::string> pinned_dirs;
   // SandboxPolicy::runtime_from_call: filled from the call. What of the workspace the view holds
   // (fs/read_plan.h; opened beneath workspace_base, never through a symlink) and the system
   // files of the tool (absolute host paths, shown at the same paths with their symlinks).

@@ -1,6 +1,7 @@
 // `anvil run` end to end: manifest, consent and grants keyed by hash, anvil.lock, deadlines,
 // and what a plugin can print on the user's terminal.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -167,6 +168,52 @@ TEST_F(AnvilRun, DeadlineKillsThePluginWith124) {
   auto r = Anvil({"--approve", "--timeout", "0.5", plugin_.path(), "spin"});
   EXPECT_EQ(r.status, 124) << r.err;
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+// A grant without `exec` starts no exec broker (and so no warm runner), and a grant with one
+// does; either way, once `anvil run` has exited, no process of the session is left.
+TEST_F(AnvilRun, OnlyWhatTheGrantNeedsIsStartedAndNothingIsLeftAfter) {
+  for (const bool exec : {false, true}) {
+    Plugin(exec ? "exec = [\"rg\"]\n" : "fs.read = [\"**\"]\n",
+           "anvil.command('spin', function() while true do end end)\n"
+           "anvil.command('rg', function() local ok, e = pcall(sys.exec, {program = 'rg', args = "
+           "{'x'}}) "
+           "return ok and 'ran' or tostring(e) end)");
+    RunOptions o;
+    o.env = {"PATH=/usr/bin:/bin", "HOME=/nonexistent", "XDG_STATE_HOME=" + state_.path()};
+    Spawned run({AnvilBin(), "run", "--workspace", ws_.path(), "--approve", "--timeout", "3",
+                 plugin_.path(), "spin"},
+                o);
+    // `anvil run` itself, the gateway and the plugin host name the workspace; the exec broker is
+    // a fork of the gateway and names it too.
+    size_t seen = 0;
+    WaitUntil([&] {
+      seen = ProcessesWithMarker(ws_.path()).size();
+      return seen >= (exec ? 4u : 3u);
+    });
+    if (exec) {
+      EXPECT_GE(seen, 4u);
+    } else {
+      EXPECT_EQ(seen, 3u);
+    }
+    if (!exec) {
+      // Stays there for a while: no broker appears later either.
+      for (int i = 0; i < 10; ++i) {
+        usleep(20000);
+        EXPECT_EQ(ProcessesWithMarker(ws_.path()).size(), 3u);
+      }
+    }
+    EXPECT_TRUE(run.Wait(std::chrono::seconds(20)).has_value());  // the budget or the deadline
+    EXPECT_TRUE(WaitUntil([&] { return ProcessesWithMarker(ws_.path()).empty(); }))
+        << "left behind: " << ProcessesWithMarker(ws_.path()).size();
+    // Without the grant, sys.exec says what is missing (not that the session has no broker).
+    auto r = Anvil({plugin_.path(), "rg"});
+    EXPECT_EQ(r.status, 0) << r.err;
+    if (!exec) {
+      EXPECT_NE(r.out.find("executable not granted: rg"), std::string::npos) << r.out;
+    }
+    EXPECT_TRUE(WaitUntil([&] { return ProcessesWithMarker(ws_.path()).empty(); }));
+  }
 }
 
 TEST_F(AnvilRun, NotificationsCannotWriteEscapeSequencesToTheTerminal) {

@@ -129,6 +129,7 @@ class FakeTree {
       out.dir.dev = 1;
       out.dir.ino = it->second.ino;
       out.dir.ctime_sec = it->second.ctime;
+      out.dir.mnt_id = mnt;
       out.dir.ctime_tracks_entries = ctime_tracks_entries;
       std::string prefix = dir == "/" ? "/" : dir + "/";
       for (auto c = nodes_.lower_bound(prefix); c != nodes_.end(); ++c) {
@@ -152,6 +153,7 @@ class FakeTree {
       f.dev = 1;
       f.ino = it->second.ino;
       f.ctime_sec = it->second.ctime;
+      f.mnt_id = mnt;
       return f;
     };
     fs.resolve = [this](const std::string& path) { return Resolve(path); };
@@ -191,6 +193,7 @@ class FakeTree {
   size_t listed = 0;
   int64_t wall = 1000;  // seconds: what new nodes and changed directories get as ctime
   bool ctime_tracks_entries = true;
+  uint64_t mnt = 7;  // the mount every node is reached through
 
  private:
   void Add(const std::string& path, Node node) {
@@ -527,7 +530,57 @@ TEST(ScanGitMetadata, ALaterWalkListsOnlyDirectoriesWhoseEntriesChanged) {
   EXPECT_TRUE(Contains(a, "/w/recent/r/.git"));
   EXPECT_TRUE(Contains(a, "/w/src/d7/.git"));
   EXPECT_GT(again->memo_dirs, 15u);
-  EXPECT_LT(again->entries, fresh->entries);
+  EXPECT_LT(again->listed, fresh->listed);
+  // The bound counts what was walked, listed or remembered alike.
+  EXPECT_EQ(again->entries, fresh->entries);
+}
+
+TEST(ScanGitMetadata, AMemoKeepsEveryDirectoryForTheWalkAfterAndItsBound) {
+  FakeTree t;
+  t.wall = 100;
+  t.GitInit("/w");
+  for (int i = 0; i < 10; ++i) t.File("/w/d" + std::to_string(i) + "/f.c");
+  auto fs = t.Fs();
+  t.wall = 1000;
+  auto first = ScanGitMetadata({"/w"}, Env(), fs, {});
+  ASSERT_TRUE(first);
+  auto second = ScanGitMetadata({"/w"}, Env(), fs, {}, &first->memo);
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->listed, 0u);
+  // What the second walk took from the first is in its own memo: a third walk (the next run)
+  // needs nothing listed either.
+  EXPECT_EQ(second->memo.dirs.size(), first->memo.dirs.size());
+  auto third = ScanGitMetadata({"/w"}, Env(), fs, {}, &second->memo);
+  ASSERT_TRUE(third);
+  EXPECT_EQ(third->listed, 0u);
+  // The entries bound stops a remembered walk exactly where it stops a listing one.
+  auto bounded = ScanGitMetadata({"/w"}, Env(), fs, {.entries = first->entries - 1}, &first->memo);
+  ASSERT_FALSE(bounded);
+  EXPECT_NE(bounded.error().message.find("'entries' bound"), std::string::npos);
+  EXPECT_TRUE(ScanGitMetadata({"/w"}, Env(), fs, {.entries = first->entries}, &first->memo));
+}
+
+TEST(ScanGitMetadata, AMemoIsNotTrustedOnAnotherMount) {
+  FakeTree t;
+  t.wall = 100;
+  t.GitInit("/w");
+  t.Dir("/w/a/b");
+  auto fs = t.Fs();
+  t.wall = 1000;
+  auto first = ScanGitMetadata({"/w"}, Env(), fs, {});
+  ASSERT_TRUE(first);
+  ASSERT_FALSE(first->memo.dirs.empty());
+  // Another filesystem attached where the same device number and inode numbers come back (a
+  // loop device re-attached to another image): the same identities and ctimes, another mount.
+  t.mnt = 8;
+  t.GitInit("/w/a/b/inner");
+  t.At("/w/a/b").ctime = first->memo.dirs.at({1, t.At("/w/a/b").ino}).ctime_sec;
+  auto again = ScanGitMetadata({"/w"}, Env(), fs, {}, &first->memo);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->memo_dirs, 0u);
+  bool found = false;
+  for (const auto& r : again->repos) found |= r.marker == "/w/a/b/inner/.git";
+  EXPECT_TRUE(found);
 }
 
 TEST(ScanGitMetadata, NoMemoWhereCtimeDoesNotTrackEntries) {

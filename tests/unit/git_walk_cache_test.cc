@@ -1,0 +1,196 @@
+// The walk cache's pure parts (where the view shields it, the file's encoding) and its
+// directory's own checks on a real filesystem. Whether a sandboxed command can reach it is
+// tests/security/t1_sandbox_git_walk_cache_test.cc.
+#include "linux/git_walk_cache.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace anvil {
+namespace {
+
+using V = std::vector<std::string>;
+
+TEST(ShieldGitWalkCache, ARootThatShowsTheCacheKeepsItReadOnlyAndPinsTheWayDown) {
+  const std::string cache = "/tmp/anvil-cache-1000";
+  struct Case {
+    V roots;
+    V covered;
+    V read_only;
+    V pinned;
+  } cases[] = {
+      {{"/home/u/ws"}, {"/tmp"}, {}, {}},      // elsewhere
+      {{"/tmp/ws"}, {"/tmp"}, {}, {}},         // beside it, in /tmp
+      {{"/tmp"}, {"/tmp"}, {cache}, {}},       // its parent: itself a mount
+      {{"/"}, {"/tmp"}, {}, {}},               // the view's own /tmp covers it
+      {{"/"}, {}, {cache}, {"/tmp"}},          // no private /tmp
+      {{"/tmp", "/"}, {}, {cache}, {"/tmp"}},  // both
+      {{"/tmpx"}, {}, {}, {}},                 // a prefix is not a parent
+  };
+  for (const auto& c : cases) {
+    auto s = ShieldGitWalkCache(cache, c.roots, c.covered);
+    ASSERT_TRUE(s) << c.roots.front();
+    EXPECT_EQ(s->read_only, c.read_only) << c.roots.front();
+    EXPECT_EQ(s->pinned, c.pinned) << c.roots.front();
+  }
+  auto deep = ShieldGitWalkCache("/var/cache/anvil/git/walk", {"/var"});
+  ASSERT_TRUE(deep);
+  EXPECT_EQ(deep->pinned, (V{"/var/cache", "/var/cache/anvil", "/var/cache/anvil/git"}));
+  EXPECT_EQ(deep->read_only, V{"/var/cache/anvil/git/walk"});
+}
+
+TEST(ShieldGitWalkCache, TheCacheOrAnythingInsideItAsAWritableRootIsRefused) {
+  for (const std::string& root : V{"/tmp/anvil-cache-0", "/tmp/anvil-cache-0/sub"}) {
+    auto s = ShieldGitWalkCache("/tmp/anvil-cache-0", {"/w", root}, {"/tmp"});
+    ASSERT_FALSE(s) << root;
+    EXPECT_NE(s.error().message.find("fix:"), std::string::npos);
+  }
+}
+
+GitWalkMemo SampleMemo() {
+  GitWalkMemo memo;
+  memo.dirs[{5, 10}] = {100, 42, 9, 3, {{"src", GitFileType::kDir}, {".git", GitFileType::kDir}}};
+  memo.dirs[{5, 11}] = {101, 0, 9, 0, {}};
+  memo.dirs[{6, 12}] = {99, 999999999, 10, 5, {{"HEAD", GitFileType::kFile}}};
+  return memo;
+}
+
+bool Same(const GitWalkMemo& a, const GitWalkMemo& b) {
+  if (a.dirs.size() != b.dirs.size()) return false;
+  for (const auto& [id, d] : a.dirs) {
+    auto it = b.dirs.find(id);
+    if (it == b.dirs.end()) return false;
+    const auto& e = it->second;
+    if (d.ctime_sec != e.ctime_sec || d.ctime_nsec != e.ctime_nsec || d.mnt_id != e.mnt_id ||
+        d.entries != e.entries || d.kept.size() != e.kept.size()) {
+      return false;
+    }
+    for (size_t i = 0; i < d.kept.size(); ++i) {
+      if (d.kept[i].name != e.kept[i].name || d.kept[i].type != e.kept[i].type) return false;
+    }
+  }
+  return true;
+}
+
+TEST(GitWalkMemoCodec, RoundTripsForTheSameBootAndRootsOnly) {
+  const V roots = {"/w", "/x y"};
+  const std::string data = EncodeGitWalkMemo("boot-1", roots, SampleMemo());
+  auto back = DecodeGitWalkMemo(data, "boot-1", roots);
+  ASSERT_TRUE(back);
+  EXPECT_TRUE(Same(*back, SampleMemo()));
+  EXPECT_FALSE(DecodeGitWalkMemo(data, "boot-2", roots));           // after a reboot
+  EXPECT_FALSE(DecodeGitWalkMemo(data, "", roots));                 // no boot id known
+  EXPECT_FALSE(DecodeGitWalkMemo(data, "boot-1", {"/w"}));          // other roots
+  EXPECT_FALSE(DecodeGitWalkMemo(data, "boot-1", {"/x y", "/w"}));  // other order
+}
+
+TEST(GitWalkMemoCodec, ATornOrForgedFileIsNoMemo) {
+  const V roots = {"/w"};
+  const std::string data = EncodeGitWalkMemo("b", roots, SampleMemo());
+  for (size_t n = 0; n < data.size(); ++n) {
+    EXPECT_FALSE(DecodeGitWalkMemo(data.substr(0, n), "b", roots)) << "cut at " << n;
+  }
+  EXPECT_FALSE(DecodeGitWalkMemo(data + "x", "b", roots));
+  auto with_name = [&](const std::string& name) {
+    GitWalkMemo m;
+    m.dirs[{1, 2}] = {1, 0, 0, 1, {{name, GitFileType::kDir}}};
+    return EncodeGitWalkMemo("b", roots, m);
+  };
+  EXPECT_TRUE(DecodeGitWalkMemo(with_name("ok"), "b", roots));
+  for (const std::string& bad : V{"", ".", "..", "a/b", std::string("a\0b", 3)}) {
+    EXPECT_FALSE(DecodeGitWalkMemo(with_name(bad), "b", roots)) << bad;
+  }
+  GitWalkMemo more_kept_than_entries;
+  more_kept_than_entries.dirs[{1, 2}] = {1, 0, 0, 0, {{"a", GitFileType::kDir}}};
+  EXPECT_FALSE(
+      DecodeGitWalkMemo(EncodeGitWalkMemo("b", roots, more_kept_than_entries), "b", roots));
+  // Every byte flipped in turn: never a crash; what still decodes is a well-formed memo.
+  for (size_t i = 0; i < data.size(); ++i) {
+    std::string bent = data;
+    bent[i] = static_cast<char>(bent[i] ^ 0x5a);
+    (void)DecodeGitWalkMemo(bent, "b", roots);
+  }
+}
+
+class GitWalkCacheDir : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/anvil-walk-cache-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    base_ = tmpl;
+    path_ = base_ + "/cache";
+  }
+  void TearDown() override { std::system(("rm -rf '" + base_ + "'").c_str()); }
+  std::string base_, path_;
+};
+
+TEST_F(GitWalkCacheDir, MadeOwnerOnlyAndAMemoComesBack) {
+  auto cache = GitWalkCache::OpenAt(path_);
+  ASSERT_TRUE(cache.Usable()) << cache.Problem();
+  EXPECT_EQ(cache.Dir(), path_);
+  struct stat st {};
+  ASSERT_EQ(stat(path_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_FALSE(cache.Load({"/w"}));
+  cache.Save({"/w"}, SampleMemo());
+  auto back = GitWalkCache::OpenAt(path_).Load({"/w"});
+  ASSERT_TRUE(back);
+  EXPECT_TRUE(Same(*back, SampleMemo()));
+  EXPECT_FALSE(cache.Load({"/v"}));
+  const std::string file = path_ + "/" + GitWalkCacheFileName({"/w"});
+  ASSERT_EQ(stat(file.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  // A file others could have written is not read.
+  ASSERT_EQ(chmod(file.c_str(), 0644), 0);
+  EXPECT_FALSE(cache.Load({"/w"}));
+}
+
+TEST_F(GitWalkCacheDir, WhatIsThereAndUnfitIsMovedAsideNotUsed) {
+  // A directory others can write, holding a memo someone put there.
+  ASSERT_EQ(mkdir(path_.c_str(), 0700), 0);
+  GitWalkCache::OpenAt(path_).Save({"/w"}, SampleMemo());
+  ASSERT_EQ(chmod(path_.c_str(), 0777), 0);
+  auto cache = GitWalkCache::OpenAt(path_);
+  ASSERT_TRUE(cache.Usable()) << cache.Problem();
+  EXPECT_FALSE(cache.Load({"/w"}));
+  struct stat st {};
+  ASSERT_EQ(stat(path_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+
+  // A symlink to a directory of the same shape elsewhere.
+  const std::string elsewhere = base_ + "/elsewhere";
+  ASSERT_EQ(mkdir(elsewhere.c_str(), 0700), 0);
+  GitWalkCache::OpenAt(elsewhere).Save({"/w"}, SampleMemo());
+  ASSERT_EQ(std::system(("rm -rf '" + path_ + "'").c_str()), 0);
+  ASSERT_EQ(symlink(elsewhere.c_str(), path_.c_str()), 0);
+  auto linked = GitWalkCache::OpenAt(path_);
+  ASSERT_TRUE(linked.Usable()) << linked.Problem();
+  EXPECT_EQ(linked.Dir(), path_);
+  EXPECT_FALSE(linked.Load({"/w"}));
+  struct stat lst {};
+  ASSERT_EQ(lstat(path_.c_str(), &lst), 0);
+  EXPECT_TRUE(S_ISDIR(lst.st_mode));
+
+  // A plain file.
+  ASSERT_EQ(rmdir(path_.c_str()), 0);
+  std::ofstream(path_) << "x";
+  EXPECT_TRUE(GitWalkCache::OpenAt(path_).Usable());
+
+  // Another user's directory: never read, and still named for the view to shield.
+  if (geteuid() == 0) {
+    ASSERT_EQ(chown(path_.c_str(), 65534, 65534), 0);
+    auto other = GitWalkCache::OpenAt(path_);
+    EXPECT_FALSE(other.Usable());
+    EXPECT_EQ(other.Dir(), path_);
+    EXPECT_FALSE(other.Load({"/w"}));
+  }
+}
+
+}  // namespace
+}  // namespace anvil
