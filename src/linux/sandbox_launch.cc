@@ -35,6 +35,7 @@
 #include "linux/root_remap.h"
 #include "linux/seccomp.h"
 #include "linux/terminal_relay.h"
+#include "linux/trust_shield.h"
 #include "linux/user_ns_limits.h"
 
 #ifndef CLONE_PIDFD
@@ -901,6 +902,18 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
           *walk_cache, roots,
           view->private_tmp ? std::vector<std::string>{"/tmp"} : std::vector<std::string>{});
       if (!shield) return SetupFailure(shield.error().ToString(), start);
+      // Anvil's own rules, keys, config and grants: read-only whatever root holds them.
+      auto trust = ShieldAnvilTrustDirs(
+          AnvilTrustDirs(TrustEnvFromProcess()), roots,
+          view->private_tmp ? std::vector<std::string>{"/tmp"} : std::vector<std::string>{});
+      if (!trust) return SetupFailure(trust.error().ToString(), start);
+      shield->read_only.insert(shield->read_only.end(), trust->read_only.begin(),
+                               trust->read_only.end());
+      for (const auto& dir : trust->pinned) {
+        if (std::find(shield->pinned.begin(), shield->pinned.end(), dir) == shield->pinned.end()) {
+          shield->pinned.push_back(dir);
+        }
+      }
       if (!policy.writable_git) {
         // Every repository in the writable roots and what its config names (git_guard.h).
         auto cached = walk_cache->Load(roots);

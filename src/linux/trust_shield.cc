@@ -1,0 +1,152 @@
+#include "linux/trust_shield.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdlib>
+
+#include "policy/sandbox_policy.h"
+
+namespace anvil {
+namespace {
+
+bool Absolute(const std::string& p) { return !p.empty() && p[0] == '/'; }
+
+// "/a//b/" -> "/a/b" (no "." or ".." handling: such a path is refused by the caller).
+std::string Lexical(const std::string& p) {
+  std::string out;
+  for (char c : p) {
+    if (c == '/' && !out.empty() && out.back() == '/') continue;
+    out.push_back(c);
+  }
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  return out;
+}
+
+bool HasDotComponent(const std::string& p) {
+  return p == "." || p == ".." || p.find("/./") != std::string::npos ||
+         p.find("/../") != std::string::npos || p.ends_with("/.") || p.ends_with("/..");
+}
+
+// mkdir -p below an existing ancestor, 0700; true when the directory exists afterwards.
+bool MakeDirs(const std::string& dir) {
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) == 0) return S_ISDIR(st.st_mode);
+  const auto slash = dir.rfind('/');
+  if (slash == std::string::npos || slash == 0) return false;
+  if (!MakeDirs(dir.substr(0, slash))) return false;
+  return ::mkdir(dir.c_str(), 0700) == 0 || errno == EEXIST;
+}
+
+}  // namespace
+
+std::vector<std::string> AnvilTrustDirs(const TrustEnv& env) {
+  std::vector<std::string> out;
+  auto add = [&out](const std::string& p) {
+    if (!Absolute(p) || HasDotComponent(p)) return;
+    std::string l = Lexical(p);
+    for (const auto& o : out) {
+      if (o == l) return;
+    }
+    out.push_back(l);
+  };
+  if (Absolute(env.xdg_config_home)) {
+    add(env.xdg_config_home + "/anvil");
+  } else if (Absolute(env.home)) {
+    add(env.home + "/.config/anvil");
+  }
+  if (Absolute(env.xdg_state_home)) {
+    add(env.xdg_state_home + "/anvil");
+  } else if (Absolute(env.home)) {
+    add(env.home + "/.local/state/anvil");
+  }
+  add("/etc/anvil");
+  return out;
+}
+
+TrustEnv TrustEnvFromProcess() {
+  auto get = [](const char* name) {
+    const char* v = std::getenv(name);
+    return std::string(v ? v : "");
+  };
+  return TrustEnv{get("HOME"), get("XDG_CONFIG_HOME"), get("XDG_STATE_HOME")};
+}
+
+Result<GitWalkCacheShield> ShieldAnvilTrustDirs(const std::vector<std::string>& trust_dirs,
+                                                const std::vector<std::string>& writable_roots,
+                                                const std::vector<std::string>& covered) {
+  GitWalkCacheShield all;
+  for (const auto& dir : trust_dirs) {
+    // Where it is or would be: the deepest existing ancestor resolved, the rest appended (a
+    // symlink above a writable root, /home -> /data/home, can lead into it).
+    std::string guess;
+    {
+      std::string head = dir, tail;
+      char resolved[PATH_MAX];
+      while (true) {
+        if (::realpath(head.c_str(), resolved) != nullptr) {
+          guess = std::string(resolved) + tail;
+          if (guess.size() > 1 && guess.starts_with("//")) guess.erase(0, 1);
+          break;
+        }
+        const auto slash = head.rfind('/');
+        if (slash == std::string::npos || head == "/") break;
+        tail = head.substr(slash) + tail;
+        head = slash == 0 ? "/" : head.substr(0, slash);
+      }
+    }
+    std::string lexical_root;
+    bool held = false;
+    for (const auto& root : writable_roots) {
+      if (PathIsWithin(root, dir) || (!guess.empty() && PathIsWithin(root, guess))) {
+        return Fail("invalid", "writable root " + root + " is inside Anvil's own directory " + dir +
+                                   ", which no sandbox may write. fix: choose another "
+                                   "writable root");
+      }
+      if (PathIsWithin(dir, root) && lexical_root.size() < root.size()) lexical_root = root;
+      held = held || PathIsWithin(dir, root) || (!guess.empty() && PathIsWithin(guess, root));
+    }
+    if (!held) continue;
+    // A symbolic link on the way down from the root that holds it lexically, where the command
+    // could replace it with a directory of its own: refuse (the same rule as a symlinked .git).
+    if (!lexical_root.empty()) {
+      for (size_t slash = dir.find('/', lexical_root == "/" ? 1 : lexical_root.size() + 1);;
+           slash = dir.find('/', slash + 1)) {
+        const std::string prefix = slash == std::string::npos ? dir : dir.substr(0, slash);
+        struct stat st {};
+        if (::lstat(prefix.c_str(), &st) != 0) break;
+        if (S_ISLNK(st.st_mode)) {
+          return Fail("sandbox", "the path to Anvil's own directory " + dir +
+                                     " goes through a symbolic link (" + prefix +
+                                     ") inside a writable root, where the command could "
+                                     "replace the link. fix: replace the link with the "
+                                     "directory, or choose a writable root that does not hold it");
+        }
+        if (slash == std::string::npos) break;
+      }
+    }
+    char resolved[PATH_MAX];
+    std::string canonical;
+    if (::realpath(dir.c_str(), resolved) != nullptr) canonical = resolved;
+    if (canonical.empty()) {
+      // Missing: the command could make it with content of its own. Make it now.
+      if (dir == "/etc/anvil" || guess.empty() || !MakeDirs(guess) ||
+          ::realpath(guess.c_str(), resolved) == nullptr) {
+        return Fail("sandbox", "Anvil's own directory " + dir +
+                                   " is missing and lies in a writable root, and could not be "
+                                   "made for the run. fix: create it (mkdir -p " +
+                                   dir + ") or choose another writable root");
+      }
+      canonical = resolved;
+    }
+    auto shield = ShieldGitWalkCache(canonical, writable_roots, covered);
+    if (!shield) return tl::unexpected(shield.error());
+    for (auto& r : shield->read_only) all.read_only.push_back(std::move(r));
+    for (auto& p : shield->pinned) all.pinned.push_back(std::move(p));
+  }
+  return all;
+}
+
+}  // namespace anvil

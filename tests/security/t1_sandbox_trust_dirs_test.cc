@@ -1,0 +1,90 @@
+// T1/T8 for Anvil's own trust state (linux/trust_shield.h): with a workspace of $HOME, a
+// sandboxed command must not write the user's command rules (it could approve its own next
+// command), trusted keys, config, or the grant store (it could grant a plugin more) — not by
+// writing the files, not by moving a directory aside and making it anew. Next to it: everything
+// else under the same home stays writable. Root and unprivileged callers.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "sandbox_harness.h"
+
+namespace anvil::testing {
+namespace {
+
+class T1SandboxTrustDirs : public CallerTest {
+ protected:
+  void SetUp() override {
+    CallerTest::SetUp();
+    if (IsSkipped()) return;
+    home_ = base_ / "home";
+    ASSERT_EQ(mkdir(home_.c_str(), 0755), 0);
+    ASSERT_EQ(Shell("chown " + std::to_string(caller_.uid()) + " " + ShellQuote(home_)), 0);
+  }
+  RunResult Sh(const std::string& script, const std::vector<std::string>& env_extra = {}) {
+    RunOptions o;
+    o.env = {"PATH=/usr/bin:/bin", "HOME=" + home_};
+    o.env.insert(o.env.end(), env_extra.begin(), env_extra.end());
+    return SandboxSh(home_, script, {}, Opts(o));
+  }
+  TempDir base_{"anvil-trust", "/var/tmp"};
+  std::string home_;
+};
+
+TEST_P(T1SandboxTrustDirs, AWorkspaceOfHomeCannotWriteAnvilsRulesGrantsOrConfig) {
+  // Missing on the host at first: the run makes them, so the command cannot.
+  auto r =
+      Sh("for p in .config/anvil/rules/approved.toml .config/anvil/config.toml "
+         ".config/anvil/trusted-keys .local/state/anvil/grants.json; do "
+         "  mkdir -p \"$(dirname \"$p\")\" 2>/dev/null; "
+         "  if echo x > \"$p\" 2>/dev/null; then echo \"WROTE $p\"; fi; done; "
+         "mv .config/anvil .config/anvil.old 2>/dev/null && echo MOVED-ANVIL; "
+         "mv .config .config.old 2>/dev/null && echo MOVED-CONFIG; "
+         "mv .local/state .local/state.old 2>/dev/null && echo MOVED-STATE; "
+         "rmdir .config/anvil 2>/dev/null && echo REMOVED; "
+         "echo ok > .config/other.conf && mkdir -p .config/nvim && echo ok > .config/nvim/init.lua "
+         "&& echo ok > notes.txt && echo BENIGN");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.find("WROTE"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("MOVED"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("REMOVED"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("BENIGN"), std::string::npos) << r.out << r.err;
+  struct stat st {};
+  EXPECT_NE(lstat((home_ + "/.config/anvil/rules").c_str(), &st), 0) << "the command made it";
+  EXPECT_EQ(lstat((home_ + "/.config/nvim/init.lua").c_str(), &st), 0);
+  // The same when they exist already, and with XDG directories of their own.
+  ASSERT_EQ(Shell("mkdir -p " + ShellQuote(home_ + "/xdg/cfg/anvil/rules") + " " +
+                  ShellQuote(home_ + "/xdg/state/anvil") + " && chown -R " +
+                  std::to_string(caller_.uid()) + " " + ShellQuote(home_ + "/xdg")),
+            0);
+  r =
+      Sh("echo x > xdg/cfg/anvil/rules/approved.toml 2>/dev/null && echo WROTE; "
+         "echo x > xdg/state/anvil/grants.json 2>/dev/null && echo WROTE; "
+         "mv xdg/cfg xdg/cfg.old 2>/dev/null && echo MOVED; echo ok > xdg/other && echo BENIGN",
+         {"XDG_CONFIG_HOME=" + home_ + "/xdg/cfg", "XDG_STATE_HOME=" + home_ + "/xdg/state"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.find("WROTE"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("MOVED"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("BENIGN"), std::string::npos) << r.out << r.err;
+}
+
+TEST_P(T1SandboxTrustDirs, ASymlinkedConfigDirectoryInTheWorkspaceRefusesTheRun) {
+  ASSERT_EQ(
+      Shell("mkdir -p " + ShellQuote(base_ / "realcfg") + " && ln -s " +
+            ShellQuote(base_ / "realcfg") + " " + ShellQuote(home_ + "/.config") + " && chown -R " +
+            std::to_string(caller_.uid()) + " " + ShellQuote(base_ / "realcfg")),
+      0);
+  auto r = Sh("echo RAN");
+  EXPECT_EQ(r.status, 125) << r.out << r.err;
+  EXPECT_EQ(r.out.find("RAN"), std::string::npos);
+  EXPECT_NE(r.err.find("symbolic link"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("fix:"), std::string::npos) << r.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxTrustDirs, ::testing::ValuesIn(kAllCallers),
+                         CallerParamName);
+
+}  // namespace
+}  // namespace anvil::testing
