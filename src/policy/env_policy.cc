@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace anvil {
 namespace {
@@ -177,6 +179,126 @@ bool PairsHoldSecret(std::string_view value) {
          scan(0, " \t\n");
 }
 
+// A value a secret could be: not empty, not a number, not a boolean word.
+bool SecretLooking(std::string_view v) {
+  while (!v.empty() && (v.front() == '"' || v.front() == '\'')) v.remove_prefix(1);
+  while (!v.empty() && (v.back() == '"' || v.back() == '\'' || v.back() == ',')) v.remove_suffix(1);
+  if (v.size() < 3) return false;
+  if (std::all_of(v.begin(), v.end(),
+                  [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+    return false;
+  const std::string l = Lower(v);
+  return l != "true" && l != "false" && l != "yes" && l != "no" && l != "on" && l != "off" &&
+         l != "null" && l != "none";
+}
+
+// The last segment of a property or flag name (spring.datasource.password, signingPassword,
+// MYSQL_PWD) names a secret: it ends with one of the secret words. Stricter than
+// SecretParameter, because build flags name keys and tokens that are not secrets
+// (-DAPI_KEY_LEN=32), and with SecretLooking on the value (-DUSE_TOKEN=1 stays).
+bool SecretPropertyName(std::string_view name) {
+  const size_t cut = name.find_last_of("._-");
+  std::string last = Lower(cut == std::string_view::npos ? name : name.substr(cut + 1));
+  static constexpr std::string_view kEnds[] = {"password",    "passwd",    "passphrase", "secret",
+                                               "token",       "apikey",    "pwd",        "pass",
+                                               "credentials", "privatekey"};
+  return std::any_of(std::begin(kEnds), std::end(kEnds), [&](std::string_view end) {
+    return last.size() >= end.size() &&
+           last.compare(last.size() - end.size(), end.size(), end) == 0;
+  });
+}
+
+// Secrets handed to programs as flags and in config text: "-Dspring.datasource.password=x",
+// "--password=x", "--password x", netrc's "password x", JSON's "password": "x" and YAML's
+// "password: x".
+bool FlagsAndConfigTextHoldSecret(std::string_view value) {
+  std::vector<std::string_view> words;
+  for (size_t pos = 0; pos < value.size();) {
+    size_t end = value.find_first_of(" \t\n", pos);
+    if (end == std::string_view::npos) end = value.size();
+    if (end > pos) words.push_back(value.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  for (size_t i = 0; i < words.size(); ++i) {
+    std::string_view w = words[i];
+    std::string_view bare = w;
+    while (!bare.empty() && bare.front() == '-') bare.remove_prefix(1);
+    if (bare.size() != w.size() && (bare.starts_with("D") || bare.starts_with("P"))) {
+      // -Dname=value, -Pname=value (Java system and Gradle project properties).
+      if (w.size() - bare.size() == 1) bare.remove_prefix(1);
+    }
+    const size_t eq = bare.find('=');
+    if (eq != std::string_view::npos && eq > 0 && bare.size() != w.size()) {
+      if (SecretPropertyName(bare.substr(0, eq)) && SecretLooking(bare.substr(eq + 1))) return true;
+      continue;
+    }
+    // "--password VALUE" and netrc's "password VALUE".
+    const std::string lw = Lower(bare);
+    if ((lw == "password" || lw == "passwd" || lw == "passphrase") && i + 1 < words.size() &&
+        !words[i + 1].starts_with("-") && SecretLooking(words[i + 1])) {
+      return true;
+    }
+  }
+  // "key": "value" (JSON) and key: value (YAML), a secret-named key with a non-empty value.
+  for (size_t colon = value.find(':'); colon != std::string_view::npos;
+       colon = value.find(':', colon + 1)) {
+    size_t k_end = colon;
+    bool quoted = k_end > 0 && value[k_end - 1] == '"';
+    if (quoted) --k_end;
+    size_t k_begin = k_end;
+    while (k_begin > 0 && KeyChar(value[k_begin - 1]) && value[k_begin - 1] != ' ') --k_begin;
+    if (k_begin == k_end) continue;
+    if (quoted ? (k_begin == 0 || value[k_begin - 1] != '"')
+               : (k_begin > 0 && value[k_begin - 1] != ' ' && value[k_begin - 1] != '\n' &&
+                  value[k_begin - 1] != '{' && value[k_begin - 1] != ',')) {
+      continue;
+    }
+    size_t v = colon + 1;
+    if (!quoted && (v >= value.size() || value[v] != ' ')) continue;  // not "a:b" (URLs, PATH)
+    while (v < value.size() && value[v] == ' ') ++v;
+    size_t v_end = value.find_first_of(quoted ? ",}\n" : "\n", v);
+    std::string_view val =
+        value.substr(v, (v_end == std::string_view::npos ? value.size() : v_end) - v);
+    if (val.starts_with("{") || val.starts_with("[")) continue;
+    // YAML's value is one word; prose after a colon ("the password: is asked") is not.
+    while (!val.empty() && (val.back() == ' ' || val.back() == '\r')) val.remove_suffix(1);
+    if (!quoted && val.find(' ') != std::string_view::npos) continue;
+    if (SecretParameter(Lower(value.substr(k_begin, k_end - k_begin))) && SecretLooking(val)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Standard base64 of "user:password" (a Basic credential made only of letters).
+bool Base64OfUserColonPassword(std::string_view token) {
+  auto sextet = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+' || c == '-') return 62;
+    if (c == '/' || c == '_') return 63;
+    return -1;
+  };
+  std::string out;
+  unsigned bits = 0, count = 0;
+  for (char c : token) {
+    if (c == '=') break;
+    const int s = sextet(c);
+    if (s < 0) return false;
+    bits = (bits << 6) | static_cast<unsigned>(s);
+    count += 6;
+    if (count >= 8) {
+      count -= 8;
+      out.push_back(static_cast<char>((bits >> count) & 0xff));
+    }
+  }
+  const size_t colon = out.find(':');
+  return colon != std::string::npos && colon > 0 && colon + 1 < out.size() &&
+         std::all_of(out.begin(), out.end(),
+                     [](char c) { return static_cast<unsigned char>(c) >= 0x20 && c != 0x7f; });
+}
+
 // "Authorization: ...", "Bearer <token>", "Basic <base64>" anywhere in the value.
 bool AuthorizationHoldsSecret(std::string_view value) {
   const std::string lower = Lower(value);
@@ -195,8 +317,12 @@ bool AuthorizationHoldsSecret(std::string_view value) {
         mixed |= !std::isalpha(static_cast<unsigned char>(c));
         ++len;
       }
-      // A word after "basic" or "token" in prose is letters only; a credential is not.
+      // A word after "basic" or "token" in prose is letters only; a credential is not, or it
+      // is base64 of "user:password".
       if (len >= 8 && (scheme == "bearer" || mixed)) return true;
+      if (len >= 8 && scheme == "basic" && Base64OfUserColonPassword(value.substr(p, len))) {
+        return true;
+      }
     }
   }
   return false;
@@ -223,9 +349,11 @@ bool TokenShapedSecret(std::string_view value) {
     size_t min_rest;
   };
   static constexpr Prefix kPrefixes[] = {
-      {"ghp_", 30},        {"gho_", 30},   {"ghu_", 30},  {"ghs_", 30},  {"ghr_", 30},
-      {"github_pat_", 30}, {"glpat-", 20}, {"xoxb-", 10}, {"xoxp-", 10}, {"xoxa-", 10},
-      {"xoxs-", 10},       {"npm_", 30},   {"AKIA", 16},  {"ASIA", 16}};
+      {"ghp_", 30},        {"gho_", 30},     {"ghu_", 30},  {"ghs_", 30},  {"ghr_", 30},
+      {"github_pat_", 30}, {"glpat-", 20},   {"xoxb-", 10}, {"xoxp-", 10}, {"xoxa-", 10},
+      {"xoxs-", 10},       {"npm_", 30},     {"AKIA", 16},  {"ASIA", 16},  {"sk-", 20},
+      {"sk_live_", 16},    {"rk_live_", 16}, {"AIza", 30},  {"hf_", 30},   {"pypi-", 50},
+      {"glptt-", 20},      {"dop_v1_", 40}};
   for (const Prefix& prefix : kPrefixes) {
     for (size_t at = value.find(prefix.text); at != std::string::npos;
          at = value.find(prefix.text, at + 1)) {
@@ -240,7 +368,7 @@ bool TokenShapedSecret(std::string_view value) {
 
 bool ValueHoldsSecret(const std::string& value) {
   return UrlHoldsSecret(value) || PairsHoldSecret(value) || AuthorizationHoldsSecret(value) ||
-         TokenShapedSecret(value);
+         TokenShapedSecret(value) || FlagsAndConfigTextHoldSecret(value);
 }
 
 bool IsGitConfigEnvName(const std::string& name) {
