@@ -314,7 +314,7 @@ class Splitter {
     // shell's own command line, which is all there is to see.
     if (!command_mode) return;
     if (i >= argv.size()) return NotUnderstood(shell + " -c without a script");
-    const ShellScript script = ParseShellScript(argv[i]);
+    const ShellScript script = ParseShellScript(argv[i], DialectOfShell(shell));
     if (!script.understood) {
       return NotUnderstood("the " + shell + " script is not understood: " + script.why +
                            " (at byte " + std::to_string(script.offset) + ")");

@@ -36,9 +36,13 @@ bool IsPlainChar(char c) {
          c == ':';
 }
 
+// bash reads a run of digits as a descriptor only while it fits an int; longer, it is a word. A
+// bound far below that keeps this parser on the side where both readings agree.
+constexpr std::size_t kMaxBashDescriptorDigits = 4;
+
 class Parser {
  public:
-  explicit Parser(std::string_view text) : text_(text) {}
+  Parser(std::string_view text, ShellDialect dialect) : text_(text), dialect_(dialect) {}
 
   ShellScript Run() {
     if (text_.size() > kMaxShellScriptBytes) {
@@ -82,8 +86,11 @@ class Parser {
         if (!Operator(1)) return Result();
         continue;
       }
-      if (c == '&' && Peek(1) != '>') {
-        return Fail("'&' (a background job) is not understood");
+      if (c == '&' && (Peek(1) != '>' || dialect_ != ShellDialect::kBash)) {
+        // In a POSIX shell `&>` is a background job followed by a redirection.
+        return Fail(Peek(1) == '>' ? "'&>' is bash's: this shell reads '&' (a background job) "
+                                     "then '>', which is not understood"
+                                   : "'&' (a background job) is not understood");
       }
       if (c == '(' || c == ')') {
         return Fail("parentheses (a subshell, function or arithmetic) are not understood");
@@ -96,6 +103,13 @@ class Parser {
       Word word = ReadWord();
       if (failed_) return Result();
       if (word.io_number) {
+        // POSIX shells (dash) take a single digit only: `10>x` is the word 10, then `>x`.
+        const std::size_t most = dialect_ == ShellDialect::kBash ? kMaxBashDescriptorDigits : 1;
+        if (word.text.size() > most) {
+          return Refuse(word.start,
+                        "a descriptor of " + std::to_string(word.text.size()) +
+                            " digits before a redirection is not understood by this shell");
+        }
         StartCommand();
         if (!Redirection(word.text)) return Result();
         continue;
@@ -392,6 +406,7 @@ class Parser {
   }
 
   std::string_view text_;
+  ShellDialect dialect_;
   std::size_t pos_ = 0;
   State state_ = State::kStart;
   bool failed_ = false;
@@ -402,7 +417,13 @@ class Parser {
 
 }  // namespace
 
-ShellScript ParseShellScript(std::string_view script) { return Parser(script).Run(); }
+ShellDialect DialectOfShell(std::string_view program) {
+  return program == "bash" || program == "rbash" ? ShellDialect::kBash : ShellDialect::kPosix;
+}
+
+ShellScript ParseShellScript(std::string_view script, ShellDialect dialect) {
+  return Parser(script, dialect).Run();
+}
 
 std::string QuoteShellWord(std::string_view word) {
   // '=' may stay bare inside a word, not first (zsh's =cmd) and not after a leading NAME, where

@@ -33,7 +33,18 @@ struct ShellScript {
   std::vector<std::vector<std::string>> commands;
 };
 
-ShellScript ParseShellScript(std::string_view script);
+// Which shell will run the script. A construct is understood only when every shell a dialect
+// stands for gives it the same meaning: `&>`, `&>>` and multi-digit descriptors (`10>`) are
+// bash's; dash, ash, ksh, posh and busybox sh read `ls &>/dev/null rm x` as a background `ls`
+// followed by `>/dev/null rm x`, and `10>x` as the word 10 and `>x`. kPosix is the strict subset
+// every POSIX shell shares and the default for any shell not known to be bash.
+enum class ShellDialect { kPosix, kBash };
+
+// The dialect for a shell by program name: kBash only for bash and rbash; everything else
+// (sh, dash, ash, ksh, zsh, posh, yash, busybox, an unknown name) kPosix.
+ShellDialect DialectOfShell(std::string_view program);
+
+ShellScript ParseShellScript(std::string_view script, ShellDialect dialect = ShellDialect::kPosix);
 
 // One word as a shell would have to read it back: unchanged when it is made of characters no
 // shell treats specially (and is not a reserved word), otherwise single-quoted. Also what

@@ -330,28 +330,38 @@ TEST(CommandRules, ForbiddenCommandInsideAShellScriptIsForbidden) {
 
 TEST(CommandRules, AScriptTheParserDoesNotUnderstandNeedsAQuestion) {
   const CommandRules rules = Rules(Rule(R"(["echo"])", "allow") + Rule(R"(["rm"])", "forbidden"));
-  ExpectOutcomes(rules, {
-                            {{"bash", "-c", "echo $(rm -rf ~)"}, RulesOutcome::kPrompt},
-                            {{"bash", "-c", "echo `id`"}, RulesOutcome::kPrompt},
-                            {{"bash", "-c", "echo x > ~/.bashrc"}, RulesOutcome::kPrompt},
-                            {{"bash", "-c", "PATH=. echo"}, RulesOutcome::kPrompt},
-                            {{"bash", "-c", "eval echo"}, RulesOutcome::kPrompt},
-                            {{"bash", "-c", "source ./x"}, RulesOutcome::kPrompt},
-                            {{"bash", "-c", "read PATH; echo"}, RulesOutcome::kPrompt},
-                            {{"bash", "-c", "printf -v PATH x; echo"}, RulesOutcome::kPrompt},
-                            {{"bash", "-c", "hash -p ./x echo; echo"}, RulesOutcome::kPrompt},
-                            {{"bash", "-c", "alias echo=rm; echo"}, RulesOutcome::kPrompt},
-                            {{"bash", "-c", "echo *"}, RulesOutcome::kPrompt},
-                            {{"bash", "-i", "-c", "echo"}, RulesOutcome::kPrompt},
-                            {{"bash", "--rcfile", "x", "-c", "echo"}, RulesOutcome::kPrompt},
-                            {{"bash", "-c"}, RulesOutcome::kPrompt},
-                            // A script that cannot be read is asked about as a whole, whatever
-                            // it holds: the question shows all of it.
-                            {{"bash", "-c", "rm x; echo $HOME"}, RulesOutcome::kPrompt},
-                            // Benign: the same without the construct.
-                            {{"bash", "-c", "echo hi"}, RulesOutcome::kAllow},
-                            {{"bash", "-c", "echo hi 2>/dev/null"}, RulesOutcome::kAllow},
-                        });
+  ExpectOutcomes(rules,
+                 {
+                     {{"bash", "-c", "echo $(rm -rf ~)"}, RulesOutcome::kPrompt},
+                     {{"bash", "-c", "echo `id`"}, RulesOutcome::kPrompt},
+                     {{"bash", "-c", "echo x > ~/.bashrc"}, RulesOutcome::kPrompt},
+                     {{"bash", "-c", "PATH=. echo"}, RulesOutcome::kPrompt},
+                     {{"bash", "-c", "eval echo"}, RulesOutcome::kPrompt},
+                     {{"bash", "-c", "source ./x"}, RulesOutcome::kPrompt},
+                     {{"bash", "-c", "read PATH; echo"}, RulesOutcome::kPrompt},
+                     {{"bash", "-c", "printf -v PATH x; echo"}, RulesOutcome::kPrompt},
+                     {{"bash", "-c", "hash -p ./x echo; echo"}, RulesOutcome::kPrompt},
+                     {{"bash", "-c", "alias echo=rm; echo"}, RulesOutcome::kPrompt},
+                     {{"bash", "-c", "echo *"}, RulesOutcome::kPrompt},
+                     {{"bash", "-i", "-c", "echo"}, RulesOutcome::kPrompt},
+                     {{"bash", "--rcfile", "x", "-c", "echo"}, RulesOutcome::kPrompt},
+                     {{"bash", "-c"}, RulesOutcome::kPrompt},
+                     // A script that cannot be read is asked about as a whole, whatever
+                     // it holds: the question shows all of it.
+                     {{"bash", "-c", "rm x; echo $HOME"}, RulesOutcome::kPrompt},
+                     // bash's `&>` is a background job in sh/dash: `ls &` then
+                     // `>/dev/null rm -rf victim`.
+                     {{"sh", "-c", "echo &>/dev/null rm -rf victim"}, RulesOutcome::kPrompt},
+                     {{"dash", "-c", "echo &>/dev/null"}, RulesOutcome::kPrompt},
+                     {{"/bin/sh", "-c", "echo 10>/dev/null rm x"}, RulesOutcome::kPrompt},
+                     // bash reads it as `echo rm -rf victim`.
+                     {{"bash", "-c", "echo &>/dev/null rm -rf victim"}, RulesOutcome::kAllow},
+                     {{"bash", "-c", "echo &>/dev/null"}, RulesOutcome::kAllow},
+                     {{"sh", "-c", "echo hi >/dev/null 2>&1"}, RulesOutcome::kAllow},
+                     // Benign: the same without the construct.
+                     {{"bash", "-c", "echo hi"}, RulesOutcome::kAllow},
+                     {{"bash", "-c", "echo hi 2>/dev/null"}, RulesOutcome::kAllow},
+                 });
   const CommandVerdict verdict = EvaluateCommand(rules, {"bash", "-c", "echo $HOME"});
   EXPECT_FALSE(verdict.understood);
   EXPECT_NE(verdict.reason.find("not fully understood"), std::string::npos) << verdict.reason;

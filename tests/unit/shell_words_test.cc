@@ -49,8 +49,6 @@ TEST(ShellWords, UnderstoodScriptsSplitIntoSimpleCommands) {
       {"ls 2>/dev/null", {{"ls"}}},
       {"ls >/dev/null 2>&1", {{"ls"}}},
       {"ls 2> /dev/null | wc", {{"ls"}, {"wc"}}},
-      {"ls &>/dev/null", {{"ls"}}},
-      {"ls &>> /dev/null", {{"ls"}}},
       {"ls >>'/dev/null'", {{"ls"}}},
       {"ls >&2", {{"ls"}}},
       {"ls 1>&- 2<&0", {{"ls"}}},
@@ -69,6 +67,38 @@ TEST(ShellWords, UnderstoodScriptsSplitIntoSimpleCommands) {
     const ShellScript parsed = ParseShellScript(c.script);
     EXPECT_TRUE(parsed.understood) << c.script << ": " << parsed.why;
     EXPECT_EQ(parsed.commands, c.commands) << c.script;
+  }
+}
+
+// The attack: dash (/bin/sh) runs `ls &>/dev/null rm -rf victim` as `ls &` then
+// `>/dev/null rm -rf victim`, and `10>/dev/null rm x` as `10 rm x`. Only bash reads `&>`, `&>>`
+// and multi-digit descriptors as redirections, so only the bash dialect understands them.
+TEST(ShellWords, BashOnlyRedirectionsAreNotUnderstoodForPosixShells) {
+  const std::vector<std::string> bash_only = {
+      "ls &>/dev/null rm -rf victim",  "ls &>> /dev/null", "ls &>/dev/null",
+      "ls 10>/dev/null rm -rf victim", "ls 12>&1",         "ls 10<&-",
+      "ls 1>&2 99>/dev/null"};
+  for (const auto& script : bash_only) {
+    const ShellScript posix = ParseShellScript(script, ShellDialect::kPosix);
+    EXPECT_FALSE(posix.understood) << script;
+    EXPECT_FALSE(ParseShellScript(script).understood) << script << " (the default is POSIX)";
+    const ShellScript bash = ParseShellScript(script, ShellDialect::kBash);
+    EXPECT_TRUE(bash.understood) << script << ": " << bash.why;
+  }
+  EXPECT_EQ(ParseShellScript("ls &>/dev/null rm -rf victim", ShellDialect::kBash).commands,
+            (Commands{{"ls", "rm", "-rf", "victim"}}));
+  // Benign neighbours: single-digit descriptors mean the same in every shell.
+  for (const auto dialect : {ShellDialect::kPosix, ShellDialect::kBash}) {
+    EXPECT_TRUE(ParseShellScript("ls >/dev/null 2>&1", dialect).understood);
+    EXPECT_TRUE(ParseShellScript("ls 1>&- 2<&0 9>/dev/null", dialect).understood);
+  }
+  // bash reads a descriptor too long for an int as a word: never understood.
+  EXPECT_FALSE(ParseShellScript("ls 99999999999>/dev/null rm x", ShellDialect::kBash).understood);
+  // Which dialect each shell gets.
+  EXPECT_EQ(DialectOfShell("bash"), ShellDialect::kBash);
+  EXPECT_EQ(DialectOfShell("rbash"), ShellDialect::kBash);
+  for (const char* shell : {"sh", "dash", "ash", "ksh", "mksh", "posh", "zsh", "yash", "busybox"}) {
+    EXPECT_EQ(DialectOfShell(shell), ShellDialect::kPosix) << shell;
   }
 }
 
