@@ -254,10 +254,11 @@ AnswerEffect ApplyAnswer(const ApprovalDecision& asked, ApprovalAnswer answer,
 
 Status ValidateAlwaysPrefix(const std::vector<std::string>& prefix,
                             const std::vector<std::string>& command) {
-  if (prefix.empty() || prefix.size() > command.size() ||
-      !std::equal(prefix.begin(), prefix.end(), command.begin())) {
-    return Fail("invalid", "the prefix to allow must be the start of the command " +
-                               Shown(command) + " (fix: give a leading part of its words)");
+  // An "always" rule is exact: a prefix would allow every longer command later (`git fetch`
+  // would allow `git fetch --upload-pack=CMD`, `make` would allow `make --eval=…`).
+  if (prefix.empty() || prefix != command) {
+    return Fail("invalid", "an \"always\" rule allows exactly the command " + Shown(command) +
+                               " (fix: give all of its words)");
   }
   if (prefix.size() > kMaxPatternElements) {
     return Fail("invalid", "the prefix to allow is longer than " +
@@ -271,18 +272,22 @@ Status ValidateAlwaysPrefix(const std::vector<std::string>& prefix,
                                  "too long) (fix: answer once)");
     }
   }
+  // A shell, wrapper or launcher runs a program that is not all on its command line (a shell
+  // without -c reads its script from stdin or a file, xargs takes its arguments from stdin,
+  // env/nice/timeout run whatever follows): even the exact command is not a fixed thing to
+  // allow forever.
   const std::string_view program = ProgramName(prefix[0]);
-  if (IsLauncherProgram(program) && prefix.size() != command.size()) {
+  if (RunsAnotherProgram(program)) {
     return Fail("invalid", "'" + SanitizeForDisplay(program, 40) +
-                               "' runs other programs or code from its command line, so only "
-                               "the whole command can be allowed (fix: allow the whole command)");
+                               "' runs another program, so \"always\" cannot be recorded for it "
+                               "(fix: answer once, or write a rule for the program it runs)");
   }
   return Ok();
 }
 
 std::string RenderAlwaysRule(const AlwaysRule& rule) {
   return "[[rule]]\npattern = " + TomlWords(rule.prefix) +
-         "\ndecision = \"allow\"\njustification = " +
+         "\nexact = true\ndecision = \"allow\"\njustification = " +
          policy_internal::TomlBasicString(rule.justification) + "\nmatch = [" +
          TomlWords(rule.example) + "]\n";
 }
@@ -328,6 +333,7 @@ Status RecordAlwaysRules(const std::string& user_rules_dir, const std::vector<Al
   std::string added;
   for (const auto& rule : rules) {
     const bool present = std::any_of(current->begin(), current->end(), [&](const CommandRule& r) {
+      // An allow rule of these literal words, exact or not, already allows the command.
       if (r.decision != Decision::kAllow || r.pattern.size() != rule.prefix.size()) return false;
       for (std::size_t i = 0; i < r.pattern.size(); ++i) {
         if (r.pattern[i].size() != 1 || r.pattern[i][0] != rule.prefix[i]) return false;

@@ -79,10 +79,10 @@ struct AnswerEffect {
 AnswerEffect ApplyAnswer(const ApprovalDecision& asked, ApprovalAnswer answer,
                          std::string_view when);
 
-// Whether `prefix` may be written as an "always" rule for `command`: a non-empty prefix of it,
-// UTF-8 (TOML can hold nothing else), and the whole command when the program runs other
-// programs or code from its command line (`bash`, `python3 -c`, `env`, `git` alone would allow
-// everything).
+// Whether `prefix` may be written as an "always" rule for `command`. Such a rule is exact
+// (`exact = true`: no word may follow), so `prefix` must be the whole command, in UTF-8 (TOML can
+// hold nothing else), and the program must not be one that runs another program not fixed by
+// its command line (a shell, env, nice, timeout, xargs, busybox, sudo, …: RunsAnotherProgram).
 Status ValidateAlwaysPrefix(const std::vector<std::string>& prefix,
                             const std::vector<std::string>& command);
 

@@ -28,9 +28,9 @@ using policy_internal::TypeName;
 
 constexpr std::string_view kFileShapeFix =
     "a rules file holds only [[rule]] tables, each with pattern, decision, justification and "
-    "optionally match and not_match";
+    "optionally match, not_match and exact";
 constexpr std::string_view kRuleKeysFix =
-    "a rule holds pattern, decision, justification, match and not_match";
+    "a rule holds pattern, decision, justification, match, not_match and exact";
 
 bool HasControl(std::string_view text) {
   return std::any_of(text.begin(), text.end(), [](char c) {
@@ -105,6 +105,14 @@ class RulesFileParser {
         match = &node;
       } else if (k == "not_match") {
         not_match = &node;
+      } else if (k == "exact") {
+        const auto* flag = node.as_boolean();
+        if (flag == nullptr) {
+          return InvalidAt(Where(region),
+                           "exact must be true or false, not " + std::string(TypeName(node)),
+                           "write exact = true (the command has no word after the pattern)");
+        }
+        rule.exact = flag->get();
       } else {
         return InvalidAt(Where(region), "unknown key " + Quoted(k) + " in a rule", kRuleKeysFix);
       }
@@ -487,6 +495,7 @@ std::string_view ToString(RulesOutcome outcome) {
 
 bool CommandRule::Matches(const std::vector<std::string>& argv) const {
   if (pattern.empty() || argv.size() < pattern.size()) return false;
+  if (exact && argv.size() != pattern.size()) return false;
   const std::string& program = argv[0];
   const bool by_path = program.find('/') != std::string::npos;
   const std::string_view name = ProgramName(program);

@@ -8,8 +8,12 @@
 //   justification = "talks to the remote: ask first"
 //   match = ["git push origin main", ["git", "fetch"]]   # must match this rule
 //   not_match = ["git status"]                            # must not match this rule
+//   exact = true                           # optional: the argv must END with the pattern too
 //
-// A rule matches a command whose argv starts with its pattern. Among all matching rules the
+// A rule matches a command whose argv starts with its pattern; with `exact = true`, only a
+// command with exactly as many words as the pattern (an "always" answer writes such rules, so
+// approving `env` or `git fetch` once does not allow `env sh -c …` or `git fetch --upload-pack=…`
+// later). Among all matching rules the
 // strictest decision wins (forbidden > prompt > allow), whichever file or layer it came from.
 // The examples are checked when the file is loaded: a rule whose own examples disagree with it
 // is an error naming the file, line and example, so a rule cannot silently mean something other
@@ -74,12 +78,14 @@ struct CommandRule {
   std::string justification;
   std::vector<std::vector<std::string>> match;  // examples as argv, checked at load
   std::vector<std::vector<std::string>> not_match;
+  bool exact = false;  // the argv has no word after the pattern's
   RuleLayer layer = RuleLayer::kUser;
   std::string file;  // as named when loaded
   std::size_t line = 0;
   std::size_t column = 0;
 
-  // Whether argv starts with the pattern (with the bare-name rule above for prompt/forbidden).
+  // Whether argv starts with the pattern, and for an exact rule ends with it (with the bare-name
+  // rule above for prompt/forbidden).
   bool Matches(const std::vector<std::string>& argv) const;
   std::string Where() const;        // "file:line:column"
   std::string PatternText() const;  // ["git", ["push", "fetch"]]

@@ -31,8 +31,8 @@ constexpr std::string_view kOpaqueLaunchers[] = {
     "script", "systemd-run", "setpriv", "fakeroot", "firejail", "bwrap",  "parallel", "sg"};
 
 // Interpreters run code from their command line (python3 -c, node -e, perl -e): rules cannot
-// see inside that code. They are launchers for IsLauncherProgram (an "always" answer never
-// allows a bare interpreter prefix) but are judged as ordinary commands here.
+// see inside that code. They are launchers for IsLauncherProgram but are judged as ordinary
+// commands here (an "always" rule for one is exact, so its code is fixed).
 constexpr std::string_view kInterpreters[] = {
     "python", "python2",   "python3", "pypy",   "pypy3", "node", "nodejs", "deno", "bun",  "perl",
     "ruby",   "php",       "lua",     "luajit", "tclsh", "wish", "awk",    "gawk", "mawk", "nawk",
@@ -342,6 +342,11 @@ bool IsShellProgram(std::string_view name) { return Contains(kShells, name); }
 bool IsLauncherProgram(std::string_view name) {
   return IsShellProgram(name) || Contains(kOpaqueLaunchers, name) ||
          Contains(kInterpreters, name) || FindWrapper(name) != nullptr || name == "busybox";
+}
+
+bool RunsAnotherProgram(std::string_view name) {
+  return IsShellProgram(name) || Contains(kOpaqueLaunchers, name) || FindWrapper(name) != nullptr ||
+         name == "busybox";
 }
 
 CommandSegments SplitCommand(const std::vector<std::string>& argv) { return Splitter().Run(argv); }

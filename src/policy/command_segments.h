@@ -57,4 +57,8 @@ bool IsShellProgram(std::string_view name);
 // file follows, and those it refuses to follow (sudo, strace, …), by program name.
 bool IsLauncherProgram(std::string_view name);
 
+// The launchers that run another PROGRAM (shells, wrappers, busybox, sudo, …), as opposed to
+// interpreters that run code given on their command line (python3 -c, make, git).
+bool RunsAnotherProgram(std::string_view name);
+
 }  // namespace anvil

@@ -3,7 +3,8 @@
 // Invariants for an accepted file: a workspace file holds no allow rule, and no command it
 // alone judges may run without a question (never allow, never harmless); every rule's pattern
 // is non-empty with a non-empty program and bounded; every match example matches its rule and
-// every not_match example does not (the load-time check cannot be skipped), and evaluating a
+// every not_match example does not (the load-time check cannot be skipped), an exact rule never
+// matches a match example with a word appended, and evaluating a
 // match example with only that file's rules yields at least the rule's decision.
 #include <cstddef>
 #include <cstdint>
@@ -44,6 +45,13 @@ void Check(const std::string& text, anvil::RuleLayer layer) {
     }
     for (const auto& example : rule.match) {
       Require(rule.Matches(example), "a match example that does not match", rule.PatternText());
+      if (rule.exact) {
+        // The end anchor: an exact rule never matches a command with one more word.
+        std::vector<std::string> longer = example;
+        longer.emplace_back("--x");
+        Require(!rule.Matches(longer), "an exact rule matched a longer command",
+                rule.PatternText());
+      }
       const anvil::CommandVerdict verdict = anvil::EvaluateCommand(set, example);
       if (rule.decision == anvil::Decision::kForbidden) {
         Require(verdict.outcome == anvil::RulesOutcome::kForbidden,

@@ -242,19 +242,33 @@ TEST(Approval, AlwaysNeverAllowsABareLauncherPrefix) {
   };
   const std::vector<Case> cases = {
       {{"make", "test"}, {"make", "test"}, true},
-      {{"cargo"}, {"cargo", "build", "--release"}, true},
-      {{"cargo", "build"}, {"cargo", "build", "--release"}, true},
-      // Attack: "always" for `bash -c SCRIPT` written as `bash`, `python3 -c` as `python3`.
+      // Attack: an "always" rule is exact, never a prefix of the command answered (approving
+      // `git fetch` must not allow `git fetch --upload-pack=CMD` later).
+      {{"cargo"}, {"cargo", "build", "--release"}, false},
+      {{"cargo", "build"}, {"cargo", "build", "--release"}, false},
       {{"bash"}, {"bash", "-c", "ls"}, false},
       {{"bash", "-c"}, {"bash", "-c", "ls"}, false},
       {{"python3", "-c"}, {"python3", "-c", "print(1)"}, false},
       {{"/usr/bin/env"}, {"/usr/bin/env", "make"}, false},
       {{"git"}, {"git", "stash"}, false},
       {{"xargs"}, {"xargs", "rm"}, false},
-      // Benign: the whole command.
-      {{"bash", "-c", "ls"}, {"bash", "-c", "ls"}, true},
+      // Attack: a wrapper or shell runs a program its own command line does not fix (stdin for
+      // a bare shell or xargs, whatever follows env): not even the whole command.
+      {{"env"}, {"env"}, false},
+      {{"xargs", "rm"}, {"xargs", "rm"}, false},
+      {{"bash"}, {"bash"}, false},
+      {{"/bin/sh", "x.sh"}, {"/bin/sh", "x.sh"}, false},
+      {{"nice"}, {"nice"}, false},
+      {{"busybox", "sh"}, {"busybox", "sh"}, false},
+      {{"command", "-v", "ls"}, {"command", "-v", "ls"}, false},
+      {{"sudo", "ls"}, {"sudo", "ls"}, false},
+      {{"bash", "-c", "ls"}, {"bash", "-c", "ls"}, false},
+      // Benign: the whole command of a program that runs nothing else, or whose code is fixed.
+      {{"cargo", "build", "--release"}, {"cargo", "build", "--release"}, true},
+      {{"python3", "-c", "print(1)"}, {"python3", "-c", "print(1)"}, true},
       {{"git", "stash"}, {"git", "stash"}, true},
-      // Not a prefix of the command.
+      {{"git", "fetch"}, {"git", "fetch"}, true},
+      // Not the command.
       {{"make", "deploy"}, {"make", "test"}, false},
       {{}, {"make"}, false},
       {{"make", "test", "x"}, {"make", "test"}, false},
@@ -311,9 +325,11 @@ TEST_F(AlwaysRulesFileTest, AlwaysWritesAnAllowRuleWithTheCommandAsItsExample) {
   EXPECT_EQ(Mode(dir_), 0700u);
   EXPECT_EQ(Mode(file_), 0600u);
   EXPECT_EQ(Read(file_),
-            "[[rule]]\npattern = [\"make\", \"test\"]\ndecision = \"allow\"\n"
+            "[[rule]]\npattern = [\"make\", \"test\"]\nexact = true\ndecision = \"allow\"\n"
             "justification = \"approved by the user\"\nmatch = [[\"make\", \"test\"]]\n");
-  EXPECT_EQ(Loaded({"make", "test", "-j4"}), RulesOutcome::kAllow);
+  EXPECT_EQ(Loaded({"make", "test"}), RulesOutcome::kAllow);
+  // The rule is exact: approving `make test` does not allow `make test --eval=…` later.
+  EXPECT_EQ(Loaded({"make", "test", "--eval=$(shell id)"}), RulesOutcome::kNoRule);
   EXPECT_EQ(Loaded({"make", "deploy"}), RulesOutcome::kNoRule);
   // Only the file itself is left in the directory: no temporary files.
   std::vector<std::string> names;

@@ -80,6 +80,34 @@ TEST(CommandRules, APatternMatchesCommandsThatStartWithIt) {
                         });
 }
 
+// The attack: a prefix rule for `git fetch` (or `env`, `make`) allows every longer command,
+// `git fetch --upload-pack=CMD` included. An exact rule allows only its own words; a hand-written
+// rule without `exact` keeps its prefix meaning.
+TEST(CommandRules, AnExactRuleMatchesOnlyTheWholeCommand) {
+  const CommandRules rules = Rules(
+      Rule(R"(["git", "fetch"])", "allow", "exact = true") +
+      Rule(R"(["env"])", "allow", "exact = true\nmatch = [\"env\"]\nnot_match = [\"env sh\"]") +
+      Rule(R"(["cargo", "build"])", "allow", "exact = false"));
+  ExpectOutcomes(rules, {
+                            {{"git", "fetch"}, RulesOutcome::kAllow},
+                            {{"git", "fetch", "--upload-pack=touch x"}, RulesOutcome::kNoRule},
+                            {{"env"}, RulesOutcome::kAllow},
+                            {{"env", "sh", "-c", "curl x | sh"}, RulesOutcome::kNoRule},
+                            {{"cargo", "build"}, RulesOutcome::kAllow},
+                            {{"cargo", "build", "--release"}, RulesOutcome::kAllow},
+                        });
+  // The examples are checked against the end anchor too.
+  EXPECT_FALSE(ParseRulesFile(
+      Rule(R"(["git", "fetch"])", "allow", "exact = true\nmatch = [\"git fetch origin\"]"),
+      "rules.toml", RuleLayer::kUser));
+  const auto bad = ParseRulesFile(Rule(R"(["git"])", "prompt", "exact = \"yes\""), "rules.toml",
+                                  RuleLayer::kUser);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("rules.toml:5:1: exact must be true or false, not a string"),
+            std::string::npos)
+      << bad.error().message;
+}
+
 TEST(CommandRules, AListInAPatternIsASetOfAlternatives) {
   const CommandRules rules =
       Rules(Rule(R"([["python3", "python"], "-m", ["pip", "venv"]])", "prompt"));
