@@ -39,17 +39,43 @@ constexpr std::string_view kInterpreters[] = {
     "make",   "gmake",     "npx",     "npm",    "yarn",  "pnpm", "git",    "find", "fd",   "fdfind",
     "ssh",    "osascript", "Rscript", "julia",  "emacs", "vim",  "nvim",   "vi"};
 
-// Shell builtins that, inside a script, run code or change how later commands of the script run
-// (a PATH assignment through read or printf -v, an alias, a hashed path, a trap, a loaded
-// builtin). A script using one is not understood.
-constexpr std::string_view kScriptBuiltins[] = {
-    ".",         "source",    "eval",       "alias",    "unalias",  "trap",       "enable",
-    "shopt",     "set",       "unset",      "export",   "declare",  "typeset",    "readonly",
-    "local",     "hash",      "fc",         "r",        "bind",     "read",       "mapfile",
-    "readarray", "let",       "getopts",    "setopt",   "unsetopt", "emulate",    "autoload",
-    "zmodload",  "functions", "unfunction", "bindkey",  "vared",    "zle",        "integer",
-    "float",     "private",   "disable",    "zcompile", "zstyle",   "zparseopts", "sched",
-    "ttyctl",    "compdef",   "ulimit",     "umask",    "limit",    "unlimit"};
+// Every command word some shell this file parses (bash, zsh, dash, ksh93, mksh, yash, busybox
+// ash) reads as a builtin, precommand modifier or keyword, rather than as a program to look up.
+// Many run code (eval, source, trap, compgen -C, complete -C, zsh's `-` and `repeat`, zpty, sched)
+// or change how later commands run (alias, hash, read into PATH, set, a loaded builtin). Inside a
+// script a word from this list is not understood unless kInertBuiltins names it or it is a
+// wrapper this file follows (command, builtin, exec, noglob, nocorrect): an allowlist within the
+// builtins, so a builtin nobody thought dangerous still prompts. In order: POSIX and bash; zsh
+// with its precommand modifiers and module builtins; ksh93, mksh, yash and busybox ash.
+// clang-format off
+constexpr std::string_view kShellBuiltins[] = {
+    ".", ":", "[", "alias", "bg", "bind", "break", "builtin", "caller", "cd", "command", "compgen",
+    "complete", "compopt", "continue", "declare", "dirs", "disown", "echo", "enable", "eval",
+    "exec", "exit", "export", "false", "fc", "fg", "getopts", "hash", "help", "history", "jobs",
+    "kill", "let", "local", "logout", "mapfile", "popd", "printf", "pushd", "pwd", "read",
+    "readarray", "readonly", "return", "set", "shift", "shopt", "source", "suspend", "test",
+    "times", "trap", "true", "type", "typeset", "ulimit", "umask", "unalias", "unset", "wait",
+    "coproc", "-", "repeat", "foreach", "end", "autoload", "bindkey", "bye", "cap", "chdir",
+    "clone", "comparguments", "compcall", "compctl", "compdescribe", "compfiles", "compgroups",
+    "compquote", "comptags", "comptry", "compvalues", "compadd", "compset", "compdef", "disable",
+    "echotc", "echoti", "emulate", "float", "functions", "getcap", "getln", "integer", "limit",
+    "log", "noglob", "nocorrect", "print", "private", "pushln", "r", "rehash", "sched", "setcap",
+    "setopt", "stat", "ttyctl", "unfunction", "unhash", "unlimit", "unsetopt", "vared", "whence",
+    "where", "which", "zcompile", "zformat", "zftp", "zle", "zmodload", "zparseopts", "zprof",
+    "zpty", "zregexparse", "zsocket", "zstyle", "ztcp", "zcurses", "zsystem", "zselect", "ztie",
+    "zuntie", "zgdbmpath", "zstat", "strftime", "sysopen", "sysread", "syswrite", "sysseek",
+    "syserror", "pcre_compile", "pcre_match", "pcre_study", "zgetattr", "zsetattr", "zdelattr",
+    "zlistattr", "zattr", "attr", "zsh_eval", "hist", "newgrp", "getconf", "sleep", "namespace",
+    "global", "rename", "realpath", "array",
+};
+// clang-format on
+
+// The builtins above that run no code and leave later commands as they were: judged as the
+// ordinary commands they also are (printf -v is refused separately).
+constexpr std::string_view kInertBuiltins[] = {
+    ":",     "[",      "test",  "echo",   "printf",   "true",     "false", "pwd",   "cd",
+    "kill",  "wait",   "exit",  "return", "break",    "continue", "shift", "times", "type",
+    "which", "whence", "where", "sleep",  "realpath", "getconf",  "jobs",  "dirs",  "stat"};
 
 // A wrapper whose own options are parsed like getopt with a leading '+' (GNU's convention for
 // programs that run a command: options stop at the first operand).
@@ -244,7 +270,8 @@ class Splitter {
     const std::string_view program = ProgramName(argv[0]);
     const std::string shown = QuoteShellWord(program);
 
-    if (in_script && Contains(kScriptBuiltins, argv[0])) {
+    if (in_script && Contains(kShellBuiltins, argv[0]) && !Contains(kInertBuiltins, argv[0]) &&
+        FindWrapper(argv[0]) == nullptr) {
       return NotUnderstood("the shell builtin " + QuoteShellWord(argv[0]) +
                            " (it runs code or changes later commands) is not understood");
     }

@@ -9,9 +9,11 @@ namespace {
 
 // Reserved words are recognised only unquoted and in command position; each starts a compound
 // command (or a function) whose body this parser does not follow.
-constexpr std::array<std::string_view, 22> kReservedWords = {
-    "if", "then", "else", "elif",     "fi",   "case",   "esac", "for", "select", "while", "until",
-    "do", "done", "in",   "function", "time", "coproc", "{",    "}",   "[[",     "]]",    "!"};
+// zsh adds `repeat` and `foreach` (`repeat 1 rm x` runs rm).
+constexpr std::array<std::string_view, 24> kReservedWords = {
+    "if",     "then",  "else",  "elif", "fi",   "case", "esac",     "for",
+    "select", "while", "until", "do",   "done", "in",   "function", "time",
+    "coproc", "{",     "}",     "[[",   "]]",   "!",    "repeat",   "foreach"};
 
 bool IsReservedWord(std::string_view word) {
   return std::find(kReservedWords.begin(), kReservedWords.end(), word) != kReservedWords.end();
