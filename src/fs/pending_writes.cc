@@ -103,6 +103,11 @@ PendingWrites::Slot PendingWrites::Claim() {
 }
 
 Status PendingWrites::WriteSlot(std::size_t index, std::string_view bytes) {
+  // A slot past the bound would never be swept: the write fails instead of leaving a name.
+  if (index >= kMaxPendingSlots) {
+    return Fail("limit", "more than " + std::to_string(kMaxPendingSlots) +
+                             " writes in flight at once (fix: write fewer files concurrently)");
+  }
   const off_t at = static_cast<off_t>(index * kPendingSlotBytes);
   while (true) {
     const ssize_t n = ::pwrite(journal_.Get(), bytes.data(), bytes.size(), at);
@@ -123,17 +128,23 @@ void PendingWrites::Release(std::size_t index) {
   busy_[index] = false;
 }
 
-Result<std::size_t> SweepPendingWrites(int journal, const std::string& workspace) {
+Result<std::size_t> SweepPendingWrites(int journal, const std::string& workspace,
+                                       std::size_t* slots_read) {
+  if (slots_read != nullptr) *slots_read = 0;
   struct stat st {};
   if (::fstat(journal, &st) != 0) return SysFail("internal", "fstat pending-writes journal");
-  if (st.st_size == 0) return std::size_t{0};
+  if (st.st_size <= 0) return std::size_t{0};
   UniqueFd root(::open(workspace.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!root) return SysFail("io", "open workspace " + QuotePathForMessage(workspace));
   std::size_t removed = 0;
   std::string slot(kPendingSlotBytes, '\0');
-  for (off_t at = 0; at < st.st_size; at += static_cast<off_t>(kPendingSlotBytes)) {
+  // The size comes from the writer, which may be compromised: never more than the bound.
+  constexpr off_t kMaxBytes = static_cast<off_t>(kMaxPendingSlots * kPendingSlotBytes);
+  const off_t end = st.st_size < kMaxBytes ? st.st_size : kMaxBytes;
+  for (off_t at = 0; at < end; at += static_cast<off_t>(kPendingSlotBytes)) {
     const ssize_t n = ::pread(journal, slot.data(), slot.size(), at);
     if (n <= 0) break;
+    if (slots_read != nullptr) ++*slots_read;
     auto parsed = ParsePendingSlot(std::string_view(slot.data(), static_cast<std::size_t>(n)));
     if (!parsed) continue;
     const auto& [parent, name] = *parsed;

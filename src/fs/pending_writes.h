@@ -37,6 +37,12 @@ std::optional<std::pair<std::string, std::string>> ParsePendingSlot(std::string_
 // The bytes of a slot recording `relative_path` (parent "/" name, or a bare name).
 std::string EncodePendingSlot(std::string_view relative_path);
 inline constexpr std::size_t kPendingSlotBytes = 8192;
+// At most this many slots, so at most this many writes in flight at once per writer: far more
+// than any gateway's concurrency (its requests are bounded well below it). The sweep reads no
+// slot beyond it: a writer could otherwise ftruncate the journal to 2^62 bytes and keep the
+// supervisor, which sweeps inline, reading zeros for ever. A journal longer than the bound is
+// garbage past it, skipped and then truncated with the rest.
+inline constexpr std::size_t kMaxPendingSlots = 4096;
 
 // The writer's side. Thread-safe: each in-flight write holds its own slot.
 class PendingWrites {
@@ -76,7 +82,9 @@ class PendingWrites {
 
 // The supervisor's side, once the writer has exited: removes every recorded temporary still
 // present beneath `workspace` and empties the journal. Returns how many were removed; a slot
-// that names nothing removable is skipped, never an error.
-Result<std::size_t> SweepPendingWrites(int journal, const std::string& workspace);
+// that names nothing removable is skipped, never an error. Reads at most kMaxPendingSlots slots
+// (how many into `*slots_read` when given), whatever the journal's size.
+Result<std::size_t> SweepPendingWrites(int journal, const std::string& workspace,
+                                       std::size_t* slots_read = nullptr);
 
 }  // namespace anvil
