@@ -683,8 +683,14 @@ int RunPluginCommand(const std::vector<std::string>& args) {
     std::cerr << ErrorLine("anvil plugin", manifest.error());
     return kExitUsage;
   }
-  // A grant is for one copy of the plugin: this directory, or this code.
+  // A grant is for one copy of the plugin: this directory, or this code. A module under lib/
+  // that cannot be hashed (a symlink, a name that is not allowed) is refused by inspect and
+  // approve as `anvil run` refuses it, before anything is shown as fine.
   auto code = HashPluginDir(plugin_dir, *manifest);
+  if (!code && (sub == "inspect" || sub == "approve")) {
+    std::cerr << ErrorLine("anvil plugin", code.error());
+    return kExitPluginError;
+  }
   if (sub == "inspect") {
     bool granted = code && store
                                ->FindForCopy(workspace, manifest->id, manifest->sha256,
@@ -705,10 +711,6 @@ int RunPluginCommand(const std::vector<std::string>& args) {
     return kExitOk;
   }
   if (sub == "approve") {
-    if (!code) {
-      std::cerr << "anvil plugin: " << code.error().ToString() << "\n";
-      return kExitPluginError;
-    }
     if (auto s = store->Approve(workspace, manifest->id, manifest->sha256, manifest->requested,
                                 PluginCopy{plugin_dir, code->code_sha256});
         !s) {

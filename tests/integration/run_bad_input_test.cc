@@ -254,15 +254,32 @@ TEST_F(RunBadInput, ManifestEntryThatIsASymlinkOrMissingIsAManifestError) {
   EXPECT_EQ(r.out, "1\n");
 }
 
-// A module under lib/ that is a symlink: the host refuses to read it, and that is a plugin
-// error (exit 1), not "the sandbox could not be set up" (125).
-TEST_F(RunBadInput, SymlinkedModuleIsAPluginErrorNotASandboxFailure) {
+// A module under lib/ that is a symlink: refused before anything starts, by `anvil run` (exit 3,
+// as anvil.lock and the grant's code check refuse it) and by `anvil plugin inspect`/`approve`
+// alike, never "the sandbox could not be set up" (125). (If it is swapped in after that check,
+// the host answers it as the load error, exit 1: T4HostEscape.UnreadablePluginFile...)
+TEST_F(RunBadInput, SymlinkedModuleIsRefusedBeforeAnythingStarts) {
   Plugin("lua", "", "anvil.command('x', function() return 1 end)");
   ASSERT_EQ(::symlink("/etc/passwd", (plugin_ / "lib/util.lua").c_str()), 0);
   auto r = RunCmd({"x"});
-  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_EQ(r.status, 3) << r.err;
   EXPECT_NE(r.err.find("lib/util.lua is a symbolic link"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+  for (const std::string sub : {"inspect", "approve"}) {
+    auto p = Anvil({"plugin", sub, "--workspace", ws_.path(), plugin_.path()});
+    EXPECT_EQ(p.status, 1) << sub << ": " << p.err << p.out;
+    EXPECT_NE(p.err.find("lib/util.lua is a symbolic link"), std::string::npos) << sub << p.err;
+    EXPECT_EQ(p.out, "") << sub;
+  }
   ExpectNoProcessLeft();
+  // Benign: the module as a regular file runs, and inspect shows the plugin.
+  ASSERT_EQ(::unlink((plugin_ / "lib/util.lua").c_str()), 0);
+  WriteFile(plugin_ / "lib/util.lua", "return {}");
+  r = RunCmd({"x"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "1\n");
+  auto p = Anvil({"plugin", "inspect", "--workspace", ws_.path(), plugin_.path()});
+  EXPECT_EQ(p.status, 0) << p.err;
 }
 
 // A write over the gateway's frame cap used to close the host's connection, and every later

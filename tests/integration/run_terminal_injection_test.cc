@@ -125,7 +125,7 @@ class RunTerminal : public ::testing::Test {
     }
     for (const std::string& line : Lines(r.err)) {
       if (line.empty()) continue;
-      const bool ours = line.rfind("anvil run: ", 0) == 0;
+      const bool ours = line.rfind("anvil run: ", 0) == 0 || line.rfind("anvil plugin: ", 0) == 0;
       const bool theirs = line.rfind("[test.run", 0) == 0;
       EXPECT_TRUE(ours || theirs) << "unattributed line: " << line;
     }
@@ -230,16 +230,38 @@ TEST_F(RunTerminal, ErrorAtLoadIsShownInertAndMarked) {
   ExpectSafe(r);
 }
 
-// A plugin file that fails when the host starts (a module under lib/ that is a symlink, named
-// with escape sequences): a plugin error (exit 1), its name shown inert.
-TEST_F(RunTerminal, ErrorAtStartUpIsShownInert) {
+// A plugin file that cannot run, named with escape sequences: it is refused before anything
+// starts (by `anvil run`, `anvil plugin inspect` and `approve`), and its name is shown inert.
+TEST_F(RunTerminal, BadPluginFileIsRefusedWithItsNameShownInert) {
   Lua("anvil.command('x', function() return 1 end)");
-  const std::string name = plugin_ / "lib/\x1b]0;pwned\x07\xc2\x9b\xe2\x80\xae.lua";
-  ASSERT_EQ(::symlink("/etc/passwd", name.c_str()), 0);
+  const std::string hostile = "\x1b]0;pwned\x07\xc2\x9b\xe2\x80\xae";
+  // A module whose name holds the escapes (refused for its name), then one that is a symlink.
+  for (const std::string& name : {"lib/" + hostile + ".lua", std::string("lib/util.lua")}) {
+    ASSERT_EQ(::symlink("/etc/passwd", (plugin_ / name).c_str()), 0);
+    auto r = RunX();
+    EXPECT_NE(r.status, 0) << r.err;
+    EXPECT_NE(r.status, 125) << r.err;
+    EXPECT_EQ(r.out, "");
+    ExpectSafe(r);
+    for (const std::string sub : {"inspect", "approve"}) {
+      auto p = Anvil({"plugin", sub, "--workspace", ws_.path(), plugin_.path()});
+      EXPECT_EQ(p.status, 1) << sub << ": " << p.err << p.out;
+      ExpectSafe(p);
+    }
+    ASSERT_EQ(::unlink((plugin_ / name).c_str()), 0);
+  }
+  // The manifest's entry named with the escapes: refused at its line and column, shown inert.
+  WriteFile(plugin_ / "anvil-plugin.toml",
+            "id = \"test.run\"\nversion = \"1.0.0\"\nruntime = \"lua\"\n"
+            "entry = \"\\u001b]0;pwned\\u0007\\u009b\\u202e.lua\"\n");
   auto r = RunX();
-  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_EQ(r.status, 2) << r.err;
   ExpectSafe(r);
-  EXPECT_NE(r.err.find("symbolic link"), std::string::npos) << r.err;
+  // Benign: the same plugin with ordinary files runs.
+  Lua("anvil.command('x', function() return 1 end)");
+  r = RunX();
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "1\n");
 }
 
 TEST_F(RunTerminal, NotificationsAndLogsAreShownInert) {
