@@ -128,6 +128,14 @@ char Skeleton(char32_t c) {
   if (c >= 'A' && c <= 'Z') return static_cast<char>(c - 'A' + 'a');
   if (c == '1' || c == '|') return 'l';
   if (c < 0x80) return static_cast<char>(c);
+  // Blanks a line can start with that look like a space: the line still reads as Anvil's.
+  if (c == 0x00a0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x202f || c == 0x205f ||
+      c == 0x3000) {
+    return ' ';
+  }
+  if (c == 0xff3b) return '[';  // fullwidth brackets and solidus: "［y／N］"
+  if (c == 0xff3d) return ']';
+  if (c == 0xff0f) return '/';
   if (c >= 0xff21 && c <= 0xff3a) return static_cast<char>(c - 0xff21 + 'a');  // fullwidth A-Z
   if (c >= 0xff41 && c <= 0xff5a) return static_cast<char>(c - 0xff41 + 'a');  // fullwidth a-z
   switch (c) {
@@ -194,17 +202,15 @@ std::string SkeletonAt(std::string_view line, std::size_t pos, std::size_t n) {
 }  // namespace
 
 bool LooksLikeAnvilLine(std::string_view line) {
-  std::size_t i = 0;
-  while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+  // One character of skeleton per code point of the line.
+  const std::string skeleton = SkeletonAt(line, 0, line.size());
+  const std::size_t start = skeleton.find_first_not_of(" \t");
+  if (start == std::string::npos) return false;
   // A capital I folds to "i", and in the place of the l of "anvil" it reads as one.
-  std::string head = SkeletonAt(line, i, 5);
+  std::string head = skeleton.substr(start, 5);
   if (head.size() == 5 && head[4] == 'i') head[4] = 'l';
   if (head == "anvil") return true;
-  for (std::size_t at = line.find('['); at != std::string_view::npos; at = line.find('[', at + 1)) {
-    std::string rest = SkeletonAt(line, at + 1, 4);
-    if (rest == "y/n]") return true;
-  }
-  return false;
+  return skeleton.find("[y/n]") != std::string::npos;
 }
 
 }  // namespace anvil

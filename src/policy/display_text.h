@@ -57,10 +57,11 @@ std::string SanitizeForDisplay(std::string_view untrusted, std::size_t max_code_
 std::string MarkedLines(std::string_view lead, std::string_view text, std::string_view mark);
 
 // Whether a line of plugin text, as shown (sanitized), could pass for one of Anvil's own lines:
-// it begins with the word "anvil" ("anvil: ...", "anvil run: ...", "Anvil ...") after blanks,
-// compared ASCII case-insensitively and through look-alikes (Cyrillic/Greek/fullwidth letters,
-// "I", "1", "|" for "l", dotless i), or it holds a "[y/N]"-style answer prompt anywhere. Such a
-// line of a result gets the plugin's mark; a plugin cannot make it look unmarked.
+// it begins with the word "anvil" ("anvil: ...", "anvil run: ...", "Anvil ...") after blanks
+// (no-break and other Unicode spaces included), compared ASCII case-insensitively and through
+// look-alikes (Cyrillic/Greek/fullwidth letters, "I", "1", "|" for "l", dotless i), or it holds
+// a "[y/N]"-style answer prompt anywhere (fullwidth brackets included). Such a line of a result
+// gets the plugin's mark; a plugin cannot make it look unmarked.
 bool LooksLikeAnvilLine(std::string_view line);
 
 }  // namespace anvil

@@ -199,6 +199,11 @@ TEST(DisplayText, LooksLikeAnvilLine) {
            "anviI: x", "anvi1: x",
            "an\xce\xbd\xd1\x96l",           // capital I, digit one, Greek nu, Cyrillic i
            "Continue? [y/N]", "ok [Y/n] ",  // an answer prompt anywhere
+           "\xc2\xa0"
+           "anvil: Allow",
+           "\xe3\x80\x80\xe2\x80\x83"
+           "Anvil run: x",                               // Unicode blanks
+           "ok \xef\xbc\xbby\xef\xbc\x8fN\xef\xbc\xbd",  // fullwidth [y/N]
        }) {
     EXPECT_TRUE(LooksLikeAnvilLine(line)) << line;
   }
