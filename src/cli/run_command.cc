@@ -17,6 +17,7 @@
 #include "cli/command_docs.h"
 #include "cli/plugin_new_command.h"
 #include "cli/terminal_progress.h"
+#include "common/json_depth.h"
 #include "common/unique_fd.h"
 #include "fs/workspace_path.h"
 #include "policy/consent.h"
@@ -472,6 +473,11 @@ int RunRunCommand(const std::vector<std::string>& args) {
   // The answer first, then the teardown: a caller reading the output has it while the host and
   // the gateway are stopped (Stop still runs to the end before this process exits).
   int code = kExitOk;
+  // Bounded: a (compromised) host's result of a million nested arrays would parse, then
+  // overflow the stack when dumped below.
+  bool too_deep = false;
+  const nlohmann::json value = result ? ParseBoundedJson(*result, &too_deep)
+                                      : nlohmann::json(nlohmann::json::value_t::discarded);
   if (!result) {
     if (json) {
       std::cout << JsonLine({{"ok", false}, {"error", result.error().ToString()}});
@@ -479,8 +485,12 @@ int RunRunCommand(const std::vector<std::string>& args) {
       std::cerr << PluginErrorLines(id, result.error());
     }
     code = ExitFor(result.error());
-  } else if (auto value = nlohmann::json::parse(*result, nullptr, false); value.is_discarded()) {
-    Error e{"error", "the plugin host returned a result that is not JSON", 0};
+  } else if (value.is_discarded()) {
+    Error e = too_deep ? Error{"limit",
+                               "the command's result is nested deeper than " +
+                                   std::to_string(kMaxJsonNesting) + " levels",
+                               0}
+                       : Error{"error", "the plugin host returned a result that is not JSON", 0};
     if (json) {
       std::cout << JsonLine({{"ok", false}, {"error", e.ToString()}});
     } else {
@@ -836,8 +846,8 @@ int RunAuditCommand(const std::vector<std::string>& args) {
                  max);
   };
   auto print = [&](const std::string& line) {
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_object()) return;  // a line torn by a crash, or not an entry
+    auto j = ParseBoundedJson(line);
+    if (!j.is_object()) return;  // a line torn by a crash, not an entry, or nested too deep
     if (json) {
       // As stored, re-encoded with every non-ASCII character escaped: same values for jq,
       // nothing that can act on a terminal.

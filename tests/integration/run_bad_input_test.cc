@@ -377,5 +377,55 @@ TEST_F(RunBadInput, ListingSaysHowManyNamesWereLeftOut) {
   EXPECT_EQ(r.out, "1 ok.txt 2\n");
 }
 
+// JSON nested a million deep parses (nlohmann keeps its own stack) and then overflows the stack
+// where it is dumped: an editor's executeCommand arguments crashed `anvil serve` (SIGSEGV). Such
+// a message is a JSON-RPC parse error, and the session goes on.
+TEST_F(RunBadInput, DeeplyNestedEditorMessageIsAParseErrorNotACrash) {
+  auto frame = [](const std::string& body) {
+    return "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  };
+  const std::string deep = std::string(1000000, '[') + std::string(1000000, ']');
+  RunOptions o = Options();
+  o.stdin_data =
+      frame(R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{}})") +
+      frame(R"({"jsonrpc":"2.0","method":"initialized","params":{}})") +
+      frame(
+          R"({"jsonrpc":"2.0","id":2,"method":"workspace/executeCommand","params":{"command":"a.b/c","arguments":)" +
+          deep + "}}") +
+      // Benign neighbour: nested, but within the bound; then an orderly shutdown.
+      frame(
+          R"({"jsonrpc":"2.0","id":3,"method":"workspace/executeCommand","params":{"command":"a.b/c","arguments":)" +
+          std::string(100, '[') + std::string(100, ']') + "}}") +
+      frame(R"({"jsonrpc":"2.0","id":4,"method":"shutdown"})") +
+      frame(R"({"jsonrpc":"2.0","method":"exit"})");
+  auto r = testing::Run({AnvilBin(), "serve", "--workspace", ws_.path()}, o);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("deeper than 512 levels"), std::string::npos) << r.out.substr(0, 2000);
+  EXPECT_NE(r.out.find(R"("id":3)"), std::string::npos) << r.out.substr(0, 2000);
+  EXPECT_NE(r.out.find(R"("id":4,"jsonrpc":"2.0","result":null)"), std::string::npos)
+      << r.out.substr(0, 2000);
+  ExpectNoProcessLeft();
+}
+
+// A command's result nested deeper than the bound is a `limit:` error naming it (a compromised
+// host's million-deep result crashed `anvil run` when printed); a nested result within it prints.
+TEST_F(RunBadInput, DeeplyNestedResultIsALimitNotACrash) {
+  Plugin("js", "",
+         "anvil.command('x', function (args) {\n"
+         "  let v = []; for (let i = 1; i < Number(args[0]); i++) v = [v];\n"
+         "  return v;\n"
+         "});");
+  auto r = RunCmd({"x", "600"});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("limit: the command's result is nested deeper than 512 levels"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.out, "");
+  r = RunCmd({"x", "100"});
+  EXPECT_EQ(r.status, 0) << r.err.substr(0, 2000);
+  EXPECT_NE(r.out.find("[]"), std::string::npos);
+  ExpectNoProcessLeft();
+}
+
 }  // namespace
 }  // namespace anvil::testing

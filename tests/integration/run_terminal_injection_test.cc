@@ -328,12 +328,17 @@ TEST_F(RunTerminal, JsonIsEscapedAndExact) {
 // The audit log carries plugin-chosen targets; `anvil audit` shows them inert, and a damaged
 // log (wrong types, garbage lines) neither stops the listing nor reaches the terminal raw.
 TEST_F(RunTerminal, AuditOutputIsInertAndSurvivesADamagedLog) {
-  WriteFile(ws_ / "log.jsonl",
-            "{\"verdict\":\"deny\",\"plugin\":\"p\",\"op\":\"fs.read\",\"target\":"
-            "\"\\u001b]52;c;eA==\\u0007\\u009b\\u202e\",\"reason\":\"x\\u001b[2J\"}\n"
-            "{\"verdict\":5,\"plugin\":[1],\"op\":null,\"target\":{\"a\":\"\\u001b\"}}\n"
-            "not json \x1b[2J\n"
-            "{\"verdict\":\"allow\",\"plugin\":\"p\",\"op\":\"fs.read\",\"target\":\"ok.txt\"}\n");
+  WriteFile(
+      ws_ / "log.jsonl",
+      std::string(
+          "{\"verdict\":\"deny\",\"plugin\":\"p\",\"op\":\"fs.read\",\"target\":"
+          "\"\\u001b]52;c;eA==\\u0007\\u009b\\u202e\",\"reason\":\"x\\u001b[2J\"}\n"
+          "{\"verdict\":5,\"plugin\":[1],\"op\":null,\"target\":{\"a\":\"\\u001b\"}}\n"
+          "not json \x1b[2J\n"
+          "{\"verdict\":\"allow\",\"plugin\":\"p\",\"op\":\"fs.read\",\"target\":\"ok.txt\"}\n") +
+          // A million nested arrays as a field: parsed, it crashed --json's dump.
+          "{\"verdict\":\"deny\",\"target\":" + std::string(1000000, '[') +
+          std::string(1000000, ']') + "}\n");
   auto r = Anvil({"audit", "--file", ws_ / "log.jsonl"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(FirstDangerous(r.out), "") << r.out;
