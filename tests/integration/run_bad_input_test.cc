@@ -93,6 +93,35 @@ TEST_F(RunBadInput, RunWorksWithAnyStandardDescriptorClosed) {
   ExpectNoProcessLeft();
 }
 
+// The same for an unprivileged caller, whose sandboxes start another way (no root remap, user
+// namespaces made by the user): the host, the gateway and the exec runner all still start.
+TEST_F(RunBadInput, RunWorksWithStandardDescriptorsClosedForAnUnprivilegedCaller) {
+  if (Shell("command -v rg >/dev/null") != 0) GTEST_SKIP() << "rg is not installed";
+  ANVIL_CALLER_OR_END_TEST(caller, Caller::kUnprivileged);
+  WriteFile(ws_ / "src.txt", "one TODO\n");
+  Plugin("lua", "fs.read = [\"**\"]\nfs.write = [\"notes/**\"]\nexec = [\"rg\"]\n",
+         "anvil.command('x', function(args)\n"
+         "  local r = sys.exec{program = 'rg', args = {'-c', 'TODO', 'src.txt'}}\n"
+         "  sys.fs.write('notes/' .. args[1], sys.fs.read('a.txt') .. ' ' .. r.stdout)\n"
+         "  return 'done'\n"
+         "end)");
+  for (const std::string& dir : {ws_.path(), plugin_.path(), state_.path()}) caller->Give(dir);
+  for (const auto& [redirections, tag] : std::vector<std::pair<std::string, std::string>>{
+           {"<&-", "in"}, {"2>&-", "err"}, {"<&- >&- 2>&-", "all"}}) {
+    auto r = testing::Run(
+        {"/bin/sh", "-c",
+         ShellQuote(AnvilBin()) + " run --workspace " + ShellQuote(ws_.path()) + " --approve " +
+             ShellQuote(plugin_.path()) + " x " + tag + " " + redirections},
+        caller->Options(Options()));
+    EXPECT_EQ(r.status, 0) << redirections << ": " << r.err;
+    EXPECT_EQ(ReadFile(ws_ / ("notes/" + tag)), "alpha 1\n") << redirections;
+    if (tag != "all") {
+      EXPECT_EQ(r.out, "done\n") << redirections;
+    }
+  }
+  ExpectNoProcessLeft();
+}
+
 // The same for the command sandbox and its proxy, and for `anvil serve`'s diagnostics.
 TEST_F(RunBadInput, SandboxAndProxyWorkWithStandardDescriptorsClosed) {
   for (const std::string redirections : {"<&-", "2>&-", "<&- 2>&-"}) {
