@@ -461,10 +461,9 @@ int AnvilCommand(lua_State* L) {
   // A second registration of a name is a mistake (two handlers, one silently lost), never a
   // replacement: the plugin fails to load and says which name.
   if (lua_getfield(L, -1, name.c_str()) != LUA_TNIL) {
-    luaL_error(L,
-               "invalid: anvil.command: '%s' is already registered (fix: give each command "
-               "its own name)",
-               name.c_str());
+    Raise(L, "invalid",
+          "anvil.command: '" + name +
+              "' is already registered (fix: give each command its own name)");
   }
   lua_pop(L, 1);
   lua_pushvalue(L, 2);

@@ -72,6 +72,9 @@ TEST_F(ApiBadInput, LuaArgumentErrorsCarryTheCodeFirst) {
       {"editor.buffer.edit('file:///a', 'x', {})",
        "invalid: editor.buffer.edit: version must be an integer"},
       {"anvil.command('x y', function() end)", "invalid: command names use [A-Za-z0-9._-]"},
+      {"anvil.command('d', print) anvil.command('d', print)",
+       "invalid: anvil.command: 'd' is already registered (fix: give each command its own "
+       "name)"},
       {"require('nope')", "not_found: no module 'nope' in this plugin"},
       {"sys.fs = 1", "denied: Anvil's tables are read-only"},
       {"rawset(sys, 'x', 1)", "denied: Anvil's tables are read-only"},
