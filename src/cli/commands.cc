@@ -11,6 +11,7 @@
 #include "cli/sandbox_command.h"
 #include "cli/sandbox_spec.h"
 #include "cli/serve_command.h"
+#include "policy/display_text.h"
 
 namespace anvil::cli {
 namespace {
@@ -31,7 +32,8 @@ std::vector<std::string> CommandNames() {
 }
 
 int UnknownCommand(const std::string& command) {
-  std::cerr << "anvil: invalid: unknown command '" << command << "' (see anvil --help)";
+  std::cerr << "anvil: invalid: unknown command '" << SanitizeForDisplay(command, 64)
+            << "' (see anvil --help)";
   std::vector<std::string> known = CommandNames();
   known.push_back("help");
   if (auto s = Suggest(command, known)) std::cerr << "; did you mean " << *s << "?";
@@ -113,7 +115,8 @@ int RunAnvil(const std::vector<std::string>& args, std::string_view version,
     return entry->run({"--help"});
   }
   if (!command.empty() && command[0] == '-') {
-    std::cerr << "anvil: invalid: unknown option " << command << " (see anvil --help)";
+    std::cerr << "anvil: invalid: unknown option " << SanitizeForDisplay(command, 100)
+              << " (see anvil --help)";
     if (auto s = Suggest(command, {"--help", "--version"})) {
       std::cerr << "; did you mean " << *s << "?";
     }

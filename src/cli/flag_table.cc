@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "policy/display_text.h"
+
 namespace anvil::cli {
 namespace {
 
@@ -163,8 +165,12 @@ std::optional<std::string> Suggest(std::string_view word, const std::vector<std:
   return std::nullopt;
 }
 
+// An argument echoed back in an error is the caller's bytes: shown sanitized
+// (policy/display_text.h), so a pasted escape sequence cannot act on the terminal.
+std::string Echo(const std::string& arg) { return SanitizeForDisplay(arg, 100); }
+
 std::string UnknownOption(const CommandSpec& spec, const std::string& arg) {
-  std::string text = "unknown option " + arg;
+  std::string text = "unknown option " + Echo(arg);
   if (spec.style.see_help_hint) text += " (see " + spec.program + " --help)";
   std::vector<std::string> known;
   for (const Flag& f : spec.flags) {
@@ -220,7 +226,7 @@ Result<Parsed> ParseFlags(const CommandSpec& spec, const std::vector<std::string
         std::string error;
         if (spec.extra(args, i, error)) {
           if (error.rfind("invalid: ", 0) == 0) error.erase(0, 9);
-          if (!error.empty()) return Fail("invalid", error);
+          if (!error.empty()) return Fail("invalid", SanitizeForDisplay(error, 400));
           continue;
         }
       }
@@ -248,7 +254,7 @@ Result<Parsed> ParseFlags(const CommandSpec& spec, const std::vector<std::string
         if (!v || !InBounds(*v, flag->bounds)) {
           return Fail("invalid", style.wording == ParseStyle::Wording::kNeeds
                                      ? flag->name + " needs " + expects
-                                     : flag->name + " expects " + expects + ", got " + value);
+                                     : flag->name + " expects " + expects + ", got " + Echo(value));
         }
         number = *v;
       }

@@ -17,8 +17,11 @@
 #include "cli/command_docs.h"
 #include "cli/plugin_new_command.h"
 #include "cli/terminal_progress.h"
+#include "common/json_depth.h"
 #include "common/unique_fd.h"
+#include "fs/workspace_path.h"
 #include "policy/consent.h"
+#include "policy/display_text.h"
 #include "policy/file_io.h"
 #include "policy/grant_store.h"
 #include "policy/lockfile.h"
@@ -41,6 +44,54 @@ int ExitFor(const Error& e) {
   if (e.code == "timeout") return kExitTimeout;
   if (e.code == "sandbox") return kExitSandbox;
   return kExitPluginError;
+}
+
+// What Anvil prints on a terminal passes SanitizeForDisplay (policy/display_text.h): errors
+// carry plugin-, manifest- and file-controlled text (a module name, a thrown message, a path, the
+// host's stderr), and a raw escape sequence in them would reach the user's terminal.
+std::string Shown(std::string_view text, size_t max = 2000) {
+  return SanitizeForDisplay(text, max);
+}
+
+// "<who>: <code>: <message>" on one line.
+std::string ErrorLine(std::string_view who, const Error& e) {
+  return std::string(who) + ": " + Shown(e.ToString(), 4000) + "\n";
+}
+
+// An error that carries the plugin's own words (a load, start-up or command failure): its lines
+// are kept, the first after "anvil run: ", every later one marked "[plugin.id] ", so no line of
+// it can pass for one of Anvil's own ("anvil: Allow ... [y/N]").
+std::string PluginErrorLines(const std::string& id, const Error& e) {
+  return MarkedLines("anvil run: ", SanitizeForDisplay(e.ToString(), 4000, LineBreaks::kKeep),
+                     "[" + id + "] ");
+}
+
+// The command's result as shown to a person (not --json): sanitized with its lines kept, as
+// is, except that a line that could pass for one of Anvil's own ("anvil: Allow ... [y/N]",
+// look-alike letters included) starts with the plugin's mark.
+std::string ResultLines(const std::string& id, const std::string& text) {
+  const std::string shown = SanitizeForDisplay(text, kNoDisplayCap, LineBreaks::kKeep);
+  const std::string mark = "[" + id + "] ";
+  std::string out;
+  size_t start = 0;
+  while (true) {
+    const size_t nl = shown.find('\n', start);
+    std::string_view line = std::string_view(shown).substr(
+        start, nl == std::string::npos ? std::string::npos : nl - start);
+    if (LooksLikeAnvilLine(line)) out += mark;
+    out += line;
+    out += '\n';
+    if (nl == std::string::npos) break;
+    start = nl + 1;
+  }
+  return out;
+}
+
+// JSON for --json: every non-ASCII character \u-escaped (so nothing in it can act on a terminal,
+// C1 controls and bidi characters included) and invalid UTF-8 replaced (never an exception).
+// Decoding it gives back exactly the value the plugin returned.
+std::string JsonLine(const nlohmann::json& j) {
+  return j.dump(-1, ' ', /*ensure_ascii=*/true, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 std::string Canonical(const std::string& path) {
@@ -115,18 +166,20 @@ Status WriteNewFile(const std::string& path, const std::string& bytes, mode_t mo
 
 int RunKeyCommand(const std::string& sub, const std::vector<std::string>& rest, const char* usage) {
   auto fail = [](const Error& e) {
-    std::cerr << "anvil plugin: " << e.ToString() << "\n";
+    std::cerr << ErrorLine("anvil plugin", e);
     return kExitPluginError;
   };
   auto usage_error = [&](const std::string& text) {
-    std::cerr << "anvil plugin " << sub << ": invalid: " << text << "\n" << usage;
+    std::cerr << "anvil plugin " << sub << ": invalid: " << Shown(text) << "\n" << usage;
     return kExitUsage;
   };
   if (sub == "trusted-keys") {
     if (!rest.empty()) return usage_error("takes no arguments");
     auto keys = LoadTrustedKeys();
     if (!keys) return fail(keys.error());
-    for (const auto& k : *keys) std::cout << k.name << "  key id " << KeyId(k.public_key) << "\n";
+    for (const auto& k : *keys) {
+      std::cout << Shown(k.name) << "  key id " << KeyId(k.public_key) << "\n";
+    }
     return kExitOk;
   }
   if (sub == "keygen") {
@@ -137,7 +190,8 @@ int RunKeyCommand(const std::string& sub, const std::vector<std::string>& rest, 
     if (auto s = WriteNewFile(rest[0] + ".pub", PublicKeyPem(pair->public_raw), 0644); !s) {
       return fail(s.error());
     }
-    std::cout << "private key: " << rest[0] << " (keep it secret)\npublic key:  " << rest[0]
+    std::cout << "private key: " << Shown(rest[0])
+              << " (keep it secret)\npublic key:  " << Shown(rest[0])
               << ".pub\nkey id:      " << KeyId(pair->public_raw) << "\n";
     return kExitOk;
   }
@@ -157,7 +211,7 @@ int RunKeyCommand(const std::string& sub, const std::vector<std::string>& rest, 
       return fail(s.error());
     }
     std::cout << "signed " << SanitizeForDisplay(manifest->id) << " (manifest sha256 "
-              << manifest->sha256.substr(0, 12) << ") into " << plugin_dir << "/"
+              << manifest->sha256.substr(0, 12) << ") into " << Shown(plugin_dir) << "/"
               << kSignatureFileName << "\n";
     return kExitOk;
   }
@@ -168,13 +222,13 @@ int RunKeyCommand(const std::string& sub, const std::vector<std::string>& rest, 
     auto raw = ParsePublicKey(*text);
     if (!raw) return fail(raw.error());
     if (auto s = TrustKey(rest[0], *raw); !s) return fail(s.error());
-    std::cout << "trusting " << rest[0] << " (key id " << KeyId(*raw) << ")\n";
+    std::cout << "trusting " << Shown(rest[0]) << " (key id " << KeyId(*raw) << ")\n";
     return kExitOk;
   }
   // untrust-key
   if (rest.size() != 1) return usage_error("needs NAME");
   if (auto s = UntrustKey(rest[0]); !s) return fail(s.error());
-  std::cout << "no longer trusting " << rest[0] << "\n";
+  std::cout << "no longer trusting " << Shown(rest[0]) << "\n";
   return kExitOk;
 }
 
@@ -196,7 +250,8 @@ CommandSpec RunSpec(RunArgs& a) {
       "                 PLUGIN_DIR COMMAND [ARGS...]";
   spec.description =
       "Start a session, load one plugin, run one of its commands, print what it returns (strings\n"
-      "as-is, other values as JSON) and its notifications, and stop.";
+      "as text, other values as JSON; anything that could act on the terminal is shown as\n"
+      "\\u{HEX}) and its notifications, and stop.";
   spec.flags = {
       Text("--workspace", "DIR", "the workspace (default: the current directory)",
            [&a](const std::string& v) {
@@ -215,7 +270,9 @@ CommandSpec RunSpec(RunArgs& a) {
              "refuse a plugin whose manifest is not signed by a key you trust\n"
              "(`anvil plugin trust-key`); a signature that is present is always checked",
              [&a] { a.require_signed = true; }),
-      Switch("--json", "print the result as one JSON object {\"ok\",\"result\"|\"error\"}",
+      Switch("--json",
+             "print the result as one JSON object {\"ok\",\"result\"|\"error\"}: the\n"
+             "exact value, every non-ASCII character \\u-escaped",
              [&a] { a.json = true; }),
   };
   spec.positionals = {{"PLUGIN_DIR", Completion::kPluginDirectory},
@@ -262,7 +319,7 @@ int RunRunCommand(const std::vector<std::string>& args) {
   const std::string kRunUsage = RenderHelp(spec);
   auto parsed = ParseFlags(spec, args);
   if (!parsed) {
-    std::cerr << "anvil run: " << parsed.error().ToString() << "\n";
+    std::cerr << ErrorLine("anvil run", parsed.error());
     return kExitUsage;
   }
   if (parsed->help) {
@@ -281,36 +338,58 @@ int RunRunCommand(const std::vector<std::string>& args) {
   }
   std::string workspace = Canonical(workspace_arg);
   if (workspace.empty()) {
-    std::cerr << "anvil run: invalid: workspace " << workspace_arg << " does not exist\n";
+    std::cerr << "anvil run: invalid: workspace " << Shown(workspace_arg) << " does not exist\n";
     return kExitUsage;
+  }
+  // Before anything starts: the workspace path travels in JSON (the gateway's control channel,
+  // the audit log) and every argument reaches the plugin as a JSON string, which can only hold
+  // Unicode text. A byte string that is not UTF-8 is refused here, not guessed at.
+  if (!IsValidUtf8(workspace)) {
+    std::cerr << "anvil run: invalid: the workspace path " << Shown(workspace)
+              << " is not valid UTF-8 (fix: run in a directory whose path is UTF-8)\n";
+    return kExitUsage;
+  }
+  for (size_t k = 2; k < positional.size(); ++k) {
+    if (!IsValidUtf8(positional[k])) {
+      std::cerr << "anvil run: invalid: argument " << k - 1 << " (" << Shown(positional[k], 100)
+                << ") is not valid UTF-8 (fix: pass arguments as UTF-8 text; a plugin receives "
+                   "them as JSON strings)\n";
+      return kExitUsage;
+    }
   }
   std::string plugin_dir = Canonical(positional[0]);
   if (plugin_dir.empty()) {
-    std::cerr << "anvil run: invalid: plugin directory " << positional[0] << " does not exist\n";
+    std::cerr << "anvil run: invalid: plugin directory " << Shown(positional[0])
+              << " does not exist\n";
     return kExitUsage;
   }
   auto manifest = LoadManifest(plugin_dir);
+  if (manifest) {
+    if (auto entry = CheckManifestEntry(plugin_dir, *manifest); !entry) {
+      manifest = tl::unexpected(entry.error());
+    }
+  }
   if (!manifest) {
-    std::cerr << "anvil run: " << manifest.error().ToString() << "\n";
+    std::cerr << ErrorLine("anvil run", manifest.error());
     return kExitUsage;
   }
   auto pinned = session::CheckLock(workspace, plugin_dir, *manifest);
   if (!pinned) {
-    std::cerr << "anvil run: " << pinned.error().ToString() << "\n";
+    std::cerr << ErrorLine("anvil run", pinned.error());
     return kExitRefused;
   }
   // Before consent: a forged or tampered signature refuses the plugin outright, so the user is
   // never asked about a manifest whose origin is a lie.
   auto signature = session::CheckSignature(plugin_dir, *manifest, require_signed);
   if (!signature) {
-    std::cerr << "anvil run: " << SanitizeForDisplay(signature.error().ToString(), 2000) << "\n";
+    std::cerr << ErrorLine("anvil run", signature.error());
     return kExitRefused;
   }
   std::map<std::string, std::string> granted_files;
   auto grant =
       ResolveGrant(workspace, plugin_dir, *manifest, approve, signature->signer, &granted_files);
   if (!grant) {
-    std::cerr << "anvil run: " << grant.error().ToString() << "\n";
+    std::cerr << ErrorLine("anvil run", grant.error());
     return grant.error().code == "denied" ? kExitRefused : kExitUsage;
   }
 
@@ -328,7 +407,7 @@ int RunRunCommand(const std::vector<std::string>& args) {
     config.settings_json = ws_config->SettingsFor(manifest->id)
                                .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   } else {
-    std::cerr << "anvil run: warning: " << SanitizeForDisplay(ws_config.error().ToString(), 1000)
+    std::cerr << "anvil run: warning: " << Shown(ws_config.error().ToString(), 1000)
               << " (no settings passed to the plugin)\n";
   }
   config.host_args = {"--deadline-ms", std::to_string(static_cast<int64_t>(timeout * 1000))};
@@ -339,7 +418,7 @@ int RunRunCommand(const std::vector<std::string>& args) {
   auto session = session::PluginSession::Start(config);
   progress.Clear();
   if (!session) {
-    std::cerr << "anvil run: " << session.error().ToString() << "\n";
+    std::cerr << PluginErrorLines(id, session.error());
     return kExitSandbox;
   }
   auto deadline = std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000));
@@ -347,7 +426,7 @@ int RunRunCommand(const std::vector<std::string>& args) {
   auto commands = (*session)->Commands(deadline);
   progress.Clear();
   if (!commands) {
-    std::cerr << "anvil run: " << commands.error().ToString() << "\n";
+    std::cerr << PluginErrorLines(id, commands.error());
     (void)(*session)->Stop();
     return ExitFor(commands.error());
   }
@@ -386,28 +465,45 @@ int RunRunCommand(const std::vector<std::string>& args) {
     progress.Redraw();
   };
   progress.Show("running " + id + " " + SanitizeForDisplay(command, 64));
-  auto result = (*session)->Run(command, cmd_args.dump(), deadline, editor, log);
+  // Every argument was checked to be UTF-8 above: this dump cannot fail.
+  auto result = (*session)->Run(
+      command, cmd_args.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), deadline,
+      editor, log);
   progress.Clear();
   // The answer first, then the teardown: a caller reading the output has it while the host and
   // the gateway are stopped (Stop still runs to the end before this process exits).
   int code = kExitOk;
+  // Bounded: a (compromised) host's result of a million nested arrays would parse, then
+  // overflow the stack when dumped below.
+  bool too_deep = false;
+  const nlohmann::json value = result ? ParseBoundedJson(*result, &too_deep)
+                                      : nlohmann::json(nlohmann::json::value_t::discarded);
   if (!result) {
     if (json) {
-      std::cout << nlohmann::json{{"ok", false}, {"error", result.error().ToString()}}.dump()
-                << "\n";
+      std::cout << JsonLine({{"ok", false}, {"error", result.error().ToString()}});
     } else {
-      std::cerr << "anvil run: " << SanitizeForDisplay(result.error().ToString(), 4000) << "\n";
+      std::cerr << PluginErrorLines(id, result.error());
     }
     code = ExitFor(result.error());
-  } else {
-    auto value = nlohmann::json::parse(*result, nullptr, false);
+  } else if (value.is_discarded()) {
+    Error e = too_deep ? Error{"limit",
+                               "the command's result is nested deeper than " +
+                                   std::to_string(kMaxJsonNesting) + " levels",
+                               0}
+                       : Error{"error", "the plugin host returned a result that is not JSON", 0};
     if (json) {
-      std::cout << nlohmann::json{{"ok", true}, {"result", value}}.dump() << "\n";
-    } else if (value.is_string()) {
-      std::cout << value.get<std::string>() << "\n";
+      std::cout << JsonLine({{"ok", false}, {"error", e.ToString()}});
     } else {
-      std::cout << value.dump(2) << "\n";
+      std::cerr << ErrorLine("anvil run", e);
     }
+    code = kExitPluginError;
+  } else if (json) {
+    std::cout << JsonLine({{"ok", true}, {"result", value}});
+  } else {
+    const std::string text =
+        value.is_string() ? value.get<std::string>()
+                          : value.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+    std::cout << ResultLines(id, text);
   }
   std::cout.flush();
   std::cerr.flush();
@@ -536,7 +632,7 @@ int RunPluginCommand(const std::vector<std::string>& args) {
   }
   auto parsed = ParseFlags(spec, std::vector<std::string>(args.begin() + 1, args.end()));
   if (!parsed) {
-    std::cerr << "anvil plugin " << sub << ": " << parsed.error().ToString() << "\n";
+    std::cerr << ErrorLine("anvil plugin " + Shown(sub, 64), parsed.error());
     return kExitUsage;
   }
   if (parsed->help) {
@@ -546,12 +642,12 @@ int RunPluginCommand(const std::vector<std::string>& args) {
   const std::vector<std::string>& rest = parsed->operands;
   std::string workspace = Canonical(workspace_arg);
   if (workspace.empty()) {
-    std::cerr << "anvil plugin: invalid: no such workspace " << workspace_arg << "\n";
+    std::cerr << "anvil plugin: invalid: no such workspace " << Shown(workspace_arg) << "\n";
     return kExitUsage;
   }
   auto store = GrantStore::Open();
   if (!store) {
-    std::cerr << "anvil plugin: " << store.error().ToString() << "\n";
+    std::cerr << ErrorLine("anvil plugin", store.error());
     return kExitPluginError;
   }
   if (sub == "list") {
@@ -563,18 +659,18 @@ int RunPluginCommand(const std::vector<std::string>& args) {
     return kExitOk;
   }
   if (rest.size() != 1) {
-    std::cerr << "anvil plugin " << sub << ": invalid: needs one argument\n" << kUsage;
+    std::cerr << "anvil plugin " << Shown(sub, 64) << ": invalid: needs one argument\n" << kUsage;
     return kExitUsage;
   }
   if (sub == "revoke") {
     auto revoked = store->Revoke(workspace, rest[0]);
     if (!revoked) {
-      std::cerr << "anvil plugin: " << revoked.error().ToString() << "\n";
+      std::cerr << ErrorLine("anvil plugin", revoked.error());
       return kExitPluginError;
     }
     // What is gone, in the words the grant was given in: a revoke the user can check.
     for (const auto& e : *revoked) {
-      std::cout << "revoked " << SanitizeForDisplay(e.plugin_id) << " in " << workspace
+      std::cout << "revoked " << SanitizeForDisplay(e.plugin_id) << " in " << Shown(workspace)
                 << " (manifest " << e.manifest_sha256.substr(0, 12)
                 << (e.copy ? ", copy in " + SanitizeForDisplay(e.copy->dir) : std::string())
                 << "); it may no longer:\n"
@@ -586,19 +682,25 @@ int RunPluginCommand(const std::vector<std::string>& args) {
   auto manifest = plugin_dir.empty()
                       ? Result<Manifest>(Fail("not_found", "no such plugin directory " + rest[0]))
                       : LoadManifest(plugin_dir);
-  if (!manifest) {
-    std::cerr << "anvil plugin: " << manifest.error().ToString() << "\n";
-    return kExitUsage;
-  }
-  // A plugin whose entry the host could never open is refused here, before anyone approves it.
-  if (sub == "inspect" || sub == "approve") {
-    if (auto s = CheckManifestEntry(plugin_dir, *manifest); !s) {
-      std::cerr << "anvil plugin: " << s.error().ToString() << "\n";
-      return kExitUsage;
+  // inspect and approve look at what would run: an entry the host could never open (missing, a
+  // symlink) is refused here, with its line and column, before anyone approves it.
+  if (manifest && (sub == "inspect" || sub == "approve")) {
+    if (auto entry = CheckManifestEntry(plugin_dir, *manifest); !entry) {
+      manifest = tl::unexpected(entry.error());
     }
   }
-  // A grant is for one copy of the plugin: this directory, or this code.
+  if (!manifest) {
+    std::cerr << ErrorLine("anvil plugin", manifest.error());
+    return kExitUsage;
+  }
+  // A grant is for one copy of the plugin: this directory, or this code. A module under lib/
+  // that cannot be hashed (a symlink, a name that is not allowed) is refused by inspect and
+  // approve as `anvil run` refuses it, before anything is shown as fine.
   auto code = HashPluginDir(plugin_dir, *manifest);
+  if (!code && (sub == "inspect" || sub == "approve")) {
+    std::cerr << ErrorLine("anvil plugin", code.error());
+    return kExitPluginError;
+  }
   if (sub == "inspect") {
     bool granted = code && store
                                ->FindForCopy(workspace, manifest->id, manifest->sha256,
@@ -607,7 +709,7 @@ int RunPluginCommand(const std::vector<std::string>& args) {
     auto signature = session::CheckSignature(plugin_dir, *manifest, false);
     std::string signed_by =
         !signature ? "REFUSED: " + SanitizeForDisplay(signature.error().ToString(), 1000)
-        : signature->signed_by_trusted_key ? "signed by " + signature->signer
+        : signature->signed_by_trusted_key ? "signed by " + Shown(signature->signer, 64)
                                            : "not signed";
     std::cout << "id:       " << SanitizeForDisplay(manifest->id)
               << "\nversion:  " << SanitizeForDisplay(manifest->version)
@@ -619,17 +721,14 @@ int RunPluginCommand(const std::vector<std::string>& args) {
     return kExitOk;
   }
   if (sub == "approve") {
-    if (!code) {
-      std::cerr << "anvil plugin: " << code.error().ToString() << "\n";
-      return kExitPluginError;
-    }
     if (auto s = store->Approve(workspace, manifest->id, manifest->sha256, manifest->requested,
                                 PluginCopy{plugin_dir, code->code_sha256});
         !s) {
-      std::cerr << "anvil plugin: " << s.error().ToString() << "\n";
+      std::cerr << ErrorLine("anvil plugin", s.error());
       return kExitPluginError;
     }
-    std::cout << "granted " << SanitizeForDisplay(manifest->id) << " in " << workspace << ":\n"
+    std::cout << "granted " << SanitizeForDisplay(manifest->id) << " in " << Shown(workspace)
+              << ":\n"
               << DescribeGrant(manifest->requested) << "\n";
     return kExitOk;
   }
@@ -637,24 +736,24 @@ int RunPluginCommand(const std::vector<std::string>& args) {
     auto lock = ReadLockfile(workspace);
     Lockfile lf = lock ? *lock : Lockfile{};
     if (!lock && lock.error().code != "not_found") {
-      std::cerr << "anvil plugin: " << lock.error().ToString() << "\n";
+      std::cerr << ErrorLine("anvil plugin", lock.error());
       return kExitPluginError;
     }
     auto hashes = HashPluginDir(plugin_dir, *manifest);
     if (!hashes) {
-      std::cerr << "anvil plugin: " << hashes.error().ToString() << "\n";
+      std::cerr << ErrorLine("anvil plugin", hashes.error());
       return kExitPluginError;
     }
     lf.plugins[manifest->id] = *hashes;
     if (auto s = WriteLockfile(workspace, lf); !s) {
-      std::cerr << "anvil plugin: " << s.error().ToString() << "\n";
+      std::cerr << ErrorLine("anvil plugin", s.error());
       return kExitPluginError;
     }
-    std::cout << "locked " << SanitizeForDisplay(manifest->id) << " in " << workspace
+    std::cout << "locked " << SanitizeForDisplay(manifest->id) << " in " << Shown(workspace)
               << "/anvil.lock\n";
     return kExitOk;
   }
-  std::cerr << "anvil plugin: invalid: unknown subcommand " << sub << "\n" << kUsage;
+  std::cerr << "anvil plugin: invalid: unknown subcommand " << Shown(sub, 64) << "\n" << kUsage;
   return kExitUsage;
 }
 
@@ -712,7 +811,7 @@ int RunAuditCommand(const std::vector<std::string>& args) {
   const CommandSpec spec = AuditSpec(a);
   auto parsed = ParseFlags(spec, args);
   if (!parsed) {
-    std::cerr << "anvil audit: " << parsed.error().ToString() << "\n";
+    std::cerr << ErrorLine("anvil audit", parsed.error());
     return kExitUsage;
   }
   if (parsed->help) {
@@ -726,27 +825,39 @@ int RunAuditCommand(const std::vector<std::string>& args) {
     auto path = session::AuditLogPath(Canonical(workspace_arg).empty() ? workspace_arg
                                                                        : Canonical(workspace_arg));
     if (!path) {
-      std::cerr << "anvil audit: " << path.error().ToString() << "\n";
+      std::cerr << ErrorLine("anvil audit", path.error());
       return kExitUsage;
     }
     file = *path;
   }
   std::ifstream in(file);
   if (!in) {
-    std::cerr << "anvil audit: not_found: no audit log at " << file << "\n";
+    std::cerr << "anvil audit: not_found: no audit log at " << Shown(file) << "\n";
     return kExitPluginError;
   }
+  // Every field of an entry came from a plugin or the file itself: shown sanitized, whatever
+  // its type (a hand-edited or damaged log must not stop the listing, nor reach the terminal).
+  auto field = [](const nlohmann::json& j, const char* key, size_t max) -> std::string {
+    auto it = j.find(key);
+    if (it == j.end()) return {};
+    return Shown(it->is_string()
+                     ? it->get_ref<const std::string&>()
+                     : it->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                 max);
+  };
   auto print = [&](const std::string& line) {
+    auto j = ParseBoundedJson(line);
+    if (!j.is_object()) return;  // a line torn by a crash, not an entry, or nested too deep
     if (json) {
-      std::cout << line << "\n";
+      // As stored, re-encoded with every non-ASCII character escaped: same values for jq,
+      // nothing that can act on a terminal.
+      std::cout << JsonLine(j);
       return;
     }
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_object()) return;
-    std::cout << j.value("verdict", "?") << "\t" << SanitizeForDisplay(j.value("plugin", ""))
-              << "\t" << j.value("op", "") << "\t"
-              << SanitizeForDisplay(j.value("target", ""), 200);
-    if (j.contains("reason")) std::cout << "\t" << SanitizeForDisplay(j.value("reason", ""), 300);
+    std::string verdict = field(j, "verdict", 16);
+    std::cout << (verdict.empty() ? "?" : verdict) << "\t" << field(j, "plugin", 200) << "\t"
+              << field(j, "op", 64) << "\t" << field(j, "target", 200);
+    if (j.contains("reason")) std::cout << "\t" << field(j, "reason", 300);
     std::cout << "\n";
   };
   std::string line;

@@ -9,6 +9,8 @@
 #include <iostream>
 
 #include "cli/command_docs.h"
+#include "fs/workspace_path.h"
+#include "policy/display_text.h"
 #include "session/serve_session.h"
 #include "session/unsafe_net_test_options.h"
 
@@ -151,7 +153,15 @@ int RunServeCommand(const std::vector<std::string>& args) {
   }
   o.workspace = Canonical(workspace);
   if (o.workspace.empty()) {
-    std::cerr << "anvil serve: invalid: workspace " << workspace << " does not exist\n";
+    std::cerr << "anvil serve: invalid: workspace " << SanitizeForDisplay(workspace, 400)
+              << " does not exist\n";
+    return kExitUsage;
+  }
+  // The workspace path travels in JSON (the gateway's control channel, every reply that names
+  // it): a path that is not UTF-8 is refused here, by name, not replaced.
+  if (!IsValidUtf8(o.workspace)) {
+    std::cerr << "anvil serve: invalid: the workspace path " << SanitizeForDisplay(o.workspace, 400)
+              << " is not valid UTF-8 (fix: serve a directory whose path is UTF-8)\n";
     return kExitUsage;
   }
   if (default_path) {

@@ -4,8 +4,11 @@
 #include <vector>
 
 #include "cli/sandbox_command.h"
+#include "common/std_fds.h"
 
 int main(int argc, char** argv) {
+  // Before anything opens a descriptor (common/std_fds.h).
+  if (!anvil::EnsureStandardDescriptors()) return 125;
   std::vector<std::string> args(argv + 1, argv + argc);
   return anvil::cli::RunSandboxCommand(args, anvil::cli::SandboxFrontEnd::kExecRunner);
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/std_fds.h"
 #include "gateway/gateway.h"
 #include "gateway/net_fetch_flags.h"
 #include "linux/helper_executable.h"
@@ -51,6 +52,8 @@ bool ParseNumber(const std::string& text, uint64_t& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before anything opens a descriptor (common/std_fds.h).
+  if (!anvil::EnsureStandardDescriptors()) return 125;
   anvil::gateway::GatewayOptions o;
   // Beside this program (libexec/anvil/, or the build tree), never through PATH.
   if (auto runner = anvil::FindHelper("anvil-exec-runner")) {

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "common/std_fds.h"
 #include "host/plugin_host.h"
 
 namespace {
@@ -29,6 +30,8 @@ bool Number(const std::string* v, uint64_t& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before anything opens a descriptor (common/std_fds.h).
+  if (!anvil::EnsureStandardDescriptors()) return 125;
   anvil::host::HostOptions o;
   std::vector<std::string> args(argv + 1, argv + argc);
   for (size_t i = 0; i < args.size(); ++i) {

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "common/std_fds.h"
 #include "common/unique_fd.h"
 #include "ipc/fd_passing.h"
 #include "linux/landlock.h"
@@ -87,6 +88,8 @@ bool ParseFd(const std::string& text, int& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before anything opens a descriptor (common/std_fds.h).
+  if (!anvil::EnsureStandardDescriptors()) return 125;
   std::vector<std::string> args(argv + 1, argv + argc);
   int channel = -1, status_fd = -1;
   std::vector<std::string> allow, unsafe;

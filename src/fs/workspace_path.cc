@@ -71,14 +71,21 @@ Status ValidateComponentShape(std::string_view component, std::string_view raw) 
 
 }  // namespace
 
-bool IsValidUtf8(std::string_view text) {
+bool IsValidUtf8(std::string_view text) { return !FirstInvalidUtf8Byte(text).has_value(); }
+
+std::optional<std::size_t> FirstInvalidUtf8Byte(std::string_view text) {
   for (std::size_t i = 0; i < text.size();) {
+    // ASCII runs are most text: skip them without decoding.
+    if (static_cast<unsigned char>(text[i]) < 0x80) {
+      ++i;
+      continue;
+    }
     char32_t c = 0;
     const std::size_t len = DecodeUtf8(text, i, &c);
-    if (len == 0) return false;
+    if (len == 0) return i;
     i += len;
   }
-  return true;
+  return std::nullopt;
 }
 
 Result<std::string> NormalizeWorkspacePath(std::string_view raw, RootPolicy root) {

@@ -8,6 +8,7 @@
 
 #include <climits>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -43,6 +44,8 @@ Status ValidatePathComponent(std::string_view name);
 
 // Strict UTF-8 (RFC 3629): no overlong encodings, no surrogates, nothing above U+10FFFF.
 bool IsValidUtf8(std::string_view text);
+// The offset of the first byte where `text` stops being strict UTF-8; nullopt when it is.
+std::optional<std::size_t> FirstInvalidUtf8Byte(std::string_view text);
 
 // Splits a normalized, non-root path into (parent, final name); the parent is "." when the
 // path has a single component.

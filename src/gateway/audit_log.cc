@@ -26,8 +26,11 @@ void AuditLog::Record(const AuditEntry& e) {
   if (!e.code.empty()) line["code"] = e.code;
   if (!e.reason.empty()) line["reason"] = e.reason;
   // Targets and reasons come from plugins: dump() escapes control characters and replaces
-  // invalid UTF-8, so one entry is always exactly one line.
-  std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  // invalid UTF-8, so one entry is always exactly one line; ensure_ascii escapes every other
+  // non-ASCII character too (C1 controls, bidi overrides), so the file is safe to `cat` or
+  // `tail -f` on a terminal.
+  std::string text =
+      line.dump(-1, ' ', /*ensure_ascii=*/true, nlohmann::json::error_handler_t::replace);
   std::lock_guard lock(mutex_);
   pending_ += text;
   pending_ += '\n';

@@ -56,6 +56,10 @@ Response DispatchExec(const DispatchContext& ctx, const Grant& grant, const Requ
   if (!ArgCount(r, 3, out, audit)) return out;
   const std::string& program = r.args[0];
   audit.target = program;
+  // A name that is not text cannot be a table entry; say so rather than echo its bytes back.
+  if (!IsValidUtf8(program)) {
+    return FromError(r, Error{"invalid", "sys.exec program is not valid UTF-8", 0}, audit);
+  }
   auto rule = LookupExecRule(program);
   if (!rule) return FromError(r, rule.error(), audit);
   // The grant first: `anvil run` starts no exec broker for a grant without `exec`, and such a

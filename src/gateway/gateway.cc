@@ -28,6 +28,7 @@
 #include "common/unique_fd.h"
 #include "fs/exec_read_plan.h"
 #include "fs/pending_writes.h"
+#include "fs/workspace_path.h"
 #include "fs/workspace_root.h"
 #include "gateway/audit_log.h"
 #include "gateway/dispatch.h"
@@ -36,6 +37,7 @@
 #include "ipc/capability_token.h"
 #include "ipc/frame.h"
 #include "ipc/peer_credentials.h"
+#include "policy/display_text.h"
 #include "policy/grant.h"
 
 #ifndef SYS_pidfd_open
@@ -668,7 +670,10 @@ void Server::HandleRequest(uint64_t id, Connection& c, Request r) {
     audit.verdict = "allow";
     audit.request_id = r.id;
     audit_->Record(audit);
-    Reply(c, Response{r.id, true, {options_.session_id}});
+    // [session id, frame cap]: the host checks its requests against the cap before sending.
+    Reply(c,
+          Response{
+              r.id, true, {options_.session_id, std::to_string(options_.limits.max_frame_bytes)}});
     return;
   }
   if (!c.bound || c.bound != reg) {
@@ -822,7 +827,9 @@ void Server::CloseConnection(uint64_t id, const std::string& /*why*/) {
 }
 
 void Server::ControlReply(const nlohmann::json& reply) {
-  std::string frame = ipc::EncodeControl(reply.dump());
+  // Replies can quote a plugin id or reason back: never an exception on invalid UTF-8.
+  std::string frame =
+      ipc::EncodeControl(reply.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   size_t off = 0;
   while (off < frame.size()) {
     ssize_t n = ::send(options_.control_fd, frame.data() + off, frame.size() - off, MSG_NOSIGNAL);
@@ -1049,8 +1056,10 @@ Result<std::string> PrepareRuntimeDir(GatewayOptions& options) {
 
 int RunGateway(const GatewayOptions& input) {
   GatewayOptions options = input;
+  // Its stderr is the user's terminal (`anvil run`) or an editor's log (`anvil serve`): what it
+  // says there (paths, reasons) passes the display sanitizer.
   auto fail = [](const Error& e) {
-    std::cerr << "anvil-gateway: " << e.ToString() << "\n";
+    std::cerr << "anvil-gateway: " << SanitizeForDisplay(e.ToString(), 2000) << "\n";
     return 1;
   };
   // First of all, before any token or grant arrives: another process of the user may not
@@ -1097,6 +1106,11 @@ int RunGateway(const GatewayOptions& input) {
   auto root = WorkspaceRoot::Open(options.workspace, ws_options);
   if (!root) return fail(root.error());
   options.workspace = root->path();  // canonical, pinned
+  // The workspace path travels as a JSON string (the ready event, registrations): it must be
+  // text, or the trusted side would see a different path than the one served.
+  if (!IsValidUtf8(options.workspace)) {
+    return fail(Error{"invalid", "the workspace path is not valid UTF-8", 0});
+  }
   auto socket_path = PrepareRuntimeDir(options);
   if (!socket_path) return fail(socket_path.error());
   if (options.audit_log.empty()) options.audit_log = options.runtime_dir + "/audit.jsonl";
@@ -1118,7 +1132,8 @@ int RunGateway(const GatewayOptions& input) {
     } else {
       // The gateway still serves sys.fs; every sys.exec is refused with this reason.
       options.exec_unavailable = broker.error().ToString();
-      std::cerr << "anvil-gateway: sys.exec unavailable: " << options.exec_unavailable << "\n";
+      std::cerr << "anvil-gateway: sys.exec unavailable: "
+                << SanitizeForDisplay(options.exec_unavailable, 2000) << "\n";
     }
   } else if (options.exec_unavailable.empty()) {
     options.exec_unavailable = "disabled for this session (--no-exec)";
@@ -1145,7 +1160,8 @@ int RunGateway(const GatewayOptions& input) {
                           {"workspace", options.workspace},
                           {"audit_log", options.audit_log},
                           {"hardened", options.harden}};
-  std::string frame = ipc::EncodeControl(ready.dump());
+  std::string frame =
+      ipc::EncodeControl(ready.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   if (::send(options.control_fd, frame.data(), frame.size(), MSG_NOSIGNAL) !=
       static_cast<ssize_t>(frame.size())) {
     ::unlink(socket_path->c_str());

@@ -4,9 +4,15 @@
 
 namespace anvil::host {
 
-Result<std::vector<ListEntry>> DecodeListing(const std::vector<std::string>& fields) {
+Result<Listing> DecodeListing(const std::vector<std::string>& fields) {
   if (fields.size() != 2) return Fail("internal", "malformed fs.list reply");
-  std::vector<ListEntry> out;
+  Listing out;
+  const std::string& count = fields[0];
+  if (count.empty() || count.size() > 19) return Fail("internal", "malformed fs.list reply");
+  for (char c : count) {
+    if (c < '0' || c > '9') return Fail("internal", "malformed fs.list reply");
+    out.omitted = out.omitted * 10 + static_cast<uint64_t>(c - '0');
+  }
   const std::string& packed = fields[1];
   size_t pos = 0;
   while (pos < packed.size()) {
@@ -14,7 +20,7 @@ Result<std::vector<ListEntry>> DecodeListing(const std::vector<std::string>& fie
     if (a == std::string::npos) return Fail("internal", "malformed fs.list reply");
     size_t b = packed.find('\0', a + 1);
     if (b == std::string::npos) return Fail("internal", "malformed fs.list reply");
-    out.push_back({packed.substr(pos, a - pos), packed.substr(a + 1, b - a - 1)});
+    out.entries.push_back({packed.substr(pos, a - pos), packed.substr(a + 1, b - a - 1)});
     pos = b + 1;
   }
   return out;

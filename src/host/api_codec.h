@@ -14,8 +14,14 @@ struct ListEntry {
   std::string name;
   std::string type;  // "file", "dir", "symlink", "other"
 };
-// fs.list result fields: [omitted count, "name\0type\0..."].
-Result<std::vector<ListEntry>> DecodeListing(const std::vector<std::string>& fields);
+struct Listing {
+  std::vector<ListEntry> entries;
+  // Entries the gateway left out because their names are not valid workspace path components
+  // (not UTF-8, control characters): the plugin is told how many, never silently short.
+  uint64_t omitted = 0;
+};
+// fs.list result fields: [omitted count (decimal), "name\0type\0..."].
+Result<Listing> DecodeListing(const std::vector<std::string>& fields);
 
 struct StatResult {
   std::string type;

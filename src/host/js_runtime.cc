@@ -46,10 +46,15 @@
 // Promise jobs run only while the call is within its budget and deadline; when a budget ran out
 // with jobs still queued, the runtime stops for good (those jobs must not run later either).
 //
-// Data. Plugin strings become UTF-8 when they cross to the host (a lone surrogate becomes
-// U+FFFD, as TextEncoder does). Host bytes become JS strings by decoding UTF-8 with U+FFFD for
-// each maximal invalid subsequence (the WHATWG decoder's rule), so sys.fs.read of a binary file
-// is lossy: the JS API, like INTERFACES.md, is text-only.
+// Data. Plugin strings become UTF-8 when they cross to the host. A string that names something
+// (a path, a URL, a method, a header, a program, an argument, a buffer URI) and holds a lone
+// surrogate is refused ("invalid: ..."): it has no UTF-8 form, and replacing it would read,
+// write or run something other than what the plugin named. Contents (sys.fs.write data, a
+// fetch body, exec stdin) and text that is only shown (editor.notify, console.log) get U+FFFD
+// for a lone surrogate instead, as TextEncoder does. Host
+// bytes become JS strings by decoding UTF-8 with U+FFFD for each maximal invalid subsequence (the
+// WHATWG decoder's rule), so sys.fs.read of a binary file is lossy: the JS API, like INTERFACES.md,
+// is text-only.
 #include <malloc.h>
 #include <quickjs.h>
 
@@ -260,13 +265,36 @@ JSValue ThrowUncatchable(JSContext* ctx, const Error& e) {
 
 JSValueConst Arg(int argc, JSValueConst* argv, int i) { return i < argc ? argv[i] : JS_UNDEFINED; }
 
-// A string argument, no coercion: anything else is "invalid: <what> must be a string".
-bool StringArg(JSContext* ctx, JSValueConst v, std::string_view what, std::string* out) {
+// The UTF-8 of a string that must be valid Unicode: a lone surrogate (QuickJS encodes it as
+// ED A0..BF xx, which strict UTF-8 never contains) throws "invalid: <what> is not valid
+// Unicode". Returns false with a JS exception pending.
+bool ToUtf8Strict(JSContext* ctx, JSValueConst v, std::string_view what, std::string* out) {
+  size_t len = 0;
+  const char* s = JS_ToCStringLen(ctx, &len, v);
+  if (!s) return false;
+  out->assign(s, len);
+  JS_FreeCString(ctx, s);
+  for (size_t i = 0; i + 1 < out->size(); ++i) {
+    if (static_cast<unsigned char>((*out)[i]) == 0xED &&
+        static_cast<unsigned char>((*out)[i + 1]) >= 0xA0) {
+      ThrowCode(ctx, "invalid",
+                std::string(what) + " is not valid Unicode (it holds a lone surrogate)");
+      return false;
+    }
+  }
+  return true;
+}
+
+// A string argument, no coercion: anything else is "invalid: <what> must be a string". Strict
+// (the default, for names): a lone surrogate is refused; lenient (contents, shown text): it
+// becomes U+FFFD.
+bool StringArg(JSContext* ctx, JSValueConst v, std::string_view what, std::string* out,
+               bool strict = true) {
   if (!JS_IsString(v)) {
     ThrowCode(ctx, "invalid", std::string(what) + " must be a string");
     return false;
   }
-  return ToUtf8(ctx, v, out);
+  return strict ? ToUtf8Strict(ctx, v, what, out) : ToUtf8(ctx, v, out);
 }
 
 bool ValidCommandName(std::string_view name) {
@@ -395,6 +423,14 @@ bool StringsJson(JsRuntime& self, JSContext* ctx, JSValueConst v, bool want_arra
     shape_ok = false;
   }
   json parsed = shape_ok ? json::parse(text, nullptr, false) : json();
+  if (shape_ok && parsed.is_discarded()) {
+    // JSON.stringify escapes a lone surrogate ("\ud800"), which no JSON parser turns into text.
+    ThrowCode(ctx, "invalid",
+              std::string(what) +
+                  " (a string in it is not valid Unicode: it holds a lone "
+                  "surrogate)");
+    return false;
+  }
   if (shape_ok) shape_ok = want_array ? parsed.is_array() : parsed.is_object();
   if (shape_ok) {
     shape_ok =
@@ -410,11 +446,11 @@ bool StringsJson(JsRuntime& self, JSContext* ctx, JSValueConst v, bool want_arra
 
 // opts[key] when present (not undefined or null) must be a string.
 bool OptionalStringField(JSContext* ctx, JSValueConst opts, const char* key, std::string_view what,
-                         std::string* out) {
+                         std::string* out, bool strict = true) {
   Value v(ctx, JS_GetPropertyStr(ctx, opts, key));
   if (v.exception()) return false;
   if (JS_IsUndefined(v.get()) || JS_IsNull(v.get())) return true;
-  return StringArg(ctx, v.get(), what, out);
+  return StringArg(ctx, v.get(), what, out, strict);
 }
 
 bool OptionsArg(JSContext* ctx, JSValueConst v, std::string_view fn) {
@@ -456,7 +492,7 @@ JSValue FsRead(JsRuntime& self, JSContext* ctx, int argc, JSValueConst* argv) {
 JSValue FsWrite(JsRuntime& self, JSContext* ctx, int argc, JSValueConst* argv) {
   std::string path, data;
   if (!StringArg(ctx, Arg(argc, argv, 0), "sys.fs.write: path", &path) ||
-      !StringArg(ctx, Arg(argc, argv, 1), "sys.fs.write: data", &data)) {
+      !StringArg(ctx, Arg(argc, argv, 1), "sys.fs.write: data", &data, /*strict=*/false)) {
     return JS_EXCEPTION;
   }
   auto reply = self.api().Gateway("fs.write", {path, data});
@@ -469,12 +505,12 @@ JSValue FsList(JsRuntime& self, JSContext* ctx, int argc, JSValueConst* argv) {
   if (!StringArg(ctx, Arg(argc, argv, 0), "sys.fs.list: dir", &dir)) return JS_EXCEPTION;
   auto reply = self.api().Gateway("fs.list", {dir});
   if (!reply) return ThrowError(ctx, reply.error());
-  auto entries = DecodeListing(*reply);
-  if (!entries) return ThrowError(ctx, entries.error());
+  auto listing = DecodeListing(*reply);
+  if (!listing) return ThrowError(ctx, listing.error());
   Value list(ctx, JS_NewArray(ctx));
   if (list.exception()) return JS_EXCEPTION;
   uint32_t i = 0;
-  for (const auto& e : *entries) {
+  for (const auto& e : listing->entries) {
     JSValue item = ObjectBuilder(ctx)
                        .Set("name", NewString(ctx, e.name))
                        .Set("type", NewString(ctx, e.type))
@@ -483,6 +519,14 @@ JSValue FsList(JsRuntime& self, JSContext* ctx, int argc, JSValueConst* argv) {
         JS_DefinePropertyValueUint32(ctx, list.get(), i++, item, JS_PROP_C_W_E) < 0) {
       return JS_EXCEPTION;
     }
+  }
+  // entries.omitted: how many entries were left out because their names are not valid
+  // workspace path components (not UTF-8, control characters). Not enumerable, so JSON and
+  // for-in see the entries only.
+  if (JS_DefinePropertyValueStr(ctx, list.get(), "omitted",
+                                JS_NewFloat64(ctx, static_cast<double>(listing->omitted)),
+                                JS_PROP_CONFIGURABLE | JS_PROP_WRITABLE) < 0) {
+    return JS_EXCEPTION;
   }
   return list.release();
 }
@@ -509,7 +553,7 @@ JSValue NetFetch(JsRuntime& self, JSContext* ctx, int argc, JSValueConst* argv) 
   std::string url, method = "GET", headers = "{}", body;
   if (!OptionalStringField(ctx, opts, "url", "sys.net.fetch: url", &url) ||
       !OptionalStringField(ctx, opts, "method", "sys.net.fetch: method", &method) ||
-      !OptionalStringField(ctx, opts, "body", "sys.net.fetch: body", &body)) {
+      !OptionalStringField(ctx, opts, "body", "sys.net.fetch: body", &body, /*strict=*/false)) {
     return JS_EXCEPTION;
   }
   if (url.empty()) return ThrowText(ctx, "invalid: sys.net.fetch needs a url");
@@ -547,7 +591,8 @@ JSValue Exec(JsRuntime& self, JSContext* ctx, int argc, JSValueConst* argv) {
   if (!OptionsArg(ctx, opts, "sys.exec")) return JS_EXCEPTION;
   std::string program, args = "[]", stdin_data;
   if (!OptionalStringField(ctx, opts, "program", "sys.exec: program", &program) ||
-      !OptionalStringField(ctx, opts, "stdin", "sys.exec: stdin", &stdin_data)) {
+      !OptionalStringField(ctx, opts, "stdin", "sys.exec: stdin", &stdin_data,
+                           /*strict=*/false)) {
     return JS_EXCEPTION;
   }
   if (program.empty()) return ThrowText(ctx, "invalid: sys.exec needs a program");
@@ -576,7 +621,9 @@ JSValue Exec(JsRuntime& self, JSContext* ctx, int argc, JSValueConst* argv) {
 
 JSValue EditorNotify(JsRuntime& self, JSContext* ctx, int argc, JSValueConst* argv) {
   std::string text;
-  if (!StringArg(ctx, Arg(argc, argv, 0), "editor.notify: text", &text)) return JS_EXCEPTION;
+  if (!StringArg(ctx, Arg(argc, argv, 0), "editor.notify: text", &text, /*strict=*/false)) {
+    return JS_EXCEPTION;
+  }
   auto reply = self.api().Editor("editor.notify", {text});
   if (!reply) return ThrowError(ctx, reply.error());
   return JS_UNDEFINED;

@@ -32,6 +32,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "fs/workspace_path.h"
 #include "host/api_codec.h"
 #include "host/runtime.h"
 
@@ -239,10 +240,33 @@ Status LuaRuntime::RunProtected(int nargs, int nresults) {
   return Ok();
 }
 
+// ---- errors raised into the plugin --------------------------------------------------------
+
+// Raises "code: text" exactly: no "chunk:line:" position in front (luaL_error would add the
+// caller's), so `err:match("^(%w+):")` finds the code as the API documents.
+[[noreturn]] void Raise(lua_State* L, std::string_view code, std::string_view text) {
+  std::string message;
+  message.append(code).append(": ").append(text);
+  lua_pushlstring(L, message.data(), message.size());
+  message.clear();
+  message.shrink_to_fit();
+  lua_error(L);
+  std::abort();  // lua_error does not return
+}
+
+// "invalid: ... is not valid UTF-8 (at byte N)" when `text` is not, for strings that must be
+// text: a name (path, program, URL, header) is refused rather than changed.
+void RequireUtf8(lua_State* L, std::string_view text, std::string_view what) {
+  if (auto bad = FirstInvalidUtf8Byte(text)) {
+    Raise(L, "invalid",
+          std::string(what) + " is not valid UTF-8 (at byte " + std::to_string(*bad) + ")");
+  }
+}
+
 // ---- JSON <-> Lua ---------------------------------------------------------------------
 
 void PushJson(lua_State* L, const json& v, int depth) {
-  if (depth > kMaxJsonDepth) luaL_error(L, "invalid: value nested too deeply");
+  if (depth > kMaxJsonDepth) Raise(L, "invalid", "value nested too deeply");
   luaL_checkstack(L, 3, "json");
   switch (v.type()) {
     case json::value_t::null:
@@ -291,7 +315,7 @@ void PushJson(lua_State* L, const json& v, int depth) {
 
 json ToJson(lua_State* L, int index, int depth) {
   index = lua_absindex(L, index);
-  if (depth > kMaxJsonDepth) luaL_error(L, "invalid: value nested too deeply (or a cycle)");
+  if (depth > kMaxJsonDepth) Raise(L, "invalid", "value nested too deeply (or a cycle)");
   switch (lua_type(L, index)) {
     case LUA_TNIL:
       return nullptr;
@@ -301,12 +325,15 @@ json ToJson(lua_State* L, int index, int depth) {
       if (lua_isinteger(L, index)) return static_cast<int64_t>(lua_tointeger(L, index));
       {
         double d = lua_tonumber(L, index);
-        if (!std::isfinite(d)) luaL_error(L, "invalid: non-finite number cannot be returned");
+        if (!std::isfinite(d)) Raise(L, "invalid", "non-finite number cannot be returned");
         return d;
       }
     case LUA_TSTRING: {
+      // JSON carries Unicode text only: bytes that are not UTF-8 would be replaced on the way,
+      // and what arrives would not be what the plugin gave.
       size_t len;
       const char* s = lua_tolstring(L, index, &len);
+      RequireUtf8(L, std::string_view(s, len), "a string in the data");
       return std::string(s, len);
     }
     case LUA_TTABLE: {
@@ -331,17 +358,17 @@ json ToJson(lua_State* L, int index, int depth) {
       lua_pushnil(L);
       while (lua_next(L, index)) {
         if (lua_type(L, -2) != LUA_TSTRING)
-          luaL_error(L, "invalid: table keys must be strings or a 1..n sequence");
+          Raise(L, "invalid", "table keys must be strings or a 1..n sequence");
         size_t len;
         const char* k = lua_tolstring(L, -2, &len);
+        RequireUtf8(L, std::string_view(k, len), "a table key in the data");
         obj[std::string(k, len)] = ToJson(L, -1, depth + 1);
         lua_pop(L, 1);
       }
       return obj;
     }
     default:
-      luaL_error(L, "invalid: cannot convert a %s to data", luaL_typename(L, index));
-      return nullptr;
+      Raise(L, "invalid", std::string("cannot convert a ") + luaL_typename(L, index) + " to data");
   }
 }
 
@@ -351,17 +378,35 @@ std::string DumpJson(const json& v) {
 
 // ---- helpers for the API functions ----------------------------------------------------
 
-std::string CheckString(lua_State* L, int arg) {
+// Argument `arg` of `fn` as bytes: a string (or a number, as Lua converts it). Anything else
+// is "invalid: <fn>: <what> must be a string (got <type>)".
+std::string ArgBytes(lua_State* L, int arg, const char* fn, const char* what) {
+  const int type = lua_type(L, arg);
+  if (type != LUA_TSTRING && type != LUA_TNUMBER) {
+    Raise(L, "invalid",
+          std::string(fn) + ": " + what + " must be a string (got " +
+              (type == LUA_TNONE ? "nothing" : lua_typename(L, type)) + ")");
+  }
   size_t len;
-  const char* s = luaL_checklstring(L, arg, &len);
+  const char* s = lua_tolstring(L, arg, &len);
   return std::string(s, len);
 }
 
-[[noreturn]] void RaiseError(lua_State* L, const Error& e) {
-  lua_pushlstring(L, PluginErrorText(e).data(), PluginErrorText(e).size());
-  lua_error(L);
-  std::abort();  // lua_error does not return
+// The same for a name (a path, a URI): it must also be UTF-8 text.
+std::string ArgText(lua_State* L, int arg, const char* fn, const char* what) {
+  std::string s = ArgBytes(L, arg, fn, what);
+  RequireUtf8(L, s, std::string(fn) + ": " + what);
+  return s;
 }
+
+void ArgTable(lua_State* L, int arg, const char* fn) {
+  if (lua_type(L, arg) != LUA_TTABLE) {
+    Raise(L, "invalid",
+          std::string(fn) + " expects an options table (got " + luaL_typename(L, arg) + ")");
+  }
+}
+
+[[noreturn]] void RaiseError(lua_State* L, const Error& e) { Raise(L, e.code, e.message); }
 
 std::vector<std::string> CallGateway(lua_State* L, const std::string& op,
                                      std::vector<std::string> args) {
@@ -379,15 +424,21 @@ std::vector<std::string> CallEditor(lua_State* L, const std::string& op,
   return std::move(*r);
 }
 
-// A string field of the table at `index`, or `fallback` when absent.
-std::string OptStringField(lua_State* L, int index, const char* key, const std::string& fallback) {
+// A string field of the table at `index`, or `fallback` when absent. `text`: it names something
+// (a URL, a program) and must be UTF-8; otherwise it is data and any bytes go.
+std::string OptStringField(lua_State* L, int index, const char* key, const std::string& fallback,
+                           bool text = true) {
   lua_getfield(L, index, key);
   std::string out = fallback;
   if (!lua_isnil(L, -1)) {
-    if (lua_type(L, -1) != LUA_TSTRING) luaL_error(L, "invalid: field '%s' must be a string", key);
+    if (lua_type(L, -1) != LUA_TSTRING) {
+      Raise(L, "invalid",
+            std::string("field '") + key + "' must be a string (got " + luaL_typename(L, -1) + ")");
+    }
     size_t len;
     const char* s = lua_tolstring(L, -1, &len);
     out.assign(s, len);
+    if (text) RequireUtf8(L, out, std::string("field '") + key + "'");
   }
   lua_pop(L, 1);
   return out;
@@ -396,22 +447,23 @@ std::string OptStringField(lua_State* L, int index, const char* key, const std::
 // ---- the plugin API ----------------------------------------------------------------------
 
 int AnvilCommand(lua_State* L) {
-  std::string name = CheckString(L, 1);
-  luaL_checktype(L, 2, LUA_TFUNCTION);
-  if (name.empty() || name.size() > 128) luaL_error(L, "invalid: bad command name");
+  std::string name = ArgBytes(L, 1, "anvil.command", "name");
+  if (lua_type(L, 2) != LUA_TFUNCTION) {
+    Raise(L, "invalid", "anvil.command: handler must be a function");
+  }
+  if (name.empty() || name.size() > 128) Raise(L, "invalid", "bad command name");
   for (char c : name) {
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) {
-      luaL_error(L, "invalid: command names use [A-Za-z0-9._-]");
+      Raise(L, "invalid", "command names use [A-Za-z0-9._-]");
     }
   }
   lua_getfield(L, LUA_REGISTRYINDEX, kCommandsKey);
   // A second registration of a name is a mistake (two handlers, one silently lost), never a
   // replacement: the plugin fails to load and says which name.
   if (lua_getfield(L, -1, name.c_str()) != LUA_TNIL) {
-    luaL_error(L,
-               "invalid: anvil.command: '%s' is already registered (fix: give each command "
-               "its own name)",
-               name.c_str());
+    Raise(L, "invalid",
+          "anvil.command: '" + name +
+              "' is already registered (fix: give each command its own name)");
   }
   lua_pop(L, 1);
   lua_pushvalue(L, 2);
@@ -421,24 +473,28 @@ int AnvilCommand(lua_State* L) {
 }
 
 int FsRead(lua_State* L) {
-  auto f = CallGateway(L, "fs.read", {CheckString(L, 1)});
-  if (f.size() != 1) luaL_error(L, "io: malformed reply");
+  auto f = CallGateway(L, "fs.read", {ArgText(L, 1, "sys.fs.read", "path")});
+  if (f.size() != 1) Raise(L, "io", "malformed reply");
   lua_pushlstring(L, f[0].data(), f[0].size());
   return 1;
 }
 
 int FsWrite(lua_State* L) {
-  CallGateway(L, "fs.write", {CheckString(L, 1), CheckString(L, 2)});
+  std::string path = ArgText(L, 1, "sys.fs.write", "path");
+  CallGateway(L, "fs.write", {std::move(path), ArgBytes(L, 2, "sys.fs.write", "data")});
   return 0;
 }
 
+// sys.fs.list(dir) -> entries, omitted: `omitted` counts the entries left out because their
+// names are not valid workspace path components (not UTF-8, control characters), so a listing
+// never silently looks complete.
 int FsList(lua_State* L) {
-  auto fields = CallGateway(L, "fs.list", {CheckString(L, 1)});
-  auto entries = DecodeListing(fields);
-  if (!entries) RaiseError(L, entries.error());
-  lua_createtable(L, static_cast<int>(entries->size()), 0);
+  auto fields = CallGateway(L, "fs.list", {ArgText(L, 1, "sys.fs.list", "dir")});
+  auto listing = DecodeListing(fields);
+  if (!listing) RaiseError(L, listing.error());
+  lua_createtable(L, static_cast<int>(listing->entries.size()), 0);
   lua_Integer i = 1;
-  for (const auto& e : *entries) {
+  for (const auto& e : listing->entries) {
     lua_createtable(L, 0, 2);
     lua_pushlstring(L, e.name.data(), e.name.size());
     lua_setfield(L, -2, "name");
@@ -446,11 +502,12 @@ int FsList(lua_State* L) {
     lua_setfield(L, -2, "type");
     lua_rawseti(L, -2, i++);
   }
-  return 1;
+  lua_pushinteger(L, static_cast<lua_Integer>(listing->omitted));
+  return 2;
 }
 
 int FsStat(lua_State* L) {
-  auto st = DecodeStat(CallGateway(L, "fs.stat", {CheckString(L, 1)}));
+  auto st = DecodeStat(CallGateway(L, "fs.stat", {ArgText(L, 1, "sys.fs.stat", "path")}));
   if (!st) RaiseError(L, st.error());
   lua_createtable(L, 0, 3);
   lua_pushlstring(L, st->type.data(), st->type.size());
@@ -463,18 +520,18 @@ int FsStat(lua_State* L) {
 }
 
 int NetFetch(lua_State* L) {
-  luaL_checktype(L, 1, LUA_TTABLE);
+  ArgTable(L, 1, "sys.net.fetch");
   std::string url = OptStringField(L, 1, "url", "");
-  if (url.empty()) luaL_error(L, "invalid: fetch needs url");
+  if (url.empty()) Raise(L, "invalid", "fetch needs url");
   std::string method = OptStringField(L, 1, "method", "GET");
-  std::string body = OptStringField(L, 1, "body", "");
+  std::string body = OptStringField(L, 1, "body", "", /*text=*/false);
   lua_getfield(L, 1, "headers");
   json headers = lua_isnil(L, -1) ? json::object() : ToJson(L, -1, 0);
   lua_pop(L, 1);
   if (headers.is_array() && headers.empty()) headers = json::object();
-  if (!headers.is_object()) luaL_error(L, "invalid: headers must be a table of strings");
+  if (!headers.is_object()) Raise(L, "invalid", "headers must be a table of strings");
   auto f = CallGateway(L, "net.fetch", {url, method, DumpJson(headers), body});
-  if (f.size() != 3) luaL_error(L, "io: malformed fetch reply");
+  if (f.size() != 3) Raise(L, "io", "malformed fetch reply");
   lua_createtable(L, 0, 3);
   lua_pushinteger(L, std::strtoll(f[0].c_str(), nullptr, 10));
   lua_setfield(L, -2, "status");
@@ -486,21 +543,21 @@ int NetFetch(lua_State* L) {
 }
 
 int Exec(lua_State* L) {
-  luaL_checktype(L, 1, LUA_TTABLE);
+  ArgTable(L, 1, "sys.exec");
   std::string program = OptStringField(L, 1, "program", "");
-  if (program.empty()) luaL_error(L, "invalid: exec needs program");
-  std::string stdin_data = OptStringField(L, 1, "stdin", "");
+  if (program.empty()) Raise(L, "invalid", "exec needs program");
+  std::string stdin_data = OptStringField(L, 1, "stdin", "", /*text=*/false);
   lua_getfield(L, 1, "args");
   json args = lua_isnil(L, -1) ? json::array() : ToJson(L, -1, 0);
   lua_pop(L, 1);
   if (args.is_object() && args.empty()) args = json::array();
-  if (!args.is_array()) luaL_error(L, "invalid: args must be a list of strings");
+  if (!args.is_array()) Raise(L, "invalid", "args must be a list of strings");
   for (const auto& a : args) {
-    if (!a.is_string()) luaL_error(L, "invalid: args must be a list of strings");
+    if (!a.is_string()) Raise(L, "invalid", "args must be a list of strings");
   }
   auto f = CallGateway(L, "exec", {program, DumpJson(args), stdin_data});
   // [code, stdout, stderr, stdout_truncated, stderr_truncated, limit]
-  if (f.size() != 6) luaL_error(L, "io: malformed exec reply");
+  if (f.size() != 6) Raise(L, "io", "malformed exec reply");
   lua_createtable(L, 0, 5);
   lua_pushinteger(L, std::strtoll(f[0].c_str(), nullptr, 10));
   lua_setfield(L, -2, "code");
@@ -518,12 +575,13 @@ int Exec(lua_State* L) {
 }
 
 int EditorNotify(lua_State* L) {
-  CallEditor(L, "editor.notify", {CheckString(L, 1)});
+  CallEditor(L, "editor.notify", {ArgBytes(L, 1, "editor.notify", "text")});
   return 0;
 }
 
 int BufferGet(lua_State* L) {
-  auto b = DecodeBuffer(CallEditor(L, "editor.buffer.get", {CheckString(L, 1)}));
+  auto b =
+      DecodeBuffer(CallEditor(L, "editor.buffer.get", {ArgText(L, 1, "editor.buffer.get", "uri")}));
   if (!b) RaiseError(L, b.error());
   lua_createtable(L, 0, 3);
   lua_pushlstring(L, b->uri.data(), b->uri.size());
@@ -536,9 +594,12 @@ int BufferGet(lua_State* L) {
 }
 
 int BufferEdit(lua_State* L) {
-  std::string uri = CheckString(L, 1);
-  lua_Integer version = luaL_checkinteger(L, 2);
-  luaL_checktype(L, 3, LUA_TTABLE);
+  std::string uri = ArgText(L, 1, "editor.buffer.edit", "uri");
+  if (!lua_isinteger(L, 2)) Raise(L, "invalid", "editor.buffer.edit: version must be an integer");
+  lua_Integer version = lua_tointeger(L, 2);
+  if (lua_type(L, 3) != LUA_TTABLE) {
+    Raise(L, "invalid", "editor.buffer.edit: edits must be a table");
+  }
   json edits = ToJson(L, 3, 0);
   CallEditor(L, "editor.buffer.edit", {uri, std::to_string(version), DumpJson(edits)});
   lua_pushboolean(L, 1);
@@ -716,7 +777,7 @@ int RawSetGuarded(lua_State* L) {
   lua_getfield(L, LUA_REGISTRYINDEX, kProtectedKey);
   lua_pushvalue(L, 1);
   lua_rawget(L, -2);
-  if (lua_toboolean(L, -1)) luaL_error(L, "denied: Anvil's tables are read-only");
+  if (lua_toboolean(L, -1)) Raise(L, "denied", "Anvil's tables are read-only");
   lua_pop(L, 2);
   luaL_checkany(L, 2);
   luaL_checkany(L, 3);
@@ -749,7 +810,7 @@ int CollectGarbage(lua_State* L) {
 }
 
 int OsTime(lua_State* L) {
-  if (!lua_isnoneornil(L, 1)) luaL_error(L, "invalid: os.time takes no arguments here");
+  if (!lua_isnoneornil(L, 1)) Raise(L, "invalid", "os.time takes no arguments here");
   lua_pushinteger(L, static_cast<lua_Integer>(std::time(nullptr)));
   return 1;
 }
@@ -760,14 +821,14 @@ int OsClock(lua_State* L) {
 }
 
 int Require(lua_State* L) {
-  std::string name = CheckString(L, 1);
+  std::string name = ArgBytes(L, 1, "require", "module name");
   lua_getfield(L, LUA_REGISTRYINDEX, kLoadedKey);
   lua_getfield(L, -1, name.c_str());
   if (!lua_isnil(L, -1)) return 1;
   lua_pop(L, 1);
   lua_getfield(L, LUA_REGISTRYINDEX, kModulesKey);
   lua_getfield(L, -1, name.c_str());
-  if (lua_isnil(L, -1)) luaL_error(L, "not_found: no module '%s' in this plugin", name.c_str());
+  if (lua_isnil(L, -1)) Raise(L, "not_found", "no module '" + name + "' in this plugin");
   size_t len;
   const char* code = lua_tolstring(L, -1, &len);
   std::string chunk = "=" + name;
@@ -819,7 +880,7 @@ void LockTable(lua_State* L, bool iterable = true) {
   lua_pushvalue(L, real);
   lua_setfield(L, -2, "__index");
   lua_pushcfunction(
-      L, [](lua_State* S) -> int { return luaL_error(S, "denied: Anvil's tables are read-only"); });
+      L, [](lua_State* S) -> int { Raise(S, "denied", "Anvil's tables are read-only"); });
   lua_setfield(L, -2, "__newindex");
   if (iterable) {
     lua_pushvalue(L, real);

@@ -18,6 +18,7 @@
 #include <deque>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string_view>
 
@@ -43,6 +44,11 @@ Result<std::string> ReadBeneath(int dir, const std::string& rel) {
   do {
     fd = syscall(SYS_openat2, dir, rel.c_str(), &how, sizeof(how));
   } while (fd < 0 && errno == EAGAIN);
+  if (fd < 0 && errno == ELOOP) {
+    return Fail("invalid", "plugin file " + rel +
+                               " is a symbolic link (or goes through one); plugin files must be "
+                               "regular files inside the plugin directory");
+  }
   if (fd < 0) return SysFail(errno == ENOENT ? "not_found" : "invalid", "plugin file " + rel);
   UniqueFd f(static_cast<int>(fd));
   struct stat st {};
@@ -189,7 +195,10 @@ Status CheckPins(const PluginSource& source, const HostOptions& o,
 class SessionChannel {
  public:
   explicit SessionChannel(int fd) : fd_(fd) {}
+  // The trusted side stops a host whose frame is over its cap (ipc::kMaxFrameBytes): a message
+  // that would be is refused here ("limit"), and the channel stays in step.
   Status Send(const std::string& bytes) {
+    if (auto fits = ipc::CheckFrameFits(bytes); !fits) return fits;
     size_t off = 0;
     while (off < bytes.size()) {
       ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
@@ -227,6 +236,9 @@ class HostApiImpl : public HostApi {
   Result<std::vector<std::string>> Gateway(const std::string& op,
                                            std::vector<std::string> args) override {
     auto r = gateway_.Call(op, std::move(args));
+    // A request over the frame cap was refused before sending: its own error, the channel is
+    // intact. Anything else means the channel broke.
+    if (!r && r.error().code == "limit") return tl::unexpected(r.error());
     if (!r) return Fail("io", "gateway unreachable: " + r.error().message);
     if (!r->ok) return Fail(r->fields[0], r->fields[1]);
     return std::move(r->fields);
@@ -329,9 +341,18 @@ int RunPluginHost(const HostOptions& o) {
   }
   auto handoff = ReadHandoff(o.token_fd);
   if (!handoff) return fail(handoff.error().ToString());
+  // A plugin file that cannot be read (missing, a symlink, too large) or that anvil.lock does
+  // not pin is the plugin's failure, not the sandbox's: it is answered as the load error (and
+  // said on stderr), after the lockdown like any other, so exit 125 keeps meaning "a sandbox
+  // layer could not be applied".
+  std::optional<Error> load_error;
   auto source = ReadPluginSource(o);
-  if (!source) return fail(source.error().ToString());
-  if (auto s = CheckPins(*source, o, handoff->pins); !s) return fail(s.error().ToString());
+  if (!source) {
+    load_error = source.error();
+  } else if (auto s = CheckPins(*source, o, handoff->pins); !s) {
+    load_error = s.error();
+  }
+  if (load_error) std::cerr << "anvil-plugin-host: " << load_error->ToString() << "\n";
 
   ipc::GatewayClient gateway(UniqueFd(o.gateway_fd), std::move(handoff->token));
   SessionChannel session(o.session_fd);
@@ -345,8 +366,9 @@ int RunPluginHost(const HostOptions& o) {
   if (auto s = LockDown(o.lockdown); !s) return fail(s.error().ToString());
   if (!o.test_attack_after_lockdown.empty()) SelfAttack(o.test_attack_after_lockdown);
 
-  std::optional<Error> load_error;
-  if (auto hello = gateway.Hello(o.plugin_id, o.workspace); !hello) {
+  if (load_error) {
+    // Nothing of the plugin runs; the first request gets the error.
+  } else if (auto hello = gateway.Hello(o.plugin_id, o.workspace); !hello) {
     load_error =
         Error{hello.error().code, "gateway refused this host: " + hello.error().message, 0};
   } else if (auto s = runtime->Load(*source); !s) {
@@ -373,13 +395,32 @@ int RunPluginHost(const HostOptions& o) {
       response = ipc::Response{request->id, true, runtime->Commands()};
     } else if (request->op == "command.run" && request->args.size() == 2) {
       auto result = runtime->RunCommand(request->args[0], request->args[1]);
+      // The result crosses to Anvil as JSON, which holds Unicode text only: a JS string with a
+      // lone surrogate (escaped as "\ud800" by JSON.stringify) is refused here, by name, instead
+      // of reaching the trusted side as text it cannot read. (One over the size cap is refused
+      // below without reading it.)
+      if (result && result->size() <= ipc::kMaxFrameBytes && !nlohmann::json::accept(*result)) {
+        result = Fail("invalid",
+                      "the command's result is not valid Unicode text (a string holds a lone "
+                      "surrogate or bytes that are not UTF-8)");
+      }
       response =
           result ? ipc::Response{request->id, true, {std::move(*result)}}
                  : ipc::Response::Error(request->id, result.error().code, result.error().message);
     } else {
       response = ipc::Response::Error(request->id, "invalid", "unknown request " + request->op);
     }
-    if (!session.Send(ipc::EncodeResponse(response))) return 0;
+    std::string encoded = ipc::EncodeResponse(response);
+    if (auto fits = ipc::CheckFrameFits(encoded); !fits) {
+      // A result the trusted side could not take in one frame: say so, with the cap.
+      response = ipc::Response::Error(
+          request->id, "limit",
+          "the command's result is " + std::to_string(encoded.size() - 4) +
+              " bytes, over the cap of " + std::to_string(ipc::kMaxFrameBytes) +
+              " bytes for one message to Anvil; return less (write large output to a file)");
+      encoded = ipc::EncodeResponse(response);
+    }
+    if (!session.Send(encoded)) return 0;
     if (load_error) return 1;
   }
 }

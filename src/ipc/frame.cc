@@ -127,6 +127,13 @@ std::string EncodeControl(std::string_view json) {
   return Finish(std::move(out));
 }
 
+Status CheckFrameFits(const std::string& encoded, uint32_t max_frame) {
+  if (encoded.size() < 4 || encoded.size() - 4 <= max_frame) return Ok();
+  return Fail("limit", "message of " + std::to_string(encoded.size() - 4) +
+                           " bytes is over the frame cap of " + std::to_string(max_frame) +
+                           " bytes; nothing was sent");
+}
+
 Result<Request> DecodeRequest(std::string_view body) {
   Cursor c(body);
   Request r;

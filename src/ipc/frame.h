@@ -55,6 +55,11 @@ std::string EncodeResponse(const Response& response);
 std::string EncodeCancel(uint64_t id);
 std::string EncodeControl(std::string_view json);
 
+// Whether an encoded frame fits a reader with cap `max_frame` (its length field is at most the
+// cap). A sender checks before writing: a frame over the peer's cap makes the peer close the
+// connection, so an oversized request must fail on its own ("limit") and the channel live on.
+Status CheckFrameFits(const std::string& encoded, uint32_t max_frame = kMaxFrameBytes);
+
 Result<Request> DecodeRequest(std::string_view body);
 Result<Response> DecodeResponse(std::string_view body);
 Result<uint64_t> DecodeCancel(std::string_view body);

@@ -22,7 +22,15 @@ Status GatewayClient::WriteAll(const std::string& bytes) {
 
 Result<uint64_t> GatewayClient::Send(const std::string& op, std::vector<std::string> args) {
   Request r{next_id_++, token_, op, std::move(args)};
-  if (auto s = WriteAll(EncodeRequest(r)); !s) return tl::unexpected(s.error());
+  const std::string frame = EncodeRequest(r);
+  // The gateway closes a connection that sends a frame over its cap: refuse the request here
+  // instead, so one oversized sys.fs.write cannot cut the plugin off from the gateway.
+  if (auto s = CheckFrameFits(frame, max_frame_); !s) {
+    return Fail("limit", op + ": request of " + std::to_string(frame.size() - 4) +
+                             " bytes is over the gateway's frame cap of " +
+                             std::to_string(max_frame_) + " bytes; nothing was sent");
+  }
+  if (auto s = WriteAll(frame); !s) return tl::unexpected(s.error());
   return r.id;
 }
 
@@ -73,6 +81,17 @@ Result<std::string> GatewayClient::Hello(const std::string& plugin_id,
   auto r = Call("hello", {plugin_id, workspace});
   if (!r) return tl::unexpected(r.error());
   if (!r->ok) return Fail(r->fields[0], r->fields[1]);
+  // [session id, frame cap]; a gateway that names no cap keeps ours.
+  if (r->fields.size() >= 2) {
+    uint64_t cap = 0;
+    const std::string& text = r->fields[1];
+    bool digits = !text.empty() && text.size() <= 10;
+    for (char c : text) {
+      digits = digits && c >= '0' && c <= '9';
+      if (digits) cap = cap * 10 + static_cast<uint64_t>(c - '0');
+    }
+    if (digits && cap > 0 && cap < max_frame_) max_frame_ = static_cast<uint32_t>(cap);
+  }
   return r->fields.empty() ? std::string() : r->fields[0];
 }
 

@@ -16,10 +16,12 @@ class GatewayClient {
   GatewayClient(UniqueFd socket, std::string token_bytes)
       : socket_(std::move(socket)), token_(std::move(token_bytes)) {}
 
-  // Binds the connection to this plugin; returns the session id.
+  // Binds the connection to this plugin; returns the session id. The gateway's answer also
+  // names its frame cap, which every later request is checked against before it is sent.
   Result<std::string> Hello(const std::string& plugin_id, const std::string& workspace);
   // Sends one request and waits for its response (an error response is a value, not a
-  // failure; a failure means the channel broke).
+  // failure; a failure means the channel broke, except "limit": a request over the frame cap
+  // is refused before a byte of it is sent, and the connection stays usable).
   Result<Response> Call(const std::string& op, std::vector<std::string> args);
   Status SendCancel(uint64_t id);
   // Lower level, for pipelining: send now, collect later (in order of arrival).
@@ -33,6 +35,7 @@ class GatewayClient {
   UniqueFd socket_;
   std::string token_;
   uint64_t next_id_ = 1;
+  uint32_t max_frame_ = kMaxFrameBytes;  // the gateway's cap, once hello told it
   FrameReader reader_;
 };
 

@@ -13,21 +13,12 @@
 #include <string>
 #include <string_view>
 
+#include "policy/display_text.h"
 #include "policy/grant.h"
 
 namespace anvil {
 
-// Makes untrusted text safe to show on one line of a terminal or editor prompt:
-//  - terminal escape sequences (CSI "ESC [ ... final", OSC/DCS/SOS/PM/APC strings up to BEL or
-//    ST, two-byte ESC sequences, and their 8-bit C1 forms) are removed whole, so no remnant like
-//    "[2J" is left either;
-//  - other C0/C1 controls and DEL are removed; line breaks and tabs (\n, \r, \t, \v, \f, NEL,
-//    U+2028, U+2029) become a single space so text can never start a new line;
-//  - bidirectional formatting characters ("Trojan Source"), zero-width and other invisible
-//    format characters, and Unicode tag characters are removed;
-//  - bytes that are not strict UTF-8 become U+FFFD;
-//  - the result is capped at `max_code_points`, with "…" appended when cut.
-std::string SanitizeForDisplay(std::string_view untrusted, std::size_t max_code_points = 200);
+// SanitizeForDisplay (policy/display_text.h) is the sanitizer for every string shown here.
 
 // Whether approving `requested` needs the user's consent, given the grant previously approved
 // for the same workspace and plugin id under any manifest hash (GrantStore::FindLatest).

@@ -70,7 +70,9 @@ Result<Manifest> LoadManifest(const std::string& plugin_dir);
 // symbolic link at any component, the way the plugin host opens it. A missing entry, a symlink,
 // one outside the directory or something other than a regular file is an "invalid" error at
 // the entry's line and column, with a fix. `anvil plugin inspect` and `approve` call it after
-// LoadManifest, so such a plugin is refused before anyone is asked to approve it.
+// LoadManifest, so such a plugin is refused before anyone is asked to approve it; `anvil run`
+// and `anvil serve` call it too, so it is a manifest error there, never a plugin host that
+// could not start (exit 125).
 Status CheckManifestEntry(const std::string& plugin_dir, const Manifest& manifest);
 
 // Lower-case hex SHA-256 over the exact file bytes (no normalization: any change, even in a

@@ -80,7 +80,9 @@ Result<std::unique_ptr<GatewayProcess>> GatewayProcess::Start(const GatewayConfi
   }
   if (!ready->is_object() || ready->value("event", "") != "ready") {
     g->Stop(0);
-    return Fail("internal", "gateway did not report ready: " + ready->dump());
+    return Fail("internal",
+                "gateway did not report ready: " +
+                    ready->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
   g->socket_path_ = ready->value("socket", "");
   g->audit_log_ = ready->value("audit_log", "");
@@ -124,7 +126,10 @@ Result<nlohmann::json> GatewayProcess::ReadControl(int timeout_ms) {
 Result<nlohmann::json> GatewayProcess::Control(nlohmann::json message) {
   uint64_t seq = seq_++;
   message["seq"] = seq;
-  std::string frame = ipc::EncodeControl(message.dump());
+  // Every string here is validated text (plugin ids, globs, the workspace path); replace rather
+  // than throw should one ever not be.
+  std::string frame =
+      ipc::EncodeControl(message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   if (::send(control_.Get(), frame.data(), frame.size(), MSG_NOSIGNAL) !=
       static_cast<ssize_t>(frame.size())) {
     return SysFail("internal", "control send");

@@ -30,6 +30,17 @@ Status SendAll(int fd, const std::string& bytes) {
   }
   return Ok();
 }
+// What the host's unreadable frame was: over the size cap ("limit", with the cap; a host
+// checks its own messages against it, so only a compromised one gets here), or malformed.
+Error FrameError(const Error& reader_error) {
+  if (reader_error.code == "limit") {
+    return Error{"limit",
+                 "the plugin host sent a message over the size cap (" + reader_error.message + ")",
+                 0};
+  }
+  return Error{"invalid", "the plugin host sent a malformed frame (" + reader_error.message + ")",
+               0};
+}
 }  // namespace
 
 Result<std::unique_ptr<HostProcess>> HostProcess::Start(const HostConfig& config,
@@ -213,7 +224,7 @@ Result<std::vector<HostProcess::Event>> HostProcess::ReadEvents(bool* closed) {
   }
   while (true) {
     auto next = reader_.Next();
-    if (!next) return Fail("invalid", "the plugin host sent a malformed frame");
+    if (!next) return tl::unexpected(FrameError(next.error()));
     if (!*next) break;
     const ipc::Frame& f = **next;
     Event e;
@@ -280,7 +291,9 @@ Result<ipc::Response> HostProcess::Call(const std::string& op, std::vector<std::
     auto next = reader_.Next();
     if (!next) {
       Kill("malformed frame from host");
-      return Fail("error", "the plugin host sent a malformed frame and was stopped");
+      Error e = FrameError(next.error());
+      e.message += " and was stopped";
+      return tl::unexpected(e);
     }
     if (*next) {
       const ipc::Frame& f = **next;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "common/json_depth.h"
+
 namespace anvil::session {
 namespace {
 
@@ -160,7 +162,15 @@ std::optional<LspEvent> LspReader::Next() {
   std::string_view body = pending.substr(0, *body_length_);
   offset_ += *body_length_;
   body_length_.reset();
-  auto json = nlohmann::json::parse(body, nullptr, false);
+  // Bounded: a message nested a million deep parses, then overflows the stack when its id or
+  // params are echoed.
+  bool too_deep = false;
+  auto json = ParseBoundedJson(body, &too_deep);
+  if (too_deep) {
+    return Fail("parse error: the body nests arrays/objects deeper than " +
+                    std::to_string(kMaxJsonNesting) + " levels",
+                -32700);
+  }
   if (json.is_discarded()) return Fail("parse error: the body is not valid UTF-8 JSON", -32700);
   LspEvent e;
   e.message = std::move(json);

@@ -60,7 +60,13 @@ Catalog DiscoverPlugins(const CatalogOptions& options) {
       auto manifest = LoadManifest(entry.dir);
       if (manifest) {
         entry.id = manifest->id;
-        entry.manifest = std::move(*manifest);
+        // An entry that is missing or a symlink makes the plugin invalid here (with the
+        // manifest's line and column), not a host that fails to start.
+        if (auto checked = CheckManifestEntry(entry.dir, *manifest); !checked) {
+          entry.error = checked.error();
+        } else {
+          entry.manifest = std::move(*manifest);
+        }
       } else {
         entry.id = entry.dir.substr(entry.dir.rfind('/') + 1);
         entry.error = manifest.error();

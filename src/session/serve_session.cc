@@ -16,6 +16,7 @@
 #include <optional>
 #include <set>
 
+#include "common/json_depth.h"
 #include "common/unique_fd.h"
 #include "fs/path_glob.h"
 #include "fs/workspace_path.h"
@@ -1248,8 +1249,16 @@ void Server::OnRunDone(Plugin& p, const ipc::Response& r) {
             Error{r.fields.size() == 2 ? r.fields[0] : "error",
                   r.fields.size() == 2 ? r.fields[1] : "malformed error", 0});
   } else {
-    json value = r.fields.size() == 1 ? json::parse(r.fields[0], nullptr, false) : json();
-    if (r.fields.size() != 1 || value.is_discarded()) {
+    // Bounded: a result nested a million deep would overflow the stack when sent on.
+    bool too_deep = false;
+    json value = r.fields.size() == 1 ? ParseBoundedJson(r.fields[0], &too_deep) : json();
+    if (too_deep) {
+      FailRun(p.entry.id, run,
+              Error{"limit",
+                    "the command's result is nested deeper than " +
+                        std::to_string(kMaxJsonNesting) + " levels",
+                    0});
+    } else if (r.fields.size() != 1 || value.is_discarded()) {
       FailRun(p.entry.id, run, Error{"error", "the plugin host returned a malformed result", 0});
     } else {
       Progress(run, {{"kind", "end"}, {"message", "done"}});

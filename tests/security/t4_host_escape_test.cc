@@ -234,6 +234,54 @@ TEST_P(T4HostEscape, PluginFilesSwappedAfterTheLockCheckNeverRun) {
   }
 }
 
+// A plugin file the host cannot take (a module swapped for a symlink after the trusted side
+// checked the directory, or one that changed since) is the plugin's failure: it is answered as
+// the load error, nothing of the plugin runs, and the host exits 1. Exit 125 stays "a sandbox
+// layer could not be applied" (it used to be this case too, and `anvil run` then said the
+// sandbox could not be set up).
+TEST_P(T4HostEscape, UnreadablePluginFileIsALoadErrorNotASandboxFailure) {
+  const std::string ext = Lua() ? ".lua" : ".js";
+  const std::string code =
+      Lua() ? "sys.fs.write('notes/ran.txt', 'x')" : "sys.fs.write('notes/ran.txt', 'x');";
+  ASSERT_EQ(Shell("mkdir -p '" + plugin_->path() + "/lib'"), 0);
+  // Benign: a regular module next to the entry loads.
+  WriteFile(*plugin_ / ("lib/util" + ext), "");
+  {
+    auto host = StartPlugin(code);
+    ASSERT_TRUE(host) << host.error().ToString();
+    auto d = (*host)->Describe(5s);
+    ASSERT_TRUE(d) << d.error().ToString() << (*host)->stderr_text();
+    EXPECT_TRUE(Exists(*ws_ / "notes/ran.txt"));
+    (void)(*host)->Stop();
+    ASSERT_EQ(::unlink((*ws_ / "notes/ran.txt").c_str()), 0);
+  }
+  // The module is a symlink (to a file the host could otherwise read).
+  ASSERT_EQ(::unlink((*plugin_ / ("lib/util" + ext)).c_str()), 0);
+  ASSERT_EQ(::symlink("/etc/passwd", (*plugin_ / ("lib/util" + ext)).c_str()), 0);
+  auto host = StartPlugin(code);
+  ASSERT_TRUE(host) << host.error().ToString();
+  auto d = (*host)->Describe(5s);
+  ASSERT_FALSE(d) << "a plugin with a symlinked module ran";
+  EXPECT_EQ(d.error().code, "invalid") << d.error().ToString();
+  EXPECT_NE(d.error().message.find("lib/util" + ext + " is a symbolic link"), std::string::npos)
+      << d.error().ToString();
+  auto status = (*host)->Stop(5000ms);
+  ASSERT_TRUE(status);
+  EXPECT_EQ(*status, 1) << (*host)->stderr_text();
+  EXPECT_FALSE(Exists(*ws_ / "notes/ran.txt"));
+  // A pinned entry that changed since the check: the same (a load error, exit 1).
+  ASSERT_EQ(::unlink((*plugin_ / ("lib/util" + ext)).c_str()), 0);
+  host = StartPlugin(code, {}, {{GetParam().entry, Sha256Hex("other code")}});
+  ASSERT_TRUE(host) << host.error().ToString();
+  d = (*host)->Describe(5s);
+  ASSERT_FALSE(d) << "a changed entry ran";
+  EXPECT_EQ(d.error().code, "denied") << d.error().ToString();
+  status = (*host)->Stop(5000ms);
+  ASSERT_TRUE(status);
+  EXPECT_EQ(*status, 1) << (*host)->stderr_text();
+  EXPECT_FALSE(Exists(*ws_ / "notes/ran.txt"));
+}
+
 // The compromise simulation: whatever the VM does, the kernel says no.
 TEST_P(T4HostEscape, CompromisedHostIsStoppedByTheKernel) {
   for (const std::string attack : {"open", "openat2", "socket", "unix-socket", "execve", "fork",

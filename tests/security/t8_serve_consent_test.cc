@@ -146,13 +146,15 @@ end)
     for (unsigned char ch : text) {
       EXPECT_FALSE(ch < 0x20 || ch == 0x7f) << "control byte " << int(ch) << " in " << text;
     }
-    EXPECT_EQ(text.find("[2J"), std::string::npos) << text;
-    EXPECT_EQ(text.find("owned"), std::string::npos) << "an OSC title string survived: " << text;
     EXPECT_EQ(text.find("\xe2\x80\xae"), std::string::npos) << "a bidi override survived";
     EXPECT_LE(text.size(), 12u + 500u * 3 + 3) << "not capped";
   }
   std::string first = shown[0]["params"]["message"].get<std::string>();
   EXPECT_NE(first.find("Anvil: allow plugin"), std::string::npos);  // shown, but as the plugin's
+  // The escape sequences are shown, not run: ESC, BEL, the bidi override as \u{...}.
+  EXPECT_EQ(first.rfind("[test.loud] \\u{1b}[2J\\u{1b}[H\\u{1b}]0;owned\\u{7}Anvil: allow", 0), 0u)
+      << first;
+  EXPECT_NE(first.find("\\u{202e}"), std::string::npos) << first;
   EXPECT_LT(shown[1]["params"]["message"].get<std::string>().size(), 600u);
   // Consent never travels as a notification: the only prompts are anvil/consent requests.
   EXPECT_TRUE(c->Seen("anvil/consent").empty());

@@ -149,7 +149,8 @@ TEST(GrantConsentText, HostileStringsCannotForgeOrHideLines) {
   EXPECT_EQ(text.find('\x07'), std::string::npos);
   EXPECT_EQ(text.find("\xe2\x80\xae"), std::string::npos);  // RLO
   EXPECT_EQ(text.find("\xc2\x9b"), std::string::npos);      // C1 CSI
-  EXPECT_EQ(text.find("[2J"), std::string::npos);           // no escape remnants
+  // Made visible, not executed: the user sees that the string carried an escape sequence.
+  EXPECT_NE(text.find("\\u{1b}[2J"), std::string::npos) << text;
   for (const std::string& line : Lines(text)) {
     // Every line is either one of our headings or starts with our item prefix.
     const bool heading = line.rfind("  ", 0) == 0 && line[2] != ' ';
@@ -162,85 +163,9 @@ TEST(GrantConsentText, HostileStringsCannotForgeOrHideLines) {
                       "nothing\"\n"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("    - \"src/**\"\n"), std::string::npos);
-  EXPECT_NE(text.find("    - \"abctxt.exe\"\n"), std::string::npos);
-  EXPECT_NE(text.find("    - rg hidden\n"), std::string::npos);
-}
-
-TEST(GrantPromptSanitize, RemovesEscapeSequencesWhole) {
-  EXPECT_EQ(SanitizeForDisplay("a\x1b[31mred\x1b[0m b"), "ared b");
-  EXPECT_EQ(SanitizeForDisplay("\x1b[?1049h\x1b[2J\x1b[1;1Hx"), "x");
-  EXPECT_EQ(SanitizeForDisplay("a\x1b]0;fake title\x07z"), "az");  // OSC, BEL
-  EXPECT_EQ(SanitizeForDisplay("a\x1b]8;;https://evil\x1b\\link\x1b]8;;\x1b\\z"), "alinkz");
-  EXPECT_EQ(SanitizeForDisplay("a\x1bPq#0;2;0;0;0\x1b\\z"), "az");  // DCS (sixel)
-  EXPECT_EQ(SanitizeForDisplay("a\x1b"
-                               "cz"),
-            "az");                                  // RIS reset
-  EXPECT_EQ(SanitizeForDisplay("a\x1b(Bz"), "az");  // charset
-  EXPECT_EQ(SanitizeForDisplay("a\xc2\x9b"
-                               "2Jz"),
-            "az");  // C1 CSI
-  EXPECT_EQ(SanitizeForDisplay("a\xc2\x9d"
-                               "0;t\xc2\x9cz"),
-            "az");  // C1 OSC..ST
-  EXPECT_EQ(SanitizeForDisplay("unterminated\x1b]0;forever"), "unterminated");
-  EXPECT_EQ(SanitizeForDisplay("trailing\x1b"), "trailing");
-}
-
-TEST(GrantPromptSanitize, LineBreaksBecomeOneSpace) {
-  EXPECT_EQ(SanitizeForDisplay("a\nb"), "a b");
-  EXPECT_EQ(SanitizeForDisplay("a\r\n\tb"), "a b");
-  EXPECT_EQ(SanitizeForDisplay("\n\na\n\n"), "a");
-  EXPECT_EQ(SanitizeForDisplay("a\xe2\x80\xa8"
-                               "b\xe2\x80\xa9"
-                               "c\xc2\x85"
-                               "d"),
-            "a b c d");
-  EXPECT_EQ(SanitizeForDisplay("a\vb\fc"), "a b c");
-}
-
-TEST(GrantPromptSanitize, RemovesControlsAndInvisibleCharacters) {
-  EXPECT_EQ(SanitizeForDisplay(std::string("a\0b\x07\x08\x7f"
-                                           "c",
-                                           7)),
-            "abc");
-  // Bidi overrides and isolates ("Trojan Source").
-  EXPECT_EQ(SanitizeForDisplay("abc\xe2\x80\xae"
-                               "fdp.exe"),
-            "abcfdp.exe");
-  EXPECT_EQ(SanitizeForDisplay("\xe2\x81\xa6x\xe2\x81\xa9"), "x");
-  EXPECT_EQ(SanitizeForDisplay("\xe2\x80\x8f\xd8\x9cy"), "y");  // RLM, ALM
-  // Zero-width characters, BOM, soft hyphen, tag characters.
-  EXPECT_EQ(SanitizeForDisplay("a\xe2\x80\x8b"
-                               "b\xef\xbb\xbf"
-                               "c\xc2\xad"
-                               "d"),
-            "abcd");
-  EXPECT_EQ(SanitizeForDisplay("ok\xf3\xa0\x81\x81\xf3\xa0\x81\x82"), "ok");
-}
-
-TEST(GrantPromptSanitize, KeepsOrdinaryUnicode) {
-  EXPECT_EQ(SanitizeForDisplay("café/日本語/ελληνικά ✓"), "café/日本語/ελληνικά ✓");
-  EXPECT_EQ(SanitizeForDisplay("\xef\xbf\xbd"), "\xef\xbf\xbd");
-}
-
-TEST(GrantPromptSanitize, InvalidUtf8BecomesReplacementCharacters) {
-  EXPECT_EQ(SanitizeForDisplay("a\xff"
-                               "b"),
-            "a\xef\xbf\xbd"
-            "b");
-  EXPECT_EQ(SanitizeForDisplay("\xc0\xae"), "\xef\xbf\xbd\xef\xbf\xbd");  // overlong '.'
-  EXPECT_EQ(SanitizeForDisplay("\xed\xa0\x80"),                           // surrogate
-            "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
-}
-
-TEST(GrantPromptSanitize, CapsLengthInCodePoints) {
-  EXPECT_EQ(SanitizeForDisplay(std::string(10, 'x'), 10), std::string(10, 'x'));
-  EXPECT_EQ(SanitizeForDisplay(std::string(11, 'x'), 10), std::string(10, 'x') + "…");
-  EXPECT_EQ(SanitizeForDisplay("日本語日本語", 3), "日本語…");
-  // Escape sequences do not count toward the cap (they are not shown).
-  EXPECT_EQ(SanitizeForDisplay("\x1b[31m\x1b[31m\x1b[31mabc", 3), "abc");
-  EXPECT_EQ(SanitizeForDisplay(std::string(100000, 'a')).size(), 200u + 3u);
+  EXPECT_NE(text.find("    - \"\\u{1b}[2J\\u{1b}[Hsrc/**\"\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("    - \"abc\\u{202e}txt.exe\"\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("    - rg\\u{1b}[8m hidden\n"), std::string::npos) << text;
 }
 
 }  // namespace

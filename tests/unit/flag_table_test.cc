@@ -212,6 +212,33 @@ TEST(ParseFlags, HelpHiddenGatedAndExtraFlags) {
   EXPECT_EQ(bad.error().ToString(), "invalid: --extra needs a value");
 }
 
+// The caller's own bytes come back in an error (an unknown option, a bad value, an extra
+// option's complaint): shown sanitized, so a pasted escape sequence cannot act on the terminal.
+TEST(ParseFlags, EchoedArgumentsCannotDriveTheTerminal) {
+  Seen s;
+  auto spec = Spec(s, Style(Operands::kNone, Wording::kExpectsGot));
+  auto unknown = ParseFlags(spec, {"--x\x1b[2J\x9b"});
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().message, "unknown option --x\\u{1b}[2J\\x{9b} (see anvil test --help)");
+  auto value = ParseFlags(spec, {"--timeout", "\x1b]52;c;eA==\x07"});
+  ASSERT_FALSE(value);
+  EXPECT_EQ(value.error().message,
+            "--timeout expects a positive number of seconds, got \\u{1b}]52;c;eA==\\u{7}");
+  spec.extra = [](const Args& args, size_t& i, std::string& error) {
+    if (args[i].rfind("--extra=", 0) != 0) return false;
+    error = "invalid: bad address " + args[i].substr(8);
+    return true;
+  };
+  auto extra = ParseFlags(spec, {"--extra=\x1b[31m\u202e"});
+  ASSERT_FALSE(extra);
+  EXPECT_EQ(extra.error().message, "bad address \\u{1b}[31m\\u{202e}");
+  // Benign: printable text comes back as it was given.
+  auto plain = ParseFlags(spec, {"--jsno"});
+  ASSERT_FALSE(plain);
+  EXPECT_EQ(plain.error().message,
+            "unknown option --jsno (see anvil test --help); did you mean --json?");
+}
+
 TEST(Suggest, ATypoOrAUniquePrefixGetsTheRealName) {
   const std::vector<std::string> flags = {"--json", "--policy", "--cwd", "--network", "--help"};
   EXPECT_EQ(Suggest("--jsno", flags), "--json");

@@ -70,6 +70,22 @@ TEST(LspFraming, BadInputIsAnErrorAndTheNextMessageStillParses) {
   }
 }
 
+// A message nested a million deep is a parse error (-32700), not a value: echoing its id or
+// params used to overflow the stack of `anvil serve`. Its neighbour at the bound parses.
+TEST(LspFraming, DeeplyNestedMessageIsAParseErrorAndTheNextStillParses) {
+  const std::string deep = std::string(1000000, '[') + std::string(1000000, ']');
+  LspReader r(8 << 20);
+  auto events = Feed(r, Frame(R"({"jsonrpc":"2.0","id":)" + deep + "}") +
+                            Frame("[" + std::string(511, '[') + std::string(512, ']')));
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].error_code, -32700);
+  EXPECT_FALSE(events[0].message);
+  EXPECT_NE(events[0].error_text.find("deeper than 512"), std::string::npos)
+      << events[0].error_text;
+  ASSERT_TRUE(events[1].message);
+  EXPECT_TRUE(events[1].message->is_array());
+}
+
 TEST(LspFraming, OversizedBodyIsSkippedNotBuffered) {
   LspReader r(1024);
   std::string big = Frame(std::string(5000, ' ') + "{}");
