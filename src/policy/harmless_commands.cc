@@ -84,13 +84,14 @@ std::vector<HarmlessCommand> BuildTable() {
                      "find . -execdir sh -c x ';'", "find . -fprint out.txt",
                      "find . -ok rm '{}' ';'"}},
       {.program = "fd",
-       .refused = {"--exec", "-x", "--exec-batch", "-X"},
-       .why = "-x/--exec and -X/--exec-batch run programs",
+       .refused = {"--exec", "-x", "--exec-batch", "-X", "--list-details", "-l"},
+       .why = "-x/--exec and -X/--exec-batch run programs, -l/--list-details runs ls",
        .match = {"fd -e cc src", "fd --hidden name"},
-       .not_match = {"fd -x rm", "fd --exec=rm", "fd -HX rm", "fd --exec-batch rm"}},
+       .not_match = {"fd -x rm", "fd --exec=rm", "fd -HX rm", "fd --exec-batch rm", "fd -l x",
+                     "fd -Hl x", "fd --list-details x"}},
       {.program = "fdfind",
-       .refused = {"--exec", "-x", "--exec-batch", "-X"},
-       .why = "-x/--exec and -X/--exec-batch run programs",
+       .refused = {"--exec", "-x", "--exec-batch", "-X", "--list-details", "-l"},
+       .why = "-x/--exec and -X/--exec-batch run programs, -l/--list-details runs ls",
        .match = {"fdfind -e cc"},
        .not_match = {"fdfind -x rm"}},
       {.program = "sed",
@@ -113,10 +114,12 @@ std::vector<HarmlessCommand> BuildTable() {
        .match = {"tree -L 2 src"},
        .not_match = {"tree -o out.txt", "tree -RH . -o x"}},
       {.program = "file",
-       .refused = {"--compile", "-C"},
-       .why = "-C/--compile writes a compiled magic file",
+       .refused = {"--compile", "-C", "--uncompress", "-z", "--uncompress-noexec", "-Z"},
+       .why = "-C/--compile writes a compiled magic file; -z/--uncompress runs decompressors "
+              "(-Z too is refused: one rule for looking inside compressed files)",
        .match = {"file -b src/main.cc"},
-       .not_match = {"file -C -m magic"}},
+       .not_match = {"file -C -m magic", "file -z x.lz4", "file -bz x.gz", "file --uncompress x",
+                     "file -Z x.gz"}},
       {.program = "date",
        .refused = {"--set", "-s"},
        .why = "-s/--set sets the clock",
@@ -139,18 +142,23 @@ std::vector<HarmlessCommand> BuildTable() {
       {.program = "git",
        .subcommand = {"log"},
        .refused = git_refused,
-       .why = "--output writes a file; --ext-diff, --textconv and --show-signature run "
-              "configured programs",
-       .match = {"git log --oneline -20", "git log -p -1 -- src"},
+       .refused_text = {"%G"},
+       .why = "--output writes a file; --ext-diff, --textconv, --show-signature and the %G "
+              "format placeholders run configured programs (gpg)",
+       .match = {"git log --oneline -20", "git log -p -1 -- src", "git log --format='%h %s'"},
        .not_match = {"git log --output=FILE", "git log --output FILE", "git log --out=x",
                      "git log -p --ext-diff", "git -c core.pager=sh log",
-                     "git log --show-signature"}},
+                     "git log --show-signature", "git log '--format=%G?'",
+                     "git log '--pretty=format:%h %GS'", "git log --format=%GK"}},
       {.program = "git",
        .subcommand = {"show"},
        .refused = git_refused,
-       .why = "--output writes a file; --ext-diff and --textconv run configured programs",
+       .refused_text = {"%G"},
+       .why = "--output writes a file; --ext-diff, --textconv and %G placeholders run "
+              "configured programs",
        .match = {"git show HEAD", "git show --stat 'HEAD~2'"},
-       .not_match = {"git show --output=x HEAD", "git show --textconv HEAD"}},
+       .not_match = {"git show --output=x HEAD", "git show --textconv HEAD",
+                     "git show --format=%GG HEAD"}},
       {.program = "git",
        .subcommand = {"ls-files"},
        .why = kReadOnly,
@@ -197,6 +205,9 @@ bool Accepts(const HarmlessCommand& entry, const std::vector<std::string>& argv)
     if (!entry.leading.empty() && arg.starts_with("-")) return false;
     for (std::string_view refused : entry.refused) {
       if (Refuses(refused, arg)) return false;
+    }
+    for (std::string_view text : entry.refused_text) {
+      if (arg.find(text) != std::string::npos) return false;
     }
   }
   return true;

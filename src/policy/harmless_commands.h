@@ -35,6 +35,9 @@ struct HarmlessCommand {
   // Options that make the command not harmless: "--output" (with =VALUE, and abbreviated),
   // "-o" (a letter anywhere in a short-option cluster), "-exec" (exactly this word).
   std::vector<std::string_view> refused = {};
+  // Text that makes any argument after the subcommand not harmless wherever it appears in it:
+  // git's "%G" format placeholders verify signatures, which runs gpg.
+  std::vector<std::string_view> refused_text = {};
   std::string_view why = {};                     // for people: what is refused and why
   std::vector<std::string_view> match = {};      // shell words, each must be harmless by this entry
   std::vector<std::string_view> not_match = {};  // shell words, none may be harmless by any entry
