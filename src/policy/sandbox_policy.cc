@@ -10,6 +10,8 @@
 #include <memory>
 #include <set>
 
+#include "policy/sandbox_home.h"
+
 namespace anvil {
 
 Result<PolicyKind> ParsePolicyKind(std::string_view text) {
@@ -279,10 +281,12 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
     }
     view.writable_roots.push_back(std::move(wr));
   }
+  if (auto s = ApplyHomeView(policy.home, host, view); !s) return tl::unexpected(s.error());
   if (host.bound_unix_sockets) {
     auto sockets = host.bound_unix_sockets(view);
     if (!sockets) return tl::unexpected(sockets.error());
     MaskHostSockets(view, *sockets);
+    MaskSocketsInMappedBinds(view, *sockets);
   }
   return view;
 }
