@@ -228,12 +228,33 @@ std::optional<std::string> ReadRemoteString(pid_t pid, uint64_t address) {
   return std::string(buf, static_cast<const char*>(nul) - buf);
 }
 
-// The directory a relative path of `pid` starts from, opened now (the process is stopped in
-// the syscall, so it is the directory the kernel will use).
-UniqueFd OpenBase(pid_t pid, int dirfd) {
+// The directory a relative path of `pid` starts from, read now (the process is stopped in the
+// syscall, so it is the directory the kernel will use), as its path in the view: init shares
+// the command's root. Empty when it cannot be read.
+std::string BasePath(pid_t pid, int dirfd) {
   std::string link = "/proc/" + std::to_string(pid) +
                      (dirfd == AT_FDCWD ? std::string("/cwd") : "/fd/" + std::to_string(dirfd));
-  return UniqueFd(::open(link.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink(link.c_str(), buf, sizeof(buf) - 1);
+  if (n <= 0 || buf[0] != '/') return {};
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+std::string Dirname(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+bool ReadOnlyPath(const std::string& path, int* error = nullptr) {
+  struct statvfs sv {};
+  if (::statvfs(path.c_str(), &sv) != 0) {
+    if (error) *error = errno;
+    return false;
+  }
+  if (error) *error = 0;
+  return (sv.f_flag & ST_RDONLY) != 0;
 }
 
 std::string FdPath(int fd) {
@@ -366,9 +387,23 @@ int ReceiveRefusalListener(int channel) {
   return fd;
 }
 
+namespace {
+volatile sig_atomic_t g_child_signalled = 0;
+void OnChild(int) { g_child_signalled = 1; }
+}  // namespace
+
 RefusalObserver::RefusalObserver(int listener, const FileView& view, const SandboxPolicy& policy,
                                  std::function<void(const Refusal&)> report)
-    : listener_(listener), view_(view), policy_(policy), report_(std::move(report)) {}
+    : listener_(listener), view_(view), policy_(policy), report_(std::move(report)) {
+  // WaitPid sleeps in ppoll: SIGCHLD must wake it, and may arrive only there.
+  struct sigaction chld {};
+  chld.sa_handler = OnChild;
+  sigaction(SIGCHLD, &chld, nullptr);
+  sigset_t child;
+  sigemptyset(&child);
+  sigaddset(&child, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &child, nullptr);
+}
 
 RefusalObserver::~RefusalObserver() {
   if (listener_ >= 0) ::close(listener_);
@@ -377,8 +412,13 @@ RefusalObserver::~RefusalObserver() {
 pid_t RefusalObserver::WaitPid(int* status, int flags) {
   while (true) {
     if (listener_ < 0) return ::waitpid(-1, status, flags);
-    pid_t r = ::waitpid(-1, status, flags | WNOHANG);
-    if (r != 0) return r;
+    if (reap_pending_ || g_child_signalled) {
+      // Only after a SIGCHLD (or a reap, which may have left more): not once per notification.
+      g_child_signalled = 0;
+      pid_t r = ::waitpid(-1, status, flags | WNOHANG);
+      reap_pending_ = r != 0;
+      if (r != 0) return r;
+    }
     pollfd p{listener_, POLLIN, 0};
     sigset_t open_mask;
     sigemptyset(&open_mask);  // SIGCHLD (blocked otherwise) may end the wait
@@ -403,8 +443,7 @@ void RefusalObserver::HandleOne() {
   if (::ioctl(listener_, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0) return;  // it died meanwhile
   const pid_t pid = static_cast<pid_t>(req.pid);
   Decoded d = Decode(req.data);
-  std::optional<std::string> paths[2];
-  UniqueFd bases[2];
+  std::optional<std::string> paths[2];  // absolute, in the view
   char address[sizeof(sockaddr_storage)] = {};
   size_t address_len = 0;
   if (d.op == Op::kConnect) {
@@ -422,7 +461,12 @@ void RefusalObserver::HandleOne() {
     for (int i = 0; i < d.count; ++i) {
       paths[i] = ReadRemoteString(pid, d.paths[i].address);
       if (paths[i] && !paths[i]->empty() && (*paths[i])[0] != '/') {
-        bases[i] = OpenBase(pid, d.paths[i].dirfd);
+        std::string base = BasePath(pid, d.paths[i].dirfd);
+        if (base.empty()) {
+          paths[i].reset();
+        } else {
+          paths[i] = (base == "/" ? "" : base) + "/" + *paths[i];
+        }
       }
     }
   }
@@ -478,7 +522,21 @@ void RefusalObserver::HandleOne() {
     std::string refused_path;
     for (int i = 0; i < d.count && refused_path.empty(); ++i) {
       if (!paths[i] || paths[i]->empty()) continue;
-      auto target = Locate(bases[i] ? bases[i].Get() : -1, *paths[i]);
+      // One statvfs for the usual case, a write where the mount is writable; only a read-only
+      // mount leads to the exact check below.
+      const std::string& path = *paths[i];
+      bool maybe = false;
+      if (d.op == Op::kOpen || d.op == Op::kTruncate) {
+        int error = 0;
+        maybe = ReadOnlyPath(path, &error);
+        if (error == ENOENT && d.op == Op::kOpen && (d.flags & O_CREAT) != 0) {
+          maybe = ReadOnlyPath(Dirname(path));
+        }
+      } else {
+        maybe = ReadOnlyPath(Dirname(path));
+      }
+      if (!maybe) continue;
+      auto target = Locate(-1, path);
       if (!target) continue;
       struct stat st {};
       const bool follow = d.op == Op::kOpen ? (d.flags & O_NOFOLLOW) == 0 : d.op == Op::kTruncate;

@@ -63,10 +63,11 @@ class RefusalObserver {
   RefusalObserver(const RefusalObserver&) = delete;
   RefusalObserver& operator=(const RefusalObserver&) = delete;
 
-  // waitpid(-1, status, flags), answering notifications while it waits. SIGCHLD must be blocked
-  // by the caller and have a handler without SA_NOCLDSTOP (a stop, with WUNTRACED, must also
-  // end the wait); it is unblocked only while waiting. Returns what waitpid returns (-1 with
-  // EINTR for another signal).
+  // Blocks SIGCHLD and gives it a handler (without SA_NOCLDSTOP: with WUNTRACED a stop must
+  // also end the wait): from here on it is let in only while WaitPid waits.
+  //
+  // waitpid(-1, status, flags), answering notifications while it waits. Returns what waitpid
+  // returns (-1 with EINTR when a signal interrupted the wait).
   pid_t WaitPid(int* status, int flags = 0);
   size_t dropped() const { return dropped_; }
 
@@ -79,6 +80,7 @@ class RefusalObserver {
   std::function<void(const Refusal&)> report_;
   std::set<std::string> seen_;
   size_t dropped_ = 0;
+  bool reap_pending_ = true;  // a child may be waiting to be reaped
 };
 
 }  // namespace anvil

@@ -754,14 +754,6 @@ void TakeWarmCall(Plan& plan) {
       observer.emplace(listener, plan.view, plan.spec->policy, [&plan](const Refusal& r) {
         SendRecord(plan.report_fd, kRefusal, 0, 0, EncodeRefusal(r, sizeof(Record::message) - 1));
       });
-      // RefusalObserver::WaitPid sleeps in ppoll: SIGCHLD must wake it, and only there.
-      struct sigaction chld {};
-      chld.sa_handler = [](int) {};
-      sigaction(SIGCHLD, &chld, nullptr);
-      sigset_t child;
-      sigemptyset(&child);
-      sigaddset(&child, SIGCHLD);
-      sigprocmask(SIG_BLOCK, &child, nullptr);
     }
   }
   ::close(plan.alive_fd);

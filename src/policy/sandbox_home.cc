@@ -100,7 +100,7 @@ HomeHost RealHomeHost() {
       while (dirent* e = ::readdir(d)) {
         std::string n = e->d_name;
         if (n != "." && n != "..") names.push_back(n);
-        if (names.size() > 4096) break;  // a toolchain glob never needs more
+        if (names.size() >= kMaxListedNames) break;  // the caller treats this as unknown
       }
       ::closedir(d);
     }
@@ -226,8 +226,22 @@ Result<HomeView> PlanHomeView(const HomePlanInput& input, const HomeHost& host) 
   for (auto root : kPlatformReadRoots) {
     usable_home = usable_home && !PathIsWithin(*home, root);
   }
+  // One listing of the home instead of a failing lookup per table entry that is not there
+  // (start-up cost): an entry whose first component is not in it does not exist. A listing
+  // that may be cut short (kMaxListedNames) says nothing, and every entry is looked up.
+  std::set<std::string> top_level;
+  bool listed = false;
+  if (usable_home) {
+    auto names = host.list_dir(*home);
+    listed = !names.empty() && names.size() < kMaxListedNames;
+    top_level.insert(names.begin(), names.end());
+  }
+  auto may_exist = [&](std::string_view rel) {
+    return !listed || top_level.count(std::string(rel.substr(0, rel.find('/')))) > 0;
+  };
   if (usable_home) {
     for (auto rel : kHomeCredentials) {
+      if (!may_exist(rel)) continue;
       std::string p = *home + "/" + std::string(rel);
       if (host.lstat_kind(p) == HomeHost::Kind::kMissing) continue;
       auto r = host.resolve(p);
@@ -262,6 +276,7 @@ Result<HomeView> PlanHomeView(const HomePlanInput& input, const HomeHost& host) 
       if (user) return Fail("invalid", "readable root must be an absolute path: " + path);
       return Ok();
     }
+    if (!user && host.lstat_kind(*lexical) == HomeHost::Kind::kMissing) return Ok();
     auto resolved = host.resolve(*lexical);
     if (!resolved) return Ok();  // not on this machine
     if (auto cred = inside_credential(*resolved, *lexical)) {
@@ -294,6 +309,7 @@ Result<HomeView> PlanHomeView(const HomePlanInput& input, const HomeHost& host) 
       out.kind = HomeKind::kTmpfs;
     }
     for (const auto& entry : kHomeToolchains) {
+      if (!may_exist(entry.path)) continue;
       for (const auto& rel : ExpandToolchain(*home, entry.path, host)) {
         if (auto s = add_readable(*home + "/" + rel, false); !s) return tl::unexpected(s.error());
       }

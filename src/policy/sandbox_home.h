@@ -147,9 +147,11 @@ struct HomeHost {
   std::function<Kind(const std::string&)> lstat_kind;
   // Canonical path (symlinks resolved) if it exists.
   std::function<std::optional<std::string>(const std::string&)> resolve;
-  // Names in a directory (no "." or ".."); empty when it cannot be listed.
+  // Names in a directory (no "." or ".."); empty when it cannot be listed; at most
+  // kMaxListedNames (a listing that long may be incomplete).
   std::function<std::vector<std::string>(const std::string&)> list_dir;
 };
+inline constexpr size_t kMaxListedNames = 4096;
 HomeHost RealHomeHost();
 
 struct HomePlanInput {

@@ -38,14 +38,16 @@ struct FakeHome {
       if (entries_copy.count(path)) return path;
       return std::nullopt;
     };
-    h.list_dir = [entries_copy](const std::string& dir) {
+    h.list_dir = [entries_copy, links_copy](const std::string& dir) {
       std::vector<std::string> names;
-      for (const auto& [p, k] : entries_copy) {
+      auto add = [&](const std::string& p) {
         if (p.size() > dir.size() + 1 && p.compare(0, dir.size() + 1, dir + "/") == 0 &&
             p.find('/', dir.size() + 1) == std::string::npos) {
           names.push_back(p.substr(dir.size() + 1));
         }
-      }
+      };
+      for (const auto& [p, k] : entries_copy) add(p);
+      for (const auto& [p, target] : links_copy) add(p);
       return names;
     };
     return h;
