@@ -534,6 +534,12 @@ void RefusalObserver::HandleOne() {
         }
       } else {
         maybe = ReadOnlyPath(Dirname(path));
+        if (!maybe && d.op == Op::kRemove) {
+          // A read-only bind in a writable directory (~/.gitconfig): removing or renaming over
+          // its mount point is refused too (EBUSY).
+          UniqueFd self(::open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+          maybe = self && ReadOnlyMount(self.Get());
+        }
       }
       if (!maybe) continue;
       auto target = Locate(-1, path);
@@ -567,8 +573,15 @@ void RefusalObserver::HandleOne() {
           if (!exists && ReadOnlyMount(target->parent.Get())) refused_path = lexical;
           break;
         case Op::kRemove:
-          // unlink, rmdir and rename take write access to the mount before they look up.
-          if (ReadOnlyMount(target->parent.Get())) refused_path = lexical;
+          // unlink, rmdir and rename take write access to the mount before they look up; in a
+          // writable directory, a name that is a read-only bind is a mount point (EBUSY).
+          if (ReadOnlyMount(target->parent.Get())) {
+            refused_path = lexical;
+          } else if (exists) {
+            UniqueFd self(::openat(target->parent.Get(), target->name.c_str(),
+                                   O_PATH | O_NOFOLLOW | O_CLOEXEC));
+            if (self && ReadOnlyMount(self.Get())) refused_path = lexical;
+          }
           break;
         case Op::kTruncate:
           if (exists && S_ISREG(st.st_mode)) {

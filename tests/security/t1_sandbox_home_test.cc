@@ -103,6 +103,11 @@ TEST_P(T1SandboxHome, GitconfigCopyKeepsTheIdentityAndDropsTheToken) {
   EXPECT_EQ(r.out.find(home_.gitconfig_token()), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("insteadOf"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("extraHeader"), std::string::npos) << r.out;
+  // Read-only inside; the summary says where to change it.
+  auto set = Sh("git config --global user.name Someone-Else");
+  EXPECT_NE(set.status, 0);
+  EXPECT_NE(set.err.find("read-only, sanitized copy"), std::string::npos) << set.err;
+  EXPECT_EQ(ReadFile(home_.home() + "/.gitconfig").find("Someone-Else"), std::string::npos);
 }
 
 TEST_P(T1SandboxHome, SymlinksPlantedInTheSandboxHomeNeverRedirectALaterRun) {
