@@ -8,9 +8,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <ctime>
 
 #include "common/unique_fd.h"
+#include "policy/digest.h"
 #include "policy/file_io.h"
 #include "policy/user_config.h"
 #include "policy/workspace_config.h"
@@ -72,6 +74,58 @@ Result<UniqueFd> OwnDir(int dir, const std::string& name, const std::string& sho
   return fd;
 }
 
+// `bytes` as `name` in `dir`, all or nothing, never replacing an existing `name` (another run
+// made it first, with the same content: the name is its hash).
+Status WriteFileOnce(int dir, const std::string& name, const std::string& bytes) {
+  const std::string temp = "." + name + ".tmp." + std::to_string(::getpid());
+  ::unlinkat(dir, temp.c_str(), 0);
+  UniqueFd fd(
+      ::openat(dir, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd) return SysFail("io", "create " + temp);
+  size_t off = 0;
+  while (off < bytes.size()) {
+    ssize_t n = ::write(fd.Get(), bytes.data() + off, bytes.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ::unlinkat(dir, temp.c_str(), 0);
+      return SysFail("io", "write " + temp);
+    }
+    off += static_cast<size_t>(n);
+  }
+  if (::fsync(fd.Get()) != 0 ||
+      (::renameat2(dir, temp.c_str(), dir, name.c_str(), RENAME_NOREPLACE) != 0 &&
+       errno != EEXIST)) {
+    int err = errno;
+    ::unlinkat(dir, temp.c_str(), 0);
+    return SysFail("io", "rename " + temp, err);
+  }
+  ::unlinkat(dir, temp.c_str(), 0);  // left only when the name existed already
+  return Ok();
+}
+
+// Copies for an older ~/.gitconfig, once no run can still be binding them (an hour).
+void RemoveOldGitConfigs(int dir, const std::string& keep) {
+  int dup = ::fcntl(dir, F_DUPFD_CLOEXEC, 3);
+  if (dup < 0) return;
+  DIR* d = ::fdopendir(dup);
+  if (d == nullptr) {
+    ::close(dup);
+    return;
+  }
+  std::vector<std::string> old;
+  const time_t now = ::time(nullptr);
+  while (dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    struct stat st {};
+    if (n.rfind("gitconfig-", 0) == 0 && n != keep &&
+        ::fstatat(dir, n.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && now - st.st_mtime > 3600) {
+      old.push_back(n);
+    }
+  }
+  ::closedir(d);
+  for (const auto& n : old) ::unlinkat(dir, n.c_str(), 0);
+}
+
 struct PreparedHome {
   std::string home;  // canonical host path of the sandbox home ("" when not made)
   dev_t dev = 0;
@@ -80,8 +134,8 @@ struct PreparedHome {
   bool created = false;
 };
 
-// $STATE/anvil/homes/<name>/{home/, gitconfig, workspace}. Every component below $STATE is made
-// 0700 and opened without following symlinks, and must be the caller's own.
+// $STATE/anvil/homes/<name>/{home/, gitconfig-<hash>, workspace}. Every component below $STATE is
+// made 0700 and opened without following symlinks, and must be the caller's own.
 Result<PreparedHome> PrepareHome(const std::string& state_dir, const std::string& workspace,
                                  const std::optional<std::string>& gitconfig, bool make_home) {
   if (auto s = MakeDirs(state_dir, 0700); !s) return tl::unexpected(s.error());
@@ -118,15 +172,19 @@ Result<PreparedHome> PrepareHome(const std::string& state_dir, const std::string
     out.created = home_created;
   }
   if (gitconfig) {
-    // Rewritten only when it changed: an unchanged copy costs one read, and a concurrent run
-    // keeps the inode it bound (the rename replaces the name, not the file).
-    auto current = ReadRegularFileNoFollow(dir->Get(), "gitconfig", kMaxGitConfigBytes);
-    if (!current || *current != *gitconfig) {
-      if (auto s = WriteFileAtomically(dir->Get(), "gitconfig", *gitconfig, 0600); !s) {
+    // Named by its content and never replaced: a concurrent run of this workspace may be binding
+    // the file this instant, and a bind of a name replaced meanwhile fails (its dentry is gone).
+    const std::string name = "gitconfig-" + Sha256Hex(*gitconfig).substr(0, 16);
+    struct stat st {};
+    if (::fstatat(dir->Get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      if (auto s = WriteFileOnce(dir->Get(), name, *gitconfig); !s) {
         return tl::unexpected(s.error());
       }
+      RemoveOldGitConfigs(dir->Get(), name);
+    } else if (!S_ISREG(st.st_mode)) {
+      return Fail("io", dir_path + "/" + name + " is not a regular file");
     }
-    out.gitconfig = dir_path + "/gitconfig";
+    out.gitconfig = dir_path + "/" + name;
   }
   return out;
 }
