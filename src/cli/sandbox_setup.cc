@@ -74,70 +74,16 @@ Result<UniqueFd> OwnDir(int dir, const std::string& name, const std::string& sho
   return fd;
 }
 
-// `bytes` as `name` in `dir`, all or nothing, never replacing an existing `name` (another run
-// made it first, with the same content: the name is its hash).
-Status WriteFileOnce(int dir, const std::string& name, const std::string& bytes) {
-  const std::string temp = "." + name + ".tmp." + std::to_string(::getpid());
-  ::unlinkat(dir, temp.c_str(), 0);
-  UniqueFd fd(
-      ::openat(dir, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
-  if (!fd) return SysFail("io", "create " + temp);
-  size_t off = 0;
-  while (off < bytes.size()) {
-    ssize_t n = ::write(fd.Get(), bytes.data() + off, bytes.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      ::unlinkat(dir, temp.c_str(), 0);
-      return SysFail("io", "write " + temp);
-    }
-    off += static_cast<size_t>(n);
-  }
-  if (::fsync(fd.Get()) != 0 ||
-      (::renameat2(dir, temp.c_str(), dir, name.c_str(), RENAME_NOREPLACE) != 0 &&
-       errno != EEXIST)) {
-    int err = errno;
-    ::unlinkat(dir, temp.c_str(), 0);
-    return SysFail("io", "rename " + temp, err);
-  }
-  ::unlinkat(dir, temp.c_str(), 0);  // left only when the name existed already
-  return Ok();
-}
-
-// Copies for an older ~/.gitconfig, once no run can still be binding them (an hour).
-void RemoveOldGitConfigs(int dir, const std::string& keep) {
-  int dup = ::fcntl(dir, F_DUPFD_CLOEXEC, 3);
-  if (dup < 0) return;
-  DIR* d = ::fdopendir(dup);
-  if (d == nullptr) {
-    ::close(dup);
-    return;
-  }
-  std::vector<std::string> old;
-  const time_t now = ::time(nullptr);
-  while (dirent* e = ::readdir(d)) {
-    std::string n = e->d_name;
-    struct stat st {};
-    if (n.rfind("gitconfig-", 0) == 0 && n != keep &&
-        ::fstatat(dir, n.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && now - st.st_mtime > 3600) {
-      old.push_back(n);
-    }
-  }
-  ::closedir(d);
-  for (const auto& n : old) ::unlinkat(dir, n.c_str(), 0);
-}
-
 struct PreparedHome {
   std::string home;  // canonical host path of the sandbox home ("" when not made)
   dev_t dev = 0;
   ino_t ino = 0;
-  std::string gitconfig;  // canonical host path of the sanitized copy ("" when none)
   bool created = false;
 };
 
-// $STATE/anvil/homes/<name>/{home/, gitconfig-<hash>, workspace}. Every component below $STATE is
+// $STATE/anvil/homes/<name>/{home/, workspace}. Every component below $STATE is
 // made 0700 and opened without following symlinks, and must be the caller's own.
-Result<PreparedHome> PrepareHome(const std::string& state_dir, const std::string& workspace,
-                                 const std::optional<std::string>& gitconfig, bool make_home) {
+Result<PreparedHome> PrepareHome(const std::string& state_dir, const std::string& workspace) {
   if (auto s = MakeDirs(state_dir, 0700); !s) return tl::unexpected(s.error());
   std::string base = Canonical(state_dir);
   if (base.empty()) return SysFail("io", "resolve " + state_dir);
@@ -160,32 +106,15 @@ Result<PreparedHome> PrepareHome(const std::string& state_dir, const std::string
       return tl::unexpected(s.error());
     }
   }
-  if (make_home) {
-    bool home_created = false;
-    auto home = OwnDir(dir->Get(), "home", dir_path + "/home", &home_created);
-    if (!home) return tl::unexpected(home.error());
-    struct stat st {};
-    if (::fstat(home->Get(), &st) != 0) return SysFail("io", "stat " + dir_path + "/home");
-    out.home = dir_path + "/home";
-    out.dev = st.st_dev;
-    out.ino = st.st_ino;
-    out.created = home_created;
-  }
-  if (gitconfig) {
-    // Named by its content and never replaced: a concurrent run of this workspace may be binding
-    // the file this instant, and a bind of a name replaced meanwhile fails (its dentry is gone).
-    const std::string name = "gitconfig-" + Sha256Hex(*gitconfig).substr(0, 16);
-    struct stat st {};
-    if (::fstatat(dir->Get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      if (auto s = WriteFileOnce(dir->Get(), name, *gitconfig); !s) {
-        return tl::unexpected(s.error());
-      }
-      RemoveOldGitConfigs(dir->Get(), name);
-    } else if (!S_ISREG(st.st_mode)) {
-      return Fail("io", dir_path + "/" + name + " is not a regular file");
-    }
-    out.gitconfig = dir_path + "/" + name;
-  }
+  bool home_created = false;
+  auto home = OwnDir(dir->Get(), "home", dir_path + "/home", &home_created);
+  if (!home) return tl::unexpected(home.error());
+  struct stat st {};
+  if (::fstat(home->Get(), &st) != 0) return SysFail("io", "stat " + dir_path + "/home");
+  out.home = dir_path + "/home";
+  out.dev = st.st_dev;
+  out.ino = st.st_ino;
+  out.created = home_created;
   return out;
 }
 
@@ -368,14 +297,14 @@ Result<SandboxSettings> ApplySandboxSettings(const std::vector<std::string>& env
     const std::string state =
         !xdg_state.empty() && xdg_state[0] == '/' ? xdg_state : home + "/.local/state";
     out.state_dir = state + "/anvil";
-    auto gitconfig = SanitizedGitConfig(home, EnvValue(environ_entries, "XDG_CONFIG_HOME"));
-    auto prepared =
-        PrepareHome(state, policy.workspace, gitconfig, input.mode == HomeMode::kPersistent);
+    input.gitconfig =
+        SanitizedGitConfig(home, EnvValue(environ_entries, "XDG_CONFIG_HOME")).value_or("");
+    auto prepared = input.mode == HomeMode::kPersistent ? PrepareHome(state, policy.workspace)
+                                                        : Result<PreparedHome>(PreparedHome{});
     if (prepared) {
       input.sandbox_home = prepared->home;
       input.sandbox_home_dev = prepared->dev;
       input.sandbox_home_ino = prepared->ino;
-      input.gitconfig_file = prepared->gitconfig;
       out.home_created = prepared->created;
       out.sandbox_home = prepared->home;
     } else if (input.mode == HomeMode::kPersistent) {

@@ -161,6 +161,42 @@ Result<UniqueFd> MountpointBeneathHome(const std::string& view_path, bool direct
   }
 }
 
+// The sanitized ~/.gitconfig (FileView::home_gitconfig), written into the home unless it holds
+// that content already: a temporary file beside it, renamed over the name (renameat replaces
+// the entry itself, never what a link there points at). Best effort: a home that holds a
+// directory there keeps it.
+void WriteHomeGitconfig(const std::string& content) {
+  UniqueFd home(::open((kNew + g_home_base).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!home) return;
+  open_how how{};
+  how.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH;
+  long current = syscall(SYS_openat2, home.Get(), ".gitconfig", &how, sizeof(how));
+  if (current >= 0) {
+    UniqueFd file(static_cast<int>(current));
+    struct stat st {};
+    if (::fstat(file.Get(), &st) == 0 && S_ISREG(st.st_mode) &&
+        static_cast<size_t>(st.st_size) == content.size()) {
+      std::string have(content.size(), '\0');
+      if (::read(file.Get(), have.data(), have.size()) == static_cast<ssize_t>(have.size()) &&
+          have == content) {
+        return;  // unchanged since the last run wrote it
+      }
+    }
+  }
+  const std::string temp = ".gitconfig.anvil-" + std::to_string(::getpid());
+  ::unlinkat(home.Get(), temp.c_str(), 0);
+  UniqueFd out(::openat(home.Get(), temp.c_str(),
+                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (!out) return;
+  bool written =
+      ::write(out.Get(), content.data(), content.size()) == static_cast<ssize_t>(content.size());
+  out.Reset();
+  if (!written || ::renameat(home.Get(), temp.c_str(), home.Get(), ".gitconfig") != 0) {
+    ::unlinkat(home.Get(), temp.c_str(), 0);
+  }
+}
+
 // Applies flags to every mount of a detached tree (open_tree clone) and attaches it at `dst`.
 // One syscall per step, no /proc/self/mountinfo parsing.
 Status AttachTree(UniqueFd tree, const std::string& shown, const std::string& dst, bool read_only,
@@ -629,6 +665,9 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
     if (!s) return s;
   }
 
+  if (!view.home_base.empty() && !view.home_gitconfig.empty()) {
+    WriteHomeGitconfig(view.home_gitconfig);
+  }
   if (options.defer_workspace_paths) return Ok();  // FinishMountView enters the view
   if (auto s = SealCovers(view, idmapped); !s) return s;
   return EnterView(view);

@@ -116,8 +116,9 @@ std::vector<std::string> IdmappedRoots(const FileView& view) {
     if (!InRuntimeRoot(r)) add(r);
   }
   if (!view.workspace_base.empty()) add(view.workspace_base);
-  // What the command's home shows of the caller's (the sandbox home, a symlinked toolchain), by
-  // its host path: mount_view.cc binds it from there.
+  // What the command's home shows of the caller's (the sandbox home, the toolchains), by its
+  // host path: mount_view.cc binds it from there. Init, as the sandbox's id, could not even
+  // reach most of it (a home is 0700).
   for (const auto& m : view.mapped_binds) add(m.source);
   return out;
 }

@@ -42,10 +42,12 @@ struct HomeView {
   std::string target;  // the command's $HOME (absolute, lexically normal)
   MappedBind home;     // kPersistent: source -> target, writable
   // Toolchains and configuration from the real home, read-only: at the same path
-  // (`read_roots`) or, where the real path is a symlink to elsewhere, mapped (`binds`, which
-  // also holds generated files such as the sanitized ~/.gitconfig).
+  // (`read_roots`) or, where the real path is a symlink to elsewhere, mapped (`binds`).
   std::vector<std::string> read_roots;
   std::vector<MappedBind> binds;
+  // The sanitized ~/.gitconfig (policy/sandbox_home.h), written into the home as it is built;
+  // empty: none.
+  std::string gitconfig;
   std::vector<HostCredential> credentials;
 };
 

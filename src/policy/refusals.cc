@@ -15,8 +15,6 @@ std::string_view ToString(WriteArea area) {
       return "read_only_subpath";
     case WriteArea::kCredential:
       return "credential";
-    case WriteArea::kGitConfig:
-      return "gitconfig";
     case WriteArea::kReadable:
       return "readable_root";
     case WriteArea::kSystem:
@@ -62,13 +60,7 @@ WriteClass ClassifyWrite(const FileView& view, const SandboxPolicy& policy,
       mapped = &m;
     }
   }
-  if (mapped != nullptr) {
-    if (Basename(mapped->target) == ".gitconfig" && !view.home_base.empty() &&
-        mapped->target == view.home_base + "/.gitconfig") {
-      return {WriteArea::kGitConfig, mapped->target};
-    }
-    return {WriteArea::kReadable, mapped->target};
-  }
+  if (mapped != nullptr) return {WriteArea::kReadable, mapped->target};
   const std::string* root = nullptr;
   for (const auto& r : view.read_roots) {
     if (PathIsWithin(path, r) && (root == nullptr || r.size() > root->size())) root = &r;
@@ -207,10 +199,6 @@ RefusalAdvice Advise(const Refusal& r, const std::string& workspace, const std::
           break;
         case WriteArea::kCredential:
           a.why = root + " is a credential location, which the sandbox never shows";
-          break;
-        case WriteArea::kGitConfig:
-          a.why = "~/.gitconfig in the sandbox is a read-only, sanitized copy of yours";
-          a.allow = "change your own with `git config --global` outside the sandbox";
           break;
         case WriteArea::kReadable:
           a.why = root + " is shown read-only (a toolchain or readable root)";

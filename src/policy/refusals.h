@@ -21,7 +21,6 @@ enum class WriteArea {
   kAnvilDir,         // .anvil, Anvil's own: no way past
   kReadOnlySubpath,  // --read-only-subpath / Anvil.toml's read_only_subpaths
   kCredential,       // a credential location, covered: no way past
-  kGitConfig,        // the sanitized ~/.gitconfig copy
   kReadable,         // a toolchain or readable root (from the real home or elsewhere)
   kSystem,           // a runtime root (/usr, /etc, ...)
   kOutside,          // nowhere writable: the view's own read-only skeleton

@@ -226,27 +226,56 @@ Result<HomeView> PlanHomeView(const HomePlanInput& input, const HomeHost& host) 
   for (auto root : kPlatformReadRoots) {
     usable_home = usable_home && !PathIsWithin(*home, root);
   }
-  // One listing of the home instead of a failing lookup per table entry that is not there
-  // (start-up cost): an entry whose first component is not in it does not exist. A listing
-  // that may be cut short (kMaxListedNames) says nothing, and every entry is looked up.
+  // Start-up cost: one listing of the home instead of a failing lookup per table entry that
+  // is not there (an entry whose first component is not listed does not exist; a listing that
+  // may be cut short, kMaxListedNames, says nothing), one lstat per path component, each
+  // asked once, and realpath only where a component is a symlink.
   std::set<std::string> top_level;
   bool listed = false;
+  std::optional<std::string> home_canonical;
   if (usable_home) {
     auto names = host.list_dir(*home);
     listed = !names.empty() && names.size() < kMaxListedNames;
     top_level.insert(names.begin(), names.end());
+    home_canonical = host.resolve(*home);
   }
-  auto may_exist = [&](std::string_view rel) {
-    return !listed || top_level.count(std::string(rel.substr(0, rel.find('/')))) > 0;
+  std::map<std::string, HomeHost::Kind> kinds;  // by path relative to the home
+  std::function<HomeHost::Kind(const std::string&)> kind_of = [&](const std::string& rel) {
+    if (auto it = kinds.find(rel); it != kinds.end()) return it->second;
+    const auto slash = rel.rfind('/');
+    HomeHost::Kind kind;
+    if (slash == std::string::npos && listed && top_level.count(rel) == 0) {
+      kind = HomeHost::Kind::kMissing;
+    } else if (slash != std::string::npos &&
+               (kind_of(rel.substr(0, slash)) == HomeHost::Kind::kMissing ||
+                kind_of(rel.substr(0, slash)) == HomeHost::Kind::kFile)) {
+      kind = HomeHost::Kind::kMissing;
+    } else {
+      kind = host.lstat_kind(*home + "/" + rel);
+    }
+    kinds[rel] = kind;
+    return kind;
   };
+  // The canonical host path of an existing `rel`.
+  auto canonical_of = [&](const std::string& rel) -> std::optional<std::string> {
+    bool link = !home_canonical;
+    for (size_t pos = rel.find('/'); !link; pos = rel.find('/', pos + 1)) {
+      link = kind_of(rel.substr(0, pos)) == HomeHost::Kind::kSymlink;
+      if (pos == std::string::npos) break;
+    }
+    if (!link) return (*home_canonical == "/" ? "" : *home_canonical) + "/" + rel;
+    return host.resolve(*home + "/" + rel);
+  };
+  std::vector<std::string> credential_paths;  // lexical
   if (usable_home) {
-    for (auto rel : kHomeCredentials) {
-      if (!may_exist(rel)) continue;
-      std::string p = *home + "/" + std::string(rel);
-      if (host.lstat_kind(p) == HomeHost::Kind::kMissing) continue;
-      auto r = host.resolve(p);
+    for (auto rel_view : kHomeCredentials) {
+      const std::string rel(rel_view);
+      credential_paths.push_back(*home + "/" + rel);
+      auto kind = kind_of(rel);
+      if (kind == HomeHost::Kind::kMissing) continue;
+      auto r = canonical_of(rel);
       if (!r) continue;  // a dangling link shows nothing
-      auto kind = host.lstat_kind(*r);
+      if (kind == HomeHost::Kind::kSymlink) kind = host.lstat_kind(*r);
       if (kind != HomeHost::Kind::kDirectory && kind != HomeHost::Kind::kFile) continue;
       HostCredential c{*r, kind == HomeHost::Kind::kDirectory};
       if (std::none_of(out.credentials.begin(), out.credentials.end(),
@@ -260,24 +289,23 @@ Result<HomeView> PlanHomeView(const HomePlanInput& input, const HomeHost& host) 
     for (const auto& c : out.credentials) {
       if (PathIsWithin(resolved, c.path)) return c.path;
     }
-    if (usable_home) {
-      for (auto rel : kHomeCredentials) {
-        std::string p = *home + "/" + std::string(rel);
-        if (PathIsWithin(lexical, p) || PathIsWithin(resolved, p)) return p;
-      }
+    for (const auto& p : credential_paths) {
+      if (PathIsWithin(lexical, p) || PathIsWithin(resolved, p)) return p;
     }
     return std::nullopt;
   };
   const bool has_home = usable_home && input.mode != HomeMode::kNone;
-  // `user`: named by the user (an error is theirs to fix); else a table entry (skipped).
-  auto add_readable = [&](const std::string& path, bool user) -> Status {
+  // `user`: named by the user (an error is theirs to fix); else an entry of the table, `rel`
+  // its path relative to the home (skipped when it is not there or not allowed).
+  auto add_readable = [&](const std::string& path, bool user,
+                          const std::string& rel = "") -> Status {
     auto lexical = NormalizeAbsolute(path);
     if (!lexical) {
       if (user) return Fail("invalid", "readable root must be an absolute path: " + path);
       return Ok();
     }
-    if (!user && host.lstat_kind(*lexical) == HomeHost::Kind::kMissing) return Ok();
-    auto resolved = host.resolve(*lexical);
+    if (!user && kind_of(rel) == HomeHost::Kind::kMissing) return Ok();
+    auto resolved = user ? host.resolve(*lexical) : canonical_of(rel);
     if (!resolved) return Ok();  // not on this machine
     if (auto cred = inside_credential(*resolved, *lexical)) {
       if (!user) return Ok();
@@ -309,14 +337,15 @@ Result<HomeView> PlanHomeView(const HomePlanInput& input, const HomeHost& host) 
       out.kind = HomeKind::kTmpfs;
     }
     for (const auto& entry : kHomeToolchains) {
-      if (!may_exist(entry.path)) continue;
+      const std::string_view first = entry.path.substr(0, entry.path.find('/'));
+      if (kind_of(std::string(first)) == HomeHost::Kind::kMissing) continue;
       for (const auto& rel : ExpandToolchain(*home, entry.path, host)) {
-        if (auto s = add_readable(*home + "/" + rel, false); !s) return tl::unexpected(s.error());
+        if (auto s = add_readable(*home + "/" + rel, false, rel); !s) {
+          return tl::unexpected(s.error());
+        }
       }
     }
-    if (!input.gitconfig_file.empty()) {
-      out.binds.push_back({input.gitconfig_file, *home + "/.gitconfig", false, 0, 0});
-    }
+    out.gitconfig = input.gitconfig;
   }
   for (const auto& r : input.readable_roots) {
     std::string expanded = usable_home ? ExpandHome(r, *home) : r;
@@ -345,6 +374,7 @@ Status ApplyHomeView(const HomeView& home, const HostFs& host, FileView& view) {
   }
   if (show_home) {
     view.home_base = home.target;
+    view.home_gitconfig = home.gitconfig;
     if (home.kind == HomeKind::kPersistent) {
       view.mapped_binds.push_back(home.home);
     } else {
@@ -354,7 +384,17 @@ Status ApplyHomeView(const HomeView& home, const HostFs& host, FileView& view) {
   for (const auto& r : home.read_roots) {
     // Without the sandbox home, what lies under $HOME is already shown (or deliberately not).
     if (!show_home && home.kind != HomeKind::kNone && PathIsWithin(r, home.target)) continue;
-    AddUnique(view.read_roots, r);
+    // A root the view already makes writable stays writable.
+    if (std::any_of(view.writable_roots.begin(), view.writable_roots.end(),
+                    [&](const WritableRoot& w) { return w.root == r; })) {
+      continue;
+    }
+    // Shown at its own path, as a bind of the home (ViewSource, the socket regions and root's
+    // idmapping take it from there).
+    if (std::none_of(view.mapped_binds.begin(), view.mapped_binds.end(),
+                     [&](const MappedBind& m) { return m.target == r; })) {
+      view.mapped_binds.push_back({r, r, false, 0, 0});
+    }
   }
   for (const auto& b : home.binds) {
     if (!show_home && home.kind != HomeKind::kNone && PathIsWithin(b.target, home.target)) {

@@ -6,7 +6,8 @@
 // go, cargo) survive between runs of one workspace while one repository's runs cannot poison
 // another workspace's. Onto it the view binds, read-only, an ALLOWLIST of the real home:
 // the toolchains of kHomeToolchains (plus the user's own additions, config.toml's
-// readable_roots) and a sanitized copy of ~/.gitconfig. Anything not listed stays absent;
+// readable_roots); the sandbox's ~/.gitconfig is a sanitized copy of the user's, written
+// again at every start where it differs. Anything not listed stays absent;
 // there is no "home minus a denylist".
 //
 // Credentials: the locations of kHomeCredentials are never shown. With the allowlist they are
@@ -162,9 +163,9 @@ struct HomePlanInput {
   std::string sandbox_home;
   dev_t sandbox_home_dev = 0;
   ino_t sandbox_home_ino = 0;
-  // The sanitized ~/.gitconfig written for this workspace (canonical), bound read-only at
-  // ~/.gitconfig; empty: none.
-  std::string gitconfig_file;
+  // The sanitized ~/.gitconfig (RenderSanitizedGitConfig) to write at ~/.gitconfig; empty:
+  // none.
+  std::string gitconfig;
   // Extra readable roots (config.toml, profiles, --readable-root): absolute, '~' expanded.
   // Missing ones are skipped.
   std::vector<std::string> readable_roots;

@@ -114,6 +114,10 @@ struct FileView {
   std::vector<std::string> masked_dirs;
   std::vector<std::string> credential_masks;  // the masked paths that are credentials
   std::string home_base;
+  // Written to home_base/.gitconfig once the home is built, when its content differs (a file of
+  // the home, not a bind: one mount less per start; what a command changes there lasts until
+  // the next run writes the copy again).
+  std::string home_gitconfig;
 };
 
 // The facts about the host filesystem that ComputeFileView needs; injected so the decision

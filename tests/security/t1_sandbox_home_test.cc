@@ -75,6 +75,14 @@ TEST_P(T1SandboxHome, HomeIsWritableAndPersistsPerWorkspaceButNeverInTheRealHome
   ASSERT_EQ(::stat(sandbox_home.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u);
   EXPECT_EQ(st.st_uid, caller_.uid());
+  // What the command wrote there is the caller's own on the host (root's sandbox runs as an
+  // unprivileged host id: its home is idmapped like the writable roots).
+  for (const std::string rel : {"/.cache", "/.cache/pip/http/entry"}) {
+    struct stat written {};
+    ASSERT_EQ(::stat((sandbox_home + rel).c_str(), &written), 0) << rel;
+    EXPECT_EQ(written.st_uid, caller_.uid()) << rel;
+    EXPECT_EQ(written.st_gid, caller_.gid()) << rel;
+  }
 }
 
 TEST_P(T1SandboxHome, ToolchainsOfTheHomeRunReadOnly) {
@@ -90,7 +98,7 @@ TEST_P(T1SandboxHome, ToolchainsOfTheHomeRunReadOnly) {
   // Shown, not handed over: the toolchain cannot be changed from inside.
   auto write =
       Sh("echo x > ~/.pyenv/version; echo x > ~/.local/bin/mytool; "
-         "echo x >> ~/.gitconfig; cat ~/.pyenv/version");
+         "cat ~/.pyenv/version");
   EXPECT_NE(write.out.find("3.99.0"), std::string::npos);
   EXPECT_EQ(ReadFile(home_.home() + "/.pyenv/version"), "3.99.0\n");
   EXPECT_NE(ReadFile(home_.home() + "/.local/bin/mytool").find("mytool-ran"), std::string::npos);
@@ -103,11 +111,14 @@ TEST_P(T1SandboxHome, GitconfigCopyKeepsTheIdentityAndDropsTheToken) {
   EXPECT_EQ(r.out.find(home_.gitconfig_token()), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("insteadOf"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("extraHeader"), std::string::npos) << r.out;
-  // Read-only inside; the summary says where to change it.
-  auto set = Sh("git config --global user.name Someone-Else");
-  EXPECT_NE(set.status, 0);
-  EXPECT_NE(set.err.find("read-only, sanitized copy"), std::string::npos) << set.err;
+  // The sandbox's own copy: `git config --global` works for the run, never reaches the real
+  // ~/.gitconfig, and the next run starts from the sanitized copy again.
+  auto set = Sh("git config --global user.name Someone-Else && git config user.name");
+  EXPECT_EQ(set.status, 0) << set.err;
+  EXPECT_NE(set.out.find("Someone-Else"), std::string::npos) << set.out;
   EXPECT_EQ(ReadFile(home_.home() + "/.gitconfig").find("Someone-Else"), std::string::npos);
+  auto next = Sh("git config user.name");
+  EXPECT_NE(next.out.find("Lived In"), std::string::npos) << next.out << next.err;
 }
 
 TEST_P(T1SandboxHome, SymlinksPlantedInTheSandboxHomeNeverRedirectALaterRun) {

@@ -98,7 +98,7 @@ TEST_P(T3SandboxRefusals, ACommandThatSucceededIsNotInterruptedButJsonListsTheRe
 TEST_P(T3SandboxRefusals, EachReadOnlyPlaceSaysHowToAllowIt) {
   auto r =
       Sh("echo x > ~/.pyenv/version; echo x > /usr/lib/anvil-test; mkdir /opt-nope; "
-         "echo x >> ~/.gitconfig; mv ~/.local/bin/mytool ~/mt; false");
+         "mv ~/.local/bin/mytool ~/mt; false");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("write ~/.pyenv/version"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("allow with --writable-root ~/.pyenv"), std::string::npos) << r.err;
@@ -107,7 +107,6 @@ TEST_P(T3SandboxRefusals, EachReadOnlyPlaceSaysHowToAllowIt) {
       << r.err;
   EXPECT_NE(r.err.find("write /opt-nope - outside what the sandbox can write"), std::string::npos)
       << r.err;
-  EXPECT_NE(r.err.find("sanitized copy"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("allow with --writable-root ~/.local/bin"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("--writable-root /\n"), std::string::npos) << r.err;
 }

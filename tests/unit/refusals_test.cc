@@ -13,7 +13,6 @@ FileView SampleView() {
   v.writable_roots.push_back(
       {"/ws", {"/ws/.git", "/ws/.anvil", "/ws/vendor", "/repo/.git/worktrees/w"}});
   v.mapped_binds.push_back({"/state/home", "/home/u", true, 0, 0});
-  v.mapped_binds.push_back({"/state/gitconfig", "/home/u/.gitconfig", false, 0, 0});
   v.mapped_binds.push_back({"/opt/rustup", "/home/u/.rustup", false, 0, 0});
   v.home_base = "/home/u";
   v.masked_dirs = {"/home/u/.config/gh"};
@@ -37,7 +36,7 @@ TEST(ClassifyWrite, EachPartOfTheView) {
       {"/ws/.anvil/x", WriteArea::kAnvilDir, "/ws/.anvil"},
       {"/ws/vendor/lib.c", WriteArea::kReadOnlySubpath, "/ws/vendor"},
       {"/home/u/.config/gh/hosts.yml", WriteArea::kCredential, "/home/u/.config/gh"},
-      {"/home/u/.gitconfig", WriteArea::kGitConfig, "/home/u/.gitconfig"},
+      {"/home/u/.gitconfig", WriteArea::kOutside, ""},  // the home's own: never refused
       {"/home/u/.rustup/settings.toml", WriteArea::kReadable, "/home/u/.rustup"},
       {"/home/u/.pyenv/versions/3.11/lib/x.py", WriteArea::kReadable, "/home/u/.pyenv"},
       {"/opt/tools/bin/x", WriteArea::kReadable, "/opt/tools"},

@@ -77,7 +77,7 @@ HomePlanInput Input(HomeMode mode = HomeMode::kPersistent) {
   in.mode = mode;
   in.home = "/home/u";
   in.sandbox_home = "/home/u/.local/state/anvil/homes/proj-0123/home";
-  in.gitconfig_file = "/home/u/.local/state/anvil/homes/proj-0123/gitconfig";
+  in.gitconfig = "[user]\n\tname = \"U\"\n";
   return in;
 }
 
@@ -102,9 +102,8 @@ TEST(PlanHomeView, AllowlistOfToolchainsAndNothingElseOfTheRealHome) {
                              "/home/u/.cargo", "/home/u/proj", "/home/u/.local"}) {
     EXPECT_FALSE(Has(plan->read_roots, hidden)) << hidden;
   }
-  ASSERT_EQ(plan->binds.size(), 1u);
-  EXPECT_EQ(plan->binds[0].target, "/home/u/.gitconfig");
-  EXPECT_FALSE(plan->binds[0].writable);
+  EXPECT_TRUE(plan->binds.empty());
+  EXPECT_EQ(plan->gitconfig, "[user]\n\tname = \"U\"\n");
 }
 
 TEST(PlanHomeView, CredentialsOfTheHomeAreListedForMasking) {
@@ -209,10 +208,17 @@ TEST(ApplyHomeView, HomeBoundWithToolchainsAndNoCredentialShown) {
   ASSERT_TRUE(plan);
   FileView view = ViewWith(*plan);
   EXPECT_EQ(view.home_base, "/home/u");
+  EXPECT_EQ(view.home_gitconfig, "[user]\n\tname = \"U\"\n");
   ASSERT_GE(view.mapped_binds.size(), 2u);
   EXPECT_EQ(view.mapped_binds[0].target, "/home/u");
   EXPECT_TRUE(view.mapped_binds[0].writable);
-  EXPECT_TRUE(Has(view.read_roots, "/home/u/.pyenv"));
+  // A toolchain is a read-only bind at its own path (not a read root: root's sandbox would
+  // idmap those).
+  EXPECT_TRUE(
+      std::any_of(view.mapped_binds.begin(), view.mapped_binds.end(), [](const MappedBind& m) {
+        return m.source == "/home/u/.pyenv" && m.target == "/home/u/.pyenv" && !m.writable;
+      }));
+  EXPECT_FALSE(Has(view.read_roots, "/home/u/.pyenv"));
   // Nothing of the view shows a credential, so nothing needs covering.
   EXPECT_TRUE(view.masked_dirs.empty());
   EXPECT_TRUE(view.credential_masks.empty());
