@@ -92,7 +92,15 @@ class LivedInHome {
         path += "/secret";
         if (r == ".ssh") path = h + "/.ssh/id_ed25519";
       }
-      Put(path, "-----BEGIN " + token + "-----\n", 0600);
+      // Where git reads configuration (and Anvil's git check reads the user's), the token is
+      // in git's syntax, as people have it.
+      std::string content = "-----BEGIN " + token + "-----\n";
+      if (r == ".config/git/config") {
+        content = "[http]\n\textraHeader = Authorization: Bearer " + token + "\n";
+      } else if (r == ".config/git/credentials") {
+        content = "https://u:" + token + "@example.com\n";
+      }
+      Put(path, content, 0600);
       secrets_[r] = {path, token};
     }
     ws_ = h + "/proj";
