@@ -49,7 +49,11 @@ WriteClass ClassifyWrite(const FileView& view, const SandboxPolicy& policy,
       if (!PathIsWithin(path, sub)) continue;
       const std::string base = Basename(sub);
       if (base == ".anvil") return {WriteArea::kAnvilDir, sub};
-      if (base == ".git" || HasGitComponent(sub)) return {WriteArea::kGit, sub};
+      if (base == ".git" || HasGitComponent(sub) ||
+          std::find(view.git_protected.begin(), view.git_protected.end(), sub) !=
+              view.git_protected.end()) {
+        return {WriteArea::kGit, sub};
+      }
       return {WriteArea::kReadOnlySubpath, sub};
     }
   }
@@ -185,7 +189,12 @@ RefusalAdvice Advise(const Refusal& r, const std::string& workspace, const std::
       const std::string root = Shown(r.root, workspace, home);
       switch (r.area) {
         case WriteArea::kGit:
-          a.why = "Anvil keeps .git read-only (hooks and config there run outside the sandbox)";
+          a.why = Basename(r.root) == ".git" || HasGitComponent(r.root)
+                      ? "Anvil keeps .git read-only (hooks and config there run outside the "
+                        "sandbox)"
+                      : root +
+                            " is git metadata or a path a repository's git config names (a hook, "
+                            "an include), which git runs or reads outside the sandbox";
           a.allow = "--writable-git";
           break;
         case WriteArea::kAnvilDir:

@@ -271,7 +271,10 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
     read_only.push_back(*resolved);
   }
   for (const auto& path : discovered_read_only) {
-    if (!path.empty() && path[0] == '/') read_only.push_back(path);
+    if (!path.empty() && path[0] == '/') {
+      read_only.push_back(path);
+      view.git_protected.push_back(path);
+    }
   }
   for (const auto& root : writable) {
     WritableRoot wr{root, {}};

@@ -114,6 +114,9 @@ struct FileView {
   std::vector<std::string> masked_dirs;
   std::vector<std::string> credential_masks;  // the masked paths that are credentials
   std::string home_base;
+  // The discovered_read_only paths of ComputeFileView (repositories' metadata and what their
+  // configs name): read-only because git would run or follow them (policy/refusals.h).
+  std::vector<std::string> git_protected;
   // Written to home_base/.gitconfig once the home is built, when its content differs (a file of
   // the home, not a bind: one mount less per start; what a command changes there lasts until
   // the next run writes the copy again).

@@ -80,6 +80,78 @@ TEST_P(T3SandboxEveryday, ScriptsAndMakeBuildsAndTheirExitCodes) {
   EXPECT_EQ(pipes.out, "1ooo\n");
 }
 
+TEST_P(T3SandboxEveryday, ScriptsRunByPathSeeTheirOwnPath) {
+  // Build scripts, wrappers and tools find their files from $0, BASH_SOURCE or __file__.
+  Put(ws_ + "/scripts/gen.sh",
+      "#!/bin/sh\nset -e\necho \"zero=$0\"\nhere=$(cd \"$(dirname \"$0\")\" && pwd)\n"
+      "echo \"dir=$here\"\ncat \"$here/data.txt\"\n",
+      0755);
+  Put(ws_ + "/scripts/data.txt", "data-beside-the-script\n");
+  Put(ws_ + "/scripts/src.bash", "#!/bin/bash\necho \"source=${BASH_SOURCE[0]}\"\n", 0755);
+  // The interpreter found through PATH: env runs the pyenv shim, which runs pyenv's python3.
+  Put(ws_ + "/tools/where.py",
+      "#!/usr/bin/env python3\nimport os, sys\nprint('file=' + os.path.abspath(__file__))\n"
+      "print('exe=' + os.path.realpath(sys.executable))\n",
+      0755);
+  caller_.Give(ws_);
+  auto r = Sh("./scripts/gen.sh && scripts/src.bash && cd tools && ./where.py");
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  for (const std::string& expected : std::vector<std::string>{
+           "zero=./scripts/gen.sh\n", "dir=" + ws_ + "/scripts\n", "data-beside-the-script\n",
+           "source=scripts/src.bash\n", "file=" + ws_ + "/tools/where.py\n"}) {
+    EXPECT_NE(r.out.find(expected), std::string::npos) << expected << "\n" << r.out << r.err;
+  }
+  EXPECT_EQ(r.out.find("/dev/fd"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("/proc/self/fd"), std::string::npos) << r.out;
+}
+
+TEST_P(T3SandboxEveryday, LocalTestServerOnLoopbackButNotTheHosts) {
+  if (!Exists(kPython)) GTEST_SKIP() << "SKIPPED: " << kPython << " is missing";
+  // A service of the host on its loopback, with a secret answer.
+  const std::string secret = UniqueToken("HOST-LOOPBACK");
+  Spawned host({kPython, "-c",
+                "import socket,sys\n"
+                "s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+                "s.bind(('127.0.0.1', 0)); s.listen(8)\n"
+                "open(sys.argv[1] + '.tmp','w').write(str(s.getsockname()[1]))\n"
+                "import os; os.rename(sys.argv[1] + '.tmp', sys.argv[1])\n"
+                "while True:\n c,_=s.accept(); c.sendall(sys.argv[2].encode()); c.close()\n",
+                home_.home() + "/port", secret});
+  ASSERT_TRUE(WaitUntil([&] { return Exists(home_.home() + "/port"); }));
+  const std::string port = ReadFile(home_.home() + "/port");
+  ::unlink((home_.home() + "/port").c_str());
+  // The test suite's own server on the sandbox's loopback, on the host service's port too.
+  Put(ws_ + "/test_server.py",
+      "import http.server, threading, urllib.request, socket, sys\n"
+      "class H(http.server.BaseHTTPRequestHandler):\n"
+      "    def do_GET(self):\n"
+      "        self.send_response(200); self.end_headers(); self.wfile.write(b'served-locally')\n"
+      "    def log_message(self, *a): pass\n"
+      "for port in (0, int(sys.argv[1])):\n"
+      "    srv = http.server.HTTPServer(('127.0.0.1', port), H)\n"
+      "    threading.Thread(target=srv.serve_forever, daemon=True).start()\n"
+      "    url = 'http://127.0.0.1:%d/' % srv.server_address[1]\n"
+      "    print(urllib.request.urlopen(url, timeout=10).read().decode())\n"
+      "    srv.shutdown(); srv.server_close()\n");
+  caller_.Give(ws_);
+  auto r = Sh("python3 test_server.py " + port +
+              " && python3 -c 'import socket,sys\n"
+              "s=socket.create_connection((\"127.0.0.1\", int(sys.argv[1])), timeout=5)\n"
+              "print(s.recv(100))' " +
+              port + " 2>&1; echo done");
+  EXPECT_NE(r.out.find("served-locally\nserved-locally\n"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("done"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(r.out.find(secret), std::string::npos) << "the host's loopback was reached: " << r.out;
+  // Control: unconfined, the same client reaches the host's service (the attack is a real one).
+  auto control =
+      Sh("python3 -c 'import socket,sys\n"
+         "s=socket.create_connection((\"127.0.0.1\", int(sys.argv[1])), timeout=5)\n"
+         "print(s.recv(100))' " +
+             port,
+         {"--policy", "danger-full-access"});
+  EXPECT_NE(control.out.find(secret), std::string::npos) << control.out << control.err;
+}
+
 TEST_P(T3SandboxEveryday, CmakeBuild) {
   if (!Exists("/usr/bin/cmake")) GTEST_SKIP() << "SKIPPED: cmake is missing";
   Put(ws_ + "/cm/CMakeLists.txt",

@@ -10,8 +10,11 @@ namespace {
 FileView SampleView() {
   FileView v;
   v.read_roots = {"/usr", "/etc", "/home/u/.pyenv", "/opt/tools"};
-  v.writable_roots.push_back(
-      {"/ws", {"/ws/.git", "/ws/.anvil", "/ws/vendor", "/repo/.git/worktrees/w"}});
+  v.writable_roots.push_back({"/ws",
+                              {"/ws/.git", "/ws/.anvil", "/ws/vendor", "/repo/.git/worktrees/w",
+                               "/ws/tools/hooks", "/ws/lib/bare"}});
+  // What the git check found (a config's core.hooksPath, a bare repository).
+  v.git_protected = {"/ws/.git", "/ws/tools/hooks", "/ws/lib/bare"};
   v.mapped_binds.push_back({"/state/home", "/home/u", true, 0, 0});
   v.mapped_binds.push_back({"/opt/rustup", "/home/u/.rustup", false, 0, 0});
   v.home_base = "/home/u";
@@ -33,6 +36,8 @@ TEST(ClassifyWrite, EachPartOfTheView) {
       {"/ws/.git/index.lock", WriteArea::kGit, "/ws/.git"},
       {"/ws/.git", WriteArea::kGit, "/ws/.git"},
       {"/repo/.git/worktrees/w/HEAD.lock", WriteArea::kGit, "/repo/.git/worktrees/w"},
+      {"/ws/tools/hooks/pre-commit", WriteArea::kGit, "/ws/tools/hooks"},
+      {"/ws/lib/bare/config", WriteArea::kGit, "/ws/lib/bare"},
       {"/ws/.anvil/x", WriteArea::kAnvilDir, "/ws/.anvil"},
       {"/ws/vendor/lib.c", WriteArea::kReadOnlySubpath, "/ws/vendor"},
       {"/home/u/.config/gh/hosts.yml", WriteArea::kCredential, "/home/u/.config/gh"},
@@ -72,6 +77,11 @@ TEST(Advise, OneLineWayPastEachRefusal) {
   auto git = write(WriteArea::kGit, "/ws/.git/index.lock", "/ws/.git");
   EXPECT_EQ(git.what, "write .git/index.lock");
   EXPECT_EQ(git.allow, "--writable-git");
+  auto hook = write(WriteArea::kGit, "/ws/tools/hooks/pre-commit", "/ws/tools/hooks");
+  EXPECT_EQ(hook.allow, "--writable-git");
+  EXPECT_NE(hook.why.find("tools/hooks is git metadata or a path a repository's git config names"),
+            std::string::npos)
+      << hook.why;
   EXPECT_EQ(write(WriteArea::kReadable, "/home/u/.pyenv/x", "/home/u/.pyenv").allow,
             "--writable-root ~/.pyenv");
   EXPECT_EQ(write(WriteArea::kCredential, "/home/u/.ssh/k", "/home/u/.ssh").allow, "");
