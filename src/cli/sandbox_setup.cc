@@ -84,6 +84,18 @@ struct PreparedHome {
 // $STATE/anvil/homes/<name>/{home/, workspace}. Every component below $STATE is
 // made 0700 and opened without following symlinks, and must be the caller's own.
 Result<PreparedHome> PrepareHome(const std::string& state_dir, const std::string& workspace) {
+  // Nothing is made in a tree that is not the caller's: root with another user's $HOME (sudo
+  // keeping HOME) would leave root-owned directories there that break that user's own runs.
+  std::string existing = state_dir;
+  struct stat owner {};
+  while (::lstat(existing.c_str(), &owner) != 0 && errno == ENOENT && existing.size() > 1) {
+    const auto slash = existing.rfind('/');
+    existing = slash == 0 || slash == std::string::npos ? "/" : existing.substr(0, slash);
+  }
+  if (owner.st_uid != ::geteuid()) {
+    return Fail("invalid", existing + " is not yours (owner uid " + std::to_string(owner.st_uid) +
+                               "); nothing is made there");
+  }
   if (auto s = MakeDirs(state_dir, 0700); !s) return tl::unexpected(s.error());
   std::string base = Canonical(state_dir);
   if (base.empty()) return SysFail("io", "resolve " + state_dir);

@@ -186,6 +186,29 @@ TEST_P(T1SandboxHome, TableOfCredentialLocationsIsNeverReadable) {
   }
 }
 
+// `sudo anvil sandbox` keeping the user's HOME: root makes nothing in a home that is not its
+// own (root-owned directories there would break the user's own runs); the command still gets
+// a home (an empty one), and the user's next run makes and uses its own sandbox home.
+TEST(T1SandboxHomeOwner, RootWithAnotherUsersHomeMakesNothingThere) {
+  ANVIL_CALLER_OR_END_TEST(user, Caller::kUnprivileged);
+  LivedInHome home;
+  home.GiveTo(*user);
+  RunOptions o;
+  o.cwd = home.workspace();
+  o.env = home.Env();
+  auto as_root = SandboxSh(home.workspace(), "touch ~/t && echo root-ran", {"--json"}, o);
+  EXPECT_EQ(as_root.status, 0) << as_root.err;
+  EXPECT_NE(as_root.out.find("root-ran"), std::string::npos) << as_root.err;
+  EXPECT_FALSE(Exists(home.home() + "/.local/state")) << "root made directories in the user's home";
+  EXPECT_FALSE(Exists(home.home() + "/t"));
+  auto as_user = SandboxSh(home.workspace(), "touch ~/t && echo user-ran", {}, user->Options(o));
+  EXPECT_EQ(as_user.status, 0) << as_user.err;
+  EXPECT_NE(as_user.out.find("user-ran"), std::string::npos) << as_user.err;
+  struct stat st {};
+  ASSERT_EQ(::stat((home.home() + "/.local/state/anvil").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, user->uid());
+}
+
 INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxHome, ::testing::ValuesIn(kAllCallers), CallerParamName);
 
 // One attack per credential location, as each caller.
