@@ -137,6 +137,15 @@ Options:
   --timeout SECONDS      kill the whole process tree after SECONDS (exit 124)
   --json                 print one JSON report on stderr at exit
 )";
+  if (front_end == SandboxFrontEnd::kAnvilSandbox) {
+    text +=
+        "  --profile NAME         open one ecosystem's caches and registries: node, python, rust,\n"
+        "                         go, or one of config.toml's [profiles.NAME] (repeatable)\n"
+        "  --readable-root DIR    another read-only directory, e.g. a toolchain (repeatable)\n"
+        "  --home H               persistent (default: a per-workspace home kept between runs)\n"
+        "                         | tmp (an empty one per run) | none\n"
+        "  --quiet                no summary of what the sandbox refused\n";
+  }
   if (front_end == SandboxFrontEnd::kExecRunner) {
     text +=
         "  --exec-fd N            run the executable already open at fd N (no lookup)\n"
@@ -173,6 +182,7 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
   EnvPolicy env;
   std::string cwd;
   bool network_explicit = false;
+  SandboxFlags config_flags;
   bool minimal_env = false;
   int exec_fd = -1;
   int call_fd = -1;
@@ -213,6 +223,7 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
       auto k = ParsePolicyKind(v);
       if (!k) return tl::unexpected(k.error());
       policy.kind = *k;
+      config_flags.policy_explicit = true;
     } else if (flag == "--cwd") {
       if (auto s = take(); !s) return tl::unexpected(s.error());
       cwd = v;
@@ -229,6 +240,7 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
       auto r = ParseReadAccess(v);
       if (!r) return tl::unexpected(r.error());
       policy.read_access = *r;
+      config_flags.read_access_explicit = true;
     } else if (flag == "--network") {
       if (auto s = take(); !s) return tl::unexpected(s.error());
       auto n = ParseNetworkMode(v);
@@ -238,6 +250,23 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
     } else if (flag == "--allow-host") {
       if (auto s = take(); !s) return tl::unexpected(s.error());
       allow_hosts.push_back(v);
+    } else if (front_end == SandboxFrontEnd::kAnvilSandbox && flag == "--quiet") {
+      inv.quiet = true;
+    } else if (front_end == SandboxFrontEnd::kAnvilSandbox && flag == "--profile") {
+      if (auto s = take(); !s) return tl::unexpected(s.error());
+      config_flags.profiles.push_back(v);
+    } else if (front_end == SandboxFrontEnd::kAnvilSandbox && flag == "--readable-root") {
+      if (auto s = take(); !s) return tl::unexpected(s.error());
+      std::string c = Canonical(v);
+      if (c.empty() || v.empty() || v[0] != '/') {
+        return Fail("invalid", "--readable-root " + v + ": no such absolute path");
+      }
+      config_flags.readable_roots.push_back(v);
+    } else if (front_end == SandboxFrontEnd::kAnvilSandbox && flag == "--home") {
+      if (auto s = take(); !s) return tl::unexpected(s.error());
+      auto h = ParseHomeMode(v);
+      if (!h) return tl::unexpected(h.error());
+      config_flags.home = *h;
     } else if (flag == "--unsafe-test-allow-address") {
       if (auto s = take(); !s) return tl::unexpected(s.error());
       inv.unsafe_test_allow_addresses.push_back(v);
@@ -346,6 +375,13 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
   std::string workspace = Canonical(cwd);
   if (workspace.empty()) return Fail("invalid", "--cwd " + cwd + ": no such directory");
   policy.workspace = workspace;
+  if (front_end == SandboxFrontEnd::kAnvilSandbox) {
+    // config.toml, Anvil.toml (narrowing only), profiles and the home, under the flags above.
+    config_flags.network_explicit = network_explicit;
+    auto settings = ApplySandboxSettings(environ_entries, config_flags, policy, allow_hosts);
+    if (!settings) return tl::unexpected(settings.error());
+    inv.settings = std::move(*settings);
+  }
   if (policy.workspace_read_subpaths) {
     if (policy.kind != PolicyKind::kReadOnly) {
       return Fail("invalid", "--readable-path/--no-workspace-read need --policy read-only");
@@ -450,6 +486,7 @@ namespace {
 // pipe before anything runs (an invalid --allow-host fails the whole command: fail closed).
 struct ProxyProcess {
   pid_t pid = -1;
+  UniqueFd status;  // after "ok": one JSON line per distinct refusal, EOF when the proxy ends
   ~ProxyProcess() { Stop(); }
   void Stop() {
     if (pid <= 0) return;
@@ -512,22 +549,51 @@ Status StartProxy(SandboxInvocation& inv, ProxyProcess& proxy) {
   proxy.pid = pid;
   theirs.Reset();
   status_w.Reset();
+  // The first line only: what follows are refusals, read after the run (ProxyRefusals).
   std::string line;
-  char buf[512];
-  while (true) {
-    ssize_t n = ::read(status_r.Get(), buf, sizeof(buf));
+  while (line.size() < 4096) {
+    char c = 0;
+    ssize_t n = ::read(status_r.Get(), &c, 1);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    line.append(buf, static_cast<size_t>(n));
+    if (n <= 0 || c == '\n') break;
+    line.push_back(c);
   }
-  while (!line.empty() && line.back() == '\n') line.pop_back();
   if (line != "ok") {
     proxy.Stop();
     if (line.empty()) line = "anvil-proxy could not start (" + args[0] + ")";
     return Fail("sandbox", "--network proxy: " + line);
   }
   inv.spec.proxy_channel = std::move(ours);
+  proxy.status = std::move(status_r);
   return Ok();
+}
+
+// The refusals anvil-proxy reported (after it has stopped: its end is closed then).
+std::vector<Refusal> ProxyRefusals(ProxyProcess& proxy) {
+  std::vector<Refusal> out;
+  if (!proxy.status) return out;
+  std::string text;
+  char buf[4096];
+  while (text.size() < (1u << 20)) {
+    ssize_t n = ::read(proxy.status.Get(), buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) break;  // a line cut short by a crash
+    auto line = nlohmann::json::parse(text.substr(start, end - start), nullptr, false);
+    start = end + 1;
+    if (!line.is_object() || !line.contains("refused") || !line["refused"].is_string() ||
+        !line.contains("reason") || !line["reason"].is_string()) {
+      continue;
+    }
+    out.push_back(
+        ProxyRefusal(line["refused"].get<std::string>(), line["reason"].get<std::string>()));
+  }
+  return out;
 }
 
 // The --json report: on stderr, or whole on --report-fd (a pipe to the gateway's exec broker).
@@ -649,15 +715,28 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
       return 125;
     }
   }
+  if (front_end == SandboxFrontEnd::kAnvilSandbox) {
+    // Facts for the summary (policy/refusals.h); --quiet without --json needs none.
+    inv->spec.observe_refusals = !inv->quiet || json;
+  }
   SandboxOutcome outcome = RunSandboxed(std::move(inv->spec));
   proxy.Stop();
   if (facts != nullptr) facts->started = outcome.kind != SandboxOutcome::Kind::kSetupFailed;
+  std::vector<Refusal> refusals = ProxyRefusals(proxy);
+  refusals.insert(refusals.end(), outcome.refusals.begin(), outcome.refusals.end());
+  if (inv->settings.home_created) SweepDeadSandboxHomes(inv->settings.state_dir);
   int status = outcome.ShellStatus();
   if (!outcome.error.empty() &&
       (outcome.kind != SandboxOutcome::Kind::kSignaled || outcome.out_of_memory)) {
     std::cerr << "anvil sandbox: " << outcome.error << "\n";
   }
   PrintGitReport(outcome.git);
+  if (front_end == SandboxFrontEnd::kAnvilSandbox && !inv->quiet && status != 0) {
+    // After a failure only: a command that succeeded despite a refusal (git status refreshing
+    // its index where it can) needs no explanation; --json lists every refusal either way.
+    std::cerr << RefusalSummary(refusals, outcome.refusals_dropped, policy.workspace,
+                                inv->settings.home, policy.network);
+  }
   if (json) {
     nlohmann::json report = {{"exit_code", status},
                              {"outcome", OutcomeName(outcome.kind)},
@@ -679,6 +758,37 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
                                {"subreaper", outcome.layers.subreaper},
                                {"process_limit", outcome.layers.process_limit},
                                {"memory_limit", outcome.layers.memory_limit}}}};
+    report["layers"]["refusal_observer"] = outcome.layers.refusal_observer;
+    if (front_end == SandboxFrontEnd::kAnvilSandbox) {
+      const SandboxSettings& settings = inv->settings;
+      nlohmann::json home = {{"mode", ToString(settings.home_mode)}, {"path", settings.home}};
+      if (!settings.sandbox_home.empty()) home["sandbox_home"] = settings.sandbox_home;
+      if (!settings.home_note.empty()) home["note"] = settings.home_note;
+      report["home"] = home;
+      report["profiles"] = settings.profiles;
+      nlohmann::json list = nlohmann::json::array();
+      for (const auto& r : refusals) {
+        RefusalAdvice advice = Advise(r, policy.workspace, settings.home, policy.network);
+        nlohmann::json entry = {{"kind", r.kind == Refusal::Kind::kWrite     ? "write"
+                                         : r.kind == Refusal::Kind::kNetwork ? "network"
+                                                                             : "proxy"},
+                                {"what", advice.what},
+                                {"why", advice.why},
+                                {"allow", advice.allow}};
+        if (!r.program.empty()) entry["program"] = r.program;
+        if (r.kind == Refusal::Kind::kWrite) {
+          entry["path"] = r.subject;
+          entry["operation"] = r.detail;
+          entry["area"] = ToString(r.area);
+        } else {
+          entry["target"] = r.subject;
+          entry["reason"] = r.detail;
+        }
+        list.push_back(std::move(entry));
+      }
+      report["refusals"] = list;
+      if (outcome.refusals_dropped > 0) report["refusals_not_listed"] = outcome.refusals_dropped;
+    }
     if (outcome.out_of_memory) report["out_of_memory"] = true;
     if (outcome.kind == SandboxOutcome::Kind::kSignaled) report["signal"] = outcome.exit_status;
     if (outcome.git.protected_repositories) report["git"] = GitReportJson(outcome.git);

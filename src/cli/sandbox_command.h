@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/sandbox_setup.h"
 #include "common/result.h"
 #include "linux/sandbox_launch.h"
 #include "policy/env_policy.h"
@@ -18,6 +19,8 @@ struct SandboxInvocation {
   std::vector<std::string> allow_hosts;
   std::vector<std::string> unsafe_test_allow_addresses;  // test-only (trusted command line)
   std::string unsafe_test_resolver;                      // test-only: ADDR:PORT for the proxy
+  bool quiet = false;        // --quiet: no summary of refusals on stderr
+  SandboxSettings settings;  // configuration, profiles and home (anvil sandbox only)
 };
 
 enum class SandboxFrontEnd { kAnvilSandbox, kExecRunner };

@@ -69,6 +69,28 @@ CommandSpec SandboxCommandSpec(SandboxFrontEnd front_end) {
           .Expects("a positive number of seconds"),
       Switch("--json", "print one JSON report on stderr at exit", [] {}),
   };
+  if (!runner) {
+    // The command's home, the user's configuration and the refusal summary
+    // (cli/sandbox_setup.h, docs/policy.md "Living with the sandbox").
+    std::vector<Flag> sandbox_flags = {
+        Text("--profile", "NAME",
+             "open one ecosystem's caches and registries: node, python, rust,\n"
+             "go, or one of config.toml's [profiles.NAME] (repeatable)",
+             Ignore)
+            .Repeatable(),
+        Text("--readable-root", "DIR", "another read-only directory, e.g. a toolchain (repeatable)",
+             Ignore)
+            .Completes(Completion::kDirectory)
+            .Repeatable(),
+        Text("--home", "H",
+             "persistent (default: a per-workspace home kept between runs)\n"
+             "| tmp (an empty one per run) | none",
+             Ignore)
+            .Choices({"persistent", "tmp", "none"}),
+        Switch("--quiet", "no summary of what the sandbox refused", [] {}),
+    };
+    for (auto& f : sandbox_flags) spec.flags.push_back(std::move(f));
+  }
   if (runner) {
     std::vector<Flag> runner_flags = {
         Descriptor("--exec-fd", "N", "run the executable already open at fd N (no lookup)",

@@ -18,6 +18,7 @@
 #include <iostream>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -133,8 +134,10 @@ int main(int argc, char** argv) {
     std::string text = line + "\n";
     ssize_t ignored = ::write(status_fd, text.data(), text.size());
     (void)ignored;
-    ::close(status_fd);
-    status_fd = -1;
+    if (line != "ok") {
+      ::close(status_fd);
+      status_fd = -1;
+    }
   };
   auto fail = [&](const std::string& what) {
     report(what);
@@ -174,7 +177,23 @@ int main(int argc, char** argv) {
     if (!audit_fd) return fail("io: cannot open audit log " + audit_path);
   }
   std::mutex audit_mu;
+  // After "ok", the status descriptor carries each distinct refusal as one JSON line, so that
+  // `anvil sandbox` can say what was refused once the command has exited. Never blocking: a
+  // full pipe drops the line (the audit log keeps everything).
+  std::set<std::string> refusals_sent;
+  constexpr size_t kMaxRefusalLines = 32;
   config.audit = [&](const anvil::ProxyAuditRecord& r) {
+    if (r.verdict == "deny" && status_fd >= 0) {
+      std::lock_guard lock(audit_mu);
+      std::string key = r.target + "\n" + r.reason;
+      if (refusals_sent.size() < kMaxRefusalLines && refusals_sent.insert(key).second) {
+        nlohmann::json refusal = {{"refused", r.target}, {"reason", r.reason}};
+        std::string text =
+            refusal.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+        ssize_t ignored = ::write(status_fd, text.data(), text.size());
+        (void)ignored;
+      }
+    }
     nlohmann::json line = {{"time", std::time(nullptr)},
                            {"op", "proxy." + (r.kind.empty() ? std::string("accept") : r.kind)},
                            {"target", r.target},
@@ -201,6 +220,7 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
   if (auto s = Harden(audit_path); !s) return fail(s.error().ToString());
   report("ok");
+  if (status_fd >= 0) fcntl(status_fd, F_SETFL, fcntl(status_fd, F_GETFL) | O_NONBLOCK);
 
   std::vector<int> listeners = ReceiveListeners(channel);
   ::close(channel);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "linux/seccomp_compile.h"
+#include "linux/seccomp_observer_compile.h"
 
 namespace {
 
@@ -59,7 +60,9 @@ int main(int argc, char** argv) {
               Emit(out, "kCommandProxyNetOnly", CompileCommandFilter(NetworkMode::kProxy, false)) &&
               Emit(out, "kCommandFullNetOnly", CompileCommandFilter(NetworkMode::kFull, false)) &&
               Emit(out, "kService", CompileCommandFilter(NetworkMode::kFull, true, false)) &&
-              Emit(out, "kPluginHost", CompilePluginHostFilter());
+              Emit(out, "kPluginHost", CompilePluginHostFilter()) &&
+              Emit(out, "kRefusalObserver", CompileRefusalObserverFilter(false)) &&
+              Emit(out, "kRefusalObserverConnect", CompileRefusalObserverFilter(true));
     if (!ok) return 1;
     text = out.str();
   }

@@ -84,6 +84,119 @@ Status EnsureMountpoint(const std::string& dst, bool directory) {
   return Ok();
 }
 
+// Where mount points must not be looked up through a symlink: beneath the command's home, a
+// directory that earlier sandboxed commands wrote (FileView::home_base). Empty: nowhere.
+std::string g_home_base;
+
+bool BeneathHome(const std::string& view_path) {
+  return !g_home_base.empty() && view_path != g_home_base && PathIsWithin(view_path, g_home_base);
+}
+
+// The mount point `view_path` (strictly beneath g_home_base) as an O_PATH descriptor, each
+// component opened with RESOLVE_NO_SYMLINKS below the home's own mount and, with `create`,
+// made when missing (directories 0755, a file mount point an empty 0444 file). A bind must
+// never follow a link there to wherever it points: a symlink in the way is replaced, an object
+// of the wrong type is an error.
+Result<UniqueFd> MountpointBeneathHome(const std::string& view_path, bool directory, bool create) {
+  UniqueFd dir(::open((kNew + g_home_base).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) return SysFail("sandbox", "open the home " + g_home_base);
+  const std::string rel = view_path.substr(g_home_base.size() + 1);
+  auto refuse = [&](const std::string& where) {
+    return Fail("sandbox", "the sandbox home holds something other than a directory at " + where +
+                               ", where the view needs a mount point (made by an earlier "
+                               "command?); fix: remove it from the sandbox home (`anvil sandbox "
+                               "--json -- true` names the home's path)");
+  };
+  size_t start = 0;
+  while (true) {
+    size_t end = rel.find('/', start);
+    const bool last = end == std::string::npos;
+    const std::string part = rel.substr(start, last ? std::string::npos : end - start);
+    const std::string shown = g_home_base + "/" + rel.substr(0, last ? rel.size() : end);
+    const bool want_dir = !last || directory;
+    open_how how{};
+    // No O_NOFOLLOW: with O_PATH it would open a trailing symlink itself; RESOLVE_NO_SYMLINKS
+    // makes any symlink ELOOP instead.
+    how.flags = O_PATH | O_CLOEXEC | (want_dir ? O_DIRECTORY : 0);
+    how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH;
+    long fd = syscall(SYS_openat2, dir.Get(), part.c_str(), &how, sizeof(how));
+    if (fd < 0 && errno == ELOOP && create) {
+      // A symlink an earlier command left where the view needs a mount point: the home is the
+      // sandbox's own, so the link goes (unlinkat never follows it) and a directory or file
+      // takes its place.
+      struct stat st {};
+      if (::fstatat(dir.Get(), part.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+          S_ISLNK(st.st_mode) && ::unlinkat(dir.Get(), part.c_str(), 0) == 0) {
+        errno = ENOENT;
+      } else {
+        errno = ELOOP;
+      }
+    }
+    if (fd < 0 && errno == ENOENT && create) {
+      if (want_dir) {
+        if (::mkdirat(dir.Get(), part.c_str(), 0755) != 0 && errno != EEXIST) {
+          return SysFail("sandbox", "mkdir " + shown);
+        }
+      } else {
+        UniqueFd f(::openat(dir.Get(), part.c_str(),
+                            O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0444));
+        if (!f && errno != EEXIST) return SysFail("sandbox", "create mount point " + shown);
+      }
+      fd = syscall(SYS_openat2, dir.Get(), part.c_str(), &how, sizeof(how));
+    }
+    if (fd < 0) {
+      if (errno == ELOOP || errno == ENOTDIR) return refuse(shown);
+      if (errno == ENOENT && !create) return UniqueFd();
+      return SysFail("sandbox", "open mount point " + shown);
+    }
+    UniqueFd next(static_cast<int>(fd));
+    if (last) {
+      struct stat st {};
+      if (::fstat(next.Get(), &st) != 0) return SysFail("sandbox", "stat " + shown);
+      if (want_dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) return refuse(shown);
+      return next;
+    }
+    dir = std::move(next);
+    start = end + 1;
+  }
+}
+
+// The sanitized ~/.gitconfig (FileView::home_gitconfig), written into the home unless it holds
+// that content already: a temporary file beside it, renamed over the name (renameat replaces
+// the entry itself, never what a link there points at). Best effort: a home that holds a
+// directory there keeps it.
+void WriteHomeGitconfig(const std::string& content) {
+  UniqueFd home(::open((kNew + g_home_base).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!home) return;
+  open_how how{};
+  how.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH;
+  long current = syscall(SYS_openat2, home.Get(), ".gitconfig", &how, sizeof(how));
+  if (current >= 0) {
+    UniqueFd file(static_cast<int>(current));
+    struct stat st {};
+    if (::fstat(file.Get(), &st) == 0 && S_ISREG(st.st_mode) &&
+        static_cast<size_t>(st.st_size) == content.size()) {
+      std::string have(content.size(), '\0');
+      if (::read(file.Get(), have.data(), have.size()) == static_cast<ssize_t>(have.size()) &&
+          have == content) {
+        return;  // unchanged since the last run wrote it
+      }
+    }
+  }
+  const std::string temp = ".gitconfig.anvil-" + std::to_string(::getpid());
+  ::unlinkat(home.Get(), temp.c_str(), 0);
+  UniqueFd out(::openat(home.Get(), temp.c_str(),
+                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (!out) return;
+  bool written =
+      ::write(out.Get(), content.data(), content.size()) == static_cast<ssize_t>(content.size());
+  out.Reset();
+  if (!written || ::renameat(home.Get(), temp.c_str(), home.Get(), ".gitconfig") != 0) {
+    ::unlinkat(home.Get(), temp.c_str(), 0);
+  }
+}
+
 // Applies flags to every mount of a detached tree (open_tree clone) and attaches it at `dst`.
 // One syscall per step, no /proc/self/mountinfo parsing.
 Status AttachTree(UniqueFd tree, const std::string& shown, const std::string& dst, bool read_only,
@@ -98,6 +211,16 @@ Status AttachTree(UniqueFd tree, const std::string& shown, const std::string& ds
   }
   struct stat st {};
   if (::fstat(tree.Get(), &st) != 0) return SysFail("sandbox", "stat " + shown);
+  const std::string view_path = dst.substr(kNew.size());
+  if (BeneathHome(view_path)) {
+    auto point = MountpointBeneathHome(view_path, S_ISDIR(st.st_mode), /*create=*/true);
+    if (!point) return tl::unexpected(point.error());
+    if (syscall(SYS_move_mount, tree.Get(), "", point->Get(), "",
+                kMoveMountFEmptyPath | kMoveMountTEmptyPath) != 0) {
+      return SysFail("sandbox", "move_mount " + view_path);
+    }
+    return Ok();
+  }
   if (auto s = EnsureMountpoint(dst, S_ISDIR(st.st_mode)); !s) return s;
   if (syscall(SYS_move_mount, tree.Get(), "", AT_FDCWD, dst.c_str(), kMoveMountFEmptyPath) != 0) {
     return SysFail("sandbox", "move_mount " + dst);
@@ -110,10 +233,30 @@ Status AttachTree(UniqueFd tree, const std::string& shown, const std::string& ds
 // computed is skipped (false), and nothing is ever made in a writable root of the host.
 // With `unreachable_is_hidden` (root's sandbox, outside its idmapped roots) a target that init
 // cannot reach is skipped too: init looks as the command's own host id, and the command cannot
-// change a host directory it does not own, so it can never reach it either.
+// change a host directory it does not own, so it can never reach it either. `directory`: the
+// target is a directory (a credential location) and `mask` an empty directory.
 Result<bool> MaskExisting(const std::string& mask, const std::string& dst,
-                          bool unreachable_is_hidden) {
-  UniqueFd target(::open(dst.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+                          bool unreachable_is_hidden, bool directory = false) {
+  UniqueFd target;
+  const std::string view_path = dst.substr(kNew.size());
+  if (BeneathHome(view_path)) {
+    // Never through a symlink of the home; a type mismatch there is simply not the masked thing.
+    open_how how{};
+    how.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC;
+    how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH;
+    UniqueFd home(::open((kNew + g_home_base).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!home) return SysFail("sandbox", "open the home " + g_home_base);
+    const std::string rel = view_path.substr(g_home_base.size() + 1);
+    long fd = syscall(SYS_openat2, home.Get(), rel.c_str(), &how, sizeof(how));
+    if (fd < 0) {
+      if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP || errno == EXDEV) return false;
+      if (errno == EACCES && unreachable_is_hidden) return false;
+      return SysFail("sandbox", "open mask target " + dst);
+    }
+    target = UniqueFd(static_cast<int>(fd));
+  } else {
+    target = UniqueFd(::open(dst.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  }
   if (!target) {
     if (errno == ENOENT || errno == ENOTDIR) return false;
     if (errno == EACCES && unreachable_is_hidden) return false;
@@ -122,7 +265,9 @@ Result<bool> MaskExisting(const std::string& mask, const std::string& dst,
   struct stat st {};
   if (::fstat(target.Get(), &st) != 0) return SysFail("sandbox", "stat mask target " + dst);
   // Replaced by the host since (a directory, a link): no longer what the mask was for.
-  if (!S_ISREG(st.st_mode) && !S_ISSOCK(st.st_mode)) return false;
+  if (directory ? !S_ISDIR(st.st_mode) : (!S_ISREG(st.st_mode) && !S_ISSOCK(st.st_mode))) {
+    return false;
+  }
   long fd = syscall(SYS_open_tree, AT_FDCWD, mask.c_str(), kOpenTreeClone | O_CLOEXEC);
   if (fd < 0) return SysFail("sandbox", "open_tree " + mask);
   UniqueFd tree(static_cast<int>(fd));
@@ -194,7 +339,7 @@ size_t Depth(const std::string& path) {
 }
 
 struct BindOp {
-  std::string path;  // path inside the view (== path on the host)
+  std::string path;  // path inside the view (== path on the host, but for kMapped)
   enum Kind {
     kReadOnly,
     kWritable,
@@ -205,8 +350,12 @@ struct BindOp {
     kProc,
     kWorkspaceDir,
     kBeneath,
-    kCover,  // an empty tmpfs over a host directory the command cannot search (root_remap.h)
+    kCover,      // an empty tmpfs over a host directory the command cannot search (root_remap.h)
+    kMapped,     // mapped_binds[index]: a host path shown elsewhere
+    kHomeTmpfs,  // the command's home as an empty tmpfs
+    kMaskDir,    // an empty read-only directory over a credential directory
   } kind;
+  size_t index = 0;
 };
 
 // Where the view's `path` is taken from: the staged idmapped tree of the deepest idmapped root
@@ -269,6 +418,25 @@ Status StageIdmappedTrees(const MountViewOptions& options) {
     }
   }
   return Ok();
+}
+
+// Binds mapped_binds[i]: its source from the host's tree (or, for root's sandbox, from the
+// idmapped tree that holds it), checked to be the inode planned when the plan recorded one,
+// at its target (read-only unless writable).
+Status BindMapped(const MappedBind& bind, const std::vector<std::string>& idmapped_roots) {
+  long fd = syscall(SYS_open_tree, AT_FDCWD, SourceOf(idmapped_roots, bind.source).c_str(),
+                    kOpenTreeClone | O_CLOEXEC | kAtRecursive | AT_SYMLINK_NOFOLLOW);
+  if (fd < 0) return SysFail("sandbox", "open_tree " + bind.source);
+  UniqueFd tree(static_cast<int>(fd));
+  if (bind.expect_ino != 0) {
+    struct stat st {};
+    if (::fstat(tree.Get(), &st) != 0) return SysFail("sandbox", "stat " + bind.source);
+    if (st.st_dev != bind.expect_dev || st.st_ino != bind.expect_ino) {
+      return Fail("sandbox", bind.source + " was replaced after it was checked; not binding it");
+    }
+  }
+  return AttachTree(std::move(tree), bind.source, kNew + bind.target, !bind.writable,
+                    /*keep_dev=*/false);
 }
 
 Status BuildDev(bool terminal, bool ptys) {
@@ -379,7 +547,12 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
   for (const auto& wr : view.writable_roots) {
     for (const auto& sub : wr.read_only_subpaths) ops.push_back({sub, BindOp::kReadOnly});
   }
+  if (!view.home_tmpfs.empty()) ops.push_back({view.home_tmpfs, BindOp::kHomeTmpfs});
+  for (size_t i = 0; i < view.mapped_binds.size(); ++i) {
+    ops.push_back({view.mapped_binds[i].target, BindOp::kMapped, i});
+  }
   for (const auto& masked : view.masked_files) ops.push_back({masked, BindOp::kMask});
+  for (const auto& masked : view.masked_dirs) ops.push_back({masked, BindOp::kMaskDir});
   if (!view.workspace_base.empty()) {
     ops.push_back({view.workspace_base, BindOp::kWorkspaceDir});
     for (const auto& sub : view.workspace_read_subpaths) {
@@ -412,6 +585,11 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
     UniqueFd f(::open(empty_file.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0444));
     if (!f) return SysFail("sandbox", "create mask file");
   }
+  const std::string empty_dir = "/masked-empty-dir";
+  if (!view.masked_dirs.empty() && ::mkdir(empty_dir.c_str(), 0555) != 0) {
+    return SysFail("sandbox", "create mask directory");
+  }
+  g_home_base = view.home_base;
 
   for (const auto& op : ops) {
     std::string host = SourceOf(idmapped, op.path);
@@ -450,15 +628,25 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
         s = BindTreeFd(fd->Get(), op.path, dst);
         break;
       }
-      case BindOp::kMask: {
+      case BindOp::kMask:
+      case BindOp::kMaskDir: {
         bool outside_own = !idmapped.empty() && !std::any_of(idmapped.begin(), idmapped.end(),
                                                              [&](const std::string& r) {
                                                                return PathIsWithin(op.path, r);
                                                              });
-        auto masked = MaskExisting(empty_file, dst, outside_own);
+        auto masked = op.kind == BindOp::kMask
+                          ? MaskExisting(empty_file, dst, outside_own)
+                          : MaskExisting(empty_dir, dst, outside_own, /*directory=*/true);
         if (!masked) return tl::unexpected(masked.error());
         break;
       }
+      case BindOp::kMapped:
+        s = BindMapped(view.mapped_binds[op.index], idmapped);
+        break;
+      case BindOp::kHomeTmpfs:
+        s = MountTmpfs(dst, "mode=0700,size=" + std::to_string(options.tmp_size),
+                       MS_NOSUID | MS_NODEV);
+        break;
       case BindOp::kReadOnly:
       case BindOp::kWritable: {
         struct stat st {};
@@ -477,6 +665,9 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
     if (!s) return s;
   }
 
+  if (!view.home_base.empty() && !view.home_gitconfig.empty()) {
+    WriteHomeGitconfig(view.home_gitconfig);
+  }
   if (options.defer_workspace_paths) return Ok();  // FinishMountView enters the view
   if (auto s = SealCovers(view, idmapped); !s) return s;
   return EnterView(view);
@@ -718,6 +909,19 @@ Status VerifyMountView(const FileView& view) {
     auto ro = read_only(p);
     if (!ro) return tl::unexpected(ro.error());
     if (!*ro) return Fail("sandbox", "readable workspace path is writable in the view: " + p);
+  }
+  for (const auto& m : view.mapped_binds) {
+    if (m.writable) continue;
+    auto ro = read_only(m.target);
+    if (!ro) return tl::unexpected(ro.error());
+    if (!*ro) return Fail("sandbox", "read-only bind is writable in the view: " + m.target);
+  }
+  for (const auto& d : view.masked_dirs) {
+    struct stat st {};
+    if (::lstat(d.c_str(), &st) != 0) continue;  // gone from the host: nothing to cover
+    auto ro = read_only(d);
+    if (!ro) return tl::unexpected(ro.error());
+    if (!*ro) return Fail("sandbox", "credential directory is writable in the view: " + d);
   }
   for (const auto& r : view.read_roots) {
     struct stat st {};

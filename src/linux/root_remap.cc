@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "ipc/fd_passing.h"
+#include "policy/sandbox_home.h"
 
 namespace anvil {
 namespace {
@@ -115,6 +116,10 @@ std::vector<std::string> IdmappedRoots(const FileView& view) {
     if (!InRuntimeRoot(r)) add(r);
   }
   if (!view.workspace_base.empty()) add(view.workspace_base);
+  // What the command's home shows of the caller's (the sandbox home, the toolchains), by its
+  // host path: mount_view.cc binds it from there. Init, as the sandbox's id, could not even
+  // reach most of it (a home is 0700).
+  for (const auto& m : view.mapped_binds) add(m.source);
   return out;
 }
 
@@ -124,6 +129,8 @@ std::vector<std::string> UnsearchableAncestors(
   // Whether the view shows `dir` as the host's own directory: through full read access's "/"
   // (but for the places the view replaces with its own) or through a runtime root.
   auto through_host_bind = [&](const std::string& dir) {
+    // Not where the view shows something else (the command's home over /root).
+    if (ViewSource(view, dir) != dir) return false;
     if (view.full_read) {
       for (const char* replaced : {"/dev", "/proc", "/tmp", "/run"}) {
         if (PathIsWithin(dir, replaced)) return false;
@@ -137,6 +144,11 @@ std::vector<std::string> UnsearchableAncestors(
   };
   std::vector<std::string> out;
   for (const auto& root : idmapped_roots) {
+    // A mapped bind's source is not a path of the view: nothing above it is walked through.
+    if (std::any_of(view.mapped_binds.begin(), view.mapped_binds.end(),
+                    [&](const MappedBind& m) { return m.source == root; })) {
+      continue;
+    }
     for (size_t pos = root.find('/', 1); pos != std::string::npos; pos = root.find('/', pos + 1)) {
       const std::string dir = root.substr(0, pos);
       if (WithinAny(dir, idmapped_roots)) break;  // the caller's own tree from here down

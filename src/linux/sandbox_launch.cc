@@ -32,6 +32,7 @@
 #include "linux/pids_cgroup.h"
 #include "linux/program_exec.h"
 #include "linux/protected_placeholders.h"
+#include "linux/refusal_observer.h"
 #include "linux/root_remap.h"
 #include "linux/seccomp.h"
 #include "linux/terminal_relay.h"
@@ -82,6 +83,8 @@ enum RecordKind : uint32_t {
   kCommandStopped = 6,
   // With a pseudo-terminal: the command reached for it; anvil relays the user's keys from now on.
   kTerminalTaken = 7,
+  kRefusal = 8,          // message: EncodeRefusal
+  kRefusalsDropped = 9,  // value: refusals seen past the observer's cap
 };
 struct Record {
   uint32_t kind;
@@ -103,6 +106,7 @@ enum LayerBits : uint32_t {
   kBitLandlockNet = 1 << 7,
   kBitLandlockScoped = 1 << 8,
   kBitProcessLimit = 1 << 9,
+  kBitRefusalObserver = 1 << 10,
   // bits 16..23: Landlock ABI applied
 };
 
@@ -150,6 +154,10 @@ struct Plan {
   int command_failed_fd = -1;
   const ChildStdStreams* streams = nullptr;  // what the command's descriptors 0-2 become
   int terminal_slave = -1;                   // init: the pseudo-terminal's slave, for the command
+  // LaunchSpec::observe_refusals: the two ends of the socketpair on which the command hands
+  // its seccomp listener to init (linux/refusal_observer.h); -1 without.
+  int observer_command_fd = -1;
+  int observer_init_fd = -1;
   std::vector<char*> argv, envp;
 };
 
@@ -230,6 +238,11 @@ Status ApplyLimits(const Plan& plan) {
   return Ok();
 }
 
+bool HasMaskBeneath(const FileView& view, const std::string& root) {
+  return std::any_of(view.credential_masks.begin(), view.credential_masks.end(),
+                     [&](const std::string& m) { return PathIsWithin(m, root); });
+}
+
 // Proxy: TCP connect only to the proxy's port on loopback (the namespace has nothing else to
 // reach anyway). Network none: no TCP at all, unless the command has a network namespace of its
 // own, whose loopback reaches nothing outside it (its own test servers work).
@@ -256,10 +269,22 @@ Status ApplyLandlock(const Plan& plan) {
     if (auto s = rs->AllowPath("/", kFsRead); !s) return s;
   }
   for (const auto& root : view.read_roots) {
+    // Without a mount view nothing covers a credential inside a read root: leave it out.
+    if (!plan.mountns && HasMaskBeneath(view, root)) continue;
     if (auto s = rs->AllowPath(root, kFsRead, /*optional=*/true); !s) return s;
   }
   for (const auto& wr : view.writable_roots) {
     if (auto s = rs->AllowPath(wr.root, all); !s) return s;
+  }
+  if (plan.mountns) {
+    // The command's home and what is bound into it exist only in the mount view; without one
+    // these paths would be the host's own.
+    if (!view.home_tmpfs.empty()) {
+      if (auto s = rs->AllowPath(view.home_tmpfs, all); !s) return s;
+    }
+    for (const auto& m : view.mapped_binds) {
+      if (auto s = rs->AllowPath(m.target, m.writable ? all : kFsRead, true); !s) return s;
+    }
   }
   for (const auto& sub : view.workspace_read_subpaths) {
     if (auto s = rs->AllowBeneath(view.workspace_base, sub, kFsRead); !s) return s;
@@ -359,6 +384,16 @@ Status ApplyLandlock(const Plan& plan) {
     if (auto s = InjectedFailure(plan, "seccomp"); !s) Die(plan, s.error());
     if (auto s = plan.filter.Install(); !s) Die(plan, s.error());
     layers |= kBitSeccomp;
+  }
+  if (plan.observer_command_fd >= 0) {
+    // Last: nothing between here and the exec may be a syscall the observer stops, since init
+    // (suspended by vfork) can only answer once the exec is done.
+    auto installed =
+        InstallRefusalObserver(plan.observer_command_fd, spec.policy.network != NetworkMode::kFull);
+    if (installed == ObserverInstall::kUnanswered) {
+      Die(plan, Error{"sandbox", "refusal observer: cannot hand over its listener", 0});
+    }
+    if (installed == ObserverInstall::kObserved) layers |= kBitRefusalObserver;
   }
   if (plan.userns) layers |= kBitUserNs;
   if (plan.pidns) layers |= kBitPidNs;
@@ -710,6 +745,17 @@ void TakeWarmCall(Plan& plan) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
+  std::optional<RefusalObserver> observer;
+  if (plan.observer_init_fd >= 0) {
+    ::close(plan.observer_command_fd);  // the command's copy is its own (closed at its exec)
+    int listener = ReceiveRefusalListener(plan.observer_init_fd);
+    ::close(plan.observer_init_fd);
+    if (listener >= 0) {
+      observer.emplace(listener, plan.view, plan.spec->policy, [&plan](const Refusal& r) {
+        SendRecord(plan.report_fd, kRefusal, 0, 0, EncodeRefusal(r, sizeof(Record::message) - 1));
+      });
+    }
+  }
   ::close(plan.alive_fd);
   plan.spec->program.Reset();
   if (plan.stdin_fd >= 0) ::close(plan.stdin_fd);
@@ -721,7 +767,7 @@ void TakeWarmCall(Plan& plan) {
   const int wait_flags = plan.streams->terminal ? WUNTRACED : 0;
   while (!command_done) {
     int status = 0;
-    pid_t r = waitpid(-1, &status, wait_flags);
+    pid_t r = observer ? observer->WaitPid(&status, wait_flags) : waitpid(-1, &status, wait_flags);
     if (r < 0) {
       if (errno == EINTR) {
         if (g_kill_tree) break;
@@ -740,6 +786,9 @@ void TakeWarmCall(Plan& plan) {
     }
   }
   if (!plan.pidns) KillDescendants();
+  if (observer && observer->dropped() > 0) {
+    SendRecord(plan.report_fd, kRefusalsDropped, static_cast<int>(observer->dropped()), 0, "");
+  }
   if (command_done) {
     SendRecord(plan.report_fd, kExitStatus, command_status, 0, "");
     char failed = 0;
@@ -986,6 +1035,17 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   UniqueFd go_read(go[0]), go_write(go[1]);
   plan.go_fd = go_read.Get();
 
+  UniqueFd observer_command, observer_init;
+  if (spec.observe_refusals && plan.confine_fs && !plan.warm) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+      return SetupFailure("sandbox: socketpair failed", start);
+    }
+    observer_command = UniqueFd(sv[0]);
+    observer_init = UniqueFd(sv[1]);
+    plan.observer_command_fd = observer_command.Get();
+    plan.observer_init_fd = observer_init.Get();
+  }
   int report[2], alive[2];
   if (pipe2(report, O_CLOEXEC) != 0) return SetupFailure("sandbox: pipe failed", start);
   UniqueFd report_read(report[0]), report_write(report[1]);
@@ -1076,6 +1136,8 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   UniqueFd init_fd(pidfd);
   relay.Started(init_fd.Get());
   report_write.Reset();
+  observer_command.Reset();
+  observer_init.Reset();
   // Init holds the only other end: its death is an EOF/EPIPE for whoever sends the call.
   spec.call_channel.Reset();
   alive_read.Reset();
@@ -1239,6 +1301,15 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
         out.layers.landlock_scoped = r.layers & kBitLandlockScoped;
         out.layers.landlock_abi = static_cast<int>((r.layers >> 16) & 0xff);
         out.layers.process_limit = r.layers & kBitProcessLimit;
+        out.layers.refusal_observer = r.layers & kBitRefusalObserver;
+        break;
+      case kRefusal: {
+        Refusal refusal;
+        if (DecodeRefusal(message, refusal)) out.refusals.push_back(std::move(refusal));
+        break;
+      }
+      case kRefusalsDropped:
+        out.refusals_dropped = static_cast<size_t>(std::max(0, r.value));
         break;
       case kSetupError:
         out.kind = SandboxOutcome::Kind::kSetupFailed;

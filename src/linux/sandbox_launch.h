@@ -20,6 +20,7 @@
 #include "common/result.h"
 #include "common/unique_fd.h"
 #include "linux/git_guard.h"
+#include "policy/refusals.h"
 #include "policy/sandbox_policy.h"
 
 namespace anvil {
@@ -68,6 +69,9 @@ struct LaunchSpec {
   // must name an empty workspace_read_subpaths list (the call fills it in). The timeout counts
   // from the call. EOF instead of a call ends the sandbox without running anything.
   UniqueFd call_channel;
+  // Record what the sandbox refuses the command (linux/refusal_observer.h) into
+  // SandboxOutcome::refusals. Cold starts with a confined filesystem only.
+  bool observe_refusals = false;
 };
 
 // The one call a warm sandbox takes (LaunchSpec::call_channel).
@@ -107,6 +111,7 @@ struct LayerReport {
   bool subreaper = false;
   bool process_limit = false;  // the process count is bounded (user-ns RLIMIT_NPROC or pids cgroup)
   uint64_t memory_limit = 0;   // bytes; 0: no memory cgroup could be had
+  bool refusal_observer = false;  // linux/refusal_observer.h watched the command
 };
 
 struct SandboxOutcome {
@@ -119,6 +124,10 @@ struct SandboxOutcome {
   bool out_of_memory = false;  // the kernel killed a process at the memory ceiling
   double duration_ms = 0;
   GitReport git;  // the writable roots' repositories: protected, and what was quarantined
+  // What the sandbox refused the command (LaunchSpec::observe_refusals), deduplicated, and how
+  // many more the observer saw past its cap.
+  std::vector<Refusal> refusals;
+  size_t refusals_dropped = 0;
 
   // The exit status `anvil sandbox` uses: command's own, 128+N, 124, 125, 126, 127.
   int ShellStatus() const;

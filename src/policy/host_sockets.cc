@@ -456,6 +456,9 @@ std::vector<ViewRegion> ViewRegionsOf(const FileView& view) {
   if (view.full_read) regions.push_back({"/", {"/dev", "/proc", "/tmp", "/run"}});
   for (const auto& r : view.read_roots) regions.push_back({r, {}});
   for (const auto& wr : view.writable_roots) regions.push_back({wr.root, {}});
+  // The command's home and what is bound into it from elsewhere (policy/sandbox_home.h): found
+  // at their host paths, covered at their view paths (MaskSocketsInMappedBinds).
+  for (const auto& m : view.mapped_binds) regions.push_back({m.source, {}});
   return regions;
 }
 

@@ -109,8 +109,9 @@ struct ViewRegion {
   std::string root;
   std::vector<std::string> excluded;
 };
-// The regions of a view: its read roots, its writable roots, or all of "/" but the places the
-// view replaces with its own (/dev, /proc, /tmp, /run) under full read access. Not the readable
+// The regions of a view: its read roots, its writable roots, the sources of its mapped binds
+// (the command's home), or all of "/" but the places the view replaces with its own (/dev,
+// /proc, /tmp, /run) under full read access. Not the readable
 // paths of a workspace bound piece by piece (sys.exec): nothing may be mounted beneath those.
 std::vector<ViewRegion> ViewRegionsOf(const FileView& view);
 

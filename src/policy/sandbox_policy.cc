@@ -10,6 +10,8 @@
 #include <memory>
 #include <set>
 
+#include "policy/sandbox_home.h"
+
 namespace anvil {
 
 Result<PolicyKind> ParsePolicyKind(std::string_view text) {
@@ -269,7 +271,10 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
     read_only.push_back(*resolved);
   }
   for (const auto& path : discovered_read_only) {
-    if (!path.empty() && path[0] == '/') read_only.push_back(path);
+    if (!path.empty() && path[0] == '/') {
+      read_only.push_back(path);
+      view.git_protected.push_back(path);
+    }
   }
   for (const auto& root : writable) {
     WritableRoot wr{root, {}};
@@ -279,10 +284,12 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
     }
     view.writable_roots.push_back(std::move(wr));
   }
+  if (auto s = ApplyHomeView(policy.home, host, view); !s) return tl::unexpected(s.error());
   if (host.bound_unix_sockets) {
     auto sockets = host.bound_unix_sockets(view);
     if (!sockets) return tl::unexpected(sockets.error());
     MaskHostSockets(view, *sockets);
+    MaskSocketsInMappedBinds(view, *sockets);
   }
   return view;
 }

@@ -12,6 +12,7 @@
 
 #include "common/result.h"
 #include "fs/read_plan.h"
+#include "policy/home_view.h"
 
 namespace anvil {
 
@@ -43,6 +44,8 @@ struct SandboxPolicy {
   // ld.so.cache: FileView::runtime_files) and the workspace's read plan. Read-only policy with
   // an empty workspace_read_subpaths list only.
   bool runtime_from_call = false;
+  // The command's home (anvil sandbox; policy/sandbox_home.h plans it). Empty: no home.
+  HomeView home;
 
   // Whether the filesystem is confined at all (read-only and workspace-write).
   bool ConfinesFilesystem() const {
@@ -101,6 +104,23 @@ struct FileView {
   bool runtime_from_call = false;
   std::vector<ReadOp> workspace_plan;
   std::vector<std::string> runtime_files;
+  // The command's home (policy/sandbox_home.h): binds whose view path differs from the host's
+  // (the persistent home, symlinked toolchains, generated files), a tmpfs home, credential
+  // directories covered by an empty read-only directory. Beneath `home_base` every mount point
+  // is made and opened without following a symlink: the persistent home is a directory that
+  // earlier commands wrote.
+  std::vector<MappedBind> mapped_binds;
+  std::string home_tmpfs;
+  std::vector<std::string> masked_dirs;
+  std::vector<std::string> credential_masks;  // the masked paths that are credentials
+  std::string home_base;
+  // The discovered_read_only paths of ComputeFileView (repositories' metadata and what their
+  // configs name): read-only because git would run or follow them (policy/refusals.h).
+  std::vector<std::string> git_protected;
+  // Written to home_base/.gitconfig once the home is built, when its content differs (a file of
+  // the home, not a bind: one mount less per start; what a command changes there lasts until
+  // the next run writes the copy again).
+  std::string home_gitconfig;
 };
 
 // The facts about the host filesystem that ComputeFileView needs; injected so the decision

@@ -11,6 +11,7 @@
 #include "fs/workspace_path.h"
 #include "policy/file_io.h"
 #include "policy/manifest.h"
+#include "policy/sandbox_config_internal.h"
 #include "policy/toml_internal.h"
 
 namespace anvil {
@@ -21,7 +22,8 @@ using policy_internal::RegionOf;
 using policy_internal::TypeName;
 
 constexpr std::string_view kShapeFix =
-    "Anvil.toml holds only [plugins] enable = [...] and [plugins.settings.\"<plugin id>\"] tables";
+    "Anvil.toml holds only [plugins] enable = [...], [plugins.settings.\"<plugin id>\"] tables "
+    "and a narrowing [sandbox] table";
 
 // Keys a hostile Anvil.toml would use to reach authority it must not have. Any key outside the
 // accepted shape is refused anyway; these get a message saying why, so a user reviewing a
@@ -67,6 +69,11 @@ class ConfigParser {
     for (auto&& [key, node] : doc) {
       if (key.str() == "plugins") {
         if (auto s = ParsePlugins(key, node, config); !s) return tl::unexpected(s.error());
+      } else if (key.str() == "sandbox") {
+        if (auto s = policy_internal::ParseWorkspaceSandbox(key, node, source_, config.sandbox);
+            !s) {
+          return tl::unexpected(s.error());
+        }
       } else {
         return Refuse(key, node);
       }

@@ -15,6 +15,11 @@
 //   pattern = "TODO|FIXME"
 //   max_results = 200
 //
+//   [sandbox]              # `anvil sandbox` in this workspace: may only NARROW the user's
+//   policy = "read-only"   # settings (policy/user_config.h); anything that would widen them
+//   network = "none"       # is refused by name
+//   read_only_subpaths = ["vendor"]
+//
 // Settings are data handed to the plugin (as JSON); they carry no authority. They are bounded:
 // kMaxSettingsDepth levels of nesting, kMaxSettingsValues values in the whole file, strings up to
 // kMaxSettingsStringBytes; dates and times become ISO 8601 strings; NaN and infinities (which
@@ -29,6 +34,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "policy/user_config.h"
 
 namespace anvil {
 
@@ -42,6 +48,8 @@ inline constexpr std::size_t kMaxEnabledPlugins = 256;
 struct WorkspaceConfig {
   std::vector<std::string> enable;                 // plugin ids, in file order, no duplicates
   std::map<std::string, nlohmann::json> settings;  // plugin id -> JSON object
+  // [sandbox]: what `anvil sandbox` may narrow for this workspace (policy/user_config.h).
+  WorkspaceSandboxConfig sandbox;
 
   // The settings for one plugin: its JSON object, or {} when the file has none.
   nlohmann::json SettingsFor(std::string_view plugin_id) const;

@@ -4,6 +4,9 @@
 // key starting with a letter; line numbers rise and stay within the text; no value holds a NUL;
 // written back in canonical form (quoted subsections and values, escapes), it parses to the same
 // entries. The command-word splitter of git_metadata stays bounded on every value.
+// The ~/.gitconfig sanitizer (policy/sandbox_home.h) keeps credentials out of the sandbox's
+// copy: the copy parses back to exactly the allowed entries, each allowed, with the same values,
+// so nothing the allowlist drops can reappear through quoting, escapes or line structure.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -11,6 +14,7 @@
 #include "fuzz_util.h"
 #include "policy/git_config.h"
 #include "policy/git_metadata.h"
+#include "policy/sandbox_home.h"
 
 using anvil::fuzz::Require;
 
@@ -44,12 +48,40 @@ std::string Escape(const std::string& s, bool value) {
   return out + "\"";
 }
 
+// The sanitized copy of `entries` (RenderSanitizedGitConfig) reads back as its allowed entries.
+void CheckSanitizedCopy(const std::vector<anvil::GitConfigEntry>& entries) {
+  std::vector<anvil::GitConfigEntry> allowed;
+  for (const auto& e : entries) {
+    if (anvil::GitConfigEntryAllowed(e)) allowed.push_back(e);
+  }
+  const std::string out = anvil::RenderSanitizedGitConfig(entries);
+  auto back = anvil::ParseGitConfig(out);
+  Require(back.has_value(), "sanitized copy refused", out);
+  Require(back->size() == allowed.size(), "sanitized copy re-parses to a different count", out);
+  for (size_t i = 0; i < back->size(); ++i) {
+    const auto& b = (*back)[i];
+    Require(anvil::GitConfigEntryAllowed(b), "disallowed entry in the copy", out);
+    Require(b.section == allowed[i].section && b.key == allowed[i].key, "entry renamed", out);
+    Require(b.subsection == allowed[i].subsection, "subsection changed", out);
+    Require(b.value.has_value() == allowed[i].value.has_value(), "value appeared", out);
+    if (!b.value) continue;
+    // Control characters other than \n \t \b are dropped by the renderer.
+    std::string expected;
+    for (char c : *allowed[i].value) {
+      unsigned char u = static_cast<unsigned char>(c);
+      if (u >= 0x20 ? u != 0x7f : (c == '\n' || c == '\t' || c == '\b')) expected += c;
+    }
+    Require(*b.value == expected, "value changed", out);
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text = anvil::fuzz::AsView(data, size);
   auto entries = anvil::ParseGitConfig(text);
   if (!entries) return 0;
+  CheckSanitizedCopy(*entries);
   const anvil::GitConfigLimits limits;
   Require(entries->size() <= limits.max_entries, "too many entries");
   int lines = 1;

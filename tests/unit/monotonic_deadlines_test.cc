@@ -29,6 +29,7 @@ const std::map<std::string, std::string> kReviewed = {
      "reuse its cached listing; compared with wall time, not a deadline"},
     {"policy/git_metadata.cc",
      "which directories' ctimes (wall time) are older than a walk; its deadline uses steady_clock"},
+    {"cli/sandbox_setup.cc", "a sandbox home's age: compared with its mtime, which is wall time"},
 };
 
 TEST(MonotonicDeadlines, WallClockIsReadOnlyWhereItIsTheData) {

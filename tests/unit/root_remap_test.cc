@@ -140,5 +140,27 @@ TEST(IdMapCovers, TheHostsMapCoversTheSandboxIdAContainersDoesNot) {
   EXPECT_FALSE(IdMapCovers("garbage\n", 0));
 }
 
+TEST(IdmappedRoots, WhatTheCommandsHomeShowsByItsHostPath) {
+  FileView view = RestrictedView();
+  view.writable_roots = {{"/root/ws", {}}};
+  view.mapped_binds = {{"/root/.local/state/anvil/homes/ws-1/home", "/root", true, 0, 0},
+                       {"/root/.pyenv", "/root/.pyenv", false, 0, 0}};
+  EXPECT_EQ(IdmappedRoots(view),
+            (Paths{"/root/ws", "/root/.local/state/anvil/homes/ws-1/home", "/root/.pyenv"}));
+}
+
+TEST(UnsearchableAncestors, TheCommandsHomeOverAnUnsearchableDirectoryIsNeverCovered) {
+  // Full read, root's home 0700, the workspace beneath it: /root shows the sandbox home (the
+  // caller's own, idmapped), not the host's /root, so there is nothing to cover there, and the
+  // home's own host path is not a path of the view at all.
+  FileView view;
+  view.full_read = true;
+  view.writable_roots = {{"/root/src/ws", {}}};
+  const std::string home = "/root/.local/state/anvil/homes/ws-1/home";
+  view.mapped_binds = {{home, "/root", true, 0, 0}};
+  auto modes = Modes({{"/root", 040700}, {"/root/src", 040700}});
+  EXPECT_EQ(UnsearchableAncestors(view, {"/root/src/ws", home}, modes), Paths{});
+}
+
 }  // namespace
 }  // namespace anvil

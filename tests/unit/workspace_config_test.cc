@@ -163,8 +163,6 @@ TEST(WorkspaceConfigParse, KeysThatReachForAuthorityAreRefusedByName) {
       {"plugins.net dotted", "[plugins]\nnet.hosts = [\"evil.example\"]\n", 2, "'net' "},
   };
   const std::vector<Hostile> sandbox_cases = {
-      {"sandbox", "sandbox = \"danger-full-access\"\n", 1, "'sandbox' "},
-      {"sandbox table", "[sandbox]\nnetwork = \"full\"\n", 1, "'sandbox' "},
       {"policy", "[policy]\nkind = \"danger-full-access\"\n", 1, "'policy' "},
       {"writable_roots", "writable_roots = [\"/\"]\n", 1, "'writable_roots' "},
       {"writable-roots hyphen", "writable-roots = [\"/home\"]\n", 1, "'writable-roots' "},

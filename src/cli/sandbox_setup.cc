@@ -1,0 +1,383 @@
+#include "cli/sandbox_setup.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <ctime>
+
+#include "common/unique_fd.h"
+#include "policy/digest.h"
+#include "policy/file_io.h"
+#include "policy/user_config.h"
+#include "policy/workspace_config.h"
+
+namespace anvil::cli {
+namespace {
+
+constexpr size_t kMaxGitConfigBytes = 256 * 1024;
+constexpr int kMaxGitIncludeDepth = 4;
+constexpr int kMaxGitIncludeFiles = 16;
+
+std::string EnvValue(const std::vector<std::string>& env, const std::string& name) {
+  std::string out;
+  for (const auto& e : env) {
+    if (e.size() > name.size() && e.compare(0, name.size(), name) == 0 && e[name.size()] == '=') {
+      out = e.substr(name.size() + 1);
+    }
+  }
+  return out;
+}
+
+std::string Canonical(const std::string& path) {
+  char buf[PATH_MAX];
+  if (::realpath(path.c_str(), buf) == nullptr) return {};
+  return buf;
+}
+
+void AddUnique(std::vector<std::string>& list, const std::string& value) {
+  if (std::find(list.begin(), list.end(), value) == list.end()) list.push_back(value);
+}
+
+// mkdir -p, new directories `mode`. The path is the user's own (their state or cache
+// directory), so existing components are followed as they are.
+Status MakeDirs(const std::string& path, mode_t mode) {
+  if (::mkdir(path.c_str(), mode) == 0 || errno == EEXIST) return Ok();
+  if (errno != ENOENT) return SysFail("io", "mkdir " + path);
+  auto slash = path.rfind('/');
+  if (slash == 0 || slash == std::string::npos) return SysFail("io", "mkdir " + path);
+  if (auto s = MakeDirs(path.substr(0, slash), mode); !s) return s;
+  if (::mkdir(path.c_str(), mode) != 0 && errno != EEXIST) return SysFail("io", "mkdir " + path);
+  return Ok();
+}
+
+// `name` in `dir`, made 0700 when missing, opened without following a symlink, and ours alone.
+Result<UniqueFd> OwnDir(int dir, const std::string& name, const std::string& shown,
+                        bool* created = nullptr) {
+  if (::mkdirat(dir, name.c_str(), 0700) == 0) {
+    if (created) *created = true;
+  } else if (errno != EEXIST) {
+    return SysFail("io", "mkdir " + shown);
+  }
+  UniqueFd fd(::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) return SysFail("io", "open " + shown + " (a symbolic link?)");
+  struct stat st {};
+  if (::fstat(fd.Get(), &st) != 0) return SysFail("io", "stat " + shown);
+  if (st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
+    return Fail("io", shown + " is not a directory of yours alone (owner or mode)");
+  }
+  return fd;
+}
+
+struct PreparedHome {
+  std::string home;  // canonical host path of the sandbox home ("" when not made)
+  dev_t dev = 0;
+  ino_t ino = 0;
+  bool created = false;
+};
+
+// $STATE/anvil/homes/<name>/{home/, workspace}. Every component below $STATE is
+// made 0700 and opened without following symlinks, and must be the caller's own.
+Result<PreparedHome> PrepareHome(const std::string& state_dir, const std::string& workspace) {
+  // Nothing is made in a tree that is not the caller's: root with another user's $HOME (sudo
+  // keeping HOME) would leave root-owned directories there that break that user's own runs.
+  std::string existing = state_dir;
+  struct stat owner {};
+  while (::lstat(existing.c_str(), &owner) != 0 && errno == ENOENT && existing.size() > 1) {
+    const auto slash = existing.rfind('/');
+    existing = slash == 0 || slash == std::string::npos ? "/" : existing.substr(0, slash);
+  }
+  if (owner.st_uid != ::geteuid()) {
+    return Fail("invalid", existing + " is not yours (owner uid " + std::to_string(owner.st_uid) +
+                               "); nothing is made there");
+  }
+  if (auto s = MakeDirs(state_dir, 0700); !s) return tl::unexpected(s.error());
+  std::string base = Canonical(state_dir);
+  if (base.empty()) return SysFail("io", "resolve " + state_dir);
+  UniqueFd root(::open(base.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!root) return SysFail("io", "open " + base);
+  auto anvil = OwnDir(root.Get(), "anvil", base + "/anvil");
+  if (!anvil) return tl::unexpected(anvil.error());
+  auto homes = OwnDir(anvil->Get(), "homes", base + "/anvil/homes");
+  if (!homes) return tl::unexpected(homes.error());
+  const std::string name = SandboxHomeDirName(workspace);
+  const std::string dir_path = base + "/anvil/homes/" + name;
+  bool created = false;
+  auto dir = OwnDir(homes->Get(), name, dir_path, &created);
+  if (!dir) return tl::unexpected(dir.error());
+  PreparedHome out;
+  if (created ||
+      ReadRegularFileNoFollow(dir->Get(), "workspace", 8192).value_or("") != workspace + "\n") {
+    // For people and for the sweep of homes whose workspace is gone.
+    if (auto s = WriteFileAtomically(dir->Get(), "workspace", workspace + "\n", 0600); !s) {
+      return tl::unexpected(s.error());
+    }
+  }
+  bool home_created = false;
+  auto home = OwnDir(dir->Get(), "home", dir_path + "/home", &home_created);
+  if (!home) return tl::unexpected(home.error());
+  struct stat st {};
+  if (::fstat(home->Get(), &st) != 0) return SysFail("io", "stat " + dir_path + "/home");
+  out.home = dir_path + "/home";
+  out.dev = st.st_dev;
+  out.ino = st.st_ino;
+  out.created = home_created;
+  return out;
+}
+
+void CollectGitConfig(const std::string& path, int depth, int& files,
+                      std::vector<GitConfigEntry>& out, const std::string& home) {
+  if (depth > kMaxGitIncludeDepth || ++files > kMaxGitIncludeFiles) return;
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!fd) return;
+  auto text = ReadRegularFileFromFd(fd.Get(), path, kMaxGitConfigBytes);
+  if (!text) return;
+  const std::string dir = path.substr(0, path.rfind('/'));
+  // A file git would refuse ("bad config line") contributes nothing.
+  auto entries = ParseGitConfig(*text);
+  if (!entries) return;
+  for (auto& e : *entries) {
+    if (e.section == "include" && !e.has_subsection && e.key == "path" && e.value &&
+        !e.value->empty()) {
+      std::string inc = ExpandHome(*e.value, home);
+      if (inc[0] != '/') inc = dir + "/" + inc;
+      CollectGitConfig(inc, depth + 1, files, out, home);
+      continue;
+    }
+    if (out.size() < kMaxGitConfigEntries) out.push_back(std::move(e));
+  }
+}
+
+// Removes the tree `name` in `dir`, never following a symlink (entries are opened and removed
+// relative to their directory's descriptor).
+void RemoveTree(int dir, const std::string& name, int depth) {
+  if (depth > 256) return;
+  if (::unlinkat(dir, name.c_str(), 0) == 0 || errno == ENOENT) return;
+  int fd = ::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  DIR* d = ::fdopendir(fd);
+  if (d == nullptr) {
+    ::close(fd);
+    return;
+  }
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") names.push_back(n);
+  }
+  for (const auto& n : names) RemoveTree(::dirfd(d), n, depth + 1);
+  ::closedir(d);
+  ::unlinkat(dir, name.c_str(), AT_REMOVEDIR);
+}
+
+}  // namespace
+
+std::optional<std::string> SanitizedGitConfig(const std::string& home,
+                                              const std::string& xdg_config_home) {
+  std::vector<GitConfigEntry> entries;
+  int files = 0;
+  bool any = false;
+  const std::string xdg =
+      !xdg_config_home.empty() && xdg_config_home[0] == '/' ? xdg_config_home : home + "/.config";
+  for (const std::string& path : {xdg + "/git/config", home + "/.gitconfig"}) {
+    if (::access(path.c_str(), F_OK) != 0) continue;
+    any = true;
+    CollectGitConfig(path, 0, files, entries, home);
+  }
+  if (!any) return std::nullopt;
+  return RenderSanitizedGitConfig(entries);
+}
+
+Result<SandboxSettings> ApplySandboxSettings(const std::vector<std::string>& environ_entries,
+                                             const SandboxFlags& flags, SandboxPolicy& policy,
+                                             std::vector<std::string>& allow_hosts) {
+  SandboxSettings out;
+  const std::string home_env = EnvValue(environ_entries, "HOME");
+  const std::string home = home_env.empty() || home_env[0] != '/' ? "" : home_env;
+
+  // config.toml: the user's defaults.
+  const std::string config_path = UserConfigPath(environ_entries);
+  auto config = LoadUserConfig(config_path);
+  if (!config) return tl::unexpected(config.error());
+  if (!config_path.empty() && ::access(config_path.c_str(), F_OK) == 0) {
+    out.user_config = config_path;
+  }
+  if (!flags.policy_explicit && config->policy) policy.kind = *config->policy;
+  if (!flags.network_explicit && config->network) policy.network = *config->network;
+  if (!flags.read_access_explicit && config->read_access) {
+    policy.read_access = *config->read_access;
+  }
+  HomeMode mode = flags.home ? *flags.home : config->home.value_or(HomeMode::kPersistent);
+
+  // Profiles: the configuration's, then the command line's.
+  std::vector<std::string> profile_names = config->profiles;
+  for (const auto& p : flags.profiles) AddUnique(profile_names, p);
+  std::vector<std::string> writable = config->writable_roots;
+  std::vector<std::string> profile_writable;
+  std::vector<std::string> readable = config->readable_roots;
+  std::vector<std::string> hosts = config->allow_hosts;
+  bool cli_profile_hosts = false;
+  for (const auto& name : profile_names) {
+    const SandboxProfile* profile = nullptr;
+    if (auto it = config->profile_defs.find(name); it != config->profile_defs.end()) {
+      profile = &it->second;
+    } else if (auto b = BuiltinProfiles().find(name); b != BuiltinProfiles().end()) {
+      profile = &b->second;
+    } else {
+      return Fail("invalid", "unknown profile '" + name +
+                                 "' (built in: node, python, rust, go; fix: define [profiles." +
+                                 name + "] in " +
+                                 (config_path.empty() ? "config.toml" : config_path) + ")");
+    }
+    for (const auto& w : profile->writable_roots) AddUnique(profile_writable, w);
+    for (const auto& r : profile->readable_roots) AddUnique(readable, r);
+    for (const auto& h : profile->allow_hosts) AddUnique(hosts, h);
+    if (!profile->allow_hosts.empty() &&
+        std::find(flags.profiles.begin(), flags.profiles.end(), name) != flags.profiles.end()) {
+      cli_profile_hosts = true;
+    }
+  }
+  out.profiles = profile_names;
+  bool network_explicit = flags.network_explicit;
+  if (!flags.network_explicit && !hosts.empty() && policy.network == NetworkMode::kNone &&
+      !profile_names.empty()) {
+    // A profile opens its registries, which only the proxy reaches.
+    policy.network = NetworkMode::kProxy;
+    network_explicit = network_explicit || cli_profile_hosts;
+  }
+
+  // Anvil.toml: may only narrow what the user runs with.
+  auto workspace_config = LoadWorkspaceConfig(policy.workspace);
+  if (!workspace_config) return tl::unexpected(workspace_config.error());
+  WorkspaceSandboxConfig narrowing = workspace_config->sandbox;
+  if (flags.policy_explicit) narrowing.policy.reset();
+  if (network_explicit) narrowing.network.reset();
+  if (auto s = NarrowByWorkspace(narrowing, policy.kind, policy.network); !s) {
+    return tl::unexpected(s.error());
+  }
+  if (policy.ConfinesFilesystem()) {
+    for (const auto& sub : workspace_config->sandbox.read_only_subpaths) {
+      // A path the workspace does not have is not protected (nothing to bind); the workspace
+      // asked, it cannot be worse off than without the table.
+      std::string p = policy.workspace + "/" + sub;
+      struct stat st {};
+      if (::lstat(p.c_str(), &st) == 0) AddUnique(policy.extra_read_only_subpaths, p);
+    }
+  }
+
+  if (policy.kind == PolicyKind::kWorkspaceWrite) {
+    for (const auto& w : writable) {
+      std::string path = home.empty() ? w : ExpandHome(w, home);
+      std::string c = Canonical(path);
+      if (c.empty()) {
+        return Fail("invalid", "writable root " + w + " from " + config_path +
+                                   " does not exist (fix: mkdir -p " + path + ")");
+      }
+      AddUnique(policy.extra_writable_roots, c);
+    }
+    for (const auto& w : profile_writable) {
+      if (home.empty() && w.rfind("~", 0) == 0) continue;
+      std::string path = ExpandHome(w, home);
+      // A profile's cache that does not exist yet is made (the tool would make it).
+      if (auto s = MakeDirs(path, 0700); !s) return tl::unexpected(s.error());
+      std::string c = Canonical(path);
+      if (!c.empty()) AddUnique(policy.extra_writable_roots, c);
+    }
+  }
+  if (policy.network == NetworkMode::kProxy) {
+    for (const auto& h : hosts) AddUnique(allow_hosts, h);
+  }
+
+  // The home.
+  std::vector<std::string> readable_roots = readable;
+  for (const auto& r : flags.readable_roots) AddUnique(readable_roots, r);
+  if (!policy.ConfinesFilesystem()) return out;
+  // read-only writes nothing that outlives the run: its home is a fresh one, like its /tmp.
+  if (policy.kind == PolicyKind::kReadOnly && mode == HomeMode::kPersistent) mode = HomeMode::kTmp;
+  HomePlanInput input;
+  input.mode = home.empty() ? HomeMode::kNone : mode;
+  input.home = home;
+  input.readable_roots = readable_roots;
+  out.home_mode = input.mode;
+  if (input.mode != HomeMode::kNone) {
+    const std::string xdg_state = EnvValue(environ_entries, "XDG_STATE_HOME");
+    const std::string state =
+        !xdg_state.empty() && xdg_state[0] == '/' ? xdg_state : home + "/.local/state";
+    out.state_dir = state + "/anvil";
+    input.gitconfig =
+        SanitizedGitConfig(home, EnvValue(environ_entries, "XDG_CONFIG_HOME")).value_or("");
+    auto prepared = input.mode == HomeMode::kPersistent ? PrepareHome(state, policy.workspace)
+                                                        : Result<PreparedHome>(PreparedHome{});
+    if (prepared) {
+      input.sandbox_home = prepared->home;
+      input.sandbox_home_dev = prepared->dev;
+      input.sandbox_home_ino = prepared->ino;
+      out.home_created = prepared->created;
+      out.sandbox_home = prepared->home;
+    } else if (input.mode == HomeMode::kPersistent) {
+      // No persistent home to be had (a $HOME or state directory that is not ours): the
+      // command still gets a home, an empty one; the report says why.
+      out.home_note = prepared.error().ToString();
+    }
+  }
+  auto plan = PlanHomeView(input, RealHomeHost());
+  if (!plan) return tl::unexpected(plan.error());
+  if (plan->kind == HomeKind::kTmpfs && input.mode == HomeMode::kPersistent &&
+      out.home_note.empty()) {
+    out.home_note = "no persistent home";
+  }
+  if (plan->kind != HomeKind::kNone) out.home = plan->target;
+  if (plan->kind != HomeKind::kPersistent) out.sandbox_home.clear();
+  if (plan->kind == HomeKind::kTmpfs) out.home_mode = HomeMode::kTmp;
+  if (plan->kind == HomeKind::kNone) out.home_mode = HomeMode::kNone;
+  policy.home = std::move(*plan);
+  return out;
+}
+
+size_t SweepDeadSandboxHomes(const std::string& state_dir) {
+  if (state_dir.empty()) return 0;
+  UniqueFd homes(
+      ::open((state_dir + "/homes").c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!homes) return 0;
+  int dup = ::fcntl(homes.Get(), F_DUPFD_CLOEXEC, 3);
+  if (dup < 0) return 0;
+  DIR* d = ::fdopendir(dup);
+  if (d == nullptr) {
+    ::close(dup);
+    return 0;
+  }
+  std::vector<std::string> dead;
+  const time_t now = ::time(nullptr);
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    UniqueFd entry(
+        ::openat(homes.Get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!entry) continue;
+    struct stat st {};
+    // A home made in the last minute may belong to a run whose workspace is being set up.
+    if (::fstat(entry.Get(), &st) != 0 || st.st_uid != ::geteuid() || now - st.st_mtime < 60) {
+      continue;
+    }
+    auto workspace = ReadRegularFileNoFollow(entry.Get(), "workspace", 8192);
+    if (!workspace || workspace->empty() || workspace->back() != '\n') continue;
+    std::string path = workspace->substr(0, workspace->size() - 1);
+    struct stat ws {};
+    if (path.empty() || path[0] != '/' || ::lstat(path.c_str(), &ws) == 0 || errno != ENOENT) {
+      continue;
+    }
+    if (SandboxHomeDirName(path) != name) continue;  // not one of ours
+    dead.push_back(name);
+    if (dead.size() >= 64) break;  // the rest another time
+  }
+  ::closedir(d);
+  for (const auto& name : dead) RemoveTree(homes.Get(), name, 0);
+  return dead.size();
+}
+
+}  // namespace anvil::cli

@@ -1,0 +1,56 @@
+// `anvil sandbox`'s defaults from configuration and the command's home, outside the sandbox:
+// reads the user's config.toml and the workspace's Anvil.toml (policy/user_config.h), applies
+// them under the command line's explicit flags, turns on the profiles, and prepares the
+// per-workspace sandbox home (policy/sandbox_home.h) with its sanitized ~/.gitconfig.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "policy/sandbox_home.h"
+#include "policy/sandbox_policy.h"
+
+namespace anvil::cli {
+
+// What the command line said (flags win over every file).
+struct SandboxFlags {
+  bool policy_explicit = false;
+  bool network_explicit = false;
+  bool read_access_explicit = false;
+  std::optional<HomeMode> home;
+  std::vector<std::string> profiles;        // --profile, in order
+  std::vector<std::string> readable_roots;  // --readable-root, absolute, existing
+};
+
+// What the settings came to, for the --json report.
+struct SandboxSettings {
+  HomeMode home_mode = HomeMode::kPersistent;
+  std::string home;           // the command's $HOME ("" without one)
+  std::string sandbox_home;   // the host directory behind it (persistent), "" otherwise
+  std::string home_note;      // why the home is a tmpfs instead of persistent, when it is
+  bool home_created = false;  // this run made the persistent home (RunSandboxCommand sweeps)
+  std::string state_dir;      // $XDG_STATE_HOME/anvil
+  std::vector<std::string> profiles;
+  std::string user_config;  // the file read, "" when there was none
+};
+
+// Applies config.toml, Anvil.toml and the profiles to `policy` (whose workspace is set and
+// whose explicit fields came from the flags) and `allow_hosts` (the --allow-host list: the
+// configuration's hosts are added when the network is `proxy`), and plans the home.
+// `environ_entries` is the caller's environment. Errors name the file and line.
+Result<SandboxSettings> ApplySandboxSettings(const std::vector<std::string>& environ_entries,
+                                             const SandboxFlags& flags, SandboxPolicy& policy,
+                                             std::vector<std::string>& allow_hosts);
+
+// After a run that made a new persistent home: removes the homes whose workspace no longer
+// exists (never following a symlink). Best effort; returns how many it removed.
+size_t SweepDeadSandboxHomes(const std::string& state_dir);
+
+// The sanitized git configuration of a home (XDG git/config, then ~/.gitconfig, with their
+// unconditional include.path files), rendered; nullopt when the user has none.
+std::optional<std::string> SanitizedGitConfig(const std::string& home,
+                                              const std::string& xdg_config_home);
+
+}  // namespace anvil::cli

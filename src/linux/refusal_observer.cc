@@ -1,0 +1,614 @@
+#include "linux/refusal_observer.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/openat2.h>
+#include <linux/seccomp.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "common/unique_fd.h"
+
+#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
+#define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
+#endif
+#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
+#endif
+
+namespace anvil {
+namespace {
+
+// Generated at build time by anvil-seccomp-gen (seccomp_observer_compile.cc).
+#include "linux/seccomp_programs.inc"
+
+// What a notified syscall does, by number.
+enum class Op {
+  kOpen,      // path, flags
+  kCreate,    // a new name: mkdir, mknod, symlink's and link's new path
+  kRemove,    // unlink, rmdir, rename's both names: refused by a read-only parent alone
+  kTruncate,  // an existing file
+  kConnect,
+  kIgnore,
+};
+
+struct PathArg {
+  int dirfd = AT_FDCWD;
+  uint64_t address = 0;
+};
+
+struct Decoded {
+  Op op = Op::kIgnore;
+  const char* name = "";
+  PathArg paths[2];
+  int count = 0;
+  uint64_t flags = 0;     // open flags
+  uint64_t how = 0;       // openat2: address of struct open_how
+  uint64_t sockaddr = 0;  // connect
+  uint64_t addrlen = 0;
+};
+
+Decoded Decode(const seccomp_data& d) {
+  Decoded x;
+  const auto* a = d.args;
+  auto path = [&](int dirfd, uint64_t addr) { x.paths[x.count++] = {dirfd, addr}; };
+  auto fd = [](uint64_t v) { return static_cast<int>(static_cast<int32_t>(v)); };
+  switch (d.nr) {
+#ifdef SYS_open
+    case SYS_open:
+      x.op = Op::kOpen;
+      x.name = "open";
+      path(AT_FDCWD, a[0]);
+      x.flags = a[1];
+      break;
+#endif
+#ifdef SYS_creat
+    case SYS_creat:
+      x.op = Op::kOpen;
+      x.name = "creat";
+      path(AT_FDCWD, a[0]);
+      x.flags = O_CREAT | O_WRONLY | O_TRUNC;
+      break;
+#endif
+    case SYS_openat:
+      x.op = Op::kOpen;
+      x.name = "openat";
+      path(fd(a[0]), a[1]);
+      x.flags = a[2];
+      break;
+#ifdef SYS_openat2
+    case SYS_openat2:
+      x.op = Op::kOpen;
+      x.name = "openat2";
+      path(fd(a[0]), a[1]);
+      x.how = a[2];
+      break;
+#endif
+#ifdef SYS_mkdir
+    case SYS_mkdir:
+      x.op = Op::kCreate;
+      x.name = "mkdir";
+      path(AT_FDCWD, a[0]);
+      break;
+#endif
+    case SYS_mkdirat:
+      x.op = Op::kCreate;
+      x.name = "mkdir";
+      path(fd(a[0]), a[1]);
+      break;
+#ifdef SYS_mknod
+    case SYS_mknod:
+      x.op = Op::kCreate;
+      x.name = "mknod";
+      path(AT_FDCWD, a[0]);
+      break;
+#endif
+    case SYS_mknodat:
+      x.op = Op::kCreate;
+      x.name = "mknod";
+      path(fd(a[0]), a[1]);
+      break;
+#ifdef SYS_symlink
+    case SYS_symlink:
+      x.op = Op::kCreate;
+      x.name = "symlink";
+      path(AT_FDCWD, a[1]);
+      break;
+#endif
+    case SYS_symlinkat:
+      x.op = Op::kCreate;
+      x.name = "symlink";
+      path(fd(a[1]), a[2]);
+      break;
+#ifdef SYS_link
+    case SYS_link:
+      x.op = Op::kCreate;
+      x.name = "link";
+      path(AT_FDCWD, a[1]);
+      break;
+#endif
+    case SYS_linkat:
+      x.op = Op::kCreate;
+      x.name = "link";
+      path(fd(a[2]), a[3]);
+      break;
+#ifdef SYS_unlink
+    case SYS_unlink:
+      x.op = Op::kRemove;
+      x.name = "unlink";
+      path(AT_FDCWD, a[0]);
+      break;
+#endif
+#ifdef SYS_rmdir
+    case SYS_rmdir:
+      x.op = Op::kRemove;
+      x.name = "rmdir";
+      path(AT_FDCWD, a[0]);
+      break;
+#endif
+    case SYS_unlinkat:
+      x.op = Op::kRemove;
+      x.name = "unlink";
+      path(fd(a[0]), a[1]);
+      break;
+#ifdef SYS_rename
+    case SYS_rename:
+      x.op = Op::kRemove;
+      x.name = "rename";
+      path(AT_FDCWD, a[0]);
+      path(AT_FDCWD, a[1]);
+      break;
+#endif
+    case SYS_renameat:
+#ifdef SYS_renameat2
+    case SYS_renameat2:
+#endif
+      x.op = Op::kRemove;
+      x.name = "rename";
+      path(fd(a[0]), a[1]);
+      path(fd(a[2]), a[3]);
+      break;
+    case SYS_truncate:
+      x.op = Op::kTruncate;
+      x.name = "truncate";
+      path(AT_FDCWD, a[0]);
+      break;
+    case SYS_connect:
+      x.op = Op::kConnect;
+      x.name = "connect";
+      x.sockaddr = a[1];
+      x.addrlen = a[2];
+      break;
+    default:
+      break;
+  }
+  return x;
+}
+
+// Copies up to `max` bytes from the process's memory, page by page (a string that ends just
+// before an unmapped page is still read).
+size_t ReadRemote(pid_t pid, uint64_t address, char* into, size_t max) {
+  size_t done = 0;
+  const size_t page = 4096;
+  while (done < max) {
+    uint64_t at = address + done;
+    size_t chunk = std::min(max - done, page - static_cast<size_t>(at % page));
+    iovec local{into + done, chunk};
+    iovec remote{reinterpret_cast<void*>(at), chunk};
+    ssize_t n = ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+    if (static_cast<size_t>(n) < chunk || std::memchr(into + done - n, '\0', n) != nullptr) break;
+  }
+  return done;
+}
+
+std::optional<std::string> ReadRemoteString(pid_t pid, uint64_t address) {
+  if (address == 0) return std::nullopt;
+  char buf[PATH_MAX];
+  size_t n = ReadRemote(pid, address, buf, sizeof(buf));
+  const void* nul = std::memchr(buf, '\0', n);
+  if (nul == nullptr) return std::nullopt;
+  return std::string(buf, static_cast<const char*>(nul) - buf);
+}
+
+// The directory a relative path of `pid` starts from, read now (the process is stopped in the
+// syscall, so it is the directory the kernel will use), as its path in the view: init shares
+// the command's root. Empty when it cannot be read.
+std::string BasePath(pid_t pid, int dirfd) {
+  std::string link = "/proc/" + std::to_string(pid) +
+                     (dirfd == AT_FDCWD ? std::string("/cwd") : "/fd/" + std::to_string(dirfd));
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink(link.c_str(), buf, sizeof(buf) - 1);
+  if (n <= 0 || buf[0] != '/') return {};
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+std::string Dirname(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+bool ReadOnlyPath(const std::string& path, int* error = nullptr) {
+  struct statvfs sv {};
+  if (::statvfs(path.c_str(), &sv) != 0) {
+    if (error) *error = errno;
+    return false;
+  }
+  if (error) *error = 0;
+  return (sv.f_flag & ST_RDONLY) != 0;
+}
+
+std::string FdPath(int fd) {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink(("/proc/self/fd/" + std::to_string(fd)).c_str(), buf, sizeof(buf) - 1);
+  if (n <= 0) return {};
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+bool ReadOnlyMount(int fd) {
+  struct statvfs sv {};
+  return ::fstatvfs(fd, &sv) == 0 && (sv.f_flag & ST_RDONLY) != 0;
+}
+
+struct Target {
+  UniqueFd parent;   // the directory holding the name (O_PATH)
+  std::string name;  // last component; empty when the path names the directory itself
+  std::string parent_path;
+};
+
+// Splits `path` into its directory (opened from `base`, or the root for an absolute path, as
+// the kernel walks it for the command) and its last component.
+std::optional<Target> Locate(int base, std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  if (path.empty()) return std::nullopt;
+  Target t;
+  auto slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  t.name = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (t.name == "." || t.name == ".." || t.name.empty()) return std::nullopt;
+  const int from = dir[0] == '/' ? AT_FDCWD : base;
+  if (from < 0 && from != AT_FDCWD) return std::nullopt;
+  t.parent = UniqueFd(::openat(from, dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!t.parent) return std::nullopt;
+  t.parent_path = FdPath(t.parent.Get());
+  if (t.parent_path.empty() || t.parent_path[0] != '/') return std::nullopt;
+  return t;
+}
+
+std::string Join(const std::string& dir, const std::string& name) {
+  return dir == "/" ? "/" + name : dir + "/" + name;
+}
+
+// Whether a local socket in this network namespace (init's, which is the command's) is bound
+// to `port` (TCP or UDP, IPv4 or IPv6).
+bool LocalPortBound(uint16_t port) {
+  char hex[8];
+  std::snprintf(hex, sizeof(hex), ":%04X", port);
+  for (const char* table : {"/proc/net/udp", "/proc/net/udp6", "/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);
+    while (std::getline(in, line)) {
+      // "  sl  local_address rem_address ...": the local address is the second field.
+      auto start = line.find_first_not_of(' ', line.find(':') + 1);
+      if (start == std::string::npos) continue;
+      auto end = line.find(' ', start);
+      std::string local = line.substr(start, end - start);
+      if (local.size() >= 5 && local.compare(local.size() - 5, 5, hex) == 0) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<sock_filter> RefusalObserverProgram(bool watch_connect) {
+  if (watch_connect) {
+    return {std::begin(kRefusalObserverConnect), std::end(kRefusalObserverConnect)};
+  }
+  return {std::begin(kRefusalObserver), std::end(kRefusalObserver)};
+}
+
+ObserverInstall InstallRefusalObserver(int channel, bool watch_connect) {
+  const sock_filter* insns = watch_connect ? kRefusalObserverConnect : kRefusalObserver;
+  const size_t count =
+      watch_connect ? std::size(kRefusalObserverConnect) : std::size(kRefusalObserver);
+  sock_fprog prog{static_cast<unsigned short>(count), const_cast<sock_filter*>(insns)};
+  long listener =
+      syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+  if (listener < 0) return ObserverInstall::kNotLoaded;
+  // Sent before anything of the command's runs: every notification finds init listening.
+  char byte = 'L';
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  int fd = static_cast<int>(listener);
+  std::memcpy(CMSG_DATA(c), &fd, sizeof(fd));
+  ssize_t sent;
+  do {
+    sent = ::sendmsg(channel, &msg, MSG_NOSIGNAL);
+  } while (sent < 0 && errno == EINTR);
+  ::close(fd);
+  // Unsent, the filter stays and nobody answers it: every write would fail with ENOSYS.
+  return sent == 1 ? ObserverInstall::kObserved : ObserverInstall::kUnanswered;
+}
+
+int ReceiveRefusalListener(int channel) {
+  char byte = 0;
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  ssize_t n;
+  do {
+    n = ::recvmsg(channel, &msg, MSG_CMSG_CLOEXEC);
+  } while (n < 0 && errno == EINTR);
+  if (n != 1) return -1;
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  if (c == nullptr || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+      c->cmsg_len != CMSG_LEN(sizeof(int))) {
+    return -1;
+  }
+  int fd = -1;
+  std::memcpy(&fd, CMSG_DATA(c), sizeof(fd));
+  // The waiting command is switched to directly (Linux 6.6+; older kernels: the usual wake-up).
+  uint64_t flags = SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP;
+  (void)::ioctl(fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, flags);
+  return fd;
+}
+
+namespace {
+volatile sig_atomic_t g_child_signalled = 0;
+void OnChild(int) { g_child_signalled = 1; }
+}  // namespace
+
+RefusalObserver::RefusalObserver(int listener, const FileView& view, const SandboxPolicy& policy,
+                                 std::function<void(const Refusal&)> report)
+    : listener_(listener), view_(view), policy_(policy), report_(std::move(report)) {
+  // WaitPid sleeps in ppoll: SIGCHLD must wake it, and may arrive only there.
+  struct sigaction chld {};
+  chld.sa_handler = OnChild;
+  sigaction(SIGCHLD, &chld, nullptr);
+  sigset_t child;
+  sigemptyset(&child);
+  sigaddset(&child, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &child, nullptr);
+}
+
+RefusalObserver::~RefusalObserver() {
+  if (listener_ >= 0) ::close(listener_);
+}
+
+pid_t RefusalObserver::WaitPid(int* status, int flags) {
+  while (true) {
+    if (listener_ < 0) return ::waitpid(-1, status, flags);
+    if (reap_pending_ || g_child_signalled) {
+      // Only after a SIGCHLD (or a reap, which may have left more): not once per notification.
+      g_child_signalled = 0;
+      pid_t r = ::waitpid(-1, status, flags | WNOHANG);
+      reap_pending_ = r != 0;
+      if (r != 0) return r;
+    }
+    pollfd p{listener_, POLLIN, 0};
+    sigset_t open_mask;
+    sigemptyset(&open_mask);  // SIGCHLD (blocked otherwise) may end the wait
+    int n = ::ppoll(&p, 1, nullptr, &open_mask);
+    if (n < 0) {
+      if (errno == EINTR) return -1;
+      ::close(listener_);
+      listener_ = -1;
+      continue;
+    }
+    if (p.revents & POLLIN) HandleOne();
+    if (p.revents & (POLLHUP | POLLERR | POLLNVAL)) {
+      // No task uses the filter any more.
+      ::close(listener_);
+      listener_ = -1;
+    }
+  }
+}
+
+void RefusalObserver::HandleOne() {
+  seccomp_notif req{};
+  if (::ioctl(listener_, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0) return;  // it died meanwhile
+  const pid_t pid = static_cast<pid_t>(req.pid);
+  Decoded d = Decode(req.data);
+  std::optional<std::string> paths[2];  // absolute, in the view
+  char address[sizeof(sockaddr_storage)] = {};
+  size_t address_len = 0;
+  if (d.op == Op::kConnect) {
+    size_t want = std::min<uint64_t>(d.addrlen, sizeof(address));
+    if (d.sockaddr != 0 && want >= sizeof(sa_family_t)) {
+      address_len = ReadRemote(pid, d.sockaddr, address, want);
+    }
+  } else if (d.op != Op::kIgnore) {
+    if (d.how != 0) {
+      uint64_t flags = 0;
+      if (ReadRemote(pid, d.how, reinterpret_cast<char*>(&flags), sizeof(flags)) == sizeof(flags)) {
+        d.flags = flags;
+      }
+    }
+    for (int i = 0; i < d.count; ++i) {
+      paths[i] = ReadRemoteString(pid, d.paths[i].address);
+      if (paths[i] && !paths[i]->empty() && (*paths[i])[0] != '/') {
+        std::string base = BasePath(pid, d.paths[i].dirfd);
+        if (base.empty()) {
+          paths[i].reset();
+        } else {
+          paths[i] = (base == "/" ? "" : base) + "/" + *paths[i];
+        }
+      }
+    }
+  }
+  // What was read belongs to the task that is still waiting for this very notification.
+  uint64_t id = req.id;
+  const bool valid = ::ioctl(listener_, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
+  seccomp_notif_resp resp{};
+  resp.id = req.id;
+  resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+  (void)::ioctl(listener_, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+  if (!valid || d.op == Op::kIgnore) return;
+
+  std::optional<Refusal> refusal;
+  if (d.op == Op::kConnect) {
+    if (address_len < sizeof(sa_family_t)) return;
+    sa_family_t family;
+    std::memcpy(&family, address, sizeof(family));
+    char text[INET6_ADDRSTRLEN] = {};
+    uint16_t port = 0;
+    bool loopback = false;
+    std::string shown;
+    if (family == AF_INET && address_len >= sizeof(sockaddr_in)) {
+      sockaddr_in in{};
+      std::memcpy(&in, address, sizeof(in));
+      uint32_t a = ntohl(in.sin_addr.s_addr);
+      loopback = (a >> 24) == 127 || a == 0;
+      port = ntohs(in.sin_port);
+      ::inet_ntop(AF_INET, &in.sin_addr, text, sizeof(text));
+      shown = std::string(text) + ":" + std::to_string(port);
+    } else if (family == AF_INET6 && address_len >= sizeof(sockaddr_in6)) {
+      sockaddr_in6 in6{};
+      std::memcpy(&in6, address, sizeof(in6));
+      const auto& a = in6.sin6_addr;
+      bool mapped = IN6_IS_ADDR_V4MAPPED(&a);
+      loopback = IN6_IS_ADDR_LOOPBACK(&a) || IN6_IS_ADDR_UNSPECIFIED(&a) ||
+                 (mapped && (a.s6_addr[12] == 127 ||
+                             (a.s6_addr[12] | a.s6_addr[13] | a.s6_addr[14] | a.s6_addr[15]) == 0));
+      port = ntohs(in6.sin6_port);
+      ::inet_ntop(AF_INET6, &a, text, sizeof(text));
+      shown = "[" + std::string(text) + "]:" + std::to_string(port);
+    } else {
+      return;  // Unix sockets and the rest: not the network
+    }
+    if (!loopback) {
+      refusal = Refusal{Refusal::Kind::kNetwork, "", shown, port == 53 ? "dns" : "direct",
+                        WriteArea::kOutside,     ""};
+    } else if (port == 53 && !LocalPortBound(53)) {
+      // The host's resolver at a loopback address (systemd-resolved's 127.0.0.53) is not in the
+      // sandbox's own network namespace: nothing there answers.
+      refusal = Refusal{Refusal::Kind::kNetwork, "", shown, "dns", WriteArea::kOutside, ""};
+    }
+  } else {
+    std::string refused_path;
+    for (int i = 0; i < d.count && refused_path.empty(); ++i) {
+      if (!paths[i] || paths[i]->empty()) continue;
+      // One statvfs for the usual case, a write where the mount is writable; only a read-only
+      // mount leads to the exact check below.
+      const std::string& path = *paths[i];
+      bool maybe = false;
+      if (d.op == Op::kOpen || d.op == Op::kTruncate) {
+        int error = 0;
+        maybe = ReadOnlyPath(path, &error);
+        if (error == ENOENT && d.op == Op::kOpen && (d.flags & O_CREAT) != 0) {
+          maybe = ReadOnlyPath(Dirname(path));
+        }
+      } else {
+        maybe = ReadOnlyPath(Dirname(path));
+        if (!maybe && d.op == Op::kRemove) {
+          // A read-only bind in a writable directory (~/.gitconfig): removing or renaming over
+          // its mount point is refused too (EBUSY).
+          UniqueFd self(::open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+          maybe = self && ReadOnlyMount(self.Get());
+        }
+      }
+      if (!maybe) continue;
+      auto target = Locate(-1, path);
+      if (!target) continue;
+      struct stat st {};
+      const bool follow = d.op == Op::kOpen ? (d.flags & O_NOFOLLOW) == 0 : d.op == Op::kTruncate;
+      const bool exists = ::fstatat(target->parent.Get(), target->name.c_str(), &st,
+                                    follow ? 0 : AT_SYMLINK_NOFOLLOW) == 0;
+      const std::string lexical = Join(target->parent_path, target->name);
+      switch (d.op) {
+        case Op::kOpen: {
+          const bool writes = (d.flags & (O_WRONLY | O_RDWR | O_TRUNC)) != 0;
+          if (exists) {
+            if (!writes || !S_ISREG(st.st_mode) ||
+                (d.flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL)) {
+              break;
+            }
+            UniqueFd file(::openat(target->parent.Get(), target->name.c_str(),
+                                   O_PATH | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW)));
+            if (file && ReadOnlyMount(file.Get())) {
+              std::string resolved = FdPath(file.Get());
+              refused_path = resolved.empty() || resolved[0] != '/' ? lexical : resolved;
+            }
+          } else if ((d.flags & O_CREAT) != 0 && ReadOnlyMount(target->parent.Get())) {
+            refused_path = lexical;
+          }
+          break;
+        }
+        case Op::kCreate:
+          // An existing name is EEXIST, which comes before the read-only check.
+          if (!exists && ReadOnlyMount(target->parent.Get())) refused_path = lexical;
+          break;
+        case Op::kRemove:
+          // unlink, rmdir and rename take write access to the mount before they look up; in a
+          // writable directory, a name that is a read-only bind is a mount point (EBUSY).
+          if (ReadOnlyMount(target->parent.Get())) {
+            refused_path = lexical;
+          } else if (exists) {
+            UniqueFd self(::openat(target->parent.Get(), target->name.c_str(),
+                                   O_PATH | O_NOFOLLOW | O_CLOEXEC));
+            if (self && ReadOnlyMount(self.Get())) refused_path = lexical;
+          }
+          break;
+        case Op::kTruncate:
+          if (exists && S_ISREG(st.st_mode)) {
+            UniqueFd file(::openat(target->parent.Get(), target->name.c_str(), O_PATH | O_CLOEXEC));
+            if (file && ReadOnlyMount(file.Get())) refused_path = lexical;
+          }
+          break;
+        default:
+          break;
+      }
+    }
+    if (refused_path.empty()) return;
+    WriteClass c = ClassifyWrite(view_, policy_, refused_path);
+    refusal = Refusal{Refusal::Kind::kWrite, "", refused_path, d.name, c.area, c.root};
+  }
+  if (!refusal) return;
+  const std::string key = std::to_string(static_cast<int>(refusal->kind)) + "|" + refusal->detail +
+                          "|" + refusal->subject;
+  if (seen_.count(key)) return;
+  if (seen_.size() >= kMaxRefusalRecords) {
+    ++dropped_;
+    return;
+  }
+  seen_.insert(key);
+  std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+  std::getline(comm, refusal->program);
+  report_(*refusal);
+}
+
+}  // namespace anvil

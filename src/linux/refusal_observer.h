@@ -1,0 +1,86 @@
+// The refusal observer: records, as facts, the writes a sandboxed command made into read-only
+// parts of its view and the connections its network mode cannot carry, so `anvil sandbox` can
+// say afterwards what the sandbox refused and how to allow it (policy/refusals.h).
+//
+// Mechanism: the command, just before it execs, loads a second seccomp filter
+// (seccomp_observer_compile.h) with SECCOMP_FILTER_FLAG_NEW_LISTENER: write-intent syscalls
+// (open* with a write access mode, O_CREAT or O_TRUNC — matched in the filter, so reads never
+// stop — mkdir*, mknod*, unlink*, rmdir, rename*, link*, symlink*, truncate) and, unless the
+// network is full, connect. It hands the listener to the sandbox's init (over a socketpair),
+// which answers every notification with SECCOMP_USER_NOTIF_FLAG_CONTINUE: the answer never
+// depends on what it reads, so the observer decides nothing and its time-of-check is
+// irrelevant. Before answering, init copies the path (process_vm_readv) and opens the
+// directory a relative path starts from (/proc/PID/cwd or /proc/PID/fd/N); afterwards it asks
+// the kernel, in the view itself (init shares the command's mount namespace and root), whether
+// the operation was refused: the mount holding the target or its directory is read-only
+// (statvfs) and the target's existence makes the kernel report EROFS (an existing directory
+// for mkdir is EEXIST, not a refusal). For connect it reads the address: anything but loopback
+// cannot be reached from the sandbox's own network namespace; a DNS query to loopback is
+// refused when nothing in the sandbox listens on port 53 there.
+//
+// Refusals deduplicated by (kind, path or address) go to the supervisor as records; at most
+// kMaxRefusalRecords, the rest are counted. Observation is best effort and never fails a run:
+// a command that cannot load the filter (a listener already in its seccomp chain, i.e. a
+// sandbox inside a sandbox) runs unobserved.
+#pragma once
+
+#include <linux/filter.h>
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "policy/refusals.h"
+#include "policy/sandbox_policy.h"
+
+namespace anvil {
+
+inline constexpr size_t kMaxRefusalRecords = 64;
+
+// In the command, after its other layers and right before exec: loads the observer filter and
+// sends the listener on `channel`. kNotLoaded: the filter could not be loaded (the command runs
+// unobserved); kUnanswered: loaded but the listener could not be handed over — nobody would
+// answer, so the command must not run. No allocation (runs in a vfork child).
+enum class ObserverInstall { kObserved, kNotLoaded, kUnanswered };
+ObserverInstall InstallRefusalObserver(int channel, bool watch_connect);
+
+// The program InstallRefusalObserver loads (constants baked at build time), for the unit test.
+std::vector<sock_filter> RefusalObserverProgram(bool watch_connect);
+
+// In init: the listener the command sent on `channel`, or -1 when it sent none (blocks until
+// the command has sent it or closed its end by exec or exit).
+int ReceiveRefusalListener(int channel);
+
+class RefusalObserver {
+ public:
+  // `report` receives each new refusal (at most kMaxRefusalRecords; the rest are counted).
+  RefusalObserver(int listener, const FileView& view, const SandboxPolicy& policy,
+                  std::function<void(const Refusal&)> report);
+  ~RefusalObserver();
+  RefusalObserver(const RefusalObserver&) = delete;
+  RefusalObserver& operator=(const RefusalObserver&) = delete;
+
+  // Blocks SIGCHLD and gives it a handler (without SA_NOCLDSTOP: with WUNTRACED a stop must
+  // also end the wait): from here on it is let in only while WaitPid waits.
+  //
+  // waitpid(-1, status, flags), answering notifications while it waits. Returns what waitpid
+  // returns (-1 with EINTR when a signal interrupted the wait).
+  pid_t WaitPid(int* status, int flags = 0);
+  size_t dropped() const { return dropped_; }
+
+ private:
+  void HandleOne();
+
+  int listener_;
+  const FileView& view_;
+  const SandboxPolicy& policy_;
+  std::function<void(const Refusal&)> report_;
+  std::set<std::string> seen_;
+  size_t dropped_ = 0;
+  bool reap_pending_ = true;  // a child may be waiting to be reaped
+};
+
+}  // namespace anvil

@@ -1,0 +1,54 @@
+// What the command's home directory looks like in the file view: the data that
+// policy/sandbox_home.h plans (outside, from the caller's real home and the user's
+// configuration) and that ComputeFileView turns into binds and masks. Plain data, no I/O.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace anvil {
+
+// A bind whose path in the view differs from its path on the host.
+struct MappedBind {
+  std::string source;  // canonical host path
+  std::string target;  // absolute path inside the view
+  bool writable = false;
+  // When non-zero: the object the view binds must still be this inode (st_dev, st_ino) when
+  // init binds it, so a directory swapped for another after it was opened and checked is
+  // refused rather than bound (the persistent home, whose parent directories a writable root
+  // may expose).
+  dev_t expect_dev = 0;
+  ino_t expect_ino = 0;
+};
+
+// A credential location of the caller's real home (policy/sandbox_home.h, kHomeCredentials)
+// that exists on the host: wherever the view would show it, an empty read-only file or
+// directory covers it.
+struct HostCredential {
+  std::string path;  // canonical host path
+  bool directory = false;
+};
+
+enum class HomeKind {
+  kNone,        // the command's $HOME is whatever the rest of the view shows there
+  kPersistent,  // `source` (the per-workspace sandbox home) bound read-write at `target`
+  kTmpfs,       // a fresh, empty tmpfs at `target`, discarded at exit
+};
+
+struct HomeView {
+  HomeKind kind = HomeKind::kNone;
+  std::string target;  // the command's $HOME (absolute, lexically normal)
+  MappedBind home;     // kPersistent: source -> target, writable
+  // Toolchains and configuration from the real home, read-only: at the same path
+  // (`read_roots`) or, where the real path is a symlink to elsewhere, mapped (`binds`).
+  std::vector<std::string> read_roots;
+  std::vector<MappedBind> binds;
+  // The sanitized ~/.gitconfig (policy/sandbox_home.h), written into the home as it is built;
+  // empty: none.
+  std::string gitconfig;
+  std::vector<HostCredential> credentials;
+};
+
+}  // namespace anvil

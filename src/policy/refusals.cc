@@ -1,0 +1,302 @@
+#include "policy/refusals.h"
+
+#include <algorithm>
+#include <map>
+
+namespace anvil {
+
+std::string_view ToString(WriteArea area) {
+  switch (area) {
+    case WriteArea::kGit:
+      return "git";
+    case WriteArea::kAnvilDir:
+      return "anvil";
+    case WriteArea::kReadOnlySubpath:
+      return "read_only_subpath";
+    case WriteArea::kCredential:
+      return "credential";
+    case WriteArea::kReadable:
+      return "readable_root";
+    case WriteArea::kSystem:
+      return "system";
+    case WriteArea::kOutside:
+      return "outside";
+    case WriteArea::kReadOnlyPolicy:
+      return "read_only_policy";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string Basename(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+
+bool HasGitComponent(const std::string& path) {
+  return path.find("/.git/") != std::string::npos ||
+         (path.size() >= 5 && path.compare(path.size() - 5, 5, "/.git") == 0);
+}
+
+}  // namespace
+
+WriteClass ClassifyWrite(const FileView& view, const SandboxPolicy& policy,
+                         const std::string& path) {
+  for (const auto& m : view.credential_masks) {
+    if (PathIsWithin(path, m)) return {WriteArea::kCredential, m};
+  }
+  // The deepest read-only part wins: a .git inside a readable root is still a .git.
+  for (const auto& wr : view.writable_roots) {
+    for (const auto& sub : wr.read_only_subpaths) {
+      if (!PathIsWithin(path, sub)) continue;
+      const std::string base = Basename(sub);
+      if (base == ".anvil") return {WriteArea::kAnvilDir, sub};
+      if (base == ".git" || HasGitComponent(sub) ||
+          std::find(view.git_protected.begin(), view.git_protected.end(), sub) !=
+              view.git_protected.end()) {
+        return {WriteArea::kGit, sub};
+      }
+      return {WriteArea::kReadOnlySubpath, sub};
+    }
+  }
+  const MappedBind* mapped = nullptr;
+  for (const auto& m : view.mapped_binds) {
+    if (!m.writable && PathIsWithin(path, m.target) &&
+        (mapped == nullptr || m.target.size() > mapped->target.size())) {
+      mapped = &m;
+    }
+  }
+  if (mapped != nullptr) return {WriteArea::kReadable, mapped->target};
+  const std::string* root = nullptr;
+  for (const auto& r : view.read_roots) {
+    if (PathIsWithin(path, r) && (root == nullptr || r.size() > root->size())) root = &r;
+  }
+  if (root != nullptr) {
+    if (policy.kind == PolicyKind::kReadOnly && PathIsWithin(*root, policy.workspace)) {
+      return {WriteArea::kReadOnlyPolicy, *root};
+    }
+    for (auto platform : kPlatformReadRoots) {
+      if (PathIsWithin(*root, platform)) return {WriteArea::kSystem, *root};
+    }
+    return {WriteArea::kReadable, *root};
+  }
+  if (view.full_read) return {WriteArea::kSystem, "/"};
+  return {WriteArea::kOutside, ""};
+}
+
+namespace {
+
+constexpr char kSep = '\x1f';
+
+std::string Clean(std::string_view text, size_t max) {
+  std::string out;
+  for (char c : text) {
+    if (out.size() >= max) break;
+    unsigned char u = static_cast<unsigned char>(c);
+    out += (u < 0x20 || u == 0x7f) ? '?' : c;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string EncodeRefusal(const Refusal& r, std::size_t max_bytes) {
+  std::string kind = r.kind == Refusal::Kind::kWrite     ? "w"
+                     : r.kind == Refusal::Kind::kNetwork ? "n"
+                                                         : "p";
+  std::string head = kind + kSep + std::to_string(static_cast<int>(r.area)) + kSep +
+                     Clean(r.program, 16) + kSep + Clean(r.detail, 24) + kSep;
+  // Paths may be long: the root and subject share what is left, the subject first.
+  size_t left = max_bytes > head.size() + 2 ? max_bytes - head.size() - 2 : 0;
+  std::string subject = Clean(r.subject, left);
+  left -= subject.size();
+  std::string root = Clean(r.root, left);
+  return head + subject + kSep + root;
+}
+
+bool DecodeRefusal(std::string_view text, Refusal& out) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    size_t end = text.find(kSep, start);
+    parts.emplace_back(text.substr(start, end == std::string_view::npos ? end : end - start));
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  if (parts.size() != 6 || parts[0].size() != 1) return false;
+  switch (parts[0][0]) {
+    case 'w':
+      out.kind = Refusal::Kind::kWrite;
+      break;
+    case 'n':
+      out.kind = Refusal::Kind::kNetwork;
+      break;
+    case 'p':
+      out.kind = Refusal::Kind::kProxy;
+      break;
+    default:
+      return false;
+  }
+  int area = 0;
+  for (char c : parts[1]) {
+    if (c < '0' || c > '9' || area > 100) return false;
+    area = area * 10 + (c - '0');
+  }
+  if (area > static_cast<int>(WriteArea::kReadOnlyPolicy)) return false;
+  out.area = static_cast<WriteArea>(area);
+  out.program = parts[2];
+  out.detail = parts[3];
+  out.subject = parts[4];
+  out.root = parts[5];
+  return true;
+}
+
+Refusal ProxyRefusal(const std::string& target, const std::string& reason) {
+  Refusal r;
+  r.kind = Refusal::Kind::kProxy;
+  r.subject = Clean(target, 300);
+  r.detail = Clean(reason, 400);
+  return r;
+}
+
+namespace {
+
+std::string Shown(const std::string& path, const std::string& workspace, const std::string& home) {
+  if (!workspace.empty() && path != workspace && PathIsWithin(path, workspace)) {
+    return path.substr(workspace.size() + 1);
+  }
+  if (!home.empty() && PathIsWithin(path, home)) {
+    return path == home ? "~" : "~" + path.substr(home.size());
+  }
+  return path;
+}
+
+// "host:443" -> "host"; other ports kept.
+std::string AllowHostArg(const std::string& target) {
+  auto colon = target.rfind(':');
+  if (colon != std::string::npos && target.substr(colon + 1) == "443") {
+    return target.substr(0, colon);
+  }
+  return target;
+}
+
+}  // namespace
+
+RefusalAdvice Advise(const Refusal& r, const std::string& workspace, const std::string& home,
+                     NetworkMode network) {
+  RefusalAdvice a;
+  switch (r.kind) {
+    case Refusal::Kind::kWrite: {
+      a.what = "write " + Shown(r.subject, workspace, home);
+      const std::string root = Shown(r.root, workspace, home);
+      switch (r.area) {
+        case WriteArea::kGit:
+          a.why = Basename(r.root) == ".git" || HasGitComponent(r.root)
+                      ? "Anvil keeps .git read-only (hooks and config there run outside the "
+                        "sandbox)"
+                      : root +
+                            " is git metadata or a path a repository's git config names (a hook, "
+                            "an include), which git runs or reads outside the sandbox";
+          a.allow = "--writable-git";
+          break;
+        case WriteArea::kAnvilDir:
+          a.why = ".anvil is Anvil's own state and stays read-only";
+          break;
+        case WriteArea::kReadOnlySubpath:
+          a.why = root +
+                  " is kept read-only (--read-only-subpath or Anvil.toml's [sandbox] "
+                  "read_only_subpaths)";
+          a.allow = "drop " + root + " from --read-only-subpath / read_only_subpaths";
+          break;
+        case WriteArea::kCredential:
+          a.why = root + " is a credential location, which the sandbox never shows";
+          break;
+        case WriteArea::kReadable:
+          a.why = root + " is shown read-only (a toolchain or readable root)";
+          a.allow = "--writable-root " + root;
+          break;
+        case WriteArea::kSystem:
+          a.why = "system directories are read-only in the sandbox";
+          a.allow = "install into the workspace or $HOME instead (a virtualenv, --prefix ~/.local)";
+          break;
+        case WriteArea::kOutside: {
+          a.why = "outside what the sandbox can write (the workspace, $HOME, /tmp)";
+          // The directory it was written in, if it is one the user could name; never "/".
+          std::string dir = r.subject.substr(0, r.subject.rfind('/'));
+          if (!dir.empty()) a.allow = "--writable-root " + Shown(dir, workspace, home);
+          break;
+        }
+        case WriteArea::kReadOnlyPolicy:
+          a.why = "--policy read-only";
+          a.allow = "--policy workspace-write";
+          break;
+      }
+      break;
+    }
+    case Refusal::Kind::kNetwork: {
+      a.what = (r.detail == "dns" ? "name lookup (DNS to " + r.subject + ")"
+                                  : "connect to " + r.subject);
+      if (network == NetworkMode::kProxy) {
+        a.why = "only Anvil's proxy reaches the network (HTTPS_PROXY is set)";
+        a.allow = "use the proxy and --allow-host HOST";
+      } else {
+        a.why = "no network (--network none)";
+        a.allow = "--network proxy --allow-host HOST (or --profile node|python|rust|go)";
+      }
+      break;
+    }
+    case Refusal::Kind::kProxy: {
+      a.what = r.subject + " through the proxy";
+      const std::string& why = r.detail;
+      if (why.find("host not allowed") != std::string::npos) {
+        a.why = "host not on the --allow-host list";
+        a.allow = "--allow-host " + AllowHostArg(r.subject);
+      } else if (why.find(" resolves to ") != std::string::npos ||
+                 why.find("address ") != std::string::npos) {
+        auto pos = why.find("denied: ");
+        a.why = (pos == 0 ? why.substr(8) : why) + "; the proxy reaches public addresses only";
+      } else {
+        auto pos = why.find("denied: ");
+        a.why = pos == 0 ? why.substr(8) : why;
+      }
+      break;
+    }
+  }
+  return a;
+}
+
+std::string RefusalSummary(const std::vector<Refusal>& refusals, std::size_t dropped,
+                           const std::string& workspace, const std::string& home,
+                           NetworkMode network) {
+  if (refusals.empty() && dropped == 0) return {};
+  struct Line {
+    std::string program, what, why, allow;
+    size_t more = 0;
+  };
+  std::vector<Line> lines;
+  for (const auto& r : refusals) {
+    RefusalAdvice a = Advise(r, workspace, home, network);
+    auto same = std::find_if(lines.begin(), lines.end(), [&](const Line& l) {
+      return l.why == a.why && l.allow == a.allow && l.program == r.program;
+    });
+    if (same != lines.end()) {
+      ++same->more;
+      continue;
+    }
+    lines.push_back({r.program, a.what, a.why, a.allow, 0});
+  }
+  std::string out = "anvil: the sandbox refused (--quiet hides this):\n";
+  for (const auto& l : lines) {
+    out += "  ";
+    if (!l.program.empty()) out += l.program + ": ";
+    out += l.what;
+    if (l.more > 0) out += " (and " + std::to_string(l.more) + " more)";
+    out += " - " + l.why;
+    if (!l.allow.empty()) {
+      out += l.allow.rfind("--", 0) == 0 ? "; allow with " + l.allow : "; " + l.allow;
+    }
+    out += "\n";
+  }
+  if (dropped > 0) out += "  (" + std::to_string(dropped) + " more not listed)\n";
+  return out;
+}
+
+}  // namespace anvil

@@ -1,0 +1,77 @@
+// What the sandbox refused a command, and the one-line way to allow it: the summary
+// `anvil sandbox` prints on stderr after the command exits (and the `refusals` array of
+// --json). Every entry is a fact recorded during the run — by the refusal observer in the
+// sandbox's init (linux/refusal_observer.h: a write into a read-only part of the view, a
+// connection the network mode does not allow) or by anvil-proxy (a target it refused) — never
+// a guess from the command's output. Pure functions; the table tests are in tests/unit.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "policy/sandbox_policy.h"
+
+namespace anvil {
+
+// Where a refused write landed, by the view's parts.
+enum class WriteArea {
+  kGit,              // a protected .git (workspace-write): --writable-git
+  kAnvilDir,         // .anvil, Anvil's own: no way past
+  kReadOnlySubpath,  // --read-only-subpath / Anvil.toml's read_only_subpaths
+  kCredential,       // a credential location, covered: no way past
+  kReadable,         // a toolchain or readable root (from the real home or elsewhere)
+  kSystem,           // a runtime root (/usr, /etc, ...)
+  kOutside,          // nowhere writable: the view's own read-only skeleton
+  kReadOnlyPolicy,   // the workspace or a root under --policy read-only
+};
+std::string_view ToString(WriteArea area);
+
+// Which part of `view` the path (canonical, inside the view) belongs to, for a write the view
+// refused (the observer established that it was refused), and that part's root.
+struct WriteClass {
+  WriteArea area = WriteArea::kOutside;
+  std::string root;  // the bind or directory the area is (e.g. /home/u/.pyenv)
+};
+WriteClass ClassifyWrite(const FileView& view, const SandboxPolicy& policy,
+                         const std::string& path);
+
+struct Refusal {
+  enum class Kind { kWrite, kNetwork, kProxy };
+  Kind kind = Kind::kWrite;
+  std::string program;  // the process's name (comm); "" for the proxy
+  std::string subject;  // write: path in the view; network: ADDRESS:PORT; proxy: HOST:PORT
+  std::string detail;   // write: the syscall; network: "dns" or "direct"; proxy: its reason
+  WriteArea area = WriteArea::kOutside;  // kWrite only
+  std::string root;                      // kWrite only: WriteClass::root
+};
+
+// The record init sends (one pipe write: at most `max_bytes`) and its inverse.
+std::string EncodeRefusal(const Refusal& refusal, std::size_t max_bytes);
+bool DecodeRefusal(std::string_view text, Refusal& out);
+
+// A proxy audit reason ("denied: host not allowed: example.org:443 (...)") as a refusal of
+// `target` (HOST:PORT).
+Refusal ProxyRefusal(const std::string& target, const std::string& reason);
+
+// One refusal explained: what was refused and why, and `allow`: the one-line way past it
+// (empty when there is none, e.g. a credential location).
+struct RefusalAdvice {
+  std::string what;
+  std::string why;
+  std::string allow;
+};
+// `home` is the command's $HOME ("" for none) and `workspace` the workspace, to show paths
+// the way the user typed them; `network` the mode the command ran with.
+RefusalAdvice Advise(const Refusal& refusal, const std::string& workspace, const std::string& home,
+                     NetworkMode network);
+
+// The summary for stderr: "" when nothing was refused; else a header line and one line per
+// kind of refusal (the same advice once, "and N more" for repeats). `dropped` counts refusals
+// the observer saw but did not keep (past its cap).
+std::string RefusalSummary(const std::vector<Refusal>& refusals, std::size_t dropped,
+                           const std::string& workspace, const std::string& home,
+                           NetworkMode network);
+
+}  // namespace anvil

@@ -1,0 +1,543 @@
+#include "policy/sandbox_home.h"
+
+#include <dirent.h>
+#include <fnmatch.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <map>
+#include <set>
+
+#include "common/ascii.h"
+#include "policy/digest.h"
+
+namespace anvil {
+
+Result<HomeMode> ParseHomeMode(std::string_view text) {
+  if (text == "persistent") return HomeMode::kPersistent;
+  if (text == "tmp") return HomeMode::kTmp;
+  if (text == "none") return HomeMode::kNone;
+  return Fail("invalid",
+              "unknown home '" + std::string(text) + "' (expected persistent, tmp or none)");
+}
+
+std::string_view ToString(HomeMode mode) {
+  switch (mode) {
+    case HomeMode::kPersistent:
+      return "persistent";
+    case HomeMode::kTmp:
+      return "tmp";
+    case HomeMode::kNone:
+      return "none";
+  }
+  return "?";
+}
+
+std::optional<std::string> NormalizeAbsolute(std::string_view path) {
+  if (path.empty() || path[0] != '/' || path.size() > PATH_MAX) return std::nullopt;
+  std::vector<std::string_view> parts;
+  size_t start = 1;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string_view::npos) end = path.size();
+    std::string_view part = path.substr(start, end - start);
+    if (part.find('\0') != std::string_view::npos) return std::nullopt;
+    if (part == "..") {
+      if (!parts.empty()) parts.pop_back();
+    } else if (!part.empty() && part != ".") {
+      parts.push_back(part);
+    }
+    start = end + 1;
+  }
+  std::string out;
+  for (auto part : parts) {
+    out += '/';
+    out += part;
+  }
+  return out.empty() ? "/" : out;
+}
+
+std::string ExpandHome(const std::string& path, const std::string& home) {
+  if (path == "~") return home;
+  if (path.rfind("~/", 0) == 0) return home + path.substr(1);
+  return path;
+}
+
+std::string SandboxHomeDirName(const std::string& workspace) {
+  std::string base = workspace.substr(workspace.rfind('/') + 1);
+  std::string name;
+  for (char c : base) {
+    if (name.size() >= 32) break;
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '_' || c == '.';
+    name += ok ? c : '_';
+  }
+  if (name.empty()) name = "root";
+  if (name[0] == '.') name[0] = '_';  // never hidden, never "." or ".."
+  return name + "-" + Sha256Hex(workspace).substr(0, 16);
+}
+
+HomeHost RealHomeHost() {
+  HomeHost host;
+  host.lstat_kind = [](const std::string& path) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) return HomeHost::Kind::kMissing;
+    if (S_ISDIR(st.st_mode)) return HomeHost::Kind::kDirectory;
+    if (S_ISREG(st.st_mode)) return HomeHost::Kind::kFile;
+    if (S_ISLNK(st.st_mode)) return HomeHost::Kind::kSymlink;
+    return HomeHost::Kind::kOther;
+  };
+  host.resolve = [](const std::string& path) -> std::optional<std::string> {
+    char buf[PATH_MAX];
+    if (::realpath(path.c_str(), buf) == nullptr) return std::nullopt;
+    return std::string(buf);
+  };
+  host.list_dir = [](const std::string& path) {
+    std::vector<std::string> names;
+    if (DIR* d = ::opendir(path.c_str())) {
+      while (dirent* e = ::readdir(d)) {
+        std::string n = e->d_name;
+        if (n != "." && n != "..") names.push_back(n);
+        if (names.size() >= kMaxListedNames) break;  // the caller treats this as unknown
+      }
+      ::closedir(d);
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  return host;
+}
+
+namespace {
+
+void AddUnique(std::vector<std::string>& list, const std::string& value) {
+  if (std::find(list.begin(), list.end(), value) == list.end()) list.push_back(value);
+}
+
+// Relative paths of `pattern` (components may hold '*') that exist under `home`.
+std::vector<std::string> ExpandToolchain(const std::string& home, std::string_view pattern,
+                                         const HomeHost& host) {
+  std::vector<std::string> found = {""};
+  size_t start = 0;
+  while (start <= pattern.size() && !found.empty()) {
+    size_t end = pattern.find('/', start);
+    if (end == std::string_view::npos) end = pattern.size();
+    std::string part(pattern.substr(start, end - start));
+    std::vector<std::string> next;
+    for (const auto& prefix : found) {
+      std::string rel_prefix = prefix.empty() ? "" : prefix + "/";
+      if (part.find('*') == std::string::npos) {
+        next.push_back(rel_prefix + part);
+        continue;
+      }
+      for (const auto& name : host.list_dir(home + "/" + prefix)) {
+        if (name[0] == '.' && part[0] != '.') continue;
+        if (::fnmatch(part.c_str(), name.c_str(), FNM_PERIOD) == 0) {
+          next.push_back(rel_prefix + name);
+        }
+      }
+    }
+    found = std::move(next);
+    start = end + 1;
+  }
+  return found;
+}
+
+// One bind layer of the view, in the order BuildMountView attaches them (a later layer at the
+// same path lies on top). `source` empty: a place of the view's own making.
+struct Layer {
+  std::string target;
+  std::string source;
+};
+
+size_t Depth(const std::string& path) {
+  return path == "/" ? 0 : static_cast<size_t>(std::count(path.begin(), path.end(), '/'));
+}
+
+std::vector<Layer> ViewLayers(const FileView& view) {
+  std::vector<Layer> layers;
+  if (view.full_read) layers.push_back({"/", "/"});
+  for (const char* own : {"/dev", "/proc", "/tmp"}) layers.push_back({own, ""});
+  if (view.full_read) layers.push_back({"/run", ""});
+  for (const auto& r : view.read_roots) layers.push_back({r, r});
+  for (const auto& wr : view.writable_roots) layers.push_back({wr.root, wr.root});
+  for (const auto& wr : view.writable_roots) {
+    for (const auto& sub : wr.read_only_subpaths) layers.push_back({sub, sub});
+  }
+  if (!view.home_tmpfs.empty()) layers.push_back({view.home_tmpfs, ""});
+  for (const auto& m : view.mapped_binds) layers.push_back({m.target, m.source});
+  for (const auto& m : view.masked_files) layers.push_back({m, ""});
+  for (const auto& m : view.masked_dirs) layers.push_back({m, ""});
+  if (!view.workspace_base.empty()) {
+    layers.push_back({view.workspace_base, ""});
+    for (const auto& sub : view.workspace_read_subpaths) {
+      std::string p = view.workspace_base + "/" + sub;
+      layers.push_back({p, p});
+    }
+  }
+  return layers;
+}
+
+std::string Rebase(const std::string& path, const std::string& from, const std::string& to) {
+  std::string rest = from == "/" ? path : path.substr(from.size());
+  if (rest.empty()) return to;
+  if (to == "/") return rest;
+  return to + rest;
+}
+
+std::optional<std::string> SourceIn(const std::vector<Layer>& layers, const std::string& path) {
+  const Layer* top = nullptr;
+  for (const auto& l : layers) {
+    if (!PathIsWithin(path, l.target)) continue;
+    if (top == nullptr || Depth(l.target) >= Depth(top->target)) top = &l;
+  }
+  if (top == nullptr || top->source.empty()) return std::nullopt;
+  return Rebase(path, top->target, top->source);
+}
+
+// The view paths at which `host_path` is shown.
+std::vector<std::string> ViewPathsOf(const FileView& view, const std::string& host_path) {
+  std::vector<Layer> layers = ViewLayers(view);
+  std::vector<std::string> out;
+  for (const auto& l : layers) {
+    if (l.source.empty() || !PathIsWithin(host_path, l.source)) continue;
+    std::string v = Rebase(host_path, l.source, l.target);
+    if (SourceIn(layers, v) == host_path) AddUnique(out, v);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> ViewSource(const FileView& view, const std::string& view_path) {
+  return SourceIn(ViewLayers(view), view_path);
+}
+
+Result<HomeView> PlanHomeView(const HomePlanInput& input, const HomeHost& host) {
+  HomeView out;
+  auto home = NormalizeAbsolute(input.home);
+  // A home that is one of the view's own places or a runtime root cannot be replaced.
+  bool usable_home = home && *home != "/" && *home != "/tmp";
+  for (const char* own : {"/dev", "/proc", "/sys", "/run"}) {
+    usable_home = usable_home && !PathIsWithin(*home, own);
+  }
+  for (auto root : kPlatformReadRoots) {
+    usable_home = usable_home && !PathIsWithin(*home, root);
+  }
+  // Start-up cost: one listing of the home instead of a failing lookup per table entry that
+  // is not there (an entry whose first component is not listed does not exist; a listing that
+  // may be cut short, kMaxListedNames, says nothing), one lstat per path component, each
+  // asked once, and realpath only where a component is a symlink.
+  std::set<std::string> top_level;
+  bool listed = false;
+  std::optional<std::string> home_canonical;
+  if (usable_home) {
+    auto names = host.list_dir(*home);
+    listed = !names.empty() && names.size() < kMaxListedNames;
+    top_level.insert(names.begin(), names.end());
+    home_canonical = host.resolve(*home);
+  }
+  std::map<std::string, HomeHost::Kind> kinds;  // by path relative to the home
+  std::function<HomeHost::Kind(const std::string&)> kind_of = [&](const std::string& rel) {
+    if (auto it = kinds.find(rel); it != kinds.end()) return it->second;
+    const auto slash = rel.rfind('/');
+    HomeHost::Kind kind;
+    if (slash == std::string::npos && listed && top_level.count(rel) == 0) {
+      kind = HomeHost::Kind::kMissing;
+    } else if (slash != std::string::npos &&
+               (kind_of(rel.substr(0, slash)) == HomeHost::Kind::kMissing ||
+                kind_of(rel.substr(0, slash)) == HomeHost::Kind::kFile)) {
+      kind = HomeHost::Kind::kMissing;
+    } else {
+      kind = host.lstat_kind(*home + "/" + rel);
+    }
+    kinds[rel] = kind;
+    return kind;
+  };
+  // The canonical host path of an existing `rel`.
+  auto canonical_of = [&](const std::string& rel) -> std::optional<std::string> {
+    bool link = !home_canonical;
+    for (size_t pos = rel.find('/'); !link; pos = rel.find('/', pos + 1)) {
+      link = kind_of(rel.substr(0, pos)) == HomeHost::Kind::kSymlink;
+      if (pos == std::string::npos) break;
+    }
+    if (!link) return (*home_canonical == "/" ? "" : *home_canonical) + "/" + rel;
+    return host.resolve(*home + "/" + rel);
+  };
+  std::vector<std::string> credential_paths;  // lexical
+  if (usable_home) {
+    for (auto rel_view : kHomeCredentials) {
+      const std::string rel(rel_view);
+      credential_paths.push_back(*home + "/" + rel);
+      auto kind = kind_of(rel);
+      if (kind == HomeHost::Kind::kMissing) continue;
+      auto r = canonical_of(rel);
+      if (!r) continue;  // a dangling link shows nothing
+      if (kind == HomeHost::Kind::kSymlink) kind = host.lstat_kind(*r);
+      if (kind != HomeHost::Kind::kDirectory && kind != HomeHost::Kind::kFile) continue;
+      HostCredential c{*r, kind == HomeHost::Kind::kDirectory};
+      if (std::none_of(out.credentials.begin(), out.credentials.end(),
+                       [&](const HostCredential& o) { return o.path == c.path; })) {
+        out.credentials.push_back(c);
+      }
+    }
+  }
+  auto inside_credential = [&](const std::string& resolved,
+                               const std::string& lexical) -> std::optional<std::string> {
+    for (const auto& c : out.credentials) {
+      if (PathIsWithin(resolved, c.path)) return c.path;
+    }
+    for (const auto& p : credential_paths) {
+      if (PathIsWithin(lexical, p) || PathIsWithin(resolved, p)) return p;
+    }
+    return std::nullopt;
+  };
+  const bool has_home = usable_home && input.mode != HomeMode::kNone;
+  // `user`: named by the user (an error is theirs to fix); else an entry of the table, `rel`
+  // its path relative to the home (skipped when it is not there or not allowed).
+  auto add_readable = [&](const std::string& path, bool user,
+                          const std::string& rel = "") -> Status {
+    auto lexical = NormalizeAbsolute(path);
+    if (!lexical) {
+      if (user) return Fail("invalid", "readable root must be an absolute path: " + path);
+      return Ok();
+    }
+    if (!user && kind_of(rel) == HomeHost::Kind::kMissing) return Ok();
+    auto resolved = user ? host.resolve(*lexical) : canonical_of(rel);
+    if (!resolved) return Ok();  // not on this machine
+    if (auto cred = inside_credential(*resolved, *lexical)) {
+      if (!user) return Ok();
+      return Fail("invalid", "readable root " + *lexical + " lies inside " + *cred +
+                                 ", where credentials live; Anvil never shows those (fix: name "
+                                 "the directory the command needs, outside it)");
+    }
+    if (has_home && PathIsWithin(*home, *lexical)) {
+      if (!user) return Ok();
+      return Fail("invalid", "readable root " + *lexical + " would cover the home directory " +
+                                 *home +
+                                 " (fix: name the directories the command needs, or run with "
+                                 "--home none)");
+    }
+    if (*resolved == *lexical) {
+      AddUnique(out.read_roots, *lexical);
+    } else if (std::none_of(out.binds.begin(), out.binds.end(),
+                            [&](const MappedBind& b) { return b.target == *lexical; })) {
+      out.binds.push_back({*resolved, *lexical, false, 0, 0});
+    }
+    return Ok();
+  };
+  if (has_home) {
+    out.target = *home;
+    if (input.mode == HomeMode::kPersistent && !input.sandbox_home.empty()) {
+      out.kind = HomeKind::kPersistent;
+      out.home = {input.sandbox_home, *home, true, input.sandbox_home_dev, input.sandbox_home_ino};
+    } else {
+      out.kind = HomeKind::kTmpfs;
+    }
+    for (const auto& entry : kHomeToolchains) {
+      const std::string_view first = entry.path.substr(0, entry.path.find('/'));
+      if (kind_of(std::string(first)) == HomeHost::Kind::kMissing) continue;
+      for (const auto& rel : ExpandToolchain(*home, entry.path, host)) {
+        if (auto s = add_readable(*home + "/" + rel, false, rel); !s) {
+          return tl::unexpected(s.error());
+        }
+      }
+    }
+    out.gitconfig = input.gitconfig;
+  }
+  for (const auto& r : input.readable_roots) {
+    std::string expanded = usable_home ? ExpandHome(r, *home) : r;
+    if (auto s = add_readable(expanded, true); !s) return tl::unexpected(s.error());
+  }
+  return out;
+}
+
+Status ApplyHomeView(const HomeView& home, const HostFs& host, FileView& view) {
+  bool show_home = home.kind != HomeKind::kNone;
+  if (show_home) {
+    // A root that shows the real home at $HOME itself: the workspace is the home, or a
+    // writable root contains it. That is the user's choice; their home it is.
+    for (const auto& wr : view.writable_roots) {
+      if (PathIsWithin(home.target, wr.root)) show_home = false;
+    }
+    for (const auto& r : view.read_roots) {
+      if (r == home.target) show_home = false;
+    }
+    if (!view.workspace_base.empty() && PathIsWithin(home.target, view.workspace_base)) {
+      show_home = false;
+    }
+    // With full read the root is the host's, read-only: a mount point that does not exist
+    // there cannot be made.
+    if (view.full_read && host.resolve && !host.resolve(home.target)) show_home = false;
+  }
+  if (show_home) {
+    view.home_base = home.target;
+    view.home_gitconfig = home.gitconfig;
+    if (home.kind == HomeKind::kPersistent) {
+      view.mapped_binds.push_back(home.home);
+    } else {
+      view.home_tmpfs = home.target;
+    }
+  }
+  for (const auto& r : home.read_roots) {
+    // Without the sandbox home, what lies under $HOME is already shown (or deliberately not).
+    if (!show_home && home.kind != HomeKind::kNone && PathIsWithin(r, home.target)) continue;
+    // A root the view already makes writable stays writable.
+    if (std::any_of(view.writable_roots.begin(), view.writable_roots.end(),
+                    [&](const WritableRoot& w) { return w.root == r; })) {
+      continue;
+    }
+    // Shown at its own path, as a bind of the home (ViewSource, the socket regions and root's
+    // idmapping take it from there).
+    if (std::none_of(view.mapped_binds.begin(), view.mapped_binds.end(),
+                     [&](const MappedBind& m) { return m.target == r; })) {
+      view.mapped_binds.push_back({r, r, false, 0, 0});
+    }
+  }
+  for (const auto& b : home.binds) {
+    if (!show_home && home.kind != HomeKind::kNone && PathIsWithin(b.target, home.target)) {
+      continue;
+    }
+    view.mapped_binds.push_back(b);
+  }
+  for (const auto& c : home.credentials) {
+    for (const auto& v : ViewPathsOf(view, c.path)) {
+      AddUnique(c.directory ? view.masked_dirs : view.masked_files, v);
+      AddUnique(view.credential_masks, v);
+    }
+  }
+  return Ok();
+}
+
+void MaskSocketsInMappedBinds(FileView& view, const std::vector<std::string>& sockets) {
+  for (const auto& socket : sockets) {
+    for (size_t i = 0; i < view.mapped_binds.size(); ++i) {
+      if (!PathIsWithin(socket, view.mapped_binds[i].source)) continue;
+      for (const auto& v : ViewPathsOf(view, socket)) AddUnique(view.masked_files, v);
+    }
+  }
+}
+
+// ---- git config ----
+
+namespace {
+
+// "scheme://user[:password]@host": a credential in the value, whatever the key.
+bool HasUrlUserinfo(std::string_view value) {
+  size_t pos = 0;
+  while ((pos = value.find("://", pos)) != std::string_view::npos) {
+    pos += 3;
+    size_t end = value.find_first_of("/?# \t\n\"'", pos);
+    std::string_view authority =
+        value.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos);
+    if (authority.find('@') != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool GitConfigEntryAllowed(const GitConfigEntry& e) {
+  if (e.value && HasUrlUserinfo(*e.value)) return false;
+  for (char c : e.subsection) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return false;
+  }
+  const std::string& s = e.section;
+  const std::string& k = e.key;
+  const bool sub = e.has_subsection;
+  // Whole sections: what they configure runs, if at all, inside the sandbox.
+  if (s == "color" || s == "advice") return true;
+  if (s == "alias" || s == "pager") return !sub;
+  static const std::map<std::string, std::set<std::string>> kPlain = {
+      {"user", {"name", "email"}},
+      {"core",
+       {"excludesfile", "attributesfile", "autocrlf", "eol", "safecrlf", "quotepath", "whitespace",
+        "ignorecase", "filemode", "precomposeunicode", "editor", "pager", "abbrev", "longpaths",
+        "symlinks", "checkstat", "trustctime"}},
+      {"init", {"defaultbranch"}},
+      {"safe", {"directory"}},
+      {"diff",
+       {"algorithm", "colormoved", "colormovedws", "renames", "renamelimit", "mnemonicprefix",
+        "noprefix", "indentheuristic", "submodule", "context", "interhunkcontext", "relative",
+        "statgraphwidth", "wserrorhighlight", "suppressblankempty"}},
+      {"merge", {"conflictstyle", "ff", "log", "renamelimit", "autostash", "stat"}},
+      {"pull", {"rebase", "ff"}},
+      {"push", {"default", "autosetupremote", "followtags"}},
+      {"fetch", {"prune", "prunetags", "parallel", "writecommitgraph"}},
+      {"rebase",
+       {"autosquash", "autostash", "updaterefs", "stat", "abbreviatecommands",
+        "missingcommitscheck"}},
+      {"status",
+       {"showuntrackedfiles", "short", "branch", "submodulesummary", "relativepaths", "aheadbehind",
+        "renames"}},
+      {"log", {"date", "decorate", "abbrevcommit", "follow"}},
+      {"branch", {"autosetupmerge", "autosetuprebase", "sort"}},
+      {"tag", {"sort"}},
+      {"column", {"ui"}},
+      {"help", {"autocorrect"}},
+      {"rerere", {"enabled", "autoupdate"}},
+      {"interactive", {"singlekey"}},
+      {"grep", {"linenumber", "patterntype", "extendedregexp", "column", "fallbacktonoindex"}},
+      {"blame", {"coloring", "date", "showemail", "markunblamablelines", "markignoredlines"}},
+      {"commit", {"verbose", "status", "cleanup"}},
+      {"format", {"pretty"}},
+      {"submodule", {"recurse"}},
+      {"protocol", {"version"}},
+      {"feature", {"manyfiles"}},
+  };
+  if (sub) return false;
+  auto it = kPlain.find(s);
+  return it != kPlain.end() && it->second.count(k) > 0;
+}
+
+std::string RenderSanitizedGitConfig(const std::vector<GitConfigEntry>& entries) {
+  std::string out =
+      "# Anvil's sanitized copy of your git configuration: identity, ignore files, aliases and\n"
+      "# everyday behaviour only, never credentials (docs/policy.md, \"Living with the "
+      "sandbox\").\n";
+  auto quote = [](const std::string& text) {
+    std::string q = "\"";
+    for (char c : text) {
+      if (c == '"' || c == '\\') {
+        q += '\\';
+        q += c;
+      } else if (c == '\n') {
+        q += "\\n";
+      } else if (c == '\t') {
+        q += "\\t";
+      } else if (c == '\b') {
+        q += "\\b";
+      } else if (static_cast<unsigned char>(c) >= 0x20 && c != 0x7f) {
+        q += c;
+      }
+    }
+    return q + "\"";
+  };
+  std::string current;
+  for (const auto& e : entries) {
+    if (!GitConfigEntryAllowed(e)) continue;
+    std::string header = "[" + e.section;
+    if (e.has_subsection) {
+      // Subsections know only \" and \\ as escapes.
+      std::string sub = "\"";
+      for (char c : e.subsection) {
+        if (c == '"' || c == '\\') sub += '\\';
+        sub += c;
+      }
+      header += " " + sub + "\"";
+    }
+    header += "]";
+    if (header != current) {
+      out += header + "\n";
+      current = header;
+    }
+    out += "\t" + e.key;
+    if (e.value) out += " = " + quote(*e.value);
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace anvil

@@ -1,0 +1,213 @@
+// The home directory of a sandboxed command (`anvil sandbox`): a pure plan.
+//
+// $HOME exists at its usual path and is writable, but it is not the user's real home: by
+// default it is a persistent per-workspace directory under the user's state directory
+// ($XDG_STATE_HOME/anvil/homes/<name>-<hash of the workspace path>/home), so caches (pip, npm,
+// go, cargo) survive between runs of one workspace while one repository's runs cannot poison
+// another workspace's. Onto it the view binds, read-only, an ALLOWLIST of the real home:
+// the toolchains of kHomeToolchains (plus the user's own additions, config.toml's
+// readable_roots); the sandbox's ~/.gitconfig is a sanitized copy of the user's, written
+// again at every start where it differs. Anything not listed stays absent;
+// there is no "home minus a denylist".
+//
+// Credentials: the locations of kHomeCredentials are never shown. With the allowlist they are
+// absent anyway; where some bind would still show one (a readable root the user added that
+// contains ~/.config, a workspace that is the home directory, --read-access full with
+// --home none) an empty read-only file or directory covers it, and a readable root that lies
+// inside one is refused.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "policy/git_config.h"
+#include "policy/home_view.h"
+#include "policy/sandbox_policy.h"
+
+namespace anvil {
+
+enum class HomeMode {
+  kPersistent,  // the per-workspace sandbox home (default)
+  kTmp,         // an empty tmpfs, discarded at exit
+  kNone,        // no home at all (the view before homes existed)
+};
+Result<HomeMode> ParseHomeMode(std::string_view text);
+std::string_view ToString(HomeMode mode);
+
+// A toolchain (or non-secret configuration file) of the real home that the view binds
+// read-only at the same path. `path` is relative to the home; a component may hold one '*'
+// (matched against the directory's entries, never '.'-led ones unless the pattern is).
+struct HomeToolchain {
+  std::string_view path;
+  std::string_view what;
+};
+inline constexpr HomeToolchain kHomeToolchains[] = {
+    {".local/bin", "pip --user, pipx, uv tool and other per-user commands"},
+    {".local/lib/python*/site-packages", "pip --user packages"},
+    {".local/share/uv/python", "uv-managed Python interpreters"},
+    {".local/share/uv/tools", "uv tool environments"},
+    {".local/pipx/venvs", "pipx environments (newer pipx)"},
+    {".local/share/pipx/venvs", "pipx environments"},
+    {".pyenv", "pyenv (shims, versions, global version file)"},
+    {".nvm", "nvm (node versions, aliases)"},
+    {".rustup", "rustup toolchains and settings"},
+    {".cargo/bin", "cargo-installed commands and the rustup proxies"},
+    {"go/bin", "go install'ed commands"},
+    {".sdkman", "SDKMAN! candidates (Java, Gradle, Maven, Kotlin, ...)"},
+    {".rbenv", "rbenv"},
+    {".asdf", "asdf (shims, installs)"},
+    {".tool-versions", "asdf's global versions"},
+    {".local/share/mise", "mise (installs, shims)"},
+    {".volta", "Volta"},
+    {".bun/bin", "Bun"},
+    {".deno/bin", "Deno"},
+    {".n", "n (with N_PREFIX=~/.n)"},
+    {".local/share/fnm", "fnm node versions"},
+    {".goenv", "goenv"},
+    {".jenv", "jenv"},
+    {".ghcup/bin", "GHCup (Haskell)"},
+    {".elan", "elan (Lean)"},
+    {".config/git/ignore", "git's global excludes file"},
+    {".config/git/attributes", "git's global attributes file"},
+    {".editorconfig", "EditorConfig defaults"},
+};
+
+// Where credentials live under a home directory, relative to it. Never shown (see above).
+inline constexpr std::string_view kHomeCredentials[] = {
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".kube",
+    ".docker",
+    ".netrc",
+    ".git-credentials",
+    ".config/git/credentials",
+    ".gitconfig",  // may hold url.*.insteadOf tokens, http.extraHeader, credential helpers
+    ".config/git/config",
+    ".config/gh",
+    ".config/hub",
+    ".config/glab-cli",
+    ".pypirc",
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".gem/credentials",
+    ".m2/settings.xml",
+    ".m2/settings-security.xml",
+    ".gradle/gradle.properties",
+    ".composer/auth.json",
+    ".config/composer/auth.json",
+    ".config/containers/auth.json",
+    ".terraform.d/credentials.tfrc.json",
+    ".vault-token",
+    ".s3cfg",
+    ".boto",
+    ".config/rclone",
+    ".config/doctl",
+    ".oci",
+    ".databrickscfg",
+    ".kaggle",
+    ".config/op",
+    ".password-store",
+    ".local/share/keyrings",
+    ".local/share/kwalletd",
+    ".pki",
+    ".mozilla",
+    ".thunderbird",
+    ".config/google-chrome",
+    ".config/chromium",
+    ".config/BraveSoftware",
+    ".config/microsoft-edge",
+    ".bash_history",
+    ".zsh_history",
+    ".zhistory",
+    ".histfile",
+    ".sh_history",
+    ".local/share/fish/fish_history",
+    ".python_history",
+    ".node_repl_history",
+    ".psql_history",
+    ".mysql_history",
+    ".sqlite_history",
+    ".rediscli_history",
+    ".lesshst",
+    ".viminfo",
+};
+
+// What the plan needs of the host; injected so the decision stays a table-testable function.
+struct HomeHost {
+  enum class Kind { kMissing, kDirectory, kFile, kSymlink, kOther };
+  std::function<Kind(const std::string&)> lstat_kind;
+  // Canonical path (symlinks resolved) if it exists.
+  std::function<std::optional<std::string>(const std::string&)> resolve;
+  // Names in a directory (no "." or ".."); empty when it cannot be listed; at most
+  // kMaxListedNames (a listing that long may be incomplete).
+  std::function<std::vector<std::string>(const std::string&)> list_dir;
+};
+inline constexpr size_t kMaxListedNames = 4096;
+HomeHost RealHomeHost();
+
+struct HomePlanInput {
+  HomeMode mode = HomeMode::kPersistent;
+  std::string home;  // the caller's $HOME: absolute (the plan normalizes it)
+  // kPersistent: the prepared per-workspace directory (canonical) and its identity; empty when
+  // it could not be prepared, and then the home is a tmpfs instead.
+  std::string sandbox_home;
+  dev_t sandbox_home_dev = 0;
+  ino_t sandbox_home_ino = 0;
+  // The sanitized ~/.gitconfig (RenderSanitizedGitConfig) to write at ~/.gitconfig; empty:
+  // none.
+  std::string gitconfig;
+  // Extra readable roots (config.toml, profiles, --readable-root): absolute, '~' expanded.
+  // Missing ones are skipped.
+  std::vector<std::string> readable_roots;
+};
+
+// The plan. Errors ("invalid"): a readable root inside a credential location, or one that is
+// the home directory itself while the sandbox has a home of its own.
+Result<HomeView> PlanHomeView(const HomePlanInput& input, const HomeHost& host);
+
+// Adds the home's binds and the credential masks to `view` (ComputeFileView calls it once the
+// rest of the view is known). A writable root that is the home or contains it shows the real
+// home instead (no sandbox home then; its credentials are still covered).
+Status ApplyHomeView(const HomeView& home, const HostFs& host, FileView& view);
+
+// Adds to view.masked_files each socket (canonical host path) that a mapped bind shows.
+void MaskSocketsInMappedBinds(FileView& view, const std::vector<std::string>& sockets);
+
+// The host path the view shows at `view_path`, by its binds (nullopt: a place of the view's
+// own making: its root, /dev, /proc, /tmp, a tmpfs home, a mask).
+std::optional<std::string> ViewSource(const FileView& view, const std::string& view_path);
+
+// Directory name of the sandbox home of `workspace` (canonical): a readable prefix of its last
+// component and 16 hex digits of its SHA-256, e.g. "myproj-3f2a9c0d4b1e7a65".
+std::string SandboxHomeDirName(const std::string& workspace);
+
+// "~" and "~/x" against `home`; other paths unchanged.
+std::string ExpandHome(const std::string& path, const std::string& home);
+
+// Lexically normal absolute path (no ".", "..", empty components or trailing '/'), or nullopt.
+std::optional<std::string> NormalizeAbsolute(std::string_view path);
+
+// ---- ~/.gitconfig, sanitized ----
+// Entries come from ParseGitConfig (policy/git_config.h, git's own syntax). At most
+// kMaxGitConfigEntries of them, over every file read, make the copy.
+inline constexpr size_t kMaxGitConfigEntries = 4096;
+// Whether an entry may appear in the sandbox's copy: identity (user.name, user.email), the
+// excludes and attributes files, init.defaultBranch, aliases, colours, safe.directory and the
+// behaviour of everyday commands (diff, merge, pull, push, fetch, rebase, status, log, ...).
+// Never: credential.*, http.*, url.*, include*, core.sshCommand, hooks, filters, signing, and no
+// value that carries a URL with a user name or password.
+bool GitConfigEntryAllowed(const GitConfigEntry& entry);
+// The allowed entries of `entries`, rendered as a git config file.
+std::string RenderSanitizedGitConfig(const std::vector<GitConfigEntry>& entries);
+
+}  // namespace anvil

@@ -1,0 +1,323 @@
+// T1 for the command's home (policy/sandbox_home.h), as root and as an unprivileged user with a
+// lived-in home: $HOME exists and is writable, what the command writes there stays in a
+// per-workspace sandbox home (kept between runs of that workspace, never seen by another, never
+// the real home), the toolchains of the home run, and no credential location of the home is
+// readable — one attack per location of kHomeCredentials, each tried by path, by a recursive
+// search, through a readable root that contains it, with the home as the workspace and with
+// --read-access full --home none. Next to each: the benign thing that must keep working.
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <string>
+#include <vector>
+
+#include "home_fixture.h"
+#include "sandbox_harness.h"
+
+namespace anvil::testing {
+namespace {
+
+class T1SandboxHome : public CallerTest {
+ protected:
+  void SetUp() override {
+    CallerTest::SetUp();
+    if (IsSkipped()) return;
+    home_.GiveTo(caller_);
+  }
+  RunOptions Options(const std::string& cwd = "") const {
+    RunOptions o;
+    o.cwd = cwd.empty() ? home_.workspace() : cwd;
+    o.env = home_.Env();
+    return Opts(o);
+  }
+  RunResult Sh(const std::string& script, const std::vector<std::string>& flags = {},
+               const std::string& ws = "") const {
+    const std::string dir = ws.empty() ? home_.workspace() : ws;
+    return SandboxSh(dir, script, flags, Options(dir));
+  }
+
+  LivedInHome home_;
+};
+
+TEST_P(T1SandboxHome, HomeIsWritableAndPersistsPerWorkspaceButNeverInTheRealHome) {
+  const std::string token = UniqueToken("CACHE");
+  auto first = Sh("test \"$HOME\" = " + ShellQuote(home_.home()) +
+                  " && mkdir -p ~/.cache/pip/http && echo " + token +
+                  " > ~/.cache/pip/http/entry && echo wrote");
+  ASSERT_EQ(first.status, 0) << first.err;
+  EXPECT_NE(first.out.find("wrote"), std::string::npos);
+  EXPECT_FALSE(Exists(home_.home() + "/.cache/pip/http/entry"))
+      << "the command wrote into the real home";
+
+  auto again = Sh("cat ~/.cache/pip/http/entry");
+  EXPECT_EQ(again.status, 0) << again.err;
+  EXPECT_NE(again.out.find(token), std::string::npos) << "the cache did not survive the run";
+
+  // Another workspace has a home of its own: one repository cannot poison another's caches.
+  const std::string other = home_.home() + "/other";
+  Shell("mkdir -p " + ShellQuote(other));
+  caller_.Give(other);
+  auto elsewhere = Sh("cat ~/.cache/pip/http/entry 2>&1; echo end", {}, other);
+  EXPECT_EQ(elsewhere.out.find(token), std::string::npos) << elsewhere.out;
+
+  // --home tmp: a fresh home that is gone after the run.
+  auto tmp = Sh("cat ~/.cache/pip/http/entry 2>&1; touch ~/t && echo ok", {"--home", "tmp"});
+  EXPECT_EQ(tmp.out.find(token), std::string::npos);
+  EXPECT_NE(tmp.out.find("ok"), std::string::npos) << tmp.err;
+
+  // The sandbox homes live in the user's state directory, 0700, one per workspace.
+  auto report = JsonReport(SandboxSh(home_.workspace(), "true", {"--json"}, Options()));
+  ASSERT_TRUE(report.is_object());
+  const std::string sandbox_home = report["home"]["sandbox_home"].get<std::string>();
+  EXPECT_EQ(sandbox_home.rfind(home_.home() + "/.local/state/anvil/homes/proj-", 0), 0u)
+      << sandbox_home;
+  struct stat st {};
+  ASSERT_EQ(::stat(sandbox_home.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_EQ(st.st_uid, caller_.uid());
+  // What the command wrote there is the caller's own on the host (root's sandbox runs as an
+  // unprivileged host id: its home is idmapped like the writable roots).
+  for (const std::string rel : {"/.cache", "/.cache/pip/http/entry"}) {
+    struct stat written {};
+    ASSERT_EQ(::stat((sandbox_home + rel).c_str(), &written), 0) << rel;
+    EXPECT_EQ(written.st_uid, caller_.uid()) << rel;
+    EXPECT_EQ(written.st_gid, caller_.gid()) << rel;
+  }
+}
+
+TEST_P(T1SandboxHome, ToolchainsOfTheHomeRunReadOnly) {
+  auto r =
+      Sh("python3 -c 'import sys; print(\"py\", sys.version_info[0])' && mytool a b && "
+         "\"$HOME/.nvm/versions/node/v99.0.0/bin/nodeish\" && cargoish && goish && "
+         "git config --global user.email && cat ~/.config/git/ignore");
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  for (const char* expected : {"py 3", "mytool-ran a b", "nodeish-ran", "cargoish-ran", "goish-ran",
+                               "lived@in.example", "*.swp"}) {
+    EXPECT_NE(r.out.find(expected), std::string::npos) << expected << "\n" << r.out << r.err;
+  }
+  // Shown, not handed over: the toolchain cannot be changed from inside.
+  auto write =
+      Sh("echo x > ~/.pyenv/version; echo x > ~/.local/bin/mytool; "
+         "cat ~/.pyenv/version");
+  EXPECT_NE(write.out.find("3.99.0"), std::string::npos);
+  EXPECT_EQ(ReadFile(home_.home() + "/.pyenv/version"), "3.99.0\n");
+  EXPECT_NE(ReadFile(home_.home() + "/.local/bin/mytool").find("mytool-ran"), std::string::npos);
+}
+
+TEST_P(T1SandboxHome, GitconfigCopyKeepsTheIdentityAndDropsTheToken) {
+  auto r = Sh("cat ~/.gitconfig; git config user.name");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("Lived In"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find(home_.gitconfig_token()), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("insteadOf"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("extraHeader"), std::string::npos) << r.out;
+  // The sandbox's own copy: `git config --global` works for the run, never reaches the real
+  // ~/.gitconfig, and the next run starts from the sanitized copy again.
+  auto set = Sh("git config --global user.name Someone-Else && git config user.name");
+  EXPECT_EQ(set.status, 0) << set.err;
+  EXPECT_NE(set.out.find("Someone-Else"), std::string::npos) << set.out;
+  EXPECT_EQ(ReadFile(home_.home() + "/.gitconfig").find("Someone-Else"), std::string::npos);
+  auto next = Sh("git config user.name");
+  EXPECT_NE(next.out.find("Lived In"), std::string::npos) << next.out << next.err;
+}
+
+TEST_P(T1SandboxHome, SymlinksPlantedInTheSandboxHomeNeverRedirectALaterRun) {
+  // A command replaces the mount points of the next run's binds with links out of the home;
+  // the next run must bind where it always does and change nothing the links point at.
+  const std::string decoy = home_.home() + "/decoy";
+  Shell("mkdir -p " + ShellQuote(decoy));
+  caller_.Give(decoy);
+  // Relative links climb out of the view's staging root into the host's tree (/oldroot while
+  // the view is built); absolute ones would name the host's path.
+  std::string up;
+  for (char c : home_.home()) up += c == '/' ? "../" : "";
+  const std::string to_host = up + "../oldroot" + decoy;
+  auto plant = Sh("mv ~/.cargo ~/.cargo-old 2>/dev/null; ln -sfn " + ShellQuote(to_host) +
+                  " ~/.cargo; mkdir -p ~/.local; mv ~/.local/bin ~/.local/bin-old 2>/dev/null; "
+                  "ln -sfn " +
+                  ShellQuote(decoy) +
+                  " ~/.local/bin; mv ~/.gitconfig ~/.gc-old; "
+                  "ln -sfn " +
+                  ShellQuote(to_host + "/gitconfig") + " ~/.gitconfig; echo planted");
+  ASSERT_NE(plant.out.find("planted"), std::string::npos) << plant.err;
+  auto next = Sh("cargoish && mytool && git config user.name; echo status=$?");
+  EXPECT_EQ(next.status, 0) << next.err;
+  for (const char* ran : {"cargoish-ran", "mytool-ran", "Lived In"}) {
+    EXPECT_NE(next.out.find(ran), std::string::npos) << ran << "\n" << next.out << next.err;
+  }
+  auto listing = Shell("test -z \"$(ls -A " + ShellQuote(decoy) + ")\"");
+  EXPECT_EQ(listing, 0) << "a bind or mount point landed in the link's target";
+}
+
+TEST_P(T1SandboxHome, SocketInAToolchainDirectoryIsHidden) {
+  if (!Exists(kPython)) GTEST_SKIP() << "SKIPPED: " << kPython << " is missing";
+  const std::string sock = home_.home() + "/.pyenv/agent.sock";
+  Spawned listener({kPython, "-c",
+                    "import socket,os,sys,time\n"
+                    "s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); os.chmod(sys.argv[1],"
+                    "0o777); s.listen(5)\n"
+                    "while True:\n c,_=s.accept(); c.sendall(b'AGENT-ANSWER'); c.close()\n",
+                    sock});
+  ASSERT_TRUE(WaitUntil([&] { return Exists(sock); }));
+  const std::string probe = std::string(kPython) +
+                            " -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); "
+                            "s.connect(sys.argv[1]); print(s.recv(64))' " +
+                            ShellQuote(sock);
+  auto control = SandboxSh(home_.workspace(), probe, {"--policy", "danger-full-access"}, Options());
+  ASSERT_NE(control.out.find("AGENT-ANSWER"), std::string::npos)
+      << "control: unconfined, the socket answers; " << control.err;
+  auto attack = Sh(probe + " 2>&1; ls ~/.pyenv/version");
+  EXPECT_EQ(attack.out.find("AGENT-ANSWER"), std::string::npos) << attack.out;
+  EXPECT_NE(attack.out.find(".pyenv/version"), std::string::npos)
+      << "benign: the toolchain directory is still there; " << attack.out << attack.err;
+}
+
+TEST_P(T1SandboxHome, TableOfCredentialLocationsIsNeverReadable) {
+  // Every location of kHomeCredentials at once: by path, and by searching the whole home.
+  std::string script;
+  for (const auto& [rel, secret] : home_.secrets()) {
+    script += "cat " + ShellQuote(secret.first) + " 2>/dev/null; ";
+  }
+  script += "grep -rs CRED ~ 2>/dev/null; find ~ -name secret 2>/dev/null; echo searched";
+  auto r = Sh(script);
+  EXPECT_NE(r.out.find("searched"), std::string::npos) << r.err;
+  for (const auto& [rel, secret] : home_.secrets()) {
+    EXPECT_EQ(r.out.find(secret.second), std::string::npos) << rel << " was read";
+  }
+}
+
+// `sudo anvil sandbox` keeping the user's HOME: root makes nothing in a home that is not its
+// own (root-owned directories there would break the user's own runs); the command still gets
+// a home (an empty one), and the user's next run makes and uses its own sandbox home.
+TEST(T1SandboxHomeOwner, RootWithAnotherUsersHomeMakesNothingThere) {
+  ANVIL_CALLER_OR_END_TEST(user, Caller::kUnprivileged);
+  LivedInHome home;
+  home.GiveTo(*user);
+  RunOptions o;
+  o.cwd = home.workspace();
+  o.env = home.Env();
+  auto as_root = SandboxSh(home.workspace(), "touch ~/t && echo root-ran", {"--json"}, o);
+  EXPECT_EQ(as_root.status, 0) << as_root.err;
+  EXPECT_NE(as_root.out.find("root-ran"), std::string::npos) << as_root.err;
+  EXPECT_FALSE(Exists(home.home() + "/.local/state")) << "root made directories in the user's home";
+  EXPECT_FALSE(Exists(home.home() + "/t"));
+  auto as_user = SandboxSh(home.workspace(), "touch ~/t && echo user-ran", {}, user->Options(o));
+  EXPECT_EQ(as_user.status, 0) << as_user.err;
+  EXPECT_NE(as_user.out.find("user-ran"), std::string::npos) << as_user.err;
+  struct stat st {};
+  ASSERT_EQ(::stat((home.home() + "/.local/state/anvil").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, user->uid());
+}
+
+INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxHome, ::testing::ValuesIn(kAllCallers), CallerParamName);
+
+// One attack per credential location, as each caller.
+class T1SandboxHomeCredential : public ::testing::TestWithParam<std::tuple<Caller, std::string>> {};
+
+TEST_P(T1SandboxHomeCredential, SecretIsNeverReadableWhileTheToolchainRuns) {
+  ANVIL_CALLER_OR_END_TEST(caller, std::get<0>(GetParam()));
+  const std::string rel = std::get<1>(GetParam());
+  LivedInHome home;
+  home.GiveTo(*caller);
+  std::string path, secret;
+  if (rel == ".gitconfig") {
+    path = home.home() + "/.gitconfig";
+    secret = home.gitconfig_token();
+  } else {
+    path = home.secrets().at(rel).first;
+    secret = home.secrets().at(rel).second;
+  }
+  const std::string location = home.home() + "/" + rel;
+  auto run = [&](const std::string& cwd, const std::vector<std::string>& flags,
+                 const std::string& script) {
+    RunOptions o;
+    o.cwd = cwd;
+    o.env = home.Env();
+    return SandboxSh(cwd, script, flags, caller->Options(o));
+  };
+  const std::string attack = "cat " + ShellQuote(path) + " 2>&1; ls -la " + ShellQuote(location) +
+                             " 2>&1; grep -rs CRED ~ " + ShellQuote(location) +
+                             " 2>/dev/null; cat /proc/self/root" + ShellQuote(path) +
+                             " 2>&1; echo attack-done";
+  // Control: unconfined, the same script reads it (so the attack below is a real one).
+  auto control = run(home.workspace(), {"--policy", "danger-full-access"}, attack);
+  ASSERT_NE(control.out.find(secret), std::string::npos)
+      << "control must read " << path << "; " << control.err;
+
+  // Default, workspace in the home: absent.
+  auto def = run(home.workspace(), {}, attack + "; mytool ok");
+  EXPECT_EQ(def.out.find(secret), std::string::npos) << def.out;
+  EXPECT_NE(def.out.find("mytool-ran ok"), std::string::npos)
+      << "benign: the toolchain still runs; " << def.out << def.err;
+
+  // Through a readable root that contains it (the user adds ~/.config, ~/.local/share, ...):
+  // covered. A root inside it is refused outright.
+  const std::string parent = location.substr(0, location.rfind('/'));
+  if (parent != home.home()) {
+    auto wide = run(home.workspace(), {"--readable-root", parent}, attack);
+    EXPECT_EQ(wide.out.find(secret), std::string::npos) << wide.out;
+    EXPECT_NE(wide.out.find("attack-done"), std::string::npos) << wide.err;
+  }
+  if (CredentialDirectories().count(rel)) {
+    auto inside = run(home.workspace(), {"--readable-root", location}, attack);
+    EXPECT_EQ(inside.status, 125) << inside.out;
+    EXPECT_EQ(inside.out.find(secret), std::string::npos);
+  }
+
+  // The home itself as the workspace: shown, with every credential location covered.
+  auto in_home = run(home.home(), {}, attack + "; cat README 2>/dev/null; ls proj");
+  EXPECT_EQ(in_home.out.find(secret), std::string::npos) << in_home.out;
+  EXPECT_NE(in_home.out.find("README"), std::string::npos) << in_home.out << in_home.err;
+
+  // Full read access and no sandbox home: the real home is readable, its credentials are not.
+  auto full = run(home.workspace(), {"--read-access", "full", "--home", "none"},
+                  attack + "; cat ~/.pyenv/version");
+  EXPECT_EQ(full.out.find(secret), std::string::npos) << full.out;
+  EXPECT_NE(full.out.find("3.99.0"), std::string::npos) << full.out << full.err;
+}
+
+// The locations the issue names, one test each; TableOfCredentialLocations below tries the
+// whole table at once.
+std::vector<std::tuple<Caller, std::string>> CredentialCases() {
+  std::vector<std::tuple<Caller, std::string>> cases;
+  for (Caller c : kAllCallers) {
+    for (const char* rel : {".ssh",
+                            ".gnupg",
+                            ".aws",
+                            ".azure",
+                            ".config/gcloud",
+                            ".kube",
+                            ".docker",
+                            ".netrc",
+                            ".git-credentials",
+                            ".config/gh",
+                            ".pypirc",
+                            ".npmrc",
+                            ".password-store",
+                            ".local/share/keyrings",
+                            ".mozilla",
+                            ".config/google-chrome",
+                            ".config/chromium",
+                            ".bash_history",
+                            ".zsh_history",
+                            ".gitconfig"}) {
+      cases.emplace_back(c, rel);
+    }
+  }
+  return cases;
+}
+
+std::string CredentialCaseName(
+    const ::testing::TestParamInfo<std::tuple<Caller, std::string>>& info) {
+  std::string name = std::string(ToString(std::get<0>(info.param))) + "_";
+  for (char c : std::get<1>(info.param)) {
+    name += (std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
+  }
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Locations, T1SandboxHomeCredential, ::testing::ValuesIn(CredentialCases()),
+                         CredentialCaseName);
+
+}  // namespace
+}  // namespace anvil::testing

@@ -1,0 +1,221 @@
+// Everyday development under the DEFAULT policy (workspace-write, network none), as root and as
+// an unprivileged user with a lived-in home (home_fixture.h): builds, tests, virtualenvs, caches
+// under $HOME, per-user tools and pyenv shims, temporary files, git's read commands, pipes and
+// exit codes all work — while the home's secrets stay unreadable and the real home unchanged.
+#include <string>
+#include <vector>
+
+#include "home_fixture.h"
+#include "sandbox_harness.h"
+
+namespace anvil::testing {
+namespace {
+
+class T3SandboxEveryday : public CallerTest {
+ protected:
+  void SetUp() override {
+    CallerTest::SetUp();
+    if (IsSkipped()) return;
+    ws_ = home_.workspace();
+    Put(ws_ + "/Makefile",
+        "app: main.c\n\tcc -O0 -o app main.c\n\ntest: app\n\t./app | grep -q 'hello 42'\n");
+    Put(ws_ + "/main.c", "#include <stdio.h>\nint main(void){printf(\"hello %d\\n\", 42);}\n");
+    Put(ws_ + "/build.sh", "#!/bin/sh\nset -e\nmkdir -p out\necho built > out/artifact\n", 0755);
+    Put(ws_ + "/test_math.py",
+        "import unittest, tempfile, os\n"
+        "class T(unittest.TestCase):\n"
+        "    def test_add(self): self.assertEqual(1 + 1, 2)\n"
+        "    def test_tmp(self):\n"
+        "        with tempfile.NamedTemporaryFile() as f: f.write(b'x')\n"
+        "    def test_home_cache(self):\n"
+        "        d = os.path.expanduser('~/.cache/pytest-like'); os.makedirs(d, exist_ok=True)\n"
+        "        open(os.path.join(d, 'v'), 'w').write('1')\n");
+    Shell("cd " + ShellQuote(ws_) +
+          " && git init -q . && git add . && git -c user.name=t -c user.email=t@t commit -qm "
+          "init");
+    home_.GiveTo(caller_);
+    before_ = Snapshot();
+  }
+  void TearDown() override {
+    if (IsSkipped()) return;
+    EXPECT_EQ(Snapshot(), before_) << "the real home changed outside its state directory";
+  }
+  // The real home's files (not the workspace, not Anvil's state): names and sizes.
+  std::string Snapshot() const {
+    std::string out;
+    FILE* p = ::popen(("cd " + ShellQuote(home_.home()) +
+                       " && find . -path ./proj -prune -o -path ./.local/state -prune -o -print "
+                       "| sort | xargs -d '\\n' stat -c '%n %s' 2>/dev/null")
+                          .c_str(),
+                      "r");
+    if (p == nullptr) return out;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+    ::pclose(p);
+    return out;
+  }
+  RunResult Sh(const std::string& script, const std::vector<std::string>& flags = {}) {
+    RunOptions o;
+    o.cwd = ws_;
+    o.env = home_.Env();
+    o.timeout_seconds = 120;
+    return SandboxSh(ws_, script, flags, Opts(o));
+  }
+
+  LivedInHome home_;
+  std::string ws_;
+  std::string before_;
+};
+
+TEST_P(T3SandboxEveryday, ScriptsAndMakeBuildsAndTheirExitCodes) {
+  auto r = Sh("./build.sh && cat out/artifact && make -s test && echo made");
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("built"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("made"), std::string::npos) << r.out << r.err;
+  EXPECT_TRUE(Exists(ws_ + "/app"));
+  EXPECT_EQ(Sh("exit 7").status, 7);
+  EXPECT_EQ(Sh("make -s no-such-target 2>/dev/null").status, 2);
+  auto pipes = Sh("seq 1 1000 | sort -rn | head -1 | tr 0 o");
+  EXPECT_EQ(pipes.out, "1ooo\n");
+}
+
+TEST_P(T3SandboxEveryday, ScriptsRunByPathSeeTheirOwnPath) {
+  // Build scripts, wrappers and tools find their files from $0, BASH_SOURCE or __file__.
+  Put(ws_ + "/scripts/gen.sh",
+      "#!/bin/sh\nset -e\necho \"zero=$0\"\nhere=$(cd \"$(dirname \"$0\")\" && pwd)\n"
+      "echo \"dir=$here\"\ncat \"$here/data.txt\"\n",
+      0755);
+  Put(ws_ + "/scripts/data.txt", "data-beside-the-script\n");
+  Put(ws_ + "/scripts/src.bash", "#!/bin/bash\necho \"source=${BASH_SOURCE[0]}\"\n", 0755);
+  // The interpreter found through PATH: env runs the pyenv shim, which runs pyenv's python3.
+  Put(ws_ + "/tools/where.py",
+      "#!/usr/bin/env python3\nimport os, sys\nprint('file=' + os.path.abspath(__file__))\n"
+      "print('exe=' + os.path.realpath(sys.executable))\n",
+      0755);
+  caller_.Give(ws_);
+  auto r = Sh("./scripts/gen.sh && scripts/src.bash && cd tools && ./where.py");
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  for (const std::string& expected : std::vector<std::string>{
+           "zero=./scripts/gen.sh\n", "dir=" + ws_ + "/scripts\n", "data-beside-the-script\n",
+           "source=scripts/src.bash\n", "file=" + ws_ + "/tools/where.py\n"}) {
+    EXPECT_NE(r.out.find(expected), std::string::npos) << expected << "\n" << r.out << r.err;
+  }
+  EXPECT_EQ(r.out.find("/dev/fd"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("/proc/self/fd"), std::string::npos) << r.out;
+}
+
+TEST_P(T3SandboxEveryday, LocalTestServerOnLoopbackButNotTheHosts) {
+  if (!Exists(kPython)) GTEST_SKIP() << "SKIPPED: " << kPython << " is missing";
+  // A service of the host on its loopback, with a secret answer.
+  const std::string secret = UniqueToken("HOST-LOOPBACK");
+  Spawned host({kPython, "-c",
+                "import socket,sys\n"
+                "s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+                "s.bind(('127.0.0.1', 0)); s.listen(8)\n"
+                "open(sys.argv[1] + '.tmp','w').write(str(s.getsockname()[1]))\n"
+                "import os; os.rename(sys.argv[1] + '.tmp', sys.argv[1])\n"
+                "while True:\n c,_=s.accept(); c.sendall(sys.argv[2].encode()); c.close()\n",
+                home_.home() + "/port", secret});
+  ASSERT_TRUE(WaitUntil([&] { return Exists(home_.home() + "/port"); }));
+  const std::string port = ReadFile(home_.home() + "/port");
+  ::unlink((home_.home() + "/port").c_str());
+  // The test suite's own server on the sandbox's loopback, on the host service's port too.
+  Put(ws_ + "/test_server.py",
+      "import http.server, threading, urllib.request, socket, sys\n"
+      "class H(http.server.BaseHTTPRequestHandler):\n"
+      "    def do_GET(self):\n"
+      "        self.send_response(200); self.end_headers(); self.wfile.write(b'served-locally')\n"
+      "    def log_message(self, *a): pass\n"
+      "for port in (0, int(sys.argv[1])):\n"
+      "    srv = http.server.HTTPServer(('127.0.0.1', port), H)\n"
+      "    threading.Thread(target=srv.serve_forever, daemon=True).start()\n"
+      "    url = 'http://127.0.0.1:%d/' % srv.server_address[1]\n"
+      "    print(urllib.request.urlopen(url, timeout=10).read().decode())\n"
+      "    srv.shutdown(); srv.server_close()\n");
+  caller_.Give(ws_);
+  auto r = Sh("python3 test_server.py " + port +
+              " && python3 -c 'import socket,sys\n"
+              "s=socket.create_connection((\"127.0.0.1\", int(sys.argv[1])), timeout=5)\n"
+              "print(s.recv(100))' " +
+              port + " 2>&1; echo done");
+  EXPECT_NE(r.out.find("served-locally\nserved-locally\n"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("done"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(r.out.find(secret), std::string::npos) << "the host's loopback was reached: " << r.out;
+  // Control: unconfined, the same client reaches the host's service (the attack is a real one).
+  auto control =
+      Sh("python3 -c 'import socket,sys\n"
+         "s=socket.create_connection((\"127.0.0.1\", int(sys.argv[1])), timeout=5)\n"
+         "print(s.recv(100))' " +
+             port,
+         {"--policy", "danger-full-access"});
+  EXPECT_NE(control.out.find(secret), std::string::npos) << control.out << control.err;
+}
+
+TEST_P(T3SandboxEveryday, CmakeBuild) {
+  if (!Exists("/usr/bin/cmake")) GTEST_SKIP() << "SKIPPED: cmake is missing";
+  Put(ws_ + "/cm/CMakeLists.txt",
+      "cmake_minimum_required(VERSION 3.10)\nproject(p C)\nadd_executable(app ../main.c)\n");
+  caller_.Give(ws_);
+  auto r =
+      Sh("cmake -S cm -B cm/build >/dev/null && cmake --build cm/build >/dev/null && "
+         "cm/build/app");
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("hello 42"), std::string::npos) << r.out << r.err;
+}
+
+TEST_P(T3SandboxEveryday, PythonTestsVirtualenvsAndPyenvShims) {
+  auto tests = Sh("python3 -m unittest -q test_math 2>&1; echo rc=$?");
+  EXPECT_NE(tests.out.find("rc=0"), std::string::npos) << tests.out << tests.err;
+  auto venv =
+      Sh("python3 -m venv --without-pip .venv && .venv/bin/python -c 'import sys; "
+         "print(sys.prefix)'");
+  EXPECT_EQ(venv.status, 0) << venv.out << venv.err;
+  EXPECT_NE(venv.out.find(ws_ + "/.venv"), std::string::npos) << venv.out;
+  auto cache = Sh("cat ~/.cache/pytest-like/v");
+  EXPECT_EQ(cache.out, "1") << "a cache written under $HOME survives to the next run";
+}
+
+TEST_P(T3SandboxEveryday, NodeAndNpm) {
+  if (!Exists("/usr/bin/node")) GTEST_SKIP() << "SKIPPED: node is missing";
+  Put(ws_ + "/test.js",
+      "const assert = require('assert'); assert.equal(2 + 2, 4); "
+      "require('fs').writeFileSync(require('os').tmpdir() + '/n', 'x'); "
+      "console.log('node ok');\n");
+  Put(ws_ + "/package.json",
+      "{\"name\":\"p\",\"version\":\"1.0.0\",\"scripts\":{\"test\":"
+      "\"node test.js\"}}\n");
+  caller_.Give(ws_);
+  auto r = Sh("node test.js && npm test 2>&1 | tail -1");
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("node ok"), std::string::npos) << r.out << r.err;
+}
+
+TEST_P(T3SandboxEveryday, UserToolsTempFilesAndGitReadCommands) {
+  auto r =
+      Sh("mytool x && t=$(mktemp) && echo tmp > \"$t\" && cat \"$t\" && "
+         "d=$(mktemp -d) && touch \"$d/f\" && ls \"$d\" && "
+         "git log --oneline | wc -l && git status --short && git diff --stat && "
+         "git show --stat HEAD | head -1 && git rev-parse --show-toplevel");
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  for (const char* expected : {"mytool-ran x", "tmp", "f\n", "1\n", "commit ", ws_.c_str()}) {
+    EXPECT_NE(r.out.find(expected), std::string::npos) << expected << "\n" << r.out << r.err;
+  }
+  EXPECT_EQ(r.err.find("anvil: the sandbox refused"), std::string::npos) << r.err;
+}
+
+TEST_P(T3SandboxEveryday, SecretsStayUnreadableWhileAllThisWorks) {
+  auto r =
+      Sh("make -s test && cat ~/.ssh/id_ed25519 ~/.aws/secret ~/.netrc 2>/dev/null; "
+         "grep -rs CRED ~ /var/tmp 2>/dev/null; true");
+  EXPECT_EQ(r.status, 0) << r.err;
+  for (const auto& [rel, secret] : home_.secrets()) {
+    EXPECT_EQ(r.out.find(secret.second), std::string::npos) << rel;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Callers, T3SandboxEveryday, ::testing::ValuesIn(kAllCallers),
+                         CallerParamName);
+
+}  // namespace
+}  // namespace anvil::testing

@@ -1,0 +1,165 @@
+// What a refusal is called and how to get past it (policy/refusals.h): classification by the
+// view's parts, the advice, the record encoding and the summary.
+#include "policy/refusals.h"
+
+#include <gtest/gtest.h>
+
+namespace anvil {
+namespace {
+
+FileView SampleView() {
+  FileView v;
+  v.read_roots = {"/usr", "/etc", "/home/u/.pyenv", "/opt/tools"};
+  v.writable_roots.push_back({"/ws",
+                              {"/ws/.git", "/ws/.anvil", "/ws/vendor", "/repo/.git/worktrees/w",
+                               "/ws/tools/hooks", "/ws/lib/bare"}});
+  // What the git check found (a config's core.hooksPath, a bare repository).
+  v.git_protected = {"/ws/.git", "/ws/tools/hooks", "/ws/lib/bare"};
+  v.mapped_binds.push_back({"/state/home", "/home/u", true, 0, 0});
+  v.mapped_binds.push_back({"/opt/rustup", "/home/u/.rustup", false, 0, 0});
+  v.home_base = "/home/u";
+  v.masked_dirs = {"/home/u/.config/gh"};
+  v.credential_masks = {"/home/u/.config/gh"};
+  return v;
+}
+
+TEST(ClassifyWrite, EachPartOfTheView) {
+  SandboxPolicy p;
+  p.workspace = "/ws";
+  const FileView v = SampleView();
+  struct Case {
+    const char* path;
+    WriteArea area;
+    const char* root;
+  };
+  const Case cases[] = {
+      {"/ws/.git/index.lock", WriteArea::kGit, "/ws/.git"},
+      {"/ws/.git", WriteArea::kGit, "/ws/.git"},
+      {"/repo/.git/worktrees/w/HEAD.lock", WriteArea::kGit, "/repo/.git/worktrees/w"},
+      {"/ws/tools/hooks/pre-commit", WriteArea::kGit, "/ws/tools/hooks"},
+      {"/ws/lib/bare/config", WriteArea::kGit, "/ws/lib/bare"},
+      {"/ws/.anvil/x", WriteArea::kAnvilDir, "/ws/.anvil"},
+      {"/ws/vendor/lib.c", WriteArea::kReadOnlySubpath, "/ws/vendor"},
+      {"/home/u/.config/gh/hosts.yml", WriteArea::kCredential, "/home/u/.config/gh"},
+      {"/home/u/.gitconfig", WriteArea::kOutside, ""},  // the home's own: never refused
+      {"/home/u/.rustup/settings.toml", WriteArea::kReadable, "/home/u/.rustup"},
+      {"/home/u/.pyenv/versions/3.11/lib/x.py", WriteArea::kReadable, "/home/u/.pyenv"},
+      {"/opt/tools/bin/x", WriteArea::kReadable, "/opt/tools"},
+      {"/usr/lib/python3/x", WriteArea::kSystem, "/usr"},
+      {"/etc/hosts", WriteArea::kSystem, "/etc"},
+      {"/var/lib/x", WriteArea::kOutside, ""},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.path);
+    WriteClass got = ClassifyWrite(v, p, c.path);
+    EXPECT_EQ(got.area, c.area) << ToString(got.area);
+    EXPECT_EQ(got.root, c.root);
+  }
+  p.kind = PolicyKind::kReadOnly;
+  FileView ro;
+  ro.read_roots = {"/usr", "/ws"};
+  EXPECT_EQ(ClassifyWrite(ro, p, "/ws/build/out.o").area, WriteArea::kReadOnlyPolicy);
+  ro.full_read = true;
+  EXPECT_EQ(ClassifyWrite(ro, p, "/var/x").area, WriteArea::kSystem);
+}
+
+TEST(Advise, OneLineWayPastEachRefusal) {
+  auto write = [](WriteArea area, const std::string& path, const std::string& root) {
+    Refusal r;
+    r.kind = Refusal::Kind::kWrite;
+    r.program = "x";
+    r.subject = path;
+    r.detail = "openat";
+    r.area = area;
+    r.root = root;
+    return Advise(r, "/ws", "/home/u", NetworkMode::kNone);
+  };
+  auto git = write(WriteArea::kGit, "/ws/.git/index.lock", "/ws/.git");
+  EXPECT_EQ(git.what, "write .git/index.lock");
+  EXPECT_EQ(git.allow, "--writable-git");
+  auto hook = write(WriteArea::kGit, "/ws/tools/hooks/pre-commit", "/ws/tools/hooks");
+  EXPECT_EQ(hook.allow, "--writable-git");
+  EXPECT_NE(hook.why.find("tools/hooks is git metadata or a path a repository's git config names"),
+            std::string::npos)
+      << hook.why;
+  EXPECT_EQ(write(WriteArea::kReadable, "/home/u/.pyenv/x", "/home/u/.pyenv").allow,
+            "--writable-root ~/.pyenv");
+  EXPECT_EQ(write(WriteArea::kCredential, "/home/u/.ssh/k", "/home/u/.ssh").allow, "");
+  EXPECT_EQ(write(WriteArea::kAnvilDir, "/ws/.anvil/x", "/ws/.anvil").allow, "");
+  EXPECT_EQ(write(WriteArea::kOutside, "/srv/data/x", "").allow, "--writable-root /srv/data");
+  EXPECT_EQ(write(WriteArea::kOutside, "/x", "").allow, "");  // never "--writable-root /"
+  EXPECT_EQ(write(WriteArea::kReadOnlyPolicy, "/ws/x", "/ws").allow, "--policy workspace-write");
+
+  Refusal net{Refusal::Kind::kNetwork, "curl", "93.184.216.34:443", "direct",
+              WriteArea::kOutside,     ""};
+  auto none = Advise(net, "/ws", "/home/u", NetworkMode::kNone);
+  EXPECT_NE(none.allow.find("--network proxy --allow-host"), std::string::npos);
+  auto proxied = Advise(net, "/ws", "/home/u", NetworkMode::kProxy);
+  EXPECT_NE(proxied.why.find("proxy"), std::string::npos);
+  net.detail = "dns";
+  EXPECT_EQ(Advise(net, "/ws", "", NetworkMode::kNone).what.rfind("name lookup", 0), 0u);
+
+  auto host = Advise(
+      ProxyRefusal("example.org:443", "denied: host not allowed: example.org:443 (allowed: a:443)"),
+      "/ws", "", NetworkMode::kProxy);
+  EXPECT_EQ(host.why, "host not on the --allow-host list");
+  EXPECT_EQ(host.allow, "--allow-host example.org");
+  EXPECT_EQ(Advise(ProxyRefusal("example.org:8080", "denied: host not allowed: example.org:8080"),
+                   "/ws", "", NetworkMode::kProxy)
+                .allow,
+            "--allow-host example.org:8080");
+  auto doc = Advise(ProxyRefusal("doc.test:443",
+                                 "denied: doc.test resolves to 192.0.2.1 (192.0.2.0/24 "
+                                 "documentation)"),
+                    "/ws", "", NetworkMode::kProxy);
+  EXPECT_EQ(doc.allow, "");
+  EXPECT_NE(doc.why.find("resolves to 192.0.2.1"), std::string::npos);
+}
+
+TEST(RefusalRecord, RoundTripsAndIsBounded) {
+  Refusal r{Refusal::Kind::kWrite, "git",     "/ws/.git/index.lock", "openat",
+            WriteArea::kGit,       "/ws/.git"};
+  Refusal back;
+  ASSERT_TRUE(DecodeRefusal(EncodeRefusal(r, 239), back));
+  EXPECT_EQ(back.kind, r.kind);
+  EXPECT_EQ(back.program, "git");
+  EXPECT_EQ(back.subject, r.subject);
+  EXPECT_EQ(back.detail, "openat");
+  EXPECT_EQ(back.area, WriteArea::kGit);
+  EXPECT_EQ(back.root, "/ws/.git");
+  r.subject = "/ws/" + std::string(1000, 'a') + "\x1f\n";
+  std::string encoded = EncodeRefusal(r, 239);
+  EXPECT_LE(encoded.size(), 239u);
+  EXPECT_TRUE(DecodeRefusal(encoded, back));
+  for (const char* bad : {"", "w",
+                          "x\x1f"
+                          "0\x1f\x1f\x1f\x1f",
+                          "w\x1f"
+                          "99\x1f\x1f\x1f\x1f",
+                          "w\x1f"
+                          "1a\x1f\x1f\x1f\x1f"}) {
+    EXPECT_FALSE(DecodeRefusal(bad, back)) << bad;
+  }
+}
+
+TEST(RefusalSummary, NothingRefusedPrintsNothingAndRepeatsFold) {
+  EXPECT_EQ(RefusalSummary({}, 0, "/ws", "/home/u", NetworkMode::kNone), "");
+  std::vector<Refusal> refusals;
+  for (int i = 0; i < 3; ++i) {
+    refusals.push_back({Refusal::Kind::kWrite, "git", "/ws/.git/x" + std::to_string(i), "openat",
+                        WriteArea::kGit, "/ws/.git"});
+  }
+  refusals.push_back(ProxyRefusal("example.org:443", "denied: host not allowed: example.org:443"));
+  std::string s = RefusalSummary(refusals, 2, "/ws", "/home/u", NetworkMode::kProxy);
+  EXPECT_NE(s.find("git: write .git/x0 (and 2 more)"), std::string::npos) << s;
+  EXPECT_NE(s.find("allow with --writable-git"), std::string::npos) << s;
+  EXPECT_NE(s.find("example.org:443 through the proxy - host not on the --allow-host list; "
+                   "allow with --allow-host example.org"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("(2 more not listed)"), std::string::npos) << s;
+  EXPECT_NE(s.find("--quiet"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace anvil

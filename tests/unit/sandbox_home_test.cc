@@ -1,0 +1,408 @@
+// The command's home (policy/sandbox_home.h): the plan from a fake host, how it lands in the
+// file view (binds, masks over credentials wherever a bind would show one), and the sanitized
+// copy of ~/.gitconfig. Table tests; the end-to-end ones are
+// tests/security/t1_sandbox_home_test.cc.
+#include "policy/sandbox_home.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace anvil {
+namespace {
+
+using Kind = HomeHost::Kind;
+
+// A fake host: path -> kind; `links` map a symlink to its (canonical) target.
+struct FakeHome {
+  std::map<std::string, Kind> entries;
+  std::map<std::string, std::string> links;
+
+  HomeHost Host() const {
+    HomeHost h;
+    auto entries_copy = entries;
+    auto links_copy = links;
+    h.lstat_kind = [entries_copy, links_copy](const std::string& p) {
+      if (links_copy.count(p)) return Kind::kSymlink;
+      auto it = entries_copy.find(p);
+      return it == entries_copy.end() ? Kind::kMissing : it->second;
+    };
+    h.resolve = [entries_copy, links_copy](const std::string& p) -> std::optional<std::string> {
+      // Resolve the longest linked prefix, then require existence.
+      std::string path = p;
+      for (const auto& [from, to] : links_copy) {
+        if (PathIsWithin(path, from)) path = to + path.substr(from.size());
+      }
+      if (entries_copy.count(path)) return path;
+      return std::nullopt;
+    };
+    h.list_dir = [entries_copy, links_copy](const std::string& dir) {
+      std::vector<std::string> names;
+      auto add = [&](const std::string& p) {
+        if (p.size() > dir.size() + 1 && p.compare(0, dir.size() + 1, dir + "/") == 0 &&
+            p.find('/', dir.size() + 1) == std::string::npos) {
+          names.push_back(p.substr(dir.size() + 1));
+        }
+      };
+      for (const auto& [p, k] : entries_copy) add(p);
+      for (const auto& [p, target] : links_copy) add(p);
+      return names;
+    };
+    return h;
+  }
+};
+
+FakeHome LivedInHome() {
+  FakeHome f;
+  for (const char* d :
+       {"/home/u", "/home/u/.pyenv", "/home/u/.local", "/home/u/.local/bin", "/home/u/.local/lib",
+        "/home/u/.local/lib/python3.11", "/home/u/.local/lib/python3.11/site-packages",
+        "/home/u/.ssh", "/home/u/.config", "/home/u/.config/gh", "/home/u/.aws", "/home/u/.cargo",
+        "/home/u/.cargo/bin", "/home/u/proj", "/home/u/Documents"}) {
+    f.entries[d] = Kind::kDirectory;
+  }
+  for (const char* file :
+       {"/home/u/.netrc", "/home/u/.bash_history", "/home/u/.gitconfig",
+        "/home/u/.config/git/ignore", "/home/u/.npmrc", "/home/u/.cargo/credentials.toml"}) {
+    f.entries[file] = Kind::kFile;
+  }
+  f.entries["/home/u/.config/git"] = Kind::kDirectory;
+  return f;
+}
+
+HomePlanInput Input(HomeMode mode = HomeMode::kPersistent) {
+  HomePlanInput in;
+  in.mode = mode;
+  in.home = "/home/u";
+  in.sandbox_home = "/home/u/.local/state/anvil/homes/proj-0123/home";
+  in.gitconfig = "[user]\n\tname = \"U\"\n";
+  return in;
+}
+
+bool Has(const std::vector<std::string>& list, const std::string& value) {
+  return std::find(list.begin(), list.end(), value) != list.end();
+}
+
+TEST(PlanHomeView, AllowlistOfToolchainsAndNothingElseOfTheRealHome) {
+  auto plan = PlanHomeView(Input(), LivedInHome().Host());
+  ASSERT_TRUE(plan) << plan.error().ToString();
+  EXPECT_EQ(plan->kind, HomeKind::kPersistent);
+  EXPECT_EQ(plan->target, "/home/u");
+  EXPECT_EQ(plan->home.source, "/home/u/.local/state/anvil/homes/proj-0123/home");
+  EXPECT_TRUE(plan->home.writable);
+  for (const char* shown :
+       {"/home/u/.pyenv", "/home/u/.local/bin", "/home/u/.local/lib/python3.11/site-packages",
+        "/home/u/.cargo/bin", "/home/u/.config/git/ignore"}) {
+    EXPECT_TRUE(Has(plan->read_roots, shown)) << shown;
+  }
+  // Not listed: never shown, credentials or not.
+  for (const char* hidden : {"/home/u/Documents", "/home/u/.ssh", "/home/u/.config",
+                             "/home/u/.cargo", "/home/u/proj", "/home/u/.local"}) {
+    EXPECT_FALSE(Has(plan->read_roots, hidden)) << hidden;
+  }
+  EXPECT_TRUE(plan->binds.empty());
+  EXPECT_EQ(plan->gitconfig, "[user]\n\tname = \"U\"\n");
+}
+
+TEST(PlanHomeView, CredentialsOfTheHomeAreListedForMasking) {
+  auto plan = PlanHomeView(Input(), LivedInHome().Host());
+  ASSERT_TRUE(plan);
+  std::set<std::string> creds;
+  for (const auto& c : plan->credentials) creds.insert(c.path);
+  for (const char* c : {"/home/u/.ssh", "/home/u/.aws", "/home/u/.config/gh", "/home/u/.netrc",
+                        "/home/u/.bash_history", "/home/u/.npmrc", "/home/u/.gitconfig",
+                        "/home/u/.cargo/credentials.toml"}) {
+    EXPECT_TRUE(creds.count(c)) << c;
+  }
+}
+
+TEST(PlanHomeView, SymlinkedToolchainIsMappedToItsHomePath) {
+  FakeHome f = LivedInHome();
+  f.entries.erase("/home/u/.pyenv");
+  f.entries["/opt/pyenv"] = Kind::kDirectory;
+  f.links["/home/u/.pyenv"] = "/opt/pyenv";
+  auto plan = PlanHomeView(Input(), f.Host());
+  ASSERT_TRUE(plan);
+  EXPECT_FALSE(Has(plan->read_roots, "/home/u/.pyenv"));
+  auto it = std::find_if(plan->binds.begin(), plan->binds.end(),
+                         [](const MappedBind& b) { return b.target == "/home/u/.pyenv"; });
+  ASSERT_NE(it, plan->binds.end());
+  EXPECT_EQ(it->source, "/opt/pyenv");
+  EXPECT_FALSE(it->writable);
+}
+
+TEST(PlanHomeView, ToolchainLinkIntoACredentialLocationIsSkipped) {
+  FakeHome f = LivedInHome();
+  f.entries.erase("/home/u/.cargo/bin");
+  f.entries["/home/u/.ssh/bin"] = Kind::kDirectory;
+  f.links["/home/u/.cargo/bin"] = "/home/u/.ssh/bin";
+  auto plan = PlanHomeView(Input(), f.Host());
+  ASSERT_TRUE(plan);
+  for (const auto& b : plan->binds) EXPECT_FALSE(PathIsWithin(b.source, "/home/u/.ssh"));
+  for (const auto& r : plan->read_roots) EXPECT_FALSE(PathIsWithin(r, "/home/u/.ssh"));
+}
+
+TEST(PlanHomeView, UserReadableRootInsideACredentialLocationIsRefused) {
+  HomePlanInput in = Input();
+  for (const char* root : {"~/.ssh", "~/.ssh/keys", "/home/u/.config/gh", "~/.aws/../.aws"}) {
+    SCOPED_TRACE(root);
+    FakeHome f = LivedInHome();
+    f.entries["/home/u/.ssh/keys"] = Kind::kDirectory;
+    in.readable_roots = {root};
+    auto plan = PlanHomeView(in, f.Host());
+    ASSERT_FALSE(plan);
+    EXPECT_EQ(plan.error().code, "invalid");
+    EXPECT_NE(plan.error().message.find("credentials"), std::string::npos);
+  }
+}
+
+TEST(PlanHomeView, UserReadableRootCoveringTheHomeIsRefusedWhileTheSandboxHasOne) {
+  HomePlanInput in = Input();
+  in.readable_roots = {"~"};
+  auto plan = PlanHomeView(in, LivedInHome().Host());
+  ASSERT_FALSE(plan);
+  EXPECT_NE(plan.error().message.find("would cover the home"), std::string::npos);
+  in.mode = HomeMode::kNone;  // --home none: the user's choice, credentials still masked
+  EXPECT_TRUE(PlanHomeView(in, LivedInHome().Host()));
+}
+
+TEST(PlanHomeView, ModesAndUnusableHomes) {
+  HomePlanInput in = Input(HomeMode::kTmp);
+  auto tmp = PlanHomeView(in, LivedInHome().Host());
+  ASSERT_TRUE(tmp);
+  EXPECT_EQ(tmp->kind, HomeKind::kTmpfs);
+  in = Input();
+  in.sandbox_home.clear();  // could not be prepared
+  EXPECT_EQ(PlanHomeView(in, LivedInHome().Host())->kind, HomeKind::kTmpfs);
+  in = Input(HomeMode::kNone);
+  auto none = PlanHomeView(in, LivedInHome().Host());
+  EXPECT_EQ(none->kind, HomeKind::kNone);
+  EXPECT_TRUE(none->read_roots.empty());
+  EXPECT_FALSE(none->credentials.empty());
+  for (const char* bad : {"", "relative", "/", "/tmp", "/proc/self", "/usr/local/home", "/etc"}) {
+    SCOPED_TRACE(bad);
+    in = Input();
+    in.home = bad;
+    auto plan = PlanHomeView(in, LivedInHome().Host());
+    ASSERT_TRUE(plan);
+    EXPECT_EQ(plan->kind, HomeKind::kNone);
+  }
+}
+
+FileView ViewWith(const HomeView& home, std::vector<std::string> writable = {"/home/u/proj"},
+                  bool full_read = false) {
+  FileView view;
+  view.full_read = full_read;
+  view.read_roots = {"/usr", "/etc"};
+  for (const auto& w : writable) view.writable_roots.push_back({w, {}});
+  HostFs host;
+  host.resolve = [](const std::string& p) -> std::optional<std::string> { return p; };
+  EXPECT_TRUE(ApplyHomeView(home, host, view));
+  return view;
+}
+
+TEST(ApplyHomeView, HomeBoundWithToolchainsAndNoCredentialShown) {
+  auto plan = PlanHomeView(Input(), LivedInHome().Host());
+  ASSERT_TRUE(plan);
+  FileView view = ViewWith(*plan);
+  EXPECT_EQ(view.home_base, "/home/u");
+  EXPECT_EQ(view.home_gitconfig, "[user]\n\tname = \"U\"\n");
+  ASSERT_GE(view.mapped_binds.size(), 2u);
+  EXPECT_EQ(view.mapped_binds[0].target, "/home/u");
+  EXPECT_TRUE(view.mapped_binds[0].writable);
+  // A toolchain is a read-only bind at its own path (not a read root: root's sandbox would
+  // idmap those).
+  EXPECT_TRUE(
+      std::any_of(view.mapped_binds.begin(), view.mapped_binds.end(), [](const MappedBind& m) {
+        return m.source == "/home/u/.pyenv" && m.target == "/home/u/.pyenv" && !m.writable;
+      }));
+  EXPECT_FALSE(Has(view.read_roots, "/home/u/.pyenv"));
+  // Nothing of the view shows a credential, so nothing needs covering.
+  EXPECT_TRUE(view.masked_dirs.empty());
+  EXPECT_TRUE(view.credential_masks.empty());
+  EXPECT_EQ(ViewSource(view, "/home/u/.ssh/id_ed25519"),
+            "/home/u/.local/state/anvil/homes/proj-0123/home/.ssh/id_ed25519");
+  EXPECT_EQ(ViewSource(view, "/home/u/.pyenv/shims/python"), "/home/u/.pyenv/shims/python");
+  EXPECT_EQ(ViewSource(view, "/home/u/proj/x"), "/home/u/proj/x");
+  EXPECT_EQ(ViewSource(view, "/tmp/x"), std::nullopt);
+}
+
+TEST(ApplyHomeView, CredentialInsideAReadableRootIsCovered) {
+  HomePlanInput in = Input();
+  in.readable_roots = {"~/.config"};  // holds ~/.config/gh and ~/.config/git/ignore
+  auto plan = PlanHomeView(in, LivedInHome().Host());
+  ASSERT_TRUE(plan) << plan.error().ToString();
+  FileView view = ViewWith(*plan);
+  EXPECT_TRUE(Has(view.masked_dirs, "/home/u/.config/gh"));
+  EXPECT_TRUE(Has(view.credential_masks, "/home/u/.config/gh"));
+}
+
+TEST(ApplyHomeView, WorkspaceThatIsTheHomeShowsItWithCredentialsCovered) {
+  auto plan = PlanHomeView(Input(), LivedInHome().Host());
+  ASSERT_TRUE(plan);
+  FileView view = ViewWith(*plan, {"/home/u"});
+  EXPECT_TRUE(view.home_base.empty());  // no sandbox home over the workspace
+  for (const char* dir : {"/home/u/.ssh", "/home/u/.aws", "/home/u/.config/gh"}) {
+    EXPECT_TRUE(Has(view.masked_dirs, dir)) << dir;
+  }
+  for (const char* file :
+       {"/home/u/.netrc", "/home/u/.bash_history", "/home/u/.npmrc", "/home/u/.gitconfig"}) {
+    EXPECT_TRUE(Has(view.masked_files, file)) << file;
+  }
+}
+
+TEST(ApplyHomeView, FullReadWithoutAHomeCoversCredentials) {
+  HomePlanInput in = Input(HomeMode::kNone);
+  auto plan = PlanHomeView(in, LivedInHome().Host());
+  ASSERT_TRUE(plan);
+  FileView view = ViewWith(*plan, {"/ws"}, /*full_read=*/true);
+  EXPECT_TRUE(Has(view.masked_dirs, "/home/u/.ssh"));
+  EXPECT_TRUE(Has(view.masked_files, "/home/u/.netrc"));
+  // With the sandbox home instead, full read shows the sandbox's own home there.
+  auto with_home = PlanHomeView(Input(), LivedInHome().Host());
+  FileView view2 = ViewWith(*with_home, {"/ws"}, /*full_read=*/true);
+  EXPECT_FALSE(Has(view2.masked_dirs, "/home/u/.ssh"));
+  EXPECT_EQ(ViewSource(view2, "/home/u/.ssh"),
+            "/home/u/.local/state/anvil/homes/proj-0123/home/.ssh");
+}
+
+TEST(MaskSocketsInMappedBinds, SocketsInMappedSourcesAreCoveredAtTheirViewPath) {
+  FakeHome f = LivedInHome();
+  f.entries.erase("/home/u/.pyenv");
+  f.entries["/opt/pyenv"] = Kind::kDirectory;
+  f.links["/home/u/.pyenv"] = "/opt/pyenv";
+  auto plan = PlanHomeView(Input(), f.Host());
+  ASSERT_TRUE(plan);
+  FileView view = ViewWith(*plan);
+  MaskSocketsInMappedBinds(
+      view, {"/opt/pyenv/daemon.sock", "/home/u/.local/state/anvil/homes/proj-0123/home/x.sock",
+             "/elsewhere/y.sock"});
+  EXPECT_TRUE(Has(view.masked_files, "/home/u/.pyenv/daemon.sock"));
+  EXPECT_TRUE(Has(view.masked_files, "/home/u/x.sock"));
+  EXPECT_FALSE(Has(view.masked_files, "/elsewhere/y.sock"));
+}
+
+TEST(SandboxHomeDirName, StableReadableAndNeverHidden) {
+  EXPECT_EQ(SandboxHomeDirName("/home/u/proj"), SandboxHomeDirName("/home/u/proj"));
+  EXPECT_NE(SandboxHomeDirName("/home/u/proj"), SandboxHomeDirName("/home/v/proj"));
+  EXPECT_EQ(SandboxHomeDirName("/home/u/proj").rfind("proj-", 0), 0u);
+  EXPECT_EQ(SandboxHomeDirName("/x/.hidden")[0], '_');
+  EXPECT_EQ(SandboxHomeDirName("/").rfind("root-", 0), 0u);
+  EXPECT_EQ(SandboxHomeDirName("/a/we ird/..x").find('/'), std::string::npos);
+  EXPECT_EQ(SandboxHomeDirName("/a/b c").substr(0, 4), "b_c-");
+}
+
+TEST(NormalizeAbsolute, Lexical) {
+  EXPECT_EQ(NormalizeAbsolute("/a//b/./c/"), "/a/b/c");
+  EXPECT_EQ(NormalizeAbsolute("/a/../../b"), "/b");
+  EXPECT_EQ(NormalizeAbsolute("/"), "/");
+  EXPECT_EQ(NormalizeAbsolute("a"), std::nullopt);
+  EXPECT_EQ(NormalizeAbsolute(""), std::nullopt);
+}
+
+TEST(GitConfig, IdentityAliasesAndIgnoresKeptCredentialsDropped) {
+  const std::string text = R"([user]
+	name = Ada Lovelace
+	email = ada@example.org
+	signingkey = ABCDEF
+[core]
+	excludesFile = ~/.config/git/ignore
+	sshCommand = ssh -i ~/.ssh/deploy
+	hooksPath = ~/.githooks
+	fsmonitor = true
+[init]
+	defaultBranch = main
+[alias]
+	st = status -sb
+	lg = "log --oneline --graph"
+	leak = !git push https://ada:ghp_SECRET@github.com/x/y
+[url "https://ghp_TOKEN@github.com/"]
+	insteadOf = https://github.com/
+[http]
+	extraHeader = Authorization: Bearer SECRET2
+[http "https://corp.example"]
+	extraHeader = X-Token: SECRET3
+[credential]
+	helper = store
+[credential "https://github.com"]
+	username = ada
+[include]
+	path = ~/.gitconfig.local
+[includeIf "gitdir:~/work/"]
+	path = ~/.gitconfig.work
+[commit]
+	gpgsign = true
+	template = ~/.gitmessage
+[github]
+	token = SECRET4
+[sendemail]
+	smtppass = SECRET5
+[filter "lfs"]
+	process = git-lfs filter-process
+[color "diff"]
+	meta = yellow bold
+[safe]
+	directory = /home/ada/proj
+; a comment
+# another
+[pull] rebase = true
+)";
+  auto parsed = ParseGitConfig(text);
+  ASSERT_TRUE(parsed) << parsed.error().ToString();
+  std::string out = RenderSanitizedGitConfig(*parsed);
+  out = out.substr(out.find("\n[") + 1);  // past the header comment
+  for (const char* kept :
+       {"name = \"Ada Lovelace\"", "email = \"ada@example.org\"",
+        "excludesfile = \"~/.config/git/ignore\"", "defaultbranch = \"main\"",
+        "st = \"status -sb\"", "lg = \"log --oneline --graph\"", "[color \"diff\"]",
+        "meta = \"yellow bold\"", "directory = \"/home/ada/proj\"", "rebase = \"true\""}) {
+    EXPECT_NE(out.find(kept), std::string::npos) << kept << "\n" << out;
+  }
+  for (const char* dropped :
+       {"SECRET", "ghp_", "signingkey", "sshcommand", "hookspath", "fsmonitor", "insteadof",
+        "extraheader", "helper", "credential", "include", "gpgsign", "template", "github",
+        "smtppass", "lfs", "deploy", "leak"}) {
+    EXPECT_EQ(out.find(dropped), std::string::npos) << dropped << "\n" << out;
+  }
+}
+
+TEST(GitConfig, TheCopyReadsBackAsGitReadsTheOriginal) {
+  // git's syntax corners (legacy subsections, continuations, escapes, a key alone, a key on
+  // its header's line): the copy holds the same allowed entries with the same values.
+  auto entries = ParseGitConfig(
+      "[Color.Diff]\n meta = yellow \"bold  x\" ; comment\n"
+      "[user]\n  name = one \\\n two\n  email = \"x\\ty\"\n"
+      "[alias] st = status -sb\n[color \"with \\\"quote\"]\n ui = auto\n[pull]\n rebase\n");
+  ASSERT_TRUE(entries) << entries.error().ToString();
+  const std::string out = RenderSanitizedGitConfig(*entries);
+  auto back = ParseGitConfig(out);
+  ASSERT_TRUE(back) << out;
+  std::map<std::string, std::string> got;
+  for (const auto& e : *back) {
+    got[e.section + "|" + e.subsection + "|" + e.key] = e.value ? *e.value : "<true>";
+  }
+  EXPECT_EQ(got["color|diff|meta"], "yellow bold  x") << out;
+  EXPECT_EQ(got["user||name"], "one  two") << out;
+  EXPECT_EQ(got["user||email"], "x\ty") << out;
+  EXPECT_EQ(got["alias||st"], "status -sb") << out;
+  EXPECT_EQ(got["color|with \"quote|ui"], "auto") << out;
+  EXPECT_EQ(got["pull||rebase"], "<true>") << out;
+  EXPECT_EQ(got.size(), 6u) << out;
+}
+
+TEST(GitConfig, HostileInputNeverEscapesItsQuotes) {
+  // A value with a newline and a quote stays one value in the copy.
+  auto parsed = ParseGitConfig("[alias]\n x = \"a\\n[credential]\\n\\thelper = evil \\\" q\"\n");
+  ASSERT_TRUE(parsed);
+  auto out = RenderSanitizedGitConfig(*parsed);
+  EXPECT_EQ(out.find("\n[credential]"), std::string::npos) << out;
+  auto back = ParseGitConfig(out);
+  ASSERT_TRUE(back);
+  ASSERT_EQ(back->size(), 1u);
+  EXPECT_EQ((*back)[0].value, "a\n[credential]\n\thelper = evil \" q");
+}
+
+}  // namespace
+}  // namespace anvil
