@@ -1,4 +1,4 @@
-// The agent-facing front door shared by `anvil exec` and `anvil mcp`'s run_command: the command
+// The agent-facing front door of `anvil exec` (shaped to serve an MCP server too): the command
 // rules (policy/command_rules.h) -> the approval mode (policy/approval.h) -> the sandbox -> the
 // refusals it recorded -> the escalation on offer (agent/escalation.h) -> the re-run with
 // exactly that widening. Where the question is asked (a terminal, an MCP client) and how the

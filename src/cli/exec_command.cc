@@ -154,6 +154,19 @@ agent::SandboxRun RunSandboxInProcess(const std::vector<std::string>& sandbox_ar
   agent::SandboxRun run;
   run.status = RunSandboxCommand(sandbox_args, SandboxFrontEnd::kAnvilSandbox, &facts);
   run.started = facts.started;
+  for (const Refusal& r : facts.refusals) {
+    agent::RefusalFact fact;
+    fact.kind = r.kind == Refusal::Kind::kWrite     ? agent::RefusalFact::Kind::kWrite
+                : r.kind == Refusal::Kind::kNetwork ? agent::RefusalFact::Kind::kNetwork
+                                                    : agent::RefusalFact::Kind::kProxy;
+    fact.subject = r.subject;
+    fact.detail = r.detail;
+    if (r.kind == Refusal::Kind::kWrite) {
+      fact.area = std::string(ToString(r.area));
+      fact.root = r.root;
+    }
+    run.refusals.push_back(std::move(fact));
+  }
   return run;
 }
 

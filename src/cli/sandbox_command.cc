@@ -717,13 +717,14 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
   }
   if (front_end == SandboxFrontEnd::kAnvilSandbox) {
     // Facts for the summary (policy/refusals.h); --quiet without --json needs none.
-    inv->spec.observe_refusals = !inv->quiet || json;
+    inv->spec.observe_refusals = !inv->quiet || json || facts != nullptr;
   }
   SandboxOutcome outcome = RunSandboxed(std::move(inv->spec));
   proxy.Stop();
   if (facts != nullptr) facts->started = outcome.kind != SandboxOutcome::Kind::kSetupFailed;
   std::vector<Refusal> refusals = ProxyRefusals(proxy);
   refusals.insert(refusals.end(), outcome.refusals.begin(), outcome.refusals.end());
+  if (facts != nullptr) facts->refusals = refusals;
   if (inv->settings.home_created) SweepDeadSandboxHomes(inv->settings.state_dir);
   int status = outcome.ShellStatus();
   if (!outcome.error.empty() &&

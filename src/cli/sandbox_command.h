@@ -8,6 +8,7 @@
 #include "common/result.h"
 #include "linux/sandbox_launch.h"
 #include "policy/env_policy.h"
+#include "policy/refusals.h"
 
 namespace anvil::cli {
 
@@ -37,6 +38,9 @@ std::string SandboxUsage(SandboxFrontEnd front_end);
 // What one run came to, for a front end that runs the sandbox in-process (`anvil exec`).
 struct SandboxRunFacts {
   bool started = false;  // set up and started: false when nothing ran (125)
+  // What the sandbox and the proxy refused the command (policy/refusals.h): the facts an
+  // escalation is decided from (anvil exec). Recorded whenever `facts` is given.
+  std::vector<Refusal> refusals;
 };
 
 // Runs the whole subcommand; returns the process exit status. `facts`, when given, is filled.

@@ -209,6 +209,45 @@ TEST_P(ExecApproval, EveryDecisionAndAnswerIsAnAuditLine) {
   EXPECT_EQ(answers, 1) << audit.out;
 }
 
+// on-failure: the sandbox refused a write under .git, the recorded refusal (not a guess from
+// the output) makes the one widening that would let it through, --writable-git, the offer;
+// answered once, the same command runs again with exactly that widening. Answered never,
+// nothing more runs and .git stays as it was.
+TEST_P(ExecApproval, ARefusedGitWriteOffersWritableGitAndTheRerunSucceeds) {
+  ASSERT_EQ(Shell("git init -q " + ShellQuote(ws_.path()) + " && chown -R " +
+                  std::to_string(caller_.uid()) + " " + ShellQuote(ws_ / ".git")),
+            0);
+  const std::vector<std::string> command = {"/bin/sh", "-c", "echo x > .git/escalation-probe"};
+  term_.Run(Start({"--approval", "on-failure", "--json"}, command));
+  // A script that writes a file is not understood by the rules: asked first, run once.
+  ASSERT_TRUE(term_.Expect("Run it?")) << term_.screen();
+  term_.Send("o\n");
+  ASSERT_TRUE(term_.Expect("--writable-git")) << term_.screen();
+  ASSERT_TRUE(term_.Expect("Run it?")) << term_.screen();
+  term_.Send("o\n");
+  EXPECT_EQ(term_.Wait(), 0) << term_.screen();
+  EXPECT_TRUE(Exists(ws_ / ".git/escalation-probe")) << term_.screen();
+
+  Shell("rm -f " + ShellQuote(ws_ / ".git/escalation-probe"));
+  UserTerminal second;
+  second.GiveTo(caller_.uid(), caller_.gid());
+  second.Run(Start({"--approval", "on-failure"}, command));
+  ASSERT_TRUE(second.Expect("Run it?")) << second.screen();
+  second.Send("o\n");
+  ASSERT_TRUE(second.Expect("--writable-git")) << second.screen();
+  ASSERT_TRUE(second.Expect("Run it?")) << second.screen();
+  second.Send("n\n");
+  EXPECT_NE(second.Wait(), 0) << second.screen();
+  EXPECT_FALSE(Exists(ws_ / ".git/escalation-probe"));
+
+  // A command that fails for its own reasons is not offered anything.
+  auto r = RunWithoutTerminal({"--approval", "on-failure", "--json"}, {"/bin/sh", "-c", "exit 7"});
+  EXPECT_EQ(r.status, 7) << r.err;
+  auto report = nlohmann::json::parse(Lines(r.err).back(), nullptr, false);
+  ASSERT_TRUE(report.is_object()) << r.err;
+  EXPECT_TRUE(report["escalation"].is_null()) << report.dump();
+}
+
 INSTANTIATE_TEST_SUITE_P(Callers, ExecApproval, ::testing::ValuesIn(kAllCallers), CallerParamName);
 
 }  // namespace
