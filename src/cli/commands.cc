@@ -1,6 +1,11 @@
 #include "cli/commands.h"
 
+#include <unistd.h>
+
 #include <iostream>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "cli/doctor_command.h"
 #include "cli/exec_command.h"
@@ -12,6 +17,7 @@
 #include "cli/sandbox_spec.h"
 #include "cli/serve_command.h"
 #include "policy/display_text.h"
+#include "policy/user_config.h"
 
 namespace anvil::cli {
 namespace {
@@ -100,6 +106,22 @@ int RunAnvil(const std::vector<std::string>& args, std::string_view version,
     return args.empty() ? kExitUsage : 0;
   }
   const std::string& command = args[0];
+  if (command == "__complete") {
+    // For the generated completion scripts (command_docs.cc): the names `--profile` takes,
+    // built-in and from the user's config.toml. Prints nothing it cannot read; never fails.
+    if (args.size() == 2 && args[1] == "profiles") {
+      std::set<std::string> names;
+      for (const auto& [name, profile] : BuiltinProfiles()) names.insert(name);
+      std::vector<std::string> env;
+      for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+      if (auto config = LoadUserConfig(UserConfigPath(env))) {
+        for (const auto& [name, profile] : config->profile_defs) names.insert(name);
+      }
+      for (const auto& name : names) std::cout << SanitizeForDisplay(name, 100) << "\n";
+      return 0;
+    }
+    return kExitUsage;
+  }
   if (command == "--version" || command == "-V") {
     std::cout << version_line << "\n";
     return 0;

@@ -77,6 +77,8 @@ CommandSpec SandboxCommandSpec(SandboxFrontEnd front_end) {
              "open one ecosystem's caches and registries: node, python, rust,\n"
              "go, or one of config.toml's [profiles.NAME] (repeatable)",
              Ignore)
+            .Choices({"node", "python", "rust", "go"})
+            .Completes(Completion::kProfiles)
             .Repeatable(),
         Text("--readable-root", "DIR", "another read-only directory, e.g. a toolchain (repeatable)",
              Ignore)

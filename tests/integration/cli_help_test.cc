@@ -13,7 +13,8 @@ namespace {
 TEST(CliHelp, TopLevelHelpListsEveryCommandWithExamples) {
   auto r = testing::Run({AnvilBin(), "--help"});
   EXPECT_EQ(r.status, 0) << r.err;
-  for (const char* command : {"sandbox", "run", "serve", "plugin", "audit", "rules", "doctor"}) {
+  for (const char* command :
+       {"sandbox", "exec", "run", "serve", "plugin", "audit", "rules", "doctor"}) {
     EXPECT_NE(r.out.find(std::string("(anvil ") + command + " --help)"), std::string::npos)
         << command << "\n"
         << r.out;
@@ -22,7 +23,8 @@ TEST(CliHelp, TopLevelHelpListsEveryCommandWithExamples) {
 }
 
 TEST(CliHelp, EachSubcommandHelpHasUsageAndExamples) {
-  for (const char* command : {"sandbox", "run", "serve", "plugin", "audit", "rules", "doctor"}) {
+  for (const char* command :
+       {"sandbox", "exec", "run", "serve", "plugin", "audit", "rules", "doctor"}) {
     auto r = testing::Run({AnvilBin(), command, "--help"});
     EXPECT_EQ(r.status, 0) << command << ": " << r.err;
     EXPECT_EQ(r.out.rfind(std::string("usage: anvil ") + command, 0), 0u) << r.out;
@@ -36,7 +38,8 @@ TEST(CliHelp, EachSubcommandHelpHasUsageAndExamples) {
 
 // `anvil help COMMAND` is exactly `anvil COMMAND --help`: one text, from the command's table.
 TEST(CliHelp, HelpCommandShowsTheSameTextAsDashDashHelp) {
-  for (const char* command : {"sandbox", "run", "serve", "plugin", "audit", "rules", "doctor"}) {
+  for (const char* command :
+       {"sandbox", "exec", "run", "serve", "plugin", "audit", "rules", "doctor"}) {
     auto a = testing::Run({AnvilBin(), "help", command});
     auto b = testing::Run({AnvilBin(), command, "--help"});
     EXPECT_EQ(a.status, 0) << a.err;
@@ -104,6 +107,24 @@ TEST(CliHelp, UnknownNamesGetTheRealOnes) {
     EXPECT_NE(r.err.find("unknown option"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find(row.message), std::string::npos) << r.err;
   }
+}
+
+// The completion scripts ask `anvil __complete profiles` for what --profile takes: the
+// built-in profiles and the user's own from config.toml, shown inert.
+TEST(CliHelp, CompletionListsBuiltinAndUserProfiles) {
+  TempDir xdg{"anvil-complete"};
+  ASSERT_EQ(Shell("mkdir -p " + ShellQuote(xdg / "anvil")), 0);
+  std::ofstream(xdg / "anvil/config.toml") << "[profiles.java]\nreadable_roots = [\"/opt/m2\"]\n";
+  RunOptions o;
+  o.env = {"PATH=/usr/bin:/bin", "XDG_CONFIG_HOME=" + xdg.path()};
+  auto r = testing::Run({AnvilBin(), "__complete", "profiles"}, o);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "go\njava\nnode\npython\nrust\n") << r.err;
+  // Benign: no config at all lists the built-in ones; an unknown question is a usage error.
+  o.env = {"PATH=/usr/bin:/bin", "XDG_CONFIG_HOME=" + (xdg / "none")};
+  r = testing::Run({AnvilBin(), "__complete", "profiles"}, o);
+  EXPECT_EQ(r.out, "go\nnode\npython\nrust\n");
+  EXPECT_EQ(testing::Run({AnvilBin(), "__complete", "frob"}).status, 2);
 }
 
 }  // namespace
