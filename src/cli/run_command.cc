@@ -20,6 +20,7 @@
 #include "common/json_depth.h"
 #include "common/unique_fd.h"
 #include "fs/workspace_path.h"
+#include "ipc/plugin_trace.h"
 #include "policy/consent.h"
 #include "policy/display_text.h"
 #include "policy/file_io.h"
@@ -39,6 +40,14 @@ using namespace std::chrono_literals;
 
 constexpr int kExitOk = 0, kExitPluginError = 1, kExitUsage = 2, kExitRefused = 3,
               kExitTimeout = 124, kExitSandbox = 125;
+
+// Under a plugin error (PluginErrorLines): where it happened and the stack (ipc/plugin_trace.h),
+// indented lines of Anvil's own making with each plugin string sanitized to one line and capped;
+// "" without a trace.
+std::string TraceLines(const Error& e) {
+  auto trace = ipc::DecodePluginTrace(e.trace);
+  return trace ? ipc::FormatPluginTrace(*trace) + "\n" : std::string();
+}
 
 int ExitFor(const Error& e) {
   if (e.code == "timeout") return kExitTimeout;
@@ -426,7 +435,7 @@ int RunRunCommand(const std::vector<std::string>& args) {
   auto commands = (*session)->Commands(deadline);
   progress.Clear();
   if (!commands) {
-    std::cerr << PluginErrorLines(id, commands.error());
+    std::cerr << PluginErrorLines(id, commands.error()) << TraceLines(commands.error());
     (void)(*session)->Stop();
     return ExitFor(commands.error());
   }
@@ -480,9 +489,13 @@ int RunRunCommand(const std::vector<std::string>& args) {
                                       : nlohmann::json(nlohmann::json::value_t::discarded);
   if (!result) {
     if (json) {
-      std::cout << JsonLine({{"ok", false}, {"error", result.error().ToString()}});
+      nlohmann::json out{{"ok", false}, {"error", result.error().ToString()}};
+      if (auto trace = ipc::DecodePluginTrace(result.error().trace)) {
+        out["trace"] = ipc::PluginTraceJson(*trace);
+      }
+      std::cout << JsonLine(out);
     } else {
-      std::cerr << PluginErrorLines(id, result.error());
+      std::cerr << PluginErrorLines(id, result.error()) << TraceLines(result.error());
     }
     code = ExitFor(result.error());
   } else if (value.is_discarded()) {

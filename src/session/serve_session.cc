@@ -20,6 +20,7 @@
 #include "common/unique_fd.h"
 #include "fs/path_glob.h"
 #include "fs/workspace_path.h"
+#include "ipc/plugin_trace.h"
 #include "linux/helper_executable.h"
 #include "policy/consent.h"
 #include "policy/grant_store.h"
@@ -171,6 +172,7 @@ struct Plugin {
   bool consent_pending = false;
   std::string signer;  // the trusted key that signed the manifest; empty when unsigned
   RateWindow notify_rate, log_rate;
+  json load_trace;  // where the last load failed (PluginTraceJson), null otherwise
 };
 
 using ResponseHandler = std::function<void(const json* result, const json* error)>;
@@ -320,8 +322,15 @@ void Server::CompleteError(const json& id, int code, const std::string& message,
 
 void Server::FailRun(const std::string& plugin, const RunRequest& r, const Error& e) {
   Progress(r, {{"kind", "end"}, {"message", e.code}});
-  CompleteError(r.id, kRequestFailed, SanitizeForDisplay(e.ToString(), 4000),
-                {{"code", e.code}, {"plugin", plugin}});
+  json data = {{"code", e.code}, {"plugin", plugin}};
+  std::string message = SanitizeForDisplay(e.ToString(), 4000);
+  // A plugin error's location and stack: in the error's data for the client (the message
+  // stays what the plugin raised), and in the log.
+  if (auto trace = ipc::DecodePluginTrace(e.trace)) {
+    data["trace"] = ipc::PluginTraceJson(*trace);
+    LogMessage(kMessageLog, "[" + plugin + "] " + message + "\n" + ipc::FormatPluginTrace(*trace));
+  }
+  CompleteError(r.id, kRequestFailed, message, std::move(data));
 }
 
 void Server::Notify(const std::string& method, json params) {
@@ -657,6 +666,7 @@ json Server::PluginJson(const Plugin& p) const {
             {"pid", p.host && p.host->running() ? json(p.host->pid()) : json(nullptr)},
             {"commands", p.state == PluginState::kReady ? json(p.commands) : json(nullptr)}};
   if (!p.detail.empty()) j["detail"] = SanitizeForDisplay(p.detail, 2000);
+  if (p.state == PluginState::kFailed && !p.load_trace.is_null()) j["trace"] = p.load_trace;
   if (p.entry.error) j["detail"] = SanitizeForDisplay(p.entry.error->ToString(), 2000);
   if (p.entry.manifest) {
     const Manifest& m = *p.entry.manifest;
@@ -1228,8 +1238,16 @@ void Server::OnDescribed(Plugin& p, const ipc::Response& r) {
   if (!r.ok) {
     // A load error: the host exits after saying so. Not a crash, so no restart loop.
     TerminateHost(p, "load failed");
-    return SetFailed(p, "the plugin did not load: " + r.ErrorText());
+    const Error e = r.ToError();
+    const std::string detail = "the plugin did not load: " + e.ToString();
+    if (auto trace = ipc::DecodePluginTrace(e.trace)) {
+      p.load_trace = ipc::PluginTraceJson(*trace);
+      LogMessage(kMessageWarning, "[" + p.entry.id + "] " + SanitizeForDisplay(detail, 2000) +
+                                      "\n" + ipc::FormatPluginTrace(*trace));
+    }
+    return SetFailed(p, detail);
   }
+  p.load_trace = nullptr;
   p.commands = r.fields;
   p.state = PluginState::kReady;
   p.detail.clear();
@@ -1245,9 +1263,7 @@ void Server::OnRunDone(Plugin& p, const ipc::Response& r) {
     CompleteError(run.id, kRequestCancelled, "cancelled: request cancelled",
                   {{"code", "cancelled"}, {"plugin", p.entry.id}, {"killed", false}});
   } else if (!r.ok) {
-    FailRun(p.entry.id, run,
-            Error{r.fields.size() == 2 ? r.fields[0] : "error",
-                  r.fields.size() == 2 ? r.fields[1] : "malformed error", 0});
+    FailRun(p.entry.id, run, r.ToError());
   } else {
     // Bounded: a result nested a million deep would overflow the stack when sent on.
     bool too_deep = false;
