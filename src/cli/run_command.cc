@@ -16,6 +16,7 @@
 
 #include "cli/command_docs.h"
 #include "cli/plugin_new_command.h"
+#include "cli/run_watch.h"
 #include "cli/terminal_progress.h"
 #include "common/json_depth.h"
 #include "common/unique_fd.h"
@@ -244,7 +245,7 @@ int RunKeyCommand(const std::string& sub, const std::vector<std::string>& rest, 
 // What the flags of `anvil run` set; the spec's handlers write here.
 struct RunArgs {
   std::string workspace_arg = ".";
-  bool approve = false, json = false, require_signed = false;
+  bool approve = false, json = false, require_signed = false, watch = false, clear = false;
   double timeout = 10;
   session::UnsafeNetTestOptions unsafe_net_test;
 };
@@ -256,7 +257,7 @@ CommandSpec RunSpec(RunArgs& a) {
   spec.summary = "run one command of a plugin, sandboxed";
   spec.synopsis =
       "[--workspace DIR] [--approve] [--require-signed] [--timeout SECONDS]\n"
-      "                 PLUGIN_DIR COMMAND [ARGS...]";
+      "                 [--watch [--clear]] PLUGIN_DIR COMMAND [ARGS...]";
   spec.description =
       "Start a session, load one plugin, run one of its commands, print what it returns (strings\n"
       "as text, other values as JSON; anything that could act on the terminal is shown as\n"
@@ -283,6 +284,13 @@ CommandSpec RunSpec(RunArgs& a) {
              "print the result as one JSON object {\"ok\",\"result\"|\"error\"}: the\n"
              "exact value, every non-ASCII character \\u-escaped",
              [&a] { a.json = true; }),
+      Switch("--watch",
+             "run again whenever a file of the plugin changes (Ctrl-C stops); a\n"
+             "manifest that asks for more is asked about again (--approve covers only\n"
+             "the manifest it started with)",
+             [&a] { a.watch = true; }),
+      Switch("--clear", "with --watch: clear the terminal before each run",
+             [&a] { a.clear = true; }),
   };
   spec.positionals = {{"PLUGIN_DIR", Completion::kPluginDirectory},
                       {"COMMAND", Completion::kNone},
@@ -305,6 +313,7 @@ CommandSpec RunSpec(RunArgs& a) {
       "anvil run examples/plugins/todo-finder find-todos        # asks first, then lists TODOs",
       "anvil run --approve examples/plugins/hello-lua summary   # scripts: grant without asking",
       "anvil run --workspace ~/proj --json examples/plugins/todo-finder find-todos FIXME",
+      "anvil run --watch --clear ./word-count count             # the author's edit-run loop",
   };
   spec.style.operands = ParseStyle::Operands::kFirstThenAll;
   spec.style.dash_dash_ends = false;
@@ -322,56 +331,28 @@ CommandSpec RunCommandSpec() {
   return RunSpec(unused);
 }
 
-int RunRunCommand(const std::vector<std::string>& args) {
-  RunArgs a;
-  const CommandSpec spec = RunSpec(a);
-  const std::string kRunUsage = RenderHelp(spec);
-  auto parsed = ParseFlags(spec, args);
-  if (!parsed) {
-    std::cerr << ErrorLine("anvil run", parsed.error());
-    return kExitUsage;
-  }
-  if (parsed->help) {
-    std::cout << kRunUsage;
-    return kExitOk;
-  }
-  const std::string& workspace_arg = a.workspace_arg;
-  const bool approve = a.approve, json = a.json, require_signed = a.require_signed;
-  const double timeout = a.timeout;
-  const std::vector<std::string>& positional = parsed->operands;
+namespace {
+
+struct RunSettings {
+  std::string workspace, plugin_dir;    // canonical
+  std::vector<std::string> positional;  // PLUGIN_DIR COMMAND ARGS...
+  bool approve = false, json = false, require_signed = false;
+  double timeout = 10;
+  session::UnsafeNetTestOptions unsafe_net_test;
+  // --watch --approve: the manifest (SHA-256) that --approve covers; a changed manifest is
+  // looked up like any other (asks when it asks for more).
+  std::optional<std::string> approve_only_sha;
+};
+
+// One run: manifest, lock, signature, grant, session, the command. Says what went wrong on
+// stderr and returns the exit status.
+int RunOnce(const RunSettings& r) {
+  const std::string& workspace = r.workspace;
+  const std::string& plugin_dir = r.plugin_dir;
+  const bool json = r.json, require_signed = r.require_signed;
+  const double timeout = r.timeout;
   std::vector<std::string> gateway_args;
-  const session::UnsafeNetTestOptions& unsafe_net_test = a.unsafe_net_test;
-  if (positional.size() < 2) {
-    std::cerr << "anvil run: invalid: need PLUGIN_DIR and COMMAND\n" << kRunUsage;
-    return kExitUsage;
-  }
-  std::string workspace = Canonical(workspace_arg);
-  if (workspace.empty()) {
-    std::cerr << "anvil run: invalid: workspace " << Shown(workspace_arg) << " does not exist\n";
-    return kExitUsage;
-  }
-  // Before anything starts: the workspace path travels in JSON (the gateway's control channel,
-  // the audit log) and every argument reaches the plugin as a JSON string, which can only hold
-  // Unicode text. A byte string that is not UTF-8 is refused here, not guessed at.
-  if (!IsValidUtf8(workspace)) {
-    std::cerr << "anvil run: invalid: the workspace path " << Shown(workspace)
-              << " is not valid UTF-8 (fix: run in a directory whose path is UTF-8)\n";
-    return kExitUsage;
-  }
-  for (size_t k = 2; k < positional.size(); ++k) {
-    if (!IsValidUtf8(positional[k])) {
-      std::cerr << "anvil run: invalid: argument " << k - 1 << " (" << Shown(positional[k], 100)
-                << ") is not valid UTF-8 (fix: pass arguments as UTF-8 text; a plugin receives "
-                   "them as JSON strings)\n";
-      return kExitUsage;
-    }
-  }
-  std::string plugin_dir = Canonical(positional[0]);
-  if (plugin_dir.empty()) {
-    std::cerr << "anvil run: invalid: plugin directory " << Shown(positional[0])
-              << " does not exist\n";
-    return kExitUsage;
-  }
+  const std::vector<std::string>& positional = r.positional;
   auto manifest = LoadManifest(plugin_dir);
   if (manifest) {
     if (auto entry = CheckManifestEntry(plugin_dir, *manifest); !entry) {
@@ -395,6 +376,9 @@ int RunRunCommand(const std::vector<std::string>& args) {
     return kExitRefused;
   }
   std::map<std::string, std::string> granted_files;
+  // Under --watch, --approve covers the manifest it started with, not what it may become.
+  const bool approve =
+      r.approve && (!r.approve_only_sha || *r.approve_only_sha == manifest->sha256);
   auto grant =
       ResolveGrant(workspace, plugin_dir, *manifest, approve, signature->signer, &granted_files);
   if (!grant) {
@@ -406,7 +390,7 @@ int RunRunCommand(const std::vector<std::string>& args) {
   // namespaces and views are most of a session's start and of its teardown).
   if (grant->exec.empty()) gateway_args.emplace_back("--no-exec");
   session::PluginSessionConfig config{workspace, plugin_dir, *manifest, *grant, gateway_args, {}};
-  config.unsafe_net_test = unsafe_net_test;
+  config.unsafe_net_test = r.unsafe_net_test;
   config.pinned_files = std::move(*pinned);
   // Not pinned by anvil.lock: the host still runs only the code the grant was found for.
   if (config.pinned_files.empty()) config.pinned_files = std::move(granted_files);
@@ -522,6 +506,69 @@ int RunRunCommand(const std::vector<std::string>& args) {
   std::cerr.flush();
   (void)(*session)->Stop();
   return code;
+}
+
+}  // namespace
+
+int RunRunCommand(const std::vector<std::string>& args) {
+  RunArgs a;
+  const CommandSpec spec = RunSpec(a);
+  const std::string kRunUsage = RenderHelp(spec);
+  auto parsed = ParseFlags(spec, args);
+  if (!parsed) {
+    std::cerr << ErrorLine("anvil run", parsed.error());
+    return kExitUsage;
+  }
+  if (parsed->help) {
+    std::cout << kRunUsage;
+    return kExitOk;
+  }
+  const std::string& workspace_arg = a.workspace_arg;
+  const std::vector<std::string>& positional = parsed->operands;
+  if (a.watch && a.json) {
+    std::cerr << "anvil run: invalid: --watch and --json do not go together (fix: drop one)\n";
+    return kExitUsage;
+  }
+  if (positional.size() < 2) {
+    std::cerr << "anvil run: invalid: need PLUGIN_DIR and COMMAND\n" << kRunUsage;
+    return kExitUsage;
+  }
+  std::string workspace = Canonical(workspace_arg);
+  if (workspace.empty()) {
+    std::cerr << "anvil run: invalid: workspace " << Shown(workspace_arg) << " does not exist\n";
+    return kExitUsage;
+  }
+  // Before anything starts: the workspace path travels in JSON (the gateway's control channel,
+  // the audit log) and every argument reaches the plugin as a JSON string, which can only hold
+  // Unicode text. A byte string that is not UTF-8 is refused here, not guessed at.
+  if (!IsValidUtf8(workspace)) {
+    std::cerr << "anvil run: invalid: the workspace path " << Shown(workspace)
+              << " is not valid UTF-8 (fix: run in a directory whose path is UTF-8)\n";
+    return kExitUsage;
+  }
+  for (size_t k = 2; k < positional.size(); ++k) {
+    if (!IsValidUtf8(positional[k])) {
+      std::cerr << "anvil run: invalid: argument " << k - 1 << " (" << Shown(positional[k], 100)
+                << ") is not valid UTF-8 (fix: pass arguments as UTF-8 text; a plugin receives "
+                   "them as JSON strings)\n";
+      return kExitUsage;
+    }
+  }
+  std::string plugin_dir = Canonical(positional[0]);
+  if (plugin_dir.empty()) {
+    std::cerr << "anvil run: invalid: plugin directory " << Shown(positional[0])
+              << " does not exist\n";
+    return kExitUsage;
+  }
+  RunSettings settings{workspace,        plugin_dir, positional,        a.approve,   a.json,
+                       a.require_signed, a.timeout,  a.unsafe_net_test, std::nullopt};
+  if (!a.watch) return RunOnce(settings);
+  // --approve covers the manifest as it is now; one that cannot be read approves nothing.
+  if (a.approve) {
+    auto manifest = LoadManifest(plugin_dir);
+    settings.approve_only_sha = manifest ? manifest->sha256 : std::string("-");
+  }
+  return WatchAndRerun(plugin_dir, a.clear, [&settings] { return RunOnce(settings); });
 }
 
 namespace {
