@@ -41,7 +41,7 @@ CommandSpec ServeSpec(ServeArgs& a) {
       "--workspace DIR [--plugin-dir DIR]... [--plugin-path DIR]...\n"
       "                   [--approve] [--require-signed] [--timeout SECONDS] "
       "[--cancel-grace-ms MS]\n"
-      "                   [--max-message-bytes N]";
+      "                   [--max-message-bytes N] [--no-watch]";
   spec.description =
       "The sidecar an editor or agent talks to: JSON-RPC 2.0 with LSP framing (Content-Length) on\n"
       "stdin/stdout (docs/protocol.md). One session: one policy gateway, one sandboxed host per\n"
@@ -98,6 +98,11 @@ CommandSpec ServeSpec(ServeArgs& a) {
              Between(1024, 1u << 30),
              [&a](double v) { a.o.max_message_bytes = static_cast<size_t>(v); })
           .Expects("a number of bytes between 1024 and 1 GiB"),
+      Switch("--no-watch",
+             "do not reload a --plugin-dir plugin when its files change (by\n"
+             "default it is reloaded as by anvil/reload; a manifest that asks for\n"
+             "more then needs consent, even with --approve)",
+             [&a] { a.o.watch_plugin_dirs = false; }),
   };
   spec.sections = {
       {"",
