@@ -31,6 +31,7 @@
 #include "session/plugin_catalog.h"
 #include "session/plugin_session.h"
 #include "session/plugin_watch.h"
+#include "session/rpc_trace.h"
 #include "session/text_document.h"
 
 namespace anvil::session {
@@ -183,7 +184,8 @@ using ResponseHandler = std::function<void(const json* result, const json* error
 
 class Server {
  public:
-  explicit Server(const ServeOptions& o) : o_(o), reader_(o.max_message_bytes) {}
+  explicit Server(const ServeOptions& o)
+      : o_(o), reader_(o.max_message_bytes), trace_(UniqueFd(o.trace_fd)) {}
   int Run();
 
  private:
@@ -199,6 +201,13 @@ class Server {
   void SendRequest(const std::string& method, json params, ResponseHandler handler);
   void LogMessage(int type, const std::string& text);
   void Progress(const RunRequest& r, json value);
+
+  // --trace: a failed write stops the trace, says so once, and changes nothing else.
+  void Trace(std::string_view dir, const json& message, bool is_error = false) {
+    if (trace_.active() && !trace_.Record(dir, message, is_error)) {
+      LogMessage(kMessageWarning, "Anvil: --trace stopped: writing the trace file failed");
+    }
+  }
 
   // ---- input ----
   void ReadInput();
@@ -257,6 +266,7 @@ class Server {
 
   const ServeOptions& o_;
   LspReader reader_;
+  RpcTrace trace_;
   UniqueFd plugin_watch_;  // inotify, when a --plugin-dir plugin is watched
   // watch descriptor -> its plugin, and whether it is the plugin's lib/
   std::map<int, std::pair<Plugin*, bool>> watched_dirs_;
@@ -300,6 +310,7 @@ class Server {
 
 void Server::Send(const json& message) {
   if (out_closed_) return;
+  Trace("out", message);
   std::string frame = EncodeLspMessage(message);
   size_t off = 0;
   while (off < frame.size()) {
@@ -384,9 +395,11 @@ void Server::ReadInput() {
     auto event = reader_.Next();
     if (!event) break;
     if (!event->message) {
+      Trace("in", {{"code", event->error_code}, {"message", event->error_text}}, true);
       ReplyError(nullptr, event->error_code, event->error_text);
       continue;
     }
+    Trace("in", *event->message);
     try {
       HandleMessage(*event->message);
     } catch (const json::exception& e) {

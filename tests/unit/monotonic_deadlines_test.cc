@@ -30,6 +30,8 @@ const std::map<std::string, std::string> kReviewed = {
     {"policy/git_metadata.cc",
      "which directories' ctimes (wall time) are older than a walk; its deadline uses steady_clock"},
     {"cli/sandbox_setup.cc", "a sandbox home's age: compared with its mtime, which is wall time"},
+    {"session/rpc_trace.h", "the --trace line's timestamp"},
+    {"session/rpc_trace.cc", "the --trace line's timestamp"},
 };
 
 TEST(MonotonicDeadlines, WallClockIsReadOnlyWhereItIsTheData) {
