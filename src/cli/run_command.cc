@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "cli/audit_view.h"
 #include "cli/command_docs.h"
 #include "cli/plugin_new_command.h"
 #include "cli/run_watch.h"
@@ -822,6 +823,7 @@ namespace {
 struct AuditArgs {
   std::string workspace_arg = ".", file;
   bool follow = false, json = false;
+  AuditFilter filter;
 };
 
 CommandSpec AuditSpec(AuditArgs& a) {
@@ -829,8 +831,13 @@ CommandSpec AuditSpec(AuditArgs& a) {
   spec.name = "audit";
   spec.program = "anvil audit";
   spec.summary = "read the audit log of a workspace";
-  spec.synopsis = "[--workspace DIR | --file FILE] [--follow] [--json]";
-  spec.description = "Print the audit log of the workspace's sessions: one line per decision.";
+  spec.synopsis =
+      "[--workspace DIR | --file FILE] [--follow] [--json]\n"
+      "                   [--plugin ID] [--since TIME] [--denied] [--all]";
+  spec.description =
+      "Print the audit log of the workspace's sessions: one line per decision, with its time\n"
+      "(UTC). The session's housekeeping (register, hello, connect, ping, revoke) is hidden\n"
+      "unless --all.";
   spec.flags = {
       Text("--workspace", "DIR", "the workspace (default: the current directory)",
            [&a](const std::string& v) {
@@ -849,9 +856,32 @@ CommandSpec AuditSpec(AuditArgs& a) {
       Switch("--follow", "keep printing new entries as they are written",
              [&a] { a.follow = true; }),
       Switch("--json", "one JSON object per line, as stored", [&a] { a.json = true; }),
+      Text("--plugin", "ID", "only this plugin's entries",
+           [&a](const std::string& v) -> Status {
+             if (v.empty() || v[0] == '-') {
+               return Fail("invalid", "--plugin needs a plugin id (fix: --plugin example.notes)");
+             }
+             a.filter.plugin = v;
+             return Ok();
+           })
+          .Expects("a plugin id (fix: --plugin example.notes)"),
+      Text("--since", "TIME",
+           "only entries from TIME on: RFC 3339 (2026-05-01T12:00:00Z) or\n"
+           "relative (30s, 10m, 2h, 7d)",
+           [&a](const std::string& v) -> Status {
+             auto since = ParseAuditSince(v, std::chrono::system_clock::now());
+             if (!since) return tl::unexpected(since.error());
+             a.filter.since = *since;
+             return Ok();
+           })
+          .Expects("a time (fix: --since 2026-05-01T12:00:00Z, or relative: --since 10m)"),
+      Switch("--denied", "only denials", [&a] { a.filter.denied = true; }),
+      Switch("--all", "also the session's housekeeping (register, hello, connect, ping, revoke)",
+             [&a] { a.filter.all = true; }),
   };
   spec.examples = {
       "anvil audit                     # what plugins did in this workspace",
+      "anvil audit --denied --since 2h # what was refused lately",
       "anvil audit --follow            # watch a session live",
       "anvil audit --json | jq 'select(.verdict == \"deny\")'",
   };
@@ -895,30 +925,17 @@ int RunAuditCommand(const std::vector<std::string>& args) {
     std::cerr << "anvil audit: not_found: no audit log at " << Shown(file) << "\n";
     return kExitPluginError;
   }
-  // Every field of an entry came from a plugin or the file itself: shown sanitized, whatever
-  // its type (a hand-edited or damaged log must not stop the listing, nor reach the terminal).
-  auto field = [](const nlohmann::json& j, const char* key, size_t max) -> std::string {
-    auto it = j.find(key);
-    if (it == j.end()) return {};
-    return Shown(it->is_string()
-                     ? it->get_ref<const std::string&>()
-                     : it->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-                 max);
-  };
   auto print = [&](const std::string& line) {
     auto j = ParseBoundedJson(line);
     if (!j.is_object()) return;  // a line torn by a crash, not an entry, or nested too deep
+    if (!AuditMatches(j, a.filter)) return;
     if (json) {
       // As stored, re-encoded with every non-ASCII character escaped: same values for jq,
       // nothing that can act on a terminal.
       std::cout << JsonLine(j);
       return;
     }
-    std::string verdict = field(j, "verdict", 16);
-    std::cout << (verdict.empty() ? "?" : verdict) << "\t" << field(j, "plugin", 200) << "\t"
-              << field(j, "op", 64) << "\t" << field(j, "target", 200);
-    if (j.contains("reason")) std::cout << "\t" << field(j, "reason", 300);
-    std::cout << "\n";
+    std::cout << FormatAuditLine(j) << "\n";
   };
   std::string line;
   while (true) {

@@ -32,6 +32,9 @@ const std::map<std::string, std::string> kReviewed = {
     {"cli/sandbox_setup.cc", "a sandbox home's age: compared with its mtime, which is wall time"},
     {"session/rpc_trace.h", "the --trace line's timestamp"},
     {"session/rpc_trace.cc", "the --trace line's timestamp"},
+    {"cli/audit_view.h", "`anvil audit --since 10m`: compared with the audit lines' wall times"},
+    {"cli/audit_view.cc", "`anvil audit --since 10m`: compared with the audit lines' wall times"},
+    {"cli/run_command.cc", "`anvil audit --since 10m`: now, for the filter on wall times"},
 };
 
 TEST(MonotonicDeadlines, WallClockIsReadOnlyWhereItIsTheData) {
