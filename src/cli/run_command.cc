@@ -44,11 +44,11 @@ constexpr int kExitOk = 0, kExitPluginError = 1, kExitUsage = 2, kExitRefused = 
               kExitTimeout = 124, kExitSandbox = 125;
 
 // Under a plugin error (PluginErrorLines): where it happened and the stack (ipc/plugin_trace.h),
-// indented lines of Anvil's own making with each plugin string sanitized to one line and capped;
-// "" without a trace.
-std::string TraceLines(const Error& e) {
+// each line marked as the plugin's like the error's own further lines ("[id]   at main.lua:2"),
+// every plugin string sanitized to one line and capped; "" without a trace.
+std::string TraceLines(const std::string& id, const Error& e) {
   auto trace = ipc::DecodePluginTrace(e.trace);
-  return trace ? ipc::FormatPluginTrace(*trace) + "\n" : std::string();
+  return trace ? ipc::FormatPluginTrace(*trace, "[" + id + "]   ") + "\n" : std::string();
 }
 
 int ExitFor(const Error& e) {
@@ -420,7 +420,7 @@ int RunOnce(const RunSettings& r) {
   auto commands = (*session)->Commands(deadline);
   progress.Clear();
   if (!commands) {
-    std::cerr << PluginErrorLines(id, commands.error()) << TraceLines(commands.error());
+    std::cerr << PluginErrorLines(id, commands.error()) << TraceLines(id, commands.error());
     (void)(*session)->Stop();
     return ExitFor(commands.error());
   }
@@ -480,7 +480,7 @@ int RunOnce(const RunSettings& r) {
       }
       std::cout << JsonLine(out);
     } else {
-      std::cerr << PluginErrorLines(id, result.error()) << TraceLines(result.error());
+      std::cerr << PluginErrorLines(id, result.error()) << TraceLines(id, result.error());
     }
     code = ExitFor(result.error());
   } else if (value.is_discarded()) {

@@ -17,7 +17,9 @@ TEST_F(PluginDebug, RunShowsFileLineSourceAndStackOfALuaError) {
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_NE(r.err.find("anvil run: error: main.lua:2: attempt to index"), std::string::npos)
       << r.err;
-  EXPECT_NE(r.err.find("\n  at main.lua:2\n    2 |   return t.x.y\n  stack:\n"), std::string::npos)
+  EXPECT_NE(r.err.find("\n[test.err]   at main.lua:2\n[test.err]     2 |   return t.x.y\n"
+                       "[test.err]   stack:\n"),
+            std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("main.lua:4: in "), std::string::npos) << r.err;
   // --json carries it as data.
@@ -33,8 +35,8 @@ TEST_F(PluginDebug, RunShowsWhereAJsSyntaxErrorIsAtLoad) {
   auto r = Anvil({"--approve", dir_, "t"});
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_NE(r.err.find("SyntaxError"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("\n  at main.js:2:"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("    2 | let x = ;"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("\n[test.syntax]   at main.js:2:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("[test.syntax]     2 | let x = ;"), std::string::npos) << r.err;
 }
 
 // The attack: a plugin puts terminal escapes and fake lines into what an error shows (its
