@@ -14,12 +14,15 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "cli/audit_view.h"
 #include "cli/command_docs.h"
 #include "cli/plugin_new_command.h"
+#include "cli/run_watch.h"
 #include "cli/terminal_progress.h"
 #include "common/json_depth.h"
 #include "common/unique_fd.h"
 #include "fs/workspace_path.h"
+#include "ipc/plugin_trace.h"
 #include "policy/consent.h"
 #include "policy/display_text.h"
 #include "policy/file_io.h"
@@ -39,6 +42,14 @@ using namespace std::chrono_literals;
 
 constexpr int kExitOk = 0, kExitPluginError = 1, kExitUsage = 2, kExitRefused = 3,
               kExitTimeout = 124, kExitSandbox = 125;
+
+// Under a plugin error (PluginErrorLines): where it happened and the stack (ipc/plugin_trace.h),
+// each line marked as the plugin's like the error's own further lines ("[id]   at main.lua:2"),
+// every plugin string sanitized to one line and capped; "" without a trace.
+std::string TraceLines(const std::string& id, const Error& e) {
+  auto trace = ipc::DecodePluginTrace(e.trace);
+  return trace ? ipc::FormatPluginTrace(*trace, "[" + id + "]   ") + "\n" : std::string();
+}
 
 int ExitFor(const Error& e) {
   if (e.code == "timeout") return kExitTimeout;
@@ -235,7 +246,7 @@ int RunKeyCommand(const std::string& sub, const std::vector<std::string>& rest, 
 // What the flags of `anvil run` set; the spec's handlers write here.
 struct RunArgs {
   std::string workspace_arg = ".";
-  bool approve = false, json = false, require_signed = false;
+  bool approve = false, json = false, require_signed = false, watch = false, clear = false;
   double timeout = 10;
   session::UnsafeNetTestOptions unsafe_net_test;
 };
@@ -247,7 +258,7 @@ CommandSpec RunSpec(RunArgs& a) {
   spec.summary = "run one command of a plugin, sandboxed";
   spec.synopsis =
       "[--workspace DIR] [--approve] [--require-signed] [--timeout SECONDS]\n"
-      "                 PLUGIN_DIR COMMAND [ARGS...]";
+      "                 [--watch [--clear]] PLUGIN_DIR COMMAND [ARGS...]";
   spec.description =
       "Start a session, load one plugin, run one of its commands, print what it returns (strings\n"
       "as text, other values as JSON; anything that could act on the terminal is shown as\n"
@@ -274,6 +285,13 @@ CommandSpec RunSpec(RunArgs& a) {
              "print the result as one JSON object {\"ok\",\"result\"|\"error\"}: the\n"
              "exact value, every non-ASCII character \\u-escaped",
              [&a] { a.json = true; }),
+      Switch("--watch",
+             "run again whenever a file of the plugin changes (Ctrl-C stops); a\n"
+             "manifest that asks for more is asked about again (--approve covers only\n"
+             "the manifest it started with)",
+             [&a] { a.watch = true; }),
+      Switch("--clear", "with --watch: clear the terminal before each run",
+             [&a] { a.clear = true; }),
   };
   spec.positionals = {{"PLUGIN_DIR", Completion::kPluginDirectory},
                       {"COMMAND", Completion::kNone},
@@ -296,6 +314,7 @@ CommandSpec RunSpec(RunArgs& a) {
       "anvil run examples/plugins/todo-finder find-todos        # asks first, then lists TODOs",
       "anvil run --approve examples/plugins/hello-lua summary   # scripts: grant without asking",
       "anvil run --workspace ~/proj --json examples/plugins/todo-finder find-todos FIXME",
+      "anvil run --watch --clear ./word-count count             # the author's edit-run loop",
   };
   spec.style.operands = ParseStyle::Operands::kFirstThenAll;
   spec.style.dash_dash_ends = false;
@@ -313,56 +332,28 @@ CommandSpec RunCommandSpec() {
   return RunSpec(unused);
 }
 
-int RunRunCommand(const std::vector<std::string>& args) {
-  RunArgs a;
-  const CommandSpec spec = RunSpec(a);
-  const std::string kRunUsage = RenderHelp(spec);
-  auto parsed = ParseFlags(spec, args);
-  if (!parsed) {
-    std::cerr << ErrorLine("anvil run", parsed.error());
-    return kExitUsage;
-  }
-  if (parsed->help) {
-    std::cout << kRunUsage;
-    return kExitOk;
-  }
-  const std::string& workspace_arg = a.workspace_arg;
-  const bool approve = a.approve, json = a.json, require_signed = a.require_signed;
-  const double timeout = a.timeout;
-  const std::vector<std::string>& positional = parsed->operands;
+namespace {
+
+struct RunSettings {
+  std::string workspace, plugin_dir;    // canonical
+  std::vector<std::string> positional;  // PLUGIN_DIR COMMAND ARGS...
+  bool approve = false, json = false, require_signed = false;
+  double timeout = 10;
+  session::UnsafeNetTestOptions unsafe_net_test;
+  // --watch --approve: the manifest (SHA-256) that --approve covers; a changed manifest is
+  // looked up like any other (asks when it asks for more).
+  std::optional<std::string> approve_only_sha;
+};
+
+// One run: manifest, lock, signature, grant, session, the command. Says what went wrong on
+// stderr and returns the exit status.
+int RunOnce(const RunSettings& r) {
+  const std::string& workspace = r.workspace;
+  const std::string& plugin_dir = r.plugin_dir;
+  const bool json = r.json, require_signed = r.require_signed;
+  const double timeout = r.timeout;
   std::vector<std::string> gateway_args;
-  const session::UnsafeNetTestOptions& unsafe_net_test = a.unsafe_net_test;
-  if (positional.size() < 2) {
-    std::cerr << "anvil run: invalid: need PLUGIN_DIR and COMMAND\n" << kRunUsage;
-    return kExitUsage;
-  }
-  std::string workspace = Canonical(workspace_arg);
-  if (workspace.empty()) {
-    std::cerr << "anvil run: invalid: workspace " << Shown(workspace_arg) << " does not exist\n";
-    return kExitUsage;
-  }
-  // Before anything starts: the workspace path travels in JSON (the gateway's control channel,
-  // the audit log) and every argument reaches the plugin as a JSON string, which can only hold
-  // Unicode text. A byte string that is not UTF-8 is refused here, not guessed at.
-  if (!IsValidUtf8(workspace)) {
-    std::cerr << "anvil run: invalid: the workspace path " << Shown(workspace)
-              << " is not valid UTF-8 (fix: run in a directory whose path is UTF-8)\n";
-    return kExitUsage;
-  }
-  for (size_t k = 2; k < positional.size(); ++k) {
-    if (!IsValidUtf8(positional[k])) {
-      std::cerr << "anvil run: invalid: argument " << k - 1 << " (" << Shown(positional[k], 100)
-                << ") is not valid UTF-8 (fix: pass arguments as UTF-8 text; a plugin receives "
-                   "them as JSON strings)\n";
-      return kExitUsage;
-    }
-  }
-  std::string plugin_dir = Canonical(positional[0]);
-  if (plugin_dir.empty()) {
-    std::cerr << "anvil run: invalid: plugin directory " << Shown(positional[0])
-              << " does not exist\n";
-    return kExitUsage;
-  }
+  const std::vector<std::string>& positional = r.positional;
   auto manifest = LoadManifest(plugin_dir);
   if (manifest) {
     if (auto entry = CheckManifestEntry(plugin_dir, *manifest); !entry) {
@@ -386,6 +377,9 @@ int RunRunCommand(const std::vector<std::string>& args) {
     return kExitRefused;
   }
   std::map<std::string, std::string> granted_files;
+  // Under --watch, --approve covers the manifest it started with, not what it may become.
+  const bool approve =
+      r.approve && (!r.approve_only_sha || *r.approve_only_sha == manifest->sha256);
   auto grant =
       ResolveGrant(workspace, plugin_dir, *manifest, approve, signature->signer, &granted_files);
   if (!grant) {
@@ -397,7 +391,7 @@ int RunRunCommand(const std::vector<std::string>& args) {
   // namespaces and views are most of a session's start and of its teardown).
   if (grant->exec.empty()) gateway_args.emplace_back("--no-exec");
   session::PluginSessionConfig config{workspace, plugin_dir, *manifest, *grant, gateway_args, {}};
-  config.unsafe_net_test = unsafe_net_test;
+  config.unsafe_net_test = r.unsafe_net_test;
   config.pinned_files = std::move(*pinned);
   // Not pinned by anvil.lock: the host still runs only the code the grant was found for.
   if (config.pinned_files.empty()) config.pinned_files = std::move(granted_files);
@@ -426,7 +420,7 @@ int RunRunCommand(const std::vector<std::string>& args) {
   auto commands = (*session)->Commands(deadline);
   progress.Clear();
   if (!commands) {
-    std::cerr << PluginErrorLines(id, commands.error());
+    std::cerr << PluginErrorLines(id, commands.error()) << TraceLines(id, commands.error());
     (void)(*session)->Stop();
     return ExitFor(commands.error());
   }
@@ -480,9 +474,13 @@ int RunRunCommand(const std::vector<std::string>& args) {
                                       : nlohmann::json(nlohmann::json::value_t::discarded);
   if (!result) {
     if (json) {
-      std::cout << JsonLine({{"ok", false}, {"error", result.error().ToString()}});
+      nlohmann::json out{{"ok", false}, {"error", result.error().ToString()}};
+      if (auto trace = ipc::DecodePluginTrace(result.error().trace)) {
+        out["trace"] = ipc::PluginTraceJson(*trace);
+      }
+      std::cout << JsonLine(out);
     } else {
-      std::cerr << PluginErrorLines(id, result.error());
+      std::cerr << PluginErrorLines(id, result.error()) << TraceLines(id, result.error());
     }
     code = ExitFor(result.error());
   } else if (value.is_discarded()) {
@@ -509,6 +507,69 @@ int RunRunCommand(const std::vector<std::string>& args) {
   std::cerr.flush();
   (void)(*session)->Stop();
   return code;
+}
+
+}  // namespace
+
+int RunRunCommand(const std::vector<std::string>& args) {
+  RunArgs a;
+  const CommandSpec spec = RunSpec(a);
+  const std::string kRunUsage = RenderHelp(spec);
+  auto parsed = ParseFlags(spec, args);
+  if (!parsed) {
+    std::cerr << ErrorLine("anvil run", parsed.error());
+    return kExitUsage;
+  }
+  if (parsed->help) {
+    std::cout << kRunUsage;
+    return kExitOk;
+  }
+  const std::string& workspace_arg = a.workspace_arg;
+  const std::vector<std::string>& positional = parsed->operands;
+  if (a.watch && a.json) {
+    std::cerr << "anvil run: invalid: --watch and --json do not go together (fix: drop one)\n";
+    return kExitUsage;
+  }
+  if (positional.size() < 2) {
+    std::cerr << "anvil run: invalid: need PLUGIN_DIR and COMMAND\n" << kRunUsage;
+    return kExitUsage;
+  }
+  std::string workspace = Canonical(workspace_arg);
+  if (workspace.empty()) {
+    std::cerr << "anvil run: invalid: workspace " << Shown(workspace_arg) << " does not exist\n";
+    return kExitUsage;
+  }
+  // Before anything starts: the workspace path travels in JSON (the gateway's control channel,
+  // the audit log) and every argument reaches the plugin as a JSON string, which can only hold
+  // Unicode text. A byte string that is not UTF-8 is refused here, not guessed at.
+  if (!IsValidUtf8(workspace)) {
+    std::cerr << "anvil run: invalid: the workspace path " << Shown(workspace)
+              << " is not valid UTF-8 (fix: run in a directory whose path is UTF-8)\n";
+    return kExitUsage;
+  }
+  for (size_t k = 2; k < positional.size(); ++k) {
+    if (!IsValidUtf8(positional[k])) {
+      std::cerr << "anvil run: invalid: argument " << k - 1 << " (" << Shown(positional[k], 100)
+                << ") is not valid UTF-8 (fix: pass arguments as UTF-8 text; a plugin receives "
+                   "them as JSON strings)\n";
+      return kExitUsage;
+    }
+  }
+  std::string plugin_dir = Canonical(positional[0]);
+  if (plugin_dir.empty()) {
+    std::cerr << "anvil run: invalid: plugin directory " << Shown(positional[0])
+              << " does not exist\n";
+    return kExitUsage;
+  }
+  RunSettings settings{workspace,        plugin_dir, positional,        a.approve,   a.json,
+                       a.require_signed, a.timeout,  a.unsafe_net_test, std::nullopt};
+  if (!a.watch) return RunOnce(settings);
+  // --approve covers the manifest as it is now; one that cannot be read approves nothing.
+  if (a.approve) {
+    auto manifest = LoadManifest(plugin_dir);
+    settings.approve_only_sha = manifest ? manifest->sha256 : std::string("-");
+  }
+  return WatchAndRerun(plugin_dir, a.clear, [&settings] { return RunOnce(settings); });
 }
 
 namespace {
@@ -762,6 +823,7 @@ namespace {
 struct AuditArgs {
   std::string workspace_arg = ".", file;
   bool follow = false, json = false;
+  AuditFilter filter;
 };
 
 CommandSpec AuditSpec(AuditArgs& a) {
@@ -769,8 +831,13 @@ CommandSpec AuditSpec(AuditArgs& a) {
   spec.name = "audit";
   spec.program = "anvil audit";
   spec.summary = "read the audit log of a workspace";
-  spec.synopsis = "[--workspace DIR | --file FILE] [--follow] [--json]";
-  spec.description = "Print the audit log of the workspace's sessions: one line per decision.";
+  spec.synopsis =
+      "[--workspace DIR | --file FILE] [--follow] [--json]\n"
+      "                   [--plugin ID] [--since TIME] [--denied] [--all]";
+  spec.description =
+      "Print the audit log of the workspace's sessions: one line per decision, with its time\n"
+      "(UTC). The session's housekeeping (register, hello, connect, ping, revoke) is hidden\n"
+      "unless --all.";
   spec.flags = {
       Text("--workspace", "DIR", "the workspace (default: the current directory)",
            [&a](const std::string& v) {
@@ -789,9 +856,32 @@ CommandSpec AuditSpec(AuditArgs& a) {
       Switch("--follow", "keep printing new entries as they are written",
              [&a] { a.follow = true; }),
       Switch("--json", "one JSON object per line, as stored", [&a] { a.json = true; }),
+      Text("--plugin", "ID", "only this plugin's entries",
+           [&a](const std::string& v) -> Status {
+             if (v.empty() || v[0] == '-') {
+               return Fail("invalid", "--plugin needs a plugin id (fix: --plugin example.notes)");
+             }
+             a.filter.plugin = v;
+             return Ok();
+           })
+          .Expects("a plugin id (fix: --plugin example.notes)"),
+      Text("--since", "TIME",
+           "only entries from TIME on: RFC 3339 (2026-05-01T12:00:00Z) or\n"
+           "relative (30s, 10m, 2h, 7d)",
+           [&a](const std::string& v) -> Status {
+             auto since = ParseAuditSince(v, std::chrono::system_clock::now());
+             if (!since) return tl::unexpected(since.error());
+             a.filter.since = *since;
+             return Ok();
+           })
+          .Expects("a time (fix: --since 2026-05-01T12:00:00Z, or relative: --since 10m)"),
+      Switch("--denied", "only denials", [&a] { a.filter.denied = true; }),
+      Switch("--all", "also the session's housekeeping (register, hello, connect, ping, revoke)",
+             [&a] { a.filter.all = true; }),
   };
   spec.examples = {
       "anvil audit                     # what plugins did in this workspace",
+      "anvil audit --denied --since 2h # what was refused lately",
       "anvil audit --follow            # watch a session live",
       "anvil audit --json | jq 'select(.verdict == \"deny\")'",
   };
@@ -835,30 +925,17 @@ int RunAuditCommand(const std::vector<std::string>& args) {
     std::cerr << "anvil audit: not_found: no audit log at " << Shown(file) << "\n";
     return kExitPluginError;
   }
-  // Every field of an entry came from a plugin or the file itself: shown sanitized, whatever
-  // its type (a hand-edited or damaged log must not stop the listing, nor reach the terminal).
-  auto field = [](const nlohmann::json& j, const char* key, size_t max) -> std::string {
-    auto it = j.find(key);
-    if (it == j.end()) return {};
-    return Shown(it->is_string()
-                     ? it->get_ref<const std::string&>()
-                     : it->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-                 max);
-  };
   auto print = [&](const std::string& line) {
     auto j = ParseBoundedJson(line);
     if (!j.is_object()) return;  // a line torn by a crash, not an entry, or nested too deep
+    if (!AuditMatches(j, a.filter)) return;
     if (json) {
       // As stored, re-encoded with every non-ASCII character escaped: same values for jq,
       // nothing that can act on a terminal.
       std::cout << JsonLine(j);
       return;
     }
-    std::string verdict = field(j, "verdict", 16);
-    std::cout << (verdict.empty() ? "?" : verdict) << "\t" << field(j, "plugin", 200) << "\t"
-              << field(j, "op", 64) << "\t" << field(j, "target", 200);
-    if (j.contains("reason")) std::cout << "\t" << field(j, "reason", 300);
-    std::cout << "\n";
+    std::cout << FormatAuditLine(j) << "\n";
   };
   std::string line;
   while (true) {

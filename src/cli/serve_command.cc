@@ -11,6 +11,7 @@
 #include "cli/command_docs.h"
 #include "fs/workspace_path.h"
 #include "policy/display_text.h"
+#include "session/rpc_trace.h"
 #include "session/serve_session.h"
 #include "session/unsafe_net_test_options.h"
 
@@ -28,7 +29,7 @@ std::string Canonical(const std::string& path) {
 struct ServeArgs {
   session::ServeOptions o;
   session::UnsafeNetTestOptions unsafe_net_test;
-  std::string workspace;
+  std::string workspace, trace_file;
   bool default_path = true;
 };
 
@@ -41,7 +42,7 @@ CommandSpec ServeSpec(ServeArgs& a) {
       "--workspace DIR [--plugin-dir DIR]... [--plugin-path DIR]...\n"
       "                   [--approve] [--require-signed] [--timeout SECONDS] "
       "[--cancel-grace-ms MS]\n"
-      "                   [--max-message-bytes N]";
+      "                   [--max-message-bytes N] [--trace FILE] [--no-watch]";
   spec.description =
       "The sidecar an editor or agent talks to: JSON-RPC 2.0 with LSP framing (Content-Length) on\n"
       "stdin/stdout (docs/protocol.md). One session: one policy gateway, one sandboxed host per\n"
@@ -98,6 +99,20 @@ CommandSpec ServeSpec(ServeArgs& a) {
              Between(1024, 1u << 30),
              [&a](double v) { a.o.max_message_bytes = static_cast<size_t>(v); })
           .Expects("a number of bytes between 1024 and 1 GiB"),
+      Text("--trace", "FILE",
+           "append every JSON-RPC message, both ways, to FILE: one JSON line\n"
+           "each {\"time\",\"dir\":\"in\"|\"out\",\"message\"} (0600; never a symlink)",
+           [&a](const std::string& v) {
+             a.trace_file = v;
+             return Ok();
+           })
+          .Expects("a file")
+          .Completes(Completion::kFile),
+      Switch("--no-watch",
+             "do not reload a --plugin-dir plugin when its files change (by\n"
+             "default it is reloaded as by anvil/reload; a manifest that asks for\n"
+             "more then needs consent, even with --approve)",
+             [&a] { a.o.watch_plugin_dirs = false; }),
   };
   spec.sections = {
       {"",
@@ -174,6 +189,14 @@ int RunServeCommand(const std::vector<std::string>& args) {
       std::string dir = Canonical(base + "/anvil/plugins");
       if (!dir.empty()) o.search_paths.push_back(dir);
     }
+  }
+  if (!a.trace_file.empty()) {
+    auto opened = session::OpenRpcTrace(a.trace_file);
+    if (!opened) {
+      std::cerr << "anvil serve: " << opened.error().ToString() << "\n";
+      return kExitUsage;
+    }
+    o.trace_fd = opened->Release();  // the session owns it from here
   }
   if (isatty(o.in_fd)) {
     std::cerr << "anvil serve: speaking JSON-RPC 2.0 (LSP framing) on stdin/stdout; "

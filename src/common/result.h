@@ -15,6 +15,9 @@ struct Error {
   std::string code;     // stable, machine-readable: "denied", "invalid", "not_found", ...
   std::string message;  // human explanation
   int sys_errno = 0;    // errno of the failed syscall, 0 when not a syscall failure
+  // A plugin error's location and stack as JSON text (ipc/plugin_trace.h), made by the plugin
+  // host and untrusted; empty for every other error. Not part of ToString().
+  std::string trace = {};
 
   // "code: message" — the format INTERFACES.md promises for every failure.
   std::string ToString() const { return code + ": " + message; }

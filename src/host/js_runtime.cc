@@ -77,6 +77,7 @@
 
 #include "host/api_codec.h"
 #include "host/runtime.h"
+#include "ipc/plugin_trace.h"
 
 namespace anvil::host {
 namespace {
@@ -344,7 +345,8 @@ class JsRuntime final : public Runtime {
   size_t StackBytes() const;
   std::optional<Error> SpentError() const;
   Error TakeError();
-  Error DescribeThrown(JSValueConst thrown);
+  Error DescribeThrown(JSValueConst thrown);  // with its trace
+  Error DescribeThrownValue(JSValueConst thrown);
   void ClearException() { JS_FreeValue(ctx_, JS_GetException(ctx_)); }
   Status DrainJobs();
   Result<Value> Settle(Value result);
@@ -360,6 +362,18 @@ class JsRuntime final : public Runtime {
   std::map<std::string, JSValue> commands_;  // owned references
   std::map<std::string, std::string> module_sources_;
   std::map<std::string, JSValue> modules_;  // name -> module object (owned), once required
+
+  // Where errors happened (ipc/plugin_trace.h).
+  ipc::PluginTrace TraceOf(JSValueConst thrown);
+  // "main.js:3:5" inside one line of a QuickJS stack, when it names a plugin file.
+  bool FrameLocation(std::string_view frame, ipc::PluginTrace* out) const;
+  std::map<std::string, std::string, std::less<>> files_;  // plugin file -> its code
+  // Function.prototype's fileName/lineNumber/columnNumber getters (native), taken before any
+  // plugin code ran: where a command's function is defined, without running plugin code.
+  JSValue site_getters_[3] = {JS_UNDEFINED, JS_UNDEFINED, JS_UNDEFINED};
+  std::map<std::string, ipc::PluginTrace> command_sites_;
+  const ipc::PluginTrace* running_site_ = nullptr;  // the running command's function
+  std::string entry_file_;
 
   uint64_t polls_left_ = 0;
   bool instructions_spent_ = false;
@@ -720,6 +734,7 @@ JsRuntime::~JsRuntime() {
   if (ctx_) {
     for (auto& [name, fn] : commands_) JS_FreeValue(ctx_, fn);
     for (auto& [name, module] : modules_) JS_FreeValue(ctx_, module);
+    for (JSValue& getter : site_getters_) JS_FreeValue(ctx_, getter);
     JS_FreeContext(ctx_);
   }
   if (rt_) JS_FreeRuntime(rt_);
@@ -866,7 +881,34 @@ bool JsRuntime::RegisterCommand(const std::string& name, JSValueConst fn) {
   if (!inserted) return false;
   command_order_.push_back(name);
   it->second = JS_DupValue(ctx_, fn);
+  // Where the function is defined: the only location a thrown non-Error value can get.
+  ipc::PluginTrace site;
+  std::string file;
+  Value file_v(ctx_, JS_Call(ctx_, site_getters_[0], fn, 0, nullptr));
+  Value line_v(ctx_, JS_Call(ctx_, site_getters_[1], fn, 0, nullptr));
+  Value col_v(ctx_, JS_Call(ctx_, site_getters_[2], fn, 0, nullptr));
+  int32_t line = 0, col = 0;
+  if (JS_IsString(file_v.get()) && ToUtf8(ctx_, file_v.get(), &file) && files_.count(file) &&
+      JS_IsNumber(line_v.get()) && JS_ToInt32(ctx_, &line, line_v.get()) == 0 && line > 0) {
+    if (JS_IsNumber(col_v.get())) (void)JS_ToInt32(ctx_, &col, col_v.get());
+    site.file = file;
+    site.line = line;
+    site.column = col;
+    site.source = ipc::SourceLine(files_.find(file)->second, line);
+  }
+  if (file_v.exception() || line_v.exception() || col_v.exception()) {
+    (void)DropOrdinaryException(*this, ctx_);
+  }
+  command_sites_[name] = std::move(site);
   return true;
+}
+
+// A module's source is wrapped in this on line 1: columns there are shifted back by its length.
+constexpr std::string_view kModulePrefix = "(function (module, exports) {";
+
+// "lib/util" -> "lib/util.js": the file a module name was read from (host/plugin_host.cc).
+std::string ModuleFile(const std::string& name) {
+  return name.ends_with(".js") ? name : name + ".js";
 }
 
 // require(name): only the plugin's own modules (PluginSource::modules, read before the
@@ -881,8 +923,10 @@ JSValue JsRuntime::RequireModule(const std::string& requested) {
   if (source == module_sources_.end()) {
     return ThrowCode(ctx_, "not_found", "no module '" + requested + "' in this plugin");
   }
-  std::string code = "(function (module, exports) {" + source->second + "\n})";
-  Value fn(ctx_, JS_Eval(ctx_, code.c_str(), code.size(), name.c_str(), JS_EVAL_TYPE_GLOBAL));
+  std::string code = std::string(kModulePrefix) + source->second + "\n})";
+  // Evaluated under its file's name, so that errors and stacks say where ("lib/util.js:3:5").
+  const std::string file = ModuleFile(name);
+  Value fn(ctx_, JS_Eval(ctx_, code.c_str(), code.size(), file.c_str(), JS_EVAL_TYPE_GLOBAL));
   if (fn.exception()) return JS_EXCEPTION;
   if (!JS_IsFunction(ctx_, fn.get())) {
     return ThrowCode(ctx_, "invalid", "module '" + name + "' is not a function body");
@@ -929,6 +973,24 @@ Status JsRuntime::Init() {
   JS_AddIntrinsicTypedArrays(ctx_);
   JS_AddIntrinsicPromise(ctx_);
   if (auto s = DenyCodeGeneration(); !s) return s;
+  {
+    // Function.prototype, through an intrinsic function: there is no API call for it.
+    Value global(ctx_, JS_GetGlobalObject(ctx_));
+    Value object_ctor(ctx_, JS_GetPropertyStr(ctx_, global.get(), "Object"));
+    Value proto(ctx_, JS_GetPrototype(ctx_, object_ctor.get()));
+    const char* const names[3] = {"fileName", "lineNumber", "columnNumber"};
+    for (int i = 0; i < 3 && JS_IsObject(proto.get()); ++i) {
+      JSAtom atom = JS_NewAtom(ctx_, names[i]);
+      JSPropertyDescriptor desc;
+      if (JS_GetOwnProperty(ctx_, &desc, proto.get(), atom) == 1) {
+        site_getters_[i] = desc.getter;
+        JS_FreeValue(ctx_, desc.value);
+        JS_FreeValue(ctx_, desc.setter);
+      }
+      JS_FreeAtom(ctx_, atom);
+    }
+    ClearException();
+  }
   if (auto s = InstallApi(); !s) return s;
   if (memory_spent_) return Fail("limit", "cannot set up the QuickJS context");
 
@@ -1150,6 +1212,105 @@ Error JsRuntime::TakeError() {
 
 // "code: message" thrown by the plugin keeps its code; anything else is code "error".
 Error JsRuntime::DescribeThrown(JSValueConst thrown) {
+  Error e = DescribeThrownValue(thrown);
+  if (e.code == "limit" || e.code == "timeout" || Spent()) return e;
+  e.trace = ipc::EncodePluginTrace(TraceOf(thrown));
+  return e;
+}
+
+bool JsRuntime::FrameLocation(std::string_view frame, ipc::PluginTrace* out) const {
+  // "at f (main.js:3:5)", "at main.js:3:5" (a syntax error), "at f (native)".
+  std::string_view where = frame;
+  if (where.ends_with(")")) {
+    const auto open = where.rfind('(');
+    if (open == std::string_view::npos) return false;
+    where = where.substr(open + 1, where.size() - open - 2);
+  } else if (where.starts_with("at ")) {
+    where.remove_prefix(3);
+  }
+  const auto c2 = where.rfind(':');
+  if (c2 == std::string_view::npos || c2 == 0) return false;
+  const auto c1 = where.rfind(':', c2 - 1);
+  if (c1 == std::string_view::npos) return false;
+  auto number = [](std::string_view digits, int* v) {
+    if (digits.empty() || digits.size() > 9) return false;
+    *v = 0;
+    for (char c : digits) {
+      if (c < '0' || c > '9') return false;
+      *v = *v * 10 + (c - '0');
+    }
+    return true;
+  };
+  int line = 0, col = 0;
+  if (!number(where.substr(c1 + 1, c2 - c1 - 1), &line) || !number(where.substr(c2 + 1), &col) ||
+      line <= 0) {
+    return false;
+  }
+  auto file = files_.find(where.substr(0, c1));
+  if (file == files_.end()) return false;
+  // A module's line 1 starts after the wrapper (RequireModule).
+  if (line == 1 && file->first != entry_file_ && col > static_cast<int>(kModulePrefix.size())) {
+    col -= static_cast<int>(kModulePrefix.size());
+  }
+  out->file = file->first;
+  out->line = line;
+  out->column = col;
+  out->source = ipc::SourceLine(file->second, line);
+  return true;
+}
+
+ipc::PluginTrace JsRuntime::TraceOf(JSValueConst thrown) {
+  ipc::PluginTrace trace;
+  std::string stack;
+  if (JS_IsError(ctx_, thrown)) {
+    // An own data property only: a getter (or a proxy trap) would be plugin code.
+    JSAtom atom = JS_NewAtom(ctx_, "stack");
+    JSPropertyDescriptor desc;
+    int has = JS_GetOwnProperty(ctx_, &desc, thrown, atom);
+    JS_FreeAtom(ctx_, atom);
+    if (has < 0) ClearException();
+    if (has == 1) {
+      if (JS_IsString(desc.value) && !ToUtf8(ctx_, desc.value, &stack)) ClearException();
+      JS_FreeValue(ctx_, desc.value);
+      JS_FreeValue(ctx_, desc.getter);
+      JS_FreeValue(ctx_, desc.setter);
+    }
+  }
+  size_t pos = 0;
+  while (pos < stack.size() && pos < 64 * 1024) {
+    auto nl = stack.find('\n', pos);
+    if (nl == std::string::npos) nl = stack.size();
+    std::string_view frame = std::string_view(stack).substr(pos, nl - pos);
+    pos = nl + 1;
+    while (!frame.empty() && (frame.front() == ' ' || frame.front() == '\t'))
+      frame.remove_prefix(1);
+    if (frame.empty()) continue;
+    if (trace.stack.size() == ipc::kMaxTraceFrames) {
+      trace.stack_truncated = true;
+      break;
+    }
+    trace.stack.push_back(ipc::CapUtf8(frame, ipc::kMaxTraceFrameBytes));
+    if (trace.file.empty()) FrameLocation(frame, &trace);
+  }
+  if (trace.file.empty()) {
+    if (!JS_IsError(ctx_, thrown) && running_site_ != nullptr && !running_site_->file.empty()) {
+      trace.file = running_site_->file;
+      trace.line = running_site_->line;
+      trace.column = running_site_->column;
+      trace.source = running_site_->source;
+      trace.note =
+          "the command's function: QuickJS records where an Error was thrown, not other values "
+          "(fix: throw new Error(...))";
+    } else if (!JS_IsError(ctx_, thrown)) {
+      trace.note =
+          "no location: QuickJS records where an Error was thrown, not other values (fix: throw "
+          "new Error(...))";
+    }
+  }
+  return trace;
+}
+
+Error JsRuntime::DescribeThrownValue(JSValueConst thrown) {
   std::string message, name;
   auto string_prop = [&](const char* key, std::string* out) {
     Value v(ctx_, JS_GetPropertyStr(ctx_, thrown, key));
@@ -1241,6 +1402,9 @@ std::optional<Error> JsRuntime::FinishCall(std::optional<Error> failure) {
 Status JsRuntime::Load(const PluginSource& source) {
   if (stopped_) return tl::unexpected(*stopped_);
   module_sources_ = source.modules;
+  for (const auto& [name, code] : source.modules) files_.emplace(ModuleFile(name), code);
+  files_.emplace(source.entry_name, source.entry_code);
+  entry_file_ = source.entry_name;
   StartBudget();
   std::optional<Error> failure;
   {
@@ -1259,6 +1423,12 @@ Result<std::string> JsRuntime::RunCommand(const std::string& name, const std::st
   StartBudget();
   // Held for the call, whatever the command does to the table while it runs.
   Value fn(ctx_, JS_DupValue(ctx_, it->second));
+  const ipc::PluginTrace site = command_sites_[name];
+  running_site_ = &site;
+  struct Reset {
+    const ipc::PluginTrace*& p;
+    ~Reset() { p = nullptr; }
+  } reset{running_site_};
   std::optional<Error> failure;
   std::string text = "null";
   {

@@ -24,17 +24,20 @@
 #include <lua.h>
 #include <lualib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "fs/workspace_path.h"
 #include "host/api_codec.h"
 #include "host/runtime.h"
+#include "ipc/plugin_trace.h"
 
 namespace anvil::host {
 namespace {
@@ -87,11 +90,19 @@ class LuaRuntime : public Runtime {
   void Admit(lua_State* L);
   // Gives a thread about to run the hook it must have (one made outside a budget has none).
   void PrepareThread(lua_State* co);
+  // The message handler of every protected run: records where the error was raised and the
+  // stack above it (bounded; allocates nothing in the VM and runs no plugin code).
+  void CaptureTrace(lua_State* L);
+  // The plugin file a chunk name ("@lib/util.lua") stands for, or nullptr.
+  const std::string* PluginFile(std::string_view chunk_source) const;
 
  private:
   void StartBudget();
   Error ErrorFromLua(int status);
   Status RunProtected(int nargs, int nresults);
+  // The error value on top of the stack as text: a string as is; a table as a bounded rendering
+  // of its raw fields (no metamethod runs: a __tostring would be plugin code outside a budget).
+  std::string DescribeErrorValue();
 
   HostApi& api_;
   RuntimeLimits limits_;
@@ -106,6 +117,8 @@ class LuaRuntime : public Runtime {
   Clock::time_point deadline_;
   int messages_[kMessageCount] = {LUA_NOREF, LUA_NOREF, LUA_NOREF};  // registry refs
   std::vector<std::string> commands_;
+  std::map<std::string, std::string, std::less<>> files_;  // plugin file -> its code
+  ipc::PluginTrace trace_;  // of the error being raised (CaptureTrace)
 };
 
 LuaRuntime* Self(lua_State* L) {
@@ -202,13 +215,28 @@ Error LuaRuntime::ErrorFromLua(int status) {
   if (instructions_spent_) return Error{"limit", "instruction budget exhausted", 0};
   if (deadline_passed_) return Error{"timeout", "command passed its deadline", 0};
   if (memory_spent_ || status == LUA_ERRMEM) return Error{"limit", "memory budget exhausted", 0};
-  std::string message;
-  if (const char* s = lua_tostring(L_, -1)) {
-    message = s;
-  } else {
-    message = std::string("error object is a ") + luaL_typename(L_, -1);
-  }
+  std::string message = DescribeErrorValue();
   lua_pop(L_, 1);
+  // The position Lua put in front of the message ("lib/util.lua:3: ...": a syntax error, or
+  // error(msg, level)) is the one the runtime gives: it wins over the first frame of the stack.
+  if (const auto colon = message.find(':'); colon != std::string::npos && colon > 0) {
+    const std::string* file = PluginFile("@" + message.substr(0, colon));
+    size_t end = colon + 1;
+    int line = 0;
+    while (end < message.size() && end < colon + 10 && message[end] >= '0' && message[end] <= '9') {
+      line = line * 10 + (message[end++] - '0');
+    }
+    if (file && line > 0 && end < message.size() && message[end] == ':') {
+      trace_.file = *file;
+      trace_.line = line;
+      trace_.note.clear();
+    }
+  }
+  std::string trace;
+  if (!trace_.file.empty()) {
+    trace_.source = ipc::SourceLine(files_.find(trace_.file)->second, trace_.line);
+  }
+  trace = ipc::EncodePluginTrace(trace_);
   // Keep an Anvil code the plugin re-raised ("denied: ..."), else it is a plugin error.
   static constexpr const char* kCodes[] = {"denied",    "invalid", "not_found", "limit", "timeout",
                                            "cancelled", "stale",   "busy",      "io"};
@@ -218,17 +246,125 @@ Error LuaRuntime::ErrorFromLua(int status) {
     // luaL_error prefixes "chunk:line: "; the code follows it.
     if (at != std::string::npos &&
         (at == 0 || (at >= 2 && message.compare(at - 2, 2, ": ") == 0))) {
-      return Error{code, message.substr(at + prefix.size()), 0};
+      return Error{code, message.substr(at + prefix.size()), 0, trace};
     }
   }
-  return Error{"error", message, 0};
+  return Error{"error", message, 0, trace};
+}
+
+std::string LuaRuntime::DescribeErrorValue() {
+  const int type = lua_type(L_, -1);
+  if (type == LUA_TSTRING || type == LUA_TNUMBER) {
+    // A number is converted in place; the value is popped right after.
+    size_t len = 0;
+    const char* s = lua_tolstring(L_, -1, &len);
+    return s ? std::string(s, len) : std::string();
+  }
+  if (type == LUA_TNIL) return "error object is nil";
+  if (type != LUA_TTABLE) return std::string("error object is a ") + luaL_typename(L_, -1);
+  std::string out = "error object is a table: {";
+  if (!lua_checkstack(L_, 3)) return out + "...}";
+  const int table = lua_absindex(L_, -1);
+  int shown = 0;
+  lua_pushnil(L_);
+  while (lua_next(L_, table) != 0) {
+    if (shown == 8 || out.size() > 200) {
+      lua_pop(L_, 2);
+      out += ", ...";
+      break;
+    }
+    out += shown++ == 0 ? "" : ", ";
+    // Keys and values read without converting them (lua_tolstring on a key would break
+    // lua_next, and on a table would need a metamethod).
+    for (int idx : {-2, -1}) {
+      switch (lua_type(L_, idx)) {
+        case LUA_TSTRING: {
+          size_t len = 0;
+          const char* s = lua_tolstring(L_, idx, &len);
+          std::string text(s, std::min<size_t>(len, 64));
+          out += idx == -2 ? text : "\"" + text + (len > 64 ? "...\"" : "\"");
+          break;
+        }
+        case LUA_TNUMBER:
+          out += lua_isinteger(L_, idx) ? std::to_string(lua_tointeger(L_, idx))
+                                        : std::to_string(lua_tonumber(L_, idx));
+          break;
+        case LUA_TBOOLEAN:
+          out += lua_toboolean(L_, idx) ? "true" : "false";
+          break;
+        default:
+          out += std::string("<") + luaL_typename(L_, idx) + ">";
+      }
+      if (idx == -2) out += " = ";
+    }
+    lua_pop(L_, 1);
+  }
+  return out + "}";
+}
+
+const std::string* LuaRuntime::PluginFile(std::string_view chunk_source) const {
+  if (!chunk_source.starts_with("@")) return nullptr;
+  auto it = files_.find(chunk_source.substr(1));
+  return it == files_.end() ? nullptr : &it->first;
+}
+
+void LuaRuntime::CaptureTrace(lua_State* L) {
+  lua_Debug ar;
+  for (int level = 1; lua_getstack(L, level, &ar); ++level) {
+    if (level > 64) break;  // a deep recursion: the innermost frames are the ones shown
+    if (lua_getinfo(L, "Slnt", &ar) == 0) break;
+    const bool is_c = ar.what != nullptr && std::strcmp(ar.what, "C") == 0;
+    if (is_c && ar.name == nullptr) continue;
+    if (trace_.stack.size() == ipc::kMaxTraceFrames) {
+      trace_.stack_truncated = true;
+      break;
+    }
+    std::string frame = is_c ? std::string("[C]") : std::string(ar.short_src);
+    if (!is_c && ar.currentline > 0) frame += ":" + std::to_string(ar.currentline);
+    frame += ": in ";
+    if (ar.what != nullptr && std::strcmp(ar.what, "main") == 0) {
+      frame += "main chunk";
+    } else if (ar.name != nullptr) {
+      frame += std::string(ar.namewhat != nullptr && *ar.namewhat ? ar.namewhat : "function") +
+               " '" + ipc::CapUtf8(ar.name, 64) + "'";
+    } else {
+      frame +=
+          "function <" + std::string(ar.short_src) + ":" + std::to_string(ar.linedefined) + ">";
+    }
+    trace_.stack.push_back(ipc::CapUtf8(frame, ipc::kMaxTraceFrameBytes));
+    // As Lua's own traceback: a tail call replaced the frames in between.
+    if (ar.istailcall && trace_.stack.size() < ipc::kMaxTraceFrames) {
+      trace_.stack.push_back("(...tail calls...)");
+    }
+    if (trace_.file.empty() && !is_c && ar.currentline > 0) {
+      if (const std::string* file = PluginFile(ar.source)) {
+        trace_.file = *file;
+        trace_.line = ar.currentline;
+      }
+    }
+  }
+}
+
+// lua_pcall's message handler: the stack of the error is only there while it runs.
+int TraceHandler(lua_State* L) {
+  LuaRuntime* self = Self(L);
+  // A spent budget reports its code without a trace (and must not allocate: memory may be
+  // the budget that is spent).
+  if (!self->Spent()) self->CaptureTrace(L);
+  return 1;
 }
 
 Status LuaRuntime::RunProtected(int nargs, int nresults) {
+  trace_ = {};
+  // The handler goes below the function; lua_pcall leaves it there.
+  const int handler = lua_gettop(L_) - nargs;
+  lua_pushcfunction(L_, TraceHandler);
+  lua_insert(L_, handler);
   budget_active_ = true;
-  int status = lua_pcall(L_, nargs, nresults, 0);
+  int status = lua_pcall(L_, nargs, nresults, handler);
   budget_active_ = false;
   lua_sethook(L_, nullptr, 0, 0);
+  lua_remove(L_, handler);
   if (status != LUA_OK) {
     Error e = ErrorFromLua(status);
     lua_settop(L_, 0);
@@ -820,6 +956,14 @@ int OsClock(lua_State* L) {
   return 1;
 }
 
+// "lib.util" -> "lib/util.lua": the file a module name was read from (host/plugin_host.cc).
+std::string ModuleFile(std::string name) {
+  for (char& c : name) {
+    if (c == '.') c = '/';
+  }
+  return name + ".lua";
+}
+
 int Require(lua_State* L) {
   std::string name = ArgBytes(L, 1, "require", "module name");
   lua_getfield(L, LUA_REGISTRYINDEX, kLoadedKey);
@@ -831,7 +975,8 @@ int Require(lua_State* L) {
   if (lua_isnil(L, -1)) Raise(L, "not_found", "no module '" + name + "' in this plugin");
   size_t len;
   const char* code = lua_tolstring(L, -1, &len);
-  std::string chunk = "=" + name;
+  // Named after its file, so that messages and stacks say where ("lib/util.lua:3:").
+  std::string chunk = "@" + ModuleFile(name);
   if (luaL_loadbufferx(L, code, len, chunk.c_str(), "t") != LUA_OK) lua_error(L);
   lua_pushstring(L, name.c_str());
   lua_call(L, 1, 1);
@@ -1057,8 +1202,11 @@ Status LuaRuntime::Load(const PluginSource& source) {
   for (const auto& [name, code] : source.modules) {
     lua_pushlstring(L_, code.data(), code.size());
     lua_setfield(L_, -2, name.c_str());
+    files_.emplace(ModuleFile(name), code);
   }
   lua_pop(L_, 1);
+  files_.emplace(source.entry_name, source.entry_code);
+  trace_ = {};
   std::string chunk = "@" + source.entry_name;
   // Mode "t": a precompiled (binary) entry is refused outright.
   int status =

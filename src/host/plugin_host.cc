@@ -390,7 +390,7 @@ int RunPluginHost(const HostOptions& o) {
     if (!request) return fail("invalid: malformed request from the editor side");
     ipc::Response response;
     if (load_error) {
-      response = ipc::Response::Error(request->id, load_error->code, load_error->message);
+      response = ipc::Response::Error(request->id, *load_error);
     } else if (request->op == "host.describe") {
       response = ipc::Response{request->id, true, runtime->Commands()};
     } else if (request->op == "command.run" && request->args.size() == 2) {
@@ -404,9 +404,8 @@ int RunPluginHost(const HostOptions& o) {
                       "the command's result is not valid Unicode text (a string holds a lone "
                       "surrogate or bytes that are not UTF-8)");
       }
-      response =
-          result ? ipc::Response{request->id, true, {std::move(*result)}}
-                 : ipc::Response::Error(request->id, result.error().code, result.error().message);
+      response = result ? ipc::Response{request->id, true, {std::move(*result)}}
+                        : ipc::Response::Error(request->id, result.error());
     } else {
       response = ipc::Response::Error(request->id, "invalid", "unknown request " + request->op);
     }

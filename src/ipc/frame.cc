@@ -96,6 +96,11 @@ std::string Response::ErrorText() const {
   return fields[0] + ": " + fields[1];
 }
 
+anvil::Error Response::ToError() const {
+  if (ok || fields.size() < 2) return anvil::Error{"error", "malformed error", 0};
+  return anvil::Error{fields[0], fields[1], 0, fields.size() > 2 ? fields[2] : std::string()};
+}
+
 std::string EncodeRequest(const Request& request) {
   std::string out = Begin(FrameKind::kRequest);
   PutU64(out, request.id);
@@ -154,7 +159,9 @@ Result<Response> DecodeResponse(std::string_view body) {
     return Fail("invalid", "malformed response frame");
   }
   r.ok = status == 0;
-  if (!r.ok && r.fields.size() != 2) return Fail("invalid", "malformed error response");
+  if (!r.ok && r.fields.size() != 2 && r.fields.size() != 3) {
+    return Fail("invalid", "malformed error response");
+  }
   return r;
 }
 

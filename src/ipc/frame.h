@@ -36,11 +36,19 @@ struct Request {
 struct Response {
   uint64_t id = 0;
   bool ok = true;
-  std::vector<std::string> fields;  // ok: results; error: {code, message}
+  std::vector<std::string> fields;  // ok: results; error: {code, message[, trace JSON]}
 
   static Response Error(uint64_t id, std::string code, std::string message) {
     return Response{id, false, {std::move(code), std::move(message)}};
   }
+  // With the plugin error's trace (ipc/plugin_trace.h) as a third field when there is one.
+  static Response Error(uint64_t id, const anvil::Error& e) {
+    Response r = Error(id, e.code, e.message);
+    if (!e.trace.empty()) r.fields.push_back(e.trace);
+    return r;
+  }
+  // The error of an error response, its trace included.
+  anvil::Error ToError() const;
   // "code: message" of an error response.
   std::string ErrorText() const;
 };

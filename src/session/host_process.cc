@@ -349,7 +349,7 @@ Result<ipc::Response> HostProcess::Call(const std::string& op, std::vector<std::
 Result<std::vector<std::string>> HostProcess::Describe(std::chrono::milliseconds deadline) {
   auto r = Call("host.describe", {}, deadline, nullptr, nullptr);
   if (!r) return tl::unexpected(r.error());
-  if (!r->ok) return Fail(r->fields[0], r->fields[1]);
+  if (!r->ok) return tl::unexpected(r->ToError());
   return r->fields;
 }
 
@@ -358,7 +358,7 @@ Result<std::string> HostProcess::Run(const std::string& command, const std::stri
                                      const EditorHandler& editor, const LogHandler& log) {
   auto r = Call("command.run", {command, args_json}, deadline, &editor, &log);
   if (!r) return tl::unexpected(r.error());
-  if (!r->ok) return Fail(r->fields[0], r->fields[1]);
+  if (!r->ok) return tl::unexpected(r->ToError());
   if (r->fields.size() != 1) return Fail("error", "malformed result from the plugin host");
   return r->fields[0];
 }

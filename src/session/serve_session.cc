@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/inotify.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include "common/unique_fd.h"
 #include "fs/path_glob.h"
 #include "fs/workspace_path.h"
+#include "ipc/plugin_trace.h"
 #include "linux/helper_executable.h"
 #include "policy/consent.h"
 #include "policy/grant_store.h"
@@ -28,6 +30,8 @@
 #include "session/host_process.h"
 #include "session/plugin_catalog.h"
 #include "session/plugin_session.h"
+#include "session/plugin_watch.h"
+#include "session/rpc_trace.h"
 #include "session/text_document.h"
 
 namespace anvil::session {
@@ -171,13 +175,17 @@ struct Plugin {
   bool consent_pending = false;
   std::string signer;  // the trusted key that signed the manifest; empty when unsigned
   RateWindow notify_rate, log_rate;
+  json load_trace;  // where the last load failed (PluginTraceJson), null otherwise
+  // Its files changed (a watched --plugin-dir plugin): reload once they are quiet until then.
+  std::optional<Clock::time_point> files_changed_reload_at;
 };
 
 using ResponseHandler = std::function<void(const json* result, const json* error)>;
 
 class Server {
  public:
-  explicit Server(const ServeOptions& o) : o_(o), reader_(o.max_message_bytes) {}
+  explicit Server(const ServeOptions& o)
+      : o_(o), reader_(o.max_message_bytes), trace_(UniqueFd(o.trace_fd)) {}
   int Run();
 
  private:
@@ -193,6 +201,13 @@ class Server {
   void SendRequest(const std::string& method, json params, ResponseHandler handler);
   void LogMessage(int type, const std::string& text);
   void Progress(const RunRequest& r, json value);
+
+  // --trace: a failed write stops the trace, says so once, and changes nothing else.
+  void Trace(std::string_view dir, const json& message, bool is_error = false) {
+    if (trace_.active() && !trace_.Record(dir, message, is_error)) {
+      LogMessage(kMessageWarning, "Anvil: --trace stopped: writing the trace file failed");
+    }
+  }
 
   // ---- input ----
   void ReadInput();
@@ -211,6 +226,14 @@ class Server {
   json ExecuteCommandList() const;
   void SyncCommandRegistrations();
   void Reload(const json& id, const json& params);
+  // The T7 reload, for anvil/reload (`waiter`: answered once the new host loaded) and for a
+  // change of the plugin's files (no waiter). `auto_approve`: whether --approve may approve a
+  // manifest that asks for more (an explicit reload: yes; a file change: no, the user approved
+  // what they started with, not what the files became).
+  void ReloadPlugin(Plugin& plugin, std::optional<json> waiter, bool auto_approve);
+  // Watching --plugin-dir plugins' files (their directory and lib/).
+  void WatchPluginFiles(Plugin& p);
+  void OnPluginFilesChanged();
   void CancelRequest(const json& params);
   void DidOpen(const json& params);
   void DidChange(const json& params);
@@ -222,7 +245,7 @@ class Server {
   // ---- lifecycle ----
   Status StartGateway();
   void OnGatewayExited();
-  void ResolvePluginGrant(Plugin& p);
+  void ResolvePluginGrant(Plugin& p, bool auto_approve = true);
   void StartHost(Plugin& p);
   void TerminateHost(Plugin& p, const std::string& reason);
   void KillAndRestart(Plugin& p, const std::string& reason);
@@ -243,6 +266,10 @@ class Server {
 
   const ServeOptions& o_;
   LspReader reader_;
+  RpcTrace trace_;
+  UniqueFd plugin_watch_;  // inotify, when a --plugin-dir plugin is watched
+  // watch descriptor -> its plugin, and whether it is the plugin's lib/
+  std::map<int, std::pair<Plugin*, bool>> watched_dirs_;
   bool initialized_ = false, shutdown_requested_ = false, exit_ = false;
   // The initialize answer waits (bounded) for the first hosts to load, so that it can list
   // their commands in executeCommandProvider.
@@ -283,6 +310,7 @@ class Server {
 
 void Server::Send(const json& message) {
   if (out_closed_) return;
+  Trace("out", message);
   std::string frame = EncodeLspMessage(message);
   size_t off = 0;
   while (off < frame.size()) {
@@ -320,8 +348,15 @@ void Server::CompleteError(const json& id, int code, const std::string& message,
 
 void Server::FailRun(const std::string& plugin, const RunRequest& r, const Error& e) {
   Progress(r, {{"kind", "end"}, {"message", e.code}});
-  CompleteError(r.id, kRequestFailed, SanitizeForDisplay(e.ToString(), 4000),
-                {{"code", e.code}, {"plugin", plugin}});
+  json data = {{"code", e.code}, {"plugin", plugin}};
+  std::string message = SanitizeForDisplay(e.ToString(), 4000);
+  // A plugin error's location and stack: in the error's data for the client (the message
+  // stays what the plugin raised), and in the log.
+  if (auto trace = ipc::DecodePluginTrace(e.trace)) {
+    data["trace"] = ipc::PluginTraceJson(*trace);
+    LogMessage(kMessageLog, "[" + plugin + "] " + message + "\n" + ipc::FormatPluginTrace(*trace));
+  }
+  CompleteError(r.id, kRequestFailed, message, std::move(data));
 }
 
 void Server::Notify(const std::string& method, json params) {
@@ -360,9 +395,11 @@ void Server::ReadInput() {
     auto event = reader_.Next();
     if (!event) break;
     if (!event->message) {
+      Trace("in", {{"code", event->error_code}, {"message", event->error_text}}, true);
       ReplyError(nullptr, event->error_code, event->error_text);
       continue;
     }
+    Trace("in", *event->message);
     try {
       HandleMessage(*event->message);
     } catch (const json::exception& e) {
@@ -530,6 +567,7 @@ void Server::Initialize(const json& id, const json& params) {
   }
   for (auto& p : plugins_) {
     if (p->state != PluginState::kNotFound) ResolvePluginGrant(*p);
+    WatchPluginFiles(*p);
   }
   initialized_ = true;
   json result = {{"capabilities",
@@ -657,6 +695,7 @@ json Server::PluginJson(const Plugin& p) const {
             {"pid", p.host && p.host->running() ? json(p.host->pid()) : json(nullptr)},
             {"commands", p.state == PluginState::kReady ? json(p.commands) : json(nullptr)}};
   if (!p.detail.empty()) j["detail"] = SanitizeForDisplay(p.detail, 2000);
+  if (p.state == PluginState::kFailed && !p.load_trace.is_null()) j["trace"] = p.load_trace;
   if (p.entry.error) j["detail"] = SanitizeForDisplay(p.entry.error->ToString(), 2000);
   if (p.entry.manifest) {
     const Manifest& m = *p.entry.manifest;
@@ -856,6 +895,11 @@ void Server::Reload(const json& id, const json& params) {
                       {{"code", "unavailable"}, {"plugin", plugin.entry.id}});
   }
   open_requests_.insert(Key(id));
+  ReloadPlugin(plugin, id, /*auto_approve=*/true);
+}
+
+void Server::ReloadPlugin(Plugin& plugin, std::optional<json> waiter, bool auto_approve) {
+  plugin.files_changed_reload_at.reset();
   // T7, in order. (1) Stop new requests: this loop runs nothing else until the old host is
   // gone, and the plugin leaves "ready", so a request arriving before the new host is up is
   // queued for the new host, never sent to the old one.
@@ -898,7 +942,8 @@ void Server::Reload(const json& id, const json& params) {
   }
   plugin.detail.clear();
   plugin.grant.reset();
-  ResolvePluginGrant(plugin);
+  ResolvePluginGrant(plugin, auto_approve);
+  WatchPluginFiles(plugin);  // a lib/ made since is watched from now on
   if (plugin.state != PluginState::kStarting) {
     while (!plugin.queue.empty()) {
       FailRun(
@@ -906,11 +951,55 @@ void Server::Reload(const json& id, const json& params) {
           Error{"unavailable", "plugin " + plugin.entry.id + " is " + ToString(plugin.state), 0});
       plugin.queue.pop_front();
     }
-    return Complete(id, PluginJson(plugin));
+    if (waiter) Complete(*waiter, PluginJson(plugin));
+    return;
   }
   // (6)-(7) A new host with a new token; the answer waits for it to load.
-  plugin.reload_waiters.push_back(id);
+  if (waiter) plugin.reload_waiters.push_back(*waiter);
   StartHost(plugin);
+}
+
+void Server::WatchPluginFiles(Plugin& p) {
+  if (!o_.watch_plugin_dirs || p.entry.enabled_by != "command line" || p.entry.dir.empty()) return;
+  if (!plugin_watch_) {
+    plugin_watch_.Reset(inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
+    if (!plugin_watch_) {
+      LogMessage(kMessageWarning, std::string("Anvil: cannot watch plugin files (inotify: ") +
+                                      std::strerror(errno) + "); use anvil/reload");
+      return;
+    }
+  }
+  constexpr uint32_t kMask =
+      IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB | IN_ONLYDIR;
+  // Exactly what the host reads: the directory (manifest, entry) and lib/.
+  for (const bool lib : {false, true}) {
+    const std::string dir = lib ? p.entry.dir + "/lib" : p.entry.dir;
+    const int wd = inotify_add_watch(plugin_watch_.Get(), dir.c_str(), kMask);
+    if (wd >= 0) watched_dirs_[wd] = {&p, lib};
+  }
+}
+
+void Server::OnPluginFilesChanged() {
+  alignas(inotify_event) char buf[16384];
+  const auto at = Clock::now() + o_.watch_debounce;
+  while (true) {
+    const ssize_t n = ::read(plugin_watch_.Get(), buf, sizeof(buf));
+    if (n <= 0) break;
+    for (ssize_t off = 0; off + static_cast<ssize_t>(sizeof(inotify_event)) <= n;) {
+      const auto* e = reinterpret_cast<const inotify_event*>(buf + off);
+      off += static_cast<ssize_t>(sizeof(inotify_event) + e->len);
+      auto it = watched_dirs_.find(e->wd);
+      if (it == watched_dirs_.end()) continue;
+      if (e->mask & IN_IGNORED) {
+        watched_dirs_.erase(it);  // the directory is gone; a reload adds it again
+        continue;
+      }
+      const auto [plugin, in_lib] = it->second;
+      if (!IsPluginFileChange(in_lib, e->len > 0 ? std::string_view(e->name) : "")) continue;
+      // Each change pushes the reload back: an editor's save is several events.
+      plugin->files_changed_reload_at = at;
+    }
+  }
 }
 
 void Server::CancelRequest(const json& params) {
@@ -1043,7 +1132,7 @@ void Server::OnGatewayExited() {
 
 // Decides what an enabled plugin needs before it can start: a valid manifest, a matching lock
 // and a grant for this exact manifest hash. Leaves kStarting when it can start.
-void Server::ResolvePluginGrant(Plugin& p) {
+void Server::ResolvePluginGrant(Plugin& p, bool auto_approve) {
   if (p.entry.error || !p.entry.manifest) {
     p.state = PluginState::kInvalid;
     return;
@@ -1087,7 +1176,7 @@ void Server::ResolvePluginGrant(Plugin& p) {
   p.other_copy = lookup->other_copy;
   // Not pinned by anvil.lock: the host still runs only the code the grant was found for.
   if (p.pinned_files.empty()) p.pinned_files = lookup->files;
-  if (!lookup->grant && o_.approve) {
+  if (!lookup->grant && o_.approve && auto_approve) {
     if (auto s = store->Approve(o_.workspace, m.id, m.sha256, m.requested, p.copy); !s) {
       p.state = PluginState::kFailed;
       p.detail = s.error().ToString();
@@ -1228,8 +1317,16 @@ void Server::OnDescribed(Plugin& p, const ipc::Response& r) {
   if (!r.ok) {
     // A load error: the host exits after saying so. Not a crash, so no restart loop.
     TerminateHost(p, "load failed");
-    return SetFailed(p, "the plugin did not load: " + r.ErrorText());
+    const Error e = r.ToError();
+    const std::string detail = "the plugin did not load: " + e.ToString();
+    if (auto trace = ipc::DecodePluginTrace(e.trace)) {
+      p.load_trace = ipc::PluginTraceJson(*trace);
+      LogMessage(kMessageWarning, "[" + p.entry.id + "] " + SanitizeForDisplay(detail, 2000) +
+                                      "\n" + ipc::FormatPluginTrace(*trace));
+    }
+    return SetFailed(p, detail);
   }
+  p.load_trace = nullptr;
   p.commands = r.fields;
   p.state = PluginState::kReady;
   p.detail.clear();
@@ -1245,9 +1342,7 @@ void Server::OnRunDone(Plugin& p, const ipc::Response& r) {
     CompleteError(run.id, kRequestCancelled, "cancelled: request cancelled",
                   {{"code", "cancelled"}, {"plugin", p.entry.id}, {"killed", false}});
   } else if (!r.ok) {
-    FailRun(p.entry.id, run,
-            Error{r.fields.size() == 2 ? r.fields[0] : "error",
-                  r.fields.size() == 2 ? r.fields[1] : "malformed error", 0});
+    FailRun(p.entry.id, run, r.ToError());
   } else {
     // Bounded: a result nested a million deep would overflow the stack when sent on.
     bool too_deep = false;
@@ -1411,6 +1506,7 @@ int Server::TimeoutMs() const {
     if (p->running) consider(p->running->cancelled ? p->running->kill_at : p->running->deadline);
     if (p->state == PluginState::kStarting && p->host) consider(p->describe_deadline);
     if (p->restart_at) consider(*p->restart_at);
+    if (p->files_changed_reload_at) consider(*p->files_changed_reload_at);
   }
   if (pending_initialize_id_) consider(initialize_deadline_);
   if (!next) return -1;
@@ -1447,12 +1543,20 @@ void Server::RunTimers() {
       p.restart_at.reset();
       if (p.state == PluginState::kStarting && !p.host) StartHost(p);
     }
+    if (p.files_changed_reload_at && now >= *p.files_changed_reload_at) {
+      p.files_changed_reload_at.reset();
+      if (p.entry.enabled && p.state != PluginState::kNotFound) {
+        LogMessage(kMessageInfo,
+                   "Anvil: the files of plugin " + p.entry.id + " changed: reloading it");
+        ReloadPlugin(p, std::nullopt, /*auto_approve=*/false);
+      }
+    }
   }
   MaybeFinishInitialize();
 }
 
 void Server::PollOnce() {
-  enum class What { kInput, kSignal, kGateway, kSession, kPidfd, kStderr };
+  enum class What { kInput, kSignal, kGateway, kSession, kPidfd, kStderr, kPluginFiles };
   struct Watch {
     What what;
     Plugin* plugin;
@@ -1467,6 +1571,7 @@ void Server::PollOnce() {
   if (!stdin_closed_) add(o_.in_fd, What::kInput);
   add(signal_read_.Get(), What::kSignal);
   if (gateway_ && gateway_->pidfd() >= 0) add(gateway_->pidfd(), What::kGateway);
+  if (plugin_watch_) add(plugin_watch_.Get(), What::kPluginFiles);
   for (auto& p : plugins_) {
     if (!p->host || !p->host->running()) continue;
     if (!p->channel_closed) add(p->host->session_fd(), What::kSession, p.get());
@@ -1505,6 +1610,9 @@ void Server::PollOnce() {
             w.plugin->host->ReapIfExited()) {
           HostCrashed(*w.plugin, "the plugin host exited");
         }
+        break;
+      case What::kPluginFiles:
+        OnPluginFilesChanged();
         break;
       case What::kStderr:
         w.plugin->host->DrainStderr();

@@ -33,6 +33,12 @@ struct ServeOptions {
   std::vector<std::string> host_args;
   int in_fd = 0;
   int out_fd = 1;
+  // --trace FILE: an open descriptor (OpenRpcTrace) the session takes over, or -1.
+  int trace_fd = -1;
+  // A --plugin-dir plugin is reloaded (the T7 reload of anvil/reload) when its files change,
+  // after `watch_debounce` without further changes. --no-watch turns it off.
+  bool watch_plugin_dirs = true;
+  std::chrono::milliseconds watch_debounce{200};
 };
 
 // Serves until `exit`, end of input, a closed output or SIGTERM/SIGINT/SIGHUP; every host and

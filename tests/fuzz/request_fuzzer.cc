@@ -32,7 +32,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (auto r = DecodeResponse(body)) {
     Require(r->fields.size() <= kMaxFields, "field count");
-    Require(r->ok || r->fields.size() == 2, "error response shape");
+    // An error is {code, message} or {code, message, trace} (ipc/plugin_trace.h).
+    Require(r->ok || r->fields.size() == 2 || r->fields.size() == 3, "error response shape");
     Require(EncodeResponse(*r) == Header(FrameKind::kResponse, size) + std::string(body),
             "response round trip");
   }

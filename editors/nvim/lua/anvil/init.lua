@@ -71,6 +71,39 @@ local function error_text(err)
   return ui.sanitize(err.message or vim.inspect(err))
 end
 
+-- A plugin error's location and stack (error.data.trace, docs/protocol.md): the stack goes to
+-- :AnvilLog, and the location becomes the quickfix list's one entry (not opened: :copen). The
+-- trace is the plugin's text: every string is sanitized, and a file that is not a plain path
+-- inside the plugin directory gets no quickfix entry.
+local function show_trace(plugin, command, trace)
+  if type(trace) ~= 'table' then return end
+  local where = ''
+  if type(trace.file) == 'string' and trace.file ~= '' then
+    where = ui.sanitize(trace.file) .. (type(trace.line) == 'number' and (':' .. trace.line) or '')
+        .. (type(trace.column) == 'number' and (':' .. trace.column) or '')
+  end
+  log(string.format('[%s] %s failed%s', plugin.id, command, where ~= '' and (' at ' .. where) or ''))
+  if type(trace.source) == 'string' and type(trace.line) == 'number' then
+    log(string.format('  %d | %s', trace.line, ui.sanitize(trace.source)))
+  end
+  if type(trace.note) == 'string' then log('  (' .. ui.sanitize(trace.note) .. ')') end
+  for i, frame in ipairs(type(trace.stack) == 'table' and trace.stack or {}) do
+    if i > 16 then break end
+    log('  ' .. ui.sanitize(tostring(frame)))
+  end
+  local file = trace.file
+  if type(file) == 'string' and file ~= '' and file:sub(1, 1) ~= '/' and not file:find('%.%.')
+      and type(plugin.dir) == 'string' and type(trace.line) == 'number' then
+    vim.fn.setqflist({}, ' ', {
+      title = string.format('[%s] %s failed', plugin.id, command),
+      items = {{filename = plugin.dir .. '/' .. file, lnum = trace.line,
+                col = type(trace.column) == 'number' and trace.column or 1,
+                text = ui.sanitize(tostring(trace.note or 'error'))}},
+    })
+  end
+  return where
+end
+
 -- ---- server → client -----------------------------------------------------------------------
 
 local function on_progress(s, params)
@@ -385,7 +418,11 @@ function M.run(spec, args, opts)
       if err.code == -32800 then
         ui.notify(string.format('[%s] %s cancelled', plugin.id, command))
       else
-        ui.notify(string.format('[%s] %s failed: %s', plugin.id, command, error_text(err)),
+        local trace = type(err.data) == 'table' and err.data.trace or nil
+        local where = show_trace(plugin, command, trace)
+        ui.notify(string.format('[%s] %s failed: %s%s', plugin.id, command, error_text(err),
+                                where and string.format(' (at %s; stack in :AnvilLog)', where)
+                                    or ''),
                   vim.log.levels.ERROR)
       end
     elseif run.edited or opts.quiet then

@@ -39,3 +39,12 @@ anvil.command("shout", function(args)
     text = first:upper()}})
   return "shouted"
 end)
+
+-- fail: a runtime error two calls deep, for the client's error location (quickfix, :AnvilLog).
+local function deep(t)
+  return t.missing.field
+end
+anvil.command("fail", function()
+  local value = deep({})
+  return value
+end)

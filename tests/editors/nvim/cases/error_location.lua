@@ -1,0 +1,23 @@
+-- A plugin error shows where it happened: the message names file:line, :AnvilLog keeps the
+-- source line and the stack, and the quickfix list holds the location (not opened).
+local t = dofile(os.getenv('ANVIL_TEST_REPO') .. '/tests/editors/nvim/harness.lua')
+t.run(function()
+  t.setup({plugin_dirs = {t.test_plugins .. '/editor-test'}, auto_approve = {'test.editor'}})
+  local run = t.run_command('editor-test:fail')
+  t.ok(run.error, 'the command failed')
+  local trace = run.error.data and run.error.data.trace
+  t.ok(type(trace) == 'table', 'the error carries a trace: ' .. vim.inspect(run.error))
+  t.eq(trace.file, 'main.lua', 'the file')
+  t.eq(trace.line, 45, 'the line')
+  local shown = t.note('[test.editor] fail failed')
+  t.ok(shown, 'a message')
+  t.ok(shown.msg:find('(at main.lua:45;', 1, true), 'it names file:line:\n' .. shown.msg)
+  local log = table.concat(require('anvil').log_lines(), '\n')
+  t.ok(log:find('  45 |   return t.missing.field', 1, true), ':AnvilLog has the source:\n' .. log)
+  t.ok(log:find('main.lua:48: in ', 1, true), ':AnvilLog has the stack:\n' .. log)
+  local qf = vim.fn.getqflist({items = 1, title = 1})
+  t.eq(#qf.items, 1, 'one quickfix entry')
+  t.eq(qf.items[1].lnum, 45, 'at the line')
+  t.eq(vim.fn.bufname(qf.items[1].bufnr), t.test_plugins .. '/editor-test/main.lua', 'in the file')
+  t.eq(vim.fn.getqflist({winid = 1}).winid, 0, 'the quickfix window is not opened')
+end)
