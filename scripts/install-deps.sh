@@ -422,7 +422,7 @@ ensure_gitignore() {
     if [[ ! -e $gi ]]; then
         printf '.deps/\nbuild/\n' >"$gi"
         log "created $gi"
-    elif ! grep -qxF '.deps/' "$gi" && ! grep -qxF '/.deps/' "$gi"; then
+    elif ! grep -qxE '/?\.deps/?' "$gi"; then
         [[ -z $(tail -c1 "$gi") ]] || printf '\n' >>"$gi"
         printf '.deps/\n' >>"$gi"
         log "added .deps/ to $gi"
