@@ -94,9 +94,16 @@ TEST_P(T3SandboxTools, SymlinkSwappedDuringTheRunNeverYieldsTheSecret) {
       if (symlink(targets[i % 2].c_str(), tmp.c_str()) == 0) rename(tmp.c_str(), link.c_str());
     }
   });
+  // At least 5000 reads, and on until one read the workspace file (bounded at 20 s): on a busy
+  // machine the flipper thread can be off the CPU, with the link pointing outside, for the
+  // whole of 5000 quick reads.
   auto result = SandboxPython(ws_.path(), R"py(
+import time
 inside = leaked = failed = 0
-for _ in range(5000):
+n = 0
+deadline = time.monotonic() + 20
+while n < 5000 or (inside == 0 and time.monotonic() < deadline):
+    n += 1
     try:
         data = open("flip").read()
     except OSError:
