@@ -833,8 +833,22 @@ void JsRuntime::OnSpent() {
 
 size_t JsRuntime::StackBytes() const {
   // 0 would switch QuickJS's stack check off (a crash instead of an error): keep the default.
-  return static_cast<size_t>(limits_.stack_bytes != 0 ? limits_.stack_bytes
-                                                      : RuntimeLimits{}.stack_bytes);
+  const auto bytes = static_cast<size_t>(limits_.stack_bytes != 0 ? limits_.stack_bytes
+                                                                  : RuntimeLimits{}.stack_bytes);
+  // AddressSanitizer's redzones make every C frame several times larger: the same JS depth
+  // needs a proportionally larger native stack (sanitizer builds only; the thread's stack is
+  // far larger than either).
+#if defined(__SANITIZE_ADDRESS__)
+  return bytes * 4;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  return bytes * 4;
+#else
+  return bytes;
+#endif
+#else
+  return bytes;
+#endif
 }
 
 void JsRuntime::StartBudget() {
