@@ -4,8 +4,10 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "linux/trust_shield.h"
 #include "policy/command_rules.h"
 #include "policy/consent.h"
+#include "policy/file_io.h"
 #include "policy/shell_words.h"
 
 namespace anvil::agent {
@@ -202,18 +204,11 @@ std::string Widening::Describe() const {
 
 std::vector<std::string> ProtectedAnvilPaths(const char* xdg_config_home,
                                              const char* xdg_state_home, const char* home) {
-  std::vector<std::string> out = {"/etc/anvil"};
-  const bool has_home = home != nullptr && home[0] == '/';
-  if (xdg_config_home != nullptr && xdg_config_home[0] == '/') {
-    out.push_back(std::string(xdg_config_home) + "/anvil");
-  }
-  if (xdg_state_home != nullptr && xdg_state_home[0] == '/') {
-    out.push_back(std::string(xdg_state_home) + "/anvil");
-  }
-  if (has_home) {
-    out.push_back(std::string(home) + "/.config/anvil");
-    out.push_back(std::string(home) + "/.local/state/anvil");
-  }
+  // The same places the sandbox keeps read-only (linux/trust_shield.h), the user database's
+  // home among them.
+  auto str = [](const char* v) { return std::string(v != nullptr ? v : ""); };
+  std::vector<std::string> out =
+      AnvilTrustDirs(TrustEnv{str(home), str(xdg_config_home), str(xdg_state_home), PasswdHome()});
   if (std::string rules = UserRulesDirFrom(xdg_config_home, home); !rules.empty()) {
     out.push_back(rules);
   }

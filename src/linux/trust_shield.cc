@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "policy/file_io.h"
 #include "policy/sandbox_policy.h"
 
 namespace anvil {
@@ -52,15 +53,12 @@ std::vector<std::string> AnvilTrustDirs(const TrustEnv& env) {
     }
     out.push_back(l);
   };
-  if (Absolute(env.xdg_config_home)) {
-    add(env.xdg_config_home + "/anvil");
-  } else if (Absolute(env.home)) {
-    add(env.home + "/.config/anvil");
-  }
-  if (Absolute(env.xdg_state_home)) {
-    add(env.xdg_state_home + "/anvil");
-  } else if (Absolute(env.home)) {
-    add(env.home + "/.local/state/anvil");
+  if (Absolute(env.xdg_config_home)) add(env.xdg_config_home + "/anvil");
+  if (Absolute(env.xdg_state_home)) add(env.xdg_state_home + "/anvil");
+  for (const std::string& home : {env.home, env.passwd_home}) {
+    if (!Absolute(home)) continue;
+    add(home + "/.config/anvil");
+    add(home + "/.local/state/anvil");
   }
   add("/etc/anvil");
   return out;
@@ -71,7 +69,7 @@ TrustEnv TrustEnvFromProcess() {
     const char* v = std::getenv(name);
     return std::string(v ? v : "");
   };
-  return TrustEnv{get("HOME"), get("XDG_CONFIG_HOME"), get("XDG_STATE_HOME")};
+  return TrustEnv{get("HOME"), get("XDG_CONFIG_HOME"), get("XDG_STATE_HOME"), PasswdHome()};
 }
 
 Result<GitWalkCacheShield> ShieldAnvilTrustDirs(const std::vector<std::string>& trust_dirs,

@@ -17,11 +17,15 @@
 
 namespace anvil {
 
-// The trust directories for this environment, as absolute lexical paths (pure). Relative
-// XDG values are ignored, as the XDG Base Directory spec says (the same rule as the grant
-// store's and the command rules' lookups).
+// Every place a run of this user may read Anvil's trust state from, as absolute lexical paths
+// (pure): not only this environment's, because a later run may be started with other XDG
+// values or without HOME (an IDE, an agent, cron) and read another one. So: the anvil
+// directory under each absolute XDG_CONFIG_HOME/XDG_STATE_HOME given, under $HOME's
+// .config/.local/state, under the user database's home's, and /etc/anvil. Relative values are
+// ignored, as the XDG Base Directory spec says.
 struct TrustEnv {
   std::string home, xdg_config_home, xdg_state_home;
+  std::string passwd_home;  // the user database's home (policy/file_io.h PasswdHome)
 };
 std::vector<std::string> AnvilTrustDirs(const TrustEnv& env);
 TrustEnv TrustEnvFromProcess();

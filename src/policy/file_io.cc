@@ -1,12 +1,15 @@
 #include "policy/file_io.h"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <sys/random.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <vector>
 
 #include "common/unique_fd.h"
 #include "fs/workspace_path.h"
@@ -130,6 +133,23 @@ Status WriteFileAtomically(int dir_fd, const std::string& name, std::string_view
   // bring back the old file (or none) after we reported success.
   if (::fsync(dir_fd) != 0) return SysFail("io", "fsync directory of " + QuotePathForMessage(name));
   return Ok();
+}
+
+std::string PasswdHome() {
+  struct passwd pw {};
+  struct passwd* result = nullptr;
+  std::vector<char> buffer(16384);
+  if (::getpwuid_r(::geteuid(), &pw, buffer.data(), buffer.size(), &result) != 0 ||
+      result == nullptr || pw.pw_dir == nullptr || pw.pw_dir[0] != '/') {
+    return "";
+  }
+  return pw.pw_dir;
+}
+
+std::string AnvilUserHome() {
+  const char* home = std::getenv("HOME");
+  if (home != nullptr && home[0] == '/') return home;
+  return PasswdHome();
 }
 
 }  // namespace anvil

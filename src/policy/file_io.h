@@ -36,4 +36,12 @@ Result<std::string> ReadRegularFileFromFd(int fd, const std::string& shown_name,
 Status WriteFileAtomically(int dir_fd, const std::string& name, std::string_view bytes,
                            mode_t mode);
 
+// The caller's home directory as Anvil's own state and config are found from it: $HOME when
+// it is absolute, else the user database's entry for the effective uid; "" when neither is
+// known. One rule for the grant store and the trusted keys.
+std::string AnvilUserHome();
+// The user database's home directory for the effective uid ("" when unknown), whatever $HOME
+// says: a run started without HOME finds Anvil's state there.
+std::string PasswdHome();
+
 }  // namespace anvil

@@ -221,21 +221,11 @@ Result<std::string> GrantStore::DefaultPath() {
   // resolved against whatever directory Anvil happens to run in, e.g. a hostile repository).
   const char* state = std::getenv("XDG_STATE_HOME");
   if (state != nullptr && state[0] == '/') return std::string(state) + "/anvil/grants.json";
-  const char* home = std::getenv("HOME");
-  std::string home_dir;
-  if (home != nullptr && home[0] == '/') {
-    home_dir = home;
-  } else {
-    struct passwd pw {};
-    struct passwd* result = nullptr;
-    std::vector<char> buffer(16384);
-    if (::getpwuid_r(::geteuid(), &pw, buffer.data(), buffer.size(), &result) != 0 ||
-        result == nullptr || pw.pw_dir == nullptr || pw.pw_dir[0] != '/') {
-      return Fail("not_found",
-                  "cannot find a home directory for the grant store (fix: set HOME or "
-                  "XDG_STATE_HOME)");
-    }
-    home_dir = pw.pw_dir;
+  const std::string home_dir = AnvilUserHome();
+  if (home_dir.empty()) {
+    return Fail("not_found",
+                "cannot find a home directory for the grant store (fix: set HOME or "
+                "XDG_STATE_HOME)");
   }
   return home_dir + "/.local/state/anvil/grants.json";
 }

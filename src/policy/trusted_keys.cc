@@ -22,18 +22,13 @@ constexpr std::string_view kKeySuffix = ".pub";
 Result<std::string> ConfigHome() {
   const char* config = std::getenv("XDG_CONFIG_HOME");
   if (config != nullptr && config[0] == '/') return std::string(config);
-  const char* home = std::getenv("HOME");
-  if (home != nullptr && home[0] == '/') return std::string(home) + "/.config";
-  struct passwd pw {};
-  struct passwd* result = nullptr;
-  std::string buffer(16384, '\0');
-  if (::getpwuid_r(::geteuid(), &pw, buffer.data(), buffer.size(), &result) != 0 ||
-      result == nullptr || pw.pw_dir == nullptr || pw.pw_dir[0] != '/') {
+  const std::string home = AnvilUserHome();
+  if (home.empty()) {
     return Fail("not_found",
                 "cannot find a home directory for the trusted keys (fix: set HOME or "
                 "XDG_CONFIG_HOME)");
   }
-  return std::string(pw.pw_dir) + "/.config";
+  return home + "/.config";
 }
 
 // The user's own, not writable by anyone else: whoever can write here decides what "signed"

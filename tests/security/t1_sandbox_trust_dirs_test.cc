@@ -83,6 +83,48 @@ TEST_P(T1SandboxTrustDirs, ASymlinkedConfigDirectoryInTheWorkspaceRefusesTheRun)
   EXPECT_NE(r.err.find("fix:"), std::string::npos) << r.err;
 }
 
+// A later run may read another place than this run's environment names: one started with
+// other XDG values, or without HOME (then the user database's home). Every such place stays
+// read-only, not only this run's.
+TEST_P(T1SandboxTrustDirs, PlacesThatOtherRunsReadStayReadOnlyToo) {
+  ASSERT_EQ(
+      Shell("mkdir -p " + ShellQuote(home_ + "/xdgcfg") + " " + ShellQuote(home_ + "/xdgstate") +
+            " && chown -R " + std::to_string(caller_.uid()) + " " + ShellQuote(home_)),
+      0);
+  auto r =
+      Sh("mkdir -p .config/anvil/rules .local/state/anvil 2>/dev/null; "
+         "echo x > .config/anvil/rules/zz.toml 2>/dev/null && echo WROTE-RULES; "
+         "echo x > .local/state/anvil/grants.json 2>/dev/null && echo WROTE-GRANTS; "
+         "echo ok > notes.txt && echo BENIGN",
+         {"XDG_CONFIG_HOME=" + home_ + "/xdgcfg", "XDG_STATE_HOME=" + home_ + "/xdgstate"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.find("WROTE"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("BENIGN"), std::string::npos) << r.out << r.err;
+}
+
+// Without HOME, Anvil finds its state in the user database's home: a workspace of that home
+// cannot write the grant store or the trusted keys there. Unprivileged only: for root that home
+// is /root, which a test must not make a workspace of.
+TEST_P(T1SandboxTrustDirs, WithoutHomeTheUserDatabasesHomeIsKeptReadOnly) {
+  if (!Unprivileged()) GTEST_SKIP() << "root's user-database home is /root: not a test workspace";
+  const std::string home = "/home/anviltest";
+  ASSERT_EQ(Shell("mkdir -p " + home + " && chown " + std::to_string(caller_.uid()) + " " + home +
+                  " && getent passwd anviltest | cut -d: -f6 | grep -qx " + home),
+            0)
+      << "anviltest's home in the user database is not " << home;
+  RunOptions o;
+  o.env = {"PATH=/usr/bin:/bin"};  // no HOME
+  auto r = SandboxSh(home,
+                     "mkdir -p .config/anvil/trusted-keys .local/state/anvil 2>/dev/null; "
+                     "echo x > .local/state/anvil/grants.json 2>/dev/null && echo WROTE; "
+                     "echo x > .config/anvil/trusted-keys/evil.pub 2>/dev/null && echo WROTE; "
+                     "echo ok > anvil-trust-test.txt && rm anvil-trust-test.txt && echo BENIGN",
+                     {}, Opts(o));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.find("WROTE"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("BENIGN"), std::string::npos) << r.out << r.err;
+}
+
 INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxTrustDirs, ::testing::ValuesIn(kAllCallers),
                          CallerParamName);
 

@@ -14,20 +14,31 @@
 namespace anvil {
 namespace {
 
-TEST(TrustShield, TheDirectoriesFollowXdgAndIgnoreRelativeValues) {
+TEST(TrustShield, EveryPlaceARunMayReadIsListedAndRelativeValuesIgnored) {
   struct Row {
     TrustEnv env;
     std::vector<std::string> want;
   } rows[] = {
-      {{"/home/u", "", ""}, {"/home/u/.config/anvil", "/home/u/.local/state/anvil", "/etc/anvil"}},
-      {{"/home/u", "/c", "/s/"}, {"/c/anvil", "/s/anvil", "/etc/anvil"}},
-      {{"/home/u", "rel", "./x"},
+      {{"/home/u", "", "", ""},
        {"/home/u/.config/anvil", "/home/u/.local/state/anvil", "/etc/anvil"}},
-      {{"", "", ""}, {"/etc/anvil"}},
-      {{"relative", "", ""}, {"/etc/anvil"}},
-      {{"/home//u/", "", ""},
+      // Another run may use other XDG values or no HOME: every place is kept.
+      {{"/home/u", "/c", "/s/", ""},
+       {"/c/anvil", "/s/anvil", "/home/u/.config/anvil", "/home/u/.local/state/anvil",
+        "/etc/anvil"}},
+      {{"", "", "", "/home/p"},
+       {"/home/p/.config/anvil", "/home/p/.local/state/anvil", "/etc/anvil"}},
+      {{"/home/u", "", "", "/home/u"},
        {"/home/u/.config/anvil", "/home/u/.local/state/anvil", "/etc/anvil"}},
-      {{"/home/u/../v", "", ""}, {"/etc/anvil"}},
+      {{"/tmp/h", "", "", "/home/p"},
+       {"/tmp/h/.config/anvil", "/tmp/h/.local/state/anvil", "/home/p/.config/anvil",
+        "/home/p/.local/state/anvil", "/etc/anvil"}},
+      {{"/home/u", "rel", "./x", ""},
+       {"/home/u/.config/anvil", "/home/u/.local/state/anvil", "/etc/anvil"}},
+      {{"", "", "", ""}, {"/etc/anvil"}},
+      {{"relative", "", "", ""}, {"/etc/anvil"}},
+      {{"/home//u/", "", "", ""},
+       {"/home/u/.config/anvil", "/home/u/.local/state/anvil", "/etc/anvil"}},
+      {{"/home/u/../v", "", "", ""}, {"/etc/anvil"}},
   };
   for (const auto& row : rows) {
     EXPECT_EQ(AnvilTrustDirs(row.env), row.want) << row.env.home << " " << row.env.xdg_config_home;
