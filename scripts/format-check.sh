@@ -8,9 +8,10 @@ command -v clang-format >/dev/null || {
   echo "format-check: clang-format not found; fix: scripts/install-deps.sh" >&2
   exit 2
 }
-count=$(git ls-files -- '*.cc' '*.h' '*.c' '*.cpp' | grep -vc '^\.deps/' || true)
+mapfile -d '' -t files < <(git ls-files -z -- '*.cc' '*.h' '*.c' '*.cpp')
+count=${#files[@]}
 # Batches of files per clang-format process; each violation is reported as FILE:LINE:COL: error.
-report=$(git ls-files -z -- '*.cc' '*.h' '*.c' '*.cpp' |
+report=$(printf '%s\0' "${files[@]}" |
   xargs -0 -n 40 -P "$(nproc)" clang-format --dry-run -Werror 2>&1 >/dev/null || true)
 mapfile -t bad < <(grep -oE '^[^:[:space:]]+:[0-9]+:[0-9]+: error' <<<"$report" | cut -d: -f1 | sort -u)
 if ((${#bad[@]})) || grep -q . <<<"$report"; then

@@ -120,10 +120,14 @@ Status PendingWrites::WriteSlot(std::size_t index, std::string_view bytes) {
 void PendingWrites::Release(std::size_t index) {
   // Clearing is best effort: a slot left set names a file that is already gone (renamed or
   // removed), which the sweep skips.
-  const char zero = 0;
-  ssize_t ignored =
-      ::pwrite(journal_.Get(), &zero, 1, static_cast<off_t>(index * kPendingSlotBytes));
-  (void)ignored;
+  // A slot past the bound was never written (WriteSlot refused it): clearing it would grow
+  // the journal past what the sweep reads.
+  if (index < kMaxPendingSlots) {
+    const char zero = 0;
+    ssize_t ignored =
+        ::pwrite(journal_.Get(), &zero, 1, static_cast<off_t>(index * kPendingSlotBytes));
+    (void)ignored;
+  }
   std::lock_guard<std::mutex> lock(mu_);
   busy_[index] = false;
 }

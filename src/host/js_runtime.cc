@@ -75,6 +75,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/sanitizer.h"
 #include "host/api_codec.h"
 #include "host/runtime.h"
 #include "ipc/plugin_trace.h"
@@ -838,17 +839,7 @@ size_t JsRuntime::StackBytes() const {
   // AddressSanitizer's redzones make every C frame several times larger: the same JS depth
   // needs a proportionally larger native stack (sanitizer builds only; the thread's stack is
   // far larger than either).
-#if defined(__SANITIZE_ADDRESS__)
-  return bytes * 4;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-  return bytes * 4;
-#else
-  return bytes;
-#endif
-#else
-  return bytes;
-#endif
+  return ANVIL_ASAN ? bytes * 4 : bytes;
 }
 
 void JsRuntime::StartBudget() {

@@ -101,6 +101,16 @@ void RemoveAside(const std::string& path) {
 
 std::string GitWalkCacheDirFor(uid_t uid) { return "/tmp/anvil-cache-" + std::to_string(uid); }
 
+void MergeShield(GitWalkCacheShield& into, const GitWalkCacheShield& more) {
+  auto add = [](std::vector<std::string>& to, const std::vector<std::string>& from) {
+    for (const auto& p : from) {
+      if (std::find(to.begin(), to.end(), p) == to.end()) to.push_back(p);
+    }
+  };
+  add(into.read_only, more.read_only);
+  add(into.pinned, more.pinned);
+}
+
 Result<GitWalkCacheShield> ShieldGitWalkCache(const std::string& cache_dir,
                                               const std::vector<std::string>& writable_roots,
                                               const std::vector<std::string>& covered) {

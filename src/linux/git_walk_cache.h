@@ -51,6 +51,8 @@ struct GitWalkCacheShield {
   std::vector<std::string> read_only;
   std::vector<std::string> pinned;
 };
+// Adds what `more` keeps read-only and pins to `into`, each path once.
+void MergeShield(GitWalkCacheShield& into, const GitWalkCacheShield& more);
 Result<GitWalkCacheShield> ShieldGitWalkCache(const std::string& cache_dir,
                                               const std::vector<std::string>& writable_roots,
                                               const std::vector<std::string>& covered = {});

@@ -21,6 +21,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/sanitizer.h"
 #include "ipc/fd_passing.h"
 #include "linux/capabilities.h"
 #include "linux/git_walk_cache.h"
@@ -50,17 +51,6 @@
 #endif
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
-#endif
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define ANVIL_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define ANVIL_SANITIZED 1
-#endif
-#endif
-#ifndef ANVIL_SANITIZED
-#define ANVIL_SANITIZED 0
 #endif
 
 namespace anvil {
@@ -947,22 +937,14 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
       // Kept out of the command's reach in every run, --writable-git or not: a later run
       // trusts it.
       walk_cache.emplace(GitWalkCache::Open());
-      auto shield = ShieldFor(
-          *walk_cache, roots,
-          view->private_tmp ? std::vector<std::string>{"/tmp"} : std::vector<std::string>{});
+      const std::vector<std::string> covered =
+          view->private_tmp ? std::vector<std::string>{"/tmp"} : std::vector<std::string>{};
+      auto shield = ShieldFor(*walk_cache, roots, covered);
       if (!shield) return SetupFailure(shield.error().ToString(), start);
       // Anvil's own rules, keys, config and grants: read-only whatever root holds them.
-      auto trust = ShieldAnvilTrustDirs(
-          AnvilTrustDirs(TrustEnvFromProcess()), roots,
-          view->private_tmp ? std::vector<std::string>{"/tmp"} : std::vector<std::string>{});
+      auto trust = ShieldAnvilTrustDirs(AnvilTrustDirs(TrustEnvFromProcess()), roots, covered);
       if (!trust) return SetupFailure(trust.error().ToString(), start);
-      shield->read_only.insert(shield->read_only.end(), trust->read_only.begin(),
-                               trust->read_only.end());
-      for (const auto& dir : trust->pinned) {
-        if (std::find(shield->pinned.begin(), shield->pinned.end(), dir) == shield->pinned.end()) {
-          shield->pinned.push_back(dir);
-        }
-      }
+      MergeShield(*shield, *trust);
       if (!policy.writable_git) {
         // Every repository in the writable roots and what its config names (git_guard.h).
         auto cached = walk_cache->Load(roots);

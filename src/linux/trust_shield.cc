@@ -80,12 +80,14 @@ Result<GitWalkCacheShield> ShieldAnvilTrustDirs(const std::vector<std::string>& 
     // Where it is or would be: the deepest existing ancestor resolved, the rest appended (a
     // symlink above a writable root, /home -> /data/home, can lead into it).
     std::string guess;
+    bool exists = false;  // guess is then dir's realpath
     {
       std::string head = dir, tail;
       char resolved[PATH_MAX];
       while (true) {
         if (::realpath(head.c_str(), resolved) != nullptr) {
           guess = std::string(resolved) + tail;
+          exists = tail.empty();
           if (guess.size() > 1 && guess.starts_with("//")) guess.erase(0, 1);
           break;
         }
@@ -126,8 +128,7 @@ Result<GitWalkCacheShield> ShieldAnvilTrustDirs(const std::vector<std::string>& 
       }
     }
     char resolved[PATH_MAX];
-    std::string canonical;
-    if (::realpath(dir.c_str(), resolved) != nullptr) canonical = resolved;
+    std::string canonical = exists ? guess : "";
     if (canonical.empty()) {
       // Missing: the command could make it with content of its own. Make it now.
       if (dir == "/etc/anvil" || guess.empty() || !MakeDirs(guess) ||
@@ -141,8 +142,7 @@ Result<GitWalkCacheShield> ShieldAnvilTrustDirs(const std::vector<std::string>& 
     }
     auto shield = ShieldGitWalkCache(canonical, writable_roots, covered);
     if (!shield) return tl::unexpected(shield.error());
-    for (auto& r : shield->read_only) all.read_only.push_back(std::move(r));
-    for (auto& p : shield->pinned) all.pinned.push_back(std::move(p));
+    MergeShield(all, *shield);
   }
   return all;
 }

@@ -133,6 +133,11 @@ TEST_F(SweepTest, AWriterCannotHoldASlotPastTheBound) {
   const Status s = extra.Set(".anvil-tmp-0000000000000002");
   ASSERT_FALSE(s);
   EXPECT_EQ(s.error().code, "limit");
+  // Releasing it writes nothing past the bound: the journal stays within what a sweep reads.
+  extra = PendingWrites::Slot();
+  struct stat st {};
+  ASSERT_EQ(::fstat(journal_.Get(), &st), 0);
+  EXPECT_LE(static_cast<std::size_t>(st.st_size), kMaxPendingSlots * kPendingSlotBytes);
 }
 
 }  // namespace
