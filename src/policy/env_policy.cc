@@ -6,6 +6,9 @@
 #include <string_view>
 #include <vector>
 
+#include "common/ascii.h"
+#include "policy/manifest_signature.h"
+
 namespace anvil {
 namespace {
 
@@ -15,11 +18,8 @@ std::string Upper(std::string_view s) {
   return out;
 }
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
+// Locale-independent, as every name and value rule here is ASCII.
+std::string Lower(std::string_view s) { return AsciiLower(s); }
 
 std::string NameOf(const std::string& entry) {
   auto eq = entry.find('=');
@@ -70,7 +70,13 @@ bool LooksLikeSecretEnvName(const std::string& name) {
     return upper.size() >= suffix.size() &&
            upper.compare(upper.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
-  return upper == "PAT" || ends_with("_PAT") || ends_with("_PWD");
+  // Bundler's per-host credentials: BUNDLE_GEMS__EXAMPLE__COM=user:token (the host's dots
+  // written as "__"; BUNDLE_PATH and BUNDLE_WITHOUT have none).
+  if (upper.rfind("BUNDLE_", 0) == 0 && upper.find("__") != std::string::npos) return true;
+  // Jenkins' credentials() binding (X, X_USR, X_PSW: X holds user:password) and other short
+  // endings of a password, a credential set or a login token (SONAR_LOGIN).
+  return upper == "PAT" || ends_with("_PAT") || ends_with("_PWD") || ends_with("_PW") ||
+         ends_with("_PSW") || ends_with("_CREDS") || ends_with("_LOGIN");
 }
 
 namespace {
@@ -272,30 +278,11 @@ bool FlagsAndConfigTextHoldSecret(std::string_view value) {
 
 // Standard base64 of "user:password" (a Basic credential made only of letters).
 bool Base64OfUserColonPassword(std::string_view token) {
-  auto sextet = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+' || c == '-') return 62;
-    if (c == '/' || c == '_') return 63;
-    return -1;
-  };
-  std::string out;
-  unsigned bits = 0, count = 0;
-  for (char c : token) {
-    if (c == '=') break;
-    const int s = sextet(c);
-    if (s < 0) return false;
-    bits = (bits << 6) | static_cast<unsigned>(s);
-    count += 6;
-    if (count >= 8) {
-      count -= 8;
-      out.push_back(static_cast<char>((bits >> count) & 0xff));
-    }
-  }
-  const size_t colon = out.find(':');
-  return colon != std::string::npos && colon > 0 && colon + 1 < out.size() &&
-         std::all_of(out.begin(), out.end(),
+  const std::optional<std::string> out = DecodeBase64(token);  // RFC 7617: standard, padded
+  if (!out) return false;
+  const size_t colon = out->find(':');
+  return colon != std::string::npos && colon > 0 && colon + 1 < out->size() &&
+         std::all_of(out->begin(), out->end(),
                      [](char c) { return static_cast<unsigned char>(c) >= 0x20 && c != 0x7f; });
 }
 
@@ -349,11 +336,13 @@ bool TokenShapedSecret(std::string_view value) {
     size_t min_rest;
   };
   static constexpr Prefix kPrefixes[] = {
-      {"ghp_", 30},        {"gho_", 30},     {"ghu_", 30},  {"ghs_", 30},  {"ghr_", 30},
-      {"github_pat_", 30}, {"glpat-", 20},   {"xoxb-", 10}, {"xoxp-", 10}, {"xoxa-", 10},
-      {"xoxs-", 10},       {"npm_", 30},     {"AKIA", 16},  {"ASIA", 16},  {"sk-", 20},
-      {"sk_live_", 16},    {"rk_live_", 16}, {"AIza", 30},  {"hf_", 30},   {"pypi-", 50},
-      {"glptt-", 20},      {"dop_v1_", 40}};
+      {"ghp_", 30},        {"gho_", 30},     {"ghu_", 30},     {"ghs_", 30},   {"ghr_", 30},
+      {"github_pat_", 30}, {"glpat-", 20},   {"xoxb-", 10},    {"xoxp-", 10},  {"xoxa-", 10},
+      {"xoxs-", 10},       {"npm_", 30},     {"AKIA", 16},     {"ASIA", 16},   {"sk-", 20},
+      {"sk_live_", 16},    {"rk_live_", 16}, {"AIza", 30},     {"hf_", 30},    {"pypi-", 50},
+      {"glptt-", 20},      {"dop_v1_", 40},  {"sk_test_", 16}, {"SG.", 20},    {"hvs.", 20},
+      {"dckr_pat_", 20},   {"glrt-", 20},    {"xapp-", 20},    {"shpat_", 20}, {"gsk_", 30},
+      {"lin_api_", 20},    {"ntn_", 30}};
   for (const Prefix& prefix : kPrefixes) {
     for (size_t at = value.find(prefix.text); at != std::string::npos;
          at = value.find(prefix.text, at + 1)) {
