@@ -11,6 +11,7 @@
 #include <set>
 
 #include "cli/sandbox_command.h"
+#include "cli/sandbox_spec.h"
 #include "common/unique_fd.h"
 #include "policy/consent.h"
 #include "session/plugin_session.h"
@@ -60,27 +61,18 @@ Examples:
       --network proxy -- npm ci
 )";
 
-// `anvil sandbox`'s options that take a value (the next word, unless written NAME=VALUE).
+// `anvil sandbox`'s options that take a value (the next word, unless written NAME=VALUE): every
+// flag of its table with a value, so a new one is never taken for the command; and its test
+// hooks, which the table leaves out.
 const std::set<std::string>& SandboxValueFlags() {
-  static const std::set<std::string> flags = {"--policy",
-                                              "--cwd",
-                                              "--writable-root",
-                                              "--read-only-subpath",
-                                              "--read-access",
-                                              "--network",
-                                              "--allow-host",
-                                              "--keep-env",
-                                              "--setenv",
-                                              "--limit",
-                                              "--git-scan-limit",
-                                              "--timeout",
-                                              "--profile",
-                                              "--readable-root",
-                                              "--home",
-                                              "--unsafe-test-allow-address",
-                                              "--unsafe-test-resolver",
-                                              "--unsafe-test-ca",
-                                              "--unsafe-test-fail-layer"};
+  static const std::set<std::string> flags = [] {
+    std::set<std::string> out = {"--unsafe-test-allow-address", "--unsafe-test-resolver",
+                                 "--unsafe-test-ca", "--unsafe-test-fail-layer"};
+    for (const Flag& f : SandboxCommandSpec(SandboxFrontEnd::kAnvilSandbox).flags) {
+      if (f.kind != ValueKind::kNone) out.insert(f.name);
+    }
+    return out;
+  }();
   return flags;
 }
 
@@ -193,11 +185,9 @@ Result<ExecOptions> ParseExecArgs(const std::vector<std::string>& args,
   std::vector<std::string> user_files;
   std::optional<std::string> widen;
   std::size_t i = 0;
-  bool dashdash = false;
   for (; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--") {
-      dashdash = true;
       ++i;
       break;
     }
@@ -242,7 +232,6 @@ Result<ExecOptions> ParseExecArgs(const std::vector<std::string>& args,
       break;
     }
   }
-  (void)dashdash;
   request.argv.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
   if (request.argv.empty()) {
     return Fail("invalid", "no command given (fix: anvil exec [options] -- COMMAND...)");
