@@ -19,6 +19,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -470,13 +471,25 @@ void RefusalObserver::HandleOne() {
       }
     }
   }
-  // What was read belongs to the task that is still waiting for this very notification.
+  // What was read belongs to the task that is still waiting for this very notification. It
+  // waits on until this is classified, so that a refused task is still there to be named
+  // (/proc/PID/comm) when it is recorded: once answered, git failing on its index.lock exits
+  // at once. Every path out of here answers exactly once.
   uint64_t id = req.id;
   const bool valid = ::ioctl(listener_, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
-  seccomp_notif_resp resp{};
-  resp.id = req.id;
-  resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
-  (void)::ioctl(listener_, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+  bool answered = false;
+  auto answer = [&] {
+    if (answered) return;
+    answered = true;
+    seccomp_notif_resp resp{};
+    resp.id = req.id;
+    resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+    (void)::ioctl(listener_, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+  };
+  struct AnswerOnReturn {
+    decltype(answer)& f;
+    ~AnswerOnReturn() { f(); }
+  } answer_on_return{answer};
   if (!valid || d.op == Op::kIgnore) return;
 
   std::optional<Refusal> refusal;
@@ -606,8 +619,13 @@ void RefusalObserver::HandleOne() {
     return;
   }
   seen_.insert(key);
-  std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
-  std::getline(comm, refusal->program);
+  char comm_path[40];
+  std::snprintf(comm_path, sizeof comm_path, "/proc/%d/comm", static_cast<int>(pid));
+  UniqueFd comm(::open(comm_path, O_RDONLY | O_CLOEXEC));
+  char name[32];
+  const ssize_t n = comm ? ::read(comm.Get(), name, sizeof name) : -1;
+  if (n > 0) refusal->program.assign(name, static_cast<size_t>(name[n - 1] == '\n' ? n - 1 : n));
+  answer();
   report_(*refusal);
 }
 
