@@ -14,7 +14,7 @@ def main():
         print("docs/architecture.md: no ```-block under '## Layout'")
         return 1
     block = m.group(1)
-    named = set(re.findall(r"^((?:src|tests|editors)/[\w/]+/)", block, re.M))
+    named = set(re.findall(r"^((?:src|tests|editors)/[^\s`]+/)", block, re.M))
     problems = []
     for top in ("src", "tests"):
         for d in sorted(os.listdir(os.path.join(root, top))):
