@@ -14,6 +14,7 @@
 #include "cli/sandbox_spec.h"
 #include "common/unique_fd.h"
 #include "policy/consent.h"
+#include "policy/file_io.h"
 #include "session/plugin_session.h"
 
 extern char** environ;
@@ -254,10 +255,12 @@ Result<ExecOptions> ParseExecArgs(const std::vector<std::string>& args,
   context.allowed_hosts = inv->allow_hosts;
   context.writable_roots = policy.extra_writable_roots;
   context.writable_roots.push_back(policy.workspace);
-  const char* home = std::getenv("HOME");
-  context.home = home != nullptr && home[0] == '/' ? Canonical(home) : "";
+  // The home a widening must never be, also when HOME is unset (the user database's then,
+  // as Anvil's own state is found there).
+  const std::string home = AnvilUserHome();
+  context.home = home.empty() ? "" : Canonical(home);
   context.never_writable = agent::ProtectedAnvilPaths(std::getenv("XDG_CONFIG_HOME"),
-                                                      std::getenv("XDG_STATE_HOME"), home);
+                                                      std::getenv("XDG_STATE_HOME"), home.c_str());
 
   if (widen) {
     auto w = agent::ParseWidening(*widen);
