@@ -103,6 +103,36 @@ if(NOT _anvil_lua_found STREQUAL ANVIL_LUA_VERSION)
         "'${ANVIL_LUA_VERSION}'. " "${_anvil_tp_hint}")
 endif()
 
+# Anvil's own patches (scripts/patches/<name>/) must all be applied: the stamp names them.
+foreach(_name lua quickjs)
+    file(GLOB _anvil_own_patches LIST_DIRECTORIES false CONFIGURE_DEPENDS
+         "${CMAKE_CURRENT_LIST_DIR}/../scripts/patches/${_name}/*.patch")
+    set(_anvil_own_names "")
+    foreach(_p IN LISTS _anvil_own_patches)
+        get_filename_component(_p "${_p}" NAME)
+        list(APPEND _anvil_own_names "${_p}")
+    endforeach()
+    list(SORT _anvil_own_names)
+    list(JOIN _anvil_own_names " " _anvil_own_expected)
+    set(_anvil_own_found "(no stamp)")
+    set(_stamp "${ANVIL_DEPS_DIR}/src/${_name}/.anvil-stamp")
+    if(EXISTS "${_stamp}")
+        set(_anvil_own_found "")
+        file(STRINGS "${_stamp}" _anvil_own_line REGEX "^anvil_patches=")
+        if(_anvil_own_line MATCHES "^anvil_patches=(.*)$")
+            set(_anvil_own_found "${CMAKE_MATCH_1}")
+        elseif(NOT _anvil_own_expected STREQUAL "")
+            set(_anvil_own_found "(none recorded)")
+        endif()
+    endif()
+    if(NOT _anvil_own_found STREQUAL _anvil_own_expected)
+        message(FATAL_ERROR
+            "${_name} in ${ANVIL_DEPS_DIR}/src/${_name} was extracted without Anvil's patches "
+            "'${_anvil_own_expected}' (its stamp says '${_anvil_own_found}'). "
+            "${_anvil_tp_hint}")
+    endif()
+endforeach()
+
 # Re-configure when install-deps.sh re-extracts the sources.
 foreach(_stamp "${_anvil_lua_dir}/.anvil-stamp" "${_anvil_qjs_dir}/.anvil-stamp")
     if(EXISTS "${_stamp}")

@@ -105,7 +105,7 @@ THIRD_PARTY=(
     "lua lua5.4 5.4.7-* lua5.4_5.4.7.orig.tar.gz 9fbf5e28ef86c69858f6d3d34eccc32e911c1a28b4120ff3e84aaa70cfbf1e30 0001-build-system.patch,0002-lua-modules-paths.patch"
 )
 # Bump when the extraction/patch logic changes, to force a re-extract.
-RECIPE_VERSION=1
+RECIPE_VERSION=2
 DEBIAN_SUITE=trixie
 DEBIAN_KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 
@@ -290,7 +290,17 @@ verify_sha256() { # file expected what
 fetch_one() {
     local name=$1 pkg=$2 glob=$3 orig=$4 sha=$5 skip=$6
     local dest=$SRC_DIR/$name
-    local key="recipe=$RECIPE_VERSION orig=$orig sha256=$sha skip=$skip"
+    # Anvil's own patches (scripts/patches/<name>/*.patch, in name order) are part of the key:
+    # a new or changed patch re-extracts.
+    local own=() own_names=() f
+    for f in "$REPO_ROOT/scripts/patches/$name"/*.patch; do
+        [[ -f $f ]] || continue
+        own+=("$f")
+        own_names+=("${f##*/}")
+    done
+    local own_key=-
+    ((${#own[@]} == 0)) || own_key=$(cat "${own[@]}" | sha256sum | cut -d' ' -f1)
+    local key="recipe=$RECIPE_VERSION orig=$orig sha256=$sha skip=$skip own=$own_key"
 
     if ((!FORCE && !REFRESH)) && [[ -f $dest/.anvil-stamp ]] \
         && [[ $(head -n1 "$dest/.anvil-stamp") == "$key" ]]; then
@@ -368,6 +378,14 @@ fetch_one() {
             applied+=("$p")
         done <"$tmp/debian/patches/series"
     fi
+    for f in "${own[@]}"; do
+        if ! patch -d "$tmp" -p1 --dry-run --batch --forward --quiet <"$f" >/dev/null; then
+            rm -rf "$tmp"
+            die "$pkg $debver: Anvil's patch '${f#"$REPO_ROOT"/}' does not apply cleanly. Update it
+  for this version of $name, or drop it if the version fixes what it fixes."
+        fi
+        patch -d "$tmp" -p1 --batch --forward --quiet --no-backup-if-mismatch <"$f" >/dev/null
+    done
 
     {
         printf '%s\n' "$key"
@@ -375,12 +393,13 @@ fetch_one() {
         printf 'debian_tarball=%s sha256=%s\n' "$debtar" "$(sha256_of "$DL_DIR/$debtar")"
         printf 'patches_applied=%s\n' "${applied[*]:-}"
         printf 'patches_skipped=%s\n' "${skipped[*]:-}"
+        printf 'anvil_patches=%s\n' "${own_names[*]:-}"
     } >"$tmp/.anvil-stamp"
 
     rm -rf "$dest"
     mv "$tmp" "$dest"
     log "$name: extracted $orig (Debian $debver) -> $dest"
-    log "$name: patches applied: ${applied[*]:-none}; skipped: ${skipped[*]:-none}"
+    log "$name: patches applied: ${applied[*]:-none}; skipped: ${skipped[*]:-none}; Anvil's: ${own_names[*]:-none}"
 }
 
 # ---------------------------------------------------------------------------

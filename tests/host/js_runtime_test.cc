@@ -550,6 +550,46 @@ TEST_F(JsRuntimeTest, MemoryBalloonStopsAtTheBudget) {
   EXPECT_EQ(*small, "1048576");
 }
 
+// QuickJS adds the backtrace to an error thrown in plugin code after the fact, with the heap
+// still full: the allocations for it fail too, and each such failure throws a new "out of
+// memory" that replaces the error being described. That must stay an error, never a freed
+// object still in use, whatever the backtrace's size (function names are plugin-chosen).
+TEST_F(JsRuntimeTest, AFullHeapCannotTurnTheErrorsBacktraceIntoACrash) {
+  RuntimeLimits limits;
+  limits.memory_bytes = 16 << 20;
+  // Names from empty to past the heap's last free bytes: some backtrace fits where its copy
+  // does not, whatever the allocator's rounding.
+  std::vector<std::pair<std::string, std::string>> cases = {
+      {"1 << 20", "a.push({ n: a.length })"},
+      {"3 << 20", "a.push({ n: a.length })"},
+      {"100", "a.push({ n: a.length })"},
+      {"1 << 20", "a.push('y'.repeat(4096) + a.length)"}};
+  for (int n = 0; n <= 9000; n += 173) {
+    cases.emplace_back(std::to_string(n), "a.push('y'.repeat(4096) + a.length)");
+  }
+  for (const auto& [name_length, fill] : cases) {
+    SCOPED_TRACE(name_length + " / " + fill);
+    auto r = RunSnippet(std::string("function fill() { const a = []; for (;;) ") + fill +
+                            "; }\n"
+                            "Object.defineProperty(fill, 'name', { value: 'f'.repeat(" +
+                            name_length +
+                            ") });\n"
+                            "function deeper(n) { return n === 0 ? fill() : deeper(n - 1); }\n"
+                            "return deeper(50);",
+                        limits);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().ToString(), "limit: memory budget exhausted");
+  }
+  // The benign neighbour: a thrown error with a long-named function keeps its backtrace.
+  auto r = RunSnippet(
+      "function named() { throw new Error('plain'); }\n"
+      "Object.defineProperty(named, 'name', { value: 'g'.repeat(1000) });\n"
+      "try { named(); } catch (e) { return e.stack.includes('g'.repeat(1000)); }",
+      limits);
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(*r, "true");
+}
+
 TEST_F(JsRuntimeTest, CaughtOutOfMemoryStaysSpentAndCannotReachTheHost) {
   RuntimeLimits limits;
   limits.memory_bytes = 16 << 20;
