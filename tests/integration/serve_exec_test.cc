@@ -178,8 +178,8 @@ TEST_F(ServeExec, NeverAndAnErrorReplyAndAWrongAnswerAreRefusals) {
   EXPECT_FALSE(Exists(config_ / "anvil/rules/approved.toml"));
   // The benign neighbour: on-failure runs what it is not sure of in the sandbox without a
   // question; the output and the command's own status come back.
-  json r = c->Request("anvil/exec", {{"script", "echo out; echo err >&2; exit 4"},
-                                     {"approval", "on-failure"}});
+  json r = c->Request("anvil/exec",
+                      {{"script", "echo out; echo err >&2; exit 4"}, {"approval", "on-failure"}});
   ASSERT_TRUE(r.contains("result")) << r;
   EXPECT_EQ(r["result"]["exit"], 4) << r;
   EXPECT_EQ(r["result"]["stdout"], "out\n") << r;
@@ -246,9 +246,8 @@ TEST_F(ServeExec, ARefusedGitWriteOffersWritableGitAndTheRerunSucceeds) {
     if (r["method"] == "anvil/approve") return {{"answer", "once"}};
     return nullptr;
   };
-  json r = c->Request("anvil/exec",
-                      {{"argv", {"/bin/sh", "-c", "echo x > .git/config-probe"}},
-                       {"approval", "on-failure"}});
+  json r = c->Request("anvil/exec", {{"argv", {"/bin/sh", "-c", "echo x > .git/config-probe"}},
+                                     {"approval", "on-failure"}});
   ASSERT_TRUE(r.contains("result")) << r;
   EXPECT_EQ(r["result"]["exit"], 0) << r;
   EXPECT_EQ(r["result"]["escalation"]["state"], "approved") << r;
