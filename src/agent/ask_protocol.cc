@@ -63,8 +63,8 @@ std::optional<ApprovalAnswer> ParseAnswerLine(std::string_view line, std::uint64
 
 Result<AskMessage> ParseAskMessage(std::string_view line) {
   if (line.size() > kMaxAskMessageBytes) {
-    return Fail("invalid", "an ask-fd line is longer than " +
-                               std::to_string(kMaxAskMessageBytes) + " bytes");
+    return Fail("invalid",
+                "an ask-fd line is longer than " + std::to_string(kMaxAskMessageBytes) + " bytes");
   }
   bool too_deep = false;
   const json j = ParseBoundedJson(line, &too_deep);

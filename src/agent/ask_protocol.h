@@ -48,9 +48,9 @@ std::optional<ApprovalAnswer> ParseAnswerLine(std::string_view line, std::uint64
 struct AskMessage {
   enum class Kind : std::uint8_t { kQuestion, kReport };
   Kind kind = Kind::kQuestion;
-  std::uint64_t id = 0;      // kQuestion
-  nlohmann::json question;   // kQuestion: an object with string title, text and an array choices
-  nlohmann::json report;     // kReport: an object
+  std::uint64_t id = 0;     // kQuestion
+  nlohmann::json question;  // kQuestion: an object with string title, text and an array choices
+  nlohmann::json report;    // kReport: an object
 };
 Result<AskMessage> ParseAskMessage(std::string_view line);
 std::string AnswerLine(std::uint64_t id, std::optional<ApprovalAnswer> answer);

@@ -38,13 +38,11 @@ Result<ExecCall> ParseExecParams(const json& params, const ExecDefaults& default
   }
   if (argv != nullptr) {
     if (!argv->is_array() || argv->empty()) {
-      return tl::unexpected(
-          Invalid("params.argv must be a non-empty array of strings").error());
+      return tl::unexpected(Invalid("params.argv must be a non-empty array of strings").error());
     }
     if (argv->size() > kMaxExecArgs) {
-      return tl::unexpected(Invalid("params.argv has more than " +
-                                    std::to_string(kMaxExecArgs) + " words")
-                                .error());
+      return tl::unexpected(
+          Invalid("params.argv has more than " + std::to_string(kMaxExecArgs) + " words").error());
     }
     for (const auto& word : *argv) {
       if (!word.is_string()) {
@@ -83,9 +81,9 @@ Result<ExecCall> ParseExecParams(const json& params, const ExecDefaults& default
     const std::string path = given[0] == '/' ? given : defaults.workspace + "/" + given;
     const std::string dir = canonical(path);
     if (dir.empty()) {
-      return tl::unexpected(Invalid("params.cwd " + QuotePathForMessage(given) +
-                                    " is not an existing directory")
-                                .error());
+      return tl::unexpected(
+          Invalid("params.cwd " + QuotePathForMessage(given) + " is not an existing directory")
+              .error());
     }
     if (dir != defaults.workspace && dir.rfind(defaults.workspace + "/", 0) != 0) {
       return tl::unexpected(Invalid("params.cwd " + QuotePathForMessage(given) +
@@ -145,8 +143,7 @@ Result<ExecCall> ParseExecParams(const json& params, const ExecDefaults& default
 
   if (const json* token = Member(params, "workDoneToken")) {
     if (!token->is_string() && !token->is_number_integer()) {
-      return tl::unexpected(
-          Invalid("params.workDoneToken must be a string or an integer").error());
+      return tl::unexpected(Invalid("params.workDoneToken must be a string or an integer").error());
     }
     call.progress_token = *token;
   }
@@ -180,20 +177,20 @@ json ApproveParams(const json& question, const json& request_id) {
   json argv = json::array();
   if (auto it = question.find("command"); it != question.end() && it->is_array()) argv = *it;
   auto agent_reason = question.find("agent_reason");
-  return {{"title", StringOr(question, "title", "Anvil: a question")},
-          {"text", StringOr(question, "text", "")},
-          {"kind", StringOr(question, "kind", "command")},
-          {"argv", argv},
-          {"cwd", StringOr(question, "cwd", "")},
-          {"mode", StringOr(question, "mode", "")},
-          {"sandbox", StringOr(question, "sandbox", "")},
-          {"reason", StringOr(question, "reason", "")},
-          {"widening", widening},
-          {"agentReason", agent_reason != question.end() && agent_reason->is_string()
-                              ? *agent_reason
-                              : json(nullptr)},
-          {"choices", question.value("choices", json::array())},
-          {"request", request_id}};
+  return {
+      {"title", StringOr(question, "title", "Anvil: a question")},
+      {"text", StringOr(question, "text", "")},
+      {"kind", StringOr(question, "kind", "command")},
+      {"argv", argv},
+      {"cwd", StringOr(question, "cwd", "")},
+      {"mode", StringOr(question, "mode", "")},
+      {"sandbox", StringOr(question, "sandbox", "")},
+      {"reason", StringOr(question, "reason", "")},
+      {"widening", widening},
+      {"agentReason",
+       agent_reason != question.end() && agent_reason->is_string() ? *agent_reason : json(nullptr)},
+      {"choices", question.value("choices", json::array())},
+      {"request", request_id}};
 }
 
 }  // namespace anvil::session
