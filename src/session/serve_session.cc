@@ -1202,21 +1202,19 @@ void Server::OnExecAsk(ExecJob& job) {
       break;
     }
     job.lines.Append(std::string_view(buf, static_cast<size_t>(n)));
-    while (auto line = job.lines.Next()) {
+    while (job.protocol_error.empty()) {
+      auto line = job.lines.Next();
+      if (!line) break;
       auto message = agent::ParseAskMessage(*line);
       if (!message) {
         job.protocol_error = message.error().message;
       } else if (message->kind == agent::AskMessage::Kind::kReport) {
         job.report = std::move(message->report);
-        continue;
-      } else if (job.asking || job.cancelled) {
-        job.protocol_error = job.cancelled ? "" : "a question before the last one was answered";
-        if (job.cancelled) continue;
+      } else if (job.asking) {
+        job.protocol_error = "a question came before the last one was answered";
       } else {
         OnExecQuestion(job, *message);
-        continue;
       }
-      break;
     }
     if (job.lines.Overflowed()) job.protocol_error = "an ask-fd line is too long";
     if (!job.protocol_error.empty()) {
