@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <fstream>
 
@@ -217,6 +218,12 @@ TEST_F(ServeExec, NoAnswerThenCancelIsCancelledAndNothingIsLeft) {
     if (auto m = c->Read(std::chrono::milliseconds(50))) c->seen.push_back(*m);
     return !Approvals(*c).empty();
   }));
+  // The loop does not wait for the person: other requests are answered meanwhile.
+  json status = c->Request("anvil/status");
+  ASSERT_TRUE(status.contains("result")) << status;
+  json other = c->Request("anvil/exec", {{"argv", {"true"}}});
+  ASSERT_TRUE(other.contains("result")) << other;
+  EXPECT_EQ(other["result"]["exit"], 0) << other;
   c->Notify("$/cancelRequest", {{"id", id}});
   json r = c->ReadResponse(id);
   ASSERT_TRUE(r.contains("error")) << r;
@@ -237,6 +244,22 @@ TEST_F(ServeExec, NoAnswerThenCancelIsCancelledAndNothingIsLeft) {
   EXPECT_TRUE(WaitUntil([&] { return ProcessesWith("sleep " + marker).empty(); }));
   EXPECT_EQ(ChildrenOf(c->pid()), before);
   EXPECT_EQ(c->ShutdownAndExit(), 0);
+}
+
+TEST_F(ServeExec, ShutdownStopsEveryCommandStillRunning) {
+  auto c = StartExec();
+  const std::string marker = "3072.5";
+  json id = c->SendRequest("anvil/exec", {{"argv", {"sleep", marker}}, {"timeout_ms", 60000}});
+  ASSERT_TRUE(WaitUntil([&] { return !ProcessesWith("sleep " + marker).empty(); }));
+  json r = c->Request("shutdown");
+  EXPECT_TRUE(r.contains("result")) << r;
+  // The exec request was answered (an error) before shutdown's.
+  bool answered = false;
+  for (const auto& m : c->seen) answered = answered || (m.contains("id") && m["id"] == id);
+  EXPECT_TRUE(answered);
+  c->Notify("exit");
+  EXPECT_EQ(c->Wait(), 0);
+  EXPECT_TRUE(WaitUntil([&] { return ProcessesWith("sleep " + marker).empty(); }));
 }
 
 TEST_F(ServeExec, ARefusedGitWriteOffersWritableGitAndTheRerunSucceeds) {
@@ -273,6 +296,7 @@ TEST_F(ServeExec, ModeNeverRefusesWithoutAsking) {
 }
 
 TEST_F(ServeExec, BadParamsNameTheField) {
+  ASSERT_EQ(symlink("/etc", (ws_ / "out").c_str()), 0);  // a link out of the workspace
   auto c = StartExec();
   const std::vector<std::pair<json, std::string>> cases = {
       {json::object(), "params.argv"},
@@ -282,6 +306,7 @@ TEST_F(ServeExec, BadParamsNameTheField) {
       {{{"script", 7}}, "params.script"},
       {{{"argv", {"ls"}}, {"cwd", "/"}}, "params.cwd"},
       {{{"argv", {"ls"}}, {"cwd", "no-such-dir"}}, "params.cwd"},
+      {{{"argv", {"ls"}}, {"cwd", "out"}}, "outside the workspace"},
       {{{"argv", {"ls"}}, {"approval", "sometimes"}}, "params.approval"},
       {{{"argv", {"ls"}}, {"timeout_ms", "10"}}, "params.timeout_ms"},
       {{{"argv", {"ls"}}, {"timeout_ms", -1}}, "params.timeout_ms"},
