@@ -54,8 +54,8 @@ exactly that widening.
                      question, one answer line back, the report as the last line (docs/agents.md)
   --requester NAME   who asks, as the audit log names it (default "anvil exec")
   --rules-workspace DIR
-                     read the workspace's rules from DIR/.anvil/rules.toml, DIR the sandbox's
-                     workspace (--cwd) or a directory above it (default: the workspace)
+                     also read DIR/.anvil/rules.toml, DIR a directory above the sandbox's
+                     workspace (--cwd): both files' rules apply (they only narrow)
 
 Questions are asked on the terminal (/dev/tty, never stdin), or over --ask-fd: answer once,
 always (writes an allow rule for the command to ~/.config/anvil/rules/approved.toml) or never.
@@ -375,7 +375,9 @@ Result<ExecOptions> ParseExecArgs(const std::vector<std::string>& args,
                                  ": not the workspace or a directory above it (fix: the "
                                  "directory whose .anvil/rules.toml applies)");
     }
+    // The tree's rules join the workspace's own; they never replace them.
     request.rules.workspace_dir = dir;
+    request.rules.more_workspace_dirs.push_back(policy.workspace);
   }
   request.user_rules_dir = UserRulesDir();
   request.session = "exec-" + std::to_string(::getpid());
@@ -422,8 +424,10 @@ int RunExecCommand(const std::vector<std::string>& args) {
     std::cerr << "anvil exec: " << SanitizeForDisplay(report["error"].get<std::string>(), 2000)
               << "\n";
   } else if (report.value("refused", false)) {
-    std::cerr << "anvil exec: refused: "
-              << SanitizeForDisplay(report.value("refusal", std::string()), 1000) << "\n";
+    const std::string refusal = report.value("refusal", std::string());
+    // Some refusals already say so ("refused: the user answered never").
+    std::cerr << (refusal.rfind("refused", 0) == 0 ? "anvil exec: " : "anvil exec: refused: ")
+              << SanitizeForDisplay(refusal, 1000) << "\n";
     if (report.contains("how_to_allow")) {
       std::cerr << "anvil exec: to allow it: "
                 << SanitizeForDisplay(report["how_to_allow"].get<std::string>(), 1000) << "\n";

@@ -41,8 +41,8 @@ CommandSpec ExecCommandSpec() {
       Text("--requester", "NAME", "who asks, as the audit log names it (default \"anvil exec\")",
            ignore),
       Text("--rules-workspace", "DIR",
-           "read the workspace's rules from DIR/.anvil/rules.toml: the workspace\n"
-           "(--cwd) or a directory above it",
+           "also read DIR/.anvil/rules.toml, DIR the workspace (--cwd) or a\n"
+           "directory above it: both files' rules apply (they only narrow)",
            ignore)
           .Completes(Completion::kDirectory),
   };
