@@ -2,14 +2,17 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <termios.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <set>
 
+#include "agent/ask_protocol.h"
 #include "cli/sandbox_command.h"
 #include "cli/sandbox_spec.h"
 #include "common/unique_fd.h"
@@ -26,7 +29,8 @@ constexpr int kExitUsage = 2;
 
 constexpr char kUsage[] =
     R"(usage: anvil exec [--approval MODE] [--rules FILE]... [--json]
-                  [--widen WIDENING --reason TEXT] [sandbox options] -- COMMAND...
+                  [--widen WIDENING --reason TEXT] [--ask-fd N] [--requester NAME]
+                  [--rules-workspace DIR] [sandbox options] -- COMMAND...
 
 Run COMMAND for a coding agent (docs/agents.md): the command rules decide whether it may run
 and whether you are asked first, it runs in the sandbox (every option of `anvil sandbox`
@@ -45,10 +49,18 @@ exactly that widening.
                      writable-root=DIR (on-request and untrusted; needs --reason)
   --reason TEXT      why the agent asks for the widening (shown to you)
   --json             print one JSON report on stderr at exit
+  --ask-fd N         ask the questions over descriptor N instead of the terminal, for another
+                     front end (anvil serve asks the editor this way): one JSON line per
+                     question, one answer line back, the report as the last line (docs/agents.md)
+  --requester NAME   who asks, as the audit log names it (default "anvil exec")
+  --rules-workspace DIR
+                     also read DIR/.anvil/rules.toml, DIR a directory above the sandbox's
+                     workspace (--cwd): both files' rules apply (they only narrow)
 
-Questions are asked on the terminal (/dev/tty, never stdin): answer once, always (writes an
-allow rule for the command to ~/.config/anvil/rules/approved.toml) or never. Without a
-terminal, a command that needs a question is refused, with the one line that would allow it.
+Questions are asked on the terminal (/dev/tty, never stdin), or over --ask-fd: answer once,
+always (writes an allow rule for the command to ~/.config/anvil/rules/approved.toml) or never.
+Without either, a command that needs a question is refused, with the one line that would allow
+it.
 
 Exit: the command's own status (as `anvil sandbox`: 124 timeout, 125 the sandbox could not be
 set up, 126, 127); 3 refused by the rules or by you (nothing ran); 2 usage errors and rules
@@ -131,6 +143,52 @@ class TerminalAsker final : public agent::Asker {
   UniqueFd fd_;
 };
 
+// Asks over a descriptor a front end handed over (agent/ask_protocol.h): one question line, one
+// answer line back, in lockstep. Anything but a well-formed answer to this question is a
+// refusal; after a broken stream nothing more is asked.
+class DescriptorAsker final : public agent::Asker {
+ public:
+  explicit DescriptorAsker(int fd) : fd_(fd) {}
+  bool CanAsk() const override { return !broken_; }
+  std::optional<ApprovalAnswer> Ask(const agent::Question& question) override {
+    if (broken_) return std::nullopt;
+    const std::uint64_t id = ++next_id_;
+    if (!Write(agent::QuestionLine(id, question) + "\n")) return Broken();
+    std::string line;
+    char c = 0;
+    while (true) {
+      ssize_t n = ::read(fd_, &c, 1);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return Broken();
+      if (c == '\n') break;
+      if (line.size() >= agent::kMaxAnswerLineBytes) return Broken();
+      line.push_back(c);
+    }
+    return agent::ParseAnswerLine(line, id, agent::AnswerChoices(question));
+  }
+  bool Write(const std::string& text) {
+    std::size_t off = 0;
+    while (off < text.size()) {
+      // MSG_NOSIGNAL: a front end that went away is a refusal, not a SIGPIPE.
+      ssize_t n = ::send(fd_, text.data() + off, text.size() - off, MSG_NOSIGNAL);
+      if (n < 0 && errno == ENOTSOCK) n = ::write(fd_, text.data() + off, text.size() - off);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      off += static_cast<std::size_t>(n);
+    }
+    return true;
+  }
+
+ private:
+  std::optional<ApprovalAnswer> Broken() {
+    broken_ = true;
+    return std::nullopt;
+  }
+  int fd_;
+  std::uint64_t next_id_ = 0;
+  bool broken_ = false;
+};
+
 std::string Dump(const nlohmann::json& value) {
   return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
@@ -185,6 +243,7 @@ Result<ExecOptions> ParseExecArgs(const std::vector<std::string>& args,
   agent::ExecRequest& request = out.request;
   std::vector<std::string> user_files;
   std::optional<std::string> widen;
+  std::optional<std::string> rules_workspace;
   std::size_t i = 0;
   for (; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -221,6 +280,28 @@ Result<ExecOptions> ParseExecArgs(const std::vector<std::string>& args,
       request.request_reason = *v;
     } else if (a == "--json") {
       out.json = true;
+    } else if (flag == "--ask-fd") {
+      auto v = value();
+      if (!v) return tl::unexpected(v.error());
+      char* end = nullptr;
+      errno = 0;
+      const long fd = std::strtol(v->c_str(), &end, 10);
+      if (v->empty() || *end != '\0' || errno != 0 || fd < 3 || fd > 65535) {
+        return Fail("invalid", "--ask-fd " + SanitizeForDisplay(*v, 40) +
+                                   " (fix: an open descriptor number, 3 or above)");
+      }
+      out.ask_fd = static_cast<int>(fd);
+    } else if (flag == "--requester") {
+      auto v = value();
+      if (!v) return tl::unexpected(v.error());
+      if (v->empty() || v->size() > 64) {
+        return Fail("invalid", "--requester needs a name of 1 to 64 characters");
+      }
+      request.requester = SanitizeForDisplay(*v, 64);
+    } else if (flag == "--rules-workspace") {
+      auto v = value();
+      if (!v) return tl::unexpected(v.error());
+      rules_workspace = *v;
     } else if (SandboxValueFlags().contains(flag)) {
       request.sandbox_flags.push_back(a);
       if (a.size() == flag.size()) {
@@ -284,6 +365,20 @@ Result<ExecOptions> ParseExecArgs(const std::vector<std::string>& args,
   request.rules.user_dir = UserRulesDir();
   request.rules.user_files = user_files;
   request.rules.workspace_dir = policy.workspace;
+  if (rules_workspace) {
+    // Only the workspace or a directory above it: the rules of the tree the command runs in.
+    const std::string dir = Canonical(*rules_workspace);
+    const bool above = !dir.empty() && (dir == policy.workspace || dir == "/" ||
+                                        policy.workspace.rfind(dir + "/", 0) == 0);
+    if (!above) {
+      return Fail("invalid", "--rules-workspace " + SanitizeForDisplay(*rules_workspace, 200) +
+                                 ": not the workspace or a directory above it (fix: the "
+                                 "directory whose .anvil/rules.toml applies)");
+    }
+    // The tree's rules join the workspace's own; they never replace them.
+    request.rules.workspace_dir = dir;
+    request.rules.more_workspace_dirs.push_back(policy.workspace);
+  }
   request.user_rules_dir = UserRulesDir();
   request.session = "exec-" + std::to_string(::getpid());
   return out;
@@ -305,17 +400,34 @@ int RunExecCommand(const std::vector<std::string>& args) {
     const std::string& code = options.error().code;
     return code == "not_found" ? 127 : code == "not_executable" ? 126 : kExitUsage;
   }
-  TerminalAsker asker;
+  std::unique_ptr<agent::Asker> asker;
+  DescriptorAsker* descriptor = nullptr;
+  if (options->ask_fd >= 0) {
+    const int fd = options->ask_fd;
+    const int fd_flags = ::fcntl(fd, F_GETFD);
+    // Close-on-exec before anything runs: the sandboxed command must never answer for you.
+    if (fd_flags < 0 || ::fcntl(fd, F_SETFD, fd_flags | FD_CLOEXEC) != 0) {
+      std::cerr << "anvil exec: --ask-fd " << fd << " is not an open descriptor\n";
+      return kExitUsage;
+    }
+    auto owned = std::make_unique<DescriptorAsker>(fd);
+    descriptor = owned.get();
+    asker = std::move(owned);
+  } else {
+    asker = std::make_unique<TerminalAsker>();
+  }
   const agent::ExecResult result =
-      agent::RunExec(options->request, asker, RunSandboxInProcess, IsRealDirectory,
+      agent::RunExec(options->request, *asker, RunSandboxInProcess, IsRealDirectory,
                      WorkspaceAuditSink(options->request.context.workspace));
   const nlohmann::json& report = result.report;
   if (report.contains("error")) {
     std::cerr << "anvil exec: " << SanitizeForDisplay(report["error"].get<std::string>(), 2000)
               << "\n";
   } else if (report.value("refused", false)) {
-    std::cerr << "anvil exec: refused: "
-              << SanitizeForDisplay(report.value("refusal", std::string()), 1000) << "\n";
+    const std::string refusal = report.value("refusal", std::string());
+    // Some refusals already say so ("refused: the user answered never").
+    std::cerr << (refusal.rfind("refused", 0) == 0 ? "anvil exec: " : "anvil exec: refused: ")
+              << SanitizeForDisplay(refusal, 1000) << "\n";
     if (report.contains("how_to_allow")) {
       std::cerr << "anvil exec: to allow it: "
                 << SanitizeForDisplay(report["how_to_allow"].get<std::string>(), 1000) << "\n";
@@ -336,6 +448,7 @@ int RunExecCommand(const std::vector<std::string>& args) {
               << SanitizeForDisplay(report["rules_error"].get<std::string>(), 1000) << "\n";
   }
   if (options->json) std::cerr << Dump(report) << "\n";
+  if (descriptor != nullptr) (void)descriptor->Write(agent::ReportLine(report) + "\n");
   return result.exit_status;
 }
 

@@ -17,6 +17,7 @@ int RunExecCommand(const std::vector<std::string>& args);
 struct ExecOptions {
   agent::ExecRequest request;
   bool json = false;
+  int ask_fd = -1;  // --ask-fd: questions (and the report) over this descriptor
 };
 
 // Parses `anvil exec`'s command line (its own flags, `anvil sandbox`'s flags, `--`, CMD) into a

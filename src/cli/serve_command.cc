@@ -42,7 +42,7 @@ CommandSpec ServeSpec(ServeArgs& a) {
       "--workspace DIR [--plugin-dir DIR]... [--plugin-path DIR]...\n"
       "                   [--approve] [--require-signed] [--timeout SECONDS] "
       "[--cancel-grace-ms MS]\n"
-      "                   [--max-message-bytes N] [--trace FILE] [--no-watch]";
+      "                   [--max-message-bytes N] [--trace FILE] [--no-watch] [--approval MODE]";
   spec.description =
       "The sidecar an editor or agent talks to: JSON-RPC 2.0 with LSP framing (Content-Length) on\n"
       "stdin/stdout (docs/protocol.md). One session: one policy gateway, one sandboxed host per\n"
@@ -113,6 +113,20 @@ CommandSpec ServeSpec(ServeArgs& a) {
              "default it is reloaded as by anvil/reload; a manifest that asks for\n"
              "more then needs consent, even with --approve)",
              [&a] { a.o.watch_plugin_dirs = false; }),
+      Text("--approval", "MODE",
+           "approval mode of an anvil/exec request that names none: untrusted |\n"
+           "on-failure | on-request (default) | never (as anvil exec --approval;\n"
+           "questions go to the editor as anvil/approve)",
+           [&a](const std::string& v) -> Status {
+             auto mode = ParseApprovalMode(v);
+             if (!mode) {
+               return Fail("invalid", "--approval " + SanitizeForDisplay(v, 40) +
+                                          " (fix: untrusted, on-failure, on-request or never)");
+             }
+             a.o.exec_approval = *mode;
+             return Ok();
+           })
+          .Choices({"untrusted", "on-failure", "on-request", "never"}),
   };
   spec.sections = {
       {"",

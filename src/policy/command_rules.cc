@@ -633,9 +633,16 @@ Result<CommandRules> LoadCommandRules(const RulesLocations& where) {
       rules.Add(std::move(*parsed));
     }
   }
-  if (!where.workspace_dir.empty()) {
-    const std::string shown = where.workspace_dir + "/" + std::string(kWorkspaceRulesPath);
-    auto text = ReadWorkspaceRulesFile(where.workspace_dir, shown);
+  std::vector<std::string> workspaces;
+  if (!where.workspace_dir.empty()) workspaces.push_back(where.workspace_dir);
+  for (const auto& dir : where.more_workspace_dirs) {
+    if (!dir.empty() && std::find(workspaces.begin(), workspaces.end(), dir) == workspaces.end()) {
+      workspaces.push_back(dir);
+    }
+  }
+  for (const auto& dir : workspaces) {
+    const std::string shown = dir + "/" + std::string(kWorkspaceRulesPath);
+    auto text = ReadWorkspaceRulesFile(dir, shown);
     if (!text) return tl::unexpected(text.error());
     if (*text) {
       auto parsed = ParseRulesFile(**text, shown, RuleLayer::kWorkspace);

@@ -120,6 +120,9 @@ struct RulesLocations {
   // Non-empty: these files are the user layer instead of user_dir (anvil rules check --rules).
   std::vector<std::string> user_files;
   std::string workspace_dir;  // empty: no workspace layer; else its .anvil/rules.toml
+  // More directories whose .anvil/rules.toml joins the workspace layer (which can only narrow,
+  // so another file never loosens anything): a workspace and the tree it sits in.
+  std::vector<std::string> more_workspace_dirs;
 };
 
 // $XDG_CONFIG_HOME/anvil/rules, else $HOME/.config/anvil/rules; a relative XDG_CONFIG_HOME is

@@ -2,9 +2,11 @@
 // framing on stdin/stdout (docs/protocol.md, section 4). One session owns one anvil-gateway and
 // one anvil-plugin-host per enabled, granted plugin; it keeps the editor's versioned buffers,
 // runs commands with deadlines, cancels, reloads (T7) and restarts crashed processes with
-// bounded retries. Single-threaded: one poll loop over stdin, the gateway's pidfd and each
-// host's channel, pidfd and stderr, plus timers — so a request is answered exactly once and
-// nothing races with a reload.
+// bounded retries; anvil/exec runs an agent's command as a child `anvil exec --ask-fd` whose
+// questions go to the editor (session/exec_request.h). Single-threaded: one poll loop over
+// stdin, the gateway's pidfd, each host's channel, pidfd and stderr and each exec child's
+// question channel, output pipes and pidfd, plus timers — so a request is answered exactly once
+// and nothing races with a reload.
 #pragma once
 
 #include <chrono>
@@ -12,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "policy/approval.h"
 #include "session/lsp_framing.h"
 
 namespace anvil::session {
@@ -39,6 +42,10 @@ struct ServeOptions {
   // after `watch_debounce` without further changes. --no-watch turns it off.
   bool watch_plugin_dirs = true;
   std::chrono::milliseconds watch_debounce{200};
+  // anvil/exec: the approval mode of a request that names none (--approval), and how many run
+  // at once (beyond: "busy").
+  ApprovalMode exec_approval = ApprovalMode::kOnRequest;
+  std::size_t max_exec_jobs = 8;
 };
 
 // Serves until `exit`, end of input, a closed output or SIGTERM/SIGINT/SIGHUP; every host and

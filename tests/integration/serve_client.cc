@@ -23,7 +23,8 @@ void WritePlugin(const std::string& dir, const std::string& id, const std::strin
   WriteFile(dir + "/" + entry, code);
 }
 
-ServeClient::ServeClient(const std::vector<std::string>& args, const std::string& state_dir) {
+ServeClient::ServeClient(const std::vector<std::string>& args, const std::string& state_dir,
+                         const std::vector<std::string>& extra_env) {
   int in_pipe[2], out_pipe[2];
   if (pipe2(in_pipe, O_CLOEXEC) || pipe2(out_pipe, O_CLOEXEC)) throw std::runtime_error("pipe");
   std::vector<std::string> argv = {AnvilBin(), "serve"};
@@ -31,6 +32,7 @@ ServeClient::ServeClient(const std::vector<std::string>& args, const std::string
   std::vector<std::string> env = {"PATH=/usr/bin:/bin", "HOME=/nonexistent", "LANG=C.UTF-8",
                                   "XDG_STATE_HOME=" + state_dir,
                                   "XDG_DATA_HOME=" + state_dir + "/data"};
+  env.insert(env.end(), extra_env.begin(), extra_env.end());
   pid_ = fork();
   if (pid_ < 0) throw std::runtime_error("fork");
   if (pid_ == 0) {
@@ -44,6 +46,7 @@ ServeClient::ServeClient(const std::vector<std::string>& args, const std::string
   out_ = out_pipe[0];
   on_request = [](const json& request) -> json {
     if (request["method"] == "workspace/applyEdit") return {{"applied", true}};
+    if (request["method"] == "anvil/approve") return {{"answer", "never"}};
     return {{"decision", "deny"}};
   };
 }
@@ -116,7 +119,13 @@ json ServeClient::ReadResponse(const json& id, std::chrono::milliseconds limit) 
     if (m->contains("method")) {
       seen.push_back(*m);
       if (m->contains("id")) {
-        Send({{"jsonrpc", "2.0"}, {"id", (*m)["id"]}, {"result", on_request(*m)}});
+        json answer = on_request(*m);
+        if (answer.is_object() && answer.contains("$no_reply")) continue;
+        if (answer.is_object() && answer.contains("$error")) {
+          Send({{"jsonrpc", "2.0"}, {"id", (*m)["id"]}, {"error", answer["$error"]}});
+        } else {
+          Send({{"jsonrpc", "2.0"}, {"id", (*m)["id"]}, {"result", answer}});
+        }
       }
       continue;
     }
@@ -176,9 +185,10 @@ void ServeTestBase::SetUp() {
   WriteFile(ws_ / "src/a.c", "int main(void) {\n  // TODO: one\n  return 0; /* FIXME */\n}\n");
 }
 
-std::unique_ptr<ServeClient> ServeTestBase::Start(std::vector<std::string> args) {
+std::unique_ptr<ServeClient> ServeTestBase::Start(std::vector<std::string> args,
+                                                  const std::vector<std::string>& extra_env) {
   args.insert(args.begin(), {"--workspace", ws_.path(), "--no-default-plugin-path"});
-  return std::make_unique<ServeClient>(args, state_.path());
+  return std::make_unique<ServeClient>(args, state_.path(), extra_env);
 }
 
 std::unique_ptr<ServeClient> ServeTestBase::StartReady(const std::string& plugin_dir,

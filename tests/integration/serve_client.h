@@ -26,8 +26,10 @@ void WritePlugin(const std::string& dir, const std::string& id, const std::strin
 
 class ServeClient {
  public:
-  // `args` follow `anvil serve`; `state_dir` becomes XDG_STATE_HOME (grants, audit log).
-  ServeClient(const std::vector<std::string>& args, const std::string& state_dir);
+  // `args` follow `anvil serve`; `state_dir` becomes XDG_STATE_HOME (grants, audit log);
+  // `extra_env` is added to its environment (NAME=VALUE).
+  ServeClient(const std::vector<std::string>& args, const std::string& state_dir,
+              const std::vector<std::string>& extra_env = {});
   ~ServeClient();
   ServeClient(const ServeClient&) = delete;
   ServeClient& operator=(const ServeClient&) = delete;
@@ -53,8 +55,14 @@ class ServeClient {
   void CloseInput();
   std::optional<int> Wait(std::chrono::milliseconds limit = std::chrono::seconds(20));
 
-  // Answers a server → client request; default: applyEdit applied, consent denied.
+  // Answers a server → client request; default: applyEdit applied, consent denied, approve
+  // refused ("never"). It may return NoReply() (the request stays unanswered) or
+  // ErrorReply(...) (a JSON-RPC error is sent instead of a result).
   std::function<json(const json& request)> on_request;
+  static json NoReply() { return {{"$no_reply", true}}; }
+  static json ErrorReply(int code, const std::string& message) {
+    return {{"$error", {{"code", code}, {"message", message}}}};
+  }
   std::vector<json> seen;  // notifications and server requests, in order
   std::vector<json> Seen(const std::string& method) const;
 
@@ -71,7 +79,8 @@ class ServeClient {
 class ServeTestBase : public ::testing::Test {
  protected:
   void SetUp() override;
-  std::unique_ptr<ServeClient> Start(std::vector<std::string> args);
+  std::unique_ptr<ServeClient> Start(std::vector<std::string> args,
+                                     const std::vector<std::string>& extra_env = {});
   // Start with --approve and one plugin, initialize, wait until the plugin is ready.
   std::unique_ptr<ServeClient> StartReady(const std::string& plugin_dir, const std::string& id,
                                           std::vector<std::string> extra = {});

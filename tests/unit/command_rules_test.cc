@@ -570,6 +570,22 @@ TEST_F(RulesLoadTest, EveryLayerIsReadInOrderAndOnlyTomlFilesCount) {
                  {{{"curl"}, RulesOutcome::kForbidden}, {{"make"}, RulesOutcome::kPrompt}});
 }
 
+TEST_F(RulesLoadTest, ATreeAboveTheWorkspaceAddsItsRulesAndNeverDropsTheWorkspaces) {
+  // Attack: naming a directory above the workspace as the rules' workspace, to leave out the
+  // stricter rules of the workspace the command runs in.
+  const std::string sub = where_.workspace_dir + "/sub";
+  Write(sub + "/.anvil/rules.toml", Rule(R"(["make", "deploy"])", "forbidden"));
+  Write(where_.workspace_dir + "/.anvil/rules.toml", Rule(R"(["make", "clean"])", "prompt"));
+  RulesLocations tree = where_;
+  tree.more_workspace_dirs = {sub, where_.workspace_dir};  // a repeat is read once
+  auto rules = LoadCommandRules(tree);
+  ASSERT_TRUE(rules) << rules.error().ToString();
+  EXPECT_EQ(rules->rules().size(), 2u);
+  ExpectOutcomes(*rules, {{{"make", "deploy"}, RulesOutcome::kForbidden},
+                          {{"make", "clean"}, RulesOutcome::kPrompt},
+                          {{"make"}, RulesOutcome::kNoRule}});
+}
+
 TEST_F(RulesLoadTest, AMalformedFileInAnyLayerFailsClosedNamingIt) {
   Write(where_.user_dir + "/default.toml", Rule(R"(["make"])", "allow"));
   Write(where_.workspace_dir + "/.anvil/rules.toml", Rule(R"(["make"])", "allow"));

@@ -47,6 +47,10 @@ cmd('AnvilFormat', function(o) anvil().format(o.args) end, {
   nargs = '?', desc = "Format this buffer with a plugin's command (default: setup{format = ...})",
   complete = function(lead) return anvil().complete_commands(lead) end,
 })
+cmd('AnvilExec', function(o) anvil().exec(o.args) end, {
+  nargs = '+', desc = 'Run a shell command line through anvil/exec: the command rules, your '
+      .. 'approval (asked here), the sandbox; the result in anvil://exec',
+})
 cmd('AnvilCancel', function() anvil().cancel() end, {desc = 'Cancel the running commands'})
 cmd('AnvilLog', function() anvil().show_log() end, {desc = "anvil serve's log"})
 

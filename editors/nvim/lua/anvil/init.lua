@@ -137,6 +137,15 @@ local function handlers(s)
           return
         end
         ui.consent(params, function(decision) reply({decision = decision}) end)
+      elseif method == 'anvil/approve' then
+        -- An agent's command (anvil/exec) asks to run or to widen its sandbox: always the
+        -- interactive choice (auto_approve is for plugins, never for commands).
+        log('approval asked: ' .. ui.sanitize(params.title) .. ': '
+            .. ui.sanitize(table.concat(type(params.argv) == 'table' and params.argv or {}, ' ')))
+        ui.approve(params, function(answer)
+          log('approval answered: ' .. answer)
+          reply({answer = answer})
+        end)
       elseif method == 'workspace/applyEdit' then
         local answer = s.docs:apply_workspace_edit(params, s.encoding)
         if answer.applied then
@@ -455,6 +464,70 @@ function M.run(spec, args, opts)
   else
     send()
   end
+  return run
+end
+
+-- The lines of an anvil/exec answer: the command, its exit status and the rules' decision,
+-- a refusal or the widening on offer, then its output (capped by the server).
+function M.exec_lines(run)
+  local lines = {'$ ' .. ui.sanitize(run.script)}
+  if run.error then
+    lines[#lines + 1] = 'failed: ' .. error_text(run.error)
+    return lines
+  end
+  local r = run.result or {}
+  lines[#lines + 1] = string.format('exit %s (rules: %s, mode %s)', tostring(r.exit),
+                                    ui.sanitize(r.decision), ui.sanitize(r.mode))
+  if r.refused then
+    lines[#lines + 1] = 'refused: ' .. ui.sanitize(r.refusal)
+    if r.how_to_allow then lines[#lines + 1] = 'to allow it: ' .. ui.sanitize(r.how_to_allow) end
+  end
+  local esc = type(r.escalation) == 'table' and r.escalation or nil
+  if esc and type(esc.widening) == 'table' then
+    lines[#lines + 1] = string.format('widening %s: %s',
+        table.concat(vim.tbl_map(ui.sanitize, esc.widening.flags or {}), ' '),
+        ui.sanitize(esc.state))
+  end
+  for _, stream in ipairs({'stdout', 'stderr'}) do
+    local text = type(r[stream]) == 'string' and r[stream] or ''
+    if text ~= '' then
+      lines[#lines + 1] = '--- ' .. stream .. (r[stream .. '_truncated'] and ' (truncated)' or '')
+          .. ' ---'
+      for line in (text:gsub('\n$', '') .. '\n'):gmatch('(.-)\n') do
+        lines[#lines + 1] = (line:gsub('[%z\1-\8\11-\31\127]', ''))
+      end
+    end
+  end
+  return lines
+end
+
+-- Runs a shell command line through anvil/exec (the command rules, the approval mode of the
+-- session, the sandbox; any question comes back as anvil/approve). Returns the run: {script,
+-- token, done, error, result, shown}; `opts.on_done(run)` when it is answered.
+function M.exec(script, opts)
+  opts = opts or {}
+  local s = ensure()
+  if not s then return nil end
+  local run = {script = script, progress = {}, done = false, exec = true}
+  run.token = 'anvil.nvim-' .. s.next_run
+  s.next_run = s.next_run + 1
+  s.runs_by_token[run.token] = run
+  s.runs[run] = true
+  M.last_exec = run
+  run.id = s.client:request('anvil/exec', {script = script, workDoneToken = run.token},
+    function(err, result)
+      run.done, run.error, run.result = true, err, result
+      s.runs[run] = nil
+      s.runs_by_token[run.token] = nil
+      if err and err.code == -32800 then
+        ui.notify('Anvil: cancelled: ' .. ui.sanitize(script))
+        run.shown = 'notify'
+      else
+        ui.scratch('anvil://exec', M.exec_lines(run))
+        run.shown = 'anvil://exec'
+      end
+      if opts.on_done then opts.on_done(run) end
+    end)
   return run
 end
 

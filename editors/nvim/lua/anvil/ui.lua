@@ -76,9 +76,9 @@ function M.consent_text(params)
   return lines
 end
 
-function M.consent(params, done)
-  local plugin = type(params.plugin) == 'table' and params.plugin or {}
-  local lines = M.consent_text(params)
+-- A floating window with `lines` in the middle of the editor, for a question; it is
+-- M.consent_window (consent or an approval) while it is open. Returns the function closing it.
+function M.prompt_window(lines)
   local bufnr = api.nvim_create_buf(false, true)
   api.nvim_buf_set_lines(bufnr, 0, -1, false, lines)
   vim.bo[bufnr].modifiable = false
@@ -94,6 +94,15 @@ function M.consent(params, done)
     col = math.max(0, math.floor((vim.o.columns - width) / 2)),
   })
   M.consent_window = {win = win, bufnr = bufnr, lines = lines}
+  return function()
+    if api.nvim_win_is_valid(win) then api.nvim_win_close(win, true) end
+    M.consent_window = nil
+  end
+end
+
+function M.consent(params, done)
+  local plugin = type(params.plugin) == 'table' and params.plugin or {}
+  local close = M.prompt_window(M.consent_text(params))
   local answered = false
   vim.ui.select({'approve', 'deny'}, {
     prompt = 'Allow plugin ' .. M.sanitize(plugin.id or '?') .. ' to run in this workspace?',
@@ -103,9 +112,60 @@ function M.consent(params, done)
   }, function(choice)
     if answered then return end
     answered = true
-    if api.nvim_win_is_valid(win) then api.nvim_win_close(win, true) end
-    M.consent_window = nil
+    close()
     done(choice == 'approve' and 'approve' or 'deny')
+  end)
+end
+
+-- The question of anvil/approve: an agent's command (anvil/exec) may run, or its sandbox be
+-- widened for it. Shown like the consent prompt: a floating window with exactly the server's
+-- words (argv, cwd, mode, sandbox, widening; untrusted strings sanitized by the server and again
+-- here), then vim.ui.select over exactly the choices the question offers. `done` gets "once",
+-- "always" or "never"; no choice is "never".
+function M.approve_text(params)
+  local lines = {M.sanitize(params.title or 'Anvil: an agent wants to run a command'), ''}
+  local text = tostring(params.text or ''):gsub('\n+$', '')
+  for line in (text .. '\n'):gmatch('(.-)\n') do
+    lines[#lines + 1] = (line:gsub('[%z\1-\8\11-\31\127]', ''))
+  end
+  if type(params.argv) == 'table' then
+    local words = {}
+    for _, w in ipairs(params.argv) do words[#words + 1] = vim.inspect(M.sanitize(w)) end
+    lines[#lines + 1] = ''
+    lines[#lines + 1] = 'argv: [' .. table.concat(words, ', ') .. ']'
+  end
+  if type(params.widening) == 'table' and type(params.widening.flags) == 'table' then
+    local flags = {}
+    for _, f in ipairs(params.widening.flags) do flags[#flags + 1] = M.sanitize(f) end
+    lines[#lines + 1] = 'widening (this run only): ' .. table.concat(flags, ' ')
+  end
+  return lines
+end
+
+local approve_labels = {
+  once = 'Once: run it this time',
+  always = 'Always: allow this command from now on (writes an allow rule)',
+  never = 'Never: refuse it',
+}
+
+function M.approve(params, done)
+  local choices = {}
+  for _, c in ipairs(type(params.choices) == 'table' and params.choices or {}) do
+    if approve_labels[c] then choices[#choices + 1] = c end
+  end
+  if #choices == 0 then return done('never') end
+  local lines = M.approve_text(params)
+  local close = M.prompt_window(lines)
+  local answered = false
+  vim.ui.select(choices, {
+    prompt = params.kind == 'widening' and 'Widen the sandbox for this command?'
+        or 'Run this command?',
+    format_item = function(item) return approve_labels[item] end,
+  }, function(choice)
+    if answered then return end
+    answered = true
+    close()
+    done(approve_labels[choice] and choice or 'never')
   end)
 end
 
