@@ -11,6 +11,7 @@
 #include "cli/exec_command.h"
 #include "cli/exec_spec.h"
 #include "cli/mcp_command.h"
+#include "cli/mcp_spec.h"
 #include "cli/rules_command.h"
 #include "cli/rules_spec.h"
 #include "cli/run_command.h"

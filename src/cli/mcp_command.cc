@@ -221,12 +221,14 @@ struct Call {
   std::optional<json> progress_token;
   std::atomic<bool> cancelled{false};
   std::atomic<bool> done{false};
+  bool can_elicit = false;  // the client declared elicitation (as of the call's start)
   double progress = 0;
   std::uint64_t number = 0;
 };
 
 struct PluginTool {
   std::string name, plugin_id, plugin_dir, command;
+  std::string description;  // the manifest's (untrusted: sanitized where shown)
 };
 
 class Server {
@@ -564,7 +566,7 @@ json Server::RunCommandTool(Call& call, const json& arguments) {
     if (last.timed_out || last.cancelled) run.refusals.clear();  // killed: not the sandbox's
     return run;
   };
-  McpAsker asker(*this, call, protocol_.ClientCanElicit());
+  McpAsker asker(*this, call, call.can_elicit);
   const agent::ExecResult result = agent::RunExec(request, asker, runner, IsRealDirectory, audit_);
   const json& report = result.report;
   const bool refused = report.value("refused", false);
@@ -680,6 +682,7 @@ void Server::StartCall(mcp::ToolCall tool_call) {
   auto call = std::make_shared<Call>();
   call->id = tool_call.id;
   call->progress_token = tool_call.progress_token;
+  call->can_elicit = protocol_.ClientCanElicit();
   {
     std::lock_guard<std::mutex> lock(mu_);
     const std::string key = IdKey(call->id);
@@ -707,12 +710,16 @@ void Server::StartCall(mcp::ToolCall tool_call) {
     } catch (const std::exception& e) {
       result = ToolError(std::string("internal error: ") + e.what());
     }
-    std::lock_guard<std::mutex> lock(mu_);
-    // A cancelled request gets no answer (the client has forgotten it).
-    if (!call->cancelled) Send(mcp::Response(call->id, std::move(result)));
-    calls_.erase(IdKey(call->id));
+    bool answer = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      // A cancelled request gets no answer (the client has forgotten it).
+      answer = !call->cancelled;
+      calls_.erase(IdKey(call->id));
+    }
+    // Outside the lock: a client slow to read never stalls the loop that reads its messages.
+    if (answer) Send(mcp::Response(call->id, std::move(result)));
     call->done = true;
-    cv_.notify_all();
   });
   std::lock_guard<std::mutex> lock(mu_);
   threads_.emplace_back(call, std::move(worker));
@@ -904,7 +911,7 @@ std::vector<PluginTool> DiscoverPluginTools(const McpOptions& o) {
         skip("command " + command + ": its tool name " + name + " is taken");
         continue;
       }
-      tools.push_back({name, manifest.id, entry.dir, command});
+      tools.push_back({name, manifest.id, entry.dir, command, manifest.description});
     }
   }
   return tools;
@@ -960,65 +967,17 @@ int RunMcpCommand(const std::vector<std::string>& args) {
   std::vector<PluginTool> plugin_tools;
   if (options->plugins) plugin_tools = DiscoverPluginTools(*options);
   for (const auto& p : plugin_tools) {
-    tools.push_back({p.name, SanitizeForDisplay(p.plugin_id + " " + p.command, 200),
-                     "Run the command '" + SanitizeForDisplay(p.command, 100) + "' of the plugin " +
-                         SanitizeForDisplay(p.plugin_id, 100) +
-                         " (approved; runs in Anvil's sandbox exactly as `anvil run` would)",
+    std::string description = "Run the command '" + SanitizeForDisplay(p.command, 100) +
+                              "' of the plugin " + SanitizeForDisplay(p.plugin_id, 100) +
+                              " (approved; runs in Anvil's sandbox exactly as `anvil run` would)";
+    if (!p.description.empty()) {
+      description += ". The plugin says: " + SanitizeForDisplay(p.description, 500);
+    }
+    tools.push_back({p.name, SanitizeForDisplay(p.plugin_id + " " + p.command, 200), description,
                      mcp::PluginInputSchema(), nullptr});
   }
   Server server(std::move(*options), std::move(tools), std::move(plugin_tools));
   return server.Serve();
-}
-
-CommandSpec McpCommandSpec() {
-  auto ignore = [](const std::string&) { return Ok(); };
-  CommandSpec spec;
-  spec.name = "mcp";
-  spec.program = "anvil mcp";
-  spec.summary = "serve the Model Context Protocol to a coding agent";
-  spec.synopsis =
-      "[--workspace DIR] [--approval MODE] [--rules FILE]... [--plugin-dir DIR]...\n"
-      "                 [--plugin-path DIR]... [--no-plugins] [sandbox options]";
-  spec.description =
-      "Serve the Model Context Protocol on stdin/stdout (newline-delimited JSON-RPC 2.0,\n"
-      "protocol 2025-06-18) for a coding agent (docs/agents.md). Tools: run_command (the flow\n"
-      "of `anvil exec`: rules, approval, sandbox, refusals, escalation) and one tool per\n"
-      "command of every plugin with an approved grant (run as `anvil run --json`). Questions go\n"
-      "to the client as elicitation/create when it declares that capability.";
-  spec.flags = {
-      Text("--workspace", "DIR", "the workspace commands run in (default: the current directory)",
-           ignore)
-          .Expects("a directory")
-          .Completes(Completion::kDirectory),
-      Text("--approval", "MODE", "untrusted | on-failure | on-request (default) | never", ignore)
-          .Choices({"untrusted", "on-failure", "on-request", "never"}),
-      Text("--rules", "FILE",
-           "read FILE as your rules instead of ~/.config/anvil/rules/*.toml; repeatable", ignore)
-          .Completes(Completion::kFile)
-          .Repeatable(),
-      Text("--plugin-dir", "DIR", "offer this plugin's commands too (still needs a grant)", ignore)
-          .Completes(Completion::kDirectory)
-          .Repeatable(),
-      Text("--plugin-path", "DIR",
-           "search DIR's subdirectories for plugins (default\n"
-           "${XDG_DATA_HOME:-~/.local/share}/anvil/plugins)",
-           ignore)
-          .Completes(Completion::kDirectory)
-          .Repeatable(),
-      Switch("--no-plugins", "offer run_command only", [] {}),
-  };
-  spec.sections = {
-      {"",
-       "Every other option is `anvil sandbox`'s and applies to every command (not --cwd or\n"
-       "--workdir: the workspace is --workspace, a call's directory its cwd argument).\n"
-       "Exit: 0 at the end of stdin; 2 usage errors and rules files that do not load.",
-       false},
-  };
-  spec.examples = {
-      "anvil mcp --workspace .",
-      "claude mcp add anvil -- anvil mcp --workspace .",
-  };
-  return spec;
 }
 
 }  // namespace anvil::cli

@@ -21,11 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "cli/flag_table.h"
-
 namespace anvil::cli {
 
 int RunMcpCommand(const std::vector<std::string>& args);
-CommandSpec McpCommandSpec();
 
 }  // namespace anvil::cli

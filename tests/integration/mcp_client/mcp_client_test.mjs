@@ -51,13 +51,14 @@ fs.writeFileSync(path.join(plugin, 'anvil-plugin.toml'),
   '[permissions]\nfs.read = ["**"]\n');
 fs.writeFileSync(path.join(plugin, 'main.lua'),
   "anvil.command('hello', function(args) return 'hello ' .. (args[1] or 'world') end)\n" +
-  "anvil.command('read', function(args) return sys.fs.read(args[1]) end)\n");
+  "anvil.command('read', function(args) return sys.fs.read(args[1]) end)\n" +
+  "anvil.command('spin', function() while true do end end)\n");
 const approved = spawnSync(anvil, ['run', '--workspace', ws, '--approve', plugin, 'hello'],
                            { env, encoding: 'utf8' });
 assert.equal(approved.status, 0, approved.stderr);
 
 let answers = [];
-async function connect(extra = [], capabilities = { elicitation: {} }) {
+async function connect(extra = [], capabilities = { elicitation: {} }, useRules = true) {
   const client = new Client({ name: 'anvil-test', version: '1.0.0' }, { capabilities });
   if (capabilities.elicitation) {
     client.setRequestHandler(ElicitRequestSchema, async (request) => {
@@ -68,7 +69,8 @@ async function connect(extra = [], capabilities = { elicitation: {} }) {
   }
   const transport = new StdioClientTransport({
     command: anvil,
-    args: ['mcp', '--workspace', ws, '--rules', rules, '--plugin-dir', plugin, ...extra],
+    args: ['mcp', '--workspace', ws, ...(useRules ? ['--rules', rules] : []),
+           '--plugin-dir', plugin, ...extra],
     env,
     stderr: 'pipe',
   });
@@ -94,6 +96,7 @@ await runCase('tools/list lists run_command and the approved plugin', async () =
   assert.ok(names.includes('run_command'), names.join(','));
   assert.ok(names.includes('plugin__test_mcp__hello'), names.join(','));
   assert.ok(names.includes('plugin__test_mcp__read'), names.join(','));
+  assert.ok(names.includes('plugin__test_mcp__spin'), names.join(','));
   const run = tools.find((t) => t.name === 'run_command');
   assert.equal(run.inputSchema.type, 'object');
   assert.ok(run.outputSchema && run.outputSchema.properties.exit_code);
@@ -138,6 +141,16 @@ await runCase('a prompt rule asks the client: accept once runs it', async () => 
   assert.equal(r.structuredContent.stdout, 'ask-me now\n');
   assert.match(pending.seen.message, /echo ask-me now/);
   assert.deepEqual(pending.seen.requestedSchema.properties.answer.enum, ['once', 'never']);
+});
+
+await runCase('progress notifications come while a call with a progress token runs', async () => {
+  const seen = [];
+  const r = await client.callTool({ name: 'run_command', arguments: { argv: ['cat', 'a.txt'] } },
+                                  undefined, { onprogress: (p) => seen.push(p) });
+  assert.equal(r.structuredContent.exit_code, 0);
+  assert.ok(seen.length >= 1, 'no progress notification');
+  assert.match(seen[0].message, /sandbox/);
+  for (let i = 1; i < seen.length; i++) assert.ok(seen[i].progress > seen[i - 1].progress);
 });
 
 await runCase('a prompt rule asks the client: decline refuses it', async () => {
@@ -192,6 +205,39 @@ await runCase('cancelling a long command kills its process tree', async () => {
   await client.ping();  // still serving
 });
 
+// Processes other than the servers themselves whose command line names this test's directory.
+function helpersAlive() {
+  let alive = [];
+  for (const pid of fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      if (cmd.includes(root) && !cmd.split('\0').includes('mcp')) alive.push(cmd);
+    } catch { /* gone */ }
+  }
+  return alive;
+}
+
+await runCase('cancelling a plugin command stops anvil run and its session', async () => {
+  const controller = new AbortController();
+  const call = client.callTool({ name: 'plugin__test_mcp__spin', arguments: {} }, undefined,
+                               { signal: controller.signal });
+  let seen = false;
+  for (let i = 0; i < 100 && !seen; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    seen = helpersAlive().length > 0;
+  }
+  assert.ok(seen, 'anvil run never started');
+  await new Promise((r) => setTimeout(r, 500));
+  controller.abort('test');
+  await assert.rejects(call);
+  let alive = ['?'];
+  for (let i = 0; i < 100 && alive.length > 0; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    alive = helpersAlive();
+  }
+  assert.deepEqual(alive, [], 'left running after the cancel');
+});
+
 await runCase('a timeout kills the command and says so', async () => {
   const r = await client.callTool({ name: 'run_command',
                                     arguments: { argv: ['sleep', '20'], timeout_ms: 500 } });
@@ -231,7 +277,37 @@ await runCase('invalid UTF-8 in the output is replaced, the JSON stays valid', a
   assert.equal(r.structuredContent.stdout, 'a\uFFFDb', JSON.stringify(r));
 });
 
+await runCase('every decision and answer is an audit line by anvil mcp', async () => {
+  const audit = spawnSync(anvil, ['audit', '--workspace', ws, '--json'], { env, encoding: 'utf8' });
+  assert.equal(audit.status, 0, audit.stderr);
+  const lines = audit.stdout.trim().split('\n').map((l) => JSON.parse(l));
+  const ours = lines.filter((l) => JSON.stringify(l).includes('anvil mcp'));
+  assert.ok(ours.some((l) => l.op === 'command'), audit.stdout);
+  assert.ok(ours.some((l) => l.op === 'command.answer'), audit.stdout);
+});
+
 await client.close();
+
+await runCase('untrusted mode: "always" writes an allow rule, the next call is not asked', async () => {
+  // Without --rules: the user's rules directory, where "always" writes approved.toml.
+  const strict = await connect(['--approval', 'untrusted'], { elicitation: {} }, false);
+  answers = [{ action: 'accept', content: { answer: 'always' } }];
+  const first = answers[0];
+  const r = await strict.callTool({ name: 'run_command',
+                                    arguments: { argv: ['touch', 'made-by-agent'] } });
+  assert.equal(r.isError, false, JSON.stringify(r));
+  assert.deepEqual(first.seen.requestedSchema.properties.answer.enum, ['once', 'always', 'never']);
+  assert.ok(fs.existsSync(path.join(ws, 'made-by-agent')));
+  const approved = fs.readFileSync(path.join(home, 'config', 'anvil', 'rules', 'approved.toml'),
+                                   'utf8');
+  assert.match(approved, /touch/);
+  answers = [];  // a question now would be cancelled, and so refused
+  const again = await strict.callTool({ name: 'run_command',
+                                        arguments: { argv: ['touch', 'made-by-agent'] } });
+  assert.equal(again.isError, false, JSON.stringify(again));
+  assert.equal(again.structuredContent.report.questions.length, 0);
+  await strict.close();
+});
 
 await runCase('without elicitation a prompt rule is refused with the way to allow it', async () => {
   const plain = await connect([], {});
