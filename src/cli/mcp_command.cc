@@ -45,6 +45,8 @@ constexpr auto kTermGrace = std::chrono::seconds(2);
 // A plugin command's deadline (as `anvil run --timeout`), and the time to list its commands.
 constexpr int kPluginTimeoutSeconds = 60;
 constexpr auto kPluginListDeadline = std::chrono::seconds(15);
+// Calls running at once, at most: each is a sandbox (or a plugin session) of its own.
+constexpr std::size_t kMaxRunningCalls = 16;
 
 constexpr char kUsage[] =
     R"(usage: anvil mcp [--workspace DIR] [--approval MODE] [--rules FILE]...
@@ -683,16 +685,23 @@ void Server::StartCall(mcp::ToolCall tool_call) {
   call->id = tool_call.id;
   call->progress_token = tool_call.progress_token;
   call->can_elicit = protocol_.ClientCanElicit();
+  std::string refusal;
   {
     std::lock_guard<std::mutex> lock(mu_);
     const std::string key = IdKey(call->id);
     if (calls_.contains(key)) {
-      Send(mcp::ErrorResponse(call->id, mcp::kInvalidRequest,
-                              "request id " + key + " is already in use by a running call"));
-      return;
+      refusal = "request id " + key + " is already in use by a running call";
+    } else if (calls_.size() >= kMaxRunningCalls) {
+      refusal = "too many calls running (at most " + std::to_string(kMaxRunningCalls) +
+                "; fix: wait for one to finish, or cancel one)";
+    } else {
+      call->number = ++next_call_;
+      calls_[key] = call;
     }
-    call->number = ++next_call_;
-    calls_[key] = call;
+  }
+  if (!refusal.empty()) {
+    Send(mcp::ErrorResponse(call->id, mcp::kInvalidRequest, refusal));
+    return;
   }
   std::thread worker([this, call, tool_call = std::move(tool_call)] {
     json result;

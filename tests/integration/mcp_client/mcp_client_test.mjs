@@ -53,6 +53,12 @@ fs.writeFileSync(path.join(plugin, 'main.lua'),
   "anvil.command('hello', function(args) return 'hello ' .. (args[1] or 'world') end)\n" +
   "anvil.command('read', function(args) return sys.fs.read(args[1]) end)\n" +
   "anvil.command('spin', function() while true do end end)\n");
+// Its benign neighbour's opposite: a plugin nobody approved is not offered.
+const unapproved = path.join(root, 'unapproved');
+fs.mkdirSync(unapproved);
+fs.writeFileSync(path.join(unapproved, 'anvil-plugin.toml'),
+  'id = "test.unapproved"\nversion = "1.0.0"\nruntime = "lua"\nentry = "main.lua"\n');
+fs.writeFileSync(path.join(unapproved, 'main.lua'), "anvil.command('x', function() return 1 end)\n");
 const approved = spawnSync(anvil, ['run', '--workspace', ws, '--approve', plugin, 'hello'],
                            { env, encoding: 'utf8' });
 assert.equal(approved.status, 0, approved.stderr);
@@ -70,7 +76,7 @@ async function connect(extra = [], capabilities = { elicitation: {} }, useRules 
   const transport = new StdioClientTransport({
     command: anvil,
     args: ['mcp', '--workspace', ws, ...(useRules ? ['--rules', rules] : []),
-           '--plugin-dir', plugin, ...extra],
+           '--plugin-dir', plugin, '--plugin-dir', unapproved, ...extra],
     env,
     stderr: 'pipe',
   });
@@ -97,6 +103,8 @@ await runCase('tools/list lists run_command and the approved plugin', async () =
   assert.ok(names.includes('plugin__test_mcp__hello'), names.join(','));
   assert.ok(names.includes('plugin__test_mcp__read'), names.join(','));
   assert.ok(names.includes('plugin__test_mcp__spin'), names.join(','));
+  assert.ok(!names.some((n) => n.includes('unapproved')), names.join(','));
+  assert.match(client.stderrText(), /plugin test\.unapproved not offered: no approved grant/);
   const run = tools.find((t) => t.name === 'run_command');
   assert.equal(run.inputSchema.type, 'object');
   assert.ok(run.outputSchema && run.outputSchema.properties.exit_code);
