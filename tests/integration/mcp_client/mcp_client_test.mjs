@@ -140,6 +140,32 @@ await runCase('the sandbox refuses a write to .git/config and offers --writable-
   assert.doesNotMatch(fs.readFileSync(path.join(ws, '.git', 'config'), 'utf8'), /alpha/);
 });
 
+await runCase('the agent asks for the widening with a reason; the user approves it once', async () => {
+  answers = [{ action: 'accept', content: { answer: 'once' } }];
+  const asked = answers[0];
+  const r = await client.callTool({ name: 'run_command', arguments: {
+    argv: ['cp', 'a.txt', '.git/anvil-widened'], widen: 'writable-git',
+    reason: 'the test needs it' } });
+  assert.equal(r.isError, false, JSON.stringify(r));
+  assert.equal(r.structuredContent.exit_code, 0, JSON.stringify(r));
+  assert.match(asked.seen.message, /--writable-git/);
+  assert.match(asked.seen.message, /the test needs it/);
+  assert.equal(fs.readFileSync(path.join(ws, '.git', 'anvil-widened'), 'utf8'), 'alpha\n');
+  // Declined: nothing runs.
+  answers = [{ action: 'decline' }];
+  const no = await client.callTool({ name: 'run_command', arguments: {
+    argv: ['cp', 'a.txt', '.git/anvil-declined'], widen: 'writable-git', reason: 'again' } });
+  assert.equal(no.isError, true, JSON.stringify(no));
+  assert.ok(!fs.existsSync(path.join(ws, '.git', 'anvil-declined')));
+});
+
+await runCase('a script is judged command by command and runs as bash -lc', async () => {
+  const r = await client.callTool({ name: 'run_command',
+                                    arguments: { script: 'cat a.txt && echo done' } });
+  assert.equal(r.isError, false, JSON.stringify(r));
+  assert.equal(r.structuredContent.stdout, 'alpha\ndone\n');
+});
+
 await runCase('a prompt rule asks the client: accept once runs it', async () => {
   answers = [{ action: 'accept', content: { answer: 'once' } }];
   const pending = answers[0];
