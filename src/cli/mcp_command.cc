@@ -391,10 +391,13 @@ ChildOutcome Server::RunChild(Call& call, const std::vector<std::string>& argv,
   bool killed_hard = false;
   int wait_status = 0;
   bool reaped = false;
+  std::optional<Clock::time_point> reaped_at;
+  // A reaped pid may be reused: only the group (whose id is not reused while it has members) is
+  // signalled then.
   auto stop = [&] {
     if (killed_at) return;
     killed_at = Clock::now();
-    ::kill(pid, SIGTERM);  // the sandbox's supervisor forwards it to the command
+    if (!reaped) ::kill(pid, SIGTERM);  // the sandbox's supervisor forwards it to the command
   };
   while (true) {
     struct pollfd fds[3];
@@ -408,7 +411,10 @@ ChildOutcome Server::RunChild(Call& call, const std::vector<std::string>& argv,
     }
     if (!reaped) {
       pid_t w = ::waitpid(pid, &wait_status, WNOHANG);
-      if (w == pid) reaped = true;
+      if (w == pid) {
+        reaped = true;
+        reaped_at = Clock::now();
+      }
     }
     if (n == 0 && reaped) break;
     if (n == 0) {
@@ -441,13 +447,16 @@ ChildOutcome Server::RunChild(Call& call, const std::vector<std::string>& argv,
       outcome.timed_out = true;
       stop();
     }
+    // The child is gone but something it started still holds a pipe: a short grace, then the
+    // group is killed like a cancelled call's.
+    if (reaped && !killed_at && now - *reaped_at >= kTermGrace) killed_at = now - kTermGrace;
     if (killed_at && !killed_hard && now - *killed_at >= kTermGrace) {
       // The whole group; the sandboxed processes die with their supervisor (PDEATHSIG).
       ::kill(-pid, SIGKILL);
-      ::kill(pid, SIGKILL);
+      if (!reaped) ::kill(pid, SIGKILL);
       killed_hard = true;
     }
-    // After the hard kill, descendants that escaped the group may still hold a pipe: stop
+    // After the hard kill, descendants that left the group may still hold a pipe: stop
     // reading after a grace period rather than hang.
     if (killed_hard && reaped && now - *killed_at >= 2 * kTermGrace) break;
     if (!killed_at && now - last_beat >= std::chrono::seconds(5)) {
@@ -457,11 +466,6 @@ ChildOutcome Server::RunChild(Call& call, const std::vector<std::string>& argv,
                    std::to_string(
                        std::chrono::duration_cast<std::chrono::seconds>(now - start).count()) +
                    " s)");
-    }
-  }
-  if (!reaped) {
-    ::kill(-pid, SIGKILL);
-    while (::waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
     }
   }
   if (WIFEXITED(wait_status)) {
