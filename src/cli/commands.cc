@@ -10,6 +10,8 @@
 #include "cli/doctor_command.h"
 #include "cli/exec_command.h"
 #include "cli/exec_spec.h"
+#include "cli/mcp_command.h"
+#include "cli/mcp_spec.h"
 #include "cli/rules_command.h"
 #include "cli/rules_spec.h"
 #include "cli/run_command.h"
@@ -56,6 +58,7 @@ const std::vector<CommandEntry>& AnvilCommands() {
          return RunSandboxCommand(args, SandboxFrontEnd::kAnvilSandbox);
        }},
       {"exec", ExecCommandSpec, RunExecCommand},
+      {"mcp", McpCommandSpec, RunMcpCommand},
       {"run", RunCommandSpec, RunRunCommand},
       {"serve", ServeCommandSpec, RunServeCommand},
       {"plugin", PluginCommandSpec, RunPluginCommand},
@@ -99,8 +102,18 @@ ToolSpec AnvilTool(std::string version) {
   return tool;
 }
 
+namespace {
+std::string& VersionSlot() {
+  static std::string version;
+  return version;
+}
+}  // namespace
+
+std::string_view AnvilVersion() { return VersionSlot(); }
+
 int RunAnvil(const std::vector<std::string>& args, std::string_view version,
              std::string_view version_line) {
+  VersionSlot() = std::string(version);
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::cout << RenderToolHelp(AnvilTool(std::string(version)));
     return args.empty() ? kExitUsage : 0;

@@ -24,6 +24,9 @@ const std::vector<CommandEntry>& AnvilCommands();
 // `anvil` and its subcommands as the documents describe them.
 ToolSpec AnvilTool(std::string version);
 
+// The version RunAnvil was given ("" before it runs): `anvil mcp`'s serverInfo.
+std::string_view AnvilVersion();
+
 // The whole program: dispatches to a subcommand. `version_line` is what --version prints.
 int RunAnvil(const std::vector<std::string>& args, std::string_view version,
              std::string_view version_line);

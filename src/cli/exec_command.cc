@@ -74,21 +74,6 @@ Examples:
       --network proxy -- npm ci
 )";
 
-// `anvil sandbox`'s options that take a value (the next word, unless written NAME=VALUE): every
-// flag of its table with a value, so a new one is never taken for the command; and its test
-// hooks, which the table leaves out.
-const std::set<std::string>& SandboxValueFlags() {
-  static const std::set<std::string> flags = [] {
-    std::set<std::string> out = {"--unsafe-test-allow-address", "--unsafe-test-resolver",
-                                 "--unsafe-test-ca", "--unsafe-test-fail-layer"};
-    for (const Flag& f : SandboxCommandSpec(SandboxFrontEnd::kAnvilSandbox).flags) {
-      if (f.kind != ValueKind::kNone) out.insert(f.name);
-    }
-    return out;
-  }();
-  return flags;
-}
-
 std::string Canonical(const std::string& path) {
   char buf[PATH_MAX];
   return ::realpath(path.c_str(), buf) != nullptr ? std::string(buf) : std::string();
@@ -194,6 +179,18 @@ std::string Dump(const nlohmann::json& value) {
 }
 
 }  // namespace
+
+const std::set<std::string>& SandboxValueFlags() {
+  static const std::set<std::string> flags = [] {
+    std::set<std::string> out = {"--unsafe-test-allow-address", "--unsafe-test-resolver",
+                                 "--unsafe-test-ca", "--unsafe-test-fail-layer"};
+    for (const Flag& f : SandboxCommandSpec(SandboxFrontEnd::kAnvilSandbox).flags) {
+      if (f.kind != ValueKind::kNone) out.insert(f.name);
+    }
+    return out;
+  }();
+  return flags;
+}
 
 bool IsRealDirectory(const std::string& path) {
   struct stat st {};

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,11 @@ Result<ExecOptions> ParseExecArgs(const std::vector<std::string>& args,
 
 // Runs the sandbox in this process (RunSandboxCommand), as `anvil sandbox` would.
 agent::SandboxRun RunSandboxInProcess(const std::vector<std::string>& sandbox_args);
+
+// `anvil sandbox`'s options that take a value (the next word, unless written NAME=VALUE): every
+// flag of its table with a value, so a new one is never taken for the command; and its test
+// hooks, which the table leaves out.
+const std::set<std::string>& SandboxValueFlags();
 
 // An existing directory that is not a symbolic link.
 bool IsRealDirectory(const std::string& path);

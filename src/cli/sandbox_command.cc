@@ -19,6 +19,7 @@
 
 #include "linux/helper_executable.h"
 #include "linux/program_exec.h"
+#include "policy/display_text.h"
 #include "session/plugin_session.h"
 
 extern char** environ;
@@ -116,6 +117,8 @@ Run CMD under a sandbox policy. The current directory (or --cwd) is the workspac
 Options:
   --policy P             read-only | workspace-write (default) | danger-full-access | external-sandbox
   --cwd DIR              the workspace and CMD's working directory (default: current directory)
+  --workdir DIR          CMD's working directory, inside the workspace (relative to it, or
+                         absolute; default: the workspace)
   --writable-root DIR    an extra writable root (workspace-write; repeatable)
   --read-only-subpath P  keep P read-only inside a writable root (repeatable; git metadata
                          and .anvil always)
@@ -136,6 +139,7 @@ Options:
                          mem=unlimited drops the default memory ceiling, half the RAM)
   --timeout SECONDS      kill the whole process tree after SECONDS (exit 124)
   --json                 print one JSON report on stderr at exit
+  --report-fd N          write the --json report to descriptor N instead of stderr
 )";
   if (front_end == SandboxFrontEnd::kAnvilSandbox) {
     text +=
@@ -160,7 +164,7 @@ Options:
         "  --runtime-from-call    with --call-fd: no runtime roots (/usr, /etc, ...) and no "
         "/proc;\n"
         "                         the call names the tool's own files (executable, libraries)\n"
-        "  --report-fd N          write the --json report to descriptor N instead of stderr\n";
+        "";
   }
   text += R"(
 Exit status: CMD's own; 128+N if killed by signal N; 124 timeout; 125 the sandbox could not be
@@ -181,6 +185,7 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
   SandboxPolicy& policy = inv.spec.policy;
   EnvPolicy env;
   std::string cwd;
+  std::string workdir;  // --workdir: CMD's working directory (default: the workspace)
   bool network_explicit = false;
   SandboxFlags config_flags;
   bool minimal_env = false;
@@ -227,6 +232,11 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
     } else if (flag == "--cwd") {
       if (auto s = take(); !s) return tl::unexpected(s.error());
       cwd = v;
+    } else if (flag == "--workdir") {
+      if (auto s = take(); !s) return tl::unexpected(s.error());
+      if (v.empty())
+        return Fail("invalid", "--workdir: empty path (fix: a directory inside the workspace)");
+      workdir = v;
     } else if (flag == "--writable-root") {
       if (auto s = take(); !s) return tl::unexpected(s.error());
       std::string c = Canonical(v);
@@ -331,7 +341,7 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
     } else if (front_end == SandboxFrontEnd::kExecRunner && flag == "--no-workspace-read") {
       if (!policy.workspace_read_subpaths) policy.workspace_read_subpaths.emplace();
       readable_flags = true;
-    } else if (front_end == SandboxFrontEnd::kExecRunner && flag == "--report-fd") {
+    } else if (flag == "--report-fd") {
       if (auto s = take(); !s) return tl::unexpected(s.error());
       char* end = nullptr;
       long fd = std::strtol(v.c_str(), &end, 10);
@@ -375,6 +385,20 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
   std::string workspace = Canonical(cwd);
   if (workspace.empty()) return Fail("invalid", "--cwd " + cwd + ": no such directory");
   policy.workspace = workspace;
+  std::string run_dir = workspace;
+  if (!workdir.empty()) {
+    run_dir = Canonical(workdir[0] == '/' ? workdir : workspace + "/" + workdir);
+    if (run_dir.empty()) {
+      return Fail("invalid", "--workdir " + SanitizeForDisplay(workdir, 400) +
+                                 ": no such directory (fix: a directory inside the workspace " +
+                                 SanitizeForDisplay(workspace, 400) + ")");
+    }
+    if (!PathIsWithin(run_dir, workspace)) {
+      return Fail("invalid", "--workdir " + SanitizeForDisplay(workdir, 400) +
+                                 " is outside the workspace " + SanitizeForDisplay(workspace, 400) +
+                                 " (fix: a directory inside it, or --cwd to change the workspace)");
+    }
+  }
   if (front_end == SandboxFrontEnd::kAnvilSandbox) {
     // config.toml, Anvil.toml (narrowing only), profiles and the home, under the flags above.
     config_flags.network_explicit = network_explicit;
@@ -429,13 +453,13 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
     ::close(exec_fd);
     inv.spec.program = UniqueFd(dup);
   } else {
-    auto program = ResolveProgram(command[0], path_env, workspace);
+    auto program = ResolveProgram(command[0], path_env, run_dir);
     if (!program) return tl::unexpected(program.error());
     inv.spec.program = std::move(program->fd);
     inv.spec.program_path = std::move(program->path);
   }
   inv.spec.argv = command;
-  inv.spec.cwd = workspace;
+  inv.spec.cwd = run_dir;
   std::vector<std::string> base = minimal_env ? MinimalExecEnvironment() : environ_entries;
   if (minimal_env) env.clear = false;
   inv.spec.env = FilterEnvironment(base, env);
@@ -781,6 +805,7 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
           entry["path"] = r.subject;
           entry["operation"] = r.detail;
           entry["area"] = ToString(r.area);
+          entry["root"] = r.root;
         } else {
           entry["target"] = r.subject;
           entry["reason"] = r.detail;

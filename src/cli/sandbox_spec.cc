@@ -29,6 +29,11 @@ CommandSpec SandboxCommandSpec(SandboxFrontEnd front_end) {
       Text("--cwd", "DIR", "the workspace and CMD's working directory (default: current directory)",
            Ignore)
           .Completes(Completion::kDirectory),
+      Text("--workdir", "DIR",
+           "CMD's working directory, inside the workspace (relative to it, or\n"
+           "absolute; default: the workspace)",
+           Ignore)
+          .Completes(Completion::kDirectory),
       Text("--writable-root", "DIR", "an extra writable root (workspace-write; repeatable)", Ignore)
           .Completes(Completion::kDirectory)
           .Repeatable(),
@@ -68,6 +73,9 @@ CommandSpec SandboxCommandSpec(SandboxFrontEnd front_end) {
              Above(0, 1e7), [](double) {})
           .Expects("a positive number of seconds"),
       Switch("--json", "print one JSON report on stderr at exit", [] {}),
+      Descriptor("--report-fd", "N", "write the --json report to descriptor N instead of stderr",
+                 Between(3, INT_MAX), [](int) { return Ok(); })
+          .Expects("an open descriptor number >= 3"),
   };
   if (!runner) {
     // The command's home, the user's configuration and the refusal summary
@@ -117,9 +125,6 @@ CommandSpec SandboxCommandSpec(SandboxFrontEnd front_end) {
                "with --call-fd: no runtime roots (/usr, /etc, ...) and no /proc;\n"
                "the call names the tool's own files (executable, libraries)",
                [] {}),
-        Descriptor("--report-fd", "N", "write the --json report to descriptor N instead of stderr",
-                   Between(3, INT_MAX), [](int) { return Ok(); })
-            .Expects("an open descriptor number >= 3"),
     };
     for (auto& f : runner_flags) spec.flags.push_back(std::move(f));
   }

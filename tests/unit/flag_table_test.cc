@@ -13,6 +13,8 @@
 #include "cli/commands.h"
 #include "cli/exec_command.h"
 #include "cli/exec_spec.h"
+#include "cli/mcp_command.h"
+#include "cli/mcp_spec.h"
 #include "cli/rules_command.h"
 #include "cli/rules_spec.h"
 #include "cli/sandbox_command.h"
@@ -367,6 +369,22 @@ TEST(CommandDocs, ExecTableMatchesItsUsage) {
   ASSERT_EQ(status, 0);
   std::set<std::string> in_table, in_usage;
   for (const Flag& f : ExecCommandSpec().flags) in_table.insert(f.name);
+  std::istringstream usage(captured.str());
+  for (std::string line; std::getline(usage, line);) {
+    if (line.rfind("  --", 0) != 0) continue;
+    in_usage.insert(line.substr(2, line.find(' ', 2) - 2));
+  }
+  EXPECT_EQ(in_table, in_usage);
+}
+
+TEST(CommandDocs, McpTableMatchesItsUsage) {
+  std::ostringstream captured;
+  std::streambuf* old = std::cout.rdbuf(captured.rdbuf());
+  const int status = RunMcpCommand({"--help"});
+  std::cout.rdbuf(old);
+  ASSERT_EQ(status, 0);
+  std::set<std::string> in_table, in_usage;
+  for (const Flag& f : McpCommandSpec().flags) in_table.insert(f.name);
   std::istringstream usage(captured.str());
   for (std::string line; std::getline(usage, line);) {
     if (line.rfind("  --", 0) != 0) continue;
