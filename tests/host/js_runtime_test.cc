@@ -590,6 +590,116 @@ TEST_F(JsRuntimeTest, AFullHeapCannotTurnTheErrorsBacktraceIntoACrash) {
   EXPECT_EQ(*r, "true");
 }
 
+// `s += o` on a local string variable appends in place; o's valueOf/toString runs first and can
+// assign the variable, which frees the string about to be appended to (a number there was read as
+// a string pointer). The sum must be the spec's: the old string, then what o converts to.
+// (Fixed upstream in bellard/quickjs 1168c21; scripts/patches/quickjs/0002.)
+TEST_F(JsRuntimeTest, AppendingToAStringThatValueOfReassignsIsNotAUseAfterFree) {
+  auto r = RunSnippet(R"(
+    function add(replacement, hook) {
+      var s = 'abc'.repeat(10);
+      var o = { [hook]() { s = replacement; return 'x'; } };
+      s += o;
+      return s;
+    }
+    const got = [];
+    for (const hook of ['valueOf', 'toString', Symbol.toPrimitive]) {
+      for (const replacement of [1, 2.5, null, {}, 'zz'.repeat(3), 7n]) {
+        got.push(add(replacement, hook));
+      }
+    }
+    return got.every((v) => v === 'abc'.repeat(10) + 'x') ? 'ok' : got.join('|');)");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(*r, R"("ok")");
+  // The benign neighbour: appending in place keeps working, also with converted operands.
+  r = RunSnippet(R"(
+    var s = 'a', n = 1, o = { valueOf() { return 'v'; } };
+    for (var i = 0; i < 3; i++) { s += 'b'; s += n; s += o; }
+    return s;)");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(*r, R"("ab1vb1vb1v")");
+}
+
+// BigInt.prototype.toString sized its buffer from the top limb's leading zeros, undefined for a
+// zero top limb (a negative power of two with a multiple of 64 bits: a heap overflow or a huge
+// allocation), and read one limb past the end for radix 8 and 32 when the last digit straddles
+// two limbs. (bellard/quickjs 638ec8c and 9ce5442; scripts/patches/quickjs/0003.)
+TEST_F(JsRuntimeTest, BigIntToStringWritesAndReadsOnlyItsOwnDigits) {
+  auto r = RunSnippet(R"(
+    return [
+      (-(2n ** 127n)).toString(), (-(2n ** 127n)).toString(16), String(-(2n ** 191n)),
+      (2n ** 126n).toString(8), (2n ** 126n + 5n).toString(32), (-(2n ** 126n)).toString(8),
+    ].join('|');)");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(*r,
+            "\"-170141183460469231731687303715884105728|-80000000000000000000000000000000|"
+            "-3138550867693340381917894711603833208051177722232017256448|"
+            "1000000000000000000000000000000000000000000|20000000000000000000000005|"
+            "-1000000000000000000000000000000000000000000\"");
+  // The benign neighbour: every radix of a value that hits neither edge.
+  r = RunSnippet(R"(
+    const v = 2n ** 100n + 12345n, lengths = [];
+    for (let radix = 2; radix <= 36; radix++) lengths.push(v.toString(radix).length);
+    return (-v).toString(36) + '|' + lengths.join(',');)");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(*r,
+            "\"-3ewfdnca0n6ld1ggvozd|101,64,51,44,39,36,34,32,31,29,28,28,27,26,26,25,24,24,24,"
+            "23,23,23,22,22,22,22,21,21,21,21,21,20,20,20,20\"");
+}
+
+// The compiler runs at require() time, on whatever heap the plugin left: a plugin can make
+// its allocations fail anywhere in the parser. Several of its out-of-memory paths went on with
+// a missing label (-1), indexing before the label array, or read the bytecode buffer past its
+// end. It must end as the memory budget, whichever allocation fails. (bellard/quickjs 3dc7ef1,
+// and the same guard where that left a label unchecked; scripts/patches/quickjs/0004.)
+// Without the patch this loop crashes the dev build (a segfault in the compiler).
+TEST_F(JsRuntimeTest, AnAllocationThatFailsInTheCompilerIsTheMemoryBudget) {
+  std::string big;
+  for (int i = 0; i < 30; ++i) {
+    big += "function f" + std::to_string(i) + R"((a, b) {
+      let x = a + b; var o = {p: 1, ['q' + a]: 2, get g() { return 3; }};
+      for (let i = 0; i < 10; i++) { x += `t${i}s` + 'str\n' + /re+[a-z]/g.source; label: { if (x) break label; } }
+      try { l0: for (const k in o) { x = x + k; continue l0; } } catch (e) { x = e; } finally { x += 1; }
+      class C extends Object { #p = 1; m() { return this.#p + super.toString(); } static s = 2; }
+      const {u, v = 2, ...w} = o; let [y1, , y2 = 3] = [1, 2]; x ??= y1; a?.b?.(c => c * 2);
+      for (let i = 0, j = 1; i < 3; i++, j--) { switch (i) { case 1: x++; break; default: x--; case 2: continue; } }
+      for (var [p, q] of [[1, 2]]) x += p; for (x.y in o) ; var {a: z = 1} = o; ({a: z} = o); [x, z] = [z, x];
+      l2: while (x) { do { if (a) continue l2; else break l2; } while (0); }
+      return a ? b : (x || y1 && z) ?? 1;
+    }
+    )";
+  }
+  big += "module.exports = f0;\n";
+  RuntimeLimits limits;
+  limits.memory_bytes = 4 << 20;
+  int compiled = 0, exhausted = 0;
+  // Fill the heap up to `fill` bytes, in 4 KiB strings, then compile the module.
+  for (int fill = (3 << 20) - (64 << 10); fill < (4 << 20); fill += 4 << 10) {
+    SCOPED_TRACE(fill);
+    runtime_ = Make(limits);
+    PluginSource src{
+        "main.js",
+        "anvil.command('t', function (args) {\n"
+        "  const keep = [];\n"
+        "  for (let n = 0; n < args.fill; n += 4096) keep.push('k'.repeat(4000) + n);\n"
+        "  return typeof require('lib/big.js');\n"
+        "});",
+        {{"lib/big.js", big}}};
+    ASSERT_TRUE(runtime_->Load(src));
+    auto r = runtime_->RunCommand("t", "{\"fill\": " + std::to_string(fill) + "}");
+    if (r) {
+      EXPECT_EQ(*r, R"("function")");
+      ++compiled;
+    } else {
+      EXPECT_EQ(r.error().ToString(), "limit: memory budget exhausted");
+      ++exhausted;
+    }
+  }
+  // Both outcomes occurred: the failures fell inside the compilation too.
+  EXPECT_GT(compiled, 0);
+  EXPECT_GT(exhausted, 0);
+}
+
 TEST_F(JsRuntimeTest, CaughtOutOfMemoryStaysSpentAndCannotReachTheHost) {
   RuntimeLimits limits;
   limits.memory_bytes = 16 << 20;
