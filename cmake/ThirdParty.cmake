@@ -9,7 +9,7 @@
 #                                    (base, coroutine, math, string, table,
 #                                    utf8). NOT io, os, package, debug, linit:
 #                                    luaL_openlibs/luaopen_io/... do not link.
-#                                    C++: #include <lua.hpp> (Lua is built as C).
+#                                    C++: #include <lua.h> (Lua is built as C++).
 #   anvil_quickjs  / anvil::quickjs  QuickJS 2025-04-26 engine, without
 #                                    quickjs-libc (no std/os modules).
 #                                    #include <quickjs.h>
