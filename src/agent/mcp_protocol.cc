@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <regex>
 
+#include "common/json_depth.h"
 #include "fs/utf8.h"
 
 namespace anvil::agent::mcp {
@@ -133,7 +134,15 @@ Step Protocol::HandleLine(std::string_view line) {
     line.remove_suffix(1);
   }
   if (line.empty()) return {};
-  json msg = json::parse(line, nullptr, false);
+  bool too_deep = false;
+  json msg = ParseBoundedJson(line, &too_deep);
+  if (too_deep) {
+    return Error(
+        IdFromEdges(line.substr(0, 256), line.substr(line.size() > 256 ? line.size() - 256 : 0)),
+        kInvalidRequest,
+        "invalid request: nested deeper than " + std::to_string(kMaxJsonNesting) +
+            " arrays/objects (fix: send flatter arguments)");
+  }
   if (msg.is_discarded()) {
     return Error(nullptr, kParseError, "parse error: the line is not valid JSON");
   }
@@ -326,7 +335,7 @@ std::string ParseRunCommandArgs(const json& arguments, RunCommandArgs* out) {
   const bool has_script = arguments.contains("script");
   if (has_argv == has_script) {
     return "arguments: give exactly one of argv (an array of strings) or script (a string run "
-           "as bash -lc) (fix: {\"argv\": [\"make\", \"test\"]})";
+           "as bash -c) (fix: {\"argv\": [\"make\", \"test\"]})";
   }
   if (has_argv) {
     if (auto why = StringArray(arguments["argv"], "argv", &out->argv); !why.empty()) return why;
@@ -344,7 +353,7 @@ std::string ParseRunCommandArgs(const json& arguments, RunCommandArgs* out) {
     if (text.find('\0') != std::string::npos) {
       return "arguments.script: contains a NUL character (fix: remove it)";
     }
-    out->argv = {"bash", "-lc", text};
+    out->argv = {"bash", "-c", text};
   }
   if (arguments.contains("cwd")) {
     const json& c = arguments["cwd"];
@@ -392,7 +401,7 @@ json RunCommandInputSchema() {
         {"script",
          {{"type", "string"},
           {"description",
-           "a shell script run as `bash -lc SCRIPT` (each simple command is judged by the "
+           "a shell script run as `bash -c SCRIPT` (each simple command is judged by the "
            "rules; anything the parser does not fully understand is asked about)"}}},
         {"cwd",
          {{"type", "string"},

@@ -4,7 +4,8 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -243,7 +244,11 @@ class Server {
         audit_(WorkspaceAuditSink(options_.workspace)),
         self_(SelfExe()) {}
 
+  // SIGTERM, SIGINT and SIGHUP end the server as the end of stdin does (every call's process
+  // tree stopped and reaped, then exit 128+N): `signals` is a signalfd for them, blocked in every
+  // thread. Without one, only stdin's end stops the server.
   int Serve();
+  void SetStopSignals(UniqueFd signals) { signals_ = std::move(signals); }
 
  private:
   std::string Check(const std::string& tool, const json& arguments) const {
@@ -299,6 +304,8 @@ class Server {
   std::map<std::string, std::optional<mcp::ClientReply>> pending_;  // our request id -> reply
   std::uint64_t next_request_ = 0;
   std::uint64_t next_call_ = 0;
+  UniqueFd signals_;
+  int stopped_by_ = 0;
 };
 
 class McpAsker final : public agent::Asker {
@@ -353,29 +360,37 @@ ChildOutcome Server::RunChild(Call& call, const std::vector<std::string>& argv,
     rep_r.Reset(rep_pipe[0]);
     rep_w.Reset(rep_pipe[1]);
   }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, out_w.Get(), STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, err_w.Get(), STDERR_FILENO);
-  if (report_fd) posix_spawn_file_actions_adddup2(&actions, rep_w.Get(), 3);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  // fork + exec rather than posix_spawn: the child must die with the thread that started it
+  // (PR_SET_PDEATHSIG), so that a server killed or crashed never leaves a command running. The
+  // worker thread that forks waits for the child, so the signal never fires early. Between fork
+  // and exec only async-signal-safe calls, on what was prepared before the fork.
   std::vector<char*> cargv;
   for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);
-  pid_t pid = -1;
-  int rc = posix_spawn(&pid, self_.c_str(), &actions, &attr, cargv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
+  const pid_t parent = ::getpid();
+  const int out_fd = out_w.Get(), err_fd = err_w.Get(), rep_fd = report_fd ? rep_w.Get() : -1;
+  const char* path = self_.c_str();
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(125);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null_fd < 0 || ::dup2(null_fd, STDIN_FILENO) < 0 || ::dup2(out_fd, STDOUT_FILENO) < 0 ||
+        ::dup2(err_fd, STDERR_FILENO) < 0 || (rep_fd >= 0 && ::dup2(rep_fd, 3) < 0)) {
+      ::_exit(125);
+    }
+    ::execve(path, cargv.data(), environ);
+    ::_exit(127);
+  }
+  const int rc = pid < 0 ? errno : 0;
+  if (pid > 0) ::setpgid(pid, pid);  // both sides: no window where the group is not set
   out_w.Reset();
   err_w.Reset();
   rep_w.Reset();
@@ -564,7 +579,17 @@ json Server::RunCommandTool(Call& call, const json& arguments) {
   bool timed_out = false;
   auto runner = [&](const std::vector<std::string>& sandbox_args) {
     Progress(call, "running in the sandbox");
-    std::vector<std::string> argv = {self_, "sandbox", "--report-fd", "3", "--quiet"};
+    // The sandbox keeps the deadline too (a second later, so the server's own stop normally
+    // comes first and is reported as the timeout): a command outlives no server.
+    const long long backstop_ms = static_cast<long long>(timeout.count()) + 1000;
+    std::vector<std::string> argv = {
+        self_,
+        "sandbox",
+        "--report-fd",
+        "3",
+        "--quiet",
+        "--timeout",
+        std::to_string(backstop_ms / 1000) + "." + std::to_string(backstop_ms % 1000 / 100)};
     argv.insert(argv.end(), sandbox_args.begin(), sandbox_args.end());
     last = RunChild(call, argv, timeout, true);
     timed_out = timed_out || last.timed_out;
@@ -599,7 +624,9 @@ json Server::RunCommandTool(Call& call, const json& arguments) {
   }
   if (refused) {
     structured["refusal"] = report.value("refusal", std::string());
-    text += "refused: " + report.value("refusal", std::string()) + "\n";
+    const std::string refusal = report.value("refusal", std::string());
+    // Some refusals already say so ("refused: no answer came").
+    text += (refusal.rfind("refused", 0) == 0 ? "" : "refused: ") + refusal + "\n";
     if (report.contains("how_to_allow")) {
       structured["how_to_allow"] = report["how_to_allow"];
       text += "to allow it: " + report["how_to_allow"].get<std::string>() + "\n";
@@ -759,7 +786,7 @@ void Server::Dispatch(mcp::Step step) {
   if (step.reply) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = pending_.find(IdKey(step.reply->id));
-    if (it != pending_.end()) {
+    if (it != pending_.end() && !it->second) {  // the first reply is the answer
       it->second = std::move(*step.reply);
       cv_.notify_all();
     }
@@ -783,6 +810,20 @@ int Server::Serve() {
   char chunk[65536];
   while (true) {
     ReapFinished();
+    if (signals_) {
+      pollfd fds[2] = {{STDIN_FILENO, POLLIN, 0}, {signals_.Get(), POLLIN, 0}};
+      if (::poll(fds, 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        break;
+      }
+      if (fds[1].revents & POLLIN) {
+        signalfd_siginfo info{};
+        if (::read(signals_.Get(), &info, sizeof(info)) == sizeof(info)) {
+          stopped_by_ = static_cast<int>(info.ssi_signo);
+        }
+        break;  // as at EOF: every call stopped and reaped first
+      }
+    }
     ssize_t n = ::read(STDIN_FILENO, chunk, sizeof(chunk));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
@@ -834,7 +875,7 @@ int Server::Serve() {
     threads_.clear();
   }
   for (auto& t : all) t.join();
-  return 0;
+  return stopped_by_ != 0 ? 128 + stopped_by_ : 0;
 }
 
 // The plugins of the workspace's plugin set with an approved grant for exactly this manifest
@@ -989,7 +1030,21 @@ int RunMcpCommand(const std::vector<std::string>& args) {
     tools.push_back({p.name, SanitizeForDisplay(p.plugin_id + " " + p.command, 200), description,
                      mcp::PluginInputSchema(), nullptr});
   }
+  // A client ends its server with a signal as often as by closing stdin: blocked here, before
+  // any thread exists (so in every thread; children unblock them), and read from a signalfd by the
+  // main loop.
+  sigset_t stop_set;
+  sigemptyset(&stop_set);
+  sigaddset(&stop_set, SIGTERM);
+  sigaddset(&stop_set, SIGINT);
+  sigaddset(&stop_set, SIGHUP);
+  UniqueFd stop_fd;
+  if (::pthread_sigmask(SIG_BLOCK, &stop_set, nullptr) == 0) {
+    stop_fd.Reset(::signalfd(-1, &stop_set, SFD_CLOEXEC));
+    if (!stop_fd) ::pthread_sigmask(SIG_UNBLOCK, &stop_set, nullptr);
+  }
   Server server(std::move(*options), std::move(tools), std::move(plugin_tools));
+  server.SetStopSignals(std::move(stop_fd));
   return server.Serve();
 }
 

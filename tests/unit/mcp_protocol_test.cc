@@ -152,7 +152,7 @@ TEST(McpProtocol, RequestsNotificationsAndReplies) {
   EXPECT_EQ(*call.call->progress_token, "t1");
   RunCommandArgs args;
   ASSERT_EQ(ParseRunCommandArgs(call.call->arguments, &args), "");
-  EXPECT_EQ(args.argv, (std::vector<std::string>{"bash", "-lc", "make && make test"}));
+  EXPECT_EQ(args.argv, (std::vector<std::string>{"bash", "-c", "make && make test"}));
   // Cancellation names the request; the server answers nothing.
   Step cancel = p.HandleLine(
       R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"x"}})");
@@ -212,6 +212,25 @@ TEST(McpProtocol, LongLinesAreAnsweredWithTheirIdWhenItShows) {
   EXPECT_EQ(IdFromEdges(R"({"jsonrpc":"2.0","id":"a-1","method":)", "xx"), "a-1");
   EXPECT_EQ(IdFromEdges("{\"method\":\"x\"", "\"nested\":{\"id\":3}}"), nullptr);
   EXPECT_EQ(IdFromEdges("garbage", "garbage"), nullptr);
+}
+
+TEST(McpProtocol, DeepNestingIsRefusedBeforeAnythingWalksIt) {
+  // Attack: one line of tens of thousands of nested arrays; parsing takes it, but every copy
+  // and dump of the value recurses once per level.
+  Protocol p = Make();
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  Step s = p.HandleLine(
+      R"({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"run_command","arguments":{"argv":)" +
+      deep + "}}}");
+  ASSERT_EQ(s.send.size(), 1u);
+  EXPECT_EQ(s.send[0]["id"], 9);
+  EXPECT_EQ(s.send[0]["error"]["code"], kInvalidRequest);
+  EXPECT_NE(s.send[0]["error"]["message"].get<std::string>().find("nested deeper"),
+            std::string::npos);
+  // The benign neighbour: ordinary nesting is served.
+  Step ok = p.HandleLine(R"({"jsonrpc":"2.0","id":10,"method":"ping","params":{"x":[[[[1]]]]}})");
+  ASSERT_EQ(ok.send.size(), 1u);
+  EXPECT_TRUE(ok.send[0].contains("result")) << ok.send[0];
 }
 
 TEST(McpProtocol, ToolNamesAndOutput) {

@@ -159,11 +159,19 @@ await runCase('the agent asks for the widening with a reason; the user approves 
   assert.ok(!fs.existsSync(path.join(ws, '.git', 'anvil-declined')));
 });
 
-await runCase('a script is judged command by command and runs as bash -lc', async () => {
+await runCase('a script is judged command by command and runs as bash -c', async () => {
   const r = await client.callTool({ name: 'run_command',
                                     arguments: { script: 'cat a.txt && echo done' } });
   assert.equal(r.isError, false, JSON.stringify(r));
   assert.equal(r.structuredContent.stdout, 'alpha\ndone\n');
+  // Attack: a command plants a login profile in the sandbox home; a harmless script must not
+  // run it (a login shell would: code the rules never judged).
+  const plant = await client.callTool({ name: 'run_command', arguments: { argv: [
+    'python3', '-c', 'import os\nfor f in (".bash_profile", ".profile", ".bash_login"):\n' +
+    '  open(os.path.join(os.environ["HOME"], f), "a").write("echo PROFILE_RAN\\n")'] } });
+  assert.equal(plant.isError, false, JSON.stringify(plant));
+  const after = await client.callTool({ name: 'run_command', arguments: { script: 'echo clean' } });
+  assert.equal(after.structuredContent.stdout, 'clean\n', JSON.stringify(after));
 });
 
 await runCase('a prompt rule asks the client: accept once runs it', async () => {
@@ -370,6 +378,34 @@ await runCase('stdin EOF stops running calls and exits 0', async () => {
   assert.equal(await exited, 0);
   assert.equal(sleepersAlive(marker), 0, 'the sleep outlived the server');
 });
+
+// A client stops its server with a signal as often as by closing stdin; and a server that is
+// killed outright (or crashes) must not leave a command running either.
+for (const [signal, expected] of [['SIGTERM', 143], ['SIGHUP', 129], ['SIGKILL', null]]) {
+  await runCase(`${signal} to the server stops running calls`, async () => {
+    const marker = `${50 + Math.random()}`.slice(0, 8);
+    const child = spawn(anvil, ['mcp', '--workspace', ws, '--no-plugins'], { env });
+    const send = (m) => child.stdin.write(JSON.stringify(m) + '\n');
+    send({ jsonrpc: '2.0', id: 1, method: 'initialize',
+           params: { protocolVersion: '2025-06-18', capabilities: {},
+                     clientInfo: { name: 't', version: '1' } } });
+    send({ jsonrpc: '2.0', id: 2, method: 'tools/call',
+           params: { name: 'run_command', arguments: { argv: ['sleep', marker] } } });
+    for (let i = 0; i < 100 && sleepersAlive(marker) === 0; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.ok(sleepersAlive(marker) > 0, 'the sleep never started');
+    const exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
+    child.kill(signal);
+    assert.equal(await exited, expected);
+    let alive = 1;
+    for (let i = 0; i < 50 && alive > 0; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      alive = sleepersAlive(marker);
+    }
+    assert.equal(alive, 0, `the sleep outlived the server (${signal})`);
+  });
+}
 
 fs.rmSync(root, { recursive: true, force: true });
 console.log('all ok');
