@@ -131,7 +131,7 @@ ExecResult RunExec(const ExecRequest& request, Asker& asker, const SandboxRunner
   ExecResult result;
   nlohmann::json& report = result.report;
   report["command"] = request.argv;
-  report["cwd"] = request.context.workspace;
+  report["cwd"] = request.RunDir();
   report["mode"] = ToString(request.mode);
   report["ran"] = false;
   report["questions"] = nlohmann::json::array();
@@ -152,14 +152,11 @@ ExecResult RunExec(const ExecRequest& request, Asker& asker, const SandboxRunner
   report["reason"] = verdict.reason;
   report["rule"] = RuleJson(verdict.rule);
 
-  CommandAuditContext audit_context{request.session, request.requester, request.context.workspace,
+  CommandAuditContext audit_context{request.session, request.requester, request.RunDir(),
                                     request.mode,    request.id,        0};
-  EscalationAudit escalation_audit{request.session,
-                                   request.requester,
-                                   request.context.workspace,
-                                   std::string(ToString(request.mode)),
-                                   request.id,
-                                   request.argv};
+  EscalationAudit escalation_audit{request.session,  request.requester,
+                                   request.RunDir(), std::string(ToString(request.mode)),
+                                   request.id,       request.argv};
   auto refuse = [&](const std::string& reason, const std::string& how) {
     report["refused"] = true;
     report["refusal"] = reason;
@@ -181,7 +178,7 @@ ExecResult RunExec(const ExecRequest& request, Asker& asker, const SandboxRunner
     Question q;
     q.kind = Question::Kind::kCommand;
     q.argv = request.argv;
-    q.cwd = request.context.workspace;
+    q.cwd = request.RunDir();
     q.mode = ToString(request.mode);
     q.sandbox = SandboxLine(context);
     q.reason = decision.reason;
@@ -228,7 +225,7 @@ ExecResult RunExec(const ExecRequest& request, Asker& asker, const SandboxRunner
     Question q;
     q.kind = Question::Kind::kWidening;
     q.argv = request.argv;
-    q.cwd = request.context.workspace;
+    q.cwd = request.RunDir();
     q.mode = ToString(request.mode);
     q.sandbox = SandboxLine(context);
     q.reason = "the agent asks for it before running";
@@ -300,7 +297,7 @@ ExecResult RunExec(const ExecRequest& request, Asker& asker, const SandboxRunner
     Question q;
     q.kind = Question::Kind::kWidening;
     q.argv = request.argv;
-    q.cwd = request.context.workspace;
+    q.cwd = request.RunDir();
     q.mode = ToString(request.mode);
     q.sandbox = SandboxLine(context);
     q.reason = "it failed (exit " + std::to_string(last.status) +

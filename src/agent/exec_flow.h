@@ -74,7 +74,11 @@ struct ExecRequest {
   std::string session;
   std::uint64_t id = 0;
   EscalationContext context;  // the run's policy, as the flags give it
-  int max_escalations = 3;    // widenings offered one after another, at most
+  // Where the command runs (--workdir), canonical; empty: the workspace. What a person is shown
+  // and the audit records as its cwd.
+  std::string run_dir;
+  const std::string& RunDir() const { return run_dir.empty() ? context.workspace : run_dir; }
+  int max_escalations = 3;  // widenings offered one after another, at most
 };
 
 struct ExecResult {

@@ -329,6 +329,7 @@ Result<ExecOptions> ParseExecArgs(const std::vector<std::string>& args,
   context.policy = policy.kind;
   context.network = policy.network;
   context.workspace = policy.workspace;
+  request.run_dir = inv->spec.cwd;
   context.writable_git = policy.writable_git;
   context.allowed_hosts = inv->allow_hosts;
   context.writable_roots = policy.extra_writable_roots;

@@ -25,6 +25,13 @@ std::string StringOr(const json& j, const char* key, const std::string& fallback
 
 }  // namespace
 
+bool ModeMayReplace(ApprovalMode session, ApprovalMode requested) {
+  if (requested == session) return true;
+  const bool session_middle =
+      session == ApprovalMode::kOnRequest || session == ApprovalMode::kOnFailure;
+  return session_middle;  // any mode from on-request/on-failure; none from untrusted or never
+}
+
 Result<ExecCall> ParseExecParams(const json& params, const ExecDefaults& defaults,
                                  std::string (*canonical)(const std::string&)) {
   ExecCall call;
@@ -103,6 +110,14 @@ Result<ExecCall> ParseExecParams(const json& params, const ExecDefaults& default
                   "\"never\"")
               .error());
     }
+    if (!ModeMayReplace(defaults.mode, *parsed)) {
+      return tl::unexpected(
+          Invalid("params.approval \"" + std::string(ToString(*parsed)) +
+                  "\" would ask less than this session's mode \"" +
+                  std::string(ToString(defaults.mode)) +
+                  "\" (anvil serve --approval, the person's choice); fix: leave approval out")
+              .error());
+    }
     call.mode = *parsed;
   }
 
@@ -158,11 +173,15 @@ Result<ExecCall> ParseExecParams(const json& params, const ExecDefaults& default
                     "--approval",
                     std::string(ToString(call.mode)),
                     "--cwd",
-                    call.cwd,
-                    "--rules-workspace",
                     defaults.workspace,
                     "--timeout",
                     seconds};
+  // The session's workspace stays the sandbox's (its Anvil.toml narrowing, its rules, its audit
+  // log); the request's directory is only where the command starts.
+  if (call.cwd != defaults.workspace) {
+    call.exec_args.push_back("--workdir");
+    call.exec_args.push_back(call.cwd);
+  }
   call.exec_args.insert(call.exec_args.end(), widen_args.begin(), widen_args.end());
   call.exec_args.push_back("--");
   call.exec_args.insert(call.exec_args.end(), call.argv.begin(), call.argv.end());

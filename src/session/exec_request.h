@@ -42,6 +42,12 @@ struct ExecCall {
   nlohmann::json progress_token;  // null: none
 };
 
+// Whether a request may run in `requested` in a session whose person chose `session`: only
+// where it asks at least whenever the session's mode would (so "untrusted" stays "untrusted",
+// and "never" is never turned into questions); between "on-request" and "on-failure", and from
+// them to "untrusted" or "never", it may.
+bool ModeMayReplace(ApprovalMode session, ApprovalMode requested);
+
 // params {argv | script, cwd?, approval?, widen?, reason?, timeout_ms?, workDoneToken?}. An
 // error's message names the field and what it must be ("params.argv must be ...").
 // `canonical`: realpath, injected (a directory that does not exist gives "").

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "serve_client.h"
@@ -177,15 +178,65 @@ TEST_F(ServeExec, NeverAndAnErrorReplyAndAWrongAnswerAreRefusals) {
   }
   EXPECT_EQ(Approvals(*c).size(), 4u);
   EXPECT_FALSE(Exists(config_ / "anvil/rules/approved.toml"));
-  // The benign neighbour: on-failure runs what it is not sure of in the sandbox without a
-  // question; the output and the command's own status come back.
+  // Attack: the agent asks for a mode that would not ask, in a session the person started as
+  // untrusted.
+  EXPECT_EQ(c->ShutdownAndExit(), 0);
+  c = StartExec({"--approval", "untrusted"});
+  for (const char* mode : {"never", "on-request"}) {
+    json loose = c->Request("anvil/exec", {{"argv", {"mkdir", "loose"}}, {"approval", mode}});
+    EXPECT_EQ(loose["error"]["code"], -32602) << loose;
+  }
+  EXPECT_FALSE(Exists(ws_ / "loose"));
+  EXPECT_TRUE(Approvals(*c).empty());
+  // The benign neighbour: in an on-request session a request may use on-failure, which runs
+  // what it is not sure of in the sandbox without a question; the output and the command's
+  // own status come back.
+  EXPECT_EQ(c->ShutdownAndExit(), 0);
+  c = StartExec();
   json r = c->Request("anvil/exec",
                       {{"script", "echo out; echo err >&2; exit 4"}, {"approval", "on-failure"}});
   ASSERT_TRUE(r.contains("result")) << r;
   EXPECT_EQ(r["result"]["exit"], 4) << r;
   EXPECT_EQ(r["result"]["stdout"], "out\n") << r;
   EXPECT_NE(r["result"]["stderr"].get<std::string>().find("err\n"), std::string::npos) << r;
-  EXPECT_EQ(Approvals(*c).size(), 4u);
+  EXPECT_EQ(Approvals(*c).size(), 0u);
+}
+
+TEST_F(ServeExec, ACwdBelowTheWorkspaceKeepsItsNarrowingItsQuestionAndItsAuditLog) {
+  // Attack: a cwd in a subdirectory made the subdirectory the sandbox's workspace, so the
+  // workspace's Anvil.toml narrowing (here: read-only) and its audit log were left behind, and
+  // the person was shown the wrong directory.
+  WriteFile(ws_ / "Anvil.toml", "[sandbox]\npolicy = \"read-only\"\n");
+  ASSERT_EQ(Shell("mkdir -p " + ShellQuote(ws_ / "sub")), 0);
+  WriteFile(ws_ / "sub/keep.txt", "x\n");
+  auto c = StartExec();
+  c->on_request = [](const json& r) -> json {
+    if (r["method"] == "anvil/approve") return {{"answer", "once"}};
+    return nullptr;
+  };
+  json r = c->Request("anvil/exec", {{"argv", {"touch", "made-here"}}, {"cwd", "sub"}});
+  ASSERT_TRUE(r.contains("result")) << r;
+  EXPECT_NE(r["result"]["exit"], 0) << r;
+  EXPECT_FALSE(Exists(ws_ / "sub/made-here"));
+  auto asked = Approvals(*c);
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_EQ(asked[0]["params"]["cwd"], std::filesystem::canonical(ws_ / "sub").string())
+      << asked[0];
+  // Every line in the session's one audit file, naming where the command ran.
+  DIR* d = opendir((state_ / "anvil/audit").c_str());
+  ASSERT_NE(d, nullptr);
+  int files = 0;
+  while (dirent* e = readdir(d)) files += e->d_name[0] != '.';
+  closedir(d);
+  EXPECT_EQ(files, 1);
+  bool named = false;
+  for (const json& line : AuditLines())
+    named = named || line.dump().find("/sub") != std::string::npos;
+  EXPECT_TRUE(named);
+  // The benign neighbour: reading there works.
+  r = c->Request("anvil/exec", {{"argv", {"cat", "keep.txt"}}, {"cwd", "sub"}});
+  ASSERT_TRUE(r.contains("result")) << r;
+  EXPECT_EQ(r["result"]["stdout"], "x\n") << r;
 }
 
 TEST_F(ServeExec, HarmlessCommandsRunWithoutAQuestionAndTheirOutputComesBack) {

@@ -170,14 +170,16 @@ std::string FakeCanonical(const std::string& path) {
 
 TEST(ExecRequest, ParamsBecomeAnvilExecsCommandLine) {
   const session::ExecDefaults d{"/w", ApprovalMode::kUntrusted, std::chrono::milliseconds(1500)};
+  const session::ExecDefaults on_request{"/w", ApprovalMode::kOnRequest,
+                                         std::chrono::milliseconds(1500)};
   auto call = session::ParseExecParams({{"argv", {"ls", "-a"}}}, d, FakeCanonical);
   ASSERT_TRUE(call) << call.error().ToString();
   EXPECT_EQ(call->cwd, "/w");
   EXPECT_EQ(call->mode, ApprovalMode::kUntrusted);
   EXPECT_EQ(call->exec_args,
             (std::vector<std::string>{"exec", "--ask-fd", "3", "--requester", "anvil serve",
-                                      "--approval", "untrusted", "--cwd", "/w", "--rules-workspace",
-                                      "/w", "--timeout", "1.500", "--", "ls", "-a"}));
+                                      "--approval", "untrusted", "--cwd", "/w", "--timeout",
+                                      "1.500", "--", "ls", "-a"}));
   call = session::ParseExecParams({{"script", "make && make test"},
                                    {"cwd", "sub"},
                                    {"approval", "on-failure"},
@@ -185,37 +187,48 @@ TEST(ExecRequest, ParamsBecomeAnvilExecsCommandLine) {
                                    {"reason", "fetch"},
                                    {"timeout_ms", 60000},
                                    {"workDoneToken", "t1"}},
-                                  d, FakeCanonical);
+                                  on_request, FakeCanonical);
   ASSERT_TRUE(call) << call.error().ToString();
   EXPECT_EQ(call->argv, (std::vector<std::string>{"sh", "-c", "make && make test"}));
   EXPECT_EQ(call->cwd, "/w/sub");
   EXPECT_EQ(call->progress_token, "t1");
-  EXPECT_EQ(call->exec_args, (std::vector<std::string>{"exec",
-                                                       "--ask-fd",
-                                                       "3",
-                                                       "--requester",
-                                                       "anvil serve",
-                                                       "--approval",
-                                                       "on-failure",
-                                                       "--cwd",
-                                                       "/w/sub",
-                                                       "--rules-workspace",
-                                                       "/w",
-                                                       "--timeout",
-                                                       "60.000",
-                                                       "--widen",
-                                                       "allow-host=example.org",
-                                                       "--reason",
-                                                       "fetch",
-                                                       "--",
-                                                       "sh",
-                                                       "-c",
-                                                       "make && make test"}));
+  EXPECT_EQ(call->exec_args,
+            (std::vector<std::string>{"exec",        "--ask-fd",    "3",
+                                      "--requester", "anvil serve", "--approval",
+                                      "on-failure",  "--cwd",       "/w",
+                                      "--timeout",   "60.000",      "--workdir",
+                                      "/w/sub",      "--widen",     "allow-host=example.org",
+                                      "--reason",    "fetch",       "--",
+                                      "sh",          "-c",          "make && make test"}));
   // An option-looking command word stays the command: it comes after "--".
   call = session::ParseExecParams({{"argv", {"--help"}}}, d, FakeCanonical);
   ASSERT_TRUE(call);
   EXPECT_EQ(call->exec_args.back(), "--help");
   EXPECT_EQ(call->exec_args[call->exec_args.size() - 2], "--");
+}
+
+TEST(ExecRequest, ARequestNeverAsksLessThanTheSessionsMode) {
+  using M = ApprovalMode;
+  const M all[] = {M::kUntrusted, M::kOnFailure, M::kOnRequest, M::kNever};
+  for (M session : all) {
+    for (M requested : all) {
+      const bool middle = session == M::kOnRequest || session == M::kOnFailure;
+      EXPECT_EQ(session::ModeMayReplace(session, requested), requested == session || middle)
+          << ToString(session) << " <- " << ToString(requested);
+    }
+  }
+  // Attack: the agent asks for a mode that runs what the person's "untrusted" would ask about.
+  const session::ExecDefaults untrusted{"/w", ApprovalMode::kUntrusted,
+                                        std::chrono::milliseconds(1000)};
+  for (const char* mode : {"on-request", "on-failure", "never"}) {
+    auto call =
+        session::ParseExecParams({{"argv", {"ls"}}, {"approval", mode}}, untrusted, FakeCanonical);
+    ASSERT_FALSE(call) << mode;
+    EXPECT_NE(call.error().message.find("params.approval"), std::string::npos);
+    EXPECT_NE(call.error().message.find("would ask less"), std::string::npos);
+  }
+  EXPECT_TRUE(session::ParseExecParams({{"argv", {"ls"}}, {"approval", "untrusted"}}, untrusted,
+                                       FakeCanonical));
 }
 
 TEST(ExecRequest, BadParamsNameTheField) {
