@@ -370,7 +370,10 @@ pid = os.fork()
 if pid == 0:
     os.setpgid(0, 0)
     os.execv(sys.argv[1], sys.argv[1:])
-os.setpgid(pid, pid)
+try:
+    os.setpgid(pid, pid)
+except PermissionError:
+    pass  # the child already ran execv, after its own setpgid: the group is set
 os.tcsetpgrp(0, pid)
 for round in range(3):
     _, status = os.waitpid(pid, os.WUNTRACED)
