@@ -425,6 +425,18 @@ void MaskSocketsInMappedBinds(FileView& view, const std::vector<std::string>& so
 namespace {
 
 // "scheme://user[:password]@host": a credential in the value, whatever the key.
+// A value as the copy writes it: control characters other than \n, \t and \b dropped (git's
+// quoted values know no other escapes). What is checked is what is written.
+std::string AsWritten(std::string_view value) {
+  std::string out;
+  out.reserve(value.size());
+  for (char c : value) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n' || c == '\t' || c == '\b' || (u >= 0x20 && u != 0x7f)) out += c;
+  }
+  return out;
+}
+
 bool HasUrlUserinfo(std::string_view value) {
   size_t pos = 0;
   while ((pos = value.find("://", pos)) != std::string_view::npos) {
@@ -440,7 +452,9 @@ bool HasUrlUserinfo(std::string_view value) {
 }  // namespace
 
 bool GitConfigEntryAllowed(const GitConfigEntry& e) {
-  if (e.value && HasUrlUserinfo(*e.value)) return false;
+  // Both as read and as written: a credential split by control characters ("https:\v//u@h")
+  // is whole again once they are dropped.
+  if (e.value && (HasUrlUserinfo(*e.value) || HasUrlUserinfo(AsWritten(*e.value)))) return false;
   for (char c : e.subsection) {
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return false;
   }
@@ -509,7 +523,7 @@ std::string RenderSanitizedGitConfig(const std::vector<GitConfigEntry>& entries)
         q += "\\t";
       } else if (c == '\b') {
         q += "\\b";
-      } else if (static_cast<unsigned char>(c) >= 0x20 && c != 0x7f) {
+      } else {
         q += c;
       }
     }
@@ -534,7 +548,7 @@ std::string RenderSanitizedGitConfig(const std::vector<GitConfigEntry>& entries)
       current = header;
     }
     out += "\t" + e.key;
-    if (e.value) out += " = " + quote(*e.value);
+    if (e.value) out += " = " + quote(AsWritten(*e.value));
     out += "\n";
   }
   return out;

@@ -392,6 +392,23 @@ TEST(GitConfig, TheCopyReadsBackAsGitReadsTheOriginal) {
   EXPECT_EQ(got.size(), 6u) << out;
 }
 
+TEST(GitConfig, ACredentialSplitByControlCharactersStaysOut) {
+  // Found by git_config_fuzzer: the copy drops control characters, which made
+  // "https:\v//token@host" whole again after the userinfo check had passed it.
+  auto parsed = ParseGitConfig(
+      "[alias]\n lg = \"log\"\x01[url https:\x0b\x0b//ghp_TOKEN@github.com/]\n"
+      " ok = \"status\x0b -sb\"\n");
+  ASSERT_TRUE(parsed) << parsed.error().ToString();
+  const std::string out = RenderSanitizedGitConfig(*parsed);
+  EXPECT_EQ(out.find("ghp_TOKEN"), std::string::npos) << out;
+  // The benign neighbour: a value with a stray control character is kept, without it.
+  auto back = ParseGitConfig(out);
+  ASSERT_TRUE(back) << out;
+  ASSERT_EQ(back->size(), 1u) << out;
+  EXPECT_EQ((*back)[0].key, "ok");
+  EXPECT_EQ((*back)[0].value, "status -sb");
+}
+
 TEST(GitConfig, HostileInputNeverEscapesItsQuotes) {
   // A value with a newline and a quote stays one value in the copy.
   auto parsed = ParseGitConfig("[alias]\n x = \"a\\n[credential]\\n\\thelper = evil \\\" q\"\n");
