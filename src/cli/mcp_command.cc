@@ -884,15 +884,9 @@ std::vector<PluginTool> DiscoverPluginTools(const McpOptions& o) {
   std::vector<PluginTool> tools;
   session::CatalogOptions catalog_options{o.workspace, o.plugin_dirs, o.search_paths};
   if (o.default_path) {
-    const char* data = std::getenv("XDG_DATA_HOME");
-    const char* home = std::getenv("HOME");
-    std::string base = data && data[0] == '/'   ? std::string(data)
-                       : home && home[0] == '/' ? std::string(home) + "/.local/share"
-                                                : std::string();
-    if (!base.empty()) {
-      std::string dir = Canonical(base + "/anvil/plugins");
-      if (!dir.empty()) catalog_options.search_paths.push_back(dir);
-    }
+    const std::string dir =
+        session::DefaultPluginSearchPath(std::getenv("XDG_DATA_HOME"), std::getenv("HOME"));
+    if (!dir.empty()) catalog_options.search_paths.push_back(dir);
   }
   session::Catalog catalog = session::DiscoverPlugins(catalog_options);
   auto store = GrantStore::Open();

@@ -11,6 +11,7 @@
 #include "cli/command_docs.h"
 #include "fs/workspace_path.h"
 #include "policy/display_text.h"
+#include "session/plugin_catalog.h"
 #include "session/rpc_trace.h"
 #include "session/serve_session.h"
 #include "session/unsafe_net_test_options.h"
@@ -194,15 +195,9 @@ int RunServeCommand(const std::vector<std::string>& args) {
     return kExitUsage;
   }
   if (default_path) {
-    const char* data = std::getenv("XDG_DATA_HOME");
-    const char* home = std::getenv("HOME");
-    std::string base = data && data[0] == '/'   ? std::string(data)
-                       : home && home[0] == '/' ? std::string(home) + "/.local/share"
-                                                : std::string();
-    if (!base.empty()) {
-      std::string dir = Canonical(base + "/anvil/plugins");
-      if (!dir.empty()) o.search_paths.push_back(dir);
-    }
+    const std::string dir =
+        session::DefaultPluginSearchPath(std::getenv("XDG_DATA_HOME"), std::getenv("HOME"));
+    if (!dir.empty()) o.search_paths.push_back(dir);
   }
   if (!a.trace_file.empty()) {
     auto opened = session::OpenRpcTrace(a.trace_file);

@@ -40,6 +40,13 @@ std::vector<std::string> PluginDirsUnder(const std::string& root) {
 
 }  // namespace
 
+std::string DefaultPluginSearchPath(const char* xdg_data_home, const char* home) {
+  const std::string base = xdg_data_home && xdg_data_home[0] == '/' ? std::string(xdg_data_home)
+                           : home && home[0] == '/' ? std::string(home) + "/.local/share"
+                                                    : std::string();
+  return base.empty() ? std::string() : Canonical(base + "/anvil/plugins");
+}
+
 Catalog DiscoverPlugins(const CatalogOptions& options) {
   Catalog catalog;
   auto config = LoadWorkspaceConfig(options.workspace);

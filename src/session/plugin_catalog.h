@@ -28,6 +28,10 @@ struct CatalogOptions {
   std::vector<std::string> search_paths;  // each subdirectory is a plugin
 };
 
+// The user's own plugin directory, ${XDG_DATA_HOME:-~/.local/share}/anvil/plugins, canonical;
+// "" when neither variable gives an absolute path or the directory does not exist.
+std::string DefaultPluginSearchPath(const char* xdg_data_home, const char* home);
+
 struct PluginEntry {
   std::string id;   // the manifest id (or the directory name when the manifest is broken)
   std::string dir;  // canonical
