@@ -360,8 +360,10 @@ await runCase('without elicitation a prompt rule is refused with the way to allo
   await plain.close();
 });
 
-await runCase('stdin EOF stops running calls and exits 0', async () => {
-  const marker = `${40 + Math.random()}`.slice(0, 8);
+// A raw server (no SDK) running `sleep MARKER` as a call: the child, and a promise of its exit
+// code (null when killed by a signal).
+async function serverWithASleeper(base) {
+  const marker = `${base + Math.random()}`.slice(0, 8);
   const child = spawn(anvil, ['mcp', '--workspace', ws, '--no-plugins'], { env });
   const send = (m) => child.stdin.write(JSON.stringify(m) + '\n');
   send({ jsonrpc: '2.0', id: 1, method: 'initialize',
@@ -374,6 +376,11 @@ await runCase('stdin EOF stops running calls and exits 0', async () => {
   }
   assert.ok(sleepersAlive(marker) > 0, 'the sleep never started');
   const exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
+  return { marker, child, exited };
+}
+
+await runCase('stdin EOF stops running calls and exits 0', async () => {
+  const { marker, child, exited } = await serverWithASleeper(40);
   child.stdin.end();
   assert.equal(await exited, 0);
   assert.equal(sleepersAlive(marker), 0, 'the sleep outlived the server');
@@ -383,19 +390,7 @@ await runCase('stdin EOF stops running calls and exits 0', async () => {
 // killed outright (or crashes) must not leave a command running either.
 for (const [signal, expected] of [['SIGTERM', 143], ['SIGHUP', 129], ['SIGKILL', null]]) {
   await runCase(`${signal} to the server stops running calls`, async () => {
-    const marker = `${50 + Math.random()}`.slice(0, 8);
-    const child = spawn(anvil, ['mcp', '--workspace', ws, '--no-plugins'], { env });
-    const send = (m) => child.stdin.write(JSON.stringify(m) + '\n');
-    send({ jsonrpc: '2.0', id: 1, method: 'initialize',
-           params: { protocolVersion: '2025-06-18', capabilities: {},
-                     clientInfo: { name: 't', version: '1' } } });
-    send({ jsonrpc: '2.0', id: 2, method: 'tools/call',
-           params: { name: 'run_command', arguments: { argv: ['sleep', marker] } } });
-    for (let i = 0; i < 100 && sleepersAlive(marker) === 0; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    assert.ok(sleepersAlive(marker) > 0, 'the sleep never started');
-    const exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
+    const { marker, child, exited } = await serverWithASleeper(50);
     child.kill(signal);
     assert.equal(await exited, expected);
     let alive = 1;
