@@ -29,6 +29,7 @@
 #include "linux/seccomp.h"
 #include "net/cares_resolver.h"
 #include "net/http_proxy.h"
+#include "net/local_interfaces.h"
 #include "policy/sandbox_policy.h"
 
 namespace {
@@ -158,7 +159,7 @@ int main(int argc, char** argv) {
     if (!t) return fail("invalid: --unsafe-test-allow-address: " + t.error().message);
     test_options.allow_addresses.push_back(*t);
   }
-  auto policy = anvil::ConnectPolicy::ForThisMachine(test_options);
+  auto policy = anvil::ConnectPolicyForThisMachine(test_options);
   if (!policy) return fail(policy.error().ToString());
   config.policy = *policy;
   // The same resolver as sys.net.fetch: every A and AAAA answer, bounded in time, no cache.

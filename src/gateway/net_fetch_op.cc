@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include "common/unique_fd.h"
-#include "net/fetch_plan.h"
-#include "net/request_headers.h"
-#include "net/url_policy.h"
+#include "net/curl_url_check.h"
+#include "net/local_interfaces.h"
+#include "netpolicy/fetch_plan.h"
+#include "netpolicy/request_headers.h"
+#include "netpolicy/url_policy.h"
 
 namespace anvil::gateway {
 
@@ -116,7 +118,7 @@ Response NetFetchService::Handle(const std::string& plugin, const Grant& grant, 
   // start-up must not become a target.
   UnsafeTestOptions unsafe;
   unsafe.allow_addresses = options_.unsafe_test_allow_addresses;
-  auto policy = ConnectPolicy::ForThisMachine(unsafe);
+  auto policy = ConnectPolicyForThisMachine(unsafe);
   if (!policy) return Refuse(r, policy.error(), audit);
 
   CaresResolver resolver({options_.unsafe_test_resolver, options_.dns_deadline});

@@ -17,8 +17,8 @@
 #include "gateway/audit_log.h"
 #include "ipc/frame.h"
 #include "net/cares_resolver.h"
-#include "net/connect_policy.h"
 #include "net/fetcher.h"
+#include "netpolicy/connect_policy.h"
 #include "policy/grant.h"
 
 namespace anvil::gateway {

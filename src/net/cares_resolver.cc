@@ -8,7 +8,7 @@
 #include <cstring>
 #include <mutex>
 
-#include "net/connect_policy.h"
+#include "netpolicy/connect_policy.h"
 
 namespace anvil {
 

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "common/result.h"
-#include "net/ip_address.h"
-#include "net/resolver.h"
+#include "netpolicy/ip_address.h"
+#include "netpolicy/resolver.h"
 
 namespace anvil {
 

@@ -26,10 +26,10 @@
 #include <vector>
 
 #include "common/result.h"
-#include "net/connect_policy.h"
-#include "net/fetch_plan.h"
-#include "net/ip_address.h"
-#include "net/request_headers.h"
+#include "netpolicy/connect_policy.h"
+#include "netpolicy/fetch_plan.h"
+#include "netpolicy/ip_address.h"
+#include "netpolicy/request_headers.h"
 
 namespace anvil {
 

@@ -17,8 +17,8 @@
 
 #include "common/ascii.h"
 #include "common/unique_fd.h"
-#include "net/request_headers.h"
-#include "net/tls_client_hello.h"
+#include "netpolicy/request_headers.h"
+#include "netpolicy/tls_client_hello.h"
 
 namespace anvil {
 namespace {

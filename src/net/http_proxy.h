@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "net/connect_policy.h"
-#include "net/proxy_policy.h"
-#include "net/resolver.h"
+#include "netpolicy/connect_policy.h"
+#include "netpolicy/proxy_policy.h"
+#include "netpolicy/resolver.h"
 
 namespace anvil {
 

@@ -1,6 +1,5 @@
 #include "policy/manifest.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
@@ -15,6 +14,7 @@
 #include "fs/path_glob.h"
 #include "fs/utf8.h"
 #include "fs/workspace_path.h"
+#include "netpolicy/host_name.h"
 #include "policy/digest.h"
 #include "policy/exec_rules.h"
 #include "policy/file_io.h"
@@ -33,8 +33,6 @@ constexpr std::size_t kMaxNameBytes = 100;
 constexpr std::size_t kMaxDescriptionBytes = 2000;
 constexpr std::size_t kMaxEntryBytes = 256;
 constexpr std::size_t kMaxExecNameBytes = 64;
-constexpr std::size_t kMaxHostBytes = 253;
-constexpr std::size_t kMaxLabelBytes = 63;
 
 bool IsLower(char c) { return c >= 'a' && c <= 'z'; }
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
@@ -42,54 +40,6 @@ bool IsUpper(char c) { return c >= 'A' && c <= 'Z'; }
 
 tl::unexpected<Error> Invalid(std::string what, std::string_view fix) {
   return Fail("invalid", std::move(what) + " (fix: " + std::string(fix) + ")");
-}
-
-Status CheckLabel(std::string_view label, std::string_view host) {
-  if (label.empty()) {
-    return Invalid("empty label in host " + Quoted(host), "remove the doubled or leading dot");
-  }
-  if (label.size() > kMaxLabelBytes) {
-    return Invalid("host label longer than 63 bytes in " + Quoted(host), "check the host name");
-  }
-  for (char c : label) {
-    if (!IsLower(c) && !IsDigit(c) && c != '-') {
-      return Invalid("character " + Quoted(std::string_view(&c, 1)) + " is not allowed in host " +
-                         Quoted(host),
-                     "host names hold only a-z, 0-9, '-' and '.'");
-    }
-  }
-  if (label.front() == '-' || label.back() == '-') {
-    return Invalid("host label starts or ends with '-' in " + Quoted(host), "check the host name");
-  }
-  return Ok();
-}
-
-// WHATWG's "ends in a number": all digits, or 0x followed by hex digits.
-bool LooksNumeric(std::string_view label) {
-  if (!label.empty() && std::all_of(label.begin(), label.end(), IsDigit)) return true;
-  return label.size() >= 2 && label[0] == '0' && label[1] == 'x' &&
-         std::all_of(label.begin() + 2, label.end(),
-                     [](char c) { return IsDigit(c) || (c >= 'a' && c <= 'f'); });
-}
-
-Status CheckIpv6Literal(std::string_view host) {
-  const std::string inner(host.substr(1, host.size() - 2));
-  if (inner.find('%') != std::string::npos) {
-    return Invalid("zone ids are not allowed in " + Quoted(host), "remove the %zone part");
-  }
-  in6_addr address{};
-  if (::inet_pton(AF_INET6, inner.c_str(), &address) != 1) {
-    return Invalid(Quoted(host) + " is not an IPv6 address", "write [IPv6] or a host name");
-  }
-  char canonical[INET6_ADDRSTRLEN] = {};
-  ::inet_ntop(AF_INET6, &address, canonical, sizeof(canonical));
-  // One spelling per address: the gateway matches hosts as exact strings, so "[2001:DB8:0::1]"
-  // and "[2001:db8::1]" must not both be grantable.
-  if (inner != canonical) {
-    return Invalid("IPv6 literal " + Quoted(host) + " is not in canonical form",
-                   "write it as [" + std::string(canonical) + "]");
-  }
-  return Ok();
 }
 
 // An exec entry names a tool of Anvil's executable table. Refused here, where the manifest is
@@ -344,80 +294,6 @@ Status ValidateExecName(std::string_view name) {
                          " is not a name from Anvil's executable table (a-z, 0-9, '-')",
                      c == '/' ? "write the program name, not a path, e.g. \"rg\""
                               : "write a name such as \"rg\" or \"fd\"");
-    }
-  }
-  return Ok();
-}
-
-Status ValidateGrantHost(std::string_view host) {
-  constexpr std::string_view kFix = "write the bare host name, e.g. \"api.example.com\"";
-  if (host.empty()) return Invalid("host is empty", kFix);
-  if (host.size() > kMaxHostBytes) return Invalid("host is longer than 253 bytes", kFix);
-  if (host.find("://") != std::string_view::npos) {
-    return Invalid("host " + Quoted(host) + " includes a scheme; HTTPS is implied", kFix);
-  }
-  if (std::any_of(host.begin(), host.end(),
-                  [](char c) { return static_cast<unsigned char>(c) >= 0x80; })) {
-    return Invalid("host " + Quoted(host) + " is not ASCII",
-                   "write an internationalized name as its A-label (xn--...)");
-  }
-  if (host.find('*') != std::string_view::npos) {
-    return Invalid("host " + Quoted(host) + " is a wildcard; only exact hosts can be granted",
-                   "list each host exactly");
-  }
-  if (host.find('@') != std::string_view::npos) {
-    return Invalid("host " + Quoted(host) + " includes user information ('@')", kFix);
-  }
-  if (host.find_first_of("/?#\\") != std::string_view::npos) {
-    return Invalid("host " + Quoted(host) + " includes a path, query or backslash", kFix);
-  }
-  if (host.front() == '[') {
-    if (host.size() < 3 || host.back() != ']') {
-      return Invalid("host " + Quoted(host) + " opens '[' without a closing ']' at the end",
-                     "write an IPv6 literal as [2001:db8::1], without a port");
-    }
-    return CheckIpv6Literal(host);
-  }
-  if (host.find(':') != std::string_view::npos) {
-    if (std::count(host.begin(), host.end(), ':') >= 2) {
-      return Invalid("IPv6 literal " + Quoted(host) + " must be in brackets",
-                     "write [" + std::string(host) + "]");
-    }
-    return Invalid("host " + Quoted(host) + " includes a port; only HTTPS on port 443 is allowed",
-                   "remove the port");
-  }
-  if (std::any_of(host.begin(), host.end(), IsUpper)) {
-    return Invalid("host " + Quoted(host) + " has upper-case letters",
-                   "write host names in lower case");
-  }
-  // "api.example.com." names the same DNS node but is a different string to an exact-match
-  // allowlist, to TLS name checks and to virtual hosting.
-  if (host.back() == '.') {
-    return Invalid("host " + Quoted(host) + " ends with a dot", "remove the trailing dot");
-  }
-  std::string_view last_label;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t dot = host.find('.', start);
-    const std::string_view label =
-        host.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
-    if (auto s = CheckLabel(label, host); !s) return s;
-    last_label = label;
-    if (dot == std::string_view::npos) break;
-    start = dot + 1;
-  }
-  if (LooksNumeric(last_label)) {
-    const std::string text(host);
-    in_addr address{};
-    char canonical[INET_ADDRSTRLEN] = {};
-    // glibc's inet_pton accepts only the strict dotted quad (no octal, hex, short forms or
-    // leading zeros); the round trip makes that independent of libc.
-    if (::inet_pton(AF_INET, text.c_str(), &address) != 1 ||
-        ::inet_ntop(AF_INET, &address, canonical, sizeof(canonical)) == nullptr ||
-        text != canonical) {
-      return Invalid(
-          "host " + Quoted(host) + " ends in a number but is not a dotted-quad IPv4 address",
-          "write an IPv4 address as four decimal numbers (1.2.3.4) or use a host name");
     }
   }
   return Ok();

@@ -31,6 +31,7 @@
 #include <string_view>
 
 #include "common/result.h"
+#include "netpolicy/host_name.h"
 #include "policy/grant.h"
 
 namespace anvil {
@@ -82,12 +83,7 @@ std::string ManifestSha256(std::string_view bytes);
 // The value grammars, exposed for other parsers (anvil.lock, Anvil.toml, the CLI). Each
 // returns an "invalid" error whose message is "<what> (fix: <what to do>)".
 Status ValidatePluginId(std::string_view id);
-// net.hosts: lower-case LDH host names (no wildcard, scheme, port, path, userinfo, trailing
-// dot; IDNs as A-labels), a strict dotted-quad IPv4 literal, or a bracketed IPv6 literal in
-// canonical form ("[2001:db8::1]"). A host that ends in a numeric label must be a real
-// dotted-quad ("127.1", "0x7f.0.0.1", "01.2.3.4" are refused), because resolvers and URL
-// parsers read such names as addresses in ways a reader does not expect.
-Status ValidateGrantHost(std::string_view host);
+// net.hosts: ValidateGrantHost (netpolicy/host_name.h), the URL policy's own host grammar.
 // exec: [a-z0-9][a-z0-9-]*, at most 64 bytes. A leading '-' is refused so a name can never be
 // mistaken for an option.
 Status ValidateExecName(std::string_view name);

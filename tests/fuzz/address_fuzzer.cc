@@ -1,8 +1,8 @@
-// The address classifier and IP literal parser (src/net/ip_address, address_policy; threat model
-// T2). Byte 0 picks the mode: text literal, raw IPv4/IPv6 bytes, or a CIDR prefix. Invariants:
-// a parsed literal prints canonically and re-parses to itself; an address classified global is
-// in no non-global range of an independent list written here (not the table under test), and an
-// allowed IPv6 address is inside 2000::/3.
+// The address classifier and IP literal parser (src/netpolicy/ip_address, address_policy; threat
+// model T2). Byte 0 picks the mode: text literal, raw IPv4/IPv6 bytes, or a CIDR prefix.
+// Invariants: a parsed literal prints canonically and re-parses to itself; an address classified
+// global is in no non-global range of an independent list written here (not the table under test),
+// and an allowed IPv6 address is inside 2000::/3.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "fuzz_util.h"
-#include "net/address_policy.h"
-#include "net/ip_address.h"
+#include "netpolicy/address_policy.h"
+#include "netpolicy/ip_address.h"
 
 using anvil::fuzz::Require;
 

@@ -1,6 +1,6 @@
-// The TLS ClientHello reader of anvil-proxy's CONNECT tunnels (src/net/tls_client_hello; issue 8,
-// threat model T2). Invariants: no read outside the input (ASan); a name is only ever reported
-// for a complete hello and is a lower-case host name; a complete hello's verdict does not
+// The TLS ClientHello reader of anvil-proxy's CONNECT tunnels (src/netpolicy/tls_client_hello;
+// issue 8, threat model T2). Invariants: no read outside the input (ASan); a name is only ever
+// reported for a complete hello and is a lower-case host name; a complete hello's verdict does not
 // change when more bytes follow it, and every proper prefix of it asks for more. The same
 // bytes also go through the second-hello reader (after a HelloRetryRequest: the verdict on a
 // hello behind the compatibility ChangeCipherSpec is the first reader's, except that nothing
@@ -13,7 +13,7 @@
 #include <string_view>
 
 #include "fuzz_util.h"
-#include "net/tls_client_hello.h"
+#include "netpolicy/tls_client_hello.h"
 
 using anvil::fuzz::Require;
 

@@ -1,15 +1,19 @@
-// The sys.net.fetch URL policy (src/net/url_policy, threat model T2). Input:
+// The sys.net.fetch URL policy (src/netpolicy/url_policy, threat model T2). Input:
 // "host,host,...\nMETHOD\nURL"; the hosts (when they form a valid allowlist) are added to a fixed
 // one. Invariants for an accepted URL: its host is on the allowlist exactly, the canonical URL
 // is https on port 443 with no userinfo, whitespace, backslash or non-ASCII byte, re-parsing the
-// canonical URL gives the same host and text, and an IP-literal host prints as itself.
+// canonical URL gives the same host and text, and an IP-literal host prints as itself. And the
+// one host grammar (netpolicy/host_name.h): every extra host a manifest could grant
+// (ValidateGrantHost) is a valid allowlist entry and is exactly the host of "https://HOST/".
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "fuzz_util.h"
-#include "net/url_policy.h"
+#include "net/curl_url_check.h"
+#include "netpolicy/host_name.h"
+#include "netpolicy/url_policy.h"
 
 using anvil::fuzz::Require;
 
@@ -21,6 +25,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto extra = anvil::fuzz::Split(parts[0], ',', 8);
   std::vector<std::string> with_extra = hosts;
   with_extra.insert(with_extra.end(), extra.begin(), extra.end());
+  for (const std::string& host : extra) {
+    if (!anvil::ValidateGrantHost(host)) continue;
+    Require(anvil::HostAllowlist::Create({host}).has_value(), "grantable host not allowlistable",
+            host);
+    auto as_url = anvil::ParseFetchUrl("https://" + host + "/");
+    Require(as_url && as_url->host == host, "grantable host read differently in a URL", host);
+  }
   auto allowlist = anvil::HostAllowlist::Create(with_extra);
   if (!allowlist) allowlist = anvil::HostAllowlist::Create(hosts);
   Require(allowlist.has_value(), "fixed allowlist rejected");

@@ -1,7 +1,7 @@
-// The address table (src/net/address_policy.cc), checked from the outside: every range's first and
-// last address and the neighbours just outside it, written out by hand here so that a typo in
-// the table cannot also be in the test.
-#include "net/address_policy.h"
+// The address table (src/netpolicy/address_policy.cc), checked from the outside: every range's
+// first and last address and the neighbours just outside it, written out by hand here so that a
+// typo in the table cannot also be in the test.
+#include "netpolicy/address_policy.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -11,7 +11,8 @@
 #include <set>
 #include <string>
 
-#include "net/ip_address.h"
+#include "net/local_interfaces.h"
+#include "netpolicy/ip_address.h"
 
 namespace anvil {
 namespace {

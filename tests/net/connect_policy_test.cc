@@ -1,12 +1,13 @@
 // ConnectPolicy (table + local interfaces + port + the trusted-side test exemption) and the
 // resolution step built on it. No test here does DNS: StaticResolver is a fixed table.
-#include "net/connect_policy.h"
+#include "netpolicy/connect_policy.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "net/resolver.h"
+#include "net/local_interfaces.h"
+#include "netpolicy/resolver.h"
 
 namespace anvil {
 namespace {
@@ -103,7 +104,7 @@ TEST(AddressConnectPolicy, UnsafeTestAddressWithoutPortMeans443) {
 }
 
 TEST(AddressConnectPolicy, ForThisMachineDeniesEveryLocalAddress) {
-  auto policy = ConnectPolicy::ForThisMachine();
+  auto policy = ConnectPolicyForThisMachine();
   ASSERT_TRUE(policy) << policy.error().ToString();
   auto local = LocalInterfaceAddresses();
   ASSERT_TRUE(local);

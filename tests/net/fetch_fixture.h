@@ -10,10 +10,11 @@
 #include <sstream>
 #include <string>
 
-#include "net/connect_policy.h"
-#include "net/fetch_plan.h"
+#include "net/curl_url_check.h"
 #include "net/fetcher.h"
-#include "net/resolver.h"
+#include "netpolicy/connect_policy.h"
+#include "netpolicy/fetch_plan.h"
+#include "netpolicy/resolver.h"
 #include "test_https_server.h"
 #include "test_pki.h"
 

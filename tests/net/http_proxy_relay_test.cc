@@ -21,7 +21,7 @@
 #include "common/ascii.h"
 #include "loopback_socket.h"
 #include "net/http_proxy.h"
-#include "net/proxy_policy.h"
+#include "netpolicy/proxy_policy.h"
 #include "tls_hello.h"
 
 namespace anvil::testing {

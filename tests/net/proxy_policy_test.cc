@@ -1,6 +1,6 @@
 // The proxy's target rules (issue 8): --allow-host parsing, CONNECT and absolute-form targets,
 // exact (host, port) matching.
-#include "net/proxy_policy.h"
+#include "netpolicy/proxy_policy.h"
 
 #include <gtest/gtest.h>
 

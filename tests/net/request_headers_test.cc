@@ -1,6 +1,6 @@
 // The plugin's request headers: token names, no CR/LF/NUL/control bytes in values, and the
 // names Anvil or the transport owns refused.
-#include "net/request_headers.h"
+#include "netpolicy/request_headers.h"
 
 #include <gtest/gtest.h>
 

@@ -22,12 +22,13 @@
 #include <string>
 #include <vector>
 
-#include "net/address_policy.h"
-#include "net/connect_policy.h"
-#include "net/fetch_plan.h"
-#include "net/ip_address.h"
-#include "net/resolver.h"
-#include "net/url_policy.h"
+#include "net/curl_url_check.h"
+#include "netpolicy/address_policy.h"
+#include "netpolicy/connect_policy.h"
+#include "netpolicy/fetch_plan.h"
+#include "netpolicy/ip_address.h"
+#include "netpolicy/resolver.h"
+#include "netpolicy/url_policy.h"
 
 namespace anvil {
 namespace {

@@ -1,4 +1,4 @@
-#include "net/tls_client_hello.h"
+#include "netpolicy/tls_client_hello.h"
 
 #include <gtest/gtest.h>
 #include <openssl/bio.h>

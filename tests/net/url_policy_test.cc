@@ -1,15 +1,16 @@
 // The URL grammar, the grant match, the libcurl cross-check, the method rule and the whole
 // pre-connect plan. Each refusal case also pins the error code, and the plan tests prove that
 // refused URLs never reach the resolver.
-#include "net/url_policy.h"
+#include "netpolicy/url_policy.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "net/fetch_plan.h"
-#include "net/resolver.h"
+#include "net/curl_url_check.h"
+#include "netpolicy/fetch_plan.h"
+#include "netpolicy/resolver.h"
 
 namespace anvil {
 namespace {
@@ -102,7 +103,7 @@ TEST(UrlParse, RefusesOutsideTheGrammar) {
       {"https://%61pi.example.com/", "invalid", "percent-encoding"},
       {"https://api.example.com%2eevil.com/", "invalid", "percent-encoding"},
       {"https://[fe80::1%25eth0]/", "invalid", "zone id"},
-      {"https://api.example.com./", "invalid", "trailing dot"},
+      {"https://api.example.com./", "invalid", "ends with a dot"},
       {"https://api..example.com/", "invalid", "empty label"},
       {"https://.api.example.com/", "invalid", "empty label"},
       {"https://a_b.example.com/", "invalid", "not allowed in host"},

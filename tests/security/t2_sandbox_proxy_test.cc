@@ -17,7 +17,7 @@
 #include <string>
 #include <thread>
 
-#include "net/ip_address.h"
+#include "netpolicy/ip_address.h"
 #include "sandbox_harness.h"
 #include "test_dns_server.h"
 #include "test_https_server.h"

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "common/unique_fd.h"
-#include "net/ip_address.h"
+#include "netpolicy/ip_address.h"
 
 namespace anvil::testing {
 
