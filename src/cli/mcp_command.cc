@@ -29,6 +29,7 @@
 #include "policy/display_text.h"
 #include "policy/grant_store.h"
 #include "policy/sandbox_policy.h"
+#include "session/plugin_admission.h"
 #include "session/plugin_catalog.h"
 #include "session/plugin_session.h"
 
@@ -902,36 +903,24 @@ std::vector<PluginTool> DiscoverPluginTools(const McpOptions& o) {
       std::cerr << "anvil mcp: plugin " << id << " not offered: " << SanitizeForDisplay(why, 600)
                 << "\n";
     };
-    if (auto s = CheckManifestEntry(entry.dir, manifest); !s) {
-      skip(s.error().ToString());
-      continue;
-    }
-    auto pinned = session::CheckLock(o.workspace, entry.dir, manifest);
-    if (!pinned) {
-      skip(pinned.error().ToString());
-      continue;
-    }
-    auto signature = session::CheckSignature(entry.dir, manifest, false);
-    if (!signature) {
-      skip(signature.error().ToString());
-      continue;
-    }
-    auto lookup = session::LookupGrant(*store, o.workspace, manifest, entry.dir);
-    if (!lookup) {
-      skip(lookup.error().ToString());
-      continue;
-    }
-    if (!lookup->grant) {
+    // `anvil mcp` asks nobody about plugins: only an approved grant admits one.
+    session::Admission admission = session::AdmitPlugin(
+        {o.workspace, entry.dir, /*require_signed=*/false, /*entry_checked=*/false}, manifest,
+        *store);
+    if (admission.verdict == session::AdmissionVerdict::kNeedsConsent) {
       skip("no approved grant for this manifest (fix: anvil plugin approve " + entry.dir +
            " --workspace " + o.workspace + ", or anvil run once)");
       continue;
     }
+    if (admission.verdict != session::AdmissionVerdict::kAdmitted) {
+      skip(admission.error->ToString());
+      continue;
+    }
     std::vector<std::string> gateway_args;
-    if (lookup->grant->exec.empty()) gateway_args.emplace_back("--no-exec");
-    session::PluginSessionConfig config{o.workspace,    entry.dir,    manifest,
-                                        *lookup->grant, gateway_args, {}};
-    config.pinned_files = std::move(*pinned);
-    if (config.pinned_files.empty()) config.pinned_files = lookup->files;
+    if (admission.grant->exec.empty()) gateway_args.emplace_back("--no-exec");
+    session::PluginSessionConfig config{o.workspace,      entry.dir,    manifest,
+                                        *admission.grant, gateway_args, {}};
+    config.pinned_files = std::move(admission.pinned_files);
     if (auto ws_config = LoadWorkspaceConfig(o.workspace); ws_config) {
       config.settings_json =
           ws_config->SettingsFor(manifest.id).dump(-1, ' ', false, json::error_handler_t::replace);

@@ -32,6 +32,7 @@
 #include "policy/manifest_signature.h"
 #include "policy/trusted_keys.h"
 #include "policy/workspace_config.h"
+#include "session/plugin_admission.h"
 #include "session/plugin_catalog.h"
 #include "session/plugin_session.h"
 
@@ -121,32 +122,6 @@ bool AskOnTerminal(const std::string& prompt) {
   ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
   ::close(fd);
   return n > 0 && (buf[0] == 'y' || buf[0] == 'Y');
-}
-
-// The grant to run with, or an error (code "denied" when the user refused or cannot be asked).
-// `files`: the plugin files the grant was looked up for (session::GrantLookup::files).
-Result<Grant> ResolveGrant(const std::string& workspace, const std::string& plugin_dir,
-                           const Manifest& manifest, bool approve, const std::string& signer,
-                           std::map<std::string, std::string>* files) {
-  auto store = GrantStore::Open();
-  if (!store) return tl::unexpected(store.error());
-  auto lookup = session::LookupGrant(*store, workspace, manifest, plugin_dir);
-  if (!lookup) return tl::unexpected(lookup.error());
-  *files = lookup->files;
-  if (lookup->grant) return *lookup->grant;
-  if (!approve && !AskOnTerminal("\n" +
-                                 session::ConsentText(workspace, manifest, lookup->previous, signer,
-                                                      lookup->other_copy) +
-                                 "Allow? [y/N] ")) {
-    return Fail("denied", "permission not granted for " + manifest.id +
-                              " (approve with --approve or `anvil plugin approve`)");
-  }
-  if (auto s =
-          store->Approve(workspace, manifest.id, manifest.sha256, manifest.requested, lookup->copy);
-      !s) {
-    return tl::unexpected(s.error());
-  }
-  return manifest.requested;
 }
 
 Result<std::string> ReadSmallFile(const std::string& path, size_t max) {
@@ -364,37 +339,45 @@ int RunOnce(const RunSettings& r) {
     std::cerr << ErrorLine("anvil run", manifest.error());
     return kExitUsage;
   }
-  auto pinned = session::CheckLock(workspace, plugin_dir, *manifest);
-  if (!pinned) {
-    std::cerr << ErrorLine("anvil run", pinned.error());
-    return kExitRefused;
+  // The entry file was checked with the manifest above (a usage error, not a refusal).
+  const session::AdmissionRequest request{workspace, plugin_dir, require_signed,
+                                          /*entry_checked=*/true};
+  auto store = GrantStore::Open();
+  if (!store) {
+    std::cerr << ErrorLine("anvil run", store.error());
+    return kExitUsage;
   }
-  // Before consent: a forged or tampered signature refuses the plugin outright, so the user is
-  // never asked about a manifest whose origin is a lie.
-  auto signature = session::CheckSignature(plugin_dir, *manifest, require_signed);
-  if (!signature) {
-    std::cerr << ErrorLine("anvil run", signature.error());
-    return kExitRefused;
+  session::Admission admission = session::AdmitPlugin(request, *manifest, *store);
+  if (admission.verdict == session::AdmissionVerdict::kNeedsConsent) {
+    // Under --watch, --approve covers the manifest it started with, not what it may become.
+    const bool approve =
+        r.approve && (!r.approve_only_sha || *r.approve_only_sha == manifest->sha256);
+    if (!approve &&
+        !AskOnTerminal("\n" +
+                       session::ConsentText(workspace, *manifest, admission.lookup.previous,
+                                            admission.signer, admission.lookup.other_copy) +
+                       "Allow? [y/N] ")) {
+      std::cerr << ErrorLine("anvil run",
+                             Error{"denied",
+                                   "permission not granted for " + manifest->id +
+                                       " (approve with --approve or `anvil plugin approve`)",
+                                   0});
+      return kExitRefused;
+    }
+    (void)session::ApproveAdmission(request, *manifest, *store, admission);
   }
-  std::map<std::string, std::string> granted_files;
-  // Under --watch, --approve covers the manifest it started with, not what it may become.
-  const bool approve =
-      r.approve && (!r.approve_only_sha || *r.approve_only_sha == manifest->sha256);
-  auto grant =
-      ResolveGrant(workspace, plugin_dir, *manifest, approve, signature->signer, &granted_files);
-  if (!grant) {
-    std::cerr << ErrorLine("anvil run", grant.error());
-    return grant.error().code == "denied" ? kExitRefused : kExitUsage;
+  if (admission.verdict != session::AdmissionVerdict::kAdmitted) {
+    std::cerr << ErrorLine("anvil run", *admission.error);
+    return admission.verdict == session::AdmissionVerdict::kRefused ? kExitRefused : kExitUsage;
   }
+  const Grant* grant = &*admission.grant;
 
   // Only what the grant needs: without `exec` no exec broker and no warm runners (their
   // namespaces and views are most of a session's start and of its teardown).
   if (grant->exec.empty()) gateway_args.emplace_back("--no-exec");
   session::PluginSessionConfig config{workspace, plugin_dir, *manifest, *grant, gateway_args, {}};
   config.unsafe_net_test = r.unsafe_net_test;
-  config.pinned_files = std::move(*pinned);
-  // Not pinned by anvil.lock: the host still runs only the code the grant was found for.
-  if (config.pinned_files.empty()) config.pinned_files = std::move(granted_files);
+  config.pinned_files = std::move(admission.pinned_files);
   // Anvil.toml settings reach the plugin as data. A broken file passes none (and says so): it
   // is untrusted input and never stops or widens anything.
   if (auto ws_config = LoadWorkspaceConfig(workspace); ws_config) {

@@ -36,6 +36,7 @@
 #include "session/exec_request.h"
 #include "session/gateway_process.h"
 #include "session/host_process.h"
+#include "session/plugin_admission.h"
 #include "session/plugin_catalog.h"
 #include "session/plugin_session.h"
 #include "session/plugin_watch.h"
@@ -1448,54 +1449,43 @@ void Server::ResolvePluginGrant(Plugin& p, bool auto_approve) {
     return;
   }
   const Manifest& m = *p.entry.manifest;
-  auto pinned = CheckLock(o_.workspace, p.entry.dir, m);
-  if (!pinned) {
-    p.state = PluginState::kRefused;
-    p.detail = pinned.error().ToString();
-    return;
-  }
-  p.pinned_files = std::move(*pinned);
-  // A bad signature refuses the plugin before any consent is asked (same state as a lock
-  // mismatch: the files are not what they claim to be).
-  auto signature = CheckSignature(p.entry.dir, m, o_.require_signed);
-  if (!signature) {
-    p.state = PluginState::kRefused;
-    p.detail = signature.error().ToString();
-    p.signer.clear();
-    return;
-  }
-  p.signer = signature->signer;
+  p.signer.clear();
   auto store = GrantStore::Open();
   if (!store) {
     p.state = PluginState::kFailed;
     p.detail = store.error().ToString();
     return;
   }
-  auto lookup = LookupGrant(*store, o_.workspace, m, p.entry.dir);
-  if (!lookup) {
-    p.state = PluginState::kFailed;
-    p.detail = lookup.error().ToString();
-    return;
+  // The catalog checked the entry file when it loaded the manifest.
+  const AdmissionRequest request{o_.workspace, p.entry.dir, o_.require_signed,
+                                 /*entry_checked=*/true};
+  Admission admission = AdmitPlugin(request, m, *store);
+  if (admission.verdict == AdmissionVerdict::kNeedsConsent && o_.approve && auto_approve) {
+    (void)ApproveAdmission(request, m, *store, admission);
   }
-  p.previous = lookup->previous;
-  p.copy = lookup->copy;
-  p.other_copy = lookup->other_copy;
-  // Not pinned by anvil.lock: the host still runs only the code the grant was found for.
-  if (p.pinned_files.empty()) p.pinned_files = lookup->files;
-  if (!lookup->grant && o_.approve && auto_approve) {
-    if (auto s = store->Approve(o_.workspace, m.id, m.sha256, m.requested, p.copy); !s) {
-      p.state = PluginState::kFailed;
-      p.detail = s.error().ToString();
+  p.pinned_files = std::move(admission.pinned_files);
+  p.signer = admission.signer;
+  p.previous = admission.lookup.previous;
+  p.copy = admission.lookup.copy;
+  p.other_copy = admission.lookup.other_copy;
+  switch (admission.verdict) {
+    case AdmissionVerdict::kRefused:
+      // The files are not what they claim to be (lock mismatch, bad signature).
+      p.state = PluginState::kRefused;
+      p.detail = admission.error->ToString();
       return;
-    }
-    lookup->grant = m.requested;
+    case AdmissionVerdict::kFailed:
+      p.state = PluginState::kFailed;
+      p.detail = admission.error->ToString();
+      return;
+    case AdmissionVerdict::kNeedsConsent:
+      p.state = PluginState::kNeedsConsent;
+      return;
+    case AdmissionVerdict::kAdmitted:
+      p.grant = admission.grant;
+      p.state = PluginState::kStarting;
+      return;
   }
-  if (!lookup->grant) {
-    p.state = PluginState::kNeedsConsent;
-    return;
-  }
-  p.grant = lookup->grant;
-  p.state = PluginState::kStarting;
 }
 
 void Server::StartHost(Plugin& p) {

@@ -1,0 +1,62 @@
+// Whether one plugin may run, and with what: the checks every front end (`anvil run`,
+// `anvil serve`, `anvil mcp`) makes before a plugin host starts, in one place, because their
+// order is a security property (threat model T8):
+//   1. the manifest's entry file is a regular file inside the plugin (CheckManifestEntry);
+//   2. anvil.lock, when it names the plugin, matches its files (CheckLock);
+//   3. the signature, when there is one (or when one is required), is by a trusted key over
+//      this manifest (CheckSignature): a forged origin refuses before anyone is asked;
+//   4. the grant stored for this exact manifest hash and this copy (LookupGrant); without one,
+//      the person must be asked (ConsentText), and only a yes (ApproveAdmission) admits it.
+// The host is then handed the files that were checked (anvil.lock's, or the copy the grant was
+// found for), so a swap after these checks runs nothing.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "common/result.h"
+#include "policy/grant.h"
+#include "policy/grant_store.h"
+#include "policy/manifest.h"
+#include "session/plugin_catalog.h"
+
+namespace anvil::session {
+
+enum class AdmissionVerdict {
+  kAdmitted,      // `grant` is set: start the host with it and `pinned_files`
+  kNeedsConsent,  // no grant for this manifest and copy: ask (ConsentText), then Approve
+  kRefused,       // the files are not what they claim to be (steps 1-3, or a file of the copy that
+                  // is not a plain file of the plugin, "denied"): never ask
+  kFailed,        // the grant store or the plugin's files could not be read
+};
+
+struct Admission {
+  AdmissionVerdict verdict = AdmissionVerdict::kFailed;
+  std::optional<Error> error;  // kRefused, kFailed
+  std::string signer;          // the trusted key's name; empty when unsigned
+  GrantLookup lookup;          // from kNeedsConsent on: previous grant, copy, other copy
+  std::optional<Grant> grant;  // kAdmitted
+  // The files the host may run (relative path -> SHA-256): anvil.lock's when it pins the
+  // plugin, else the copy the grant was looked up for.
+  std::map<std::string, std::string> pinned_files;
+};
+
+struct AdmissionRequest {
+  std::string workspace;   // canonical
+  std::string plugin_dir;  // canonical
+  bool require_signed = false;
+  // The catalog checked the entry file when it loaded the manifest (DiscoverPlugins); a front
+  // end that loaded the manifest itself leaves this false.
+  bool entry_checked = false;
+};
+
+// Steps 1-4. `store`: the user's grant store (GrantStore::Open).
+Admission AdmitPlugin(const AdmissionRequest& request, const Manifest& manifest, GrantStore& store);
+
+// After a yes (or --approve) to kNeedsConsent: records the manifest's requested permissions for
+// this copy and admits the plugin with them. Any other verdict is left as it is.
+Status ApproveAdmission(const AdmissionRequest& request, const Manifest& manifest,
+                        GrantStore& store, Admission& admission);
+
+}  // namespace anvil::session

@@ -1,0 +1,160 @@
+// T8: the admission of a plugin (session/plugin_admission.h), the one place where `anvil run`,
+// `anvil serve` and `anvil mcp` decide whether a plugin may start. Its order is the property
+// under test: files that are not what they claim to be (entry file, anvil.lock, signature) are
+// refused before anyone is asked, and before a stored grant can admit them.
+#include "session/plugin_admission.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+
+#include "policy/lockfile.h"
+
+namespace anvil::session {
+namespace {
+
+class PluginAdmissionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/anvil-admission-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    root_ = pattern;
+    workspace_ = root_ + "/ws";
+    plugin_ = root_ + "/plugins/todo";
+    std::filesystem::create_directories(workspace_);
+    std::filesystem::create_directories(plugin_);
+    // Trusted keys are read from the user's config directory: an empty one here.
+    const char* old = std::getenv("XDG_CONFIG_HOME");
+    if (old != nullptr) old_config_ = old;
+    ::setenv("XDG_CONFIG_HOME", (root_ + "/config").c_str(), 1);
+    std::ofstream(plugin_ + "/anvil-plugin.toml")
+        << "id = \"example.todo\"\nversion = \"1.0.0\"\nruntime = \"lua\"\n"
+           "entry = \"main.lua\"\n\n[permissions]\nfs.read = [\"**\"]\n";
+    std::ofstream(plugin_ + "/main.lua") << "-- v1\n";
+    auto store = GrantStore::Open(root_ + "/state/grants.json");
+    ASSERT_TRUE(store) << store.error().ToString();
+    store_.emplace(std::move(*store));
+  }
+  void TearDown() override {
+    if (old_config_) {
+      ::setenv("XDG_CONFIG_HOME", old_config_->c_str(), 1);
+    } else {
+      ::unsetenv("XDG_CONFIG_HOME");
+    }
+    std::filesystem::remove_all(root_);
+  }
+
+  Manifest Load() {
+    auto m = LoadManifest(plugin_);
+    EXPECT_TRUE(m) << m.error().ToString();
+    return *m;
+  }
+  AdmissionRequest Request(bool require_signed = false) const {
+    return {workspace_, plugin_, require_signed, /*entry_checked=*/false};
+  }
+  // Approves the manifest as it is now, the way a person's yes does.
+  void Approve() {
+    const Manifest m = Load();
+    Admission a = AdmitPlugin(Request(), m, *store_);
+    ASSERT_EQ(a.verdict, AdmissionVerdict::kNeedsConsent);
+    ASSERT_TRUE(ApproveAdmission(Request(), m, *store_, a));
+    ASSERT_EQ(a.verdict, AdmissionVerdict::kAdmitted);
+  }
+  void PinInLock() {
+    const Manifest m = Load();
+    auto hashes = HashPluginDir(plugin_, m);
+    ASSERT_TRUE(hashes) << hashes.error().ToString();
+    Lockfile lock;
+    lock.plugins[m.id] = *hashes;
+    ASSERT_TRUE(WriteLockfile(workspace_, lock));
+  }
+
+  std::string root_, workspace_, plugin_;
+  std::optional<std::string> old_config_;
+  std::optional<GrantStore> store_;
+};
+
+TEST_F(PluginAdmissionTest, UnapprovedNeedsConsentThenAYesAdmits) {
+  const Manifest m = Load();
+  Admission a = AdmitPlugin(Request(), m, *store_);
+  ASSERT_EQ(a.verdict, AdmissionVerdict::kNeedsConsent);
+  EXPECT_FALSE(a.grant);
+  EXPECT_FALSE(a.error);
+  EXPECT_EQ(a.pinned_files.count("main.lua"), 1u) << "the host runs the copy that was looked up";
+  ASSERT_TRUE(ApproveAdmission(Request(), m, *store_, a));
+  EXPECT_EQ(a.verdict, AdmissionVerdict::kAdmitted);
+  ASSERT_TRUE(a.grant);
+  EXPECT_EQ(*a.grant, m.requested);
+  // The next run finds the grant without asking.
+  Admission again = AdmitPlugin(Request(), m, *store_);
+  EXPECT_EQ(again.verdict, AdmissionVerdict::kAdmitted);
+}
+
+TEST_F(PluginAdmissionTest, ABadSignatureIsRefusedBeforeConsentIsAsked) {
+  std::ofstream(plugin_ + "/anvil-plugin.toml.sig") << "not a signature\n";
+  Admission a = AdmitPlugin(Request(), Load(), *store_);
+  EXPECT_EQ(a.verdict, AdmissionVerdict::kRefused);
+  ASSERT_TRUE(a.error);
+  EXPECT_NE(a.error->message.find("anvil-plugin.toml.sig"), std::string::npos)
+      << a.error->ToString();
+  // ApproveAdmission never turns a refusal into a grant.
+  const Manifest m = Load();
+  EXPECT_TRUE(ApproveAdmission(Request(), m, *store_, a));
+  EXPECT_EQ(a.verdict, AdmissionVerdict::kRefused);
+  EXPECT_FALSE(a.grant);
+}
+
+TEST_F(PluginAdmissionTest, ABadSignatureIsRefusedEvenWithAStoredGrant) {
+  Approve();
+  std::ofstream(plugin_ + "/anvil-plugin.toml.sig") << "not a signature\n";
+  EXPECT_EQ(AdmitPlugin(Request(), Load(), *store_).verdict, AdmissionVerdict::kRefused);
+  std::filesystem::remove(plugin_ + "/anvil-plugin.toml.sig");  // benign neighbour
+  EXPECT_EQ(AdmitPlugin(Request(), Load(), *store_).verdict, AdmissionVerdict::kAdmitted);
+}
+
+TEST_F(PluginAdmissionTest, RequiredSignatureRefusesAnUnsignedPlugin) {
+  Approve();
+  Admission a = AdmitPlugin(Request(/*require_signed=*/true), Load(), *store_);
+  EXPECT_EQ(a.verdict, AdmissionVerdict::kRefused);
+  EXPECT_EQ(AdmitPlugin(Request(), Load(), *store_).verdict, AdmissionVerdict::kAdmitted);
+}
+
+TEST_F(PluginAdmissionTest, ALockMismatchIsRefusedEvenWithAStoredGrant) {
+  PinInLock();
+  Approve();
+  Admission pinned = AdmitPlugin(Request(), Load(), *store_);
+  ASSERT_EQ(pinned.verdict, AdmissionVerdict::kAdmitted);
+  EXPECT_EQ(pinned.pinned_files.count("main.lua"), 1u) << "anvil.lock's files go to the host";
+  std::ofstream(plugin_ + "/main.lua") << "-- changed after the lock\n";
+  Admission a = AdmitPlugin(Request(), Load(), *store_);
+  EXPECT_EQ(a.verdict, AdmissionVerdict::kRefused);
+  ASSERT_TRUE(a.error);
+  EXPECT_NE(a.error->message.find("main.lua"), std::string::npos) << a.error->ToString();
+}
+
+TEST_F(PluginAdmissionTest, AnEntryThatIsASymlinkOutsideIsRefused) {
+  std::ofstream(root_ + "/elsewhere.lua") << "-- outside the plugin\n";
+  std::filesystem::remove(plugin_ + "/main.lua");
+  std::filesystem::create_symlink(root_ + "/elsewhere.lua", plugin_ + "/main.lua");
+  Admission a = AdmitPlugin(Request(), Load(), *store_);
+  EXPECT_EQ(a.verdict, AdmissionVerdict::kRefused);
+}
+
+TEST_F(PluginAdmissionTest, ASymlinkedModuleIsRefusedNotJustFailed) {
+  Approve();
+  std::filesystem::create_directories(plugin_ + "/lib");
+  std::ofstream(root_ + "/util.lua") << "return {}\n";
+  std::filesystem::create_symlink(root_ + "/util.lua", plugin_ + "/lib/util.lua");
+  Admission a = AdmitPlugin(Request(), Load(), *store_);
+  EXPECT_EQ(a.verdict, AdmissionVerdict::kRefused);
+  ASSERT_TRUE(a.error);
+  EXPECT_NE(a.error->message.find("lib/util.lua"), std::string::npos) << a.error->ToString();
+}
+
+}  // namespace
+}  // namespace anvil::session
