@@ -562,6 +562,41 @@ Status WorkspaceRoot::Mkdir(std::string_view path) const {
   return Ok();
 }
 
+Status WorkspaceRoot::MakeDirs(
+    std::string_view path, const std::function<Status(std::string_view dir)>& may_create) const {
+  auto norm = NormalizeWorkspacePath(path, RootPolicy::kReject);
+  if (!norm) return tl::unexpected(norm.error());
+  // Each prefix in turn, its parent opened without symlinks: what exists is looked at without
+  // following it, what is missing is made. A name another process makes in between is looked
+  // at again, never trusted blindly.
+  for (std::size_t end = 0; end != std::string::npos;) {
+    end = norm->find('/', end + 1);
+    const std::string prefix = norm->substr(0, end);
+    auto dir = OpenParentForMutation(prefix);
+    if (!dir) return tl::unexpected(dir.error());
+    const std::string name(SplitParent(prefix).second);
+    for (int attempt = 0;; ++attempt) {
+      struct stat st {};
+      if (::fstatat(dir->Get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (S_ISDIR(st.st_mode)) break;
+        if (S_ISLNK(st.st_mode)) {
+          return Fail("denied",
+                      "path goes through a symlink, which is not followed here: " + Q(prefix));
+        }
+        if (prefix == *norm)
+          return Fail("invalid", "already exists and is not a directory: " + Q(prefix), EEXIST);
+        return Fail("invalid", "a component of the path is not a directory: " + Q(prefix), ENOTDIR);
+      }
+      if (errno != ENOENT) return PathError(errno, prefix);
+      if (attempt > 0) return Fail("io", "cannot create " + Q(prefix) + ": it keeps changing");
+      if (auto allowed = may_create(prefix); !allowed) return allowed;
+      if (::mkdirat(dir->Get(), name.c_str(), 0777) == 0) break;
+      if (errno != EEXIST) return PathError(errno, prefix);
+    }
+  }
+  return Ok();
+}
+
 Status WorkspaceRoot::Remove(std::string_view path) const {
   auto norm = NormalizeWorkspacePath(path, RootPolicy::kReject);
   if (!norm) return tl::unexpected(norm.error());

@@ -119,8 +119,24 @@ class WorkspaceRoot {
   // Creates one directory (parents must exist). Parent resolved without symlinks, as for Write.
   Status Mkdir(std::string_view path) const;
 
+  // Creates directory `path` and each missing directory above it, top down; an existing
+  // directory is fine. Each level is resolved without symlinks, as for Write: a symlink on the
+  // way is refused ("denied"), never followed, and a file on the way is "invalid".
+  // `may_create` is asked about each directory before it is made (the gateway's grant check);
+  // its error stops the walk, leaving what was made before it.
+  Status MakeDirs(std::string_view path,
+                  const std::function<Status(std::string_view dir)>& may_create) const;
+
   // Removes a file, a symlink (not its target) or an empty directory.
   Status Remove(std::string_view path) const;
+
+  // Removes directory `path` with everything beneath it (a file or symlink at `path` is removed
+  // as Remove does). A walk by descriptors that never follows a symlink; an entry whose name
+  // `refuse`s stops it ("denied"), as do more than `max_entries` entries or `max_depth` levels
+  // ("limit"). Meant to run after FindBeneath found nothing to refuse, so that a refusal
+  // normally removes nothing. Implemented in workspace_walk.cc.
+  Status RemoveTree(std::string_view path, const std::function<bool(std::string_view name)>& refuse,
+                    std::size_t max_entries, std::size_t max_depth) const;
 
   // Renames within the workspace. Without `replace`, an existing destination is an error
   // (RENAME_NOREPLACE, atomic); with it, a destination file is replaced. Neither name's final

@@ -1,7 +1,7 @@
-// WorkspaceRoot::FindBeneath: a bounded walk of a directory tree by file descriptors. Each level
-// is opened with openat(O_NOFOLLOW | O_DIRECTORY) relative to its parent's descriptor, so the
-// walk never follows a symlink and never resolves a path twice; it holds one descriptor per
-// level (at most max_depth + 1).
+// WorkspaceRoot::FindBeneath and RemoveTree: bounded walks of a directory tree by file
+// descriptors. Each level is opened with openat(O_NOFOLLOW | O_DIRECTORY) relative to its
+// parent's descriptor, so a walk never follows a symlink and never resolves a path twice; it
+// holds one descriptor per level (at most max_depth + 1).
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -40,7 +40,114 @@ struct Level {
   std::string path;  // relative to the walk's start ("" for the start itself)
 };
 
+// What RemoveTree shares across its levels.
+struct RemoveWalk {
+  const std::function<bool(std::string_view name)>& refuse;
+  std::size_t entries_left;
+  std::size_t max_depth;
+  const std::string& top;  // the normalized path being removed, for messages
+};
+
+// Removes everything inside the directory open at `fd` (`path`: relative to the workspace),
+// depth first. The names of a level are read before any is removed, so removing does not
+// disturb the directory stream.
+Status EmptyDirectory(int fd, const std::string& path, std::size_t depth, RemoveWalk& walk) {
+  std::vector<std::string> names;
+  {
+    auto stream = OpenStream(fd, path);
+    if (!stream) return tl::unexpected(stream.error());
+    while (true) {
+      errno = 0;
+      const dirent* entry = ::readdir(stream->get());
+      if (entry == nullptr) {
+        if (errno != 0) return SysFail("io", "walk " + QuotePathForMessage(path));
+        break;
+      }
+      const std::string_view name(entry->d_name);
+      if (name == "." || name == "..") continue;
+      if (walk.entries_left == 0) {
+        return Fail("limit", "too many entries beneath " + QuotePathForMessage(walk.top));
+      }
+      --walk.entries_left;
+      if (walk.refuse(name)) {
+        return Fail("denied", "fs.write: directory holds protected " +
+                                  QuotePathForMessage(path + "/" + std::string(name)) + ": " +
+                                  QuotePathForMessage(walk.top));
+      }
+      names.emplace_back(name);
+    }
+  }
+  for (const std::string& name : names) {
+    const std::string child_path = path + "/" + name;
+    struct stat st {};
+    if (::fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      if (errno == ENOENT) continue;  // gone already
+      return SysFail("io", "walk " + QuotePathForMessage(child_path));
+    }
+    if (S_ISDIR(st.st_mode)) {
+      if (depth + 1 > walk.max_depth) {
+        return Fail("limit", "more than " + std::to_string(walk.max_depth) + " levels beneath " +
+                                 QuotePathForMessage(walk.top));
+      }
+      UniqueFd child(
+          ::openat(fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+      if (!child) {
+        const int err = errno;
+        return Fail(err == EACCES || err == EPERM ? "denied" : "io",
+                    "cannot look inside " + QuotePathForMessage(child_path), err);
+      }
+      if (auto s = EmptyDirectory(child.Get(), child_path, depth + 1, walk); !s) return s;
+      if (::unlinkat(fd, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
+        const int err = errno;
+        if (err == EBUSY)
+          return Fail("denied", "is a mount point: " + QuotePathForMessage(child_path), err);
+        return SysFail(err == EACCES || err == EPERM ? "denied" : "io",
+                       "remove " + QuotePathForMessage(child_path), err);
+      }
+    } else if (::unlinkat(fd, name.c_str(), 0) != 0 && errno != ENOENT) {
+      const int err = errno;
+      return SysFail(err == EACCES || err == EPERM ? "denied" : "io",
+                     "remove " + QuotePathForMessage(child_path), err);
+    }
+  }
+  return Ok();
+}
+
 }  // namespace
+
+Status WorkspaceRoot::RemoveTree(std::string_view path,
+                                 const std::function<bool(std::string_view name)>& refuse,
+                                 std::size_t max_entries, std::size_t max_depth) const {
+  auto norm = NormalizeWorkspacePath(path, RootPolicy::kReject);
+  if (!norm) return tl::unexpected(norm.error());
+  auto parent = OpenParentForMutation(*norm);
+  if (!parent) return tl::unexpected(parent.error());
+  const std::string name(SplitParent(*norm).second);
+  UniqueFd dir(::openat(parent->Get(), name.c_str(),
+                        O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!dir) {
+    // Not a directory (a file, a symlink: removed as itself), or not there.
+    const int err = errno;
+    if (err == ENOTDIR || err == ELOOP) return Remove(*norm);
+    if (err == ENOENT) return Fail("not_found", QuotePathForMessage(*norm), err);
+    return SysFail(err == EACCES || err == EPERM ? "denied" : "io",
+                   "open " + QuotePathForMessage(*norm), err);
+  }
+  RemoveWalk walk{refuse, max_entries, max_depth, *norm};
+  if (auto s = EmptyDirectory(dir.Get(), *norm, 0, walk); !s) return s;
+  dir.Reset();
+  if (::unlinkat(parent->Get(), name.c_str(), AT_REMOVEDIR) != 0) {
+    const int err = errno;
+    if (err == EBUSY) return Fail("denied", "is a mount point: " + QuotePathForMessage(*norm), err);
+    if (err == ENOTEMPTY || err == EEXIST) {
+      return Fail("io", "directory changed while it was removed: " + QuotePathForMessage(*norm),
+                  err);
+    }
+    return SysFail(err == EACCES || err == EPERM ? "denied" : "io",
+                   "remove " + QuotePathForMessage(*norm), err);
+  }
+  return Ok();
+}
 
 Result<std::optional<std::string>> WorkspaceRoot::FindBeneath(
     std::string_view dir, const std::function<bool(std::string_view name)>& match,

@@ -1,7 +1,9 @@
 #include "gateway/dispatch.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
 #include "fs/exec_read_plan.h"
 #include "fs/path_glob.h"
@@ -9,6 +11,7 @@
 #include "fs/workspace_root.h"
 #include "gateway/exec_broker.h"
 #include "policy/exec_rules.h"
+#include "policy/plugin_api.h"
 
 namespace anvil::gateway {
 namespace {
@@ -16,10 +19,10 @@ namespace {
 using ipc::Request;
 using ipc::Response;
 
-// fs.rename of a directory looks through everything beneath it for protected names; a tree
-// deeper than this (or with more entries than GatewayLimits::max_rename_entries) is refused
-// ("limit") rather than moved unchecked.
-constexpr std::size_t kRenameWalkMaxDepth = 64;
+// fs.rename and a recursive fs.remove of a directory look through everything beneath it for
+// protected names; a tree deeper than this (or with more entries than
+// GatewayLimits::max_rename_entries) is refused ("limit") rather than moved or removed unchecked.
+constexpr std::size_t kTreeWalkMaxDepth = 64;
 
 Response FromError(const Request& r, const Error& e, AuditEntry& audit) {
   audit.verdict = e.code == "denied" ? "deny" : "error";
@@ -37,25 +40,15 @@ Response Okay(const Request& r, std::vector<std::string> fields, AuditEntry& aud
   return Response{r.id, true, std::move(fields)};
 }
 
-bool ArgCount(const Request& r, size_t n, Response& out, AuditEntry& audit) {
-  if (r.args.size() == n) return true;
-  out = FromError(r, Error{"invalid", r.op + " takes " + std::to_string(n) + " argument(s)", 0},
-                  audit);
-  return false;
-}
-
 // sys.exec: [program, JSON array of args, stdin] -> [code, stdout, stderr, stdout_truncated,
 // stderr_truncated, limit]. The grant names the table entries; the table (exec_rules) checks
 // the argv; the path operands are resolved beneath the workspace as sys.fs.read resolves a path;
 // the read plan (exec_read_plan.h) says what of the workspace the tool's view holds: exactly what
 // sys.fs.read allows the grant. The broker checks again and the runner confines the tool to that
 // plan and its own executable and libraries, read-only, with no network.
-Response DispatchExec(const DispatchContext& ctx, const Grant& grant, const Request& r,
-                      AuditEntry& audit) {
-  Response out;
-  if (!ArgCount(r, 3, out, audit)) return out;
+Response DoExec(const DispatchContext& ctx, const Grant& grant, const Request& r,
+                const std::vector<std::string>& /*paths*/, AuditEntry& audit) {
   const std::string& program = r.args[0];
-  audit.target = program;
   // A name that is not text cannot be a table entry; say so rather than echo its bytes back.
   if (!IsValidUtf8(program)) {
     return FromError(r, Error{"invalid", "sys.exec program is not valid UTF-8", 0}, audit);
@@ -109,115 +102,294 @@ Response DispatchExec(const DispatchContext& ctx, const Grant& grant, const Requ
       audit);
 }
 
+// ---- what the OpSpec does for every op -------------------------------------------------------
+
+const std::vector<std::string>& GlobsFor(const Grant& grant, const OpSpec& spec) {
+  return spec.grant == "fs.write" ? grant.fs_write : grant.fs_read;
+}
+
+// A write refusal says why when the path is protected: a wildcard grant never covers it.
+std::string OutsideTheGrant(const OpSpec& spec, std::string_view normalized,
+                            const std::string& raw) {
+  std::string why = spec.grant + " outside the grant: " + raw;
+  if (spec.grant == "fs.write" && IsProtectedPath(normalized)) {
+    why +=
+        " (a protected path: .git, .anvil, anvil.lock and Anvil.toml are written only under a "
+        "grant that names the exact path)";
+  }
+  return why;
+}
+
+std::string AuditTarget(const OpSpec& spec, const Request& r) {
+  std::string out;
+  const std::string& t = spec.audit_target;
+  for (size_t i = 0; i < t.size();) {
+    const size_t close = t[i] == '{' ? t.find('}', i) : std::string::npos;
+    if (close == std::string::npos) {
+      out.push_back(t[i++]);
+      continue;
+    }
+    const std::string name = t.substr(i + 1, close - i - 1);
+    for (size_t f = 0; f < spec.request.size() && f < r.args.size(); ++f) {
+      if (spec.request[f].name == name) out += r.args[f];
+    }
+    i = close + 1;
+  }
+  return out;
+}
+
+// Flag field `index` ("1" or "0"; "0" when a client left it out).
+Result<bool> FlagField(const OpSpec& spec, const Request& r, size_t index) {
+  if (index >= r.args.size()) return false;
+  if (r.args[index] == "1") return true;
+  if (r.args[index] == "0") return false;
+  return Fail("invalid", spec.op + " " + spec.request[index].name + " must be 1 or 0");
+}
+
+// ---- handlers: only what is particular to each op ---------------------------------------------
+
+using Handler = Response (*)(const DispatchContext&, const Grant&, const Request&,
+                             const std::vector<std::string>& paths, AuditEntry&);
+
+Response DoPing(const DispatchContext&, const Grant&, const Request& r,
+                const std::vector<std::string>&, AuditEntry& audit) {
+  return Okay(r, {}, audit);
+}
+
+// Where an in-workspace symlink led must be granted too ("docs/l -> ../.env").
+ResolvedPathCheck ReadCheck(const Grant& grant) {
+  return [&grant](std::string_view resolved) {
+    return GrantAllows(grant.fs_read, resolved, Access::kRead);
+  };
+}
+
+Response DoRead(const DispatchContext& ctx, const Grant& grant, const Request& r,
+                const std::vector<std::string>& paths, AuditEntry& audit) {
+  auto data = ctx.root->Read(paths[0], ReadCheck(grant));
+  if (!data) return FromError(r, data.error(), audit);
+  audit.bytes = data->size();
+  return Okay(r, {std::move(*data)}, audit);
+}
+
+Response DoList(const DispatchContext& ctx, const Grant& grant, const Request& r,
+                const std::vector<std::string>& paths, AuditEntry& audit) {
+  auto listing = ctx.root->List(paths[0], ReadCheck(grant));
+  if (!listing) return FromError(r, listing.error(), audit);
+  // [omitted count, "name\0type\0name\0type\0..."]: names are validated path components,
+  // so they never hold a NUL.
+  std::string packed;
+  for (const auto& e : listing->entries) {
+    packed += e.name;
+    packed.push_back('\0');
+    packed += ToString(e.type);
+    packed.push_back('\0');
+  }
+  return Okay(r, {std::to_string(listing->omitted), std::move(packed)}, audit);
+}
+
+Response DoStat(const DispatchContext& ctx, const Grant& grant, const Request& r,
+                const std::vector<std::string>& paths, AuditEntry& audit) {
+  auto info = ctx.root->Stat(paths[0], ReadCheck(grant));
+  if (!info) return FromError(r, info.error(), audit);
+  return Okay(r,
+              {std::string(ToString(info->type)), std::to_string(info->size),
+               std::to_string(info->mtime_sec), std::to_string(info->mtime_nsec)},
+              audit);
+}
+
+// Directories that fs.write {parents} or fs.mkdir {recursive} makes: each one a write of its
+// own, under the same grant as the path asked for.
+Status MakeDirectories(const DispatchContext& ctx, const Grant& grant, std::string_view dir,
+                       const char* asked_by) {
+  return ctx.root->MakeDirs(dir, [&](std::string_view made) -> Status {
+    if (GrantAllows(grant.fs_write, made, Access::kWrite)) return Ok();
+    return Fail("denied", "fs.write outside the grant: " + std::string(made) + " (a directory " +
+                              asked_by +
+                              " would create; fix: add it to fs.write in the manifest, or "
+                              "create the directories first)");
+  });
+}
+
+Response DoWrite(const DispatchContext& ctx, const Grant& grant, const Request& r,
+                 const std::vector<std::string>& paths, AuditEntry& audit) {
+  auto parents = FlagField(*FindOp(r.op), r, 2);
+  if (!parents) return FromError(r, parents.error(), audit);
+  audit.bytes = r.args[1].size();
+  const std::string_view parent = SplitParent(paths[0]).first;
+  if (*parents && parent != ".") {
+    if (auto s = MakeDirectories(ctx, grant, parent, "sys.fs.write {parents}"); !s) {
+      return FromError(r, s.error(), audit);
+    }
+  }
+  if (auto s = ctx.root->Write(paths[0], r.args[1]); !s) {
+    Error e = s.error();
+    if (e.code == "not_found" && !*parents) {
+      e.message += " (a parent directory is missing; fix: create it first, or pass parents)";
+    }
+    return FromError(r, e, audit);
+  }
+  return Okay(r, {}, audit);
+}
+
+Response DoMkdir(const DispatchContext& ctx, const Grant& grant, const Request& r,
+                 const std::vector<std::string>& paths, AuditEntry& audit) {
+  auto recursive = FlagField(*FindOp(r.op), r, 1);
+  if (!recursive) return FromError(r, recursive.error(), audit);
+  if (*recursive) {
+    if (auto s = MakeDirectories(ctx, grant, paths[0], "sys.fs.mkdir {recursive}"); !s) {
+      return FromError(r, s.error(), audit);
+    }
+    return Okay(r, {}, audit);
+  }
+  if (auto s = ctx.root->Mkdir(paths[0]); !s) {
+    Error e = s.error();
+    if (e.sys_errno == EEXIST) e.message += " (pass recursive to accept an existing directory)";
+    if (e.code == "not_found") {
+      e.message += " (a parent directory is missing; fix: pass recursive to create it too)";
+    }
+    return FromError(r, e, audit);
+  }
+  return Okay(r, {}, audit);
+}
+
+// A protected name beneath directory `path` refuses what would move or remove it.
+Status CheckTreeForProtectedNames(const DispatchContext& ctx, const std::string& op,
+                                  const std::string& path, const std::string& raw) {
+  auto held = ctx.root->FindBeneath(path, IsProtectedName, ctx.limits->max_rename_entries,
+                                    kTreeWalkMaxDepth);
+  if (!held) {
+    Error e = held.error();
+    if (e.code == "limit") {
+      e.message = op + ": cannot check " + raw + " for protected names: " + e.message +
+                  " (fix: " + (op == "fs.rename" ? "move" : "remove") +
+                  " its contents in smaller parts)";
+    }
+    return tl::unexpected(std::move(e));
+  }
+  if (*held) {
+    return Fail("denied",
+                "fs.write: directory holds protected " + QuotePathForMessage(**held) + ": " + raw);
+  }
+  return Ok();
+}
+
+Response DoRemove(const DispatchContext& ctx, const Grant&, const Request& r,
+                  const std::vector<std::string>& paths, AuditEntry& audit) {
+  auto recursive = FlagField(*FindOp(r.op), r, 1);
+  if (!recursive) return FromError(r, recursive.error(), audit);
+  if (!*recursive) {
+    if (auto s = ctx.root->Remove(paths[0]); !s) {
+      Error e = s.error();
+      if (e.sys_errno == ENOTEMPTY || e.sys_errno == EEXIST) {
+        e.message += " (pass recursive to remove it with everything in it)";
+      }
+      return FromError(r, e, audit);
+    }
+    return Okay(r, {}, audit);
+  }
+  // Removing a directory removes what is inside it: a nested repository's .git at any depth
+  // would go without the protected-name rule ever seeing it. Looked through first, so that a
+  // refusal removes nothing; the removal refuses such a name again if one appears meanwhile.
+  if (auto s = CheckTreeForProtectedNames(ctx, r.op, paths[0], r.args[0]); !s) {
+    return FromError(r, s.error(), audit);
+  }
+  if (auto s = ctx.root->RemoveTree(paths[0], IsProtectedName, ctx.limits->max_rename_entries,
+                                    kTreeWalkMaxDepth);
+      !s) {
+    return FromError(r, s.error(), audit);
+  }
+  return Okay(r, {}, audit);
+}
+
+Response DoRename(const DispatchContext& ctx, const Grant&, const Request& r,
+                  const std::vector<std::string>& paths, AuditEntry& audit) {
+  // Moving a directory moves what is inside it: a nested repository's .git (or .anvil, an
+  // anvil.lock, ...) at any depth would change name without the protected-name rule ever
+  // seeing it. The whole tree is looked through (bounded; past the bound, refused).
+  if (auto s = CheckTreeForProtectedNames(ctx, r.op, paths[0], r.args[0]); !s) {
+    return FromError(r, s.error(), audit);
+  }
+  if (auto s = ctx.root->Rename(paths[0], paths[1]); !s) {
+    Error e = s.error();
+    if (e.sys_errno == EEXIST || e.sys_errno == ENOTEMPTY) {
+      e.message += " (sys.fs.rename never replaces; fix: remove the destination first)";
+    }
+    return FromError(r, e, audit);
+  }
+  return Okay(r, {}, audit);
+}
+
+Response DoNetFetch(const DispatchContext& ctx, const Grant& grant, const Request& r,
+                    const std::vector<std::string>&, AuditEntry& audit) {
+  if (ctx.net == nullptr) return Denied(r, "sys.net is not available in this gateway", audit);
+  return ctx.net->Handle(audit.plugin, grant, r, audit, ctx.cancelled);
+}
+
+const std::unordered_map<std::string_view, Handler>& Handlers() {
+  static const std::unordered_map<std::string_view, Handler> kHandlers = {
+      {"ping", DoPing},        {"fs.read", DoRead},     {"fs.list", DoList},
+      {"fs.stat", DoStat},     {"fs.write", DoWrite},   {"fs.mkdir", DoMkdir},
+      {"fs.remove", DoRemove}, {"fs.rename", DoRename}, {"net.fetch", DoNetFetch},
+      {"exec", DoExec},
+  };
+  return kHandlers;
+}
+
+// The gateway's ops by name (the description's, built once).
+const std::unordered_map<std::string_view, const OpSpec*>& GatewayOps() {
+  static const auto kOps = [] {
+    std::unordered_map<std::string_view, const OpSpec*> ops;
+    for (const auto& spec : PluginApi().ops) {
+      if (spec.channel == ApiChannel::kGateway) ops.emplace(spec.op, &spec);
+    }
+    return ops;
+  }();
+  return kOps;
+}
+
 }  // namespace
 
 Response Dispatch(const DispatchContext& ctx, const Grant& grant, const Request& r,
                   AuditEntry& audit) {
   audit.op = r.op;
-  if (!r.args.empty() && r.op != "fs.write") audit.target = r.args[0];
-  if (r.op == "fs.write" && !r.args.empty()) audit.target = r.args[0];
-  Response out;
-  const WorkspaceRoot& root = *ctx.root;
-
-  if (r.op == "ping") return Okay(r, {}, audit);
-
-  const bool reads = r.op == "fs.read" || r.op == "fs.list" || r.op == "fs.stat";
-  const bool writes =
-      r.op == "fs.write" || r.op == "fs.mkdir" || r.op == "fs.remove" || r.op == "fs.rename";
-  if (reads || writes) {
-    size_t want = r.op == "fs.write" || r.op == "fs.rename" ? 2 : 1;
-    if (!ArgCount(r, want, out, audit)) return out;
-    RootPolicy root_policy =
-        (r.op == "fs.list" || r.op == "fs.stat") ? RootPolicy::kAllow : RootPolicy::kReject;
-    // Validation before any syscall (T1): absolute, empty components, "..", non-UTF-8.
-    auto path = NormalizeWorkspacePath(r.args[0], root_policy);
+  const auto& ops = GatewayOps();
+  const auto found = ops.find(r.op);
+  const auto handler = Handlers().find(r.op);
+  if (found == ops.end() || handler == Handlers().end()) {
+    return FromError(r, Error{"invalid", "unknown operation " + r.op, 0}, audit);
+  }
+  const OpSpec& spec = *found->second;
+  audit.target = AuditTarget(spec, r);
+  size_t required = 0;
+  for (const auto& field : spec.request) required += field.optional ? 0 : 1;
+  if (r.args.size() < required || r.args.size() > spec.request.size()) {
+    const std::string count =
+        required == spec.request.size()
+            ? std::to_string(required)
+            : std::to_string(required) + " to " + std::to_string(spec.request.size());
+    return FromError(r, Error{"invalid", r.op + " takes " + count + " argument(s)", 0}, audit);
+  }
+  // Validation before any syscall (T1): absolute, empty components, "..", non-UTF-8; then the
+  // grant, for every path the op names (both names of a rename).
+  std::vector<std::string> paths;
+  const RootPolicy root_policy = spec.root_allowed ? RootPolicy::kAllow : RootPolicy::kReject;
+  const Access access = spec.grant == "fs.write" ? Access::kWrite : Access::kRead;
+  for (size_t i = 0; i < r.args.size(); ++i) {
+    if (!spec.request[i].path) continue;
+    auto path = NormalizeWorkspacePath(r.args[i], root_policy);
     if (!path) return FromError(r, path.error(), audit);
-    const auto& globs = reads ? grant.fs_read : grant.fs_write;
-    Access access = reads ? Access::kRead : Access::kWrite;
-    const char* what = reads ? "fs.read" : "fs.write";
-    if (!GrantAllows(globs, *path, access)) {
-      return Denied(r, std::string(what) + " outside the grant: " + r.args[0], audit);
+    if (!GrantAllows(GlobsFor(grant, spec), *path, access)) {
+      return Denied(r, OutsideTheGrant(spec, *path, r.args[i]), audit);
     }
-    // Where an in-workspace symlink led must be granted too ("docs/l -> ../.env").
-    ResolvedPathCheck check = [&globs, access](std::string_view resolved) {
-      return GrantAllows(globs, resolved, access);
-    };
-    if (r.op == "fs.read") {
-      auto data = root.Read(*path, check);
-      if (!data) return FromError(r, data.error(), audit);
-      audit.bytes = data->size();
-      return Okay(r, {std::move(*data)}, audit);
-    }
-    if (r.op == "fs.list") {
-      auto listing = root.List(*path, check);
-      if (!listing) return FromError(r, listing.error(), audit);
-      // [omitted count, "name\0type\0name\0type\0..."]: names are validated path components,
-      // so they never hold a NUL.
-      std::string packed;
-      for (const auto& e : listing->entries) {
-        packed += e.name;
-        packed.push_back('\0');
-        packed += ToString(e.type);
-        packed.push_back('\0');
-      }
-      return Okay(r, {std::to_string(listing->omitted), std::move(packed)}, audit);
-    }
-    if (r.op == "fs.stat") {
-      auto info = root.Stat(*path, check);
-      if (!info) return FromError(r, info.error(), audit);
-      return Okay(r,
-                  {std::string(ToString(info->type)), std::to_string(info->size),
-                   std::to_string(info->mtime_sec), std::to_string(info->mtime_nsec)},
-                  audit);
-    }
-    if (r.op == "fs.write") {
-      audit.bytes = r.args[1].size();
-      if (auto s = root.Write(*path, r.args[1]); !s) return FromError(r, s.error(), audit);
-      return Okay(r, {}, audit);
-    }
-    if (r.op == "fs.mkdir") {
-      if (auto s = root.Mkdir(*path); !s) return FromError(r, s.error(), audit);
-      return Okay(r, {}, audit);
-    }
-    if (r.op == "fs.remove") {
-      if (auto s = root.Remove(*path); !s) return FromError(r, s.error(), audit);
-      return Okay(r, {}, audit);
-    }
-    // fs.rename: both names must be writable under the grant.
-    auto to = NormalizeWorkspacePath(r.args[1], RootPolicy::kReject);
-    if (!to) return FromError(r, to.error(), audit);
-    audit.target = r.args[0] + " -> " + r.args[1];
-    if (!GrantAllows(grant.fs_write, *to, Access::kWrite)) {
-      return Denied(r, "fs.write outside the grant: " + r.args[1], audit);
-    }
-    // Moving a directory moves what is inside it: a nested repository's .git (or .anvil, an
-    // anvil.lock, ...) at any depth would change name without the protected-name rule ever
-    // seeing it. The whole tree is looked through (bounded; past the bound, refused).
-    auto held = root.FindBeneath(*path, IsProtectedName, ctx.limits->max_rename_entries,
-                                 kRenameWalkMaxDepth);
-    if (!held) {
-      Error e = held.error();
-      if (e.code == "limit") {
-        e.message = "fs.rename: cannot check " + r.args[0] + " for protected names: " + e.message +
-                    " (fix: move its contents in smaller parts)";
-      }
-      return FromError(r, e, audit);
-    }
-    if (*held) {
-      return Denied(
-          r,
-          "fs.write: directory holds protected " + QuotePathForMessage(**held) + ": " + r.args[0],
-          audit);
-    }
-    if (auto s = root.Rename(*path, *to); !s) return FromError(r, s.error(), audit);
-    return Okay(r, {}, audit);
+    paths.push_back(std::move(*path));
   }
-  if (r.op == "net.fetch") {
-    if (ctx.net == nullptr) return Denied(r, "sys.net is not available in this gateway", audit);
-    return ctx.net->Handle(audit.plugin, grant, r, audit, ctx.cancelled);
-  }
-  if (r.op == "exec") return DispatchExec(ctx, grant, r, audit);
-  return FromError(r, Error{"invalid", "unknown operation " + r.op, 0}, audit);
+  return handler->second(ctx, grant, r, paths, audit);
+}
+
+bool RunsInline(std::string_view op) {
+  const auto& ops = GatewayOps();
+  const auto found = ops.find(op);
+  return found != ops.end() && found->second->runs_inline;
 }
 
 }  // namespace anvil::gateway

@@ -1,11 +1,16 @@
 // Executes one plugin request against the workspace, after identity has been established:
 // checks the grant, performs the operation, and describes the decision for the audit log.
+// What every op takes and how it is checked comes from its OpSpec (policy/plugin_api.h): the
+// number of fields, which are workspace paths (normalized, then checked against the op's
+// fs.read or fs.write grant before its handler runs), the audit target. The handlers here do
+// only what is particular to their op.
 // Runs on worker threads; everything it touches is immutable or thread-safe.
 #pragma once
 
 #include <atomic>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "gateway/audit_log.h"
 #include "gateway/gateway.h"
@@ -35,5 +40,8 @@ struct DispatchContext {
 // Fills `audit` (op, target, verdict, code, reason, bytes) and returns the response.
 ipc::Response Dispatch(const DispatchContext& context, const Grant& grant,
                        const ipc::Request& request, AuditEntry& audit);
+
+// True when `op` may be answered on the gateway's event loop (its OpSpec: read-only, short).
+bool RunsInline(std::string_view op);
 
 }  // namespace anvil::gateway

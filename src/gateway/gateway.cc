@@ -699,7 +699,7 @@ void Server::HandleRequest(uint64_t id, Connection& c, Request r) {
   job->registration = reg;
   job->request = std::move(r);
   const std::string& op = job->request.op;
-  const bool cheap = op == "ping" || op == "fs.stat" || op == "fs.read" || op == "fs.list";
+  const bool cheap = RunsInline(op);
   if (cheap && c.out.size() - c.out_offset < options_.limits.max_output_buffer) {
     // Read-only and short (bounded by the read/list caps, no fsync): answered right here on
     // the event loop. Two thread hand-offs (queue, completion) cost more than the operation.

@@ -70,15 +70,18 @@
 #include <new>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "common/sanitizer.h"
+#include "fs/workspace_path.h"
 #include "host/api_codec.h"
 #include "host/runtime.h"
 #include "ipc/plugin_trace.h"
+#include "policy/plugin_api.h"
 
 namespace anvil::host {
 namespace {
@@ -406,6 +409,23 @@ JSValue Bind(JSContext* ctx, JSValueConst /*this_val*/, int argc, JSValueConst* 
   }
 }
 
+JSValue GenericCall(JsRuntime& self, JSContext* ctx, int argc, JSValueConst* argv,
+                    const ApiFunction& f);
+
+// The same for a function bound from the description: `magic` is its index there.
+JSValue BindGeneric(JSContext* ctx, JSValueConst /*this_val*/, int argc, JSValueConst* argv,
+                    int magic) {
+  try {
+    JsRuntime& self = Self(ctx);
+    if (!self.Admit(ctx)) return JS_EXCEPTION;
+    return GenericCall(self, ctx, argc, argv, PluginApi().functions.at(static_cast<size_t>(magic)));
+  } catch (const std::bad_alloc&) {
+    return ThrowText(ctx, "limit: host memory exhausted");
+  } catch (const std::exception&) {
+    return ThrowText(ctx, "internal: unexpected host failure");
+  }
+}
+
 // A pending ordinary exception is dropped (the caller replaces it with its own error); one
 // caused by a spent budget stays pending. Returns true when it was dropped. (Uncatchable
 // errors only exist once a budget is spent: the interrupt handler or Admit threw them.)
@@ -495,24 +515,89 @@ JSValue AnvilCommand(JsRuntime& self, JSContext* ctx, int argc, JSValueConst* ar
   return JS_UNDEFINED;
 }
 
-JSValue FsRead(JsRuntime& self, JSContext* ctx, int argc, JSValueConst* argv) {
-  std::string path;
-  if (!StringArg(ctx, Arg(argc, argv, 0), "sys.fs.read: path", &path)) return JS_EXCEPTION;
-  auto reply = self.api().Gateway("fs.read", {path});
-  if (!reply) return ThrowError(ctx, reply.error());
-  if (reply->size() != 1) return ThrowText(ctx, "io: malformed fs.read reply");
-  return NewString(ctx, (*reply)[0]);
+// An options record (policy/plugin_api.h OptionsRecord) as request fields: undefined or null
+// for the defaults, else an object whose own keys are the record's fields, each a boolean (or
+// undefined); "1"/"0". A key it does not know is refused, naming the ones it knows: a misspelt
+// option is a mistake, never silently the default.
+bool OptionsFields(JSContext* ctx, JSValueConst v, const std::string& fn, const ApiRecord& record,
+                   std::vector<std::string>& fields) {
+  std::vector<bool> values(record.fields.size(), false);
+  if (!JS_IsUndefined(v) && !JS_IsNull(v)) {
+    const int is_array = JS_IsArray(ctx, v);
+    if (is_array < 0) return false;
+    if (!JS_IsObject(v) || JS_IsFunction(ctx, v) || is_array == 1) {
+      ThrowCode(ctx, "invalid", fn + ": options must be an object");
+      return false;
+    }
+    std::string known;
+    for (const auto& f : record.fields) known += (known.empty() ? "" : ", ") + f.name;
+    JSPropertyEnum* tab = nullptr;
+    uint32_t len = 0;
+    if (JS_GetOwnPropertyNames(ctx, &tab, &len, v, JS_GPN_STRING_MASK | JS_GPN_ENUM_ONLY) < 0) {
+      return false;
+    }
+    std::vector<std::string> keys;
+    bool ok = true;
+    for (uint32_t i = 0; i < len; ++i) {
+      const char* key = JS_AtomToCString(ctx, tab[i].atom);
+      if (key == nullptr) {
+        ok = false;
+      } else {
+        keys.emplace_back(key);
+        JS_FreeCString(ctx, key);
+      }
+      JS_FreeAtom(ctx, tab[i].atom);
+    }
+    js_free(ctx, tab);
+    if (!ok) return false;
+    for (const std::string& key : keys) {
+      size_t i = 0;
+      while (i < record.fields.size() && record.fields[i].name != key) ++i;
+      if (i == record.fields.size()) {
+        ThrowCode(
+            ctx, "invalid",
+            fn + ": unknown option '" + QuotePathForMessage(key) + "' (known: " + known + ")");
+        return false;
+      }
+      Value value(ctx, JS_GetPropertyStr(ctx, v, key.c_str()));
+      if (value.exception()) return false;
+      if (JS_IsUndefined(value.get())) continue;
+      if (!JS_IsBool(value.get())) {
+        ThrowCode(ctx, "invalid", fn + ": option '" + key + "' must be a boolean");
+        return false;
+      }
+      values[i] = JS_ToBool(ctx, value.get()) == 1;
+    }
+  }
+  for (bool b : values) fields.push_back(b ? "1" : "0");
+  return true;
 }
 
-JSValue FsWrite(JsRuntime& self, JSContext* ctx, int argc, JSValueConst* argv) {
-  std::string path, data;
-  if (!StringArg(ctx, Arg(argc, argv, 0), "sys.fs.write: path", &path) ||
-      !StringArg(ctx, Arg(argc, argv, 1), "sys.fs.write: data", &data, /*strict=*/false)) {
-    return JS_EXCEPTION;
+// A function that leaves the host, bound from its description alone (GenericBinding); `magic`
+// is its index in the description's functions. Strings are names (valid Unicode) unless the
+// description says bytes; the reply is nothing or one string.
+JSValue GenericCall(JsRuntime& self, JSContext* ctx, int argc, JSValueConst* argv,
+                    const ApiFunction& f) {
+  std::vector<std::string> fields;
+  for (size_t i = 0; i < f.params.size(); ++i) {
+    const ApiParam& p = f.params[i];
+    JSValueConst v = Arg(argc, argv, static_cast<int>(i));
+    if (const ApiRecord* record = OptionsRecord(PluginApi(), p)) {
+      if (!OptionsFields(ctx, v, f.path, *record, fields)) return JS_EXCEPTION;
+      continue;
+    }
+    std::string text;
+    if (!StringArg(ctx, v, f.path + ": " + p.name, &text, /*strict=*/!p.bytes)) {
+      return JS_EXCEPTION;
+    }
+    fields.push_back(std::move(text));
   }
-  auto reply = self.api().Gateway("fs.write", {path, data});
+  auto reply = f.channel == ApiChannel::kEditor ? self.api().Editor(f.op, std::move(fields))
+                                                : self.api().Gateway(f.op, std::move(fields));
   if (!reply) return ThrowError(ctx, reply.error());
-  return JS_UNDEFINED;
+  if (OpOf(PluginApi(), f)->encoding == ApiReply::kNothing) return JS_UNDEFINED;
+  if (reply->size() != 1) return ThrowText(ctx, "io: malformed " + f.op + " reply");
+  return NewString(ctx, (*reply)[0]);
 }
 
 JSValue FsList(JsRuntime& self, JSContext* ctx, int argc, JSValueConst* argv) {
@@ -632,16 +717,6 @@ JSValue Exec(JsRuntime& self, JSContext* ctx, int argc, JSValueConst* argv) {
       .Set("truncated", JS_NewBool(ctx, f[3] == "1" || f[4] == "1"))
       .Set("limit", f[5].empty() ? JS_NULL : NewString(ctx, f[5]))
       .Take();
-}
-
-JSValue EditorNotify(JsRuntime& self, JSContext* ctx, int argc, JSValueConst* argv) {
-  std::string text;
-  if (!StringArg(ctx, Arg(argc, argv, 0), "editor.notify: text", &text, /*strict=*/false)) {
-    return JS_EXCEPTION;
-  }
-  auto reply = self.api().Editor("editor.notify", {text});
-  if (!reply) return ThrowError(ctx, reply.error());
-  return JS_UNDEFINED;
 }
 
 JSValue BufferGet(JsRuntime& self, JSContext* ctx, int argc, JSValueConst* argv) {
@@ -1149,27 +1224,73 @@ Status JsRuntime::InstallApi() {
     put(anvil.get(), "settings", build(settings, 0));
   }
 
-  Value sys(ctx_, obj());
-  {
-    Value fs(ctx_, obj());
-    put(fs.get(), "read", fn("read", &Bind<FsRead>, 1));
-    put(fs.get(), "write", fn("write", &Bind<FsWrite>, 2));
-    put(fs.get(), "list", fn("list", &Bind<FsList>, 1));
-    put(fs.get(), "stat", fn("stat", &Bind<FsStat>, 1));
-    put(sys.get(), "fs", fs.release());
-    Value net(ctx_, obj());
-    put(net.get(), "fetch", fn("fetch", &Bind<NetFetch>, 1));
-    put(sys.get(), "net", net.release());
-    put(sys.get(), "exec", fn("exec", &Bind<Exec>, 1));
+  // sys and editor: every function that leaves the host, from the description (plugin_api.h).
+  // A top-level namespace is built here when every member beneath it leaves the host; each
+  // function is bound generically or by its own binding, and one with neither (or a binding the
+  // description does not name) stops the runtime from starting.
+  struct Custom {
+    JSCFunction* f;
+    int length;
+  };
+  static const std::map<std::string, Custom, std::less<>> kCustom = {
+      {"sys.fs.list", {&Bind<FsList>, 1}},          {"sys.fs.stat", {&Bind<FsStat>, 1}},
+      {"sys.net.fetch", {&Bind<NetFetch>, 1}},      {"sys.exec", {&Bind<Exec>, 1}},
+      {"editor.buffer.get", {&Bind<BufferGet>, 1}}, {"editor.buffer.edit", {&Bind<BufferEdit>, 3}},
+  };
+  const PluginApiDescription& api = PluginApi();
+  auto in_js = [](ApiRuntimes r) { return InRuntime(r, /*js=*/true); };
+  auto parent_of = [](const std::string& path) {
+    const size_t dot = path.rfind('.');
+    return dot == std::string::npos ? std::string() : path.substr(0, dot);
+  };
+  auto name_of = [](const std::string& path) { return path.substr(path.rfind('.') + 1); };
+  std::set<std::string> roots;
+  for (const auto& n : api.namespaces) {
+    if (in_js(n.runtimes) && n.path.find('.') == std::string::npos) roots.insert(n.path);
   }
-
-  Value editor(ctx_, obj());
-  {
-    put(editor.get(), "notify", fn("notify", &Bind<EditorNotify>, 1));
-    Value buffer(ctx_, obj());
-    put(buffer.get(), "get", fn("get", &Bind<BufferGet>, 1));
-    put(buffer.get(), "edit", fn("edit", &Bind<BufferEdit>, 3));
-    put(editor.get(), "buffer", buffer.release());
+  for (const auto& f : api.functions) {
+    if (in_js(f.runtimes) && f.channel == ApiChannel::kLocal) {
+      roots.erase(f.path.substr(0, f.path.find('.')));
+    }
+  }
+  for (const auto& v : api.values) roots.erase(v.path.substr(0, v.path.find('.')));
+  std::set<std::string> bound;
+  std::string unbound;
+  std::function<JSValue(const std::string&)> build = [&](const std::string& prefix) -> JSValue {
+    JSValue ns = obj();
+    for (const auto& n : api.namespaces) {
+      if (in_js(n.runtimes) && parent_of(n.path) == prefix) {
+        put(ns, name_of(n.path).c_str(), build(n.path));
+      }
+    }
+    for (size_t i = 0; i < api.functions.size(); ++i) {
+      const ApiFunction& f = api.functions[i];
+      if (!in_js(f.runtimes) || parent_of(f.path) != prefix) continue;
+      const std::string name = name_of(f.path);
+      const int length = static_cast<int>(f.params.size());
+      if (auto it = kCustom.find(f.path); it != kCustom.end()) {
+        put(ns, name.c_str(), fn(name.c_str(), it->second.f, it->second.length));
+      } else if (GenericBinding(api, f)) {
+        JSValue v = JS_NewCFunctionMagic(ctx_, &BindGeneric, name.c_str(), length,
+                                         JS_CFUNC_generic_magic, static_cast<int>(i));
+        if (JS_IsException(v)) ok = false;
+        made.emplace_back(ctx_, JS_DupValue(ctx_, v));
+        put(ns, name.c_str(), v);
+      } else {
+        unbound = f.path;
+        continue;
+      }
+      bound.insert(f.path);
+    }
+    return ns;
+  };
+  std::vector<std::pair<std::string, Value>> wired;
+  for (const auto& root : roots) wired.emplace_back(root, Value(ctx_, build(root)));
+  if (!unbound.empty()) return Fail("internal", "no JS binding for " + unbound);
+  for (const auto& [path, binding] : kCustom) {
+    if (!bound.contains(path)) {
+      return Fail("internal", "a JS binding for " + path + ", which is not described");
+    }
   }
 
   Value console(ctx_, obj());
@@ -1194,11 +1315,13 @@ Status JsRuntime::InstallApi() {
     Value r(ctx_, JS_Call(ctx_, freeze.get(), object_ctor.get(), 1, arg));
     if (r.exception()) ok = false;
   }
-  const std::pair<const char*, Value*> globals[] = {{"anvil", &anvil},   {"sys", &sys},
-                                                    {"editor", &editor}, {"console", &console},
-                                                    {"print", &print},   {"require", &require}};
+  std::vector<std::pair<std::string, Value*>> globals = {
+      {"anvil", &anvil}, {"console", &console}, {"print", &print}, {"require", &require}};
+  for (auto& [name, value] : wired) globals.emplace_back(name, &value);
   for (const auto& [name, value] : globals) {
-    if (JS_DefinePropertyValueStr(ctx_, global.get(), name, value->release(), 0) < 0) ok = false;
+    if (JS_DefinePropertyValueStr(ctx_, global.get(), name.c_str(), value->release(), 0) < 0) {
+      ok = false;
+    }
   }
   if (!ok) {
     ClearException();

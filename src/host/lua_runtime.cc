@@ -30,6 +30,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -38,6 +39,7 @@
 #include "host/api_codec.h"
 #include "host/runtime.h"
 #include "ipc/plugin_trace.h"
+#include "policy/plugin_api.h"
 
 namespace anvil::host {
 namespace {
@@ -608,17 +610,69 @@ int AnvilCommand(lua_State* L) {
   return 0;
 }
 
-int FsRead(lua_State* L) {
-  auto f = CallGateway(L, "fs.read", {ArgText(L, 1, "sys.fs.read", "path")});
-  if (f.size() != 1) Raise(L, "io", "malformed reply");
-  lua_pushlstring(L, f[0].data(), f[0].size());
-  return 1;
+// An options record (policy/plugin_api.h OptionsRecord) as request fields: nil (or nothing)
+// for the defaults, else a table whose keys are the record's fields, each a boolean; "1"/"0".
+// A key it does not know is refused, naming the ones it knows: a misspelt option is a mistake,
+// never silently the default.
+void OptionsFields(lua_State* L, int arg, const std::string& fn, const ApiRecord& record,
+                   std::vector<std::string>& fields) {
+  std::vector<bool> values(record.fields.size(), false);
+  const int type = lua_type(L, arg);
+  if (type != LUA_TNONE && type != LUA_TNIL) {
+    if (type != LUA_TTABLE) {
+      Raise(L, "invalid", fn + ": options must be a table (got " + lua_typename(L, type) + ")");
+    }
+    std::string known;
+    for (const auto& f : record.fields) known += (known.empty() ? "" : ", ") + f.name;
+    lua_pushnil(L);
+    while (lua_next(L, arg) != 0) {
+      if (lua_type(L, -2) != LUA_TSTRING) {
+        Raise(L, "invalid", fn + ": options are named (known: " + known + ")");
+      }
+      size_t len;
+      const char* k = lua_tolstring(L, -2, &len);
+      const std::string key(k, len);
+      size_t i = 0;
+      while (i < record.fields.size() && record.fields[i].name != key) ++i;
+      if (i == record.fields.size()) {
+        Raise(L, "invalid",
+              fn + ": unknown option '" + QuotePathForMessage(key) + "' (known: " + known + ")");
+      }
+      if (lua_type(L, -1) != LUA_TBOOLEAN) {
+        Raise(L, "invalid",
+              fn + ": option '" + key + "' must be a boolean (got " + luaL_typename(L, -1) + ")");
+      }
+      values[i] = lua_toboolean(L, -1) != 0;
+      lua_pop(L, 1);
+    }
+  }
+  for (bool v : values) fields.push_back(v ? "1" : "0");
 }
 
-int FsWrite(lua_State* L) {
-  std::string path = ArgText(L, 1, "sys.fs.write", "path");
-  CallGateway(L, "fs.write", {std::move(path), ArgBytes(L, 2, "sys.fs.write", "data")});
-  return 0;
+// A function that leaves the host, bound from its description alone (GenericBinding):
+// upvalue 1 is its ApiFunction. Strings are names (UTF-8 text) unless the description says
+// bytes; the reply is nothing or one string.
+int GenericCall(lua_State* L) {
+  const auto& f = *static_cast<const ApiFunction*>(lua_touserdata(L, lua_upvalueindex(1)));
+  Self(L)->Admit(L);
+  std::vector<std::string> fields;
+  int arg = 1;
+  for (const auto& p : f.params) {
+    if (const ApiRecord* record = OptionsRecord(PluginApi(), p)) {
+      OptionsFields(L, arg, f.path, *record, fields);
+    } else if (p.bytes) {
+      fields.push_back(ArgBytes(L, arg, f.path.c_str(), p.name.c_str()));
+    } else {
+      fields.push_back(ArgText(L, arg, f.path.c_str(), p.name.c_str()));
+    }
+    ++arg;
+  }
+  auto reply = f.channel == ApiChannel::kEditor ? CallEditor(L, f.op, std::move(fields))
+                                                : CallGateway(L, f.op, std::move(fields));
+  if (OpOf(PluginApi(), f)->encoding == ApiReply::kNothing) return 0;
+  if (reply.size() != 1) Raise(L, "io", "malformed " + f.op + " reply");
+  lua_pushlstring(L, reply[0].data(), reply[0].size());
+  return 1;
 }
 
 // sys.fs.list(dir) -> entries, omitted: `omitted` counts the entries left out because their
@@ -708,11 +762,6 @@ int Exec(lua_State* L) {
     lua_setfield(L, -2, "limit");
   }
   return 1;
-}
-
-int EditorNotify(lua_State* L) {
-  CallEditor(L, "editor.notify", {ArgBytes(L, 1, "editor.notify", "text")});
-  return 0;
 }
 
 int BufferGet(lua_State* L) {
@@ -1079,6 +1128,74 @@ int PushSettingsProtected(lua_State* L) {
   return 1;
 }
 
+// The functions that leave the host but need a binding of their own (their reply is more than
+// one string, or a parameter is a record): every other one is GenericCall.
+const std::map<std::string, lua_CFunction, std::less<>>& CustomBindings() {
+  static const std::map<std::string, lua_CFunction, std::less<>> kCustom = {
+      {"sys.fs.list", Api<FsList>},          {"sys.fs.stat", Api<FsStat>},
+      {"sys.net.fetch", Api<NetFetch>},      {"sys.exec", Api<Exec>},
+      {"editor.buffer.get", Api<BufferGet>}, {"editor.buffer.edit", Api<BufferEdit>},
+  };
+  return kCustom;
+}
+
+// Builds the global tables that hold only functions leaving the host (sys, editor) from the
+// description: each namespace a read-only proxy, each function bound generically or by its
+// own binding. A function with neither, or a binding the description does not name, stops the
+// runtime from starting.
+Status InstallWired(lua_State* L, int g) {
+  const PluginApiDescription& api = PluginApi();
+  auto in_lua = [](ApiRuntimes r) { return InRuntime(r, /*js=*/false); };
+  auto parent_of = [](const std::string& path) {
+    const size_t dot = path.rfind('.');
+    return dot == std::string::npos ? std::string() : path.substr(0, dot);
+  };
+  auto name_of = [](const std::string& path) { return path.substr(path.rfind('.') + 1); };
+  // A top-level namespace is built here when every member beneath it leaves the host.
+  std::set<std::string> roots;
+  for (const auto& n : api.namespaces) {
+    if (in_lua(n.runtimes) && n.path.find('.') == std::string::npos) roots.insert(n.path);
+  }
+  for (const auto& f : api.functions) {
+    if (in_lua(f.runtimes) && f.channel == ApiChannel::kLocal)
+      roots.erase(f.path.substr(0, f.path.find('.')));
+  }
+  for (const auto& v : api.values) roots.erase(v.path.substr(0, v.path.find('.')));
+  std::set<std::string> bound;
+  std::function<Status(const std::string&)> build = [&](const std::string& prefix) -> Status {
+    lua_newtable(L);
+    for (const auto& n : api.namespaces) {
+      if (!in_lua(n.runtimes) || parent_of(n.path) != prefix) continue;
+      if (auto s = build(n.path); !s) return s;
+      lua_setfield(L, -2, name_of(n.path).c_str());
+    }
+    for (const auto& f : api.functions) {
+      if (!in_lua(f.runtimes) || parent_of(f.path) != prefix) continue;
+      if (auto it = CustomBindings().find(f.path); it != CustomBindings().end()) {
+        lua_pushcfunction(L, it->second);
+      } else if (GenericBinding(api, f)) {
+        lua_pushlightuserdata(L, const_cast<ApiFunction*>(&f));
+        lua_pushcclosure(L, GenericCall, 1);
+      } else {
+        return Fail("internal", "no Lua binding for " + f.path);
+      }
+      bound.insert(f.path);
+      lua_setfield(L, -2, name_of(f.path).c_str());
+    }
+    LockTable(L);
+    return Ok();
+  };
+  for (const auto& root : roots) {
+    if (auto s = build(root); !s) return s;
+    lua_setfield(L, g, root.c_str());
+  }
+  for (const auto& [path, binding] : CustomBindings()) {
+    if (!bound.contains(path))
+      return Fail("internal", "a Lua binding for " + path + ", which is not described");
+  }
+  return Ok();
+}
+
 Status LuaRuntime::Init() {
   L_ = lua_newstate(&LuaRuntime::Alloc, this);
   if (!L_) return Fail("limit", "cannot create the Lua state within the memory budget");
@@ -1162,37 +1279,8 @@ Status LuaRuntime::Init() {
   LockTable(L_);
   lua_setfield(L_, g, "anvil");
 
-  lua_newtable(L_);  // sys
-  lua_newtable(L_);
-  const luaL_Reg fs_fns[] = {{"read", Api<FsRead>},
-                             {"write", Api<FsWrite>},
-                             {"list", Api<FsList>},
-                             {"stat", Api<FsStat>},
-                             {nullptr, nullptr}};
-  SetFunctions(L_, fs_fns);
-  LockTable(L_);
-  lua_setfield(L_, -2, "fs");
-  lua_newtable(L_);
-  const luaL_Reg net_fns[] = {{"fetch", Api<NetFetch>}, {nullptr, nullptr}};
-  SetFunctions(L_, net_fns);
-  LockTable(L_);
-  lua_setfield(L_, -2, "net");
-  lua_pushcfunction(L_, Api<Exec>);
-  lua_setfield(L_, -2, "exec");
-  LockTable(L_);
-  lua_setfield(L_, g, "sys");
-
-  lua_newtable(L_);  // editor
-  lua_pushcfunction(L_, Api<EditorNotify>);
-  lua_setfield(L_, -2, "notify");
-  lua_newtable(L_);
-  const luaL_Reg buf_fns[] = {
-      {"get", Api<BufferGet>}, {"edit", Api<BufferEdit>}, {nullptr, nullptr}};
-  SetFunctions(L_, buf_fns);
-  LockTable(L_);
-  lua_setfield(L_, -2, "buffer");
-  LockTable(L_);
-  lua_setfield(L_, g, "editor");
+  // sys and editor: every function that leaves the host, from the description.
+  if (auto s = InstallWired(L_, g); !s) return s;
   lua_pop(L_, 1);  // globals
   return Ok();
 }

@@ -15,6 +15,18 @@ ApiParam P(std::string name, std::string type, std::string doc) {
   return ApiParam{std::move(name), std::move(type), false, false, std::move(doc)};
 }
 ApiParam Values(std::string doc) { return ApiParam{"values", "any", true, true, std::move(doc)}; }
+// A string of any bytes (contents, shown text), not a name.
+ApiParam Bytes(std::string name, std::string doc) {
+  return ApiParam{std::move(name), "string", false, false, std::move(doc), true};
+}
+// An options record, left out for the defaults.
+ApiParam Options(std::string name, std::string type, std::string doc) {
+  return ApiParam{std::move(name), std::move(type), true, false, std::move(doc)};
+}
+
+ApiWireField PathField(std::string name) { return {std::move(name), "notes/a.txt", false, true}; }
+// An optional boolean field: "1" or "0" ("0" when left out).
+ApiWireField Flag(std::string name) { return {std::move(name), "0", true, false}; }
 
 ApiField F(std::string name, std::string type, std::string doc) {
   return ApiField{std::move(name), std::move(type), false, std::move(doc)};
@@ -96,6 +108,22 @@ PluginApiDescription Build() {
        true,
        "A span of a buffer, start inclusive, end exclusive.",
        {F("start", "Position", "where it starts"), F("end", "Position", "where it ends")}},
+      {"WriteOptions",
+       true,
+       "Options of sys.fs.write.",
+       {OptionalField("parents", "boolean",
+                      "make missing parent directories first (each needs the fs.write grant)")}},
+      {"MkdirOptions",
+       true,
+       "Options of sys.fs.mkdir.",
+       {OptionalField("recursive", "boolean",
+                      "make missing parents too, and accept an existing directory")}},
+      {"RemoveOptions",
+       true,
+       "Options of sys.fs.remove.",
+       {OptionalField("recursive", "boolean",
+                      "remove a directory with everything in it (refused if anything in it has a "
+                      "protected name)")}},
       {"TextEdit",
        true,
        "One edit: replace `range` (the whole buffer when left out) with `text`.",
@@ -120,6 +148,7 @@ PluginApiDescription Build() {
   };
 
   const std::vector<std::string> fs_errors = {"denied", "invalid", "not_found", "io"};
+  const std::vector<std::string> write_errors = {"denied", "invalid", "not_found", "io", "limit"};
   api.functions = {
       {"anvil.command",
        ApiRuntimes::kBoth,
@@ -127,67 +156,83 @@ PluginApiDescription Build() {
         P("handler", "CommandHandler", "runs when the command is invoked")},
        "nil",
        "Registers a command. Registering a name that is already registered is an error.",
-       "",
        ApiChannel::kLocal,
        "",
-       {},
-       {},
        {"invalid"}},
       {"sys.fs.read",
        ApiRuntimes::kBoth,
        {P("path", "string", "relative to the workspace root")},
        "string",
        "The contents of a workspace file.",
-       "fs.read",
        ApiChannel::kGateway,
        "fs.read",
-       {"path"},
-       {{"contents", "int x;\n"}},
-       {"denied", "invalid", "not_found", "io", "limit"}},
+       write_errors},
       {"sys.fs.write",
        ApiRuntimes::kBoth,
        {P("path", "string", "relative to the workspace root"),
-        P("contents", "string", "the file's new contents")},
+        Bytes("data", "the file's new contents (any bytes)"),
+        Options("options", "WriteOptions", "parents = true creates missing parent directories")},
        "nil",
-       "Writes a workspace file atomically (a temporary file, then rename).",
-       "fs.write",
+       "Writes a workspace file atomically (a temporary file, then rename). A missing parent "
+       "directory is not_found unless options.parents is true.",
        ApiChannel::kGateway,
        "fs.write",
-       {"path", "contents"},
-       {},
-       {"denied", "invalid", "not_found", "io", "limit"}},
+       write_errors},
       {"sys.fs.list",
        ApiRuntimes::kBoth,
        {P("dir", "string", "relative to the workspace root; \".\" is the root")},
        "FsEntry[]",
        "The entries of a workspace directory.",
-       "fs.read",
        ApiChannel::kGateway,
        "fs.list",
-       {"dir"},
-       {{"omitted", "0"}, {"entries", "a.c\0file\0src\0dir\0"s}},
        fs_errors},
       {"sys.fs.stat",
        ApiRuntimes::kBoth,
        {P("path", "string", "relative to the workspace root; \".\" is the root")},
        "FsStat",
        "The type, size and modification time of a workspace path.",
-       "fs.read",
        ApiChannel::kGateway,
        "fs.stat",
-       {"path"},
-       {{"type", "file"}, {"size", "12"}, {"mtime_sec", "100"}, {"mtime_nsec", "500000000"}},
        fs_errors},
+      {"sys.fs.mkdir",
+       ApiRuntimes::kBoth,
+       {P("path", "string", "relative to the workspace root"),
+        Options("options", "MkdirOptions",
+                "recursive = true creates missing parents and accepts an existing directory")},
+       "nil",
+       "Creates a workspace directory. An existing path is invalid (already exists) and a "
+       "missing parent not_found, unless options.recursive is true.",
+       ApiChannel::kGateway,
+       "fs.mkdir",
+       write_errors},
+      {"sys.fs.remove",
+       ApiRuntimes::kBoth,
+       {P("path", "string", "relative to the workspace root"),
+        Options("options", "RemoveOptions",
+                "recursive = true removes a directory and everything in it")},
+       "nil",
+       "Removes a file, a symlink (never what it points to) or an empty directory; a directory "
+       "that is not empty needs options.recursive.",
+       ApiChannel::kGateway,
+       "fs.remove",
+       write_errors},
+      {"sys.fs.rename",
+       ApiRuntimes::kBoth,
+       {P("from", "string", "relative to the workspace root"),
+        P("to", "string", "the new name, relative to the workspace root; must not exist")},
+       "nil",
+       "Renames (moves) a file or directory within the workspace. It never replaces: an "
+       "existing destination is invalid (remove it first).",
+       ApiChannel::kGateway,
+       "fs.rename",
+       write_errors},
       {"sys.net.fetch",
        ApiRuntimes::kBoth,
        {P("request", "FetchRequest", "the URL and, optionally, method, headers and body")},
        "FetchResponse",
        "One HTTPS request to a host the grant names (port 443; redirects are not followed).",
-       "net.hosts",
        ApiChannel::kGateway,
        "net.fetch",
-       {"url", "method", "headers", "body"},
-       {{"status", "200"}, {"headers", R"({"content-type":"text/plain"})"}, {"body", "ok"}},
        {"denied", "invalid", "not_found", "io", "limit", "busy"}},
       {"sys.exec",
        ApiRuntimes::kBoth,
@@ -195,38 +240,24 @@ PluginApiDescription Build() {
        "ExecResult",
        "Runs one tool of Anvil's executable table that the grant names, sandboxed, in the "
        "workspace root; it reads what sys.fs.read could read, nothing else.",
-       "exec",
        ApiChannel::kGateway,
        "exec",
-       {"program", "args", "stdin"},
-       {{"code", "0"},
-        {"stdout", "out"},
-        {"stderr", ""},
-        {"stdout_truncated", "0"},
-        {"stderr_truncated", "0"},
-        {"limit", ""}},
        {"denied", "invalid", "not_found", "busy", "limit", "sandbox"}},
       {"editor.notify",
        ApiRuntimes::kBoth,
-       {P("text", "string", "one line; control characters are removed, 500 characters at most")},
+       {Bytes("text", "one line; control characters are removed, 500 characters at most")},
        "nil",
        "Shows a message to the user, attributed to the plugin (anvil run prints it on stderr).",
-       "",
        ApiChannel::kEditor,
        "editor.notify",
-       {"text"},
-       {},
        kNoErrors},
       {"editor.buffer.get",
        ApiRuntimes::kBoth,
        {P("target", "string", "the buffer's file:// URI or a workspace-relative path")},
        "Buffer",
        "A snapshot of an open buffer (anvil serve; `anvil run` has none: not_found).",
-       "fs.read",
        ApiChannel::kEditor,
        "editor.buffer.get",
-       {"target"},
-       {{"uri", "file:///ws/src/a.c"}, {"version", "3"}, {"text", "int x;\n"}},
        {"denied", "invalid", "not_found"}},
       {"editor.buffer.edit",
        ApiRuntimes::kBoth,
@@ -236,44 +267,32 @@ PluginApiDescription Build() {
        "boolean",
        "Applies edits to the buffer at exactly `version` (true); if it changed since, nothing is "
        "applied and the call raises stale: ...",
-       "fs.read",
        ApiChannel::kEditor,
        "editor.buffer.edit",
-       {"uri", "version", "edits"},
-       {},
        {"stale", "denied", "invalid", "not_found"}},
       {"print",
        ApiRuntimes::kBoth,
        {Values("values to write; Lua separates them with tabs, JS with spaces")},
        "nil",
        "Writes a line to the plugin log (anvil run: stderr; anvil serve: its log).",
-       "",
        ApiChannel::kLocal,
        "",
-       {},
-       {},
        kNoErrors},
       {"warn",
        ApiRuntimes::kLua,
        {Values("values to write")},
        "nil",
        "Writes a warning line to the plugin log.",
-       "",
        ApiChannel::kLocal,
        "",
-       {},
-       {},
        kNoErrors},
       {"require",
        ApiRuntimes::kLua,
        {P("name", "string", "a module of this plugin, e.g. \"lib.util\" for lib/util.lua")},
        "any",
        "Loads one of the plugin's own lib/ modules (once) and returns what it returned.",
-       "",
        ApiChannel::kLocal,
        "",
-       {},
-       {},
        {"not_found"}},
       {"require",
        ApiRuntimes::kJs,
@@ -281,33 +300,24 @@ PluginApiDescription Build() {
           "a module of this plugin, e.g. \"lib/util.js\" (or \"./lib/util.js\")")},
        "any",
        "Loads one of the plugin's own lib/ modules (once) and returns its module.exports.",
-       "",
        ApiChannel::kLocal,
        "",
-       {},
-       {},
        {"not_found"}},
       {"os.time",
        ApiRuntimes::kLua,
        {},
        "integer",
        "Seconds since the Unix epoch (no arguments: the rest of os is not available).",
-       "",
        ApiChannel::kLocal,
        "",
-       {},
-       {},
        {"invalid"}},
       {"os.clock",
        ApiRuntimes::kLua,
        {},
        "number",
        "Processor time the plugin host has used, in seconds.",
-       "",
        ApiChannel::kLocal,
        "",
-       {},
-       {},
        kNoErrors},
   };
   for (const char* level : {"log", "info", "warn", "error", "debug"}) {
@@ -316,13 +326,169 @@ PluginApiDescription Build() {
                              {Values("values to write, separated by spaces (objects as JSON)")},
                              "nil",
                              "Writes a line to the plugin log at level " + std::string(level) + ".",
-                             "",
                              ApiChannel::kLocal,
                              "",
-                             {},
-                             {},
                              kNoErrors});
   }
+
+  const ApiChannel kGateway = ApiChannel::kGateway;
+  const ApiChannel kEditor = ApiChannel::kEditor;
+  // {op, channel, grant, root allowed, inline, internal, request, reply, audit target, encoding,
+  // doc}
+  api.ops = {
+      {"ping",
+       kGateway,
+       "",
+       false,
+       true,
+       true,
+       {},
+       {},
+       "",
+       ApiReply::kNothing,
+       "— (a no-op round trip)"},
+      {"fs.read",
+       kGateway,
+       "fs.read",
+       false,
+       true,
+       false,
+       {PathField("path")},
+       {{"contents", "int x;\n"}},
+       "{path}",
+       ApiReply::kString,
+       "contents"},
+      {"fs.write",
+       kGateway,
+       "fs.write",
+       false,
+       false,
+       false,
+       {PathField("path"), {"data", "x"}, Flag("parents")},
+       {},
+       "{path}",
+       ApiReply::kNothing,
+       "— (atomic: temp file + fsync + rename beneath the root; parents `1`: missing parent "
+       "directories are made first, each checked as an fs.mkdir)"},
+      {"fs.list",
+       kGateway,
+       "fs.read",
+       true,
+       true,
+       false,
+       {PathField("dir")},
+       {{"omitted", "0"}, {"entries", "a.c\0file\0src\0dir\0"s}},
+       "{dir}",
+       ApiReply::kCustom,
+       "omitted-count, `name\\0type\\0name\\0type\\0…` (type: file, dir, symlink, other)"},
+      {"fs.stat",
+       kGateway,
+       "fs.read",
+       true,
+       true,
+       false,
+       {PathField("path")},
+       {{"type", "file"}, {"size", "12"}, {"mtime_sec", "100"}, {"mtime_nsec", "500000000"}},
+       "{path}",
+       ApiReply::kCustom,
+       "type, size, mtime seconds, mtime nanoseconds"},
+      {"fs.mkdir",
+       kGateway,
+       "fs.write",
+       false,
+       false,
+       false,
+       {PathField("path"), Flag("recursive")},
+       {},
+       "{path}",
+       ApiReply::kNothing,
+       "— (recursive `1`: missing parents are made and an existing directory is fine)"},
+      {"fs.remove",
+       kGateway,
+       "fs.write",
+       false,
+       false,
+       false,
+       {PathField("path"), Flag("recursive")},
+       {},
+       "{path}",
+       ApiReply::kNothing,
+       "— (recursive `1`: a directory and everything beneath it; a tree holding a protected name "
+       "is refused, see below)"},
+      {"fs.rename",
+       kGateway,
+       "fs.write",
+       false,
+       false,
+       false,
+       {PathField("from"), PathField("to")},
+       {},
+       "{from} -> {to}",
+       ApiReply::kNothing,
+       "— (never replaces an existing destination; a directory holding a protected name "
+       "anywhere beneath it is refused, see below)"},
+      {"exec",
+       kGateway,
+       "exec",
+       false,
+       false,
+       false,
+       {{"program", "rg"}, {"args", "[]"}, {"stdin", ""}},
+       {{"code", "0"},
+        {"stdout", "out"},
+        {"stderr", ""},
+        {"stdout_truncated", "0"},
+        {"stderr_truncated", "0"},
+        {"limit", ""}},
+       "{program}",
+       ApiReply::kCustom,
+       "exit code, stdout, stderr, stdout truncated (`1`/`0`), stderr truncated (`1`/`0`), the "
+       "cap that stopped the tool (`stdout`, `stderr` or empty)"},
+      {"net.fetch",
+       kGateway,
+       "net.hosts",
+       false,
+       false,
+       false,
+       {{"url", "https://example.com/"}, {"method", "GET"}, {"headers", "{}"}, {"body", ""}},
+       {{"status", "200"}, {"headers", R"({"content-type":"text/plain"})"}, {"body", "ok"}},
+       "{url}",
+       ApiReply::kCustom,
+       "status, response headers (JSON object), body (see below)"},
+      {"editor.notify",
+       kEditor,
+       "",
+       false,
+       false,
+       false,
+       {{"text", "hi"}},
+       {},
+       "{text}",
+       ApiReply::kNothing,
+       "—"},
+      {"editor.buffer.get",
+       kEditor,
+       "fs.read",
+       false,
+       false,
+       false,
+       {{"target", "src/a.c"}},
+       {{"uri", "file:///ws/src/a.c"}, {"version", "3"}, {"text", "int x;\n"}},
+       "{target}",
+       ApiReply::kCustom,
+       "uri, version, text"},
+      {"editor.buffer.edit",
+       kEditor,
+       "fs.read",
+       false,
+       false,
+       false,
+       {{"uri", "file:///ws/src/a.c"}, {"version", "3"}, {"edits", "[]"}},
+       {},
+       "{uri}",
+       ApiReply::kCustom,
+       "—"},
+  };
 
   api.values = {
       {"anvil.settings", ApiRuntimes::kBoth, "Settings",
@@ -452,6 +618,50 @@ const PluginApiDescription& PluginApi() {
 
 Result<ApiType> ParseApiType(std::string_view expression) { return TypeParser(expression).Parse(); }
 
+const OpSpec* FindOp(std::string_view op) {
+  for (const auto& spec : PluginApi().ops) {
+    if (spec.op == op) return &spec;
+  }
+  return nullptr;
+}
+
+const OpSpec* OpOf(const PluginApiDescription& api, const ApiFunction& function) {
+  if (function.op.empty()) return nullptr;
+  for (const auto& spec : api.ops) {
+    if (spec.op == function.op) return &spec;
+  }
+  return nullptr;
+}
+
+std::string GrantOf(const PluginApiDescription& api, const ApiFunction& function) {
+  const OpSpec* op = OpOf(api, function);
+  return op ? op->grant : "";
+}
+
+const ApiRecord* OptionsRecord(const PluginApiDescription& api, const ApiParam& param) {
+  for (const auto& r : api.records) {
+    if (r.name != param.type) continue;
+    if (!r.input || r.fields.empty()) return nullptr;
+    for (const auto& f : r.fields) {
+      if (!f.optional || f.type != "boolean") return nullptr;
+    }
+    return &r;
+  }
+  return nullptr;
+}
+
+bool GenericBinding(const PluginApiDescription& api, const ApiFunction& function) {
+  const OpSpec* op = OpOf(api, function);
+  if (op == nullptr || op->encoding == ApiReply::kCustom) return false;
+  for (const auto& p : function.params) {
+    if (p.variadic) return false;
+    if (p.type == "string" && !p.optional) continue;
+    if (p.optional && OptionsRecord(api, p) != nullptr) continue;
+    return false;
+  }
+  return true;
+}
+
 std::vector<std::string> CheckPluginApiDescription(const PluginApiDescription& api) {
   std::vector<std::string> problems;
   std::set<std::string, std::less<>> defined;
@@ -485,6 +695,7 @@ std::vector<std::string> CheckPluginApiDescription(const PluginApiDescription& a
   static const std::set<std::string, std::less<>> kGrants = {"", "fs.read", "fs.write", "net.hosts",
                                                              "exec"};
   std::set<std::pair<std::string, bool>> paths;  // (path, js)
+  std::set<std::pair<std::string, bool>> used;   // (op, js): ops some function becomes
   auto claim = [&](const std::string& path, ApiRuntimes runtimes) {
     for (bool js : {false, true}) {
       if (InRuntime(runtimes, js) && !paths.insert({path, js}).second) {
@@ -506,14 +717,86 @@ std::vector<std::string> CheckPluginApiDescription(const PluginApiDescription& a
         problems.push_back(f.path + ": only the last parameter can be variadic");
       }
     }
-    if (!kGrants.contains(f.grant)) problems.push_back(f.path + ": unknown grant " + f.grant);
     const bool wired = f.channel != ApiChannel::kLocal;
     if (wired == f.op.empty()) {
       problems.push_back(f.path + (wired ? ": a call that leaves the host needs an op"
                                          : ": a local function has no op"));
     }
-    if (!wired && (!f.request.empty() || !f.reply.empty())) {
-      problems.push_back(f.path + ": a local function has no request or reply fields");
+    if (!wired) continue;
+    const OpSpec* op = OpOf(api, f);
+    if (op == nullptr) {
+      problems.push_back(f.path + ": op " + f.op + " is not described");
+      continue;
+    }
+    if (op->channel != f.channel)
+      problems.push_back(f.path + ": op " + f.op + " is on another channel");
+    if (op->internal) problems.push_back(f.path + ": op " + f.op + " is internal");
+    for (bool js : {false, true}) {
+      if (InRuntime(f.runtimes, js)) used.insert({f.op, js});
+    }
+    if (op->encoding != ApiReply::kCustom && GenericBinding(api, f)) {
+      // The request a generic binding sends: its parameters in order, options spread.
+      std::vector<std::string> sent;
+      for (const auto& p : f.params) {
+        if (const ApiRecord* r = OptionsRecord(api, p)) {
+          for (const auto& field : r->fields) sent.push_back(field.name);
+        } else {
+          sent.push_back(p.name);
+        }
+      }
+      std::vector<std::string> described;
+      for (const auto& field : op->request) described.push_back(field.name);
+      if (sent != described) {
+        problems.push_back(f.path + ": its parameters do not make the request fields of " + f.op);
+      }
+    } else if (op->encoding != ApiReply::kCustom) {
+      problems.push_back(f.path + ": op " + f.op +
+                         " has a plain reply but the function cannot be bound generically");
+    }
+  }
+  std::set<std::string> op_names;
+  for (const auto& op : api.ops) {
+    if (!op_names.insert(op.op).second) problems.push_back("op " + op.op + " described twice");
+    if (!kGrants.contains(op.grant))
+      problems.push_back("op " + op.op + ": unknown grant " + op.grant);
+    if (op.channel == ApiChannel::kLocal) problems.push_back("op " + op.op + ": a local channel");
+    bool optional_seen = false;
+    bool has_path = false;
+    for (const auto& field : op.request) {
+      if (optional_seen && !field.optional) {
+        problems.push_back("op " + op.op + ": only trailing request fields can be optional");
+      }
+      optional_seen = optional_seen || field.optional;
+      has_path = has_path || field.path;
+    }
+    if (has_path && op.grant != "fs.read" && op.grant != "fs.write") {
+      problems.push_back("op " + op.op + ": path fields need the fs.read or fs.write grant");
+    }
+    if (op.runs_inline && op.grant == "fs.write") {
+      problems.push_back("op " + op.op + ": a write never runs inline");
+    }
+    if (op.encoding == ApiReply::kString && op.reply.size() != 1) {
+      problems.push_back("op " + op.op + ": a string reply is one field");
+    }
+    if (op.encoding == ApiReply::kNothing && !op.reply.empty()) {
+      problems.push_back("op " + op.op + ": a reply of nothing has no fields");
+    }
+    // Every {field} of the audit target is a request field.
+    for (size_t open = op.audit_target.find('{'); open != std::string::npos;
+         open = op.audit_target.find('{', open + 1)) {
+      const size_t close = op.audit_target.find('}', open);
+      const std::string name =
+          close == std::string::npos ? "" : op.audit_target.substr(open + 1, close - open - 1);
+      if (std::none_of(op.request.begin(), op.request.end(),
+                       [&](const ApiWireField& f) { return f.name == name; })) {
+        problems.push_back("op " + op.op + ": audit target names no request field '" + name + "'");
+      }
+    }
+    if (op.internal) continue;
+    for (bool js : {false, true}) {
+      if (!used.contains({op.op, js})) {
+        problems.push_back("op " + op.op + " has no function in " + (js ? "JS" : "Lua"));
+      }
     }
   }
   for (const auto& v : api.values) {

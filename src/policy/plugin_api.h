@@ -1,21 +1,27 @@
 // The plugin API, described once: every function and value a plugin sees under `anvil`, `sys`
-// and `editor`, and the globals Anvil adds or replaces (`print`, `require`, `console`, Lua's
-// `warn` and `os`). Each entry names its parameters and result in one small type vocabulary,
-// the manifest permission it needs, a one-line doc, and — for a call that leaves the plugin
-// host — the request it becomes: the channel, the op, the request fields and the reply fields
-// (docs/protocol.md, "Operations").
+// and `editor`, the globals Anvil adds or replaces (`print`, `require`, `console`, Lua's `warn`
+// and `os`), and every operation a call becomes when it leaves the plugin host (OpSpec: the
+// channel, the request and reply fields, the grant, how its paths are checked, whether the
+// gateway may answer it inline, the audit target, how the reply becomes the plugin's value;
+// docs/protocol.md, "Operations").
 //
 // Who reads it:
+//  - gateway/dispatch.cc checks every request against its OpSpec (field count, paths normalized
+//    and checked against the op's grant, the audit target) before the op's handler runs, and
+//    the gateway answers an op inline only when its OpSpec says so.
+//  - host/lua_runtime.cc and host/js_runtime.cc bind every function that leaves the host from
+//    this table: a function whose parameters are strings and options records and whose reply
+//    is nothing or one string needs no code of its own in either runtime (GenericBinding); the
+//    others (a listing, a record built from several fields) name a hand-written binding, and a
+//    runtime refuses to start when one is missing.
 //  - `anvil plugin new` / `anvil plugin types` generate the editor-support files from it
 //    (anvil.d.ts for TypeScript/JS, the LuaLS ---@meta file; policy/plugin_api_stubs.h).
 //  - tests/host/plugin_api_test.cc walks the live globals of both runtimes and fails when a
 //    runtime binds something the description does not name, or the description names something
-//    a runtime lacks; it calls every wire-bound function and checks the op, the number of
-//    request fields and the shape of the result against this table.
-// The runtimes (host/lua_runtime.cc, host/js_runtime.cc) still bind the API by hand and the
-// gateway dispatches by hand (gateway/dispatch.cc); the table carries what a table-driven
-// dispatch and binding would need (name, arguments, grant, reply encoding), so it can become
-// that table without changing shape.
+//    a runtime lacks, or an op has no function in Lua and in JS; it calls every wire-bound
+//    function and checks the op, the request fields and the shape of the result against this
+//    table. tests/unit/plugin_api_test.cc fails when docs/plugin-api.md or docs/protocol.md
+//    does not name a function or an op.
 //
 // Type expressions (ApiParam::type, ApiField::type, ApiFunction::result, ApiValue::type):
 //   string  integer  number  boolean  any (JSON data)  nil (a result: returns nothing)
@@ -27,6 +33,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/result.h"
@@ -46,6 +53,9 @@ struct ApiParam {
   bool optional = false;
   bool variadic = false;  // any number of values (print, console.log)
   std::string doc;
+  // A string of any bytes (file contents, shown text) rather than a name, which must be UTF-8
+  // text (Lua) / valid Unicode (JS) and is refused otherwise.
+  bool bytes = false;
 };
 
 struct ApiField {
@@ -79,6 +89,41 @@ struct ApiAlias {
 struct ApiWireField {
   std::string name;
   std::string example;
+  // Request fields only: may be left out by a client (only trailing fields). A binding sends
+  // every field.
+  bool optional = false;
+  // Request fields only: a workspace path, normalized and checked against the op's grant
+  // before the op runs.
+  bool path = false;
+};
+
+// How the reply's fields become the value the plugin gets.
+enum class ApiReply {
+  kNothing,  // no fields; the call returns nothing
+  kString,   // one field, returned as it is (bytes)
+  kCustom,   // decoded by the function's own binding in each runtime
+};
+
+// One operation of the wire protocol (docs/protocol.md, "Operations").
+struct OpSpec {
+  std::string op;  // "fs.read"
+  ApiChannel channel = ApiChannel::kGateway;
+  // The manifest permission it is checked against ([permissions] key), "" for none. Path fields
+  // are checked against the fs.read or fs.write globs; the other ops check theirs in their
+  // handlers (net.hosts, exec) or on the trusted side (editor.*).
+  std::string grant;
+  bool root_allowed = false;  // a path field may name the workspace root (".")
+  // Read-only and short: the gateway may answer it on its event loop instead of a worker.
+  bool runs_inline = false;
+  // No plugin function: a transport round trip (ping).
+  bool internal = false;
+  std::vector<ApiWireField> request;
+  std::vector<ApiWireField> reply;
+  // The audit line's target: text with {field} replaced by that request field ("{from} ->
+  // {to}"); a handler may refine it (exec adds the checked args).
+  std::string audit_target;
+  ApiReply encoding = ApiReply::kNothing;
+  std::string doc;  // one line: what the reply holds, for docs/protocol.md
 };
 
 struct ApiFunction {
@@ -87,13 +132,9 @@ struct ApiFunction {
   std::vector<ApiParam> params;
   std::string result = "nil";
   std::string doc;
-  // The manifest permission the call is checked against ([permissions] key), "" for none.
-  std::string grant;
   ApiChannel channel = ApiChannel::kLocal;
-  std::string op;  // the frame's op ("fs.read", "editor.buffer.get"); empty for kLocal
-  std::vector<std::string> request;  // request fields, in order
-  std::vector<ApiWireField> reply;   // reply fields, in order
-  std::vector<std::string> errors;   // codes a call may raise besides limit/timeout/cancelled
+  std::string op;                   // the OpSpec it becomes; empty for kLocal
+  std::vector<std::string> errors;  // codes a call may raise besides limit/timeout/cancelled
 };
 
 // A table of the API (`sys.fs`): every proper prefix of a function's or value's path is one.
@@ -117,10 +158,25 @@ struct PluginApiDescription {
   std::vector<ApiNamespace> namespaces;
   std::vector<ApiFunction> functions;
   std::vector<ApiValue> values;
+  std::vector<OpSpec> ops;
 };
 
 // The description (built once; the same object on every call).
 const PluginApiDescription& PluginApi();
+
+// The op named `op` of PluginApi(), or null.
+const OpSpec* FindOp(std::string_view op);
+// The op of `api` a function becomes, or null (a local function, or an unknown op).
+const OpSpec* OpOf(const PluginApiDescription& api, const ApiFunction& function);
+// The manifest permission a function's call is checked against, "" for none.
+std::string GrantOf(const PluginApiDescription& api, const ApiFunction& function);
+// The record a parameter's type names when it is an options record (an input record of
+// optional boolean fields: each field is one request field, "1" or "0"), or null.
+const ApiRecord* OptionsRecord(const PluginApiDescription& api, const ApiParam& param);
+// True when a runtime binds `function` from the table alone: it leaves the host, its reply is
+// nothing or one string, and every parameter is a string or an options record. Its request
+// fields are then its parameters in order, each options record spread into its fields.
+bool GenericBinding(const PluginApiDescription& api, const ApiFunction& function);
 
 // A parsed type expression (the grammar above).
 struct ApiType {
@@ -133,8 +189,9 @@ struct ApiType {
 Result<ApiType> ParseApiType(std::string_view expression);
 
 // Every problem of the description itself: a type that does not parse or names nothing, a path
-// given twice for one runtime, a wire-bound function without an op, an unknown grant. Empty
-// when it is consistent (a unit test asserts that).
+// given twice for one runtime, a wire-bound function without an op or with another channel's,
+// an op no function uses in Lua and in JS, a generic binding whose parameters do not make the
+// op's request fields, an unknown grant. Empty when it is consistent (a unit test asserts that).
 std::vector<std::string> CheckPluginApiDescription(const PluginApiDescription& api);
 
 }  // namespace anvil

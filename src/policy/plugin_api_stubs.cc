@@ -41,11 +41,12 @@ void Wrap(std::ostream& out, std::string_view prefix, std::string_view text) {
   if (!line.empty()) out << prefix << line << "\n";
 }
 
+// The grant is the op's (the description's ops table), so a function shows what its op checks.
 std::string PermissionNote(const ApiFunction& f) {
-  if (f.grant.empty()) return "";
-  std::string note =
-      "Checked against the grant: " + f.grant + " in anvil-plugin.toml [permissions]";
-  if (f.grant == "net.hosts") note += " (POST also needs net.post = true)";
+  const std::string grant = GrantOf(PluginApi(), f);
+  if (grant.empty()) return "";
+  std::string note = "Checked against the grant: " + grant + " in anvil-plugin.toml [permissions]";
+  if (grant == "net.hosts") note += " (POST also needs net.post = true)";
   return note + ".";
 }
 

@@ -205,7 +205,7 @@ TEST_F(JsRuntimeTest, FsWriteSendsUtf8AndReplacesLoneSurrogates) {
   ASSERT_EQ(api_.calls.size(), 1u);
   EXPECT_EQ(api_.calls[0].op, "fs.write");
   EXPECT_EQ(api_.calls[0].args,
-            (Fields{"notes/x", "d\xc3\xa9j\xc3\xa0 \xf0\x9f\x98\x80 \xef\xbf\xbd!"}));
+            (Fields{"notes/x", "d\xc3\xa9j\xc3\xa0 \xf0\x9f\x98\x80 \xef\xbf\xbd!", "0"}));
   ReplyError("fs.write", "denied", "fs.write outside the grant: .git/hooks/x");
   EXPECT_EQ(Thrown("sys.fs.write('.git/hooks/x', '')"),
             "Error|denied: fs.write outside the grant: .git/hooks/x");

@@ -97,7 +97,7 @@ TEST_F(LuaRuntimeTest, ListStatWriteExecFetchEditorShapes) {
       R"(["src","dir",12,100.5,"out",200,"text/plain",3,"stale: buffer changed since version 3"])");
   bool saw_write = false, saw_exec = false;
   for (const auto& c : api_.calls) {
-    if (c.op == "fs.write") saw_write = c.args == std::vector<std::string>{"notes/x", "data"};
+    if (c.op == "fs.write") saw_write = c.args == std::vector<std::string>{"notes/x", "data", "0"};
     if (c.op == "exec") saw_exec = c.args[0] == "rg" && c.args[1] == R"(["TODO","."])";
   }
   EXPECT_TRUE(saw_write);

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "gateway_fixture.h"
+#include "policy/plugin_api.h"
 
 namespace anvil::testing {
 namespace {
@@ -67,6 +68,36 @@ TEST_F(GatewayFs, AuditHasOneLinePerDecisionWithReason) {
   }
   EXPECT_EQ(reads, 2);
   EXPECT_EQ(denied, 1);
+}
+
+// The gateway knows every gateway op of the plugin API description (policy/plugin_api.h): none
+// is "unknown operation", and each takes exactly its described number of fields (the optional
+// ones may be left out).
+TEST_F(GatewayFs, EveryDescribedOpIsDispatchedWithItsFieldCount) {
+  StartGateway();
+  auto token = RegisterPlugin("example.ops", ReadWriteGrant());
+  auto client = Client(token, "example.ops");
+  size_t seen = 0;
+  for (const OpSpec& op : PluginApi().ops) {
+    if (op.channel != ApiChannel::kGateway) continue;
+    ++seen;
+    std::vector<std::string> fields;
+    for (const auto& f : op.request) fields.push_back(f.example);
+    auto r = client->Call(op.op, fields);
+    ASSERT_TRUE(r) << op.op;
+    EXPECT_EQ(r->ErrorText().find("unknown operation"), std::string::npos) << op.op;
+    if (!op.request.empty()) {
+      fields.push_back("x");
+      r = client->Call(op.op, fields);
+      ASSERT_TRUE(r) << op.op;
+      EXPECT_EQ(r->ErrorText().rfind("invalid: " + op.op + " takes ", 0), 0u)
+          << op.op << ": " << r->ErrorText();
+    }
+  }
+  EXPECT_GE(seen, 10u);
+  auto r = client->Call("fs.chmod", {"a"});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->ErrorText(), "invalid: unknown operation fs.chmod");
 }
 
 }  // namespace

@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "policy/plugin_api_stubs.h"
 
 namespace anvil {
@@ -30,10 +33,54 @@ TEST(PluginApiDescription, ChecksFindBrokenDescriptions) {
        "described twice"},
       {"wired without op", [](PluginApiDescription& a) { a.functions[1].op.clear(); },
        "needs an op"},
-      {"local with fields", [](PluginApiDescription& a) { a.functions[0].request = {"x"}; },
-       "no request or reply fields"},
-      {"unknown grant", [](PluginApiDescription& a) { a.functions[1].grant = "fs.everything"; },
+      {"local with an op", [](PluginApiDescription& a) { a.functions[0].op = "fs.read"; },
+       "a local function has no op"},
+      {"unknown grant", [](PluginApiDescription& a) { a.ops[1].grant = "fs.everything"; },
        "unknown grant"},
+      {"op not described", [](PluginApiDescription& a) { a.functions[1].op = "fs.chmod"; },
+       "op fs.chmod is not described"},
+      {"op without a function",
+       [](PluginApiDescription& a) {
+         for (auto& f : a.functions) {
+           if (f.path == "sys.fs.mkdir") f.runtimes = ApiRuntimes::kLua;
+         }
+       },
+       "op fs.mkdir has no function in JS"},
+      {"parameters that do not make the request",
+       [](PluginApiDescription& a) {
+         for (auto& op : a.ops) {
+           if (op.op == "fs.write") op.request.pop_back();
+         }
+       },
+       "do not make the request fields of fs.write"},
+      {"optional field before a required one",
+       [](PluginApiDescription& a) {
+         for (auto& op : a.ops) {
+           if (op.op == "fs.mkdir") op.request.push_back({"mode", "", false, false});
+         }
+       },
+       "only trailing request fields can be optional"},
+      {"a path under a grant that has no globs",
+       [](PluginApiDescription& a) {
+         for (auto& op : a.ops) {
+           if (op.op == "exec") op.request[0].path = true;
+         }
+       },
+       "path fields need the fs.read or fs.write grant"},
+      {"a write inline",
+       [](PluginApiDescription& a) {
+         for (auto& op : a.ops) {
+           if (op.op == "fs.remove") op.runs_inline = true;
+         }
+       },
+       "a write never runs inline"},
+      {"audit target of an unknown field",
+       [](PluginApiDescription& a) {
+         for (auto& op : a.ops) {
+           if (op.op == "fs.rename") op.audit_target = "{from} -> {dest}";
+         }
+       },
+       "audit target names no request field 'dest'"},
       {"no namespace",
        [](PluginApiDescription& a) {
          ApiFunction f = a.functions[1];
@@ -57,6 +104,43 @@ TEST(PluginApiDescription, ChecksFindBrokenDescriptions) {
     bool found = false;
     for (const auto& p : problems) found = found || p.find(c.problem) != std::string::npos;
     EXPECT_TRUE(found) << c.name << ": no problem mentions '" << c.problem << "'";
+  }
+}
+
+std::string ReadDoc(const std::string& name) {
+  std::ifstream in(std::string(ANVIL_SOURCE_DIR) + "/docs/" + name);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The user's pages name every function and every op: an op added to the table without its
+// documentation fails here.
+TEST(PluginApiDescription, DocsNameEveryFunctionAndEveryOp) {
+  const std::string api_page = ReadDoc("plugin-api.md");
+  const std::string protocol = ReadDoc("protocol.md");
+  ASSERT_FALSE(api_page.empty());
+  ASSERT_FALSE(protocol.empty());
+  for (const auto& f : PluginApi().functions) {
+    if (f.channel == ApiChannel::kLocal) continue;
+    EXPECT_NE(api_page.find("`" + f.path), std::string::npos)
+        << "docs/plugin-api.md does not document `" << f.path << "`";
+  }
+  for (const auto& op : PluginApi().ops) {
+    if (op.channel != ApiChannel::kGateway) continue;
+    EXPECT_NE(protocol.find("| `" + op.op + "` |"), std::string::npos)
+        << "docs/protocol.md's Operations table has no row for " << op.op;
+  }
+  // Every option of an options record is documented with its function.
+  for (const auto& f : PluginApi().functions) {
+    for (const auto& p : f.params) {
+      if (const ApiRecord* r = OptionsRecord(PluginApi(), p)) {
+        for (const auto& field : r->fields) {
+          EXPECT_NE(api_page.find(field.name + " = true"), std::string::npos)
+              << "docs/plugin-api.md does not show " << f.path << " {" << field.name << "}";
+        }
+      }
+    }
   }
 }
 
@@ -89,7 +173,13 @@ TEST(PluginApiStubs, TypeScriptDeclaresEveryJsMemberAndNoLuaOnlyOne) {
            "readonly settings: Anvil.Settings;",
            "declare const sys: {",
            "read(path: string): string;",
-           "write(path: string, contents: string): void;",
+           "write(path: string, data: string, options?: Anvil.WriteOptions): void;",
+           "mkdir(path: string, options?: Anvil.MkdirOptions): void;",
+           "remove(path: string, options?: Anvil.RemoveOptions): void;",
+           "rename(from: string, to: string): void;",
+           "export interface MkdirOptions {",
+           "    recursive?: boolean | null;",
+           "Checked against the grant: fs.write in anvil-plugin.toml [permissions].",
            "list(dir: string): Anvil.FsEntry[];",
            "fetch(request: Anvil.FetchRequest): Anvil.FetchResponse;",
            "exec(request: Anvil.ExecRequest): Anvil.ExecResult;",
@@ -121,6 +211,11 @@ TEST(PluginApiStubs, LuaMetaDeclaresEveryLuaMemberAndNoJsOnlyOne) {
            "---@param path string relative to the workspace root\n---@return string\nfunction "
            "sys.fs.read(path) end",
            "function sys.exec(request) end",
+           "function sys.fs.write(path, data, options) end",
+           "---@param options? anvil.WriteOptions",
+           "function sys.fs.mkdir(path, options) end",
+           "function sys.fs.remove(path, options) end",
+           "function sys.fs.rename(from, to) end",
            "---@param request anvil.ExecRequest",
            "---@return anvil.FsEntry[]\nfunction sys.fs.list(dir) end",
            "function editor.buffer.edit(uri, version, edits) end",
