@@ -5,14 +5,18 @@
 
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,9 +36,11 @@ inline double Percentile(std::vector<double> v, double p) {
 inline double Median(std::vector<double> v) { return Percentile(std::move(v), 0.5); }
 
 // `n` round trips over a socketpair to an echo thread: a `request_bytes` message answered with
-// `reply_bytes` (by default the size of a 4 KiB read's response frame). Microseconds each.
+// `reply_bytes` (by default the size of a 4 KiB read's response frame); the echo calls `work`
+// (when given) before each answer. Microseconds each.
 inline std::vector<double> RawSocketRoundTrips(int n, size_t request_bytes = 64,
-                                               size_t reply_bytes = 4096 + 32) {
+                                               size_t reply_bytes = 4096 + 32,
+                                               const std::function<void()>& work = {}) {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return {};
   std::thread echo([&] {
@@ -47,6 +53,7 @@ inline std::vector<double> RawSocketRoundTrips(int n, size_t request_bytes = 64,
         if (r <= 0) return;
         got += static_cast<size_t>(r);
       }
+      if (work) work();
       ssize_t ignored = write(sv[1], reply.data(), reply.size());
       (void)ignored;
     }
@@ -93,6 +100,111 @@ inline std::vector<double> RawBeneathReads(const std::string& dir, const std::st
   }
   close(root);
   return us;
+}
+
+// The least a cross-process server with the gateway's shape costs per request: `n` round trips
+// to a forked child that waits in epoll, receives with SO_PASSCRED (the sender's credentials on
+// every message), opens the file beneath `dir` as RawBeneathReads does, fstats, reads it to EOF
+// (a second read to see the end), closes it and sends a 4 KiB answer; no decoding, checks, audit
+// or allocation. Microseconds each.
+inline std::vector<double> RawServerRoundTrips(const std::string& dir, const std::string& name,
+                                               int n) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return {};
+  pid_t child = fork();
+  if (child == 0) {
+    close(sv[0]);
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    epoll_ctl(ep, EPOLL_CTL_ADD, sv[1], &ev);
+    int one = 1;
+    setsockopt(sv[1], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
+    int root = open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    char in[256];
+    static char buf[65536];
+    std::string reply(4096 + 32, 'r');
+    for (int i = 0; i < n; ++i) {
+      epoll_event e{};
+      if (epoll_wait(ep, &e, 1, -1) != 1) _exit(1);
+      iovec iov{in, sizeof(in)};
+      alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))];
+      msghdr msg{};
+      msg.msg_iov = &iov;
+      msg.msg_iovlen = 1;
+      msg.msg_control = control;
+      msg.msg_controllen = sizeof(control);
+      if (recvmsg(sv[1], &msg, 0) <= 0) _exit(1);
+      open_how how{};
+      how.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW;
+      how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+      int fd = static_cast<int>(syscall(SYS_openat2, root, name.c_str(), &how, sizeof(how)));
+      struct stat st {};
+      fstat(fd, &st);
+      while (read(fd, buf, sizeof(buf)) > 0) {
+      }
+      close(fd);
+      if (send(sv[1], reply.data(), reply.size(), MSG_NOSIGNAL) < 0) _exit(1);
+    }
+    _exit(0);
+  }
+  close(sv[1]);
+  std::vector<double> us;
+  const std::string request(64, 'q');
+  std::string buf(4096 + 32, '\0');
+  for (int i = 0; i < n && child > 0; ++i) {
+    auto t0 = Clock::now();
+    ssize_t ignored = write(sv[0], request.data(), request.size());
+    (void)ignored;
+    size_t got = 0;
+    while (got < buf.size()) {
+      ssize_t r = read(sv[0], buf.data() + got, buf.size() - got);
+      if (r <= 0) break;
+      got += static_cast<size_t>(r);
+    }
+    us.push_back(Us(Clock::now() - t0));
+  }
+  close(sv[0]);
+  if (child > 0) waitpid(child, nullptr, 0);
+  return us;
+}
+
+// `clients` threads, each doing `per_client` round trips over its own socketpair to its own echo
+// thread (the same 64-byte request and 4 KiB answer as RawSocketRoundTrips, the echo calling
+// `work` before each answer): what the machine does in round trips per second with that many
+// callers. Round trips/s.
+inline double RawSocketThroughput(int clients, int per_client,
+                                  const std::function<void()>& work = {}) {
+  std::vector<std::thread> threads;
+  auto t0 = Clock::now();
+  for (int c = 0; c < clients; ++c) {
+    threads.emplace_back([&] { (void)RawSocketRoundTrips(per_client, 64, 4096 + 32, work); });
+  }
+  for (auto& t : threads) t.join();
+  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  return clients * per_client / secs;
+}
+
+// The median of `v` with a 90% bootstrap interval (resampling `v` with replacement): the form
+// every ratio of these benches is printed in.
+struct Interval {
+  double median, low, high;
+};
+inline Interval Bootstrap(const std::vector<double>& v, int resamples = 2000) {
+  if (v.empty()) return {0, 0, 0};
+  std::vector<double> medians;
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  for (int r = 0; r < resamples; ++r) {
+    std::vector<double> s(v.size());
+    for (auto& x : s) {
+      state ^= state << 13;
+      state ^= state >> 7;
+      state ^= state << 17;
+      x = v[state % v.size()];
+    }
+    medians.push_back(Median(std::move(s)));
+  }
+  return {Median(v), Percentile(medians, 0.05), Percentile(medians, 0.95)};
 }
 
 }  // namespace anvil::bench

@@ -16,7 +16,11 @@
 // warms the next sandbox and tears the last one down; with no pause that lands on whichever
 // sample comes next, bare rg included). The pause does not count.
 //
-//   build/release/bench/exec_bench build/release [ROUNDS] [SETTLE_MS]
+// LOOP (default 10; 0 = none): on the one-file workspace, also LOOP calls back to back with
+// nothing between them, as a plugin's loop makes them, against LOOP bare rg in a row; the extra
+// per call is printed with a 90% bootstrap interval over the rounds (target: <= 1 ms).
+//
+//   build/release/bench/exec_bench build/release [ROUNDS] [SETTLE_MS] [LOOP]
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_floors.h"
 #include "fs/exec_read_plan.h"
 #include "fs/workspace_root.h"
 #include "ipc/capability_token.h"
@@ -111,6 +116,7 @@ int main(int argc, char** argv) {
   std::string bin_dir = argc > 1 ? argv[1] : "build/release";
   int rounds = argc > 2 ? std::atoi(argv[2]) : 30;
   int settle_ms = argc > 3 ? std::atoi(argv[3]) : 50;
+  int loop = argc > 4 ? std::atoi(argv[4]) : 10;
   auto settle = [&] {
     if (settle_ms > 0) usleep(static_cast<useconds_t>(settle_ms) * 1000);
   };
@@ -183,6 +189,46 @@ int main(int argc, char** argv) {
       bare_true.push_back(BareTrue());
     }
     rows.push_back({name, Median(bare), Median(gw)});
+    if (ws == small && loop > 0) {
+      // Back to back, as a plugin loop calls: `loop` calls with nothing between them (each
+      // pays whatever the previous one left: its sandbox's teardown, the next warm runner's
+      // set-up), against `loop` bare rg one after the other; per call, rounds alternating.
+      std::vector<double> loop_gw, loop_bare, loop_extra, loop_ratio;
+      for (int i = 0; i < rounds; ++i) {
+        double b = 0, g = 0;
+        for (int half = 0; half < 2; ++half) {
+          settle();
+          auto t0 = Clock::now();
+          if ((half + i) % 2 == 0) {
+            for (int k = 0; k < loop; ++k) (void)BareRg(ws, {"NEEDLE"});
+            b = Ms(Clock::now() - t0) / loop;
+          } else {
+            for (int k = 0; k < loop; ++k) {
+              auto r = client.Call("exec", {"rg", args, ""});
+              if (!r || !r->ok) {
+                std::fprintf(stderr, "exec failed: %s\n",
+                             r ? r->ErrorText().c_str() : r.error().ToString().c_str());
+                return 1;
+              }
+            }
+            g = Ms(Clock::now() - t0) / loop;
+          }
+        }
+        loop_bare.push_back(b);
+        loop_gw.push_back(g);
+        loop_extra.push_back(g - b);
+        loop_ratio.push_back(g / b);
+      }
+      auto extra = anvil::bench::Bootstrap(loop_extra);
+      auto ratio = anvil::bench::Bootstrap(loop_ratio);
+      std::printf(
+          "back to back, %d calls in a row, per call: bare rg %.2f ms, sys.exec %.2f ms;\n"
+          "  extra per call %.2f ms [90%%: %.2f, %.2f] (target <= 1 ms), ratio %.2f [%.2f, "
+          "%.2f]\n",
+          loop, Median(loop_bare), Median(loop_gw), extra.median, extra.low, extra.high,
+          ratio.median, ratio.low, ratio.high);
+      std::fflush(stdout);
+    }
     (*gateway)->Stop();
   }
   std::printf("\n%-22s %12s %14s %8s %12s\n", "workspace", "bare rg ms", "sys.exec ms", "ratio",

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
 #include <nlohmann/json.hpp>
 
@@ -17,20 +18,81 @@ Result<AuditLog*> AuditLog::Open(const std::string& path, const std::string& ses
   return new AuditLog(std::move(fd), session);
 }
 
+namespace {
+
+// Appends `text` as a JSON string. Targets and reasons come from plugins: anything but printable
+// ASCII (control characters, invalid UTF-8, C1 controls, bidi overrides) goes through
+// nlohmann::json's own escaping, so that the bytes written are exactly what it writes.
+void PutString(std::string& out, std::string_view text) {
+  bool plain = true;
+  for (unsigned char ch : text) plain = plain && ch >= 0x20 && ch < 0x7f;
+  if (!plain) {
+    out += nlohmann::json(std::string(text))
+               .dump(-1, ' ', /*ensure_ascii=*/true, nlohmann::json::error_handler_t::replace);
+    return;
+  }
+  out += '"';
+  for (char ch : text) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch;
+  }
+  out += '"';
+}
+
+void PutKey(std::string& out, std::string_view key) {
+  out += out.size() == 1 ? "\"" : ",\"";
+  out += key;
+  out += "\":";
+}
+
+void PutNumber(std::string& out, uint64_t v) {
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
+}
+
+}  // namespace
+
+std::string FormatAuditLine(const AuditEntry& e, std::string_view session, double time) {
+  std::string out;
+  out.reserve(192 + e.target.size() + e.reason.size() + e.plugin.size());
+  out += '{';
+  // Sorted, as nlohmann::json's objects keep their keys.
+  PutKey(out, "bytes");
+  PutNumber(out, e.bytes);
+  if (!e.code.empty()) {
+    PutKey(out, "code");
+    PutString(out, e.code);
+  }
+  PutKey(out, "duration_us");
+  PutNumber(out, e.duration_us);
+  PutKey(out, "id");
+  PutNumber(out, e.request_id);
+  PutKey(out, "op");
+  PutString(out, e.op);
+  PutKey(out, "plugin");
+  PutString(out, e.plugin);
+  if (!e.reason.empty()) {
+    PutKey(out, "reason");
+    PutString(out, e.reason);
+  }
+  PutKey(out, "session");
+  PutString(out, session);
+  PutKey(out, "target");
+  PutString(out, e.target);
+  PutKey(out, "time");
+  // The shortest form that reads back as the same double, as nlohmann::json writes it.
+  out += nlohmann::json(time).dump();
+  PutKey(out, "verdict");
+  PutString(out, e.verdict);
+  out += '}';
+  return out;
+}
+
 void AuditLog::Record(const AuditEntry& e) {
   auto now = std::chrono::system_clock::now();
   double ts = std::chrono::duration<double>(now.time_since_epoch()).count();
-  nlohmann::json line = {{"time", ts},       {"session", session_},          {"plugin", e.plugin},
-                         {"op", e.op},       {"target", e.target},           {"verdict", e.verdict},
-                         {"bytes", e.bytes}, {"duration_us", e.duration_us}, {"id", e.request_id}};
-  if (!e.code.empty()) line["code"] = e.code;
-  if (!e.reason.empty()) line["reason"] = e.reason;
-  // Targets and reasons come from plugins: dump() escapes control characters and replaces
-  // invalid UTF-8, so one entry is always exactly one line; ensure_ascii escapes every other
-  // non-ASCII character too (C1 controls, bidi overrides), so the file is safe to `cat` or
-  // `tail -f` on a terminal.
-  std::string text =
-      line.dump(-1, ' ', /*ensure_ascii=*/true, nlohmann::json::error_handler_t::replace);
+  std::string text = FormatAuditLine(e, session_, ts);
   std::lock_guard lock(mutex_);
   pending_ += text;
   pending_ += '\n';

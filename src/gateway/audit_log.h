@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 #include "common/result.h"
 #include "common/unique_fd.h"
@@ -23,6 +24,13 @@ struct AuditEntry {
   uint64_t duration_us = 0;
   uint64_t request_id = 0;
 };
+
+// One entry as its line (without the newline): a JSON object with the keys in sorted order, every
+// string escaped as nlohmann::json's dump(ensure_ascii, replace) escapes it (control characters,
+// every non-ASCII character as \uXXXX, invalid UTF-8 as U+FFFD), so the file is plain ASCII and
+// one entry is always one line. Strings of printable ASCII, the common case, are copied without
+// building a JSON value.
+std::string FormatAuditLine(const AuditEntry& entry, std::string_view session, double time);
 
 class AuditLog {
  public:

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -18,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "common/sanitizer.h"
 #include "ipc/fd_passing.h"
 #include "ipc/frame.h"
 #include "linux/sandbox_launch.h"
@@ -168,10 +170,58 @@ void PlaceFd(int fd, int target) {
   }
 }
 
-// The runner's process: descriptors 0-4 in place (stdin /dev/null, stdout, stderr, the call
-// channel, the report), then anvil-exec-runner in warm mode. Nothing here depends on a call.
-[[noreturn]] void ExecRunner(int runner_fd, const ExecBrokerConfig& config, int in_r, int out_w,
-                             int err_w, int call_fd, int report_w) {
+// anvil-exec-runner's command line and environment in warm mode. Nothing here depends on a
+// call. Built before the runner's process exists: that process shares the job's memory until its
+// exec (vfork), so it makes system calls only.
+struct RunnerCommand {
+  std::vector<std::string> args, env;
+  std::vector<char*> argv, envp;
+};
+
+void BuildRunnerCommand(const ExecBrokerConfig& config, RunnerCommand& c) {
+  const ExecLimits& l = config.limits;
+  char timeout[32];
+  std::snprintf(timeout, sizeof(timeout), "%.3f",
+                std::max<double>(0.001, static_cast<double>(l.timeout.count()) / 1000.0));
+  c.args = {"anvil-exec-runner",
+            "--policy",
+            "read-only",
+            "--read-access",
+            "restricted",
+            "--network",
+            "none",
+            "--cwd",
+            config.workspace,
+            "--call-fd",
+            "3",
+            "--report-fd",
+            "4",
+            "--minimal-env",
+            "--limit",
+            "nproc=" + std::to_string(l.max_processes),
+            "--limit",
+            "tmp=" + std::to_string(l.tmp_bytes),
+            "--limit",
+            "data=" + std::to_string(l.max_memory_bytes),
+            "--runtime-from-call",
+            "--timeout",
+            timeout};
+  if (!config.fail_layer_for_testing.empty()) {
+    c.args.push_back("--unsafe-test-fail-layer");
+    c.args.push_back(config.fail_layer_for_testing);
+    c.env.push_back("ANVIL_ALLOW_TEST_FAULTS=1");
+  }
+  for (auto& a : c.args) c.argv.push_back(a.data());
+  c.argv.push_back(nullptr);
+  for (auto& e : c.env) c.envp.push_back(e.data());
+  c.envp.push_back(nullptr);
+}
+
+// The runner's process (a vfork child of the job: system calls only, no allocation): descriptors
+// 0-4 in place (stdin /dev/null, stdout, stderr, the call channel, the report), then
+// anvil-exec-runner.
+[[noreturn]] void ExecRunner(int runner_fd, char* const* argv, char* const* envp, int in_r,
+                             int out_w, int err_w, int call_fd, int report_w) {
   setpgid(0, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   // Lift every source above the targets first, so no dup2 overwrites a descriptor still needed.
@@ -191,50 +241,29 @@ void PlaceFd(int fd, int target) {
   // Everything else closes at exec.
   syscall(SYS_close_range, 5, ~0U, 4 /* CLOSE_RANGE_CLOEXEC */);
   fcntl(runner, F_SETFD, FD_CLOEXEC);
-
-  const ExecLimits& l = config.limits;
-  char timeout[32];
-  std::snprintf(timeout, sizeof(timeout), "%.3f",
-                std::max<double>(0.001, static_cast<double>(l.timeout.count()) / 1000.0));
-  std::vector<std::string> args = {"anvil-exec-runner",
-                                   "--policy",
-                                   "read-only",
-                                   "--read-access",
-                                   "restricted",
-                                   "--network",
-                                   "none",
-                                   "--cwd",
-                                   config.workspace,
-                                   "--call-fd",
-                                   "3",
-                                   "--report-fd",
-                                   "4",
-                                   "--minimal-env",
-                                   "--limit",
-                                   "nproc=" + std::to_string(l.max_processes),
-                                   "--limit",
-                                   "tmp=" + std::to_string(l.tmp_bytes),
-                                   "--limit",
-                                   "data=" + std::to_string(l.max_memory_bytes),
-                                   "--runtime-from-call",
-                                   "--timeout",
-                                   timeout};
-  std::vector<std::string> env;
-  if (!config.fail_layer_for_testing.empty()) {
-    args.push_back("--unsafe-test-fail-layer");
-    args.push_back(config.fail_layer_for_testing);
-    env.push_back("ANVIL_ALLOW_TEST_FAULTS=1");
-  }
-  std::vector<char*> argv, envp;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  syscall(SYS_execveat, runner, "", argv.data(), envp.data(), AT_EMPTY_PATH);
+  syscall(SYS_execveat, runner, "", argv, envp, AT_EMPTY_PATH);
   const char msg[] = "anvil exec broker: cannot start anvil-exec-runner\n";
   ssize_t ignored = ::write(2, msg, sizeof(msg) - 1);
   (void)ignored;
   _exit(125);
+}
+
+// Starts the runner's process. vfork: the job's address space is the broker's (a fork of the
+// gateway); copying its page tables for a child that only execs, and tearing them down again,
+// would be most of what starting the runner costs. Safe here: the job is single-threaded,
+// installs no signal handlers, and is suspended until the child's exec (or _exit); the child
+// makes system calls only. A frame of its own, so that nothing of the caller's lives across the
+// call that returns twice.
+[[gnu::noinline]] pid_t StartRunnerProcess(int runner_fd, char* const* argv, char* const* envp,
+                                           std::array<int, 5> fds) {
+#if ANVIL_SANITIZED
+  // Sanitizer runtimes keep shadow state for the stack the vfork child would share: fork.
+  pid_t child = fork();
+#else
+  pid_t child = vfork();
+#endif
+  if (child == 0) ExecRunner(runner_fd, argv, envp, fds[0], fds[1], fds[2], fds[3], fds[4]);
+  return child;
 }
 
 // A started anvil-exec-runner waiting for its one call (warm), seen from its job process.
@@ -259,12 +288,12 @@ Result<Runner> SpawnRunner(int runner_fd, const ExecBrokerConfig& config) {
     return SysFail("io", "socketpair failed");
   }
   UniqueFd call_mine(call[0]), call_theirs(call[1]);
-  pid_t child = fork();
+  RunnerCommand command;
+  BuildRunnerCommand(config, command);
+  pid_t child = StartRunnerProcess(
+      runner_fd, command.argv.data(), command.envp.data(),
+      {dev_null.Get(), out_w.Get(), err_w.Get(), call_theirs.Get(), rep_w.Get()});
   if (child < 0) return SysFail("io", "fork failed");
-  if (child == 0) {
-    ExecRunner(runner_fd, config, dev_null.Get(), out_w.Get(), err_w.Get(), call_theirs.Get(),
-               rep_w.Get());
-  }
   setpgid(child, child);  // also done in the child; whichever runs first
   // A runner stuck in its set-up must not hold the call forever.
   timeval send_timeout{10, 0};

@@ -694,12 +694,7 @@ void Server::HandleRequest(uint64_t id, Connection& c, Request r) {
     Deny(c, r, reg->plugin, "limit", "byte quota exceeded", false);
     return;
   }
-  auto job = std::make_shared<Job>();
-  job->conn_id = id;
-  job->registration = reg;
-  job->request = std::move(r);
-  const std::string& op = job->request.op;
-  const bool cheap = RunsInline(op);
+  const bool cheap = RunsInline(r.op);
   if (cheap && c.out.size() - c.out_offset < options_.limits.max_output_buffer) {
     // Read-only and short (bounded by the read/list caps, no fsync): answered right here on
     // the event loop. Two thread hand-offs (queue, completion) cost more than the operation.
@@ -707,20 +702,29 @@ void Server::HandleRequest(uint64_t id, Connection& c, Request r) {
     // queue caps then apply (answers are matched by id, so order does not matter).
     AuditEntry audit;
     audit.plugin = reg->plugin;
-    audit.request_id = job->request.id;
-    audit.op = op;
+    audit.request_id = r.id;
+    audit.op = r.op;
     auto start = Clock::now();
     DispatchContext context{&root_, &options_.limits, exec_, nullptr, &options_.exec_unavailable};
     context.read_plans = &read_plans_;
-    Response response = Dispatch(context, reg->grant, job->request, audit);
+    Response response = Dispatch(context, reg->grant, r, audit);
     audit.duration_us = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count());
     audit_->Record(audit);
     std::string frame = ipc::EncodeResponse(response);
     reg->bytes.Charge(static_cast<double>(frame.size()));
-    c.out += frame;
+    if (c.out.empty()) {
+      c.out = std::move(frame);
+    } else {
+      c.out += frame;
+    }
     return;
   }
+  auto job = std::make_shared<Job>();
+  job->conn_id = id;
+  job->registration = reg;
+  job->request = std::move(r);
+  const std::string& op = job->request.op;
   const bool exec = op == "exec" && exec_ != nullptr;
   {
     std::lock_guard lock(queue_mu_);

@@ -16,11 +16,20 @@ void PutU64(std::string& out, uint64_t v) {
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
 
-// Starts a frame; Finish() patches the length.
-std::string Begin(FrameKind kind) {
-  std::string out(4, '\0');
+// Starts a frame of `size` bytes in all (room reserved once: a 4 KiB read's answer is not
+// copied while it grows); Finish() patches the length.
+std::string Begin(FrameKind kind, size_t size = 5) {
+  std::string out;
+  out.reserve(size);
+  out.append(4, '\0');
   out.push_back(static_cast<char>(kind));
   return out;
+}
+
+size_t FieldsSize(const std::vector<std::string>& fields) {
+  size_t n = 2;
+  for (const auto& f : fields) n += 4 + f.size();
+  return n;
 }
 std::string Finish(std::string out) {
   uint32_t len = static_cast<uint32_t>(out.size() - 4);
@@ -102,7 +111,8 @@ anvil::Error Response::ToError() const {
 }
 
 std::string EncodeRequest(const Request& request) {
-  std::string out = Begin(FrameKind::kRequest);
+  std::string out = Begin(FrameKind::kRequest, 5 + 8 + 1 + request.token.size() + 1 +
+                                                   request.op.size() + FieldsSize(request.args));
   PutU64(out, request.id);
   out.push_back(static_cast<char>(request.token.size()));
   out += request.token;
@@ -113,7 +123,7 @@ std::string EncodeRequest(const Request& request) {
 }
 
 std::string EncodeResponse(const Response& response) {
-  std::string out = Begin(FrameKind::kResponse);
+  std::string out = Begin(FrameKind::kResponse, 5 + 8 + 1 + FieldsSize(response.fields));
   PutU64(out, response.id);
   out.push_back(response.ok ? 0 : 1);
   PutFields(out, response.fields);
@@ -188,8 +198,12 @@ Result<std::optional<Frame>> FrameReader::Next() {
   if (kind < 1 || kind > 4) return Fail("invalid", "unknown frame kind");
   Frame frame{static_cast<FrameKind>(kind), buffer_.substr(offset_ + 5, len - 1)};
   offset_ += 4 + len;
-  // Compact once the consumed prefix dominates, so the buffer never grows without bound.
-  if (offset_ > 65536 && offset_ * 2 > buffer_.size()) {
+  // Compact once the consumed prefix dominates, so the buffer never grows without bound; all of
+  // it consumed (one request, one answer: the usual case) costs no copy.
+  if (offset_ == buffer_.size()) {
+    buffer_.clear();
+    offset_ = 0;
+  } else if (offset_ > 65536 && offset_ * 2 > buffer_.size()) {
     buffer_.erase(0, offset_);
     offset_ = 0;
   }

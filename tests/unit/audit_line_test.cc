@@ -1,0 +1,81 @@
+// The audit log's line format (protocol.md, "Audit log"): FormatAuditLine writes exactly the bytes
+// nlohmann::json's dump(ensure_ascii, replace) writes for the same object, for plain entries and
+// for plugin-controlled text that needs escaping (quotes, control characters, non-ASCII, invalid
+// UTF-8, bidi overrides): one entry is always one line of ASCII.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "gateway/audit_log.h"
+
+namespace anvil::gateway {
+namespace {
+
+std::string Reference(const AuditEntry& e, const std::string& session, double time) {
+  nlohmann::json line = {{"time", time},     {"session", session},           {"plugin", e.plugin},
+                         {"op", e.op},       {"target", e.target},           {"verdict", e.verdict},
+                         {"bytes", e.bytes}, {"duration_us", e.duration_us}, {"id", e.request_id}};
+  if (!e.code.empty()) line["code"] = e.code;
+  if (!e.reason.empty()) line["reason"] = e.reason;
+  return line.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+}
+
+TEST(AuditLine, IsByteForByteWhatTheJsonLibraryWrites) {
+  const std::vector<std::string> texts = {
+      "",
+      "src/main.lua",
+      "a \"quoted\" name with a \\ backslash",
+      "line\nbreak\ttab\rreturn",
+      std::string("nul\0byte", 8),
+      "\x1b]52;c;aGk=\x07 clipboard",
+      "del\x7f",
+      "caf\xc3\xa9",             // é
+      "\xf0\x9f\x98\x80 emoji",  // U+1F600: a surrogate pair
+      "\xe2\x80\xae"
+      "bidi override",          // U+202E
+      "\xc2\x85 C1 next line",  // U+0085
+      "invalid \xff byte",
+      "truncated \xe2\x80",
+      "overlong \xc0\xaf",
+  };
+  const std::vector<double> times = {1764912345.123456, 1700000000.0, 0.5, 1764912345.9999998};
+  int checked = 0;
+  for (const auto& text : texts) {
+    for (double time : times) {
+      AuditEntry e;
+      e.plugin = "example.plugin";
+      e.op = "fs.read";
+      e.target = text;
+      e.verdict = "deny";
+      e.code = text.empty() ? "" : "denied";
+      e.reason = text;
+      e.bytes = 4096;
+      e.duration_us = 18446744073709551615ull;
+      e.request_id = 42;
+      std::string line = FormatAuditLine(e, "session-" + text, time);
+      EXPECT_EQ(line, Reference(e, "session-" + text, time)) << "text: " << nlohmann::json(text);
+      EXPECT_EQ(line.find('\n'), std::string::npos);
+      for (unsigned char ch : line) ASSERT_TRUE(ch >= 0x20 && ch < 0x7f) << line;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, static_cast<int>(texts.size() * times.size()));
+}
+
+TEST(AuditLine, AnAllowWithoutCodeOrReasonHasNeitherKey) {
+  AuditEntry e;
+  e.plugin = "p";
+  e.op = "hello";
+  e.verdict = "allow";
+  std::string line = FormatAuditLine(e, "s", 1.5);
+  EXPECT_EQ(line, Reference(e, "s", 1.5));
+  auto parsed = nlohmann::json::parse(line);
+  EXPECT_FALSE(parsed.contains("code"));
+  EXPECT_FALSE(parsed.contains("reason"));
+  EXPECT_EQ(parsed["verdict"], "allow");
+}
+
+}  // namespace
+}  // namespace anvil::gateway
