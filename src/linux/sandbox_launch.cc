@@ -27,6 +27,7 @@
 #include "linux/git_walk_cache.h"
 #include "linux/host_socket_facts.h"
 #include "linux/landlock.h"
+#include "linux/landlock_rules.h"
 #include "linux/loopback.h"
 #include "linux/memory_cgroup.h"
 #include "linux/mount_view.h"
@@ -228,102 +229,21 @@ Status ApplyLimits(const Plan& plan) {
   return Ok();
 }
 
-bool HasMaskBeneath(const FileView& view, const std::string& root) {
-  return std::any_of(view.credential_masks.begin(), view.credential_masks.end(),
-                     [&](const std::string& m) { return PathIsWithin(m, root); });
+// The command's Landlock rule set (linux/landlock_rules.h), for the namespaces it ended up with.
+landlock::RulesetPlan LandlockPlan(const Plan& plan) {
+  return landlock::LandlockRulesFor(plan.view, plan.spec->policy.network, plan.landlock_abi,
+                                    {plan.mountns, plan.pidns, plan.netns}, getpid(), kProxyPort);
 }
 
-// Proxy: TCP connect only to the proxy's port on loopback (the namespace has nothing else to
-// reach anyway). Network none: no TCP at all, unless the command has a network namespace of its
-// own, whose loopback reaches nothing outside it (its own test servers work).
-bool LandlockHandlesNetwork(const Plan& plan) {
-  NetworkMode network = plan.spec->policy.network;
-  return plan.landlock_abi >= 4 &&
-         (network == NetworkMode::kProxy || (network == NetworkMode::kNone && !plan.netns));
-}
-
-Status ApplyLandlock(const Plan& plan) {
-  using namespace landlock;
+Status ApplyLandlock(const Plan& plan, const landlock::RulesetPlan& rules) {
   if (auto s = InjectedFailure(plan, "landlock"); !s) return s;
-  const SandboxPolicy& policy = plan.spec->policy;
-  bool handle_net = LandlockHandlesNetwork(plan);
-  uint64_t scopes = ScopesForAbi(plan.landlock_abi);
-  auto rs = Ruleset::Create(plan.landlock_abi, handle_net, scopes);
+  auto rs = landlock::Ruleset::Create(rules.abi, rules.handle_net, rules.scopes);
   if (!rs) return tl::unexpected(rs.error());
-  if (policy.network == NetworkMode::kProxy) {
-    if (auto s = rs->AllowTcpConnect(kProxyPort); !s) return s;
+  for (uint16_t port : rules.tcp_connect_ports) {
+    if (auto s = rs->AllowTcpConnect(port); !s) return s;
   }
-  const uint64_t all = FsRightsForAbi(plan.landlock_abi);
-  const FileView& view = plan.view;
-  if (view.full_read) {
-    if (auto s = rs->AllowPath("/", kFsRead); !s) return s;
-  }
-  for (const auto& root : view.read_roots) {
-    // Without a mount view nothing covers a credential inside a read root: leave it out.
-    if (!plan.mountns && HasMaskBeneath(view, root)) continue;
-    if (auto s = rs->AllowPath(root, kFsRead, /*optional=*/true); !s) return s;
-  }
-  for (const auto& wr : view.writable_roots) {
-    if (auto s = rs->AllowPath(wr.root, all); !s) return s;
-  }
-  if (plan.mountns) {
-    // The command's home and what is bound into it exist only in the mount view; without one
-    // these paths would be the host's own.
-    if (!view.home_tmpfs.empty()) {
-      if (auto s = rs->AllowPath(view.home_tmpfs, all); !s) return s;
-    }
-    for (const auto& m : view.mapped_binds) {
-      if (auto s = rs->AllowPath(m.target, m.writable ? all : kFsRead, true); !s) return s;
-    }
-  }
-  for (const auto& sub : view.workspace_read_subpaths) {
-    if (auto s = rs->AllowBeneath(view.workspace_base, sub, kFsRead); !s) return s;
-  }
-  // The same plan the mount view was built from: the bound files and trees (the directories of
-  // the view's own hold nothing else), and the tool's own files.
-  if (auto s = rs->AllowReadPlan(view.workspace_base, view.workspace_plan, view.runtime_files); !s)
-    return s;
-  if (plan.mountns && !view.workspace_base.empty()) {
-    // The workspace directory of the view holds only the mount points of the readable paths.
-    if (auto s = rs->AllowPath(view.workspace_base, kFsReadDir); !s) return s;
-  }
-  if (plan.mountns) {
-    // Listing the view's root shows only the mount points we made.
-    if (auto s = rs->AllowPath("/", kFsReadDir); !s) return s;
-    // Our own tmpfs mounts: private to this sandbox, discarded at exit.
-    if (auto s = rs->AllowPath("/tmp", all); !s) return s;
-    if (auto s = rs->AllowPath("/dev/shm", all, true); !s) return s;
-  }
-  if (auto s = rs->AllowPath("/dev", kFsReadDir, true); !s) return s;
-  for (const char* dev : {"/dev/null", "/dev/zero", "/dev/full", "/dev/tty"}) {
-    if (auto s = rs->AllowPath(dev, kFsReadFile | kFsWriteFile | kFsIoctlDev | kFsTruncate, true);
-        !s)
-      return s;
-  }
-  for (const char* dev : {"/dev/random", "/dev/urandom"}) {
-    if (auto s = rs->AllowPath(dev, kFsReadFile, true); !s) return s;
-  }
-  if (plan.mountns) {
-    // The view's own devpts instance (/dev/ptmx links into it): the sandbox's pseudo-terminals
-    // only. Without a mount namespace /dev/pts is the host's, with the user's other terminals.
-    if (auto s =
-            rs->AllowPath("/dev/pts", kFsReadFile | kFsWriteFile | kFsIoctlDev | kFsReadDir, true);
-        !s)
-      return s;
-  }
-  if (view.runtime_from_call) {
-    // No /proc in this view (the tool needs none): nothing to allow.
-  } else if (plan.pidns && plan.mountns) {
-    // The sandbox's own procfs shows only its own processes. Read-only: a caller that is host
-    // root stays uid 0 in the sandbox, and root-owned proc files such as /proc/sysrq-trigger
-    // check no capability.
-    if (auto s = rs->AllowPath("/proc", kFsRead); !s) return s;
-  } else {
-    // The host's procfs: only this process's own entry (no other process's environ/cmdline).
-    if (auto s = rs->AllowPath("/proc/" + std::to_string(getpid()), kFsRead); !s) return s;
-  }
-  if (auto s = rs->Restrict(); !s) return s;
-  return Ok();
+  if (auto s = rs->AllowRules(rules.rules); !s) return s;
+  return rs->Restrict();
 }
 
 [[noreturn]] void RunCommand(Plan& plan) {
@@ -362,10 +282,11 @@ Status ApplyLandlock(const Plan& plan) {
     layers |= kBitNoNewPrivs;
   }
   if (plan.confine_fs) {
-    if (auto s = ApplyLandlock(plan); !s) Die(plan, s.error());
-    layers |= static_cast<uint32_t>(plan.landlock_abi) << 16;
-    if (LandlockHandlesNetwork(plan)) layers |= kBitLandlockNet;
-    if (plan.landlock_abi >= 6) layers |= kBitLandlockScoped;
+    const landlock::RulesetPlan rules = LandlockPlan(plan);
+    if (auto s = ApplyLandlock(plan, rules); !s) Die(plan, s.error());
+    layers |= static_cast<uint32_t>(rules.abi) << 16;
+    if (rules.handle_net) layers |= kBitLandlockNet;
+    if (rules.scopes != 0) layers |= kBitLandlockScoped;
   }
   if (harden) {
     if (auto s = DropAllCapabilities(); !s) Die(plan, s.error());
