@@ -1,4 +1,5 @@
-// The command process of the sandbox (sandbox_launch.h): from init's vfork to its exec.
+// The command process of the sandbox (sandbox_launch.h): from init's vfork to its exec,
+// ConfineAndExec, an ordered list of steps that each fail closed.
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -82,68 +83,118 @@ Status ApplyLandlock(const Plan& plan, const landlock::RulesetPlan& rules) {
   return rs->Restrict();
 }
 
-}  // namespace
+// --- the steps of ConfineAndExec, in its order -------------------------------------------------
+// Each takes the plan and the layer bits so far (LayerBits: what is in force, for the report).
 
-[[noreturn]] void RunCommand(Plan& plan) {
-  LaunchSpec& spec = *plan.spec;
+// Default dispositions and nothing blocked: the command starts as a fresh process would.
+Status ResetSignals(Plan&, uint32_t&) {
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
+  return Ok();
+}
 
-  // Never the caller's session: the caller's terminal is never its controlling terminal
-  // (TIOCSTI, job-control signals), and its own process group is one group to kill. With a
-  // terminal among the caller's descriptors 0-2, it is a job of the session of the sandbox's
-  // pseudo-terminal instead (terminal_relay.h).
-  if (auto s = EnterCommandSession(*plan.streams, plan.terminal_slave); !s) Die(plan, s.error());
-  if (auto s = PlaceStdStreams(*plan.streams, plan.terminal_slave, plan.stdin_fd); !s) {
-    Die(plan, s.error());
-  }
-  // No descriptor the caller leaked (a directory fd outside, a socket) crosses exec.
+// Never the caller's session: the caller's terminal is never its controlling terminal
+// (TIOCSTI, job-control signals), and its own process group is one group to kill. With a
+// terminal among the caller's descriptors 0-2, it is a job of the session of the sandbox's
+// pseudo-terminal instead (terminal_relay.h).
+Status EnterSession(Plan& plan, uint32_t&) {
+  return EnterCommandSession(*plan.streams, plan.terminal_slave);
+}
+
+Status PlaceStreams(Plan& plan, uint32_t&) {
+  return PlaceStdStreams(*plan.streams, plan.terminal_slave, plan.stdin_fd);
+}
+
+// No descriptor the caller leaked (a directory fd outside, a socket) crosses exec.
+Status CloseInheritedDescriptors(Plan&, uint32_t&) {
   if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
-    Die(plan, SysFail("sandbox", "close_range").value());
+    return SysFail("sandbox", "close_range");
   }
-  if (auto s = ApplyLimits(plan); !s) Die(plan, s.error());
-  if (::chdir(spec.cwd.c_str()) != 0) {
-    Die(plan, SysFail("sandbox", "working directory " + spec.cwd + " is not visible in the sandbox")
-                  .value());
+  return Ok();
+}
+
+Status SetLimits(Plan& plan, uint32_t&) { return ApplyLimits(plan); }
+
+Status EnterWorkingDirectory(Plan& plan, uint32_t&) {
+  if (::chdir(plan.spec->cwd.c_str()) != 0) {
+    return SysFail("sandbox",
+                   "working directory " + plan.spec->cwd + " is not visible in the sandbox");
   }
-  uint32_t layers = 0;
-  bool harden = plan.confine_fs || !plan.filter.Empty();
-  if (harden) {
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-        prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1) {
-      Die(plan, SysFail("sandbox", "no_new_privs").value());
-    }
-    layers |= kBitNoNewPrivs;
+  return Ok();
+}
+
+// Whether the command gets walls at all (danger-full-access gets none).
+bool Hardened(const Plan& plan) { return plan.confine_fs || !plan.filter.Empty(); }
+
+Status SetNoNewPrivs(Plan& plan, uint32_t& layers) {
+  if (!Hardened(plan)) return Ok();
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1) {
+    return SysFail("sandbox", "no_new_privs");
   }
-  if (plan.confine_fs) {
-    const landlock::RulesetPlan rules = LandlockPlan(plan);
-    if (auto s = ApplyLandlock(plan, rules); !s) Die(plan, s.error());
-    layers |= static_cast<uint32_t>(rules.abi) << 16;
-    if (rules.handle_net) layers |= kBitLandlockNet;
-    if (rules.scopes != 0) layers |= kBitLandlockScoped;
+  layers |= kBitNoNewPrivs;
+  return Ok();
+}
+
+Status RestrictFiles(Plan& plan, uint32_t& layers) {
+  if (!plan.confine_fs) return Ok();
+  const landlock::RulesetPlan rules = LandlockPlan(plan);
+  if (auto s = ApplyLandlock(plan, rules); !s) return s;
+  layers |= static_cast<uint32_t>(rules.abi) << 16;
+  if (rules.handle_net) layers |= kBitLandlockNet;
+  if (rules.scopes != 0) layers |= kBitLandlockScoped;
+  return Ok();
+}
+
+Status DropCapabilities(Plan& plan, uint32_t&) {
+  if (!Hardened(plan)) return Ok();
+  return DropAllCapabilities();
+}
+
+Status FilterSyscalls(Plan& plan, uint32_t& layers) {
+  if (plan.filter.Empty()) return Ok();
+  if (auto s = InjectedFailure(plan, "seccomp"); !s) return s;
+  if (auto s = plan.filter.Install(); !s) return s;
+  layers |= kBitSeccomp;
+  return Ok();
+}
+
+// Last: nothing between here and the exec may be a syscall the observer stops, since init
+// (suspended by vfork) can only answer once the exec is done.
+Status ObserveRefusals(Plan& plan, uint32_t& layers) {
+  if (plan.observer_command_fd < 0) return Ok();
+  auto installed = InstallRefusalObserver(plan.observer_command_fd,
+                                          plan.spec->policy.network != NetworkMode::kFull);
+  if (installed == ObserverInstall::kUnanswered) {
+    return Fail("sandbox", "refusal observer: cannot hand over its listener");
   }
-  if (harden) {
-    if (auto s = DropAllCapabilities(); !s) Die(plan, s.error());
-  }
-  if (!plan.filter.Empty()) {
-    if (auto s = InjectedFailure(plan, "seccomp"); !s) Die(plan, s.error());
-    if (auto s = plan.filter.Install(); !s) Die(plan, s.error());
-    layers |= kBitSeccomp;
-  }
-  if (plan.observer_command_fd >= 0) {
-    // Last: nothing between here and the exec may be a syscall the observer stops, since init
-    // (suspended by vfork) can only answer once the exec is done.
-    auto installed =
-        InstallRefusalObserver(plan.observer_command_fd, spec.policy.network != NetworkMode::kFull);
-    if (installed == ObserverInstall::kUnanswered) {
-      Die(plan, Error{"sandbox", "refusal observer: cannot hand over its listener", 0});
-    }
-    if (installed == ObserverInstall::kObserved) layers |= kBitRefusalObserver;
-  }
+  if (installed == ObserverInstall::kObserved) layers |= kBitRefusalObserver;
+  return Ok();
+}
+
+// The walls the command's process puts up, in order; the namespaces, the mount view and the
+// cgroups are already in place (init and the supervisor made them).
+using Step = Status (*)(Plan& plan, uint32_t& layers);
+constexpr Step kSteps[] = {
+    ResetSignals,
+    EnterSession,  // its own session (or the sandbox terminal's)
+    PlaceStreams,  // descriptors 0-2 (std_streams.h)
+    CloseInheritedDescriptors,
+    SetLimits,  // rlimits
+    EnterWorkingDirectory,
+    SetNoNewPrivs,  // before Landlock and seccomp, which need it
+    RestrictFiles,  // Landlock (landlock_rules.h)
+    DropCapabilities,
+    FilterSyscalls,   // seccomp (seccomp_rules.h)
+    ObserveRefusals,  // the refusal observer's listener, last
+};
+
+// Tells the supervisor which layers are in force, then execs; a failed exec is reported.
+[[noreturn]] void Exec(Plan& plan, uint32_t layers) {
+  LaunchSpec& spec = *plan.spec;
   if (plan.userns) layers |= kBitUserNs;
   if (plan.pidns) layers |= kBitPidNs;
   if (plan.mountns) layers |= kBitMountNs;
@@ -165,6 +216,16 @@ Status ApplyLandlock(const Plan& plan, const landlock::RulesetPlan& rules) {
   MarkCommandFailed(plan);
   SendRecord(plan.report_fd, kExecError, 0, err, why);
   _exit(err == ENOENT ? 127 : 126);
+}
+
+}  // namespace
+
+[[noreturn]] void ConfineAndExec(Plan& plan) {
+  uint32_t layers = 0;
+  for (Step step : kSteps) {
+    if (auto s = step(plan, layers); !s) Die(plan, s.error());
+  }
+  Exec(plan, layers);
 }
 
 }  // namespace anvil::launch

@@ -312,8 +312,8 @@ void TakeWarmCall(Plan& plan) {
 
   // vfork: the command shares init's memory until it execs, so starting it copies no page
   // tables and costs init no copy-on-write faults afterwards. Safe here: init is single-threaded
-  // and suspended until the exec (or _exit), every signal is still blocked (RunCommand resets
-  // the handlers before unblocking), and RunCommand never returns.
+  // and suspended until the exec (or _exit), every signal is still blocked (ConfineAndExec resets
+  // the handlers before unblocking), and ConfineAndExec never returns.
   UniqueFd failed_r, failed_w;
   if (plan.warm) {
     int failed[2];
@@ -329,7 +329,7 @@ void TakeWarmCall(Plan& plan) {
   pid_t command = vfork();
 #endif
   if (command < 0) Die(plan, SysFail("sandbox", "start the command").value());
-  if (command == 0) RunCommand(plan);
+  if (command == 0) ConfineAndExec(plan);
   g_command_pid = command;
   failed_w.Reset();
   sigset_t none;

@@ -70,7 +70,8 @@ bool IsScript(int fd);
 
 // The sandbox's init (sandbox_init.cc): builds what the command runs in, starts it, reaps.
 [[noreturn]] void RunInit(Plan& plan);
-// The command (sandbox_command.cc): puts up its walls, one after the other, and execs.
-[[noreturn]] void RunCommand(Plan& plan);
+// The command (sandbox_command.cc): puts up its walls, one after the other, and execs; the
+// first step that fails reports it (Die) and nothing runs.
+[[noreturn]] void ConfineAndExec(Plan& plan);
 
 }  // namespace anvil::launch
