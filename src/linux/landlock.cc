@@ -131,43 +131,55 @@ Status Ruleset::AllowBeneath(const std::string& base, const std::string& relativ
   return AllowFd(target->Get(), rights, base + "/" + relative);
 }
 
-Status Ruleset::AllowReadPlan(const std::string& workspace, const std::vector<ReadOp>& plan,
-                              const std::vector<std::string>& runtime_files) {
-  UniqueFd base;
-  for (const ReadOp& op : plan) {
-    if (op.kind != ReadOpKind::kBindDir && op.kind != ReadOpKind::kBindFile &&
-        op.kind != ReadOpKind::kBindLinkedFile) {
-      continue;
+Status Ruleset::AllowPlanned(int base, const Rule& rule) {
+  UniqueFd target;
+  if (rule.path == ".") {
+    target = UniqueFd(fcntl(base, F_DUPFD_CLOEXEC, 0));
+  } else {
+    open_how how{};
+    how.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+    long fd = -1;
+    for (int attempt = 0; attempt < 64 && fd < 0; ++attempt) {
+      fd = syscall(SYS_openat2, base, rule.path.c_str(), &how, sizeof(how));
+      if (fd < 0 && errno != EAGAIN && errno != EINTR) break;
     }
-    if (!base) {
-      base = UniqueFd(::open(workspace.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-      if (!base) return SysFail("sandbox", "landlock: open " + workspace);
-    }
-    UniqueFd target;
-    if (op.path == ".") {
-      target = UniqueFd(fcntl(base.Get(), F_DUPFD_CLOEXEC, 0));
-    } else {
-      open_how how{};
-      how.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC;
-      how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-      long fd = -1;
-      for (int attempt = 0; attempt < 64 && fd < 0; ++attempt) {
-        fd = syscall(SYS_openat2, base.Get(), op.path.c_str(), &how, sizeof(how));
-        if (fd < 0 && errno != EAGAIN && errno != EINTR) break;
-      }
-      if (fd >= 0) target = UniqueFd(static_cast<int>(fd));
-    }
-    if (!target) continue;  // not there (as the plan says): nothing to allow
-    struct stat st {};
-    if (::fstat(target.Get(), &st) != 0) return SysFail("sandbox", "landlock: stat " + op.path);
-    const bool ok = op.kind == ReadOpKind::kBindDir    ? S_ISDIR(st.st_mode)
-                    : op.kind == ReadOpKind::kBindFile ? S_ISREG(st.st_mode) && st.st_nlink == 1
-                                                       : S_ISREG(st.st_mode);
-    if (!ok) continue;  // changed since the plan: the mount view left it out too
-    if (auto s = AllowFd(target.Get(), kFsRead, workspace + "/" + op.path); !s) return s;
+    if (fd >= 0) target = UniqueFd(static_cast<int>(fd));
   }
-  for (const auto& file : runtime_files) {
-    if (auto s = AllowPath(file, kFsReadFile | kFsExecute); !s) return s;
+  if (!target) return Ok();  // not there (as the plan says): nothing to allow
+  struct stat st {};
+  if (::fstat(target.Get(), &st) != 0) return SysFail("sandbox", "landlock: stat " + rule.path);
+  const bool ok = rule.kind == RuleKind::kPlanDir    ? S_ISDIR(st.st_mode)
+                  : rule.kind == RuleKind::kPlanFile ? S_ISREG(st.st_mode) && st.st_nlink == 1
+                                                     : S_ISREG(st.st_mode);
+  if (!ok) return Ok();  // changed since the plan: the mount view left it out too
+  return AllowFd(target.Get(), rule.rights, rule.base + "/" + rule.path);
+}
+
+Status Ruleset::AllowRules(const std::vector<Rule>& rules) {
+  UniqueFd base;  // the read plan's base, opened once for all its rules
+  std::string base_path;
+  for (const Rule& rule : rules) {
+    Status s = Ok();
+    switch (rule.kind) {
+      case RuleKind::kPath:
+        s = AllowPath(rule.path, rule.rights, rule.optional);
+        break;
+      case RuleKind::kBeneath:
+        s = AllowBeneath(rule.base, rule.path, rule.rights);
+        break;
+      case RuleKind::kPlanDir:
+      case RuleKind::kPlanFile:
+      case RuleKind::kPlanLinkedFile:
+        if (!base || base_path != rule.base) {
+          base = UniqueFd(::open(rule.base.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+          if (!base) return SysFail("sandbox", "landlock: open " + rule.base);
+          base_path = rule.base;
+        }
+        s = AllowPlanned(base.Get(), rule);
+        break;
+    }
+    if (!s) return s;
   }
   return Ok();
 }

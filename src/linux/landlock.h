@@ -10,7 +10,7 @@
 
 #include "common/result.h"
 #include "common/unique_fd.h"
-#include "fs/read_plan.h"
+#include "linux/landlock_rules.h"
 
 namespace anvil::landlock {
 
@@ -66,12 +66,9 @@ class Ruleset {
   // Like AllowPath for `relative` opened beneath `base` (openat2 RESOLVE_BENEATH): a symlink in
   // `base` never widens the rule to something outside. Missing or escaping paths add nothing.
   Status AllowBeneath(const std::string& base, const std::string& relative, uint64_t rights);
-  // The Landlock half of a sys.exec tool's view, from the same plan as its mounts
-  // (fs/read_plan.h): each bound file or tree of `plan` (read), opened beneath `workspace`
-  // never through a symlink, and allowed only while it is what the plan says (a directory; a
-  // regular file, with a single link for kBindFile); and each of `runtime_files` (read, execute).
-  Status AllowReadPlan(const std::string& workspace, const std::vector<ReadOp>& plan,
-                       const std::vector<std::string>& runtime_files);
+  // Adds each rule of a plan (linux/landlock_rules.h) in order; the first that fails fails the
+  // whole set (the caller never restricts with it).
+  Status AllowRules(const std::vector<Rule>& rules);
   Status AllowTcpConnect(uint16_t port);
   Status Restrict();
 
@@ -80,6 +77,8 @@ class Ruleset {
 
  private:
   Status AllowFd(int fd, uint64_t rights, const std::string& shown);
+  // A kPlan* rule: opened beneath `base` (an O_PATH descriptor of rule.base).
+  Status AllowPlanned(int base, const Rule& rule);
   Ruleset(UniqueFd fd, int abi, uint64_t handled_fs, uint64_t handled_net)
       : fd_(std::move(fd)), abi_(abi), handled_fs_(handled_fs), handled_net_(handled_net) {}
   UniqueFd fd_;

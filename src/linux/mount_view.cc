@@ -334,30 +334,6 @@ Status CopySymlink(const std::string& host_path, const std::string& dst) {
   return Ok();
 }
 
-size_t Depth(const std::string& path) {
-  return path == "/" ? 0 : static_cast<size_t>(std::count(path.begin(), path.end(), '/'));
-}
-
-struct BindOp {
-  std::string path;  // path inside the view (== path on the host, but for kMapped)
-  enum Kind {
-    kReadOnly,
-    kWritable,
-    kMask,
-    kTmp,
-    kRun,
-    kDev,
-    kProc,
-    kWorkspaceDir,
-    kBeneath,
-    kCover,      // an empty tmpfs over a host directory the command cannot search (root_remap.h)
-    kMapped,     // mapped_binds[index]: a host path shown elsewhere
-    kHomeTmpfs,  // the command's home as an empty tmpfs
-    kMaskDir,    // an empty read-only directory over a credential directory
-  } kind;
-  size_t index = 0;
-};
-
 // Where the view's `path` is taken from: the staged idmapped tree of the deepest idmapped root
 // holding it, else the host's tree.
 std::string SourceOf(const std::vector<std::string>& idmapped_roots, const std::string& path) {
@@ -524,61 +500,13 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
   if (auto s = StageIdmappedTrees(options); !s) return s;
   const std::vector<std::string>& idmapped = options.idmapped_roots;
 
-  std::vector<BindOp> ops;
-  if (view.full_read) {
-    ops.push_back({"/", BindOp::kReadOnly});
-  }
-  // Fresh /dev, /proc and /tmp first: anything beneath them (a workspace in /tmp) or a
-  // root the user named explicitly at the same place is bound on top.
-  ops.push_back({"/dev", BindOp::kDev});
-  if (options.mount_proc) ops.push_back({"/proc", BindOp::kProc});
-  ops.push_back({"/tmp", BindOp::kTmp});
-  if (view.full_read) {
-    // Full read still hides the host's sockets (docker.sock, the user's D-Bus): a read-only
-    // mount does not stop connect(2) on a Unix socket.
+  auto planned = PlanMounts(view, options, [](const std::string& path) -> std::optional<mode_t> {
     struct stat st {};
-    if (::lstat((kOld + "/run").c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-      ops.push_back({"/run", BindOp::kRun});
-    }
-  }
-  for (const auto& root : view.read_roots) ops.push_back({root, BindOp::kReadOnly});
-  for (const auto& wr : view.writable_roots) ops.push_back({wr.root, BindOp::kWritable});
-  for (const auto& dir : view.pinned_dirs) ops.push_back({dir, BindOp::kWritable});
-  for (const auto& wr : view.writable_roots) {
-    for (const auto& sub : wr.read_only_subpaths) ops.push_back({sub, BindOp::kReadOnly});
-  }
-  if (!view.home_tmpfs.empty()) ops.push_back({view.home_tmpfs, BindOp::kHomeTmpfs});
-  for (size_t i = 0; i < view.mapped_binds.size(); ++i) {
-    ops.push_back({view.mapped_binds[i].target, BindOp::kMapped, i});
-  }
-  for (const auto& masked : view.masked_files) ops.push_back({masked, BindOp::kMask});
-  for (const auto& masked : view.masked_dirs) ops.push_back({masked, BindOp::kMaskDir});
-  if (!view.workspace_base.empty()) {
-    ops.push_back({view.workspace_base, BindOp::kWorkspaceDir});
-    for (const auto& sub : view.workspace_read_subpaths) {
-      ops.push_back({view.workspace_base + "/" + sub, BindOp::kBeneath});
-    }
-  }
-  // Root's sandbox looks at the host as a stranger: a directory above its own tree that it
-  // cannot search is covered, with only the way down to the tree made inside the cover.
-  for (const auto& dir : CoveredDirs(view, idmapped)) ops.push_back({dir, BindOp::kCover});
-  if (options.defer_workspace_paths) {
-    // The readable workspace paths come with the call (FinishMountView binds them last, as the
-    // deepest binds of the view): nothing else of the view may lie beneath the workspace.
-    if (view.workspace_base.empty() || !view.workspace_read_subpaths.empty()) {
-      return Fail("sandbox", "a deferred workspace needs a view with an empty workspace directory");
-    }
-    for (const auto& op : ops) {
-      if (op.kind != BindOp::kWorkspaceDir && op.path != view.workspace_base &&
-          PathIsWithin(op.path, view.workspace_base)) {
-        return Fail("sandbox", "cannot defer the workspace's paths: " + op.path +
-                                   " is part of the view beneath the workspace");
-      }
-    }
-  }
-  // Parents before children; for the same depth the later (stronger) op stays later.
-  std::stable_sort(ops.begin(), ops.end(),
-                   [](const BindOp& a, const BindOp& b) { return Depth(a.path) < Depth(b.path); });
+    if (::lstat((kOld + path).c_str(), &st) != 0) return std::nullopt;
+    return st.st_mode;
+  });
+  if (!planned) return tl::unexpected(planned.error());
+  const std::vector<MountOp>& ops = *planned;
 
   const std::string empty_file = "/masked-empty";
   if (!view.masked_files.empty()) {
@@ -596,31 +524,31 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
     std::string dst = op.path == "/" ? kNew : kNew + op.path;
     Status s = Ok();
     switch (op.kind) {
-      case BindOp::kTmp:
+      case MountOpKind::kTmp:
         s = MountTmpfs(dst, "mode=1777,size=" + std::to_string(options.tmp_size),
                        MS_NOSUID | MS_NODEV);
         break;
-      case BindOp::kRun:
+      case MountOpKind::kRun:
         s = MountTmpfs(dst, "mode=0755,size=1m", MS_NOSUID | MS_NODEV);
         break;
-      case BindOp::kCover:
+      case MountOpKind::kCover:
         // Read-only once the mount points beneath it are made (SealCovers).
         s = MountTmpfs(dst, "mode=0755,size=64k", MS_NOSUID | MS_NODEV | MS_NOEXEC);
         break;
-      case BindOp::kDev:
+      case MountOpKind::kDev:
         s = BuildDev(options.terminal, !view.runtime_from_call);
         break;
-      case BindOp::kProc:
+      case MountOpKind::kProc:
         s = MkdirP(dst);
         if (s &&
             ::mount("proc", dst.c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
           s = SysFail("sandbox", "mount /proc");
         }
         break;
-      case BindOp::kWorkspaceDir:
+      case MountOpKind::kWorkspaceDir:
         s = MkdirP(dst);
         break;
-      case BindOp::kBeneath: {
+      case MountOpKind::kBeneath: {
         auto fd = OpenBeneath(SourceOf(idmapped, view.workspace_base),
                               op.path.substr(view.workspace_base.size() + 1));
         if (!fd) return tl::unexpected(fd.error());
@@ -628,36 +556,36 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
         s = BindTreeFd(fd->Get(), op.path, dst);
         break;
       }
-      case BindOp::kMask:
-      case BindOp::kMaskDir: {
+      case MountOpKind::kMask:
+      case MountOpKind::kMaskDir: {
         bool outside_own = !idmapped.empty() && !std::any_of(idmapped.begin(), idmapped.end(),
                                                              [&](const std::string& r) {
                                                                return PathIsWithin(op.path, r);
                                                              });
-        auto masked = op.kind == BindOp::kMask
+        auto masked = op.kind == MountOpKind::kMask
                           ? MaskExisting(empty_file, dst, outside_own)
                           : MaskExisting(empty_dir, dst, outside_own, /*directory=*/true);
         if (!masked) return tl::unexpected(masked.error());
         break;
       }
-      case BindOp::kMapped:
+      case MountOpKind::kMapped:
         s = BindMapped(view.mapped_binds[op.index], idmapped);
         break;
-      case BindOp::kHomeTmpfs:
+      case MountOpKind::kHomeTmpfs:
         s = MountTmpfs(dst, "mode=0700,size=" + std::to_string(options.tmp_size),
                        MS_NOSUID | MS_NODEV);
         break;
-      case BindOp::kReadOnly:
-      case BindOp::kWritable: {
+      case MountOpKind::kReadOnly:
+      case MountOpKind::kWritable: {
         struct stat st {};
         if (::lstat(host.c_str(), &st) != 0) return SysFail("sandbox", "stat " + op.path);
         if (S_ISLNK(st.st_mode)) {  // e.g. /bin -> usr/bin on merged-/usr systems
-          if (op.kind != BindOp::kReadOnly) {
+          if (op.kind != MountOpKind::kReadOnly) {
             return Fail("sandbox", "refusing to bind a symlink: " + op.path);
           }
           s = CopySymlink(host, dst);
         } else {
-          s = BindTree(host, dst, op.kind == BindOp::kReadOnly, false);
+          s = BindTree(host, dst, op.kind == MountOpKind::kReadOnly, false);
         }
         break;
       }

@@ -10,29 +10,27 @@
 #include <vector>
 
 #include "common/result.h"
+#include "linux/mount_plan.h"
 #include "policy/sandbox_policy.h"
 
 namespace anvil {
 
-struct MountViewOptions {
-  bool mount_proc = true;  // needs a pid namespace owned by our user namespace
+// The plan's options (mount_plan.h), and what the loop needs besides.
+struct MountViewOptions : MountPlanOptions {
   uint64_t tmp_size = 1ULL << 30;
-  // Warm start (a pre-started anvil-exec-runner): stage everything but the workspace's readable
-  // paths, which only the call names, and stay in the staging root with the host's tree still
-  // attached (only this init process is in the namespace); FinishMountView completes the view.
-  // The view must have an empty workspace directory (workspace_base set, no subpaths).
-  bool defer_workspace_paths = false;
-  // Root's sandbox (root_remap.h): detached idmapped trees (made outside) of these roots, in the
-  // same order. Each root, and every part of the view beneath it, is bound from its tree; host
-  // directories above one that the command could not search are covered (UnsearchableAncestors).
-  // The descriptors stay the caller's.
-  std::vector<std::string> idmapped_roots;
+  // Root's sandbox: detached idmapped trees (made outside) of idmapped_roots, in the same
+  // order. Each root, and every part of the view beneath it, is bound from its tree. The
+  // descriptors stay the caller's.
   std::vector<int> idmapped_trees;
   // The command's pseudo-terminal comes from the view's devpts (/dev/pts, /dev/ptmx), which is
   // then required; without it the view has one if the kernel can make it.
   bool terminal = false;
 };
 
+// Makes the view: a private staging root with the host's tree beneath it, then each mount of
+// PlanMounts(view, options) in order (the first that fails fails the view), then, unless
+// options.defer_workspace_paths (a warm start: the host's tree stays attached and
+// FinishMountView completes the view), detaches the host's tree and enters the view.
 Status BuildMountView(const FileView& view, const MountViewOptions& options);
 
 // After BuildMountView with defer_workspace_paths: shows the call's runtime files

@@ -9,6 +9,10 @@
 //                                            seccomp, then execveat(program fd)
 // When no pid namespace can be made, init is a child subreaper that kills and reaps every
 // remaining descendant when the command ends.
+//
+// One file per process: the supervisor (sandbox_launch.cc), init (sandbox_init.cc), the command
+// (sandbox_command.cc); what they share (sandbox_process.h: the plan, failing), the records
+// they send the supervisor (sandbox_report.h), the warm call's wire format (warm_call.h).
 #pragma once
 
 #include <chrono>

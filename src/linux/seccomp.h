@@ -1,6 +1,7 @@
-// seccomp-bpf filters. The policies are libseccomp rules (seccomp_compile.cc), compiled once at
-// build time into constant BPF programs: at run time nothing is compiled, the sandboxed child
-// only loads a ready program. A unit test checks the constants against a fresh compile.
+// seccomp-bpf filters. The policies are tables of rules (seccomp_rules.h), compiled once at build
+// time with libseccomp (seccomp_compile.cc) into constant BPF programs: at run time nothing is
+// compiled, the sandboxed child only loads a ready program. Unit tests check the constants
+// against a fresh compile, and every row of the tables against the constants.
 #pragma once
 
 #include <linux/filter.h>
@@ -66,8 +67,5 @@ inline constexpr bool kSanitizerRuntimeAllowances = true;
 #else
 inline constexpr bool kSanitizerRuntimeAllowances = false;
 #endif
-
-// Names of the syscalls the command filter always refuses (for docs, doctor and tests).
-const std::vector<const char*>& CommandDeniedSyscalls();
 
 }  // namespace anvil::seccomp

@@ -1,6 +1,7 @@
-// The seccomp policies as libseccomp rules, compiled to raw BPF. Used at build time only, by
-// anvil-seccomp-gen (which bakes the result into the binaries, see seccomp.h) and by the unit
-// test that proves the baked programs byte-identical to a fresh compile.
+// The seccomp tables (seccomp_rules.h) compiled with libseccomp to raw BPF. Used at build time
+// only, by anvil-seccomp-gen (which bakes the result into the binaries, see seccomp.h), and by
+// the unit tests that prove the baked programs byte-identical to a fresh compile and that read
+// every row of the tables in them.
 #pragma once
 
 #include <linux/filter.h>
@@ -8,17 +9,18 @@
 #include <vector>
 
 #include "common/result.h"
+#include "linux/seccomp_rules.h"
 #include "policy/sandbox_policy.h"
 
 namespace anvil::seccomp {
 
-// The rules behind BuildCommandFilter, BuildServiceFilter and BuildPluginHostFilter (seccomp.h
-// documents them). `set_id_rules` false: the service filter (no set-id rules, openat2 allowed).
-// `own_network_namespace` (NetworkMode::kNone only): the command runs in a network namespace of
-// its own with nothing but loopback, so IP sockets and route queries are allowed there.
+// The tables behind BuildCommandFilter, BuildServiceFilter and BuildPluginHostFilter
+// (CommandRules and PluginHostRules, seccomp_rules.h, document the arguments).
 Result<std::vector<sock_filter>> CompileCommandFilter(NetworkMode network, bool deny_list,
                                                       bool set_id_rules = true,
                                                       bool own_network_namespace = false);
 Result<std::vector<sock_filter>> CompilePluginHostFilter();
+// Any table (seccomp_rules.h): its rules in order; the first that fails fails the program.
+Result<std::vector<sock_filter>> CompileTable(const RuleTable& table);
 
 }  // namespace anvil::seccomp

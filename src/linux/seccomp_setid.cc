@@ -4,7 +4,6 @@
 #include <sys/stat.h>
 
 #include <cerrno>
-#include <string>
 
 namespace anvil::seccomp {
 namespace {
@@ -22,44 +21,25 @@ const std::vector<ModeSyscall>& SetIdModeSyscalls() {
   return kCalls;
 }
 
-Status AddSetIdRules(scmp_filter_ctx ctx) {
-  auto check = [](int rc, const std::string& what) -> Status {
-    if (rc < 0) return SysFail("sandbox", "seccomp: " + what, -rc);
-    return Ok();
-  };
+void AppendSetIdRules(std::vector<SyscallRule>& rules) {
   for (const ModeSyscall& call : SetIdModeSyscalls()) {
-    int nr = seccomp_syscall_resolve_name(call.name);
-    if (nr == __NR_SCMP_ERROR) {
-      // Unknown to this libseccomp: the call would pass unfiltered. Refuse to build.
-      return Fail("sandbox", std::string("seccomp: libseccomp does not know ") + call.name +
-                                 "; a newer libseccomp is needed to filter its mode");
-    }
     for (uint64_t bit : {uint64_t{S_ISUID}, uint64_t{S_ISGID}}) {
-      scmp_arg_cmp mode{call.mode_arg, SCMP_CMP_MASKED_EQ, bit, bit};
+      const ArgCond mode{ArgCond::kMaskedEq, call.mode_arg, bit, bit};
       if (call.flags_arg < 0) {
-        if (auto s = check(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, mode), call.name);
-            !s)
-          return s;
+        rules.push_back({call.name, Errno(EPERM), {mode}, true});
         continue;
       }
       // open/openat use the mode only when they create: O_CREAT, or an O_TMPFILE inode.
       for (uint64_t creating : {uint64_t{O_CREAT}, kTmpfileBit}) {
-        scmp_arg_cmp flags{static_cast<unsigned>(call.flags_arg), SCMP_CMP_MASKED_EQ, creating,
-                           creating};
-        if (auto s =
-                check(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 2, flags, mode), call.name);
-            !s)
-          return s;
+        const ArgCond flags{ArgCond::kMaskedEq, static_cast<unsigned>(call.flags_arg), creating,
+                            creating};
+        rules.push_back({call.name, Errno(EPERM), {flags, mode}, true});
       }
     }
   }
   // openat2 passes its mode inside struct open_how, which a filter cannot read. ENOSYS, as for
   // a kernel older than 5.6: libc and programs that try openat2 first fall back to openat.
-  int openat2 = seccomp_syscall_resolve_name("openat2");
-  if (openat2 == __NR_SCMP_ERROR) {
-    return Fail("sandbox", "seccomp: libseccomp does not know openat2");
-  }
-  return check(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), openat2, 0), "openat2");
+  rules.push_back({"openat2", Errno(ENOSYS), {}, true});
 }
 
 }  // namespace anvil::seccomp

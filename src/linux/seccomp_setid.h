@@ -2,14 +2,12 @@
 // file: every system call that takes a file mode refuses (EPERM) a mode with S_ISUID or S_ISGID,
 // and openat2, whose mode lives in memory BPF cannot read, is answered ENOSYS so that libc and
 // programs fall back to openat. Part of every command filter (confining policies and
-// external-sandbox); compiled at build time with the rest (seccomp_compile.cc).
+// external-sandbox); rows of its table (seccomp_rules.h), compiled at build time with the rest.
 #pragma once
-
-#include <seccomp.h>
 
 #include <vector>
 
-#include "common/result.h"
+#include "linux/seccomp_rules.h"
 
 namespace anvil::seccomp {
 
@@ -23,8 +21,8 @@ struct ModeSyscall {
 // chmod, fchmod, fchmodat, fchmodat2, creat, open, openat, mkdir, mkdirat, mknod, mknodat.
 const std::vector<ModeSyscall>& SetIdModeSyscalls();
 
-// Adds the rules to `ctx`. Fails when this libseccomp does not know one of the calls (a call
-// it cannot name would be left unfiltered).
-Status AddSetIdRules(scmp_filter_ctx ctx);
+// Appends the rules, each required: a libseccomp that cannot name one of the calls fails the
+// build of the program (the call would be left unfiltered).
+void AppendSetIdRules(std::vector<SyscallRule>& rules);
 
 }  // namespace anvil::seccomp

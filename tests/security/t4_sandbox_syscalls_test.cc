@@ -81,6 +81,13 @@ CASES = {
     "syslog": lambda: sc(103, 10, 0, 0),
     "clone_newuser": lambda: sc(56, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0),
     "clone3": lambda: sc(435, 0, 0),
+    "clock_settime": lambda: sc(227, 0, 0),
+    "clock_adjtime": lambda: sc(305, 0, 0),
+    "iopl": lambda: sc(172, 4),
+    "io_uring_enter": lambda: sc(426, -1, 0, 0, 0, 0, 0),
+    "io_uring_register": lambda: sc(427, -1, 0, 0, 0),
+    "uselib": lambda: sc(134, 0),
+    "quotactl": lambda: sc(179, 0, 0, 0, 0),
 }
 # Each probe in its own child, so that one that succeeds (a new namespace, a changed
 # personality) cannot change what the next one sees.
@@ -135,6 +142,18 @@ constexpr DeniedCall kDeniedCalls[] = {
     {"syslog", "EPERM"},
     {"clone_newuser", "EPERM"},
     {"clone3", "ENOSYS"},  // flags in memory: ENOSYS makes libc fall back to filtered clone(2)
+    // Unfiltered, the kernel answers these with EFAULT (a NULL time), EINVAL or ENOSYS (iopl,
+    // uselib), EBADF or EINVAL (no ring), ENODEV (no device). Calls the kernel itself refuses a
+    // command without capabilities with EPERM before looking at their arguments (acct, swapon,
+    // reboot, kexec_file_load, ...) cannot be told apart here: tests/unit/seccomp_table_test.cc
+    // reads their rows in the baked program.
+    {"clock_settime", "EPERM"},
+    {"clock_adjtime", "EPERM"},
+    {"iopl", "EPERM"},
+    {"io_uring_enter", "EPERM"},
+    {"io_uring_register", "EPERM"},
+    {"uselib", "EPERM"},
+    {"quotactl", "EPERM"},
 };
 
 class T4SandboxSyscalls : public CallerTest {

@@ -1,0 +1,80 @@
+#include "linux/mount_plan.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+
+#include "linux/root_remap.h"
+
+namespace anvil {
+namespace {
+
+size_t Depth(const std::string& path) {
+  return path == "/" ? 0 : static_cast<size_t>(std::count(path.begin(), path.end(), '/'));
+}
+
+}  // namespace
+
+Result<std::vector<MountOp>> PlanMounts(const FileView& view, const MountPlanOptions& options,
+                                        const HostModeFn& host_mode) {
+  using K = MountOpKind;
+  std::vector<MountOp> ops;
+  if (view.full_read) ops.push_back({K::kReadOnly, "/"});
+  // Fresh /dev, /proc and /tmp first: anything beneath them (a workspace in /tmp) or a
+  // root the user named explicitly at the same place is bound on top.
+  ops.push_back({K::kDev, "/dev"});
+  if (options.mount_proc) ops.push_back({K::kProc, "/proc"});
+  ops.push_back({K::kTmp, "/tmp"});
+  if (view.full_read) {
+    // Full read still hides the host's sockets (docker.sock, the user's D-Bus): a read-only
+    // mount does not stop connect(2) on a Unix socket.
+    auto run = host_mode("/run");
+    if (run && S_ISDIR(*run)) ops.push_back({K::kRun, "/run"});
+  }
+  for (const auto& root : view.read_roots) ops.push_back({K::kReadOnly, root});
+  for (const auto& wr : view.writable_roots) ops.push_back({K::kWritable, wr.root});
+  for (const auto& dir : view.pinned_dirs) ops.push_back({K::kWritable, dir});
+  for (const auto& wr : view.writable_roots) {
+    for (const auto& sub : wr.read_only_subpaths) ops.push_back({K::kReadOnly, sub});
+  }
+  if (!view.home_tmpfs.empty()) ops.push_back({K::kHomeTmpfs, view.home_tmpfs});
+  for (size_t i = 0; i < view.mapped_binds.size(); ++i) {
+    ops.push_back({K::kMapped, view.mapped_binds[i].target, i});
+  }
+  for (const auto& masked : view.masked_files) ops.push_back({K::kMask, masked});
+  for (const auto& masked : view.masked_dirs) ops.push_back({K::kMaskDir, masked});
+  if (!view.workspace_base.empty()) {
+    ops.push_back({K::kWorkspaceDir, view.workspace_base});
+    for (const auto& sub : view.workspace_read_subpaths) {
+      ops.push_back({K::kBeneath, view.workspace_base + "/" + sub});
+    }
+  }
+  // Root's sandbox looks at the host as a stranger: a directory above its own tree that it
+  // cannot search is covered, with only the way down to the tree made inside the cover.
+  if (!options.idmapped_roots.empty()) {
+    for (const auto& dir : UnsearchableAncestors(view, options.idmapped_roots, host_mode)) {
+      ops.push_back({K::kCover, dir});
+    }
+  }
+  if (options.defer_workspace_paths) {
+    // The readable workspace paths come with the call (FinishMountView binds them last, as the
+    // deepest binds of the view): nothing else of the view may lie beneath the workspace.
+    if (view.workspace_base.empty() || !view.workspace_read_subpaths.empty()) {
+      return Fail("sandbox", "a deferred workspace needs a view with an empty workspace directory");
+    }
+    for (const auto& op : ops) {
+      if (op.kind != K::kWorkspaceDir && op.path != view.workspace_base &&
+          PathIsWithin(op.path, view.workspace_base)) {
+        return Fail("sandbox", "cannot defer the workspace's paths: " + op.path +
+                                   " is part of the view beneath the workspace");
+      }
+    }
+  }
+  // Parents before children; for the same depth the later (stronger) op stays later.
+  std::stable_sort(ops.begin(), ops.end(), [](const MountOp& a, const MountOp& b) {
+    return Depth(a.path) < Depth(b.path);
+  });
+  return ops;
+}
+
+}  // namespace anvil

@@ -1,0 +1,66 @@
+// The mount wall of a sandboxed command as data: the ordered list of mounts that builds its file
+// view, a pure function of the view, a few options and the host's directory modes (injected).
+// BuildMountView (mount_view.h) is a loop over this plan that fails closed on any step; the unit
+// test (tests/unit/mount_plan_test.cc) states the exact plan for each policy without a kernel.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "policy/sandbox_policy.h"
+
+namespace anvil {
+
+enum class MountOpKind {
+  kReadOnly,      // the host's path bound read-only (a symlink there is copied as a symlink)
+  kWritable,      // the host's path bound read-write (a symlink there is an error)
+  kMask,          // an existing host file or socket covered by an empty read-only file
+  kMaskDir,       // an existing credential directory covered by an empty read-only directory
+  kTmp,           // the private /tmp: a tmpfs (1777, the --limit tmp size)
+  kRun,           // an empty tmpfs over /run (full read: hides the host's sockets)
+  kDev,           // a fresh /dev: tmpfs with the harmless device nodes, a private devpts, shm
+  kProc,          // a new procfs (the sandbox's pid namespace)
+  kWorkspaceDir,  // an empty directory of the view's own, for the readable workspace paths
+  kBeneath,       // a readable workspace path, opened beneath the workspace, bound read-only
+  kCover,         // an empty tmpfs over a host directory the command cannot search
+                  // (root_remap.h, UnsearchableAncestors); read-only once the view is built
+  kMapped,        // FileView::mapped_binds[index]: a host path shown at another path
+  kHomeTmpfs,     // the command's home as an empty tmpfs (0700, the --limit tmp size)
+};
+
+struct MountOp {
+  MountOpKind kind = MountOpKind::kReadOnly;
+  std::string path;  // the path in the view (the same on the host, but for kMapped)
+  size_t index = 0;  // kMapped: which of FileView::mapped_binds
+  bool operator==(const MountOp&) const = default;
+};
+
+struct MountPlanOptions {
+  bool mount_proc = true;  // needs a pid namespace owned by our user namespace
+  // Warm start (a pre-started anvil-exec-runner): stage everything but the workspace's readable
+  // paths, which only the call names (FinishMountView). The view must have an empty workspace
+  // directory (workspace_base set, no subpaths) and nothing else beneath it.
+  bool defer_workspace_paths = false;
+  // Root's sandbox (root_remap.h): the roots attached from idmapped trees. Host directories
+  // above one that the command could not search are covered (kCover).
+  std::vector<std::string> idmapped_roots;
+};
+
+// lstat's mode of a host path; nullopt when it is missing.
+using HostModeFn = std::function<std::optional<mode_t>(const std::string&)>;
+
+// The mounts that build `view`, in the order they are made: parents before children, and for
+// the same depth a later (stronger) mount after an earlier one — /dev, /proc and /tmp first
+// (a workspace in /tmp is bound on top), then read roots, writable roots, pinned directories,
+// read-only subpaths, the home, mapped binds, masks, the workspace's paths, covers. An error
+// when the options cannot hold for this view (a deferred workspace with paths beneath it).
+Result<std::vector<MountOp>> PlanMounts(const FileView& view, const MountPlanOptions& options,
+                                        const HostModeFn& host_mode);
+
+}  // namespace anvil

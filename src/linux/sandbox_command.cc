@@ -1,0 +1,231 @@
+// The command process of the sandbox (sandbox_launch.h): from init's vfork to its exec,
+// ConfineAndExec, an ordered list of steps that each fail closed.
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "linux/capabilities.h"
+#include "linux/landlock.h"
+#include "linux/landlock_rules.h"
+#include "linux/program_exec.h"
+#include "linux/refusal_observer.h"
+#include "linux/sandbox_process.h"
+#include "linux/sandbox_report.h"
+#include "linux/terminal_relay.h"
+
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+namespace anvil::launch {
+namespace {
+
+Status SetLimit(int resource, uint64_t value, const char* name) {
+  rlimit current{};
+  if (getrlimit(resource, &current) != 0)
+    return SysFail("sandbox", std::string("getrlimit ") + name);
+  rlim_t v = static_cast<rlim_t>(value);
+  // Only ever lower a limit: the hard limit cannot be raised without privilege anyway.
+  rlimit next{std::min(v, current.rlim_max), std::min(v, current.rlim_max)};
+  if (setrlimit(resource, &next) != 0) return SysFail("sandbox", std::string("setrlimit ") + name);
+  return Ok();
+}
+
+Status ApplyLimits(const Plan& plan) {
+  const ResourceLimits& l = plan.spec->limits;
+  if (auto s = SetLimit(RLIMIT_CORE, 0, "core"); !s) return s;
+  // RLIMIT_NPROC counts per user *namespace*; outside one it would count every process of
+  // the uid on the host, so it is only a per-sandbox bound when we made a user namespace.
+  if (l.processes && plan.userns) {
+    if (auto s = SetLimit(RLIMIT_NPROC, *l.processes, "nproc"); !s) return s;
+  }
+  if (l.open_files) {
+    if (auto s = SetLimit(RLIMIT_NOFILE, *l.open_files, "nofile"); !s) return s;
+  }
+  if (l.address_space) {
+    if (auto s = SetLimit(RLIMIT_AS, *l.address_space, "as"); !s) return s;
+  }
+  if (l.data) {
+    if (auto s = SetLimit(RLIMIT_DATA, *l.data, "data"); !s) return s;
+  }
+  if (l.file_size) {
+    if (auto s = SetLimit(RLIMIT_FSIZE, *l.file_size, "fsize"); !s) return s;
+  }
+  if (l.cpu_seconds) {
+    if (auto s = SetLimit(RLIMIT_CPU, *l.cpu_seconds, "cpu"); !s) return s;
+  }
+  return Ok();
+}
+
+// The command's Landlock rule set (linux/landlock_rules.h), for the namespaces it ended up with.
+landlock::RulesetPlan LandlockPlan(const Plan& plan) {
+  return landlock::LandlockRulesFor(plan.view, plan.spec->policy.network, plan.landlock_abi,
+                                    {plan.mountns, plan.pidns, plan.netns}, getpid(), kProxyPort);
+}
+
+Status ApplyLandlock(const Plan& plan, const landlock::RulesetPlan& rules) {
+  if (auto s = InjectedFailure(plan, "landlock"); !s) return s;
+  auto rs = landlock::Ruleset::Create(rules.abi, rules.handle_net, rules.scopes);
+  if (!rs) return tl::unexpected(rs.error());
+  for (uint16_t port : rules.tcp_connect_ports) {
+    if (auto s = rs->AllowTcpConnect(port); !s) return s;
+  }
+  if (auto s = rs->AllowRules(rules.rules); !s) return s;
+  return rs->Restrict();
+}
+
+// --- the steps of ConfineAndExec, in its order -------------------------------------------------
+// Each takes the plan and the layer bits so far (LayerBits: what is in force, for the report).
+
+// Default dispositions and nothing blocked: the command starts as a fresh process would.
+Status ResetSignals(Plan&, uint32_t&) {
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  return Ok();
+}
+
+// Never the caller's session: the caller's terminal is never its controlling terminal
+// (TIOCSTI, job-control signals), and its own process group is one group to kill. With a
+// terminal among the caller's descriptors 0-2, it is a job of the session of the sandbox's
+// pseudo-terminal instead (terminal_relay.h).
+Status EnterSession(Plan& plan, uint32_t&) {
+  return EnterCommandSession(*plan.streams, plan.terminal_slave);
+}
+
+Status PlaceStreams(Plan& plan, uint32_t&) {
+  return PlaceStdStreams(*plan.streams, plan.terminal_slave, plan.stdin_fd);
+}
+
+// No descriptor the caller leaked (a directory fd outside, a socket) crosses exec.
+Status CloseInheritedDescriptors(Plan&, uint32_t&) {
+  if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+    return SysFail("sandbox", "close_range");
+  }
+  return Ok();
+}
+
+Status SetLimits(Plan& plan, uint32_t&) { return ApplyLimits(plan); }
+
+Status EnterWorkingDirectory(Plan& plan, uint32_t&) {
+  if (::chdir(plan.spec->cwd.c_str()) != 0) {
+    return SysFail("sandbox",
+                   "working directory " + plan.spec->cwd + " is not visible in the sandbox");
+  }
+  return Ok();
+}
+
+// Whether the command gets walls at all (danger-full-access gets none).
+bool Hardened(const Plan& plan) { return plan.confine_fs || !plan.filter.Empty(); }
+
+Status SetNoNewPrivs(Plan& plan, uint32_t& layers) {
+  if (!Hardened(plan)) return Ok();
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1) {
+    return SysFail("sandbox", "no_new_privs");
+  }
+  layers |= kBitNoNewPrivs;
+  return Ok();
+}
+
+Status RestrictFiles(Plan& plan, uint32_t& layers) {
+  if (!plan.confine_fs) return Ok();
+  const landlock::RulesetPlan rules = LandlockPlan(plan);
+  if (auto s = ApplyLandlock(plan, rules); !s) return s;
+  layers |= static_cast<uint32_t>(rules.abi) << 16;
+  if (rules.handle_net) layers |= kBitLandlockNet;
+  if (rules.scopes != 0) layers |= kBitLandlockScoped;
+  return Ok();
+}
+
+Status DropCapabilities(Plan& plan, uint32_t&) {
+  if (!Hardened(plan)) return Ok();
+  return DropAllCapabilities();
+}
+
+Status FilterSyscalls(Plan& plan, uint32_t& layers) {
+  if (plan.filter.Empty()) return Ok();
+  if (auto s = InjectedFailure(plan, "seccomp"); !s) return s;
+  if (auto s = plan.filter.Install(); !s) return s;
+  layers |= kBitSeccomp;
+  return Ok();
+}
+
+// Last: nothing between here and the exec may be a syscall the observer stops, since init
+// (suspended by vfork) can only answer once the exec is done.
+Status ObserveRefusals(Plan& plan, uint32_t& layers) {
+  if (plan.observer_command_fd < 0) return Ok();
+  auto installed = InstallRefusalObserver(plan.observer_command_fd,
+                                          plan.spec->policy.network != NetworkMode::kFull);
+  if (installed == ObserverInstall::kUnanswered) {
+    return Fail("sandbox", "refusal observer: cannot hand over its listener");
+  }
+  if (installed == ObserverInstall::kObserved) layers |= kBitRefusalObserver;
+  return Ok();
+}
+
+// The walls the command's process puts up, in order; the namespaces, the mount view and the
+// cgroups are already in place (init and the supervisor made them).
+using Step = Status (*)(Plan& plan, uint32_t& layers);
+constexpr Step kSteps[] = {
+    ResetSignals,
+    EnterSession,  // its own session (or the sandbox terminal's)
+    PlaceStreams,  // descriptors 0-2 (std_streams.h)
+    CloseInheritedDescriptors,
+    SetLimits,  // rlimits
+    EnterWorkingDirectory,
+    SetNoNewPrivs,  // before Landlock and seccomp, which need it
+    RestrictFiles,  // Landlock (landlock_rules.h)
+    DropCapabilities,
+    FilterSyscalls,   // seccomp (seccomp_rules.h)
+    ObserveRefusals,  // the refusal observer's listener, last
+};
+
+// Tells the supervisor which layers are in force, then execs; a failed exec is reported.
+[[noreturn]] void Exec(Plan& plan, uint32_t layers) {
+  LaunchSpec& spec = *plan.spec;
+  if (plan.userns) layers |= kBitUserNs;
+  if (plan.pidns) layers |= kBitPidNs;
+  if (plan.mountns) layers |= kBitMountNs;
+  if (plan.netns) layers |= kBitNetNs;
+  if (!plan.pidns) layers |= kBitSubreaper;
+  if (plan.process_limit) layers |= kBitProcessLimit;
+  SendRecord(plan.report_fd, kLayers, 0, 0, "", layers);
+  ExecFailure failed = ExecProgram(spec.program.Get(), spec.program_path, plan.program_is_script,
+                                   plan.argv.data(), plan.envp.data());
+  int err = failed.err;
+  std::string why = std::string(spec.argv[0]) + ": " + std::strerror(err);
+  if (failed.replaced) {
+    why = spec.program_path +
+          ": replaced after it was looked up (the path names another file in the sandbox "
+          "than the one resolved outside); nothing ran";
+  } else if (err == EACCES && plan.confine_fs) {
+    why += " (outside the paths this policy can read? try --read-access full or a system path)";
+  }
+  MarkCommandFailed(plan);
+  SendRecord(plan.report_fd, kExecError, 0, err, why);
+  _exit(err == ENOENT ? 127 : 126);
+}
+
+}  // namespace
+
+[[noreturn]] void ConfineAndExec(Plan& plan) {
+  uint32_t layers = 0;
+  for (Step step : kSteps) {
+    if (auto s = step(plan, layers); !s) Die(plan, s.error());
+  }
+  Exec(plan, layers);
+}
+
+}  // namespace anvil::launch

@@ -1,0 +1,218 @@
+// The mount wall of a command, stated exactly: for each kind of view, the ordered list of mounts
+// PlanMounts gives BuildMountView (linux/mount_plan.h), the way Codex states its exact bwrap
+// argv. No kernel is involved; the security tests prove the view holds on a real one.
+#include "linux/mount_plan.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace anvil {
+namespace {
+
+std::string KindName(MountOpKind kind) {
+  switch (kind) {
+    case MountOpKind::kReadOnly:
+      return "ro";
+    case MountOpKind::kWritable:
+      return "rw";
+    case MountOpKind::kMask:
+      return "mask";
+    case MountOpKind::kMaskDir:
+      return "mask-dir";
+    case MountOpKind::kTmp:
+      return "tmp";
+    case MountOpKind::kRun:
+      return "run";
+    case MountOpKind::kDev:
+      return "dev";
+    case MountOpKind::kProc:
+      return "proc";
+    case MountOpKind::kWorkspaceDir:
+      return "workspace-dir";
+    case MountOpKind::kBeneath:
+      return "beneath";
+    case MountOpKind::kCover:
+      return "cover";
+    case MountOpKind::kMapped:
+      return "mapped";
+    case MountOpKind::kHomeTmpfs:
+      return "home-tmpfs";
+  }
+  return "?";
+}
+
+// "<kind> <path>", and "#<index>" for a mapped bind.
+std::vector<std::string> Lines(const std::vector<MountOp>& ops) {
+  std::vector<std::string> out;
+  for (const MountOp& op : ops) {
+    std::string line = KindName(op.kind) + " " + op.path;
+    if (op.kind == MountOpKind::kMapped) line += " #" + std::to_string(op.index);
+    out.push_back(line);
+  }
+  return out;
+}
+
+// A host where every directory is an ordinary, searchable one (and /run exists).
+std::optional<mode_t> OrdinaryHost(const std::string&) { return S_IFDIR | 0755; }
+
+std::vector<std::string> Plan(const FileView& view, const MountPlanOptions& options = {},
+                              const HostModeFn& host = OrdinaryHost) {
+  auto ops = PlanMounts(view, options, host);
+  EXPECT_TRUE(ops) << ops.error().ToString();
+  return ops ? Lines(*ops) : std::vector<std::string>{};
+}
+
+FileView WorkspaceWriteView() {
+  FileView v;
+  v.read_roots = {"/bin", "/usr", "/etc", "/lib"};
+  v.writable_roots = {{"/ws", {"/ws/.git", "/ws/.anvil"}}};
+  v.masked_files = {"/etc/shadow", "/etc/ssh/ssh_host_ed25519_key"};
+  return v;
+}
+
+TEST(PlanMounts, WorkspaceWriteBindsGitAndAnvilReadOnlyOnTopOfTheRoot) {
+  // The .git a placeholder made (when missing) is in the view as any other: read-only over the
+  // writable root, one level deeper, so after it.
+  EXPECT_EQ(
+      Plan(WorkspaceWriteView()),
+      (std::vector<std::string>{"dev /dev", "proc /proc", "tmp /tmp", "ro /bin", "ro /usr",
+                                "ro /etc", "ro /lib", "rw /ws", "ro /ws/.git", "ro /ws/.anvil",
+                                "mask /etc/shadow", "mask /etc/ssh/ssh_host_ed25519_key"}));
+}
+
+TEST(PlanMounts, WithoutAPidNamespaceThereIsNoProc) {
+  MountPlanOptions options;
+  options.mount_proc = false;
+  EXPECT_EQ(Plan(WorkspaceWriteView(), options),
+            (std::vector<std::string>{"dev /dev", "tmp /tmp", "ro /bin", "ro /usr", "ro /etc",
+                                      "ro /lib", "rw /ws", "ro /ws/.git", "ro /ws/.anvil",
+                                      "mask /etc/shadow", "mask /etc/ssh/ssh_host_ed25519_key"}));
+}
+
+TEST(PlanMounts, ExtraWritableRootsAndPinnedDirectories) {
+  FileView v = WorkspaceWriteView();
+  v.masked_files.clear();
+  v.writable_roots.push_back({"/tmp/build", {"/tmp/build/.git"}});
+  v.pinned_dirs = {"/ws/vendor", "/ws/vendor/lib"};
+  v.writable_roots[0].read_only_subpaths.push_back("/ws/vendor/lib/.git");
+  // /tmp/build is bound over the fresh /tmp; at each depth the writable roots, then the
+  // pinned directories, then the read-only paths.
+  EXPECT_EQ(Plan(v),
+            (std::vector<std::string>{
+                "dev /dev", "proc /proc", "tmp /tmp", "ro /bin", "ro /usr", "ro /etc", "ro /lib",
+                "rw /ws", "rw /tmp/build", "rw /ws/vendor", "ro /ws/.git", "ro /ws/.anvil",
+                "rw /ws/vendor/lib", "ro /tmp/build/.git", "ro /ws/vendor/lib/.git"}));
+}
+
+TEST(PlanMounts, ReadOnlyWorkspaceIsAReadRoot) {
+  FileView v;
+  v.read_roots = {"/usr", "/etc", "/home/u/proj"};
+  v.masked_files = {"/etc/shadow", "/home/u/proj/agent.sock"};
+  EXPECT_EQ(Plan(v), (std::vector<std::string>{"dev /dev", "proc /proc", "tmp /tmp", "ro /usr",
+                                               "ro /etc", "mask /etc/shadow", "ro /home/u/proj",
+                                               "mask /home/u/proj/agent.sock"}));
+}
+
+TEST(PlanMounts, FullReadBindsTheRootAndHidesRunWhenTheHostHasIt) {
+  FileView v;
+  v.full_read = true;
+  v.writable_roots = {{"/ws", {"/ws/.git"}}};
+  EXPECT_EQ(Plan(v), (std::vector<std::string>{"ro /", "dev /dev", "proc /proc", "tmp /tmp",
+                                               "run /run", "rw /ws", "ro /ws/.git"}));
+  auto no_run = [](const std::string& path) -> std::optional<mode_t> {
+    if (path == "/run") return std::nullopt;
+    return S_IFDIR | 0755;
+  };
+  EXPECT_EQ(Plan(v, {}, no_run), (std::vector<std::string>{"ro /", "dev /dev", "proc /proc",
+                                                           "tmp /tmp", "rw /ws", "ro /ws/.git"}));
+  auto run_link = [](const std::string& path) -> std::optional<mode_t> {
+    return path == "/run" ? S_IFLNK | 0777 : S_IFDIR | 0755;
+  };
+  EXPECT_EQ(Plan(v, {}, run_link), (std::vector<std::string>{"ro /", "dev /dev", "proc /proc",
+                                                             "tmp /tmp", "rw /ws", "ro /ws/.git"}));
+}
+
+TEST(PlanMounts, ReadableWorkspacePathsAreBoundBeneathAnEmptyDirectory) {
+  FileView v;
+  v.read_roots = {"/usr"};
+  v.workspace_base = "/ws";
+  v.workspace_read_subpaths = {"src", "docs/a.md"};
+  EXPECT_EQ(Plan(v), (std::vector<std::string>{"dev /dev", "proc /proc", "tmp /tmp", "ro /usr",
+                                               "workspace-dir /ws", "beneath /ws/src",
+                                               "beneath /ws/docs/a.md"}));
+}
+
+TEST(PlanMounts, WarmRunnerDefersTheWorkspaceAndHasNoProc) {
+  FileView v;
+  v.runtime_from_call = true;
+  v.workspace_base = "/ws";
+  MountPlanOptions options;
+  options.mount_proc = false;
+  options.defer_workspace_paths = true;
+  EXPECT_EQ(Plan(v, options),
+            (std::vector<std::string>{"dev /dev", "tmp /tmp", "workspace-dir /ws"}));
+}
+
+TEST(PlanMounts, ADeferredWorkspaceRefusesAnythingBeneathIt) {
+  MountPlanOptions options;
+  options.defer_workspace_paths = true;
+  FileView with_paths;
+  with_paths.workspace_base = "/ws";
+  with_paths.workspace_read_subpaths = {"src"};
+  auto ops = PlanMounts(with_paths, options, OrdinaryHost);
+  ASSERT_FALSE(ops);
+  EXPECT_NE(ops.error().message.find("empty workspace directory"), std::string::npos);
+  FileView no_workspace;
+  EXPECT_FALSE(PlanMounts(no_workspace, options, OrdinaryHost));
+  FileView masked;
+  masked.workspace_base = "/ws";
+  masked.masked_files = {"/ws/agent.sock"};
+  ops = PlanMounts(masked, options, OrdinaryHost);
+  ASSERT_FALSE(ops);
+  EXPECT_NE(ops.error().message.find("/ws/agent.sock"), std::string::npos);
+}
+
+TEST(PlanMounts, HomeTmpfsMappedBindsAndCredentialMasks) {
+  FileView v = WorkspaceWriteView();
+  v.masked_files = {"/etc/shadow"};
+  v.home_tmpfs = "/home/u";
+  v.home_base = "/home/u";
+  v.read_roots.push_back("/home/u/.config/git");
+  v.mapped_binds = {{"/home/u/.cache/anvil/home", "/home/u/.local", true, 0, 0},
+                    {"/opt/rust", "/home/u/.cargo", false, 0, 0}};
+  v.masked_dirs = {"/home/u/.config/git/credentials.d"};
+  v.masked_files.push_back("/home/u/.config/git/credentials");
+  EXPECT_EQ(Plan(v), (std::vector<std::string>{
+                         "dev /dev", "proc /proc", "tmp /tmp", "ro /bin", "ro /usr", "ro /etc",
+                         "ro /lib", "rw /ws", "ro /ws/.git", "ro /ws/.anvil", "home-tmpfs /home/u",
+                         "mask /etc/shadow", "mapped /home/u/.local #0", "mapped /home/u/.cargo #1",
+                         "ro /home/u/.config/git", "mask /home/u/.config/git/credentials",
+                         "mask-dir /home/u/.config/git/credentials.d"}));
+}
+
+TEST(PlanMounts, RootsSandboxCoversUnsearchableDirectoriesAboveItsTrees) {
+  // Root's sandbox with full read: its workspace under /root (0700) is reachable only through
+  // a cover of /root holding the way down.
+  FileView v;
+  v.full_read = true;
+  v.writable_roots = {{"/root/ws", {"/root/ws/.git"}}};
+  MountPlanOptions options;
+  options.idmapped_roots = {"/root/ws"};
+  auto host = [](const std::string& path) -> std::optional<mode_t> {
+    return path == "/root" ? S_IFDIR | 0700 : S_IFDIR | 0755;
+  };
+  EXPECT_EQ(Plan(v, options, host),
+            (std::vector<std::string>{"ro /", "dev /dev", "proc /proc", "tmp /tmp", "run /run",
+                                      "cover /root", "rw /root/ws", "ro /root/ws/.git"}));
+  // Not root's sandbox: nothing is covered.
+  EXPECT_EQ(Plan(v, {}, host),
+            (std::vector<std::string>{"ro /", "dev /dev", "proc /proc", "tmp /tmp", "run /run",
+                                      "rw /root/ws", "ro /root/ws/.git"}));
+}
+
+}  // namespace
+}  // namespace anvil
