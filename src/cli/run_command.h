@@ -1,4 +1,6 @@
-// `anvil run` and `anvil plugin ...`: manifests, consent and grants on the trusted side.
+// `anvil run` (run_command.cc), `anvil plugin ...` (plugin_command.cc) and `anvil audit`
+// (audit_command.cc): manifests, consent and grants on the trusted side; what they share on the
+// terminal is cli/plugin_cli.h.
 #pragma once
 
 #include <string>
