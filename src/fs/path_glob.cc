@@ -185,13 +185,7 @@ bool GrantCoversSubtree(const std::vector<std::string>& globs, std::string_view 
   return false;
 }
 
-namespace {
-
-// `name` as the case-folding and ignoring file systems of IsProtectedName compare it: ASCII
-// lower case, U+212A -> 'k', U+017F -> 's', HFS+'s ignorable code points dropped, trailing dots
-// and spaces cut. Any other non-ASCII code point (or invalid byte) becomes '\x80', which no
-// protected name contains.
-std::string FoldForProtectedCompare(std::string_view name) {
+std::string FoldNameForLookup(std::string_view name) {
   std::string out;
   out.reserve(name.size());
   for (std::size_t i = 0; i < name.size();) {
@@ -231,10 +225,8 @@ std::string FoldForProtectedCompare(std::string_view name) {
   return out;
 }
 
-}  // namespace
-
 bool IsProtectedName(std::string_view name) {
-  const std::string folded = FoldForProtectedCompare(name);
+  const std::string folded = FoldNameForLookup(name);
   for (std::string_view protected_name : kProtectedWriteNames) {
     if (EqualsAsciiCaseInsensitive(folded, protected_name)) return true;
   }

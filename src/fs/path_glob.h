@@ -59,6 +59,12 @@ bool GrantCoversSubtree(const std::vector<std::string>& globs, std::string_view 
 // SMB). Over-matching only refuses more, so the folds are applied whatever the file system.
 bool IsProtectedName(std::string_view name);
 
+// `name` as the case-folding and ignoring file systems of IsProtectedName compare it: ASCII
+// lower case, U+212A -> 'k', U+017F -> 's', HFS+'s ignorable code points dropped, trailing dots
+// and spaces cut. Any other non-ASCII code point (or invalid byte) becomes '\x80', which no
+// ASCII name contains.
+std::string FoldNameForLookup(std::string_view name);
+
 // True when any component of the normalized path is a protected name (at any depth: nested
 // repositories and submodules have their own .git).
 bool IsProtectedPath(std::string_view normalized_path);

@@ -25,6 +25,7 @@
 
 #include "common/result.h"
 #include "common/unique_fd.h"
+#include "fs/git_dir_guard.h"
 
 namespace anvil {
 
@@ -152,6 +153,24 @@ class WorkspaceRoot {
   Result<std::optional<std::string>> FindBeneath(
       std::string_view dir, const std::function<bool(std::string_view name)>& match,
       std::size_t max_entries, std::size_t max_depth) const;
+
+  // For the git-dir guard (git_dir_guard.h; implemented in git_dir_guard.cc). The directories
+  // from the root down to normalized directory `dir` ("." for the root alone), each probed for
+  // git's names without following a symlink, as far as they exist: `complete` is false when a
+  // component is missing (or is not a directory), and the probes stop before it.
+  struct GitDirWay {
+    std::vector<GitDirProbe> dirs;
+    bool complete = true;
+  };
+  Result<GitDirWay> ProbeGitDirs(std::string_view dir) const;
+  // The kind of the entry at `path` (not followed); kMissing when there is none.
+  Result<GitDirEntryKind> GitEntryKind(std::string_view path) const;
+  // Looks through directory `dir` and every directory beneath it (never through a symlink) for
+  // one git would take for a git dir; returns its path relative to `dir` ("" for `dir` itself)
+  // or nullopt. Bounded and failing closed as FindBeneath is.
+  Result<std::optional<std::string>> FindGitDirBeneath(std::string_view dir,
+                                                       std::size_t max_entries,
+                                                       std::size_t max_depth) const;
 
   // The root's absolute path as resolved at Open (for messages and logs only; never re-resolved).
   const std::string& path() const { return path_; }

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
 #include "fs/exec_read_plan.h"
+#include "fs/git_dir_guard.h"
 #include "fs/path_glob.h"
 #include "fs/workspace_path.h"
 #include "fs/workspace_root.h"
@@ -197,16 +199,73 @@ Response DoStat(const DispatchContext& ctx, const Grant& grant, const Request& r
               audit);
 }
 
+// ---- the git-dir guard (fs/git_dir_guard.h) ----------------------------------------------------
+
+// An op that makes an entry named like one of git's (HEAD, objects, refs, commondir, in any
+// case), makes directories on the way, or moves a tree runs its check and its mutation under
+// this lock: two such ops of one session (workers run in parallel) cannot each see half of a
+// layout and together complete it. Other writes never complete one (their name is none of
+// git's), so they do not wait.
+std::mutex& GitShapeLock() {
+  static std::mutex lock;
+  return lock;
+}
+
+bool MayShapeGitDir(std::string_view path) {
+  return ClassifyGitDirName(SplitParent(path).second, /*folds_case=*/true) != GitDirName::kNone;
+}
+
+// Refuses an op on `target` beneath a directory git takes for a git dir, or one whose entry
+// `made` (kMissing: none) would complete that shape in its directory. Paths through a protected
+// name (.git, ...) are the protected-name rule's: only a grant of the exact path reaches them.
+Status CheckGitDirs(const DispatchContext& ctx, const std::string& op, std::string_view target,
+                    GitDirEntryKind made) {
+  if (IsProtectedPath(target)) return Ok();
+  const auto [parent, name] = SplitParent(target);
+  auto way = ctx.root->ProbeGitDirs(parent);
+  if (!way) return tl::unexpected(way.error());
+  GitDirMutation m;
+  m.op = op;
+  m.dirs = std::move(way->dirs);
+  if (made != GitDirEntryKind::kMissing) {
+    m.name = std::string(name);
+    m.kind = made;
+  }
+  m.made_in_last = way->complete;
+  return DecideGitDirMutation(m);
+}
+
+// A tree that is or holds a git dir is neither moved nor removed by a plugin.
+Status CheckTreeForGitDirs(const DispatchContext& ctx, const std::string& op,
+                           const std::string& path) {
+  if (IsProtectedPath(path)) return Ok();
+  auto found = ctx.root->FindGitDirBeneath(path, ctx.limits->max_rename_entries, kTreeWalkMaxDepth);
+  if (!found) {
+    Error e = found.error();
+    if (e.code == "limit") {
+      e.message = op + ": cannot check " + QuotePathForMessage(path) +
+                  " for git directories: " + e.message +
+                  " (fix: " + (op == "fs.rename" ? "move" : "remove") +
+                  " its contents in smaller parts)";
+    }
+    return tl::unexpected(std::move(e));
+  }
+  if (*found) return tl::unexpected(GitDirInTreeError(op, path, **found));
+  return Ok();
+}
+
 // Directories that fs.write {parents} or fs.mkdir {recursive} makes: each one a write of its
-// own, under the same grant as the path asked for.
+// own, under the same grant as the path asked for, and under the git-dir guard.
 Status MakeDirectories(const DispatchContext& ctx, const Grant& grant, std::string_view dir,
-                       const char* asked_by) {
+                       const char* asked_by, const std::string& op) {
   return ctx.root->MakeDirs(dir, [&](std::string_view made) -> Status {
-    if (GrantAllows(grant.fs_write, made, Access::kWrite)) return Ok();
-    return Fail("denied", "fs.write outside the grant: " + std::string(made) + " (a directory " +
-                              asked_by +
-                              " would create; fix: add it to fs.write in the manifest, or "
-                              "create the directories first)");
+    if (!GrantAllows(grant.fs_write, made, Access::kWrite)) {
+      return Fail("denied", "fs.write outside the grant: " + std::string(made) + " (a directory " +
+                                asked_by +
+                                " would create; fix: add it to fs.write in the manifest, or "
+                                "create the directories first)");
+    }
+    return CheckGitDirs(ctx, op, made, GitDirEntryKind::kDir);
   });
 }
 
@@ -216,8 +275,21 @@ Response DoWrite(const DispatchContext& ctx, const Grant& grant, const Request& 
   if (!parents) return FromError(r, parents.error(), audit);
   audit.bytes = r.args[1].size();
   const std::string_view parent = SplitParent(paths[0]).first;
-  if (*parents && parent != ".") {
-    if (auto s = MakeDirectories(ctx, grant, parent, "sys.fs.write {parents}"); !s) {
+  const bool makes_dirs = *parents && parent != ".";
+  std::unique_lock<std::mutex> shaping(GitShapeLock(), std::defer_lock);
+  if (makes_dirs || MayShapeGitDir(paths[0])) shaping.lock();
+  // A replaced file keeps its mode: an executable one passes git's access(X_OK) as objects/refs.
+  auto old = ctx.root->GitEntryKind(paths[0]);
+  if (!old) return FromError(r, old.error(), audit);
+  const GitDirEntryKind made =
+      *old == GitDirEntryKind::kExecFile ? GitDirEntryKind::kExecFile : GitDirEntryKind::kFile;
+  if (auto s = CheckGitDirs(ctx, r.op, paths[0], made); !s) return FromError(r, s.error(), audit);
+  if (makes_dirs) {
+    if (auto s = MakeDirectories(ctx, grant, parent, "sys.fs.write {parents}", r.op); !s) {
+      return FromError(r, s.error(), audit);
+    }
+    // Looked at again where the directories were missing before.
+    if (auto s = CheckGitDirs(ctx, r.op, paths[0], made); !s) {
       return FromError(r, s.error(), audit);
     }
   }
@@ -235,11 +307,16 @@ Response DoMkdir(const DispatchContext& ctx, const Grant& grant, const Request& 
                  const std::vector<std::string>& paths, AuditEntry& audit) {
   auto recursive = FlagField(*FindOp(r.op), r, 1);
   if (!recursive) return FromError(r, recursive.error(), audit);
+  std::unique_lock<std::mutex> shaping(GitShapeLock(), std::defer_lock);
+  if (*recursive || MayShapeGitDir(paths[0])) shaping.lock();
   if (*recursive) {
-    if (auto s = MakeDirectories(ctx, grant, paths[0], "sys.fs.mkdir {recursive}"); !s) {
+    if (auto s = MakeDirectories(ctx, grant, paths[0], "sys.fs.mkdir {recursive}", r.op); !s) {
       return FromError(r, s.error(), audit);
     }
     return Okay(r, {}, audit);
+  }
+  if (auto s = CheckGitDirs(ctx, r.op, paths[0], GitDirEntryKind::kDir); !s) {
+    return FromError(r, s.error(), audit);
   }
   if (auto s = ctx.root->Mkdir(paths[0]); !s) {
     Error e = s.error();
@@ -277,6 +354,10 @@ Response DoRemove(const DispatchContext& ctx, const Grant&, const Request& r,
                   const std::vector<std::string>& paths, AuditEntry& audit) {
   auto recursive = FlagField(*FindOp(r.op), r, 1);
   if (!recursive) return FromError(r, recursive.error(), audit);
+  // Nothing beneath a git dir is removed either: it is the repository's, as a .git is.
+  if (auto s = CheckGitDirs(ctx, r.op, paths[0], GitDirEntryKind::kMissing); !s) {
+    return FromError(r, s.error(), audit);
+  }
   if (!*recursive) {
     if (auto s = ctx.root->Remove(paths[0]); !s) {
       Error e = s.error();
@@ -293,6 +374,7 @@ Response DoRemove(const DispatchContext& ctx, const Grant&, const Request& r,
   if (auto s = CheckTreeForProtectedNames(ctx, r.op, paths[0], r.args[0]); !s) {
     return FromError(r, s.error(), audit);
   }
+  if (auto s = CheckTreeForGitDirs(ctx, r.op, paths[0]); !s) return FromError(r, s.error(), audit);
   if (auto s = ctx.root->RemoveTree(paths[0], IsProtectedName, ctx.limits->max_rename_entries,
                                     kTreeWalkMaxDepth);
       !s) {
@@ -309,6 +391,20 @@ Response DoRename(const DispatchContext& ctx, const Grant&, const Request& r,
   if (auto s = CheckTreeForProtectedNames(ctx, r.op, paths[0], r.args[0]); !s) {
     return FromError(r, s.error(), audit);
   }
+  // git dirs: nothing moved out of or into one, no tree holding one moved, and nothing moved
+  // into place that completes one at the destination.
+  std::lock_guard<std::mutex> shaping(GitShapeLock());
+  if (auto s = CheckGitDirs(ctx, r.op, paths[0], GitDirEntryKind::kMissing); !s) {
+    return FromError(r, s.error(), audit);
+  }
+  auto moved = ctx.root->GitEntryKind(paths[0]);
+  if (!moved) return FromError(r, moved.error(), audit);
+  if (*moved != GitDirEntryKind::kMissing) {
+    if (auto s = CheckGitDirs(ctx, r.op, paths[1], *moved); !s) {
+      return FromError(r, s.error(), audit);
+    }
+  }
+  if (auto s = CheckTreeForGitDirs(ctx, r.op, paths[0]); !s) return FromError(r, s.error(), audit);
   if (auto s = ctx.root->Rename(paths[0], paths[1]); !s) {
     Error e = s.error();
     if (e.sys_errno == EEXIST || e.sys_errno == ENOTEMPTY) {

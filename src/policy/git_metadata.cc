@@ -22,6 +22,7 @@
 
 #include "common/ascii.h"
 #include "common/unique_fd.h"
+#include "fs/git_dir_guard.h"
 #include "policy/sandbox_policy.h"
 
 #ifndef RENAME_NOREPLACE
@@ -30,6 +31,24 @@
 
 namespace anvil {
 namespace {
+
+// A walked entry as the git-dir predicate takes it. d_type says nothing of execute bits: a file
+// counts as HEAD or commondir, never as objects/ or refs/.
+GitDirEntryKind KindOf(GitFileType type) {
+  switch (type) {
+    case GitFileType::kMissing:
+      return GitDirEntryKind::kMissing;
+    case GitFileType::kDir:
+      return GitDirEntryKind::kDir;
+    case GitFileType::kFile:
+      return GitDirEntryKind::kFile;
+    case GitFileType::kSymlink:
+      return GitDirEntryKind::kSymlink;
+    case GitFileType::kOther:
+      return GitDirEntryKind::kOther;
+  }
+  return GitDirEntryKind::kOther;
+}
 
 constexpr size_t kMaxConfigBytes = 1 << 20;
 constexpr size_t kMaxPointerBytes = 64 * 1024;
@@ -284,19 +303,14 @@ class Scanner {
         entries = std::move(listing->entries);
       }
       const std::vector<GitDirEntry>* list = &entries;
-      bool head = false, objects = false, refs = false;
-      for (const auto& e : *list) {
-        std::string lower = AsciiLower(e.name);
-        bool dirlike = e.type == GitFileType::kDir || e.type == GitFileType::kSymlink;
-        if (lower == "head" && (e.type == GitFileType::kFile || e.type == GitFileType::kSymlink)) {
-          head = true;
-        }
-        if (lower == "objects" && dirlike) objects = true;
-        if (lower == "refs" && dirlike) refs = true;
-      }
-      if (head && objects && refs) {
-        // git takes a directory holding HEAD, objects/ and refs/ for a git dir (a bare
-        // repository, or a git dir under another name) when it starts inside it.
+      // Names folded: the walk does not know which directories fold case, and over-matching
+      // only looks at more repositories.
+      GitDirNames names;
+      for (const auto& e : *list) names = WithEntry(names, e.name, KindOf(e.type), true);
+      if (IsGitDirShape(names)) {
+        // git takes a directory holding HEAD, objects/ and refs/ (or HEAD and commondir) for a
+        // git dir (a bare repository, or a git dir under another name) when it starts inside
+        // it (fs/git_dir_guard.h: the predicate the gateway's plugin guard uses too).
         GitRepo repo;
         repo.marker = dir;
         repo.kind = GitMarkerKind::kBareDir;
@@ -359,12 +373,9 @@ class Scanner {
                                                    : GitMarkerKind::kGitLink;
         if (!seen(dotgit)) scan_.repos.push_back(repo);
       }
-      auto is = [&](const char* name, bool dir_like) {
-        GitFileType t = fs_.lstat(Join(dir, name)).type;
-        return dir_like ? (t == GitFileType::kDir || t == GitFileType::kSymlink)
-                        : (t == GitFileType::kFile || t == GitFileType::kSymlink);
-      };
-      if (is("HEAD", false) && is("objects", true) && is("refs", true) && !seen(dir)) {
+      auto kind = [&](const char* name) { return KindOf(fs_.lstat(Join(dir, name)).type); };
+      const GitDirNames names{kind("HEAD"), kind("objects"), kind("refs"), kind("commondir")};
+      if (IsGitDirShape(names) && !seen(dir)) {
         repo.marker = dir;
         repo.top.clear();
         repo.kind = GitMarkerKind::kBareDir;
@@ -377,9 +388,8 @@ class Scanner {
   // Whether `name` is one the walk acts on: a directory, `.git`, or part of a git dir's shape.
   static bool Kept(const GitDirEntry& e) {
     if (e.type == GitFileType::kDir) return true;
-    if (e.name.size() != 4 && e.name.size() != 7) return false;
-    std::string lower = AsciiLower(e.name);
-    return lower == ".git" || lower == "head" || lower == "refs" || lower == "objects";
+    if (AsciiLower(e.name) == ".git") return true;
+    return ClassifyGitDirName(e.name, true) != GitDirName::kNone;
   }
 
   // The entries of `dir` as the earlier walk listed them, when it is provably unchanged since

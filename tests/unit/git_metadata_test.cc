@@ -398,6 +398,30 @@ TEST(ScanGitMetadata, FindsEveryRepositoryAtAnyDepthWithoutEnteringThem) {
   }
 }
 
+TEST(ScanGitMetadata, HeadBesideCommondirIsAGitDirAsTheGatewayGuardSeesIt) {
+  // git's is_git_directory: HEAD, and objects/ + refs/ where commondir points. The walk and the
+  // plugin guard share the predicate (fs/git_dir_guard.h).
+  FakeTree t;
+  t.GitInit("/w");
+  t.File("/w/wt/HEAD", "ref: refs/heads/main\n");
+  t.File("/w/wt/commondir", "../.git\n");
+  t.File("/w/docs/HEAD", "not a ref\n");  // HEAD alone, beside a docs folder named refs
+  t.Dir("/w/docs/refs");
+  auto fs = t.Fs();
+  auto scan = ScanGitMetadata({"/w"}, Env(), fs, {});
+  ASSERT_TRUE(scan) << scan.error().ToString();
+  V markers;
+  for (const auto& r : scan->repos) markers.push_back(r.marker);
+  std::sort(markers.begin(), markers.end());
+  EXPECT_EQ(markers, (V{"/w/.git", "/w/wt"}));
+  for (const auto& r : scan->repos) {
+    if (r.marker == "/w/wt") {
+      EXPECT_EQ(r.kind, GitMarkerKind::kBareDir);
+      EXPECT_EQ(r.commondir, "/w/wt/../.git");
+    }
+  }
+}
+
 TEST(ScanGitMetadata, ReadsCommondirWorktreeBackPointersConfigChainAndHooks) {
   FakeTree t;
   t.GitInit("/w/main");
