@@ -90,6 +90,16 @@ TEST(GitWalkMemoCodec, RoundTripsForTheSameBootAndRootsOnly) {
   EXPECT_FALSE(DecodeGitWalkMemo(data, "boot-1", {"/x y", "/w"}));  // other order
 }
 
+// A memo of an older walk (which kept fewer markers: no commondir) is not trusted.
+TEST(GitWalkMemoCodec, AMemoOfAnOlderFormatIsNoMemo) {
+  const V roots = {"/w"};
+  std::string data = EncodeGitWalkMemo("b", roots, SampleMemo());
+  ASSERT_TRUE(data.starts_with("anvil-git-walk-cache 2\n"));
+  ASSERT_TRUE(DecodeGitWalkMemo(data, "b", roots));
+  data.replace(0, std::string("anvil-git-walk-cache 2\n").size(), "anvil-git-walk-cache 1\n");
+  EXPECT_FALSE(DecodeGitWalkMemo(data, "b", roots));
+}
+
 TEST(GitWalkMemoCodec, ATornOrForgedFileIsNoMemo) {
   const V roots = {"/w"};
   const std::string data = EncodeGitWalkMemo("b", roots, SampleMemo());
