@@ -9,11 +9,17 @@
 // does before its lockdown). N repeats the part (default 1); with N > 1 the thread CPU time per
 // repetition is printed too (for parts callgrind cannot run: libseccomp's kernel probes use the
 // seccomp syscall, which valgrind does not implement).
+//
+// lua-read / js-read: one warm VM, N sys.fs.read calls from plugin code inside one command,
+// against an API that answers every read with 4 KiB at once (no gateway): the binding's own cost
+// per call. lua-noop / js-noop: N runs of a command that returns 'ok' (the per-command cost).
+// Both print thread CPU time per call.
 #include <time.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "host/runtime.h"
 #include "linux/seccomp.h"
@@ -34,6 +40,58 @@ class NoApi : public anvil::host::HostApi {
   void Log(std::string_view, std::string_view) override {}
 };
 
+// Answers fs.read with 4 KiB of text at once: what the binding costs without the gateway.
+class ReadApi : public NoApi {
+ public:
+  anvil::Result<std::vector<std::string>> Gateway(const std::string& op,
+                                                  std::vector<std::string>) override {
+    if (op != "fs.read") return anvil::Fail("denied", "bench");
+    return std::vector<std::string>{std::string(4096, 'x')};
+  }
+};
+
+// Per-call thread CPU time of `calls` reads in one command (read) or `calls` commands (noop).
+bool Calls(bool lua, bool read, int calls) {
+  ReadApi api;
+  anvil::host::RuntimeLimits limits;
+  limits.instructions = 4'000'000'000;
+  auto vm =
+      lua ? anvil::host::MakeLuaRuntime(api, limits) : anvil::host::MakeJsRuntime(api, limits);
+  if (!vm) return false;
+  anvil::host::PluginSource source;
+  source.entry_name = lua ? "main.lua" : "main.js";
+  source.entry_code =
+      lua ? "anvil.command('noop', function() return 'ok' end)\n"
+            "anvil.command('read', function(args)\n"
+            "  local n = 0\n"
+            "  for i = 1, tonumber(args[1]) do n = n + #sys.fs.read('file4k.txt') end\n"
+            "  return tostring(n)\n"
+            "end)\n"
+          : "anvil.command('noop', () => 'ok');\n"
+            "anvil.command('read', (args) => {\n"
+            "  let n = 0;\n"
+            "  for (let i = 0; i < Number(args[0]); i++) n += sys.fs.read('file4k.txt').length;\n"
+            "  return String(n);\n"
+            "});\n";
+  if (!vm->Load(source)) return false;
+  timespec t0{}, t1{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+  if (read) {
+    auto r = vm->RunCommand("read", "[\"" + std::to_string(calls) + "\"]");
+    if (!r || *r != "\"" + std::to_string(4096L * calls) + "\"") return false;
+  } else {
+    for (int i = 0; i < calls; ++i) {
+      if (!vm->RunCommand("noop", "[]")) return false;
+    }
+  }
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+  double us = static_cast<double>(t1.tv_sec - t0.tv_sec) * 1e6 +
+              static_cast<double>(t1.tv_nsec - t0.tv_nsec) / 1e3;
+  std::printf("%s-%s: %.2f us CPU per call (%d calls)\n", lua ? "lua" : "js",
+              read ? "read" : "noop", us / calls, calls);
+  return true;
+}
+
 bool Vm(bool lua) {
   NoApi api;
   anvil::host::RuntimeLimits limits;
@@ -53,6 +111,11 @@ int main(int argc, char** argv) {
   using anvil::NetworkMode;
   std::string part = argc > 1 ? argv[1] : "none";
   int n = argc > 2 ? std::atoi(argv[2]) : 1;
+  if (part == "lua-read" || part == "js-read" || part == "lua-noop" || part == "js-noop") {
+    const bool ok = Calls(part.starts_with("lua"), part.ends_with("read"), n);
+    if (!ok) std::fprintf(stderr, "%s failed\n", part.c_str());
+    return ok ? 0 : 1;
+  }
   timespec t0{}, t1{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
   for (int i = 0; i < n; ++i) {

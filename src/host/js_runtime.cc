@@ -63,6 +63,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <functional>
 #include <limits>
@@ -104,6 +105,65 @@ constexpr std::string_view kKnownCodes[] = {"denied",    "invalid", "not_found",
 
 // ---- UTF-8 at the boundary ----------------------------------------------------------------------
 
+// The length of the leading ASCII run of `in`, eight bytes at a time: host replies (file
+// contents, command output) are mostly ASCII, and every one of them is checked.
+size_t AsciiPrefix(std::string_view in) {
+  size_t i = 0;
+  for (; i + 8 <= in.size(); i += 8) {
+    uint64_t word = 0;
+    std::memcpy(&word, in.data() + i, sizeof word);
+    if ((word & 0x8080808080808080ull) != 0) break;
+  }
+  while (i < in.size() && static_cast<unsigned char>(in[i]) < 0x80) ++i;
+  return i;
+}
+
+// The length of the valid UTF-8 sequence of two to four bytes at in[i] (a non-ASCII lead byte),
+// or 0 when it is not one: an overlong form, a UTF-16 surrogate, above U+10FFFF, truncated.
+// `*consumed` is the length of the maximal invalid subsequence when it is not (at least 1).
+size_t Utf8SequenceAt(std::string_view in, size_t i, size_t* consumed) {
+  const auto c = static_cast<unsigned char>(in[i]);
+  int need = 0;
+  unsigned char lo = 0x80, hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) {
+    need = 1;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    need = 2;
+    if (c == 0xE0) lo = 0xA0;  // overlong
+    if (c == 0xED) hi = 0x9F;  // UTF-16 surrogates
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    need = 3;
+    if (c == 0xF0) lo = 0x90;  // overlong
+    if (c == 0xF4) hi = 0x8F;  // above U+10FFFF
+  } else {
+    *consumed = 1;
+    return 0;
+  }
+  size_t j = i + 1;
+  int got = 0;
+  while (got < need && j < in.size()) {
+    auto d = static_cast<unsigned char>(in[j]);
+    if (d < lo || d > hi) break;
+    lo = 0x80;
+    hi = 0xBF;
+    ++j;
+    ++got;
+  }
+  *consumed = j - i;
+  return got == need ? j - i : 0;
+}
+
+bool ValidUtf8(std::string_view in) {
+  size_t i = 0;
+  while (true) {
+    i += AsciiPrefix(in.substr(i));
+    if (i == in.size()) return true;
+    size_t consumed = 0;
+    if (Utf8SequenceAt(in, i, &consumed) == 0) return false;
+    i += consumed;
+  }
+}
+
 // Appends the valid UTF-8 of `in`, each maximal invalid subsequence replaced by U+FFFD
 // (WHATWG "decode with replacement"): host bytes need not be UTF-8 (protocol.md).
 std::string SanitizeUtf8(std::string_view in) {
@@ -111,63 +171,43 @@ std::string SanitizeUtf8(std::string_view in) {
   std::string out;
   out.reserve(in.size());
   size_t i = 0;
-  while (i < in.size()) {
-    auto c = static_cast<unsigned char>(in[i]);
-    if (c < 0x80) {
-      out += static_cast<char>(c);
-      ++i;
-      continue;
-    }
-    int need = 0;
-    unsigned char lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) {
-      need = 1;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      need = 2;
-      if (c == 0xE0) lo = 0xA0;  // overlong
-      if (c == 0xED) hi = 0x9F;  // UTF-16 surrogates
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      need = 3;
-      if (c == 0xF0) lo = 0x90;  // overlong
-      if (c == 0xF4) hi = 0x8F;  // above U+10FFFF
-    } else {
-      out += kReplacement;
-      ++i;
-      continue;
-    }
-    size_t j = i + 1;
-    int got = 0;
-    while (got < need && j < in.size()) {
-      auto d = static_cast<unsigned char>(in[j]);
-      if (d < lo || d > hi) break;
-      lo = 0x80;
-      hi = 0xBF;
-      ++j;
-      ++got;
-    }
-    if (got == need) {
-      out.append(in.substr(i, j - i));
+  while (true) {
+    const size_t ascii = AsciiPrefix(in.substr(i));
+    out.append(in.substr(i, ascii));
+    i += ascii;
+    if (i == in.size()) return out;
+    size_t consumed = 0;
+    if (Utf8SequenceAt(in, i, &consumed) != 0) {
+      out.append(in.substr(i, consumed));
     } else {
       out += kReplacement;
     }
-    i = j;
+    i += consumed;
   }
-  return out;
 }
 
-bool IsAscii(std::string_view s) {
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return static_cast<unsigned char>(c) < 0x80; });
-}
-
+// Host bytes as a JS string. Valid UTF-8 goes to QuickJS as it is (its decoder reads valid
+// UTF-8 exactly as the WHATWG one does); only bytes that are not get a sanitized copy first.
 JSValue NewString(JSContext* ctx, std::string_view bytes) {
-  if (IsAscii(bytes)) return JS_NewStringLen(ctx, bytes.data(), bytes.size());
+  if (ValidUtf8(bytes)) return JS_NewStringLen(ctx, bytes.data(), bytes.size());
   std::string clean = SanitizeUtf8(bytes);
   return JS_NewStringLen(ctx, clean.data(), clean.size());
 }
 
-// The UTF-8 of String(v) (user toString may run). QuickJS encodes an unpaired surrogate as
-// the 3-byte sequence ED A0..BF xx, the only invalid UTF-8 it produces; it becomes U+FFFD.
+// Where QuickJS's UTF-8 of a string holds an unpaired surrogate: it encodes one as the 3-byte
+// sequence ED A0..BF xx, the only invalid UTF-8 it produces. npos when there is none.
+size_t LoneSurrogateAt(std::string_view s, size_t from = 0) {
+  while (from < s.size()) {
+    const void* hit = std::memchr(s.data() + from, 0xED, s.size() - from);
+    if (hit == nullptr) return std::string_view::npos;
+    const size_t i = static_cast<size_t>(static_cast<const char*>(hit) - s.data());
+    if (i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0xA0) return i;
+    from = i + 1;
+  }
+  return std::string_view::npos;
+}
+
+// The UTF-8 of String(v) (user toString may run); an unpaired surrogate becomes U+FFFD.
 // Returns false with a JS exception pending.
 bool ToUtf8(JSContext* ctx, JSValueConst v, std::string* out) {
   size_t len = 0;
@@ -175,12 +215,9 @@ bool ToUtf8(JSContext* ctx, JSValueConst v, std::string* out) {
   if (!s) return false;
   out->assign(s, len);
   JS_FreeCString(ctx, s);
-  for (size_t i = 0; i + 2 < out->size(); ++i) {
-    if (static_cast<unsigned char>((*out)[i]) == 0xED &&
-        static_cast<unsigned char>((*out)[i + 1]) >= 0xA0) {
-      out->replace(i, 3, "\xEF\xBF\xBD");
-      i += 2;
-    }
+  for (size_t i = LoneSurrogateAt(*out); i != std::string_view::npos && i + 2 < out->size();
+       i = LoneSurrogateAt(*out, i + 3)) {
+    out->replace(i, 3, "\xEF\xBF\xBD");
   }
   return true;
 }
@@ -277,15 +314,13 @@ bool ToUtf8Strict(JSContext* ctx, JSValueConst v, std::string_view what, std::st
   size_t len = 0;
   const char* s = JS_ToCStringLen(ctx, &len, v);
   if (!s) return false;
-  out->assign(s, len);
+  const bool lone = LoneSurrogateAt(std::string_view(s, len)) != std::string_view::npos;
+  if (!lone) out->assign(s, len);
   JS_FreeCString(ctx, s);
-  for (size_t i = 0; i + 1 < out->size(); ++i) {
-    if (static_cast<unsigned char>((*out)[i]) == 0xED &&
-        static_cast<unsigned char>((*out)[i + 1]) >= 0xA0) {
-      ThrowCode(ctx, "invalid",
-                std::string(what) + " is not valid Unicode (it holds a lone surrogate)");
-      return false;
-    }
+  if (lone) {
+    ThrowCode(ctx, "invalid",
+              std::string(what) + " is not valid Unicode (it holds a lone surrogate)");
+    return false;
   }
   return true;
 }
@@ -409,8 +444,10 @@ JSValue Bind(JSContext* ctx, JSValueConst /*this_val*/, int argc, JSValueConst* 
   }
 }
 
+struct GenericPlan;
+const GenericPlan& PlanOf(size_t index);
 JSValue GenericCall(JsRuntime& self, JSContext* ctx, int argc, JSValueConst* argv,
-                    const ApiFunction& f);
+                    const ApiFunction& f, const GenericPlan& plan);
 
 // The same for a function bound from the description: `magic` is its index there.
 JSValue BindGeneric(JSContext* ctx, JSValueConst /*this_val*/, int argc, JSValueConst* argv,
@@ -418,7 +455,8 @@ JSValue BindGeneric(JSContext* ctx, JSValueConst /*this_val*/, int argc, JSValue
   try {
     JsRuntime& self = Self(ctx);
     if (!self.Admit(ctx)) return JS_EXCEPTION;
-    return GenericCall(self, ctx, argc, argv, PluginApi().functions.at(static_cast<size_t>(magic)));
+    const auto index = static_cast<size_t>(magic);
+    return GenericCall(self, ctx, argc, argv, PluginApi().functions.at(index), PlanOf(index));
   } catch (const std::bad_alloc&) {
     return ThrowText(ctx, "limit: host memory exhausted");
   } catch (const std::exception&) {
@@ -573,29 +611,55 @@ bool OptionsFields(JSContext* ctx, JSValueConst v, const std::string& fn, const 
   return true;
 }
 
+// What GenericCall needs of one described function, worked out once (the description is
+// fixed for the life of the process): each parameter's options record, its name in error
+// messages ("sys.fs.read: path"), and whether the reply is nothing.
+struct GenericPlan {
+  std::vector<const ApiRecord*> records;
+  std::vector<std::string> what;
+  bool replies_nothing = false;
+};
+
+const GenericPlan& PlanOf(size_t index) {
+  static const std::vector<GenericPlan> plans = [] {
+    const PluginApiDescription& api = PluginApi();
+    std::vector<GenericPlan> out(api.functions.size());
+    for (size_t i = 0; i < api.functions.size(); ++i) {
+      const ApiFunction& f = api.functions[i];
+      for (const ApiParam& p : f.params) {
+        out[i].records.push_back(OptionsRecord(api, p));
+        out[i].what.push_back(f.path + ": " + p.name);
+      }
+      const OpSpec* op = OpOf(api, f);
+      out[i].replies_nothing = op != nullptr && op->encoding == ApiReply::kNothing;
+    }
+    return out;
+  }();
+  return plans.at(index);
+}
+
 // A function that leaves the host, bound from its description alone (GenericBinding); `magic`
 // is its index in the description's functions. Strings are names (valid Unicode) unless the
 // description says bytes; the reply is nothing or one string.
 JSValue GenericCall(JsRuntime& self, JSContext* ctx, int argc, JSValueConst* argv,
-                    const ApiFunction& f) {
+                    const ApiFunction& f, const GenericPlan& plan) {
   std::vector<std::string> fields;
+  fields.reserve(f.params.size());
   for (size_t i = 0; i < f.params.size(); ++i) {
     const ApiParam& p = f.params[i];
     JSValueConst v = Arg(argc, argv, static_cast<int>(i));
-    if (const ApiRecord* record = OptionsRecord(PluginApi(), p)) {
+    if (const ApiRecord* record = plan.records[i]) {
       if (!OptionsFields(ctx, v, f.path, *record, fields)) return JS_EXCEPTION;
       continue;
     }
     std::string text;
-    if (!StringArg(ctx, v, f.path + ": " + p.name, &text, /*strict=*/!p.bytes)) {
-      return JS_EXCEPTION;
-    }
+    if (!StringArg(ctx, v, plan.what[i], &text, /*strict=*/!p.bytes)) return JS_EXCEPTION;
     fields.push_back(std::move(text));
   }
   auto reply = f.channel == ApiChannel::kEditor ? self.api().Editor(f.op, std::move(fields))
                                                 : self.api().Gateway(f.op, std::move(fields));
   if (!reply) return ThrowError(ctx, reply.error());
-  if (OpOf(PluginApi(), f)->encoding == ApiReply::kNothing) return JS_UNDEFINED;
+  if (plan.replies_nothing) return JS_UNDEFINED;
   if (reply->size() != 1) return ThrowText(ctx, "io: malformed " + f.op + " reply");
   return NewString(ctx, (*reply)[0]);
 }

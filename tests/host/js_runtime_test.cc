@@ -198,6 +198,31 @@ TEST_F(JsRuntimeTest, FsReadDecodesNonUtf8WithReplacementCharacters) {
   EXPECT_EQ(*r, "[10,65533,233,128512,65533,65533]");
 }
 
+TEST_F(JsRuntimeTest, FsReadReplacesInvalidBytesAtEveryOffsetOfALongReply) {
+  // Long ASCII runs are checked eight bytes at a time: an invalid byte or a valid sequence at
+  // any offset of a word, at a word's edge or in the tail still decodes as it would alone.
+  std::string reply(40, 'a');
+  reply[0] = '\xff';   // first byte of the first word
+  reply[7] = '\xff';   // last byte of a word
+  reply[8] = '\xff';   // first byte of the next
+  reply[15] = '\xc3';  // é across a word edge
+  reply[16] = '\xa9';
+  reply[39] = '\xe2';  // truncated at the end, in the tail
+  Reply("fs.read", {reply});
+  auto r = RunSnippet(R"(
+    const s = sys.fs.read('long');
+    return [s.length, s.charCodeAt(0), s.charCodeAt(6), s.charCodeAt(7), s.charCodeAt(8),
+            s.charCodeAt(15), s.charCodeAt(16), s.charCodeAt(37), s.charCodeAt(38)];
+  )");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(*r, "[39,65533,97,65533,65533,233,97,97,65533]");
+  // The benign neighbour: the same length of plain ASCII comes back as it is.
+  Reply("fs.read", {std::string(4096, 'd')});
+  r = RunSnippet("const s = sys.fs.read('plain'); return [s.length, s === 'd'.repeat(4096)]");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(*r, "[4096,true]");
+}
+
 TEST_F(JsRuntimeTest, FsWriteSendsUtf8AndReplacesLoneSurrogates) {
   auto r = RunSnippet(R"(return sys.fs.write('notes/x', 'd\u00e9j\u00e0 \ud83d\ude00 \ud800!'))");
   ASSERT_TRUE(r) << r.error().ToString();
