@@ -34,7 +34,7 @@ const std::map<std::string, std::string> kReviewed = {
     {"session/rpc_trace.cc", "the --trace line's timestamp"},
     {"cli/audit_view.h", "`anvil audit --since 10m`: compared with the audit lines' wall times"},
     {"cli/audit_view.cc", "`anvil audit --since 10m`: compared with the audit lines' wall times"},
-    {"cli/run_command.cc", "`anvil audit --since 10m`: now, for the filter on wall times"},
+    {"cli/audit_command.cc", "`anvil audit --since 10m`: now, for the filter on wall times"},
 };
 
 TEST(MonotonicDeadlines, WallClockIsReadOnlyWhereItIsTheData) {
