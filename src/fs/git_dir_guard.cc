@@ -53,7 +53,9 @@ bool IsGitDirShape(const GitDirNames& n) {
 }
 
 GitDirName ClassifyGitDirName(std::string_view name, bool folds_case) {
-  if (name.size() > 64) return GitDirName::kNone;  // none of git's names is long
+  // Without folding a long name is none of git's; with it the length is judged after the fold,
+  // which drops code points (a "HEAD" padded with ignorable ones is "HEAD" to such a directory).
+  if (!folds_case && name.size() > 64) return GitDirName::kNone;
   const std::string folded = folds_case ? FoldNameForLookup(name) : std::string();
   auto is = [&](std::string_view exact, std::string_view lower) {
     return folds_case ? folded == lower : name == exact;

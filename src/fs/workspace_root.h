@@ -134,8 +134,9 @@ class WorkspaceRoot {
   // Removes directory `path` with everything beneath it (a file or symlink at `path` is removed
   // as Remove does). A walk by descriptors that never follows a symlink; an entry whose name
   // `refuse`s stops it ("denied"), as do more than `max_entries` entries or `max_depth` levels
-  // ("limit"). Meant to run after FindBeneath found nothing to refuse, so that a refusal
-  // normally removes nothing. Implemented in workspace_walk.cc.
+  // ("limit"), and so does a directory on another mount than `path`'s parent ("denied",
+  // checked before anything inside it is touched). Meant to run after FindBeneath found nothing
+  // to refuse, so that a refusal normally removes nothing. Implemented in workspace_walk.cc.
   Status RemoveTree(std::string_view path, const std::function<bool(std::string_view name)>& refuse,
                     std::size_t max_entries, std::size_t max_depth) const;
 
@@ -145,13 +146,16 @@ class WorkspaceRoot {
   Status Rename(std::string_view from, std::string_view to, bool replace = false) const;
 
   // Looks through the tree beneath directory `dir` (its entries, their entries, ...; never
-  // following a symlink, never `dir`'s own name) for an entry whose raw name `match`es, and
-  // returns that entry's path relative to `dir`, or nullopt when there is none. A `dir` that is
-  // not a directory (a file, a symlink) holds nothing: nullopt. Meant for guards, so it fails
-  // closed: "limit" past `max_entries` entries in all or `max_depth` levels, and an entry that
-  // cannot be opened or read is an error, never skipped. Implemented in workspace_walk.cc.
+  // following a symlink, never `dir`'s own name) for an entry that `match`es (its raw name, and
+  // its path relative to `dir`), and returns that entry's path relative to `dir`, or nullopt
+  // when there is none. A `dir` that is not a directory (a file, a symlink) holds nothing:
+  // nullopt. Meant for guards, so it fails closed: "limit" past `max_entries` entries in all or
+  // `max_depth` levels, an entry that cannot be opened or read is an error, never skipped, and
+  // `dir` or a directory beneath it on another mount (a mount point) is "denied": what is on
+  // another mount is not the workspace's to move or remove. Implemented in workspace_walk.cc.
   Result<std::optional<std::string>> FindBeneath(
-      std::string_view dir, const std::function<bool(std::string_view name)>& match,
+      std::string_view dir,
+      const std::function<bool(std::string_view name, std::string_view path)>& match,
       std::size_t max_entries, std::size_t max_depth) const;
 
   // For the git-dir guard (git_dir_guard.h; implemented in git_dir_guard.cc). The directories

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,6 +35,37 @@ Result<DirHandle> OpenStream(int fd, const std::string& where) {
   return dir;
 }
 
+#ifndef STATX_MNT_ID
+#define STATX_MNT_ID 0x00001000U
+#endif
+
+// The mount id of `name` in directory `fd` ("" for `fd` itself), never following a symlink. A
+// kernel that cannot say (before Linux 5.8) is an error: a walk that cannot tell a mount point
+// from a directory does not go on.
+Result<std::uint64_t> MountIdAt(int fd, const char* name, const std::string& where) {
+  struct statx sx {};
+  const int flags = AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | (name[0] == '\0' ? AT_EMPTY_PATH : 0);
+  if (::statx(fd, name, flags, STATX_MNT_ID, &sx) != 0) {
+    return SysFail("io", "walk " + QuotePathForMessage(where));
+  }
+  if ((sx.stx_mask & STATX_MNT_ID) == 0) {
+    return Fail("io", "walk " + QuotePathForMessage(where) +
+                          ": this kernel does not tell mount points apart (statx STATX_MNT_ID)");
+  }
+  return static_cast<std::uint64_t>(sx.stx_mnt_id);
+}
+
+// "denied" when directory `name` in `fd` is on another mount than `parent_mount`.
+Status SameMount(int fd, const char* name, std::uint64_t parent_mount, const std::string& where) {
+  auto id = MountIdAt(fd, name, where);
+  if (!id) return tl::unexpected(id.error());
+  if (*id != parent_mount) {
+    return Fail("denied", "is a mount point: " + QuotePathForMessage(where) +
+                              " (what is mounted there is not the workspace's to move or remove)");
+  }
+  return Ok();
+}
+
 struct Level {
   UniqueFd fd;
   DirHandle stream{nullptr, &::closedir};
@@ -45,7 +77,8 @@ struct RemoveWalk {
   const std::function<bool(std::string_view name)>& refuse;
   std::size_t entries_left;
   std::size_t max_depth;
-  const std::string& top;  // the normalized path being removed, for messages
+  const std::string& top;   // the normalized path being removed, for messages
+  std::uint64_t mount = 0;  // the mount the whole tree must be on
 };
 
 // Removes everything inside the directory open at `fd` (`path`: relative to the workspace),
@@ -96,6 +129,8 @@ Status EmptyDirectory(int fd, const std::string& path, std::size_t depth, Remove
         return Fail(err == EACCES || err == EPERM ? "denied" : "io",
                     "cannot look inside " + QuotePathForMessage(child_path), err);
       }
+      // Never into another mount: emptying a mount point would delete what is mounted there.
+      if (auto s = SameMount(child.Get(), "", walk.mount, child_path); !s) return s;
       if (auto s = EmptyDirectory(child.Get(), child_path, depth + 1, walk); !s) return s;
       if (::unlinkat(fd, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
         const int err = errno;
@@ -133,7 +168,10 @@ Status WorkspaceRoot::RemoveTree(std::string_view path,
     return SysFail(err == EACCES || err == EPERM ? "denied" : "io",
                    "open " + QuotePathForMessage(*norm), err);
   }
-  RemoveWalk walk{refuse, max_entries, max_depth, *norm};
+  auto parent_mount = MountIdAt(parent->Get(), "", *norm);
+  if (!parent_mount) return tl::unexpected(parent_mount.error());
+  if (auto s = SameMount(dir.Get(), "", *parent_mount, *norm); !s) return s;
+  RemoveWalk walk{refuse, max_entries, max_depth, *norm, *parent_mount};
   if (auto s = EmptyDirectory(dir.Get(), *norm, 0, walk); !s) return s;
   dir.Reset();
   if (::unlinkat(parent->Get(), name.c_str(), AT_REMOVEDIR) != 0) {
@@ -150,7 +188,8 @@ Status WorkspaceRoot::RemoveTree(std::string_view path,
 }
 
 Result<std::optional<std::string>> WorkspaceRoot::FindBeneath(
-    std::string_view dir, const std::function<bool(std::string_view name)>& match,
+    std::string_view dir,
+    const std::function<bool(std::string_view name, std::string_view path)>& match,
     std::size_t max_entries, std::size_t max_depth) const {
   auto norm = NormalizeWorkspacePath(dir, RootPolicy::kAllow);
   if (!norm) return tl::unexpected(norm.error());
@@ -174,6 +213,22 @@ Result<std::optional<std::string>> WorkspaceRoot::FindBeneath(
       }
     }
     return tl::unexpected(start.error());
+  }
+  // The tree's mount: that of `dir`'s parent (the workspace root's own for the root), so that
+  // `dir` being a mount point refuses too.
+  std::uint64_t mount = 0;
+  {
+    const std::string parent(SplitParent(*norm).first);
+    auto parent_fd = *norm == "." ? OpenBeneath(".", O_PATH | O_DIRECTORY, BaseResolve())
+                                  : OpenBeneath(parent, O_PATH | O_DIRECTORY,
+                                                BaseResolve() | RESOLVE_NO_SYMLINKS);
+    if (!parent_fd) return tl::unexpected(parent_fd.error());
+    auto id = MountIdAt(parent_fd->Get(), "", *norm);
+    if (!id) return tl::unexpected(id.error());
+    mount = *id;
+    if (*norm != ".") {
+      if (auto s = SameMount(start->Get(), "", mount, *norm); !s) return tl::unexpected(s.error());
+    }
   }
   std::vector<Level> stack;
   {
@@ -201,7 +256,7 @@ Result<std::optional<std::string>> WorkspaceRoot::FindBeneath(
     }
     std::string path =
         level.path.empty() ? std::string(name) : level.path + "/" + std::string(name);
-    if (match(name)) return std::optional<std::string>(std::move(path));
+    if (match(name, path)) return std::optional<std::string>(std::move(path));
     bool is_dir = entry->d_type == DT_DIR;
     if (entry->d_type == DT_UNKNOWN) {
       // Some filesystems do not fill d_type; ask without following the entry.
@@ -222,6 +277,9 @@ Result<std::optional<std::string>> WorkspaceRoot::FindBeneath(
       const int err = errno;
       return Fail(err == EACCES || err == EPERM ? "denied" : "io",
                   "cannot look inside " + QuotePathForMessage(*norm + "/" + path), err);
+    }
+    if (auto s = SameMount(child.Get(), "", mount, *norm + "/" + path); !s) {
+      return tl::unexpected(s.error());
     }
     auto stream = OpenStream(child.Get(), *norm + "/" + path);
     if (!stream) return tl::unexpected(stream.error());

@@ -329,28 +329,51 @@ Response DoMkdir(const DispatchContext& ctx, const Grant& grant, const Request& 
   return Okay(r, {}, audit);
 }
 
-// A protected name beneath directory `path` refuses what would move or remove it.
-Status CheckTreeForProtectedNames(const DispatchContext& ctx, const std::string& op,
-                                  const std::string& path, const std::string& raw) {
-  auto held = ctx.root->FindBeneath(path, IsProtectedName, ctx.limits->max_rename_entries,
-                                    kTreeWalkMaxDepth);
+// Everything beneath directory `path` goes (or moves, to `to`) with it, so each entry there is
+// judged as if the plugin removed or moved it by itself: a protected name refuses, and so does an
+// entry the fs.write grant does not cover (where it is, and for a rename where it would land).
+// Moving or removing a directory reaches nothing the plugin could not write one by one.
+Status CheckTreeBeneath(const DispatchContext& ctx, const Grant& grant, const std::string& op,
+                        const std::string& path, const std::string* to, const std::string& raw) {
+  bool protected_name = false;
+  std::string uncovered;
+  auto match = [&](std::string_view name, std::string_view rel) {
+    if (IsProtectedName(name)) {
+      protected_name = true;
+      return true;
+    }
+    for (const std::string* base : {&path, to}) {
+      if (base == nullptr) continue;
+      std::string at = *base == "." ? std::string(rel) : *base + "/" + std::string(rel);
+      if (!GrantAllows(grant.fs_write, at, Access::kWrite)) {
+        uncovered = std::move(at);
+        return true;
+      }
+    }
+    return false;
+  };
+  auto held = ctx.root->FindBeneath(path, match, ctx.limits->max_rename_entries, kTreeWalkMaxDepth);
+  const char* verb = op == "fs.rename" ? "move" : "remove";
   if (!held) {
     Error e = held.error();
     if (e.code == "limit") {
       e.message = op + ": cannot check " + raw + " for protected names: " + e.message +
-                  " (fix: " + (op == "fs.rename" ? "move" : "remove") +
-                  " its contents in smaller parts)";
+                  " (fix: " + verb + " its contents in smaller parts)";
     }
     return tl::unexpected(std::move(e));
   }
-  if (*held) {
+  if (!*held) return Ok();
+  if (protected_name) {
     return Fail("denied",
                 "fs.write: directory holds protected " + QuotePathForMessage(**held) + ": " + raw);
   }
-  return Ok();
+  return Fail("denied", "fs.write outside the grant: " + QuotePathForMessage(uncovered) +
+                            " (beneath " + raw + ", which " + op + " would " + verb +
+                            " with it; fix: add it to fs.write in the manifest, or " + verb +
+                            " only what the grant covers)");
 }
 
-Response DoRemove(const DispatchContext& ctx, const Grant&, const Request& r,
+Response DoRemove(const DispatchContext& ctx, const Grant& grant, const Request& r,
                   const std::vector<std::string>& paths, AuditEntry& audit) {
   auto recursive = FlagField(*FindOp(r.op), r, 1);
   if (!recursive) return FromError(r, recursive.error(), audit);
@@ -371,7 +394,7 @@ Response DoRemove(const DispatchContext& ctx, const Grant&, const Request& r,
   // Removing a directory removes what is inside it: a nested repository's .git at any depth
   // would go without the protected-name rule ever seeing it. Looked through first, so that a
   // refusal removes nothing; the removal refuses such a name again if one appears meanwhile.
-  if (auto s = CheckTreeForProtectedNames(ctx, r.op, paths[0], r.args[0]); !s) {
+  if (auto s = CheckTreeBeneath(ctx, grant, r.op, paths[0], nullptr, r.args[0]); !s) {
     return FromError(r, s.error(), audit);
   }
   if (auto s = CheckTreeForGitDirs(ctx, r.op, paths[0]); !s) return FromError(r, s.error(), audit);
@@ -383,12 +406,12 @@ Response DoRemove(const DispatchContext& ctx, const Grant&, const Request& r,
   return Okay(r, {}, audit);
 }
 
-Response DoRename(const DispatchContext& ctx, const Grant&, const Request& r,
+Response DoRename(const DispatchContext& ctx, const Grant& grant, const Request& r,
                   const std::vector<std::string>& paths, AuditEntry& audit) {
   // Moving a directory moves what is inside it: a nested repository's .git (or .anvil, an
   // anvil.lock, ...) at any depth would change name without the protected-name rule ever
   // seeing it. The whole tree is looked through (bounded; past the bound, refused).
-  if (auto s = CheckTreeForProtectedNames(ctx, r.op, paths[0], r.args[0]); !s) {
+  if (auto s = CheckTreeBeneath(ctx, grant, r.op, paths[0], &paths[1], r.args[0]); !s) {
     return FromError(r, s.error(), audit);
   }
   // git dirs: nothing moved out of or into one, no tree holding one moved, and nothing moved

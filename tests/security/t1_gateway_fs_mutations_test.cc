@@ -7,6 +7,7 @@
 // sits next to its benign neighbour, which works.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <string>
 #include <vector>
@@ -274,6 +275,70 @@ TEST_F(T1GatewayFsMutations, OnlyWhatTheGrantCoversIsMadeMovedOrRemoved) {
   }
   EXPECT_TRUE(mkdir_denied);
   EXPECT_TRUE(rename_allowed);
+}
+
+// Removing or moving a directory takes everything beneath it along: each entry there must be one
+// the plugin could write (remove, move) by itself, where it is and where it would land.
+TEST_F(T1GatewayFsMutations, ADirectoryIsRemovedOrMovedOnlyWhenTheGrantCoversAllOfIt) {
+  Mkdirs("docs/api/deep");
+  WriteFile(*ws_ / "docs/api/keep.md", "keep");
+  WriteFile(*ws_ / "docs/api/deep/a.md", "a");
+  Start({"docs/*", "notes/**"});
+  EXPECT_EQ(Do("fs.remove", {"docs/api/keep.md", "0"}),
+            "denied: fs.write outside the grant: docs/api/keep.md");
+  const std::string removed = Do("fs.remove", {"docs/api", "1"});
+  EXPECT_TRUE(StartsWith(removed, "denied: fs.write outside the grant: "));
+  EXPECT_NE(removed.find("beneath docs/api, which fs.remove would remove with it"),
+            std::string::npos)
+      << removed;
+  const std::string moved = Do("fs.rename", {"docs/api", "docs/moved"});
+  EXPECT_TRUE(StartsWith(moved, "denied: fs.write outside the grant: ")) << moved;
+  // Into a place the grant covers is not enough: the entries must be movable where they are.
+  EXPECT_TRUE(StartsWith(Do("fs.rename", {"docs/api", "notes/api"}),
+                         "denied: fs.write outside the grant: "));
+  EXPECT_EQ(ReadFile(*ws_ / "docs/api/keep.md"), "keep");
+  EXPECT_EQ(ReadFile(*ws_ / "docs/api/deep/a.md"), "a");
+  EXPECT_FALSE(Exists(*ws_ / "docs/moved"));
+  EXPECT_FALSE(Exists(*ws_ / "notes/api"));
+  // From a covered place to one that does not cover what is inside: refused too.
+  Mkdirs("notes/tree/sub");
+  WriteFile(*ws_ / "notes/tree/sub/x.md", "x");
+  EXPECT_TRUE(StartsWith(Do("fs.rename", {"notes/tree", "docs/tree"}),
+                         "denied: fs.write outside the grant: "));
+  EXPECT_TRUE(Exists(*ws_ / "notes/tree/sub/x.md"));
+  // Benign: an empty directory the grant names, and a tree the grant covers entirely.
+  Mkdirs("docs/empty");
+  EXPECT_EQ(Do("fs.remove", {"docs/empty", "1"}), "ok");
+  EXPECT_EQ(Do("fs.rename", {"notes/tree", "notes/moved"}), "ok");
+  EXPECT_EQ(Do("fs.remove", {"notes/moved", "1"}), "ok");
+  EXPECT_FALSE(Exists(*ws_ / "notes/moved"));
+}
+
+// A mount point inside the workspace (a bind mount of another directory) is not the workspace's:
+// a recursive remove or a rename that would reach into it is refused before anything is removed.
+TEST_F(T1GatewayFsMutations, ARecursiveRemoveNeverReachesIntoAMount) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to make a bind mount";
+  Mkdirs("notes/m");
+  Mkdirs("notes/holder/m2");
+  ASSERT_EQ(Shell("mkdir -p '" + *outside_ / "sub" + "' && echo keep > '" +
+                  *outside_ / "sub/f.txt" + "'"),
+            0);
+  ASSERT_EQ(Shell("mount --bind '" + outside_->path() + "' '" + *ws_ / "notes/m" + "'"), 0);
+  ASSERT_EQ(Shell("mount --bind '" + outside_->path() + "' '" + *ws_ / "notes/holder/m2" + "'"), 0);
+  Start();
+  const std::string top = Do("fs.remove", {"notes/m", "1"});
+  const std::string nested = Do("fs.remove", {"notes/holder", "1"});
+  const std::string moved = Do("fs.rename", {"notes/holder", "notes/elsewhere"});
+  EXPECT_EQ(Shell("umount '" + *ws_ / "notes/holder/m2" + "'"), 0);
+  EXPECT_EQ(Shell("umount '" + *ws_ / "notes/m" + "'"), 0);
+  EXPECT_TRUE(StartsWith(top, "denied: is a mount point: notes/m")) << top;
+  EXPECT_TRUE(StartsWith(nested, "denied: is a mount point: notes/holder/m2")) << nested;
+  EXPECT_TRUE(StartsWith(moved, "denied: is a mount point: notes/holder/m2")) << moved;
+  EXPECT_EQ(ReadFile(*outside_ / "sub/f.txt"), "keep\n");
+  EXPECT_TRUE(IsDir("notes/holder/m2"));
+  // Benign: once nothing is mounted there, the same tree goes.
+  EXPECT_EQ(Do("fs.remove", {"notes/holder", "1"}), "ok");
+  EXPECT_FALSE(Exists(*ws_ / "notes/holder"));
 }
 
 }  // namespace

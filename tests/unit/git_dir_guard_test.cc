@@ -55,6 +55,13 @@ TEST(GitDirShape, NamesAreComparedAsTheDirectoryLooksThemUp) {
   EXPECT_EQ(ClassifyGitDirName("ref\xC5\xBF", true), GitDirName::kRefs);  // U+017F LONG S
   EXPECT_EQ(ClassifyGitDirName("CommonDir", true), GitDirName::kCommonDir);
   EXPECT_EQ(ClassifyGitDirName("headx", true), GitDirName::kNone);
+  // Padded past 64 bytes with code points such a directory ignores (U+200C): still HEAD there;
+  // on an exact-lookup directory a different name.
+  std::string padded = "HEAD";
+  for (int i = 0; i < 21; ++i) padded += "\xE2\x80\x8C";
+  ASSERT_GT(padded.size(), 64u);
+  EXPECT_EQ(ClassifyGitDirName(padded, true), GitDirName::kHead);
+  EXPECT_EQ(ClassifyGitDirName(padded, false), GitDirName::kNone);
 
   const GitDirNames half{K::kMissing, K::kDir, K::kDir, K::kMissing};
   EXPECT_TRUE(IsGitDirShape(WithEntry(half, "HEAD", K::kFile, false)));
