@@ -117,6 +117,13 @@ Status CloseInheritedDescriptors(Plan&, uint32_t&) {
   return Ok();
 }
 
+// The Landlock rule set is made here, before the rlimits: making it allocates (a rule per path of
+// the view), and after an address-space limit a sanitizer runtime cannot map the memory it needs.
+Status PlanFileRules(Plan& plan, uint32_t&) {
+  if (plan.confine_fs) plan.landlock_rules = LandlockPlan(plan);
+  return Ok();
+}
+
 Status SetLimits(Plan& plan, uint32_t&) { return ApplyLimits(plan); }
 
 Status EnterWorkingDirectory(Plan& plan, uint32_t&) {
@@ -141,7 +148,7 @@ Status SetNoNewPrivs(Plan& plan, uint32_t& layers) {
 
 Status RestrictFiles(Plan& plan, uint32_t& layers) {
   if (!plan.confine_fs) return Ok();
-  const landlock::RulesetPlan rules = LandlockPlan(plan);
+  const landlock::RulesetPlan& rules = plan.landlock_rules;
   if (auto s = ApplyLandlock(plan, rules); !s) return s;
   layers |= static_cast<uint32_t>(rules.abi) << 16;
   if (rules.handle_net) layers |= kBitLandlockNet;
@@ -183,7 +190,8 @@ constexpr Step kSteps[] = {
     EnterSession,  // its own session (or the sandbox terminal's)
     PlaceStreams,  // descriptors 0-2 (std_streams.h)
     CloseInheritedDescriptors,
-    SetLimits,  // rlimits
+    PlanFileRules,  // the Landlock rules to apply below, made while memory is unlimited
+    SetLimits,      // rlimits
     EnterWorkingDirectory,
     SetNoNewPrivs,  // before Landlock and seccomp, which need it
     RestrictFiles,  // Landlock (landlock_rules.h)

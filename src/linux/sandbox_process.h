@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "linux/landlock_rules.h"
 #include "linux/sandbox_launch.h"
 #include "linux/seccomp.h"
 #include "linux/terminal_relay.h"
@@ -24,6 +25,10 @@ struct Plan {
   FileView view;
   seccomp::Program filter;
   int landlock_abi = 0;
+  // The command's Landlock rule set, made in the command's process before its rlimits are set
+  // (PlanFileRules): nothing after the address-space limit may need fresh memory, which a
+  // sanitizer runtime maps in large regions.
+  landlock::RulesetPlan landlock_rules;
   bool userns = false, pidns = false, mountns = false, netns = false;
   uid_t uid = 0;
   gid_t gid = 0;
