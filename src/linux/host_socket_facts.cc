@@ -273,18 +273,18 @@ HostSocketFacts RealHostSocketFacts() {
     }
     return node;
   };
-  facts.list_dir = [](const std::string& dir) -> std::optional<std::vector<DirEntry>> {
+  facts.list_dir = [](const std::string& dir) -> std::optional<std::vector<SocketScanEntry>> {
     UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!fd) return std::nullopt;
     DIR* d = ::fdopendir(fd.Release());
     if (!d) return std::nullopt;
-    std::vector<DirEntry> out;
+    std::vector<SocketScanEntry> out;
     while (dirent* e = ::readdir(d)) {
       if (e->d_name[0] == '.' &&
           (e->d_name[1] == '\0' || (e->d_name[1] == '.' && e->d_name[2] == '\0'))) {
         continue;
       }
-      DirEntry entry;
+      SocketScanEntry entry;
       entry.name = e->d_name;
       switch (e->d_type) {
         case DT_DIR:

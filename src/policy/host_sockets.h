@@ -64,7 +64,9 @@ struct PathNode {
   uint64_t nlink = 0;
 };
 
-struct DirEntry {
+// One entry of a directory the scan reads. Its own name: another anvil::DirEntry (fs/) with a
+// different layout would be an ODR violation, and the vector code of one would serve the other.
+struct SocketScanEntry {
   std::string name;
   PathNode::Type type = PathNode::Type::kOther;
   bool type_known = true;  // false: readdir said DT_UNKNOWN, ask lstat
@@ -85,7 +87,7 @@ struct HostSocketFacts {
   std::function<std::optional<std::string>(const std::string& path)> canonical;
   std::function<std::optional<PathNode>(const std::string& path)> lstat;
   // The entries of a directory (without "." and ".."); nullopt when it cannot be read.
-  std::function<std::optional<std::vector<DirEntry>>(const std::string& dir)> list_dir;
+  std::function<std::optional<std::vector<SocketScanEntry>>(const std::string& dir)> list_dir;
   std::function<std::vector<HostMount>()> mounts;
   // The bound file of the socket `socket_ino` held by process `pid`; nullopt when the caller may
   // not ask (not root, ptrace refused) or it is gone. Empty function: never known.

@@ -87,14 +87,14 @@ struct FakeHost {
       if (it == nodes.end()) return std::nullopt;
       return it->second;
     };
-    f.list_dir = [this](const std::string& dir) -> std::optional<std::vector<DirEntry>> {
+    f.list_dir = [this](const std::string& dir) -> std::optional<std::vector<SocketScanEntry>> {
       auto it = nodes.find(dir);
       if (it == nodes.end() || it->second.type != Type::kDirectory) return std::nullopt;
       listed.push_back(dir);
-      std::vector<DirEntry> out;
+      std::vector<SocketScanEntry> out;
       for (const auto& [path, node] : nodes) {
         if (path == "/" || path.substr(0, std::max<size_t>(1, path.rfind('/'))) != dir) continue;
-        DirEntry e;
+        SocketScanEntry e;
         e.name = path.substr(path.rfind('/') + 1);
         e.type = node.type;
         e.type_known = !unknown_type.count(path);
