@@ -1303,11 +1303,6 @@ Status JsRuntime::InstallApi() {
   };
   const PluginApiDescription& api = PluginApi();
   auto in_js = [](ApiRuntimes r) { return InRuntime(r, /*js=*/true); };
-  auto parent_of = [](const std::string& path) {
-    const size_t dot = path.rfind('.');
-    return dot == std::string::npos ? std::string() : path.substr(0, dot);
-  };
-  auto name_of = [](const std::string& path) { return path.substr(path.rfind('.') + 1); };
   std::set<std::string> roots;
   for (const auto& n : api.namespaces) {
     if (in_js(n.runtimes) && n.path.find('.') == std::string::npos) roots.insert(n.path);
@@ -1323,14 +1318,14 @@ Status JsRuntime::InstallApi() {
   std::function<JSValue(const std::string&)> build = [&](const std::string& prefix) -> JSValue {
     JSValue ns = obj();
     for (const auto& n : api.namespaces) {
-      if (in_js(n.runtimes) && parent_of(n.path) == prefix) {
-        put(ns, name_of(n.path).c_str(), build(n.path));
+      if (in_js(n.runtimes) && ApiParentPath(n.path) == prefix) {
+        put(ns, ApiLeafName(n.path).c_str(), build(n.path));
       }
     }
     for (size_t i = 0; i < api.functions.size(); ++i) {
       const ApiFunction& f = api.functions[i];
-      if (!in_js(f.runtimes) || parent_of(f.path) != prefix) continue;
-      const std::string name = name_of(f.path);
+      if (!in_js(f.runtimes) || ApiParentPath(f.path) != prefix) continue;
+      const std::string name = ApiLeafName(f.path);
       const int length = static_cast<int>(f.params.size());
       if (auto it = kCustom.find(f.path); it != kCustom.end()) {
         put(ns, name.c_str(), fn(name.c_str(), it->second.f, it->second.length));

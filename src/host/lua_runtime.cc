@@ -1146,11 +1146,6 @@ const std::map<std::string, lua_CFunction, std::less<>>& CustomBindings() {
 Status InstallWired(lua_State* L, int g) {
   const PluginApiDescription& api = PluginApi();
   auto in_lua = [](ApiRuntimes r) { return InRuntime(r, /*js=*/false); };
-  auto parent_of = [](const std::string& path) {
-    const size_t dot = path.rfind('.');
-    return dot == std::string::npos ? std::string() : path.substr(0, dot);
-  };
-  auto name_of = [](const std::string& path) { return path.substr(path.rfind('.') + 1); };
   // A top-level namespace is built here when every member beneath it leaves the host.
   std::set<std::string> roots;
   for (const auto& n : api.namespaces) {
@@ -1165,12 +1160,12 @@ Status InstallWired(lua_State* L, int g) {
   std::function<Status(const std::string&)> build = [&](const std::string& prefix) -> Status {
     lua_newtable(L);
     for (const auto& n : api.namespaces) {
-      if (!in_lua(n.runtimes) || parent_of(n.path) != prefix) continue;
+      if (!in_lua(n.runtimes) || ApiParentPath(n.path) != prefix) continue;
       if (auto s = build(n.path); !s) return s;
-      lua_setfield(L, -2, name_of(n.path).c_str());
+      lua_setfield(L, -2, ApiLeafName(n.path).c_str());
     }
     for (const auto& f : api.functions) {
-      if (!in_lua(f.runtimes) || parent_of(f.path) != prefix) continue;
+      if (!in_lua(f.runtimes) || ApiParentPath(f.path) != prefix) continue;
       if (auto it = CustomBindings().find(f.path); it != CustomBindings().end()) {
         lua_pushcfunction(L, it->second);
       } else if (GenericBinding(api, f)) {
@@ -1180,7 +1175,7 @@ Status InstallWired(lua_State* L, int g) {
         return Fail("internal", "no Lua binding for " + f.path);
       }
       bound.insert(f.path);
-      lua_setfield(L, -2, name_of(f.path).c_str());
+      lua_setfield(L, -2, ApiLeafName(f.path).c_str());
     }
     LockTable(L);
     return Ok();

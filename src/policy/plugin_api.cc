@@ -611,6 +611,13 @@ bool InRuntime(ApiRuntimes runtimes, bool js) {
          (js ? runtimes == ApiRuntimes::kJs : runtimes == ApiRuntimes::kLua);
 }
 
+std::string ApiParentPath(const std::string& path) {
+  const size_t dot = path.rfind('.');
+  return dot == std::string::npos ? std::string() : path.substr(0, dot);
+}
+
+std::string ApiLeafName(const std::string& path) { return path.substr(path.rfind('.') + 1); }
+
 const PluginApiDescription& PluginApi() {
   static const PluginApiDescription kApi = Build();
   return kApi;

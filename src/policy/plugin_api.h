@@ -43,6 +43,11 @@ namespace anvil {
 enum class ApiRuntimes { kLua, kJs, kBoth };
 bool InRuntime(ApiRuntimes runtimes, bool js);
 
+// A dotted API path's parent ("sys.fs.read" -> "sys.fs"; "" for a top-level name) and last name
+// ("read").
+std::string ApiParentPath(const std::string& path);
+std::string ApiLeafName(const std::string& path);
+
 // Where a call goes: nowhere (answered inside the VM), the gateway (the plugin channel), or the
 // trusted side (the session channel: editor.*).
 enum class ApiChannel { kLocal, kGateway, kEditor };
