@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "linux/seccomp_compile.h"
-#include "linux/seccomp_observer_compile.h"
 
 namespace {
 

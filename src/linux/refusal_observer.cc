@@ -36,7 +36,7 @@
 namespace anvil {
 namespace {
 
-// Generated at build time by anvil-seccomp-gen (seccomp_observer_compile.cc).
+// Generated at build time by anvil-seccomp-gen (the table RefusalObserverRules).
 #include "linux/seccomp_programs.inc"
 
 // What a notified syscall does, by number.

@@ -3,9 +3,9 @@
 // say afterwards what the sandbox refused and how to allow it (policy/refusals.h).
 //
 // Mechanism: the command, just before it execs, loads a second seccomp filter
-// (seccomp_observer_compile.h) with SECCOMP_FILTER_FLAG_NEW_LISTENER: write-intent syscalls
-// (open* with a write access mode, O_CREAT or O_TRUNC — matched in the filter, so reads never
-// stop — mkdir*, mknod*, unlink*, rmdir, rename*, link*, symlink*, truncate) and, unless the
+// (RefusalObserverRules, seccomp_rules.h) with SECCOMP_FILTER_FLAG_NEW_LISTENER: write-intent
+// syscalls (open* with a write access mode, O_CREAT or O_TRUNC — matched in the filter, so reads
+// never stop — mkdir*, mknod*, unlink*, rmdir, rename*, link*, symlink*, truncate) and, unless the
 // network is full, connect. It hands the listener to the sandbox's init (over a socketpair),
 // which answers every notification with SECCOMP_USER_NOTIF_FLAG_CONTINUE: the answer never
 // depends on what it reads, so the observer decides nothing and its time-of-check is

@@ -24,6 +24,7 @@
 #include "linux/protected_placeholders.h"
 #include "linux/refusal_observer.h"
 #include "linux/root_remap.h"
+#include "linux/sandbox_plan.h"
 #include "linux/sandbox_process.h"
 #include "linux/sandbox_report.h"
 #include "linux/seccomp.h"
@@ -50,6 +51,17 @@ SandboxOutcome SetupFailure(std::string message, Clock::time_point start) {
   out.error = std::move(message);
   out.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   return out;
+}
+
+StartRequest StartRequestOf(const LaunchSpec& spec) {
+  StartRequest r;
+  r.policy = spec.policy;
+  r.has_program = static_cast<bool>(spec.program);
+  r.has_argv = !spec.argv.empty();
+  r.warm = static_cast<bool>(spec.call_channel);
+  r.has_proxy = static_cast<bool>(spec.proxy_channel);
+  r.observe_refusals = spec.observe_refusals;
+  return r;
 }
 
 }  // namespace
@@ -84,29 +96,13 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   plan.uid = geteuid();
   plan.gid = getegid();
   const SandboxPolicy& policy = spec.policy;
-  if (policy.network == NetworkMode::kProxy &&
-      (!spec.proxy_channel || !policy.ConfinesFilesystem())) {
-    return SetupFailure(
-        "sandbox: --network proxy needs the proxy (anvil-proxy) and a read-only or "
-        "workspace-write policy",
-        start);
-  }
-  plan.warm = static_cast<bool>(spec.call_channel);
-  if (plan.warm) {
-    // The call brings the program, argv and readable paths; everything else is set up first.
-    if (spec.program || !spec.argv.empty() || !policy.workspace_read_subpaths ||
-        !policy.workspace_read_subpaths->empty()) {
-      return SetupFailure(
-          "sandbox: a warm start takes the program, argv and readable paths from the call only",
-          start);
-    }
-  } else {
-    if (!spec.program) return SetupFailure("sandbox: no program to run", start);
-    if (spec.argv.empty()) return SetupFailure("sandbox: empty argv", start);
-    plan.program_is_script = IsScript(spec.program.Get());
-  }
-
-  plan.confine_fs = policy.ConfinesFilesystem();
+  // Every decision that needs no syscall, from the spec and the kernel's facts (sandbox_plan.h).
+  auto decided = MakePlan(StartRequestOf(spec), ProbeKernel(policy.ConfinesFilesystem()));
+  if (!decided) return SetupFailure(decided.error().message, start);
+  const StartPlan& walls = *decided;
+  plan.warm = walls.warm;
+  if (!plan.warm) plan.program_is_script = IsScript(spec.program.Get());
+  plan.confine_fs = walls.confine_fs;
   // Lives until the command and every process of its pid namespace are gone (the returns below
   // come after that), then removes the placeholders it made.
   ProtectedPlaceholders placeholders;
@@ -160,19 +156,10 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
       view->pinned_dirs = shield->pinned;
     }
     plan.view = std::move(*view);
-    auto probe = landlock::ProbeAbi();
-    if (probe.abi < 1) {
-      return SetupFailure("sandbox: Landlock is required for policy " +
-                              std::string(ToString(policy.kind)) + " but " + probe.reason +
-                              " (see `anvil doctor`)",
-                          start);
-    }
-    plan.landlock_abi = probe.abi;
+    plan.landlock_abi = walls.landlock_abi;
   }
-  // Every policy but danger-full-access gets a filter: at least the set-id rules
-  // (seccomp_setid.h) and, without the full network, the socket rules.
-  if (policy.kind != PolicyKind::kDangerFullAccess) {
-    auto filter = seccomp::BuildCommandFilter(policy.network, /*deny_list=*/plan.confine_fs);
+  if (walls.filter) {
+    auto filter = seccomp::BuildCommandFilter(walls.filter->network, walls.filter->deny_list);
     if (!filter) return SetupFailure(filter.error().ToString(), start);
     plan.filter = std::move(*filter);
   }
@@ -213,7 +200,7 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   plan.go_fd = go_read.Get();
 
   UniqueFd observer_command, observer_init;
-  if (spec.observe_refusals && plan.confine_fs && !plan.warm) {
+  if (walls.observe_refusals) {
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
       return SetupFailure("sandbox: socketpair failed", start);
@@ -233,7 +220,7 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   plan.argv = CStrings(spec.argv);
   plan.envp = CStrings(spec.env);
   UniqueFd remap_parent, remap_child;
-  if (plan.confine_fs && geteuid() == 0) {
+  if (walls.remap_root) {
     plan.remap_root = true;
     plan.idmapped_roots = IdmappedRoots(plan.view);
     int pair[2];
@@ -255,14 +242,8 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   relay.AddSignals(&forwarded);
   sigprocmask(SIG_BLOCK, &forwarded, &saved);
 
-  unsigned long flags = 0;
-  if (plan.confine_fs) {
-    plan.user_limits = SandboxUserNsLimits(ReadUserNsLimits());
-    flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC;
-    if (policy.network != NetworkMode::kFull) flags |= CLONE_NEWNET;
-  }
+  if (plan.confine_fs) plan.user_limits = SandboxUserNsLimits(ReadUserNsLimits());
   int pidfd = -1;
-  long pid = -1;
   auto try_clone = [&](unsigned long f) {
     plan.userns = f & CLONE_NEWUSER;
     plan.pidns = f & CLONE_NEWPID;
@@ -277,34 +258,12 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
     }
     return syscall(SYS_clone, f | CLONE_PIDFD | SIGCHLD, nullptr, &pidfd, nullptr, 0);
   };
-  pid = try_clone(flags);
-  int clone_errno = errno;
-  // Root has no fallback: without a user namespace its command would be host uid 0, the owner
-  // of every root-only file (root_remap.h).
-  if (pid < 0 && (flags & CLONE_NEWUSER) && !plan.remap_root &&
-      policy.kind == PolicyKind::kReadOnly && policy.network != NetworkMode::kProxy) {
-    // Read-only needs no mount view: Landlock alone denies every write and every read
-    // outside the roots; a subreaper replaces the pid namespace. /tmp is then not writable.
-    pid = try_clone(0);
-  }
+  long pid = try_clone(walls.clone_flags);
+  const int clone_errno = errno;
+  if (pid < 0 && walls.fallback_flags) pid = try_clone(*walls.fallback_flags);
   if (pid < 0) {
     sigprocmask(SIG_SETMASK, &saved, nullptr);
-    std::string why = std::strerror(clone_errno);
-    if (plan.remap_root) {
-      return SetupFailure(
-          "sandbox: cannot create the user namespace root's sandbox runs in (" + why +
-              "): a command started by root runs as an unprivileged id inside one, so that it "
-              "cannot read root's files (docs/policy.md, \"Root's sandbox\"). fix: allow user "
-              "namespaces (sysctl user.max_user_namespaces > 0). See `anvil doctor`.",
-          start);
-    }
-    return SetupFailure(
-        "sandbox: cannot create the user/mount/pid namespaces this policy needs (" + why +
-            "). The writable view with read-only .git needs a mount namespace; as an "
-            "unprivileged user that needs user namespaces (sysctl "
-            "kernel.unprivileged_userns_clone=1, "
-            "or on Ubuntu kernel.apparmor_restrict_unprivileged_userns=0). See `anvil doctor`.",
-        start);
+    return SetupFailure(CloneFailureMessage(walls, clone_errno), start);
   }
   if (pid == 0) {
     report_read.Release();  // never closed explicitly in the child: it execs or _exits

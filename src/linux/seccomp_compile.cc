@@ -37,6 +37,8 @@ uint32_t ScmpAction(const Action& action) {
       return SCMP_ACT_ERRNO(static_cast<uint32_t>(action.err));
     case Action::kKillProcess:
       return SCMP_ACT_KILL_PROCESS;
+    case Action::kNotify:
+      return SCMP_ACT_NOTIFY;
   }
   return SCMP_ACT_KILL_PROCESS;
 }
@@ -110,6 +112,10 @@ Result<std::vector<sock_filter>> CompileCommandFilter(NetworkMode network, bool 
 
 Result<std::vector<sock_filter>> CompilePluginHostFilter() {
   return CompileTable(PluginHostRules());
+}
+
+Result<std::vector<sock_filter>> CompileRefusalObserverFilter(bool watch_connect) {
+  return CompileTable(RefusalObserverRules(watch_connect));
 }
 
 }  // namespace anvil::seccomp

@@ -20,6 +20,8 @@ Result<std::vector<sock_filter>> CompileCommandFilter(NetworkMode network, bool 
                                                       bool set_id_rules = true,
                                                       bool own_network_namespace = false);
 Result<std::vector<sock_filter>> CompilePluginHostFilter();
+// The refusal observer's (RefusalObserverRules): kRefusalObserver and kRefusalObserverConnect.
+Result<std::vector<sock_filter>> CompileRefusalObserverFilter(bool watch_connect);
 // Any table (seccomp_rules.h): its rules in order; the first that fails fails the program.
 Result<std::vector<sock_filter>> CompileTable(const RuleTable& table);
 

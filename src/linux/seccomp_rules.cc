@@ -1,5 +1,6 @@
 #include "linux/seccomp_rules.h"
 
+#include <fcntl.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -214,6 +215,27 @@ const std::vector<const char*>& PluginHostSanitizerSyscalls() {
   // sigaltstack only names memory of the process itself.
   static const std::vector<const char*> kSanitizerRuntime = {"pipe", "pipe2", "sigaltstack"};
   return kSanitizerRuntime;
+}
+
+RuleTable RefusalObserverRules(bool watch_connect) {
+  RuleTable t;
+  t.default_action = kAllowAction;
+  t.foreign_arch = kAllowAction;
+  // open(path, flags) and openat(dirfd, path, flags): one row per write-intent bit, so reads
+  // never stop.
+  for (auto [name, arg] : {std::pair<const char*, unsigned>{"open", 1}, {"openat", 2}}) {
+    for (uint64_t bit :
+         {uint64_t{O_WRONLY}, uint64_t{O_RDWR}, uint64_t{O_CREAT}, uint64_t{O_TRUNC}}) {
+      t.rules.push_back({name, kNotifyAction, {{ArgCond::kMaskedEq, arg, bit, bit}}, false});
+    }
+  }
+  for (const char* name :
+       {"creat", "openat2", "mkdir", "mkdirat", "mknod", "mknodat", "unlink", "unlinkat", "rmdir",
+        "rename", "renameat", "renameat2", "link", "linkat", "symlink", "symlinkat", "truncate"}) {
+    t.rules.push_back({name, kNotifyAction, {}, false});
+  }
+  if (watch_connect) t.rules.push_back({"connect", kNotifyAction, {}, false});
+  return t;
 }
 
 RuleTable PluginHostRules() {

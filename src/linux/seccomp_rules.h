@@ -15,12 +15,15 @@
 namespace anvil::seccomp {
 
 struct Action {
-  enum Kind { kAllow, kErrno, kKillProcess } kind = kAllow;
+  // kNotify: the call waits for the filter's listener (the refusal observer's), which only
+  // watches and always lets it continue.
+  enum Kind { kAllow, kErrno, kKillProcess, kNotify } kind = kAllow;
   int err = 0;  // kErrno
   bool operator==(const Action&) const = default;
 };
 inline constexpr Action kAllowAction{Action::kAllow, 0};
 inline constexpr Action kKillAction{Action::kKillProcess, 0};
+inline constexpr Action kNotifyAction{Action::kNotify, 0};
 constexpr Action Errno(int err) { return {Action::kErrno, err}; }
 
 // One comparison of a 64-bit syscall argument, as libseccomp makes it.
@@ -59,6 +62,11 @@ RuleTable CommandRules(NetworkMode network, bool deny_list, bool set_id_rules = 
 
 // The rules behind BuildPluginHostFilter: an allowlist, everything else EPERM.
 RuleTable PluginHostRules();
+
+// The refusal observer's rules (linux/refusal_observer.h): the write-intent syscalls, and
+// `connect` when `watch_connect`, go to its listener; everything else, a foreign ABI included
+// (the command filter kills that), is allowed. It decides nothing.
+RuleTable RefusalObserverRules(bool watch_connect);
 
 // Names of the syscalls the command filter always refuses, whatever their arguments.
 const std::vector<const char*>& CommandDeniedSyscalls();

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "linux/refusal_observer.h"
-#include "linux/seccomp_observer_compile.h"
+#include "linux/seccomp_compile.h"
 
 namespace anvil {
 namespace {

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "linux/refusal_observer.h"
 #include "linux/seccomp.h"
 #include "linux/seccomp_compile.h"
 #include "linux/seccomp_rules.h"
@@ -182,6 +183,8 @@ uint32_t Ret(const Action& action) {
       return SECCOMP_RET_ERRNO | (static_cast<uint32_t>(action.err) & SECCOMP_RET_DATA);
     case Action::kKillProcess:
       return SECCOMP_RET_KILL_PROCESS;
+    case Action::kNotify:
+      return SECCOMP_RET_USER_NOTIF;
   }
   return 0;
 }
@@ -194,6 +197,8 @@ std::string Show(uint32_t ret) {
       return "errno " + std::to_string(ret & SECCOMP_RET_DATA);
     case SECCOMP_RET_KILL_PROCESS:
       return "kill process";
+    case SECCOMP_RET_USER_NOTIF:
+      return "notify";
     case SECCOMP_RET_KILL_THREAD:
       return "kill thread";
   }
@@ -206,7 +211,17 @@ int Number(const std::string& name) { return seccomp_syscall_resolve_name(name.c
 
 // The kernel's precedence between the actions of several matching rules (the most restrictive).
 int Severity(const Action& a) {
-  return a.kind == Action::kKillProcess ? 2 : a.kind == Action::kErrno ? 1 : 0;
+  switch (a.kind) {
+    case Action::kKillProcess:
+      return 3;
+    case Action::kErrno:
+      return 2;
+    case Action::kNotify:
+      return 1;
+    case Action::kAllow:
+      return 0;
+  }
+  return 0;
 }
 
 // The table's answer for `d` (the native arch): the matching row's action, else the default.
@@ -242,6 +257,11 @@ std::vector<Filter> AllFilters() {
       CommandRules(NetworkMode::kNone, true, true, true));
   add("service", BuildServiceFilter(), CommandRules(NetworkMode::kFull, true, false));
   add("plugin host", BuildPluginHostFilter(), PluginHostRules());
+  for (bool connect : {false, true}) {
+    // Not a Program (it is loaded with its own listener flag): the baked instructions as they are.
+    out.push_back({connect ? "refusal observer, connect" : "refusal observer",
+                   RefusalObserverProgram(connect), RefusalObserverRules(connect)});
+  }
   return out;
 }
 
@@ -423,6 +443,18 @@ TEST(SeccompTable, ExamplesAnswerAsTheDocsSay) {
   EXPECT_EQ(answer(host, "mmap", {0, 4096, 3, 0x22}), "allow");  // PROT_READ|PROT_WRITE
   EXPECT_EQ(answer(host, "mmap", {0, 4096, 5, 0x22}), eperm);    // PROT_EXEC
   EXPECT_EQ(answer(host, "mprotect", {0, 4096, 4}), eperm);
+  // The refusal observer: writes stop for init, reads and everything else do not.
+  const auto observer = RefusalObserverProgram(false);
+  const auto observer_connect = RefusalObserverProgram(true);
+  EXPECT_EQ(answer(observer, "openat", {0, 0, 0}), "allow");      // O_RDONLY
+  EXPECT_EQ(answer(observer, "openat", {0, 0, 01}), "notify");    // O_WRONLY
+  EXPECT_EQ(answer(observer, "openat", {0, 0, 0102}), "notify");  // O_RDWR | O_CREAT
+  EXPECT_EQ(answer(observer, "open", {0, 01000}), "notify");      // O_TRUNC
+  EXPECT_EQ(answer(observer, "open", {0, 02000000}), "allow");    // O_CLOEXEC
+  EXPECT_EQ(answer(observer, "mkdirat", {0, 0, 0755}), "notify");
+  EXPECT_EQ(answer(observer, "read", {0, 0, 0}), "allow");
+  EXPECT_EQ(answer(observer, "connect", {0, 0, 0}), "allow");
+  EXPECT_EQ(answer(observer_connect, "connect", {0, 0, 0}), "notify");
 }
 
 TEST(SeccompTable, AForeignAbiKillsTheProcess) {
@@ -433,6 +465,8 @@ TEST(SeccompTable, AForeignAbiKillsTheProcess) {
     auto got = Evaluate(f.baked, i386);
     ASSERT_TRUE(got) << f.name;
     EXPECT_EQ(*got, Ret(f.table.foreign_arch)) << f.name << ": " << Show(*got);
+    // The observer decides nothing: the command filter beside it is the one that kills.
+    if (f.table.foreign_arch == kAllowAction) continue;
     EXPECT_EQ(*got, SECCOMP_RET_KILL_PROCESS) << f.name;
 #if defined(__x86_64__)
     // x32: the native arch, with the x32 bit in the number.
@@ -468,6 +502,8 @@ std::string Answer(const Action& a) {
       return a.err == EPERM ? "EPERM" : a.err == ENOSYS ? "ENOSYS" : std::to_string(a.err);
     case Action::kKillProcess:
       return "kills the process";
+    case Action::kNotify:
+      return "stops for init";
   }
   return "?";
 }
@@ -547,6 +583,14 @@ TEST(SeccompTable, DocsListExactlyTheRows) {
   EXPECT_EQ(documented, command) << "docs/policy.md's command table lists, but no row has:\n"
                                  << Lacking(documented, command) << "rows docs/policy.md lacks:\n"
                                  << Lacking(command, documented);
+
+  std::set<Entry> observer = FromTable(RefusalObserverRules(true));
+  auto [observer_documented, no_sanitizer] = FromDocs("refusal observer");
+  EXPECT_TRUE(no_sanitizer.empty());
+  EXPECT_EQ(observer_documented, observer)
+      << "docs/policy.md's refusal observer table lists, but no row has:\n"
+      << Lacking(observer_documented, observer) << "rows docs/policy.md lacks:\n"
+      << Lacking(observer, observer_documented);
 
   std::set<Entry> host = FromTable(PluginHostRules());
   auto [host_documented, sanitizer] = FromDocs("plugin host");
