@@ -1,4 +1,4 @@
-// `anvil serve`'s JSON-RPC dispatch (src/session/serve_session) end to end on one input: the
+// `anvil serve`'s JSON-RPC dispatch (src/session/serve_peer.cc) end to end on one input: the
 // bytes are the editor's side of stdin (LSP-framed JSON-RPC; the seeds start with an
 // `initialize`, which starts a real anvil-gateway with --no-exec found next to this binary, so
 // the handlers behind it are reached), RunServe reads them to EOF and stops. No plugins are

@@ -1,10 +1,10 @@
 // Versioned buffers of `anvil serve` (invariant 8): positions in UTF-8 and UTF-16, the editor's
 // changes, and plugin edits — accepted only against the current, unused version.
-#include "session/text_document.h"
+#include "session/lsp/text_document.h"
 
 #include <gtest/gtest.h>
 
-#include "session/document_uri.h"
+#include "session/lsp/document_uri.h"
 
 namespace anvil::session {
 namespace {

@@ -1,4 +1,4 @@
-#include "session/document_uri.h"
+#include "session/lsp/document_uri.h"
 
 #include "fs/workspace_path.h"
 

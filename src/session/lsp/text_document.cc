@@ -1,8 +1,8 @@
-#include "session/text_document.h"
+#include "session/lsp/text_document.h"
 
 #include <algorithm>
 
-#include "session/document_uri.h"
+#include "session/lsp/document_uri.h"
 
 namespace anvil::session {
 namespace {

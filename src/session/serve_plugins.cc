@@ -1,0 +1,468 @@
+// Plugin supervision in `anvil serve`: the gateway and one host per admitted plugin, started,
+// watched, restarted after a crash (when: restart_policy.h) or failed, reloaded (T7, and when
+// a watched plugin's files change); the host's events: its load, the command it runs, its
+// editor.* requests.
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "common/json_depth.h"
+#include "ipc/plugin_trace.h"
+#include "linux/helper_executable.h"
+#include "session/plugin_admission.h"
+#include "session/plugin_session.h"
+#include "session/plugin_watch.h"
+#include "session/restart_policy.h"
+#include "session/serve_server.h"
+
+namespace anvil::session::serve {
+
+using namespace std::chrono_literals;
+
+// ---- the gateway ----------------------------------------------------------------------------
+
+Status Server::StartGateway() {
+  auto audit = AuditLogPath(o_.workspace);
+  if (!audit) return tl::unexpected(audit.error());
+  auto exe = FindHelper("anvil-gateway");
+  if (!exe) {
+    gateway_error_ = exe.error().ToString();
+    return tl::unexpected(exe.error());
+  }
+  GatewayConfig config{exe->path, o_.workspace, {"--audit-log", *audit}};
+  config.extra_args.insert(config.extra_args.end(), o_.gateway_args.begin(), o_.gateway_args.end());
+  auto gateway = GatewayProcess::Start(config);
+  if (!gateway) {
+    gateway_error_ = gateway.error().ToString();
+    return tl::unexpected(gateway.error());
+  }
+  gateway_ = std::move(*gateway);
+  gateway_error_.clear();
+  return Ok();
+}
+
+void Server::OnGatewayExited() {
+  LogMessage(kMessageError, "Anvil: the policy gateway stopped unexpectedly; restarting it");
+  for (auto& p : plugins_) {
+    if (p->running) {
+      RunRequest r = std::move(*p->running);
+      p->running.reset();
+      FailRun(p->entry.id, r,
+              Error{"crashed", "the policy gateway stopped during the command; it was stopped", 0});
+    }
+    TerminateHost(*p, "gateway restart");
+  }
+  (void)gateway_->Stop(0);
+  gateway_.reset();
+  // No delay: every host waits for it.
+  RestartDecision decision = DecideRestart(std::move(gateway_crashes_), Clock::now(),
+                                           {o_.max_gateway_restarts, o_.restart_window, 0ms});
+  gateway_crashes_ = std::move(decision.crashes);
+  Status started =
+      Fail("crashed", "the policy gateway stopped " + std::to_string(gateway_crashes_.size()) +
+                          " times in " + std::to_string(o_.restart_window.count()) + " s");
+  if (decision.action == RestartDecision::Action::kRestart) {
+    started = StartGateway();
+    if (started) ++gateway_restarts_;
+  }
+  if (!started) {
+    gateway_error_ = started.error().ToString();
+    for (auto& p : plugins_) {
+      if (p->state == PluginState::kStarting || p->state == PluginState::kReady) {
+        SetFailed(*p, "no policy gateway: " + gateway_error_);
+      }
+    }
+    return;
+  }
+  for (auto& p : plugins_) {
+    if (p->grant && (p->state == PluginState::kStarting || p->state == PluginState::kReady)) {
+      p->restart_at.reset();
+      StartHost(*p);
+    }
+  }
+}
+// ---- hosts ----------------------------------------------------------------------------------
+
+// Decides what an enabled plugin needs before it can start: a valid manifest, a matching lock
+// and a grant for this exact manifest hash. Leaves kStarting when it can start.
+void Server::ResolvePluginGrant(Plugin& p, bool auto_approve) {
+  if (p.entry.error || !p.entry.manifest) {
+    p.state = PluginState::kInvalid;
+    return;
+  }
+  if (!p.entry.enabled) {
+    p.state = PluginState::kDisabled;
+    return;
+  }
+  const Manifest& m = *p.entry.manifest;
+  p.signer.clear();
+  auto store = GrantStore::Open();
+  if (!store) {
+    p.state = PluginState::kFailed;
+    p.detail = store.error().ToString();
+    return;
+  }
+  // The catalog checked the entry file when it loaded the manifest.
+  const AdmissionRequest request{o_.workspace, p.entry.dir, o_.require_signed,
+                                 /*entry_checked=*/true};
+  Admission admission = AdmitPlugin(request, m, *store);
+  if (admission.verdict == AdmissionVerdict::kNeedsConsent && o_.approve && auto_approve) {
+    (void)ApproveAdmission(request, m, *store, admission);
+  }
+  p.pinned_files = std::move(admission.pinned_files);
+  p.signer = admission.signer;
+  p.previous = admission.lookup.previous;
+  p.copy = admission.lookup.copy;
+  p.other_copy = admission.lookup.other_copy;
+  switch (admission.verdict) {
+    case AdmissionVerdict::kRefused:
+      // The files are not what they claim to be (lock mismatch, bad signature).
+      p.state = PluginState::kRefused;
+      p.detail = admission.error->ToString();
+      return;
+    case AdmissionVerdict::kFailed:
+      p.state = PluginState::kFailed;
+      p.detail = admission.error->ToString();
+      return;
+    case AdmissionVerdict::kNeedsConsent:
+      p.state = PluginState::kNeedsConsent;
+      return;
+    case AdmissionVerdict::kAdmitted:
+      p.grant = admission.grant;
+      p.state = PluginState::kStarting;
+      return;
+  }
+}
+
+void Server::StartHost(Plugin& p) {
+  if (!gateway_) return SetFailed(p, "no policy gateway: " + gateway_error_);
+  const Manifest& m = *p.entry.manifest;
+  auto exe = FindHelper("anvil-plugin-host");
+  if (!exe) return SetFailed(p, "the plugin host did not start: " + exe.error().ToString());
+  HostConfig config{
+      exe->path, p.entry.dir, std::string(anvil::ToString(m.runtime)),
+      m.entry,   m.id,        {"--deadline-ms", std::to_string(o_.command_timeout.count())}};
+  config.extra_args.insert(config.extra_args.end(), o_.host_args.begin(), o_.host_args.end());
+  // Data for the plugin only: the grant passed below comes from the grant store, never from here.
+  config.settings_json =
+      workspace_config_.SettingsFor(m.id).dump(-1, ' ', false, json::error_handler_t::replace);
+  config.pinned_files = p.pinned_files;
+  auto host = HostProcess::Start(config, *gateway_, *p.grant);
+  if (!host) return SetFailed(p, "the plugin host did not start: " + host.error().ToString());
+  p.host = std::move(*host);
+  ++p.generation;
+  p.channel_closed = p.stderr_closed = false;
+  p.commands.clear();
+  auto call = p.host->Send("host.describe", {});
+  if (!call) {
+    TerminateHost(p, "start failed");
+    return SetFailed(p, "the plugin host did not start: " + call.error().ToString());
+  }
+  p.describe_call = *call;
+  p.describe_deadline = Clock::now() + o_.command_timeout;
+  p.state = PluginState::kStarting;
+}
+
+void Server::TerminateHost(Plugin& p, const std::string& reason) {
+  if (p.host) {
+    (void)p.host->Kill(reason);
+    p.host.reset();
+  }
+  ++p.generation;
+}
+
+void Server::KillAndRestart(Plugin& p, const std::string& reason) {
+  TerminateHost(p, reason);
+  p.state = PluginState::kStarting;
+  StartHost(p);
+}
+
+void Server::SetFailed(Plugin& p, const std::string& detail) {
+  p.state = PluginState::kFailed;
+  p.detail = detail;
+  if (p.running) {
+    FailRun(p.entry.id, *p.running, Error{"unavailable", detail, 0});
+    p.running.reset();
+  }
+  while (!p.queue.empty()) {
+    FailRun(p.entry.id, p.queue.front(),
+            Error{"unavailable", "plugin " + p.entry.id + " failed: " + detail, 0});
+    p.queue.pop_front();
+  }
+  for (const auto& w : std::exchange(p.reload_waiters, {})) Complete(w, PluginJson(p));
+}
+
+void Server::HostCrashed(Plugin& p, const std::string& why) {
+  std::string text = why;
+  if (p.host) {
+    p.host->DrainStderr();
+    std::string err = p.host->stderr_text();
+    while (!err.empty() && (err.back() == '\n' || err.back() == '\r')) err.pop_back();
+    if (p.host->exit_status() >= 0)
+      text += " (status " + std::to_string(p.host->exit_status()) + ")";
+    if (!err.empty()) text += ": " + err;
+  }
+  TerminateHost(p, "host crashed");
+  LogMessage(kMessageWarning, "Anvil: the host of plugin " + p.entry.id +
+                                  " stopped: " + SanitizeForDisplay(text, 1000));
+  if (p.running) {
+    RunRequest r = std::move(*p.running);
+    p.running.reset();
+    FailRun(p.entry.id, r, Error{"crashed", "the plugin host stopped unexpectedly: " + text, 0});
+  }
+  const auto now = Clock::now();
+  // Restarts 50, 100, 200 ms ... after the crash.
+  RestartDecision decision =
+      DecideRestart(std::move(p.crashes), now, {o_.max_host_restarts, o_.restart_window, 50ms});
+  p.crashes = std::move(decision.crashes);
+  if (decision.action == RestartDecision::Action::kFail) {
+    return SetFailed(p, "the plugin host crashed " + std::to_string(p.crashes.size()) +
+                            " times in " + std::to_string(o_.restart_window.count()) +
+                            " s; reload it to try again");
+  }
+  ++p.restarts;
+  p.state = PluginState::kStarting;
+  p.detail = "restarting after a crash";
+  p.restart_at = now + decision.delay;
+}
+
+void Server::OnHostReadable(Plugin& p) {
+  bool closed = false;
+  auto events = p.host->ReadEvents(&closed);
+  if (!events) return HostCrashed(p, events.error().message);
+  const uint64_t generation = p.generation;
+  for (auto& e : *events) {
+    if (p.generation != generation || !p.host) return;
+    switch (e.kind) {
+      case HostProcess::Event::Kind::kResponse:
+        if (p.state == PluginState::kStarting && e.response.id == p.describe_call) {
+          OnDescribed(p, e.response);
+        } else if (p.running && p.running->host_call == e.response.id) {
+          OnRunDone(p, e.response);
+        }
+        break;
+      case HostProcess::Event::Kind::kLog:
+        if (e.request.args.size() == 2 && p.log_rate.Allow(kLogBurst)) {
+          LogMessage(kMessageLog,
+                     PluginText(p.entry.id,
+                                SanitizeForDisplay(e.request.args[0], 8) + ": " + e.request.args[1],
+                                kLogMaxCodePoints));
+        }
+        break;
+      case HostProcess::Event::Kind::kRequest:
+        HandleHostRequest(p, e.request);
+        break;
+    }
+  }
+  if (closed && p.generation == generation) p.channel_closed = true;
+}
+
+void Server::OnDescribed(Plugin& p, const ipc::Response& r) {
+  if (!r.ok) {
+    // A load error: the host exits after saying so. Not a crash, so no restart loop.
+    TerminateHost(p, "load failed");
+    const Error e = r.ToError();
+    const std::string detail = "the plugin did not load: " + e.ToString();
+    if (auto trace = ipc::DecodePluginTrace(e.trace)) {
+      p.load_trace = ipc::PluginTraceJson(*trace);
+      LogMessage(kMessageWarning, "[" + p.entry.id + "] " + SanitizeForDisplay(detail, 2000) +
+                                      "\n" + ipc::FormatPluginTrace(*trace));
+    }
+    return SetFailed(p, detail);
+  }
+  p.load_trace = nullptr;
+  p.commands = r.fields;
+  p.state = PluginState::kReady;
+  p.detail.clear();
+  for (const auto& w : std::exchange(p.reload_waiters, {})) Complete(w, PluginJson(p));
+  DispatchNext(p);
+}
+
+void Server::OnRunDone(Plugin& p, const ipc::Response& r) {
+  RunRequest run = std::move(*p.running);
+  p.running.reset();
+  if (run.cancelled) {
+    Progress(run, {{"kind", "end"}, {"message", "cancelled"}});
+    CompleteError(run.id, kRequestCancelled, "cancelled: request cancelled",
+                  {{"code", "cancelled"}, {"plugin", p.entry.id}, {"killed", false}});
+  } else if (!r.ok) {
+    FailRun(p.entry.id, run, r.ToError());
+  } else {
+    // Bounded: a result nested a million deep would overflow the stack when sent on.
+    bool too_deep = false;
+    json value = r.fields.size() == 1 ? ParseBoundedJson(r.fields[0], &too_deep) : json();
+    if (too_deep) {
+      FailRun(p.entry.id, run,
+              Error{"limit",
+                    "the command's result is nested deeper than " +
+                        std::to_string(kMaxJsonNesting) + " levels",
+                    0});
+    } else if (r.fields.size() != 1 || value.is_discarded()) {
+      FailRun(p.entry.id, run, Error{"error", "the plugin host returned a malformed result", 0});
+    } else {
+      Progress(run, {{"kind", "end"}, {"message", "done"}});
+      Complete(run.id, run.bare_result ? std::move(value) : json{{"value", std::move(value)}});
+    }
+  }
+  DispatchNext(p);
+}
+
+void Server::DispatchNext(Plugin& p) {
+  while (p.state == PluginState::kReady && !p.running && !p.queue.empty() && p.host) {
+    RunRequest r = std::move(p.queue.front());
+    p.queue.pop_front();
+    if (std::find(p.commands.begin(), p.commands.end(), r.command) == p.commands.end()) {
+      FailRun(
+          p.entry.id, r,
+          Error{"not_found", "plugin " + p.entry.id + " has no command '" + r.command + "'", 0});
+      continue;
+    }
+    auto call = p.host->Send("command.run", {r.command, r.args_json});
+    if (!call) {
+      p.queue.push_front(std::move(r));
+      return HostCrashed(p, "the host channel failed: " + call.error().message);
+    }
+    r.host_call = *call;
+    r.deadline = Clock::now() + o_.command_timeout;
+    Progress(r, {{"kind", "report"}, {"message", "running"}});
+    p.running = std::move(r);
+  }
+}
+
+void Server::HandleHostRequest(Plugin& p, const ipc::Request& req) {
+  auto answer_error = [&](const std::string& code, const std::string& text) {
+    (void)p.host->Answer(ipc::Response::Error(req.id, code, text));
+  };
+  if (p.running && p.running->cancelled) return answer_error("cancelled", "request cancelled");
+  if (!p.grant) return answer_error("denied", "no grant");
+  if (req.op == "editor.notify" && req.args.size() == 1) {
+    if (p.notify_rate.Allow(kNotifyBurst)) {
+      Notify("window/showMessage",
+             {{"type", kMessageInfo},
+              {"message", PluginText(p.entry.id, req.args[0], kNotifyMaxCodePoints)},
+              {"anvil", {{"source", "plugin"}, {"plugin", p.entry.id}}}});
+    } else if (!p.notify_rate.warned) {
+      p.notify_rate.warned = true;
+      LogMessage(kMessageWarning, "Anvil: dropping notifications of plugin " + p.entry.id +
+                                      " (more than 10 in 10 s)");
+    }
+    (void)p.host->Answer({req.id, true, {}});
+    return;
+  }
+  if (req.op == "editor.buffer.get" && req.args.size() == 1) return HandleBufferGet(p, req);
+  if (req.op == "editor.buffer.edit" && req.args.size() == 3) return HandleBufferEdit(p, req);
+  answer_error("invalid", "unknown editor request " + SanitizeForDisplay(req.op, 64));
+}
+
+// ---- reload and watching --------------------------------------------------------------------
+
+void Server::ReloadPlugin(Plugin& plugin, std::optional<json> waiter, bool auto_approve) {
+  plugin.files_changed_reload_at.reset();
+  // T7, in order. (1) Stop new requests: this loop runs nothing else until the old host is
+  // gone, and the plugin leaves "ready", so a request arriving before the new host is up is
+  // queued for the new host, never sent to the old one.
+  plugin.state = PluginState::kStarting;
+  // (2) Cancel in-flight ids: the editor hears "cancelled (reload)" for the running command.
+  if (plugin.running) {
+    RunRequest r = std::move(*plugin.running);
+    plugin.running.reset();
+    Progress(r, {{"kind", "end"}, {"message", "cancelled: plugin reloading"}});
+    CompleteError(r.id, kRequestCancelled, "cancelled: plugin reloading",
+                  {{"code", "cancelled"}, {"reason", "reload"}, {"plugin", plugin.entry.id}});
+  }
+  // (3)-(5) Cancel its gateway requests (audited cancelled_by_reload), kill the process group,
+  // wait for the exit, revoke the token: HostProcess::Kill, explicitly.
+  TerminateHost(plugin, "reload");
+  ++plugin.reloads;
+  plugin.crashes.clear();
+  plugin.restart_at.reset();
+  // The plugin may have changed on disk: that is what a reload is for. So may its settings; an
+  // Anvil.toml that no longer parses keeps the settings the session started with.
+  if (auto config = LoadWorkspaceConfig(o_.workspace); config) {
+    workspace_config_.settings = std::move(config->settings);
+  } else {
+    LogMessage(kMessageWarning,
+               "Anvil: " + config.error().ToString() + " (plugin settings unchanged)");
+  }
+  auto manifest = LoadManifest(plugin.entry.dir);
+  if (!manifest) {
+    plugin.entry.manifest.reset();
+    plugin.entry.error = manifest.error();
+  } else if (plugin.entry.manifest && manifest->id != plugin.entry.id) {
+    plugin.entry.error = Error{"invalid",
+                               "the plugin id changed from " + plugin.entry.id + " to " +
+                                   manifest->id + "; start a new session",
+                               0};
+  } else {
+    plugin.entry.manifest = std::move(*manifest);
+    plugin.entry.id = plugin.entry.manifest->id;
+    plugin.entry.error.reset();
+  }
+  plugin.detail.clear();
+  plugin.grant.reset();
+  ResolvePluginGrant(plugin, auto_approve);
+  WatchPluginFiles(plugin);  // a lib/ made since is watched from now on
+  if (plugin.state != PluginState::kStarting) {
+    while (!plugin.queue.empty()) {
+      FailRun(
+          plugin.entry.id, plugin.queue.front(),
+          Error{"unavailable", "plugin " + plugin.entry.id + " is " + ToString(plugin.state), 0});
+      plugin.queue.pop_front();
+    }
+    if (waiter) Complete(*waiter, PluginJson(plugin));
+    return;
+  }
+  // (6)-(7) A new host with a new token; the answer waits for it to load.
+  if (waiter) plugin.reload_waiters.push_back(*waiter);
+  StartHost(plugin);
+}
+
+void Server::WatchPluginFiles(Plugin& p) {
+  if (!o_.watch_plugin_dirs || p.entry.enabled_by != "command line" || p.entry.dir.empty()) return;
+  if (!plugin_watch_) {
+    plugin_watch_.Reset(inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
+    if (!plugin_watch_) {
+      LogMessage(kMessageWarning, std::string("Anvil: cannot watch plugin files (inotify: ") +
+                                      std::strerror(errno) + "); use anvil/reload");
+      return;
+    }
+  }
+  constexpr uint32_t kMask =
+      IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB | IN_ONLYDIR;
+  // Exactly what the host reads: the directory (manifest, entry) and lib/.
+  for (const bool lib : {false, true}) {
+    const std::string dir = lib ? p.entry.dir + "/lib" : p.entry.dir;
+    const int wd = inotify_add_watch(plugin_watch_.Get(), dir.c_str(), kMask);
+    if (wd >= 0) watched_dirs_[wd] = {&p, lib};
+  }
+}
+
+void Server::OnPluginFilesChanged() {
+  alignas(inotify_event) char buf[16384];
+  const auto at = Clock::now() + o_.watch_debounce;
+  while (true) {
+    const ssize_t n = ::read(plugin_watch_.Get(), buf, sizeof(buf));
+    if (n <= 0) break;
+    for (ssize_t off = 0; off + static_cast<ssize_t>(sizeof(inotify_event)) <= n;) {
+      const auto* e = reinterpret_cast<const inotify_event*>(buf + off);
+      off += static_cast<ssize_t>(sizeof(inotify_event) + e->len);
+      auto it = watched_dirs_.find(e->wd);
+      if (it == watched_dirs_.end()) continue;
+      if (e->mask & IN_IGNORED) {
+        watched_dirs_.erase(it);  // the directory is gone; a reload adds it again
+        continue;
+      }
+      const auto [plugin, in_lib] = it->second;
+      if (!IsPluginFileChange(in_lib, e->len > 0 ? std::string_view(e->name) : "")) continue;
+      // Each change pushes the reload back: an editor's save is several events.
+      plugin->files_changed_reload_at = at;
+    }
+  }
+}
+
+}  // namespace anvil::session::serve
