@@ -23,10 +23,10 @@ struct KernelFacts {
 // The part of a LaunchSpec the decisions read (StartRequestOf).
 struct StartRequest {
   SandboxPolicy policy;
-  bool has_program = false;     // LaunchSpec::program is open
-  bool has_argv = false;        // LaunchSpec::argv is not empty
-  bool warm = false;            // LaunchSpec::call_channel: the call comes later
-  bool has_proxy = false;       // LaunchSpec::proxy_channel
+  bool has_program = false;  // LaunchSpec::program is open
+  bool has_argv = false;     // LaunchSpec::argv is not empty
+  bool warm = false;         // LaunchSpec::call_channel: the call comes later
+  bool has_proxy = false;    // LaunchSpec::proxy_channel
   bool observe_refusals = false;
 };
 

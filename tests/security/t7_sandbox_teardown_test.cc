@@ -147,9 +147,11 @@ TEST_P(T7SandboxTeardown, SetsidDaemonIsDeadAfterTheSandboxExits) {
 TEST_P(T7SandboxTeardown, TimeoutGives124AndKillsTheTreeIncludingASetsidDescendant) {
   const std::string marker = UniqueToken("anviltimeout");
   RunOptions options;
-  options.timeout_seconds = 20;  // backstop far above --timeout 1
+  options.timeout_seconds = 30;  // backstop far above --timeout 4
+  // Long enough for the daemon to be up first on a loaded machine (the sandbox's start and the
+  // shell count against it): a timeout before that would prove nothing.
   auto result = SandboxSh(ws_.path(), DaemonScript(marker) + "exec sleep 1000",
-                          {"--timeout", "1", "--json"}, Opts(options));
+                          {"--timeout", "4", "--json"}, Opts(options));
   EXPECT_EQ(result.status, 124) << result.err;
   EXPECT_EQ(result.err.find("[harness: killed"), std::string::npos)
       << "anvil did not return after its own timeout";

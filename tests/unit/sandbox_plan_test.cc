@@ -70,8 +70,8 @@ TEST(SandboxPlan, WallsForEveryPolicyNetworkAndCaller) {
       {K::kDangerFullAccess, N::kNone, true, 0, std::nullopt, false, std::nullopt, 0},
   };
   for (const Row& row : rows) {
-    SCOPED_TRACE(std::string(ToString(row.kind)) + " network " + std::string(ToString(row.network)) +
-                 (row.root ? " root" : " user"));
+    SCOPED_TRACE(std::string(ToString(row.kind)) + " network " +
+                 std::string(ToString(row.network)) + (row.root ? " root" : " user"));
     auto plan = MakePlan(Cold(row.kind, row.network), Kernel(row.root));
     ASSERT_TRUE(plan) << plan.error().ToString();
     EXPECT_EQ(plan->clone_flags, row.clone_flags);
@@ -95,10 +95,10 @@ TEST(SandboxPlan, AConfinedPolicyWithoutLandlockDoesNotStart) {
   for (PolicyKind kind : {PolicyKind::kReadOnly, PolicyKind::kWorkspaceWrite}) {
     auto plan = MakePlan(Cold(kind, NetworkMode::kNone), Kernel(false, 0));
     ASSERT_FALSE(plan);
-    EXPECT_NE(plan.error().message.find("Landlock is required for policy " +
-                                        std::string(ToString(kind)) +
-                                        " but not built into this kernel"),
-              std::string::npos)
+    EXPECT_NE(
+        plan.error().message.find("Landlock is required for policy " + std::string(ToString(kind)) +
+                                  " but not built into this kernel"),
+        std::string::npos)
         << plan.error().message;
     EXPECT_NE(plan.error().message.find("anvil doctor"), std::string::npos);
   }
