@@ -9,7 +9,7 @@
 //  - gateway/dispatch.cc checks every request against its OpSpec (field count, paths normalized
 //    and checked against the op's grant, the audit target) before the op's handler runs, and
 //    the gateway answers an op inline only when its OpSpec says so.
-//  - host/lua_runtime.cc and host/js_runtime.cc bind every function that leaves the host from
+//  - host/lua_bindings.cc and host/js_bindings.cc bind every function that leaves the host from
 //    this table: a function whose parameters are strings and options records and whose reply
 //    is nothing or one string needs no code of its own in either runtime (GenericBinding); the
 //    others (a listing, a record built from several fields) name a hand-written binding, and a

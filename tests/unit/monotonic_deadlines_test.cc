@@ -21,7 +21,7 @@ const std::map<std::string, std::string> kReviewed = {
     {"cmd/anvil_proxy.cc", "the proxy's audit line timestamp"},
     {"agent/exec_flow.cc", "audit line timestamps and the date in an \"always\" rule"},
     {"policy/grant_store.cc", "granted_at, shown to the user"},
-    {"host/lua_runtime.cc", "os.time() for plugins: a value, the budget uses steady_clock"},
+    {"host/lua_bindings.cc", "os.time() for plugins: a value, the budget uses steady_clock"},
     {"linux/pids_cgroup.cc", "a stale cgroup's age: compared with its mtime, which is wall time"},
     {"linux/memory_cgroup.cc", "a stale cgroup's age: compared with its mtime, which is wall time"},
     {"fs/exec_read_plan.cc",

@@ -1,0 +1,64 @@
+// The head of a request a sandboxed command sends to anvil-proxy (net/http_proxy.h), read as a
+// pure function: bytes in, a request or a refusal out (no I/O; fuzzed by
+// tests/fuzz/proxy_request_fuzzer.cc). What a plain-HTTP request's head becomes on its way to
+// the origin is decided here too.
+//
+//   request line   METHOD SP TARGET SP HTTP/1.x, the method an RFC 9110 token
+//   header lines   (plain HTTP only; a tunnel's are not forwarded) each "name: value" with a token
+//                  name right before the colon, no folded continuation line, and no CR, LF or
+//                  other control byte but tab anywhere: anything else could read as a different
+//                  header (a second Host) to a lenient server behind the proxy
+//   body           (plain HTTP) none without Content-Length, else exactly that many bytes
+//                  (RFC 9112 6.3), so nothing pipelined behind the request reaches the server;
+//                  Transfer-Encoding is refused with 411 (its length is only known by decoding
+//                  the body), ambiguous framing (both headers, differing or malformed values)
+//                  with 400
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <tl/expected.hpp>
+
+#include "common/result.h"
+#include "netpolicy/proxy_policy.h"
+
+namespace anvil {
+
+struct ProxyRequestHead {
+  std::string method;
+  std::string target;        // as written: a CONNECT's authority, else an absolute URI
+  bool tunnel = false;       // CONNECT
+  std::string header_lines;  // between the request line and the blank line, each with its CRLF
+  // What the proxy may read from the client after the head: a plain request's announced body,
+  // 0 without one; a tunnel, everything (UINT64_MAX).
+  uint64_t body_length = UINT64_MAX;
+  bool announced_length = false;  // the request had a Content-Length
+};
+
+// Why a head is refused: the status the client gets (400, 411) and the reason (its audit line
+// and the reply's body).
+struct ProxyHeadRefusal {
+  int status = 400;
+  std::string reason;
+};
+
+// `head`: the request's bytes up to and including the blank line that ends its head
+// ("\r\n\r\n", which must be there).
+tl::expected<ProxyRequestHead, ProxyHeadRefusal> ParseProxyRequestHead(std::string_view head);
+
+// The request's target: a CONNECT's authority (ParseConnectTarget), or a plain request's
+// absolute URI (ParseHttpTarget; `origin_form` gets its path and query).
+Result<ProxyTarget> ParseProxyRequestTarget(const ProxyRequestHead& request,
+                                            std::string* origin_form);
+
+// A plain request's head as sent to the origin: the origin-form request line, Host first and set
+// to the URI's authority (RFC 9112 3.2.2: whatever the client wrote, so a shared server cannot be
+// steered to another site), the client's headers without the hop-by-hop and proxy ones and
+// without its Host and Content-Length, the length as the proxy read it (once, in plain digits:
+// a server that would read the client's spelling differently frames the same bytes), and
+// Connection: close (one request per connection).
+std::string ForwardedRequestHead(const ProxyRequestHead& request, const ProxyTarget& target,
+                                 std::string_view origin_form);
+
+}  // namespace anvil
