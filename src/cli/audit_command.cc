@@ -14,7 +14,6 @@
 #include <thread>
 
 #include "cli/audit_view.h"
-#include "cli/command_docs.h"
 #include "cli/plugin_cli.h"
 #include "cli/plugin_new_command.h"
 #include "cli/run_command.h"
@@ -52,6 +51,7 @@ struct AuditArgs {
 
 CommandSpec AuditSpec(AuditArgs& a) {
   CommandSpec spec;
+  spec.echo = SanitizeFlagArgument;
   spec.name = "audit";
   spec.program = "anvil audit";
   spec.summary = "read the audit log of a workspace";

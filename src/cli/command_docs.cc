@@ -1,4 +1,5 @@
-// One renderer per output: --help, roff man pages, and the three shells' completion scripts.
+// One renderer per output: `anvil --help`, roff man pages, and the three shells' completion
+// scripts (a command's --help is the flag set's own, common/flag_set.h).
 #include "cli/command_docs.h"
 
 #include <algorithm>
@@ -48,40 +49,6 @@ std::string OneLine(const std::string& help) {
     out += t;
   }
   return out;
-}
-
-// Two columns: "  LEFT   help", help lines past the first aligned under the first.
-std::string Columns(const std::vector<std::pair<std::string, std::string>>& rows,
-                    size_t max_column = 26) {
-  size_t column = 0;
-  for (const auto& [left, help] : rows) {
-    if (left.size() + 2 <= max_column) column = std::max(column, left.size() + 2);
-  }
-  column = std::max<size_t>(column, 8);
-  std::string out;
-  for (const auto& [left, help] : rows) {
-    std::vector<std::string> lines = SplitLines(help);
-    if (lines.empty()) lines.push_back("");
-    if (left.size() + 2 <= column) {
-      out += left + std::string(column - left.size(), ' ') + lines[0] + "\n";
-    } else {
-      out += left + "\n" + std::string(column, ' ') + lines[0] + "\n";
-    }
-    for (size_t i = 1; i < lines.size(); ++i) out += std::string(column, ' ') + lines[i] + "\n";
-  }
-  return out;
-}
-
-std::string FlagLeft(const Flag& f) {
-  return "  " + f.name + (f.metavar.empty() ? "" : " " + f.metavar);
-}
-
-std::string SubcommandList(const CommandSpec& spec) {
-  std::vector<std::pair<std::string, std::string>> rows;
-  for (const Subcommand& s : spec.subcommands) {
-    rows.push_back({"  " + s.name + (s.args.empty() ? "" : " " + s.args), s.help});
-  }
-  return Columns(rows, 32);
 }
 
 // ---- roff --------------------------------------------------------------------------------
@@ -269,29 +236,7 @@ std::string Identifier(const std::string& name) {
 
 }  // namespace
 
-// ---- --help ------------------------------------------------------------------------------
-
-std::string RenderHelp(const CommandSpec& spec) {
-  std::string out = "usage: " + spec.program + " " + spec.synopsis + "\n";
-  if (!spec.description.empty()) out += "\n" + EnsureNewline(spec.description);
-  if (!spec.subcommands.empty()) {
-    out += "\nSubcommands:\n" + SubcommandList(spec);
-  }
-  for (const Section& s : spec.sections_before_flags) {
-    out += "\n" + (s.title.empty() ? "" : s.title + ":\n") + EnsureNewline(s.text);
-  }
-  std::vector<std::pair<std::string, std::string>> rows;
-  for (const Flag* f : VisibleFlags(spec.flags)) rows.push_back({FlagLeft(*f), f->help});
-  if (!rows.empty()) out += "\nOptions:\n" + Columns(rows);
-  for (const Section& s : spec.sections) {
-    out += "\n" + (s.title.empty() ? "" : s.title + ":\n") + EnsureNewline(s.text);
-  }
-  if (!spec.examples.empty()) {
-    out += "\nExamples:\n";
-    for (const auto& e : spec.examples) out += "  " + e + "\n";
-  }
-  return out;
-}
+// ---- anvil --help ------------------------------------------------------------------------
 
 std::string RenderToolHelp(const ToolSpec& tool) {
   std::string out = "usage: anvil <command> [options]\n\n" + EnsureNewline(tool.summary) + "\n";
@@ -307,9 +252,7 @@ std::string RenderToolHelp(const ToolSpec& tool) {
   out += "  help" + std::string(6, ' ') + help_summary +
          std::string(width + 2 > help_summary.size() ? width + 2 - help_summary.size() : 1, ' ') +
          "(anvil help COMMAND)\n";
-  std::vector<std::pair<std::string, std::string>> rows;
-  for (const Flag& f : tool.flags) rows.push_back({FlagLeft(f), f.help});
-  out += "\nOptions:\n" + Columns(rows);
+  out += "\nOptions:\n" + RenderFlagColumns(tool.flags);
   if (!tool.examples.empty()) {
     out += "\nExamples:\n";
     for (const auto& e : tool.examples) out += "  " + e + "\n";

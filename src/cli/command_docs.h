@@ -1,12 +1,13 @@
-// What users read about a command, rendered from its flag table (src/cli/flag_table.h): the
-// --help text (`anvil help COMMAND` prints the same), the roff man page, and the bash, zsh and
-// fish completions. Pure functions of the tables; anvil-docgen writes the files at build time.
+// What users read about `anvil` and its commands beyond --help, rendered from the flag tables
+// (src/common/flag_set.h, whose RenderHelp is each command's --help and `anvil help COMMAND`):
+// `anvil --help`, the roff man pages, and the bash, zsh and fish completions. Pure functions of
+// the tables; anvil-docgen writes the files at build time.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "cli/flag_table.h"
+#include "common/flag_set.h"
 
 namespace anvil::cli {
 
@@ -20,7 +21,7 @@ struct ToolSpec {
   std::vector<CommandSpec> commands;
 };
 
-std::string RenderHelp(const CommandSpec& spec);
+// RenderHelp(CommandSpec) is the flag set's own (common/flag_set.h).
 std::string RenderToolHelp(const ToolSpec& tool);
 
 // roff (man(7) macros), section 1: anvil(1) and anvil-COMMAND(1).

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "cli/command_docs.h"
-#include "cli/flag_table.h"
+#include "common/flag_set.h"
 
 namespace anvil::cli {
 

@@ -3,10 +3,10 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "cli/command_docs.h"
 #include "linux/helper_executable.h"
 #include "linux/kernel_probe.h"
 #include "linux/seccomp.h"
+#include "policy/display_text.h"
 
 namespace anvil::cli {
 namespace {
@@ -47,6 +47,7 @@ std::vector<HelperRow> ProbeHelpers() {
 
 CommandSpec DoctorSpec(bool& json) {
   CommandSpec spec;
+  spec.echo = SanitizeFlagArgument;
   spec.name = "doctor";
   spec.program = "anvil doctor";
   spec.summary = "check which kernel sandbox layers work";

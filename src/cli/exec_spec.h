@@ -4,7 +4,7 @@
 // this table naming the same flags.
 #pragma once
 
-#include "cli/flag_table.h"
+#include "common/flag_set.h"
 
 namespace anvil::cli {
 

@@ -15,7 +15,6 @@
 #include <thread>
 
 #include "cli/audit_view.h"
-#include "cli/command_docs.h"
 #include "cli/plugin_cli.h"
 #include "cli/plugin_new_command.h"
 #include "cli/run_command.h"
@@ -115,6 +114,7 @@ int RunKeyCommand(const std::string& sub, const std::vector<std::string>& rest, 
 
 CommandSpec PluginSpec(std::string& workspace_arg) {
   CommandSpec spec;
+  spec.echo = SanitizeFlagArgument;
   spec.name = "plugin";
   spec.program = "anvil plugin";
   spec.summary = "inspect, approve, revoke and lock plugins";

@@ -3,7 +3,7 @@
 // (src/cli/rules_command.cc); a unit test keeps its --help and this table naming the same flags.
 #pragma once
 
-#include "cli/flag_table.h"
+#include "common/flag_set.h"
 
 namespace anvil::cli {
 

@@ -16,7 +16,6 @@
 #include <thread>
 
 #include "cli/audit_view.h"
-#include "cli/command_docs.h"
 #include "cli/plugin_cli.h"
 #include "cli/plugin_new_command.h"
 #include "cli/run_watch.h"
@@ -55,6 +54,7 @@ struct RunArgs {
 
 CommandSpec RunSpec(RunArgs& a) {
   CommandSpec spec;
+  spec.echo = SanitizeFlagArgument;
   spec.name = "run";
   spec.program = "anvil run";
   spec.summary = "run one command of a plugin, sandboxed";

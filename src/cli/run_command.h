@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/flag_table.h"
+#include "common/flag_set.h"
 
 namespace anvil::cli {
 

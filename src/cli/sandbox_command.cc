@@ -17,6 +17,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/sandbox_spec.h"
 #include "linux/helper_executable.h"
 #include "linux/program_exec.h"
 #include "policy/display_text.h"
@@ -27,66 +28,11 @@ extern char** environ;
 namespace anvil::cli {
 namespace {
 
+// realpath(3) of `path`; "" when it does not exist.
 std::string Canonical(const std::string& path) {
   char buf[PATH_MAX];
   if (::realpath(path.c_str(), buf) == nullptr) return {};
   return buf;
-}
-
-Result<uint64_t> ParseSize(const std::string& text, const std::string& what) {
-  if (text.empty()) return Fail("invalid", what + ": empty value");
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long v = std::strtoull(text.c_str(), &end, 10);
-  if (errno != 0 || end == text.c_str() || text[0] == '-') {
-    return Fail("invalid", what + ": not a number: " + text);
-  }
-  std::string suffix(end);
-  uint64_t mult = 1;
-  if (suffix == "K" || suffix == "k")
-    mult = 1ULL << 10;
-  else if (suffix == "M" || suffix == "m")
-    mult = 1ULL << 20;
-  else if (suffix == "G" || suffix == "g")
-    mult = 1ULL << 30;
-  else if (!suffix.empty())
-    return Fail("invalid", what + ": bad unit in " + text + " (use K, M or G)");
-  if (v > UINT64_MAX / mult) return Fail("invalid", what + ": too large: " + text);
-  return v * mult;
-}
-
-Status ApplyLimitFlag(const std::string& value, ResourceLimits& limits) {
-  auto eq = value.find('=');
-  if (eq == std::string::npos) return Fail("invalid", "--limit expects NAME=VALUE, got " + value);
-  std::string name = value.substr(0, eq);
-  if (name == "mem" && value.substr(eq + 1) == "unlimited") {
-    limits.memory = 0;
-    return Ok();
-  }
-  auto n = ParseSize(value.substr(eq + 1), "--limit " + name);
-  if (!n) return tl::unexpected(n.error());
-  if (name == "nproc")
-    limits.processes = *n;
-  else if (name == "nofile")
-    limits.open_files = *n;
-  else if (name == "as")
-    limits.address_space = *n;
-  else if (name == "fsize")
-    limits.file_size = *n;
-  else if (name == "cpu")
-    limits.cpu_seconds = *n;
-  else if (name == "tmp")
-    limits.tmp_size = *n;
-  else if (name == "data")
-    limits.data = *n;
-  else if (name == "mem" && *n > 0)
-    limits.memory = *n;
-  else if (name == "mem")
-    return Fail("invalid", "--limit mem: 0 is no memory at all (fix: a size, or unlimited)");
-  else
-    return Fail("invalid", "--limit: unknown limit '" + name +
-                               "' (nproc, nofile, as, data, fsize, cpu, tmp, mem)");
-  return Ok();
 }
 
 const char* OutcomeName(SandboxOutcome::Kind kind) {
@@ -107,263 +53,30 @@ const char* OutcomeName(SandboxOutcome::Kind kind) {
 
 }  // namespace
 
-std::string SandboxUsage(SandboxFrontEnd front_end) {
-  std::string name =
-      front_end == SandboxFrontEnd::kAnvilSandbox ? "anvil sandbox" : "anvil-exec-runner";
-  std::string text = "usage: " + name + R"( [options] -- CMD [ARGS...]
-
-Run CMD under a sandbox policy. The current directory (or --cwd) is the workspace.
-
-Options:
-  --policy P             read-only | workspace-write (default) | danger-full-access | external-sandbox
-  --cwd DIR              the workspace and CMD's working directory (default: current directory)
-  --workdir DIR          CMD's working directory, inside the workspace (relative to it, or
-                         absolute; default: the workspace)
-  --writable-root DIR    an extra writable root (workspace-write; repeatable)
-  --read-only-subpath P  keep P read-only inside a writable root (repeatable; git metadata
-                         and .anvil always)
-  --writable-git         deliberately let CMD write git metadata: every repository's .git
-                         (top-level and nested) and the paths their config names stay
-                         writable, and nothing is checked after the run (agents that commit)
-  --git-scan-limit NAME=VALUE
-                         bounds of the search for repositories in the writable roots:
-                         entries (1000000), depth (128), seconds (10), paths (4096);
-                         past one the sandbox does not start
-  --read-access A        restricted (default: workspace + /usr /etc /bin /lib ...) | full
-  --network N            none (default) | proxy | full
-  --allow-host H[:PORT]  with --network proxy
-  --clear-env            start CMD with an empty environment
-  --keep-env NAME        keep NAME even when a filter would drop it (repeatable)
-  --setenv NAME=VALUE    set a variable (repeatable)
-  --limit NAME=VALUE     nproc, nofile, as, data, fsize, cpu, tmp, mem (sizes take K, M, G;
-                         mem=unlimited drops the default memory ceiling, half the RAM)
-  --timeout SECONDS      kill the whole process tree after SECONDS (exit 124)
-  --json                 print one JSON report on stderr at exit
-  --report-fd N          write the --json report to descriptor N instead of stderr
-)";
-  if (front_end == SandboxFrontEnd::kAnvilSandbox) {
-    text +=
-        "  --profile NAME         open one ecosystem's caches and registries: node, python, rust,\n"
-        "                         go, or one of config.toml's [profiles.NAME] (repeatable)\n"
-        "  --readable-root DIR    another read-only directory, e.g. a toolchain (repeatable)\n"
-        "  --home H               persistent (default: a per-workspace home kept between runs)\n"
-        "                         | tmp (an empty one per run) | none\n"
-        "  --quiet                no summary of what the sandbox refused\n";
-  }
-  if (front_end == SandboxFrontEnd::kExecRunner) {
-    text +=
-        "  --exec-fd N            run the executable already open at fd N (no lookup)\n"
-        "  --minimal-env          use Anvil's fixed minimal environment (sys.exec)\n"
-        "  --readable-path P      with --policy read-only: only workspace path P is readable\n"
-        "                         (repeatable; opened beneath the workspace, never through a\n"
-        "                         symlink that leads out)\n"
-        "  --no-workspace-read    with --policy read-only: nothing in the workspace is readable\n"
-        "  --call-fd N            warm start (sys.exec): set up everything that does not depend\n"
-        "                         on the call, then take the program, stdin, argv and readable\n"
-        "                         workspace paths from the stream at fd N (no CMD given here)\n"
-        "  --runtime-from-call    with --call-fd: no runtime roots (/usr, /etc, ...) and no "
-        "/proc;\n"
-        "                         the call names the tool's own files (executable, libraries)\n"
-        "";
-  }
-  text += R"(
-Exit status: CMD's own; 128+N if killed by signal N; 124 timeout; 125 the sandbox could not be
-set up (nothing ran); 126 not executable; 127 not found.
-
-Examples:
-  anvil sandbox -- make test
-  anvil sandbox --policy read-only -- rg TODO
-  anvil sandbox --writable-root ~/.cache/pip --timeout 600 -- pip install -r requirements.txt
-)";
-  return text;
-}
-
 Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
                                            const std::vector<std::string>& environ_entries,
                                            SandboxFrontEnd front_end) {
-  SandboxInvocation inv;
+  SandboxArgs a;
+  const CommandSpec flags = SandboxCommandSpec(front_end, a);
+  auto parsed = ParseFlags(flags, args);
+  if (!parsed) return tl::unexpected(parsed.error());
+  // RunSandboxCommand answers --help before parsing; anywhere else it goes alone.
+  if (parsed->help) return Fail("invalid", "--help goes alone (see " + flags.program + " --help)");
+  const std::vector<std::string>& command = parsed->operands;
+  SandboxInvocation& inv = a.inv;
   SandboxPolicy& policy = inv.spec.policy;
-  EnvPolicy env;
-  std::string cwd;
-  std::string workdir;  // --workdir: CMD's working directory (default: the workspace)
-  bool network_explicit = false;
-  SandboxFlags config_flags;
-  bool minimal_env = false;
-  int exec_fd = -1;
-  int call_fd = -1;
-  bool readable_flags = false;
-  std::vector<std::string> allow_hosts;
-  std::string unsafe_test_ca;
-  std::vector<std::string> command;
+  EnvPolicy& env = a.env;
+  const std::string& workdir = a.workdir;
+  const bool network_explicit = a.network_explicit;
+  SandboxFlags& config_flags = a.config_flags;
+  const int exec_fd = a.exec_fd, call_fd = a.call_fd;
+  std::vector<std::string>& allow_hosts = a.allow_hosts;
+  const std::string& unsafe_test_ca = a.unsafe_test_ca;
+  std::string cwd = a.cwd;
 
-  size_t i = 0;
-  auto value_of = [&](const std::string& flag, std::string& out) -> Status {
-    auto eq = args[i].find('=');
-    if (eq != std::string::npos && args[i].compare(0, eq, flag) == 0) {
-      out = args[i].substr(eq + 1);
-      return Ok();
-    }
-    if (i + 1 >= args.size()) return Fail("invalid", flag + " needs a value");
-    out = args[++i];
-    return Ok();
-  };
-  for (; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--") {
-      ++i;
-      break;
-    }
-    if (a.empty() || a[0] != '-') break;  // first non-flag starts the command
-    std::string flag = a.substr(0, a.find('='));
-    std::string v;
-    auto take = [&]() -> Status { return value_of(flag, v); };
-    if (flag == "--json") {
-      inv.json = true;
-    } else if (flag == "--writable-git") {
-      policy.writable_git = true;
-    } else if (flag == "--clear-env") {
-      env.clear = true;
-    } else if (flag == "--policy") {
-      if (auto s = take(); !s) return tl::unexpected(s.error());
-      auto k = ParsePolicyKind(v);
-      if (!k) return tl::unexpected(k.error());
-      policy.kind = *k;
-      config_flags.policy_explicit = true;
-    } else if (flag == "--cwd") {
-      if (auto s = take(); !s) return tl::unexpected(s.error());
-      cwd = v;
-    } else if (flag == "--workdir") {
-      if (auto s = take(); !s) return tl::unexpected(s.error());
-      if (v.empty())
-        return Fail("invalid", "--workdir: empty path (fix: a directory inside the workspace)");
-      workdir = v;
-    } else if (flag == "--writable-root") {
-      if (auto s = take(); !s) return tl::unexpected(s.error());
-      std::string c = Canonical(v);
-      if (c.empty()) return Fail("invalid", "--writable-root " + v + ": no such directory");
-      policy.extra_writable_roots.push_back(c);
-    } else if (flag == "--read-only-subpath") {
-      if (auto s = take(); !s) return tl::unexpected(s.error());
-      policy.extra_read_only_subpaths.push_back(v);
-    } else if (flag == "--read-access") {
-      if (auto s = take(); !s) return tl::unexpected(s.error());
-      auto r = ParseReadAccess(v);
-      if (!r) return tl::unexpected(r.error());
-      policy.read_access = *r;
-      config_flags.read_access_explicit = true;
-    } else if (flag == "--network") {
-      if (auto s = take(); !s) return tl::unexpected(s.error());
-      auto n = ParseNetworkMode(v);
-      if (!n) return tl::unexpected(n.error());
-      policy.network = *n;
-      network_explicit = true;
-    } else if (flag == "--allow-host") {
-      if (auto s = take(); !s) return tl::unexpected(s.error());
-      allow_hosts.push_back(v);
-    } else if (front_end == SandboxFrontEnd::kAnvilSandbox && flag == "--quiet") {
-      inv.quiet = true;
-    } else if (front_end == SandboxFrontEnd::kAnvilSandbox && flag == "--profile") {
-      if (auto s = take(); !s) return tl::unexpected(s.error());
-      config_flags.profiles.push_back(v);
-    } else if (front_end == SandboxFrontEnd::kAnvilSandbox && flag == "--readable-root") {
-      if (auto s = take(); !s) return tl::unexpected(s.error());
-      std::string c = Canonical(v);
-      if (c.empty() || v.empty() || v[0] != '/') {
-        return Fail("invalid", "--readable-root " + v + ": no such absolute path");
-      }
-      config_flags.readable_roots.push_back(v);
-    } else if (front_end == SandboxFrontEnd::kAnvilSandbox && flag == "--home") {
-      if (auto s = take(); !s) return tl::unexpected(s.error());
-      auto h = ParseHomeMode(v);
-      if (!h) return tl::unexpected(h.error());
-      config_flags.home = *h;
-    } else if (flag == "--unsafe-test-allow-address") {
-      if (auto s = take(); !s) return tl::unexpected(s.error());
-      inv.unsafe_test_allow_addresses.push_back(v);
-    } else if (flag == "--unsafe-test-resolver") {
-      if (auto s = take(); !s) return tl::unexpected(s.error());
-      inv.unsafe_test_resolver = v;
-    } else if (flag == "--unsafe-test-ca") {
-      if (auto s = take(); !s) return tl::unexpected(s.error());
-      unsafe_test_ca = v;
-    } else if (flag == "--keep-env") {
-      if (auto s = take(); !s) return tl::unexpected(s.error());
-      env.keep.push_back(v);
-    } else if (flag == "--setenv") {
-      if (auto s = take(); !s) return tl::unexpected(s.error());
-      auto eq = v.find('=');
-      if (eq == std::string::npos || eq == 0) {
-        return Fail("invalid", "--setenv expects NAME=VALUE, got " + v);
-      }
-      env.set.push_back(v);
-    } else if (flag == "--limit") {
-      if (auto s = take(); !s) return tl::unexpected(s.error());
-      if (auto s = ApplyLimitFlag(v, inv.spec.limits); !s) return tl::unexpected(s.error());
-    } else if (flag == "--git-scan-limit") {
-      if (auto s = take(); !s) return tl::unexpected(s.error());
-      if (auto s = ApplyGitScanLimit(v, inv.spec.git_scan_limits); !s) {
-        return tl::unexpected(s.error());
-      }
-    } else if (flag == "--timeout") {
-      if (auto s = take(); !s) return tl::unexpected(s.error());
-      char* end = nullptr;
-      double secs = std::strtod(v.c_str(), &end);
-      if (end == v.c_str() || *end != '\0' || !(secs > 0) || !std::isfinite(secs) || secs > 1e7) {
-        return Fail("invalid", "--timeout expects a positive number of seconds, got " + v);
-      }
-      inv.spec.timeout = std::chrono::milliseconds(static_cast<int64_t>(std::ceil(secs * 1000)));
-    } else if (front_end == SandboxFrontEnd::kExecRunner && flag == "--exec-fd") {
-      if (auto s = take(); !s) return tl::unexpected(s.error());
-      char* end = nullptr;
-      long fd = std::strtol(v.c_str(), &end, 10);
-      if (end == v.c_str() || *end != '\0' || fd < 0 || fd > INT_MAX) {
-        return Fail("invalid", "--exec-fd expects a descriptor number, got " + v);
-      }
-      exec_fd = static_cast<int>(fd);
-    } else if (front_end == SandboxFrontEnd::kExecRunner && flag == "--call-fd") {
-      if (auto s = take(); !s) return tl::unexpected(s.error());
-      char* end = nullptr;
-      long fd = std::strtol(v.c_str(), &end, 10);
-      if (end == v.c_str() || *end != '\0' || fd < 3 || fd > INT_MAX ||
-          fcntl(static_cast<int>(fd), F_GETFD) < 0) {
-        return Fail("invalid", "--call-fd expects an open descriptor number >= 3, got " + v);
-      }
-      call_fd = static_cast<int>(fd);
-    } else if (front_end == SandboxFrontEnd::kExecRunner && flag == "--minimal-env") {
-      minimal_env = true;
-    } else if (front_end == SandboxFrontEnd::kExecRunner && flag == "--runtime-from-call") {
-      policy.runtime_from_call = true;
-    } else if (front_end == SandboxFrontEnd::kExecRunner && flag == "--readable-path") {
-      if (auto s = take(); !s) return tl::unexpected(s.error());
-      if (!policy.workspace_read_subpaths) policy.workspace_read_subpaths.emplace();
-      policy.workspace_read_subpaths->push_back(v);
-      readable_flags = true;
-    } else if (front_end == SandboxFrontEnd::kExecRunner && flag == "--no-workspace-read") {
-      if (!policy.workspace_read_subpaths) policy.workspace_read_subpaths.emplace();
-      readable_flags = true;
-    } else if (flag == "--report-fd") {
-      if (auto s = take(); !s) return tl::unexpected(s.error());
-      char* end = nullptr;
-      long fd = std::strtol(v.c_str(), &end, 10);
-      if (end == v.c_str() || *end != '\0' || fd < 3 || fd > INT_MAX ||
-          fcntl(static_cast<int>(fd), F_GETFD) < 0) {
-        return Fail("invalid", "--report-fd expects an open descriptor number >= 3, got " + v);
-      }
-      inv.report_fd = static_cast<int>(fd);
-      inv.json = true;
-    } else if (flag == "--unsafe-test-fail-layer" && std::getenv("ANVIL_ALLOW_TEST_FAULTS")) {
-      // Fault injection for the fail-closed tests; inert unless the trusted caller's own
-      // environment enables it.
-      if (auto s = take(); !s) return tl::unexpected(s.error());
-      inv.spec.fail_step_for_testing = v;
-    } else {
-      return Fail("invalid", "unknown option " + flag + " (see --help)");
-    }
-  }
-  for (; i < args.size(); ++i) command.push_back(args[i]);
   if (call_fd >= 0) {
     // The call names the program, argv and readable paths; the workspace starts empty.
-    if (!command.empty() || exec_fd >= 0 || readable_flags) {
+    if (!command.empty() || exec_fd >= 0 || a.readable_flags) {
       return Fail("invalid",
                   "--call-fd takes the command, --exec-fd and the readable paths from the call");
     }
@@ -460,8 +173,8 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
   }
   inv.spec.argv = command;
   inv.spec.cwd = run_dir;
-  std::vector<std::string> base = minimal_env ? MinimalExecEnvironment() : environ_entries;
-  if (minimal_env) env.clear = false;
+  std::vector<std::string> base = a.minimal_env ? MinimalExecEnvironment() : environ_entries;
+  if (a.minimal_env) env.clear = false;
   inv.spec.env = FilterEnvironment(base, env);
   inv.spec.env.push_back("ANVIL_SANDBOX=" + std::string(ToString(policy.kind)));
   if (policy.network == NetworkMode::kProxy) {
@@ -501,7 +214,7 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
     // /tmp inside is the sandbox's own; a TMPDIR pointing elsewhere would not be writable.
     std::erase_if(inv.spec.env, [](const std::string& e) { return e.rfind("TMPDIR=", 0) == 0; });
   }
-  return inv;
+  return std::move(inv);
 }
 
 namespace {
@@ -684,7 +397,7 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
   for (const auto& a : args) {
     if (a == "--") break;
     if (a == "--help" || a == "-h") {
-      std::cout << SandboxUsage(front_end);
+      std::cout << RenderHelp(SandboxCommandSpec(front_end));
       return 0;
     }
   }
@@ -704,11 +417,8 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
       json = json || args[i] == "--json";
       if (front_end == SandboxFrontEnd::kExecRunner && args[i] == "--report-fd" &&
           i + 1 < args.size()) {
-        char* end = nullptr;
-        long fd = std::strtol(args[i + 1].c_str(), &end, 10);
-        if (end != args[i + 1].c_str() && *end == '\0' && fd >= 3 && fd <= INT_MAX) {
-          report_fd = static_cast<int>(fd);
-        }
+        auto fd = ParseInteger(args[i + 1]);
+        if (fd && *fd >= 3 && *fd <= INT_MAX) report_fd = static_cast<int>(*fd);
       }
     }
     if (json || report_fd >= 0) {

@@ -27,13 +27,12 @@ struct SandboxInvocation {
 enum class SandboxFrontEnd { kAnvilSandbox, kExecRunner };
 
 // Parses the flags of INTERFACES.md (`--policy`, `--cwd`, `--writable-root`, ...,
-// `-- CMD [ARGS...]`), resolves the workspace and the command once, outside the sandbox.
-// `environ_entries` is the caller's environment (NAME=VALUE).
+// `-- CMD [ARGS...]`) with the front end's table (src/cli/sandbox_spec.h), resolves the
+// workspace and the command once, outside the sandbox. `environ_entries` is the caller's
+// environment (NAME=VALUE).
 Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
                                            const std::vector<std::string>& environ_entries,
                                            SandboxFrontEnd front_end);
-
-std::string SandboxUsage(SandboxFrontEnd front_end);
 
 // What one run came to, for a front end that runs the sandbox in-process (`anvil exec`).
 struct SandboxRunFacts {

@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "cli/command_docs.h"
 #include "fs/workspace_path.h"
 #include "policy/display_text.h"
 #include "session/plugin_catalog.h"
@@ -36,6 +35,7 @@ struct ServeArgs {
 
 CommandSpec ServeSpec(ServeArgs& a) {
   CommandSpec spec;
+  spec.echo = SanitizeFlagArgument;
   spec.name = "serve";
   spec.program = "anvil serve";
   spec.summary = "JSON-RPC sidecar for editors and agents";

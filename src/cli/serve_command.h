@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/flag_table.h"
+#include "common/flag_set.h"
 
 namespace anvil::cli {
 

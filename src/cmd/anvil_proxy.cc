@@ -30,20 +30,14 @@
 #include "net/cares_resolver.h"
 #include "net/http_proxy.h"
 #include "net/local_interfaces.h"
+#include "net/proxy_flags.h"
+#include "policy/display_text.h"
 #include "policy/sandbox_policy.h"
 
 namespace {
 
 std::atomic<bool> g_stop{false};
 void OnTerm(int) { g_stop.store(true); }
-
-constexpr char kUsage[] =
-    R"(usage: anvil-proxy --channel-fd N --status-fd N [--allow-host H[:PORT]]...
-                   [--audit-log FILE] [--unsafe-test-allow-address ADDR[:PORT]]...
-                   [--unsafe-test-resolver ADDR:PORT]
-
-The proxy of `anvil sandbox --network proxy`; started by `anvil sandbox`, not by hand.
-)";
 
 anvil::Status Harden(const std::string& audit_log) {
   using namespace anvil::landlock;
@@ -79,119 +73,67 @@ std::vector<int> ReceiveListeners(int channel) {
   return fds;
 }
 
-bool ParseFd(const std::string& text, int& out) {
-  char* end = nullptr;
-  long v = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || v < 0 || v > 65535) return false;
-  out = static_cast<int>(v);
-  return true;
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
-  // Before anything opens a descriptor (common/std_fds.h).
-  if (!anvil::EnsureStandardDescriptors()) return 125;
-  std::vector<std::string> args(argv + 1, argv + argc);
-  int channel = -1, status_fd = -1;
-  std::vector<std::string> allow, unsafe;
-  std::string audit_path;
-  std::string test_resolver;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") {
-      std::cout << kUsage;
-      return 0;
-    }
-    if (i + 1 >= args.size()) {
-      std::cerr << "anvil-proxy: invalid: " << a << " needs a value\n" << kUsage;
-      return 2;
-    }
-    const std::string& v = args[++i];
-    bool ok = true;
-    if (a == "--channel-fd") {
-      ok = ParseFd(v, channel);
-    } else if (a == "--status-fd") {
-      ok = ParseFd(v, status_fd);
-    } else if (a == "--allow-host") {
-      allow.push_back(v);
-    } else if (a == "--unsafe-test-allow-address") {
-      unsafe.push_back(v);
-    } else if (a == "--unsafe-test-resolver") {
-      test_resolver = v;
-    } else if (a == "--audit-log") {
-      audit_path = v;
-    } else {
-      std::cerr << "anvil-proxy: invalid: unknown option " << a << "\n";
-      return 2;
-    }
-    if (!ok) {
-      std::cerr << "anvil-proxy: invalid: " << a << " " << v << "\n";
-      return 2;
-    }
-  }
-  auto report = [&](const std::string& line) {
-    if (status_fd < 0) return;
+// --status-fd: "ok" or why not (then closed), and after "ok" the refusals (AuditSink).
+struct StatusPipe {
+  int fd = -1;
+  void Report(const std::string& line) {
+    if (fd < 0) return;
     std::string text = line + "\n";
-    ssize_t ignored = ::write(status_fd, text.data(), text.size());
+    ssize_t ignored = ::write(fd, text.data(), text.size());
     (void)ignored;
     if (line != "ok") {
-      ::close(status_fd);
-      status_fd = -1;
+      ::close(fd);
+      fd = -1;
     }
-  };
-  auto fail = [&](const std::string& what) {
-    report(what);
-    std::cerr << "anvil-proxy: " << what << "\n";
-    return 125;
-  };
-  if (channel < 0) return fail("invalid: --channel-fd is required");
+  }
+};
 
-  anvil::ProxyConfig config;
-  for (const auto& h : allow) {
+// The allowlist, the connect policy and the resolver's options, from the flags.
+anvil::Status Configure(const anvil::ProxyOptions& o, anvil::ProxyConfig& config,
+                        anvil::CaresResolverOptions& resolver_options) {
+  for (const auto& h : o.allow_hosts) {
     auto t = anvil::ParseAllowHost(h);
-    if (!t) return fail(t.error().ToString());
+    if (!t) return tl::unexpected(t.error());
     config.allowed.push_back(*t);
   }
   anvil::UnsafeTestOptions test_options;
-  for (const auto& u : unsafe) {
+  for (const auto& u : o.unsafe_test_allow_addresses) {
     auto t = anvil::ParseUnsafeTestAllowAddress(u);
-    if (!t) return fail("invalid: --unsafe-test-allow-address: " + t.error().message);
+    if (!t) return anvil::Fail("invalid", "--unsafe-test-allow-address: " + t.error().message);
     test_options.allow_addresses.push_back(*t);
   }
   auto policy = anvil::ConnectPolicyForThisMachine(test_options);
-  if (!policy) return fail(policy.error().ToString());
+  if (!policy) return tl::unexpected(policy.error());
   config.policy = *policy;
   // The same resolver as sys.net.fetch: every A and AAAA answer, bounded in time, no cache.
-  anvil::CaresResolverOptions resolver_options;
-  if (!test_resolver.empty()) {
-    auto server = anvil::ParseDnsServer(test_resolver);
-    if (!server) return fail("invalid: --unsafe-test-resolver: " + server.error().message);
+  if (!o.unsafe_test_resolver.empty()) {
+    auto server = anvil::ParseDnsServer(o.unsafe_test_resolver);
+    if (!server) return anvil::Fail("invalid", "--unsafe-test-resolver: " + server.error().message);
     resolver_options.server = *server;
   }
-  anvil::CaresResolver resolver(resolver_options);
-  config.resolver = &resolver;
+  return anvil::Ok();
+}
 
-  anvil::UniqueFd audit_fd;
-  if (!audit_path.empty()) {
-    audit_fd.Reset(::open(audit_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
-    if (!audit_fd) return fail("io: cannot open audit log " + audit_path);
+// Every connection's record: one JSON line in the audit log (or on stderr). After "ok", the
+// status descriptor carries each distinct refusal as one JSON line, so that `anvil sandbox` can
+// say what was refused once the command has exited. Never blocking: a full pipe drops the line
+// (the audit log keeps everything).
+class AuditSink {
+ public:
+  explicit AuditSink(const StatusPipe& status) : status_(status) {}
+  bool Open(const std::string& path) {
+    fd_.Reset(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
+    return static_cast<bool>(fd_);
   }
-  std::mutex audit_mu;
-  // After "ok", the status descriptor carries each distinct refusal as one JSON line, so that
-  // `anvil sandbox` can say what was refused once the command has exited. Never blocking: a
-  // full pipe drops the line (the audit log keeps everything).
-  std::set<std::string> refusals_sent;
-  constexpr size_t kMaxRefusalLines = 32;
-  config.audit = [&](const anvil::ProxyAuditRecord& r) {
-    if (r.verdict == "deny" && status_fd >= 0) {
-      std::lock_guard lock(audit_mu);
+  void Record(const anvil::ProxyAuditRecord& r) {
+    if (r.verdict == "deny" && status_.fd >= 0) {
+      std::lock_guard lock(mu_);
       std::string key = r.target + "\n" + r.reason;
-      if (refusals_sent.size() < kMaxRefusalLines && refusals_sent.insert(key).second) {
+      if (refusals_sent_.size() < kMaxRefusalLines && refusals_sent_.insert(key).second) {
         nlohmann::json refusal = {{"refused", r.target}, {"reason", r.reason}};
         std::string text =
             refusal.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-        ssize_t ignored = ::write(status_fd, text.data(), text.size());
+        ssize_t ignored = ::write(status_.fd, text.data(), text.size());
         (void)ignored;
       }
     }
@@ -205,26 +147,69 @@ int main(int argc, char** argv) {
                            {"bytes_down", r.bytes_down},
                            {"duration_ms", static_cast<uint64_t>(r.duration_ms)}};
     std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-    std::lock_guard lock(audit_mu);
-    if (audit_fd) {
-      ssize_t ignored = ::write(audit_fd.Get(), text.data(), text.size());
+    std::lock_guard lock(mu_);
+    if (fd_) {
+      ssize_t ignored = ::write(fd_.Get(), text.data(), text.size());
       (void)ignored;
     } else {
       std::cerr << text;
     }
+  }
+
+ private:
+  static constexpr size_t kMaxRefusalLines = 32;
+  const StatusPipe& status_;
+  anvil::UniqueFd fd_;
+  std::mutex mu_;
+  std::set<std::string> refusals_sent_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Before anything opens a descriptor (common/std_fds.h).
+  if (!anvil::EnsureStandardDescriptors()) return 125;
+  anvil::ProxyOptions o;
+  anvil::CommandSpec spec = anvil::ProxyFlags(o);
+  spec.echo = anvil::SanitizeFlagArgument;
+  auto parsed = anvil::ParseFlags(spec, std::vector<std::string>(argv + 1, argv + argc));
+  if (!parsed) {
+    std::cerr << "anvil-proxy: " << parsed.error().ToString() << "\n";
+    return 2;
+  }
+  if (parsed->help) {
+    std::cout << anvil::RenderHelp(spec);
+    return 0;
+  }
+  StatusPipe status{o.status_fd};
+  auto fail = [&status](const std::string& what) {
+    status.Report(what);
+    std::cerr << "anvil-proxy: " << what << "\n";
+    return 125;
   };
+  if (o.channel_fd < 0) return fail("invalid: --channel-fd is required");
+  anvil::ProxyConfig config;
+  anvil::CaresResolverOptions resolver_options;
+  if (auto s = Configure(o, config, resolver_options); !s) return fail(s.error().ToString());
+  anvil::CaresResolver resolver(resolver_options);
+  config.resolver = &resolver;
+  AuditSink audit(status);
+  if (!o.audit_log.empty() && !audit.Open(o.audit_log)) {
+    return fail("io: cannot open audit log " + o.audit_log);
+  }
+  config.audit = [&audit](const anvil::ProxyAuditRecord& r) { audit.Record(r); };
 
   struct sigaction sa {};
   sa.sa_handler = OnTerm;
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
-  if (auto s = Harden(audit_path); !s) return fail(s.error().ToString());
-  report("ok");
-  if (status_fd >= 0) fcntl(status_fd, F_SETFL, fcntl(status_fd, F_GETFL) | O_NONBLOCK);
+  if (auto s = Harden(o.audit_log); !s) return fail(s.error().ToString());
+  status.Report("ok");
+  if (status.fd >= 0) fcntl(status.fd, F_SETFL, fcntl(status.fd, F_GETFL) | O_NONBLOCK);
 
-  std::vector<int> listeners = ReceiveListeners(channel);
-  ::close(channel);
+  std::vector<int> listeners = ReceiveListeners(o.channel_fd);
+  ::close(o.channel_fd);
   if (listeners.empty()) {
     // The sandbox never came up (its own error says why); nothing to serve.
     return 0;

@@ -105,6 +105,10 @@ std::string SanitizeForDisplay(std::string_view untrusted, std::size_t max_code_
   return out;
 }
 
+std::string SanitizeFlagArgument(std::string_view argument, std::size_t max_code_points) {
+  return SanitizeForDisplay(argument, max_code_points);
+}
+
 std::string MarkedLines(std::string_view lead, std::string_view text, std::string_view mark) {
   std::string out(lead);
   std::size_t start = 0;

@@ -50,6 +50,10 @@ inline constexpr std::size_t kNoDisplayCap = std::numeric_limits<std::size_t>::m
 std::string SanitizeForDisplay(std::string_view untrusted, std::size_t max_code_points = 200,
                                LineBreaks breaks = LineBreaks::kFold);
 
+// A command-line argument echoed back in an error, on one line: the echo of every flag table
+// (common/flag_set.h, CommandSpec::echo).
+std::string SanitizeFlagArgument(std::string_view argument, std::size_t max_code_points);
+
 // Lays out sanitized (kKeep) plugin text so that each of its lines is marked as the plugin's:
 // the first line follows `lead` (Anvil's own words, e.g. "anvil run: error: "), every later
 // line starts with `mark` (e.g. "[example.id] "). A plugin line can then never begin where

@@ -1,15 +1,18 @@
-// One table per command: each flag's name, value kind, bounds and help. The command's parsing,
-// its --help (and `anvil help COMMAND`), its man page and the bash, zsh and fish completions all
-// come from it (src/cli/command_docs.h), so they cannot drift. Adding a flag is one table entry:
+// One table per front end: each flag's name, value kind, bounds and help. Parsing and --help
+// both come from it, for every executable (`anvil`'s subcommands, anvil-gateway,
+// anvil-plugin-host, anvil-proxy, anvil-exec-runner); `anvil`'s man pages and shell completions
+// come from the same tables (src/cli/command_docs.h). Adding a flag is one table entry:
 //
 //   Number("--timeout", "SECONDS", "kill the whole process tree after SECONDS (exit 124)",
 //          Above(0, 1e7), [&](double s) { a.timeout = s; }),
 //
-// Each command keeps its own error wording (ParseStyle::wording) and its own value checks
-// (policy names, sizes, paths) inside the flag's handler, so the texts users and tests see stay
-// the command's.
+// One parser per kind of value: seconds (a decimal), counts, byte sizes (K, M or G suffixes)
+// and descriptor numbers. Each front end keeps its own error wording (ParseStyle::wording) and
+// its own value checks (policy names, paths) inside the flag's handler, so the texts users and
+// tests see stay the front end's.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <optional>
@@ -19,16 +22,18 @@
 
 #include "common/result.h"
 
-namespace anvil::cli {
+namespace anvil {
 
 enum class ValueKind {
   kNone,        // a switch
   kText,        // any text; METAVAR says what
-  kNumber,      // a decimal number within the bounds (seconds, milliseconds, bytes)
+  kNumber,      // a decimal number within the bounds (seconds, milliseconds)
+  kCount,       // a whole number >= 0 within the bounds
+  kByteSize,    // a whole number of bytes, optionally with K, M or G (binary: 1K = 1024)
   kDescriptor,  // a file descriptor number within the bounds
 };
 
-// What a shell offers for a flag's value or a positional argument.
+// What a shell offers for a flag's value or a positional argument (`anvil`'s completions).
 enum class Completion {
   kNone,
   kDirectory,
@@ -39,6 +44,8 @@ enum class Completion {
   kCommand,          // a program and its arguments (after `--`)
 };
 
+// A whole-number kind is held to a bound exactly, as the whole number the bound allows; a bound
+// at or past 2^64 is none.
 struct Bounds {
   double min = -std::numeric_limits<double>::infinity();
   double max = std::numeric_limits<double>::infinity();
@@ -50,6 +57,20 @@ inline Bounds Above(double min, double max = std::numeric_limits<double>::infini
 }
 // [min, max].
 inline Bounds Between(double min, double max) { return {min, max, false}; }
+// [min, no end).
+inline Bounds AtLeast(double min) { return {min, std::numeric_limits<double>::infinity(), false}; }
+// [0, max]: what a field of type T holds (exact for the types of up to 32 bits and uint64_t).
+template <typename T>
+Bounds UpTo() {
+  return {0, static_cast<double>(std::numeric_limits<T>::max()), false};
+}
+
+// The value a flag was given, parsed as its kind says.
+struct FlagValue {
+  std::string text;    // as given
+  double number = 0;   // kNumber, kDescriptor
+  uint64_t count = 0;  // kCount, kByteSize (in bytes)
+};
 
 struct Flag {
   std::string name;  // "--timeout"
@@ -61,17 +82,19 @@ struct Flag {
   Bounds bounds;
   std::vector<std::string> choices;  // documented and completed values (kChoices)
   Completion complete = Completion::kNone;
-  bool repeatable = false;
-  bool hidden = false;  // test-only: parsed, but not in --help, man pages or completions
+  // --help starts a group of flags here, under this title ("sys.exec"); man pages ignore it.
+  std::string heading;
+  bool repeatable = false;  // documented as such; a repeated flag calls its handler again
+  bool hidden = false;      // test-only: parsed, but not in --help, man pages or completions
   // When false, the flag does not exist in this run (an environment-gated test hook).
   std::function<bool()> enabled;
-  // Called with the value; a number kind gets its parsed value too.
-  std::function<Status(const std::string& text, double number)> apply;
+  std::function<Status(const FlagValue& value)> apply;
 
   // Builders for the table entries.
   Flag&& Choices(std::vector<std::string> values) &&;
   Flag&& Completes(Completion c) &&;
   Flag&& Expects(std::string words) &&;
+  Flag&& Heading(std::string title) &&;
   Flag&& Repeatable() &&;
   Flag&& Hidden() &&;
   Flag&& EnabledWhen(std::function<bool()> when) &&;
@@ -82,8 +105,22 @@ Flag Text(std::string name, std::string metavar, std::string help,
           std::function<Status(const std::string&)> apply);
 Flag Number(std::string name, std::string metavar, std::string help, Bounds bounds,
             std::function<void(double)> set);
+Flag Count(std::string name, std::string metavar, std::string help, Bounds bounds,
+           std::function<void(uint64_t)> set);
+Flag ByteSize(std::string name, std::string metavar, std::string help, Bounds bounds,
+              std::function<void(uint64_t)> set);
 Flag Descriptor(std::string name, std::string metavar, std::string help, Bounds bounds,
                 std::function<Status(int)> apply);
+
+// The value parsers behind the kinds, for values inside other values (`--limit nproc=64`).
+// Each accepts what the C library's strto* functions read in full (leading blanks and a '+'
+// included), never a value that does not fit.
+std::optional<double> ParseDecimal(std::string_view text);  // finite
+std::optional<uint64_t> ParseCount(std::string_view text);  // no '-'
+// A count with an optional unit: K, M or G (or k, m, g), powers of 1024. The error says why:
+// "empty value", "not a number: TEXT", "bad unit in TEXT (use K, M or G)", "too large: TEXT".
+Result<uint64_t> ParseByteSize(std::string_view text);
+std::optional<int64_t> ParseInteger(std::string_view text);  // descriptors: then bounded
 
 // A positional argument or a subcommand's arguments, for help and completions.
 struct Positional {
@@ -106,10 +143,10 @@ struct Section {
   bool preformatted = false;  // kept line by line in man pages (lists, tables)
 };
 
-// How a command's arguments are laid out. Each command keeps the behaviour it always had.
+// How a front end's arguments are laid out. Each keeps the behaviour it always had.
 struct ParseStyle {
   enum class Operands {
-    kNone,            // every argument is a flag (serve, doctor, audit)
+    kNone,            // every argument is a flag (serve, doctor, audit, the helper executables)
     kFirstEndsFlags,  // the first non-flag starts the operands (sandbox: CMD ARGS...)
     kFirstThenAll,    // after the first operand, everything is an operand (run)
     kAnywhere,        // flags and operands mixed (plugin)
@@ -123,12 +160,12 @@ struct ParseStyle {
   bool equals_value = false;     // --flag=value too
   bool dash_dash_ends = true;    // `--` ends the flags (false: `--` is skipped; run)
   bool dash_is_operand = false;  // an argument starting with '-' may be an operand (plugin)
-  bool see_help_hint = true;     // "unknown option X (see anvil C --help)"
+  bool see_help_hint = true;     // "unknown option X (see PROGRAM --help)"
 };
 
 struct CommandSpec {
   std::string name;      // "sandbox": `anvil sandbox`, man page anvil-sandbox(1)
-  std::string program;   // how errors name the program: "anvil sandbox", "anvil-exec-runner"
+  std::string program;   // how errors and --help name the program: "anvil sandbox", "anvil-proxy"
   std::string summary;   // one line, for `anvil --help` and the man page's NAME
   std::string synopsis;  // after "usage: <program> "; '\n' + indentation for more lines
   std::string description;
@@ -143,17 +180,22 @@ struct CommandSpec {
   // shared by run and serve): true when args[i] was taken (i advanced), `error` ("invalid: ...")
   // when its value is bad.
   std::function<bool(const std::vector<std::string>& args, size_t& i, std::string& error)> extra;
+  // How an error shows the caller's own bytes (an unknown option, a bad value), cut at about
+  // `max` characters: the display sanitizer (policy/display_text.h), which this layer cannot
+  // include. Without one, every byte outside printable ASCII is shown as \x{HEX}.
+  std::function<std::string(std::string_view text, size_t max)> echo;
 
   const Flag* Find(std::string_view name) const;
 };
 
 struct Parsed {
   std::vector<std::string> operands;
-  bool help = false;  // --help or -h came before any operand: print Help(spec), exit 0
+  bool help = false;  // --help or -h came before any operand: print RenderHelp(spec), exit 0
 };
 
-// Parses `args` against the table, calling each flag's handler in order. Errors have code
-// "invalid" and the command's wording; an unknown option suggests the closest known one.
+// Parses `args` against the table, calling each flag's handler in order (a repeated flag's
+// handler runs again: the last value wins unless the handler collects them). Errors have code
+// "invalid" and the front end's wording; an unknown option suggests the closest known one.
 Result<Parsed> ParseFlags(const CommandSpec& spec, const std::vector<std::string>& args);
 
 // The flag closest to `word` (a typo, or a unique prefix), if one is close enough.
@@ -162,4 +204,11 @@ std::optional<std::string> Suggest(std::string_view word, const std::vector<std:
 // The message for an unknown option, with the suggestion when there is one.
 std::string UnknownOption(const CommandSpec& spec, const std::string& arg);
 
-}  // namespace anvil::cli
+// --help: usage, description, the visible flags (grouped under their headings), sections and
+// examples.
+std::string RenderHelp(const CommandSpec& spec);
+
+// The two columns "  --flag METAVAR   help" of --help, for these flags (hidden ones left out).
+std::string RenderFlagColumns(const std::vector<Flag>& flags);
+
+}  // namespace anvil
