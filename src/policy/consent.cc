@@ -70,6 +70,10 @@ bool NeedsConsent(const std::optional<Grant>& previous, const Grant& requested) 
 std::string DescribeGrant(const Grant& grant) {
   std::string out;
   AppendList(out, "  Read files matching", grant.fs_read, /*quote=*/true, &ReadNote);
+  // editor.buffer.edit needs only the read grant (docs/protocol.md, "Buffers and edits"): the
+  // person is told, since the edit reaches the file when the editor saves it.
+  out += "  Edit the open editor buffers of files it reads (anvil serve): ";
+  out += grant.fs_read.empty() ? "no\n" : "yes\n";
   AppendList(out, "  Write files matching", grant.fs_write, /*quote=*/true, &WriteNote);
   AppendList(out, "  Connect over HTTPS (port 443 only) to", grant.net_hosts, /*quote=*/false,
              nullptr);

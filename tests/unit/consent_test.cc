@@ -88,6 +88,7 @@ TEST(GrantConsentText, PlainWordsOneItemPerLine) {
             "    - \"src/**\"\n"
             "    - \"docs/**\"\n"
             "    - \"**\" (every file in the workspace)\n"
+            "  Edit the open editor buffers of files it reads (anvil serve): yes\n"
             "  Write files matching:\n"
             "    - \"notes/**\"\n"
             "  Connect over HTTPS (port 443 only) to:\n"
@@ -100,6 +101,7 @@ TEST(GrantConsentText, PlainWordsOneItemPerLine) {
 TEST(GrantConsentText, EmptyGrantSaysNothing) {
   EXPECT_EQ(DescribeGrant(Grant{}),
             "  Read files matching: nothing\n"
+            "  Edit the open editor buffers of files it reads (anvil serve): no\n"
             "  Write files matching: nothing\n"
             "  Connect over HTTPS (port 443 only) to: nothing\n"
             "  Send POST requests (upload data): no\n"
@@ -142,8 +144,8 @@ TEST(GrantConsentText, HostileStringsCannotForgeOrHideLines) {
                  "31mred"};
   g.exec = {"rg\x1b[8m hidden", std::string(5000, 'x')};
   const std::string text = DescribeGrant(g);
-  // Exactly one line per item plus the five headings/POST line: nothing was injected.
-  EXPECT_EQ(Lines(text).size(), 5u + 1u + 4u + 2u + 2u) << text;
+  // Exactly one line per item plus the six headings/yes-no lines: nothing was injected.
+  EXPECT_EQ(Lines(text).size(), 6u + 1u + 4u + 2u + 2u) << text;
   EXPECT_EQ(text.find('\x1b'), std::string::npos);
   EXPECT_EQ(text.find('\r'), std::string::npos);
   EXPECT_EQ(text.find('\x07'), std::string::npos);
