@@ -180,7 +180,7 @@ int RunPluginNewCommand(const std::vector<std::string>& args) {
     made_dir = true;
   } else if (errno != EEXIST) {
     return Fail("new",
-                Error{errno == ENOENT ? "not_found" : "io",
+                Error{errno == ENOENT ? Code::kNotFound : Code::kIo,
                       Errno("create " + dir) + " (fix: create its parent directory first)", errno}
                     .ToString());
   }

@@ -4,11 +4,11 @@
 
 namespace anvil {
 
-tl::unexpected<Error> SysFail(std::string_view code, std::string_view what, int sys_errno) {
+tl::unexpected<Error> SysFail(ErrorCode code, std::string_view what, int sys_errno) {
   std::string message(what);
   message += ": ";
   message += std::strerror(sys_errno);
-  return tl::unexpected<Error>(Error{std::string(code), std::move(message), sys_errno});
+  return tl::unexpected<Error>(Error{code, std::move(message), sys_errno});
 }
 
 }  // namespace anvil

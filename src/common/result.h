@@ -9,9 +9,18 @@
 #include <tl/expected.hpp>
 #include <utility>
 
+#include "common/error_code.h"
+
 namespace anvil {
 
 struct Error {
+  // The code from the closed set (common/error_code.h): a literal is checked at compile time.
+  Error(ErrorCode code_, std::string message_, int sys_errno_ = 0, std::string trace_ = {})
+      : code(code_.wire()),
+        message(std::move(message_)),
+        sys_errno(sys_errno_),
+        trace(std::move(trace_)) {}
+
   std::string code;     // stable, machine-readable: "denied", "invalid", "not_found", ...
   std::string message;  // human explanation
   int sys_errno = 0;    // errno of the failed syscall, 0 when not a syscall failure
@@ -21,18 +30,20 @@ struct Error {
 
   // "code: message" — the format INTERFACES.md promises for every failure.
   std::string ToString() const { return code + ": " + message; }
+  // The code, to pass on with another message (Fail(e.error_code(), ...)).
+  ErrorCode error_code() const { return ErrorCode::FromWire(code, Code::kInternal); }
 };
 
 template <class T>
 using Result = tl::expected<T, Error>;
 using Status = tl::expected<void, Error>;
 
-inline tl::unexpected<Error> Fail(std::string code, std::string message, int sys_errno = 0) {
-  return tl::unexpected<Error>(Error{std::move(code), std::move(message), sys_errno});
+inline tl::unexpected<Error> Fail(ErrorCode code, std::string message, int sys_errno = 0) {
+  return tl::unexpected<Error>(Error{code, std::move(message), sys_errno});
 }
 
 // A failed syscall: message names the operation and the errno text.
-tl::unexpected<Error> SysFail(std::string_view code, std::string_view what, int sys_errno = errno);
+tl::unexpected<Error> SysFail(ErrorCode code, std::string_view what, int sys_errno = errno);
 
 inline Status Ok() { return {}; }
 

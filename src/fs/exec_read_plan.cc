@@ -201,7 +201,7 @@ Status CheckExecOperands(const WorkspaceRoot& root, const std::vector<std::strin
         if (within(operand, FileType::kFile) || within(operand, FileType::kDir)) continue;
         return Fail("denied", tool + " path operand outside the grant: " + Q(operand));
       }
-      return Fail(e.code, tool + " path operand: " + e.message);
+      return Fail(e.error_code(), tool + " path operand: " + e.message);
     }
     if (resolved->type == FileType::kOther) {
       return Fail("invalid",

@@ -154,7 +154,8 @@ Result<GitDirEntryKind> KindAt(int dir_fd, const char* name, std::string_view wh
   struct stat st {};
   if (::fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
     if (errno == ENOENT || errno == ENOTDIR) return GitDirEntryKind::kMissing;
-    return SysFail(errno == EACCES ? "denied" : "io", "cannot look for git's names in " + Q(where));
+    return SysFail(errno == EACCES ? Code::kDenied : Code::kIo,
+                   "cannot look for git's names in " + Q(where));
   }
   if (S_ISREG(st.st_mode)) {
     return (st.st_mode & 0111) != 0 ? GitDirEntryKind::kExecFile : GitDirEntryKind::kFile;
@@ -250,7 +251,7 @@ Result<std::optional<std::string>> FindGitDirIn(int fd, const std::string& rel, 
     if (!child) {
       if (errno == ENOENT) continue;  // gone meanwhile: holds nothing
       const int err = errno;
-      return Fail(err == EACCES || err == EPERM ? "denied" : "io",
+      return Fail(err == EACCES || err == EPERM ? Code::kDenied : Code::kIo,
                   "cannot look inside " + Q(JoinRel(walk.top, child_rel)), err);
     }
     auto found = FindGitDirIn(child.Get(), child_rel, depth + 1, walk);
@@ -287,7 +288,7 @@ Result<WorkspaceRoot::GitDirWay> WorkspaceRoot::ProbeGitDirs(std::string_view di
         break;
       }
       const int err = errno;
-      return Fail(err == EACCES || err == EPERM ? "denied" : "io",
+      return Fail(err == EACCES || err == EPERM ? Code::kDenied : Code::kIo,
                   "cannot look inside " + Q(JoinRel(path, name)), err);
     }
     path = JoinRel(path, name);

@@ -126,7 +126,7 @@ Status EmptyDirectory(int fd, const std::string& path, std::size_t depth, Remove
           ::openat(fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
       if (!child) {
         const int err = errno;
-        return Fail(err == EACCES || err == EPERM ? "denied" : "io",
+        return Fail(err == EACCES || err == EPERM ? Code::kDenied : Code::kIo,
                     "cannot look inside " + QuotePathForMessage(child_path), err);
       }
       // Never into another mount: emptying a mount point would delete what is mounted there.
@@ -136,12 +136,12 @@ Status EmptyDirectory(int fd, const std::string& path, std::size_t depth, Remove
         const int err = errno;
         if (err == EBUSY)
           return Fail("denied", "is a mount point: " + QuotePathForMessage(child_path), err);
-        return SysFail(err == EACCES || err == EPERM ? "denied" : "io",
+        return SysFail(err == EACCES || err == EPERM ? Code::kDenied : Code::kIo,
                        "remove " + QuotePathForMessage(child_path), err);
       }
     } else if (::unlinkat(fd, name.c_str(), 0) != 0 && errno != ENOENT) {
       const int err = errno;
-      return SysFail(err == EACCES || err == EPERM ? "denied" : "io",
+      return SysFail(err == EACCES || err == EPERM ? Code::kDenied : Code::kIo,
                      "remove " + QuotePathForMessage(child_path), err);
     }
   }
@@ -165,7 +165,7 @@ Status WorkspaceRoot::RemoveTree(std::string_view path,
     const int err = errno;
     if (err == ENOTDIR || err == ELOOP) return Remove(*norm);
     if (err == ENOENT) return Fail("not_found", QuotePathForMessage(*norm), err);
-    return SysFail(err == EACCES || err == EPERM ? "denied" : "io",
+    return SysFail(err == EACCES || err == EPERM ? Code::kDenied : Code::kIo,
                    "open " + QuotePathForMessage(*norm), err);
   }
   auto parent_mount = MountIdAt(parent->Get(), "", *norm);
@@ -181,7 +181,7 @@ Status WorkspaceRoot::RemoveTree(std::string_view path,
       return Fail("io", "directory changed while it was removed: " + QuotePathForMessage(*norm),
                   err);
     }
-    return SysFail(err == EACCES || err == EPERM ? "denied" : "io",
+    return SysFail(err == EACCES || err == EPERM ? Code::kDenied : Code::kIo,
                    "remove " + QuotePathForMessage(*norm), err);
   }
   return Ok();
@@ -275,7 +275,7 @@ Result<std::optional<std::string>> WorkspaceRoot::FindBeneath(
                             O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
     if (!child) {
       const int err = errno;
-      return Fail(err == EACCES || err == EPERM ? "denied" : "io",
+      return Fail(err == EACCES || err == EPERM ? Code::kDenied : Code::kIo,
                   "cannot look inside " + QuotePathForMessage(*norm + "/" + path), err);
     }
     if (auto s = SameMount(child.Get(), "", mount, *norm + "/" + path); !s) {

@@ -989,7 +989,9 @@ Result<ExecResult> ExecBroker::Run(const ExecRequest& request,
       auto response = ipc::DecodeResponse((*next)->body);
       if (!response) return Fail("io", "sys.exec: malformed answer from the exec broker");
       if (!response->ok) {
-        return tl::unexpected(Error{response->fields.size() > 0 ? response->fields[0] : "io",
+        return tl::unexpected(Error{response->fields.size() > 0
+                                        ? ErrorCode::FromWire(response->fields[0])
+                                        : ErrorCode("io"),
                                     response->fields.size() > 1 ? response->fields[1] : "", 0});
       }
       const auto& f = response->fields;

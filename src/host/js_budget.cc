@@ -224,7 +224,7 @@ std::optional<Error> JsRuntime::FinishCall(std::optional<Error> failure) {
   if (auto spent = SpentError()) {
     failure = *spent;
     if (JS_IsJobPending(rt_)) {
-      stopped_ = Error{spent->code,
+      stopped_ = Error{spent->error_code(),
                        spent->message + "; the plugin left work queued and must be reloaded", 0};
     }
   }

@@ -374,7 +374,7 @@ Error JsRuntime::DescribeThrownValue(JSValueConst thrown) {
   for (std::string_view code : kKnownCodes) {
     if (message.size() > code.size() + 1 && message.starts_with(code) &&
         message.compare(code.size(), 2, ": ") == 0) {
-      return Error{std::string(code), message.substr(code.size() + 2), 0};
+      return Error{ErrorCode::FromWire(code), message.substr(code.size() + 2), 0};
     }
   }
   if (!name.empty() && name != "Error") message = message.empty() ? name : name + ": " + message;

@@ -65,7 +65,7 @@ Error LuaRuntime::ErrorFromLua(int status) {
     // luaL_error prefixes "chunk:line: "; the code follows it.
     if (at != std::string::npos &&
         (at == 0 || (at >= 2 && message.compare(at - 2, 2, ": ") == 0))) {
-      return Error{code, message.substr(at + prefix.size()), 0, trace};
+      return Error{ErrorCode::FromWire(code), message.substr(at + prefix.size()), 0, trace};
     }
   }
   return Error{"error", message, 0, trace};

@@ -49,7 +49,8 @@ Result<std::string> ReadBeneath(int dir, const std::string& rel) {
                                " is a symbolic link (or goes through one); plugin files must be "
                                "regular files inside the plugin directory");
   }
-  if (fd < 0) return SysFail(errno == ENOENT ? "not_found" : "invalid", "plugin file " + rel);
+  if (fd < 0)
+    return SysFail(errno == ENOENT ? Code::kNotFound : Code::kInvalid, "plugin file " + rel);
   UniqueFd f(static_cast<int>(fd));
   struct stat st {};
   if (fstat(f.Get(), &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -240,7 +241,7 @@ class HostApiImpl : public HostApi {
     // intact. Anything else means the channel broke.
     if (!r && r.error().code == "limit") return tl::unexpected(r.error());
     if (!r) return Fail("io", "gateway unreachable: " + r.error().message);
-    if (!r->ok) return Fail(r->fields[0], r->fields[1]);
+    if (!r->ok) return Fail(ErrorCode::FromWire(r->fields[0]), r->fields[1]);
     return std::move(r->fields);
   }
 
@@ -258,7 +259,7 @@ class HostApiImpl : public HostApi {
         auto r = ipc::DecodeResponse((*frame)->body);
         if (!r) return tl::unexpected(r.error());
         if (r->id != id) continue;
-        if (!r->ok) return Fail(r->fields[0], r->fields[1]);
+        if (!r->ok) return Fail(ErrorCode::FromWire(r->fields[0]), r->fields[1]);
         return std::move(r->fields);
       }
       pending_.push_back(std::move(**frame));  // a request for later
@@ -370,7 +371,7 @@ int RunPluginHost(const HostOptions& o) {
     // Nothing of the plugin runs; the first request gets the error.
   } else if (auto hello = gateway.Hello(o.plugin_id, o.workspace); !hello) {
     load_error =
-        Error{hello.error().code, "gateway refused this host: " + hello.error().message, 0};
+        Error{hello.error().error_code(), "gateway refused this host: " + hello.error().message, 0};
   } else if (auto s = runtime->Load(*source); !s) {
     load_error = s.error();
   }

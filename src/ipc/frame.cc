@@ -107,7 +107,8 @@ std::string Response::ErrorText() const {
 
 anvil::Error Response::ToError() const {
   if (ok || fields.size() < 2) return anvil::Error{"error", "malformed error", 0};
-  return anvil::Error{fields[0], fields[1], 0, fields.size() > 2 ? fields[2] : std::string()};
+  return anvil::Error{anvil::ErrorCode::FromWire(fields[0]), fields[1], 0,
+                      fields.size() > 2 ? fields[2] : std::string()};
 }
 
 std::string EncodeRequest(const Request& request) {

@@ -80,7 +80,7 @@ Result<std::string> GatewayClient::Hello(const std::string& plugin_id,
                                          const std::string& workspace) {
   auto r = Call("hello", {plugin_id, workspace});
   if (!r) return tl::unexpected(r.error());
-  if (!r->ok) return Fail(r->fields[0], r->fields[1]);
+  if (!r->ok) return Fail(ErrorCode::FromWire(r->fields[0]), r->fields[1]);
   // [session id, frame cap]; a gateway that names no cap keeps ours.
   if (r->fields.size() >= 2) {
     uint64_t cap = 0;

@@ -16,7 +16,7 @@ Result<ResolvedProgram> ResolveProgram(const std::string& command, const std::st
   auto try_open = [&cwd](const std::string& path) -> Result<ResolvedProgram> {
     std::string absolute = path[0] == '/' ? path : cwd + "/" + path;
     UniqueFd fd(::open(absolute.c_str(), O_PATH | O_CLOEXEC));
-    if (!fd) return SysFail(errno == ENOENT ? "not_found" : "not_executable", path);
+    if (!fd) return SysFail(errno == ENOENT ? Code::kNotFound : Code::kNotExecutable, path);
     struct stat st {};
     if (::fstat(fd.Get(), &st) != 0) return SysFail("not_executable", path);
     if (!S_ISREG(st.st_mode)) return Fail("not_executable", path + ": not a regular file", EACCES);

@@ -399,7 +399,8 @@ Result<std::vector<std::string>> RulesFilesIn(const std::string& dir) {
 Result<std::string> ReadTrustedRulesFile(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (!fd) {
-    return SysFail(errno == ENOENT ? "not_found" : "io", "rules file " + QuotePathForMessage(path));
+    return SysFail(errno == ENOENT ? Code::kNotFound : Code::kIo,
+                   "rules file " + QuotePathForMessage(path));
   }
   return ReadRegularFileFromFd(fd.Get(), QuotePathForMessage(path), kMaxRulesFileBytes);
 }

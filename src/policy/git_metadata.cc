@@ -1325,7 +1325,7 @@ GitQuarantineResult ApplyGitQuarantine(const std::vector<GitQuarantineAction>& a
     for (int n = 1; n <= 100; ++n) {
       to = from + std::string(kGitQuarantineSuffix) + (n == 1 ? "" : "-" + std::to_string(n));
       moved = fs.rename_noreplace(from, to);
-      if (moved || moved.error().code != "exists") break;
+      if (moved || moved.error().sys_errno != EEXIST) break;
     }
     if (!moved) {
       result.failures.push_back(from + ": " + moved.error().message);
@@ -1424,7 +1424,7 @@ GitFs RealGitFs() {
     if (!fd) {
       // Gone, or no longer a directory, since its parent was listed: nothing to look at.
       if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) return out;
-      return SysFail(errno == EACCES || errno == EPERM ? "denied" : "io", "open " + dir);
+      return SysFail(errno == EACCES || errno == EPERM ? Code::kDenied : Code::kIo, "open " + dir);
     }
     // The directory's own facts before its entries: a change after them moves its ctime.
     auto facts = FactsAt(fd.Get(), "", AT_EMPTY_PATH);
@@ -1542,7 +1542,7 @@ GitFs RealGitFs() {
         0) {
       return Ok();
     }
-    return SysFail(errno == EEXIST ? "exists" : "io", "rename " + from + " to " + to);
+    return SysFail("io", "rename " + from + " to " + to);
   };
   return fs;
 }

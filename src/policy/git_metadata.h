@@ -90,7 +90,8 @@ struct GitFs {
   std::function<std::chrono::steady_clock::time_point()> now;
   // The wall clock, in seconds (ctimes are wall-clock times).
   std::function<int64_t()> wall_seconds;
-  // rename(2) of `from` to `to` that never replaces an existing `to` (ApplyGitQuarantine only).
+  // rename(2) of `from` to `to` that never replaces an existing `to` (ApplyGitQuarantine only);
+  // an existing `to` is an error with sys_errno EEXIST.
   std::function<Status(const std::string& from, const std::string& to)> rename_noreplace;
 };
 GitFs RealGitFs();

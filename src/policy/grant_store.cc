@@ -206,7 +206,7 @@ void SortEntries(std::vector<GrantEntry>& entries) {
 Result<std::string> CanonicalWorkspacePath(const std::string& path) {
   char resolved[PATH_MAX];
   if (::realpath(path.c_str(), resolved) == nullptr) {
-    return SysFail(errno == ENOENT ? "not_found" : "invalid",
+    return SysFail(errno == ENOENT ? Code::kNotFound : Code::kInvalid,
                    "workspace " + QuotePathForMessage(path));
   }
   std::string out(resolved);

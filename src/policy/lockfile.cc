@@ -97,7 +97,8 @@ Status HashLib(int dir_fd, std::map<std::string, std::string>& files) {
   }
   if (!S_ISDIR(st.st_mode)) return Ok();  // not a directory: the host loads nothing from it
   UniqueFd lib(::openat(dir_fd, "lib", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
-  if (!lib) return SysFail(errno == ELOOP || errno == ENOTDIR ? "denied" : "io", "open lib");
+  if (!lib)
+    return SysFail(errno == ELOOP || errno == ENOTDIR ? Code::kDenied : Code::kIo, "open lib");
   // fdopendir takes ownership of the fd it is given; give it a duplicate so `lib` stays the
   // handle every module is opened through.
   const int dup_fd = ::fcntl(lib.Get(), F_DUPFD_CLOEXEC, 0);
@@ -307,7 +308,7 @@ Result<PluginHashes> HashPluginDir(const std::string& plugin_dir, const Manifest
   }
   UniqueFd dir(::open(plugin_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!dir) {
-    return SysFail(errno == ENOENT ? "not_found" : "io",
+    return SysFail(errno == ENOENT ? Code::kNotFound : Code::kIo,
                    "plugin directory " + QuotePathForMessage(plugin_dir));
   }
   PluginHashes hashes;
@@ -364,7 +365,7 @@ Status VerifyAgainstLock(const Lockfile& lockfile, std::string_view plugin_id,
 Result<Lockfile> ReadLockfile(const std::string& workspace_dir) {
   UniqueFd dir(::open(workspace_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!dir) {
-    return SysFail(errno == ENOENT ? "not_found" : "io",
+    return SysFail(errno == ENOENT ? Code::kNotFound : Code::kIo,
                    "workspace " + QuotePathForMessage(workspace_dir));
   }
   auto text = ReadRegularFileNoFollow(dir.Get(), std::string(kLockfileName), kMaxLockfileBytes);
@@ -375,7 +376,7 @@ Result<Lockfile> ReadLockfile(const std::string& workspace_dir) {
 Status WriteLockfile(const std::string& workspace_dir, const Lockfile& lockfile) {
   UniqueFd dir(::open(workspace_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!dir) {
-    return SysFail(errno == ENOENT ? "not_found" : "io",
+    return SysFail(errno == ENOENT ? Code::kNotFound : Code::kIo,
                    "workspace " + QuotePathForMessage(workspace_dir));
   }
   return WriteFileAtomically(dir.Get(), std::string(kLockfileName), RenderLockfile(lockfile), 0644);

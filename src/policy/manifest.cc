@@ -460,7 +460,7 @@ Status CheckEntryFile(int dir_fd, const Manifest& manifest) {
 Status CheckManifestEntry(const std::string& plugin_dir, const Manifest& manifest) {
   UniqueFd dir(::open(plugin_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!dir) {
-    return SysFail(errno == ENOENT ? "not_found" : "io",
+    return SysFail(errno == ENOENT ? Code::kNotFound : Code::kIo,
                    "plugin directory " + QuotePathForMessage(plugin_dir));
   }
   return CheckEntryFile(dir.Get(), manifest);
@@ -469,7 +469,7 @@ Status CheckManifestEntry(const std::string& plugin_dir, const Manifest& manifes
 Result<Manifest> LoadManifest(const std::string& plugin_dir) {
   UniqueFd dir(::open(plugin_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!dir) {
-    return SysFail(errno == ENOENT ? "not_found" : "io",
+    return SysFail(errno == ENOENT ? Code::kNotFound : Code::kIo,
                    "plugin directory " + QuotePathForMessage(plugin_dir));
   }
   const std::string name(kManifestFileName);

@@ -118,7 +118,7 @@ Result<std::vector<TrustedKey>> LoadTrustedKeys(const std::string& dir_arg) {
     }
     struct stat st {};
     auto text = ReadRegularFileNoFollow(fd->Get(), file, 4096, &st);
-    if (!text) return Fail(text.error().code, shown + ": " + text.error().message);
+    if (!text) return Fail(text.error().error_code(), shown + ": " + text.error().message);
     if (auto s = CheckOwned(st, shown); !s) return tl::unexpected(s.error());
     auto raw = ParsePublicKey(*text);
     if (!raw) return Fail("invalid", shown + ": " + raw.error().message);
@@ -172,7 +172,7 @@ Result<std::optional<std::string>> ReadSignatureFile(const std::string& plugin_d
       ReadRegularFileNoFollow(dir.Get(), std::string(kSignatureFileName), kMaxSignatureFileBytes);
   if (!text) {
     if (text.error().code == "not_found") return std::optional<std::string>();
-    return Fail(text.error().code == "limit" ? "invalid" : text.error().code,
+    return Fail(text.error().code == "limit" ? ErrorCode("invalid") : text.error().error_code(),
                 std::string(kSignatureFileName) + " in " + QuotePathForMessage(plugin_dir) + ": " +
                     text.error().message);
   }

@@ -256,7 +256,7 @@ Result<WorkspaceConfig> ParseWorkspaceConfig(std::string_view toml_text,
 Result<WorkspaceConfig> LoadWorkspaceConfig(const std::string& workspace_dir) {
   UniqueFd dir(::open(workspace_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!dir) {
-    return SysFail(errno == ENOENT ? "not_found" : "io",
+    return SysFail(errno == ENOENT ? Code::kNotFound : Code::kIo,
                    "workspace " + QuotePathForMessage(workspace_dir));
   }
   auto text = ReadRegularFileNoFollow(dir.Get(), std::string(kWorkspaceConfigName),

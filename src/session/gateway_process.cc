@@ -148,7 +148,7 @@ Status FromReply(const Result<nlohmann::json>& reply) {
   std::string text = reply->value("error", "internal: control request failed");
   auto colon = text.find(": ");
   if (colon == std::string::npos) return Fail("internal", text);
-  return Fail(text.substr(0, colon), text.substr(colon + 2));
+  return Fail(ErrorCode::FromWire(text.substr(0, colon), Code::kInternal), text.substr(colon + 2));
 }
 }  // namespace
 

@@ -278,7 +278,7 @@ Result<ipc::Response> HostProcess::Call(const std::string& op, std::vector<std::
     while (!why.empty() && why.back() == '\n') why.pop_back();
     int status = exit_status_;
     if (pid_ > 0) Kill("host hung up");
-    return Fail(status == 125 ? "sandbox" : "error",
+    return Fail(status == 125 ? Code::kSandbox : Code::kError,
                 "the plugin host ended (status " + std::to_string(status) + "): " + why);
   };
   if (auto s = SendAll(session_.Get(), ipc::EncodeRequest({id, "", op, std::move(args)})); !s) {

@@ -283,9 +283,10 @@ void Server::RunCommand(const json& id, const json& params, bool bare_result) {
     return ReplyError(id, kInvalidParams,
                       "invalid params: workDoneToken must be a string or an integer");
   }
-  auto refuse = [&](const std::string& code, const std::string& text) {
-    ReplyError(id, kRequestFailed, code + ": " + SanitizeForDisplay(text, 2000),
-               {{"code", code}, {"plugin", plugin.entry.id}});
+  auto refuse = [&](ErrorCode code, const std::string& text) {
+    const std::string wire(code.wire());
+    ReplyError(id, kRequestFailed, wire + ": " + SanitizeForDisplay(text, 2000),
+               {{"code", wire}, {"plugin", plugin.entry.id}});
   };
   switch (plugin.state) {
     case PluginState::kNeedsConsent:

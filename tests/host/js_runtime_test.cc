@@ -55,7 +55,7 @@ class JsRuntimeTest : public ::testing::Test {
   }
   void ReplyError(const std::string& op, const std::string& code, const std::string& message) {
     api_.handlers[op] = [code, message](const Fields&) -> Result<Fields> {
-      return Fail(code, message);
+      return Fail(ErrorCode::FromWire(code), message);
     };
   }
 

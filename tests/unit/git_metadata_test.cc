@@ -176,7 +176,7 @@ class FakeTree {
       return std::chrono::steady_clock::time_point(clock_);
     };
     fs.rename_noreplace = [this](const std::string& from, const std::string& to) -> Status {
-      if (nodes_.count(to)) return Fail("exists", to + " exists");
+      if (nodes_.count(to)) return Fail("io", to + " exists", EEXIST);
       if (!nodes_.count(from)) return Fail("io", from + " missing");
       Move(from, to);
       return Ok();
