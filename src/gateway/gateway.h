@@ -17,7 +17,7 @@
 #include <string>
 
 #include "common/result.h"
-#include "gateway/exec_broker.h"
+#include "gateway/exec_request.h"
 #include "gateway/gateway_limits.h"
 #include "gateway/net_fetch_op.h"
 
