@@ -38,6 +38,10 @@
 // backstop beyond the runner's own timeout (which counts from the call). The broker dies with
 // the gateway; jobs die with the broker; runners die with their job (PR_SET_PDEATHSIG at each
 // step).
+//
+// Here: the broker's process and its client (ExecBroker). The call and its wire form are in
+// exec_request.h, the job's check in exec_job_check.h, the job in exec_job.h, its runner in
+// exec_warm_runner.h.
 #pragma once
 
 #include <sys/types.h>
@@ -52,21 +56,10 @@
 
 #include "common/result.h"
 #include "common/unique_fd.h"
-#include "fs/read_plan.h"
+#include "gateway/exec_request.h"
 #include "linux/tool_runtime.h"
 
 namespace anvil::gateway {
-
-struct ExecLimits {
-  uint64_t max_stdout_bytes = 8u << 20;  // past this the tool is stopped; output kept, truncated
-  uint64_t max_stderr_bytes = 1u << 20;
-  uint64_t max_stdin_bytes = 8u << 20;
-  std::chrono::milliseconds timeout{30000};  // per call; the whole tree is killed at the deadline
-  uint64_t max_processes = 64;               // RLIMIT_NPROC inside (pids cgroup for root)
-  uint32_t max_concurrent = 4;               // per session; beyond: "busy"
-  uint64_t tmp_bytes = 16u << 20;            // the tool's private /tmp
-  uint64_t max_memory_bytes = 1ull << 30;    // RLIMIT_DATA of the tool (heap and anonymous maps)
-};
 
 struct ExecBrokerConfig {
   std::string workspace;    // canonical
@@ -77,24 +70,6 @@ struct ExecBrokerConfig {
   // Filled by the broker at start (not by the caller): each table tool's runtime files, by
   // executable path. A job resolves a tool again when its executable changed since.
   std::map<std::string, ToolRuntime> tool_runtimes;
-};
-
-struct ExecRequest {
-  std::string program;            // a table name ("rg"), never a path
-  std::vector<std::string> args;  // the plugin's argv, without argv[0]
-  std::string stdin_data;
-  // What of the workspace the tool's view holds (fs/read_plan.h), computed by the gateway from
-  // the grant; the broker checks its shape, the runner builds it.
-  std::vector<ReadOp> read_plan;
-};
-
-struct ExecResult {
-  int code = 0;  // the tool's exit status, or 128+N when a signal ended it
-  std::string stdout_data;
-  std::string stderr_data;
-  bool stdout_truncated = false;
-  bool stderr_truncated = false;
-  std::string limit;  // "" or the cap that stopped the tool: "stdout", "stderr"
 };
 
 class ExecBroker {
@@ -114,8 +89,6 @@ class ExecBroker {
   // killed), "sandbox" (the runner could not confine the tool: nothing ran), "io".
   Result<ExecResult> Run(const ExecRequest& request, const std::atomic<bool>* cancelled) const;
 
-  pid_t pid() const { return pid_; }
-
  private:
   ExecBroker(UniqueFd channel, pid_t pid, ExecLimits limits)
       : channel_(std::move(channel)), pid_(pid), limits_(limits) {}
@@ -124,11 +97,5 @@ class ExecBroker {
   ExecLimits limits_;
   mutable std::atomic<uint32_t> running_{0};
 };
-
-// The broker side, exposed for tests: serves one already-connected job connection in the
-// calling process with a runner started now (reads the request, re-checks it, hands it to the
-// runner, writes the response).
-// Returns the process exit status.
-int ServeExecJob(int conn_fd, int runner_fd, const ExecBrokerConfig& config);
 
 }  // namespace anvil::gateway

@@ -1,0 +1,315 @@
+#include "gateway/transport.h"
+
+#include <fcntl.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+namespace anvil::gateway {
+
+using ipc::Response;
+
+Status Transport::Listen(const std::string& socket_path) {
+  spare_fd_.Reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  listen_.Reset(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!listen_) return SysFail("internal", "socket");
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (socket_path.size() >= sizeof(addr.sun_path)) return Fail("invalid", "socket path too long");
+  std::strcpy(addr.sun_path, socket_path.c_str());
+  ::unlink(socket_path.c_str());
+  // umask makes the socket 0600 from the moment it exists; chmod is the belt to those braces.
+  mode_t old = umask(0177);
+  int rc = bind(listen_.Get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  umask(old);
+  if (rc != 0) return SysFail("internal", "bind " + socket_path);
+  if (chmod(socket_path.c_str(), 0600) != 0) return SysFail("internal", "chmod socket");
+  if (listen(listen_.Get(), 128) != 0) return SysFail("internal", "listen");
+  if (auto s = ipc::EnablePassCredentials(listen_.Get()); !s) return s;
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = MakeTag(kListen, 0);
+  if (epoll_ctl(epoll_.Get(), EPOLL_CTL_ADD, listen_.Get(), &ev) != 0) {
+    return SysFail("internal", "epoll_ctl");
+  }
+  return Ok();
+}
+
+void Transport::Accept() {
+  while (true) {
+    int fd = accept4(listen_.Get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0 && (errno == EMFILE || errno == ENFILE) && spare_fd_) {
+      spare_fd_.Reset();
+      UniqueFd refused(accept4(listen_.Get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+      if (refused) {
+        std::string busy =
+            ipc::EncodeResponse(Response::Error(0, "busy", "gateway is out of file descriptors"));
+        ssize_t ignored = ::send(refused.Get(), busy.data(), busy.size(), MSG_NOSIGNAL);
+        (void)ignored;
+        AuditEntry audit;
+        audit.op = "connect";
+        audit.verdict = "busy";
+        audit.code = "busy";
+        audit.reason = "out of file descriptors";
+        audit_->Record(audit);
+      }
+      const bool drained = !refused;  // EMFILE comes before the backlog is looked at
+      refused.Reset();
+      spare_fd_.Reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+      if (drained) return;
+      continue;
+    }
+    if (fd < 0) return;
+    UniqueFd conn_fd(fd);
+    std::optional<ipc::PeerCredentials> peer;
+    if (auto attested = ipc::GetPeerCredentials(fd)) peer = *attested;
+    ConnectionAdmission admission = Admit(peer);
+    if (admission.verdict == ConnectionVerdict::kDeny ||
+        admission.verdict == ConnectionVerdict::kBusy) {
+      Refused(fd, admission, peer ? &*peer : nullptr);
+      continue;
+    }
+    if (!ipc::EnablePassCredentials(fd)) continue;
+    uint64_t id = next_conn_++;
+    Connection c;
+    c.fd = std::move(conn_fd);
+    c.peer = *peer;
+    c.from_trusted_side = peer->pid == trusted_pid_;
+    c.hello_deadline =
+        Clock::now() + std::chrono::milliseconds(std::max<uint32_t>(1, limits_.hello_timeout_ms));
+    c.reader = ipc::FrameReader(limits_.max_frame_bytes);
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.data.u64 = MakeTag(kConn, id);
+    if (epoll_ctl(epoll_.Get(), EPOLL_CTL_ADD, c.fd.Get(), &ev) != 0) continue;
+    c.epoll_events = ev.events;
+    conns_.emplace(id, std::move(c));
+    awaiting_hello_.push_back(id);
+  }
+}
+
+ConnectionAdmission Transport::Admit(const std::optional<ipc::PeerCredentials>& peer) {
+  ConnectionFacts facts;
+  facts.peer = peer;
+  facts.session_uid = geteuid();
+  facts.trusted_pid = trusted_pid_;
+  facts.connections = conns_.size();
+  for (const auto& [id, c] : conns_) {
+    if (c.bound) continue;
+    ++facts.unbound;
+    if (c.from_trusted_side) continue;
+    ++facts.unbound_from_others;
+    if (peer && c.peer.pid == peer->pid) ++facts.unbound_from_peer;
+  }
+  ConnectionAdmission admission = AdmitConnection(facts, limits_);
+  if (admission.verdict != ConnectionVerdict::kAdmitAfterEvictingOldest) return admission;
+  // The oldest connection that never said hello gives way (bound or closed ones are skipped).
+  while (!awaiting_hello_.empty()) {
+    const uint64_t oldest = awaiting_hello_.front();
+    awaiting_hello_.pop_front();
+    auto it = conns_.find(oldest);
+    if (it == conns_.end() || it->second.bound) continue;
+    AuditEntry audit;
+    audit.op = "connect";
+    audit.verdict = "busy";
+    audit.code = "busy";
+    audit.target = "pid " + std::to_string(it->second.peer.pid);
+    audit.reason = "closed without hello: every connection slot was taken";
+    audit_->Record(audit);
+    Close(oldest, "evicted");
+    return admission;
+  }
+  return {ConnectionVerdict::kBusy, "too many connections"};
+}
+
+void Transport::Refused(int fd, const ConnectionAdmission& admission,
+                        const ipc::PeerCredentials* peer) {
+  AuditEntry audit;
+  audit.op = "connect";
+  if (admission.verdict == ConnectionVerdict::kDeny) {
+    // Not the session's user: closed without a word, always audited.
+    audit.verdict = "deny";
+    audit.code = "denied";
+    audit.reason = admission.reason;
+    audit_->Record(audit);
+    return;
+  }
+  std::string busy = ipc::EncodeResponse(Response::Error(0, "busy", admission.reason));
+  ssize_t ignored = ::send(fd, busy.data(), busy.size(), MSG_NOSIGNAL);
+  (void)ignored;
+  if (!refusal_audit_.Take(1)) {
+    ++refusals_unaudited_;
+    return;
+  }
+  audit.verdict = "busy";
+  audit.code = "busy";
+  audit.target = "pid " + std::to_string(peer->pid);
+  audit.reason = admission.reason;
+  if (refusals_unaudited_ > 0) {
+    audit.reason +=
+        " (and " + std::to_string(refusals_unaudited_) + " more refused connections not logged)";
+    refusals_unaudited_ = 0;
+  }
+  audit_->Record(audit);
+}
+
+int Transport::ExpireHelloDeadlines() {
+  const auto now = Clock::now();
+  while (!awaiting_hello_.empty()) {
+    auto it = conns_.find(awaiting_hello_.front());
+    if (it == conns_.end() || it->second.bound) {
+      awaiting_hello_.pop_front();
+      continue;
+    }
+    if (it->second.hello_deadline > now) {
+      auto left = std::chrono::ceil<std::chrono::milliseconds>(it->second.hello_deadline - now);
+      return static_cast<int>(std::min<int64_t>(left.count(), 60000));
+    }
+    AuditEntry audit;
+    audit.op = "connect";
+    audit.verdict = "deny";
+    audit.code = "timeout";
+    audit.target = "pid " + std::to_string(it->second.peer.pid);
+    audit.reason = "no hello within " + std::to_string(limits_.hello_timeout_ms) + " ms";
+    audit_->Record(audit);
+    awaiting_hello_.pop_front();
+    Close(it->first, "no hello");
+    audit_->Flush();
+  }
+  return -1;
+}
+
+void Transport::HandleEvents(uint64_t id, uint32_t events) {
+  auto it = conns_.find(id);
+  if (it == conns_.end()) return;
+  Connection& c = it->second;
+  if (events & EPOLLOUT) {
+    Flush(id, c);
+    if (conns_.find(id) == conns_.end()) return;
+  }
+  if (!(events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) || !c.reading) {
+    UpdateInterest(id, c);
+    return;
+  }
+  char buffer[65536];
+  for (int round = 0; round < 16 && c.reading; ++round) {
+    std::optional<ipc::PeerCredentials> sender;
+    ssize_t n = ipc::ReceiveWithCredentials(c.fd.Get(), buffer, sizeof(buffer), sender);
+    if (n == 0) {
+      Close(id, "peer closed");
+      return;
+    }
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      Close(id, "recv failed");
+      return;
+    }
+    // A short read drained the socket for now (or stopped at a change of sender); epoll is
+    // level-triggered and reports whatever is left, so no extra recv just to see EAGAIN.
+    bool drained = static_cast<size_t>(n) < sizeof(buffer);
+    if (!sender || (c.frame_sender && !(*c.frame_sender == *sender))) c.mixed_senders = true;
+    c.frame_sender = sender;
+    c.reader.Append(buffer, static_cast<size_t>(n));
+    while (true) {
+      auto frame = c.reader.Next();
+      if (!frame) {
+        AuditEntry audit;
+        audit.plugin = c.bound ? c.bound->host.plugin : "";
+        audit.op = "frame";
+        audit.verdict = "deny";
+        audit.code = frame.error().code;
+        audit.reason = frame.error().message + "; connection closed";
+        audit_->Record(audit);
+        Close(id, "malformed frame");
+        return;
+      }
+      if (!*frame) break;
+      bool mixed = c.mixed_senders;
+      // The bytes of the next frame start after this one; their sender is the current one.
+      c.mixed_senders = false;
+      if (mixed) {
+        AuditEntry audit;
+        audit.plugin = c.bound ? c.bound->host.plugin : "";
+        audit.op = "frame";
+        audit.verdict = "deny";
+        audit.code = "denied";
+        audit.reason = "frame bytes from more than one process; connection closed";
+        audit_->Record(audit);
+        Close(id, "mixed senders");
+        return;
+      }
+      on_frame_(id, c, **frame);
+      if (conns_.find(id) == conns_.end()) return;
+    }
+    if (c.reader.Buffered() == 0) c.frame_sender.reset();
+    if (drained) break;
+  }
+  Flush(id, c);
+}
+
+void Transport::Flush(uint64_t id, Connection& c) {
+  while (c.out_offset < c.out.size()) {
+    ssize_t n = ::send(c.fd.Get(), c.out.data() + c.out_offset, c.out.size() - c.out_offset,
+                       MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      Close(id, "send failed");
+      return;
+    }
+    c.out_offset += static_cast<size_t>(n);
+  }
+  if (c.out_offset == c.out.size()) {
+    c.out.clear();
+    c.out_offset = 0;
+    if (c.close_after_flush) {
+      Close(id, "closed after denial");
+      return;
+    }
+  } else if (c.out_offset > (1u << 20)) {
+    c.out.erase(0, c.out_offset);
+    c.out_offset = 0;
+  }
+  UpdateInterest(id, c);
+}
+
+void Transport::UpdateInterest(uint64_t id, Connection& c) {
+  // Backpressure: a peer that does not read its answers stops being read from.
+  size_t pending = c.out.size() - c.out_offset;
+  // Hysteresis: stop at the cap, resume once half of it has drained.
+  bool want_read =
+      c.reading ? pending < limits_.max_output_buffer : pending < limits_.max_output_buffer / 2;
+  want_read = want_read && !c.close_after_flush;
+  c.reading = want_read;
+  epoll_event ev{};
+  uint32_t read_events = EPOLLIN | EPOLLRDHUP;
+  uint32_t write_events = EPOLLOUT;
+  ev.events = (want_read ? read_events : 0u) | (pending ? write_events : 0u);
+  // Level-triggered, so re-registering the same mask changes nothing: after an ordinary
+  // request (read, answer flushed whole) that was one wasted syscall per request.
+  if (ev.events == c.epoll_events) return;
+  ev.data.u64 = MakeTag(kConn, id);
+  if (epoll_ctl(epoll_.Get(), EPOLL_CTL_MOD, c.fd.Get(), &ev) == 0) c.epoll_events = ev.events;
+}
+
+void Transport::Close(uint64_t id, const std::string& /*why*/) {
+  auto it = conns_.find(id);
+  if (it == conns_.end()) return;
+  for (auto& [rid, weak] : it->second.jobs) {
+    if (auto j = weak.lock()) j->Cancel("connection closed");
+  }
+  epoll_ctl(epoll_.Get(), EPOLL_CTL_DEL, it->second.fd.Get(), nullptr);
+  conns_.erase(it);
+}
+
+Connection* Transport::Find(uint64_t id) {
+  auto it = conns_.find(id);
+  return it == conns_.end() ? nullptr : &it->second;
+}
+
+}  // namespace anvil::gateway
