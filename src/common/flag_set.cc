@@ -443,10 +443,10 @@ Result<Parsed> ParseFlags(const CommandSpec& spec, const std::vector<std::string
                                    : flag->name + " needs a value");
       }
       if (!ParseValue(*flag, value)) {
-        return Fail("invalid", style.wording == ParseStyle::Wording::kNeeds
-                                   ? flag->name + " needs " + expects
-                                   : flag->name + " expects " + expects + ", got " +
-                                         Echo(spec, value.text));
+        return Fail("invalid",
+                    style.wording == ParseStyle::Wording::kNeeds
+                        ? flag->name + " needs " + expects
+                        : flag->name + " expects " + expects + ", got " + Echo(spec, value.text));
       }
     }
     if (auto s = flag->apply(value); !s) return tl::unexpected(s.error());

@@ -80,7 +80,8 @@ std::vector<Flag> NetFetchFlags(NetFetchOptions& o) {
       BytesOf("--net-max-header-bytes",
               "response header cap " + DefaultBytes(d.limits.max_header_bytes),
               o.limits.max_header_bytes, Between(1, kNetMax)),
-      Milliseconds("--net-connect-timeout-ms", "connecting " + Default(d.limits.connect_timeout.count()),
+      Milliseconds("--net-connect-timeout-ms",
+                   "connecting " + Default(d.limits.connect_timeout.count()),
                    o.limits.connect_timeout, Between(1, kNetMax)),
       Milliseconds("--net-timeout-ms", "total " + Default(d.limits.total_timeout.count()),
                    o.limits.total_timeout, Between(1, kNetMax)),
@@ -142,8 +143,7 @@ std::vector<Flag> ExecFlags(GatewayOptions& o) {
                o.exec_unavailable.clear();
              }),
       Number("--exec-timeout", "SECONDS",
-             "per call " + Default(d.timeout.count() / 1000) +
-                 "; the whole process tree is killed",
+             "per call " + Default(d.timeout.count() / 1000) + "; the whole process tree is killed",
              Above(0, 86400),
              [&o](double secs) {
                o.exec_limits.timeout = std::chrono::milliseconds(static_cast<int64_t>(secs * 1000));
@@ -162,8 +162,7 @@ std::vector<Flag> ExecFlags(GatewayOptions& o) {
               "heap a tool may allocate (RLIMIT_DATA) " + DefaultBytes(d.max_memory_bytes),
               o.exec_limits.max_memory_bytes, AtLeast(1 << 20)),
       CountOf("--exec-concurrency", "N",
-              "calls running at once per session " + Default(d.max_concurrent) +
-                  "; beyond: busy",
+              "calls running at once per session " + Default(d.max_concurrent) + "; beyond: busy",
               o.exec_limits.max_concurrent, Between(1, UINT32_MAX)),
   };
 }
@@ -197,7 +196,8 @@ CommandSpec GatewayFlags(GatewayOptions& o) {
              [&o] { o.no_symlinks = true; }),
       Switch("--allow-hardlinked-reads", "allow reading files with more than one hard link",
              [&o] { o.allow_hardlinked_reads = true; }),
-      BytesOf("--max-frame-bytes", "largest frame on a connection " + DefaultBytes(d.max_frame_bytes),
+      BytesOf("--max-frame-bytes",
+              "largest frame on a connection " + DefaultBytes(d.max_frame_bytes),
               l.max_frame_bytes),
       BytesOf("--max-read-bytes", "largest sys.fs.read " + DefaultBytes(d.max_read_bytes),
               l.max_read_bytes),
@@ -222,10 +222,10 @@ CommandSpec GatewayFlags(GatewayOptions& o) {
       CountOf("--max-rename-entries", "N",
               "entries of a directory fs.rename may move " + Default(d.max_rename_entries),
               l.max_rename_entries),
-      CountOf("--hello-timeout-ms", "MS",
-              "a connection that has not said hello by then is closed " +
-                  Default(d.hello_timeout_ms),
-              l.hello_timeout_ms, Between(1, UINT32_MAX)),
+      CountOf(
+          "--hello-timeout-ms", "MS",
+          "a connection that has not said hello by then is closed " + Default(d.hello_timeout_ms),
+          l.hello_timeout_ms, Between(1, UINT32_MAX)),
       Switch("--no-harden", "skip self-hardening (tests that need to inspect the process)",
              [&o] { o.harden = false; }),
   };

@@ -55,13 +55,15 @@ CommandSpec HostFlags(HostOptions& o) {
                "VM heap budget (default " + std::to_string(d.memory_bytes >> 20) + " MiB)",
                UpTo<uint64_t>(), [&o](uint64_t n) { o.limits.memory_bytes = n; })
           .Expects("a number of bytes"),
-      Count("--instructions", "N", "instruction budget per load and per command " + Default(d.instructions),
+      Count("--instructions", "N",
+            "instruction budget per load and per command " + Default(d.instructions),
             UpTo<uint64_t>(), [&o](uint64_t n) { o.limits.instructions = n; })
           .Expects("a number"),
       Count("--deadline-ms", "MS",
             "wall-clock budget per command " + Default(d.deadline.count()) +
                 "; the trusted side also kills at it",
-            UpTo<uint64_t>(), [&o](uint64_t ms) { o.limits.deadline = std::chrono::milliseconds(ms); })
+            UpTo<uint64_t>(),
+            [&o](uint64_t ms) { o.limits.deadline = std::chrono::milliseconds(ms); })
           .Expects("a number"),
       ByteSize("--address-space", "BYTES",
                "RLIMIT_AS of the host (default " +

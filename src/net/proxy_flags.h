@@ -11,8 +11,8 @@
 namespace anvil {
 
 struct ProxyOptions {
-  int channel_fd = -1;  // required: the listening sockets arrive here (SCM_RIGHTS)
-  int status_fd = -1;   // "ok" or why not, then one JSON line per distinct refusal
+  int channel_fd = -1;                   // required: the listening sockets arrive here (SCM_RIGHTS)
+  int status_fd = -1;                    // "ok" or why not, then one JSON line per distinct refusal
   std::vector<std::string> allow_hosts;  // H[:PORT]
   std::string audit_log;                 // JSON lines; empty: stderr
   // Test-only (the trusted command line of `anvil sandbox`).

@@ -26,11 +26,12 @@ using Args = std::vector<std::string>;
 TEST(HostFlags, EachFlagSetsItsOptionAndTheOthersKeepTheirDefaults) {
   HostOptions o;
   const CommandSpec spec = HostFlags(o);
-  auto r = ParseFlags(spec, {"--plugin-dir", "/p", "--runtime", "js", "--entry", "main.js",
-                             "--plugin-id", "a.b", "--workspace", "/w", "--gateway-fd", "3",
-                             "--session-fd", "4", "--token-fd", "5", "--memory-limit", "32M",
-                             "--instructions", "100000000000000", "--deadline-ms", "100000",
-                             "--address-space", "2147483648"});
+  auto r = ParseFlags(spec, {"--plugin-dir",   "/p",      "--runtime",       "js",
+                             "--entry",        "main.js", "--plugin-id",     "a.b",
+                             "--workspace",    "/w",      "--gateway-fd",    "3",
+                             "--session-fd",   "4",       "--token-fd",      "5",
+                             "--memory-limit", "32M",     "--instructions",  "100000000000000",
+                             "--deadline-ms",  "100000",  "--address-space", "2147483648"});
   ASSERT_TRUE(r) << r.error().ToString();
   EXPECT_EQ(o.plugin_dir, "/p");
   EXPECT_EQ(o.runtime, "js");

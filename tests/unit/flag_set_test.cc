@@ -133,7 +133,9 @@ TEST(ParseFlags, EachKindOfValueWithItsBounds) {
       {{"--count", "2k"},
        "--count needs a number from 1 to 1000",
        "--count expects a number from 1 to 1000, got 2k"},
-      {{"--size", "4G1"}, "--size needs a number of bytes", "--size expects a number of bytes, got 4G1"},
+      {{"--size", "4G1"},
+       "--size needs a number of bytes",
+       "--size expects a number of bytes, got 4G1"},
       {{"--size", "4097M"},
        "--size needs a number of bytes",
        "--size expects a number of bytes, got 4097M"},
@@ -303,18 +305,18 @@ TEST(FlagValues, EachParserAcceptsWhatTheFrontEndsAccepted) {
   EXPECT_EQ(ParseCount("+7"), 7u);
   EXPECT_EQ(ParseCount(" 7"), 7u);
   EXPECT_EQ(ParseCount("18446744073709551615"), UINT64_MAX);
-  for (const char* bad : {"", " ", "-1", " -1", "-0", "1.5", "1k", "0x10", "7 ",
-                          "18446744073709551616"}) {
+  for (const char* bad :
+       {"", " ", "-1", " -1", "-0", "1.5", "1k", "0x10", "7 ", "18446744073709551616"}) {
     EXPECT_EQ(ParseCount(bad), std::nullopt) << bad;
   }
   struct Size {
     const char* text;
     uint64_t bytes;
   };
-  for (const Size& s : {Size{"0", 0}, Size{"512", 512}, Size{"1k", 1024}, Size{"1K", 1024},
-                        Size{"8m", 8u << 20}, Size{"8M", 8u << 20}, Size{"2g", 2ull << 30},
-                        Size{"2G", 2ull << 30}, Size{"+3K", 3072},
-                        Size{"17179869183G", 17179869183ull << 30}}) {
+  for (const Size& s :
+       {Size{"0", 0}, Size{"512", 512}, Size{"1k", 1024}, Size{"1K", 1024}, Size{"8m", 8u << 20},
+        Size{"8M", 8u << 20}, Size{"2g", 2ull << 30}, Size{"2G", 2ull << 30}, Size{"+3K", 3072},
+        Size{"17179869183G", 17179869183ull << 30}}) {
     auto n = ParseByteSize(s.text);
     ASSERT_TRUE(n) << s.text << ": " << n.error().message;
     EXPECT_EQ(*n, s.bytes) << s.text;
@@ -332,13 +334,12 @@ TEST(FlagValues, AByteSizeThatIsNotOneSaysWhy) {
     const char* text;
     const char* message;
   };
-  for (const Row& row : {Row{"", "empty value"}, Row{"x", "not a number: x"},
-                         Row{"-1", "not a number: -1"}, Row{"K", "not a number: K"},
-                         Row{"1KB", "bad unit in 1KB (use K, M or G)"},
-                         Row{"1.5M", "bad unit in 1.5M (use K, M or G)"},
-                         Row{"1T", "bad unit in 1T (use K, M or G)"},
-                         Row{"17179869184G", "too large: 17179869184G"},
-                         Row{"18446744073709551616", "too large: 18446744073709551616"}}) {
+  for (const Row& row :
+       {Row{"", "empty value"}, Row{"x", "not a number: x"}, Row{"-1", "not a number: -1"},
+        Row{"K", "not a number: K"}, Row{"1KB", "bad unit in 1KB (use K, M or G)"},
+        Row{"1.5M", "bad unit in 1.5M (use K, M or G)"},
+        Row{"1T", "bad unit in 1T (use K, M or G)"}, Row{"17179869184G", "too large: 17179869184G"},
+        Row{"18446744073709551616", "too large: 18446744073709551616"}}) {
     auto n = ParseByteSize(row.text);
     ASSERT_FALSE(n) << row.text;
     EXPECT_EQ(n.error().code, "invalid");
@@ -413,8 +414,8 @@ TEST(ParseFlags, AnUnknownFlagIsNamedWithTheFix) {
 TEST(ParseFlags, ARepeatedFlagRunsItsHandlerAgain) {
   Seen s;
   auto spec = Spec(s, Style(Operands::kNone));
-  auto r = ParseFlags(spec, {"--last", "a", "--allow-host", "x", "--json", "--last", "b",
-                             "--json", "--allow-host", "y", "--count", "5", "--count", "6"});
+  auto r = ParseFlags(spec, {"--last", "a", "--allow-host", "x", "--json", "--last", "b", "--json",
+                             "--allow-host", "y", "--count", "5", "--count", "6"});
   ASSERT_TRUE(r) << r.error().ToString();
   EXPECT_EQ(s.last, "b");
   EXPECT_EQ(s.hosts, (Args{"x", "y"}));

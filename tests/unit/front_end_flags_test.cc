@@ -29,22 +29,83 @@ using Args = std::vector<std::string>;
 TEST(GatewayFlags, EachFlagSetsItsOptionAndTheOthersKeepTheirDefaults) {
   gateway::GatewayOptions o;
   const CommandSpec spec = gateway::GatewayFlags(o);
-  auto r = ParseFlags(
-      spec, {"--workspace", "/w", "--control-fd", "3", "--runtime-dir", "/r", "--session", "s",
-             "--audit-log", "/a", "--pending-writes-fd", "4", "--no-symlinks",
-             "--allow-hardlinked-reads", "--max-frame-bytes", "64K", "--max-read-bytes", "1M",
-             "--max-write-bytes", "2097152", "--max-connections", "9", "--max-inflight", "3",
-             "--max-queued", "7", "--requests-per-second", "100", "--bytes-per-second", "1G",
-             "--workers", "5", "--max-rename-entries", "10", "--hello-timeout-ms", "300",
-             "--no-harden", "--exec-runner", "/x/runner", "--exec-timeout", "0.5",
-             "--exec-max-stdout", "4096", "--exec-max-stderr", "1k", "--exec-max-stdin", "2k",
-             "--exec-max-processes", "8", "--exec-max-memory", "128M", "--exec-concurrency", "2",
-             "--net-max-body-bytes", "1M", "--net-max-header-bytes", "8K",
-             "--net-connect-timeout-ms", "100", "--net-timeout-ms", "200", "--net-low-speed-time",
-             "3", "--net-max-fetches-per-plugin", "1", "--net-max-fetches", "2",
-             "--net-dns-timeout-ms", "50", "--unsafe-test-resolver", "127.0.0.1:5353",
-             "--unsafe-test-allow-address", "127.0.0.1", "--unsafe-test-allow-address",
-             "127.0.0.2:8443", "--unsafe-test-ca", "/ca.pem"});
+  auto r = ParseFlags(spec, {"--workspace",
+                             "/w",
+                             "--control-fd",
+                             "3",
+                             "--runtime-dir",
+                             "/r",
+                             "--session",
+                             "s",
+                             "--audit-log",
+                             "/a",
+                             "--pending-writes-fd",
+                             "4",
+                             "--no-symlinks",
+                             "--allow-hardlinked-reads",
+                             "--max-frame-bytes",
+                             "64K",
+                             "--max-read-bytes",
+                             "1M",
+                             "--max-write-bytes",
+                             "2097152",
+                             "--max-connections",
+                             "9",
+                             "--max-inflight",
+                             "3",
+                             "--max-queued",
+                             "7",
+                             "--requests-per-second",
+                             "100",
+                             "--bytes-per-second",
+                             "1G",
+                             "--workers",
+                             "5",
+                             "--max-rename-entries",
+                             "10",
+                             "--hello-timeout-ms",
+                             "300",
+                             "--no-harden",
+                             "--exec-runner",
+                             "/x/runner",
+                             "--exec-timeout",
+                             "0.5",
+                             "--exec-max-stdout",
+                             "4096",
+                             "--exec-max-stderr",
+                             "1k",
+                             "--exec-max-stdin",
+                             "2k",
+                             "--exec-max-processes",
+                             "8",
+                             "--exec-max-memory",
+                             "128M",
+                             "--exec-concurrency",
+                             "2",
+                             "--net-max-body-bytes",
+                             "1M",
+                             "--net-max-header-bytes",
+                             "8K",
+                             "--net-connect-timeout-ms",
+                             "100",
+                             "--net-timeout-ms",
+                             "200",
+                             "--net-low-speed-time",
+                             "3",
+                             "--net-max-fetches-per-plugin",
+                             "1",
+                             "--net-max-fetches",
+                             "2",
+                             "--net-dns-timeout-ms",
+                             "50",
+                             "--unsafe-test-resolver",
+                             "127.0.0.1:5353",
+                             "--unsafe-test-allow-address",
+                             "127.0.0.1",
+                             "--unsafe-test-allow-address",
+                             "127.0.0.2:8443",
+                             "--unsafe-test-ca",
+                             "/ca.pem"});
   ASSERT_TRUE(r) << r.error().ToString();
   EXPECT_FALSE(r->help);
   EXPECT_EQ(o.workspace, "/w");
@@ -102,11 +163,11 @@ TEST(GatewayFlags, EachFlagSetsItsOptionAndTheOthersKeepTheirDefaults) {
 // The runner found beside the gateway is kept unless a flag says otherwise; the last of
 // --exec-runner and --no-exec decides.
 TEST(GatewayFlags, ExecRunnerAndNoExecInOrder) {
-  for (const auto& [args, runner] : std::vector<std::pair<Args, std::string>>{
-           {{}, "/found"},
-           {{"--no-exec"}, ""},
-           {{"--exec-runner", "/x", "--no-exec"}, ""},
-           {{"--no-exec", "--exec-runner", "/x"}, "/x"}}) {
+  for (const auto& [args, runner] :
+       std::vector<std::pair<Args, std::string>>{{{}, "/found"},
+                                                 {{"--no-exec"}, ""},
+                                                 {{"--exec-runner", "/x", "--no-exec"}, ""},
+                                                 {{"--no-exec", "--exec-runner", "/x"}, "/x"}}) {
     gateway::GatewayOptions o;
     o.exec_runner = "/found";
     o.exec_unavailable = "";
@@ -153,7 +214,8 @@ TEST(GatewayFlags, ABadValueIsRefusedInWordsThatNameTheFlag) {
       {{"--net-max-fetches", "0"},
        "--net-max-fetches expects a positive number up to 4294967295, got 0"},
       {{"--unsafe-test-ca", "relative.pem"}, "--unsafe-test-ca needs an absolute path"},
-      {{"--unsafe-test-resolver", "127.0.0.1"}, "--unsafe-test-resolver needs ADDR:PORT: 127.0.0.1"},
+      {{"--unsafe-test-resolver", "127.0.0.1"},
+       "--unsafe-test-resolver needs ADDR:PORT: 127.0.0.1"},
       {{"--workspce", "/w"},
        "unknown option --workspce (see anvil-gateway --help); did you mean --workspace?"},
       {{"--unsafe-test-exec-fail-layer", "landlock"},
@@ -192,10 +254,10 @@ TEST(GatewayFlags, HelpListsEveryFlagInItsGroup) {
 TEST(ProxyFlags, EachFlagSetsItsOptionAndBadValuesAreRefused) {
   ProxyOptions o;
   const CommandSpec spec = ProxyFlags(o);
-  auto r = ParseFlags(spec, {"--channel-fd", "3", "--status-fd", "4", "--allow-host", "a.test",
-                             "--allow-host", "b.test:8443", "--audit-log", "/l",
-                             "--unsafe-test-allow-address", "127.0.0.1",
-                             "--unsafe-test-resolver", "127.0.0.1:53"});
+  auto r = ParseFlags(
+      spec, {"--channel-fd", "3", "--status-fd", "4", "--allow-host", "a.test", "--allow-host",
+             "b.test:8443", "--audit-log", "/l", "--unsafe-test-allow-address", "127.0.0.1",
+             "--unsafe-test-resolver", "127.0.0.1:53"});
   ASSERT_TRUE(r) << r.error().ToString();
   EXPECT_EQ(o.channel_fd, 3);
   EXPECT_EQ(o.status_fd, 4);
@@ -211,7 +273,8 @@ TEST(ProxyFlags, EachFlagSetsItsOptionAndBadValuesAreRefused) {
            Row{{"--channel-fd"}, "--channel-fd needs a value"},
            Row{{"--status-fd", "65536"},
                "--status-fd expects a descriptor number (0 to 65535), got 65536"},
-           Row{{"--channel-fd", "x"}, "--channel-fd expects a descriptor number (0 to 65535), got x"},
+           Row{{"--channel-fd", "x"},
+               "--channel-fd expects a descriptor number (0 to 65535), got x"},
            Row{{"--allow", "a"},
                "unknown option --allow (see anvil-proxy --help); did you mean --allow-host?"},
        }) {
@@ -242,13 +305,12 @@ TEST(RunnerFlags, ABadValueIsRefusedInWordsThatNameTheFlag) {
       {{"--call-fd"}, "--call-fd needs a value"},
       {{"--timeout", "0", "--", "true"}, "--timeout expects a positive number of seconds, got 0"},
       {{"--limit", "as=1T", "--", "true"}, "--limit as: bad unit in 1T (use K, M or G)"},
-      {{"--quiet", "--", "true"},
-       "unknown option --quiet (see anvil-exec-runner --help)"},
+      {{"--quiet", "--", "true"}, "unknown option --quiet (see anvil-exec-runner --help)"},
       {{"--runtime-from-call", "--", "true"}, "--runtime-from-call needs --call-fd"},
   };
   for (const Row& row : rows) {
-    auto r = cli::ParseSandboxArgs(row.args, {"PATH=/usr/bin:/bin"},
-                                   cli::SandboxFrontEnd::kExecRunner);
+    auto r =
+        cli::ParseSandboxArgs(row.args, {"PATH=/usr/bin:/bin"}, cli::SandboxFrontEnd::kExecRunner);
     ASSERT_FALSE(r) << row.args[0];
     EXPECT_EQ(r.error().code, "invalid") << row.args[0];
     EXPECT_EQ(r.error().message, row.message);
