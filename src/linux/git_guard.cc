@@ -36,19 +36,27 @@ Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
   guard.placeholders_ = std::move(*made);
 
   guard.read_only_ = plan.read_only;
+  size_t placeholders = 0;
   for (const auto& ph : plan.placeholders) {
-    // Bound like any existing path once it is there; a parent the caller cannot write kept it
-    // from being made, and the command cannot make it either.
+    // Bound like any existing path once it is there (a directory on the way: pinned); a parent
+    // the caller cannot write kept it from being made, and the command cannot make it either.
     const std::string path = ph.parent + "/" + ph.name;
-    if (auto r = guard.fs_.resolve(path); r && *r == path) guard.read_only_.push_back(path);
+    auto r = guard.fs_.resolve(path);
+    if (!r || *r != path) continue;
+    ++placeholders;
+    if (!ph.on_the_way) guard.read_only_.push_back(path);
+  }
+  for (const auto& dir : plan.pinned) {
+    if (auto r = guard.fs_.resolve(dir); r && *r == dir) guard.pinned_.push_back(dir);
   }
   guard.before_ = GitIdentities(*scan, plan, guard.fs_);
+  guard.configs_ = GitConfigIdentities(*scan, guard.fs_);
   guard.memo_ = std::move(scan->memo);
 
   guard.report_.protected_repositories = true;
   guard.report_.repositories = scan->repos.size();
   guard.report_.read_only_paths = plan.read_only.size();
-  guard.report_.placeholders = guard.read_only_.size() - plan.read_only.size();
+  guard.report_.placeholders = placeholders;
   guard.report_.entries = scan->entries;
   guard.report_.listed = scan->listed;
   guard.report_.cached_dirs = scan->memo_dirs;
@@ -80,7 +88,7 @@ void GitGuard::CheckAfterRun() {
       if (problem.code == "limit") report_.check_error = problem.message;
     }
   }
-  auto actions = DecideGitQuarantine(before_, *scan, plan, fs_);
+  auto actions = DecideGitQuarantine(before_, configs_, *scan, plan, fs_);
   auto result = ApplyGitQuarantine(actions, roots_, fs_);
   report_.quarantined = std::move(result.moved);
   report_.quarantine_failures = std::move(result.failures);

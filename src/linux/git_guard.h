@@ -1,6 +1,7 @@
 // The git metadata of a workspace-write sandbox's writable roots, for one run
 // (policy/git_metadata.h has the what and why): before the run, scan, plan, make the
-// placeholders and record what exists; the view binds ReadOnlyPaths() read-only. After the
+// placeholders and record what exists; the view binds ReadOnlyPaths() read-only and
+// PinnedDirs() onto themselves. After the
 // run — once every process of the command is gone — scan again and quarantine what the command
 // made that git would execute or follow. The placeholders are removed when the guard dies.
 #pragma once
@@ -20,6 +21,7 @@ struct GitReport {
   size_t repositories = 0;              // found at the start
   size_t read_only_paths = 0;           // bound read-only (one mount each)
   size_t placeholders = 0;              // made for config-named paths that did not exist
+                                        // (and the missing directories on the way to them)
   size_t entries = 0;                   // directory entries walked at the start
   size_t listed = 0;                    // of them, listed (the rest came from the walk cache)
   size_t cached_dirs = 0;               // directories taken from the walk cache, unchanged
@@ -48,6 +50,10 @@ class GitGuard {
 
   // Canonical paths to bind read-only on top of the writable roots (placeholders included).
   const std::vector<std::string>& ReadOnlyPaths() const { return read_only_; }
+  // Directories to bind onto themselves (still writable) so that none can be renamed or
+  // removed: the way down to a config file git reads, and the directories made on the way to
+  // a placeholder whose parent was missing.
+  const std::vector<std::string>& PinnedDirs() const { return pinned_; }
   const GitReport& Report() const { return report_; }
   const std::vector<std::string>& Roots() const { return roots_; }
 
@@ -67,8 +73,10 @@ class GitGuard {
   GitEnv env_;
   GitFs fs_;
   GitIdentitySet before_;
-  GitWalkMemo memo_;  // the walk before the run: the one after it lists only what changed
+  GitWatchedConfigs configs_;  // what each config file git reads led to at the start
+  GitWalkMemo memo_;           // the walk before the run: the one after it lists only what changed
   std::vector<std::string> read_only_;
+  std::vector<std::string> pinned_;
   GitReport report_;
   ProtectedPlaceholders placeholders_;  // last: removed after everything else is done
 };

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <set>
 
 namespace anvil {
 namespace {
@@ -37,9 +38,16 @@ Result<ProtectedPlaceholders> ProtectedPlaceholders::Create(const std::vector<st
 Result<ProtectedPlaceholders> ProtectedPlaceholders::Create(
     const std::vector<PlaceholderSpec>& specs) {
   ProtectedPlaceholders out;
+  // Placeholders that could not be made (a parent the caller cannot write): what a later spec
+  // would make inside one cannot be made either, by the caller or the command.
+  std::set<std::string> not_made;
   for (const auto& spec : specs) {
     const std::string& root = spec.parent;
     const std::string& name = spec.name;
+    if (not_made.count(root)) {
+      not_made.insert(root + "/" + name);
+      continue;
+    }
     UniqueFd parent(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!parent) return SysFail("sandbox", "open writable root " + root);
     {
@@ -74,7 +82,10 @@ Result<ProtectedPlaceholders> ProtectedPlaceholders::Create(
             continue;  // open and lock it like an existing one
           }
           if (errno == EEXIST) continue;
-          if (errno == EACCES || errno == EPERM || errno == EROFS) break;
+          if (errno == EACCES || errno == EPERM || errno == EROFS) {
+            not_made.insert(path);
+            break;
+          }
           return SysFail("sandbox", "create the read-only placeholder " + path);
         }
         struct stat st {};
@@ -102,7 +113,9 @@ Result<ProtectedPlaceholders> ProtectedPlaceholders::Create(
 }
 
 ProtectedPlaceholders::~ProtectedPlaceholders() {
-  for (auto& h : held_) {
+  // The last first: a placeholder made inside another (a directory on the way) goes before it.
+  for (auto it = held_.rbegin(); it != held_.rend(); ++it) {
+    auto& h = *it;
     if (!h.placeholder) continue;
     // Another run still binds it when it holds its shared lock: leave it to that run.
     if (::flock(h.dir.Get(), LOCK_EX | LOCK_NB) != 0) continue;

@@ -46,7 +46,9 @@ class ProtectedPlaceholders {
   // The general form: each spec's name in its parent, as below. A name that exists as a
   // directory or regular file is locked (whatever the kind asked for); anything else there (a
   // symlink, a socket) is left to the view. A parent the caller cannot create entries in is
-  // skipped.
+  // skipped, and so is every later spec inside what it would have made (a spec's parent may be
+  // a placeholder of an earlier spec: the missing directories on the way to a name). Removed
+  // in the reverse order, the innermost first.
   static Result<ProtectedPlaceholders> Create(const std::vector<PlaceholderSpec>& specs);
   // For each of `names` in each of `roots` (canonical absolute directories): a directory that
   // exists is locked shared; a missing one is created empty (mode 0755, marked) and locked. A

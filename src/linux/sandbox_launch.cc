@@ -154,6 +154,14 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
       view = ComputeFileView(policy, host, read_only);
       if (!view) return SetupFailure(view.error().ToString(), start);
       view->pinned_dirs = shield->pinned;
+      if (git) {
+        for (const auto& dir : git->PinnedDirs()) {
+          if (std::find(view->pinned_dirs.begin(), view->pinned_dirs.end(), dir) ==
+              view->pinned_dirs.end()) {
+            view->pinned_dirs.push_back(dir);
+          }
+        }
+      }
     }
     plan.view = std::move(*view);
     plan.landlock_abi = walls.landlock_abi;

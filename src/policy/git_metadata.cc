@@ -692,6 +692,13 @@ constexpr KeyRule kKeyRules[] = {
     {"lfs", Sub::kAny, "path", GitKeyUse::kCommand},  // lfs.customtransfer.<name>.path
 };
 
+// Why git reads a config file: the user's own, or an include of another.
+std::string ConfigReason(const GitConfigFile& f) {
+  return f.included_from.empty()
+             ? "git's user config"
+             : "include in " + f.included_from + ":" + std::to_string(f.include_line);
+}
+
 std::string KeyName(const GitConfigEntry& e) {
   return e.has_subsection ? e.section + "." + e.subsection + "." + e.key : e.section + "." + e.key;
 }
@@ -732,12 +739,9 @@ class Planner {
       if (f.exists) {
         Protect(f.path);
       } else {
-        Name(f.path,
-             f.included_from.empty()
-                 ? "git's user config"
-                 : "include in " + f.included_from + ":" + std::to_string(f.include_line),
-             -1, NameKind::kFile);
+        Name(f.path, ConfigReason(f), -1, NameKind::kFile);
       }
+      PinWayTo(f.path);
       // Relative paths in the user's config apply to every repository.
       std::vector<std::string> bases{Dirname(f.path)};
       for (const auto& repo : scan_.repos) {
@@ -850,9 +854,9 @@ class Planner {
       if (f.exists) {
         Protect(f.path);
       } else if (!f.included_from.empty()) {
-        Name(f.path, "include in " + f.included_from + ":" + std::to_string(f.include_line), i,
-             NameKind::kFile);
+        Name(f.path, ConfigReason(f), i, NameKind::kFile);
       }
+      if (!f.included_from.empty()) PinWayTo(f.path);
       // A repository that is moved aside anyway needs no list of what its config names.
       if (skip_configs_.count(i)) continue;
       std::vector<std::string> word_bases = bases;
@@ -899,15 +903,36 @@ class Planner {
     }
   }
 
-  // The deepest existing directory above `path`, resolved.
-  std::optional<std::string> ExistingAncestor(const std::string& path) const {
+  // The deepest existing directory above `path`: as named (lexical) and resolved.
+  std::optional<std::pair<std::string, std::string>> ExistingAncestorOf(
+      const std::string& path) const {
     std::string p = Dirname(path);
     for (int i = 0; i < 256; ++i) {
-      if (auto r = fs_.resolve(p)) return r;
+      if (auto r = fs_.resolve(p)) return std::make_pair(p, *r);
       if (p == "/" || p == ".") break;
       p = Dirname(p);
     }
     return std::nullopt;
+  }
+  std::optional<std::string> ExistingAncestor(const std::string& path) const {
+    auto a = ExistingAncestorOf(path);
+    if (!a) return std::nullopt;
+    return a->second;
+  }
+
+  // The existing directories strictly inside a writable root on the way down to the config
+  // file `path` (existing or not): pinned, so that none can be renamed away and remade with
+  // another config in it while the command runs. A symlink on the way cannot be pinned: the
+  // check after the run covers it.
+  void PinWayTo(const std::string& path) {
+    auto dir = fs_.resolve(Dirname(path));
+    if (!dir) dir = ExistingAncestor(path);
+    if (!dir) return;
+    for (std::string d = *dir;; d = Dirname(d)) {
+      if (!InRoots(d) || HoldsRoot(d)) break;
+      pinned_.push_back(d);
+      if (d == "/" || d == ".") break;
+    }
   }
 
   void Name(const std::string& raw, const std::string& reason, int repo, NameKind kind) {
@@ -940,17 +965,33 @@ class Planner {
       AddNamed(path, reason, repo);
       return;
     }
-    auto ancestor = ExistingAncestor(path);
-    if (!ancestor || !InRoots(*ancestor)) return;
+    auto ancestor = ExistingAncestorOf(path);
+    if (!ancestor || !InRoots(ancestor->second)) return;
     AddNamed(path, reason, repo);
     if (kind == NameKind::kWord) return;  // an argument that may be no path at all
-    auto parent = fs_.resolve(Dirname(path));
-    std::string name = Basename(path);
-    if (!parent || !InRoots(*parent) || name.empty() || name == "." || name == ".." ||
-        name == "/") {
-      return;  // its parent is missing too: the check after the run covers it
+    // The names below the deepest existing directory: each missing directory on the way is
+    // made and pinned, the named path itself is the placeholder. A name git could not create
+    // either ("..", "." on the way through a missing directory) gets none: the check after the
+    // run covers it.
+    const std::string& lexical = ancestor->first;
+    std::vector<std::string> names;
+    const std::string rest = path.substr(lexical == "/" ? 1 : lexical.size() + 1);
+    for (size_t s = 0; s <= rest.size();) {
+      size_t e = rest.find('/', s);
+      if (e == std::string::npos) e = rest.size();
+      names.push_back(rest.substr(s, e - s));
+      s = e + 1;
     }
-    placeholders_.push_back({*parent, name, kind == NameKind::kDir, reason});
+    for (const auto& n : names) {
+      if (n.empty() || n == "." || n == "..") return;
+    }
+    std::string parent = ancestor->second;
+    for (size_t k = 0; k < names.size(); ++k) {
+      const bool last = k + 1 == names.size();
+      placeholders_.push_back(
+          {parent, names[k], !last || kind == NameKind::kDir, !last, last ? reason : ""});
+      parent = Join(parent, names[k]);
+    }
   }
 
   void AddNamed(const std::string& path, const std::string& reason, int repo) {
@@ -965,16 +1006,40 @@ class Planner {
     for (const auto& p : read_only_) {
       if (!UnderAny(Dirname(p), all)) plan_.read_only.push_back(p);
     }
-    const std::set<std::string> kept(plan_.read_only.begin(), plan_.read_only.end());
+    std::set<std::string> kept(plan_.read_only.begin(), plan_.read_only.end());
     std::map<std::string, GitPlaceholder> unique;
     for (auto& ph : placeholders_) {
       const std::string full = Join(ph.parent, ph.name);
       if (UnderAny(full, kept)) continue;
       auto [it, inserted] = unique.emplace(full, ph);
-      if (!inserted && ph.directory) it->second.directory = true;  // a hooks dir wins
+      if (inserted) continue;
+      // A named path wins over a directory on the way to another (it is read-only: what lies
+      // below it cannot be made anyway); of two named paths, a hooks dir wins.
+      GitPlaceholder& had = it->second;
+      if (ph.on_the_way) continue;
+      if (had.on_the_way) {
+        had = ph;
+      } else if (ph.directory) {
+        had.directory = true;
+      }
     }
-    for (auto& [full, ph] : unique) plan_.placeholders.push_back(std::move(ph));
-    const size_t total = plan_.read_only.size() + plan_.placeholders.size();
+    // Parents come before children (map order): nothing is made below a read-only one.
+    for (auto& [full, ph] : unique) {
+      if (UnderAny(ph.parent, kept)) continue;
+      if (!ph.on_the_way) kept.insert(full);
+      plan_.placeholders.push_back(std::move(ph));
+    }
+    std::sort(pinned_.begin(), pinned_.end());
+    pinned_.erase(std::unique(pinned_.begin(), pinned_.end()), pinned_.end());
+    for (const auto& d : pinned_) {
+      // A pin inside a read-only path would make it writable again.
+      if (!UnderAny(d, kept)) plan_.pinned.push_back(d);
+    }
+    // One mount each: read-only paths, placeholders (a directory on the way is its pin).
+    const size_t total = plan_.read_only.size() + plan_.placeholders.size() + plan_.pinned.size();
+    for (const auto& ph : plan_.placeholders) {
+      if (ph.on_the_way) plan_.pinned.push_back(Join(ph.parent, ph.name));
+    }
     if (total > limits_.paths) {
       plan_.problems.push_back(LimitError(
           "paths", std::to_string(limits_.paths),
@@ -993,6 +1058,7 @@ class Planner {
   std::vector<std::string> tops_;  // working trees and git dirs, resolved
   std::vector<std::string> read_only_;
   std::vector<GitPlaceholder> placeholders_;
+  std::vector<std::string> pinned_;
   std::set<std::pair<std::string, int>> named_seen_;
   GitProtectionPlan plan_;
 };
@@ -1208,6 +1274,37 @@ GitIdentitySet GitIdentities(const GitScan& scan, const GitProtectionPlan& plan,
   return ids;
 }
 
+namespace {
+
+// The config files of `scan` whose identity the check after the run compares: the user's own
+// (and what they include), and what each repository's config includes (its own config and
+// config.worktree lie in its git dir). `skip`: repositories not looked at.
+template <typename Fn>
+void ForEachWatchedConfig(const GitScan& scan, const std::set<int>& skip, Fn fn) {
+  for (const auto& f : scan.user_configs) fn(f);
+  for (size_t i = 0; i < scan.repos.size(); ++i) {
+    if (skip.count(static_cast<int>(i))) continue;
+    for (const auto& f : scan.repos[i].configs) {
+      if (!f.included_from.empty()) fn(f);
+    }
+  }
+}
+
+}  // namespace
+
+GitWatchedConfigs GitConfigIdentities(const GitScan& scan, const GitFs& fs) {
+  GitWatchedConfigs out;
+  ForEachWatchedConfig(scan, {}, [&](const GitConfigFile& f) {
+    GitWatchedConfig w{ConfigReason(f), std::nullopt};
+    if (auto r = fs.resolve(f.path)) {
+      GitFileFacts facts = fs.lstat(*r);
+      if (facts.exists()) w.id = GitFileId{facts.dev, facts.ino};
+    }
+    out.emplace(f.path, std::move(w));
+  });
+  return out;
+}
+
 std::optional<std::string> GitRepoRunsCode(const GitRepo& repo) {
   if (repo.hooks_unknown) return "its hooks directory is a symlink or cannot be listed";
   if (!repo.hooks.empty()) {
@@ -1247,6 +1344,7 @@ std::map<int, std::string> NewGitReposThatRunCode(const GitIdentitySet& before,
 }
 
 std::vector<GitQuarantineAction> DecideGitQuarantine(const GitIdentitySet& before,
+                                                     const GitWatchedConfigs& configs,
                                                      const GitScan& after,
                                                      const GitProtectionPlan& after_plan,
                                                      const GitFs& fs) {
@@ -1262,25 +1360,23 @@ std::vector<GitQuarantineAction> DecideGitQuarantine(const GitIdentitySet& befor
                        "a git repository the command made or swapped in runs code: " + why});
     moved.insert(i);
   }
-  for (const auto& n : after_plan.named) {
-    if (n.repo >= 0 && moved.count(n.repo)) continue;
-    auto r = fs.resolve(n.path);
-    if (!r || known(fs.lstat(*r))) continue;
-    const std::string reason = "named by " + n.reason + ", made or swapped in by the command";
-    // The object git would now use, moved aside where it really is.
-    auto parent = fs.resolve(Dirname(*r));
-    if (parent && WithinAny(*parent, after.roots) && *r != *parent) {
-      actions.push_back({*r, false, reason});
-      continue;
+  // `path` now leads to `real`, which is not what it led to at the start.
+  auto move_aside = [&](const std::string& path, const std::string& real,
+                        const std::string& reason) {
+    // The object git would now use, moved aside where it really is, when it is new.
+    auto parent = fs.resolve(Dirname(real));
+    if (!known(fs.lstat(real)) && parent && WithinAny(*parent, after.roots) && real != *parent) {
+      actions.push_back({real, false, reason});
+      return;
     }
-    // It lies outside the writable roots: a symlink the command made on the way leads there.
+    // It lies outside the writable roots, or is something that was there (another config): a
+    // symlink the command made on the way leads there.
     std::string prefix;
-    std::string rest = n.path;
     std::vector<std::string> parts;
-    for (size_t s = 0; s < rest.size();) {
-      auto e = rest.find('/', s);
-      if (e == std::string::npos) e = rest.size();
-      if (e > s) parts.push_back(rest.substr(s, e - s));
+    for (size_t s = 0; s < path.size();) {
+      auto e = path.find('/', s);
+      if (e == std::string::npos) e = path.size();
+      if (e > s) parts.push_back(path.substr(s, e - s));
       s = e + 1;
     }
     for (const auto& part : parts) {
@@ -1294,7 +1390,32 @@ std::vector<GitQuarantineAction> DecideGitQuarantine(const GitIdentitySet& befor
         break;
       }
     }
+  };
+  for (const auto& n : after_plan.named) {
+    if (n.repo >= 0 && moved.count(n.repo)) continue;
+    auto r = fs.resolve(n.path);
+    if (!r || known(fs.lstat(*r))) continue;
+    move_aside(n.path, *r, "named by " + n.reason + ", made or swapped in by the command");
   }
+  // Every config file git reads, existing at the start or not: one that now leads to another
+  // object than it did (made where nothing was, its directory renamed away and made anew, a
+  // symlink put in its place) is the command's.
+  for (const auto& [path, was] : configs) {
+    auto r = fs.resolve(path);
+    if (!r) continue;  // nothing there: git skips a missing config
+    GitFileFacts now = fs.lstat(*r);
+    if (was.id && *was.id == GitFileId{now.dev, now.ino}) continue;
+    move_aside(path, *r,
+               "a config file git reads (" + was.reason + "), made or swapped in by the command");
+  }
+  // One the scan before the run did not know, included by a config that stayed.
+  ForEachWatchedConfig(after, moved, [&](const GitConfigFile& f) {
+    if (configs.count(f.path)) return;
+    auto r = fs.resolve(f.path);
+    if (!r || known(fs.lstat(*r))) return;
+    move_aside(f.path, *r,
+               "a config file git reads (" + ConfigReason(f) + "), made by the command");
+  });
   std::sort(
       actions.begin(), actions.end(),
       [](const GitQuarantineAction& a, const GitQuarantineAction& b) { return a.path < b.path; });

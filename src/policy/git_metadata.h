@@ -15,13 +15,16 @@
 //      chain and hooks, and the user's config chain.
 //   2. PlanGitProtection turns a scan into the paths the view binds read-only and the
 //      placeholders (empty, read-only, removed after the run) for config-named paths that do not
-//      exist yet.
+//      exist yet — with the missing directories on the way to them made and pinned — and the
+//      directories on the way to a config file git reads, pinned.
 //   3. After the run, a second scan and DecideGitQuarantine find what the command created or
 //      swapped in that git would execute or follow: a repository that did not exist (or whose
 //      `.git` was replaced, or whose gitdir pointer now leads elsewhere) and carries a hook,
 //      an executing config key or an include; a config-named path that is not the object that
-//      was protected. ApplyGitQuarantine moves each aside (`NAME.anvil-quarantine`) so that git
-//      no longer finds it. A fresh `git init` or `git clone` is left alone.
+//      was protected; a config file git reads (the user's, an include) that is not what it
+//      was before the run, existing or not. ApplyGitQuarantine moves each aside
+//      (`NAME.anvil-quarantine`) so that git no longer finds it. A fresh `git init` or `git clone`
+//      is left alone.
 #pragma once
 
 #include <chrono>
@@ -229,9 +232,13 @@ struct GitNamedPath {
 };
 
 struct GitPlaceholder {
-  std::string parent;  // canonical, inside a writable root
+  std::string parent;  // canonical, inside a writable root (or a placeholder made before it)
   std::string name;
   bool directory = false;
+  // A missing directory on the way down to a named path whose parent is missing too: made
+  // empty, left writable, but pinned (bound onto itself) so that it cannot be renamed or
+  // removed while the command runs. The named path itself is the last placeholder of the chain.
+  bool on_the_way = false;
   std::string reason;
 };
 
@@ -239,6 +246,11 @@ struct GitProtectionPlan {
   std::vector<std::string> read_only;  // canonical, each inside a writable root, none nested
   std::vector<GitPlaceholder> placeholders;
   std::vector<GitNamedPath> named;  // every config-named path in a writable root (or missing)
+  // Existing directories strictly inside a writable root on the way down to a config file git
+  // reads there (one of the user's, or an include target), and the placeholders on the way
+  // (on_the_way): bound onto themselves (still writable), so that none can be renamed or
+  // removed to put another config file at that path while the command runs.
+  std::vector<std::string> pinned;
   // What the view cannot keep read-only and the sandbox must not start with (fail closed):
   // unparseable configs, a hooks directory that is a writable root, too many paths.
   std::vector<Error> problems;
@@ -260,6 +272,17 @@ using GitIdentitySet = std::set<GitFileId>;
 // paths and their parent directories, placeholders once made), recorded before the run.
 GitIdentitySet GitIdentities(const GitScan& scan, const GitProtectionPlan& plan, const GitFs& fs);
 
+// What each config file git reads (the user's own configs and every include target, of the
+// user's configs or a repository's: as git opens them, existing or not) led to before the run.
+// A repository's own config and config.worktree are not here: they lie in its git dir, whose
+// identity NewGitReposThatRunCode compares.
+struct GitWatchedConfig {
+  std::string reason;           // "git's user config", "include in /w/.git/config:3"
+  std::optional<GitFileId> id;  // the object it resolved to; nullopt: nothing was there
+};
+using GitWatchedConfigs = std::map<std::string, GitWatchedConfig>;
+GitWatchedConfigs GitConfigIdentities(const GitScan& scan, const GitFs& fs);
+
 // Why git would run code because of `repo` (a hook, an active config key, an include, a config
 // it cannot parse); nullopt when it would not.
 std::optional<std::string> GitRepoRunsCode(const GitRepo& repo);
@@ -275,7 +298,12 @@ struct GitQuarantineAction {
   std::string reason;
 };
 // Pure: given the identities recorded before the run and a scan and plan made after it.
+// `configs`: what each config file led to before the run; one that now leads to another
+// object (made where nothing was, or swapped in) is moved aside, as is a config file of the
+// scan after the run that is new (an include of the user's config or of a repository that
+// stays).
 std::vector<GitQuarantineAction> DecideGitQuarantine(const GitIdentitySet& before,
+                                                     const GitWatchedConfigs& configs,
                                                      const GitScan& after,
                                                      const GitProtectionPlan& after_plan,
                                                      const GitFs& fs);

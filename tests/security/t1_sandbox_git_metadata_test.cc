@@ -256,17 +256,135 @@ TEST_P(T1SandboxGitMetadata, ConfigNamedPathsThatDoNotExistCannotBeCreated) {
   UseGitOnTheHost(ws_);
   EXPECT_FALSE(Exists(marker_)) << "a config-named path that did not exist was created";
 
-  // Whose parent does not exist either: no placeholder, but moved aside after the run.
+  // Whose parent does not exist either: the directories on the way are made for the run
+  // (writable, but they cannot be renamed away), the named path is the placeholder.
   GitOk(ws_, {"config", "core.hooksPath", "tools/git/hooks"});
-  auto deep = Sh("mkdir -p tools/git/hooks && " + Plant("tools/git/hooks/pre-commit") +
-                 " && echo kept > tools/notes.txt");
+  auto deep = Sh("mkdir -p tools/git/hooks; " + Plant("tools/git/hooks/pre-commit") +
+                 "; mv tools tools.old; mv tools/git tools/git.old; "
+                 "echo kept > tools/notes.txt && echo wrote");
   EXPECT_EQ(deep.status, 0) << deep.err;
-  EXPECT_NE(deep.err.find("quarantined " + ws_ + "/tools/git/hooks"), std::string::npos)
-      << deep.err;
-  EXPECT_FALSE(Exists(ws_ + "/tools/git/hooks"));
+  EXPECT_NE(deep.out.find("wrote"), std::string::npos) << deep.err;
+  EXPECT_FALSE(Exists(ws_ + "/tools/git/hooks/pre-commit"));
+  EXPECT_FALSE(Exists(ws_ + "/tools.old"));
+  EXPECT_FALSE(Exists(ws_ + "/tools/git")) << "an empty directory on the way stayed behind";
   EXPECT_EQ(ReadFile(ws_ + "/tools/notes.txt"), "kept\n");
+  EXPECT_TRUE(Quarantined(deep).empty()) << deep.err;
   UseGitOnTheHost(ws_);
   EXPECT_FALSE(Exists(marker_)) << "git ran a hook in a hooksPath made during the run";
+}
+
+// The user's own config in a workspace that holds it (the sandbox run in $HOME), where
+// ~/.config/git does not exist: git on the host reads ~/.config/git/config as soon as it is
+// there. The missing directory is made for the run and the config is an empty, read-only
+// placeholder in it; the rest of ~/.config stays writable.
+TEST_P(T1SandboxGitMetadata, TheUsersConfigWhoseDirectoryIsMissingCannotBeMade) {
+  const std::string config = home_ + "/.config/git/config";
+  ASSERT_FALSE(Exists(home_ + "/.config/git"));
+  Write(marker_ + "-fsm.sh", HookText(), 0755);
+  const std::string evil = "printf '[core]\\n\\tfsmonitor = " + marker_ + "-fsm.sh\\n'";
+
+  auto attack =
+      SandboxSh(home_,
+                "mkdir -p .config/git && " + evil +
+                    " > .config/git/config; "
+                    "mv .config/git .config/git.old; mv .config .config.old; "
+                    "rm -rf .config/git; "
+                    "mkdir -p .config.new/git && " +
+                    evil + " > .config.new/git/config && mv .config.new/git .config/git; true",
+                {"--json"}, Env());
+  EXPECT_EQ(attack.status, 0) << attack.err;
+  EXPECT_FALSE(Exists(config) && ReadFile(config).find("fsmonitor") != std::string::npos)
+      << attack.err;
+  UseGitOnTheHost(ws_);
+  EXPECT_FALSE(Exists(marker_)) << "git ran the fsmonitor of a user config made during the run";
+
+  // Benign: the rest of the home workspace, ~/.config included, stays writable; git works.
+  GitOk(home_, {"init", "-q", "proj"});
+  auto benign = SandboxSh(home_,
+                          "mkdir -p .config/nvim && echo set > .config/nvim/init.lua && "
+                          "echo '*.o' > .config/git/ignore && echo notes > notes.txt && "
+                          "echo x > proj/x.c && git -C proj status --short",
+                          {"--json"}, Env());
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_EQ(ReadFile(home_ + "/.config/nvim/init.lua"), "set\n");
+  EXPECT_EQ(ReadFile(home_ + "/.config/git/ignore"), "*.o\n");
+  EXPECT_EQ(ReadFile(home_ + "/notes.txt"), "notes\n");
+  EXPECT_FALSE(Exists(config));
+  EXPECT_TRUE(Quarantined(benign).empty()) << benign.err;
+}
+
+// An include whose directory does not exist (`include.path = ../conf.d/extra.inc`): the same,
+// in an ordinary workspace.
+TEST_P(T1SandboxGitMetadata, AnIncludeWhoseDirectoryIsMissingCannotBeMade) {
+  GitOk(ws_, {"config", "include.path", "../conf.d/extra.inc"});
+  Write(marker_ + "-fsm.sh", HookText(), 0755);
+  const std::string evil =
+      "printf '[core]\\n\\tfsmonitor = " + marker_ + "-fsm.sh\\n' > conf.d/extra.inc";
+
+  // As it was reported, then past a failing mkdir, then by renaming the directory away.
+  for (const std::string& script :
+       {"mkdir conf.d && " + evil, "mkdir -p conf.d; " + evil + "; true",
+        "mv conf.d conf.old; rm -rf conf.d; mkdir -p conf.d; " + evil + "; true"}) {
+    auto attack = Sh(script);
+    EXPECT_FALSE(Exists(ws_ + "/conf.d/extra.inc")) << script << ": " << attack.err;
+    UseGitOnTheHost(ws_);
+    EXPECT_FALSE(Exists(marker_)) << script << ": git ran an include made during the run";
+  }
+
+  // Benign: the directory made for the run is writable; what the command puts there stays.
+  auto benign = Sh("echo notes > conf.d/README && echo more >> README && git status --short");
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_EQ(ReadFile(ws_ + "/conf.d/README"), "notes\n");
+  EXPECT_EQ(ReadFile(ws_ + "/README"), "hello\nmore\n");
+  EXPECT_TRUE(Quarantined(benign).empty()) << benign.err;
+  UseGitOnTheHost(ws_);
+  EXPECT_FALSE(Exists(marker_));
+}
+
+// What no mount can keep in place during the run — a symlink on the way to a config file — is
+// caught after it: every config file git reads is compared with what it was at the start,
+// existing or not, and one the command made or swapped in is moved aside and reported.
+TEST_P(T1SandboxGitMetadata, AConfigFileMadePastTheMountsIsQuarantinedAfterTheRun) {
+  Write(marker_ + "-fsm.sh", HookText(), 0755);
+  // An include whose directory is a symlink in the workspace.
+  ASSERT_EQ(Shell("mkdir -p " + ws_ + "/real.d && ln -s real.d " + ws_ + "/conf.d"), 0);
+  caller_.Give(ws_);
+  GitOk(ws_, {"config", "include.path", "../conf.d/extra.inc"});
+  auto attack = Sh("rm conf.d && mkdir conf.d && printf '[core]\\n\\tfsmonitor = " + marker_ +
+                   "-fsm.sh\\n' > conf.d/extra.inc");
+  EXPECT_EQ(attack.status, 0) << attack.err;
+  EXPECT_NE(attack.err.find("quarantined " + ws_ + "/conf.d/extra.inc"), std::string::npos)
+      << attack.err;
+  auto q = Quarantined(attack);
+  EXPECT_EQ(q.size(), 1u) << attack.err;
+  if (q.size() == 1) {
+    EXPECT_EQ(q[0]["path"], ws_ + "/conf.d/extra.inc");
+    EXPECT_NE(q[0]["reason"].get<std::string>().find("include in"), std::string::npos);
+  }
+  EXPECT_FALSE(Exists(ws_ + "/conf.d/extra.inc"));
+  UseGitOnTheHost(ws_);
+  EXPECT_FALSE(Exists(marker_)) << "git ran an include made past the mounts";
+
+  // The user's config in a home workspace, ~/.gitconfig a symlink into a dotfiles directory:
+  // the link replaced by a file of the command's.
+  ASSERT_EQ(Shell("mkdir -p " + home_ + "/dotfiles && printf '[user]\\n\\tname = u\\n' > " + home_ +
+                  "/dotfiles/gitconfig && ln -s dotfiles/gitconfig " + home_ + "/.gitconfig"),
+            0);
+  caller_.Give(home_);
+  auto home = SandboxSh(
+      home_,
+      "rm .gitconfig && printf '[core]\\n\\tfsmonitor = " + marker_ + "-fsm.sh\\n' > .gitconfig",
+      {"--json"}, Env());
+  EXPECT_EQ(home.status, 0) << home.err;
+  EXPECT_NE(home.err.find("quarantined " + home_ + "/.gitconfig"), std::string::npos) << home.err;
+  EXPECT_EQ(Quarantined(home).size(), 1u) << home.err;
+  UseGitOnTheHost(ws_);
+  EXPECT_FALSE(Exists(marker_)) << "git ran a user config made past the mounts";
+
+  // Benign: an existing include the command does not touch, nothing moved.
+  auto benign = Sh("echo more >> README && ls conf.d");
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_TRUE(Quarantined(benign).empty()) << benign.err;
 }
 
 TEST_P(T1SandboxGitMetadata, TheUsersOwnGitConfigCountsToo) {

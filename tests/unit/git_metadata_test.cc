@@ -228,10 +228,14 @@ Planned Plan(FakeTree& t, const V& roots = {"/w"}, const GitScanLimits& limits =
   return {std::move(*scan), std::move(plan)};
 }
 
+// "dir|file PATH" for a named path's placeholder, "way PATH" for a directory made on the way.
 V Placeholders(const GitProtectionPlan& plan) {
   V out;
   for (const auto& p : plan.placeholders) {
-    out.push_back((p.directory ? "dir " : "file ") + p.parent + "/" + p.name);
+    out.push_back((p.on_the_way  ? "way "
+                   : p.directory ? "dir "
+                                 : "file ") +
+                  p.parent + "/" + p.name);
   }
   return out;
 }
@@ -645,7 +649,19 @@ TEST(PlanGitProtection, ConfigNamedPathsExistingAreReadOnlyMissingGetPlaceholder
   } cases[] = {
       {"[core]\n\thooksPath = .husky\n", {"/w/.husky"}, {}},
       {"[core]\n\thooksPath = hooks-missing\n", {}, {"dir /w/hooks-missing"}},
-      {"[core]\n\thooksPath = nothere/hooks\n", {}, {}},  // parent missing: checked after
+      // Its parent missing too: the directories on the way are made (and pinned).
+      {"[core]\n\thooksPath = nothere/hooks\n", {}, {"way /w/nothere", "dir /w/nothere/hooks"}},
+      {"[core]\n\tfsmonitor = ./a/b/fsm\n", {}, {"way /w/a", "way /w/a/b", "file /w/a/b/fsm"}},
+      {"[include]\n\tpath = ../conf.d/extra.inc\n",
+       {},
+       {"way /w/conf.d", "file /w/conf.d/extra.inc"}},
+      // What git could not open either through a missing directory: checked after the run.
+      {"[include]\n\tpath = ../gone/../x.inc\n", {}, {}},
+      {"[diff \"pdf\"]\n\ttextconv = python3 nothere/conv.py\n",
+       {},
+       {"way /w/nothere", "file /w/nothere/conv.py"}},
+      // An argument without '/' may be no path at all: named, never made.
+      {"[diff \"pdf\"]\n\ttextconv = python3 absent.py\n", {}, {}},
       {"[core]\n\tfsmonitor = ./fsm.sh\n", {"/w/fsm.sh"}, {}},
       {"[core]\n\tfsmonitor = ./absent.sh\n", {}, {"file /w/absent.sh"}},
       {"[core]\n\tfsmonitor = true\n", {}, {}},
@@ -857,20 +873,124 @@ TEST(PlanGitProtection, ASymlinkedNameLeadingOutIsWatchedNotBound) {
   EXPECT_EQ(p.plan.named.front().path, "/w/tools/fsm");
 }
 
+TEST(PlanGitProtection, TheWayToAConfigFileIsPinnedAndAMissingOneIsMade) {
+  struct Case {
+    std::string what;
+    std::function<void(FakeTree&, GitEnv&)> setup;
+    V roots;
+    V placeholders;
+    V pinned;
+  } cases[] = {
+      {"the user's XDG config in a home workspace, ~/.config/git missing",
+       [](FakeTree& t, GitEnv&) { t.Dir("/home/u/.config"); },
+       {"/home/u"},
+       {"way /home/u/.config/git", "file /home/u/.config/git/config", "file /home/u/.gitconfig"},
+       {"/home/u/.config", "/home/u/.config/git"}},
+      {"the same, ~/.config missing too",
+       [](FakeTree& t, GitEnv&) { t.Dir("/home/u"); },
+       {"/home/u"},
+       {"way /home/u/.config", "way /home/u/.config/git", "file /home/u/.config/git/config",
+        "file /home/u/.gitconfig"},
+       {"/home/u/.config", "/home/u/.config/git"}},
+      {"the user's XDG config existing: read-only, the way to it pinned",
+       [](FakeTree& t, GitEnv&) {
+         t.File("/home/u/.gitconfig", "[user]\n\tname = u\n");
+         t.File("/home/u/.config/git/config", "[user]\n\tname = u\n");
+       },
+       {"/home/u"},
+       {},
+       {"/home/u/.config", "/home/u/.config/git"}},
+      {"a repository's include whose directory is missing",
+       [](FakeTree& t, GitEnv&) {
+         t.File("/w/.git/config", "[include]\n\tpath = ../conf.d/extra.inc\n");
+       },
+       {"/w"},
+       {"way /w/conf.d", "file /w/conf.d/extra.inc"},
+       {"/w/conf.d"}},
+      {"an include that exists, deep down: every directory on the way pinned",
+       [](FakeTree& t, GitEnv&) {
+         t.File("/w/.git/config", "[include]\n\tpath = ../a/b/team.inc\n");
+         t.File("/w/a/b/team.inc", "[user]\n\tname = t\n");
+       },
+       {"/w"},
+       {},
+       {"/w/a", "/w/a/b"}},
+      {"an include inside the git dir: the read-only git dir covers it, nothing pinned",
+       [](FakeTree& t, GitEnv&) { t.File("/w/.git/config", "[include]\n\tpath = extra/x.inc\n"); },
+       {"/w"},
+       {},
+       {}},
+      {"a hooks directory on the way to an include: the hooks directory wins, nothing below it",
+       [](FakeTree& t, GitEnv&) {
+         t.File("/w/.git/config",
+                "[core]\n\thooksPath = tools\n[include]\n\tpath = ../tools/x/y.inc\n");
+       },
+       {"/w"},
+       {"dir /w/tools"},
+       {}},
+      {"a config outside the writable roots: nothing",
+       [](FakeTree& t, GitEnv&) { t.File("/home/u/.gitconfig", "[user]\n\tname = u\n"); },
+       {"/w"},
+       {},
+       {}},
+  };
+  for (const auto& c : cases) {
+    FakeTree t;
+    t.GitInit("/w");
+    GitEnv env = Env();
+    c.setup(t, env);
+    auto p = Plan(t, c.roots, {}, env);
+    EXPECT_TRUE(p.plan.problems.empty()) << c.what;
+    EXPECT_EQ(Placeholders(p.plan), c.placeholders) << c.what;
+    EXPECT_EQ(p.plan.pinned, c.pinned) << c.what;
+  }
+}
+
+TEST(PlanGitProtection, PinsAndDirectoriesOnTheWayCountTowardThePathsBound) {
+  FakeTree t;
+  t.GitInit("/w");
+  t.File("/w/.git/config", "[include]\n\tpath = ../a/b/c.inc\n");
+  // /w/.git, the ways /w/a and /w/a/b (made and pinned), the placeholder /w/a/b/c.inc.
+  EXPECT_TRUE(Plan(t, {"/w"}, {.paths = 4}).plan.problems.empty());
+  auto over = Plan(t, {"/w"}, {.paths = 3});
+  ASSERT_FALSE(over.plan.problems.empty());
+  EXPECT_NE(over.plan.problems.front().message.find("'paths' bound is 3"), std::string::npos);
+}
+
 // ---- after the run --------------------------------------------------------------------------
 
 struct SandboxRun {
   FakeTree t;
+  GitEnv env = Env();
   GitIdentitySet before;
+  GitWatchedConfigs configs;
+  GitProtectionPlan plan;  // the start's
+  // As GitGuard::Prepare: scan, plan, make the placeholders, record.
   void Start(const V& roots = {"/w"}) {
-    auto p = Plan(t, roots);
+    auto p = Plan(t, roots, {}, env);
+    for (const auto& ph : p.plan.placeholders) {
+      const std::string path = ph.parent + "/" + ph.name;
+      if (ph.directory) {
+        t.Dir(path);
+      } else {
+        t.File(path);
+      }
+    }
     auto fs = t.Fs();
     before = GitIdentities(p.scan, p.plan, fs);
+    configs = GitConfigIdentities(p.scan, fs);
+    plan = std::move(p.plan);
+  }
+  // The placeholders removed again (as the guard does once the run is over).
+  void RemovePlaceholders() {
+    for (auto it = plan.placeholders.rbegin(); it != plan.placeholders.rend(); ++it) {
+      t.Remove(it->parent + "/" + it->name);
+    }
   }
   std::vector<GitQuarantineAction> After(const V& roots = {"/w"}) {
-    auto p = Plan(t, roots);
+    auto p = Plan(t, roots, {}, env);
     auto fs = t.Fs();
-    return DecideGitQuarantine(before, p.scan, p.plan, fs);
+    return DecideGitQuarantine(before, configs, p.scan, p.plan, fs);
   }
 };
 
@@ -982,6 +1102,164 @@ TEST(DecideGitQuarantine, NothingChangedNothingMoved) {
   r.t.File("/w/src/new.c");
   r.t.File("/w/vendor/lib/new.c");
   EXPECT_TRUE(r.After().empty());
+}
+
+// Every config file git reads (the user's, an include: existing at the start or not) that
+// leads elsewhere after the run is moved aside; the placeholders made at the start are taken
+// away first where a row says so, as if the command had got past them (a symlink on the way,
+// which no mount can pin).
+TEST(DecideGitQuarantine, ConfigFilesMadeOrSwappedDuringTheRunAreMovedAside) {
+  const std::string fsm = "[core]\n\tfsmonitor = /x/pwn.sh\n";
+  struct Case {
+    std::string what;
+    V roots;
+    std::function<void(FakeTree&)> before;
+    std::function<void(FakeTree&)> command;  // after the placeholders were made
+    bool past_placeholders;                  // the placeholders removed before `command`
+    V moved;
+  } cases[] = {
+      // Repro: a home workspace, ~/.config/git missing, the XDG config made.
+      {"~/.config/git/config made where ~/.config/git did not exist",
+       {"/home/u"},
+       [](FakeTree& t) { t.Dir("/home/u/.config"); },
+       [&](FakeTree& t) { t.File("/home/u/.config/git/config", fsm); },
+       true,
+       {"/home/u/.config/git/config"}},
+      {"~/.config/git/config made where ~/.config did not exist either",
+       {"/home/u"},
+       [](FakeTree& t) { t.Dir("/home/u"); },
+       [&](FakeTree& t) { t.File("/home/u/.config/git/config", fsm); },
+       true,
+       {"/home/u/.config/git/config"}},
+      {"~/.gitconfig made",
+       {"/home/u"},
+       [](FakeTree& t) { t.Dir("/home/u"); },
+       [&](FakeTree& t) { t.File("/home/u/.gitconfig", fsm); },
+       true,
+       {"/home/u/.gitconfig"}},
+      {"an existing ~/.config/git/config whose directory was renamed away and made anew",
+       {"/home/u"},
+       [](FakeTree& t) { t.File("/home/u/.config/git/config", "[user]\n\tname = u\n"); },
+       [&](FakeTree& t) {
+         t.Move("/home/u/.config", "/home/u/.config.old");
+         t.File("/home/u/.config/git/config", fsm);
+       },
+       false,
+       {"/home/u/.config/git/config"}},
+      // Repro: an include whose directory did not exist.
+      {"a repository's include made where its directory did not exist",
+       {"/w"},
+       [](FakeTree& t) { t.File("/w/.git/config", "[include]\n\tpath = ../conf.d/extra.inc\n"); },
+       [&](FakeTree& t) { t.File("/w/conf.d/extra.inc", fsm); },
+       true,
+       {"/w/conf.d/extra.inc"}},
+      {"an includeIf target made",
+       {"/w"},
+       [](FakeTree& t) {
+         t.File("/w/.git/config", "[includeIf \"onbranch:main\"]\n\tpath = ../c/d/x.inc\n");
+       },
+       [&](FakeTree& t) { t.File("/w/c/d/x.inc", fsm); },
+       true,
+       {"/w/c/d/x.inc"}},
+      {"an include of the user's config made in the workspace",
+       {"/w"},
+       [](FakeTree& t) { t.File("/home/u/.gitconfig", "[include]\n\tpath = /w/cfg/u.inc\n"); },
+       [&](FakeTree& t) { t.File("/w/cfg/u.inc", fsm); },
+       true,
+       {"/w/cfg/u.inc"}},
+      {"an include's directory, a symlink, replaced by a directory of the command's",
+       {"/w"},
+       [](FakeTree& t) {
+         t.File("/w/.git/config", "[include]\n\tpath = ../conf.d/extra.inc\n");
+         t.Dir("/w/real.d");
+         t.Link("/w/conf.d", "real.d");
+       },
+       [&](FakeTree& t) {
+         t.Remove("/w/conf.d");
+         t.File("/w/conf.d/extra.inc", fsm);
+       },
+       false,
+       {"/w/conf.d/extra.inc"}},
+      {"an existing include swapped for a symlink to another repository's config",
+       {"/w"},
+       [](FakeTree& t) {
+         t.File("/w/.git/config", "[include]\n\tpath = ../team.inc\n");
+         t.File("/w/team.inc", "[user]\n\tname = t\n");
+         t.GitInit("/w/vendor/lib");
+         t.File("/w/vendor/lib/.git/config", "[core]\n\tfsmonitor = ./lib-fsm\n");
+       },
+       [&](FakeTree& t) {
+         t.Remove("/w/team.inc");
+         t.Link("/w/team.inc", "vendor/lib/.git/config");
+       },
+       false,
+       {"/w/team.inc"}},
+      {"an include that leads out of the workspace through a symlink the command made",
+       {"/w"},
+       [](FakeTree& t) {
+         t.File("/w/.git/config", "[include]\n\tpath = ../conf.d/extra.inc\n");
+         t.File("/elsewhere/extra.inc", "[core]\n\tpager = /x/pwn.sh\n");
+       },
+       [&](FakeTree& t) { t.Link("/w/conf.d", "/elsewhere"); },
+       true,
+       {"/w/conf.d"}},
+      {"an include that the scan before the run did not know, of a config made in the run",
+       {"/w"},
+       [](FakeTree& t) { t.File("/w/.git/config", "[include]\n\tpath = ../a.inc\n"); },
+       [&](FakeTree& t) {
+         t.File("/w/a.inc", "[include]\n\tpath = b.inc\n");
+         t.File("/w/b.inc", fsm);
+       },
+       true,
+       {"/w/a.inc", "/w/b.inc"}},
+      // Benign neighbours: nothing moved.
+      {"ordinary files written, next to the config's directory and inside it",
+       {"/home/u"},
+       [](FakeTree& t) { t.Dir("/home/u/.config"); },
+       [](FakeTree& t) {
+         t.File("/home/u/.config/nvim/init.lua", "x");
+         t.File("/home/u/.config/git/ignore", "*.o\n");
+         t.File("/home/u/notes.txt", "x");
+       },
+       false,
+       {}},
+      {"an include removed: git skips a missing one",
+       {"/w"},
+       [](FakeTree& t) {
+         t.File("/w/.git/config", "[include]\n\tpath = ../team.inc\n");
+         t.File("/w/team.inc", "[user]\n\tname = t\n");
+       },
+       [](FakeTree& t) { t.Remove("/w/team.inc"); },
+       false,
+       {}},
+      {"the user's own config outside the workspace rewritten meanwhile",
+       {"/w"},
+       [](FakeTree& t) { t.File("/home/u/.gitconfig", "[user]\n\tname = u\n"); },
+       [&](FakeTree& t) {
+         t.Remove("/home/u/.gitconfig");
+         t.File("/home/u/.gitconfig", "[user]\n\tname = v\n");
+       },
+       false,
+       {}},
+      {"a plain git init, and a workspace file written",
+       {"/w"},
+       [](FakeTree& t) { t.File("/w/.git/config", "[include]\n\tpath = ../team.inc\n"); },
+       [](FakeTree& t) {
+         t.GitInit("/w/fresh");
+         t.File("/w/src/main.c", "int x;\n");
+       },
+       false,
+       {}},
+  };
+  for (const auto& c : cases) {
+    SandboxRun r;
+    r.t.GitInit("/w");
+    c.before(r.t);
+    r.Start(c.roots);
+    if (c.past_placeholders) r.RemovePlaceholders();
+    c.command(r.t);
+    EXPECT_EQ(Paths(r.After(c.roots)), c.moved) << c.what;
+  }
 }
 
 TEST(ApplyGitQuarantine, MovesAsideWithoutReplacingAndDisarmsGitDirs) {
