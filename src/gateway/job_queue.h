@@ -29,13 +29,21 @@ struct Job {
   ipc::Request request;
   std::shared_ptr<const Registration> registration;
   std::atomic<bool> cancelled{false};
-  std::string cancel_reason;  // written before `cancelled` is set
+  // Written once, by the first Cancel, before `cancelled` is set: a worker that saw `cancelled`
+  // reads it while a later Cancel (the request's, then the connection's) may run.
+  std::string cancel_reason;
   Clock::time_point queued = Clock::now();
 
+  // The first reason is the one the caller is told; later calls change nothing.
   void Cancel(std::string reason) {
+    bool first = false;
+    if (!cancel_claimed_.compare_exchange_strong(first, true, std::memory_order_acq_rel)) return;
     cancel_reason = std::move(reason);
     cancelled.store(true, std::memory_order_release);
   }
+
+ private:
+  std::atomic<bool> cancel_claimed_{false};
 };
 
 // A job's answer, for the event loop to send.
