@@ -1,6 +1,6 @@
 // `anvil mcp`'s Model Context Protocol messages, without any I/O: one line of newline-delimited
 // JSON-RPC 2.0 in, the replies to write and what the server must do (start a tool call, cancel
-// one, hand a client's answer to the call that asked) out. The server loop (cli/mcp_command.cc)
+// one, hand a client's answer to the call that asked) out. The server loop (cli/mcp_server.cc)
 // owns the threads, the processes and stdin/stdout; everything decided about a message is here
 // and table-tested (tests/unit/mcp_protocol_test.cc).
 //

@@ -1,3 +1,6 @@
+// One thing: WorkspaceRoot's operations (workspace_root.h), every one made beneath the one root
+// fd, and the helpers they share (errors naming the path, temporary names for atomic writes).
+// Its bounded tree walk is workspace_walk.cc.
 #include "fs/workspace_root.h"
 
 #include <dirent.h>

@@ -1,3 +1,6 @@
+// One thing: the refusal observer (refusal_observer.h) -- its filter's install and hand-over,
+// and init's answer to each notification: the syscall decoded, the path read from the command,
+// the view asked whether it refused the operation, the fact recorded.
 #include "linux/refusal_observer.h"
 
 #include <arpa/inet.h>

@@ -1,6 +1,7 @@
 // Carries out a StdStreamPlan (std_streams.h): the supervisor's relays for the command's
 // descriptors 0-2, and the two steps inside the sandbox (init makes the pseudo-terminal, the
-// command puts its descriptors in place).
+// command puts its descriptors in place). The relays are terminal_relay.cc; the probe and the
+// steps inside the sandbox, std_stream_setup.cc.
 //
 // The pseudo-terminal comes from the sandbox's own devpts instance (mount_view.cc), so its slave
 // is a node no host path names; init passes the master out to the supervisor (SCM_RIGHTS). The

@@ -166,6 +166,9 @@ struct PluginApiDescription {
   std::vector<OpSpec> ops;
 };
 
+// The op table, one OpSpec per wire op (plugin_api_ops.cc): PluginApi().ops.
+std::vector<OpSpec> PluginApiOps();
+
 // The description (built once; the same object on every call).
 const PluginApiDescription& PluginApi();
 
