@@ -123,7 +123,9 @@ Outcome Consider(const RefusalFact& r, const EscalationContext& c, const IsDirec
         }
         return {Widening{WideningKind::kWritableRoot, dir}, ""};
       }
-      if (r.area == "anvil") return {std::nullopt, ".anvil is Anvil's own and stays read-only"};
+      if (r.area == "anvil") {
+        return {std::nullopt, "Anvil's own files (.anvil, anvil.lock, Anvil.toml) stay read-only"};
+      }
       if (r.area == "credential") {
         return {std::nullopt, "credential locations are never shown to a command"};
       }

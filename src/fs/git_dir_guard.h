@@ -61,7 +61,8 @@ bool IsGitDirShape(const GitDirNames& names);
 
 enum class GitDirName { kNone, kHead, kObjects, kRefs, kCommonDir };
 // Which of git's names `name` is, as a directory looks names up: exactly, or — when it folds
-// case (ext4/f2fs casefold, vfat, SMB, ...) — after the folds of FoldNameForLookup (path_glob.h).
+// case (ext4/f2fs casefold, vfat, SMB, ...) — after the folds of FoldNameForLookup
+// (protected_names.h).
 GitDirName ClassifyGitDirName(std::string_view name, bool folds_case);
 
 // `names` with the entry `name` of `kind` recorded in it (unchanged when `name` is none of git's).

@@ -61,18 +61,6 @@ bool SegmentMatches(std::string_view pattern, std::string_view name) {
   return p == pattern.size();
 }
 
-constexpr char AsciiLower(char c) {
-  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-}
-
-bool EqualsAsciiCaseInsensitive(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (AsciiLower(a[i]) != AsciiLower(b[i])) return false;
-  }
-  return true;
-}
-
 bool IsValidPath(std::string_view normalized) {
   auto ok = NormalizeWorkspacePath(normalized, RootPolicy::kAllow);
   return ok && *ok == normalized;
@@ -181,61 +169,6 @@ bool GrantCoversSubtree(const std::vector<std::string>& globs, std::string_view 
     for (std::size_t i = 0; i < states.size(); ++i) {
       if (states[i] && MatchesEveryDescendant(segments, i)) return true;
     }
-  }
-  return false;
-}
-
-std::string FoldNameForLookup(std::string_view name) {
-  std::string out;
-  out.reserve(name.size());
-  for (std::size_t i = 0; i < name.size();) {
-    const auto b0 = static_cast<unsigned char>(name[i]);
-    if (b0 < 0x80) {
-      out.push_back(AsciiLower(static_cast<char>(b0)));
-      ++i;
-      continue;
-    }
-    // Decode one UTF-8 sequence (shape only: an invalid one is just "not ASCII").
-    std::size_t len = b0 >= 0xF0 ? 4 : b0 >= 0xE0 ? 3 : b0 >= 0xC0 ? 2 : 1;
-    char32_t cp = len == 4 ? b0 & 0x07 : len == 3 ? b0 & 0x0F : len == 2 ? b0 & 0x1F : 0xFFFD;
-    bool valid = len > 1 && i + len <= name.size();
-    for (std::size_t k = 1; valid && k < len; ++k) {
-      const auto b = static_cast<unsigned char>(name[i + k]);
-      if ((b & 0xC0) != 0x80) valid = false;
-      cp = (cp << 6) | (b & 0x3F);
-    }
-    if (!valid) {
-      out.push_back('\x80');
-      ++i;
-      continue;
-    }
-    i += len;
-    const bool hfs_ignorable = (cp >= 0x200C && cp <= 0x200F) || (cp >= 0x202A && cp <= 0x202E) ||
-                               (cp >= 0x206A && cp <= 0x206F) || cp == 0xFEFF;
-    if (hfs_ignorable) continue;
-    if (cp == 0x212A) {
-      out.push_back('k');
-    } else if (cp == 0x017F) {
-      out.push_back('s');
-    } else {
-      out.push_back('\x80');
-    }
-  }
-  while (!out.empty() && (out.back() == '.' || out.back() == ' ')) out.pop_back();
-  return out;
-}
-
-bool IsProtectedName(std::string_view name) {
-  const std::string folded = FoldNameForLookup(name);
-  for (std::string_view protected_name : kProtectedWriteNames) {
-    if (EqualsAsciiCaseInsensitive(folded, protected_name)) return true;
-  }
-  return false;
-}
-
-bool IsProtectedPath(std::string_view normalized_path) {
-  for (std::string_view component : Split(normalized_path)) {
-    if (IsProtectedName(component)) return true;
   }
   return false;
 }

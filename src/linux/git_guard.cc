@@ -1,5 +1,6 @@
 #include "linux/git_guard.h"
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 
@@ -31,6 +32,17 @@ Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
     specs.push_back({path.substr(0, slash), path.substr(slash + 1),
                      guard.fs_.lstat(path).type == GitFileType::kDir});
   }
+  // Anvil's protected names: what the git plan keeps read-only needs no mount of its own.
+  guard.names_ = PlanProtectedNames(
+      scan->protected_names, roots, plan.read_only,
+      plan.read_only.size() + plan.placeholders.size() + plan.pinned.size(), limits.paths);
+  if (!guard.names_.problems.empty()) return tl::unexpected(guard.names_.problems.front());
+  for (const auto& path : guard.names_.read_only) {
+    auto slash = path.rfind('/');
+    if (slash == std::string::npos || slash == 0) continue;
+    specs.push_back({path.substr(0, slash), path.substr(slash + 1),
+                     guard.fs_.lstat(path).type == GitFileType::kDir, /*create=*/false});
+  }
   auto made = ProtectedPlaceholders::Create(specs);
   if (!made) return tl::unexpected(made.error());
   guard.placeholders_ = std::move(*made);
@@ -48,6 +60,11 @@ Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
   }
   for (const auto& dir : plan.pinned) {
     if (auto r = guard.fs_.resolve(dir); r && *r == dir) guard.pinned_.push_back(dir);
+  }
+  for (const auto& dir : guard.names_.pinned) {
+    if (std::find(guard.pinned_.begin(), guard.pinned_.end(), dir) == guard.pinned_.end()) {
+      guard.pinned_.push_back(dir);
+    }
   }
   guard.before_ = GitIdentities(*scan, plan, guard.fs_);
   guard.configs_ = GitConfigIdentities(*scan, guard.fs_);

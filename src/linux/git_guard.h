@@ -4,6 +4,10 @@
 // PinnedDirs() onto themselves. After the
 // run — once every process of the command is gone — scan again and quarantine what the command
 // made that git would execute or follow. The placeholders are removed when the guard dies.
+// The same walk finds Anvil's own protected names anywhere in the roots (anvil.lock, Anvil.toml,
+// .anvil; policy/protected_names_plan.h): the view binds ProtectedNamePaths() read-only too (the
+// way down to each is in PinnedDirs()), and the guard holds a shared lock on each while the run
+// lasts (one may be another run's placeholder).
 #pragma once
 
 #include <string>
@@ -12,6 +16,7 @@
 #include "common/result.h"
 #include "linux/protected_placeholders.h"
 #include "policy/git_metadata.h"
+#include "policy/protected_names_plan.h"
 
 namespace anvil {
 
@@ -50,9 +55,11 @@ class GitGuard {
 
   // Canonical paths to bind read-only on top of the writable roots (placeholders included).
   const std::vector<std::string>& ReadOnlyPaths() const { return read_only_; }
+  // Anvil's protected names below the roots, to bind read-only too.
+  const std::vector<std::string>& ProtectedNamePaths() const { return names_.read_only; }
   // Directories to bind onto themselves (still writable) so that none can be renamed or
-  // removed: the way down to a config file git reads, and the directories made on the way to
-  // a placeholder whose parent was missing.
+  // removed: the way down to a config file git reads, the directories made on the way to a
+  // placeholder whose parent was missing, and the way down to each of Anvil's protected names.
   const std::vector<std::string>& PinnedDirs() const { return pinned_; }
   const GitReport& Report() const { return report_; }
   const std::vector<std::string>& Roots() const { return roots_; }
@@ -77,6 +84,7 @@ class GitGuard {
   GitWalkMemo memo_;           // the walk before the run: the one after it lists only what changed
   std::vector<std::string> read_only_;
   std::vector<std::string> pinned_;
+  ProtectedNamesPlan names_;
   GitReport report_;
   ProtectedPlaceholders placeholders_;  // last: removed after everything else is done
 };

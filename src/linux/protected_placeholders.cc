@@ -26,15 +26,6 @@ bool StillNamed(int parent, const std::string& name, int dir) {
 
 }  // namespace
 
-Result<ProtectedPlaceholders> ProtectedPlaceholders::Create(const std::vector<std::string>& roots,
-                                                            const std::vector<std::string>& names) {
-  std::vector<PlaceholderSpec> specs;
-  for (const auto& root : roots) {
-    for (const auto& name : names) specs.push_back({root, name, true});
-  }
-  return Create(specs);
-}
-
 Result<ProtectedPlaceholders> ProtectedPlaceholders::Create(
     const std::vector<PlaceholderSpec>& specs) {
   ProtectedPlaceholders out;
@@ -62,6 +53,9 @@ Result<ProtectedPlaceholders> ProtectedPlaceholders::Create(
                               O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
         if (!dir) {
           if (errno == ELOOP) break;  // a symlink: the view decides
+          // Only to be locked, not made: what the caller cannot open is no placeholder of a run
+          // of its own (they are the caller's), so there is no lock to take; the view binds it.
+          if (!spec.create) break;
           if (errno != ENOENT) return SysFail("sandbox", "open " + path);
           bool made = false;
           if (spec.directory) {

@@ -1,19 +1,22 @@
-// Keeping a protected name (.git, or a path a repository's git config names, see
-// policy/git_metadata.h) that does not exist yet in a writable root from being created by the
-// sandboxed command.
+// Keeping a protected name (.git, the workspace's Anvil.toml, or a path a repository's git
+// config names, see policy/git_metadata.h) that does not exist yet in a writable root from
+// being created by the sandboxed command (which names: policy/protected_names_plan.h).
 //
 // The mount view keeps an existing .git read-only by binding it read-only, but a name that does
 // not exist has nothing to bind, and Landlock cannot refuse one name in a directory where it
 // allows creating files. A command that creates `.git` with hooks or `core.fsmonitor` in a
 // workspace without one (a fresh directory, or a subdirectory of a repository) gets code run by
-// the user's next `git` there, outside any sandbox. So, before the view is computed, the
-// supervisor creates each missing name as an empty directory (marked with the extended
-// attribute `user.anvil.placeholder` where the filesystem supports it), which the view then
-// binds read-only like any existing one; after the run it removes it again. While it exists it
-// is harmless: git skips an empty `.git` and keeps looking upward; an empty hooks directory
-// holds no hook; an empty, non-executable file named as a program or an include runs nothing. It is
-// visible to the command
-// (`ls -A` shows an empty `.git`); --writable-git drops it with the rest of the .git protection.
+// the user's next `git` there, outside any sandbox; one that creates Anvil.toml enables plugins
+// and hands them settings the next time Anvil starts there. So, before the view is computed,
+// the supervisor creates each missing name as an empty directory or file (marked with the
+// extended attribute `user.anvil.placeholder` where the filesystem supports it), which the view
+// then binds read-only like any existing one; after the run it removes it again. While it
+// exists it is harmless: git skips an empty `.git` and keeps looking upward; an empty hooks
+// directory holds no hook; an empty, non-executable file named as a program or an include runs
+// nothing; Anvil takes a directory named Anvil.toml for no configuration, as it takes none. It
+// is visible to the command (`ls -A` shows an empty `.git` and an empty `Anvil.toml/`), not to
+// `git status` (an empty directory is nothing to git); --writable-git drops the `.git` one with
+// the rest of the .git protection.
 //
 // Concurrent sandboxes in one workspace share a placeholder. Removing a directory that is a
 // mount point in another mount namespace succeeds and silently detaches that mount (Linux
@@ -34,31 +37,28 @@
 namespace anvil {
 
 // One name to keep: `name` in the directory `parent` (canonical, absolute), created as an empty
-// directory or an empty file (mode 0444) when missing.
+// directory or an empty file (mode 0444) when missing — or, without `create`, only locked when
+// it exists and the caller can open it (what the walk found: one that vanished since is nothing
+// to make, and one the caller cannot open is no placeholder of the caller's runs).
 struct PlaceholderSpec {
   std::string parent;
   std::string name;
   bool directory = true;
+  bool create = true;
 };
 
 class ProtectedPlaceholders {
  public:
-  // The general form: each spec's name in its parent, as below. A name that exists as a
-  // directory or regular file is locked (whatever the kind asked for); anything else there (a
-  // symlink, a socket) is left to the view. A parent the caller cannot create entries in is
-  // skipped, and so is every later spec inside what it would have made (a spec's parent may be
-  // a placeholder of an earlier spec: the missing directories on the way to a name). Removed
-  // in the reverse order, the innermost first.
+  // Each spec's name in its parent (canonical absolute directories): one that exists as a
+  // directory or regular file is locked shared, whatever the kind asked for; a missing one is
+  // created empty (a directory 0755, a file 0444; marked) and locked. A parent the caller cannot
+  // create entries in is skipped (the command, running with the caller's credentials or fewer,
+  // cannot create the name either), and so is every later spec inside what it would have made
+  // (a spec's parent may be a placeholder of an earlier spec: the missing directories on the
+  // way to a name). Anything else there (a symlink, a socket) is left to the view (which refuses
+  // a symlinked .git). Any other failure is a "sandbox" error and nothing made so far is left
+  // behind. Removed in the reverse order, the innermost first.
   static Result<ProtectedPlaceholders> Create(const std::vector<PlaceholderSpec>& specs);
-  // For each of `names` in each of `roots` (canonical absolute directories): a directory that
-  // exists is locked shared; a missing one is created empty (mode 0755, marked) and locked. A
-  // root the caller cannot create entries in is skipped: the command, running with the
-  // caller's credentials or fewer, cannot create the name either. A name that is a regular
-  // file is locked as it is; anything else (a symlink) is left to the view (which refuses a
-  // symlinked .git). Any other failure is a "sandbox"
-  // error and nothing made so far is left behind.
-  static Result<ProtectedPlaceholders> Create(const std::vector<std::string>& roots,
-                                              const std::vector<std::string>& names);
 
   ProtectedPlaceholders() = default;
   ProtectedPlaceholders(ProtectedPlaceholders&&) = default;

@@ -31,6 +31,7 @@
 #include "linux/terminal_relay.h"
 #include "linux/trust_shield.h"
 #include "linux/user_ns_limits.h"
+#include "policy/protected_names_plan.h"
 
 #ifndef CLONE_PIDFD
 #define CLONE_PIDFD 0x00001000
@@ -116,13 +117,16 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
     auto view = ComputeFileView(policy, host);
     if (!view) return SetupFailure(view.error().ToString(), start);
     if (!view->writable_roots.empty()) {
-      // A .git missing from a writable root becomes an empty directory the view binds
-      // read-only, so the command cannot create one with hooks (protected_placeholders.h).
-      // (.anvil has no placeholder: nothing reads a workspace's .anvil that the command made.)
-      std::vector<std::string> roots, names;
+      // A .git missing from a writable root, or an Anvil.toml missing from the workspace,
+      // becomes an empty directory the view binds read-only, so the command cannot create one
+      // (protected_placeholders.h, protected_names_plan.h).
+      std::vector<std::string> roots;
       for (const auto& wr : view->writable_roots) roots.push_back(wr.root);
-      if (!policy.writable_git) names.emplace_back(".git");
-      auto made = ProtectedPlaceholders::Create(roots, names);
+      std::vector<PlaceholderSpec> specs;
+      for (const auto& p : MissingNamePlaceholders(roots, policy.workspace, policy.writable_git)) {
+        specs.push_back({p.parent, p.name, p.directory});
+      }
+      auto made = ProtectedPlaceholders::Create(specs);
       if (!made) return SetupFailure(made.error().ToString(), start);
       placeholders = std::move(*made);
       // Kept out of the command's reach in every run, --writable-git or not: a later run
@@ -137,7 +141,9 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
       if (!trust) return SetupFailure(trust.error().ToString(), start);
       MergeShield(*shield, *trust);
       if (!policy.writable_git) {
-        // Every repository in the writable roots and what its config names (git_guard.h).
+        // Every repository in the writable roots and what its config names, and Anvil's
+        // protected names anywhere in them (git_guard.h). Without it (--writable-git) only those
+        // at the top of each root are kept (ComputeFileView).
         auto cached = walk_cache->Load(roots);
         if (cached) walk_cached_dirs = cached->dirs.size();
         auto guard = GitGuard::Prepare(roots, spec.git_scan_limits, GitEnvFromProcess(),
@@ -148,20 +154,17 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
       // Again even when this run made none: another run may have made one (now held by this
       // run's lock) after the first computation looked.
       std::vector<std::string> read_only = shield->read_only;
+      std::vector<std::string> pinned = shield->pinned;
       if (git) {
         read_only.insert(read_only.end(), git->ReadOnlyPaths().begin(), git->ReadOnlyPaths().end());
+        read_only.insert(read_only.end(), git->ProtectedNamePaths().begin(),
+                         git->ProtectedNamePaths().end());
+        pinned.insert(pinned.end(), git->PinnedDirs().begin(), git->PinnedDirs().end());
       }
       view = ComputeFileView(policy, host, read_only);
       if (!view) return SetupFailure(view.error().ToString(), start);
-      view->pinned_dirs = shield->pinned;
-      if (git) {
-        for (const auto& dir : git->PinnedDirs()) {
-          if (std::find(view->pinned_dirs.begin(), view->pinned_dirs.end(), dir) ==
-              view->pinned_dirs.end()) {
-            view->pinned_dirs.push_back(dir);
-          }
-        }
-      }
+      // Each once; none inside a read-only path, where a writable bind would undo it.
+      PinDirs(*view, pinned);
     }
     plan.view = std::move(*view);
     plan.landlock_abi = walls.landlock_abi;

@@ -23,6 +23,7 @@
 #include "common/ascii.h"
 #include "common/unique_fd.h"
 #include "fs/git_dir_guard.h"
+#include "fs/protected_names.h"
 #include "policy/sandbox_policy.h"
 
 #ifndef RENAME_NOREPLACE
@@ -319,6 +320,7 @@ class Scanner {
       }
       for (const auto& e : *list) {
         const std::string path = Join(dir, e.name);
+        if (IsAnvilProtected(e)) scan_.protected_names.push_back(path);
         if (AsciiLower(e.name) == ".git") {
           GitRepo repo;
           repo.marker = path;
@@ -385,10 +387,19 @@ class Scanner {
     }
   }
 
-  // Whether `name` is one the walk acts on: a directory, `.git`, or part of a git dir's shape.
+  // A directory or regular file with a protected name of Anvil's own (not .git: a repository).
+  static bool IsAnvilProtected(const GitDirEntry& e) {
+    if (e.type != GitFileType::kDir && e.type != GitFileType::kFile) return false;
+    const auto kind = ProtectedNameKindOf(e.name);
+    return kind && *kind != ProtectedNameKind::kGitMetadata;
+  }
+
+  // Whether `name` is one the walk acts on: a directory, `.git`, part of a git dir's shape, or
+  // one of Anvil's protected names.
   static bool Kept(const GitDirEntry& e) {
     if (e.type == GitFileType::kDir) return true;
     if (AsciiLower(e.name) == ".git") return true;
+    if (IsAnvilProtected(e)) return true;
     return ClassifyGitDirName(e.name, true) != GitDirName::kNone;
   }
 

@@ -162,7 +162,7 @@ struct GitRepo {
 // the walk (by more than a second, against timestamp granularity): a later walk that finds the
 // same directory (device, inode) with the same ctime takes its entries from here instead of
 // listing it again — its entries cannot have changed. Only what the walk acts on is kept
-// (subdirectories, `.git`, HEAD/objects/refs).
+// (subdirectories, `.git`, HEAD/objects/refs, Anvil's protected names).
 // The memo is also kept between runs (linux/git_walk_cache.h), where no command can write it.
 struct GitWalkMemo {
   struct Dir {
@@ -180,6 +180,11 @@ struct GitScan {
   // In the roots, and every repository found above a root (from its parent up to /, as git's
   // own discovery goes up from a directory with no .git).
   std::vector<GitRepo> repos;
+  // Every directory or regular file in the roots named as one of Anvil's protected names other
+  // than .git (fs/protected_names.h: .anvil, anvil.lock, Anvil.toml, compared as the plugin
+  // side compares them), at any depth the walk reaches (it enters no git dir): what the view
+  // keeps read-only (policy/protected_names_plan.h). Canonical: the walk follows no link.
+  std::vector<std::string> protected_names;
   // $GIT_CONFIG_SYSTEM, /etc/gitconfig, $GIT_CONFIG_GLOBAL, ~/.gitconfig,
   // $XDG_CONFIG_HOME/git/config (or ~/.config/git/config), and their includes.
   std::vector<GitConfigFile> user_configs;

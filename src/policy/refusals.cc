@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "fs/protected_names.h"
+
 namespace anvil {
 
 std::string_view ToString(WriteArea area) {
@@ -48,7 +50,8 @@ WriteClass ClassifyWrite(const FileView& view, const SandboxPolicy& policy,
     for (const auto& sub : wr.read_only_subpaths) {
       if (!PathIsWithin(path, sub)) continue;
       const std::string base = Basename(sub);
-      if (base == ".anvil") return {WriteArea::kAnvilDir, sub};
+      const auto kind = ProtectedNameKindOf(base);
+      if (kind && *kind != ProtectedNameKind::kGitMetadata) return {WriteArea::kAnvilDir, sub};
       if (base == ".git" || HasGitComponent(sub) ||
           std::find(view.git_protected.begin(), view.git_protected.end(), sub) !=
               view.git_protected.end()) {
@@ -197,9 +200,21 @@ RefusalAdvice Advise(const Refusal& r, const std::string& workspace, const std::
                             "an include), which git runs or reads outside the sandbox";
           a.allow = "--writable-git";
           break;
-        case WriteArea::kAnvilDir:
-          a.why = ".anvil is Anvil's own state and stays read-only";
+        case WriteArea::kAnvilDir: {
+          const auto kind = ProtectedNameKindOf(Basename(r.root));
+          if (kind == ProtectedNameKind::kPluginLock) {
+            a.why = root +
+                    " pins the plugins' code and stays read-only (`anvil plugin lock` outside the "
+                    "sandbox updates it)";
+          } else if (kind == ProtectedNameKind::kWorkspaceConfig) {
+            a.why = root +
+                    " says which plugins run and with what settings, and stays read-only (edit "
+                    "it outside the sandbox)";
+          } else {
+            a.why = ".anvil is Anvil's own state and stays read-only";
+          }
           break;
+        }
         case WriteArea::kReadOnlySubpath:
           a.why = root +
                   " is kept read-only (--read-only-subpath or Anvil.toml's [sandbox] "

@@ -154,6 +154,19 @@ bool VisibleInView(const FileView& view, const std::string& path) {
 
 }  // namespace
 
+void PinDirs(FileView& view, const std::vector<std::string>& dirs) {
+  view.pinned_dirs.clear();
+  for (const auto& dir : dirs) {
+    bool in_root = false, read_only = false;
+    for (const auto& wr : view.writable_roots) {
+      if (dir == wr.root || !PathIsWithin(dir, wr.root)) continue;
+      in_root = true;
+      for (const auto& sub : wr.read_only_subpaths) read_only = read_only || PathIsWithin(dir, sub);
+    }
+    if (in_root && !read_only) AddUnique(view.pinned_dirs, dir);
+  }
+}
+
 void MaskHostSockets(FileView& view, const std::vector<std::string>& sockets) {
   for (const auto& socket : sockets) {
     if (socket.empty() || socket[0] != '/') continue;
@@ -232,33 +245,32 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
 
   std::vector<std::string> read_only;  // absolute canonical paths that must stay read-only
   for (const auto& root : writable) {
-    for (auto name : kProtectedNames) {
-      if (name == ".git" && policy.writable_git) continue;
-      std::string candidate = root + "/" + std::string(name);
-      // A protected name that is a symlink cannot be kept read-only: its target can be bound
-      // read-only, but the link itself is a plain entry of the writable root, so the command
-      // could replace it with a directory of its own (hooks, core.fsmonitor) that git runs
-      // later outside the sandbox. Refuse rather than pretend.
+    for (const ProtectedName& protected_name : kProtectedNames) {
+      const bool git = protected_name.kind == ProtectedNameKind::kGitMetadata;
+      if (git && policy.writable_git) continue;
+      const std::string name(protected_name.name);
+      const std::string candidate = root + "/" + name;
+      const bool directory = git || protected_name.kind == ProtectedNameKind::kAnvilState;
       if (host.is_symlink && host.is_symlink(candidate)) {
+        // A file Anvil reads by this name is opened without following a link (a link there is
+        // refused), so the link protects nothing and hides nothing: left as it is.
+        if (!directory) continue;
+        // A protected directory that is a symlink cannot be kept read-only: its target can be
+        // bound read-only, but the link itself is a plain entry of the writable root, so the
+        // command could replace it with a directory of its own (hooks, core.fsmonitor) that git
+        // runs later outside the sandbox. Refuse rather than pretend.
         return Fail("invalid", candidate +
                                    " is a symbolic link, which cannot be kept read-only"
                                    " in a writable root; replace the link with the directory" +
-                                   std::string(name == ".git" ? " or pass --writable-git" : ""));
+                                   std::string(git ? " or pass --writable-git" : ""));
       }
-    }
-    if (policy.writable_git) {
-      if (auto anvil_dir = host.resolve(root + "/.anvil")) read_only.push_back(*anvil_dir);
-    } else {
-      for (auto name : kProtectedNames) {
-        std::string candidate = root + "/" + std::string(name);
-        auto resolved = host.resolve(candidate);
-        if (!resolved) continue;
-        read_only.push_back(*resolved);
-        // A .git *file* (worktree, submodule) points at the real git dir; protect that too.
-        if (name == ".git") {
-          if (auto gitdir = host.read_gitdir_pointer(candidate)) {
-            if (auto r = host.resolve(*gitdir)) read_only.push_back(*r);
-          }
+      auto resolved = host.resolve(candidate);
+      if (!resolved) continue;
+      read_only.push_back(*resolved);
+      // A .git *file* (worktree, submodule) points at the real git dir; protect that too.
+      if (git) {
+        if (auto gitdir = host.read_gitdir_pointer(candidate)) {
+          if (auto r = host.resolve(*gitdir)) read_only.push_back(*r);
         }
       }
     }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "fs/protected_names.h"
 #include "fs/read_plan.h"
 #include "policy/home_view.h"
 
@@ -52,11 +53,6 @@ struct SandboxPolicy {
     return kind == PolicyKind::kReadOnly || kind == PolicyKind::kWorkspaceWrite;
   }
 };
-
-// Names kept read-only inside every writable root: an agent that can rewrite .git/hooks or
-// .git/config gets code execution the next time the user runs git; .anvil holds Anvil's own
-// per-workspace state.
-inline constexpr std::string_view kProtectedNames[] = {".git", ".anvil"};
 
 // Read access outside the writable roots under --read-access restricted.
 inline constexpr std::string_view kPlatformReadRoots[] = {
@@ -144,11 +140,23 @@ HostFs RealHostFs();
 // True when `path` equals `root` or lies beneath it (component-wise, both canonical).
 bool PathIsWithin(std::string_view path, std::string_view root);
 
+// Every writable root keeps the protected names at its top (fs/protected_names.h) read-only:
+// .git (but with --writable-git) and .anvil, which must not be symbolic links there (the link
+// could be replaced: an error), and anvil.lock and Anvil.toml when they are a directory or a
+// regular file (a link by those names is one Anvil's readers refuse anyway). Those deeper in
+// the tree come from the walk, with `discovered_read_only`.
 // `discovered_read_only`: canonical paths that must also stay read-only inside the writable
 // roots, found on the host before the view is computed (every repository's git metadata and
-// what its config names, policy/git_metadata.h).
+// what its config names, policy/git_metadata.h; the protected names anywhere in the roots,
+// policy/protected_names_plan.h).
 Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host,
                                  const std::vector<std::string>& discovered_read_only = {});
+
+// Sets view.pinned_dirs: each of `dirs` (canonical) that lies strictly inside a writable root
+// and in none of its read-only paths, once. A read-only mount keeps what is in it from being
+// moved already, and a writable bind of a directory inside one would make that part writable
+// again.
+void PinDirs(FileView& view, const std::vector<std::string>& dirs);
 
 // Adds to view.masked_files each of `sockets` (canonical paths) the view would show.
 void MaskHostSockets(FileView& view, const std::vector<std::string>& sockets);

@@ -1,6 +1,7 @@
 #include "policy/workspace_config.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
@@ -263,6 +264,15 @@ Result<WorkspaceConfig> LoadWorkspaceConfig(const std::string& workspace_dir) {
                                       kMaxWorkspaceConfigBytes);
   if (!text) {
     if (text.error().code == "not_found") return WorkspaceConfig{};
+    // A directory of that name is no configuration either: a sandbox running in the workspace
+    // holds one there so that its command cannot make the file (policy/protected_names_plan.h).
+    // The file can only narrow and enable, so none is never wider than any file.
+    const std::string name(kWorkspaceConfigName);
+    struct stat st {};
+    const bool directory = text.error().code == "invalid" &&
+                           ::fstatat(dir.Get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                           S_ISDIR(st.st_mode);
+    if (directory) return WorkspaceConfig{};
     return tl::unexpected(text.error());
   }
   return ParseWorkspaceConfig(*text, kWorkspaceConfigName);

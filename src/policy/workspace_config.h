@@ -60,7 +60,8 @@ Result<WorkspaceConfig> ParseWorkspaceConfig(std::string_view toml_text,
                                              std::string_view source_name = kWorkspaceConfigName);
 
 // Reads <workspace_dir>/Anvil.toml (O_NOFOLLOW, at most kMaxWorkspaceConfigBytes) and parses it.
-// A workspace without the file has an empty configuration.
+// A workspace without the file has an empty configuration, and so has one where Anvil.toml is a
+// directory (the placeholder of a sandbox running there, linux/protected_placeholders.h).
 Result<WorkspaceConfig> LoadWorkspaceConfig(const std::string& workspace_dir);
 
 }  // namespace anvil

@@ -90,14 +90,19 @@ TEST(GitWalkMemoCodec, RoundTripsForTheSameBootAndRootsOnly) {
   EXPECT_FALSE(DecodeGitWalkMemo(data, "boot-1", {"/x y", "/w"}));  // other order
 }
 
-// A memo of an older walk (which kept fewer markers: no commondir) is not trusted.
+// A memo of an older walk (which kept fewer markers: no commondir before 2, none of Anvil's
+// protected names before 3) is not trusted.
 TEST(GitWalkMemoCodec, AMemoOfAnOlderFormatIsNoMemo) {
   const V roots = {"/w"};
-  std::string data = EncodeGitWalkMemo("b", roots, SampleMemo());
-  ASSERT_TRUE(data.starts_with("anvil-git-walk-cache 2\n"));
+  const std::string current = "anvil-git-walk-cache 3\n";
+  const std::string data = EncodeGitWalkMemo("b", roots, SampleMemo());
+  ASSERT_TRUE(data.starts_with(current));
   ASSERT_TRUE(DecodeGitWalkMemo(data, "b", roots));
-  data.replace(0, std::string("anvil-git-walk-cache 2\n").size(), "anvil-git-walk-cache 1\n");
-  EXPECT_FALSE(DecodeGitWalkMemo(data, "b", roots));
+  for (const char* older : {"anvil-git-walk-cache 1\n", "anvil-git-walk-cache 2\n"}) {
+    std::string old = data;
+    old.replace(0, current.size(), older);
+    EXPECT_FALSE(DecodeGitWalkMemo(old, "b", roots)) << older;
+  }
 }
 
 TEST(GitWalkMemoCodec, ATornOrForgedFileIsNoMemo) {

@@ -10,9 +10,10 @@ namespace {
 FileView SampleView() {
   FileView v;
   v.read_roots = {"/usr", "/etc", "/home/u/.pyenv", "/opt/tools"};
-  v.writable_roots.push_back({"/ws",
-                              {"/ws/.git", "/ws/.anvil", "/ws/vendor", "/repo/.git/worktrees/w",
-                               "/ws/tools/hooks", "/ws/lib/bare"}});
+  v.writable_roots.push_back(
+      {"/ws",
+       {"/ws/.git", "/ws/.anvil", "/ws/vendor", "/repo/.git/worktrees/w", "/ws/tools/hooks",
+        "/ws/lib/bare", "/ws/anvil.lock", "/ws/sub/Anvil.toml", "/ws/sub/.anvil"}});
   // What the git check found (a config's core.hooksPath, a bare repository).
   v.git_protected = {"/ws/.git", "/ws/tools/hooks", "/ws/lib/bare"};
   v.mapped_binds.push_back({"/state/home", "/home/u", true, 0, 0});
@@ -39,6 +40,9 @@ TEST(ClassifyWrite, EachPartOfTheView) {
       {"/ws/tools/hooks/pre-commit", WriteArea::kGit, "/ws/tools/hooks"},
       {"/ws/lib/bare/config", WriteArea::kGit, "/ws/lib/bare"},
       {"/ws/.anvil/x", WriteArea::kAnvilDir, "/ws/.anvil"},
+      {"/ws/anvil.lock", WriteArea::kAnvilDir, "/ws/anvil.lock"},
+      {"/ws/sub/Anvil.toml", WriteArea::kAnvilDir, "/ws/sub/Anvil.toml"},
+      {"/ws/sub/.anvil/rules.toml", WriteArea::kAnvilDir, "/ws/sub/.anvil"},
       {"/ws/vendor/lib.c", WriteArea::kReadOnlySubpath, "/ws/vendor"},
       {"/home/u/.config/gh/hosts.yml", WriteArea::kCredential, "/home/u/.config/gh"},
       {"/home/u/.gitconfig", WriteArea::kOutside, ""},  // the home's own: never refused
@@ -86,6 +90,13 @@ TEST(Advise, OneLineWayPastEachRefusal) {
             "--writable-root ~/.pyenv");
   EXPECT_EQ(write(WriteArea::kCredential, "/home/u/.ssh/k", "/home/u/.ssh").allow, "");
   EXPECT_EQ(write(WriteArea::kAnvilDir, "/ws/.anvil/x", "/ws/.anvil").allow, "");
+  auto lock = write(WriteArea::kAnvilDir, "/ws/anvil.lock", "/ws/anvil.lock");
+  EXPECT_EQ(lock.allow, "");
+  EXPECT_NE(lock.why.find("anvil.lock pins the plugins' code"), std::string::npos) << lock.why;
+  auto config = write(WriteArea::kAnvilDir, "/ws/sub/Anvil.toml", "/ws/sub/Anvil.toml");
+  EXPECT_EQ(config.allow, "");
+  EXPECT_NE(config.why.find("sub/Anvil.toml says which plugins run"), std::string::npos)
+      << config.why;
   EXPECT_EQ(write(WriteArea::kOutside, "/srv/data/x", "").allow, "--writable-root /srv/data");
   EXPECT_EQ(write(WriteArea::kOutside, "/x", "").allow, "");  // never "--writable-root /"
   EXPECT_EQ(write(WriteArea::kReadOnlyPolicy, "/ws/x", "/ws").allow, "--policy workspace-write");

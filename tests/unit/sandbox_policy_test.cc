@@ -52,6 +52,56 @@ TEST(ComputeFileView, WorkspaceWriteProtectsGitAndAnvil) {
   EXPECT_FALSE(view->full_read);
 }
 
+// Every protected name of the table (fs/protected_names.h) at the top of every writable root.
+TEST(ComputeFileView, EveryProtectedNameAtTheTopOfARootIsReadOnly) {
+  SandboxPolicy p;
+  p.workspace = "/ws";
+  p.extra_writable_roots = {"/cache"};
+  std::set<std::string> existing = {"/ws", "/cache"};
+  for (const ProtectedName& name : kProtectedNames) {
+    existing.insert("/ws/" + std::string(name.name));
+    existing.insert("/cache/" + std::string(name.name));
+  }
+  for (const bool writable_git : {false, true}) {
+    p.writable_git = writable_git;
+    auto view = ComputeFileView(p, FakeHost(existing));
+    ASSERT_TRUE(view) << view.error().ToString();
+    ASSERT_EQ(view->writable_roots.size(), 2u);
+    for (const auto& wr : view->writable_roots) {
+      for (const ProtectedName& name : kProtectedNames) {
+        const std::string path = wr.root + "/" + std::string(name.name);
+        const bool kept = std::find(wr.read_only_subpaths.begin(), wr.read_only_subpaths.end(),
+                                    path) != wr.read_only_subpaths.end();
+        EXPECT_EQ(kept, !(writable_git && name.kind == ProtectedNameKind::kGitMetadata))
+            << path << " writable_git=" << writable_git;
+      }
+    }
+  }
+}
+
+// anvil.lock and Anvil.toml are read by Anvil without following a link (a link is refused): a
+// link by those names is left as it is, where a symlinked .git or .anvil refuses the run.
+TEST(ComputeFileView, SymlinkedLockOrConfigIsLeftAlone) {
+  SandboxPolicy p;
+  p.workspace = "/ws";
+  auto view = ComputeFileView(
+      p, FakeHost({"/ws", "/elsewhere/lock", "/elsewhere/toml"},
+                  {{"/ws/anvil.lock", "/elsewhere/lock"}, {"/ws/Anvil.toml", "/elsewhere/toml"}}));
+  ASSERT_TRUE(view) << view.error().ToString();
+  EXPECT_TRUE(view->writable_roots[0].read_only_subpaths.empty());
+  auto anvil = ComputeFileView(p, FakeHost({"/ws", "/elsewhere"}, {{"/ws/.anvil", "/elsewhere"}}));
+  ASSERT_FALSE(anvil);
+  EXPECT_NE(anvil.error().message.find("symbolic link"), std::string::npos);
+}
+
+TEST(PinDirs, OnlyInsideAWritableRootAndOutsideItsReadOnlyPaths) {
+  FileView view;
+  view.writable_roots = {{"/ws", {"/ws/.git", "/ws/ro"}}, {"/ws/inner", {}}};
+  PinDirs(view, {"/ws/a", "/ws/a/b", "/ws/a", "/ws/ro", "/ws/ro/deeper", "/ws/.git/hooks", "/ws",
+                 "/elsewhere", "/ws/inner/c"});
+  EXPECT_EQ(view.pinned_dirs, (std::vector<std::string>{"/ws/a", "/ws/a/b", "/ws/inner/c"}));
+}
+
 TEST(ComputeFileView, DiscoveredGitMetadataIsReadOnlyInItsRoot) {
   SandboxPolicy p;
   p.workspace = "/ws";

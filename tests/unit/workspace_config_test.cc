@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -337,6 +338,16 @@ TEST_F(WorkspaceConfigLoad, SymlinkedConfigIsRefused) {
   auto config = LoadWorkspaceConfig(dir_);
   ASSERT_FALSE(config);
   EXPECT_EQ(config.error().code, "denied");
+}
+
+// The placeholder a sandbox running in the workspace holds there (policy/protected_names_plan.h):
+// no configuration, as no file is, so that other runs meanwhile start as they would without it.
+TEST_F(WorkspaceConfigLoad, ADirectoryNamedAnvilTomlIsNoConfiguration) {
+  ASSERT_EQ(::mkdir((dir_ + "/Anvil.toml").c_str(), 0755), 0);
+  auto config = LoadWorkspaceConfig(dir_);
+  ASSERT_TRUE(config) << config.error().ToString();
+  EXPECT_TRUE(config->enable.empty());
+  EXPECT_TRUE(config->settings.empty());
 }
 
 TEST_F(WorkspaceConfigLoad, FifoConfigIsRefusedWithoutBlocking) {

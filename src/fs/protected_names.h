@@ -1,0 +1,67 @@
+// The protected names: the one table both walls use (threat models T1 and T8).
+//
+// A plugin's fs operations (the gateway, src/gateway/dispatch.cc) refuse to write, make, move
+// or remove anything with a protected name at any depth unless a grant names that exact path
+// (path_glob.h, GrantAllows), and the command sandbox (`anvil sandbox`, workspace-write) keeps
+// every one of them read-only inside its writable roots (policy/sandbox_policy.h for the top of
+// a root, policy/protected_names_plan.h for the rest of the tree). Each name is here once, with
+// what it is, so that neither wall can protect a name the other forgets.
+//
+// Pure: nothing here touches the filesystem.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace anvil {
+
+enum class ProtectedNameKind {
+  // .git: rewriting hooks or config gives code execution the next time the user runs git. The
+  // command sandbox keeps it with everything git runs (policy/git_metadata.h), and drops that
+  // protection only when asked to (--writable-git).
+  kGitMetadata,
+  // .anvil: Anvil's per-workspace state (the workspace's command rules).
+  kAnvilState,
+  // anvil.lock: pins each plugin's manifest and code (policy/lockfile.h); without it a plugin's
+  // files can be swapped under the grant the user gave.
+  kPluginLock,
+  // Anvil.toml: enables installed plugins and hands them settings (policy/workspace_config.h).
+  kWorkspaceConfig,
+};
+
+struct ProtectedName {
+  std::string_view name;
+  ProtectedNameKind kind;
+};
+
+inline constexpr ProtectedName kProtectedNames[] = {
+    {".git", ProtectedNameKind::kGitMetadata},
+    {".anvil", ProtectedNameKind::kAnvilState},
+    {"anvil.lock", ProtectedNameKind::kPluginLock},
+    {"Anvil.toml", ProtectedNameKind::kWorkspaceConfig},
+};
+
+// The kind of a protected name, when one file name (raw bytes, not necessarily UTF-8) names a
+// protected entry on some file system Anvil may run on: compared after the folds those file
+// systems apply when they look a name up — ASCII case, the two non-ASCII letters that
+// case-fold to ASCII ones (U+212A KELVIN SIGN to k, U+017F LONG S to s: ext4/f2fs casefold),
+// the code points HFS+ ignores (U+200C-U+200F, U+202A-U+202E, U+206A-U+206F, U+FEFF), and
+// trailing dots and spaces (NTFS, SMB). Over-matching only refuses more, so the folds are
+// applied whatever the file system.
+std::optional<ProtectedNameKind> ProtectedNameKindOf(std::string_view name);
+
+// ProtectedNameKindOf(name) has a value.
+bool IsProtectedName(std::string_view name);
+
+// `name` as the case-folding and ignoring file systems of IsProtectedName compare it: ASCII
+// lower case, U+212A -> 'k', U+017F -> 's', HFS+'s ignorable code points dropped, trailing dots
+// and spaces cut. Any other non-ASCII code point (or invalid byte) becomes '\x80', which no
+// ASCII name contains.
+std::string FoldNameForLookup(std::string_view name);
+
+// True when any component of the '/'-separated relative path is a protected name (at any
+// depth: nested repositories, plugins and workspaces have their own).
+bool IsProtectedPath(std::string_view normalized_path);
+
+}  // namespace anvil

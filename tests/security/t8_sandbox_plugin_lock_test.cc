@@ -1,0 +1,244 @@
+// T8 across the two walls: a command in `anvil sandbox` (workspace-write) must not be able to
+// undo what pins a plugin's code or selects and configures plugins — the workspace's anvil.lock
+// and Anvil.toml (fs/protected_names.h, the table the plugin side uses too) — and so get its
+// own code run with the grant the user gave a plugin. The attack: the command writes its code
+// into a locked plugin of the workspace, then removes or rewrites anvil.lock (or moves it, or
+// moves the directory holding it aside and makes it anew); the user's next `anvil run` of the
+// plugin must refuse, not run the command's code without asking. The same for Anvil.toml: not
+// rewritten, not created where there was none. Beside each: ordinary files next to them stay
+// writable, and the user's own `anvil plugin lock` on the host still works. Root and
+// unprivileged callers.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "sandbox_harness.h"
+
+namespace anvil::testing {
+namespace {
+
+constexpr char kManifest[] =
+    "id = \"test.lockpin\"\nversion = \"1.0.0\"\nruntime = \"lua\"\nentry = \"main.lua\"\n\n"
+    "[permissions]\nfs.write = [\"notes/**\"]\n";
+constexpr char kPluginCode[] =
+    "anvil.command('go', function() sys.fs.write('notes/who.txt', 'plugin') return 'plugin' end)\n";
+constexpr char kAgentCode[] =
+    "anvil.command('go', function() sys.fs.write('notes/who.txt', 'agent') return 'agent' end)\n";
+
+class T8SandboxPluginLock : public CallerTest {
+ protected:
+  void SetUp() override {
+    CallerTest::SetUp();
+    if (IsSkipped()) return;
+    ws_ = base_ / "ws";
+    ASSERT_EQ(Shell("mkdir -p " + ShellQuote(base_ / "state") + " " + ShellQuote(base_ / "home") +
+                    " " + ShellQuote(ws_ + "/notes")),
+              0);
+    caller_.Give(base_.path());
+  }
+
+  // A plugin in `dir` (relative to the workspace `ws`), approved and locked there by the user.
+  void LockedPlugin(const std::string& ws, const std::string& dir) {
+    ASSERT_EQ(Shell("mkdir -p " + ShellQuote(ws + "/" + dir) + " " + ShellQuote(ws + "/notes")), 0);
+    WriteFile(ws + "/" + dir + "/anvil-plugin.toml", kManifest);
+    WriteFile(ws + "/" + dir + "/main.lua", kPluginCode);
+    caller_.Give(base_.path());
+    auto approved = Anvil({"run", "--approve", "--workspace", ws, dir, "go"}, ws);
+    ASSERT_EQ(approved.status, 0) << approved.err;
+    ASSERT_EQ(approved.out, "plugin\n");
+    auto locked = Anvil({"plugin", "lock", "--workspace", ws, dir}, ws);
+    ASSERT_EQ(locked.status, 0) << locked.err;
+    ASSERT_TRUE(Exists(ws + "/anvil.lock"));
+  }
+
+  RunOptions Env(const std::string& cwd) const {
+    RunOptions o;
+    o.cwd = cwd;
+    o.env = {"PATH=/usr/bin:/bin", "HOME=" + base_ / "home", "XDG_STATE_HOME=" + base_ / "state"};
+    return Opts(o);
+  }
+  RunResult Anvil(std::vector<std::string> args, const std::string& cwd) {
+    args.insert(args.begin(), AnvilBin());
+    return ::anvil::testing::Run(args, Env(cwd));
+  }
+  RunResult Sh(const std::string& script, const std::vector<std::string>& flags = {}) {
+    return SandboxSh(ws_, script, flags, Env(ws_));
+  }
+  // The user's next run of the plugin: whatever it runs, it must not be the command's code.
+  void ExpectTheCommandsCodeDoesNotRun(const std::string& ws, const std::string& dir) {
+    auto r = Anvil({"run", "--workspace", ws, dir, "go"}, ws);
+    EXPECT_NE(r.status, 0) << r.out << r.err;
+    EXPECT_EQ(r.out.find("agent"), std::string::npos) << r.out;
+    EXPECT_FALSE(Exists(ws + "/notes/who.txt") && ReadFile(ws + "/notes/who.txt") == "agent");
+  }
+
+  TempDir base_{"anvil-plugin-lock", "/var/tmp"};
+  std::string ws_;
+};
+
+TEST_P(T8SandboxPluginLock, TheWorkspaceLockCannotBeRemovedMovedOrRewritten) {
+  LockedPlugin(ws_, "tools/p");
+  const std::string lock = ReadFile(ws_ + "/anvil.lock");
+  // What a rewrite with fresh hashes would put there: the lock of the command's code, made
+  // outside (a command computes the same with sha256sum).
+  TempDir forged_ws("anvil-plugin-lock-forged");
+  ASSERT_EQ(Shell("mkdir -p " + ShellQuote(forged_ws / "tools/p")), 0);
+  WriteFile(forged_ws / "tools/p/anvil-plugin.toml", kManifest);
+  WriteFile(forged_ws / "tools/p/main.lua", kAgentCode);
+  RunOptions o;
+  o.env = {"PATH=/usr/bin:/bin", "HOME=/nonexistent"};
+  ASSERT_EQ(
+      ::anvil::testing::Run(
+          {AnvilBin(), "plugin", "lock", "--workspace", forged_ws.path(), forged_ws / "tools/p"}, o)
+          .status,
+      0);
+  WriteFile(ws_ + "/forged.lock", ReadFile(forged_ws / "anvil.lock"));
+  caller_.Give(ws_);
+
+  auto r = Sh(std::string("printf '%s' ") + ShellQuote(kAgentCode) +
+              " > tools/p/main.lua || echo CODE-NOT-WRITTEN; "
+              "rm -f anvil.lock 2>/dev/null && echo REMOVED; "
+              "mv anvil.lock moved.lock 2>/dev/null && echo MOVED; "
+              "cat forged.lock > anvil.lock 2>/dev/null && echo REWROTE; "
+              "mv forged.lock anvil.lock 2>/dev/null && echo RENAMED-OVER; "
+              "ln -f forged.lock anvil.lock 2>/dev/null && echo LINKED-OVER; "
+              "chmod 0666 anvil.lock 2>/dev/null && echo CHMODDED; "
+              "echo ok > notes/mine.txt && echo '-- notes' > tools/p/README.md && "
+              "mkdir -p build && echo x > build/out && echo BENIGN");
+  EXPECT_EQ(r.status, 0) << r.err;
+  for (const char* done : {"CODE-NOT-WRITTEN", "REMOVED", "MOVED", "REWROTE", "RENAMED-OVER",
+                           "LINKED-OVER", "CHMODDED"}) {
+    EXPECT_EQ(r.out.find(done), std::string::npos) << done << "\n" << r.out;
+  }
+  EXPECT_NE(r.out.find("BENIGN"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(ReadFile(ws_ + "/anvil.lock"), lock);
+  EXPECT_EQ(ReadFile(ws_ + "/tools/p/main.lua"), kAgentCode);  // an ordinary file: written
+  // A command that fails for it hears why, where the kernel lets Anvil watch refusals.
+  if (ProbeLayers({}, Env(ws_)).value("refusal_observer", false)) {
+    auto failed = Sh("echo x > anvil.lock");
+    EXPECT_NE(failed.status, 0);
+    EXPECT_NE(failed.err.find("anvil.lock pins the plugins' code"), std::string::npos)
+        << failed.err;
+  }
+  ExpectTheCommandsCodeDoesNotRun(ws_, "tools/p");
+
+  // The benign neighbour: the user, on the host, reviews the change and locks it; it runs.
+  auto relock = Anvil({"plugin", "lock", "--workspace", ws_, "tools/p"}, ws_);
+  EXPECT_EQ(relock.status, 0) << relock.err;
+  auto ran = Anvil({"run", "--workspace", ws_, "tools/p", "go"}, ws_);
+  EXPECT_EQ(ran.status, 0) << ran.err;
+  EXPECT_EQ(ran.out, "agent\n");
+}
+
+// The plugin directory itself moved aside and made anew: the lock pins the plugin by id, so the
+// new directory's code does not match it.
+TEST_P(T8SandboxPluginLock, ThePluginDirectoryMovedAsideAndMadeAnewDoesNotRun) {
+  LockedPlugin(ws_, "tools/p");
+  auto r = Sh(std::string("mv tools/p tools/p.old && mkdir tools/p && "
+                          "cp tools/p.old/anvil-plugin.toml tools/p/ && printf '%s' ") +
+              ShellQuote(kAgentCode) + " > tools/p/main.lua && echo SWAPPED");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("SWAPPED"), std::string::npos) << r.err;  // ordinary directories
+  ExpectTheCommandsCodeDoesNotRun(ws_, "tools/p");
+}
+
+// A workspace nested in the sandbox's writable root (the user runs Anvil in proj/, the agent in
+// the directory above): its lock is kept, and the directory holding it cannot be moved aside
+// and made anew without one.
+TEST_P(T8SandboxPluginLock, ANestedWorkspacesLockAndItsDirectoryStay) {
+  const std::string proj = ws_ + "/proj";
+  LockedPlugin(proj, "tools/p");
+  const std::string lock = ReadFile(proj + "/anvil.lock");
+  auto r = Sh(std::string("printf '%s' ") + ShellQuote(kAgentCode) +
+              " > proj/tools/p/main.lua || echo CODE-NOT-WRITTEN; "
+              "rm -f proj/anvil.lock 2>/dev/null && echo REMOVED; "
+              "echo x > proj/anvil.lock 2>/dev/null && echo REWROTE; "
+              "mv proj proj.old 2>/dev/null && echo MOVED-WORKSPACE; "
+              "mv proj/tools proj/tools.old 2>/dev/null && echo MOVED-TOOLS; "
+              "rmdir proj 2>/dev/null && echo REMOVED-WORKSPACE; "
+              "echo ok > proj/notes/mine.txt && echo ok > beside.txt && echo BENIGN");
+  EXPECT_EQ(r.status, 0) << r.err;
+  for (const char* done :
+       {"CODE-NOT-WRITTEN", "REMOVED", "REWROTE", "MOVED-WORKSPACE", "REMOVED-WORKSPACE"}) {
+    EXPECT_EQ(r.out.find(done), std::string::npos) << done << "\n" << r.out;
+  }
+  EXPECT_NE(r.out.find("BENIGN"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(ReadFile(proj + "/anvil.lock"), lock);
+  // Moving proj/tools aside is allowed (no lock below it), and changes nothing: the lock
+  // pins the plugin by id, wherever its directory is.
+  if (r.out.find("MOVED-TOOLS") != std::string::npos) {
+    ASSERT_EQ(Shell("mv " + ShellQuote(proj + "/tools.old") + " " + ShellQuote(proj + "/tools")),
+              0);
+  }
+  ExpectTheCommandsCodeDoesNotRun(proj, "tools/p");
+}
+
+TEST_P(T8SandboxPluginLock, WritableGitStillKeepsTheLock) {
+  LockedPlugin(ws_, "tools/p");
+  auto r =
+      Sh("rm -f anvil.lock 2>/dev/null && echo REMOVED; "
+         "echo x > anvil.lock 2>/dev/null && echo REWROTE; echo ok > notes/x && echo BENIGN",
+         {"--writable-git"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.find("REMOVED"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("REWROTE"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("BENIGN"), std::string::npos) << r.out << r.err;
+}
+
+TEST_P(T8SandboxPluginLock, AnExistingAnvilTomlCannotBeRewrittenAtAnyDepth) {
+  const std::string config = "[plugins]\nenable = [\"test.lockpin\"]\n";
+  ASSERT_EQ(Shell("mkdir -p " + ShellQuote(ws_ + "/sub")), 0);
+  WriteFile(ws_ + "/Anvil.toml", config);
+  WriteFile(ws_ + "/sub/Anvil.toml", config);
+  caller_.Give(ws_);
+  for (const std::string dir : {".", "sub"}) {
+    auto r = Sh("cd " + dir +
+                " && { printf '[plugins.settings.\"test.lockpin\"]\\ncmd = \"evil\"\\n' >> "
+                "Anvil.toml 2>/dev/null && echo APPENDED; "
+                "rm -f Anvil.toml 2>/dev/null && echo REMOVED; "
+                "mv Anvil.toml old.toml 2>/dev/null && echo MOVED; "
+                "echo 'x = 1' > other.toml && echo BENIGN; }");
+    EXPECT_EQ(r.status, 0) << r.err;
+    for (const char* done : {"APPENDED", "REMOVED", "MOVED"}) {
+      EXPECT_EQ(r.out.find(done), std::string::npos) << dir << ": " << done << "\n" << r.out;
+    }
+    EXPECT_NE(r.out.find("BENIGN"), std::string::npos) << r.out << r.err;
+    EXPECT_EQ(ReadFile(ws_ + "/" + dir + "/Anvil.toml"), config) << dir;
+  }
+  // The nested one's directory cannot be moved aside and made anew either.
+  auto r = Sh("mv sub sub.old 2>/dev/null && echo MOVED");
+  EXPECT_EQ(r.out.find("MOVED"), std::string::npos) << r.out;
+}
+
+// Missing at the workspace root: the run holds an empty directory there (git does not show it,
+// Anvil reads it as no configuration), so the command cannot make the file; it is gone after.
+TEST_P(T8SandboxPluginLock, AMissingAnvilTomlCannotBeCreated) {
+  auto r =
+      Sh("printf '[plugins]\\nenable = [\"test.lockpin\"]\\n' > Anvil.toml 2>/dev/null && "
+         "echo WROTE; rmdir Anvil.toml 2>/dev/null && echo REMOVED; "
+         "mv Anvil.toml x 2>/dev/null && echo MOVED; "
+         "mkdir Anvil.toml/inner 2>/dev/null && echo FILLED; "
+         "ls -A; echo 'x = 1' > other.toml && echo BENIGN");
+  EXPECT_EQ(r.status, 0) << r.err;
+  for (const char* done : {"WROTE", "REMOVED", "MOVED", "FILLED"}) {
+    EXPECT_EQ(r.out.find(done), std::string::npos) << done << "\n" << r.out;
+  }
+  EXPECT_NE(r.out.find("BENIGN"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("Anvil.toml"), std::string::npos) << r.out;  // the placeholder
+  struct stat st {};
+  EXPECT_NE(lstat((ws_ + "/Anvil.toml").c_str(), &st), 0) << "left behind after the run";
+  EXPECT_TRUE(Exists(ws_ + "/other.toml"));
+  // The benign neighbour: the user makes one on the host, and Anvil reads it.
+  WriteFile(ws_ + "/Anvil.toml", "[sandbox]\npolicy = \"read-only\"\n");
+  caller_.Give(ws_);
+  auto narrowed = Sh("echo x > notes/after.txt 2>/dev/null && echo WROTE");
+  EXPECT_EQ(narrowed.out.find("WROTE"), std::string::npos) << narrowed.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Callers, T8SandboxPluginLock, ::testing::ValuesIn(kAllCallers),
+                         CallerParamName);
+
+}  // namespace
+}  // namespace anvil::testing
