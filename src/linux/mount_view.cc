@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -228,12 +229,46 @@ Status AttachTree(UniqueFd tree, const std::string& shown, const std::string& ds
   return Ok();
 }
 
+// The id the kernel shows for an owner that is not mapped in this user namespace.
+uid_t OverflowUid() {
+  static const uid_t id = [] {
+    uid_t v = 65534;
+    if (FILE* f = std::fopen("/proc/sys/kernel/overflowuid", "re")) {
+      unsigned long n = 0;
+      if (std::fscanf(f, "%lu", &n) == 1) v = static_cast<uid_t>(n);
+      std::fclose(f);
+    }
+    return v;
+  }();
+  return id;
+}
+
+// Init could not reach `dst` (EACCES): whether the command can never reach it either. True when
+// the first directory on the way that init cannot search belongs to an owner this namespace does
+// not map: init searches with every right the command has (and more), and only a directory's
+// owner can change its mode, which no process of the sandbox is. A directory the sandbox's own
+// id owns (the command could chmod it), or no blocking directory found: false (fail closed).
+bool UnreachableForTheCommand(const std::string& dst) {
+  for (size_t slash = dst.find('/', kNew.size() + 1); slash != std::string::npos;
+       slash = dst.find('/', slash + 1)) {
+    const std::string dir = dst.substr(0, slash);
+    if (::faccessat(AT_FDCWD, dir.c_str(), X_OK, AT_EACCESS) == 0) continue;
+    if (errno != EACCES) return false;
+    struct stat st {};
+    if (::fstatat(AT_FDCWD, dir.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return false;
+    return S_ISDIR(st.st_mode) && st.st_uid == OverflowUid();
+  }
+  return false;
+}
+
 // Covers the existing file or socket at `dst` (inside the view) with the read-only empty file
 // `mask`. The mount point is opened, never created: a host file that vanished since the view was
 // computed is skipped (false), and nothing is ever made in a writable root of the host.
 // With `unreachable_is_hidden` (root's sandbox, outside its idmapped roots) a target that init
 // cannot reach is skipped too: init looks as the command's own host id, and the command cannot
-// change a host directory it does not own, so it can never reach it either. `directory`: the
+// change a host directory it does not own, so it can never reach it either. Elsewhere the same
+// holds where the directory in the way has an owner the namespace does not map
+// (UnreachableForTheCommand): another user's private directory in a writable root. `directory`: the
 // target is a directory (a credential location) and `mask` an empty directory.
 Result<bool> MaskExisting(const std::string& mask, const std::string& dst,
                           bool unreachable_is_hidden, bool directory = false) {
@@ -250,7 +285,9 @@ Result<bool> MaskExisting(const std::string& mask, const std::string& dst,
     long fd = syscall(SYS_openat2, home.Get(), rel.c_str(), &how, sizeof(how));
     if (fd < 0) {
       if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP || errno == EXDEV) return false;
-      if (errno == EACCES && unreachable_is_hidden) return false;
+      if (errno == EACCES && (unreachable_is_hidden || UnreachableForTheCommand(dst))) {
+        return false;
+      }
       return SysFail("sandbox", "open mask target " + dst);
     }
     target = UniqueFd(static_cast<int>(fd));
@@ -259,7 +296,7 @@ Result<bool> MaskExisting(const std::string& mask, const std::string& dst,
   }
   if (!target) {
     if (errno == ENOENT || errno == ENOTDIR) return false;
-    if (errno == EACCES && unreachable_is_hidden) return false;
+    if (errno == EACCES && (unreachable_is_hidden || UnreachableForTheCommand(dst))) return false;
     return SysFail("sandbox", "open mask target " + dst);
   }
   struct stat st {};

@@ -331,6 +331,46 @@ time.sleep(120)
   EXPECT_TRUE(probe.Opened()) << "the probe saw no search: it proves nothing above";
 }
 
+TEST_P(T3SandboxHostSockets, AnotherUsersSocketInTheirPrivateDirectoryDoesNotStopTheStart) {
+  // Another user's daemon listens in a 0700 directory of theirs inside the workspace (a shared
+  // project, /tmp as a writable root). Nothing of the sandbox can search that directory, and
+  // only its owner could change its mode: the socket is out of the command's reach, so its mask
+  // is not needed, and a start that insisted on it ("open mask target: Permission denied") let
+  // any user stop everyone else's sandboxes.
+  caller_.Give(ws_);
+  const std::string theirs = ws_ + "/nobody";
+  ASSERT_EQ(mkdir(theirs.c_str(), 0700), 0);
+  ASSERT_EQ(chown(theirs.c_str(), 65534, 65534), 0);
+  const std::string holder_py = R"py(
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(sys.argv[1])
+s.listen(1)
+open(sys.argv[2], "w").write("ready")
+time.sleep(120)
+)py";
+  const std::string ready = theirs + "/ready";
+  RunOptions as_nobody;
+  as_nobody.uid = 65534;
+  as_nobody.gid = 65534;
+  Spawned holder({kPython, "-c", holder_py, theirs + "/daemon.sock", ready}, as_nobody);
+  ASSERT_TRUE(WaitUntil([&] { return ReadFile(ready) == "ready"; })) << "the holder did not start";
+  for (const auto& flags : std::vector<std::vector<std::string>>{
+           {}, {"--policy", "read-only"}, {"--read-access", "full"}}) {
+    auto result = Sandbox(ws_, flags, {"/bin/true"}, Opts());
+    EXPECT_EQ(result.status, 0) << (flags.empty() ? "default" : flags.back()) << ": " << result.err;
+  }
+
+  // Its neighbour, a socket of the caller's own in the same workspace, stays unreachable.
+  Listener daemon(ws_ + "/own.sock");
+  ASSERT_TRUE(daemon.ok());
+  chmod((ws_ + "/own.sock").c_str(), 0777);
+  caller_.Give(ws_ + "/own.sock");
+  auto attack = Connect({}, ws_ + "/own.sock", "attack");
+  EXPECT_EQ(attack.out.rfind("ERR", 0), 0u) << attack.out << attack.err;
+  EXPECT_FALSE(daemon.Received(20)) << "a connection reached the host daemon";
+}
+
 TEST_P(T3SandboxHostSockets, ASocketReachableOnlyThroughAFileBindMountIsUnreachable) {
   // mount --bind /run/x.sock ws/s.sock, then rm /run/x.sock: the mount still leads to the
   // socket, and no name of it is left for a search to find. Also with the name still there,
