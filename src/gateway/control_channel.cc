@@ -8,11 +8,8 @@
 
 #include <vector>
 
+#include "common/syscalls.h"
 #include "ipc/capability_token.h"
-
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
 
 namespace anvil::gateway {
 

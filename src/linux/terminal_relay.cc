@@ -16,14 +16,8 @@
 #include <chrono>
 #include <cstring>
 
+#include "common/syscalls.h"
 #include "ipc/fd_passing.h"
-
-#ifndef TIOCGPTPEER
-#define TIOCGPTPEER _IO('T', 0x41)
-#endif
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal 424
-#endif
 
 namespace anvil {
 namespace {

@@ -11,9 +11,7 @@
 
 #include <cerrno>
 
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
+#include "common/syscalls.h"
 
 namespace anvil::session {
 
