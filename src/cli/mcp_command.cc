@@ -23,6 +23,7 @@
 #include "agent/mcp_protocol.h"
 #include "cli/commands.h"
 #include "cli/exec_command.h"
+#include "common/fd_io.h"
 #include "common/unique_fd.h"
 #include "fs/workspace_path.h"
 #include "policy/consent.h"
@@ -264,13 +265,8 @@ class Server {
   void Send(const json& message) {
     const std::string line = message.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
     std::lock_guard<std::mutex> lock(out_mu_);
-    std::size_t off = 0;
-    while (off < line.size()) {
-      ssize_t n = ::write(STDOUT_FILENO, line.data() + off, line.size() - off);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return;  // the client is gone; stdin's EOF ends the server
-      off += static_cast<std::size_t>(n);
-    }
+    // A client that is gone is not an error here: stdin's EOF ends the server.
+    (void)fd_io::WriteAll(STDOUT_FILENO, line, fd_io::Wait::NoWait());
   }
 
   void Progress(Call& call, const std::string& message) {

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "common/fd_io.h"
 #include "fs/pending_writes.h"
 #include "fs/workspace_path.h"
 
@@ -114,13 +115,8 @@ Result<std::string> RandomTempName() {
 }
 
 Status WriteAll(int fd, std::string_view data, std::string_view path) {
-  while (!data.empty()) {
-    const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return PathError(errno, path);
-    }
-    data.remove_prefix(static_cast<std::size_t>(n));
+  if (auto r = fd_io::WriteAll(fd, data, fd_io::Wait::NoWait()); !r) {
+    return PathError(r.error, path);
   }
   return Ok();
 }
