@@ -17,8 +17,8 @@
 #include "cli/sandbox_spec.h"
 #include "common/fd_io.h"
 #include "common/unique_fd.h"
+#include "fs/file_io.h"
 #include "policy/consent.h"
-#include "policy/file_io.h"
 #include "session/plugin_session.h"
 
 extern char** environ;

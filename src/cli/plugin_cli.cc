@@ -12,9 +12,9 @@
 
 #include "common/fd_io.h"
 #include "common/unique_fd.h"
+#include "fs/file_io.h"
 #include "ipc/plugin_trace.h"
 #include "policy/display_text.h"
-#include "policy/file_io.h"
 
 namespace anvil::cli::plugin_cli {
 

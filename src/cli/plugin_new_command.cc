@@ -12,7 +12,7 @@
 #include "cli/plugin_scaffold.h"
 #include "common/fd_io.h"
 #include "common/unique_fd.h"
-#include "policy/file_io.h"
+#include "fs/file_io.h"
 #include "policy/manifest.h"
 
 namespace anvil::cli {

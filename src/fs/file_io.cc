@@ -1,4 +1,4 @@
-#include "policy/file_io.h"
+#include "fs/file_io.h"
 
 #include <fcntl.h>
 #include <pwd.h>
