@@ -4,10 +4,10 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "fs/file_io.h"
 #include "linux/trust_shield.h"
 #include "policy/command_rules.h"
 #include "policy/consent.h"
-#include "policy/file_io.h"
 #include "policy/shell_words.h"
 
 namespace anvil::agent {

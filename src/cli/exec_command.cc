@@ -15,9 +15,10 @@
 #include "agent/ask_protocol.h"
 #include "cli/sandbox_command.h"
 #include "cli/sandbox_spec.h"
+#include "common/fd_io.h"
 #include "common/unique_fd.h"
+#include "fs/file_io.h"
 #include "policy/consent.h"
-#include "policy/file_io.h"
 #include "session/plugin_session.h"
 
 extern char** environ;
@@ -117,13 +118,7 @@ class TerminalAsker final : public agent::Asker {
 
  private:
   void Write(const std::string& text) {
-    std::size_t off = 0;
-    while (off < text.size()) {
-      ssize_t n = ::write(fd_.Get(), text.data() + off, text.size() - off);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return;
-      off += static_cast<std::size_t>(n);
-    }
+    (void)fd_io::WriteAll(fd_.Get(), text, fd_io::Wait::NoWait());
   }
   UniqueFd fd_;
 };

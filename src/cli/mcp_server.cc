@@ -14,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "cli/exec_command.h"
+#include "common/fd_io.h"
 
 namespace anvil::cli::mcp_server {
 
@@ -44,13 +45,8 @@ std::string Server::Check(const std::string& tool, const json& arguments) const 
 void Server::Send(const json& message) {
   const std::string line = message.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
   std::lock_guard<std::mutex> lock(out_mu_);
-  std::size_t off = 0;
-  while (off < line.size()) {
-    ssize_t n = ::write(STDOUT_FILENO, line.data() + off, line.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // the client is gone; stdin's EOF ends the server
-    off += static_cast<std::size_t>(n);
-  }
+  // A client that is gone is not an error here: stdin's EOF ends the server.
+  (void)fd_io::WriteAll(STDOUT_FILENO, line, fd_io::Wait::NoWait());
 }
 
 void Server::Progress(Call& call, const std::string& message) {

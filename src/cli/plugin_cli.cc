@@ -10,10 +10,11 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/fd_io.h"
 #include "common/unique_fd.h"
+#include "fs/file_io.h"
 #include "ipc/plugin_trace.h"
 #include "policy/display_text.h"
-#include "policy/file_io.h"
 
 namespace anvil::cli::plugin_cli {
 
@@ -107,15 +108,10 @@ Result<std::string> ReadSmallFile(const std::string& path, size_t max) {
 Status WriteNewFile(const std::string& path, const std::string& bytes, mode_t mode) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
   if (fd < 0) return SysFail("io", "create " + path);
-  size_t off = 0;
-  while (off < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + off, bytes.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      ::close(fd);
-      return SysFail("io", "write " + path);
-    }
-    off += static_cast<size_t>(n);
+  if (!fd_io::WriteAll(fd, bytes, fd_io::Wait::NoWait())) {
+    const int saved = errno;
+    ::close(fd);
+    return SysFail("io", "write " + path, saved);
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0) return SysFail("io", "write " + path);
   return Ok();

@@ -10,8 +10,9 @@
 #include <iostream>
 
 #include "cli/plugin_scaffold.h"
+#include "common/fd_io.h"
 #include "common/unique_fd.h"
-#include "policy/file_io.h"
+#include "fs/file_io.h"
 #include "policy/manifest.h"
 
 namespace anvil::cli {
@@ -70,13 +71,7 @@ Result<bool> IsEmptyDir(int fd) {
 }
 
 Status WriteAll(int fd, std::string_view bytes, const std::string& shown) {
-  size_t off = 0;
-  while (off < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + off, bytes.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return SysFail("io", "write " + shown);
-    off += static_cast<size_t>(n);
-  }
+  if (!fd_io::WriteAll(fd, bytes, fd_io::Wait::NoWait())) return SysFail("io", "write " + shown);
   return Ok();
 }
 

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/sandbox_spec.h"
+#include "common/fd_io.h"
 #include "linux/helper_executable.h"
 #include "linux/program_exec.h"
 #include "policy/display_text.h"
@@ -339,13 +340,7 @@ void WriteReport(int report_fd, const std::string& line) {
     std::cerr << line;
     return;
   }
-  size_t off = 0;
-  while (off < line.size()) {
-    ssize_t n = ::write(report_fd, line.data() + off, line.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    off += static_cast<size_t>(n);
-  }
+  (void)fd_io::WriteAll(report_fd, line, fd_io::Wait::NoWait());
 }
 
 // What the check after the run moved aside, or why it could not finish: always on stderr,

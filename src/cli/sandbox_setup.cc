@@ -12,8 +12,8 @@
 #include <ctime>
 
 #include "common/unique_fd.h"
+#include "fs/file_io.h"
 #include "policy/digest.h"
-#include "policy/file_io.h"
 #include "policy/user_config.h"
 #include "policy/workspace_config.h"
 

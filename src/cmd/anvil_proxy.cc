@@ -27,6 +27,7 @@
 #include "ipc/fd_passing.h"
 #include "linux/landlock.h"
 #include "linux/seccomp.h"
+#include "linux/self_confinement.h"
 #include "net/cares_resolver.h"
 #include "net/http_proxy.h"
 #include "net/local_interfaces.h"
@@ -41,24 +42,21 @@ void OnTerm(int) { g_stop.store(true); }
 
 anvil::Status Harden(const std::string& audit_log) {
   using namespace anvil::landlock;
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
-    return anvil::SysFail("sandbox", "no_new_privs");
-  }
-  auto probe = ProbeAbi();
-  if (probe.abi < 1) return anvil::Fail("sandbox", "anvil-proxy needs Landlock: " + probe.reason);
-  auto rs = Ruleset::Create(probe.abi, /*handle_net=*/false, /*scopes=*/0);
-  if (!rs) return tl::unexpected(rs.error());
-  // Name resolution reads /etc (resolv.conf, hosts, nsswitch.conf) and loads NSS modules.
-  for (auto root : anvil::kPlatformReadRoots) {
-    if (auto s = rs->AllowPath(std::string(root), kFsRead, true); !s) return s;
-  }
-  if (!audit_log.empty()) {
-    if (auto s = rs->AllowPath(audit_log, kFsWriteFile | kFsReadFile); !s) return s;
-  }
-  if (auto s = rs->Restrict(); !s) return s;
-  auto filter = anvil::seccomp::BuildServiceFilter();
-  if (!filter) return tl::unexpected(filter.error());
-  return filter->Install();
+  anvil::confine::SelfConfinement plan;
+  plan.no_landlock = [](const std::string& reason) {
+    return "anvil-proxy needs Landlock: " + reason;
+  };
+  plan.landlock = [&](int) {
+    anvil::confine::LandlockPlan p;
+    // Name resolution reads /etc (resolv.conf, hosts, nsswitch.conf) and loads NSS modules.
+    for (auto root : anvil::kPlatformReadRoots) {
+      p.rules.push_back({std::string(root), kFsRead, true});
+    }
+    if (!audit_log.empty()) p.rules.push_back({audit_log, kFsWriteFile | kFsReadFile, false});
+    return p;
+  };
+  plan.filter = anvil::confine::Filter::kService;
+  return anvil::confine::ConfineSelf(plan);
 }
 
 // Receives the listening sockets (one message, up to 4 descriptors).

@@ -47,4 +47,17 @@ tl::unexpected<Error> SysFail(ErrorCode code, std::string_view what, int sys_err
 
 inline Status Ok() { return {}; }
 
+// Propagation, for a function that returns a Result or a Status:
+//   ANVIL_TRY(fd, OpenSomething());       // declares `fd` (a Result); returns its error if any
+//   ANVIL_RETURN_IF_ERROR(DoSomething());  // returns the Status's or Result's error if any
+#define ANVIL_TRY(var, expr) \
+  auto var = (expr);         \
+  if (!var) return tl::unexpected(std::move(var).error())
+#define ANVIL_RETURN_IF_ERROR(expr)                            \
+  do {                                                         \
+    if (auto anvil_status_ = (expr); !anvil_status_) {         \
+      return tl::unexpected(std::move(anvil_status_).error()); \
+    }                                                          \
+  } while (false)
+
 }  // namespace anvil

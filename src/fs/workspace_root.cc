@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "common/fd_io.h"
 #include "fs/pending_writes.h"
 #include "fs/workspace_path.h"
 
@@ -117,13 +118,8 @@ Result<std::string> RandomTempName() {
 }
 
 Status WriteAll(int fd, std::string_view data, std::string_view path) {
-  while (!data.empty()) {
-    const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return PathError(errno, path);
-    }
-    data.remove_prefix(static_cast<std::size_t>(n));
+  if (auto r = fd_io::WriteAll(fd, data, fd_io::Wait::NoWait()); !r) {
+    return PathError(r.error, path);
   }
   return Ok();
 }
@@ -159,8 +155,7 @@ std::string TempRelativePath(std::string_view parent, std::string_view name) {
 Result<std::string> LinkTempFile(int file, int dir, std::string_view path, std::string_view parent,
                                  PendingWrites::Slot& slot) {
   for (int attempt = 0; attempt < kMaxTempNameAttempts; ++attempt) {
-    auto name = RandomTempName();
-    if (!name) return tl::unexpected(name.error());
+    ANVIL_TRY(name, RandomTempName());
     if (auto recorded = slot.Set(TempRelativePath(parent, *name)); !recorded) {
       return tl::unexpected(recorded.error());
     }
@@ -181,8 +176,7 @@ Result<std::string> LinkTempFile(int file, int dir, std::string_view path, std::
 Result<UniqueFd> CreateNamedTemp(int dir, std::string_view path, std::string_view parent,
                                  PendingWrites::Slot& slot, std::string* name_out) {
   for (int attempt = 0; attempt < kMaxTempNameAttempts; ++attempt) {
-    auto name = RandomTempName();
-    if (!name) return tl::unexpected(name.error());
+    ANVIL_TRY(name, RandomTempName());
     if (auto recorded = slot.Set(TempRelativePath(parent, *name)); !recorded) {
       return tl::unexpected(recorded.error());
     }
@@ -278,10 +272,8 @@ Result<UniqueFd> WorkspaceRoot::OpenBeneath(std::string_view normalized, std::ui
 }
 
 Result<std::string> WorkspaceRoot::ResolvedPathOf(int fd) const {
-  auto root = ReadFdLink(root_.Get());
-  if (!root) return tl::unexpected(root.error());
-  auto target = ReadFdLink(fd);
-  if (!target) return tl::unexpected(target.error());
+  ANVIL_TRY(root, ReadFdLink(root_.Get()));
+  ANVIL_TRY(target, ReadFdLink(fd));
   struct stat st {};
   // A deleted object's link text ends in " (deleted)" and no longer names it.
   if (::fstat(fd, &st) != 0 || st.st_nlink == 0) {
@@ -312,8 +304,7 @@ Result<UniqueFd> WorkspaceRoot::OpenChecked(std::string_view normalized, std::ui
   if (!fd) return fd;
   // Grants are globs over names; a symlink inside the workspace ("docs/l -> ../.env") would
   // carry a "docs/**" grant to another name. Check the name of what was actually opened.
-  auto resolved = ResolvedPathOf(fd->Get());
-  if (!resolved) return tl::unexpected(resolved.error());
+  ANVIL_TRY(resolved, ResolvedPathOf(fd->Get()));
   if (!check(*resolved)) {
     return Fail("denied",
                 "symlink leads outside the grant: " + Q(normalized) + " -> " + Q(*resolved));
@@ -338,12 +329,10 @@ Result<UniqueFd> WorkspaceRoot::OpenParentForMutation(std::string_view normalize
 
 Result<std::string> WorkspaceRoot::Read(std::string_view path,
                                         const ResolvedPathCheck& check) const {
-  auto norm = NormalizeWorkspacePath(path, RootPolicy::kReject);
-  if (!norm) return tl::unexpected(norm.error());
+  ANVIL_TRY(norm, NormalizeWorkspacePath(path, RootPolicy::kReject));
   // O_NONBLOCK: opening a FIFO planted in the workspace would otherwise block this thread until
   // a writer appears. O_NOCTTY: a tty device must never become our controlling terminal.
-  auto fd = OpenChecked(*norm, O_RDONLY | O_NONBLOCK | O_NOCTTY, check);
-  if (!fd) return tl::unexpected(fd.error());
+  ANVIL_TRY(fd, OpenChecked(*norm, O_RDONLY | O_NONBLOCK | O_NOCTTY, check));
   // Everything below inspects and reads the object this fd refers to; the name is never
   // resolved again, so swapping it now changes nothing.
   struct stat st {};
@@ -380,8 +369,7 @@ Result<std::string> WorkspaceRoot::Read(std::string_view path,
 }
 
 Result<WorkspaceRoot::Resolved> WorkspaceRoot::Resolve(std::string_view path) const {
-  auto norm = NormalizeWorkspacePath(path, RootPolicy::kAllow);
-  if (!norm) return tl::unexpected(norm.error());
+  ANVIL_TRY(norm, NormalizeWorkspacePath(path, RootPolicy::kAllow));
   Resolved out;
   out.path = *norm;
   auto fd = OpenChecked(*norm, O_PATH, [&out](std::string_view resolved) {
@@ -397,14 +385,12 @@ Result<WorkspaceRoot::Resolved> WorkspaceRoot::Resolve(std::string_view path) co
 }
 
 Status WorkspaceRoot::Write(std::string_view path, std::string_view data) const {
-  auto norm = NormalizeWorkspacePath(path, RootPolicy::kReject);
-  if (!norm) return tl::unexpected(norm.error());
+  ANVIL_TRY(norm, NormalizeWorkspacePath(path, RootPolicy::kReject));
   if (data.size() > options_.max_write_bytes) {
     return Fail("limit",
                 "write over " + std::to_string(options_.max_write_bytes) + " bytes: " + Q(*norm));
   }
-  auto dir = OpenParentForMutation(*norm);
-  if (!dir) return tl::unexpected(dir.error());
+  ANVIL_TRY(dir, OpenParentForMutation(*norm));
   const std::string name(SplitParent(*norm).second);
 
   // Look at what the final name is now, without following it. This is policy, not the safety
@@ -437,13 +423,12 @@ Status WorkspaceRoot::Write(std::string_view path, std::string_view data) const 
     if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
       return PathError(errno, *norm);
     }
-    auto named = CreateNamedTemp(dir->Get(), *norm, parent, slot, &temp_name);
-    if (!named) return tl::unexpected(named.error());
+    ANVIL_TRY(named, CreateNamedTemp(dir->Get(), *norm, parent, slot, &temp_name));
     file = std::move(*named);
   }
   TempNameGuard guard(dir->Get(), temp_name);  // empty name: nothing to clean up yet
 
-  if (auto ok = WriteAll(file.Get(), data, *norm); !ok) return ok;
+  ANVIL_RETURN_IF_ERROR(WriteAll(file.Get(), data, *norm));
   // Keep a replaced file's permission bits (an executable script stays executable) but never
   // set-id or sticky bits. Nothing of a previous symlink is kept.
   if (keep_mode && ::fchmod(file.Get(), old.st_mode & 0777) != 0) {
@@ -453,8 +438,7 @@ Status WorkspaceRoot::Write(std::string_view path, std::string_view data) const 
   if (::fsync(file.Get()) != 0) return SysFail("io", "fsync " + Q(*norm));
 
   if (temp_name.empty()) {
-    auto linked = LinkTempFile(file.Get(), dir->Get(), *norm, parent, slot);
-    if (!linked) return tl::unexpected(linked.error());
+    ANVIL_TRY(linked, LinkTempFile(file.Get(), dir->Get(), *norm, parent, slot));
     temp_name = *linked;
   }
   TempNameGuard linked_guard(dir->Get(), temp_name);
@@ -471,10 +455,8 @@ Status WorkspaceRoot::Write(std::string_view path, std::string_view data) const 
 
 Result<DirListing> WorkspaceRoot::List(std::string_view dir_path,
                                        const ResolvedPathCheck& check) const {
-  auto norm = NormalizeWorkspacePath(dir_path, RootPolicy::kAllow);
-  if (!norm) return tl::unexpected(norm.error());
-  auto fd = OpenChecked(*norm, O_RDONLY | O_DIRECTORY | O_NONBLOCK, check);
-  if (!fd) return tl::unexpected(fd.error());
+  ANVIL_TRY(norm, NormalizeWorkspacePath(dir_path, RootPolicy::kAllow));
+  ANVIL_TRY(fd, OpenChecked(*norm, O_RDONLY | O_DIRECTORY | O_NONBLOCK, check));
   // fdopendir takes ownership of the descriptor it is given, so hand it a duplicate and keep the
   // UniqueFd's ownership simple.
   const int dup = ::fcntl(fd->Get(), F_DUPFD_CLOEXEC, 0);
@@ -536,12 +518,10 @@ Result<DirListing> WorkspaceRoot::List(std::string_view dir_path,
 }
 
 Result<FileInfo> WorkspaceRoot::Stat(std::string_view path, const ResolvedPathCheck& check) const {
-  auto norm = NormalizeWorkspacePath(path, RootPolicy::kAllow);
-  if (!norm) return tl::unexpected(norm.error());
+  ANVIL_TRY(norm, NormalizeWorkspacePath(path, RootPolicy::kAllow));
   // O_PATH|O_NOFOLLOW: the final symlink itself is opened (and reported), even under
   // RESOLVE_NO_SYMLINKS; nothing is read, so no FIFO or device is ever opened for real.
-  auto fd = OpenChecked(*norm, O_PATH | O_NOFOLLOW, check);
-  if (!fd) return tl::unexpected(fd.error());
+  ANVIL_TRY(fd, OpenChecked(*norm, O_PATH | O_NOFOLLOW, check));
   struct stat st {};
   if (::fstat(fd->Get(), &st) != 0) return SysFail("io", "fstat " + Q(*norm));
   FileInfo info;
@@ -553,10 +533,8 @@ Result<FileInfo> WorkspaceRoot::Stat(std::string_view path, const ResolvedPathCh
 }
 
 Status WorkspaceRoot::Mkdir(std::string_view path) const {
-  auto norm = NormalizeWorkspacePath(path, RootPolicy::kReject);
-  if (!norm) return tl::unexpected(norm.error());
-  auto dir = OpenParentForMutation(*norm);
-  if (!dir) return tl::unexpected(dir.error());
+  ANVIL_TRY(norm, NormalizeWorkspacePath(path, RootPolicy::kReject));
+  ANVIL_TRY(dir, OpenParentForMutation(*norm));
   const std::string name(SplitParent(*norm).second);
   if (::mkdirat(dir->Get(), name.c_str(), 0777) != 0) {
     if (errno == EEXIST) return Fail("invalid", "already exists: " + Q(*norm), errno);
@@ -567,16 +545,14 @@ Status WorkspaceRoot::Mkdir(std::string_view path) const {
 
 Status WorkspaceRoot::MakeDirs(
     std::string_view path, const std::function<Status(std::string_view dir)>& may_create) const {
-  auto norm = NormalizeWorkspacePath(path, RootPolicy::kReject);
-  if (!norm) return tl::unexpected(norm.error());
+  ANVIL_TRY(norm, NormalizeWorkspacePath(path, RootPolicy::kReject));
   // Each prefix in turn, its parent opened without symlinks: what exists is looked at without
   // following it, what is missing is made. A name another process makes in between is looked
   // at again, never trusted blindly.
   for (std::size_t end = 0; end != std::string::npos;) {
     end = norm->find('/', end + 1);
     const std::string prefix = norm->substr(0, end);
-    auto dir = OpenParentForMutation(prefix);
-    if (!dir) return tl::unexpected(dir.error());
+    ANVIL_TRY(dir, OpenParentForMutation(prefix));
     const std::string name(SplitParent(prefix).second);
     for (int attempt = 0;; ++attempt) {
       struct stat st {};
@@ -592,7 +568,7 @@ Status WorkspaceRoot::MakeDirs(
       }
       if (errno != ENOENT) return PathError(errno, prefix);
       if (attempt > 0) return Fail("io", "cannot create " + Q(prefix) + ": it keeps changing");
-      if (auto allowed = may_create(prefix); !allowed) return allowed;
+      ANVIL_RETURN_IF_ERROR(may_create(prefix));
       if (::mkdirat(dir->Get(), name.c_str(), 0777) == 0) break;
       if (errno != EEXIST) return PathError(errno, prefix);
     }
@@ -601,10 +577,8 @@ Status WorkspaceRoot::MakeDirs(
 }
 
 Status WorkspaceRoot::Remove(std::string_view path) const {
-  auto norm = NormalizeWorkspacePath(path, RootPolicy::kReject);
-  if (!norm) return tl::unexpected(norm.error());
-  auto dir = OpenParentForMutation(*norm);
-  if (!dir) return tl::unexpected(dir.error());
+  ANVIL_TRY(norm, NormalizeWorkspacePath(path, RootPolicy::kReject));
+  ANVIL_TRY(dir, OpenParentForMutation(*norm));
   const std::string name(SplitParent(*norm).second);
   // unlinkat never follows the final name: removing a symlink removes the link, not its target.
   if (::unlinkat(dir->Get(), name.c_str(), 0) == 0) return Ok();
@@ -618,14 +592,10 @@ Status WorkspaceRoot::Remove(std::string_view path) const {
 }
 
 Status WorkspaceRoot::Rename(std::string_view from, std::string_view to, bool replace) const {
-  auto from_norm = NormalizeWorkspacePath(from, RootPolicy::kReject);
-  if (!from_norm) return tl::unexpected(from_norm.error());
-  auto to_norm = NormalizeWorkspacePath(to, RootPolicy::kReject);
-  if (!to_norm) return tl::unexpected(to_norm.error());
-  auto from_dir = OpenParentForMutation(*from_norm);
-  if (!from_dir) return tl::unexpected(from_dir.error());
-  auto to_dir = OpenParentForMutation(*to_norm);
-  if (!to_dir) return tl::unexpected(to_dir.error());
+  ANVIL_TRY(from_norm, NormalizeWorkspacePath(from, RootPolicy::kReject));
+  ANVIL_TRY(to_norm, NormalizeWorkspacePath(to, RootPolicy::kReject));
+  ANVIL_TRY(from_dir, OpenParentForMutation(*from_norm));
+  ANVIL_TRY(to_dir, OpenParentForMutation(*to_norm));
   const std::string from_name(SplitParent(*from_norm).second);
   const std::string to_name(SplitParent(*to_norm).second);
   // RENAME_NOREPLACE makes "does the destination exist?" part of the atomic rename instead of a

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/syscalls.h"
 #include "fs/workspace_path.h"
 #include "fs/workspace_root.h"
 
@@ -34,10 +35,6 @@ Result<DirHandle> OpenStream(int fd, const std::string& where) {
   }
   return dir;
 }
-
-#ifndef STATX_MNT_ID
-#define STATX_MNT_ID 0x00001000U
-#endif
 
 // The mount id of `name` in directory `fd` ("" for `fd` itself), never following a symlink. A
 // kernel that cannot say (before Linux 5.8) is an error: a walk that cannot tell a mount point

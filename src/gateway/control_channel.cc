@@ -8,11 +8,9 @@
 
 #include <vector>
 
+#include "common/fd_io.h"
+#include "common/syscalls.h"
 #include "ipc/capability_token.h"
-
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
 
 namespace anvil::gateway {
 
@@ -20,21 +18,8 @@ void ControlChannel::Reply(const nlohmann::json& reply) {
   // Replies can quote a plugin id or reason back: never an exception on invalid UTF-8.
   std::string frame =
       ipc::EncodeControl(reply.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  size_t off = 0;
-  while (off < frame.size()) {
-    ssize_t n = ::send(options_.control_fd, frame.data() + off, frame.size() - off, MSG_NOSIGNAL);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN) {
-        pollfd p{options_.control_fd, POLLOUT, 0};
-        poll(&p, 1, 1000);
-        continue;
-      }
-      open_ = false;
-      return;
-    }
-    off += static_cast<size_t>(n);
-  }
+  // A full channel is waited for (the trusted side reads it); any other error closes it.
+  if (!fd_io::SendAll(options_.control_fd, frame)) open_ = false;
 }
 
 void ControlChannel::HandleReadable() {

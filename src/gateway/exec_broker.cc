@@ -15,17 +15,11 @@
 #include <deque>
 #include <vector>
 
+#include "common/syscalls.h"
 #include "gateway/exec_job.h"
 #include "ipc/fd_passing.h"
 #include "ipc/frame.h"
 #include "policy/exec_rules.h"
-
-#ifndef SYS_close_range
-#define SYS_close_range 436
-#endif
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
 
 namespace anvil::gateway {
 namespace {

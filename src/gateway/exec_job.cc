@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "common/fd_io.h"
 #include "gateway/exec_job_check.h"
 #include "ipc/fd_passing.h"
 #include "linux/sandbox_launch.h"
@@ -32,22 +33,6 @@ int MillisUntil(Clock::time_point t) {
 namespace {
 
 constexpr size_t kMaxRequestOverhead = 1u << 20;  // argv, paths, framing beyond stdin
-
-bool WriteAll(int fd, const std::string& data) {
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) {
-      pollfd p{fd, POLLOUT, 0};
-      poll(&p, 1, 1000);
-      continue;
-    }
-    if (n <= 0) return false;
-    off += static_cast<size_t>(n);
-  }
-  return true;
-}
 
 // Reads the one request of a job connection: bounded in size and time.
 Result<ipc::Request> ReadJobRequest(int conn, const ExecLimits& limits) {
@@ -199,8 +184,8 @@ JobAnswer RunJob(int conn, int link, int runner_fd, const ExecBrokerConfig& conf
   RunningCall call = TakeCall(runner, std::move(prepared->stdin_w));
   PumpEnd end = PumpOutput(conn, call, job.stdin_data, config.limits);
   if (end.done_status) {
-    WriteAll(conn, ipc::EncodeResponse(
-                       JobOutcome(std::move(end), config.limits.timeout, job.argv.argv[0])));
+    fd_io::SendAll(conn, ipc::EncodeResponse(
+                             JobOutcome(std::move(end), config.limits.timeout, job.argv.argv[0])));
     NotifyAnswered(link);
     ReapAfterAnswer(call);
     return JobAnswer(ipc::Response{}, /*already_sent=*/true);
@@ -239,7 +224,7 @@ int ServeWithRunner(int conn, int link, int runner_fd, const ExecBrokerConfig& c
     response = std::move(answer.response);
   }
   RetireRunner(runner);  // a runner not handed the call (refused request) ends unused
-  WriteAll(conn, ipc::EncodeResponse(response));
+  fd_io::SendAll(conn, ipc::EncodeResponse(response));
   NotifyAnswered(link);
   ::close(conn);
   return 0;

@@ -11,12 +11,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/syscalls.h"
 #include "gateway/exec_job.h"
 #include "linux/sandbox_launch.h"
-
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
 
 namespace anvil::gateway {
 

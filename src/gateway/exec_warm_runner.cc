@@ -17,10 +17,7 @@
 #include <vector>
 
 #include "common/sanitizer.h"
-
-#ifndef SYS_close_range
-#define SYS_close_range 436
-#endif
+#include "common/syscalls.h"
 
 namespace anvil::gateway {
 namespace {

@@ -10,6 +10,7 @@
 
 #include "linux/landlock.h"
 #include "linux/seccomp.h"
+#include "linux/self_confinement.h"
 
 namespace anvil::host {
 namespace {
@@ -48,25 +49,17 @@ Status LockDown(const LockdownOptions& options) {
   // which RLIMIT_NPROC is not enforced, only through seccomp).
   if (auto s = Limit(RLIMIT_NPROC, 0, "nproc"); !s) return s;
   if (prctl(PR_SET_DUMPABLE, 0) != 0) return SysFail("sandbox", "dumpable");
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1) {
-    return SysFail("sandbox", "no_new_privs");
-  }
-
-  if (auto s = Injected(options, "landlock"); !s) return s;
-  auto probe = landlock::ProbeAbi();
-  if (probe.abi < 1) {
-    return Fail("sandbox", "plugins need Landlock, and " + probe.reason + " (see `anvil doctor`)");
-  }
+  confine::SelfConfinement plan;
+  plan.no_landlock = [](const std::string& reason) {
+    return "plugins need Landlock, and " + reason + " (see `anvil doctor`)";
+  };
   // No rules at all: every handled right is denied everywhere.
-  auto ruleset =
-      landlock::Ruleset::Create(probe.abi, probe.abi >= 4, landlock::ScopesForAbi(probe.abi));
-  if (!ruleset) return tl::unexpected(ruleset.error());
-  if (auto s = ruleset->Restrict(); !s) return s;
-
-  if (auto s = Injected(options, "seccomp"); !s) return s;
-  auto filter = seccomp::BuildPluginHostFilter();
-  if (!filter) return tl::unexpected(filter.error());
-  if (auto s = filter->Install(); !s) return s;
+  plan.landlock = [](int abi) {
+    return confine::LandlockPlan{abi >= 4, landlock::ScopesForAbi(abi), {}};
+  };
+  plan.filter = confine::Filter::kPluginHost;
+  plan.before_step = [&](const char* step) { return Injected(options, step); };
+  if (auto s = confine::ConfineSelf(plan); !s) return s;
 
   // Verify from the inside: the walls hold before any plugin code runs.
   int fd = ::open("/etc/hostname", O_RDONLY | O_CLOEXEC);

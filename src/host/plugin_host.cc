@@ -22,6 +22,7 @@
 #include <optional>
 #include <string_view>
 
+#include "common/fd_io.h"
 #include "common/unique_fd.h"
 #include "ipc/capability_token.h"
 #include "ipc/frame.h"
@@ -200,12 +201,8 @@ class SessionChannel {
   // that would be is refused here ("limit"), and the channel stays in step.
   Status Send(const std::string& bytes) {
     if (auto fits = ipc::CheckFrameFits(bytes); !fits) return fits;
-    size_t off = 0;
-    while (off < bytes.size()) {
-      ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return SysFail("io", "session channel send");
-      off += static_cast<size_t>(n);
+    if (!fd_io::SendAll(fd_, bytes, 0, fd_io::Wait::NoWait())) {
+      return SysFail("io", "session channel send");
     }
     return Ok();
   }

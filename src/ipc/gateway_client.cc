@@ -5,17 +5,13 @@
 
 #include <cerrno>
 
+#include "common/fd_io.h"
+
 namespace anvil::ipc {
 
 Status GatewayClient::WriteAll(const std::string& bytes) {
-  size_t off = 0;
-  while (off < bytes.size()) {
-    ssize_t n = ::send(socket_.Get(), bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return SysFail("io", "gateway send");
-    }
-    off += static_cast<size_t>(n);
+  if (!fd_io::SendAll(socket_.Get(), bytes, 0, fd_io::Wait::NoWait())) {
+    return SysFail("io", "gateway send");
   }
   return Ok();
 }

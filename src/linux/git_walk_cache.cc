@@ -11,6 +11,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "common/fd_io.h"
 #include "policy/digest.h"
 #include "policy/sandbox_policy.h"
 
@@ -284,12 +285,8 @@ std::optional<GitWalkMemo> GitWalkCache::Load(const std::vector<std::string>& ro
     return std::nullopt;
   }
   std::string data(static_cast<size_t>(st.st_size), '\0');
-  size_t got = 0;
-  while (got < data.size()) {
-    ssize_t n = ::read(fd.Get(), data.data() + got, data.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return std::nullopt;
-    got += static_cast<size_t>(n);
+  if (!fd_io::ReadExactly(fd.Get(), data.data(), data.size(), fd_io::Wait::NoWait())) {
+    return std::nullopt;
   }
   return DecodeGitWalkMemo(data, boot_id_, roots);
 }
@@ -305,14 +302,8 @@ void GitWalkCache::Save(const std::vector<std::string>& roots, const GitWalkMemo
   UniqueFd fd(
       ::openat(fd_.Get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd) return;
-  size_t put = 0;
-  while (put < data.size()) {
-    ssize_t n = ::write(fd.Get(), data.data() + put, data.size() - put);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    put += static_cast<size_t>(n);
-  }
-  if (put != data.size() || ::renameat(fd_.Get(), tmp.c_str(), fd_.Get(), name.c_str()) != 0) {
+  if (!fd_io::WriteAll(fd.Get(), data, fd_io::Wait::NoWait()) ||
+      ::renameat(fd_.Get(), tmp.c_str(), fd_.Get(), name.c_str()) != 0) {
     ::unlinkat(fd_.Get(), tmp.c_str(), 0);
   }
 }

@@ -21,15 +21,9 @@
 #include <memory>
 #include <sstream>
 
+#include "common/syscalls.h"
 #include "common/unique_fd.h"
 #include "policy/sandbox_policy.h"
-
-#ifndef STATX_MNT_ID
-#define STATX_MNT_ID 0x00001000U
-#endif
-#ifndef SIOCUNIXFILE
-#define SIOCUNIXFILE (SIOCPROTOPRIVATE + 0)
-#endif
 
 namespace anvil {
 namespace {

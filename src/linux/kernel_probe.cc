@@ -15,15 +15,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/syscalls.h"
 #include "common/unique_fd.h"
 #include "linux/landlock.h"
-
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-#ifndef SYS_open_tree
-#define SYS_open_tree 428
-#endif
 
 namespace anvil {
 namespace {

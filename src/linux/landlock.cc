@@ -9,16 +9,11 @@
 
 #include <cerrno>
 
+#include "common/syscalls.h"
 #include "linux/open_beneath.h"
 
 namespace anvil::landlock {
 namespace {
-
-#ifndef __NR_landlock_create_ruleset
-#define __NR_landlock_create_ruleset 444
-#define __NR_landlock_add_rule 445
-#define __NR_landlock_restrict_self 446
-#endif
 
 constexpr uint32_t kCreateRulesetVersion = 1U << 0;
 constexpr int kRulePathBeneath = 1;

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/syscalls.h"
 #include "common/unique_fd.h"
 #include "linux/open_beneath.h"
 #include "linux/root_remap.h"
@@ -38,11 +39,6 @@ struct MountAttr {
   uint64_t propagation;
   uint64_t userns_fd;
 };
-#ifndef SYS_open_tree
-#define SYS_open_tree 428
-#define SYS_move_mount 429
-#define SYS_mount_setattr 442
-#endif
 
 const char kStage[] = "/tmp";  // staging tmpfs, mounted over /tmp in our private namespace
 const std::string kOld = "/oldroot";

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/syscalls.h"
 #include "ipc/fd_passing.h"
 #include "policy/sandbox_home.h"
 
@@ -28,10 +29,6 @@ struct MountAttr {
   uint64_t propagation;
   uint64_t userns_fd;
 };
-#ifndef SYS_open_tree
-#define SYS_open_tree 428
-#define SYS_mount_setattr 442
-#endif
 
 constexpr char kTreesMessage = 'T';
 

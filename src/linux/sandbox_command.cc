@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/syscalls.h"
 #include "linux/capabilities.h"
 #include "linux/landlock.h"
 #include "linux/landlock_rules.h"
@@ -18,13 +19,6 @@
 #include "linux/sandbox_process.h"
 #include "linux/sandbox_report.h"
 #include "linux/terminal_relay.h"
-
-#ifndef SYS_close_range
-#define SYS_close_range 436
-#endif
-#ifndef CLOSE_RANGE_CLOEXEC
-#define CLOSE_RANGE_CLOEXEC (1U << 2)
-#endif
 
 namespace anvil::launch {
 namespace {

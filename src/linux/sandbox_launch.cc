@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/syscalls.h"
 #include "linux/git_walk_cache.h"
 #include "linux/host_socket_facts.h"
 #include "linux/landlock.h"
@@ -32,13 +33,6 @@
 #include "linux/trust_shield.h"
 #include "linux/user_ns_limits.h"
 #include "policy/protected_names_plan.h"
-
-#ifndef CLONE_PIDFD
-#define CLONE_PIDFD 0x00001000
-#endif
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal 424
-#endif
 
 namespace anvil {
 namespace {

@@ -13,12 +13,9 @@
 
 #include <string>
 
+#include "common/syscalls.h"
 #include "ipc/fd_passing.h"
 #include "linux/terminal_relay.h"
-
-#ifndef TIOCGPTPEER
-#define TIOCGPTPEER _IO('T', 0x41)
-#endif
 
 namespace anvil {
 

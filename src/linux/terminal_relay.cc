@@ -17,11 +17,9 @@
 #include <chrono>
 #include <cstring>
 
+#include "common/fd_io.h"
+#include "common/syscalls.h"
 #include "ipc/fd_passing.h"
-
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal 424
-#endif
 
 namespace anvil {
 namespace {
@@ -57,19 +55,7 @@ bool InForeground(int fd) {
 // Writes all of `data` to one of the caller's descriptors, waiting while it cannot take more
 // (a terminal or FIFO someone else made non-blocking); false on an error (the target is gone).
 bool WriteAll(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    ssize_t w = ::write(fd, data, size);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0 && errno == EAGAIN) {
-      pollfd p{fd, POLLOUT, 0};
-      ::poll(&p, 1, -1);
-      continue;
-    }
-    if (w <= 0) return false;
-    data += w;
-    size -= static_cast<size_t>(w);
-  }
-  return true;
+  return fd_io::WriteAll(fd, std::string_view(data, size)).ok();
 }
 
 // Raw mode as ssh makes it: no input translation, no echo, no signals from keys, no output

@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstdlib>
 
-#include "policy/file_io.h"
+#include "fs/file_io.h"
 #include "policy/sandbox_policy.h"
 
 namespace anvil {

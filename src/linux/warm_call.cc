@@ -5,6 +5,7 @@
 
 #include <cerrno>
 
+#include "common/fd_io.h"
 #include "ipc/fd_passing.h"
 #include "linux/sandbox_launch.h"
 
@@ -12,14 +13,9 @@ namespace anvil {
 namespace launch {
 
 Status ReadExactly(int fd, char* into, size_t n) {
-  size_t off = 0;
-  while (off < n) {
-    ssize_t r = ::read(fd, into + off, n - off);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return SysFail("sandbox", "read the call");
-    if (r == 0) return Fail("sandbox", "the call was cut short");
-    off += static_cast<size_t>(r);
-  }
+  auto r = fd_io::ReadExactly(fd, into, n, fd_io::Wait::NoWait());
+  if (r.eof) return Fail("sandbox", "the call was cut short");
+  if (!r) return SysFail("sandbox", "read the call");
   return Ok();
 }
 
@@ -62,12 +58,8 @@ Status SendWarmCall(int channel, int program_fd, int stdin_fd, const WarmCall& c
   if (n != static_cast<ssize_t>(sizeof(header))) {
     return SysFail("io", "the sandbox is gone before the call");
   }
-  size_t off = 0;
-  while (off < body.size()) {
-    ssize_t w = ::send(channel, body.data() + off, body.size() - off, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return SysFail("io", "the sandbox is gone before the call");
-    off += static_cast<size_t>(w);
+  if (!fd_io::SendAll(channel, body, 0, fd_io::Wait::NoWait())) {
+    return SysFail("io", "the sandbox is gone before the call");
   }
   return Ok();
 }

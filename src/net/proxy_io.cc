@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/fd_io.h"
+
 namespace anvil::proxy {
 
 int MillisLeft(Clock::time_point deadline) {
@@ -19,19 +21,7 @@ int MillisLeft(Clock::time_point deadline) {
 }
 
 bool SendAll(int fd, std::string_view data) {
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) {
-      pollfd p{fd, POLLOUT, 0};
-      if (poll(&p, 1, 10000) <= 0) return false;
-      continue;
-    }
-    if (n <= 0) return false;
-    off += static_cast<size_t>(n);
-  }
-  return true;
+  return fd_io::SendAll(fd, data, 0, fd_io::Wait::EachAtMost(10000)).ok();
 }
 
 void Refuse(int fd, int status, const std::string& reason) {

@@ -15,9 +15,9 @@
 #include <memory>
 
 #include "common/unique_fd.h"
+#include "fs/file_io.h"
 #include "fs/workspace_path.h"
 #include "policy/consent.h"
-#include "policy/file_io.h"
 #include "policy/shell_words.h"
 #include "policy/toml_internal.h"
 

@@ -21,14 +21,11 @@
 #include <set>
 
 #include "common/ascii.h"
+#include "common/syscalls.h"
 #include "common/unique_fd.h"
 #include "fs/git_dir_guard.h"
 #include "fs/protected_names.h"
 #include "policy/sandbox_policy.h"
-
-#ifndef RENAME_NOREPLACE
-#define RENAME_NOREPLACE (1 << 0)
-#endif
 
 namespace anvil {
 namespace {
@@ -1480,10 +1477,6 @@ GitQuarantineResult ApplyGitQuarantine(const std::vector<GitQuarantineAction>& a
 }
 
 namespace {
-
-#ifndef STATX_MNT_ID_UNIQUE
-#define STATX_MNT_ID_UNIQUE 0x00004000U
-#endif
 
 // statx(2) of `path` beneath `dirfd` (AT_SYMLINK_NOFOLLOW, or AT_EMPTY_PATH for the fd):
 // lstat's facts and the mount's id. nullopt when it fails (errno set).

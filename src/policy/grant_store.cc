@@ -15,9 +15,9 @@
 #include <tuple>
 #include <utility>
 
+#include "fs/file_io.h"
 #include "fs/workspace_path.h"
 #include "policy/digest.h"
-#include "policy/file_io.h"
 #include "policy/manifest.h"
 
 namespace anvil {

@@ -12,9 +12,9 @@
 #include <memory>
 
 #include "common/unique_fd.h"
+#include "fs/file_io.h"
 #include "fs/workspace_path.h"
 #include "policy/digest.h"
-#include "policy/file_io.h"
 #include "policy/toml_internal.h"
 
 namespace anvil {

@@ -11,13 +11,13 @@
 #include <vector>
 
 #include "common/unique_fd.h"
+#include "fs/file_io.h"
 #include "fs/path_glob.h"
 #include "fs/utf8.h"
 #include "fs/workspace_path.h"
 #include "netpolicy/host_name.h"
 #include "policy/digest.h"
 #include "policy/exec_rules.h"
-#include "policy/file_io.h"
 #include "policy/toml_internal.h"
 
 namespace anvil {

@@ -11,8 +11,8 @@
 #include <cstdlib>
 
 #include "common/unique_fd.h"
+#include "fs/file_io.h"
 #include "fs/workspace_path.h"
-#include "policy/file_io.h"
 
 namespace anvil {
 namespace {

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "common/unique_fd.h"
-#include "policy/file_io.h"
+#include "fs/file_io.h"
 #include "policy/sandbox_config_internal.h"
 #include "policy/toml_internal.h"
 

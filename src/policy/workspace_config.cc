@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "common/unique_fd.h"
+#include "fs/file_io.h"
 #include "fs/workspace_path.h"
-#include "policy/file_io.h"
 #include "policy/manifest.h"
 #include "policy/sandbox_config_internal.h"
 #include "policy/toml_internal.h"

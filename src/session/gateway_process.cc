@@ -13,11 +13,8 @@
 #include <chrono>
 #include <cstring>
 
+#include "common/syscalls.h"
 #include "fs/pending_writes.h"
-
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
 
 namespace anvil::session {
 

@@ -11,9 +11,8 @@
 
 #include <cerrno>
 
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
+#include "common/fd_io.h"
+#include "common/syscalls.h"
 
 namespace anvil::session {
 
@@ -21,13 +20,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 Status SendAll(int fd, const std::string& bytes) {
-  size_t off = 0;
-  while (off < bytes.size()) {
-    ssize_t n = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return SysFail("io", "host channel");
-    off += static_cast<size_t>(n);
-  }
+  if (!fd_io::SendAll(fd, bytes, 0, fd_io::Wait::NoWait())) return SysFail("io", "host channel");
   return Ok();
 }
 // What the host's unreadable frame was: over the size cap ("limit", with the cap; a host
@@ -129,21 +122,8 @@ Result<std::unique_ptr<HostProcess>> HostProcess::Start(const HostConfig& config
       host->token_.Hex() + "\npins " + std::to_string(config.pinned_files.size()) + "\n";
   for (const auto& [path, sha] : config.pinned_files) handoff += sha + " " + path + "\n";
   handoff += config.settings_json;
-  size_t off = 0;
   const auto give_up = Clock::now() + std::chrono::seconds(10);
-  while (off < handoff.size()) {
-    ssize_t n = ::send(token_write.Get(), handoff.data() + off, handoff.size() - off,
-                       MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n > 0) {
-      off += static_cast<size_t>(n);
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && Clock::now() < give_up) {
-      pollfd p{token_write.Get(), POLLOUT, 0};
-      (void)poll(&p, 1, 100);
-      continue;
-    }
+  if (!fd_io::SendAll(token_write.Get(), handoff, MSG_DONTWAIT, fd_io::Wait::Until(give_up))) {
     host->Kill("token delivery failed");
     return SysFail("internal", "deliver token and settings to the plugin host");
   }

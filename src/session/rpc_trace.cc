@@ -8,6 +8,8 @@
 #include <cstring>
 #include <ctime>
 
+#include "common/fd_io.h"
+
 namespace anvil::session {
 
 using nlohmann::json;
@@ -82,16 +84,10 @@ bool RpcTrace::Record(std::string_view dir, const json& message, bool is_error) 
   // the file never ends in half a line.
   struct stat st {};
   const bool sized = ::fstat(fd_.Get(), &st) == 0;
-  size_t off = 0;
-  while (off < line.size()) {
-    ssize_t n = ::write(fd_.Get(), line.data() + off, line.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      if (sized && off > 0) (void)::ftruncate(fd_.Get(), st.st_size);
-      fd_.Reset();
-      return false;
-    }
-    off += static_cast<size_t>(n);
+  if (auto r = fd_io::WriteAll(fd_.Get(), line, fd_io::Wait::NoWait()); !r) {
+    if (sized && r.done > 0) (void)::ftruncate(fd_.Get(), st.st_size);
+    fd_.Reset();
+    return false;
   }
   return true;
 }

@@ -19,13 +19,10 @@
 #include <utility>
 #include <vector>
 
+#include "common/syscalls.h"
 #include "policy/shell_words.h"
 #include "session/exec_request.h"
 #include "session/serve_server.h"
-
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
 
 extern "C" char** environ;
 

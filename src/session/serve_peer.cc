@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "common/fd_io.h"
 #include "session/serve_server.h"
 
 namespace anvil::session::serve {
@@ -17,17 +18,10 @@ void Server::Send(const json& message) {
   if (out_closed_) return;
   Trace("out", message);
   std::string frame = EncodeLspMessage(message);
-  size_t off = 0;
-  while (off < frame.size()) {
-    ssize_t n = ::write(o_.out_fd, frame.data() + off, frame.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      // The editor is gone: nobody can see answers any more; stop everything.
-      out_closed_ = true;
-      exit_ = true;
-      return;
-    }
-    off += static_cast<size_t>(n);
+  if (!fd_io::WriteAll(o_.out_fd, frame, fd_io::Wait::NoWait())) {
+    // The editor is gone: nobody can see answers any more; stop everything.
+    out_closed_ = true;
+    exit_ = true;
   }
 }
 

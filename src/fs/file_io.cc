@@ -1,4 +1,4 @@
-#include "policy/file_io.h"
+#include "fs/file_io.h"
 
 #include <fcntl.h>
 #include <pwd.h>
@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "common/fd_io.h"
 #include "common/unique_fd.h"
 #include "fs/workspace_path.h"
 
@@ -53,14 +54,7 @@ std::string RandomSuffix() {
 }
 
 Status WriteAll(int fd, std::string_view bytes, const std::string& what) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return SysFail("io", "write " + what);
-    }
-    bytes.remove_prefix(static_cast<std::size_t>(n));
-  }
+  if (!fd_io::WriteAll(fd, bytes, fd_io::Wait::NoWait())) return SysFail("io", "write " + what);
   return Ok();
 }
 
