@@ -25,7 +25,7 @@ namespace anvil {
 // ignored, as the XDG Base Directory spec says.
 struct TrustEnv {
   std::string home, xdg_config_home, xdg_state_home;
-  std::string passwd_home;  // the user database's home (policy/file_io.h PasswdHome)
+  std::string passwd_home;  // the user database's home (fs/file_io.h PasswdHome)
 };
 std::vector<std::string> AnvilTrustDirs(const TrustEnv& env);
 TrustEnv TrustEnvFromProcess();
