@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "linux/autorun_shield.h"
 #include "linux/git_walk_cache.h"
 #include "linux/host_socket_facts.h"
 #include "linux/landlock.h"
@@ -106,6 +107,7 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   // Lives until the command and every process of its pid namespace are gone (the returns below
   // come after that), then removes the placeholders it made.
   ProtectedPlaceholders placeholders;
+  std::optional<AutorunShield> autorun;  // what the host runs from the home (autorun_shield.h)
   // Declared after `placeholders`: ends first, so its locks are gone when they are removed.
   std::optional<GitGuard> git;
   std::optional<GitWalkCache> walk_cache;  // the walk kept for the next run (git_walk_cache.h)
@@ -136,6 +138,13 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
       auto trust = ShieldAnvilTrustDirs(AnvilTrustDirs(TrustEnvFromProcess()), roots, covered);
       if (!trust) return SetupFailure(trust.error().ToString(), start);
       MergeShield(*shield, *trust);
+      // What the host runs from the home (shell startup files, ~/.local/bin, user units,
+      // autostart, installed plugins): read-only or pinned, missing ones taken by placeholders.
+      auto host_autorun =
+          AutorunShield::Prepare(HostAutorunPaths(AutorunEnvFromProcess()), roots, covered);
+      if (!host_autorun) return SetupFailure(host_autorun.error().ToString(), start);
+      autorun.emplace(std::move(*host_autorun));
+      MergeShield(*shield, {autorun->Plan().read_only, autorun->Plan().pinned_dirs});
       if (!policy.writable_git) {
         // Every repository in the writable roots and what its config names (git_guard.h).
         auto cached = walk_cache->Load(roots);
@@ -153,6 +162,12 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
       }
       view = ComputeFileView(policy, host, read_only);
       if (!view) return SetupFailure(view.error().ToString(), start);
+      // A pin inside something read-only would bind it writable again; the read-only bind keeps
+      // it in place already.
+      auto inside_read_only = [&read_only](const std::string& p) {
+        return std::any_of(read_only.begin(), read_only.end(),
+                           [&](const std::string& r) { return p != r && PathIsWithin(p, r); });
+      };
       view->pinned_dirs = shield->pinned;
       if (git) {
         for (const auto& dir : git->PinnedDirs()) {
@@ -162,6 +177,12 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
           }
         }
       }
+      std::erase_if(view->pinned_dirs, inside_read_only);
+      view->pinned_links = autorun->Plan().pinned_links;
+      std::erase_if(view->pinned_links, inside_read_only);
+      view->host_autorun = autorun->Plan().read_only;
+      view->host_autorun.insert(view->host_autorun.end(), autorun->Plan().pinned_links.begin(),
+                                autorun->Plan().pinned_links.end());
     }
     plan.view = std::move(*view);
     plan.landlock_abi = walls.landlock_abi;
