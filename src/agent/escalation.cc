@@ -73,6 +73,12 @@ std::string WhyNotWritable(const std::string& dir, const EscalationContext& cont
       return "Anvil's own configuration and state (rules, grants, audit) stay read-only";
     }
   }
+  for (const auto& p : context.host_autorun) {
+    if (!p.empty() && PathIsWithin(dir, p)) {
+      return "the host runs what is there outside the sandbox (a login, PATH, user units, "
+             "autostart, plugins); only you can name it, with anvil sandbox --writable-root";
+    }
+  }
   for (const auto& r : context.writable_roots) {
     if (PathIsWithin(dir, r)) return "it is already writable";
   }
@@ -125,6 +131,11 @@ Outcome Consider(const RefusalFact& r, const EscalationContext& c, const IsDirec
       }
       if (r.area == "anvil") {
         return {std::nullopt, "Anvil's own files (.anvil, anvil.lock, Anvil.toml) stay read-only"};
+      }
+      if (r.area == "host_autorun") {
+        return {std::nullopt,
+                "the host runs it outside the sandbox (a login or shell startup file, PATH, user "
+                "units, autostart, plugins); only you can allow it"};
       }
       if (r.area == "credential") {
         return {std::nullopt, "credential locations are never shown to a command"};

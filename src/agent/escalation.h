@@ -7,7 +7,8 @@
 //   --allow-host HOST[:P]   the proxy refused a host because it is not on the list
 //   --writable-root DIR     a read-only directory outside the workspace was written (the
 //                           directory written in, never "/", a system root, $HOME itself, an
-//                           ancestor of the workspace, or Anvil's own configuration and state)
+//                           ancestor of the workspace, Anvil's own configuration and state, or
+//                           a place the host runs from: ~/.local/bin, ~/.config/systemd, ...)
 // Nothing else is ever offered: not a credential location, not .anvil, not a system directory,
 // not the network for a command that ran with --network none, and never "unsandboxed". The
 // refused subject comes from the sandboxed command (it picked the path and the host), so what
@@ -64,6 +65,9 @@ struct EscalationContext {
   // rules, Anvil's configuration and state (a command that could write them would approve
   // itself). ProtectedAnvilPaths fills the usual ones.
   std::vector<std::string> never_writable;
+  // What the host runs from the home (policy/host_autorun.h, HostAutorunPaths): neither it nor
+  // anything inside it is offered; only the user names it (anvil sandbox --writable-root).
+  std::vector<std::string> host_autorun;
 };
 
 // $XDG_CONFIG_HOME/anvil (or ~/.config/anvil), $XDG_STATE_HOME/anvil (or ~/.local/state/anvil),

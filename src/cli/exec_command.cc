@@ -19,6 +19,7 @@
 #include "common/unique_fd.h"
 #include "fs/file_io.h"
 #include "policy/consent.h"
+#include "policy/host_autorun.h"
 #include "session/plugin_session.h"
 
 extern char** environ;
@@ -335,6 +336,7 @@ Result<ExecOptions> ParseExecArgs(const std::vector<std::string>& args,
   context.home = home.empty() ? "" : Canonical(home);
   context.never_writable = agent::ProtectedAnvilPaths(std::getenv("XDG_CONFIG_HOME"),
                                                       std::getenv("XDG_STATE_HOME"), home.c_str());
+  context.host_autorun = HostAutorunPaths(AutorunEnvFromProcess());
 
   if (widen) {
     auto w = agent::ParseWidening(*widen);

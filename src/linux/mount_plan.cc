@@ -34,6 +34,7 @@ Result<std::vector<MountOp>> PlanMounts(const FileView& view, const MountPlanOpt
   for (const auto& root : view.read_roots) ops.push_back({K::kReadOnly, root});
   for (const auto& wr : view.writable_roots) ops.push_back({K::kWritable, wr.root});
   for (const auto& dir : view.pinned_dirs) ops.push_back({K::kWritable, dir});
+  for (const auto& link : view.pinned_links) ops.push_back({K::kPinLink, link});
   for (const auto& wr : view.writable_roots) {
     for (const auto& sub : wr.read_only_subpaths) ops.push_back({K::kReadOnly, sub});
   }

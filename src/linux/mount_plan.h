@@ -20,6 +20,8 @@ namespace anvil {
 enum class MountOpKind {
   kReadOnly,      // the host's path bound read-only (a symlink there is copied as a symlink)
   kWritable,      // the host's path bound read-write (a symlink there is an error)
+  kPinLink,       // a symbolic link of a writable root bound onto itself, read-only: it cannot
+                  // be removed or replaced (FileView::pinned_links)
   kMask,          // an existing host file or socket covered by an empty read-only file
   kMaskDir,       // an existing credential directory covered by an empty read-only directory
   kTmp,           // the private /tmp: a tmpfs (1777, the --limit tmp size)
@@ -58,8 +60,8 @@ using HostModeFn = std::function<std::optional<mode_t>(const std::string&)>;
 // The mounts that build `view`, in the order they are made: parents before children, and for
 // the same depth a later (stronger) mount after an earlier one — /dev, /proc and /tmp first
 // (a workspace in /tmp is bound on top), then read roots, writable roots, pinned directories,
-// read-only subpaths, the home, mapped binds, masks, the workspace's paths, covers. An error
-// when the options cannot hold for this view (a deferred workspace with paths beneath it).
+// pinned links, read-only subpaths, the home, mapped binds, masks, the workspace's paths, covers.
+// An error when the options cannot hold for this view (a deferred workspace with paths beneath it).
 Result<std::vector<MountOp>> PlanMounts(const FileView& view, const MountPlanOptions& options,
                                         const HostModeFn& host_mode);
 

@@ -1,3 +1,5 @@
+// The mount view (mount_view.h), one thing: the loop over the mount plan that builds the
+// command's file view, each kind of mount it makes, and the check of the view once built.
 #include "linux/mount_view.h"
 
 #include <fcntl.h>
@@ -346,6 +348,59 @@ Status BindTreeFd(int src_fd, const std::string& shown, const std::string& dst) 
                     /*keep_dev=*/false);
 }
 
+// Binds the symbolic link `host` onto the same link in the view (`dst`), read-only, so that the
+// command can neither remove nor replace it: unlink(2) and rename(2) refuse a mount point. The
+// link in the view is opened, never made nor followed, and must be the one planned (the same
+// inode).
+Status PinLink(const std::string& host, const std::string& dst) {
+  const std::string view_path = dst.substr(kNew.size());
+  long fd = syscall(SYS_open_tree, AT_FDCWD, host.c_str(),
+                    kOpenTreeClone | O_CLOEXEC | AT_SYMLINK_NOFOLLOW);
+  if (fd < 0) return SysFail("sandbox", "open_tree " + view_path);
+  UniqueFd tree(static_cast<int>(fd));
+  struct stat planned {};
+  if (::fstat(tree.Get(), &planned) != 0) return SysFail("sandbox", "stat " + view_path);
+  if (!S_ISLNK(planned.st_mode)) {
+    return Fail("sandbox", view_path +
+                               " is no longer a symbolic link (changed on the host while "
+                               "the sandbox started); fix: run it again");
+  }
+  MountAttr attr{};
+  attr.attr_set = kMountAttrRdonly | kMountAttrNosuid | kMountAttrNodev;
+  attr.propagation = MS_PRIVATE;
+  if (syscall(SYS_mount_setattr, tree.Get(), "", AT_EMPTY_PATH, &attr, sizeof(attr)) != 0) {
+    return SysFail("sandbox", "mount_setattr " + view_path);
+  }
+  UniqueFd root(::open(kNew.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!root) return SysFail("sandbox", "open the new root");
+  const auto slash = view_path.rfind('/');
+  UniqueFd parent;
+  if (slash == 0) {
+    parent = std::move(root);
+  } else {
+    open_how how{};
+    how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+    how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH;
+    const std::string rel = view_path.substr(1, slash - 1);
+    long p = syscall(SYS_openat2, root.Get(), rel.c_str(), &how, sizeof(how));
+    if (p < 0) return SysFail("sandbox", "open the directory of " + view_path);
+    parent = UniqueFd(static_cast<int>(p));
+  }
+  UniqueFd link(
+      ::openat(parent.Get(), view_path.substr(slash + 1).c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  if (!link) return SysFail("sandbox", "open " + view_path);
+  struct stat shown {};
+  if (::fstat(link.Get(), &shown) != 0) return SysFail("sandbox", "stat " + view_path);
+  if (!S_ISLNK(shown.st_mode) || shown.st_dev != planned.st_dev || shown.st_ino != planned.st_ino) {
+    return Fail("sandbox", view_path + " in the view is not the link planned; not starting");
+  }
+  if (syscall(SYS_move_mount, tree.Get(), "", link.Get(), "",
+              kMoveMountFEmptyPath | kMoveMountTEmptyPath) != 0) {
+    return SysFail("sandbox", "pin the link " + view_path);
+  }
+  return Ok();
+}
+
 Status MountTmpfs(const std::string& dst, const std::string& options, unsigned long flags) {
   if (auto s = MkdirP(dst); !s) return s;
   if (::mount("tmpfs", dst.c_str(), "tmpfs", flags, options.c_str()) != 0) {
@@ -608,6 +663,9 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
         s = MountTmpfs(dst, "mode=0700,size=" + std::to_string(options.tmp_size),
                        MS_NOSUID | MS_NODEV);
         break;
+      case MountOpKind::kPinLink:
+        s = PinLink(host, dst);
+        break;
       case MountOpKind::kReadOnly:
       case MountOpKind::kWritable: {
         struct stat st {};
@@ -857,6 +915,12 @@ Status VerifyMountView(const FileView& view) {
       if (!ro) return tl::unexpected(ro.error());
       if (!*ro) return Fail("sandbox", "read-only subpath is writable in the view: " + sub);
     }
+  }
+  for (const auto& link : view.pinned_links) {
+    UniqueFd self(::open(link.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    struct statvfs sv {};
+    if (!self || ::fstatvfs(self.Get(), &sv) != 0) return SysFail("sandbox", "statvfs " + link);
+    if ((sv.f_flag & ST_RDONLY) == 0) return Fail("sandbox", "pinned link is not pinned: " + link);
   }
   std::vector<std::string> readable = view.workspace_read_subpaths;
   for (const ReadOp& op : view.workspace_plan) {

@@ -26,9 +26,12 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <string_view>
+#include <vector>
 
 #include "common/syscalls.h"
 #include "common/unique_fd.h"
+#include "policy/host_autorun.h"
 
 namespace anvil {
 namespace {
@@ -243,6 +246,40 @@ std::string Dirname(std::string path) {
   auto slash = path.rfind('/');
   if (slash == std::string::npos) return ".";
   return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// `path` without "." components and with ".." taken lexically (the summary's view of it).
+std::string Lexical(const std::string& path) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string::npos) end = path.size();
+    const std::string part = path.substr(start, end - start);
+    if (part == "..") {
+      if (!parts.empty()) parts.pop_back();
+    } else if (!part.empty() && part != ".") {
+      parts.push_back(part);
+    }
+    start = end + 1;
+  }
+  std::string out;
+  for (const auto& p : parts) out += "/" + p;
+  return out.empty() ? "/" : out;
+}
+
+// The pinned placeholder (a dangling link that stands for a missing place the host runs,
+// policy/host_autorun.h) at or above `path`, where nothing can be made; empty when none.
+std::string PlaceholderAbove(const FileView& view, const std::string& path) {
+  for (const auto& link : view.pinned_links) {
+    if (!PathIsWithin(path, link)) continue;
+    char target[PATH_MAX];
+    const ssize_t n = ::readlink(link.c_str(), target, sizeof(target));
+    if (n >= 0 && std::string_view(target, static_cast<size_t>(n)) == kAutorunPlaceholder) {
+      return link;
+    }
+  }
+  return {};
 }
 
 bool ReadOnlyPath(const std::string& path, int* error = nullptr) {
@@ -535,6 +572,15 @@ void RefusalObserver::HandleOne() {
       // One statvfs for the usual case, a write where the mount is writable; only a read-only
       // mount leads to the exact check below.
       const std::string& path = *paths[i];
+      if (!view_.pinned_links.empty() &&
+          (d.op == Op::kCreate || (d.op == Op::kOpen && (d.flags & O_CREAT) != 0))) {
+        // Made at or beneath a placeholder: nothing can be (it is refused ENOENT or EACCES).
+        const std::string lexical = Lexical(path);
+        if (!PlaceholderAbove(view_, lexical).empty()) {
+          refused_path = lexical;
+          continue;
+        }
+      }
       bool maybe = false;
       if (d.op == Op::kOpen || d.op == Op::kTruncate) {
         int error = 0;

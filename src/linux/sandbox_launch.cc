@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "common/syscalls.h"
+#include "linux/autorun_shield.h"
 #include "linux/git_walk_cache.h"
 #include "linux/host_socket_facts.h"
 #include "linux/landlock.h"
@@ -101,6 +102,7 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   // Lives until the command and every process of its pid namespace are gone (the returns below
   // come after that), then removes the placeholders it made.
   ProtectedPlaceholders placeholders;
+  std::optional<AutorunShield> autorun;  // what the host runs from the home (autorun_shield.h)
   // Declared after `placeholders`: ends first, so its locks are gone when they are removed.
   std::optional<GitGuard> git;
   std::optional<GitWalkCache> walk_cache;  // the walk kept for the next run (git_walk_cache.h)
@@ -134,6 +136,13 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
       auto trust = ShieldAnvilTrustDirs(AnvilTrustDirs(TrustEnvFromProcess()), roots, covered);
       if (!trust) return SetupFailure(trust.error().ToString(), start);
       MergeShield(*shield, *trust);
+      // What the host runs from the home (shell startup files, ~/.local/bin, user units,
+      // autostart, installed plugins): read-only or pinned, missing ones taken by placeholders.
+      auto host_autorun =
+          AutorunShield::Prepare(HostAutorunPaths(AutorunEnvFromProcess()), roots, covered);
+      if (!host_autorun) return SetupFailure(host_autorun.error().ToString(), start);
+      autorun.emplace(std::move(*host_autorun));
+      MergeShield(*shield, {autorun->Plan().read_only, autorun->Plan().pinned_dirs});
       if (!policy.writable_git) {
         // Every repository in the writable roots and what its config names, and Anvil's
         // protected names anywhere in them (git_guard.h). Without it (--writable-git) only those
@@ -159,6 +168,15 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
       if (!view) return SetupFailure(view.error().ToString(), start);
       // Each once; none inside a read-only path, where a writable bind would undo it.
       PinDirs(*view, pinned);
+      auto inside_read_only = [&read_only](const std::string& p) {
+        return std::any_of(read_only.begin(), read_only.end(),
+                           [&](const std::string& r) { return p != r && PathIsWithin(p, r); });
+      };
+      view->pinned_links = autorun->Plan().pinned_links;
+      std::erase_if(view->pinned_links, inside_read_only);
+      view->host_autorun = autorun->Plan().read_only;
+      view->host_autorun.insert(view->host_autorun.end(), autorun->Plan().pinned_links.begin(),
+                                autorun->Plan().pinned_links.end());
     }
     plan.view = std::move(*view);
     plan.landlock_abi = walls.landlock_abi;

@@ -25,6 +25,8 @@ std::string_view ToString(WriteArea area) {
       return "outside";
     case WriteArea::kReadOnlyPolicy:
       return "read_only_policy";
+    case WriteArea::kHostAutorun:
+      return "host_autorun";
   }
   return "?";
 }
@@ -44,6 +46,9 @@ WriteClass ClassifyWrite(const FileView& view, const SandboxPolicy& policy,
                          const std::string& path) {
   for (const auto& m : view.credential_masks) {
     if (PathIsWithin(path, m)) return {WriteArea::kCredential, m};
+  }
+  for (const auto& h : view.host_autorun) {
+    if (PathIsWithin(path, h)) return {WriteArea::kHostAutorun, h};
   }
   // The deepest read-only part wins: a .git inside a readable root is still a .git.
   for (const auto& wr : view.writable_roots) {
@@ -143,7 +148,7 @@ bool DecodeRefusal(std::string_view text, Refusal& out) {
     if (c < '0' || c > '9' || area > 100) return false;
     area = area * 10 + (c - '0');
   }
-  if (area > static_cast<int>(WriteArea::kReadOnlyPolicy)) return false;
+  if (area > static_cast<int>(WriteArea::kHostAutorun)) return false;
   out.area = static_cast<WriteArea>(area);
   out.program = parts[2];
   out.detail = parts[3];
@@ -242,6 +247,14 @@ RefusalAdvice Advise(const Refusal& r, const std::string& workspace, const std::
         case WriteArea::kReadOnlyPolicy:
           a.why = "--policy read-only";
           a.allow = "--policy workspace-write";
+          break;
+        case WriteArea::kHostAutorun:
+          a.why = root +
+                  " is run by the host outside the sandbox (shell startup, PATH, user units, "
+                  "autostart, Anvil's plugins) and stays read-only";
+          // A write beneath it: a directory, which the user may name. The file itself: only
+          // outside the sandbox.
+          if (r.subject != r.root) a.allow = "--writable-root " + root;
           break;
       }
       break;

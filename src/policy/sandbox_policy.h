@@ -94,6 +94,13 @@ struct FileView {
   // command cannot rename or remove them: the way down to something kept read-only beneath
   // them (linux/git_walk_cache.h).
   std::vector<std::string> pinned_dirs;
+  // Symbolic links inside writable roots bound onto themselves (read-only), so that the command
+  // cannot remove or replace them: a link on the way to something the host runs, or the
+  // placeholder that stands for a missing one (policy/host_autorun.h).
+  std::vector<std::string> pinned_links;
+  // What the view keeps read-only or pins because the host runs it (policy/host_autorun.h):
+  // the refusal summary's "host_autorun" area.
+  std::vector<std::string> host_autorun;
   // SandboxPolicy::runtime_from_call: filled from the call. What of the workspace the view holds
   // (fs/read_plan.h; opened beneath workspace_base, never through a symlink) and the system
   // files of the tool (absolute host paths, shown at the same paths with their symlinks).

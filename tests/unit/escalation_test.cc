@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "policy/host_autorun.h"
+
 namespace anvil::agent {
 namespace {
 
@@ -24,6 +26,7 @@ EscalationContext Context() {
   c.writable_roots = {"/home/u/proj"};
   c.allowed_hosts = {"example.org"};
   c.never_writable = ProtectedAnvilPaths(nullptr, nullptr, "/home/u");
+  c.host_autorun = HostAutorunPaths({"/home/u", "", "", "", ""});
   return c;
 }
 
@@ -40,6 +43,10 @@ const std::set<std::string> kDirs = {"/",
                                      "/home/u/.config/anvil",
                                      "/home/u/.config/anvil/rules",
                                      "/home/u/.local",
+                                     "/home/u/.local/bin",
+                                     "/home/u/.local/lib",
+                                     "/home/u/.config/systemd",
+                                     "/home/u/.config/systemd/user",
                                      "/home/u/.local/state",
                                      "/home/u/.local/state/anvil",
                                      "/var",
@@ -79,6 +86,9 @@ TEST(Escalation, EachRefusalEarnsAtMostTheNarrowestWidening) {
        Write("/home/u/.cargo/registry/f", "readable_root", "/home/u/.cargo"),
        root("/home/u/.cargo/registry")},
       {"var tmp", Write("/var/tmp/build.log", "outside"), root("/var/tmp")},
+      {"a readable toolchain beside ~/.local/bin",
+       Write("/home/u/.local/lib/x.py", "readable_root", "/home/u/.local/lib"),
+       root("/home/u/.local/lib")},
       {"host not on the list",
        Proxy("registry.npmjs.org:443", "denied: host not allowed: registry.npmjs.org:443"),
        host("registry.npmjs.org:443")},
@@ -100,6 +110,14 @@ TEST(Escalation, EachRefusalEarnsAtMostTheNarrowestWidening) {
       {".anvil", Write("/home/u/proj/.anvil/rules.toml", "anvil", "/home/u/proj/.anvil"),
        std::nullopt},
       {"a read-only subpath", Write("/home/u/proj/vendor/x", "read_only_subpath"), std::nullopt},
+      // What the host runs: a command in ~/.local/bin, a user unit, a startup file.
+      {"~/.local/bin, shown read-only",
+       Write("/home/u/.local/bin/ls", "readable_root", "/home/u/.local/bin"), std::nullopt},
+      {"a user unit", Write("/home/u/.config/systemd/user/x.service", "outside"), std::nullopt},
+      {"a startup file the sandbox kept",
+       Write("/home/u/.bashrc", "host_autorun", "/home/u/.bashrc"), std::nullopt},
+      {"a directory the sandbox kept",
+       Write("/home/u/.local/bin/ls", "host_autorun", "/home/u/.local/bin"), std::nullopt},
       {"a path with ..", Write("/home/u/.cache/pip/../../../etc/x", "outside"), std::nullopt},
       {"a relative path", Write("home/u/.cache/pip/x", "outside"), std::nullopt},
       {"a control character", Write("/home/u/.cache/pip/\n/x", "outside"), std::nullopt},

@@ -19,6 +19,8 @@ std::string KindName(MountOpKind kind) {
       return "ro";
     case MountOpKind::kWritable:
       return "rw";
+    case MountOpKind::kPinLink:
+      return "pin-link";
     case MountOpKind::kMask:
       return "mask";
     case MountOpKind::kMaskDir:
@@ -106,6 +108,19 @@ TEST(PlanMounts, ExtraWritableRootsAndPinnedDirectories) {
                 "dev /dev", "proc /proc", "tmp /tmp", "ro /bin", "ro /usr", "ro /etc", "ro /lib",
                 "rw /ws", "rw /tmp/build", "rw /ws/vendor", "ro /ws/.git", "ro /ws/.anvil",
                 "rw /ws/vendor/lib", "ro /tmp/build/.git", "ro /ws/vendor/lib/.git"}));
+}
+
+TEST(PlanMounts, PinnedLinksComeAfterTheirDirectoriesAndBeforeTheReadOnlyPaths) {
+  // A workspace of the home (policy/host_autorun.h): ~/.bashrc read-only, ~/.zshrc a pinned
+  // placeholder, ~/.local/bin a pinned link to a directory kept read-only.
+  FileView v;
+  v.writable_roots = {{"/home/u", {"/home/u/.bashrc", "/home/u/.git", "/home/u/opt/bin"}}};
+  v.pinned_dirs = {"/home/u/.local", "/home/u/opt"};
+  v.pinned_links = {"/home/u/.zshrc", "/home/u/.local/bin"};
+  EXPECT_EQ(Plan(v), (std::vector<std::string>{
+                         "dev /dev", "proc /proc", "tmp /tmp", "rw /home/u", "rw /home/u/.local",
+                         "rw /home/u/opt", "pin-link /home/u/.zshrc", "ro /home/u/.bashrc",
+                         "ro /home/u/.git", "pin-link /home/u/.local/bin", "ro /home/u/opt/bin"}));
 }
 
 TEST(PlanMounts, ReadOnlyWorkspaceIsAReadRoot) {

@@ -21,6 +21,9 @@ FileView SampleView() {
   v.home_base = "/home/u";
   v.masked_dirs = {"/home/u/.config/gh"};
   v.credential_masks = {"/home/u/.config/gh"};
+  // What the host runs (policy/host_autorun.h), in a writable root that holds it.
+  v.writable_roots.push_back({"/home/u/notes", {"/home/u/notes/.bashrc", "/home/u/notes/bin"}});
+  v.host_autorun = {"/home/u/notes/.bashrc", "/home/u/notes/bin", "/home/u/notes/.zshrc"};
   return v;
 }
 
@@ -52,6 +55,9 @@ TEST(ClassifyWrite, EachPartOfTheView) {
       {"/usr/lib/python3/x", WriteArea::kSystem, "/usr"},
       {"/etc/hosts", WriteArea::kSystem, "/etc"},
       {"/var/lib/x", WriteArea::kOutside, ""},
+      {"/home/u/notes/.bashrc", WriteArea::kHostAutorun, "/home/u/notes/.bashrc"},
+      {"/home/u/notes/bin/ls", WriteArea::kHostAutorun, "/home/u/notes/bin"},
+      {"/home/u/notes/.zshrc", WriteArea::kHostAutorun, "/home/u/notes/.zshrc"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.path);
@@ -100,6 +106,11 @@ TEST(Advise, OneLineWayPastEachRefusal) {
   EXPECT_EQ(write(WriteArea::kOutside, "/srv/data/x", "").allow, "--writable-root /srv/data");
   EXPECT_EQ(write(WriteArea::kOutside, "/x", "").allow, "");  // never "--writable-root /"
   EXPECT_EQ(write(WriteArea::kReadOnlyPolicy, "/ws/x", "/ws").allow, "--policy workspace-write");
+  // What the host runs: a directory may be named; a file is edited outside the sandbox.
+  auto bin = write(WriteArea::kHostAutorun, "/home/u/.local/bin/ls", "/home/u/.local/bin");
+  EXPECT_EQ(bin.allow, "--writable-root ~/.local/bin");
+  EXPECT_NE(bin.why.find("~/.local/bin is run by the host"), std::string::npos) << bin.why;
+  EXPECT_EQ(write(WriteArea::kHostAutorun, "/home/u/.bashrc", "/home/u/.bashrc").allow, "");
 
   Refusal net{Refusal::Kind::kNetwork, "curl", "93.184.216.34:443", "direct",
               WriteArea::kOutside,     ""};
@@ -142,6 +153,10 @@ TEST(RefusalRecord, RoundTripsAndIsBounded) {
   std::string encoded = EncodeRefusal(r, 239);
   EXPECT_LE(encoded.size(), 239u);
   EXPECT_TRUE(DecodeRefusal(encoded, back));
+  r = {Refusal::Kind::kWrite, "sh", "/home/u/.bashrc", "openat", WriteArea::kHostAutorun,
+       "/home/u/.bashrc"};
+  ASSERT_TRUE(DecodeRefusal(EncodeRefusal(r, 239), back));
+  EXPECT_EQ(back.area, WriteArea::kHostAutorun);
   for (const char* bad : {"", "w",
                           "x\x1f"
                           "0\x1f\x1f\x1f\x1f",

@@ -1,0 +1,279 @@
+#include "linux/autorun_shield.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <numeric>
+
+#include "linux/protected_placeholders.h"
+
+namespace anvil {
+namespace {
+
+// Each round makes one more level of every place; a home is not this deep.
+constexpr int kMaxRounds = 32;
+
+std::string ParentOf(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
+}
+
+std::string NameOf(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+
+std::string JoinPath(const std::string& dir, const std::string& name) {
+  return dir == "/" ? "/" + name : dir + "/" + name;
+}
+
+bool CannotCreate(int error) { return error == EACCES || error == EPERM || error == EROFS; }
+
+// A directory the caller cannot open: nobody with its credentials (nor fewer) can make a name
+// in it either, unless it may write and search it without reading it.
+bool CannotCreateIn(const std::string& dir, int open_error) {
+  return (open_error == EACCES || open_error == EPERM) &&
+         ::faccessat(AT_FDCWD, dir.c_str(), W_OK | X_OK, AT_EACCESS) != 0;
+}
+
+// `name` in `parent` is still the directory `dir` refers to.
+bool StillNamed(int parent, const std::string& name, int dir) {
+  struct stat by_name {
+  }, by_fd{};
+  return ::fstatat(parent, name.c_str(), &by_name, AT_SYMLINK_NOFOLLOW) == 0 &&
+         ::fstat(dir, &by_fd) == 0 && by_name.st_dev == by_fd.st_dev &&
+         by_name.st_ino == by_fd.st_ino;
+}
+
+bool IsPlaceholderLink(int dir, const char* name) {
+  char target[PATH_MAX];
+  const ssize_t n = ::readlinkat(dir, name, target, sizeof(target));
+  return n >= 0 && std::string_view(target, static_cast<size_t>(n)) == kAutorunPlaceholder;
+}
+
+// Every placeholder link in `dir` (it is locked exclusively: no run uses any of them).
+void RemovePlaceholderLinks(int dir) {
+  UniqueFd copy(::fcntl(dir, F_DUPFD_CLOEXEC, 0));
+  if (!copy) return;
+  DIR* stream = ::fdopendir(copy.Get());
+  if (stream == nullptr) return;
+  copy.Release();
+  ::rewinddir(stream);
+  while (const dirent* entry = ::readdir(stream)) {
+    if (entry->d_type != DT_LNK && entry->d_type != DT_UNKNOWN) continue;
+    if (IsPlaceholderLink(dir, entry->d_name)) (void)::unlinkat(dir, entry->d_name, 0);
+  }
+  ::closedir(stream);
+}
+
+}  // namespace
+
+AutorunFs RealAutorunFs() {
+  AutorunFs fs;
+  fs.lstat = [](const std::string& path) {
+    AutorunFs::Node node;
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) return node;
+    node.links = st.st_nlink;
+    if (S_ISDIR(st.st_mode)) {
+      node.kind = AutorunFs::Kind::kDirectory;
+    } else if (S_ISREG(st.st_mode)) {
+      node.kind = AutorunFs::Kind::kFile;
+    } else if (S_ISLNK(st.st_mode)) {
+      node.kind = AutorunFs::Kind::kSymlink;
+      char target[PATH_MAX];
+      const ssize_t n = ::readlink(path.c_str(), target, sizeof(target));
+      if (n > 0 && static_cast<size_t>(n) < sizeof(target)) node.target.assign(target, n);
+    } else {
+      node.kind = AutorunFs::Kind::kOther;
+    }
+    return node;
+  };
+  return fs;
+}
+
+Result<AutorunShield> AutorunShield::Prepare(const std::vector<std::string>& places,
+                                             const std::vector<std::string>& writable_roots,
+                                             const std::vector<std::string>& covered) {
+  AutorunShield shield;
+  const AutorunFs fs = RealAutorunFs();
+  std::vector<std::string> unmakeable;
+  for (int round = 0; round < kMaxRounds; ++round) {
+    auto plan = PlanAutorunShield(places, writable_roots, covered, fs, unmakeable);
+    if (!plan) return tl::unexpected(plan.error());
+    bool settled = plan->make.empty();
+    for (const auto& make : plan->make) {
+      auto made = make.directory ? shield.MakeDirectory(make) : shield.MakeLink(make);
+      if (!made) return tl::unexpected(made.error());
+      // The caller cannot make it there, so the command cannot either.
+      if (*made == Outcome::kCannot) unmakeable.push_back(JoinPath(make.parent, make.name));
+    }
+    // Held before the view is computed, so that no other run removes one while this one
+    // binds it; a placeholder gone meanwhile is made again in the next round.
+    for (const auto& link : plan->placeholders) {
+      const bool pinned = std::find(plan->pinned_links.begin(), plan->pinned_links.end(), link) !=
+                          plan->pinned_links.end();
+      auto held = shield.HoldLink(link, pinned);
+      if (!held) return tl::unexpected(held.error());
+      if (!*held && pinned) settled = false;
+    }
+    if (!settled) continue;
+    for (const auto& dir : plan->pinned_dirs) {
+      if (auto s = shield.AdoptMarked(dir); !s) return tl::unexpected(s.error());
+    }
+    shield.plan_ = std::move(*plan);
+    return shield;
+  }
+  return Fail("sandbox",
+              "the places the host runs from the home kept changing while the sandbox started "
+              "(another program making and removing them?). fix: run it again");
+}
+
+Result<int> AutorunShield::Hold(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) {
+    if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) return -1;
+    if (CannotCreateIn(path, errno)) return -2;
+    return SysFail("sandbox", "open " + path);
+  }
+  struct stat st {};
+  if (::fstat(fd.Get(), &st) != 0) return SysFail("sandbox", "stat " + path);
+  for (size_t i = 0; i < dirs_.size(); ++i) {
+    struct stat have {};
+    if (::fstat(dirs_[i].fd.Get(), &have) == 0 && have.st_dev == st.st_dev &&
+        have.st_ino == st.st_ino) {
+      return static_cast<int>(i);
+    }
+  }
+  // Waits only while a finishing run holds it exclusively, removing its placeholders.
+  while (::flock(fd.Get(), LOCK_SH) != 0) {
+    if (errno != EINTR) return SysFail("sandbox", "lock " + path);
+  }
+  dirs_.push_back(HeldDir{path, std::move(fd), UniqueFd(), false, false, false});
+  return static_cast<int>(dirs_.size() - 1);
+}
+
+Result<AutorunShield::Outcome> AutorunShield::MakeLink(const AutorunMake& make) {
+  auto dir = Hold(make.parent);
+  if (!dir) return tl::unexpected(dir.error());
+  if (*dir == -2) return Outcome::kCannot;
+  if (*dir < 0) return Outcome::kChanged;
+  const std::string placeholder(kAutorunPlaceholder);
+  if (::symlinkat(placeholder.c_str(), dirs_[*dir].fd.Get(), make.name.c_str()) != 0) {
+    if (errno == EEXIST) return Outcome::kChanged;
+    if (CannotCreate(errno)) return Outcome::kCannot;
+    return SysFail("sandbox", "make the placeholder " + JoinPath(make.parent, make.name));
+  }
+  dirs_[*dir].holds_links = true;
+  made_links_.push_back(JoinPath(make.parent, make.name));
+  return Outcome::kMade;
+}
+
+Result<AutorunShield::Outcome> AutorunShield::MakeDirectory(const AutorunMake& make) {
+  const std::string path = JoinPath(make.parent, make.name);
+  UniqueFd parent(::open(make.parent.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!parent) {
+    if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) return Outcome::kChanged;
+    if (CannotCreateIn(make.parent, errno)) return Outcome::kCannot;
+    return SysFail("sandbox", "open " + make.parent);
+  }
+  if (::mkdirat(parent.Get(), make.name.c_str(), 0700) != 0) {
+    if (errno == EEXIST) return Outcome::kChanged;
+    if (CannotCreate(errno)) return Outcome::kCannot;
+    return SysFail("sandbox", "make " + path);
+  }
+  UniqueFd fd(
+      ::openat(parent.Get(), make.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) return SysFail("sandbox", "open " + path);
+  // Marked while it is surely ours (best effort: a file system without user xattrs leaves an
+  // unmarked one behind only when a killed run could not remove it).
+  (void)::fsetxattr(fd.Get(), kPlaceholderXattr, "1", 1, 0);
+  while (::flock(fd.Get(), LOCK_SH) != 0) {
+    if (errno != EINTR) return SysFail("sandbox", "lock " + path);
+  }
+  const bool ours = StillNamed(parent.Get(), make.name, fd.Get());
+  dirs_.push_back(HeldDir{path, std::move(fd), std::move(parent), ours, ours, false});
+  return ours ? Outcome::kMade : Outcome::kChanged;
+}
+
+Result<bool> AutorunShield::HoldLink(const std::string& path, bool pinned) {
+  auto dir = Hold(ParentOf(path));
+  if (!dir) {
+    // One an earlier run left where this run needs nothing: cleaning it up can wait.
+    if (!pinned) return false;
+    return tl::unexpected(dir.error());
+  }
+  if (*dir == -2) return true;  // nor can the command remove or make a name there
+  if (*dir < 0) return false;
+  if (!IsPlaceholderLink(dirs_[*dir].fd.Get(), NameOf(path).c_str())) return false;
+  dirs_[*dir].holds_links = true;
+  return true;
+}
+
+Status AutorunShield::AdoptMarked(const std::string& dir) {
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd || ::fgetxattr(fd.Get(), kPlaceholderXattr, nullptr, 0) < 0) return Ok();
+  fd.Reset();
+  auto held = Hold(dir);
+  if (!held) return tl::unexpected(held.error());
+  if (*held < 0) return Ok();
+  HeldDir& d = dirs_[*held];
+  if (d.placeholder) return Ok();
+  UniqueFd parent(::open(ParentOf(dir).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!parent || !StillNamed(parent.Get(), NameOf(dir), d.fd.Get())) return Ok();
+  d.parent = std::move(parent);
+  d.placeholder = true;
+  return Ok();
+}
+
+AutorunShield& AutorunShield::operator=(AutorunShield&& other) noexcept {
+  if (this != &other) {
+    Release();
+    dirs_ = std::move(other.dirs_);
+    made_links_ = std::move(other.made_links_);
+    plan_ = std::move(other.plan_);
+    other.dirs_.clear();
+    other.made_links_.clear();
+  }
+  return *this;
+}
+
+AutorunShield::~AutorunShield() { Release(); }
+
+void AutorunShield::Release() {
+  // Deepest first: the links out of their directories, then the directories out of theirs.
+  std::vector<size_t> order(dirs_.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  auto depth = [this](size_t i) {
+    return std::count(dirs_[i].path.begin(), dirs_[i].path.end(), '/');
+  };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return depth(a) > depth(b); });
+  for (size_t i : order) {
+    HeldDir& d = dirs_[i];
+    if (!d.holds_links && !d.placeholder) continue;
+    // Another run still holds it (and binds what is in it): that run removes them.
+    if (::flock(d.fd.Get(), LOCK_EX | LOCK_NB) != 0) continue;
+    if (d.holds_links) RemovePlaceholderLinks(d.fd.Get());
+    // Fails (ENOTEMPTY) when something was put in it meanwhile: then it is the user's.
+    if (d.placeholder && d.parent && StillNamed(d.parent.Get(), NameOf(d.path), d.fd.Get())) {
+      (void)::unlinkat(d.parent.Get(), NameOf(d.path).c_str(), AT_REMOVEDIR);
+    }
+  }
+  dirs_.clear();  // closing the descriptors releases the locks
+  made_links_.clear();
+}
+
+std::vector<std::string> AutorunShield::Made() const {
+  std::vector<std::string> out = made_links_;
+  for (const auto& d : dirs_) {
+    if (d.made) out.push_back(d.path);
+  }
+  return out;
+}
+
+}  // namespace anvil

@@ -1,0 +1,237 @@
+#include "policy/host_autorun.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <deque>
+#include <optional>
+
+#include "fs/file_io.h"
+#include "policy/sandbox_policy.h"
+
+namespace anvil {
+namespace {
+
+// "/a//b/" -> "/a/b"; nullopt for a relative path or one with a "." or ".." component.
+std::optional<std::string> CleanAbsolute(const std::string& p) {
+  if (p.empty() || p[0] != '/') return std::nullopt;
+  std::string out;
+  size_t start = 0;
+  while (start < p.size()) {
+    size_t end = p.find('/', start);
+    if (end == std::string::npos) end = p.size();
+    const std::string part = p.substr(start, end - start);
+    if (part == "." || part == "..") return std::nullopt;
+    if (!part.empty()) out += "/" + part;
+    start = end + 1;
+  }
+  return out.empty() ? "/" : out;
+}
+
+std::string Join(const std::string& dir, const std::string& name) {
+  return dir == "/" ? "/" + name : dir + "/" + name;
+}
+
+std::string Parent(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
+}
+
+void AddUnique(std::vector<std::string>& to, const std::string& p) {
+  if (std::find(to.begin(), to.end(), p) == to.end()) to.push_back(p);
+}
+
+// The non-empty components of `path`, in order.
+std::vector<std::string> Components(const std::string& path) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string::npos) end = path.size();
+    if (end > start) out.push_back(path.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+// A symbolic link chain longer than this is ELOOP to the kernel (MAXSYMLINKS).
+constexpr int kMaxLinks = 40;
+
+// One place resolved the kernel's way.
+struct Walk {
+  std::vector<std::string> links;  // every symbolic link met (its own path, canonical parent)
+  std::string end;                 // where it ends, canonical
+  AutorunFs::Node end_node;        // what is there (kMissing: the first missing component)
+  bool last = true;                // kMissing: nothing follows the missing name
+  bool blocked = false;            // a non-directory stands where more components follow
+  bool placeholder = false;        // ends at a placeholder link (the last of `links`)
+  bool loop = false;               // too many links: the kernel finds nothing
+};
+
+Walk Resolve(const std::string& place, const AutorunFs& fs) {
+  Walk w;
+  std::deque<std::string> todo;
+  for (auto& c : Components(place)) todo.push_back(std::move(c));
+  std::string cur = "/";
+  int hops = 0;
+  while (!todo.empty()) {
+    const std::string name = todo.front();
+    todo.pop_front();
+    if (name == ".") continue;
+    if (name == "..") {
+      cur = Parent(cur);
+      continue;
+    }
+    const std::string next = Join(cur, name);
+    AutorunFs::Node node = fs.lstat(next);
+    if (node.kind == AutorunFs::Kind::kSymlink) {
+      w.links.push_back(next);
+      if (node.target == kAutorunPlaceholder) {
+        w.placeholder = true;
+        w.end = next;
+        w.end_node = node;
+        return w;
+      }
+      if (++hops > kMaxLinks || node.target.empty()) {
+        w.loop = true;
+        return w;
+      }
+      auto parts = Components(node.target);
+      todo.insert(todo.begin(), parts.begin(), parts.end());
+      if (node.target[0] == '/') cur = "/";
+      continue;
+    }
+    w.end = next;
+    w.end_node = node;
+    if (node.kind == AutorunFs::Kind::kMissing) {
+      w.last = std::all_of(todo.begin(), todo.end(), [](const std::string& c) { return c == "."; });
+      return w;
+    }
+    if (node.kind != AutorunFs::Kind::kDirectory &&
+        !std::all_of(todo.begin(), todo.end(), [](const std::string& c) { return c == "."; })) {
+      w.blocked = true;
+      return w;
+    }
+    cur = next;
+  }
+  if (w.end != cur) {  // it ended with "..", or is "/"
+    w.end = cur;
+    w.end_node = fs.lstat(cur);
+  }
+  return w;
+}
+
+// `root` shows `path` strictly beneath it, with nothing the view mounts afresh in between.
+bool HeldBy(const std::string& path, const std::string& root,
+            const std::vector<std::string>& covered) {
+  if (path == root || !PathIsWithin(path, root)) return false;
+  return std::none_of(covered.begin(), covered.end(), [&](const std::string& c) {
+    return c != root && PathIsWithin(c, root) && PathIsWithin(path, c);
+  });
+}
+
+}  // namespace
+
+AutorunEnv AutorunEnvFromProcess() {
+  auto get = [](const char* name) {
+    const char* v = std::getenv(name);
+    return std::string(v ? v : "");
+  };
+  return AutorunEnv{get("HOME"), PasswdHome(), get("XDG_CONFIG_HOME"), get("XDG_DATA_HOME"),
+                    get("ZDOTDIR")};
+}
+
+std::vector<std::string> HostAutorunPaths(const AutorunEnv& env) {
+  std::vector<std::string> homes;
+  for (const auto& h : {env.home, env.passwd_home}) {
+    if (auto clean = CleanAbsolute(h)) AddUnique(homes, *clean);
+  }
+  auto bases = [&](AutorunBase base) {
+    std::vector<std::string> out;
+    auto add = [&out](const std::string& value) {
+      if (auto clean = CleanAbsolute(value)) AddUnique(out, *clean);
+    };
+    switch (base) {
+      case AutorunBase::kHome:
+        for (const auto& h : homes) add(h);
+        break;
+      case AutorunBase::kZsh:
+        for (const auto& h : homes) add(h);
+        add(env.zdotdir);
+        break;
+      case AutorunBase::kConfig:
+        add(env.xdg_config_home);
+        for (const auto& h : homes) add(Join(h, ".config"));
+        break;
+      case AutorunBase::kData:
+        add(env.xdg_data_home);
+        for (const auto& h : homes) add(Join(h, ".local/share"));
+        break;
+    }
+    return out;
+  };
+  std::vector<std::string> out;
+  for (const auto& entry : kHostAutorun) {
+    for (const auto& base : bases(entry.base)) AddUnique(out, Join(base, std::string(entry.path)));
+  }
+  return out;
+}
+
+Result<AutorunShieldPlan> PlanAutorunShield(const std::vector<std::string>& places,
+                                            const std::vector<std::string>& writable_roots,
+                                            const std::vector<std::string>& covered,
+                                            const AutorunFs& fs,
+                                            const std::vector<std::string>& unmakeable) {
+  AutorunShieldPlan plan;
+  auto held = [&](const std::string& path) {
+    return std::any_of(writable_roots.begin(), writable_roots.end(),
+                       [&](const std::string& root) { return HeldBy(path, root, covered); });
+  };
+  // Every directory strictly between a root that holds `path` and `path`: each becomes a
+  // mount point, which rename(2) and rmdir(2) refuse to move or remove.
+  auto pin_way = [&](const std::string& path) {
+    for (const auto& root : writable_roots) {
+      if (!HeldBy(path, root, covered)) continue;
+      for (std::string dir = Parent(path); HeldBy(dir, root, covered); dir = Parent(dir)) {
+        AddUnique(plan.pinned_dirs, dir);
+      }
+    }
+  };
+  for (const auto& place : places) {
+    const Walk w = Resolve(place, fs);
+    // A placeholder is listed even where no root of this run holds it (one an earlier run
+    // left behind): removed after the run unless another run still holds it.
+    if (w.placeholder) AddUnique(plan.placeholders, w.links.back());
+    for (const auto& link : w.links) {
+      if (!held(link)) continue;
+      pin_way(link);
+      AddUnique(plan.pinned_links, link);
+    }
+    if (w.placeholder || w.loop || !held(w.end)) continue;
+    if (w.end_node.kind == AutorunFs::Kind::kMissing) {
+      if (std::find(unmakeable.begin(), unmakeable.end(), w.end) != unmakeable.end()) continue;
+      const auto slash = w.end.rfind('/');
+      AutorunMake make{Parent(w.end), w.end.substr(slash + 1), !w.last};
+      if (std::find(plan.make.begin(), plan.make.end(), make) == plan.make.end()) {
+        plan.make.push_back(std::move(make));
+      }
+      continue;
+    }
+    // The user named it as a writable root: theirs to write.
+    if (std::find(writable_roots.begin(), writable_roots.end(), w.end) != writable_roots.end()) {
+      continue;
+    }
+    if (!w.blocked && w.end_node.kind == AutorunFs::Kind::kFile && w.end_node.links > 1) {
+      return Fail("sandbox",
+                  w.end + " (" + place + ", which the host runs) has " +
+                      std::to_string(w.end_node.links) +
+                      " hard links, and a writable root holds it: another name of the same file "
+                      "could be written. fix: make it a file of its own (cp -p it aside and mv "
+                      "the copy back), or choose a workspace that does not hold it");
+    }
+    pin_way(w.end);
+    AddUnique(plan.read_only, w.end);
+  }
+  return plan;
+}
+
+}  // namespace anvil

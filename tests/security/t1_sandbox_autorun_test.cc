@@ -1,0 +1,248 @@
+// T1 for what the host runs from the home (policy/host_autorun.h, linux/autorun_shield.h): with
+// a workspace of $HOME, a sandboxed command must not plant code that runs later outside any
+// sandbox — a shell's startup or logout file, a command first on PATH (~/.local/bin/ls, ~/bin),
+// a systemd user unit, an autostart entry, an installed Anvil plugin — not by writing it, not
+// by making it where it is missing, not by moving a directory or a link aside and making it
+// anew. Missing places are held by placeholders for the run only: nothing is left in the home.
+// Next to each attack: everything else in the same home stays writable (notes, a git
+// repository, a project's installs). Root and unprivileged callers.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "sandbox_harness.h"
+
+namespace anvil::testing {
+namespace {
+
+// Each write a command could try, as `shell-command` pairs with what it plants.
+const char kAttacks[] =
+    "try() { if sh -c \"$2\" 2>/dev/null; then echo \"WROTE $1\"; fi; }; "
+    "try bashrc 'echo evil >> .bashrc'; "
+    "try profile 'echo evil >> .profile'; "
+    "try profile-sed 'sed -i s/mine/evil/ .profile'; "
+    "try bashrc-replaced 'echo evil > x && mv -f x .bashrc'; "
+    "try bash_profile 'echo evil > .bash_profile'; "
+    "try bash_login 'echo evil > .bash_login'; "
+    "try bash_logout 'echo evil > .bash_logout'; "
+    "try zshenv 'echo evil > .zshenv'; "
+    "try zshrc 'ln -s x .zshrc'; "
+    "try local-bin 'mkdir -p .local/bin && echo evil > .local/bin/ls'; "
+    "try bin 'mkdir -p bin && echo evil > bin/ls'; "
+    "try unit 'mkdir -p .config/systemd/user && echo evil > .config/systemd/user/x.service'; "
+    "try autostart 'mkdir -p .config/autostart && echo evil > .config/autostart/x.desktop'; "
+    "try fish 'mkdir -p .config/fish && echo evil > .config/fish/config.fish'; "
+    "try environment 'mkdir -p .config/environment.d && echo PATH=x > "
+    ".config/environment.d/x.conf'; "
+    "try plugin 'mkdir -p .local/share/anvil/plugins/p && echo evil > "
+    ".local/share/anvil/plugins/p/main.lua'; "
+    "try pam 'echo PATH=x > .pam_environment'; "
+    "try xprofile 'echo evil > .xprofile'; "
+    "try moved-config 'mv .config .config.old && mkdir -p .config/autostart'; "
+    "try moved-local 'mv .local .local.old && mkdir -p .local/bin'; "
+    "try removed-placeholder 'rm -f .zshrc && echo evil > .zshrc'; ";
+
+// The ordinary work beside them, in the same home.
+const char kBenign[] =
+    "echo ok > notes.txt && mkdir -p .cache/pip && echo ok > .cache/pip/x && "
+    "mkdir -p .config/nvim && echo ok > .config/nvim/init.lua && "
+    "mkdir -p proj && cd proj && git init -q && echo x > f && git add f && "
+    "git -c user.email=a@b.c -c user.name=n commit -qm m && "
+    "mkdir -p node_modules/.bin .venv/bin && echo x > node_modules/.bin/tool && "
+    "echo x > .venv/bin/tool && cd .. && echo BENIGN";
+
+class T1SandboxHostAutorun : public CallerTest {
+ protected:
+  void SetUp() override {
+    CallerTest::SetUp();
+    if (IsSkipped()) return;
+    home_ = base_ / "home";
+    ASSERT_EQ(mkdir(home_.c_str(), 0755), 0);
+    WriteFile(home_ + "/.bashrc", "# mine\n");
+    WriteFile(home_ + "/.profile", "# mine\n");
+    caller_.Give(home_);
+  }
+  RunResult Sh(const std::string& workspace, const std::string& script,
+               const std::vector<std::string>& env_extra = {},
+               const std::vector<std::string>& flags = {}) {
+    RunOptions o;
+    o.env = {"PATH=/usr/bin:/bin", "HOME=" + home_};
+    o.env.insert(o.env.end(), env_extra.begin(), env_extra.end());
+    return SandboxSh(workspace, script, flags, Opts(o));
+  }
+  // Every path beneath the home that is a symbolic link (placeholders among them).
+  std::string LinksInHome() {
+    RunResult r = ::anvil::testing::Run({"/usr/bin/find", home_, "-type", "l"});
+    return r.out;
+  }
+  TempDir base_{"anvil-autorun", "/var/tmp"};
+  std::string home_;
+};
+
+TEST_P(T1SandboxHostAutorun, AWorkspaceOfHomeCannotPlantWhatTheHostRuns) {
+  auto r = Sh(home_, std::string(kAttacks) + kBenign);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.find("WROTE"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("BENIGN"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(ReadFile(home_ + "/.bashrc"), "# mine\n");
+  EXPECT_EQ(ReadFile(home_ + "/.profile"), "# mine\n");
+  // Nothing planted, and nothing of the run's own left behind.
+  struct stat st {};
+  for (const char* p :
+       {".bash_profile", ".bash_login", ".bash_logout", ".zshenv", ".zshrc", ".local/bin", "bin",
+        ".config/systemd", ".config/autostart", ".config/fish", ".config/environment.d",
+        ".local/share", ".pam_environment", ".xprofile", ".config.old", ".local.old", ".git"}) {
+    EXPECT_NE(lstat((home_ + "/" + p).c_str(), &st), 0) << p << " exists after the run";
+  }
+  EXPECT_EQ(LinksInHome(), "");
+  // The benign work is there.
+  EXPECT_EQ(ReadFile(home_ + "/.config/nvim/init.lua"), "ok\n");
+  EXPECT_TRUE(Exists(home_ + "/proj/.git/HEAD"));
+  EXPECT_TRUE(Exists(home_ + "/proj/node_modules/.bin/tool"));
+}
+
+TEST_P(T1SandboxHostAutorun, ADirectoryAboveTheHomeIsNoWayAroundIt) {
+  caller_.Give(base_.path());
+  auto r = Sh(base_.path(),
+              "cd home && echo evil >> .bashrc 2>/dev/null && echo WROTE; "
+              "echo evil > .zshrc 2>/dev/null && echo WROTE; mv ../home ../h2 2>/dev/null && "
+              "echo WROTE; echo ok > ../beside && echo BENIGN",
+              {}, {});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.find("WROTE"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("BENIGN"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(ReadFile(home_ + "/.bashrc"), "# mine\n");
+  EXPECT_EQ(LinksInHome(), "");
+}
+
+TEST_P(T1SandboxHostAutorun, LinkedDotfilesAndWhatTheyLeadToStayAsTheyAre) {
+  ASSERT_EQ(Shell("cd " + ShellQuote(home_) +
+                  " && rm .bashrc && mkdir -p dotfiles tools/bin && echo '# mine' > "
+                  "dotfiles/bashrc && ln -s dotfiles/bashrc .bashrc && ln -s tools/bin bin"),
+            0);
+  caller_.Give(home_);
+  auto r = Sh(home_,
+              "try() { if sh -c \"$2\" 2>/dev/null; then echo \"WROTE $1\"; fi; }; "
+              "try through-link 'echo evil >> .bashrc'; "
+              "try target 'echo evil >> dotfiles/bashrc'; "
+              "try relinked 'ln -sf evil .bashrc'; "
+              "try removed-link 'rm .bashrc && echo evil > .bashrc'; "
+              "try moved-dir 'mv dotfiles d2 && mkdir dotfiles && echo evil > dotfiles/bashrc'; "
+              "try bin-through-link 'echo evil > bin/ls'; "
+              "try bin-moved 'mv tools t2 && mkdir -p tools/bin && echo evil > tools/bin/ls'; "
+              "echo ok > dotfiles/README && echo ok > tools/README && echo BENIGN");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.find("WROTE"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("BENIGN"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(ReadFile(home_ + "/dotfiles/bashrc"), "# mine\n");
+  EXPECT_FALSE(Exists(home_ + "/tools/bin/ls"));
+  // The user's own links are theirs; only they remain.
+  auto links = Lines(LinksInHome());
+  std::sort(links.begin(), links.end());
+  EXPECT_EQ(links, (std::vector<std::string>{home_ + "/.bashrc", home_ + "/bin"}));
+}
+
+TEST_P(T1SandboxHostAutorun, ADotfilesRepositoryAsWorkspaceKeepsTheFileTheHomeLinksTo) {
+  ASSERT_EQ(Shell("cd " + ShellQuote(home_) +
+                  " && rm .bashrc && mkdir dotfiles && echo '# mine' > dotfiles/bashrc && "
+                  "ln -s dotfiles/bashrc .bashrc"),
+            0);
+  caller_.Give(home_);
+  auto r = Sh(home_ + "/dotfiles",
+              "echo evil >> bashrc 2>/dev/null && echo WROTE; "
+              "mv bashrc b2 2>/dev/null && echo WROTE; echo ok > vimrc && echo BENIGN");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.find("WROTE"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("BENIGN"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(ReadFile(home_ + "/dotfiles/bashrc"), "# mine\n");
+}
+
+TEST_P(T1SandboxHostAutorun, ZdotdirAndXdgPlacesAreKeptToo) {
+  auto r = Sh(home_,
+              "try() { if sh -c \"$2\" 2>/dev/null; then echo \"WROTE $1\"; fi; }; "
+              "try zdotdir 'mkdir -p zdot && echo evil > zdot/.zshrc'; "
+              "try xdg-config 'mkdir -p xdg/cfg/autostart && echo evil > xdg/cfg/autostart/x'; "
+              "try xdg-data 'mkdir -p xdg/data/anvil/plugins/p && echo evil > "
+              "xdg/data/anvil/plugins/p/main.lua'; "
+              "echo ok > xdg/notes && echo BENIGN",
+              {"ZDOTDIR=" + home_ + "/zdot", "XDG_CONFIG_HOME=" + home_ + "/xdg/cfg",
+               "XDG_DATA_HOME=" + home_ + "/xdg/data"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.find("WROTE"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("BENIGN"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(LinksInHome(), "");
+  EXPECT_FALSE(Exists(home_ + "/zdot"));
+}
+
+TEST_P(T1SandboxHostAutorun, NamingThePlaceAsAWritableRootAllowsIt) {
+  ASSERT_EQ(Shell("mkdir -p " + ShellQuote(home_ + "/.local/bin")), 0);
+  caller_.Give(home_);
+  auto r = Sh(home_,
+              "echo '#!/bin/sh' > .local/bin/mytool && echo ALLOWED; "
+              "echo evil > bin/ls 2>/dev/null && echo WROTE; "
+              "echo evil >> .bashrc 2>/dev/null && echo WROTE; true",
+              {}, {"--writable-root", home_ + "/.local/bin"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("ALLOWED"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(r.out.find("WROTE"), std::string::npos) << r.out;
+  EXPECT_TRUE(Exists(home_ + "/.local/bin/mytool"));
+  // Without it the same write is refused, and the summary says how to allow it.
+  r = Sh(home_, "echo x > .local/bin/other");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("allow with --writable-root .local/bin"), std::string::npos) << r.err;
+}
+
+// Concurrent runs share the placeholders: one that ends first must not remove them (that would
+// take them out of the other's view), and the last one leaves nothing.
+TEST_P(T1SandboxHostAutorun, ARunThatEndsFirstLeavesTheOthersPlaceholdersInPlace) {
+  RunOptions o;
+  o.env = {"PATH=/usr/bin:/bin", "HOME=" + home_};
+  const std::string script =
+      "touch started; i=0; while [ ! -e go ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; "
+      "w=REFUSED; echo evil > .zshrc 2>/dev/null && w=WROTE; "
+      "{ mkdir -p .local/bin && echo evil > .local/bin/ls; } 2>/dev/null && w=WROTE; "
+      "echo $w > result";
+  Spawned first({AnvilBin(), "sandbox", "--cwd", home_, "--", "sh", "-c", script}, Opts(o));
+  ASSERT_TRUE(WaitUntil([&] { return Exists(home_ + "/started"); }, std::chrono::seconds(30)));
+  // The first run's placeholders are on the host while it runs.
+  EXPECT_NE(LinksInHome().find(home_ + "/.zshrc"), std::string::npos) << LinksInHome();
+  auto second = Sh(home_, "echo second > second.txt");
+  EXPECT_EQ(second.status, 0) << second.err;
+  EXPECT_NE(LinksInHome().find(home_ + "/.zshrc"), std::string::npos)
+      << "the second run removed the first one's placeholder";
+  WriteFile(home_ + "/go", "");
+  auto status = first.Wait(std::chrono::seconds(60));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(*status, 0);
+  EXPECT_EQ(ReadFile(home_ + "/result"), "REFUSED\n");
+  EXPECT_EQ(LinksInHome(), "");
+  EXPECT_FALSE(Exists(home_ + "/.local/bin"));
+}
+
+// A workspace below the home, the usual case: nothing is made in the home at all.
+TEST_P(T1SandboxHostAutorun, AWorkspaceBelowTheHomeLeavesTheHomeAlone) {
+  ASSERT_EQ(Shell("mkdir -p " + ShellQuote(home_ + "/proj")), 0);
+  caller_.Give(home_);
+  RunOptions o;
+  o.env = {"PATH=/usr/bin:/bin", "HOME=" + home_};
+  Spawned run({AnvilBin(), "sandbox", "--cwd", home_ + "/proj", "--", "sh", "-c",
+               "touch started; i=0; while [ ! -e go ] && [ $i -lt 600 ]; do sleep 0.05; "
+               "i=$((i+1)); done"},
+              Opts(o));
+  ASSERT_TRUE(WaitUntil([&] { return Exists(home_ + "/proj/started"); }, std::chrono::seconds(30)));
+  EXPECT_EQ(LinksInHome(), "");
+  WriteFile(home_ + "/proj/go", "");
+  auto status = run.Wait(std::chrono::seconds(60));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(*status, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxHostAutorun, ::testing::ValuesIn(kAllCallers),
+                         CallerParamName);
+
+}  // namespace
+}  // namespace anvil::testing

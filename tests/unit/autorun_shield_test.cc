@@ -1,0 +1,151 @@
+// The placeholders of what the host runs from the home (linux/autorun_shield.h) on a real file
+// system: made for the run, held while it lasts, removed after, shared by concurrent runs,
+// taken over when a killed run left them, and never taking what the user put there meanwhile.
+#include "linux/autorun_shield.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "linux/protected_placeholders.h"
+
+namespace anvil {
+namespace {
+
+class AutorunShieldTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char t[] = "/var/tmp/anvil-autorun-unit-XXXXXX";
+    ASSERT_NE(mkdtemp(t), nullptr);
+    home_ = t;
+    std::ofstream(home_ + "/.bashrc") << "# mine\n";
+    ASSERT_EQ(mkdir((home_ + "/.local").c_str(), 0755), 0);
+  }
+  void TearDown() override { std::filesystem::remove_all(home_); }
+
+  std::vector<std::string> Places() const {
+    return {home_ + "/.bashrc", home_ + "/.zshrc", home_ + "/.local/bin",
+            home_ + "/.local/share/anvil"};
+  }
+  // Everything beneath the home, as relative paths.
+  std::set<std::string> Listing() const {
+    std::set<std::string> out;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(home_)) {
+      out.insert(e.path().string().substr(home_.size() + 1));
+    }
+    return out;
+  }
+  bool IsPlaceholder(const std::string& rel) const {
+    std::error_code ec;
+    return std::filesystem::read_symlink(home_ + "/" + rel, ec).string() ==
+           std::string(kAutorunPlaceholder);
+  }
+  std::string home_;
+};
+
+TEST_F(AutorunShieldTest, MissingPlacesAreTakenForTheRunAndNothingIsLeftAfter) {
+  const auto before = Listing();
+  {
+    auto shield = AutorunShield::Prepare(Places(), {home_}, {});
+    ASSERT_TRUE(shield) << shield.error().ToString();
+    EXPECT_TRUE(IsPlaceholder(".zshrc"));
+    EXPECT_TRUE(IsPlaceholder(".local/bin"));
+    EXPECT_TRUE(IsPlaceholder(".local/share/anvil"));
+    EXPECT_TRUE(std::filesystem::is_directory(home_ + "/.local/share"));
+    const auto& plan = shield->Plan();
+    EXPECT_TRUE(plan.make.empty());
+    EXPECT_EQ(plan.read_only, std::vector<std::string>{home_ + "/.bashrc"});
+    EXPECT_EQ(plan.pinned_links, (std::vector<std::string>{home_ + "/.zshrc", home_ + "/.local/bin",
+                                                           home_ + "/.local/share/anvil"}));
+    EXPECT_EQ(plan.pinned_dirs,
+              (std::vector<std::string>{home_ + "/.local", home_ + "/.local/share"}));
+    const auto made = shield->Made();
+    EXPECT_EQ(std::set<std::string>(made.begin(), made.end()),
+              (std::set<std::string>{home_ + "/.zshrc", home_ + "/.local/bin",
+                                     home_ + "/.local/share/anvil", home_ + "/.local/share"}));
+  }
+  EXPECT_EQ(Listing(), before);
+}
+
+TEST_F(AutorunShieldTest, ConcurrentRunsShareThemAndTheLastOneRemovesThem) {
+  const auto before = Listing();
+  std::optional<AutorunShield> first, second;
+  {
+    auto a = AutorunShield::Prepare(Places(), {home_}, {});
+    ASSERT_TRUE(a) << a.error().ToString();
+    first.emplace(std::move(*a));
+    auto b = AutorunShield::Prepare(Places(), {home_}, {});
+    ASSERT_TRUE(b) << b.error().ToString();
+    second.emplace(std::move(*b));
+  }
+  EXPECT_TRUE(second->Made().empty()) << "the second run takes the first one's placeholders";
+  first.reset();
+  // The second run still binds them: removing one would detach it from its view.
+  EXPECT_TRUE(IsPlaceholder(".zshrc"));
+  EXPECT_TRUE(IsPlaceholder(".local/share/anvil"));
+  second.reset();
+  EXPECT_EQ(Listing(), before);
+}
+
+TEST_F(AutorunShieldTest, WhatAKilledRunLeftIsTakenOverAndRemoved) {
+  const auto before = Listing();
+  ASSERT_EQ(mkdir((home_ + "/.local/share").c_str(), 0700), 0);
+  const bool marked =
+      setxattr((home_ + "/.local/share").c_str(), kPlaceholderXattr, "1", 1, 0) == 0;
+  ASSERT_EQ(symlink(std::string(kAutorunPlaceholder).c_str(), (home_ + "/.zshrc").c_str()), 0);
+  ASSERT_EQ(
+      symlink(std::string(kAutorunPlaceholder).c_str(), (home_ + "/.local/share/anvil").c_str()),
+      0);
+  {
+    auto shield = AutorunShield::Prepare(Places(), {home_}, {});
+    ASSERT_TRUE(shield) << shield.error().ToString();
+    EXPECT_EQ(shield->Made(), std::vector<std::string>{home_ + "/.local/bin"});
+  }
+  auto want = before;
+  if (!marked) want.insert(".local/share");  // no user xattrs here: it cannot be told apart
+  EXPECT_EQ(Listing(), want);
+  // Left where this run's roots hold nothing: removed all the same.
+  ASSERT_EQ(symlink(std::string(kAutorunPlaceholder).c_str(), (home_ + "/.zshrc").c_str()), 0);
+  {
+    auto shield = AutorunShield::Prepare(Places(), {home_ + "/.local"}, {});
+    ASSERT_TRUE(shield) << shield.error().ToString();
+  }
+  EXPECT_FALSE(IsPlaceholder(".zshrc"));
+}
+
+TEST_F(AutorunShieldTest, WhatTheUserPutThereMeanwhileStays) {
+  {
+    auto shield = AutorunShield::Prepare(Places(), {home_}, {});
+    ASSERT_TRUE(shield) << shield.error().ToString();
+    // Outside the sandbox, during the run: a program of the user's writes into the directory
+    // the run made.
+    std::ofstream(home_ + "/.local/share/recently-used.xbel") << "<xbel/>\n";
+  }
+  EXPECT_TRUE(std::filesystem::exists(home_ + "/.local/share/recently-used.xbel"));
+  EXPECT_FALSE(IsPlaceholder(".local/share/anvil"));
+  EXPECT_FALSE(IsPlaceholder(".zshrc"));
+  EXPECT_TRUE(std::filesystem::exists(home_ + "/.bashrc"));
+}
+
+TEST_F(AutorunShieldTest, AHardLinkedStartupFileRefusesTheRunAndLeavesNothing) {
+  const auto before = Listing();
+  ASSERT_EQ(link((home_ + "/.bashrc").c_str(), (home_ + "/bashrc.bak").c_str()), 0);
+  auto shield = AutorunShield::Prepare(Places(), {home_}, {});
+  ASSERT_FALSE(shield);
+  EXPECT_NE(shield.error().message.find("hard links"), std::string::npos);
+  auto want = before;
+  want.insert("bashrc.bak");
+  EXPECT_EQ(Listing(), want);
+}
+
+}  // namespace
+}  // namespace anvil

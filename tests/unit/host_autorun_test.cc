@@ -1,0 +1,309 @@
+// What the host runs from the home, and what a run must do about each place for its writable
+// roots (policy/host_autorun.h): the places for each HOME, user-database home, XDG value and
+// ZDOTDIR, then the plan, table by table, on a fake file system.
+#include "policy/host_autorun.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace anvil {
+namespace {
+
+bool Has(const std::vector<std::string>& v, const std::string& p) {
+  return std::find(v.begin(), v.end(), p) != v.end();
+}
+
+size_t CountOf(AutorunBase base) {
+  return static_cast<size_t>(
+      std::count_if(std::begin(kHostAutorun), std::end(kHostAutorun),
+                    [base](const HostAutorun& e) { return e.base == base; }));
+}
+
+TEST(HostAutorun, EveryPlaceOfEveryHomeAndXdgValueIsListedOnce) {
+  const size_t all = std::size(kHostAutorun);
+  struct Row {
+    const char* name;
+    AutorunEnv env;
+    std::vector<std::string> has, lacks;
+    size_t count;
+  } rows[] = {
+      {"one home",
+       {"/home/u", "", "", "", ""},
+       {"/home/u/.profile",
+        "/home/u/.bash_profile",
+        "/home/u/.bash_login",
+        "/home/u/.bashrc",
+        "/home/u/.bash_logout",
+        "/home/u/.zshenv",
+        "/home/u/.zprofile",
+        "/home/u/.zshrc",
+        "/home/u/.zlogin",
+        "/home/u/.zlogout",
+        "/home/u/.config/fish",
+        "/home/u/bin",
+        "/home/u/.local/bin",
+        "/home/u/.config/systemd",
+        "/home/u/.config/autostart",
+        "/home/u/.config/environment.d",
+        "/home/u/.pam_environment",
+        "/home/u/.xprofile",
+        "/home/u/.xsessionrc",
+        "/home/u/.local/share/anvil",
+        "/home/u/.local/share/systemd",
+        "/home/u/.local/share/dbus-1"},
+       {"/home/u/.config/anvil", "/home/u/.ssh", "/home/u/.gitconfig"},
+       all},
+      {"the user database's home too (a login there reads its own)",
+       {"/tmp/h", "/home/p", "", "", ""},
+       {"/tmp/h/.bashrc", "/home/p/.bashrc", "/tmp/h/.local/bin", "/home/p/.local/bin",
+        "/home/p/.config/autostart", "/home/p/.local/share/anvil"},
+       {},
+       2 * all},
+      {"the same home twice is listed once", {"/home/u/", "/home//u", "", "", ""}, {}, {}, all},
+      {"XDG values and ZDOTDIR add their own places",
+       {"/home/u", "", "/x/cfg", "/x/data", "/x/zsh"},
+       {"/x/cfg/fish", "/x/cfg/systemd", "/x/cfg/autostart", "/x/cfg/environment.d",
+        "/x/data/anvil", "/x/data/systemd", "/x/zsh/.zshenv", "/x/zsh/.zshrc",
+        "/home/u/.config/fish", "/home/u/.local/share/anvil", "/home/u/.zshrc"},
+       {"/x/zsh/.bashrc", "/x/cfg/.bashrc"},
+       all + CountOf(AutorunBase::kConfig) + CountOf(AutorunBase::kData) +
+           CountOf(AutorunBase::kZsh)},
+      {"relative and dotted values are ignored",
+       {"/home/u", "", "cfg", "./data", "/home/u/../zsh"},
+       {"/home/u/.config/fish"},
+       {"cfg/fish", "/home/zsh/.zshrc"},
+       all},
+      {"no home: only what the environment names",
+       {"", "", "/c", "", ""},
+       {"/c/fish", "/c/systemd"},
+       {},
+       CountOf(AutorunBase::kConfig)},
+      {"nothing at all", {"relative", "", "", "", ""}, {}, {}, 0},
+  };
+  for (const auto& row : rows) {
+    const auto paths = HostAutorunPaths(row.env);
+    EXPECT_EQ(paths.size(), row.count) << row.name;
+    for (const auto& p : row.has) EXPECT_TRUE(Has(paths, p)) << row.name << ": " << p;
+    for (const auto& p : row.lacks) EXPECT_FALSE(Has(paths, p)) << row.name << ": " << p;
+    for (const auto& p : paths) {
+      EXPECT_EQ(std::count(paths.begin(), paths.end(), p), 1) << row.name << ": " << p;
+    }
+  }
+}
+
+// A file system of a few paths; every ancestor of one is a directory.
+using Node = AutorunFs::Node;
+using Kind = AutorunFs::Kind;
+Node Dir() { return {Kind::kDirectory, 1, ""}; }
+Node File(uint64_t links = 1) { return {Kind::kFile, links, ""}; }
+Node Link(std::string target) { return {Kind::kSymlink, 1, std::move(target)}; }
+Node Placeholder() { return Link(std::string(kAutorunPlaceholder)); }
+
+struct FakeFs {
+  std::map<std::string, Node> nodes;
+  FakeFs(std::initializer_list<std::pair<const std::string, Node>> entries) : nodes(entries) {
+    nodes["/"] = Dir();
+    for (const auto& [path, node] : std::map<std::string, Node>(entries)) {
+      for (auto slash = path.rfind('/'); slash != 0 && slash != std::string::npos;
+           slash = path.rfind('/', slash - 1)) {
+        nodes.emplace(path.substr(0, slash), Dir());
+      }
+    }
+  }
+  AutorunFs Fs() const {
+    return {[this](const std::string& p) {
+      auto it = nodes.find(p);
+      return it == nodes.end() ? Node{} : it->second;
+    }};
+  }
+};
+
+struct Want {
+  std::vector<AutorunMake> make;
+  std::vector<std::string> read_only, pinned_dirs, pinned_links, placeholders;
+};
+
+void ExpectPlan(const AutorunShieldPlan& got, const Want& want, const std::string& name) {
+  EXPECT_EQ(got.make, want.make) << name;
+  EXPECT_EQ(got.read_only, want.read_only) << name;
+  EXPECT_EQ(got.pinned_dirs, want.pinned_dirs) << name;
+  EXPECT_EQ(got.pinned_links, want.pinned_links) << name;
+  EXPECT_EQ(got.placeholders, want.placeholders) << name;
+}
+
+const std::vector<std::string> kPlaces = {"/home/u/.bashrc", "/home/u/.zshrc", "/home/u/.local/bin",
+                                          "/home/u/.config/fish", "/home/u/.local/share/anvil"};
+
+TEST(HostAutorunPlan, WhatEachWritableRootMustKeepMakeAndPin) {
+  // A lived-in home: .bashrc, ~/.config/fish and ~/.local/bin exist; no .zshrc, no
+  // ~/.local/share.
+  const FakeFs lived({{"/home/u/.bashrc", File()},
+                      {"/home/u/.config/fish/config.fish", File()},
+                      {"/home/u/.local/bin/tool", File()},
+                      {"/home/u/proj/x", File()}});
+  // The same once a first round made the placeholders.
+  const FakeFs placed({{"/home/u/.bashrc", File()},
+                       {"/home/u/.config/fish/config.fish", File()},
+                       {"/home/u/.local/bin/tool", File()},
+                       {"/home/u/.zshrc", Placeholder()},
+                       {"/home/u/.local/share/anvil", Placeholder()}});
+  struct Row {
+    const char* name;
+    const FakeFs* fs;
+    std::vector<std::string> roots;
+    Want want;
+  } rows[] = {
+      {"a workspace below the home: nothing", &lived, {"/home/u/proj"}, {}},
+      {"the home as workspace: existing places read-only, missing ones to make",
+       &lived,
+       {"/home/u"},
+       {{{"/home/u", ".zshrc", false}, {"/home/u/.local", "share", true}},
+        {"/home/u/.bashrc", "/home/u/.local/bin", "/home/u/.config/fish"},
+        {"/home/u/.local", "/home/u/.config"},
+        {},
+        {}}},
+      {"once made: the placeholders pinned",
+       &placed,
+       {"/home/u"},
+       {{},
+        {"/home/u/.bashrc", "/home/u/.local/bin", "/home/u/.config/fish"},
+        {"/home/u/.local", "/home/u/.config", "/home/u/.local/share"},
+        {"/home/u/.zshrc", "/home/u/.local/share/anvil"},
+        {"/home/u/.zshrc", "/home/u/.local/share/anvil"}}},
+      {"a root above the home: the home is pinned too",
+       &placed,
+       {"/home"},
+       {{},
+        {"/home/u/.bashrc", "/home/u/.local/bin", "/home/u/.config/fish"},
+        {"/home/u", "/home/u/.local", "/home/u/.config", "/home/u/.local/share"},
+        {"/home/u/.zshrc", "/home/u/.local/share/anvil"},
+        {"/home/u/.zshrc", "/home/u/.local/share/anvil"}}},
+      {"a root that is the place: the user's choice, it stays writable",
+       &placed,
+       {"/home/u", "/home/u/.local/bin"},
+       {{},
+        {"/home/u/.bashrc", "/home/u/.config/fish"},
+        {"/home/u/.config", "/home/u/.local/share", "/home/u/.local"},
+        {"/home/u/.zshrc", "/home/u/.local/share/anvil"},
+        {"/home/u/.zshrc", "/home/u/.local/share/anvil"}}},
+      {"a root inside a place: the place read-only around it",
+       &placed,
+       {"/home/u/.config/fish/functions", "/home/u"},
+       {{},
+        {"/home/u/.bashrc", "/home/u/.local/bin", "/home/u/.config/fish"},
+        {"/home/u/.local", "/home/u/.config", "/home/u/.local/share"},
+        {"/home/u/.zshrc", "/home/u/.local/share/anvil"},
+        {"/home/u/.zshrc", "/home/u/.local/share/anvil"}}},
+      {"a placeholder left where this run holds nothing: only to clean up",
+       &placed,
+       {"/home/u/proj"},
+       {{}, {}, {}, {}, {"/home/u/.zshrc", "/home/u/.local/share/anvil"}}},
+  };
+  for (const auto& row : rows) {
+    auto plan = PlanAutorunShield(kPlaces, row.roots, {}, row.fs->Fs());
+    ASSERT_TRUE(plan) << row.name << ": " << plan.error().ToString();
+    ExpectPlan(*plan, row.want, row.name);
+  }
+}
+
+TEST(HostAutorunPlan, SymbolicLinksOnTheWayArePinnedAndWhereTheyLeadKept) {
+  const FakeFs fs({{"/home/u/.bashrc", Link("dotfiles/bashrc")},
+                   {"/home/u/dotfiles/bashrc", File()},
+                   {"/home/u/.config", Link("/home/u/cfg")},
+                   {"/home/u/cfg/fish/config.fish", File()},
+                   {"/home/u/.zshrc", Link("/etc/skel/zshrc")},
+                   {"/etc/skel/zshrc", File()},
+                   {"/home/u/.profile", Link(".profile")},
+                   {"/home/u/.local/bin", Link("../opt/bin")},
+                   {"/home/u/opt/bin/tool", File()}});
+  const std::vector<std::string> places = {"/home/u/.bashrc", "/home/u/.config/fish",
+                                           "/home/u/.zshrc", "/home/u/.profile",
+                                           "/home/u/.local/bin"};
+  struct Row {
+    const char* name;
+    std::vector<std::string> roots;
+    Want want;
+  } rows[] = {
+      {"the home as workspace: each link pinned, each target it holds read-only",
+       {"/home/u"},
+       {{},
+        {"/home/u/dotfiles/bashrc", "/home/u/cfg/fish", "/home/u/opt/bin"},
+        {"/home/u/dotfiles", "/home/u/cfg", "/home/u/.local", "/home/u/opt"},
+        {"/home/u/.bashrc", "/home/u/.config", "/home/u/.zshrc", "/home/u/.profile",
+         "/home/u/.local/bin"},
+        {}}},
+      {"a dotfiles repository as workspace: the file a link there leads to is kept",
+       {"/home/u/dotfiles"},
+       {{}, {"/home/u/dotfiles/bashrc"}, {}, {}, {}}},
+  };
+  for (const auto& row : rows) {
+    auto plan = PlanAutorunShield(places, row.roots, {}, fs.Fs());
+    ASSERT_TRUE(plan) << row.name << ": " << plan.error().ToString();
+    ExpectPlan(*plan, row.want, row.name);
+  }
+}
+
+TEST(HostAutorunPlan, OddHomesAreSettledOrRefused) {
+  // A non-directory where the way goes on: the host finds nothing below it, and the command
+  // must not replace it with a directory.
+  {
+    const FakeFs fs({{"/home/u/.config", File()}});
+    auto plan = PlanAutorunShield({"/home/u/.config/fish"}, {"/home/u"}, {}, fs.Fs());
+    ASSERT_TRUE(plan);
+    ExpectPlan(*plan, {{}, {"/home/u/.config"}, {}, {}, {}}, "a file on the way");
+  }
+  // Another name of the same file could be written.
+  {
+    const FakeFs fs({{"/home/u/.bashrc", File(2)}});
+    auto plan = PlanAutorunShield({"/home/u/.bashrc"}, {"/home/u"}, {}, fs.Fs());
+    ASSERT_FALSE(plan);
+    EXPECT_EQ(plan.error().code, "sandbox");
+    EXPECT_NE(plan.error().message.find("hard links"), std::string::npos);
+    EXPECT_NE(plan.error().message.find("fix:"), std::string::npos);
+    // Not held by a root: none of the run's business.
+    EXPECT_TRUE(PlanAutorunShield({"/home/u/.bashrc"}, {"/home/u/proj"}, {}, fs.Fs()));
+  }
+  // A name the caller could not make: the command cannot either.
+  {
+    const FakeFs fs({{"/home/u/x", File()}});
+    auto plan = PlanAutorunShield({"/home/u/.zshrc"}, {"/home/u"}, {}, fs.Fs(), {"/home/u/.zshrc"});
+    ASSERT_TRUE(plan);
+    ExpectPlan(*plan, {}, "unmakeable");
+  }
+  // The view's private /tmp hides what a root above it would show.
+  {
+    const FakeFs fs({{"/tmp/h/.bashrc", File()}});
+    auto plan = PlanAutorunShield({"/tmp/h/.bashrc"}, {"/"}, {"/tmp"}, fs.Fs());
+    ASSERT_TRUE(plan);
+    ExpectPlan(*plan, {}, "covered");
+    plan = PlanAutorunShield({"/tmp/h/.bashrc"}, {"/tmp/h"}, {"/tmp"}, fs.Fs());
+    ASSERT_TRUE(plan);
+    ExpectPlan(*plan, {{}, {"/tmp/h/.bashrc"}, {}, {}, {}}, "a root inside /tmp");
+  }
+  // A loop of links: the host finds nothing; the links stay as they are.
+  {
+    const FakeFs fs(
+        {{"/home/u/.bashrc", Link(".bash_loop")}, {"/home/u/.bash_loop", Link(".bashrc")}});
+    auto plan = PlanAutorunShield({"/home/u/.bashrc"}, {"/home/u"}, {}, fs.Fs());
+    ASSERT_TRUE(plan);
+    EXPECT_TRUE(Has(plan->pinned_links, "/home/u/.bashrc"));
+    EXPECT_TRUE(Has(plan->pinned_links, "/home/u/.bash_loop"));
+    EXPECT_TRUE(plan->make.empty());
+    EXPECT_TRUE(plan->read_only.empty());
+  }
+  // A dangling link of the user's: what it points to is made (and removed after) instead.
+  {
+    const FakeFs fs({{"/home/u/.bashrc", Link("gone/bashrc")}});
+    auto plan = PlanAutorunShield({"/home/u/.bashrc"}, {"/home/u"}, {}, fs.Fs());
+    ASSERT_TRUE(plan);
+    ExpectPlan(*plan, {{{"/home/u", "gone", true}}, {}, {}, {"/home/u/.bashrc"}, {}},
+               "a dangling link");
+  }
+}
+
+}  // namespace
+}  // namespace anvil
