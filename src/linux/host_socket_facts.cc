@@ -299,14 +299,26 @@ HostSocketFacts RealHostSocketFacts() {
     return out;
   };
   facts.mounts = [mount_table]() { return mount_table().mounts; };
+  facts.dir_access = [](const std::string& dir) -> std::optional<DirAccess> {
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return std::nullopt;
+    auto may = [&](int mode) {
+      return ::faccessat(AT_FDCWD, dir.c_str(), mode, AT_EACCESS) == 0 || errno != EACCES;
+    };
+    DirAccess access;
+    access.search = may(X_OK);
+    access.read = may(R_OK);
+    access.owner = st.st_uid;
+    return access;
+  };
   facts.bound_file = OpenBoundFile;
   facts.caller_uid = static_cast<uint32_t>(::getuid());
   return facts;
 }
 
-std::function<Result<std::vector<std::string>>(const FileView&)> HostSocketLocator() {
-  auto cache = std::make_shared<std::map<std::string, Result<std::vector<std::string>>>>();
-  return [cache](const FileView& view) -> Result<std::vector<std::string>> {
+std::function<Result<HostSocketMasks>(const FileView&)> HostSocketLocator() {
+  auto cache = std::make_shared<std::map<std::string, Result<HostSocketMasks>>>();
+  return [cache](const FileView& view) -> Result<HostSocketMasks> {
     auto regions = ViewRegionsOf(view);
     std::string key;
     for (const auto& r : regions) {

@@ -1,7 +1,7 @@
 // The real facts behind LocateHostSockets (policy/host_sockets.h): the host's bound Unix
 // sockets from NETLINK_SOCK_DIAG (unix_diag: the name, the device and inode of the file each
 // was bound to, its creator's uid, its type and state), their holders from /proc/PID/fd, lstat,
-// readdir and mountinfo, and for root the file a socket holds (a copy of the holder's
+// readdir, access(2) and mountinfo, and for root the file a socket holds (a copy of the holder's
 // descriptor by pidfd_getfd, then SIOCUNIXFILE: its link count and current path). Thin: no
 // decision is made here.
 #pragma once
@@ -27,6 +27,6 @@ HostSocketFacts RealHostSocketFacts();
 // For HostFs::bound_unix_sockets: LocateHostSockets over the view's regions with the real
 // facts. The answer is kept for the next call with the same regions (a launch computes its
 // view twice).
-std::function<Result<std::vector<std::string>>(const FileView&)> HostSocketLocator();
+std::function<Result<HostSocketMasks>(const FileView&)> HostSocketLocator();
 
 }  // namespace anvil

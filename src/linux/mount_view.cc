@@ -946,7 +946,7 @@ Status VerifyMountView(const FileView& view) {
     if (::lstat(d.c_str(), &st) != 0) continue;  // gone from the host: nothing to cover
     auto ro = read_only(d);
     if (!ro) return tl::unexpected(ro.error());
-    if (!*ro) return Fail("sandbox", "credential directory is writable in the view: " + d);
+    if (!*ro) return Fail("sandbox", "masked directory is writable in the view: " + d);
   }
   for (const auto& r : view.read_roots) {
     struct stat st {};

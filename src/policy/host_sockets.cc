@@ -74,10 +74,10 @@ class Locator {
           HostSocketSearch& search)
       : facts_(facts), max_entries_(max_entries), view_regions_(regions), search_(search) {}
 
-  Result<std::vector<std::string>> Run() {
+  Result<HostSocketMasks> Run() {
     auto listed = facts_.sockets();
     if (!listed) return tl::unexpected(listed.error());
-    if (listed->empty()) return std::vector<std::string>{};  // nothing to look for: no cost
+    if (listed->empty()) return HostSocketMasks{};  // nothing to look for: no cost
     for (const auto& r : view_regions_) {
       auto root = facts_.canonical(r.root);
       if (!root) continue;
@@ -196,7 +196,7 @@ class Locator {
     // ControlMaster binds a temporary name, links the real one and unlinks the first).
     if (!SearchComplete()) {
       for (const auto& dir : hint_dirs) {
-        if (auto s = ScanDirectory(dir, nullptr); !s) return tl::unexpected(s.error());
+        if (auto s = ScanDirectory(dir, nullptr, dir); !s) return tl::unexpected(s.error());
         if (SearchComplete()) break;
       }
     }
@@ -220,15 +220,19 @@ class Locator {
     // 6. Each link as every mount of its file system shows it, and only what the view shows.
     std::set<std::string> out;
     for (const auto& t : targets_) {
+      auto same = [&](const PathNode& node) { return Matches(node, t); };
       for (const auto& link : t.links) {
         if (Visible(link)) out.insert(link);
-        for (const auto& alias : Aliases(link, t)) {
+        for (const auto& alias : Aliases(link, same)) {
           if (Visible(alias)) out.insert(alias);
         }
       }
       out.insert(t.mounted.begin(), t.mounted.end());
     }
-    return std::vector<std::string>(out.begin(), out.end());
+    HostSocketMasks masks;
+    masks.sockets.assign(out.begin(), out.end());
+    masks.locked_dirs = LockedDirs();
+    return masks;
   }
 
  private:
@@ -255,9 +259,88 @@ class Locator {
 
   void Try(const std::string& path, Target& t) {
     auto canonical = facts_.canonical(path);
-    if (!canonical) return;
+    if (!canonical) {
+      NameBlocked(path);
+      return;
+    }
     auto node = facts_.lstat(*canonical);
     if (node) Record(*canonical, *node, t);
+  }
+
+  // A socket's name that leads nowhere: gone, or through a directory the caller may not search.
+  // The deepest directory on its way that exists is the one that may be in the way (realpath
+  // searched every one above it).
+  void NameBlocked(const std::string& path) {
+    if (!facts_.dir_access || path.empty() || path[0] != '/') return;
+    for (std::string p = Parent(path);; p = Parent(p)) {
+      if (auto dir = facts_.canonical(p)) {
+        Blocked(*dir, *dir, /*listing=*/false, std::nullopt);
+        return;
+      }
+      if (p == "/") return;
+    }
+  }
+
+  // `dir` could not be read (`listing`) or a name looked up in it: finds the directory in the
+  // way among `dir` and those above it up to `from` (every one above `from` is known to be
+  // searchable), top down, that the view shows. One the caller owns is kept (LockedDirs): the
+  // command could chmod it. `dev`: the file system being searched; nullopt: a socket's name
+  // leads into it.
+  void Blocked(const std::string& dir, const std::string& from, bool listing,
+               std::optional<uint64_t> dev) {
+    if (!facts_.dir_access) return;
+    std::vector<std::string> chain;
+    for (std::string p = dir; PathIsWithin(p, from); p = Parent(p)) {
+      chain.push_back(p);
+      if (p == from || p == "/") break;
+    }
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+      if (!Visible(*it)) continue;
+      auto access = facts_.dir_access(*it);
+      if (!access) return;  // gone, or no directory: nothing to search beneath it
+      if (access->search && !(listing && *it == dir && !access->read)) continue;
+      if (facts_.caller_uid && access->owner != *facts_.caller_uid) return;  // another user's
+      if (dev) {
+        met_locked_[*it].insert(*dev);
+      } else {
+        named_locked_.insert(*it);
+      }
+      return;
+    }
+  }
+
+  // The locked directories a socket may be beneath: those a socket's name leads into, and
+  // those met by a search of a file system where a socket of the caller's or root's is still
+  // missing (the search then read all of it the view shows). Each also where another mount of
+  // its file system shows it.
+  std::vector<std::string> LockedDirs() const {
+    std::set<std::string> locked = named_locked_;
+    for (const auto& [dir, devs] : met_locked_) {
+      bool missing = std::any_of(devs.begin(), devs.end(), [&](uint64_t dev) {
+        return dev == 0 ? !SearchComplete() : !DeviceComplete(dev);
+      });
+      if (missing) locked.insert(dir);
+    }
+    std::set<std::string> all;
+    for (const auto& dir : locked) {
+      all.insert(dir);
+      auto node = facts_.lstat(dir);
+      if (!node) continue;
+      auto same = [&](const PathNode& n) {
+        return n.type == PathNode::Type::kDirectory && n.dev == node->dev && n.ino == node->ino;
+      };
+      for (const auto& alias : Aliases(dir, same)) {
+        if (Visible(alias)) all.insert(alias);
+      }
+    }
+    std::vector<std::string> out;
+    for (const auto& dir : all) {  // sorted: a directory comes before those beneath it
+      if (std::none_of(out.begin(), out.end(),
+                       [&](const std::string& o) { return PathIsWithin(dir, o); })) {
+        out.push_back(dir);
+      }
+    }
+    return out;
   }
 
   // A socket found at `path` (canonical): every target it is a link of.
@@ -325,10 +408,18 @@ class Locator {
   }
 
   // Reads one directory, recording every socket in it; pushes its subdirectories onto `stack`
-  // (when given) that the view shows and that are not another mount.
-  Status ScanDirectory(const std::string& dir, std::vector<std::string>* stack, uint64_t dev = 0) {
+  // (when given) that the view shows and that are not another mount. Every directory above
+  // `from` is known to be searchable (Blocked).
+  Status ScanDirectory(const std::string& dir, std::vector<std::string>* stack,
+                       const std::string& from, uint64_t dev = 0) {
     auto entries = facts_.list_dir(dir);
-    if (!entries) return Ok();  // unreadable to the caller: documented in docs/policy.md
+    if (!entries) {
+      // Unreadable to the caller: another user's stays unread (docs/policy.md), the caller's
+      // own may be locked.
+      Blocked(dir, from, /*listing=*/true, dev);
+      return Ok();
+    }
+    bool blocked = false;
     for (const auto& e : *entries) {
       if (++scanned_ > max_entries_) return OverBudget(dev);
       if (e.type_known && e.type == PathNode::Type::kOther) continue;
@@ -338,7 +429,11 @@ class Locator {
       PathNode::Type type = e.type;
       if (!e.type_known || type == PathNode::Type::kSocket) {
         node = facts_.lstat(path);
-        if (!node) continue;
+        if (!node) {
+          if (!blocked) Blocked(dir, dir, /*listing=*/false, dev);  // listed, not searchable
+          blocked = true;
+          continue;
+        }
         type = node->type;
       }
       if (type == PathNode::Type::kSocket) {
@@ -409,15 +504,19 @@ class Locator {
         std::string dir = std::move(stack.back());
         stack.pop_back();
         ++search_.searched_dirs;
-        if (auto s = ScanDirectory(dir, &stack, dev); !s) return s;
+        // A start's way down is not known to be searchable (a mount beneath a locked
+        // directory); any other directory's parent was listed.
+        const std::string from = dir == start ? "/" : Parent(dir);
+        if (auto s = ScanDirectory(dir, &stack, from, dev); !s) return s;
       }
     }
     return Ok();
   }
 
   // The same file as the other mounts of its file system show it (a bind mount of a directory
-  // above it), each checked to be the socket itself.
-  std::vector<std::string> Aliases(const std::string& link, const Target& t) const {
+  // above it), each checked to be the same file (`same`: the socket, the directory).
+  std::vector<std::string> Aliases(const std::string& link,
+                                   const std::function<bool(const PathNode&)>& same) const {
     std::vector<std::string> out;
     auto home = MountOf(link);
     if (!home) return out;
@@ -431,7 +530,7 @@ class Locator {
       std::string alias = other.path == "/" ? tail : other.path + tail;
       if (alias == link) continue;
       auto node = facts_.lstat(alias);
-      if (node && Matches(*node, t)) out.push_back(alias);
+      if (node && same(*node)) out.push_back(alias);
     }
     return out;
   }
@@ -447,6 +546,8 @@ class Locator {
   std::map<uint64_t, std::vector<std::string>> walks_;  // SearchStarts of each device
   size_t scanned_ = 0;
   HostSocketSearch& search_;
+  std::set<std::string> named_locked_;                    // Blocked: a socket's name leads in
+  std::map<std::string, std::set<uint64_t>> met_locked_;  // Blocked: met searching these devices
 };
 
 }  // namespace
@@ -462,9 +563,9 @@ std::vector<ViewRegion> ViewRegionsOf(const FileView& view) {
   return regions;
 }
 
-Result<std::vector<std::string>> LocateHostSockets(const std::vector<ViewRegion>& regions,
-                                                   const HostSocketFacts& facts, size_t max_entries,
-                                                   HostSocketSearch* search) {
+Result<HostSocketMasks> LocateHostSockets(const std::vector<ViewRegion>& regions,
+                                          const HostSocketFacts& facts, size_t max_entries,
+                                          HostSocketSearch* search) {
   HostSocketSearch ignored;
   return Locator(regions, facts, max_entries, search ? *search : ignored).Run();
 }

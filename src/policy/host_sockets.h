@@ -72,6 +72,13 @@ struct SocketScanEntry {
   bool type_known = true;  // false: readdir said DT_UNKNOWN, ask lstat
 };
 
+// What the caller may do with a directory (access(2) with its own ids; EACCES is "may not").
+struct DirAccess {
+  bool search = true;  // look names up in it (x)
+  bool read = true;    // list it (r)
+  uint32_t owner = 0;  // st_uid: only the owner can change the mode
+};
+
 // One line of /proc/self/mountinfo.
 struct HostMount {
   std::string path;  // mount point, canonical
@@ -89,13 +96,28 @@ struct HostSocketFacts {
   // The entries of a directory (without "." and ".."); nullopt when it cannot be read.
   std::function<std::optional<std::vector<SocketScanEntry>>(const std::string& dir)> list_dir;
   std::function<std::vector<HostMount>()> mounts;
+  // stat(2) and access(2) of a directory (not followed if a link): nullopt when it is gone, is
+  // no directory, or cannot be looked at (a directory above it denies the search). Asked only
+  // where a name could not be looked up or a directory read. Empty function: never known.
+  std::function<std::optional<DirAccess>(const std::string& dir)> dir_access;
   // The bound file of the socket `socket_ino` held by process `pid`; nullopt when the caller may
   // not ask (not root, ptrace refused) or it is gone. Empty function: never known.
   std::function<std::optional<BoundFile>(uint64_t socket_ino, int pid)> bound_file;
   // The caller's uid: sockets made by it or by root (uid 0) that are not found where their name
   // says are searched for in the whole view; another user's are not (docs/policy.md, "Host Unix
-  // sockets"). nullopt: every socket is searched for.
+  // sockets"). nullopt: every socket is searched for, and every locked directory is the
+  // caller's (HostSocketMasks::locked_dirs).
   std::optional<uint32_t> caller_uid;
+};
+
+// What the view must cover: each path at which it shows a host socket (an empty file goes over
+// it), and each directory the caller owns but may not search or list, in the way of a socket
+// that may lie beneath it (an empty read-only directory goes over it). The command runs as the
+// directory's owner and could chmod it: what the search could not see beneath it is unknown,
+// socket or not, and none of it is shown. Sorted; none beneath another.
+struct HostSocketMasks {
+  std::vector<std::string> sockets;
+  std::vector<std::string> locked_dirs;
 };
 
 // What a search did, for tests and the error messages: the directories the search of the
@@ -139,9 +161,14 @@ inline constexpr size_t kMaxSocketSearchEntries = 1000000;
 // another user's is not (it can only be elsewhere because that user put it there). Each link
 // found is also taken through every other mount of the same file system that shows it (bind
 // mounts). `search`, when given, says what the search did.
-Result<std::vector<std::string>> LocateHostSockets(const std::vector<ViewRegion>& regions,
-                                                   const HostSocketFacts& facts,
-                                                   size_t max_entries = kMaxSocketSearchEntries,
-                                                   HostSocketSearch* search = nullptr);
+// A directory in the way that the caller owns and may not search (or, to read it, list) is a
+// locked directory when a socket may be beneath it: a socket's name leads into it, or the
+// search met it on a file system where a socket of the caller's or root's was not found
+// (the whole of that file system the view shows was read then, so every one is met). One of
+// another user's stays as it is: the command can no more change it than search it.
+Result<HostSocketMasks> LocateHostSockets(const std::vector<ViewRegion>& regions,
+                                          const HostSocketFacts& facts,
+                                          size_t max_entries = kMaxSocketSearchEntries,
+                                          HostSocketSearch* search = nullptr);
 
 }  // namespace anvil

@@ -411,11 +411,16 @@ Status ApplyHomeView(const HomeView& home, const HostFs& host, FileView& view) {
   return Ok();
 }
 
-void MaskSocketsInMappedBinds(FileView& view, const std::vector<std::string>& sockets) {
-  for (const auto& socket : sockets) {
-    for (size_t i = 0; i < view.mapped_binds.size(); ++i) {
-      if (!PathIsWithin(socket, view.mapped_binds[i].source)) continue;
-      for (const auto& v : ViewPathsOf(view, socket)) AddUnique(view.masked_files, v);
+void MaskSocketsInMappedBinds(FileView& view, const std::vector<std::string>& sockets,
+                              const std::vector<std::string>& locked_dirs) {
+  for (bool dirs : {false, true}) {
+    for (const auto& path : dirs ? locked_dirs : sockets) {
+      for (size_t i = 0; i < view.mapped_binds.size(); ++i) {
+        if (!PathIsWithin(path, view.mapped_binds[i].source)) continue;
+        for (const auto& v : ViewPathsOf(view, path)) {
+          AddUnique(dirs ? view.masked_dirs : view.masked_files, v);
+        }
+      }
     }
   }
 }

@@ -180,8 +180,10 @@ Result<HomeView> PlanHomeView(const HomePlanInput& input, const HomeHost& host);
 // home instead (no sandbox home then; its credentials are still covered).
 Status ApplyHomeView(const HomeView& home, const HostFs& host, FileView& view);
 
-// Adds to view.masked_files each socket (canonical host path) that a mapped bind shows.
-void MaskSocketsInMappedBinds(FileView& view, const std::vector<std::string>& sockets);
+// Adds to view.masked_files each socket, and to view.masked_dirs each locked directory
+// (canonical host paths), that a mapped bind shows.
+void MaskSocketsInMappedBinds(FileView& view, const std::vector<std::string>& sockets,
+                              const std::vector<std::string>& locked_dirs = {});
 
 // The host path the view shows at `view_path`, by its binds (nullopt: a place of the view's
 // own making: its root, /dev, /proc, /tmp, a tmpfs home, a mask).

@@ -167,13 +167,16 @@ void PinDirs(FileView& view, const std::vector<std::string>& dirs) {
   }
 }
 
-void MaskHostSockets(FileView& view, const std::vector<std::string>& sockets) {
-  for (const auto& socket : sockets) {
-    if (socket.empty() || socket[0] != '/') continue;
-    // Paths of a workspace bound piece by piece (sys.exec's readable subpaths) are opened
-    // beneath the workspace later; nothing else of the view may lie there.
-    if (!view.workspace_base.empty() && PathIsWithin(socket, view.workspace_base)) continue;
-    if (VisibleInView(view, socket)) AddUnique(view.masked_files, socket);
+void MaskHostSockets(FileView& view, const std::vector<std::string>& sockets,
+                     const std::vector<std::string>& locked_dirs) {
+  for (bool dirs : {false, true}) {
+    for (const auto& path : dirs ? locked_dirs : sockets) {
+      if (path.empty() || path[0] != '/') continue;
+      // Paths of a workspace bound piece by piece (sys.exec's readable subpaths) are opened
+      // beneath the workspace later; nothing else of the view may lie there.
+      if (!view.workspace_base.empty() && PathIsWithin(path, view.workspace_base)) continue;
+      if (VisibleInView(view, path)) AddUnique(dirs ? view.masked_dirs : view.masked_files, path);
+    }
   }
 }
 
@@ -298,10 +301,10 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
   }
   if (auto s = ApplyHomeView(policy.home, host, view); !s) return tl::unexpected(s.error());
   if (host.bound_unix_sockets) {
-    auto sockets = host.bound_unix_sockets(view);
-    if (!sockets) return tl::unexpected(sockets.error());
-    MaskHostSockets(view, *sockets);
-    MaskSocketsInMappedBinds(view, *sockets);
+    auto masks = host.bound_unix_sockets(view);
+    if (!masks) return tl::unexpected(masks.error());
+    MaskHostSockets(view, masks->sockets, masks->locked_dirs);
+    MaskSocketsInMappedBinds(view, masks->sockets, masks->locked_dirs);
   }
   return view;
 }

@@ -14,6 +14,7 @@
 #include "fs/protected_names.h"
 #include "fs/read_plan.h"
 #include "policy/home_view.h"
+#include "policy/host_sockets.h"
 
 namespace anvil {
 
@@ -82,6 +83,8 @@ struct FileView {
   // Existing files to hide behind an empty read-only file: credential files, and every Unix
   // socket a host process has bound where the view would show it (connect(2) ignores read-only
   // mounts, so a visible socket of the agent, a daemon or the editor would be a way out).
+  // masked_dirs (below) likewise hides credential directories and the caller's locked
+  // directories a host socket may be beneath (HostSocketMasks::locked_dirs).
   std::vector<std::string> masked_files;
   // Readable paths inside `workspace_base` (relative), opened beneath it (openat2
   // RESOLVE_BENEATH) when they are bound and when Landlock rules are added, so a symlink in the
@@ -136,9 +139,9 @@ struct HostFs {
   // True if `path` itself is a symbolic link (lstat).
   std::function<bool(const std::string&)> is_symlink;
   // The canonical paths at which `view` (all but its masks) shows a Unix socket bound on the
-  // host, found by the socket's device and inode (policy/host_sockets.h). Empty function: none
-  // are masked. An error fails the view.
-  std::function<Result<std::vector<std::string>>(const FileView&)> bound_unix_sockets;
+  // host, found by the socket's device and inode, and the locked directories one may be beneath
+  // (policy/host_sockets.h). Empty function: none are masked. An error fails the view.
+  std::function<Result<HostSocketMasks>(const FileView&)> bound_unix_sockets;
 };
 // The real host, but for bound_unix_sockets, which the launcher sets from the kernel's socket
 // table (linux/host_socket_facts.h, HostSocketLocator).
@@ -165,8 +168,10 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
 // again.
 void PinDirs(FileView& view, const std::vector<std::string>& dirs);
 
-// Adds to view.masked_files each of `sockets` (canonical paths) the view would show.
-void MaskHostSockets(FileView& view, const std::vector<std::string>& sockets);
+// Adds to view.masked_files each of `sockets`, and to view.masked_dirs each of `locked_dirs`
+// (canonical paths), that the view would show.
+void MaskHostSockets(FileView& view, const std::vector<std::string>& sockets,
+                     const std::vector<std::string>& locked_dirs = {});
 
 // The check ComputeFileView applies to each readable workspace subpath (relative, no empty,
 // "." or ".." component); also used by a warm runner for the paths a call brings.

@@ -371,6 +371,58 @@ time.sleep(120)
   EXPECT_FALSE(daemon.Received(20)) << "a connection reached the host daemon";
 }
 
+TEST_P(T3SandboxHostSockets, ASocketInADirectoryTheCallerMadeUnsearchableIsUnreachable) {
+  // The caller owns a directory and may make it unsearchable (mode 0): the start's search of
+  // the view cannot look beneath it, and the command, its owner, can chmod it back. One run may
+  // do it to a directory holding a host daemon's socket, the next run find nothing there.
+  caller_.Give(ws_);
+  // What the command looks at: whether it can open the directory up again, and what is in it.
+  const std::string look = R"py(
+import errno, os, sys
+try:
+    os.chmod(sys.argv[1], 0o700)
+    print("chmod ok")
+except OSError as e:
+    print("chmod", errno.errorcode.get(e.errno, e.errno))
+print(sorted(os.listdir(sys.argv[1])))
+)py";
+  // Benign: such a directory with no socket that could be beneath it is shown as it is.
+  const std::string mine = ws_ + "/private";
+  ASSERT_EQ(mkdir(mine.c_str(), 0700), 0);
+  WriteFile(mine + "/notes", "mine", 0644);
+  caller_.Give(mine);
+  ASSERT_EQ(chmod(mine.c_str(), 0), 0);
+  auto benign = SandboxPython(ws_, look, {}, Opts(), {mine});
+  EXPECT_EQ(benign.out, "chmod ok\n['notes']\n") << benign.err;
+  ASSERT_EQ(chmod(mine.c_str(), 0), 0);
+
+  // Its neighbour fails closed: a socket in a directory the caller owns but made unsearchable
+  // (mode 0) is masked all the same, since the command, its owner, could chmod the directory.
+  const std::string own = ws_ + "/closed";
+  ASSERT_EQ(mkdir(own.c_str(), 0700), 0);
+  Listener daemon(own + "/own.sock");
+  ASSERT_TRUE(daemon.ok());
+  chmod((own + "/own.sock").c_str(), 0777);
+  caller_.Give(own);
+  ASSERT_EQ(chmod(own.c_str(), 0), 0);
+  // The chmod fails where the directory is covered (a read-only mount): the attack goes on.
+  auto attack = SandboxPython(
+      ws_,
+      std::string("import os, sys\ntry:\n    os.chmod(sys.argv[3], 0o700)\nexcept OSError:\n"
+                  "    pass\nsys.argv = sys.argv[:3]\n") +
+          kClient,
+      {}, Opts(), {own + "/own.sock", "attack", own});
+  EXPECT_EQ(attack.out.rfind("ERR", 0), 0u) << attack.out << attack.err;
+  EXPECT_FALSE(daemon.Received(20)) << "a connection reached the host daemon";
+
+  // While a socket may be beneath a locked directory of the file system, every one of the
+  // caller's there is covered by an empty read-only directory, the benign one too (the search
+  // cannot tell them apart). Root searches everything: nothing is locked for it.
+  benign = SandboxPython(ws_, look, {}, Opts(), {mine});
+  EXPECT_EQ(benign.out, Unprivileged() ? "chmod EROFS\n[]\n" : "chmod ok\n['notes']\n")
+      << benign.err;
+}
+
 TEST_P(T3SandboxHostSockets, ASocketReachableOnlyThroughAFileBindMountIsUnreachable) {
   // mount --bind /run/x.sock ws/s.sock, then rm /run/x.sock: the mount still leads to the
   // socket, and no name of it is left for a search to find. Also with the name still there,

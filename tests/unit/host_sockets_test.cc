@@ -1,5 +1,6 @@
 // LocateHostSockets: host sockets are found by device and inode, whatever name they were bound
-// under (table tests over a fake host), and the real facts agree with the kernel.
+// under (table tests over a fake host), and the real facts agree with the kernel. One thing:
+// the tables of the one search, past 600 lines.
 #include "policy/host_sockets.h"
 
 #include <fcntl.h>
@@ -10,6 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -36,7 +38,18 @@ struct FakeHost {
   std::optional<uint32_t> caller_uid;
   std::map<uint64_t, BoundFile> bound_files;  // by socket inode: what SIOCUNIXFILE would say
   HostSocketSearch search;                    // of the last Locate
+  std::vector<std::string> locked;            // HostSocketMasks::locked_dirs of the last Locate
+  // Directories the caller may not search (x) or read (r), and their owners (default: 1000).
+  std::set<std::string> no_search, no_read;
+  std::map<std::string, uint32_t> owner;
+  bool access_known = true;  // HostSocketFacts::dir_access is given
   uint64_t next_ino = 1000;
+
+  // A directory above `path` denies the search: nothing of `path` can be looked at.
+  bool Hidden(const std::string& path) const {
+    return std::any_of(no_search.begin(), no_search.end(),
+                       [&](const std::string& d) { return path != d && PathIsWithin(path, d); });
+  }
 
   void Dir(const std::string& path, uint64_t dev = 1) {
     if (nodes.count(path)) return;
@@ -79,10 +92,11 @@ struct FakeHost {
         if (!changed) break;
       }
       while (p.size() > 1 && p.back() == '/') p.pop_back();
-      if (!nodes.count(p)) return std::nullopt;
+      if (!nodes.count(p) || Hidden(p)) return std::nullopt;
       return p;
     };
     f.lstat = [this](const std::string& path) -> std::optional<PathNode> {
+      if (Hidden(path)) return std::nullopt;
       auto it = nodes.find(path);
       if (it == nodes.end()) return std::nullopt;
       return it->second;
@@ -90,6 +104,7 @@ struct FakeHost {
     f.list_dir = [this](const std::string& dir) -> std::optional<std::vector<SocketScanEntry>> {
       auto it = nodes.find(dir);
       if (it == nodes.end() || it->second.type != Type::kDirectory) return std::nullopt;
+      if (Hidden(dir) || no_read.count(dir)) return std::nullopt;
       listed.push_back(dir);
       std::vector<SocketScanEntry> out;
       for (const auto& [path, node] : nodes) {
@@ -103,6 +118,17 @@ struct FakeHost {
       return out;
     };
     f.mounts = [this]() { return mounts; };
+    if (access_known) {
+      f.dir_access = [this](const std::string& dir) -> std::optional<DirAccess> {
+        auto it = nodes.find(dir);
+        if (it == nodes.end() || it->second.type != Type::kDirectory || Hidden(dir)) {
+          return std::nullopt;
+        }
+        auto o = owner.find(dir);
+        return DirAccess{!no_search.count(dir), !no_read.count(dir),
+                         o == owner.end() ? 1000u : o->second};
+      };
+    }
     if (!bound_files.empty()) {
       f.bound_file = [this](uint64_t socket_ino, int) -> std::optional<BoundFile> {
         auto it = bound_files.find(socket_ino);
@@ -118,8 +144,12 @@ struct FakeHost {
                                           size_t budget = kMaxSocketSearchEntries) {
     listed.clear();
     search = {};
+    locked.clear();
     auto facts = Facts();
-    return LocateHostSockets(regions, facts, budget, &search);
+    auto masks = LocateHostSockets(regions, facts, budget, &search);
+    if (!masks) return tl::unexpected(masks.error());
+    locked = masks->locked_dirs;
+    return masks->sockets;
   }
 };
 
@@ -384,6 +414,140 @@ TEST(LocateHostSockets, WhereTheKernelSaysTheFileHasNoNameLeftNothingIsSearched)
   EXPECT_EQ(*found, Paths{"/ws/t4/link.sock"});
 }
 
+// A directory the caller owns but may not search or list hides what is beneath it from the
+// search, and the command, its owner, could chmod it: where a socket may be beneath it, it is a
+// locked directory (covered by an empty read-only one). Mode 0 (neither), 0600 (listed, no
+// name looked up) and 0100 (names looked up, not listed).
+TEST(LocateHostSockets, TheCallersLockedDirectoryASocketMayBeBeneathIsCovered) {
+  struct Case {
+    const char* what;
+    bool search, read;
+    std::optional<uint32_t> socket_uid;
+    const char* name;  // as bound
+  };
+  const Case cases[] = {
+      {"mode 0, root's daemon", false, false, 0u, "/ws/closed/d.sock"},
+      {"mode 0, the caller's own", false, false, 1000u, "/ws/closed/d.sock"},
+      {"mode 0, another user's", false, false, 1001u, "/ws/closed/d.sock"},
+      {"mode 0, deeper", false, false, 0u, "/ws/closed/sub/d.sock"},
+      {"mode 0, bound elsewhere and moved in", false, false, 0u, "/ws/before.sock"},
+      {"mode 0600, root's", false, true, 0u, "/ws/closed/d.sock"},
+      {"mode 0600, moved in deeper", false, true, 0u, "/ws/before.sock"},
+      {"mode 0100, moved in", true, false, 1000u, "/ws/before.sock"},
+  };
+  for (const auto& c : cases) {
+    FakeHost h;
+    h.caller_uid = 1000;
+    BigTree(h);
+    const std::string real = std::string(c.name) == "/ws/before.sock"
+                                 ? (c.read ? "/ws/closed/sub/d.sock" : "/ws/closed/d.sock")
+                                 : c.name;
+    h.Sock(real, 60);
+    h.Bound(c.name, 60, 620, 1, c.socket_uid);
+    if (!c.search) h.no_search.insert("/ws/closed");
+    if (!c.read) h.no_read.insert("/ws/closed");
+    auto found = h.Locate(kWorkspace);
+    ASSERT_TRUE(found) << c.what << ": " << found.error().ToString();
+    EXPECT_EQ(*found, Paths{}) << c.what;
+    EXPECT_EQ(h.locked, Paths{"/ws/closed"}) << c.what;
+  }
+}
+
+TEST(LocateHostSockets, AnotherUsersLockedDirectoryStaysAsItIs) {
+  // Only its owner can change its mode, and nothing of the sandbox is that user: the command
+  // can no more reach beneath it than the search can. Root searches everything anyway.
+  for (std::optional<uint32_t> socket_uid : {std::optional<uint32_t>(0u), {1000u}, {1001u}}) {
+    FakeHost h;
+    h.caller_uid = 1000;
+    h.Sock("/ws/theirs/d.sock", 61);
+    h.Bound("/ws/theirs/d.sock", 61, 621, 1, socket_uid);
+    h.no_search.insert("/ws/theirs");
+    h.no_read.insert("/ws/theirs");
+    h.owner["/ws/theirs"] = 1001;
+    auto found = h.Locate(kWorkspace);
+    ASSERT_TRUE(found) << found.error().ToString();
+    EXPECT_EQ(*found, Paths{});
+    EXPECT_EQ(h.locked, Paths{});
+  }
+  // An unknown caller (caller_uid nullopt) counts every locked directory as its own.
+  FakeHost h;
+  h.Sock("/ws/theirs/d.sock", 61);
+  h.Bound("/ws/theirs/d.sock", 61, 621, 1, 0u);
+  h.no_search.insert("/ws/theirs");
+  h.owner["/ws/theirs"] = 1001;
+  ASSERT_TRUE(h.Locate(kWorkspace));
+  EXPECT_EQ(h.locked, Paths{"/ws/theirs"});
+  // Facts that cannot say (no dir_access): nothing is locked, as before.
+  h.access_known = false;
+  ASSERT_TRUE(h.Locate(kWorkspace));
+  EXPECT_EQ(h.locked, Paths{});
+}
+
+TEST(LocateHostSockets, ALockedDirectoryNoSocketCanBeBeneathStaysAsItIs) {
+  // Every socket found elsewhere (all its links): nothing more is beneath the caller's locked
+  // directory, which is shown as it is (the command may chmod it and use what it holds).
+  FakeHost h;
+  h.caller_uid = 1000;
+  BigTree(h);
+  h.File("/ws/private/notes");
+  h.no_search.insert("/ws/private");
+  h.no_read.insert("/ws/private");
+  h.Sock("/ws/t5/moved.sock", 62);  // searched for, and found before or after the directory
+  h.Bound("/ws/a/bound.sock", 62, 622, 1, 0u);
+  h.Sock("/other/x.sock", 63, 1, 2);  // another file system, not found: no search of /ws's
+  h.mounts.push_back({"/other", "/", 2});
+  h.Bound("/other/gone.sock", 63, 623, 2, 0u);
+  auto found = h.Locate({{"/ws", {}}, {"/other", {}}});
+  ASSERT_TRUE(found) << found.error().ToString();
+  EXPECT_EQ(*found, (Paths{"/other/x.sock", "/ws/t5/moved.sock"}));
+  EXPECT_EQ(h.locked, Paths{});
+  // A socket of root's on that file system found nowhere (unlinked, to an unprivileged caller's
+  // eyes): the search read all of it, and the locked directory could hold it.
+  h.Bound("/ws/gone.sock", 64, 624, 1, 0u);
+  found = h.Locate({{"/ws", {}}, {"/other", {}}});
+  ASSERT_TRUE(found) << found.error().ToString();
+  EXPECT_EQ(h.locked, Paths{"/ws/private"});
+  // Another user's, found nowhere, starts no search: the directory stays as it is.
+  h.sockets.pop_back();
+  h.Bound("/ws/gone.sock", 64, 624, 1, 1001u);
+  ASSERT_TRUE(h.Locate({{"/ws", {}}, {"/other", {}}}));
+  EXPECT_EQ(h.locked, Paths{});
+}
+
+TEST(LocateHostSockets, ALockedDirectoryIsCoveredWhereverTheViewShowsIt) {
+  // Where another mount of its file system shows it too, and once, not again beneath itself;
+  // a mount beneath it (the search starts there) leads to it as well.
+  FakeHost h;
+  h.caller_uid = 1000;
+  h.Sock("/data/closed/in/d.sock", 65);
+  h.Bound("/data/closed/in/d.sock", 65, 625, 1, 1001u);  // another user's: its name leads in
+  h.mounts.push_back({"/ws/alias", "/data", 1});
+  h.Dir("/ws/alias/closed/in");
+  h.nodes["/ws/alias/closed"].ino = h.nodes["/data/closed"].ino;
+  h.no_search.insert("/data/closed");
+  h.no_search.insert("/data/closed/in");
+  h.no_search.insert("/ws/alias/closed");
+  auto found = h.Locate({{"/ws", {}}, {"/data", {}}});
+  ASSERT_TRUE(found) << found.error().ToString();
+  EXPECT_EQ(h.locked, (Paths{"/data/closed", "/ws/alias/closed"}));
+
+  FakeHost m;
+  m.caller_uid = 1000;
+  m.Dir("/ws/closed/mnt", 3);
+  m.mounts.push_back({"/ws/closed/mnt", "/", 3});
+  m.Sock("/ws/closed/mnt/d.sock", 66, 1, 3);
+  m.Bound("/elsewhere/d.sock", 66, 626, 3, 0u);  // moved: found by no name
+  m.no_search.insert("/ws/closed");
+  m.Sock("/ws/closed-b/in/d.sock", 67);  // a sibling: a name, not beneath the first
+  m.Bound("/ws/closed-b/in/d.sock", 67, 627, 1, 0u);
+  m.Bound("/ws/closed/in/d.sock", 68, 628, 1, 0u);  // a second name into the first: once
+  m.no_search.insert("/ws/closed-b");
+  found = m.Locate(kWorkspace);
+  ASSERT_TRUE(found) << found.error().ToString();
+  EXPECT_EQ(*found, Paths{});
+  EXPECT_EQ(m.locked, (Paths{"/ws/closed", "/ws/closed-b"}));
+}
+
 TEST(LocateHostSockets, ASocketFileMountedOnItsOwnIsMaskedWhereTheMountShowsIt) {
   // mount --bind /run/rt1.sock ws/s.sock, then rm /run/rt1.sock: no name is left anywhere, the
   // mount still reaches the socket. /run (device 7) is not in the view; the mount is.
@@ -550,7 +714,8 @@ TEST(RealHostSocketFacts, FindsSocketsBoundUnderEveryKindOfName) {
 
   auto found = LocateHostSockets({{dir, {}}}, RealHostSocketFacts());
   ASSERT_TRUE(found) << found.error().ToString();
-  EXPECT_EQ(*found, (Paths{dir + "/moved/m2.sock", dir + "/rel/r.sock", dir + "/viafd/f.sock"}));
+  EXPECT_EQ(found->sockets,
+            (Paths{dir + "/moved/m2.sock", dir + "/rel/r.sock", dir + "/viafd/f.sock"}));
 
   close(relative);
   close(via_fd);

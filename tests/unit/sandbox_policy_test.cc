@@ -219,7 +219,7 @@ TEST(ComputeFileView, HostSocketsAreMaskedWhereTheViewShowsThem) {
                                             "/tmp/.X11-unix/X0",          "/ws/dev.sock",
                                             "/usr/lib/odd.sock",          "/var/lib/d/api.sock"};
   auto host = FakeHost({"/ws"});
-  host.bound_unix_sockets = [&](const FileView&) { return sockets; };
+  host.bound_unix_sockets = [&](const FileView&) { return HostSocketMasks{sockets, {}}; };
   SandboxPolicy p;
   p.workspace = "/ws";
   // Restricted read access: only what lies beneath a bound root is visible.
@@ -241,7 +241,7 @@ TEST(ComputeFileView, HostSocketsAreMaskedWhereTheViewShowsThem) {
   p.workspace = "/tmp/ws";
   host = FakeHost({"/tmp/ws"});
   host.bound_unix_sockets = [](const FileView&) {
-    return std::vector<std::string>{"/tmp/ws/a.sock", "/tmp/other.sock"};
+    return HostSocketMasks{{"/tmp/ws/a.sock", "/tmp/other.sock"}, {}};
   };
   view = ComputeFileView(p, host);
   ASSERT_TRUE(view) << view.error().ToString();
@@ -253,13 +253,34 @@ TEST(ComputeFileView, HostSocketsAreMaskedWhereTheViewShowsThem) {
   ro.workspace_read_subpaths = std::vector<std::string>{"src"};
   host = FakeHost({"/ws"});
   host.bound_unix_sockets = [](const FileView&) {
-    return std::vector<std::string>{"/ws/src/a.sock"};
+    return HostSocketMasks{{"/ws/src/a.sock"}, {"/ws/src/closed"}};
   };
   view = ComputeFileView(ro, host);
   ASSERT_TRUE(view) << view.error().ToString();
   EXPECT_TRUE(view->masked_files.empty() ||
               std::none_of(view->masked_files.begin(), view->masked_files.end(),
                            [](const std::string& m) { return PathIsWithin(m, "/ws"); }));
+  EXPECT_TRUE(view->masked_dirs.empty()) << view->masked_dirs.front();
+}
+
+TEST(ComputeFileView, LockedDirectoriesASocketMayBeBeneathAreMaskedWhereTheViewShowsThem) {
+  // The caller's own directory it may not search: covered by an empty read-only directory, as
+  // a credential directory is, where the view shows it.
+  auto host = FakeHost({"/ws"});
+  host.bound_unix_sockets = [](const FileView&) {
+    return HostSocketMasks{{"/ws/a.sock"}, {"/ws/closed", "/home/u/closed", "/tmp/closed"}};
+  };
+  SandboxPolicy p;
+  p.workspace = "/ws";
+  auto view = ComputeFileView(p, host);
+  ASSERT_TRUE(view) << view.error().ToString();
+  EXPECT_EQ(view->masked_files.back(), "/ws/a.sock");
+  EXPECT_EQ(view->masked_dirs, (std::vector<std::string>{"/ws/closed"}));
+  EXPECT_TRUE(view->credential_masks.empty());
+  p.read_access = ReadAccess::kFull;
+  view = ComputeFileView(p, host);
+  ASSERT_TRUE(view) << view.error().ToString();
+  EXPECT_EQ(view->masked_dirs, (std::vector<std::string>{"/ws/closed", "/home/u/closed"}));
 }
 
 TEST(ParsePolicy, NamesRoundTripAndUnknownIsAnError) {
