@@ -13,14 +13,6 @@ namespace {
 
 // ---- shared ------------------------------------------------------------------------------
 
-std::vector<std::string> SplitLines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::string line;
-  std::istringstream in(text);
-  while (std::getline(in, line)) lines.push_back(line);
-  return lines;
-}
-
 std::string Trim(const std::string& s) {
   size_t a = s.find_first_not_of(' ');
   size_t b = s.find_last_not_of(' ');

@@ -95,14 +95,6 @@ std::string Echo(const CommandSpec& spec, std::string_view arg, size_t max = 100
   return spec.echo ? spec.echo(arg, max) : EscapeBytes(arg, max);
 }
 
-std::vector<std::string> SplitLines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::string line;
-  std::istringstream in(text);
-  while (std::getline(in, line)) lines.push_back(line);
-  return lines;
-}
-
 std::string EnsureNewline(std::string text) {
   if (!text.empty() && text.back() != '\n') text += '\n';
   return text;
@@ -496,6 +488,31 @@ std::string RenderHelp(const CommandSpec& spec) {
     for (const auto& e : spec.examples) out += "  " + e + "\n";
   }
   return out;
+}
+
+std::vector<std::string> SplitLines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::string line;
+  std::istringstream in(text);
+  while (std::getline(in, line)) lines.push_back(line);
+  return lines;
+}
+
+Flag TextInto(std::string name, std::string metavar, std::string help, std::string& field) {
+  return Text(std::move(name), std::move(metavar), std::move(help), [&field](const std::string& v) {
+    field = v;
+    return Ok();
+  });
+}
+
+Flag DescriptorInto(std::string name, std::string help, int& field, int max) {
+  return Descriptor(std::move(name), "N", std::move(help), Between(0, max),
+                    [&field](int fd) {
+                      field = fd;
+                      return Ok();
+                    })
+      .Expects(max == INT_MAX ? std::string("a descriptor number")
+                              : "a descriptor number (0 to " + std::to_string(max) + ")");
 }
 
 }  // namespace anvil

@@ -12,6 +12,7 @@
 // tests see stay the front end's.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -111,6 +112,13 @@ Flag ByteSize(std::string name, std::string metavar, std::string help, Bounds bo
               std::function<void(uint64_t)> set);
 Flag Descriptor(std::string name, std::string metavar, std::string help, Bounds bounds,
                 std::function<Status(int)> apply);
+// The common cases of a front end's table: a text stored in `field`; a descriptor number from
+// 0 to `max` stored in `field` ("expects a descriptor number", with the range when not INT_MAX).
+Flag TextInto(std::string name, std::string metavar, std::string help, std::string& field);
+Flag DescriptorInto(std::string name, std::string help, int& field, int max = INT_MAX);
+
+// The lines of `text` (help, synopses), without their newlines.
+std::vector<std::string> SplitLines(const std::string& text);
 
 // The value parsers behind the kinds, for values inside other values (`--limit nproc=64`).
 // Each accepts what the C library's strto* functions read in full (leading blanks and a '+'

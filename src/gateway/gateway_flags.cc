@@ -46,20 +46,6 @@ Flag BytesOf(std::string name, std::string help, T& field, Bounds bounds = UpTo<
       .Expects(bounds.min > 1 ? "a number of bytes, at least " + Bytes(bounds.min)
                               : Words("number of bytes", bounds));
 }
-Flag TextOf(std::string name, std::string metavar, std::string help, std::string& field) {
-  return Text(std::move(name), std::move(metavar), std::move(help), [&field](const std::string& v) {
-    field = v;
-    return Ok();
-  });
-}
-Flag DescriptorOf(std::string name, std::string help, int& field) {
-  return Descriptor(std::move(name), "N", std::move(help), Between(0, INT_MAX),
-                    [&field](int fd) {
-                      field = fd;
-                      return Ok();
-                    })
-      .Expects("a descriptor number");
-}
 Flag Milliseconds(std::string name, std::string help, std::chrono::milliseconds& field,
                   Bounds bounds) {
   return Count(std::move(name), "MS", std::move(help), bounds,
@@ -181,17 +167,17 @@ CommandSpec GatewayFlags(GatewayOptions& o) {
   GatewayLimits& l = o.limits;
   const GatewayLimits d;
   spec.flags = {
-      TextOf("--workspace", "DIR", "the workspace root (a symlink is resolved once and pinned)",
-             o.workspace),
-      DescriptorOf("--control-fd", "the inherited control channel (required)", o.control_fd),
-      TextOf("--runtime-dir", "DIR",
-             "per-session directory (0700; default $XDG_RUNTIME_DIR/anvil/<session>)",
-             o.runtime_dir),
-      TextOf("--session", "ID", "session id for the audit log", o.session_id),
-      TextOf("--audit-log", "FILE", "JSON-lines audit log (default <runtime-dir>/audit.jsonl)",
-             o.audit_log),
-      DescriptorOf("--pending-writes-fd", "journal of temporary names for the supervisor to sweep",
-                   o.pending_writes_fd),
+      TextInto("--workspace", "DIR", "the workspace root (a symlink is resolved once and pinned)",
+               o.workspace),
+      DescriptorInto("--control-fd", "the inherited control channel (required)", o.control_fd),
+      TextInto("--runtime-dir", "DIR",
+               "per-session directory (0700; default $XDG_RUNTIME_DIR/anvil/<session>)",
+               o.runtime_dir),
+      TextInto("--session", "ID", "session id for the audit log", o.session_id),
+      TextInto("--audit-log", "FILE", "JSON-lines audit log (default <runtime-dir>/audit.jsonl)",
+               o.audit_log),
+      DescriptorInto("--pending-writes-fd",
+                     "journal of temporary names for the supervisor to sweep", o.pending_writes_fd),
       Switch("--no-symlinks", "never follow symlinks, even inside the workspace",
              [&o] { o.no_symlinks = true; }),
       Switch("--allow-hardlinked-reads", "allow reading files with more than one hard link",

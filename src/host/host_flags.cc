@@ -9,22 +9,6 @@
 namespace anvil::host {
 namespace {
 
-Flag TextOf(std::string name, std::string metavar, std::string help, std::string& field) {
-  return Text(std::move(name), std::move(metavar), std::move(help), [&field](const std::string& v) {
-    field = v;
-    return Ok();
-  });
-}
-
-Flag DescriptorOf(std::string name, std::string help, int& field) {
-  return Descriptor(std::move(name), "N", std::move(help), Between(0, INT_MAX),
-                    [&field](int fd) {
-                      field = fd;
-                      return Ok();
-                    })
-      .Expects("a descriptor number");
-}
-
 std::string Default(uint64_t n) { return "(default " + std::to_string(n) + ")"; }
 
 }  // namespace
@@ -42,15 +26,15 @@ CommandSpec HostFlags(HostOptions& o) {
   spec.echo = SanitizeFlagArgument;
   const RuntimeLimits d;
   spec.flags = {
-      TextOf("--plugin-dir", "DIR", "the plugin's directory", o.plugin_dir),
-      TextOf("--runtime", "lua|js", "the plugin's language", o.runtime).Choices({"lua", "js"}),
-      TextOf("--entry", "FILE", "the entry file, relative to --plugin-dir", o.entry),
-      TextOf("--plugin-id", "ID", "the plugin's id (anvil-plugin.toml)", o.plugin_id),
-      TextOf("--workspace", "DIR", "the workspace", o.workspace),
-      DescriptorOf("--gateway-fd", "the connection to the gateway", o.gateway_fd),
-      DescriptorOf("--session-fd", "the channel to the trusted side", o.session_fd),
-      DescriptorOf("--token-fd", "the capability token, then the plugin's settings (read to EOF)",
-                   o.token_fd),
+      TextInto("--plugin-dir", "DIR", "the plugin's directory", o.plugin_dir),
+      TextInto("--runtime", "lua|js", "the plugin's language", o.runtime).Choices({"lua", "js"}),
+      TextInto("--entry", "FILE", "the entry file, relative to --plugin-dir", o.entry),
+      TextInto("--plugin-id", "ID", "the plugin's id (anvil-plugin.toml)", o.plugin_id),
+      TextInto("--workspace", "DIR", "the workspace", o.workspace),
+      DescriptorInto("--gateway-fd", "the connection to the gateway", o.gateway_fd),
+      DescriptorInto("--session-fd", "the channel to the trusted side", o.session_fd),
+      DescriptorInto("--token-fd", "the capability token, then the plugin's settings (read to EOF)",
+                     o.token_fd),
       ByteSize("--memory-limit", "BYTES",
                "VM heap budget (default " + std::to_string(d.memory_bytes >> 20) + " MiB)",
                UpTo<uint64_t>(), [&o](uint64_t n) { o.limits.memory_bytes = n; })

@@ -3,15 +3,6 @@
 namespace anvil {
 namespace {
 
-Flag DescriptorOf(std::string name, std::string help, int& field) {
-  return Descriptor(std::move(name), "N", std::move(help), Between(0, 65535),
-                    [&field](int fd) {
-                      field = fd;
-                      return Ok();
-                    })
-      .Expects("a descriptor number (0 to 65535)");
-}
-
 Flag Collect(std::string name, std::string metavar, std::string help,
              std::vector<std::string>& into) {
   return Text(std::move(name), std::move(metavar), std::move(help),
@@ -20,13 +11,6 @@ Flag Collect(std::string name, std::string metavar, std::string help,
                 return Ok();
               })
       .Repeatable();
-}
-
-Flag TextOf(std::string name, std::string metavar, std::string help, std::string& field) {
-  return Text(std::move(name), std::move(metavar), std::move(help), [&field](const std::string& v) {
-    field = v;
-    return Ok();
-  });
 }
 
 }  // namespace
@@ -42,16 +26,17 @@ CommandSpec ProxyFlags(ProxyOptions& o) {
       "The proxy of `anvil sandbox --network proxy`; started by `anvil sandbox`, not by hand.";
   spec.style.wording = ParseStyle::Wording::kExpectsGot;
   spec.flags = {
-      DescriptorOf("--channel-fd", "the listening sockets arrive here (required)", o.channel_fd),
-      DescriptorOf("--status-fd", "\"ok\" or why not, then one JSON line per distinct refusal",
-                   o.status_fd),
+      DescriptorInto("--channel-fd", "the listening sockets arrive here (required)", o.channel_fd,
+                     65535),
+      DescriptorInto("--status-fd", "\"ok\" or why not, then one JSON line per distinct refusal",
+                     o.status_fd, 65535),
       Collect("--allow-host", "H[:PORT]", "a host the command may reach (repeatable)",
               o.allow_hosts),
-      TextOf("--audit-log", "FILE", "JSON-lines audit log (default: stderr)", o.audit_log),
+      TextInto("--audit-log", "FILE", "JSON-lines audit log (default: stderr)", o.audit_log),
       Collect("--unsafe-test-allow-address", "ADDR[:PORT]",
               "test only: treat ADDR as global (repeatable)", o.unsafe_test_allow_addresses),
-      TextOf("--unsafe-test-resolver", "ADDR:PORT", "test only: ask this DNS server",
-             o.unsafe_test_resolver),
+      TextInto("--unsafe-test-resolver", "ADDR:PORT", "test only: ask this DNS server",
+               o.unsafe_test_resolver),
   };
   return spec;
 }
