@@ -70,16 +70,6 @@ Flag Checked(std::string name, std::string metavar, std::string help, Parse pars
               });
 }
 
-Flag Collect(std::string name, std::string metavar, std::string help,
-             std::vector<std::string>& into) {
-  return Text(std::move(name), std::move(metavar), std::move(help),
-              [&into](const std::string& v) {
-                into.push_back(v);
-                return Ok();
-              })
-      .Repeatable();
-}
-
 // A descriptor this process holds open, 3 or above; the handler keeps it.
 Flag OpenDescriptor(std::string name, std::string help, std::function<void(int)> keep) {
   const std::string flag = name;
@@ -135,10 +125,10 @@ std::vector<Flag> CommonFlags(SandboxArgs& a) {
            })
           .Completes(Completion::kDirectory)
           .Repeatable(),
-      Collect("--read-only-subpath", "P",
-              "keep P read-only inside a writable root (repeatable; git metadata\n"
-              "and .anvil always)",
-              policy.extra_read_only_subpaths)
+      CollectInto("--read-only-subpath", "P",
+                  "keep P read-only inside a writable root (repeatable; git metadata\n"
+                  "and .anvil always)",
+                  policy.extra_read_only_subpaths)
           .Completes(Completion::kDirectory),
       Switch("--writable-git",
              "deliberately let CMD write git metadata: every repository's .git\n"
@@ -164,10 +154,10 @@ std::vector<Flag> CommonFlags(SandboxArgs& a) {
                 a.network_explicit = true;
               })
           .Choices({"none", "proxy", "full"}),
-      Collect("--allow-host", "H[:PORT]", "with --network proxy", a.allow_hosts),
+      CollectInto("--allow-host", "H[:PORT]", "with --network proxy", a.allow_hosts),
       Switch("--clear-env", "start CMD with an empty environment", [&a] { a.env.clear = true; }),
-      Collect("--keep-env", "NAME", "keep NAME even when a filter would drop it (repeatable)",
-              a.env.keep),
+      CollectInto("--keep-env", "NAME", "keep NAME even when a filter would drop it (repeatable)",
+                  a.env.keep),
       Text("--setenv", "NAME=VALUE", "set a variable (repeatable)",
            [&a](const std::string& v) -> Status {
              auto eq = v.find('=');
@@ -203,10 +193,10 @@ std::vector<Flag> CommonFlags(SandboxArgs& a) {
 // (cli/sandbox_setup.h, docs/policy.md "Living with the sandbox").
 std::vector<Flag> AnvilSandboxFlags(SandboxArgs& a) {
   return {
-      Collect("--profile", "NAME",
-              "open one ecosystem's caches and registries: node, python, rust,\n"
-              "go, or one of config.toml's [profiles.NAME] (repeatable)",
-              a.config_flags.profiles)
+      CollectInto("--profile", "NAME",
+                  "open one ecosystem's caches and registries: node, python, rust,\n"
+                  "go, or one of config.toml's [profiles.NAME] (repeatable)",
+                  a.config_flags.profiles)
           .Choices({"node", "python", "rust", "go"})
           .Completes(Completion::kProfiles),
       Text("--readable-root", "DIR", "another read-only directory, e.g. a toolchain (repeatable)",
@@ -275,7 +265,8 @@ std::vector<Flag> RunnerFlags(SandboxArgs& a) {
 // caller's own environment enables it.
 std::vector<Flag> TestFlags(SandboxArgs& a) {
   return {
-      Collect("--unsafe-test-allow-address", "ADDR[:PORT]", "", a.inv.unsafe_test_allow_addresses)
+      CollectInto("--unsafe-test-allow-address", "ADDR[:PORT]", "",
+                  a.inv.unsafe_test_allow_addresses)
           .Hidden(),
       Text("--unsafe-test-resolver", "ADDR:PORT", "",
            [&a](const std::string& v) {

@@ -515,4 +515,14 @@ Flag DescriptorInto(std::string name, std::string help, int& field, int max) {
                               : "a descriptor number (0 to " + std::to_string(max) + ")");
 }
 
+Flag CollectInto(std::string name, std::string metavar, std::string help,
+                 std::vector<std::string>& into) {
+  return Text(std::move(name), std::move(metavar), std::move(help),
+              [&into](const std::string& v) {
+                into.push_back(v);
+                return Ok();
+              })
+      .Repeatable();
+}
+
 }  // namespace anvil

@@ -116,6 +116,9 @@ Flag Descriptor(std::string name, std::string metavar, std::string help, Bounds 
 // 0 to `max` stored in `field` ("expects a descriptor number", with the range when not INT_MAX).
 Flag TextInto(std::string name, std::string metavar, std::string help, std::string& field);
 Flag DescriptorInto(std::string name, std::string help, int& field, int max = INT_MAX);
+// A repeatable text, each value appended to `into`.
+Flag CollectInto(std::string name, std::string metavar, std::string help,
+                 std::vector<std::string>& into);
 
 // The lines of `text` (help, synopses), without their newlines.
 std::vector<std::string> SplitLines(const std::string& text);

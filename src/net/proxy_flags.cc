@@ -1,19 +1,7 @@
 #include "net/proxy_flags.h"
 
 namespace anvil {
-namespace {
-
-Flag Collect(std::string name, std::string metavar, std::string help,
-             std::vector<std::string>& into) {
-  return Text(std::move(name), std::move(metavar), std::move(help),
-              [&into](const std::string& v) {
-                into.push_back(v);
-                return Ok();
-              })
-      .Repeatable();
-}
-
-}  // namespace
+namespace {}  // namespace
 
 CommandSpec ProxyFlags(ProxyOptions& o) {
   CommandSpec spec;
@@ -30,11 +18,11 @@ CommandSpec ProxyFlags(ProxyOptions& o) {
                      65535),
       DescriptorInto("--status-fd", "\"ok\" or why not, then one JSON line per distinct refusal",
                      o.status_fd, 65535),
-      Collect("--allow-host", "H[:PORT]", "a host the command may reach (repeatable)",
-              o.allow_hosts),
+      CollectInto("--allow-host", "H[:PORT]", "a host the command may reach (repeatable)",
+                  o.allow_hosts),
       TextInto("--audit-log", "FILE", "JSON-lines audit log (default: stderr)", o.audit_log),
-      Collect("--unsafe-test-allow-address", "ADDR[:PORT]",
-              "test only: treat ADDR as global (repeatable)", o.unsafe_test_allow_addresses),
+      CollectInto("--unsafe-test-allow-address", "ADDR[:PORT]",
+                  "test only: treat ADDR as global (repeatable)", o.unsafe_test_allow_addresses),
       TextInto("--unsafe-test-resolver", "ADDR:PORT", "test only: ask this DNS server",
                o.unsafe_test_resolver),
   };
