@@ -181,7 +181,11 @@ Result<AutorunShield::Outcome> AutorunShield::MakeDirectory(const AutorunMake& m
     if (CannotCreateIn(make.parent, errno)) return Outcome::kCannot;
     return SysFail("sandbox", "open " + make.parent);
   }
-  if (::mkdirat(parent.Get(), make.name.c_str(), 0700) != 0) {
+  // Marked before its name exists, so a concurrent run never takes it for the user's (best
+  // effort: a file system without user xattrs leaves an unmarked one behind only when a killed
+  // run could not remove it).
+  if (const int err = MakeMarkedPlaceholder(parent.Get(), make.name, true, 0700); err != 0) {
+    errno = err;
     if (errno == EEXIST) return Outcome::kChanged;
     if (CannotCreate(errno)) return Outcome::kCannot;
     return SysFail("sandbox", "make " + path);
@@ -189,9 +193,6 @@ Result<AutorunShield::Outcome> AutorunShield::MakeDirectory(const AutorunMake& m
   UniqueFd fd(
       ::openat(parent.Get(), make.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd) return SysFail("sandbox", "open " + path);
-  // Marked while it is surely ours (best effort: a file system without user xattrs leaves an
-  // unmarked one behind only when a killed run could not remove it).
-  (void)::fsetxattr(fd.Get(), kPlaceholderXattr, "1", 1, 0);
   while (::flock(fd.Get(), LOCK_SH) != 0) {
     if (errno != EINTR) return SysFail("sandbox", "lock " + path);
   }

@@ -2,12 +2,19 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
+#include <cstdio>
 #include <set>
+#include <string>
+
+#include "common/syscalls.h"
 
 namespace anvil {
 namespace {
@@ -57,24 +64,12 @@ Result<ProtectedPlaceholders> ProtectedPlaceholders::Create(
           // of its own (they are the caller's), so there is no lock to take; the view binds it.
           if (!spec.create) break;
           if (errno != ENOENT) return SysFail("sandbox", "open " + path);
-          bool made = false;
-          if (spec.directory) {
-            made = ::mkdirat(parent.Get(), name.c_str(), 0755) == 0;
-          } else {
-            UniqueFd file(::openat(parent.Get(), name.c_str(),
-                                   O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-            if (file) {
-              // Marked while still writable (a user xattr needs write permission), then made
-              // read-only: nothing runs or includes an empty, non-executable file.
-              (void)::fsetxattr(file.Get(), kPlaceholderXattr, "1", 1, 0);
-              (void)::fchmod(file.Get(), 0444);
-              made = true;
-            }
-          }
-          if (made) {
+          const int err = MakeMarkedPlaceholder(parent.Get(), name, spec.directory, 0755);
+          if (err == 0) {
             created = true;
             continue;  // open and lock it like an existing one
           }
+          errno = err;
           if (errno == EEXIST) continue;
           if (errno == EACCES || errno == EPERM || errno == EROFS) {
             not_made.insert(path);
@@ -89,11 +84,8 @@ Result<ProtectedPlaceholders> ProtectedPlaceholders::Create(
         // is gone and the next round makes a new one.
         if (::flock(dir.Get(), LOCK_SH) != 0) return SysFail("sandbox", "lock " + path);
         if (!StillNamed(parent.Get(), name, dir.Get())) continue;
-        if (created) {
-          // Best effort: where the filesystem has no user xattrs, a placeholder this run
-          // cannot remove (another run still held it) stays behind, empty.
-          (void)::fsetxattr(dir.Get(), kPlaceholderXattr, "1", 1, 0);
-        }
+        // Best effort: where the filesystem has no user xattrs, a placeholder this run cannot
+        // remove (another run still held it) stays behind, empty.
         const bool marked = ::fgetxattr(dir.Get(), kPlaceholderXattr, nullptr, 0) >= 0;
         UniqueFd parent_dup(::fcntl(parent.Get(), F_DUPFD_CLOEXEC, 0));
         if (!parent_dup) return SysFail("sandbox", "dup");
@@ -126,6 +118,38 @@ ProtectedPlaceholders::~ProtectedPlaceholders() {
       }
     }
   }
+}
+
+int MakeMarkedPlaceholder(int parent, const std::string& name, bool directory, mode_t dir_mode) {
+  // A private name nobody can guess ahead (one taken already would read as the name taken).
+  uint64_t nonce = 0;
+  if (::getrandom(&nonce, sizeof nonce, 0) != static_cast<ssize_t>(sizeof nonce)) return errno;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(nonce));
+  const std::string temp = ".anvil-placeholder." + std::string(hex);
+  auto make = [&](const std::string& at) -> int {
+    if (directory) {
+      if (::mkdirat(parent, at.c_str(), dir_mode) != 0) return errno;
+      UniqueFd dir(::openat(parent, at.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (dir) (void)::fsetxattr(dir.Get(), kPlaceholderXattr, "1", 1, 0);
+      return 0;
+    }
+    UniqueFd file(
+        ::openat(parent, at.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!file) return errno;
+    // Marked while still writable (a user xattr needs write permission), then made read-only:
+    // nothing runs or includes an empty, non-executable file.
+    (void)::fsetxattr(file.Get(), kPlaceholderXattr, "1", 1, 0);
+    (void)::fchmod(file.Get(), 0444);
+    return 0;
+  };
+  if (int err = make(temp); err != 0) return err;
+  if (::syscall(SYS_renameat2, parent, temp.c_str(), parent, name.c_str(), RENAME_NOREPLACE) == 0)
+    return 0;
+  const int err = errno;
+  (void)::unlinkat(parent, temp.c_str(), directory ? AT_REMOVEDIR : 0);
+  if (err == EINVAL) return make(name);  // no RENAME_NOREPLACE on this filesystem
+  return err;
 }
 
 std::vector<std::string> ProtectedPlaceholders::Created() const {

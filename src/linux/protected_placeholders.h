@@ -87,4 +87,13 @@ class ProtectedPlaceholders {
 // The extended attribute that marks a placeholder directory.
 inline constexpr char kPlaceholderXattr[] = "user.anvil.placeholder";
 
+// Makes `name` in `parent` as an empty directory (`dir_mode`) or an empty read-only file (0444)
+// that carries the placeholder mark from the moment the name exists: it is made under a private
+// random name, marked, and renamed into place without replacing anything. A run that finds the
+// name must see the mark, or it takes the placeholder for the user's own and never removes it
+// (and when that run is the last one out, nobody does). Returns 0, or the errno of the step that
+// failed (EEXIST: the name appeared meanwhile). Where the file system cannot rename without
+// replacing, the name is made in place and marked after (best effort, as without user xattrs).
+int MakeMarkedPlaceholder(int parent, const std::string& name, bool directory, mode_t dir_mode);
+
 }  // namespace anvil
