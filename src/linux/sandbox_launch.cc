@@ -136,6 +136,7 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
       auto trust = ShieldAnvilTrustDirs(AnvilTrustDirs(TrustEnvFromProcess()), roots, covered);
       if (!trust) return SetupFailure(trust.error().ToString(), start);
       MergeShield(*shield, *trust);
+      const std::vector<std::string> anvil_state = shield->read_only;
       // What the host runs from the home (shell startup files, ~/.local/bin, user units,
       // autostart, installed plugins): read-only or pinned, missing ones taken by placeholders.
       auto host_autorun =
@@ -174,6 +175,7 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
       };
       view->pinned_links = autorun->Plan().pinned_links;
       std::erase_if(view->pinned_links, inside_read_only);
+      view->anvil_state = anvil_state;
       view->host_autorun = autorun->Plan().read_only;
       view->host_autorun.insert(view->host_autorun.end(), autorun->Plan().pinned_links.begin(),
                                 autorun->Plan().pinned_links.end());

@@ -50,6 +50,9 @@ WriteClass ClassifyWrite(const FileView& view, const SandboxPolicy& policy,
   for (const auto& h : view.host_autorun) {
     if (PathIsWithin(path, h)) return {WriteArea::kHostAutorun, h};
   }
+  for (const auto& a : view.anvil_state) {
+    if (PathIsWithin(path, a)) return {WriteArea::kAnvilDir, a};
+  }
   // The deepest read-only part wins: a .git inside a readable root is still a .git.
   for (const auto& wr : view.writable_roots) {
     for (const auto& sub : wr.read_only_subpaths) {
@@ -215,8 +218,12 @@ RefusalAdvice Advise(const Refusal& r, const std::string& workspace, const std::
             a.why = root +
                     " says which plugins run and with what settings, and stays read-only (edit "
                     "it outside the sandbox)";
-          } else {
+          } else if (Basename(r.root) == ".anvil") {
             a.why = ".anvil is Anvil's own state and stays read-only";
+          } else {
+            a.why = root +
+                    " is Anvil's own state on this machine (command rules, trusted keys, config, "
+                    "grants) and stays read-only (change it with `anvil` outside the sandbox)";
           }
           break;
         }

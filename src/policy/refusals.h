@@ -18,7 +18,7 @@ namespace anvil {
 // Where a refused write landed, by the view's parts.
 enum class WriteArea {
   kGit,              // a protected .git (workspace-write): --writable-git
-  kAnvilDir,         // .anvil, anvil.lock, Anvil.toml: Anvil's own, no way past
+  kAnvilDir,         // .anvil, anvil.lock, Anvil.toml, Anvil's trust state: no way past
   kReadOnlySubpath,  // --read-only-subpath / Anvil.toml's read_only_subpaths
   kCredential,       // a credential location, covered: no way past
   kReadable,         // a toolchain or readable root (from the real home or elsewhere)

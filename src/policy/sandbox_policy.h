@@ -104,6 +104,10 @@ struct FileView {
   // What the view keeps read-only or pins because the host runs it (policy/host_autorun.h):
   // the refusal summary's "host_autorun" area.
   std::vector<std::string> host_autorun;
+  // What the view keeps read-only because it is Anvil's own state on the host (the trust
+  // directories: command rules, trusted keys, config, grants; the git walk cache): the refusal
+  // summary's "anvil" area.
+  std::vector<std::string> anvil_state;
   // SandboxPolicy::runtime_from_call: filled from the call. What of the workspace the view holds
   // (fs/read_plan.h; opened beneath workspace_base, never through a symlink) and the system
   // files of the tool (absolute host paths, shown at the same paths with their symlinks).

@@ -24,6 +24,11 @@ FileView SampleView() {
   // What the host runs (policy/host_autorun.h), in a writable root that holds it.
   v.writable_roots.push_back({"/home/u/notes", {"/home/u/notes/.bashrc", "/home/u/notes/bin"}});
   v.host_autorun = {"/home/u/notes/.bashrc", "/home/u/notes/bin", "/home/u/notes/.zshrc"};
+  // Anvil's own state in a writable root that holds it (linux/trust_shield.h): read-only like a
+  // git path, and not one --writable-git opens.
+  v.writable_roots.push_back({"/home/u", {"/home/u/.config/anvil", "/home/u/.local/state/anvil"}});
+  v.git_protected.push_back("/home/u/.config/anvil");
+  v.anvil_state = {"/home/u/.config/anvil", "/home/u/.local/state/anvil"};
   return v;
 }
 
@@ -58,6 +63,9 @@ TEST(ClassifyWrite, EachPartOfTheView) {
       {"/home/u/notes/.bashrc", WriteArea::kHostAutorun, "/home/u/notes/.bashrc"},
       {"/home/u/notes/bin/ls", WriteArea::kHostAutorun, "/home/u/notes/bin"},
       {"/home/u/notes/.zshrc", WriteArea::kHostAutorun, "/home/u/notes/.zshrc"},
+      {"/home/u/.config/anvil/rules/approved.toml", WriteArea::kAnvilDir, "/home/u/.config/anvil"},
+      {"/home/u/.local/state/anvil/grants.json", WriteArea::kAnvilDir,
+       "/home/u/.local/state/anvil"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.path);
@@ -103,6 +111,10 @@ TEST(Advise, OneLineWayPastEachRefusal) {
   EXPECT_EQ(config.allow, "");
   EXPECT_NE(config.why.find("sub/Anvil.toml says which plugins run"), std::string::npos)
       << config.why;
+  auto trust =
+      write(WriteArea::kAnvilDir, "/home/u/.config/anvil/config.toml", "/home/u/.config/anvil");
+  EXPECT_EQ(trust.allow, "") << "no flag opens Anvil's trust state (--writable-git does not)";
+  EXPECT_NE(trust.why.find("~/.config/anvil is Anvil's own state"), std::string::npos) << trust.why;
   EXPECT_EQ(write(WriteArea::kOutside, "/srv/data/x", "").allow, "--writable-root /srv/data");
   EXPECT_EQ(write(WriteArea::kOutside, "/x", "").allow, "");  // never "--writable-root /"
   EXPECT_EQ(write(WriteArea::kReadOnlyPolicy, "/ws/x", "/ws").allow, "--policy workspace-write");

@@ -52,7 +52,9 @@ fs.writeFileSync(path.join(plugin, 'anvil-plugin.toml'),
 fs.writeFileSync(path.join(plugin, 'main.lua'),
   "anvil.command('hello', function(args) return 'hello ' .. (args[1] or 'world') end)\n" +
   "anvil.command('read', function(args) return sys.fs.read(args[1]) end)\n" +
-  "anvil.command('spin', function() while true do end end)\n");
+  // Busy for as long as it is let be: each turn waits on the gateway, so the instruction
+  // budget (which would end a bare `while true do end` within seconds of CPU) lasts minutes.
+  "anvil.command('spin', function() while true do sys.fs.read('a.txt') end end)\n");
 // Its benign neighbour's opposite: a plugin nobody approved is not offered.
 const unapproved = path.join(root, 'unapproved');
 fs.mkdirSync(unapproved);
@@ -320,7 +322,9 @@ await runCase('invalid UTF-8 in the output is replaced, the JSON stays valid', a
 });
 
 await runCase('every decision and answer is an audit line by anvil mcp', async () => {
-  const audit = spawnSync(anvil, ['audit', '--workspace', ws, '--json'], { env, encoding: 'utf8' });
+  // Large: the cancelled `spin` above left one audit line per read it made.
+  const audit = spawnSync(anvil, ['audit', '--workspace', ws, '--json'],
+                          { env, encoding: 'utf8', maxBuffer: 512 << 20 });
   assert.equal(audit.status, 0, audit.stderr);
   const lines = audit.stdout.trim().split('\n').map((l) => JSON.parse(l));
   const ours = lines.filter((l) => JSON.stringify(l).includes('anvil mcp'));
