@@ -22,6 +22,7 @@
 #include "linux/helper_executable.h"
 #include "linux/program_exec.h"
 #include "policy/display_text.h"
+#include "policy/protected_names_plan.h"
 #include "session/plugin_session.h"
 
 extern char** environ;
@@ -461,6 +462,10 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
     std::cerr << "anvil sandbox: " << outcome.error << "\n";
   }
   PrintGitReport(outcome.git);
+  if (outcome.workspace_config) {
+    // Always on stderr, whatever --json says: the user's next Anvil in the workspace depends on it.
+    std::cerr << "anvil sandbox: " << ConfigQuarantineMessage(*outcome.workspace_config) << "\n";
+  }
   if (front_end == SandboxFrontEnd::kAnvilSandbox && !inv->quiet && status != 0) {
     // After a failure only: a command that succeeded despite a refusal (git status refreshing
     // its index where it can) needs no explanation; --json lists every refusal either way.
@@ -523,6 +528,17 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
     if (outcome.out_of_memory) report["out_of_memory"] = true;
     if (outcome.kind == SandboxOutcome::Kind::kSignaled) report["signal"] = outcome.exit_status;
     if (outcome.git.protected_repositories) report["git"] = GitReportJson(outcome.git);
+    if (outcome.workspace_config) {
+      const ConfigQuarantine& q = *outcome.workspace_config;
+      nlohmann::json config = {{"path", q.path}, {"reason", q.reason}};
+      if (!q.moved_to.empty()) {
+        config["moved_to"] = q.moved_to;
+        config["restore"] = ConfigQuarantineRestore(q);
+      } else {
+        config["failure"] = q.failure;
+      }
+      report["workspace_config_quarantined"] = config;
+    }
     if (!outcome.error.empty()) report["error"] = outcome.error;
     WriteReport(inv->report_fd,
                 report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");

@@ -1,22 +1,21 @@
-// Keeping a protected name (.git, the workspace's Anvil.toml, or a path a repository's git
-// config names, see policy/git_metadata.h) that does not exist yet in a writable root from
+// Keeping a protected name (.git, or a path a repository's git config names, see
+// policy/git_metadata.h) that does not exist yet in a writable root from
 // being created by the sandboxed command (which names: policy/protected_names_plan.h).
 //
 // The mount view keeps an existing .git read-only by binding it read-only, but a name that does
 // not exist has nothing to bind, and Landlock cannot refuse one name in a directory where it
 // allows creating files. A command that creates `.git` with hooks or `core.fsmonitor` in a
 // workspace without one (a fresh directory, or a subdirectory of a repository) gets code run by
-// the user's next `git` there, outside any sandbox; one that creates Anvil.toml enables plugins
-// and hands them settings the next time Anvil starts there. So, before the view is computed,
+// the user's next `git` there, outside any sandbox. So, before the view is computed,
 // the supervisor creates each missing name as an empty directory or file (marked with the
 // extended attribute `user.anvil.placeholder` where the filesystem supports it), which the view
 // then binds read-only like any existing one; after the run it removes it again. While it
 // exists it is harmless: git skips an empty `.git` and keeps looking upward; an empty hooks
 // directory holds no hook; an empty, non-executable file named as a program or an include runs
-// nothing; Anvil takes a directory named Anvil.toml for no configuration, as it takes none. It
-// is visible to the command (`ls -A` shows an empty `.git` and an empty `Anvil.toml/`), not to
+// nothing. It is visible to the command (`ls -A` shows an empty `.git`), not to
 // `git status` (an empty directory is nothing to git); --writable-git drops the `.git` one with
-// the rest of the .git protection.
+// the rest of the .git protection. (A missing Anvil.toml gets no placeholder: the run moves aside
+// what its command left there instead, linux/workspace_config_watch.h.)
 //
 // Concurrent sandboxes in one workspace share a placeholder. Removing a directory that is a
 // mount point in another mount namespace succeeds and silently detaches that mount (Linux

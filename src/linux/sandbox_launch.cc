@@ -33,6 +33,7 @@
 #include "linux/terminal_relay.h"
 #include "linux/trust_shield.h"
 #include "linux/user_ns_limits.h"
+#include "linux/workspace_config_watch.h"
 #include "policy/protected_names_plan.h"
 
 namespace anvil {
@@ -106,6 +107,7 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   // Declared after `placeholders`: ends first, so its locks are gone when they are removed.
   std::optional<GitGuard> git;
   std::optional<GitWalkCache> walk_cache;  // the walk kept for the next run (git_walk_cache.h)
+  std::optional<WorkspaceConfigWatch> config_watch;  // the workspace's Anvil.toml
   size_t walk_cached_dirs = 0;
   if (plan.confine_fs) {
     HostFs host = RealHostFs();
@@ -113,13 +115,20 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
     auto view = ComputeFileView(policy, host);
     if (!view) return SetupFailure(view.error().ToString(), start);
     if (!view->writable_roots.empty()) {
-      // A .git missing from a writable root, or an Anvil.toml missing from the workspace,
-      // becomes an empty directory the view binds read-only, so the command cannot create one
-      // (protected_placeholders.h, protected_names_plan.h).
       std::vector<std::string> roots;
       for (const auto& wr : view->writable_roots) roots.push_back(wr.root);
+      // The workspace's Anvil.toml as it is before the command can touch it: after the run,
+      // anything else there is moved aside (workspace_config_watch.h).
+      if (WatchesWorkspaceConfig(roots, policy.workspace)) {
+        auto watch = WorkspaceConfigWatch::Start(policy.workspace);
+        if (!watch) return SetupFailure(watch.error().ToString(), start);
+        config_watch.emplace(std::move(*watch));
+      }
+      // A .git missing from a writable root becomes an empty directory the view binds
+      // read-only, so the command cannot create one (protected_placeholders.h,
+      // protected_names_plan.h).
       std::vector<PlaceholderSpec> specs;
-      for (const auto& p : MissingNamePlaceholders(roots, policy.workspace, policy.writable_git)) {
+      for (const auto& p : MissingNamePlaceholders(roots, policy.writable_git)) {
         specs.push_back({p.parent, p.name, p.directory});
       }
       auto made = ProtectedPlaceholders::Create(specs);
@@ -443,6 +452,10 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   sigprocmask(SIG_SETMASK, &saved, nullptr);
 
   SandboxOutcome out;
+  // Every process of the command is gone, however it ended: what it left at the workspace's
+  // Anvil.toml is checked first, before anything below may return, and before the git check's
+  // walk (which then sees the directory as it stays).
+  if (config_watch) out.workspace_config = config_watch->CheckAfterRun();
   out.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - call_start).count();
   out.layers.memory_limit = memory ? memory_limit : 0;
   out.out_of_memory = memory && memory->OomKills() > 0;

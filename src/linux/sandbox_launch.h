@@ -24,6 +24,7 @@
 #include "common/result.h"
 #include "common/unique_fd.h"
 #include "linux/git_guard.h"
+#include "policy/protected_names_plan.h"
 #include "policy/refusals.h"
 #include "policy/sandbox_policy.h"
 
@@ -128,6 +129,9 @@ struct SandboxOutcome {
   bool out_of_memory = false;  // the kernel killed a process at the memory ceiling
   double duration_ms = 0;
   GitReport git;  // the writable roots' repositories: protected, and what was quarantined
+  // The workspace's Anvil.toml, when the check after the run moved it aside or could not
+  // (policy/protected_names_plan.h, linux/workspace_config_watch.h).
+  std::optional<ConfigQuarantine> workspace_config;
   // What the sandbox refused the command (LaunchSpec::observe_refusals), deduplicated, and how
   // many more the observer saw past its cap.
   std::vector<Refusal> refusals;

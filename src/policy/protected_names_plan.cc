@@ -5,6 +5,7 @@
 
 #include "fs/protected_names.h"
 #include "policy/sandbox_policy.h"
+#include "policy/shell_words.h"
 
 namespace anvil {
 namespace {
@@ -26,24 +27,12 @@ bool UnderAny(const std::string& path, const std::set<std::string>& set) {
 }  // namespace
 
 std::vector<NamePlaceholder> MissingNamePlaceholders(const std::vector<std::string>& roots,
-                                                     const std::string& workspace,
                                                      bool writable_git) {
   std::vector<NamePlaceholder> out;
+  if (writable_git) return out;
   for (const ProtectedName& p : kProtectedNames) {
-    switch (p.kind) {
-      case ProtectedNameKind::kGitMetadata:
-        if (writable_git) break;
-        for (const auto& root : roots) out.push_back({root, std::string(p.name), true});
-        break;
-      case ProtectedNameKind::kWorkspaceConfig:
-        if (std::find(roots.begin(), roots.end(), workspace) != roots.end()) {
-          out.push_back({workspace, std::string(p.name), true});
-        }
-        break;
-      case ProtectedNameKind::kAnvilState:
-      case ProtectedNameKind::kPluginLock:
-        break;
-    }
+    if (p.kind != ProtectedNameKind::kGitMetadata) continue;
+    for (const auto& root : roots) out.push_back({root, std::string(p.name), true});
   }
   return out;
 }
@@ -100,6 +89,51 @@ ProtectedNamesPlan PlanProtectedNames(const std::vector<std::string>& found,
                      "the top of each writable root are kept)"});
   }
   return plan;
+}
+
+bool WatchesWorkspaceConfig(const std::vector<std::string>& roots, const std::string& workspace) {
+  if (workspace.empty() || workspace[0] != '/') return false;
+  return std::any_of(roots.begin(), roots.end(),
+                     [&](const std::string& root) { return PathIsWithin(workspace, root); });
+}
+
+std::optional<std::string> WorkspaceConfigChange(const ConfigEntry& before,
+                                                 const ConfigEntry& after) {
+  if (after.kind == ConfigEntryKind::kMissing) return std::nullopt;
+  if (before.kind == ConfigEntryKind::kMissing) {
+    return "it did not exist when the sandboxed command started";
+  }
+  if (after.kind != before.kind || after.dev != before.dev || after.ino != before.ino) {
+    return "it is not the one that was there when the sandboxed command started (replaced)";
+  }
+  if (after.ctime_sec != before.ctime_sec || after.ctime_nsec != before.ctime_nsec) {
+    return "it was changed (written, moved or its mode set) while the sandboxed command ran";
+  }
+  return std::nullopt;
+}
+
+std::string ConfigQuarantineName(std::string_view name, int attempt) {
+  std::string out = std::string(name) + std::string(kConfigQuarantineSuffix);
+  if (attempt > 1) out += "-" + std::to_string(attempt);
+  return out;
+}
+
+std::string ConfigQuarantineRestore(const ConfigQuarantine& q) {
+  if (q.moved_to.empty()) return {};
+  return "mv -n " + QuoteShellWord(q.moved_to) + " " + QuoteShellWord(q.path);
+}
+
+std::string ConfigQuarantineMessage(const ConfigQuarantine& q) {
+  if (q.moved_to.empty()) {
+    return "WARNING: " + q.path + " could not be moved aside (" + q.failure + "); " + q.reason +
+           ", and Anvil.toml enables plugins and hands them settings: check it (remove it if you "
+           "did not write it) before Anvil runs in this workspace";
+  }
+  return "moved " + q.path + " aside to " + q.moved_to + ": " + q.reason +
+         ", and a sandboxed command may not make or change Anvil.toml (it enables plugins and "
+         "hands them settings); Anvil does not read it there. Review it, and if it is yours, put "
+         "it back: " +
+         ConfigQuarantineRestore(q);
 }
 
 }  // namespace anvil

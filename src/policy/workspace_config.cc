@@ -264,9 +264,9 @@ Result<WorkspaceConfig> LoadWorkspaceConfig(const std::string& workspace_dir) {
                                       kMaxWorkspaceConfigBytes);
   if (!text) {
     if (text.error().code == "not_found") return WorkspaceConfig{};
-    // A directory of that name is no configuration either: a sandbox running in the workspace
-    // holds one there so that its command cannot make the file (policy/protected_names_plan.h).
-    // The file can only narrow and enable, so none is never wider than any file.
+    // A directory of that name is no configuration either (older sandboxes held an empty one
+    // there while their command ran). The file can only narrow and enable, so none is never
+    // wider than any file.
     const std::string name(kWorkspaceConfigName);
     struct stat st {};
     const bool directory = text.error().code == "invalid" &&

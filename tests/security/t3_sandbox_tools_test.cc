@@ -159,10 +159,10 @@ TEST_P(T3SandboxTools, WorkspaceUnderTmpWithSpacesInItsPathWorks) {
                           "cat d/b.txt && echo tmp > /tmp/x && cat /tmp/x && rm -r d && ls -A",
                           {}, Opts());
   EXPECT_EQ(result.status, 0) << result.err;
-  // `.git` and `Anvil.toml` are the empty read-only placeholders that keep the command from
-  // creating them (T1SandboxWrite.CreatingGitWhereNoneExistsIsDenied,
-  // T8SandboxPluginLock.AMissingAnvilTomlCannotBeCreated); they are gone after the run.
-  EXPECT_EQ(result.out, spaced.path() + "\none\ntmp\n.git\nAnvil.toml\n");
+  // `.git` is the empty read-only placeholder that keeps the command from creating one
+  // (T1SandboxWrite.CreatingGitWhereNoneExistsIsDenied); it is gone after the run. A missing
+  // Anvil.toml has none (T8SandboxPluginLock.AnAnvilTomlMadeWhereMissingIsMovedAsideAfterTheRun).
+  EXPECT_EQ(result.out, spaced.path() + "\none\ntmp\n.git\n");
   EXPECT_FALSE(Exists(spaced / ".git"));
   EXPECT_FALSE(Exists(spaced / "Anvil.toml"));
   EXPECT_FALSE(Exists(spaced / "d"));

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "sandbox_harness.h"
@@ -74,7 +75,29 @@ class T8SandboxPluginLock : public CallerTest {
     EXPECT_FALSE(Exists(ws + "/notes/who.txt") && ReadFile(ws + "/notes/who.txt") == "agent");
   }
 
+  // A plugin in `cfg` that shows the setting `who` the workspace's Anvil.toml hands it, or
+  // "none"; approved by the user.
+  void SettingsPlugin() {
+    ASSERT_EQ(Shell("mkdir -p " + ShellQuote(ws_ + "/cfg")), 0);
+    WriteFile(ws_ + "/cfg/anvil-plugin.toml",
+              "id = \"test.cfg\"\nversion = \"1.0.0\"\nruntime = \"lua\"\nentry = "
+              "\"main.lua\"\n");
+    WriteFile(ws_ + "/cfg/main.lua",
+              "anvil.command('go', function() return anvil.settings.who or 'none' end)\n");
+    caller_.Give(base_.path());
+    auto approved = Anvil({"run", "--approve", "--workspace", ws_, "cfg", "go"}, ws_);
+    ASSERT_EQ(approved.status, 0) << approved.err;
+    ASSERT_EQ(approved.out, "none\n");
+  }
+  // `text` for a single-quoted printf format: newlines as \n.
+  static std::string Escaped(const std::string& text) {
+    std::string out;
+    for (char c : text) out += c == '\n' ? std::string("\\n") : std::string(1, c);
+    return out;
+  }
+
   TempDir base_{"anvil-plugin-lock", "/var/tmp"};
+  RunResult first_;
   std::string ws_;
 };
 
@@ -206,35 +229,130 @@ TEST_P(T8SandboxPluginLock, AnExistingAnvilTomlCannotBeRewrittenAtAnyDepth) {
     }
     EXPECT_NE(r.out.find("BENIGN"), std::string::npos) << r.out << r.err;
     EXPECT_EQ(ReadFile(ws_ + "/" + dir + "/Anvil.toml"), config) << dir;
+    // The user's own, kept as it was: nothing to move aside after the run.
+    EXPECT_EQ(r.err.find("moved"), std::string::npos) << r.err;
+    EXPECT_FALSE(Exists(ws_ + "/Anvil.toml.anvil-quarantine"));
   }
   // The nested one's directory cannot be moved aside and made anew either.
   auto r = Sh("mv sub sub.old 2>/dev/null && echo MOVED");
   EXPECT_EQ(r.out.find("MOVED"), std::string::npos) << r.out;
 }
 
-// Missing at the workspace root: the run holds an empty directory there (git does not show it,
-// Anvil reads it as no configuration), so the command cannot make the file; it is gone after.
-TEST_P(T8SandboxPluginLock, AMissingAnvilTomlCannotBeCreated) {
-  auto r =
-      Sh("printf '[plugins]\\nenable = [\"test.lockpin\"]\\n' > Anvil.toml 2>/dev/null && "
-         "echo WROTE; rmdir Anvil.toml 2>/dev/null && echo REMOVED; "
-         "mv Anvil.toml x 2>/dev/null && echo MOVED; "
-         "mkdir Anvil.toml/inner 2>/dev/null && echo FILLED; "
-         "ls -A; echo 'x = 1' > other.toml && echo BENIGN");
-  EXPECT_EQ(r.status, 0) << r.err;
-  for (const char* done : {"WROTE", "REMOVED", "MOVED", "FILLED"}) {
-    EXPECT_EQ(r.out.find(done), std::string::npos) << done << "\n" << r.out;
+// Missing at the workspace's top: no placeholder (the command sees the workspace as it is), but
+// whatever the command leaves under the name is moved aside after the run, however it made it
+// and however the run ended, so the user's next Anvil there neither enables a plugin nor hands it
+// the command's settings. The line on stderr names the file, says why and how to put it back.
+TEST_P(T8SandboxPluginLock, AnAnvilTomlMadeWhereMissingIsMovedAsideAfterTheRun) {
+  SettingsPlugin();
+  const std::string config = "[plugins.settings.\"test.cfg\"]\nwho = \"agent\"\n";
+  WriteFile(ws_ + "/notes.toml", config);
+  caller_.Give(ws_);
+  struct Way {
+    const char* what;
+    std::string script;
+    std::vector<std::string> flags;
+  } ways[] = {
+      {"written", "printf '" + Escaped(config) + "' > Anvil.toml && echo MADE", {}},
+      {"renamed into place",
+       "printf '" + Escaped(config) + "' > t && mv t Anvil.toml && echo MADE",
+       {}},
+      {"hard-linked to a file that was there", "ln notes.toml Anvil.toml && echo MADE", {}},
+      {"a symbolic link", "ln -s notes.toml Anvil.toml && echo MADE", {}},
+      {"then the command killed itself",
+       "printf '" + Escaped(config) + "' > Anvil.toml && echo MADE && kill -KILL $$",
+       {}},
+      {"then the run timed out",
+       "printf '" + Escaped(config) + "' > Anvil.toml && echo MADE && sleep 60",
+       {"--timeout", "2"}},
+  };
+  int n = 0;
+  for (const Way& way : ways) {
+    SCOPED_TRACE(way.what);
+    auto r = Sh(way.script, way.flags);
+    ++n;
+    EXPECT_NE(r.out.find("MADE"), std::string::npos) << r.out << r.err;
+    struct stat st {};
+    EXPECT_NE(lstat((ws_ + "/Anvil.toml").c_str(), &st), 0) << "still there after the run";
+    const std::string to =
+        ws_ + "/Anvil.toml.anvil-quarantine" + (n == 1 ? "" : "-" + std::to_string(n));
+    EXPECT_EQ(lstat(to.c_str(), &st), 0) << to;
+    EXPECT_NE(r.err.find("anvil sandbox: moved " + ws_ + "/Anvil.toml aside to " + to + ": "),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("did not exist when the sandboxed command started"), std::string::npos)
+        << r.err;
+    // The user's next run of the plugin: not the command's settings (a symlink would have made
+    // it refuse the workspace).
+    auto run = Anvil({"run", "--workspace", ws_, "cfg", "go"}, ws_);
+    EXPECT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(run.out, "none\n");
   }
-  EXPECT_NE(r.out.find("BENIGN"), std::string::npos) << r.out << r.err;
-  EXPECT_NE(r.out.find("Anvil.toml"), std::string::npos) << r.out;  // the placeholder
-  struct stat st {};
-  EXPECT_NE(lstat((ws_ + "/Anvil.toml").c_str(), &st), 0) << "left behind after the run";
-  EXPECT_TRUE(Exists(ws_ + "/other.toml"));
-  // The benign neighbour: the user makes one on the host, and Anvil reads it.
+  // What was quarantined stays as it was, and the line's command puts it back: then it is read.
+  EXPECT_EQ(ReadFile(ws_ + "/Anvil.toml.anvil-quarantine"), config);
+  EXPECT_EQ(ReadFile(ws_ + "/notes.toml"), config);
+  ASSERT_EQ(Shell("mv -n " + ShellQuote(ws_ + "/Anvil.toml.anvil-quarantine") + " " +
+                  ShellQuote(ws_ + "/Anvil.toml")),
+            0);
+  caller_.Give(ws_);
+  auto run = Anvil({"run", "--workspace", ws_, "cfg", "go"}, ws_);
+  EXPECT_EQ(run.out, "agent\n") << run.err;
+}
+
+// The benign neighbour: a fresh workspace looks as it is while the command runs (no Anvil.toml
+// in a listing or a glob), other config files are written as ever, and nothing is moved.
+TEST_P(T8SandboxPluginLock, AFreshWorkspaceShowsNoAnvilTomlAndOtherTomlFilesWork) {
+  WriteFile(ws_ + "/own.toml", "a = 1\n");
+  caller_.Give(ws_);
+  auto r =
+      Sh("ls -A; python3 -c 'import glob; print(sorted(glob.glob(\"*.toml\")))'; "
+         "printf '[project]\\nname = \"x\"\\n' > pyproject.toml && "
+         "printf '[package]\\nname = \"x\"\\n' > Cargo.toml && "
+         "python3 -c 'import glob; print(sorted(glob.glob(\"*.toml\")))' && echo BENIGN");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.find("Anvil"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("['own.toml']\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("['Cargo.toml', 'own.toml', 'pyproject.toml']\nBENIGN"), std::string::npos)
+      << r.out << r.err;
+  EXPECT_EQ(r.err.find("Anvil.toml"), std::string::npos) << r.err;
+  EXPECT_EQ(ReadFile(ws_ + "/pyproject.toml"), "[project]\nname = \"x\"\n");
+  EXPECT_TRUE(Exists(ws_ + "/Cargo.toml"));
+  EXPECT_FALSE(Exists(ws_ + "/Anvil.toml"));
+  EXPECT_FALSE(Exists(ws_ + "/Anvil.toml.anvil-quarantine"));
+  // The user makes one on the host between runs: the next run keeps it and Anvil reads it.
   WriteFile(ws_ + "/Anvil.toml", "[sandbox]\npolicy = \"read-only\"\n");
   caller_.Give(ws_);
   auto narrowed = Sh("echo x > notes/after.txt 2>/dev/null && echo WROTE");
   EXPECT_EQ(narrowed.out.find("WROTE"), std::string::npos) << narrowed.out;
+  EXPECT_EQ(narrowed.err.find("moved"), std::string::npos) << narrowed.err;
+  EXPECT_TRUE(Exists(ws_ + "/Anvil.toml"));
+}
+
+// Concurrent runs: one the user makes on the host while a run that did not see it is going is
+// moved aside when that run ends (it cannot tell the user's file from its command's: the
+// conservative side, and the line says how to put it back), even though a run started after the
+// file was there kept it read-only and left it.
+TEST_P(T8SandboxPluginLock, AnAnvilTomlMadeOnTheHostDuringARunIsMovedAsideByThatRun) {
+  std::thread first([&] {
+    first_ =
+        Sh("touch started; while [ ! -e go ]; do sleep 0.05; done; echo DONE", {"--timeout", "60"});
+  });
+  // The first run's command is going once it has made its mark (the run recorded the name
+  // before the command started).
+  for (int i = 0; i < 1200 && !Exists(ws_ + "/started"); ++i) usleep(50000);
+  EXPECT_TRUE(Exists(ws_ + "/started"));
+  WriteFile(ws_ + "/Anvil.toml", "[sandbox]\nnetwork = \"none\"\n");
+  caller_.Give(ws_);
+  auto second = Sh("cat Anvil.toml && echo SECOND");
+  EXPECT_NE(second.out.find("SECOND"), std::string::npos) << second.out << second.err;
+  EXPECT_EQ(second.err.find("moved"), std::string::npos) << second.err;
+  EXPECT_TRUE(Exists(ws_ + "/Anvil.toml"));
+  WriteFile(ws_ + "/go", "");
+  first.join();
+  EXPECT_NE(first_.out.find("DONE"), std::string::npos) << first_.out << first_.err;
+  EXPECT_NE(first_.err.find("anvil sandbox: moved " + ws_ + "/Anvil.toml aside"), std::string::npos)
+      << first_.err;
+  EXPECT_FALSE(Exists(ws_ + "/Anvil.toml"));
+  EXPECT_EQ(ReadFile(ws_ + "/Anvil.toml.anvil-quarantine"), "[sandbox]\nnetwork = \"none\"\n");
 }
 
 INSTANTIATE_TEST_SUITE_P(Callers, T8SandboxPluginLock, ::testing::ValuesIn(kAllCallers),

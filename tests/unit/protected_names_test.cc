@@ -121,19 +121,126 @@ TEST(ProtectedNames, OtherNamesAreLeftToBothWalls) {
   }
 }
 
-TEST(MissingNamePlaceholders, GitInEveryRootAnvilTomlInTheWorkspace) {
-  auto got = MissingNamePlaceholders({"/w", "/cache"}, "/w", false);
+TEST(MissingNamePlaceholders, GitInEveryRootAndNothingElse) {
+  auto got = MissingNamePlaceholders({"/w", "/cache"}, false);
   V made;
   for (const auto& p : got) {
     EXPECT_TRUE(p.directory) << p.parent << "/" << p.name;
     made.push_back(p.parent + "/" + p.name);
   }
-  EXPECT_EQ(made, (V{"/w/.git", "/cache/.git", "/w/Anvil.toml"}));
-  got = MissingNamePlaceholders({"/w", "/cache"}, "/w", true);
-  ASSERT_EQ(got.size(), 1u);
-  EXPECT_EQ(got[0].parent + "/" + got[0].name, "/w/Anvil.toml");
-  // A workspace that is not a writable root (read-only policy) gets none.
-  EXPECT_TRUE(MissingNamePlaceholders({}, "/w", true).empty());
+  // No Anvil.toml: the check after the run takes care of it (WorkspaceConfigChange).
+  EXPECT_EQ(made, (V{"/w/.git", "/cache/.git"}));
+  EXPECT_TRUE(MissingNamePlaceholders({"/w", "/cache"}, true).empty());
+  EXPECT_TRUE(MissingNamePlaceholders({}, false).empty());
+}
+
+TEST(WatchesWorkspaceConfig, WhenTheWorkspaceIsInsideAWritableRoot) {
+  EXPECT_TRUE(WatchesWorkspaceConfig({"/w", "/cache"}, "/w"));
+  EXPECT_TRUE(WatchesWorkspaceConfig({"/cache", "/home/u/src"}, "/home/u/src/proj"));
+  // A read-only workspace (no writable roots), or one only a root below it is writable in.
+  EXPECT_FALSE(WatchesWorkspaceConfig({}, "/w"));
+  EXPECT_FALSE(WatchesWorkspaceConfig({"/w/build"}, "/w"));
+  EXPECT_FALSE(WatchesWorkspaceConfig({"/w2"}, "/w"));
+  EXPECT_FALSE(WatchesWorkspaceConfig({"/w"}, ""));
+}
+
+ConfigEntry Entry(ConfigEntryKind kind, uint64_t ino = 0, int64_t ctime = 100) {
+  ConfigEntry e;
+  e.kind = kind;
+  if (kind == ConfigEntryKind::kMissing) return e;
+  e.dev = 7;
+  e.ino = ino;
+  e.ctime_sec = ctime;
+  e.ctime_nsec = 5;
+  return e;
+}
+
+TEST(WorkspaceConfigChange, AnythingButTheSameEntryUnchangedIsMovedAside) {
+  using K = ConfigEntryKind;
+  const ConfigEntry missing = Entry(K::kMissing);
+  const ConfigEntry file = Entry(K::kFile, 10);
+  struct Row {
+    const char* what;
+    ConfigEntry before, after;
+    bool moved;
+  } rows[] = {
+      {"nothing before, nothing after", missing, missing, false},
+      {"made: a file written or renamed into place", missing, Entry(K::kFile, 11), true},
+      {"made: a symbolic link", missing, Entry(K::kSymlink, 11), true},
+      {"made: a directory", missing, Entry(K::kDir, 11), true},
+      {"made: a fifo or socket", missing, Entry(K::kOther, 11), true},
+      {"the user's file, untouched", file, file, false},
+      {"the user's file, gone (another run moved it)", file, missing, false},
+      {"renamed over: another inode", file, Entry(K::kFile, 11), true},
+      {"replaced by a symlink", file, Entry(K::kSymlink, 11), true},
+      {"another inode with the same number on another device", file,
+       [] {
+         ConfigEntry e = Entry(K::kFile, 10);
+         e.dev = 8;
+         return e;
+       }(),
+       true},
+      {"a symlink left alone, then replaced by a file", Entry(K::kSymlink, 20), Entry(K::kFile, 21),
+       true},
+      {"a symlink replaced by a file that got its inode number", Entry(K::kSymlink, 20),
+       Entry(K::kFile, 20), true},
+      {"the same inode changed (moved away and back, written, chmod)", file,
+       Entry(K::kFile, 10, 101), true},
+      {"the same inode, ctime nanoseconds apart", file,
+       [] {
+         ConfigEntry e = Entry(K::kFile, 10);
+         e.ctime_nsec = 6;
+         return e;
+       }(),
+       true},
+      {"an older sandbox's placeholder directory, still there", Entry(K::kDir, 30),
+       Entry(K::kDir, 30), false},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.what);
+    auto why = WorkspaceConfigChange(row.before, row.after);
+    EXPECT_EQ(why.has_value(), row.moved);
+    if (why) {
+      EXPECT_FALSE(why->empty());
+    }
+  }
+  EXPECT_NE(WorkspaceConfigChange(missing, file)->find("did not exist"), std::string::npos);
+  EXPECT_NE(WorkspaceConfigChange(file, Entry(K::kFile, 11))->find("replaced"), std::string::npos);
+  EXPECT_NE(WorkspaceConfigChange(file, Entry(K::kFile, 10, 101))->find("changed"),
+            std::string::npos);
+}
+
+TEST(ConfigQuarantineName, TheGitQuarantinesSuffixNumberedAndNeverAnvilToml) {
+  EXPECT_EQ(kConfigQuarantineSuffix, kGitQuarantineSuffix);
+  EXPECT_EQ(ConfigQuarantineName("Anvil.toml", 1), "Anvil.toml.anvil-quarantine");
+  EXPECT_EQ(ConfigQuarantineName("Anvil.toml", 2), "Anvil.toml.anvil-quarantine-2");
+  EXPECT_EQ(ConfigQuarantineName("Anvil.toml", 100), "Anvil.toml.anvil-quarantine-100");
+  for (int n : {1, 2, kConfigQuarantineAttempts}) {
+    EXPECT_FALSE(IsProtectedName(ConfigQuarantineName("Anvil.toml", n))) << n;
+  }
+}
+
+TEST(ConfigQuarantineMessage, OneLineNamingTheFileWhyAndWhatToDo) {
+  ConfigQuarantine q;
+  q.path = "/w s/Anvil.toml";
+  q.moved_to = "/w s/Anvil.toml.anvil-quarantine";
+  q.reason = "it did not exist when the sandboxed command started";
+  const std::string moved = ConfigQuarantineMessage(q);
+  EXPECT_EQ(moved.find('\n'), std::string::npos);
+  for (const char* part :
+       {"/w s/Anvil.toml aside to /w s/Anvil.toml.anvil-quarantine", "did not exist", "Review it",
+        "mv -n '/w s/Anvil.toml.anvil-quarantine' '/w s/Anvil.toml'"}) {
+    EXPECT_NE(moved.find(part), std::string::npos) << part << "\n" << moved;
+  }
+  EXPECT_EQ(ConfigQuarantineRestore(q),
+            "mv -n '/w s/Anvil.toml.anvil-quarantine' '/w s/Anvil.toml'");
+  q.moved_to.clear();
+  q.failure = "rename: Invalid argument";
+  const std::string failed = ConfigQuarantineMessage(q);
+  EXPECT_EQ(failed.find('\n'), std::string::npos);
+  EXPECT_EQ(failed.rfind("WARNING: /w s/Anvil.toml could not be moved aside", 0), 0u) << failed;
+  EXPECT_NE(failed.find("Invalid argument"), std::string::npos) << failed;
+  EXPECT_TRUE(ConfigQuarantineRestore(q).empty());
 }
 
 TEST(PlanProtectedNames, ReadOnlyOncePinnedOnTheWayDown) {
