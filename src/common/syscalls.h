@@ -52,6 +52,9 @@
 #ifndef RENAME_NOREPLACE
 #define RENAME_NOREPLACE (1 << 0)
 #endif
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)
+#endif
 #ifndef STATX_MNT_ID
 #define STATX_MNT_ID 0x00001000U
 #endif

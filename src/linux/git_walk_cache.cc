@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <ctime>
 
 #include "common/fd_io.h"
+#include "common/syscalls.h"
 #include "policy/digest.h"
 #include "policy/sandbox_policy.h"
 
@@ -302,8 +304,21 @@ void GitWalkCache::Save(const std::vector<std::string>& roots, const GitWalkMemo
   UniqueFd fd(
       ::openat(fd_.Get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd) return;
-  if (!fd_io::WriteAll(fd.Get(), data, fd_io::Wait::NoWait()) ||
-      ::renameat(fd_.Get(), tmp.c_str(), fd_.Get(), name.c_str()) != 0) {
+  if (!fd_io::WriteAll(fd.Get(), data, fd_io::Wait::NoWait())) {
+    ::unlinkat(fd_.Get(), tmp.c_str(), 0);
+    return;
+  }
+  // Exchanged with the old memo, which then goes, rather than renamed over it: ext4
+  // (auto_da_alloc) writes a file renamed over another one out to disk first, which costs more
+  // than the whole walk of a small workspace, and a memo is only good for this boot anyway. A
+  // reader sees the old or the new file whole either way.
+  if (::syscall(SYS_renameat2, fd_.Get(), tmp.c_str(), fd_.Get(), name.c_str(), RENAME_EXCHANGE) ==
+      0) {
+    ::unlinkat(fd_.Get(), tmp.c_str(), 0);
+    return;
+  }
+  // No memo there yet, or no RENAME_EXCHANGE on this filesystem.
+  if (::renameat(fd_.Get(), tmp.c_str(), fd_.Get(), name.c_str()) != 0) {
     ::unlinkat(fd_.Get(), tmp.c_str(), 0);
   }
 }

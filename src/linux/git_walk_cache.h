@@ -86,8 +86,9 @@ class GitWalkCache {
 
   // The memo of `roots` from an earlier run of this boot; nullopt when there is none usable.
   std::optional<GitWalkMemo> Load(const std::vector<std::string>& roots) const;
-  // Replaces the memo of `roots` (a new file renamed into place: a reader sees the old or the
-  // new one whole). Best effort: a cache that cannot be written only costs time.
+  // Replaces the memo of `roots` (a new file exchanged with the old one, or renamed into place:
+  // a reader sees the old or the new one whole). Best effort: a cache that cannot be written
+  // only costs time.
   void Save(const std::vector<std::string>& roots, const GitWalkMemo& memo) const;
 
  private:

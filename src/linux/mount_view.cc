@@ -547,12 +547,15 @@ Status BuildDev(bool terminal, bool ptys) {
   return MountTmpfs(dev + "/shm", "mode=1777,size=64m", MS_NOSUID | MS_NODEV | MS_NOEXEC);
 }
 
-// Detaches the host's tree and makes the staged view the root (read-only unless full read).
+// Makes the staged view the root (read-only unless full read) and detaches the staging root
+// with everything beneath it, the host's tree at /oldroot included: MNT_DETACH takes the whole
+// subtree, in one detach (each one waits for an RCU grace period, milliseconds on a busy host).
 Status EnterView(const FileView& view) {
-  if (::umount2(kOld.c_str(), MNT_DETACH) != 0) return SysFail("sandbox", "detach host root");
   if (::chdir(kNew.c_str()) != 0) return SysFail("sandbox", "chdir new root");
   if (syscall(SYS_pivot_root, ".", ".") != 0) return SysFail("sandbox", "pivot_root into view");
-  if (::umount2(".", MNT_DETACH) != 0) return SysFail("sandbox", "detach staging root");
+  if (::umount2(".", MNT_DETACH) != 0) {
+    return SysFail("sandbox", "detach the staging root and the host's tree");
+  }
   if (::chdir("/") != 0) return SysFail("sandbox", "chdir /");
   if (!view.full_read) {
     MountAttr attr{};

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <deque>
 #include <optional>
+#include <unordered_map>
 
 #include "fs/file_io.h"
 #include "policy/sandbox_policy.h"
@@ -179,9 +180,18 @@ std::vector<std::string> HostAutorunPaths(const AutorunEnv& env) {
 Result<AutorunShieldPlan> PlanAutorunShield(const std::vector<std::string>& places,
                                             const std::vector<std::string>& writable_roots,
                                             const std::vector<std::string>& covered,
-                                            const AutorunFs& fs,
+                                            const AutorunFs& host_fs,
                                             const std::vector<std::string>& unmakeable) {
   AutorunShieldPlan plan;
+  // One look per name for the whole plan: every place walks from / through the same first
+  // components (the home, ~/.config, ~/.local/share), and one plan is one view of them.
+  std::unordered_map<std::string, AutorunFs::Node> seen;
+  AutorunFs fs;
+  fs.lstat = [&](const std::string& path) {
+    auto it = seen.find(path);
+    if (it == seen.end()) it = seen.emplace(path, host_fs.lstat(path)).first;
+    return it->second;
+  };
   auto held = [&](const std::string& path) {
     return std::any_of(writable_roots.begin(), writable_roots.end(),
                        [&](const std::string& root) { return HeldBy(path, root, covered); });

@@ -139,8 +139,8 @@ struct AutorunShieldPlan {
 // `covered` (what the view mounts afresh, such as its private /tmp: a root does not show what
 // lies beneath it), `unmakeable` (names an earlier round could not make: the caller's
 // credentials could not, so the command's cannot either). Resolves each place as the kernel
-// would, one component at a time. An error ("sandbox") for a file held by a writable root that
-// has another hard link: a second name of it could be written.
+// would, one component at a time, each name looked at once per plan. An error ("sandbox") for a
+// file held by a writable root that has another hard link: a second name of it could be written.
 Result<AutorunShieldPlan> PlanAutorunShield(const std::vector<std::string>& places,
                                             const std::vector<std::string>& writable_roots,
                                             const std::vector<std::string>& covered,

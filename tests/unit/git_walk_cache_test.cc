@@ -3,6 +3,7 @@
 // tests/security/t1_sandbox_git_walk_cache_test.cc.
 #include "linux/git_walk_cache.h"
 
+#include <dirent.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -164,6 +165,29 @@ TEST_F(GitWalkCacheDir, MadeOwnerOnlyAndAMemoComesBack) {
   // A file others could have written is not read.
   ASSERT_EQ(chmod(file.c_str(), 0644), 0);
   EXPECT_FALSE(cache.Load({"/w"}));
+}
+
+TEST_F(GitWalkCacheDir, ASecondSaveReplacesTheFirstAndLeavesNothingElse) {
+  auto cache = GitWalkCache::OpenAt(path_);
+  ASSERT_TRUE(cache.Usable()) << cache.Problem();
+  GitWalkMemo first;
+  first.dirs[{1, 2}] = {7, 0, 3, 0, {{"a", GitFileType::kFile}}};
+  cache.Save({"/w"}, first);
+  cache.Save({"/w"}, SampleMemo());  // exchanged with the first, which goes
+  auto back = cache.Load({"/w"});
+  ASSERT_TRUE(back);
+  EXPECT_TRUE(Same(*back, SampleMemo()));
+  std::vector<std::string> names;
+  DIR* dir = opendir(path_.c_str());
+  ASSERT_NE(dir, nullptr);
+  while (dirent* e = readdir(dir)) {
+    if (std::string(e->d_name) != "." && std::string(e->d_name) != "..") names.push_back(e->d_name);
+  }
+  closedir(dir);
+  EXPECT_EQ(names, std::vector<std::string>{GitWalkCacheFileName({"/w"})});
+  struct stat st {};
+  ASSERT_EQ(stat((path_ + "/" + names.front()).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
 }
 
 TEST_F(GitWalkCacheDir, WhatIsThereAndUnfitIsMovedAsideNotUsed) {

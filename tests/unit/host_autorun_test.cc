@@ -247,6 +247,28 @@ TEST(HostAutorunPlan, SymbolicLinksOnTheWayArePinnedAndWhereTheyLeadKept) {
   }
 }
 
+TEST(HostAutorunPlan, LooksAtEachNameOncePerPlan) {
+  // The places share their first components (/, the home, ~/.local): one lstat each per plan.
+  const FakeFs fs({{"/home/u/.bashrc", File()}, {"/home/u/.local/bin", Dir()}});
+  std::map<std::string, int> looks;
+  AutorunFs counted{[&](const std::string& p) {
+    ++looks[p];
+    return fs.Fs().lstat(p);
+  }};
+  auto plan = PlanAutorunShield(kPlaces, {"/home/u"}, {}, counted);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(looks["/home"], 1);
+  EXPECT_EQ(looks["/home/u"], 1);
+  EXPECT_EQ(looks["/home/u/.local"], 1);
+  for (const auto& [path, n] : looks) EXPECT_EQ(n, 1) << path;
+  // The same plan as without the count.
+  auto plain = PlanAutorunShield(kPlaces, {"/home/u"}, {}, fs.Fs());
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plan->read_only, plain->read_only);
+  EXPECT_EQ(plan->make, plain->make);
+  EXPECT_EQ(plan->pinned_dirs, plain->pinned_dirs);
+}
+
 TEST(HostAutorunPlan, OddHomesAreSettledOrRefused) {
   // A non-directory where the way goes on: the host finds nothing below it, and the command
   // must not replace it with a directory.
