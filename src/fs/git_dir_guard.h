@@ -12,7 +12,7 @@
 // on the host. A D/commondir file counts whatever it names (it may name a repository outside
 // the workspace), so HEAD plus commondir is enough.
 //
-// IsGitDirShape is the one predicate: the command sandbox's walk (policy/git_metadata.cc)
+// IsGitDirShape is the one predicate: the command sandbox's walk (policy/git_scan.cc)
 // finds bare git dirs with it, and the gateway refuses a plugin fs op that would make one.
 // Names are compared as the directory looks them up: exactly on a case-sensitive file system
 // (git on Linux is: "head" is not HEAD there), folded where the directory folds case.

@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "common/result.h"
+#include "linux/git_quarantine.h"
+#include "linux/git_real_fs.h"
 #include "linux/protected_placeholders.h"
 #include "policy/git_metadata.h"
 #include "policy/protected_names_plan.h"

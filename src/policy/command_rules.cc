@@ -1,101 +1,18 @@
-// Agents' command rules (command_rules.h): the layers' files found and read, their rules merged
-// in layer order, and a command evaluated against them. A file's text becomes rules in
-// command_rules_file.cc.
+// Agents' command rules (command_rules.h): the layers' files (found and read by
+// fs/rules_files.h) parsed, their rules merged in layer order, and a command evaluated against
+// them. A file's text becomes rules in command_rules_file.cc.
 #include "policy/command_rules.h"
 
-#include <dirent.h>
-#include <fcntl.h>
-#include <linux/openat2.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstdlib>
-#include <memory>
 
-#include "common/unique_fd.h"
-#include "fs/file_io.h"
-#include "fs/workspace_path.h"
+#include "fs/rules_files.h"
 #include "policy/consent.h"
 #include "policy/shell_words.h"
 #include "policy/toml_internal.h"
 
 namespace anvil {
 namespace {
-
-struct DirCloser {
-  void operator()(DIR* dir) const { ::closedir(dir); }
-};
-
-// The *.toml files of a layer's directory, in name order. A missing directory is no files.
-Result<std::vector<std::string>> RulesFilesIn(const std::string& dir) {
-  std::unique_ptr<DIR, DirCloser> handle(::opendir(dir.c_str()));
-  if (!handle) {
-    if (errno == ENOENT) return std::vector<std::string>{};
-    return SysFail("io", "rules directory " + QuotePathForMessage(dir));
-  }
-  std::vector<std::string> names;
-  errno = 0;
-  while (const dirent* entry = ::readdir(handle.get())) {
-    const std::string_view name = entry->d_name;
-    if (name.starts_with(".") || !name.ends_with(".toml")) continue;
-    if (names.size() >= kMaxRulesFilesPerDir) {
-      return Fail("limit", QuotePathForMessage(dir) + " holds more than " +
-                               std::to_string(kMaxRulesFilesPerDir) +
-                               " rules files (fix: merge some of them)");
-    }
-    names.emplace_back(name);
-  }
-  if (errno != 0) return SysFail("io", "read rules directory " + QuotePathForMessage(dir));
-  std::sort(names.begin(), names.end());
-  std::vector<std::string> paths;
-  paths.reserve(names.size());
-  for (const auto& name : names) paths.push_back(dir + "/" + name);
-  return paths;
-}
-
-// A user's or administrator's file: theirs to lay out, so a symlink (a dotfiles manager's) is
-// followed; it must end at a regular file (a FIFO is not waited on).
-Result<std::string> ReadTrustedRulesFile(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  if (!fd) {
-    return SysFail(errno == ENOENT ? Code::kNotFound : Code::kIo,
-                   "rules file " + QuotePathForMessage(path));
-  }
-  return ReadRegularFileFromFd(fd.Get(), QuotePathForMessage(path), kMaxRulesFileBytes);
-}
-
-// The workspace's .anvil/rules.toml, opened beneath the workspace without following any
-// symlink: the repository decides its contents, not which file on the machine is read.
-Result<std::optional<std::string>> ReadWorkspaceRulesFile(const std::string& workspace_dir,
-                                                          const std::string& shown) {
-  UniqueFd dir(::open(workspace_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!dir) return SysFail("io", "workspace " + QuotePathForMessage(workspace_dir));
-  open_how how{};
-  how.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW;
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-  const std::string relative(kWorkspaceRulesPath);
-  long raw = -1;
-  do {
-    raw = ::syscall(SYS_openat2, dir.Get(), relative.c_str(), &how, sizeof(how));
-  } while (raw < 0 && (errno == EINTR || errno == EAGAIN));
-  if (raw < 0) {
-    if (errno == ENOENT || errno == ENOTDIR) return std::optional<std::string>{};
-    if (errno == ELOOP || errno == EXDEV) {
-      return Fail("denied", QuotePathForMessage(shown) +
-                                ": the workspace's rules file (or its .anvil directory) is a "
-                                "symbolic link; it is read only as a file of the workspace itself "
-                                "(fix: replace the link with the file)");
-    }
-    return SysFail("io", "open " + QuotePathForMessage(shown));
-  }
-  UniqueFd fd(static_cast<int>(raw));
-  auto text =
-      ReadRegularFileFromFd(fd.Get(), QuotePathForMessage(shown), kMaxWorkspaceRulesFileBytes);
-  if (!text) return tl::unexpected(text.error());
-  return std::optional<std::string>(std::move(*text));
-}
 
 std::string ShownArgv(const std::vector<std::string>& argv) {
   return "`" + SanitizeForDisplay(JoinShellWords(argv), 120) + "`";
@@ -263,10 +180,10 @@ Result<CommandRules> LoadCommandRules(const RulesLocations& where) {
   CommandRules rules;
   auto load_dir = [&](const std::string& dir, RuleLayer layer) -> Status {
     if (dir.empty()) return Ok();
-    auto files = RulesFilesIn(dir);
+    auto files = RulesFilesIn(dir, kMaxRulesFilesPerDir);
     if (!files) return tl::unexpected(files.error());
     for (const auto& path : *files) {
-      auto text = ReadTrustedRulesFile(path);
+      auto text = ReadTrustedRulesFile(path, kMaxRulesFileBytes);
       if (!text) return tl::unexpected(text.error());
       auto parsed = ParseRulesFile(*text, path, layer);
       if (!parsed) return tl::unexpected(parsed.error());
@@ -279,7 +196,7 @@ Result<CommandRules> LoadCommandRules(const RulesLocations& where) {
     if (auto s = load_dir(where.user_dir, RuleLayer::kUser); !s) return tl::unexpected(s.error());
   } else {
     for (const auto& path : where.user_files) {
-      auto text = ReadTrustedRulesFile(path);
+      auto text = ReadTrustedRulesFile(path, kMaxRulesFileBytes);
       if (!text) return tl::unexpected(text.error());
       auto parsed = ParseRulesFile(*text, path, RuleLayer::kUser);
       if (!parsed) return tl::unexpected(parsed.error());
@@ -295,7 +212,8 @@ Result<CommandRules> LoadCommandRules(const RulesLocations& where) {
   }
   for (const auto& dir : workspaces) {
     const std::string shown = dir + "/" + std::string(kWorkspaceRulesPath);
-    auto text = ReadWorkspaceRulesFile(dir, shown);
+    auto text =
+        ReadWorkspaceRulesFile(dir, kWorkspaceRulesPath, shown, kMaxWorkspaceRulesFileBytes);
     if (!text) return tl::unexpected(text.error());
     if (*text) {
       auto parsed = ParseRulesFile(**text, shown, RuleLayer::kWorkspace);

@@ -9,7 +9,9 @@
 // (`include.path`). A command that can write any of them gets code run on the host the next
 // time the user (or an editor polling `git status`) runs git there.
 //
-// Three steps, each split into I/O behind an injected GitFs and a pure decision:
+// Three steps, each split into I/O behind an injected GitFs and a pure decision (the real GitFs:
+// linux/git_real_fs.h; one file per step: git_scan.cc, git_plan.cc with git_config_keys.cc,
+// git_check.cc):
 //   1. ScanGitMetadata walks every writable root (bounded: entries, depth, time; past a bound
 //      it fails, and the sandbox does not start) and reads each repository's pointers, config
 //      chain and hooks, and the user's config chain.
@@ -22,9 +24,9 @@
 //      `.git` was replaced, or whose gitdir pointer now leads elsewhere) and carries a hook,
 //      an executing config key or an include; a config-named path that is not the object that
 //      was protected; a config file git reads (the user's, an include) that is not what it
-//      was before the run, existing or not. ApplyGitQuarantine moves each aside
-//      (`NAME.anvil-quarantine`) so that git no longer finds it. A fresh `git init` or `git clone`
-//      is left alone.
+//      was before the run, existing or not. ApplyGitQuarantine (linux/git_quarantine.h) moves
+//      each aside (`NAME.anvil-quarantine`) so that git no longer finds it. A fresh `git init`
+//      or `git clone` is left alone.
 #pragma once
 
 #include <chrono>
@@ -97,7 +99,7 @@ struct GitFs {
   // an existing `to` is an error with sys_errno EEXIST.
   std::function<Status(const std::string& from, const std::string& to)> rename_noreplace;
 };
-GitFs RealGitFs();
+// The real one: linux/git_real_fs.h.
 
 // The environment through which the user's own git finds its config, home and templates.
 struct GitEnv {
@@ -108,7 +110,6 @@ struct GitEnv {
   std::string template_dir;                 // $GIT_TEMPLATE_DIR
   std::string passwd_file = "/etc/passwd";  // for `~user/` in config paths
 };
-GitEnv GitEnvFromProcess();
 
 // ---- Bounds ---------------------------------------------------------------------------------
 
@@ -312,21 +313,6 @@ std::vector<GitQuarantineAction> DecideGitQuarantine(const GitIdentitySet& befor
                                                      const GitScan& after,
                                                      const GitProtectionPlan& after_plan,
                                                      const GitFs& fs);
-
-struct GitQuarantined {
-  std::string path;
-  std::string moved_to;
-  std::string reason;
-  std::string restore;  // the shell command that puts it back
-};
-struct GitQuarantineResult {
-  std::vector<GitQuarantined> moved;
-  std::vector<std::string> failures;  // "PATH: why it could not be moved"
-};
-GitQuarantineResult ApplyGitQuarantine(const std::vector<GitQuarantineAction>& actions,
-                                       const std::vector<std::string>& roots, const GitFs& fs);
-
-// The suffix a quarantined path gets.
-inline constexpr std::string_view kGitQuarantineSuffix = ".anvil-quarantine";
+// The moves themselves (ApplyGitQuarantine): linux/git_quarantine.h.
 
 }  // namespace anvil

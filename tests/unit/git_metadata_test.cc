@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fake_git_tree.h"
+#include "linux/git_quarantine.h"
 
 namespace anvil {
 namespace {

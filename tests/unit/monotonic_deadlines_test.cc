@@ -27,7 +27,7 @@ const std::map<std::string, std::string> kReviewed = {
     {"fs/exec_read_plan.cc",
      "whether a directory's ctime (wall time, set by the kernel) is far enough in the past to "
      "reuse its cached listing; compared with wall time, not a deadline"},
-    {"policy/git_metadata.cc",
+    {"linux/git_real_fs.cc",
      "which directories' ctimes (wall time) are older than a walk; its deadline uses steady_clock"},
     {"cli/sandbox_setup.cc", "a sandbox home's age: compared with its mtime, which is wall time"},
     {"session/rpc_trace.h", "the --trace line's timestamp"},

@@ -1,0 +1,219 @@
+#include "linux/git_real_fs.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <ctime>
+#include <map>
+#include <memory>
+
+#include "common/syscalls.h"
+#include "common/unique_fd.h"
+
+namespace anvil {
+
+namespace {
+
+// statx(2) of `path` beneath `dirfd` (AT_SYMLINK_NOFOLLOW, or AT_EMPTY_PATH for the fd):
+// lstat's facts and the mount's id. nullopt when it fails (errno set).
+std::optional<GitFileFacts> FactsAt(int dirfd, const char* path, int flags) {
+  struct statx sx {};
+  if (::statx(dirfd, path, flags, STATX_BASIC_STATS | STATX_MNT_ID | STATX_MNT_ID_UNIQUE, &sx) !=
+      0) {
+    return std::nullopt;
+  }
+  GitFileFacts f;
+  f.type = S_ISDIR(sx.stx_mode)   ? GitFileType::kDir
+           : S_ISREG(sx.stx_mode) ? GitFileType::kFile
+           : S_ISLNK(sx.stx_mode) ? GitFileType::kSymlink
+                                  : GitFileType::kOther;
+  f.dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+  f.ino = sx.stx_ino;
+  f.ctime_sec = sx.stx_ctime.tv_sec;
+  f.ctime_nsec = sx.stx_ctime.tv_nsec;
+  // The unique id is 64 bits and never reused within a boot; the plain one is reused after an
+  // unmount, so the two are kept apart (the top bit marks the plain one).
+  if (sx.stx_mask & STATX_MNT_ID_UNIQUE) {
+    f.mnt_id = sx.stx_mnt_id & ~(uint64_t{1} << 63);
+  } else if (sx.stx_mask & STATX_MNT_ID) {
+    f.mnt_id = sx.stx_mnt_id | (uint64_t{1} << 63);
+  }
+  return f;
+}
+
+// Local filesystems, where creating, removing or renaming an entry sets the directory's ctime
+// (the VFS does it for them); network and FUSE filesystems report what a server says, overlay
+// what a layer says.
+bool CtimeTracksEntries(int64_t magic) {
+  switch (static_cast<uint32_t>(magic)) {
+    case 0xEF53:      // ext2, ext3, ext4
+    case 0x58465342:  // xfs
+    case 0x9123683E:  // btrfs
+    case 0x01021994:  // tmpfs
+    case 0xF2F52010:  // f2fs
+    case 0x2FC12FC1:  // zfs
+    case 0xCA451A4E:  // bcachefs
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+GitEnv GitEnvFromProcess() {
+  GitEnv env;
+  auto get = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v ? std::string(v) : std::string();
+  };
+  env.home = get("HOME");
+  env.xdg_config_home = get("XDG_CONFIG_HOME");
+  env.config_global = get("GIT_CONFIG_GLOBAL");
+  env.config_system = get("GIT_CONFIG_SYSTEM");
+  env.template_dir = get("GIT_TEMPLATE_DIR");
+  return env;
+}
+
+GitFs RealGitFs() {
+  GitFs fs;
+  // Filesystem type per device, looked up once: whether a directory's ctime tracks its entries.
+  auto tracks = std::make_shared<std::map<uint64_t, bool>>();
+  fs.list_dir = [tracks](const std::string& dir) -> Result<GitDirListing> {
+    GitDirListing out;
+    UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd) {
+      // Gone, or no longer a directory, since its parent was listed: nothing to look at.
+      if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) return out;
+      return SysFail(errno == EACCES || errno == EPERM ? Code::kDenied : Code::kIo, "open " + dir);
+    }
+    // The directory's own facts before its entries: a change after them moves its ctime.
+    auto facts = FactsAt(fd.Get(), "", AT_EMPTY_PATH);
+    if (!facts) return SysFail("io", "stat " + dir);
+    out.dir = *facts;
+    auto known = tracks->find(facts->dev);
+    if (known == tracks->end()) {
+      struct statfs sfs {};
+      bool local = ::fstatfs(fd.Get(), &sfs) == 0 && CtimeTracksEntries(sfs.f_type);
+      known = tracks->emplace(facts->dev, local).first;
+    }
+    out.dir.ctime_tracks_entries = known->second;
+    alignas(8) char buf[64 * 1024];
+    for (;;) {
+      long n = syscall(SYS_getdents64, fd.Get(), buf, sizeof(buf));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return SysFail("io", "read directory " + dir);
+      }
+      if (n == 0) break;
+      for (long off = 0; off < n;) {
+        struct Dirent64 {
+          uint64_t d_ino;
+          int64_t d_off;
+          unsigned short d_reclen;
+          unsigned char d_type;
+          char d_name[1];
+        };
+        auto* d = reinterpret_cast<Dirent64*>(buf + off);
+        off += d->d_reclen;
+        std::string_view name(d->d_name);
+        if (name == "." || name == "..") continue;
+        unsigned char t = d->d_type;
+        if (t == DT_UNKNOWN) {
+          struct stat est {};
+          if (::fstatat(fd.Get(), d->d_name, &est, AT_SYMLINK_NOFOLLOW) != 0) continue;
+          t = S_ISDIR(est.st_mode)   ? DT_DIR
+              : S_ISREG(est.st_mode) ? DT_REG
+              : S_ISLNK(est.st_mode) ? DT_LNK
+                                     : DT_UNKNOWN;
+        }
+        GitFileType type = t == DT_DIR   ? GitFileType::kDir
+                           : t == DT_REG ? GitFileType::kFile
+                           : t == DT_LNK ? GitFileType::kSymlink
+                                         : GitFileType::kOther;
+        out.entries.push_back({std::string(name), type});
+      }
+    }
+    return out;
+  };
+  fs.lstat = [](const std::string& path) {
+    return FactsAt(AT_FDCWD, path.c_str(), AT_SYMLINK_NOFOLLOW).value_or(GitFileFacts{});
+  };
+  fs.resolve = [](const std::string& path) -> std::optional<std::string> {
+    // The kernel's own resolution, read back from /proc: three syscalls whatever the depth,
+    // where realpath(3) asks readlink(2) about every component (most of the walk's set-up
+    // cost with many repositories).
+    UniqueFd fd(::open(path.c_str(), O_PATH | O_CLOEXEC));
+    if (!fd) {
+      if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP || errno == EACCES) {
+        return std::nullopt;
+      }
+    } else {
+      char buf[PATH_MAX];
+      std::string link = "/proc/self/fd/" + std::to_string(fd.Get());
+      ssize_t n = ::readlink(link.c_str(), buf, sizeof(buf) - 1);
+      if (n > 0 && buf[0] == '/') return std::string(buf, static_cast<size_t>(n));
+    }
+    char buf[PATH_MAX];  // no /proc: the slow way
+    if (::realpath(path.c_str(), buf) == nullptr) return std::nullopt;
+    return std::string(buf);
+  };
+  fs.read_file = [](const std::string& path,
+                    size_t max_bytes) -> Result<std::optional<std::string>> {
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+    if (!fd) {
+      if (errno == EACCES || errno == EPERM) return SysFail("denied", "open " + path);
+      if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP || errno == ENXIO ||
+          errno == EISDIR) {
+        return std::optional<std::string>();
+      }
+      return SysFail("io", "open " + path);
+    }
+    struct stat st {};
+    if (::fstat(fd.Get(), &st) != 0) return SysFail("io", "stat " + path);
+    if (!S_ISREG(st.st_mode)) return std::optional<std::string>();
+    if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+      return Fail("limit", path + " is larger than " + std::to_string(max_bytes) + " bytes");
+    }
+    std::string data;
+    char buf[16384];
+    for (;;) {
+      ssize_t n = ::read(fd.Get(), buf, sizeof(buf));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return SysFail("io", "read " + path);
+      if (n == 0) break;
+      data.append(buf, static_cast<size_t>(n));
+      if (data.size() > max_bytes) {
+        return Fail("limit", path + " is larger than " + std::to_string(max_bytes) + " bytes");
+      }
+    }
+    return std::optional<std::string>(std::move(data));
+  };
+  fs.writable = [](const std::string& dir) {
+    return ::faccessat(AT_FDCWD, dir.c_str(), W_OK | X_OK, AT_EACCESS) == 0;
+  };
+  fs.now = [] { return std::chrono::steady_clock::now(); };
+  fs.wall_seconds = [] {
+    struct timespec ts {};
+    ::clock_gettime(CLOCK_REALTIME, &ts);
+    return static_cast<int64_t>(ts.tv_sec);
+  };
+  fs.rename_noreplace = [](const std::string& from, const std::string& to) -> Status {
+    if (syscall(SYS_renameat2, AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) ==
+        0) {
+      return Ok();
+    }
+    return SysFail("io", "rename " + from + " to " + to);
+  };
+  return fs;
+}
+
+}  // namespace anvil

@@ -1,0 +1,204 @@
+// Step 3 of policy/git_metadata.h: the identities recorded before the run, and after it which
+// repositories and config files the command made or swapped in (DecideGitQuarantine: pure but
+// for the facts of GitFs). The moves themselves: linux/git_quarantine.h.
+#include <algorithm>
+#include <set>
+
+#include "policy/git_metadata.h"
+#include "policy/git_metadata_internal.h"
+#include "policy/git_paths.h"
+
+namespace anvil {
+namespace {
+
+using namespace git_paths;
+using namespace git_internal;
+
+void AddId(GitIdentitySet& ids, const GitFileFacts& f) {
+  if (f.exists()) ids.insert({f.dev, f.ino});
+}
+
+void AddResolvedId(GitIdentitySet& ids, const GitFs& fs, const std::string& path) {
+  if (path.empty()) return;
+  if (auto r = fs.resolve(path)) AddId(ids, fs.lstat(*r));
+}
+
+}  // namespace
+
+GitIdentitySet GitIdentities(const GitScan& scan, const GitProtectionPlan& plan, const GitFs& fs) {
+  GitIdentitySet ids;
+  for (const auto& repo : scan.repos) {
+    AddId(ids, fs.lstat(repo.marker));
+    AddResolvedId(ids, fs, repo.marker);
+    AddResolvedId(ids, fs, repo.gitdir);
+    AddResolvedId(ids, fs, repo.commondir);
+    for (const auto& f : repo.configs) AddResolvedId(ids, fs, f.path);
+  }
+  for (const auto& f : scan.user_configs) AddResolvedId(ids, fs, f.path);
+  for (const auto& n : plan.named) {
+    AddId(ids, fs.lstat(n.path));
+    AddResolvedId(ids, fs, n.path);
+  }
+  for (const auto& p : plan.read_only) AddId(ids, fs.lstat(p));
+  for (const auto& ph : plan.placeholders) AddId(ids, fs.lstat(Join(ph.parent, ph.name)));
+  return ids;
+}
+
+namespace {
+
+// The config files of `scan` whose identity the check after the run compares: the user's own
+// (and what they include), and what each repository's config includes (its own config and
+// config.worktree lie in its git dir). `skip`: repositories not looked at.
+template <typename Fn>
+void ForEachWatchedConfig(const GitScan& scan, const std::set<int>& skip, Fn fn) {
+  for (const auto& f : scan.user_configs) fn(f);
+  for (size_t i = 0; i < scan.repos.size(); ++i) {
+    if (skip.count(static_cast<int>(i))) continue;
+    for (const auto& f : scan.repos[i].configs) {
+      if (!f.included_from.empty()) fn(f);
+    }
+  }
+}
+
+}  // namespace
+
+GitWatchedConfigs GitConfigIdentities(const GitScan& scan, const GitFs& fs) {
+  GitWatchedConfigs out;
+  ForEachWatchedConfig(scan, {}, [&](const GitConfigFile& f) {
+    GitWatchedConfig w{ConfigReason(f), std::nullopt};
+    if (auto r = fs.resolve(f.path)) {
+      GitFileFacts facts = fs.lstat(*r);
+      if (facts.exists()) w.id = GitFileId{facts.dev, facts.ino};
+    }
+    out.emplace(f.path, std::move(w));
+  });
+  return out;
+}
+
+std::optional<std::string> GitRepoRunsCode(const GitRepo& repo) {
+  if (repo.hooks_unknown) return "its hooks directory is a symlink or cannot be listed";
+  if (!repo.hooks.empty()) {
+    std::string why = "hook " + repo.hooks.front();
+    if (repo.hooks.size() > 1) why += " (and " + std::to_string(repo.hooks.size() - 1) + " more)";
+    return why;
+  }
+  for (const auto& f : repo.configs) {
+    if (!f.error.empty()) return "config " + f.path + " git cannot read: " + f.error;
+    for (const auto& e : f.entries) {
+      if (ClassifyGitConfigKey(e) != GitKeyUse::kNone && GitEntryIsActive(e)) {
+        return KeyName(e) + " in " + f.path + ":" + std::to_string(e.line);
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::map<int, std::string> NewGitReposThatRunCode(const GitIdentitySet& before,
+                                                  const GitScan& after, const GitFs& fs) {
+  auto known = [&](const GitFileFacts& f) { return before.count({f.dev, f.ino}) > 0; };
+  auto known_path = [&](const std::string& path) {
+    if (path.empty()) return true;
+    auto r = fs.resolve(path);
+    return !r || known(fs.lstat(*r));
+  };
+  std::map<int, std::string> out;
+  for (size_t i = 0; i < after.repos.size(); ++i) {
+    const GitRepo& repo = after.repos[i];
+    // The same .git as before and leading to the same git dir: protected all along.
+    if (known(fs.lstat(repo.marker)) && known_path(repo.gitdir) && known_path(repo.commondir)) {
+      continue;
+    }
+    if (auto why = GitRepoRunsCode(repo)) out[static_cast<int>(i)] = *why;  // else: a plain init
+  }
+  return out;
+}
+
+std::vector<GitQuarantineAction> DecideGitQuarantine(const GitIdentitySet& before,
+                                                     const GitWatchedConfigs& configs,
+                                                     const GitScan& after,
+                                                     const GitProtectionPlan& after_plan,
+                                                     const GitFs& fs) {
+  auto known = [&](const GitFileFacts& f) { return before.count({f.dev, f.ino}) > 0; };
+  std::vector<GitQuarantineAction> actions;
+  std::set<int> moved;
+  for (const auto& [i, why] : NewGitReposThatRunCode(before, after, fs)) {
+    const GitRepo& repo = after.repos[static_cast<size_t>(i)];
+    auto parent = fs.resolve(Dirname(repo.marker));
+    if (!parent || !WithinAny(*parent, after.roots)) continue;
+    actions.push_back({Join(*parent, Basename(repo.marker)),
+                       repo.kind == GitMarkerKind::kGitDir || repo.kind == GitMarkerKind::kBareDir,
+                       "a git repository the command made or swapped in runs code: " + why});
+    moved.insert(i);
+  }
+  // `path` now leads to `real`, which is not what it led to at the start.
+  auto move_aside = [&](const std::string& path, const std::string& real,
+                        const std::string& reason) {
+    // The object git would now use, moved aside where it really is, when it is new.
+    auto parent = fs.resolve(Dirname(real));
+    if (!known(fs.lstat(real)) && parent && WithinAny(*parent, after.roots) && real != *parent) {
+      actions.push_back({real, false, reason});
+      return;
+    }
+    // It lies outside the writable roots, or is something that was there (another config): a
+    // symlink the command made on the way leads there.
+    std::string prefix;
+    std::vector<std::string> parts;
+    for (size_t s = 0; s < path.size();) {
+      auto e = path.find('/', s);
+      if (e == std::string::npos) e = path.size();
+      if (e > s) parts.push_back(path.substr(s, e - s));
+      s = e + 1;
+    }
+    for (const auto& part : parts) {
+      std::string dir = prefix.empty() ? "/" : prefix;
+      prefix = Join(dir, part);
+      GitFileFacts f = fs.lstat(prefix);
+      if (f.type != GitFileType::kSymlink || known(f)) continue;
+      auto real_dir = fs.resolve(dir);
+      if (real_dir && WithinAny(*real_dir, after.roots)) {
+        actions.push_back({Join(*real_dir, part), false, reason});
+        break;
+      }
+    }
+  };
+  for (const auto& n : after_plan.named) {
+    if (n.repo >= 0 && moved.count(n.repo)) continue;
+    auto r = fs.resolve(n.path);
+    if (!r || known(fs.lstat(*r))) continue;
+    move_aside(n.path, *r, "named by " + n.reason + ", made or swapped in by the command");
+  }
+  // Every config file git reads, existing at the start or not: one that now leads to another
+  // object than it did (made where nothing was, its directory renamed away and made anew, a
+  // symlink put in its place) is the command's.
+  for (const auto& [path, was] : configs) {
+    auto r = fs.resolve(path);
+    if (!r) continue;  // nothing there: git skips a missing config
+    GitFileFacts now = fs.lstat(*r);
+    if (was.id && *was.id == GitFileId{now.dev, now.ino}) continue;
+    move_aside(path, *r,
+               "a config file git reads (" + was.reason + "), made or swapped in by the command");
+  }
+  // One the scan before the run did not know, included by a config that stayed.
+  ForEachWatchedConfig(after, moved, [&](const GitConfigFile& f) {
+    if (configs.count(f.path)) return;
+    auto r = fs.resolve(f.path);
+    if (!r || known(fs.lstat(*r))) return;
+    move_aside(f.path, *r,
+               "a config file git reads (" + ConfigReason(f) + "), made by the command");
+  });
+  std::sort(
+      actions.begin(), actions.end(),
+      [](const GitQuarantineAction& a, const GitQuarantineAction& b) { return a.path < b.path; });
+  // Moving a directory aside moves what lies in it: only the outermost of nested actions.
+  std::set<std::string> paths;
+  for (const auto& a : actions) paths.insert(a.path);
+  std::vector<GitQuarantineAction> out;
+  for (auto& a : actions) {
+    if (!out.empty() && out.back().path == a.path) continue;
+    if (a.path != "/" && UnderAny(Dirname(a.path), paths)) continue;
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+}  // namespace anvil

@@ -1,0 +1,469 @@
+// Step 1 of policy/git_metadata.h: the walk of the writable roots (bounded; a memo of an earlier
+// walk taken where provably unchanged), each repository read (pointers, config chain, hooks) and
+// the user's config chain; every look through the injected GitFs.
+#include <algorithm>
+
+#include "common/ascii.h"
+#include "fs/git_dir_guard.h"
+#include "fs/protected_names.h"
+#include "policy/git_metadata.h"
+#include "policy/git_metadata_internal.h"
+#include "policy/git_paths.h"
+#include "policy/sandbox_policy.h"
+
+namespace anvil {
+namespace {
+
+using namespace git_paths;
+using namespace git_internal;
+
+// A walked entry as the git-dir predicate takes it. d_type says nothing of execute bits: a file
+// counts as HEAD or commondir, never as objects/ or refs/.
+GitDirEntryKind KindOf(GitFileType type) {
+  switch (type) {
+    case GitFileType::kMissing:
+      return GitDirEntryKind::kMissing;
+    case GitFileType::kDir:
+      return GitDirEntryKind::kDir;
+    case GitFileType::kFile:
+      return GitDirEntryKind::kFile;
+    case GitFileType::kSymlink:
+      return GitDirEntryKind::kSymlink;
+    case GitFileType::kOther:
+      return GitDirEntryKind::kOther;
+  }
+  return GitDirEntryKind::kOther;
+}
+
+constexpr size_t kMaxConfigBytes = 1 << 20;
+constexpr size_t kMaxPointerBytes = 64 * 1024;
+constexpr size_t kMaxHookCompareBytes = 1 << 20;
+constexpr int kMaxIncludeDepth = 10;     // git's own MAX_INCLUDE_DEPTH
+constexpr size_t kMaxConfigFiles = 256;  // files in one config chain (includes fan out)
+constexpr char kDefaultTemplateDir[] = "/usr/share/git-core/templates";
+
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string FirstLine(std::string_view text) { return Trim(text.substr(0, text.find('\n'))); }
+
+class Scanner {
+ public:
+  Scanner(const GitEnv& env, const GitFs& fs, const GitScanLimits& limits,
+          const GitWalkMemo* previous)
+      : env_(env),
+        fs_(fs),
+        limits_(limits),
+        previous_(previous),
+        start_(fs.now()),
+        wall_start_(fs.wall_seconds()) {}
+
+  Result<GitScan> Run(const std::vector<std::string>& roots) {
+    scan_.roots = roots;
+    ReadUserConfigs();
+    FindTemplates();
+    std::vector<std::string> walk;
+    for (const auto& r : roots) {
+      bool nested = std::any_of(roots.begin(), roots.end(),
+                                [&](const std::string& o) { return o != r && PathIsWithin(r, o); });
+      if (!nested && std::find(walk.begin(), walk.end(), r) == walk.end()) walk.push_back(r);
+    }
+    for (const auto& r : walk) {
+      if (auto s = Walk(r); !s) return tl::unexpected(s.error());
+    }
+    for (const auto& r : walk) FindEnclosing(r);
+    for (auto& repo : scan_.repos) {
+      if (auto s = ReadRepo(repo); !s) return tl::unexpected(s.error());
+    }
+    scan_.seconds = std::chrono::duration<double>(fs_.now() - start_).count();
+    return std::move(scan_);
+  }
+
+ private:
+  Status CheckTime(const std::string& where) {
+    double elapsed = std::chrono::duration<double>(fs_.now() - start_).count();
+    if (elapsed > limits_.seconds) {
+      return tl::unexpected(LimitError("seconds", SecondsText(limits_.seconds),
+                                       "looking for git repositories took longer than allowed",
+                                       where));
+    }
+    return Ok();
+  }
+
+  Status CountEntries(size_t n, const std::string& where) {
+    scan_.entries += n;
+    if (scan_.entries > limits_.entries) {
+      return tl::unexpected(LimitError("entries", std::to_string(limits_.entries),
+                                       "more directory entries in the writable roots than allowed",
+                                       where));
+    }
+    return Ok();
+  }
+
+  Status Walk(const std::string& root) {
+    std::vector<std::pair<std::string, size_t>> stack{{root, 0}};
+    while (!stack.empty()) {
+      auto [dir, depth] = std::move(stack.back());
+      stack.pop_back();
+      if (auto s = CheckTime(dir); !s) return s;
+      std::vector<GitDirEntry> entries;
+      if (auto s = Remembered(dir, entries); !s) return tl::unexpected(s.error());
+      if (!remembered_) {
+        auto listing = fs_.list_dir(dir);
+        if (!listing) {
+          // What the caller cannot list but could write, the command could fill unseen.
+          if (listing.error().code == "denied" && dir != root && !fs_.writable(dir)) continue;
+          return Fail("sandbox", "git metadata: cannot look for git repositories in " + dir + " (" +
+                                     listing.error().message +
+                                     "), which the command could write. fix: make it readable, "
+                                     "or pass --writable-git to run without protecting git "
+                                     "metadata");
+        }
+        scan_.listed += listing->entries.size();
+        if (auto s = CountEntries(listing->entries.size(), dir); !s) return s;
+        Remember(*listing);
+        entries = std::move(listing->entries);
+      }
+      const std::vector<GitDirEntry>* list = &entries;
+      // Names folded: the walk does not know which directories fold case, and over-matching
+      // only looks at more repositories.
+      GitDirNames names;
+      for (const auto& e : *list) names = WithEntry(names, e.name, KindOf(e.type), true);
+      if (IsGitDirShape(names)) {
+        // git takes a directory holding HEAD, objects/ and refs/ (or HEAD and commondir) for a
+        // git dir (a bare repository, or a git dir under another name) when it starts inside
+        // it (fs/git_dir_guard.h: the predicate the gateway's plugin guard uses too).
+        GitRepo repo;
+        repo.marker = dir;
+        repo.kind = GitMarkerKind::kBareDir;
+        scan_.repos.push_back(std::move(repo));
+        continue;
+      }
+      for (const auto& e : *list) {
+        const std::string path = Join(dir, e.name);
+        if (IsAnvilProtected(e)) scan_.protected_names.push_back(path);
+        if (AsciiLower(e.name) == ".git") {
+          GitRepo repo;
+          repo.marker = path;
+          repo.top = dir;
+          switch (e.type) {
+            case GitFileType::kDir:
+              repo.kind = GitMarkerKind::kGitDir;
+              break;
+            case GitFileType::kFile:
+              repo.kind = GitMarkerKind::kGitFile;
+              break;
+            case GitFileType::kSymlink:
+              repo.kind = GitMarkerKind::kGitLink;
+              break;
+            default:
+              continue;  // a socket or device named .git is nothing git reads
+          }
+          scan_.repos.push_back(std::move(repo));
+          continue;  // never descend into a git dir
+        }
+        if (e.type != GitFileType::kDir) continue;  // symlinks are not followed
+        if (depth + 1 > limits_.depth) {
+          return tl::unexpected(LimitError("depth", std::to_string(limits_.depth),
+                                           "directories nested deeper than allowed", path));
+        }
+        stack.emplace_back(path, depth + 1);
+      }
+    }
+    return Ok();
+  }
+
+  // The repositories above `root`: git started in the root without a .git of its own goes up
+  // until it finds one (or a directory that is a git dir), and that repository's config may
+  // name paths in the root (a monorepo's core.hooksPath = tools/hooks, with the sandbox run
+  // in tools/). All the way up, not only to the first, and across filesystems: conservative.
+  void FindEnclosing(const std::string& root) {
+    auto seen = [&](const std::string& marker) {
+      return std::any_of(scan_.repos.begin(), scan_.repos.end(),
+                         [&](const GitRepo& r) { return r.marker == marker; });
+    };
+    for (std::string dir = Dirname(root);; dir = Dirname(dir)) {
+      const std::string dotgit = Join(dir, ".git");
+      GitFileFacts f = fs_.lstat(dotgit);
+      GitRepo repo;
+      repo.encloses_root = true;
+      repo.top = dir;
+      repo.marker = dotgit;
+      if (f.type == GitFileType::kDir || f.type == GitFileType::kFile ||
+          f.type == GitFileType::kSymlink) {
+        repo.kind = f.type == GitFileType::kDir    ? GitMarkerKind::kGitDir
+                    : f.type == GitFileType::kFile ? GitMarkerKind::kGitFile
+                                                   : GitMarkerKind::kGitLink;
+        if (!seen(dotgit)) scan_.repos.push_back(repo);
+      }
+      auto kind = [&](const char* name) { return KindOf(fs_.lstat(Join(dir, name)).type); };
+      const GitDirNames names{kind("HEAD"), kind("objects"), kind("refs"), kind("commondir")};
+      if (IsGitDirShape(names) && !seen(dir)) {
+        repo.marker = dir;
+        repo.top.clear();
+        repo.kind = GitMarkerKind::kBareDir;
+        scan_.repos.push_back(repo);
+      }
+      if (dir == "/" || dir == ".") break;
+    }
+  }
+
+  // A directory or regular file with a protected name of Anvil's own (not .git: a repository).
+  static bool IsAnvilProtected(const GitDirEntry& e) {
+    if (e.type != GitFileType::kDir && e.type != GitFileType::kFile) return false;
+    const auto kind = ProtectedNameKindOf(e.name);
+    return kind && *kind != ProtectedNameKind::kGitMetadata;
+  }
+
+  // Whether `name` is one the walk acts on: a directory, `.git`, part of a git dir's shape, or
+  // one of Anvil's protected names.
+  static bool Kept(const GitDirEntry& e) {
+    if (e.type == GitFileType::kDir) return true;
+    if (AsciiLower(e.name) == ".git") return true;
+    if (IsAnvilProtected(e)) return true;
+    return ClassifyGitDirName(e.name, true) != GitDirName::kNone;
+  }
+
+  // The entries of `dir` as the earlier walk listed them, when it is provably unchanged since
+  // (sets remembered_). Its entries count toward the bound as if it had been listed.
+  Status Remembered(const std::string& dir, std::vector<GitDirEntry>& entries) {
+    remembered_ = false;
+    if (!previous_) return Ok();
+    GitFileFacts f = fs_.lstat(dir);
+    if (f.type != GitFileType::kDir) return Ok();
+    auto it = previous_->dirs.find({f.dev, f.ino});
+    if (it == previous_->dirs.end() || it->second.ctime_sec != f.ctime_sec ||
+        it->second.ctime_nsec != f.ctime_nsec || it->second.mnt_id != f.mnt_id) {
+      return Ok();
+    }
+    if (auto s = CountEntries(it->second.entries, dir); !s) return s;
+    entries = it->second.kept;
+    scan_.memo.dirs[it->first] = it->second;
+    ++scan_.memo_dirs;
+    remembered_ = true;
+    return Ok();
+  }
+
+  void Remember(const GitDirListing& listing) {
+    const GitFileFacts& f = listing.dir;
+    // Changed within the last second before the walk: a later change in the same timestamp
+    // tick would leave the ctime as it is.
+    if (!f.ctime_tracks_entries || f.ctime_sec >= wall_start_ - 1) return;
+    GitWalkMemo::Dir d{f.ctime_sec, f.ctime_nsec, f.mnt_id, listing.entries.size(), {}};
+    for (const auto& e : listing.entries) {
+      if (Kept(e)) d.kept.push_back(e);
+    }
+    scan_.memo.dirs[{f.dev, f.ino}] = std::move(d);
+  }
+
+  // `gitdir: PATH` (relative to `base`), as in a .git file or a worktree's gitdir file.
+  std::optional<std::string> ReadPointer(const std::string& file, const std::string& base,
+                                         bool prefixed) {
+    auto text = fs_.read_file(file, kMaxPointerBytes);
+    if (!text || !*text) return std::nullopt;
+    std::string line = FirstLine(**text);
+    if (prefixed) {
+      if (line.rfind("gitdir:", 0) != 0) return std::nullopt;
+      line = Trim(line.substr(7));
+    }
+    if (line.empty()) return std::nullopt;
+    return line[0] == '/' ? line : Join(base, line);
+  }
+
+  Status ReadRepo(GitRepo& repo) {
+    if (auto s = CheckTime(repo.marker); !s) return s;
+    switch (repo.kind) {
+      case GitMarkerKind::kGitDir:
+      case GitMarkerKind::kBareDir:
+        repo.gitdir = repo.marker;
+        break;
+      case GitMarkerKind::kGitFile:
+        repo.gitdir = ReadPointer(repo.marker, repo.top, true).value_or("");
+        break;
+      case GitMarkerKind::kGitLink: {
+        auto target = fs_.resolve(repo.marker);
+        if (target && fs_.lstat(*target).type == GitFileType::kDir) {
+          repo.gitdir = *target;
+        } else if (target) {
+          repo.gitdir = ReadPointer(*target, repo.top, true).value_or("");
+        }
+        break;
+      }
+    }
+    if (repo.gitdir.empty()) return Ok();
+    auto real_gitdir = fs_.resolve(repo.gitdir);
+    if (!real_gitdir || fs_.lstat(*real_gitdir).type != GitFileType::kDir) return Ok();
+    repo.commondir =
+        ReadPointer(Join(repo.gitdir, "commondir"), repo.gitdir, false).value_or(repo.gitdir);
+    if (auto back = ReadPointer(Join(repo.gitdir, "gitdir"), repo.gitdir, false)) {
+      repo.worktree_dotgits.push_back(*back);
+    }
+    const std::string worktrees = Join(repo.commondir, "worktrees");
+    if (fs_.lstat(worktrees).type == GitFileType::kDir) {
+      auto list = fs_.list_dir(worktrees);
+      if (list) {
+        if (auto s = CountEntries(list->entries.size(), worktrees); !s) return s;
+        for (const auto& e : list->entries) {
+          const std::string wt = Join(worktrees, e.name);
+          if (auto back = ReadPointer(Join(wt, "gitdir"), wt, false)) {
+            repo.worktree_dotgits.push_back(*back);
+          }
+        }
+      }
+    }
+    std::sort(repo.worktree_dotgits.begin(), repo.worktree_dotgits.end());
+    repo.worktree_dotgits.erase(
+        std::unique(repo.worktree_dotgits.begin(), repo.worktree_dotgits.end()),
+        repo.worktree_dotgits.end());
+    size_t files = 0;
+    ReadConfigChain(Join(repo.commondir, "config"), "", 0, 0, files, repo.configs);
+    ReadConfigChain(Join(repo.gitdir, "config.worktree"), "", 0, 0, files, repo.configs);
+    for (const auto& f : repo.configs) {
+      for (const auto& e : f.entries) {
+        if (e.section == "core" && !e.has_subsection && e.key == "worktree" && e.value &&
+            !e.value->empty()) {
+          repo.core_worktree = (*e.value)[0] == '/' ? *e.value : Join(repo.gitdir, *e.value);
+        }
+      }
+    }
+    ListHooks(Join(repo.commondir, "hooks"), repo);
+    if (repo.commondir != repo.gitdir) ListHooks(Join(repo.gitdir, "hooks"), repo);
+    return Ok();
+  }
+
+  void ListHooks(const std::string& dir, GitRepo& repo) {
+    GitFileFacts facts = fs_.lstat(dir);
+    if (facts.type == GitFileType::kMissing) return;
+    if (facts.type != GitFileType::kDir) {
+      repo.hooks_unknown = true;  // a symlink (or a file) where git looks for hooks
+      return;
+    }
+    auto list = fs_.list_dir(dir);
+    if (!list) {
+      repo.hooks_unknown = true;
+      return;
+    }
+    for (const auto& e : list->entries) {
+      if (EndsWith(e.name, ".sample")) continue;
+      if (SameAsTemplate(e.name, Join(dir, e.name))) continue;
+      repo.hooks.push_back(e.name);
+    }
+  }
+
+  bool SameAsTemplate(const std::string& name, const std::string& path) {
+    for (const auto& t : templates_) {
+      auto a = fs_.read_file(Join(Join(t, "hooks"), name), kMaxHookCompareBytes);
+      if (!a || !*a) continue;
+      auto b = fs_.read_file(path, kMaxHookCompareBytes);
+      if (b && *b && **a == **b) return true;
+    }
+    return false;
+  }
+
+  void ReadConfigChain(const std::string& path, const std::string& from, int line, int depth,
+                       size_t& files, std::vector<GitConfigFile>& out) {
+    GitConfigFile f;
+    f.path = path;
+    f.included_from = from;
+    f.include_line = line;
+    if (++files > kMaxConfigFiles) {
+      f.exists = true;
+      f.error = "more than " + std::to_string(kMaxConfigFiles) + " config files included";
+      out.push_back(std::move(f));
+      return;
+    }
+    auto text = fs_.read_file(path, kMaxConfigBytes);
+    if (!text) {
+      f.exists = true;
+      // Unreadable to the caller: neither the caller's git nor the command can read it.
+      if (text.error().code != "denied") f.error = text.error().message;
+      out.push_back(std::move(f));
+      return;
+    }
+    if (!*text) {
+      out.push_back(std::move(f));  // git skips a missing config (and a missing include)
+      return;
+    }
+    f.exists = true;
+    auto parsed = ParseGitConfig(**text);
+    if (!parsed) {
+      f.error = parsed.error().message;
+      out.push_back(std::move(f));
+      return;
+    }
+    f.entries = std::move(*parsed);
+    const size_t index = out.size();
+    out.push_back(f);
+    for (const auto& e : f.entries) {
+      if (ClassifyGitConfigKey(e) != GitKeyUse::kInclude) continue;
+      if (!e.value) {
+        out[index].error = "include path without a value (line " + std::to_string(e.line) + ")";
+        continue;
+      }
+      auto target = ExpandUserPath(*e.value, env_, fs_);
+      if (!target || target->empty()) continue;
+      if ((*target)[0] != '/') target = Join(Dirname(path), *target);
+      if (depth + 1 > kMaxIncludeDepth) {
+        out[index].error = "includes nested deeper than " + std::to_string(kMaxIncludeDepth);
+        continue;
+      }
+      ReadConfigChain(*target, path, e.line, depth + 1, files, out);
+    }
+  }
+
+  void ReadUserConfigs() {
+    std::vector<std::string> paths;
+    if (!env_.config_system.empty()) paths.push_back(env_.config_system);
+    paths.emplace_back("/etc/gitconfig");
+    if (!env_.config_global.empty()) paths.push_back(env_.config_global);
+    if (!env_.home.empty()) paths.push_back(Join(StripTrailingSlashes(env_.home), ".gitconfig"));
+    if (!env_.xdg_config_home.empty()) {
+      paths.push_back(Join(StripTrailingSlashes(env_.xdg_config_home), "git/config"));
+    } else if (!env_.home.empty()) {
+      paths.push_back(Join(StripTrailingSlashes(env_.home), ".config/git/config"));
+    }
+    std::vector<std::string> seen;
+    for (const auto& p : paths) {
+      if (std::find(seen.begin(), seen.end(), p) != seen.end()) continue;
+      seen.push_back(p);
+      size_t files = 0;
+      ReadConfigChain(p, "", 0, 0, files, scan_.user_configs);
+    }
+  }
+
+  void FindTemplates() {
+    if (!env_.template_dir.empty()) templates_.push_back(env_.template_dir);
+    for (const auto& f : scan_.user_configs) {
+      for (const auto& e : f.entries) {
+        if (ClassifyGitConfigKey(e) == GitKeyUse::kTemplateDir && e.value) {
+          if (auto t = ExpandUserPath(*e.value, env_, fs_); t && !t->empty()) {
+            templates_.push_back(*t);
+          }
+        }
+      }
+    }
+    templates_.emplace_back(kDefaultTemplateDir);
+  }
+
+  const GitEnv& env_;
+  const GitFs& fs_;
+  const GitScanLimits& limits_;
+  const GitWalkMemo* previous_;
+  bool remembered_ = false;
+  std::chrono::steady_clock::time_point start_;
+  int64_t wall_start_;
+  std::vector<std::string> templates_;
+  GitScan scan_;
+};
+
+}  // namespace
+
+Result<GitScan> ScanGitMetadata(const std::vector<std::string>& roots, const GitEnv& env,
+                                const GitFs& fs, const GitScanLimits& limits,
+                                const GitWalkMemo* previous) {
+  return Scanner(env, fs, limits, previous).Run(roots);
+}
+
+}  // namespace anvil
