@@ -14,6 +14,7 @@
 
 #include "fake_git_tree.h"
 #include "fs/path_glob.h"
+#include "linux/git_quarantine.h"
 #include "policy/git_metadata.h"
 #include "policy/protected_names_plan.h"
 #include "policy/sandbox_policy.h"
