@@ -51,9 +51,13 @@ TEST_P(T1SandboxTrustDirs, AWorkspaceOfHomeCannotWriteAnvilsRulesGrantsOrConfig)
   EXPECT_EQ(r.out.find("MOVED"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("REMOVED"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("BENIGN"), std::string::npos) << r.out << r.err;
-  // The refusal summary names it for what it is, with no flag that would not open it.
-  EXPECT_NE(r.err.find("is Anvil's own state on this machine"), std::string::npos) << r.err;
-  EXPECT_EQ(r.err.find("--writable-git"), std::string::npos) << r.err;
+  // A command that fails on it gets the refusal summary, which names it for what it is, with
+  // no flag that would not open it.
+  auto failed = Sh("echo x > .config/anvil/config.toml");
+  EXPECT_NE(failed.status, 0);
+  EXPECT_NE(failed.err.find("is Anvil's own state on this machine"), std::string::npos)
+      << failed.err;
+  EXPECT_EQ(failed.err.find("--writable-git"), std::string::npos) << failed.err;
   struct stat st {};
   EXPECT_NE(lstat((home_ + "/.config/anvil/rules").c_str(), &st), 0) << "the command made it";
   EXPECT_EQ(lstat((home_ + "/.config/nvim/init.lua").c_str(), &st), 0);
