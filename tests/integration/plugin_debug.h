@@ -31,8 +31,8 @@ inline std::vector<pid_t> ProcessesMentioning(const std::string& needle) {
   while (dirent* e = d ? readdir(d) : nullptr) {
     const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
     if (pid <= 0 || pid == getpid()) continue;
-    std::ifstream in("/proc/" + std::string(e->d_name) + "/cmdline", std::ios::binary);
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // ReadFile: a process that exits mid-read is an empty text, not an exception.
+    const std::string cmdline = ReadFile("/proc/" + std::string(e->d_name) + "/cmdline");
     if (cmdline.find(needle) != std::string::npos) out.push_back(pid);
   }
   if (d) closedir(d);

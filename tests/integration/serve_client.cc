@@ -249,8 +249,8 @@ std::vector<ProcStat> AllProcesses() {
   DIR* d = opendir("/proc");
   while (dirent* e = readdir(d)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    std::ifstream in(std::string("/proc/") + e->d_name + "/stat");
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // ReadFile: a process that exits mid-read (ESRCH) is an empty text, not an exception.
+    const std::string text = ReadFile(std::string("/proc/") + e->d_name + "/stat");
     auto close_paren = text.rfind(')');
     if (close_paren == std::string::npos) continue;
     std::istringstream rest(text.substr(close_paren + 2));

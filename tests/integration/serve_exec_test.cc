@@ -25,8 +25,8 @@ std::vector<pid_t> ProcessesWith(const std::string& marker) {
     char* end = nullptr;
     const long pid = std::strtol(e->d_name, &end, 10);
     if (*end != '\0' || pid <= 0) continue;
-    std::ifstream in("/proc/" + std::string(e->d_name) + "/cmdline", std::ios::binary);
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // ReadFile: a process that exits mid-read is an empty text, not an exception.
+    std::string cmdline = ReadFile("/proc/" + std::string(e->d_name) + "/cmdline");
     for (char& c : cmdline) {
       if (c == '\0') c = ' ';
     }

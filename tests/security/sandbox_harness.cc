@@ -160,10 +160,20 @@ void WriteFile(const std::string& path, const std::string& data, int mode) {
 }
 
 std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  // POSIX reads: a /proc file of a process that exits meanwhile fails with ESRCH, which a
+  // stream iterator would throw; here it ends the text.
+  std::string out;
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return out;
 }
 
 bool Exists(const std::string& path) {
