@@ -12,6 +12,7 @@
 #include "fs/workspace_path.h"
 #include "fs/workspace_root.h"
 #include "gateway/exec_broker.h"
+#include "gateway/git_run_guard.h"
 #include "policy/exec_rules.h"
 #include "policy/plugin_api.h"
 
@@ -499,6 +500,14 @@ Response Dispatch(const DispatchContext& ctx, const Grant& grant, const Request&
     if (!path) return FromError(r, path.error(), audit);
     if (!GrantAllows(GlobsFor(grant, spec), *path, access)) {
       return Denied(r, OutsideTheGrant(spec, *path, r.args[i]), audit);
+    }
+    // What git runs or follows (a hooks dir of core.hooksPath, ...): as a protected name, only
+    // under a grant of the exact path. A move or a removal takes what is beneath along.
+    if (access == Access::kWrite && ctx.git_run != nullptr) {
+      const bool takes_tree = r.op == "fs.rename" || r.op == "fs.remove";
+      if (auto s = ctx.git_run->Check(r.op, *path, takes_tree, grant.fs_write); !s) {
+        return FromError(r, s.error(), audit);
+      }
     }
     paths.push_back(std::move(*path));
   }

@@ -18,6 +18,7 @@
 #include "fs/workspace_root.h"
 #include "gateway/audit_log.h"
 #include "gateway/exec_broker.h"
+#include "gateway/git_run_guard.h"
 #include "gateway/runtime_dir.h"
 #include "gateway/self_hardening.h"
 #include "gateway/server.h"
@@ -120,7 +121,10 @@ int RunGateway(const GatewayOptions& input) {
   // Before hardening: reads the --unsafe-test-ca file, initialises libcurl single-threaded.
   auto net = NetFetchService::Create(options.net);
   if (!net) return fail(net.error());
-  Server server(options, std::move(*root), audit_owner.get(), exec.get(), std::move(*net));
+  // Before hardening: the user's git config lies outside the workspace.
+  std::unique_ptr<GitRunGuard> git_run = GitRunGuard::Start(options.workspace);
+  Server server(options, std::move(*root), audit_owner.get(), exec.get(), std::move(*net),
+                git_run.get());
   if (auto s = server.Start(*socket_path); !s) return fail(s.error());
   if (options.harden) {
     if (auto s = HardenGateway(options.workspace, options.runtime_dir, options.audit_log); !s) {

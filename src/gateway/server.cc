@@ -15,13 +15,14 @@ using ipc::Request;
 using ipc::Response;
 
 Server::Server(const GatewayOptions& options, WorkspaceRoot root, AuditLog* audit,
-               const ExecBroker* exec, std::unique_ptr<NetFetchService> net)
+               const ExecBroker* exec, std::unique_ptr<NetFetchService> net, GitRunGuard* git_run)
     : options_(options),
       root_(std::move(root)),
       audit_(audit),
       exec_(exec),
       read_plans_(root_),
       net_(std::move(net)),
+      git_run_(git_run),
       queue_(Context(), audit, options_.limits.max_queued_jobs,
              options_.exec_limits.max_concurrent),
       transport_(epoll_, options_.limits, options_.trusted_pid, audit,
@@ -35,6 +36,7 @@ DispatchContext Server::Context() {
   DispatchContext context{&root_, &options_.limits, exec_, nullptr, &options_.exec_unavailable};
   context.net = net_.get();
   context.read_plans = &read_plans_;
+  context.git_run = git_run_;
   return context;
 }
 
@@ -199,6 +201,7 @@ void Server::HandleRequest(uint64_t id, Connection& c, Request r) {
     auto start = Clock::now();
     DispatchContext context{&root_, &options_.limits, exec_, nullptr, &options_.exec_unavailable};
     context.read_plans = &read_plans_;
+    context.git_run = git_run_;
     Response response = Dispatch(context, reg->grant, r, audit);
     audit.duration_us = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count());

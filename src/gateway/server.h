@@ -16,6 +16,7 @@
 #include "gateway/control_channel.h"
 #include "gateway/exec_broker.h"
 #include "gateway/gateway.h"
+#include "gateway/git_run_guard.h"
 #include "gateway/job_queue.h"
 #include "gateway/net_fetch_op.h"
 #include "gateway/transport.h"
@@ -25,8 +26,10 @@ namespace anvil::gateway {
 
 class Server {
  public:
+  // `git_run`: what git runs from the workspace (git_run_guard.h); not owned, outlives the
+  // server.
   Server(const GatewayOptions& options, WorkspaceRoot root, AuditLog* audit, const ExecBroker* exec,
-         std::unique_ptr<NetFetchService> net);
+         std::unique_ptr<NetFetchService> net, GitRunGuard* git_run);
 
   // Makes the epoll set, the plugin socket at `socket_path` and the job queue's eventfd.
   Status Start(const std::string& socket_path);
@@ -47,6 +50,7 @@ class Server {
   const ExecBroker* exec_;      // null: sys.exec unavailable in this gateway
   ExecReadPlanner read_plans_;  // what of the workspace a sys.exec tool sees (per call, cached)
   std::unique_ptr<NetFetchService> net_;
+  GitRunGuard* git_run_;
   UniqueFd epoll_;
   JobQueue queue_;
   Transport transport_;

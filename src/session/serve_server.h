@@ -35,6 +35,7 @@
 #include "agent/ask_protocol.h"
 #include "common/result.h"
 #include "common/unique_fd.h"
+#include "fs/workspace_root.h"
 #include "policy/display_text.h"
 #include "policy/grant.h"
 #include "policy/grant_store.h"
@@ -306,6 +307,9 @@ class Server {
   std::vector<CommandRegistration> command_registrations_;
   int64_t next_registration_ = 1;
   BufferStore buffers_;
+  // The workspace as sys.fs.read resolves it, for what a buffer's name leads to (BufferFor);
+  // opened at the first buffer request.
+  mutable std::optional<WorkspaceRoot> buffer_root_;
   std::unique_ptr<GatewayProcess> gateway_;
   std::deque<Clock::time_point> gateway_crashes_;
   int gateway_restarts_ = 0;

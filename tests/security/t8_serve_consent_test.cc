@@ -3,8 +3,10 @@
 // enable a plugin but never grant it anything; a manifest changed on disk needs consent again at
 // reload; a plugin's notifications are attributed, stripped of escape sequences and control
 // characters, capped in length and rate, and can never pose as Anvil's own prompt; a buffer is
-// shared with a plugin only inside its fs.read grant.
+// shared with a plugin only inside its fs.read grant, judged by the file its name leads to.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "serve_client.h"
 
@@ -209,6 +211,75 @@ TEST_F(T8Serve, BuffersAreSharedOnlyInsideTheReadGrant) {
                  {{"plugin", "test.peek"}, {"command", "edit"}, {"arguments", {Uri(".env")}}});
   EXPECT_EQ(edit["error"]["data"]["code"], "denied") << edit;
   EXPECT_TRUE(c->Seen("workspace/applyEdit").empty());
+  EXPECT_EQ(c->ShutdownAndExit(), 0);
+}
+
+// Red team 3 F1: a buffer's name is granted ("src/**") but it leads elsewhere (a symlink to a
+// file outside the grant or the workspace, a hard link, a link into .git). The plugin sees and
+// edits the buffer exactly when sys.fs.read (get) or sys.fs.write's rules (edit) allow the file
+// it leads to; its benign neighbours (a plain file, a link that stays inside the grant, a new
+// file not on disk yet) still work.
+TEST_F(T8Serve, BuffersAreJudgedByTheFileTheirNameLeadsTo) {
+  TempDir outside("anvil-serve-outside");
+  WriteFile(ws_ / "private.txt", "secret\n");
+  WriteFile(outside / "id_ed25519", "key\n");
+  WriteFile(ws_ / "src/b.c", "b\n");
+  WriteFile(ws_ / "hard-target.txt", "secret\n");
+  ASSERT_EQ(::symlink("../private.txt", (ws_ / "src/link.txt").c_str()), 0);
+  ASSERT_EQ(::symlink(outside.path().c_str(), (ws_ / "src/k").c_str()), 0);
+  ASSERT_EQ(::link((ws_ / "hard-target.txt").c_str(), (ws_ / "src/hard.txt").c_str()), 0);
+  ASSERT_EQ(::symlink("../.git/config", (ws_ / "src/gitcfg").c_str()), 0);
+  ASSERT_EQ(::symlink("b.c", (ws_ / "src/inner.c").c_str()), 0);
+  ASSERT_EQ(::symlink("../nowhere/x", (ws_ / "src/dangling").c_str()), 0);
+  ASSERT_EQ(::symlink("..", (ws_ / "src/up").c_str()), 0);
+  ASSERT_EQ(::mkdir((ws_ / ".git").c_str(), 0755), 0);
+  WriteFile(ws_ / ".git/config", "[core]\n");
+  const std::string code =
+      "anvil.command('get', function(a) return editor.buffer.get(a[1]).text end)\n"
+      "anvil.command('edit', function(a) return editor.buffer.edit(a[1], 1, {{text = 'OWNED'}}) "
+      "end)\n";
+  WritePlugin(plugins_ / "p", "test.peek", "lua", "fs.read = [\"src/**\"]\n", code);
+  WritePlugin(plugins_ / "q", "test.all", "lua", "fs.read = [\"**\"]\nfs.write = [\"**\"]\n", code);
+  auto c = Start({"--approve", "--plugin-dir", plugins_ / "p", "--plugin-dir", plugins_ / "q"});
+  ASSERT_TRUE(c->Initialize().contains("result"));
+  for (const char* rel :
+       {"src/a.c", "src/link.txt", "src/k/id_ed25519", "src/hard.txt", "src/gitcfg", "src/inner.c",
+        "src/new/unsaved.c", "src/dangling/y", "src/up/private.txt", "src/up/src/new.c"}) {
+    c->Notify("textDocument/didOpen",
+              {{"textDocument",
+                {{"uri", Uri(rel)}, {"languageId", "text"}, {"version", 1}, {"text", "shown"}}}});
+  }
+  auto run = [&](const std::string& plugin, const std::string& command, const std::string& rel) {
+    return c->Request("anvil/runCommand",
+                      {{"plugin", plugin}, {"command", command}, {"arguments", {rel}}});
+  };
+  // Refused, read and edit alike: the name is granted, the file it leads to is not (or cannot
+  // be told apart from one that is not).
+  for (const char* rel : {"src/link.txt", "src/k/id_ed25519", "src/hard.txt", "src/gitcfg",
+                          "src/dangling/y", "src/up/private.txt"}) {
+    for (const char* command : {"get", "edit"}) {
+      json r = run("test.peek", command, rel);
+      EXPECT_TRUE(r.contains("error")) << command << " " << rel << ": " << r;
+      EXPECT_EQ(r["error"]["data"]["code"], "denied") << command << " " << rel << ": " << r;
+    }
+  }
+  // A link into .git under a read grant of everything: shown (sys.fs.read shows .git/config
+  // too), but never edited: the file it leads to is protected, and "**" is no literal grant.
+  EXPECT_EQ(run("test.all", "get", "src/gitcfg")["result"]["value"], "shown");
+  json into_git = run("test.all", "edit", "src/gitcfg");
+  EXPECT_EQ(into_git["error"]["data"]["code"], "denied") << into_git;
+  EXPECT_TRUE(c->Seen("workspace/applyEdit").empty());
+  // The benign neighbours.
+  EXPECT_EQ(run("test.peek", "get", "src/a.c")["result"]["value"], "shown");
+  EXPECT_EQ(run("test.peek", "get", "src/inner.c")["result"]["value"], "shown");
+  EXPECT_EQ(run("test.peek", "get", "src/new/unsaved.c")["result"]["value"], "shown");
+  EXPECT_EQ(run("test.peek", "get", "src/up/src/new.c")["result"]["value"], "shown");
+  for (const char* rel : {"src/a.c", "src/inner.c", "src/new/unsaved.c"}) {
+    json r = run("test.peek", "edit", rel);
+    EXPECT_TRUE(r.contains("result")) << rel << ": " << r;
+  }
+  EXPECT_EQ(c->Seen("workspace/applyEdit").size(), 3u);
+  EXPECT_EQ(ReadFile(ws_ / "private.txt"), "secret\n");
   EXPECT_EQ(c->ShutdownAndExit(), 0);
 }
 

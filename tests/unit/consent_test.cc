@@ -118,6 +118,10 @@ TEST(GrantConsentText, PostAndProtectedWritesStandOut) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("- \"**\" (every file in the workspace, except .git"), std::string::npos);
+  EXPECT_NE(text.find("and what git runs or follows from it because its config names it: hooks "
+                      "directories"),
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("- \"notes/*.md\"\n"), std::string::npos);
 }
 

@@ -1,13 +1,16 @@
 // The editor's text documents in `anvil serve`: LSP text document sync (textDocument/didOpen,
 // didChange, didClose) into the versioned buffers (text_document.h), and the plugins' view of
 // them: editor.buffer.get inside the fs.read grant, editor.buffer.edit as a versioned
-// workspace/applyEdit (invariant 8: a stale snapshot cannot mutate a buffer).
+// workspace/applyEdit (invariant 8: a stale snapshot cannot mutate a buffer). A buffer is judged
+// by the file its name leads to, as sys.fs.read judges a path (BufferTarget below), not by the
+// name alone: "src/l -> ../private.txt" is not shared under "src/**".
 #include <cstdlib>
 #include <string>
 #include <utility>
 
 #include "fs/path_glob.h"
 #include "fs/workspace_path.h"
+#include "fs/workspace_root.h"
 #include "session/lsp/document_uri.h"
 #include "session/serve_server.h"
 
@@ -57,6 +60,73 @@ void Server::DidClose(const json& params) {
 
 // ---- the plugins' editor.buffer requests ----------------------------------------------------
 
+namespace {
+
+// Where the buffer of normalized workspace path `path` lives on disk, resolved beneath the
+// workspace as sys.fs.read resolves a path (openat2 RESOLVE_BENEATH: a link out of the workspace
+// is refused): the name of the file it leads to. A file not on disk yet (a new, unsaved buffer)
+// is judged by where its nearest existing directory leads, with the missing names below it; a
+// dangling symlink on the way is refused, since saving would create whatever it points at. What
+// sys.fs.read refuses of an existing object is refused here too: a directory or special file,
+// and a file with more than one hard link (another name may lie outside the workspace); an edit,
+// which the user saves, also refuses a hard-linked file whatever the read option says, as
+// sys.fs.write does.
+Result<std::string> BufferTarget(const WorkspaceRoot& root, const std::string& path,
+                                 bool for_edit) {
+  auto object = root.Resolve(path);
+  if (object) {
+    if (object->type != FileType::kFile) {
+      return Fail("invalid", "buffer " + QuotePathForMessage(path) + " is not a regular file");
+    }
+    if (object->nlink > 1 && (for_edit || !root.options().allow_hardlinked_reads)) {
+      return Fail("denied", "buffer " + QuotePathForMessage(path) + " is a file with " +
+                                std::to_string(object->nlink) +
+                                " hard links and may be shared with a file outside the workspace");
+    }
+    return object->path;
+  }
+  if (object.error().code != "not_found") return tl::unexpected(object.error());
+  // Not on disk: up to the nearest directory that is.
+  std::string missing;
+  std::string dir = path;
+  while (true) {
+    auto [parent, name] = SplitParent(dir);
+    missing = missing.empty() ? std::string(name) : std::string(name) + "/" + missing;
+    dir = std::string(parent);
+    auto found = root.Resolve(dir);
+    if (!found) {
+      if (found.error().code != "not_found" || dir == ".") return tl::unexpected(found.error());
+      continue;
+    }
+    if (found->type != FileType::kDir) {
+      return Fail("invalid", "buffer " + QuotePathForMessage(path) + " lies beneath a file");
+    }
+    const std::string first = missing.substr(0, missing.find('/'));
+    const std::string first_path = found->path == "." ? first : found->path + "/" + first;
+    if (auto info = root.Stat(first_path); info && info->type == FileType::kSymlink) {
+      return Fail("denied", "buffer " + QuotePathForMessage(path) +
+                                " goes through a symlink that leads nowhere: " +
+                                QuotePathForMessage(first_path));
+    }
+    return found->path == "." ? missing : found->path + "/" + missing;
+  }
+}
+
+// The grant rules of editor.buffer.get and .edit for one name (the buffer's, or the file's it
+// leads to).
+Status BufferNameAllowed(const Grant& grant, const std::string& name, bool for_edit,
+                         const std::string& what) {
+  if (!GrantAllows(grant.fs_read, name, Access::kRead)) {
+    return Fail("denied", what + " is outside the plugin's fs.read grant");
+  }
+  if (for_edit && IsProtectedPath(name) && !GrantAllows(grant.fs_write, name, Access::kWrite)) {
+    return Fail("denied", what + " is a protected path; editing it needs a literal fs.write grant");
+  }
+  return Ok();
+}
+
+}  // namespace
+
 Result<const TextDocument*> Server::BufferFor(const Plugin& p, const std::string& uri_or_path,
                                               bool for_edit) const {
   const TextDocument* doc = nullptr;
@@ -73,15 +143,21 @@ Result<const TextDocument*> Server::BufferFor(const Plugin& p, const std::string
     path = *rel;
     doc = buffers_.Find(uri_or_path);
   }
-  if (!GrantAllows(p.grant->fs_read, path, Access::kRead)) {
-    return Fail("denied",
-                "buffer " + QuotePathForMessage(path) + " is outside the plugin's fs.read grant");
-  }
-  if (for_edit && IsProtectedPath(path) && !GrantAllows(p.grant->fs_write, path, Access::kWrite)) {
-    return Fail("denied", "buffer " + QuotePathForMessage(path) +
-                              " is a protected path; editing it needs a literal fs.write grant");
-  }
+  ANVIL_RETURN_IF_ERROR(
+      BufferNameAllowed(*p.grant, path, for_edit, "buffer " + QuotePathForMessage(path)));
   if (!doc) return Fail("not_found", "no open buffer " + QuotePathForMessage(uri_or_path));
+  // The name is granted; so must be the file it leads to (the one the editor shows and saves).
+  if (!buffer_root_) {
+    auto root = WorkspaceRoot::Open(o_.workspace);
+    if (!root) return tl::unexpected(root.error());
+    buffer_root_.emplace(std::move(*root));
+  }
+  ANVIL_TRY(target, BufferTarget(*buffer_root_, path, for_edit));
+  if (*target != path) {
+    ANVIL_RETURN_IF_ERROR(BufferNameAllowed(*p.grant, *target, for_edit,
+                                            "buffer " + QuotePathForMessage(path) + " leads to " +
+                                                QuotePathForMessage(*target) + ", which"));
+  }
   return doc;
 }
 

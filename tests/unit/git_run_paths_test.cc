@@ -1,0 +1,68 @@
+// policy/git_run_paths.h: what of a git protection plan lies in the workspace, and which
+// workspace paths a write op may not change because of it (table-tested, each row beside its
+// benign neighbour).
+#include "policy/git_run_paths.h"
+
+#include <gtest/gtest.h>
+
+namespace anvil {
+namespace {
+
+TEST(GitRunPaths, OnlyWhatLiesInTheWorkspaceRelativeToIt) {
+  GitProtectionPlan plan;
+  plan.named = {{"/w/.githooks", "core.hooksPath in /w/.git/config:3", 0},
+                {"/home/u/bin/fsmon", "core.fsmonitor in /home/u/.gitconfig:1", -1},
+                {"/w2/x", "a sibling with the same prefix", 0},
+                {"/w/.git/hooks", "the repository's own hooks: .git's rule", 0},
+                {"/w/tools/link.sh", "diff.x.textconv in /w/.git/config:5", 0},
+                {"/w/tools/missing.sh", "filter.y.clean in /w/.git/config:7", 0}};
+  plan.read_only = {"/w/.git", "/w/mirror.git"};  // git dirs: the git-dir guard's
+  auto resolve = [](const std::string& p) -> std::optional<std::string> {
+    if (p == "/w/tools/link.sh") return "/w/scripts/real.sh";
+    if (p == "/w/tools/missing.sh") return std::nullopt;
+    return p;
+  };
+  GitScan scan;
+  GitRepo repo;
+  repo.configs = {{"/w/.git/config", "", 0, true, {}, ""},
+                  {"/w/shared.gitconfig", "/w/.git/config", 4, true, {}, ""}};
+  scan.repos = {repo};
+  const auto paths = GitRunPathsIn("/w", scan, plan, resolve);
+  std::vector<std::string> got;
+  for (const auto& p : paths) got.push_back(p.path);
+  EXPECT_EQ(got, (std::vector<std::string>{".githooks", "scripts/real.sh", "shared.gitconfig",
+                                           "tools/link.sh", "tools/missing.sh"}));
+  EXPECT_EQ(paths[0].reason, "core.hooksPath in /w/.git/config:3");
+  plan.named = {{"/w", "core.hooksPath = .", 0}};
+  EXPECT_EQ(GitRunPathsIn("/w", GitScan{}, plan, resolve).front().path, ".");
+}
+
+TEST(GitRunPaths, AtBeneathAndAbove) {
+  const std::vector<GitRunPath> run = {{".githooks", "hooks"}, {"tools/conv.sh", "textconv"}};
+  struct Row {
+    const char* path;
+    bool or_above;
+    const char* hit;  // "" for none
+  } rows[] = {
+      {".githooks", false, ".githooks"},
+      {".githooks/pre-commit", false, ".githooks"},
+      {".GitHooks/pre-commit", false, ".githooks"},  // a case-folding file system
+      {".githooks2/pre-commit", false, ""},          // another name with the same prefix
+      {".github/workflows/ci.yml", false, ""},
+      {"tools/conv.sh", false, "tools/conv.sh"},
+      {"tools/other.sh", false, ""},
+      {"tools", false, ""},              // making the directory on the way is harmless
+      {"tools", true, "tools/conv.sh"},  // moving or removing it takes the program along
+      {".", true, ".githooks"},
+      {"src", true, ""},
+  };
+  for (const Row& row : rows) {
+    auto hit = GitRunPathAt(run, row.path, row.or_above);
+    EXPECT_EQ(hit ? hit->path : std::string(), row.hit) << row.path << " " << row.or_above;
+  }
+  EXPECT_TRUE(GitRunPathAt({{".", "the workspace"}}, "any/file", false));
+  EXPECT_FALSE(GitRunPathAt({}, "any/file", true));
+}
+
+}  // namespace
+}  // namespace anvil
