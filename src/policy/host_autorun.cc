@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "fs/file_io.h"
+#include "policy/sandbox_home.h"
 #include "policy/sandbox_policy.h"
 
 namespace anvil {
@@ -173,6 +174,11 @@ std::vector<std::string> HostAutorunPaths(const AutorunEnv& env) {
   std::vector<std::string> out;
   for (const auto& entry : kHostAutorun) {
     for (const auto& base : bases(entry.base)) AddUnique(out, Join(base, std::string(entry.path)));
+  }
+  // The credential locations: a missing one made by the command (~/.kube/config with an exec
+  // plugin, ~/.ssh/rc, ~/.aws/config's credential_process) runs code on the host as surely.
+  for (const auto rel : kHomeCredentials) {
+    for (const auto& h : homes) AddUnique(out, Join(h, std::string(rel)));
   }
   return out;
 }

@@ -258,7 +258,8 @@ RefusalAdvice Advise(const Refusal& r, const std::string& workspace, const std::
         case WriteArea::kHostAutorun:
           a.why = root +
                   " is run by the host outside the sandbox (shell startup, PATH, user units, "
-                  "autostart, Anvil's plugins) and stays read-only";
+                  "autostart, editors', REPLs' and tools' configuration, credential locations, "
+                  "Anvil's plugins) and stays read-only";
           // A write beneath it: a directory, which the user may name. The file itself: only
           // outside the sandbox.
           if (r.subject != r.root) a.allow = "--writable-root " + root;

@@ -25,8 +25,9 @@ enum class WriteArea {
   kSystem,           // a runtime root (/usr, /etc, ...)
   kOutside,          // nowhere writable: the view's own read-only skeleton
   kReadOnlyPolicy,   // the workspace or a root under --policy read-only
-  kHostAutorun,      // what the host runs from the home (policy/host_autorun.h): a directory
-                     // by --writable-root DIR; a file only outside the sandbox
+  kHostAutorun,      // what the host runs from the home, and a credential location that did
+                     // not exist (policy/host_autorun.h): a directory by --writable-root DIR;
+                     // a file only outside the sandbox
 };
 std::string_view ToString(WriteArea area);
 

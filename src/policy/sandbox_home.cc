@@ -268,7 +268,10 @@ Result<HomeView> PlanHomeView(const HomePlanInput& input, const HomeHost& host) 
   };
   std::vector<std::string> credential_paths;  // lexical
   if (usable_home) {
-    for (auto rel_view : kHomeCredentials) {
+    std::vector<std::string_view> never_shown(std::begin(kHomeCredentials),
+                                              std::end(kHomeCredentials));
+    never_shown.insert(never_shown.end(), std::begin(kHomeHistories), std::end(kHomeHistories));
+    for (auto rel_view : never_shown) {
       const std::string rel(rel_view);
       credential_paths.push_back(*home + "/" + rel);
       auto kind = kind_of(rel);

@@ -76,7 +76,9 @@ inline constexpr HomeToolchain kHomeToolchains[] = {
     {".editorconfig", "EditorConfig defaults"},
 };
 
-// Where credentials live under a home directory, relative to it. Never shown (see above).
+// Where credentials live under a home directory, relative to it. Never shown (see above), and
+// when a writable root holds the home, neither made nor changed: policy/host_autorun.h keeps
+// them with the places the host runs (a new ~/.kube/config or ~/.ssh/rc runs code too).
 inline constexpr std::string_view kHomeCredentials[] = {
     ".ssh",
     ".gnupg",
@@ -126,20 +128,16 @@ inline constexpr std::string_view kHomeCredentials[] = {
     ".config/chromium",
     ".config/BraveSoftware",
     ".config/microsoft-edge",
-    ".bash_history",
-    ".zsh_history",
-    ".zhistory",
-    ".histfile",
-    ".sh_history",
-    ".local/share/fish/fish_history",
-    ".python_history",
-    ".node_repl_history",
-    ".psql_history",
-    ".mysql_history",
-    ".sqlite_history",
-    ".rediscli_history",
-    ".lesshst",
-    ".viminfo",
+};
+// Histories: never shown either, but no program runs what they hold, and a shell of the host
+// writes its own there while a run lasts. So, unlike kHomeCredentials, a missing one is not
+// held by a placeholder (policy/host_autorun.h).
+inline constexpr std::string_view kHomeHistories[] = {
+    ".bash_history",   ".zsh_history",       ".zhistory",
+    ".histfile",       ".sh_history",        ".local/share/fish/fish_history",
+    ".python_history", ".node_repl_history", ".psql_history",
+    ".mysql_history",  ".sqlite_history",    ".rediscli_history",
+    ".lesshst",        ".viminfo",
 };
 
 // What the plan needs of the host; injected so the decision stays a table-testable function.

@@ -83,7 +83,10 @@ class LivedInHome {
             token_gitconfig_ + "\n");
     Put(h + "/.config/git/ignore", "*.swp\n");
     // A secret in every credential location.
-    for (auto rel : kHomeCredentials) {
+    std::vector<std::string_view> never_shown(std::begin(kHomeCredentials),
+                                              std::end(kHomeCredentials));
+    never_shown.insert(never_shown.end(), std::begin(kHomeHistories), std::end(kHomeHistories));
+    for (auto rel : never_shown) {
       std::string r(rel);
       if (r == ".gitconfig") continue;  // above, with its token
       std::string token = UniqueToken("CRED");

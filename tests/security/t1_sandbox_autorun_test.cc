@@ -46,10 +46,48 @@ const char kAttacks[] =
     "try moved-local 'mv .local .local.old && mkdir -p .local/bin'; "
     "try removed-placeholder 'rm -f .zshrc && echo evil > .zshrc'; ";
 
+// The red team's second round (F4): places the first table missed, which the host reads or runs
+// without being asked, and credential locations that did not exist yet (a new ~/.kube/config
+// with an exec credential plugin runs on the next kubectl).
+const char kMoreAttacks[] =
+    "try() { if sh -c \"$2\" 2>/dev/null; then echo \"WROTE $1\"; fi; }; "
+    "try bash_completion 'echo evil > .bash_completion'; "
+    "try completions 'mkdir -p .local/share/bash-completion/completions && echo evil > "
+    ".local/share/bash-completion/completions/git'; "
+    "try pth 'mkdir -p .local/lib/python3.11/site-packages && echo evil > "
+    ".local/lib/python3.11/site-packages/zz.pth'; "
+    "try desktop 'mkdir -p .local/share/applications && echo evil > "
+    ".local/share/applications/firefox.desktop'; "
+    "try nvim-site 'mkdir -p .local/share/nvim/site/plugin && echo evil > "
+    ".local/share/nvim/site/plugin/x.lua'; "
+    "try nvim 'mkdir -p .config/nvim && echo evil > .config/nvim/init.lua'; "
+    "try vimrc 'echo evil > .vimrc'; "
+    "try emacs 'mkdir -p .emacs.d && echo evil > .emacs.d/init.el'; "
+    "try ipython 'mkdir -p .ipython/profile_default/startup && echo evil > "
+    ".ipython/profile_default/startup/x.py'; "
+    "try vscode 'mkdir -p .vscode/extensions/x && echo evil > .vscode/extensions/x/a.js'; "
+    "try gdbinit 'echo evil > .gdbinit'; "
+    "try tmux 'echo evil > .tmux.conf'; "
+    "try direnv 'mkdir -p .config/direnv && echo evil > .config/direnv/direnv.toml'; "
+    "try gitk 'mkdir -p .config/git && echo evil > .config/git/gitk'; "
+    "try cargo 'mkdir -p .cargo && echo evil > .cargo/config.toml'; "
+    "try cargo-bin 'mkdir -p .cargo/bin && echo evil > .cargo/bin/ls'; "
+    "try npmrc 'echo evil > .npmrc'; "
+    "try pip 'mkdir -p .config/pip && echo evil > .config/pip/pip.conf'; "
+    "try kube 'mkdir -p .kube && echo evil > .kube/config'; "
+    "try aws 'mkdir -p .aws && echo evil > .aws/config'; "
+    "try ssh 'mkdir -p .ssh && echo evil > .ssh/config'; "
+    "try ssh-rc 'mkdir -p .ssh && echo evil > .ssh/rc'; "
+    "try gpg-agent 'mkdir -p .gnupg && echo evil > .gnupg/gpg-agent.conf'; "
+    "try docker 'mkdir -p .docker && echo evil > .docker/config.json'; "
+    "try go-env 'mkdir -p .config/go && echo GOFLAGS=-toolexec=evil > .config/go/env'; "
+    "try gradle 'mkdir -p .gradle/init.d && echo evil > .gradle/init.d/x.gradle'; "
+    "try inputrc 'echo evil > .inputrc'; ";
+
 // The ordinary work beside them, in the same home.
 const char kBenign[] =
     "echo ok > notes.txt && mkdir -p .cache/pip && echo ok > .cache/pip/x && "
-    "mkdir -p .config/nvim && echo ok > .config/nvim/init.lua && "
+    "mkdir -p .config/myapp && echo ok > .config/myapp/settings.json && "
     "mkdir -p proj && cd proj && git init -q && echo x > f && git add f && "
     "git -c user.email=a@b.c -c user.name=n commit -qm m && "
     "mkdir -p node_modules/.bin .venv/bin && echo x > node_modules/.bin/tool && "
@@ -100,9 +138,59 @@ TEST_P(T1SandboxHostAutorun, AWorkspaceOfHomeCannotPlantWhatTheHostRuns) {
   }
   EXPECT_EQ(LinksInHome(), "");
   // The benign work is there.
-  EXPECT_EQ(ReadFile(home_ + "/.config/nvim/init.lua"), "ok\n");
+  EXPECT_EQ(ReadFile(home_ + "/.config/myapp/settings.json"), "ok\n");
   EXPECT_TRUE(Exists(home_ + "/proj/.git/HEAD"));
   EXPECT_TRUE(Exists(home_ + "/proj/node_modules/.bin/tool"));
+}
+
+// F4: the places and credential locations the first table missed, beside the same ordinary
+// work: a project, notes, a cache and an application's own settings stay writable, and the run
+// leaves nothing of its own in the home.
+TEST_P(T1SandboxHostAutorun, ShellCompletionsEditorsAndMissingCredentialsCannotBePlanted) {
+  auto r = Sh(home_, std::string(kMoreAttacks) + kBenign +
+                         " && mkdir -p project && echo x > project/x && echo PROJECT");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.find("WROTE"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("BENIGN"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("PROJECT"), std::string::npos) << r.out << r.err;
+  struct stat st {};
+  for (const char* p :
+       {".bash_completion", ".local/lib",  ".local/share", ".vimrc",       ".emacs.d",
+        ".ipython",         ".vscode",     ".gdbinit",     ".tmux.conf",   ".cargo",
+        ".npmrc",           ".kube",       ".aws",         ".ssh",         ".gnupg",
+        ".docker",          ".gradle",     ".inputrc",     ".config/nvim", ".config/direnv",
+        ".config/git",      ".config/pip", ".config/go"}) {
+    EXPECT_NE(lstat((home_ + "/" + p).c_str(), &st), 0) << p << " exists after the run";
+  }
+  EXPECT_EQ(LinksInHome(), "");
+  EXPECT_EQ(ReadFile(home_ + "/project/x"), "x\n");
+  EXPECT_EQ(ReadFile(home_ + "/notes.txt"), "ok\n");
+  EXPECT_EQ(ReadFile(home_ + "/.cache/pip/x"), "ok\n");
+  EXPECT_EQ(ReadFile(home_ + "/.config/myapp/settings.json"), "ok\n");
+}
+
+// While a run lasts, a missing credential location is a dangling link that every reader on the
+// host sees as missing; one that exists stays the user's, untouched, and the command sees it
+// covered.
+TEST_P(T1SandboxHostAutorun, CredentialLocationsAreHeldWhetherTheyExistOrNot) {
+  ASSERT_EQ(Shell("mkdir -p " + ShellQuote(home_ + "/.aws") + " && echo secret > " +
+                  ShellQuote(home_ + "/.aws/credentials")),
+            0);
+  caller_.Give(home_);
+  auto r = Sh(home_,
+              "try() { if sh -c \"$2\" 2>/dev/null; then echo \"WROTE $1\"; fi; }; "
+              "try aws-config 'echo evil > .aws/config'; "
+              "try aws-moved 'mv .aws .aws2 && mkdir .aws && echo evil > .aws/config'; "
+              "try kube-dir 'rm -f .kube && mkdir .kube && echo evil > .kube/config'; "
+              "cat .aws/credentials 2>/dev/null; echo ok > notes && echo BENIGN");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.find("WROTE"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("secret"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("BENIGN"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(ReadFile(home_ + "/.aws/credentials"), "secret\n");
+  EXPECT_FALSE(Exists(home_ + "/.aws/config"));
+  EXPECT_FALSE(Exists(home_ + "/.aws2"));
+  EXPECT_EQ(LinksInHome(), "");
 }
 
 TEST_P(T1SandboxHostAutorun, ADirectoryAboveTheHomeIsNoWayAroundIt) {
@@ -197,12 +285,14 @@ TEST_P(T1SandboxHostAutorun, NamingThePlaceAsAWritableRootAllowsIt) {
 }
 
 // Concurrent runs share the placeholders: one that ends first must not remove them (that would
-// take them out of the other's view), and the last one leaves nothing.
+// take them out of the other's view), and the last one leaves nothing. (The signal file is not
+// `go`: ~/go/bin is a place, so ~/go is a directory while a run lasts.)
 TEST_P(T1SandboxHostAutorun, ARunThatEndsFirstLeavesTheOthersPlaceholdersInPlace) {
   RunOptions o;
   o.env = {"PATH=/usr/bin:/bin", "HOME=" + home_};
   const std::string script =
-      "touch started; i=0; while [ ! -e go ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; "
+      "touch started; i=0; while [ ! -e proceed ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); "
+      "done; "
       "w=REFUSED; echo evil > .zshrc 2>/dev/null && w=WROTE; "
       "{ mkdir -p .local/bin && echo evil > .local/bin/ls; } 2>/dev/null && w=WROTE; "
       "echo $w > result";
@@ -214,7 +304,7 @@ TEST_P(T1SandboxHostAutorun, ARunThatEndsFirstLeavesTheOthersPlaceholdersInPlace
   EXPECT_EQ(second.status, 0) << second.err;
   EXPECT_NE(LinksInHome().find(home_ + "/.zshrc"), std::string::npos)
       << "the second run removed the first one's placeholder";
-  WriteFile(home_ + "/go", "");
+  WriteFile(home_ + "/proceed", "");
   auto status = first.Wait(std::chrono::seconds(60));
   ASSERT_TRUE(status.has_value());
   EXPECT_EQ(*status, 0);

@@ -35,17 +35,17 @@ class T1SandboxTrustDirs : public CallerTest {
 
 TEST_P(T1SandboxTrustDirs, AWorkspaceOfHomeCannotWriteAnvilsRulesGrantsOrConfig) {
   // Missing on the host at first: the run makes them, so the command cannot.
-  auto r =
-      Sh("for p in .config/anvil/rules/approved.toml .config/anvil/config.toml "
-         ".config/anvil/trusted-keys .local/state/anvil/grants.json; do "
-         "  mkdir -p \"$(dirname \"$p\")\" 2>/dev/null; "
-         "  if echo x > \"$p\" 2>/dev/null; then echo \"WROTE $p\"; fi; done; "
-         "mv .config/anvil .config/anvil.old 2>/dev/null && echo MOVED-ANVIL; "
-         "mv .config .config.old 2>/dev/null && echo MOVED-CONFIG; "
-         "mv .local/state .local/state.old 2>/dev/null && echo MOVED-STATE; "
-         "rmdir .config/anvil 2>/dev/null && echo REMOVED; "
-         "echo ok > .config/other.conf && mkdir -p .config/nvim && echo ok > .config/nvim/init.lua "
-         "&& echo ok > notes.txt && echo BENIGN");
+  auto r = Sh(
+      "for p in .config/anvil/rules/approved.toml .config/anvil/config.toml "
+      ".config/anvil/trusted-keys .local/state/anvil/grants.json; do "
+      "  mkdir -p \"$(dirname \"$p\")\" 2>/dev/null; "
+      "  if echo x > \"$p\" 2>/dev/null; then echo \"WROTE $p\"; fi; done; "
+      "mv .config/anvil .config/anvil.old 2>/dev/null && echo MOVED-ANVIL; "
+      "mv .config .config.old 2>/dev/null && echo MOVED-CONFIG; "
+      "mv .local/state .local/state.old 2>/dev/null && echo MOVED-STATE; "
+      "rmdir .config/anvil 2>/dev/null && echo REMOVED; "
+      "echo ok > .config/other.conf && mkdir -p .config/myapp && echo ok > .config/myapp/settings "
+      "&& echo ok > notes.txt && echo BENIGN");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out.find("WROTE"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("MOVED"), std::string::npos) << r.out;
@@ -60,7 +60,7 @@ TEST_P(T1SandboxTrustDirs, AWorkspaceOfHomeCannotWriteAnvilsRulesGrantsOrConfig)
   EXPECT_EQ(failed.err.find("--writable-git"), std::string::npos) << failed.err;
   struct stat st {};
   EXPECT_NE(lstat((home_ + "/.config/anvil/rules").c_str(), &st), 0) << "the command made it";
-  EXPECT_EQ(lstat((home_ + "/.config/nvim/init.lua").c_str(), &st), 0);
+  EXPECT_EQ(lstat((home_ + "/.config/myapp/settings").c_str(), &st), 0);
   // The same when they exist already, and with XDG directories of their own.
   ASSERT_EQ(Shell("mkdir -p " + ShellQuote(home_ + "/xdg/cfg/anvil/rules") + " " +
                   ShellQuote(home_ + "/xdg/state/anvil") + " && chown -R " +

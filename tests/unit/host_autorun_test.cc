@@ -8,7 +8,10 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "policy/sandbox_home.h"
 
 namespace anvil {
 namespace {
@@ -24,7 +27,9 @@ size_t CountOf(AutorunBase base) {
 }
 
 TEST(HostAutorun, EveryPlaceOfEveryHomeAndXdgValueIsListedOnce) {
-  const size_t all = std::size(kHostAutorun);
+  // Every place of the table and every credential location, in each home.
+  // (.config/git/config is in both: the table has it for $XDG_CONFIG_HOME.)
+  const size_t all = std::size(kHostAutorun) + std::size(kHomeCredentials) - 1;
   struct Row {
     const char* name;
     AutorunEnv env;
@@ -33,34 +38,31 @@ TEST(HostAutorun, EveryPlaceOfEveryHomeAndXdgValueIsListedOnce) {
   } rows[] = {
       {"one home",
        {"/home/u", "", "", "", ""},
-       {"/home/u/.profile",
-        "/home/u/.bash_profile",
-        "/home/u/.bash_login",
-        "/home/u/.bashrc",
-        "/home/u/.bash_logout",
-        "/home/u/.zshenv",
-        "/home/u/.zprofile",
-        "/home/u/.zshrc",
-        "/home/u/.zlogin",
-        "/home/u/.zlogout",
-        "/home/u/.config/fish",
-        "/home/u/bin",
-        "/home/u/.local/bin",
-        "/home/u/.config/systemd",
-        "/home/u/.config/autostart",
-        "/home/u/.config/environment.d",
-        "/home/u/.pam_environment",
-        "/home/u/.xprofile",
-        "/home/u/.xsessionrc",
-        "/home/u/.local/share/anvil",
-        "/home/u/.local/share/systemd",
-        "/home/u/.local/share/dbus-1"},
-       {"/home/u/.config/anvil", "/home/u/.ssh", "/home/u/.gitconfig"},
+       {"/home/u/.profile", "/home/u/.bash_profile", "/home/u/.bash_login", "/home/u/.bashrc",
+        "/home/u/.bash_logout", "/home/u/.zshenv", "/home/u/.zprofile", "/home/u/.zshrc",
+        "/home/u/.zlogin", "/home/u/.zlogout", "/home/u/.config/fish", "/home/u/bin",
+        "/home/u/.local/bin", "/home/u/.config/systemd", "/home/u/.config/autostart",
+        "/home/u/.config/environment.d", "/home/u/.pam_environment", "/home/u/.xprofile",
+        "/home/u/.xsessionrc", "/home/u/.local/share/anvil", "/home/u/.local/share/systemd",
+        "/home/u/.local/share/dbus-1",
+        // The red team's second round: completions, python's user site, editors, REPLs, ...
+        "/home/u/.bash_completion", "/home/u/.local/share/bash-completion", "/home/u/.local/lib",
+        "/home/u/.local/share/applications", "/home/u/.local/share/nvim", "/home/u/.config/nvim",
+        "/home/u/.vimrc", "/home/u/.emacs.d", "/home/u/.ipython", "/home/u/.vscode",
+        "/home/u/.gdbinit", "/home/u/.tmux.conf", "/home/u/.config/direnv",
+        "/home/u/.config/git/gitk", "/home/u/.cargo/bin", "/home/u/.cargo/config.toml",
+        "/home/u/.config/pip", "/home/u/.config/go",
+        // ... and the credential locations, which a command must not make either.
+        "/home/u/.ssh", "/home/u/.kube", "/home/u/.aws", "/home/u/.gnupg", "/home/u/.docker",
+        "/home/u/.npmrc", "/home/u/.gitconfig"},
+       // Anvil's own (linux/trust_shield.h), caches, and histories (nothing runs them).
+       {"/home/u/.config/anvil", "/home/u/.cache", "/home/u/.npm", "/home/u/.bash_history",
+        "/home/u/.local/share/fish/fish_history"},
        all},
       {"the user database's home too (a login there reads its own)",
        {"/tmp/h", "/home/p", "", "", ""},
        {"/tmp/h/.bashrc", "/home/p/.bashrc", "/tmp/h/.local/bin", "/home/p/.local/bin",
-        "/home/p/.config/autostart", "/home/p/.local/share/anvil"},
+        "/home/p/.config/autostart", "/home/p/.local/share/anvil", "/tmp/h/.kube", "/home/p/.kube"},
        {},
        2 * all},
       {"the same home twice is listed once", {"/home/u/", "/home//u", "", "", ""}, {}, {}, all},
@@ -69,7 +71,7 @@ TEST(HostAutorun, EveryPlaceOfEveryHomeAndXdgValueIsListedOnce) {
        {"/x/cfg/fish", "/x/cfg/systemd", "/x/cfg/autostart", "/x/cfg/environment.d",
         "/x/data/anvil", "/x/data/systemd", "/x/zsh/.zshenv", "/x/zsh/.zshrc",
         "/home/u/.config/fish", "/home/u/.local/share/anvil", "/home/u/.zshrc"},
-       {"/x/zsh/.bashrc", "/x/cfg/.bashrc"},
+       {"/x/zsh/.bashrc", "/x/cfg/.bashrc", "/x/cfg/.kube", "/x/data/.kube"},
        all + CountOf(AutorunBase::kConfig) + CountOf(AutorunBase::kData) +
            CountOf(AutorunBase::kZsh)},
       {"relative and dotted values are ignored",
@@ -93,6 +95,37 @@ TEST(HostAutorun, EveryPlaceOfEveryHomeAndXdgValueIsListedOnce) {
       EXPECT_EQ(std::count(paths.begin(), paths.end(), p), 1) << row.name << ": " << p;
     }
   }
+}
+
+bool CleanRelative(std::string_view p) {
+  if (p.empty() || p.front() == '/' || p.back() == '/' || p.find("//") != std::string_view::npos) {
+    return false;
+  }
+  for (size_t start = 0; start <= p.size();) {
+    size_t end = p.find('/', start);
+    if (end == std::string_view::npos) end = p.size();
+    const auto part = p.substr(start, end - start);
+    if (part == "." || part == "..") return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+TEST(HostAutorun, TheTablesAreCleanRelativePathsEachOnce) {
+  std::vector<std::string> seen;
+  for (const auto& e : kHostAutorun) {
+    EXPECT_TRUE(CleanRelative(e.path)) << e.path;
+    EXPECT_FALSE(e.what.empty()) << e.path;
+    const std::string key = std::to_string(static_cast<int>(e.base)) + ":" + std::string(e.path);
+    EXPECT_FALSE(Has(seen, key)) << "twice: " << e.path;
+    seen.push_back(key);
+  }
+  // A history is never shown, but a missing one is not held: a host shell writes its own.
+  for (auto c : kHomeCredentials) {
+    EXPECT_TRUE(CleanRelative(c)) << c;
+    for (auto h : kHomeHistories) EXPECT_NE(c, h);
+  }
+  for (auto h : kHomeHistories) EXPECT_TRUE(CleanRelative(h)) << h;
 }
 
 // A file system of a few paths; every ancestor of one is a directory.
@@ -208,6 +241,35 @@ TEST(HostAutorunPlan, WhatEachWritableRootMustKeepMakeAndPin) {
     ASSERT_TRUE(plan) << row.name << ": " << plan.error().ToString();
     ExpectPlan(*plan, row.want, row.name);
   }
+}
+
+// A credential location is one more place: a missing one is taken for the run (the command
+// cannot make ~/.kube/config), one that exists is kept read-only (and covered by the home view).
+TEST(HostAutorunPlan, CredentialLocationsAreHeldLikeThePlacesTheHostRuns) {
+  const FakeFs fs({{"/home/u/.aws/credentials", File()}, {"/home/u/.bashrc", File()}});
+  const auto places = HostAutorunPaths({"/home/u", "", "", "", ""});
+  ASSERT_TRUE(Has(places, "/home/u/.kube"));
+  ASSERT_TRUE(Has(places, "/home/u/.cargo/credentials.toml"));
+  auto plan = PlanAutorunShield(places, {"/home/u"}, {}, fs.Fs());
+  ASSERT_TRUE(plan) << plan.error().ToString();
+  auto makes = [&](const std::string& parent, const std::string& name, bool directory) {
+    return std::find(plan->make.begin(), plan->make.end(), AutorunMake{parent, name, directory}) !=
+           plan->make.end();
+  };
+  EXPECT_TRUE(makes("/home/u", ".kube", false));
+  EXPECT_TRUE(makes("/home/u", ".ssh", false));
+  EXPECT_TRUE(makes("/home/u", ".bash_completion", false));
+  // On the way to .cargo/credentials.toml and .cargo/bin: a directory, made for the run.
+  EXPECT_TRUE(makes("/home/u", ".cargo", true));
+  EXPECT_TRUE(Has(plan->read_only, "/home/u/.aws"));
+  EXPECT_TRUE(Has(plan->read_only, "/home/u/.bashrc"));
+  // A history is not one of them, nor is a cache.
+  EXPECT_FALSE(makes("/home/u", ".bash_history", false));
+  EXPECT_FALSE(makes("/home/u", ".cache", false));
+  // A workspace below the home: nothing at all.
+  plan = PlanAutorunShield(places, {"/home/u/proj"}, {}, fs.Fs());
+  ASSERT_TRUE(plan);
+  ExpectPlan(*plan, {}, "a workspace below the home");
 }
 
 TEST(HostAutorunPlan, SymbolicLinksOnTheWayArePinnedAndWhereTheyLeadKept) {
