@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "linux/git_real_fs.h"
 #include "policy/git_metadata.h"
 #include "policy/git_run_paths.h"
 
