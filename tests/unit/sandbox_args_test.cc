@@ -57,19 +57,26 @@ TEST(SandboxArgs, ABadValueIsRefusedWhileParsing) {
     const char* message;
   };
   const Row rows[] = {
-      {kRunner, {"--report-fd", "9", "--", "true"},
+      {kRunner,
+       {"--report-fd", "9", "--", "true"},
        "--report-fd expects an open descriptor number >= 3, got 9"},
       {kRunner, {"--call-fd", "3"}, "--call-fd expects an open descriptor number >= 3, got 3"},
-      {kSandbox, {"--readable-root", "rel", "--", "true"}, "--readable-root rel: no such absolute path"},
+      {kSandbox,
+       {"--readable-root", "rel", "--", "true"},
+       "--readable-root rel: no such absolute path"},
       {kSandbox, {"--readable-root=", "--", "true"}, "--readable-root : no such absolute path"},
-      {kSandbox, {"--workdir", "", "--", "true"},
+      {kSandbox,
+       {"--workdir", "", "--", "true"},
        "--workdir: empty path (fix: a directory inside the workspace)"},
       {kSandbox, {"--setenv", "=x", "--", "true"}, "--setenv expects NAME=VALUE, got =x"},
-      {kSandbox, {"--limit", "mem=0", "--", "true"},
+      {kSandbox,
+       {"--limit", "mem=0", "--", "true"},
        "--limit mem: 0 is no memory at all (fix: a size, or unlimited)"},
-      {kSandbox, {"--limit", "x=1", "--", "true"},
+      {kSandbox,
+       {"--limit", "x=1", "--", "true"},
        "--limit: unknown limit 'x' (nproc, nofile, as, data, fsize, cpu, tmp, mem)"},
-      {kSandbox, {"--timeout", "-1", "--", "true"},
+      {kSandbox,
+       {"--timeout", "-1", "--", "true"},
        "--timeout expects a positive number of seconds, got -1"},
       {kSandbox, {"--json", "--help"}, "--help goes alone (see anvil sandbox --help)"},
   };
@@ -146,9 +153,11 @@ TEST(SandboxArgs, ThePolicyCombinations) {
   const Row rows[] = {
       {kSandbox, {"--", "true"}, ""},
       {kRunner, {"--policy", "read-only", "--readable-path", "src", "--", "true"}, ""},
-      {kRunner, {"--readable-path", "src", "--", "true"},
+      {kRunner,
+       {"--readable-path", "src", "--", "true"},
        "--readable-path/--no-workspace-read need --policy read-only"},
-      {kRunner, {"--policy", "danger-full-access", "--no-workspace-read", "--", "true"},
+      {kRunner,
+       {"--policy", "danger-full-access", "--no-workspace-read", "--", "true"},
        "--readable-path/--no-workspace-read need --policy read-only"},
       {kSandbox, {"--read-only-subpath=", "--", "true"}, "--read-only-subpath: empty path"},
       {kSandbox, {"--allow-host", "example.com", "--", "true"}, kNeedsProxy},
@@ -158,13 +167,17 @@ TEST(SandboxArgs, ThePolicyCombinations) {
       {kSandbox, {"--unsafe-test-ca", "/w/ca.pem", "--", "true"}, kNeedsProxy},
       {kSandbox, {"--network", "proxy", "--allow-host", "example.com", "--", "true"}, ""},
       {kSandbox, {"--network", "proxy", "--policy", "read-only", "--", "true"}, ""},
-      {kSandbox, {"--network", "proxy", "--policy", "danger-full-access", "--", "true"},
+      {kSandbox,
+       {"--network", "proxy", "--policy", "danger-full-access", "--", "true"},
        "--network proxy needs --policy read-only or workspace-write"},
-      {kSandbox, {"--network", "proxy", "--policy", "external-sandbox", "--", "true"},
+      {kSandbox,
+       {"--network", "proxy", "--policy", "external-sandbox", "--", "true"},
        "--network proxy needs --policy read-only or workspace-write"},
-      {kSandbox, {"--policy", "danger-full-access", "--writable-root", "/x", "--", "true"},
+      {kSandbox,
+       {"--policy", "danger-full-access", "--writable-root", "/x", "--", "true"},
        "--writable-root/--read-only-subpath have no effect with danger-full-access"},
-      {kSandbox, {"--policy", "external-sandbox", "--read-only-subpath", "x", "--", "true"},
+      {kSandbox,
+       {"--policy", "external-sandbox", "--read-only-subpath", "x", "--", "true"},
        "--writable-root/--read-only-subpath have no effect with external-sandbox"},
       {kSandbox, {"--policy", "read-only", "--writable-root", "/x", "--", "true"}, ""},
   };
@@ -187,8 +200,8 @@ TEST(SandboxArgs, WhatTheValidationSettles) {
   ASSERT_TRUE(sub) << sub.error().ToString();
   EXPECT_EQ(sub->inv.spec.policy.extra_read_only_subpaths, (Args{"/w/gen", "/abs"}));
   // "." among the readable paths is the whole workspace.
-  auto dot = Validated({"--policy", "read-only", "--readable-path", "src", "--readable-path", ".",
-                        "--", "t"});
+  auto dot = Validated(
+      {"--policy", "read-only", "--readable-path", "src", "--readable-path", ".", "--", "t"});
   ASSERT_TRUE(dot) << dot.error().ToString();
   EXPECT_FALSE(dot->inv.spec.policy.workspace_read_subpaths.has_value());
   auto some = Validated({"--policy", "read-only", "--readable-path", "src", "--", "t"});
@@ -213,7 +226,7 @@ bool HasName(const Args& env, const std::string& name) {
 }
 
 TEST(SandboxArgs, TheCommandsEnvironment) {
-  const Args caller = {"PATH=/usr/bin:/bin", "HOME=/home/u", "TMPDIR=/tmp/u",
+  const Args caller = {"PATH=/usr/bin:/bin",          "HOME=/home/u",      "TMPDIR=/tmp/u",
                        "HTTP_PROXY=http://corp:8080", "NO_PROXY=internal", "SSL_CERT_FILE=/c"};
   auto plain = Validated({"--", "t"});
   ASSERT_TRUE(plain);
@@ -230,8 +243,8 @@ TEST(SandboxArgs, TheCommandsEnvironment) {
   auto proxied = Validated({"--network", "proxy", "--unsafe-test-ca", "/w/ca.pem", "--", "t"});
   ASSERT_TRUE(proxied) << proxied.error().ToString();
   env = SandboxEnvironment(*proxied, caller, "/w/ca.pem");
-  for (const char* v : {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
-                        "all_proxy"}) {
+  for (const char* v :
+       {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"}) {
     EXPECT_TRUE(Has(env, std::string(v) + "=http://127.0.0.1:3128")) << v;
   }
   EXPECT_FALSE(Has(env, "HTTP_PROXY=http://corp:8080"));
