@@ -7,21 +7,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "cli/sandbox_spec.h"
 #include "common/fd_io.h"
 #include "linux/helper_executable.h"
-#include "linux/program_exec.h"
-#include "policy/display_text.h"
 #include "policy/protected_names_plan.h"
 #include "session/plugin_session.h"
 
@@ -29,13 +25,6 @@ extern char** environ;
 
 namespace anvil::cli {
 namespace {
-
-// realpath(3) of `path`; "" when it does not exist.
-std::string Canonical(const std::string& path) {
-  char buf[PATH_MAX];
-  if (::realpath(path.c_str(), buf) == nullptr) return {};
-  return buf;
-}
 
 const char* OutcomeName(SandboxOutcome::Kind kind) {
   switch (kind) {
@@ -52,174 +41,6 @@ const char* OutcomeName(SandboxOutcome::Kind kind) {
   }
   return "?";
 }
-
-}  // namespace
-
-Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
-                                           const std::vector<std::string>& environ_entries,
-                                           SandboxFrontEnd front_end) {
-  SandboxArgs a;
-  const CommandSpec flags = SandboxCommandSpec(front_end, a);
-  auto parsed = ParseFlags(flags, args);
-  if (!parsed) return tl::unexpected(parsed.error());
-  // RunSandboxCommand answers --help before parsing; anywhere else it goes alone.
-  if (parsed->help) return Fail("invalid", "--help goes alone (see " + flags.program + " --help)");
-  const std::vector<std::string>& command = parsed->operands;
-  SandboxInvocation& inv = a.inv;
-  SandboxPolicy& policy = inv.spec.policy;
-  EnvPolicy& env = a.env;
-  const std::string& workdir = a.workdir;
-  const bool network_explicit = a.network_explicit;
-  SandboxFlags& config_flags = a.config_flags;
-  const int exec_fd = a.exec_fd, call_fd = a.call_fd;
-  std::vector<std::string>& allow_hosts = a.allow_hosts;
-  const std::string& unsafe_test_ca = a.unsafe_test_ca;
-  std::string cwd = a.cwd;
-
-  if (call_fd >= 0) {
-    // The call names the program, argv and readable paths; the workspace starts empty.
-    if (!command.empty() || exec_fd >= 0 || a.readable_flags) {
-      return Fail("invalid",
-                  "--call-fd takes the command, --exec-fd and the readable paths from the call");
-    }
-    if (policy.kind != PolicyKind::kReadOnly || policy.read_access != ReadAccess::kRestricted) {
-      return Fail("invalid", "--call-fd needs --policy read-only --read-access restricted");
-    }
-    policy.workspace_read_subpaths.emplace();
-  } else if (policy.runtime_from_call) {
-    return Fail("invalid", "--runtime-from-call needs --call-fd");
-  } else if (command.empty()) {
-    return Fail("invalid", "no command given (usage: ... -- CMD [ARGS...])");
-  }
-
-  if (cwd.empty()) {
-    char buf[PATH_MAX];
-    if (!getcwd(buf, sizeof(buf))) return SysFail("invalid", "cannot read the current directory");
-    cwd = buf;
-  }
-  std::string workspace = Canonical(cwd);
-  if (workspace.empty()) return Fail("invalid", "--cwd " + cwd + ": no such directory");
-  policy.workspace = workspace;
-  std::string run_dir = workspace;
-  if (!workdir.empty()) {
-    run_dir = Canonical(workdir[0] == '/' ? workdir : workspace + "/" + workdir);
-    if (run_dir.empty()) {
-      return Fail("invalid", "--workdir " + SanitizeForDisplay(workdir, 400) +
-                                 ": no such directory (fix: a directory inside the workspace " +
-                                 SanitizeForDisplay(workspace, 400) + ")");
-    }
-    if (!PathIsWithin(run_dir, workspace)) {
-      return Fail("invalid", "--workdir " + SanitizeForDisplay(workdir, 400) +
-                                 " is outside the workspace " + SanitizeForDisplay(workspace, 400) +
-                                 " (fix: a directory inside it, or --cwd to change the workspace)");
-    }
-  }
-  if (front_end == SandboxFrontEnd::kAnvilSandbox) {
-    // config.toml, Anvil.toml (narrowing only), profiles and the home, under the flags above.
-    config_flags.network_explicit = network_explicit;
-    auto settings = ApplySandboxSettings(environ_entries, config_flags, policy, allow_hosts);
-    if (!settings) return tl::unexpected(settings.error());
-    inv.settings = std::move(*settings);
-  }
-  if (policy.workspace_read_subpaths) {
-    if (policy.kind != PolicyKind::kReadOnly) {
-      return Fail("invalid", "--readable-path/--no-workspace-read need --policy read-only");
-    }
-    auto& subs = *policy.workspace_read_subpaths;
-    if (std::find(subs.begin(), subs.end(), ".") != subs.end())
-      policy.workspace_read_subpaths.reset();
-  }
-  for (auto& sub : policy.extra_read_only_subpaths) {
-    if (sub.empty()) return Fail("invalid", "--read-only-subpath: empty path");
-    if (sub[0] != '/') sub = workspace + "/" + sub;
-  }
-  if ((!allow_hosts.empty() || !inv.unsafe_test_allow_addresses.empty() ||
-       !inv.unsafe_test_resolver.empty() || !unsafe_test_ca.empty()) &&
-      policy.network != NetworkMode::kProxy) {
-    return Fail("invalid", "--allow-host and the --unsafe-test-* options need --network proxy");
-  }
-  inv.allow_hosts = allow_hosts;
-  if (policy.network == NetworkMode::kProxy && policy.kind != PolicyKind::kReadOnly &&
-      policy.kind != PolicyKind::kWorkspaceWrite) {
-    return Fail("invalid", "--network proxy needs --policy read-only or workspace-write");
-  }
-  if (policy.kind == PolicyKind::kDangerFullAccess && !network_explicit) {
-    policy.network = NetworkMode::kFull;
-  }
-  if (!policy.ConfinesFilesystem() &&
-      (!policy.extra_writable_roots.empty() || !policy.extra_read_only_subpaths.empty())) {
-    // Accepting and ignoring them would mislead: this policy does not confine files at all.
-    return Fail("invalid", "--writable-root/--read-only-subpath have no effect with " +
-                               std::string(ToString(policy.kind)));
-  }
-
-  std::string path_env = "/usr/local/bin:/usr/bin:/bin";
-  for (const auto& e : environ_entries) {
-    if (e.rfind("PATH=", 0) == 0) path_env = e.substr(5);
-  }
-  if (call_fd >= 0) {
-    int dup = fcntl(call_fd, F_DUPFD_CLOEXEC, 3);
-    if (dup < 0) return SysFail("invalid", "--call-fd " + std::to_string(call_fd));
-    ::close(call_fd);
-    inv.spec.call_channel = UniqueFd(dup);
-  } else if (exec_fd >= 0) {
-    int dup = fcntl(exec_fd, F_DUPFD_CLOEXEC, 3);
-    if (dup < 0) return SysFail("invalid", "--exec-fd " + std::to_string(exec_fd));
-    ::close(exec_fd);
-    inv.spec.program = UniqueFd(dup);
-  } else {
-    auto program = ResolveProgram(command[0], path_env, run_dir);
-    if (!program) return tl::unexpected(program.error());
-    inv.spec.program = std::move(program->fd);
-    inv.spec.program_path = std::move(program->path);
-  }
-  inv.spec.argv = command;
-  inv.spec.cwd = run_dir;
-  std::vector<std::string> base = a.minimal_env ? MinimalExecEnvironment() : environ_entries;
-  if (a.minimal_env) env.clear = false;
-  inv.spec.env = FilterEnvironment(base, env);
-  inv.spec.env.push_back("ANVIL_SANDBOX=" + std::string(ToString(policy.kind)));
-  if (policy.network == NetworkMode::kProxy) {
-    // Every proxy variable points at the proxy; nothing may be exempted from it.
-    static constexpr const char* kProxyVars[] = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
-                                                 "http_proxy", "https_proxy", "all_proxy"};
-    std::erase_if(inv.spec.env, [](const std::string& e) {
-      std::string name = e.substr(0, e.find('='));
-      for (const char* v : kProxyVars) {
-        if (name == v) return true;
-      }
-      return name == "NO_PROXY" || name == "no_proxy";
-    });
-    std::string url = "http://127.0.0.1:" + std::to_string(kProxyPort);
-    for (const char* v : kProxyVars) inv.spec.env.push_back(std::string(v) + "=" + url);
-    if (!unsafe_test_ca.empty()) {
-      // Test-only. TLS runs end to end through CONNECT, so the test CA is for the command's own
-      // clients: the usual variables point at it. It must be visible inside the sandbox.
-      std::string ca = Canonical(unsafe_test_ca);
-      bool visible = !ca.empty() && PathIsWithin(ca, workspace);
-      for (auto root : kPlatformReadRoots) visible = visible || PathIsWithin(ca, root);
-      if (!visible) {
-        return Fail("invalid", "--unsafe-test-ca " + unsafe_test_ca +
-                                   ": must be a file inside the workspace or a system directory "
-                                   "the sandbox can read");
-      }
-      for (const char* v : {"SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE",
-                            "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO"}) {
-        std::erase_if(inv.spec.env, [&](const std::string& e) {
-          return e.compare(0, std::strlen(v) + 1, std::string(v) + "=") == 0;
-        });
-        inv.spec.env.push_back(std::string(v) + "=" + ca);
-      }
-    }
-  }
-  if (policy.ConfinesFilesystem()) {
-    // /tmp inside is the sandbox's own; a TMPDIR pointing elsewhere would not be writable.
-    std::erase_if(inv.spec.env, [](const std::string& e) { return e.rfind("TMPDIR=", 0) == 0; });
-  }
-  return std::move(inv);
-}
-
-namespace {
 
 // anvil-proxy for --network proxy: started before the sandbox, confined, and "ok" on its status
 // pipe before anything runs (an invalid --allow-host fails the whole command: fail closed).

@@ -27,9 +27,10 @@ struct SandboxInvocation {
 enum class SandboxFrontEnd { kAnvilSandbox, kExecRunner };
 
 // Parses the flags of INTERFACES.md (`--policy`, `--cwd`, `--writable-root`, ...,
-// `-- CMD [ARGS...]`) with the front end's table (src/cli/sandbox_spec.h), resolves the
-// workspace and the command once, outside the sandbox. `environ_entries` is the caller's
-// environment (NAME=VALUE).
+// `-- CMD [ARGS...]`) with the front end's table and validates their combinations (both pure,
+// src/cli/sandbox_spec.h), then resolves the paths, the workspace and the command once, outside
+// the sandbox (src/cli/sandbox_resolve.cc). `environ_entries` is the caller's environment
+// (NAME=VALUE).
 Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
                                            const std::vector<std::string>& environ_entries,
                                            SandboxFrontEnd front_end);

@@ -11,13 +11,6 @@
 namespace anvil::cli {
 namespace {
 
-// realpath(3) of `path`; "" when it does not exist.
-std::string Canonical(const std::string& path) {
-  char buf[PATH_MAX];
-  if (::realpath(path.c_str(), buf) == nullptr) return {};
-  return buf;
-}
-
 Result<uint64_t> ParseSize(const std::string& text, const std::string& what) {
   auto n = ParseByteSize(text);
   if (!n) return Fail("invalid", what + ": " + n.error().message);
@@ -70,12 +63,13 @@ Flag Checked(std::string name, std::string metavar, std::string help, Parse pars
               });
 }
 
-// A descriptor this process holds open, 3 or above; the handler keeps it.
-Flag OpenDescriptor(std::string name, std::string help, std::function<void(int)> keep) {
+// A descriptor this process holds open (as `open` says), 3 or above; the handler keeps it.
+Flag OpenDescriptor(std::string name, std::string help, const DescriptorProbe& open,
+                    std::function<void(int)> keep) {
   const std::string flag = name;
   return Descriptor(std::move(name), "N", std::move(help), Between(3, INT_MAX),
-                    [flag, keep](int fd) -> Status {
-                      if (fcntl(fd, F_GETFD) < 0) {
+                    [flag, open, keep](int fd) -> Status {
+                      if (!open(fd)) {
                         return Fail("invalid", flag +
                                                    " expects an open descriptor number >= 3, "
                                                    "got " +
@@ -87,7 +81,7 @@ Flag OpenDescriptor(std::string name, std::string help, std::function<void(int)>
       .Expects("an open descriptor number >= 3");
 }
 
-std::vector<Flag> CommonFlags(SandboxArgs& a) {
+std::vector<Flag> CommonFlags(SandboxArgs& a, const DescriptorProbe& open) {
   SandboxPolicy& policy = a.inv.spec.policy;
   return {
       Checked("--policy", "P",
@@ -117,10 +111,8 @@ std::vector<Flag> CommonFlags(SandboxArgs& a) {
            })
           .Completes(Completion::kDirectory),
       Text("--writable-root", "DIR", "an extra writable root (workspace-write; repeatable)",
-           [&policy](const std::string& v) -> Status {
-             std::string c = Canonical(v);
-             if (c.empty()) return Fail("invalid", "--writable-root " + v + ": no such directory");
-             policy.extra_writable_roots.push_back(c);
+           [&policy](const std::string& v) {
+             policy.extra_writable_roots.push_back(v);  // made canonical by the resolution
              return Ok();
            })
           .Completes(Completion::kDirectory)
@@ -182,6 +174,7 @@ std::vector<Flag> CommonFlags(SandboxArgs& a) {
           .Expects("a positive number of seconds"),
       Switch("--json", "print one JSON report on stderr at exit", [&a] { a.inv.json = true; }),
       OpenDescriptor("--report-fd", "write the --json report to descriptor N instead of stderr",
+                     open,
                      [&a](int fd) {
                        a.inv.report_fd = fd;
                        a.inv.json = true;
@@ -201,8 +194,8 @@ std::vector<Flag> AnvilSandboxFlags(SandboxArgs& a) {
           .Completes(Completion::kProfiles),
       Text("--readable-root", "DIR", "another read-only directory, e.g. a toolchain (repeatable)",
            [&a](const std::string& v) -> Status {
-             std::string c = Canonical(v);
-             if (c.empty() || v.empty() || v[0] != '/') {
+             // Whether it exists is the resolution's to ask, in the same words.
+             if (v.empty() || v[0] != '/') {
                return Fail("invalid", "--readable-root " + v + ": no such absolute path");
              }
              a.config_flags.readable_roots.push_back(v);
@@ -220,7 +213,7 @@ std::vector<Flag> AnvilSandboxFlags(SandboxArgs& a) {
 }
 
 // sys.exec's (the gateway's exec broker starts the runner).
-std::vector<Flag> RunnerFlags(SandboxArgs& a) {
+std::vector<Flag> RunnerFlags(SandboxArgs& a, const DescriptorProbe& open) {
   SandboxPolicy& policy = a.inv.spec.policy;
   return {
       Descriptor("--exec-fd", "N", "run the executable already open at fd N (no lookup)",
@@ -252,7 +245,7 @@ std::vector<Flag> RunnerFlags(SandboxArgs& a) {
                      "warm start (sys.exec): set up everything that does not depend\n"
                      "on the call, then take the program, stdin, argv and readable\n"
                      "workspace paths from the stream at fd N (no CMD given here)",
-                     [&a](int fd) { a.call_fd = fd; }),
+                     open, [&a](int fd) { a.call_fd = fd; }),
       Switch("--runtime-from-call",
              "with --call-fd: no runtime roots (/usr, /etc, ...) and no /proc;\n"
              "the call names the tool's own files (executable, libraries)",
@@ -292,7 +285,9 @@ std::vector<Flag> TestFlags(SandboxArgs& a) {
 
 }  // namespace
 
-CommandSpec SandboxCommandSpec(SandboxFrontEnd front_end, SandboxArgs& a) {
+bool DescriptorIsOpen(int fd) { return fcntl(fd, F_GETFD) >= 0; }
+
+CommandSpec SandboxCommandSpec(SandboxFrontEnd front_end, SandboxArgs& a, DescriptorProbe open) {
   const bool runner = front_end == SandboxFrontEnd::kExecRunner;
   CommandSpec spec;
   spec.echo = SanitizeFlagArgument;
@@ -302,8 +297,10 @@ CommandSpec SandboxCommandSpec(SandboxFrontEnd front_end, SandboxArgs& a) {
   spec.synopsis = "[options] -- CMD [ARGS...]";
   spec.description =
       "Run CMD under a sandbox policy. The current directory (or --cwd) is the workspace.";
-  spec.flags = CommonFlags(a);
-  for (Flag& f : runner ? RunnerFlags(a) : AnvilSandboxFlags(a)) spec.flags.push_back(std::move(f));
+  spec.flags = CommonFlags(a, open);
+  for (Flag& f : runner ? RunnerFlags(a, open) : AnvilSandboxFlags(a)) {
+    spec.flags.push_back(std::move(f));
+  }
   for (Flag& f : TestFlags(a)) spec.flags.push_back(std::move(f));
   spec.positionals = {{"CMD", Completion::kCommand}};
   spec.sections = {
@@ -327,6 +324,22 @@ CommandSpec SandboxCommandSpec(SandboxFrontEnd front_end, SandboxArgs& a) {
 CommandSpec SandboxCommandSpec(SandboxFrontEnd front_end) {
   static SandboxArgs unused;
   return SandboxCommandSpec(front_end, unused);
+}
+
+Result<SandboxArgs> ParseSandboxFlags(const std::vector<std::string>& args,
+                                      SandboxFrontEnd front_end, const DescriptorProbe& open) {
+  SandboxArgs a;
+  {
+    const CommandSpec flags = SandboxCommandSpec(front_end, a, open);
+    auto parsed = ParseFlags(flags, args);
+    if (!parsed) return tl::unexpected(parsed.error());
+    // RunSandboxCommand answers --help before parsing; anywhere else it goes alone.
+    if (parsed->help) {
+      return Fail("invalid", "--help goes alone (see " + flags.program + " --help)");
+    }
+    a.command = std::move(parsed->operands);
+  }
+  return a;
 }
 
 }  // namespace anvil::cli

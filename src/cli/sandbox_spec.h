@@ -1,8 +1,11 @@
-// `anvil sandbox`'s and anvil-exec-runner's flags, in one table (common/flag_set.h): the parser
-// (ParseSandboxArgs, src/cli/sandbox_command.h), --help, the man page and the shell completions
-// all come from it.
+// `anvil sandbox`'s and anvil-exec-runner's flags, in one table (common/flag_set.h): the parser,
+// --help, the man page and the shell completions all come from it. ParseSandboxArgs
+// (src/cli/sandbox_command.h) is three steps: ParseSandboxFlags (argv to what the flags said;
+// pure), the Validate steps below (their combinations; pure, tests/unit/sandbox_args_test.cc)
+// and the resolution (src/cli/sandbox_resolve.cc: paths, the configuration, the program).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -12,6 +15,8 @@
 namespace anvil::cli {
 
 // What the flags said, before the workspace, the command and the configuration are resolved.
+// Paths are as given: --writable-root in policy.extra_writable_roots and --readable-root in
+// config_flags.readable_roots until the resolution makes them canonical and checks they exist.
 struct SandboxArgs {
   SandboxInvocation inv;  // the flags that go straight into the invocation and its LaunchSpec
   EnvPolicy env;
@@ -25,11 +30,41 @@ struct SandboxArgs {
   bool readable_flags = false;  // --readable-path or --no-workspace-read
   std::vector<std::string> allow_hosts;
   std::string unsafe_test_ca;
+  std::vector<std::string> command;  // CMD [ARGS...]
 };
 
+// Whether `fd` is open in this process: the one fact parsing reads (a descriptor flag's value is
+// "an open descriptor number"). Tests pass their own.
+using DescriptorProbe = std::function<bool(int fd)>;
+bool DescriptorIsOpen(int fd);  // fcntl(F_GETFD)
+
 // The table; its handlers fill `into` (which must outlive the table).
-CommandSpec SandboxCommandSpec(SandboxFrontEnd front_end, SandboxArgs& into);
+CommandSpec SandboxCommandSpec(SandboxFrontEnd front_end, SandboxArgs& into,
+                               DescriptorProbe open = DescriptorIsOpen);
 // The same table for its documentation (the handlers fill a value nobody reads).
 CommandSpec SandboxCommandSpec(SandboxFrontEnd front_end);
+
+// Parse: the flags and CMD [ARGS...], each value checked on its own; no path is looked at.
+// --help anywhere is an error here (RunSandboxCommand answers a leading one first).
+Result<SandboxArgs> ParseSandboxFlags(const std::vector<std::string>& args,
+                                      SandboxFrontEnd front_end,
+                                      const DescriptorProbe& open = DescriptorIsOpen);
+
+// Validate, before anything is resolved: where the command comes from (CMD, --exec-fd or
+// --call-fd, which takes the readable workspace paths from the call: their list starts empty).
+Status ValidateCommandSource(SandboxArgs& a);
+
+// Validate, once the workspace is set and the configuration applied (cli/sandbox_setup.h): the
+// combinations of policy, network, readable paths and proxy options. Also what follows from them:
+// relative --read-only-subpath paths are taken under the workspace, a readable list holding "."
+// is the whole workspace, and danger-full-access has the full network unless --network was given.
+Status ValidatePolicyCombination(SandboxArgs& a);
+
+// The command's environment (pure): the caller's (or the minimal one) filtered by the --*-env
+// flags, ANVIL_SANDBOX, the proxy's variables with --network proxy (and `test_ca`, the
+// resolved --unsafe-test-ca, for the usual CA variables), no TMPDIR when files are confined.
+std::vector<std::string> SandboxEnvironment(const SandboxArgs& a,
+                                            const std::vector<std::string>& environ_entries,
+                                            const std::string& test_ca);
 
 }  // namespace anvil::cli

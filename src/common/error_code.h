@@ -58,6 +58,15 @@ inline constexpr CodeName kCodeNames[] = {
     {Code::kConsentRequired, "consent_required"},
 };
 
+// The codes a plugin may raise itself and keep: "denied: not yours" thrown from Lua or JS stays
+// `denied` (host/lua_runtime.cc, host/js_runtime.cc); any other prefix is part of a plugin
+// error's message. In the order the runtimes try them; docs/plugin-api.md lists the same set
+// (tests/unit/error_code_test.cc).
+inline constexpr Code kPluginCodes[] = {
+    Code::kDenied,    Code::kInvalid, Code::kNotFound, Code::kLimit, Code::kTimeout,
+    Code::kCancelled, Code::kStale,   Code::kBusy,     Code::kIo,
+};
+
 constexpr std::optional<Code> CodeFromWire(std::string_view wire) {
   for (const CodeName& n : kCodeNames) {
     if (n.wire == wire) return n.code;

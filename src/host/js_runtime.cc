@@ -43,10 +43,6 @@ namespace anvil::host {
 namespace js {
 namespace {
 
-// Codes a plugin may re-throw and keep (the Lua runtime keeps the same set).
-constexpr std::string_view kKnownCodes[] = {"denied",    "invalid", "not_found", "limit", "timeout",
-                                            "cancelled", "stale",   "busy",      "io"};
-
 // A module's source is wrapped in this on line 1: columns there are shifted back by its length.
 constexpr std::string_view kModulePrefix = "(function (module, exports) {";
 
@@ -371,10 +367,12 @@ Error JsRuntime::DescribeThrownValue(JSValueConst thrown) {
     ClearException();
     message = "uncaught exception that cannot be shown";
   }
-  for (std::string_view code : kKnownCodes) {
+  // Keep an Anvil code the plugin re-threw ("denied: ..."), else it is a plugin error.
+  for (Code known : kPluginCodes) {
+    const std::string_view code = WireName(known);
     if (message.size() > code.size() + 1 && message.starts_with(code) &&
         message.compare(code.size(), 2, ": ") == 0) {
-      return Error{ErrorCode::FromWire(code), message.substr(code.size() + 2), 0};
+      return Error{known, message.substr(code.size() + 2), 0};
     }
   }
   if (!name.empty() && name != "Error") message = message.empty() ? name : name + ": " + message;

@@ -57,15 +57,13 @@ Error LuaRuntime::ErrorFromLua(int status) {
   }
   trace = ipc::EncodePluginTrace(trace_);
   // Keep an Anvil code the plugin re-raised ("denied: ..."), else it is a plugin error.
-  static constexpr const char* kCodes[] = {"denied",    "invalid", "not_found", "limit", "timeout",
-                                           "cancelled", "stale",   "busy",      "io"};
-  for (const char* code : kCodes) {
-    std::string prefix = std::string(code) + ": ";
+  for (Code known : kPluginCodes) {
+    const std::string prefix = std::string(WireName(known)) + ": ";
     auto at = message.find(prefix);
     // luaL_error prefixes "chunk:line: "; the code follows it.
     if (at != std::string::npos &&
         (at == 0 || (at >= 2 && message.compare(at - 2, 2, ": ") == 0))) {
-      return Error{ErrorCode::FromWire(code), message.substr(at + prefix.size()), 0, trace};
+      return Error{known, message.substr(at + prefix.size()), 0, trace};
     }
   }
   return Error{"error", message, 0, trace};

@@ -4,12 +4,15 @@
 // QuickJS's JS_FreeRuntime asserts (debug builds) that no JSValue leaked.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "common/error_code.h"
 #include "fake_host_api.h"
 #include "host/runtime.h"
 
@@ -142,6 +145,23 @@ TEST_F(JsRuntimeTest, ThrownErrorsBecomeErrorsAndKeepKnownCodes) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, "error");
   EXPECT_EQ(r.error().message, "oops: no");
+}
+
+// A plugin throwing one of the codes it may keep (common/error_code.h, kPluginCodes) keeps it;
+// any other code is part of a plugin error's message.
+TEST_F(JsRuntimeTest, ThrownPluginCodesAreKeptAndNoOthers) {
+  for (const CodeName& n : kCodeNames) {
+    const std::string code(n.wire);
+    const bool kept = std::find(std::begin(kPluginCodes), std::end(kPluginCodes), n.code) !=
+                      std::end(kPluginCodes);
+    for (const std::string& raise :
+         {"throw new Error('" + code + ": why')", "throw '" + code + ": why'"}) {
+      auto r = RunSnippet(raise);
+      ASSERT_FALSE(r) << raise;
+      EXPECT_EQ(r.error().code, kept ? code : "error") << raise;
+      EXPECT_EQ(r.error().message, kept ? "why" : code + ": why") << raise;
+    }
+  }
 }
 
 TEST_F(JsRuntimeTest, ResultsThatAreNotJsonAreInvalidNotACrash) {

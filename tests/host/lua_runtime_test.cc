@@ -1,8 +1,11 @@
 // The Lua runtime: the API, the removed standard library, and budgets that pcall cannot swallow.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "common/error_code.h"
 #include "fake_host_api.h"
 #include "host/runtime.h"
 
@@ -41,6 +44,25 @@ TEST_F(LuaRuntimeTest, CommandsReturnJsonAndStrings) {
   ASSERT_TRUE(r);
   EXPECT_EQ(*r, "42");
   EXPECT_EQ(runtime_->Commands(), std::vector<std::string>{"t"});
+}
+
+// A plugin raising one of the codes it may keep (common/error_code.h, kPluginCodes) keeps it,
+// behind Lua's position prefix too; any other code is part of a plugin error's message.
+TEST_F(LuaRuntimeTest, RaisedPluginCodesAreKeptAndNoOthers) {
+  for (const CodeName& n : kCodeNames) {
+    const std::string code(n.wire);
+    const bool kept = std::find(std::begin(kPluginCodes), std::end(kPluginCodes), n.code) !=
+                      std::end(kPluginCodes);
+    for (const std::string& raise :
+         {"error('" + code + ": why', 0)", "error('" + code + ": why')"}) {
+      auto r = RunSnippet(raise);
+      ASSERT_FALSE(r) << raise;
+      EXPECT_EQ(r.error().code, kept ? code : "error") << raise;
+      if (kept) {
+        EXPECT_EQ(r.error().message, "why") << raise;
+      }
+    }
+  }
 }
 
 TEST_F(LuaRuntimeTest, SysFsCallsTheGatewayAndRaisesStableCodes) {

@@ -15,14 +15,17 @@
 namespace anvil {
 namespace {
 
-std::set<std::string> DocumentedCodes() {
-  std::ifstream in(std::string(ANVIL_SOURCE_DIR) + "/docs/protocol.md");
+// The codes of the first table after `marker` in docs/FILE (the first one when `marker` is
+// empty): rows "| `code` | ... |".
+std::set<std::string> DocumentedCodes(const std::string& file = "protocol.md",
+                                      const std::string& marker = "<!-- error-codes -->") {
+  std::ifstream in(std::string(ANVIL_SOURCE_DIR) + "/docs/" + file);
   std::string line;
-  bool inside = false;
+  bool inside = marker.empty();
   std::set<std::string> codes;
   const std::regex row(R"(^\| `([a-z_]+)` \|)");
   while (std::getline(in, line)) {
-    if (line == "<!-- error-codes -->") {
+    if (!inside && line == marker) {
       inside = true;
       continue;
     }
@@ -43,6 +46,15 @@ TEST(ErrorCode, DocsListExactlyTheSet) {
     EXPECT_TRUE(set.insert(std::string(n.wire)).second) << n.wire << " twice";
   }
   EXPECT_EQ(DocumentedCodes(), set) << "docs/protocol.md, section \"Error codes\"";
+}
+
+// What a plugin may raise and keep is one list (kPluginCodes): both runtimes read it, and the
+// plugin API's table of codes is the same set.
+TEST(ErrorCode, ThePluginApiListsExactlyThePluginCodes) {
+  std::set<std::string> set;
+  for (Code c : kPluginCodes) EXPECT_TRUE(set.insert(std::string(WireName(c))).second);
+  EXPECT_EQ(DocumentedCodes("plugin-api.md", "| code | meaning |"), set)
+      << "docs/plugin-api.md, the table of codes";
 }
 
 TEST(ErrorCode, EveryCodeReadsBackFromItsWireString) {

@@ -1,0 +1,149 @@
+// ParseSandboxArgs (cli/sandbox_command.h): parse and validate (pure, cli/sandbox_spec.h), then
+// resolve what the flags name outside the sandbox: the paths made canonical and checked, the
+// workspace and CMD's directory, the configuration and the home (cli/sandbox_setup.h), the
+// program, and the descriptors taken over.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+
+#include "cli/sandbox_command.h"
+#include "cli/sandbox_spec.h"
+#include "linux/program_exec.h"
+#include "policy/display_text.h"
+
+namespace anvil::cli {
+namespace {
+
+// realpath(3) of `path`; "" when it does not exist.
+std::string Canonical(const std::string& path) {
+  char buf[PATH_MAX];
+  if (::realpath(path.c_str(), buf) == nullptr) return {};
+  return buf;
+}
+
+// --writable-root and --readable-root: each must exist; writable roots become canonical.
+Status ResolveFlagPaths(SandboxArgs& a) {
+  for (std::string& root : a.inv.spec.policy.extra_writable_roots) {
+    std::string c = Canonical(root);
+    if (c.empty()) return Fail("invalid", "--writable-root " + root + ": no such directory");
+    root = c;
+  }
+  for (const std::string& root : a.config_flags.readable_roots) {
+    if (Canonical(root).empty()) {
+      return Fail("invalid", "--readable-root " + root + ": no such absolute path");
+    }
+  }
+  return Ok();
+}
+
+// The workspace (--cwd or the current directory) and CMD's directory (--workdir, inside it).
+Result<std::string> ResolveDirectories(SandboxArgs& a) {
+  std::string cwd = a.cwd;
+  if (cwd.empty()) {
+    char buf[PATH_MAX];
+    if (!getcwd(buf, sizeof(buf))) return SysFail("invalid", "cannot read the current directory");
+    cwd = buf;
+  }
+  std::string workspace = Canonical(cwd);
+  if (workspace.empty()) return Fail("invalid", "--cwd " + cwd + ": no such directory");
+  a.inv.spec.policy.workspace = workspace;
+  if (a.workdir.empty()) return workspace;
+  const std::string& workdir = a.workdir;
+  std::string run_dir = Canonical(workdir[0] == '/' ? workdir : workspace + "/" + workdir);
+  if (run_dir.empty()) {
+    return Fail("invalid", "--workdir " + SanitizeForDisplay(workdir, 400) +
+                               ": no such directory (fix: a directory inside the workspace " +
+                               SanitizeForDisplay(workspace, 400) + ")");
+  }
+  if (!PathIsWithin(run_dir, workspace)) {
+    return Fail("invalid", "--workdir " + SanitizeForDisplay(workdir, 400) +
+                               " is outside the workspace " + SanitizeForDisplay(workspace, 400) +
+                               " (fix: a directory inside it, or --cwd to change the workspace)");
+  }
+  return run_dir;
+}
+
+// Takes over descriptor `fd` (above 2, close-on-exec) for `flag`.
+Result<UniqueFd> TakeDescriptor(int fd, const char* flag) {
+  int dup = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  if (dup < 0) return SysFail("invalid", std::string(flag) + " " + std::to_string(fd));
+  ::close(fd);
+  return UniqueFd(dup);
+}
+
+// The program: the warm call's channel, the descriptor given, or CMD looked up on PATH.
+Status ResolveCommand(SandboxArgs& a, const std::vector<std::string>& environ_entries,
+                      const std::string& run_dir) {
+  LaunchSpec& spec = a.inv.spec;
+  if (a.call_fd >= 0) {
+    auto fd = TakeDescriptor(a.call_fd, "--call-fd");
+    if (!fd) return tl::unexpected(fd.error());
+    spec.call_channel = std::move(*fd);
+    return Ok();
+  }
+  if (a.exec_fd >= 0) {
+    auto fd = TakeDescriptor(a.exec_fd, "--exec-fd");
+    if (!fd) return tl::unexpected(fd.error());
+    spec.program = std::move(*fd);
+    return Ok();
+  }
+  std::string path_env = "/usr/local/bin:/usr/bin:/bin";
+  for (const auto& e : environ_entries) {
+    if (e.rfind("PATH=", 0) == 0) path_env = e.substr(5);
+  }
+  auto program = ResolveProgram(a.command[0], path_env, run_dir);
+  if (!program) return tl::unexpected(program.error());
+  spec.program = std::move(program->fd);
+  spec.program_path = std::move(program->path);
+  return Ok();
+}
+
+// Test-only --unsafe-test-ca: canonical, and visible inside the sandbox.
+Result<std::string> ResolveTestCa(const SandboxArgs& a) {
+  if (a.unsafe_test_ca.empty() || a.inv.spec.policy.network != NetworkMode::kProxy) return "";
+  std::string ca = Canonical(a.unsafe_test_ca);
+  bool visible = !ca.empty() && PathIsWithin(ca, a.inv.spec.policy.workspace);
+  for (auto root : kPlatformReadRoots) visible = visible || PathIsWithin(ca, root);
+  if (!visible) {
+    return Fail("invalid", "--unsafe-test-ca " + a.unsafe_test_ca +
+                               ": must be a file inside the workspace or a system directory "
+                               "the sandbox can read");
+  }
+  return ca;
+}
+
+}  // namespace
+
+Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
+                                           const std::vector<std::string>& environ_entries,
+                                           SandboxFrontEnd front_end) {
+  auto parsed = ParseSandboxFlags(args, front_end);
+  if (!parsed) return tl::unexpected(parsed.error());
+  SandboxArgs& a = *parsed;
+  if (auto s = ValidateCommandSource(a); !s) return tl::unexpected(s.error());
+  if (auto s = ResolveFlagPaths(a); !s) return tl::unexpected(s.error());
+  auto run_dir = ResolveDirectories(a);
+  if (!run_dir) return tl::unexpected(run_dir.error());
+  if (front_end == SandboxFrontEnd::kAnvilSandbox) {
+    // config.toml, Anvil.toml (narrowing only), profiles and the home, under the flags.
+    a.config_flags.network_explicit = a.network_explicit;
+    auto settings =
+        ApplySandboxSettings(environ_entries, a.config_flags, a.inv.spec.policy, a.allow_hosts);
+    if (!settings) return tl::unexpected(settings.error());
+    a.inv.settings = std::move(*settings);
+  }
+  if (auto s = ValidatePolicyCombination(a); !s) return tl::unexpected(s.error());
+  a.inv.allow_hosts = a.allow_hosts;
+  if (auto s = ResolveCommand(a, environ_entries, *run_dir); !s) return tl::unexpected(s.error());
+  auto ca = ResolveTestCa(a);
+  if (!ca) return tl::unexpected(ca.error());
+  SandboxInvocation& inv = a.inv;
+  inv.spec.argv = a.command;
+  inv.spec.cwd = *run_dir;
+  inv.spec.env = SandboxEnvironment(a, environ_entries, *ca);
+  return std::move(inv);
+}
+
+}  // namespace anvil::cli

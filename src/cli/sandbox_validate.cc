@@ -1,0 +1,107 @@
+// The pure steps between parsing `anvil sandbox`'s and anvil-exec-runner's flags and resolving
+// them (cli/sandbox_spec.h): which combinations are refused, and the command's environment.
+#include <algorithm>
+#include <cstring>
+
+#include "cli/sandbox_spec.h"
+
+namespace anvil::cli {
+
+Status ValidateCommandSource(SandboxArgs& a) {
+  SandboxPolicy& policy = a.inv.spec.policy;
+  if (a.call_fd >= 0) {
+    // The call names the program, argv and readable paths; the workspace starts empty.
+    if (!a.command.empty() || a.exec_fd >= 0 || a.readable_flags) {
+      return Fail("invalid",
+                  "--call-fd takes the command, --exec-fd and the readable paths from the call");
+    }
+    if (policy.kind != PolicyKind::kReadOnly || policy.read_access != ReadAccess::kRestricted) {
+      return Fail("invalid", "--call-fd needs --policy read-only --read-access restricted");
+    }
+    policy.workspace_read_subpaths.emplace();
+  } else if (policy.runtime_from_call) {
+    return Fail("invalid", "--runtime-from-call needs --call-fd");
+  } else if (a.command.empty()) {
+    return Fail("invalid", "no command given (usage: ... -- CMD [ARGS...])");
+  }
+  return Ok();
+}
+
+Status ValidatePolicyCombination(SandboxArgs& a) {
+  SandboxPolicy& policy = a.inv.spec.policy;
+  if (policy.workspace_read_subpaths) {
+    if (policy.kind != PolicyKind::kReadOnly) {
+      return Fail("invalid", "--readable-path/--no-workspace-read need --policy read-only");
+    }
+    auto& subs = *policy.workspace_read_subpaths;
+    if (std::find(subs.begin(), subs.end(), ".") != subs.end()) {
+      policy.workspace_read_subpaths.reset();
+    }
+  }
+  for (auto& sub : policy.extra_read_only_subpaths) {
+    if (sub.empty()) return Fail("invalid", "--read-only-subpath: empty path");
+    if (sub[0] != '/') sub = policy.workspace + "/" + sub;
+  }
+  if ((!a.allow_hosts.empty() || !a.inv.unsafe_test_allow_addresses.empty() ||
+       !a.inv.unsafe_test_resolver.empty() || !a.unsafe_test_ca.empty()) &&
+      policy.network != NetworkMode::kProxy) {
+    return Fail("invalid", "--allow-host and the --unsafe-test-* options need --network proxy");
+  }
+  if (policy.network == NetworkMode::kProxy && policy.kind != PolicyKind::kReadOnly &&
+      policy.kind != PolicyKind::kWorkspaceWrite) {
+    return Fail("invalid", "--network proxy needs --policy read-only or workspace-write");
+  }
+  if (policy.kind == PolicyKind::kDangerFullAccess && !a.network_explicit) {
+    policy.network = NetworkMode::kFull;
+  }
+  if (!policy.ConfinesFilesystem() &&
+      (!policy.extra_writable_roots.empty() || !policy.extra_read_only_subpaths.empty())) {
+    // Accepting and ignoring them would mislead: this policy does not confine files at all.
+    return Fail("invalid", "--writable-root/--read-only-subpath have no effect with " +
+                               std::string(ToString(policy.kind)));
+  }
+  return Ok();
+}
+
+std::vector<std::string> SandboxEnvironment(const SandboxArgs& a,
+                                            const std::vector<std::string>& environ_entries,
+                                            const std::string& test_ca) {
+  const SandboxPolicy& policy = a.inv.spec.policy;
+  EnvPolicy filter = a.env;
+  std::vector<std::string> base = a.minimal_env ? MinimalExecEnvironment() : environ_entries;
+  if (a.minimal_env) filter.clear = false;
+  std::vector<std::string> env = FilterEnvironment(base, filter);
+  env.push_back("ANVIL_SANDBOX=" + std::string(ToString(policy.kind)));
+  if (policy.network == NetworkMode::kProxy) {
+    // Every proxy variable points at the proxy; nothing may be exempted from it.
+    static constexpr const char* kProxyVars[] = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
+                                                 "http_proxy", "https_proxy", "all_proxy"};
+    std::erase_if(env, [](const std::string& e) {
+      std::string name = e.substr(0, e.find('='));
+      for (const char* v : kProxyVars) {
+        if (name == v) return true;
+      }
+      return name == "NO_PROXY" || name == "no_proxy";
+    });
+    std::string url = "http://127.0.0.1:" + std::to_string(kProxyPort);
+    for (const char* v : kProxyVars) env.push_back(std::string(v) + "=" + url);
+    if (!test_ca.empty()) {
+      // Test-only. TLS runs end to end through CONNECT, so the test CA is for the command's own
+      // clients: the usual variables point at it.
+      for (const char* v : {"SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE",
+                            "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO"}) {
+        std::erase_if(env, [&](const std::string& e) {
+          return e.compare(0, std::strlen(v) + 1, std::string(v) + "=") == 0;
+        });
+        env.push_back(std::string(v) + "=" + test_ca);
+      }
+    }
+  }
+  if (policy.ConfinesFilesystem()) {
+    // /tmp inside is the sandbox's own; a TMPDIR pointing elsewhere would not be writable.
+    std::erase_if(env, [](const std::string& e) { return e.rfind("TMPDIR=", 0) == 0; });
+  }
+  return env;
+}
+
+}  // namespace anvil::cli
