@@ -135,6 +135,7 @@ class JsRuntime final : public Runtime {
 
   // For the API bindings.
   HostApi& api() { return api_; }
+  uint64_t memory_budget() const { return limits_.memory_bytes; }
   bool Admit(JSContext* ctx);
   bool Spent() const { return SpentError().has_value(); }
   bool RegisterCommand(const std::string& name, JSValueConst fn);  // false: name taken
