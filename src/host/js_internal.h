@@ -195,6 +195,7 @@ class JsRuntime final : public Runtime {
   size_t slack_limit_ = 0;  // once spent: the heap may grow to here (kInterruptSlack)
   const JSMallocState* malloc_state_ = nullptr;  // the runtime's, as the allocator sees it
   Clock::time_point deadline_ = Clock::time_point::max();
+  ipc::CpuWatch cpu_;  // the instruction budget's CPU-time equivalent (ipc/cpu_budget.h)
   std::optional<Error> stopped_;
 };
 

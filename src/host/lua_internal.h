@@ -98,6 +98,7 @@ class LuaRuntime : public Runtime {
   bool deadline_passed_ = false;
   bool budget_active_ = false;  // plugin code is running under a budget (RunProtected)
   Clock::time_point deadline_;
+  ipc::CpuWatch cpu_;  // the instruction budget's CPU-time equivalent (ipc/cpu_budget.h)
   int messages_[kMessageCount] = {LUA_NOREF, LUA_NOREF, LUA_NOREF};  // registry refs
   std::vector<std::string> commands_;
   std::map<std::string, std::string, std::less<>> files_;  // plugin file -> its code
