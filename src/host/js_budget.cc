@@ -120,7 +120,12 @@ int JsRuntime::Interrupt(JSRuntime*, void* opaque) {
     } else {
       --self->polls_left_;
     }
-    if (Clock::now() >= self->deadline_) self->deadline_passed_ = true;
+    const auto now = Clock::now();
+    if (now >= self->deadline_) self->deadline_passed_ = true;
+    // CPU time spent inside builtins, which poll rarely or never, spends the budget too.
+    if (self->cpu_.Due(now) && self->cpu_.Over(now, ipc::ThreadCpuTime())) {
+      self->instructions_spent_ = true;
+    }
     if (!self->Spent()) return 0;
     self->OnSpent();
   }
@@ -164,6 +169,7 @@ void JsRuntime::StartBudget() {
   deadline_ = limits_.deadline >= room
                   ? Clock::time_point::max()
                   : now + std::chrono::duration_cast<Clock::duration>(limits_.deadline);
+  cpu_ = ipc::CpuWatch(ipc::CpuBudgetFor(limits_.instructions), now, ipc::ThreadCpuTime());
   // The stack limit counts from the frame the call starts in, not where the runtime was made.
   JS_UpdateStackTop(rt_);
 }

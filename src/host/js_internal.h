@@ -135,6 +135,7 @@ class JsRuntime final : public Runtime {
 
   // For the API bindings.
   HostApi& api() { return api_; }
+  uint64_t memory_budget() const { return limits_.memory_bytes; }
   bool Admit(JSContext* ctx);
   bool Spent() const { return SpentError().has_value(); }
   bool RegisterCommand(const std::string& name, JSValueConst fn);  // false: name taken
@@ -194,6 +195,7 @@ class JsRuntime final : public Runtime {
   size_t slack_limit_ = 0;  // once spent: the heap may grow to here (kInterruptSlack)
   const JSMallocState* malloc_state_ = nullptr;  // the runtime's, as the allocator sees it
   Clock::time_point deadline_ = Clock::time_point::max();
+  ipc::CpuWatch cpu_;  // the instruction budget's CPU-time equivalent (ipc/cpu_budget.h)
   std::optional<Error> stopped_;
 };
 

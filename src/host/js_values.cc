@@ -18,7 +18,9 @@
 #include <string_view>
 
 #include "host/api_codec.h"
+#include "host/convert_budget.h"
 #include "host/js_internal.h"
+#include "ipc/frame.h"
 
 namespace anvil::host::js {
 namespace {
@@ -124,6 +126,31 @@ bool ToUtf8Strict(JSContext* ctx, JSValueConst v, std::string_view what, std::st
   return true;
 }
 
+// Charges every node of JSON text to a ConvertBudget without building anything: the text is
+// bounded by the VM's memory (JSON.stringify runs inside it), the tree parsed from it need not be.
+class ChargeSax : public nlohmann::json_sax<json> {
+ public:
+  explicit ChargeSax(ConvertBudget& budget) : budget_(budget) {}
+  bool null() override { return budget_.Scalar(); }
+  bool boolean(bool) override { return budget_.Scalar(); }
+  bool number_integer(number_integer_t) override { return budget_.Scalar(); }
+  bool number_unsigned(number_unsigned_t) override { return budget_.Scalar(); }
+  bool number_float(number_float_t, const string_t&) override { return budget_.Scalar(); }
+  bool string(string_t& s) override { return budget_.String(s.size()); }
+  bool binary(binary_t&) override { return false; }
+  bool start_object(std::size_t) override { return budget_.Container(); }
+  bool key(string_t& k) override { return budget_.Key(k.size()); }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return budget_.Container(); }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
+  }
+
+ private:
+  ConvertBudget& budget_;
+};
+
 }  // namespace
 
 // Host bytes as a JS string. Valid UTF-8 goes to QuickJS as it is (its decoder reads valid
@@ -226,6 +253,22 @@ bool StringsJson(JsRuntime& self, JSContext* ctx, JSValueConst v, bool want_arra
   if (shape_ok && !JsonText(ctx, v, &text)) {
     if (!DropOrdinaryException(self, ctx)) return false;
     shape_ok = false;
+  }
+  if (shape_ok) {
+    // Over the budget (convert_budget.h) before the tree is built: "limit: ...".
+    ConvertBudget budget(ipc::kMaxFrameBytes, self.memory_budget());
+    ChargeSax sax(budget);
+    if (text.size() > ipc::kMaxFrameBytes) {
+      budget.String(text.size());
+    } else {
+      json::sax_parse(text, &sax, json::input_format_t::json, /*strict=*/true,
+                      /*ignore_comments=*/false);
+    }
+    if (budget.spent()) {
+      ThrowCode(ctx, "limit",
+                budget.Why(std::string(what.substr(0, what.find(" must be"))) + " as JSON"));
+      return false;
+    }
   }
   json parsed = shape_ok ? json::parse(text, nullptr, false) : json();
   if (shape_ok && parsed.is_discarded()) {

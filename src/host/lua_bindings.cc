@@ -227,7 +227,8 @@ int NetFetch(lua_State* L) {
   std::string method = OptStringField(L, 1, "method", "GET");
   std::string body = OptStringField(L, 1, "body", "", /*text=*/false);
   lua_getfield(L, 1, "headers");
-  json headers = lua_isnil(L, -1) ? json::object() : ToJson(L, -1, 0);
+  json headers =
+      lua_isnil(L, -1) ? json::object() : ToJson(L, -1, "sys.net.fetch: the headers table");
   lua_pop(L, 1);
   if (headers.is_array() && headers.empty()) headers = json::object();
   if (!headers.is_object()) Raise(L, "invalid", "headers must be a table of strings");
@@ -249,7 +250,7 @@ int Exec(lua_State* L) {
   if (program.empty()) Raise(L, "invalid", "exec needs program");
   std::string stdin_data = OptStringField(L, 1, "stdin", "", /*text=*/false);
   lua_getfield(L, 1, "args");
-  json args = lua_isnil(L, -1) ? json::array() : ToJson(L, -1, 0);
+  json args = lua_isnil(L, -1) ? json::array() : ToJson(L, -1, "sys.exec: the args table");
   lua_pop(L, 1);
   if (args.is_object() && args.empty()) args = json::array();
   if (!args.is_array()) Raise(L, "invalid", "args must be a list of strings");
@@ -296,7 +297,7 @@ int BufferEdit(lua_State* L) {
   if (lua_type(L, 3) != LUA_TTABLE) {
     Raise(L, "invalid", "editor.buffer.edit: edits must be a table");
   }
-  json edits = ToJson(L, 3, 0);
+  json edits = ToJson(L, 3, "editor.buffer.edit: the edits table");
   CallEditor(L, "editor.buffer.edit", {uri, std::to_string(version), DumpJson(edits)});
   lua_pushboolean(L, 1);
   return 1;

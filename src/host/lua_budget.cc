@@ -1,5 +1,6 @@
-// The Lua runtime's budgets (lua_internal.h): instructions via a count hook, memory via the
-// allocator, wall clock in the hook. Once one is spent the whole VM is spent for the rest of the
+// The Lua runtime's budgets (lua_internal.h): instructions via a count hook (and their CPU-time
+// equivalent, read there too: ipc/cpu_budget.h), memory via the allocator, wall clock in the
+// hook. Once one is spent the whole VM is spent for the rest of the
 // command (one flag per VM, not per thread), and every way plugin code could go on is closed:
 //  - the hook is per thread in Lua 5.4 (a coroutine copies its creator's at creation): every
 //    hook call raises once spent, and a thread that sees it switches to a hook on every
@@ -58,7 +59,12 @@ void LuaRuntime::Hook(lua_State* L, lua_Debug*) {
     const int count = lua_gethookcount(L);
     self->instructions_left_ -= count;
     if (self->instructions_left_ <= 0) self->instructions_spent_ = true;
-    if (Clock::now() >= self->deadline_) self->deadline_passed_ = true;
+    const auto now = Clock::now();
+    if (now >= self->deadline_) self->deadline_passed_ = true;
+    // CPU time spent inside builtins, which run no counted instruction, spends the budget too.
+    if (self->cpu_.Due(now) && self->cpu_.Over(now, ipc::ThreadCpuTime())) {
+      self->instructions_spent_ = true;
+    }
     if (!self->Spent()) {
       if (count != kHookEvery) lua_sethook(L, Hook, LUA_MASKCOUNT, kHookEvery);
       return;
@@ -101,6 +107,7 @@ void LuaRuntime::StartBudget() {
   instructions_spent_ = false;
   deadline_passed_ = false;
   deadline_ = Clock::now() + limits_.deadline;
+  cpu_ = ipc::CpuWatch(ipc::CpuBudgetFor(limits_.instructions), Clock::now(), ipc::ThreadCpuTime());
   lua_sethook(L_, Hook, LUA_MASKCOUNT, kHookEvery);
   if (memory_spent_) {
     memory_spent_ = false;

@@ -51,6 +51,7 @@ class LuaRuntime : public Runtime {
   Result<std::string> RunCommand(const std::string& name, const std::string& args_json) override;
 
   HostApi& api() { return api_; }
+  uint64_t memory_budget() const { return limits_.memory_bytes; }
   void AddCommand(const std::string& name) {
     for (const auto& c : commands_) {
       if (c == name) return;
@@ -97,6 +98,7 @@ class LuaRuntime : public Runtime {
   bool deadline_passed_ = false;
   bool budget_active_ = false;  // plugin code is running under a budget (RunProtected)
   Clock::time_point deadline_;
+  ipc::CpuWatch cpu_;  // the instruction budget's CPU-time equivalent (ipc/cpu_budget.h)
   int messages_[kMessageCount] = {LUA_NOREF, LUA_NOREF, LUA_NOREF};  // registry refs
   std::vector<std::string> commands_;
   std::map<std::string, std::string, std::less<>> files_;  // plugin file -> its code
@@ -133,7 +135,9 @@ int Api(lua_State* L) {
 void RequireUtf8(lua_State* L, std::string_view text, std::string_view what);
 
 void PushJson(lua_State* L, const json& v, int depth);
-json ToJson(lua_State* L, int index, int depth);
+// The value at `index` as JSON, charged to a ConvertBudget (convert_budget.h) as it is built:
+// "limit: <what> is over the cap ..." when it is too large. `what` names the value.
+json ToJson(lua_State* L, int index, std::string_view what);
 std::string DumpJson(const json& v);
 
 // Wraps the table on top of the stack in a read-only proxy and records both as protected.

@@ -273,7 +273,7 @@ Result<std::string> LuaRuntime::RunCommand(const std::string& name, const std::s
   struct ToText {
     static int Run(lua_State* L) {
       auto* out = static_cast<std::string*>(lua_touserdata(L, 2));
-      *out = DumpJson(ToJson(L, 1, 0));
+      *out = DumpJson(ToJson(L, 1, "the command's result"));
       return 0;
     }
   };

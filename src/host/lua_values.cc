@@ -9,7 +9,9 @@
 #include <cstdlib>
 
 #include "fs/workspace_path.h"
+#include "host/convert_budget.h"
 #include "host/lua_internal.h"
+#include "ipc/frame.h"
 
 namespace anvil::host::lua {
 
@@ -86,15 +88,25 @@ void PushJson(lua_State* L, const json& v, int depth) {
   }
 }
 
-json ToJson(lua_State* L, int index, int depth) {
+namespace {
+
+// One conversion's walk: every node is charged to `budget` before it is built (convert_budget.h).
+json ToJsonCharged(lua_State* L, int index, int depth, ConvertBudget& budget,
+                   std::string_view what) {
   index = lua_absindex(L, index);
   if (depth > kMaxJsonDepth) Raise(L, "invalid", "value nested too deeply (or a cycle)");
+  auto charge = [&](bool ok) {
+    if (!ok) Raise(L, "limit", budget.Why(what));
+  };
   switch (lua_type(L, index)) {
     case LUA_TNIL:
+      charge(budget.Scalar());
       return nullptr;
     case LUA_TBOOLEAN:
+      charge(budget.Scalar());
       return static_cast<bool>(lua_toboolean(L, index));
     case LUA_TNUMBER:
+      charge(budget.Scalar());
       if (lua_isinteger(L, index)) return static_cast<int64_t>(lua_tointeger(L, index));
       {
         double d = lua_tonumber(L, index);
@@ -106,10 +118,12 @@ json ToJson(lua_State* L, int index, int depth) {
       // and what arrives would not be what the plugin gave.
       size_t len;
       const char* s = lua_tolstring(L, index, &len);
+      charge(budget.String(len));
       RequireUtf8(L, std::string_view(s, len), "a string in the data");
       return std::string(s, len);
     }
     case LUA_TTABLE: {
+      charge(budget.Container());
       luaL_checkstack(L, 4, "json");
       lua_Integer n = static_cast<lua_Integer>(lua_rawlen(L, index));
       size_t count = 0;
@@ -122,7 +136,7 @@ json ToJson(lua_State* L, int index, int depth) {
         json arr = json::array();
         for (lua_Integer i = 1; i <= n; ++i) {
           lua_rawgeti(L, index, i);
-          arr.push_back(ToJson(L, -1, depth + 1));
+          arr.push_back(ToJsonCharged(L, -1, depth + 1, budget, what));
           lua_pop(L, 1);
         }
         return arr;
@@ -134,8 +148,9 @@ json ToJson(lua_State* L, int index, int depth) {
           Raise(L, "invalid", "table keys must be strings or a 1..n sequence");
         size_t len;
         const char* k = lua_tolstring(L, -2, &len);
+        charge(budget.Key(len));
         RequireUtf8(L, std::string_view(k, len), "a table key in the data");
-        obj[std::string(k, len)] = ToJson(L, -1, depth + 1);
+        obj[std::string(k, len)] = ToJsonCharged(L, -1, depth + 1, budget, what);
         lua_pop(L, 1);
       }
       return obj;
@@ -143,6 +158,13 @@ json ToJson(lua_State* L, int index, int depth) {
     default:
       Raise(L, "invalid", std::string("cannot convert a ") + luaL_typename(L, index) + " to data");
   }
+}
+
+}  // namespace
+
+json ToJson(lua_State* L, int index, std::string_view what) {
+  ConvertBudget budget(ipc::kMaxFrameBytes, Self(L)->memory_budget());
+  return ToJsonCharged(L, index, 0, budget, what);
 }
 
 std::string DumpJson(const json& v) {

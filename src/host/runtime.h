@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "ipc/cpu_budget.h"
 
 namespace anvil::host {
 
@@ -31,8 +32,9 @@ class HostApi {
 };
 
 struct RuntimeLimits {
-  uint64_t memory_bytes = 64ull << 20;        // VM heap budget
-  uint64_t instructions = 200'000'000;        // per top-level load and per command
+  uint64_t memory_bytes = 64ull << 20;                     // VM heap budget
+  uint64_t instructions = ipc::kDefaultInstructionBudget;  // per load and per command; also
+                                                           // bounds CPU time (ipc/cpu_budget.h)
   uint64_t stack_bytes = 1ull << 20;          // QuickJS max stack; Lua C-stack via LUAI_MAXCCALLS
   std::chrono::milliseconds deadline{10000};  // per command (the trusted side kills at it too)
 };

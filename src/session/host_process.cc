@@ -7,18 +7,32 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 
 #include "common/fd_io.h"
 #include "common/syscalls.h"
+#include "ipc/cpu_budget.h"
 
 namespace anvil::session {
 
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+// The host's instruction budget: its --instructions when given (tests), else its default.
+uint64_t InstructionBudget(const std::vector<std::string>& extra_args) {
+  for (size_t i = 0; i + 1 < extra_args.size(); ++i) {
+    if (extra_args[i] == "--instructions")
+      return std::strtoull(extra_args[i + 1].c_str(), nullptr, 10);
+  }
+  return ipc::kDefaultInstructionBudget;
+}
+
 Status SendAll(int fd, const std::string& bytes) {
   if (!fd_io::SendAll(fd, bytes, 0, fd_io::Wait::NoWait())) return SysFail("io", "host channel");
   return Ok();
@@ -102,6 +116,7 @@ Result<std::unique_ptr<HostProcess>> HostProcess::Start(const HostConfig& config
   }
   setpgid(pid, pid);  // both sides, so no window where the group is not set
   host->pid_ = pid;
+  host->cpu_stop_ = ipc::CpuBudgetFor(InstructionBudget(config.extra_args)) + ipc::kCpuStopGrace;
   host->pidfd_.Reset(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
   host->session_ = std::move(session_ours);
   host->stderr_fd_ = std::move(err_read);
@@ -248,6 +263,11 @@ Result<ipc::Response> HostProcess::Call(const std::string& op, std::vector<std::
   if (pid_ <= 0) return Fail("internal", "host is not running");
   auto until = Clock::now() + deadline;
   uint64_t id = next_id_++;
+  // The CPU stop from outside (ipc/cpu_budget.h), for a command only.
+  std::optional<ipc::CpuWatch> cpu;
+  if (op == "command.run") {
+    if (auto now_cpu = CpuTime()) cpu.emplace(cpu_stop_, Clock::now(), *now_cpu);
+  }
   // The host went away (its channel hung up, or its process ended): what it said on stderr and
   // its exit status explain why; 125 is a sandbox layer it could not apply.
   auto host_ended = [this]() -> Status {
@@ -309,6 +329,20 @@ Result<ipc::Response> HostProcess::Call(const std::string& op, std::vector<std::
                                                    "plugin host was killed"
                                                  : "the plugin host did not answer in time");
     }
+    if (cpu && cpu->Due(Clock::now())) {
+      auto now_cpu = CpuTime();
+      if (!now_cpu) {
+        cpu.reset();  // the host is gone: its channel says so next
+      } else if (cpu->Over(Clock::now(), *now_cpu)) {
+        Kill("cpu budget");
+        return tl::unexpected(CpuStopError());
+      }
+    }
+    if (cpu) {
+      const auto to_check =
+          std::chrono::ceil<std::chrono::milliseconds>(cpu->check_at() - Clock::now());
+      left = std::clamp<int64_t>(to_check.count(), 1, left);
+    }
     pollfd p[2] = {{session_.Get(), POLLIN, 0}, {pidfd_.Get(), POLLIN, 0}};
     int n = poll(p, 2, static_cast<int>(left));
     if (n <= 0) continue;
@@ -324,6 +358,24 @@ Result<ipc::Response> HostProcess::Call(const std::string& op, std::vector<std::
       return tl::unexpected(host_ended().error());
     }
   }
+}
+
+std::optional<std::chrono::nanoseconds> HostProcess::CpuTime() const {
+  clockid_t clock{};
+  timespec ts{};
+  if (pid_ <= 0 || clock_getcpuclockid(pid_, &clock) != 0 || clock_gettime(clock, &ts) != 0) {
+    return std::nullopt;
+  }
+  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+}
+
+Error HostProcess::CpuStopError() const {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(cpu_stop_).count();
+  return Error{"limit",
+               "instruction budget exhausted: the command used " + std::to_string(ms) +
+                   " ms of CPU time (the budget's CPU-time equivalent) inside one builtin, "
+                   "where instructions are not counted; the plugin host was killed",
+               0};
 }
 
 Result<std::vector<std::string>> HostProcess::Describe(std::chrono::milliseconds deadline) {

@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,13 @@ class HostProcess {
   int pidfd() const { return pidfd_.Get(); }
   int stderr_fd() const { return stderr_fd_.Get(); }
   int exit_status() const { return exit_status_; }
+  // The CPU time the host has used so far (nullopt once it is gone), and the CPU time after
+  // which a command is stopped from outside: the host's instruction budget's equivalent plus a
+  // grace (ipc/cpu_budget.h), for a VM stuck inside one builtin.
+  std::optional<std::chrono::nanoseconds> CpuTime() const;
+  std::chrono::nanoseconds cpu_stop() const { return cpu_stop_; }
+  // The error of a command stopped at cpu_stop(): the instruction budget's code, "limit".
+  Error CpuStopError() const;
   pid_t pid() const { return pid_; }
   bool running() const { return pid_ > 0; }
   const std::string& stderr_text() const { return stderr_; }
@@ -112,6 +120,7 @@ class HostProcess {
   int exit_status_ = -1;
   ipc::FrameReader reader_;
   uint64_t next_id_ = 1;
+  std::chrono::nanoseconds cpu_stop_{0};
 };
 
 }  // namespace anvil::session

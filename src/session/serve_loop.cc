@@ -38,6 +38,9 @@ int Server::TimeoutMs() const {
   };
   for (const auto& p : plugins_) {
     if (p->running) consider(p->running->cancelled ? p->running->kill_at : p->running->deadline);
+    if (p->running && !p->running->cancelled && p->running->cpu) {
+      consider(p->running->cpu->check_at());
+    }
     if (p->state == PluginState::kStarting && p->host) consider(p->describe_deadline);
     if (p->restart_at) consider(*p->restart_at);
     if (p->files_changed_reload_at) consider(*p->files_changed_reload_at);
@@ -64,6 +67,15 @@ void Server::RunTimers() {
       CompleteError(r.id, kRequestCancelled,
                     "cancelled: request cancelled; the plugin host was killed",
                     {{"code", "cancelled"}, {"plugin", p.entry.id}, {"killed", true}});
+    } else if (p.running && !p.running->cancelled && p.running->cpu && p.host &&
+               p.running->cpu->Due(now) &&
+               p.running->cpu->Over(now, p.host->CpuTime().value_or(p.running->cpu->budget()))) {
+      // Still inside one builtin at the CPU stop: killed as at the deadline, and restarted.
+      RunRequest r = std::move(*p.running);
+      p.running.reset();
+      const Error e = p.host->CpuStopError();
+      KillAndRestart(p, "cpu budget");
+      FailRun(p.entry.id, r, e);
     } else if (p.running && !p.running->cancelled && now >= p.running->deadline) {
       RunRequest r = std::move(*p.running);
       p.running.reset();

@@ -329,6 +329,7 @@ void Server::DispatchNext(Plugin& p) {
     }
     r.host_call = *call;
     r.deadline = Clock::now() + o_.command_timeout;
+    if (auto cpu = p.host->CpuTime()) r.cpu.emplace(p.host->cpu_stop(), Clock::now(), *cpu);
     Progress(r, {{"kind", "report"}, {"message", "running"}});
     p.running = std::move(r);
   }

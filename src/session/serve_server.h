@@ -36,6 +36,7 @@
 #include "common/result.h"
 #include "common/unique_fd.h"
 #include "fs/workspace_root.h"
+#include "ipc/cpu_budget.h"
 #include "policy/display_text.h"
 #include "policy/grant.h"
 #include "policy/grant_store.h"
@@ -103,6 +104,8 @@ struct RunRequest {
   uint64_t host_call = 0;
   bool cancelled = false;
   Clock::time_point deadline{}, kill_at{};
+  // The CPU stop from outside (ipc/cpu_budget.h): the host is killed at it, as at the deadline.
+  std::optional<ipc::CpuWatch> cpu;
 };
 
 enum class PluginState {

@@ -5,6 +5,8 @@
 // as an unprivileged user (the host's lockdown takes different paths).
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
@@ -53,6 +55,23 @@ anvil.command('handler', function()
   end)
   sys.fs.write('escaped.txt', 'after')
 end)
+-- A DAG: one table per level in the VM, 2^30 copies as data (F3): the conversion to the
+-- result, or to sys.exec's args, fails fast at its budget instead of filling host memory.
+anvil.command('dag', function()
+  local x = {string.rep('x', 200)} for i = 1, 30 do x = {x, x} end
+  return x
+end)
+anvil.command('dagexec', function()
+  local x = {'a'} for i = 1, 30 do x = {x, x} end
+  sys.exec{program = 'true', args = x}
+  sys.fs.write('escaped.txt', 'after')
+end)
+-- One builtin that never comes back to the VM (F4): a pattern match with no counted instruction.
+anvil.command('find', function()
+  local r = ("a"):rep(200):find(".-.-.-.-b")
+  sys.fs.write('escaped.txt', 'after')
+  return r
+end)
 -- The benign neighbour: coroutines, pcall, xpcall and yields across pcall within the budget.
 anvil.command('benign', function()
   local gen = coroutine.wrap(function()
@@ -78,6 +97,16 @@ anvil.command('executor', () => {
     new Promise(() => { for (;;) {} });
     new Promise(() => sys.fs.write('escaped.txt', 'x'));
   }
+});
+anvil.command('dag', () => {
+  let x = ['x'.repeat(200)];
+  for (let i = 0; i < 30; i++) x = [x, x];
+  return x;
+});
+anvil.command('includes', () => {
+  const r = Array.prototype.includes.call({length: 2 ** 53 - 1}, 1);
+  sys.fs.write('escaped.txt', 'after');
+  return r;
 });
 anvil.command('benign', async () => {
   const v = await new Promise((resolve) => resolve(20));
@@ -127,6 +156,29 @@ TEST_P(HostBudget, BudgetSpentInACoroutineStopsTheWholeLuaVm) {
 
 TEST_P(HostBudget, BudgetSpentInAPromiseExecutorStopsTheWholeJsVm) {
   ExpectStopped(js_.path(), "executor", "limit: instruction budget exhausted", "60");
+}
+
+// F3: a value the VM holds cheaply but that is huge as data is refused while it is converted
+// (well before the deadline: "limit", not "timeout"), by the budget named in the error.
+TEST_P(HostBudget, ADagIsRefusedWhileConvertingNotExpandedInHostMemory) {
+  ExpectStopped(lua_.path(), "dag", "limit: the command's result is over the cap of 16777216 bytes",
+                "60");
+  ExpectStopped(lua_.path(), "dagexec",
+                "limit: sys.exec: the args table takes more than 67108864 bytes of host memory",
+                "60");
+  ExpectStopped(js_.path(), "dag", "limit: memory budget exhausted", "60");
+}
+
+// F4: a VM inside one builtin runs no instruction the budget counts; the trusted side stops
+// the host at the budget's CPU-time equivalent (10 s for the default budget), well before a
+// long deadline, with the instruction budget's code.
+TEST_P(HostBudget, ABuiltinThatNeverReturnsStopsAtTheBudgetsCpuTime) {
+  for (const auto& [plugin, command] :
+       {std::pair<std::string, std::string>{lua_.path(), "find"}, {js_.path(), "includes"}}) {
+    const auto start = std::chrono::steady_clock::now();
+    ExpectStopped(plugin, command, "limit: instruction budget exhausted: the command used", "200");
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(120)) << command;
+  }
 }
 
 TEST_P(HostBudget, CoroutinesPcallAndPromisesWithinTheBudgetStillWork) {

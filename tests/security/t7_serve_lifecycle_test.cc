@@ -76,6 +76,28 @@ TEST_P(T7ServeRuntime, PluginIgnoringCancellationIsKilled) {
 
 INSTANTIATE_TEST_SUITE_P(Runtimes, T7ServeRuntime, ::testing::Values("lua", "js"));
 
+// F4: a command stuck inside one builtin (no instruction counted) is stopped at the instruction
+// budget's CPU-time equivalent, well before a long --timeout: killed as at the deadline (not a
+// crash), answered with the budget's `limit:` code, and a fresh host serves the next command.
+TEST_F(T7Serve, ACommandStuckInABuiltinIsStoppedAtItsCpuBudget) {
+  WritePlugin(plugins_ / "finder", "test.finder", "lua", "",
+              "anvil.command('find', function() return ('a'):rep(200):find('.-.-.-.-b') end)\n"
+              "anvil.command('ok', function() return 'fine' end)\n");
+  auto c = StartReady(plugins_ / "finder", "test.finder", {"--timeout", "200"});
+  pid_t host = HostPid(*c, "test.finder");
+  // 10.5 s of CPU time: longer than that in wall time on a loaded machine.
+  json r = c->ReadResponse(
+      c->SendRequest("anvil/runCommand", {{"plugin", "test.finder"}, {"command", "find"}}),
+      std::chrono::seconds(150));
+  const std::string message = r["error"]["message"].is_string() ? r["error"]["message"] : "";
+  EXPECT_EQ(message.rfind("limit: instruction budget exhausted: the command used", 0), 0u) << r;
+  EXPECT_FALSE(ProcessAlive(host)) << "the host stuck in a builtin is still running";
+  json ok = c->Request("anvil/runCommand", {{"plugin", "test.finder"}, {"command", "ok"}});
+  EXPECT_EQ(ok["result"]["value"], "fine") << ok;
+  EXPECT_NE(HostPid(*c, "test.finder"), host);
+  EXPECT_EQ(c->ShutdownAndExit(), 0);
+}
+
 TEST_F(T7Serve, QueuedRequestIsCancelledWithoutRunning) {
   StubbornPlugin("lua");
   auto c = StartReady(plugins_ / "stubborn", "test.stubborn");
