@@ -104,6 +104,7 @@ std::vector<PluginTool> DiscoverPluginTools(const McpOptions& o) {
     }
     std::vector<std::string> gateway_args;
     if (admission.grant->exec.empty()) gateway_args.emplace_back("--no-exec");
+    if (admission.grant->fs_write.empty()) gateway_args.emplace_back("--no-fs-write");
     session::PluginSessionConfig config{o.workspace,      entry.dir,    manifest,
                                         *admission.grant, gateway_args, {}};
     config.pinned_files = std::move(admission.pinned_files);

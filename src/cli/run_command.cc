@@ -202,6 +202,8 @@ int RunOnce(const RunSettings& r) {
   // Only what the grant needs: without `exec` no exec broker and no warm runners (their
   // namespaces and views are most of a session's start and of its teardown).
   if (grant->exec.empty()) gateway_args.emplace_back("--no-exec");
+  // Without fs.write no write op can pass, and the gateway skips the scan of what git runs.
+  if (grant->fs_write.empty()) gateway_args.emplace_back("--no-fs-write");
   session::PluginSessionConfig config{workspace, plugin_dir, *manifest, *grant, gateway_args, {}};
   config.unsafe_net_test = r.unsafe_net_test;
   config.pinned_files = std::move(admission.pinned_files);

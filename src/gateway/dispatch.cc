@@ -501,6 +501,9 @@ Response Dispatch(const DispatchContext& ctx, const Grant& grant, const Request&
     if (!GrantAllows(GlobsFor(grant, spec), *path, access)) {
       return Denied(r, OutsideTheGrant(spec, *path, r.args[i]), audit);
     }
+    if (access == Access::kWrite && ctx.no_fs_write) {
+      return Denied(r, "writes are disabled for this session (--no-fs-write)", audit);
+    }
     // What git runs or follows (a hooks dir of core.hooksPath, ...): as a protected name, only
     // under a grant of the exact path. A move or a removal takes what is beneath along.
     if (access == Access::kWrite && ctx.git_run != nullptr) {

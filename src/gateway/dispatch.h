@@ -37,8 +37,10 @@ struct DispatchContext {
   NetFetchService* net = nullptr;         // "net.fetch"; null: sys.net is refused
   ExecReadPlanner* read_plans = nullptr;  // with `exec`: what of the workspace the tool sees
   // What git runs from the workspace, refused to fs.write ops (git_run_guard.h); null: not
-  // checked (unit tests of dispatch alone; the gateway always sets it).
+  // checked (unit tests of dispatch alone; the gateway sets it unless no_fs_write).
   GitRunGuard* git_run = nullptr;
+  // --no-fs-write: every fs.write op is refused, whatever the grant says.
+  bool no_fs_write = false;
 };
 
 // Fills `audit` (op, target, verdict, code, reason, bytes) and returns the response.

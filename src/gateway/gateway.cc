@@ -121,8 +121,10 @@ int RunGateway(const GatewayOptions& input) {
   // Before hardening: reads the --unsafe-test-ca file, initialises libcurl single-threaded.
   auto net = NetFetchService::Create(options.net);
   if (!net) return fail(net.error());
-  // Before hardening: the user's git config lies outside the workspace.
-  std::unique_ptr<GitRunGuard> git_run = GitRunGuard::Start(options.workspace);
+  // Before hardening: the user's git config lies outside the workspace. Only when a plugin may
+  // write: the scan walks the whole workspace, most of a no-op session's start in a large one.
+  std::unique_ptr<GitRunGuard> git_run =
+      options.no_fs_write ? nullptr : GitRunGuard::Start(options.workspace);
   Server server(options, std::move(*root), audit_owner.get(), exec.get(), std::move(*net),
                 git_run.get());
   if (auto s = server.Start(*socket_path); !s) return fail(s.error());

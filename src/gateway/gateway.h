@@ -34,6 +34,9 @@ struct GatewayOptions {
   bool no_symlinks = false;  // RESOLVE_NO_SYMLINKS hardening
   bool allow_hardlinked_reads = false;
   bool harden = true;  // Landlock + seccomp + no_new_privs on itself after start-up
+  // No plugin of this session may write (its grant has no fs.write): every write op is refused
+  // here too, and the workspace's git metadata is never scanned for what git runs from it.
+  bool no_fs_write = false;
   GatewayLimits limits;
   // sys.exec: anvil-exec-runner's path (empty: sys.exec is refused), and its limits.
   std::string exec_runner;

@@ -123,6 +123,10 @@ std::vector<Flag> ExecFlags(GatewayOptions& o) {
              return Ok();
            })
           .Heading("sys.exec (the tools of the executable policy table, run by anvil-exec-runner)"),
+      Switch("--no-fs-write",
+             "refuse every write op (no plugin of this session has fs.write); the workspace is "
+             "then not scanned for what git runs from it",
+             [&o] { o.no_fs_write = true; }),
       Switch("--no-exec", "refuse every sys.exec",
              [&o] {
                o.exec_runner.clear();

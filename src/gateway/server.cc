@@ -37,6 +37,7 @@ DispatchContext Server::Context() {
   context.net = net_.get();
   context.read_plans = &read_plans_;
   context.git_run = git_run_;
+  context.no_fs_write = options_.no_fs_write;
   return context;
 }
 
@@ -202,6 +203,7 @@ void Server::HandleRequest(uint64_t id, Connection& c, Request r) {
     DispatchContext context{&root_, &options_.limits, exec_, nullptr, &options_.exec_unavailable};
     context.read_plans = &read_plans_;
     context.git_run = git_run_;
+    context.no_fs_write = options_.no_fs_write;
     Response response = Dispatch(context, reg->grant, r, audit);
     audit.duration_us = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count());

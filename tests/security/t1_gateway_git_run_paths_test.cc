@@ -30,8 +30,8 @@ class T1GatewayGitRunPaths : public GatewayTest {
     ::unlink(marker_.c_str());
     GatewayTest::TearDown();
   }
-  void Start(std::vector<std::string> write = {"**"}) {
-    StartGateway();
+  void Start(std::vector<std::string> write = {"**"}, std::vector<std::string> extra = {}) {
+    StartGateway(extra);
     Grant grant;
     grant.fs_read = {"**"};
     grant.fs_write = std::move(write);
@@ -141,6 +141,27 @@ TEST_F(T1GatewayGitRunPaths, AHooksPathSetAfterTheGatewayStartedIsSeen) {
   std::string r = Do("fs.write", {".githooks/pre-commit", Plant()});
   EXPECT_TRUE(Denied(r)) << r;
   EXPECT_EQ(Do("fs.write", {"notes/after", "x"}), "ok");
+}
+
+// A session whose plugins have no fs.write (anvil run and anvil mcp pass --no-fs-write then):
+// the gateway never scans the workspace for what git runs, and refuses every write op itself,
+// whatever grant a registration carries. Reads are served as before.
+TEST_F(T1GatewayGitRunPaths, WithNoFsWriteEveryWriteIsRefusedAndReadsAreServed) {
+  HookRepo(true);
+  Start({"**"}, {"--no-fs-write"});
+  for (const auto& [op, args] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"fs.write", {"notes/n.txt", "x"}},
+           {"fs.write", {".githooks/pre-commit", Plant()}},
+           {"fs.mkdir", {"newdir", "0"}},
+           {"fs.remove", {"a.txt", "0"}},
+           {"fs.rename", {"a.txt", "b.txt"}}}) {
+    const std::string r = Do(op, args);
+    EXPECT_TRUE(Denied(r)) << op << ": " << r;
+    EXPECT_NE(r.find("--no-fs-write"), std::string::npos) << op << ": " << r;
+  }
+  EXPECT_EQ(ReadFile(*ws_ / "a.txt"), "a\n");
+  EXPECT_FALSE(Exists(*ws_ / "notes/n.txt"));
+  EXPECT_EQ(Do("fs.read", {"a.txt"}), "ok");
 }
 
 }  // namespace
