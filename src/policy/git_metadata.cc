@@ -30,8 +30,8 @@
 namespace anvil {
 namespace {
 
-// A walked entry as the git-dir predicate takes it. d_type says nothing of execute bits: a file
-// counts as HEAD or commondir, never as objects/ or refs/.
+// A listed entry as the git-dir predicate takes it. d_type says nothing of execute bits: a file
+// is a plain one here (GitDirNamesOf lstats the ones whose bits matter).
 GitDirEntryKind KindOf(GitFileType type) {
   switch (type) {
     case GitFileType::kMissing:
@@ -46,6 +46,38 @@ GitDirEntryKind KindOf(GitFileType type) {
       return GitDirEntryKind::kOther;
   }
   return GitDirEntryKind::kOther;
+}
+
+// An entry lstat'ed: with its execute bits.
+GitDirEntryKind KindOf(const GitFileFacts& facts) {
+  if (facts.type == GitFileType::kFile && facts.executable) return GitDirEntryKind::kExecFile;
+  return KindOf(facts.type);
+}
+
+// What git's is_git_directory finds in `dir` under its four names, from the directory's entries:
+// every entry that folds to one of them counts (the walk does not know which directories fold
+// case; over-matching only looks at more repositories), and a regular file named `objects` or
+// `refs` is lstat'ed for its execute bits (access(X_OK) takes an executable file), afresh on
+// every walk: a chmod changes the file's ctime, never its directory's, so a listing taken from
+// the memo cannot tell. Only where a HEAD could make the shape: one lstat per such name.
+GitDirNames GitDirNamesOf(const std::string& dir, const std::vector<GitDirEntry>& entries,
+                          const GitFs& fs) {
+  GitDirNames names;
+  for (const auto& e : entries) names = WithListedEntry(names, e.name, KindOf(e.type), true);
+  const GitDirEntryKind head = names.head;
+  if (IsGitDirShape(names) ||
+      (head != GitDirEntryKind::kFile && head != GitDirEntryKind::kExecFile &&
+       head != GitDirEntryKind::kSymlink)) {
+    return names;
+  }
+  for (const auto& e : entries) {
+    if (e.type != GitFileType::kFile) continue;
+    const GitDirName which = ClassifyGitDirName(e.name, true);
+    if (which != GitDirName::kObjects && which != GitDirName::kRefs) continue;
+    const std::string path = dir == "/" ? "/" + e.name : dir + "/" + e.name;
+    names = WithListedEntry(names, e.name, KindOf(fs.lstat(path)), true);
+  }
+  return names;
 }
 
 constexpr size_t kMaxConfigBytes = 1 << 20;
@@ -114,8 +146,6 @@ std::string LexicalNormal(const std::string& path) {
   for (const auto& p : parts) out += "/" + p;
   return out.empty() ? "/" : out;
 }
-
-std::string FirstLine(std::string_view text) { return Trim(text.substr(0, text.find('\n'))); }
 
 std::string Quote(const std::string& s) {
   std::string out = "'";
@@ -303,9 +333,7 @@ class Scanner {
       const std::vector<GitDirEntry>* list = &entries;
       // Names folded: the walk does not know which directories fold case, and over-matching
       // only looks at more repositories.
-      GitDirNames names;
-      for (const auto& e : *list) names = WithEntry(names, e.name, KindOf(e.type), true);
-      if (IsGitDirShape(names)) {
+      if (IsGitDirShape(GitDirNamesOf(dir, *list, fs_))) {
         // git takes a directory holding HEAD, objects/ and refs/ (or HEAD and commondir) for a
         // git dir (a bare repository, or a git dir under another name) when it starts inside
         // it (fs/git_dir_guard.h: the predicate the gateway's plugin guard uses too).
@@ -372,7 +400,7 @@ class Scanner {
                                                    : GitMarkerKind::kGitLink;
         if (!seen(dotgit)) scan_.repos.push_back(repo);
       }
-      auto kind = [&](const char* name) { return KindOf(fs_.lstat(Join(dir, name)).type); };
+      auto kind = [&](const char* name) { return KindOf(fs_.lstat(Join(dir, name))); };
       const GitDirNames names{kind("HEAD"), kind("objects"), kind("refs"), kind("commondir")};
       if (IsGitDirShape(names) && !seen(dir)) {
         repo.marker = dir;
@@ -434,16 +462,12 @@ class Scanner {
 
   // `gitdir: PATH` (relative to `base`), as in a .git file or a worktree's gitdir file.
   std::optional<std::string> ReadPointer(const std::string& file, const std::string& base,
-                                         bool prefixed) {
+                                         GitPointerKind kind) {
     auto text = fs_.read_file(file, kMaxPointerBytes);
     if (!text || !*text) return std::nullopt;
-    std::string line = FirstLine(**text);
-    if (prefixed) {
-      if (line.rfind("gitdir:", 0) != 0) return std::nullopt;
-      line = Trim(line.substr(7));
-    }
-    if (line.empty()) return std::nullopt;
-    return line[0] == '/' ? line : Join(base, line);
+    auto target = ParseGitPointer(**text, kind);
+    if (!target) return std::nullopt;
+    return (*target)[0] == '/' ? *target : Join(base, *target);
   }
 
   Status ReadRepo(GitRepo& repo) {
@@ -454,14 +478,14 @@ class Scanner {
         repo.gitdir = repo.marker;
         break;
       case GitMarkerKind::kGitFile:
-        repo.gitdir = ReadPointer(repo.marker, repo.top, true).value_or("");
+        repo.gitdir = ReadPointer(repo.marker, repo.top, GitPointerKind::kDotGitFile).value_or("");
         break;
       case GitMarkerKind::kGitLink: {
         auto target = fs_.resolve(repo.marker);
         if (target && fs_.lstat(*target).type == GitFileType::kDir) {
           repo.gitdir = *target;
         } else if (target) {
-          repo.gitdir = ReadPointer(*target, repo.top, true).value_or("");
+          repo.gitdir = ReadPointer(*target, repo.top, GitPointerKind::kDotGitFile).value_or("");
         }
         break;
       }
@@ -470,8 +494,10 @@ class Scanner {
     auto real_gitdir = fs_.resolve(repo.gitdir);
     if (!real_gitdir || fs_.lstat(*real_gitdir).type != GitFileType::kDir) return Ok();
     repo.commondir =
-        ReadPointer(Join(repo.gitdir, "commondir"), repo.gitdir, false).value_or(repo.gitdir);
-    if (auto back = ReadPointer(Join(repo.gitdir, "gitdir"), repo.gitdir, false)) {
+        ReadPointer(Join(repo.gitdir, "commondir"), repo.gitdir, GitPointerKind::kCommonDir)
+            .value_or(repo.gitdir);
+    if (auto back =
+            ReadPointer(Join(repo.gitdir, "gitdir"), repo.gitdir, GitPointerKind::kBackPointer)) {
       repo.worktree_dotgits.push_back(*back);
     }
     const std::string worktrees = Join(repo.commondir, "worktrees");
@@ -481,7 +507,7 @@ class Scanner {
         if (auto s = CountEntries(list->entries.size(), worktrees); !s) return s;
         for (const auto& e : list->entries) {
           const std::string wt = Join(worktrees, e.name);
-          if (auto back = ReadPointer(Join(wt, "gitdir"), wt, false)) {
+          if (auto back = ReadPointer(Join(wt, "gitdir"), wt, GitPointerKind::kBackPointer)) {
             repo.worktree_dotgits.push_back(*back);
           }
         }
@@ -1491,6 +1517,7 @@ std::optional<GitFileFacts> FactsAt(int dirfd, const char* path, int flags) {
            : S_ISREG(sx.stx_mode) ? GitFileType::kFile
            : S_ISLNK(sx.stx_mode) ? GitFileType::kSymlink
                                   : GitFileType::kOther;
+  f.executable = S_ISREG(sx.stx_mode) && (sx.stx_mode & 0111) != 0;
   f.dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
   f.ino = sx.stx_ino;
   f.ctime_sec = sx.stx_ctime.tv_sec;
@@ -1524,6 +1551,26 @@ bool CtimeTracksEntries(int64_t magic) {
 }
 
 }  // namespace
+
+std::optional<std::string> ParseGitPointer(std::string_view text, GitPointerKind kind) {
+  // git reads the file as a C string: what follows a NUL is not there.
+  text = text.substr(0, text.find('\0'));
+  if (kind == GitPointerKind::kDotGitFile) {
+    // read_gitfile_gently: "gitdir: " exactly, the rest of the file the path.
+    constexpr std::string_view kPrefix = "gitdir: ";
+    if (text.substr(0, kPrefix.size()) != kPrefix) return std::nullopt;
+    text.remove_prefix(kPrefix.size());
+  }
+  // git strips line ends at the end only (a worktree's back pointer: any blank, strbuf_rtrim);
+  // blanks and lines before them are part of the path.
+  auto strip = [&](char c) {
+    return c == '\n' || c == '\r' ||
+           (kind == GitPointerKind::kBackPointer && std::isspace(static_cast<unsigned char>(c)));
+  };
+  while (!text.empty() && strip(text.back())) text.remove_suffix(1);
+  if (text.empty()) return std::nullopt;
+  return std::string(text);
+}
 
 GitEnv GitEnvFromProcess() {
   GitEnv env;

@@ -62,6 +62,9 @@ struct GitFileFacts {
   // (local filesystems: ext2/3/4, xfs, btrfs, tmpfs, f2fs, zfs, bcachefs); not assumed of others
   // (network, FUSE, overlay).
   bool ctime_tracks_entries = false;
+  // A regular file with an execute bit: access(X_OK) may accept it (as git's is_git_directory
+  // accepts one as `objects` or `refs`).
+  bool executable = false;
   bool exists() const { return type != GitFileType::kMissing; }
 };
 
@@ -198,6 +201,14 @@ struct GitScan {
   // may be remembered.
   GitWalkMemo memo;
 };
+
+// The path in a pointer file, as git reads it (the part of the file before any NUL): a `.git`
+// file's "gitdir: PATH" (setup.c read_gitfile_gently: exactly that prefix, the rest of the file
+// with the line ends at its end stripped, blanks and inner lines kept), a git dir's `commondir`
+// (the same, no prefix), a linked worktree's `gitdir` back pointer (trailing blanks stripped).
+// nullopt when git finds no path there. Relative paths are left to the caller.
+enum class GitPointerKind { kDotGitFile, kCommonDir, kBackPointer };
+std::optional<std::string> ParseGitPointer(std::string_view text, GitPointerKind kind);
 
 // Fails ("limit") past a bound, naming it, its value and the way out; ("sandbox") for a
 // directory in a writable root that cannot be listed but could be written.

@@ -1,0 +1,82 @@
+// T1 for the command sandbox, git metadata the command leaves behind: what git on the host
+// takes for a repository must be what the check after the run takes for one, the check must
+// act on what it found whatever the command did to its bounds, and a repository the command
+// made or changed may carry only the config keys `git init`, `git clone` and friends write.
+// Each attack is followed by the real git run on the host (the fixture's marker), each sits
+// next to its benign neighbour, which is left alone.
+#include <string>
+#include <vector>
+
+#include "git_sandbox_fixture.h"
+
+namespace anvil::testing {
+namespace {
+
+class T1SandboxGitAfterRun : public GitSandboxTest {
+ protected:
+  // Shell for the sandbox: a directory DIR that is a git dir to git only by the execute bits of
+  // its `objects` and `refs` files, with a config whose fsmonitor is the marker script.
+  std::string ExecFileGitDir(const std::string& dir) const {
+    return "mkdir " + dir + " && printf 'ref: refs/heads/main\\n' > " + dir +
+           "/HEAD && printf '#!/bin/sh\\n' > " + dir + "/objects && cp " + dir + "/objects " + dir +
+           "/refs && chmod +x " + dir + "/objects " + dir + "/refs && " + Config(dir);
+  }
+  std::string Config(const std::string& dir) const {
+    return "printf '[core]\\n\\trepositoryformatversion = 0\\n\\tbare = false\\n\\tworktree = "
+           ".\\n\\tfsmonitor = " +
+           marker_ + "-fsm.sh\\n' > " + dir + "/config";
+  }
+};
+
+// git's is_git_directory asks only that objects and refs pass access(X_OK): an executable
+// file does, as a directory or a symlink does.
+TEST_P(T1SandboxGitAfterRun, AGitDirWhoseObjectsAndRefsAreExecutableFilesIsQuarantined) {
+  Write(marker_ + "-fsm.sh", HookText(), 0755);
+  auto attack = Sh(ExecFileGitDir("src") + " && " + ExecFileGitDir("lib") +
+                   " && mv lib/objects lib/o && ln -s o lib/objects");
+  EXPECT_EQ(attack.status, 0) << attack.err;
+  for (const char* dir : {"/src", "/lib"}) {
+    EXPECT_FALSE(Exists(ws_ + dir + "/HEAD")) << dir << ": " << attack.err;
+    EXPECT_TRUE(Exists(ws_ + dir + ".anvil-quarantine/HEAD.anvil-quarantine")) << dir;
+    EXPECT_NE(attack.err.find("quarantined " + ws_ + dir), std::string::npos) << attack.err;
+  }
+  UseGitOnTheHost(ws_ + "/src");
+  UseGitOnTheHost(ws_ + "/src.anvil-quarantine");
+  UseGitOnTheHost(ws_ + "/lib.anvil-quarantine");
+  EXPECT_FALSE(Exists(marker_)) << "git on the host ran the fsmonitor of a git dir whose "
+                                   "objects and refs are executable files";
+
+  // Benign: the same names as plain files are no git dir to git, and are left alone.
+  auto benign =
+      Sh("mkdir docs && echo 'ref: refs/heads/main' > docs/HEAD && echo notes > docs/objects && "
+         "echo notes > docs/refs && " +
+         Config("docs"));
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_TRUE(Quarantined(benign).empty()) << benign.err;
+  EXPECT_TRUE(Exists(ws_ + "/docs/HEAD"));
+  UseGitOnTheHost(ws_ + "/docs");
+  EXPECT_FALSE(Exists(marker_)) << "git took plain files for a git dir: the benign half is wrong";
+}
+
+// A `.git` file's path is the rest of the file, blanks included: a reading that trims them
+// would judge the decoy beside the git dir git really opens (hidden in a plain repository's
+// git dir, which no walk enters).
+TEST_P(T1SandboxGitAfterRun, AGitFileIsJudgedByThePathGitOpens) {
+  Write(marker_ + "-fsm.sh", HookText(), 0755);
+  auto attack = Sh(
+      "git init -q plain && mkdir -p 'plain/.git/x /objects' 'plain/.git/x /refs' plain/.git/x && "
+      "echo 'ref: refs/heads/main' > 'plain/.git/x /HEAD' && " +
+      Config("'plain/.git/x '") +
+      " && mkdir src && printf 'gitdir: ../plain/.git/x \\n' > src/.git");
+  EXPECT_EQ(attack.status, 0) << attack.err;
+  EXPECT_FALSE(Exists(ws_ + "/src/.git")) << attack.err;
+  EXPECT_TRUE(Exists(ws_ + "/plain/.git/HEAD")) << "the plain repository was moved";
+  UseGitOnTheHost(ws_ + "/src");
+  EXPECT_FALSE(Exists(marker_)) << "git on the host used a git dir the check did not judge";
+}
+
+INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxGitAfterRun, ::testing::ValuesIn(kAllCallers),
+                         CallerParamName);
+
+}  // namespace
+}  // namespace anvil::testing
