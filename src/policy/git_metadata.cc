@@ -83,9 +83,10 @@ GitDirNames GitDirNamesOf(const std::string& dir, const std::vector<GitDirEntry>
 constexpr size_t kMaxConfigBytes = 1 << 20;
 constexpr size_t kMaxPointerBytes = 64 * 1024;
 constexpr size_t kMaxHookCompareBytes = 1 << 20;
-constexpr int kMaxIncludeDepth = 10;      // git's own MAX_INCLUDE_DEPTH
-constexpr size_t kMaxConfigFiles = 256;   // files in one config chain (includes fan out)
-constexpr size_t kMaxCommandWords = 512;  // words taken from one command line
+constexpr int kMaxIncludeDepth = 10;       // git's own MAX_INCLUDE_DEPTH
+constexpr size_t kMaxConfigFiles = 256;    // files in one config chain (includes fan out)
+constexpr size_t kMaxCommandWords = 512;   // words taken from one command line
+constexpr size_t kMaxUnwalkedNamed = 100;  // subtrees named in GitScan::unwalked
 constexpr char kDefaultTemplateDir[] = "/usr/share/git-core/templates";
 
 std::string Join(const std::string& dir, std::string_view name) {
@@ -256,11 +257,12 @@ std::string SecondsText(double s) {
 class Scanner {
  public:
   Scanner(const GitEnv& env, const GitFs& fs, const GitScanLimits& limits,
-          const GitWalkMemo* previous)
+          const GitWalkMemo* previous, GitBoundMode mode)
       : env_(env),
         fs_(fs),
         limits_(limits),
         previous_(previous),
+        mode_(mode),
         start_(fs.now()),
         wall_start_(fs.wall_seconds()) {}
 
@@ -279,7 +281,12 @@ class Scanner {
     }
     for (const auto& r : walk) FindEnclosing(r);
     for (auto& repo : scan_.repos) {
-      if (auto s = ReadRepo(repo); !s) return tl::unexpected(s.error());
+      if (auto s = ReadRepo(repo); !s) {
+        if (mode_ == GitBoundMode::kFail) return tl::unexpected(s.error());
+        // Not read in full: judged as one that runs code (GitRepoRunsCode).
+        repo.unread = s.error().message;
+        Unwalked(repo.marker, "a repository whose metadata could not be read in full");
+      }
     }
     scan_.seconds = std::chrono::duration<double>(fs_.now() - start_).count();
     return std::move(scan_);
@@ -296,6 +303,10 @@ class Scanner {
     return Ok();
   }
 
+  std::string EntriesBoundText() const {
+    return "past the 'entries' bound (" + std::to_string(limits_.entries) + ")";
+  }
+
   Status CountEntries(size_t n, const std::string& where) {
     scan_.entries += n;
     if (scan_.entries > limits_.entries) {
@@ -306,19 +317,44 @@ class Scanner {
     return Ok();
   }
 
+  // After the run, a bound stops nothing but the part of the walk past it: `path` is named as
+  // not walked, and the walk goes on with the rest.
+  void Unwalked(const std::string& path, const std::string& why) {
+    if (scan_.unwalked.size() < kMaxUnwalkedNamed) scan_.unwalked.push_back({path, why});
+    ++scan_.unwalked_total;
+  }
+
   Status Walk(const std::string& root) {
     std::vector<std::pair<std::string, size_t>> stack{{root, 0}};
     while (!stack.empty()) {
       auto [dir, depth] = std::move(stack.back());
       stack.pop_back();
-      if (auto s = CheckTime(dir); !s) return s;
+      if (!exhausted_.empty()) {
+        Unwalked(dir, exhausted_);
+        continue;
+      }
+      if (auto s = CheckTime(dir); !s) {
+        if (mode_ == GitBoundMode::kFail) return s;
+        exhausted_ = "past the 'seconds' bound (" + SecondsText(limits_.seconds) + ")";
+        Unwalked(dir, exhausted_);
+        continue;
+      }
       std::vector<GitDirEntry> entries;
-      if (auto s = Remembered(dir, entries); !s) return tl::unexpected(s.error());
+      if (auto s = Remembered(dir, entries); !s) {
+        if (mode_ == GitBoundMode::kFail) return tl::unexpected(s.error());
+        exhausted_ = EntriesBoundText();
+        Unwalked(dir, exhausted_);
+        continue;
+      }
       if (!remembered_) {
         auto listing = fs_.list_dir(dir);
         if (!listing) {
           // What the caller cannot list but could write, the command could fill unseen.
           if (listing.error().code == "denied" && dir != root && !fs_.writable(dir)) continue;
+          if (mode_ == GitBoundMode::kSkipAndName) {
+            Unwalked(dir, "cannot be listed (" + listing.error().message + ")");
+            continue;
+          }
           return Fail("sandbox", "git metadata: cannot look for git repositories in " + dir + " (" +
                                      listing.error().message +
                                      "), which the command could write. fix: make it readable, "
@@ -326,7 +362,11 @@ class Scanner {
                                      "metadata");
         }
         scan_.listed += listing->entries.size();
-        if (auto s = CountEntries(listing->entries.size(), dir); !s) return s;
+        if (auto s = CountEntries(listing->entries.size(), dir); !s) {
+          if (mode_ == GitBoundMode::kFail) return s;
+          // This directory is listed and looked through; the rest of the walk is not.
+          exhausted_ = EntriesBoundText();
+        }
         Remember(*listing);
         entries = std::move(listing->entries);
       }
@@ -368,6 +408,10 @@ class Scanner {
         }
         if (e.type != GitFileType::kDir) continue;  // symlinks are not followed
         if (depth + 1 > limits_.depth) {
+          if (mode_ == GitBoundMode::kSkipAndName) {
+            Unwalked(path, "past the 'depth' bound (" + std::to_string(limits_.depth) + ")");
+            continue;
+          }
           return tl::unexpected(LimitError("depth", std::to_string(limits_.depth),
                                            "directories nested deeper than allowed", path));
         }
@@ -651,6 +695,9 @@ class Scanner {
   const GitFs& fs_;
   const GitScanLimits& limits_;
   const GitWalkMemo* previous_;
+  GitBoundMode mode_;
+  // Why the rest of the walk is skipped (kSkipAndName past the 'entries' or 'seconds' bound).
+  std::string exhausted_;
   bool remembered_ = false;
   std::chrono::steady_clock::time_point start_;
   int64_t wall_start_;
@@ -1279,8 +1326,8 @@ std::vector<GitCommandWord> GitCommandWords(std::string_view command) {
 
 Result<GitScan> ScanGitMetadata(const std::vector<std::string>& roots, const GitEnv& env,
                                 const GitFs& fs, const GitScanLimits& limits,
-                                const GitWalkMemo* previous) {
-  return Scanner(env, fs, limits, previous).Run(roots);
+                                const GitWalkMemo* previous, GitBoundMode mode) {
+  return Scanner(env, fs, limits, previous, mode).Run(roots);
 }
 
 GitProtectionPlan PlanGitProtection(const GitScan& scan, const GitEnv& env, const GitFs& fs,
@@ -1340,6 +1387,7 @@ GitWatchedConfigs GitConfigIdentities(const GitScan& scan, const GitFs& fs) {
 }
 
 std::optional<std::string> GitRepoRunsCode(const GitRepo& repo) {
+  if (!repo.unread.empty()) return "its metadata could not be read in full: " + repo.unread;
   if (repo.hooks_unknown) return "its hooks directory is a symlink or cannot be listed";
   if (!repo.hooks.empty()) {
     std::string why = "hook " + repo.hooks.front();

@@ -11,7 +11,8 @@
 //
 // Three steps, each split into I/O behind an injected GitFs and a pure decision:
 //   1. ScanGitMetadata walks every writable root (bounded: entries, depth, time; past a bound
-//      it fails, and the sandbox does not start) and reads each repository's pointers, config
+//      it fails, and the sandbox does not start; after the run it skips and names what lies
+//      past the bound instead: GitBoundMode) and reads each repository's pointers, config
 //      chain and hooks, and the user's config chain.
 //   2. PlanGitProtection turns a scan into the paths the view binds read-only and the
 //      placeholders (empty, read-only, removed after the run) for config-named paths that do not
@@ -159,6 +160,9 @@ struct GitRepo {
   // not byte-identical to the template's hook of the same name (what `git init` copies).
   std::vector<std::string> hooks;
   bool hooks_unknown = false;  // a hooks directory that is a symlink or cannot be listed
+  // Why it could not be read in full (the walk after the run, past a bound): it is then judged
+  // as one that runs code. "" when it was.
+  std::string unread;
 };
 
 // What a walk saw of each directory it listed whose ctime tracks its entries and is older than
@@ -200,7 +204,21 @@ struct GitScan {
   // For a later walk of the same roots: every directory listed or taken from `previous` that
   // may be remembered.
   GitWalkMemo memo;
+  // GitBoundMode::kSkipAndName: the subtrees not walked (the first 100), and how many in all.
+  struct Unwalked {
+    std::string path;
+    std::string why;  // "past the 'depth' bound (128)", "cannot be listed (...)"
+  };
+  std::vector<Unwalked> unwalked;
+  size_t unwalked_total = 0;
 };
+
+// How a walk meets a bound. Before the run (kFail) it fails, and the sandbox does not start.
+// After the run (kSkipAndName) a bound the command's own files can push it past never stops the
+// check: what lies past the bound is skipped and named (GitScan::unwalked), everything found is
+// still read and judged, and a repository that cannot be read in full counts as one that runs
+// code.
+enum class GitBoundMode { kFail, kSkipAndName };
 
 // The path in a pointer file, as git reads it (the part of the file before any NUL): a `.git`
 // file's "gitdir: PATH" (setup.c read_gitfile_gently: exactly that prefix, the rest of the file
@@ -216,7 +234,8 @@ std::optional<std::string> ParseGitPointer(std::string_view text, GitPointerKind
 // one before it).
 Result<GitScan> ScanGitMetadata(const std::vector<std::string>& roots, const GitEnv& env,
                                 const GitFs& fs, const GitScanLimits& limits,
-                                const GitWalkMemo* previous = nullptr);
+                                const GitWalkMemo* previous = nullptr,
+                                GitBoundMode mode = GitBoundMode::kFail);
 
 // ---- 2. The plan (pure, given the scan and the facts of GitFs) -------------------------------
 

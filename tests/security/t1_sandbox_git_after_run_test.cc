@@ -75,6 +75,50 @@ TEST_P(T1SandboxGitAfterRun, AGitFileIsJudgedByThePathGitOpens) {
   EXPECT_FALSE(Exists(marker_)) << "git on the host used a git dir the check did not judge";
 }
 
+// The bounds of the walk after the run are the command's to push: past one the check goes on
+// with everything else, acts on what it found, names what it did not walk, and the run fails.
+TEST_P(T1SandboxGitAfterRun, PastABoundTheCheckStillActsAndTheRunFails) {
+  Write(marker_ + "-fsm.sh", HookText(), 0755);
+  const std::string configured =
+      "git init -q sub && git -C sub config core.fsmonitor " + marker_ + "-fsm.sh && ";
+  auto deep = Sh(configured + "d=deep; for i in $(seq 135); do d=$d/x; done; mkdir -p $d");
+  EXPECT_EQ(deep.status, 125) << deep.err;
+  EXPECT_NE(deep.err.find("quarantined " + ws_ + "/sub/.git"), std::string::npos) << deep.err;
+  EXPECT_FALSE(Exists(ws_ + "/sub/.git"));
+  EXPECT_NE(deep.err.find("did not walk"), std::string::npos) << deep.err;
+  EXPECT_NE(deep.err.find(ws_ + "/deep/x/x/x"), std::string::npos) << deep.err;
+  EXPECT_NE(deep.err.find("'depth' bound (128)"), std::string::npos) << deep.err;
+  EXPECT_EQ(deep.err.find("did not start"), std::string::npos) << deep.err;
+  auto report = JsonReport(deep);
+  ASSERT_FALSE(report.is_discarded()) << deep.err;
+  EXPECT_EQ(report["exit_code"], 125);
+  EXPECT_EQ(report["command_exit_code"], 0);
+  EXPECT_EQ(report["git"]["check_complete"], false);
+  EXPECT_GE(report["git"]["unwalked_total"].get<int>(), 1);
+  UseGitOnTheHost(ws_ + "/sub");
+  EXPECT_FALSE(Exists(marker_)) << "git ran the fsmonitor of a repository made beside a deep tree";
+  // The next run there does not start until the tree is within the bound.
+  EXPECT_EQ(Sh("true").status, 125);
+  ASSERT_EQ(Shell("rm -rf " + ws_ + "/deep " + ws_ + "/sub*"), 0);
+
+  // The entries bound, pushed by the command's own files: the run fails, naming it.
+  auto many = Sh(configured + "mkdir many && cd many && for i in $(seq 300); do : > f$i; done",
+                 {"--git-scan-limit", "entries=200"});
+  EXPECT_EQ(many.status, 125) << many.err;
+  EXPECT_NE(many.err.find("'entries' bound (200)"), std::string::npos) << many.err;
+  ASSERT_EQ(Shell("rm -rf " + ws_ + "/many " + ws_ + "/sub*"), 0);
+
+  // Benign: a plain init and a tree within the bounds; the command's own status is the run's.
+  auto benign = Sh("git init -q plain && mkdir -p a/b/c/d/e && exit 3");
+  EXPECT_EQ(benign.status, 3) << benign.err;
+  EXPECT_TRUE(Quarantined(benign).empty()) << benign.err;
+  auto ok = JsonReport(benign);
+  ASSERT_FALSE(ok.is_discarded()) << benign.err;
+  EXPECT_EQ(ok["git"]["check_complete"], true);
+  EXPECT_FALSE(ok["git"].contains("unwalked"));
+  EXPECT_EQ(benign.err.find("ERROR"), std::string::npos) << benign.err;
+}
+
 INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxGitAfterRun, ::testing::ValuesIn(kAllCallers),
                          CallerParamName);
 

@@ -167,5 +167,64 @@ TEST(GitDiscovery, AGitFileIsJudgedByThePathGitOpens) {
   EXPECT_EQ(paths, V{"/w/src/.git"});
 }
 
+// ---- the walk after the run: a bound stops only what lies past it -----------------------------
+
+TEST(GitBoundMode, PastTheDepthBoundTheRestIsStillWalkedAndTheDeepPartNamed) {
+  FakeTree t;
+  t.GitInit("/w/sub");
+  t.Dir("/w/a/b/c/d");
+  t.GitInit("/w/z");
+  const GitScanLimits limits{.depth = 2};
+  auto fs = t.Fs();
+  EXPECT_FALSE(ScanGitMetadata({"/w"}, Env(), fs, limits));  // before the run: no start
+  auto scan = ScanGitMetadata({"/w"}, Env(), fs, limits, nullptr, GitBoundMode::kSkipAndName);
+  ASSERT_TRUE(scan) << scan.error().ToString();
+  EXPECT_EQ(Markers(*scan), (V{"/w/sub/.git", "/w/z/.git"}));
+  ASSERT_EQ(scan->unwalked.size(), 1u);
+  EXPECT_EQ(scan->unwalked[0].path, "/w/a/b/c");
+  EXPECT_EQ(scan->unwalked[0].why, "past the 'depth' bound (2)");
+  EXPECT_EQ(scan->unwalked_total, 1u);
+}
+
+TEST(GitBoundMode, PastTheEntriesOrTimeBoundWhatWasNotWalkedIsNamed) {
+  FakeTree t;
+  t.GitInit("/w/sub");
+  for (int i = 0; i < 30; ++i) t.File("/w/zmany/f" + std::to_string(i));  // listed first
+  t.Dir("/w/x/y");
+  auto fs = t.Fs();
+  auto scan =
+      ScanGitMetadata({"/w"}, Env(), fs, {.entries = 20}, nullptr, GitBoundMode::kSkipAndName);
+  ASSERT_TRUE(scan) << scan.error().ToString();
+  EXPECT_GT(scan->unwalked_total, 0u);
+  for (const auto& u : scan->unwalked) EXPECT_EQ(u.why, "past the 'entries' bound (20)") << u.path;
+
+  // Out of time: every repository found but not read counts as one that runs code.
+  t.tick = std::chrono::milliseconds(400);
+  auto slow =
+      ScanGitMetadata({"/w"}, Env(), fs, {.seconds = 1}, nullptr, GitBoundMode::kSkipAndName);
+  ASSERT_TRUE(slow) << slow.error().ToString();
+  EXPECT_GT(slow->unwalked_total, 0u);
+  for (const auto& repo : slow->repos) {
+    if (repo.unread.empty()) continue;
+    EXPECT_TRUE(GitRepoRunsCode(repo).has_value()) << repo.marker;
+  }
+}
+
+TEST(GitBoundMode, ADirectoryTheCommandCouldWriteButNotListIsNamed) {
+  FakeTree t;
+  t.GitInit("/w/sub");
+  t.Dir("/w/locked");
+  t.At("/w/locked").listable = false;  // writable: the command could have filled it
+  t.Dir("/w/theirs");
+  t.At("/w/theirs").listable = false;
+  t.At("/w/theirs").writable = false;  // neither: left alone, as before the run
+  auto fs = t.Fs();
+  auto scan = ScanGitMetadata({"/w"}, Env(), fs, {}, nullptr, GitBoundMode::kSkipAndName);
+  ASSERT_TRUE(scan) << scan.error().ToString();
+  ASSERT_EQ(scan->unwalked.size(), 1u);
+  EXPECT_EQ(scan->unwalked[0].path, "/w/locked");
+  EXPECT_EQ(Markers(*scan), V{"/w/sub/.git"});
+}
+
 }  // namespace
 }  // namespace anvil
