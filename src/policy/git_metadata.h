@@ -21,9 +21,10 @@
 //   3. After the run, a second scan and DecideGitQuarantine find what the command created or
 //      swapped in that git would execute or follow: a repository that did not exist (or whose
 //      `.git` was replaced, or whose gitdir pointer now leads elsewhere) and carries a hook,
-//      an executing config key or an include; a config-named path that is not the object that
-//      was protected; a config file git reads (the user's, an include) that is not what it
-//      was before the run, existing or not. ApplyGitQuarantine moves each aside
+//      or any config key but the inert ones git init and clone write (policy/git_inert_keys.h); a
+//      config-named path that is not the object that was protected; a config file git reads (the
+//      user's, an include) that is not what it was before the run, existing or not.
+//      ApplyGitQuarantine moves each aside
 //      (`NAME.anvil-quarantine`) so that git no longer finds it. A fresh `git init` or `git clone`
 //      is left alone.
 #pragma once
@@ -318,8 +319,9 @@ struct GitWatchedConfig {
 using GitWatchedConfigs = std::map<std::string, GitWatchedConfig>;
 GitWatchedConfigs GitConfigIdentities(const GitScan& scan, const GitFs& fs);
 
-// Why git would run code because of `repo` (a hook, an active config key, an include, a config
-// it cannot parse); nullopt when it would not.
+// Why git may run code because of `repo`, a repository made or changed during the run (a hook,
+// a config it cannot parse, any config key that is not inert: policy/git_inert_keys.h, not read
+// in full); nullopt when it holds only what git init, clone and friends write.
 std::optional<std::string> GitRepoRunsCode(const GitRepo& repo);
 
 // The repositories (indices into after.repos, with why) that are not what was there before the

@@ -119,6 +119,50 @@ TEST_P(T1SandboxGitAfterRun, PastABoundTheCheckStillActsAndTheRunFails) {
   EXPECT_EQ(benign.err.find("ERROR"), std::string::npos) << benign.err;
 }
 
+// A repository the command made may hold only the keys git init, clone and friends write: the
+// keys that run code are more than any list of them (an alias that is not `!cmd`, an archive
+// filter, a URL transport), and a repository's own config overrides the user's.
+TEST_P(T1SandboxGitAfterRun, ANewRepositoryWithAnyKeyBeyondInitAndCloneIsQuarantined) {
+  const std::string fsm = marker_ + "-fsm.sh";
+  Write(fsm, HookText(), 0755);
+  auto attack = Sh("git init -q r1 && git -C r1 config alias.st '-c core.fsmonitor=" + fsm +
+                   " status' && git init -q r2 && git -C r2 commit -q --allow-empty -m x && "
+                   "git -C r2 config tar.tgz.command '" +
+                   fsm +
+                   "; gzip -cn' && git init -q r3 && git -C r3 config protocol.ext.allow always && "
+                   "git -C r3 remote add origin 'ext::" +
+                   fsm + "' && git init -q r4 && git -C r4 remote add origin 'ext::" + fsm + "'");
+  EXPECT_EQ(attack.status, 0) << attack.err;
+  for (const char* repo : {"/r1", "/r2", "/r3", "/r4"}) {
+    EXPECT_FALSE(Exists(ws_ + repo + "/.git")) << repo << ": " << attack.err;
+    EXPECT_NE(attack.err.find("quarantined " + ws_ + repo + "/.git"), std::string::npos)
+        << attack.err;
+  }
+  EXPECT_NE(attack.err.find("alias.st"), std::string::npos) << attack.err;
+  EXPECT_NE(attack.err.find("ext::"), std::string::npos) << attack.err;
+  Git(ws_ + "/r1", {"st"});
+  Git(ws_ + "/r2", {"archive", "-o", ws_ + "/x.tgz", "HEAD"});
+  Git(ws_ + "/r3", {"fetch", "-q", "origin"});
+  Git(ws_ + "/r4", {"-c", "protocol.ext.allow=always", "fetch", "-q", "origin"});
+  EXPECT_FALSE(Exists(marker_)) << "git on the host ran a key of a repository the command made";
+
+  // Benign: what git init, clone, remote add, config user.*, branch tracking, submodule add,
+  // worktree add and commit write is left alone.
+  auto benign =
+      Sh("git init -q b && git -C b config user.name me && git -C b config user.email me@x.invalid "
+         "&& git -C b commit -q --allow-empty -m one && git -C b remote add up "
+         "https://example.invalid/b.git && git -C b config branch.main.remote up && "
+         "git -C b config branch.main.merge refs/heads/main && git clone -q b c && "
+         "git -C b -c protocol.file.allow=always submodule add -q \"$PWD/c\" sub && "
+         "git -C b commit -q -m sub && git -C b worktree add -q ../bw && git -C c log --oneline");
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_TRUE(Quarantined(benign).empty()) << benign.err;
+  EXPECT_TRUE(Exists(ws_ + "/b/.git/HEAD"));
+  EXPECT_TRUE(Exists(ws_ + "/c/.git/HEAD"));
+  EXPECT_TRUE(Exists(ws_ + "/b/sub/.git"));
+  EXPECT_TRUE(Exists(ws_ + "/bw/.git"));
+}
+
 INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxGitAfterRun, ::testing::ValuesIn(kAllCallers),
                          CallerParamName);
 
