@@ -261,6 +261,11 @@ ExecResult RunExec(const ExecRequest& request, Asker& asker, const SandboxRunner
                     {"started", last.started},
                     {"refusals", RefusalsJson(last.refusals)}});
     report["refusals"] = RefusalsJson(last.refusals);
+    if (!last.git_check_error.empty()) {
+      // What the command left was not all checked: never run it again, say so.
+      report["git_check_error"] = last.git_check_error;
+      break;
+    }
     // Only a failure caused by the sandbox is a reason to widen it.
     if (last.status == 0 || !last.started || last.refusals.empty()) break;
     const std::optional<Widening> proposal = ProposeWidening(last.refusals, context, is_directory);

@@ -55,6 +55,9 @@ struct SandboxRun {
   int status = 125;      // as `anvil sandbox` exits
   bool started = false;  // false: the sandbox could not be set up (status 125, nothing ran)
   std::vector<RefusalFact> refusals;
+  // The command ran, but the sandbox's check after it for git metadata could not vouch for the
+  // writable roots (status 125): why. "" when it could.
+  std::string git_check_error;
 };
 // Runs `anvil sandbox`'s command line (flags, "--", the command) and reports.
 using SandboxRunner = std::function<SandboxRun(const std::vector<std::string>& sandbox_args)>;

@@ -198,6 +198,7 @@ agent::SandboxRun RunSandboxInProcess(const std::vector<std::string>& sandbox_ar
   agent::SandboxRun run;
   run.status = RunSandboxCommand(sandbox_args, SandboxFrontEnd::kAnvilSandbox, &facts);
   run.started = facts.started;
+  run.git_check_error = facts.git_check_error;
   for (const Refusal& r : facts.refusals) {
     agent::RefusalFact fact;
     fact.kind = r.kind == Refusal::Kind::kWrite     ? agent::RefusalFact::Kind::kWrite

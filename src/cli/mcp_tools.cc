@@ -88,6 +88,13 @@ json RunCommandResult(const agent::ExecResult& result, const ChildOutcome& last,
               mcp::ValidUtf8(last.err.Text()) + "\n";
     }
   }
+  if (report.contains("git_check_error")) {
+    // The user's next git in the workspace may run what the command left: an error, never a
+    // plain exit status.
+    is_error = true;
+    structured["git_check_error"] = report["git_check_error"];
+    text += "sandbox error: " + report["git_check_error"].get<std::string>() + "\n";
+  }
   const json& refusals = report.value("refusals", json::array());
   if (!refusals.empty() && result.exit_status != 0) {
     text += "the sandbox refused:";

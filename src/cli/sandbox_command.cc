@@ -176,13 +176,45 @@ void PrintGitReport(const GitReport& git) {
     std::cerr << "anvil sandbox: WARNING: could not quarantine " << f
               << "; do not run git there before checking it\n";
   }
-  if (!git.check_error.empty()) {
-    std::cerr << "anvil sandbox: WARNING: the check for git metadata the command made could not "
-                 "finish ("
-              << git.check_error
-              << "); repositories it created were not checked: look for new .git entries and "
-                 "hooks before running git in the writable roots\n";
+  if (git.unwalked_total > 0) {
+    std::cerr << "anvil sandbox: ERROR: the check after the run for git metadata the command "
+                 "made did not walk "
+              << git.unwalked_total << " subtree(s) of the writable roots:\n";
+    for (const auto& u : git.unwalked) std::cerr << "  " << u.path << ": " << u.why << "\n";
+    if (git.unwalked_total > git.unwalked.size()) {
+      std::cerr << "  ... and " << git.unwalked_total - git.unwalked.size() << " more\n";
+    }
+    std::cerr << "Everything else was checked (and what runs code was moved aside). A repository "
+                 "the command made in those subtrees was not: do not run git in them (nor let an "
+                 "editor or prompt do) before looking for .git entries, HEAD files and hooks "
+                 "there, or remove them. The next sandbox there does not start until they are "
+                 "within the bounds (--git-scan-limit). Exit status 125.\n";
   }
+  if (!git.check_error.empty()) {
+    std::cerr << "anvil sandbox: ERROR: the check after the run for git metadata the command "
+                 "made could not finish ("
+              << git.check_error
+              << "); do not run git in the writable roots before looking for new .git entries, "
+                 "HEAD files and hooks. Exit status 125.\n";
+  }
+  if (!git.quarantine_failures.empty()) {
+    std::cerr << "anvil sandbox: exit status 125: not everything that runs code could be moved "
+                 "aside\n";
+  }
+}
+
+// One line for an agent (anvil exec, MCP): why the run failed after the command ran.
+std::string GitCheckSummary(const GitReport& git) {
+  std::string out = "the check after the run for git metadata the command made is incomplete";
+  if (git.unwalked_total > 0) {
+    out += "; not walked: " + std::to_string(git.unwalked_total) + " subtree(s), first " +
+           git.unwalked.front().path + " (" + git.unwalked.front().why + ")";
+  }
+  if (!git.check_error.empty()) out += "; " + git.check_error;
+  if (!git.quarantine_failures.empty()) {
+    out += "; not moved aside: " + git.quarantine_failures.front();
+  }
+  return out + ". Do not run git there before checking it (the user must look)";
 }
 
 nlohmann::json GitReportJson(const GitReport& git) {
@@ -204,6 +236,13 @@ nlohmann::json GitReportJson(const GitReport& git) {
                         {"quarantined", quarantined},
                         {"quarantine_failures", git.quarantine_failures}};
   if (!git.check_error.empty()) out["check_error"] = git.check_error;
+  if (git.unwalked_total > 0) {
+    nlohmann::json unwalked = nlohmann::json::array();
+    for (const auto& u : git.unwalked) unwalked.push_back({{"path", u.path}, {"why", u.why}});
+    out["unwalked"] = unwalked;
+    out["unwalked_total"] = git.unwalked_total;
+  }
+  out["check_complete"] = !git.Incomplete();
   return out;
 }
 
@@ -278,6 +317,12 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
   if (facts != nullptr) facts->refusals = refusals;
   if (inv->settings.home_created) SweepDeadSandboxHomes(inv->settings.state_dir);
   int status = outcome.ShellStatus();
+  // The command ran, but the check after it could not vouch for the writable roots: a failure
+  // of the sandbox, whatever the command's own status (--json keeps it as command_exit_code).
+  const int command_status = status;
+  const bool git_incomplete = outcome.git.checked_after && outcome.git.Incomplete();
+  if (git_incomplete) status = 125;
+  if (facts != nullptr && git_incomplete) facts->git_check_error = GitCheckSummary(outcome.git);
   if (!outcome.error.empty() &&
       (outcome.kind != SandboxOutcome::Kind::kSignaled || outcome.out_of_memory)) {
     std::cerr << "anvil sandbox: " << outcome.error << "\n";
@@ -295,6 +340,7 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
   }
   if (json) {
     nlohmann::json report = {{"exit_code", status},
+                             {"command_exit_code", command_status},
                              {"outcome", OutcomeName(outcome.kind)},
                              {"duration_ms", std::round(outcome.duration_ms * 1000) / 1000},
                              {"policy", ToString(policy.kind)},

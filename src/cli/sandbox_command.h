@@ -41,6 +41,9 @@ struct SandboxRunFacts {
   // What the sandbox and the proxy refused the command (policy/refusals.h): the facts an
   // escalation is decided from (anvil exec). Recorded whenever `facts` is given.
   std::vector<Refusal> refusals;
+  // The command ran, but the check after it for git metadata could not vouch for the writable
+  // roots (the run exits 125): why, in one line. "" when it could.
+  std::string git_check_error;
 };
 
 // Runs the whole subcommand; returns the process exit status. `facts`, when given, is filled.

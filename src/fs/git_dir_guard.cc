@@ -88,6 +88,16 @@ GitDirNames WithEntry(GitDirNames names, std::string_view name, GitDirEntryKind 
   return names;
 }
 
+GitDirNames WithListedEntry(GitDirNames names, std::string_view name, GitDirEntryKind kind,
+                            bool folds_case) {
+  GitDirNames next = WithEntry(names, name, kind, folds_case);
+  if (Counts(names.head, false)) next.head = names.head;
+  if (Counts(names.objects, true)) next.objects = names.objects;
+  if (Counts(names.refs, true)) next.refs = names.refs;
+  if (Counts(names.commondir, false)) next.commondir = names.commondir;
+  return next;
+}
+
 Status DecideGitDirMutation(const GitDirMutation& m) {
   for (const GitDirProbe& probe : m.dirs) {
     if (!IsGitDirShape(probe.names)) continue;

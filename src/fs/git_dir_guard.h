@@ -69,6 +69,13 @@ GitDirName ClassifyGitDirName(std::string_view name, bool folds_case);
 GitDirNames WithEntry(GitDirNames names, std::string_view name, GitDirEntryKind kind,
                       bool folds_case);
 
+// The same for a walk over a directory's listing, where several entries may be taken for one
+// of git's names (compared folded, not knowing how the directory looks names up): the entry is
+// recorded unless the name already holds one that git would accept — any of them may be the one
+// the directory's lookup finds. The shape can only grow with more entries.
+GitDirNames WithListedEntry(GitDirNames names, std::string_view name, GitDirEntryKind kind,
+                            bool folds_case);
+
 // ---- the plugin guard (pure) -----------------------------------------------------------------
 
 // One existing directory on the way to an op's target, as probed.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <set>
+#include <sstream>
 
 #include "policy/sandbox_policy.h"
 
@@ -85,9 +86,10 @@ Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
 void GitGuard::CheckAfterRun() {
   const auto start = std::chrono::steady_clock::now();
   report_.checked_after = true;
-  // The same bounds: a command that grew the roots past them leaves a check that cannot vouch
-  // for them, which the report says (and the next sandbox there does not start).
-  auto scan = ScanGitMetadata(roots_, env_, fs_, limits_, &memo_);
+  // The same bounds, but none stops the check: a command that grew the roots past one leaves
+  // subtrees that are named as not walked (the run exits 125, and the next sandbox there does
+  // not start), while everything found elsewhere is judged and moved aside as ever.
+  auto scan = ScanGitMetadata(roots_, env_, fs_, limits_, &memo_, GitBoundMode::kSkipAndName);
   report_.check_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (!scan) {
@@ -95,15 +97,22 @@ void GitGuard::CheckAfterRun() {
     return;
   }
   report_.check_listed = scan->listed;
+  report_.unwalked = scan->unwalked;
+  report_.unwalked_total = scan->unwalked_total;
   memo_ = std::move(scan->memo);
   std::set<int> moved;
   for (const auto& [i, why] : NewGitReposThatRunCode(before_, *scan, fs_)) moved.insert(i);
   GitProtectionPlan plan = PlanGitProtection(*scan, env_, fs_, limits_, moved);
   if (plan.incomplete) {
     // Out of time: what was planned is still acted on; the rest is reported as unchecked.
-    for (const auto& problem : plan.problems) {
-      if (problem.code == "limit") report_.check_error = problem.message;
-    }
+    report_.check_error = "the planning after the run took longer than the 'seconds' bound (" +
+                          [&] {
+                            std::ostringstream out;
+                            out << limits_.seconds;
+                            return out.str();
+                          }() +
+                          " s): what it decided was moved aside, the paths the rest of the "
+                          "configs name were not checked";
   }
   auto actions = DecideGitQuarantine(before_, configs_, *scan, plan, fs_);
   auto result = ApplyGitQuarantine(actions, roots_, fs_);

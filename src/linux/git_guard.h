@@ -36,9 +36,20 @@ struct GitReport {
   bool checked_after = false;           // the check after the run ran
   double check_ms = 0;                  // its walk, plan and quarantine
   size_t check_listed = 0;              // directory entries it listed (the rest were unchanged)
-  std::string check_error;              // it could not finish (a bound): nothing was moved
+  // What the check could not vouch for (nothing means it checked everything): the subtrees it
+  // did not walk (past a bound the command's files can push it past; what it found elsewhere
+  // was still judged and moved aside), or the planning that ran out of time. The run then exits
+  // 125.
+  std::string check_error;
+  std::vector<GitScan::Unwalked> unwalked;  // the first 100
+  size_t unwalked_total = 0;
   std::vector<GitQuarantined> quarantined;
   std::vector<std::string> quarantine_failures;
+  // The check after the run could not vouch for the writable roots: not everything was walked
+  // or planned, or something could not be moved aside.
+  bool Incomplete() const {
+    return !check_error.empty() || unwalked_total > 0 || !quarantine_failures.empty();
+  }
 };
 
 class GitGuard {

@@ -35,6 +35,7 @@ std::optional<GitFileFacts> FactsAt(int dirfd, const char* path, int flags) {
            : S_ISREG(sx.stx_mode) ? GitFileType::kFile
            : S_ISLNK(sx.stx_mode) ? GitFileType::kSymlink
                                   : GitFileType::kOther;
+  f.executable = S_ISREG(sx.stx_mode) && (sx.stx_mode & 0111) != 0;
   f.dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
   f.ino = sx.stx_ino;
   f.ctime_sec = sx.stx_ctime.tv_sec;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <set>
 
+#include "policy/git_inert_keys.h"
 #include "policy/git_metadata.h"
 #include "policy/git_metadata_internal.h"
 #include "policy/git_paths.h"
@@ -76,18 +77,26 @@ GitWatchedConfigs GitConfigIdentities(const GitScan& scan, const GitFs& fs) {
 }
 
 std::optional<std::string> GitRepoRunsCode(const GitRepo& repo) {
+  if (!repo.unread.empty()) return "its metadata could not be read in full: " + repo.unread;
   if (repo.hooks_unknown) return "its hooks directory is a symlink or cannot be listed";
   if (!repo.hooks.empty()) {
     std::string why = "hook " + repo.hooks.front();
     if (repo.hooks.size() > 1) why += " (and " + std::to_string(repo.hooks.size() - 1) + " more)";
     return why;
   }
+  // core.worktree naming the directory whose .git leads here (a submodule's git dir).
+  auto worktree_is_top = [&](const GitConfigEntry& e) {
+    if (repo.top.empty() || !e.value || e.value->empty()) return false;
+    const std::string abs = (*e.value)[0] == '/' ? *e.value : Join(repo.gitdir, *e.value);
+    return LexicalNormal(abs) == LexicalNormal(repo.top);
+  };
   for (const auto& f : repo.configs) {
     if (!f.error.empty()) return "config " + f.path + " git cannot read: " + f.error;
     for (const auto& e : f.entries) {
-      if (ClassifyGitConfigKey(e) != GitKeyUse::kNone && GitEntryIsActive(e)) {
-        return KeyName(e) + " in " + f.path + ":" + std::to_string(e.line);
-      }
+      const std::string where = KeyName(e) + " in " + f.path + ":" + std::to_string(e.line);
+      if (ClassifyGitConfigKey(e) != GitKeyUse::kNone && GitEntryIsActive(e)) return where;
+      // Only the keys git init, clone and friends write (policy/git_inert_keys.h).
+      if (auto why = GitKeyNotInert(e, worktree_is_top(e))) return where + " (" + *why + ")";
     }
   }
   return std::nullopt;

@@ -3,6 +3,7 @@
 // git_check.cc; the real file system behind GitFs: linux/git_real_fs.h.
 #include "policy/git_metadata.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -130,6 +131,26 @@ Status ApplyGitScanLimit(std::string_view flag_value, GitScanLimits& limits) {
                 "--git-scan-limit: unknown bound '" + name + "' (entries, depth, seconds, paths)");
   }
   return Ok();
+}
+
+std::optional<std::string> ParseGitPointer(std::string_view text, GitPointerKind kind) {
+  // git reads the file as a C string: what follows a NUL is not there.
+  text = text.substr(0, text.find('\0'));
+  if (kind == GitPointerKind::kDotGitFile) {
+    // read_gitfile_gently: "gitdir: " exactly, the rest of the file the path.
+    constexpr std::string_view kPrefix = "gitdir: ";
+    if (text.substr(0, kPrefix.size()) != kPrefix) return std::nullopt;
+    text.remove_prefix(kPrefix.size());
+  }
+  // git strips line ends at the end only (a worktree's back pointer: any blank, strbuf_rtrim);
+  // blanks and lines before them are part of the path.
+  auto strip = [&](char c) {
+    return c == '\n' || c == '\r' ||
+           (kind == GitPointerKind::kBackPointer && std::isspace(static_cast<unsigned char>(c)));
+  };
+  while (!text.empty() && strip(text.back())) text.remove_suffix(1);
+  if (text.empty()) return std::nullopt;
+  return std::string(text);
 }
 
 }  // namespace anvil

@@ -13,7 +13,8 @@
 // linux/git_real_fs.h; one file per step: git_scan.cc, git_plan.cc with git_config_keys.cc,
 // git_check.cc):
 //   1. ScanGitMetadata walks every writable root (bounded: entries, depth, time; past a bound
-//      it fails, and the sandbox does not start) and reads each repository's pointers, config
+//      it fails, and the sandbox does not start; after the run it skips and names what lies
+//      past the bound instead: GitBoundMode) and reads each repository's pointers, config
 //      chain and hooks, and the user's config chain.
 //   2. PlanGitProtection turns a scan into the paths the view binds read-only and the
 //      placeholders (empty, read-only, removed after the run) for config-named paths that do not
@@ -22,11 +23,11 @@
 //   3. After the run, a second scan and DecideGitQuarantine find what the command created or
 //      swapped in that git would execute or follow: a repository that did not exist (or whose
 //      `.git` was replaced, or whose gitdir pointer now leads elsewhere) and carries a hook,
-//      an executing config key or an include; a config-named path that is not the object that
-//      was protected; a config file git reads (the user's, an include) that is not what it
-//      was before the run, existing or not. ApplyGitQuarantine (linux/git_quarantine.h) moves
-//      each aside (`NAME.anvil-quarantine`) so that git no longer finds it. A fresh `git init`
-//      or `git clone` is left alone.
+//      or any config key but the inert ones git init and clone write (policy/git_inert_keys.h); a
+//      config-named path that is not the object that was protected; a config file git reads (the
+//      user's, an include) that is not what it was before the run, existing or not.
+//      ApplyGitQuarantine (linux/git_quarantine.h) moves each aside (`NAME.anvil-quarantine`) so
+//      that git no longer finds it. A fresh `git init` or `git clone` is left alone.
 #pragma once
 
 #include <chrono>
@@ -64,6 +65,9 @@ struct GitFileFacts {
   // (local filesystems: ext2/3/4, xfs, btrfs, tmpfs, f2fs, zfs, bcachefs); not assumed of others
   // (network, FUSE, overlay).
   bool ctime_tracks_entries = false;
+  // A regular file with an execute bit: access(X_OK) may accept it (as git's is_git_directory
+  // accepts one as `objects` or `refs`).
+  bool executable = false;
   bool exists() const { return type != GitFileType::kMissing; }
 };
 
@@ -157,6 +161,9 @@ struct GitRepo {
   // not byte-identical to the template's hook of the same name (what `git init` copies).
   std::vector<std::string> hooks;
   bool hooks_unknown = false;  // a hooks directory that is a symlink or cannot be listed
+  // Why it could not be read in full (the walk after the run, past a bound): it is then judged
+  // as one that runs code. "" when it was.
+  std::string unread;
 };
 
 // What a walk saw of each directory it listed whose ctime tracks its entries and is older than
@@ -198,7 +205,29 @@ struct GitScan {
   // For a later walk of the same roots: every directory listed or taken from `previous` that
   // may be remembered.
   GitWalkMemo memo;
+  // GitBoundMode::kSkipAndName: the subtrees not walked (the first 100), and how many in all.
+  struct Unwalked {
+    std::string path;
+    std::string why;  // "past the 'depth' bound (128)", "cannot be listed (...)"
+  };
+  std::vector<Unwalked> unwalked;
+  size_t unwalked_total = 0;
 };
+
+// How a walk meets a bound. Before the run (kFail) it fails, and the sandbox does not start.
+// After the run (kSkipAndName) a bound the command's own files can push it past never stops the
+// check: what lies past the bound is skipped and named (GitScan::unwalked), everything found is
+// still read and judged, and a repository that cannot be read in full counts as one that runs
+// code.
+enum class GitBoundMode { kFail, kSkipAndName };
+
+// The path in a pointer file, as git reads it (the part of the file before any NUL): a `.git`
+// file's "gitdir: PATH" (setup.c read_gitfile_gently: exactly that prefix, the rest of the file
+// with the line ends at its end stripped, blanks and inner lines kept), a git dir's `commondir`
+// (the same, no prefix), a linked worktree's `gitdir` back pointer (trailing blanks stripped).
+// nullopt when git finds no path there. Relative paths are left to the caller.
+enum class GitPointerKind { kDotGitFile, kCommonDir, kBackPointer };
+std::optional<std::string> ParseGitPointer(std::string_view text, GitPointerKind kind);
 
 // Fails ("limit") past a bound, naming it, its value and the way out; ("sandbox") for a
 // directory in a writable root that cannot be listed but could be written.
@@ -206,7 +235,8 @@ struct GitScan {
 // one before it).
 Result<GitScan> ScanGitMetadata(const std::vector<std::string>& roots, const GitEnv& env,
                                 const GitFs& fs, const GitScanLimits& limits,
-                                const GitWalkMemo* previous = nullptr);
+                                const GitWalkMemo* previous = nullptr,
+                                GitBoundMode mode = GitBoundMode::kFail);
 
 // ---- 2. The plan (pure, given the scan and the facts of GitFs) -------------------------------
 
@@ -289,8 +319,9 @@ struct GitWatchedConfig {
 using GitWatchedConfigs = std::map<std::string, GitWatchedConfig>;
 GitWatchedConfigs GitConfigIdentities(const GitScan& scan, const GitFs& fs);
 
-// Why git would run code because of `repo` (a hook, an active config key, an include, a config
-// it cannot parse); nullopt when it would not.
+// Why git may run code because of `repo`, a repository made or changed during the run (a hook,
+// a config it cannot parse, any config key that is not inert: policy/git_inert_keys.h, not read
+// in full); nullopt when it holds only what git init, clone and friends write.
 std::optional<std::string> GitRepoRunsCode(const GitRepo& repo);
 
 // The repositories (indices into after.repos, with why) that are not what was there before the

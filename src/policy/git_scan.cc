@@ -35,11 +35,44 @@ GitDirEntryKind KindOf(GitFileType type) {
   return GitDirEntryKind::kOther;
 }
 
+// An entry lstat'ed: with its execute bits.
+GitDirEntryKind KindOf(const GitFileFacts& facts) {
+  if (facts.type == GitFileType::kFile && facts.executable) return GitDirEntryKind::kExecFile;
+  return KindOf(facts.type);
+}
+
+// What git's is_git_directory finds in `dir` under its four names, from the directory's entries:
+// every entry that folds to one of them counts (the walk does not know which directories fold
+// case; over-matching only looks at more repositories), and a regular file named `objects` or
+// `refs` is lstat'ed for its execute bits (access(X_OK) takes an executable file), afresh on
+// every walk: a chmod changes the file's ctime, never its directory's, so a listing taken from
+// the memo cannot tell. Only where a HEAD could make the shape: one lstat per such name.
+GitDirNames GitDirNamesOf(const std::string& dir, const std::vector<GitDirEntry>& entries,
+                          const GitFs& fs) {
+  GitDirNames names;
+  for (const auto& e : entries) names = WithListedEntry(names, e.name, KindOf(e.type), true);
+  const GitDirEntryKind head = names.head;
+  if (IsGitDirShape(names) ||
+      (head != GitDirEntryKind::kFile && head != GitDirEntryKind::kExecFile &&
+       head != GitDirEntryKind::kSymlink)) {
+    return names;
+  }
+  for (const auto& e : entries) {
+    if (e.type != GitFileType::kFile) continue;
+    const GitDirName which = ClassifyGitDirName(e.name, true);
+    if (which != GitDirName::kObjects && which != GitDirName::kRefs) continue;
+    const std::string path = dir == "/" ? "/" + e.name : dir + "/" + e.name;
+    names = WithListedEntry(names, e.name, KindOf(fs.lstat(path)), true);
+  }
+  return names;
+}
+
 constexpr size_t kMaxConfigBytes = 1 << 20;
 constexpr size_t kMaxPointerBytes = 64 * 1024;
 constexpr size_t kMaxHookCompareBytes = 1 << 20;
-constexpr int kMaxIncludeDepth = 10;     // git's own MAX_INCLUDE_DEPTH
-constexpr size_t kMaxConfigFiles = 256;  // files in one config chain (includes fan out)
+constexpr int kMaxIncludeDepth = 10;       // git's own MAX_INCLUDE_DEPTH
+constexpr size_t kMaxConfigFiles = 256;    // files in one config chain (includes fan out)
+constexpr size_t kMaxUnwalkedNamed = 100;  // subtrees named in GitScan::unwalked
 constexpr char kDefaultTemplateDir[] = "/usr/share/git-core/templates";
 
 bool EndsWith(std::string_view s, std::string_view suffix) {
@@ -47,16 +80,15 @@ bool EndsWith(std::string_view s, std::string_view suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-std::string FirstLine(std::string_view text) { return Trim(text.substr(0, text.find('\n'))); }
-
 class Scanner {
  public:
   Scanner(const GitEnv& env, const GitFs& fs, const GitScanLimits& limits,
-          const GitWalkMemo* previous)
+          const GitWalkMemo* previous, GitBoundMode mode)
       : env_(env),
         fs_(fs),
         limits_(limits),
         previous_(previous),
+        mode_(mode),
         start_(fs.now()),
         wall_start_(fs.wall_seconds()) {}
 
@@ -75,7 +107,12 @@ class Scanner {
     }
     for (const auto& r : walk) FindEnclosing(r);
     for (auto& repo : scan_.repos) {
-      if (auto s = ReadRepo(repo); !s) return tl::unexpected(s.error());
+      if (auto s = ReadRepo(repo); !s) {
+        if (mode_ == GitBoundMode::kFail) return tl::unexpected(s.error());
+        // Not read in full: judged as one that runs code (GitRepoRunsCode).
+        repo.unread = s.error().message;
+        Unwalked(repo.marker, "a repository whose metadata could not be read in full");
+      }
     }
     scan_.seconds = std::chrono::duration<double>(fs_.now() - start_).count();
     return std::move(scan_);
@@ -92,6 +129,10 @@ class Scanner {
     return Ok();
   }
 
+  std::string EntriesBoundText() const {
+    return "past the 'entries' bound (" + std::to_string(limits_.entries) + ")";
+  }
+
   Status CountEntries(size_t n, const std::string& where) {
     scan_.entries += n;
     if (scan_.entries > limits_.entries) {
@@ -102,19 +143,44 @@ class Scanner {
     return Ok();
   }
 
+  // After the run, a bound stops nothing but the part of the walk past it: `path` is named as
+  // not walked, and the walk goes on with the rest.
+  void Unwalked(const std::string& path, const std::string& why) {
+    if (scan_.unwalked.size() < kMaxUnwalkedNamed) scan_.unwalked.push_back({path, why});
+    ++scan_.unwalked_total;
+  }
+
   Status Walk(const std::string& root) {
     std::vector<std::pair<std::string, size_t>> stack{{root, 0}};
     while (!stack.empty()) {
       auto [dir, depth] = std::move(stack.back());
       stack.pop_back();
-      if (auto s = CheckTime(dir); !s) return s;
+      if (!exhausted_.empty()) {
+        Unwalked(dir, exhausted_);
+        continue;
+      }
+      if (auto s = CheckTime(dir); !s) {
+        if (mode_ == GitBoundMode::kFail) return s;
+        exhausted_ = "past the 'seconds' bound (" + SecondsText(limits_.seconds) + ")";
+        Unwalked(dir, exhausted_);
+        continue;
+      }
       std::vector<GitDirEntry> entries;
-      if (auto s = Remembered(dir, entries); !s) return tl::unexpected(s.error());
+      if (auto s = Remembered(dir, entries); !s) {
+        if (mode_ == GitBoundMode::kFail) return tl::unexpected(s.error());
+        exhausted_ = EntriesBoundText();
+        Unwalked(dir, exhausted_);
+        continue;
+      }
       if (!remembered_) {
         auto listing = fs_.list_dir(dir);
         if (!listing) {
           // What the caller cannot list but could write, the command could fill unseen.
           if (listing.error().code == "denied" && dir != root && !fs_.writable(dir)) continue;
+          if (mode_ == GitBoundMode::kSkipAndName) {
+            Unwalked(dir, "cannot be listed (" + listing.error().message + ")");
+            continue;
+          }
           return Fail("sandbox", "git metadata: cannot look for git repositories in " + dir + " (" +
                                      listing.error().message +
                                      "), which the command could write. fix: make it readable, "
@@ -122,16 +188,18 @@ class Scanner {
                                      "metadata");
         }
         scan_.listed += listing->entries.size();
-        if (auto s = CountEntries(listing->entries.size(), dir); !s) return s;
+        if (auto s = CountEntries(listing->entries.size(), dir); !s) {
+          if (mode_ == GitBoundMode::kFail) return s;
+          // This directory is listed and looked through; the rest of the walk is not.
+          exhausted_ = EntriesBoundText();
+        }
         Remember(*listing);
         entries = std::move(listing->entries);
       }
       const std::vector<GitDirEntry>* list = &entries;
       // Names folded: the walk does not know which directories fold case, and over-matching
       // only looks at more repositories.
-      GitDirNames names;
-      for (const auto& e : *list) names = WithEntry(names, e.name, KindOf(e.type), true);
-      if (IsGitDirShape(names)) {
+      if (IsGitDirShape(GitDirNamesOf(dir, *list, fs_))) {
         // git takes a directory holding HEAD, objects/ and refs/ (or HEAD and commondir) for a
         // git dir (a bare repository, or a git dir under another name) when it starts inside
         // it (fs/git_dir_guard.h: the predicate the gateway's plugin guard uses too).
@@ -166,6 +234,10 @@ class Scanner {
         }
         if (e.type != GitFileType::kDir) continue;  // symlinks are not followed
         if (depth + 1 > limits_.depth) {
+          if (mode_ == GitBoundMode::kSkipAndName) {
+            Unwalked(path, "past the 'depth' bound (" + std::to_string(limits_.depth) + ")");
+            continue;
+          }
           return tl::unexpected(LimitError("depth", std::to_string(limits_.depth),
                                            "directories nested deeper than allowed", path));
         }
@@ -198,7 +270,7 @@ class Scanner {
                                                    : GitMarkerKind::kGitLink;
         if (!seen(dotgit)) scan_.repos.push_back(repo);
       }
-      auto kind = [&](const char* name) { return KindOf(fs_.lstat(Join(dir, name)).type); };
+      auto kind = [&](const char* name) { return KindOf(fs_.lstat(Join(dir, name))); };
       const GitDirNames names{kind("HEAD"), kind("objects"), kind("refs"), kind("commondir")};
       if (IsGitDirShape(names) && !seen(dir)) {
         repo.marker = dir;
@@ -260,16 +332,12 @@ class Scanner {
 
   // `gitdir: PATH` (relative to `base`), as in a .git file or a worktree's gitdir file.
   std::optional<std::string> ReadPointer(const std::string& file, const std::string& base,
-                                         bool prefixed) {
+                                         GitPointerKind kind) {
     auto text = fs_.read_file(file, kMaxPointerBytes);
     if (!text || !*text) return std::nullopt;
-    std::string line = FirstLine(**text);
-    if (prefixed) {
-      if (line.rfind("gitdir:", 0) != 0) return std::nullopt;
-      line = Trim(line.substr(7));
-    }
-    if (line.empty()) return std::nullopt;
-    return line[0] == '/' ? line : Join(base, line);
+    auto target = ParseGitPointer(**text, kind);
+    if (!target) return std::nullopt;
+    return (*target)[0] == '/' ? *target : Join(base, *target);
   }
 
   Status ReadRepo(GitRepo& repo) {
@@ -280,14 +348,14 @@ class Scanner {
         repo.gitdir = repo.marker;
         break;
       case GitMarkerKind::kGitFile:
-        repo.gitdir = ReadPointer(repo.marker, repo.top, true).value_or("");
+        repo.gitdir = ReadPointer(repo.marker, repo.top, GitPointerKind::kDotGitFile).value_or("");
         break;
       case GitMarkerKind::kGitLink: {
         auto target = fs_.resolve(repo.marker);
         if (target && fs_.lstat(*target).type == GitFileType::kDir) {
           repo.gitdir = *target;
         } else if (target) {
-          repo.gitdir = ReadPointer(*target, repo.top, true).value_or("");
+          repo.gitdir = ReadPointer(*target, repo.top, GitPointerKind::kDotGitFile).value_or("");
         }
         break;
       }
@@ -296,8 +364,10 @@ class Scanner {
     auto real_gitdir = fs_.resolve(repo.gitdir);
     if (!real_gitdir || fs_.lstat(*real_gitdir).type != GitFileType::kDir) return Ok();
     repo.commondir =
-        ReadPointer(Join(repo.gitdir, "commondir"), repo.gitdir, false).value_or(repo.gitdir);
-    if (auto back = ReadPointer(Join(repo.gitdir, "gitdir"), repo.gitdir, false)) {
+        ReadPointer(Join(repo.gitdir, "commondir"), repo.gitdir, GitPointerKind::kCommonDir)
+            .value_or(repo.gitdir);
+    if (auto back =
+            ReadPointer(Join(repo.gitdir, "gitdir"), repo.gitdir, GitPointerKind::kBackPointer)) {
       repo.worktree_dotgits.push_back(*back);
     }
     const std::string worktrees = Join(repo.commondir, "worktrees");
@@ -307,7 +377,7 @@ class Scanner {
         if (auto s = CountEntries(list->entries.size(), worktrees); !s) return s;
         for (const auto& e : list->entries) {
           const std::string wt = Join(worktrees, e.name);
-          if (auto back = ReadPointer(Join(wt, "gitdir"), wt, false)) {
+          if (auto back = ReadPointer(Join(wt, "gitdir"), wt, GitPointerKind::kBackPointer)) {
             repo.worktree_dotgits.push_back(*back);
           }
         }
@@ -451,6 +521,9 @@ class Scanner {
   const GitFs& fs_;
   const GitScanLimits& limits_;
   const GitWalkMemo* previous_;
+  GitBoundMode mode_;
+  // Why the rest of the walk is skipped (kSkipAndName past the 'entries' or 'seconds' bound).
+  std::string exhausted_;
   bool remembered_ = false;
   std::chrono::steady_clock::time_point start_;
   int64_t wall_start_;
@@ -462,8 +535,8 @@ class Scanner {
 
 Result<GitScan> ScanGitMetadata(const std::vector<std::string>& roots, const GitEnv& env,
                                 const GitFs& fs, const GitScanLimits& limits,
-                                const GitWalkMemo* previous) {
-  return Scanner(env, fs, limits, previous).Run(roots);
+                                const GitWalkMemo* previous, GitBoundMode mode) {
+  return Scanner(env, fs, limits, previous, mode).Run(roots);
 }
 
 }  // namespace anvil

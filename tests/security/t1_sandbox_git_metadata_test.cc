@@ -15,86 +15,13 @@
 #include <string>
 #include <vector>
 
+#include "git_sandbox_fixture.h"
 #include "policy/git_config.h"
-#include "sandbox_harness.h"
 
 namespace anvil::testing {
 namespace {
 
-constexpr char kGit[] = "/usr/bin/git";
-
-class T1SandboxGitMetadata : public CallerTest {
- protected:
-  void SetUp() override {
-    CallerTest::SetUp();
-    if (IsSkipped()) return;
-    if (access(kGit, X_OK) != 0) GTEST_SKIP() << "SKIPPED: no " << kGit << " to prove it with";
-    // Writable by both callers, outside the workspace: only git run on the host can reach the
-    // marker, never the sandboxed command.
-    chmod(outside_.path().c_str(), 0777);
-    ws_ = outside_ / "ws";
-    home_ = outside_ / "home";
-    marker_ = outside_ / "pwned";
-    ASSERT_EQ(mkdir(ws_.c_str(), 0755), 0);
-    ASSERT_EQ(mkdir(home_.c_str(), 0755), 0);
-    caller_.Give(ws_);
-    caller_.Give(home_);
-    GitOk(ws_, {"init", "-q"});
-    Write(ws_ + "/README", "hello\n");
-    GitOk(ws_, {"add", "README"});
-    GitOk(ws_, {"commit", "-q", "-m", "first"});
-  }
-
-  RunOptions Env() const {
-    RunOptions o;
-    o.env = {"PATH=/usr/local/bin:/usr/bin:/bin",
-             "HOME=" + home_,
-             "LANG=C.UTF-8",
-             "GIT_AUTHOR_NAME=t",
-             "GIT_AUTHOR_EMAIL=t@example.invalid",
-             "GIT_COMMITTER_NAME=t",
-             "GIT_COMMITTER_EMAIL=t@example.invalid"};
-    return Opts(o);
-  }
-  // The real git, outside any sandbox, as the caller.
-  RunResult Git(const std::string& dir, const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {kGit, "-C", dir};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return ::anvil::testing::Run(argv, Env());
-  }
-  void GitOk(const std::string& dir, const std::vector<std::string>& args) {
-    auto r = Git(dir, args);
-    ASSERT_EQ(r.status, 0) << "git " << args.front() << " in " << dir << ": " << r.err;
-  }
-  RunResult Sh(const std::string& script, std::vector<std::string> flags = {}) {
-    flags.push_back("--json");
-    return SandboxSh(ws_, script, flags, Env());
-  }
-  void Write(const std::string& path, const std::string& data, int mode = 0644) {
-    WriteFile(path, data, mode);
-    caller_.Give(path);
-  }
-  // Shell for the sandbox: a script at `path` that would leave the marker when run.
-  std::string Plant(const std::string& path) const {
-    return "printf '#!/bin/sh\\necho pwned >> " + marker_ + "\\n' > " + path + " && chmod +x " +
-           path;
-  }
-  std::string HookText() const { return "#!/bin/sh\necho pwned >> " + marker_ + "\n"; }
-  // Runs git on the host the way a user (or an editor polling it) does.
-  void UseGitOnTheHost(const std::string& dir) {
-    Git(dir, {"status"});
-    Git(dir, {"diff", "HEAD"});
-    Git(dir, {"commit", "-q", "--allow-empty", "-m", "by the user"});
-  }
-  nlohmann::json Quarantined(const RunResult& r) {
-    auto report = JsonReport(r);
-    if (report.is_discarded() || !report.contains("git")) return nlohmann::json::array();
-    return report["git"]["quarantined"];
-  }
-
-  TempDir outside_{"anvil-git", "/var/tmp"};
-  std::string ws_, home_, marker_;
-};
+class T1SandboxGitMetadata : public GitSandboxTest {};
 
 TEST_P(T1SandboxGitMetadata, NestedRepositoryMetadataIsReadOnlyItsWorkingTreeIsNot) {
   const std::string lib = ws_ + "/vendor/lib";

@@ -42,7 +42,7 @@ class FakeSandbox {
   SandboxRunner Runner() {
     return [this](const Argv& args) {
       calls.push_back(args);
-      if (results.empty()) return SandboxRun{0, true, {}};
+      if (results.empty()) return SandboxRun{0, true, {}, {}};
       SandboxRun r = results.front();
       results.pop_front();
       return r;
@@ -173,7 +173,7 @@ TEST_F(ExecFlowTest, AlwaysWritesTheRuleAndTheNextRunDoesNotAsk) {
 }
 
 TEST_F(ExecFlowTest, OnFailureOffersTheWideningAndReRunsTheSameCommandWithExactlyIt) {
-  sandbox_.results = {SandboxRun{1, true, {GitWrite()}}, SandboxRun{0, true, {}}};
+  sandbox_.results = {SandboxRun{1, true, {GitWrite()}, {}}, SandboxRun{0, true, {}, {}}};
   asker_.answers = {ApprovalAnswer::kOnce};
   auto r = Run(Request({"git", "commit", "-m", "x"}, ApprovalMode::kOnFailure));
   EXPECT_EQ(r.exit_status, 0);
@@ -189,7 +189,7 @@ TEST_F(ExecFlowTest, OnFailureOffersTheWideningAndReRunsTheSameCommandWithExactl
 }
 
 TEST_F(ExecFlowTest, AWideningRefusedOrNotAskedDoesNotReRun) {
-  sandbox_.results = {SandboxRun{1, true, {GitWrite()}}};
+  sandbox_.results = {SandboxRun{1, true, {GitWrite()}, {}}};
   asker_.answers = {ApprovalAnswer::kNever};
   auto refused = Run(Request({"git", "commit"}, ApprovalMode::kOnFailure));
   EXPECT_EQ(refused.exit_status, 1);
@@ -199,7 +199,7 @@ TEST_F(ExecFlowTest, AWideningRefusedOrNotAskedDoesNotReRun) {
   // on-request: reported to the agent, which may ask with a reason; never: final.
   for (ApprovalMode mode : {ApprovalMode::kOnRequest, ApprovalMode::kNever}) {
     sandbox_.calls.clear();
-    sandbox_.results = {SandboxRun{1, true, {GitWrite()}}};
+    sandbox_.results = {SandboxRun{1, true, {GitWrite()}, {}}};
     auto r = Run(Request({"cargo", "build"}, mode));
     EXPECT_EQ(r.exit_status, 1);
     EXPECT_EQ(sandbox_.calls.size(), 1u);
@@ -209,18 +209,35 @@ TEST_F(ExecFlowTest, AWideningRefusedOrNotAskedDoesNotReRun) {
   // Nobody to ask.
   asker_.can_ask = false;
   sandbox_.calls.clear();
-  sandbox_.results = {SandboxRun{1, true, {GitWrite()}}};
+  sandbox_.results = {SandboxRun{1, true, {GitWrite()}, {}}};
   auto r = Run(Request({"cargo", "build"}, ApprovalMode::kOnFailure));
   EXPECT_EQ(sandbox_.calls.size(), 1u);
   EXPECT_EQ(r.report["escalation"]["state"], "not asked");
 }
 
 TEST_F(ExecFlowTest, ASuccessOrASetupFailureIsNeverEscalated) {
-  sandbox_.results = {SandboxRun{0, true, {GitWrite()}}, SandboxRun{125, false, {GitWrite()}}};
+  sandbox_.results = {SandboxRun{0, true, {GitWrite()}, {}},
+                      SandboxRun{125, false, {GitWrite()}, {}}};
   EXPECT_EQ(Run(Request({"cargo", "build"}, ApprovalMode::kOnFailure)).exit_status, 0);
   EXPECT_EQ(Run(Request({"cargo", "build"}, ApprovalMode::kOnFailure)).exit_status, 125);
   EXPECT_TRUE(asker_.asked.empty());
   EXPECT_EQ(sandbox_.calls.size(), 2u);
+}
+
+// The command ran but the check after it for git metadata could not vouch for the workspace:
+// the report says so, and it is never run again (a widening would not make it safer).
+TEST_F(ExecFlowTest, AnIncompleteGitCheckIsReportedAndNeverEscalated) {
+  sandbox_.results = {SandboxRun{125, true, {GitWrite()}, "not walked: /w/deep"},
+                      SandboxRun{0, true, {}, {}}};
+  auto r = Run(Request({"cargo", "build"}, ApprovalMode::kOnFailure));
+  EXPECT_EQ(r.exit_status, 125);
+  EXPECT_EQ(r.report["git_check_error"], "not walked: /w/deep");
+  EXPECT_TRUE(asker_.asked.empty());
+  EXPECT_EQ(sandbox_.calls.size(), 1u);
+  // Benign: a run whose check was complete has no such field.
+  auto ok = Run(Request({"cargo", "build"}, ApprovalMode::kOnFailure));
+  EXPECT_EQ(ok.exit_status, 0);
+  EXPECT_FALSE(ok.report.contains("git_check_error"));
 }
 
 TEST_F(ExecFlowTest, TheAgentAsksUpFrontOnlyWhereTheModeLetsIt) {
@@ -245,8 +262,8 @@ TEST_F(ExecFlowTest, TheAgentAsksUpFrontOnlyWhereTheModeLetsIt) {
 
 TEST_F(ExecFlowTest, WideningsStopAfterTheLimit) {
   RefusalFact tmp{RefusalFact::Kind::kWrite, "/var/tmp/x", "openat", "outside", ""};
-  sandbox_.results = {SandboxRun{1, true, {GitWrite()}}, SandboxRun{1, true, {tmp}},
-                      SandboxRun{1, true, {GitWrite()}}};
+  sandbox_.results = {SandboxRun{1, true, {GitWrite()}, {}}, SandboxRun{1, true, {tmp}, {}},
+                      SandboxRun{1, true, {GitWrite()}, {}}};
   asker_.answers = {ApprovalAnswer::kOnce, ApprovalAnswer::kOnce};
   auto request = Request({"cargo", "build"}, ApprovalMode::kOnFailure);
   auto r = Run(request);
@@ -255,7 +272,7 @@ TEST_F(ExecFlowTest, WideningsStopAfterTheLimit) {
   EXPECT_EQ(r.report["escalation"]["state"], "none");
 
   sandbox_.calls.clear();
-  sandbox_.results = {SandboxRun{1, true, {GitWrite()}}, SandboxRun{1, true, {tmp}}};
+  sandbox_.results = {SandboxRun{1, true, {GitWrite()}, {}}, SandboxRun{1, true, {tmp}, {}}};
   asker_.answers = {ApprovalAnswer::kOnce};
   request.max_escalations = 1;
   r = Run(request);
@@ -264,7 +281,7 @@ TEST_F(ExecFlowTest, WideningsStopAfterTheLimit) {
 }
 
 TEST_F(ExecFlowTest, EveryDecisionAnswerAndEscalationIsOneAuditLine) {
-  sandbox_.results = {SandboxRun{1, true, {GitWrite()}}, SandboxRun{0, true, {}}};
+  sandbox_.results = {SandboxRun{1, true, {GitWrite()}, {}}, SandboxRun{0, true, {}, {}}};
   asker_.answers = {ApprovalAnswer::kOnce, ApprovalAnswer::kOnce};
   Run(Request({"git", "push"}, ApprovalMode::kOnFailure));
   std::vector<std::string> ops;

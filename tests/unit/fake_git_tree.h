@@ -22,6 +22,7 @@ class FakeTree {
     int64_t ctime = 0;  // set from `wall` when made, and on a directory when its entries change
     bool listable = true;
     bool writable = true;
+    bool executable = false;  // a file's execute bits
   };
 
   FakeTree() { nodes_["/"] = Node{GitFileType::kDir, "", next_++, wall}; }
@@ -34,6 +35,11 @@ class FakeTree {
   void File(const std::string& path, const std::string& content = "") {
     Dir(Parent(path));
     Add(path, Node{GitFileType::kFile, content, next_++, wall});
+  }
+  // chmod(2): the node's own ctime changes, never its directory's.
+  void Chmod(const std::string& path, bool executable) {
+    nodes_.at(path).executable = executable;
+    nodes_.at(path).ctime = wall;
   }
   void Link(const std::string& path, const std::string& target) {
     Dir(Parent(path));
@@ -151,6 +157,7 @@ class FakeTree {
       f.ino = it->second.ino;
       f.ctime_sec = it->second.ctime;
       f.mnt_id = mnt;
+      f.executable = it->second.type == GitFileType::kFile && it->second.executable;
       return f;
     };
     fs.resolve = [this](const std::string& path) { return Resolve(path); };

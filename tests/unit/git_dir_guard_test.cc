@@ -70,6 +70,31 @@ TEST(GitDirShape, NamesAreComparedAsTheDirectoryLooksThemUp) {
   EXPECT_FALSE(IsGitDirShape(WithEntry(half, "notes", K::kFile, true)));
 }
 
+// A walk over a listing: several entries may fold to one of git's names, and the one that git
+// would accept is never undone by another listed after it.
+TEST(GitDirShape, ListedEntriesOnlyEverAddToTheShape) {
+  struct Case {
+    std::vector<std::pair<std::string, K>> entries;
+    bool git_dir;
+  };
+  const std::vector<Case> cases = {
+      {{{"HEAD", K::kFile}, {"objects", K::kDir}, {"refs", K::kDir}}, true},
+      {{{"HEAD", K::kFile}, {"objects", K::kDir}, {"OBJECTS", K::kFile}, {"refs", K::kDir}}, true},
+      {{{"HEAD", K::kFile}, {"objects", K::kFile}, {"Objects", K::kDir}, {"refs", K::kDir}}, true},
+      {{{"HEAD", K::kFile}, {"head", K::kDir}, {"objects", K::kDir}, {"refs", K::kDir}}, true},
+      {{{"head", K::kDir}, {"HEAD", K::kFile}, {"commondir", K::kFile}}, true},
+      {{{"HEAD", K::kFile}, {"objects", K::kFile}, {"refs", K::kDir}}, false},
+      {{{"HEAD", K::kDir}, {"objects", K::kDir}, {"refs", K::kDir}}, false},
+  };
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    GitDirNames names;
+    for (const auto& [name, kind] : cases[i].entries) {
+      names = WithListedEntry(names, name, kind, true);
+    }
+    EXPECT_EQ(IsGitDirShape(names), cases[i].git_dir) << "case " << i;
+  }
+}
+
 GitDirProbe Probe(std::string dir, GitDirNames names, bool folds = false) {
   return GitDirProbe{std::move(dir), names, folds};
 }

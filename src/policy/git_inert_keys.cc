@@ -1,0 +1,92 @@
+#include "policy/git_inert_keys.h"
+
+#include <array>
+#include <string_view>
+
+namespace anvil {
+namespace {
+
+enum class Value {
+  kData,  // any value
+  kUrl,   // a URL or path git fetches from: not through a transport that runs a command
+};
+
+struct InertKey {
+  std::string_view section;
+  bool subsection;  // [section "NAME"] (any NAME) rather than [section]
+  std::string_view key;
+  Value value;
+};
+
+// Lower-case, as the parser gives them.
+constexpr std::array kInertKeys = {
+    // git init (and what it probes for the file system)
+    InertKey{"core", false, "repositoryformatversion", Value::kData},
+    InertKey{"core", false, "filemode", Value::kData},
+    InertKey{"core", false, "bare", Value::kData},
+    InertKey{"core", false, "logallrefupdates", Value::kData},
+    InertKey{"core", false, "ignorecase", Value::kData},
+    InertKey{"core", false, "precomposeunicode", Value::kData},
+    InertKey{"core", false, "symlinks", Value::kData},
+    InertKey{"extensions", false, "objectformat", Value::kData},
+    InertKey{"extensions", false, "refstorage", Value::kData},
+    InertKey{"extensions", false, "worktreeconfig", Value::kData},
+    InertKey{"init", false, "defaultbranch", Value::kData},
+    // git clone, git remote add, git fetch of a partial clone
+    InertKey{"remote", true, "url", Value::kUrl},
+    InertKey{"remote", true, "pushurl", Value::kUrl},
+    InertKey{"remote", true, "fetch", Value::kData},
+    InertKey{"remote", true, "push", Value::kData},
+    InertKey{"remote", true, "mirror", Value::kData},
+    InertKey{"remote", true, "tagopt", Value::kData},
+    InertKey{"remote", true, "promisor", Value::kData},
+    InertKey{"remote", true, "partialclonefilter", Value::kData},
+    InertKey{"extensions", false, "partialclone", Value::kData},
+    // git clone, git branch --set-upstream-to, git push -u
+    InertKey{"branch", true, "remote", Value::kData},
+    InertKey{"branch", true, "merge", Value::kData},
+    InertKey{"branch", true, "rebase", Value::kData},
+    InertKey{"branch", true, "pushremote", Value::kData},
+    // git config user.*
+    InertKey{"user", false, "name", Value::kData},
+    InertKey{"user", false, "email", Value::kData},
+    // git submodule add / init (in the superproject's config)
+    InertKey{"submodule", true, "url", Value::kUrl},
+    InertKey{"submodule", true, "active", Value::kData},
+    InertKey{"submodule", false, "active", Value::kData},
+    // git gc and git maintenance bookkeeping
+    InertKey{"gc", false, "auto", Value::kData},
+    InertKey{"gc", false, "autodetach", Value::kData},
+};
+
+// A remote-helper transport `NAME::ADDRESS` (ext:: runs its address as a command, fd:: talks
+// over inherited descriptors, others run git-remote-NAME), or an option smuggled as a URL.
+std::optional<std::string> UrlNotInert(std::string_view value) {
+  const auto colons = value.find("::");
+  if (colons != std::string_view::npos && value.substr(0, colons).find('/') == std::string::npos) {
+    return "a URL with the " + std::string(value.substr(0, colons)) +
+           ":: transport (git runs a remote helper for it; ext:: runs its address as a command)";
+  }
+  if (!value.empty() && value[0] == '-') return "a URL that starts with '-'";
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> GitKeyNotInert(const GitConfigEntry& e, bool worktree_is_top) {
+  if (e.section == "core" && !e.has_subsection && e.key == "worktree") {
+    if (worktree_is_top) return std::nullopt;
+    return "core.worktree names another directory than the one whose .git leads here (git "
+           "checks files out there)";
+  }
+  for (const InertKey& k : kInertKeys) {
+    if (k.section != e.section || k.subsection != e.has_subsection || k.key != e.key) continue;
+    if (k.value == Value::kUrl && e.value) return UrlNotInert(*e.value);
+    return std::nullopt;
+  }
+  return std::string(
+      "not a key git init, clone or remote add writes, the only ones a repository the command "
+      "made may hold");
+}
+
+}  // namespace anvil

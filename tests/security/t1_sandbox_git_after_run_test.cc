@@ -1,0 +1,170 @@
+// T1 for the command sandbox, git metadata the command leaves behind: what git on the host
+// takes for a repository must be what the check after the run takes for one, the check must
+// act on what it found whatever the command did to its bounds, and a repository the command
+// made or changed may carry only the config keys `git init`, `git clone` and friends write.
+// Each attack is followed by the real git run on the host (the fixture's marker), each sits
+// next to its benign neighbour, which is left alone.
+#include <string>
+#include <vector>
+
+#include "git_sandbox_fixture.h"
+
+namespace anvil::testing {
+namespace {
+
+class T1SandboxGitAfterRun : public GitSandboxTest {
+ protected:
+  // Shell for the sandbox: a directory DIR that is a git dir to git only by the execute bits of
+  // its `objects` and `refs` files, with a config whose fsmonitor is the marker script.
+  std::string ExecFileGitDir(const std::string& dir) const {
+    return "mkdir " + dir + " && printf 'ref: refs/heads/main\\n' > " + dir +
+           "/HEAD && printf '#!/bin/sh\\n' > " + dir + "/objects && cp " + dir + "/objects " + dir +
+           "/refs && chmod +x " + dir + "/objects " + dir + "/refs && " + Config(dir);
+  }
+  std::string Config(const std::string& dir) const {
+    return "printf '[core]\\n\\trepositoryformatversion = 0\\n\\tbare = false\\n\\tworktree = "
+           ".\\n\\tfsmonitor = " +
+           marker_ + "-fsm.sh\\n' > " + dir + "/config";
+  }
+};
+
+// git's is_git_directory asks only that objects and refs pass access(X_OK): an executable
+// file does, as a directory or a symlink does.
+TEST_P(T1SandboxGitAfterRun, AGitDirWhoseObjectsAndRefsAreExecutableFilesIsQuarantined) {
+  Write(marker_ + "-fsm.sh", HookText(), 0755);
+  auto attack = Sh(ExecFileGitDir("src") + " && " + ExecFileGitDir("lib") +
+                   " && mv lib/objects lib/o && ln -s o lib/objects");
+  EXPECT_EQ(attack.status, 0) << attack.err;
+  for (const char* dir : {"/src", "/lib"}) {
+    EXPECT_FALSE(Exists(ws_ + dir + "/HEAD")) << dir << ": " << attack.err;
+    EXPECT_TRUE(Exists(ws_ + dir + ".anvil-quarantine/HEAD.anvil-quarantine")) << dir;
+    EXPECT_NE(attack.err.find("quarantined " + ws_ + dir), std::string::npos) << attack.err;
+  }
+  UseGitOnTheHost(ws_ + "/src");
+  UseGitOnTheHost(ws_ + "/src.anvil-quarantine");
+  UseGitOnTheHost(ws_ + "/lib.anvil-quarantine");
+  EXPECT_FALSE(Exists(marker_)) << "git on the host ran the fsmonitor of a git dir whose "
+                                   "objects and refs are executable files";
+
+  // Benign: the same names as plain files are no git dir to git, and are left alone.
+  auto benign =
+      Sh("mkdir docs && echo 'ref: refs/heads/main' > docs/HEAD && echo notes > docs/objects && "
+         "echo notes > docs/refs && " +
+         Config("docs"));
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_TRUE(Quarantined(benign).empty()) << benign.err;
+  EXPECT_TRUE(Exists(ws_ + "/docs/HEAD"));
+  UseGitOnTheHost(ws_ + "/docs");
+  EXPECT_FALSE(Exists(marker_)) << "git took plain files for a git dir: the benign half is wrong";
+}
+
+// A `.git` file's path is the rest of the file, blanks included: a reading that trims them
+// would judge the decoy beside the git dir git really opens (hidden in a plain repository's
+// git dir, which no walk enters).
+TEST_P(T1SandboxGitAfterRun, AGitFileIsJudgedByThePathGitOpens) {
+  Write(marker_ + "-fsm.sh", HookText(), 0755);
+  auto attack = Sh(
+      "git init -q plain && mkdir -p 'plain/.git/x /objects' 'plain/.git/x /refs' plain/.git/x && "
+      "echo 'ref: refs/heads/main' > 'plain/.git/x /HEAD' && " +
+      Config("'plain/.git/x '") +
+      " && mkdir src && printf 'gitdir: ../plain/.git/x \\n' > src/.git");
+  EXPECT_EQ(attack.status, 0) << attack.err;
+  EXPECT_FALSE(Exists(ws_ + "/src/.git")) << attack.err;
+  EXPECT_TRUE(Exists(ws_ + "/plain/.git/HEAD")) << "the plain repository was moved";
+  UseGitOnTheHost(ws_ + "/src");
+  EXPECT_FALSE(Exists(marker_)) << "git on the host used a git dir the check did not judge";
+}
+
+// The bounds of the walk after the run are the command's to push: past one the check goes on
+// with everything else, acts on what it found, names what it did not walk, and the run fails.
+TEST_P(T1SandboxGitAfterRun, PastABoundTheCheckStillActsAndTheRunFails) {
+  Write(marker_ + "-fsm.sh", HookText(), 0755);
+  const std::string configured =
+      "git init -q sub && git -C sub config core.fsmonitor " + marker_ + "-fsm.sh && ";
+  auto deep = Sh(configured + "d=deep; for i in $(seq 135); do d=$d/x; done; mkdir -p $d");
+  EXPECT_EQ(deep.status, 125) << deep.err;
+  EXPECT_NE(deep.err.find("quarantined " + ws_ + "/sub/.git"), std::string::npos) << deep.err;
+  EXPECT_FALSE(Exists(ws_ + "/sub/.git"));
+  EXPECT_NE(deep.err.find("did not walk"), std::string::npos) << deep.err;
+  EXPECT_NE(deep.err.find(ws_ + "/deep/x/x/x"), std::string::npos) << deep.err;
+  EXPECT_NE(deep.err.find("'depth' bound (128)"), std::string::npos) << deep.err;
+  EXPECT_EQ(deep.err.find("did not start"), std::string::npos) << deep.err;
+  auto report = JsonReport(deep);
+  ASSERT_FALSE(report.is_discarded()) << deep.err;
+  EXPECT_EQ(report["exit_code"], 125);
+  EXPECT_EQ(report["command_exit_code"], 0);
+  EXPECT_EQ(report["git"]["check_complete"], false);
+  EXPECT_GE(report["git"]["unwalked_total"].get<int>(), 1);
+  UseGitOnTheHost(ws_ + "/sub");
+  EXPECT_FALSE(Exists(marker_)) << "git ran the fsmonitor of a repository made beside a deep tree";
+  // The next run there does not start until the tree is within the bound.
+  EXPECT_EQ(Sh("true").status, 125);
+  ASSERT_EQ(Shell("rm -rf " + ws_ + "/deep " + ws_ + "/sub*"), 0);
+
+  // The entries bound, pushed by the command's own files: the run fails, naming it.
+  auto many = Sh(configured + "mkdir many && cd many && for i in $(seq 300); do : > f$i; done",
+                 {"--git-scan-limit", "entries=200"});
+  EXPECT_EQ(many.status, 125) << many.err;
+  EXPECT_NE(many.err.find("'entries' bound (200)"), std::string::npos) << many.err;
+  ASSERT_EQ(Shell("rm -rf " + ws_ + "/many " + ws_ + "/sub*"), 0);
+
+  // Benign: a plain init and a tree within the bounds; the command's own status is the run's.
+  auto benign = Sh("git init -q plain && mkdir -p a/b/c/d/e && exit 3");
+  EXPECT_EQ(benign.status, 3) << benign.err;
+  EXPECT_TRUE(Quarantined(benign).empty()) << benign.err;
+  auto ok = JsonReport(benign);
+  ASSERT_FALSE(ok.is_discarded()) << benign.err;
+  EXPECT_EQ(ok["git"]["check_complete"], true);
+  EXPECT_FALSE(ok["git"].contains("unwalked"));
+  EXPECT_EQ(benign.err.find("ERROR"), std::string::npos) << benign.err;
+}
+
+// A repository the command made may hold only the keys git init, clone and friends write: the
+// keys that run code are more than any list of them (an alias that is not `!cmd`, an archive
+// filter, a URL transport), and a repository's own config overrides the user's.
+TEST_P(T1SandboxGitAfterRun, ANewRepositoryWithAnyKeyBeyondInitAndCloneIsQuarantined) {
+  const std::string fsm = marker_ + "-fsm.sh";
+  Write(fsm, HookText(), 0755);
+  auto attack = Sh("git init -q r1 && git -C r1 config alias.st '-c core.fsmonitor=" + fsm +
+                   " status' && git init -q r2 && git -C r2 commit -q --allow-empty -m x && "
+                   "git -C r2 config tar.tgz.command '" +
+                   fsm +
+                   "; gzip -cn' && git init -q r3 && git -C r3 config protocol.ext.allow always && "
+                   "git -C r3 remote add origin 'ext::" +
+                   fsm + "' && git init -q r4 && git -C r4 remote add origin 'ext::" + fsm + "'");
+  EXPECT_EQ(attack.status, 0) << attack.err;
+  for (const char* repo : {"/r1", "/r2", "/r3", "/r4"}) {
+    EXPECT_FALSE(Exists(ws_ + repo + "/.git")) << repo << ": " << attack.err;
+    EXPECT_NE(attack.err.find("quarantined " + ws_ + repo + "/.git"), std::string::npos)
+        << attack.err;
+  }
+  EXPECT_NE(attack.err.find("alias.st"), std::string::npos) << attack.err;
+  EXPECT_NE(attack.err.find("ext::"), std::string::npos) << attack.err;
+  Git(ws_ + "/r1", {"st"});
+  Git(ws_ + "/r2", {"archive", "-o", ws_ + "/x.tgz", "HEAD"});
+  Git(ws_ + "/r3", {"fetch", "-q", "origin"});
+  Git(ws_ + "/r4", {"-c", "protocol.ext.allow=always", "fetch", "-q", "origin"});
+  EXPECT_FALSE(Exists(marker_)) << "git on the host ran a key of a repository the command made";
+
+  // Benign: what git init, clone, remote add, config user.*, branch tracking, submodule add,
+  // worktree add and commit write is left alone.
+  auto benign =
+      Sh("git init -q b && git -C b config user.name me && git -C b config user.email me@x.invalid "
+         "&& git -C b commit -q --allow-empty -m one && git -C b remote add up "
+         "https://example.invalid/b.git && git -C b config branch.main.remote up && "
+         "git -C b config branch.main.merge refs/heads/main && git clone -q b c && "
+         "git -C b -c protocol.file.allow=always submodule add -q \"$PWD/c\" sub && "
+         "git -C b commit -q -m sub && git -C b worktree add -q ../bw && git -C c log --oneline");
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_TRUE(Quarantined(benign).empty()) << benign.err;
+  EXPECT_TRUE(Exists(ws_ + "/b/.git/HEAD"));
+  EXPECT_TRUE(Exists(ws_ + "/c/.git/HEAD"));
+  EXPECT_TRUE(Exists(ws_ + "/b/sub/.git"));
+  EXPECT_TRUE(Exists(ws_ + "/bw/.git"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxGitAfterRun, ::testing::ValuesIn(kAllCallers),
+                         CallerParamName);
+
+}  // namespace
+}  // namespace anvil::testing
