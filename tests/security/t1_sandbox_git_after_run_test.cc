@@ -101,8 +101,9 @@ TEST_P(T1SandboxGitAfterRun, PastABoundTheCheckStillActsAndTheRunFails) {
   EXPECT_EQ(Sh("true").status, 125);
   ASSERT_EQ(Shell("rm -rf " + ws_ + "/deep " + ws_ + "/sub*"), 0);
 
-  // The entries bound, pushed by the command's own files: the run fails, naming it.
-  auto many = Sh(configured + "mkdir many && cd many && for i in $(seq 300); do : > f$i; done",
+  // The entries bound, pushed by the command's own directories: the directory that passes the
+  // bound is still looked through, what lies beneath it is not; the run fails, naming it.
+  auto many = Sh(configured + "mkdir many && cd many && for i in $(seq 300); do mkdir d$i; done",
                  {"--git-scan-limit", "entries=200"});
   EXPECT_EQ(many.status, 125) << many.err;
   EXPECT_NE(many.err.find("'entries' bound (200)"), std::string::npos) << many.err;
