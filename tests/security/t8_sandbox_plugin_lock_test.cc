@@ -263,7 +263,7 @@ TEST_P(T8SandboxPluginLock, AnAnvilTomlMadeWhereMissingIsMovedAsideAfterTheRun) 
        {}},
       {"then the run timed out",
        "printf '" + Escaped(config) + "' > Anvil.toml && echo MADE && sleep 60",
-       {"--timeout", "2"}},
+       {"--timeout", "10"}},  // room for a loaded machine to start it first
   };
   int n = 0;
   for (const Way& way : ways) {
