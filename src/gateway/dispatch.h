@@ -20,13 +20,13 @@
 
 namespace anvil {
 class ExecReadPlanner;
+class GitRunGuard;
 class WorkspaceRoot;
 }  // namespace anvil
 
 namespace anvil::gateway {
 
 class ExecBroker;
-class GitRunGuard;
 
 struct DispatchContext {
   const WorkspaceRoot* root;
@@ -36,7 +36,7 @@ struct DispatchContext {
   const std::string* exec_unavailable;    // why, when `exec` is null
   NetFetchService* net = nullptr;         // "net.fetch"; null: sys.net is refused
   ExecReadPlanner* read_plans = nullptr;  // with `exec`: what of the workspace the tool sees
-  // What git runs from the workspace, refused to fs.write ops (git_run_guard.h); null: not
+  // What git runs from the workspace, refused to fs.write ops (linux/git_run_guard.h); null: not
   // checked (unit tests of dispatch alone; the gateway always sets it).
   GitRunGuard* git_run = nullptr;
 };
