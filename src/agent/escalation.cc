@@ -43,6 +43,12 @@ std::string Parent(const std::string& path) {
   return path.substr(0, slash);
 }
 
+// What the places of policy/host_autorun.h (HostAutorunPaths) are, in short: the reason given
+// when a widening would open one of them.
+constexpr const char* kHostAutorunKinds =
+    "shell startup and completions, PATH and toolchain bins, the Python user site, user units, "
+    "autostart, editors', REPLs' and tools' configs, Anvil's plugins, credentials";
+
 // Either is within the other (equal included).
 bool Overlaps(const std::string& a, const std::string& b) {
   return PathIsWithin(a, b) || PathIsWithin(b, a);
@@ -75,8 +81,8 @@ std::string WhyNotWritable(const std::string& dir, const EscalationContext& cont
   }
   for (const auto& p : context.host_autorun) {
     if (!p.empty() && PathIsWithin(dir, p)) {
-      return "the host runs what is there outside the sandbox (a login, PATH, user units, "
-             "autostart, plugins); only you can name it, with anvil sandbox --writable-root";
+      return std::string("the host runs or reads what is there outside the sandbox (") +
+             kHostAutorunKinds + "); only you can name it, with anvil sandbox --writable-root";
     }
   }
   for (const auto& r : context.writable_roots) {
@@ -133,9 +139,8 @@ Outcome Consider(const RefusalFact& r, const EscalationContext& c, const IsDirec
         return {std::nullopt, "Anvil's own files (.anvil, anvil.lock, Anvil.toml) stay read-only"};
       }
       if (r.area == "host_autorun") {
-        return {std::nullopt,
-                "the host runs it outside the sandbox (a login or shell startup file, PATH, user "
-                "units, autostart, plugins); only you can allow it"};
+        return {std::nullopt, std::string("the host runs or reads it outside the sandbox (") +
+                                  kHostAutorunKinds + "); only you can allow it"};
       }
       if (r.area == "credential") {
         return {std::nullopt, "credential locations are never shown to a command"};

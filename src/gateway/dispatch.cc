@@ -12,7 +12,7 @@
 #include "fs/workspace_path.h"
 #include "fs/workspace_root.h"
 #include "gateway/exec_broker.h"
-#include "gateway/git_run_guard.h"
+#include "linux/git_run_guard.h"
 #include "policy/exec_rules.h"
 #include "policy/plugin_api.h"
 

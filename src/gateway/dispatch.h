@@ -20,13 +20,13 @@
 
 namespace anvil {
 class ExecReadPlanner;
+class GitRunGuard;
 class WorkspaceRoot;
 }  // namespace anvil
 
 namespace anvil::gateway {
 
 class ExecBroker;
-class GitRunGuard;
 
 struct DispatchContext {
   const WorkspaceRoot* root;
@@ -36,7 +36,7 @@ struct DispatchContext {
   const std::string* exec_unavailable;    // why, when `exec` is null
   NetFetchService* net = nullptr;         // "net.fetch"; null: sys.net is refused
   ExecReadPlanner* read_plans = nullptr;  // with `exec`: what of the workspace the tool sees
-  // What git runs from the workspace, refused to fs.write ops (git_run_guard.h); null: not
+  // What git runs from the workspace, refused to fs.write ops (linux/git_run_guard.h); null: not
   // checked (unit tests of dispatch alone; the gateway sets it unless no_fs_write).
   GitRunGuard* git_run = nullptr;
   // --no-fs-write: every fs.write op is refused, whatever the grant says.

@@ -18,13 +18,13 @@
 #include "fs/workspace_root.h"
 #include "gateway/audit_log.h"
 #include "gateway/exec_broker.h"
-#include "gateway/git_run_guard.h"
 #include "gateway/runtime_dir.h"
 #include "gateway/self_hardening.h"
 #include "gateway/server.h"
 #include "ipc/capability_token.h"
 #include "ipc/frame.h"
 #include "ipc/peer_credentials.h"
+#include "linux/git_run_guard.h"
 #include "policy/display_text.h"
 
 namespace anvil::gateway {

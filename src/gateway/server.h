@@ -16,17 +16,17 @@
 #include "gateway/control_channel.h"
 #include "gateway/exec_broker.h"
 #include "gateway/gateway.h"
-#include "gateway/git_run_guard.h"
 #include "gateway/job_queue.h"
 #include "gateway/net_fetch_op.h"
 #include "gateway/transport.h"
 #include "ipc/frame.h"
+#include "linux/git_run_guard.h"
 
 namespace anvil::gateway {
 
 class Server {
  public:
-  // `git_run`: what git runs from the workspace (git_run_guard.h); not owned, outlives the
+  // `git_run`: what git runs from the workspace (linux/git_run_guard.h); not owned, outlives the
   // server.
   Server(const GatewayOptions& options, WorkspaceRoot root, AuditLog* audit, const ExecBroker* exec,
          std::unique_ptr<NetFetchService> net, GitRunGuard* git_run);

@@ -148,8 +148,8 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
       const std::vector<std::string> anvil_state = shield->read_only;
       // What the host runs from the home (shell startup files, ~/.local/bin, user units,
       // autostart, installed plugins): read-only or pinned, missing ones taken by placeholders.
-      auto host_autorun =
-          AutorunShield::Prepare(HostAutorunPaths(AutorunEnvFromProcess()), roots, covered);
+      const AutorunEnv autorun_env = AutorunEnvFromProcess();
+      auto host_autorun = AutorunShield::Prepare(HostAutorunPaths(autorun_env), roots, covered);
       if (!host_autorun) return SetupFailure(host_autorun.error().ToString(), start);
       autorun.emplace(std::move(*host_autorun));
       MergeShield(*shield, {autorun->Plan().read_only, autorun->Plan().pinned_dirs});
@@ -188,6 +188,7 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
       view->host_autorun = autorun->Plan().read_only;
       view->host_autorun.insert(view->host_autorun.end(), autorun->Plan().pinned_links.begin(),
                                 autorun->Plan().pinned_links.end());
+      view->host_credentials = HomeCredentialPaths(autorun_env);
     }
     plan.view = std::move(*view);
     plan.landlock_abi = walls.landlock_abi;

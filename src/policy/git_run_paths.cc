@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <map>
 
+#include "fs/path_glob.h"
 #include "fs/protected_names.h"
+#include "fs/workspace_path.h"
 
 namespace anvil {
 namespace {
@@ -81,6 +83,28 @@ std::optional<GitRunPath> GitRunPathAt(const std::vector<GitRunPath>& run_paths,
     if (or_above && (path == "." || AtOrBeneath(run_folded, folded))) return run;
   }
   return std::nullopt;
+}
+
+Status GitRunWriteAllowed(const std::vector<GitRunPath>& run_paths, std::string_view op,
+                          std::string_view path, bool or_above,
+                          const std::vector<std::string>& write_globs) {
+  auto hit = GitRunPathAt(run_paths, path, or_above);
+  if (!hit) return Ok();
+  // `path` holds the run path (a move or removal would take it along): never, whatever the grant.
+  const bool holds = path == "." || (hit->path.size() > path.size() &&
+                                     hit->path.compare(0, path.size(), path) == 0 &&
+                                     hit->path[path.size()] == '/');
+  if (!holds) {
+    for (const std::string& glob : write_globs) {
+      if (IsLiteralGlob(glob) && glob == path) return Ok();
+    }
+  }
+  const std::string what = hit->path == path ? "is" : holds ? "holds" : "lies beneath";
+  return Fail(
+      "denied",
+      std::string(op) + ": " + QuotePathForMessage(path) + " " + what +
+          " a path git runs or follows: " + QuotePathForMessage(hit->path) + " (" + hit->reason +
+          ")" + (holds ? std::string() : "; written only under a grant that names the exact path"));
 }
 
 }  // namespace anvil

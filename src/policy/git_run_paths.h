@@ -4,7 +4,8 @@
 // at — the same list the command sandbox keeps read-only (policy/git_metadata.h,
 // PlanGitProtection), seen from a plugin's fs ops: the gateway refuses to write, make, move or
 // remove any of them, or anything beneath them, unless a grant names that exact path
-// (gateway/git_run_guard.h). Without it a plugin with fs.write = ["**"] rewrites
+// (linux/git_run_guard.h; anvil serve checks an editor buffer edit
+// against it too). Without it a plugin with fs.write = ["**"] rewrites
 // .githooks/pre-commit and the user's next `git commit` runs it on the host.
 //
 // Pure: the scan and plan come from the caller.
@@ -16,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/result.h"
 #include "policy/git_metadata.h"
 
 namespace anvil {
@@ -42,5 +44,14 @@ std::vector<GitRunPath> GitRunPathsIn(
 // FoldNameForLookup): a case-folding file system opens ".GitHooks" for ".githooks".
 std::optional<GitRunPath> GitRunPathAt(const std::vector<GitRunPath>& run_paths,
                                        std::string_view path, bool or_above);
+
+// The one rule of both walls (the gateway's fs write ops, `anvil serve`'s editor.buffer.edit):
+// "ok", or why op `op` may not change normalized workspace path `path` ("denied"): it is, or
+// lies beneath, a path of `run_paths`, and no glob of `write_globs` names it exactly; with
+// `or_above` also when such a path lies beneath it, which no grant opens (a move or removal
+// would take it along).
+Status GitRunWriteAllowed(const std::vector<GitRunPath>& run_paths, std::string_view op,
+                          std::string_view path, bool or_above,
+                          const std::vector<std::string>& write_globs);
 
 }  // namespace anvil

@@ -142,11 +142,29 @@ AutorunEnv AutorunEnvFromProcess() {
                     get("ZDOTDIR")};
 }
 
-std::vector<std::string> HostAutorunPaths(const AutorunEnv& env) {
+namespace {
+
+std::vector<std::string> HomesOf(const AutorunEnv& env) {
   std::vector<std::string> homes;
   for (const auto& h : {env.home, env.passwd_home}) {
     if (auto clean = CleanAbsolute(h)) AddUnique(homes, *clean);
   }
+  return homes;
+}
+
+}  // namespace
+
+std::vector<std::string> HomeCredentialPaths(const AutorunEnv& env) {
+  const std::vector<std::string> homes = HomesOf(env);
+  std::vector<std::string> out;
+  for (const auto rel : kHomeCredentials) {
+    for (const auto& h : homes) AddUnique(out, Join(h, std::string(rel)));
+  }
+  return out;
+}
+
+std::vector<std::string> HostAutorunPaths(const AutorunEnv& env) {
+  const std::vector<std::string> homes = HomesOf(env);
   auto bases = [&](AutorunBase base) {
     std::vector<std::string> out;
     auto add = [&out](const std::string& value) {
@@ -177,9 +195,7 @@ std::vector<std::string> HostAutorunPaths(const AutorunEnv& env) {
   }
   // The credential locations: a missing one made by the command (~/.kube/config with an exec
   // plugin, ~/.ssh/rc, ~/.aws/config's credential_process) runs code on the host as surely.
-  for (const auto rel : kHomeCredentials) {
-    for (const auto& h : homes) AddUnique(out, Join(h, std::string(rel)));
-  }
+  for (const auto& c : HomeCredentialPaths(env)) AddUnique(out, c);
   return out;
 }
 

@@ -333,6 +333,11 @@ AutorunEnv AutorunEnvFromProcess();
 // environment's home but the user database's too, since a login there reads its own.
 std::vector<std::string> HostAutorunPaths(const AutorunEnv& env);
 
+// The credential locations of kHomeCredentials in each home of `env`, as absolute lexical
+// paths, each once: the part of HostAutorunPaths a refused write calls a credential
+// (policy/refusals.h), which no flag opens.
+std::vector<std::string> HomeCredentialPaths(const AutorunEnv& env);
+
 // Where a missing place points for the run. /proc's top directory: no process on the host, nor
 // in the sandbox, can create a name there, so the link stays dangling, and opening it is
 // ENOENT, as for a missing file.

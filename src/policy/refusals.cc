@@ -48,7 +48,13 @@ WriteClass ClassifyWrite(const FileView& view, const SandboxPolicy& policy,
     if (PathIsWithin(path, m)) return {WriteArea::kCredential, m};
   }
   for (const auto& h : view.host_autorun) {
-    if (PathIsWithin(path, h)) return {WriteArea::kHostAutorun, h};
+    if (!PathIsWithin(path, h)) continue;
+    // A credential location the shield holds (read-only, or a placeholder for a missing one):
+    // no way past, as for one that is covered; never --writable-root ~/.kube.
+    for (const auto& c : view.host_credentials) {
+      if (PathIsWithin(h, c)) return {WriteArea::kCredential, c};
+    }
+    return {WriteArea::kHostAutorun, h};
   }
   for (const auto& a : view.anvil_state) {
     if (PathIsWithin(path, a)) return {WriteArea::kAnvilDir, a};
@@ -234,7 +240,9 @@ RefusalAdvice Advise(const Refusal& r, const std::string& workspace, const std::
           a.allow = "drop " + root + " from --read-only-subpath / read_only_subpaths";
           break;
         case WriteArea::kCredential:
-          a.why = root + " is a credential location, which the sandbox never shows";
+          a.why = root +
+                  " is a credential location, which the sandbox neither shows nor lets a "
+                  "command make or change";
           break;
         case WriteArea::kReadable:
           a.why = root + " is shown read-only (a toolchain or readable root)";
@@ -258,8 +266,8 @@ RefusalAdvice Advise(const Refusal& r, const std::string& workspace, const std::
         case WriteArea::kHostAutorun:
           a.why = root +
                   " is run by the host outside the sandbox (shell startup, PATH, user units, "
-                  "autostart, editors', REPLs' and tools' configuration, credential locations, "
-                  "Anvil's plugins) and stays read-only";
+                  "autostart, editors', REPLs' and tools' configuration, Anvil's plugins) and "
+                  "stays read-only";
           // A write beneath it: a directory, which the user may name. The file itself: only
           // outside the sandbox.
           if (r.subject != r.root) a.allow = "--writable-root " + root;

@@ -20,14 +20,15 @@ enum class WriteArea {
   kGit,              // a protected .git (workspace-write): --writable-git
   kAnvilDir,         // .anvil, anvil.lock, Anvil.toml, Anvil's trust state: no way past
   kReadOnlySubpath,  // --read-only-subpath / Anvil.toml's read_only_subpaths
-  kCredential,       // a credential location, covered: no way past
+  kCredential,       // a credential location, covered or held by the host-autorun shield
+                     // (one that did not exist: a placeholder): no way past
   kReadable,         // a toolchain or readable root (from the real home or elsewhere)
   kSystem,           // a runtime root (/usr, /etc, ...)
   kOutside,          // nowhere writable: the view's own read-only skeleton
   kReadOnlyPolicy,   // the workspace or a root under --policy read-only
-  kHostAutorun,      // what the host runs from the home, and a credential location that did
-                     // not exist (policy/host_autorun.h): a directory by --writable-root DIR;
-                     // a file only outside the sandbox
+  kHostAutorun,      // what the host runs from the home (policy/host_autorun.h), credential
+                     // locations aside: a directory by --writable-root DIR; a file only
+                     // outside the sandbox
 };
 std::string_view ToString(WriteArea area);
 

@@ -128,6 +128,7 @@ inline constexpr std::string_view kHomeCredentials[] = {
     ".config/chromium",
     ".config/BraveSoftware",
     ".config/microsoft-edge",
+    ".Xauthority",  // the X server's cookie: any client holding it drives the user's display
 };
 // Histories: never shown either, but no program runs what they hold, and a shell of the host
 // writes its own there while a run lasts. So, unlike kHomeCredentials, a missing one is not

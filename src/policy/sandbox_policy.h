@@ -104,6 +104,10 @@ struct FileView {
   // What the view keeps read-only or pins because the host runs it (policy/host_autorun.h):
   // the refusal summary's "host_autorun" area.
   std::vector<std::string> host_autorun;
+  // The credential locations among the places the host runs (policy/host_autorun.h,
+  // HomeCredentialPaths; lexical): what of host_autorun lies at or beneath one is the refusal
+  // summary's "credential" area, which no flag opens, as for a credential that is covered.
+  std::vector<std::string> host_credentials;
   // What the view keeps read-only because it is Anvil's own state on the host (the trust
   // directories: command rules, trusted keys, config, grants; the git walk cache): the refusal
   // summary's "anvil" area.

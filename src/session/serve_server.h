@@ -37,6 +37,7 @@
 #include "common/unique_fd.h"
 #include "fs/workspace_root.h"
 #include "ipc/cpu_budget.h"
+#include "linux/git_run_guard.h"
 #include "policy/display_text.h"
 #include "policy/grant.h"
 #include "policy/grant_store.h"
@@ -313,6 +314,9 @@ class Server {
   // The workspace as sys.fs.read resolves it, for what a buffer's name leads to (BufferFor);
   // opened at the first buffer request.
   mutable std::optional<WorkspaceRoot> buffer_root_;
+  // What git runs from the workspace (linux/git_run_guard.h), refused to editor.buffer.edit as
+  // the gateway refuses it to fs writes; scanned at the first edit, then kept current.
+  mutable std::unique_ptr<GitRunGuard> git_run_;
   std::unique_ptr<GatewayProcess> gateway_;
   std::deque<Clock::time_point> gateway_crashes_;
   int gateway_restarts_ = 0;

@@ -3,7 +3,8 @@
 // enable a plugin but never grant it anything; a manifest changed on disk needs consent again at
 // reload; a plugin's notifications are attributed, stripped of escape sequences and control
 // characters, capped in length and rate, and can never pose as Anvil's own prompt; a buffer is
-// shared with a plugin only inside its fs.read grant, judged by the file its name leads to.
+// shared with a plugin only inside its fs.read grant, judged by the file its name leads to, and
+// never edited where git runs what it holds (a core.hooksPath hook).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -280,6 +281,67 @@ TEST_F(T8Serve, BuffersAreJudgedByTheFileTheirNameLeadsTo) {
   }
   EXPECT_EQ(c->Seen("workspace/applyEdit").size(), 3u);
   EXPECT_EQ(ReadFile(ws_ / "private.txt"), "secret\n");
+  EXPECT_EQ(c->ShutdownAndExit(), 0);
+}
+
+// Red team: a plugin that may write everything ("**") edits the open buffer of a hook that
+// core.hooksPath names, and the user's save plants it: the next `git commit` runs it on the host.
+// An edit is refused what the gateway refuses a plugin's fs writes (linux/git_run_guard.h), by
+// the buffer's name and by the file it leads to, a hooksPath set while serve runs included;
+// unless a grant names the exact path. The benign neighbour, an ordinary file, is still edited.
+TEST_F(T8Serve, BufferEditsNeverReachWhatGitRuns) {
+  constexpr char kGit[] = "/usr/bin/git";
+  if (::access(kGit, X_OK) != 0) GTEST_SKIP() << kGit << " is not installed";
+  auto git = [&](const std::string& args) {
+    return Shell("cd " + ShellQuote(ws_.path()) + " && HOME=/nonexistent GIT_CONFIG_NOSYSTEM=1 " +
+                 kGit + " " + args + " >/dev/null 2>&1");
+  };
+  ASSERT_EQ(git("init -q"), 0);
+  ASSERT_EQ(git("config core.hooksPath .githooks"), 0);
+  for (const char* dir : {".githooks", "tools", "tools/hooks"}) {
+    ASSERT_EQ(::mkdir((ws_ / dir).c_str(), 0755), 0) << dir;
+  }
+  WriteFile(ws_ / ".githooks/pre-commit", "#!/bin/sh\necho lint ok\n", 0755);
+  WriteFile(ws_ / "tools/hooks/pre-push", "#!/bin/sh\n", 0755);
+  WriteFile(ws_ / "notes.txt", "notes\n");
+  ASSERT_EQ(::symlink("../.githooks/pre-commit", (ws_ / "src/hook").c_str()), 0);
+  const std::string code =
+      "anvil.command('edit', function(a) return editor.buffer.edit(a[1], 1, {{text = 'OWNED'}}) "
+      "end)\n";
+  WritePlugin(plugins_ / "q", "test.all", "lua", "fs.read = [\"**\"]\nfs.write = [\"**\"]\n", code);
+  WritePlugin(plugins_ / "e", "test.exact", "lua",
+              "fs.read = [\"**\"]\nfs.write = [\".githooks/pre-commit\"]\n", code);
+  auto c = Start({"--approve", "--plugin-dir", plugins_ / "q", "--plugin-dir", plugins_ / "e"});
+  ASSERT_TRUE(c->Initialize().contains("result"));
+  for (const char* rel : {".githooks/pre-commit", "src/hook", "tools/hooks/pre-push", "notes.txt",
+                          ".githooks/new-hook"}) {
+    c->Notify("textDocument/didOpen",
+              {{"textDocument",
+                {{"uri", Uri(rel)}, {"languageId", "text"}, {"version", 1}, {"text", "shown"}}}});
+  }
+  auto edit = [&](const std::string& plugin, const std::string& rel) {
+    return c->Request("anvil/runCommand",
+                      {{"plugin", plugin}, {"command", "edit"}, {"arguments", {rel}}});
+  };
+  for (const char* rel : {".githooks/pre-commit", "src/hook", ".githooks/new-hook"}) {
+    json r = edit("test.all", rel);
+    EXPECT_EQ(r["error"]["data"]["code"], "denied") << rel << ": " << r;
+    EXPECT_NE(r.dump().find("a path git runs or follows"), std::string::npos) << rel << ": " << r;
+  }
+  EXPECT_TRUE(c->Seen("workspace/applyEdit").empty());
+  // The benign neighbours: an ordinary file, and a directory named like hooks that no config
+  // names (yet).
+  EXPECT_TRUE(edit("test.all", "notes.txt").contains("result"));
+  EXPECT_TRUE(edit("test.all", "tools/hooks/pre-push").contains("result"));
+  EXPECT_EQ(c->Seen("workspace/applyEdit").size(), 2u);
+  // A grant that names the exact path opens it.
+  EXPECT_TRUE(edit("test.exact", ".githooks/pre-commit").contains("result"));
+  EXPECT_EQ(c->Seen("workspace/applyEdit").size(), 3u);
+  // A hooksPath set while serve runs is seen at the next edit.
+  ASSERT_EQ(git("config core.hooksPath tools/hooks"), 0);
+  json moved = edit("test.all", "tools/hooks/pre-push");
+  EXPECT_EQ(moved["error"]["data"]["code"], "denied") << moved;
+  EXPECT_EQ(c->Seen("workspace/applyEdit").size(), 3u);
   EXPECT_EQ(c->ShutdownAndExit(), 0);
 }
 

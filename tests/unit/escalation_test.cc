@@ -177,6 +177,38 @@ TEST(Escalation, TheFirstRefusalWithAWideningIsOffered) {
   EXPECT_EQ(w->Flags(), std::vector<std::string>{"--writable-git"});
 }
 
+// The reason a place of policy/host_autorun.h gets no widening names what the table holds,
+// not only a login and PATH.
+TEST(Escalation, HostAutorunReasonNamesWhatTheTableHolds) {
+  const EscalationContext context = Context();
+  auto any_dir = [](const std::string&) { return true; };
+  struct Case {
+    const char* dir;
+    const char* named;
+  };
+  const Case cases[] = {
+      {"/home/u/.local/share/bash-completion", "completions"},
+      {"/home/u/.local/lib", "the Python user site"},
+      {"/home/u/.cargo/bin", "toolchain bins"},
+      {"/home/u/.config/nvim", "editors'"},
+      {"/home/u/.kube", "credentials"},
+      {"/home/u/.config/systemd/user", "user units"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.dir);
+    auto w = ParseWidening(std::string("writable-root=") + c.dir);
+    ASSERT_TRUE(w);
+    auto checked = CheckWidening(*w, context, any_dir);
+    ASSERT_FALSE(checked);
+    EXPECT_NE(checked.error().message.find(c.named), std::string::npos) << checked.error().message;
+    const std::string why =
+        NoWideningReason(Write(std::string(c.dir) + "/x", "host_autorun", c.dir), context, any_dir);
+    EXPECT_NE(why.find(c.named), std::string::npos) << why;
+  }
+  // The benign neighbour: a cache beside them is still offered.
+  EXPECT_TRUE(CheckWidening(*ParseWidening("writable-root=/home/u/.cache/pip"), context, any_dir));
+}
+
 TEST(Escalation, AgentRequestsAreCheckedLikeOffers) {
   const EscalationContext context = Context();
   auto parsed = ParseWidening("writable-root=/home/u/.cache/pip");

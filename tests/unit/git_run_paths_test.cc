@@ -64,5 +64,38 @@ TEST(GitRunPaths, AtBeneathAndAbove) {
   EXPECT_FALSE(GitRunPathAt({}, "any/file", true));
 }
 
+// The one rule of the gateway's fs writes and anvil serve's buffer edits.
+TEST(GitRunPaths, WriteAllowedOnlyUnderAGrantNamingTheExactPath) {
+  const std::vector<GitRunPath> run = {{".githooks", "core.hooksPath in /w/.git/config:3"}};
+  const std::vector<std::string> all = {"**"};
+  const std::vector<std::string> exact = {".githooks/pre-commit"};
+  struct Row {
+    const char* path;
+    bool or_above;
+    const std::vector<std::string>* globs;
+    const char* want;  // "" for allowed, else a part of the refusal
+  } rows[] = {
+      {".githooks/pre-commit", false, &all,
+       "editor.buffer.edit: .githooks/pre-commit lies beneath a path git runs or follows: "
+       ".githooks (core.hooksPath in /w/.git/config:3); written only under a grant"},
+      {".githooks", false, &all, ".githooks is a path git runs"},
+      {".githooks/pre-commit", false, &exact, ""},
+      {".githooks/pre-push", false, &exact, "lies beneath"},
+      {".", true, &exact, "holds a path git runs"},  // no grant opens a move of it
+      {"notes.txt", false, &all, ""},                // the benign neighbour
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.path);
+    Status s = GitRunWriteAllowed(run, "editor.buffer.edit", row.path, row.or_above, *row.globs);
+    if (std::string(row.want).empty()) {
+      EXPECT_TRUE(s) << s.error().message;
+    } else {
+      ASSERT_FALSE(s);
+      EXPECT_EQ(s.error().code, "denied");
+      EXPECT_NE(s.error().message.find(row.want), std::string::npos) << s.error().message;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace anvil

@@ -54,7 +54,7 @@ TEST(HostAutorun, EveryPlaceOfEveryHomeAndXdgValueIsListedOnce) {
         "/home/u/.config/pip", "/home/u/.config/go",
         // ... and the credential locations, which a command must not make either.
         "/home/u/.ssh", "/home/u/.kube", "/home/u/.aws", "/home/u/.gnupg", "/home/u/.docker",
-        "/home/u/.npmrc", "/home/u/.gitconfig"},
+        "/home/u/.npmrc", "/home/u/.gitconfig", "/home/u/.Xauthority"},
        // Anvil's own (linux/trust_shield.h), caches, and histories (nothing runs them).
        {"/home/u/.config/anvil", "/home/u/.cache", "/home/u/.npm", "/home/u/.bash_history",
         "/home/u/.local/share/fish/fish_history"},
@@ -95,6 +95,24 @@ TEST(HostAutorun, EveryPlaceOfEveryHomeAndXdgValueIsListedOnce) {
       EXPECT_EQ(std::count(paths.begin(), paths.end(), p), 1) << row.name << ": " << p;
     }
   }
+}
+
+// The credential part of HostAutorunPaths: what a refused write calls a credential.
+TEST(HostAutorun, HomeCredentialPathsAreTheCredentialPartOfEachHome) {
+  const AutorunEnv env{"/home/u", "/home/p", "/x/cfg", "", ""};
+  const auto creds = HomeCredentialPaths(env);
+  EXPECT_EQ(creds.size(), 2 * std::size(kHomeCredentials));
+  const auto all = HostAutorunPaths(env);
+  for (const auto& c : creds) EXPECT_TRUE(Has(all, c)) << c;
+  for (const char* c : {"/home/u/.kube", "/home/p/.ssh", "/home/u/.Xauthority",
+                        "/home/p/.Xauthority", "/home/u/.config/gh"}) {
+    EXPECT_TRUE(Has(creds, c)) << c;
+  }
+  // Not a credential: a startup file, an XDG place, a history.
+  for (const char* c : {"/home/u/.bashrc", "/x/cfg/gh", "/home/u/.bash_history"}) {
+    EXPECT_FALSE(Has(creds, c)) << c;
+  }
+  EXPECT_TRUE(HomeCredentialPaths({"relative", "", "", "", ""}).empty());
 }
 
 bool CleanRelative(std::string_view p) {

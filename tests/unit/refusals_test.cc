@@ -24,6 +24,13 @@ FileView SampleView() {
   // What the host runs (policy/host_autorun.h), in a writable root that holds it.
   v.writable_roots.push_back({"/home/u/notes", {"/home/u/notes/.bashrc", "/home/u/notes/bin"}});
   v.host_autorun = {"/home/u/notes/.bashrc", "/home/u/notes/bin", "/home/u/notes/.zshrc"};
+  // Credential locations the same shield holds in a home a writable root holds: a missing
+  // ~/.kube and ~/.Xauthority taken by placeholders, an existing ~/.aws/config kept read-only,
+  // and ~/.cargo, a link pinned on the way to ~/.cargo/credentials (not a credential itself).
+  v.host_autorun.insert(v.host_autorun.end(), {"/home/u/.kube", "/home/u/.Xauthority",
+                                               "/home/u/.aws/config", "/home/u/.cargo"});
+  v.host_credentials = {"/home/u/.kube", "/home/u/.aws", "/home/u/.Xauthority",
+                        "/home/u/.cargo/credentials"};
   // Anvil's own state in a writable root that holds it (linux/trust_shield.h): read-only like a
   // git path, and not one --writable-git opens.
   v.writable_roots.push_back({"/home/u", {"/home/u/.config/anvil", "/home/u/.local/state/anvil"}});
@@ -63,6 +70,11 @@ TEST(ClassifyWrite, EachPartOfTheView) {
       {"/home/u/notes/.bashrc", WriteArea::kHostAutorun, "/home/u/notes/.bashrc"},
       {"/home/u/notes/bin/ls", WriteArea::kHostAutorun, "/home/u/notes/bin"},
       {"/home/u/notes/.zshrc", WriteArea::kHostAutorun, "/home/u/notes/.zshrc"},
+      {"/home/u/.kube/config", WriteArea::kCredential, "/home/u/.kube"},
+      {"/home/u/.kube", WriteArea::kCredential, "/home/u/.kube"},
+      {"/home/u/.Xauthority", WriteArea::kCredential, "/home/u/.Xauthority"},
+      {"/home/u/.aws/config", WriteArea::kCredential, "/home/u/.aws"},
+      {"/home/u/.cargo", WriteArea::kHostAutorun, "/home/u/.cargo"},
       {"/home/u/.config/anvil/rules/approved.toml", WriteArea::kAnvilDir, "/home/u/.config/anvil"},
       {"/home/u/.local/state/anvil/grants.json", WriteArea::kAnvilDir,
        "/home/u/.local/state/anvil"},
@@ -123,6 +135,7 @@ TEST(Advise, OneLineWayPastEachRefusal) {
   EXPECT_EQ(bin.allow, "--writable-root ~/.local/bin");
   EXPECT_NE(bin.why.find("~/.local/bin is run by the host"), std::string::npos) << bin.why;
   EXPECT_EQ(write(WriteArea::kHostAutorun, "/home/u/.bashrc", "/home/u/.bashrc").allow, "");
+  EXPECT_EQ(bin.why.find("credential"), std::string::npos) << bin.why;
 
   Refusal net{Refusal::Kind::kNetwork, "curl", "93.184.216.34:443", "direct",
               WriteArea::kOutside,     ""};
@@ -148,6 +161,34 @@ TEST(Advise, OneLineWayPastEachRefusal) {
                     "/ws", "", NetworkMode::kProxy);
   EXPECT_EQ(doc.allow, "");
   EXPECT_NE(doc.why.find("resolves to 192.0.2.1"), std::string::npos);
+}
+
+// A credential location the host-autorun shield holds (a placeholder for a missing one) is
+// classified and advised as a credential: no flag, never --writable-root ~/.kube; what the
+// host runs beside it still names its directory.
+TEST(Advise, ACredentialTheShieldHoldsHasNoWayPast) {
+  SandboxPolicy p;
+  p.workspace = "/ws";
+  const FileView v = SampleView();
+  struct Case {
+    const char* path;
+    const char* allow;
+    const char* why;
+  };
+  const Case cases[] = {
+      {"/home/u/.kube/config", "", "~/.kube is a credential location"},
+      {"/home/u/.Xauthority", "", "~/.Xauthority is a credential location"},
+      {"/home/u/.aws/config", "", "~/.aws is a credential location"},
+      {"/home/u/notes/bin/ls", "--writable-root ~/notes/bin", "~/notes/bin is run by the host"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.path);
+    const WriteClass wc = ClassifyWrite(v, p, c.path);
+    Refusal r{Refusal::Kind::kWrite, "sh", c.path, "openat", wc.area, wc.root};
+    const RefusalAdvice a = Advise(r, "/ws", "/home/u", NetworkMode::kNone);
+    EXPECT_EQ(a.allow, c.allow);
+    EXPECT_NE(a.why.find(c.why), std::string::npos) << a.why;
+  }
 }
 
 TEST(RefusalRecord, RoundTripsAndIsBounded) {

@@ -3,7 +3,10 @@
 // them: editor.buffer.get inside the fs.read grant, editor.buffer.edit as a versioned
 // workspace/applyEdit (invariant 8: a stale snapshot cannot mutate a buffer). A buffer is judged
 // by the file its name leads to, as sys.fs.read judges a path (BufferTarget below), not by the
-// name alone: "src/l -> ../private.txt" is not shared under "src/**".
+// name alone: "src/l -> ../private.txt" is not shared under "src/**". An edit, which the user
+// saves, is refused what the gateway refuses a plugin's fs writes: a protected name, and a path
+// git runs or follows (linux/git_run_guard.h: .githooks/pre-commit under core.hooksPath), unless
+// a grant names the exact path.
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -112,6 +115,8 @@ Result<std::string> BufferTarget(const WorkspaceRoot& root, const std::string& p
   }
 }
 
+constexpr std::string_view kBufferEdit = "editor.buffer.edit";
+
 // The grant rules of editor.buffer.get and .edit for one name (the buffer's, or the file's it
 // leads to).
 Status BufferNameAllowed(const Grant& grant, const std::string& name, bool for_edit,
@@ -157,6 +162,14 @@ Result<const TextDocument*> Server::BufferFor(const Plugin& p, const std::string
     ANVIL_RETURN_IF_ERROR(BufferNameAllowed(*p.grant, *target, for_edit,
                                             "buffer " + QuotePathForMessage(path) + " leads to " +
                                                 QuotePathForMessage(*target) + ", which"));
+  }
+  if (for_edit) {
+    // What git runs: by the name (what git opens) and by the file it leads to (what is saved).
+    if (!git_run_) git_run_ = GitRunGuard::Start(o_.workspace);
+    ANVIL_RETURN_IF_ERROR(git_run_->Check(kBufferEdit, path, false, p.grant->fs_write));
+    if (*target != path) {
+      ANVIL_RETURN_IF_ERROR(git_run_->Check(kBufferEdit, *target, false, p.grant->fs_write));
+    }
   }
   return doc;
 }

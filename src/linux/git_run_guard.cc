@@ -1,12 +1,11 @@
-#include "gateway/git_run_guard.h"
+#include "linux/git_run_guard.h"
 
 #include <algorithm>
 #include <utility>
 
-#include "fs/path_glob.h"
 #include "fs/workspace_path.h"
 
-namespace anvil::gateway {
+namespace anvil {
 namespace {
 
 bool Inside(const std::string& workspace, const std::string& path) {
@@ -29,7 +28,7 @@ GitRunGuard::GitRunGuard(std::string workspace, GitFs fs, GitEnv env, GitScanLim
     if (Inside(workspace_, path)) return real_.read_file(path, max_bytes);
     if (auto it = outside_reads_.find(path); it != outside_reads_.end()) return it->second;
     if (first_scan_done_) {
-      return Fail("denied", "not read when the gateway started: " + QuotePathForMessage(path));
+      return Fail("denied", "not read when the guard started: " + QuotePathForMessage(path));
     }
     return outside_reads_.emplace(path, real_.read_file(path, max_bytes)).first->second;
   };
@@ -37,7 +36,7 @@ GitRunGuard::GitRunGuard(std::string workspace, GitFs fs, GitEnv env, GitScanLim
     if (Inside(workspace_, dir)) return real_.list_dir(dir);
     if (auto it = outside_lists_.find(dir); it != outside_lists_.end()) return it->second;
     if (first_scan_done_) {
-      return Fail("denied", "not listed when the gateway started: " + QuotePathForMessage(dir));
+      return Fail("denied", "not listed when the guard started: " + QuotePathForMessage(dir));
     }
     return outside_lists_.emplace(dir, real_.list_dir(dir)).first->second;
   };
@@ -103,23 +102,7 @@ Status GitRunGuard::Check(std::string_view op, std::string_view path, bool or_ab
                               "write is made: " +
                               failure_->message);
   }
-  auto hit = GitRunPathAt(paths_, path, or_above);
-  if (!hit) return Ok();
-  // `path` holds the run path (a move or removal would take it along): never, whatever the grant.
-  const bool holds = path == "." || (hit->path.size() > path.size() &&
-                                     hit->path.compare(0, path.size(), path) == 0 &&
-                                     hit->path[path.size()] == '/');
-  if (!holds) {
-    for (const std::string& glob : write_globs) {
-      if (IsLiteralGlob(glob) && glob == path) return Ok();
-    }
-  }
-  const std::string what = hit->path == path ? "is" : holds ? "holds" : "lies beneath";
-  return Fail(
-      "denied",
-      std::string(op) + ": " + QuotePathForMessage(path) + " " + what +
-          " a path git runs or follows: " + QuotePathForMessage(hit->path) + " (" + hit->reason +
-          ")" + (holds ? std::string() : "; written only under a grant that names the exact path"));
+  return GitRunWriteAllowed(paths_, op, path, or_above, write_globs);
 }
 
 std::vector<GitRunPath> GitRunGuard::Paths() {
@@ -127,4 +110,4 @@ std::vector<GitRunPath> GitRunGuard::Paths() {
   return paths_;
 }
 
-}  // namespace anvil::gateway
+}  // namespace anvil

@@ -1,12 +1,14 @@
-// The gateway's side of "what git runs from the workspace" (policy/git_run_paths.h): the paths
-// a repository's git config names (hooks dir, fsmonitor and textconv programs, include targets,
-// ...) that the command sandbox keeps read-only, refused to a plugin's fs.write, fs.mkdir,
-// fs.remove and fs.rename unless a grant names the exact path, as the protected names are.
+// "What git runs from the workspace" kept current for a plugin's writes (policy/git_run_paths.h):
+// the paths a repository's git config names (hooks dir, fsmonitor and textconv programs, include
+// targets, ...) that the command sandbox keeps read-only, refused to a plugin's fs.write,
+// fs.mkdir, fs.remove and fs.rename in the gateway, and to its editor.buffer.edit in `anvil
+// serve` (session/lsp/serve_documents.cc), unless a grant names the exact path, as the protected
+// names are. One instance per process; both apply the one rule, GitRunWriteAllowed.
 //
-// Cost: the workspace's repositories and configs are scanned once, when the gateway starts
-// (before it hardens itself: the user's git config lies outside the workspace, and what a scan
-// read outside the workspace is replayed to later scans, never read again). A write op then
-// only looks at the config files and repository markers inside the workspace (one lstat each)
+// Cost: the workspace's repositories and configs are scanned once, when the guard starts (in
+// the gateway before it hardens itself: the user's git config lies outside the workspace, and
+// what a scan read outside the workspace is replayed to later scans, never read again). A write op
+// then only looks at the config files and repository markers inside the workspace (one lstat each)
 // and scans again — the walk memo of the last scan keeps unchanged directories from being listed
 // again — when one of them changed, or when the last scan is older than kRescanAfter (a new
 // repository, made by the user or git meanwhile). Fails closed: a scan that fails (a bound, a
@@ -28,7 +30,7 @@
 #include "policy/git_metadata.h"
 #include "policy/git_run_paths.h"
 
-namespace anvil::gateway {
+namespace anvil {
 
 class GitRunGuard {
  public:
@@ -78,4 +80,4 @@ class GitRunGuard {
   GitWalkMemo memo_;
 };
 
-}  // namespace anvil::gateway
+}  // namespace anvil
