@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "common/syscalls.h"
 #include "policy/workspace_config.h"
@@ -33,18 +34,65 @@ Result<ConfigEntry> WorkspaceConfigWatch::Look(int dir, const std::string& name)
   return e;
 }
 
+bool WorkspaceConfigWatch::OtherLockHeld(int dir, int64_t except) {
+  if (dir < 0) return true;
+  // [0, except) and [except + 1, end of file); a length of 0 reaches the end.
+  const std::pair<int64_t, int64_t> ranges[] = {{0, except}, {except + 1, 0}};
+  for (const auto& [start, len] : ranges) {
+    if (start == 0 && len == 0) continue;  // nothing below byte 0
+    struct flock fl {};
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = start;
+    fl.l_len = len;
+    if (::fcntl(dir, F_OFD_GETLK, &fl) != 0) return true;
+    if (fl.l_type != F_UNLCK) return true;
+  }
+  return false;
+}
+
+bool WorkspaceConfigWatch::LockByte(int dir, int64_t offset) {
+  struct flock fl {};
+  fl.l_type = F_RDLCK;
+  fl.l_whence = SEEK_SET;
+  fl.l_start = offset;
+  fl.l_len = 1;
+  return dir >= 0 && ::fcntl(dir, F_OFD_SETLK, &fl) == 0;
+}
+
 Result<WorkspaceConfigWatch> WorkspaceConfigWatch::Start(const std::string& workspace) {
   WorkspaceConfigWatch watch;
   watch.workspace_ = workspace;
   watch.dir_ = UniqueFd(::open(workspace.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!watch.dir_) return SysFail("sandbox", "open the workspace " + workspace);
-  auto before = Look(watch.dir_.Get(), std::string(kWorkspaceConfigName));
+  const std::string name(kWorkspaceConfigName);
+  // Not readable: no lock to probe or take (the run is strict).
+  watch.lock_ = UniqueFd(::openat(watch.dir_.Get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  // The probes bracket the look that records the entry; the first needs the offset the entry
+  // would lock, so a look before it too (another entry by the record: strict).
+  auto probe = Look(watch.dir_.Get(), name);
+  if (!probe) return tl::unexpected(probe.error());
+  bool seen = probe->kind != ConfigEntryKind::kMissing &&
+              OtherLockHeld(watch.lock_.Get(), ConfigWatchLockOffset(*probe, false));
+  auto before = Look(watch.dir_.Get(), name);
   if (!before) return tl::unexpected(before.error());
+  if (before->kind != ConfigEntryKind::kMissing && !seen) {
+    seen = OtherLockHeld(watch.lock_.Get(), ConfigWatchLockOffset(*before, false));
+  }
   watch.before_ = *before;
+  watch.strict_ = ConfigWatchIsStrict(*probe, *before, seen);
+  // Published before the command starts, held until after the check. Where it cannot be taken
+  // the probes of other runs fail too, and they are strict.
+  LockByte(watch.lock_.Get(), ConfigWatchLockOffset(watch.before_, watch.strict_));
   return watch;
 }
 
-std::optional<ConfigQuarantine> WorkspaceConfigWatch::CheckAfterRun() const {
+std::optional<ConfigQuarantine> WorkspaceConfigWatch::CheckAfterRun() {
+  // The lock goes once the check is done, whatever it found.
+  struct Release {
+    UniqueFd& fd;
+    ~Release() { fd.Reset(); }
+  } release{lock_};
   const std::string name(kWorkspaceConfigName);
   ConfigQuarantine q;
   q.path = workspace_ + "/" + name;
@@ -55,7 +103,7 @@ std::optional<ConfigQuarantine> WorkspaceConfigWatch::CheckAfterRun() const {
     q.failure = after.error().message;
     return q;
   }
-  auto why = WorkspaceConfigChange(before_, *after);
+  auto why = WorkspaceConfigChange(before_, *after, strict_);
   if (!why) return std::nullopt;
   q.reason = *why;
   for (int attempt = 1; attempt <= kConfigQuarantineAttempts; ++attempt) {

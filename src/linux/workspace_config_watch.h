@@ -5,7 +5,10 @@
 // The workspace directory is held open from the start, so a renamed or swapped workspace path
 // cannot redirect the check, and the name is looked up in it alone (a symbolic link at the name
 // is the entry itself, never followed), with the lookup Anvil itself reads the file through (a
-// case-folding directory's other spellings included).
+// case-folding directory's other spellings included). Whether the run compares the ctime too,
+// and the lock it holds on the workspace directory meanwhile (OFD read locks: they work on a
+// directory opened for reading and do not meet the flock(2) locks of the placeholders), is
+// protected_names_plan.h's "The workspace's Anvil.toml".
 #pragma once
 
 #include <optional>
@@ -28,17 +31,28 @@ class WorkspaceConfigWatch {
 
   // After the run (once every process of the command has ended): nullopt when the name holds
   // what it held before, or nothing; else what was moved aside, or why it could not be.
-  std::optional<ConfigQuarantine> CheckAfterRun() const;
+  // Releases the run's lock afterwards.
+  std::optional<ConfigQuarantine> CheckAfterRun();
 
   // The entry at the name now (lstat beneath the held directory).
   static Result<ConfigEntry> Look(int dir, const std::string& name);
 
+  // Whether `dir` (opened for reading) has a read lock held at any byte but `except` (F_OFD_GETLK
+  // with a write lock on either side of it); true when that cannot be told.
+  static bool OtherLockHeld(int dir, int64_t except);
+  // Read-locks the byte `offset` of `dir` for as long as the open file lives (F_OFD_SETLK).
+  static bool LockByte(int dir, int64_t offset);
+
+  bool strict() const { return strict_; }
+
  private:
   WorkspaceConfigWatch() = default;
 
-  UniqueFd dir_;  // the workspace, O_PATH
+  UniqueFd dir_;   // the workspace, O_PATH
+  UniqueFd lock_;  // the workspace again, read-only: holds the run's lock until its check
   std::string workspace_;
   ConfigEntry before_;
+  bool strict_ = false;
 };
 
 }  // namespace anvil

@@ -98,7 +98,7 @@ bool WatchesWorkspaceConfig(const std::vector<std::string>& roots, const std::st
 }
 
 std::optional<std::string> WorkspaceConfigChange(const ConfigEntry& before,
-                                                 const ConfigEntry& after) {
+                                                 const ConfigEntry& after, bool strict) {
   if (after.kind == ConfigEntryKind::kMissing) return std::nullopt;
   if (before.kind == ConfigEntryKind::kMissing) {
     return "it did not exist when the sandboxed command started";
@@ -106,10 +106,23 @@ std::optional<std::string> WorkspaceConfigChange(const ConfigEntry& before,
   if (after.kind != before.kind || after.dev != before.dev || after.ino != before.ino) {
     return "it is not the one that was there when the sandboxed command started (replaced)";
   }
-  if (after.ctime_sec != before.ctime_sec || after.ctime_nsec != before.ctime_nsec) {
+  if (strict && (after.ctime_sec != before.ctime_sec || after.ctime_nsec != before.ctime_nsec)) {
     return "it was changed (written, moved or its mode set) while the sandboxed command ran";
   }
   return std::nullopt;
+}
+
+bool ConfigWatchIsStrict(const ConfigEntry& probe, const ConfigEntry& before,
+                         bool other_lock_seen) {
+  if (before.kind == ConfigEntryKind::kMissing) return false;
+  return other_lock_seen || probe.kind != before.kind || probe.dev != before.dev ||
+         probe.ino != before.ino;
+}
+
+int64_t ConfigWatchLockOffset(const ConfigEntry& before, bool strict) {
+  if (strict || before.kind == ConfigEntryKind::kMissing) return kConfigWatchAnyChangeOffset;
+  constexpr uint64_t kMask = (uint64_t{1} << 62) - 1;
+  return static_cast<int64_t>(before.ino & kMask) + 1;
 }
 
 std::string ConfigQuarantineName(std::string_view name, int attempt) {

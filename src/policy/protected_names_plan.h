@@ -68,19 +68,54 @@ ProtectedNamesPlan PlanProtectedNames(const std::vector<std::string>& found,
 // What the command could do with the name: make it (write, rename into place, link, symlink,
 // mkdir) where there was nothing; replace what was there when it was not bound read-only (a
 // symbolic link is not: Anvil refuses to read one, so there was nothing to keep); and replace or
-// change what was bound once the mount is gone: a rename outside this run's mount namespace (the
-// check of another run that did not know the file, which moves it aside) detaches the mount
-// here, and the command may then put that same file back under the name. Each leaves at the
-// name an entry that is not the one that was there when the run started, or the same inode
-// changed since (its ctime, which nobody can set back), which is all the check compares. What it
+// change what was bound once the mount is gone. A mount follows its entry when that is renamed
+// (a check moving it aside takes this run's mount along), but an unlink of the name, or a rename
+// over it, outside this run's mount namespace detaches it: the user's, or a command's where the
+// name is not bound (a run that found it missing). Then this run's command may change that same
+// file and, once it is back under the name or moved aside by a check, put it back. What it
 // cannot do while the mount holds: change an existing file or directory, link it or remove it.
 //
-// What the check cannot tell: who made or changed it. An Anvil.toml the user makes, saves or
-// touches on the host while a sandboxed command runs in the workspace is moved aside as the
+// So the check compares what is at the name after the run with what was there at its start:
+// kind, device and inode always, and the ctime (which nobody can set back) only when the run is
+// `strict`. Not comparing the ctime keeps the user's in-place edit of an existing Anvil.toml,
+// made on the host while a long-running sandbox (`anvil sandbox -- npm run dev`) is going; it is
+// safe only when no command of another run can reach this run's entry while it runs. Which runs'
+// commands could is published with OFD read locks on the workspace directory, one byte each
+// (ConfigWatchLockOffset), each taken after the run's look and before its command starts, and
+// released after its check:
+//
+//   - byte 0: a run that found the name missing (a "watcher": its command can make, unlink and
+//     relink the name, and its check moves aside whatever is there) and a strict run (its mount
+//     may have been detached by one, so its command may hold the file too);
+//   - byte 1 + inode: a run that is not strict and found that inode there. Its command can reach
+//     the name only if that entry was replaced (which detaches its mount), so it says which entry
+//     it keeps: runs that found the same one do not make each other strict.
+//
+// A run that finds an entry looks for a lock at any byte but its entry's, before and after its
+// look (ConfigWatchIsStrict): seeing one, it is strict; seeing none, no run going then could
+// reach its entry, and a run started later finds that entry bound in its own view. The attack
+// the ctime is for: run A starts with no Anvil.toml, A's command makes one; run B starts and
+// records it; A's command unlinks it and links it back (detaching B's mount), B's command
+// writes it, A's check moves it aside, B's command renames it back: the same inode. A file made
+// by a command implies a watcher (A) that held its lock from before that command ran until
+// after its check, so B, which saw the file, saw the lock unless A's whole run, from its lock to
+// its check, fell between B's two probes (the residual window: two system calls apart). A run C
+// that starts after that sees B's lock (B is strict) and is strict too. A run W that found
+// another entry, replaced during W (an editor's save by rename), holds W's inode's byte, so a
+// run that starts after the save and finds the new file is strict while W's command could reach
+// that file.
+//
+// What the check cannot tell: who made or changed it. An Anvil.toml the user makes while a
+// sandboxed command runs in the workspace, or saves by replacing it (another inode: the command
+// could write the new one), or edits in place during a strict run, is moved aside as the
 // command's would be (the conservative side); the line that says so tells how to put it back.
 // One made while no run was going is kept by every later run (bound read-only). One that
 // appeared after a run started is moved aside when that run ends, even when a later run found
-// it there and kept it: that later run cannot know who made it either.
+// it there and kept it: that later run cannot know who made it either. A sandboxed command can
+// take such locks itself (it can open the workspace directory): that only makes later runs
+// strict. Where the workspace directory cannot be opened for reading, or the locks cannot be
+// probed, a run is strict; where its own lock cannot be taken, it is not published (that file
+// system's probes fail too). Inodes equal modulo 2^62 share a byte.
 
 enum class ConfigEntryKind { kMissing, kFile, kDir, kSymlink, kOther };
 
@@ -99,11 +134,23 @@ bool WatchesWorkspaceConfig(const std::vector<std::string>& roots, const std::st
 
 // Why what is at the workspace's Anvil.toml after the run (`after`) must be moved aside, given
 // what was there when the run started (`before`); nullopt when it stays: nothing there now, or
-// the same entry unchanged. Any kind counts, a directory or a symbolic link too (neither
-// configures anything, but a link makes Anvil refuse the workspace, and the rule stays one: the
-// config is what was there).
+// the same entry (kind, device, inode), and when `strict` also unchanged (ctime). Any kind
+// counts, a directory or a symbolic link too (neither configures anything, but a link makes
+// Anvil refuse the workspace, and the rule stays one: the config is what was there).
 std::optional<std::string> WorkspaceConfigChange(const ConfigEntry& before,
-                                                 const ConfigEntry& after);
+                                                 const ConfigEntry& after, bool strict);
+
+// Whether a run that found `before` compares the ctime: `other_lock_seen` when a lock at an
+// offset other than its entry's was seen (or could not be looked for) before or after its look;
+// `probe` is what a look just before the first probe found (another entry there: strict). A run
+// that found the name missing moves aside whatever is there after it either way.
+bool ConfigWatchIsStrict(const ConfigEntry& probe, const ConfigEntry& before, bool other_lock_seen);
+
+// The byte of the workspace directory a run read-locks from before its command starts until
+// after its check: 0 for one that found the name missing or is strict, else 1 + its entry's
+// inode (modulo 2^62).
+inline constexpr int64_t kConfigWatchAnyChangeOffset = 0;
+int64_t ConfigWatchLockOffset(const ConfigEntry& before, bool strict);
 
 // The name a moved-aside entry gets: NAME.anvil-quarantine, then NAME.anvil-quarantine-2, ...
 // (`attempt` from 1), the git quarantine's suffix. Never one Anvil reads as its config.

@@ -355,6 +355,100 @@ TEST_P(T8SandboxPluginLock, AnAnvilTomlMadeOnTheHostDuringARunIsMovedAsideByThat
   EXPECT_EQ(ReadFile(ws_ + "/Anvil.toml.anvil-quarantine"), "[sandbox]\nnetwork = \"none\"\n");
 }
 
+// The attack the ctime is for: run A starts with no Anvil.toml and its command makes one; run B
+// starts meanwhile and records it (bound read-only for B). A's command, which has no mount on the
+// name, unlinks it and links the same file back (the unlink detaches B's mount), so B's command
+// can write it; A's check moves it aside, and B's command renames it back: the same inode. B saw
+// A's lock when it started, so it compares the ctime too, and moves it aside again.
+TEST_P(T8SandboxPluginLock, AnAnvilTomlPutBackByAConcurrentRunIsMovedAsideByThatRun) {
+  SettingsPlugin();
+  const std::string config = "[plugins.settings.\"test.cfg\"]\nwho = \"agent\"\n";
+  caller_.Give(ws_);
+  std::thread a([&] {
+    first_ = Sh("printf '" + Escaped(config) +
+                    "' > Anvil.toml && touch a-made; while [ ! -e b-started ]; do sleep 0.05; "
+                    "done; ln Anvil.toml keep && rm Anvil.toml && mv keep Anvil.toml && "
+                    "touch a-relinked; while [ ! -e go-a ]; do sleep 0.05; done; echo A-DONE",
+                {"--timeout", "60"});
+  });
+  for (int i = 0; i < 1200 && !Exists(ws_ + "/a-made"); ++i) usleep(50000);
+  EXPECT_TRUE(Exists(ws_ + "/a-made"));
+  RunResult b;
+  std::thread b_thread([&] {
+    b =
+        Sh("touch b-started; while [ ! -e a-relinked ]; do sleep 0.05; done; "
+           "printf '# b\\n' >> Anvil.toml && echo WROTE; touch b-wrote; "
+           "while [ ! -e Anvil.toml.anvil-quarantine ]; do sleep 0.05; done; "
+           "mv Anvil.toml.anvil-quarantine Anvil.toml && echo PUT-BACK",
+           {"--timeout", "60"});
+  });
+  for (int i = 0; i < 1200 && !Exists(ws_ + "/b-wrote"); ++i) usleep(50000);
+  EXPECT_TRUE(Exists(ws_ + "/b-wrote"));
+  WriteFile(ws_ + "/go-a", "");
+  a.join();
+  b_thread.join();
+  EXPECT_NE(first_.out.find("A-DONE"), std::string::npos) << first_.out << first_.err;
+  EXPECT_NE(first_.err.find("anvil sandbox: moved " + ws_ + "/Anvil.toml aside"), std::string::npos)
+      << first_.err;
+  EXPECT_NE(b.out.find("WROTE"), std::string::npos) << b.out << b.err;
+  EXPECT_NE(b.out.find("PUT-BACK"), std::string::npos) << b.out << b.err;
+  EXPECT_NE(b.err.find("anvil sandbox: moved " + ws_ + "/Anvil.toml aside"), std::string::npos)
+      << b.err;
+  EXPECT_NE(b.err.find("it was changed"), std::string::npos) << b.err;
+  EXPECT_FALSE(Exists(ws_ + "/Anvil.toml"));
+  auto run = Anvil({"run", "--workspace", ws_, "cfg", "go"}, ws_);
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, "none\n");
+}
+
+// The benign neighbour: the user edits the workspace's existing Anvil.toml on the host while a
+// long-running sandbox (a dev server) is going and no other run is. Edited in place (most
+// editors), it stays: the run's mount kept its command from changing it. Saved by rename
+// (another inode), it is moved aside: once the file the run bound is replaced, the command can
+// write the new one, so the check cannot keep it; the line says how to put it back.
+TEST_P(T8SandboxPluginLock, TheUsersEditOfAnExistingAnvilTomlDuringARun) {
+  const std::string config = "[sandbox]\nnetwork = \"none\"\n";
+  WriteFile(ws_ + "/Anvil.toml", config);
+  caller_.Give(ws_);
+  auto long_run = [&](const std::string& tag) {
+    return std::thread([&, tag] {
+      first_ = Sh("touch " + tag + "-started; while [ ! -e " + tag +
+                      "-go ]; do sleep 0.05; done; cat Anvil.toml; echo DONE",
+                  {"--timeout", "60"});
+    });
+  };
+  auto wait_for = [&](const std::string& name) {
+    for (int i = 0; i < 1200 && !Exists(ws_ + "/" + name); ++i) usleep(50000);
+    EXPECT_TRUE(Exists(ws_ + "/" + name)) << name;
+  };
+  {
+    std::thread run = long_run("inplace");
+    wait_for("inplace-started");
+    usleep(20000);
+    WriteFile(ws_ + "/Anvil.toml", config + "# edited in place\n");
+    WriteFile(ws_ + "/inplace-go", "");
+    run.join();
+    EXPECT_NE(first_.out.find("DONE"), std::string::npos) << first_.out << first_.err;
+    EXPECT_EQ(first_.err.find("moved"), std::string::npos) << first_.err;
+    EXPECT_EQ(ReadFile(ws_ + "/Anvil.toml"), config + "# edited in place\n");
+    EXPECT_FALSE(Exists(ws_ + "/Anvil.toml.anvil-quarantine"));
+  }
+  {
+    std::thread run = long_run("rename");
+    wait_for("rename-started");
+    WriteFile(ws_ + "/.Anvil.toml.swp", config + "# saved by rename\n");
+    ASSERT_EQ(rename((ws_ + "/.Anvil.toml.swp").c_str(), (ws_ + "/Anvil.toml").c_str()), 0);
+    WriteFile(ws_ + "/rename-go", "");
+    run.join();
+    EXPECT_NE(first_.out.find("DONE"), std::string::npos) << first_.out << first_.err;
+    EXPECT_NE(first_.err.find("anvil sandbox: moved " + ws_ + "/Anvil.toml aside"),
+              std::string::npos)
+        << first_.err;
+    EXPECT_NE(first_.err.find("replaced"), std::string::npos) << first_.err;
+    EXPECT_EQ(ReadFile(ws_ + "/Anvil.toml.anvil-quarantine"), config + "# saved by rename\n");
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Callers, T8SandboxPluginLock, ::testing::ValuesIn(kAllCallers),
                          CallerParamName);
 

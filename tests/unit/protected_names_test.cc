@@ -156,59 +156,106 @@ ConfigEntry Entry(ConfigEntryKind kind, uint64_t ino = 0, int64_t ctime = 100) {
   return e;
 }
 
-TEST(WorkspaceConfigChange, AnythingButTheSameEntryUnchangedIsMovedAside) {
+TEST(WorkspaceConfigChange, AnythingButTheSameEntryIsMovedAsideAndAStrictRunComparesCtime) {
   using K = ConfigEntryKind;
   const ConfigEntry missing = Entry(K::kMissing);
   const ConfigEntry file = Entry(K::kFile, 10);
   struct Row {
     const char* what;
     ConfigEntry before, after;
-    bool moved;
+    bool moved_strict, moved_lenient;
   } rows[] = {
-      {"nothing before, nothing after", missing, missing, false},
-      {"made: a file written or renamed into place", missing, Entry(K::kFile, 11), true},
-      {"made: a symbolic link", missing, Entry(K::kSymlink, 11), true},
-      {"made: a directory", missing, Entry(K::kDir, 11), true},
-      {"made: a fifo or socket", missing, Entry(K::kOther, 11), true},
-      {"the user's file, untouched", file, file, false},
-      {"the user's file, gone (another run moved it)", file, missing, false},
-      {"renamed over: another inode", file, Entry(K::kFile, 11), true},
-      {"replaced by a symlink", file, Entry(K::kSymlink, 11), true},
+      {"nothing before, nothing after", missing, missing, false, false},
+      {"made: a file written or renamed into place", missing, Entry(K::kFile, 11), true, true},
+      {"made: a symbolic link", missing, Entry(K::kSymlink, 11), true, true},
+      {"made: a directory", missing, Entry(K::kDir, 11), true, true},
+      {"made: a fifo or socket", missing, Entry(K::kOther, 11), true, true},
+      {"the user's file, untouched", file, file, false, false},
+      {"the user's file, gone (another run moved it)", file, missing, false, false},
+      {"renamed over: another inode (an editor's save by rename too)", file, Entry(K::kFile, 11),
+       true, true},
+      {"replaced by a symlink", file, Entry(K::kSymlink, 11), true, true},
       {"another inode with the same number on another device", file,
        [] {
          ConfigEntry e = Entry(K::kFile, 10);
          e.dev = 8;
          return e;
        }(),
-       true},
+       true, true},
       {"a symlink left alone, then replaced by a file", Entry(K::kSymlink, 20), Entry(K::kFile, 21),
-       true},
+       true, true},
       {"a symlink replaced by a file that got its inode number", Entry(K::kSymlink, 20),
-       Entry(K::kFile, 20), true},
-      {"the same inode changed (moved away and back, written, chmod)", file,
-       Entry(K::kFile, 10, 101), true},
+       Entry(K::kFile, 20), true, true},
+      // Not strict: no other run's command could reach the bound file, so the user on the host
+      // changed it (an edit in place); strict: a command may have changed it and put it back.
+      {"the same inode changed (edited in place, moved away and back, chmod)", file,
+       Entry(K::kFile, 10, 101), true, false},
       {"the same inode, ctime nanoseconds apart", file,
        [] {
          ConfigEntry e = Entry(K::kFile, 10);
          e.ctime_nsec = 6;
          return e;
        }(),
-       true},
+       true, false},
       {"an older sandbox's placeholder directory, still there", Entry(K::kDir, 30),
-       Entry(K::kDir, 30), false},
+       Entry(K::kDir, 30), false, false},
   };
   for (const Row& row : rows) {
     SCOPED_TRACE(row.what);
-    auto why = WorkspaceConfigChange(row.before, row.after);
-    EXPECT_EQ(why.has_value(), row.moved);
-    if (why) {
-      EXPECT_FALSE(why->empty());
+    for (bool strict : {true, false}) {
+      auto why = WorkspaceConfigChange(row.before, row.after, strict);
+      EXPECT_EQ(why.has_value(), strict ? row.moved_strict : row.moved_lenient) << strict;
+      if (why) {
+        EXPECT_FALSE(why->empty());
+      }
     }
   }
-  EXPECT_NE(WorkspaceConfigChange(missing, file)->find("did not exist"), std::string::npos);
-  EXPECT_NE(WorkspaceConfigChange(file, Entry(K::kFile, 11))->find("replaced"), std::string::npos);
-  EXPECT_NE(WorkspaceConfigChange(file, Entry(K::kFile, 10, 101))->find("changed"),
+  EXPECT_NE(WorkspaceConfigChange(missing, file, false)->find("did not exist"), std::string::npos);
+  EXPECT_NE(WorkspaceConfigChange(file, Entry(K::kFile, 11), false)->find("replaced"),
             std::string::npos);
+  EXPECT_NE(WorkspaceConfigChange(file, Entry(K::kFile, 10, 101), true)->find("changed"),
+            std::string::npos);
+}
+
+TEST(ConfigWatchIsStrict, OnlyWhenAnotherRunsLockWasSeenOrTheEntryMoved) {
+  using K = ConfigEntryKind;
+  const ConfigEntry missing = Entry(K::kMissing);
+  const ConfigEntry file = Entry(K::kFile, 10);
+  struct Row {
+    const char* what;
+    ConfigEntry probe, before;
+    bool seen, strict;
+  } rows[] = {
+      {"an entry, no other lock", file, file, false, false},
+      {"an entry, another run's lock seen", file, file, true, true},
+      {"an entry whose ctime moved between the looks (no lock)", file, Entry(K::kFile, 10, 101),
+       false, false},
+      {"another inode by the record", file, Entry(K::kFile, 11), false, true},
+      {"missing at the probe, there at the record", missing, file, false, true},
+      {"another kind by the record", Entry(K::kDir, 10), file, false, true},
+      {"missing at the record: a watcher, which compares nothing but presence", file, missing, true,
+       false},
+      {"missing both times", missing, missing, false, false},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.what);
+    EXPECT_EQ(ConfigWatchIsStrict(row.probe, row.before, row.seen), row.strict);
+  }
+}
+
+TEST(ConfigWatchLockOffset, ZeroForWatchersAndStrictRunsElseOnePastTheInode) {
+  using K = ConfigEntryKind;
+  EXPECT_EQ(ConfigWatchLockOffset(Entry(K::kMissing), false), 0);
+  EXPECT_EQ(ConfigWatchLockOffset(Entry(K::kMissing), true), 0);
+  EXPECT_EQ(ConfigWatchLockOffset(Entry(K::kFile, 10), true), 0);
+  EXPECT_EQ(ConfigWatchLockOffset(Entry(K::kFile, 10), false), 11);
+  EXPECT_EQ(ConfigWatchLockOffset(Entry(K::kDir, 0), false), 1);
+  // Inodes past 2^62 fold into the range a lock can start at; never 0.
+  ConfigEntry big = Entry(K::kFile, ~uint64_t{0});
+  EXPECT_EQ(ConfigWatchLockOffset(big, false), int64_t{1} << 62);
+  big.ino = uint64_t{1} << 62;
+  EXPECT_EQ(ConfigWatchLockOffset(big, false), 1);
+  EXPECT_EQ(kConfigWatchAnyChangeOffset, 0);
 }
 
 TEST(ConfigQuarantineName, TheGitQuarantinesSuffixNumberedAndNeverAnvilToml) {

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -119,9 +120,24 @@ TEST_F(WorkspaceConfigWatchTest, TheUsersFileStaysUnlessReplacedOrChanged) {
     EXPECT_EQ(Read("Anvil.toml.anvil-quarantine"), "theirs");
   }
   {
-    // Moved away and back (the same inode, changed since): moved aside too.
+    // Edited in place on the host (the same inode, changed since), no other run going: kept.
     Write("Anvil.toml", "mine");
     auto watch = Watch();
+    EXPECT_FALSE(watch.strict());
+    usleep(20000);
+    Write("Anvil.toml", "mine, edited");
+    EXPECT_FALSE(watch.CheckAfterRun());
+    EXPECT_EQ(Read("Anvil.toml"), "mine, edited");
+  }
+  {
+    // Moved away and back while a watcher (a run that found none) holds its lock: strict, moved
+    // aside.
+    Write("Anvil.toml", "mine");
+    UniqueFd other(open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    ASSERT_TRUE(WorkspaceConfigWatch::LockByte(other.Get(), kConfigWatchAnyChangeOffset));
+    auto watch = Watch();
+    EXPECT_TRUE(watch.strict());
+    other.Reset();
     usleep(20000);
     ASSERT_EQ(rename(At("Anvil.toml").c_str(), At("away.toml").c_str()), 0);
     ASSERT_EQ(rename(At("away.toml").c_str(), At("Anvil.toml").c_str()), 0);
@@ -152,6 +168,57 @@ TEST_F(WorkspaceConfigWatchTest, TheHeldDirectoryIsCheckedEvenWhenItsPathIsSwapp
   EXPECT_FALSE(q->moved_to.empty()) << q->failure;
   EXPECT_FALSE(Exists("Anvil.toml"));
   EXPECT_EQ(Read("Anvil.toml.anvil-quarantine"), "made");
+}
+
+// The runs' locks on the workspace directory (protected_names_plan.h): OFD read locks, one byte
+// each, seen by another open of the directory and not by the one holding them, gone with it,
+// and not met by flock(2).
+TEST_F(WorkspaceConfigWatchTest, TheLocksOnTheDirectory) {
+  auto open_dir = [&] { return UniqueFd(open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)); };
+  UniqueFd me = open_dir(), other = open_dir();
+  ASSERT_TRUE(me && other);
+  EXPECT_FALSE(WorkspaceConfigWatch::OtherLockHeld(me.Get(), 5));
+  ASSERT_EQ(flock(other.Get(), LOCK_EX), 0);
+  EXPECT_FALSE(WorkspaceConfigWatch::OtherLockHeld(me.Get(), 5));
+  ASSERT_TRUE(WorkspaceConfigWatch::LockByte(other.Get(), 5));
+  EXPECT_FALSE(WorkspaceConfigWatch::OtherLockHeld(me.Get(), 5));  // the same entry's
+  EXPECT_TRUE(WorkspaceConfigWatch::OtherLockHeld(me.Get(), 6));
+  EXPECT_TRUE(WorkspaceConfigWatch::OtherLockHeld(me.Get(), 4));
+  EXPECT_FALSE(WorkspaceConfigWatch::OtherLockHeld(other.Get(), 6));  // its own
+  UniqueFd third = open_dir();
+  ASSERT_TRUE(WorkspaceConfigWatch::LockByte(third.Get(), kConfigWatchAnyChangeOffset));
+  EXPECT_TRUE(WorkspaceConfigWatch::OtherLockHeld(me.Get(), 5));
+  third.Reset();
+  EXPECT_FALSE(WorkspaceConfigWatch::OtherLockHeld(me.Get(), 5));
+  other.Reset();
+  EXPECT_FALSE(WorkspaceConfigWatch::OtherLockHeld(me.Get(), 6));
+  // Cannot be told: as if held.
+  EXPECT_TRUE(WorkspaceConfigWatch::OtherLockHeld(-1, 5));
+}
+
+// A run that finds the name missing holds the lock at byte 0 until its check: a run that finds
+// an entry meanwhile is strict and holds it too; once both have checked, runs that find the same
+// entry are not strict and do not make each other strict.
+TEST_F(WorkspaceConfigWatchTest, WatchersAndStrictRunsMakeTheRunsThatFindAnEntryStrict) {
+  auto watcher = Watch();
+  EXPECT_FALSE(watcher.strict());
+  Write("Anvil.toml", "made");
+  auto during = Watch();
+  EXPECT_TRUE(during.strict());
+  ASSERT_TRUE(watcher.CheckAfterRun());  // moved aside; its lock released
+  Write("Anvil.toml", "another");
+  auto next = Watch();
+  EXPECT_TRUE(next.strict());           // `during` is strict and going
+  ASSERT_TRUE(during.CheckAfterRun());  // another inode than it found: moved aside
+  EXPECT_FALSE(next.CheckAfterRun());   // gone: nothing to do
+  Write("Anvil.toml", "mine");
+  auto first = Watch();
+  auto second = Watch();
+  EXPECT_FALSE(first.strict());
+  EXPECT_FALSE(second.strict());
+  EXPECT_FALSE(first.CheckAfterRun());
+  EXPECT_FALSE(second.CheckAfterRun());
+  EXPECT_EQ(Read("Anvil.toml"), "mine");
 }
 
 TEST_F(WorkspaceConfigWatchTest, AMissingWorkspaceFailsTheStart) {
