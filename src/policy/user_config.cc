@@ -351,7 +351,6 @@ Status NarrowByWorkspace(const WorkspaceSandboxConfig& workspace, PolicyKind& po
                            std::string(ToString(*workspace.policy)) +
                            " yourself if you trust this repository");
     }
-    policy = *workspace.policy;
   }
   if (workspace.network) {
     if (NetworkWidth(*workspace.network) > NetworkWidth(network)) {
@@ -363,8 +362,10 @@ Status NarrowByWorkspace(const WorkspaceSandboxConfig& workspace, PolicyKind& po
                            std::string(ToString(*workspace.network)) +
                            " yourself if you trust this repository");
     }
-    network = *workspace.network;
   }
+  // Both checked before either is applied: a refused narrowing changes nothing.
+  if (workspace.policy) policy = *workspace.policy;
+  if (workspace.network) network = *workspace.network;
   return Ok();
 }
 

@@ -174,6 +174,17 @@ TEST(WorkspaceSandbox, NarrowsButNeverWidensTheUsersSettings) {
   ASSERT_FALSE(s);
   EXPECT_NE(s.error().message.find("would widen the network 'none'"), std::string::npos);
   EXPECT_EQ(network, NetworkMode::kNone);
+
+  // A narrower policy beside a wider network (the fuzzer's input): refused whole, nothing of it
+  // applied — not even the policy that alone would have narrowed.
+  w.policy = PolicyKind::kWorkspaceWrite;
+  w.network = NetworkMode::kProxy;
+  policy = PolicyKind::kDangerFullAccess;
+  network = NetworkMode::kNone;
+  s = NarrowByWorkspace(w, policy, network);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(policy, PolicyKind::kDangerFullAccess);
+  EXPECT_EQ(network, NetworkMode::kNone);
 }
 
 TEST(WorkspaceSandbox, WidthOrder) {
