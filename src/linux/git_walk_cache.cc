@@ -164,6 +164,31 @@ std::string GitWalkCacheFileName(const std::vector<std::string>& roots) {
   return "walk-" + Sha256Hex(joined).substr(0, 32);
 }
 
+std::vector<std::string> GitWalkCacheFilesToPrune(std::vector<GitWalkCacheFile> files, size_t keep,
+                                                  int64_t now_ns, int64_t stale_ns) {
+  auto is_memo = [](std::string_view n) {
+    return n.size() == 5 + 32 && n.substr(0, 5) == "walk-" &&
+           n.find_first_not_of("0123456789abcdef", 5) == std::string_view::npos;
+  };
+  std::vector<std::string> out;
+  std::vector<GitWalkCacheFile> memos;
+  for (auto& f : files) {
+    if (is_memo(f.name)) {
+      memos.push_back(std::move(f));
+    } else if (f.name.rfind(".tmp-", 0) == 0 && now_ns - f.mtime_ns > stale_ns) {
+      out.push_back(std::move(f.name));
+    }
+  }
+  if (memos.size() > keep) {
+    // Newest first; the name breaks ties so that the choice does not depend on listing order.
+    std::sort(memos.begin(), memos.end(), [](const GitWalkCacheFile& a, const GitWalkCacheFile& b) {
+      return a.mtime_ns != b.mtime_ns ? a.mtime_ns > b.mtime_ns : a.name < b.name;
+    });
+    for (size_t i = keep; i < memos.size(); ++i) out.push_back(std::move(memos[i].name));
+  }
+  return out;
+}
+
 std::string EncodeGitWalkMemo(std::string_view boot_id, const std::vector<std::string>& roots,
                               const GitWalkMemo& memo) {
   std::string out = kMagic;
@@ -320,6 +345,38 @@ void GitWalkCache::Save(const std::vector<std::string>& roots, const GitWalkMemo
   // No memo there yet, or no RENAME_EXCHANGE on this filesystem.
   if (::renameat(fd_.Get(), tmp.c_str(), fd_.Get(), name.c_str()) != 0) {
     ::unlinkat(fd_.Get(), tmp.c_str(), 0);
+    return;
+  }
+  Prune();
+}
+
+void GitWalkCache::Prune() const {
+  std::vector<GitWalkCacheFile> files;
+  const int listing = ::openat(fd_.Get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (listing < 0) return;
+  DIR* d = ::fdopendir(listing);
+  if (d == nullptr) {
+    ::close(listing);
+    return;
+  }
+  while (struct dirent* e = ::readdir(d)) {
+    std::string_view n(e->d_name);
+    if (n == "." || n == "..") continue;
+    struct stat st {};
+    if (::fstatat(fd_.Get(), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) {
+      continue;
+    }
+    files.push_back({std::string(n),
+                     static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec});
+  }
+  ::closedir(d);
+  struct timespec now {};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  constexpr int64_t kStaleTmpNs = int64_t{600} * 1000000000;
+  for (const auto& n : GitWalkCacheFilesToPrune(
+           std::move(files), kGitWalkCacheMaxMemos,
+           static_cast<int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec, kStaleTmpNs)) {
+    ::unlinkat(fd_.Get(), n.c_str(), 0);
   }
 }
 

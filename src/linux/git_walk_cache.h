@@ -25,6 +25,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -60,6 +61,22 @@ Result<GitWalkCacheShield> ShieldGitWalkCache(const std::string& cache_dir,
 // The file of one set of writable roots: "walk-" and 32 hex digits of SHA-256 of the roots.
 std::string GitWalkCacheFileName(const std::vector<std::string>& roots);
 
+// How many memos the cache keeps: one per set of writable roots run in this boot, so a caller
+// who works in many places (or a test suite that makes a workspace per test) would otherwise
+// fill the directory without end.
+inline constexpr size_t kGitWalkCacheMaxMemos = 64;
+
+// One file of the cache directory and when it was last written.
+struct GitWalkCacheFile {
+  std::string name;
+  int64_t mtime_ns = 0;
+};
+// Which files to remove when a new memo has been added: the memos written longest ago beyond
+// the `keep` newest, and temporary files older than `stale_ns` (left by a run that died while
+// saving). Names that are neither a memo nor a temporary file of the cache are left alone.
+std::vector<std::string> GitWalkCacheFilesToPrune(std::vector<GitWalkCacheFile> files, size_t keep,
+                                                  int64_t now_ns, int64_t stale_ns);
+
 // Encoding of a memo with what it was made for. Decode returns nullopt for anything that is not
 // exactly a memo of `boot_id` and `roots` (a torn, truncated, foreign or malformed file).
 std::string EncodeGitWalkMemo(std::string_view boot_id, const std::vector<std::string>& roots,
@@ -88,10 +105,13 @@ class GitWalkCache {
   std::optional<GitWalkMemo> Load(const std::vector<std::string>& roots) const;
   // Replaces the memo of `roots` (a new file exchanged with the old one, or renamed into place:
   // a reader sees the old or the new one whole). Best effort: a cache that cannot be written
-  // only costs time.
+  // only costs time. A memo of roots that had none makes the cache drop its oldest memos past
+  // kGitWalkCacheMaxMemos.
   void Save(const std::vector<std::string>& roots, const GitWalkMemo& memo) const;
 
  private:
+  void Prune() const;
+
   UniqueFd fd_;
   std::string dir_;
   std::string problem_;

@@ -4,6 +4,7 @@
 #include "linux/git_walk_cache.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -229,6 +230,58 @@ TEST_F(GitWalkCacheDir, WhatIsThereAndUnfitIsMovedAsideNotUsed) {
     EXPECT_EQ(other.Dir(), path_);
     EXPECT_FALSE(other.Load({"/w"}));
   }
+}
+
+TEST(GitWalkCachePrune, KeepsTheNewestMemosAndDropsStaleTemporaries) {
+  const std::string a = "walk-" + std::string(32, 'a');
+  const std::string b = "walk-" + std::string(32, 'b');
+  const std::string c = "walk-" + std::string(32, 'c');
+  const std::vector<GitWalkCacheFile> files = {
+      {b, 200},          {a, 100}, {c, 300}, {".tmp-1-2", 1000},  // a save in progress: kept
+      {".tmp-3-4", 10},   // left by a run that died while saving: dropped
+      {"walk-short", 1},  // not a memo of the cache: left alone
+      {"notes.txt", 1},   // not the cache's: left alone
+  };
+  struct Row {
+    size_t keep;
+    std::vector<std::string> pruned;
+  } rows[] = {
+      {3, {".tmp-3-4"}},
+      {2, {".tmp-3-4", a}},
+      {1, {".tmp-3-4", b, a}},
+      {0, {".tmp-3-4", c, b, a}},
+  };
+  for (const auto& row : rows) {
+    EXPECT_EQ(GitWalkCacheFilesToPrune(files, row.keep, 1100, 500), row.pruned) << row.keep;
+  }
+  // The same age: the name decides, whatever order the directory listed them in.
+  EXPECT_EQ(GitWalkCacheFilesToPrune({{b, 5}, {a, 5}}, 1, 0, 1), std::vector<std::string>{b});
+  EXPECT_EQ(GitWalkCacheFilesToPrune({{a, 5}, {b, 5}}, 1, 0, 1), std::vector<std::string>{b});
+}
+
+TEST_F(GitWalkCacheDir, ANewMemoPastTheBoundDropsTheOldestOnly) {
+  auto cache = GitWalkCache::OpenAt(path_);
+  ASSERT_TRUE(cache.Usable()) << cache.Problem();
+  for (size_t i = 0; i < kGitWalkCacheMaxMemos + 5; ++i) {
+    cache.Save({"/w" + std::to_string(i)}, SampleMemo());
+    // Distinct ages even on a filesystem with coarse timestamps.
+    const std::string file = path_ + "/" + GitWalkCacheFileName({"/w" + std::to_string(i)});
+    struct timespec times[2] = {{static_cast<time_t>(1000000 + i), 0},
+                                {static_cast<time_t>(1000000 + i), 0}};
+    ASSERT_EQ(utimensat(AT_FDCWD, file.c_str(), times, 0), 0);
+  }
+  size_t count = 0;
+  DIR* dir = opendir(path_.c_str());
+  ASSERT_NE(dir, nullptr);
+  while (dirent* e = readdir(dir)) count += std::string(e->d_name).rfind("walk-", 0) == 0;
+  closedir(dir);
+  // Each new memo past the bound dropped the oldest one.
+  EXPECT_EQ(count, kGitWalkCacheMaxMemos);
+  EXPECT_FALSE(cache.Load({"/w0"}));
+  EXPECT_TRUE(cache.Load({"/w" + std::to_string(kGitWalkCacheMaxMemos + 4)}));
+  // Saving an existing memo again drops nothing.
+  cache.Save({"/w" + std::to_string(kGitWalkCacheMaxMemos + 4)}, SampleMemo());
+  EXPECT_TRUE(cache.Load({"/w10"}));
 }
 
 }  // namespace
