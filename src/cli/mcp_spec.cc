@@ -89,6 +89,7 @@ CommandSpec McpFlags(mcp_server::McpOptions& into, std::string& workspace) {
        "without\n"
        "it, a command that needs a question is refused, with the one line that would allow it.",
        false},
+      {"", "Exit: 0 at the end of stdin; 2 usage errors and rules files that do not load.", false},
   };
   spec.examples = {
       "anvil mcp --workspace .",
