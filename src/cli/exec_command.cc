@@ -13,6 +13,7 @@
 #include <set>
 
 #include "agent/ask_protocol.h"
+#include "cli/exec_spec.h"
 #include "cli/sandbox_command.h"
 #include "cli/sandbox_spec.h"
 #include "common/fd_io.h"
@@ -28,53 +29,6 @@ namespace anvil::cli {
 namespace {
 
 constexpr int kExitUsage = 2;
-
-constexpr char kUsage[] =
-    R"(usage: anvil exec [--approval MODE] [--rules FILE]... [--json]
-                  [--widen WIDENING --reason TEXT] [--ask-fd N] [--requester NAME]
-                  [--rules-workspace DIR] [sandbox options] -- COMMAND...
-
-Run COMMAND for a coding agent (docs/agents.md): the command rules decide whether it may run
-and whether you are asked first, it runs in the sandbox (every option of `anvil sandbox`
-applies), and when it fails because the sandbox refused something, the one widening that
-would let it through is offered and, if you approve it, the same command runs again with
-exactly that widening.
-
-  --approval MODE    untrusted | on-failure | on-request (default) | never
-                     (untrusted: only harmless or allowed commands run without a question;
-                     on-failure: a widening is offered after the sandbox refused something;
-                     on-request: the agent may ask for a widening up front, with --widen;
-                     never: nothing is asked, and what would be asked is refused)
-  --rules FILE       read FILE as your rules instead of ~/.config/anvil/rules/*.toml
-                     (repeatable; the admin layer and the workspace's rules still apply)
-  --widen W          ask for a widening before running: writable-git, allow-host=HOST[:PORT],
-                     writable-root=DIR (on-request and untrusted; needs --reason)
-  --reason TEXT      why the agent asks for the widening (shown to you)
-  --json             print one JSON report on stderr at exit
-  --ask-fd N         ask the questions over descriptor N instead of the terminal, for another
-                     front end (anvil serve asks the editor this way): one JSON line per
-                     question, one answer line back, the report as the last line (docs/agents.md)
-  --requester NAME   who asks, as the audit log names it (default "anvil exec")
-  --rules-workspace DIR
-                     also read DIR/.anvil/rules.toml, DIR a directory above the sandbox's
-                     workspace (--cwd): both files' rules apply (they only narrow)
-
-Questions are asked on the terminal (/dev/tty, never stdin), or over --ask-fd: answer once,
-always (writes an allow rule for the command to ~/.config/anvil/rules/approved.toml) or never.
-Without either, a command that needs a question is refused, with the one line that would allow
-it.
-
-Exit: the command's own status (as `anvil sandbox`: 124 timeout, 125 the sandbox could not be
-set up, 126, 127); 3 refused by the rules or by you (nothing ran); 2 usage errors and rules
-files that do not load.
-
-Examples:
-  anvil exec -- cargo test
-  anvil exec --approval untrusted -- bash -lc "npm ci && npm test"
-  anvil exec --approval on-failure --json -- git commit -m wip
-  anvil exec --widen allow-host=registry.npmjs.org --reason "install deps" \
-      --network proxy -- npm ci
-)";
 
 std::string Canonical(const std::string& path) {
   char buf[PATH_MAX];
@@ -235,80 +189,20 @@ Result<ExecOptions> ParseExecArgs(const std::vector<std::string>& args,
                                   const std::vector<std::string>& environ_entries) {
   ExecOptions out;
   agent::ExecRequest& request = out.request;
-  std::vector<std::string> user_files;
-  std::optional<std::string> widen;
-  std::optional<std::string> rules_workspace;
-  std::size_t i = 0;
-  for (; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--") {
-      ++i;
-      break;
-    }
-    const std::string flag = a.substr(0, a.find('='));
-    auto value = [&]() -> Result<std::string> {
-      if (a.size() > flag.size()) return a.substr(flag.size() + 1);
-      if (i + 1 >= args.size()) return Fail("invalid", flag + " needs a value (see --help)");
-      return args[++i];
-    };
-    if (flag == "--approval") {
-      auto v = value();
-      if (!v) return tl::unexpected(v.error());
-      auto mode = ParseApprovalMode(*v);
-      if (!mode) {
-        return Fail("invalid", "--approval " + SanitizeForDisplay(*v, 40) +
-                                   " (fix: untrusted, on-failure, on-request or never)");
-      }
-      request.mode = *mode;
-    } else if (flag == "--rules") {
-      auto v = value();
-      if (!v) return tl::unexpected(v.error());
-      user_files.push_back(*v);
-    } else if (flag == "--widen") {
-      auto v = value();
-      if (!v) return tl::unexpected(v.error());
-      widen = *v;
-    } else if (flag == "--reason") {
-      auto v = value();
-      if (!v) return tl::unexpected(v.error());
-      request.request_reason = *v;
-    } else if (a == "--json") {
-      out.json = true;
-    } else if (flag == "--ask-fd") {
-      auto v = value();
-      if (!v) return tl::unexpected(v.error());
-      char* end = nullptr;
-      errno = 0;
-      const long fd = std::strtol(v->c_str(), &end, 10);
-      if (v->empty() || *end != '\0' || errno != 0 || fd < 3 || fd > 65535) {
-        return Fail("invalid", "--ask-fd " + SanitizeForDisplay(*v, 40) +
-                                   " (fix: an open descriptor number, 3 or above)");
-      }
-      out.ask_fd = static_cast<int>(fd);
-    } else if (flag == "--requester") {
-      auto v = value();
-      if (!v) return tl::unexpected(v.error());
-      if (v->empty() || v->size() > 64) {
-        return Fail("invalid", "--requester needs a name of 1 to 64 characters");
-      }
-      request.requester = SanitizeForDisplay(*v, 64);
-    } else if (flag == "--rules-workspace") {
-      auto v = value();
-      if (!v) return tl::unexpected(v.error());
-      rules_workspace = *v;
-    } else if (SandboxValueFlags().contains(flag)) {
-      request.sandbox_flags.push_back(a);
-      if (a.size() == flag.size()) {
-        if (i + 1 >= args.size()) return Fail("invalid", flag + " needs a value (see --help)");
-        request.sandbox_flags.push_back(args[++i]);
-      }
-    } else if (!a.empty() && a[0] == '-') {
-      request.sandbox_flags.push_back(a);  // anvil sandbox's parser checks it
-    } else {
-      break;
-    }
-  }
-  request.argv.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+  ExecFlagValues flags;
+  auto parsed = ParseFlags(ExecFlags(flags), args);
+  if (!parsed) return tl::unexpected(parsed.error());
+  if (parsed->help) return Fail("invalid", "--help goes alone");
+  if (flags.mode) request.mode = *flags.mode;
+  if (flags.requester) request.requester = *flags.requester;
+  request.request_reason = flags.reason;
+  out.json = flags.json;
+  out.ask_fd = flags.ask_fd;
+  const std::vector<std::string>& user_files = flags.rules_files;
+  const std::optional<std::string>& widen = flags.widen;
+  const std::optional<std::string>& rules_workspace = flags.rules_workspace;
+  request.sandbox_flags = std::move(parsed->forwarded);
+  request.argv = std::move(parsed->operands);
   if (request.argv.empty()) {
     return Fail("invalid", "no command given (fix: anvil exec [options] -- COMMAND...)");
   }
@@ -381,10 +275,12 @@ Result<ExecOptions> ParseExecArgs(const std::vector<std::string>& args,
 }
 
 int RunExecCommand(const std::vector<std::string>& args) {
+  // --help or -h anywhere before `--` asks for the help, as it always did (also after a command
+  // given without `--`).
   for (const auto& a : args) {
     if (a == "--") break;
     if (a == "--help" || a == "-h") {
-      std::cout << kUsage;
+      std::cout << RenderHelp(ExecCommandSpec());
       return 0;
     }
   }

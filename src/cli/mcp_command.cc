@@ -11,6 +11,7 @@
 
 #include "cli/exec_command.h"
 #include "cli/mcp_server.h"
+#include "cli/mcp_spec.h"
 #include "policy/display_text.h"
 #include "policy/grant_store.h"
 #include "policy/workspace_config.h"
@@ -33,37 +34,6 @@ using mcp_server::Server;
 namespace mcp = agent::mcp;
 
 constexpr int kExitUsage = 2;
-
-constexpr char kUsage[] =
-    R"(usage: anvil mcp [--workspace DIR] [--approval MODE] [--rules FILE]...
-                 [--plugin-dir DIR]... [--plugin-path DIR]... [--no-plugins]
-                 [sandbox options]
-
-Serve the Model Context Protocol on stdin/stdout (newline-delimited JSON-RPC 2.0, protocol
-2025-06-18) for a coding agent (docs/agents.md, "anvil mcp"). Tools: run_command (the same
-flow as `anvil exec`: the command rules, the approval mode, the sandbox, the refusals it
-recorded and the escalation on offer) and one tool per command of every plugin with an
-approved grant (run exactly as `anvil run --json` runs it).
-
-  --workspace DIR    the workspace commands run in (default: the current directory)
-  --approval MODE    untrusted | on-failure | on-request (default) | never
-  --rules FILE       read FILE as your rules instead of ~/.config/anvil/rules/*.toml
-                     (repeatable; the admin layer and the workspace's rules still apply)
-  --plugin-dir DIR   offer this plugin's commands too (repeatable; still needs a grant)
-  --plugin-path DIR  search DIR's subdirectories for plugins (repeatable; default
-                     ${XDG_DATA_HOME:-~/.local/share}/anvil/plugins)
-  --no-plugins       offer run_command only
-
-Every other option is `anvil sandbox`'s and applies to every command (--cwd and --workdir
-excepted: the workspace is --workspace, a call's cwd its `cwd` argument).
-
-Questions go to the client as elicitation/create when it declares that capability; without
-it, a command that needs a question is refused, with the one line that would allow it.
-
-Examples:
-  anvil mcp --workspace .
-  anvil mcp --workspace ~/src/app --approval untrusted --network proxy --allow-host crates.io
-)";
 
 // The plugins of the workspace's plugin set with an approved grant for exactly this manifest
 // and copy, and their commands (listed by loading each one, as `anvil run` does).
@@ -144,9 +114,10 @@ std::vector<PluginTool> DiscoverPluginTools(const McpOptions& o) {
 }  // namespace
 
 int RunMcpCommand(const std::vector<std::string>& args) {
+  // --help or -h anywhere asks for the help, as it always did (also as a flag's value).
   for (const auto& a : args) {
     if (a == "--help" || a == "-h") {
-      std::cout << kUsage;
+      std::cout << RenderHelp(McpCommandSpec());
       return 0;
     }
   }

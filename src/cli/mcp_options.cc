@@ -1,10 +1,11 @@
-// `anvil mcp`'s argument handling (mcp_server.h): its own flags, every other option kept for
-// `anvil sandbox`, and `anvil exec`'s command line for one call.
+// `anvil mcp`'s argument handling (mcp_server.h): its flags from its table (cli/mcp_spec.h),
+// every other option kept for `anvil sandbox`, and `anvil exec`'s command line for one call.
 #include <limits.h>
 #include <stdlib.h>
 
 #include "cli/exec_command.h"
 #include "cli/mcp_server.h"
+#include "cli/mcp_spec.h"
 #include "fs/workspace_path.h"
 #include "policy/display_text.h"
 
@@ -18,68 +19,10 @@ std::string Canonical(const std::string& path) {
 Result<McpOptions> ParseMcpArgs(const std::vector<std::string>& args) {
   McpOptions o;
   std::string workspace = ".";
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    const std::string flag = a.substr(0, a.find('='));
-    auto value = [&]() -> Result<std::string> {
-      if (a.size() > flag.size()) return a.substr(flag.size() + 1);
-      if (i + 1 >= args.size()) return Fail("invalid", flag + " needs a value (see --help)");
-      return args[++i];
-    };
-    if (flag == "--workspace" || flag == "--approval" || flag == "--rules" ||
-        flag == "--plugin-dir" || flag == "--plugin-path") {
-      auto v = value();
-      if (!v) return tl::unexpected(v.error());
-      if (flag == "--workspace") {
-        workspace = *v;
-      } else if (flag == "--approval") {
-        auto mode = ParseApprovalMode(*v);
-        if (!mode) {
-          return Fail("invalid", "--approval " + SanitizeForDisplay(*v, 40) +
-                                     " (fix: untrusted, on-failure, on-request or never)");
-        }
-        o.mode = *mode;
-      } else if (flag == "--rules") {
-        o.rules_files.push_back(*v);
-      } else if (flag == "--plugin-dir") {
-        const std::string c = Canonical(*v);
-        if (c.empty()) {
-          return Fail("invalid",
-                      "--plugin-dir " + SanitizeForDisplay(*v, 400) + ": no such directory");
-        }
-        o.plugin_dirs.push_back(c);
-      } else {
-        const std::string c = Canonical(*v);
-        if (c.empty()) {
-          return Fail("invalid",
-                      "--plugin-path " + SanitizeForDisplay(*v, 400) + ": no such directory");
-        }
-        o.search_paths.push_back(c);
-        o.default_path = false;
-      }
-    } else if (a == "--no-plugins") {
-      o.plugins = false;
-    } else if (flag == "--cwd" || flag == "--workdir") {
-      return Fail("invalid", flag +
-                                 " is not an option of anvil mcp (fix: --workspace DIR; a call "
-                                 "picks its directory with run_command's cwd)");
-    } else if (flag == "--json" || flag == "--report-fd" || flag == "--widen" ||
-               flag == "--reason") {
-      return Fail("invalid", flag +
-                                 " is not an option of anvil mcp (it is per call: run_command's "
-                                 "arguments)");
-    } else if (!a.empty() && a[0] == '-' && a != "-" && a != "--") {
-      o.sandbox_flags.push_back(a);
-      if (SandboxValueFlags().contains(flag) && a.size() == flag.size()) {
-        if (i + 1 >= args.size()) return Fail("invalid", flag + " needs a value (see --help)");
-        o.sandbox_flags.push_back(args[++i]);
-      }
-    } else {
-      return Fail("invalid", "unexpected argument '" + SanitizeForDisplay(a, 100) +
-                                 "' (anvil mcp takes options only; the commands come from the "
-                                 "client)");
-    }
-  }
+  auto parsed = ParseFlags(McpFlags(o, workspace), args);
+  if (!parsed) return tl::unexpected(parsed.error());
+  if (parsed->help) return Fail("invalid", "--help goes alone");
+  o.sandbox_flags = std::move(parsed->forwarded);
   o.workspace = Canonical(workspace);
   if (o.workspace.empty() || !IsRealDirectory(o.workspace)) {
     return Fail("invalid",

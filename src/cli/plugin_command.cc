@@ -122,15 +122,16 @@ CommandSpec PluginSpec(std::string& workspace_arg) {
       "<new|types|list|inspect|approve|revoke|lock|keygen|sign|trust-key|untrust-key|"
       "trusted-keys> ...";
   const Positional plugin_dir{"PLUGIN_DIR", Completion::kPluginDirectory};
+  PluginRuntime unused_runtime = PluginRuntime::kLua;
   spec.subcommands = {
-      // new and types parse their own flags (cli/plugin_new_command.cc).
+      // new and types parse with their own tables (cli/plugin_new_command.h).
       {"new",
-       "[--lua|--js] NAME [DIR]",
+       PluginNewSpec(unused_runtime).synopsis,
        "create a working plugin: manifest, a command, a test, editor\n"
        "types (anvil plugin new --help)",
        {{"NAME"}, {"DIR", Completion::kDirectory}}},
       {"types",
-       "[PLUGIN_DIR]",
+       PluginTypesSpec().synopsis,
        "write the plugin's editor types (anvil.d.ts / types/anvil.lua) again",
        {plugin_dir}},
       {"list", "", "the grants stored for the workspace", {}, true},

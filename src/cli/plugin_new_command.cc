@@ -11,8 +11,10 @@
 
 #include "cli/plugin_scaffold.h"
 #include "common/fd_io.h"
+#include "common/flag_set.h"
 #include "common/unique_fd.h"
 #include "fs/file_io.h"
+#include "policy/display_text.h"
 #include "policy/manifest.h"
 
 namespace anvil::cli {
@@ -20,28 +22,61 @@ namespace {
 
 constexpr int kExitOk = 0, kExitFailed = 1, kExitUsage = 2;
 
-constexpr char kNewUsage[] = R"(usage: anvil plugin new [--lua|--js] NAME [DIR]
+}  // namespace
 
-Create a working plugin in DIR: the manifest, an entry with one command (hello), a test you can
-run (sh DIR/test/run.sh: each case runs a command with `anvil run` on the workspace
-DIR/test/fixture), and editor support generated from this anvil's plugin API: types/anvil.lua
-and .luarc.json for lua-language-server (--lua, the default), or anvil.d.ts and jsconfig.json
-for TypeScript-aware editors and `tsc --noEmit -p jsconfig.json` (--js).
+CommandSpec PluginNewSpec(PluginRuntime& runtime) {
+  CommandSpec spec;
+  spec.name = "plugin-new";
+  spec.program = "anvil plugin new";
+  spec.synopsis = "[--lua|--js] NAME [DIR]";
+  spec.description =
+      "Create a working plugin in DIR: the manifest, an entry with one command (hello), a test you "
+      "can\n"
+      "run (sh DIR/test/run.sh: each case runs a command with `anvil run` on the workspace\n"
+      "DIR/test/fixture), and editor support generated from this anvil's plugin API: "
+      "types/anvil.lua\n"
+      "and .luarc.json for lua-language-server (--lua, the default), or anvil.d.ts and "
+      "jsconfig.json\n"
+      "for TypeScript-aware editors and `tsc --noEmit -p jsconfig.json` (--js).";
+  spec.positionals = {{"NAME"}, {"DIR", Completion::kDirectory}};
+  spec.sections_before_flags = {
+      {"",
+       "  NAME   the plugin id: [a-z0-9][a-z0-9._-]*, at most 64 bytes, e.g. me.word-count\n"
+       "  DIR    a new directory, or an empty one (default: NAME's last dot-separated part)",
+       true},
+  };
+  spec.flags = {
+      Switch("--lua", "a Lua plugin (the default)", [&runtime] { runtime = PluginRuntime::kLua; }),
+      Switch("--js", "a JavaScript plugin", [&runtime] { runtime = PluginRuntime::kJs; }),
+  };
+  spec.examples = {
+      "anvil plugin new me.word-count                 # ./word-count, Lua",
+      "anvil plugin new --js me.notes plugins/notes   # plugins/notes, JavaScript",
+  };
+  spec.style.operands = ParseStyle::Operands::kAnywhere;
+  spec.style.dash_alone_is_operand = true;
+  spec.style.see_help_hint = false;  // the usage follows the error
+  spec.echo = SanitizeFlagArgument;
+  return spec;
+}
 
-  NAME   the plugin id: [a-z0-9][a-z0-9._-]*, at most 64 bytes, e.g. me.word-count
-  DIR    a new directory, or an empty one (default: NAME's last dot-separated part)
+CommandSpec PluginTypesSpec() {
+  CommandSpec spec;
+  spec.name = "plugin-types";
+  spec.program = "anvil plugin types";
+  spec.synopsis = "[PLUGIN_DIR]";
+  spec.description =
+      "Write the editor-support files of a plugin again, generated from this anvil's plugin API:\n"
+      "anvil.d.ts (JS) or types/anvil.lua (Lua), by the manifest's runtime. jsconfig.json and\n"
+      ".luarc.json are written only when missing. PLUGIN_DIR defaults to the current directory.";
+  spec.positionals = {{"PLUGIN_DIR", Completion::kPluginDirectory}};
+  spec.style.operands = ParseStyle::Operands::kAnywhere;
+  spec.style.see_help_hint = false;  // the usage follows the error
+  spec.echo = SanitizeFlagArgument;
+  return spec;
+}
 
-Examples:
-  anvil plugin new me.word-count                 # ./word-count, Lua
-  anvil plugin new --js me.notes plugins/notes   # plugins/notes, JavaScript
-)";
-
-constexpr char kTypesUsage[] = R"(usage: anvil plugin types [PLUGIN_DIR]
-
-Write the editor-support files of a plugin again, generated from this anvil's plugin API:
-anvil.d.ts (JS) or types/anvil.lua (Lua), by the manifest's runtime. jsconfig.json and
-.luarc.json are written only when missing. PLUGIN_DIR defaults to the current directory.
-)";
+namespace {
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
 
@@ -143,24 +178,19 @@ std::string Shown(const std::string& dir) { return dir.starts_with("-") ? "./" +
 
 int RunPluginNewCommand(const std::vector<std::string>& args) {
   PluginRuntime runtime = PluginRuntime::kLua;
-  std::vector<std::string> positional;
-  for (const auto& a : args) {
-    if (a == "--help" || a == "-h") {
-      std::cout << kNewUsage;
-      return kExitOk;
-    } else if (a == "--lua") {
-      runtime = PluginRuntime::kLua;
-    } else if (a == "--js") {
-      runtime = PluginRuntime::kJs;
-    } else if (a.starts_with("-") && a != "-") {
-      std::cerr << "anvil plugin new: invalid: unknown option " << a << "\n" << kNewUsage;
-      return kExitUsage;
-    } else {
-      positional.push_back(a);
-    }
+  const CommandSpec spec = PluginNewSpec(runtime);
+  auto parsed = ParseFlags(spec, args);
+  if (!parsed) {
+    std::cerr << "anvil plugin new: " << parsed.error().ToString() << "\n" << RenderHelp(spec);
+    return kExitUsage;
   }
+  if (parsed->help) {
+    std::cout << RenderHelp(spec);
+    return kExitOk;
+  }
+  const std::vector<std::string>& positional = parsed->operands;
   if (positional.empty() || positional.size() > 2) {
-    std::cerr << "anvil plugin new: invalid: needs NAME and at most one DIR\n" << kNewUsage;
+    std::cerr << "anvil plugin new: invalid: needs NAME and at most one DIR\n" << RenderHelp(spec);
     return kExitUsage;
   }
   const std::string& id = positional[0];
@@ -219,22 +249,21 @@ int RunPluginNewCommand(const std::vector<std::string>& args) {
 }
 
 int RunPluginTypesCommand(const std::vector<std::string>& args) {
-  std::string dir = ".";
-  size_t positional = 0;
-  for (const auto& a : args) {
-    if (a == "--help" || a == "-h") {
-      std::cout << kTypesUsage;
-      return kExitOk;
-    } else if (a.starts_with("-")) {
-      std::cerr << "anvil plugin types: invalid: unknown option " << a << "\n" << kTypesUsage;
-      return kExitUsage;
-    } else if (++positional > 1) {
-      std::cerr << "anvil plugin types: invalid: takes one PLUGIN_DIR\n" << kTypesUsage;
-      return kExitUsage;
-    } else {
-      dir = a;
-    }
+  const CommandSpec spec = PluginTypesSpec();
+  auto parsed = ParseFlags(spec, args);
+  if (!parsed) {
+    std::cerr << "anvil plugin types: " << parsed.error().ToString() << "\n" << RenderHelp(spec);
+    return kExitUsage;
   }
+  if (parsed->help) {
+    std::cout << RenderHelp(spec);
+    return kExitOk;
+  }
+  if (parsed->operands.size() > 1) {
+    std::cerr << "anvil plugin types: invalid: takes one PLUGIN_DIR\n" << RenderHelp(spec);
+    return kExitUsage;
+  }
+  const std::string dir = parsed->operands.empty() ? "." : parsed->operands[0];
   auto manifest = LoadManifest(dir);
   if (!manifest) {
     std::cerr << "anvil plugin types: " << manifest.error().ToString() << "\n";

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "cli/rules_spec.h"
 #include "policy/approval.h"
 #include "policy/command_rules.h"
 #include "policy/consent.h"
@@ -14,32 +15,6 @@ namespace {
 
 constexpr int kExitOk = 0;
 constexpr int kExitUsage = 2;
-
-constexpr char kUsage[] =
-    R"(usage: anvil rules check [--rules FILE]... [--workspace DIR] [--json] [--] COMMAND...
-
-Show how Anvil's command rules judge COMMAND (docs/agents.md): the decision (allow, prompt,
-forbidden; harmless or none when no rule decides), the rule that made it (file:line:column,
-and its layer) and why, each command inside a shell script or behind a wrapper, and what each
-approval mode would do with it. Nothing is run.
-
-  --rules FILE       read FILE as the user's rules instead of ~/.config/anvil/rules/*.toml
-                     ($XDG_CONFIG_HOME honoured); repeatable. The admin layer
-                     (/etc/anvil/rules/*.toml) and the workspace's rules still apply.
-  --workspace DIR    the workspace whose .anvil/rules.toml applies (default: .)
-  --json             one JSON object instead of text
-
-The approval line assumes a person can be asked; where nobody can, "ask" is a refusal, and
-the "how to allow" line says how to let the command run without a question.
-
-Exit: 0 when the rules were read, whatever they decide; 2 on usage errors and on a rules file
-that does not load (the message names the file, line and column, and the fix).
-
-Examples:
-  anvil rules check -- git push --force origin main
-  anvil rules check --json -- bash -lc "cargo build && rm -rf target"
-  anvil rules check --rules my-rules.toml -- rg --pre ./x TODO
-)";
 
 std::string Show(std::string_view text, std::size_t max = 400) {
   return SanitizeForDisplay(text, max);
@@ -176,43 +151,21 @@ void PrintText(const CommandVerdict& verdict) {
 }
 
 int RunCheck(const std::vector<std::string>& args) {
-  RulesLocations where;
-  where.user_dir = UserRulesDir();
-  where.workspace_dir = ".";
-  bool json = false;
-  std::size_t i = 0;
-  for (; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (arg == "--") {
-      ++i;
-      break;
-    }
-    if (arg == "--help" || arg == "-h") {
-      std::cout << kUsage;
-      return kExitOk;
-    }
-    if (arg == "--json") {
-      json = true;
-    } else if (arg == "--rules" || arg == "--workspace") {
-      if (i + 1 >= args.size()) {
-        std::cerr << "anvil rules check: invalid: " << arg << " needs a value (see --help)\n";
-        return kExitUsage;
-      }
-      if (arg == "--rules") {
-        where.user_files.push_back(args[++i]);
-      } else {
-        where.workspace_dir = args[++i];
-      }
-    } else if (arg.starts_with("-")) {
-      std::cerr << "anvil rules check: invalid: unknown option " << Show(arg)
-                << " (fix: put the command after --, e.g. anvil rules check -- " << Show(arg)
-                << ")\n";
-      return kExitUsage;
-    } else {
-      break;
-    }
+  RulesFlagValues flags;
+  flags.where.user_dir = UserRulesDir();
+  flags.where.workspace_dir = ".";
+  auto parsed = ParseFlags(RulesFlags(flags), args);
+  if (!parsed) {
+    std::cerr << "anvil rules check: " << parsed.error().ToString() << "\n";
+    return kExitUsage;
   }
-  std::vector<std::string> command(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+  if (parsed->help) {
+    std::cout << RenderHelp(RulesCommandSpec());
+    return kExitOk;
+  }
+  const RulesLocations& where = flags.where;
+  const bool json = flags.json;
+  const std::vector<std::string>& command = parsed->operands;
   if (command.empty()) {
     std::cerr << "anvil rules check: invalid: no command to check (fix: anvil rules check -- "
                  "git status)\n";
@@ -236,7 +189,7 @@ int RunCheck(const std::vector<std::string>& args) {
 
 int RunRulesCommand(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
-    std::cout << kUsage;
+    std::cout << RenderHelp(RulesCommandSpec());
     return args.empty() ? kExitUsage : kExitOk;
   }
   if (args[0] == "check") return RunCheck({args.begin() + 1, args.end()});

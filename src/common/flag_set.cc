@@ -356,8 +356,13 @@ std::optional<std::string> Suggest(std::string_view word, const std::vector<std:
 }
 
 std::string UnknownOption(const CommandSpec& spec, const std::string& arg) {
-  std::string text = "unknown option " + Echo(spec, arg);
-  if (spec.style.see_help_hint) text += " (see " + spec.program + " --help)";
+  const std::string shown = Echo(spec, arg);
+  std::string text = "unknown option " + shown;
+  if (spec.messages.unknown_fix) {
+    text += " (fix: " + spec.messages.unknown_fix(shown) + ")";
+  } else if (spec.style.see_help_hint) {
+    text += " (see " + spec.program + " --help)";
+  }
   std::vector<std::string> known;
   for (const Flag& f : spec.flags) {
     if (!f.hidden && (!f.enabled || f.enabled())) known.push_back(f.name);
@@ -367,6 +372,25 @@ std::string UnknownOption(const CommandSpec& spec, const std::string& arg) {
   if (auto s = Suggest(flag, known)) text += "; did you mean " + *s + "?";
   return text;
 }
+
+namespace {
+
+// The message for a word where an option was expected (Operands::kNone).
+std::string NotAnOption(const CommandSpec& spec, const std::string& arg) {
+  if (spec.messages.unexpected_operand) return spec.messages.unexpected_operand(Echo(spec, arg));
+  return UnknownOption(spec, arg);
+}
+
+// The message for `name` given without its value; `flag` is null for a forwarded option.
+std::string MissingValue(const CommandSpec& spec, const Flag* flag, const std::string& name) {
+  if (spec.messages.missing_value) return spec.messages.missing_value(name);
+  if (flag == nullptr || spec.style.wording != ParseStyle::Wording::kNeeds) {
+    return name + " needs a value";
+  }
+  return name + " needs " + (flag->expects.empty() ? flag->metavar : flag->expects);
+}
+
+}  // namespace
 
 Result<Parsed> ParseFlags(const CommandSpec& spec, const std::vector<std::string>& args) {
   using Operands = ParseStyle::Operands;
@@ -380,7 +404,7 @@ Result<Parsed> ParseFlags(const CommandSpec& spec, const std::vector<std::string
       continue;
     }
     if (a == "--") {
-      if (style.operands == Operands::kNone) return Fail("invalid", UnknownOption(spec, a));
+      if (style.operands == Operands::kNone) return Fail("invalid", NotAnOption(spec, a));
       if (style.dash_dash_ends) {
         ++i;
         break;
@@ -392,7 +416,11 @@ Result<Parsed> ParseFlags(const CommandSpec& spec, const std::vector<std::string
       out.help = true;
       return out;
     }
-    const bool looks_like_flag = !a.empty() && a[0] == '-';
+    const bool looks_like_flag =
+        !a.empty() && a[0] == '-' && !(a == "-" && style.dash_alone_is_operand);
+    if (!looks_like_flag && style.operands == Operands::kNone && spec.messages.unexpected_operand) {
+      return Fail("invalid", NotAnOption(spec, a));
+    }
     if (!looks_like_flag && style.operands != Operands::kNone) {
       if (style.operands == Operands::kFirstEndsFlags) break;
       out.operands.push_back(a);
@@ -420,6 +448,16 @@ Result<Parsed> ParseFlags(const CommandSpec& spec, const std::vector<std::string
         out.operands.push_back(a);
         continue;
       }
+      if (style.forward_unknown && looks_like_flag) {
+        // Its name and value as the other parser reads them: --name=value, or --name value.
+        const std::string option = a.substr(0, a.find('='));
+        out.forwarded.push_back(a);
+        if (option.size() == a.size() && spec.forwarded_value && spec.forwarded_value(option)) {
+          if (i + 1 >= args.size()) return Fail("invalid", MissingValue(spec, nullptr, option));
+          out.forwarded.push_back(args[++i]);
+        }
+        continue;
+      }
       return Fail("invalid", UnknownOption(spec, a));
     }
     const std::string expects = flag->expects.empty() ? flag->metavar : flag->expects;
@@ -430,9 +468,7 @@ Result<Parsed> ParseFlags(const CommandSpec& spec, const std::vector<std::string
       } else if (i + 1 < args.size()) {
         value.text = args[++i];
       } else {
-        return Fail("invalid", style.wording == ParseStyle::Wording::kNeeds
-                                   ? flag->name + " needs " + expects
-                                   : flag->name + " needs a value");
+        return Fail("invalid", MissingValue(spec, flag, flag->name));
       }
       if (!ParseValue(*flag, value)) {
         return Fail("invalid",
@@ -458,7 +494,7 @@ std::string RenderFlagColumns(const std::vector<Flag>& flags) {
 std::string RenderHelp(const CommandSpec& spec) {
   std::string out = "usage: " + spec.program + " " + spec.synopsis + "\n";
   if (!spec.description.empty()) out += "\n" + EnsureNewline(spec.description);
-  if (!spec.subcommands.empty()) {
+  if (!spec.subcommands.empty() && spec.help.list_subcommands) {
     out += "\nSubcommands:\n" + SubcommandList(spec);
   }
   for (const Section& s : spec.sections_before_flags) {
@@ -473,8 +509,8 @@ std::string RenderHelp(const CommandSpec& spec) {
     shown.push_back(&f);
   }
   if (!rows.empty()) {
-    out += "\nOptions:\n";
-    const size_t column = ColumnOf(rows);
+    out += spec.help.options_title ? "\nOptions:\n" : "\n";
+    const size_t column = spec.help.column != 0 ? spec.help.column : ColumnOf(rows);
     for (size_t i = 0; i < rows.size(); ++i) {
       if (!shown[i]->heading.empty()) out += "\n" + shown[i]->heading + ":\n";
       out += ColumnRow(rows[i].first, rows[i].second, column);

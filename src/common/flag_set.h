@@ -13,6 +13,7 @@
 #pragma once
 
 #include <climits>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -172,6 +173,35 @@ struct ParseStyle {
   bool dash_dash_ends = true;    // `--` ends the flags (false: `--` is skipped; run)
   bool dash_is_operand = false;  // an argument starting with '-' may be an operand (plugin)
   bool see_help_hint = true;     // "unknown option X (see PROGRAM --help)"
+  // "-" alone is an operand (a name, stdin), never an option (plugin new; mcp refuses it as one).
+  bool dash_alone_is_operand = false;
+  // Options for another parser (`anvil exec`'s and `anvil mcp`'s `anvil sandbox` options): an
+  // argument starting with '-' that the table does not hold is kept, as given, in
+  // Parsed::forwarded (with its value: CommandSpec::forwarded_value) instead of refused.
+  bool forward_unknown = false;
+};
+
+// How RenderHelp lays out a command's --help (each keeps the layout it always printed).
+struct HelpLayout {
+  bool options_title = true;     // "Options:" above the flags (false: the flags' rows alone)
+  bool list_subcommands = true;  // "Subcommands:" and their rows, when there are some
+  // The help column: 0 fits it to the widest flag up to 26 characters; otherwise exactly this
+  // one, a wider flag's help starting on the next line.
+  size_t column = 0;
+};
+
+// The words of a front end's argument errors, where the default ones do not fit. Each gets the
+// argument as the front end's echo shows it (sanitized, cut).
+struct ParseMessages {
+  // The fix named after "unknown option X", instead of "(see PROGRAM --help)": "put the command
+  // after --, e.g. anvil rules check -- X" gives "unknown option X (fix: put the command ...)".
+  std::function<std::string(const std::string& shown)> unknown_fix;
+  // The whole message for a flag (or a forwarded option) given without its value:
+  // "--rules needs a value (see --help)". Default: the style's wording.
+  std::function<std::string(const std::string& flag)> missing_value;
+  // Operands::kNone: the whole message for an argument that is not an option (a word, "--", or
+  // "-" with dash_alone_is_operand), instead of "unknown option X".
+  std::function<std::string(const std::string& shown)> unexpected_operand;
 };
 
 struct CommandSpec {
@@ -195,12 +225,20 @@ struct CommandSpec {
   // `max` characters: the display sanitizer (policy/display_text.h), which this layer cannot
   // include. Without one, every byte outside printable ASCII is shown as \x{HEX}.
   std::function<std::string(std::string_view text, size_t max)> echo;
+  // With style.forward_unknown: whether a forwarded option (its name, before any '=') takes the
+  // next argument as its value when it has no "=VALUE" ("--network proxy"). Unset: none does.
+  std::function<bool(std::string_view name)> forwarded_value;
+  ParseMessages messages;
+  HelpLayout help;
 
   const Flag* Find(std::string_view name) const;
 };
 
 struct Parsed {
   std::vector<std::string> operands;
+  // style.forward_unknown: the options the table does not hold, as given, each followed by its
+  // value when it takes one ("--network", "proxy", "--cwd=/w").
+  std::vector<std::string> forwarded;
   bool help = false;  // --help or -h came before any operand: print RenderHelp(spec), exit 0
 };
 

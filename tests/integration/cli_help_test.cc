@@ -98,6 +98,8 @@ TEST(CliHelp, UnknownNamesGetTheRealOnes) {
       {{"audit", "--folow"}, "did you mean --follow?", 2},
       {{"doctor", "--jsn"}, "did you mean --json?", 2},
       {{"--verison"}, "did you mean --version?", 2},
+      {{"plugin", "new", "--jss", "me.x"}, "did you mean --js?", 2},
+      {{"plugin", "types", "--x"}, "unknown option --x", 2},
   };
   for (const Row& row : rows) {
     std::vector<std::string> argv = {AnvilBin()};

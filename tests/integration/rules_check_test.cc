@@ -100,6 +100,8 @@ const GoldenCase kCases[] = {
     {"user_dir_from_xdg", {"check", "--", "make", "all"}, true},
     {"no_command", {"check", "--rules", "user.toml"}},
     {"unknown_option", {"check", "--strict", "ls"}},
+    {"unknown_option_typo", {"check", "--jsno", "--", "ls"}},
+    {"missing_value", {"check", "--json", "--rules"}},
     {"missing_rules_file", {"check", "--rules", "nonexistent.toml", "--", "ls"}},
 };
 

@@ -121,8 +121,8 @@ TEST(RunnerFlags, SandboxAndRunnerEachParseWithTheirOwnTable) {
   }
 }
 
-// `anvil rules`'s table (its man page and completions) lists exactly the flags its own --help
-// lists (rules check parses them itself).
+// `anvil rules`'s, `anvil exec`'s and `anvil mcp`'s --help list exactly the flags of the table
+// they parse with (their man pages and completions come from it too).
 TEST(CommandDocs, RulesTableMatchesItsUsage) {
   std::ostringstream captured;
   std::streambuf* old = std::cout.rdbuf(captured.rdbuf());

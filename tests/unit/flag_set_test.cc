@@ -484,5 +484,153 @@ TEST(FlagHelp, ListsTheVisibleFlagsUnderTheirHeadings) {
   EXPECT_EQ(RenderFlagColumns(spec.flags).find("--unsafe-test-hook"), std::string::npos);
 }
 
+// Front ends that hand options on to another parser (`anvil exec` and `anvil mcp` give theirs
+// to `anvil sandbox`'s): an option the table does not hold is kept as given, with its value
+// when it takes one; the table's own flags are applied as usual.
+TEST(ParseFlags, ForwardedOptionsKeepTheirValues) {
+  struct Row {
+    Args args;
+    Args forwarded;
+    Args operands;
+    const char* error;  // null: parsed
+  };
+  const Row rows[] = {
+      {{"--network", "proxy", "--json", "--", "cmd"}, {"--network", "proxy"}, {"cmd"}, nullptr},
+      {{"--network=proxy", "cmd", "--x"}, {"--network=proxy"}, {"cmd", "--x"}, nullptr},
+      {{"--ro", "--dir", "/w", "-", "--", "cmd"}, {"--ro", "-"}, {"cmd"}, nullptr},
+      {{"--dir=/w", "--network", "--json", "c"}, {"--network", "--json"}, {"c"}, nullptr},
+      {{"--network"}, {}, {}, "--network needs a value (see --help)"},
+      {{"--dir"}, {}, {}, "--dir needs a value (see --help)"},
+      {{"--count", "x"}, {}, {}, "--count expects a number from 1 to 1000, got x"},
+  };
+  for (const Row& row : rows) {
+    Seen s;
+    ParseStyle style = Style(Operands::kFirstEndsFlags, Wording::kExpectsGot);
+    style.equals_value = true;
+    style.forward_unknown = true;
+    auto spec = Spec(s, style);
+    spec.forwarded_value = [](std::string_view name) { return name == "--network"; };
+    spec.messages.missing_value = [](const std::string& flag) {
+      return flag + " needs a value (see --help)";
+    };
+    auto r = ParseFlags(spec, row.args);
+    if (row.error != nullptr) {
+      ASSERT_FALSE(r) << row.args[0];
+      EXPECT_EQ(r.error().message, row.error);
+      continue;
+    }
+    ASSERT_TRUE(r) << r.error().ToString();
+    EXPECT_EQ(r->forwarded, row.forwarded) << row.args[0];
+    EXPECT_EQ(r->operands, row.operands) << row.args[0];
+    EXPECT_EQ(s.dir, row.args[0] == "--dir=/w" || row.args[1] == "--dir" ? "/w" : "");
+  }
+  // Benign: without forwarding, the same option is refused as unknown, as before.
+  Seen s;
+  auto plain = ParseFlags(Spec(s, Style(Operands::kFirstEndsFlags)), {"--network", "proxy"});
+  ASSERT_FALSE(plain);
+  EXPECT_EQ(plain.error().message.rfind("unknown option --network", 0), 0u);
+  // --help is still the command's own.
+  ParseStyle style = Style(Operands::kFirstEndsFlags);
+  style.forward_unknown = true;
+  auto help = ParseFlags(Spec(s, style), {"--x", "--help"});
+  ASSERT_TRUE(help);
+  EXPECT_TRUE(help->help);
+}
+
+// A front end's own words for its argument errors: the fix after an unknown option, the text of
+// a missing value, what a word is where only options are taken; each with the echoed argument.
+TEST(ParseFlags, AFrontEndNamesItsOwnFix) {
+  struct Row {
+    Operands operands;
+    bool dash_alone_is_operand;
+    Args args;
+    const char* message;
+  };
+  const Row rows[] = {
+      {Operands::kFirstEndsFlags,
+       false,
+       {"--strict", "x"},
+       "unknown option --strict (fix: put the command after --: anvil test -- --strict)"},
+      {Operands::kFirstEndsFlags,
+       false,
+       {"--jsno"},
+       "unknown option --jsno (fix: put the command after --: anvil test -- --jsno); did you mean "
+       "--json?"},
+      {Operands::kFirstEndsFlags,
+       false,
+       {"--\x1b[2J"},
+       "unknown option --\\u{1b}[2J (fix: put the command after --: anvil test -- --\\u{1b}[2J)"},
+      {Operands::kFirstEndsFlags, false, {"--dir"}, "--dir: give it a value"},
+      {Operands::kNone, true, {"stray"}, "unexpected argument 'stray' (options only)"},
+      {Operands::kNone, true, {"--json", "--"}, "unexpected argument '--' (options only)"},
+      {Operands::kNone, true, {"-"}, "unexpected argument '-' (options only)"},
+      {Operands::kNone,
+       false,
+       {"-"},
+       "unknown option - (fix: put the command after --: anvil test -- -)"},
+      {Operands::kNone,
+       true,
+       {"--bogus"},
+       "unknown option --bogus (fix: put the command after --: anvil test -- --bogus)"},
+  };
+  for (const Row& row : rows) {
+    Seen s;
+    ParseStyle style = Style(row.operands);
+    style.dash_alone_is_operand = row.dash_alone_is_operand;
+    auto spec = Spec(s, style);
+    spec.echo = [](std::string_view text, size_t max) { return SanitizeForDisplay(text, max); };
+    spec.messages.unknown_fix = [](const std::string& shown) {
+      return "put the command after --: anvil test -- " + shown;
+    };
+    spec.messages.missing_value = [](const std::string& flag) {
+      return flag + ": give it a value";
+    };
+    spec.messages.unexpected_operand = [](const std::string& shown) {
+      return "unexpected argument '" + shown + "' (options only)";
+    };
+    auto r = ParseFlags(spec, row.args);
+    ASSERT_FALSE(r) << row.args[0];
+    EXPECT_EQ(r.error().code, "invalid");
+    EXPECT_EQ(r.error().message, row.message);
+  }
+  // Benign: "-" alone as an operand where operands are taken, and flags still parse.
+  Seen s;
+  ParseStyle style = Style(Operands::kAnywhere);
+  style.dash_alone_is_operand = true;
+  auto r = ParseFlags(Spec(s, style), {"-", "--json", "x"});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->operands, (Args{"-", "x"}));
+  EXPECT_TRUE(s.json);
+}
+
+// The layout a command always printed: no "Options:" title, no subcommand list, a fixed column
+// (a wider flag's help on the next line).
+TEST(FlagHelp, AFixedColumnWithoutTitles) {
+  CommandSpec spec;
+  spec.program = "anvil rules";
+  spec.synopsis = "check [--json] [--] COMMAND...";
+  spec.description = "Judge COMMAND.";
+  spec.subcommands = {{"check", "COMMAND...", "judge it", {}, false}};
+  spec.flags = {
+      Switch("--json", "JSON\n(one object)", [] {}),
+      Switch("--rules-workspace-dir", "its own line", [] {}),
+  };
+  spec.sections = {{"", "Exit: 0.", false}};
+  spec.help.options_title = false;
+  spec.help.list_subcommands = false;
+  spec.help.column = 21;
+  EXPECT_EQ(RenderHelp(spec),
+            "usage: anvil rules check [--json] [--] COMMAND...\n"
+            "\n"
+            "Judge COMMAND.\n"
+            "\n"
+            "  --json             JSON\n"
+            "                     (one object)\n"
+            "  --rules-workspace-dir\n"
+            "                     its own line\n"
+            "\n"
+            "Exit: 0.\n");
+}
+
 }  // namespace
 }  // namespace anvil

@@ -1,0 +1,77 @@
+// `anvil exec`'s command line (cli/exec_spec.h, ParseExecArgs): its own flags from its table,
+// every other option forwarded to `anvil sandbox`'s parser with its value, the command after
+// `--` or the first word; each refusal in the words users always saw.
+#include <gtest/gtest.h>
+
+#include "cli/exec_command.h"
+
+namespace anvil::cli {
+namespace {
+
+using Args = std::vector<std::string>;
+
+const Args kEnv = {"PATH=/usr/bin:/bin", "HOME=/nonexistent"};
+
+TEST(ExecArgs, OwnFlagsAreAppliedAndTheRestForwarded) {
+  auto r = ParseExecArgs(
+      {"--approval", "never", "--network", "none", "--json", "--rules=a.toml", "--rules", "b.toml",
+       "--ask-fd", "7", "--requester", "agent", "--clear-env", "--", "true", "--json"},
+      kEnv);
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(r->request.mode, ApprovalMode::kNever);
+  EXPECT_TRUE(r->json);
+  EXPECT_EQ(r->ask_fd, 7);
+  EXPECT_EQ(r->request.requester, "agent");
+  EXPECT_EQ(r->request.rules.user_files, (Args{"a.toml", "b.toml"}));
+  EXPECT_EQ(r->request.sandbox_flags, (Args{"--network", "none", "--clear-env"}));
+  EXPECT_EQ(r->request.argv, (Args{"true", "--json"}));
+  // The first word is the command too; a sandbox option written NAME=VALUE stays one word.
+  r = ParseExecArgs({"--network=none", "true", "-x"}, kEnv);
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(r->request.sandbox_flags, (Args{"--network=none"}));
+  EXPECT_EQ(r->request.argv, (Args{"true", "-x"}));
+  EXPECT_EQ(r->request.mode, ApprovalMode::kOnRequest);
+  EXPECT_EQ(r->request.requester, "anvil exec");
+  EXPECT_FALSE(r->json);
+  EXPECT_EQ(r->ask_fd, -1);
+}
+
+TEST(ExecArgs, EachRefusalNamesTheFix) {
+  struct Row {
+    Args args;
+    const char* message;
+  };
+  const Row rows[] = {
+      {{"--approval", "sometimes", "--", "true"},
+       "invalid: --approval sometimes (fix: untrusted, on-failure, on-request or never)"},
+      {{"--approval"}, "invalid: --approval needs a value (see --help)"},
+      {{"--rules"}, "invalid: --rules needs a value (see --help)"},
+      {{"--network"}, "invalid: --network needs a value (see --help)"},
+      {{"--ask-fd", "2", "--", "true"},
+       "invalid: --ask-fd 2 (fix: an open descriptor number, 3 or above)"},
+      {{"--ask-fd", "x", "--", "true"},
+       "invalid: --ask-fd x (fix: an open descriptor number, 3 or above)"},
+      {{"--requester", "", "--", "true"},
+       "invalid: --requester needs a name of 1 to 64 characters"},
+      {{"--json"}, "invalid: no command given (fix: anvil exec [options] -- COMMAND...)"},
+      {{"--json", "--"}, "invalid: no command given (fix: anvil exec [options] -- COMMAND...)"},
+      {{"--reason", "why", "--", "true"}, "invalid: --reason goes with --widen"},
+      {{"--widen", "writable-git", "--", "true"},
+       "invalid: --widen needs --reason TEXT (shown to the person asked)"},
+      {{"--json", "--help", "--", "true"}, "invalid: --help goes alone"},
+      {{"--cwd", "--help", "--", "true"}, "invalid: --help goes alone"},
+  };
+  for (const Row& row : rows) {
+    auto r = ParseExecArgs(row.args, kEnv);
+    ASSERT_FALSE(r) << row.args[0];
+    EXPECT_EQ(r.error().ToString(), row.message) << row.args[0];
+  }
+  // An unknown option is the sandbox parser's to refuse, in its words.
+  auto r = ParseExecArgs({"--bogus", "--", "true"}, kEnv);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("unknown option --bogus"), std::string::npos)
+      << r.error().message;
+}
+
+}  // namespace
+}  // namespace anvil::cli
