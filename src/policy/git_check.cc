@@ -167,12 +167,21 @@ std::vector<GitQuarantineAction> DecideGitQuarantine(const GitIdentitySet& befor
   std::set<int> moved;
   for (const auto& [i, why] : NewGitReposThatRunCode(before, after, fs)) {
     const GitRepo& repo = after.repos[static_cast<size_t>(i)];
-    auto parent = fs.resolve(Dirname(repo.marker));
-    if (!parent || !WithinAny(*parent, after.roots)) continue;
-    actions.push_back({Join(*parent, Basename(repo.marker)),
-                       repo.kind == GitMarkerKind::kGitDir || repo.kind == GitMarkerKind::kBareDir,
-                       "a git repository the command made or swapped in runs code: " + why});
+    const std::string reason = "a git repository the command made or swapped in runs code: " + why;
     moved.insert(i);
+    auto real = fs.resolve(repo.marker);
+    if (repo.kind == GitMarkerKind::kBareDir && real &&
+        std::find(after.roots.begin(), after.roots.end(), *real) != after.roots.end()) {
+      // A writable root made into a git dir cannot be renamed away: its HEAD is, and git no
+      // longer takes it for one.
+      actions.push_back({Join(*real, "HEAD"), false, reason});
+      continue;
+    }
+    // Never skipped: a parent outside the roots is reported as a failure to move it aside.
+    auto parent = fs.resolve(Dirname(repo.marker));
+    actions.push_back({Join(parent.value_or(Dirname(repo.marker)), Basename(repo.marker)),
+                       repo.kind == GitMarkerKind::kGitDir || repo.kind == GitMarkerKind::kBareDir,
+                       reason});
   }
   // `path` now leads to `real`, which is not what it led to at the start.
   auto move_aside = [&](const std::string& path, const std::string& real,

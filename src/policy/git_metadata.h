@@ -350,7 +350,8 @@ std::map<int, std::string> NewGitReposThatRunCode(const GitIdentitySet& before,
                                                   const GitScan& after, const GitFs& fs);
 
 struct GitQuarantineAction {
-  std::string path;      // to move aside; its parent resolves inside a writable root
+  std::string path;      // to move aside (ApplyGitQuarantine reports one whose parent no
+                         // longer resolves inside a writable root as a failure)
   bool git_dir = false;  // a git directory: its HEAD is moved aside too, so git sees none
   std::string reason;
 };

@@ -245,6 +245,39 @@ TEST_P(T1SandboxGitAfterRun, ASubmoduleGitDirInANewRepositoryIsJudgedWithIt) {
   EXPECT_TRUE(Exists(ws_ + "/top/.git/modules/mid/modules/lib2/HEAD"));
 }
 
+// A writable root without a .git of its own (git's placeholder is gone after the run) is a
+// directory the command can make into a git dir itself: git run there on the host takes it
+// for one, with its config (a pager, an alias). It cannot be renamed away as a nested one is:
+// its HEAD is.
+TEST_P(T1SandboxGitAfterRun, AWritableRootMadeIntoAGitDirIsQuarantined) {
+  const std::string fsm = marker_ + "-fsm.sh";
+  Write(fsm, HookText(), 0755);
+  const std::string plain = outside_ / "plain";
+  ASSERT_EQ(mkdir(plain.c_str(), 0755), 0);
+  caller_.Give(plain);
+  auto attack = SandboxSh(plain,
+                          "printf 'ref: refs/heads/main\\n' > HEAD && mkdir objects refs && "
+                          "printf '[core]\\n\\tpager = " +
+                              fsm + "\\n[alias]\\n\\tst = !" + fsm + "\\n' > config",
+                          {"--json"}, Env());
+  EXPECT_EQ(attack.status, 0) << attack.err;
+  EXPECT_FALSE(Exists(plain + "/HEAD")) << attack.err;
+  EXPECT_NE(attack.err.find("quarantined " + plain + "/HEAD"), std::string::npos) << attack.err;
+  Git(plain, {"st"});
+  Git(plain, {"-p", "log"});
+  EXPECT_FALSE(Exists(marker_)) << "git on the host took the writable root for a git dir";
+
+  // Benign: files named like a git dir's that make none (no objects/), and a plain init below.
+  const std::string notes = outside_ / "notes";
+  ASSERT_EQ(mkdir(notes.c_str(), 0755), 0);
+  caller_.Give(notes);
+  auto benign =
+      SandboxSh(notes, "echo draft > HEAD && mkdir refs && git init -q sub", {"--json"}, Env());
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_TRUE(Quarantined(benign).empty()) << benign.err;
+  EXPECT_TRUE(Exists(notes + "/HEAD"));
+}
+
 INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxGitAfterRun, ::testing::ValuesIn(kAllCallers),
                          CallerParamName);
 
