@@ -395,6 +395,7 @@ class Scanner {
         std::unique(repo.worktree_dotgits.begin(), repo.worktree_dotgits.end()),
         repo.worktree_dotgits.end());
     size_t files = 0;
+    in_repo_ = true;
     ReadConfigChain(Join(repo.commondir, "config"), "", 0, 0, files, repo.configs);
     ReadConfigChain(Join(repo.gitdir, "config.worktree"), "", 0, 0, files, repo.configs);
     for (const auto& f : repo.configs) {
@@ -413,6 +414,7 @@ class Scanner {
       size_t entries = 0;
       ReadModules(Join(repo.commondir, "modules"), repo, 0, entries);
     }
+    in_repo_ = false;
     return Ok();
   }
 
@@ -494,8 +496,12 @@ class Scanner {
     auto text = fs_.read_file(path, kMaxConfigBytes);
     if (!text) {
       f.exists = true;
-      // Unreadable to the caller: neither the caller's git nor the command can read it.
-      if (text.error().code != "denied") f.error = text.error().message;
+      // Unreadable to the caller: neither the caller's git nor the command can read it. After
+      // the run, a repository's config the caller owns may be one the command chmodded closed
+      // (git reads it once the user opens it again): not read in full.
+      if (text.error().code != "denied" || (in_repo_ && mode_ == GitBoundMode::kSkipAndName)) {
+        f.error = text.error().message;
+      }
       out.push_back(std::move(f));
       return;
     }
@@ -572,6 +578,7 @@ class Scanner {
   // Why the rest of the walk is skipped (kSkipAndName past the 'entries' or 'seconds' bound).
   std::string exhausted_;
   bool remembered_ = false;
+  bool in_repo_ = false;  // reading a repository's configs (not the user's)
   std::chrono::steady_clock::time_point start_;
   int64_t wall_start_;
   std::vector<std::string> templates_;

@@ -173,7 +173,8 @@ TEST_P(T1SandboxGitAfterRun, ARepositoryInADirectoryTheCommandMadeUnlistableIsQu
   Write(fsm, HookText(), 0755);
   auto attack = Sh("mkdir -p d e/f && git init -q d/r && git -C d/r config core.fsmonitor " + fsm +
                    " && git init -q e/f/r && git -C e/f/r config core.fsmonitor " + fsm +
-                   " && chmod 111 d && chmod 000 e/f e");
+                   " && git init -q g && git -C g config core.fsmonitor " + fsm +
+                   " && chmod 000 g/.git/config && chmod 111 d && chmod 000 e/f e");
   EXPECT_EQ(attack.status, 0) << attack.err;
   struct stat st {};
   ASSERT_EQ(stat((ws_ + "/d").c_str(), &st), 0);
@@ -183,6 +184,10 @@ TEST_P(T1SandboxGitAfterRun, ARepositoryInADirectoryTheCommandMadeUnlistableIsQu
   UseGitOnTheHost(ws_ + "/d/r");
   ASSERT_EQ(Shell("chmod 755 " + ws_ + "/e " + ws_ + "/e/f"), 0);
   UseGitOnTheHost(ws_ + "/e/f/r");
+  // A config the command made unreadable: git reads it once the user opens it again.
+  EXPECT_FALSE(Exists(ws_ + "/g/.git")) << attack.err;
+  ASSERT_EQ(Shell("chmod -f 644 " + ws_ + "/g/.git*/config; true"), 0);
+  UseGitOnTheHost(ws_ + "/g");
   EXPECT_FALSE(Exists(ws_ + "/d/r/.git")) << attack.err;
   EXPECT_FALSE(Exists(ws_ + "/e/f/r/.git")) << attack.err;
   EXPECT_FALSE(Exists(marker_)) << "git on the host ran the fsmonitor of a repository planted in "
