@@ -233,6 +233,7 @@ nlohmann::json GitReportJson(const GitReport& git) {
                         {"checked_after_run", git.checked_after},
                         {"check_ms", std::round(git.check_ms * 1000) / 1000},
                         {"check_entries_listed", git.check_listed},
+                        {"check_dirs_opened", git.opened_up},
                         {"quarantined", quarantined},
                         {"quarantine_failures", git.quarantine_failures}};
   if (!git.check_error.empty()) out["check_error"] = git.check_error;

@@ -86,6 +86,14 @@ Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
 void GitGuard::CheckAfterRun() {
   const auto start = std::chrono::steady_clock::now();
   report_.checked_after = true;
+  // The directories the walk opened (the caller's, made unlistable) get their modes back once
+  // what they hold is judged and moved aside, whatever the check decided.
+  struct CloseUp {
+    const GitFs& fs;
+    ~CloseUp() {
+      if (fs.close_up) fs.close_up();
+    }
+  } close_up{fs_};
   // The same bounds, but none stops the check: a command that grew the roots past one leaves
   // subtrees that are named as not walked (the run exits 125, and the next sandbox there does
   // not start), while everything found elsewhere is judged and moved aside as ever.
@@ -97,6 +105,7 @@ void GitGuard::CheckAfterRun() {
     return;
   }
   report_.check_listed = scan->listed;
+  report_.opened_up = scan->opened_up;
   report_.unwalked = scan->unwalked;
   report_.unwalked_total = scan->unwalked_total;
   memo_ = std::move(scan->memo);

@@ -36,6 +36,7 @@ struct GitReport {
   bool checked_after = false;           // the check after the run ran
   double check_ms = 0;                  // its walk, plan and quarantine
   size_t check_listed = 0;              // directory entries it listed (the rest were unchanged)
+  size_t opened_up = 0;                 // the caller's unlistable directories it opened to look
   // What the check could not vouch for (nothing means it checked everything): the subtrees it
   // did not walk (past a bound the command's files can push it past; what it found elsewhere
   // was still judged and moved aside), or the planning that ran out of time. The run then exits

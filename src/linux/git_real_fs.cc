@@ -14,6 +14,8 @@
 #include <ctime>
 #include <map>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "common/syscalls.h"
 #include "common/unique_fd.h"
@@ -213,6 +215,31 @@ GitFs RealGitFs() {
       return Ok();
     }
     return SysFail("io", "rename " + from + " to " + to);
+  };
+  // Opened directories and their modes, by O_PATH fd (a rename of what lies in them, or of
+  // them, leaves the fd on the same directory), to be put back in reverse order: a parent
+  // closed first would bar the way to its children.
+  auto opened = std::make_shared<std::vector<std::pair<UniqueFd, mode_t>>>();
+  fs.open_up = [opened](const std::string& dir) -> Status {
+    UniqueFd fd(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd) return SysFail(errno == EACCES ? Code::kDenied : Code::kIo, "open " + dir);
+    struct stat st {};
+    if (::fstat(fd.Get(), &st) != 0) return SysFail("io", "stat " + dir);
+    if (!S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) {
+      return Fail("denied", dir + " is not a directory of the caller's");
+    }
+    const mode_t mode = st.st_mode & 07777;
+    const std::string proc = "/proc/self/fd/" + std::to_string(fd.Get());
+    if (::chmod(proc.c_str(), mode | S_IRWXU) != 0) return SysFail("io", "chmod " + dir);
+    opened->emplace_back(std::move(fd), mode);
+    return Ok();
+  };
+  fs.close_up = [opened] {
+    for (auto it = opened->rbegin(); it != opened->rend(); ++it) {
+      const std::string proc = "/proc/self/fd/" + std::to_string(it->first.Get());
+      (void)::chmod(proc.c_str(), it->second);
+    }
+    opened->clear();
   };
   return fs;
 }

@@ -8,6 +8,7 @@
 #include "policy/git_metadata.h"
 #include "policy/git_metadata_internal.h"
 #include "policy/git_paths.h"
+#include "policy/sandbox_policy.h"
 
 namespace anvil {
 namespace {
@@ -76,6 +77,26 @@ GitWatchedConfigs GitConfigIdentities(const GitScan& scan, const GitFs& fs) {
   return out;
 }
 
+namespace {
+
+// The first entry of `configs` beyond what git init, clone and friends write, named.
+template <typename WorktreeOk>
+std::optional<std::string> ConfigsRunCode(const std::vector<GitConfigFile>& configs,
+                                          WorktreeOk worktree_ok) {
+  for (const auto& f : configs) {
+    if (!f.error.empty()) return "config " + f.path + " git cannot read: " + f.error;
+    for (const auto& e : f.entries) {
+      const std::string where = KeyName(e) + " in " + f.path + ":" + std::to_string(e.line);
+      if (ClassifyGitConfigKey(e) != GitKeyUse::kNone && GitEntryIsActive(e)) return where;
+      // Only the keys git init, clone and friends write (policy/git_inert_keys.h).
+      if (auto why = GitKeyNotInert(e, worktree_ok(e))) return where + " (" + *why + ")";
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<std::string> GitRepoRunsCode(const GitRepo& repo) {
   if (!repo.unread.empty()) return "its metadata could not be read in full: " + repo.unread;
   if (repo.hooks_unknown) return "its hooks directory is a symlink or cannot be listed";
@@ -90,14 +111,28 @@ std::optional<std::string> GitRepoRunsCode(const GitRepo& repo) {
     const std::string abs = (*e.value)[0] == '/' ? *e.value : Join(repo.gitdir, *e.value);
     return LexicalNormal(abs) == LexicalNormal(repo.top);
   };
-  for (const auto& f : repo.configs) {
-    if (!f.error.empty()) return "config " + f.path + " git cannot read: " + f.error;
-    for (const auto& e : f.entries) {
-      const std::string where = KeyName(e) + " in " + f.path + ":" + std::to_string(e.line);
-      if (ClassifyGitConfigKey(e) != GitKeyUse::kNone && GitEntryIsActive(e)) return where;
-      // Only the keys git init, clone and friends write (policy/git_inert_keys.h).
-      if (auto why = GitKeyNotInert(e, worktree_is_top(e))) return where + " (" + *why + ")";
-    }
+  if (auto why = ConfigsRunCode(repo.configs, worktree_is_top)) return why;
+  // The submodules' git dirs in it, which `git submodule update` takes as they are: the same
+  // rules, and core.worktree may name a directory of the superproject's working tree.
+  if (!repo.modules_unread.empty()) {
+    return "its submodules' git dirs could not be read in full: " + repo.modules_unread;
+  }
+  for (const auto& m : repo.modules) {
+    if (m.hooks_unknown)
+      return "the hooks directory of " + m.gitdir + " is a symlink or unlistable";
+    if (!m.hooks.empty()) return "hook " + m.hooks.front() + " in " + m.gitdir;
+    // Within the superproject's working tree: this one's, or (a linked worktree shares its
+    // submodules' git dirs) the main one's, whose .git is the common dir.
+    const std::string common = LexicalNormal(repo.commondir);
+    const std::string main_top = Basename(common) == ".git" ? Dirname(common) : "";
+    auto worktree_within_top = [&](const GitConfigEntry& e) {
+      if (!e.value || e.value->empty()) return false;
+      const std::string abs =
+          LexicalNormal((*e.value)[0] == '/' ? *e.value : Join(m.gitdir, *e.value));
+      return (!repo.top.empty() && PathIsWithin(abs, LexicalNormal(repo.top))) ||
+             (!main_top.empty() && PathIsWithin(abs, main_top));
+    };
+    if (auto why = ConfigsRunCode(m.configs, worktree_within_top)) return why;
   }
   return std::nullopt;
 }
@@ -132,12 +167,21 @@ std::vector<GitQuarantineAction> DecideGitQuarantine(const GitIdentitySet& befor
   std::set<int> moved;
   for (const auto& [i, why] : NewGitReposThatRunCode(before, after, fs)) {
     const GitRepo& repo = after.repos[static_cast<size_t>(i)];
-    auto parent = fs.resolve(Dirname(repo.marker));
-    if (!parent || !WithinAny(*parent, after.roots)) continue;
-    actions.push_back({Join(*parent, Basename(repo.marker)),
-                       repo.kind == GitMarkerKind::kGitDir || repo.kind == GitMarkerKind::kBareDir,
-                       "a git repository the command made or swapped in runs code: " + why});
+    const std::string reason = "a git repository the command made or swapped in runs code: " + why;
     moved.insert(i);
+    auto real = fs.resolve(repo.marker);
+    if (repo.kind == GitMarkerKind::kBareDir && real &&
+        std::find(after.roots.begin(), after.roots.end(), *real) != after.roots.end()) {
+      // A writable root made into a git dir cannot be renamed away: its HEAD is, and git no
+      // longer takes it for one.
+      actions.push_back({Join(*real, "HEAD"), false, reason});
+      continue;
+    }
+    // Never skipped: a parent outside the roots is reported as a failure to move it aside.
+    auto parent = fs.resolve(Dirname(repo.marker));
+    actions.push_back({Join(parent.value_or(Dirname(repo.marker)), Basename(repo.marker)),
+                       repo.kind == GitMarkerKind::kGitDir || repo.kind == GitMarkerKind::kBareDir,
+                       reason});
   }
   // `path` now leads to `real`, which is not what it led to at the start.
   auto move_aside = [&](const std::string& path, const std::string& real,

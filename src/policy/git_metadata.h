@@ -102,6 +102,14 @@ struct GitFs {
   // rename(2) of `from` to `to` that never replaces an existing `to` (ApplyGitQuarantine only);
   // an existing `to` is an error with sys_errno EEXIST.
   std::function<Status(const std::string& from, const std::string& to)> rename_noreplace;
+  // The check after the run only (may be unset): lets the caller list, search and rename in
+  // directory `dir`, which the caller owns but cannot list (the command, running as the caller,
+  // can chmod such a directory open, fill it and close it again; git on the host finds what it
+  // holds all the same), by adding the owner's rwx bits to its mode. "denied" when the caller
+  // does not own it (a symlink is never followed). `close_up` puts every mode back, the last
+  // opened first.
+  std::function<Status(const std::string& dir)> open_up;
+  std::function<void()> close_up;
 };
 // The real one: linux/git_real_fs.h.
 
@@ -164,6 +172,17 @@ struct GitRepo {
   // Why it could not be read in full (the walk after the run, past a bound): it is then judged
   // as one that runs code. "" when it was.
   std::string unread;
+  // The walk after the run: the git dirs of submodules under commondir/modules (nested ones
+  // too), which `git submodule update` on the host takes as they are, hooks and config. Judged
+  // with the repository when it is new; `modules_unread` says why they were not all read.
+  struct Module {
+    std::string gitdir;
+    std::vector<GitConfigFile> configs;  // its config and config.worktree, with their includes
+    std::vector<std::string> hooks;
+    bool hooks_unknown = false;
+  };
+  std::vector<Module> modules;
+  std::string modules_unread;
 };
 
 // What a walk saw of each directory it listed whose ctime tracks its entries and is older than
@@ -201,6 +220,7 @@ struct GitScan {
   size_t entries = 0;
   size_t listed = 0;     // of them, entries actually listed
   size_t memo_dirs = 0;  // directories taken from `previous` instead of being listed
+  size_t opened_up = 0;  // directories the caller owns but could not list, opened (GitFs::open_up)
   double seconds = 0;
   // For a later walk of the same roots: every directory listed or taken from `previous` that
   // may be remembered.
@@ -330,7 +350,8 @@ std::map<int, std::string> NewGitReposThatRunCode(const GitIdentitySet& before,
                                                   const GitScan& after, const GitFs& fs);
 
 struct GitQuarantineAction {
-  std::string path;      // to move aside; its parent resolves inside a writable root
+  std::string path;      // to move aside (ApplyGitQuarantine reports one whose parent no
+                         // longer resolves inside a writable root as a failure)
   bool git_dir = false;  // a git directory: its HEAD is moved aside too, so git sees none
   std::string reason;
 };

@@ -74,6 +74,8 @@ constexpr int kMaxIncludeDepth = 10;       // git's own MAX_INCLUDE_DEPTH
 constexpr size_t kMaxConfigFiles = 256;    // files in one config chain (includes fan out)
 constexpr size_t kMaxUnwalkedNamed = 100;  // subtrees named in GitScan::unwalked
 constexpr char kDefaultTemplateDir[] = "/usr/share/git-core/templates";
+constexpr size_t kMaxModuleDepth = 64;        // directories below a git dir's `modules`
+constexpr size_t kMaxModuleEntries = 100000;  // entries listed there, per repository
 
 bool EndsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() &&
@@ -174,6 +176,11 @@ class Scanner {
       }
       if (!remembered_) {
         auto listing = fs_.list_dir(dir);
+        if (!listing && listing.error().code == "denied" && mode_ == GitBoundMode::kSkipAndName &&
+            fs_.open_up && fs_.open_up(dir)) {
+          ++scan_.opened_up;
+          listing = fs_.list_dir(dir);
+        }
         if (!listing) {
           // What the caller cannot list but could write, the command could fill unseen.
           if (listing.error().code == "denied" && dir != root && !fs_.writable(dir)) continue;
@@ -388,6 +395,7 @@ class Scanner {
         std::unique(repo.worktree_dotgits.begin(), repo.worktree_dotgits.end()),
         repo.worktree_dotgits.end());
     size_t files = 0;
+    in_repo_ = true;
     ReadConfigChain(Join(repo.commondir, "config"), "", 0, 0, files, repo.configs);
     ReadConfigChain(Join(repo.gitdir, "config.worktree"), "", 0, 0, files, repo.configs);
     for (const auto& f : repo.configs) {
@@ -398,27 +406,68 @@ class Scanner {
         }
       }
     }
-    ListHooks(Join(repo.commondir, "hooks"), repo);
-    if (repo.commondir != repo.gitdir) ListHooks(Join(repo.gitdir, "hooks"), repo);
+    ListHooks(Join(repo.commondir, "hooks"), repo.hooks, repo.hooks_unknown);
+    if (repo.commondir != repo.gitdir) {
+      ListHooks(Join(repo.gitdir, "hooks"), repo.hooks, repo.hooks_unknown);
+    }
+    if (mode_ == GitBoundMode::kSkipAndName) {
+      size_t entries = 0;
+      ReadModules(Join(repo.commondir, "modules"), repo, 0, entries);
+    }
+    in_repo_ = false;
     return Ok();
   }
 
-  void ListHooks(const std::string& dir, GitRepo& repo) {
+  // The submodules' git dirs under `dir` (a git dir's `modules`, where a submodule named a/b
+  // lies in a/b): each one's config and hooks, and its own `modules` in turn. Anything git
+  // could take otherwise than as read here (a symlink on the way, an unlistable directory, a
+  // git dir sharing another's, past the bounds) leaves them unread: a new repository holding
+  // such a thing is judged as one that runs code.
+  void ReadModules(const std::string& dir, GitRepo& repo, size_t depth, size_t& entries) {
+    if (!repo.modules_unread.empty()) return;
+    const GitFileFacts facts = fs_.lstat(dir);
+    if (facts.type == GitFileType::kMissing) return;
+    auto unread = [&](const std::string& why) { repo.modules_unread = dir + ": " + why; };
+    if (facts.type != GitFileType::kDir) return unread("not a directory git reads as it is");
+    if (depth > kMaxModuleDepth) return unread("submodules nested deeper than allowed");
+    if (auto s = CheckTime(dir); !s) return unread(s.error().message);
+    auto list = fs_.list_dir(dir);
+    if (!list) return unread(list.error().message);
+    entries += list->entries.size();
+    if (entries > kMaxModuleEntries) return unread("more entries than the check reads");
+    if (depth > 0 && IsGitDirShape(GitDirNamesOf(dir, list->entries, fs_))) {
+      GitRepo::Module m;
+      m.gitdir = dir;
+      if (fs_.lstat(Join(dir, "commondir")).exists()) return unread("a git dir with a commondir");
+      size_t files = 0;
+      ReadConfigChain(Join(dir, "config"), "", 0, 0, files, m.configs);
+      ReadConfigChain(Join(dir, "config.worktree"), "", 0, 0, files, m.configs);
+      ListHooks(Join(dir, "hooks"), m.hooks, m.hooks_unknown);
+      repo.modules.push_back(std::move(m));
+      return ReadModules(Join(dir, "modules"), repo, depth + 1, entries);
+    }
+    for (const auto& e : list->entries) {
+      if (e.type == GitFileType::kSymlink) return unread("a symlink: " + e.name);
+      if (e.type == GitFileType::kDir) ReadModules(Join(dir, e.name), repo, depth + 1, entries);
+    }
+  }
+
+  void ListHooks(const std::string& dir, std::vector<std::string>& hooks, bool& unknown) {
     GitFileFacts facts = fs_.lstat(dir);
     if (facts.type == GitFileType::kMissing) return;
     if (facts.type != GitFileType::kDir) {
-      repo.hooks_unknown = true;  // a symlink (or a file) where git looks for hooks
+      unknown = true;  // a symlink (or a file) where git looks for hooks
       return;
     }
     auto list = fs_.list_dir(dir);
     if (!list) {
-      repo.hooks_unknown = true;
+      unknown = true;
       return;
     }
     for (const auto& e : list->entries) {
       if (EndsWith(e.name, ".sample")) continue;
       if (SameAsTemplate(e.name, Join(dir, e.name))) continue;
-      repo.hooks.push_back(e.name);
+      hooks.push_back(e.name);
     }
   }
 
@@ -447,8 +496,12 @@ class Scanner {
     auto text = fs_.read_file(path, kMaxConfigBytes);
     if (!text) {
       f.exists = true;
-      // Unreadable to the caller: neither the caller's git nor the command can read it.
-      if (text.error().code != "denied") f.error = text.error().message;
+      // Unreadable to the caller: neither the caller's git nor the command can read it. After
+      // the run, a repository's config the caller owns may be one the command chmodded closed
+      // (git reads it once the user opens it again): not read in full.
+      if (text.error().code != "denied" || (in_repo_ && mode_ == GitBoundMode::kSkipAndName)) {
+        f.error = text.error().message;
+      }
       out.push_back(std::move(f));
       return;
     }
@@ -525,6 +578,7 @@ class Scanner {
   // Why the rest of the walk is skipped (kSkipAndName past the 'entries' or 'seconds' bound).
   std::string exhausted_;
   bool remembered_ = false;
+  bool in_repo_ = false;  // reading a repository's configs (not the user's)
   std::chrono::steady_clock::time_point start_;
   int64_t wall_start_;
   std::vector<std::string> templates_;

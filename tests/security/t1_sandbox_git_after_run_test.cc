@@ -164,6 +164,125 @@ TEST_P(T1SandboxGitAfterRun, ANewRepositoryWithAnyKeyBeyondInitAndCloneIsQuarant
   EXPECT_TRUE(Exists(ws_ + "/bw/.git"));
 }
 
+// The command runs as the caller, so it may chmod the caller's own directories: a repository
+// planted in one it then made unlistable (search kept, or nothing at all: the user can chmod it
+// back) is what git on the host finds there all the same. The check opens such a directory for
+// its own look, judges and moves aside what it holds, and puts the directory's mode back.
+TEST_P(T1SandboxGitAfterRun, ARepositoryInADirectoryTheCommandMadeUnlistableIsQuarantined) {
+  const std::string fsm = marker_ + "-fsm.sh";
+  Write(fsm, HookText(), 0755);
+  auto attack = Sh("mkdir -p d e/f && git init -q d/r && git -C d/r config core.fsmonitor " + fsm +
+                   " && git init -q e/f/r && git -C e/f/r config core.fsmonitor " + fsm +
+                   " && git init -q g && git -C g config core.fsmonitor " + fsm +
+                   " && chmod 000 g/.git/config && chmod 111 d && chmod 000 e/f e");
+  EXPECT_EQ(attack.status, 0) << attack.err;
+  struct stat st {};
+  ASSERT_EQ(stat((ws_ + "/d").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0111u) << "the directory's mode was not put back";
+  ASSERT_EQ(stat((ws_ + "/e").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0u) << "the directory's mode was not put back";
+  UseGitOnTheHost(ws_ + "/d/r");
+  ASSERT_EQ(Shell("chmod 755 " + ws_ + "/e " + ws_ + "/e/f"), 0);
+  UseGitOnTheHost(ws_ + "/e/f/r");
+  // A config the command made unreadable: git reads it once the user opens it again.
+  EXPECT_FALSE(Exists(ws_ + "/g/.git")) << attack.err;
+  ASSERT_EQ(Shell("chmod -f 644 " + ws_ + "/g/.git*/config; true"), 0);
+  UseGitOnTheHost(ws_ + "/g");
+  EXPECT_FALSE(Exists(ws_ + "/d/r/.git")) << attack.err;
+  EXPECT_FALSE(Exists(ws_ + "/e/f/r/.git")) << attack.err;
+  EXPECT_FALSE(Exists(marker_)) << "git on the host ran the fsmonitor of a repository planted in "
+                                   "a directory the command made unlistable";
+  ASSERT_EQ(Shell("chmod 755 " + ws_ + "/d && rm -rf " + ws_ + "/d " + ws_ + "/e"), 0);
+
+  // Benign: a test tree that leaves unlistable directories (files, a plain init) is walked and
+  // left as it was, modes and all; the run keeps the command's status.
+  auto benign =
+      Sh("mkdir -p t/locked t/search && echo x > t/locked/f && git init -q t/locked/p && "
+         "echo y > t/search/g && chmod 000 t/locked && chmod 111 t/search");
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_TRUE(Quarantined(benign).empty()) << benign.err;
+  ASSERT_EQ(stat((ws_ + "/t/locked").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0u);
+  ASSERT_EQ(stat((ws_ + "/t/search").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0111u);
+  EXPECT_TRUE(Exists(ws_ + "/t/locked/p/.git/HEAD"));
+  auto ok = JsonReport(benign);
+  ASSERT_FALSE(ok.is_discarded()) << benign.err;
+  EXPECT_EQ(ok["git"]["check_complete"], true);
+  ASSERT_EQ(Shell("chmod -R u+rwx " + ws_ + "/t"), 0);
+}
+
+// A submodule's git dir lives in the superproject's, under modules/NAME, where no walk looks:
+// `git submodule update` on the host takes an existing one as it is (its hooks, its config)
+// and checks the submodule out with it.
+TEST_P(T1SandboxGitAfterRun, ASubmoduleGitDirInANewRepositoryIsJudgedWithIt) {
+  auto attack =
+      Sh("git init -q lib && git -C lib commit -q --allow-empty -m l && git init -q sup && "
+         "git -C sup -c protocol.file.allow=always submodule add -q \"$PWD/lib\" lib && "
+         "git -C sup commit -q -m add && rm -rf sup/lib && mkdir sup/lib && " +
+         Plant("sup/.git/modules/lib/hooks/post-checkout") +
+         " && git init -q cfg && git -C cfg -c protocol.file.allow=always submodule add -q "
+         "\"$PWD/lib\" lib && git -C cfg commit -q -m add && rm -rf cfg/lib && mkdir cfg/lib && "
+         "git config -f cfg/.git/modules/lib/config core.fsmonitor " +
+         marker_ + "-fsm.sh");
+  Write(marker_ + "-fsm.sh", HookText(), 0755);
+  EXPECT_EQ(attack.status, 0) << attack.err;
+  EXPECT_FALSE(Exists(ws_ + "/sup/.git")) << attack.err;
+  EXPECT_FALSE(Exists(ws_ + "/cfg/.git")) << attack.err;
+  EXPECT_NE(attack.err.find("modules/lib"), std::string::npos) << attack.err;
+  for (const char* repo : {"/sup", "/cfg"}) {
+    Git(ws_ + repo, {"-c", "protocol.file.allow=always", "submodule", "update", "--init"});
+    Git(ws_ + repo + "/lib", {"status"});
+  }
+  EXPECT_FALSE(Exists(marker_)) << "git submodule update on the host ran what the command put "
+                                   "in a submodule's git dir";
+
+  // Benign: a superproject with its submodules (nested too), as git submodule add makes it.
+  auto benign =
+      Sh("git init -q lib2 && git -C lib2 commit -q --allow-empty -m l && git init -q mid && "
+         "git -C mid -c protocol.file.allow=always submodule add -q \"$PWD/lib2\" lib2 && "
+         "git -C mid commit -q -m m && git init -q top && git -C top -c protocol.file.allow=always "
+         "submodule add -q \"$PWD/mid\" mid && git -C top commit -q -m t && "
+         "git -C top -c protocol.file.allow=always submodule update -q --init --recursive");
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_TRUE(Quarantined(benign).empty()) << benign.err;
+  EXPECT_TRUE(Exists(ws_ + "/top/.git/modules/mid/HEAD"));
+  EXPECT_TRUE(Exists(ws_ + "/top/.git/modules/mid/modules/lib2/HEAD"));
+}
+
+// A writable root without a .git of its own (git's placeholder is gone after the run) is a
+// directory the command can make into a git dir itself: git run there on the host takes it
+// for one, with its config (a pager, an alias). It cannot be renamed away as a nested one is:
+// its HEAD is.
+TEST_P(T1SandboxGitAfterRun, AWritableRootMadeIntoAGitDirIsQuarantined) {
+  const std::string fsm = marker_ + "-fsm.sh";
+  Write(fsm, HookText(), 0755);
+  const std::string plain = outside_ / "plain";
+  ASSERT_EQ(mkdir(plain.c_str(), 0755), 0);
+  caller_.Give(plain);
+  auto attack = SandboxSh(plain,
+                          "printf 'ref: refs/heads/main\\n' > HEAD && mkdir objects refs && "
+                          "printf '[core]\\n\\tpager = " +
+                              fsm + "\\n[alias]\\n\\tst = !" + fsm + "\\n' > config",
+                          {"--json"}, Env());
+  EXPECT_EQ(attack.status, 0) << attack.err;
+  EXPECT_FALSE(Exists(plain + "/HEAD")) << attack.err;
+  EXPECT_NE(attack.err.find("quarantined " + plain + "/HEAD"), std::string::npos) << attack.err;
+  Git(plain, {"st"});
+  Git(plain, {"-p", "log"});
+  EXPECT_FALSE(Exists(marker_)) << "git on the host took the writable root for a git dir";
+
+  // Benign: files named like a git dir's that make none (no objects/), and a plain init below.
+  const std::string notes = outside_ / "notes";
+  ASSERT_EQ(mkdir(notes.c_str(), 0755), 0);
+  caller_.Give(notes);
+  auto benign =
+      SandboxSh(notes, "echo draft > HEAD && mkdir refs && git init -q sub", {"--json"}, Env());
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_TRUE(Quarantined(benign).empty()) << benign.err;
+  EXPECT_TRUE(Exists(notes + "/HEAD"));
+}
+
 INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxGitAfterRun, ::testing::ValuesIn(kAllCallers),
                          CallerParamName);
 

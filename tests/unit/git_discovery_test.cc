@@ -226,5 +226,37 @@ TEST(GitBoundMode, ADirectoryTheCommandCouldWriteButNotListIsNamed) {
   EXPECT_EQ(Markers(*scan), V{"/w/sub/.git"});
 }
 
+// The check after the run opens what the caller owns (GitFs::open_up): the command, running as
+// the caller, could have chmodded it closed over a repository; what the caller does not own
+// stays as before, and before the run nothing is opened.
+TEST(GitBoundMode, ADirectoryTheCallerOwnsButCannotListIsOpenedAfterTheRun) {
+  FakeTree t;
+  t.GitInit("/w/closed/r");
+  t.At("/w/closed").listable = false;
+  t.At("/w/closed").writable = false;
+  t.Dir("/w/theirs");
+  t.At("/w/theirs").listable = false;
+  t.At("/w/theirs").writable = false;
+  auto fs = t.Fs();
+  std::vector<std::string> opened;
+  fs.open_up = [&](const std::string& dir) -> Status {
+    opened.push_back(dir);
+    if (dir != "/w/closed") return Fail("denied", dir + " is not a directory of the caller's");
+    t.At(dir).listable = true;
+    return Ok();
+  };
+  auto before = ScanGitMetadata({"/w"}, Env(), fs, {});
+  ASSERT_TRUE(before) << before.error().ToString();
+  EXPECT_TRUE(opened.empty());
+  EXPECT_TRUE(Markers(*before).empty());
+  auto after = ScanGitMetadata({"/w"}, Env(), fs, {}, nullptr, GitBoundMode::kSkipAndName);
+  ASSERT_TRUE(after) << after.error().ToString();
+  std::sort(opened.begin(), opened.end());
+  EXPECT_EQ(opened, (V{"/w/closed", "/w/theirs"}));
+  EXPECT_EQ(after->opened_up, 1u);
+  EXPECT_TRUE(after->unwalked.empty());
+  EXPECT_EQ(Markers(*after), V{"/w/closed/r/.git"});
+}
+
 }  // namespace
 }  // namespace anvil

@@ -125,5 +125,49 @@ TEST(GitInertKeys, CoreWorktreeOnlyWhereSubmoduleAddPutsIt) {
   EXPECT_TRUE(GitRepoRunsCode(bare).has_value());
 }
 
+// The submodules' git dirs in a new repository's modules/, which `git submodule update` takes
+// as they are: a hook or a key beyond the allowlist there is the repository's; core.worktree
+// may name a directory of the superproject's working tree (the main one's, from a linked
+// worktree), nothing outside it.
+TEST(GitInertKeys, SubmoduleGitDirsAreJudgedWithTheirSuperproject) {
+  GitRepo sup;
+  sup.marker = "/w/sup/.git";
+  sup.top = "/w/sup";
+  sup.gitdir = sup.commondir = "/w/sup/.git";
+  GitRepo::Module lib;
+  lib.gitdir = "/w/sup/.git/modules/lib";
+  GitConfigFile config;
+  config.path = lib.gitdir + "/config";
+  config.exists = true;
+  config.entries = {Entry("core", "", "bare", "false"),
+                    Entry("core", "", "worktree", "../../../lib"),
+                    Entry("remote", "origin", "url", "/w/lib")};
+  lib.configs = {config};
+  sup.modules = {lib};
+  EXPECT_EQ(GitRepoRunsCode(sup), std::nullopt);
+  GitRepo wt = sup;  // a linked worktree of it
+  wt.marker = "/w/wt/.git";
+  wt.top = "/w/wt";
+  wt.gitdir = "/w/sup/.git/worktrees/wt";
+  EXPECT_EQ(GitRepoRunsCode(wt), std::nullopt);
+
+  auto with = [&](auto change) {
+    GitRepo r = sup;
+    change(r.modules[0]);
+    return GitRepoRunsCode(r);
+  };
+  EXPECT_TRUE(with([](GitRepo::Module& m) { m.hooks = {"post-checkout"}; }).has_value());
+  EXPECT_TRUE(with([](GitRepo::Module& m) { m.hooks_unknown = true; }).has_value());
+  EXPECT_TRUE(with([](GitRepo::Module& m) {
+                m.configs[0].entries.push_back(Entry("core", "", "fsmonitor", "/x"));
+              }).has_value());
+  EXPECT_TRUE(with([](GitRepo::Module& m) {
+                m.configs[0].entries[1].value = "../../../../elsewhere";
+              }).has_value());
+  GitRepo unread = sup;
+  unread.modules_unread = "/w/sup/.git/modules/x: a symlink";
+  EXPECT_TRUE(GitRepoRunsCode(unread).has_value());
+}
+
 }  // namespace
 }  // namespace anvil

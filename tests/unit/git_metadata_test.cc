@@ -885,6 +885,24 @@ TEST(DecideGitQuarantine, NewRepositoriesThatRunCodeAreMovedAsidePlainOnesStay) 
   for (const auto& a : actions) EXPECT_TRUE(a.git_dir) << a.path;
 }
 
+// A writable root made into a git dir cannot be renamed away: its HEAD is. A plain one (no
+// key beyond the inert ones) stays, as a plain nested init does.
+TEST(DecideGitQuarantine, AWritableRootMadeIntoAGitDirLosesItsHead) {
+  SandboxRun r;
+  r.t.Dir("/w");
+  r.Start();
+  r.t.File("/w/HEAD", "ref: refs/heads/main\n");
+  r.t.Dir("/w/objects");
+  r.t.Dir("/w/refs");
+  auto plain = r.After();
+  EXPECT_TRUE(plain.empty()) << Paths(plain).front();
+  r.t.File("/w/config", "[core]\n\tpager = /bin/evil\n");
+  auto actions = r.After();
+  EXPECT_EQ(Paths(actions), V{"/w/HEAD"});
+  ASSERT_EQ(actions.size(), 1u);
+  EXPECT_FALSE(actions[0].git_dir);
+}
+
 TEST(DecideGitQuarantine, ANewGitFileIsJudgedByWhatItPointsAt) {
   SandboxRun r;
   r.t.GitInit("/w");
