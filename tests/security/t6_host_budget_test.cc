@@ -5,8 +5,6 @@
 // as an unprivileged user (the host's lockdown takes different paths).
 #include <gtest/gtest.h>
 
-#include <chrono>
-
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
@@ -170,15 +168,18 @@ TEST_P(HostBudget, ADagIsRefusedWhileConvertingNotExpandedInHostMemory) {
 }
 
 // F4: a VM inside one builtin runs no instruction the budget counts; the trusted side stops
-// the host at the budget's CPU-time equivalent (10 s for the default budget), well before a
-// long deadline, with the instruction budget's code.
-TEST_P(HostBudget, ABuiltinThatNeverReturnsStopsAtTheBudgetsCpuTime) {
-  for (const auto& [plugin, command] :
-       {std::pair<std::string, std::string>{lua_.path(), "find"}, {js_.path(), "includes"}}) {
-    const auto start = std::chrono::steady_clock::now();
-    ExpectStopped(plugin, command, "limit: instruction budget exhausted: the command used", "200");
-    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(120)) << command;
-  }
+// the host at the budget's CPU-time equivalent (10 s for the default budget), before the
+// deadline, with the instruction budget's code (a run the deadline stopped says "timeout").
+// The deadline is long because 10 s of CPU can take minutes of wall time on a loaded machine;
+// one language per test, so that each stays well inside the suite's per-test timeout.
+TEST_P(HostBudget, ABuiltinThatNeverReturnsStopsAtTheBudgetsCpuTimeLua) {
+  ExpectStopped(lua_.path(), "find", "limit: instruction budget exhausted: the command used",
+                "240");
+}
+
+TEST_P(HostBudget, ABuiltinThatNeverReturnsStopsAtTheBudgetsCpuTimeJs) {
+  ExpectStopped(js_.path(), "includes", "limit: instruction budget exhausted: the command used",
+                "240");
 }
 
 TEST_P(HostBudget, CoroutinesPcallAndPromisesWithinTheBudgetStillWork) {
