@@ -16,6 +16,7 @@
 #include <memory>
 
 #include "fs/path_glob.h"
+#include "fs/protected_names.h"
 #include "fs/workspace_path.h"
 #include "fs/workspace_root.h"
 
@@ -306,6 +307,22 @@ Result<WorkspaceRoot::GitDirWay> WorkspaceRoot::ProbeGitDirs(std::string_view di
     start = slash == std::string::npos ? std::string::npos : slash + 1;
   }
   return way;
+}
+
+Status WorkspaceRoot::CheckGitDirs(std::string_view op, std::string_view target,
+                                   GitDirEntryKind made) const {
+  if (IsProtectedPath(target)) return Ok();
+  const auto [parent, name] = SplitParent(target);
+  ANVIL_TRY(way, ProbeGitDirs(parent));
+  GitDirMutation m;
+  m.op = std::string(op);
+  m.dirs = std::move(way->dirs);
+  if (made != GitDirEntryKind::kMissing) {
+    m.name = std::string(name);
+    m.kind = made;
+  }
+  m.made_in_last = way->complete;
+  return DecideGitDirMutation(m);
 }
 
 Result<GitDirEntryKind> WorkspaceRoot::GitEntryKind(std::string_view path) const {

@@ -169,6 +169,11 @@ class WorkspaceRoot {
   Result<GitDirWay> ProbeGitDirs(std::string_view dir) const;
   // The kind of the entry at `path` (not followed); kMissing when there is none.
   Result<GitDirEntryKind> GitEntryKind(std::string_view path) const;
+  // The git-dir guard's rule for one op on normalized path `target` (the gateway's fs ops,
+  // `anvil serve`'s buffer edits): "ok", or "denied" when a directory on the way already is a
+  // git dir, or when the entry `made` (kMissing: none) would complete that shape in its
+  // directory. A path through a protected name (.git, ...) is the protected-name rule's: "ok".
+  Status CheckGitDirs(std::string_view op, std::string_view target, GitDirEntryKind made) const;
   // Looks through directory `dir` and every directory beneath it (never through a symlink) for
   // one git would take for a git dir; returns its path relative to `dir` ("" for `dir` itself)
   // or nullopt. Bounded and failing closed as FindBeneath is.

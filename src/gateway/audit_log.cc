@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <nlohmann/json.hpp>
@@ -24,6 +25,18 @@ namespace {
 // ASCII (control characters, invalid UTF-8, C1 controls, bidi overrides) goes through
 // nlohmann::json's own escaping, so that the bytes written are exactly what it writes.
 void PutString(std::string& out, std::string_view text) {
+  std::string cut;
+  if (text.size() > kMaxAuditFieldBytes) {
+    size_t end = kMaxAuditFieldBytes;
+    // Back to the start of a UTF-8 character (a continuation byte is 10xxxxxx).
+    for (int i = 0; i < 3 && end > 0 && (static_cast<unsigned char>(text[end]) & 0xc0) == 0x80;
+         ++i) {
+      --end;
+    }
+    cut.assign(text.substr(0, end));
+    cut += " ... (cut: " + std::to_string(text.size()) + " bytes in all)";
+    text = cut;
+  }
   bool plain = true;
   for (unsigned char ch : text) plain = plain && ch >= 0x20 && ch < 0x7f;
   if (!plain) {
@@ -55,7 +68,8 @@ void PutNumber(std::string& out, uint64_t v) {
 
 std::string FormatAuditLine(const AuditEntry& e, std::string_view session, double time) {
   std::string out;
-  out.reserve(192 + e.target.size() + e.reason.size() + e.plugin.size());
+  out.reserve(192 + std::min(e.target.size(), kMaxAuditFieldBytes) +
+              std::min(e.reason.size(), kMaxAuditFieldBytes) + e.plugin.size());
   out += '{';
   // Sorted, as nlohmann::json's objects keep their keys.
   PutKey(out, "bytes");

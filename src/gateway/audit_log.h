@@ -3,6 +3,7 @@
 // so a burst costs one syscall and a crash loses at most the turn in progress.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -24,6 +25,12 @@ struct AuditEntry {
   uint64_t duration_us = 0;
   uint64_t request_id = 0;
 };
+
+// The most bytes of one string field a line keeps. The op, the target and the reason come from
+// plugins (as sent, or quoted in an error): a field longer than this is cut on a character
+// boundary and ends with " ... (cut: N bytes in all)", so that a request refused on sight cannot
+// write megabytes to the log. A workspace path (at most 4095 bytes) is never cut.
+inline constexpr size_t kMaxAuditFieldBytes = 8192;
 
 // One entry as its line (without the newline): a JSON object with the keys in sorted order, every
 // string escaped as nlohmann::json's dump(ensure_ascii, replace) escapes it (control characters,

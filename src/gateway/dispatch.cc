@@ -217,23 +217,11 @@ bool MayShapeGitDir(std::string_view path) {
 }
 
 // Refuses an op on `target` beneath a directory git takes for a git dir, or one whose entry
-// `made` (kMissing: none) would complete that shape in its directory. Paths through a protected
-// name (.git, ...) are the protected-name rule's: only a grant of the exact path reaches them.
+// `made` (kMissing: none) would complete that shape in its directory (the rule serve's buffer
+// edits share: WorkspaceRoot::CheckGitDirs).
 Status CheckGitDirs(const DispatchContext& ctx, const std::string& op, std::string_view target,
                     GitDirEntryKind made) {
-  if (IsProtectedPath(target)) return Ok();
-  const auto [parent, name] = SplitParent(target);
-  auto way = ctx.root->ProbeGitDirs(parent);
-  if (!way) return tl::unexpected(way.error());
-  GitDirMutation m;
-  m.op = op;
-  m.dirs = std::move(way->dirs);
-  if (made != GitDirEntryKind::kMissing) {
-    m.name = std::string(name);
-    m.kind = made;
-  }
-  m.made_in_last = way->complete;
-  return DecideGitDirMutation(m);
+  return ctx.root->CheckGitDirs(op, target, made);
 }
 
 // A tree that is or holds a git dir is neither moved nor removed by a plugin.

@@ -6,6 +6,7 @@
 #include "fs/path_glob.h"
 #include "fs/protected_names.h"
 #include "fs/workspace_path.h"
+#include "policy/git_paths.h"
 
 namespace anvil {
 namespace {
@@ -38,6 +39,44 @@ bool AtOrBeneath(std::string_view inner, std::string_view outer) {
   return inner.size() == outer.size() || inner[outer.size()] == '/';
 }
 
+// Where git opens absolute `path`, existing or not: the kernel walks it component by component,
+// following each symlink and taking ".." from where that led, so the deepest existing prefix is
+// taken at its resolved name and the missing rest appended ("/w/.git/../local.gitconfig" is
+// "/w/local.gitconfig"; through "tools -> real", "/w/tools/new/x" is "/w/real/new/x"). A write
+// op names a path that way too: normalized, never through a symlink.
+std::string WhereGitOpens(
+    const std::string& path,
+    const std::function<std::optional<std::string>(const std::string&)>& resolve) {
+  if (auto r = resolve(path)) return *r;
+  std::vector<std::string> parts;
+  for (size_t start = 0; start <= path.size();) {
+    size_t slash = path.find('/', start);
+    if (slash == std::string::npos) slash = path.size();
+    parts.push_back(path.substr(start, slash - start));
+    start = slash + 1;
+  }
+  std::string at = "/";
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const std::string& part = parts[i];
+    if (part.empty() || part == ".") continue;
+    if (part == "..") {
+      at = git_paths::Dirname(at);  // `at` is resolved: its parent is the physical one
+      continue;
+    }
+    const std::string next = git_paths::Join(at, part);
+    auto r = resolve(next);
+    if (!r) {
+      // Missing from here on: made by these names (a ".." below a missing directory fails in
+      // the kernel; taken lexically, it names no more than the lexical form does).
+      std::string rest = next;
+      for (size_t k = i + 1; k < parts.size(); ++k) rest = git_paths::Join(rest, parts[k]);
+      return git_paths::LexicalNormal(rest);
+    }
+    at = *r;
+  }
+  return at;
+}
+
 }  // namespace
 
 std::vector<GitRunPath> GitRunPathsIn(
@@ -51,17 +90,20 @@ std::vector<GitRunPath> GitRunPathsIn(
     // path (core.hooksPath = .) is refused whole: ".".
     if (rel && !IsProtectedPath(*rel)) found.emplace(rel->empty() ? "." : *rel, reason);
   };
-  for (const auto& n : plan.named) {
-    add(n.path, n.reason);
-    if (auto r = resolve(n.path); r && *r != n.path) add(*r, n.reason);
-  }
+  // Each path both as its name says (lexically normalized: what a write op names) and where git
+  // opens it; never as spelled ("./.hooks", ".git/../x" match no normalized workspace path).
+  auto add_both = [&](const std::string& path, const std::string& reason) {
+    const std::string lexical = git_paths::LexicalNormal(path);
+    add(lexical, reason);
+    if (std::string opened = WhereGitOpens(path, resolve); opened != lexical) add(opened, reason);
+  };
+  for (const auto& n : plan.named) add_both(n.path, n.reason);
   // Config files git reads because another includes them.
   auto add_include = [&](const GitConfigFile& f) {
     if (f.included_from.empty()) return;
     const std::string reason =
         "included from " + f.included_from + ":" + std::to_string(f.include_line);
-    add(f.path, reason);
-    if (auto r = resolve(f.path); r && *r != f.path) add(*r, reason);
+    add_both(f.path, reason);
   };
   for (const auto& repo : scan.repos) {
     for (const auto& f : repo.configs) add_include(f);

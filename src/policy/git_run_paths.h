@@ -29,8 +29,10 @@ struct GitRunPath {
 
 // What of `plan` (a plan of `workspace` as its one writable root) lies in the workspace, as
 // workspace-relative paths: every config-named path and every config file `scan` found included
-// by another, as git opens it and where `resolve` (the
-// scan's GitFs::resolve) says it leads, each once, sorted. `workspace` is the canonical
+// by another, each once, sorted, both as its name says (lexically normalized) and where git
+// opens it (the deepest existing prefix where `resolve`, the scan's GitFs::resolve, says it
+// leads, the missing rest by name): a missing include "../local.gitconfig" of .git/config is
+// "local.gitconfig", a missing hooks dir "./.hooks" is ".hooks". `workspace` is the canonical
 // absolute path the scan walked. Paths through a protected name (fs/protected_names.h: .git,
 // ...) are left out, as are the git dirs the plan keeps read-only: the protected-name rule and
 // the git-dir guard (fs/git_dir_guard.h) refuse those already, each in its own words.

@@ -143,6 +143,38 @@ TEST_F(T1GatewayGitRunPaths, AHooksPathSetAfterTheGatewayStartedIsSeen) {
   EXPECT_EQ(Do("fs.write", {"notes/after", "x"}), "ok");
 }
 
+// A config names a path that does not exist yet, the way git spells it: an include
+// `../local.gitconfig` (relative to .git/config: .git/../local.gitconfig), a hooks dir
+// `./.hooks`. Compared as written, neither matched the plugin's `local.gitconfig` or `.hooks`
+// (and .git/.. was taken for a path through .git), so a plugin wrote the include with a
+// core.fsmonitor command and the user's next `git status` ran it on the host.
+TEST_F(T1GatewayGitRunPaths, AMissingPathTheConfigNamesIsComparedAsGitOpensIt) {
+  HookRepo(/*hooks_path=*/false);
+  ASSERT_EQ(Git("config include.path ../local.gitconfig"), 0);
+  ASSERT_EQ(Git("config core.hooksPath ./.hooks"), 0);
+  ASSERT_EQ(Shell("mkdir -p " + ShellQuote(*ws_ / "real") + " && ln -s real " +
+                  ShellQuote(*ws_ / "tools")),
+            0);
+  ASSERT_EQ(Git("config diff.conv.textconv tools/sub/conv.sh"), 0);
+  Start();
+  const std::string planted = "[core]\n\tfsmonitor = touch " + ShellQuote(marker_) + "\n";
+  std::string r = Do("fs.write", {"local.gitconfig", planted});
+  EXPECT_TRUE(Denied(r)) << r;
+  EXPECT_NE(r.find("local.gitconfig"), std::string::npos) << r;
+  EXPECT_TRUE(Denied(Do("fs.mkdir", {".hooks", "0"})));
+  EXPECT_TRUE(Denied(Do("fs.write", {".hooks/pre-commit", Plant()})));
+  // Through the link: the textconv program, written where git looks for it (its directory
+  // may be made, as any directory above a named path).
+  EXPECT_EQ(Do("fs.mkdir", {"real/sub", "0"}), "ok");
+  EXPECT_TRUE(Denied(Do("fs.write", {"real/sub/conv.sh", Plant()})));
+  Git("status");
+  EXPECT_FALSE(Exists(marker_));
+  // The benign neighbours: names beside them.
+  EXPECT_EQ(Do("fs.write", {"local.gitconfig.txt", "x"}), "ok");
+  EXPECT_EQ(Do("fs.mkdir", {".hooks2", "0"}), "ok");
+  EXPECT_EQ(Do("fs.write", {"real/other.sh", "x"}), "ok");
+}
+
 // A session whose plugins have no fs.write (anvil run and anvil mcp pass --no-fs-write then):
 // the gateway never scans the workspace for what git runs, and refuses every write op itself,
 // whatever grant a registration carries. Reads are served as before.

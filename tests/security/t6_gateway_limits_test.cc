@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -48,6 +49,31 @@ TEST_F(T6GatewayLimits, GarbageClosesOnlyThatConnection) {
   bool logged = false;
   for (const auto& l : AuditLines()) logged |= l["op"] == "frame" && l["verdict"] == "deny";
   EXPECT_TRUE(logged) << "malformed frame not in the audit log";
+}
+
+// A request refused on sight ("path over 4095 bytes") wrote its whole path to the audit log, three
+// times larger as escaped JSON and twice per line: a plugin with any grant filled the disk at
+// the gateway's pace. The line is cut; the answer and the refusal are as before.
+TEST_F(T6GatewayLimits, AHugePathDoesNotBecomeAHugeAuditLine) {
+  WriteFile(*ws_ / "a.txt", "ok");
+  StartGateway();
+  auto token = RegisterPlugin("p.one", ReadWriteGrant());
+  auto client = Client(token, "p.one");
+  std::string huge;
+  for (int i = 0; i < (1 << 20); ++i) huge += "\xf0\x9f\x98\x80";
+  for (const char* op : {"fs.stat", "fs.write", "no.such.op"}) {
+    auto r = client->Call(op, {huge, "x"});
+    ASSERT_TRUE(r);
+    EXPECT_FALSE(r->ok) << op;
+  }
+  EXPECT_TRUE(client->Call("fs.read", {"a.txt"})->ok);
+  ASSERT_TRUE(gateway_->Control({{"op", "status"}}));
+  struct stat st {};
+  ASSERT_EQ(::stat(gateway_->audit_log().c_str(), &st), 0);
+  EXPECT_LT(st.st_size, 1 << 20) << "audit log bytes";
+  bool read_logged = false;
+  for (const auto& l : AuditLines()) read_logged |= l["op"] == "fs.read" && l["target"] == "a.txt";
+  EXPECT_TRUE(read_logged);
 }
 
 // Sends `n` requests keeping up to 256 pipelined (far more than the gateway lets in flight) and

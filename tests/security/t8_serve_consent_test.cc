@@ -345,5 +345,61 @@ TEST_F(T8Serve, BufferEditsNeverReachWhatGitRuns) {
   EXPECT_EQ(c->ShutdownAndExit(), 0);
 }
 
+// The gateway keeps a plugin from writing into a git directory under another name (a bare
+// repository kept in the workspace: git run in or beneath it uses its config and hooks) or
+// from completing one; a buffer edit, saved by the editor, is a write as well and gets the same
+// rule (fs/git_dir_guard.h). So does a missing include target a config names ("../local.gitconfig"
+// of .git/config): written with a core.fsmonitor command, the user's next `git status` runs it.
+TEST_F(T8Serve, BufferEditsNeverReachAGitDirUnderAnotherNameOrAMissingInclude) {
+  constexpr char kGit[] = "/usr/bin/git";
+  if (::access(kGit, X_OK) != 0) GTEST_SKIP() << kGit << " is not installed";
+  auto git = [&](const std::string& args) {
+    return Shell("cd " + ShellQuote(ws_.path()) + " && HOME=/nonexistent GIT_CONFIG_NOSYSTEM=1 " +
+                 kGit + " " + args + " >/dev/null 2>&1");
+  };
+  ASSERT_EQ(git("init -q"), 0);
+  ASSERT_EQ(git("config include.path ../local.gitconfig"), 0);
+  ASSERT_EQ(git("init -q --bare vendor/mirror.git"), 0);
+  ASSERT_EQ(::mkdir((ws_ / "docs").c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir((ws_ / "docs/objects").c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir((ws_ / "docs/refs").c_str(), 0755), 0);
+  WriteFile(ws_ / "notes.txt", "notes\n");
+  const std::string code =
+      "anvil.command('edit', function(a) return editor.buffer.edit(a[1], 1, {{text = 'OWNED'}}) "
+      "end)\n";
+  WritePlugin(plugins_ / "q", "test.all", "lua", "fs.read = [\"**\"]\nfs.write = [\"**\"]\n", code);
+  auto c = Start({"--approve", "--plugin-dir", plugins_ / "q"});
+  ASSERT_TRUE(c->Initialize().contains("result"));
+  const std::vector<std::string> refused = {"vendor/mirror.git/config",
+                                            "vendor/mirror.git/hooks/post-checkout", "docs/HEAD",
+                                            "local.gitconfig"};
+  for (const std::string& rel : refused) {
+    c->Notify("textDocument/didOpen",
+              {{"textDocument",
+                {{"uri", Uri(rel)}, {"languageId", "text"}, {"version", 1}, {"text", "shown"}}}});
+  }
+  for (const char* rel : {"notes.txt", "docs/objects/readme", "vendor/README"}) {
+    c->Notify("textDocument/didOpen",
+              {{"textDocument",
+                {{"uri", Uri(rel)}, {"languageId", "text"}, {"version", 1}, {"text", "shown"}}}});
+  }
+  auto edit = [&](const std::string& rel) {
+    return c->Request("anvil/runCommand",
+                      {{"plugin", "test.all"}, {"command", "edit"}, {"arguments", {rel}}});
+  };
+  for (const std::string& rel : refused) {
+    json r = edit(rel);
+    EXPECT_EQ(r["error"]["data"]["code"], "denied") << rel << ": " << r;
+  }
+  EXPECT_TRUE(c->Seen("workspace/applyEdit").empty());
+  // The benign neighbours: an ordinary file, a file in a directory that only looks partly like
+  // a git dir, a file beside a bare repository.
+  for (const char* rel : {"notes.txt", "docs/objects/readme", "vendor/README"}) {
+    EXPECT_TRUE(edit(rel).contains("result")) << rel;
+  }
+  EXPECT_EQ(c->Seen("workspace/applyEdit").size(), 3u);
+  EXPECT_EQ(c->ShutdownAndExit(), 0);
+}
+
 }  // namespace
 }  // namespace anvil::testing

@@ -77,5 +77,38 @@ TEST(AuditLine, AnAllowWithoutCodeOrReasonHasNeitherKey) {
   EXPECT_EQ(parsed["verdict"], "allow");
 }
 
+// Every string of an entry but the session and verdict can come from a plugin (the op and
+// target as it sent them, a reason quoting them). A 4 MiB path of emoji became a 12 MiB
+// target plus the same again in the reason: a plugin filled the disk at the gateway's pace
+// with requests refused on sight ("path over 4095 bytes"). Each field is cut at
+// kMaxAuditFieldBytes, on a character boundary, and says how long it was; every line parses.
+TEST(AuditLine, PluginTextIsCutSoOneLineStaysSmall) {
+  const std::string emoji = "\xf0\x9f\x98\x80";
+  std::string huge;
+  for (int i = 0; i < 1 << 20; ++i) huge += emoji;
+  AuditEntry e;
+  e.plugin = "p";
+  e.op = huge;
+  e.target = huge;
+  e.reason = "path over 4095 bytes: " + huge;
+  e.verdict = "error";
+  e.code = "invalid";
+  const std::string line = FormatAuditLine(e, "s", 1.5);
+  EXPECT_LT(line.size(), 3 * 6 * kMaxAuditFieldBytes + 512);
+  EXPECT_NE(line.find("(cut: 4194304 bytes in all)"), std::string::npos);
+  auto parsed = nlohmann::json::parse(line);
+  for (const char* key : {"op", "target", "reason"}) {
+    const std::string v = parsed[key];
+    EXPECT_NE(v.find(" bytes in all)"), std::string::npos) << key;
+    EXPECT_LE(v.size(), kMaxAuditFieldBytes + 64) << key;
+    EXPECT_EQ(v.find("\xef\xbf\xbd"), std::string::npos) << key << ": cut inside a character";
+  }
+  // The benign neighbour: a path of the longest length the gateway takes is kept whole.
+  e.op = "fs.read";
+  e.target = std::string(4095, 'a');
+  e.reason = "denied: " + e.target;
+  EXPECT_EQ(FormatAuditLine(e, "s", 1.5), Reference(e, "s", 1.5));
+}
+
 }  // namespace
 }  // namespace anvil::gateway

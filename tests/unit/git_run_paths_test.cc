@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 namespace anvil {
 namespace {
 
@@ -35,6 +37,37 @@ TEST(GitRunPaths, OnlyWhatLiesInTheWorkspaceRelativeToIt) {
   EXPECT_EQ(paths[0].reason, "core.hooksPath in /w/.git/config:3");
   plan.named = {{"/w", "core.hooksPath = .", 0}};
   EXPECT_EQ(GitRunPathsIn("/w", GitScan{}, plan, resolve).front().path, ".");
+}
+
+// A config names paths as git spells them, existing or not: compared as written, the missing
+// include "../local.gitconfig" of .git/config (".git/../local.gitconfig") and the missing hooks
+// dir "./.hooks" matched no normalized workspace path, and the first was even taken for a path
+// through .git and dropped. Each is where git opens it: through a link for the existing prefix.
+TEST(GitRunPaths, MissingPathsAreWhereGitOpensThem) {
+  GitProtectionPlan plan;
+  plan.named = {{"/w/./.hooks", "core.hooksPath in /w/.git/config:3", 0},
+                {"/w/tools/new/conv.sh", "diff.x.textconv in /w/.git/config:5", 0},
+                {"/w/sub/../tools/../ok.sh", "core.fsmonitor in /w/.git/config:6", 0}};
+  const std::set<std::string> existing = {"/", "/w", "/w/.git", "/w/sub", "/w/real"};
+  auto resolve = [&](const std::string& p) -> std::optional<std::string> {
+    if (p == "/w/tools") return "/w/real";
+    if (existing.count(p)) return p;
+    return std::nullopt;
+  };
+  GitScan scan;
+  GitRepo repo;
+  repo.configs = {{"/w/.git/config", "", 0, true, {}, ""},
+                  {"/w/.git/../local.gitconfig", "/w/.git/config", 4, false, {}, ""}};
+  scan.repos = {repo};
+  std::vector<std::string> got;
+  for (const auto& p : GitRunPathsIn("/w", scan, plan, resolve)) got.push_back(p.path);
+  EXPECT_EQ(got, (std::vector<std::string>{".hooks", "local.gitconfig", "ok.sh", "real/new/conv.sh",
+                                           "tools/new/conv.sh"}));
+  // The benign neighbour: an existing path is compared as before, once.
+  plan.named = {{"/w/sub", "core.hooksPath in /w/.git/config:3", 0}};
+  got.clear();
+  for (const auto& p : GitRunPathsIn("/w", GitScan{}, plan, resolve)) got.push_back(p.path);
+  EXPECT_EQ(got, (std::vector<std::string>{"sub"}));
 }
 
 TEST(GitRunPaths, AtBeneathAndAbove) {

@@ -6,7 +6,8 @@
 // name alone: "src/l -> ../private.txt" is not shared under "src/**". An edit, which the user
 // saves, is refused what the gateway refuses a plugin's fs writes: a protected name, and a path
 // git runs or follows (linux/git_run_guard.h: .githooks/pre-commit under core.hooksPath), unless
-// a grant names the exact path.
+// a grant names the exact path, and a git dir under another name (fs/git_dir_guard.h: a bare
+// repository's config or hooks, or the entry that would make a directory one).
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -169,6 +170,15 @@ Result<const TextDocument*> Server::BufferFor(const Plugin& p, const std::string
     ANVIL_RETURN_IF_ERROR(git_run_->Check(kBufferEdit, path, false, p.grant->fs_write));
     if (*target != path) {
       ANVIL_RETURN_IF_ERROR(git_run_->Check(kBufferEdit, *target, false, p.grant->fs_write));
+    }
+    // A git dir under another name (a bare repository; fs/git_dir_guard.h), as for the
+    // gateway's fs.write: nothing saved inside one, nor an entry that completes one.
+    for (const std::string* name : {&path, &*target}) {
+      auto old = buffer_root_->GitEntryKind(*name);
+      const GitDirEntryKind made = old && *old == GitDirEntryKind::kExecFile
+                                       ? GitDirEntryKind::kExecFile
+                                       : GitDirEntryKind::kFile;
+      ANVIL_RETURN_IF_ERROR(buffer_root_->CheckGitDirs(kBufferEdit, *name, made));
     }
   }
   return doc;
