@@ -19,6 +19,7 @@
 #include "common/fd_io.h"
 #include "common/unique_fd.h"
 #include "fs/file_io.h"
+#include "linux/real_host.h"
 #include "policy/consent.h"
 #include "policy/host_autorun.h"
 #include "session/plugin_session.h"

@@ -13,6 +13,7 @@
 
 #include "common/unique_fd.h"
 #include "fs/file_io.h"
+#include "linux/real_host.h"
 #include "policy/digest.h"
 #include "policy/user_config.h"
 #include "policy/workspace_config.h"

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <memory>
 
 #include "common/unique_fd.h"
@@ -15,6 +16,19 @@
 #include "fs/workspace_path.h"
 
 namespace anvil {
+
+std::string UserRulesDirFrom(const char* xdg_config_home, const char* home) {
+  if (xdg_config_home != nullptr && xdg_config_home[0] == '/') {
+    return std::string(xdg_config_home) + "/anvil/rules";
+  }
+  if (home != nullptr && home[0] == '/') return std::string(home) + "/.config/anvil/rules";
+  return {};
+}
+
+std::string UserRulesDir() {
+  return UserRulesDirFrom(std::getenv("XDG_CONFIG_HOME"), std::getenv("HOME"));
+}
+
 namespace {
 
 struct DirCloser {

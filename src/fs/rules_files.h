@@ -1,5 +1,5 @@
-// The files of agents' command rules (policy/command_rules.h) found and read; the parsing and
-// the layers' order stay in policy/.
+// The files of agents' command rules (policy/command_rules.h) found and read, and the user
+// layer's directory from the environment; the parsing and the layers' order stay in policy/.
 #pragma once
 
 #include <cstddef>
@@ -11,6 +11,11 @@
 #include "common/result.h"
 
 namespace anvil {
+
+// $XDG_CONFIG_HOME/anvil/rules, else $HOME/.config/anvil/rules; a relative XDG_CONFIG_HOME is
+// ignored (XDG Base Directory). Empty when neither gives an absolute path.
+std::string UserRulesDirFrom(const char* xdg_config_home, const char* home);
+std::string UserRulesDir();  // from this process's environment
 
 // The *.toml files of a layer's directory (no dot files), in name order; a "limit" error past
 // `max_files`. A missing directory is no files.

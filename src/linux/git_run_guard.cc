@@ -53,7 +53,7 @@ std::unique_ptr<GitRunGuard> GitRunGuard::Start(const std::string& workspace, Gi
 
 GitRunGuard::Stamp GitRunGuard::StampOf(const std::string& path) const {
   const GitFileFacts f = real_.lstat(path);
-  return {f.type, f.dev, f.ino, f.ctime_sec, f.ctime_nsec};
+  return Stamp{static_cast<const FileIdentity&>(f), f.type};
 }
 
 void GitRunGuard::ScanLocked() {

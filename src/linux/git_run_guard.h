@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/file_identity.h"
 #include "common/result.h"
 #include "linux/git_real_fs.h"
 #include "policy/git_metadata.h"
@@ -52,10 +53,8 @@ class GitRunGuard {
   std::vector<GitRunPath> Paths();
 
  private:
-  struct Stamp {
+  struct Stamp : FileIdentity {
     GitFileType type = GitFileType::kMissing;
-    uint64_t dev = 0, ino = 0;
-    int64_t ctime_sec = 0, ctime_nsec = 0;
     bool operator==(const Stamp&) const = default;
   };
 

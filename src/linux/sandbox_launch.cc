@@ -24,6 +24,7 @@
 #include "linux/pids_cgroup.h"
 #include "linux/program_exec.h"
 #include "linux/protected_placeholders.h"
+#include "linux/real_host.h"
 #include "linux/refusal_observer.h"
 #include "linux/root_remap.h"
 #include "linux/sandbox_plan.h"

@@ -162,10 +162,10 @@ Result<std::vector<std::string>> ParseLoaderList(std::string_view output) {
   return paths;
 }
 
-Result<FileIdentity> IdentityOf(int fd) {
+Result<ProgramIdentity> IdentityOf(int fd) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) return SysFail("io", "fstat");
-  return FileIdentity{st.st_dev, st.st_ino, st.st_mtim.tv_sec, st.st_mtim.tv_nsec, st.st_size};
+  return ProgramIdentity{st.st_dev, st.st_ino, st.st_mtim.tv_sec, st.st_mtim.tv_nsec, st.st_size};
 }
 
 Result<ToolRuntime> ResolveToolRuntime(const std::string& program,

@@ -23,18 +23,18 @@
 namespace anvil {
 
 // Identity of an executable file: its runtime is resolved again when this changes (an upgrade).
-struct FileIdentity {
+struct ProgramIdentity {
   dev_t dev = 0;
   ino_t ino = 0;
   std::int64_t mtime_sec = 0;
   long mtime_nsec = 0;
   off_t size = 0;
-  bool operator==(const FileIdentity&) const = default;
+  bool operator==(const ProgramIdentity&) const = default;
 };
 
 struct ToolRuntime {
   std::string program;             // absolute path of the executable
-  FileIdentity identity;           // of `program` when resolved
+  ProgramIdentity identity;        // of `program` when resolved
   std::vector<std::string> files;  // absolute paths: program, interpreter, libraries, ld.so.cache
 };
 
@@ -54,6 +54,6 @@ Result<ToolRuntime> ResolveToolRuntime(const std::string& program,
                                        const std::vector<std::string>& extra_files = {});
 
 // The identity of an open file (fstat).
-Result<FileIdentity> IdentityOf(int fd);
+Result<ProgramIdentity> IdentityOf(int fd);
 
 }  // namespace anvil

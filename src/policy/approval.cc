@@ -1,15 +1,10 @@
 #include "policy/approval.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <nlohmann/json.hpp>
 
-#include "common/unique_fd.h"
+#include "fs/file_facts.h"
 #include "fs/file_io.h"
 #include "fs/utf8.h"
 #include "fs/workspace_path.h"
@@ -300,27 +295,16 @@ Status RecordAlwaysRules(const std::string& user_rules_dir, const std::vector<Al
     if (auto s = ValidateAlwaysPrefix(rule.prefix, rule.example); !s) return s;
   }
   // mkdir -p, 0700: the rules decide what runs without a question.
-  for (std::size_t slash = user_rules_dir.find('/', 1);;
-       slash = user_rules_dir.find('/', slash + 1)) {
-    const std::string part = user_rules_dir.substr(0, slash);
-    if (::mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) {
-      return SysFail("io", "create " + QuotePathForMessage(part));
-    }
-    if (slash == std::string::npos) break;
-  }
-  UniqueFd dir(::open(user_rules_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dir) return SysFail("io", "open " + QuotePathForMessage(user_rules_dir));
-  int locked = -1;
-  do {
-    locked = ::flock(dir.Get(), LOCK_EX);
-  } while (locked != 0 && errno == EINTR);
-  if (locked != 0) return SysFail("io", "lock " + QuotePathForMessage(user_rules_dir));
-  // The lock goes with the descriptor when it closes.
+  if (auto made = MakePrivateDirs(user_rules_dir, "create "); !made) return made;
+  auto dir = OpenDirectory(user_rules_dir, DirOpen::kRead);
+  if (!dir) return tl::unexpected(dir.error());
+  auto lock = DirLock::Acquire(dir->Get(), "lock " + QuotePathForMessage(user_rules_dir));
+  if (!lock) return tl::unexpected(lock.error());
 
   const std::string name(kApprovedRulesFile);
   const std::string shown = user_rules_dir + "/" + name;
   std::string text;
-  if (auto existing = ReadRegularFileNoFollow(dir.Get(), name, kMaxRulesFileBytes)) {
+  if (auto existing = ReadRegularFileNoFollow(dir->Get(), name, kMaxRulesFileBytes)) {
     text = std::move(*existing);
   } else if (existing.error().code != "not_found") {
     return tl::unexpected(existing.error());
@@ -353,7 +337,7 @@ Status RecordAlwaysRules(const std::string& user_rules_dir, const std::vector<Al
   if (auto check = ParseRulesFile(text, shown, RuleLayer::kUser); !check) {
     return tl::unexpected(check.error());
   }
-  return WriteFileAtomically(dir.Get(), name, text, 0600);
+  return WriteFileAtomically(dir->Get(), name, text, 0600);
 }
 
 namespace {

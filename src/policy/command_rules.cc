@@ -4,7 +4,6 @@
 #include "policy/command_rules.h"
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "fs/rules_files.h"
 #include "policy/consent.h"
@@ -162,18 +161,6 @@ void CommandRules::Matching(const std::vector<std::string>& argv, bool narrowing
   std::sort(candidates.begin(), candidates.end());
   candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
   check(candidates);
-}
-
-std::string UserRulesDirFrom(const char* xdg_config_home, const char* home) {
-  if (xdg_config_home != nullptr && xdg_config_home[0] == '/') {
-    return std::string(xdg_config_home) + "/anvil/rules";
-  }
-  if (home != nullptr && home[0] == '/') return std::string(home) + "/.config/anvil/rules";
-  return {};
-}
-
-std::string UserRulesDir() {
-  return UserRulesDirFrom(std::getenv("XDG_CONFIG_HOME"), std::getenv("HOME"));
 }
 
 Result<CommandRules> LoadCommandRules(const RulesLocations& where) {

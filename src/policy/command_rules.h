@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "fs/rules_files.h"
 #include "policy/command_segments.h"
 #include "policy/harmless_commands.h"
 
@@ -125,10 +126,8 @@ struct RulesLocations {
   std::vector<std::string> more_workspace_dirs;
 };
 
-// $XDG_CONFIG_HOME/anvil/rules, else $HOME/.config/anvil/rules; a relative XDG_CONFIG_HOME is
-// ignored (XDG Base Directory). Empty when neither gives an absolute path.
-std::string UserRulesDirFrom(const char* xdg_config_home, const char* home);
-std::string UserRulesDir();  // from this process's environment
+// The user layer's directory: UserRulesDirFrom and UserRulesDir (this process's environment)
+// in fs/rules_files.h.
 
 // Reads every layer. A missing directory or file is an empty layer; anything else that cannot
 // be read or parsed is an error (fail closed). The workspace file is opened beneath the

@@ -1,6 +1,6 @@
 #include "policy/display_text.h"
 
-#include <cstdio>
+#include <charconv>
 
 #include "fs/utf8.h"
 
@@ -32,8 +32,8 @@ bool IsInvisible(char32_t c) {
 
 std::string Hex(unsigned long value) {
   char buf[16];
-  std::snprintf(buf, sizeof(buf), "%lx", value);
-  return buf;
+  const auto end = std::to_chars(buf, buf + sizeof(buf), value, 16).ptr;
+  return std::string(buf, end);
 }
 
 // Appends to `out` while counting code points against the cap.

@@ -1,9 +1,8 @@
 #include "policy/exec_rules.h"
 
-#include <sys/stat.h>
-
 #include <utility>
 
+#include "fs/file_facts.h"
 #include "fs/workspace_path.h"
 
 namespace anvil {
@@ -348,9 +347,7 @@ Status CheckArgShapes(const ExecRule& rule, const std::vector<std::string>& args
 }  // namespace
 
 bool ExecutableExistsOnHost(const std::string& absolute_path) {
-  struct stat st {};
-  if (::stat(absolute_path.c_str(), &st) != 0) return false;
-  return S_ISREG(st.st_mode) && (st.st_mode & 0111) != 0;
+  return IsExecutableFile(absolute_path);
 }
 
 const std::vector<ExecRule>& ExecPolicyTable() {

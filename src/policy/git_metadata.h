@@ -41,6 +41,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/file_identity.h"
 #include "common/result.h"
 #include "policy/git_config.h"
 
@@ -50,12 +51,9 @@ namespace anvil {
 
 enum class GitFileType { kMissing, kDir, kFile, kSymlink, kOther };
 
-struct GitFileFacts {
+// Its device, inode and ctime (common/file_identity.h), and:
+struct GitFileFacts : FileIdentity {
   GitFileType type = GitFileType::kMissing;
-  uint64_t dev = 0;
-  uint64_t ino = 0;
-  int64_t ctime_sec = 0;
-  int64_t ctime_nsec = 0;
   // The mount it was reached through (statx: the unique mount id, never reused within a boot,
   // where the kernel has it; else the plain one; 0 when unknown). A memo of a directory is
   // only trusted on the same mount: another filesystem attached where the device number is

@@ -1,20 +1,13 @@
 #include "policy/grant_store.h"
 
-#include <fcntl.h>
-#include <pwd.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
-#include <climits>
-#include <cstdlib>
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <tuple>
 #include <utility>
 
+#include "fs/file_facts.h"
 #include "fs/file_io.h"
 #include "fs/workspace_path.h"
 #include "policy/digest.h"
@@ -30,28 +23,6 @@ constexpr int kFormatVersion = 2;
 constexpr int kOldestReadableVersion = 1;
 // Far beyond any real number of grants; bounds what a damaged or hostile file can cost.
 constexpr std::size_t kMaxStoreBytes = 16u << 20;
-
-// Holds an exclusive flock on the store directory for one read-modify-write cycle.
-class DirLock {
- public:
-  static Result<DirLock> Acquire(int fd) {
-    while (::flock(fd, LOCK_EX) != 0) {
-      if (errno != EINTR) return SysFail("io", "lock the grant store directory");
-    }
-    return DirLock(fd);
-  }
-  DirLock(DirLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  DirLock(const DirLock&) = delete;
-  DirLock& operator=(const DirLock&) = delete;
-  DirLock& operator=(DirLock&&) = delete;
-  ~DirLock() {
-    if (fd_ >= 0) ::flock(fd_, LOCK_UN);
-  }
-
- private:
-  explicit DirLock(int fd) : fd_(fd) {}
-  int fd_;
-};
 
 // Absolute, no empty/"."/".." components, no trailing '/', valid UTF-8: the form realpath(3)
 // returns. Keys in any other spelling would silently never match.
@@ -69,22 +40,6 @@ bool IsCanonicalAbsolute(std::string_view path) {
     start = end + 1;
   }
   return true;
-}
-
-// Creates each missing directory of an absolute or relative path with mode 0700 (XDG: the
-// state directory is private to the user). Existing components are left as they are.
-Status MakeDirs(const std::string& dir) {
-  if (dir.empty()) return Ok();
-  std::size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = dir.find('/', pos + 1);
-    const std::string prefix = dir.substr(0, pos);
-    if (prefix.empty()) continue;
-    if (::mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
-      return SysFail("io", "create directory " + QuotePathForMessage(prefix));
-    }
-  }
-  return Ok();
 }
 
 std::string Damaged(const std::string& path, std::string_view what) {
@@ -204,12 +159,13 @@ void SortEntries(std::vector<GrantEntry>& entries) {
 }  // namespace
 
 Result<std::string> CanonicalWorkspacePath(const std::string& path) {
-  char resolved[PATH_MAX];
-  if (::realpath(path.c_str(), resolved) == nullptr) {
-    return SysFail(errno == ENOENT ? Code::kNotFound : Code::kInvalid,
-                   "workspace " + QuotePathForMessage(path));
+  auto resolved = RealPath(path);
+  if (!resolved) {
+    const int e = resolved.error().sys_errno;
+    return SysFail(e == ENOENT ? Code::kNotFound : Code::kInvalid,
+                   "workspace " + QuotePathForMessage(path), e);
   }
-  std::string out(resolved);
+  std::string out = std::move(*resolved);
   if (!IsCanonicalAbsolute(out)) {
     return Fail("invalid", "workspace path is not valid UTF-8: " + QuotePathForMessage(out));
   }
@@ -219,8 +175,8 @@ Result<std::string> CanonicalWorkspacePath(const std::string& path) {
 Result<std::string> GrantStore::DefaultPath() {
   // XDG Base Directory: a relative XDG_STATE_HOME is invalid and must be ignored (it would be
   // resolved against whatever directory Anvil happens to run in, e.g. a hostile repository).
-  const char* state = std::getenv("XDG_STATE_HOME");
-  if (state != nullptr && state[0] == '/') return std::string(state) + "/anvil/grants.json";
+  const std::string state = XdgStateHome();
+  if (!state.empty()) return state + "/anvil/grants.json";
   const std::string home_dir = AnvilUserHome();
   if (home_dir.empty()) {
     return Fail("not_found",
@@ -247,38 +203,42 @@ Result<GrantStore> GrantStore::Open(const std::string& path_override) {
   if (file_name.empty() || file_name == "." || file_name == "..") {
     return Fail("invalid", "grant store path " + QuotePathForMessage(path) + " names no file");
   }
-  if (auto made = MakeDirs(dir_path); !made) return tl::unexpected(made.error());
+  // XDG: the state directory is private to the user.
+  if (auto made = MakePrivateDirs(dir_path, "create directory "); !made) {
+    return tl::unexpected(made.error());
+  }
 
   // O_NOFOLLOW on the directory itself: a symlink planted as ~/.local/state/anvil would redirect
   // every grant to a place someone else chose.
-  UniqueFd dir(::open(dir_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
+  auto dir = OpenDirectory(dir_path, DirOpen::kReadNoFollow);
   if (!dir) {
-    if (errno == ELOOP || errno == ENOTDIR) {
+    const int e = dir.error().sys_errno;
+    if (e == ELOOP || e == ENOTDIR) {
       return Fail("denied", "grant store directory " + QuotePathForMessage(dir_path) +
                                 " is a symbolic link or not a directory; refusing it");
     }
-    return SysFail("io", "open grant store directory " + QuotePathForMessage(dir_path));
+    return SysFail("io", "open grant store directory " + QuotePathForMessage(dir_path), e);
   }
-  struct stat st {};
-  if (::fstat(dir.Get(), &st) != 0) return SysFail("io", "fstat " + QuotePathForMessage(dir_path));
-  if (st.st_uid != ::geteuid()) {
+  auto owner = OwnerOfFd(dir->Get(), dir_path);
+  if (!owner) return tl::unexpected(owner.error());
+  if (!owner->Mine()) {
     return Fail("denied", "grant store directory " + QuotePathForMessage(dir_path) +
-                              " is owned by uid " + std::to_string(st.st_uid) +
-                              ", not by you (uid " + std::to_string(::geteuid()) +
+                              " is owned by uid " + std::to_string(owner->uid) +
+                              ", not by you (uid " + std::to_string(owner->euid) +
                               "); refusing grants another user controls");
   }
-  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+  if (owner->others_may_write) {
     return Fail("denied", "grant store directory " + QuotePathForMessage(dir_path) +
                               " is writable by other users (fix: chmod 700 it)");
   }
-  GrantStore store(path, file_name, std::move(dir));
+  GrantStore store(path, file_name, std::move(*dir));
   if (auto loaded = store.Reload(); !loaded) return tl::unexpected(loaded.error());
   return store;
 }
 
 Status GrantStore::Reload() {
-  struct stat st {};
-  auto text = ReadRegularFileNoFollow(dir_.Get(), file_name_, kMaxStoreBytes, &st);
+  OwnerFacts owner;
+  auto text = ReadRegularFileNoFollowOwned(dir_.Get(), file_name_, kMaxStoreBytes, owner);
   if (!text) {
     if (text.error().code == "not_found") {
       entries_.clear();
@@ -289,13 +249,13 @@ Status GrantStore::Reload() {
     return tl::unexpected(std::move(error));
   }
   // Checked on the opened file, not by name: what was read is what was vetted.
-  if (st.st_uid != ::geteuid()) {
+  if (!owner.Mine()) {
     return Fail("denied", QuotePathForMessage(path_) + " is owned by uid " +
-                              std::to_string(st.st_uid) + ", not by you (uid " +
-                              std::to_string(::geteuid()) +
+                              std::to_string(owner.uid) + ", not by you (uid " +
+                              std::to_string(owner.euid) +
                               "); refusing grants another user could have written");
   }
-  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+  if (owner.others_may_write) {
     return Fail("denied", QuotePathForMessage(path_) +
                               " is writable by other users; refusing grants they could have "
                               "written (fix: chmod 600 it after checking its contents)");
@@ -392,7 +352,7 @@ Status GrantStore::Approve(std::string_view workspace, std::string_view plugin_i
   if (!IsSha256Hex(manifest_sha256)) {
     return Fail("invalid", "manifest hash is not 64 lower-case hex digits");
   }
-  auto lock = DirLock::Acquire(dir_.Get());
+  auto lock = DirLock::Acquire(dir_.Get(), "lock the grant store directory");
   if (!lock) return tl::unexpected(lock.error());
   if (auto loaded = Reload(); !loaded) return loaded;
   std::vector<Entry> before = entries_;
@@ -412,7 +372,7 @@ Status GrantStore::Approve(std::string_view workspace, std::string_view plugin_i
 
 Result<std::vector<GrantEntry>> GrantStore::Revoke(std::string_view workspace,
                                                    std::string_view plugin_id) {
-  auto lock = DirLock::Acquire(dir_.Get());
+  auto lock = DirLock::Acquire(dir_.Get(), "lock the grant store directory");
   if (!lock) return tl::unexpected(lock.error());
   if (auto loaded = Reload(); !loaded) return tl::unexpected(loaded.error());
   std::vector<Entry> before = entries_;

@@ -3,8 +3,7 @@
 // configuration) and that ComputeFileView turns into binds and masks. Plain data, no I/O.
 #pragma once
 
-#include <sys/types.h>
-
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -19,8 +18,8 @@ struct MappedBind {
   // init binds it, so a directory swapped for another after it was opened and checked is
   // refused rather than bound (the persistent home, whose parent directories a writable root
   // may expose).
-  dev_t expect_dev = 0;
-  ino_t expect_ino = 0;
+  std::uint64_t expect_dev = 0;
+  std::uint64_t expect_ino = 0;
 };
 
 // A credential location of the caller's real home (policy/sandbox_home.h, kHomeCredentials)

@@ -1,7 +1,6 @@
 #include "policy/host_autorun.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <deque>
 #include <optional>
 #include <unordered_map>
@@ -132,15 +131,6 @@ bool HeldBy(const std::string& path, const std::string& root,
 }
 
 }  // namespace
-
-AutorunEnv AutorunEnvFromProcess() {
-  auto get = [](const char* name) {
-    const char* v = std::getenv(name);
-    return std::string(v ? v : "");
-  };
-  return AutorunEnv{get("HOME"), PasswdHome(), get("XDG_CONFIG_HOME"), get("XDG_DATA_HOME"),
-                    get("ZDOTDIR")};
-}
 
 namespace {
 

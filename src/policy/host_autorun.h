@@ -325,7 +325,6 @@ struct AutorunEnv {
   std::string passwd_home;  // the user database's home (fs/file_io.h PasswdHome)
   std::string xdg_config_home, xdg_data_home, zdotdir;
 };
-AutorunEnv AutorunEnvFromProcess();
 
 // Every place of the table for `env`, and every credential location of kHomeCredentials
 // (policy/sandbox_home.h) in each home, as absolute lexical paths, each once: the one list of

@@ -1,10 +1,9 @@
 #include "policy/host_sockets.h"
 
-#include <sys/sysmacros.h>
-
 #include <algorithm>
 #include <utility>
 
+#include "fs/file_facts.h"
 #include "policy/sandbox_policy.h"
 
 namespace anvil {
@@ -47,10 +46,6 @@ std::string Parent(const std::string& path) {
 
 // The kernel's socket table carries only the low 32 bits of a file's inode number.
 uint64_t Low32(uint64_t ino) { return ino & 0xffffffffULL; }
-
-std::string DevText(uint64_t dev) {
-  return std::to_string(major(dev)) + ":" + std::to_string(minor(dev));
-}
 
 // A name that only makes sense in the binding process: its own /proc entry or its descriptors.
 std::optional<std::string> RewriteForOwner(const std::string& name, int pid) {
@@ -374,7 +369,7 @@ class Locator {
     std::string what = "a Unix socket";
     if (named) {
       what += " bound on the host as '" + (named->names.empty() ? "" : *named->names.begin()) +
-              "' (device " + DevText(named->dev) + ", inode " + std::to_string(named->ino);
+              "' (device " + DeviceNumberText(named->dev) + ", inode " + std::to_string(named->ino);
       if (named->owner) what += ", held by pid " + std::to_string(*named->owner);
       what += ")";
     }

@@ -1,17 +1,8 @@
 #include "policy/lockfile.h"
 
-#include <dirent.h>
-#include <fcntl.h>
-#include <linux/openat2.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <cerrno>
-#include <cstdio>
-#include <memory>
 
-#include "common/unique_fd.h"
+#include "fs/file_facts.h"
 #include "fs/file_io.h"
 #include "fs/workspace_path.h"
 #include "policy/digest.h"
@@ -28,10 +19,6 @@ using policy_internal::TypeName;
 constexpr std::string_view kSource = "anvil.lock";
 constexpr std::int64_t kLockVersion = 1;
 constexpr std::string_view kLockFix = "regenerate it with `anvil plugin lock`";
-
-struct DirCloser {
-  void operator()(DIR* dir) const { ::closedir(dir); }
-};
 
 // A TOML basic string. Ids and paths are validated before they get here; escaping anyway keeps
 // the renderer correct for any input instead of relying on that.
@@ -64,60 +51,38 @@ bool HasCodeExtension(std::string_view name) {
 // The entry may sit in a subdirectory ("src/main.lua"); openat2 keeps every component beneath
 // the plugin directory and refuses symlinks on the way, not just in the last component.
 Result<std::string> ReadEntry(int dir_fd, const std::string& entry) {
-  open_how how{};
-  how.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-  long fd = -1;
-  do {
-    // EAGAIN: the kernel saw a concurrent rename and wants a retry, not a failure (T1).
-    fd = ::syscall(SYS_openat2, dir_fd, entry.c_str(), &how, sizeof(how));
-  } while (fd < 0 && errno == EAGAIN);
+  auto fd = OpenBeneathNoSymlinks(dir_fd, entry, /*path_only=*/false);
   const std::string shown = QuotePathForMessage(entry);
-  if (fd < 0) {
-    if (errno == ENOENT) return SysFail("not_found", "plugin entry " + shown);
-    if (errno == ELOOP) {
+  if (!fd) {
+    const int e = fd.error().sys_errno;
+    if (e == ENOENT) return SysFail("not_found", "plugin entry " + shown, e);
+    if (e == ELOOP) {
       return Fail("denied", "plugin entry " + shown + " is or passes through a symbolic link");
     }
-    if (errno == EXDEV) return Fail("denied", "plugin entry " + shown + " leaves the plugin dir");
-    return SysFail("io", "open plugin entry " + shown);
+    if (e == EXDEV) return Fail("denied", "plugin entry " + shown + " leaves the plugin dir");
+    return SysFail("io", "open plugin entry " + shown, e);
   }
-  UniqueFd owned(static_cast<int>(fd));
-  return ReadRegularFileFromFd(owned.Get(), shown, kMaxPluginFileBytes);
+  return ReadRegularFileFromFd(fd->Get(), shown, kMaxPluginFileBytes);
 }
 
 // lib/*.lua and lib/*.js, each read without following links.
 Status HashLib(int dir_fd, std::map<std::string, std::string>& files) {
-  struct stat st {};
-  if (::fstatat(dir_fd, "lib", &st, AT_SYMLINK_NOFOLLOW) != 0) {
-    if (errno == ENOENT) return Ok();
-    return SysFail("io", "stat lib");
-  }
-  if (S_ISLNK(st.st_mode)) {
+  auto kind = KindAtNoFollow(dir_fd, "lib");
+  if (!kind) return SysFail("io", "stat lib", kind.error().sys_errno);
+  if (*kind == FileKind::kMissing) return Ok();
+  if (*kind == FileKind::kSymlink) {
     return Fail("denied", "lib is a symbolic link; plugins must ship their modules as files");
   }
-  if (!S_ISDIR(st.st_mode)) return Ok();  // not a directory: the host loads nothing from it
-  UniqueFd lib(::openat(dir_fd, "lib", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
-  if (!lib)
-    return SysFail(errno == ELOOP || errno == ENOTDIR ? Code::kDenied : Code::kIo, "open lib");
-  // fdopendir takes ownership of the fd it is given; give it a duplicate so `lib` stays the
-  // handle every module is opened through.
-  const int dup_fd = ::fcntl(lib.Get(), F_DUPFD_CLOEXEC, 0);
-  if (dup_fd < 0) return SysFail("io", "dup lib");
-  std::unique_ptr<DIR, DirCloser> dir(::fdopendir(dup_fd));
-  if (!dir) {
-    ::close(dup_fd);
-    return SysFail("io", "read lib");
+  if (*kind != FileKind::kDirectory)
+    return Ok();  // not a directory: the host loads nothing from it
+  auto lib = OpenDirectoryAtNoFollow(dir_fd, "lib");
+  if (!lib) {
+    const int e = lib.error().sys_errno;
+    return SysFail(e == ELOOP || e == ENOTDIR ? Code::kDenied : Code::kIo, "open lib", e);
   }
   std::size_t count = 0;
-  while (true) {
-    errno = 0;  // readdir signals an error only through errno
-    const dirent* ent = ::readdir(dir.get());
-    if (ent == nullptr) {
-      if (errno != 0) return SysFail("io", "read lib");
-      break;
-    }
-    const std::string name = ent->d_name;
-    if (name == "." || name == ".." || !HasCodeExtension(name)) continue;
+  return ForEachName(lib->Get(), "read lib", [&](const std::string& name) -> Status {
+    if (!HasCodeExtension(name)) return Ok();
     const std::string path = "lib/" + name;
     if (auto valid = ValidatePathComponent(name); !valid) {
       return Fail("invalid", "plugin module name is not allowed: " + valid.error().message);
@@ -126,14 +91,15 @@ Status HashLib(int dir_fd, std::map<std::string, std::string>& files) {
       return Fail("limit",
                   "more than " + std::to_string(kMaxPluginLibFiles) + " modules under lib/");
     }
-    struct stat module {};
-    if (::fstatat(lib.Get(), name.c_str(), &module, AT_SYMLINK_NOFOLLOW) != 0) {
-      return SysFail("io", "stat " + QuotePathForMessage(path));
+    auto module = KindAtNoFollow(lib->Get(), name);
+    if (!module || *module == FileKind::kMissing) {
+      return SysFail("io", "stat " + QuotePathForMessage(path),
+                     module ? ENOENT : module.error().sys_errno);
     }
-    if (S_ISLNK(module.st_mode)) {
+    if (*module == FileKind::kSymlink) {
       return Fail("denied", QuotePathForMessage(path) + " is a symbolic link; refusing it");
     }
-    auto bytes = ReadRegularFileNoFollow(lib.Get(), name, kMaxPluginFileBytes);
+    auto bytes = ReadRegularFileNoFollow(lib->Get(), name, kMaxPluginFileBytes);
     if (!bytes) {
       Error error = bytes.error();
       error.message = "lib/" + error.message;
@@ -142,8 +108,8 @@ Status HashLib(int dir_fd, std::map<std::string, std::string>& files) {
     const std::string digest = Sha256Hex(*bytes);
     if (digest.empty()) return Fail("internal", "SHA-256 failed");
     files[path] = digest;
-  }
-  return Ok();
+    return Ok();
+  });
 }
 
 std::string ShortWhat(std::string_view file, std::string_view expected, std::string_view found) {
@@ -306,17 +272,15 @@ Result<PluginHashes> HashPluginDir(const std::string& plugin_dir, const Manifest
   if (!IsSha256Hex(manifest.sha256)) {
     return Fail("invalid", "manifest has no hash (parse it with ParseManifest)");
   }
-  UniqueFd dir(::open(plugin_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dir) {
-    return SysFail(errno == ENOENT ? Code::kNotFound : Code::kIo,
-                   "plugin directory " + QuotePathForMessage(plugin_dir));
-  }
+  auto dir = OpenDirectoryOr(plugin_dir, DirOpen::kRead,
+                             "plugin directory " + QuotePathForMessage(plugin_dir));
+  if (!dir) return tl::unexpected(dir.error());
   PluginHashes hashes;
   hashes.manifest_sha256 = manifest.sha256;
-  auto entry = ReadEntry(dir.Get(), manifest.entry);
+  auto entry = ReadEntry(dir->Get(), manifest.entry);
   if (!entry) return tl::unexpected(entry.error());
   hashes.files[manifest.entry] = Sha256Hex(*entry);
-  if (auto lib = HashLib(dir.Get(), hashes.files); !lib) return tl::unexpected(lib.error());
+  if (auto lib = HashLib(dir->Get(), hashes.files); !lib) return tl::unexpected(lib.error());
   for (const auto& [path, digest] : hashes.files) {
     if (digest.empty()) return Fail("internal", "SHA-256 failed");
   }
@@ -363,23 +327,20 @@ Status VerifyAgainstLock(const Lockfile& lockfile, std::string_view plugin_id,
 }
 
 Result<Lockfile> ReadLockfile(const std::string& workspace_dir) {
-  UniqueFd dir(::open(workspace_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!dir) {
-    return SysFail(errno == ENOENT ? Code::kNotFound : Code::kIo,
-                   "workspace " + QuotePathForMessage(workspace_dir));
-  }
-  auto text = ReadRegularFileNoFollow(dir.Get(), std::string(kLockfileName), kMaxLockfileBytes);
+  auto dir = OpenDirectoryOr(workspace_dir, DirOpen::kPath,
+                             "workspace " + QuotePathForMessage(workspace_dir));
+  if (!dir) return tl::unexpected(dir.error());
+  auto text = ReadRegularFileNoFollow(dir->Get(), std::string(kLockfileName), kMaxLockfileBytes);
   if (!text) return tl::unexpected(text.error());
   return ParseLockfile(*text);
 }
 
 Status WriteLockfile(const std::string& workspace_dir, const Lockfile& lockfile) {
-  UniqueFd dir(::open(workspace_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dir) {
-    return SysFail(errno == ENOENT ? Code::kNotFound : Code::kIo,
-                   "workspace " + QuotePathForMessage(workspace_dir));
-  }
-  return WriteFileAtomically(dir.Get(), std::string(kLockfileName), RenderLockfile(lockfile), 0644);
+  auto dir = OpenDirectoryOr(workspace_dir, DirOpen::kRead,
+                             "workspace " + QuotePathForMessage(workspace_dir));
+  if (!dir) return tl::unexpected(dir.error());
+  return WriteFileAtomically(dir->Get(), std::string(kLockfileName), RenderLockfile(lockfile),
+                             0644);
 }
 
 }  // namespace anvil

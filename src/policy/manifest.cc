@@ -1,16 +1,11 @@
 #include "policy/manifest.h"
 
-#include <fcntl.h>
-#include <linux/openat2.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <algorithm>
+#include <cerrno>
 #include <optional>
 #include <vector>
 
-#include "common/unique_fd.h"
+#include "fs/file_facts.h"
 #include "fs/file_io.h"
 #include "fs/path_glob.h"
 #include "fs/utf8.h"
@@ -414,17 +409,10 @@ namespace {
 // component. What is wrong with it, at the entry's position in the manifest, or Ok.
 Status CheckEntryFile(int dir_fd, const Manifest& manifest) {
   const std::string shown = Quoted(manifest.entry);
-  open_how how{};
-  // O_PATH without O_NOFOLLOW: RESOLVE_NO_SYMLINKS makes a symlink anywhere on the path, the
-  // last component included, fail with ELOOP (O_NOFOLLOW would open the link itself).
-  how.flags = O_PATH | O_CLOEXEC;
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS;
-  long fd;
-  do {
-    fd = ::syscall(SYS_openat2, dir_fd, manifest.entry.c_str(), &how, sizeof(how));
-  } while (fd < 0 && errno == EAGAIN);
-  if (fd < 0) {
-    switch (errno) {
+  auto file = OpenBeneathNoSymlinks(dir_fd, manifest.entry, /*path_only=*/true);
+  if (!file) {
+    const int e = file.error().sys_errno;
+    switch (e) {
       case ENOENT:
       case ENOTDIR:
         return InvalidAt(manifest.entry_where,
@@ -441,13 +429,12 @@ Status CheckEntryFile(int dir_fd, const Manifest& manifest) {
                          "entry " + shown + " is outside the plugin directory",
                          "name a file inside the plugin directory");
       default:
-        return SysFail("io", "entry " + shown);
+        return SysFail("io", "entry " + shown, e);
     }
   }
-  UniqueFd file(static_cast<int>(fd));
-  struct stat st {};
-  if (::fstat(file.Get(), &st) != 0) return SysFail("io", "entry " + shown);
-  if (!S_ISREG(st.st_mode)) {
+  auto regular = IsRegularFd(file->Get());
+  if (!regular) return SysFail("io", "entry " + shown, regular.error().sys_errno);
+  if (!*regular) {
     return InvalidAt(manifest.entry_where, "entry " + shown + " is not a regular file",
                      "point entry at the plugin's main " +
                          std::string(EntryExtension(manifest.runtime)) + " file");
@@ -458,22 +445,18 @@ Status CheckEntryFile(int dir_fd, const Manifest& manifest) {
 }  // namespace
 
 Status CheckManifestEntry(const std::string& plugin_dir, const Manifest& manifest) {
-  UniqueFd dir(::open(plugin_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!dir) {
-    return SysFail(errno == ENOENT ? Code::kNotFound : Code::kIo,
-                   "plugin directory " + QuotePathForMessage(plugin_dir));
-  }
-  return CheckEntryFile(dir.Get(), manifest);
+  auto dir = OpenDirectoryOr(plugin_dir, DirOpen::kPath,
+                             "plugin directory " + QuotePathForMessage(plugin_dir));
+  if (!dir) return tl::unexpected(dir.error());
+  return CheckEntryFile(dir->Get(), manifest);
 }
 
 Result<Manifest> LoadManifest(const std::string& plugin_dir) {
-  UniqueFd dir(::open(plugin_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!dir) {
-    return SysFail(errno == ENOENT ? Code::kNotFound : Code::kIo,
-                   "plugin directory " + QuotePathForMessage(plugin_dir));
-  }
+  auto dir = OpenDirectoryOr(plugin_dir, DirOpen::kPath,
+                             "plugin directory " + QuotePathForMessage(plugin_dir));
+  if (!dir) return tl::unexpected(dir.error());
   const std::string name(kManifestFileName);
-  auto text = ReadRegularFileNoFollow(dir.Get(), name, kMaxManifestBytes);
+  auto text = ReadRegularFileNoFollow(dir->Get(), name, kMaxManifestBytes);
   if (!text) {
     Error error = text.error();
     error.message = QuotePathForMessage(plugin_dir) + "/" + error.message;

@@ -103,10 +103,10 @@ std::optional<std::string> WorkspaceConfigChange(const ConfigEntry& before,
   if (before.kind == ConfigEntryKind::kMissing) {
     return "it did not exist when the sandboxed command started";
   }
-  if (after.kind != before.kind || after.dev != before.dev || after.ino != before.ino) {
+  if (after.kind != before.kind || !after.SameObject(before)) {
     return "it is not the one that was there when the sandboxed command started (replaced)";
   }
-  if (strict && (after.ctime_sec != before.ctime_sec || after.ctime_nsec != before.ctime_nsec)) {
+  if (strict && !after.SameCtime(before)) {
     return "it was changed (written, moved or its mode set) while the sandboxed command ran";
   }
   return std::nullopt;
@@ -115,8 +115,7 @@ std::optional<std::string> WorkspaceConfigChange(const ConfigEntry& before,
 bool ConfigWatchIsStrict(const ConfigEntry& probe, const ConfigEntry& before,
                          bool other_lock_seen) {
   if (before.kind == ConfigEntryKind::kMissing) return false;
-  return other_lock_seen || probe.kind != before.kind || probe.dev != before.dev ||
-         probe.ino != before.ino;
+  return other_lock_seen || probe.kind != before.kind || !probe.SameObject(before);
 }
 
 int64_t ConfigWatchLockOffset(const ConfigEntry& before, bool strict) {

@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/file_identity.h"
 #include "common/result.h"
 
 namespace anvil {
@@ -119,13 +120,9 @@ ProtectedNamesPlan PlanProtectedNames(const std::vector<std::string>& found,
 
 enum class ConfigEntryKind { kMissing, kFile, kDir, kSymlink, kOther };
 
-// What a name is (lstat: a symbolic link itself): its kind, device, inode and ctime.
-struct ConfigEntry {
+// What a name is (lstat: a symbolic link itself): its kind, and its device, inode and ctime.
+struct ConfigEntry : FileIdentity {
   ConfigEntryKind kind = ConfigEntryKind::kMissing;
-  uint64_t dev = 0;
-  uint64_t ino = 0;
-  int64_t ctime_sec = 0;
-  int64_t ctime_nsec = 0;
 };
 
 // Whether a run checks the workspace's Anvil.toml: the workspace is inside a writable root (the

@@ -1,12 +1,9 @@
 #include "policy/sandbox_home.h"
 
-#include <dirent.h>
 #include <fnmatch.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <climits>
-#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -77,37 +74,6 @@ std::string SandboxHomeDirName(const std::string& workspace) {
   if (name.empty()) name = "root";
   if (name[0] == '.') name[0] = '_';  // never hidden, never "." or ".."
   return name + "-" + Sha256Hex(workspace).substr(0, 16);
-}
-
-HomeHost RealHomeHost() {
-  HomeHost host;
-  host.lstat_kind = [](const std::string& path) {
-    struct stat st {};
-    if (::lstat(path.c_str(), &st) != 0) return HomeHost::Kind::kMissing;
-    if (S_ISDIR(st.st_mode)) return HomeHost::Kind::kDirectory;
-    if (S_ISREG(st.st_mode)) return HomeHost::Kind::kFile;
-    if (S_ISLNK(st.st_mode)) return HomeHost::Kind::kSymlink;
-    return HomeHost::Kind::kOther;
-  };
-  host.resolve = [](const std::string& path) -> std::optional<std::string> {
-    char buf[PATH_MAX];
-    if (::realpath(path.c_str(), buf) == nullptr) return std::nullopt;
-    return std::string(buf);
-  };
-  host.list_dir = [](const std::string& path) {
-    std::vector<std::string> names;
-    if (DIR* d = ::opendir(path.c_str())) {
-      while (dirent* e = ::readdir(d)) {
-        std::string n = e->d_name;
-        if (n != "." && n != "..") names.push_back(n);
-        if (names.size() >= kMaxListedNames) break;  // the caller treats this as unknown
-      }
-      ::closedir(d);
-    }
-    std::sort(names.begin(), names.end());
-    return names;
-  };
-  return host;
 }
 
 namespace {

@@ -152,7 +152,6 @@ struct HomeHost {
   std::function<std::vector<std::string>(const std::string&)> list_dir;
 };
 inline constexpr size_t kMaxListedNames = 4096;
-HomeHost RealHomeHost();
 
 struct HomePlanInput {
   HomeMode mode = HomeMode::kPersistent;

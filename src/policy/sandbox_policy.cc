@@ -1,12 +1,6 @@
 #include "policy/sandbox_policy.h"
 
-#include <dirent.h>
-#include <sys/stat.h>
-
 #include <algorithm>
-#include <climits>
-#include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <set>
 
@@ -81,38 +75,6 @@ bool PathIsWithin(std::string_view path, std::string_view root) {
   if (root == "/") return !path.empty() && path[0] == '/';
   if (path.size() < root.size() || path.compare(0, root.size(), root) != 0) return false;
   return path.size() == root.size() || path[root.size()] == '/';
-}
-
-HostFs RealHostFs() {
-  HostFs fs;
-  fs.resolve = [](const std::string& path) -> std::optional<std::string> {
-    char buf[PATH_MAX];
-    if (::realpath(path.c_str(), buf) == nullptr) return std::nullopt;
-    return std::string(buf);
-  };
-  fs.read_gitdir_pointer = [](const std::string& path) -> std::optional<std::string> {
-    struct stat st {};
-    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > 4096) {
-      return std::nullopt;
-    }
-    std::ifstream in(path);
-    std::string line;
-    if (!std::getline(in, line) || line.rfind("gitdir:", 0) != 0) return std::nullopt;
-    std::string target = line.substr(7);
-    while (!target.empty() && (target.front() == ' ' || target.front() == '\t')) target.erase(0, 1);
-    while (!target.empty() && (target.back() == '\r' || target.back() == ' ')) target.pop_back();
-    if (target.empty()) return std::nullopt;
-    if (target[0] != '/') {
-      auto slash = path.rfind('/');
-      target = path.substr(0, slash + 1) + target;
-    }
-    return target;
-  };
-  fs.is_symlink = [](const std::string& path) {
-    struct stat st {};
-    return ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
-  };
-  return fs;
 }
 
 Status ValidateWorkspaceSubpath(const std::string& sub) {
@@ -203,15 +165,13 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
   if (!view.full_read && !policy.runtime_from_call) {
     for (auto root : kPlatformReadRoots) {
       std::string r(root);
-      struct stat st {};
       // Keep the name as the host has it: /bin may be a symlink to usr/bin and is recreated
       // as that symlink inside the view.
-      if (::lstat(r.c_str(), &st) == 0) AddUnique(view.read_roots, r);
+      if (host.lstat_kind(r) != HostFs::Kind::kMissing) AddUnique(view.read_roots, r);
     }
     for (auto masked : kMaskedFiles) {
       std::string m(masked);
-      struct stat st {};
-      if (::lstat(m.c_str(), &st) == 0 && S_ISREG(st.st_mode)) view.masked_files.push_back(m);
+      if (host.lstat_kind(m) == HostFs::Kind::kRegular) view.masked_files.push_back(m);
     }
   }
 

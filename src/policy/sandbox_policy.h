@@ -146,14 +146,15 @@ struct HostFs {
   std::function<std::optional<std::string>(const std::string&)> read_gitdir_pointer;
   // True if `path` itself is a symbolic link (lstat).
   std::function<bool(const std::string&)> is_symlink;
+  // What `path` itself is (lstat, no link followed): the platform's read roots are kept where
+  // they exist, the files the view masks where they are regular files.
+  enum class Kind { kMissing, kRegular, kOther };
+  std::function<Kind(const std::string&)> lstat_kind;
   // The canonical paths at which `view` (all but its masks) shows a Unix socket bound on the
   // host, found by the socket's device and inode, and the locked directories one may be beneath
   // (policy/host_sockets.h). Empty function: none are masked. An error fails the view.
   std::function<Result<HostSocketMasks>(const FileView&)> bound_unix_sockets;
 };
-// The real host, but for bound_unix_sockets, which the launcher sets from the kernel's socket
-// table (linux/host_socket_facts.h, HostSocketLocator).
-HostFs RealHostFs();
 
 // True when `path` equals `root` or lies beneath it (component-wise, both canonical).
 bool PathIsWithin(std::string_view path, std::string_view root);

@@ -1,16 +1,9 @@
 #include "policy/trusted_keys.h"
 
-#include <dirent.h>
-#include <fcntl.h>
-#include <pwd.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 
-#include "common/unique_fd.h"
+#include "fs/file_facts.h"
 #include "fs/file_io.h"
 #include "fs/workspace_path.h"
 
@@ -20,8 +13,8 @@ namespace {
 constexpr std::string_view kKeySuffix = ".pub";
 
 Result<std::string> ConfigHome() {
-  const char* config = std::getenv("XDG_CONFIG_HOME");
-  if (config != nullptr && config[0] == '/') return std::string(config);
+  const std::string config = XdgConfigHome();
+  if (!config.empty()) return config;
   const std::string home = AnvilUserHome();
   if (home.empty()) {
     return Fail("not_found",
@@ -33,12 +26,12 @@ Result<std::string> ConfigHome() {
 
 // The user's own, not writable by anyone else: whoever can write here decides what "signed"
 // means.
-Status CheckOwned(const struct stat& st, const std::string& what) {
-  if (st.st_uid != ::geteuid()) {
-    return Fail("denied", what + " is owned by uid " + std::to_string(st.st_uid) +
+Status CheckOwned(const OwnerFacts& owner, const std::string& what) {
+  if (!owner.Mine()) {
+    return Fail("denied", what + " is owned by uid " + std::to_string(owner.uid) +
                               ", not by you; refusing keys another user controls");
   }
-  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+  if (owner.others_may_write) {
     return Fail("denied", what + " is writable by other users (fix: chmod go-w it)");
   }
   return Ok();
@@ -47,18 +40,19 @@ Status CheckOwned(const struct stat& st, const std::string& what) {
 // Opens the directory without following a symlink in its last component; "not_found" when
 // missing.
 Result<UniqueFd> OpenKeyDir(const std::string& dir) {
-  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
+  auto fd = OpenDirectory(dir, DirOpen::kReadNoFollow);
   if (!fd) {
-    if (errno == ENOENT) return SysFail("not_found", QuotePathForMessage(dir));
-    if (errno == ELOOP || errno == ENOTDIR) {
+    const int e = fd.error().sys_errno;
+    if (e == ENOENT) return SysFail("not_found", QuotePathForMessage(dir), e);
+    if (e == ELOOP || e == ENOTDIR) {
       return Fail("denied", "trusted keys directory " + QuotePathForMessage(dir) +
                                 " is a symbolic link or not a directory; refusing it");
     }
-    return SysFail("io", "open " + QuotePathForMessage(dir));
+    return SysFail("io", "open " + QuotePathForMessage(dir), e);
   }
-  struct stat st {};
-  if (::fstat(fd.Get(), &st) != 0) return SysFail("io", "fstat " + QuotePathForMessage(dir));
-  if (auto s = CheckOwned(st, "trusted keys directory " + QuotePathForMessage(dir)); !s) {
+  auto owner = OwnerOfFd(fd->Get(), dir);
+  if (!owner) return tl::unexpected(owner.error());
+  if (auto s = CheckOwned(*owner, "trusted keys directory " + QuotePathForMessage(dir)); !s) {
     return tl::unexpected(s.error());
   }
   return fd;
@@ -86,27 +80,19 @@ Result<std::vector<TrustedKey>> LoadTrustedKeys(const std::string& dir_arg) {
     return tl::unexpected(fd.error());
   }
   std::vector<std::string> names;
-  {
-    int listing = ::openat(fd->Get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR* d = listing >= 0 ? ::fdopendir(listing) : nullptr;
-    if (!d) {
-      if (listing >= 0) ::close(listing);
-      return SysFail("io", "list " + QuotePathForMessage(*dir));
-    }
-    while (dirent* e = ::readdir(d)) {
-      std::string name = e->d_name;
-      if (name.size() <= kKeySuffix.size() || !name.ends_with(kKeySuffix) || name[0] == '.') {
-        continue;
-      }
-      names.push_back(name);
-      if (names.size() > kMaxTrustedKeys) break;
-    }
-    ::closedir(d);
-  }
-  if (names.size() > kMaxTrustedKeys) {
-    return Fail("limit", QuotePathForMessage(*dir) + " holds more than " +
-                             std::to_string(kMaxTrustedKeys) + " keys");
-  }
+  auto listed = ForEachName(
+      fd->Get(), "list " + QuotePathForMessage(*dir), [&](const std::string& name) -> Status {
+        if (name.size() <= kKeySuffix.size() || !name.ends_with(kKeySuffix) || name[0] == '.') {
+          return Ok();
+        }
+        names.push_back(name);
+        if (names.size() > kMaxTrustedKeys) {
+          return Fail("limit", QuotePathForMessage(*dir) + " holds more than " +
+                                   std::to_string(kMaxTrustedKeys) + " keys");
+        }
+        return Ok();
+      });
+  if (!listed) return tl::unexpected(listed.error());
   std::sort(names.begin(), names.end());
   std::vector<TrustedKey> keys;
   for (const std::string& file : names) {
@@ -116,10 +102,10 @@ Result<std::vector<TrustedKey>> LoadTrustedKeys(const std::string& dir_arg) {
     if (auto s = ValidateKeyName(key.name); !s) {
       return Fail("invalid", shown + ": " + s.error().message);
     }
-    struct stat st {};
-    auto text = ReadRegularFileNoFollow(fd->Get(), file, 4096, &st);
+    OwnerFacts file_owner;
+    auto text = ReadRegularFileNoFollowOwned(fd->Get(), file, 4096, file_owner);
     if (!text) return Fail(text.error().error_code(), shown + ": " + text.error().message);
-    if (auto s = CheckOwned(st, shown); !s) return tl::unexpected(s.error());
+    if (auto s = CheckOwned(file_owner, shown); !s) return tl::unexpected(s.error());
     auto raw = ParsePublicKey(*text);
     if (!raw) return Fail("invalid", shown + ": " + raw.error().message);
     key.public_key = std::move(*raw);
@@ -137,14 +123,7 @@ Status TrustKey(const std::string& name, const std::string& raw_public_key,
   auto dir = DirOrDefault(dir_arg);
   if (!dir) return tl::unexpected(dir.error());
   // Create each missing component 0700 (the config dir is private to the user).
-  for (std::size_t pos = 1; pos <= dir->size(); ++pos) {
-    if (pos == dir->size() || (*dir)[pos] == '/') {
-      const std::string prefix = dir->substr(0, pos);
-      if (::mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
-        return SysFail("io", "create directory " + QuotePathForMessage(prefix));
-      }
-    }
-  }
+  if (auto made = MakePrivateDirs(*dir, "create directory "); !made) return made;
   auto fd = OpenKeyDir(*dir);
   if (!fd) return tl::unexpected(fd.error());
   return WriteFileAtomically(fd->Get(), name + std::string(kKeySuffix),
@@ -158,18 +137,22 @@ Status UntrustKey(const std::string& name, const std::string& dir_arg) {
   auto fd = OpenKeyDir(*dir);
   if (!fd) return Fail("not_found", "no trusted key named " + name);
   const std::string file = name + std::string(kKeySuffix);
-  if (::unlinkat(fd->Get(), file.c_str(), 0) != 0) {
-    if (errno == ENOENT) return Fail("not_found", "no trusted key named " + name);
-    return SysFail("io", "remove " + QuotePathForMessage(*dir + "/" + file));
+  if (auto removed = RemoveFileAt(fd->Get(), file); !removed) {
+    const int e = removed.error().sys_errno;
+    if (e == ENOENT) return Fail("not_found", "no trusted key named " + name);
+    return SysFail("io", "remove " + QuotePathForMessage(*dir + "/" + file), e);
   }
   return Ok();
 }
 
 Result<std::optional<std::string>> ReadSignatureFile(const std::string& plugin_dir) {
-  UniqueFd dir(::open(plugin_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!dir) return SysFail("not_found", "plugin directory " + QuotePathForMessage(plugin_dir));
+  auto dir = OpenDirectory(plugin_dir, DirOpen::kPath);
+  if (!dir) {
+    return SysFail("not_found", "plugin directory " + QuotePathForMessage(plugin_dir),
+                   dir.error().sys_errno);
+  }
   auto text =
-      ReadRegularFileNoFollow(dir.Get(), std::string(kSignatureFileName), kMaxSignatureFileBytes);
+      ReadRegularFileNoFollow(dir->Get(), std::string(kSignatureFileName), kMaxSignatureFileBytes);
   if (!text) {
     if (text.error().code == "not_found") return std::optional<std::string>();
     return Fail(text.error().code == "limit" ? ErrorCode("invalid") : text.error().error_code(),

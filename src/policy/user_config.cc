@@ -1,10 +1,9 @@
 #include "policy/user_config.h"
 
-#include <fcntl.h>
-
 #include <algorithm>
+#include <cerrno>
 
-#include "common/unique_fd.h"
+#include "fs/file_facts.h"
 #include "fs/file_io.h"
 #include "policy/sandbox_config_internal.h"
 #include "policy/toml_internal.h"
@@ -327,14 +326,15 @@ std::string UserConfigPath(const std::vector<std::string>& environ_entries) {
 
 Result<UserSandboxConfig> LoadUserConfig(const std::string& path) {
   if (path.empty()) return UserSandboxConfig{};
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  auto fd = OpenFileForRead(path);
   if (!fd) {
     // EACCES: not the caller's file (a $HOME that belongs to someone else, as with `sudo -u`
     // keeping HOME): not their configuration either.
-    if (errno == ENOENT || errno == ENOTDIR || errno == EACCES) return UserSandboxConfig{};
-    return SysFail("io", "cannot read " + path);
+    const int e = fd.error().sys_errno;
+    if (e == ENOENT || e == ENOTDIR || e == EACCES) return UserSandboxConfig{};
+    return SysFail("io", "cannot read " + path, e);
   }
-  auto text = ReadRegularFileFromFd(fd.Get(), path, kMaxUserConfigBytes);
+  auto text = ReadRegularFileFromFd(fd->Get(), path, kMaxUserConfigBytes);
   if (!text) return tl::unexpected(text.error());
   return ParseUserConfig(*text, path);
 }

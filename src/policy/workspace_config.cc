@@ -1,14 +1,11 @@
 #include "policy/workspace_config.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cmath>
 #include <optional>
 #include <sstream>
 
-#include "common/unique_fd.h"
+#include "fs/file_facts.h"
 #include "fs/file_io.h"
 #include "fs/workspace_path.h"
 #include "policy/manifest.h"
@@ -255,12 +252,10 @@ Result<WorkspaceConfig> ParseWorkspaceConfig(std::string_view toml_text,
 }
 
 Result<WorkspaceConfig> LoadWorkspaceConfig(const std::string& workspace_dir) {
-  UniqueFd dir(::open(workspace_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!dir) {
-    return SysFail(errno == ENOENT ? Code::kNotFound : Code::kIo,
-                   "workspace " + QuotePathForMessage(workspace_dir));
-  }
-  auto text = ReadRegularFileNoFollow(dir.Get(), std::string(kWorkspaceConfigName),
+  auto dir = OpenDirectoryOr(workspace_dir, DirOpen::kPath,
+                             "workspace " + QuotePathForMessage(workspace_dir));
+  if (!dir) return tl::unexpected(dir.error());
+  auto text = ReadRegularFileNoFollow(dir->Get(), std::string(kWorkspaceConfigName),
                                       kMaxWorkspaceConfigBytes);
   if (!text) {
     if (text.error().code == "not_found") return WorkspaceConfig{};
@@ -268,10 +263,9 @@ Result<WorkspaceConfig> LoadWorkspaceConfig(const std::string& workspace_dir) {
     // there while their command ran). The file can only narrow and enable, so none is never
     // wider than any file.
     const std::string name(kWorkspaceConfigName);
-    struct stat st {};
-    const bool directory = text.error().code == "invalid" &&
-                           ::fstatat(dir.Get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-                           S_ISDIR(st.st_mode);
+    const auto kind = text.error().code == "invalid" ? KindAtNoFollow(dir->Get(), name)
+                                                     : Result<FileKind>(FileKind::kMissing);
+    const bool directory = kind && *kind == FileKind::kDirectory;
     if (directory) return WorkspaceConfig{};
     return tl::unexpected(text.error());
   }

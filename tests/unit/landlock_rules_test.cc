@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "linux/landlock.h"
+#include "linux/real_host.h"
 
 namespace anvil::landlock {
 namespace {
@@ -287,6 +288,8 @@ TEST(LandlockRulesFor, ViewsFromThePolicyKeepTheirShape) {
   };
   host.read_gitdir_pointer = [](const std::string&) { return std::nullopt; };
   host.is_symlink = [](const std::string&) { return false; };
+  // The platform's read roots and masked files as the real host has them.
+  host.lstat_kind = RealHostFs().lstat_kind;
   auto pinned = [](FileView view) {
     std::vector<std::string> roots;
     for (const auto& r : view.read_roots) {

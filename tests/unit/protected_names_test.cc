@@ -15,6 +15,7 @@
 #include "fake_git_tree.h"
 #include "fs/path_glob.h"
 #include "linux/git_quarantine.h"
+#include "linux/real_host.h"
 #include "policy/git_metadata.h"
 #include "policy/protected_names_plan.h"
 #include "policy/sandbox_policy.h"
@@ -53,6 +54,8 @@ bool SandboxKeepsAtTheTop(const std::string& name) {
   };
   host.read_gitdir_pointer = [](const std::string&) { return std::optional<std::string>(); };
   host.is_symlink = [](const std::string&) { return false; };
+  // The platform's read roots and masked files as the real host has them.
+  host.lstat_kind = RealHostFs().lstat_kind;
   auto view = ComputeFileView(policy, host);
   return view && Contains(view->writable_roots[0].read_only_subpaths, "/w/" + name);
 }

@@ -12,6 +12,8 @@
 #include <map>
 #include <set>
 
+#include "linux/real_host.h"
+
 namespace anvil {
 namespace {
 
@@ -29,6 +31,8 @@ HostFs FakeHost(std::set<std::string> existing, std::map<std::string, std::strin
     return std::nullopt;
   };
   fs.is_symlink = [links](const std::string& p) { return links.count(p) > 0; };
+  // The platform's read roots and masked files as the real host has them.
+  fs.lstat_kind = RealHostFs().lstat_kind;
   return fs;
 }
 

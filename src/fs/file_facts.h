@@ -1,0 +1,101 @@
+// The file-system facts and steps the trusted side's decisions in policy/ are made from:
+// directories opened (by path, beneath a directory without a link, or the user's own private
+// ones made 0700), an opened file's owner, what kind of object a name is, a directory's names,
+// an exclusive lock for a read-modify-write, the environment's XDG directories. Each step
+// returns its facts or a SysFail error carrying errno (Error::sys_errno), so that the caller in
+// policy/ words the refusal and makes no syscall itself.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "common/result.h"
+#include "common/unique_fd.h"
+
+namespace anvil {
+
+// How a directory is opened: O_PATH (a handle to open names beneath), O_RDONLY (also listed,
+// fsync'ed, locked), O_RDONLY without following a symlink in its last component.
+enum class DirOpen { kPath, kRead, kReadNoFollow };
+
+// Opens the directory `path`; an error is SysFail("io", "open <path>") with its errno.
+Result<UniqueFd> OpenDirectory(const std::string& path, DirOpen how);
+// The same, the common refusal worded: "not_found" when missing (ENOENT), else "io"; `what`
+// names it ("workspace '/w'").
+Result<UniqueFd> OpenDirectoryOr(const std::string& path, DirOpen how, const std::string& what);
+// The file `path` opened O_RDONLY | O_NONBLOCK (a FIFO is not waited on), following links: a
+// user's own file; an error carries errno.
+Result<UniqueFd> OpenFileForRead(const std::string& path);
+// The directory `name` beneath `dir_fd`, O_RDONLY, not following a symlink.
+Result<UniqueFd> OpenDirectoryAtNoFollow(int dir_fd, const std::string& name);
+
+// `path` (relative to `dir_fd`) opened with openat2 beneath `dir_fd`, no symlink on the way
+// (ELOOP), nothing outside (EXDEV); EAGAIN from a concurrent rename retried. O_PATH when
+// `path_only`, else O_RDONLY | O_NOFOLLOW | O_NONBLOCK. An error carries errno.
+Result<UniqueFd> OpenBeneathNoSymlinks(int dir_fd, const std::string& path, bool path_only);
+
+// Who owns an opened object, and whether anyone else may write it.
+struct OwnerFacts {
+  std::uint32_t uid = 0;          // the owner
+  std::uint32_t euid = 0;         // this process's effective uid
+  bool others_may_write = false;  // group or other write permission
+  bool Mine() const { return uid == euid; }
+};
+// fstat of `fd`; an error is SysFail("io", "fstat <shown path>").
+Result<OwnerFacts> OwnerOfFd(int fd, const std::string& path);
+// ReadRegularFileNoFollow (fs/file_io.h), with the owner of the very file that was read.
+Result<std::string> ReadRegularFileNoFollowOwned(int dir_fd, const std::string& name,
+                                                 std::size_t max_bytes, OwnerFacts& owner);
+
+// What `name` beneath `dir_fd` is, not following a symlink. An error (other than a missing
+// name) carries errno.
+enum class FileKind { kMissing, kRegular, kDirectory, kSymlink, kOther };
+Result<FileKind> KindAtNoFollow(int dir_fd, const std::string& name);
+// Whether the opened `fd` is a regular file; an error carries errno.
+Result<bool> IsRegularFd(int fd);
+// A regular file with an execute bit, following symlinks; false when it cannot be stat'ed.
+bool IsExecutableFile(const std::string& absolute_path);
+
+// Calls `each` for every name in the directory `dir_fd` ("." and ".." left out), in the
+// directory's order, until it returns an error, which is returned. A failure to list is
+// SysFail("io", what).
+Status ForEachName(int dir_fd, const std::string& what,
+                   const std::function<Status(const std::string& name)>& each);
+
+// Removes `name` beneath `dir_fd`; an error carries errno.
+Status RemoveFileAt(int dir_fd, const std::string& name);
+
+// realpath(3); an error carries errno.
+Result<std::string> RealPath(const std::string& path);
+
+// Creates each missing directory of `dir` with mode 0700 (the user's private state and
+// configuration); existing ones are left as they are. A failure is SysFail("io", verb + path).
+Status MakePrivateDirs(const std::string& dir, const std::string& verb);
+
+// An exclusive flock on a directory for one read-modify-write cycle; released when destroyed.
+class DirLock {
+ public:
+  // EINTR retried; a failure is SysFail("io", what).
+  static Result<DirLock> Acquire(int fd, const std::string& what);
+  DirLock(DirLock&& other) noexcept;
+  DirLock(const DirLock&) = delete;
+  DirLock& operator=(const DirLock&) = delete;
+  DirLock& operator=(DirLock&&) = delete;
+  ~DirLock();
+
+ private:
+  explicit DirLock(int fd) : fd_(fd) {}
+  int fd_;
+};
+
+// $XDG_CONFIG_HOME and $XDG_STATE_HOME when absolute, else "" (XDG: a relative one is invalid
+// and ignored; it would resolve against whatever directory Anvil runs in).
+std::string XdgConfigHome();
+std::string XdgStateHome();
+
+// "major:minor" of a device number.
+std::string DeviceNumberText(std::uint64_t dev);
+
+}  // namespace anvil

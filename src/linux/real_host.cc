@@ -1,0 +1,92 @@
+#include "linux/real_host.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <fstream>
+
+#include "fs/file_io.h"
+
+namespace anvil {
+
+HostFs RealHostFs() {
+  HostFs fs;
+  fs.resolve = [](const std::string& path) -> std::optional<std::string> {
+    char buf[PATH_MAX];
+    if (::realpath(path.c_str(), buf) == nullptr) return std::nullopt;
+    return std::string(buf);
+  };
+  fs.read_gitdir_pointer = [](const std::string& path) -> std::optional<std::string> {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > 4096) {
+      return std::nullopt;
+    }
+    std::ifstream in(path);
+    std::string line;
+    if (!std::getline(in, line) || line.rfind("gitdir:", 0) != 0) return std::nullopt;
+    std::string target = line.substr(7);
+    while (!target.empty() && (target.front() == ' ' || target.front() == '\t')) target.erase(0, 1);
+    while (!target.empty() && (target.back() == '\r' || target.back() == ' ')) target.pop_back();
+    if (target.empty()) return std::nullopt;
+    if (target[0] != '/') {
+      auto slash = path.rfind('/');
+      target = path.substr(0, slash + 1) + target;
+    }
+    return target;
+  };
+  fs.is_symlink = [](const std::string& path) {
+    struct stat st {};
+    return ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+  };
+  fs.lstat_kind = [](const std::string& path) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) return HostFs::Kind::kMissing;
+    return S_ISREG(st.st_mode) ? HostFs::Kind::kRegular : HostFs::Kind::kOther;
+  };
+  return fs;
+}
+
+HomeHost RealHomeHost() {
+  HomeHost host;
+  host.lstat_kind = [](const std::string& path) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) return HomeHost::Kind::kMissing;
+    if (S_ISDIR(st.st_mode)) return HomeHost::Kind::kDirectory;
+    if (S_ISREG(st.st_mode)) return HomeHost::Kind::kFile;
+    if (S_ISLNK(st.st_mode)) return HomeHost::Kind::kSymlink;
+    return HomeHost::Kind::kOther;
+  };
+  host.resolve = [](const std::string& path) -> std::optional<std::string> {
+    char buf[PATH_MAX];
+    if (::realpath(path.c_str(), buf) == nullptr) return std::nullopt;
+    return std::string(buf);
+  };
+  host.list_dir = [](const std::string& path) {
+    std::vector<std::string> names;
+    if (DIR* d = ::opendir(path.c_str())) {
+      while (dirent* e = ::readdir(d)) {
+        std::string n = e->d_name;
+        if (n != "." && n != "..") names.push_back(n);
+        if (names.size() >= kMaxListedNames) break;  // the caller treats this as unknown
+      }
+      ::closedir(d);
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  return host;
+}
+
+AutorunEnv AutorunEnvFromProcess() {
+  auto get = [](const char* name) {
+    const char* v = std::getenv(name);
+    return std::string(v ? v : "");
+  };
+  return AutorunEnv{get("HOME"), PasswdHome(), get("XDG_CONFIG_HOME"), get("XDG_DATA_HOME"),
+                    get("ZDOTDIR")};
+}
+
+}  // namespace anvil
