@@ -56,8 +56,8 @@ struct HostAutorun {
 // a terminal's, a window manager's), or names the code it runs (cargo's rustc-wrapper, go's
 // -toolexec, pip's index, Gradle's init scripts). The credential locations of kHomeCredentials
 // join them (HostAutorunPaths). Not in it: caches (~/.cache, ~/.npm, ~/go/pkg/mod: what a
-// build fills; docs/policy.md says what that leaves open), and what a user's own startup files
-// source from a place of their choosing.
+// build fills, and must go on filling inside: policy/host_caches.h shadows them instead), and
+// what a user's own startup files source from a place of their choosing.
 inline constexpr HostAutorun kHostAutorun[] = {
     // Shells.
     {AutorunBase::kHome, ".profile", "sh, dash and bash login shells; display managers"},
@@ -324,6 +324,7 @@ struct AutorunEnv {
   std::string home;         // $HOME
   std::string passwd_home;  // the user database's home (fs/file_io.h PasswdHome)
   std::string xdg_config_home, xdg_data_home, zdotdir;
+  std::string xdg_cache_home;  // policy/host_caches.h
 };
 AutorunEnv AutorunEnvFromProcess();
 
@@ -362,6 +363,21 @@ struct AutorunMake {
   bool operator==(const AutorunMake&) const = default;
 };
 
+// A cache place (policy/host_caches.h) the run shows as the sandbox home's instead.
+struct AutorunShadow {
+  std::string place;  // as listed (lexical)
+  std::string path;   // where it resolves, canonical: an existing directory
+  bool operator==(const AutorunShadow&) const = default;
+};
+
+// A file to keep read-only that has other hard links: each other name a writable root holds
+// must be kept read-only too (linux/autorun_shield.h looks for them).
+struct AutorunHardLink {
+  std::string path;  // canonical
+  std::uint64_t links = 0;
+  bool operator==(const AutorunHardLink&) const = default;
+};
+
 struct AutorunShieldPlan {
   std::vector<AutorunMake> make;          // to make first, then plan again
   std::vector<std::string> read_only;     // what exists, canonical: bound read-only
@@ -370,18 +386,28 @@ struct AutorunShieldPlan {
   // Every placeholder link met, pinned or not (one an earlier run left where no root of this
   // run holds it): removed after the run unless another run still holds it.
   std::vector<std::string> placeholders;
+  // The cache places a writable root holds, each an existing directory: the view binds the
+  // sandbox home's own directory over it (what is beneath it is not the run's business).
+  std::vector<AutorunShadow> shadowed;
+  // Of read_only, the files with more than one name.
+  std::vector<AutorunHardLink> hard_linked;
 };
 
 // The plan for one run: `places` (HostAutorunPaths), the run's writable roots (canonical),
 // `covered` (what the view mounts afresh, such as its private /tmp: a root does not show what
 // lies beneath it), `unmakeable` (names an earlier round could not make: the caller's
 // credentials could not, so the command's cannot either). Resolves each place as the kernel
-// would, one component at a time, each name looked at once per plan. An error ("sandbox") for a
-// file held by a writable root that has another hard link: a second name of it could be written.
+// would, one component at a time, each name looked at once per plan. A file held by a writable
+// root that has other hard links is read-only and listed in hard_linked: a second name of it
+// could be written, so the caller keeps those read-only too or refuses the run.
+// `shadow_places` (policy/host_caches.h HostCachePlaces): planned first, like the others, but an
+// existing directory is shadowed instead of kept read-only, a missing one is made as a directory
+// (to be shadowed in the next round), and what lies beneath a shadowed one counts as covered.
 Result<AutorunShieldPlan> PlanAutorunShield(const std::vector<std::string>& places,
                                             const std::vector<std::string>& writable_roots,
                                             const std::vector<std::string>& covered,
                                             const AutorunFs& fs,
-                                            const std::vector<std::string>& unmakeable = {});
+                                            const std::vector<std::string>& unmakeable = {},
+                                            const std::vector<std::string>& shadow_places = {});
 
 }  // namespace anvil

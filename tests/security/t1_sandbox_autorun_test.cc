@@ -165,7 +165,8 @@ TEST_P(T1SandboxHostAutorun, ShellCompletionsEditorsAndMissingCredentialsCannotB
   EXPECT_EQ(LinksInHome(), "");
   EXPECT_EQ(ReadFile(home_ + "/project/x"), "x\n");
   EXPECT_EQ(ReadFile(home_ + "/notes.txt"), "ok\n");
-  EXPECT_EQ(ReadFile(home_ + "/.cache/pip/x"), "ok\n");
+  // The cache write worked inside, in the sandbox home's cache, not the host's.
+  EXPECT_FALSE(Exists(home_ + "/.cache"));
   EXPECT_EQ(ReadFile(home_ + "/.config/myapp/settings.json"), "ok\n");
 }
 
@@ -329,6 +330,86 @@ TEST_P(T1SandboxHostAutorun, AWorkspaceBelowTheHomeLeavesTheHomeAlone) {
   auto status = run.Wait(std::chrono::seconds(60));
   ASSERT_TRUE(status.has_value());
   EXPECT_EQ(*status, 0);
+}
+
+// The caches the host's builds trust and run (cargo's unpacked sources, Go's module and build
+// caches, pip's wheels, Maven's and Gradle's repositories, npm's cache, pre-commit's hook
+// environments): a workspace of $HOME must not plant code in them for the next build outside
+// the sandbox. Yet the tools inside need a cache that works and lasts: it is the sandbox home's.
+TEST_P(T1SandboxHostAutorun, TrustedCachesOfAHomeWorkspaceAreTheSandboxHomes) {
+  ASSERT_EQ(Shell("cd " + ShellQuote(home_) +
+                  " && mkdir -p .cargo/registry/src/x go/pkg/mod .cache/pip/wheels && "
+                  "echo mine > .cargo/registry/src/x/build.rs"),
+            0);
+  caller_.Give(home_);
+  const char kPlant[] =
+      "try() { if sh -c \"$2\" 2>/dev/null; then echo \"WROTE $1\"; fi; }; "
+      "try cargo-src 'mkdir -p .cargo/registry/src/x && echo evil > "
+      ".cargo/registry/src/x/build.rs'; "
+      "try cargo-git 'mkdir -p .cargo/git/checkouts && echo evil > .cargo/git/checkouts/x'; "
+      "try gomod 'echo evil > go/pkg/mod/x'; "
+      "try pipwheel 'echo evil > .cache/pip/wheels/x.whl'; "
+      "try gobuild 'mkdir -p .cache/go-build && echo evil > .cache/go-build/x'; "
+      "try m2 'mkdir -p .m2/repository && echo evil > .m2/repository/x.jar'; "
+      "try npm 'mkdir -p .npm/_cacache && echo evil > .npm/_cacache/x'; "
+      "try gradle 'mkdir -p .gradle/caches && echo evil > .gradle/caches/x'; "
+      "try precommit 'mkdir -p .cache/pre-commit && echo evil > .cache/pre-commit/x'; "
+      "try moved 'mv .cache .cache2 && mkdir -p .cache/pip && echo evil > .cache/pip/y'; "
+      "try cargo-moved 'mv .cargo .cargo2 && mkdir -p .cargo/registry && echo evil > "
+      ".cargo/registry/y'; "
+      "echo ok > notes.txt && echo BENIGN";
+  auto r = Sh(home_, kPlant);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("BENIGN"), std::string::npos) << r.out << r.err;
+  // The writes worked inside (a cache a tool can use) ...
+  EXPECT_NE(r.out.find("WROTE cargo-src"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("WROTE gobuild"), std::string::npos) << r.out;
+  // ... and none of them reached the host's caches.
+  EXPECT_EQ(ReadFile(home_ + "/.cargo/registry/src/x/build.rs"), "mine\n");
+  struct stat st {};
+  for (const char* p : {".cargo/git", "go/pkg/mod/x", ".cache/pip/wheels/x.whl", ".cache/go-build",
+                        ".m2", ".npm", ".gradle", ".cache/pre-commit", ".cache2", ".cargo2",
+                        ".cache/pip/y", ".cargo/registry/y"}) {
+    EXPECT_NE(lstat((home_ + "/" + p).c_str(), &st), 0) << p << " exists after the run";
+  }
+  EXPECT_EQ(ReadFile(home_ + "/notes.txt"), "ok\n");
+  EXPECT_EQ(LinksInHome(), "");
+  // The next run of the same workspace finds its own cache again.
+  r = Sh(home_, "cat .cache/go-build/x .npm/_cacache/x");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "evil\nevil\n");
+}
+
+// A profile opens a real cache on purpose (docs/policy.md, "Profiles"): the user's choice,
+// inside the home workspace too.
+TEST_P(T1SandboxHostAutorun, AProfileStillOpensItsRealCacheInAHomeWorkspace) {
+  auto r = Sh(home_, "mkdir -p .cache/pip && echo ok > .cache/pip/x && echo ALLOWED", {},
+              {"--profile", "python", "--network", "none"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("ALLOWED"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(ReadFile(home_ + "/.cache/pip/x"), "ok\n");
+}
+
+// A startup file with a second name: where that name is outside every writable root the run
+// goes ahead; where it is inside one, that name is kept read-only too.
+TEST_P(T1SandboxHostAutorun, AHardLinkedStartupFileIsKeptUnderEveryName) {
+  ASSERT_EQ(link((home_ + "/.bashrc").c_str(), (base_ / "bashrc.bak").c_str()), 0);
+  ASSERT_EQ(Shell("mkdir -p " + ShellQuote(home_ + "/dotfiles")), 0);
+  ASSERT_EQ(link((home_ + "/.profile").c_str(), (home_ + "/dotfiles/profile").c_str()), 0);
+  caller_.Give(home_);
+  auto r = Sh(home_,
+              "try() { if sh -c \"$2\" 2>/dev/null; then echo \"WROTE $1\"; fi; }; "
+              "try bashrc 'echo evil >> .bashrc'; "
+              "try other-name 'echo evil >> dotfiles/profile'; "
+              "try other-name-replaced 'echo evil > x && mv -f x dotfiles/profile'; "
+              "try linked-again 'ln dotfiles/profile p2 && echo evil >> p2'; "
+              "echo ok > dotfiles/README && echo BENIGN");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.find("WROTE"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("BENIGN"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(ReadFile(home_ + "/.bashrc"), "# mine\n");
+  EXPECT_EQ(ReadFile(home_ + "/.profile"), "# mine\n");
+  EXPECT_EQ(ReadFile(home_ + "/dotfiles/README"), "ok\n");
 }
 
 INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxHostAutorun, ::testing::ValuesIn(kAllCallers),
