@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <numeric>
 
+#include "linux/owner_write.h"
 #include "linux/protected_placeholders.h"
 #include "policy/sandbox_policy.h"
 
@@ -333,10 +334,18 @@ void AutorunShield::Release() {
     if (!d.holds_links && !d.placeholder) continue;
     // Another run still holds it (and binds what is in it): that run removes them.
     if (::flock(d.fd.Get(), LOCK_EX | LOCK_NB) != 0) continue;
-    if (d.holds_links) RemovePlaceholderLinks(d.fd.Get());
+    // The command may have taken the owner's permissions off these directories (chmod 0):
+    // given back for the removal, and set again after it.
+    if (d.holds_links) {
+      const OwnerAccess access(d.fd.Get());
+      RemovePlaceholderLinks(d.fd.Get());
+    }
     // Fails (ENOTEMPTY) when something was put in it meanwhile: then it is the user's.
-    if (d.placeholder && d.parent && StillNamed(d.parent.Get(), NameOf(d.path), d.fd.Get())) {
-      (void)::unlinkat(d.parent.Get(), NameOf(d.path).c_str(), AT_REMOVEDIR);
+    if (d.placeholder && d.parent) {
+      const OwnerAccess access(d.parent.Get());
+      if (StillNamed(d.parent.Get(), NameOf(d.path), d.fd.Get())) {
+        (void)::unlinkat(d.parent.Get(), NameOf(d.path).c_str(), AT_REMOVEDIR);
+      }
     }
   }
   dirs_.clear();  // closing the descriptors releases the locks

@@ -1,10 +1,14 @@
 #include "linux/git_guard.h"
 
+#include <fcntl.h>
+
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <set>
 #include <sstream>
 
+#include "linux/owner_write.h"
 #include "policy/sandbox_policy.h"
 
 namespace anvil {
@@ -86,10 +90,35 @@ Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
 void GitGuard::CheckAfterRun() {
   const auto start = std::chrono::steady_clock::now();
   report_.checked_after = true;
+  // A same-user command can take the owner's permissions off a directory (`chmod 0 sub`, or
+  // `chmod 111 sub`: git still works there) so the walk cannot list what it planted beneath.
+  // Every process of the command is gone now: such a directory the caller owns gets them back
+  // for the check and its quarantine, and its mode is set again after (owner_write.h).
+  struct Given {
+    UniqueFd fd;
+    std::unique_ptr<OwnerAccess> access;
+  };
+  std::vector<Given> given;
+  GitFs fs = fs_;
+  fs.list_dir = [&given, list = fs_.list_dir](const std::string& dir) -> Result<GitDirListing> {
+    auto listing = list(dir);
+    if (listing || listing.error().code != "denied") return listing;
+    UniqueFd fd(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd) return listing;
+    auto access = std::make_unique<OwnerAccess>(fd.Get());
+    given.push_back({std::move(fd), std::move(access)});
+    return list(dir);
+  };
+  CheckWith(fs, start);
+  // Deepest first: a parent's mode goes back after its children's.
+  while (!given.empty()) given.pop_back();
+}
+
+void GitGuard::CheckWith(const GitFs& fs, std::chrono::steady_clock::time_point start) {
   // The same bounds, but none stops the check: a command that grew the roots past one leaves
   // subtrees that are named as not walked (the run exits 125, and the next sandbox there does
   // not start), while everything found elsewhere is judged and moved aside as ever.
-  auto scan = ScanGitMetadata(roots_, env_, fs_, limits_, &memo_, GitBoundMode::kSkipAndName);
+  auto scan = ScanGitMetadata(roots_, env_, fs, limits_, &memo_, GitBoundMode::kSkipAndName);
   report_.check_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (!scan) {
@@ -101,8 +130,8 @@ void GitGuard::CheckAfterRun() {
   report_.unwalked_total = scan->unwalked_total;
   memo_ = std::move(scan->memo);
   std::set<int> moved;
-  for (const auto& [i, why] : NewGitReposThatRunCode(before_, *scan, fs_)) moved.insert(i);
-  GitProtectionPlan plan = PlanGitProtection(*scan, env_, fs_, limits_, moved);
+  for (const auto& [i, why] : NewGitReposThatRunCode(before_, *scan, fs)) moved.insert(i);
+  GitProtectionPlan plan = PlanGitProtection(*scan, env_, fs, limits_, moved);
   if (plan.incomplete) {
     // Out of time: what was planned is still acted on; the rest is reported as unchecked.
     report_.check_error = "the planning after the run took longer than the 'seconds' bound (" +
@@ -114,8 +143,8 @@ void GitGuard::CheckAfterRun() {
                           " s): what it decided was moved aside, the paths the rest of the "
                           "configs name were not checked";
   }
-  auto actions = DecideGitQuarantine(before_, configs_, *scan, plan, fs_);
-  auto result = ApplyGitQuarantine(actions, roots_, fs_);
+  auto actions = DecideGitQuarantine(before_, configs_, *scan, plan, fs);
+  auto result = ApplyGitQuarantine(actions, roots_, fs);
   report_.quarantined = std::move(result.moved);
   report_.quarantine_failures = std::move(result.failures);
   report_.check_ms =

@@ -10,6 +10,7 @@
 // lasts (one may be another run's placeholder).
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -86,6 +87,8 @@ class GitGuard {
   const GitWalkMemo& Memo() const { return memo_; }
 
  private:
+  // The check after the run, through `fs` (fs_ with the owner's permissions given back).
+  void CheckWith(const GitFs& fs, std::chrono::steady_clock::time_point start);
   GitGuard() = default;
 
   std::vector<std::string> roots_;

@@ -17,6 +17,7 @@
 
 #include "common/syscalls.h"
 #include "common/unique_fd.h"
+#include "linux/owner_write.h"
 
 namespace anvil {
 
@@ -198,8 +199,12 @@ GitFs RealGitFs() {
     }
     return std::optional<std::string>(std::move(data));
   };
+  // A directory the caller owns counts whatever its mode: a command of the same user can chmod
+  // it back (`chmod 0 sub` hides from the walk, not from the command).
   fs.writable = [](const std::string& dir) {
-    return ::faccessat(AT_FDCWD, dir.c_str(), W_OK | X_OK, AT_EACCESS) == 0;
+    if (::faccessat(AT_FDCWD, dir.c_str(), W_OK | X_OK, AT_EACCESS) == 0) return true;
+    struct stat st {};
+    return ::lstat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid();
   };
   fs.now = [] { return std::chrono::steady_clock::now(); };
   fs.wall_seconds = [] {
@@ -208,9 +213,17 @@ GitFs RealGitFs() {
     return static_cast<int64_t>(ts.tv_sec);
   };
   fs.rename_noreplace = [](const std::string& from, const std::string& to) -> Status {
-    if (syscall(SYS_renameat2, AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) ==
-        0) {
-      return Ok();
+    auto rename = [&] {
+      return static_cast<int>(
+          syscall(SYS_renameat2, AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE));
+    };
+    if (rename() == 0) return Ok();
+    // The command may have taken the owner's write permission off the directory; the
+    // quarantine's names are in the same directory as what they move.
+    if ((errno == EACCES || errno == EPERM) && from.rfind('/') != std::string::npos) {
+      const std::string parent = from.rfind('/') == 0 ? "/" : from.substr(0, from.rfind('/'));
+      UniqueFd dir(::open(parent.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (dir && WithOwnerWrite(dir.Get(), rename) == 0) return Ok();
     }
     return SysFail("io", "rename " + from + " to " + to);
   };

@@ -412,6 +412,23 @@ TEST_P(T1SandboxHostAutorun, AHardLinkedStartupFileIsKeptUnderEveryName) {
   EXPECT_EQ(ReadFile(home_ + "/dotfiles/README"), "ok\n");
 }
 
+// A command that takes the owner's write permission off the home (a same-user command can
+// chmod it) must not leave the run's placeholders behind in it for good.
+TEST_P(T1SandboxHostAutorun, ARunLeavesNoPlaceholderWhenTheCommandLocksTheHome) {
+  auto r = Sh(home_, "echo ok > notes.txt && chmod 555 . .local 2>/dev/null; echo BENIGN");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("BENIGN"), std::string::npos) << r.out << r.err;
+  struct stat st {};
+  ASSERT_EQ(stat(home_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0555u);  // what the command set stays
+  ASSERT_EQ(Shell("chmod 755 " + ShellQuote(home_)), 0);
+  EXPECT_EQ(LinksInHome(), "");
+  for (const char* p : {".local/share", ".local/bin", ".cache", ".config/systemd", ".git"}) {
+    EXPECT_FALSE(Exists(home_ + "/" + p)) << p;
+  }
+  EXPECT_EQ(ReadFile(home_ + "/notes.txt"), "ok\n");
+}
+
 INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxHostAutorun, ::testing::ValuesIn(kAllCallers),
                          CallerParamName);
 
