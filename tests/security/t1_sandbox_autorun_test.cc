@@ -84,6 +84,32 @@ const char kMoreAttacks[] =
     "try gradle 'mkdir -p .gradle/init.d && echo evil > .gradle/init.d/x.gradle'; "
     "try inputrc 'echo evil > .inputrc'; ";
 
+// Red team s3 (rthome): places the tables still missed. systemd-tmpfiles --user applies
+// user-tmpfiles.d at every login (an `L+ ~/.bashrc` line replaces the startup file); zsh and
+// bash frameworks and prompts the usual startup files source when present (powerlevel10k's
+// .p10k.zsh, fzf's .fzf.bash, RVM, bash-it, zinit, ...); version managers on PATH (rye, pixi,
+// proto, juliaup, dart's pub cache, foundry); debuggers' and database shells' startup files
+// that run commands (.pdbrc, .psqlrc, .sqliterc); npm init's .npm-init.js.
+const char kThirdRoundAttacks[] =
+    "try() { if sh -c \"$2\" 2>/dev/null; then echo \"WROTE $1\"; fi; }; "
+    "try tmpfiles 'mkdir -p .config/user-tmpfiles.d && echo evil > "
+    ".config/user-tmpfiles.d/x.conf'; "
+    "try tmpfiles-data 'mkdir -p .local/share/user-tmpfiles.d && echo evil > "
+    ".local/share/user-tmpfiles.d/x.conf'; "
+    "try p10k 'echo evil > .p10k.zsh'; "
+    "try fzf 'echo evil > .fzf.bash'; "
+    "try fzf-zsh 'echo evil > .fzf.zsh'; "
+    "try rvm 'mkdir -p .rvm/scripts && echo evil > .rvm/scripts/rvm'; "
+    "try bash-it 'mkdir -p .bash_it && echo evil > .bash_it/bash_it.sh'; "
+    "try zinit 'mkdir -p .local/share/zinit && echo evil > .local/share/zinit/zinit.zsh'; "
+    "try rye 'mkdir -p .rye/shims && echo evil > .rye/shims/python'; "
+    "try pixi 'mkdir -p .pixi/bin && echo evil > .pixi/bin/ls'; "
+    "try pub-cache 'mkdir -p .pub-cache/bin && echo evil > .pub-cache/bin/ls'; "
+    "try pdbrc 'echo evil > .pdbrc'; "
+    "try psqlrc 'echo evil > .psqlrc'; "
+    "try sqliterc 'echo evil > .sqliterc'; "
+    "try npm-init 'echo evil > .npm-init.js'; ";
+
 // The ordinary work beside them, in the same home.
 const char kBenign[] =
     "echo ok > notes.txt && mkdir -p .cache/pip && echo ok > .cache/pip/x && "
@@ -168,6 +194,20 @@ TEST_P(T1SandboxHostAutorun, ShellCompletionsEditorsAndMissingCredentialsCannotB
   // The cache write worked inside, in the sandbox home's cache, not the host's.
   EXPECT_FALSE(Exists(home_ + "/.cache"));
   EXPECT_EQ(ReadFile(home_ + "/.config/myapp/settings.json"), "ok\n");
+}
+
+TEST_P(T1SandboxHostAutorun, TheThirdRoundsPlacesCannotBePlanted) {
+  auto r = Sh(home_, std::string(kThirdRoundAttacks) + kBenign);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.find("WROTE"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("BENIGN"), std::string::npos) << r.out << r.err;
+  struct stat st {};
+  for (const char* p :
+       {".config/user-tmpfiles.d", ".local/share", ".p10k.zsh", ".fzf.bash", ".rvm", ".bash_it",
+        ".rye", ".pixi", ".pub-cache", ".pdbrc", ".psqlrc", ".sqliterc", ".npm-init.js"}) {
+    EXPECT_NE(lstat((home_ + "/" + p).c_str(), &st), 0) << p << " exists after the run";
+  }
+  EXPECT_EQ(LinksInHome(), "");
 }
 
 // While a run lasts, a missing credential location is a dangling link that every reader on the
