@@ -12,6 +12,45 @@
 #include "policy/sandbox_policy.h"
 
 namespace anvil {
+namespace {
+
+// A same-user command can take the owner's permissions off a directory (`chmod 0 sub`, or
+// `chmod 111 sub`: git still works there) so that a walk cannot list it, and the user may have
+// such a directory too. One the caller owns gets them back for the walk (owner_write.h), while
+// no command runs (before it starts, after it ended), and its mode is set again when this goes.
+class GivenAccess {
+ public:
+  GivenAccess() = default;
+  GivenAccess(const GivenAccess&) = delete;
+  GivenAccess& operator=(const GivenAccess&) = delete;
+  // Deepest first: a parent's mode goes back after its children's.
+  ~GivenAccess() {
+    while (!given_.empty()) given_.pop_back();
+  }
+  // `fs` whose listing of a directory it may not list gives the owner's permissions back first.
+  GitFs Wrap(const GitFs& fs) {
+    GitFs out = fs;
+    out.list_dir = [this, list = fs.list_dir](const std::string& dir) -> Result<GitDirListing> {
+      auto listing = list(dir);
+      if (listing || listing.error().code != "denied") return listing;
+      UniqueFd fd(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!fd) return listing;
+      auto access = std::make_unique<OwnerAccess>(fd.Get());
+      given_.push_back({std::move(fd), std::move(access)});
+      return list(dir);
+    };
+    return out;
+  }
+
+ private:
+  struct Given {
+    UniqueFd fd;
+    std::unique_ptr<OwnerAccess> access;
+  };
+  std::vector<Given> given_;
+};
+
+}  // namespace
 
 Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
                                    const GitScanLimits& limits, const GitEnv& env, GitFs fs,
@@ -22,9 +61,11 @@ Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
   guard.limits_ = limits;
   guard.env_ = env;
   guard.fs_ = std::move(fs);
-  auto scan = ScanGitMetadata(roots, env, guard.fs_, limits, cached);
+  GivenAccess access;
+  const GitFs walk_fs = access.Wrap(guard.fs_);
+  auto scan = ScanGitMetadata(roots, env, walk_fs, limits, cached);
   if (!scan) return tl::unexpected(scan.error());
-  GitProtectionPlan plan = PlanGitProtection(*scan, env, guard.fs_, limits);
+  GitProtectionPlan plan = PlanGitProtection(*scan, env, walk_fs, limits);
   if (!plan.problems.empty()) return tl::unexpected(plan.problems.front());
 
   std::vector<PlaceholderSpec> specs;
@@ -71,8 +112,8 @@ Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
       guard.pinned_.push_back(dir);
     }
   }
-  guard.before_ = GitIdentities(*scan, plan, guard.fs_);
-  guard.configs_ = GitConfigIdentities(*scan, guard.fs_);
+  guard.before_ = GitIdentities(*scan, plan, walk_fs);
+  guard.configs_ = GitConfigIdentities(*scan, walk_fs);
   guard.memo_ = std::move(scan->memo);
 
   guard.report_.protected_repositories = true;
@@ -90,28 +131,10 @@ Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
 void GitGuard::CheckAfterRun() {
   const auto start = std::chrono::steady_clock::now();
   report_.checked_after = true;
-  // A same-user command can take the owner's permissions off a directory (`chmod 0 sub`, or
-  // `chmod 111 sub`: git still works there) so the walk cannot list what it planted beneath.
-  // Every process of the command is gone now: such a directory the caller owns gets them back
-  // for the check and its quarantine, and its mode is set again after (owner_write.h).
-  struct Given {
-    UniqueFd fd;
-    std::unique_ptr<OwnerAccess> access;
-  };
-  std::vector<Given> given;
-  GitFs fs = fs_;
-  fs.list_dir = [&given, list = fs_.list_dir](const std::string& dir) -> Result<GitDirListing> {
-    auto listing = list(dir);
-    if (listing || listing.error().code != "denied") return listing;
-    UniqueFd fd(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!fd) return listing;
-    auto access = std::make_unique<OwnerAccess>(fd.Get());
-    given.push_back({std::move(fd), std::move(access)});
-    return list(dir);
-  };
-  CheckWith(fs, start);
-  // Deepest first: a parent's mode goes back after its children's.
-  while (!given.empty()) given.pop_back();
+  // What the command hid by a directory's mode is listed all the same (GivenAccess), for the
+  // check and its quarantine.
+  GivenAccess access;
+  CheckWith(access.Wrap(fs_), start);
 }
 
 void GitGuard::CheckWith(const GitFs& fs, std::chrono::steady_clock::time_point start) {
