@@ -323,6 +323,8 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
   const int command_status = status;
   const bool git_incomplete = outcome.git.checked_after && outcome.git.Incomplete();
   if (git_incomplete) status = 125;
+  // Likewise an Anvil.toml that should have been moved aside and is still there.
+  if (outcome.workspace_config && outcome.workspace_config->moved_to.empty()) status = 125;
   if (facts != nullptr && git_incomplete) facts->git_check_error = GitCheckSummary(outcome.git);
   if (!outcome.error.empty() &&
       (outcome.kind != SandboxOutcome::Kind::kSignaled || outcome.out_of_memory)) {

@@ -12,7 +12,9 @@
 #include <cerrno>
 #include <numeric>
 
+#include "linux/owner_write.h"
 #include "linux/protected_placeholders.h"
+#include "policy/sandbox_policy.h"
 
 namespace anvil {
 namespace {
@@ -96,14 +98,75 @@ AutorunFs RealAutorunFs() {
   return fs;
 }
 
+Result<std::vector<std::string>> OtherHardLinks(const std::string& path,
+                                                const std::vector<std::string>& roots,
+                                                const std::vector<std::string>& skip,
+                                                size_t max_entries) {
+  struct stat file {};
+  if (::lstat(path.c_str(), &file) != 0 || !S_ISREG(file.st_mode)) {
+    return Fail("sandbox", path + " changed while the sandbox started. fix: run it again");
+  }
+  std::vector<std::string> out;
+  size_t entries = 0;
+  auto all_found = [&] { return out.size() + 1 >= file.st_nlink; };
+  auto skipped = [&](const std::string& dir) {
+    return std::any_of(skip.begin(), skip.end(),
+                       [&](const std::string& c) { return PathIsWithin(dir, c); });
+  };
+  for (const auto& root : roots) {
+    std::vector<std::string> todo{root};
+    while (!todo.empty() && !all_found()) {
+      const std::string dir = todo.back();
+      todo.pop_back();
+      UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!fd) continue;  // gone, or not the caller's to open: the command cannot either
+      UniqueFd copy(::fcntl(fd.Get(), F_DUPFD_CLOEXEC, 0));
+      DIR* stream = copy ? ::fdopendir(copy.Get()) : nullptr;
+      if (stream == nullptr) continue;
+      copy.Release();
+      while (const dirent* entry = ::readdir(stream)) {
+        const std::string_view name = entry->d_name;
+        if (name == "." || name == "..") continue;
+        if (++entries > max_entries) {
+          ::closedir(stream);
+          return Fail("sandbox",
+                      path + ", which the host runs, has " + std::to_string(file.st_nlink) +
+                          " hard links, and a writable root holds it; the search for its other "
+                          "names stopped after " +
+                          std::to_string(max_entries) +
+                          " entries, so one of them could still be written. fix: make it a file "
+                          "of its own (cp -p it aside and mv the copy back), or choose a "
+                          "workspace that does not hold it");
+        }
+        const std::string child = JoinPath(dir, entry->d_name);
+        unsigned char type = entry->d_type;
+        if (type == DT_UNKNOWN || entry->d_ino == file.st_ino) {
+          struct stat st {};
+          if (::fstatat(fd.Get(), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+          if (S_ISREG(st.st_mode) && st.st_dev == file.st_dev && st.st_ino == file.st_ino) {
+            if (child != path) out.push_back(child);
+            continue;
+          }
+          type = S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+        }
+        if (type == DT_DIR && !skipped(child)) todo.push_back(child);
+      }
+      ::closedir(stream);
+    }
+  }
+  return out;
+}
+
 Result<AutorunShield> AutorunShield::Prepare(const std::vector<std::string>& places,
                                              const std::vector<std::string>& writable_roots,
-                                             const std::vector<std::string>& covered) {
+                                             const std::vector<std::string>& covered,
+                                             const std::vector<std::string>& caches,
+                                             size_t link_search_entries) {
   AutorunShield shield;
   const AutorunFs fs = RealAutorunFs();
   std::vector<std::string> unmakeable;
   for (int round = 0; round < kMaxRounds; ++round) {
-    auto plan = PlanAutorunShield(places, writable_roots, covered, fs, unmakeable);
+    auto plan = PlanAutorunShield(places, writable_roots, covered, fs, unmakeable, caches);
     if (!plan) return tl::unexpected(plan.error());
     bool settled = plan->make.empty();
     for (const auto& make : plan->make) {
@@ -124,6 +187,18 @@ Result<AutorunShield> AutorunShield::Prepare(const std::vector<std::string>& pla
     if (!settled) continue;
     for (const auto& dir : plan->pinned_dirs) {
       if (auto s = shield.AdoptMarked(dir); !s) return tl::unexpected(s.error());
+    }
+    // The other names of a hard-linked file, where a root shows them: read-only too.
+    std::vector<std::string> skip = covered;
+    for (const auto& s : plan->shadowed) skip.push_back(s.path);
+    for (const auto& hard : plan->hard_linked) {
+      auto names = OtherHardLinks(hard.path, writable_roots, skip, link_search_entries);
+      if (!names) return tl::unexpected(names.error());
+      for (const auto& n : *names) {
+        if (std::find(plan->read_only.begin(), plan->read_only.end(), n) == plan->read_only.end()) {
+          plan->read_only.push_back(n);
+        }
+      }
     }
     shield.plan_ = std::move(*plan);
     return shield;
@@ -259,10 +334,18 @@ void AutorunShield::Release() {
     if (!d.holds_links && !d.placeholder) continue;
     // Another run still holds it (and binds what is in it): that run removes them.
     if (::flock(d.fd.Get(), LOCK_EX | LOCK_NB) != 0) continue;
-    if (d.holds_links) RemovePlaceholderLinks(d.fd.Get());
+    // The command may have taken the owner's permissions off these directories (chmod 0):
+    // given back for the removal, and set again after it.
+    if (d.holds_links) {
+      const OwnerAccess access(d.fd.Get());
+      RemovePlaceholderLinks(d.fd.Get());
+    }
     // Fails (ENOTEMPTY) when something was put in it meanwhile: then it is the user's.
-    if (d.placeholder && d.parent && StillNamed(d.parent.Get(), NameOf(d.path), d.fd.Get())) {
-      (void)::unlinkat(d.parent.Get(), NameOf(d.path).c_str(), AT_REMOVEDIR);
+    if (d.placeholder && d.parent) {
+      const OwnerAccess access(d.parent.Get());
+      if (StillNamed(d.parent.Get(), NameOf(d.path), d.fd.Get())) {
+        (void)::unlinkat(d.parent.Get(), NameOf(d.path).c_str(), AT_REMOVEDIR);
+      }
     }
   }
   dirs_.clear();  // closing the descriptors releases the locks

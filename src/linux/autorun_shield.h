@@ -29,12 +29,20 @@ class AutorunShield {
  public:
   // Plans, makes what the plan asks for and plans again until nothing is missing (each round
   // makes one more level). `places`: HostAutorunPaths; `writable_roots` canonical; `covered`:
-  // what the view mounts afresh (its private /tmp). A "sandbox" error for a place the caller
-  // cannot settle (a hard-linked file, a directory that cannot be opened), with nothing made
-  // left behind.
+  // what the view mounts afresh (its private /tmp); `caches`: the cache places
+  // (policy/host_caches.h), shadowed rather than kept read-only.
+  // A file to keep that has other hard links: the writable roots are searched for its other
+  // names (at most `link_search_entries` directory entries, the git walk's bound), and each
+  // found joins read_only; a link cannot be made from a read-only bind (EXDEV), so the names
+  // the file has are all it will have while the run lasts. A "sandbox" error for a place the
+  // caller cannot settle (a search cut short, a directory that cannot be opened), with nothing
+  // made left behind.
   static Result<AutorunShield> Prepare(const std::vector<std::string>& places,
                                        const std::vector<std::string>& writable_roots,
-                                       const std::vector<std::string>& covered);
+                                       const std::vector<std::string>& covered,
+                                       const std::vector<std::string>& caches = {},
+                                       size_t link_search_entries = kLinkSearchEntries);
+  static constexpr size_t kLinkSearchEntries = 1000000;
 
   AutorunShield() = default;
   AutorunShield(AutorunShield&&) = default;
@@ -77,5 +85,14 @@ class AutorunShield {
 
 // lstat(2) and readlink(2) of the host.
 AutorunFs RealAutorunFs();
+
+// The other names of the regular file `path` beneath `roots` (canonical), not looking beneath
+// `skip` (what the view covers or shadows): walked without following a symbolic link, at most
+// `max_entries` directory entries. A "sandbox" error when the walk was cut short or `path` is
+// gone; it ends early once all of its other names are found.
+Result<std::vector<std::string>> OtherHardLinks(const std::string& path,
+                                                const std::vector<std::string>& roots,
+                                                const std::vector<std::string>& skip,
+                                                size_t max_entries);
 
 }  // namespace anvil

@@ -19,6 +19,7 @@
 
 #include "common/syscalls.h"
 #include "common/unique_fd.h"
+#include "linux/owner_write.h"
 
 namespace anvil {
 
@@ -210,9 +211,17 @@ GitFs RealGitFs() {
     return static_cast<int64_t>(ts.tv_sec);
   };
   fs.rename_noreplace = [](const std::string& from, const std::string& to) -> Status {
-    if (syscall(SYS_renameat2, AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) ==
-        0) {
-      return Ok();
+    auto rename = [&] {
+      return static_cast<int>(
+          syscall(SYS_renameat2, AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE));
+    };
+    if (rename() == 0) return Ok();
+    // The command may have taken the owner's write permission off the directory; the
+    // quarantine's names are in the same directory as what they move.
+    if ((errno == EACCES || errno == EPERM) && from.rfind('/') != std::string::npos) {
+      const std::string parent = from.rfind('/') == 0 ? "/" : from.substr(0, from.rfind('/'));
+      UniqueFd dir(::open(parent.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (dir && WithOwnerWrite(dir.Get(), rename) == 0) return Ok();
     }
     return SysFail("io", "rename " + from + " to " + to);
   };

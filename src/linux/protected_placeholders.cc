@@ -15,6 +15,7 @@
 #include <string>
 
 #include "common/syscalls.h"
+#include "linux/owner_write.h"
 
 namespace anvil {
 namespace {
@@ -105,6 +106,9 @@ ProtectedPlaceholders::~ProtectedPlaceholders() {
     if (!h.placeholder) continue;
     // Another run still binds it when it holds its shared lock: leave it to that run.
     if (::flock(h.dir.Get(), LOCK_EX | LOCK_NB) != 0) continue;
+    // The command may have taken the owner's permissions off the parent (chmod 0 .): given
+    // back for the removal, and set again after it.
+    const OwnerAccess access(h.parent.Get());
     if (!StillNamed(h.parent.Get(), h.name, h.dir.Get())) continue;
     if (h.directory) {
       // Fails (ENOTEMPTY) when someone outside the sandbox put something in it meanwhile,

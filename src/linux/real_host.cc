@@ -85,8 +85,8 @@ AutorunEnv AutorunEnvFromProcess() {
     const char* v = std::getenv(name);
     return std::string(v ? v : "");
   };
-  return AutorunEnv{get("HOME"), PasswdHome(), get("XDG_CONFIG_HOME"), get("XDG_DATA_HOME"),
-                    get("ZDOTDIR")};
+  return AutorunEnv{get("HOME"),          PasswdHome(),   get("XDG_CONFIG_HOME"),
+                    get("XDG_DATA_HOME"), get("ZDOTDIR"), get("XDG_CACHE_HOME")};
 }
 
 }  // namespace anvil

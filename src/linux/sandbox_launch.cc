@@ -17,6 +17,7 @@
 
 #include "common/syscalls.h"
 #include "linux/autorun_shield.h"
+#include "linux/cache_shadow.h"
 #include "linux/git_walk_cache.h"
 #include "linux/host_socket_facts.h"
 #include "linux/landlock.h"
@@ -35,6 +36,7 @@
 #include "linux/trust_shield.h"
 #include "linux/user_ns_limits.h"
 #include "linux/workspace_config_watch.h"
+#include "policy/host_caches.h"
 #include "policy/protected_names_plan.h"
 
 namespace anvil {
@@ -149,11 +151,22 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
       const std::vector<std::string> anvil_state = shield->read_only;
       // What the host runs from the home (shell startup files, ~/.local/bin, user units,
       // autostart, installed plugins): read-only or pinned, missing ones taken by placeholders.
+      // The caches the host's builds trust: the sandbox home's own instead (host_caches.h).
       const AutorunEnv autorun_env = AutorunEnvFromProcess();
-      auto host_autorun = AutorunShield::Prepare(HostAutorunPaths(autorun_env), roots, covered);
+      const std::vector<HostCachePlace> cache_places = HostCachePlaces(autorun_env);
+      std::vector<std::string> cache_paths;
+      for (const auto& c : cache_places) cache_paths.push_back(c.path);
+      auto host_autorun = AutorunShield::Prepare(HostAutorunPaths(autorun_env), roots, covered,
+                                                 cache_paths, spec.git_scan_limits.entries);
       if (!host_autorun) return SetupFailure(host_autorun.error().ToString(), start);
       autorun.emplace(std::move(*host_autorun));
+      auto cache_binds = CacheShadowBinds(policy.home, cache_places, autorun->Plan().shadowed);
+      if (!cache_binds) return SetupFailure(cache_binds.error().ToString(), start);
       MergeShield(*shield, {autorun->Plan().read_only, autorun->Plan().pinned_dirs});
+      // Without a sandbox home to hold them, the host's caches stay as they are: read-only.
+      if (cache_binds->empty()) {
+        for (const auto& c : autorun->Plan().shadowed) shield->read_only.push_back(c.path);
+      }
       if (!policy.writable_git) {
         // Every repository in the writable roots and what its config names, and Anvil's
         // protected names anywhere in them (git_guard.h). Without it (--writable-git) only those
@@ -190,6 +203,11 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
       view->host_autorun.insert(view->host_autorun.end(), autorun->Plan().pinned_links.begin(),
                                 autorun->Plan().pinned_links.end());
       view->host_credentials = HomeCredentialPaths(autorun_env);
+      for (const auto& point : ShadowCachesInView(*view, *cache_binds)) {
+        if (auto s = MakeShadowMountPoint(point); !s) {
+          return SetupFailure(s.error().ToString(), start);
+        }
+      }
     }
     plan.view = std::move(*view);
     plan.landlock_abi = walls.landlock_abi;

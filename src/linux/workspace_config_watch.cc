@@ -1,16 +1,19 @@
 #include "linux/workspace_config_watch.h"
 
 #include <fcntl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <utility>
 
 #include "common/syscalls.h"
+#include "linux/owner_write.h"
 #include "policy/workspace_config.h"
 
 namespace anvil {
@@ -96,6 +99,9 @@ std::optional<ConfigQuarantine> WorkspaceConfigWatch::CheckAfterRun() {
   const std::string name(kWorkspaceConfigName);
   ConfigQuarantine q;
   q.path = workspace_ + "/" + name;
+  // The command may have taken the owner's permissions off the workspace (chmod 0 .): given
+  // back for the check, and set again after it.
+  const OwnerAccess access(dir_.Get());
   auto after = Look(dir_.Get(), name);
   if (!after) {
     // Cannot tell what is there: say so rather than keep quiet.
@@ -106,8 +112,17 @@ std::optional<ConfigQuarantine> WorkspaceConfigWatch::CheckAfterRun() {
   auto why = WorkspaceConfigChange(before_, *after, strict_);
   if (!why) return std::nullopt;
   q.reason = *why;
-  for (int attempt = 1; attempt <= kConfigQuarantineAttempts; ++attempt) {
-    const std::string to = ConfigQuarantineName(name, attempt);
+  // The numbered names first; when the command took them all, names it cannot guess.
+  for (int attempt = 1; attempt <= kConfigQuarantineAttempts + kConfigQuarantineGuesses;
+       ++attempt) {
+    std::string to = ConfigQuarantineName(name, attempt);
+    if (attempt > kConfigQuarantineAttempts) {
+      uint64_t nonce = 0;
+      if (::getrandom(&nonce, sizeof nonce, 0) != static_cast<ssize_t>(sizeof nonce)) break;
+      char hex[17];
+      std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(nonce));
+      to = ConfigQuarantineName(name, 1) + "-" + hex;
+    }
     if (syscall(SYS_renameat2, dir_.Get(), name.c_str(), dir_.Get(), to.c_str(),
                 RENAME_NOREPLACE) == 0) {
       q.moved_to = workspace_ + "/" + to;
@@ -124,8 +139,8 @@ std::optional<ConfigQuarantine> WorkspaceConfigWatch::CheckAfterRun() {
       return q;
     }
   }
-  q.failure =
-      "every name up to " + ConfigQuarantineName(name, kConfigQuarantineAttempts) + " is taken";
+  q.failure = "every name up to " + ConfigQuarantineName(name, kConfigQuarantineAttempts) +
+              " is taken, and no other could be had";
   return q;
 }
 

@@ -191,10 +191,13 @@ std::vector<std::string> HostAutorunPaths(const AutorunEnv& env) {
 
 Result<AutorunShieldPlan> PlanAutorunShield(const std::vector<std::string>& places,
                                             const std::vector<std::string>& writable_roots,
-                                            const std::vector<std::string>& covered,
+                                            const std::vector<std::string>& given_covered,
                                             const AutorunFs& host_fs,
-                                            const std::vector<std::string>& unmakeable) {
+                                            const std::vector<std::string>& unmakeable,
+                                            const std::vector<std::string>& shadow_places) {
   AutorunShieldPlan plan;
+  // Grows by each shadowed cache: a root does not show what lies beneath one either.
+  std::vector<std::string> covered = given_covered;
   // One look per name for the whole plan: every place walks from / through the same first
   // components (the home, ~/.config, ~/.local/share), and one plan is one view of them.
   std::unordered_map<std::string, AutorunFs::Node> seen;
@@ -218,7 +221,11 @@ Result<AutorunShieldPlan> PlanAutorunShield(const std::vector<std::string>& plac
       }
     }
   };
-  for (const auto& place : places) {
+  // The caches first, so that what lies beneath one is covered for the places after them.
+  std::vector<std::pair<std::string, bool>> all;  // (place, a cache)
+  for (const auto& place : shadow_places) all.emplace_back(place, true);
+  for (const auto& place : places) all.emplace_back(place, false);
+  for (const auto& [place, cache] : all) {
     const Walk w = Resolve(place, fs);
     // A placeholder is listed even where no root of this run holds it (one an earlier run
     // left behind): removed after the run unless another run still holds it.
@@ -232,7 +239,7 @@ Result<AutorunShieldPlan> PlanAutorunShield(const std::vector<std::string>& plac
     if (w.end_node.kind == AutorunFs::Kind::kMissing) {
       if (std::find(unmakeable.begin(), unmakeable.end(), w.end) != unmakeable.end()) continue;
       const auto slash = w.end.rfind('/');
-      AutorunMake make{Parent(w.end), w.end.substr(slash + 1), !w.last};
+      AutorunMake make{Parent(w.end), w.end.substr(slash + 1), cache || !w.last};
       if (std::find(plan.make.begin(), plan.make.end(), make) == plan.make.end()) {
         plan.make.push_back(std::move(make));
       }
@@ -242,13 +249,23 @@ Result<AutorunShieldPlan> PlanAutorunShield(const std::vector<std::string>& plac
     if (std::find(writable_roots.begin(), writable_roots.end(), w.end) != writable_roots.end()) {
       continue;
     }
+    // A root inside it (a profile's ~/.cache/pip in a shadowed ~/.cache) shows the real one
+    // there; the rest stays the sandbox home's.
+    if (cache && !w.blocked && w.end_node.kind == AutorunFs::Kind::kDirectory) {
+      pin_way(w.end);
+      AutorunShadow shadow{place, w.end};
+      if (std::find(plan.shadowed.begin(), plan.shadowed.end(), shadow) == plan.shadowed.end()) {
+        plan.shadowed.push_back(std::move(shadow));
+      }
+      AddUnique(covered, w.end);
+      continue;
+    }
     if (!w.blocked && w.end_node.kind == AutorunFs::Kind::kFile && w.end_node.links > 1) {
-      return Fail("sandbox",
-                  w.end + " (" + place + ", which the host runs) has " +
-                      std::to_string(w.end_node.links) +
-                      " hard links, and a writable root holds it: another name of the same file "
-                      "could be written. fix: make it a file of its own (cp -p it aside and mv "
-                      "the copy back), or choose a workspace that does not hold it");
+      AutorunHardLink hard{w.end, w.end_node.links};
+      if (std::find(plan.hard_linked.begin(), plan.hard_linked.end(), hard) ==
+          plan.hard_linked.end()) {
+        plan.hard_linked.push_back(std::move(hard));
+      }
     }
     pin_way(w.end);
     AddUnique(plan.read_only, w.end);

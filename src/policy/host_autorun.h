@@ -56,8 +56,8 @@ struct HostAutorun {
 // a terminal's, a window manager's), or names the code it runs (cargo's rustc-wrapper, go's
 // -toolexec, pip's index, Gradle's init scripts). The credential locations of kHomeCredentials
 // join them (HostAutorunPaths). Not in it: caches (~/.cache, ~/.npm, ~/go/pkg/mod: what a
-// build fills; docs/policy.md says what that leaves open), and what a user's own startup files
-// source from a place of their choosing.
+// build fills, and must go on filling inside: policy/host_caches.h shadows them instead), and
+// what a user's own startup files source from a place of their choosing.
 inline constexpr HostAutorun kHostAutorun[] = {
     // Shells.
     {AutorunBase::kHome, ".profile", "sh, dash and bash login shells; display managers"},
@@ -85,6 +85,16 @@ inline constexpr HostAutorun kHostAutorun[] = {
     {AutorunBase::kZsh, ".zlogout.zwc", "zsh, compiled"},
     {AutorunBase::kZsh, ".zcompdump", "zsh's compinit sources it"},
     {AutorunBase::kHome, ".oh-my-zsh", "oh-my-zsh: .zshrc sources it"},
+    {AutorunBase::kHome, ".p10k.zsh", "powerlevel10k: .zshrc sources it when present"},
+    {AutorunBase::kHome, ".zinit", "zinit: .zshrc sources it"},
+    {AutorunBase::kData, "zinit", "zinit (newer): .zshrc sources it"},
+    {AutorunBase::kHome, ".zplug", "zplug: .zshrc sources it"},
+    {AutorunBase::kHome, ".antigen", "antigen: .zshrc sources it"},
+    {AutorunBase::kHome, ".zprezto", "prezto: .zshrc sources it"},
+    {AutorunBase::kHome, ".bash_it", "bash-it: .bashrc sources it"},
+    {AutorunBase::kHome, ".fzf.bash", "fzf's installer: .bashrc sources it when present"},
+    {AutorunBase::kHome, ".fzf.zsh", "fzf's installer: .zshrc sources it when present"},
+    {AutorunBase::kHome, ".fzf", "fzf: its bin on PATH, its shell files sourced"},
     {AutorunBase::kConfig, "fish", "fish: config.fish, conf.d, functions, universal variables"},
     {AutorunBase::kData, "fish", "fish: vendor conf.d, functions and completions"},
     {AutorunBase::kHome, ".kshrc", "interactive ksh ($ENV's default)"},
@@ -132,6 +142,15 @@ inline constexpr HostAutorun kHostAutorun[] = {
     {AutorunBase::kData, "mise", "mise: installs and shims on PATH"},
     {AutorunBase::kConfig, "mise", "mise: env and hooks on every cd"},
     {AutorunBase::kHome, ".asdf", "asdf: shims on PATH, asdf.sh sourced"},
+    {AutorunBase::kHome, ".rvm", "RVM: .bashrc and .profile source scripts/rvm"},
+    {AutorunBase::kHome, ".rye", "rye: shims on PATH, its env sourced"},
+    {AutorunBase::kHome, ".pixi", "pixi: its bin on PATH"},
+    {AutorunBase::kHome, ".proto", "proto: shims on PATH"},
+    {AutorunBase::kHome, ".juliaup", "juliaup: on PATH"},
+    {AutorunBase::kHome, ".pub-cache", "dart pub global: its bin on PATH"},
+    {AutorunBase::kHome, ".foundry", "foundryup: its bin on PATH"},
+    {AutorunBase::kHome, ".poetry", "the old poetry installer: its bin on PATH"},
+    {AutorunBase::kData, "gem", "RubyGems' user installs (newer): their bin on PATH"},
     {AutorunBase::kHome, ".rbenv", "rbenv: shims on PATH"},
     {AutorunBase::kHome, ".goenv", "goenv: shims on PATH"},
     {AutorunBase::kHome, ".jenv", "jenv: shims on PATH"},
@@ -162,6 +181,9 @@ inline constexpr HostAutorun kHostAutorun[] = {
     {AutorunBase::kConfig, "autostart", "XDG autostart entries, started at a graphical login"},
     {AutorunBase::kConfig, "autostart-scripts", "KDE Plasma 5's autostart scripts"},
     {AutorunBase::kConfig, "environment.d", "the user manager's and session's environment"},
+    {AutorunBase::kConfig, "user-tmpfiles.d",
+     "systemd-tmpfiles --user at login: makes, links or replaces any file of the home"},
+    {AutorunBase::kData, "user-tmpfiles.d", "systemd-tmpfiles --user: the same"},
     {AutorunBase::kConfig, "plasma-workspace", "KDE Plasma's env and shutdown scripts"},
     {AutorunBase::kConfig, "gnome-session", "GNOME's saved session: programs started at login"},
     {AutorunBase::kConfig, "dconf",
@@ -267,6 +289,9 @@ inline constexpr HostAutorun kHostAutorun[] = {
     {AutorunBase::kHome, ".ghc", "ghci.conf"},
     {AutorunBase::kHome, ".ocamlinit", "the OCaml toplevel and utop"},
     {AutorunBase::kHome, ".perldb", "perl -d"},
+    {AutorunBase::kHome, ".pdbrc", "pdb and breakpoint(): its lines run as debugger commands"},
+    {AutorunBase::kHome, ".psqlrc", "psql: \\! runs a shell command"},
+    {AutorunBase::kHome, ".sqliterc", "sqlite3: .shell and .system run commands"},
     {AutorunBase::kHome, ".cpan", "cpan: CPAN/MyConfig.pm"},
     {AutorunBase::kHome, ".gdbinit", "gdb"},
     {AutorunBase::kHome, ".gdbearlyinit", "gdb"},
@@ -289,6 +314,7 @@ inline constexpr HostAutorun kHostAutorun[] = {
     {AutorunBase::kConfig, "pypoetry", "poetry: its repositories"},
     {AutorunBase::kConfig, "pnpm", "pnpm: its rc"},
     {AutorunBase::kHome, ".gemrc", "gem"},
+    {AutorunBase::kHome, ".npm-init.js", "npm init runs it"},
     {AutorunBase::kHome, ".gradle/init.d", "Gradle: init scripts run by every build"},
     {AutorunBase::kHome, ".gradle/init.gradle", "Gradle: the same"},
     {AutorunBase::kHome, ".gradle/init.gradle.kts", "Gradle: the same"},
@@ -324,6 +350,7 @@ struct AutorunEnv {
   std::string home;         // $HOME
   std::string passwd_home;  // the user database's home (fs/file_io.h PasswdHome)
   std::string xdg_config_home, xdg_data_home, zdotdir;
+  std::string xdg_cache_home;  // policy/host_caches.h
 };
 
 // Every place of the table for `env`, and every credential location of kHomeCredentials
@@ -361,6 +388,21 @@ struct AutorunMake {
   bool operator==(const AutorunMake&) const = default;
 };
 
+// A cache place (policy/host_caches.h) the run shows as the sandbox home's instead.
+struct AutorunShadow {
+  std::string place;  // as listed (lexical)
+  std::string path;   // where it resolves, canonical: an existing directory
+  bool operator==(const AutorunShadow&) const = default;
+};
+
+// A file to keep read-only that has other hard links: each other name a writable root holds
+// must be kept read-only too (linux/autorun_shield.h looks for them).
+struct AutorunHardLink {
+  std::string path;  // canonical
+  std::uint64_t links = 0;
+  bool operator==(const AutorunHardLink&) const = default;
+};
+
 struct AutorunShieldPlan {
   std::vector<AutorunMake> make;          // to make first, then plan again
   std::vector<std::string> read_only;     // what exists, canonical: bound read-only
@@ -369,18 +411,28 @@ struct AutorunShieldPlan {
   // Every placeholder link met, pinned or not (one an earlier run left where no root of this
   // run holds it): removed after the run unless another run still holds it.
   std::vector<std::string> placeholders;
+  // The cache places a writable root holds, each an existing directory: the view binds the
+  // sandbox home's own directory over it (what is beneath it is not the run's business).
+  std::vector<AutorunShadow> shadowed;
+  // Of read_only, the files with more than one name.
+  std::vector<AutorunHardLink> hard_linked;
 };
 
 // The plan for one run: `places` (HostAutorunPaths), the run's writable roots (canonical),
 // `covered` (what the view mounts afresh, such as its private /tmp: a root does not show what
 // lies beneath it), `unmakeable` (names an earlier round could not make: the caller's
 // credentials could not, so the command's cannot either). Resolves each place as the kernel
-// would, one component at a time, each name looked at once per plan. An error ("sandbox") for a
-// file held by a writable root that has another hard link: a second name of it could be written.
+// would, one component at a time, each name looked at once per plan. A file held by a writable
+// root that has other hard links is read-only and listed in hard_linked: a second name of it
+// could be written, so the caller keeps those read-only too or refuses the run.
+// `shadow_places` (policy/host_caches.h HostCachePlaces): planned first, like the others, but an
+// existing directory is shadowed instead of kept read-only, a missing one is made as a directory
+// (to be shadowed in the next round), and what lies beneath a shadowed one counts as covered.
 Result<AutorunShieldPlan> PlanAutorunShield(const std::vector<std::string>& places,
                                             const std::vector<std::string>& writable_roots,
                                             const std::vector<std::string>& covered,
                                             const AutorunFs& fs,
-                                            const std::vector<std::string>& unmakeable = {});
+                                            const std::vector<std::string>& unmakeable = {},
+                                            const std::vector<std::string>& shadow_places = {});
 
 }  // namespace anvil

@@ -150,9 +150,12 @@ inline constexpr int64_t kConfigWatchAnyChangeOffset = 0;
 int64_t ConfigWatchLockOffset(const ConfigEntry& before, bool strict);
 
 // The name a moved-aside entry gets: NAME.anvil-quarantine, then NAME.anvil-quarantine-2, ...
-// (`attempt` from 1), the git quarantine's suffix. Never one Anvil reads as its config.
+// (`attempt` from 1), the git quarantine's suffix. Never one Anvil reads as its config. When a
+// command took all of them, kConfigQuarantineGuesses more names with a random suffix
+// (NAME.anvil-quarantine-<16 hex digits>) that it cannot take ahead.
 inline constexpr std::string_view kConfigQuarantineSuffix = ".anvil-quarantine";
 inline constexpr int kConfigQuarantineAttempts = 100;
+inline constexpr int kConfigQuarantineGuesses = 8;
 std::string ConfigQuarantineName(std::string_view name, int attempt);
 
 // What the check after the run did: `moved_to` when it moved the entry aside, else `failure`.

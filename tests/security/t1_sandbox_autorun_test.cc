@@ -84,6 +84,32 @@ const char kMoreAttacks[] =
     "try gradle 'mkdir -p .gradle/init.d && echo evil > .gradle/init.d/x.gradle'; "
     "try inputrc 'echo evil > .inputrc'; ";
 
+// Red team s3 (rthome): places the tables still missed. systemd-tmpfiles --user applies
+// user-tmpfiles.d at every login (an `L+ ~/.bashrc` line replaces the startup file); zsh and
+// bash frameworks and prompts the usual startup files source when present (powerlevel10k's
+// .p10k.zsh, fzf's .fzf.bash, RVM, bash-it, zinit, ...); version managers on PATH (rye, pixi,
+// proto, juliaup, dart's pub cache, foundry); debuggers' and database shells' startup files
+// that run commands (.pdbrc, .psqlrc, .sqliterc); npm init's .npm-init.js.
+const char kThirdRoundAttacks[] =
+    "try() { if sh -c \"$2\" 2>/dev/null; then echo \"WROTE $1\"; fi; }; "
+    "try tmpfiles 'mkdir -p .config/user-tmpfiles.d && echo evil > "
+    ".config/user-tmpfiles.d/x.conf'; "
+    "try tmpfiles-data 'mkdir -p .local/share/user-tmpfiles.d && echo evil > "
+    ".local/share/user-tmpfiles.d/x.conf'; "
+    "try p10k 'echo evil > .p10k.zsh'; "
+    "try fzf 'echo evil > .fzf.bash'; "
+    "try fzf-zsh 'echo evil > .fzf.zsh'; "
+    "try rvm 'mkdir -p .rvm/scripts && echo evil > .rvm/scripts/rvm'; "
+    "try bash-it 'mkdir -p .bash_it && echo evil > .bash_it/bash_it.sh'; "
+    "try zinit 'mkdir -p .local/share/zinit && echo evil > .local/share/zinit/zinit.zsh'; "
+    "try rye 'mkdir -p .rye/shims && echo evil > .rye/shims/python'; "
+    "try pixi 'mkdir -p .pixi/bin && echo evil > .pixi/bin/ls'; "
+    "try pub-cache 'mkdir -p .pub-cache/bin && echo evil > .pub-cache/bin/ls'; "
+    "try pdbrc 'echo evil > .pdbrc'; "
+    "try psqlrc 'echo evil > .psqlrc'; "
+    "try sqliterc 'echo evil > .sqliterc'; "
+    "try npm-init 'echo evil > .npm-init.js'; ";
+
 // The ordinary work beside them, in the same home.
 const char kBenign[] =
     "echo ok > notes.txt && mkdir -p .cache/pip && echo ok > .cache/pip/x && "
@@ -165,8 +191,23 @@ TEST_P(T1SandboxHostAutorun, ShellCompletionsEditorsAndMissingCredentialsCannotB
   EXPECT_EQ(LinksInHome(), "");
   EXPECT_EQ(ReadFile(home_ + "/project/x"), "x\n");
   EXPECT_EQ(ReadFile(home_ + "/notes.txt"), "ok\n");
-  EXPECT_EQ(ReadFile(home_ + "/.cache/pip/x"), "ok\n");
+  // The cache write worked inside, in the sandbox home's cache, not the host's.
+  EXPECT_FALSE(Exists(home_ + "/.cache"));
   EXPECT_EQ(ReadFile(home_ + "/.config/myapp/settings.json"), "ok\n");
+}
+
+TEST_P(T1SandboxHostAutorun, TheThirdRoundsPlacesCannotBePlanted) {
+  auto r = Sh(home_, std::string(kThirdRoundAttacks) + kBenign);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.find("WROTE"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("BENIGN"), std::string::npos) << r.out << r.err;
+  struct stat st {};
+  for (const char* p :
+       {".config/user-tmpfiles.d", ".local/share", ".p10k.zsh", ".fzf.bash", ".rvm", ".bash_it",
+        ".rye", ".pixi", ".pub-cache", ".pdbrc", ".psqlrc", ".sqliterc", ".npm-init.js"}) {
+    EXPECT_NE(lstat((home_ + "/" + p).c_str(), &st), 0) << p << " exists after the run";
+  }
+  EXPECT_EQ(LinksInHome(), "");
 }
 
 // While a run lasts, a missing credential location is a dangling link that every reader on the
@@ -329,6 +370,103 @@ TEST_P(T1SandboxHostAutorun, AWorkspaceBelowTheHomeLeavesTheHomeAlone) {
   auto status = run.Wait(std::chrono::seconds(60));
   ASSERT_TRUE(status.has_value());
   EXPECT_EQ(*status, 0);
+}
+
+// The caches the host's builds trust and run (cargo's unpacked sources, Go's module and build
+// caches, pip's wheels, Maven's and Gradle's repositories, npm's cache, pre-commit's hook
+// environments): a workspace of $HOME must not plant code in them for the next build outside
+// the sandbox. Yet the tools inside need a cache that works and lasts: it is the sandbox home's.
+TEST_P(T1SandboxHostAutorun, TrustedCachesOfAHomeWorkspaceAreTheSandboxHomes) {
+  ASSERT_EQ(Shell("cd " + ShellQuote(home_) +
+                  " && mkdir -p .cargo/registry/src/x go/pkg/mod .cache/pip/wheels && "
+                  "echo mine > .cargo/registry/src/x/build.rs"),
+            0);
+  caller_.Give(home_);
+  const char kPlant[] =
+      "try() { if sh -c \"$2\" 2>/dev/null; then echo \"WROTE $1\"; fi; }; "
+      "try cargo-src 'mkdir -p .cargo/registry/src/x && echo evil > "
+      ".cargo/registry/src/x/build.rs'; "
+      "try cargo-git 'mkdir -p .cargo/git/checkouts && echo evil > .cargo/git/checkouts/x'; "
+      "try gomod 'echo evil > go/pkg/mod/x'; "
+      "try pipwheel 'echo evil > .cache/pip/wheels/x.whl'; "
+      "try gobuild 'mkdir -p .cache/go-build && echo evil > .cache/go-build/x'; "
+      "try m2 'mkdir -p .m2/repository && echo evil > .m2/repository/x.jar'; "
+      "try npm 'mkdir -p .npm/_cacache && echo evil > .npm/_cacache/x'; "
+      "try gradle 'mkdir -p .gradle/caches && echo evil > .gradle/caches/x'; "
+      "try precommit 'mkdir -p .cache/pre-commit && echo evil > .cache/pre-commit/x'; "
+      "try moved 'mv .cache .cache2 && mkdir -p .cache/pip && echo evil > .cache/pip/y'; "
+      "try cargo-moved 'mv .cargo .cargo2 && mkdir -p .cargo/registry && echo evil > "
+      ".cargo/registry/y'; "
+      "echo ok > notes.txt && echo BENIGN";
+  auto r = Sh(home_, kPlant);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("BENIGN"), std::string::npos) << r.out << r.err;
+  // The writes worked inside (a cache a tool can use) ...
+  EXPECT_NE(r.out.find("WROTE cargo-src"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("WROTE gobuild"), std::string::npos) << r.out;
+  // ... and none of them reached the host's caches.
+  EXPECT_EQ(ReadFile(home_ + "/.cargo/registry/src/x/build.rs"), "mine\n");
+  struct stat st {};
+  for (const char* p : {".cargo/git", "go/pkg/mod/x", ".cache/pip/wheels/x.whl", ".cache/go-build",
+                        ".m2", ".npm", ".gradle", ".cache/pre-commit", ".cache2", ".cargo2",
+                        ".cache/pip/y", ".cargo/registry/y"}) {
+    EXPECT_NE(lstat((home_ + "/" + p).c_str(), &st), 0) << p << " exists after the run";
+  }
+  EXPECT_EQ(ReadFile(home_ + "/notes.txt"), "ok\n");
+  EXPECT_EQ(LinksInHome(), "");
+  // The next run of the same workspace finds its own cache again.
+  r = Sh(home_, "cat .cache/go-build/x .npm/_cacache/x");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "evil\nevil\n");
+}
+
+// A profile opens a real cache on purpose (docs/policy.md, "Profiles"): the user's choice,
+// inside the home workspace too.
+TEST_P(T1SandboxHostAutorun, AProfileStillOpensItsRealCacheInAHomeWorkspace) {
+  auto r = Sh(home_, "mkdir -p .cache/pip && echo ok > .cache/pip/x && echo ALLOWED", {},
+              {"--profile", "python", "--network", "none"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("ALLOWED"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(ReadFile(home_ + "/.cache/pip/x"), "ok\n");
+}
+
+// A startup file with a second name: where that name is outside every writable root the run
+// goes ahead; where it is inside one, that name is kept read-only too.
+TEST_P(T1SandboxHostAutorun, AHardLinkedStartupFileIsKeptUnderEveryName) {
+  ASSERT_EQ(link((home_ + "/.bashrc").c_str(), (base_ / "bashrc.bak").c_str()), 0);
+  ASSERT_EQ(Shell("mkdir -p " + ShellQuote(home_ + "/dotfiles")), 0);
+  ASSERT_EQ(link((home_ + "/.profile").c_str(), (home_ + "/dotfiles/profile").c_str()), 0);
+  caller_.Give(home_);
+  auto r = Sh(home_,
+              "try() { if sh -c \"$2\" 2>/dev/null; then echo \"WROTE $1\"; fi; }; "
+              "try bashrc 'echo evil >> .bashrc'; "
+              "try other-name 'echo evil >> dotfiles/profile'; "
+              "try other-name-replaced 'echo evil > x && mv -f x dotfiles/profile'; "
+              "try linked-again 'ln dotfiles/profile p2 && echo evil >> p2'; "
+              "echo ok > dotfiles/README && echo BENIGN");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.find("WROTE"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("BENIGN"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(ReadFile(home_ + "/.bashrc"), "# mine\n");
+  EXPECT_EQ(ReadFile(home_ + "/.profile"), "# mine\n");
+  EXPECT_EQ(ReadFile(home_ + "/dotfiles/README"), "ok\n");
+}
+
+// A command that takes the owner's write permission off the home (a same-user command can
+// chmod it) must not leave the run's placeholders behind in it for good.
+TEST_P(T1SandboxHostAutorun, ARunLeavesNoPlaceholderWhenTheCommandLocksTheHome) {
+  auto r = Sh(home_, "echo ok > notes.txt && chmod 555 . .local 2>/dev/null; echo BENIGN");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("BENIGN"), std::string::npos) << r.out << r.err;
+  struct stat st {};
+  ASSERT_EQ(stat(home_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0555u);  // what the command set stays
+  ASSERT_EQ(Shell("chmod 755 " + ShellQuote(home_)), 0);
+  EXPECT_EQ(LinksInHome(), "");
+  for (const char* p : {".local/share", ".local/bin", ".cache", ".config/systemd", ".git"}) {
+    EXPECT_FALSE(Exists(home_ + "/" + p)) << p;
+  }
+  EXPECT_EQ(ReadFile(home_ + "/notes.txt"), "ok\n");
 }
 
 INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxHostAutorun, ::testing::ValuesIn(kAllCallers),

@@ -4,6 +4,8 @@
 // made or changed may carry only the config keys `git init`, `git clone` and friends write.
 // Each attack is followed by the real git run on the host (the fixture's marker), each sits
 // next to its benign neighbour, which is left alone.
+#include <sys/stat.h>
+
 #include <string>
 #include <vector>
 
@@ -281,6 +283,38 @@ TEST_P(T1SandboxGitAfterRun, AWritableRootMadeIntoAGitDirIsQuarantined) {
   EXPECT_EQ(benign.status, 0) << benign.err;
   EXPECT_TRUE(Quarantined(benign).empty()) << benign.err;
   EXPECT_TRUE(Exists(notes + "/HEAD"));
+}
+
+// A same-user command can take the owner's permissions off the directory that holds what it
+// planted (`chmod 111 sub`: git still works in it, but the walk cannot list it; `chmod 0`): the
+// check after the run must still find it, and the mode the command set stays.
+TEST_P(T1SandboxGitAfterRun, ARepositoryHiddenByTheModeOfItsDirectoryIsStillQuarantined) {
+  for (const char* mode : {"111", "0"}) {
+    SCOPED_TRACE(mode);
+    const std::string dir = std::string("hid") + mode;
+    auto attack = Sh("mkdir " + dir + " && cd " + dir + " && git init -q && " +
+                     Plant(".git/hooks/pre-commit") + " && cd .. && chmod " + mode + " " + dir);
+    EXPECT_EQ(attack.status, 0) << attack.err;
+    struct stat st {};
+    ASSERT_EQ(stat((ws_ + "/" + dir).c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, static_cast<mode_t>(std::stoi(mode, nullptr, 8)));
+    ASSERT_EQ(Shell("chmod 755 " + ShellQuote(ws_ + "/" + dir)), 0);
+    EXPECT_FALSE(Exists(ws_ + "/" + dir + "/.git/HEAD")) << attack.err;
+    EXPECT_NE(attack.err.find("quarantined " + ws_ + "/" + dir), std::string::npos) << attack.err;
+    caller_.Give(ws_);
+    UseGitOnTheHost(ws_ + "/" + dir);
+    EXPECT_FALSE(Exists(marker_)) << "git on the host ran a hook planted beneath chmod " << mode;
+  }
+  // Benign: a directory of the workspace the command makes unreadable and leaves, with nothing
+  // of git in it, is left as it is.
+  auto benign = Sh("mkdir private && echo x > private/f && chmod 0 private && echo BENIGN");
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_TRUE(Quarantined(benign).empty()) << benign.err;
+  struct stat st {};
+  ASSERT_EQ(stat((ws_ + "/private").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0u);
+  ASSERT_EQ(Shell("chmod 755 " + ShellQuote(ws_ + "/private")), 0);
+  EXPECT_EQ(ReadFile(ws_ + "/private/f"), "x\n");
 }
 
 INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxGitAfterRun, ::testing::ValuesIn(kAllCallers),

@@ -298,6 +298,44 @@ TEST_P(T8SandboxPluginLock, AnAnvilTomlMadeWhereMissingIsMovedAsideAfterTheRun) 
   EXPECT_EQ(run.out, "agent\n") << run.err;
 }
 
+// The command cannot keep its Anvil.toml by leaving the check no way to move it: not by taking
+// every numbered quarantine name first, not by taking the owner's write permission off the
+// workspace (a same-user command can chmod it). The user's next run does not read it.
+TEST_P(T8SandboxPluginLock, AnAnvilTomlCannotBeKeptByTakingTheQuarantinesWayOut) {
+  SettingsPlugin();
+  const std::string config = "[plugins.settings.\"test.cfg\"]\nwho = \"agent\"\n";
+  caller_.Give(ws_);
+  struct Way {
+    const char* what;
+    std::string script;
+  } ways[] = {
+      {"every numbered name taken",
+       "for i in '' $(seq 2 100); do : > Anvil.toml.anvil-quarantine${i:+-$i}; done; printf '" +
+           Escaped(config) + "' > Anvil.toml && echo MADE"},
+      {"the workspace made read-only",
+       "printf '" + Escaped(config) + "' > Anvil.toml && chmod 555 . && echo MADE"},
+      {"the workspace made unsearchable",
+       "printf '" + Escaped(config) + "' > Anvil.toml && chmod 0 . && echo MADE"},
+  };
+  for (const Way& way : ways) {
+    SCOPED_TRACE(way.what);
+    auto r = Sh(way.script);
+    EXPECT_NE(r.out.find("MADE"), std::string::npos) << r.out << r.err;
+    ASSERT_EQ(Shell("chmod 755 " + ShellQuote(ws_)), 0);
+    struct stat st {};
+    EXPECT_NE(lstat((ws_ + "/Anvil.toml").c_str(), &st), 0) << "still there after the run";
+    EXPECT_NE(r.err.find("anvil sandbox: moved " + ws_ + "/Anvil.toml aside to "),
+              std::string::npos)
+        << r.err;
+    auto run = Anvil({"run", "--workspace", ws_, "cfg", "go"}, ws_);
+    EXPECT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(run.out, "none\n");
+    ASSERT_EQ(Shell("rm -rf " + ShellQuote(ws_) + "/Anvil.toml.anvil-quarantine*"), 0);
+  }
+  // Nothing of the run's own is left behind either (.git's placeholder went).
+  EXPECT_FALSE(Exists(ws_ + "/.git"));
+}
+
 // The benign neighbour: a fresh workspace looks as it is while the command runs (no Anvil.toml
 // in a listing or a glob), other config files are written as ever, and nothing is moved.
 TEST_P(T8SandboxPluginLock, AFreshWorkspaceShowsNoAnvilTomlAndOtherTomlFilesWork) {

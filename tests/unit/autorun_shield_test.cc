@@ -9,6 +9,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -136,15 +137,40 @@ TEST_F(AutorunShieldTest, WhatTheUserPutThereMeanwhileStays) {
   EXPECT_TRUE(std::filesystem::exists(home_ + "/.bashrc"));
 }
 
-TEST_F(AutorunShieldTest, AHardLinkedStartupFileRefusesTheRunAndLeavesNothing) {
+// A hard-linked startup file: its other names in the writable roots are kept read-only too.
+TEST_F(AutorunShieldTest, AHardLinkedStartupFileIsKeptUnderEveryNameARootShows) {
+  ASSERT_EQ(mkdir((home_ + "/dotfiles").c_str(), 0755), 0);
+  ASSERT_EQ(link((home_ + "/.bashrc").c_str(), (home_ + "/dotfiles/bashrc").c_str()), 0);
+  auto shield = AutorunShield::Prepare(Places(), {home_}, {});
+  ASSERT_TRUE(shield) << shield.error().ToString();
+  const auto& ro = shield->Plan().read_only;
+  EXPECT_NE(std::find(ro.begin(), ro.end(), home_ + "/.bashrc"), ro.end());
+  EXPECT_NE(std::find(ro.begin(), ro.end(), home_ + "/dotfiles/bashrc"), ro.end());
+}
+
+// A search cut short refuses the run, and leaves nothing made behind.
+TEST_F(AutorunShieldTest, AHardLinkSearchCutShortRefusesTheRunAndLeavesNothing) {
   const auto before = Listing();
   ASSERT_EQ(link((home_ + "/.bashrc").c_str(), (home_ + "/bashrc.bak").c_str()), 0);
-  auto shield = AutorunShield::Prepare(Places(), {home_}, {});
+  auto shield = AutorunShield::Prepare(Places(), {home_}, {}, {}, /*link_search_entries=*/1);
   ASSERT_FALSE(shield);
   EXPECT_NE(shield.error().message.find("hard links"), std::string::npos);
+  EXPECT_NE(shield.error().message.find("fix:"), std::string::npos);
   auto want = before;
   want.insert("bashrc.bak");
   EXPECT_EQ(Listing(), want);
+}
+
+// The other name outside every writable root: nothing more to keep.
+TEST_F(AutorunShieldTest, AHardLinkOutsideTheRootsNeedsNothingMore) {
+  const std::string outside = home_ + "-bashrc.bak";
+  ASSERT_EQ(link((home_ + "/.bashrc").c_str(), outside.c_str()), 0);
+  auto shield = AutorunShield::Prepare(Places(), {home_}, {});
+  ::unlink(outside.c_str());
+  ASSERT_TRUE(shield) << shield.error().ToString();
+  const auto& ro = shield->Plan().read_only;
+  EXPECT_NE(std::find(ro.begin(), ro.end(), home_ + "/.bashrc"), ro.end());
+  EXPECT_EQ(std::find(ro.begin(), ro.end(), outside), ro.end());
 }
 
 }  // namespace

@@ -26,7 +26,7 @@ EscalationContext Context() {
   c.writable_roots = {"/home/u/proj"};
   c.allowed_hosts = {"example.org"};
   c.never_writable = ProtectedAnvilPaths(nullptr, nullptr, "/home/u");
-  c.host_autorun = HostAutorunPaths({"/home/u", "", "", "", ""});
+  c.host_autorun = HostAutorunPaths({"/home/u", "", "", "", "", ""});
   return c;
 }
 
