@@ -172,5 +172,44 @@ TEST_F(T1ServeLazyWalls, AWriterAdmittedLaterIsGuardedBeforeItsFirstWrite) {
   EXPECT_EQ(c->ShutdownAndExit(), 0);
 }
 
+// The benign neighbour of the widening: a command of another plugin in flight when the gateway
+// restarts is answered once, with the reason, and the plugin serves the next command.
+TEST_F(T1ServeLazyWalls, ACommandInFlightAtAWideningIsCancelledWithTheReason) {
+  WritePlugin(plugins_ / "r", "test.loop", "lua", "fs.read = [\"**\"]\n",
+              "anvil.command('loop', function() while true do pcall(sys.fs.read, 'src/a.c') "
+              "end end)\nanvil.command('ok', function() return 'fine' end)\n");
+  Writer(plugins_ / "w", "test.late", "fs.read = [\"**\"]\nfs.write = [\"notes/**\"]\n");
+  StartReady(plugins_ / "r", "test.loop").reset();
+  auto c = Start({"--plugin-dir", plugins_ / "r", "--plugin-dir", plugins_ / "w"});
+  ASSERT_TRUE(c->Initialize().contains("result"));
+  ASSERT_TRUE(WaitForPluginState(*c, "test.loop", "ready"));
+  json id = c->SendRequest("anvil/runCommand", {{"plugin", "test.loop"}, {"command", "loop"}});
+  ASSERT_TRUE(WaitUntil([&] {
+    const json status = c->Request("anvil/status");
+    for (const auto& p : status["result"]["plugins"]) {
+      if (p["id"] == "test.loop") return p["running"] == true;
+    }
+    return false;
+  })) << json(c->seen).dump();
+  c->on_request = [](const json&) -> json { return {{"decision", "approve"}}; };
+  EXPECT_EQ(c->Request("anvil/requestConsent", {{"plugin", "test.late"}})["result"]["granted"],
+            true);
+  json r;
+  for (const auto& m : c->seen) {
+    if (m.contains("id") && m["id"] == id && !m.contains("method")) r = m;
+  }
+  if (r.is_null()) r = c->ReadResponse(id);
+  EXPECT_EQ(r["error"]["data"]["code"], "cancelled") << r;
+  EXPECT_NE(r.dump().find("restarted to serve the fs.write of plugin test.late"), std::string::npos)
+      << r;
+  ASSERT_TRUE(WaitForPluginState(*c, "test.loop", "ready"));
+  json ok = c->Request("anvil/runCommand", {{"plugin", "test.loop"}, {"command", "ok"}});
+  EXPECT_EQ(ok["result"]["value"], "fine") << ok;
+  ASSERT_TRUE(WaitForPluginState(*c, "test.late", "ready"));
+  EXPECT_EQ(Try(*c, "test.late", {"notes/n.txt"})["notes/n.txt"], "WROTE");
+  EXPECT_EQ(Gateway(*c)["widenings"], 1);
+  EXPECT_EQ(c->ShutdownAndExit(), 0);
+}
+
 }  // namespace
 }  // namespace anvil::testing
