@@ -10,7 +10,13 @@
      gateway and every host, and PSS (shared pages split between the processes that share
      them) — target: 50 plugins <= 300 MiB total.
 
+  4. session start -> first command result in a 10,000-file git repository, for a plugin that
+     may only read and one that may write (the gateway scans the workspace for what git runs
+     only for a session with a writer); with --base-anvil, the same against another build,
+     interleaved run by run.
+
 Usage: bench/session_bench.py [--anvil build/release/anvil] [--runs 20] [--reloads 200]
+                              [--base-anvil OTHER/build/release/anvil] [--tree-files 10000]
 
 As root it re-runs itself under SCHED_FIFO priority 1 (`chrt -f 1`, inherited by anvil serve,
 the gateway and the hosts), as sandbox_start.sh does: on a shared two-core box other people's
@@ -93,19 +99,48 @@ class Serve:
             self.proc.wait(timeout=30)
 
 
-def write_plugin(root, name, runtime):
+def write_plugin(root, name, runtime, extra_permissions=""):
     d = os.path.join(root, name)
     os.makedirs(d, exist_ok=True)
     entry = "main.js" if runtime == "js" else "main.lua"
     with open(os.path.join(d, "anvil-plugin.toml"), "w") as f:
         f.write(f'id = "bench.{name}"\nversion = "1.0.0"\nruntime = "{runtime}"\n'
-                f'entry = "{entry}"\n\n[permissions]\nfs.read = ["src/**"]\n')
+                f'entry = "{entry}"\n\n[permissions]\nfs.read = ["src/**"]\n'
+                f'{extra_permissions}')
     with open(os.path.join(d, entry), "w") as f:
         if runtime == "js":
             f.write("anvil.command('ping', () => sys.fs.read('src/a.c').length);\n")
         else:
             f.write("anvil.command('ping', function() return #sys.fs.read('src/a.c') end)\n")
     return d
+
+
+def git_tree(root, files):
+    """A git repository of `files` small files (100 a directory), committed."""
+    os.makedirs(os.path.join(root, "src"))
+    with open(os.path.join(root, "src", "a.c"), "w") as f:
+        f.write("int main(void) { return 0; }\n")
+    for i in range(files - 1):
+        d = os.path.join(root, "tree", f"d{i // 100:03d}")
+        if i % 100 == 0:
+            os.makedirs(d)
+        with open(os.path.join(d, f"f{i % 100:02d}.txt"), "w") as f:
+            f.write(f"{i}\n")
+    env = {"PATH": "/usr/bin:/bin", "HOME": root, "GIT_CONFIG_NOSYSTEM": "1",
+           "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b",
+           "GIT_COMMITTER_EMAIL": "b@b"}
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "tree"]):
+        subprocess.run(["git", "-C", root] + args, check=True, env=env)
+
+
+def start_to_first_result(anvil, ws, d, name, state):
+    t0 = time.perf_counter()
+    s = Serve(anvil, ws, [d], state)
+    s.request("initialize", {"capabilities": {}})
+    s.request("anvil/runCommand", {"plugin": f"bench.{name}", "command": "ping"})
+    ms = (time.perf_counter() - t0) * 1000
+    s.close()
+    return ms
 
 
 def summary(label, samples_ms, target=None):
@@ -171,6 +206,9 @@ def main():
     ap.add_argument("--anvil", default=None)
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--reloads", type=int, default=200)
+    ap.add_argument("--base-anvil", default=None, help="another build, interleaved in 4.")
+    ap.add_argument("--tree-files", type=int, default=10000)
+    ap.add_argument("--only-tree", action="store_true", help="run 4. alone")
     a = ap.parse_args()
     anvil = os.path.abspath(a.anvil) if a.anvil else default_anvil()
     print(f"anvil: {anvil}")
@@ -194,6 +232,9 @@ def main():
         lua = write_plugin(plugins, "lua", "lua")
         js = write_plugin(plugins, "js", "js")
 
+        if a.only_tree:
+            tree_start(a, anvil, tmp, state)
+            return
         print("\n1. session start -> first command result")
         for name, d in (("lua", lua), ("js", js)):
             samples = []
@@ -238,7 +279,38 @@ def main():
                   f"PSS sum {pss / 1024:7.1f} MiB   per host ~{pss / 1024 / max(n, 1):5.2f} MiB PSS"
                   f"{target}")
             s.close()
+        tree_start(a, anvil, tmp, state)
     print(f"\nload average at end: {os.getloadavg()[0]:.2f}")
+
+
+def tree_start(a, anvil, tmp, state):
+    print(f"\n4. session start -> first command result in a {a.tree_files}-file git repository")
+    ws = os.path.join(tmp, "tree-ws")
+    git_tree(ws, a.tree_files)
+    plugins = os.path.join(tmp, "tree-plugins")
+    cases = (("reader", write_plugin(plugins, "reader", "lua")),
+             ("writer", write_plugin(plugins, "writer", "lua", 'fs.write = ["notes/**"]\n')))
+    builds = [("this", anvil)] + ([("base", os.path.abspath(a.base_anvil))] if a.base_anvil else [])
+    for label, build in builds:
+        print(f"  {label}: {build}")
+    samples = {(b, n): [] for b, _ in builds for n, _ in cases}
+    for _ in range(2):  # warm-up: page cache, grants stored
+        for _, build in builds:
+            for name, d in cases:
+                start_to_first_result(build, ws, d, name, state)
+    for i in range(a.runs):
+        # Interleaved, and which build goes first alternates.
+        order = builds if i % 2 == 0 else list(reversed(builds))
+        for name, d in cases:
+            for b, build in order:
+                samples[(b, name)].append(start_to_first_result(build, ws, d, name, state))
+    for name, _ in cases:
+        for b, _ in builds:
+            summary(f"  {name} plugin, {b}", samples[(b, name)])
+        if a.base_anvil:
+            this = statistics.median(samples[("this", name)])
+            base = statistics.median(samples[("base", name)])
+            print(f"{'':<46}this / base = {this / base:.2f} ({this - base:+.1f} ms)")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@
 #include "policy/display_text.h"
 #include "policy/grant_store.h"
 #include "policy/workspace_config.h"
+#include "session/gateway_serves.h"
 #include "session/plugin_admission.h"
 #include "session/plugin_catalog.h"
 #include "session/plugin_session.h"
@@ -72,9 +73,9 @@ std::vector<PluginTool> DiscoverPluginTools(const McpOptions& o) {
       skip(admission.error->ToString());
       continue;
     }
-    std::vector<std::string> gateway_args;
-    if (admission.grant->exec.empty()) gateway_args.emplace_back("--no-exec");
-    if (admission.grant->fs_write.empty()) gateway_args.emplace_back("--no-fs-write");
+    // Only what the grant needs (session/gateway_serves.h).
+    std::vector<std::string> gateway_args =
+        session::GatewayArgsFor(session::ServesFor(*admission.grant));
     session::PluginSessionConfig config{o.workspace,      entry.dir,    manifest,
                                         *admission.grant, gateway_args, {}};
     config.pinned_files = std::move(admission.pinned_files);

@@ -33,6 +33,7 @@
 #include "policy/manifest_signature.h"
 #include "policy/trusted_keys.h"
 #include "policy/workspace_config.h"
+#include "session/gateway_serves.h"
 #include "session/plugin_admission.h"
 #include "session/plugin_catalog.h"
 #include "session/plugin_session.h"
@@ -199,11 +200,10 @@ int RunOnce(const RunSettings& r) {
   }
   const Grant* grant = &*admission.grant;
 
-  // Only what the grant needs: without `exec` no exec broker and no warm runners (their
-  // namespaces and views are most of a session's start and of its teardown).
-  if (grant->exec.empty()) gateway_args.emplace_back("--no-exec");
-  // Without fs.write no write op can pass, and the gateway skips the scan of what git runs.
-  if (grant->fs_write.empty()) gateway_args.emplace_back("--no-fs-write");
+  // Only what the grant needs (session/gateway_serves.h).
+  for (std::string& arg : session::GatewayArgsFor(session::ServesFor(*grant))) {
+    gateway_args.push_back(std::move(arg));
+  }
   session::PluginSessionConfig config{workspace, plugin_dir, *manifest, *grant, gateway_args, {}};
   config.unsafe_net_test = r.unsafe_net_test;
   config.pinned_files = std::move(admission.pinned_files);

@@ -14,6 +14,7 @@
 #include "common/json_depth.h"
 #include "ipc/plugin_trace.h"
 #include "linux/helper_executable.h"
+#include "session/gateway_serves.h"
 #include "session/plugin_admission.h"
 #include "session/plugin_session.h"
 #include "session/plugin_watch.h"
@@ -36,6 +37,8 @@ Status Server::StartGateway() {
   }
   GatewayConfig config{exe->path, o_.workspace, {"--audit-log", *audit}};
   config.extra_args.insert(config.extra_args.end(), o_.gateway_args.begin(), o_.gateway_args.end());
+  // Last, so that nothing before turns back on what no admitted plugin needs.
+  for (std::string& arg : GatewayArgsFor(gateway_serves_)) config.extra_args.push_back(arg);
   auto gateway = GatewayProcess::Start(config);
   if (!gateway) {
     gateway_error_ = gateway.error().ToString();
@@ -48,15 +51,8 @@ Status Server::StartGateway() {
 
 void Server::OnGatewayExited() {
   LogMessage(kMessageError, "Anvil: the policy gateway stopped unexpectedly; restarting it");
-  for (auto& p : plugins_) {
-    if (p->running) {
-      RunRequest r = std::move(*p->running);
-      p->running.reset();
-      FailRun(p->entry.id, r,
-              Error{"crashed", "the policy gateway stopped during the command; it was stopped", 0});
-    }
-    TerminateHost(*p, "gateway restart");
-  }
+  StopHosts(Error{"crashed", "the policy gateway stopped during the command; it was stopped", 0},
+            "gateway restart");
   (void)gateway_->Stop(0);
   gateway_.reset();
   // No delay: every host waits for it.
@@ -70,8 +66,42 @@ void Server::OnGatewayExited() {
     started = StartGateway();
     if (started) ++gateway_restarts_;
   }
-  if (!started) {
-    gateway_error_ = started.error().ToString();
+  RestartHosts(started);
+}
+
+void Server::WidenGateway(const Plugin& p) {
+  const GatewayServes need = ServesFor(*p.grant);
+  std::string what;
+  if (need.fs_write && !gateway_serves_.fs_write) what = "fs.write";
+  if (need.exec && !gateway_serves_.exec) what += what.empty() ? "exec" : " and exec";
+  LogMessage(kMessageInfo, "Anvil: restarting the policy gateway to serve the " + what +
+                               " of plugin " + p.entry.id);
+  StopHosts(Error{"cancelled",
+                  "the policy gateway restarted to serve the " + what + " of plugin " + p.entry.id +
+                      "; run the command again",
+                  0},
+            "gateway widened");
+  (void)gateway_->Stop();
+  gateway_.reset();
+  gateway_serves_ = Union(gateway_serves_, need);
+  ++gateway_widenings_;
+  RestartHosts(StartGateway());
+}
+
+void Server::StopHosts(const Error& why, const std::string& reason) {
+  for (auto& p : plugins_) {
+    if (p->running) {
+      RunRequest r = std::move(*p->running);
+      p->running.reset();
+      FailRun(p->entry.id, r, why);
+    }
+    TerminateHost(*p, reason);
+  }
+}
+
+void Server::RestartHosts(const Status& gateway_started) {
+  if (!gateway_started) {
+    gateway_error_ = gateway_started.error().ToString();
     for (auto& p : plugins_) {
       if (p->state == PluginState::kStarting || p->state == PluginState::kReady) {
         SetFailed(*p, "no policy gateway: " + gateway_error_);
@@ -141,6 +171,13 @@ void Server::ResolvePluginGrant(Plugin& p, bool auto_approve) {
 
 void Server::StartHost(Plugin& p) {
   if (!gateway_) return SetFailed(p, "no policy gateway: " + gateway_error_);
+  if (!Covers(gateway_serves_, ServesFor(*p.grant))) {
+    // A plugin admitted after the gateway started (consent, reload) needs what it was started
+    // without: a new gateway serves it, its scan of what git runs made before its first write.
+    // That restart starts every host again, this one included.
+    p.state = PluginState::kStarting;
+    return WidenGateway(p);
+  }
   const Manifest& m = *p.entry.manifest;
   auto exe = FindHelper("anvil-plugin-host");
   if (!exe) return SetFailed(p, "the plugin host did not start: " + exe.error().ToString());

@@ -42,6 +42,7 @@
 #include "policy/grant.h"
 #include "policy/grant_store.h"
 #include "session/gateway_process.h"
+#include "session/gateway_serves.h"
 #include "session/host_process.h"
 #include "session/lsp/command_registration.h"
 #include "session/lsp/text_document.h"
@@ -234,8 +235,15 @@ class Server {
   void Progress(const RunRequest& r, json value);
 
   // ---- plugin supervision (serve_plugins.cc) ----
-  Status StartGateway();
+  Status StartGateway();  // serving gateway_serves_
   void OnGatewayExited();
+  // Restarts the gateway to serve what `p`'s grant needs as well (gateway_serves.h).
+  void WidenGateway(const Plugin& p);
+  // The gateway is going: fails each command in flight with `why`, stops every host.
+  void StopHosts(const Error& why, const std::string& reason);
+  // After a gateway restart: a new host for each plugin that had one or was about to, or, when
+  // the gateway did not start, each of them failed.
+  void RestartHosts(const Status& gateway_started);
   void ResolvePluginGrant(Plugin& p, bool auto_approve = true);
   void StartHost(Plugin& p);
   void TerminateHost(Plugin& p, const std::string& reason);
@@ -318,8 +326,11 @@ class Server {
   // the gateway refuses it to fs writes; scanned at the first edit, then kept current.
   mutable std::unique_ptr<GitRunGuard> git_run_;
   std::unique_ptr<GatewayProcess> gateway_;
+  // What the gateway serves: what the grants of the plugins admitted at initialize need, widened
+  // (a restart) when one admitted later needs more; never narrowed during a session.
+  GatewayServes gateway_serves_;
   std::deque<Clock::time_point> gateway_crashes_;
-  int gateway_restarts_ = 0;
+  int gateway_restarts_ = 0, gateway_widenings_ = 0;
   std::string gateway_error_;
   std::vector<std::unique_ptr<Plugin>> plugins_;
   std::vector<std::string> missing_;

@@ -58,18 +58,12 @@ void Server::Initialize(const json& id, const json& params) {
   versioned_edits_ =
       IsTrue(Find(params, {"capabilities", "workspace", "applyEdit"})) &&
       IsTrue(Find(params, {"capabilities", "workspace", "workspaceEdit", "documentChanges"}));
-  if (auto s = StartGateway(); !s) {
-    ReplyError(id, kInternalError, "the policy gateway did not start: " + s.error().ToString());
-    return;
-  }
   Catalog catalog = DiscoverPlugins({o_.workspace, o_.plugin_dirs, o_.search_paths});
-  missing_ = catalog.missing;
-  workspace_config_error_ = catalog.workspace_config_error;
-  workspace_config_ = catalog.config;
+  std::vector<std::unique_ptr<Plugin>> plugins;
   for (auto& entry : catalog.plugins) {
     auto p = std::make_unique<Plugin>();
     p->entry = std::move(entry);
-    plugins_.push_back(std::move(p));
+    plugins.push_back(std::move(p));
   }
   for (const auto& id_missing : catalog.missing) {
     auto p = std::make_unique<Plugin>();
@@ -78,12 +72,25 @@ void Server::Initialize(const json& id, const json& params) {
     p->entry.enabled_by = "Anvil.toml";
     p->state = PluginState::kNotFound;
     p->detail = "Anvil.toml enables " + id_missing + " but no plugin directory provides it";
-    plugins_.push_back(std::move(p));
+    plugins.push_back(std::move(p));
   }
-  for (auto& p : plugins_) {
+  // The grants first: the gateway serves what they need and no more (session/gateway_serves.h).
+  // Without fs.write it skips its scan of the workspace for what git runs; without exec it
+  // starts no exec broker. A plugin admitted later that needs more widens it (StartHost).
+  gateway_serves_ = {};
+  for (auto& p : plugins) {
     if (p->state != PluginState::kNotFound) ResolvePluginGrant(*p);
-    WatchPluginFiles(*p);
+    if (p->grant) gateway_serves_ = Union(gateway_serves_, ServesFor(*p->grant));
   }
+  if (auto s = StartGateway(); !s) {
+    ReplyError(id, kInternalError, "the policy gateway did not start: " + s.error().ToString());
+    return;
+  }
+  missing_ = catalog.missing;
+  workspace_config_error_ = catalog.workspace_config_error;
+  workspace_config_ = catalog.config;
+  plugins_ = std::move(plugins);
+  for (auto& p : plugins_) WatchPluginFiles(*p);
   initialized_ = true;
   json result = {{"capabilities",
                   {{"positionEncoding", ToString(encoding_)},
@@ -200,6 +207,8 @@ json Server::StatusJson() const {
           {"gateway",
            {{"pid", gateway_ ? json(gateway_->pid()) : json(nullptr)},
             {"restarts", gateway_restarts_},
+            {"serves", {{"fsWrite", gateway_serves_.fs_write}, {"exec", gateway_serves_.exec}}},
+            {"widenings", gateway_widenings_},
             {"error", gateway_error_}}},
           {"plugins", plugins},
           {"buffers", buffers_.size()},

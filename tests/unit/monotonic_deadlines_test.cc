@@ -29,6 +29,8 @@ const std::map<std::string, std::string> kReviewed = {
      "reuse its cached listing; compared with wall time, not a deadline"},
     {"linux/git_real_fs.cc",
      "which directories' ctimes (wall time) are older than a walk; its deadline uses steady_clock"},
+    {"linux/git_walk_cache.cc",
+     "a stale temporary memo's age: compared with its mtime, which is wall time"},
     {"cli/sandbox_setup.cc", "a sandbox home's age: compared with its mtime, which is wall time"},
     {"session/rpc_trace.h", "the --trace line's timestamp"},
     {"session/rpc_trace.cc", "the --trace line's timestamp"},
