@@ -144,7 +144,7 @@ void ControlChannel::RevokeRegistration(const std::shared_ptr<Registration>& reg
   // Connections bound to it stop being served at once.
   std::vector<uint64_t> bound;
   for (auto& [id, c] : transport_.connections()) {
-    if (c.bound == reg) bound.push_back(id);
+    if (c.bound == reg && !c.closed) bound.push_back(id);
   }
   for (uint64_t id : bound) transport_.Close(id, "token revoked");
 }
@@ -175,7 +175,7 @@ nlohmann::json ControlChannel::Cancel(const nlohmann::json& msg) {
   std::string text = reason == "reload" ? "plugin reloading" : reason;
   size_t cancelled = 0;
   for (auto& [id, c] : transport_.connections()) {
-    if (!c.bound || c.bound->host.plugin != plugin) continue;
+    if (!c.bound || c.closed || c.bound->host.plugin != plugin) continue;
     for (auto& [rid, weak] : c.jobs) {
       if (auto j = weak.lock()) {
         j->Cancel(text);
