@@ -254,8 +254,9 @@ bool Server::HandleRequest(uint64_t id, Connection& c, Request r) {
   if (cheap && c.out.size() - c.out_offset < options_.limits.max_output_buffer) {
     // Read-only and short (bounded by the read/list caps, no fsync): answered right here on
     // the I/O thread, without the mutex. Two thread hand-offs (queue, completion) cost more
-    // than the operation. A peer with a full output buffer goes through the queue instead,
-    // whose in-flight and queue caps then apply (answers are matched by id, so order does not
+    // than the operation. The transport serves no frame while the output buffer is full; should
+    // queued answers have filled it since, the request goes through the queue instead, whose
+    // in-flight and queue caps then apply (answers are matched by id, so order does not
     // matter). `reg` keeps the grant alive should it be revoked meanwhile.
     lock.unlock();
     AuditEntry audit;
@@ -272,6 +273,10 @@ bool Server::HandleRequest(uint64_t id, Connection& c, Request r) {
         std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count());
     audit_->Record(audit);
     std::string frame = ipc::EncodeResponse(response);
+    if (options_.inline_answer_delay_ms_for_testing > 0) {
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(options_.inline_answer_delay_ms_for_testing));
+    }
     lock.lock();
     // Revoked (or closed for another reason) while it was read: the answer is dropped, and the
     // close that is waiting for this thread returns only now.

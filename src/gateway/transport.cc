@@ -216,9 +216,15 @@ void Transport::HandleEvents(uint64_t id, uint32_t events) {
     return;
   }
   if (!c->late.empty()) {
-    // Answers of queued jobs that completed meanwhile: sent now (Flush re-arms).
-    c->out += c->late;
-    c->late.clear();
+    // Answers of queued jobs that completed meanwhile: sent now (Flush re-arms). Moved, not
+    // copied, and its memory given back: it can hold up to the in-flight cap's answers.
+    if (c->out_offset == c->out.size()) {
+      c->out = std::move(c->late);
+      c->out_offset = 0;
+    } else {
+      c->out += c->late;
+    }
+    std::string().swap(c->late);
     Flush(id, *c, /*rearm=*/true);
     return;
   }
@@ -231,9 +237,20 @@ void Transport::HandleEvents(uint64_t id, uint32_t events) {
 
 std::optional<std::string> Transport::Serve(uint64_t id, Connection& c, uint32_t events) {
   if ((events & EPOLLOUT) && !Send(c)) return "send failed";
-  if (!(events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) || !c.reading) return std::nullopt;
+  const bool readable = events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR);
+  bool closed = false;
+  if (c.frames_waiting) {
+    // Frames read before the output buffer filled are served first, once it drained enough.
+    c.reading = WantRead(c);
+    if (!c.reading) return std::nullopt;
+    if (auto why = ServeFrames(id, c, closed)) return why;
+    if (closed) return std::nullopt;
+    if (c.reader.Buffered() == 0) c.frame_sender.reset();
+  } else if (!readable || !c.reading) {
+    return std::nullopt;
+  }
   char buffer[65536];
-  for (int round = 0; round < 16 && c.reading; ++round) {
+  for (int round = 0; readable && round < 16 && c.reading && !c.frames_waiting; ++round) {
     std::optional<ipc::PeerCredentials> sender;
     ssize_t n = ipc::ReceiveWithCredentials(c.fd.Get(), buffer, sizeof(buffer), sender);
     if (n == 0) return "peer closed";
@@ -247,28 +264,46 @@ std::optional<std::string> Transport::Serve(uint64_t id, Connection& c, uint32_t
     if (!sender || (c.frame_sender && !(*c.frame_sender == *sender))) c.mixed_senders = true;
     c.frame_sender = sender;
     c.reader.Append(buffer, static_cast<size_t>(n));
-    while (true) {
-      auto frame = c.reader.Next();
-      if (!frame) {
-        AuditFrame(c, frame.error().code, frame.error().message + "; connection closed");
-        return "malformed frame";
-      }
-      if (!*frame) break;
-      if (stopping_.load(std::memory_order_relaxed)) return "gateway stopping";
-      bool mixed = c.mixed_senders;
-      // The bytes of the next frame start after this one; their sender is the current one.
-      c.mixed_senders = false;
-      if (mixed) {
-        AuditFrame(c, "denied", "frame bytes from more than one process; connection closed");
-        return "mixed senders";
-      }
-      if (!on_frame_(id, c, **frame)) return std::nullopt;  // closed by the handler
-    }
+    if (auto why = ServeFrames(id, c, closed)) return why;
+    if (closed) return std::nullopt;
     if (c.reader.Buffered() == 0) c.frame_sender.reset();
     if (drained) break;
   }
   if (!Send(c)) return "send failed";
   return std::nullopt;
+}
+
+std::optional<std::string> Transport::ServeFrames(uint64_t id, Connection& c, bool& closed) {
+  while (true) {
+    if (c.out.size() - c.out_offset >= limits_.max_output_buffer) {
+      // Backpressure between frames too: a burst of requests read at once would otherwise have
+      // all its answers buffered (or queued) before the peer read any. The rest waits in the
+      // reader, already read with its senders checked, until the peer drained its answers.
+      c.frames_waiting = c.reader.Buffered() > 0;
+      return std::nullopt;
+    }
+    auto frame = c.reader.Next();
+    if (!frame) {
+      AuditFrame(c, frame.error().code, frame.error().message + "; connection closed");
+      return "malformed frame";
+    }
+    if (!*frame) {
+      c.frames_waiting = false;
+      return std::nullopt;
+    }
+    if (stopping_.load(std::memory_order_relaxed)) return "gateway stopping";
+    bool mixed = c.mixed_senders;
+    // The bytes of the next frame start after this one; their sender is the current one.
+    c.mixed_senders = false;
+    if (mixed) {
+      AuditFrame(c, "denied", "frame bytes from more than one process; connection closed");
+      return "mixed senders";
+    }
+    if (!on_frame_(id, c, **frame)) {  // closed by the handler
+      closed = true;
+      return std::nullopt;
+    }
+  }
 }
 
 void Transport::AuditFrame(Connection& c, const std::string& code, const std::string& reason) {
@@ -295,7 +330,12 @@ bool Transport::Send(Connection& c) {
     c.out_offset += static_cast<size_t>(n);
   }
   if (c.out_offset == c.out.size()) {
-    c.out.clear();
+    // Emptied: a buffer that held a burst of large answers gives its memory back.
+    if (c.out.capacity() > (1u << 20)) {
+      std::string().swap(c.out);
+    } else {
+      c.out.clear();
+    }
     c.out_offset = 0;
   } else if (c.out_offset > (1u << 20)) {
     c.out.erase(0, c.out_offset);
@@ -316,18 +356,27 @@ void Transport::Flush(uint64_t id, Connection& c, bool rearm) {
   UpdateInterest(id, c, rearm);
 }
 
-void Transport::UpdateInterest(uint64_t id, Connection& c, bool rearm) {
+bool Transport::WantRead(const Connection& c) const {
   // Backpressure: a peer that does not read its answers stops being read from.
   size_t pending = c.out.size() - c.out_offset;
   // Hysteresis: stop at the cap, resume once half of it has drained.
   bool want_read =
       c.reading ? pending < limits_.max_output_buffer : pending < limits_.max_output_buffer / 2;
-  want_read = want_read && !c.close_after_flush;
+  return want_read && !c.close_after_flush;
+}
+
+void Transport::UpdateInterest(uint64_t id, Connection& c, bool rearm) {
+  size_t pending = c.out.size() - c.out_offset;
+  bool want_read = WantRead(c);
   c.reading = want_read;
   epoll_event ev{};
   uint32_t read_events = EPOLLIN | EPOLLRDHUP;
   uint32_t write_events = EPOLLOUT;
-  ev.events = (want_read ? read_events : 0u) | (pending ? write_events : 0u) | EPOLLONESHOT;
+  // Frames already read wait for the output buffer to drain, not for more bytes from the peer:
+  // once it may be read from again, writability (at once, unless the peer's socket is full)
+  // brings an I/O thread to serve them.
+  const bool wake = pending > 0 || (want_read && c.frames_waiting);
+  ev.events = (want_read ? read_events : 0u) | (wake ? write_events : 0u) | EPOLLONESHOT;
   // One-shot: the owner re-arms it every time it lets go. Otherwise (a queued job's answer sent
   // while nobody owns it) it is still armed, or an I/O thread is about to take it and re-arm it:
   // re-registering the same mask changes nothing.

@@ -61,6 +61,8 @@ struct Connection {
   std::thread::id owner;
   bool closed = false;  // closed while busy: its owner removes it when it lets go
   std::string late;     // answers of queued jobs that completed while it was busy
+  // owner: whole frames wait in `reader`, not served while the output buffer was full
+  bool frames_waiting = false;
 };
 
 class Transport {
@@ -110,6 +112,12 @@ class Transport {
  private:
   // Serves `c`, which this thread owns; returns why it is to be closed, or nothing.
   std::optional<std::string> Serve(uint64_t id, Connection& c, uint32_t events);
+  // Serves the whole frames buffered in `c.reader` until none is left or the output buffer is
+  // full (`c.frames_waiting`); returns why `c` is to be closed, or sets `closed` when the
+  // handler closed it.
+  std::optional<std::string> ServeFrames(uint64_t id, Connection& c, bool& closed);
+  // Whether `c` may be read from (its output buffer is below the cap, with hysteresis).
+  bool WantRead(const Connection& c) const;
   // Sends what is buffered for `c` (its owner, or under mu() when none); false on an error.
   bool Send(Connection& c);
   // Audits a malformed frame on `c` (takes mu()).

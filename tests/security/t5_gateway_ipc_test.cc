@@ -306,6 +306,31 @@ TEST_F(T5GatewayIpc, RevokeDuringConcurrentReadsStopsEveryAnswer) {
   EXPECT_EQ(served_after.load(), 0) << "a read was answered after its token's revocation returned";
 }
 
+// The direct case of the one above: a read admitted before the revocation, whose answer is
+// ready only after the revocation began, is never sent. The gateway holds every answer it read
+// on an I/O thread for a while (a test-only flag), so the revocation lands while the read is in
+// flight; it returns only once that thread let go of the connection, which then ends without
+// the answer.
+class T5GatewayRevokeInFlight : public GatewayTest {};
+
+TEST_F(T5GatewayRevokeInFlight, AnswerReadBeforeRevokeIsNeverSentAfterIt) {
+  WriteFile(*ws_ / "a.txt", "content");
+  StartGateway({"--unsafe-test-inline-delay-ms", "1500"});
+  auto token = RegisterPlugin("p.one", ReadWriteGrant());
+  auto client = Client(token, "p.one");
+  ASSERT_TRUE(client->Send("fs.read", {"a.txt"}));
+  usleep(300000);  // the read is being answered; its answer is held
+  ASSERT_TRUE(gateway_->Revoke(token));
+  auto r = client->Receive();
+  EXPECT_FALSE(r && r->ok) << "the answer of a read in flight was sent after the revocation";
+  EXPECT_FALSE(r) << "expected the connection to end, got an answer";
+  // The benign neighbour: another plugin registered afterwards is served (slowly) as usual.
+  auto other = RegisterPlugin("p.two", ReadWriteGrant());
+  auto again = Client(other, "p.two")->Call("fs.read", {"a.txt"});
+  ASSERT_TRUE(again && again->ok);
+  EXPECT_EQ(again->fields[0], "content");
+}
+
 // The benign twin: several clients reading at once all get their own, whole answers, and the
 // audit log has one whole line per read.
 TEST_F(T5GatewayIpc, ConcurrentClientsReadAndEveryReadIsOneAuditLine) {
