@@ -46,7 +46,7 @@ default_filter+=':ExecGateway.TimeoutKills*'
 # Several I/O threads serve the connections: revocation against reads in flight, concurrent
 # readers and their audit lines.
 default_filter+=':T5GatewayIpc.RevokeDuring*:T5GatewayIpc.ConcurrentClients*'
-default_filter+=':T5GatewayRevokeInFlight.*'
+default_filter+=':T5GatewayIpc.Shutdown*:T5GatewayRevokeInFlight.*'
 default_reliability_filter='GatewayLoad.*:GatewayFaults.OutOfFileDescriptors*'
 default_reliability_filter+=':GatewayFaults.HostKilled*'
 

@@ -1,7 +1,9 @@
 // The gateway's plugin socket: the listening socket (0600), accepting a connection (admission.h
 // decides; out of descriptors the spare one answers "busy"), the hello deadline, reading frames
-// with the kernel-attested sender of their bytes, and writing answers with backpressure. What a
-// frame means is the server's (FrameHandler); this file only moves bytes and closes connections.
+// with the kernel-attested sender of their bytes, and writing answers with backpressure (a peer
+// whose unread answers reach the cap is neither read from nor served a frame it sent already).
+// What a frame means is the server's (FrameHandler); this file only moves bytes and closes
+// connections.
 //
 // Threads: the connections live in their own epoll set, which several I/O threads wait on, each
 // connection registered one-shot so that one thread at a time serves it (it "owns" it: `busy`).

@@ -331,6 +331,40 @@ TEST_F(T5GatewayRevokeInFlight, AnswerReadBeforeRevokeIsNeverSentAfterIt) {
   EXPECT_EQ(again->fields[0], "content");
 }
 
+// Shutdown while every I/O thread is serving a reader and a slow reader's requests wait for its
+// output buffer: the gateway joins its threads and exits cleanly, in time, leaving nothing.
+TEST_F(T5GatewayIpc, ShutdownWhileEveryIoThreadServesExitsCleanly) {
+  WriteFile(*ws_ / "big.bin", std::string(1 << 20, 'x'));
+  auto token = RegisterPlugin("p.one", ReadWriteGrant());
+  auto slow = Client(token, "p.one");
+  int flags = fcntl(slow->fd(), F_GETFL);
+  fcntl(slow->fd(), F_SETFL, flags | O_NONBLOCK);
+  for (int i = 0; i < 200 && slow->Send("fs.read", {"big.bin"}); ++i) {
+  }
+  constexpr int kClients = 4;
+  std::vector<std::unique_ptr<ipc::GatewayClient>> clients;
+  for (int i = 0; i < kClients; ++i) clients.push_back(Client(token, "p.one"));
+  std::atomic<int> served{0};
+  std::vector<std::thread> readers;
+  for (auto& client : clients) {
+    readers.emplace_back([&, c = client.get()] {
+      while (true) {
+        auto r = c->Call("fs.read", {"big.bin"});
+        if (!r || !r->ok) return;  // the gateway is gone
+        ++served;
+      }
+    });
+  }
+  while (served.load() < 8) usleep(1000);
+  const pid_t pid = gateway_->pid();
+  auto status = gateway_->Stop(GatewayUnderTsan() ? 20000 : 5000);
+  gateway_.reset();
+  for (auto& t : readers) t.join();
+  ASSERT_TRUE(status);
+  EXPECT_EQ(*status, 0) << "the gateway did not exit cleanly in time (killed: 137)";
+  EXPECT_FALSE(ProcessAlive(pid));
+}
+
 // The benign twin: several clients reading at once all get their own, whole answers, and the
 // audit log has one whole line per read.
 TEST_F(T5GatewayIpc, ConcurrentClientsReadAndEveryReadIsOneAuditLine) {
