@@ -64,8 +64,11 @@ void ControlChannel::HandleReadable() {
       reply = {{"ok", false}, {"error", "invalid: unknown control op '" + op + "'"}};
     }
     if (msg.is_object() && msg.contains("seq")) reply["seq"] = msg["seq"];
-    Reply(reply);
+    // Written before the reply: the trusted side then finds every line of what it was answered
+    // (a revocation's) and of what the plugins were answered, whose lines the I/O threads
+    // record before the answer is sent but may write only after this reply.
     audit_->Flush();
+    Reply(reply);
   }
 }
 

@@ -269,18 +269,28 @@ bool Server::HandleRequest(uint64_t id, Connection& c, Request r) {
     context.git_run = git_run_;
     context.no_fs_write = options_.no_fs_write;
     Response response = Dispatch(context, reg->grant, r, audit);
-    audit.duration_us = static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count());
-    audit_->Record(audit);
-    std::string frame = ipc::EncodeResponse(response);
     if (options_.inline_answer_delay_ms_for_testing > 0) {
       std::this_thread::sleep_for(
           std::chrono::milliseconds(options_.inline_answer_delay_ms_for_testing));
     }
+    audit.duration_us = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count());
+    std::string frame = ipc::EncodeResponse(response);
     lock.lock();
-    // Revoked (or closed for another reason) while it was read: the answer is dropped, and the
-    // close that is waiting for this thread returns only now.
-    if (c.closed) return false;
+    // Audited under the mutex, in order with a revocation's line: an answer that leaves is
+    // audited before the revocation, one dropped as cancelled, never "allow" after it.
+    if (c.closed) {
+      // Revoked (or closed for another reason) while it was read: the answer is dropped, and
+      // the close that is waiting for this thread returns only now.
+      if (audit.verdict == "allow") {
+        audit.verdict = "cancelled";
+        audit.code = "cancelled";
+        audit.reason = "connection closed before the answer was sent";
+      }
+      audit_->Record(audit);
+      return false;
+    }
+    audit_->Record(audit);
     reg->bytes.Charge(static_cast<double>(frame.size()));
     if (c.out.empty()) {
       c.out = std::move(frame);

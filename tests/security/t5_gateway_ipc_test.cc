@@ -310,7 +310,7 @@ TEST_F(T5GatewayIpc, RevokeDuringConcurrentReadsStopsEveryAnswer) {
 // ready only after the revocation began, is never sent. The gateway holds every answer it read
 // on an I/O thread for a while (a test-only flag), so the revocation lands while the read is in
 // flight; it returns only once that thread let go of the connection, which then ends without
-// the answer.
+// the answer, and the audit log has the read as cancelled, not allowed after the revocation.
 class T5GatewayRevokeInFlight : public GatewayTest {};
 
 TEST_F(T5GatewayRevokeInFlight, AnswerReadBeforeRevokeIsNeverSentAfterIt) {
@@ -324,6 +324,21 @@ TEST_F(T5GatewayRevokeInFlight, AnswerReadBeforeRevokeIsNeverSentAfterIt) {
   auto r = client->Receive();
   EXPECT_FALSE(r && r->ok) << "the answer of a read in flight was sent after the revocation";
   EXPECT_FALSE(r) << "expected the connection to end, got an answer";
+  // Nor does the audit log say the revoked plugin was allowed a read after its revocation: the
+  // read's line says its answer was dropped.
+  ASSERT_TRUE(gateway_->Control({{"op", "status"}}));
+  bool revoked = false;
+  bool dropped = false;
+  for (const auto& line : AuditLines()) {
+    if (line.value("plugin", "") != "p.one") continue;
+    if (line.value("op", "") == "revoke") revoked = true;
+    if (line.value("op", "") != "fs.read") continue;
+    EXPECT_FALSE(revoked && line.value("verdict", "") == "allow")
+        << "audit: read allowed after the revocation: " << line.dump();
+    dropped |= line.value("verdict", "") == "cancelled";
+  }
+  EXPECT_TRUE(revoked);
+  EXPECT_TRUE(dropped) << "the dropped answer's read is not in the audit log as cancelled";
   // The benign neighbour: another plugin registered afterwards is served (slowly) as usual.
   auto other = RegisterPlugin("p.two", ReadWriteGrant());
   auto again = Client(other, "p.two")->Call("fs.read", {"a.txt"});
