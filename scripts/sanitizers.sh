@@ -43,6 +43,10 @@ run_asan() {
 default_filter='T6GatewayLimits.*:T5GatewayIpc.ConcurrentCancel*'
 default_filter+=':T5GatewayIpc.HostExitRevokesItsToken:ExecGateway.CancelKills*'
 default_filter+=':ExecGateway.TimeoutKills*'
+# Several I/O threads serve the connections: revocation against reads in flight, concurrent
+# readers and their audit lines.
+default_filter+=':T5GatewayIpc.RevokeDuring*:T5GatewayIpc.ConcurrentClients*'
+default_filter+=':T5GatewayIpc.Shutdown*:T5GatewayRevokeInFlight.*'
 default_reliability_filter='GatewayLoad.*:GatewayFaults.OutOfFileDescriptors*'
 default_reliability_filter+=':GatewayFaults.HostKilled*'
 

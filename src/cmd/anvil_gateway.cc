@@ -25,6 +25,11 @@ int main(int argc, char** argv) {
         o.exec_fail_layer_for_testing = v;
         return anvil::Ok();
       }).Hidden());
+  spec.flags.push_back(
+      anvil::Count(
+          "--unsafe-test-inline-delay-ms", "MS", "", anvil::Between(0, 60000),
+          [&o](uint64_t ms) { o.inline_answer_delay_ms_for_testing = static_cast<uint32_t>(ms); })
+          .Hidden());
 #endif
   auto parsed = anvil::ParseFlags(spec, std::vector<std::string>(argv + 1, argv + argc));
   if (!parsed) {

@@ -64,8 +64,11 @@ void ControlChannel::HandleReadable() {
       reply = {{"ok", false}, {"error", "invalid: unknown control op '" + op + "'"}};
     }
     if (msg.is_object() && msg.contains("seq")) reply["seq"] = msg["seq"];
-    Reply(reply);
+    // Written before the reply: the trusted side then finds every line of what it was answered
+    // (a revocation's) and of what the plugins were answered, whose lines the I/O threads
+    // record before the answer is sent but may write only after this reply.
     audit_->Flush();
+    Reply(reply);
   }
 }
 
@@ -144,7 +147,7 @@ void ControlChannel::RevokeRegistration(const std::shared_ptr<Registration>& reg
   // Connections bound to it stop being served at once.
   std::vector<uint64_t> bound;
   for (auto& [id, c] : transport_.connections()) {
-    if (c.bound == reg) bound.push_back(id);
+    if (c.bound == reg && !c.closed) bound.push_back(id);
   }
   for (uint64_t id : bound) transport_.Close(id, "token revoked");
 }
@@ -175,7 +178,7 @@ nlohmann::json ControlChannel::Cancel(const nlohmann::json& msg) {
   std::string text = reason == "reload" ? "plugin reloading" : reason;
   size_t cancelled = 0;
   for (auto& [id, c] : transport_.connections()) {
-    if (!c.bound || c.bound->host.plugin != plugin) continue;
+    if (!c.bound || c.closed || c.bound->host.plugin != plugin) continue;
     for (auto& [rid, weak] : c.jobs) {
       if (auto j = weak.lock()) {
         j->Cancel(text);

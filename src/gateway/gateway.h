@@ -45,6 +45,9 @@ struct GatewayOptions {
   std::string exec_unavailable;             // set by RunGateway: why sys.exec is refused
   pid_t trusted_pid = 0;  // set by RunGateway: the control channel's peer (SO_PEERCRED)
   NetFetchOptions net;    // sys.net.fetch: limits and the --unsafe-test-* options
+  // Test-only builds: an answer read on an I/O thread waits this long before it is queued for
+  // sending (a revocation then lands while the read is in flight).
+  uint32_t inline_answer_delay_ms_for_testing = 0;
 };
 
 // Runs until shutdown or until the control channel closes (the trusted side died). Returns

@@ -1,10 +1,13 @@
 #include "gateway/server.h"
 
+#include <sched.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <mutex>
 
 #include "gateway/admission.h"
 #include "gateway/dispatch.h"
@@ -25,9 +28,9 @@ Server::Server(const GatewayOptions& options, WorkspaceRoot root, AuditLog* audi
       git_run_(git_run),
       queue_(Context(), audit, options_.limits.max_queued_jobs,
              options_.exec_limits.max_concurrent),
-      transport_(epoll_, options_.limits, options_.trusted_pid, audit,
+      transport_(epoll_, conn_epoll_, options_.limits, options_.trusted_pid, audit,
                  [this](uint64_t id, Connection& c, const ipc::Frame& frame) {
-                   HandleFrame(id, c, frame);
+                   return HandleFrame(id, c, frame);
                  }),
       control_(options_, epoll_, transport_, queue_, audit) {}
 
@@ -41,10 +44,26 @@ DispatchContext Server::Context() {
   return context;
 }
 
+namespace {
+
+// One I/O thread per CPU this process may run on, at most four: the connections' work spreads
+// over the CPUs, and a few threads are enough for the few plugin hosts of a session.
+uint32_t IoThreads() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+  return static_cast<uint32_t>(std::clamp(cpus, 1, 4));
+}
+
+}  // namespace
+
 Status Server::Start(const std::string& socket_path) {
+  io_thread_count_ = IoThreads();  // before hardening: the filter need not allow the look-up
   epoll_.Reset(epoll_create1(EPOLL_CLOEXEC));
+  conn_epoll_.Reset(epoll_create1(EPOLL_CLOEXEC));
+  stop_.Reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   const bool woke = queue_.Open();
-  if (!epoll_ || !woke) return SysFail("internal", "epoll/eventfd");
+  if (!epoll_ || !conn_epoll_ || !stop_ || !woke) return SysFail("internal", "epoll/eventfd");
   if (auto s = transport_.Listen(socket_path); !s) return s;
   auto add = [&](int fd, uint64_t tag) {
     epoll_event ev{};
@@ -55,7 +74,32 @@ Status Server::Start(const std::string& socket_path) {
   if (add(options_.control_fd, MakeTag(kControl, 0)) || add(queue_.wake_fd(), MakeTag(kWake, 0))) {
     return SysFail("internal", "epoll_ctl");
   }
+  epoll_event stop{};
+  stop.events = EPOLLIN;  // level-triggered: once written, every I/O thread sees it
+  stop.data.u64 = MakeTag(kStop, 0);
+  if (epoll_ctl(conn_epoll_.Get(), EPOLL_CTL_ADD, stop_.Get(), &stop) != 0) {
+    return SysFail("internal", "epoll_ctl");
+  }
   return Ok();
+}
+
+void Server::IoLoop() {
+  // One event at a time: a connection whose requests take long (a flood of large reads) then
+  // holds up only this thread; the others' events stay for the other threads.
+  epoll_event events[1];
+  while (true) {
+    int n = epoll_wait(conn_epoll_.Get(), events, 1, -1);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    for (int i = 0; i < n; ++i) {
+      uint64_t tag = events[i].data.u64;
+      if (static_cast<Tag>(tag >> 56) == kStop) return;
+      transport_.HandleEvents(tag & ((1ull << 56) - 1), events[i].events);
+    }
+    audit_->Flush();
+  }
 }
 
 int Server::Loop() {
@@ -63,13 +107,20 @@ int Server::Loop() {
   // inherited by threads created later, never applied to threads that already exist.
   queue_.Start(std::max<uint32_t>(1, options_.limits.worker_threads),
                exec_ ? std::max<uint32_t>(1, options_.exec_limits.max_concurrent) : 0);
+  for (uint32_t i = io_thread_count_; i > 0; --i) io_threads_.emplace_back([this] { IoLoop(); });
   epoll_event events[64];
   while (control_.open()) {
-    int n = epoll_wait(epoll_.Get(), events, 64, transport_.ExpireHelloDeadlines());
+    int timeout;
+    {
+      std::lock_guard lock(transport_.mu());
+      timeout = transport_.ExpireHelloDeadlines();
+    }
+    int n = epoll_wait(epoll_.Get(), events, 64, timeout);
     if (n < 0) {
       if (errno == EINTR) continue;
       break;
     }
+    std::lock_guard lock(transport_.mu());
     for (int i = 0; i < n && control_.open(); ++i) {
       uint64_t tag = events[i].data.u64;
       uint64_t id = tag & ((1ull << 56) - 1);
@@ -83,22 +134,27 @@ int Server::Loop() {
         case kWake:
           HandleWake();
           break;
-        case kConn:
-          transport_.HandleEvents(id, events[i].events);
-          break;
         case kPidfd:
           control_.HostExited(id);
+          break;
+        default:
           break;
       }
     }
     audit_->Flush();
   }
+  transport_.Stop();
+  uint64_t one = 1;
+  ssize_t ignored = ::write(stop_.Get(), &one, sizeof(one));
+  (void)ignored;
+  for (auto& t : io_threads_) t.join();
+  io_threads_.clear();
   queue_.Stop();
   audit_->Flush();
   return 0;
 }
 
-void Server::HandleFrame(uint64_t id, Connection& c, const ipc::Frame& frame) {
+bool Server::HandleFrame(uint64_t id, Connection& c, const ipc::Frame& frame) {
   switch (frame.kind) {
     case ipc::FrameKind::kRequest: {
       auto request = ipc::DecodeRequest(frame.body);
@@ -109,26 +165,29 @@ void Server::HandleFrame(uint64_t id, Connection& c, const ipc::Frame& frame) {
         audit.code = "invalid";
         audit.reason = request.error().message + "; connection closed";
         audit_->Record(audit);
+        std::lock_guard lock(transport_.mu());
         transport_.Close(id, "malformed request");
-        return;
+        return false;
       }
-      HandleRequest(id, c, std::move(*request));
-      return;
+      return HandleRequest(id, c, std::move(*request));
     }
     case ipc::FrameKind::kCancel: {
       auto request_id = ipc::DecodeCancel(frame.body);
+      std::lock_guard lock(transport_.mu());
       if (!request_id) {
         transport_.Close(id, "malformed cancel");
-        return;
+        return false;
       }
       if (auto job = c.jobs.find(*request_id); job != c.jobs.end()) {
         if (auto j = job->second.lock()) j->Cancel("request cancelled");
       }
-      return;
+      return !c.closed;
     }
-    default:
+    default: {
+      std::lock_guard lock(transport_.mu());
       transport_.Close(id, "unexpected frame kind");
-      return;
+      return false;
+    }
   }
 }
 
@@ -147,7 +206,9 @@ void Server::Deny(Connection& c, const Request& r, const std::string& plugin,
   if (refusal.close) c.close_after_flush = true;
 }
 
-void Server::HandleRequest(uint64_t id, Connection& c, Request r) {
+bool Server::HandleRequest(uint64_t id, Connection& c, Request r) {
+  std::unique_lock lock(transport_.mu());
+  if (c.closed) return false;  // revoked, say, since its last frame
   auto reg = control_.FindByToken(r.token);
   RequestFacts facts;
   facts.op = r.op;
@@ -163,7 +224,7 @@ void Server::HandleRequest(uint64_t id, Connection& c, Request r) {
   if (admission.verdict == RequestVerdict::kRefuse) {
     // Audited under the plugin the token names, else the one the connection said hello for.
     Deny(c, r, reg ? reg->host.plugin : (c.bound ? c.bound->host.plugin : ""), admission.refusal);
-    return;
+    return true;
   }
   if (admission.verdict == RequestVerdict::kHello) {
     c.bound = reg;
@@ -176,25 +237,28 @@ void Server::HandleRequest(uint64_t id, Connection& c, Request r) {
     // [session id, frame cap]: the host checks its requests against the cap before sending.
     c.out += ipc::EncodeResponse(Response{
         r.id, true, {options_.session_id, std::to_string(options_.limits.max_frame_bytes)}});
-    return;
+    return true;
   }
   // Admitted: the registration's meters, requests first, then bytes.
   if (!reg->requests.Take(1)) {
     Deny(c, r, reg->host.plugin, {"limit", "request quota exceeded", false});
-    return;
+    return true;
   }
   uint64_t payload = 0;
   for (const auto& a : r.args) payload += a.size();
   if (!reg->bytes.Take(static_cast<double>(payload))) {
     Deny(c, r, reg->host.plugin, {"limit", "byte quota exceeded", false});
-    return;
+    return true;
   }
   const bool cheap = RunsInline(r.op);
   if (cheap && c.out.size() - c.out_offset < options_.limits.max_output_buffer) {
     // Read-only and short (bounded by the read/list caps, no fsync): answered right here on
-    // the event loop. Two thread hand-offs (queue, completion) cost more than the operation.
-    // A peer with a full output buffer goes through the queue instead, whose in-flight and
-    // queue caps then apply (answers are matched by id, so order does not matter).
+    // the I/O thread, without the mutex. Two thread hand-offs (queue, completion) cost more
+    // than the operation. The transport serves no frame while the output buffer is full; should
+    // queued answers have filled it since, the request goes through the queue instead, whose
+    // in-flight and queue caps then apply (answers are matched by id, so order does not
+    // matter). `reg` keeps the grant alive should it be revoked meanwhile.
+    lock.unlock();
     AuditEntry audit;
     audit.plugin = reg->host.plugin;
     audit.request_id = r.id;
@@ -205,17 +269,35 @@ void Server::HandleRequest(uint64_t id, Connection& c, Request r) {
     context.git_run = git_run_;
     context.no_fs_write = options_.no_fs_write;
     Response response = Dispatch(context, reg->grant, r, audit);
+    if (options_.inline_answer_delay_ms_for_testing > 0) {
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(options_.inline_answer_delay_ms_for_testing));
+    }
     audit.duration_us = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count());
-    audit_->Record(audit);
     std::string frame = ipc::EncodeResponse(response);
+    lock.lock();
+    // Audited under the mutex, in order with a revocation's line: an answer that leaves is
+    // audited before the revocation, one dropped as cancelled, never "allow" after it.
+    if (c.closed) {
+      // Revoked (or closed for another reason) while it was read: the answer is dropped, and
+      // the close that is waiting for this thread returns only now.
+      if (audit.verdict == "allow") {
+        audit.verdict = "cancelled";
+        audit.code = "cancelled";
+        audit.reason = "connection closed before the answer was sent";
+      }
+      audit_->Record(audit);
+      return false;
+    }
+    audit_->Record(audit);
     reg->bytes.Charge(static_cast<double>(frame.size()));
     if (c.out.empty()) {
       c.out = std::move(frame);
     } else {
       c.out += frame;
     }
-    return;
+    return true;
   }
   auto job = std::make_shared<Job>();
   job->conn_id = id;
@@ -224,9 +306,10 @@ void Server::HandleRequest(uint64_t id, Connection& c, Request r) {
   const bool exec = job->request.op == "exec" && exec_ != nullptr;
   if (auto full = queue_.Push(job, exec)) {
     Deny(c, job->request, reg->host.plugin, {"busy", *full, false});
-    return;
+    return true;
   }
   c.jobs[job->request.id] = job;
+  return true;
 }
 
 void Server::HandleWake() {
@@ -237,11 +320,16 @@ void Server::HandleWake() {
     c->jobs.erase(d.request_id);
     // Replies count against the plugin's byte quota too (requests were charged on arrival).
     if (c->bound) c->bound->bytes.Charge(static_cast<double>(d.frame.size()));
+    if (c->busy) {
+      c->late += d.frame;  // its owner sends it when it lets go
+      continue;
+    }
     c->out += d.frame;
     touched.push_back(d.conn_id);
   }
   for (uint64_t id : touched) {
-    if (Connection* c = transport_.Find(id)) transport_.Flush(id, *c);
+    Connection* c = transport_.Find(id);
+    if (c != nullptr && !c->busy) transport_.Flush(id, *c);
   }
 }
 

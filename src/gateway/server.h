@@ -1,12 +1,17 @@
-// The gateway's event loop and what a plugin's request goes through: one thread polls the
-// plugin socket and its connections (transport.h), the control channel (control_channel.h),
-// the hosts' pidfds and the job queue's eventfd (job_queue.h). A request frame is admitted
-// (admission.h), metered (the registration's rate buckets), then answered on the loop when its
-// op is cheap, or queued for a worker.
+// The gateway's event loops and what a plugin's request goes through: the main loop polls the
+// plugin socket (accepting connections, transport.h), the control channel (control_channel.h),
+// the hosts' pidfds and the job queue's eventfd (job_queue.h); I/O threads, one per CPU the
+// gateway may run on (a few at most), poll the connections, each served by one thread at a
+// time. A request frame is admitted (admission.h), metered (the registration's rate buckets),
+// then answered by the I/O thread when its op is cheap, or queued for a worker. What the threads
+// share is under the transport's mutex (transport.h), held for every main-loop event and for a
+// request's admission, never while a request reads the workspace or an answer is sent.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "common/result.h"
 #include "common/unique_fd.h"
@@ -37,8 +42,11 @@ class Server {
   int Loop();
 
  private:
-  void HandleFrame(uint64_t id, Connection& c, const ipc::Frame& frame);
-  void HandleRequest(uint64_t id, Connection& c, ipc::Request request);
+  // An I/O thread: serves the connections' events until Loop ends.
+  void IoLoop();
+  // On the thread that owns `c`, without the transport's mutex; false when `c` was closed.
+  bool HandleFrame(uint64_t id, Connection& c, const ipc::Frame& frame);
+  bool HandleRequest(uint64_t id, Connection& c, ipc::Request request);
   void HandleWake();
   void Deny(Connection& c, const ipc::Request& r, const std::string& plugin,
             const Refusal& refusal);
@@ -52,6 +60,10 @@ class Server {
   std::unique_ptr<NetFetchService> net_;
   GitRunGuard* git_run_;
   UniqueFd epoll_;
+  UniqueFd conn_epoll_;  // the connections, polled by the I/O threads
+  UniqueFd stop_;        // an eventfd in conn_epoll_: readable once the I/O threads are to stop
+  uint32_t io_thread_count_ = 1;
+  std::vector<std::thread> io_threads_;
   JobQueue queue_;
   Transport transport_;
   ControlChannel control_;

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 
 namespace anvil::gateway {
 
@@ -85,9 +86,11 @@ void Transport::Accept() {
         Clock::now() + std::chrono::milliseconds(std::max<uint32_t>(1, limits_.hello_timeout_ms));
     c.reader = ipc::FrameReader(limits_.max_frame_bytes);
     epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
     ev.data.u64 = MakeTag(kConn, id);
-    if (epoll_ctl(epoll_.Get(), EPOLL_CTL_ADD, c.fd.Get(), &ev) != 0) continue;
+    // An I/O thread may take it as soon as this returns; mu() (held) keeps it waiting until the
+    // connection is in the table.
+    if (epoll_ctl(conn_epoll_.Get(), EPOLL_CTL_ADD, c.fd.Get(), &ev) != 0) continue;
     c.epoll_events = ev.events;
     conns_.emplace(id, std::move(c));
     awaiting_hello_.push_back(id);
@@ -99,8 +102,10 @@ ConnectionAdmission Transport::Admit(const std::optional<ipc::PeerCredentials>& 
   facts.peer = peer;
   facts.session_uid = geteuid();
   facts.trusted_pid = trusted_pid_;
-  facts.connections = conns_.size();
+  facts.connections = 0;
   for (const auto& [id, c] : conns_) {
+    if (c.closed) continue;  // its owner is about to let go of it
+    ++facts.connections;
     if (c.bound) continue;
     ++facts.unbound;
     if (c.from_trusted_side) continue;
@@ -114,7 +119,7 @@ ConnectionAdmission Transport::Admit(const std::optional<ipc::PeerCredentials>& 
     const uint64_t oldest = awaiting_hello_.front();
     awaiting_hello_.pop_front();
     auto it = conns_.find(oldest);
-    if (it == conns_.end() || it->second.bound) continue;
+    if (it == conns_.end() || it->second.bound || it->second.closed) continue;
     AuditEntry audit;
     audit.op = "connect";
     audit.verdict = "busy";
@@ -163,7 +168,7 @@ int Transport::ExpireHelloDeadlines() {
   const auto now = Clock::now();
   while (!awaiting_hello_.empty()) {
     auto it = conns_.find(awaiting_hello_.front());
-    if (it == conns_.end() || it->second.bound) {
+    if (it == conns_.end() || it->second.bound || it->second.closed) {
       awaiting_hello_.pop_front();
       continue;
     }
@@ -186,29 +191,72 @@ int Transport::ExpireHelloDeadlines() {
 }
 
 void Transport::HandleEvents(uint64_t id, uint32_t events) {
-  auto it = conns_.find(id);
-  if (it == conns_.end()) return;
-  Connection& c = it->second;
-  if (events & EPOLLOUT) {
-    Flush(id, c);
-    if (conns_.find(id) == conns_.end()) return;
+  Connection* c = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    auto it = conns_.find(id);
+    // Busy: a stale event (its owner re-arms it when it lets go, and level-triggered epoll
+    // reports again whatever is still there). Closed: its owner removes it.
+    if (it == conns_.end() || it->second.busy || it->second.closed) return;
+    c = &it->second;
+    c->busy = true;
+    c->owner = std::this_thread::get_id();
   }
-  if (!(events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) || !c.reading) {
-    UpdateInterest(id, c);
+  std::optional<std::string> close = Serve(id, *c, events);
+  std::lock_guard lock(mu_);
+  c->busy = false;
+  c->owner = {};
+  if (c->closed) {
+    conns_.erase(id);
+    released_.notify_all();
     return;
   }
+  if (close) {
+    Close(id, *close);
+    return;
+  }
+  if (!c->late.empty()) {
+    // Answers of queued jobs that completed meanwhile: sent now (Flush re-arms). Moved, not
+    // copied, and its memory given back: it can hold up to the in-flight cap's answers.
+    if (c->out_offset == c->out.size()) {
+      c->out = std::move(c->late);
+      c->out_offset = 0;
+    } else {
+      c->out += c->late;
+    }
+    std::string().swap(c->late);
+    Flush(id, *c, /*rearm=*/true);
+    return;
+  }
+  if (c->out_offset == c->out.size() && c->close_after_flush) {
+    Close(id, "closed after denial");
+    return;
+  }
+  UpdateInterest(id, *c, /*rearm=*/true);
+}
+
+std::optional<std::string> Transport::Serve(uint64_t id, Connection& c, uint32_t events) {
+  if ((events & EPOLLOUT) && !Send(c)) return "send failed";
+  const bool readable = events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR);
+  bool closed = false;
+  if (c.frames_waiting) {
+    // Frames read before the output buffer filled are served first, once it drained enough.
+    c.reading = WantRead(c);
+    if (!c.reading) return std::nullopt;
+    if (auto why = ServeFrames(id, c, closed)) return why;
+    if (closed) return std::nullopt;
+    if (c.reader.Buffered() == 0) c.frame_sender.reset();
+  } else if (!readable || !c.reading) {
+    return std::nullopt;
+  }
   char buffer[65536];
-  for (int round = 0; round < 16 && c.reading; ++round) {
+  for (int round = 0; readable && round < 16 && c.reading && !c.frames_waiting; ++round) {
     std::optional<ipc::PeerCredentials> sender;
     ssize_t n = ipc::ReceiveWithCredentials(c.fd.Get(), buffer, sizeof(buffer), sender);
-    if (n == 0) {
-      Close(id, "peer closed");
-      return;
-    }
+    if (n == 0) return "peer closed";
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-      Close(id, "recv failed");
-      return;
+      return "recv failed";
     }
     // A short read drained the socket for now (or stopped at a change of sender); epoll is
     // level-triggered and reports whatever is left, so no extra recv just to see EAGAIN.
@@ -216,100 +264,154 @@ void Transport::HandleEvents(uint64_t id, uint32_t events) {
     if (!sender || (c.frame_sender && !(*c.frame_sender == *sender))) c.mixed_senders = true;
     c.frame_sender = sender;
     c.reader.Append(buffer, static_cast<size_t>(n));
-    while (true) {
-      auto frame = c.reader.Next();
-      if (!frame) {
-        AuditEntry audit;
-        audit.plugin = c.bound ? c.bound->host.plugin : "";
-        audit.op = "frame";
-        audit.verdict = "deny";
-        audit.code = frame.error().code;
-        audit.reason = frame.error().message + "; connection closed";
-        audit_->Record(audit);
-        Close(id, "malformed frame");
-        return;
-      }
-      if (!*frame) break;
-      bool mixed = c.mixed_senders;
-      // The bytes of the next frame start after this one; their sender is the current one.
-      c.mixed_senders = false;
-      if (mixed) {
-        AuditEntry audit;
-        audit.plugin = c.bound ? c.bound->host.plugin : "";
-        audit.op = "frame";
-        audit.verdict = "deny";
-        audit.code = "denied";
-        audit.reason = "frame bytes from more than one process; connection closed";
-        audit_->Record(audit);
-        Close(id, "mixed senders");
-        return;
-      }
-      on_frame_(id, c, **frame);
-      if (conns_.find(id) == conns_.end()) return;
-    }
+    if (auto why = ServeFrames(id, c, closed)) return why;
+    if (closed) return std::nullopt;
     if (c.reader.Buffered() == 0) c.frame_sender.reset();
     if (drained) break;
   }
-  Flush(id, c);
+  if (!Send(c)) return "send failed";
+  return std::nullopt;
 }
 
-void Transport::Flush(uint64_t id, Connection& c) {
+std::optional<std::string> Transport::ServeFrames(uint64_t id, Connection& c, bool& closed) {
+  while (true) {
+    if (c.out.size() - c.out_offset >= limits_.max_output_buffer) {
+      // Backpressure between frames too: a burst of requests read at once would otherwise have
+      // all its answers buffered (or queued) before the peer read any. The rest waits in the
+      // reader, already read with its senders checked, until the peer drained its answers.
+      c.frames_waiting = c.reader.Buffered() > 0;
+      return std::nullopt;
+    }
+    auto frame = c.reader.Next();
+    if (!frame) {
+      AuditFrame(c, frame.error().code, frame.error().message + "; connection closed");
+      return "malformed frame";
+    }
+    if (!*frame) {
+      c.frames_waiting = false;
+      return std::nullopt;
+    }
+    if (stopping_.load(std::memory_order_relaxed)) return "gateway stopping";
+    bool mixed = c.mixed_senders;
+    // The bytes of the next frame start after this one; their sender is the current one.
+    c.mixed_senders = false;
+    if (mixed) {
+      AuditFrame(c, "denied", "frame bytes from more than one process; connection closed");
+      return "mixed senders";
+    }
+    if (!on_frame_(id, c, **frame)) {  // closed by the handler
+      closed = true;
+      return std::nullopt;
+    }
+  }
+}
+
+void Transport::AuditFrame(Connection& c, const std::string& code, const std::string& reason) {
+  AuditEntry audit;
+  {
+    std::lock_guard lock(mu_);
+    audit.plugin = c.bound ? c.bound->host.plugin : "";
+  }
+  audit.op = "frame";
+  audit.verdict = "deny";
+  audit.code = code;
+  audit.reason = reason;
+  audit_->Record(audit);
+}
+
+bool Transport::Send(Connection& c) {
   while (c.out_offset < c.out.size()) {
     ssize_t n = ::send(c.fd.Get(), c.out.data() + c.out_offset, c.out.size() - c.out_offset,
                        MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-      Close(id, "send failed");
-      return;
+      return false;
     }
     c.out_offset += static_cast<size_t>(n);
   }
   if (c.out_offset == c.out.size()) {
-    c.out.clear();
-    c.out_offset = 0;
-    if (c.close_after_flush) {
-      Close(id, "closed after denial");
-      return;
+    // Emptied: a buffer that held a burst of large answers gives its memory back.
+    if (c.out.capacity() > (1u << 20)) {
+      std::string().swap(c.out);
+    } else {
+      c.out.clear();
     }
+    c.out_offset = 0;
   } else if (c.out_offset > (1u << 20)) {
     c.out.erase(0, c.out_offset);
     c.out_offset = 0;
   }
-  UpdateInterest(id, c);
+  return true;
 }
 
-void Transport::UpdateInterest(uint64_t id, Connection& c) {
+void Transport::Flush(uint64_t id, Connection& c, bool rearm) {
+  if (!Send(c)) {
+    Close(id, "send failed");
+    return;
+  }
+  if (c.out.empty() && c.close_after_flush) {
+    Close(id, "closed after denial");
+    return;
+  }
+  UpdateInterest(id, c, rearm);
+}
+
+bool Transport::WantRead(const Connection& c) const {
   // Backpressure: a peer that does not read its answers stops being read from.
   size_t pending = c.out.size() - c.out_offset;
   // Hysteresis: stop at the cap, resume once half of it has drained.
   bool want_read =
       c.reading ? pending < limits_.max_output_buffer : pending < limits_.max_output_buffer / 2;
-  want_read = want_read && !c.close_after_flush;
+  return want_read && !c.close_after_flush;
+}
+
+void Transport::UpdateInterest(uint64_t id, Connection& c, bool rearm) {
+  size_t pending = c.out.size() - c.out_offset;
+  bool want_read = WantRead(c);
   c.reading = want_read;
   epoll_event ev{};
   uint32_t read_events = EPOLLIN | EPOLLRDHUP;
   uint32_t write_events = EPOLLOUT;
-  ev.events = (want_read ? read_events : 0u) | (pending ? write_events : 0u);
-  // Level-triggered, so re-registering the same mask changes nothing: after an ordinary
-  // request (read, answer flushed whole) that was one wasted syscall per request.
-  if (ev.events == c.epoll_events) return;
+  // Frames already read wait for the output buffer to drain, not for more bytes from the peer:
+  // once it may be read from again, writability (at once, unless the peer's socket is full)
+  // brings an I/O thread to serve them.
+  const bool wake = pending > 0 || (want_read && c.frames_waiting);
+  ev.events = (want_read ? read_events : 0u) | (wake ? write_events : 0u) | EPOLLONESHOT;
+  // One-shot: the owner re-arms it every time it lets go. Otherwise (a queued job's answer sent
+  // while nobody owns it) it is still armed, or an I/O thread is about to take it and re-arm it:
+  // re-registering the same mask changes nothing.
+  if (!rearm && ev.events == c.epoll_events) return;
   ev.data.u64 = MakeTag(kConn, id);
-  if (epoll_ctl(epoll_.Get(), EPOLL_CTL_MOD, c.fd.Get(), &ev) == 0) c.epoll_events = ev.events;
+  if (epoll_ctl(conn_epoll_.Get(), EPOLL_CTL_MOD, c.fd.Get(), &ev) == 0) c.epoll_events = ev.events;
 }
 
 void Transport::Close(uint64_t id, const std::string& /*why*/) {
   auto it = conns_.find(id);
   if (it == conns_.end()) return;
-  for (auto& [rid, weak] : it->second.jobs) {
-    if (auto j = weak.lock()) j->Cancel("connection closed");
+  Connection& c = it->second;
+  if (!c.closed) {
+    c.closed = true;
+    for (auto& [rid, weak] : c.jobs) {
+      if (auto j = weak.lock()) j->Cancel("connection closed");
+    }
+    epoll_ctl(conn_epoll_.Get(), EPOLL_CTL_DEL, c.fd.Get(), nullptr);
   }
-  epoll_ctl(epoll_.Get(), EPOLL_CTL_DEL, it->second.fd.Get(), nullptr);
-  conns_.erase(it);
+  if (!c.busy) {
+    conns_.erase(it);
+    return;
+  }
+  if (c.owner == std::this_thread::get_id()) return;  // it removes it when it lets go
+  // Another thread is serving it (an answer being read from the workspace): once this returns,
+  // that answer has been dropped and nothing more reaches the connection. mu() is held by the
+  // caller; the wait releases it so that the owner can finish.
+  std::unique_lock lock(mu_, std::adopt_lock);
+  released_.wait(lock, [&] { return conns_.find(id) == conns_.end(); });
+  lock.release();
 }
 
 Connection* Transport::Find(uint64_t id) {
   auto it = conns_.find(id);
-  return it == conns_.end() ? nullptr : &it->second;
+  return it == conns_.end() || it->second.closed ? nullptr : &it->second;
 }
 
 }  // namespace anvil::gateway

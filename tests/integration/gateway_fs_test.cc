@@ -1,5 +1,6 @@
 // sys.fs through a real gateway process: the benign paths, with grants enforced.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "gateway_fixture.h"
 #include "policy/plugin_api.h"
@@ -68,6 +69,24 @@ TEST_F(GatewayFs, AuditHasOneLinePerDecisionWithReason) {
   }
   EXPECT_EQ(reads, 2);
   EXPECT_EQ(denied, 1);
+}
+
+// A control reply comes after every audit line of the answers the plugin already has: the
+// lines of I/O threads are flushed before the trusted side is answered, not after.
+TEST_F(GatewayFs, ControlReplyFollowsTheAuditLinesOfAnswersAlreadySent) {
+  WriteFile(*ws_ / "a.txt", "x");
+  StartGateway();
+  auto token = RegisterPlugin("example.audit", ReadWriteGrant());
+  auto client = Client(token, "example.audit");
+  usleep(100000);  // the hello's line is written
+  size_t lines = AuditLines().size();
+  for (int i = 0; i < 500; ++i) {
+    ASSERT_TRUE(client->Call("fs.read", {"a.txt"}));
+    ASSERT_TRUE(gateway_->Control({{"op", "status"}}));
+    auto now = AuditLines();
+    ASSERT_EQ(now.size(), lines + 1) << "read " << i << ": its audit line was not yet written";
+    lines = now.size();
+  }
 }
 
 // The gateway knows every gateway op of the plugin API description (policy/plugin_api.h): none
