@@ -1,6 +1,5 @@
 #include "policy/plugin_code_paths.h"
 
-#include <cerrno>
 #include <utility>
 
 #include "fs/protected_names.h"
@@ -61,14 +60,18 @@ Error PluginCodeError(const WorkspaceRoot& root, std::string_view op, std::strin
 
 Status CheckPluginCodeWrite(const WorkspaceRoot& root, std::string_view op, std::string_view path) {
   for (const std::string& dir : PluginDirCandidates(path)) {
-    auto info = root.Stat(ManifestPathIn(dir));
-    if (info) return tl::unexpected(PluginCodeError(root, op, path, dir));
-    const int err = info.error().sys_errno;
-    if (info.error().code == "not_found" || err == ENOENT || err == ENOTDIR) continue;
-    Error e = info.error();
-    e.message = std::string(op) + ": cannot check whether " + QuotePathForMessage(path) +
-                " is plugin code: " + e.message;
-    return tl::unexpected(std::move(e));
+    // Not followed, nor any symlink on the way (the op itself refuses a path through one, in
+    // its own words): a missing directory, a file, or a symlinked one holds no manifest here.
+    auto kind = root.GitEntryKind(ManifestPathIn(dir));
+    if (!kind) {
+      Error e = kind.error();
+      e.message = std::string(op) + ": cannot check whether " + QuotePathForMessage(path) +
+                  " is plugin code: " + e.message;
+      return tl::unexpected(std::move(e));
+    }
+    if (*kind != GitDirEntryKind::kMissing) {
+      return tl::unexpected(PluginCodeError(root, op, path, dir));
+    }
   }
   return Ok();
 }

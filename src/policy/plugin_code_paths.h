@@ -51,8 +51,9 @@ Error PluginCodeError(const WorkspaceRoot& root, std::string_view op, std::strin
                       std::string_view plugin_dir);
 
 // "ok", or the refusal when a directory of PluginDirCandidates(path) holds a manifest (looked
-// up beneath `root`; a missing directory on the way, or `path` being a file, holds none). A
-// probe that fails otherwise fails closed: its error, saying what could not be checked.
+// up beneath `root` following no symlink, as the fs ops' mutations do; a missing directory on
+// the way, a symlinked one, or `path` being a file, holds none). A probe that fails otherwise
+// fails closed: its error, saying what could not be checked.
 Status CheckPluginCodeWrite(const WorkspaceRoot& root, std::string_view op, std::string_view path);
 
 }  // namespace anvil

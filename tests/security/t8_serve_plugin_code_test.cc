@@ -5,6 +5,7 @@
 // editor.buffer.edit of B's code (policy/plugin_code_paths.h). The benign neighbours: A writes
 // files next to B's directory, and the user's own edit of B on disk reloads B as before.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <string>
@@ -61,9 +62,17 @@ TEST_F(T8ServePluginCode, APluginCannotRewriteAnotherPluginsCodeAndRunWithItsGra
   c->Notify("textDocument/didOpen",
             {{"textDocument",
               {{"uri", Uri("notes.txt")}, {"languageId", "text"}, {"version", 1}, {"text", "n"}}}});
-  json edit = run("t8.a", "edit", {"tools/b/main.lua"});
-  EXPECT_EQ(edit["error"]["data"]["code"], "denied") << edit;
-  EXPECT_NE(edit.dump().find("t8.b"), std::string::npos) << edit;
+  ASSERT_EQ(::symlink("tools/b", (ws_ / "blink").c_str()), 0);
+  c->Notify("textDocument/didOpen", {{"textDocument",
+                                      {{"uri", Uri("blink/main.lua")},
+                                       {"languageId", "lua"},
+                                       {"version", 1},
+                                       {"text", "shown"}}}});
+  for (const char* rel : {"tools/b/main.lua", "blink/main.lua"}) {  // by name, and where it leads
+    json edit = run("t8.a", "edit", {rel});
+    EXPECT_EQ(edit["error"]["data"]["code"], "denied") << rel << ": " << edit;
+    EXPECT_NE(edit.dump().find("t8.b"), std::string::npos) << rel << ": " << edit;
+  }
   EXPECT_TRUE(c->Seen("workspace/applyEdit").empty());
   // The benign neighbours: A's write next to B's directory and its edit of an ordinary buffer.
   r = run("t8.a", "write", {"tools/notes.txt", "x"});

@@ -66,6 +66,8 @@ TEST(PluginCodePaths, AWriteAtOrBeneathADirectoryHoldingAManifestIsRefused) {
       << "id = \"ex.b\"\nversion = \"1.0.0\"\nruntime = \"lua\"\nentry = \"main.lua\"\n";
   std::ofstream(ws + "/tools/b/main.lua") << "return 1\n";
   std::ofstream(ws + "/tools/c/main.lua") << "return 1\n";
+  // A symlinked directory is not followed: the op itself refuses a path through one.
+  std::filesystem::create_directory_symlink("b", ws + "/tools/l");
   auto root = WorkspaceRoot::Open(ws);
   ASSERT_TRUE(root) << root.error().ToString();
   struct Row {
@@ -83,6 +85,7 @@ TEST(PluginCodePaths, AWriteAtOrBeneathADirectoryHoldingAManifestIsRefused) {
       {"tools/notes.txt", false},
       {"tools", false},
       {"missing/deep/file", false},
+      {"tools/l/main.lua", false},
   };
   for (const auto& row : rows) {
     auto s = CheckPluginCodeWrite(*root, "fs.write", row.path);
