@@ -15,6 +15,7 @@
 #include "linux/git_run_guard.h"
 #include "policy/exec_rules.h"
 #include "policy/plugin_api.h"
+#include "policy/plugin_code_paths.h"
 
 namespace anvil::gateway {
 namespace {
@@ -325,10 +326,15 @@ Response DoMkdir(const DispatchContext& ctx, const Grant& grant, const Request& 
 Status CheckTreeBeneath(const DispatchContext& ctx, const Grant& grant, const std::string& op,
                         const std::string& path, const std::string* to, const std::string& raw) {
   bool protected_name = false;
+  bool plugin_code = false;
   std::string uncovered;
   auto match = [&](std::string_view name, std::string_view rel) {
     if (IsProtectedName(name)) {
       protected_name = true;
+      return true;
+    }
+    if (IsPluginManifestName(name)) {
+      plugin_code = true;
       return true;
     }
     for (const std::string* base : {&path, to}) {
@@ -352,6 +358,11 @@ Status CheckTreeBeneath(const DispatchContext& ctx, const Grant& grant, const st
     return tl::unexpected(std::move(e));
   }
   if (!*held) return Ok();
+  if (plugin_code) {
+    const std::string manifest = path == "." ? **held : path + "/" + **held;
+    return tl::unexpected(
+        PluginCodeError(*ctx.root, op, raw, std::string(SplitParent(manifest).first)));
+  }
   if (protected_name) {
     return Fail("denied",
                 "fs.write: directory holds protected " + QuotePathForMessage(**held) + ": " + raw);
@@ -497,6 +508,13 @@ Response Dispatch(const DispatchContext& ctx, const Grant& grant, const Request&
     if (access == Access::kWrite && ctx.git_run != nullptr) {
       const bool takes_tree = r.op == "fs.rename" || r.op == "fs.remove";
       if (auto s = ctx.git_run->Check(r.op, *path, takes_tree, grant.fs_write); !s) {
+        return FromError(r, s.error(), audit);
+      }
+    }
+    // Plugin code (any directory holding an anvil-plugin.toml): no grant opens it, since the
+    // plugin whose code it is would run what is written there with its own grant.
+    if (access == Access::kWrite) {
+      if (auto s = CheckPluginCodeWrite(*ctx.root, r.op, *path); !s) {
         return FromError(r, s.error(), audit);
       }
     }

@@ -48,7 +48,8 @@ std::string WriteNote(const std::string& glob) {
   if (glob == "**") {
     return " (every file in the workspace, except .git, .anvil, anvil.lock and Anvil.toml, and "
            "what git runs or follows from it because its config names it: hooks directories, "
-           "fsmonitor, textconv and filter programs, includes)";
+           "fsmonitor, textconv and filter programs, includes; and no plugin's code: any "
+           "directory holding an anvil-plugin.toml)";
   }
   // Wildcards never grant a protected path (path_glob.h); a literal one does, and the user
   // should know what writing it means.

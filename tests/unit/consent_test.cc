@@ -122,6 +122,9 @@ TEST(GrantConsentText, PostAndProtectedWritesStandOut) {
                       "directories"),
             std::string::npos)
       << text;
+  EXPECT_NE(text.find("and no plugin's code: any directory holding an anvil-plugin.toml)"),
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("- \"notes/*.md\"\n"), std::string::npos);
 }
 

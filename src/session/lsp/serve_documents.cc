@@ -7,7 +7,8 @@
 // saves, is refused what the gateway refuses a plugin's fs writes: a protected name, and a path
 // git runs or follows (linux/git_run_guard.h: .githooks/pre-commit under core.hooksPath), unless
 // a grant names the exact path, and a git dir under another name (fs/git_dir_guard.h: a bare
-// repository's config or hooks, or the entry that would make a directory one).
+// repository's config or hooks, or the entry that would make a directory one), and plugin code
+// (policy/plugin_code_paths.h: at or beneath a directory holding an anvil-plugin.toml).
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -15,6 +16,7 @@
 #include "fs/path_glob.h"
 #include "fs/workspace_path.h"
 #include "fs/workspace_root.h"
+#include "policy/plugin_code_paths.h"
 #include "session/lsp/document_uri.h"
 #include "session/serve_server.h"
 
@@ -179,6 +181,8 @@ Result<const TextDocument*> Server::BufferFor(const Plugin& p, const std::string
                                        ? GitDirEntryKind::kExecFile
                                        : GitDirEntryKind::kFile;
       ANVIL_RETURN_IF_ERROR(buffer_root_->CheckGitDirs(kBufferEdit, *name, made));
+      // Plugin code, as for the gateway's fs.write: no grant opens it.
+      ANVIL_RETURN_IF_ERROR(CheckPluginCodeWrite(*buffer_root_, kBufferEdit, *name));
     }
   }
   return doc;
