@@ -12,22 +12,6 @@
 namespace anvil {
 namespace {
 
-// "/a//b/" -> "/a/b"; nullopt for a relative path or one with a "." or ".." component.
-std::optional<std::string> CleanAbsolute(const std::string& p) {
-  if (p.empty() || p[0] != '/') return std::nullopt;
-  std::string out;
-  size_t start = 0;
-  while (start < p.size()) {
-    size_t end = p.find('/', start);
-    if (end == std::string::npos) end = p.size();
-    const std::string part = p.substr(start, end - start);
-    if (part == "." || part == "..") return std::nullopt;
-    if (!part.empty()) out += "/" + part;
-    start = end + 1;
-  }
-  return out.empty() ? "/" : out;
-}
-
 std::string Join(const std::string& dir, const std::string& name) {
   return dir == "/" ? "/" + name : dir + "/" + name;
 }
@@ -131,6 +115,21 @@ bool HeldBy(const std::string& path, const std::string& root,
 }
 
 }  // namespace
+
+std::optional<std::string> CleanAbsolute(const std::string& p) {
+  if (p.empty() || p[0] != '/') return std::nullopt;
+  std::string out;
+  size_t start = 0;
+  while (start < p.size()) {
+    size_t end = p.find('/', start);
+    if (end == std::string::npos) end = p.size();
+    const std::string part = p.substr(start, end - start);
+    if (part == "." || part == "..") return std::nullopt;
+    if (!part.empty()) out += "/" + part;
+    start = end + 1;
+  }
+  return out.empty() ? "/" : out;
+}
 
 namespace {
 

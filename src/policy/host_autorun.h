@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -346,6 +347,10 @@ inline constexpr HostAutorun kHostAutorun[] = {
 
 // The environment the places depend on. Relative values (and values with a "." or ".."
 // component) are ignored, as the XDG Base Directory spec says.
+// "/a//b/" -> "/a/b"; nullopt for a relative path or one with a "." or ".." component (the XDG
+// Base Directory spec ignores such values, and so does every home place taken from one).
+std::optional<std::string> CleanAbsolute(const std::string& p);
+
 struct AutorunEnv {
   std::string home;         // $HOME
   std::string passwd_home;  // the user database's home (fs/file_io.h PasswdHome)

@@ -6,23 +6,6 @@
 namespace anvil {
 namespace {
 
-// "/a//b/" -> "/a/b"; nullopt for a relative path or one with a "." or ".." component (the XDG
-// Base Directory spec ignores those values).
-std::optional<std::string> CleanAbsolute(const std::string& p) {
-  if (p.empty() || p[0] != '/') return std::nullopt;
-  std::string out;
-  size_t start = 0;
-  while (start < p.size()) {
-    size_t end = p.find('/', start);
-    if (end == std::string::npos) end = p.size();
-    const std::string part = p.substr(start, end - start);
-    if (part == "." || part == "..") return std::nullopt;
-    if (!part.empty()) out += "/" + part;
-    start = end + 1;
-  }
-  return out.empty() ? "/" : out;
-}
-
 std::string Join(const std::string& dir, std::string_view name) {
   if (name.empty()) return dir;
   return dir == "/" ? "/" + std::string(name) : dir + "/" + std::string(name);
