@@ -323,8 +323,12 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
   const int command_status = status;
   const bool git_incomplete = outcome.git.checked_after && outcome.git.Incomplete();
   if (git_incomplete) status = 125;
-  // Likewise an Anvil.toml that should have been moved aside and is still there.
+  // Likewise an Anvil.toml (or another of Anvil's protected names, made below the top) that
+  // should have been moved aside and is still there.
   if (outcome.workspace_config && outcome.workspace_config->moved_to.empty()) status = 125;
+  for (const ConfigQuarantine& q : outcome.git.protected_names) {
+    if (q.moved_to.empty()) status = 125;
+  }
   if (facts != nullptr && git_incomplete) facts->git_check_error = GitCheckSummary(outcome.git);
   if (!outcome.error.empty() &&
       (outcome.kind != SandboxOutcome::Kind::kSignaled || outcome.out_of_memory)) {
@@ -334,6 +338,9 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
   if (outcome.workspace_config) {
     // Always on stderr, whatever --json says: the user's next Anvil in the workspace depends on it.
     std::cerr << "anvil sandbox: " << ConfigQuarantineMessage(*outcome.workspace_config) << "\n";
+  }
+  for (const ConfigQuarantine& q : outcome.git.protected_names) {
+    std::cerr << "anvil sandbox: " << ConfigQuarantineMessage(q) << "\n";
   }
   if (front_end == SandboxFrontEnd::kAnvilSandbox && !inv->quiet && status != 0) {
     // After a failure only: a command that succeeded despite a refusal (git status refreshing
@@ -408,6 +415,20 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
         config["failure"] = q.failure;
       }
       report["workspace_config_quarantined"] = config;
+    }
+    if (!outcome.git.protected_names.empty()) {
+      nlohmann::json list = nlohmann::json::array();
+      for (const ConfigQuarantine& q : outcome.git.protected_names) {
+        nlohmann::json entry = {{"path", q.path}, {"reason", q.reason}};
+        if (!q.moved_to.empty()) {
+          entry["moved_to"] = q.moved_to;
+          entry["restore"] = ConfigQuarantineRestore(q);
+        } else {
+          entry["failure"] = q.failure;
+        }
+        list.push_back(std::move(entry));
+      }
+      report["protected_names_quarantined"] = list;
     }
     if (!outcome.error.empty()) report["error"] = outcome.error;
     WriteReport(inv->report_fd,

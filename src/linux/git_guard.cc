@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "linux/workspace_config_watch.h"
 #include "policy/sandbox_policy.h"
 
 namespace anvil {
@@ -67,6 +68,7 @@ Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
       guard.pinned_.push_back(dir);
     }
   }
+  guard.names_before_ = scan->protected_names;
   guard.before_ = GitIdentities(*scan, plan, guard.fs_);
   guard.configs_ = GitConfigIdentities(*scan, guard.fs_);
   guard.memo_ = std::move(scan->memo);
@@ -83,7 +85,7 @@ Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
   return guard;
 }
 
-void GitGuard::CheckAfterRun() {
+void GitGuard::CheckAfterRun(const std::vector<std::string>& skip) {
   const auto start = std::chrono::steady_clock::now();
   report_.checked_after = true;
   // The directories the walk opened (the caller's, made unlistable) get their modes back once
@@ -127,6 +129,9 @@ void GitGuard::CheckAfterRun() {
   auto result = ApplyGitQuarantine(actions, roots_, fs_);
   report_.quarantined = std::move(result.moved);
   report_.quarantine_failures = std::move(result.failures);
+  // Before the directories the walk opened are closed up again (a command's `chmod 0 sub`).
+  report_.protected_names = QuarantineProtectedNames(
+      NewProtectedNames(names_before_, scan->protected_names, roots_, skip));
   report_.check_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }

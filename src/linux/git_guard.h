@@ -46,6 +46,9 @@ struct GitReport {
   size_t unwalked_total = 0;
   std::vector<GitQuarantined> quarantined;
   std::vector<std::string> quarantine_failures;
+  // Anvil's protected names the command made where there were none (protected_names_plan.h,
+  // NewProtectedNames): each moved aside, or why it could not be (the run then exits 125).
+  std::vector<ConfigQuarantine> protected_names;
   // The check after the run could not vouch for the writable roots: not everything was walked
   // or planned, or something could not be moved aside.
   bool Incomplete() const {
@@ -78,9 +81,11 @@ class GitGuard {
   const GitReport& Report() const { return report_; }
   const std::vector<std::string>& Roots() const { return roots_; }
 
-  // After the run: the second scan and the quarantine. Call once every process of the command
-  // has ended; fills Report().
-  void CheckAfterRun();
+  // After the run: the second scan and the quarantine, and Anvil's protected names that are new
+  // since the first scan moved aside (but `skip`: the workspace's Anvil.toml, which
+  // workspace_config_watch.h looks after). Call once every process of the command has ended;
+  // fills Report().
+  void CheckAfterRun(const std::vector<std::string>& skip = {});
 
   // The latest complete walk of the roots (after the run once it was checked, else before it):
   // what the walk cache keeps for the next run.
@@ -99,6 +104,7 @@ class GitGuard {
   std::vector<std::string> read_only_;
   std::vector<std::string> pinned_;
   ProtectedNamesPlan names_;
+  std::vector<std::string> names_before_;  // the first scan's protected_names
   GitReport report_;
   ProtectedPlaceholders placeholders_;  // last: removed after everything else is done
 };

@@ -38,6 +38,7 @@
 #include "linux/workspace_config_watch.h"
 #include "policy/host_caches.h"
 #include "policy/protected_names_plan.h"
+#include "policy/workspace_config.h"
 
 namespace anvil {
 namespace {
@@ -531,7 +532,10 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   if (git) {
     // Every process of the command is gone (init was pid 1 of its namespace, or killed and
     // reaped them all): what it left can be checked without a race.
-    git->CheckAfterRun();
+    // The workspace's Anvil.toml was checked above (config_watch): not twice.
+    git->CheckAfterRun(config_watch ? std::vector<std::string>{policy.workspace + "/" +
+                                                               std::string(kWorkspaceConfigName)}
+                                    : std::vector<std::string>{});
     out.git = git->Report();
     if (walk_cache && (out.git.listed > 0 || out.git.check_listed > 0 ||
                        git->Memo().dirs.size() != walk_cached_dirs)) {

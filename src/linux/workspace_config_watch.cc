@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "common/syscalls.h"
+#include "linux/open_beneath.h"
 #include "linux/owner_write.h"
 #include "policy/workspace_config.h"
 
@@ -112,6 +113,12 @@ std::optional<ConfigQuarantine> WorkspaceConfigWatch::CheckAfterRun() {
   auto why = WorkspaceConfigChange(before_, *after, strict_);
   if (!why) return std::nullopt;
   q.reason = *why;
+  if (!MoveConfigAside(dir_.Get(), workspace_, name, q)) return std::nullopt;
+  return q;
+}
+
+bool MoveConfigAside(int dir, const std::string& dir_path, const std::string& name,
+                     ConfigQuarantine& q) {
   // The numbered names first; when the command took them all, names it cannot guess.
   for (int attempt = 1; attempt <= kConfigQuarantineAttempts + kConfigQuarantineGuesses;
        ++attempt) {
@@ -123,25 +130,57 @@ std::optional<ConfigQuarantine> WorkspaceConfigWatch::CheckAfterRun() {
       std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(nonce));
       to = ConfigQuarantineName(name, 1) + "-" + hex;
     }
-    if (syscall(SYS_renameat2, dir_.Get(), name.c_str(), dir_.Get(), to.c_str(),
-                RENAME_NOREPLACE) == 0) {
-      q.moved_to = workspace_ + "/" + to;
-      return q;
+    if (syscall(SYS_renameat2, dir, name.c_str(), dir, to.c_str(), RENAME_NOREPLACE) == 0) {
+      q.moved_to = dir_path + "/" + to;
+      return true;
     }
     if (errno == ENOENT) {
       // Gone meanwhile (another run's check moved it): nothing to move, if nothing came back.
-      if (auto now = Look(dir_.Get(), name); now && now->kind == ConfigEntryKind::kMissing) {
-        return std::nullopt;
+      if (auto now = WorkspaceConfigWatch::Look(dir, name);
+          now && now->kind == ConfigEntryKind::kMissing) {
+        return false;
       }
     }
     if (errno != EEXIST) {
       q.failure = std::string("rename: ") + std::strerror(errno);
-      return q;
+      return true;
     }
   }
   q.failure = "every name up to " + ConfigQuarantineName(name, kConfigQuarantineAttempts) +
               " is taken, and no other could be had";
-  return q;
+  return true;
+}
+
+std::vector<ConfigQuarantine> QuarantineProtectedNames(
+    const std::vector<ProtectedNameMove>& moves) {
+  std::vector<ConfigQuarantine> out;
+  for (const ProtectedNameMove& m : moves) {
+    const auto slash = m.path.rfind('/');
+    const std::string parent = m.path.substr(0, slash);
+    const std::string name = m.path.substr(slash + 1);
+    ConfigQuarantine q;
+    q.path = m.path;
+    q.kind = m.kind;
+    q.reason = "it did not exist when the sandboxed command started";
+    // Beneath its root, whatever a concurrent run's command made of the way down.
+    auto dir = OpenBeneath(m.root, parent == m.root ? "." : parent.substr(m.root.size() + 1));
+    if (!dir || !*dir) {
+      q.failure = dir ? "its directory is not there any more" : dir.error().message;
+      out.push_back(std::move(q));
+      continue;
+    }
+    // A same-user command may have taken the owner's write permission off its directory.
+    const OwnerAccess access(dir->Get());
+    auto now = WorkspaceConfigWatch::Look(dir->Get(), name);
+    if (!now) {
+      q.failure = now.error().message;
+      out.push_back(std::move(q));
+      continue;
+    }
+    if (now->kind == ConfigEntryKind::kMissing) continue;  // gone since the walk
+    if (MoveConfigAside(dir->Get(), parent, name, q)) out.push_back(std::move(q));
+  }
+  return out;
 }
 
 }  // namespace anvil

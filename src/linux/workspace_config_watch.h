@@ -13,6 +13,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 #include "common/unique_fd.h"
@@ -54,5 +55,16 @@ class WorkspaceConfigWatch {
   ConfigEntry before_;
   bool strict_ = false;
 };
+
+// Moves the entry `name` of the directory `dir` (held open; `dir_path` names it in the line)
+// aside to the first free ConfigQuarantineName, never replacing anything: fills q.moved_to, or
+// q.failure when it could not. False when the name was gone by then (nothing to move).
+bool MoveConfigAside(int dir, const std::string& dir_path, const std::string& name,
+                     ConfigQuarantine& q);
+
+// After the run: each of `moves` (NewProtectedNames, protected_names_plan.h) moved aside as
+// above, its directory opened beneath its root (the owner's permissions given back for the
+// move when the command took them). One entry for each that was still there.
+std::vector<ConfigQuarantine> QuarantineProtectedNames(const std::vector<ProtectedNameMove>& moves);
 
 }  // namespace anvil

@@ -130,21 +130,71 @@ std::string ConfigQuarantineName(std::string_view name, int attempt) {
   return out;
 }
 
+std::vector<ProtectedNameMove> NewProtectedNames(const std::vector<std::string>& before,
+                                                 const std::vector<std::string>& after,
+                                                 const std::vector<std::string>& roots,
+                                                 const std::vector<std::string>& skip) {
+  const std::set<std::string> was(before.begin(), before.end());
+  const std::set<std::string> skipped(skip.begin(), skip.end());
+  // Sorted: a directory comes before what is inside it.
+  const std::set<std::string> now(after.begin(), after.end());
+  std::vector<ProtectedNameMove> moves;
+  for (const std::string& path : now) {
+    if (was.count(path) > 0 || skipped.count(path) > 0) continue;
+    const auto slash = path.rfind('/');
+    if (slash == std::string::npos) continue;
+    const auto kind = ProtectedNameKindOf(std::string_view(path).substr(slash + 1));
+    if (!kind || *kind == ProtectedNameKind::kGitMetadata) continue;
+    if (std::any_of(moves.begin(), moves.end(),
+                    [&](const ProtectedNameMove& m) { return PathIsWithin(path, m.path); })) {
+      continue;
+    }
+    std::string root;
+    for (const std::string& r : roots) {
+      if (path != r && PathIsWithin(path, r) && r.size() > root.size()) root = r;
+    }
+    if (root.empty()) continue;
+    moves.push_back({path, root, *kind});
+  }
+  return moves;
+}
+
 std::string ConfigQuarantineRestore(const ConfigQuarantine& q) {
   if (q.moved_to.empty()) return {};
   return "mv -n " + QuoteShellWord(q.moved_to) + " " + QuoteShellWord(q.path);
 }
 
+namespace {
+
+// What the name is, and what it does: for the line.
+struct NameWhat {
+  const char* name;
+  const char* does;
+};
+
+NameWhat WhatItIs(ProtectedNameKind kind) {
+  switch (kind) {
+    case ProtectedNameKind::kPluginLock:
+      return {"anvil.lock", "pins each plugin's manifest and code"};
+    case ProtectedNameKind::kAnvilState:
+      return {".anvil", "holds Anvil's state for the workspace, its command rules"};
+    default:
+      return {"Anvil.toml", "enables plugins and hands them settings"};
+  }
+}
+
+}  // namespace
+
 std::string ConfigQuarantineMessage(const ConfigQuarantine& q) {
+  const NameWhat what = WhatItIs(q.kind);
   if (q.moved_to.empty()) {
     return "WARNING: " + q.path + " could not be moved aside (" + q.failure + "); " + q.reason +
-           ", and Anvil.toml enables plugins and hands them settings: check it (remove it if you "
-           "did not write it) before Anvil runs in this workspace";
+           ", and " + what.name + " " + what.does +
+           ": check it (remove it if you did not write it) before Anvil runs in this workspace";
   }
   return "moved " + q.path + " aside to " + q.moved_to + ": " + q.reason +
-         ", and a sandboxed command may not make or change Anvil.toml (it enables plugins and "
-         "hands them settings); Anvil does not read it there. Review it, and if it is yours, put "
-         "it back: " +
+         ", and a sandboxed command may not make or change " + what.name + " (it " + what.does +
+         "); Anvil does not read it there. Review it, and if it is yours, put it back: " +
          ConfigQuarantineRestore(q);
 }
 

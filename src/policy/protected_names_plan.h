@@ -28,6 +28,7 @@
 
 #include "common/file_identity.h"
 #include "common/result.h"
+#include "fs/protected_names.h"
 
 namespace anvil {
 
@@ -160,11 +161,39 @@ std::string ConfigQuarantineName(std::string_view name, int attempt);
 
 // What the check after the run did: `moved_to` when it moved the entry aside, else `failure`.
 struct ConfigQuarantine {
-  std::string path;      // the workspace's Anvil.toml
+  std::string path;      // the workspace's Anvil.toml (or a protected name made below: below)
   std::string moved_to;  // where it is now; empty when it could not be moved
   std::string reason;    // WorkspaceConfigChange
   std::string failure;   // why it could not be moved
+  ProtectedNameKind kind = ProtectedNameKind::kWorkspaceConfig;  // what the name is
 };
+
+// ---- Anvil's protected names made anywhere in the roots: moved aside after the run ----------
+//
+// The walk before the run finds every .anvil, anvil.lock and Anvil.toml (any spelling the table
+// maps to them) that exists, and the view binds each read-only; one the command makes where
+// there was none is bound by nothing (below the workspace's top: with $HOME as the workspace,
+// an Anvil.toml in any project, read by the user's next `anvil run` there). The git check's walk
+// after the run lists the tree again (git_guard.h): each of them it finds that the walk before
+// did not is moved aside the way the workspace's Anvil.toml is (ConfigQuarantineName, the same
+// line on stderr, exit 125 when one stays). Compared by path: one that was there is bound
+// read-only (it cannot be replaced or changed during the run), and a new one inside another
+// new one goes with it. What the check cannot tell here either: one the user made on the host
+// while the run was going is moved aside too (the line says how to put it back).
+
+struct ProtectedNameMove {
+  std::string path;  // canonical
+  std::string root;  // the deepest writable root holding it
+  ProtectedNameKind kind = ProtectedNameKind::kWorkspaceConfig;
+};
+
+// The entries of `after` (GitScan::protected_names after the run) that `before` (the walk
+// before it) did not hold, sorted, none inside another one of them, none outside `roots`, and
+// none of `skip` (the workspace's Anvil.toml, which its own check looks after).
+std::vector<ProtectedNameMove> NewProtectedNames(const std::vector<std::string>& before,
+                                                 const std::vector<std::string>& after,
+                                                 const std::vector<std::string>& roots,
+                                                 const std::vector<std::string>& skip);
 
 // The one line the run's report prints (stderr, whatever --json says): which file, why, and what
 // to do (review it; the command that puts it back, or what to do when it could not be moved).

@@ -298,6 +298,84 @@ TEST_P(T8SandboxPluginLock, AnAnvilTomlMadeWhereMissingIsMovedAsideAfterTheRun) 
   EXPECT_EQ(run.out, "agent\n") << run.err;
 }
 
+// Below the workspace's top (with $HOME as the workspace: every project in it): a protected
+// name the command makes where there was none — an Anvil.toml, a .anvil directory, an
+// anvil.lock in any spelling the table maps to it — is moved aside after the run like the
+// top's Anvil.toml, so `anvil run` in that directory hands the plugin none of the command's
+// settings. Beside them: ordinary files stay, the user's own Anvil.toml elsewhere is left as it
+// was, and a run that makes no such name prints nothing about one.
+TEST_P(T8SandboxPluginLock, ProtectedNamesMadeBelowTheTopAreMovedAsideAfterTheRun) {
+  const std::string sub = ws_ + "/sub";
+  ASSERT_EQ(Shell("mkdir -p " + ShellQuote(sub + "/cfg") + " " + ShellQuote(ws_ + "/own")), 0);
+  WriteFile(sub + "/cfg/anvil-plugin.toml",
+            "id = \"test.cfg\"\nversion = \"1.0.0\"\nruntime = \"lua\"\nentry = \"main.lua\"\n");
+  WriteFile(sub + "/cfg/main.lua",
+            "anvil.command('go', function() return anvil.settings.who or 'none' end)\n");
+  const std::string own = "[plugins.settings.\"test.cfg\"]\nwho = \"user\"\n";
+  WriteFile(ws_ + "/own/Anvil.toml", own);
+  caller_.Give(base_.path());
+  auto approved = Anvil({"run", "--approve", "--workspace", sub, "cfg", "go"}, sub);
+  ASSERT_EQ(approved.status, 0) << approved.err;
+  ASSERT_EQ(approved.out, "none\n");
+  ASSERT_FALSE(Exists(sub + "/.anvil"));
+  ASSERT_FALSE(Exists(sub + "/Anvil.toml"));
+
+  // The benign neighbour first: ordinary work below the top, nothing moved, nothing said.
+  auto benign =
+      Sh("echo a > sub/other.toml && mkdir -p deep/er && echo b > deep/er/notes.txt && "
+         "echo BENIGN");
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_NE(benign.out.find("BENIGN"), std::string::npos) << benign.out << benign.err;
+  EXPECT_EQ(benign.err.find("moved"), std::string::npos) << benign.err;
+  EXPECT_EQ(benign.err.find("quarantine"), std::string::npos) << benign.err;
+  EXPECT_EQ(ReadFile(ws_ + "/deep/er/notes.txt"), "b\n");
+
+  const std::string config = "[plugins.settings.\"test.cfg\"]\nwho = \"agent\"\n";
+  auto r = Sh("printf '" + Escaped(config) +
+              "' > sub/Anvil.toml && mkdir sub/.anvil && echo x > sub/.anvil/x && "
+              "echo kept > sub/notes.txt && mkdir -p deep/a && : > deep/a/ANVIL.LOCK && "
+              "echo MADE");
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("MADE"), std::string::npos) << r.out << r.err;
+  struct Moved {
+    std::string path;
+  } moved[] = {{sub + "/Anvil.toml"}, {sub + "/.anvil"}, {ws_ + "/deep/a/ANVIL.LOCK"}};
+  for (const Moved& m : moved) {
+    SCOPED_TRACE(m.path);
+    struct stat st {};
+    EXPECT_NE(lstat(m.path.c_str(), &st), 0) << "still there after the run";
+    const std::string to = m.path + ".anvil-quarantine";
+    EXPECT_EQ(lstat(to.c_str(), &st), 0) << to;
+    EXPECT_NE(r.err.find("anvil sandbox: moved " + m.path + " aside to " + to +
+                         ": it did not exist when the sandboxed command started"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("mv -n " + to + " " + m.path), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(ReadFile(sub + "/.anvil.anvil-quarantine/x"), "x\n");
+  EXPECT_EQ(ReadFile(sub + "/notes.txt"), "kept\n");
+  EXPECT_EQ(ReadFile(ws_ + "/own/Anvil.toml"), own);
+  EXPECT_FALSE(Exists(ws_ + "/own/Anvil.toml.anvil-quarantine"));
+  EXPECT_EQ(r.err.find(ws_ + "/own"), std::string::npos) << r.err;
+  // The user's next run in sub: not the command's settings.
+  caller_.Give(base_.path());
+  auto run = Anvil({"run", "--workspace", sub, "cfg", "go"}, sub);
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, "none\n");
+  // The line's command puts it back: then it is read.
+  ASSERT_EQ(Shell("mv -n " + ShellQuote(sub + "/Anvil.toml.anvil-quarantine") + " " +
+                  ShellQuote(sub + "/Anvil.toml")),
+            0);
+  caller_.Give(base_.path());
+  run = Anvil({"run", "--workspace", sub, "cfg", "go"}, sub);
+  EXPECT_EQ(run.out, "agent\n") << run.err;
+  // Now the user's: a later run keeps it where it is, and says nothing.
+  auto later = Sh("echo c > sub/more.txt && echo LATER");
+  EXPECT_NE(later.out.find("LATER"), std::string::npos) << later.out << later.err;
+  EXPECT_EQ(later.err.find("moved"), std::string::npos) << later.err;
+  EXPECT_EQ(ReadFile(sub + "/Anvil.toml"), config);
+}
+
 // The command cannot keep its Anvil.toml by leaving the check no way to move it: not by taking
 // every numbered quarantine name first, not by taking the owner's write permission off the
 // workspace (a same-user command can chmod it). The user's next run does not read it.

@@ -294,6 +294,103 @@ TEST(ConfigQuarantineMessage, OneLineNamingTheFileWhyAndWhatToDo) {
   EXPECT_TRUE(ConfigQuarantineRestore(q).empty());
 }
 
+TEST(ConfigQuarantineMessage, EachNameSaysWhatItIs) {
+  struct Case {
+    ProtectedNameKind kind;
+    const char* path;
+    const char* says;
+  } cases[] = {
+      {ProtectedNameKind::kWorkspaceConfig, "/w/sub/Anvil.toml",
+       "may not make or change Anvil.toml (it enables plugins and hands them settings)"},
+      {ProtectedNameKind::kPluginLock, "/w/sub/ANVIL.LOCK",
+       "may not make or change anvil.lock (it pins each plugin's manifest and code)"},
+      {ProtectedNameKind::kAnvilState, "/w/sub/.anvil",
+       "may not make or change .anvil (it holds Anvil's state for the workspace"},
+  };
+  for (const Case& c : cases) {
+    ConfigQuarantine q;
+    q.kind = c.kind;
+    q.path = c.path;
+    q.moved_to = std::string(c.path) + ".anvil-quarantine";
+    q.reason = "it did not exist when the sandboxed command started";
+    const std::string moved = ConfigQuarantineMessage(q);
+    EXPECT_EQ(moved.rfind("moved " + q.path + " aside to " + q.moved_to + ": it did not", 0), 0u)
+        << moved;
+    EXPECT_NE(moved.find(c.says), std::string::npos) << moved;
+    EXPECT_NE(moved.find("mv -n " + q.moved_to + " " + q.path), std::string::npos) << moved;
+    q.moved_to.clear();
+    q.failure = "rename: Invalid argument";
+    const std::string failed = ConfigQuarantineMessage(q);
+    EXPECT_EQ(failed.rfind("WARNING: " + q.path + " could not be moved aside", 0), 0u) << failed;
+  }
+}
+
+TEST(NewProtectedNames, OnlyWhatTheWalkBeforeDidNotFind) {
+  using K = ProtectedNameKind;
+  struct Case {
+    const char* what;
+    V before;
+    V after;
+    V skip;
+    std::vector<std::pair<std::string, K>> moved;  // path, kind
+  } cases[] = {
+      {"nothing new", {"/w/a/Anvil.toml", "/w/.anvil"}, {"/w/a/Anvil.toml", "/w/.anvil"}, {}, {}},
+      {"nothing at all", {}, {}, {}, {}},
+      {"one gone since (the user's rm on the host): nothing to do",
+       {"/w/a/Anvil.toml"},
+       {},
+       {},
+       {}},
+      {"made below the top",
+       {"/w/own/Anvil.toml"},
+       {"/w/own/Anvil.toml", "/w/sub/Anvil.toml", "/w/sub/.anvil", "/w/d/e/anvil.lock"},
+       {},
+       {{"/w/d/e/anvil.lock", K::kPluginLock},
+        {"/w/sub/.anvil", K::kAnvilState},
+        {"/w/sub/Anvil.toml", K::kWorkspaceConfig}}},
+      {"any spelling the table maps",
+       {},
+       {"/w/a/ANVIL.TOML", "/w/a/Anvil.toml.", "/w/b/.ANVIL"},
+       {},
+       {{"/w/a/ANVIL.TOML", K::kWorkspaceConfig},
+        {"/w/a/Anvil.toml.", K::kWorkspaceConfig},
+        {"/w/b/.ANVIL", K::kAnvilState}}},
+      {"inside a new one: goes with it",
+       {},
+       {"/w/s/.anvil", "/w/s/.anvil/Anvil.toml", "/w/s/.anvil-x/anvil.lock"},
+       {},
+       {{"/w/s/.anvil", K::kAnvilState}, {"/w/s/.anvil-x/anvil.lock", K::kPluginLock}}},
+      {"the workspace's Anvil.toml is its own check's",
+       {},
+       {"/w/Anvil.toml", "/w/sub/Anvil.toml"},
+       {"/w/Anvil.toml"},
+       {{"/w/sub/Anvil.toml", K::kWorkspaceConfig}}},
+      {"at the top of a root, and in another root",
+       {},
+       {"/w/anvil.lock", "/t/Anvil.toml"},
+       {},
+       {{"/t/Anvil.toml", K::kWorkspaceConfig}, {"/w/anvil.lock", K::kPluginLock}}},
+      {"never .git (the git check's), another name, a root itself or outside the roots",
+       {},
+       {"/w/a/.git", "/w/a/notes.toml", "/w", "/elsewhere/Anvil.toml"},
+       {},
+       {}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    auto moves = NewProtectedNames(c.before, c.after, {"/w", "/t", "/w/inner"}, c.skip);
+    std::vector<std::pair<std::string, K>> got;
+    for (const auto& m : moves) got.emplace_back(m.path, m.kind);
+    EXPECT_EQ(got, c.moved);
+  }
+  // Each with the deepest root holding it.
+  auto moves =
+      NewProtectedNames({}, {"/w/inner/x/Anvil.toml", "/w/x/Anvil.toml"}, {"/w", "/w/inner"}, {});
+  ASSERT_EQ(moves.size(), 2u);
+  EXPECT_EQ(moves[0].root, "/w/inner");
+  EXPECT_EQ(moves[1].root, "/w");
+}
+
 TEST(PlanProtectedNames, ReadOnlyOncePinnedOnTheWayDown) {
   auto plan = PlanProtectedNames(
       {"/w/anvil.lock", "/w/a/b/anvil.lock", "/w/a/b/Anvil.toml", "/w/a/.anvil",

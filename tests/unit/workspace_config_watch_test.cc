@@ -221,6 +221,45 @@ TEST_F(WorkspaceConfigWatchTest, WatchersAndStrictRunsMakeTheRunsThatFindAnEntry
   EXPECT_EQ(Read("Anvil.toml"), "mine");
 }
 
+// Below the top: the names the walk found new, moved aside in their own directories (one the
+// command took the owner's write permission off too), a numbered name when the first is taken,
+// one gone since the walk left out.
+TEST_F(WorkspaceConfigWatchTest, ProtectedNamesMadeBelowAreMovedAsideInTheirDirectories) {
+  ASSERT_EQ(mkdir(At("sub").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir(At("sub/.anvil").c_str(), 0755), 0);
+  Write("sub/.anvil/x", "x");
+  Write("sub/Anvil.toml", "[plugins]\n");
+  Write("sub/Anvil.toml.anvil-quarantine", "earlier");
+  ASSERT_EQ(mkdir(At("ro").c_str(), 0755), 0);
+  Write("ro/anvil.lock", "lock");
+  ASSERT_EQ(chmod(At("ro").c_str(), 0555), 0);
+  using K = ProtectedNameKind;
+  auto out = QuarantineProtectedNames({{At("sub/.anvil"), dir_, K::kAnvilState},
+                                       {At("sub/Anvil.toml"), dir_, K::kWorkspaceConfig},
+                                       {At("ro/anvil.lock"), dir_, K::kPluginLock},
+                                       {At("gone/Anvil.toml"), dir_, K::kWorkspaceConfig},
+                                       {At("sub/anvil.lock"), dir_, K::kPluginLock}});
+  struct stat st {};
+  ASSERT_EQ(stat(At("ro").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0555u) << "the mode it had is set again";
+  ASSERT_EQ(chmod(At("ro").c_str(), 0755), 0);
+  // The one whose directory is gone is named (it cannot be vouched for); the one gone since the
+  // walk is not.
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_EQ(out[0].moved_to, At("sub/.anvil.anvil-quarantine"));
+  EXPECT_EQ(out[0].kind, K::kAnvilState);
+  EXPECT_EQ(Read("sub/.anvil.anvil-quarantine/x"), "x");
+  EXPECT_EQ(out[1].moved_to, At("sub/Anvil.toml.anvil-quarantine-2"));
+  EXPECT_EQ(Read("sub/Anvil.toml.anvil-quarantine"), "earlier");
+  EXPECT_EQ(Read("sub/Anvil.toml.anvil-quarantine-2"), "[plugins]\n");
+  EXPECT_EQ(out[2].moved_to, At("ro/anvil.lock.anvil-quarantine"));
+  EXPECT_FALSE(Exists("ro/anvil.lock"));
+  EXPECT_TRUE(out[3].moved_to.empty());
+  EXPECT_EQ(out[3].path, At("gone/Anvil.toml"));
+  EXPECT_FALSE(out[3].failure.empty());
+  for (const auto& q : out) EXPECT_NE(q.reason.find("did not exist"), std::string::npos);
+}
+
 TEST_F(WorkspaceConfigWatchTest, AMissingWorkspaceFailsTheStart) {
   EXPECT_FALSE(WorkspaceConfigWatch::Start(dir_ + "/nope"));
 }
