@@ -327,6 +327,17 @@ void Server::OnRunDone(Plugin& p, const ipc::Response& r) {
     Progress(run, {{"kind", "end"}, {"message", "cancelled"}});
     CompleteError(run.id, kRequestCancelled, "cancelled: request cancelled",
                   {{"code", "cancelled"}, {"plugin", p.entry.id}, {"killed", false}});
+  } else if (!r.ok && r.fields.size() >= 2 && r.fields[0] == "timeout" &&
+             r.fields[1] == "command passed its deadline") {
+    // The host keeps a deadline of the same length (lua_runtime.cc, js_budget.cc), counted from
+    // when it got the command, and on a loaded machine it can answer before this loop sees its
+    // own: the command is past its deadline either way and ends the same way, with a fresh host
+    // for the next one. (Other "timeout" errors, such as a fetch's, are the command's own.)
+    KillAndRestart(p, "timeout");
+    FailRun(
+        p.entry.id, run,
+        Error{"timeout", "command passed its wall-clock deadline; the plugin host was killed", 0});
+    return;
   } else if (!r.ok) {
     FailRun(p.entry.id, run, r.ToError());
   } else {
