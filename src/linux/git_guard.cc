@@ -127,11 +127,14 @@ void GitGuard::CheckAfterRun(const std::vector<std::string>& skip) {
   }
   auto actions = DecideGitQuarantine(before_, configs_, *scan, plan, fs_);
   auto result = ApplyGitQuarantine(actions, roots_, fs_);
+  std::vector<std::pair<std::string, std::string>> renamed;
+  for (const auto& m : result.moved) renamed.emplace_back(m.path, m.moved_to);
   report_.quarantined = std::move(result.moved);
   report_.quarantine_failures = std::move(result.failures);
-  // Before the directories the walk opened are closed up again (a command's `chmod 0 sub`).
-  report_.protected_names = QuarantineProtectedNames(
-      NewProtectedNames(names_before_, scan->protected_names, roots_, skip));
+  // Before the directories the walk opened are closed up again (a command's `chmod 0 sub`);
+  // where they lie now, inside a repository just moved aside too.
+  report_.protected_names = QuarantineProtectedNames(ProtectedNamesAfterRenames(
+      NewProtectedNames(names_before_, scan->protected_names, roots_, skip), renamed));
   report_.check_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }

@@ -183,6 +183,8 @@ std::vector<GitQuarantineAction> DecideGitQuarantine(const GitIdentitySet& befor
                        repo.kind == GitMarkerKind::kGitDir || repo.kind == GitMarkerKind::kBareDir,
                        reason});
   }
+  std::set<std::string> repo_paths;
+  for (const auto& a : actions) repo_paths.insert(a.path);
   // `path` now leads to `real`, which is not what it led to at the start.
   auto move_aside = [&](const std::string& path, const std::string& real,
                         const std::string& reason) {
@@ -242,13 +244,24 @@ std::vector<GitQuarantineAction> DecideGitQuarantine(const GitIdentitySet& befor
   std::sort(
       actions.begin(), actions.end(),
       [](const GitQuarantineAction& a, const GitQuarantineAction& b) { return a.path < b.path; });
-  // Moving a directory aside moves what lies in it: only the outermost of nested actions.
+  // Moving a directory aside moves what lies in it: only the outermost of nested actions,
+  // but for a repository inside another one moved aside (below a git dir by shape, which the
+  // walk enters): git started where it lies still finds it under the outer one's new name, so
+  // it is moved aside (and disarmed) too, before the one it lies in.
   std::set<std::string> paths;
   for (const auto& a : actions) paths.insert(a.path);
   std::vector<GitQuarantineAction> out;
   for (auto& a : actions) {
     if (!out.empty() && out.back().path == a.path) continue;
-    if (a.path != "/" && UnderAny(Dirname(a.path), paths)) continue;
+    if (a.path != "/" && UnderAny(Dirname(a.path), paths)) {
+      if (repo_paths.count(a.path) == 0) continue;
+      // Sorted by path: the outermost action holding it is already in `out`.
+      auto outer = std::find_if(out.begin(), out.end(), [&](const GitQuarantineAction& o) {
+        return PathIsWithin(a.path, o.path);
+      });
+      out.insert(outer, std::move(a));
+      continue;
+    }
     out.push_back(std::move(a));
   }
   return out;

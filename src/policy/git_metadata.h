@@ -207,7 +207,8 @@ struct GitScan {
   std::vector<GitRepo> repos;
   // Every directory or regular file in the roots named as one of Anvil's protected names other
   // than .git (fs/protected_names.h: .anvil, anvil.lock, Anvil.toml, compared as the plugin
-  // side compares them), at any depth the walk reaches (it enters no git dir): what the view
+  // side compares them), at any depth the walk reaches (in every directory it lists, a git dir
+  // by shape too; it enters no `.git`: policy/git_walk_step.h): what the view
   // keeps read-only (policy/protected_names_plan.h). Canonical: the walk follows no link.
   std::vector<std::string> protected_names;
   // $GIT_CONFIG_SYSTEM, /etc/gitconfig, $GIT_CONFIG_GLOBAL, ~/.gitconfig,

@@ -5,10 +5,10 @@
 
 #include "common/ascii.h"
 #include "fs/git_dir_guard.h"
-#include "fs/protected_names.h"
 #include "policy/git_metadata.h"
 #include "policy/git_metadata_internal.h"
 #include "policy/git_paths.h"
+#include "policy/git_walk_step.h"
 #include "policy/sandbox_policy.h"
 
 namespace anvil {
@@ -203,44 +203,30 @@ class Scanner {
         Remember(*listing);
         entries = std::move(listing->entries);
       }
-      const std::vector<GitDirEntry>* list = &entries;
       // Names folded: the walk does not know which directories fold case, and over-matching
       // only looks at more repositories.
-      if (IsGitDirShape(GitDirNamesOf(dir, *list, fs_))) {
+      if (IsGitDirShape(GitDirNamesOf(dir, entries, fs_))) {
         // git takes a directory holding HEAD, objects/ and refs/ (or HEAD and commondir) for a
         // git dir (a bare repository, or a git dir under another name) when it starts inside
-        // it (fs/git_dir_guard.h: the predicate the gateway's plugin guard uses too).
+        // it (fs/git_dir_guard.h: the predicate the gateway's plugin guard uses too). Its
+        // entries are then walked as any directory's (policy/git_walk_step.h).
         GitRepo repo;
         repo.marker = dir;
         repo.kind = GitMarkerKind::kBareDir;
         scan_.repos.push_back(std::move(repo));
-        continue;
       }
-      for (const auto& e : *list) {
+      for (const auto& e : entries) {
         const std::string path = Join(dir, e.name);
-        if (IsAnvilProtected(e)) scan_.protected_names.push_back(path);
-        if (AsciiLower(e.name) == ".git") {
+        const GitWalkStep step = DecideGitWalkEntry(e, depth, limits_.depth);
+        if (step.protected_name) scan_.protected_names.push_back(path);
+        if (step.marker) {
           GitRepo repo;
           repo.marker = path;
           repo.top = dir;
-          switch (e.type) {
-            case GitFileType::kDir:
-              repo.kind = GitMarkerKind::kGitDir;
-              break;
-            case GitFileType::kFile:
-              repo.kind = GitMarkerKind::kGitFile;
-              break;
-            case GitFileType::kSymlink:
-              repo.kind = GitMarkerKind::kGitLink;
-              break;
-            default:
-              continue;  // a socket or device named .git is nothing git reads
-          }
+          repo.kind = *step.marker;
           scan_.repos.push_back(std::move(repo));
-          continue;  // never descend into a git dir
         }
-        if (e.type != GitFileType::kDir) continue;  // symlinks are not followed
-        if (depth + 1 > limits_.depth) {
+        if (step.descent == GitWalkDescent::kPastDepth) {
           if (mode_ == GitBoundMode::kSkipAndName) {
             Unwalked(path, "past the 'depth' bound (" + std::to_string(limits_.depth) + ")");
             continue;
@@ -248,7 +234,7 @@ class Scanner {
           return tl::unexpected(LimitError("depth", std::to_string(limits_.depth),
                                            "directories nested deeper than allowed", path));
         }
-        stack.emplace_back(path, depth + 1);
+        if (step.descent == GitWalkDescent::kWalk) stack.emplace_back(path, depth + 1);
       }
     }
     return Ok();
@@ -289,19 +275,12 @@ class Scanner {
     }
   }
 
-  // A directory or regular file with a protected name of Anvil's own (not .git: a repository).
-  static bool IsAnvilProtected(const GitDirEntry& e) {
-    if (e.type != GitFileType::kDir && e.type != GitFileType::kFile) return false;
-    const auto kind = ProtectedNameKindOf(e.name);
-    return kind && *kind != ProtectedNameKind::kGitMetadata;
-  }
-
   // Whether `name` is one the walk acts on: a directory, `.git`, part of a git dir's shape, or
   // one of Anvil's protected names.
   static bool Kept(const GitDirEntry& e) {
     if (e.type == GitFileType::kDir) return true;
     if (AsciiLower(e.name) == ".git") return true;
-    if (IsAnvilProtected(e)) return true;
+    if (DecideGitWalkEntry(e, 0, 0).protected_name) return true;
     return ClassifyGitDirName(e.name, true) != GitDirName::kNone;
   }
 

@@ -159,6 +159,22 @@ std::vector<ProtectedNameMove> NewProtectedNames(const std::vector<std::string>&
   return moves;
 }
 
+std::vector<ProtectedNameMove> ProtectedNamesAfterRenames(
+    std::vector<ProtectedNameMove> moves,
+    const std::vector<std::pair<std::string, std::string>>& renamed) {
+  std::vector<ProtectedNameMove> out;
+  for (ProtectedNameMove& m : moves) {
+    bool aside = false;
+    for (const auto& [from, to] : renamed) {
+      if (m.path == from) aside = true;
+      if (aside) break;
+      if (PathIsWithin(m.path, from)) m.path = to + m.path.substr(from.size());
+    }
+    if (!aside) out.push_back(std::move(m));
+  }
+  return out;
+}
+
 std::string ConfigQuarantineRestore(const ConfigQuarantine& q) {
   if (q.moved_to.empty()) return {};
   return "mv -n " + QuoteShellWord(q.moved_to) + " " + QuoteShellWord(q.path);

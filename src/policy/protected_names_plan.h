@@ -24,6 +24,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/file_identity.h"
@@ -194,6 +195,14 @@ std::vector<ProtectedNameMove> NewProtectedNames(const std::vector<std::string>&
                                                  const std::vector<std::string>& after,
                                                  const std::vector<std::string>& roots,
                                                  const std::vector<std::string>& skip);
+
+// `moves` where they lie once the git quarantine renamed directories aside (`renamed`: each
+// {from, to}, in the order it did them; a repository the walk entered may hold a new protected
+// name, and an outer one is renamed after what it holds): one inside a renamed directory is
+// moved aside where it lies now; one that is itself renamed is aside already, and dropped.
+std::vector<ProtectedNameMove> ProtectedNamesAfterRenames(
+    std::vector<ProtectedNameMove> moves,
+    const std::vector<std::pair<std::string, std::string>>& renamed);
 
 // The one line the run's report prints (stderr, whatever --json says): which file, why, and what
 // to do (review it; the command that puts it back, or what to do when it could not be moved).

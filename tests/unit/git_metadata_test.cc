@@ -180,7 +180,7 @@ TEST(ApplyGitScanLimit, NamesAndValues) {
 
 // ---- the scan -------------------------------------------------------------------------------
 
-TEST(ScanGitMetadata, FindsEveryRepositoryAtAnyDepthWithoutEnteringThem) {
+TEST(ScanGitMetadata, FindsEveryRepositoryAtAnyDepthWithoutEnteringADotGit) {
   FakeTree t;
   t.GitInit("/w");
   t.GitInit("/w/vendor/lib");
@@ -192,15 +192,16 @@ TEST(ScanGitMetadata, FindsEveryRepositoryAtAnyDepthWithoutEnteringThem) {
   t.File("/w/bare.git/HEAD", "ref: refs/heads/main\n");
   t.Dir("/w/bare.git/objects");
   t.Dir("/w/bare.git/refs");
-  t.File("/w/bare.git/notes/.git/HEAD");  // inside a bare repository: never walked
+  t.File("/w/bare.git/notes/.git/HEAD");  // below a bare repository: git started there uses it
   auto fs = t.Fs();
   auto scan = ScanGitMetadata({"/w"}, Env(), fs, {});
   ASSERT_TRUE(scan) << scan.error().ToString();
   V markers;
   for (const auto& r : scan->repos) markers.push_back(r.marker);
   std::sort(markers.begin(), markers.end());
-  EXPECT_EQ(markers, (V{"/w/.git", "/w/a/b/c/d/e/deep/.git", "/w/bare.git", "/w/ci/.GIT",
-                        "/w/sub/.git", "/w/vendor/lib/.git"}));
+  EXPECT_EQ(markers,
+            (V{"/w/.git", "/w/a/b/c/d/e/deep/.git", "/w/bare.git", "/w/bare.git/notes/.git",
+               "/w/ci/.GIT", "/w/sub/.git", "/w/vendor/lib/.git"}));
   for (const auto& r : scan->repos) {
     if (r.marker == "/w/sub/.git") {
       EXPECT_EQ(r.kind, GitMarkerKind::kGitFile);
@@ -215,7 +216,7 @@ TEST(ScanGitMetadata, FindsEveryRepositoryAtAnyDepthWithoutEnteringThem) {
 }
 
 // The same walk collects Anvil's protected names (fs/protected_names.h) other than .git, at any
-// depth and in any case, as directories or files; never a link, and nothing inside a git dir.
+// depth and in any case, as directories or files; never a link, and nothing inside a .git.
 TEST(ScanGitMetadata, CollectsAnvilsProtectedNamesAtAnyDepth) {
   FakeTree t;
   t.GitInit("/w");
@@ -882,6 +883,29 @@ TEST(DecideGitQuarantine, NewRepositoriesThatRunCodeAreMovedAsidePlainOnesStay) 
   auto actions = r.After();
   EXPECT_EQ(Paths(actions), (V{"/w/aliased/.git", "/w/bare", "/w/broken/.git", "/w/configured/.git",
                                "/w/hooked/.git", "/w/included/.git", "/w/linkhooks/.git"}));
+  for (const auto& a : actions) EXPECT_TRUE(a.git_dir) << a.path;
+}
+
+// A repository below a git dir by shape, which the walk enters: git started where it lies finds
+// it under the outer one's new name too, so both are moved aside, the inner one first. What the
+// outer one holds that is no repository (a config-named path) goes with it, as before.
+TEST(DecideGitQuarantine, ARepositoryInsideAnotherMovedAsideIsMovedFirst) {
+  SandboxRun r;
+  r.t.GitInit("/w");
+  r.Start();
+  for (const char* dir : {"/w/hk", "/w/hk/sub"}) {
+    r.t.File(std::string(dir) + "/HEAD", "ref: refs/heads/main\n");
+    r.t.Dir(std::string(dir) + "/objects");
+    r.t.Dir(std::string(dir) + "/refs");
+    r.t.File(std::string(dir) + "/hooks/post-checkout", "#!/bin/sh\nevil\n");
+  }
+  r.t.GitInit("/w/hk/sub/in");
+  r.t.File("/w/hk/sub/in/.git/hooks/pre-commit", "#!/bin/sh\nevil\n");
+  r.t.GitInit("/w/hk/plain");  // runs nothing: stays, and goes with hk
+  r.t.GitInit("/w/zz");
+  r.t.File("/w/zz/.git/hooks/pre-commit", "#!/bin/sh\nevil\n");
+  auto actions = r.After();
+  EXPECT_EQ(Paths(actions), (V{"/w/hk/sub/in/.git", "/w/hk/sub", "/w/hk", "/w/zz/.git"}));
   for (const auto& a : actions) EXPECT_TRUE(a.git_dir) << a.path;
 }
 

@@ -391,6 +391,36 @@ TEST(NewProtectedNames, OnlyWhatTheWalkBeforeDidNotFind) {
   EXPECT_EQ(moves[1].root, "/w");
 }
 
+// The git quarantine renames a repository aside before the names are moved: a new name inside
+// it is moved where it lies now (after each rename, in order: an inner repository is renamed
+// before the one holding it); one renamed aside itself is dropped. Elsewhere nothing changes.
+TEST(ProtectedNamesAfterRenames, WhereTheyLieOnceRepositoriesAreMovedAside) {
+  using K = ProtectedNameKind;
+  const std::vector<ProtectedNameMove> moves = {
+      {"/w/hk/Anvil.toml", "/w", K::kWorkspaceConfig},
+      {"/w/hk/in/anvil.lock", "/w", K::kPluginLock},
+      {"/w/hkx/Anvil.toml", "/w", K::kWorkspaceConfig},  // a sibling sharing the prefix
+      {"/w/sub/.anvil", "/w", K::kAnvilState},           // itself a git dir, renamed aside
+      {"/w/other/Anvil.toml", "/w", K::kWorkspaceConfig},
+  };
+  const std::vector<std::pair<std::string, std::string>> renamed = {
+      {"/w/hk/in", "/w/hk/in.anvil-quarantine"},
+      {"/w/hk", "/w/hk.anvil-quarantine"},
+      {"/w/sub/.anvil", "/w/sub/.anvil.anvil-quarantine"},
+  };
+  auto got = ProtectedNamesAfterRenames(moves, renamed);
+  V paths;
+  for (const auto& m : got) {
+    paths.push_back(m.path);
+    EXPECT_EQ(m.root, "/w");
+  }
+  EXPECT_EQ(paths, (V{"/w/hk.anvil-quarantine/Anvil.toml",
+                      "/w/hk.anvil-quarantine/in.anvil-quarantine/anvil.lock", "/w/hkx/Anvil.toml",
+                      "/w/other/Anvil.toml"}));
+  // Nothing renamed: the same moves.
+  EXPECT_EQ(ProtectedNamesAfterRenames(moves, {}).size(), moves.size());
+}
+
 TEST(PlanProtectedNames, ReadOnlyOncePinnedOnTheWayDown) {
   auto plan = PlanProtectedNames(
       {"/w/anvil.lock", "/w/a/b/anvil.lock", "/w/a/b/Anvil.toml", "/w/a/.anvil",

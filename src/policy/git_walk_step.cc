@@ -1,0 +1,35 @@
+#include "policy/git_walk_step.h"
+
+#include "common/ascii.h"
+#include "fs/protected_names.h"
+
+namespace anvil {
+
+GitWalkStep DecideGitWalkEntry(const GitDirEntry& e, size_t depth, size_t max_depth) {
+  GitWalkStep step;
+  if (e.type == GitFileType::kDir || e.type == GitFileType::kFile) {
+    const auto kind = ProtectedNameKindOf(e.name);
+    step.protected_name = kind && *kind != ProtectedNameKind::kGitMetadata;
+  }
+  if (AsciiLower(e.name) == ".git") {
+    switch (e.type) {
+      case GitFileType::kDir:
+        step.marker = GitMarkerKind::kGitDir;
+        break;
+      case GitFileType::kFile:
+        step.marker = GitMarkerKind::kGitFile;
+        break;
+      case GitFileType::kSymlink:
+        step.marker = GitMarkerKind::kGitLink;
+        break;
+      default:
+        break;  // a socket or device named .git is nothing git reads
+    }
+    return step;  // never entered
+  }
+  if (e.type != GitFileType::kDir) return step;  // symlinks are not followed
+  step.descent = depth + 1 > max_depth ? GitWalkDescent::kPastDepth : GitWalkDescent::kWalk;
+  return step;
+}
+
+}  // namespace anvil

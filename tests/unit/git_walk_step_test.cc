@@ -1,0 +1,195 @@
+// The walk looks through every directory it lists alike (policy/git_walk_step.h): a directory
+// that is a git dir by its shape is recorded as a repository and still walked, so neither
+// Anvil's protected names nor the repositories git finds when started below it are hidden by
+// it; a `.git` is never entered. Each attack beside its benign neighbour.
+#include "policy/git_walk_step.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "fake_git_tree.h"
+#include "policy/git_metadata.h"
+
+namespace anvil {
+namespace {
+
+using V = std::vector<std::string>;
+using testing_support::FakeTree;
+
+GitEnv Env() {
+  GitEnv env;
+  env.home = "/home/u";
+  return env;
+}
+
+V Markers(const GitScan& scan) {
+  V out;
+  for (const auto& r : scan.repos) out.push_back(r.marker);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+V Names(const GitScan& scan) {
+  V out = scan.protected_names;
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// HEAD beside objects/ and refs/: a git dir to git, under any name.
+void BareShape(FakeTree& t, const std::string& dir) {
+  t.File(dir + "/HEAD", "ref: refs/heads/main\n");
+  t.Dir(dir + "/objects");
+  t.Dir(dir + "/refs");
+}
+
+TEST(DecideGitWalkEntry, EveryEntryTheSameInEveryDirectory) {
+  using D = GitWalkDescent;
+  const auto kDir = GitFileType::kDir;
+  const auto kFile = GitFileType::kFile;
+  const auto kLink = GitFileType::kSymlink;
+  const auto kOther = GitFileType::kOther;
+  struct Row {
+    const char* name;
+    GitFileType type;
+    size_t depth;
+    bool protected_name;
+    std::optional<GitMarkerKind> marker;
+    D descent;
+  } rows[] = {
+      {"src", kDir, 0, false, std::nullopt, D::kWalk},
+      {"objects", kDir, 3, false, std::nullopt, D::kWalk},  // a git dir's own: walked too
+      {"refs", kDir, 3, false, std::nullopt, D::kWalk},
+      {"HEAD", kFile, 3, false, std::nullopt, D::kNone},
+      {"Anvil.toml", kFile, 0, true, std::nullopt, D::kNone},
+      {"ANVIL.TOML", kFile, 5, true, std::nullopt, D::kNone},  // any spelling the table maps
+      {"Anvil.toml", kDir, 1, true, std::nullopt, D::kWalk},   // a directory of the name
+      {".anvil", kDir, 2, true, std::nullopt, D::kWalk},
+      {"anvil.lock", kFile, 2, true, std::nullopt, D::kNone},
+      {"anvil.lock", kLink, 2, false, std::nullopt, D::kNone},  // Anvil refuses a link
+      {"anvil.lock.bak", kFile, 2, false, std::nullopt, D::kNone},
+      {".git", kDir, 1, false, GitMarkerKind::kGitDir, D::kNone},  // never entered
+      {".GIT", kDir, 1, false, GitMarkerKind::kGitDir, D::kNone},
+      {".git", kFile, 1, false, GitMarkerKind::kGitFile, D::kNone},
+      {".git", kLink, 1, false, GitMarkerKind::kGitLink, D::kNone},
+      {".git", kOther, 1, false, std::nullopt, D::kNone},   // a socket: nothing git reads
+      {"linked", kLink, 0, false, std::nullopt, D::kNone},  // not followed
+      {"deep", kDir, 9, false, std::nullopt, D::kWalk},
+      {"deeper", kDir, 10, false, std::nullopt, D::kPastDepth},
+      {".anvil", kDir, 10, true, std::nullopt, D::kPastDepth},  // recorded, not entered
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(std::string(row.name) + " at depth " + std::to_string(row.depth));
+    const GitWalkStep step = DecideGitWalkEntry({row.name, row.type}, row.depth, 10);
+    EXPECT_EQ(step.protected_name, row.protected_name);
+    EXPECT_EQ(step.marker, row.marker);
+    EXPECT_EQ(step.descent, row.descent);
+  }
+}
+
+// The attack: a command shapes `sub` (either shape, or the top itself) like a git dir and
+// plants below it. Everything below is found: the names, and the repositories git started
+// there would use.
+TEST(ScanGitMetadata, NothingBelowADirectoryShapedLikeAGitDirIsHidden) {
+  FakeTree t;
+  t.GitInit("/w");
+  BareShape(t, "/w/sub");
+  t.File("/w/sub/Anvil.toml");
+  t.Dir("/w/sub/.anvil");
+  t.File("/w/sub/a/b/anvil.lock");
+  t.GitInit("/w/sub/a");                 // git started in sub/a uses sub/a/.git
+  BareShape(t, "/w/sub/objects/inner");  // and in sub/objects/inner, that git dir
+  t.File("/w/wt/HEAD", "ref: refs/heads/main\n");
+  t.File("/w/wt/commondir", "../.git\n");
+  t.File("/w/wt/deep/Anvil.toml");
+  auto fs = t.Fs();
+  for (GitBoundMode mode : {GitBoundMode::kFail, GitBoundMode::kSkipAndName}) {
+    auto scan = ScanGitMetadata({"/w"}, Env(), fs, {}, nullptr, mode);
+    ASSERT_TRUE(scan) << scan.error().ToString();
+    EXPECT_EQ(Names(*scan), (V{"/w/sub/.anvil", "/w/sub/Anvil.toml", "/w/sub/a/b/anvil.lock",
+                               "/w/wt/deep/Anvil.toml"}));
+    EXPECT_EQ(Markers(*scan),
+              (V{"/w/.git", "/w/sub", "/w/sub/a/.git", "/w/sub/objects/inner", "/w/wt"}));
+    EXPECT_TRUE(scan->unwalked.empty());
+  }
+}
+
+TEST(ScanGitMetadata, ATopShapedLikeAGitDirIsWalkedBelow) {
+  FakeTree t;
+  BareShape(t, "/w");
+  t.Dir("/w/.anvil");
+  t.File("/w/anvil.lock");
+  t.File("/w/sub/Anvil.toml");
+  t.GitInit("/w/sub");
+  auto fs = t.Fs();
+  auto scan = ScanGitMetadata({"/w"}, Env(), fs, {}, nullptr, GitBoundMode::kSkipAndName);
+  ASSERT_TRUE(scan) << scan.error().ToString();
+  EXPECT_EQ(Names(*scan), (V{"/w/.anvil", "/w/anvil.lock", "/w/sub/Anvil.toml"}));
+  EXPECT_EQ(Markers(*scan), (V{"/w", "/w/sub/.git"}));
+}
+
+// Walked within the same bounds as the rest: past 'depth' below a git dir shape, the walk
+// before the run fails and the one after names the subtree; its entries count.
+TEST(ScanGitMetadata, BelowAGitDirShapeTheSameBoundsApply) {
+  FakeTree t;
+  BareShape(t, "/w/sub");
+  t.File("/w/sub/a/b/Anvil.toml");
+  auto fs = t.Fs();
+  const GitScanLimits shallow{.depth = 2};
+  auto before = ScanGitMetadata({"/w"}, Env(), fs, shallow);
+  ASSERT_FALSE(before);
+  EXPECT_NE(before.error().message.find("/w/sub/a/b"), std::string::npos) << before.error().message;
+  auto after = ScanGitMetadata({"/w"}, Env(), fs, shallow, nullptr, GitBoundMode::kSkipAndName);
+  ASSERT_TRUE(after) << after.error().ToString();
+  ASSERT_EQ(after->unwalked.size(), 1u);
+  EXPECT_EQ(after->unwalked[0].path, "/w/sub/a/b");
+  auto all = ScanGitMetadata({"/w"}, Env(), fs, {});
+  ASSERT_TRUE(all);
+  // /w: sub; sub: HEAD objects refs a; a: b; b: Anvil.toml.
+  EXPECT_EQ(all->entries, 7u);
+}
+
+// A later walk that takes a directory's entries from the memo still walks below the shape.
+TEST(ScanGitMetadata, AMemoKeepsWhatLiesBelowAGitDirShape) {
+  FakeTree t;
+  t.wall = 100;
+  BareShape(t, "/w/sub");
+  t.File("/w/sub/x/Anvil.toml");
+  t.GitInit("/w/sub/y");
+  auto fs = t.Fs();
+  t.wall = 1000;
+  auto first = ScanGitMetadata({"/w"}, Env(), fs, {});
+  ASSERT_TRUE(first);
+  auto again = ScanGitMetadata({"/w"}, Env(), fs, {}, &first->memo);
+  ASSERT_TRUE(again);
+  EXPECT_GT(again->memo_dirs, 0u);
+  EXPECT_EQ(Names(*again), V{"/w/sub/x/Anvil.toml"});
+  EXPECT_EQ(Markers(*again), (V{"/w/sub", "/w/sub/y/.git"}));
+}
+
+// Benign: a real bare repository is one repository, with nothing of Anvil's; what it holds is
+// walked (a few directories), and a `.git` is still not entered.
+TEST(ScanGitMetadata, ARealBareRepositoryIsOneRepository) {
+  FakeTree t;
+  t.GitInit("/w");
+  BareShape(t, "/w/vendor/mirror.git");
+  t.File("/w/vendor/mirror.git/config", "[core]\n\tbare = true\n");
+  t.Dir("/w/vendor/mirror.git/objects/pack");
+  t.File("/w/vendor/mirror.git/objects/pack/pack-1.pack");
+  t.Dir("/w/vendor/mirror.git/refs/heads");
+  t.File("/w/vendor/mirror.git/hooks/update.sample");
+  t.File("/w/.git/anvil.lock");  // inside a .git: not entered
+  auto fs = t.Fs();
+  auto scan = ScanGitMetadata({"/w"}, Env(), fs, {});
+  ASSERT_TRUE(scan) << scan.error().ToString();
+  EXPECT_EQ(Markers(*scan), (V{"/w/.git", "/w/vendor/mirror.git"}));
+  EXPECT_TRUE(scan->protected_names.empty());
+  for (const auto& r : scan->repos) {
+    EXPECT_FALSE(GitRepoRunsCode(r).has_value()) << r.marker;
+  }
+}
+
+}  // namespace
+}  // namespace anvil
