@@ -297,16 +297,18 @@ int RunPluginCommand(const std::vector<std::string>& args) {
   // A grant is for one copy of the plugin: this directory, or this code. A module under lib/
   // that cannot be hashed (a symlink, a name that is not allowed) is refused by inspect and
   // approve as `anvil run` refuses it, before anything is shown as fine.
-  auto code = HashPluginDir(plugin_dir, *manifest);
+  std::string dir_identity;
+  auto code = HashPluginDir(plugin_dir, *manifest, &dir_identity);
   if (!code && (sub == "inspect" || sub == "approve")) {
     std::cerr << ErrorLine("anvil plugin", code.error());
     return kExitPluginError;
   }
   if (sub == "inspect") {
-    bool granted = code && store
-                               ->FindForCopy(workspace, manifest->id, manifest->sha256,
-                                             PluginCopy{plugin_dir, code->code_sha256})
-                               .has_value();
+    bool granted =
+        code && store
+                    ->FindForCopy(workspace, manifest->id, manifest->sha256,
+                                  PluginCopy{plugin_dir, code->code_sha256, dir_identity})
+                    .has_value();
     auto signature = session::CheckSignature(plugin_dir, *manifest, false);
     std::string signed_by =
         !signature ? "REFUSED: " + SanitizeForDisplay(signature.error().ToString(), 1000)
@@ -323,7 +325,7 @@ int RunPluginCommand(const std::vector<std::string>& args) {
   }
   if (sub == "approve") {
     if (auto s = store->Approve(workspace, manifest->id, manifest->sha256, manifest->requested,
-                                PluginCopy{plugin_dir, code->code_sha256});
+                                PluginCopy{plugin_dir, code->code_sha256, dir_identity});
         !s) {
       std::cerr << ErrorLine("anvil plugin", s.error());
       return kExitPluginError;

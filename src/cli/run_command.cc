@@ -183,7 +183,8 @@ int RunOnce(const RunSettings& r) {
     if (!approve &&
         !AskOnTerminal("\n" +
                        session::ConsentText(workspace, *manifest, admission.lookup.previous,
-                                            admission.signer, admission.lookup.other_copy) +
+                                            admission.signer, admission.lookup.other_copy,
+                                            request.plugin_dir) +
                        "Allow? [y/N] ")) {
       std::cerr << ErrorLine("anvil run",
                              Error{"denied",

@@ -2,8 +2,10 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <linux/openat2.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -82,6 +84,28 @@ OwnerFacts OwnerOf(const struct stat& st) {
 }
 
 }  // namespace
+
+std::string ObjectIdentity(int fd) {
+  struct statx sx {};
+  if (::statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_INO | STATX_BTIME, &sx) != 0 ||
+      (sx.stx_mask & STATX_INO) == 0) {
+    return "";
+  }
+  std::string id = "ino:" + std::to_string(sx.stx_ino);
+  bool unique = false;
+  if ((sx.stx_mask & STATX_BTIME) != 0) {
+    id += ",btime:" + std::to_string(sx.stx_btime.tv_sec) + "." +
+          std::to_string(sx.stx_btime.tv_nsec);
+    unique = true;
+  }
+  // Declared long-sized; ext4 and btrfs store an int in it. Only compared for equality.
+  long generation = 0;
+  if (::ioctl(fd, FS_IOC_GETVERSION, &generation) == 0) {
+    id += ",gen:" + std::to_string(static_cast<unsigned long>(generation));
+    unique = true;
+  }
+  return unique ? id : "";
+}
 
 Result<OwnerFacts> OwnerOfFd(int fd, const std::string& path) {
   struct stat st {};

@@ -36,6 +36,13 @@ Result<UniqueFd> OpenDirectoryAtNoFollow(int dir_fd, const std::string& name);
 // `path_only`, else O_RDONLY | O_NOFOLLOW | O_NONBLOCK. An error carries errno.
 Result<UniqueFd> OpenBeneathNoSymlinks(int dir_fd, const std::string& path, bool path_only);
 
+// Which object the opened `fd` is, in a form that a later object at the same path does not
+// share: its inode number with its birth time (statx) and its generation (FS_IOC_GETVERSION), as
+// far as the file system keeps them, e.g. "ino:12,btime:1700000000.5,gen:99". An inode number
+// alone is reused at once (a removed directory's number is the next new one's on ext4), so
+// without a birth time or generation the answer is "" (unknown: the same as no other object).
+std::string ObjectIdentity(int fd);
+
 // Who owns an opened object, and whether anyone else may write it.
 struct OwnerFacts {
   std::uint32_t uid = 0;          // the owner

@@ -16,10 +16,11 @@
 namespace anvil {
 namespace {
 
-// 2: entries may record the copy approved (plugin_dir, code_sha256). Version 1 files are still
-// read (their entries grant no copy: asked once more); an older Anvil refuses a version 2 file
-// by its version instead of by an unknown key.
-constexpr int kFormatVersion = 2;
+// 2: entries may record the copy approved (plugin_dir, code_sha256); 3: and which directory that
+// was (plugin_dir_id). Older files are still read (version 1 entries grant no copy: asked once
+// more; version 2 entries no directory: identical code only); an older Anvil refuses a newer
+// file by its version instead of by an unknown key.
+constexpr int kFormatVersion = 3;
 constexpr int kOldestReadableVersion = 1;
 // Far beyond any real number of grants; bounds what a damaged or hostile file can cost.
 constexpr std::size_t kMaxStoreBytes = 16u << 20;
@@ -42,6 +43,14 @@ bool IsCanonicalAbsolute(std::string_view path) {
   return true;
 }
 
+// What fs/file_facts.h ObjectIdentity makes: short, digits, lower-case letters and ":,.".
+bool IsDirIdentity(std::string_view id) {
+  if (id.empty() || id.size() > 128) return false;
+  return std::all_of(id.begin(), id.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == ':' || c == ',' || c == '.';
+  });
+}
+
 std::string Damaged(const std::string& path, std::string_view what) {
   return QuotePathForMessage(path) + " is damaged: " + std::string(what) +
          " (fix: move the file aside; each plugin will ask for consent again)";
@@ -52,7 +61,7 @@ Result<GrantEntry> EntryFromJson(const nlohmann::json& json, const std::string& 
   for (auto it = json.begin(); it != json.end(); ++it) {
     const std::string& k = it.key();
     if (k != "workspace" && k != "plugin" && k != "manifest_sha256" && k != "granted_at" &&
-        k != "grant" && k != "plugin_dir" && k != "code_sha256") {
+        k != "grant" && k != "plugin_dir" && k != "code_sha256" && k != "plugin_dir_id") {
       return Fail("invalid", Damaged(path, "unknown key " + QuotePathForMessage(k)));
     }
   }
@@ -108,7 +117,17 @@ Result<GrantEntry> EntryFromJson(const nlohmann::json& json, const std::string& 
     if (!IsSha256Hex(*code)) {
       return Fail("invalid", Damaged(path, "code_sha256 is not 64 lower-case hex digits"));
     }
-    entry.copy = PluginCopy{std::move(*dir), std::move(*code)};
+    entry.copy = PluginCopy{std::move(*dir), std::move(*code), ""};
+    if (json.contains("plugin_dir_id")) {
+      auto id = string_field("plugin_dir_id");
+      if (!id) return tl::unexpected(id.error());
+      if (!IsDirIdentity(*id)) {
+        return Fail("invalid", Damaged(path, "plugin_dir_id is not a directory identity"));
+      }
+      entry.copy->dir_identity = std::move(*id);
+    }
+  } else if (json.contains("plugin_dir_id")) {
+    return Fail("invalid", Damaged(path, "an entry has plugin_dir_id without plugin_dir"));
   }
   return entry;
 }
@@ -127,7 +146,7 @@ Result<std::vector<GrantEntry>> ParseStore(std::string_view text, const std::str
   if (version == doc.end() || !version->is_number_integer() ||
       version->get<std::int64_t>() < kOldestReadableVersion ||
       version->get<std::int64_t>() > kFormatVersion) {
-    return Fail("invalid", Damaged(path, "missing or unsupported version (expected 1 or 2)"));
+    return Fail("invalid", Damaged(path, "missing or unsupported version (expected 1 to 3)"));
   }
   const auto grants = doc.find("grants");
   if (grants == doc.end() || !grants->is_array()) {
@@ -277,6 +296,7 @@ Status GrantStore::Save() const {
     if (entry.copy) {
       item["plugin_dir"] = entry.copy->dir;
       item["code_sha256"] = entry.copy->code_sha256;
+      if (!entry.copy->dir_identity.empty()) item["plugin_dir_id"] = entry.copy->dir_identity;
     }
     grants.push_back(std::move(item));
   }
@@ -337,6 +357,10 @@ Status GrantStore::Approve(std::string_view workspace, std::string_view plugin_i
   }
   if (!IsSha256Hex(copy.code_sha256)) {
     return Fail("invalid", "code hash is not 64 lower-case hex digits");
+  }
+  if (!copy.dir_identity.empty() && !IsDirIdentity(copy.dir_identity)) {
+    return Fail("invalid", "plugin directory identity " + QuotePathForMessage(copy.dir_identity) +
+                               " is malformed");
   }
   return Approve(workspace, plugin_id, manifest_sha256, grant, std::optional<PluginCopy>(copy));
 }

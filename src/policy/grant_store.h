@@ -9,17 +9,23 @@
 // only in that plugin directory, or elsewhere to byte-identical code. A copied directory with
 // the same id and manifest but other code asks again; editing the plugin in place (its author's
 // loop, an update) does not, as in VS Code or browser extensions, where consent is about
-// permissions — anvil.lock is what pins the code itself.
+// permissions — anvil.lock is what pins the code itself. "That plugin directory" is the
+// directory object, not its path: one removed and made again at the same path (an uninstall and
+// a reinstall, or another plugin remaking it with the same manifest and its own code) is
+// another copy, as an uninstalled browser extension's permissions do not pass to whatever is
+// installed next under its name.
 //
 // The store keeps at most one entry per (workspace, plugin id): approving a new hash replaces the
 // old entry, so the previous grant NeedsConsent compares against is always the latest one and
 // stale approvals of old manifests do not pile up (or come back when a plugin is downgraded).
 //
 // File format (JSON, written with 2-space indentation):
-//   {"version": 2,   (1: the same without plugin_dir/code_sha256; still read)
+//   {"version": 3,   (2: without plugin_dir_id; 1: also without plugin_dir/code_sha256; both
+//                     still read)
 //    "grants": [{"workspace": "/abs/path", "plugin": "example.todo-finder",
 //                "manifest_sha256": "<64 hex>", "granted_at": <unix seconds>,
 //                "plugin_dir": "/abs/plugin/dir", "code_sha256": "<64 hex>",
+//                "plugin_dir_id": "ino:..,btime:..,gen:..",   (optional; with plugin_dir)
 //                "grant": {"fs.read": [...], "fs.write": [...], "net.hosts": [...],
 //                          "net.post": false, "exec": [...]}}]}
 //
@@ -47,10 +53,18 @@ namespace anvil {
 struct PluginCopy {
   std::string dir;          // canonical plugin directory
   std::string code_sha256;  // lockfile.h's CodeSha256 of the entry and lib/ files
+  // Which directory `dir` was (fs/file_facts.h ObjectIdentity); "" when unknown (a grant stored
+  // before Anvil recorded it, or a file system that keeps neither birth time nor generation).
+  std::string dir_identity;
 
-  // The same copy: the same directory (edited in place), or identical code elsewhere.
+  // The same directory object: at the same path, and not removed and made again since. An
+  // unknown identity is never the same.
+  bool SameDirectory(const PluginCopy& other) const {
+    return dir == other.dir && !dir_identity.empty() && dir_identity == other.dir_identity;
+  }
+  // The same copy: the same directory (edited in place), or identical code anywhere.
   bool Matches(const PluginCopy& other) const {
-    return dir == other.dir || code_sha256 == other.code_sha256;
+    return SameDirectory(other) || code_sha256 == other.code_sha256;
   }
   bool operator==(const PluginCopy&) const = default;
 };
@@ -113,8 +127,9 @@ class GrantStore {
   // id is malformed or the hash is not 64 lower-case hex digits.
   Status Approve(std::string_view workspace, std::string_view plugin_id,
                  std::string_view manifest_sha256, const Grant& grant);
-  // The same, for `copy` of the plugin ("invalid" unless its dir is canonical and absolute and
-  // its hash 64 lower-case hex digits). Every approval Anvil makes goes through this one.
+  // The same, for `copy` of the plugin ("invalid" unless its dir is canonical and absolute, its
+  // hash 64 lower-case hex digits and its dir_identity short printable ASCII). Every approval
+  // Anvil makes goes through this one.
   Status Approve(std::string_view workspace, std::string_view plugin_id,
                  std::string_view manifest_sha256, const Grant& grant, const PluginCopy& copy);
 

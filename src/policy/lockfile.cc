@@ -268,13 +268,15 @@ std::string RenderLockfile(const Lockfile& lockfile) {
   return out;
 }
 
-Result<PluginHashes> HashPluginDir(const std::string& plugin_dir, const Manifest& manifest) {
+Result<PluginHashes> HashPluginDir(const std::string& plugin_dir, const Manifest& manifest,
+                                   std::string* dir_identity) {
   if (!IsSha256Hex(manifest.sha256)) {
     return Fail("invalid", "manifest has no hash (parse it with ParseManifest)");
   }
   auto dir = OpenDirectoryOr(plugin_dir, DirOpen::kRead,
                              "plugin directory " + QuotePathForMessage(plugin_dir));
   if (!dir) return tl::unexpected(dir.error());
+  if (dir_identity) *dir_identity = ObjectIdentity(dir->Get());
   PluginHashes hashes;
   hashes.manifest_sha256 = manifest.sha256;
   auto entry = ReadEntry(dir->Get(), manifest.entry);

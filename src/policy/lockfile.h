@@ -70,7 +70,11 @@ std::string CodeSha256(const std::map<std::string, std::string>& files);
 // a symlink anywhere — the entry, lib/ itself, a module — is "denied", not followed, so a lock
 // never pins the target of a link that can be swapped later. manifest_sha256 is taken from
 // `manifest` (the hash of the bytes actually parsed), not re-read.
-Result<PluginHashes> HashPluginDir(const std::string& plugin_dir, const Manifest& manifest);
+// `dir_identity`, when given, is set to which directory was hashed (ObjectIdentity of the very
+// directory opened: fs/file_facts.h), for a grant to tell that directory from one made later at
+// the same path (grant_store.h PluginCopy).
+Result<PluginHashes> HashPluginDir(const std::string& plugin_dir, const Manifest& manifest,
+                                   std::string* dir_identity = nullptr);
 
 // Compares `found` with the lock's entry for `plugin_id`. On mismatch:
 //   denied: anvil.lock: <file> changed (expected <sha>, found <sha>); ...

@@ -156,17 +156,32 @@ Result<SignatureCheck> CheckSignature(const std::string& plugin_dir, const Manif
 Result<GrantLookup> LookupGrant(GrantStore& store, const std::string& workspace,
                                 const Manifest& manifest, const std::string& plugin_dir) {
   GrantLookup out;
-  auto hashes = HashPluginDir(plugin_dir, manifest);
+  std::string identity;
+  auto hashes = HashPluginDir(plugin_dir, manifest, &identity);
   if (!hashes) return tl::unexpected(hashes.error());
-  out.copy = PluginCopy{plugin_dir, hashes->code_sha256};
+  out.copy = PluginCopy{plugin_dir, hashes->code_sha256, identity};
   out.files = std::move(hashes->files);
   auto latest = store.FindLatest(workspace, manifest.id);
   if (!latest) return out;
   if (!latest->copy || !latest->copy->Matches(out.copy)) {
-    // Approved for another copy: other code in another directory is another plugin as far as
-    // consent goes, whatever its manifest says (nor is a narrower manifest re-approved for it).
+    // Approved for another copy: other code in another directory, or in another directory made
+    // at the approved one's path after it was removed, is another plugin as far as consent
+    // goes, whatever its manifest says (nor is a narrower manifest re-approved for it).
     out.other_copy = latest->copy ? latest->copy->dir : std::string();
     return out;
+  }
+  if (latest->copy->dir == plugin_dir && !latest->copy->SameDirectory(out.copy)) {
+    // The approved code, in a directory made again at the approved path (a reinstall, or a
+    // grant stored before directories were recorded): the grant is for this directory from now
+    // on, so that the user's later edits of it run as edits of the approved directory do.
+    latest->copy->dir_identity = identity;
+    if (!identity.empty()) {
+      if (auto s = store.Approve(workspace, manifest.id, latest->manifest_sha256, latest->grant,
+                                 *latest->copy);
+          !s) {
+        return tl::unexpected(s.error());
+      }
+    }
   }
   if (latest->manifest_sha256 == manifest.sha256) {
     out.grant = latest->grant;
@@ -187,10 +202,15 @@ Result<GrantLookup> LookupGrant(GrantStore& store, const std::string& workspace,
 
 std::string ConsentText(const std::string& workspace, const Manifest& manifest,
                         const std::optional<Grant>& previous, const std::string& signer,
-                        const std::optional<std::string>& other_copy) {
+                        const std::optional<std::string>& other_copy, std::string_view plugin_dir) {
   std::string text;
   if (previous) text = "The manifest changed and asks for more than before.\n";
-  if (other_copy && !other_copy->empty()) {
+  if (other_copy && !other_copy->empty() && *other_copy == plugin_dir) {
+    text += "This is not the directory you approved: the one at " +
+            SanitizeForDisplay(*other_copy, 400) +
+            " now was made after the approval (the plugin was removed and made again, or the "
+            "approval predates Anvil recording directories), and the code here is different.\n";
+  } else if (other_copy && !other_copy->empty()) {
     text += "This is not the copy you approved: that one is in " +
             SanitizeForDisplay(*other_copy, 400) +
             ", and the code here is different (without anvil.lock pinning it, an approval covers "

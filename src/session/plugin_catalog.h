@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/result.h"
@@ -72,7 +73,8 @@ struct GrantLookup {
   std::optional<Grant> grant;     // set when the plugin may run without asking
   std::optional<Grant> previous;  // the grant of an earlier manifest, when there is one
   // Set when the stored grant was approved for another copy of this plugin: that copy's
-  // directory, or "" when the grant predates pinning grants to a copy. For the consent text.
+  // directory (this very path when the approved directory was removed and another made here
+  // since), or "" when the grant predates pinning grants to a copy. For the consent text.
   std::optional<std::string> other_copy;
   // The copy looked up: approve with it (GrantStore::Approve), and hand its files to the host
   // (HostConfig::pinned_files) when anvil.lock does not pin the plugin, so that the host runs
@@ -90,9 +92,11 @@ Result<GrantLookup> LookupGrant(GrantStore& store, const std::string& workspace,
 // The consent prompt in plain words: who asks, for what, where, and who signed it (`signer`:
 // the trusted key's name, empty when unsigned). Every plugin-supplied string is sanitized
 // (consent.h).
-// `other_copy`: GrantLookup::other_copy (says why a plugin approved before is asked about).
+// `other_copy`: GrantLookup::other_copy (says why a plugin approved before is asked about);
+// `plugin_dir`: the directory asked about (when it is other_copy, it was made again there).
 std::string ConsentText(const std::string& workspace, const Manifest& manifest,
                         const std::optional<Grant>& previous, const std::string& signer = "",
-                        const std::optional<std::string>& other_copy = std::nullopt);
+                        const std::optional<std::string>& other_copy = std::nullopt,
+                        std::string_view plugin_dir = {});
 
 }  // namespace anvil::session

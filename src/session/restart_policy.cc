@@ -21,4 +21,10 @@ RestartDecision DecideRestart(std::deque<std::chrono::steady_clock::time_point> 
   return decision;
 }
 
+bool IsHostDeadlineStop(std::string_view code, std::string_view message,
+                        std::chrono::steady_clock::time_point now,
+                        std::chrono::steady_clock::time_point deadline) {
+  return code == "timeout" && message == "command passed its deadline" && now >= deadline;
+}
+
 }  // namespace anvil::session

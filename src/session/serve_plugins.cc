@@ -327,12 +327,13 @@ void Server::OnRunDone(Plugin& p, const ipc::Response& r) {
     Progress(run, {{"kind", "end"}, {"message", "cancelled"}});
     CompleteError(run.id, kRequestCancelled, "cancelled: request cancelled",
                   {{"code", "cancelled"}, {"plugin", p.entry.id}, {"killed", false}});
-  } else if (!r.ok && r.fields.size() >= 2 && r.fields[0] == "timeout" &&
-             r.fields[1] == "command passed its deadline") {
-    // The host keeps a deadline of the same length (lua_runtime.cc, js_budget.cc), counted from
+  } else if (!r.ok && r.fields.size() >= 2 &&
+             IsHostDeadlineStop(r.fields[0], r.fields[1], Clock::now(), run.deadline)) {
+    // The host keeps a deadline of the same length (lua_budget.cc, js_budget.cc), counted from
     // when it got the command, and on a loaded machine it can answer before this loop sees its
     // own: the command is past its deadline either way and ends the same way, with a fresh host
-    // for the next one. (Other "timeout" errors, such as a fetch's, are the command's own.)
+    // for the next one. Judged by this loop's clock: plugin code can raise the same error, and
+    // that one (like a fetch's "timeout") is the command's own and keeps its host.
     KillAndRestart(p, "timeout");
     FailRun(
         p.entry.id, run,
@@ -370,13 +371,16 @@ void Server::DispatchNext(Plugin& p) {
           Error{"not_found", "plugin " + p.entry.id + " has no command '" + r.command + "'", 0});
       continue;
     }
+    // Taken before sending: the host's deadline, counted from when it reads the command, is
+    // never earlier than this one (IsHostDeadlineStop relies on it).
+    const auto sent = Clock::now();
     auto call = p.host->Send("command.run", {r.command, r.args_json});
     if (!call) {
       p.queue.push_front(std::move(r));
       return HostCrashed(p, "the host channel failed: " + call.error().message);
     }
     r.host_call = *call;
-    r.deadline = Clock::now() + o_.command_timeout;
+    r.deadline = sent + o_.command_timeout;
     if (auto cpu = p.host->CpuTime()) r.cpu.emplace(p.host->cpu_stop(), Clock::now(), *cpu);
     Progress(r, {{"kind", "report"}, {"message", "running"}});
     p.running = std::move(r);

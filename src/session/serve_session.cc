@@ -229,8 +229,8 @@ void Server::RequestConsent(const json& id, const json& params) {
                       {{"code", "busy"}, {"plugin", plugin.entry.id}});
   }
   const Manifest& m = *plugin.entry.manifest;
-  const std::string text =
-      ConsentText(o_.workspace, m, plugin.previous, plugin.signer, plugin.other_copy);
+  const std::string text = ConsentText(o_.workspace, m, plugin.previous, plugin.signer,
+                                       plugin.other_copy, plugin.entry.dir);
   json request = {{"plugin",
                    {{"id", m.id},
                     {"name", SanitizeForDisplay(m.name, 100)},

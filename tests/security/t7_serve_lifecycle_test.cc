@@ -74,6 +74,59 @@ TEST_P(T7ServeRuntime, PluginIgnoringCancellationIsKilled) {
   EXPECT_EQ(c->ShutdownAndExit(), 0);
 }
 
+// A plugin raising the host's own deadline error ("timeout: command passed its deadline", and
+// timeout is a code plugin code may raise) long before the deadline: its own error, passed on
+// with its code; serve does not take it for the host's deadline and does not kill and restart
+// the host (which no crash budget would have limited: once per command, instantly).
+TEST_P(T7ServeRuntime, ForgedDeadlineErrorIsThePluginsOwnAndKeepsTheHost) {
+  if (GetParam() == "js") {
+    WritePlugin(plugins_ / "forger", "test.forger", "js", "",
+                "anvil.command('forge', () => { throw new Error('timeout: command passed its "
+                "deadline'); });\nanvil.command('ok', () => 'fine');\n");
+  } else {
+    WritePlugin(plugins_ / "forger", "test.forger", "lua", "",
+                "anvil.command('forge', function() error('timeout: command passed its deadline', "
+                "0) end)\nanvil.command('ok', function() return 'fine' end)\n");
+  }
+  auto c = StartReady(plugins_ / "forger", "test.forger", {"--timeout", "60"});
+  pid_t host = HostPid(*c, "test.forger");
+  for (int i = 0; i < 5; ++i) {
+    json r = c->Request("anvil/runCommand", {{"plugin", "test.forger"}, {"command", "forge"}});
+    EXPECT_EQ(r["error"]["data"]["code"], "timeout") << r;
+    const std::string message = r["error"]["message"].is_string() ? r["error"]["message"] : "";
+    EXPECT_EQ(message.find("the plugin host was killed"), std::string::npos) << r;
+  }
+  EXPECT_TRUE(ProcessAlive(host)) << "a plugin-raised error killed its host";
+  EXPECT_EQ(HostPid(*c, "test.forger"), host);
+  EXPECT_EQ(PluginInfo(*c, "test.forger")["restarts"], 0);
+  json ok = c->Request("anvil/runCommand", {{"plugin", "test.forger"}, {"command", "ok"}});
+  EXPECT_EQ(ok["result"]["value"], "fine") << ok;
+  EXPECT_EQ(c->ShutdownAndExit(), 0);
+}
+
+// The benign neighbour: a real endless loop still ends as `timeout`, its host killed, and a
+// fresh host runs the next command, in both runtimes.
+TEST_P(T7ServeRuntime, EndlessLoopEndsAsTimeoutWithAFreshHost) {
+  if (GetParam() == "js") {
+    WritePlugin(plugins_ / "spinner", "test.spinner", "js", "",
+                "anvil.command('spin', () => { for (;;) { 'x'.repeat(1e6).indexOf('y'); } });\n"
+                "anvil.command('ok', () => 'fine');\n");
+  } else {
+    WritePlugin(plugins_ / "spinner", "test.spinner", "lua", "",
+                "anvil.command('spin', function() while true do string.rep('x', 1e6):find('y', 1, "
+                "true) end end)\nanvil.command('ok', function() return 'fine' end)\n");
+  }
+  auto c = StartReady(plugins_ / "spinner", "test.spinner", {"--timeout", "1"});
+  pid_t host = HostPid(*c, "test.spinner");
+  json r = c->Request("anvil/runCommand", {{"plugin", "test.spinner"}, {"command", "spin"}});
+  EXPECT_EQ(r["error"]["data"]["code"], "timeout") << r;
+  EXPECT_TRUE(WaitUntil([&] { return !ProcessAlive(host); }, std::chrono::seconds(3)));
+  json ok = c->Request("anvil/runCommand", {{"plugin", "test.spinner"}, {"command", "ok"}});
+  EXPECT_EQ(ok["result"]["value"], "fine") << ok;
+  EXPECT_NE(HostPid(*c, "test.spinner"), host);
+  EXPECT_EQ(c->ShutdownAndExit(), 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Runtimes, T7ServeRuntime, ::testing::Values("lua", "js"));
 
 // F4: a command stuck inside one builtin (no instruction counted) is stopped at the instruction

@@ -163,5 +163,85 @@ TEST_F(T8RunPluginCode, APluginCannotRunItsCodeWithAnotherPluginsGrant) {
   EXPECT_EQ(b.out, "b2 SECRET-KEY\n");
 }
 
+// The same class through a removed directory: once the user removes B's directory (uninstalls
+// it), nothing holds a manifest there and A may make it again, with B's manifest bytes and A's
+// code. B's grant stayed stored for that path; before the fix the remade directory matched it
+// as "the approved directory, edited" and ran A's code with B's grant without asking. A grant
+// is for the directory that was approved, not for whatever later takes its name: the remade one
+// asks again (no terminal here: refused), unless its code is byte-identical to what was
+// approved (a reinstall of the same code).
+TEST_F(T8RunPluginCode, ARemovedPluginDirectoryRemadeWithOtherCodeAsksAgain) {
+  ASSERT_EQ(Shell("mkdir -p " + ShellQuote(ws_ / "secret")), 0);
+  WriteFile(ws_ / "secret/key", "SECRET-KEY");
+  const std::string b_code = "anvil.command('x', function() return 'b' end)\n";
+  WriteLuaPlugin(ws_ / "tools/b", "t8.b", "fs.read = [\"secret/**\"]\n", b_code);
+  const std::string b_manifest = ReadFile(ws_ / "tools/b/anvil-plugin.toml");
+  auto lua_string = [](const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) {
+      if (c == '\n') {
+        out += "\\n";
+      } else {
+        if (c == '"' || c == '\\') out += '\\';
+        out += c;
+      }
+    }
+    return out + "\"";
+  };
+  WriteLuaPlugin(
+      ws_ / "tools/a", "t8.a", "fs.write = [\"**\"]\n",
+      "anvil.command('x', function()\n"
+      "  sys.fs.write('tools/b/main.lua',\n"
+      "    \"anvil.command('x', function() return 'pwned ' .. sys.fs.read('secret/key') end)\",\n"
+      "    {parents = true})\n"
+      "  sys.fs.write('tools/b/anvil-plugin.toml', " +
+          lua_string(b_manifest) +
+          ")\n"
+          "  return 'remade'\n"
+          "end)\n");
+  auto b = Anvil({"--approve", ws_ / "tools/b", "x"});
+  ASSERT_EQ(b.status, 0) << b.err;
+  auto a = Anvil({"--approve", ws_ / "tools/a", "x"});  // B is there: refused, as above
+  ASSERT_EQ(a.status, 1) << a.out << a.err;
+  // The user uninstalls B.
+  ASSERT_EQ(Shell("rm -rf " + ShellQuote(ws_ / "tools/b")), 0);
+  a = Anvil({ws_ / "tools/a", "x"});
+  ASSERT_EQ(a.status, 0) << a.err;
+  ASSERT_EQ(a.out, "remade\n");
+  ASSERT_EQ(ReadFile(ws_ / "tools/b/anvil-plugin.toml"), b_manifest);
+  b = Anvil({ws_ / "tools/b", "x"});  // no terminal to ask on
+  EXPECT_EQ(b.status, 3) << b.out << b.err;
+  EXPECT_NE(b.err.find("denied: permission not granted"), std::string::npos) << b.err;
+  EXPECT_EQ(b.out.find("SECRET-KEY"), std::string::npos) << b.out;
+
+  // The benign neighbours. B reinstalled with exactly the approved code: its grant applies.
+  ASSERT_EQ(Shell("rm -rf " + ShellQuote(ws_ / "tools/b")), 0);
+  WriteLuaPlugin(ws_ / "tools/b", "t8.b", "fs.read = [\"secret/**\"]\n", b_code);
+  b = Anvil({ws_ / "tools/b", "x"});
+  EXPECT_EQ(b.status, 0) << b.err;
+  EXPECT_EQ(b.out, "b\n");
+  // Reinstalled with other code (a new version in a new directory): asked again, and once
+  // approved, the user's edits of that directory (in place, or saved by rename as many editors
+  // do) run under its grant without asking.
+  ASSERT_EQ(Shell("rm -rf " + ShellQuote(ws_ / "tools/b")), 0);
+  WriteLuaPlugin(ws_ / "tools/b", "t8.b", "fs.read = [\"secret/**\"]\n",
+                 "anvil.command('x', function() return 'b2' end)\n");
+  EXPECT_EQ(Anvil({ws_ / "tools/b", "x"}).status, 3);
+  b = Anvil({"--approve", ws_ / "tools/b", "x"});
+  EXPECT_EQ(b.status, 0) << b.err;
+  EXPECT_EQ(b.out, "b2\n");
+  WriteFile(ws_ / "tools/b/main.lua", "anvil.command('x', function() return 'b3' end)\n");
+  b = Anvil({ws_ / "tools/b", "x"});
+  EXPECT_EQ(b.status, 0) << b.err;
+  EXPECT_EQ(b.out, "b3\n");
+  WriteFile(ws_ / "tools/b/main.lua.tmp", "anvil.command('x', function() return 'b4' end)\n");
+  ASSERT_EQ(Shell("mv " + ShellQuote(ws_ / "tools/b/main.lua.tmp") + " " +
+                  ShellQuote(ws_ / "tools/b/main.lua")),
+            0);
+  b = Anvil({ws_ / "tools/b", "x"});
+  EXPECT_EQ(b.status, 0) << b.err;
+  EXPECT_EQ(b.out, "b4\n");
+}
+
 }  // namespace
 }  // namespace anvil::testing

@@ -117,10 +117,11 @@ TEST_F(GrantStoreTest, FindsOnlyTheExactKey) {
 }
 
 // A grant is for one copy of a plugin: its directory (edited in place), or identical code
-// elsewhere. Another directory with other code, and an entry that never recorded a copy, get no
-// grant from FindForCopy.
+// elsewhere. Another directory with other code, a directory made again at the approved path
+// with other code, and an entry that never recorded a copy, get no grant from FindForCopy.
 TEST_F(GrantStoreTest, AGrantAppliesToTheApprovedCopyOnly) {
-  const PluginCopy approved{"/home/u/plugins/todo", std::string(64, 'c')};
+  const std::string kDirId = "ino:12,btime:1700000000.5,gen:99";
+  const PluginCopy approved{"/home/u/plugins/todo", std::string(64, 'c'), kDirId};
   GrantStore store = Open();
   ASSERT_TRUE(store.Approve(workspace_, "example.todo", kShaA, ReadSrc(), approved));
   struct Case {
@@ -129,10 +130,16 @@ TEST_F(GrantStoreTest, AGrantAppliesToTheApprovedCopyOnly) {
   };
   const Case cases[] = {
       {approved, true},
-      {{"/home/u/plugins/todo", std::string(64, 'd')}, true},   // edited in place
-      {{"/tmp/elsewhere/todo", std::string(64, 'c')}, true},    // identical code elsewhere
-      {{"/tmp/elsewhere/todo", std::string(64, 'd')}, false},   // a copy with other code
-      {{"/home/u/plugins/todo2", std::string(64, 'e')}, false}  // a sibling directory
+      {{"/home/u/plugins/todo", std::string(64, 'd'), kDirId}, true},        // edited in place
+      {{"/tmp/elsewhere/todo", std::string(64, 'c'), "ino:5,gen:1"}, true},  // identical code
+      {{"/tmp/elsewhere/todo", std::string(64, 'd'), kDirId}, false},        // a copy, other code
+      {{"/home/u/plugins/todo2", std::string(64, 'e'), kDirId}, false},      // a sibling directory
+      // Removed and made again at the same path (the inode number reused, born later).
+      {{"/home/u/plugins/todo", std::string(64, 'd'), "ino:12,btime:1700000009.1,gen:7"}, false},
+      {{"/home/u/plugins/todo", std::string(64, 'c'), "ino:12,btime:1700000009.1,gen:7"}, true},
+      // Which directory is unknown: only identical code.
+      {{"/home/u/plugins/todo", std::string(64, 'd'), ""}, false},
+      {{"/home/u/plugins/todo", std::string(64, 'c'), ""}, true},
   };
   for (const auto& c : cases) {
     EXPECT_EQ(store.FindForCopy(workspace_, "example.todo", kShaA, c.copy).has_value(), c.granted)
@@ -145,11 +152,12 @@ TEST_F(GrantStoreTest, AGrantAppliesToTheApprovedCopyOnly) {
   auto latest = again.FindLatest(workspace_, "example.todo");
   ASSERT_TRUE(latest && latest->copy);
   EXPECT_EQ(*latest->copy, approved);
-  // Written as version 2; a version 1 file (no copies) is still read.
+  // Written as version 3; a version 1 file (no copies) is still read.
   {
     std::ifstream in(path_);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    EXPECT_NE(text.find("\"version\": 2"), std::string::npos) << text;
+    EXPECT_NE(text.find("\"version\": 3"), std::string::npos) << text;
+    EXPECT_NE(text.find("\"plugin_dir_id\": \"" + kDirId + "\""), std::string::npos) << text;
   }
   // An entry without a copy (written before copies were recorded) grants no copy.
   ASSERT_TRUE(again.Approve(workspace_, "example.legacy", kShaA, ReadSrc()));
@@ -157,9 +165,26 @@ TEST_F(GrantStoreTest, AGrantAppliesToTheApprovedCopyOnly) {
   EXPECT_FALSE(again.FindForCopy(workspace_, "example.legacy", kShaA, approved));
   // Malformed copies are refused, as malformed keys are.
   EXPECT_FALSE(again.Approve(workspace_, "example.todo", kShaA, ReadSrc(),
-                             PluginCopy{"relative/dir", std::string(64, 'c')}));
+                             PluginCopy{"relative/dir", std::string(64, 'c'), ""}));
   EXPECT_FALSE(again.Approve(workspace_, "example.todo", kShaA, ReadSrc(),
-                             PluginCopy{"/abs/dir", "not-a-hash"}));
+                             PluginCopy{"/abs/dir", "not-a-hash", ""}));
+  EXPECT_FALSE(again.Approve(workspace_, "example.todo", kShaA, ReadSrc(),
+                             PluginCopy{"/abs/dir", std::string(64, 'c'), "ino:1\n"}));
+  // A version 2 entry (a copy, no directory identity) is read: identical code only.
+  WriteStore(R"({"version": 2, "grants": [{"workspace": ")" + workspace_ +
+             R"(", "plugin": "example.todo", "manifest_sha256": ")" + kShaA +
+             R"(", "granted_at": 1, "plugin_dir": "/home/u/plugins/todo", "code_sha256": ")" +
+             std::string(64, 'c') + R"(", "grant": {}}]})");
+  auto v2 = GrantStore::Open(path_);
+  ASSERT_TRUE(v2) << v2.error().ToString();
+  EXPECT_TRUE(v2->FindForCopy(workspace_, "example.todo", kShaA, approved));
+  EXPECT_FALSE(v2->FindForCopy(workspace_, "example.todo", kShaA,
+                               {"/home/u/plugins/todo", std::string(64, 'd'), kDirId}));
+  // A directory identity without its directory is damage.
+  WriteStore(R"({"version": 3, "grants": [{"workspace": ")" + workspace_ +
+             R"(", "plugin": "example.todo", "manifest_sha256": ")" + kShaA +
+             R"(", "granted_at": 1, "plugin_dir_id": "ino:1,gen:2", "grant": {}}]})");
+  EXPECT_FALSE(GrantStore::Open(path_));
   // A hand-edited entry with half a copy is damage, not a grant for any copy.
   WriteStore(R"({"version": 1, "grants": [{"workspace": ")" + workspace_ +
              R"(", "plugin": "example.todo", "manifest_sha256": ")" + kShaA +
@@ -218,6 +243,32 @@ TEST_F(GrantStoreTest, LookupAsksAboutAnotherCopyAndSaysWhy) {
   auto same = session::LookupGrant(store, workspace_, narrower_a, a);
   ASSERT_TRUE(same);
   EXPECT_TRUE(same->grant);
+  EXPECT_FALSE(same->copy.dir_identity.empty()) << "this file system keeps no birth time";
+
+  // The approved directory removed and made again at its path, same manifest, other code: not
+  // the approved directory, and the consent text says so.
+  std::filesystem::remove_all(a);
+  Manifest remade = make_plugin(a, "fs.read = [\"**\"]\n", "-- someone else's\n");
+  ASSERT_EQ(remade.sha256, narrower_a.sha256);
+  auto again = session::LookupGrant(store, workspace_, remade, a);
+  ASSERT_TRUE(again);
+  EXPECT_FALSE(again->grant);
+  ASSERT_TRUE(again->other_copy);
+  EXPECT_EQ(*again->other_copy, a);
+  const std::string remade_text =
+      session::ConsentText(workspace_, remade, again->previous, "", again->other_copy, a);
+  EXPECT_NE(remade_text.find("This is not the directory you approved"), std::string::npos)
+      << remade_text;
+  // Made again with the approved code (a reinstall): granted, and from then on its edits too.
+  std::filesystem::remove_all(a);
+  Manifest reinstalled = make_plugin(a, "fs.read = [\"**\"]\n", "-- v2\n");
+  auto back = session::LookupGrant(store, workspace_, reinstalled, a);
+  ASSERT_TRUE(back);
+  EXPECT_TRUE(back->grant);
+  Manifest edited = make_plugin(a, "fs.read = [\"**\"]\n", "-- v3, edited\n");
+  auto after_edit = session::LookupGrant(store, workspace_, edited, a);
+  ASSERT_TRUE(after_edit);
+  EXPECT_TRUE(after_edit->grant);
 }
 
 TEST_F(GrantStoreTest, PersistsAcrossOpens) {
@@ -394,7 +445,7 @@ TEST_F(GrantStoreTest, HandEditedOrForeignFormatsAreRefused) {
                             kShaA + R"(","granted_at":1,"grant":{}})";
   const std::string bad[] = {
       "[]",
-      R"({"version":3,"grants":[]})",
+      R"({"version":4,"grants":[]})",
       R"({"grants":[]})",
       R"({"version":1,"grants":{}})",
       R"({"version":1,"grants":[],"extra":1})",

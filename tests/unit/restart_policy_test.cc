@@ -79,5 +79,30 @@ TEST(RestartPolicyTest, AFailedProcessStaysFailedAsItKeepsCrashing) {
                                           Action::kFail, Action::kFail, Action::kFail}));
 }
 
+TEST(RestartPolicyTest, AHostDeadlineStopNeedsServesClockToAgree) {
+  const TimePoint deadline = kNow;
+  const char* const kText = "command passed its deadline";
+  struct Case {
+    const char* what;
+    const char* code;
+    const char* message;
+    std::chrono::milliseconds after_deadline;  // when serve reads the answer
+    bool stop;
+  } cases[] = {
+      {"the host's stop, read after serve's deadline", "timeout", kText, 5ms, true},
+      {"read exactly at serve's deadline", "timeout", kText, 0ms, true},
+      {"the same text before serve's deadline: the plugin's own", "timeout", kText, -1ms, false},
+      {"long before the deadline (a plugin raised it at once)", "timeout", kText, -59s, false},
+      {"another timeout (a fetch's) after the deadline", "timeout", "the fetch timed out", 5ms,
+       false},
+      {"another code with the same text", "error", kText, 5ms, false},
+      {"a limit after the deadline", "limit", "instruction budget exhausted", 5ms, false},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(IsHostDeadlineStop(c.code, c.message, deadline + c.after_deadline, deadline), c.stop)
+        << c.what;
+  }
+}
+
 }  // namespace
 }  // namespace anvil::session
