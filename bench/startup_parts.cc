@@ -6,7 +6,8 @@
 // PART: none (process start only: subtract it), seccomp-compile (libseccomp, what every start
 // did before the programs were baked in at build time), seccomp-baked (what they do now),
 // lua-vm / js-vm (create the VM with the plugin API and load a one-command plugin, as the host
-// does before its lockdown). N repeats the part (default 1); with N > 1 the thread CPU time per
+// does before its lockdown), cgroups (root only: a pids and a memory cgroup made and removed as a
+// sandbox of root's makes them). N repeats the part (default 1); with N > 1 the thread CPU time per
 // repetition is printed too (for parts callgrind cannot run: libseccomp's kernel probes use the
 // seccomp syscall, which valgrind does not implement).
 //
@@ -22,6 +23,8 @@
 #include <vector>
 
 #include "host/runtime.h"
+#include "linux/memory_cgroup.h"
+#include "linux/pids_cgroup.h"
 #include "linux/seccomp.h"
 #include "linux/seccomp_compile.h"
 
@@ -129,6 +132,11 @@ int main(int argc, char** argv) {
            anvil::seccomp::BuildPluginHostFilter();
     } else if (part == "lua-vm" || part == "js-vm") {
       ok = Vm(part == "lua-vm");
+    } else if (part == "cgroups") {
+      // As a sandbox of root's makes them (sandbox_launch.cc): where they go read once.
+      const anvil::CgroupFacts facts = anvil::ReadCgroupFacts();
+      auto pids = anvil::PidsCgroup::Create(4096, facts);
+      ok = pids && anvil::MemoryCgroup::Create(uint64_t{1} << 30, facts, pids->path()).has_value();
     } else {
       std::fprintf(stderr, "unknown part %s\n", part.c_str());
       return 2;

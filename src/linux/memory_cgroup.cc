@@ -13,7 +13,6 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "common/unique_fd.h"
@@ -47,47 +46,13 @@ struct Candidate {
 // Where a memory cgroup of ours can go: the caller's v1 memory cgroup; or, on v2, the caller's
 // cgroup or its parent (a delegated subtree) or the hierarchy's root, whichever has memory in
 // its subtree_control.
-std::vector<Candidate> FindParents() {
-  std::string v1_path, v2_path;
-  bool have_v2 = false;
-  {
-    std::ifstream in("/proc/self/cgroup");
-    std::string line;
-    while (std::getline(in, line)) {
-      auto a = line.find(':');
-      auto b = line.find(':', a + 1);
-      if (a == std::string::npos || b == std::string::npos) continue;
-      std::string controllers = line.substr(a + 1, b - a - 1);
-      std::string path = line.substr(b + 1);
-      std::stringstream cs(controllers);
-      std::string c;
-      while (std::getline(cs, c, ',')) {
-        if (c == "memory") v1_path = path;
-      }
-      if (controllers.empty()) {
-        have_v2 = true;
-        v2_path = path;
-      }
-    }
-  }
-  std::ifstream in("/proc/self/mountinfo");
-  std::string line, v1_mount, v2_mount;
-  while (std::getline(in, line)) {
-    std::stringstream ss(line);
-    std::vector<std::string> fields;
-    std::string f;
-    while (ss >> f) fields.push_back(f);
-    size_t dash = 0;
-    while (dash < fields.size() && fields[dash] != "-") ++dash;
-    if (fields.size() < 5 || dash + 3 >= fields.size()) continue;
-    const std::string& fstype = fields[dash + 1];
-    const std::string& superopts = fields[dash + 3];
-    if (fstype == "cgroup" && ("," + superopts + ",").find(",memory,") != std::string::npos) {
-      v1_mount = fields[4];
-    } else if (fstype == "cgroup2" && v2_mount.empty()) {
-      v2_mount = fields[4];
-    }
-  }
+std::vector<Candidate> FindParents(const CgroupFacts& facts) {
+  const CgroupPlaces p = LocateController(facts, "memory");
+  const std::string& v1_mount = p.v1_mount;
+  const std::string& v1_path = p.v1_path;
+  const std::string& v2_mount = p.v2_mount;
+  const std::string& v2_path = p.v2_path;
+  const bool have_v2 = p.have_v2;
   std::vector<Candidate> out;
   if (!v1_mount.empty() && !v1_path.empty()) {
     out.push_back({v1_mount + (v1_path == "/" ? "" : v1_path), false});
@@ -159,7 +124,8 @@ uint64_t DefaultMemoryCeiling() {
   return static_cast<uint64_t>(info.totalram) * info.mem_unit / 2;  // MemTotal / 2
 }
 
-Result<MemoryCgroup> MemoryCgroup::Create(uint64_t limit, const std::string& pids_cgroup) {
+Result<MemoryCgroup> MemoryCgroup::Create(uint64_t limit, const CgroupFacts& facts,
+                                          const std::string& pids_cgroup) {
   if (!pids_cgroup.empty() && Exists(pids_cgroup + "/memory.max")) {
     // cgroup v2 with both controllers: the pids cgroup is the sandbox's only cgroup.
     if (auto s = WriteCeiling(pids_cgroup, true, limit); !s) return tl::unexpected(s.error());
@@ -167,7 +133,7 @@ Result<MemoryCgroup> MemoryCgroup::Create(uint64_t limit, const std::string& pid
   }
   static std::atomic<unsigned> counter{0};
   std::optional<Error> last;
-  for (const auto& parent : FindParents()) {
+  for (const auto& parent : FindParents(facts)) {
     std::string path = parent.dir + "/anvil-mem-" + std::to_string(getpid()) + "-" +
                        std::to_string(counter.fetch_add(1));
     if (::mkdir(path.c_str(), 0755) != 0) {

@@ -15,6 +15,7 @@
 
 #include "common/result.h"
 #include "common/unique_fd.h"
+#include "linux/cgroup_facts.h"
 
 namespace anvil {
 
@@ -25,9 +26,11 @@ class MemoryCgroup {
  public:
   // Creates <the caller's memory cgroup, or its parent where only that is delegated>/
   // anvil-mem-<pid>-<n> with the ceiling `limit` (swap included where the kernel accounts it).
-  // `pids_cgroup`: the sandbox's pids cgroup, if any; on cgroup v2 a process is in one cgroup
-  // only, so when that one offers memory.max the ceiling is written there instead.
-  static Result<MemoryCgroup> Create(uint64_t limit, const std::string& pids_cgroup = "");
+  // `facts`: where this process's cgroups are (cgroup_facts.h, read once for the sandbox's
+  // cgroups). `pids_cgroup`: the sandbox's pids cgroup, if any; on cgroup v2 a process is in one
+  // cgroup only, so when that one offers memory.max the ceiling is written there instead.
+  static Result<MemoryCgroup> Create(uint64_t limit, const CgroupFacts& facts,
+                                     const std::string& pids_cgroup = "");
   MemoryCgroup(MemoryCgroup&& other) noexcept
       : path_(std::move(other.path_)), owned_(other.owned_), v2_(other.v2_) {
     other.path_.clear();

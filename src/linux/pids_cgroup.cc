@@ -12,7 +12,6 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "common/unique_fd.h"
@@ -37,56 +36,15 @@ std::string ReadLine(const std::string& path) {
 }
 
 // The directory of this process's pids cgroup, or "" when there is no usable one.
-std::string FindPidsCgroupDir() {
-  // /proc/self/cgroup: "ID:controllers:path" (v1) or "0::path" (v2).
-  std::string v1_path, v2_path;
-  bool have_v2 = false;
-  {
-    std::ifstream in("/proc/self/cgroup");
-    std::string line;
-    while (std::getline(in, line)) {
-      auto a = line.find(':');
-      auto b = line.find(':', a + 1);
-      if (a == std::string::npos || b == std::string::npos) continue;
-      std::string controllers = line.substr(a + 1, b - a - 1);
-      std::string path = line.substr(b + 1);
-      std::stringstream cs(controllers);
-      std::string c;
-      while (std::getline(cs, c, ',')) {
-        if (c == "pids") v1_path = path;
-      }
-      if (controllers.empty()) {
-        have_v2 = true;
-        v2_path = path;
-      }
-    }
+std::string FindPidsCgroupDir(const CgroupFacts& facts) {
+  const CgroupPlaces p = LocateController(facts, "pids");
+  if (!p.v1_mount.empty() && !p.v1_path.empty()) {
+    return p.v1_mount + (p.v1_path == "/" ? "" : p.v1_path);
   }
-  // Mount points from /proc/self/mountinfo: "... mountpoint ... - fstype source superopts".
-  std::ifstream in("/proc/self/mountinfo");
-  std::string line;
-  std::string v1_mount, v2_mount;
-  while (std::getline(in, line)) {
-    std::stringstream ss(line);
-    std::vector<std::string> fields;
-    std::string f;
-    while (ss >> f) fields.push_back(f);
-    size_t dash = 0;
-    while (dash < fields.size() && fields[dash] != "-") ++dash;
-    if (fields.size() < 5 || dash + 3 >= fields.size()) continue;
-    const std::string& mountpoint = fields[4];
-    const std::string& fstype = fields[dash + 1];
-    const std::string& superopts = fields[dash + 3];
-    if (fstype == "cgroup" && ("," + superopts + ",").find(",pids,") != std::string::npos) {
-      v1_mount = mountpoint;
-    } else if (fstype == "cgroup2" && v2_mount.empty()) {
-      v2_mount = mountpoint;
-    }
-  }
-  if (!v1_mount.empty() && !v1_path.empty()) return v1_mount + (v1_path == "/" ? "" : v1_path);
-  if (have_v2 && !v2_mount.empty()) {
+  if (p.have_v2 && !p.v2_mount.empty()) {
     // A child gets pids.max only where the parent delegates the controller: our own cgroup,
     // or else the hierarchy's root (systemd enables pids there; a scope usually does not).
-    for (const std::string& dir : {v2_mount + (v2_path == "/" ? "" : v2_path), v2_mount}) {
+    for (const std::string& dir : {p.v2_mount + (p.v2_path == "/" ? "" : p.v2_path), p.v2_mount}) {
       std::string subtree = " " + ReadLine(dir + "/cgroup.subtree_control") + " ";
       if (subtree.find(" pids ") != std::string::npos) return dir;
     }
@@ -122,8 +80,8 @@ void SweepStale(const std::string& parent) {
 
 }  // namespace
 
-Result<PidsCgroup> PidsCgroup::Create(uint64_t limit) {
-  std::string parent = FindPidsCgroupDir();
+Result<PidsCgroup> PidsCgroup::Create(uint64_t limit, const CgroupFacts& facts) {
+  std::string parent = FindPidsCgroupDir(facts);
   if (parent.empty()) return Fail("sandbox", "no pids cgroup controller is available to this user");
   static std::atomic<unsigned> counter{0};
   std::string path =

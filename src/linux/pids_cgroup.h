@@ -11,13 +11,15 @@
 
 #include "common/result.h"
 #include "common/unique_fd.h"
+#include "linux/cgroup_facts.h"
 
 namespace anvil {
 
 class PidsCgroup {
  public:
-  // Creates <caller's pids cgroup>/anvil-<pid>-<n> with pids.max = limit.
-  static Result<PidsCgroup> Create(uint64_t limit);
+  // Creates <caller's pids cgroup>/anvil-<pid>-<n> with pids.max = limit; `facts`: where this
+  // process's cgroups are (cgroup_facts.h, read once for the sandbox's cgroups).
+  static Result<PidsCgroup> Create(uint64_t limit, const CgroupFacts& facts);
   PidsCgroup(PidsCgroup&& other) noexcept : path_(std::move(other.path_)) { other.path_.clear(); }
   PidsCgroup& operator=(PidsCgroup&&) = delete;
   PidsCgroup(const PidsCgroup&) = delete;

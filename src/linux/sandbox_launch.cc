@@ -18,6 +18,7 @@
 #include "common/syscalls.h"
 #include "linux/autorun_shield.h"
 #include "linux/cache_shadow.h"
+#include "linux/cgroup_facts.h"
 #include "linux/git_walk_cache.h"
 #include "linux/host_socket_facts.h"
 #include "linux/landlock.h"
@@ -222,9 +223,15 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   // Root's sandbox runs as an unprivileged host id (root_remap.h), which RLIMIT_NPROC in its
   // user namespace bounds; its pids cgroup is a second bound that does not depend on the id
   // mapping (pids_cgroup.h).
+  // Where this process's cgroups are: read once, for both (cgroup_facts.h).
+  std::optional<CgroupFacts> cgroup_facts;
+  auto cgroups = [&cgroup_facts]() -> const CgroupFacts& {
+    if (!cgroup_facts) cgroup_facts = ReadCgroupFacts();
+    return *cgroup_facts;
+  };
   std::optional<PidsCgroup> pids;
   if (plan.confine_fs && spec.limits.processes && geteuid() == 0) {
-    auto cg = PidsCgroup::Create(*spec.limits.processes);
+    auto cg = PidsCgroup::Create(*spec.limits.processes, cgroups());
     if (cg) pids.emplace(std::move(*cg));
   }
   UniqueFd pids_tasks;
@@ -236,7 +243,7 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
                                     : spec.limits.memory;
   UniqueFd memory_tasks;
   if (plan.confine_fs && memory_limit > 0) {
-    auto cg = MemoryCgroup::Create(memory_limit, pids ? pids->path() : "");
+    auto cg = MemoryCgroup::Create(memory_limit, cgroups(), pids ? pids->path() : "");
     if (cg) memory.emplace(std::move(*cg));
     if (memory) memory_tasks = memory->OpenSelfAttach();
     plan.cgroup_tasks_fds[1] = memory_tasks.Get();
