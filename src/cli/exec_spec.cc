@@ -55,7 +55,10 @@ CommandSpec ExecFlags(ExecFlagValues& into) {
       Text("--ask-fd", "N",
            "ask the questions over descriptor N instead of the terminal, for another\n"
            "front end (anvil serve asks the editor this way): one JSON line per\n"
-           "question, one answer line back, the report as the last line (docs/agents.md)",
+           "question {\"type\":\"question\",\"id\",\"question\"}, one answer line back\n"
+           "{\"id\",\"answer\":\"once\"|\"always\"|\"never\"}, the report as the last\n"
+           "line {\"type\":\"report\",\"report\"}; anything else is a refusal\n"
+           "(docs/agents.md)",
            [&into](const std::string& v) -> Status {
              auto fd = ParseInteger(v);
              if (!fd || *fd < 3 || *fd > 65535) {
