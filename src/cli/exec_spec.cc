@@ -1,6 +1,7 @@
 #include "cli/exec_spec.h"
 
 #include "cli/exec_command.h"
+#include "cli/sandbox_spec.h"
 #include "policy/display_text.h"
 
 namespace anvil::cli {
@@ -117,6 +118,10 @@ CommandSpec ExecFlags(ExecFlagValues& into) {
   spec.forwarded_value = [](std::string_view name) {
     return SandboxValueFlags().contains(std::string(name));
   };
+  // An option neither table holds is refused here, with a "did you mean" from both.
+  static const auto sandbox =
+      std::make_shared<const CommandSpec>(SandboxCommandSpec(SandboxFrontEnd::kAnvilSandbox));
+  spec.forward_to = {sandbox};
   spec.messages.missing_value = [](const std::string& flag) {
     return flag + " needs a value (see --help)";
   };
