@@ -103,16 +103,12 @@ class DescriptorAsker final : public agent::Asker {
     return agent::ParseAnswerLine(line, id, agent::AnswerChoices(question));
   }
   bool Write(const std::string& text) {
-    std::size_t off = 0;
-    while (off < text.size()) {
-      // MSG_NOSIGNAL: a front end that went away is a refusal, not a SIGPIPE.
-      ssize_t n = ::send(fd_, text.data() + off, text.size() - off, MSG_NOSIGNAL);
-      if (n < 0 && errno == ENOTSOCK) n = ::write(fd_, text.data() + off, text.size() - off);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;
-      off += static_cast<std::size_t>(n);
+    // A socket: MSG_NOSIGNAL, so a front end that went away is a refusal, not a SIGPIPE.
+    auto sent = fd_io::SendAll(fd_, text, 0, fd_io::Wait::NoWait());
+    if (sent.error == ENOTSOCK) {
+      sent = fd_io::WriteAll(fd_, std::string_view(text).substr(sent.done), fd_io::Wait::NoWait());
     }
-    return true;
+    return sent.ok();
   }
 
  private:

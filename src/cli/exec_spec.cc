@@ -1,6 +1,7 @@
 #include "cli/exec_spec.h"
 
 #include "cli/exec_command.h"
+#include "cli/sandbox_spec.h"
 #include "policy/display_text.h"
 
 namespace anvil::cli {
@@ -55,7 +56,10 @@ CommandSpec ExecFlags(ExecFlagValues& into) {
       Text("--ask-fd", "N",
            "ask the questions over descriptor N instead of the terminal, for another\n"
            "front end (anvil serve asks the editor this way): one JSON line per\n"
-           "question, one answer line back, the report as the last line (docs/agents.md)",
+           "question {\"type\":\"question\",\"id\",\"question\"}, one answer line back\n"
+           "{\"id\",\"answer\":\"once\"|\"always\"|\"never\"}, the report as the last\n"
+           "line {\"type\":\"report\",\"report\"}; anything else is a refusal\n"
+           "(docs/agents.md)",
            [&into](const std::string& v) -> Status {
              auto fd = ParseInteger(v);
              if (!fd || *fd < 3 || *fd > 65535) {
@@ -114,6 +118,10 @@ CommandSpec ExecFlags(ExecFlagValues& into) {
   spec.forwarded_value = [](std::string_view name) {
     return SandboxValueFlags().contains(std::string(name));
   };
+  // An option neither table holds is refused here, with a "did you mean" from both.
+  static const auto sandbox =
+      std::make_shared<const CommandSpec>(SandboxCommandSpec(SandboxFrontEnd::kAnvilSandbox));
+  spec.forward_to = {sandbox};
   spec.messages.missing_value = [](const std::string& flag) {
     return flag + " needs a value (see --help)";
   };

@@ -1,6 +1,7 @@
 #include "cli/mcp_spec.h"
 
 #include "cli/exec_command.h"
+#include "cli/exec_spec.h"
 #include "cli/mcp_server.h"
 #include "policy/display_text.h"
 
@@ -102,6 +103,10 @@ CommandSpec McpFlags(mcp_server::McpOptions& into, std::string& workspace) {
   spec.forwarded_value = [](std::string_view name) {
     return SandboxValueFlags().contains(std::string(name));
   };
+  // An option that none of anvil mcp's, anvil exec's and anvil sandbox's tables holds is
+  // refused here, at startup, with a "did you mean" from all three.
+  static const auto exec = std::make_shared<const CommandSpec>(ExecCommandSpec());
+  spec.forward_to = {exec};
   // `anvil sandbox`'s and `anvil exec`'s options that a call decides, refused by name.
   spec.extra = [](const std::vector<std::string>& args, size_t& i, std::string& error) {
     const std::string flag = args[i].substr(0, args[i].find('='));

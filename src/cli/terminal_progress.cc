@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/fd_io.h"
+
 namespace anvil::cli {
 namespace {
 
@@ -21,11 +23,8 @@ TerminalProgress::TerminalProgress(int fd) : fd_(fd) {
 }
 
 void TerminalProgress::Write(std::string_view bytes) const {
-  while (!bytes.empty()) {
-    ssize_t n = ::write(fd_, bytes.data(), bytes.size());
-    if (n <= 0) return;  // a progress line is never worth failing for
-    bytes.remove_prefix(static_cast<size_t>(n));
-  }
+  // A progress line is never worth failing, or waiting, for.
+  (void)fd_io::WriteAll(fd_, bytes, fd_io::Wait::NoWait());
 }
 
 void TerminalProgress::Show(std::string_view text) {

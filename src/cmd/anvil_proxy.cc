@@ -5,33 +5,21 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
-#include <cerrno>
-#include <chrono>
-#include <cstring>
-#include <ctime>
 #include <iostream>
-#include <mutex>
-#include <nlohmann/json.hpp>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "common/std_fds.h"
-#include "common/unique_fd.h"
 #include "ipc/fd_passing.h"
 #include "linux/landlock.h"
-#include "linux/seccomp.h"
 #include "linux/self_confinement.h"
-#include "net/cares_resolver.h"
 #include "net/http_proxy.h"
-#include "net/local_interfaces.h"
 #include "net/proxy_flags.h"
+#include "net/proxy_service.h"
 #include "policy/display_text.h"
 #include "policy/sandbox_policy.h"
 
@@ -71,97 +59,6 @@ std::vector<int> ReceiveListeners(int channel) {
   return fds;
 }
 
-// --status-fd: "ok" or why not (then closed), and after "ok" the refusals (AuditSink).
-struct StatusPipe {
-  int fd = -1;
-  void Report(const std::string& line) {
-    if (fd < 0) return;
-    std::string text = line + "\n";
-    ssize_t ignored = ::write(fd, text.data(), text.size());
-    (void)ignored;
-    if (line != "ok") {
-      ::close(fd);
-      fd = -1;
-    }
-  }
-};
-
-// The allowlist, the connect policy and the resolver's options, from the flags.
-anvil::Status Configure(const anvil::ProxyOptions& o, anvil::ProxyConfig& config,
-                        anvil::CaresResolverOptions& resolver_options) {
-  for (const auto& h : o.allow_hosts) {
-    auto t = anvil::ParseAllowHost(h);
-    if (!t) return tl::unexpected(t.error());
-    config.allowed.push_back(*t);
-  }
-  anvil::UnsafeTestOptions test_options;
-  for (const auto& u : o.unsafe_test_allow_addresses) {
-    auto t = anvil::ParseUnsafeTestAllowAddress(u);
-    if (!t) return anvil::Fail("invalid", "--unsafe-test-allow-address: " + t.error().message);
-    test_options.allow_addresses.push_back(*t);
-  }
-  auto policy = anvil::ConnectPolicyForThisMachine(test_options);
-  if (!policy) return tl::unexpected(policy.error());
-  config.policy = *policy;
-  // The same resolver as sys.net.fetch: every A and AAAA answer, bounded in time, no cache.
-  if (!o.unsafe_test_resolver.empty()) {
-    auto server = anvil::ParseDnsServer(o.unsafe_test_resolver);
-    if (!server) return anvil::Fail("invalid", "--unsafe-test-resolver: " + server.error().message);
-    resolver_options.server = *server;
-  }
-  return anvil::Ok();
-}
-
-// Every connection's record: one JSON line in the audit log (or on stderr). After "ok", the
-// status descriptor carries each distinct refusal as one JSON line, so that `anvil sandbox` can
-// say what was refused once the command has exited. Never blocking: a full pipe drops the line
-// (the audit log keeps everything).
-class AuditSink {
- public:
-  explicit AuditSink(const StatusPipe& status) : status_(status) {}
-  bool Open(const std::string& path) {
-    fd_.Reset(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
-    return static_cast<bool>(fd_);
-  }
-  void Record(const anvil::ProxyAuditRecord& r) {
-    if (r.verdict == "deny" && status_.fd >= 0) {
-      std::lock_guard lock(mu_);
-      std::string key = r.target + "\n" + r.reason;
-      if (refusals_sent_.size() < kMaxRefusalLines && refusals_sent_.insert(key).second) {
-        nlohmann::json refusal = {{"refused", r.target}, {"reason", r.reason}};
-        std::string text =
-            refusal.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-        ssize_t ignored = ::write(status_.fd, text.data(), text.size());
-        (void)ignored;
-      }
-    }
-    nlohmann::json line = {{"time", std::time(nullptr)},
-                           {"op", "proxy." + (r.kind.empty() ? std::string("accept") : r.kind)},
-                           {"target", r.target},
-                           {"verdict", r.verdict},
-                           {"reason", r.reason},
-                           {"address", r.address},
-                           {"bytes_up", r.bytes_up},
-                           {"bytes_down", r.bytes_down},
-                           {"duration_ms", static_cast<uint64_t>(r.duration_ms)}};
-    std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-    std::lock_guard lock(mu_);
-    if (fd_) {
-      ssize_t ignored = ::write(fd_.Get(), text.data(), text.size());
-      (void)ignored;
-    } else {
-      std::cerr << text;
-    }
-  }
-
- private:
-  static constexpr size_t kMaxRefusalLines = 32;
-  const StatusPipe& status_;
-  anvil::UniqueFd fd_;
-  std::mutex mu_;
-  std::set<std::string> refusals_sent_;
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -179,7 +76,7 @@ int main(int argc, char** argv) {
     std::cout << anvil::RenderHelp(spec);
     return 0;
   }
-  StatusPipe status{o.status_fd};
+  anvil::ProxyStatusPipe status{o.status_fd};
   auto fail = [&status](const std::string& what) {
     status.Report(what);
     std::cerr << "anvil-proxy: " << what << "\n";
@@ -188,10 +85,12 @@ int main(int argc, char** argv) {
   if (o.channel_fd < 0) return fail("invalid: --channel-fd is required");
   anvil::ProxyConfig config;
   anvil::CaresResolverOptions resolver_options;
-  if (auto s = Configure(o, config, resolver_options); !s) return fail(s.error().ToString());
+  if (auto s = anvil::ConfigureProxy(o, config, resolver_options); !s) {
+    return fail(s.error().ToString());
+  }
   anvil::CaresResolver resolver(resolver_options);
   config.resolver = &resolver;
-  AuditSink audit(status);
+  anvil::ProxyAuditSink audit(status);
   if (!o.audit_log.empty() && !audit.Open(o.audit_log)) {
     return fail("io: cannot open audit log " + o.audit_log);
   }

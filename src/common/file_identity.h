@@ -1,8 +1,9 @@
 // Which file-system object a name led to, and its state when it was looked at: the device and
 // inode (the object) and the ctime (any change of its contents, its names or its mode moves
 // it). The workspace's Anvil.toml watch (policy/protected_names_plan.h, ConfigEntry), the git
-// walk's facts (policy/git_metadata.h, GitFileFacts) and the git run guard's stamps
-// (linux/git_run_guard.h) are each one, with the kind of object beside it.
+// walk's facts (policy/git_metadata.h, GitFileFacts), the git run guard's stamps
+// (linux/git_run_guard.h) and the sys.exec read planner's cached directories
+// (fs/exec_read_plan.h) are each one, with the kind of object beside it.
 #pragma once
 
 #include <cstdint>

@@ -355,6 +355,26 @@ std::optional<std::string> Suggest(std::string_view word, const std::vector<std:
   return std::nullopt;
 }
 
+namespace {
+
+// The visible flags of `spec` and of the tables it forwards to.
+void VisibleFlags(const CommandSpec& spec, std::vector<std::string>& known) {
+  for (const Flag& f : spec.flags) {
+    if (!f.hidden && (!f.enabled || f.enabled())) known.push_back(f.name);
+  }
+  for (const auto& next : spec.forward_to) VisibleFlags(*next, known);
+}
+
+// Whether a table `spec` forwards to (or one they forward to) holds the option `name`.
+bool ForwardTargetHolds(const CommandSpec& spec, std::string_view name) {
+  for (const auto& next : spec.forward_to) {
+    if (next->Find(name) != nullptr || ForwardTargetHolds(*next, name)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::string UnknownOption(const CommandSpec& spec, const std::string& arg) {
   const std::string shown = Echo(spec, arg);
   std::string text = "unknown option " + shown;
@@ -364,9 +384,7 @@ std::string UnknownOption(const CommandSpec& spec, const std::string& arg) {
     text += " (see " + spec.program + " --help)";
   }
   std::vector<std::string> known;
-  for (const Flag& f : spec.flags) {
-    if (!f.hidden && (!f.enabled || f.enabled())) known.push_back(f.name);
-  }
+  VisibleFlags(spec, known);
   known.push_back("--help");
   const std::string flag = arg.substr(0, arg.find('='));
   if (auto s = Suggest(flag, known)) text += "; did you mean " + *s + "?";
@@ -451,6 +469,9 @@ Result<Parsed> ParseFlags(const CommandSpec& spec, const std::vector<std::string
       if (style.forward_unknown && looks_like_flag) {
         // Its name and value as the other parser reads them: --name=value, or --name value.
         const std::string option = a.substr(0, a.find('='));
+        if (!spec.forward_to.empty() && !ForwardTargetHolds(spec, option)) {
+          return Fail("invalid", UnknownOption(spec, a));
+        }
         out.forwarded.push_back(a);
         if (option.size() == a.size() && spec.forwarded_value && spec.forwarded_value(option)) {
           if (i + 1 >= args.size()) return Fail("invalid", MissingValue(spec, nullptr, option));

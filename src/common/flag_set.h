@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -228,6 +229,11 @@ struct CommandSpec {
   // With style.forward_unknown: whether a forwarded option (its name, before any '=') takes the
   // next argument as its value when it has no "=VALUE" ("--network proxy"). Unset: none does.
   std::function<bool(std::string_view name)> forwarded_value;
+  // With style.forward_unknown: the tables of the parsers the forwarded options go on to
+  // (`anvil exec`'s: `anvil sandbox`'s), each with its own. When set, an option that neither
+  // this table nor any of those holds is refused here as unknown, its "did you mean" drawn from
+  // all of them; unset: every option this table does not hold is forwarded.
+  std::vector<std::shared_ptr<const CommandSpec>> forward_to;
   ParseMessages messages;
   HelpLayout help;
 

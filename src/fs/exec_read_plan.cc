@@ -124,9 +124,11 @@ Result<const DirFacts*> ExecReadPlanner::Lookup(const std::string& path, std::si
   }
   struct stat st {};
   if (::fstat(dir.Get(), &st) != 0) return SysFail("io", "fstat " + Q(path));
+  const FileIdentity now_there{static_cast<std::uint64_t>(st.st_dev),
+                               static_cast<std::uint64_t>(st.st_ino), st.st_ctim.tv_sec,
+                               st.st_ctim.tv_nsec};
   CachedDir& slot = cache_[path];
-  const bool same = slot.reusable && slot.dev == st.st_dev && slot.ino == st.st_ino &&
-                    slot.ctime_sec == st.st_ctim.tv_sec && slot.ctime_nsec == st.st_ctim.tv_nsec;
+  const bool same = slot.reusable && slot.identity == now_there;
   if (same) {
     // The entries are the ones listed before; a hard link count may have changed (a file linked
     // from elsewhere, or the other name removed): those few are looked at again.
@@ -145,10 +147,7 @@ Result<const DirFacts*> ExecReadPlanner::Lookup(const std::string& path, std::si
     cached_entries_ -= slot.facts.size();
     slot.facts = std::move(*facts);
     cached_entries_ += slot.facts.size();
-    slot.dev = st.st_dev;
-    slot.ino = st.st_ino;
-    slot.ctime_sec = st.st_ctim.tv_sec;
-    slot.ctime_nsec = st.st_ctim.tv_nsec;
+    slot.identity = now_there;
     // Reused only once its ctime is safely in the past: a change within the same clock tick
     // as the listing would leave the ctime as it was.
     timespec now{};

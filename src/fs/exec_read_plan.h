@@ -25,6 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/file_identity.h"
 #include "common/result.h"
 #include "fs/read_plan.h"
 #include "fs/workspace_root.h"
@@ -52,9 +53,7 @@ class ExecReadPlanner {
 
  private:
   struct CachedDir {
-    std::uint64_t dev = 0, ino = 0;
-    std::int64_t ctime_sec = 0;
-    long ctime_nsec = 0;
+    FileIdentity identity;  // the directory as listed
     bool reusable = false;
     DirFacts facts;
   };

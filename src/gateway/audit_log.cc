@@ -8,6 +8,8 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "common/fd_io.h"
+
 namespace anvil::gateway {
 
 Result<AuditLog*> AuditLog::Open(const std::string& path, const std::string& session) {
@@ -115,14 +117,7 @@ void AuditLog::Record(const AuditEntry& e) {
 void AuditLog::Flush() {
   std::lock_guard lock(mutex_);
   if (pending_.empty()) return;
-  if (fd_) {
-    size_t off = 0;
-    while (off < pending_.size()) {
-      ssize_t n = ::write(fd_.Get(), pending_.data() + off, pending_.size() - off);
-      if (n <= 0) break;
-      off += static_cast<size_t>(n);
-    }
-  }
+  if (fd_) (void)fd_io::WriteAll(fd_.Get(), pending_);
   pending_.clear();
 }
 

@@ -48,6 +48,9 @@ struct GatewayOptions {
   // Test-only builds: an answer read on an I/O thread waits this long before it is queued for
   // sending (a revocation then lands while the read is in flight).
   uint32_t inline_answer_delay_ms_for_testing = 0;
+  // Test-only builds: the I/O threads' epoll_wait fails (EBADF) once this many connection
+  // events have been taken (0: never), the event taken last unserved.
+  uint32_t io_wait_fail_after_for_testing = 0;
 };
 
 // Runs until shutdown or until the control channel closes (the trusted side died). Returns

@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <mutex>
 
 #include "gateway/admission.h"
@@ -34,7 +36,7 @@ Server::Server(const GatewayOptions& options, WorkspaceRoot root, AuditLog* audi
                  }),
       control_(options_, epoll_, transport_, queue_, audit) {}
 
-// What a worker dispatches with (each job sets `cancelled`).
+// What a request is dispatched with, by a worker (each job sets `cancelled`) or inline.
 DispatchContext Server::Context() {
   DispatchContext context{&root_, &options_.limits, exec_, nullptr, &options_.exec_unavailable};
   context.net = net_.get();
@@ -62,8 +64,11 @@ Status Server::Start(const std::string& socket_path) {
   epoll_.Reset(epoll_create1(EPOLL_CLOEXEC));
   conn_epoll_.Reset(epoll_create1(EPOLL_CLOEXEC));
   stop_.Reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  io_failed_.Reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   const bool woke = queue_.Open();
-  if (!epoll_ || !conn_epoll_ || !stop_ || !woke) return SysFail("internal", "epoll/eventfd");
+  if (!epoll_ || !conn_epoll_ || !stop_ || !io_failed_ || !woke) {
+    return SysFail("internal", "epoll/eventfd");
+  }
   if (auto s = transport_.Listen(socket_path); !s) return s;
   auto add = [&](int fd, uint64_t tag) {
     epoll_event ev{};
@@ -71,7 +76,8 @@ Status Server::Start(const std::string& socket_path) {
     ev.data.u64 = tag;
     return epoll_ctl(epoll_.Get(), EPOLL_CTL_ADD, fd, &ev);
   };
-  if (add(options_.control_fd, MakeTag(kControl, 0)) || add(queue_.wake_fd(), MakeTag(kWake, 0))) {
+  if (add(options_.control_fd, MakeTag(kControl, 0)) || add(queue_.wake_fd(), MakeTag(kWake, 0)) ||
+      add(io_failed_.Get(), MakeTag(kIoFailed, 0))) {
     return SysFail("internal", "epoll_ctl");
   }
   epoll_event stop{};
@@ -83,14 +89,29 @@ Status Server::Start(const std::string& socket_path) {
   return Ok();
 }
 
+// Test-only builds (GatewayOptions::io_wait_fail_after_for_testing): true from the N-th
+// connection event on.
+bool Server::InjectedWaitFailure() {
+  const uint32_t after = options_.io_wait_fail_after_for_testing;
+  return after > 0 && io_events_taken_.fetch_add(1, std::memory_order_relaxed) + 1 >= after;
+}
+
 void Server::IoLoop() {
   // One event at a time: a connection whose requests take long (a flood of large reads) then
   // holds up only this thread; the others' events stay for the other threads.
   epoll_event events[1];
   while (true) {
     int n = epoll_wait(conn_epoll_.Get(), events, 1, -1);
+    if (n > 0 && InjectedWaitFailure()) {
+      n = -1;
+      errno = EBADF;
+    }
     if (n < 0) {
       if (errno == EINTR) continue;
+      // This thread can serve none of its connections any more, and a connection it would
+      // have served waits forever: the gateway stops instead (its connections closed, its
+      // session told by the exit status).
+      IoThreadFailed(errno);
       return;
     }
     for (int i = 0; i < n; ++i) {
@@ -102,6 +123,18 @@ void Server::IoLoop() {
   }
 }
 
+void Server::IoThreadFailed(int err) {
+  if (io_failed_said_.exchange(true)) return;  // once, by the first thread that failed
+  const std::string line = std::string(
+                               "anvil-gateway: internal: an I/O thread cannot wait for "
+                               "its connections (epoll_wait: ") +
+                           std::strerror(err) + "); the gateway stops\n";
+  ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
+  const uint64_t one = 1;
+  ignored = ::write(io_failed_.Get(), &one, sizeof(one));
+  (void)ignored;
+}
+
 int Server::Loop() {
   // Workers start only now, after the caller hardened this thread: Landlock and seccomp are
   // inherited by threads created later, never applied to threads that already exist.
@@ -109,7 +142,8 @@ int Server::Loop() {
                exec_ ? std::max<uint32_t>(1, options_.exec_limits.max_concurrent) : 0);
   for (uint32_t i = io_thread_count_; i > 0; --i) io_threads_.emplace_back([this] { IoLoop(); });
   epoll_event events[64];
-  while (control_.open()) {
+  int status = 0;
+  while (control_.open() && status == 0) {
     int timeout;
     {
       std::lock_guard lock(transport_.mu());
@@ -118,10 +152,17 @@ int Server::Loop() {
     int n = epoll_wait(epoll_.Get(), events, 64, timeout);
     if (n < 0) {
       if (errno == EINTR) continue;
+      const std::string line = std::string(
+                                   "anvil-gateway: internal: the event loop cannot wait "
+                                   "(epoll_wait: ") +
+                               std::strerror(errno) + "); the gateway stops\n";
+      ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
+      (void)ignored;
+      status = 1;
       break;
     }
     std::lock_guard lock(transport_.mu());
-    for (int i = 0; i < n && control_.open(); ++i) {
+    for (int i = 0; i < n && control_.open() && status == 0; ++i) {
       uint64_t tag = events[i].data.u64;
       uint64_t id = tag & ((1ull << 56) - 1);
       switch (static_cast<Tag>(tag >> 56)) {
@@ -137,6 +178,9 @@ int Server::Loop() {
         case kPidfd:
           control_.HostExited(id);
           break;
+        case kIoFailed:
+          status = 1;  // said by the failed thread
+          break;
         default:
           break;
       }
@@ -151,7 +195,7 @@ int Server::Loop() {
   io_threads_.clear();
   queue_.Stop();
   audit_->Flush();
-  return 0;
+  return status;
 }
 
 bool Server::HandleFrame(uint64_t id, Connection& c, const ipc::Frame& frame) {
@@ -264,11 +308,8 @@ bool Server::HandleRequest(uint64_t id, Connection& c, Request r) {
     audit.request_id = r.id;
     audit.op = r.op;
     auto start = Clock::now();
-    DispatchContext context{&root_, &options_.limits, exec_, nullptr, &options_.exec_unavailable};
-    context.read_plans = &read_plans_;
-    context.git_run = git_run_;
-    context.no_fs_write = options_.no_fs_write;
-    Response response = Dispatch(context, reg->grant, r, audit);
+    // The workers' context, without a cancel flag: an inline op is short.
+    Response response = Dispatch(Context(), reg->grant, r, audit);
     if (options_.inline_answer_delay_ms_for_testing > 0) {
       std::this_thread::sleep_for(
           std::chrono::milliseconds(options_.inline_answer_delay_ms_for_testing));

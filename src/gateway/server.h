@@ -8,6 +8,7 @@
 // request's admission, never while a request reads the workspace or an answer is sent.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
@@ -44,6 +45,10 @@ class Server {
  private:
   // An I/O thread: serves the connections' events until Loop ends.
   void IoLoop();
+  bool InjectedWaitFailure();
+  // An I/O thread's epoll_wait failed with `err`: said on stderr, and the main loop woken to
+  // stop the gateway (Loop then returns 1).
+  void IoThreadFailed(int err);
   // On the thread that owns `c`, without the transport's mutex; false when `c` was closed.
   bool HandleFrame(uint64_t id, Connection& c, const ipc::Frame& frame);
   bool HandleRequest(uint64_t id, Connection& c, ipc::Request request);
@@ -62,8 +67,11 @@ class Server {
   UniqueFd epoll_;
   UniqueFd conn_epoll_;  // the connections, polled by the I/O threads
   UniqueFd stop_;        // an eventfd in conn_epoll_: readable once the I/O threads are to stop
+  UniqueFd io_failed_;   // an eventfd in epoll_: readable once an I/O thread has failed
+  std::atomic<bool> io_failed_said_{false};
   uint32_t io_thread_count_ = 1;
   std::vector<std::thread> io_threads_;
+  std::atomic<uint32_t> io_events_taken_{0};  // for io_wait_fail_after_for_testing
   JobQueue queue_;
   Transport transport_;
   ControlChannel control_;

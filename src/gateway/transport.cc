@@ -12,6 +12,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "common/fd_io.h"
+
 namespace anvil::gateway {
 
 using ipc::Response;
@@ -320,15 +322,11 @@ void Transport::AuditFrame(Connection& c, const std::string& code, const std::st
 }
 
 bool Transport::Send(Connection& c) {
-  while (c.out_offset < c.out.size()) {
-    ssize_t n = ::send(c.fd.Get(), c.out.data() + c.out_offset, c.out.size() - c.out_offset,
-                       MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-      return false;
-    }
-    c.out_offset += static_cast<size_t>(n);
-  }
+  // As much as the socket takes now; the rest when it is writable again.
+  const auto sent = fd_io::SendAll(c.fd.Get(), std::string_view(c.out).substr(c.out_offset),
+                                   MSG_DONTWAIT, fd_io::Wait::NoWait());
+  c.out_offset += sent.done;
+  if (sent.error != 0 && sent.error != EAGAIN && sent.error != EWOULDBLOCK) return false;
   if (c.out_offset == c.out.size()) {
     // Emptied: a buffer that held a burst of large answers gives its memory back.
     if (c.out.capacity() > (1u << 20)) {

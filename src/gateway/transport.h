@@ -39,7 +39,16 @@
 namespace anvil::gateway {
 
 // What each descriptor in the gateway's epoll set is: the tag in the high byte, an id below.
-enum Tag : uint64_t { kListen = 1, kControl = 2, kWake = 3, kConn = 4, kPidfd = 5, kStop = 6 };
+// kIoFailed: an I/O thread could not wait for its connections (the gateway stops).
+enum Tag : uint64_t {
+  kListen = 1,
+  kControl = 2,
+  kWake = 3,
+  kConn = 4,
+  kPidfd = 5,
+  kStop = 6,
+  kIoFailed = 7,
+};
 inline uint64_t MakeTag(Tag tag, uint64_t id) { return (static_cast<uint64_t>(tag) << 56) | id; }
 
 // Fields marked "owner" are used by the thread that owns the connection (`busy`), or under mu()

@@ -24,15 +24,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// The host's instruction budget: its --instructions when given (tests), else its default.
-uint64_t InstructionBudget(const std::vector<std::string>& extra_args) {
-  for (size_t i = 0; i + 1 < extra_args.size(); ++i) {
-    if (extra_args[i] == "--instructions")
-      return std::strtoull(extra_args[i + 1].c_str(), nullptr, 10);
-  }
-  return ipc::kDefaultInstructionBudget;
-}
-
 Status SendAll(int fd, const std::string& bytes) {
   if (!fd_io::SendAll(fd, bytes, 0, fd_io::Wait::NoWait())) return SysFail("io", "host channel");
   return Ok();
@@ -55,6 +46,13 @@ Result<std::unique_ptr<HostProcess>> HostProcess::Start(const HostConfig& config
                                                         const Grant& grant) {
   if (config.settings_json.size() > kMaxSettingsJsonBytes) {
     return Fail("limit", "the settings of plugin " + config.plugin_id + " are over 1 MiB as JSON");
+  }
+  // One budget for the host and for the CPU-time stop derived from it: never a second one in
+  // the extra flags.
+  if (std::find(config.extra_args.begin(), config.extra_args.end(), "--instructions") !=
+      config.extra_args.end()) {
+    return Fail("internal",
+                "the instruction budget goes in HostConfig::instructions, not in extra_args");
   }
   auto token = ipc::CapabilityToken::Generate();
   if (!token) return tl::unexpected(token.error());
@@ -91,6 +89,10 @@ Result<std::unique_ptr<HostProcess>> HostProcess::Start(const HostConfig& config
                                    "4",
                                    "--token-fd",
                                    "5"};
+  if (config.instructions) {
+    args.push_back("--instructions");
+    args.push_back(std::to_string(*config.instructions));
+  }
   args.insert(args.end(), config.extra_args.begin(), config.extra_args.end());
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
@@ -116,7 +118,9 @@ Result<std::unique_ptr<HostProcess>> HostProcess::Start(const HostConfig& config
   }
   setpgid(pid, pid);  // both sides, so no window where the group is not set
   host->pid_ = pid;
-  host->cpu_stop_ = ipc::CpuBudgetFor(InstructionBudget(config.extra_args)) + ipc::kCpuStopGrace;
+  host->cpu_stop_ =
+      ipc::CpuBudgetFor(config.instructions.value_or(ipc::kDefaultInstructionBudget)) +
+      ipc::kCpuStopGrace;
   host->pidfd_.Reset(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
   host->session_ = std::move(session_ours);
   host->stderr_fd_ = std::move(err_read);

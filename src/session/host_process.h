@@ -29,7 +29,8 @@ struct HostConfig {
   std::string runtime;  // "lua" or "js"
   std::string entry;
   std::string plugin_id;
-  std::vector<std::string> extra_args;  // limits, test hooks
+  // Other flags of anvil-plugin-host: limits, test hooks. Never --instructions (below).
+  std::vector<std::string> extra_args;
   // The plugin's settings from Anvil.toml (WorkspaceConfig::SettingsFor): untrusted data,
   // handed to the host after the token on the handoff channel, never argv or environment, and
   // never read by anything that decides permissions or sandbox options.
@@ -38,6 +39,9 @@ struct HostConfig {
   // the token. Non-empty: the host hashes every file it reads and runs nothing unless each is
   // one of these, byte for byte. Empty: the plugin is not pinned.
   std::map<std::string, std::string> pinned_files = {};
+  // The host's instruction budget (its --instructions), which the CPU-time stop is derived
+  // from; unset: the host's default, ipc::kDefaultInstructionBudget.
+  std::optional<uint64_t> instructions = std::nullopt;
 };
 
 // Bound on the settings handed to one host (Anvil.toml itself is at most 256 KiB; JSON escaping

@@ -5,6 +5,7 @@
 // reliability/gateway_load_test.cc; clock jumps: tests/unit/monotonic_deadlines_test.cc.)
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
@@ -259,6 +260,36 @@ TEST_F(GatewayFaults, OutOfFileDescriptorsIsAClearErrorAndServingResumes) {
     audited |= l.value("reason", std::string()) == "out of file descriptors";
   }
   EXPECT_TRUE(audited) << "refused connections are not in the audit log";
+}
+
+// An I/O thread whose epoll_wait fails can serve none of its connections: the gateway says why on
+// stderr and shuts down, closing every connection (no client waits for an answer that never
+// comes), and exits with a failure its session sees. Before, the thread returned silently and
+// the request it had taken was never answered.
+TEST_F(GatewayFaults, AnIoThreadThatCannotWaitStopsTheGatewayInsteadOfHangingClients) {
+  WriteFile(*ws_ / "a.txt", "content");
+  // Event 1 is the hello, 2 the first read (served: the benign neighbour), 3 the second.
+  StartGateway({"--unsafe-test-io-wait-fail-after", "3"});
+  auto token = RegisterPlugin("p.one", ReadWriteGrant());
+  auto client = Client(token, "p.one");
+  timeval patience{15, 0};
+  ASSERT_EQ(setsockopt(client->fd(), SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof(patience)), 0);
+  auto first = client->Call("fs.read", {"a.txt"});
+  ASSERT_TRUE(first && first->ok) << (first ? first->ErrorText() : first.error().ToString());
+  EXPECT_EQ(first->fields[0], "content");
+
+  const auto start = std::chrono::steady_clock::now();
+  auto second = client->Call("fs.read", {"a.txt"});
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_FALSE(second) << "expected the connection to end, got an answer";
+  EXPECT_LT(waited, std::chrono::seconds(10)) << "the client waited for an answer never sent";
+
+  pollfd exited{gateway_->pidfd(), POLLIN, 0};
+  EXPECT_EQ(poll(&exited, 1, 10000), 1) << "the gateway kept running without its I/O thread";
+  auto status = gateway_->Stop(0);
+  ASSERT_TRUE(status);
+  EXPECT_EQ(*status, 1) << "the gateway's exit must tell its session it failed";
+  gateway_.reset();
 }
 
 }  // namespace

@@ -41,7 +41,8 @@ class T4HostEscape : public GatewayTest, public ::testing::WithParamInterface<Fl
   // Writes the plugin's entry and starts its host.
   Result<std::unique_ptr<session::HostProcess>> StartPlugin(
       const std::string& code, std::vector<std::string> extra = {},
-      std::map<std::string, std::string> pinned_files = {}) {
+      std::map<std::string, std::string> pinned_files = {},
+      std::optional<uint64_t> instructions = std::nullopt) {
     WriteFile(*plugin_ / GetParam().entry, code);
     session::HostConfig config{BinDir() + "/anvil-plugin-host",
                                plugin_->path(),
@@ -50,6 +51,7 @@ class T4HostEscape : public GatewayTest, public ::testing::WithParamInterface<Fl
                                "test.plugin",
                                std::move(extra)};
     config.pinned_files = std::move(pinned_files);
+    config.instructions = instructions;
     return session::HostProcess::Start(config, *gateway_, ReadWriteGrant());
   }
   bool Lua() const { return GetParam().runtime == "lua"; }
@@ -112,12 +114,20 @@ TEST_P(T4HostEscape, ReadingOutsideTheWorkspaceIsDenied) {
   EXPECT_EQ(r.error().code, "invalid");
 }
 
+// The instruction budget is passed typed (HostConfig::instructions), so the CPU-time stop the
+// session derives from it is the host's own: a second one in the extra flags is refused.
+TEST_P(T4HostEscape, AnInstructionBudgetAmongTheExtraFlagsIsRefused) {
+  auto host = StartPlugin("", {"--instructions", "1000"});
+  ASSERT_FALSE(host);
+  EXPECT_EQ(host.error().code, "internal");
+}
+
 TEST_P(T4HostEscape, InfiniteLoopIsKilledAtTheDeadline) {
   auto host = StartPlugin(
       Lua() ? "anvil.command('spin', function() while true do pcall(function() while true do end "
               "end) end end)"
             : "anvil.command('spin', () => { for (;;) { try { for (;;) {} } catch (e) {} } });",
-      {"--instructions", "100000000000000", "--deadline-ms", "100000"});
+      {"--deadline-ms", "100000"}, {}, 100000000000000ull);
   ASSERT_TRUE(host);
   host_ = std::move(*host);
   auto start = std::chrono::steady_clock::now();

@@ -66,11 +66,26 @@ TEST(ExecArgs, EachRefusalNamesTheFix) {
     ASSERT_FALSE(r) << row.args[0];
     EXPECT_EQ(r.error().ToString(), row.message) << row.args[0];
   }
-  // An unknown option is the sandbox parser's to refuse, in its words.
-  auto r = ParseExecArgs({"--bogus", "--", "true"}, kEnv);
-  ASSERT_FALSE(r);
-  EXPECT_NE(r.error().message.find("unknown option --bogus"), std::string::npos)
-      << r.error().message;
+}
+
+// An option neither anvil exec's table nor anvil sandbox's holds is refused by anvil exec, with
+// the closest option of either; the sandbox's own options still go through.
+TEST(ExecArgs, AnUnknownOptionSuggestsFromBothTables) {
+  const std::pair<Args, const char*> rows[] = {
+      {{"--bogus", "--", "true"}, "invalid: unknown option --bogus (see anvil exec --help)"},
+      {{"--aproval", "never", "--", "true"},
+       "invalid: unknown option --aproval (see anvil exec --help); did you mean --approval?"},
+      {{"--netwrok=proxy", "--", "true"},
+       "invalid: unknown option --netwrok=proxy (see anvil exec --help); did you mean "
+       "--network?"},
+  };
+  for (const auto& [args, message] : rows) {
+    auto r = ParseExecArgs(args, kEnv);
+    ASSERT_FALSE(r) << args[0];
+    EXPECT_EQ(r.error().ToString(), message) << args[0];
+  }
+  auto benign = ParseExecArgs({"--network", "none", "--clear-env", "--", "true"}, kEnv);
+  ASSERT_TRUE(benign) << benign.error().ToString();
 }
 
 }  // namespace

@@ -63,7 +63,7 @@ TEST(JsonDepth, OrdinaryJsonUpToTheBoundParses) {
   EXPECT_EQ(j.dump(), Nested(kMaxJsonNesting));
   j = ParseBoundedJson(R"({"a":[1,"x]]]",{"b":null}],"c":"\"{"})", &too_deep);
   ASSERT_TRUE(j.is_object());
-  EXPECT_EQ(j["c"], "\"{");
+  EXPECT_EQ(j["c"].get<std::string>(), "\"{");
   j = ParseBoundedJson("{oops", &too_deep);
   EXPECT_TRUE(j.is_discarded());
   EXPECT_FALSE(too_deep);

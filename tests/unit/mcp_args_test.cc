@@ -77,5 +77,26 @@ TEST(McpArgs, EachRefusalNamesTheFix) {
   }
 }
 
+// A typo is refused at startup with the closest option of anvil mcp's, anvil exec's or anvil
+// sandbox's table, as the other subcommands do; their options still go through.
+TEST(McpArgs, AnUnknownOptionSuggestsFromEveryTableItReaches) {
+  const std::pair<Args, const char*> rows[] = {
+      {{"--plugin-dri", "x"},
+       "invalid: unknown option --plugin-dri (see anvil mcp --help); did you mean --plugin-dir?"},
+      {{"--netwrok", "proxy"},
+       "invalid: unknown option --netwrok (see anvil mcp --help); did you mean --network?"},
+      {{"--bogus"}, "invalid: unknown option --bogus (see anvil mcp --help)"},
+  };
+  for (const auto& [args, message] : rows) {
+    auto r = ParseMcpArgs(args);
+    ASSERT_FALSE(r) << args[0];
+    EXPECT_EQ(r.error().ToString(), message) << args[0];
+  }
+  auto benign = ParseMcpArgs({"--network", "proxy", "--allow-host=crates.io", "--requester=x"});
+  ASSERT_TRUE(benign) << benign.error().ToString();
+  EXPECT_EQ(benign->sandbox_flags,
+            (Args{"--network", "proxy", "--allow-host=crates.io", "--requester=x"}));
+}
+
 }  // namespace
 }  // namespace anvil::cli::mcp_server

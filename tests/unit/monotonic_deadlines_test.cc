@@ -18,7 +18,7 @@ namespace {
 // file (relative to src/) -> why reading the wall clock there is not a deadline.
 const std::map<std::string, std::string> kReviewed = {
     {"gateway/audit_log.cc", "the audit line's timestamp"},
-    {"cmd/anvil_proxy.cc", "the proxy's audit line timestamp"},
+    {"net/proxy_service.cc", "the proxy's audit line timestamp"},
     {"agent/exec_flow.cc", "audit line timestamps and the date in an \"always\" rule"},
     {"policy/grant_store.cc", "granted_at, shown to the user"},
     {"host/lua_bindings.cc", "os.time() for plugins: a value, the budget uses steady_clock"},
