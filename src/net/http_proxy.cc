@@ -52,7 +52,7 @@ class Connection {
   std::optional<Ending> DialUpstream();
   // What goes to the server first: a tunnel's first bytes from the client, once the
   // ClientHello among them names the target; a plain request's rewritten head and the part of
-  // its body that came with it.
+  // its body that came with it, also when it came inside a tunnel that is not TLS.
   std::optional<Ending> PrepareFirstBytes();
   // Those bytes, within the byte cap.
   std::optional<Ending> SendFirstBytes();
@@ -74,6 +74,7 @@ class Connection {
   ProxyTarget target_;
   std::string origin_form_;
   std::vector<IpAddress> addresses_;
+  ConnectPolicy policy_{{}};  // config_.policy with this machine's addresses as they are now
   UniqueFd upstream_;
   std::string first_;  // the bytes that go to the server ahead of the relay
   proxy::TunnelHello tls_;
@@ -102,6 +103,15 @@ std::optional<Ending> Connection::CheckTarget() {
   if (auto s = CheckProxyTarget(target_, config_.allowed); !s) {
     return Ending{"deny", s.error().ToString(), 403, ""};
   }
+  policy_ = config_.policy;
+  if (config_.local_addresses) {
+    auto local = config_.local_addresses();
+    if (!local) {
+      return Ending{"error", "local addresses: " + local.error().ToString(), 502,
+                    "cannot list this machine's addresses: " + local.error().message};
+    }
+    policy_ = ConnectPolicy(std::move(*local), config_.policy.unsafe_test());
+  }
   // Every answer must pass, not just the one dialled (DNS rebinding picks the order).
   if (target_.literal) {
     addresses_.push_back(*target_.literal);
@@ -118,7 +128,7 @@ std::optional<Ending> Connection::CheckTarget() {
     }
   }
   for (const auto& a : addresses_) {
-    auto v = CheckProxyAddress(config_.policy, a, target_.port);
+    auto v = CheckProxyAddress(policy_, a, target_.port);
     if (!v.allowed) {
       std::string why =
           target_.literal
@@ -142,7 +152,7 @@ std::optional<Ending> Connection::DialUpstream() {
     auto got = getpeername(upstream_.Get(), reinterpret_cast<sockaddr*>(&peer), &len) == 0
                    ? IpAddress::FromSockaddr(reinterpret_cast<sockaddr*>(&peer))
                    : std::nullopt;
-    if (!got || !CheckProxyAddress(config_.policy, *got, target_.port).allowed) {
+    if (!got || !CheckProxyAddress(policy_, *got, target_.port).allowed) {
       upstream_.Reset();
       dial_error = "dialled peer failed the address check";
       continue;
@@ -171,7 +181,27 @@ std::optional<Ending> Connection::PrepareFirstBytes() {
                                  tls_, verdict, why)) {
       return Ending{verdict, why, 0, ""};
     }
-    return std::nullopt;
+    if (!tls_.plain_http) return std::nullopt;
+  }
+  if (tls_.plain_http) {
+    // Plain HTTP inside the tunnel: on as the plain request it is, for the tunnel's host.
+    const size_t end = first_.find("\r\n\r\n");
+    if (end == std::string::npos) {
+      return Ending{"deny",
+                    "denied: plain HTTP inside a tunnel: its head does not end in CRLF CRLF", 400,
+                    ""};
+    }
+    auto request = ParseTunnelledRequestHead(std::string_view(first_).substr(0, end + 4), target_);
+    if (!request) {
+      return Ending{"deny", "denied: " + request.error().reason, request.error().status, ""};
+    }
+    auto target = ParseHttpTarget(request->target, &origin_form_);
+    if (!target || !(*target == target_)) {
+      return Ending{"deny", "denied: plain HTTP inside a tunnel: its target is not the tunnel's",
+                    400, ""};
+    }
+    request_ = std::move(*request);
+    first_.erase(0, end + 4);
   }
   // The announced body only: bytes beyond it (a pipelined request) are dropped.
   if (first_.size() > request_.body_length) first_.resize(request_.body_length);

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "net/local_interfaces.h"
 #include "netpolicy/connect_policy.h"
 #include "netpolicy/proxy_policy.h"
 #include "netpolicy/resolver.h"
@@ -51,7 +52,12 @@ struct ProxyAuditRecord {
 
 struct ProxyConfig {
   std::vector<ProxyTarget> allowed;
+  // The address rules with the test exemptions. Its list of this machine's addresses is only
+  // the start's: every connection is checked against `local_addresses()` taken afresh, so that
+  // an address that came up after the start (another network, a VPN, an IPv6 temporary
+  // address) is never a target. Null `local_addresses`: `policy`'s own list (tests).
   ConnectPolicy policy{{}};
+  std::function<Result<std::vector<IpAddress>>()> local_addresses = LocalInterfaceAddresses;
   Resolver* resolver = nullptr;  // thread-safe
   ProxyLimits limits;
   std::function<void(const ProxyAuditRecord&)> audit;  // thread-safe

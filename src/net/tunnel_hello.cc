@@ -8,6 +8,7 @@
 #include <cstring>
 #include <optional>
 
+#include "netpolicy/proxy_request.h"
 #include "netpolicy/tls_client_hello.h"
 
 namespace anvil::proxy {
@@ -57,9 +58,31 @@ bool CheckTunnelStart(int client, int upstream, const ProxyTarget& target,
           reason = "denied: TLS ClientHello refused: " + hello.error;
           return false;
         case ClientHelloStatus::kNotTls:
-          if (target.port != kHttpsPort) return true;
-          reason = "denied: a tunnel to port 443 must begin with a TLS ClientHello";
-          return false;
+          if (target.port == kHttpsPort) {
+            reason = "denied: a tunnel to port 443 must begin with a TLS ClientHello";
+            return false;
+          }
+          switch (ClassifyTunnelStart(first)) {
+            case TunnelHttpStart::kNotHttp:
+              return true;
+            case TunnelHttpStart::kHttpRequest:
+              // The head's end, or a blank line a lenient server would take for it (which
+              // the strict parse then refuses).
+              if (first.find("\n\r\n") != std::string::npos ||
+                  first.find("\n\n") != std::string::npos) {
+                tls.plain_http = true;
+                return true;
+              }
+              if (first.size() >= kMaxClientHelloBytes) {
+                reason = "denied: plain HTTP inside a tunnel: request head over " +
+                         std::to_string(kMaxClientHelloBytes) + " bytes";
+                return false;
+              }
+              break;
+            case TunnelHttpStart::kNeedMore:
+              break;
+          }
+          break;
         case ClientHelloStatus::kNeedMore:
           break;
       }
@@ -74,7 +97,9 @@ bool CheckTunnelStart(int client, int upstream, const ProxyTarget& target,
       verdict = r == 0 && first.empty() ? "allow" : "error";
       reason = r != 0          ? std::string("poll: ") + std::strerror(errno)
                : first.empty() ? "idle timeout"
-                               : "tunnel: the client's TLS ClientHello did not arrive in time";
+               : static_cast<uint8_t>(first[0]) == 0x16
+                   ? "tunnel: the client's TLS ClientHello did not arrive in time"
+                   : "tunnel: the client's first line or request head did not end in time";
       return false;
     }
     if (fds[0].revents != 0) {

@@ -17,6 +17,9 @@ struct TunnelHello {
   bool tls = false;         // the tunnel began with a ClientHello that passed
   bool early_data = false;  // it offered 0-RTT early data
   std::string held;         // bytes the client sent after it, not forwarded yet
+  // Not TLS: the tunnel began with a plain HTTP request, whose head (and what came with it) is
+  // in `first`; it goes on as a plain request for the tunnel's host (http_proxy.cc).
+  bool plain_http = false;
 };
 
 // Reads what the client sends first through a tunnel (after `first`, what it sent with the
@@ -25,7 +28,10 @@ struct TunnelHello {
 // anything else passes, as does a tunnel whose server speaks first (TLS never does). `first`
 // ends up holding the bytes to forward now. For TLS (`hello.tls`) that is only the hello's
 // record: whatever came after it is held (`hello.held`) until CheckHelloRetry has seen what
-// the server answered, since after a retry request it would be the client's second hello.
+// the server answered, since after a retry request it would be the client's second hello. A
+// tunnel that is not TLS and begins with what a server would read as an HTTP request line
+// (ClassifyTunnelStart) is read up to the end of that request's head (`tls.plain_http`), so that
+// it goes on as a plain request: its own Host would otherwise pick the site.
 // On false, `verdict` is "deny" (a refused hello), "error" or "allow" (the tunnel idled out
 // before either side sent anything, as the relay's idle timeout would end it).
 bool CheckTunnelStart(int client, int upstream, const ProxyTarget& target,

@@ -168,4 +168,52 @@ std::string ForwardedRequestHead(const ProxyRequestHead& request, const ProxyTar
   return head;
 }
 
+TunnelHttpStart ClassifyTunnelStart(std::string_view first) {
+  auto blank = [](char c) { return c == ' ' || c == '\t'; };
+  auto line_end = [](char c) { return c == '\r' || c == '\n'; };
+  // Only the first kMaxTunnelFirstLineBytes decide, so that more bytes never change a decision.
+  const std::string_view text = first.substr(0, kMaxTunnelFirstLineBytes);
+  const TunnelHttpStart undecided = first.size() > kMaxTunnelFirstLineBytes
+                                        ? TunnelHttpStart::kHttpRequest
+                                        : TunnelHttpStart::kNeedMore;
+  size_t i = 0;
+  while (i < text.size() && (blank(text[i]) || line_end(text[i]))) ++i;
+  const size_t method = i;
+  while (i < text.size() && IsHttpToken(text.substr(i, 1))) ++i;
+  if (i == text.size()) return undecided;
+  if (i == method || !blank(text[i])) return TunnelHttpStart::kNotHttp;
+  // The rest of the line: a blank followed by "HTTP/" anywhere in it makes it a request line.
+  constexpr std::string_view kVersion = "http/";
+  for (; i < text.size() && !line_end(text[i]); ++i) {
+    if (!blank(text[i])) continue;
+    const std::string_view next = text.substr(i + 1, kVersion.size());
+    if (AsciiLower(next) != kVersion.substr(0, next.size())) continue;
+    if (next.size() == kVersion.size()) return TunnelHttpStart::kHttpRequest;
+    return undecided;  // "HTTP/" cut off by the end of what has come
+  }
+  return i < text.size() ? TunnelHttpStart::kNotHttp : undecided;
+}
+
+tl::expected<ProxyRequestHead, ProxyHeadRefusal> ParseTunnelledRequestHead(
+    std::string_view head, const ProxyTarget& target) {
+  auto refuse = [](std::string reason, int status = 400) {
+    return tl::unexpected(ProxyHeadRefusal{
+        status, "plain HTTP inside a tunnel: " + std::move(reason) +
+                    " (an origin-form HTTP/1.x request is sent on as a plain request for the "
+                    "tunnel's host)"});
+  };
+  const size_t sp1 = head.find(' ');
+  if (sp1 == std::string_view::npos || sp1 + 1 >= head.size() || head[sp1 + 1] != '/' ||
+      head.find("\r\n") < sp1) {
+    return refuse("the request line is not METHOD SP /path SP HTTP/1.x");
+  }
+  const std::string authority = target.host + ":" + std::to_string(target.port);
+  const std::string absolute = std::string(head.substr(0, sp1 + 1)) + "http://" + authority +
+                               std::string(head.substr(sp1 + 1));
+  auto request = ParseProxyRequestHead(absolute);
+  if (!request) return refuse(request.error().reason, request.error().status);
+  if (request->tunnel) return refuse("CONNECT inside a tunnel");
+  return request;
+}
+
 }  // namespace anvil

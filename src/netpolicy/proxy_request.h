@@ -61,4 +61,25 @@ Result<ProxyTarget> ParseProxyRequestTarget(const ProxyRequestHead& request,
 std::string ForwardedRequestHead(const ProxyRequestHead& request, const ProxyTarget& target,
                                  std::string_view origin_form);
 
+// What the first bytes a client sends into a tunnel that is not TLS are, as far as plain HTTP
+// goes. An HTTP request there would reach a shared server with its own Host (or HTTP/2
+// :authority), not the tunnel's, and could pick another site; anvil-proxy handles it as a plain
+// request instead (ParseTunnelledRequestHead). Read as leniently as any server reads a request
+// line: empty lines and blanks before it, a token, then, on the same line after a blank,
+// "HTTP/" in any case (several blanks, tabs, a blank in the target, HTTP/2's
+// "PRI * HTTP/2.0"). kNeedMore until the first line ends; more than kMaxTunnelFirstLineBytes
+// (with the blanks before it) that could still be one counts as one (fail closed).
+enum class TunnelHttpStart { kNeedMore, kHttpRequest, kNotHttp };
+inline constexpr size_t kMaxTunnelFirstLineBytes = 8192;
+TunnelHttpStart ClassifyTunnelStart(std::string_view first);
+
+// The head of a plain HTTP request sent inside a tunnel to `target` (up to and including the
+// blank line), read as if the client had sent it to the proxy as a plain request for the
+// tunnel's host and port: the same checks and framing (ParseProxyRequestHead), its target made
+// the absolute URI of that authority. Only an origin-form HTTP/1.x request line in the strict
+// grammar passes: absolute-form names a host of its own, "*", HTTP/2, CONNECT and every lenient
+// spelling ClassifyTunnelStart counts as HTTP are refused (400).
+tl::expected<ProxyRequestHead, ProxyHeadRefusal> ParseTunnelledRequestHead(
+    std::string_view head, const ProxyTarget& target);
+
 }  // namespace anvil

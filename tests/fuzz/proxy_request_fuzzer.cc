@@ -6,7 +6,9 @@
 // has neither spaces nor control bytes in its host or origin form; and the head
 // forwarded for a plain request is one well-formed head: its only blank line at its end, its first
 // header the target's Host and no other Host, at most one Content-Length (the announced one, in
-// plain digits), Connection: close last, and no control byte but in its CRLFs.
+// plain digits), Connection: close last, and no control byte but in its CRLFs. A tunnel's first
+// bytes (ClassifyTunnelStart) keep their classification whatever follows, and a request read
+// inside a tunnel (ParseTunnelledRequestHead) is a plain request for the tunnel's own host.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -74,10 +76,32 @@ void CheckForwarded(const anvil::ProxyRequestHead& request, const anvil::ProxyTa
           input);
 }
 
+// A tunnel's first bytes: a decision never changes with more bytes, and a request read inside a
+// tunnel is a plain request for the tunnel's host, whatever it names.
+void CheckTunnelled(std::string_view input) {
+  const auto start = anvil::ClassifyTunnelStart(input);
+  if (start != anvil::TunnelHttpStart::kNeedMore) {
+    Require(anvil::ClassifyTunnelStart(std::string(input) + "\r\nGET / HTTP/1.1\r\n") == start,
+            "more bytes changed a tunnel's classification", input);
+  }
+  anvil::ProxyTarget tunnel;
+  tunnel.host = "api.example";
+  tunnel.port = 8080;
+  const auto request = anvil::ParseTunnelledRequestHead(input, tunnel);
+  if (!request) return;
+  Require(!request->tunnel, "a request inside a tunnel read as another tunnel", input);
+  std::string origin_form;
+  const auto target = anvil::ParseProxyRequestTarget(*request, &origin_form);
+  if (!target) return;  // refused by the proxy (a path byte that is not allowed)
+  Require(*target == tunnel, "a request inside a tunnel aimed elsewhere", input);
+  CheckForwarded(*request, *target, origin_form, input);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input = anvil::fuzz::AsView(data, size);
+  CheckTunnelled(input);
   const auto head = anvil::ParseProxyRequestHead(input);
   if (input.find("\r\n\r\n") != std::string_view::npos) {
     const auto again =

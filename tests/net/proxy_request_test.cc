@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace anvil {
@@ -147,6 +148,89 @@ TEST(ProxyRequestHead, ATargetThatIsNotAnAbsoluteHttpUrlIsRefusedByTheTargetPars
     ASSERT_TRUE(r) << head;
     std::string origin_form;
     EXPECT_FALSE(ParseProxyRequestTarget(*r, &origin_form)) << head;
+  }
+}
+
+// What a tunnel that is not TLS begins with, as far as plain HTTP goes: every spelling a lenient
+// server reads as a request line counts, undecided until the first line ends, and past the cap
+// without an end it counts as one.
+TEST(TunnelHttpStart, EveryRequestLineALenientServerReadsCounts) {
+  using enum TunnelHttpStart;
+  const std::vector<std::pair<std::string, TunnelHttpStart>> cases = {
+      {"GET / HTTP/1.1\r\n", kHttpRequest},
+      {"GET / HTTP/", kHttpRequest},
+      {"get /x http/1.0", kHttpRequest},
+      {"\r\n\r\n  GET / HTTP/1.1", kHttpRequest},
+      {"GET\t/\tHTTP/1.1", kHttpRequest},
+      {"GET /a b HTTP/1.1", kHttpRequest},
+      {"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", kHttpRequest},
+      {"A GET / HTTP/1.1", kHttpRequest},
+      {"", kNeedMore},
+      {"\r\n", kNeedMore},
+      {"GE", kNeedMore},
+      {"GET", kNeedMore},
+      {"GET ", kNeedMore},
+      {"GET /", kNeedMore},
+      {"GET / ", kNeedMore},
+      {"GET / HT", kNeedMore},
+      {"GET / HTTP", kNeedMore},
+      {"SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13\r\n", kNotHttp},
+      {"EHLO client.example\r\n", kNotHttp},
+      {"*1\r\n$4\r\nPING\r\n", kNotHttp},
+      {"GET /\r\n", kNotHttp},  // HTTP/0.9: no Host, no version
+      {"GET / HTTPS/1.1\r\n", kNotHttp},
+      {std::string("\x16\x03\x01", 3), kNotHttp},
+      {std::string("\x00GET / HTTP/1.1", 15), kNotHttp},
+      {"(GET / HTTP/1.1", kNotHttp},
+      {"GET/ HTTP/1.1", kNotHttp},
+      {"hello world\r\n", kNotHttp},
+      {std::string(kMaxTunnelFirstLineBytes, 'a'), kNeedMore},
+      {std::string(kMaxTunnelFirstLineBytes + 1, 'a'), kHttpRequest},
+      {"GET /" + std::string(kMaxTunnelFirstLineBytes, 'a'), kHttpRequest},
+      {"GET /" + std::string(kMaxTunnelFirstLineBytes, 'a') + "\r\n", kHttpRequest},
+  };
+  for (const auto& [text, expected] : cases) {
+    EXPECT_EQ(ClassifyTunnelStart(text), expected) << text.substr(0, 40);
+    // More bytes never change a decision.
+    if (expected != kNeedMore) {
+      EXPECT_EQ(ClassifyTunnelStart(text + "\r\nxyz"), expected) << text.substr(0, 40);
+    }
+  }
+}
+
+TEST(TunnelHttpStart, ARequestInATunnelIsReadAsAPlainRequestForTheTunnelsHost) {
+  auto target = ParseConnectTarget("api.example:8080");
+  ASSERT_TRUE(target);
+  auto request = ParseTunnelledRequestHead(
+      "POST /a?b HTTP/1.1\r\nHost: evil.example\r\nContent-Length: 3\r\n\r\n", *target);
+  ASSERT_TRUE(request) << request.error().reason;
+  EXPECT_FALSE(request->tunnel);
+  EXPECT_EQ(request->target, "http://api.example:8080/a?b");
+  EXPECT_EQ(request->body_length, 3u);
+  std::string origin;
+  auto parsed = ParseProxyRequestTarget(*request, &origin);
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(*parsed, *target);
+  const std::string sent = ForwardedRequestHead(*request, *target, origin);
+  EXPECT_EQ(sent.rfind("POST /a?b HTTP/1.1\r\nHost: api.example:8080\r\n", 0), 0u) << sent;
+  EXPECT_EQ(sent.find("evil"), std::string::npos) << sent;
+
+  for (const std::string head : {
+           "GET http://evil.example/ HTTP/1.1\r\n\r\n",
+           "OPTIONS * HTTP/1.1\r\n\r\n",
+           "PRI * HTTP/2.0\r\n\r\n",
+           "CONNECT /x HTTP/1.1\r\n\r\n",
+           "GET\t/ HTTP/1.1\r\n\r\n",
+           "GET /a b HTTP/1.1\r\n\r\n",
+           "GET / http/1.1\r\n\r\n",
+           "GET /\r\n\r\n",
+           "GET / HTTP/1.1\r\nX: y\nHost: evil\r\n\r\n",
+           "GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+       }) {
+    auto refused = ParseTunnelledRequestHead(head, *target);
+    ASSERT_FALSE(refused) << head;
+    EXPECT_EQ(refused.error().reason.rfind("plain HTTP inside a tunnel: ", 0), 0u)
+        << refused.error().reason;
   }
 }
 

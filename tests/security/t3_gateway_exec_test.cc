@@ -460,6 +460,36 @@ TEST_F(ExecGateway, CancelKillsTheTreeAndAnswersOnce) {
   ASSERT_TRUE(next && next->ok);
 }
 
+// A call whose plugin goes away (its connection closes: the host died) or whose token is
+// revoked (the plugin was disabled or reloaded) while its tool runs: the tool's whole tree
+// ends, nothing of the call outlives the plugin, and the gateway serves the next plugin.
+TEST_F(ExecGateway, ACallEndsWithItsPluginsConnectionOrToken) {
+  const std::string fifo = UniqueToken("held");
+  HeldFile held(ws_->path() + "/" + fifo, "x\n");
+  WriteFile(*ws_ / "a.txt", "after\n");
+  StartGateway({"--exec-timeout", "60"});
+  for (bool revoke : {false, true}) {
+    auto token = RegisterPlugin("example.search", ExecGrant());
+    auto client = Client(token, "example.search");
+    ASSERT_TRUE(client);
+    auto id = client->Send("exec", {"rg", ArgsJson({"x", fifo}), ""});
+    ASSERT_TRUE(id);
+    ASSERT_TRUE(WaitUntil([&] { return !ProcessesWithMarker(fifo).empty(); }))
+        << "the tool never started";
+    if (revoke) {
+      ASSERT_TRUE(gateway_->Revoke(token, "disabled"));
+    } else {
+      client.reset();
+    }
+    EXPECT_TRUE(WaitUntil([&] { return ProcessesWithMarker(fifo).empty(); }))
+        << (revoke ? "revoked" : "closed") << ": a process of the call is still alive";
+    auto next = Plugin();
+    auto ok = Exec(*next, "rg", {"after", "a.txt"});
+    ASSERT_TRUE(ok.ok) << ok.error;
+    EXPECT_EQ(ok.out, "after\n");
+  }
+}
+
 TEST_F(ExecGateway, OutputOverTheCapIsStoppedAndMarkedTruncated) {
   std::string big;
   for (int i = 0; i < 20000; ++i) big += "match line " + std::to_string(i) + "\n";
