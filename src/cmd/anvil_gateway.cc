@@ -30,6 +30,10 @@ int main(int argc, char** argv) {
           "--unsafe-test-inline-delay-ms", "MS", "", anvil::Between(0, 60000),
           [&o](uint64_t ms) { o.inline_answer_delay_ms_for_testing = static_cast<uint32_t>(ms); })
           .Hidden());
+  spec.flags.push_back(
+      anvil::Count("--unsafe-test-rearm-delay-ms", "MS", "", anvil::Between(0, 60000),
+                   [&o](uint64_t ms) { o.rearm_delay_ms_for_testing = static_cast<uint32_t>(ms); })
+          .Hidden());
 #endif
   auto parsed = anvil::ParseFlags(spec, std::vector<std::string>(argv + 1, argv + argc));
   if (!parsed) {

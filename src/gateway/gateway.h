@@ -48,6 +48,9 @@ struct GatewayOptions {
   // Test-only builds: an answer read on an I/O thread waits this long before it is queued for
   // sending (a revocation then lands while the read is in flight).
   uint32_t inline_answer_delay_ms_for_testing = 0;
+  // Test-only builds: an I/O thread that re-armed a connection it served waits this long before
+  // it lets go of it (the peer's next request then arrives while it is still owned).
+  uint32_t rearm_delay_ms_for_testing = 0;
 };
 
 // Runs until shutdown or until the control channel closes (the trusted side died). Returns
