@@ -1,6 +1,7 @@
 // The floors the benches compare against, measured in the same run (CONVENTIONS.md): a raw
-// Unix-socket round trip and a raw openat2+fstat+read of one file, and the small statistics the
-// benches share. Header-only: each bench is one executable.
+// Unix-socket round trip and a raw openat2+fstat+read of one file, servers of the gateway's shape
+// (and of the descriptor-passing alternative), and the small statistics the benches share.
+// Header-only: each bench is one executable.
 #pragma once
 
 #include <fcntl.h>
@@ -16,6 +17,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <thread>
@@ -162,6 +164,92 @@ inline std::vector<double> RawServerRoundTrips(const std::string& dir, const std
       if (r <= 0) break;
       got += static_cast<size_t>(r);
     }
+    us.push_back(Us(Clock::now() - t0));
+  }
+  close(sv[0]);
+  if (child > 0) waitpid(child, nullptr, 0);
+  return us;
+}
+
+// The alternative shape issue 25 names, at its least: the server (a forked child, as in
+// RawServerRoundTrips: epoll, SO_PASSCRED) opens the file beneath `dir` and fstats it, then
+// answers with a small frame carrying a read-only descriptor of it (SCM_RIGHTS) and closes its
+// own; the caller reads the descriptor to EOF and closes it. No checks, no audit. Microseconds
+// each.
+inline std::vector<double> RawFdPassRoundTrips(const std::string& dir, const std::string& name,
+                                               int n) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return {};
+  pid_t child = fork();
+  if (child == 0) {
+    close(sv[0]);
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    epoll_ctl(ep, EPOLL_CTL_ADD, sv[1], &ev);
+    int one = 1;
+    setsockopt(sv[1], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
+    int root = open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    char in[256];
+    std::string reply(32, 'r');
+    for (int i = 0; i < n; ++i) {
+      epoll_event e{};
+      if (epoll_wait(ep, &e, 1, -1) != 1) _exit(1);
+      iovec iov{in, sizeof(in)};
+      alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))];
+      msghdr msg{};
+      msg.msg_iov = &iov;
+      msg.msg_iovlen = 1;
+      msg.msg_control = control;
+      msg.msg_controllen = sizeof(control);
+      if (recvmsg(sv[1], &msg, 0) <= 0) _exit(1);
+      open_how how{};
+      how.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW;
+      how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+      int fd = static_cast<int>(syscall(SYS_openat2, root, name.c_str(), &how, sizeof(how)));
+      struct stat st {};
+      fstat(fd, &st);
+      iovec out{reply.data(), reply.size()};
+      alignas(cmsghdr) char rights[CMSG_SPACE(sizeof(int))];
+      msghdr answer{};
+      answer.msg_iov = &out;
+      answer.msg_iovlen = 1;
+      answer.msg_control = rights;
+      answer.msg_controllen = sizeof(rights);
+      cmsghdr* h = CMSG_FIRSTHDR(&answer);
+      h->cmsg_level = SOL_SOCKET;
+      h->cmsg_type = SCM_RIGHTS;
+      h->cmsg_len = CMSG_LEN(sizeof(int));
+      std::memcpy(CMSG_DATA(h), &fd, sizeof(int));
+      if (sendmsg(sv[1], &answer, MSG_NOSIGNAL) < 0) _exit(1);
+      close(fd);
+    }
+    _exit(0);
+  }
+  close(sv[1]);
+  std::vector<double> us;
+  const std::string request(64, 'q');
+  std::string small(32, '\0');
+  static char buf[65536];
+  for (int i = 0; i < n && child > 0; ++i) {
+    auto t0 = Clock::now();
+    ssize_t ignored = write(sv[0], request.data(), request.size());
+    (void)ignored;
+    iovec iov{small.data(), small.size()};
+    alignas(cmsghdr) char rights[CMSG_SPACE(sizeof(int))];
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = rights;
+    msg.msg_controllen = sizeof(rights);
+    if (recvmsg(sv[0], &msg, MSG_CMSG_CLOEXEC) <= 0) break;
+    cmsghdr* h = CMSG_FIRSTHDR(&msg);
+    if (h == nullptr || h->cmsg_type != SCM_RIGHTS) break;
+    int fd;
+    std::memcpy(&fd, CMSG_DATA(h), sizeof(int));
+    while (read(fd, buf, sizeof(buf)) > 0) {
+    }
+    close(fd);
     us.push_back(Us(Clock::now() - t0));
   }
   close(sv[0]);

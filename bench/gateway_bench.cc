@@ -2,8 +2,12 @@
 // run: a raw Unix-socket round trip carrying a 4 KiB answer, a raw openat2+fstat+read of the
 // same 4 KiB file, the raw round-trip throughput of 8 callers, each on its own socketpair to its
 // own echo thread (with and without that read in the echo), and a minimal server process of the
-// gateway's shape (bench_floors.h, RawServerRoundTrips). Optionally a second gateway (BASE_BIN_DIR,
-// e.g. a build of main) is measured in the same rounds, so that a change shows as after / before.
+// gateway's shape (bench_floors.h, RawServerRoundTrips). Two more rows place the target: an echo
+// thread that does the read between request and answer (the least any design whose server reads
+// the file can cost; the floor above adds a read measured apart, in a hot loop), and the
+// descriptor-passing shape (RawFdPassRoundTrips: the server opens, the caller reads). Optionally a
+// second gateway (BASE_BIN_DIR, e.g. a build of main) is measured in the same rounds, so that a
+// change shows as after / before.
 //
 //   build/release/bench/gateway_bench [BIN_DIR] [READS] [BASE_BIN_DIR] [ROUNDS]
 //
@@ -37,6 +41,7 @@ using anvil::bench::Interval;
 using anvil::bench::Median;
 using anvil::bench::Percentile;
 using anvil::bench::RawBeneathReads;
+using anvil::bench::RawFdPassRoundTrips;
 using anvil::bench::RawServerRoundTrips;
 using anvil::bench::RawSocketRoundTrips;
 using anvil::bench::RawSocketThroughput;
@@ -128,14 +133,15 @@ int main(int argc, char** argv) {
   }
 
   // Per round: the floors and every gateway's figures.
-  std::vector<double> rt, raw_read, raw8, raw8_read, server;
+  std::vector<double> rt, raw_read, raw8, raw8_read, server, echo_read, fd_pass;
   std::vector<std::vector<double>> one(gateways.size()), eight(gateways.size()),
       one_ratio(gateways.size()), eight_ratio(gateways.size()), eight_read_ratio(gateways.size()),
       eight_per_rt(gateways.size()), one_server(gateways.size());
   std::vector<double> p99_one(gateways.size()), after_before_one, after_before_eight;
   bool errors = false;
   for (int round = 0; round < rounds; ++round) {
-    double round_rt = 0, round_read = 0, round_raw8 = 0, round_raw8_read = 0, round_server = 0;
+    double round_rt = 0, round_read = 0, round_raw8 = 0, round_raw8_read = 0, round_server = 0,
+           round_echo_read = 0, round_fd_pass = 0;
     std::vector<Reads> r1(gateways.size()), r8(gateways.size());
     std::vector<std::function<void()>> rows;
     rows.push_back([&] {
@@ -143,6 +149,11 @@ int main(int argc, char** argv) {
       round_read = Median(RawBeneathReads(ws, "file4k.txt", n));
     });
     rows.push_back([&] { round_server = Median(RawServerRoundTrips(ws, "file4k.txt", n)); });
+    rows.push_back([&] {
+      round_echo_read = Median(RawSocketRoundTrips(
+          n, 64, 4096 + 32, [&ws] { (void)RawBeneathReads(ws, "file4k.txt", 1); }));
+    });
+    rows.push_back([&] { round_fd_pass = Median(RawFdPassRoundTrips(ws, "file4k.txt", n)); });
     rows.push_back([&] {
       round_raw8 = RawSocketThroughput(8, n / 8);
       // The same callers with the echo doing the raw read of the file before each answer: the
@@ -160,6 +171,8 @@ int main(int argc, char** argv) {
     raw8.push_back(round_raw8);
     raw8_read.push_back(round_raw8_read);
     server.push_back(round_server);
+    echo_read.push_back(round_echo_read / (round_rt + round_read));
+    fd_pass.push_back(round_fd_pass / (round_rt + round_read));
     for (size_t g = 0; g < gateways.size(); ++g) {
       errors = errors || r1[g].errors || r8[g].errors;
       one[g].push_back(r1[g].p50);
@@ -192,6 +205,10 @@ int main(int argc, char** argv) {
     std::printf("%-44s %10s %12.0f\n", l8.c_str(), "", Median(eight[g]));
   }
   std::printf("\nratios, median over rounds [90%% bootstrap interval]:\n");
+  PrintInterval("echo thread doing the read / (round trip + read)", echo_read,
+                "the least for a server that reads");
+  PrintInterval("descriptor passed, caller reads / (round trip + read)", fd_pass,
+                "the alternative shape, bare");
   for (size_t g = 0; g < gateways.size(); ++g) {
     std::string l1 = gateways[g].name + ": 1 client / (round trip + read)";
     std::string l8 = gateways[g].name + ": 8 clients / raw 8 callers";

@@ -35,6 +35,10 @@ int main(int argc, char** argv) {
           "--unsafe-test-io-wait-fail-after", "EVENTS", "", anvil::Between(1, 1000000),
           [&o](uint64_t n) { o.io_wait_fail_after_for_testing = static_cast<uint32_t>(n); })
           .Hidden());
+  spec.flags.push_back(
+      anvil::Count("--unsafe-test-rearm-delay-ms", "MS", "", anvil::Between(0, 60000),
+                   [&o](uint64_t ms) { o.rearm_delay_ms_for_testing = static_cast<uint32_t>(ms); })
+          .Hidden());
 #endif
   auto parsed = anvil::ParseFlags(spec, std::vector<std::string>(argv + 1, argv + argc));
   if (!parsed) {

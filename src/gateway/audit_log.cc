@@ -105,20 +105,39 @@ std::string FormatAuditLine(const AuditEntry& e, std::string_view session, doubl
   return out;
 }
 
-void AuditLog::Record(const AuditEntry& e) {
+std::string AuditLog::Line(const AuditEntry& e) const {
   auto now = std::chrono::system_clock::now();
   double ts = std::chrono::duration<double>(now.time_since_epoch()).count();
-  std::string text = FormatAuditLine(e, session_, ts);
+  return FormatAuditLine(e, session_, ts);
+}
+
+void AuditLog::Append(std::string_view line) {
   std::lock_guard lock(mutex_);
-  pending_ += text;
+  pending_ += line;
   pending_ += '\n';
 }
 
+void AuditLog::Record(const AuditEntry& e) { Append(Line(e)); }
+
 void AuditLog::Flush() {
-  std::lock_guard lock(mutex_);
-  if (pending_.empty()) return;
-  if (fd_) (void)fd_io::WriteAll(fd_.Get(), pending_);
-  pending_.clear();
+  // The write happens outside `mutex_`: a thread recording a line (under the gateway's
+  // connection lock, in order with a revocation) never waits for the disk. `write_mutex_` keeps
+  // the batches in the order they were taken.
+  std::lock_guard writing(write_mutex_);
+  {
+    std::lock_guard lock(mutex_);
+    if (pending_.empty()) return;
+    writing_.swap(pending_);
+  }
+  if (fd_) {
+    (void)fd_io::WriteAll(fd_.Get(), writing_);
+  }
+  // A burst's buffer gives its memory back; an ordinary one is reused.
+  if (writing_.capacity() > (1u << 20)) {
+    std::string().swap(writing_);
+  } else {
+    writing_.clear();
+  }
 }
 
 }  // namespace anvil::gateway

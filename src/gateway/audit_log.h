@@ -43,15 +43,23 @@ class AuditLog {
  public:
   // Opens `path` for appending (created 0600). An empty path discards entries.
   static Result<AuditLog*> Open(const std::string& path, const std::string& session);
+  // Appends the entry's line to what the next Flush writes (any thread; never waits for a write).
   void Record(const AuditEntry& entry);
+  // Record in two steps: the line (stamped now) made where no lock is held, appended later
+  // where its order matters.
+  std::string Line(const AuditEntry& entry) const;
+  void Append(std::string_view line);
+  // Writes what was recorded so far; batches leave in the order they were recorded.
   void Flush();
 
  private:
   AuditLog(UniqueFd fd, std::string session) : fd_(std::move(fd)), session_(std::move(session)) {}
-  std::mutex mutex_;
+  std::mutex mutex_;        // pending_
+  std::mutex write_mutex_;  // writing_ and the order of writes; taken before mutex_
   UniqueFd fd_;
   std::string session_;
-  std::string pending_;
+  std::string pending_;  // recorded, not yet taken by Flush
+  std::string writing_;  // the batch Flush is writing
 };
 
 }  // namespace anvil::gateway

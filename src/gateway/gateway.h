@@ -51,6 +51,9 @@ struct GatewayOptions {
   // Test-only builds: the I/O threads' epoll_wait fails (EBADF) once this many connection
   // events have been taken (0: never), the event taken last unserved.
   uint32_t io_wait_fail_after_for_testing = 0;
+  // Test-only builds: an I/O thread that re-armed a connection it served waits this long before
+  // it lets go of it (the peer's next request then arrives while it is still owned).
+  uint32_t rearm_delay_ms_for_testing = 0;
 };
 
 // Runs until shutdown or until the control channel closes (the trusted side died). Returns

@@ -70,6 +70,7 @@ Status Server::Start(const std::string& socket_path) {
     return SysFail("internal", "epoll/eventfd");
   }
   if (auto s = transport_.Listen(socket_path); !s) return s;
+  transport_.SetRearmDelayForTesting(options_.rearm_delay_ms_for_testing);
   auto add = [&](int fd, uint64_t tag) {
     epoll_event ev{};
     ev.events = EPOLLIN;
@@ -161,31 +162,33 @@ int Server::Loop() {
       status = 1;
       break;
     }
-    std::lock_guard lock(transport_.mu());
-    for (int i = 0; i < n && control_.open() && status == 0; ++i) {
-      uint64_t tag = events[i].data.u64;
-      uint64_t id = tag & ((1ull << 56) - 1);
-      switch (static_cast<Tag>(tag >> 56)) {
-        case kListen:
-          transport_.Accept();
-          break;
-        case kControl:
-          control_.HandleReadable();
-          break;
-        case kWake:
-          HandleWake();
-          break;
-        case kPidfd:
-          control_.HostExited(id);
-          break;
-        case kIoFailed:
-          status = 1;  // said by the failed thread
-          break;
-        default:
-          break;
+    {
+      std::lock_guard lock(transport_.mu());
+      for (int i = 0; i < n && control_.open() && status == 0; ++i) {
+        uint64_t tag = events[i].data.u64;
+        uint64_t id = tag & ((1ull << 56) - 1);
+        switch (static_cast<Tag>(tag >> 56)) {
+          case kListen:
+            transport_.Accept();
+            break;
+          case kControl:
+            control_.HandleReadable();
+            break;
+          case kWake:
+            HandleWake();
+            break;
+          case kPidfd:
+            control_.HostExited(id);
+            break;
+          case kIoFailed:
+            status = 1;  // said by the failed thread
+            break;
+          default:
+            break;
+        }
       }
     }
-    audit_->Flush();
+    audit_->Flush();  // without the connections' lock: the I/O threads go on meanwhile
   }
   transport_.Stop();
   uint64_t one = 1;
@@ -317,6 +320,7 @@ bool Server::HandleRequest(uint64_t id, Connection& c, Request r) {
     audit.duration_us = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count());
     std::string frame = ipc::EncodeResponse(response);
+    std::string line = audit_->Line(audit);  // formatted before the lock, appended under it
     lock.lock();
     // Audited under the mutex, in order with a revocation's line: an answer that leaves is
     // audited before the revocation, one dropped as cancelled, never "allow" after it.
@@ -331,7 +335,7 @@ bool Server::HandleRequest(uint64_t id, Connection& c, Request r) {
       audit_->Record(audit);
       return false;
     }
-    audit_->Record(audit);
+    audit_->Append(line);
     reg->bytes.Charge(static_cast<double>(frame.size()));
     if (c.out.empty()) {
       c.out = std::move(frame);

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 #include <mutex>
+#include <utility>
 
 #include "common/fd_io.h"
 
@@ -199,15 +200,29 @@ void Transport::HandleEvents(uint64_t id, uint32_t events) {
     auto it = conns_.find(id);
     // Busy: a stale event (its owner re-arms it when it lets go, and level-triggered epoll
     // reports again whatever is still there). Closed: its owner removes it.
-    if (it == conns_.end() || it->second.busy || it->second.closed) return;
+    if (it == conns_.end() || it->second.closed) return;
+    if (it->second.busy) {
+      // Its owner re-armed it before letting go and is about to: it re-arms it once more.
+      it->second.missed_events = true;
+      return;
+    }
     c = &it->second;
     c->busy = true;
     c->owner = std::this_thread::get_id();
   }
   std::optional<std::string> close = Serve(id, *c, events);
+  // The usual end (answered, nothing to close): re-armed while still owned, without mu(), so
+  // that the other I/O threads do not wait for this syscall. The descriptor stays open until its
+  // owner lets go, and a close meanwhile removes it from epoll (a re-arm after that fails).
+  const bool rearmed = !close && !(c->close_after_flush && c->out_offset == c->out.size());
+  if (rearmed) UpdateInterest(id, *c, /*rearm=*/true);
+  if (rearm_delay_ms_for_testing_ > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(rearm_delay_ms_for_testing_));
+  }
   std::lock_guard lock(mu_);
   c->busy = false;
   c->owner = {};
+  const bool missed = std::exchange(c->missed_events, false);
   if (c->closed) {
     conns_.erase(id);
     released_.notify_all();
@@ -234,7 +249,9 @@ void Transport::HandleEvents(uint64_t id, uint32_t events) {
     Close(id, "closed after denial");
     return;
   }
-  UpdateInterest(id, *c, /*rearm=*/true);
+  // An event that fired after the re-arm found it still owned: armed once more, it fires again
+  // (level-triggered) for whatever is still there.
+  if (!rearmed || missed) UpdateInterest(id, *c, /*rearm=*/true);
 }
 
 std::optional<std::string> Transport::Serve(uint64_t id, Connection& c, uint32_t events) {

@@ -67,8 +67,11 @@ struct Connection {
   bool close_after_flush = false;                    // owner
   std::optional<ipc::PeerCredentials> frame_sender;  // owner: sender of the frame being assembled
   bool mixed_senders = false;                        // owner
-  uint32_t epoll_events = 0;  // the mask registered with epoll (UpdateInterest skips no-ops)
-  bool busy = false;          // an I/O thread serves it (`owner`)
+  // owner: the mask registered with epoll (UpdateInterest skips no-ops)
+  uint32_t epoll_events = 0;
+  bool busy = false;  // an I/O thread serves it (`owner`)
+  // An event came while it was owned (after its owner re-armed it): the owner re-arms it again.
+  bool missed_events = false;
   std::thread::id owner;
   bool closed = false;  // closed while busy: its owner removes it when it lets go
   std::string late;     // answers of queued jobs that completed while it was busy
@@ -119,6 +122,8 @@ class Transport {
   // The session ends: a connection being served stops at its next frame (its requests would
   // never be answered anyway), so that the I/O threads can be joined at once.
   void Stop() { stopping_.store(true, std::memory_order_relaxed); }
+  // Test-only builds (GatewayOptions::rearm_delay_ms_for_testing).
+  void SetRearmDelayForTesting(uint32_t ms) { rearm_delay_ms_for_testing_ = ms; }
 
  private:
   // Serves `c`, which this thread owns; returns why it is to be closed, or nothing.
@@ -148,6 +153,7 @@ class Transport {
   AuditLog* audit_;
   FrameHandler on_frame_;
   std::atomic<bool> stopping_{false};
+  uint32_t rearm_delay_ms_for_testing_ = 0;
   std::mutex mu_;
   std::condition_variable released_;  // an owner let go of a closed connection
   UniqueFd listen_;

@@ -346,6 +346,59 @@ TEST_F(T5GatewayRevokeInFlight, AnswerReadBeforeRevokeIsNeverSentAfterIt) {
   EXPECT_EQ(again->fields[0], "content");
 }
 
+// An I/O thread re-arms a connection it served before it lets go of it, so that the others do
+// not wait for that syscall under the connections' lock. A request that arrives in between is
+// seen by another I/O thread while the connection is still owned: it must still be answered
+// (not dropped as a stale event), and a revocation in that window still ends the connection
+// with no answer after it. (With one I/O thread, one CPU, the window cannot be hit: it passes.)
+class T5GatewayRearmWindow : public GatewayTest {
+ protected:
+  static void ReceiveTimeout(int fd, int seconds) {
+    timeval tv{seconds, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  }
+};
+
+TEST_F(T5GatewayRearmWindow, RequestArrivingWhileOwnerLetsGoIsAnswered) {
+  WriteFile(*ws_ / "a.txt", "content");
+  StartGateway({"--unsafe-test-rearm-delay-ms", "300"});
+  auto token = RegisterPlugin("p.one", ReadWriteGrant());
+  auto client = Client(token, "p.one");
+  ReceiveTimeout(client->fd(), 10);
+  for (int i = 0; i < 4; ++i) {
+    // Each answer leaves before its thread re-arms and waits; the next request lands then.
+    auto r = client->Call("fs.read", {"a.txt"});
+    ASSERT_TRUE(r) << "request " << i << " was never answered: " << r.error().ToString();
+    ASSERT_TRUE(r->ok);
+    EXPECT_EQ(r->fields[0], "content");
+  }
+}
+
+TEST_F(T5GatewayRearmWindow, RevokeWhileOwnerLetsGoSendsNothingAfterIt) {
+  WriteFile(*ws_ / "a.txt", "content");
+  StartGateway({"--unsafe-test-rearm-delay-ms", "800"});
+  auto token = RegisterPlugin("p.one", ReadWriteGrant());
+  auto client = Client(token, "p.one");
+  ReceiveTimeout(client->fd(), 10);
+  auto first = client->Call("fs.read", {"a.txt"});
+  ASSERT_TRUE(first && first->ok);
+  ASSERT_TRUE(client->Send("fs.read", {"a.txt"}));  // while its thread still owns it
+  usleep(200000);
+  ASSERT_TRUE(gateway_->Revoke(token));
+  auto r = client->Receive();
+  EXPECT_FALSE(r && r->ok) << "a read was answered after the revocation";
+  ASSERT_TRUE(gateway_->Control({{"op", "status"}}));
+  bool revoked = false;
+  for (const auto& line : AuditLines()) {
+    if (line.value("plugin", "") != "p.one") continue;
+    if (line.value("op", "") == "revoke") revoked = true;
+    EXPECT_FALSE(revoked && line.value("op", "") == "fs.read" &&
+                 line.value("verdict", "") == "allow")
+        << "audit: read allowed after the revocation: " << line.dump();
+  }
+  EXPECT_TRUE(revoked);
+}
+
 // Shutdown while every I/O thread is serving a reader and a slow reader's requests wait for its
 // output buffer: the gateway joins its threads and exits cleanly, in time, leaving nothing.
 TEST_F(T5GatewayIpc, ShutdownWhileEveryIoThreadServesExitsCleanly) {
