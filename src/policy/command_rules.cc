@@ -83,12 +83,22 @@ bool Contains(const std::vector<std::string>& alternatives, const std::string& w
 bool CouldMatchRest(const std::vector<std::vector<std::string>>& pattern, bool exact,
                     const std::vector<std::string>& argv) {
   const std::size_t n = pattern.size();
+  // Bounded work whatever argv holds: an exact rule cannot match more fixed words than it has,
+  // a run of kAnyWords is one kAnyWords, and the walk stops once its outcome is settled, so it
+  // visits O(n) words.
+  if (exact) {
+    const auto fixed = static_cast<std::size_t>(std::count_if(
+        argv.begin() + 1, argv.end(), [](const std::string& w) { return w != kAnyWords; }));
+    if (fixed > n - 1) return false;
+  }
   std::vector<char> at(n + 1, 0), next(n + 1, 0);
   at[1] = 1;
   for (std::size_t a = 1; a < argv.size(); ++a) {
     if (!exact && at[n]) return true;  // the prefix is matched; later words do not matter
-    std::fill(next.begin(), next.end(), 0);
+    if (std::find(at.begin(), at.end(), 1) == at.end()) return false;  // nothing reachable
     const std::string& word = argv[a];
+    if (word == kAnyWords && argv[a - 1] == kAnyWords) continue;
+    std::fill(next.begin(), next.end(), 0);
     for (std::size_t p = 1; p <= n; ++p) {
       if (!at[p]) continue;
       if (word == kAnyWords) {

@@ -466,6 +466,11 @@ TEST(CommandRules, WildcardWordsMeetRulesForEveryExpansion) {
       });
   const CommandVerdict verdict = EvaluateCommand(rules, {"bash", "-c", "echo hi > f.txt"});
   EXPECT_NE(verdict.reason.find("writes a file"), std::string::npos) << verdict.reason;
+  // Many wildcard words cost no more than a few: still judged, and for every expansion.
+  std::string many = "npm publish";
+  for (int i = 0; i < 2000; ++i) many += " $X";
+  EXPECT_EQ(Outcome(rules, {"bash", "-c", many}), RulesOutcome::kPrompt);
+  EXPECT_EQ(Outcome(rules, {"bash", "-c", many + " x y"}), RulesOutcome::kNoRule);
   const CommandVerdict rm = EvaluateCommand(rules, {"bash", "-c", "rm *"});
   EXPECT_NE(rm.reason.find("`rm <*>` needs approval by"), std::string::npos) << rm.reason;
 }
