@@ -232,7 +232,7 @@ class Parser {
         if (!Redirection(std::nullopt)) return Result();
         continue;
       }
-      if ((c == '{' || c == '}') && AtCommandStart() &&
+      if ((c == '{' || c == '}') && (AtCommandStart() || (c == '}' && AfterCompound())) &&
           (pos_ + 1 >= text_.size() || EndsWord(Peek(1)))) {
         if (!(c == '{' ? Open(Frame::kBrace) : CloseBrace())) return Result();
         ++pos_;
@@ -252,13 +252,13 @@ class Parser {
         if (!Redirection(word.text)) return Result();
         continue;
       }
-      if (state_ == State::kAfterCompound) {
-        return Refuse(word.start, "a word right after a compound command is not understood");
-      }
-      if (AtCommandStart() && !word.quoted && word.kind == WordKind::kLiteral &&
-          IsReservedWord(word.text)) {
+      if ((AtCommandStart() || (AfterCompound() && ContinuesAList(word.text))) && !word.quoted &&
+          word.kind == WordKind::kLiteral && IsReservedWord(word.text)) {
         if (!ReservedWord(word)) return Result();
         continue;
+      }
+      if (state_ == State::kAfterCompound) {
+        return Refuse(word.start, "a word right after a compound command is not understood");
       }
       StartCommand();
       const bool first = current_.empty();  // the command-name position
@@ -372,6 +372,14 @@ class Parser {
   bool AtCommandStart() const {
     return state_ == State::kStart || state_ == State::kAfterSemicolon ||
            state_ == State::kNeedCommand;
+  }
+
+  // Right after a compound command the words that end or continue the list around it are
+  // reserved words too (`then { ls; } else …`, `do (ls) done`); any other word is refused.
+  bool AfterCompound() const { return state_ == State::kAfterCompound; }
+  static bool ContinuesAList(std::string_view word) {
+    return word == "then" || word == "elif" || word == "else" || word == "fi" || word == "do" ||
+           word == "done";
   }
 
   // Begins a simple command if none is open.

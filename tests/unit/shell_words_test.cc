@@ -351,6 +351,10 @@ TEST(ShellWords, EverydayScriptsAreUnderstoodWithWildcardsAndWrites) {
       {"( ( ls ) )", {{"ls"}}, {false}},
       {"if true\nthen\n  ls | wc -l\nfi", {{"true"}, {"ls"}, {"wc", "-l"}}, {false, false, false}},
       {"echo if fi done '{'", {{"echo", "if", "fi", "done", "{"}}, {false}},
+      {"if true; then { ls; } else (pwd) fi", {{"true"}, {"ls"}, {"pwd"}}, {false, false, false}},
+      {"while false; do (ls) done; { { pwd; } }",
+       {{"false"}, {"ls"}, {"pwd"}},
+       {false, false, false}},
   };
   for (const auto& c : cases) {
     const ShellScript parsed = ParseShellScript(c.script, c.dialect);
@@ -419,6 +423,9 @@ TEST(ShellWords, ExpansionsThatRunCodeOrHideACommandStayNotUnderstood) {
       {"while ls; done", "'done' is not understood here"},
       {"{ ls }", "brace"},
       {"{ ls; } x", "right after a compound command"},
+      {"{ ls; } if true; then ls; fi", "right after a compound command"},
+      {"(ls) then", "'then' is not understood here"},
+      {"(ls) }", "closes no '{'"},
       {"if ls; then pwd; fi rm -rf x", "right after a compound command"},
       {"( ls", "never closed"},
       {"ls )", "closes no '('"},
@@ -476,6 +483,8 @@ TEST(ShellWords, CompoundCommandsAndHereDocumentsAgreeWithBashAndDash) {
       "{ printf '%s\\0' a; printf '%s\\0' b; } 2>/dev/null </dev/null; printf '%s\\0' c",
       "( printf '%s\\0' a ) && printf '%s\\0' b",
       "for f in x; do printf '%s\\0' a; done",
+      "if true; then { printf '%s\\0' a; } else (true) fi",
+      "for f in x; do (printf '%s\\0' a) done; { { printf '%s\\0' b; } }",
       "while printf '%s\\0' a; false; do printf '%s\\0' never; done",
       "printf '%s\\0' a <<'EOF'\nprintf '%s\\0' hidden $x\nEOF\nprintf '%s\\0' b",
       "printf '%s\\0' a <<-EOF\n\tbody\n\tEOF\nprintf '%s\\0' b",
