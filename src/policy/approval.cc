@@ -61,10 +61,26 @@ std::string AllowRuleHint(const std::vector<std::string>& argv) {
          ", decision = \"allow\" (with a justification) to ~/.config/anvil/rules/*.toml";
 }
 
+// Whether a judged command no rule decided is more than an argv an allow rule could allow: it
+// writes a file, runs with a script's variables, or has words that expand (shell_words.h).
+bool BeyondAllowRules(const CommandVerdict& verdict) {
+  for (const auto& seg : verdict.segments) {
+    if (seg.segment.role != SegmentRole::kJudged || seg.decision || seg.harmless != nullptr) {
+      continue;
+    }
+    if (seg.segment.writes_file || seg.segment.environment ||
+        std::any_of(seg.segment.argv.begin(), seg.segment.argv.end(), IsWildcardWord)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // The commands an "always" answer would allow: every judged one that no rule decided and that
 // is not harmless, if each can be written as a rule.
 std::vector<std::vector<std::string>> AlwaysPrefixes(const CommandVerdict& verdict) {
   std::vector<std::vector<std::string>> out;
+  if (BeyondAllowRules(verdict)) return out;
   for (const auto& seg : verdict.segments) {
     if (seg.segment.role != SegmentRole::kJudged || seg.decision || seg.harmless != nullptr) {
       continue;
@@ -202,11 +218,13 @@ ApprovalDecision DecideApproval(const CommandVerdict& verdict, ApprovalMode mode
       const auto prefixes = AlwaysPrefixes(verdict);
       const std::vector<std::string>& first = prefixes.empty() ? verdict.argv : prefixes.front();
       if (!can_ask) {
-        return Refuse(
-            verdict.reason +
-                "; approval mode untrusted asks, and nobody can be asked "
-                "here",
-            AllowRuleHint(first) + ", or run with --approval on-request (sandboxed, no question)");
+        const std::string on_request = "run with --approval on-request (sandboxed, no question)";
+        // A script's command that writes a file, assigns or expands: no rule can allow it.
+        const bool no_rule_allows = BeyondAllowRules(verdict);
+        return Refuse(verdict.reason +
+                          "; approval mode untrusted asks, and nobody can be asked "
+                          "here",
+                      no_rule_allows ? on_request : AllowRuleHint(first) + ", or " + on_request);
       }
       return {ApprovalAction::kAsk, verdict.reason + "; approval mode untrusted asks", "",
               prefixes};

@@ -71,9 +71,62 @@ std::string_view ToString(RulesOutcome outcome) {
   return "none";
 }
 
+namespace {
+
+bool Contains(const std::vector<std::string>& alternatives, const std::string& word) {
+  return std::find(alternatives.begin(), alternatives.end(), word) != alternatives.end();
+}
+
+// Whether some expansion of argv's wildcard words (shell_words.h) matches the pattern from its
+// second element on: kAnyWord stands for one arbitrary word, kAnyWords for any number of them.
+// A set of reachable pattern positions, advanced one argv word at a time.
+bool CouldMatchRest(const std::vector<std::vector<std::string>>& pattern, bool exact,
+                    const std::vector<std::string>& argv) {
+  const std::size_t n = pattern.size();
+  // Bounded work whatever argv holds: an exact rule cannot match more fixed words than it has,
+  // a run of kAnyWords is one kAnyWords, and the walk stops once its outcome is settled, so it
+  // visits O(n) words.
+  if (exact) {
+    const auto fixed = static_cast<std::size_t>(std::count_if(
+        argv.begin() + 1, argv.end(), [](const std::string& w) { return w != kAnyWords; }));
+    if (fixed > n - 1) return false;
+  }
+  std::vector<char> at(n + 1, 0), next(n + 1, 0);
+  at[1] = 1;
+  for (std::size_t a = 1; a < argv.size(); ++a) {
+    if (!exact && at[n]) return true;  // the prefix is matched; later words do not matter
+    if (std::find(at.begin(), at.end(), 1) == at.end()) return false;  // nothing reachable
+    const std::string& word = argv[a];
+    if (word == kAnyWords && argv[a - 1] == kAnyWords) continue;
+    std::fill(next.begin(), next.end(), 0);
+    for (std::size_t p = 1; p <= n; ++p) {
+      if (!at[p]) continue;
+      if (word == kAnyWords) {
+        for (std::size_t q = p; q <= n; ++q) next[q] = 1;  // none, or as many as it takes
+        break;
+      }
+      if (p == n) {
+        if (!exact) next[n] = 1;
+      } else if (word == kAnyWord || Contains(pattern[p], word)) {
+        next[p + 1] = 1;
+      }
+    }
+    at.swap(next);
+  }
+  return at[n] != 0;
+}
+
+}  // namespace
+
 bool CommandRule::Matches(const std::vector<std::string>& argv) const {
-  if (pattern.empty() || argv.size() < pattern.size()) return false;
-  if (exact && argv.size() != pattern.size()) return false;
+  if (pattern.empty() || argv.empty()) return false;
+  // A restriction applies when it COULD match some expansion of the command's wildcard words;
+  // an allow rule only when it matches every expansion, which is when its words match literal
+  // words (a wildcard word equals no pattern word) and, for an exact rule, the count is fixed.
+  const bool wildcards =
+      decision != Decision::kAllow && std::any_of(argv.begin(), argv.end(), IsWildcardWord);
+  if (!wildcards && argv.size() < pattern.size()) return false;
+  if (!wildcards && exact && argv.size() != pattern.size()) return false;
   const std::string& program = argv[0];
   const bool by_path = program.find('/') != std::string::npos;
   const std::string_view name = ProgramName(program);
@@ -91,6 +144,7 @@ bool CommandRule::Matches(const std::vector<std::string>& argv) const {
     }
   }
   if (!first) return false;
+  if (wildcards) return CouldMatchRest(pattern, exact, argv);
   for (std::size_t i = 1; i < pattern.size(); ++i) {
     if (std::find(pattern[i].begin(), pattern[i].end(), argv[i]) == pattern[i].end()) return false;
   }
@@ -224,7 +278,10 @@ CommandVerdict EvaluateCommand(const CommandRules& rules, const std::vector<std:
     SegmentVerdict seg;
     seg.segment = std::move(segment);
     const bool narrowing = seg.segment.role == SegmentRole::kNarrowing;
-    rules.Matching(seg.segment.argv, narrowing, seg.matched);
+    // A command that writes a file or runs with a script's variables is more than the argv an
+    // allow rule allows: only restrictions apply to it.
+    const bool more_than_argv = seg.segment.writes_file || seg.segment.environment;
+    rules.Matching(seg.segment.argv, narrowing || more_than_argv, seg.matched);
     for (const CommandRule* rule : seg.matched) {
       if (!seg.decision || rule->decision > *seg.decision) {
         seg.decision = rule->decision;
@@ -236,7 +293,8 @@ CommandVerdict EvaluateCommand(const CommandRules& rules, const std::vector<std:
     if (seg.decision == Decision::kPrompt && prompt < 0) prompt = index;
     if (!narrowing) {
       if (seg.decision != Decision::kAllow) all_allowed = false;
-      if (!seg.decision) {
+      if (!seg.decision && more_than_argv) all_harmless = false;
+      if (!seg.decision && !more_than_argv) {
         seg.harmless = FindHarmless(seg.segment.argv);
         if (seg.harmless == nullptr) all_harmless = false;
       }
@@ -280,7 +338,11 @@ CommandVerdict EvaluateCommand(const CommandRules& rules, const std::vector<std:
     for (const auto& seg : verdict.segments) {
       if (seg.segment.role == SegmentRole::kJudged && !seg.decision && seg.harmless == nullptr) {
         verdict.reason = "no rule matches " + ShownArgv(seg.segment.argv);
-        if (const HarmlessCommand* entry = HarmlessEntryFor(seg.segment.argv)) {
+        if (seg.segment.writes_file) {
+          verdict.reason += "; it writes a file (a redirection), so it is not harmless";
+        } else if (seg.segment.environment) {
+          verdict.reason += "; the script assigns variables, so it is not harmless";
+        } else if (const HarmlessCommand* entry = HarmlessEntryFor(seg.segment.argv)) {
           verdict.reason += "; not harmless as written (" + HarmlessName(*entry) + ": " +
                             std::string(entry->why) + ")";
         }

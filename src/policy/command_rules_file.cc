@@ -322,6 +322,13 @@ class RulesFileParser {
                            "an example is one command; give each its own entry");
         }
         argv = script.commands.front();
+        if (std::any_of(argv.begin(), argv.end(), IsWildcardWord) || script.writes_file.front() ||
+            script.assigns) {
+          return InvalidAt(at,
+                           "the " + std::string(name) + " example " + Quoted(text->get()) +
+                               " expands, redirects to a file or assigns a variable",
+                           "an example is one plain command: write its words as they will be");
+        }
       } else if (const auto* words = item.as_array()) {
         if (words->empty()) {
           return InvalidAt(at, "an example is an empty list", "list the command's words");

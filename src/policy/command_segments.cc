@@ -228,6 +228,14 @@ Unwrapped Unwrap(const WrapperSpec& spec, const std::vector<std::string>& argv) 
     if (i >= argv.size()) return NotUnderstood(name + " without its operands");
     ++i;
   }
+  // A word that expands among the wrapper's own words may be any number of words, options or
+  // none: where the command starts is then unknown.
+  for (std::size_t k = 1; k < i && k < argv.size(); ++k) {
+    if (IsWildcardWord(argv[k])) {
+      return NotUnderstood("an expansion among the options or operands of " + name +
+                           " is not understood");
+    }
+  }
   Unwrapped out;
   if (runs_nothing) return out;
   if (i < argv.size()) {
@@ -241,7 +249,7 @@ Unwrapped Unwrap(const WrapperSpec& spec, const std::vector<std::string>& argv) 
 class Splitter {
  public:
   CommandSegments Run(const std::vector<std::string>& argv) {
-    Visit(argv, SegmentRole::kJudged, 0, false, "");
+    Visit(argv, SegmentRole::kJudged, 0, false, "", Traits{});
     return std::move(out_);
   }
 
@@ -253,10 +261,20 @@ class Splitter {
     }
   }
 
+  // What a script says about a command beyond its argv (CommandSegment), inherited by what it
+  // runs.
+  struct Traits {
+    bool writes_file = false;
+    bool environment = false;
+  };
+
   void Visit(const std::vector<std::string>& argv, SegmentRole role, std::size_t depth,
-             bool in_script, const std::string& via) {
+             bool in_script, const std::string& via, Traits traits) {
     if (!out_.understood) return;
     if (argv.empty()) return NotUnderstood("an empty command");
+    if (IsWildcardWord(argv[0])) {
+      return NotUnderstood("an expansion as the command name is not understood");
+    }
     if (depth > kMaxSegmentDepth) {
       return NotUnderstood("commands nest more than " + std::to_string(kMaxSegmentDepth) +
                            " levels deep");
@@ -266,7 +284,7 @@ class Splitter {
     }
     if (argv[0].empty()) return NotUnderstood("an empty program name");
     const std::size_t index = out_.segments.size();
-    out_.segments.push_back({argv, role, depth, via});
+    out_.segments.push_back({argv, role, depth, via, traits.writes_file, traits.environment});
     const std::string_view program = ProgramName(argv[0]);
     const std::string shown = QuoteShellWord(program);
 
@@ -275,8 +293,8 @@ class Splitter {
       return NotUnderstood("the shell builtin " + QuoteShellWord(argv[0]) +
                            " (it runs code or changes later commands) is not understood");
     }
-    if (in_script && argv[0] == "printf" && argv.size() > 1 && argv[1].starts_with("-") &&
-        argv[1] != "--") {
+    if (in_script && argv[0] == "printf" && argv.size() > 1 &&
+        ((argv[1].starts_with("-") && argv[1] != "--") || IsWildcardWord(argv[1]))) {
       return NotUnderstood(
           "printf with an option (printf -v assigns a variable) is not "
           "understood");
@@ -284,26 +302,31 @@ class Splitter {
     if (Contains(kOpaqueLaunchers, program)) {
       return NotUnderstood("a command run through " + shown + " is not understood");
     }
-    if (IsShellProgram(program)) return VisitShell(argv, role, depth, index);
+    if (IsShellProgram(program)) return VisitShell(argv, role, depth, index, traits);
     if (program == "busybox") {
       if (argv.size() < 2) return;
       if (argv[1].starts_with("-")) return;  // --list, --help: runs no applet
       std::vector<std::string> inner(argv.begin() + 1, argv.end());
-      return Visit(inner, SegmentRole::kNarrowing, depth + 1, in_script, "busybox");
+      return Visit(inner, SegmentRole::kNarrowing, depth + 1, in_script, "busybox", traits);
     }
     if (const WrapperSpec* spec = FindWrapper(program)) {
       Unwrapped unwrapped = Unwrap(*spec, argv);
       if (!unwrapped.understood) return NotUnderstood(std::move(unwrapped.why));
       if (unwrapped.inner) {
-        Visit(*unwrapped.inner, SegmentRole::kNarrowing, depth + 1, in_script,
-              std::string(program));
+        Visit(*unwrapped.inner, SegmentRole::kNarrowing, depth + 1, in_script, std::string(program),
+              traits);
       }
     }
   }
 
   void VisitShell(const std::vector<std::string>& argv, SegmentRole role, std::size_t depth,
-                  std::size_t index) {
+                  std::size_t index, Traits traits) {
     const std::string shell(ProgramName(argv[0]));
+    for (const auto& word : argv) {
+      if (IsWildcardWord(word)) {
+        return NotUnderstood("an expansion on the command line of " + shell + " is not understood");
+      }
+    }
     std::size_t i = 1;
     bool command_mode = false;
     while (i < argv.size()) {
@@ -348,8 +371,10 @@ class Splitter {
     }
     // The shell only interprets the script: its commands are what is judged.
     out_.segments[index].role = SegmentRole::kNarrowing;
-    for (const auto& command : script.commands) {
-      Visit(command, role, depth + 1, true, shell + " -c script");
+    for (std::size_t k = 0; k < script.commands.size(); ++k) {
+      const Traits inner{.writes_file = traits.writes_file || script.writes_file[k],
+                         .environment = traits.environment || script.assigns};
+      Visit(script.commands[k], role, depth + 1, true, shell + " -c script", inner);
       if (!out_.understood) return;
     }
   }

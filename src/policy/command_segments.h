@@ -13,6 +13,10 @@
 // matches them applies, an allow rule does not — allowing `rm` must not allow `env LD_PRELOAD=x
 // rm`, and allowing `bash` must not allow every script.
 //
+// A script's words that expand are wildcard words (kAnyWords, kAnyWord in shell_words.h) in a
+// segment's argv; one in a command-name position, among a wrapper's own options or operands, or
+// anywhere on a shell's command line is not understood (what runs would depend on it).
+//
 // Anything that cannot be taken apart exactly (a script the shell parser refuses, a wrapper
 // option it does not know, a wrapper it cannot follow such as sudo or strace, a builtin inside a
 // script that runs code or changes how later commands run) makes the whole command not
@@ -36,6 +40,11 @@ struct CommandSegment {
   SegmentRole role = SegmentRole::kJudged;
   std::size_t depth = 0;  // 0: the command as given
   std::string via;        // how it was reached, for people: "", "bash -c script", "env"
+  // From a script (shell_words.h): a redirection writes a file, or the script assigns a
+  // variable. Either way the command is more than its argv: never harmless, and allow rules
+  // (which allow an argv) do not apply to it.
+  bool writes_file = false;
+  bool environment = false;
 };
 
 struct CommandSegments {

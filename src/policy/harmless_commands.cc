@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "policy/shell_words.h"
+
 namespace anvil {
 namespace {
 
@@ -70,6 +72,7 @@ std::vector<HarmlessCommand> BuildTable() {
       {.program = "fgrep", .why = kReadOnly, .match = {"fgrep x f"}},
       {.program = "rg",
        .refused = {"--pre", "--pre-glob", "--search-zip", "-z", "--hostname-bin"},
+       .double_dash = true,
        .why = "--pre runs a program per file, -z/--search-zip runs decompressors, "
               "--hostname-bin runs a program",
        .match = {"rg TODO", "rg -n --hidden -g '*.py' foo src", "rg -e pattern -t cc"},
@@ -85,12 +88,14 @@ std::vector<HarmlessCommand> BuildTable() {
                      "find . -ok rm '{}' ';'"}},
       {.program = "fd",
        .refused = {"--exec", "-x", "--exec-batch", "-X", "--list-details", "-l"},
+       .double_dash = true,
        .why = "-x/--exec and -X/--exec-batch run programs, -l/--list-details runs ls",
        .match = {"fd -e cc src", "fd --hidden name"},
        .not_match = {"fd -x rm", "fd --exec=rm", "fd -HX rm", "fd --exec-batch rm", "fd -l x",
                      "fd -Hl x", "fd --list-details x"}},
       {.program = "fdfind",
        .refused = {"--exec", "-x", "--exec-batch", "-X", "--list-details", "-l"},
+       .double_dash = true,
        .why = "-x/--exec and -X/--exec-batch run programs, -l/--list-details runs ls",
        .match = {"fdfind -e cc"},
        .not_match = {"fdfind -x rm"}},
@@ -103,6 +108,7 @@ std::vector<HarmlessCommand> BuildTable() {
                      "sed 1p f", "sed -n 1,50p --in-place f"}},
       {.program = "sort",
        .refused = {"--output", "-o", "--compress-program", "--temporary-directory", "-T"},
+       .double_dash = true,
        .why = "-o/--output writes a file, --compress-program runs a program, -T writes "
               "temporary files",
        .match = {"sort -u names.txt", "sort -k2 -n f"},
@@ -115,6 +121,7 @@ std::vector<HarmlessCommand> BuildTable() {
        .not_match = {"tree -o out.txt", "tree -RH . -o x"}},
       {.program = "file",
        .refused = {"--compile", "-C", "--uncompress", "-z", "--uncompress-noexec", "-Z"},
+       .double_dash = true,
        .why = "-C/--compile writes a compiled magic file; -z/--uncompress runs decompressors "
               "(-Z too is refused: one rule for looking inside compressed files)",
        .match = {"file -b src/main.cc"},
@@ -128,6 +135,7 @@ std::vector<HarmlessCommand> BuildTable() {
       {.program = "git",
        .subcommand = {"status"},
        .refused = git_refused,
+       .double_dash = true,
        .why = "only right after `git`; never -c/-C/--git-dir before it",
        .match = {"git status", "git status --short --branch"},
        .not_match = {"git -c core.fsmonitor=./x status", "git -C /etc status",
@@ -135,6 +143,7 @@ std::vector<HarmlessCommand> BuildTable() {
       {.program = "git",
        .subcommand = {"diff"},
        .refused = git_refused,
+       .double_dash = true,
        .why = "--output writes a file; --ext-diff and --textconv run configured programs",
        .match = {"git diff", "git diff --stat 'HEAD~1'", "git diff --no-ext-diff -- src"},
        .not_match = {"git diff --output=patch.txt", "git diff --ext-diff", "git diff --textconv",
@@ -143,6 +152,7 @@ std::vector<HarmlessCommand> BuildTable() {
        .subcommand = {"log"},
        .refused = git_refused,
        .refused_text = {"%G"},
+       .double_dash = true,
        .why = "--output writes a file; --ext-diff, --textconv, --show-signature and the %G "
               "format placeholders run configured programs (gpg)",
        .match = {"git log --oneline -20", "git log -p -1 -- src", "git log --format='%h %s'"},
@@ -154,6 +164,7 @@ std::vector<HarmlessCommand> BuildTable() {
        .subcommand = {"show"},
        .refused = git_refused,
        .refused_text = {"%G"},
+       .double_dash = true,
        .why = "--output writes a file; --ext-diff, --textconv and %G placeholders run "
               "configured programs",
        .match = {"git show HEAD", "git show --stat 'HEAD~2'"},
@@ -170,6 +181,7 @@ std::vector<HarmlessCommand> BuildTable() {
       {.program = "git",
        .subcommand = {"blame"},
        .refused = git_refused,
+       .double_dash = true,
        .why = "--textconv runs a configured program",
        .match = {"git blame -L 1,20 src/main.cc"},
        .not_match = {"git blame --textconv f"}},
@@ -200,8 +212,22 @@ bool Accepts(const HarmlessCommand& entry, const std::vector<std::string>& argv)
     if (!ok) return false;
     ++i;
   }
+  const bool refuses_nothing =
+      entry.leading.empty() && entry.refused.empty() && entry.refused_text.empty();
+  bool operands_only = false;  // after a `--` that ends the options
   for (; i < argv.size(); ++i) {
     const std::string& arg = argv[i];
+    if (IsWildcardWord(arg)) {
+      if (refuses_nothing || operands_only) continue;
+      return false;
+    }
+    // `--` ends the options unless it is the value of the option before it (`rg -e -- *`):
+    // only after the subcommand, an operand, or an option with its value attached.
+    if (entry.double_dash && arg == "--" && !operands_only) {
+      const std::string& before = argv[i - 1];
+      operands_only = i == 1 + entry.subcommand.size() || !before.starts_with("-") ||
+                      (before.starts_with("--") && before.find('=') != std::string::npos);
+    }
     if (!entry.leading.empty() && arg.starts_with("-")) return false;
     for (std::string_view refused : entry.refused) {
       if (Refuses(refused, arg)) return false;

@@ -38,6 +38,11 @@ struct HarmlessCommand {
   // Text that makes any argument after the subcommand not harmless wherever it appears in it:
   // git's "%G" format placeholders verify signatures, which runs gpg.
   std::vector<std::string_view> refused_text = {};
+  // Whether a `--` ends the options (getopt's rule): a wildcard word (shell_words.h) after a
+  // `--` that cannot be an option's value is then an operand, harmless whatever it becomes.
+  // Without it, a wildcard word is harmless only for an entry that refuses nothing: `rg foo *`
+  // is not (a file named `--pre=x`), nor `find *` (`-delete`) whatever comes before.
+  bool double_dash = false;
   std::string_view why = {};                     // for people: what is refused and why
   std::vector<std::string_view> match = {};      // shell words, each must be harmless by this entry
   std::vector<std::string_view> not_match = {};  // shell words, none may be harmless by any entry

@@ -1,3 +1,5 @@
+// The shell parser of shell_words.h. One thing: a lexer and parser sharing one loop and one
+// state, with the tables it reads by; longer than most files for that reason.
 #include "policy/shell_words.h"
 
 #include <algorithm>
@@ -42,6 +44,111 @@ bool IsPlainChar(char c) {
 // bound far below that keeps this parser on the side where both readings agree.
 constexpr std::size_t kMaxBashDescriptorDigits = 4;
 
+// Shell variables that change how a shell reads or runs later commands, upper-cased: PATH picks
+// the programs, IFS splits words, ENV/BASH_ENV/ZDOTDIR name startup files, PS4 and the prompts
+// are expanded under xtrace, CDPATH moves `cd`, SHELLOPTS/BASHOPTS turn options on, and zsh's
+// lowercase tied arrays (path, cdpath, fpath, …) are the same variables; STTY and READNULLCMD
+// make zsh run programs. LD_*, BASH_* and ZSH* are refused as families.
+constexpr std::string_view kSpecialVariables[] = {"PATH",
+                                                  "IFS",
+                                                  "ENV",
+                                                  "CDPATH",
+                                                  "HOME",
+                                                  "PS1",
+                                                  "PS2",
+                                                  "PS3",
+                                                  "PS4",
+                                                  "PROMPT",
+                                                  "PROMPT2",
+                                                  "PROMPT3",
+                                                  "PROMPT4",
+                                                  "RPROMPT",
+                                                  "SPROMPT",
+                                                  "PROMPT_COMMAND",
+                                                  "SHELLOPTS",
+                                                  "BASHOPTS",
+                                                  "GLOBIGNORE",
+                                                  "FIGNORE",
+                                                  "EXECIGNORE",
+                                                  "POSIXLY_CORRECT",
+                                                  "FUNCNEST",
+                                                  "OPTIND",
+                                                  "OPTARG",
+                                                  "TMOUT",
+                                                  "HISTFILE",
+                                                  "MAIL",
+                                                  "MAILPATH",
+                                                  "MAILCHECK",
+                                                  "FPATH",
+                                                  "MODULE_PATH",
+                                                  "MANPATH",
+                                                  "PSVAR",
+                                                  "STTY",
+                                                  "NULLCMD",
+                                                  "READNULLCMD",
+                                                  "ARGV0",
+                                                  "ARGC",
+                                                  "ARGV",
+                                                  "STATUS",
+                                                  "PIPESTATUS",
+                                                  "HISTCHARS",
+                                                  "TMPPREFIX",
+                                                  "WORDCHARS",
+                                                  "KEYBOARD_HACK",
+                                                  "SHELL",
+                                                  "TERM",
+                                                  "PWD",
+                                                  "OLDPWD",
+                                                  "LINENO",
+                                                  "RANDOM",
+                                                  "SECONDS",
+                                                  "SRANDOM",
+                                                  "EPOCHSECONDS",
+                                                  "EPOCHREALTIME",
+                                                  "GROUPS",
+                                                  "HOSTNAME",
+                                                  "INPUTRC",
+                                                  "LANG",
+                                                  "LANGUAGE",
+                                                  "TEXTDOMAIN",
+                                                  "TEXTDOMAINDIR",
+                                                  "HISTIGNORE",
+                                                  "HISTCONTROL",
+                                                  "HISTSIZE",
+                                                  "HISTFILESIZE",
+                                                  "TIMEFORMAT",
+                                                  "TMPDIR",
+                                                  "COMP_WORDBREAKS",
+                                                  "CHILD_MAX",
+                                                  "PPID",
+                                                  "UID",
+                                                  "EUID",
+                                                  "OPTERR",
+                                                  "POSIXLY",
+                                                  "PROMPT_EOL_MARK",
+                                                  "SAVEHIST",
+                                                  "GCONV_PATH",
+                                                  "GETCONF_DIR",
+                                                  "HOSTALIASES",
+                                                  "LOCALDOMAIN",
+                                                  "LOCPATH",
+                                                  "MALLOC_TRACE",
+                                                  "NIS_PATH",
+                                                  "NLSPATH",
+                                                  "RESOLV_HOST_CONF",
+                                                  "RES_OPTIONS",
+                                                  "GLIBC_TUNABLES"};
+
+std::string UpperAscii(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  }
+  return out;
+}
+
+enum class WordKind { kLiteral, kOne, kMany };
+
 class Parser {
  public:
   Parser(std::string_view text, ShellDialect dialect) : text_(text), dialect_(dialect) {}
@@ -58,9 +165,18 @@ class Parser {
       const char c = text_[pos_];
       if (c == '\n') {
         if (state_ == State::kInCommand && !FinishCommand()) return Result();
-        // A newline may follow `&&`, `||` and `|` before the command they need.
+        // A newline may follow `&&`, `||`, `|` and the words that open a list.
         if (state_ != State::kNeedCommand) state_ = State::kStart;
+        // A here-document's body follows the line of its operator; a line that a quoted
+        // newline or a continuation made longer is not followed.
+        if (!pending_.empty() &&
+            text_.substr(pending_.front().at, pos_ - pending_.front().at).find('\n') !=
+                std::string_view::npos) {
+          return Refuse(pending_.front().at,
+                        "a here-document whose line continues over a newline is not understood");
+        }
         ++pos_;
+        if (!HereDocumentBodies()) return Result();
         continue;
       }
       if (c == '#') {  // at the start of a word: a comment up to the newline
@@ -69,8 +185,10 @@ class Parser {
       }
       if (c == ';') {
         if (Peek(1) == ';') return Fail("';;' (a case branch) is not understood");
-        if (state_ != State::kInCommand) return Fail("';' without a command before it");
-        if (!FinishCommand()) return Result();
+        if (state_ != State::kInCommand && state_ != State::kAfterCompound) {
+          return Fail("';' without a command before it");
+        }
+        if (state_ == State::kInCommand && !FinishCommand()) return Result();
         state_ = State::kAfterSemicolon;
         ++pos_;
         continue;
@@ -94,12 +212,30 @@ class Parser {
                                      "then '>', which is not understood"
                                    : "'&' (a background job) is not understood");
       }
-      if (c == '(' || c == ')') {
-        return Fail("parentheses (a subshell, function or arithmetic) are not understood");
+      if (c == '(') {
+        if (!AtCommandStart() || Peek(1) == '(') {
+          return Fail(
+              "parentheses (a function, arithmetic or a subshell not at a command's start) are "
+              "not understood");
+        }
+        if (!Open(Frame::kSubshell)) return Result();
+        ++pos_;
+        continue;
+      }
+      if (c == ')') {
+        if (!CloseSubshell()) return Result();
+        ++pos_;
+        continue;
       }
       if (c == '&' || c == '<' || c == '>') {
-        StartCommand();
+        if (state_ != State::kAfterCompound) StartCommand();
         if (!Redirection(std::nullopt)) return Result();
+        continue;
+      }
+      if ((c == '{' || c == '}') && (AtCommandStart() || (c == '}' && AfterCompound())) &&
+          (pos_ + 1 >= text_.size() || EndsWord(Peek(1)))) {
+        if (!(c == '{' ? Open(Frame::kBrace) : CloseBrace())) return Result();
+        ++pos_;
         continue;
       }
       Word word = ReadWord();
@@ -112,43 +248,83 @@ class Parser {
                         "a descriptor of " + std::to_string(word.text.size()) +
                             " digits before a redirection is not understood by this shell");
         }
-        StartCommand();
+        if (state_ != State::kAfterCompound) StartCommand();
         if (!Redirection(word.text)) return Result();
         continue;
       }
-      const bool first = StartCommand() || current_.empty();
-      if (first && !word.quoted && IsReservedWord(word.text)) {
-        return Refuse(word.start, "the reserved word '" + word.text +
-                                      "' (control flow) is not "
-                                      "understood");
+      if ((AtCommandStart() || (AfterCompound() && ContinuesAList(word.text))) && !word.quoted &&
+          word.kind == WordKind::kLiteral && IsReservedWord(word.text)) {
+        if (!ReservedWord(word)) return Result();
+        continue;
       }
-      if (first && word.assignment) {
-        return Refuse(word.start, "a variable assignment is not understood");
+      if (state_ == State::kAfterCompound) {
+        return Refuse(word.start, "a word right after a compound command is not understood");
+      }
+      StartCommand();
+      const bool first = current_.empty();  // the command-name position
+      if (first && !word.quoted && word.kind == WordKind::kLiteral && IsReservedWord(word.text)) {
+        return Refuse(word.start, "the reserved word '" + word.text +
+                                      "' after an assignment or redirection is not understood");
       }
       if (++words_ > kMaxShellWords) {
         return Refuse(word.start,
                       "the script has more than " + std::to_string(kMaxShellWords) + " words");
       }
-      current_.push_back(std::move(word.text));
+      if (first && word.assignment) {
+        if (!Assignment(word)) return Result();
+        continue;
+      }
+      if (first && word.kind != WordKind::kLiteral) {
+        return Refuse(word.start,
+                      "an expansion (a variable, glob or tilde) as the command name is not "
+                      "understood");
+      }
+      current_.push_back(word.kind == WordKind::kMany  ? std::string(kAnyWords)
+                         : word.kind == WordKind::kOne ? std::string(kAnyWord)
+                                                       : std::move(word.text));
+    }
+    if (!pending_.empty()) {
+      return Refuse(text_.size(), "a here-document without its body (no newline after it)");
     }
     if (state_ == State::kNeedCommand) {
       return Refuse(text_.size(), "the script ends where a command must follow");
     }
     if (state_ == State::kInCommand && !FinishCommand()) return Result();
+    if (!stack_.empty()) {
+      return Refuse(stack_.back().at, "a compound command that is never closed");
+    }
     if (out_.commands.empty()) return Refuse(text_.size(), "the script has no command");
+    out_.assigns = assigns_;
     out_.understood = true;
     return std::move(out_);
   }
 
  private:
-  enum class State { kStart, kAfterSemicolon, kNeedCommand, kInCommand };
+  enum class State { kStart, kAfterSemicolon, kNeedCommand, kInCommand, kAfterCompound };
+  // An open compound command. kIf's phase: 0 condition, 1 then-branch, 2 else-branch; kLoop's:
+  // 0 condition, 1 body.
+  enum class Frame { kIf, kLoop, kBrace, kSubshell };
+  struct OpenFrame {
+    Frame kind;
+    int phase = 0;
+    std::size_t first_command = 0;  // out_.commands.size() when it opened
+    std::size_t list_start = 0;     // out_.commands.size() when its current list began
+    std::size_t at = 0;
+  };
+  struct HereDocument {
+    std::string delimiter;
+    bool strip_tabs = false;
+    bool quoted = false;
+    std::size_t at = 0;
+  };
 
   struct Word {
     std::string text;
     std::size_t start = 0;
     bool quoted = false;      // any part was quoted or escaped
-    bool assignment = false;  // NAME= or NAME+= unquoted at its start
+    bool assignment = false;  // NAME= unquoted at its start
     bool io_number = false;   // unquoted digits directly before '<' or '>'
+    WordKind kind = WordKind::kLiteral;
   };
 
   char Peek(std::size_t ahead) const {
@@ -192,47 +368,242 @@ class Parser {
     }
   }
 
-  // Begins a simple command if none is open; returns whether it did.
-  bool StartCommand() {
-    if (state_ == State::kInCommand) return false;
+  // Whether a word here would be in the position where reserved words are recognised.
+  bool AtCommandStart() const {
+    return state_ == State::kStart || state_ == State::kAfterSemicolon ||
+           state_ == State::kNeedCommand;
+  }
+
+  // Right after a compound command the words that end or continue the list around it are
+  // reserved words too (`then { ls; } else …`, `do (ls) done`); any other word is refused.
+  bool AfterCompound() const { return state_ == State::kAfterCompound; }
+  static bool ContinuesAList(std::string_view word) {
+    return word == "then" || word == "elif" || word == "else" || word == "fi" || word == "do" ||
+           word == "done";
+  }
+
+  // Begins a simple command if none is open.
+  void StartCommand() {
+    if (state_ == State::kInCommand) return;
     state_ = State::kInCommand;
     current_.clear();
-    return true;
+    current_writes_ = false;
+    current_assigned_ = false;
+    current_redirected_ = false;
   }
 
   bool FinishCommand() {
-    if (current_.empty()) return Fail("a redirection without a command", pos_);
+    if (current_.empty()) {
+      if (current_assigned_ && !current_redirected_) return true;  // `x=1` alone
+      return Fail("a redirection without a command", pos_);
+    }
     if (out_.commands.size() >= kMaxShellCommands) {
       return Fail("the script has more than " + std::to_string(kMaxShellCommands) + " commands",
                   pos_);
     }
     out_.commands.push_back(std::move(current_));
+    out_.writes_file.push_back(current_writes_);
     current_.clear();
     return true;
   }
 
   // `&&`, `||` or `|`: ends the command before it and requires one after it.
   bool Operator(std::size_t length) {
-    if (state_ != State::kInCommand) {
+    if (state_ != State::kInCommand && state_ != State::kAfterCompound) {
       return Fail("'" + std::string(text_.substr(pos_, length)) + "' without a command before it",
                   pos_);
     }
-    if (!FinishCommand()) return false;
+    if (state_ == State::kInCommand && !FinishCommand()) return false;
     state_ = State::kNeedCommand;
     pos_ += length;
     return true;
   }
 
-  // A redirection at pos_ (after its descriptor number, if any). Understood only when it goes
-  // nowhere: to or from /dev/null, or a duplication among descriptors.
+  bool Open(Frame kind) {
+    if (stack_.size() >= kMaxShellNesting) {
+      return Fail(
+          "compound commands nest more than " + std::to_string(kMaxShellNesting) + " levels deep",
+          pos_);
+    }
+    stack_.push_back({kind, 0, out_.commands.size(), out_.commands.size(), pos_});
+    state_ = State::kNeedCommand;
+    return true;
+  }
+
+  // Whether the list since the frame's list_start ended with a separator and holds a command.
+  bool ListEnded(std::string_view word) {
+    if (state_ == State::kNeedCommand || out_.commands.size() == stack_.back().list_start) {
+      return Fail("'" + std::string(word) + "' without a command before it", pos_);
+    }
+    return true;
+  }
+
+  void Close() {
+    last_compound_first_ = stack_.back().first_command;
+    stack_.pop_back();
+    state_ = State::kAfterCompound;
+  }
+
+  bool CloseBrace() {
+    if (stack_.empty() || stack_.back().kind != Frame::kBrace) {
+      return Fail("a '}' that closes no '{' is not understood", pos_);
+    }
+    if (!ListEnded("}")) return false;
+    Close();
+    return true;
+  }
+
+  bool CloseSubshell() {
+    if (stack_.empty() || stack_.back().kind != Frame::kSubshell) {
+      return Fail("a ')' that closes no '(' is not understood", pos_);
+    }
+    if (state_ == State::kInCommand && !FinishCommand()) return false;
+    if (!ListEnded(")")) return false;
+    Close();
+    return true;
+  }
+
+  // A reserved word in the position where the shell reads one.
+  bool ReservedWord(const Word& word) {
+    const std::string& w = word.text;
+    auto top_is = [&](Frame kind, int phase) {
+      return !stack_.empty() && stack_.back().kind == kind && stack_.back().phase == phase;
+    };
+    auto next_list = [&](int phase) {
+      stack_.back().phase = phase;
+      stack_.back().list_start = out_.commands.size();
+      state_ = State::kNeedCommand;
+      return true;
+    };
+    if (w == "if") return Open(Frame::kIf);
+    if (w == "while" || w == "until") return Open(Frame::kLoop);
+    if (w == "for") return ForHeader(word.start);
+    if (w == "then" && top_is(Frame::kIf, 0)) return ListEnded(w) && next_list(1);
+    if (w == "elif" && top_is(Frame::kIf, 1)) return ListEnded(w) && next_list(0);
+    if (w == "else" && top_is(Frame::kIf, 1)) return ListEnded(w) && next_list(2);
+    if (w == "do" && top_is(Frame::kLoop, 0)) return ListEnded(w) && next_list(1);
+    if (w == "fi" && (top_is(Frame::kIf, 1) || top_is(Frame::kIf, 2))) {
+      if (!ListEnded(w)) return false;
+      Close();
+      return true;
+    }
+    if (w == "done" && top_is(Frame::kLoop, 1)) {
+      if (!ListEnded(w)) return false;
+      Close();
+      return true;
+    }
+    return Fail("the reserved word '" + w + "' is not understood here", word.start);
+  }
+
+  // `for NAME in WORDS… (;|newline) do`, after the `for`; opens the loop's body.
+  bool ForHeader(std::size_t at) {
+    SkipBlanks();
+    const Word name = ReadWord();
+    if (failed_) return false;
+    if (name.quoted || name.kind != WordKind::kLiteral || name.text.empty() ||
+        !IsNameStart(name.text[0]) ||
+        !std::all_of(name.text.begin(), name.text.end(), IsNameChar)) {
+      return Fail("a 'for' without a variable name is not understood", name.start);
+    }
+    if (!VariableUnderstood(name.text, name.start)) return false;
+    if (!SkipLineBreaks()) return false;
+    const Word in = ReadWord();
+    if (failed_) return false;
+    if (in.quoted || in.text != "in") {
+      return Fail("a 'for' without 'in WORDS' is not understood", in.start);
+    }
+    while (true) {
+      SkipBlanks();
+      if (pos_ >= text_.size()) return Fail("a 'for' without 'do'", at);
+      const char c = text_[pos_];
+      if (c == ';' || c == '\n' || c == '#') break;
+      if (EndsWord(c)) return Fail("an operator in a 'for' word list is not understood", pos_);
+      const Word item = ReadWord();
+      if (failed_) return false;
+      if (++words_ > kMaxShellWords) {
+        return Fail("the script has more than " + std::to_string(kMaxShellWords) + " words",
+                    item.start);
+      }
+    }
+    if (text_[pos_] == ';') {
+      if (Peek(1) == ';') return Fail("';;' (a case branch) is not understood", pos_);
+      ++pos_;
+    }
+    if (!SkipLineBreaks()) return false;
+    const Word body = ReadWord();
+    if (failed_) return false;
+    if (body.quoted || body.text != "do") {
+      return Fail("a 'for' without 'do' after its words is not understood", body.start);
+    }
+    assigns_ = true;
+    if (!Open(Frame::kLoop)) return false;
+    stack_.back().phase = 1;
+    stack_.back().at = at;
+    return true;
+  }
+
+  // Blanks, comments and newlines inside a compound command's header (no here-document may be
+  // waiting for its body there).
+  bool SkipLineBreaks() {
+    while (true) {
+      SkipBlanks();
+      if (pos_ >= text_.size()) return true;
+      if (text_[pos_] == '#') {
+        while (pos_ < text_.size() && text_[pos_] != '\n') ++pos_;
+      } else if (text_[pos_] == '\n') {
+        if (!pending_.empty()) return Fail("a here-document inside a 'for' header", pos_);
+        ++pos_;
+      } else {
+        return true;
+      }
+    }
+  }
+
+  bool VariableUnderstood(const std::string& name, std::size_t at) {
+    if (ShellVariableIsSpecial(name)) {
+      return Fail("assigning the variable " + name +
+                      " (it changes how the shell reads or runs later commands) is not understood",
+                  at);
+    }
+    return true;
+  }
+
+  // NAME=VALUE before a command or alone: the value is never a command word.
+  bool Assignment(const Word& word) {
+    const std::size_t eq = word.text.find('=');
+    const std::string name = word.text.substr(0, eq);
+    if (eq > 0 && word.text[eq - 1] == '+') {
+      return Fail("'+=' is not understood (dash reads the word as a command name)", word.start);
+    }
+    if (!VariableUnderstood(name, word.start)) return false;
+    current_assigned_ = true;
+    assigns_ = true;
+    return true;
+  }
+
+  // Marks the open command, or the compound command just closed, as writing a file.
+  void Writes() {
+    if (state_ == State::kAfterCompound) {
+      for (std::size_t i = last_compound_first_; i < out_.writes_file.size(); ++i) {
+        out_.writes_file[i] = true;
+      }
+    } else {
+      current_writes_ = true;
+    }
+  }
+
+  // A redirection at pos_ (after its descriptor number, if any).
   bool Redirection(const std::optional<std::string>& descriptor) {
     const std::size_t start = pos_;
+    current_redirected_ = state_ != State::kAfterCompound;
     bool duplicate = false;
+    bool output = true;
     if (text_[pos_] == '&') {  // &> and &>>: stdout and stderr
       if (descriptor) return Fail("a descriptor before '&>' is not understood", start);
       pos_ += Peek(2) == '>' ? 3 : 2;
     } else if (text_[pos_] == '<') {
-      if (Peek(1) == '<') return Fail("a here-document or here-string is not understood", start);
+      output = false;
+      if (Peek(1) == '<') return HereInput(start);
       if (Peek(1) == '>') return Fail("a read-write redirection ('<>') is not understood", start);
       duplicate = Peek(1) == '&';
       pos_ += duplicate ? 2 : 1;
@@ -242,20 +613,130 @@ class Parser {
     }
     SkipBlanks();
     if (pos_ >= text_.size() || EndsWord(text_[pos_]) || text_[pos_] == '#') {
-      return Fail("a redirection without a target", start);
+      return Fail("a redirection without a target (or a process substitution)", start);
     }
     Word target = ReadWord();
     if (failed_) return false;
     if (target.io_number) return Fail("a redirection followed by another", start);
     if (duplicate) {
-      const bool digit = target.text.size() == 1 && target.text[0] >= '0' && target.text[0] <= '9';
-      if (digit || target.text == "-") return true;
-      return Fail("a redirection to a file is not understood (only /dev/null and descriptors)",
-                  start);
+      const bool digit = target.kind == WordKind::kLiteral && target.text.size() == 1 &&
+                         target.text[0] >= '0' && target.text[0] <= '9';
+      if (digit || (target.kind == WordKind::kLiteral && target.text == "-")) return true;
+      return Fail("a duplication to anything but a descriptor ('>&file') is not understood", start);
     }
-    if (target.text == "/dev/null") return true;
-    return Fail("a redirection to a file is not understood (only /dev/null and descriptors)",
-                start);
+    if (output && !(target.kind == WordKind::kLiteral && target.text == "/dev/null")) Writes();
+    return true;
+  }
+
+  // `<<DELIM`, `<<-DELIM` or bash's here-string `<<< WORD` at pos_. A here-document's body is
+  // read after the next newline.
+  bool HereInput(std::size_t start) {
+    if (Peek(2) == '<') {
+      if (dialect_ != ShellDialect::kBash) {
+        return Fail("a here-string ('<<<') is bash's and not understood for this shell", start);
+      }
+      pos_ += 3;
+      SkipBlanks();
+      if (pos_ >= text_.size() || EndsWord(text_[pos_]) || text_[pos_] == '#') {
+        return Fail("a here-string without a word", start);
+      }
+      ReadWord();  // data for stdin; its expansions are understood like any word's
+      return !failed_;
+    }
+    const bool strip = Peek(2) == '-';
+    pos_ += strip ? 3 : 2;
+    SkipBlanks();
+    if (pos_ >= text_.size() || EndsWord(text_[pos_]) || text_[pos_] == '#') {
+      return Fail("a here-document without a delimiter", start);
+    }
+    const Word delimiter = ReadWord();
+    if (failed_) return false;
+    if (delimiter.kind != WordKind::kLiteral || delimiter.text.empty() ||
+        delimiter.text.find('\n') != std::string::npos) {
+      return Fail("a here-document delimiter that is empty, expands or spans lines", start);
+    }
+    if (pending_.size() + here_documents_ >= kMaxShellHereDocuments) {
+      return Fail(
+          "the script has more than " + std::to_string(kMaxShellHereDocuments) + " here-documents",
+          start);
+    }
+    pending_.push_back({delimiter.text, strip, delimiter.quoted, start});
+    return true;
+  }
+
+  // The bodies of the here-documents opened on the line that just ended, in order.
+  bool HereDocumentBodies() {
+    for (const HereDocument& doc : pending_) {
+      ++here_documents_;
+      while (true) {
+        if (pos_ >= text_.size()) return Fail("an unterminated here-document", doc.at);
+        std::size_t end = text_.find('\n', pos_);
+        if (end == std::string_view::npos) end = text_.size();
+        std::string_view line = text_.substr(pos_, end - pos_);
+        if (doc.strip_tabs) {
+          while (!line.empty() && line[0] == '\t') line.remove_prefix(1);
+        }
+        if (line.find('\0') != std::string_view::npos) return Fail("a NUL byte", pos_);
+        pos_ = end < text_.size() ? end + 1 : end;
+        if (line == doc.delimiter) break;
+        if (!doc.quoted && line.find_first_of("$`\\") != std::string_view::npos) {
+          return Fail(
+              "a here-document with an unquoted delimiter whose body holds '$', '`' or '\\' "
+              "(it expands) is not understood; quote the delimiter (<<'EOF')",
+              end - line.size());
+        }
+      }
+    }
+    pending_.clear();
+    return true;
+  }
+
+  // `$NAME`, `${NAME}` or a special parameter at pos_ (on the '$'): consumed (true), or refused.
+  // `many` tells a "$@"-like one (many words even when quoted).
+  bool Parameter(bool& many) {
+    const std::size_t at = pos_;
+    many = false;
+    const char next = Peek(1);
+    std::size_t length = 0;
+    bool braced = false;
+    if (IsNameStart(next)) {
+      length = 1;
+      while (IsNameChar(Peek(1 + length))) ++length;
+    } else if ((next >= '0' && next <= '9') || next == '@' || next == '*' || next == '#' ||
+               next == '?' || next == '$' || next == '!' || next == '-') {
+      length = 1;
+      many = next == '@';
+    } else if (next == '{') {
+      braced = true;
+      const char first = Peek(2);
+      if (IsNameStart(first)) {
+        length = 1;
+        while (IsNameChar(Peek(2 + length))) ++length;
+      } else if ((first >= '0' && first <= '9') || first == '@' || first == '*' || first == '?' ||
+                 first == '$') {
+        length = 1;
+        many = first == '@';
+      }
+      if (length == 0 || Peek(2 + length) != '}') {
+        return Fail(
+            "a parameter expansion other than ${NAME} (an operator, length or indirection) is not "
+            "understood",
+            at);
+      }
+    } else {
+      return Fail(
+          "an expansion ('$': command substitution, arithmetic or $'…' quoting) is not "
+          "understood",
+          at);
+    }
+    pos_ += braced ? length + 3 : length + 1;
+    // zsh subscripts `$X[…]` (arithmetic on variables' contents) and modifies `$X:h`.
+    const bool modifier = !braced && Peek(0) == ':' && (IsNameStart(Peek(1)) || Peek(1) == '&');
+    if (Peek(0) == '[' || modifier) {
+      return Fail("'[' or ':' right after $NAME (a zsh subscript or modifier) is not understood",
+                  pos_);
+    }
+    return true;
   }
 
   // One word at pos_, which is not a blank or an operator character.
@@ -264,6 +745,9 @@ class Parser {
     word.start = pos_;
     bool digits_only = true;
     bool name_prefix = true;  // still inside an unquoted NAME at the word's start
+    auto widen = [&word](WordKind kind) {
+      if (kind == WordKind::kMany || word.kind == WordKind::kLiteral) word.kind = kind;
+    };
     while (pos_ < text_.size() && !failed_) {
       const char c = text_[pos_];
       if (EndsWord(c)) break;
@@ -312,30 +796,41 @@ class Parser {
           break;
         }
         case '"':
-          DoubleQuoted(word.text);
+          DoubleQuoted(word);
           word.quoted = true;
           name_prefix = false;
           break;
-        case '$':
-          Fail(
-              "an expansion ('$': a variable, command substitution or $'…' quoting) is not "
-              "understood",
-              pos_);
+        case '$': {
+          bool many = false;
+          if (Parameter(many)) widen(WordKind::kMany);
+          name_prefix = false;
           break;
+        }
         case '`':
           Fail("a command substitution (backticks) is not understood", pos_);
           break;
+        case '[':
+          // A lone `[` (the test command) matches nothing as a pattern: it is itself.
+          if (pos_ == word.start && (pos_ + 1 >= text_.size() || EndsWord(Peek(1)))) {
+            word.text += c;
+            ++pos_;
+            break;
+          }
+          [[fallthrough]];
         case '*':
         case '?':
-        case '[':
-          Fail("a glob pattern ('*', '?', '[') is not understood: it expands to file names", pos_);
+          widen(WordKind::kMany);  // a glob: any file names, or itself
+          word.text += c;
+          ++pos_;
           break;
         case '{':
         case '}':
           Fail("a brace ('{', '}') is not understood", pos_);
           break;
         case '~':
-          Fail("a tilde ('~') is not understood: it expands to a home directory", pos_);
+          widen(WordKind::kOne);  // a home directory (or itself): one word
+          word.text += c;
+          ++pos_;
           break;
         case '!':
           Fail("'!' is not understood", pos_);
@@ -362,9 +857,9 @@ class Parser {
     return word;
   }
 
-  // A "..." string starting at pos_: backslash escapes only $ ` " \ and the newline; any
-  // expansion inside is not understood.
-  void DoubleQuoted(std::string& out) {
+  // A "..." string starting at pos_: backslash escapes only $ ` " \ and the newline; "$NAME" is
+  // one arbitrary word ("$@" any number), any other expansion inside is not understood.
+  void DoubleQuoted(Word& word) {
     const std::size_t open = pos_;
     ++pos_;
     while (true) {
@@ -384,25 +879,35 @@ class Parser {
           return;
         }
         if (next == '$' || next == '`' || next == '"' || next == '\\') {
-          out += next;
+          word.text += next;
           pos_ += 2;
         } else if (next == '\n') {
           pos_ += 2;
         } else {
-          out += '\\';
+          word.text += '\\';
           ++pos_;
         }
         continue;
       }
-      if (c == '$' || c == '`') {
-        Fail("an expansion inside double quotes is not understood", pos_);
+      if (c == '$') {
+        bool many = false;
+        if (!Parameter(many)) return;
+        if (many || word.kind == WordKind::kMany) {
+          word.kind = WordKind::kMany;
+        } else {
+          word.kind = WordKind::kOne;
+        }
+        continue;
+      }
+      if (c == '`') {
+        Fail("a command substitution inside double quotes is not understood", pos_);
         return;
       }
       if (c == '\0') {
         Fail("a NUL byte", pos_);
         return;
       }
-      out += c;
+      word.text += c;
       ++pos_;
     }
   }
@@ -414,10 +919,28 @@ class Parser {
   bool failed_ = false;
   std::size_t words_ = 0;
   std::vector<std::string> current_;
+  bool current_writes_ = false;
+  bool current_assigned_ = false;
+  bool current_redirected_ = false;
+  bool assigns_ = false;
+  std::vector<OpenFrame> stack_;
+  std::size_t last_compound_first_ = 0;
+  std::vector<HereDocument> pending_;
+  std::size_t here_documents_ = 0;
   ShellScript out_;
 };
 
 }  // namespace
+
+bool ShellVariableIsSpecial(std::string_view name) {
+  const std::string upper = UpperAscii(name);
+  if (upper.starts_with("LD_") || upper.starts_with("BASH") || upper.starts_with("ZSH") ||
+      upper.starts_with("LC_") || upper.starts_with("HIST") || upper.starts_with("COMP")) {
+    return true;
+  }
+  return std::find(std::begin(kSpecialVariables), std::end(kSpecialVariables), upper) !=
+         std::end(kSpecialVariables);
+}
 
 ShellDialect DialectOfShell(std::string_view program) {
   return program == "bash" || program == "rbash" ? ShellDialect::kBash : ShellDialect::kPosix;
@@ -428,6 +951,8 @@ ShellScript ParseShellScript(std::string_view script, ShellDialect dialect) {
 }
 
 std::string QuoteShellWord(std::string_view word) {
+  if (word == kAnyWords) return "<*>";
+  if (word == kAnyWord) return "<?>";
   // '=' may stay bare inside a word, not first (zsh's =cmd) and not after a leading NAME, where
   // the word would be an assignment in a command's first position.
   std::size_t name = 0;

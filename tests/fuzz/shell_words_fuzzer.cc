@@ -1,10 +1,12 @@
 // The shell parser behind command rules (src/policy/shell_words: the scripts of `bash -c` that
 // agents hand to `anvil exec` are untrusted input). Invariants for an understood script: every
-// command and word is within the bounds and holds no NUL; quoting every word and joining the
-// commands with newlines reads back as exactly the same commands (what is understood is exact,
-// with no state leaking between commands); a plain command appended on a new line is read as
-// one more command; and the verdict is the same on a second parse. For a refused script: a
-// reason and an offset inside the input, and no commands.
+// command and word is within the bounds and holds no NUL unless it is a whole wildcard word
+// (kAnyWords, kAnyWord), never a command name; `writes_file` has one entry per command; without
+// wildcard words, quoting every word and joining the commands with newlines reads back as
+// exactly the same commands (what is understood is exact, with no state leaking between
+// commands); a plain command appended on a new line is read as one more command; and the
+// verdict is the same on a second parse. For a refused script: a reason and an offset inside the
+// input, and no commands.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -29,19 +31,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   Require(!parsed.commands.empty(), "an understood script without a command", script);
   Require(parsed.commands.size() <= anvil::kMaxShellCommands, "too many commands", script);
+  Require(parsed.writes_file.size() == parsed.commands.size(), "writes_file out of step", script);
   std::size_t words = 0;
+  bool wildcards = false;
   std::string requoted;
   for (const auto& command : parsed.commands) {
     Require(!command.empty(), "an empty command", script);
+    Require(!anvil::IsWildcardWord(command[0]), "a wildcard command name", script);
     words += command.size();
     for (const auto& word : command) {
-      Require(word.find('\0') == std::string::npos, "a NUL in a word", script);
+      const bool wildcard = word == anvil::kAnyWords || word == anvil::kAnyWord;
+      wildcards = wildcards || wildcard;
+      Require(wildcard || word.find('\0') == std::string::npos, "a NUL in a word", script);
     }
     requoted += anvil::JoinShellWords(command);
     requoted += '\n';
   }
   Require(words <= anvil::kMaxShellWords, "too many words", script);
-  if (requoted.size() <= anvil::kMaxShellScriptBytes) {
+  if (!wildcards && requoted.size() <= anvil::kMaxShellScriptBytes) {
     const anvil::ShellScript round = anvil::ParseShellScript(requoted);
     Require(round.understood, "quoted commands not understood", requoted);
     Require(round.commands == parsed.commands, "quoted commands read back differently", script);

@@ -173,7 +173,7 @@ TEST_P(ExecApproval, HarmlessCommandsRunWithoutAQuestionInTheSandbox) {
   auto r = RunWithoutTerminal({"--approval", "on-request"}, {"sh", "-c", "exit 7"});
   EXPECT_EQ(r.status, 7) << r.err;
   // A script that is not understood is a prompt: nobody to ask, so refused.
-  r = RunWithoutTerminal({"--approval", "on-request"}, {"sh", "-c", "echo $HOME"});
+  r = RunWithoutTerminal({"--approval", "on-request"}, {"sh", "-c", "echo $(id)"});
   EXPECT_EQ(r.status, 3) << r.err;
   r = RunWithoutTerminal({"--json"}, {"ls", "-a"});
   EXPECT_EQ(r.status, 0) << r.err;
@@ -219,9 +219,7 @@ TEST_P(ExecApproval, ARefusedGitWriteOffersWritableGitAndTheRerunSucceeds) {
             0);
   const std::vector<std::string> command = {"/bin/sh", "-c", "echo x > .git/escalation-probe"};
   term_.Run(Start({"--approval", "on-failure", "--json"}, command));
-  // A script that writes a file is not understood by the rules: asked first, run once.
-  ASSERT_TRUE(term_.Expect("Run it?")) << term_.screen();
-  term_.Send("o\n");
+  // A script that writes a file has no rule: run in the sandbox, which refuses the write.
   ASSERT_TRUE(term_.Expect("--writable-git")) << term_.screen();
   ASSERT_TRUE(term_.Expect("Run it?")) << term_.screen();
   term_.Send("o\n");
@@ -232,8 +230,6 @@ TEST_P(ExecApproval, ARefusedGitWriteOffersWritableGitAndTheRerunSucceeds) {
   UserTerminal second;
   second.GiveTo(caller_.uid(), caller_.gid());
   second.Run(Start({"--approval", "on-failure"}, command));
-  ASSERT_TRUE(second.Expect("Run it?")) << second.screen();
-  second.Send("o\n");
   ASSERT_TRUE(second.Expect("--writable-git")) << second.screen();
   ASSERT_TRUE(second.Expect("Run it?")) << second.screen();
   second.Send("n\n");
@@ -246,6 +242,53 @@ TEST_P(ExecApproval, ARefusedGitWriteOffersWritableGitAndTheRerunSucceeds) {
   auto report = nlohmann::json::parse(Lines(r.err).back(), nullptr, false);
   ASSERT_TRUE(report.is_object()) << r.err;
   EXPECT_TRUE(report["escalation"].is_null()) << report.dump();
+}
+
+// The everyday scripts of an agent (redirections, here-documents, globs, variables, loops,
+// assignments) run under the default mode with nobody to ask; a workspace prompt rule on `rm`
+// still refuses a script that could run `rm -rf`, however it is written.
+TEST_P(ExecApproval, EverydayScriptsRunUnattendedAndAnRmRuleStillRefuses) {
+  Shell("mkdir -p " + ShellQuote(ws_ / ".anvil") + " " + ShellQuote(ws_ / "sub"));
+  WriteFile(ws_ / ".anvil/rules.toml", R"([[rule]]
+pattern = ["rm"]
+decision = "prompt"
+justification = "deleting needs a question"
+)");
+  WriteFile(ws_ / "sub/b.txt", "beta\n");
+  caller_.Give(ws_.path());
+  struct Case {
+    std::string script;
+    std::string out;
+  };
+  const std::vector<Case> everyday = {
+      {"echo hi > f.txt && cat f.txt", "hi\n"},
+      {"cat > g.txt <<'EOF'\nline $HOME $(id)\nEOF\ncat g.txt", "line $HOME $(id)\n"},
+      {"ls sub/*.txt > list.txt 2>&1; cat list.txt", "sub/b.txt\n"},
+      {"for f in sub/*.txt; do echo \"$f\"; done", "sub/b.txt\n"},
+      {"cd \"$PWD/sub\" && x=1 ls", "b.txt\n"},
+      {"if [ -f f.txt ]; then { echo yes; } 2>/dev/null; else echo no; fi", "yes\n"},
+      {"wc -l < f.txt", "1\n"},
+  };
+  for (const auto& c : everyday) {
+    for (const char* shell : {"bash", "sh"}) {
+      auto r = RunWithoutTerminal({"--json"}, {shell, "-c", c.script});
+      EXPECT_EQ(r.status, 0) << shell << " -c " << c.script << "\n" << r.err;
+      EXPECT_EQ(r.out, c.out) << shell << " -c " << c.script;
+    }
+  }
+  auto bash = RunWithoutTerminal({}, {"bash", "-c", "python3 -c 'print(1)' > log.txt 2>&1"});
+  EXPECT_EQ(bash.status, 0) << bash.err;
+  // Attacks: the rule on rm holds through a loop variable, a glob and a quoted variable.
+  WriteFile(ws_ / "victim", "x");
+  caller_.Give(ws_ / "victim");
+  for (const std::string script :
+       {"for f in victim; do rm -rf \"$f\"; done", "rm *", "X=victim; rm \"$X\"",
+        "{ rm victim; } > /dev/null", "(rm victim)", "if true; then rm victim; fi"}) {
+    auto r = RunWithoutTerminal({}, {"bash", "-c", script});
+    EXPECT_EQ(r.status, 3) << script << "\n" << r.err;
+    EXPECT_NE(r.err.find("needs approval by"), std::string::npos) << script << "\n" << r.err;
+    EXPECT_TRUE(Exists(ws_ / "victim")) << script;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Callers, ExecApproval, ::testing::ValuesIn(kAllCallers), CallerParamName);

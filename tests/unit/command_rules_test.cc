@@ -232,7 +232,9 @@ TEST(CommandRules, ExamplesAreCheckedWhenTheFileIsLoaded) {
       {"not_match = [[\"git\", \"fetch\", \"--all\"]]",
        "rules.toml:5:14: the not_match example 'git fetch --all' matches this rule's pattern"},
       {"match = [\"git push && rm -rf /\"]", "holds 2 commands"},
-      {"match = [\"git push $REMOTE\"]", "is not one plain command"},
+      {"match = [\"git push $(remote)\"]", "is not one plain command"},
+      {"match = [\"git push $REMOTE\"]", "expands, redirects to a file or assigns"},
+      {"match = [\"git push > log\"]", "expands, redirects to a file or assigns"},
       {"match = [[]]", "an example is an empty list"},
       {"match = [[\"git\", 1]]", "an example's words must be strings"},
       {"match = [3]", "an example must be a string or a list of words"},
@@ -362,7 +364,6 @@ TEST(CommandRules, AScriptTheParserDoesNotUnderstandNeedsAQuestion) {
                  {
                      {{"bash", "-c", "echo $(rm -rf ~)"}, RulesOutcome::kPrompt},
                      {{"bash", "-c", "echo `id`"}, RulesOutcome::kPrompt},
-                     {{"bash", "-c", "echo x > ~/.bashrc"}, RulesOutcome::kPrompt},
                      {{"bash", "-c", "PATH=. echo"}, RulesOutcome::kPrompt},
                      {{"bash", "-c", "eval echo"}, RulesOutcome::kPrompt},
                      {{"bash", "-c", "source ./x"}, RulesOutcome::kPrompt},
@@ -370,13 +371,13 @@ TEST(CommandRules, AScriptTheParserDoesNotUnderstandNeedsAQuestion) {
                      {{"bash", "-c", "printf -v PATH x; echo"}, RulesOutcome::kPrompt},
                      {{"bash", "-c", "hash -p ./x echo; echo"}, RulesOutcome::kPrompt},
                      {{"bash", "-c", "alias echo=rm; echo"}, RulesOutcome::kPrompt},
-                     {{"bash", "-c", "echo *"}, RulesOutcome::kPrompt},
+                     {{"bash", "-c", "echo $((1))"}, RulesOutcome::kPrompt},
                      {{"bash", "-i", "-c", "echo"}, RulesOutcome::kPrompt},
                      {{"bash", "--rcfile", "x", "-c", "echo"}, RulesOutcome::kPrompt},
                      {{"bash", "-c"}, RulesOutcome::kPrompt},
                      // A script that cannot be read is asked about as a whole, whatever
                      // it holds: the question shows all of it.
-                     {{"bash", "-c", "rm x; echo $HOME"}, RulesOutcome::kPrompt},
+                     {{"bash", "-c", "rm x; echo ${HOME:-x}"}, RulesOutcome::kPrompt},
                      // bash's `&>` is a background job in sh/dash: `ls &` then
                      // `>/dev/null rm -rf victim`.
                      {{"sh", "-c", "echo &>/dev/null rm -rf victim"}, RulesOutcome::kPrompt},
@@ -390,9 +391,88 @@ TEST(CommandRules, AScriptTheParserDoesNotUnderstandNeedsAQuestion) {
                      {{"bash", "-c", "echo hi"}, RulesOutcome::kAllow},
                      {{"bash", "-c", "echo hi 2>/dev/null"}, RulesOutcome::kAllow},
                  });
-  const CommandVerdict verdict = EvaluateCommand(rules, {"bash", "-c", "echo $HOME"});
+  const CommandVerdict verdict = EvaluateCommand(rules, {"bash", "-c", "echo $(id)"});
   EXPECT_FALSE(verdict.understood);
   EXPECT_NE(verdict.reason.find("not fully understood"), std::string::npos) << verdict.reason;
+}
+
+// Words that expand (shell_words.h) are wildcards: a restriction applies when it could match
+// some expansion, an allow rule and the harmless set only when they hold for every expansion.
+TEST(CommandRules, WildcardWordsMeetRulesForEveryExpansion) {
+  const CommandRules rules = Rules(Rule(R"(["rm", "-rf"])", "prompt") +
+                                   Rule(R"(["git", "push", "--force"])", "forbidden") +
+                                   Rule(R"(["npm", "publish"])", "prompt", "exact = true") +
+                                   Rule(R"(["cargo", "build"])", "allow") +
+                                   Rule(R"(["make", "test"])", "allow", "exact = true"));
+  ExpectOutcomes(
+      rules,
+      {
+          // Attacks: an expansion that could be the restricted word.
+          {{"bash", "-c", "rm *"}, RulesOutcome::kPrompt},       // a file named -rf
+          {{"bash", "-c", "rm \"$X\""}, RulesOutcome::kPrompt},  // X=-rf
+          {{"bash", "-c", "rm $X x"}, RulesOutcome::kPrompt},
+          {{"bash", "-c", "for f in x; do rm -rf \"$f\"; done"}, RulesOutcome::kPrompt},
+          {{"bash", "-c", "if true; then rm -rf x; fi"}, RulesOutcome::kPrompt},
+          {{"bash", "-c", "(cd x && rm -rf y) > log"}, RulesOutcome::kPrompt},
+          {{"bash", "-c", "git push \"$R\" --force"}, RulesOutcome::kForbidden},
+          {{"bash", "-c", "git $SUB --force"}, RulesOutcome::kForbidden},
+          {{"bash", "-c", "git push $ARGS"}, RulesOutcome::kForbidden},
+          {{"bash", "-c", "npm publish $FLAGS"},
+           RulesOutcome::kPrompt},  // may be no word
+                                    // An expansion where a program is chosen is not understood.
+          {{"bash", "-c", "for c in rm; do $c -rf x; done"}, RulesOutcome::kPrompt},
+          {{"bash", "-c", "timeout $T ls"}, RulesOutcome::kPrompt},
+          {{"bash", "-c", "env $X"}, RulesOutcome::kPrompt},
+          {{"bash", "-c", "xargs $X"}, RulesOutcome::kPrompt},
+          {{"bash", "-c", "bash -c \"$X\""}, RulesOutcome::kPrompt},
+          {{"bash", "-c", "busybox $X"}, RulesOutcome::kPrompt},
+          {{"bash", "-c", "printf \"$X\""}, RulesOutcome::kPrompt},  // printf -v
+          {{"bash", "-c", "PATH=/tmp ls"}, RulesOutcome::kPrompt},
+          {{"bash", "-c", "IFS=x; ls"}, RulesOutcome::kPrompt},
+          // Allow rules hold only for every expansion, and for the argv alone.
+          {{"bash", "-c", "cargo build $FLAGS"}, RulesOutcome::kAllow},
+          {{"bash", "-c", "cargo $X"}, RulesOutcome::kNoRule},
+          {{"bash", "-c", "make $T"}, RulesOutcome::kNoRule},
+          {{"bash", "-c", "make test \"$X\""}, RulesOutcome::kNoRule},
+          {{"bash", "-c", "cargo build > log"}, RulesOutcome::kNoRule},
+          {{"bash", "-c", "X=1 cargo build"}, RulesOutcome::kNoRule},
+          // Benign neighbours.
+          {{"bash", "-c", "rm -- \"$X\""}, RulesOutcome::kNoRule},
+          {{"bash", "-c", "rm x"}, RulesOutcome::kNoRule},
+          {{"bash", "-c", "npm publish \"$X\""}, RulesOutcome::kNoRule},  // exact: one word more
+          {{"bash", "-c", "git push origin main"}, RulesOutcome::kNoRule},
+          {{"bash", "-c", "echo hi > f.txt"}, RulesOutcome::kNoRule},
+          {{"bash", "-c", "cat > f.txt <<'EOF'\nhi $(x)\nEOF"}, RulesOutcome::kNoRule},
+          {{"bash", "-c", "python3 -m pytest -q > log.txt 2>&1"}, RulesOutcome::kNoRule},
+          {{"bash", "-c", "x=1 make"}, RulesOutcome::kNoRule},
+          {{"bash", "-c", "for f in *.c; do gcc -c \"$f\"; done"}, RulesOutcome::kNoRule},
+          // Harmless only when harmless for every expansion, and never when writing a file.
+          {{"bash", "-c", "ls *.py"}, RulesOutcome::kHarmless},
+          {{"bash", "-c", "cd \"$HOME/x\" && ls"}, RulesOutcome::kHarmless},
+          {{"bash", "-c", "cat < in.txt; cat <<'EOF'\nx\nEOF"}, RulesOutcome::kHarmless},
+          {{"bash", "-c", "if test -f x; then cat x; fi 2>/dev/null"}, RulesOutcome::kHarmless},
+          {{"bash", "-c", "rg foo -- *"}, RulesOutcome::kHarmless},
+          {{"bash", "-c", "git diff -- *.cc"}, RulesOutcome::kHarmless},
+          {{"bash", "-c", "rg foo *"}, RulesOutcome::kNoRule},    // a file named --pre=x
+          {{"bash", "-c", "rg -e -- *"}, RulesOutcome::kNoRule},  // `--` is -e's value
+          {{"bash", "-c", "rg -n -- *"}, RulesOutcome::kNoRule},  // -n's value, for all we know
+          {{"bash", "-c", "find -- *"}, RulesOutcome::kNoRule},   // a file named -delete
+          {{"bash", "-c", "sed -n 1p *"}, RulesOutcome::kNoRule},
+          {{"bash", "-c", "git $X"}, RulesOutcome::kForbidden},  // could be push --force
+          {{"bash", "-c", "ls > list.txt"}, RulesOutcome::kNoRule},
+          {{"bash", "-c", "{ ls; } > list.txt"}, RulesOutcome::kNoRule},
+          {{"bash", "-c", "x=1; ls"}, RulesOutcome::kNoRule},
+          {{"bash", "-c", "for f in a; do cat \"$f\"; done"}, RulesOutcome::kNoRule},
+      });
+  const CommandVerdict verdict = EvaluateCommand(rules, {"bash", "-c", "echo hi > f.txt"});
+  EXPECT_NE(verdict.reason.find("writes a file"), std::string::npos) << verdict.reason;
+  // Many wildcard words cost no more than a few: still judged, and for every expansion.
+  std::string many = "npm publish";
+  for (int i = 0; i < 2000; ++i) many += " $X";
+  EXPECT_EQ(Outcome(rules, {"bash", "-c", many}), RulesOutcome::kPrompt);
+  EXPECT_EQ(Outcome(rules, {"bash", "-c", many + " x y"}), RulesOutcome::kNoRule);
+  const CommandVerdict rm = EvaluateCommand(rules, {"bash", "-c", "rm *"});
+  EXPECT_NE(rm.reason.find("`rm <*>` needs approval by"), std::string::npos) << rm.reason;
 }
 
 TEST(CommandRules, AllowingTheShellDoesNotAllowItsScript) {

@@ -109,49 +109,26 @@ struct Refused {
 
 TEST(ShellWords, AnythingNotFullyUnderstoodIsRefusedWithItsReason) {
   const std::vector<Refused> cases = {
-      {"echo $HOME", "expansion"},
-      {"echo ${HOME}", "expansion"},
-      {"echo \"$HOME\"", "expansion inside double quotes"},
       {"echo $(rm -rf /)", "expansion"},
-      {"echo \"$(id)\"", "expansion inside double quotes"},
+      {"echo \"$(id)\"", "command substitution"},
       {"echo `id`", "backticks"},
-      {"echo \"`id`\"", "expansion inside double quotes"},
+      {"echo \"`id`\"", "command substitution"},
       {"echo $'a\\nb'", "expansion"},
-      {"ls *.txt", "glob"},
-      {"ls file?", "glob"},
-      {"ls [ab]", "glob"},
-      {"[ -f x ]", "glob"},
       {"echo {a,b}", "brace"},
-      {"{ ls; }", "brace"},
-      {"cat ~/.ssh/id_rsa", "tilde"},
-      {"echo a=~/x", "tilde"},
       {"! ls", "'!'"},
-      {"FOO=bar ls", "assignment"},
-      {"PATH=/tmp/evil ls", "assignment"},
-      {"A+=b ls", "assignment"},
-      {"x=1", "assignment"},
-      {">/dev/null A=1 ls", "assignment"},
-      {"ls > out.txt", "redirection to a file"},
-      {"echo x >> ~/.bashrc", "tilde"},
-      {"echo x >>.bashrc", "redirection to a file"},
-      {"ls 2>err.log", "redirection to a file"},
-      {"ls >&out", "redirection to a file"},
-      {"cat < /etc/passwd", "redirection to a file"},
+      {"PATH=/tmp/evil ls", "assigning the variable PATH"},
+      {"A+=b ls", "'+='"},
+      {"x=1", "no command"},
+      {"ls >&out", "duplication"},
       {"ls <> /dev/null", "read-write"},
-      {"cat <<EOF\nhi\nEOF", "here-document"},
-      {"cat <<< hi", "here-document"},
+      {"cat <<< hi", "here-string"},
       {"ls >", "without a target"},
       {"ls > ;", "without a target"},
       {">/dev/null", "redirection without a command"},
-      {"(ls)", "parentheses"},
-      {"ls || (pwd && echo hi)", "parentheses"},
       {"f() { ls; }", "parentheses"},
       {"ls & pwd", "background"},
       {"ls &", "background"},
       {"ls |& wc", "'|&'"},
-      {"if true; then ls; fi", "reserved word 'if'"},
-      {"for f in a; do ls; done", "reserved word 'for'"},
-      {"while true; do ls; done", "reserved word 'while'"},
       {"time ls", "reserved word 'time'"},
       {"function f { ls; }", "reserved word 'function'"},
       {"case x in x) ls;; esac", "reserved word 'case'"},
@@ -183,7 +160,7 @@ TEST(ShellWords, AnythingNotFullyUnderstoodIsRefusedWithItsReason) {
 }
 
 TEST(ShellWords, TheOffsetPointsAtWhatWasNotUnderstood) {
-  const ShellScript parsed = ParseShellScript("ls && echo $HOME");
+  const ShellScript parsed = ParseShellScript("ls && echo $(id)");
   ASSERT_FALSE(parsed.understood);
   EXPECT_EQ(parsed.offset, 11u);
 }
@@ -311,6 +288,224 @@ TEST(ShellWords, WordsAgreeWithBashAndDash) {
       for (const auto& shell : shells) {
         EXPECT_EQ(RunShell(shell, script), expected) << shell << " -c " << script;
       }
+    }
+  }
+}
+
+const std::string kMany(kAnyWords);
+const std::string kOne(kAnyWord);
+
+struct Read {
+  std::string script;
+  Commands commands;
+  std::vector<bool> writes;  // per command
+  bool assigns = false;
+  ShellDialect dialect = ShellDialect::kPosix;
+};
+
+// What agents write every day: redirections to files, here-documents, words that expand,
+// assignments and compound commands are understood, with what they leave unknown marked.
+TEST(ShellWords, EverydayScriptsAreUnderstoodWithWildcardsAndWrites) {
+  const std::vector<Read> cases = {
+      {"echo hi > f.txt", {{"echo", "hi"}}, {true}},
+      {"echo hi >> f.txt 2>err.log", {{"echo", "hi"}}, {true}},
+      {"ls >| out", {{"ls"}}, {true}},
+      {"ls 2>&1 >/dev/null", {{"ls"}}, {false}},
+      {"wc -l < in.txt", {{"wc", "-l"}}, {false}},
+      {"python3 -m pytest -q > log.txt 2>&1", {{"python3", "-m", "pytest", "-q"}}, {true}},
+      {"make &> build.log", {{"make"}}, {true}, false, ShellDialect::kBash},
+      {"echo > \"$LOG\" x", {{"echo", "x"}}, {true}},
+      {"cat > f.txt <<'EOF'\nhello $(rm -rf /) `id` \\\nEOF\nls", {{"cat"}, {"ls"}}, {true, false}},
+      {"cat <<\"EOF\"\n$x\nEOF", {{"cat"}}, {false}},
+      {"cat <<\\EOF\n$x\nEOF", {{"cat"}}, {false}},
+      {"cat <<EOF\nplain text\nEOF\n", {{"cat"}}, {false}},
+      {"cat <<-'EOF'\n\tbody\n\tEOF\necho done", {{"cat"}, {"echo", "done"}}, {false, false}},
+      {"cat <<'A' <<'B'\na\nA\nb\nB\nls", {{"cat"}, {"ls"}}, {false, false}},
+      {"cat <<'EOF'\nrm -rf /\nEOF", {{"cat"}}, {false}},
+      {"cat <<< \"$x\"", {{"cat"}}, {false}, false, ShellDialect::kBash},
+      {"ls *.py", {{"ls", kMany}}, {false}},
+      {"ls src/*.c file? [ab]", {{"ls", kMany, kMany, kMany}}, {false}},
+      {"[ -f x ] && echo y", {{"[", "-f", "x", "]"}, {"echo", "y"}}, {false, false}},
+      {"echo $HOME ${HOME} \"$HOME\" \"$@\" \"$*\" $1 $?",
+       {{"echo", kMany, kMany, kOne, kMany, kOne, kMany, kMany}},
+       {false}},
+      {"echo \"a $x b\" pre$x", {{"echo", kOne, kMany}}, {false}},
+      {"cd \"$HOME/x\"", {{"cd", kOne}}, {false}},
+      {"cat ~/.bashrc ~", {{"cat", kOne, kOne}}, {false}},
+      {"echo $HOME:$PATH", {{"echo", kMany}}, {false}},
+      {"x=1 cmd a", {{"cmd", "a"}}, {false}, true},
+      {"x=1; y=$x ls", {{"ls"}}, {false}, true},
+      {">/dev/null A=1 ls", {{"ls"}}, {false}, true},
+      {"for f in *.c; do echo \"$f\"; done", {{"echo", kOne}}, {false}, true},
+      {"for f in a b\ndo\n  gcc -c \"$f\"\ndone > log", {{"gcc", "-c", kOne}}, {true}, true},
+      {"if [ -d x ]; then ls x; elif true; then pwd; else echo no; fi",
+       {{"[", "-d", "x", "]"}, {"ls", "x"}, {"true"}, {"pwd"}, {"echo", "no"}},
+       {false, false, false, false, false}},
+      {"while false; do ls; done; until true; do pwd; done",
+       {{"false"}, {"ls"}, {"true"}, {"pwd"}},
+       {false, false, false, false}},
+      {"{ ls; pwd; } > out; echo x", {{"ls"}, {"pwd"}, {"echo", "x"}}, {true, true, false}},
+      {"(cd sub && make) 2>/dev/null || echo failed",
+       {{"cd", "sub"}, {"make"}, {"echo", "failed"}},
+       {false, false, false}},
+      {"( ( ls ) )", {{"ls"}}, {false}},
+      {"if true\nthen\n  ls | wc -l\nfi", {{"true"}, {"ls"}, {"wc", "-l"}}, {false, false, false}},
+      {"echo if fi done '{'", {{"echo", "if", "fi", "done", "{"}}, {false}},
+      {"if true; then { ls; } else (pwd) fi", {{"true"}, {"ls"}, {"pwd"}}, {false, false, false}},
+      {"while false; do (ls) done; { { pwd; } }",
+       {{"false"}, {"ls"}, {"pwd"}},
+       {false, false, false}},
+  };
+  for (const auto& c : cases) {
+    const ShellScript parsed = ParseShellScript(c.script, c.dialect);
+    ASSERT_TRUE(parsed.understood) << c.script << ": " << parsed.why;
+    EXPECT_EQ(parsed.commands, c.commands) << c.script;
+    EXPECT_EQ(parsed.writes_file, c.writes) << c.script;
+    EXPECT_EQ(parsed.assigns, c.assigns) << c.script;
+  }
+}
+
+// Attacks on each new construct: what would run code, change what runs, or hide a command is
+// not understood.
+TEST(ShellWords, ExpansionsThatRunCodeOrHideACommandStayNotUnderstood) {
+  const std::vector<Refused> cases = {
+      // An expansion as the command name, directly or after an assignment or a loop.
+      {"$cmd -rf x", "command name"},
+      {"\"$c\" x", "command name"},
+      {"*.sh", "command name"},
+      {"~/bin/tool", "command name"},
+      {"for c in rm; do $c -rf x; done", "command name"},
+      {"x=1 $c", "command name"},
+      // Code inside expansions.
+      {"echo ${x:-$(id)}", "parameter expansion"},
+      {"echo ${#x}", "parameter expansion"},
+      {"echo ${!x}", "parameter expansion"},
+      {"echo $((1+2))", "expansion"},
+      {"echo \"$((x))\"", "expansion"},
+      {"echo $x[1]", "zsh subscript"},
+      {"echo \"$x[$(id)]\"", "zsh subscript"},
+      {"echo $x:h", "zsh subscript or modifier"},
+      {"cat <<EOF\n$(rm -rf /)\nEOF", "here-document with an unquoted delimiter"},
+      {"cat <<EOF\n`id`\nEOF", "here-document with an unquoted delimiter"},
+      {"cat <<EOF\na\\\nEOF", "here-document with an unquoted delimiter"},
+      {"cat <<EOF\nno end", "unterminated here-document"},
+      {"cat <<EOF", "without its body"},
+      {"cat <<$x\n$x\n", "delimiter"},
+      {"cat <<EOF \"a\nb\"\nEOF\n", "continues over a newline"},
+      {"diff <(ls a) <(ls b)", "process substitution"},
+      {"tee >(sh) < x", "process substitution"},
+      {"cat <(id)", "process substitution"},
+      {"((x=1))", "parentheses"},
+      {"echo (x)", "parentheses"},
+      {"[[ -f x ]]", "command name"},
+      // Assignments that change how later commands run.
+      {"PATH=/tmp ls", "assigning the variable PATH"},
+      {"path=/tmp; ls", "assigning the variable path"},
+      {"IFS=/ ls", "assigning the variable IFS"},
+      {"BASH_ENV=./x bash -c ls", "assigning the variable BASH_ENV"},
+      {"ENV=./x sh -c ls", "assigning the variable ENV"},
+      {"LD_PRELOAD=./x.so ls", "assigning the variable LD_PRELOAD"},
+      {"PS4='$(id)' ls", "assigning the variable PS4"},
+      {"SHELLOPTS=xtrace ls", "assigning the variable SHELLOPTS"},
+      {"CDPATH=/ cd x", "assigning the variable CDPATH"},
+      {"for PATH in /tmp; do ls; done", "assigning the variable PATH"},
+      {"for IFS in x; do ls; done", "assigning the variable IFS"},
+      {"x=$(id) ls", "expansion"},
+      // Compound commands the parser does not follow, or broken ones.
+      {"for ((i=0;i<3;i++)); do ls; done", "variable name"},
+      {"for f; do ls; done", "'in WORDS'"},
+      {"for f in a b do ls; done", "without 'do'"},
+      {"for f in $(ls); do rm $f; done", "expansion"},
+      {"for f in a | b; do ls; done", "operator"},
+      {"if true; then ls", "never closed"},
+      {"if then ls; fi", "without a command before it"},
+      {"if ls; fi", "'fi' is not understood here"},
+      {"while ls; done", "'done' is not understood here"},
+      {"{ ls }", "brace"},
+      {"{ ls; } x", "right after a compound command"},
+      {"{ ls; } if true; then ls; fi", "right after a compound command"},
+      {"(ls) then", "'then' is not understood here"},
+      {"(ls) }", "closes no '{'"},
+      {"if ls; then pwd; fi rm -rf x", "right after a compound command"},
+      {"( ls", "never closed"},
+      {"ls )", "closes no '('"},
+      {"}", "closes no '{'"},
+      {"()", "without a command before it"},
+      {"() { ls; }", "without a command before it"},
+      {"f() { ls; }", "parentheses"},
+      {"case x in x) ls;; esac", "reserved word 'case'"},
+      {"select x in a; do ls; done", "reserved word 'select'"},
+      {">/dev/null if true; then ls; fi", "after an assignment or redirection"},
+      {"x=1 { ls; }", "brace"},
+      {"ls >&$fd", "duplication"},
+  };
+  for (const auto& c : cases) {
+    for (const auto dialect : {ShellDialect::kPosix, ShellDialect::kBash}) {
+      const ShellScript parsed = ParseShellScript(c.script, dialect);
+      EXPECT_FALSE(parsed.understood) << c.script;
+      EXPECT_TRUE(parsed.commands.empty()) << c.script;
+      EXPECT_NE(parsed.why.find(c.why), std::string::npos) << c.script << ": " << parsed.why;
+      EXPECT_LE(parsed.offset, c.script.size()) << c.script;
+    }
+  }
+  // Bash's own syntax is bash's: a POSIX shell reads `&>` as a background job and has no
+  // here-strings.
+  for (const std::string script : {"make &> log", "cat <<< hi", "cat <<<x"}) {
+    EXPECT_FALSE(ParseShellScript(script, ShellDialect::kPosix).understood) << script;
+    EXPECT_TRUE(ParseShellScript(script, ShellDialect::kBash).understood) << script;
+  }
+  EXPECT_FALSE(ParseShellScript("cat <<< $(id)", ShellDialect::kBash).understood);
+  // Nesting is bounded.
+  std::string deep;
+  for (std::size_t i = 0; i <= kMaxShellNesting; ++i) deep += "{ ";
+  deep += "ls;";
+  for (std::size_t i = 0; i <= kMaxShellNesting; ++i) deep += " };";
+  const ShellScript nested = ParseShellScript(deep);
+  EXPECT_FALSE(nested.understood);
+  EXPECT_NE(nested.why.find("nest"), std::string::npos) << nested.why;
+  std::string fine;
+  for (std::size_t i = 0; i < kMaxShellNesting; ++i) fine += "if true; then ";
+  fine += "ls;";
+  for (std::size_t i = 0; i < kMaxShellNesting; ++i) fine += " fi;";
+  EXPECT_TRUE(ParseShellScript(fine).understood) << ParseShellScript(fine).why;
+  std::string docs;
+  for (std::size_t i = 0; i <= kMaxShellHereDocuments; ++i) docs += "cat <<'E'\nE\n";
+  EXPECT_FALSE(ParseShellScript(docs).understood);
+  // Wildcard words are shown for people, never as a word that reads back the same.
+  EXPECT_EQ(JoinShellWords({"rm", kMany, kOne}), "rm <*> <?>");
+}
+
+// Differential: every command of these scripts runs exactly once, so the words bash and dash
+// print must be exactly the words of the commands found; a here-document's body is data.
+TEST(ShellWords, CompoundCommandsAndHereDocumentsAgreeWithBashAndDash) {
+  const std::vector<std::string> scripts = {
+      "if printf '%s\\0' a; then printf '%s\\0' b c; fi",
+      "{ printf '%s\\0' a; printf '%s\\0' b; } 2>/dev/null </dev/null; printf '%s\\0' c",
+      "( printf '%s\\0' a ) && printf '%s\\0' b",
+      "for f in x; do printf '%s\\0' a; done",
+      "if true; then { printf '%s\\0' a; } else (true) fi",
+      "for f in x; do (printf '%s\\0' a) done; { { printf '%s\\0' b; } }",
+      "while printf '%s\\0' a; false; do printf '%s\\0' never; done",
+      "printf '%s\\0' a <<'EOF'\nprintf '%s\\0' hidden $x\nEOF\nprintf '%s\\0' b",
+      "printf '%s\\0' a <<-EOF\n\tbody\n\tEOF\nprintf '%s\\0' b",
+      "x=1 printf '%s\\0' a; y=2; printf '%s\\0' b",
+  };
+  std::vector<std::string> shells;
+  for (const char* shell : {"/bin/bash", "/bin/dash"}) {
+    if (::access(shell, X_OK) == 0) shells.push_back(shell);
+  }
+  ASSERT_FALSE(shells.empty());
+  for (const auto& script : scripts) {
+    const ShellScript parsed = ParseShellScript(script);
+    ASSERT_TRUE(parsed.understood) << script << ": " << parsed.why;
+    std::string expected;
+    for (const auto& command : parsed.commands) {
+      if (command[0] != "printf") continue;
+      for (std::size_t i = 2; i < command.size(); ++i) expected += command[i] + '\0';
+    }
+    if (script.find("never") != std::string::npos) expected = std::string("a\0", 2);
+    for (const auto& shell : shells) {
+      EXPECT_EQ(RunShell(shell, script), expected) << shell << " -c " << script;
     }
   }
 }

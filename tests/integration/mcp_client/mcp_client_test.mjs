@@ -364,6 +364,39 @@ await runCase('without elicitation a prompt rule is refused with the way to allo
   await plain.close();
 });
 
+await runCase('everyday scripts run with nobody to ask; a workspace rule on rm still refuses',
+              async () => {
+  // The default mode (on-request) and a client without elicitation: a prompt is refused.
+  fs.mkdirSync(path.join(ws, '.anvil'), { recursive: true });
+  fs.writeFileSync(path.join(ws, '.anvil', 'rules.toml'),
+                   '[[rule]]\npattern = ["rm"]\ndecision = "prompt"\n' +
+                   'justification = "deleting needs a question"\n');
+  const plain = await connect([], {});
+  const everyday = [
+    ['echo hi > f.txt && cat f.txt', 'hi\n'],
+    ["cat > g.txt <<'EOF'\nline $HOME $(id)\nEOF\ncat g.txt", 'line $HOME $(id)\n'],
+    ['ls sub/*.txt > list.txt 2>&1; cat list.txt', 'sub/b.txt\n'],
+    // (printf, not echo: this file's prompt rule on `echo ask-me` could match "$f".)
+    ["for f in sub/*.txt; do printf '%s\\n' \"$f\"; done", 'sub/b.txt\n'],
+    ['cd "$PWD/sub" && x=1 ls', 'b.txt\n'],
+  ];
+  for (const [script, out] of everyday) {
+    const r = await plain.callTool({ name: 'run_command', arguments: { script } });
+    assert.equal(r.isError, false, `${script}: ${JSON.stringify(r)}`);
+    assert.equal(r.structuredContent.stdout, out, script);
+  }
+  for (const script of ['for f in a.txt; do rm -rf "$f"; done', 'rm *', 'X=a.txt; rm "$X"']) {
+    const r = await plain.callTool({ name: 'run_command', arguments: { script } });
+    assert.equal(r.isError, true, `${script}: ${JSON.stringify(r)}`);
+    assert.equal(r.structuredContent.refused, true, script);
+    assert.match(r.content[0].text, /needs approval by/, script);
+    assert.ok(fs.existsSync(path.join(ws, 'a.txt')), script);
+  }
+  await plain.close();
+  fs.rmSync(path.join(ws, '.anvil'), { recursive: true, force: true });
+  for (const f of ['f.txt', 'g.txt', 'list.txt']) fs.rmSync(path.join(ws, f), { force: true });
+});
+
 // A raw server (no SDK) running `sleep MARKER` as a call: the child, and a promise of its exit
 // code (null when killed by a signal).
 async function serverWithASleeper(base) {
