@@ -60,6 +60,7 @@ struct McpOptions {
   std::vector<std::string> search_paths;
   bool default_path = true;
   bool plugins = true;
+  std::string requester = "anvil mcp";  // --requester: who asks, in the audit log
 };
 
 Result<McpOptions> ParseMcpArgs(const std::vector<std::string>& args);

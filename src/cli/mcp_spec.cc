@@ -27,7 +27,7 @@ CommandSpec McpFlags(mcp_server::McpOptions& into, std::string& workspace) {
   spec.synopsis =
       "[--workspace DIR] [--approval MODE] [--rules FILE]...\n"
       "                 [--plugin-dir DIR]... [--plugin-path DIR]... [--no-plugins]\n"
-      "                 [sandbox options]";
+      "                 [--requester NAME] [--rules-workspace DIR] [sandbox options]";
   spec.description =
       "Serve the Model Context Protocol on stdin/stdout (newline-delimited JSON-RPC 2.0, protocol\n"
       "2025-06-18) for a coding agent (docs/agents.md, \"anvil mcp\"). Tools: run_command (the "
@@ -79,11 +79,23 @@ CommandSpec McpFlags(mcp_server::McpOptions& into, std::string& workspace) {
           .Completes(Completion::kDirectory)
           .Repeatable(),
       Switch("--no-plugins", "offer run_command only", [&into] { into.plugins = false; }),
+      Text("--requester", "NAME",
+           "who asks, as the audit log names it (default \"anvil mcp\"; say, the\n"
+           "agent's name)",
+           [&into](const std::string& v) -> Status {
+             if (v.empty() || v.size() > 64) {
+               return Fail("invalid", "--requester needs a name of 1 to 64 characters");
+             }
+             into.requester = SanitizeForDisplay(v, 64);
+             return Ok();
+           }),
   };
   spec.sections = {
       {"",
        "Every other option is `anvil sandbox`'s and applies to every command (--cwd and --workdir\n"
-       "excepted: the workspace is --workspace, a call's cwd its `cwd` argument).",
+       "excepted: the workspace is --workspace, a call's cwd its `cwd` argument), as does\n"
+       "`anvil exec`'s --rules-workspace DIR; its --ask-fd does not apply (questions go to the\n"
+       "client), nor do --json, --widen and --reason (a call's arguments).",
        false},
       {"",
        "Questions go to the client as elicitation/create when it declares that capability; "
@@ -101,7 +113,7 @@ CommandSpec McpFlags(mcp_server::McpOptions& into, std::string& workspace) {
   // Every other option is `anvil sandbox`'s: `anvil exec`'s parser checks it for each call.
   spec.style.forward_unknown = true;
   spec.forwarded_value = [](std::string_view name) {
-    return SandboxValueFlags().contains(std::string(name));
+    return name == "--rules-workspace" || SandboxValueFlags().contains(std::string(name));
   };
   // An option that none of anvil mcp's, anvil exec's and anvil sandbox's tables holds is
   // refused here, at startup, with a "did you mean" from all three.
@@ -114,6 +126,13 @@ CommandSpec McpFlags(mcp_server::McpOptions& into, std::string& workspace) {
       error = flag +
               " is not an option of anvil mcp (fix: --workspace DIR; a call picks its directory "
               "with run_command's cwd)";
+      return true;
+    }
+    if (flag == "--ask-fd") {
+      error =
+          "--ask-fd is not an option of anvil mcp (questions go to the client as MCP "
+          "elicitation/create; a client without it gets the refusal and the line that would "
+          "allow the command)";
       return true;
     }
     if (flag == "--json" || flag == "--report-fd" || flag == "--widen" || flag == "--reason") {

@@ -173,7 +173,7 @@ json Server::RunCommandTool(Call& call, const json& arguments) {
   auto parsed = ParseExecArgs(ExecArgs(options_, workdir, args), env);
   if (!parsed) return NotRunResult(parsed.error());
   agent::ExecRequest& request = parsed->request;
-  request.requester = "anvil mcp";
+  request.requester = options_.requester;
   request.session = "mcp-" + std::to_string(::getpid());
   request.id = call.number;
   const std::chrono::milliseconds timeout(args.timeout_ms.value_or(mcp::kDefaultTimeoutMs));

@@ -16,6 +16,14 @@
 #include "linux/sandbox_launch.h"
 
 namespace anvil::gateway {
+namespace {
+
+// Reads of one pipe per round of the loop (64 KiB each): then the clock, the cancel and the
+// runner are looked at again.
+constexpr int kReadsPerRound = 16;
+constexpr int kNoReadLimit = 1 << 30;
+
+}  // namespace
 
 RunningCall TakeCall(Runner& runner, UniqueFd stdin_w) {
   RunningCall call;
@@ -58,10 +66,12 @@ PumpEnd PumpOutput(int conn, RunningCall& call, const std::string& stdin_data,
       term_sent = Clock::now();
     }
   };
-  auto drain = [&](UniqueFd& fd, std::string& into, uint64_t cap, bool& truncated,
-                   const char* name) {
+  // Reads what `fd` has, at most `max_reads` reads: a tool that writes as fast as it is read
+  // (and ignores SIGTERM) never holds the loop past the kill grace, a cancel or the deadline.
+  auto drain = [&](UniqueFd& fd, std::string& into, uint64_t cap, bool& truncated, const char* name,
+                   int max_reads = kReadsPerRound) {
     char buf[65536];
-    while (fd) {
+    for (int reads = 0; fd && reads < max_reads; ++reads) {
       ssize_t r = ::read(fd.Get(), buf, sizeof(buf));
       if (r < 0 && errno == EINTR) continue;
       if (r < 0 && errno == EAGAIN) return;
@@ -145,8 +155,11 @@ PumpEnd PumpOutput(int conn, RunningCall& call, const std::string& stdin_data,
       // Every writer of the output pipes inside the sandbox is gone: what they wrote is in the
       // pipes now. Only the runner's own copies keep them open (it writes nothing more there
       // on this path).
-      drain(out_r, result.stdout_data, limits.max_stdout_bytes, result.stdout_truncated, "stdout");
-      drain(err_r, result.stderr_data, limits.max_stderr_bytes, result.stderr_truncated, "stderr");
+      // Every writer is gone, so what is left is finite: read it all.
+      drain(out_r, result.stdout_data, limits.max_stdout_bytes, result.stdout_truncated, "stdout",
+            kNoReadLimit);
+      drain(err_r, result.stderr_data, limits.max_stderr_bytes, result.stderr_truncated, "stderr",
+            kNoReadLimit);
       if (!term_sent) break;  // a cap passed while draining takes the usual path
     }
   }

@@ -37,55 +37,76 @@ bool CheckServerName(const ProxyTarget& target, const std::optional<std::string>
 
 }  // namespace
 
+TunnelStartStep DecideTunnelStart(const ProxyTarget& target, std::string& first, TunnelHello& tls,
+                                  std::string& reason, size_t read_limit) {
+  if (first.empty()) return TunnelStartStep::kNeedMore;
+  ClientHello hello = ParseClientHello(first);
+  switch (hello.status) {
+    case ClientHelloStatus::kOk:
+      if (!CheckServerName(target, hello.server_name, reason)) return TunnelStartStep::kDeny;
+      tls.tls = true;
+      tls.early_data = hello.offers_early_data;
+      tls.held = first.substr(hello.record_size);
+      first.resize(hello.record_size);
+      return TunnelStartStep::kPass;
+    case ClientHelloStatus::kAlert:
+    case ClientHelloStatus::kMalformed:
+      reason = "denied: TLS ClientHello refused: " + hello.error;
+      return TunnelStartStep::kDeny;
+    case ClientHelloStatus::kNotTls:
+      if (target.port == kHttpsPort) {
+        reason = "denied: a tunnel to port 443 must begin with a TLS ClientHello";
+        return TunnelStartStep::kDeny;
+      }
+      switch (ClassifyTunnelStart(first)) {
+        case TunnelHttpStart::kNotHttp:
+          return TunnelStartStep::kPass;
+        case TunnelHttpStart::kHttpRequest:
+          // The head's end, or a blank line a lenient server would take for it (which the
+          // strict parse then refuses).
+          if (first.find("\n\r\n") != std::string::npos ||
+              first.find("\n\n") != std::string::npos) {
+            tls.plain_http = true;
+            return TunnelStartStep::kPass;
+          }
+          if (first.size() >= read_limit) {
+            reason = "denied: plain HTTP inside a tunnel: request head over " +
+                     std::to_string(read_limit) + " bytes";
+            return TunnelStartStep::kDeny;
+          }
+          break;
+        case TunnelHttpStart::kNeedMore:
+          break;
+      }
+      break;
+    case ClientHelloStatus::kNeedMore:
+      break;
+  }
+  if (first.size() >= read_limit) {
+    // Fail closed, and say so: the limit is not the client closing.
+    reason = "denied: the tunnel's first " + std::to_string(read_limit) +
+             " bytes still do not show what it carries (" +
+             (static_cast<uint8_t>(first[0]) == 0x16 ? "a TLS record that does not end"
+                                                     : "a first line that does not end") +
+             ")";
+    return TunnelStartStep::kDeny;
+  }
+  return TunnelStartStep::kNeedMore;
+}
+
 bool CheckTunnelStart(int client, int upstream, const ProxyTarget& target,
                       Clock::time_point deadline, std::string& first, TunnelHello& tls,
                       std::string& verdict, std::string& reason) {
   verdict = "deny";
   tls = {};
   while (true) {
-    if (!first.empty()) {
-      ClientHello hello = ParseClientHello(first);
-      switch (hello.status) {
-        case ClientHelloStatus::kOk:
-          if (!CheckServerName(target, hello.server_name, reason)) return false;
-          tls.tls = true;
-          tls.early_data = hello.offers_early_data;
-          tls.held = first.substr(hello.record_size);
-          first.resize(hello.record_size);
-          return true;
-        case ClientHelloStatus::kAlert:
-        case ClientHelloStatus::kMalformed:
-          reason = "denied: TLS ClientHello refused: " + hello.error;
-          return false;
-        case ClientHelloStatus::kNotTls:
-          if (target.port == kHttpsPort) {
-            reason = "denied: a tunnel to port 443 must begin with a TLS ClientHello";
-            return false;
-          }
-          switch (ClassifyTunnelStart(first)) {
-            case TunnelHttpStart::kNotHttp:
-              return true;
-            case TunnelHttpStart::kHttpRequest:
-              // The head's end, or a blank line a lenient server would take for it (which
-              // the strict parse then refuses).
-              if (first.find("\n\r\n") != std::string::npos ||
-                  first.find("\n\n") != std::string::npos) {
-                tls.plain_http = true;
-                return true;
-              }
-              if (first.size() >= kMaxClientHelloBytes) {
-                reason = "denied: plain HTTP inside a tunnel: request head over " +
-                         std::to_string(kMaxClientHelloBytes) + " bytes";
-                return false;
-              }
-              break;
-            case TunnelHttpStart::kNeedMore:
-              break;
-          }
-          break;
-        case ClientHelloStatus::kNeedMore:
-          break;
-      }
+    switch (DecideTunnelStart(target, first, tls, reason)) {
+      case TunnelStartStep::kPass:
+        return true;
+      case TunnelStartStep::kDeny:
+        return false;
+      case TunnelStartStep::kNeedMore:
+        break;
     }
     // Port 443 carries TLS, which the client always starts: only the client is waited for.
     // Elsewhere a server that speaks first (SSH, SMTP) means the tunnel is not TLS.
@@ -104,7 +125,8 @@ bool CheckTunnelStart(int client, int upstream, const ProxyTarget& target,
     }
     if (fds[0].revents != 0) {
       char buf[4096];
-      const size_t want = std::min(sizeof(buf), kMaxClientHelloBytes - first.size());
+      const size_t want =
+          std::min(sizeof(buf), kMaxClientHelloBytes - first.size());  // > 0: decided
       ssize_t n = ::recv(client, buf, want, MSG_DONTWAIT);
       if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
       if (n <= 0) {

@@ -9,6 +9,7 @@
 #include "net/http_proxy.h"
 #include "net/proxy_io.h"
 #include "netpolicy/proxy_policy.h"
+#include "netpolicy/tls_client_hello.h"
 
 namespace anvil::proxy {
 
@@ -21,6 +22,16 @@ struct TunnelHello {
   // in `first`; it goes on as a plain request for the tunnel's host (http_proxy.cc).
   bool plain_http = false;
 };
+
+// What the client's first bytes through a tunnel decide (CheckTunnelStart's step, pure).
+enum class TunnelStartStep { kNeedMore, kPass, kDeny };
+
+// Decides from `first` as CheckTunnelStart describes: kPass (with `tls` filled and `first` cut
+// to what goes now), kDeny with `reason`, or kNeedMore. Bytes that reach `read_limit` and still
+// decide nothing are refused, the reason saying so (no input does today: a TLS record fits the
+// limit and the first 8 KiB decide plain HTTP).
+TunnelStartStep DecideTunnelStart(const ProxyTarget& target, std::string& first, TunnelHello& tls,
+                                  std::string& reason, size_t read_limit = kMaxClientHelloBytes);
 
 // Reads what the client sends first through a tunnel (after `first`, what it sent with the
 // CONNECT head) until it shows what the tunnel carries: a TLS ClientHello is checked

@@ -60,6 +60,16 @@ TEST(McpArgs, EachRefusalNamesTheFix) {
        "arguments)"},
       {{"--json"},
        "invalid: --json is not an option of anvil mcp (it is per call: run_command's arguments)"},
+      {{"--ask-fd", "5"},
+       "invalid: --ask-fd is not an option of anvil mcp (questions go to the client as MCP "
+       "elicitation/create; a client without it gets the refusal and the line that would allow "
+       "the command)"},
+      {{"--ask-fd=5"},
+       "invalid: --ask-fd is not an option of anvil mcp (questions go to the client as MCP "
+       "elicitation/create; a client without it gets the refusal and the line that would allow "
+       "the command)"},
+      {{"--requester="}, "invalid: --requester needs a name of 1 to 64 characters"},
+      {{"--requester"}, "invalid: --requester needs a value (see --help)"},
       {{"ls"},
        "invalid: unexpected argument 'ls' (anvil mcp takes options only; the commands come from "
        "the client)"},
@@ -92,10 +102,31 @@ TEST(McpArgs, AnUnknownOptionSuggestsFromEveryTableItReaches) {
     ASSERT_FALSE(r) << args[0];
     EXPECT_EQ(r.error().ToString(), message) << args[0];
   }
-  auto benign = ParseMcpArgs({"--network", "proxy", "--allow-host=crates.io", "--requester=x"});
+  auto benign =
+      ParseMcpArgs({"--network", "proxy", "--allow-host=crates.io", "--rules-workspace", "/"});
   ASSERT_TRUE(benign) << benign.error().ToString();
   EXPECT_EQ(benign->sandbox_flags,
-            (Args{"--network", "proxy", "--allow-host=crates.io", "--requester=x"}));
+            (Args{"--network", "proxy", "--allow-host=crates.io", "--rules-workspace", "/"}));
+}
+
+// `anvil exec`'s options that apply to a call of anvil mcp's: --requester names the requester
+// of every call in the audit log (anvil mcp's own, default "anvil mcp"), --rules-workspace goes
+// on to each call, with its value in either spelling.
+TEST(McpArgs, TheExecOptionsThatApplyAreKept) {
+  auto r = ParseMcpArgs({"--requester", "claude-code", "--rules-workspace=/"});
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(r->requester, "claude-code");
+  EXPECT_EQ(r->sandbox_flags, (Args{"--rules-workspace=/"}));
+  auto none = ParseMcpArgs({});
+  ASSERT_TRUE(none) << none.error().ToString();
+  EXPECT_EQ(none->requester, "anvil mcp");
+  const std::string ws = Canonical("/tmp");
+  mcp::RunCommandArgs call;
+  call.argv = {"true"};
+  auto with = ParseMcpArgs({"--workspace", ws, "--rules-workspace", "/"});
+  ASSERT_TRUE(with) << with.error().ToString();
+  EXPECT_EQ(ExecArgs(*with, "", call), (Args{"--approval", "on-request", "--rules-workspace", "/",
+                                             "--cwd", ws, "--", "true"}));
 }
 
 }  // namespace
