@@ -16,6 +16,7 @@
 #include "policy/exec_rules.h"
 #include "policy/plugin_api.h"
 #include "policy/plugin_code_paths.h"
+#include "policy/trust_state_paths.h"
 
 namespace anvil::gateway {
 namespace {
@@ -508,6 +509,13 @@ Response Dispatch(const DispatchContext& ctx, const Grant& grant, const Request&
     if (access == Access::kWrite && ctx.git_run != nullptr) {
       const bool takes_tree = r.op == "fs.rename" || r.op == "fs.remove";
       if (auto s = ctx.git_run->Check(r.op, *path, takes_tree, grant.fs_write); !s) {
+        return FromError(r, s.error(), audit);
+      }
+    }
+    // Anvil's own trust state (grants, trusted keys) in the workspace: no grant opens it.
+    if (access == Access::kWrite && ctx.trust_state != nullptr) {
+      const bool takes_tree = r.op == "fs.rename" || r.op == "fs.remove";
+      if (auto s = CheckTrustStateWrite(*ctx.trust_state, r.op, *path, takes_tree); !s) {
         return FromError(r, s.error(), audit);
       }
     }

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "gateway/audit_log.h"
 #include "gateway/gateway.h"
@@ -41,6 +42,9 @@ struct DispatchContext {
   GitRunGuard* git_run = nullptr;
   // --no-fs-write: every fs.write op is refused, whatever the grant says.
   bool no_fs_write = false;
+  // Anvil's trust state inside the workspace, refused to fs.write ops whatever the grant
+  // (policy/trust_state_paths.h); null: none checked (unit tests of dispatch alone).
+  const std::vector<std::string>* trust_state = nullptr;
 };
 
 // Fills `audit` (op, target, verdict, code, reason, bytes) and returns the response.

@@ -25,6 +25,7 @@
 #include "ipc/frame.h"
 #include "ipc/peer_credentials.h"
 #include "linux/git_run_guard.h"
+#include "linux/trust_shield.h"
 #include "policy/display_text.h"
 
 namespace anvil::gateway {
@@ -86,6 +87,9 @@ int RunGateway(const GatewayOptions& input) {
   if (!IsValidUtf8(options.workspace)) {
     return fail(Error{"invalid", "the workspace path is not valid UTF-8", 0});
   }
+  // Before hardening: where Anvil's trust state is or would be made, in this environment, which
+  // is the trusted side's.
+  options.trust_state_paths = AnvilTrustStateInWorkspace(options.workspace);
   auto socket_path = PrepareRuntimeDir(options);
   if (!socket_path) return fail(socket_path.error());
   if (options.audit_log.empty()) options.audit_log = options.runtime_dir + "/audit.jsonl";

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 #include "gateway/exec_request.h"
@@ -37,6 +38,9 @@ struct GatewayOptions {
   // No plugin of this session may write (its grant has no fs.write): every write op is refused
   // here too, and the workspace's git metadata is never scanned for what git runs from it.
   bool no_fs_write = false;
+  // Set by RunGateway, not a flag: where Anvil's trust state lies in the workspace
+  // (policy/trust_state_paths.h), refused to every write op.
+  std::vector<std::string> trust_state_paths;
   GatewayLimits limits;
   // sys.exec: anvil-exec-runner's path (empty: sys.exec is refused), and its limits.
   std::string exec_runner;

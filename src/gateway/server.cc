@@ -43,6 +43,7 @@ DispatchContext Server::Context() {
   context.read_plans = &read_plans_;
   context.git_run = git_run_;
   context.no_fs_write = options_.no_fs_write;
+  context.trust_state = &options_.trust_state_paths;
   return context;
 }
 

@@ -9,6 +9,7 @@
 
 #include "fs/file_io.h"
 #include "policy/sandbox_policy.h"
+#include "policy/trust_state_paths.h"
 
 namespace anvil {
 namespace {
@@ -72,31 +73,42 @@ TrustEnv TrustEnvFromProcess() {
   return TrustEnv{get("HOME"), get("XDG_CONFIG_HOME"), get("XDG_STATE_HOME"), PasswdHome()};
 }
 
+std::string WhereTrustDirLies(const std::string& dir, bool* exists) {
+  if (exists) *exists = false;
+  std::string head = dir, tail;
+  char resolved[PATH_MAX];
+  while (true) {
+    if (::realpath(head.c_str(), resolved) != nullptr) {
+      std::string guess = std::string(resolved) + tail;
+      if (exists) *exists = tail.empty();
+      if (guess.size() > 1 && guess.starts_with("//")) guess.erase(0, 1);
+      return guess;
+    }
+    const auto slash = head.rfind('/');
+    if (slash == std::string::npos || head == "/") return "";
+    tail = head.substr(slash) + tail;
+    head = slash == 0 ? "/" : head.substr(0, slash);
+  }
+}
+
+std::vector<std::string> AnvilTrustStateInWorkspace(const std::string& workspace) {
+  std::vector<std::string> dirs;
+  for (const auto& dir : AnvilTrustDirs(TrustEnvFromProcess())) {
+    dirs.push_back(dir);
+    if (auto where = WhereTrustDirLies(dir); !where.empty()) dirs.push_back(where);
+  }
+  return TrustStateInWorkspace(workspace, dirs);
+}
+
 Result<GitWalkCacheShield> ShieldAnvilTrustDirs(const std::vector<std::string>& trust_dirs,
                                                 const std::vector<std::string>& writable_roots,
                                                 const std::vector<std::string>& covered) {
   GitWalkCacheShield all;
   for (const auto& dir : trust_dirs) {
-    // Where it is or would be: the deepest existing ancestor resolved, the rest appended (a
-    // symlink above a writable root, /home -> /data/home, can lead into it).
-    std::string guess;
+    // Where it is or would be (a symlink above a writable root, /home -> /data/home, can lead
+    // into it).
     bool exists = false;  // guess is then dir's realpath
-    {
-      std::string head = dir, tail;
-      char resolved[PATH_MAX];
-      while (true) {
-        if (::realpath(head.c_str(), resolved) != nullptr) {
-          guess = std::string(resolved) + tail;
-          exists = tail.empty();
-          if (guess.size() > 1 && guess.starts_with("//")) guess.erase(0, 1);
-          break;
-        }
-        const auto slash = head.rfind('/');
-        if (slash == std::string::npos || head == "/") break;
-        tail = head.substr(slash) + tail;
-        head = slash == 0 ? "/" : head.substr(0, slash);
-      }
-    }
+    const std::string guess = WhereTrustDirLies(dir, &exists);
     std::string lexical_root;
     bool held = false;
     for (const auto& root : writable_roots) {

@@ -30,6 +30,16 @@ struct TrustEnv {
 std::vector<std::string> AnvilTrustDirs(const TrustEnv& env);
 TrustEnv TrustEnvFromProcess();
 
+// Where trust directory `dir` (absolute, lexical) is or would be made: its deepest existing
+// ancestor resolved (realpath), the rest appended; "" when not even "/" resolves. `exists`: the
+// whole of it exists (the answer is then its realpath).
+std::string WhereTrustDirLies(const std::string& dir, bool* exists = nullptr);
+
+// Where this environment's trust directories (AnvilTrustDirs of TrustEnvFromProcess, each as
+// named and as WhereTrustDirLies finds it) lie in canonical `workspace`, as normalized workspace
+// paths (policy/trust_state_paths.h TrustStateInWorkspace): what no plugin writes.
+std::vector<std::string> AnvilTrustStateInWorkspace(const std::string& workspace);
+
 // For one run: what the view keeps read-only and pins. `covered`: what the view mounts afresh
 // (its private /tmp). Makes missing directories that a writable root holds; refuses ("sandbox")
 // a symlinked path inside a writable root, and ("invalid") a writable root inside a trust

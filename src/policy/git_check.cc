@@ -251,8 +251,9 @@ std::vector<GitQuarantineAction> DecideGitQuarantine(const GitIdentitySet& befor
   std::set<std::string> paths;
   for (const auto& a : actions) paths.insert(a.path);
   std::vector<GitQuarantineAction> out;
+  std::set<std::string> taken;  // a path moved once (a nested one is not out.back())
   for (auto& a : actions) {
-    if (!out.empty() && out.back().path == a.path) continue;
+    if (!taken.insert(a.path).second) continue;
     if (a.path != "/" && UnderAny(Dirname(a.path), paths)) {
       if (repo_paths.count(a.path) == 0) continue;
       // Sorted by path: the outermost action holding it is already in `out`.

@@ -25,7 +25,10 @@ GitWalkStep DecideGitWalkEntry(const GitDirEntry& e, size_t depth, size_t max_de
       default:
         break;  // a socket or device named .git is nothing git reads
     }
-    return step;  // never entered
+    // `.git` itself is never entered. Another spelling (`.GIT`) is a git dir only where names
+    // fold case; elsewhere it is an ordinary directory git and Anvil may be started in, which
+    // finds what lies in it: judged as a repository, and walked too.
+    if (e.name == ".git" || e.type != GitFileType::kDir) return step;
   }
   if (e.type != GitFileType::kDir) return step;  // symlinks are not followed
   step.descent = depth + 1 > max_depth ? GitWalkDescent::kPastDepth : GitWalkDescent::kWalk;

@@ -10,11 +10,13 @@
 // nearest Anvil.toml: a shape that stopped the walk hid both from the check after the run.
 // A real bare repository costs its entries (a cloned one holds a few pack files).
 //
-// Not entered: a `.git` entry (any case). A `.git` directory that exists before the run is
-// bound read-only whole; one made during the run is judged whole (its config, hooks and
-// submodule git dirs, policy/git_check.cc), and it is nobody's working directory: neither the
-// user nor an editor starts git or Anvil inside it, and entering every repository's objects
-// would make every walk cost what the repositories hold. Symbolic links are not followed
+// Not entered: a `.git` entry. Any other spelling of it (`.GIT`) is recorded as a repository
+// (where names fold case, it is one) and walked as well: where they do not, it is an ordinary
+// directory, which a command could fill with what the walk would then never see. A `.git` directory
+// that exists before the run is bound read-only whole; one made during the run is judged whole (its
+// config, hooks and submodule git dirs, policy/git_check.cc), and it is nobody's working directory:
+// neither the user nor an editor starts git or Anvil inside it, and entering every repository's
+// objects would make every walk cost what the repositories hold. Symbolic links are not followed
 // (what they lead to in a root is walked where it is).
 #pragma once
 

@@ -325,6 +325,9 @@ class Server {
   // What git runs from the workspace (linux/git_run_guard.h), refused to editor.buffer.edit as
   // the gateway refuses it to fs writes; scanned at the first edit, then kept current.
   mutable std::unique_ptr<GitRunGuard> git_run_;
+  // Where Anvil's trust state lies in the workspace (policy/trust_state_paths.h), refused to
+  // editor.buffer.edit as the gateway refuses it to fs writes; found at the first edit.
+  mutable std::optional<std::vector<std::string>> trust_state_;
   std::unique_ptr<GatewayProcess> gateway_;
   // What the gateway serves: what the grants of the plugins admitted at initialize need, widened
   // (a restart) when one admitted later needs more; never narrowed during a session.

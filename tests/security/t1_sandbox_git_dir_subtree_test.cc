@@ -158,6 +158,31 @@ TEST_P(T1SandboxGitDirSubtree, RepositoriesBelowAGitDirShapeAreQuarantined) {
   EXPECT_FALSE(Exists(marker_)) << "git on the host ran what the command planted below a git dir";
 }
 
+// Another spelling of `.git` (`.GIT`) is an ordinary directory on a file system that does not
+// fold case: git started in `.GIT/w` uses `.GIT/w/.git`, Anvil started in `.GIT` reads its
+// Anvil.toml. The walk recorded it as a repository and went no further (red team s4
+// rtreview), so a hook and an Anvil.toml planted below it stayed. Benign neighbour: the user's
+// own `.git` and an ordinary run beside it.
+TEST_P(T1SandboxGitDirSubtree, NothingBelowAnotherSpellingOfDotGitIsHidden) {
+  auto r = Sh("mkdir .GIT && git init -q .GIT/w && " + Plant(".GIT/w/.git/hooks/pre-commit") +
+              " && echo '[plugins]' > .GIT/Anvil.toml && echo kept > .GIT/notes.txt && echo MADE");
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("MADE"), std::string::npos) << r.out << r.err;
+  const std::set<std::string> moved = QuarantinedPaths(r);
+  EXPECT_EQ(moved.count(ws_ + "/.GIT/w/.git"), 1u) << r.err;
+  EXPECT_EQ(r.err.find("could not be moved"), std::string::npos) << r.err;
+  ExpectMovedAside(r, ws_ + "/.GIT/Anvil.toml");
+  EXPECT_EQ(ReadFile(ws_ + "/.GIT/notes.txt"), "kept\n");
+  caller_.Give(ws_);
+  UseGitOnTheHost(ws_ + "/.GIT/w");
+  Git(ws_ + "/.GIT/w", {"commit", "--allow-empty", "-q", "-m", "x"});
+  EXPECT_FALSE(Exists(marker_)) << "git on the host ran what the command planted below .GIT";
+  auto ordinary = Sh("echo y > out.txt && echo DONE");
+  EXPECT_EQ(ordinary.status, 0) << ordinary.err;
+  EXPECT_TRUE(Quarantined(ordinary).empty()) << ordinary.err;
+  EXPECT_EQ(ordinary.err.find("moved"), std::string::npos) << ordinary.err;
+}
+
 // Benign: a real bare repository of the user's, and a `git clone --bare` of it made during the
 // run, are judged as before and left alone; so is an ordinary run beside them.
 TEST_P(T1SandboxGitDirSubtree, RealBareRepositoriesAreLeftAlone) {

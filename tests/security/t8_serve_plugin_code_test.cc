@@ -94,5 +94,37 @@ TEST_F(T8ServePluginCode, APluginCannotRewriteAnotherPluginsCodeAndRunWithItsGra
   EXPECT_EQ(c->ShutdownAndExit(), 0);
 }
 
+// Anvil's trust state in the workspace (here $XDG_CONFIG_HOME/anvil: trusted keys, command
+// rules): editor.buffer.edit of it is a write the editor saves, refused as the gateway refuses
+// a plugin's fs writes there (policy/trust_state_paths.h). Benign: an ordinary buffer beside it.
+TEST_F(T8ServePluginCode, APluginCannotEditAnvilsTrustStateThroughABuffer) {
+  ASSERT_EQ(Shell("mkdir -p " + ShellQuote(ws_ / "cfg/anvil")), 0);
+  WriteFile(ws_ / "cfg/anvil/config.toml", "# the user's\n");
+  WritePlugin(ws_ / "tools/a", "t8.a", "lua", "fs.read = [\"**\"]\nfs.write = [\"**\"]\n",
+              "anvil.command('edit', function(a)\n"
+              "  return editor.buffer.edit(a[1], 1, {{text = 'OWNED'}})\n"
+              "end)\n");
+  auto c =
+      Start({"--approve", "--plugin-dir", ws_ / "tools/a"}, {"XDG_CONFIG_HOME=" + ws_ / "cfg"});
+  ASSERT_TRUE(c->Initialize().contains("result"));
+  ASSERT_TRUE(WaitForPluginState(*c, "t8.a", "ready"));
+  for (const char* rel : {"cfg/anvil/config.toml", "cfg/notes.txt"}) {
+    c->Notify("textDocument/didOpen",
+              {{"textDocument",
+                {{"uri", Uri(rel)}, {"languageId", "text"}, {"version", 1}, {"text", "t"}}}});
+  }
+  auto run = [&](const std::string& rel) {
+    return c->Request("anvil/runCommand",
+                      {{"plugin", "t8.a"}, {"command", "edit"}, {"arguments", {rel}}});
+  };
+  json edit = run("cfg/anvil/config.toml");
+  EXPECT_EQ(edit["error"]["data"]["code"], "denied") << edit;
+  EXPECT_NE(edit.dump().find("trust state"), std::string::npos) << edit;
+  EXPECT_TRUE(c->Seen("workspace/applyEdit").empty());
+  EXPECT_TRUE(run("cfg/notes.txt").contains("result"));
+  EXPECT_EQ(c->Seen("workspace/applyEdit").size(), 1u);
+  EXPECT_EQ(c->ShutdownAndExit(), 0);
+}
+
 }  // namespace
 }  // namespace anvil::testing

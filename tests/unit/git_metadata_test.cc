@@ -909,6 +909,23 @@ TEST(DecideGitQuarantine, ARepositoryInsideAnotherMovedAsideIsMovedFirst) {
   for (const auto& a : actions) EXPECT_TRUE(a.git_dir) << a.path;
 }
 
+// One directory the walk records twice (`.GIT`: a `.git` by name, and a git dir by the shape it
+// finds inside when it walks it) inside another moved aside: moved once, first. Twice, the second
+// move found nothing there and was reported as a failure.
+TEST(DecideGitQuarantine, ADirectoryRecordedTwiceIsMovedOnce) {
+  SandboxRun r;
+  r.t.GitInit("/w");
+  r.Start();
+  for (const char* dir : {"/w/hk", "/w/hk/x/.GIT"}) {
+    r.t.File(std::string(dir) + "/HEAD", "ref: refs/heads/main\n");
+    r.t.Dir(std::string(dir) + "/objects");
+    r.t.Dir(std::string(dir) + "/refs");
+    r.t.File(std::string(dir) + "/hooks/post-checkout", "#!/bin/sh\nevil\n");
+  }
+  auto actions = r.After();
+  EXPECT_EQ(Paths(actions), (V{"/w/hk/x/.GIT", "/w/hk"}));
+}
+
 // A writable root made into a git dir cannot be renamed away: its HEAD is. A plain one (no
 // key beyond the inert ones) stays, as a plain nested init does.
 TEST(DecideGitQuarantine, AWritableRootMadeIntoAGitDirLosesItsHead) {

@@ -71,7 +71,10 @@ TEST(DecideGitWalkEntry, EveryEntryTheSameInEveryDirectory) {
       {"anvil.lock", kLink, 2, false, std::nullopt, D::kNone},  // Anvil refuses a link
       {"anvil.lock.bak", kFile, 2, false, std::nullopt, D::kNone},
       {".git", kDir, 1, false, GitMarkerKind::kGitDir, D::kNone},  // never entered
-      {".GIT", kDir, 1, false, GitMarkerKind::kGitDir, D::kNone},
+      // Another spelling: a git dir where names fold case, an ordinary directory elsewhere.
+      {".GIT", kDir, 1, false, GitMarkerKind::kGitDir, D::kWalk},
+      {".Git", kDir, 10, false, GitMarkerKind::kGitDir, D::kPastDepth},
+      {".GIT", kFile, 1, false, GitMarkerKind::kGitFile, D::kNone},
       {".git", kFile, 1, false, GitMarkerKind::kGitFile, D::kNone},
       {".git", kLink, 1, false, GitMarkerKind::kGitLink, D::kNone},
       {".git", kOther, 1, false, std::nullopt, D::kNone},   // a socket: nothing git reads
@@ -113,6 +116,25 @@ TEST(ScanGitMetadata, NothingBelowADirectoryShapedLikeAGitDirIsHidden) {
     EXPECT_EQ(Markers(*scan),
               (V{"/w/.git", "/w/sub", "/w/sub/a/.git", "/w/sub/objects/inner", "/w/wt"}));
     EXPECT_TRUE(scan->unwalked.empty());
+  }
+}
+
+// The attack on a file system that does not fold case: `.GIT` is an ordinary directory there,
+// and git started in `.GIT/w` uses `.GIT/w/.git`, Anvil started in `.GIT` reads its
+// Anvil.toml. Recorded as a repository (where names fold case it is one) and walked below.
+// Benign neighbour: `.git` itself is still not entered.
+TEST(ScanGitMetadata, NothingBelowAnotherSpellingOfDotGitIsHidden) {
+  FakeTree t;
+  t.GitInit("/w");
+  t.File("/w/.git/Anvil.toml");  // inside the real one: not entered
+  t.File("/w/sub/.GIT/Anvil.toml");
+  t.GitInit("/w/sub/.GIT/w");
+  auto fs = t.Fs();
+  for (GitBoundMode mode : {GitBoundMode::kFail, GitBoundMode::kSkipAndName}) {
+    auto scan = ScanGitMetadata({"/w"}, Env(), fs, {}, nullptr, mode);
+    ASSERT_TRUE(scan) << scan.error().ToString();
+    EXPECT_EQ(Names(*scan), V{"/w/sub/.GIT/Anvil.toml"});
+    EXPECT_EQ(Markers(*scan), (V{"/w/.git", "/w/sub/.GIT", "/w/sub/.GIT/w/.git"}));
   }
 }
 

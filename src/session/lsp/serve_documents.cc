@@ -8,7 +8,8 @@
 // git runs or follows (linux/git_run_guard.h: .githooks/pre-commit under core.hooksPath), unless
 // a grant names the exact path, and a git dir under another name (fs/git_dir_guard.h: a bare
 // repository's config or hooks, or the entry that would make a directory one), and plugin code
-// (policy/plugin_code_paths.h: at or beneath a directory holding an anvil-plugin.toml).
+// (policy/plugin_code_paths.h: at or beneath a directory holding an anvil-plugin.toml), and
+// Anvil's trust state (policy/trust_state_paths.h: the grant store, trusted keys).
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -16,7 +17,9 @@
 #include "fs/path_glob.h"
 #include "fs/workspace_path.h"
 #include "fs/workspace_root.h"
+#include "linux/trust_shield.h"
 #include "policy/plugin_code_paths.h"
+#include "policy/trust_state_paths.h"
 #include "session/lsp/document_uri.h"
 #include "session/serve_server.h"
 
@@ -183,6 +186,9 @@ Result<const TextDocument*> Server::BufferFor(const Plugin& p, const std::string
       ANVIL_RETURN_IF_ERROR(buffer_root_->CheckGitDirs(kBufferEdit, *name, made));
       // Plugin code, as for the gateway's fs.write: no grant opens it.
       ANVIL_RETURN_IF_ERROR(CheckPluginCodeWrite(*buffer_root_, kBufferEdit, *name));
+      // Nor Anvil's trust state (the grant store, trusted keys) in the workspace.
+      if (!trust_state_) trust_state_ = AnvilTrustStateInWorkspace(buffer_root_->path());
+      ANVIL_RETURN_IF_ERROR(CheckTrustStateWrite(*trust_state_, kBufferEdit, *name, false));
     }
   }
   return doc;
