@@ -7,6 +7,7 @@
 
 #include "fs/rules_files.h"
 #include "policy/consent.h"
+#include "policy/global_options.h"
 #include "policy/shell_words.h"
 #include "policy/toml_internal.h"
 
@@ -119,6 +120,15 @@ bool CouldMatchRest(const std::vector<std::vector<std::string>>& pattern, bool e
 }  // namespace
 
 bool CommandRule::Matches(const std::vector<std::string>& argv) const {
+  if (MatchesAsWritten(argv)) return true;
+  // A restriction also meets the command without its global options (`git -C . push` is `git
+  // push`); an allow rule only the command as written.
+  if (decision == Decision::kAllow) return false;
+  const std::optional<std::vector<std::string>> bare = WithoutGlobalOptions(argv);
+  return bare && MatchesAsWritten(*bare);
+}
+
+bool CommandRule::MatchesAsWritten(const std::vector<std::string>& argv) const {
   if (pattern.empty() || argv.empty()) return false;
   // A restriction applies when it COULD match some expansion of the command's wildcard words;
   // an allow rule only when it matches every expansion, which is when its words match literal

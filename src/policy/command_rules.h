@@ -34,7 +34,9 @@
 // "./rm"), so a path cannot step around a restriction; an allow rule never does ("./git" in a
 // repository is not the git the user allowed). Commands are looked through first
 // (command_segments.h): the commands of a `bash -c` script are judged one by one, and a wrapper
-// such as env or timeout cannot hide a forbidden program.
+// such as env or timeout cannot hide a forbidden program. A prompt or forbidden rule also
+// matches the command with its global options removed (global_options.h: `git -c k=v push` is
+// `git push` to a rule on `git push`); an allow rule only the command as written.
 #pragma once
 
 #include <cstddef>
@@ -86,8 +88,10 @@ struct CommandRule {
   std::size_t column = 0;
 
   // Whether argv starts with the pattern, and for an exact rule ends with it (with the bare-name
-  // rule above for prompt/forbidden).
+  // rule above for prompt/forbidden, and for them argv without its global options too).
   bool Matches(const std::vector<std::string>& argv) const;
+  // The same with no global options removed (what an allow rule means).
+  bool MatchesAsWritten(const std::vector<std::string>& argv) const;
   std::string Where() const;        // "file:line:column"
   std::string PatternText() const;  // ["git", ["push", "fetch"]]
 };

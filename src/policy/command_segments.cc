@@ -360,9 +360,15 @@ class Splitter {
       }
       ++i;
     }
-    // Without -c the shell runs a script file or reads its standard input: rules judge the
-    // shell's own command line, which is all there is to see.
-    if (!command_mode) return;
+    // Without -c the shell runs a script file (a program running others by its own logic: the
+    // shell's own command line is all there is to judge) or, with no operand, reads commands from
+    // its standard input (`echo "git push" | sh`, `sh < file`): commands nobody has judged.
+    if (!command_mode) {
+      if (i >= argv.size()) {
+        return NotUnderstood(shell + " reading commands from its standard input is not understood");
+      }
+      return;
+    }
     if (i >= argv.size()) return NotUnderstood(shell + " -c without a script");
     const ShellScript script = ParseShellScript(argv[i], DialectOfShell(shell));
     if (!script.understood) {

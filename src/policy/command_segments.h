@@ -19,8 +19,9 @@
 //
 // Anything that cannot be taken apart exactly (a script the shell parser refuses, a wrapper
 // option it does not know, a wrapper it cannot follow such as sudo or strace, a builtin inside a
-// script that runs code or changes how later commands run) makes the whole command not
-// understood, which the rules judge `prompt`, never `allow`.
+// script that runs code or changes how later commands run, a shell with neither -c nor a script
+// file, which reads its commands from standard input: `echo "rm -rf ~" | sh`) makes the whole
+// command not understood, which the rules judge `prompt`, never `allow`.
 #pragma once
 
 #include <cstddef>

@@ -92,7 +92,7 @@ TEST(CommandRules, AnExactRuleMatchesOnlyTheWholeCommand) {
                             {{"git", "fetch"}, RulesOutcome::kAllow},
                             {{"git", "fetch", "--upload-pack=touch x"}, RulesOutcome::kNoRule},
                             {{"env"}, RulesOutcome::kAllow},
-                            {{"env", "sh", "-c", "curl x | sh"}, RulesOutcome::kNoRule},
+                            {{"env", "sh", "-c", "curl x"}, RulesOutcome::kNoRule},
                             {{"cargo", "build"}, RulesOutcome::kAllow},
                             {{"cargo", "build", "--release"}, RulesOutcome::kAllow},
                         });
@@ -356,6 +356,94 @@ TEST(CommandRules, ForbiddenCommandInsideAShellScriptIsForbidden) {
                  // A shell reading a file or its stdin: only its own command line can be judged.
                  {{"bash", "build.sh"}, RulesOutcome::kNoRule},
              });
+}
+
+// Attack: a shell reading its commands from standard input runs commands nobody judged.
+TEST(CommandRules, AShellReadingItsStandardInputNeedsAQuestion) {
+  const CommandRules rules = Rules(Rule(R"(["git", "push"])", "forbidden") +
+                                   Rule(R"(["echo"])", "allow") + Rule(R"(["bash"])", "allow"));
+  ExpectOutcomes(rules, {
+                            {{"bash", "-c", "echo 'git push --force' | sh"}, RulesOutcome::kPrompt},
+                            {{"bash", "-c", "echo 'git push' | bash"}, RulesOutcome::kPrompt},
+                            {{"bash", "-c", "echo 'git push' | /bin/dash"}, RulesOutcome::kPrompt},
+                            {{"bash", "-c", "echo 'git push' | zsh -e"}, RulesOutcome::kPrompt},
+                            {{"bash", "-c", "sh < cmds.txt"}, RulesOutcome::kPrompt},
+                            {{"bash", "-c", "echo x | bash -"}, RulesOutcome::kPrompt},
+                            {{"bash", "-c", "echo x | bash --"}, RulesOutcome::kPrompt},
+                            {{"bash", "-c", "echo x | busybox sh"}, RulesOutcome::kPrompt},
+                            {{"bash", "-c", "echo x | env sh"}, RulesOutcome::kPrompt},
+                            {{"bash", "-s"}, RulesOutcome::kPrompt},
+                            {{"bash", "-i"}, RulesOutcome::kPrompt},
+                            {{"bash"}, RulesOutcome::kPrompt},
+                            {{"sh", "-l"}, RulesOutcome::kPrompt},
+                            // Benign: a script file, and -c, as before.
+                            {{"bash", "build.sh"}, RulesOutcome::kAllow},
+                            {{"bash", "-c", "echo x | sh x.sh"}, RulesOutcome::kNoRule},
+                            {{"sh", "-c", "echo hi"}, RulesOutcome::kAllow},
+                        });
+  const CommandVerdict verdict = EvaluateCommand(rules, {"bash", "-c", "echo x | sh"});
+  EXPECT_FALSE(verdict.understood);
+  EXPECT_NE(verdict.reason.find("standard input"), std::string::npos) << verdict.reason;
+}
+
+// Attack: global options before the subcommand step around a rule on the subcommand.
+TEST(CommandRules, GlobalOptionsBeforeTheSubcommandDoNotHideIt) {
+  const CommandRules rules =
+      Rules(Rule(R"(["git", "push"])", "forbidden") + Rule(R"(["git", "fetch"])", "prompt") +
+            Rule(R"(["git", "commit"])", "prompt", "exact = true"));
+  ExpectOutcomes(
+      rules,
+      {
+          {{"git", "-c", "x=y", "push", "--force"}, RulesOutcome::kForbidden},
+          {{"git", "-cx=y", "push"}, RulesOutcome::kForbidden},
+          {{"git", "-C", ".", "push"}, RulesOutcome::kForbidden},
+          {{"git", "-C.", "push"}, RulesOutcome::kForbidden},
+          {{"git", "--git-dir=.git", "push"}, RulesOutcome::kForbidden},
+          {{"git", "--git-dir", ".git", "--work-tree", ".", "push"}, RulesOutcome::kForbidden},
+          {{"git", "--no-pager", "push"}, RulesOutcome::kForbidden},
+          {{"git", "-p", "-P", "--bare", "--no-replace-objects", "push"}, RulesOutcome::kForbidden},
+          {{"git", "--config-env", "a.b=V", "--config-env=c.d=W", "push"},
+           RulesOutcome::kForbidden},
+          {{"git", "--exec-path=/x", "--namespace", "n", "--literal-pathspecs", "push"},
+           RulesOutcome::kForbidden},
+          {{"/usr/bin/git", "-C", "sub", "push"}, RulesOutcome::kForbidden},
+          {{"env", "git", "-C", "sub", "push"}, RulesOutcome::kForbidden},
+          {{"bash", "-c", "git -C sub push origin"}, RulesOutcome::kForbidden},
+          {{"git", "-C", "sub", "fetch"}, RulesOutcome::kPrompt},
+          {{"git", "-c", "a=b", "commit"}, RulesOutcome::kPrompt},
+          // An alias defined on the command line is a new subcommand: any restriction could
+          // match, as with an option the table does not know or an expansion among them.
+          {{"git", "-c", "alias.p=push", "p"}, RulesOutcome::kForbidden},
+          {{"git", "-c", "Alias.p=!sh", "p"}, RulesOutcome::kForbidden},
+          {{"git", "--config-env=alias.p=V", "p"}, RulesOutcome::kForbidden},
+          {{"git", "--frobnicate", "x", "status"}, RulesOutcome::kForbidden},
+          {{"bash", "-c", "git $OPTS status"}, RulesOutcome::kForbidden},
+          {{"bash", "-c", "git -c \"$K\" status"}, RulesOutcome::kForbidden},
+          // Benign: the subcommand as written, and other subcommands with global options.
+          {{"git", "push"}, RulesOutcome::kForbidden},
+          {{"git", "log", "--grep", "push"}, RulesOutcome::kHarmless},
+          {{"git", "-C", "sub", "log", "--grep", "push"}, RulesOutcome::kNoRule},
+          {{"git", "-C", "sub", "status"}, RulesOutcome::kNoRule},
+          {{"git", "-c", "a=b", "commit", "-m", "x"}, RulesOutcome::kNoRule},
+          {{"git", "--help", "push"}, RulesOutcome::kNoRule},
+          {{"git", "-C", "push", "status"}, RulesOutcome::kNoRule},
+          {{"git", "status"}, RulesOutcome::kHarmless},
+      });
+  // An allow rule matches only as written: allowing `git push` allows no global option.
+  const CommandRules allow = Rules(Rule(R"(["git", "push"])", "allow"));
+  ExpectOutcomes(allow, {
+                            {{"git", "push"}, RulesOutcome::kAllow},
+                            {{"git", "-c", "core.sshCommand=evil", "push"}, RulesOutcome::kNoRule},
+                            {{"git", "-C", ".", "push"}, RulesOutcome::kNoRule},
+                        });
+  // The harmless set still refuses a global option.
+  EXPECT_EQ(FindHarmless({"git", "-C", "sub", "status"}), nullptr);
+  EXPECT_NE(FindHarmless({"git", "status"}), nullptr);
+  // A rule's examples are checked the same way.
+  EXPECT_TRUE(
+      ParseRulesFile(Rule(R"(["git", "push"])", "forbidden",
+                          "match = [\"git -C . push\"]\nnot_match = [\"git -C push status\"]"),
+                     "rules.toml", RuleLayer::kUser));
 }
 
 TEST(CommandRules, AScriptTheParserDoesNotUnderstandNeedsAQuestion) {
