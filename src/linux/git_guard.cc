@@ -49,19 +49,23 @@ Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
   if (!made) return tl::unexpected(made.error());
   guard.placeholders_ = std::move(*made);
 
+  // From here on this run makes nothing: each path is resolved once (the placeholders' and
+  // pins' checks, then both identity sets name the user's config files and many of the same
+  // directories), so the identities are of one resolution too.
+  const GitFs settled = ResolvingOnce(guard.fs_);
   guard.read_only_ = plan.read_only;
   size_t placeholders = 0;
   for (const auto& ph : plan.placeholders) {
     // Bound like any existing path once it is there (a directory on the way: pinned); a parent
     // the caller cannot write kept it from being made, and the command cannot make it either.
     const std::string path = ph.parent + "/" + ph.name;
-    auto r = guard.fs_.resolve(path);
+    auto r = settled.resolve(path);
     if (!r || *r != path) continue;
     ++placeholders;
     if (!ph.on_the_way) guard.read_only_.push_back(path);
   }
   for (const auto& dir : plan.pinned) {
-    if (auto r = guard.fs_.resolve(dir); r && *r == dir) guard.pinned_.push_back(dir);
+    if (auto r = settled.resolve(dir); r && *r == dir) guard.pinned_.push_back(dir);
   }
   for (const auto& dir : guard.names_.pinned) {
     if (std::find(guard.pinned_.begin(), guard.pinned_.end(), dir) == guard.pinned_.end()) {
@@ -69,8 +73,8 @@ Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
     }
   }
   guard.names_before_ = scan->protected_names;
-  guard.before_ = GitIdentities(*scan, plan, guard.fs_);
-  guard.configs_ = GitConfigIdentities(*scan, guard.fs_);
+  guard.before_ = GitIdentities(*scan, plan, settled);
+  guard.configs_ = GitConfigIdentities(*scan, settled);
   guard.memo_ = std::move(scan->memo);
 
   guard.report_.protected_repositories = true;

@@ -255,6 +255,22 @@ std::optional<GitWalkMemo> DecodeGitWalkMemo(std::string_view data, std::string_
   return memo;
 }
 
+bool GitWalkMemoNeedsSave(const GitWalkMemo* loaded, const GitWalkMemo& now) {
+  if (loaded == nullptr) return true;
+  auto same_entry = [](const GitDirEntry& a, const GitDirEntry& b) {
+    return a.type == b.type && a.name == b.name;
+  };
+  auto same_dir = [&](const GitWalkMemo::Dir& a, const GitWalkMemo::Dir& b) {
+    return a.ctime_sec == b.ctime_sec && a.ctime_nsec == b.ctime_nsec && a.mnt_id == b.mnt_id &&
+           a.entries == b.entries &&
+           std::equal(a.kept.begin(), a.kept.end(), b.kept.begin(), b.kept.end(), same_entry);
+  };
+  return !std::equal(loaded->dirs.begin(), loaded->dirs.end(), now.dirs.begin(), now.dirs.end(),
+                     [&](const auto& a, const auto& b) {
+                       return a.first == b.first && same_dir(a.second, b.second);
+                     });
+}
+
 GitWalkCache GitWalkCache::Open() { return OpenAt(GitWalkCacheDirFor(::geteuid())); }
 
 GitWalkCache GitWalkCache::OpenAt(const std::string& path) {

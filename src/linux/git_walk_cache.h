@@ -84,6 +84,12 @@ std::string EncodeGitWalkMemo(std::string_view boot_id, const std::vector<std::s
 std::optional<GitWalkMemo> DecodeGitWalkMemo(std::string_view data, std::string_view boot_id,
                                              const std::vector<std::string>& roots);
 
+// Whether a run must write its memo: there was none to load (`loaded` null), or the walks kept
+// something else (a directory added, dropped, or seen with another ctime, mount or entries).
+// A walk that listed only directories it may not remember (a workspace whose ctime the run's own
+// .git placeholder has just set) keeps what was loaded, and the file already holds it.
+bool GitWalkMemoNeedsSave(const GitWalkMemo* loaded, const GitWalkMemo& now);
+
 // ---- I/O --------------------------------------------------------------------------------------
 
 class GitWalkCache {

@@ -113,7 +113,7 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   std::optional<GitGuard> git;
   std::optional<GitWalkCache> walk_cache;  // the walk kept for the next run (git_walk_cache.h)
   std::optional<WorkspaceConfigWatch> config_watch;  // the workspace's Anvil.toml
-  size_t walk_cached_dirs = 0;
+  std::optional<GitWalkMemo> walk_loaded;            // what the cache held for these roots
   if (plan.confine_fs) {
     HostFs host = RealHostFs();
     host.bound_unix_sockets = HostSocketLocator();
@@ -173,10 +173,9 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
         // Every repository in the writable roots and what its config names, and Anvil's
         // protected names anywhere in them (git_guard.h). Without it (--writable-git) only those
         // at the top of each root are kept (ComputeFileView).
-        auto cached = walk_cache->Load(roots);
-        if (cached) walk_cached_dirs = cached->dirs.size();
+        walk_loaded = walk_cache->Load(roots);
         auto guard = GitGuard::Prepare(roots, spec.git_scan_limits, GitEnvFromProcess(),
-                                       RealGitFs(), cached ? &*cached : nullptr);
+                                       RealGitFs(), walk_loaded ? &*walk_loaded : nullptr);
         if (!guard) return SetupFailure(guard.error().ToString(), start);
         git.emplace(std::move(*guard));
       }
@@ -544,8 +543,8 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
                                                                std::string(kWorkspaceConfigName)}
                                     : std::vector<std::string>{});
     out.git = git->Report();
-    if (walk_cache && (out.git.listed > 0 || out.git.check_listed > 0 ||
-                       git->Memo().dirs.size() != walk_cached_dirs)) {
+    // Only what changed is written: a run that kept what it loaded leaves the file as it is.
+    if (walk_cache && GitWalkMemoNeedsSave(walk_loaded ? &*walk_loaded : nullptr, git->Memo())) {
       walk_cache->Save(git->Roots(), git->Memo());
     }
   }

@@ -2,6 +2,8 @@
 // repositories and config files the command made or swapped in (DecideGitQuarantine: pure but
 // for the facts of GitFs). The moves themselves: linux/git_quarantine.h.
 #include <algorithm>
+#include <map>
+#include <memory>
 #include <set>
 
 #include "policy/git_inert_keys.h"
@@ -26,6 +28,17 @@ void AddResolvedId(GitIdentitySet& ids, const GitFs& fs, const std::string& path
 }
 
 }  // namespace
+
+GitFs ResolvingOnce(GitFs fs) {
+  fs.resolve = [inner = std::move(fs.resolve),
+                seen = std::make_shared<std::map<std::string, std::optional<std::string>>>()](
+                   const std::string& path) {
+    auto it = seen->find(path);
+    if (it == seen->end()) it = seen->emplace(path, inner(path)).first;
+    return it->second;
+  };
+  return fs;
+}
 
 GitIdentitySet GitIdentities(const GitScan& scan, const GitProtectionPlan& plan, const GitFs& fs) {
   GitIdentitySet ids;

@@ -323,6 +323,13 @@ GitProtectionPlan PlanGitProtection(const GitScan& scan, const GitEnv& env, cons
 using GitFileId = std::pair<uint64_t, uint64_t>;  // (st_dev, st_ino)
 using GitIdentitySet = std::set<GitFileId>;
 
+// `fs` whose resolve asks each path once and gives the same answer after that (a missing path
+// too): for a stretch in which the run itself makes nothing, such as recording the identities
+// below once its placeholders are made, where the same paths (the user's config files, their
+// directories) are resolved several times. The answers are of one moment, as a single pass
+// would take them; a change made after it is what the check after the run looks for.
+GitFs ResolvingOnce(GitFs fs);
+
 // The identities of everything the scan and plan looked at (markers, gitdirs, configs, named
 // paths and their parent directories, placeholders once made), recorded before the run.
 GitIdentitySet GitIdentities(const GitScan& scan, const GitProtectionPlan& plan, const GitFs& fs);

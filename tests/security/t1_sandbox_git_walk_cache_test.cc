@@ -8,13 +8,19 @@
 //   - a change the cache does not notice: after a cached start, repositories, `.git` files, hard
 //     links, gitdir pointers and config includes appear in directories whose listing was cached
 //     (made in place, renamed into place from a prepared subtree, with the mtime restored) and
-//     the next start must still keep every one read-only.
+//     the next start must still keep every one read-only;
+//   - a start that keeps what it loaded leaves the memo file as it is (a workspace without .git,
+//     whose top the run's own placeholder changes, is listed again but writes nothing), and the
+//     first change after that is still written and still seen.
+#include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "linux/git_walk_cache.h"
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
@@ -223,6 +229,47 @@ TEST_P(T1SandboxGitWalkCache, PointersAndIncludesChangedUnderCachedDirectoriesAr
   EXPECT_FALSE(Exists(ws_ + "/mods/b/hooks/post-checkout"));
   EXPECT_FALSE(Exists(ws_ + "/conf/extra") && ReadFile(ws_ + "/conf/extra").size() > 0);
   EXPECT_EQ(ReadFile(ws_ + "/conf/other"), "x\n");
+}
+
+TEST_P(T1SandboxGitWalkCache, AnUnchangedWorkspaceKeepsItsMemoAndTheNextChangeIsStillSeen) {
+  // No .git at the top: every run makes its placeholder there (and removes it after).
+  ASSERT_EQ(Shell("mkdir -p " + ws_ + "/a/b " + ws_ + "/c"), 0);
+  caller_.Give(base_.path());
+  char real[PATH_MAX];
+  ASSERT_NE(realpath(ws_.c_str(), real), nullptr);
+  const std::string memo = cache_ + "/" + GitWalkCacheFileName({real});
+  sleep(2);
+  ASSERT_EQ(Sh("true").status, 0);  // lists everything, saves
+  auto identity = [&memo]() {
+    struct stat st {};
+    EXPECT_EQ(stat(memo.c_str(), &st), 0) << memo;
+    return std::to_string(st.st_ino) + "@" + std::to_string(st.st_mtim.tv_sec) + "." +
+           std::to_string(st.st_mtim.tv_nsec);
+  };
+  const std::string saved = identity();
+  const std::string bytes = ReadFile(memo);
+  for (int i = 0; i < 2; ++i) {
+    auto r = Sh("true");
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto report = JsonReport(r);
+    ASSERT_TRUE(report.contains("git")) << r.err;
+    EXPECT_GE(report["git"]["dirs_from_cache"].get<size_t>(), 3u) << r.err;  // a, a/b, c
+    EXPECT_EQ(identity(), saved) << "run " << i << " wrote a memo it had loaded";
+    EXPECT_EQ(ReadFile(memo), bytes);
+  }
+  EXPECT_FALSE(Exists(ws_ + "/.git"));  // the placeholder went
+
+  // The attack the unchanged memo must not hide: a repository made in a cached directory. Its
+  // directory's ctime moves, so the memo is written again and the next start protects it.
+  AsCaller("git init -q " + ShellQuote(ws_ + "/c/nested"));
+  auto r = Sh(
+      "r=''; printf '#!/bin/sh\\n' > c/nested/.git/hooks/pre-commit 2>/dev/null && r=\"$r hook\"; "
+      "echo x > c/nested/file || r=\"$r benign\"; echo \"[$r]\"");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("[]"), std::string::npos) << "written in the run: " << r.out;
+  EXPECT_FALSE(Exists(ws_ + "/c/nested/.git/hooks/pre-commit"));
+  EXPECT_EQ(ReadFile(ws_ + "/c/nested/file"), "x\n");
+  EXPECT_NE(identity(), saved) << "a changed walk was not saved";
 }
 
 INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxGitWalkCache, ::testing::ValuesIn(kAllCallers),

@@ -835,7 +835,8 @@ struct SandboxRun {
         t.File(path);
       }
     }
-    auto fs = t.Fs();
+    // As the guard does: one resolution of each path for both records.
+    auto fs = ResolvingOnce(t.Fs());
     before = GitIdentities(p.scan, p.plan, fs);
     configs = GitConfigIdentities(p.scan, fs);
     plan = std::move(p.plan);
@@ -857,6 +858,29 @@ V Paths(const std::vector<GitQuarantineAction>& actions) {
   V out;
   for (const auto& a : actions) out.push_back(a.path);
   return out;
+}
+
+TEST(ResolvingOnce, AsksEachPathOnceAndKeepsTheAnswerMissingOrNot) {
+  FakeTree t;
+  t.File("/home/u/.gitconfig");
+  t.Link("/home/u/.config", "/elsewhere");
+  std::map<std::string, int> asked;
+  GitFs counting = t.Fs();
+  counting.resolve = [&asked, inner = counting.resolve](const std::string& path) {
+    ++asked[path];
+    return inner(path);
+  };
+  const GitFs once = ResolvingOnce(counting);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(once.resolve("/home/u/.gitconfig"), t.Fs().resolve("/home/u/.gitconfig"));
+    EXPECT_EQ(once.resolve("/home/u/.config/git/config"), std::nullopt);
+  }
+  EXPECT_EQ(asked["/home/u/.gitconfig"], 1);
+  EXPECT_EQ(asked["/home/u/.config/git/config"], 1);
+  // A copy taken before shares nothing: each record's stretch starts afresh.
+  EXPECT_EQ(ResolvingOnce(counting).resolve("/home/u/.gitconfig"),
+            once.resolve("/home/u/.gitconfig"));
+  EXPECT_EQ(asked["/home/u/.gitconfig"], 2);
 }
 
 TEST(DecideGitQuarantine, NewRepositoriesThatRunCodeAreMovedAsidePlainOnesStay) {

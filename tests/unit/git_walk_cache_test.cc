@@ -80,6 +80,68 @@ bool Same(const GitWalkMemo& a, const GitWalkMemo& b) {
   return true;
 }
 
+TEST(GitWalkMemoNeedsSave, OnlyAMemoThatDiffersFromTheLoadedOneIsWritten) {
+  const GitWalkMemo loaded = SampleMemo();
+  EXPECT_TRUE(GitWalkMemoNeedsSave(nullptr, loaded));  // nothing on disk yet
+  EXPECT_TRUE(GitWalkMemoNeedsSave(nullptr, GitWalkMemo{}));
+  EXPECT_FALSE(GitWalkMemoNeedsSave(&loaded, SampleMemo()));  // the walk kept what it loaded
+  // Every change of what a memo vouches for is written.
+  std::vector<std::pair<const char*, void (*)(GitWalkMemo&)>> changes = {
+      {"ctime s",
+       [](GitWalkMemo& m) {
+         m.dirs[{5, 10}].ctime_sec++;
+       }},
+      {"ctime ns",
+       [](GitWalkMemo& m) {
+         m.dirs[{5, 10}].ctime_nsec++;
+       }},
+      {"mount",
+       [](GitWalkMemo& m) {
+         m.dirs[{5, 10}].mnt_id++;
+       }},
+      {"entries",
+       [](GitWalkMemo& m) {
+         m.dirs[{5, 11}].entries++;
+       }},
+      {"kept added",
+       [](GitWalkMemo& m) {
+         m.dirs[{5, 11}].kept.push_back({"x", GitFileType::kDir});
+       }},
+      {"kept dropped",
+       [](GitWalkMemo& m) {
+         m.dirs[{5, 10}].kept.pop_back();
+       }},
+      {"kept renamed",
+       [](GitWalkMemo& m) {
+         m.dirs[{5, 10}].kept[0].name = "srd";
+       }},
+      {"kept type",
+       [](GitWalkMemo& m) {
+         m.dirs[{5, 10}].kept[0].type = GitFileType::kFile;
+       }},
+      {"dir added",
+       [](GitWalkMemo& m) {
+         m.dirs[{5, 12}] = {};
+       }},
+      {"dir dropped",
+       [](GitWalkMemo& m) {
+         m.dirs.erase({6, 12});
+       }},
+      {"dir replaced",
+       [](GitWalkMemo& m) {
+         auto d = m.dirs[{6, 12}];
+         m.dirs.erase({6, 12});
+         m.dirs[{6, 13}] = d;
+       }},
+      {"emptied", [](GitWalkMemo& m) { m.dirs.clear(); }},
+  };
+  for (const auto& [what, change] : changes) {
+    GitWalkMemo now = SampleMemo();
+    change(now);
+    EXPECT_TRUE(GitWalkMemoNeedsSave(&loaded, now)) << what;
+  }
+}
+
 TEST(GitWalkMemoCodec, RoundTripsForTheSameBootAndRootsOnly) {
   const V roots = {"/w", "/x y"};
   const std::string data = EncodeGitWalkMemo("boot-1", roots, SampleMemo());
