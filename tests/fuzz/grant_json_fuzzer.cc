@@ -53,7 +53,7 @@ void FuzzStore(std::string_view text) {
           store->FindForCopy(entry.workspace, entry.plugin_id, entry.manifest_sha256, *entry.copy);
       Require(same && *same == entry.grant, "FindForCopy misses its own copy", entry.plugin_id);
     }
-    const anvil::PluginCopy stranger{"/nonexistent/other-copy", std::string(64, '0')};
+    const anvil::PluginCopy stranger{"/nonexistent/other-copy", std::string(64, '0'), ""};
     if (!entry.copy || !entry.copy->Matches(stranger)) {
       Require(
           !store->FindForCopy(entry.workspace, entry.plugin_id, entry.manifest_sha256, stranger),
