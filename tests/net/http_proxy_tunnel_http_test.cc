@@ -106,7 +106,7 @@ TEST(HttpProxyTunnelHttp, OtherProtocolsStillGoThroughATunnelUnchanged) {
       {"SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13\r\n"},
       {"EHLO client.example\r\n"},
       {"*1\r\n$4\r\nPING\r\n"},
-      {std::string("\x00\x01\x02 binary HTTP/1.1", 21)},
+      {std::string("\x00\x01\x02 binary HTTP/1.1", sizeof("\x00\x01\x02 binary HTTP/1.1") - 1)},
       {"hello", " world\r\n"},
   };
   for (const auto& parts : benign) {
