@@ -61,6 +61,11 @@ TunnelStartStep DecideTunnelStart(const ProxyTarget& target, std::string& first,
       switch (ClassifyTunnelStart(first)) {
         case TunnelHttpStart::kNotHttp:
           return TunnelStartStep::kPass;
+        case TunnelHttpStart::kHttp09:
+          reason =
+              "denied: an HTTP/0.9 request (a request line without a version) inside a tunnel "
+              "names no host to check; send HTTP/1.1";
+          return TunnelStartStep::kDeny;
         case TunnelHttpStart::kHttpRequest:
           // The head's end, or a blank line a lenient server would take for it (which the
           // strict parse then refuses).

@@ -184,6 +184,9 @@ TunnelHttpStart ClassifyTunnelStart(std::string_view first) {
   if (i == method || !blank(text[i])) return TunnelHttpStart::kNotHttp;
   // The rest of the line: a blank followed by "HTTP/" anywhere in it makes it a request line.
   constexpr std::string_view kVersion = "http/";
+  size_t target = i;
+  while (target < text.size() && blank(text[target])) ++target;
+  const bool slash_target = target < text.size() && text[target] == '/';
   for (; i < text.size() && !line_end(text[i]); ++i) {
     if (!blank(text[i])) continue;
     const std::string_view next = text.substr(i + 1, kVersion.size());
@@ -191,7 +194,8 @@ TunnelHttpStart ClassifyTunnelStart(std::string_view first) {
     if (next.size() == kVersion.size()) return TunnelHttpStart::kHttpRequest;
     return undecided;  // "HTTP/" cut off by the end of what has come
   }
-  return i < text.size() ? TunnelHttpStart::kNotHttp : undecided;
+  if (i == text.size()) return undecided;
+  return slash_target ? TunnelHttpStart::kHttp09 : TunnelHttpStart::kNotHttp;
 }
 
 tl::expected<ProxyRequestHead, ProxyHeadRefusal> ParseTunnelledRequestHead(

@@ -67,9 +67,12 @@ std::string ForwardedRequestHead(const ProxyRequestHead& request, const ProxyTar
 // request instead (ParseTunnelledRequestHead). Read as leniently as any server reads a request
 // line: empty lines and blanks before it, a token, then, on the same line after a blank,
 // "HTTP/" in any case (several blanks, tabs, a blank in the target, HTTP/2's
-// "PRI * HTTP/2.0"). kNeedMore until the first line ends; more than kMaxTunnelFirstLineBytes
-// (with the blanks before it) that could still be one counts as one (fail closed).
-enum class TunnelHttpStart { kNeedMore, kHttpRequest, kNotHttp };
+// "PRI * HTTP/2.0"). A line that ends with no version after a token and a target that begins
+// with "/" is an HTTP/0.9 request (kHttp09): it carries no Host at all, and a server that still
+// reads one answers from its default site. kNeedMore until the first line ends; more than
+// kMaxTunnelFirstLineBytes (with the blanks before it) that could still be one counts as one
+// (fail closed).
+enum class TunnelHttpStart { kNeedMore, kHttpRequest, kHttp09, kNotHttp };
 inline constexpr size_t kMaxTunnelFirstLineBytes = 8192;
 TunnelHttpStart ClassifyTunnelStart(std::string_view first);
 

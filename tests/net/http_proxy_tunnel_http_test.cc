@@ -100,12 +100,27 @@ TEST(HttpProxyTunnelHttp, LenientRequestLinesInATunnelAreCutBeforeTheyReachTheSe
   }
 }
 
+// An HTTP/0.9 request names no host at all: a server that still reads one answers from its
+// default site, which need not be the tunnel's. Refused before a byte reaches the server.
+TEST(HttpProxyTunnelHttp, AnHttp09RequestInATunnelIsRefusedUnsent) {
+  for (const std::vector<std::string>& parts :
+       std::vector<std::vector<std::string>>{{"GET /\r\n"}, {"GET /secret", "\n"}}) {
+    const Sent sent = ThroughATunnel(parts);
+    EXPECT_EQ(sent.at_origin, "") << parts[0];
+    EXPECT_EQ(sent.answer.find("pong"), std::string::npos) << parts[0];
+    ASSERT_EQ(sent.records.size(), 1u) << parts[0];
+    EXPECT_EQ(sent.records[0].verdict, "deny") << parts[0];
+    EXPECT_NE(sent.records[0].reason.find("HTTP/0.9"), std::string::npos) << sent.records[0].reason;
+  }
+}
+
 // Benign: what is not an HTTP request line goes on byte for byte and the answer comes back.
 TEST(HttpProxyTunnelHttp, OtherProtocolsStillGoThroughATunnelUnchanged) {
   const std::vector<std::vector<std::string>> benign = {
       {"SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13\r\n"},
       {"EHLO client.example\r\n"},
       {"*1\r\n$4\r\nPING\r\n"},
+      {"GET key\r\n"},
       {std::string("\x00\x01\x02 binary HTTP/1.1", sizeof("\x00\x01\x02 binary HTTP/1.1") - 1)},
       {"hello", " world\r\n"},
   };

@@ -177,8 +177,13 @@ TEST(TunnelHttpStart, EveryRequestLineALenientServerReadsCounts) {
       {"SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13\r\n", kNotHttp},
       {"EHLO client.example\r\n", kNotHttp},
       {"*1\r\n$4\r\nPING\r\n", kNotHttp},
-      {"GET /\r\n", kNotHttp},  // HTTP/0.9: no Host, no version
-      {"GET / HTTPS/1.1\r\n", kNotHttp},
+      {"GET /\r\n", kHttp09},  // no Host, no version
+      {"GET  /index.html \r\n", kHttp09},
+      {"\r\nget /a b\n", kHttp09},
+      {"GET / HTTPS/1.1\r\n", kHttp09},
+      {"EHLO /x\r\n", kHttp09},
+      {"GET x\r\n", kNotHttp},
+      {"GET\r\n", kNotHttp},
       {std::string("\x16\x03\x01", 3), kNotHttp},
       {std::string("\x00GET / HTTP/1.1", 15), kNotHttp},
       {"(GET / HTTP/1.1", kNotHttp},

@@ -62,6 +62,13 @@ TEST(TunnelStart, BelowTheLimitItWaitsAndOrdinaryStartsPass) {
   Seen not_tls = Decide(443, "GET / HTTP/1.1\r\n\r\n");
   EXPECT_EQ(not_tls.step, TunnelStartStep::kDeny);
   EXPECT_EQ(not_tls.reason, "denied: a tunnel to port 443 must begin with a TLS ClientHello");
+  Seen http09 = Decide(8080, "GET /\r\n");
+  EXPECT_EQ(http09.step, TunnelStartStep::kDeny);
+  EXPECT_EQ(http09.reason,
+            "denied: an HTTP/0.9 request (a request line without a version) inside a tunnel "
+            "names no host to check; send HTTP/1.1");
+  EXPECT_EQ(Decide(8080, "GET /").step, TunnelStartStep::kNeedMore);
+  EXPECT_EQ(Decide(6379, "GET key\r\n").step, TunnelStartStep::kPass);
   Seen bad = Decide(443, std::string("\x16\x03\x01\x00\x00", 5));
   EXPECT_EQ(bad.step, TunnelStartStep::kDeny);
   EXPECT_EQ(bad.reason, "denied: TLS ClientHello refused: record length");
