@@ -25,12 +25,19 @@ struct GlobalOption {
 
 struct ProgramTable {
   std::string_view program;
-  std::vector<GlobalOption> options;
+  std::vector<GlobalOption> options = {};
   // Words that read like options but are the subcommand (git runs `git --help push` as `git
   // help push`): where the walk stops, kept.
-  std::vector<std::string_view> subcommands;
+  std::vector<std::string_view> subcommands = {};
   // Configuration names (lower case prefixes) that define a new subcommand: unreadable.
-  std::vector<std::string_view> config_defines_subcommand;
+  std::vector<std::string_view> config_defines_subcommand = {};
+  // A configuration value without `=` names a file of settings (cargo's `--config FILE`), which
+  // may define anything, a subcommand included: unreadable.
+  bool config_may_be_file = false;
+  // `--no-NAME` is a boolean option for every NAME (npm's flags).
+  bool negated_booleans = false;
+  // A first word `+NAME` picks a toolchain (rustup's `cargo +nightly build`).
+  bool toolchain_word = false;
 };
 
 // git(1), and git.c's handle_options: the options are compared whole (no abbreviations); `-c`
@@ -72,6 +79,125 @@ const std::vector<ProgramTable>& Tables() {
            },
        .subcommands = {"--help", "-h", "--version", "-v"},
        .config_defines_subcommand = {"alias."}},
+      // cargo(1) OPTIONS: `--config KEY=VALUE` can define `alias.NAME`, and `--config FILE` any
+      // setting.
+      {.program = "cargo",
+       .options =
+           {
+               {"-C", Takes::kValue},
+               {"--config", Takes::kValue, true},
+               {"-Z", Takes::kValue},
+               {"--color", Takes::kValue},
+               {"--explain", Takes::kValue},
+               {"-v"},
+               {"-vv"},
+               {"--verbose"},
+               {"-q"},
+               {"--quiet"},
+               {"--locked"},
+               {"--offline"},
+               {"--frozen"},
+           },
+       .subcommands = {"--help", "-h", "--version", "-V", "--list"},
+       .config_defines_subcommand = {"alias."},
+       .config_may_be_file = true,
+       .toolchain_word = true},
+      // docker(1)'s global options (the CLI's own, before the management command).
+      {.program = "docker",
+       .options =
+           {
+               {"--config", Takes::kValue},
+               {"-c", Takes::kValue},
+               {"--context", Takes::kValue},
+               {"-H", Takes::kValue},
+               {"--host", Takes::kValue},
+               {"-l", Takes::kValue},
+               {"--log-level", Takes::kValue},
+               {"--tlscacert", Takes::kValue},
+               {"--tlscert", Takes::kValue},
+               {"--tlskey", Takes::kValue},
+               {"-D"},
+               {"--debug"},
+               {"--tls"},
+               {"--tlsverify"},
+           },
+       .subcommands = {"--help", "-h", "--version", "-v"}},
+      // kubectl options (the flags every command inherits).
+      {.program = "kubectl",
+       .options =
+           {
+               {"--as", Takes::kValue},
+               {"--as-group", Takes::kValue},
+               {"--as-uid", Takes::kValue},
+               {"--cache-dir", Takes::kValue},
+               {"--certificate-authority", Takes::kValue},
+               {"--client-certificate", Takes::kValue},
+               {"--client-key", Takes::kValue},
+               {"--cluster", Takes::kValue},
+               {"--context", Takes::kValue},
+               {"--kubeconfig", Takes::kValue},
+               {"--log-flush-frequency", Takes::kValue},
+               {"-n", Takes::kValue},
+               {"--namespace", Takes::kValue},
+               {"--password", Takes::kValue},
+               {"--profile", Takes::kValue},
+               {"--profile-output", Takes::kValue},
+               {"--request-timeout", Takes::kValue},
+               {"-s", Takes::kValue},
+               {"--server", Takes::kValue},
+               {"--tls-server-name", Takes::kValue},
+               {"--token", Takes::kValue},
+               {"--user", Takes::kValue},
+               {"--username", Takes::kValue},
+               {"-v", Takes::kValue},
+               {"--v", Takes::kValue},
+               {"--vmodule", Takes::kValue},
+               {"--disable-compression"},
+               {"--insecure-skip-tls-verify"},
+               {"--match-server-version"},
+               {"--warnings-as-errors"},
+           },
+       .subcommands = {"--help", "-h"}},
+      // npm's common flags before the command (npm help config); any `--no-NAME` is a boolean.
+      // Another option is unreadable: npm takes the next word as an unknown option's value.
+      {.program = "npm",
+       .options =
+           {
+               {"-C", Takes::kValue},
+               {"--prefix", Takes::kValue},
+               {"--registry", Takes::kValue},
+               {"--userconfig", Takes::kValue},
+               {"--globalconfig", Takes::kValue},
+               {"--cache", Takes::kValue},
+               {"--loglevel", Takes::kValue},
+               {"-w", Takes::kValue},
+               {"--workspace", Takes::kValue},
+               {"--tag", Takes::kValue},
+               {"--otp", Takes::kValue},
+               {"-g"},
+               {"--global"},
+               {"-s"},
+               {"--silent"},
+               {"-q"},
+               {"--quiet"},
+               {"-d"},
+               {"-dd"},
+               {"--verbose"},
+               {"--json"},
+               {"-y"},
+               {"--yes"},
+               {"-f"},
+               {"--force"},
+               {"--dry-run"},
+               {"-ws"},
+               {"--workspaces"},
+               {"--include-workspace-root"},
+               {"--offline"},
+               {"--prefer-offline"},
+               {"--ignore-scripts"},
+           },
+       .subcommands = {"--help", "-h", "--version", "-v"},
+       .negated_booleans = true},
   };
   return kTables;
 }
@@ -84,6 +210,7 @@ const ProgramTable* TableFor(std::string_view name) {
 }
 
 bool DefinesSubcommand(const ProgramTable& table, std::string_view config) {
+  if (table.config_may_be_file && config.find('=') == std::string_view::npos) return true;
   std::string lower(config.substr(0, config.find('=')));
   std::transform(lower.begin(), lower.end(), lower.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -105,6 +232,7 @@ std::optional<std::vector<std::string>> WithoutGlobalOptions(const std::vector<s
   const ProgramTable* table = TableFor(ProgramName(argv[0]));
   if (table == nullptr) return std::nullopt;
   std::size_t i = 1;
+  if (table->toolchain_word && i < argv.size() && argv[i].starts_with('+')) ++i;
   while (i < argv.size()) {
     const std::string& word = argv[i];
     // An expansion here may be any option, one that takes the next word included.
@@ -116,12 +244,21 @@ std::optional<std::vector<std::string>> WithoutGlobalOptions(const std::vector<s
     }
     const GlobalOption* found = nullptr;
     std::optional<std::string_view> value;  // attached
+    // The whole word first (npm's `-ws` is not `-w s`), then a value attached to it.
     for (const auto& option : table->options) {
-      const std::string_view spelling = option.spelling;
-      if (word == spelling) {
+      if (word == option.spelling) {
         found = &option;
         break;
       }
+    }
+    static constexpr GlobalOption kNegatedBoolean{"--no-"};
+    if (found == nullptr && table->negated_booleans && word.starts_with("--no-") &&
+        word.size() > 5 && word.find('=') == std::string::npos) {
+      found = &kNegatedBoolean;
+    }
+    for (const auto& option : table->options) {
+      if (found != nullptr) break;
+      const std::string_view spelling = option.spelling;
       if (option.takes == Takes::kNothing || !word.starts_with(spelling)) continue;
       const std::string_view rest = std::string_view(word).substr(spelling.size());
       const bool is_short = spelling.size() == 2;

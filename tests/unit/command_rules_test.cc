@@ -436,6 +436,25 @@ TEST(CommandRules, GlobalOptionsBeforeTheSubcommandDoNotHideIt) {
                             {{"git", "-c", "core.sshCommand=evil", "push"}, RulesOutcome::kNoRule},
                             {{"git", "-C", ".", "push"}, RulesOutcome::kNoRule},
                         });
+  // The same for the other programs with a table: cargo, docker, kubectl, npm.
+  const CommandRules others = Rules(
+      Rule(R"(["kubectl", "delete"])", "forbidden") + Rule(R"(["docker", "push"])", "prompt") +
+      Rule(R"(["cargo", "publish"])", "prompt") + Rule(R"(["npm", "publish"])", "forbidden"));
+  ExpectOutcomes(others,
+                 {
+                     {{"kubectl", "-n", "prod", "delete", "pod", "x"}, RulesOutcome::kForbidden},
+                     {{"kubectl", "--context=prod", "delete"}, RulesOutcome::kForbidden},
+                     {{"docker", "--context", "prod", "push", "img"}, RulesOutcome::kPrompt},
+                     {{"cargo", "+nightly", "-C", "crate", "publish"}, RulesOutcome::kPrompt},
+                     {{"cargo", "--config", "alias.b=publish", "b"}, RulesOutcome::kPrompt},
+                     {{"npm", "--prefix", "pkg", "publish"}, RulesOutcome::kForbidden},
+                     {{"npm", "--tag", "x", "-ws", "publish"}, RulesOutcome::kForbidden},
+                     // Benign: other commands with the same options.
+                     {{"kubectl", "-n", "prod", "get", "pods"}, RulesOutcome::kNoRule},
+                     {{"docker", "--context", "prod", "ps"}, RulesOutcome::kNoRule},
+                     {{"cargo", "+nightly", "build"}, RulesOutcome::kNoRule},
+                     {{"npm", "--prefix", "pkg", "test"}, RulesOutcome::kNoRule},
+                 });
   // The harmless set still refuses a global option.
   EXPECT_EQ(FindHarmless({"git", "-C", "sub", "status"}), nullptr);
   EXPECT_NE(FindHarmless({"git", "status"}), nullptr);
