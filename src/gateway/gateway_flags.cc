@@ -180,6 +180,11 @@ CommandSpec GatewayFlags(GatewayOptions& o) {
       TextInto("--session", "ID", "session id for the audit log", o.session_id),
       TextInto("--audit-log", "FILE", "JSON-lines audit log (default <runtime-dir>/audit.jsonl)",
                o.audit_log),
+      BytesOf("--audit-log-max-bytes",
+              "the audit log's cap: past it the oldest lines are dropped, the newest half "
+              "stays " +
+                  DefaultBytes(kDefaultLogMaxBytes),
+              o.audit_log_max_bytes, AtLeast(static_cast<double>(kMinLogMaxBytes))),
       DescriptorInto("--pending-writes-fd",
                      "journal of temporary names for the supervisor to sweep", o.pending_writes_fd),
       Switch("--no-symlinks", "never follow symlinks, even inside the workspace",

@@ -76,6 +76,42 @@ TEST_F(T6GatewayLimits, AHugePathDoesNotBecomeAHugeAuditLine) {
   EXPECT_TRUE(read_logged);
 }
 
+// Many small allowed or refused calls, each one audit line: the log grew without bound (the
+// gateway's whole disk at the plugin's pace). Now it stays under its cap: the newest lines stay,
+// every line is whole JSON, and a marker line says older ones were dropped.
+TEST_F(T6GatewayLimits, ManySmallCallsKeepTheAuditLogUnderItsCap) {
+  WriteFile(*ws_ / "a.txt", "ok");
+  StartGateway({"--audit-log-max-bytes", "1M"});
+  auto token = RegisterPlugin("p.one", ReadWriteGrant());
+  auto client = Client(token, "p.one");
+  const std::string missing = std::string(3000, 'm') + "/nope";  // a ~3 KiB line each
+  for (int i = 0; i < 1200; ++i) {
+    auto r = client->Call("fs.stat", {missing});
+    ASSERT_TRUE(r);
+    EXPECT_FALSE(r->ok);
+  }
+  EXPECT_TRUE(client->Call("fs.read", {"a.txt"})->ok);
+  ASSERT_TRUE(gateway_->Control({{"op", "status"}}));
+  struct stat st {};
+  ASSERT_EQ(::stat(gateway_->audit_log().c_str(), &st), 0);
+  EXPECT_LE(st.st_size, 1 << 20) << "audit log bytes";
+  std::ifstream in(gateway_->audit_log());
+  std::string line;
+  bool marker = false;
+  int lines = 0;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << "a cut line: " << line.substr(0, 80);
+    marker |= j.value("op", "") == "log.compacted";
+    ++lines;
+  }
+  EXPECT_TRUE(marker);
+  EXPECT_GT(lines, 100);
+  bool read_logged = false;
+  for (const auto& l : AuditLines()) read_logged |= l["op"] == "fs.read" && l["target"] == "a.txt";
+  EXPECT_TRUE(read_logged) << "the newest lines stay";
+}
+
 // Sends `n` requests keeping up to 256 pipelined (far more than the gateway lets in flight) and
 // counts the answers: {ok, busy}. Any other answer fails the test.
 std::pair<int, int> Flood(ipc::GatewayClient& client, const std::string& op,
