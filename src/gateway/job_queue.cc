@@ -106,7 +106,8 @@ void JobQueue::Worker(bool exec) {
     audit_->Record(audit);
     {
       std::lock_guard lock(done_mu_);
-      done_.push_back({job->conn_id, job->request.id, ipc::EncodeResponse(response)});
+      done_.push_back(
+          {job->conn_id, job->request.id, ipc::EncodeResponse(response), job->reserved_bytes});
     }
     uint64_t one = 1;
     ssize_t ignored = ::write(wake_.Get(), &one, sizeof(one));

@@ -32,6 +32,13 @@ class TokenBucket {
     Refill();
     tokens_ -= amount;
   }
+  // Settles a reservation taken with Take (admission.h, QuotaReservation) against what was
+  // served: the unused part is given back (never past a full bucket), the excess charged.
+  void Settle(double reserved, double used) {
+    Refill();
+    tokens_ = std::min(rate_, tokens_ + reserved - used);
+  }
+  double capacity() const { return rate_; }
 
  private:
   void Refill() {
