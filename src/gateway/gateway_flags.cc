@@ -213,6 +213,14 @@ CommandSpec GatewayFlags(GatewayOptions& o) {
       BytesOf("--bytes-per-second",
               "per plugin registration " + DefaultBytes(d.plugin_bytes_per_second),
               l.plugin_bytes_per_second),
+      BytesOf("--max-plugin-write-bytes",
+              "bytes one plugin's fs.write calls may write in the session " +
+                  DefaultBytes(d.plugin_write_bytes),
+              l.plugin_write_bytes),
+      CountOf("--max-plugin-new-entries", "N",
+              "files and directories one plugin may make in the session " +
+                  Default(d.plugin_new_entries),
+              l.plugin_new_entries),
       CountOf("--workers", "N", "worker threads " + Default(d.worker_threads), l.worker_threads),
       CountOf("--max-rename-entries", "N",
               "entries of a directory fs.rename may move " + Default(d.max_rename_entries),

@@ -80,6 +80,7 @@ void JobQueue::Worker(bool exec) {
       queue.pop_front();
     }
     context.cancelled = &job->cancelled;
+    context.writes = job->registration->writes.get();
     AuditEntry audit;
     audit.plugin = job->registration->host.plugin;
     audit.request_id = job->request.id;

@@ -319,7 +319,9 @@ bool Server::HandleRequest(uint64_t id, Connection& c, Request r) {
     audit.op = r.op;
     auto start = Clock::now();
     // The workers' context, without a cancel flag: an inline op is short.
-    Response response = Dispatch(Context(), reg->grant, r, audit);
+    DispatchContext context = Context();
+    context.writes = reg->writes.get();
+    Response response = Dispatch(context, reg->grant, r, audit);
     if (options_.inline_answer_delay_ms_for_testing > 0) {
       std::this_thread::sleep_for(
           std::chrono::milliseconds(options_.inline_answer_delay_ms_for_testing));

@@ -305,3 +305,27 @@ TEST(GatewayAdmission, ABucketSettlesItsReservation) {
 
 }  // namespace
 }  // namespace anvil::gateway
+
+namespace anvil::gateway {
+namespace {
+
+// A plugin's write budget takes bytes and entries together or not at all, up to each cap
+// exactly, and gives back what a failed call did not write.
+TEST(GatewayAdmission, AWriteBudgetTakesBothOrNeither) {
+  WriteBudget budget(100, 3);
+  EXPECT_TRUE(budget.Take(60, 1));
+  EXPECT_TRUE(budget.Take(40, 1));  // exactly the byte cap
+  auto over = budget.Take(1, 0);
+  ASSERT_FALSE(over);
+  EXPECT_EQ(over.error().code, "limit");
+  EXPECT_TRUE(budget.Take(0, 1));  // exactly the entry cap
+  EXPECT_FALSE(budget.Take(0, 1));
+  EXPECT_TRUE(budget.Take(0, 0));  // a rewrite of nothing new
+  budget.GiveBack(50, 1);
+  EXPECT_FALSE(budget.Take(10, 2)) << "bytes fit, entries do not: neither is taken";
+  EXPECT_TRUE(budget.Take(50, 1));
+  EXPECT_FALSE(budget.Take(UINT64_MAX, 0));
+}
+
+}  // namespace
+}  // namespace anvil::gateway
