@@ -16,6 +16,7 @@
 #include "cli/exec_spec.h"
 #include "cli/sandbox_command.h"
 #include "cli/sandbox_spec.h"
+#include "common/capped_log.h"
 #include "common/fd_io.h"
 #include "common/unique_fd.h"
 #include "fs/file_io.h"
@@ -170,15 +171,11 @@ agent::AuditSink WorkspaceAuditSink(const std::string& workspace) {
   auto path = session::AuditLogPath(workspace);
   if (!path) return [](const std::string&) {};
   auto fd = std::make_shared<UniqueFd>(
-      ::open(path->c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+      ::open(path->c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
   return [fd](const std::string& line) {
     if (!*fd) return;
-    // One write per line: O_APPEND keeps lines whole next to the gateway's and the proxy's.
-    const std::string text = line + "\n";
-    ssize_t n = 0;
-    do {
-      n = ::write(fd->Get(), text.data(), text.size());
-    } while (n < 0 && errno == EINTR);
+    // Under the file's lock and cap, as the gateway's and the proxy's lines (capped_log.h).
+    (void)AppendCappedLines(fd->Get(), line + "\n");
   };
 }
 

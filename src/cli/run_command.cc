@@ -45,6 +45,30 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// What one command of `anvil run` may print to stderr as the plugin's: notifications and log
+// lines (each already cut at 2,000 characters), at most this many lines and bytes together.
+// `anvil serve` bounds the same lines by rate instead (serve_server.h, kLogBurst).
+constexpr uint64_t kRunPluginLinesMax = 10000;
+constexpr uint64_t kRunPluginBytesMax = uint64_t{4} << 20;
+
+class PluginLineBudget {
+ public:
+  // Whether a line of `bytes` may be shown; once one is refused, every later one is too.
+  bool Take(uint64_t bytes) {
+    if (dropped_ == 0 && lines_ < kRunPluginLinesMax && bytes_ + bytes <= kRunPluginBytesMax) {
+      ++lines_;
+      bytes_ += bytes;
+      return true;
+    }
+    ++dropped_;
+    return false;
+  }
+  uint64_t dropped() const { return dropped_; }
+
+ private:
+  uint64_t lines_ = 0, bytes_ = 0, dropped_ = 0;
+};
+
 // What the flags of `anvil run` set; the spec's handlers write here.
 struct RunArgs {
   std::string workspace_arg = ".";
@@ -250,14 +274,30 @@ int RunOnce(const RunSettings& r) {
   for (size_t k = 2; k < positional.size(); ++k) cmd_args.push_back(positional[k]);
 
   // Notifications and logs are shown attributed to the plugin, sanitized: a plugin cannot
-  // write escape sequences to the user's terminal or make a line look like Anvil's own.
+  // write escape sequences to the user's terminal or make a line look like Anvil's own. They
+  // share one budget per command (PluginLineBudget): a plugin printing in a loop cannot fill
+  // the terminal's scrollback, or the disk when stderr goes to a file.
+  PluginLineBudget shown;
+  auto show = [&](const std::string& line) {
+    if (!shown.Take(line.size() + 1)) {
+      if (shown.dropped() == 1) {
+        progress.Clear();
+        std::cerr << "anvil run: " << id << " passed its budget of " << kRunPluginLinesMax
+                  << " log and notification lines (" << (kRunPluginBytesMax >> 20)
+                  << " MiB) for one command; the rest are dropped\n";
+        progress.Redraw();
+      }
+      return;
+    }
+    progress.Clear();
+    std::cerr << line << "\n";
+    progress.Redraw();
+  };
   session::EditorHandler editor =
       [&](const std::string& op,
           const std::vector<std::string>& a) -> Result<std::vector<std::string>> {
     if (op == "editor.notify" && a.size() == 1) {
-      progress.Clear();
-      std::cerr << "[" << id << "] " << SanitizeForDisplay(a[0], 2000) << "\n";
-      progress.Redraw();
+      show("[" + id + "] " + SanitizeForDisplay(a[0], 2000));
       return std::vector<std::string>{};
     }
     if (op == "editor.buffer.get" || op == "editor.buffer.edit") {
@@ -266,10 +306,7 @@ int RunOnce(const RunSettings& r) {
     return Fail("invalid", "unknown editor request");
   };
   session::LogHandler log = [&](const std::string& level, const std::string& text) {
-    progress.Clear();
-    std::cerr << "[" << id << " " << SanitizeForDisplay(level, 8) << "] "
-              << SanitizeForDisplay(text, 2000) << "\n";
-    progress.Redraw();
+    show("[" + id + " " + SanitizeForDisplay(level, 8) + "] " + SanitizeForDisplay(text, 2000));
   };
   progress.Show("running " + id + " " + SanitizeForDisplay(command, 64));
   // Every argument was checked to be UTF-8 above: this dump cannot fail.
@@ -277,6 +314,11 @@ int RunOnce(const RunSettings& r) {
       command, cmd_args.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), deadline,
       editor, log);
   progress.Clear();
+  if (shown.dropped() > 0) {
+    std::cerr << "anvil run: " << shown.dropped() << " log and notification lines of " << id
+              << " were dropped (budget: " << kRunPluginLinesMax << " lines or "
+              << (kRunPluginBytesMax >> 20) << " MiB per command)\n";
+  }
   // The answer first, then the teardown: a caller reading the output has it while the host and
   // the gateway are stopped (Stop still runs to the end before this process exits).
   int code = kExitOk;

@@ -1,5 +1,7 @@
 #include "gateway/admission.h"
 
+#include <algorithm>
+
 namespace anvil::gateway {
 
 ConnectionAdmission AdmitConnection(const ConnectionFacts& facts, const GatewayLimits& limits) {
@@ -70,6 +72,23 @@ RequestAdmission AdmitRequest(const RequestFacts& facts, const GatewayLimits& li
     return Refuse("busy", "too many requests in flight on this connection", false);
   }
   return {RequestVerdict::kServe, {}};
+}
+
+uint64_t AnswerBound(std::string_view op, const AnswerCaps& caps) {
+  // Ids, field lengths, a status and an error's text (which may quote a path).
+  constexpr uint64_t kFrameRoom = 16 * 1024;
+  // fs.list: "name\0type\0" per entry, a name at most NAME_MAX (255) bytes.
+  constexpr uint64_t kListEntryBytes = 272;
+  if (op == "fs.read") return caps.read_bytes + kFrameRoom;
+  if (op == "fs.list") return caps.list_entries * kListEntryBytes + kFrameRoom;
+  if (op == "exec") return caps.exec_output_bytes + kFrameRoom;
+  if (op == "net.fetch") return caps.fetch_bytes + kFrameRoom;
+  return kFrameRoom;
+}
+
+uint64_t QuotaReservation(uint64_t answer_bound, uint64_t payload, uint64_t capacity) {
+  if (payload >= capacity) return 0;  // refused for the payload alone
+  return std::min(answer_bound, capacity - payload);
 }
 
 }  // namespace anvil::gateway

@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -100,5 +101,25 @@ struct RequestAdmission {
 };
 
 RequestAdmission AdmitRequest(const RequestFacts& facts, const GatewayLimits& limits);
+
+// The byte quota's reservation. An admitted request takes from its plugin's byte bucket, before
+// the op runs, its own payload and what its answer can hold under the session's caps; once the
+// answer is ready the bucket is settled against its real size (the unused part given back, an
+// answer over the bound charged). So calls running at once cannot together take more than the
+// bucket holds: charged only after the fact, every call let in while the balance was positive
+// added a whole answer past the quota.
+struct AnswerCaps {
+  uint64_t read_bytes = 0;         // GatewayLimits::max_read_bytes
+  uint64_t list_entries = 0;       // GatewayLimits::max_list_entries
+  uint64_t exec_output_bytes = 0;  // ExecLimits: stdout and stderr caps together
+  uint64_t fetch_bytes = 0;        // FetchLimits: body and header caps together
+};
+// The most bytes the answer frame of `op` can hold: its data's cap plus room for the frame and
+// an error's text.
+uint64_t AnswerBound(std::string_view op, const AnswerCaps& caps);
+// What to reserve beside `payload` in a bucket of `capacity`: the bound, but never so much that
+// the request could not be let in with a full bucket (an answer bigger than the whole quota then
+// takes it all, and is charged the rest once it is ready).
+uint64_t QuotaReservation(uint64_t answer_bound, uint64_t payload, uint64_t capacity);
 
 }  // namespace anvil::gateway

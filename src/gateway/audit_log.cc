@@ -8,17 +8,17 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
-#include "common/fd_io.h"
-
 namespace anvil::gateway {
 
-Result<AuditLog*> AuditLog::Open(const std::string& path, const std::string& session) {
+Result<AuditLog*> AuditLog::Open(const std::string& path, const std::string& session,
+                                 uint64_t max_bytes) {
   UniqueFd fd;
   if (!path.empty()) {
-    fd.Reset(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    // Read and write: dropping older lines (AppendCappedLines) reads what it keeps.
+    fd.Reset(::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
     if (!fd) return SysFail("io", "open audit log " + path);
   }
-  return new AuditLog(std::move(fd), session);
+  return new AuditLog(std::move(fd), session, max_bytes);
 }
 
 namespace {
@@ -130,7 +130,7 @@ void AuditLog::Flush() {
     writing_.swap(pending_);
   }
   if (fd_) {
-    (void)fd_io::WriteAll(fd_.Get(), writing_);
+    (void)AppendCappedLines(fd_.Get(), writing_, max_bytes_);
   }
   // A burst's buffer gives its memory back; an ordinary one is reused.
   if (writing_.capacity() > (1u << 20)) {

@@ -1,6 +1,8 @@
 // The session audit log: one JSON line per decision (T1-T6 "every denial is an audit line with
 // its reason"). Lines are buffered per event-loop turn and written with one append each turn,
-// so a burst costs one syscall and a crash loses at most the turn in progress.
+// so a burst costs one syscall and a crash loses at most the turn in progress. The file is kept
+// under a cap (common/capped_log.h: the newest lines stay, a marker line tells how much was
+// dropped), so a plugin making many small allowed calls cannot grow it without bound.
 #pragma once
 
 #include <cstddef>
@@ -9,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/capped_log.h"
 #include "common/result.h"
 #include "common/unique_fd.h"
 
@@ -41,8 +44,10 @@ std::string FormatAuditLine(const AuditEntry& entry, std::string_view session, d
 
 class AuditLog {
  public:
-  // Opens `path` for appending (created 0600). An empty path discards entries.
-  static Result<AuditLog*> Open(const std::string& path, const std::string& session);
+  // Opens `path` for appending (created 0600). An empty path discards entries. The file is
+  // kept under `max_bytes` (AppendCappedLines).
+  static Result<AuditLog*> Open(const std::string& path, const std::string& session,
+                                uint64_t max_bytes = kDefaultLogMaxBytes);
   // Appends the entry's line to what the next Flush writes (any thread; never waits for a write).
   void Record(const AuditEntry& entry);
   // Record in two steps: the line (stamped now) made where no lock is held, appended later
@@ -53,11 +58,13 @@ class AuditLog {
   void Flush();
 
  private:
-  AuditLog(UniqueFd fd, std::string session) : fd_(std::move(fd)), session_(std::move(session)) {}
+  AuditLog(UniqueFd fd, std::string session, uint64_t max_bytes)
+      : fd_(std::move(fd)), session_(std::move(session)), max_bytes_(max_bytes) {}
   std::mutex mutex_;        // pending_
   std::mutex write_mutex_;  // writing_ and the order of writes; taken before mutex_
   UniqueFd fd_;
   std::string session_;
+  uint64_t max_bytes_;
   std::string pending_;  // recorded, not yet taken by Flush
   std::string writing_;  // the batch Flush is writing
 };

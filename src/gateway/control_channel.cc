@@ -108,6 +108,12 @@ nlohmann::json ControlChannel::Register(const nlohmann::json& msg) {
   reg->grant = std::move(*grant);
   reg->requests = TokenBucket(options_.limits.plugin_requests_per_second);
   reg->bytes = TokenBucket(options_.limits.plugin_bytes_per_second);
+  auto& writes = write_budgets_[reg->host.plugin];
+  if (!writes) {
+    writes = std::make_shared<WriteBudget>(options_.limits.plugin_write_bytes,
+                                           options_.limits.plugin_new_entries);
+  }
+  reg->writes = writes;
   // A pidfd, not the number: when the host exits its token dies with it, and a recycled pid
   // can never inherit it.
   long pidfd = syscall(SYS_pidfd_open, reg->host.pid, 0);

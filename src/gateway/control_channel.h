@@ -55,6 +55,8 @@ class ControlChannel {
   ipc::FrameReader reader_;
   std::map<uint64_t, std::shared_ptr<Registration>> registrations_;  // by index
   uint64_t next_reg_ = 1;
+  // By plugin id, for the whole session: a host registered again keeps what its plugin used.
+  std::map<std::string, std::shared_ptr<WriteBudget>> write_budgets_;
   bool open_ = true;
 };
 

@@ -12,6 +12,7 @@
 #include "fs/workspace_path.h"
 #include "fs/workspace_root.h"
 #include "gateway/exec_broker.h"
+#include "gateway/registration.h"
 #include "linux/git_run_guard.h"
 #include "policy/exec_rules.h"
 #include "policy/plugin_api.h"
@@ -245,6 +246,19 @@ Status CheckTreeForGitDirs(const DispatchContext& ctx, const std::string& op,
   return Ok();
 }
 
+// The plugin's write budget (registration.h, WriteBudget): what a call writes and makes, taken
+// before it does; its error names the call and the path.
+Status TakeWrite(const DispatchContext& ctx, const std::string& op, std::string_view path,
+                 uint64_t bytes, uint64_t entries) {
+  if (!ctx.writes) return Ok();
+  if (auto s = ctx.writes->Take(bytes, entries); !s) {
+    Error e = s.error();
+    e.message = op + " " + QuotePathForMessage(std::string(path)) + ": " + e.message;
+    return tl::unexpected(std::move(e));
+  }
+  return Ok();
+}
+
 // Directories that fs.write {parents} or fs.mkdir {recursive} makes: each one a write of its
 // own, under the same grant as the path asked for, and under the git-dir guard.
 Status MakeDirectories(const DispatchContext& ctx, const Grant& grant, std::string_view dir,
@@ -256,7 +270,10 @@ Status MakeDirectories(const DispatchContext& ctx, const Grant& grant, std::stri
                                 " would create; fix: add it to fs.write in the manifest, or "
                                 "create the directories first)");
     }
-    return CheckGitDirs(ctx, op, made, GitDirEntryKind::kDir);
+    ANVIL_RETURN_IF_ERROR(CheckGitDirs(ctx, op, made, GitDirEntryKind::kDir));
+    // Asked before each directory is made: one entry of the plugin's budget.
+    if (ctx.writes) ANVIL_RETURN_IF_ERROR(TakeWrite(ctx, op, made, 0, 1));
+    return Ok();
   });
 }
 
@@ -284,7 +301,12 @@ Response DoWrite(const DispatchContext& ctx, const Grant& grant, const Request& 
       return FromError(r, s.error(), audit);
     }
   }
+  const uint64_t new_entries = *old == GitDirEntryKind::kMissing ? 1 : 0;
+  if (auto s = TakeWrite(ctx, r.op, paths[0], r.args[1].size(), new_entries); !s) {
+    return FromError(r, s.error(), audit);
+  }
   if (auto s = ctx.root->Write(paths[0], r.args[1]); !s) {
+    if (ctx.writes) ctx.writes->GiveBack(r.args[1].size(), new_entries);
     Error e = s.error();
     if (e.code == "not_found" && !*parents) {
       e.message += " (a parent directory is missing; fix: create it first, or pass parents)";
@@ -309,7 +331,9 @@ Response DoMkdir(const DispatchContext& ctx, const Grant& grant, const Request& 
   if (auto s = CheckGitDirs(ctx, r.op, paths[0], GitDirEntryKind::kDir); !s) {
     return FromError(r, s.error(), audit);
   }
+  if (auto s = TakeWrite(ctx, r.op, paths[0], 0, 1); !s) return FromError(r, s.error(), audit);
   if (auto s = ctx.root->Mkdir(paths[0]); !s) {
+    if (ctx.writes) ctx.writes->GiveBack(0, 1);
     Error e = s.error();
     if (e.sys_errno == EEXIST) e.message += " (pass recursive to accept an existing directory)";
     if (e.code == "not_found") {

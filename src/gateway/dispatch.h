@@ -29,6 +29,8 @@ namespace anvil::gateway {
 
 class ExecBroker;
 
+class WriteBudget;  // registration.h
+
 struct DispatchContext {
   const WorkspaceRoot* root;
   const GatewayLimits* limits;
@@ -45,6 +47,9 @@ struct DispatchContext {
   // Anvil's trust state inside the workspace, refused to fs.write ops whatever the grant
   // (policy/trust_state_paths.h); null: none checked (unit tests of dispatch alone).
   const std::vector<std::string>* trust_state = nullptr;
+  // The plugin's WriteBudget (registration.h), taken from by fs.write and fs.mkdir; null: none
+  // (unit tests of dispatch alone).
+  WriteBudget* writes = nullptr;
 };
 
 // Fills `audit` (op, target, verdict, code, reason, bytes) and returns the response.

@@ -93,7 +93,7 @@ int RunGateway(const GatewayOptions& input) {
   auto socket_path = PrepareRuntimeDir(options);
   if (!socket_path) return fail(socket_path.error());
   if (options.audit_log.empty()) options.audit_log = options.runtime_dir + "/audit.jsonl";
-  auto audit = AuditLog::Open(options.audit_log, options.session_id);
+  auto audit = AuditLog::Open(options.audit_log, options.session_id, options.audit_log_max_bytes);
   if (!audit) return fail(audit.error());
   std::unique_ptr<AuditLog> audit_owner(*audit);
   // The exec broker is forked now, while this process has one thread and no Landlock domain:

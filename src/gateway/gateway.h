@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/capped_log.h"
 #include "common/result.h"
 #include "gateway/exec_request.h"
 #include "gateway/gateway_limits.h"
@@ -29,7 +30,9 @@ struct GatewayOptions {
   std::string runtime_dir;  // created 0700; default $XDG_RUNTIME_DIR/anvil/<session>
   std::string session_id;   // default: random
   std::string audit_log;    // JSON lines; empty = <runtime_dir>/audit.jsonl
-  int control_fd = -1;      // required
+  // The audit log's cap (common/capped_log.h): past it the oldest lines are dropped.
+  uint64_t audit_log_max_bytes = kDefaultLogMaxBytes;
+  int control_fd = -1;  // required
   // The supervisor's pending-writes journal (fs/pending_writes.h); -1: none.
   int pending_writes_fd = -1;
   bool no_symlinks = false;  // RESOLVE_NO_SYMLINKS hardening

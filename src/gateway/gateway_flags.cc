@@ -180,6 +180,11 @@ CommandSpec GatewayFlags(GatewayOptions& o) {
       TextInto("--session", "ID", "session id for the audit log", o.session_id),
       TextInto("--audit-log", "FILE", "JSON-lines audit log (default <runtime-dir>/audit.jsonl)",
                o.audit_log),
+      BytesOf("--audit-log-max-bytes",
+              "the audit log's cap: past it the oldest lines are dropped, the newest half "
+              "stays " +
+                  DefaultBytes(kDefaultLogMaxBytes),
+              o.audit_log_max_bytes, AtLeast(static_cast<double>(kMinLogMaxBytes))),
       DescriptorInto("--pending-writes-fd",
                      "journal of temporary names for the supervisor to sweep", o.pending_writes_fd),
       Switch("--no-symlinks", "never follow symlinks, even inside the workspace",
@@ -208,6 +213,14 @@ CommandSpec GatewayFlags(GatewayOptions& o) {
       BytesOf("--bytes-per-second",
               "per plugin registration " + DefaultBytes(d.plugin_bytes_per_second),
               l.plugin_bytes_per_second),
+      BytesOf("--max-plugin-write-bytes",
+              "bytes one plugin's fs.write calls may write in the session " +
+                  DefaultBytes(d.plugin_write_bytes),
+              l.plugin_write_bytes),
+      CountOf("--max-plugin-new-entries", "N",
+              "files and directories one plugin may make in the session " +
+                  Default(d.plugin_new_entries),
+              l.plugin_new_entries),
       CountOf("--workers", "N", "worker threads " + Default(d.worker_threads), l.worker_threads),
       CountOf("--max-rename-entries", "N",
               "entries of a directory fs.rename may move " + Default(d.max_rename_entries),

@@ -30,6 +30,10 @@ struct GatewayLimits {
   uint64_t max_output_buffer = 32u << 20;     // per connection; beyond: stop reading (backpressure)
   uint64_t plugin_requests_per_second = 200000;  // per registration (token bucket)
   uint64_t plugin_bytes_per_second = 1ull << 30;
+  // Per plugin id for the whole session (registration.h, WriteBudget): bytes fs.write writes,
+  // files and directories fs.write and fs.mkdir make.
+  uint64_t plugin_write_bytes = 4ull << 30;
+  uint64_t plugin_new_entries = 100000;
   uint32_t worker_threads = 2;
 };
 

@@ -80,6 +80,7 @@ void JobQueue::Worker(bool exec) {
       queue.pop_front();
     }
     context.cancelled = &job->cancelled;
+    context.writes = job->registration->writes.get();
     AuditEntry audit;
     audit.plugin = job->registration->host.plugin;
     audit.request_id = job->request.id;
@@ -106,7 +107,8 @@ void JobQueue::Worker(bool exec) {
     audit_->Record(audit);
     {
       std::lock_guard lock(done_mu_);
-      done_.push_back({job->conn_id, job->request.id, ipc::EncodeResponse(response)});
+      done_.push_back(
+          {job->conn_id, job->request.id, ipc::EncodeResponse(response), job->reserved_bytes});
     }
     uint64_t one = 1;
     ssize_t ignored = ::write(wake_.Get(), &one, sizeof(one));

@@ -28,6 +28,7 @@ struct Job {
   uint64_t conn_id;
   ipc::Request request;
   std::shared_ptr<const Registration> registration;
+  double reserved_bytes = 0;  // taken from the byte quota on arrival (admission.h)
   std::atomic<bool> cancelled{false};
   // Written once, by the first Cancel, before `cancelled` is set: a worker that saw `cancelled`
   // reads it while a later Cancel (the request's, then the connection's) may run.
@@ -51,6 +52,7 @@ struct Completion {
   uint64_t conn_id;
   uint64_t request_id;
   std::string frame;
+  double reserved_bytes = 0;  // the job's, settled against the frame's size
 };
 
 class JobQueue {

@@ -4,10 +4,13 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 
+#include "common/result.h"
 #include "common/unique_fd.h"
 #include "gateway/admission.h"
 #include "policy/grant.h"
@@ -32,6 +35,13 @@ class TokenBucket {
     Refill();
     tokens_ -= amount;
   }
+  // Settles a reservation taken with Take (admission.h, QuotaReservation) against what was
+  // served: the unused part is given back (never past a full bucket), the excess charged.
+  void Settle(double reserved, double used) {
+    Refill();
+    tokens_ = std::min(rate_, tokens_ + reserved - used);
+  }
+  double capacity() const { return rate_; }
 
  private:
   void Refill() {
@@ -44,6 +54,46 @@ class TokenBucket {
   Clock::time_point last_ = Clock::now();
 };
 
+// What one plugin may add to the workspace in a gateway session: the bytes its fs.write calls
+// write and the entries (files, directories) its fs.write and fs.mkdir calls make. Kept per
+// plugin id, not per registration, so a host that `anvil serve` starts again (after a crash, a
+// deadline kill, a reload) goes on from what the plugin already used. Any thread.
+class WriteBudget {
+ public:
+  WriteBudget(uint64_t max_bytes, uint64_t max_entries)
+      : max_bytes_(max_bytes), max_entries_(max_entries) {}
+  // Takes both or neither; "limit" naming the cap when either would pass it.
+  Status Take(uint64_t bytes, uint64_t entries) {
+    if (!TakeFrom(bytes_, bytes, max_bytes_)) {
+      return Fail("limit", "the plugin has written its cap of " + std::to_string(max_bytes_) +
+                               " bytes for this session (fix: start a new session)");
+    }
+    if (!TakeFrom(entries_, entries, max_entries_)) {
+      bytes_.fetch_sub(bytes);
+      return Fail("limit", "the plugin has made its cap of " + std::to_string(max_entries_) +
+                               " files and directories for this session (fix: start a new "
+                               "session)");
+    }
+    return Ok();
+  }
+  // Gives back what a call took but did not write.
+  void GiveBack(uint64_t bytes, uint64_t entries) {
+    bytes_.fetch_sub(bytes);
+    entries_.fetch_sub(entries);
+  }
+
+ private:
+  static bool TakeFrom(std::atomic<uint64_t>& used, uint64_t n, uint64_t max) {
+    uint64_t now = used.load();
+    do {
+      if (n > max || now > max - n) return false;
+    } while (!used.compare_exchange_weak(now, now + n));
+    return true;
+  }
+  const uint64_t max_bytes_, max_entries_;
+  std::atomic<uint64_t> bytes_{0}, entries_{0};
+};
+
 struct Registration {
   std::string token;  // raw bytes
   ExpectedHost host;  // plugin, pid, uid, workspace: what admission checks the token's user against
@@ -51,6 +101,7 @@ struct Registration {
   UniqueFd pidfd;  // closes when the host exits: the token is revoked then
   TokenBucket requests{0};
   TokenBucket bytes{0};
+  std::shared_ptr<WriteBudget> writes;  // shared by every registration of the plugin id
 };
 
 }  // namespace anvil::gateway

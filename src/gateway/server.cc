@@ -22,6 +22,9 @@ using ipc::Response;
 Server::Server(const GatewayOptions& options, WorkspaceRoot root, AuditLog* audit,
                const ExecBroker* exec, std::unique_ptr<NetFetchService> net, GitRunGuard* git_run)
     : options_(options),
+      answer_caps_{options_.limits.max_read_bytes, options_.limits.max_list_entries,
+                   options_.exec_limits.max_stdout_bytes + options_.exec_limits.max_stderr_bytes,
+                   options_.net.limits.max_body_bytes + options_.net.limits.max_header_bytes},
       root_(std::move(root)),
       audit_(audit),
       exec_(exec),
@@ -294,7 +297,10 @@ bool Server::HandleRequest(uint64_t id, Connection& c, Request r) {
   }
   uint64_t payload = 0;
   for (const auto& a : r.args) payload += a.size();
-  if (!reg->bytes.Take(static_cast<double>(payload))) {
+  // The answer's bound is taken now and settled once the answer is ready (QuotaReservation).
+  const double reserved = static_cast<double>(QuotaReservation(
+      AnswerBound(r.op, answer_caps_), payload, static_cast<uint64_t>(reg->bytes.capacity())));
+  if (!reg->bytes.Take(static_cast<double>(payload) + reserved)) {
     Deny(c, r, reg->host.plugin, {"limit", "byte quota exceeded", false});
     return true;
   }
@@ -313,7 +319,9 @@ bool Server::HandleRequest(uint64_t id, Connection& c, Request r) {
     audit.op = r.op;
     auto start = Clock::now();
     // The workers' context, without a cancel flag: an inline op is short.
-    Response response = Dispatch(Context(), reg->grant, r, audit);
+    DispatchContext context = Context();
+    context.writes = reg->writes.get();
+    Response response = Dispatch(context, reg->grant, r, audit);
     if (options_.inline_answer_delay_ms_for_testing > 0) {
       std::this_thread::sleep_for(
           std::chrono::milliseconds(options_.inline_answer_delay_ms_for_testing));
@@ -326,8 +334,10 @@ bool Server::HandleRequest(uint64_t id, Connection& c, Request r) {
     // Audited under the mutex, in order with a revocation's line: an answer that leaves is
     // audited before the revocation, one dropped as cancelled, never "allow" after it.
     if (c.closed) {
-      // Revoked (or closed for another reason) while it was read: the answer is dropped, and
-      // the close that is waiting for this thread returns only now.
+      // Revoked (or closed for another reason) while it was read: the answer is dropped (and
+      // its reservation given back), and the close that is waiting for this thread returns
+      // only now.
+      reg->bytes.Settle(reserved, 0);
       if (audit.verdict == "allow") {
         audit.verdict = "cancelled";
         audit.code = "cancelled";
@@ -337,7 +347,7 @@ bool Server::HandleRequest(uint64_t id, Connection& c, Request r) {
       return false;
     }
     audit_->Append(line);
-    reg->bytes.Charge(static_cast<double>(frame.size()));
+    reg->bytes.Settle(reserved, static_cast<double>(frame.size()));
     if (c.out.empty()) {
       c.out = std::move(frame);
     } else {
@@ -349,8 +359,10 @@ bool Server::HandleRequest(uint64_t id, Connection& c, Request r) {
   job->conn_id = id;
   job->registration = reg;
   job->request = std::move(r);
+  job->reserved_bytes = reserved;
   const bool exec = job->request.op == "exec" && exec_ != nullptr;
   if (auto full = queue_.Push(job, exec)) {
+    reg->bytes.Settle(reserved, 0);
     Deny(c, job->request, reg->host.plugin, {"busy", *full, false});
     return true;
   }
@@ -364,8 +376,9 @@ void Server::HandleWake() {
     Connection* c = transport_.Find(d.conn_id);
     if (c == nullptr) continue;  // connection gone; the decision is in the audit log
     c->jobs.erase(d.request_id);
-    // Replies count against the plugin's byte quota too (requests were charged on arrival).
-    if (c->bound) c->bound->bytes.Charge(static_cast<double>(d.frame.size()));
+    // Replies count against the plugin's byte quota too: its reservation, taken on arrival,
+    // is settled against the answer's size.
+    if (c->bound) c->bound->bytes.Settle(d.reserved_bytes, static_cast<double>(d.frame.size()));
     if (c->busy) {
       c->late += d.frame;  // its owner sends it when it lets go
       continue;

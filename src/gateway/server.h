@@ -58,6 +58,7 @@ class Server {
   DispatchContext Context();
 
   GatewayOptions options_;
+  AnswerCaps answer_caps_;  // what the byte quota reserves per op (admission.h)
   WorkspaceRoot root_;
   AuditLog* audit_;
   const ExecBroker* exec_;      // null: sys.exec unavailable in this gateway

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "common/capped_log.h"
 #include "net/local_interfaces.h"
 
 namespace anvil {
@@ -23,7 +24,8 @@ void ProxyStatusPipe::Report(const std::string& line) {
 }
 
 bool ProxyAuditSink::Open(const std::string& path) {
-  fd_.Reset(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
+  // Read and write: the file is kept under the audit log's cap (common/capped_log.h).
+  fd_.Reset(::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
   return static_cast<bool>(fd_);
 }
 
@@ -51,8 +53,7 @@ void ProxyAuditSink::Record(const ProxyAuditRecord& r) {
   std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   std::lock_guard lock(mu_);
   if (fd_) {
-    ssize_t ignored = ::write(fd_.Get(), text.data(), text.size());
-    (void)ignored;
+    (void)AppendCappedLines(fd_.Get(), text);
   } else {
     std::cerr << text;
   }

@@ -280,6 +280,45 @@ TEST_F(RunTerminal, NotificationsAndLogsAreShownInert) {
   EXPECT_EQ(r.out, "done\n");
 }
 
+// A plugin printing in a loop wrote every line to stderr for as long as its deadline ran (53 MB
+// in the default 10 s; a longer --timeout, or stderr redirected to a file, without bound). Now
+// one command's notifications and logs share a budget; the rest are dropped and counted.
+TEST_F(RunTerminal, APluginPrintingInALoopStopsAtItsBudget) {
+  Lua("anvil.command('x', function()\n"
+      "  local s = string.rep('a', 100)\n"
+      "  for i = 1, 30000 do print(i .. s) end\n"
+      "  editor.notify('after the flood')\n"
+      "  return 'done' end)");
+  auto r = RunX();
+  EXPECT_EQ(r.status, 0) << r.err.substr(0, 500);
+  EXPECT_EQ(r.out, "done\n");
+  ExpectSafe(r);
+  size_t plugin_lines = 0;
+  for (const std::string& line : Lines(r.err)) plugin_lines += line.rfind("[test.run", 0) == 0;
+  EXPECT_EQ(plugin_lines, 10000u);
+  EXPECT_LT(r.err.size(), size_t{2} << 20);
+  EXPECT_NE(r.err.find("anvil run: test.run passed its budget of 10000 log and notification"),
+            std::string::npos);
+  EXPECT_NE(r.err.find("anvil run: 20001 log and notification lines of test.run were dropped"),
+            std::string::npos)
+      << r.err.substr(r.err.size() - 500);
+  EXPECT_EQ(r.err.find("after the flood"), std::string::npos);
+}
+
+// The benign neighbour: a plugin printing a few hundred lines shows every one, nothing dropped.
+TEST_F(RunTerminal, OrdinaryLoggingIsShownWhole) {
+  Lua("anvil.command('x', function()\n"
+      "  for i = 1, 300 do print('line ' .. i) end\n"
+      "  editor.notify('finished')\n"
+      "  return 'done' end)");
+  auto r = RunX();
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "done\n");
+  EXPECT_NE(r.err.find("[test.run info] line 300\n"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("[test.run] finished\n"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("dropped"), std::string::npos) << r.err;
+}
+
 // Manifest strings reach `anvil run`, `anvil plugin inspect` and `approve` in error messages.
 TEST_F(RunTerminal, ManifestStringsAreShownInert) {
   WriteFile(plugin_ / "anvil-plugin.toml",

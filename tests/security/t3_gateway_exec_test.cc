@@ -418,6 +418,59 @@ TEST_F(ExecGateway, TheCallersOwnerOnlyFilesStayReadableToTheTool) {
   EXPECT_NE(r.out.find("src/deep/key.c:1:"), std::string::npos) << r.out << r.err;
 }
 
+// The byte quota charged an answer only once it was ready: calls running at once were all let in
+// while the balance was still positive, and each answer was charged after the fact. Four
+// concurrent sys.exec calls of 1.5 MiB of output each took 6 MiB out of a 2 MiB quota at once.
+// Now a call takes what its answer can hold (up to the whole quota) before it runs, and gets back
+// what the answer did not use.
+TEST_F(ExecGateway, ConcurrentCallsCannotOvershootTheByteQuota) {
+  std::string big;
+  for (int i = 0; big.size() < (3u << 19); ++i) big += "match " + std::to_string(i) + "\n";
+  WriteFile(*ws_ / "big.txt", big);
+  StartGateway({"--bytes-per-second", "2M", "--exec-concurrency", "4"});
+  auto client = Plugin();
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(client->Send("exec", {"rg", ArgsJson({"match", "big.txt"}), ""}));
+  }
+  uint64_t served = 0;
+  int ok = 0, limited = 0;
+  for (int i = 0; i < 4; ++i) {
+    auto r = client->Receive();
+    ASSERT_TRUE(r) << r.error().ToString();
+    if (r->ok) {
+      ++ok;
+      served += r->fields[1].size();
+    } else {
+      EXPECT_EQ(r->fields[0], "limit") << r->ErrorText();
+      ++limited;
+    }
+  }
+  EXPECT_GE(ok, 1);
+  EXPECT_LE(served, 2u << 20) << ok << " calls answered at once";
+  // The benign neighbour: once the quota is paid back, a call runs again.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  auto again = Exec(*client, "rg", {"-c", "match", "big.txt"});
+  EXPECT_TRUE(again.ok) << again.error;
+}
+
+// With the default quota, calls running at once are all answered: the reservation is only ever
+// what an answer can hold.
+TEST_F(ExecGateway, ConcurrentCallsWithinTheQuotaAreAllAnswered) {
+  std::string big;
+  for (int i = 0; big.size() < (3u << 19); ++i) big += "match " + std::to_string(i) + "\n";
+  WriteFile(*ws_ / "big.txt", big);
+  StartGateway({"--exec-concurrency", "4"});
+  auto client = Plugin();
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(client->Send("exec", {"rg", ArgsJson({"match", "big.txt"}), ""}));
+  }
+  for (int i = 0; i < 4; ++i) {
+    auto r = client->Receive();
+    ASSERT_TRUE(r) << r.error().ToString();
+    EXPECT_TRUE(r->ok) << r->ErrorText();
+  }
+}
+
 TEST_F(ExecGateway, TimeoutKillsTheWholeTreeAndSaysSo) {
   // A held file as the operand: rg blocks in open() until the lease goes.
   const std::string fifo = UniqueToken("held");

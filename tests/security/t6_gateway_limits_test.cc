@@ -76,6 +76,87 @@ TEST_F(T6GatewayLimits, AHugePathDoesNotBecomeAHugeAuditLine) {
   EXPECT_TRUE(read_logged);
 }
 
+// Many small allowed or refused calls, each one audit line: the log grew without bound (the
+// gateway's whole disk at the plugin's pace). Now it stays under its cap: the newest lines stay,
+// every line is whole JSON, and a marker line says older ones were dropped.
+TEST_F(T6GatewayLimits, ManySmallCallsKeepTheAuditLogUnderItsCap) {
+  WriteFile(*ws_ / "a.txt", "ok");
+  StartGateway({"--audit-log-max-bytes", "1M"});
+  auto token = RegisterPlugin("p.one", ReadWriteGrant());
+  auto client = Client(token, "p.one");
+  const std::string missing = std::string(3000, 'm') + "/nope";  // a ~3 KiB line each
+  for (int i = 0; i < 1200; ++i) {
+    auto r = client->Call("fs.stat", {missing});
+    ASSERT_TRUE(r);
+    EXPECT_FALSE(r->ok);
+  }
+  EXPECT_TRUE(client->Call("fs.read", {"a.txt"})->ok);
+  ASSERT_TRUE(gateway_->Control({{"op", "status"}}));
+  struct stat st {};
+  ASSERT_EQ(::stat(gateway_->audit_log().c_str(), &st), 0);
+  EXPECT_LE(st.st_size, 1 << 20) << "audit log bytes";
+  std::ifstream in(gateway_->audit_log());
+  std::string line;
+  bool marker = false;
+  int lines = 0;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << "a cut line: " << line.substr(0, 80);
+    marker |= j.value("op", "") == "log.compacted";
+    ++lines;
+  }
+  EXPECT_TRUE(marker);
+  EXPECT_GT(lines, 100);
+  bool read_logged = false;
+  for (const auto& l : AuditLines()) read_logged |= l["op"] == "fs.read" && l["target"] == "a.txt";
+  EXPECT_TRUE(read_logged) << "the newest lines stay";
+}
+
+// A plugin granted fs.write had no cap on what it added to the workspace but its deadline: it
+// could fill the disk (8 MiB a call), or its inodes (an empty file a call), command after command,
+// and `anvil serve` started a crashed or killed host with fresh meters. Now each plugin id has one
+// budget of bytes written and entries made for the whole gateway session.
+TEST_F(T6GatewayLimits, APluginsWritesStopAtItsSessionBudgetAcrossARestart) {
+  ASSERT_EQ(::mkdir((ws_->path() + "/notes").c_str(), 0755), 0);
+  StartGateway({"--max-plugin-write-bytes", "1M", "--max-plugin-new-entries", "20"});
+  auto first = Client(RegisterPlugin("p.one", ReadWriteGrant()), "p.one");
+  const std::string chunk(400 << 10, 'w');
+  EXPECT_TRUE(first->Call("fs.write", {"notes/a", chunk})->ok);
+  EXPECT_TRUE(first->Call("fs.write", {"notes/a", chunk})->ok);
+  auto over = first->Call("fs.write", {"notes/b", chunk});
+  ASSERT_TRUE(over);
+  ASSERT_FALSE(over->ok);
+  EXPECT_EQ(over->fields[0], "limit");
+  EXPECT_NE(over->fields[1].find("its cap of 1048576 bytes"), std::string::npos) << over->fields[1];
+  struct stat st {};
+  EXPECT_NE(::stat((ws_->path() + "/notes/b").c_str(), &st), 0) << "nothing written past the cap";
+  // Entries: notes/a made one; 19 more, then the cap.
+  int made = 0;
+  for (int i = 0; i < 30; ++i) {
+    const std::string op = i % 2 ? "fs.write" : "fs.mkdir";
+    auto r = op == "fs.write" ? first->Call(op, {"notes/e" + std::to_string(i), ""})
+                              : first->Call(op, {"notes/d" + std::to_string(i), "0"});
+    ASSERT_TRUE(r);
+    if (r->ok) {
+      ++made;
+    } else {
+      EXPECT_EQ(r->fields[0], "limit") << r->ErrorText();
+    }
+  }
+  EXPECT_EQ(made, 19);
+  // The benign neighbour: rewriting an existing file with nothing new still works at the cap.
+  EXPECT_TRUE(first->Call("fs.write", {"notes/a", ""})->ok);
+  // A host registered again (anvil serve's restart) goes on from what the plugin used.
+  auto again = Client(RegisterPlugin("p.one", ReadWriteGrant()), "p.one");
+  auto r = again->Call("fs.write", {"notes/new", ""});
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(r->ok);
+  EXPECT_EQ(r->fields[0], "limit");
+  // Another plugin has its own budget.
+  auto other = Client(RegisterPlugin("p.two", ReadWriteGrant()), "p.two");
+  EXPECT_TRUE(other->Call("fs.write", {"notes/two", "x"})->ok);
+}
+
 // Sends `n` requests keeping up to 256 pipelined (far more than the gateway lets in flight) and
 // counts the answers: {ok, busy}. Any other answer fails the test.
 std::pair<int, int> Flood(ipc::GatewayClient& client, const std::string& op,

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "gateway/registration.h"
+
 namespace anvil::gateway {
 namespace {
 
@@ -250,6 +252,79 @@ TEST(GatewayAdmission, RequestsTable) {
     EXPECT_EQ(a.refusal.reason, row.reason);
     EXPECT_EQ(a.refusal.close, row.close);
   }
+}
+
+}  // namespace
+}  // namespace anvil::gateway
+
+namespace anvil::gateway {
+namespace {
+
+// The byte quota's reservation: an op takes what its answer can hold, never more than a full
+// bucket leaves beside the request itself.
+TEST(GatewayAdmission, QuotaReservationTable) {
+  const AnswerCaps caps{8u << 20, 10000, 9u << 20, (8u << 20) + (64u << 10)};
+  constexpr uint64_t kRoom = 16 * 1024;
+  EXPECT_EQ(AnswerBound("fs.read", caps), (8u << 20) + kRoom);
+  EXPECT_EQ(AnswerBound("fs.list", caps), 10000u * 272 + kRoom);
+  EXPECT_EQ(AnswerBound("exec", caps), (9u << 20) + kRoom);
+  EXPECT_EQ(AnswerBound("net.fetch", caps), (8u << 20) + (64u << 10) + kRoom);
+  for (const char* op : {"fs.stat", "fs.write", "fs.mkdir", "fs.remove", "fs.rename", "ping", ""}) {
+    EXPECT_EQ(AnswerBound(op, caps), kRoom) << op;
+  }
+  struct Row {
+    uint64_t bound, payload, capacity, want;
+  };
+  for (const Row& row : {
+           Row{100, 10, 1000, 100},   // fits: the whole bound
+           Row{5000, 10, 1000, 990},  // bigger than the bucket: all of it beside the payload
+           Row{5000, 1000, 1000, 0},  // the payload alone fills it
+           Row{5000, 2000, 1000, 0},  // refused for the payload anyway
+           Row{0, 0, 1000, 0},
+       }) {
+    EXPECT_EQ(QuotaReservation(row.bound, row.payload, row.capacity), row.want)
+        << row.bound << " " << row.payload << " " << row.capacity;
+  }
+}
+
+// Settling gives back what an answer did not use, never past a full bucket, and charges what it
+// used beyond the reservation.
+TEST(GatewayAdmission, ABucketSettlesItsReservation) {
+  TokenBucket bucket(1000);
+  ASSERT_TRUE(bucket.Take(900));
+  EXPECT_FALSE(bucket.Take(200));
+  bucket.Settle(900, 100);  // 800 unused: back
+  EXPECT_TRUE(bucket.Take(850));
+  bucket.Settle(850, 2000);  // 1150 more than reserved: a debt
+  EXPECT_FALSE(bucket.Take(1));
+  TokenBucket full(1000);
+  full.Settle(500, 0);  // never past full
+  EXPECT_FALSE(full.Take(1001));
+  EXPECT_TRUE(full.Take(1000));
+}
+
+}  // namespace
+}  // namespace anvil::gateway
+
+namespace anvil::gateway {
+namespace {
+
+// A plugin's write budget takes bytes and entries together or not at all, up to each cap
+// exactly, and gives back what a failed call did not write.
+TEST(GatewayAdmission, AWriteBudgetTakesBothOrNeither) {
+  WriteBudget budget(100, 3);
+  EXPECT_TRUE(budget.Take(60, 1));
+  EXPECT_TRUE(budget.Take(40, 1));  // exactly the byte cap
+  auto over = budget.Take(1, 0);
+  ASSERT_FALSE(over);
+  EXPECT_EQ(over.error().code, "limit");
+  EXPECT_TRUE(budget.Take(0, 1));  // exactly the entry cap
+  EXPECT_FALSE(budget.Take(0, 1));
+  EXPECT_TRUE(budget.Take(0, 0));  // a rewrite of nothing new
+  budget.GiveBack(50, 1);
+  EXPECT_FALSE(budget.Take(10, 2)) << "bytes fit, entries do not: neither is taken";
+  EXPECT_TRUE(budget.Take(50, 1));
+  EXPECT_FALSE(budget.Take(UINT64_MAX, 0));
 }
 
 }  // namespace

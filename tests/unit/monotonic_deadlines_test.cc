@@ -18,6 +18,7 @@ namespace {
 // file (relative to src/) -> why reading the wall clock there is not a deadline.
 const std::map<std::string, std::string> kReviewed = {
     {"gateway/audit_log.cc", "the audit line's timestamp"},
+    {"common/capped_log.cc", "the log.compacted marker line's timestamp"},
     {"net/proxy_service.cc", "the proxy's audit line timestamp"},
     {"agent/exec_flow.cc", "audit line timestamps and the date in an \"always\" rule"},
     {"policy/grant_store.cc", "granted_at, shown to the user"},
