@@ -15,6 +15,12 @@
 // against an API that answers every read with 4 KiB at once (no gateway): the binding's own cost
 // per call. lua-noop / js-noop: N runs of a command that returns 'ok' (the per-command cost).
 // Both print thread CPU time per call.
+//
+// A sandbox's plan for workspace WS (the third argument, default /tmp), with this process's
+// home: autorun-lstat / autorun-listing (the plan of what the host runs from the home, every
+// name looked up with lstat, or from one listing per directory as a start does),
+// file-view (the file view of the default policy, host sockets located) and writable-roots
+// (what a start computes before its view: the view was computed twice before).
 #include <time.h>
 
 #include <cstdio>
@@ -23,10 +29,15 @@
 #include <vector>
 
 #include "host/runtime.h"
+#include "linux/autorun_shield.h"
+#include "linux/host_socket_facts.h"
 #include "linux/memory_cgroup.h"
 #include "linux/pids_cgroup.h"
+#include "linux/real_host.h"
 #include "linux/seccomp.h"
 #include "linux/seccomp_compile.h"
+#include "policy/host_caches.h"
+#include "policy/sandbox_policy.h"
 
 namespace {
 
@@ -108,12 +119,35 @@ bool Vm(bool lua) {
   return vm->Load(source) && vm->RunCommand("noop", "[]");
 }
 
+// The autorun plan of a start in `workspace`, looked up name by name or by listing.
+bool AutorunPlan(const std::string& workspace, bool listing) {
+  const anvil::AutorunEnv env = anvil::AutorunEnvFromProcess();
+  std::vector<std::string> caches;
+  for (const auto& c : anvil::HostCachePlaces(env)) caches.push_back(c.path);
+  const anvil::AutorunFs fs = listing ? anvil::ListingAutorunFs() : anvil::RealAutorunFs();
+  return anvil::PlanAutorunShield(anvil::HostAutorunPaths(env), {workspace}, {"/tmp"}, fs, {},
+                                  caches)
+      .has_value();
+}
+
+// The default policy's view of `workspace` (or only its writable roots).
+bool View(const std::string& workspace, bool whole) {
+  anvil::SandboxPolicy policy;
+  policy.kind = anvil::PolicyKind::kWorkspaceWrite;
+  policy.workspace = workspace;
+  anvil::HostFs host = anvil::RealHostFs();
+  host.bound_unix_sockets = anvil::HostSocketLocator();
+  if (!whole) return anvil::WritableRootsOf(policy, host).has_value();
+  return anvil::ComputeFileView(policy, host).has_value();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using anvil::NetworkMode;
   std::string part = argc > 1 ? argv[1] : "none";
   int n = argc > 2 ? std::atoi(argv[2]) : 1;
+  const std::string workspace = argc > 3 ? argv[3] : "/tmp";
   if (part == "lua-read" || part == "js-read" || part == "lua-noop" || part == "js-noop") {
     const bool ok = Calls(part.starts_with("lua"), part.ends_with("read"), n);
     if (!ok) std::fprintf(stderr, "%s failed\n", part.c_str());
@@ -132,6 +166,10 @@ int main(int argc, char** argv) {
            anvil::seccomp::BuildPluginHostFilter();
     } else if (part == "lua-vm" || part == "js-vm") {
       ok = Vm(part == "lua-vm");
+    } else if (part == "autorun-lstat" || part == "autorun-listing") {
+      ok = AutorunPlan(workspace, part == "autorun-listing");
+    } else if (part == "file-view" || part == "writable-roots") {
+      ok = View(workspace, part == "file-view");
     } else if (part == "cgroups") {
       // As a sandbox of root's makes them (sandbox_launch.cc): where they go read once.
       const anvil::CgroupFacts facts = anvil::ReadCgroupFacts();

@@ -10,7 +10,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <memory>
 #include <numeric>
+#include <optional>
+#include <unordered_map>
 
 #include "linux/owner_write.h"
 #include "linux/protected_placeholders.h"
@@ -98,6 +101,65 @@ AutorunFs RealAutorunFs() {
   return fs;
 }
 
+AutorunFs ListingAutorunFs() {
+  // Directory -> its names with their d_type; nullopt: not listed, ask with lstat.
+  using Listing = std::optional<std::unordered_map<std::string, unsigned char>>;
+  auto listings = std::make_shared<std::unordered_map<std::string, Listing>>();
+  const AutorunFs real = RealAutorunFs();
+  auto list = [](const std::string& dir) -> Listing {
+    UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!fd) return std::nullopt;
+    DIR* stream = ::fdopendir(fd.Get());
+    if (stream == nullptr) return std::nullopt;
+    fd.Release();
+    std::unordered_map<std::string, unsigned char> names;
+    bool complete = true;
+    errno = 0;
+    while (const dirent* entry = ::readdir(stream)) {
+      if (names.size() >= kListedEntries) {
+        complete = false;
+        break;
+      }
+      names.emplace(entry->d_name, entry->d_type);
+    }
+    if (errno != 0) complete = false;
+    ::closedir(stream);
+    if (!complete) return std::nullopt;
+    return names;
+  };
+  AutorunFs fs;
+  fs.lstat = [listings, real, list](const std::string& path) {
+    const auto slash = path.rfind('/');
+    const std::string name = slash == std::string::npos ? "" : path.substr(slash + 1);
+    if (slash == std::string::npos || name.empty() || name == "." || name == "..") {
+      return real.lstat(path);
+    }
+    const std::string dir = ParentOf(path);
+    auto it = listings->find(dir);
+    if (it == listings->end()) it = listings->emplace(dir, list(dir)).first;
+    if (!it->second) return real.lstat(path);
+    const auto entry = it->second->find(name);
+    if (entry == it->second->end()) return AutorunFs::Node{};  // kMissing
+    switch (entry->second) {
+      case DT_DIR:
+        return AutorunFs::Node{AutorunFs::Kind::kDirectory, 1, {}};
+      case DT_LNK: {
+        char target[PATH_MAX];
+        const ssize_t n = ::readlink(path.c_str(), target, sizeof(target));
+        // Gone or no longer a link since the listing: asked again.
+        if (n <= 0 || static_cast<size_t>(n) >= sizeof(target)) return real.lstat(path);
+        return AutorunFs::Node{AutorunFs::Kind::kSymlink, 1, std::string(target, n)};
+      }
+      case DT_REG:      // its hard links
+      case DT_UNKNOWN:  // a file system that does not say
+        return real.lstat(path);
+      default:
+        return AutorunFs::Node{AutorunFs::Kind::kOther, 1, {}};
+    }
+  };
+  return fs;
+}
+
 Result<std::vector<std::string>> OtherHardLinks(const std::string& path,
                                                 const std::vector<std::string>& roots,
                                                 const std::vector<std::string>& skip,
@@ -163,9 +225,10 @@ Result<AutorunShield> AutorunShield::Prepare(const std::vector<std::string>& pla
                                              const std::vector<std::string>& caches,
                                              size_t link_search_entries) {
   AutorunShield shield;
-  const AutorunFs fs = RealAutorunFs();
   std::vector<std::string> unmakeable;
   for (int round = 0; round < kMaxRounds; ++round) {
+    // Listed afresh each round: the last one made names.
+    const AutorunFs fs = ListingAutorunFs();
     auto plan = PlanAutorunShield(places, writable_roots, covered, fs, unmakeable, caches);
     if (!plan) return tl::unexpected(plan.error());
     bool settled = plan->make.empty();

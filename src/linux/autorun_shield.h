@@ -86,6 +86,14 @@ class AutorunShield {
 // lstat(2) and readlink(2) of the host.
 AutorunFs RealAutorunFs();
 
+// The same answers as RealAutorunFs, from one listing (getdents) per directory asked about: a
+// missing name (most places) costs no syscall of its own; one that exists costs a readlink (a
+// symbolic link) or an lstat (a file, for its hard links; an entry of unknown type). A directory
+// that cannot be listed (not readable, gone, or more than kListedEntries names) is asked name by
+// name with lstat. Each listing is kept for the life of the returned object: one per plan.
+AutorunFs ListingAutorunFs();
+inline constexpr size_t kListedEntries = 4096;
+
 // The other names of the regular file `path` beneath `roots` (canonical), not looking beneath
 // `skip` (what the view covers or shadows): walked without following a symbolic link, at most
 // `max_entries` directory entries. A "sandbox" error when the walk was cut short or `path` is

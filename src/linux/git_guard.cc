@@ -21,7 +21,9 @@ Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
   guard.fs_ = std::move(fs);
   auto scan = ScanGitMetadata(roots, env, guard.fs_, limits, cached);
   if (!scan) return tl::unexpected(scan.error());
-  GitProtectionPlan plan = PlanGitProtection(*scan, env, guard.fs_, limits);
+  // The plan makes nothing: each path it asks about (the repository's marker, the user's
+  // configs and their directories, many times over) is resolved once.
+  GitProtectionPlan plan = PlanGitProtection(*scan, env, ResolvingOnce(guard.fs_), limits);
   if (!plan.problems.empty()) return tl::unexpected(plan.problems.front());
 
   std::vector<PlaceholderSpec> specs;
@@ -115,9 +117,12 @@ void GitGuard::CheckAfterRun(const std::vector<std::string>& skip) {
   report_.unwalked = scan->unwalked;
   report_.unwalked_total = scan->unwalked_total;
   memo_ = std::move(scan->memo);
+  // Deciding makes nothing, and the command and every process of its namespace are gone: each
+  // path the three steps ask about is resolved once; what is moved aside goes by fs_.
+  const GitFs judged = ResolvingOnce(fs_);
   std::set<int> moved;
-  for (const auto& [i, why] : NewGitReposThatRunCode(before_, *scan, fs_)) moved.insert(i);
-  GitProtectionPlan plan = PlanGitProtection(*scan, env_, fs_, limits_, moved);
+  for (const auto& [i, why] : NewGitReposThatRunCode(before_, *scan, judged)) moved.insert(i);
+  GitProtectionPlan plan = PlanGitProtection(*scan, env_, judged, limits_, moved);
   if (plan.incomplete) {
     // Out of time: what was planned is still acted on; the rest is reported as unchecked.
     report_.check_error = "the planning after the run took longer than the 'seconds' bound (" +
@@ -129,7 +134,7 @@ void GitGuard::CheckAfterRun(const std::vector<std::string>& skip) {
                           " s): what it decided was moved aside, the paths the rest of the "
                           "configs name were not checked";
   }
-  auto actions = DecideGitQuarantine(before_, configs_, *scan, plan, fs_);
+  auto actions = DecideGitQuarantine(before_, configs_, *scan, plan, judged);
   auto result = ApplyGitQuarantine(actions, roots_, fs_);
   std::vector<std::pair<std::string, std::string>> renamed;
   for (const auto& m : result.moved) renamed.emplace_back(m.path, m.moved_to);

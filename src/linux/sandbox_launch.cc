@@ -117,11 +117,15 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   if (plan.confine_fs) {
     HostFs host = RealHostFs();
     host.bound_unix_sockets = HostSocketLocator();
-    auto view = ComputeFileView(policy, host);
-    if (!view) return SetupFailure(view.error().ToString(), start);
-    if (!view->writable_roots.empty()) {
-      std::vector<std::string> roots;
-      for (const auto& wr : view->writable_roots) roots.push_back(wr.root);
+    // The roots first: the view is computed once, after what is made and found in them.
+    auto writable = WritableRootsOf(policy, host);
+    if (!writable) return SetupFailure(writable.error().ToString(), start);
+    if (writable->empty()) {
+      auto view = ComputeFileView(policy, host);
+      if (!view) return SetupFailure(view.error().ToString(), start);
+      plan.view = std::move(*view);
+    } else {
+      const std::vector<std::string>& roots = *writable;
       // The workspace's Anvil.toml as it is before the command can touch it: after the run,
       // anything else there is moved aside (workspace_config_watch.h).
       if (WatchesWorkspaceConfig(roots, policy.workspace)) {
@@ -142,19 +146,22 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
       // Kept out of the command's reach in every run, --writable-git or not: a later run
       // trusts it.
       walk_cache.emplace(GitWalkCache::Open());
+      // The view's private /tmp (FileView::private_tmp: every view has one).
       const std::vector<std::string> covered =
-          view->private_tmp ? std::vector<std::string>{"/tmp"} : std::vector<std::string>{};
+          FileView{}.private_tmp ? std::vector<std::string>{"/tmp"} : std::vector<std::string>{};
       auto shield = ShieldFor(*walk_cache, roots, covered);
       if (!shield) return SetupFailure(shield.error().ToString(), start);
+      // The homes, $HOME's and the user database's (looked up once for both below).
+      const AutorunEnv autorun_env = AutorunEnvFromProcess();
       // Anvil's own rules, keys, config and grants: read-only whatever root holds them.
-      auto trust = ShieldAnvilTrustDirs(AnvilTrustDirs(TrustEnvFromProcess()), roots, covered);
+      auto trust = ShieldAnvilTrustDirs(
+          AnvilTrustDirs(TrustEnvFromProcess(autorun_env.passwd_home)), roots, covered);
       if (!trust) return SetupFailure(trust.error().ToString(), start);
       MergeShield(*shield, *trust);
       const std::vector<std::string> anvil_state = shield->read_only;
       // What the host runs from the home (shell startup files, ~/.local/bin, user units,
       // autostart, installed plugins): read-only or pinned, missing ones taken by placeholders.
       // The caches the host's builds trust: the sandbox home's own instead (host_caches.h).
-      const AutorunEnv autorun_env = AutorunEnvFromProcess();
       const std::vector<HostCachePlace> cache_places = HostCachePlaces(autorun_env);
       std::vector<std::string> cache_paths;
       for (const auto& c : cache_places) cache_paths.push_back(c.path);
@@ -179,8 +186,8 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
         if (!guard) return SetupFailure(guard.error().ToString(), start);
         git.emplace(std::move(*guard));
       }
-      // Again even when this run made none: another run may have made one (now held by this
-      // run's lock) after the first computation looked.
+      // After the placeholders: a .git this run made, or another run made (now held by this
+      // run's lock), is bound read-only with the rest.
       std::vector<std::string> read_only = shield->read_only;
       std::vector<std::string> pinned = shield->pinned;
       if (git) {
@@ -189,7 +196,7 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
                          git->ProtectedNamePaths().end());
         pinned.insert(pinned.end(), git->PinnedDirs().begin(), git->PinnedDirs().end());
       }
-      view = ComputeFileView(policy, host, read_only);
+      auto view = ComputeFileView(policy, host, read_only);
       if (!view) return SetupFailure(view.error().ToString(), start);
       // Each once; none inside a read-only path, where a writable bind would undo it.
       PinDirs(*view, pinned);
@@ -209,8 +216,8 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
           return SetupFailure(s.error().ToString(), start);
         }
       }
+      plan.view = std::move(*view);
     }
-    plan.view = std::move(*view);
     plan.landlock_abi = walls.landlock_abi;
   }
   if (walls.filter) {

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <utility>
 
 #include "fs/file_io.h"
 #include "policy/sandbox_policy.h"
@@ -65,12 +66,15 @@ std::vector<std::string> AnvilTrustDirs(const TrustEnv& env) {
   return out;
 }
 
-TrustEnv TrustEnvFromProcess() {
+TrustEnv TrustEnvFromProcess() { return TrustEnvFromProcess(PasswdHome()); }
+
+TrustEnv TrustEnvFromProcess(std::string passwd_home) {
   auto get = [](const char* name) {
     const char* v = std::getenv(name);
     return std::string(v ? v : "");
   };
-  return TrustEnv{get("HOME"), get("XDG_CONFIG_HOME"), get("XDG_STATE_HOME"), PasswdHome()};
+  return TrustEnv{get("HOME"), get("XDG_CONFIG_HOME"), get("XDG_STATE_HOME"),
+                  std::move(passwd_home)};
 }
 
 std::string WhereTrustDirLies(const std::string& dir, bool* exists) {

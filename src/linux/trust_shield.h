@@ -29,6 +29,8 @@ struct TrustEnv {
 };
 std::vector<std::string> AnvilTrustDirs(const TrustEnv& env);
 TrustEnv TrustEnvFromProcess();
+// The same with the user database's home already looked up (PasswdHome): one lookup per start.
+TrustEnv TrustEnvFromProcess(std::string passwd_home);
 
 // Where trust directory `dir` (absolute, lexical) is or would be made: its deepest existing
 // ancestor resolved (realpath), the rest appended; "" when not even "/" resolves. `exists`: the

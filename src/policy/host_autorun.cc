@@ -4,6 +4,8 @@
 #include <deque>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
+#include <utility>
 
 #include "fs/file_io.h"
 #include "policy/sandbox_home.h"
@@ -178,13 +180,26 @@ std::vector<std::string> HostAutorunPaths(const AutorunEnv& env) {
     }
     return out;
   };
+  // Each base list once per kind of base, and each path once (first place kept): the table has
+  // a few hundred entries.
+  std::vector<std::string> of_base[4];
+  for (const AutorunBase b :
+       {AutorunBase::kHome, AutorunBase::kZsh, AutorunBase::kConfig, AutorunBase::kData}) {
+    of_base[static_cast<size_t>(b)] = bases(b);
+  }
   std::vector<std::string> out;
+  std::unordered_set<std::string> listed;
+  auto add = [&](std::string path) {
+    if (listed.insert(path).second) out.push_back(std::move(path));
+  };
   for (const auto& entry : kHostAutorun) {
-    for (const auto& base : bases(entry.base)) AddUnique(out, Join(base, std::string(entry.path)));
+    for (const auto& base : of_base[static_cast<size_t>(entry.base)]) {
+      add(Join(base, std::string(entry.path)));
+    }
   }
   // The credential locations: a missing one made by the command (~/.kube/config with an exec
   // plugin, ~/.ssh/rc, ~/.aws/config's credential_process) runs code on the host as surely.
-  for (const auto& c : HomeCredentialPaths(env)) AddUnique(out, c);
+  for (auto& c : HomeCredentialPaths(env)) add(std::move(c));
   return out;
 }
 

@@ -142,9 +142,22 @@ void MaskHostSockets(FileView& view, const std::vector<std::string>& sockets,
   }
 }
 
-Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host,
-                                 const std::vector<std::string>& discovered_read_only) {
-  FileView view;
+namespace {
+
+// A protected directory at the top of a writable root that is a symbolic link cannot be kept
+// read-only: its target can be bound read-only, but the link itself is a plain entry of the
+// writable root, so the command could replace it with a directory of its own (hooks,
+// core.fsmonitor) that git runs later outside the sandbox. Refuse rather than pretend.
+Error SymlinkedProtectedDirectory(const std::string& candidate, bool git) {
+  return Error("invalid", candidate +
+                              " is a symbolic link, which cannot be kept read-only"
+                              " in a writable root; replace the link with the directory" +
+                              std::string(git ? " or pass --writable-git" : ""));
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> WritableRootsOf(const SandboxPolicy& policy, const HostFs& host) {
   if (!policy.ConfinesFilesystem()) {
     return Fail("invalid", "policy " + std::string(ToString(policy.kind)) +
                                " does not confine the filesystem");
@@ -152,29 +165,14 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
   if (policy.workspace.empty() || policy.workspace[0] != '/') {
     return Fail("invalid", "workspace must be an absolute path");
   }
-  view.full_read = policy.read_access == ReadAccess::kFull;
-  if (policy.runtime_from_call) {
-    if (policy.kind != PolicyKind::kReadOnly || view.full_read || !policy.workspace_read_subpaths ||
-        !policy.workspace_read_subpaths->empty()) {
-      return Fail("invalid",
-                  "runtime files from the call need the read-only policy, restricted read access "
-                  "and a workspace the call fills in");
-    }
-    view.runtime_from_call = true;
+  const bool full_read = policy.read_access == ReadAccess::kFull;
+  if (policy.runtime_from_call &&
+      (policy.kind != PolicyKind::kReadOnly || full_read || !policy.workspace_read_subpaths ||
+       !policy.workspace_read_subpaths->empty())) {
+    return Fail("invalid",
+                "runtime files from the call need the read-only policy, restricted read access "
+                "and a workspace the call fills in");
   }
-  if (!view.full_read && !policy.runtime_from_call) {
-    for (auto root : kPlatformReadRoots) {
-      std::string r(root);
-      // Keep the name as the host has it: /bin may be a symlink to usr/bin and is recreated
-      // as that symlink inside the view.
-      if (host.lstat_kind(r) != HostFs::Kind::kMissing) AddUnique(view.read_roots, r);
-    }
-    for (auto masked : kMaskedFiles) {
-      std::string m(masked);
-      if (host.lstat_kind(m) == HostFs::Kind::kRegular) view.masked_files.push_back(m);
-    }
-  }
-
   std::vector<std::string> writable;
   if (policy.kind == PolicyKind::kWorkspaceWrite) {
     writable.push_back(policy.workspace);
@@ -189,13 +187,65 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
     }
   }
   if (policy.workspace_read_subpaths) {
-    if (policy.kind != PolicyKind::kReadOnly || view.full_read) {
+    if (policy.kind != PolicyKind::kReadOnly || full_read) {
       return Fail("invalid",
                   "readable workspace subpaths need the read-only policy with "
                   "restricted read access");
     }
     for (const auto& sub : *policy.workspace_read_subpaths) {
       if (auto s = ValidateWorkspaceSubpath(sub); !s) return tl::unexpected(s.error());
+    }
+  }
+  for (const auto& root : writable) {
+    for (const ProtectedName& protected_name : kProtectedNames) {
+      const bool git = protected_name.kind == ProtectedNameKind::kGitMetadata;
+      if (git && policy.writable_git) continue;
+      if (!git && protected_name.kind != ProtectedNameKind::kAnvilState) continue;
+      const std::string candidate = root + "/" + std::string(protected_name.name);
+      if (host.is_symlink && host.is_symlink(candidate)) {
+        return tl::unexpected(SymlinkedProtectedDirectory(candidate, git));
+      }
+    }
+  }
+  std::vector<std::string> read_only;
+  for (const auto& sub : policy.extra_read_only_subpaths) {
+    auto resolved = host.resolve(sub);
+    // A path that does not exist yet cannot be bound read-only, and skipping it would let the
+    // command create it: refuse instead of running with less protection than asked for.
+    if (!resolved) return Fail("invalid", "--read-only-subpath does not exist: " + sub);
+    read_only.push_back(*resolved);
+  }
+  for (const auto& root : writable) {
+    if (std::find(read_only.begin(), read_only.end(), root) != read_only.end()) {
+      return Fail("invalid", "writable root is also read-only: " + root);
+    }
+  }
+  return writable;
+}
+
+Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host,
+                                 const std::vector<std::string>& discovered_read_only) {
+  // Every check of the policy first, in the order they always came.
+  auto writable_roots = WritableRootsOf(policy, host);
+  if (!writable_roots) return tl::unexpected(writable_roots.error());
+  const std::vector<std::string>& writable = *writable_roots;
+  FileView view;
+  view.full_read = policy.read_access == ReadAccess::kFull;
+  view.runtime_from_call = policy.runtime_from_call;
+  if (!view.full_read && !policy.runtime_from_call) {
+    for (auto root : kPlatformReadRoots) {
+      std::string r(root);
+      // Keep the name as the host has it: /bin may be a symlink to usr/bin and is recreated
+      // as that symlink inside the view.
+      if (host.lstat_kind(r) != HostFs::Kind::kMissing) AddUnique(view.read_roots, r);
+    }
+    for (auto masked : kMaskedFiles) {
+      std::string m(masked);
+      if (host.lstat_kind(m) == HostFs::Kind::kRegular) view.masked_files.push_back(m);
+    }
+  }
+  if (policy.workspace_read_subpaths) {
+    for (const auto& sub : *policy.workspace_read_subpaths) {
       AddUnique(view.workspace_read_subpaths, sub);
     }
     view.workspace_base = policy.workspace;
@@ -218,14 +268,8 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
         // A file Anvil reads by this name is opened without following a link (a link there is
         // refused), so the link protects nothing and hides nothing: left as it is.
         if (!directory) continue;
-        // A protected directory that is a symlink cannot be kept read-only: its target can be
-        // bound read-only, but the link itself is a plain entry of the writable root, so the
-        // command could replace it with a directory of its own (hooks, core.fsmonitor) that git
-        // runs later outside the sandbox. Refuse rather than pretend.
-        return Fail("invalid", candidate +
-                                   " is a symbolic link, which cannot be kept read-only"
-                                   " in a writable root; replace the link with the directory" +
-                                   std::string(git ? " or pass --writable-git" : ""));
+        // One made since WritableRootsOf looked.
+        return tl::unexpected(SymlinkedProtectedDirectory(candidate, git));
       }
       auto resolved = host.resolve(candidate);
       if (!resolved) continue;

@@ -159,6 +159,13 @@ struct HostFs {
 // True when `path` equals `root` or lies beneath it (component-wise, both canonical).
 bool PathIsWithin(std::string_view path, std::string_view root);
 
+// The writable roots of `policy`, canonical, the workspace first, once each, after every check
+// of the policy that ComputeFileView makes (the same errors, in the same order, up to and
+// including a protected directory at a root's top that is a symbolic link): what a run needs
+// before the view, whose read-only paths are found in these roots (placeholders, shields, the
+// git walk). Empty for a policy without writable roots. ComputeFileView calls it first.
+Result<std::vector<std::string>> WritableRootsOf(const SandboxPolicy& policy, const HostFs& host);
+
 // Every writable root keeps the protected names at its top (fs/protected_names.h) read-only:
 // .git (but with --writable-git) and .anvil, which must not be symbolic links there (the link
 // could be replaced: an error), and anvil.lock and Anvil.toml when they are a directory or a

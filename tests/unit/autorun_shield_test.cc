@@ -173,5 +173,40 @@ TEST_F(AutorunShieldTest, AHardLinkOutsideTheRootsNeedsNothingMore) {
   EXPECT_EQ(std::find(ro.begin(), ro.end(), outside), ro.end());
 }
 
+// The listing answers exactly as lstat(2) and readlink(2) would, name by name: every kind, a
+// file's hard links, a link's text, a missing name, a name beneath a missing or non-directory
+// one, a path through a symbolic link, a directory too large to list, and the top directory.
+TEST_F(AutorunShieldTest, TheListingAnswersAsLstatDoes) {
+  ASSERT_EQ(mkdir((home_ + "/dir").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((home_ + "/big").c_str(), 0755), 0);
+  for (size_t i = 0; i <= kListedEntries; ++i) {
+    std::ofstream(home_ + "/big/f" + std::to_string(i)) << "";
+  }
+  ASSERT_EQ(link((home_ + "/.bashrc").c_str(), (home_ + "/dir/bashrc").c_str()), 0);
+  ASSERT_EQ(symlink("dir", (home_ + "/to-dir").c_str()), 0);
+  ASSERT_EQ(symlink(std::string(kAutorunPlaceholder).c_str(), (home_ + "/.zshrc").c_str()), 0);
+  ASSERT_EQ(symlink("/nowhere/at/all", (home_ + "/dangling").c_str()), 0);
+  ASSERT_EQ(mkfifo((home_ + "/fifo").c_str(), 0600), 0);
+  const std::vector<std::string> rels = {
+      "",       ".bashrc",  "dir",    "dir/bashrc", "to-dir",        "to-dir/bashrc", "to-dir/nope",
+      ".zshrc", "dangling", "fifo",   "missing",    "missing/below", ".bashrc/below", "big",
+      "big/f7", "big/nope", ".local", ".local/bin"};
+  const AutorunFs real = RealAutorunFs();
+  const AutorunFs listing = ListingAutorunFs();
+  for (int pass = 0; pass < 2; ++pass) {  // the second from the listings kept
+    for (const auto& rel : rels) {
+      const std::string path = rel.empty() ? home_ : home_ + "/" + rel;
+      const AutorunFs::Node want = real.lstat(path);
+      const AutorunFs::Node got = listing.lstat(path);
+      EXPECT_EQ(got.kind, want.kind) << path;
+      EXPECT_EQ(got.target, want.target) << path;
+      if (want.kind == AutorunFs::Kind::kFile) {
+        EXPECT_EQ(got.links, want.links) << path;
+      }
+    }
+  }
+  EXPECT_EQ(listing.lstat("/").kind, AutorunFs::Kind::kDirectory);
+}
+
 }  // namespace
 }  // namespace anvil

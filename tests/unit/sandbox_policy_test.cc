@@ -208,6 +208,89 @@ TEST(ComputeFileView, GitLinkedToTheRootItselfFailsClosed) {
   EXPECT_FALSE(ComputeFileView(p, FakeHost({"/ws"}, {{"/ws/.git", "/ws"}})));
 }
 
+// What a start computes before its view (the roots it makes placeholders in and walks): the
+// view's writable roots, and every refusal of the policy the view would make, with its message.
+TEST(WritableRootsOf, TheViewsRootsAndItsRefusalsOfThePolicy) {
+  struct Case {
+    std::string name;
+    SandboxPolicy policy;
+    HostFs host;
+  };
+  auto policy = [](PolicyKind kind, std::string ws) {
+    SandboxPolicy p;
+    p.kind = kind;
+    p.workspace = std::move(ws);
+    return p;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"workspace", policy(PolicyKind::kWorkspaceWrite, "/ws"), FakeHost({"/ws"})});
+  {
+    auto p = policy(PolicyKind::kWorkspaceWrite, "/ws");
+    p.extra_writable_roots = {"/x", "/y-link", "/x"};
+    cases.push_back(
+        {"extra roots, resolved, once", p, FakeHost({"/ws", "/x", "/y"}, {{"/y-link", "/y"}})});
+    p.extra_writable_roots = {"/missing"};
+    cases.push_back({"missing extra root", p, FakeHost({"/ws"})});
+  }
+  cases.push_back({"read-only", policy(PolicyKind::kReadOnly, "/ws"), FakeHost({"/ws"})});
+  {
+    auto p = policy(PolicyKind::kReadOnly, "/ws");
+    p.extra_writable_roots = {"/x"};
+    cases.push_back({"extra root without workspace-write", p, FakeHost({"/ws", "/x"})});
+    p.extra_writable_roots = {};
+    p.workspace_read_subpaths = std::vector<std::string>{"a/../.."};
+    cases.push_back({"bad readable subpath", p, FakeHost({"/ws"})});
+    p.workspace_read_subpaths = std::vector<std::string>{};
+    p.runtime_from_call = true;
+    cases.push_back({"runtime from the call", p, FakeHost({"/ws"})});
+    p.read_access = ReadAccess::kFull;
+    cases.push_back({"runtime from the call, full read", p, FakeHost({"/ws"})});
+  }
+  {
+    auto p = policy(PolicyKind::kWorkspaceWrite, "/ws");
+    p.workspace_read_subpaths = std::vector<std::string>{"src"};
+    cases.push_back({"readable subpaths of a writable workspace", p, FakeHost({"/ws"})});
+  }
+  cases.push_back({"unconfined", policy(PolicyKind::kDangerFullAccess, "/ws"), FakeHost({"/ws"})});
+  cases.push_back({"relative", policy(PolicyKind::kWorkspaceWrite, "ws"), FakeHost({"ws"})});
+  cases.push_back({".git a link", policy(PolicyKind::kWorkspaceWrite, "/ws"),
+                   FakeHost({"/ws"}, {{"/ws/.git", "/home/u/repo.git"}})});
+  {
+    auto p = policy(PolicyKind::kWorkspaceWrite, "/ws");
+    p.writable_git = true;
+    cases.push_back(
+        {".git a link, --writable-git", p, FakeHost({"/ws"}, {{"/ws/.git", "/home/u/repo.git"}})});
+    cases.push_back(
+        {".anvil a link, --writable-git", p, FakeHost({"/ws"}, {{"/ws/.anvil", "/tmp/x"}})});
+    p.writable_git = false;
+    p.extra_writable_roots = {"/x"};
+    cases.push_back({".git a link in the second root", p,
+                     FakeHost({"/ws", "/x"}, {{"/x/.git", "/home/u/repo.git"}})});
+  }
+  {
+    auto p = policy(PolicyKind::kWorkspaceWrite, "/ws");
+    p.extra_read_only_subpaths = {"/ws/docs"};
+    cases.push_back({"read-only subpath", p, FakeHost({"/ws", "/ws/docs"})});
+    p.extra_read_only_subpaths = {"/ws/nope"};
+    cases.push_back({"missing read-only subpath", p, FakeHost({"/ws"})});
+    p.extra_read_only_subpaths = {"/ws"};
+    cases.push_back({"the root read-only", p, FakeHost({"/ws"})});
+  }
+  for (const auto& c : cases) {
+    const auto roots = WritableRootsOf(c.policy, c.host);
+    const auto view = ComputeFileView(c.policy, c.host);
+    ASSERT_EQ(roots.has_value(), view.has_value()) << c.name;
+    if (!view) {
+      EXPECT_EQ(roots.error().code, view.error().code) << c.name;
+      EXPECT_EQ(roots.error().message, view.error().message) << c.name;
+      continue;
+    }
+    std::vector<std::string> want;
+    for (const auto& wr : view->writable_roots) want.push_back(wr.root);
+    EXPECT_EQ(*roots, want) << c.name;
+  }
+}
+
 TEST(ComputeFileView, RefusesUnconfinedPoliciesAndRelativeWorkspace) {
   SandboxPolicy p;
   p.kind = PolicyKind::kDangerFullAccess;
