@@ -59,6 +59,35 @@ GitIdentitySet GitIdentities(const GitScan& scan, const GitProtectionPlan& plan,
   return ids;
 }
 
+GitIdentitySet GitIdentitiesWithin(const GitScan& scan, const GitProtectionPlan& plan,
+                                   const GitFs& fs, const std::vector<std::string>& subtrees) {
+  GitIdentitySet ids;
+  if (subtrees.empty()) return ids;
+  auto within = [&](const std::string& p) {
+    const bool top_git = std::any_of(scan.roots.begin(), scan.roots.end(), [&](const auto& r) {
+      return PathIsWithin(p, Join(r, ".git"));
+    });
+    return !top_git && std::any_of(subtrees.begin(), subtrees.end(),
+                                   [&](const std::string& s) { return PathIsWithin(p, s); });
+  };
+  auto add = [&](const std::string& path) {
+    if (path.empty()) return;
+    if (within(path)) AddId(ids, fs.lstat(path));
+    if (auto r = fs.resolve(path); r && within(*r)) AddId(ids, fs.lstat(*r));
+  };
+  for (const auto& repo : scan.repos) {
+    add(repo.marker);
+    add(repo.gitdir);
+    add(repo.commondir);
+    for (const auto& f : repo.configs) add(f.path);
+  }
+  for (const auto& f : scan.user_configs) add(f.path);
+  for (const auto& n : plan.named) add(n.path);
+  for (const auto& p : plan.read_only) add(p);
+  for (const auto& ph : plan.placeholders) add(Join(ph.parent, ph.name));
+  return ids;
+}
+
 namespace {
 
 // The config files of `scan` whose identity the check after the run compares: the user's own

@@ -883,6 +883,42 @@ TEST(ResolvingOnce, AsksEachPathOnceAndKeepsTheAnswerMissingOrNot) {
   EXPECT_EQ(asked["/home/u/.gitconfig"], 2);
 }
 
+// A run after one whose check did not walk `/w/deep` (policy/unchecked_subtrees.h): what lies
+// there was found by this run's walk before it, but may be the earlier command's, so it is
+// judged as new — a repository there that runs code is moved aside. Benign neighbours: one with
+// a hook elsewhere stays, a plain one in the subtree stays, and a record naming the whole root
+// never moves the root's own `.git`.
+TEST(GitIdentitiesWithin, RepositoriesInUncheckedSubtreesAreJudgedAsNew) {
+  for (const V& suspect : {V{"/w/deep"}, V{"/w"}}) {
+    SCOPED_TRACE(suspect.front());
+    SandboxRun r;
+    r.t.GitInit("/w");
+    r.t.File("/w/.git/hooks/pre-commit", "#!/bin/sh\nthe user's\n");
+    r.t.GitInit("/w/deep/a");
+    r.t.File("/w/deep/a/.git/hooks/pre-commit", "#!/bin/sh\nevil\n");
+    r.t.GitInit("/w/deep/plain");
+    r.t.GitInit("/w/other");
+    r.t.File("/w/other/.git/hooks/post-checkout", "#!/bin/sh\nthe user's\n");
+    r.Start();
+    auto p = Plan(r.t, {"/w"}, {}, r.env);
+    const GitFs fs = ResolvingOnce(r.t.Fs());
+    for (const GitFileId& id : GitIdentitiesWithin(p.scan, p.plan, fs, suspect)) r.before.erase(id);
+    const V expected =
+        suspect.front() == "/w/deep" ? V{"/w/deep/a/.git"} : V{"/w/deep/a/.git", "/w/other/.git"};
+    V moved = Paths(r.After());
+    std::sort(moved.begin(), moved.end());
+    EXPECT_EQ(moved, expected);
+  }
+  // Nothing suspect: nothing moved.
+  SandboxRun r;
+  r.t.GitInit("/w/deep/a");
+  r.t.File("/w/deep/a/.git/hooks/pre-commit", "#!/bin/sh\nevil\n");
+  r.Start();
+  auto p = Plan(r.t, {"/w"}, {}, r.env);
+  EXPECT_TRUE(GitIdentitiesWithin(p.scan, p.plan, r.t.Fs(), {}).empty());
+  EXPECT_TRUE(r.After().empty());
+}
+
 TEST(DecideGitQuarantine, NewRepositoriesThatRunCodeAreMovedAsidePlainOnesStay) {
   SandboxRun r;
   r.t.GitInit("/w");
