@@ -360,7 +360,9 @@ GitWatchedConfigs GitConfigIdentities(const GitScan& scan, const GitFs& fs);
 std::optional<std::string> GitRepoRunsCode(const GitRepo& repo);
 
 // The repositories (indices into after.repos, with why) that are not what was there before the
-// run — new, swapped in, or pointing elsewhere — and would run code: to be moved aside.
+// run — new, swapped in, or pointing elsewhere — and would run code, or whose `.git` file or
+// link (or commondir) leads outside the roots to what was not there and protected before (or
+// nowhere): to be moved aside.
 std::map<int, std::string> NewGitReposThatRunCode(const GitIdentitySet& before,
                                                   const GitScan& after, const GitFs& fs);
 

@@ -201,7 +201,8 @@ std::string UncheckedRecordsDir() {
   return grants->substr(0, slash) + "/unchecked";
 }
 
-Result<std::vector<LoadedUncheckedRecord>> LoadUncheckedRecords(const std::string& dir) {
+Result<std::vector<LoadedUncheckedRecord>> LoadUncheckedRecords(const std::string& dir,
+                                                                const UncheckedLiveFn& live) {
   std::vector<LoadedUncheckedRecord> out;
   auto fd = OpenDirectory(dir, DirOpen::kReadNoFollow);
   if (!fd) {
@@ -223,6 +224,7 @@ Result<std::vector<LoadedUncheckedRecord>> LoadUncheckedRecords(const std::strin
   }
   std::sort(names.begin(), names.end());
   for (const auto& name : names) {
+    if (live && live(fd->Get(), name)) continue;
     const std::string shown = QuotePathForMessage(dir + "/" + name);
     OwnerFacts owner;
     auto text = ReadRegularFileNoFollowOwned(fd->Get(), name, kMaxRecordBytes, owner);

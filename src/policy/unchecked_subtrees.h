@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -111,7 +112,11 @@ struct LoadedUncheckedRecord {
 // this user could have written one there). A record that is not the caller's, not
 // a regular file, or does not decode is an error naming it (fail closed: it may stand for an
 // unchecked subtree).
-Result<std::vector<LoadedUncheckedRecord>> LoadUncheckedRecords(const std::string& dir);
+// `live(dir_fd, name)`: the file is the pending record of a run still going (linux/
+// unchecked_run.h), which that run resolves itself: left out.
+using UncheckedLiveFn = std::function<bool(int dir_fd, const std::string& name)>;
+Result<std::vector<LoadedUncheckedRecord>> LoadUncheckedRecords(const std::string& dir,
+                                                                const UncheckedLiveFn& live = {});
 
 // Adds `record` to `dir` (made 0700 when missing), joined with what is there for its roots.
 Status SaveUncheckedRecord(const std::string& dir, const UncheckedRecord& record);

@@ -3,6 +3,7 @@
 #include <utility>
 #include <vector>
 
+#include "linux/unchecked_run.h"
 #include "policy/unchecked_subtrees.h"
 
 namespace anvil::session {
@@ -21,7 +22,7 @@ Admission Stopped(AdmissionVerdict verdict, Error error) {
 Status CheckNothingUnchecked(const AdmissionRequest& request) {
   const std::string dir = UncheckedRecordsDir();
   if (dir.empty()) return Ok();
-  auto loaded = LoadUncheckedRecords(dir);
+  auto loaded = LoadSettledUncheckedRecords(dir);
   if (!loaded) return tl::unexpected(loaded.error());
   std::vector<UncheckedRecord> records;
   for (auto& l : *loaded) records.push_back(std::move(l.record));

@@ -8,6 +8,7 @@
 // it (and moves aside what the earlier command could have made there) resolves the record.
 // Beside it: a complete run refuses nothing, and an incomplete run elsewhere keeps nothing out.
 // Root and unprivileged callers.
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <string>
@@ -110,6 +111,40 @@ TEST_P(T8SandboxUnchecked, APluginDoesNotRunInWhatTheCheckAfterTheRunDidNotWalk)
   // Benign neighbour: an incomplete run in another workspace keeps nothing out here.
   auto other = PlantPastTheBound(base_ / "elsewhere", "sub");
   EXPECT_EQ(other.status, 125) << other.err;
+  caller_.Give(base_.path());
+  run = Anvil({"run", "--workspace", proj_, "cfg", "go"}, proj_);
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, "none\n");
+}
+
+// An `anvil` killed (SIGKILL) while its command runs checks nothing afterwards: what the command
+// made (here its settings in proj/Anvil.toml) was never looked at. Its pending record keeps
+// plugins out of the workspace until a sandbox run there checks it (and moves the file aside).
+// Benign neighbour: while a run is going, a plugin in the same workspace still starts.
+TEST_P(T8SandboxUnchecked, AKilledAnvilLeavesThePluginsOutUntilARunChecks) {
+  Spawned anvil({AnvilBin(), "sandbox", "--cwd", ws_, "--", "/bin/sh", "-c",
+                 "printf '[plugins.settings.\"test.cfg\"]\\nwho = \"agent\"\\n' > "
+                 "proj/Anvil.toml && echo up > up && exec sleep 1000"},
+                Env(ws_));
+  ASSERT_TRUE(WaitUntil([&] { return Exists(ws_ + "/up"); })) << "the sandbox never started";
+  caller_.Give(base_.path());
+  // The run's own record is live: not in the way.
+  auto during = Anvil({"run", "--approve", "--workspace", ws_, "proj/cfg", "go"}, ws_);
+  EXPECT_EQ(during.status, 0) << during.err;
+  EXPECT_EQ(during.out, "none\n");
+
+  ASSERT_EQ(kill(anvil.pid(), SIGKILL), 0);
+  EXPECT_EQ(anvil.Wait(std::chrono::seconds(10)).value_or(-1), 128 + SIGKILL);
+  ASSERT_TRUE(Exists(proj_ + "/Anvil.toml"));
+  caller_.Give(base_.path());
+  auto run = Anvil({"run", "--workspace", proj_, "cfg", "go"}, proj_);
+  EXPECT_NE(run.status, 0) << run.out << run.err;
+  EXPECT_EQ(run.out.find("agent"), std::string::npos) << run.out;
+  EXPECT_NE(run.err.find("did not finish"), std::string::npos) << run.err;
+
+  auto resolve = Sandbox(ws_, {}, {"/bin/true"}, Env(ws_));
+  EXPECT_EQ(resolve.status, 0) << resolve.err;
+  EXPECT_FALSE(Exists(proj_ + "/Anvil.toml"));
   caller_.Give(base_.path());
   run = Anvil({"run", "--workspace", proj_, "cfg", "go"}, proj_);
   EXPECT_EQ(run.status, 0) << run.err;

@@ -919,6 +919,34 @@ TEST(GitIdentitiesWithin, RepositoriesInUncheckedSubtreesAreJudgedAsNew) {
   EXPECT_TRUE(r.After().empty());
 }
 
+// The attack (red team s5 rtcmd5): a `.git` the command makes that leads outside the writable
+// roots to a git dir that is not there yet, or is plain now — in another workspace's sandbox
+// home, which a later run there fills with hooks and no check walks, or in /tmp, where anyone
+// may make it. Moved aside whatever the target holds now. Benign neighbours: a worktree's and
+// a submodule's `.git` leading into the workspace's own repository, and a pointer out of the
+// roots that was there before the run.
+TEST(DecideGitQuarantine, NewPointersOutOfTheRootsAreMovedAside) {
+  SandboxRun r;
+  r.t.GitInit("/w");
+  r.t.GitInit("/elsewhere/old-top");
+  r.t.File("/w/old/.git", "gitdir: /elsewhere/old-top/.git\n");
+  r.t.GitInit("/home/u/.local/state/anvil/homes/b/home/plain");
+  r.Start({"/w"});
+  r.t.File("/w/missing/.git", "gitdir: /tmp/not-yet\n");
+  r.t.File("/w/home/.git", "gitdir: /home/u/.local/state/anvil/homes/b/home/plain/.git\n");
+  r.t.Link("/w/dangling/.git", "/tmp/nothing-here");
+  // Benign: the workspace's own worktree and submodule.
+  r.t.File("/w/.git/worktrees/wt/HEAD", "ref: refs/heads/x\n");
+  r.t.File("/w/.git/worktrees/wt/commondir", "../..\n");
+  r.t.File("/w/.git/worktrees/wt/gitdir", "/w/wt/.git\n");
+  r.t.File("/w/wt/.git", "gitdir: /w/.git/worktrees/wt\n");
+  r.t.GitInit("/w/.git/modules/lib");
+  r.t.File("/w/lib/.git", "gitdir: ../.git/modules/lib\n");
+  V moved = Paths(r.After({"/w"}));
+  std::sort(moved.begin(), moved.end());
+  EXPECT_EQ(moved, (V{"/w/dangling/.git", "/w/home/.git", "/w/missing/.git"}));
+}
+
 TEST(DecideGitQuarantine, NewRepositoriesThatRunCodeAreMovedAsidePlainOnesStay) {
   SandboxRun r;
   r.t.GitInit("/w");
