@@ -32,7 +32,7 @@ namespace {
 // Writes the pending record under a name of its own and takes its lock; "" when it cannot.
 std::string WritePending(const std::string& dir, const std::vector<std::string>& roots,
                          UniqueFd& held) {
-  if (!MakePrivateDirs(dir, "create directory ")) return "";
+  if (!MakeUncheckedRecordsDir(dir)) return "";
   auto dir_fd = OpenDirectory(dir, DirOpen::kReadNoFollow);
   if (!dir_fd) return "";
   unsigned char nonce[16];

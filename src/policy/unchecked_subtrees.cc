@@ -245,8 +245,28 @@ Result<std::vector<LoadedUncheckedRecord>> LoadUncheckedRecords(const std::strin
   return out;
 }
 
+Status MakeUncheckedRecordsDir(const std::string& dir) {
+  // Nothing is made in a tree that is not the caller's (root with another user's $HOME would
+  // leave root-owned directories there that break that user's own runs).
+  std::string existing = dir;
+  auto fd = OpenDirectory(existing, DirOpen::kPath);
+  while (!fd && fd.error().sys_errno == ENOENT && existing.size() > 1) {
+    const auto slash = existing.rfind('/');
+    existing = slash == 0 || slash == std::string::npos ? "/" : existing.substr(0, slash);
+    fd = OpenDirectory(existing, DirOpen::kPath);
+  }
+  if (!fd) return tl::unexpected(fd.error());
+  auto owner = OwnerOfFd(fd->Get(), existing);
+  if (!owner) return tl::unexpected(owner.error());
+  if (!owner->Mine()) {
+    return Fail("invalid", QuotePathForMessage(existing) + " is not yours (owner uid " +
+                               std::to_string(owner->uid) + "); no record is made there");
+  }
+  return MakePrivateDirs(dir, "create directory ");
+}
+
 Status SaveUncheckedRecord(const std::string& dir, const UncheckedRecord& record) {
-  if (auto made = MakePrivateDirs(dir, "create directory "); !made) return made;
+  if (auto made = MakeUncheckedRecordsDir(dir); !made) return made;
   auto fd = OpenDirectory(dir, DirOpen::kReadNoFollow);
   if (!fd) return tl::unexpected(fd.error());
   auto lock = DirLock::Acquire(fd->Get(), "lock " + dir);

@@ -118,7 +118,11 @@ using UncheckedLiveFn = std::function<bool(int dir_fd, const std::string& name)>
 Result<std::vector<LoadedUncheckedRecord>> LoadUncheckedRecords(const std::string& dir,
                                                                 const UncheckedLiveFn& live = {});
 
-// Adds `record` to `dir` (made 0700 when missing), joined with what is there for its roots.
+// Makes `dir` (0700) where missing, only in a tree the caller owns: its deepest existing
+// directory must be the caller's ("invalid" otherwise: nothing is made in another user's home).
+Status MakeUncheckedRecordsDir(const std::string& dir);
+
+// Adds `record` to `dir` (MakeUncheckedRecordsDir), joined with what is there for its roots.
 Status SaveUncheckedRecord(const std::string& dir, const UncheckedRecord& record);
 
 // After a run over `roots` whose check was complete: `loaded` keeps only UncheckedLeftAfter

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -209,6 +210,20 @@ TEST_F(UncheckedRecordsFiles, SavedJoinedResolvedAndGoneWithTheirWorkspace) {
     ++files;
   }
   EXPECT_EQ(files, 1u);
+}
+
+// Nothing is made in a tree that is not the caller's (root with another user's $HOME).
+TEST_F(UncheckedRecordsFiles, NothingIsMadeInAnotherUsersTree) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a tree away";
+  const std::string theirs = base_ + "/theirs";
+  std::filesystem::create_directories(theirs);
+  ASSERT_EQ(::chown(theirs.c_str(), 65534, 65534), 0);
+  auto s = SaveUncheckedRecord(theirs + "/.local/state/anvil/unchecked", {{ws_}, {{ws_, "a"}}});
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message.find("is not yours"), std::string::npos) << s.error().message;
+  EXPECT_FALSE(std::filesystem::exists(theirs + "/.local"));
+  // Benign: the caller's own tree.
+  EXPECT_TRUE(SaveUncheckedRecord(dir_, {{ws_}, {{ws_, "a"}}}));
 }
 
 // Fail closed: a record that cannot be read may stand for an unchecked subtree.
