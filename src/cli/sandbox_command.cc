@@ -188,7 +188,9 @@ void PrintGitReport(const GitReport& git) {
                  "the command made in those subtrees was not: do not run git in them (nor let an "
                  "editor or prompt do) before looking for .git entries, HEAD files and hooks "
                  "there, or remove them. The next sandbox there does not start until they are "
-                 "within the bounds (--git-scan-limit). Exit status 125.\n";
+                 "within the bounds (--git-scan-limit), and no plugin runs in them (nor in a "
+                 "workspace that holds them) until a sandbox run there has walked them and moved "
+                 "aside what the command could have made. Exit status 125.\n";
   }
   if (!git.check_error.empty()) {
     std::cerr << "anvil sandbox: ERROR: the check after the run for git metadata the command "

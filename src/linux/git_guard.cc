@@ -12,7 +12,8 @@ namespace anvil {
 
 Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
                                    const GitScanLimits& limits, const GitEnv& env, GitFs fs,
-                                   const GitWalkMemo* cached) {
+                                   const GitWalkMemo* cached,
+                                   const std::vector<std::string>& suspect) {
   const auto start = std::chrono::steady_clock::now();
   GitGuard guard;
   guard.roots_ = roots;
@@ -77,6 +78,22 @@ Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
   guard.names_before_ = scan->protected_names;
   guard.before_ = GitIdentities(*scan, plan, settled);
   guard.configs_ = GitConfigIdentities(*scan, settled);
+  if (!suspect.empty()) {
+    // What an earlier run's check never saw counts as this run's command's work: judged after it.
+    // Not the names at the top of a root: every run keeps them read-only, and its check
+    // lists the top whatever else it skips.
+    auto in_suspect = [&](const std::string& p) {
+      const auto slash = p.rfind('/');
+      const std::string parent = slash == 0 ? "/" : p.substr(0, slash);
+      if (std::find(roots.begin(), roots.end(), parent) != roots.end()) return false;
+      return std::any_of(suspect.begin(), suspect.end(),
+                         [&](const std::string& s) { return PathIsWithin(p, s); });
+    };
+    std::erase_if(guard.names_before_, in_suspect);
+    for (const GitFileId& id : GitIdentitiesWithin(*scan, plan, settled, suspect)) {
+      guard.before_.erase(id);
+    }
+  }
   guard.memo_ = std::move(scan->memo);
 
   guard.report_.protected_repositories = true;

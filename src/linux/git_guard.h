@@ -62,10 +62,13 @@ class GitGuard {
   // records the identities. Fails (the sandbox must not start) past a scan bound or on a plan
   // problem, with a message naming it and the way out. `cached`: the walk of an earlier run
   // (linux/git_walk_cache.h), whose directories are taken as they were where provably
-  // unchanged.
+  // unchanged. `suspect`: subtrees an earlier run's check did not walk
+  // (policy/unchecked_subtrees.h), whose repositories, config files and protected names this run
+  // records as not there, so that the check after it judges and moves them aside as new.
   static Result<GitGuard> Prepare(const std::vector<std::string>& roots,
                                   const GitScanLimits& limits, const GitEnv& env,
-                                  GitFs fs = RealGitFs(), const GitWalkMemo* cached = nullptr);
+                                  GitFs fs = RealGitFs(), const GitWalkMemo* cached = nullptr,
+                                  const std::vector<std::string>& suspect = {});
 
   GitGuard(GitGuard&&) = default;
   GitGuard& operator=(GitGuard&&) = default;

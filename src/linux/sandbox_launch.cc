@@ -35,6 +35,7 @@
 #include "linux/seccomp.h"
 #include "linux/terminal_relay.h"
 #include "linux/trust_shield.h"
+#include "linux/unchecked_run.h"
 #include "linux/user_ns_limits.h"
 #include "linux/workspace_config_watch.h"
 #include "policy/host_caches.h"
@@ -114,6 +115,7 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   std::optional<GitWalkCache> walk_cache;  // the walk kept for the next run (git_walk_cache.h)
   std::optional<WorkspaceConfigWatch> config_watch;  // the workspace's Anvil.toml
   std::optional<GitWalkMemo> walk_loaded;            // what the cache held for these roots
+  std::optional<UncheckedRun> unchecked;  // what earlier checks left unchecked (unchecked_run.h)
   if (plan.confine_fs) {
     HostFs host = RealHostFs();
     host.bound_unix_sockets = HostSocketLocator();
@@ -126,6 +128,9 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
       plan.view = std::move(*view);
     } else {
       const std::vector<std::string>& roots = *writable;
+      auto records = UncheckedRun::Start(roots);
+      if (!records) return SetupFailure(records.error().ToString(), start);
+      unchecked.emplace(std::move(*records));
       // The workspace's Anvil.toml as it is before the command can touch it: after the run,
       // anything else there is moved aside (workspace_config_watch.h).
       if (WatchesWorkspaceConfig(roots, policy.workspace)) {
@@ -181,8 +186,9 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
         // protected names anywhere in them (git_guard.h). Without it (--writable-git) only those
         // at the top of each root are kept (ComputeFileView).
         walk_loaded = walk_cache->Load(roots);
-        auto guard = GitGuard::Prepare(roots, spec.git_scan_limits, GitEnvFromProcess(),
-                                       RealGitFs(), walk_loaded ? &*walk_loaded : nullptr);
+        auto guard =
+            GitGuard::Prepare(roots, spec.git_scan_limits, GitEnvFromProcess(), RealGitFs(),
+                              walk_loaded ? &*walk_loaded : nullptr, unchecked->Suspect());
         if (!guard) return SetupFailure(guard.error().ToString(), start);
         git.emplace(std::move(*guard));
       }
@@ -555,6 +561,8 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
       walk_cache->Save(git->Roots(), git->Memo());
     }
   }
+  // What could not be checked keeps plugins out of it (policy/unchecked_subtrees.h).
+  if (unchecked) unchecked->Finish(out, git.has_value());
   if (out.out_of_memory && !timed_out) {
     out.error = "limit: the sandbox reached its memory ceiling (" +
                 std::to_string(memory_limit >> 20) +

@@ -59,6 +59,35 @@ GitIdentitySet GitIdentities(const GitScan& scan, const GitProtectionPlan& plan,
   return ids;
 }
 
+GitIdentitySet GitIdentitiesWithin(const GitScan& scan, const GitProtectionPlan& plan,
+                                   const GitFs& fs, const std::vector<std::string>& subtrees) {
+  GitIdentitySet ids;
+  if (subtrees.empty()) return ids;
+  auto within = [&](const std::string& p) {
+    const bool top_git = std::any_of(scan.roots.begin(), scan.roots.end(), [&](const auto& r) {
+      return PathIsWithin(p, Join(r, ".git"));
+    });
+    return !top_git && std::any_of(subtrees.begin(), subtrees.end(),
+                                   [&](const std::string& s) { return PathIsWithin(p, s); });
+  };
+  auto add = [&](const std::string& path) {
+    if (path.empty()) return;
+    if (within(path)) AddId(ids, fs.lstat(path));
+    if (auto r = fs.resolve(path); r && within(*r)) AddId(ids, fs.lstat(*r));
+  };
+  for (const auto& repo : scan.repos) {
+    add(repo.marker);
+    add(repo.gitdir);
+    add(repo.commondir);
+    for (const auto& f : repo.configs) add(f.path);
+  }
+  for (const auto& f : scan.user_configs) add(f.path);
+  for (const auto& n : plan.named) add(n.path);
+  for (const auto& p : plan.read_only) add(p);
+  for (const auto& ph : plan.placeholders) add(Join(ph.parent, ph.name));
+  return ids;
+}
+
 namespace {
 
 // The config files of `scan` whose identity the check after the run compares: the user's own
@@ -158,12 +187,39 @@ std::map<int, std::string> NewGitReposThatRunCode(const GitIdentitySet& before,
     auto r = fs.resolve(path);
     return !r || known(fs.lstat(*r));
   };
+  // A git dir a new pointer leads to that lies outside the writable roots and was not there
+  // (and protected) before: what is made or changed there later — another workspace's sandbox
+  // home, a path in /tmp someone makes, a directory that does not exist yet — no check walks,
+  // and git follows the pointer whenever it runs.
+  auto out_of_reach = [&](const std::string& path) {
+    if (path.empty()) return false;
+    auto r = fs.resolve(path);
+    if (WithinAny(r ? *r : LexicalNormal(path), after.roots)) return false;
+    return !(r && known(fs.lstat(*r)));
+  };
   std::map<int, std::string> out;
   for (size_t i = 0; i < after.repos.size(); ++i) {
     const GitRepo& repo = after.repos[i];
     // The same .git as before and leading to the same git dir: protected all along.
     if (known(fs.lstat(repo.marker)) && known_path(repo.gitdir) && known_path(repo.commondir)) {
       continue;
+    }
+    if (repo.kind == GitMarkerKind::kGitLink && !fs.resolve(repo.marker)) {
+      out[static_cast<int>(i)] =
+          "its .git is a symlink that leads nowhere now: git would take "
+          "whatever is made there later";
+      continue;
+    }
+    if (repo.kind == GitMarkerKind::kGitFile || repo.kind == GitMarkerKind::kGitLink) {
+      for (const std::string* target : {&repo.gitdir, &repo.commondir}) {
+        if (out_of_reach(*target)) {
+          out[static_cast<int>(i)] = "it leads to " + *target +
+                                     ", outside the writable roots, where no check sees what is "
+                                     "made or changed later";
+          break;
+        }
+      }
+      if (out.count(static_cast<int>(i))) continue;
     }
     if (auto why = GitRepoRunsCode(repo)) out[static_cast<int>(i)] = *why;  // else: a plain init
   }

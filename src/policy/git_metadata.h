@@ -334,6 +334,15 @@ GitFs ResolvingOnce(GitFs fs);
 // paths and their parent directories, placeholders once made), recorded before the run.
 GitIdentitySet GitIdentities(const GitScan& scan, const GitProtectionPlan& plan, const GitFs& fs);
 
+// Of the identities GitIdentities records, those of what lies in one of `subtrees` (a path, or
+// what it resolves to): a run that takes what those subtrees hold as a command's work (a record
+// of subtrees an earlier run's check did not walk: policy/unchecked_subtrees.h) drops them from
+// its set, so the check after it judges them as new. Never what lies in a root's own top `.git`
+// (scan.roots): every run binds it read-only (or holds a placeholder there), so no command made
+// it, and a record that names a whole root would otherwise move the user's repository aside.
+GitIdentitySet GitIdentitiesWithin(const GitScan& scan, const GitProtectionPlan& plan,
+                                   const GitFs& fs, const std::vector<std::string>& subtrees);
+
 // What each config file git reads (the user's own configs and every include target, of the
 // user's configs or a repository's: as git opens them, existing or not) led to before the run.
 // A repository's own config and config.worktree are not here: they lie in its git dir, whose
@@ -351,7 +360,9 @@ GitWatchedConfigs GitConfigIdentities(const GitScan& scan, const GitFs& fs);
 std::optional<std::string> GitRepoRunsCode(const GitRepo& repo);
 
 // The repositories (indices into after.repos, with why) that are not what was there before the
-// run — new, swapped in, or pointing elsewhere — and would run code: to be moved aside.
+// run — new, swapped in, or pointing elsewhere — and would run code, or whose `.git` file or
+// link (or commondir) leads outside the roots to what was not there and protected before (or
+// nowhere): to be moved aside.
 std::map<int, std::string> NewGitReposThatRunCode(const GitIdentitySet& before,
                                                   const GitScan& after, const GitFs& fs);
 

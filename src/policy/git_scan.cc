@@ -279,8 +279,8 @@ class Scanner {
   // one of Anvil's protected names.
   static bool Kept(const GitDirEntry& e) {
     if (e.type == GitFileType::kDir) return true;
-    if (AsciiLower(e.name) == ".git") return true;
-    if (DecideGitWalkEntry(e, 0, 0).protected_name) return true;
+    // `.git` in any spelling the protected names fold (any type), and Anvil's own names.
+    if (IsProtectedName(e.name)) return true;
     return ClassifyGitDirName(e.name, true) != GitDirName::kNone;
   }
 

@@ -1,17 +1,19 @@
 #include "policy/git_walk_step.h"
 
-#include "common/ascii.h"
 #include "fs/protected_names.h"
 
 namespace anvil {
 
 GitWalkStep DecideGitWalkEntry(const GitDirEntry& e, size_t depth, size_t max_depth) {
   GitWalkStep step;
+  // One fold for every protected name, `.git` too: where a file system ignores code points or
+  // folds letters when it looks a name up (`.g\u200cit`, `.GIT`, `.git.`), git asking for `.git`
+  // opens that entry.
+  const auto kind = ProtectedNameKindOf(e.name);
   if (e.type == GitFileType::kDir || e.type == GitFileType::kFile) {
-    const auto kind = ProtectedNameKindOf(e.name);
     step.protected_name = kind && *kind != ProtectedNameKind::kGitMetadata;
   }
-  if (AsciiLower(e.name) == ".git") {
+  if (kind == ProtectedNameKind::kGitMetadata) {
     switch (e.type) {
       case GitFileType::kDir:
         step.marker = GitMarkerKind::kGitDir;
@@ -25,9 +27,9 @@ GitWalkStep DecideGitWalkEntry(const GitDirEntry& e, size_t depth, size_t max_de
       default:
         break;  // a socket or device named .git is nothing git reads
     }
-    // `.git` itself is never entered. Another spelling (`.GIT`) is a git dir only where names
-    // fold case; elsewhere it is an ordinary directory git and Anvil may be started in, which
-    // finds what lies in it: judged as a repository, and walked too.
+    // `.git` itself is never entered. Another spelling (`.GIT`, `.g\u200cit`) is a git dir only
+    // where names fold; elsewhere it is an ordinary directory git and Anvil may be started in,
+    // which finds what lies in it: judged as a repository, and walked too.
     if (e.name == ".git" || e.type != GitFileType::kDir) return step;
   }
   if (e.type != GitFileType::kDir) return step;  // symlinks are not followed

@@ -1,6 +1,10 @@
 #include "session/plugin_admission.h"
 
 #include <utility>
+#include <vector>
+
+#include "linux/unchecked_run.h"
+#include "policy/unchecked_subtrees.h"
 
 namespace anvil::session {
 
@@ -15,8 +19,25 @@ Admission Stopped(AdmissionVerdict verdict, Error error) {
 
 }  // namespace
 
+Status CheckNothingUnchecked(const AdmissionRequest& request) {
+  const std::string dir = UncheckedRecordsDir();
+  if (dir.empty()) return Ok();
+  auto loaded = LoadSettledUncheckedRecords(dir);
+  if (!loaded) return tl::unexpected(loaded.error());
+  std::vector<UncheckedRecord> records;
+  for (auto& l : *loaded) records.push_back(std::move(l.record));
+  if (auto hit = UncheckedSubtreeFor(records, request.workspace, request.plugin_dir)) {
+    return Fail("denied", UncheckedRefusal(*hit));
+  }
+  return Ok();
+}
+
 Admission AdmitPlugin(const AdmissionRequest& request, const Manifest& manifest,
                       GrantStore& store) {
+  // First: nothing of a workspace a sandboxed command left unchecked is trusted.
+  if (auto s = CheckNothingUnchecked(request); !s) {
+    return Stopped(AdmissionVerdict::kRefused, s.error());
+  }
   if (!request.entry_checked) {
     if (auto entry = CheckManifestEntry(request.plugin_dir, manifest); !entry) {
       return Stopped(AdmissionVerdict::kRefused, entry.error());

@@ -1,6 +1,9 @@
 // Whether one plugin may run, and with what: the checks every front end (`anvil run`,
 // `anvil serve`, `anvil mcp`) makes before a plugin host starts, in one place, because their
 // order is a security property (threat model T8):
+//   0. no sandboxed command's run left the workspace (or a subtree it holds, or the plugin's
+//      directory) unchecked (CheckNothingUnchecked, policy/unchecked_subtrees.h): what lies
+//      there may be the command's Anvil.toml, anvil.lock or code;
 //   1. the manifest's entry file is a regular file inside the plugin (CheckManifestEntry);
 //   2. anvil.lock, when it names the plugin, matches its files (CheckLock);
 //   3. the signature, when there is one (or when one is required), is by a trusted key over
@@ -26,7 +29,7 @@ namespace anvil::session {
 enum class AdmissionVerdict {
   kAdmitted,      // `grant` is set: start the host with it and `pinned_files`
   kNeedsConsent,  // no grant for this manifest and copy: ask (ConsentText), then Approve
-  kRefused,       // the files are not what they claim to be (steps 1-3, or a file of the copy that
+  kRefused,       // the files are not what they claim to be (steps 0-3, or a file of the copy that
                   // is not a plain file of the plugin, "denied"): never ask
   kFailed,        // the grant store or the plugin's files could not be read
 };
@@ -51,7 +54,10 @@ struct AdmissionRequest {
   bool entry_checked = false;
 };
 
-// Steps 1-4. `store`: the user's grant store (GrantStore::Open).
+// Step 0: "denied" naming the subtree and what to do, or an unreadable record ("invalid").
+Status CheckNothingUnchecked(const AdmissionRequest& request);
+
+// Steps 0-4. `store`: the user's grant store (GrantStore::Open).
 Admission AdmitPlugin(const AdmissionRequest& request, const Manifest& manifest, GrantStore& store);
 
 // After a yes (or --approve) to kNeedsConsent: records the manifest's requested permissions for

@@ -30,6 +30,43 @@ class T1SandboxGitAfterRun : public GitSandboxTest {
   }
 };
 
+// A `.git` file the command leaves that leads outside the writable roots, to a git dir that is
+// not there yet (red team s5 rtcmd5): the check after the run found nothing to judge, and git
+// on the host follows it whenever it runs — once the place is filled (by another workspace's
+// run in its sandbox home, which no check walks, or by anyone in /tmp; here: made on the host)
+// the user's `git status` there ran its hook. Moved aside. Benign neighbour: a linked worktree
+// of the workspace's repository made in the run is left alone and works.
+TEST_P(T1SandboxGitAfterRun, APointerOutOfTheRootsToAGitDirMadeLaterIsQuarantined) {
+  const std::string later = outside_ / "later.git";
+  auto attack = Sh("mkdir sub && printf 'gitdir: " + later + "\n' > sub/.git && ln -s " +
+                   outside_ / "nothing" + " link && mkdir lnk && ln -s " + later + " lnk/.git");
+  EXPECT_EQ(attack.status, 0) << attack.err;
+  EXPECT_FALSE(Exists(ws_ + "/sub/.git")) << attack.err;
+  EXPECT_TRUE(Exists(ws_ + "/sub/.git.anvil-quarantine")) << attack.err;
+  EXPECT_NE(attack.err.find("outside the writable roots"), std::string::npos) << attack.err;
+  EXPECT_FALSE(Exists(ws_ + "/lnk/.git")) << attack.err;
+  // What fills the place later: a git dir with a hook, made outside any sandbox.
+  GitOk(outside_.path(), {"init", "-q", "--bare", later});
+  Write(later + "/hooks/pre-commit", HookText(), 0755);
+  Write(later + "/hooks/post-commit", HookText(), 0755);
+  caller_.Give(later);
+  UseGitOnTheHost(ws_ + "/sub");
+  UseGitOnTheHost(ws_ + "/lnk");
+  EXPECT_FALSE(Exists(marker_)) << "git on the host followed the command's pointer to a hook";
+
+  // Benign: a linked worktree of a repository made in the workspace, and a separate git dir
+  // inside it.
+  auto benign =
+      Sh("git init -q nested && git -C nested commit -q --allow-empty -m x && "
+         "git -C nested worktree add -q ../wt && git init -q --separate-git-dir=gd sep");
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_TRUE(Quarantined(benign).empty()) << benign.err;
+  for (const char* dir : {"/wt", "/sep"}) {
+    EXPECT_TRUE(Exists(ws_ + dir + "/.git")) << dir;
+    EXPECT_EQ(Git(ws_ + dir, {"status", "--short"}).status, 0) << dir;
+  }
+}
+
 // git's is_git_directory asks only that objects and refs pass access(X_OK): an executable
 // file does, as a directory or a symlink does.
 TEST_P(T1SandboxGitAfterRun, AGitDirWhoseObjectsAndRefsAreExecutableFilesIsQuarantined) {

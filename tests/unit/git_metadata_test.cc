@@ -883,6 +883,70 @@ TEST(ResolvingOnce, AsksEachPathOnceAndKeepsTheAnswerMissingOrNot) {
   EXPECT_EQ(asked["/home/u/.gitconfig"], 2);
 }
 
+// A run after one whose check did not walk `/w/deep` (policy/unchecked_subtrees.h): what lies
+// there was found by this run's walk before it, but may be the earlier command's, so it is
+// judged as new — a repository there that runs code is moved aside. Benign neighbours: one with
+// a hook elsewhere stays, a plain one in the subtree stays, and a record naming the whole root
+// never moves the root's own `.git`.
+TEST(GitIdentitiesWithin, RepositoriesInUncheckedSubtreesAreJudgedAsNew) {
+  for (const V& suspect : {V{"/w/deep"}, V{"/w"}}) {
+    SCOPED_TRACE(suspect.front());
+    SandboxRun r;
+    r.t.GitInit("/w");
+    r.t.File("/w/.git/hooks/pre-commit", "#!/bin/sh\nthe user's\n");
+    r.t.GitInit("/w/deep/a");
+    r.t.File("/w/deep/a/.git/hooks/pre-commit", "#!/bin/sh\nevil\n");
+    r.t.GitInit("/w/deep/plain");
+    r.t.GitInit("/w/other");
+    r.t.File("/w/other/.git/hooks/post-checkout", "#!/bin/sh\nthe user's\n");
+    r.Start();
+    auto p = Plan(r.t, {"/w"}, {}, r.env);
+    const GitFs fs = ResolvingOnce(r.t.Fs());
+    for (const GitFileId& id : GitIdentitiesWithin(p.scan, p.plan, fs, suspect)) r.before.erase(id);
+    const V expected =
+        suspect.front() == "/w/deep" ? V{"/w/deep/a/.git"} : V{"/w/deep/a/.git", "/w/other/.git"};
+    V moved = Paths(r.After());
+    std::sort(moved.begin(), moved.end());
+    EXPECT_EQ(moved, expected);
+  }
+  // Nothing suspect: nothing moved.
+  SandboxRun r;
+  r.t.GitInit("/w/deep/a");
+  r.t.File("/w/deep/a/.git/hooks/pre-commit", "#!/bin/sh\nevil\n");
+  r.Start();
+  auto p = Plan(r.t, {"/w"}, {}, r.env);
+  EXPECT_TRUE(GitIdentitiesWithin(p.scan, p.plan, r.t.Fs(), {}).empty());
+  EXPECT_TRUE(r.After().empty());
+}
+
+// The attack (red team s5 rtcmd5): a `.git` the command makes that leads outside the writable
+// roots to a git dir that is not there yet, or is plain now — in another workspace's sandbox
+// home, which a later run there fills with hooks and no check walks, or in /tmp, where anyone
+// may make it. Moved aside whatever the target holds now. Benign neighbours: a worktree's and
+// a submodule's `.git` leading into the workspace's own repository, and a pointer out of the
+// roots that was there before the run.
+TEST(DecideGitQuarantine, NewPointersOutOfTheRootsAreMovedAside) {
+  SandboxRun r;
+  r.t.GitInit("/w");
+  r.t.GitInit("/elsewhere/old-top");
+  r.t.File("/w/old/.git", "gitdir: /elsewhere/old-top/.git\n");
+  r.t.GitInit("/home/u/.local/state/anvil/homes/b/home/plain");
+  r.Start({"/w"});
+  r.t.File("/w/missing/.git", "gitdir: /tmp/not-yet\n");
+  r.t.File("/w/home/.git", "gitdir: /home/u/.local/state/anvil/homes/b/home/plain/.git\n");
+  r.t.Link("/w/dangling/.git", "/tmp/nothing-here");
+  // Benign: the workspace's own worktree and submodule.
+  r.t.File("/w/.git/worktrees/wt/HEAD", "ref: refs/heads/x\n");
+  r.t.File("/w/.git/worktrees/wt/commondir", "../..\n");
+  r.t.File("/w/.git/worktrees/wt/gitdir", "/w/wt/.git\n");
+  r.t.File("/w/wt/.git", "gitdir: /w/.git/worktrees/wt\n");
+  r.t.GitInit("/w/.git/modules/lib");
+  r.t.File("/w/lib/.git", "gitdir: ../.git/modules/lib\n");
+  V moved = Paths(r.After({"/w"}));
+  std::sort(moved.begin(), moved.end());
+  EXPECT_EQ(moved, (V{"/w/dangling/.git", "/w/home/.git", "/w/missing/.git"}));
+}
+
 TEST(DecideGitQuarantine, NewRepositoriesThatRunCodeAreMovedAsidePlainOnesStay) {
   SandboxRun r;
   r.t.GitInit("/w");

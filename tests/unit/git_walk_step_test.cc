@@ -77,7 +77,21 @@ TEST(DecideGitWalkEntry, EveryEntryTheSameInEveryDirectory) {
       {".GIT", kFile, 1, false, GitMarkerKind::kGitFile, D::kNone},
       {".git", kFile, 1, false, GitMarkerKind::kGitFile, D::kNone},
       {".git", kLink, 1, false, GitMarkerKind::kGitLink, D::kNone},
-      {".git", kOther, 1, false, std::nullopt, D::kNone},   // a socket: nothing git reads
+      {".git", kOther, 1, false, std::nullopt, D::kNone},  // a socket: nothing git reads
+      // Spellings a file system may fold to `.git` when git looks it up (red team s5 rtcmd5:
+      // the marker test was ASCII case only): the protected names' one fold.
+      {".g\u200cit", kFile, 1, false, GitMarkerKind::kGitFile, D::kNone},  // ZWNJ, ignored
+      {".\u200dgit", kLink, 1, false, GitMarkerKind::kGitLink, D::kNone},
+      {"\ufeff.GIT", kFile, 1, false, GitMarkerKind::kGitFile, D::kNone},  // BOM
+      {".gi\u202et", kDir, 1, false, GitMarkerKind::kGitDir, D::kWalk},    // walked too
+      {".git.", kFile, 1, false, GitMarkerKind::kGitFile, D::kNone},       // trailing dot
+      {".git ", kDir, 1, false, GitMarkerKind::kGitDir, D::kWalk},
+      // Benign neighbours: names that are not `.git` under any fold.
+      {".gitignore", kFile, 0, false, std::nullopt, D::kNone},
+      {".github", kDir, 0, false, std::nullopt, D::kWalk},
+      {".git\u00e9", kFile, 0, false, std::nullopt, D::kNone},
+      {".g\u00eft", kFile, 0, false, std::nullopt, D::kNone},
+      {"git", kFile, 0, false, std::nullopt, D::kNone},
       {"linked", kLink, 0, false, std::nullopt, D::kNone},  // not followed
       {"deep", kDir, 9, false, std::nullopt, D::kWalk},
       {"deeper", kDir, 10, false, std::nullopt, D::kPastDepth},
@@ -171,6 +185,34 @@ TEST(ScanGitMetadata, BelowAGitDirShapeTheSameBoundsApply) {
   ASSERT_TRUE(all);
   // /w: sub; sub: HEAD objects refs a; a: b; b: Anvil.toml.
   EXPECT_EQ(all->entries, 7u);
+}
+
+// The attack where names fold (a casefold ext4 or tmpfs directory ignores default-ignorable code
+// points): a `.g\u200cit` file is the `.git` git opens there, pointing where the command likes,
+// and a `.\u200dgit` directory is the repository git uses. Each is recorded as a repository,
+// also when a later walk takes the directory's entries from the memo; the directory is walked
+// too. Benign neighbour: `.gitignore` and `.github` are nothing of git's.
+TEST(ScanGitMetadata, EverySpellingOfDotGitThatFoldsIsARepository) {
+  FakeTree t;
+  t.wall = 100;
+  t.GitInit("/w");
+  t.File("/w/a/.g\u200cit", "gitdir: ../../evil\n");
+  t.Dir("/w/b/.\u200dgit/hooks");
+  t.File("/w/b/.\u200dgit/x/Anvil.toml");
+  t.File("/w/c/.gitignore");
+  t.Dir("/w/c/.github/workflows");
+  auto fs = t.Fs();
+  t.wall = 1000;
+  auto first = ScanGitMetadata({"/w"}, Env(), fs, {});
+  ASSERT_TRUE(first) << first.error().ToString();
+  const V markers{"/w/.git", "/w/a/.g\u200cit", "/w/b/.\u200dgit"};
+  EXPECT_EQ(Markers(*first), markers);
+  EXPECT_EQ(Names(*first), V{"/w/b/.\u200dgit/x/Anvil.toml"});
+  auto again = ScanGitMetadata({"/w"}, Env(), fs, {}, &first->memo);
+  ASSERT_TRUE(again) << again.error().ToString();
+  EXPECT_GT(again->memo_dirs, 0u);
+  EXPECT_EQ(Markers(*again), markers);
+  EXPECT_EQ(Names(*again), V{"/w/b/.\u200dgit/x/Anvil.toml"});
 }
 
 // A later walk that takes a directory's entries from the memo still walks below the shape.

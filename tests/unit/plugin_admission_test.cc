@@ -14,6 +14,7 @@
 #include <string>
 
 #include "policy/lockfile.h"
+#include "policy/unchecked_subtrees.h"
 
 namespace anvil::session {
 namespace {
@@ -32,6 +33,10 @@ class PluginAdmissionTest : public ::testing::Test {
     const char* old = std::getenv("XDG_CONFIG_HOME");
     if (old != nullptr) old_config_ = old;
     ::setenv("XDG_CONFIG_HOME", (root_ + "/config").c_str(), 1);
+    // The records of unchecked subtrees are read from the user's state directory: one here.
+    const char* old_state = std::getenv("XDG_STATE_HOME");
+    if (old_state != nullptr) old_state_ = old_state;
+    ::setenv("XDG_STATE_HOME", (root_ + "/state").c_str(), 1);
     std::ofstream(plugin_ + "/anvil-plugin.toml")
         << "id = \"example.todo\"\nversion = \"1.0.0\"\nruntime = \"lua\"\n"
            "entry = \"main.lua\"\n\n[permissions]\nfs.read = [\"**\"]\n";
@@ -45,6 +50,11 @@ class PluginAdmissionTest : public ::testing::Test {
       ::setenv("XDG_CONFIG_HOME", old_config_->c_str(), 1);
     } else {
       ::unsetenv("XDG_CONFIG_HOME");
+    }
+    if (old_state_) {
+      ::setenv("XDG_STATE_HOME", old_state_->c_str(), 1);
+    } else {
+      ::unsetenv("XDG_STATE_HOME");
     }
     std::filesystem::remove_all(root_);
   }
@@ -75,7 +85,7 @@ class PluginAdmissionTest : public ::testing::Test {
   }
 
   std::string root_, workspace_, plugin_;
-  std::optional<std::string> old_config_;
+  std::optional<std::string> old_config_, old_state_;
   std::optional<GrantStore> store_;
 };
 
@@ -154,6 +164,34 @@ TEST_F(PluginAdmissionTest, ASymlinkedModuleIsRefusedNotJustFailed) {
   EXPECT_EQ(a.verdict, AdmissionVerdict::kRefused);
   ASSERT_TRUE(a.error);
   EXPECT_NE(a.error->message.find("lib/util.lua"), std::string::npos) << a.error->ToString();
+}
+
+// Step 0 comes before the stored grant: a sandboxed command's run that left the workspace (a
+// subtree in it, or the plugin's directory) unchecked keeps the plugin out even when it was
+// approved (red team s5 rtcmd5: its Anvil.toml there was read). Benign neighbours: a record of
+// another place admits it, and once a later run resolves the record it is admitted again.
+TEST_F(PluginAdmissionTest, NothingRunsWhereASandboxRunLeftSomethingUnchecked) {
+  Approve();
+  const std::string dir = UncheckedRecordsDir();
+  ASSERT_EQ(dir, root_ + "/state/anvil/unchecked");
+  ASSERT_TRUE(SaveUncheckedRecord(dir, {{root_}, {{root_ + "/other", "not walked: x"}}}));
+  EXPECT_EQ(AdmitPlugin(Request(), Load(), *store_).verdict, AdmissionVerdict::kAdmitted);
+
+  for (const std::string& subtree : {workspace_ + "/sub", workspace_, plugin_}) {
+    SCOPED_TRACE(subtree);
+    const UncheckedRecord record{{root_}, {{subtree, "not walked: past the 'depth' bound (3)"}}};
+    ASSERT_TRUE(SaveUncheckedRecord(dir, record));
+    Admission a = AdmitPlugin(Request(), Load(), *store_);
+    EXPECT_EQ(a.verdict, AdmissionVerdict::kRefused);
+    ASSERT_TRUE(a.error);
+    EXPECT_EQ(a.error->code, "denied");
+    EXPECT_NE(a.error->message.find(subtree), std::string::npos) << a.error->message;
+    EXPECT_FALSE(a.grant);
+    auto loaded = LoadUncheckedRecords(dir);
+    ASSERT_TRUE(loaded);
+    for (const auto& l : *loaded) ASSERT_TRUE(ResolveUncheckedRecord(dir, l, {root_}));
+    EXPECT_EQ(AdmitPlugin(Request(), Load(), *store_).verdict, AdmissionVerdict::kAdmitted);
+  }
 }
 
 }  // namespace

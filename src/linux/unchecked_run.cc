@@ -1,0 +1,129 @@
+#include "linux/unchecked_run.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <utility>
+
+#include "fs/file_facts.h"
+#include "fs/file_io.h"
+
+namespace anvil {
+
+bool UncheckedRecordIsLive(int dir_fd, const std::string& name) {
+  UniqueFd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd) return false;
+  int r;
+  do {
+    r = ::flock(fd.Get(), LOCK_SH | LOCK_NB);
+  } while (r != 0 && errno == EINTR);
+  return r != 0 && errno == EWOULDBLOCK;
+}
+
+Result<std::vector<LoadedUncheckedRecord>> LoadSettledUncheckedRecords(const std::string& dir) {
+  return LoadUncheckedRecords(dir, UncheckedRecordIsLive);
+}
+
+namespace {
+
+// Writes the pending record under a name of its own and takes its lock; "" when it cannot.
+std::string WritePending(const std::string& dir, const std::vector<std::string>& roots,
+                         UniqueFd& held) {
+  if (!MakeUncheckedRecordsDir(dir)) return "";
+  auto dir_fd = OpenDirectory(dir, DirOpen::kReadNoFollow);
+  if (!dir_fd) return "";
+  unsigned char nonce[16];
+  if (::getrandom(nonce, sizeof(nonce), 0) != static_cast<ssize_t>(sizeof(nonce))) return "";
+  std::vector<std::string> key = roots;
+  key.push_back("pending " + std::to_string(::getpid()) + " " +
+                std::string(reinterpret_cast<const char*>(nonce), sizeof(nonce)));
+  const std::string name = UncheckedRecordFileName(key);
+  UncheckedRecord record;
+  record.roots = roots;
+  for (const auto& root : roots) {
+    record.subtrees.push_back({root,
+                               "the check after a sandbox run there did not finish (anvil "
+                               "was killed, or could not record what it found)"});
+  }
+  // Made, locked, then written: a reader never sees it unlocked while the run lasts.
+  UniqueFd fd(::openat(dir_fd->Get(), name.c_str(),
+                       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd) return "";
+  if (::flock(fd.Get(), LOCK_EX) != 0) {
+    ::unlinkat(dir_fd->Get(), name.c_str(), 0);
+    return "";
+  }
+  const std::string text = EncodeUncheckedRecord(record);
+  if (::write(fd.Get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
+      ::fsync(fd.Get()) != 0) {
+    ::unlinkat(dir_fd->Get(), name.c_str(), 0);
+    return "";
+  }
+  held = std::move(fd);
+  return name;
+}
+
+}  // namespace
+
+Result<UncheckedRun> UncheckedRun::Start(const std::vector<std::string>& roots) {
+  UncheckedRun run;
+  run.dir_ = UncheckedRecordsDir();
+  run.roots_ = roots;
+  if (run.dir_.empty()) return run;  // no home: nothing was recorded, nothing can be
+  auto loaded = LoadSettledUncheckedRecords(run.dir_);
+  if (!loaded) return tl::unexpected(loaded.error());
+  run.loaded_ = std::move(*loaded);
+  std::vector<UncheckedRecord> records;
+  for (const auto& l : run.loaded_) records.push_back(l.record);
+  run.suspect_ = SuspectUncheckedSubtrees(records, roots);
+  run.pending_ = WritePending(run.dir_, roots, run.pending_fd_);
+  return run;
+}
+
+UncheckedRun::~UncheckedRun() {
+  if (!pending_fd_ || pending_.empty()) return;
+  if (auto dir_fd = OpenDirectory(dir_, DirOpen::kReadNoFollow)) {
+    (void)RemoveFileAt(dir_fd->Get(), pending_);
+  }
+}
+
+void UncheckedRun::Finish(SandboxOutcome& out, bool git_checked) {
+  if (dir_.empty()) return;
+  UncheckedFacts facts;
+  facts.roots = roots_;
+  for (const auto& u : out.git.unwalked) facts.unwalked.push_back({u.path, u.why});
+  facts.unwalked_total = out.git.unwalked_total;
+  facts.check_error = out.git.check_error;
+  facts.quarantine_failures = out.git.quarantine_failures;
+  for (const ConfigQuarantine& q : out.git.protected_names) {
+    if (q.moved_to.empty()) facts.names_left.push_back({q.path, q.failure});
+  }
+  if (out.workspace_config && out.workspace_config->moved_to.empty()) {
+    facts.names_left.push_back({out.workspace_config->path, out.workspace_config->failure});
+  }
+  bool keep_pending = false;
+  if (auto record = UncheckedAfterRun(facts)) {
+    if (auto s = SaveUncheckedRecord(dir_, *record); !s) {
+      keep_pending = true;
+      if (!out.git.check_error.empty()) out.git.check_error += "; ";
+      out.git.check_error += "what it found could not be recorded (" + s.error().ToString() +
+                             "), so plugins stay out of all of " + roots_.front() +
+                             (pending_.empty() ? " only if an earlier record says so"
+                                               : " until a sandbox run there checks it");
+    }
+  } else if (git_checked) {
+    // Best effort: a record left in place only keeps refusing until a later run resolves it.
+    for (const auto& l : loaded_) (void)ResolveUncheckedRecord(dir_, l, roots_);
+  }
+  if (!pending_.empty() && !keep_pending) {
+    if (auto dir_fd = OpenDirectory(dir_, DirOpen::kReadNoFollow)) {
+      (void)RemoveFileAt(dir_fd->Get(), pending_);
+    }
+  }
+  pending_fd_.Reset();
+}
+
+}  // namespace anvil

@@ -1,0 +1,62 @@
+// One sandbox run's share of the record of unchecked subtrees (policy/unchecked_subtrees.h):
+// before the run, the subtrees earlier runs left unchecked that lie in this run's writable
+// roots (its git walk takes what they hold as the command's work), and a pending record of its
+// own naming its whole roots, held under a lock while the run lasts; after it, what this run's
+// check could not vouch for is added to the record and the pending one removed, or, when it
+// vouched for everything, the subtrees it walked leave the record. An `anvil` that is killed
+// (SIGKILL) before its check, or that cannot write what the check found (a full disk), leaves
+// the pending record: its roots stay unchecked, never silently trusted.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "common/unique_fd.h"
+#include "linux/sandbox_launch.h"
+#include "policy/unchecked_subtrees.h"
+
+namespace anvil {
+
+// Whether `name` in `dir_fd` is held by a run still going (its lock is taken): for
+// LoadUncheckedRecords.
+bool UncheckedRecordIsLive(int dir_fd, const std::string& name);
+
+// The records plugin admission refuses for: every record but the pending ones of runs still
+// going (those are resolved by their own run).
+Result<std::vector<LoadedUncheckedRecord>> LoadSettledUncheckedRecords(const std::string& dir);
+
+class UncheckedRun {
+ public:
+  // Reads the records (an unreadable one fails the run: it may stand for an unchecked subtree)
+  // and writes the pending one (best effort: a state directory this user cannot write holds
+  // no record for anyone).
+  static Result<UncheckedRun> Start(const std::vector<std::string>& roots);
+
+  UncheckedRun(UncheckedRun&&) = default;
+  UncheckedRun& operator=(UncheckedRun&&) = default;
+  // A run that ends without Finish (a set-up failure, a command that could not be executed:
+  // nothing ran) removes its pending record.
+  ~UncheckedRun();
+
+  // The subtrees of earlier records inside this run's roots.
+  const std::vector<std::string>& Suspect() const { return suspect_; }
+
+  // Once the checks after the run are done: records what `out` says was left unchecked, or
+  // resolves what this run walked when its check was complete (`git_checked`: the git check
+  // ran); then removes the pending record, unless what was found could not be written (it
+  // then stands for it, and out.git.check_error says so).
+  void Finish(SandboxOutcome& out, bool git_checked);
+
+ private:
+  UncheckedRun() = default;
+
+  std::string dir_;
+  std::vector<std::string> roots_;
+  std::vector<LoadedUncheckedRecord> loaded_;
+  std::vector<std::string> suspect_;
+  std::string pending_;  // the pending record's name, "" when none could be written
+  UniqueFd pending_fd_;  // holds its lock while the run lasts
+};
+
+}  // namespace anvil

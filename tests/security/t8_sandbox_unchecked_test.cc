@@ -1,0 +1,158 @@
+// T8 across the two walls when the check after a sandbox run cannot finish its walk (red team
+// s5 rtcmd5): the command pushes the walk past a bound on purpose (here: more files at the top
+// than the 'entries' bound), so a project below the top is not walked after the run and the
+// Anvil.toml it made there is not moved aside. The run exits 125 and names the subtree, and the
+// next sandbox there does not start until it is within the bounds — but `anvil run` walks
+// nothing: it read the command's Anvil.toml and handed its settings to the user's plugin. Now
+// plugin admission refuses, naming the subtree and what to do, until a sandbox run that walks
+// it (and moves aside what the earlier command could have made there) resolves the record.
+// Beside it: a complete run refuses nothing, and an incomplete run elsewhere keeps nothing out.
+// Root and unprivileged callers.
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <string>
+#include <vector>
+
+#include "sandbox_harness.h"
+
+namespace anvil::testing {
+namespace {
+
+class T8SandboxUnchecked : public CallerTest {
+ protected:
+  void SetUp() override {
+    CallerTest::SetUp();
+    if (IsSkipped()) return;
+    ws_ = base_ / "ws";
+    proj_ = ws_ + "/proj";
+    ASSERT_EQ(Shell("mkdir -p " + ShellQuote(base_ / "state") + " " + ShellQuote(base_ / "home") +
+                    " " + ShellQuote(proj_ + "/cfg") + " " + ShellQuote(base_ / "elsewhere")),
+              0);
+    WriteFile(proj_ + "/cfg/anvil-plugin.toml",
+              "id = \"test.cfg\"\nversion = \"1.0.0\"\nruntime = \"lua\"\nentry = \"main.lua\"\n");
+    WriteFile(proj_ + "/cfg/main.lua",
+              "anvil.command('go', function() return anvil.settings.who or 'none' end)\n");
+    caller_.Give(base_.path());
+    auto approved = Anvil({"run", "--approve", "--workspace", proj_, "cfg", "go"}, proj_);
+    ASSERT_EQ(approved.status, 0) << approved.err;
+    ASSERT_EQ(approved.out, "none\n");
+  }
+
+  RunOptions Env(const std::string& cwd) const {
+    RunOptions o;
+    o.cwd = cwd;
+    o.env = {"PATH=/usr/bin:/bin", "HOME=" + base_ / "home", "XDG_STATE_HOME=" + base_ / "state"};
+    return Opts(o);
+  }
+  RunResult Anvil(std::vector<std::string> args, const std::string& cwd) {
+    args.insert(args.begin(), AnvilBin());
+    return ::anvil::testing::Run(args, Env(cwd));
+  }
+  RunResult Sh(const std::string& ws, const std::string& script,
+               const std::vector<std::string>& flags = {}) {
+    return SandboxSh(ws, script, flags, Env(ws));
+  }
+  // The command's files at the top, past the bound, then its settings for the user's plugin.
+  RunResult PlantPastTheBound(const std::string& ws, const std::string& config_dir) {
+    return Sh(ws,
+              "for i in $(seq 40); do : > f$i; done && mkdir -p " + config_dir +
+                  " && printf '[plugins.settings.\"test.cfg\"]"
+                  "\\nwho = \"agent\"\\n' > " +
+                  config_dir + "/Anvil.toml && echo PLANTED",
+              {"--git-scan-limit", "entries=30"});
+  }
+
+  TempDir base_{"anvil-unchecked", "/var/tmp"};
+  std::string ws_, proj_;
+};
+
+TEST_P(T8SandboxUnchecked, APluginDoesNotRunInWhatTheCheckAfterTheRunDidNotWalk) {
+  // Benign neighbour first: a run whose check is complete keeps nothing out.
+  auto benign =
+      Sh(ws_, "echo a > proj/notes.txt && echo BENIGN", {"--git-scan-limit", "entries=30"});
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  caller_.Give(base_.path());
+  auto run = Anvil({"run", "--workspace", proj_, "cfg", "go"}, proj_);
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, "none\n");
+
+  // The attack.
+  auto r = PlantPastTheBound(ws_, "proj");
+  EXPECT_NE(r.out.find("PLANTED"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(r.status, 125) << r.err;
+  EXPECT_NE(r.err.find("did not walk"), std::string::npos) << r.err;
+  ASSERT_TRUE(Exists(proj_ + "/Anvil.toml")) << "the walk reached proj after all";
+
+  caller_.Give(base_.path());
+  run = Anvil({"run", "--workspace", proj_, "cfg", "go"}, proj_);
+  EXPECT_NE(run.status, 0) << run.out << run.err;
+  EXPECT_EQ(run.out.find("agent"), std::string::npos) << run.out;
+  EXPECT_NE(run.err.find(proj_), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("unchecked"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("anvil sandbox --cwd " + ws_ + " -- true"), std::string::npos) << run.err;
+  // The workspace above it too: it holds what was not checked.
+  run = Anvil({"run", "--workspace", ws_, "proj/cfg", "go"}, ws_);
+  EXPECT_NE(run.status, 0) << run.out << run.err;
+  EXPECT_EQ(run.out.find("agent"), std::string::npos) << run.out;
+
+  // What the message says: the next sandbox run there walks proj, takes what it holds as the
+  // earlier command's and moves its Anvil.toml aside; then the plugin runs, without it.
+  ASSERT_EQ(Shell("rm -f " + ShellQuote(ws_) + "/f*"), 0);
+  auto resolve = Sandbox(ws_, {}, {"/bin/true"}, Env(ws_));
+  EXPECT_EQ(resolve.status, 0) << resolve.err;
+  EXPECT_FALSE(Exists(proj_ + "/Anvil.toml"));
+  EXPECT_TRUE(Exists(proj_ + "/Anvil.toml.anvil-quarantine")) << resolve.err;
+  caller_.Give(base_.path());
+  run = Anvil({"run", "--workspace", proj_, "cfg", "go"}, proj_);
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, "none\n");
+
+  // Benign neighbour: an incomplete run in another workspace keeps nothing out here.
+  auto other = PlantPastTheBound(base_ / "elsewhere", "sub");
+  EXPECT_EQ(other.status, 125) << other.err;
+  caller_.Give(base_.path());
+  run = Anvil({"run", "--workspace", proj_, "cfg", "go"}, proj_);
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, "none\n");
+}
+
+// An `anvil` killed (SIGKILL) while its command runs checks nothing afterwards: what the command
+// made (here its settings in proj/Anvil.toml) was never looked at. Its pending record keeps
+// plugins out of the workspace until a sandbox run there checks it (and moves the file aside).
+// Benign neighbour: while a run is going, a plugin in the same workspace still starts.
+TEST_P(T8SandboxUnchecked, AKilledAnvilLeavesThePluginsOutUntilARunChecks) {
+  Spawned anvil({AnvilBin(), "sandbox", "--cwd", ws_, "--", "/bin/sh", "-c",
+                 "printf '[plugins.settings.\"test.cfg\"]\\nwho = \"agent\"\\n' > "
+                 "proj/Anvil.toml && echo up > up && exec sleep 1000"},
+                Env(ws_));
+  ASSERT_TRUE(WaitUntil([&] { return Exists(ws_ + "/up"); })) << "the sandbox never started";
+  caller_.Give(base_.path());
+  // The run's own record is live: not in the way.
+  auto during = Anvil({"run", "--approve", "--workspace", ws_, "proj/cfg", "go"}, ws_);
+  EXPECT_EQ(during.status, 0) << during.err;
+  EXPECT_EQ(during.out, "none\n");
+
+  ASSERT_EQ(kill(anvil.pid(), SIGKILL), 0);
+  EXPECT_EQ(anvil.Wait(std::chrono::seconds(10)).value_or(-1), 128 + SIGKILL);
+  ASSERT_TRUE(Exists(proj_ + "/Anvil.toml"));
+  caller_.Give(base_.path());
+  auto run = Anvil({"run", "--workspace", proj_, "cfg", "go"}, proj_);
+  EXPECT_NE(run.status, 0) << run.out << run.err;
+  EXPECT_EQ(run.out.find("agent"), std::string::npos) << run.out;
+  EXPECT_NE(run.err.find("did not finish"), std::string::npos) << run.err;
+
+  auto resolve = Sandbox(ws_, {}, {"/bin/true"}, Env(ws_));
+  EXPECT_EQ(resolve.status, 0) << resolve.err;
+  EXPECT_FALSE(Exists(proj_ + "/Anvil.toml"));
+  caller_.Give(base_.path());
+  run = Anvil({"run", "--workspace", proj_, "cfg", "go"}, proj_);
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, "none\n");
+}
+
+INSTANTIATE_TEST_SUITE_P(Callers, T8SandboxUnchecked, ::testing::ValuesIn(kAllCallers),
+                         CallerParamName);
+
+}  // namespace
+}  // namespace anvil::testing

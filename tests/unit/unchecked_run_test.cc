@@ -1,0 +1,138 @@
+// A run's pending record (linux/unchecked_run.h): while the run lasts it keeps nobody out (its
+// lock is held); a run that ends without its check (a set-up failure) removes it; an `anvil`
+// killed before its check leaves it, and it then keeps plugins out of the whole roots until a
+// run there checks them.
+#include "linux/unchecked_run.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace anvil {
+namespace {
+
+class UncheckedRunTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/anvil-unchecked-run-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    base_ = pattern;
+    ws_ = base_ + "/ws";
+    std::filesystem::create_directories(ws_);
+    const char* old = std::getenv("XDG_STATE_HOME");
+    if (old != nullptr) old_state_ = old;
+    ::setenv("XDG_STATE_HOME", (base_ + "/state").c_str(), 1);
+    dir_ = UncheckedRecordsDir();
+    ASSERT_EQ(dir_, base_ + "/state/anvil/unchecked");
+  }
+  void TearDown() override {
+    if (old_state_) {
+      ::setenv("XDG_STATE_HOME", old_state_->c_str(), 1);
+    } else {
+      ::unsetenv("XDG_STATE_HOME");
+    }
+    std::filesystem::remove_all(base_);
+  }
+  size_t Settled() {
+    auto loaded = LoadSettledUncheckedRecords(dir_);
+    EXPECT_TRUE(loaded) << loaded.error().ToString();
+    return loaded ? loaded->size() : 0;
+  }
+  size_t All() {
+    auto loaded = LoadUncheckedRecords(dir_);
+    EXPECT_TRUE(loaded) << loaded.error().ToString();
+    return loaded ? loaded->size() : 0;
+  }
+  static SandboxOutcome Complete() {
+    SandboxOutcome out;
+    out.kind = SandboxOutcome::Kind::kExited;
+    out.git.checked_after = true;
+    return out;
+  }
+
+  std::string base_, ws_, dir_;
+  std::optional<std::string> old_state_;
+};
+
+TEST_F(UncheckedRunTest, APendingRecordKeepsOutNobodyWhileTheRunLastsAndGoesWithIt) {
+  {
+    auto run = UncheckedRun::Start({ws_});
+    ASSERT_TRUE(run) << run.error().ToString();
+    EXPECT_EQ(All(), 1u);      // written
+    EXPECT_EQ(Settled(), 0u);  // but live: plugin admission and other runs leave it
+    SandboxOutcome out = Complete();
+    run->Finish(out, true);
+    EXPECT_EQ(All(), 0u);
+    EXPECT_TRUE(out.git.check_error.empty()) << out.git.check_error;
+  }
+  {
+    auto run = UncheckedRun::Start({ws_});  // ended without Finish: nothing ran
+    ASSERT_TRUE(run);
+    EXPECT_EQ(All(), 1u);
+  }
+  EXPECT_EQ(All(), 0u);
+}
+
+// The attack: `anvil` killed after the command ran, before its check (or unable to write what
+// the check found). What it leaves keeps plugins out of its roots until a run there resolves it.
+TEST_F(UncheckedRunTest, AKilledRunLeavesItsRootsUnchecked) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto run = UncheckedRun::Start({ws_});
+    ::_exit(run ? 0 : 1);  // no destructor, no Finish: as SIGKILL leaves it
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  auto loaded = LoadSettledUncheckedRecords(dir_);
+  ASSERT_TRUE(loaded);
+  ASSERT_EQ(loaded->size(), 1u);
+  std::vector<UncheckedRecord> records{loaded->front().record};
+  auto hit = UncheckedSubtreeFor(records, ws_ + "/proj", "");
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(hit->subtree.path, ws_);
+  EXPECT_NE(hit->subtree.why.find("did not finish"), std::string::npos);
+  // A run elsewhere resolves nothing here; a complete run over the workspace does.
+  std::filesystem::create_directories(base_ + "/other");
+  {
+    auto run = UncheckedRun::Start({base_ + "/other"});
+    ASSERT_TRUE(run);
+    SandboxOutcome out = Complete();
+    run->Finish(out, true);
+  }
+  EXPECT_EQ(Settled(), 1u);
+  {
+    auto run = UncheckedRun::Start({ws_});
+    ASSERT_TRUE(run);
+    EXPECT_EQ(run->Suspect(), std::vector<std::string>{ws_});
+    SandboxOutcome out = Complete();
+    run->Finish(out, true);
+  }
+  EXPECT_EQ(All(), 0u);
+}
+
+// What an incomplete check found replaces the pending record; a run whose check could not
+// finish records it, and the next complete one there clears it.
+TEST_F(UncheckedRunTest, AnIncompleteCheckIsRecordedInsteadOfThePendingRecord) {
+  auto run = UncheckedRun::Start({ws_});
+  ASSERT_TRUE(run);
+  SandboxOutcome out = Complete();
+  out.git.unwalked = {{ws_ + "/deep", "past the 'depth' bound (3)"}};
+  out.git.unwalked_total = 1;
+  run->Finish(out, true);
+  auto loaded = LoadSettledUncheckedRecords(dir_);
+  ASSERT_TRUE(loaded);
+  ASSERT_EQ(loaded->size(), 1u);
+  ASSERT_EQ(loaded->front().record.subtrees.size(), 1u);
+  EXPECT_EQ(loaded->front().record.subtrees[0].path, ws_ + "/deep");
+}
+
+}  // namespace
+}  // namespace anvil
