@@ -19,8 +19,7 @@ Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
   guard.limits_ = limits;
   guard.env_ = env;
   guard.fs_ = std::move(fs);
-  auto scan = ScanGitMetadata(roots, env, guard.fs_, limits, cached);
-  if (!scan) return tl::unexpected(scan.error());
+  ANVIL_TRY(scan, ScanGitMetadata(roots, env, guard.fs_, limits, cached));
   GitProtectionPlan plan = PlanGitProtection(*scan, env, guard.fs_, limits);
   if (!plan.problems.empty()) return tl::unexpected(plan.problems.front());
 
@@ -45,8 +44,7 @@ Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
     specs.push_back({path.substr(0, slash), path.substr(slash + 1),
                      guard.fs_.lstat(path).type == GitFileType::kDir, /*create=*/false});
   }
-  auto made = ProtectedPlaceholders::Create(specs);
-  if (!made) return tl::unexpected(made.error());
+  ANVIL_TRY(made, ProtectedPlaceholders::Create(specs));
   guard.placeholders_ = std::move(*made);
 
   // From here on this run makes nothing: each path is resolved once (the placeholders' and
