@@ -195,7 +195,7 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
                   "restricted read access");
     }
     for (const auto& sub : *policy.workspace_read_subpaths) {
-      if (auto s = ValidateWorkspaceSubpath(sub); !s) return tl::unexpected(s.error());
+      ANVIL_RETURN_IF_ERROR(ValidateWorkspaceSubpath(sub));
       AddUnique(view.workspace_read_subpaths, sub);
     }
     view.workspace_base = policy.workspace;
@@ -259,10 +259,9 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
     }
     view.writable_roots.push_back(std::move(wr));
   }
-  if (auto s = ApplyHomeView(policy.home, host, view); !s) return tl::unexpected(s.error());
+  ANVIL_RETURN_IF_ERROR(ApplyHomeView(policy.home, host, view));
   if (host.bound_unix_sockets) {
-    auto masks = host.bound_unix_sockets(view);
-    if (!masks) return tl::unexpected(masks.error());
+    ANVIL_TRY(masks, host.bound_unix_sockets(view));
     MaskHostSockets(view, masks->sockets, masks->locked_dirs);
     MaskSocketsInMappedBinds(view, masks->sockets, masks->locked_dirs);
   }
