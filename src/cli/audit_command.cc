@@ -93,8 +93,7 @@ CommandSpec AuditSpec(AuditArgs& a) {
            "only entries from TIME on: RFC 3339 (2026-05-01T12:00:00Z) or\n"
            "relative (30s, 10m, 2h, 7d)",
            [&a](const std::string& v) -> Status {
-             auto since = ParseAuditSince(v, std::chrono::system_clock::now());
-             if (!since) return tl::unexpected(since.error());
+             ANVIL_TRY(since, ParseAuditSince(v, std::chrono::system_clock::now()));
              a.filter.since = *since;
              return Ok();
            })

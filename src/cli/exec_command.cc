@@ -184,8 +184,7 @@ Result<ExecOptions> ParseExecArgs(const std::vector<std::string>& args,
   ExecOptions out;
   agent::ExecRequest& request = out.request;
   ExecFlagValues flags;
-  auto parsed = ParseFlags(ExecFlags(flags), args);
-  if (!parsed) return tl::unexpected(parsed.error());
+  ANVIL_TRY(parsed, ParseFlags(ExecFlags(flags), args));
   if (parsed->help) return Fail("invalid", "--help goes alone");
   if (flags.mode) request.mode = *flags.mode;
   if (flags.requester) request.requester = *flags.requester;
@@ -207,8 +206,7 @@ Result<ExecOptions> ParseExecArgs(const std::vector<std::string>& args,
   std::vector<std::string> probe = request.sandbox_flags;
   probe.push_back("--");
   probe.insert(probe.end(), request.argv.begin(), request.argv.end());
-  auto inv = ParseSandboxArgs(probe, environ_entries, SandboxFrontEnd::kAnvilSandbox);
-  if (!inv) return tl::unexpected(inv.error());
+  ANVIL_TRY(inv, ParseSandboxArgs(probe, environ_entries, SandboxFrontEnd::kAnvilSandbox));
   const SandboxPolicy& policy = inv->spec.policy;
   agent::EscalationContext& context = request.context;
   context.policy = policy.kind;
@@ -228,8 +226,7 @@ Result<ExecOptions> ParseExecArgs(const std::vector<std::string>& args,
   context.host_autorun = HostAutorunPaths(AutorunEnvFromProcess());
 
   if (widen) {
-    auto w = agent::ParseWidening(*widen);
-    if (!w) return tl::unexpected(w.error());
+    ANVIL_TRY(w, agent::ParseWidening(*widen));
     if (w->kind == agent::WideningKind::kWritableRoot) {
       const std::string c = Canonical(w->value);
       if (c.empty()) {

@@ -19,8 +19,7 @@ std::string Canonical(const std::string& path) {
 Result<McpOptions> ParseMcpArgs(const std::vector<std::string>& args) {
   McpOptions o;
   std::string workspace = ".";
-  auto parsed = ParseFlags(McpFlags(o, workspace), args);
-  if (!parsed) return tl::unexpected(parsed.error());
+  ANVIL_TRY(parsed, ParseFlags(McpFlags(o, workspace), args));
   if (parsed->help) return Fail("invalid", "--help goes alone");
   o.sandbox_flags = std::move(parsed->forwarded);
   o.workspace = Canonical(workspace);

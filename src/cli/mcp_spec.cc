@@ -59,8 +59,7 @@ CommandSpec McpFlags(mcp_server::McpOptions& into, std::string& workspace) {
       Text("--plugin-dir", "DIR",
            "offer this plugin's commands too (repeatable; still needs a grant)",
            [&into](const std::string& v) -> Status {
-             auto dir = Directory("--plugin-dir", v);
-             if (!dir) return tl::unexpected(dir.error());
+             ANVIL_TRY(dir, Directory("--plugin-dir", v));
              into.plugin_dirs.push_back(*dir);
              return Ok();
            })
@@ -70,8 +69,7 @@ CommandSpec McpFlags(mcp_server::McpOptions& into, std::string& workspace) {
            "search DIR's subdirectories for plugins (repeatable; default\n"
            "${XDG_DATA_HOME:-~/.local/share}/anvil/plugins)",
            [&into](const std::string& v) -> Status {
-             auto dir = Directory("--plugin-path", v);
-             if (!dir) return tl::unexpected(dir.error());
+             ANVIL_TRY(dir, Directory("--plugin-path", v));
              into.search_paths.push_back(*dir);
              into.default_path = false;
              return Ok();

@@ -143,7 +143,7 @@ class Creator {
                          O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, file.mode));
     if (!fd) return SysFail("io", "create " + shown_ + "/" + file.path);
     created_.emplace_back(file.path, false);
-    if (auto s = WriteAll(fd.Get(), file.contents, shown_ + "/" + file.path); !s) return s;
+    ANVIL_RETURN_IF_ERROR(WriteAll(fd.Get(), file.contents, shown_ + "/" + file.path));
     // The mode asked for, whatever the umask took away from it (test/run.sh is executable).
     if (::fchmod(fd.Get(), file.mode) != 0 || ::fsync(fd.Get()) != 0) {
       return SysFail("io", "write " + shown_ + "/" + file.path);

@@ -78,14 +78,12 @@ Status ResolveCommand(SandboxArgs& a, const std::vector<std::string>& environ_en
                       const std::string& run_dir) {
   LaunchSpec& spec = a.inv.spec;
   if (a.call_fd >= 0) {
-    auto fd = TakeDescriptor(a.call_fd, "--call-fd");
-    if (!fd) return tl::unexpected(fd.error());
+    ANVIL_TRY(fd, TakeDescriptor(a.call_fd, "--call-fd"));
     spec.call_channel = std::move(*fd);
     return Ok();
   }
   if (a.exec_fd >= 0) {
-    auto fd = TakeDescriptor(a.exec_fd, "--exec-fd");
-    if (!fd) return tl::unexpected(fd.error());
+    ANVIL_TRY(fd, TakeDescriptor(a.exec_fd, "--exec-fd"));
     spec.program = std::move(*fd);
     return Ok();
   }
@@ -93,8 +91,7 @@ Status ResolveCommand(SandboxArgs& a, const std::vector<std::string>& environ_en
   for (const auto& e : environ_entries) {
     if (e.rfind("PATH=", 0) == 0) path_env = e.substr(5);
   }
-  auto program = ResolveProgram(a.command[0], path_env, run_dir);
-  if (!program) return tl::unexpected(program.error());
+  ANVIL_TRY(program, ResolveProgram(a.command[0], path_env, run_dir));
   spec.program = std::move(program->fd);
   spec.program_path = std::move(program->path);
   return Ok();
@@ -119,26 +116,22 @@ Result<std::string> ResolveTestCa(const SandboxArgs& a) {
 Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
                                            const std::vector<std::string>& environ_entries,
                                            SandboxFrontEnd front_end) {
-  auto parsed = ParseSandboxFlags(args, front_end);
-  if (!parsed) return tl::unexpected(parsed.error());
+  ANVIL_TRY(parsed, ParseSandboxFlags(args, front_end));
   SandboxArgs& a = *parsed;
-  if (auto s = ValidateCommandSource(a); !s) return tl::unexpected(s.error());
-  if (auto s = ResolveFlagPaths(a); !s) return tl::unexpected(s.error());
-  auto run_dir = ResolveDirectories(a);
-  if (!run_dir) return tl::unexpected(run_dir.error());
+  ANVIL_RETURN_IF_ERROR(ValidateCommandSource(a));
+  ANVIL_RETURN_IF_ERROR(ResolveFlagPaths(a));
+  ANVIL_TRY(run_dir, ResolveDirectories(a));
   if (front_end == SandboxFrontEnd::kAnvilSandbox) {
     // config.toml, Anvil.toml (narrowing only), profiles and the home, under the flags.
     a.config_flags.network_explicit = a.network_explicit;
-    auto settings =
-        ApplySandboxSettings(environ_entries, a.config_flags, a.inv.spec.policy, a.allow_hosts);
-    if (!settings) return tl::unexpected(settings.error());
+    ANVIL_TRY(settings, ApplySandboxSettings(environ_entries, a.config_flags, a.inv.spec.policy,
+                                             a.allow_hosts));
     a.inv.settings = std::move(*settings);
   }
-  if (auto s = ValidatePolicyCombination(a); !s) return tl::unexpected(s.error());
+  ANVIL_RETURN_IF_ERROR(ValidatePolicyCombination(a));
   a.inv.allow_hosts = a.allow_hosts;
-  if (auto s = ResolveCommand(a, environ_entries, *run_dir); !s) return tl::unexpected(s.error());
-  auto ca = ResolveTestCa(a);
-  if (!ca) return tl::unexpected(ca.error());
+  ANVIL_RETURN_IF_ERROR(ResolveCommand(a, environ_entries, *run_dir));
+  ANVIL_TRY(ca, ResolveTestCa(a));
   SandboxInvocation& inv = a.inv;
   inv.spec.argv = a.command;
   inv.spec.cwd = *run_dir;

@@ -52,7 +52,7 @@ Status MakeDirs(const std::string& path, mode_t mode) {
   if (errno != ENOENT) return SysFail("io", "mkdir " + path);
   auto slash = path.rfind('/');
   if (slash == 0 || slash == std::string::npos) return SysFail("io", "mkdir " + path);
-  if (auto s = MakeDirs(path.substr(0, slash), mode); !s) return s;
+  ANVIL_RETURN_IF_ERROR(MakeDirs(path.substr(0, slash), mode));
   if (::mkdir(path.c_str(), mode) != 0 && errno != EEXIST) return SysFail("io", "mkdir " + path);
   return Ok();
 }
@@ -97,31 +97,25 @@ Result<PreparedHome> PrepareHome(const std::string& state_dir, const std::string
     return Fail("invalid", existing + " is not yours (owner uid " + std::to_string(owner.st_uid) +
                                "); nothing is made there");
   }
-  if (auto s = MakeDirs(state_dir, 0700); !s) return tl::unexpected(s.error());
+  ANVIL_RETURN_IF_ERROR(MakeDirs(state_dir, 0700));
   std::string base = Canonical(state_dir);
   if (base.empty()) return SysFail("io", "resolve " + state_dir);
   UniqueFd root(::open(base.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!root) return SysFail("io", "open " + base);
-  auto anvil = OwnDir(root.Get(), "anvil", base + "/anvil");
-  if (!anvil) return tl::unexpected(anvil.error());
-  auto homes = OwnDir(anvil->Get(), "homes", base + "/anvil/homes");
-  if (!homes) return tl::unexpected(homes.error());
+  ANVIL_TRY(anvil, OwnDir(root.Get(), "anvil", base + "/anvil"));
+  ANVIL_TRY(homes, OwnDir(anvil->Get(), "homes", base + "/anvil/homes"));
   const std::string name = SandboxHomeDirName(workspace);
   const std::string dir_path = base + "/anvil/homes/" + name;
   bool created = false;
-  auto dir = OwnDir(homes->Get(), name, dir_path, &created);
-  if (!dir) return tl::unexpected(dir.error());
+  ANVIL_TRY(dir, OwnDir(homes->Get(), name, dir_path, &created));
   PreparedHome out;
   if (created ||
       ReadRegularFileNoFollow(dir->Get(), "workspace", 8192).value_or("") != workspace + "\n") {
     // For people and for the sweep of homes whose workspace is gone.
-    if (auto s = WriteFileAtomically(dir->Get(), "workspace", workspace + "\n", 0600); !s) {
-      return tl::unexpected(s.error());
-    }
+    ANVIL_RETURN_IF_ERROR(WriteFileAtomically(dir->Get(), "workspace", workspace + "\n", 0600));
   }
   bool home_created = false;
-  auto home = OwnDir(dir->Get(), "home", dir_path + "/home", &home_created);
-  if (!home) return tl::unexpected(home.error());
+  ANVIL_TRY(home, OwnDir(dir->Get(), "home", dir_path + "/home", &home_created));
   struct stat st {};
   if (::fstat(home->Get(), &st) != 0) return SysFail("io", "stat " + dir_path + "/home");
   out.home = dir_path + "/home";
@@ -203,8 +197,7 @@ Result<SandboxSettings> ApplySandboxSettings(const std::vector<std::string>& env
 
   // config.toml: the user's defaults.
   const std::string config_path = UserConfigPath(environ_entries);
-  auto config = LoadUserConfig(config_path);
-  if (!config) return tl::unexpected(config.error());
+  ANVIL_TRY(config, LoadUserConfig(config_path));
   if (!config_path.empty() && ::access(config_path.c_str(), F_OK) == 0) {
     out.user_config = config_path;
   }
@@ -253,14 +246,11 @@ Result<SandboxSettings> ApplySandboxSettings(const std::vector<std::string>& env
   }
 
   // Anvil.toml: may only narrow what the user runs with.
-  auto workspace_config = LoadWorkspaceConfig(policy.workspace);
-  if (!workspace_config) return tl::unexpected(workspace_config.error());
+  ANVIL_TRY(workspace_config, LoadWorkspaceConfig(policy.workspace));
   WorkspaceSandboxConfig narrowing = workspace_config->sandbox;
   if (flags.policy_explicit) narrowing.policy.reset();
   if (network_explicit) narrowing.network.reset();
-  if (auto s = NarrowByWorkspace(narrowing, policy.kind, policy.network); !s) {
-    return tl::unexpected(s.error());
-  }
+  ANVIL_RETURN_IF_ERROR(NarrowByWorkspace(narrowing, policy.kind, policy.network));
   if (policy.ConfinesFilesystem()) {
     for (const auto& sub : workspace_config->sandbox.read_only_subpaths) {
       // A path the workspace does not have is not protected (nothing to bind); the workspace
@@ -285,7 +275,7 @@ Result<SandboxSettings> ApplySandboxSettings(const std::vector<std::string>& env
       if (home.empty() && w.rfind("~", 0) == 0) continue;
       std::string path = ExpandHome(w, home);
       // A profile's cache that does not exist yet is made (the tool would make it).
-      if (auto s = MakeDirs(path, 0700); !s) return tl::unexpected(s.error());
+      ANVIL_RETURN_IF_ERROR(MakeDirs(path, 0700));
       std::string c = Canonical(path);
       if (!c.empty()) AddUnique(policy.extra_writable_roots, c);
     }
@@ -326,8 +316,7 @@ Result<SandboxSettings> ApplySandboxSettings(const std::vector<std::string>& env
       out.home_note = prepared.error().ToString();
     }
   }
-  auto plan = PlanHomeView(input, RealHomeHost());
-  if (!plan) return tl::unexpected(plan.error());
+  ANVIL_TRY(plan, PlanHomeView(input, RealHomeHost()));
   if (plan->kind == HomeKind::kTmpfs && input.mode == HomeMode::kPersistent &&
       out.home_note.empty()) {
     out.home_note = "no persistent home";

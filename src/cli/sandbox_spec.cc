@@ -25,8 +25,7 @@ Status ApplyLimitFlag(const std::string& value, ResourceLimits& limits) {
     limits.memory = 0;
     return Ok();
   }
-  auto n = ParseSize(value.substr(eq + 1), "--limit " + name);
-  if (!n) return tl::unexpected(n.error());
+  ANVIL_TRY(n, ParseSize(value.substr(eq + 1), "--limit " + name));
   if (name == "nproc")
     limits.processes = *n;
   else if (name == "nofile")
@@ -56,8 +55,7 @@ template <typename Parse, typename Set>
 Flag Checked(std::string name, std::string metavar, std::string help, Parse parse, Set set) {
   return Text(std::move(name), std::move(metavar), std::move(help),
               [parse, set](const std::string& v) -> Status {
-                auto value = parse(v);
-                if (!value) return tl::unexpected(value.error());
+                ANVIL_TRY(value, parse(v));
                 set(*value);
                 return Ok();
               });
@@ -331,8 +329,7 @@ Result<SandboxArgs> ParseSandboxFlags(const std::vector<std::string>& args,
   SandboxArgs a;
   {
     const CommandSpec flags = SandboxCommandSpec(front_end, a, open);
-    auto parsed = ParseFlags(flags, args);
-    if (!parsed) return tl::unexpected(parsed.error());
+    ANVIL_TRY(parsed, ParseFlags(flags, args));
     // RunSandboxCommand answers --help before parsing; anywhere else it goes alone.
     if (parsed->help) {
       return Fail("invalid", "--help goes alone (see " + flags.program + " --help)");

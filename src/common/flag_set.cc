@@ -498,7 +498,7 @@ Result<Parsed> ParseFlags(const CommandSpec& spec, const std::vector<std::string
                         : flag->name + " expects " + expects + ", got " + Echo(spec, value.text));
       }
     }
-    if (auto s = flag->apply(value); !s) return tl::unexpected(s.error());
+    ANVIL_RETURN_IF_ERROR(flag->apply(value));
   }
   for (; i < args.size(); ++i) out.operands.push_back(args[i]);
   return out;

@@ -141,8 +141,7 @@ Result<const DirFacts*> ExecReadPlanner::Lookup(const std::string& path, std::si
       }
     }
   } else {
-    auto facts = ReadDirFacts(dir.Get(), path);
-    if (!facts) return tl::unexpected(facts.error());
+    ANVIL_TRY(facts, ReadDirFacts(dir.Get(), path));
     ++directories_read_;
     cached_entries_ -= slot.facts.size();
     slot.facts = std::move(*facts);

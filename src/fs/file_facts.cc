@@ -166,7 +166,7 @@ Status ForEachName(int dir_fd, const std::string& what,
     }
     const std::string name = ent->d_name;
     if (name == "." || name == "..") continue;
-    if (auto s = each(name); !s) return s;
+    ANVIL_RETURN_IF_ERROR(each(name));
   }
 }
 

@@ -117,7 +117,7 @@ Status WriteFileAtomically(int dir_fd, const std::string& name, std::string_view
   // The umask may have removed bits, never added them; set the exact mode so a permissive umask
   // elsewhere cannot matter and the result is what the caller asked for.
   if (::fchmod(fd.Get(), mode) != 0) return SysFail("io", "fchmod " + temp);
-  if (auto s = WriteAll(fd.Get(), bytes, temp); !s) return s;
+  ANVIL_RETURN_IF_ERROR(WriteAll(fd.Get(), bytes, temp));
   if (::fsync(fd.Get()) != 0) return SysFail("io", "fsync " + temp);
   if (::renameat(dir_fd, temp.c_str(), dir_fd, name.c_str()) != 0) {
     return SysFail("io", "rename " + temp + " over " + QuotePathForMessage(name));

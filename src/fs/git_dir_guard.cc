@@ -180,17 +180,13 @@ Result<GitDirEntryKind> KindAt(int dir_fd, const char* name, std::string_view wh
 // case-folding directory finds "head" for HEAD).
 Result<GitDirNames> NamesAt(int dir_fd, std::string_view where) {
   GitDirNames n;
-  auto head = KindAt(dir_fd, "HEAD", where);
-  if (!head) return tl::unexpected(head.error());
+  ANVIL_TRY(head, KindAt(dir_fd, "HEAD", where));
   n.head = *head;
-  auto objects = KindAt(dir_fd, "objects", where);
-  if (!objects) return tl::unexpected(objects.error());
+  ANVIL_TRY(objects, KindAt(dir_fd, "objects", where));
   n.objects = *objects;
-  auto refs = KindAt(dir_fd, "refs", where);
-  if (!refs) return tl::unexpected(refs.error());
+  ANVIL_TRY(refs, KindAt(dir_fd, "refs", where));
   n.refs = *refs;
-  auto commondir = KindAt(dir_fd, "commondir", where);
-  if (!commondir) return tl::unexpected(commondir.error());
+  ANVIL_TRY(commondir, KindAt(dir_fd, "commondir", where));
   n.commondir = *commondir;
   return n;
 }
@@ -215,8 +211,7 @@ struct TreeWalk {
 Result<std::optional<std::string>> FindGitDirIn(int fd, const std::string& rel, std::size_t depth,
                                                 TreeWalk& walk) {
   const std::string where = JoinRel(walk.top, rel);
-  auto names = NamesAt(fd, where);
-  if (!names) return tl::unexpected(names.error());
+  ANVIL_TRY(names, NamesAt(fd, where));
   if (IsGitDirShape(*names)) return std::optional<std::string>(rel);
   std::vector<std::string> subdirs;
   {
@@ -274,18 +269,15 @@ Result<std::optional<std::string>> FindGitDirIn(int fd, const std::string& rel, 
 }  // namespace
 
 Result<WorkspaceRoot::GitDirWay> WorkspaceRoot::ProbeGitDirs(std::string_view dir) const {
-  auto norm = NormalizeWorkspacePath(dir, RootPolicy::kAllow);
-  if (!norm) return tl::unexpected(norm.error());
-  auto root = OpenBeneath(kWorkspaceRootPath, O_RDONLY | O_DIRECTORY | O_NONBLOCK,
-                          BaseResolve() | RESOLVE_NO_SYMLINKS);
-  if (!root) return tl::unexpected(root.error());
+  ANVIL_TRY(norm, NormalizeWorkspacePath(dir, RootPolicy::kAllow));
+  ANVIL_TRY(root, OpenBeneath(kWorkspaceRootPath, O_RDONLY | O_DIRECTORY | O_NONBLOCK,
+                              BaseResolve() | RESOLVE_NO_SYMLINKS));
   GitDirWay way;
   UniqueFd current = std::move(*root);
   std::string path(kWorkspaceRootPath);
   std::size_t start = 0;
   while (true) {
-    auto names = NamesAt(current.Get(), path);
-    if (!names) return tl::unexpected(names.error());
+    ANVIL_TRY(names, NamesAt(current.Get(), path));
     way.dirs.push_back(GitDirProbe{path, *names, FoldsCase(current.Get())});
     if (*norm == kWorkspaceRootPath || start == std::string::npos) break;
     const std::size_t slash = norm->find('/', start);
@@ -326,8 +318,7 @@ Status WorkspaceRoot::CheckGitDirs(std::string_view op, std::string_view target,
 }
 
 Result<GitDirEntryKind> WorkspaceRoot::GitEntryKind(std::string_view path) const {
-  auto norm = NormalizeWorkspacePath(path, RootPolicy::kReject);
-  if (!norm) return tl::unexpected(norm.error());
+  ANVIL_TRY(norm, NormalizeWorkspacePath(path, RootPolicy::kReject));
   const auto [parent, name] = SplitParent(*norm);
   auto dir = OpenBeneath(parent, O_PATH | O_DIRECTORY, BaseResolve() | RESOLVE_NO_SYMLINKS);
   if (!dir) {
@@ -342,8 +333,7 @@ Result<GitDirEntryKind> WorkspaceRoot::GitEntryKind(std::string_view path) const
 Result<std::optional<std::string>> WorkspaceRoot::FindGitDirBeneath(std::string_view dir,
                                                                     std::size_t max_entries,
                                                                     std::size_t max_depth) const {
-  auto norm = NormalizeWorkspacePath(dir, RootPolicy::kAllow);
-  if (!norm) return tl::unexpected(norm.error());
+  ANVIL_TRY(norm, NormalizeWorkspacePath(dir, RootPolicy::kAllow));
   auto start = OpenBeneath(*norm, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK,
                            BaseResolve() | RESOLVE_NO_SYMLINKS);
   if (!start) {

@@ -50,7 +50,7 @@ class Planner {
       : globs_(globs), facts_(facts), options_(options) {}
 
   Result<std::vector<ReadOp>> Run() {
-    if (auto s = Visit(std::string(kWorkspaceRootPath), 0); !s) return tl::unexpected(s.error());
+    ANVIL_RETURN_IF_ERROR(Visit(std::string(kWorkspaceRootPath), 0));
     return std::move(ops_);
   }
 
@@ -83,19 +83,18 @@ class Planner {
   // A directory the grant reaches: shown whole when every descendant is granted, else rebuilt
   // from what is granted.
   Status Visit(const std::string& path, std::size_t depth) {
-    if (auto s = Depth(depth, path); !s) return s;
-    auto facts = facts_(path);
-    if (!facts) return tl::unexpected(facts.error());
+    ANVIL_RETURN_IF_ERROR(Depth(depth, path));
+    ANVIL_TRY(facts, facts_(path));
     if (*facts == nullptr) {
       // Gone since its parent was listed: nothing to show (the root is always the view's own).
       if (path == kWorkspaceRootPath) return Emit(ReadOpKind::kDir, path);
       return Ok();
     }
     if (GrantCoversSubtree(globs_, path)) {
-      if (auto s = Emit(ReadOpKind::kBindDir, path); !s) return s;
+      ANVIL_RETURN_IF_ERROR(Emit(ReadOpKind::kBindDir, path));
       return Masks(path, **facts, depth, /*bind_root=*/true);
     }
-    if (auto s = Emit(ReadOpKind::kDir, path); !s) return s;
+    ANVIL_RETURN_IF_ERROR(Emit(ReadOpKind::kDir, path));
     const std::size_t self = ops_.size() - 1;
     for (const WalkEntry& e : **facts) {
       // A name no sys.fs path can spell is never granted.
@@ -141,7 +140,7 @@ class Planner {
   // Beneath a whole-bound directory: hide what sys.fs.read would refuse.
   Status Masks(const std::string& path, const DirFacts& facts, std::size_t depth,
                bool bind_root = false) {
-    if (auto s = Depth(depth, path); !s) return s;
+    ANVIL_RETURN_IF_ERROR(Depth(depth, path));
     // Deeper than PATH_MAX: no path spells it, but the bind shows it, and a relative symlink
     // operand (src/s -> the deep directory) takes a tool there. What would need a mask there (a
     // hard link, a special file, a bad name, a directory that cannot be walked by path) is
@@ -187,8 +186,7 @@ class Planner {
             s = Emit(ReadOpKind::kMaskDir, child);
             break;
           }
-          auto sub = facts_(child);
-          if (!sub) return tl::unexpected(sub.error());
+          ANVIL_TRY(sub, facts_(child));
           // Could not be inspected (unreadable, or replaced since): hidden, not guessed at.
           s = *sub == nullptr ? Emit(ReadOpKind::kMaskDir, child) : Masks(child, **sub, depth + 1);
           break;

@@ -97,8 +97,7 @@ Result<std::optional<std::string>> ReadWorkspaceRulesFile(const std::string& wor
     return SysFail("io", "open " + QuotePathForMessage(shown));
   }
   UniqueFd fd(static_cast<int>(raw));
-  auto text = ReadRegularFileFromFd(fd.Get(), QuotePathForMessage(shown), max_bytes);
-  if (!text) return tl::unexpected(text.error());
+  ANVIL_TRY(text, ReadRegularFileFromFd(fd.Get(), QuotePathForMessage(shown), max_bytes));
   return std::optional<std::string>(std::move(*text));
 }
 

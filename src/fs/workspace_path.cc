@@ -99,7 +99,7 @@ Result<std::string> NormalizeWorkspacePath(std::string_view raw, RootPolicy root
     // rejecting it here gives the plugin a clear message and keeps /proc/self/... unnameable.
     return Invalid("absolute path", raw);
   }
-  if (auto ok = ValidateCharacters(raw); !ok) return tl::unexpected(ok.error());
+  ANVIL_RETURN_IF_ERROR(ValidateCharacters(raw));
   if (raw == kWorkspaceRootPath) {
     if (root == RootPolicy::kAllow) return std::string(kWorkspaceRootPath);
     return Invalid("the workspace root itself is not a valid target", raw);
@@ -109,7 +109,7 @@ Result<std::string> NormalizeWorkspacePath(std::string_view raw, RootPolicy root
     const std::size_t slash = raw.find('/', start);
     const std::string_view component =
         raw.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
-    if (auto ok = ValidateComponentShape(component, raw); !ok) return tl::unexpected(ok.error());
+    ANVIL_RETURN_IF_ERROR(ValidateComponentShape(component, raw));
     if (slash == std::string_view::npos) break;
     start = slash + 1;
   }
@@ -118,7 +118,7 @@ Result<std::string> NormalizeWorkspacePath(std::string_view raw, RootPolicy root
 
 Status ValidatePathComponent(std::string_view name) {
   if (name.find('/') != std::string_view::npos) return Invalid("name contains '/'", name);
-  if (auto ok = ValidateComponentShape(name, name); !ok) return ok;
+  ANVIL_RETURN_IF_ERROR(ValidateComponentShape(name, name));
   return ValidateCharacters(name);
 }
 

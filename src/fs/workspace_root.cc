@@ -156,9 +156,7 @@ Result<std::string> LinkTempFile(int file, int dir, std::string_view path, std::
                                  PendingWrites::Slot& slot) {
   for (int attempt = 0; attempt < kMaxTempNameAttempts; ++attempt) {
     ANVIL_TRY(name, RandomTempName());
-    if (auto recorded = slot.Set(TempRelativePath(parent, *name)); !recorded) {
-      return tl::unexpected(recorded.error());
-    }
+    ANVIL_RETURN_IF_ERROR(slot.Set(TempRelativePath(parent, *name)));
     if (::linkat(file, "", dir, name->c_str(), AT_EMPTY_PATH) == 0) return name;
     int err = errno;
     if (err == ENOENT || err == EPERM) {
@@ -177,9 +175,7 @@ Result<UniqueFd> CreateNamedTemp(int dir, std::string_view path, std::string_vie
                                  PendingWrites::Slot& slot, std::string* name_out) {
   for (int attempt = 0; attempt < kMaxTempNameAttempts; ++attempt) {
     ANVIL_TRY(name, RandomTempName());
-    if (auto recorded = slot.Set(TempRelativePath(parent, *name)); !recorded) {
-      return tl::unexpected(recorded.error());
-    }
+    ANVIL_RETURN_IF_ERROR(slot.Set(TempRelativePath(parent, *name)));
     const int fd = ::openat(dir, name->c_str(),
                             O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0666);
     if (fd >= 0) {
@@ -300,8 +296,7 @@ Result<UniqueFd> WorkspaceRoot::OpenChecked(std::string_view normalized, std::ui
   // the caller already checked it.
   auto direct = OpenBeneath(normalized, flags, BaseResolve() | RESOLVE_NO_SYMLINKS);
   if (direct || direct.error().sys_errno != ELOOP) return direct;
-  auto fd = OpenBeneath(normalized, flags, BaseResolve());
-  if (!fd) return fd;
+  ANVIL_TRY(fd, OpenBeneath(normalized, flags, BaseResolve()));
   // Grants are globs over names; a symlink inside the workspace ("docs/l -> ../.env") would
   // carry a "docs/**" grant to another name. Check the name of what was actually opened.
   ANVIL_TRY(resolved, ResolvedPathOf(fd->Get()));
@@ -372,11 +367,10 @@ Result<WorkspaceRoot::Resolved> WorkspaceRoot::Resolve(std::string_view path) co
   ANVIL_TRY(norm, NormalizeWorkspacePath(path, RootPolicy::kAllow));
   Resolved out;
   out.path = *norm;
-  auto fd = OpenChecked(*norm, O_PATH, [&out](std::string_view resolved) {
-    out.path = std::string(resolved);
-    return true;
-  });
-  if (!fd) return tl::unexpected(fd.error());
+  ANVIL_TRY(fd, OpenChecked(*norm, O_PATH, [&out](std::string_view resolved) {
+              out.path = std::string(resolved);
+              return true;
+            }));
   struct stat st {};
   if (::fstat(fd->Get(), &st) != 0) return SysFail("io", "fstat " + Q(*norm));
   out.type = TypeOf(st.st_mode);

@@ -54,8 +54,7 @@ Result<std::uint64_t> MountIdAt(int fd, const char* name, const std::string& whe
 
 // "denied" when directory `name` in `fd` is on another mount than `parent_mount`.
 Status SameMount(int fd, const char* name, std::uint64_t parent_mount, const std::string& where) {
-  auto id = MountIdAt(fd, name, where);
-  if (!id) return tl::unexpected(id.error());
+  ANVIL_TRY(id, MountIdAt(fd, name, where));
   if (*id != parent_mount) {
     return Fail("denied", "is a mount point: " + QuotePathForMessage(where) +
                               " (what is mounted there is not the workspace's to move or remove)");
@@ -84,8 +83,7 @@ struct RemoveWalk {
 Status EmptyDirectory(int fd, const std::string& path, std::size_t depth, RemoveWalk& walk) {
   std::vector<std::string> names;
   {
-    auto stream = OpenStream(fd, path);
-    if (!stream) return tl::unexpected(stream.error());
+    ANVIL_TRY(stream, OpenStream(fd, path));
     while (true) {
       errno = 0;
       const dirent* entry = ::readdir(stream->get());
@@ -127,8 +125,8 @@ Status EmptyDirectory(int fd, const std::string& path, std::size_t depth, Remove
                     "cannot look inside " + QuotePathForMessage(child_path), err);
       }
       // Never into another mount: emptying a mount point would delete what is mounted there.
-      if (auto s = SameMount(child.Get(), "", walk.mount, child_path); !s) return s;
-      if (auto s = EmptyDirectory(child.Get(), child_path, depth + 1, walk); !s) return s;
+      ANVIL_RETURN_IF_ERROR(SameMount(child.Get(), "", walk.mount, child_path));
+      ANVIL_RETURN_IF_ERROR(EmptyDirectory(child.Get(), child_path, depth + 1, walk));
       if (::unlinkat(fd, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
         const int err = errno;
         if (err == EBUSY)
@@ -150,10 +148,8 @@ Status EmptyDirectory(int fd, const std::string& path, std::size_t depth, Remove
 Status WorkspaceRoot::RemoveTree(std::string_view path,
                                  const std::function<bool(std::string_view name)>& refuse,
                                  std::size_t max_entries, std::size_t max_depth) const {
-  auto norm = NormalizeWorkspacePath(path, RootPolicy::kReject);
-  if (!norm) return tl::unexpected(norm.error());
-  auto parent = OpenParentForMutation(*norm);
-  if (!parent) return tl::unexpected(parent.error());
+  ANVIL_TRY(norm, NormalizeWorkspacePath(path, RootPolicy::kReject));
+  ANVIL_TRY(parent, OpenParentForMutation(*norm));
   const std::string name(SplitParent(*norm).second);
   UniqueFd dir(::openat(parent->Get(), name.c_str(),
                         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
@@ -165,11 +161,10 @@ Status WorkspaceRoot::RemoveTree(std::string_view path,
     return SysFail(err == EACCES || err == EPERM ? Code::kDenied : Code::kIo,
                    "open " + QuotePathForMessage(*norm), err);
   }
-  auto parent_mount = MountIdAt(parent->Get(), "", *norm);
-  if (!parent_mount) return tl::unexpected(parent_mount.error());
-  if (auto s = SameMount(dir.Get(), "", *parent_mount, *norm); !s) return s;
+  ANVIL_TRY(parent_mount, MountIdAt(parent->Get(), "", *norm));
+  ANVIL_RETURN_IF_ERROR(SameMount(dir.Get(), "", *parent_mount, *norm));
   RemoveWalk walk{refuse, max_entries, max_depth, *norm, *parent_mount};
-  if (auto s = EmptyDirectory(dir.Get(), *norm, 0, walk); !s) return s;
+  ANVIL_RETURN_IF_ERROR(EmptyDirectory(dir.Get(), *norm, 0, walk));
   dir.Reset();
   if (::unlinkat(parent->Get(), name.c_str(), AT_REMOVEDIR) != 0) {
     const int err = errno;
@@ -188,8 +183,7 @@ Result<std::optional<std::string>> WorkspaceRoot::FindBeneath(
     std::string_view dir,
     const std::function<bool(std::string_view name, std::string_view path)>& match,
     std::size_t max_entries, std::size_t max_depth) const {
-  auto norm = NormalizeWorkspacePath(dir, RootPolicy::kAllow);
-  if (!norm) return tl::unexpected(norm.error());
+  ANVIL_TRY(norm, NormalizeWorkspacePath(dir, RootPolicy::kAllow));
   // No symlink anywhere on the way, the last component included: a symlink is moved (or
   // removed) as itself and holds nothing.
   auto start = OpenBeneath(*norm, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK,
@@ -216,21 +210,18 @@ Result<std::optional<std::string>> WorkspaceRoot::FindBeneath(
   std::uint64_t mount = 0;
   {
     const std::string parent(SplitParent(*norm).first);
-    auto parent_fd = *norm == "." ? OpenBeneath(".", O_PATH | O_DIRECTORY, BaseResolve())
-                                  : OpenBeneath(parent, O_PATH | O_DIRECTORY,
-                                                BaseResolve() | RESOLVE_NO_SYMLINKS);
-    if (!parent_fd) return tl::unexpected(parent_fd.error());
-    auto id = MountIdAt(parent_fd->Get(), "", *norm);
-    if (!id) return tl::unexpected(id.error());
+    ANVIL_TRY(parent_fd, *norm == "." ? OpenBeneath(".", O_PATH | O_DIRECTORY, BaseResolve())
+                                      : OpenBeneath(parent, O_PATH | O_DIRECTORY,
+                                                    BaseResolve() | RESOLVE_NO_SYMLINKS));
+    ANVIL_TRY(id, MountIdAt(parent_fd->Get(), "", *norm));
     mount = *id;
     if (*norm != ".") {
-      if (auto s = SameMount(start->Get(), "", mount, *norm); !s) return tl::unexpected(s.error());
+      ANVIL_RETURN_IF_ERROR(SameMount(start->Get(), "", mount, *norm));
     }
   }
   std::vector<Level> stack;
   {
-    auto stream = OpenStream(start->Get(), *norm);
-    if (!stream) return tl::unexpected(stream.error());
+    ANVIL_TRY(stream, OpenStream(start->Get(), *norm));
     stack.push_back(Level{std::move(*start), std::move(*stream), ""});
   }
   std::size_t seen = 0;
@@ -275,11 +266,8 @@ Result<std::optional<std::string>> WorkspaceRoot::FindBeneath(
       return Fail(err == EACCES || err == EPERM ? Code::kDenied : Code::kIo,
                   "cannot look inside " + QuotePathForMessage(*norm + "/" + path), err);
     }
-    if (auto s = SameMount(child.Get(), "", mount, *norm + "/" + path); !s) {
-      return tl::unexpected(s.error());
-    }
-    auto stream = OpenStream(child.Get(), *norm + "/" + path);
-    if (!stream) return tl::unexpected(stream.error());
+    ANVIL_RETURN_IF_ERROR(SameMount(child.Get(), "", mount, *norm + "/" + path));
+    ANVIL_TRY(stream, OpenStream(child.Get(), *norm + "/" + path));
     stack.push_back(Level{std::move(child), std::move(*stream), std::move(path)});
   }
   return std::optional<std::string>();

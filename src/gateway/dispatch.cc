@@ -491,6 +491,24 @@ const std::unordered_map<std::string_view, const OpSpec*>& GatewayOps() {
   return kOps;
 }
 
+// The protected subtrees of the workspace (policy/protected_subtrees.h) a write op's `path`
+// may not touch, in this order: what git runs or follows (a hooks dir of core.hooksPath, ...),
+// as a protected name, only under a grant of the exact path; Anvil's own trust state (grants,
+// trusted keys), which no grant opens; plugin code (any directory holding an anvil-plugin.toml),
+// which no grant opens, since the plugin whose code it is would run what is written there with
+// its own grant. A move or a removal takes what is beneath along.
+Status CheckProtectedSubtrees(const DispatchContext& ctx, const Grant& grant, const std::string& op,
+                              const std::string& path) {
+  const bool takes_tree = op == "fs.rename" || op == "fs.remove";
+  if (ctx.git_run != nullptr) {
+    ANVIL_RETURN_IF_ERROR(ctx.git_run->Check(op, path, takes_tree, grant.fs_write));
+  }
+  if (ctx.trust_state != nullptr) {
+    ANVIL_RETURN_IF_ERROR(CheckTrustStateWrite(*ctx.trust_state, op, path, takes_tree));
+  }
+  return CheckPluginCodeWrite(*ctx.root, op, path);
+}
+
 }  // namespace
 
 Response Dispatch(const DispatchContext& ctx, const Grant& grant, const Request& r,
@@ -528,25 +546,8 @@ Response Dispatch(const DispatchContext& ctx, const Grant& grant, const Request&
     if (access == Access::kWrite && ctx.no_fs_write) {
       return Denied(r, "writes are disabled for this session (--no-fs-write)", audit);
     }
-    // What git runs or follows (a hooks dir of core.hooksPath, ...): as a protected name, only
-    // under a grant of the exact path. A move or a removal takes what is beneath along.
-    if (access == Access::kWrite && ctx.git_run != nullptr) {
-      const bool takes_tree = r.op == "fs.rename" || r.op == "fs.remove";
-      if (auto s = ctx.git_run->Check(r.op, *path, takes_tree, grant.fs_write); !s) {
-        return FromError(r, s.error(), audit);
-      }
-    }
-    // Anvil's own trust state (grants, trusted keys) in the workspace: no grant opens it.
-    if (access == Access::kWrite && ctx.trust_state != nullptr) {
-      const bool takes_tree = r.op == "fs.rename" || r.op == "fs.remove";
-      if (auto s = CheckTrustStateWrite(*ctx.trust_state, r.op, *path, takes_tree); !s) {
-        return FromError(r, s.error(), audit);
-      }
-    }
-    // Plugin code (any directory holding an anvil-plugin.toml): no grant opens it, since the
-    // plugin whose code it is would run what is written there with its own grant.
     if (access == Access::kWrite) {
-      if (auto s = CheckPluginCodeWrite(*ctx.root, r.op, *path); !s) {
+      if (auto s = CheckProtectedSubtrees(ctx, grant, r.op, *path); !s) {
         return FromError(r, s.error(), audit);
       }
     }

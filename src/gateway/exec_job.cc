@@ -41,8 +41,7 @@ Result<ipc::Request> ReadJobRequest(int conn, const ExecLimits& limits) {
   auto deadline = Clock::now() + std::chrono::seconds(10);
   char buf[65536];
   while (true) {
-    auto frame = reader.Next();
-    if (!frame) return tl::unexpected(frame.error());
+    ANVIL_TRY(frame, reader.Next());
     if (*frame) {
       if ((*frame)->kind != ipc::FrameKind::kRequest) return Fail("invalid", "not a request");
       return ipc::DecodeRequest((*frame)->body);
@@ -103,8 +102,7 @@ Result<PreparedCall> PrepareCall(const CheckedJob& job, const ExecBrokerConfig& 
   }
   // The tool's own files (executable, loader, libraries): resolved at the broker's start, again
   // if the executable changed since (an upgrade may have changed its libraries).
-  auto identity = IdentityOf(p.program.Get());
-  if (!identity) return tl::unexpected(identity.error());
+  ANVIL_TRY(identity, IdentityOf(p.program.Get()));
   auto cached = config.tool_runtimes.find(job.argv.program_path);
   if (cached != config.tool_runtimes.end() && cached->second.identity == *identity) {
     p.runtime = cached->second;
@@ -126,8 +124,7 @@ Status HandCallToRunner(int conn, int runner_fd, const ExecBrokerConfig& config,
                         const PreparedCall& prepared, const WarmCall& call, Runner& runner) {
   for (int attempt = 0;; ++attempt) {
     if (runner.pid <= 0) {
-      auto fresh = SpawnRunner(runner_fd, config);
-      if (!fresh) return tl::unexpected(fresh.error());
+      ANVIL_TRY(fresh, SpawnRunner(runner_fd, config));
       runner = std::move(*fresh);
     }
     bool taken = false;
@@ -203,8 +200,7 @@ int ServeWithRunner(int conn, int link, int runner_fd, const ExecBrokerConfig& c
   ipc::Response response;
   auto request = ReadJobRequest(conn, config.limits);
   auto checked = [&]() -> Result<CheckedJob> {
-    auto decoded = DecodeExecCall(std::move(*request));
-    if (!decoded) return tl::unexpected(decoded.error());
+    ANVIL_TRY(decoded, DecodeExecCall(std::move(*request)));
     return CheckJob(std::move(*decoded), config.limits);
   };
   if (!request) {

@@ -65,8 +65,7 @@ Result<ExecRequest> DecodeExecCall(ipc::Request wire) {
   if (request.args.size() != *nargs || plan_strings.size() != *nstrings) {
     return Fail("invalid", "malformed exec request");
   }
-  auto plan = DecodeReadPlan(plan_strings);
-  if (!plan) return tl::unexpected(plan.error());
+  ANVIL_TRY(plan, DecodeReadPlan(plan_strings));
   request.program = std::move(wire.args[0]);
   request.stdin_data = std::move(wire.args[1]);
   request.read_plan = std::move(*plan);

@@ -86,8 +86,7 @@ std::vector<Flag> NetFetchFlags(NetFetchOptions& o) {
                    o.dns_deadline, Between(1, kNetMax)),
       Text("--unsafe-test-resolver", "ADDR:PORT", "ask this DNS server instead of resolv.conf",
            [&o](const std::string& v) -> Status {
-             auto server = ParseDnsServer(v);
-             if (!server) return tl::unexpected(server.error());
+             ANVIL_TRY(server, ParseDnsServer(v));
              o.unsafe_test_resolver = *server;
              return Ok();
            })
@@ -95,8 +94,7 @@ std::vector<Flag> NetFetchFlags(NetFetchOptions& o) {
       Text("--unsafe-test-allow-address", "ADDR[:PORT]",
            "treat ADDR as global; allow PORT (default 443)",
            [&o](const std::string& v) -> Status {
-             auto entry = ParseUnsafeTestAllowAddress(v);
-             if (!entry) return tl::unexpected(entry.error());
+             ANVIL_TRY(entry, ParseUnsafeTestAllowAddress(v));
              o.unsafe_test_allow_addresses.push_back(*entry);
              return Ok();
            })

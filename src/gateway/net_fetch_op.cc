@@ -80,8 +80,7 @@ void FetchSlots::Release(const std::string& plugin) {
 Result<std::unique_ptr<NetFetchService>> NetFetchService::Create(const NetFetchOptions& options) {
   std::string ca_pem;
   if (!options.unsafe_test_ca_file.empty()) {
-    auto pem = ReadSmallFile(options.unsafe_test_ca_file);
-    if (!pem) return tl::unexpected(pem.error());
+    ANVIL_TRY(pem, ReadSmallFile(options.unsafe_test_ca_file));
     ca_pem = std::move(*pem);
   }
   return std::unique_ptr<NetFetchService>(new NetFetchService(options, std::move(ca_pem)));

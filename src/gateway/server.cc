@@ -73,7 +73,7 @@ Status Server::Start(const std::string& socket_path) {
   if (!epoll_ || !conn_epoll_ || !stop_ || !io_failed_ || !woke) {
     return SysFail("internal", "epoll/eventfd");
   }
-  if (auto s = transport_.Listen(socket_path); !s) return s;
+  ANVIL_RETURN_IF_ERROR(transport_.Listen(socket_path));
   transport_.SetRearmDelayForTesting(options_.rearm_delay_ms_for_testing);
   auto add = [&](int fd, uint64_t tag) {
     epoll_event ev{};

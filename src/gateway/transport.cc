@@ -35,7 +35,7 @@ Status Transport::Listen(const std::string& socket_path) {
   if (rc != 0) return SysFail("internal", "bind " + socket_path);
   if (chmod(socket_path.c_str(), 0600) != 0) return SysFail("internal", "chmod socket");
   if (listen(listen_.Get(), 128) != 0) return SysFail("internal", "listen");
-  if (auto s = ipc::EnablePassCredentials(listen_.Get()); !s) return s;
+  ANVIL_RETURN_IF_ERROR(ipc::EnablePassCredentials(listen_.Get()));
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.u64 = MakeTag(kListen, 0);

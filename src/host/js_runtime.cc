@@ -156,7 +156,7 @@ Status JsRuntime::Init() {
   JS_AddIntrinsicMapSet(ctx_);
   JS_AddIntrinsicTypedArrays(ctx_);
   JS_AddIntrinsicPromise(ctx_);
-  if (auto s = DenyCodeGeneration(); !s) return s;
+  ANVIL_RETURN_IF_ERROR(DenyCodeGeneration());
   {
     // Function.prototype, through an intrinsic function: there is no API call for it.
     Value global(ctx_, JS_GetGlobalObject(ctx_));
@@ -175,7 +175,7 @@ Status JsRuntime::Init() {
     }
     ClearException();
   }
-  if (auto s = InstallApi(); !s) return s;
+  ANVIL_RETURN_IF_ERROR(InstallApi());
   if (memory_spent_) return Fail("limit", "cannot set up the QuickJS context");
 
   // The budget covers the VM as a whole, the context's own baseline included. It is applied
@@ -383,7 +383,7 @@ Error JsRuntime::DescribeThrownValue(JSValueConst thrown) {
 // A command's value, or what its promise settles to once the jobs have run.
 Result<Value> JsRuntime::Settle(Value result) {
   if (static_cast<int>(JS_PromiseState(ctx_, result.get())) < 0) return result;
-  if (auto s = DrainJobs(); !s) return tl::unexpected(s.error());
+  ANVIL_RETURN_IF_ERROR(DrainJobs());
   switch (JS_PromiseState(ctx_, result.get())) {
     case JS_PROMISE_FULFILLED:
       return Value(ctx_, JS_PromiseResult(ctx_, result.get()));

@@ -35,19 +35,19 @@ Status Injected(const LockdownOptions& o, const char* step) {
 }  // namespace
 
 Status LockDown(const LockdownOptions& options) {
-  if (auto s = Injected(options, "rlimit"); !s) return s;
-  if (auto s = Limit(RLIMIT_CORE, 0, "core"); !s) return s;
+  ANVIL_RETURN_IF_ERROR(Injected(options, "rlimit"));
+  ANVIL_RETURN_IF_ERROR(Limit(RLIMIT_CORE, 0, "core"));
   // Sanitizer builds only (seccomp::kSanitizerRuntimeAllowances): AddressSanitizer reserves
   // terabytes of shadow address space, so RLIMIT_AS cannot apply (the VM's own memory budget
   // still does). Every other build sets it.
   if (!seccomp::kSanitizerRuntimeAllowances && options.address_space != 0) {
-    if (auto s = Limit(RLIMIT_AS, options.address_space, "as"); !s) return s;
+    ANVIL_RETURN_IF_ERROR(Limit(RLIMIT_AS, options.address_space, "as"));
   }
-  if (auto s = Limit(RLIMIT_NOFILE, options.open_files, "nofile"); !s) return s;
-  if (auto s = Limit(RLIMIT_CPU, options.cpu_seconds, "cpu"); !s) return s;
+  ANVIL_RETURN_IF_ERROR(Limit(RLIMIT_NOFILE, options.open_files, "nofile"));
+  ANVIL_RETURN_IF_ERROR(Limit(RLIMIT_CPU, options.cpu_seconds, "cpu"));
   // No new processes (seccomp refuses fork/clone anyway; this also covers a uid-0 host, for
   // which RLIMIT_NPROC is not enforced, only through seccomp).
-  if (auto s = Limit(RLIMIT_NPROC, 0, "nproc"); !s) return s;
+  ANVIL_RETURN_IF_ERROR(Limit(RLIMIT_NPROC, 0, "nproc"));
   if (prctl(PR_SET_DUMPABLE, 0) != 0) return SysFail("sandbox", "dumpable");
   confine::SelfConfinement plan;
   plan.no_landlock = [](const std::string& reason) {
@@ -59,7 +59,7 @@ Status LockDown(const LockdownOptions& options) {
   };
   plan.filter = confine::Filter::kPluginHost;
   plan.before_step = [&](const char* step) { return Injected(options, step); };
-  if (auto s = confine::ConfineSelf(plan); !s) return s;
+  ANVIL_RETURN_IF_ERROR(confine::ConfineSelf(plan));
 
   // Verify from the inside: the walls hold before any plugin code runs.
   int fd = ::open("/etc/hostname", O_RDONLY | O_CLOEXEC);

@@ -434,7 +434,7 @@ Status InstallWired(lua_State* L, int g) {
     lua_newtable(L);
     for (const auto& n : api.namespaces) {
       if (!in_lua(n.runtimes) || ApiParentPath(n.path) != prefix) continue;
-      if (auto s = build(n.path); !s) return s;
+      ANVIL_RETURN_IF_ERROR(build(n.path));
       lua_setfield(L, -2, ApiLeafName(n.path).c_str());
     }
     for (const auto& f : api.functions) {
@@ -454,7 +454,7 @@ Status InstallWired(lua_State* L, int g) {
     return Ok();
   };
   for (const auto& root : roots) {
-    if (auto s = build(root); !s) return s;
+    ANVIL_RETURN_IF_ERROR(build(root));
     lua_setfield(L, g, root.c_str());
   }
   for (const auto& [path, binding] : CustomBindings()) {

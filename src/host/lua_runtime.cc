@@ -195,7 +195,7 @@ Status LuaRuntime::Init() {
   lua_setfield(L_, LUA_REGISTRYINDEX, kLoadedKey);
   lua_newtable(L_);
   lua_setfield(L_, LUA_REGISTRYINDEX, kProtectedKey);
-  if (auto s = MakeSpentMessages(); !s) return s;
+  ANVIL_RETURN_IF_ERROR(MakeSpentMessages());
 
   // The allowlist. Nothing else of the standard library is linked into the host at all
   // (cmake builds Lua without liolib, loslib, loadlib, ldblib, linit).
@@ -214,7 +214,7 @@ Status LuaRuntime::Init() {
   }
   // The error boundaries a spent budget must cross (lua_budget.cc), then the plugin API.
   InstallBudgetGuards(L_, g);
-  if (auto s = InstallPluginApi(L_, g, settings_json_); !s) return s;
+  ANVIL_RETURN_IF_ERROR(InstallPluginApi(L_, g, settings_json_));
   lua_pop(L_, 1);  // globals
   return Ok();
 }

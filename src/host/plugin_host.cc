@@ -79,8 +79,7 @@ Result<PluginSource> ReadPluginSource(const HostOptions& o) {
   if (!dir) return SysFail("not_found", "plugin directory " + o.plugin_dir);
   PluginSource source;
   source.entry_name = o.entry;
-  auto entry = ReadBeneath(dir.Get(), o.entry);
-  if (!entry) return tl::unexpected(entry.error());
+  ANVIL_TRY(entry, ReadBeneath(dir.Get(), o.entry));
   source.entry_code = std::move(*entry);
   const std::string ext = o.runtime == "lua" ? ".lua" : ".js";
   UniqueFd lib(::openat(dir.Get(), "lib", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
@@ -184,11 +183,11 @@ Status CheckPins(const PluginSource& source, const HostOptions& o,
     }
     return Ok();
   };
-  if (auto s = check(source.entry_name, source.entry_code); !s) return s;
+  ANVIL_RETURN_IF_ERROR(check(source.entry_name, source.entry_code));
   const std::string ext = o.runtime == "lua" ? ".lua" : ".js";
   for (const auto& [name, code] : source.modules) {
     // "lib.util" (Lua) or "lib/util" (JS) -> "lib/util.lua" / "lib/util.js"
-    if (auto s = check("lib/" + name.substr(4) + ext, code); !s) return s;
+    ANVIL_RETURN_IF_ERROR(check("lib/" + name.substr(4) + ext, code));
   }
   return Ok();
 }
@@ -200,7 +199,7 @@ class SessionChannel {
   // The trusted side stops a host whose frame is over its cap (ipc::kMaxFrameBytes): a message
   // that would be is refused here ("limit"), and the channel stays in step.
   Status Send(const std::string& bytes) {
-    if (auto fits = ipc::CheckFrameFits(bytes); !fits) return fits;
+    ANVIL_RETURN_IF_ERROR(ipc::CheckFrameFits(bytes));
     if (!fd_io::SendAll(fd_, bytes, 0, fd_io::Wait::NoWait())) {
       return SysFail("io", "session channel send");
     }
@@ -210,8 +209,7 @@ class SessionChannel {
   Result<std::optional<ipc::Frame>> Next() {
     char buf[65536];
     while (true) {
-      auto frame = reader_.Next();
-      if (!frame) return tl::unexpected(frame.error());
+      ANVIL_TRY(frame, reader_.Next());
       if (*frame) return frame;
       ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
       if (n < 0 && errno == EINTR) continue;
@@ -245,16 +243,12 @@ class HostApiImpl : public HostApi {
   Result<std::vector<std::string>> Editor(const std::string& op,
                                           std::vector<std::string> args) override {
     uint64_t id = next_id_++;
-    if (auto s = session_.Send(ipc::EncodeRequest({id, "", op, std::move(args)})); !s) {
-      return tl::unexpected(s.error());
-    }
+    ANVIL_RETURN_IF_ERROR(session_.Send(ipc::EncodeRequest({id, "", op, std::move(args)})));
     while (true) {
-      auto frame = session_.Next();
-      if (!frame) return tl::unexpected(frame.error());
+      ANVIL_TRY(frame, session_.Next());
       if (!*frame) return Fail("io", "the editor side closed the channel");
       if ((*frame)->kind == ipc::FrameKind::kResponse) {
-        auto r = ipc::DecodeResponse((*frame)->body);
-        if (!r) return tl::unexpected(r.error());
+        ANVIL_TRY(r, ipc::DecodeResponse((*frame)->body));
         if (r->id != id) continue;
         if (!r->ok) return Fail(ErrorCode::FromWire(r->fields[0]), r->fields[1]);
         return std::move(r->fields);

@@ -26,15 +26,14 @@ Result<uint64_t> GatewayClient::Send(const std::string& op, std::vector<std::str
                              " bytes is over the gateway's frame cap of " +
                              std::to_string(max_frame_) + " bytes; nothing was sent");
   }
-  if (auto s = WriteAll(frame); !s) return tl::unexpected(s.error());
+  ANVIL_RETURN_IF_ERROR(WriteAll(frame));
   return r.id;
 }
 
 Result<Response> GatewayClient::Receive() {
   char buffer[65536];
   while (true) {
-    auto frame = reader_.Next();
-    if (!frame) return tl::unexpected(frame.error());
+    ANVIL_TRY(frame, reader_.Next());
     if (*frame) {
       if ((*frame)->kind != FrameKind::kResponse)
         return Fail("io", "unexpected frame from gateway");
@@ -63,8 +62,7 @@ Result<Response> GatewayClient::Call(const std::string& op, std::vector<std::str
     return tl::unexpected(id.error());
   }
   while (true) {
-    auto response = Receive();
-    if (!response) return response;
+    ANVIL_TRY(response, Receive());
     if (response->id == *id || response->id == 0) return response;
     // A response to an earlier (cancelled or pipelined) request: skip it.
   }
@@ -74,8 +72,7 @@ Status GatewayClient::SendCancel(uint64_t id) { return WriteAll(EncodeCancel(id)
 
 Result<std::string> GatewayClient::Hello(const std::string& plugin_id,
                                          const std::string& workspace) {
-  auto r = Call("hello", {plugin_id, workspace});
-  if (!r) return tl::unexpected(r.error());
+  ANVIL_TRY(r, Call("hello", {plugin_id, workspace}));
   if (!r->ok) return Fail(ErrorCode::FromWire(r->fields[0]), r->fields[1]);
   // [session id, frame cap]; a gateway that names no cap keeps ours.
   if (r->fields.size() >= 2) {

@@ -229,12 +229,10 @@ Result<AutorunShield> AutorunShield::Prepare(const std::vector<std::string>& pla
   for (int round = 0; round < kMaxRounds; ++round) {
     // Listed afresh each round: the last one made names.
     const AutorunFs fs = ListingAutorunFs();
-    auto plan = PlanAutorunShield(places, writable_roots, covered, fs, unmakeable, caches);
-    if (!plan) return tl::unexpected(plan.error());
+    ANVIL_TRY(plan, PlanAutorunShield(places, writable_roots, covered, fs, unmakeable, caches));
     bool settled = plan->make.empty();
     for (const auto& make : plan->make) {
-      auto made = make.directory ? shield.MakeDirectory(make) : shield.MakeLink(make);
-      if (!made) return tl::unexpected(made.error());
+      ANVIL_TRY(made, make.directory ? shield.MakeDirectory(make) : shield.MakeLink(make));
       // The caller cannot make it there, so the command cannot either.
       if (*made == Outcome::kCannot) unmakeable.push_back(JoinPath(make.parent, make.name));
     }
@@ -243,20 +241,18 @@ Result<AutorunShield> AutorunShield::Prepare(const std::vector<std::string>& pla
     for (const auto& link : plan->placeholders) {
       const bool pinned = std::find(plan->pinned_links.begin(), plan->pinned_links.end(), link) !=
                           plan->pinned_links.end();
-      auto held = shield.HoldLink(link, pinned);
-      if (!held) return tl::unexpected(held.error());
+      ANVIL_TRY(held, shield.HoldLink(link, pinned));
       if (!*held && pinned) settled = false;
     }
     if (!settled) continue;
     for (const auto& dir : plan->pinned_dirs) {
-      if (auto s = shield.AdoptMarked(dir); !s) return tl::unexpected(s.error());
+      ANVIL_RETURN_IF_ERROR(shield.AdoptMarked(dir));
     }
     // The other names of a hard-linked file, where a root shows them: read-only too.
     std::vector<std::string> skip = covered;
     for (const auto& s : plan->shadowed) skip.push_back(s.path);
     for (const auto& hard : plan->hard_linked) {
-      auto names = OtherHardLinks(hard.path, writable_roots, skip, link_search_entries);
-      if (!names) return tl::unexpected(names.error());
+      ANVIL_TRY(names, OtherHardLinks(hard.path, writable_roots, skip, link_search_entries));
       for (const auto& n : *names) {
         if (std::find(plan->read_only.begin(), plan->read_only.end(), n) == plan->read_only.end()) {
           plan->read_only.push_back(n);
@@ -296,8 +292,7 @@ Result<int> AutorunShield::Hold(const std::string& path) {
 }
 
 Result<AutorunShield::Outcome> AutorunShield::MakeLink(const AutorunMake& make) {
-  auto dir = Hold(make.parent);
-  if (!dir) return tl::unexpected(dir.error());
+  ANVIL_TRY(dir, Hold(make.parent));
   if (*dir == -2) return Outcome::kCannot;
   if (*dir < 0) return Outcome::kChanged;
   const std::string placeholder(kAutorunPlaceholder);
@@ -357,8 +352,7 @@ Status AutorunShield::AdoptMarked(const std::string& dir) {
   UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd || ::fgetxattr(fd.Get(), kPlaceholderXattr, nullptr, 0) < 0) return Ok();
   fd.Reset();
-  auto held = Hold(dir);
-  if (!held) return tl::unexpected(held.error());
+  ANVIL_TRY(held, Hold(dir));
   if (*held < 0) return Ok();
   HeldDir& d = dirs_[*held];
   if (d.placeholder) return Ok();

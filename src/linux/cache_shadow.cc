@@ -60,8 +60,7 @@ Result<std::vector<MappedBind>> CacheShadowBinds(const HomeView& home,
     auto place = std::find_if(places.begin(), places.end(),
                               [&](const HostCachePlace& p) { return p.path == s.place; });
     if (place == places.end()) continue;
-    auto dir = MakeBeneath(root.Get(), home.home.source, place->key);
-    if (!dir) return tl::unexpected(dir.error());
+    ANVIL_TRY(dir, MakeBeneath(root.Get(), home.home.source, place->key));
     if (::fstat(dir->Get(), &st) != 0) return SysFail("sandbox", "stat " + place->key);
     out.push_back({home.home.source + "/" + place->key, s.path, true, st.st_dev, st.st_ino});
   }
@@ -71,8 +70,7 @@ Result<std::vector<MappedBind>> CacheShadowBinds(const HomeView& home,
 Status MakeShadowMountPoint(const ShadowMountPoint& point) {
   UniqueFd base(::open(point.source.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!base) return SysFail("sandbox", "open " + point.source);
-  auto made = MakeBeneath(base.Get(), point.source, point.relative);
-  if (!made) return tl::unexpected(made.error());
+  ANVIL_TRY(made, MakeBeneath(base.Get(), point.source, point.relative));
   return Ok();
 }
 

@@ -20,8 +20,7 @@ Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
   guard.limits_ = limits;
   guard.env_ = env;
   guard.fs_ = std::move(fs);
-  auto scan = ScanGitMetadata(roots, env, guard.fs_, limits, cached);
-  if (!scan) return tl::unexpected(scan.error());
+  ANVIL_TRY(scan, ScanGitMetadata(roots, env, guard.fs_, limits, cached));
   // The plan makes nothing: each path it asks about (the repository's marker, the user's
   // configs and their directories, many times over) is resolved once.
   GitProtectionPlan plan = PlanGitProtection(*scan, env, ResolvingOnce(guard.fs_), limits);
@@ -48,8 +47,7 @@ Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
     specs.push_back({path.substr(0, slash), path.substr(slash + 1),
                      guard.fs_.lstat(path).type == GitFileType::kDir, /*create=*/false});
   }
-  auto made = ProtectedPlaceholders::Create(specs);
-  if (!made) return tl::unexpected(made.error());
+  ANVIL_TRY(made, ProtectedPlaceholders::Create(specs));
   guard.placeholders_ = std::move(*made);
 
   // From here on this run makes nothing: each path is resolved once (the placeholders' and

@@ -408,8 +408,7 @@ Result<GitWalkCacheShield> ShieldFor(const GitWalkCache& cache,
   if (::realpath("/tmp", parent) != nullptr) {
     canonical = std::string(parent) + would_be.substr(std::string_view("/tmp").size());
   }
-  auto shield = ShieldGitWalkCache(canonical, writable_roots, covered);
-  if (!shield) return shield;
+  ANVIL_TRY(shield, ShieldGitWalkCache(canonical, writable_roots, covered));
   if (!shield->read_only.empty()) {
     return Fail("sandbox", cache.Problem() + "; the writable root that holds it could make it " +
                                "in its place. fix: make /tmp a directory every user can write " +

@@ -109,8 +109,7 @@ Status CheckHelperPath(const std::vector<PathStep>& steps, uid_t euid) {
 }
 
 Result<HelperLocation> FindHelper(std::string_view name) {
-  auto self_dir = SelfDirectory();
-  if (!self_dir) return tl::unexpected(self_dir.error());
+  ANVIL_TRY(self_dir, SelfDirectory());
   std::vector<std::string> candidates = HelperCandidates(*self_dir, name);
   for (const std::string& candidate : candidates) {
     struct stat st {};
@@ -140,7 +139,7 @@ Result<HelperLocation> FindHelper(std::string_view name) {
       size_t slash = path.rfind('/');
       path = slash == 0 ? "/" : path.substr(0, slash);
     }
-    if (auto ok = CheckHelperPath(steps, ::geteuid()); !ok) return tl::unexpected(ok.error());
+    ANVIL_RETURN_IF_ERROR(CheckHelperPath(steps, ::geteuid()));
     return found;
   }
   std::string looked;

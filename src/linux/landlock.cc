@@ -120,8 +120,7 @@ Status Ruleset::AllowFd(int fd, uint64_t rights, const std::string& path) {
 
 Status Ruleset::AllowBeneath(const std::string& base, const std::string& relative,
                              uint64_t rights) {
-  auto target = OpenBeneath(base, relative);
-  if (!target) return tl::unexpected(target.error());
+  ANVIL_TRY(target, OpenBeneath(base, relative));
   if (!*target) return Ok();  // missing, or leads outside: nothing to allow
   return AllowFd(target->Get(), rights, base + "/" + relative);
 }

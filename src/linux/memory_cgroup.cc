@@ -98,14 +98,14 @@ void SweepStale(const std::string& parent) {
 Status WriteCeiling(const std::string& dir, bool v2, uint64_t limit) {
   const std::string value = std::to_string(limit);
   if (v2) {
-    if (auto s = WriteText(dir + "/memory.max", value); !s) return s;
+    ANVIL_RETURN_IF_ERROR(WriteText(dir + "/memory.max", value));
     // The ceiling is on memory, not memory plus swap: a flood must not move to swap instead.
     if (Exists(dir + "/memory.swap.max")) return WriteText(dir + "/memory.swap.max", "0");
     return Ok();
   }
-  if (auto s = WriteText(dir + "/memory.limit_in_bytes", value); !s) return s;
+  ANVIL_RETURN_IF_ERROR(WriteText(dir + "/memory.limit_in_bytes", value));
   if (Exists(dir + "/memory.memsw.limit_in_bytes")) {
-    if (auto s = WriteText(dir + "/memory.memsw.limit_in_bytes", value); !s) return s;
+    ANVIL_RETURN_IF_ERROR(WriteText(dir + "/memory.memsw.limit_in_bytes", value));
   }
   // v1 counts socket buffers only once a TCP limit is written (v2 counts them in memory.max):
   // without it, a command queues unbounded loopback TCP (and UDP) buffers past the ceiling. The
@@ -128,7 +128,7 @@ Result<MemoryCgroup> MemoryCgroup::Create(uint64_t limit, const CgroupFacts& fac
                                           const std::string& pids_cgroup) {
   if (!pids_cgroup.empty() && Exists(pids_cgroup + "/memory.max")) {
     // cgroup v2 with both controllers: the pids cgroup is the sandbox's only cgroup.
-    if (auto s = WriteCeiling(pids_cgroup, true, limit); !s) return tl::unexpected(s.error());
+    ANVIL_RETURN_IF_ERROR(WriteCeiling(pids_cgroup, true, limit));
     return MemoryCgroup(pids_cgroup, /*owned=*/false, /*v2=*/true);
   }
   static std::atomic<unsigned> counter{0};

@@ -76,7 +76,7 @@ Status EnsureMountpoint(const std::string& dst, bool directory) {
   UniqueFd f = create();
   if (!f && errno == ENOENT) {
     auto slash = dst.rfind('/');
-    if (auto s = MkdirP(dst.substr(0, slash)); !s) return s;
+    ANVIL_RETURN_IF_ERROR(MkdirP(dst.substr(0, slash)));
     f = create();
   }
   if (!f && errno != EEXIST) return SysFail("sandbox", "create mount point " + dst);
@@ -212,15 +212,14 @@ Status AttachTree(UniqueFd tree, const std::string& shown, const std::string& ds
   if (::fstat(tree.Get(), &st) != 0) return SysFail("sandbox", "stat " + shown);
   const std::string view_path = dst.substr(kNew.size());
   if (BeneathHome(view_path)) {
-    auto point = MountpointBeneathHome(view_path, S_ISDIR(st.st_mode), /*create=*/true);
-    if (!point) return tl::unexpected(point.error());
+    ANVIL_TRY(point, MountpointBeneathHome(view_path, S_ISDIR(st.st_mode), /*create=*/true));
     if (syscall(SYS_move_mount, tree.Get(), "", point->Get(), "",
                 kMoveMountFEmptyPath | kMoveMountTEmptyPath) != 0) {
       return SysFail("sandbox", "move_mount " + view_path);
     }
     return Ok();
   }
-  if (auto s = EnsureMountpoint(dst, S_ISDIR(st.st_mode)); !s) return s;
+  ANVIL_RETURN_IF_ERROR(EnsureMountpoint(dst, S_ISDIR(st.st_mode)));
   if (syscall(SYS_move_mount, tree.Get(), "", AT_FDCWD, dst.c_str(), kMoveMountFEmptyPath) != 0) {
     return SysFail("sandbox", "move_mount " + dst);
   }
@@ -402,7 +401,7 @@ Status PinLink(const std::string& host, const std::string& dst) {
 }
 
 Status MountTmpfs(const std::string& dst, const std::string& options, unsigned long flags) {
-  if (auto s = MkdirP(dst); !s) return s;
+  ANVIL_RETURN_IF_ERROR(MkdirP(dst));
   if (::mount("tmpfs", dst.c_str(), "tmpfs", flags, options.c_str()) != 0) {
     return SysFail("sandbox", "mount tmpfs on " + dst);
   }
@@ -415,7 +414,7 @@ Status CopySymlink(const std::string& host_path, const std::string& dst) {
   if (n < 0) return SysFail("sandbox", "readlink " + host_path);
   target[n] = '\0';
   auto slash = dst.rfind('/');
-  if (auto s = MkdirP(dst.substr(0, slash)); !s) return s;
+  ANVIL_RETURN_IF_ERROR(MkdirP(dst.substr(0, slash)));
   if (::symlink(target, dst.c_str()) != 0 && errno != EEXIST) {
     return SysFail("sandbox", "symlink " + dst);
   }
@@ -470,13 +469,13 @@ Status StageIdmappedTrees(const MountViewOptions& options) {
     return Fail("sandbox", "idmapped trees and roots do not match");
   }
   if (options.idmapped_trees.empty()) return Ok();
-  if (auto s = MkdirP(kIdmapped); !s) return s;
+  ANVIL_RETURN_IF_ERROR(MkdirP(kIdmapped));
   for (size_t i = 0; i < options.idmapped_trees.size(); ++i) {
     const int tree = options.idmapped_trees[i];
     struct stat st {};
     if (::fstat(tree, &st) != 0) return SysFail("sandbox", "stat idmapped tree");
     const std::string dst = kIdmapped + "/" + std::to_string(i);
-    if (auto s = EnsureMountpoint(dst, S_ISDIR(st.st_mode)); !s) return s;
+    ANVIL_RETURN_IF_ERROR(EnsureMountpoint(dst, S_ISDIR(st.st_mode)));
     if (syscall(SYS_move_mount, tree, "", AT_FDCWD, dst.c_str(), kMoveMountFEmptyPath) != 0) {
       return SysFail("sandbox", "attach the idmapped tree of " + options.idmapped_roots[i]);
     }
@@ -505,16 +504,14 @@ Status BindMapped(const MappedBind& bind, const std::vector<std::string>& idmapp
 
 Status BuildDev(bool terminal, bool ptys) {
   const std::string dev = kNew + "/dev";
-  if (auto s = MountTmpfs(dev, "mode=0755,size=64k", MS_NOSUID | MS_NOEXEC); !s) return s;
+  ANVIL_RETURN_IF_ERROR(MountTmpfs(dev, "mode=0755,size=64k", MS_NOSUID | MS_NOEXEC));
   for (const char* name : {"null", "zero", "full", "random", "urandom", "tty"}) {
     std::string host = kOld + "/dev/" + name;
     struct stat st {};
     if (::stat(host.c_str(), &st) != 0 || !S_ISCHR(st.st_mode)) continue;
     // Read-only: reading and writing a device node ignore the mount's read-only flag, while
     // chmod, chown, utimensat and setxattr of the host's node get EROFS.
-    if (auto s = BindTree(host, dev + "/" + name, /*read_only=*/true, /*keep_dev=*/true); !s) {
-      return s;
-    }
+    ANVIL_RETURN_IF_ERROR(BindTree(host, dev + "/" + name, /*read_only=*/true, /*keep_dev=*/true));
   }
   const std::pair<const char*, const char*> links[] = {{"/proc/self/fd", "fd"},
                                                        {"/proc/self/fd/0", "stdin"},
@@ -531,7 +528,7 @@ Status BuildDev(bool terminal, bool ptys) {
   // in a sys.exec tool's exact view (`ptys` false): rg and fd make none.
   if (ptys || terminal) {
     const std::string pts = dev + "/pts";
-    if (auto s = MkdirP(pts); !s) return s;
+    ANVIL_RETURN_IF_ERROR(MkdirP(pts));
     if (::mount("devpts", pts.c_str(), "devpts", MS_NOSUID | MS_NOEXEC,
                 "newinstance,ptmxmode=0666,mode=0620,max=256") == 0) {
       if (::symlink("pts/ptmx", (dev + "/ptmx").c_str()) != 0) {
@@ -588,15 +585,15 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
   if (::mount("tmpfs", kNew.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") != 0) {
     return SysFail("sandbox", "mount new root");
   }
-  if (auto s = StageIdmappedTrees(options); !s) return s;
+  ANVIL_RETURN_IF_ERROR(StageIdmappedTrees(options));
   const std::vector<std::string>& idmapped = options.idmapped_roots;
 
-  auto planned = PlanMounts(view, options, [](const std::string& path) -> std::optional<mode_t> {
-    struct stat st {};
-    if (::lstat((kOld + path).c_str(), &st) != 0) return std::nullopt;
-    return st.st_mode;
-  });
-  if (!planned) return tl::unexpected(planned.error());
+  ANVIL_TRY(planned,
+            PlanMounts(view, options, [](const std::string& path) -> std::optional<mode_t> {
+              struct stat st {};
+              if (::lstat((kOld + path).c_str(), &st) != 0) return std::nullopt;
+              return st.st_mode;
+            }));
   const std::vector<MountOp>& ops = *planned;
 
   const std::string empty_file = "/masked-empty";
@@ -640,9 +637,8 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
         s = MkdirP(dst);
         break;
       case MountOpKind::kBeneath: {
-        auto fd = OpenBeneath(SourceOf(idmapped, view.workspace_base),
-                              op.path.substr(view.workspace_base.size() + 1));
-        if (!fd) return tl::unexpected(fd.error());
+        ANVIL_TRY(fd, OpenBeneath(SourceOf(idmapped, view.workspace_base),
+                                  op.path.substr(view.workspace_base.size() + 1)));
         if (!*fd) continue;  // missing, or leads outside the workspace: not in the view
         s = BindTreeFd(fd->Get(), op.path, dst);
         break;
@@ -653,10 +649,9 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
                                                              [&](const std::string& r) {
                                                                return PathIsWithin(op.path, r);
                                                              });
-        auto masked = op.kind == MountOpKind::kMask
-                          ? MaskExisting(empty_file, dst, outside_own)
-                          : MaskExisting(empty_dir, dst, outside_own, /*directory=*/true);
-        if (!masked) return tl::unexpected(masked.error());
+        ANVIL_TRY(masked, op.kind == MountOpKind::kMask
+                              ? MaskExisting(empty_file, dst, outside_own)
+                              : MaskExisting(empty_dir, dst, outside_own, /*directory=*/true));
         break;
       }
       case MountOpKind::kMapped:
@@ -691,7 +686,7 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
     WriteHomeGitconfig(view.home_gitconfig);
   }
   if (options.defer_workspace_paths) return Ok();  // FinishMountView enters the view
-  if (auto s = SealCovers(view, idmapped); !s) return s;
+  ANVIL_RETURN_IF_ERROR(SealCovers(view, idmapped));
   return EnterView(view);
 }
 
@@ -760,7 +755,7 @@ Status ExposeHostFile(const std::string& path) {
       target[n] = '\0';
       struct stat have {};
       if (::lstat((kNew + next).c_str(), &have) != 0) {
-        if (auto s = MkdirP(kNew + (cur.empty() ? "/" : cur)); !s) return s;
+        ANVIL_RETURN_IF_ERROR(MkdirP(kNew + (cur.empty() ? "/" : cur)));
         if (::symlink(target, (kNew + next).c_str()) != 0)
           return SysFail("sandbox", "symlink " + next);
       } else if (!S_ISLNK(have.st_mode)) {
@@ -776,7 +771,7 @@ Status ExposeHostFile(const std::string& path) {
     }
     if (S_ISDIR(st.st_mode)) {
       if (last) return Fail("sandbox", "the tool's file is a directory: " + path);
-      if (auto s = MkdirP(kNew + next); !s) return s;
+      ANVIL_RETURN_IF_ERROR(MkdirP(kNew + next));
       cur = next;
       ++i;
       continue;
@@ -847,11 +842,8 @@ Status ApplyReadPlan(const FileView& view, const std::string& source) {
         long fd = syscall(SYS_open_tree, src.Get(), "",
                           kOpenTreeClone | O_CLOEXEC | AT_EMPTY_PATH | (dir ? kAtRecursive : 0));
         if (fd < 0) return SysFail("sandbox", "open_tree " + shown);
-        if (auto s = AttachTree(UniqueFd(static_cast<int>(fd)), shown, dst, /*read_only=*/true,
-                                /*keep_dev=*/false);
-            !s) {
-          return s;
-        }
+        ANVIL_RETURN_IF_ERROR(AttachTree(UniqueFd(static_cast<int>(fd)), shown, dst,
+                                         /*read_only=*/true, /*keep_dev=*/false));
         break;
       }
       case ReadOpKind::kMaskFile:
@@ -879,7 +871,7 @@ Status ApplyReadPlan(const FileView& view, const std::string& source) {
     if (S_ISLNK(st.st_mode)) continue;
     // Whatever it is now decides the mask: a swapped entry is hidden all the same.
     const char* mask = S_ISDIR(st.st_mode) ? kMaskDirSrc : kMaskFileSrc;
-    if (auto s = MaskOnto(mask, target.Get(), base + "/" + op.path); !s) return s;
+    ANVIL_RETURN_IF_ERROR(MaskOnto(mask, target.Get(), base + "/" + op.path));
   }
   return Ok();
 }
@@ -893,11 +885,11 @@ Status FinishMountView(const FileView& view, const std::vector<std::string>& idm
   // System files, world-readable: bound from the host's tree as they are (root's sandbox reads
   // them as "other", like everything outside its own trees).
   for (const auto& file : view.runtime_files) {
-    if (auto s = ExposeHostFile(file); !s) return s;
+    ANVIL_RETURN_IF_ERROR(ExposeHostFile(file));
   }
   // The workspace from its idmapped tree for root's sandbox, so that its files stay its own.
-  if (auto s = ApplyReadPlan(view, SourceOf(idmapped_roots, view.workspace_base)); !s) return s;
-  if (auto s = SealCovers(view, idmapped_roots); !s) return s;
+  ANVIL_RETURN_IF_ERROR(ApplyReadPlan(view, SourceOf(idmapped_roots, view.workspace_base)));
+  ANVIL_RETURN_IF_ERROR(SealCovers(view, idmapped_roots));
   return EnterView(view);
 }
 
@@ -914,8 +906,7 @@ Status VerifyMountView(const FileView& view) {
   }
   for (const auto& wr : view.writable_roots) {
     for (const auto& sub : wr.read_only_subpaths) {
-      auto ro = read_only(sub);
-      if (!ro) return tl::unexpected(ro.error());
+      ANVIL_TRY(ro, read_only(sub));
       if (!*ro) return Fail("sandbox", "read-only subpath is writable in the view: " + sub);
     }
   }
@@ -934,21 +925,18 @@ Status VerifyMountView(const FileView& view) {
     std::string p = sub == "." ? view.workspace_base : view.workspace_base + "/" + sub;
     struct stat st {};
     if (::lstat(p.c_str(), &st) != 0) continue;  // not part of the view
-    auto ro = read_only(p);
-    if (!ro) return tl::unexpected(ro.error());
+    ANVIL_TRY(ro, read_only(p));
     if (!*ro) return Fail("sandbox", "readable workspace path is writable in the view: " + p);
   }
   for (const auto& m : view.mapped_binds) {
     if (m.writable) continue;
-    auto ro = read_only(m.target);
-    if (!ro) return tl::unexpected(ro.error());
+    ANVIL_TRY(ro, read_only(m.target));
     if (!*ro) return Fail("sandbox", "read-only bind is writable in the view: " + m.target);
   }
   for (const auto& d : view.masked_dirs) {
     struct stat st {};
     if (::lstat(d.c_str(), &st) != 0) continue;  // gone from the host: nothing to cover
-    auto ro = read_only(d);
-    if (!ro) return tl::unexpected(ro.error());
+    ANVIL_TRY(ro, read_only(d));
     if (!*ro) return Fail("sandbox", "masked directory is writable in the view: " + d);
   }
   for (const auto& r : view.read_roots) {
@@ -957,8 +945,7 @@ Status VerifyMountView(const FileView& view) {
     bool is_writable_root = std::any_of(view.writable_roots.begin(), view.writable_roots.end(),
                                         [&](const WritableRoot& w) { return w.root == r; });
     if (is_writable_root) continue;
-    auto ro = read_only(r);
-    if (!ro) return tl::unexpected(ro.error());
+    ANVIL_TRY(ro, read_only(r));
     if (!*ro) return Fail("sandbox", "read root is writable in the view: " + r);
   }
   return Ok();

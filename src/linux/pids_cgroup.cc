@@ -89,8 +89,7 @@ Result<PidsCgroup> PidsCgroup::Create(uint64_t limit, const CgroupFacts& facts) 
   if (::mkdir(path.c_str(), 0755) != 0) return SysFail("sandbox", "mkdir " + path);
   PidsCgroup cgroup(path);
   SweepStale(parent);
-  if (auto s = WriteText(path + "/pids.max", std::to_string(limit)); !s)
-    return tl::unexpected(s.error());
+  ANVIL_RETURN_IF_ERROR(WriteText(path + "/pids.max", std::to_string(limit)));
   return cgroup;
 }
 

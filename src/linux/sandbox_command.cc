@@ -36,26 +36,26 @@ Status SetLimit(int resource, uint64_t value, const char* name) {
 
 Status ApplyLimits(const Plan& plan) {
   const ResourceLimits& l = plan.spec->limits;
-  if (auto s = SetLimit(RLIMIT_CORE, 0, "core"); !s) return s;
+  ANVIL_RETURN_IF_ERROR(SetLimit(RLIMIT_CORE, 0, "core"));
   // RLIMIT_NPROC counts per user *namespace*; outside one it would count every process of
   // the uid on the host, so it is only a per-sandbox bound when we made a user namespace.
   if (l.processes && plan.userns) {
-    if (auto s = SetLimit(RLIMIT_NPROC, *l.processes, "nproc"); !s) return s;
+    ANVIL_RETURN_IF_ERROR(SetLimit(RLIMIT_NPROC, *l.processes, "nproc"));
   }
   if (l.open_files) {
-    if (auto s = SetLimit(RLIMIT_NOFILE, *l.open_files, "nofile"); !s) return s;
+    ANVIL_RETURN_IF_ERROR(SetLimit(RLIMIT_NOFILE, *l.open_files, "nofile"));
   }
   if (l.address_space) {
-    if (auto s = SetLimit(RLIMIT_AS, *l.address_space, "as"); !s) return s;
+    ANVIL_RETURN_IF_ERROR(SetLimit(RLIMIT_AS, *l.address_space, "as"));
   }
   if (l.data) {
-    if (auto s = SetLimit(RLIMIT_DATA, *l.data, "data"); !s) return s;
+    ANVIL_RETURN_IF_ERROR(SetLimit(RLIMIT_DATA, *l.data, "data"));
   }
   if (l.file_size) {
-    if (auto s = SetLimit(RLIMIT_FSIZE, *l.file_size, "fsize"); !s) return s;
+    ANVIL_RETURN_IF_ERROR(SetLimit(RLIMIT_FSIZE, *l.file_size, "fsize"));
   }
   if (l.cpu_seconds) {
-    if (auto s = SetLimit(RLIMIT_CPU, *l.cpu_seconds, "cpu"); !s) return s;
+    ANVIL_RETURN_IF_ERROR(SetLimit(RLIMIT_CPU, *l.cpu_seconds, "cpu"));
   }
   return Ok();
 }
@@ -67,13 +67,12 @@ landlock::RulesetPlan LandlockPlan(const Plan& plan) {
 }
 
 Status ApplyLandlock(const Plan& plan, const landlock::RulesetPlan& rules) {
-  if (auto s = InjectedFailure(plan, "landlock"); !s) return s;
-  auto rs = landlock::Ruleset::Create(rules.abi, rules.handle_net, rules.scopes);
-  if (!rs) return tl::unexpected(rs.error());
+  ANVIL_RETURN_IF_ERROR(InjectedFailure(plan, "landlock"));
+  ANVIL_TRY(rs, landlock::Ruleset::Create(rules.abi, rules.handle_net, rules.scopes));
   for (uint16_t port : rules.tcp_connect_ports) {
-    if (auto s = rs->AllowTcpConnect(port); !s) return s;
+    ANVIL_RETURN_IF_ERROR(rs->AllowTcpConnect(port));
   }
-  if (auto s = rs->AllowRules(rules.rules); !s) return s;
+  ANVIL_RETURN_IF_ERROR(rs->AllowRules(rules.rules));
   return rs->Restrict();
 }
 
@@ -143,7 +142,7 @@ Status SetNoNewPrivs(Plan& plan, uint32_t& layers) {
 Status RestrictFiles(Plan& plan, uint32_t& layers) {
   if (!plan.confine_fs) return Ok();
   const landlock::RulesetPlan& rules = plan.landlock_rules;
-  if (auto s = ApplyLandlock(plan, rules); !s) return s;
+  ANVIL_RETURN_IF_ERROR(ApplyLandlock(plan, rules));
   layers |= static_cast<uint32_t>(rules.abi) << 16;
   if (rules.handle_net) layers |= kBitLandlockNet;
   if (rules.scopes != 0) layers |= kBitLandlockScoped;
@@ -157,8 +156,8 @@ Status DropCapabilities(Plan& plan, uint32_t&) {
 
 Status FilterSyscalls(Plan& plan, uint32_t& layers) {
   if (plan.filter.Empty()) return Ok();
-  if (auto s = InjectedFailure(plan, "seccomp"); !s) return s;
-  if (auto s = plan.filter.Install(); !s) return s;
+  ANVIL_RETURN_IF_ERROR(InjectedFailure(plan, "seccomp"));
+  ANVIL_RETURN_IF_ERROR(plan.filter.Install());
   layers |= kBitSeccomp;
   return Ok();
 }

@@ -33,11 +33,9 @@ namespace {
 Status MapIds(const Plan& plan) {
   // A single-ID map of our own uid/gid: no setuid helper needed, and no other host user can
   // be impersonated from inside.
-  if (auto s = WriteFile("/proc/self/setgroups", "deny"); !s) return s;
-  if (auto s = WriteFile("/proc/self/uid_map",
-                         std::to_string(plan.uid) + " " + std::to_string(plan.uid) + " 1");
-      !s)
-    return s;
+  ANVIL_RETURN_IF_ERROR(WriteFile("/proc/self/setgroups", "deny"));
+  ANVIL_RETURN_IF_ERROR(WriteFile(
+      "/proc/self/uid_map", std::to_string(plan.uid) + " " + std::to_string(plan.uid) + " 1"));
   return WriteFile("/proc/self/gid_map",
                    std::to_string(plan.gid) + " " + std::to_string(plan.gid) + " 1");
 }
@@ -89,8 +87,8 @@ void KillDescendants() {
 // bring loopback up, listen on 127.0.0.1 and ::1 at kProxyPort, and hand the listening sockets
 // to anvil-proxy outside, which accepts on them. Nothing of the proxy runs in here.
 Status HandOverProxyListeners(Plan& plan) {
-  if (auto s = InjectedFailure(plan, "proxy"); !s) return s;
-  if (auto s = BringLoopbackUp(); !s) return s;
+  ANVIL_RETURN_IF_ERROR(InjectedFailure(plan, "proxy"));
+  ANVIL_RETURN_IF_ERROR(BringLoopbackUp());
   std::vector<UniqueFd> listeners;
   {
     UniqueFd v4(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -135,10 +133,9 @@ Status UseOwnLoopback(Plan& plan) {
   if (!plan.netns || plan.spec->policy.network != NetworkMode::kNone || plan.filter.Empty()) {
     return Ok();
   }
-  if (auto s = BringLoopbackUp(); !s) return s;
-  auto filter = seccomp::BuildCommandFilter(NetworkMode::kNone, plan.confine_fs,
-                                            /*own_network_namespace=*/true);
-  if (!filter) return tl::unexpected(filter.error());
+  ANVIL_RETURN_IF_ERROR(BringLoopbackUp());
+  ANVIL_TRY(filter, seccomp::BuildCommandFilter(NetworkMode::kNone, plan.confine_fs,
+                                                /*own_network_namespace=*/true));
   plan.filter = std::move(*filter);
   return Ok();
 }

@@ -87,8 +87,7 @@ int SandboxOutcome::ShellStatus() const {
 
 Result<UniqueFd> OpenExecutable(const std::string& command, const std::string& path_env,
                                 const std::string& cwd) {
-  auto program = ResolveProgram(command, path_env, cwd);
-  if (!program) return tl::unexpected(program.error());
+  ANVIL_TRY(program, ResolveProgram(command, path_env, cwd));
   return std::move(program->fd);
 }
 

@@ -62,8 +62,7 @@ scmp_arg_cmp ScmpCmp(const ArgCond& cond) {
 Result<std::vector<sock_filter>> Export(scmp_filter_ctx ctx) {
   UniqueFd mem(memfd_create("anvil-seccomp", MFD_CLOEXEC));
   if (!mem) return SysFail("sandbox", "memfd_create");
-  if (auto s = Check(seccomp_export_bpf(ctx, mem.Get()), "export"); !s)
-    return tl::unexpected(s.error());
+  ANVIL_RETURN_IF_ERROR(Check(seccomp_export_bpf(ctx, mem.Get()), "export"));
   struct stat st {};
   if (fstat(mem.Get(), &st) != 0) return SysFail("sandbox", "fstat seccomp memfd");
   if (st.st_size <= 0 || st.st_size % sizeof(sock_filter) != 0) {
@@ -82,10 +81,8 @@ Result<std::vector<sock_filter>> CompileTable(const RuleTable& table) {
   Ctx ctx(seccomp_init(ScmpAction(table.default_action)));
   if (!ctx) return Fail("sandbox", "seccomp_init failed");
   scmp_filter_ctx c = ctx.get();
-  if (auto s = Check(seccomp_attr_set(c, SCMP_FLTATR_ACT_BADARCH, ScmpAction(table.foreign_arch)),
-                     "badarch");
-      !s)
-    return tl::unexpected(s.error());
+  ANVIL_RETURN_IF_ERROR(Check(
+      seccomp_attr_set(c, SCMP_FLTATR_ACT_BADARCH, ScmpAction(table.foreign_arch)), "badarch"));
   for (const SyscallRule& rule : table.rules) {
     int nr = seccomp_syscall_resolve_name(rule.syscall.c_str());
     if (nr == __NR_SCMP_ERROR) {
@@ -95,11 +92,10 @@ Result<std::vector<sock_filter>> CompileTable(const RuleTable& table) {
     }
     std::vector<scmp_arg_cmp> cmps;
     for (const ArgCond& cond : rule.when) cmps.push_back(ScmpCmp(cond));
-    if (auto s = Check(seccomp_rule_add_array(c, ScmpAction(rule.action), nr,
-                                              static_cast<unsigned>(cmps.size()), cmps.data()),
-                       rule.syscall);
-        !s)
-      return tl::unexpected(s.error());
+    ANVIL_RETURN_IF_ERROR(
+        Check(seccomp_rule_add_array(c, ScmpAction(rule.action), nr,
+                                     static_cast<unsigned>(cmps.size()), cmps.data()),
+              rule.syscall));
   }
   return Export(c);
 }

@@ -15,21 +15,19 @@ Status ConfineSelf(const SelfConfinement& plan) {
     return SysFail("sandbox", "no_new_privs");
   }
 
-  if (auto s = step("landlock"); !s) return s;
+  ANVIL_RETURN_IF_ERROR(step("landlock"));
   auto probe = landlock::ProbeAbi();
   if (probe.abi < 1) return Fail("sandbox", plan.no_landlock(probe.reason));
   const LandlockPlan rules = plan.landlock(probe.abi);
-  auto ruleset = landlock::Ruleset::Create(probe.abi, rules.handle_net, rules.scopes);
-  if (!ruleset) return tl::unexpected(ruleset.error());
+  ANVIL_TRY(ruleset, landlock::Ruleset::Create(probe.abi, rules.handle_net, rules.scopes));
   for (const auto& rule : rules.rules) {
-    if (auto s = ruleset->AllowPath(rule.path, rule.rights, rule.optional); !s) return s;
+    ANVIL_RETURN_IF_ERROR(ruleset->AllowPath(rule.path, rule.rights, rule.optional));
   }
-  if (auto s = ruleset->Restrict(); !s) return s;
+  ANVIL_RETURN_IF_ERROR(ruleset->Restrict());
 
-  if (auto s = step("seccomp"); !s) return s;
-  auto filter = plan.filter == Filter::kPluginHost ? seccomp::BuildPluginHostFilter()
-                                                   : seccomp::BuildServiceFilter();
-  if (!filter) return tl::unexpected(filter.error());
+  ANVIL_RETURN_IF_ERROR(step("seccomp"));
+  ANVIL_TRY(filter, plan.filter == Filter::kPluginHost ? seccomp::BuildPluginHostFilter()
+                                                       : seccomp::BuildServiceFilter());
   return filter->Install();
 }
 

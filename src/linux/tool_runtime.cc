@@ -173,8 +173,7 @@ Result<ToolRuntime> ResolveToolRuntime(const std::string& program,
   if (program.empty() || program[0] != '/') return Fail("invalid", "tool path is not absolute");
   UniqueFd fd(::open(program.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) return SysFail("not_found", "executable missing: " + program);
-  auto identity = IdentityOf(fd.Get());
-  if (!identity) return tl::unexpected(identity.error());
+  ANVIL_TRY(identity, IdentityOf(fd.Get()));
   std::string image(kMaxImageBytes, '\0');
   ssize_t n = ::pread(fd.Get(), image.data(), image.size(), 0);
   if (n < 0) return SysFail("sandbox", "read " + program);
@@ -189,8 +188,7 @@ Result<ToolRuntime> ResolveToolRuntime(const std::string& program,
   rt.identity = *identity;
   rt.files.push_back(program);
   if (!interp->empty()) {
-    auto listed = RunLoaderList(*interp, program);
-    if (!listed) return tl::unexpected(listed.error());
+    ANVIL_TRY(listed, RunLoaderList(*interp, program));
     auto libs = ParseLoaderList(*listed);
     if (!libs) {
       return Fail("sandbox", program + ": " + libs.error().message);

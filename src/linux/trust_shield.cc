@@ -156,8 +156,7 @@ Result<GitWalkCacheShield> ShieldAnvilTrustDirs(const std::vector<std::string>& 
       }
       canonical = resolved;
     }
-    auto shield = ShieldGitWalkCache(canonical, writable_roots, covered);
-    if (!shield) return tl::unexpected(shield.error());
+    ANVIL_TRY(shield, ShieldGitWalkCache(canonical, writable_roots, covered));
     MergeShield(all, *shield);
   }
   return all;

@@ -44,7 +44,7 @@ Status SendWarmCall(int channel, int program_fd, int stdin_fd, const WarmCall& c
   const std::vector<std::string> plan = EncodeReadPlan(call.read_plan);
   for (const auto& list : {&call.argv, &plan, &call.runtime_files}) {
     for (const auto& item : *list) {
-      if (auto s = add(item); !s) return s;
+      ANVIL_RETURN_IF_ERROR(add(item));
     }
   }
   if (body.size() > launch::kMaxWarmCallBody)

@@ -74,12 +74,10 @@ Result<WorkspaceConfigWatch> WorkspaceConfigWatch::Start(const std::string& work
   watch.lock_ = UniqueFd(::openat(watch.dir_.Get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   // The probes bracket the look that records the entry; the first needs the offset the entry
   // would lock, so a look before it too (another entry by the record: strict).
-  auto probe = Look(watch.dir_.Get(), name);
-  if (!probe) return tl::unexpected(probe.error());
+  ANVIL_TRY(probe, Look(watch.dir_.Get(), name));
   bool seen = probe->kind != ConfigEntryKind::kMissing &&
               OtherLockHeld(watch.lock_.Get(), ConfigWatchLockOffset(*probe, false));
-  auto before = Look(watch.dir_.Get(), name);
-  if (!before) return tl::unexpected(before.error());
+  ANVIL_TRY(before, Look(watch.dir_.Get(), name));
   if (before->kind != ConfigEntryKind::kMissing && !seen) {
     seen = OtherLockHeld(watch.lock_.Get(), ConfigWatchLockOffset(*before, false));
   }

@@ -73,7 +73,7 @@ Result<DnsServer> ParseDnsServer(std::string_view text) {
 }
 
 Result<std::vector<IpAddress>> CaresResolver::Resolve(const std::string& host) {
-  if (auto s = InitLibraryOnce(); !s) return tl::unexpected(s.error());
+  ANVIL_RETURN_IF_ERROR(InitLibraryOnce());
   const auto deadline = Clock::now() + options_.deadline;
 
   ares_options opts{};

@@ -270,7 +270,7 @@ Result<FetchResponse> Fetcher::Fetch(const FetchPlan& plan, const std::vector<Ht
     } else {
       return Fail("denied", "method not allowed: " + plan.method);
     }
-    if (auto s = o.Check(); !s) return tl::unexpected(s.error());
+    ANVIL_RETURN_IF_ERROR(o.Check());
 
     const CURLcode rc = curl_easy_perform(easy.get());
     const std::string detail = error_text[0] ? error_text : curl_easy_strerror(rc);

@@ -24,8 +24,7 @@ Result<std::vector<IpAddress>> LocalInterfaceAddresses() {
 }
 
 Result<ConnectPolicy> ConnectPolicyForThisMachine(UnsafeTestOptions unsafe_test) {
-  auto local = LocalInterfaceAddresses();
-  if (!local) return tl::unexpected(local.error());
+  ANVIL_TRY(local, LocalInterfaceAddresses());
   return ConnectPolicy(std::move(*local), std::move(unsafe_test));
 }
 

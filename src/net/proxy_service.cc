@@ -62,8 +62,7 @@ void ProxyAuditSink::Record(const ProxyAuditRecord& r) {
 Status ConfigureProxy(const ProxyOptions& o, ProxyConfig& config,
                       CaresResolverOptions& resolver_options) {
   for (const auto& h : o.allow_hosts) {
-    auto t = ParseAllowHost(h);
-    if (!t) return tl::unexpected(t.error());
+    ANVIL_TRY(t, ParseAllowHost(h));
     config.allowed.push_back(*t);
   }
   UnsafeTestOptions test_options;
@@ -72,8 +71,7 @@ Status ConfigureProxy(const ProxyOptions& o, ProxyConfig& config,
     if (!t) return Fail("invalid", "--unsafe-test-allow-address: " + t.error().message);
     test_options.allow_addresses.push_back(*t);
   }
-  auto policy = ConnectPolicyForThisMachine(test_options);
-  if (!policy) return tl::unexpected(policy.error());
+  ANVIL_TRY(policy, ConnectPolicyForThisMachine(test_options));
   config.policy = *policy;
   // The same resolver as sys.net.fetch: every A and AAAA answer, bounded in time, no cache.
   if (!o.unsafe_test_resolver.empty()) {

@@ -7,11 +7,8 @@ namespace anvil {
 Result<FetchPlan> PlanFetch(std::string_view url, std::string_view method, const NetGrant& grant,
                             Resolver& resolver, const ConnectPolicy& policy,
                             UrlCrossCheck& second_parser) {
-  auto checked = CheckFetchUrl(url, grant, policy.unsafe_test(), second_parser);
-  if (!checked) return tl::unexpected(checked.error());
-  if (auto status = CheckFetchMethod(method, grant); !status) {
-    return tl::unexpected(status.error());
-  }
+  ANVIL_TRY(checked, CheckFetchUrl(url, grant, policy.unsafe_test(), second_parser));
+  ANVIL_RETURN_IF_ERROR(CheckFetchMethod(method, grant));
   FetchPlan plan{std::move(*checked), std::string(method), {}};
   if (plan.url.literal) {
     // Granted literally, yet still only a global address (or a test exemption) is acceptable.
@@ -22,8 +19,7 @@ Result<FetchPlan> PlanFetch(std::string_view url, std::string_view method, const
     plan.addresses.push_back(*plan.url.literal);
     return plan;
   }
-  auto addresses = ResolveAndValidate(resolver, plan.url.host, plan.url.port, policy);
-  if (!addresses) return tl::unexpected(addresses.error());
+  ANVIL_TRY(addresses, ResolveAndValidate(resolver, plan.url.host, plan.url.port, policy));
   plan.addresses = std::move(*addresses);
   return plan;
 }

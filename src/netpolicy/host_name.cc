@@ -69,7 +69,7 @@ Result<std::optional<IpAddress>> CheckHostName(std::string_view host) {
     const std::size_t dot = host.find('.', start);
     const std::string_view label =
         host.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
-    if (auto status = CheckLabel(label, host); !status) return tl::unexpected(status.error());
+    ANVIL_RETURN_IF_ERROR(CheckLabel(label, host));
     last_label = label;
     if (dot == std::string_view::npos) break;
     start = dot + 1;
@@ -126,8 +126,7 @@ Status ValidateGrantHost(std::string_view host) {
                      "write an IPv6 literal as [2001:db8::1], without a port");
     }
     const std::string_view inner = host.substr(1, host.size() - 2);
-    auto address = CheckIpv6Literal(inner);
-    if (!address) return tl::unexpected(address.error());
+    ANVIL_TRY(address, CheckIpv6Literal(inner));
     // One spelling per address: the gateway matches hosts as exact strings, so "[2001:DB8:0::1]"
     // and "[2001:db8::1]" must not both be grantable.
     if (const std::string canonical = address->ToString(); inner != canonical) {
@@ -148,7 +147,7 @@ Status ValidateGrantHost(std::string_view host) {
     return Invalid("host " + Quoted(host) + " has upper-case letters",
                    "write host names in lower case");
   }
-  if (auto checked = CheckHostName(host); !checked) return tl::unexpected(checked.error());
+  ANVIL_RETURN_IF_ERROR(CheckHostName(host));
   return Ok();
 }
 

@@ -134,8 +134,7 @@ Result<IpPrefix> ParseIpPrefix(std::string_view text) {
   if (slash == std::string_view::npos) {
     return Fail("invalid", "prefix needs a /length: " + std::string(text));
   }
-  auto address = ParseIpLiteral(text.substr(0, slash));
-  if (!address) return tl::unexpected(address.error());
+  ANVIL_TRY(address, ParseIpLiteral(text.substr(0, slash)));
   const std::string_view length_text = text.substr(slash + 1);
   int length = -1;
   const auto [end, error] =

@@ -65,8 +65,7 @@ Result<ProxyTarget> ParseHttpTarget(std::string_view url, std::string* origin_fo
   size_t end = rest.find_first_of("/?#");
   std::string_view authority = rest.substr(0, end);
   std::string_view tail = end == std::string_view::npos ? std::string_view() : rest.substr(end);
-  auto target = ParseAuthority(authority, 80, "request target");
-  if (!target) return target;
+  ANVIL_TRY(target, ParseAuthority(authority, 80, "request target"));
   // The path goes on as written, minus a fragment; the same byte rules as fetch URLs.
   auto hash = tail.find('#');
   if (hash != std::string_view::npos) tail = tail.substr(0, hash);

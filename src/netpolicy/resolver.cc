@@ -37,8 +37,7 @@ Result<std::vector<IpAddress>> StaticResolver::Resolve(const std::string& host) 
 
 Result<std::vector<IpAddress>> ResolveAndValidate(Resolver& resolver, const std::string& host,
                                                   std::uint16_t port, const ConnectPolicy& policy) {
-  auto answers = resolver.Resolve(host);
-  if (!answers) return answers;
+  ANVIL_TRY(answers, resolver.Resolve(host));
   // No answers is a refusal, not "nothing to check": the caller must never fall back to letting
   // libcurl resolve the name itself.
   if (answers->empty()) return Fail("not_found", host + " has no A or AAAA records");

@@ -35,11 +35,9 @@ Result<HostAllowlist> HostAllowlist::Create(const std::vector<std::string>& host
     }
     if (!host.empty() && host.front() == '[') {
       if (host.back() != ']') return Fail("invalid", "unterminated '[' in grant host");
-      auto literal = CheckIpv6Literal(std::string_view(host).substr(1, host.size() - 2));
-      if (!literal) return tl::unexpected(literal.error());
+      ANVIL_TRY(literal, CheckIpv6Literal(std::string_view(host).substr(1, host.size() - 2)));
     } else {
-      auto checked = CheckHostName(host);
-      if (!checked) return tl::unexpected(checked.error());
+      ANVIL_TRY(checked, CheckHostName(host));
     }
     if (std::find(list.hosts_.begin(), list.hosts_.end(), host) == list.hosts_.end()) {
       list.hosts_.push_back(host);
@@ -110,8 +108,7 @@ Result<FetchUrl> ParseFetchUrl(std::string_view url) {
     if (close == std::string_view::npos) {
       return Fail("invalid", "unterminated '[' in host: " + Printable(url));
     }
-    auto literal = CheckIpv6Literal(authority.substr(1, close - 1));
-    if (!literal) return tl::unexpected(literal.error());
+    ANVIL_TRY(literal, CheckIpv6Literal(authority.substr(1, close - 1)));
     parsed.literal = *literal;
     parsed.host = AsciiLower(authority.substr(0, close + 1));
     port_part = authority.substr(close + 1);
@@ -123,8 +120,7 @@ Result<FetchUrl> ParseFetchUrl(std::string_view url) {
     const std::string_view host_text = authority.substr(0, port_colon);
     if (port_colon != std::string_view::npos) port_part = authority.substr(port_colon);
     parsed.host = AsciiLower(host_text);
-    auto checked = CheckHostName(parsed.host);
-    if (!checked) return tl::unexpected(checked.error());
+    ANVIL_TRY(checked, CheckHostName(parsed.host));
     parsed.literal = *checked;
   }
 
@@ -176,8 +172,7 @@ Result<FetchUrl> ParseFetchUrl(std::string_view url) {
 
 Result<FetchUrl> CheckFetchUrl(std::string_view url, const NetGrant& grant,
                                const UnsafeTestOptions& unsafe_test, UrlCrossCheck& second_parser) {
-  auto parsed = ParseFetchUrl(url);
-  if (!parsed) return parsed;
+  ANVIL_TRY(parsed, ParseFetchUrl(url));
   if (parsed->port != kHttpsPort && !unsafe_test.PermitsPort(parsed->port)) {
     return Fail("denied",
                 "port not allowed: " + std::to_string(parsed->port) + " (HTTPS on 443 only)");
@@ -190,12 +185,8 @@ Result<FetchUrl> CheckFetchUrl(std::string_view url, const NetGrant& grant,
   }
   // What the plugin wrote and what we will hand to the second parser must both read the same
   // to it.
-  if (auto status = second_parser(url, *parsed); !status) {
-    return tl::unexpected(status.error());
-  }
-  if (auto status = second_parser(parsed->url, *parsed); !status) {
-    return tl::unexpected(status.error());
-  }
+  ANVIL_RETURN_IF_ERROR(second_parser(url, *parsed));
+  ANVIL_RETURN_IF_ERROR(second_parser(parsed->url, *parsed));
   return parsed;
 }
 

@@ -310,14 +310,12 @@ Status RecordAlwaysRules(const std::string& user_rules_dir, const std::vector<Al
     return Fail("invalid", "no user rules directory (fix: set HOME or XDG_CONFIG_HOME)");
   }
   for (const auto& rule : rules) {
-    if (auto s = ValidateAlwaysPrefix(rule.prefix, rule.example); !s) return s;
+    ANVIL_RETURN_IF_ERROR(ValidateAlwaysPrefix(rule.prefix, rule.example));
   }
   // mkdir -p, 0700: the rules decide what runs without a question.
-  if (auto made = MakePrivateDirs(user_rules_dir, "create "); !made) return made;
-  auto dir = OpenDirectory(user_rules_dir, DirOpen::kRead);
-  if (!dir) return tl::unexpected(dir.error());
-  auto lock = DirLock::Acquire(dir->Get(), "lock " + QuotePathForMessage(user_rules_dir));
-  if (!lock) return tl::unexpected(lock.error());
+  ANVIL_RETURN_IF_ERROR(MakePrivateDirs(user_rules_dir, "create "));
+  ANVIL_TRY(dir, OpenDirectory(user_rules_dir, DirOpen::kRead));
+  ANVIL_TRY(lock, DirLock::Acquire(dir->Get(), "lock " + QuotePathForMessage(user_rules_dir)));
 
   const std::string name(kApprovedRulesFile);
   const std::string shown = user_rules_dir + "/" + name;
@@ -352,9 +350,7 @@ Status RecordAlwaysRules(const std::string& user_rules_dir, const std::vector<Al
   if (!text.empty() && text.back() != '\n') text += '\n';
   text += added;
   // The new file must load exactly as a later session will load it.
-  if (auto check = ParseRulesFile(text, shown, RuleLayer::kUser); !check) {
-    return tl::unexpected(check.error());
-  }
+  ANVIL_RETURN_IF_ERROR(ParseRulesFile(text, shown, RuleLayer::kUser));
   return WriteFileAtomically(dir->Get(), name, text, 0600);
 }
 

@@ -231,26 +231,21 @@ Result<CommandRules> LoadCommandRules(const RulesLocations& where) {
   CommandRules rules;
   auto load_dir = [&](const std::string& dir, RuleLayer layer) -> Status {
     if (dir.empty()) return Ok();
-    auto files = RulesFilesIn(dir, kMaxRulesFilesPerDir);
-    if (!files) return tl::unexpected(files.error());
+    ANVIL_TRY(files, RulesFilesIn(dir, kMaxRulesFilesPerDir));
     for (const auto& path : *files) {
-      auto text = ReadTrustedRulesFile(path, kMaxRulesFileBytes);
-      if (!text) return tl::unexpected(text.error());
-      auto parsed = ParseRulesFile(*text, path, layer);
-      if (!parsed) return tl::unexpected(parsed.error());
+      ANVIL_TRY(text, ReadTrustedRulesFile(path, kMaxRulesFileBytes));
+      ANVIL_TRY(parsed, ParseRulesFile(*text, path, layer));
       rules.Add(std::move(*parsed));
     }
     return Ok();
   };
-  if (auto s = load_dir(where.admin_dir, RuleLayer::kAdmin); !s) return tl::unexpected(s.error());
+  ANVIL_RETURN_IF_ERROR(load_dir(where.admin_dir, RuleLayer::kAdmin));
   if (where.user_files.empty()) {
-    if (auto s = load_dir(where.user_dir, RuleLayer::kUser); !s) return tl::unexpected(s.error());
+    ANVIL_RETURN_IF_ERROR(load_dir(where.user_dir, RuleLayer::kUser));
   } else {
     for (const auto& path : where.user_files) {
-      auto text = ReadTrustedRulesFile(path, kMaxRulesFileBytes);
-      if (!text) return tl::unexpected(text.error());
-      auto parsed = ParseRulesFile(*text, path, RuleLayer::kUser);
-      if (!parsed) return tl::unexpected(parsed.error());
+      ANVIL_TRY(text, ReadTrustedRulesFile(path, kMaxRulesFileBytes));
+      ANVIL_TRY(parsed, ParseRulesFile(*text, path, RuleLayer::kUser));
       rules.Add(std::move(*parsed));
     }
   }
@@ -263,12 +258,10 @@ Result<CommandRules> LoadCommandRules(const RulesLocations& where) {
   }
   for (const auto& dir : workspaces) {
     const std::string shown = dir + "/" + std::string(kWorkspaceRulesPath);
-    auto text =
-        ReadWorkspaceRulesFile(dir, kWorkspaceRulesPath, shown, kMaxWorkspaceRulesFileBytes);
-    if (!text) return tl::unexpected(text.error());
+    ANVIL_TRY(text,
+              ReadWorkspaceRulesFile(dir, kWorkspaceRulesPath, shown, kMaxWorkspaceRulesFileBytes));
     if (*text) {
-      auto parsed = ParseRulesFile(**text, shown, RuleLayer::kWorkspace);
-      if (!parsed) return tl::unexpected(parsed.error());
+      ANVIL_TRY(parsed, ParseRulesFile(**text, shown, RuleLayer::kWorkspace));
       rules.Add(std::move(*parsed));
     }
   }

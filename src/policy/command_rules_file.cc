@@ -54,8 +54,7 @@ class RulesFileParser {
                          "split the rules over several files");
       }
       for (const toml::node& item : *list) {
-        auto rule = ParseRule(*item.as_table(), RegionOf(key, node));
-        if (!rule) return tl::unexpected(rule.error());
+        ANVIL_TRY(rule, ParseRule(*item.as_table(), RegionOf(key, node)));
         rules.push_back(std::move(*rule));
       }
     }
@@ -85,13 +84,13 @@ class RulesFileParser {
       const std::string_view k = key.str();
       const auto& region = RegionOf(key, node);
       if (k == "pattern") {
-        if (auto s = ParsePattern(node, region, rule); !s) return tl::unexpected(s.error());
+        ANVIL_RETURN_IF_ERROR(ParsePattern(node, region, rule));
         has_pattern = true;
       } else if (k == "decision") {
-        if (auto s = ParseDecisionKey(node, region, rule); !s) return tl::unexpected(s.error());
+        ANVIL_RETURN_IF_ERROR(ParseDecisionKey(node, region, rule));
         has_decision = true;
       } else if (k == "justification") {
-        if (auto s = ParseJustification(node, region, rule); !s) return tl::unexpected(s.error());
+        ANVIL_RETURN_IF_ERROR(ParseJustification(node, region, rule));
         has_justification = true;
       } else if (k == "match") {
         match = &node;
@@ -124,16 +123,12 @@ class RulesFileParser {
     }
     // Examples after the pattern is known, whatever order the keys were written in.
     if (match != nullptr) {
-      if (auto s = ParseExamples(*match, at, "match", rule.match); !s) {
-        return tl::unexpected(s.error());
-      }
+      ANVIL_RETURN_IF_ERROR(ParseExamples(*match, at, "match", rule.match));
     }
     if (not_match != nullptr) {
-      if (auto s = ParseExamples(*not_match, at, "not_match", rule.not_match); !s) {
-        return tl::unexpected(s.error());
-      }
+      ANVIL_RETURN_IF_ERROR(ParseExamples(*not_match, at, "not_match", rule.not_match));
     }
-    if (auto s = CheckExamples(rule, match, not_match, at); !s) return tl::unexpected(s.error());
+    ANVIL_RETURN_IF_ERROR(CheckExamples(rule, match, not_match, at));
     return rule;
   }
 
@@ -222,7 +217,7 @@ class RulesFileParser {
                          kFix);
       }
       for (const auto& word : alternatives) {
-        if (auto s = CheckWord(word, at, "a pattern word"); !s) return s;
+        ANVIL_RETURN_IF_ERROR(CheckWord(word, at, "a pattern word"));
         if (rule.pattern.empty() && word.empty()) {
           return InvalidAt(at, "the program (the first pattern element) is empty",
                            "name the program, e.g. \"git\"");
@@ -307,7 +302,7 @@ class RulesFileParser {
       const std::string at = WhereNode(item, rule_at);
       std::vector<std::string> argv;
       if (const auto* text = item.as_string()) {
-        if (auto s = CheckWord(text->get(), at, "an example"); !s) return s;
+        ANVIL_RETURN_IF_ERROR(CheckWord(text->get(), at, "an example"));
         const ShellScript script = ParseShellScript(text->get());
         if (!script.understood) {
           return InvalidAt(at,
@@ -344,7 +339,7 @@ class RulesFileParser {
                 "an example's words must be strings, not " + std::string(TypeName(word)),
                 "quote it");
           }
-          if (auto s = CheckWord(text->get(), at, "an example word"); !s) return s;
+          ANVIL_RETURN_IF_ERROR(CheckWord(text->get(), at, "an example word"));
           argv.push_back(text->get());
         }
       } else {
@@ -367,8 +362,7 @@ Result<std::vector<CommandRule>> ParseRulesFile(std::string_view text, std::stri
                                                 RuleLayer layer) {
   const std::size_t max_bytes =
       layer == RuleLayer::kWorkspace ? kMaxWorkspaceRulesFileBytes : kMaxRulesFileBytes;
-  auto doc = policy_internal::ParseToml(text, source_name, max_bytes);
-  if (!doc) return tl::unexpected(doc.error());
+  ANVIL_TRY(doc, policy_internal::ParseToml(text, source_name, max_bytes));
   return RulesFileParser(source_name, layer).Parse(*doc);
 }
 

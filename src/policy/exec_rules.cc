@@ -309,7 +309,7 @@ Result<std::string> CheckOperand(const ExecRule& rule, const ExecFlag& flag,
                                  const std::string& value) {
   std::string what = Canonical(flag, nullptr) + " operand";
   if (flag.cap != ValueCap::kNone) {
-    if (auto s = CheckCappedValue(rule, flag, value); !s) return tl::unexpected(s.error());
+    ANVIL_RETURN_IF_ERROR(CheckCappedValue(rule, flag, value));
   }
   switch (flag.operand) {
     case K::kFilePath:
@@ -372,7 +372,7 @@ Result<const ExecRule*> LookupExecRule(std::string_view program) {
 
 Result<CheckedArgv> CheckExecArgv(const ExecRule& rule, const std::vector<std::string>& args,
                                   const ExecutableExistsFn& exists) {
-  if (auto shapes = CheckArgShapes(rule, args); !shapes) return tl::unexpected(shapes.error());
+  ANVIL_RETURN_IF_ERROR(CheckArgShapes(rule, args));
 
   std::vector<std::string> flags_out;
   std::vector<std::string> positionals;
@@ -386,8 +386,7 @@ Result<CheckedArgv> CheckExecArgv(const ExecRule& rule, const std::vector<std::s
       flags_out.push_back(Canonical(flag, nullptr));
       return Ok();
     }
-    auto checked = CheckOperand(rule, flag, *value);
-    if (!checked) return tl::unexpected(checked.error());
+    ANVIL_TRY(checked, CheckOperand(rule, flag, *value));
     if (flag.operand == K::kFilePath || flag.operand == K::kSearchPath) {
       flag_paths.push_back(*checked);
     }
@@ -412,14 +411,13 @@ Result<CheckedArgv> CheckExecArgv(const ExecRule& rule, const std::vector<std::s
       std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
       std::string spelling = "--" + name;
       if (name.empty()) return RefuseFlag(rule, spelling, nullptr);
-      auto flag = ResolveFlag(rule, name, 0, spelling);
-      if (!flag) return tl::unexpected(flag.error());
+      ANVIL_TRY(flag, ResolveFlag(rule, name, 0, spelling));
       const ExecFlag& f = **flag;
       if (f.operand == K::kNone) {
         if (eq != std::string::npos) {
           return Fail("invalid", rule.name + " flag " + spelling + " takes no value");
         }
-        if (auto s = emit(f, nullptr); !s) return tl::unexpected(s.error());
+        ANVIL_RETURN_IF_ERROR(emit(f, nullptr));
         continue;
       }
       std::string value;
@@ -430,7 +428,7 @@ Result<CheckedArgv> CheckExecArgv(const ExecRule& rule, const std::vector<std::s
       } else {
         return Fail("invalid", rule.name + " flag " + spelling + " needs a value");
       }
-      if (auto s = emit(f, &value); !s) return tl::unexpected(s.error());
+      ANVIL_RETURN_IF_ERROR(emit(f, &value));
       continue;
     }
 
@@ -438,11 +436,10 @@ Result<CheckedArgv> CheckExecArgv(const ExecRule& rule, const std::vector<std::s
     for (std::size_t j = 1; j < arg.size(); ++j) {
       char c = arg[j];
       std::string spelling = DashedShort(c);
-      auto flag = ResolveFlag(rule, "", c, spelling);
-      if (!flag) return tl::unexpected(flag.error());
+      ANVIL_TRY(flag, ResolveFlag(rule, "", c, spelling));
       const ExecFlag& f = **flag;
       if (f.operand == K::kNone) {
-        if (auto s = emit(f, nullptr); !s) return tl::unexpected(s.error());
+        ANVIL_RETURN_IF_ERROR(emit(f, nullptr));
         continue;
       }
       std::string value;
@@ -454,7 +451,7 @@ Result<CheckedArgv> CheckExecArgv(const ExecRule& rule, const std::vector<std::s
       } else {
         return Fail("invalid", rule.name + " flag " + spelling + " needs a value");
       }
-      if (auto s = emit(f, &value); !s) return tl::unexpected(s.error());
+      ANVIL_RETURN_IF_ERROR(emit(f, &value));
       break;  // the value consumed the rest of the cluster
     }
   }
@@ -462,8 +459,7 @@ Result<CheckedArgv> CheckExecArgv(const ExecRule& rule, const std::vector<std::s
   // Positionals: [pattern] path...
   std::size_t first_path = rule.first_positional_is_pattern && !pattern_replaced ? 1 : 0;
   for (std::size_t p = first_path; p < positionals.size(); ++p) {
-    auto checked = CheckPathOperand(rule, "path operand", positionals[p], RootPolicy::kAllow);
-    if (!checked) return tl::unexpected(checked.error());
+    ANVIL_TRY(checked, CheckPathOperand(rule, "path operand", positionals[p], RootPolicy::kAllow));
     positionals[p] = std::move(*checked);
   }
 

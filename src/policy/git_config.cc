@@ -179,8 +179,7 @@ Result<std::vector<GitConfigEntry>> ParseGitConfig(std::string_view text,
       continue;
     }
     if (c == '[') {
-      auto name = ReadSectionHeader(in, limits.max_name_bytes);
-      if (!name) return tl::unexpected(name.error());
+      ANVIL_TRY(name, ReadSectionHeader(in, limits.max_name_bytes));
       if (name->empty()) return tl::unexpected(BadLine(in.line(), "empty section name"));
       section_name = std::move(*name);
       have_section = true;
@@ -202,8 +201,7 @@ Result<std::vector<GitConfigEntry>> ParseGitConfig(std::string_view text,
     entry.line = line;
     if (c != '\n') {
       if (c != '=') return tl::unexpected(BadLine(line, "expected '=' after the key"));
-      auto value = ReadValue(in, line);
-      if (!value) return tl::unexpected(value.error());
+      ANVIL_TRY(value, ReadValue(in, line));
       // git hands values on as C strings: nothing after a NUL byte is seen.
       if (auto nul = value->find('\0'); nul != std::string::npos) value->resize(nul);
       entry.value = std::move(*value);

@@ -7,6 +7,7 @@
 #include "fs/protected_names.h"
 #include "fs/workspace_path.h"
 #include "policy/git_paths.h"
+#include "policy/protected_subtrees.h"
 
 namespace anvil {
 namespace {
@@ -17,26 +18,6 @@ std::optional<std::string> RelativeTo(const std::string& root, const std::string
   const std::string prefix = root == "/" ? root : root + "/";
   if (path.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
   return path.substr(prefix.size());
-}
-
-// Each component folded for lookup, joined by '/'.
-std::string Folded(std::string_view path) {
-  std::string out;
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t slash = path.find('/', start);
-    if (slash == std::string_view::npos) slash = path.size();
-    if (!out.empty()) out.push_back('/');
-    out += FoldNameForLookup(path.substr(start, slash - start));
-    start = slash + 1;
-  }
-  return out;
-}
-
-// `inner` is `outer` or lies beneath it (both folded).
-bool AtOrBeneath(std::string_view inner, std::string_view outer) {
-  if (inner.size() < outer.size() || inner.compare(0, outer.size(), outer) != 0) return false;
-  return inner.size() == outer.size() || inner[outer.size()] == '/';
 }
 
 // Where git opens absolute `path`, existing or not: the kernel walks it component by component,
@@ -115,38 +96,40 @@ std::vector<GitRunPath> GitRunPathsIn(
   return out;
 }
 
+namespace {
+
+ProtectedSubtrees RunSubtrees(const std::vector<GitRunPath>& run_paths) {
+  std::vector<ProtectedRoot> roots;
+  roots.reserve(run_paths.size());
+  for (const GitRunPath& run : run_paths) {
+    roots.push_back({ProtectedKind::kGitRun, run.path, run.reason});
+  }
+  return ProtectedSubtrees(std::move(roots));
+}
+
+}  // namespace
+
 std::optional<GitRunPath> GitRunPathAt(const std::vector<GitRunPath>& run_paths,
                                        std::string_view path, bool or_above) {
-  const std::string folded = Folded(path);
-  for (const GitRunPath& run : run_paths) {
-    if (run.path == ".") return run;
-    const std::string run_folded = Folded(run.path);
-    if (AtOrBeneath(folded, run_folded)) return run;
-    if (or_above && (path == "." || AtOrBeneath(run_folded, folded))) return run;
-  }
-  return std::nullopt;
+  const ProtectedSubtrees run = RunSubtrees(run_paths);
+  auto hit = run.Match(path, or_above);
+  if (!hit) return std::nullopt;
+  return GitRunPath{hit->root->path, hit->root->detail};
 }
 
 Status GitRunWriteAllowed(const std::vector<GitRunPath>& run_paths, std::string_view op,
                           std::string_view path, bool or_above,
                           const std::vector<std::string>& write_globs) {
-  auto hit = GitRunPathAt(run_paths, path, or_above);
+  const ProtectedSubtrees run = RunSubtrees(run_paths);
+  auto hit = run.Match(path, or_above);
   if (!hit) return Ok();
   // `path` holds the run path (a move or removal would take it along): never, whatever the grant.
-  const bool holds = path == "." || (hit->path.size() > path.size() &&
-                                     hit->path.compare(0, path.size(), path) == 0 &&
-                                     hit->path[path.size()] == '/');
-  if (!holds) {
+  if (!GitRunPathHeldBy(hit->root->path, path)) {
     for (const std::string& glob : write_globs) {
       if (IsLiteralGlob(glob) && glob == path) return Ok();
     }
   }
-  const std::string what = hit->path == path ? "is" : holds ? "holds" : "lies beneath";
-  return Fail(
-      "denied",
-      std::string(op) + ": " + QuotePathForMessage(path) + " " + what +
-          " a path git runs or follows: " + QuotePathForMessage(hit->path) + " (" + hit->reason +
-          ")" + (holds ? std::string() : "; written only under a grant that names the exact path"));
+  return tl::unexpected(ProtectedWriteRefusal(*hit, op, path));
 }
 
 }  // namespace anvil

@@ -43,7 +43,8 @@ std::vector<GitRunPath> GitRunPathsIn(
 // The run path that normalized workspace path `path` is, or lies beneath; with `or_above`
 // (moving or removing `path` takes what is beneath it along) also one that lies beneath
 // `path`. Components are compared as the protected names are (fs/protected_names.h,
-// FoldNameForLookup): a case-folding file system opens ".GitHooks" for ".githooks".
+// FoldNameForLookup, through policy/protected_subtrees.h): a case-folding file system opens
+// ".GitHooks" for ".githooks".
 std::optional<GitRunPath> GitRunPathAt(const std::vector<GitRunPath>& run_paths,
                                        std::string_view path, bool or_above);
 

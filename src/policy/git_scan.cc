@@ -105,7 +105,7 @@ class Scanner {
       if (!nested && std::find(walk.begin(), walk.end(), r) == walk.end()) walk.push_back(r);
     }
     for (const auto& r : walk) {
-      if (auto s = Walk(r); !s) return tl::unexpected(s.error());
+      ANVIL_RETURN_IF_ERROR(Walk(r));
     }
     for (const auto& r : walk) FindEnclosing(r);
     for (auto& repo : scan_.repos) {
@@ -296,7 +296,7 @@ class Scanner {
         it->second.ctime_nsec != f.ctime_nsec || it->second.mnt_id != f.mnt_id) {
       return Ok();
     }
-    if (auto s = CountEntries(it->second.entries, dir); !s) return s;
+    ANVIL_RETURN_IF_ERROR(CountEntries(it->second.entries, dir));
     entries = it->second.kept;
     scan_.memo.dirs[it->first] = it->second;
     ++scan_.memo_dirs;
@@ -327,7 +327,7 @@ class Scanner {
   }
 
   Status ReadRepo(GitRepo& repo) {
-    if (auto s = CheckTime(repo.marker); !s) return s;
+    ANVIL_RETURN_IF_ERROR(CheckTime(repo.marker));
     switch (repo.kind) {
       case GitMarkerKind::kGitDir:
       case GitMarkerKind::kBareDir:
@@ -360,7 +360,7 @@ class Scanner {
     if (fs_.lstat(worktrees).type == GitFileType::kDir) {
       auto list = fs_.list_dir(worktrees);
       if (list) {
-        if (auto s = CountEntries(list->entries.size(), worktrees); !s) return s;
+        ANVIL_RETURN_IF_ERROR(CountEntries(list->entries.size(), worktrees));
         for (const auto& e : list->entries) {
           const std::string wt = Join(worktrees, e.name);
           if (auto back = ReadPointer(Join(wt, "gitdir"), wt, GitPointerKind::kBackPointer)) {

@@ -38,7 +38,7 @@ Result<Grant> GrantFromJson(const nlohmann::json& json) {
   Grant g;
   for (auto [key, field] : {std::pair{"fs.read", &g.fs_read}, std::pair{"fs.write", &g.fs_write},
                             std::pair{"net.hosts", &g.net_hosts}, std::pair{"exec", &g.exec}}) {
-    if (auto s = ReadStrings(json, key, *field); !s) return tl::unexpected(s.error());
+    ANVIL_RETURN_IF_ERROR(ReadStrings(json, key, *field));
   }
   if (json.contains("net.post")) {
     if (!json.at("net.post").is_boolean())

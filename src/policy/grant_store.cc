@@ -73,12 +73,9 @@ Result<GrantEntry> EntryFromJson(const nlohmann::json& json, const std::string& 
     return it->get<std::string>();
   };
   GrantEntry entry;
-  auto workspace = string_field("workspace");
-  if (!workspace) return tl::unexpected(workspace.error());
-  auto plugin = string_field("plugin");
-  if (!plugin) return tl::unexpected(plugin.error());
-  auto sha = string_field("manifest_sha256");
-  if (!sha) return tl::unexpected(sha.error());
+  ANVIL_TRY(workspace, string_field("workspace"));
+  ANVIL_TRY(plugin, string_field("plugin"));
+  ANVIL_TRY(sha, string_field("manifest_sha256"));
   entry.workspace = std::move(*workspace);
   entry.plugin_id = std::move(*plugin);
   entry.manifest_sha256 = std::move(*sha);
@@ -107,10 +104,8 @@ Result<GrantEntry> EntryFromJson(const nlohmann::json& json, const std::string& 
     return Fail("invalid", Damaged(path, "an entry has only one of plugin_dir and code_sha256"));
   }
   if (has_dir) {
-    auto dir = string_field("plugin_dir");
-    if (!dir) return tl::unexpected(dir.error());
-    auto code = string_field("code_sha256");
-    if (!code) return tl::unexpected(code.error());
+    ANVIL_TRY(dir, string_field("plugin_dir"));
+    ANVIL_TRY(code, string_field("code_sha256"));
     if (!IsCanonicalAbsolute(*dir)) {
       return Fail("invalid", Damaged(path, "plugin_dir is not a canonical absolute path"));
     }
@@ -119,8 +114,7 @@ Result<GrantEntry> EntryFromJson(const nlohmann::json& json, const std::string& 
     }
     entry.copy = PluginCopy{std::move(*dir), std::move(*code), ""};
     if (json.contains("plugin_dir_id")) {
-      auto id = string_field("plugin_dir_id");
-      if (!id) return tl::unexpected(id.error());
+      ANVIL_TRY(id, string_field("plugin_dir_id"));
       if (!IsDirIdentity(*id)) {
         return Fail("invalid", Damaged(path, "plugin_dir_id is not a directory identity"));
       }
@@ -154,8 +148,7 @@ Result<std::vector<GrantEntry>> ParseStore(std::string_view text, const std::str
   }
   std::vector<GrantEntry> entries;
   for (const auto& item : *grants) {
-    auto entry = EntryFromJson(item, path);
-    if (!entry) return tl::unexpected(entry.error());
+    ANVIL_TRY(entry, EntryFromJson(item, path));
     // The writer keeps one entry per (workspace, plugin); two mean the file was not written by
     // Anvil, and picking one of them would be a guess.
     for (const GrantEntry& seen : entries) {
@@ -211,8 +204,7 @@ GrantStore::GrantStore(std::string path, std::string file_name, UniqueFd dir)
 Result<GrantStore> GrantStore::Open(const std::string& path_override) {
   std::string path = path_override;
   if (path.empty()) {
-    auto default_path = DefaultPath();
-    if (!default_path) return tl::unexpected(default_path.error());
+    ANVIL_TRY(default_path, DefaultPath());
     path = std::move(*default_path);
   }
   const auto slash = path.rfind('/');
@@ -223,9 +215,7 @@ Result<GrantStore> GrantStore::Open(const std::string& path_override) {
     return Fail("invalid", "grant store path " + QuotePathForMessage(path) + " names no file");
   }
   // XDG: the state directory is private to the user.
-  if (auto made = MakePrivateDirs(dir_path, "create directory "); !made) {
-    return tl::unexpected(made.error());
-  }
+  ANVIL_RETURN_IF_ERROR(MakePrivateDirs(dir_path, "create directory "));
 
   // O_NOFOLLOW on the directory itself: a symlink planted as ~/.local/state/anvil would redirect
   // every grant to a place someone else chose.
@@ -238,8 +228,7 @@ Result<GrantStore> GrantStore::Open(const std::string& path_override) {
     }
     return SysFail("io", "open grant store directory " + QuotePathForMessage(dir_path), e);
   }
-  auto owner = OwnerOfFd(dir->Get(), dir_path);
-  if (!owner) return tl::unexpected(owner.error());
+  ANVIL_TRY(owner, OwnerOfFd(dir->Get(), dir_path));
   if (!owner->Mine()) {
     return Fail("denied", "grant store directory " + QuotePathForMessage(dir_path) +
                               " is owned by uid " + std::to_string(owner->uid) +
@@ -251,7 +240,7 @@ Result<GrantStore> GrantStore::Open(const std::string& path_override) {
                               " is writable by other users (fix: chmod 700 it)");
   }
   GrantStore store(path, file_name, std::move(*dir));
-  if (auto loaded = store.Reload(); !loaded) return tl::unexpected(loaded.error());
+  ANVIL_RETURN_IF_ERROR(store.Reload());
   return store;
 }
 
@@ -279,8 +268,7 @@ Status GrantStore::Reload() {
                               " is writable by other users; refusing grants they could have "
                               "written (fix: chmod 600 it after checking its contents)");
   }
-  auto entries = ParseStore(*text, path_);
-  if (!entries) return tl::unexpected(entries.error());
+  ANVIL_TRY(entries, ParseStore(*text, path_));
   entries_ = std::move(*entries);
   return Ok();
 }
@@ -372,13 +360,12 @@ Status GrantStore::Approve(std::string_view workspace, std::string_view plugin_i
     return Fail("invalid", "workspace " + QuotePathForMessage(workspace) +
                                " is not a canonical absolute path (use CanonicalWorkspacePath)");
   }
-  if (auto id = ValidatePluginId(plugin_id); !id) return id;
+  ANVIL_RETURN_IF_ERROR(ValidatePluginId(plugin_id));
   if (!IsSha256Hex(manifest_sha256)) {
     return Fail("invalid", "manifest hash is not 64 lower-case hex digits");
   }
-  auto lock = DirLock::Acquire(dir_.Get(), "lock the grant store directory");
-  if (!lock) return tl::unexpected(lock.error());
-  if (auto loaded = Reload(); !loaded) return loaded;
+  ANVIL_TRY(lock, DirLock::Acquire(dir_.Get(), "lock the grant store directory"));
+  ANVIL_RETURN_IF_ERROR(Reload());
   std::vector<Entry> before = entries_;
   std::erase_if(entries_, [&](const Entry& e) {
     return e.workspace == workspace && e.plugin_id == plugin_id;
@@ -396,9 +383,8 @@ Status GrantStore::Approve(std::string_view workspace, std::string_view plugin_i
 
 Result<std::vector<GrantEntry>> GrantStore::Revoke(std::string_view workspace,
                                                    std::string_view plugin_id) {
-  auto lock = DirLock::Acquire(dir_.Get(), "lock the grant store directory");
-  if (!lock) return tl::unexpected(lock.error());
-  if (auto loaded = Reload(); !loaded) return tl::unexpected(loaded.error());
+  ANVIL_TRY(lock, DirLock::Acquire(dir_.Get(), "lock the grant store directory"));
+  ANVIL_RETURN_IF_ERROR(Reload());
   std::vector<Entry> before = entries_;
   std::vector<Entry> removed;
   std::erase_if(entries_, [&](const Entry& e) {

@@ -70,8 +70,7 @@ class Locator {
       : facts_(facts), max_entries_(max_entries), view_regions_(regions), search_(search) {}
 
   Result<HostSocketMasks> Run() {
-    auto listed = facts_.sockets();
-    if (!listed) return tl::unexpected(listed.error());
+    ANVIL_TRY(listed, facts_.sockets());
     if (listed->empty()) return HostSocketMasks{};  // nothing to look for: no cost
     for (const auto& r : view_regions_) {
       auto root = facts_.canonical(r.root);
@@ -191,7 +190,7 @@ class Locator {
     // ControlMaster binds a temporary name, links the real one and unlinks the first).
     if (!SearchComplete()) {
       for (const auto& dir : hint_dirs) {
-        if (auto s = ScanDirectory(dir, nullptr, dir); !s) return tl::unexpected(s.error());
+        ANVIL_RETURN_IF_ERROR(ScanDirectory(dir, nullptr, dir));
         if (SearchComplete()) break;
       }
     }
@@ -210,7 +209,7 @@ class Locator {
       }
     }
     for (uint64_t dev : devs) {
-      if (auto s = SearchDevice(dev); !s) return tl::unexpected(s.error());
+      ANVIL_RETURN_IF_ERROR(SearchDevice(dev));
     }
     // 6. Each link as every mount of its file system shows it, and only what the view shows.
     std::set<std::string> out;
@@ -502,7 +501,7 @@ class Locator {
         // A start's way down is not known to be searchable (a mount beneath a locked
         // directory); any other directory's parent was listed.
         const std::string from = dir == start ? "/" : Parent(dir);
-        if (auto s = ScanDirectory(dir, &stack, from, dev); !s) return s;
+        ANVIL_RETURN_IF_ERROR(ScanDirectory(dir, &stack, from, dev));
       }
     }
     return Ok();

@@ -140,8 +140,7 @@ class LockParser {
                            kLockFix);
         }
         for (auto&& [id, entry] : *plugins) {
-          auto hashes = ParsePlugin(id, entry);
-          if (!hashes) return tl::unexpected(hashes.error());
+          ANVIL_TRY(hashes, ParsePlugin(id, entry));
           lock.plugins.emplace(std::string(id.str()), std::move(*hashes));
         }
       } else {
@@ -183,13 +182,11 @@ class LockParser {
     bool have_manifest = false, have_code = false, have_files = false;
     for (auto&& [key, value] : *table) {
       if (key.str() == "manifest_sha256") {
-        auto hash = Hash(key, value);
-        if (!hash) return tl::unexpected(hash.error());
+        ANVIL_TRY(hash, Hash(key, value));
         hashes.manifest_sha256 = std::move(*hash);
         have_manifest = true;
       } else if (key.str() == "code_sha256") {
-        auto hash = Hash(key, value);
-        if (!hash) return tl::unexpected(hash.error());
+        ANVIL_TRY(hash, Hash(key, value));
         hashes.code_sha256 = std::move(*hash);
         have_code = true;
       } else if (key.str() == "files") {
@@ -205,8 +202,7 @@ class LockParser {
                                  " is not a plain relative path inside the plugin",
                              kLockFix);
           }
-          auto hash = Hash(path, digest);
-          if (!hash) return tl::unexpected(hash.error());
+          ANVIL_TRY(hash, Hash(path, digest));
           hashes.files.emplace(std::string(path.str()), std::move(*hash));
         }
         have_files = true;
@@ -245,8 +241,7 @@ std::string CodeSha256(const std::map<std::string, std::string>& files) {
 }
 
 Result<Lockfile> ParseLockfile(std::string_view text) {
-  auto doc = policy_internal::ParseToml(text, kSource, kMaxLockfileBytes);
-  if (!doc) return tl::unexpected(doc.error());
+  ANVIL_TRY(doc, policy_internal::ParseToml(text, kSource, kMaxLockfileBytes));
   return LockParser().Parse(*doc);
 }
 
@@ -273,16 +268,14 @@ Result<PluginHashes> HashPluginDir(const std::string& plugin_dir, const Manifest
   if (!IsSha256Hex(manifest.sha256)) {
     return Fail("invalid", "manifest has no hash (parse it with ParseManifest)");
   }
-  auto dir = OpenDirectoryOr(plugin_dir, DirOpen::kRead,
-                             "plugin directory " + QuotePathForMessage(plugin_dir));
-  if (!dir) return tl::unexpected(dir.error());
+  ANVIL_TRY(dir, OpenDirectoryOr(plugin_dir, DirOpen::kRead,
+                                 "plugin directory " + QuotePathForMessage(plugin_dir)));
   if (dir_identity) *dir_identity = ObjectIdentity(dir->Get());
   PluginHashes hashes;
   hashes.manifest_sha256 = manifest.sha256;
-  auto entry = ReadEntry(dir->Get(), manifest.entry);
-  if (!entry) return tl::unexpected(entry.error());
+  ANVIL_TRY(entry, ReadEntry(dir->Get(), manifest.entry));
   hashes.files[manifest.entry] = Sha256Hex(*entry);
-  if (auto lib = HashLib(dir->Get(), hashes.files); !lib) return tl::unexpected(lib.error());
+  ANVIL_RETURN_IF_ERROR(HashLib(dir->Get(), hashes.files));
   for (const auto& [path, digest] : hashes.files) {
     if (digest.empty()) return Fail("internal", "SHA-256 failed");
   }
@@ -329,18 +322,16 @@ Status VerifyAgainstLock(const Lockfile& lockfile, std::string_view plugin_id,
 }
 
 Result<Lockfile> ReadLockfile(const std::string& workspace_dir) {
-  auto dir = OpenDirectoryOr(workspace_dir, DirOpen::kPath,
-                             "workspace " + QuotePathForMessage(workspace_dir));
-  if (!dir) return tl::unexpected(dir.error());
-  auto text = ReadRegularFileNoFollow(dir->Get(), std::string(kLockfileName), kMaxLockfileBytes);
-  if (!text) return tl::unexpected(text.error());
+  ANVIL_TRY(dir, OpenDirectoryOr(workspace_dir, DirOpen::kPath,
+                                 "workspace " + QuotePathForMessage(workspace_dir)));
+  ANVIL_TRY(text,
+            ReadRegularFileNoFollow(dir->Get(), std::string(kLockfileName), kMaxLockfileBytes));
   return ParseLockfile(*text);
 }
 
 Status WriteLockfile(const std::string& workspace_dir, const Lockfile& lockfile) {
-  auto dir = OpenDirectoryOr(workspace_dir, DirOpen::kRead,
-                             "workspace " + QuotePathForMessage(workspace_dir));
-  if (!dir) return tl::unexpected(dir.error());
+  ANVIL_TRY(dir, OpenDirectoryOr(workspace_dir, DirOpen::kRead,
+                                 "workspace " + QuotePathForMessage(workspace_dir)));
   return WriteFileAtomically(dir->Get(), std::string(kLockfileName), RenderLockfile(lockfile),
                              0644);
 }

@@ -41,7 +41,7 @@ tl::unexpected<Error> Invalid(std::string what, std::string_view fix) {
 // read (inspect, approve, run, serve), rather than by the gateway at the plugin's first
 // sys.exec: the user must never be asked to approve a program that can never run.
 Status ValidateTableExec(std::string_view name) {
-  if (auto s = ValidateExecName(name); !s) return s;
+  ANVIL_RETURN_IF_ERROR(ValidateExecName(name));
   if (FindExecRule(name) != nullptr) return Ok();
   std::string known;
   for (const auto& rule : ExecPolicyTable()) known += (known.empty() ? "" : ", ") + rule.name;
@@ -60,11 +60,11 @@ class PermissionsParser {
       const std::string where = Where(key, node);
       const std::string_view k = key.str();
       if (k == "fs") {
-        if (auto s = ParseSubtable(key, node, "fs", grant); !s) return s;
+        ANVIL_RETURN_IF_ERROR(ParseSubtable(key, node, "fs", grant));
       } else if (k == "net") {
-        if (auto s = ParseSubtable(key, node, "net", grant); !s) return s;
+        ANVIL_RETURN_IF_ERROR(ParseSubtable(key, node, "net", grant));
       } else if (k == "exec") {
-        if (auto s = ParseList(key, node, "exec", grant.exec, &ValidateTableExec); !s) return s;
+        ANVIL_RETURN_IF_ERROR(ParseList(key, node, "exec", grant.exec, &ValidateTableExec));
       } else {
         return UnknownKey(where, "permissions", k,
                           "[permissions] holds only fs.read, fs.write, net.hosts, net.post and "
@@ -103,15 +103,12 @@ class PermissionsParser {
       const std::string_view k = sub_key.str();
       const std::string name = std::string(group) + "." + std::string(k);
       if (group == "fs" && k == "read") {
-        if (auto s = ParseList(sub_key, sub_node, name, grant.fs_read, &ValidateGlob); !s) return s;
+        ANVIL_RETURN_IF_ERROR(ParseList(sub_key, sub_node, name, grant.fs_read, &ValidateGlob));
       } else if (group == "fs" && k == "write") {
-        if (auto s = ParseList(sub_key, sub_node, name, grant.fs_write, &ValidateGlob); !s) {
-          return s;
-        }
+        ANVIL_RETURN_IF_ERROR(ParseList(sub_key, sub_node, name, grant.fs_write, &ValidateGlob));
       } else if (group == "net" && k == "hosts") {
-        if (auto s = ParseList(sub_key, sub_node, name, grant.net_hosts, &ValidateGrantHost); !s) {
-          return s;
-        }
+        ANVIL_RETURN_IF_ERROR(
+            ParseList(sub_key, sub_node, name, grant.net_hosts, &ValidateGrantHost));
       } else if (group == "net" && k == "post") {
         const auto* value = sub_node.as_boolean();
         if (value == nullptr) {
@@ -295,8 +292,7 @@ Status ValidateExecName(std::string_view name) {
 }
 
 Result<Manifest> ParseManifest(std::string_view toml_text, std::string_view source_name) {
-  auto parsed = policy_internal::ParseToml(toml_text, source_name, kMaxManifestBytes);
-  if (!parsed) return tl::unexpected(parsed.error());
+  ANVIL_TRY(parsed, policy_internal::ParseToml(toml_text, source_name, kMaxManifestBytes));
   const toml::table& doc = *parsed;
 
   Manifest manifest;
@@ -328,39 +324,33 @@ Result<Manifest> ParseManifest(std::string_view toml_text, std::string_view sour
     const std::string_view k = key.str();
     Status checked = Ok();
     if (k == "id") {
-      auto value = need_string(key, node, "\"example.todo-finder\"");
-      if (!value) return tl::unexpected(value.error());
+      ANVIL_TRY(value, need_string(key, node, "\"example.todo-finder\""));
       checked = ValidatePluginId(*value);
       manifest.id = std::move(*value);
       have_id = true;
     } else if (k == "version") {
-      auto value = need_string(key, node, "\"0.1.0\"");
-      if (!value) return tl::unexpected(value.error());
+      ANVIL_TRY(value, need_string(key, node, "\"0.1.0\""));
       checked = CheckVersion(*value);
       manifest.version = std::move(*value);
       have_version = true;
     } else if (k == "runtime") {
-      auto value = need_string(key, node, "\"lua\"");
-      if (!value) return tl::unexpected(value.error());
+      ANVIL_TRY(value, need_string(key, node, "\"lua\""));
       auto runtime = CheckRuntime(*value);
       if (runtime) manifest.runtime = *runtime;
       checked = runtime ? Ok() : Status(tl::unexpected(runtime.error()));
       have_runtime = true;
     } else if (k == "entry") {
-      auto value = need_string(key, node, "\"main.lua\"");
-      if (!value) return tl::unexpected(value.error());
+      ANVIL_TRY(value, need_string(key, node, "\"main.lua\""));
       checked = CheckEntry(*value);
       manifest.entry = std::move(*value);
       entry_where = where_value(key, node);
       have_entry = true;
     } else if (k == "name") {
-      auto value = need_string(key, node, "\"TODO finder\"");
-      if (!value) return tl::unexpected(value.error());
+      ANVIL_TRY(value, need_string(key, node, "\"TODO finder\""));
       checked = CheckText(*value, "name", /*allow_newlines=*/false, kMaxNameBytes);
       manifest.name = std::move(*value);
     } else if (k == "description") {
-      auto value = need_string(key, node, "\"what the plugin does\"");
-      if (!value) return tl::unexpected(value.error());
+      ANVIL_TRY(value, need_string(key, node, "\"what the plugin does\""));
       checked = CheckText(*value, "description", /*allow_newlines=*/true, kMaxDescriptionBytes);
       manifest.description = std::move(*value);
     } else if (k == "permissions") {
@@ -371,9 +361,7 @@ Result<Manifest> ParseManifest(std::string_view toml_text, std::string_view sour
                          "write a [permissions] section");
       }
       PermissionsParser permissions(source_name);
-      if (auto s = permissions.Parse(*table, manifest.requested); !s) {
-        return tl::unexpected(s.error());
-      }
+      ANVIL_RETURN_IF_ERROR(permissions.Parse(*table, manifest.requested));
     } else {
       return InvalidAt(where(key, node), "unknown key " + Quoted(k),
                        "a manifest holds only id, version, runtime, entry, name, description and "
@@ -445,16 +433,14 @@ Status CheckEntryFile(int dir_fd, const Manifest& manifest) {
 }  // namespace
 
 Status CheckManifestEntry(const std::string& plugin_dir, const Manifest& manifest) {
-  auto dir = OpenDirectoryOr(plugin_dir, DirOpen::kPath,
-                             "plugin directory " + QuotePathForMessage(plugin_dir));
-  if (!dir) return tl::unexpected(dir.error());
+  ANVIL_TRY(dir, OpenDirectoryOr(plugin_dir, DirOpen::kPath,
+                                 "plugin directory " + QuotePathForMessage(plugin_dir)));
   return CheckEntryFile(dir->Get(), manifest);
 }
 
 Result<Manifest> LoadManifest(const std::string& plugin_dir) {
-  auto dir = OpenDirectoryOr(plugin_dir, DirOpen::kPath,
-                             "plugin directory " + QuotePathForMessage(plugin_dir));
-  if (!dir) return tl::unexpected(dir.error());
+  ANVIL_TRY(dir, OpenDirectoryOr(plugin_dir, DirOpen::kPath,
+                                 "plugin directory " + QuotePathForMessage(plugin_dir)));
   const std::string name(kManifestFileName);
   auto text = ReadRegularFileNoFollow(dir->Get(), name, kMaxManifestBytes);
   if (!text) {

@@ -209,8 +209,7 @@ Result<SignatureCheck> VerifyManifestSignature(std::string_view manifest_sha256,
     }
     return SignatureCheck{};
   }
-  auto parsed = ParseSignatureFile(*signature_text);
-  if (!parsed) return tl::unexpected(parsed.error());
+  ANVIL_TRY(parsed, ParseSignatureFile(*signature_text));
   for (const TrustedKey& key : trusted) {
     if (KeyId(key.public_key) != parsed->key_id) continue;
     if (!Ed25519Verify(key.public_key, SignedMessage(manifest_sha256), parsed->signature)) {

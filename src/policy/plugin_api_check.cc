@@ -14,8 +14,7 @@ class TypeParser {
   explicit TypeParser(std::string_view text) : text_(text) {}
 
   Result<ApiType> Parse() {
-    auto t = Union();
-    if (!t) return t;
+    ANVIL_TRY(t, Union());
     Skip();
     if (at_ != text_.size()) return Error("unexpected '" + std::string(1, text_[at_]) + "'");
     return t;
@@ -34,8 +33,7 @@ class TypeParser {
   }
 
   Result<ApiType> Union() {
-    auto first = Postfix();
-    if (!first) return first;
+    ANVIL_TRY(first, Postfix());
     ApiType out;
     out.kind = ApiType::Kind::kUnion;
     out.children.push_back(std::move(*first));
@@ -43,8 +41,7 @@ class TypeParser {
       Skip();
       if (at_ >= text_.size() || text_[at_] != '|') break;
       ++at_;
-      auto next = Postfix();
-      if (!next) return next;
+      ANVIL_TRY(next, Postfix());
       out.children.push_back(std::move(*next));
     }
     if (out.children.size() == 1) return std::move(out.children.front());
@@ -52,8 +49,7 @@ class TypeParser {
   }
 
   Result<ApiType> Postfix() {
-    auto t = Primary();
-    if (!t) return t;
+    ANVIL_TRY(t, Primary());
     while (text_.substr(at_).starts_with("[]")) {
       at_ += 2;
       ApiType list;
@@ -78,8 +74,7 @@ class TypeParser {
     }
     if (text_.substr(at_).starts_with("map<")) {
       at_ += 4;
-      auto value = Union();
-      if (!value) return value;
+      ANVIL_TRY(value, Union());
       Skip();
       if (at_ >= text_.size() || text_[at_] != '>') return Error("'map<' without '>'");
       ++at_;

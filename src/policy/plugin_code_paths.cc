@@ -5,6 +5,7 @@
 #include "fs/protected_names.h"
 #include "fs/workspace_path.h"
 #include "policy/manifest.h"
+#include "policy/protected_subtrees.h"
 
 namespace anvil {
 
@@ -34,17 +35,9 @@ std::vector<std::string> PluginDirCandidates(std::string_view path) {
 
 Error PluginCodeRefusal(std::string_view op, std::string_view path, std::string_view plugin_dir,
                         std::string_view plugin_id) {
-  const std::string where =
-      plugin_dir == "." ? std::string("the workspace itself") : QuotePathForMessage(plugin_dir);
-  const std::string whose = plugin_id.empty()
-                                ? "the plugin in " + where
-                                : "plugin " + std::string(plugin_id) + " (in " + where + ")";
-  return Error{"denied",
-               std::string(op) + ": " + QuotePathForMessage(path) + " is plugin code of " + whose +
-                   ": a plugin never writes, makes, moves or removes a plugin's code, whatever "
-                   "its grant, since that plugin would run it with its own grant (fix: edit the "
-                   "plugin's files yourself)",
-               0};
+  const ProtectedRoot root{ProtectedKind::kPluginCode, std::string(plugin_dir),
+                           std::string(plugin_id)};
+  return ProtectedWriteRefusal({&root, ProtectedReach::kBeneath}, op, path);
 }
 
 std::string PluginIdOfManifest(std::string_view manifest_text) {

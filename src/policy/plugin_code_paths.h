@@ -39,7 +39,10 @@ std::vector<std::string> PluginDirCandidates(std::string_view path);
 
 // The refusal ("denied") of op `op` on `path`, which lies at or beneath plugin directory
 // `plugin_dir` ("." for the workspace): names the plugin by `plugin_id` (empty when its
-// manifest does not parse) and its directory, and says how to do it instead.
+// manifest does not parse) and its directory, and says how to do it instead
+// (policy/protected_subtrees.h ProtectedWriteRefusal, kind kPluginCode). The plugin
+// directories are found by probing `path` and the directories above it (PluginDirCandidates),
+// so each lies at or above the path by construction.
 Error PluginCodeRefusal(std::string_view op, std::string_view path, std::string_view plugin_dir,
                         std::string_view plugin_id);
 

@@ -309,16 +309,14 @@ Result<HomeView> PlanHomeView(const HomePlanInput& input, const HomeHost& host) 
       const std::string_view first = entry.path.substr(0, entry.path.find('/'));
       if (kind_of(std::string(first)) == HomeHost::Kind::kMissing) continue;
       for (const auto& rel : ExpandToolchain(*home, entry.path, host)) {
-        if (auto s = add_readable(*home + "/" + rel, false, rel); !s) {
-          return tl::unexpected(s.error());
-        }
+        ANVIL_RETURN_IF_ERROR(add_readable(*home + "/" + rel, false, rel));
       }
     }
     out.gitconfig = input.gitconfig;
   }
   for (const auto& r : input.readable_roots) {
     std::string expanded = usable_home ? ExpandHome(r, *home) : r;
-    if (auto s = add_readable(expanded, true); !s) return tl::unexpected(s.error());
+    ANVIL_RETURN_IF_ERROR(add_readable(expanded, true));
   }
   return out;
 }

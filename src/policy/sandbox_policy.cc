@@ -193,7 +193,7 @@ Result<std::vector<std::string>> WritableRootsOf(const SandboxPolicy& policy, co
                   "restricted read access");
     }
     for (const auto& sub : *policy.workspace_read_subpaths) {
-      if (auto s = ValidateWorkspaceSubpath(sub); !s) return tl::unexpected(s.error());
+      ANVIL_RETURN_IF_ERROR(ValidateWorkspaceSubpath(sub));
     }
   }
   for (const auto& root : writable) {
@@ -226,8 +226,7 @@ Result<std::vector<std::string>> WritableRootsOf(const SandboxPolicy& policy, co
 Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host,
                                  const std::vector<std::string>& discovered_read_only) {
   // Every check of the policy first, in the order they always came.
-  auto writable_roots = WritableRootsOf(policy, host);
-  if (!writable_roots) return tl::unexpected(writable_roots.error());
+  ANVIL_TRY(writable_roots, WritableRootsOf(policy, host));
   const std::vector<std::string>& writable = *writable_roots;
   FileView view;
   view.full_read = policy.read_access == ReadAccess::kFull;
@@ -303,10 +302,9 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
     }
     view.writable_roots.push_back(std::move(wr));
   }
-  if (auto s = ApplyHomeView(policy.home, host, view); !s) return tl::unexpected(s.error());
+  ANVIL_RETURN_IF_ERROR(ApplyHomeView(policy.home, host, view));
   if (host.bound_unix_sockets) {
-    auto masks = host.bound_unix_sockets(view);
-    if (!masks) return tl::unexpected(masks.error());
+    ANVIL_TRY(masks, host.bound_unix_sockets(view));
     MaskHostSockets(view, masks->sockets, masks->locked_dirs);
     MaskSocketsInMappedBinds(view, masks->sockets, masks->locked_dirs);
   }

@@ -193,9 +193,7 @@ Result<toml::table> ParseToml(std::string_view text, std::string_view source_nam
                                " KiB (fix: this file is meant to be short; remove what is not "
                                "needed)");
   }
-  if (auto shallow = CheckNesting(text, source_name); !shallow) {
-    return tl::unexpected(shallow.error());
-  }
+  ANVIL_RETURN_IF_ERROR(CheckNesting(text, source_name));
   try {
     return toml::parse(text, source_name);
   } catch (const toml::parse_error& error) {

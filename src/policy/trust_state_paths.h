@@ -27,7 +27,7 @@ std::vector<std::string> TrustStateInWorkspace(std::string_view workspace,
 // lies beneath, one of `trust_paths` (TrustStateInWorkspace); with `or_above` (a move or a
 // removal, which takes what is beneath along) also when one lies beneath it. Names are
 // compared as a case-folding file system compares them (fs/protected_names.h
-// FoldNameForLookup): over-matching only refuses more.
+// FoldNameForLookup, through policy/protected_subtrees.h): over-matching only refuses more.
 Status CheckTrustStateWrite(const std::vector<std::string>& trust_paths, std::string_view op,
                             std::string_view path, bool or_above);
 

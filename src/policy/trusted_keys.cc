@@ -50,11 +50,8 @@ Result<UniqueFd> OpenKeyDir(const std::string& dir) {
     }
     return SysFail("io", "open " + QuotePathForMessage(dir), e);
   }
-  auto owner = OwnerOfFd(fd->Get(), dir);
-  if (!owner) return tl::unexpected(owner.error());
-  if (auto s = CheckOwned(*owner, "trusted keys directory " + QuotePathForMessage(dir)); !s) {
-    return tl::unexpected(s.error());
-  }
+  ANVIL_TRY(owner, OwnerOfFd(fd->Get(), dir));
+  ANVIL_RETURN_IF_ERROR(CheckOwned(*owner, "trusted keys directory " + QuotePathForMessage(dir)));
   return fd;
 }
 
@@ -66,33 +63,32 @@ Result<std::string> DirOrDefault(const std::string& dir) {
 }  // namespace
 
 Result<std::string> TrustedKeysDir() {
-  auto home = ConfigHome();
-  if (!home) return tl::unexpected(home.error());
+  ANVIL_TRY(home, ConfigHome());
   return *home + "/anvil/trusted-keys";
 }
 
 Result<std::vector<TrustedKey>> LoadTrustedKeys(const std::string& dir_arg) {
-  auto dir = DirOrDefault(dir_arg);
-  if (!dir) return tl::unexpected(dir.error());
+  ANVIL_TRY(dir, DirOrDefault(dir_arg));
   auto fd = OpenKeyDir(*dir);
   if (!fd) {
     if (fd.error().code == "not_found") return std::vector<TrustedKey>{};
     return tl::unexpected(fd.error());
   }
   std::vector<std::string> names;
-  auto listed = ForEachName(
-      fd->Get(), "list " + QuotePathForMessage(*dir), [&](const std::string& name) -> Status {
-        if (name.size() <= kKeySuffix.size() || !name.ends_with(kKeySuffix) || name[0] == '.') {
-          return Ok();
-        }
-        names.push_back(name);
-        if (names.size() > kMaxTrustedKeys) {
-          return Fail("limit", QuotePathForMessage(*dir) + " holds more than " +
-                                   std::to_string(kMaxTrustedKeys) + " keys");
-        }
-        return Ok();
-      });
-  if (!listed) return tl::unexpected(listed.error());
+  ANVIL_TRY(
+      listed,
+      ForEachName(
+          fd->Get(), "list " + QuotePathForMessage(*dir), [&](const std::string& name) -> Status {
+            if (name.size() <= kKeySuffix.size() || !name.ends_with(kKeySuffix) || name[0] == '.') {
+              return Ok();
+            }
+            names.push_back(name);
+            if (names.size() > kMaxTrustedKeys) {
+              return Fail("limit", QuotePathForMessage(*dir) + " holds more than " +
+                                       std::to_string(kMaxTrustedKeys) + " keys");
+            }
+            return Ok();
+          }));
   std::sort(names.begin(), names.end());
   std::vector<TrustedKey> keys;
   for (const std::string& file : names) {
@@ -105,7 +101,7 @@ Result<std::vector<TrustedKey>> LoadTrustedKeys(const std::string& dir_arg) {
     OwnerFacts file_owner;
     auto text = ReadRegularFileNoFollowOwned(fd->Get(), file, 4096, file_owner);
     if (!text) return Fail(text.error().error_code(), shown + ": " + text.error().message);
-    if (auto s = CheckOwned(file_owner, shown); !s) return tl::unexpected(s.error());
+    ANVIL_RETURN_IF_ERROR(CheckOwned(file_owner, shown));
     auto raw = ParsePublicKey(*text);
     if (!raw) return Fail("invalid", shown + ": " + raw.error().message);
     key.public_key = std::move(*raw);
@@ -116,24 +112,21 @@ Result<std::vector<TrustedKey>> LoadTrustedKeys(const std::string& dir_arg) {
 
 Status TrustKey(const std::string& name, const std::string& raw_public_key,
                 const std::string& dir_arg) {
-  if (auto s = ValidateKeyName(name); !s) return s;
+  ANVIL_RETURN_IF_ERROR(ValidateKeyName(name));
   if (raw_public_key.size() != kEd25519PublicKeyBytes) {
     return Fail("invalid", "an Ed25519 public key is 32 bytes");
   }
-  auto dir = DirOrDefault(dir_arg);
-  if (!dir) return tl::unexpected(dir.error());
+  ANVIL_TRY(dir, DirOrDefault(dir_arg));
   // Create each missing component 0700 (the config dir is private to the user).
-  if (auto made = MakePrivateDirs(*dir, "create directory "); !made) return made;
-  auto fd = OpenKeyDir(*dir);
-  if (!fd) return tl::unexpected(fd.error());
+  ANVIL_RETURN_IF_ERROR(MakePrivateDirs(*dir, "create directory "));
+  ANVIL_TRY(fd, OpenKeyDir(*dir));
   return WriteFileAtomically(fd->Get(), name + std::string(kKeySuffix),
                              PublicKeyPem(raw_public_key), 0600);
 }
 
 Status UntrustKey(const std::string& name, const std::string& dir_arg) {
-  if (auto s = ValidateKeyName(name); !s) return s;
-  auto dir = DirOrDefault(dir_arg);
-  if (!dir) return tl::unexpected(dir.error());
+  ANVIL_RETURN_IF_ERROR(ValidateKeyName(name));
+  ANVIL_TRY(dir, DirOrDefault(dir_arg));
   auto fd = OpenKeyDir(*dir);
   if (!fd) return Fail("not_found", "no trusted key named " + name);
   const std::string file = name + std::string(kKeySuffix);

@@ -97,9 +97,9 @@ class UserConfigParser {
     UserSandboxConfig config;
     for (auto&& [key, node] : doc) {
       if (key.str() == "sandbox") {
-        if (auto s = ParseSandbox(key, node, config); !s) return tl::unexpected(s.error());
+        ANVIL_RETURN_IF_ERROR(ParseSandbox(key, node, config));
       } else if (key.str() == "profiles") {
-        if (auto s = ParseProfiles(key, node, config); !s) return tl::unexpected(s.error());
+        ANVIL_RETURN_IF_ERROR(ParseProfiles(key, node, config));
       } else {
         return InvalidAt(Where(key, node), "unknown key " + Quoted(key.str()), kUserShapeFix);
       }
@@ -210,8 +210,7 @@ class UserConfigParser {
       const toml::node& v = value_binding;
       const std::string name(k.str());
       auto enum_value = [&](auto parse, auto& field) -> Status {
-        auto text = String(k, v);
-        if (!text) return tl::unexpected(text.error());
+        ANVIL_TRY(text, String(k, v));
         auto parsed = parse(*text);
         if (!parsed) {
           return InvalidAt(Where(k, v), "sandbox." + name + ": " + parsed.error().message,
@@ -269,11 +268,8 @@ class UserConfigParser {
       }
       SandboxProfile profile;
       for (auto&& [k, v] : *body) {
-        if (auto s = ParseLists(k, v, "", profile.writable_roots, profile.readable_roots,
-                                profile.allow_hosts);
-            !s) {
-          return s;
-        }
+        ANVIL_RETURN_IF_ERROR(ParseLists(k, v, "", profile.writable_roots, profile.readable_roots,
+                                         profile.allow_hosts));
       }
       config.profile_defs[std::string(name.str())] = std::move(profile);
     }
@@ -308,8 +304,7 @@ std::string WorkspaceRefusal(std::string_view raw_key) {
 }  // namespace
 
 Result<UserSandboxConfig> ParseUserConfig(std::string_view text, std::string_view source_name) {
-  auto doc = policy_internal::ParseToml(text, source_name, kMaxUserConfigBytes);
-  if (!doc) return tl::unexpected(doc.error());
+  ANVIL_TRY(doc, policy_internal::ParseToml(text, source_name, kMaxUserConfigBytes));
   return UserConfigParser(source_name).Parse(*doc);
 }
 
@@ -334,8 +329,7 @@ Result<UserSandboxConfig> LoadUserConfig(const std::string& path) {
     if (e == ENOENT || e == ENOTDIR || e == EACCES) return UserSandboxConfig{};
     return SysFail("io", "cannot read " + path, e);
   }
-  auto text = ReadRegularFileFromFd(fd->Get(), path, kMaxUserConfigBytes);
-  if (!text) return tl::unexpected(text.error());
+  ANVIL_TRY(text, ReadRegularFileFromFd(fd->Get(), path, kMaxUserConfigBytes));
   return ParseUserConfig(*text, path);
 }
 

@@ -66,12 +66,10 @@ class ConfigParser {
     WorkspaceConfig config;
     for (auto&& [key, node] : doc) {
       if (key.str() == "plugins") {
-        if (auto s = ParsePlugins(key, node, config); !s) return tl::unexpected(s.error());
+        ANVIL_RETURN_IF_ERROR(ParsePlugins(key, node, config));
       } else if (key.str() == "sandbox") {
-        if (auto s = policy_internal::ParseWorkspaceSandbox(key, node, source_, config.sandbox);
-            !s) {
-          return tl::unexpected(s.error());
-        }
+        ANVIL_RETURN_IF_ERROR(
+            policy_internal::ParseWorkspaceSandbox(key, node, source_, config.sandbox));
       } else {
         return Refuse(key, node);
       }
@@ -108,9 +106,9 @@ class ConfigParser {
     }
     for (auto&& [sub_key, sub_node] : *plugins) {
       if (sub_key.str() == "enable") {
-        if (auto s = ParseEnable(sub_key, sub_node, config); !s) return s;
+        ANVIL_RETURN_IF_ERROR(ParseEnable(sub_key, sub_node, config));
       } else if (sub_key.str() == "settings") {
-        if (auto s = ParseSettings(sub_key, sub_node, config); !s) return s;
+        ANVIL_RETURN_IF_ERROR(ParseSettings(sub_key, sub_node, config));
       } else {
         return Refuse(sub_key, sub_node);
       }
@@ -163,8 +161,7 @@ class ConfigParser {
                            std::string(TypeName(value)),
                        "write [plugins.settings.\"" + std::string(id.str()) + "\"] and keys below");
       }
-      auto json = ToJson(value, 1, Where(id, value));
-      if (!json) return tl::unexpected(json.error());
+      ANVIL_TRY(json, ToJson(value, 1, Where(id, value)));
       config.settings.emplace(std::string(id.str()), std::move(*json));
     }
     return Ok();
@@ -189,8 +186,7 @@ class ConfigParser {
         if (key.str().size() > kMaxSettingsStringBytes) {
           return Invalid(Where(key, value), "a settings key is too long");
         }
-        auto converted = ToJson(value, depth + 1, Where(key, value));
-        if (!converted) return converted;
+        ANVIL_TRY(converted, ToJson(value, depth + 1, Where(key, value)));
         out[std::string(key.str())] = std::move(*converted);
       }
       return out;
@@ -198,8 +194,7 @@ class ConfigParser {
     if (const auto* array = node.as_array()) {
       nlohmann::json out = nlohmann::json::array();
       for (const toml::node& item : *array) {
-        auto converted = ToJson(item, depth + 1, where);
-        if (!converted) return converted;
+        ANVIL_TRY(converted, ToJson(item, depth + 1, where));
         out.push_back(std::move(*converted));
       }
       return out;
@@ -246,15 +241,13 @@ nlohmann::json WorkspaceConfig::SettingsFor(std::string_view plugin_id) const {
 
 Result<WorkspaceConfig> ParseWorkspaceConfig(std::string_view toml_text,
                                              std::string_view source_name) {
-  auto doc = policy_internal::ParseToml(toml_text, source_name, kMaxWorkspaceConfigBytes);
-  if (!doc) return tl::unexpected(doc.error());
+  ANVIL_TRY(doc, policy_internal::ParseToml(toml_text, source_name, kMaxWorkspaceConfigBytes));
   return ConfigParser(source_name).Parse(*doc);
 }
 
 Result<WorkspaceConfig> LoadWorkspaceConfig(const std::string& workspace_dir) {
-  auto dir = OpenDirectoryOr(workspace_dir, DirOpen::kPath,
-                             "workspace " + QuotePathForMessage(workspace_dir));
-  if (!dir) return tl::unexpected(dir.error());
+  ANVIL_TRY(dir, OpenDirectoryOr(workspace_dir, DirOpen::kPath,
+                                 "workspace " + QuotePathForMessage(workspace_dir)));
   auto text = ReadRegularFileNoFollow(dir->Get(), std::string(kWorkspaceConfigName),
                                       kMaxWorkspaceConfigBytes);
   if (!text) {

@@ -26,8 +26,7 @@ Result<std::unique_ptr<GatewayProcess>> GatewayProcess::Start(const GatewayConfi
   UniqueFd ours(sv[0]), theirs(sv[1]);
   // The names of temporaries the gateway has created but not yet renamed: swept in Stop, after
   // the gateway has exited however it exited (fs/pending_writes.h).
-  auto journal = PendingWrites::CreateJournal();
-  if (!journal) return tl::unexpected(journal.error());
+  ANVIL_TRY(journal, PendingWrites::CreateJournal());
   // Above the numbers the child moves descriptors to, so that no dup2 there overwrites it.
   if (journal->Get() < 5) {
     UniqueFd high(fcntl(journal->Get(), F_DUPFD_CLOEXEC, 5));
@@ -97,8 +96,7 @@ Result<nlohmann::json> GatewayProcess::ReadControl(int timeout_ms) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   char buffer[65536];
   while (true) {
-    auto frame = reader_.Next();
-    if (!frame) return tl::unexpected(frame.error());
+    ANVIL_TRY(frame, reader_.Next());
     if (*frame) {
       auto json = nlohmann::json::parse((*frame)->body, nullptr, false);
       if (json.is_discarded()) return Fail("internal", "bad control reply");
@@ -132,8 +130,7 @@ Result<nlohmann::json> GatewayProcess::Control(nlohmann::json message) {
     return SysFail("internal", "control send");
   }
   while (true) {
-    auto reply = ReadControl(10000);
-    if (!reply) return reply;
+    ANVIL_TRY(reply, ReadControl(10000));
     if (reply->value("seq", uint64_t{0}) == seq) return reply;
   }
 }

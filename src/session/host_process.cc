@@ -54,12 +54,10 @@ Result<std::unique_ptr<HostProcess>> HostProcess::Start(const HostConfig& config
     return Fail("internal",
                 "the instruction budget goes in HostConfig::instructions, not in extra_args");
   }
-  auto token = ipc::CapabilityToken::Generate();
-  if (!token) return tl::unexpected(token.error());
+  ANVIL_TRY(token, ipc::CapabilityToken::Generate());
   std::unique_ptr<HostProcess> host(new HostProcess(gateway, std::move(*token)));
   host->plugin_id_ = config.plugin_id;
-  auto gateway_fd = gateway.Connect();
-  if (!gateway_fd) return tl::unexpected(gateway_fd.error());
+  ANVIL_TRY(gateway_fd, gateway.Connect());
   int session_pair[2], token_pipe[2], err_pipe[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, session_pair) != 0 ||
       // A socket, not a pipe, for the handoff: send(MSG_NOSIGNAL) turns a host that died
@@ -196,9 +194,7 @@ Status HostProcess::Kill(const std::string& reason) {
 Result<uint64_t> HostProcess::Send(const std::string& op, std::vector<std::string> args) {
   if (pid_ <= 0 || !session_) return Fail("internal", "host is not running");
   uint64_t id = next_id_++;
-  if (auto s = SendAll(session_.Get(), ipc::EncodeRequest({id, "", op, std::move(args)})); !s) {
-    return tl::unexpected(s.error());
-  }
+  ANVIL_RETURN_IF_ERROR(SendAll(session_.Get(), ipc::EncodeRequest({id, "", op, std::move(args)})));
   return id;
 }
 
@@ -254,7 +250,7 @@ Result<int> HostProcess::Stop(std::chrono::milliseconds grace) {
   if (pid_ <= 0) return exit_status_;
   session_.Reset();  // EOF: the host exits on its own
   if (!Reap(static_cast<int>(grace.count()))) {
-    if (auto s = Kill("stopped"); !s) return tl::unexpected(s.error());
+    ANVIL_RETURN_IF_ERROR(Kill("stopped"));
     return exit_status_;
   }
   (void)gateway_.Revoke(token_, "host stopped");
@@ -302,8 +298,7 @@ Result<ipc::Response> HostProcess::Call(const std::string& op, std::vector<std::
     if (*next) {
       const ipc::Frame& f = **next;
       if (f.kind == ipc::FrameKind::kResponse) {
-        auto r = ipc::DecodeResponse(f.body);
-        if (!r) return tl::unexpected(r.error());
+        ANVIL_TRY(r, ipc::DecodeResponse(f.body));
         if (r->id == id) return r;
         continue;
       }
@@ -383,8 +378,7 @@ Error HostProcess::CpuStopError() const {
 }
 
 Result<std::vector<std::string>> HostProcess::Describe(std::chrono::milliseconds deadline) {
-  auto r = Call("host.describe", {}, deadline, nullptr, nullptr);
-  if (!r) return tl::unexpected(r.error());
+  ANVIL_TRY(r, Call("host.describe", {}, deadline, nullptr, nullptr));
   if (!r->ok) return tl::unexpected(r->ToError());
   return r->fields;
 }
@@ -392,8 +386,7 @@ Result<std::vector<std::string>> HostProcess::Describe(std::chrono::milliseconds
 Result<std::string> HostProcess::Run(const std::string& command, const std::string& args_json,
                                      std::chrono::milliseconds deadline,
                                      const EditorHandler& editor, const LogHandler& log) {
-  auto r = Call("command.run", {command, args_json}, deadline, &editor, &log);
-  if (!r) return tl::unexpected(r.error());
+  ANVIL_TRY(r, Call("command.run", {command, args_json}, deadline, &editor, &log));
   if (!r->ok) return tl::unexpected(r->ToError());
   if (r->fields.size() != 1) return Fail("error", "malformed result from the plugin host");
   return r->fields[0];

@@ -123,25 +123,20 @@ Result<std::map<std::string, std::string>> CheckLock(const std::string& workspac
     return tl::unexpected(lock.error());
   }
   if (!lock->plugins.count(manifest.id)) return Pins{};
-  auto hashes = HashPluginDir(plugin_dir, manifest);
-  if (!hashes) return tl::unexpected(hashes.error());
-  if (auto s = VerifyAgainstLock(*lock, manifest.id, *hashes); !s) {
-    return tl::unexpected(s.error());
-  }
+  ANVIL_TRY(hashes, HashPluginDir(plugin_dir, manifest));
+  ANVIL_RETURN_IF_ERROR(VerifyAgainstLock(*lock, manifest.id, *hashes));
   return std::move(hashes->files);
 }
 
 Result<SignatureCheck> CheckSignature(const std::string& plugin_dir, const Manifest& manifest,
                                       bool require_signed) {
-  auto text = ReadSignatureFile(plugin_dir);
-  if (!text) return tl::unexpected(text.error());
+  ANVIL_TRY(text, ReadSignatureFile(plugin_dir));
   // Unsigned and not required: the user's keys are not even read, so a damaged key directory
   // does not stop unsigned plugins.
   if (!*text && !require_signed) return SignatureCheck{};
   std::vector<TrustedKey> keys;
   if (*text) {
-    auto loaded = LoadTrustedKeys();
-    if (!loaded) return tl::unexpected(loaded.error());
+    ANVIL_TRY(loaded, LoadTrustedKeys());
     keys = std::move(*loaded);
   }
   auto check = VerifyManifestSignature(manifest.sha256, *text, keys, require_signed);
@@ -157,8 +152,7 @@ Result<GrantLookup> LookupGrant(GrantStore& store, const std::string& workspace,
                                 const Manifest& manifest, const std::string& plugin_dir) {
   GrantLookup out;
   std::string identity;
-  auto hashes = HashPluginDir(plugin_dir, manifest, &identity);
-  if (!hashes) return tl::unexpected(hashes.error());
+  ANVIL_TRY(hashes, HashPluginDir(plugin_dir, manifest, &identity));
   out.copy = PluginCopy{plugin_dir, hashes->code_sha256, identity};
   out.files = std::move(hashes->files);
   auto latest = store.FindLatest(workspace, manifest.id);
@@ -176,11 +170,8 @@ Result<GrantLookup> LookupGrant(GrantStore& store, const std::string& workspace,
     // on, so that the user's later edits of it run as edits of the approved directory do.
     latest->copy->dir_identity = identity;
     if (!identity.empty()) {
-      if (auto s = store.Approve(workspace, manifest.id, latest->manifest_sha256, latest->grant,
-                                 *latest->copy);
-          !s) {
-        return tl::unexpected(s.error());
-      }
+      ANVIL_RETURN_IF_ERROR(store.Approve(workspace, manifest.id, latest->manifest_sha256,
+                                          latest->grant, *latest->copy));
     }
   }
   if (latest->manifest_sha256 == manifest.sha256) {
@@ -190,11 +181,8 @@ Result<GrantLookup> LookupGrant(GrantStore& store, const std::string& workspace,
   out.previous = latest->grant;
   if (!NeedsConsent(out.previous, manifest.requested)) {
     // The changed manifest only removes permissions: store the narrower grant, no question.
-    if (auto s =
-            store.Approve(workspace, manifest.id, manifest.sha256, manifest.requested, out.copy);
-        !s) {
-      return tl::unexpected(s.error());
-    }
+    ANVIL_RETURN_IF_ERROR(
+        store.Approve(workspace, manifest.id, manifest.sha256, manifest.requested, out.copy));
     out.grant = manifest.requested;
   }
   return out;

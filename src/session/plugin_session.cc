@@ -36,17 +36,13 @@ Result<std::string> AuditLogPath(const std::string& workspace) {
 
 Result<std::unique_ptr<PluginSession>> PluginSession::Start(const PluginSessionConfig& config) {
   std::unique_ptr<PluginSession> s(new PluginSession());
-  auto audit = AuditLogPath(config.workspace);
-  if (!audit) return tl::unexpected(audit.error());
-  auto gateway_exe = FindHelper("anvil-gateway");
-  if (!gateway_exe) return tl::unexpected(gateway_exe.error());
-  auto host_exe = FindHelper("anvil-plugin-host");
-  if (!host_exe) return tl::unexpected(host_exe.error());
+  ANVIL_TRY(audit, AuditLogPath(config.workspace));
+  ANVIL_TRY(gateway_exe, FindHelper("anvil-gateway"));
+  ANVIL_TRY(host_exe, FindHelper("anvil-plugin-host"));
   GatewayConfig gw{gateway_exe->path, config.workspace, {"--audit-log", *audit}};
   gw.unsafe_net_test = config.unsafe_net_test;
   gw.extra_args.insert(gw.extra_args.end(), config.gateway_args.begin(), config.gateway_args.end());
-  auto gateway = GatewayProcess::Start(gw);
-  if (!gateway) return tl::unexpected(gateway.error());
+  ANVIL_TRY(gateway, GatewayProcess::Start(gw));
   s->gateway_ = std::move(*gateway);
   HostConfig host{
       host_exe->path,        config.plugin_dir,  std::string(ToString(config.manifest.runtime)),

@@ -28,8 +28,7 @@ using namespace std::chrono_literals;
 // ---- the gateway ----------------------------------------------------------------------------
 
 Status Server::StartGateway() {
-  auto audit = AuditLogPath(o_.workspace);
-  if (!audit) return tl::unexpected(audit.error());
+  ANVIL_TRY(audit, AuditLogPath(o_.workspace));
   auto exe = FindHelper("anvil-gateway");
   if (!exe) {
     gateway_error_ = exe.error().ToString();

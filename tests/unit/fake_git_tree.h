@@ -1,11 +1,15 @@
-// An in-memory file tree behind GitFs (policy/git_metadata.h), for the walk's unit tests.
+// An in-memory file tree behind GitFs (policy/git_metadata.h), for the walk's unit tests, and
+// the fixtures they share (the environment, a git dir's shape, the markers a scan found).
 #pragma once
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "policy/git_metadata.h"
 
@@ -209,5 +213,34 @@ class FakeTree {
   uint64_t next_ = 1;
   std::chrono::steady_clock::duration clock_{0};
 };
+
+// The environment of the walk's tests: a home, nothing else.
+inline GitEnv TestGitEnv() {
+  GitEnv env;
+  env.home = "/home/u";
+  return env;
+}
+
+// HEAD beside `objects` and `refs` of the given kinds ("dir", "file", "exec", "link"): a git dir
+// to git, under any name, when both are directories (or pass access(X_OK)).
+inline void GitDirShape(FakeTree& t, const std::string& dir, const std::string& objects = "dir",
+                        const std::string& refs = "dir") {
+  t.File(dir + "/HEAD", "ref: refs/heads/main\n");
+  for (const auto& [name, kind] : {std::pair{"/objects", objects}, std::pair{"/refs", refs}}) {
+    const std::string path = dir + name;
+    if (kind == "dir") t.Dir(path);
+    if (kind == "file" || kind == "exec") t.File(path, "#!/bin/sh\n");
+    if (kind == "exec") t.Chmod(path, true);
+    if (kind == "link") t.Link(path, "/usr/bin/git");
+  }
+}
+
+// The markers of the repositories `scan` found, sorted.
+inline std::vector<std::string> SortedMarkers(const GitScan& scan) {
+  std::vector<std::string> out;
+  for (const auto& r : scan.repos) out.push_back(r.marker);
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 }  // namespace anvil::testing_support

@@ -18,40 +18,19 @@ namespace {
 using V = std::vector<std::string>;
 using testing_support::FakeTree;
 
-GitEnv Env() {
-  GitEnv env;
-  env.home = "/home/u";
-  return env;
-}
+using testing_support::GitDirShape;
 
-V Markers(const GitScan& scan) {
-  V out;
-  for (const auto& r : scan.repos) out.push_back(r.marker);
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-// HEAD beside `objects` and `refs` of the given kinds ("dir", "file", "exec", "link").
-void Shape(FakeTree& t, const std::string& dir, const std::string& objects,
-           const std::string& refs) {
-  t.File(dir + "/HEAD", "ref: refs/heads/main\n");
-  for (const auto& [name, kind] : {std::pair{"/objects", objects}, std::pair{"/refs", refs}}) {
-    const std::string path = dir + name;
-    if (kind == "dir") t.Dir(path);
-    if (kind == "file" || kind == "exec") t.File(path, "#!/bin/sh\n");
-    if (kind == "exec") t.Chmod(path, true);
-    if (kind == "link") t.Link(path, "/usr/bin/git");
-  }
-}
+GitEnv Env() { return testing_support::TestGitEnv(); }
+V Markers(const GitScan& scan) { return testing_support::SortedMarkers(scan); }
 
 TEST(GitDiscovery, ObjectsAndRefsCountAsAccessXOkTakesThem) {
   FakeTree t;
-  Shape(t, "/w/dirs", "dir", "dir");
-  Shape(t, "/w/execs", "exec", "exec");
-  Shape(t, "/w/mixed", "exec", "dir");
-  Shape(t, "/w/links", "link", "exec");
-  Shape(t, "/w/plain", "file", "file");  // no execute bit: access(X_OK) refuses, git too
-  Shape(t, "/w/half", "exec", "file");
+  GitDirShape(t, "/w/dirs", "dir", "dir");
+  GitDirShape(t, "/w/execs", "exec", "exec");
+  GitDirShape(t, "/w/mixed", "exec", "dir");
+  GitDirShape(t, "/w/links", "link", "exec");
+  GitDirShape(t, "/w/plain", "file", "file");  // no execute bit: access(X_OK) refuses, git too
+  GitDirShape(t, "/w/half", "exec", "file");
   auto fs = t.Fs();
   auto scan = ScanGitMetadata({"/w"}, Env(), fs, {});
   ASSERT_TRUE(scan) << scan.error().ToString();
@@ -63,7 +42,7 @@ TEST(GitDiscovery, AnExecuteBitSetAfterAnEarlierWalkIsSeen) {
   // memo, the execute bits never do.
   FakeTree t;
   t.wall = 100;
-  Shape(t, "/w/d", "file", "file");
+  GitDirShape(t, "/w/d", "file", "file");
   t.File("/w/d/config", "[core]\n\tfsmonitor = /x\n");
   auto fs = t.Fs();
   t.wall = 1000;
@@ -82,7 +61,7 @@ TEST(GitDiscovery, NamesThatFoldAlikeDoNotHideOneAnother) {
   // The walk compares names folded; on an exact-lookup directory "objects." is another name,
   // and git finds the directory `objects` whatever else is listed after it.
   FakeTree t;
-  Shape(t, "/w/d", "dir", "dir");
+  GitDirShape(t, "/w/d", "dir", "dir");
   t.File("/w/d/objects.");
   t.File("/w/d/refs ");
   t.Dir("/w/d/head");  // a directory folding to HEAD does not undo the file HEAD
@@ -94,9 +73,9 @@ TEST(GitDiscovery, NamesThatFoldAlikeDoNotHideOneAnother) {
 
 TEST(GitDiscovery, AboveTheRootExecutableFilesCountToo) {
   FakeTree t;
-  Shape(t, "/p", "exec", "exec");
+  GitDirShape(t, "/p", "exec", "exec");
   t.Dir("/p/w");
-  Shape(t, "/q", "file", "file");
+  GitDirShape(t, "/q", "file", "file");
   t.Dir("/q/w");
   auto fs = t.Fs();
   auto p = ScanGitMetadata({"/p/w"}, Env(), fs, {});

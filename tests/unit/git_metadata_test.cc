@@ -19,8 +19,7 @@ using V = std::vector<std::string>;
 using testing_support::FakeTree;
 
 GitEnv Env() {
-  GitEnv env;
-  env.home = "/home/u";
+  GitEnv env = testing_support::TestGitEnv();
   env.passwd_file = "/etc/passwd";
   return env;
 }

@@ -19,30 +19,15 @@ namespace {
 using V = std::vector<std::string>;
 using testing_support::FakeTree;
 
-GitEnv Env() {
-  GitEnv env;
-  env.home = "/home/u";
-  return env;
-}
+using testing_support::GitDirShape;
 
-V Markers(const GitScan& scan) {
-  V out;
-  for (const auto& r : scan.repos) out.push_back(r.marker);
-  std::sort(out.begin(), out.end());
-  return out;
-}
+GitEnv Env() { return testing_support::TestGitEnv(); }
+V Markers(const GitScan& scan) { return testing_support::SortedMarkers(scan); }
 
 V Names(const GitScan& scan) {
   V out = scan.protected_names;
   std::sort(out.begin(), out.end());
   return out;
-}
-
-// HEAD beside objects/ and refs/: a git dir to git, under any name.
-void BareShape(FakeTree& t, const std::string& dir) {
-  t.File(dir + "/HEAD", "ref: refs/heads/main\n");
-  t.Dir(dir + "/objects");
-  t.Dir(dir + "/refs");
 }
 
 TEST(DecideGitWalkEntry, EveryEntryTheSameInEveryDirectory) {
@@ -112,12 +97,12 @@ TEST(DecideGitWalkEntry, EveryEntryTheSameInEveryDirectory) {
 TEST(ScanGitMetadata, NothingBelowADirectoryShapedLikeAGitDirIsHidden) {
   FakeTree t;
   t.GitInit("/w");
-  BareShape(t, "/w/sub");
+  GitDirShape(t, "/w/sub");
   t.File("/w/sub/Anvil.toml");
   t.Dir("/w/sub/.anvil");
   t.File("/w/sub/a/b/anvil.lock");
-  t.GitInit("/w/sub/a");                 // git started in sub/a uses sub/a/.git
-  BareShape(t, "/w/sub/objects/inner");  // and in sub/objects/inner, that git dir
+  t.GitInit("/w/sub/a");                   // git started in sub/a uses sub/a/.git
+  GitDirShape(t, "/w/sub/objects/inner");  // and in sub/objects/inner, that git dir
   t.File("/w/wt/HEAD", "ref: refs/heads/main\n");
   t.File("/w/wt/commondir", "../.git\n");
   t.File("/w/wt/deep/Anvil.toml");
@@ -154,7 +139,7 @@ TEST(ScanGitMetadata, NothingBelowAnotherSpellingOfDotGitIsHidden) {
 
 TEST(ScanGitMetadata, ATopShapedLikeAGitDirIsWalkedBelow) {
   FakeTree t;
-  BareShape(t, "/w");
+  GitDirShape(t, "/w");
   t.Dir("/w/.anvil");
   t.File("/w/anvil.lock");
   t.File("/w/sub/Anvil.toml");
@@ -170,7 +155,7 @@ TEST(ScanGitMetadata, ATopShapedLikeAGitDirIsWalkedBelow) {
 // before the run fails and the one after names the subtree; its entries count.
 TEST(ScanGitMetadata, BelowAGitDirShapeTheSameBoundsApply) {
   FakeTree t;
-  BareShape(t, "/w/sub");
+  GitDirShape(t, "/w/sub");
   t.File("/w/sub/a/b/Anvil.toml");
   auto fs = t.Fs();
   const GitScanLimits shallow{.depth = 2};
@@ -219,7 +204,7 @@ TEST(ScanGitMetadata, EverySpellingOfDotGitThatFoldsIsARepository) {
 TEST(ScanGitMetadata, AMemoKeepsWhatLiesBelowAGitDirShape) {
   FakeTree t;
   t.wall = 100;
-  BareShape(t, "/w/sub");
+  GitDirShape(t, "/w/sub");
   t.File("/w/sub/x/Anvil.toml");
   t.GitInit("/w/sub/y");
   auto fs = t.Fs();
@@ -238,7 +223,7 @@ TEST(ScanGitMetadata, AMemoKeepsWhatLiesBelowAGitDirShape) {
 TEST(ScanGitMetadata, ARealBareRepositoryIsOneRepository) {
   FakeTree t;
   t.GitInit("/w");
-  BareShape(t, "/w/vendor/mirror.git");
+  GitDirShape(t, "/w/vendor/mirror.git");
   t.File("/w/vendor/mirror.git/config", "[core]\n\tbare = true\n");
   t.Dir("/w/vendor/mirror.git/objects/pack");
   t.File("/w/vendor/mirror.git/objects/pack/pack-1.pack");

@@ -144,13 +144,11 @@ Result<const TextDocument*> Server::BufferFor(const Plugin& p, const std::string
   std::string path;
   if (uri_or_path.find("://") == std::string::npos) {
     // A workspace-relative path: the open buffer of that file.
-    auto normalized = NormalizeWorkspacePath(uri_or_path);
-    if (!normalized) return tl::unexpected(normalized.error());
+    ANVIL_TRY(normalized, NormalizeWorkspacePath(uri_or_path));
     path = *normalized;
     doc = buffers_.FindByPath(path, o_.workspace);
   } else {
-    auto rel = WorkspacePathOfUri(uri_or_path, o_.workspace);
-    if (!rel) return tl::unexpected(rel.error());
+    ANVIL_TRY(rel, WorkspacePathOfUri(uri_or_path, o_.workspace));
     path = *rel;
     doc = buffers_.Find(uri_or_path);
   }
@@ -159,8 +157,7 @@ Result<const TextDocument*> Server::BufferFor(const Plugin& p, const std::string
   if (!doc) return Fail("not_found", "no open buffer " + QuotePathForMessage(uri_or_path));
   // The name is granted; so must be the file it leads to (the one the editor shows and saves).
   if (!buffer_root_) {
-    auto root = WorkspaceRoot::Open(o_.workspace);
-    if (!root) return tl::unexpected(root.error());
+    ANVIL_TRY(root, WorkspaceRoot::Open(o_.workspace));
     buffer_root_.emplace(std::move(*root));
   }
   ANVIL_TRY(target, BufferTarget(*buffer_root_, path, for_edit));

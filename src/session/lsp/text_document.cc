@@ -234,14 +234,10 @@ Result<PreparedEdit> BufferStore::PrepareEdit(const std::string& uri, int64_t ve
       if (!r.is_object() || r.size() != 2 || !r.contains("start") || !r.contains("end")) {
         return Fail("invalid", "range must be {start=, end=}");
       }
-      auto a = ParsePosition(r["start"], "range.start");
-      if (!a) return tl::unexpected(a.error());
-      auto b = ParsePosition(r["end"], "range.end");
-      if (!b) return tl::unexpected(b.error());
-      auto from = index.Offset(*a, PositionEncoding::kUtf8, true);
-      if (!from) return tl::unexpected(from.error());
-      auto to = index.Offset(*b, PositionEncoding::kUtf8, true);
-      if (!to) return tl::unexpected(to.error());
+      ANVIL_TRY(a, ParsePosition(r["start"], "range.start"));
+      ANVIL_TRY(b, ParsePosition(r["end"], "range.end"));
+      ANVIL_TRY(from, index.Offset(*a, PositionEncoding::kUtf8, true));
+      ANVIL_TRY(to, index.Offset(*b, PositionEncoding::kUtf8, true));
       if (*to < *from) return Fail("invalid", "range end is before its start");
       s.start = *from;
       s.end = *to;
