@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <iterator>
 #include <string>
 
 #include "gateway_fixture.h"
@@ -42,7 +41,12 @@ TEST_F(T2OfflineGateway, LinksNoNetworkLibrary) {
   // No libcurl, c-ares or TLS library to load (or to be swapped).
   std::ifstream in(BinDir() + "/anvil-gateway-offline", std::ios::binary);
   ASSERT_TRUE(in);
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string bytes;
+  in.seekg(0, std::ios::end);
+  bytes.resize(static_cast<size_t>(in.tellg()));
+  in.seekg(0);
+  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  ASSERT_TRUE(in);
   for (const char* library : {"libcurl.so", "libcares.so", "libssl.so", "libcrypto.so"}) {
     EXPECT_EQ(bytes.find(library), std::string::npos) << "anvil-gateway-offline names " << library;
   }
