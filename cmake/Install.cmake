@@ -1,6 +1,7 @@
 # `cmake --install BUILD --prefix P` and the Debian package (scripts/package.sh, CPack):
-#   P/bin/anvil                      P/libexec/anvil/{anvil-gateway,anvil-plugin-host,
-#                                                     anvil-exec-runner,anvil-proxy}
+#   P/bin/anvil                      P/libexec/anvil/{anvil-gateway,anvil-gateway-offline,
+#                                                     anvil-plugin-host,anvil-exec-runner,
+#                                                     anvil-proxy}
 #   P/share/man/man1/anvil*.1.gz     P/share/doc/anvil/{README.md,docs/,copyright,changelog.gz}
 #   P/share/anvil/examples/          P/share/nvim/site/pack/anvil/start/anvil/ (editors/nvim)
 #   P/share/bash-completion/completions/anvil   P/share/zsh/vendor-completions/_anvil
@@ -12,7 +13,7 @@
 include(GNUInstallDirs)
 
 install(TARGETS anvil RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(TARGETS anvil-gateway anvil-plugin-host anvil-exec-runner anvil-proxy
+install(TARGETS anvil-gateway anvil-gateway-offline anvil-plugin-host anvil-exec-runner anvil-proxy
   RUNTIME DESTINATION ${ANVIL_HELPER_INSTALL_DIR})
 
 install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})

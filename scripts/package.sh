@@ -15,8 +15,8 @@ jobs="${ANVIL_JOBS:-$(nproc)}"
 preset="${ANVIL_PACKAGE_PRESET:-release}"
 cmake --preset "$preset" >/dev/null
 # What the package holds, not the test binaries.
-cmake --build --preset "$preset" -j "$jobs" --target anvil anvil-gateway anvil-plugin-host \
-  anvil-exec-runner anvil-proxy anvil_docs anvil_changelog
+cmake --build --preset "$preset" -j "$jobs" --target anvil anvil-gateway anvil-gateway-offline \
+  anvil-plugin-host anvil-exec-runner anvil-proxy anvil_docs anvil_changelog
 rm -rf build/package
 cpack --config "build/$preset/CPackConfig.cmake" -B "$PWD/build/package" >build/package.log 2>&1 \
   || { cat build/package.log >&2; exit 1; }

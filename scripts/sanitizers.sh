@@ -57,7 +57,7 @@ run_tsan() {
     return 1
   }
   cmake --preset tsan >/dev/null
-  cmake --build --preset tsan -j "$jobs" --target anvil-gateway
+  cmake --build --preset tsan -j "$jobs" --target anvil-gateway anvil-gateway-offline
   local bin=build/tsan/mixed-bin
   rm -rf "$bin"
   mkdir -p "$bin"
@@ -65,6 +65,7 @@ run_tsan() {
   for b in anvil anvil-plugin-host anvil-exec-runner; do ln -s "$PWD/build/dev/$b" "$bin/$b"; done
   # A copy, not a link: the gateway finds anvil-exec-runner next to its own /proc/self/exe.
   cp "build/tsan/anvil-gateway" "$bin/anvil-gateway"
+  cp "build/tsan/anvil-gateway-offline" "$bin/anvil-gateway-offline"
   # ANVIL_TEST_GATEWAY_TSAN=1: the few wall-clock bounds on the gateway's answers widen (TSan
   # makes it 5-15x slower; tests/security/sandbox_harness.h GatewayUnderTsan).
   ANVIL_TEST_BIN_DIR="$PWD/$bin" ANVIL_TEST_GATEWAY_TSAN=1 \

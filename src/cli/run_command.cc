@@ -170,6 +170,8 @@ struct RunSettings {
   // --watch --approve: the manifest (SHA-256) that --approve covers; a changed manifest is
   // looked up like any other (asks when it asks for more).
   std::optional<std::string> approve_only_sha;
+  // One run, not --watch: stdout is given up once the answer is on it (see RunOnce).
+  bool release_stdout = false;
 };
 
 // One run: manifest, lock, signature, grant, session, the command. Says what went wrong on
@@ -360,6 +362,15 @@ int RunOnce(const RunSettings& r) {
   }
   std::cout.flush();
   std::cerr.flush();
+  // The answer is complete: a caller reading stdout to its end (`out=$(anvil run …)`) has it
+  // now, not after the teardown. Stop still runs to the end, and this process exits only after
+  // it, so nothing it started outlives it; the gateway's and the host's stdout are not ours.
+  if (r.release_stdout) {
+    if (int null_fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC); null_fd >= 0) {
+      (void)::dup2(null_fd, STDOUT_FILENO);
+      ::close(null_fd);
+    }
+  }
   (void)(*session)->Stop();
   return code;
 }
@@ -418,7 +429,10 @@ int RunRunCommand(const std::vector<std::string>& args) {
   }
   RunSettings settings{workspace,        plugin_dir, positional,        a.approve,   a.json,
                        a.require_signed, a.timeout,  a.unsafe_net_test, std::nullopt};
-  if (!a.watch) return RunOnce(settings);
+  if (!a.watch) {
+    settings.release_stdout = true;
+    return RunOnce(settings);
+  }
   // --approve covers the manifest as it is now; one that cannot be read approves nothing.
   if (a.approve) {
     auto manifest = LoadManifest(plugin_dir);

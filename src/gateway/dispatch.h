@@ -37,7 +37,7 @@ struct DispatchContext {
   const ExecBroker* exec;                 // null: sys.exec is not available
   const std::atomic<bool>* cancelled;     // the request's cancel flag (long operations poll it)
   const std::string* exec_unavailable;    // why, when `exec` is null
-  NetFetchService* net = nullptr;         // "net.fetch"; null: sys.net is refused
+  NetService* net = nullptr;              // "net.fetch"; null: sys.net is refused
   ExecReadPlanner* read_plans = nullptr;  // with `exec`: what of the workspace the tool sees
   // What git runs from the workspace, refused to fs.write ops (linux/git_run_guard.h); null: not
   // checked (unit tests of dispatch alone; the gateway sets it unless no_fs_write).

@@ -122,8 +122,9 @@ int RunGateway(const GatewayOptions& input) {
   const uint32_t workers = std::max<uint32_t>(1, options.limits.worker_threads);
   options.net.max_fetches_per_session =
       std::max<uint32_t>(1, std::min(options.net.max_fetches_per_session, workers - 1));
-  // Before hardening: reads the --unsafe-test-ca file, initialises libcurl single-threaded.
-  auto net = NetFetchService::Create(options.net);
+  // Before hardening: reads the --unsafe-test-ca file, initialises libcurl single-threaded
+  // (anvil-gateway-offline: none, and every net.fetch is refused).
+  auto net = MakeNetService(options.net);
   if (!net) return fail(net.error());
   // Before hardening: the user's git config lies outside the workspace. Only when a plugin may
   // write: the scan walks the whole workspace, most of a no-op session's start in a large one.

@@ -16,8 +16,9 @@ bool JobQueue::Open() {
 void JobQueue::Start(uint32_t workers, uint32_t exec_workers) {
   for (uint32_t i = 0; i < workers; ++i) workers_.emplace_back([this] { Worker(false); });
   for (uint32_t i = 0; i < exec_workers; ++i) workers_.emplace_back([this] { Worker(true); });
-  // Serve only once every worker runs: a worker's start-up then never meets what serving can
-  // bring (the file-descriptor limit reached, which sanitizer runtimes need a pipe to survive).
+}
+
+void JobQueue::WaitRunning() {
   std::unique_lock lock(queue_mu_);
   workers_cv_.wait(lock, [this] { return workers_running_ == workers_.size(); });
 }

@@ -66,9 +66,14 @@ class JobQueue {
   bool Open();
   int wake_fd() const { return wake_.Get(); }
 
-  // Starts the workers and returns once every one runs. Call after the process hardened
-  // itself: threads created later inherit Landlock and seccomp; existing ones never get them.
+  // Starts the workers. Call after the process hardened itself: threads created later
+  // inherit Landlock and seccomp; existing ones never get them.
   void Start(uint32_t workers, uint32_t exec_workers);
+  // Returns once every worker started runs: the server calls it before it accepts its first
+  // connection, so that a worker's start-up never meets what serving can bring (the
+  // file-descriptor limit reached, which sanitizer runtimes need a pipe to survive), while the
+  // control channel (a registration) is served meanwhile.
+  void WaitRunning();
 
   // Queues `job` (on the sys.exec queue when `exec`), or says why not (a cap is reached).
   std::optional<std::string> Push(const std::shared_ptr<Job>& job, bool exec);
@@ -99,7 +104,7 @@ class JobQueue {
   std::mutex done_mu_;
   std::vector<Completion> done_;
   std::vector<std::thread> workers_;
-  size_t workers_running_ = 0;  // under queue_mu_; Start waits for all
+  size_t workers_running_ = 0;  // under queue_mu_; WaitRunning waits for all
   std::condition_variable workers_cv_;
 };
 

@@ -86,6 +86,12 @@ Result<std::unique_ptr<NetFetchService>> NetFetchService::Create(const NetFetchO
   return std::unique_ptr<NetFetchService>(new NetFetchService(options, std::move(ca_pem)));
 }
 
+Result<std::unique_ptr<NetService>> MakeNetService(const NetFetchOptions& options) {
+  auto service = NetFetchService::Create(options);
+  if (!service) return tl::unexpected(service.error());
+  return std::unique_ptr<NetService>(std::move(*service));
+}
+
 NetFetchService::NetFetchService(const NetFetchOptions& options, std::string ca_pem)
     : options_(options),
       fetcher_(options.limits, std::move(ca_pem)),

@@ -67,17 +67,34 @@ class FetchSlots {
   std::uint32_t total_ = 0;
 };
 
-class NetFetchService {
+// "net.fetch" as the dispatch sees it. Its one implementation, NetFetchService, is the only
+// code of the gateway that reaches libcurl and c-ares: the dispatch and the server hold this
+// interface, so an executable that does not link NetFetchService links no network code.
+class NetService {
+ public:
+  virtual ~NetService() = default;
+  // request.args: [url, method, headers as a JSON object, body ("" = none)]
+  // reply fields: [status, response headers as a JSON object, body]
+  // `cancelled`: the request's cancel flag, polled while the fetch runs.
+  virtual ipc::Response Handle(const std::string& plugin, const Grant& grant,
+                               const ipc::Request& request, AuditEntry& audit,
+                               const std::atomic<bool>* cancelled = nullptr) = 0;
+};
+
+// Made by RunGateway before it hardens itself. Defined once per gateway executable:
+// anvil-gateway's is NetFetchService::Create (net_fetch_op.cc); anvil-gateway-offline's,
+// started for sessions whose plugins have no net grant, makes none (net_service_none.cc), and
+// the dispatch then refuses every net.fetch.
+Result<std::unique_ptr<NetService>> MakeNetService(const NetFetchOptions& options);
+
+class NetFetchService : public NetService {
  public:
   // Reads the test CA file (before the gateway hardens itself, after which the file may be out
   // of reach) and initialises libcurl and c-ares while the process is single-threaded.
   static Result<std::unique_ptr<NetFetchService>> Create(const NetFetchOptions& options);
 
-  // request.args: [url, method, headers as a JSON object, body ("" = none)]
-  // reply fields: [status, response headers as a JSON object, body]
-  // `cancelled`: the request's cancel flag, polled while the fetch runs.
   ipc::Response Handle(const std::string& plugin, const Grant& grant, const ipc::Request& request,
-                       AuditEntry& audit, const std::atomic<bool>* cancelled = nullptr);
+                       AuditEntry& audit, const std::atomic<bool>* cancelled = nullptr) override;
 
  private:
   NetFetchService(const NetFetchOptions& options, std::string ca_pem);

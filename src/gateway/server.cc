@@ -20,7 +20,7 @@ using ipc::Request;
 using ipc::Response;
 
 Server::Server(const GatewayOptions& options, WorkspaceRoot root, AuditLog* audit,
-               const ExecBroker* exec, std::unique_ptr<NetFetchService> net, GitRunGuard* git_run)
+               const ExecBroker* exec, std::unique_ptr<NetService> net, GitRunGuard* git_run)
     : options_(options),
       answer_caps_{options_.limits.max_read_bytes, options_.limits.max_list_entries,
                    options_.exec_limits.max_stdout_bytes + options_.exec_limits.max_stderr_bytes,
@@ -146,6 +146,10 @@ int Server::Loop() {
   queue_.Start(std::max<uint32_t>(1, options_.limits.worker_threads),
                exec_ ? std::max<uint32_t>(1, options_.exec_limits.max_concurrent) : 0);
   for (uint32_t i = io_thread_count_; i > 0; --i) io_threads_.emplace_back([this] { IoLoop(); });
+  // Connections are accepted (served) only once every worker runs (JobQueue::WaitRunning); the
+  // control channel is served from the start, so a registration need not wait for the
+  // threads' start.
+  bool workers_running = false;
   epoll_event events[64];
   int status = 0;
   while (control_.open() && status == 0) {
@@ -165,6 +169,12 @@ int Server::Loop() {
       (void)ignored;
       status = 1;
       break;
+    }
+    if (!workers_running && std::any_of(events, events + std::max(n, 0), [](const epoll_event& e) {
+          return static_cast<Tag>(e.data.u64 >> 56) == kListen;
+        })) {
+      queue_.WaitRunning();
+      workers_running = true;
     }
     {
       std::lock_guard lock(transport_.mu());

@@ -35,7 +35,7 @@ class Server {
   // `git_run`: what git runs from the workspace (linux/git_run_guard.h); not owned, outlives the
   // server.
   Server(const GatewayOptions& options, WorkspaceRoot root, AuditLog* audit, const ExecBroker* exec,
-         std::unique_ptr<NetFetchService> net, GitRunGuard* git_run);
+         std::unique_ptr<NetService> net, GitRunGuard* git_run);
 
   // Makes the epoll set, the plugin socket at `socket_path` and the job queue's eventfd.
   Status Start(const std::string& socket_path);
@@ -63,7 +63,7 @@ class Server {
   AuditLog* audit_;
   const ExecBroker* exec_;      // null: sys.exec unavailable in this gateway
   ExecReadPlanner read_plans_;  // what of the workspace a sys.exec tool sees (per call, cached)
-  std::unique_ptr<NetFetchService> net_;
+  std::unique_ptr<NetService> net_;
   GitRunGuard* git_run_;
   UniqueFd epoll_;
   UniqueFd conn_epoll_;  // the connections, polled by the I/O threads

@@ -19,7 +19,7 @@ CommandSpec HostFlags(HostOptions& o) {
   spec.synopsis =
       "--plugin-dir DIR --runtime lua|js --entry FILE\n"
       "                         --plugin-id ID --workspace DIR\n"
-      "                         --gateway-fd N --session-fd N --token-fd N [limits]";
+      "                         [--gateway-fd N] --session-fd N --token-fd N [limits]";
   spec.description =
       "Runs one plugin. Started by `anvil run` / `anvil serve`; not meant to be run by hand.";
   spec.style.wording = ParseStyle::Wording::kExpectsGot;
@@ -31,7 +31,10 @@ CommandSpec HostFlags(HostOptions& o) {
       TextInto("--entry", "FILE", "the entry file, relative to --plugin-dir", o.entry),
       TextInto("--plugin-id", "ID", "the plugin's id (anvil-plugin.toml)", o.plugin_id),
       TextInto("--workspace", "DIR", "the workspace", o.workspace),
-      DescriptorInto("--gateway-fd", "the connection to the gateway", o.gateway_fd),
+      DescriptorInto("--gateway-fd",
+                     "the connection to the gateway (default: it comes with the\n"
+                     "handoff on --token-fd)",
+                     o.gateway_fd),
       DescriptorInto("--session-fd", "the channel to the trusted side", o.session_fd),
       DescriptorInto("--token-fd", "the capability token, then the plugin's settings (read to EOF)",
                      o.token_fd),

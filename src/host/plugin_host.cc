@@ -108,6 +108,7 @@ Result<PluginSource> ReadPluginSource(const HostOptions& o) {
 }
 
 struct Handoff {
+  UniqueFd gateway;                         // the gateway connection, when it came here
   std::string token;                        // raw capability token bytes
   std::map<std::string, std::string> pins;  // anvil.lock: relative path -> SHA-256 hex
   std::string settings;                     // JSON object text
@@ -120,19 +121,58 @@ struct Handoff {
 //   <settings JSON>
 // Read in full before anything of the plugin is touched; never argv or the environment, which
 // other processes of the user can read in /proc.
-Result<Handoff> ReadHandoff(int fd) {
+// The connection to the gateway comes with it (SCM_RIGHTS, one descriptor, a socket) when the
+// trusted side started this host before its gateway was ready (session/host_process.h) and so
+// passed no --gateway-fd; `want_gateway` says which. Any other descriptor is refused.
+Result<Handoff> ReadHandoff(int fd, bool want_gateway) {
+  UniqueFd owned(fd);
+  Handoff out;
   std::string text;
   char buf[65536];
+  bool extra_fds = false;
   while (text.size() <= kMaxHandoffBytes) {
-    ssize_t n = ::read(fd, buf, sizeof(buf));
+    iovec iov{buf, sizeof(buf)};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    ssize_t n = ::recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+    if (n < 0 && errno == ENOTSOCK) {  // a pipe: bytes only
+      msg.msg_controllen = 0;
+      n = ::read(fd, buf, sizeof(buf));
+    }
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
+    if (n < 0) break;
+    if (msg.msg_flags & MSG_CTRUNC) extra_fds = true;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+      const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (size_t i = 0; i < count; ++i) {
+        int received;
+        std::memcpy(&received, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+        UniqueFd r(received);
+        if (!want_gateway || out.gateway) {
+          extra_fds = true;  // closed with r
+        } else {
+          out.gateway = std::move(r);
+        }
+      }
+    }
+    if (n == 0) break;
     text.append(buf, static_cast<size_t>(n));
   }
-  ::close(fd);
+  owned.Reset();
+  if (extra_fds) return Fail("invalid", "handoff: a descriptor that was not expected");
+  if (want_gateway) {
+    struct stat st {};
+    if (!out.gateway || ::fstat(out.gateway.Get(), &st) != 0 || !S_ISSOCK(st.st_mode)) {
+      return Fail("invalid", "handoff: no connection to the gateway");
+    }
+  }
   if (text.size() > kMaxHandoffBytes) return Fail("limit", "handoff over its size limit");
   const auto newline = text.find('\n');
-  Handoff out;
   std::string hex = text.substr(0, newline);
   auto token = ipc::CapabilityToken::FromHex(hex);
   if (!token) return Fail("invalid", "capability token: " + token.error().message);
@@ -328,10 +368,11 @@ int RunPluginHost(const HostOptions& o) {
     return 125;
   };
   if (o.runtime != "lua" && o.runtime != "js") return fail("invalid: runtime must be lua or js");
-  if (o.gateway_fd < 0 || o.session_fd < 0 || o.token_fd < 0) {
-    return fail("invalid: --gateway-fd, --session-fd and --token-fd are required");
+  if (o.session_fd < 0 || o.token_fd < 0) {
+    return fail("invalid: --session-fd and --token-fd are required");
   }
-  auto handoff = ReadHandoff(o.token_fd);
+  // Without --gateway-fd the connection to the gateway comes with the handoff.
+  auto handoff = ReadHandoff(o.token_fd, /*want_gateway=*/o.gateway_fd < 0);
   if (!handoff) return fail(handoff.error().ToString());
   // A plugin file that cannot be read (missing, a symlink, too large) or that anvil.lock does
   // not pin is the plugin's failure, not the sandbox's: it is answered as the load error (and
@@ -346,7 +387,9 @@ int RunPluginHost(const HostOptions& o) {
   }
   if (load_error) std::cerr << "anvil-plugin-host: " << load_error->ToString() << "\n";
 
-  ipc::GatewayClient gateway(UniqueFd(o.gateway_fd), std::move(handoff->token));
+  ipc::GatewayClient gateway(
+      o.gateway_fd >= 0 ? UniqueFd(o.gateway_fd) : std::move(handoff->gateway),
+      std::move(handoff->token));
   SessionChannel session(o.session_fd);
   HostApiImpl api(gateway, session);
   std::unique_ptr<Runtime> runtime = o.runtime == "lua"

@@ -1,7 +1,7 @@
-// Where Anvil's helper executables (anvil-gateway, anvil-plugin-host, anvil-exec-runner,
-// anvil-proxy) are: found from the running program's own location (/proc/self/exe), never
-// through PATH or the current directory, and refused when anyone but root or the caller could
-// replace them.
+// Where Anvil's helper executables (anvil-gateway, anvil-gateway-offline, anvil-plugin-host,
+// anvil-exec-runner, anvil-proxy) are: found from the running program's own location
+// (/proc/self/exe), never through PATH or the current directory, and refused when anyone but
+// root or the caller could replace them.
 #pragma once
 
 #include <sys/types.h>
@@ -15,8 +15,9 @@
 namespace anvil {
 
 // Every helper Anvil starts, in the order `anvil doctor` lists them.
-inline constexpr std::string_view kHelperNames[] = {"anvil-gateway", "anvil-plugin-host",
-                                                    "anvil-exec-runner", "anvil-proxy"};
+inline constexpr std::string_view kHelperNames[] = {"anvil-gateway", "anvil-gateway-offline",
+                                                    "anvil-plugin-host", "anvil-exec-runner",
+                                                    "anvil-proxy"};
 
 // The installed layout: helpers in this directory relative to the one holding `anvil`
 // (bin/ -> libexec/anvil/; set from CMake's install directories at build time).

@@ -63,15 +63,6 @@ class Channel {
 
 }  // namespace
 
-Result<DnsServer> ParseDnsServer(std::string_view text) {
-  // Same ADDR[:PORT] grammar as --unsafe-test-allow-address, with the port required.
-  auto parsed = ParseUnsafeTestAllowAddress(text);
-  if (!parsed || !parsed->port) {
-    return Fail("invalid", "--unsafe-test-resolver needs ADDR:PORT: " + std::string(text));
-  }
-  return DnsServer{parsed->address, *parsed->port};
-}
-
 Result<std::vector<IpAddress>> CaresResolver::Resolve(const std::string& host) {
   ANVIL_RETURN_IF_ERROR(InitLibraryOnce());
   const auto deadline = Clock::now() + options_.deadline;

@@ -19,13 +19,6 @@
 
 namespace anvil {
 
-// One DNS server given as ADDR:PORT ("127.0.0.1:5353", "[::1]:5353"); the port is required.
-struct DnsServer {
-  IpAddress address;
-  std::uint16_t port = 53;
-};
-Result<DnsServer> ParseDnsServer(std::string_view text);
-
 struct CaresResolverOptions {
   // nullopt: the system's resolv.conf (and /etc/hosts). Set: only this server, no hosts file.
   std::optional<DnsServer> server;

@@ -61,6 +61,15 @@ Result<UnsafeTestAllowAddress> ParseUnsafeTestAllowAddress(std::string_view text
   return entry;
 }
 
+Result<DnsServer> ParseDnsServer(std::string_view text) {
+  // Same ADDR[:PORT] grammar as --unsafe-test-allow-address, with the port required.
+  auto parsed = ParseUnsafeTestAllowAddress(text);
+  if (!parsed || !parsed->port) {
+    return Fail("invalid", "--unsafe-test-resolver needs ADDR:PORT: " + std::string(text));
+  }
+  return DnsServer{parsed->address, *parsed->port};
+}
+
 bool UnsafeTestOptions::PermitsPort(std::uint16_t port) const {
   return std::any_of(allow_addresses.begin(), allow_addresses.end(),
                      [port](const UnsafeTestAllowAddress& a) { return a.EffectivePort() == port; });

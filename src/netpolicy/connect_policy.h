@@ -34,6 +34,14 @@ struct UnsafeTestAllowAddress {
 // a strict literal (ParseIpLiteral); the port 1..65535 in canonical decimal.
 Result<UnsafeTestAllowAddress> ParseUnsafeTestAllowAddress(std::string_view text);
 
+// One DNS server given as ADDR:PORT ("127.0.0.1:5353", "[::1]:5353"); the port is required
+// (--unsafe-test-resolver; asked by net/cares_resolver).
+struct DnsServer {
+  IpAddress address;
+  std::uint16_t port = 53;
+};
+Result<DnsServer> ParseDnsServer(std::string_view text);
+
 struct UnsafeTestOptions {
   std::vector<UnsafeTestAllowAddress> allow_addresses;  // empty in production
 

@@ -19,6 +19,13 @@
 namespace anvil::session {
 
 Result<std::unique_ptr<GatewayProcess>> GatewayProcess::Start(const GatewayConfig& config) {
+  auto g = Launch(config);
+  if (!g) return g;
+  if (auto s = (*g)->WaitReady(); !s) return tl::unexpected(s.error());
+  return g;
+}
+
+Result<std::unique_ptr<GatewayProcess>> GatewayProcess::Launch(const GatewayConfig& config) {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
     return SysFail("internal", "socketpair");
@@ -67,25 +74,30 @@ Result<std::unique_ptr<GatewayProcess>> GatewayProcess::Start(const GatewayConfi
   g->pid_ = pid;
   g->journal_ = std::move(*journal);
   g->sweep_workspace_ = config.workspace;
+  g->requested_workspace_ = config.workspace;
   g->pidfd_.Reset(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
   g->control_ = std::move(ours);
-  auto ready = g->ReadControl(10000);
+  return g;
+}
+
+Status GatewayProcess::WaitReady() {
+  auto ready = ReadControl(10000);
   if (!ready) {
-    g->Stop(0);
+    Stop(0);
     return Fail("internal", "gateway did not start: " + ready.error().message);
   }
   if (!ready->is_object() || ready->value("event", "") != "ready") {
-    g->Stop(0);
+    Stop(0);
     return Fail("internal",
                 "gateway did not report ready: " +
                     ready->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
-  g->socket_path_ = ready->value("socket", "");
-  g->audit_log_ = ready->value("audit_log", "");
-  g->workspace_ = ready->value("workspace", "");
-  if (!g->workspace_.empty()) g->sweep_workspace_ = g->workspace_;  // canonical, as it wrote
-  g->session_id_ = ready->value("session", "");
-  return g;
+  socket_path_ = ready->value("socket", "");
+  audit_log_ = ready->value("audit_log", "");
+  workspace_ = ready->value("workspace", "");
+  if (!workspace_.empty()) sweep_workspace_ = workspace_;  // canonical, as it wrote
+  session_id_ = ready->value("session", "");
+  return Ok();
 }
 
 GatewayProcess::~GatewayProcess() {
@@ -161,6 +173,23 @@ Status GatewayProcess::Revoke(const ipc::CapabilityToken& token, const std::stri
   return FromReply(Control({{"op", "revoke"}, {"token", token.Hex()}, {"reason", reason}}));
 }
 
+void GatewayProcess::RevokeNoWait(const ipc::CapabilityToken& token, const std::string& reason) {
+  nlohmann::json message{{"op", "revoke"}, {"token", token.Hex()}, {"reason", reason}};
+  message["seq"] = seq_++;
+  std::string frame =
+      ipc::EncodeControl(message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  ssize_t ignored = ::send(control_.Get(), frame.data(), frame.size(), MSG_NOSIGNAL);
+  (void)ignored;
+}
+
+void GatewayProcess::BeginShutdown() {
+  if (!control_) return;
+  std::string frame = ipc::EncodeControl(R"({"op":"shutdown"})");
+  ssize_t ignored = ::send(control_.Get(), frame.data(), frame.size(), MSG_NOSIGNAL);
+  (void)ignored;
+  control_.Reset();  // EOF also means shutdown
+}
+
 Status GatewayProcess::CancelPlugin(const std::string& plugin, const std::string& reason) {
   return FromReply(Control({{"op", "cancel"}, {"plugin", plugin}, {"reason", reason}}));
 }
@@ -180,7 +209,7 @@ Result<UniqueFd> GatewayProcess::Connect() const {
 
 Result<int> GatewayProcess::Stop(int grace_ms) {
   if (pid_ <= 0) return Fail("internal", "gateway not running");
-  if (grace_ms > 0) {
+  if (grace_ms > 0 && control_) {
     std::string frame = ipc::EncodeControl(R"({"op":"shutdown"})");
     ssize_t ignored = ::send(control_.Get(), frame.data(), frame.size(), MSG_NOSIGNAL);
     (void)ignored;

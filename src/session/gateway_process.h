@@ -29,7 +29,13 @@ struct GatewayConfig {
 
 class GatewayProcess {
  public:
+  // Launch, then WaitReady.
   static Result<std::unique_ptr<GatewayProcess>> Start(const GatewayConfig& config);
+  // Starts the process; nothing but Stop may be used until WaitReady succeeded.
+  static Result<std::unique_ptr<GatewayProcess>> Launch(const GatewayConfig& config);
+  // Waits for the gateway's ready event (its socket, session, canonical workspace); stops it
+  // on failure.
+  Status WaitReady();
   ~GatewayProcess();
 
   // One control request, one reply ({"ok": true, ...} or {"ok": false, "error": "code: ..."}).
@@ -37,6 +43,11 @@ class GatewayProcess {
   Status Register(const ipc::CapabilityToken& token, const std::string& plugin, pid_t pid,
                   uid_t uid, const Grant& grant);
   Status Revoke(const ipc::CapabilityToken& token, const std::string& reason = "revoked");
+  // The same, not waiting for the answer: for the end of a session, before BeginShutdown.
+  void RevokeNoWait(const ipc::CapabilityToken& token, const std::string& reason);
+  // Asks the gateway to shut down and closes the control channel, not waiting; Stop then
+  // waits for the exit (and kills after its grace).
+  void BeginShutdown();
   Status CancelPlugin(const std::string& plugin, const std::string& reason);
   // A connected socket to hand to a plugin host.
   Result<UniqueFd> Connect() const;
@@ -49,6 +60,8 @@ class GatewayProcess {
   const std::string& socket_path() const { return socket_path_; }
   const std::string& audit_log() const { return audit_log_; }
   const std::string& workspace() const { return workspace_; }
+  // The workspace it was started for, before it said which (canonical) one it serves.
+  const std::string& workspace_requested() const { return requested_workspace_; }
   const std::string& session_id() const { return session_id_; }
 
  private:
@@ -58,7 +71,7 @@ class GatewayProcess {
   UniqueFd pidfd_;
   UniqueFd control_;
   ipc::FrameReader reader_;
-  std::string socket_path_, audit_log_, workspace_, session_id_;
+  std::string socket_path_, audit_log_, workspace_, session_id_, requested_workspace_;
   UniqueFd journal_;             // pending-writes journal shared with the gateway
   std::string sweep_workspace_;  // where the journal's paths are relative to
   uint64_t seq_ = 1;

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 
 #include "common/fd_io.h"
 #include "common/syscalls.h"
@@ -44,6 +45,14 @@ Error FrameError(const Error& reader_error) {
 Result<std::unique_ptr<HostProcess>> HostProcess::Start(const HostConfig& config,
                                                         GatewayProcess& gateway,
                                                         const Grant& grant) {
+  auto host = Spawn(config, gateway);
+  if (!host) return host;
+  if (auto s = (*host)->Attach(grant); !s) return tl::unexpected(s.error());
+  return host;
+}
+
+Result<std::unique_ptr<HostProcess>> HostProcess::Spawn(const HostConfig& config,
+                                                        GatewayProcess& gateway) {
   if (config.settings_json.size() > kMaxSettingsJsonBytes) {
     return Fail("limit", "the settings of plugin " + config.plugin_id + " are over 1 MiB as JSON");
   }
@@ -57,11 +66,11 @@ Result<std::unique_ptr<HostProcess>> HostProcess::Start(const HostConfig& config
   ANVIL_TRY(token, ipc::CapabilityToken::Generate());
   std::unique_ptr<HostProcess> host(new HostProcess(gateway, std::move(*token)));
   host->plugin_id_ = config.plugin_id;
-  ANVIL_TRY(gateway_fd, gateway.Connect());
   int session_pair[2], token_pipe[2], err_pipe[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, session_pair) != 0 ||
       // A socket, not a pipe, for the handoff: send(MSG_NOSIGNAL) turns a host that died
-      // before reading into EPIPE instead of a SIGPIPE that would kill `anvil run`.
+      // before reading into EPIPE instead of a SIGPIPE that would kill `anvil run`; and the
+      // connection to the gateway travels on it (SCM_RIGHTS).
       socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, token_pipe) != 0 ||
       pipe2(err_pipe, O_CLOEXEC) != 0) {
     return SysFail("internal", "host channels");
@@ -70,23 +79,13 @@ Result<std::unique_ptr<HostProcess>> HostProcess::Start(const HostConfig& config
   UniqueFd token_read(token_pipe[0]), token_write(token_pipe[1]);
   UniqueFd err_read(err_pipe[0]), err_write(err_pipe[1]);
 
-  std::vector<std::string> args = {config.binary,
-                                   "--plugin-dir",
-                                   config.plugin_dir,
-                                   "--runtime",
-                                   config.runtime,
-                                   "--entry",
-                                   config.entry,
-                                   "--plugin-id",
-                                   config.plugin_id,
-                                   "--workspace",
-                                   gateway.workspace(),
-                                   "--gateway-fd",
-                                   "3",
-                                   "--session-fd",
-                                   "4",
-                                   "--token-fd",
-                                   "5"};
+  // No --gateway-fd: the connection comes with the handoff (Attach).
+  std::vector<std::string> args = {
+      config.binary, "--plugin-dir", config.plugin_dir, "--runtime", config.runtime, "--entry",
+      config.entry, "--plugin-id", config.plugin_id, "--workspace",
+      // Before its ready event, the workspace it was started for.
+      gateway.workspace().empty() ? gateway.workspace_requested() : gateway.workspace(),
+      "--session-fd", "4", "--token-fd", "5"};
   if (config.instructions) {
     args.push_back("--instructions");
     args.push_back(std::to_string(*config.instructions));
@@ -106,10 +105,11 @@ Result<std::unique_ptr<HostProcess>> HostProcess::Start(const HostConfig& config
     if (getppid() != parent) _exit(125);
     int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (dup2(null_fd, 0) < 0 || dup2(err_write.Get(), 1) < 0 || dup2(err_write.Get(), 2) < 0 ||
-        dup2(gateway_fd->Get(), 3) < 0 || dup2(session_theirs.Get(), 4) < 0 ||
-        dup2(token_read.Get(), 5) < 0) {
+        dup2(session_theirs.Get(), 4) < 0 || dup2(token_read.Get(), 5) < 0) {
       _exit(125);
     }
+    // Only 0-2 and the two channels cross into the host; 3 is left closed.
+    syscall(SYS_close_range, 3, 3, 0);
     syscall(SYS_close_range, 6, ~0U, 0);
     execve(argv[0], argv.data(), envp);
     _exit(127);
@@ -123,29 +123,76 @@ Result<std::unique_ptr<HostProcess>> HostProcess::Start(const HostConfig& config
   host->session_ = std::move(session_ours);
   host->stderr_fd_ = std::move(err_read);
   fcntl(host->stderr_fd_.Get(), F_SETFL, O_NONBLOCK);
-  session_theirs.Reset();
-  token_read.Reset();
-  err_write.Reset();
-  gateway_fd->Reset();
-  // Register before the host can say hello: it blocks reading its token until we write it.
-  if (auto s = gateway.Register(host->token_, config.plugin_id, pid, geteuid(), grant); !s) {
-    host->Kill("registration failed");
+  host->token_write_ = std::move(token_write);
+  // "<token hex>\n" "pins N\n" N x "<sha256 hex> <path>\n" "<settings JSON>" (plugin_host.cc).
+  host->handoff_ =
+      host->token_.Hex() + "\npins " + std::to_string(config.pinned_files.size()) + "\n";
+  for (const auto& [path, sha] : config.pinned_files) host->handoff_ += sha + " " + path + "\n";
+  host->handoff_ += config.settings_json;
+  return host;
+}
+
+Status HostProcess::Attach(const Grant& grant) {
+  if (pid_ <= 0 || !token_write_) return Fail("internal", "host is not waiting for its handoff");
+  // Register before the host can say hello: it blocks reading its handoff until we write it.
+  // (The connection after it: the gateway serves its control channel before its threads run,
+  // and accepts only once they do.)
+  if (auto s = gateway_.Register(token_, plugin_id_, pid_, geteuid(), grant); !s) {
+    attached_ = true;  // whatever the gateway recorded, Kill revokes
+    Kill("registration failed");
     return tl::unexpected(s.error());
   }
+  attached_ = true;
+  auto gateway_fd = gateway_.Connect();
+  if (!gateway_fd) {
+    Kill("gateway connection failed");
+    return tl::unexpected(gateway_fd.error());
+  }
   // The host reads the whole handoff before anything else, so this write only waits for that;
-  // the bound covers a host that never reads (it is killed).
-  // "<token hex>\n" "pins N\n" N x "<sha256 hex> <path>\n" "<settings JSON>" (plugin_host.cc).
-  std::string handoff =
-      host->token_.Hex() + "\npins " + std::to_string(config.pinned_files.size()) + "\n";
-  for (const auto& [path, sha] : config.pinned_files) handoff += sha + " " + path + "\n";
-  handoff += config.settings_json;
+  // the bound covers a host that never reads (it is killed). The connection rides with the
+  // first bytes.
   const auto give_up = Clock::now() + std::chrono::seconds(10);
-  if (!fd_io::SendAll(token_write.Get(), handoff, MSG_DONTWAIT, fd_io::Wait::Until(give_up))) {
-    host->Kill("token delivery failed");
+  const std::string handoff = std::move(handoff_);
+  handoff_.clear();
+  size_t sent = 0;
+  while (sent == 0) {
+    iovec iov{const_cast<char*>(handoff.data()), handoff.size()};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    const int fd = gateway_fd->Get();
+    std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
+    ssize_t n = ::sendmsg(token_write_.Get(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0) {
+      sent = static_cast<size_t>(n);
+      break;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(give_up - Clock::now());
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && left.count() > 0) {
+      pollfd p{token_write_.Get(), POLLOUT, 0};
+      (void)poll(&p, 1, static_cast<int>(left.count()));
+      continue;
+    }
+    Kill("token delivery failed");
     return SysFail("internal", "deliver token and settings to the plugin host");
   }
-  token_write.Reset();
-  return host;
+  gateway_fd->Reset();
+  if (sent < handoff.size() &&
+      !fd_io::SendAll(token_write_.Get(), std::string_view(handoff).substr(sent), MSG_DONTWAIT,
+                      fd_io::Wait::Until(give_up))) {
+    Kill("token delivery failed");
+    return SysFail("internal", "deliver token and settings to the plugin host");
+  }
+  token_write_.Reset();
+  return Ok();
 }
 
 HostProcess::~HostProcess() {
@@ -181,12 +228,13 @@ Status HostProcess::Kill(const std::string& reason) {
     return Ok();
   }
   // T7: cancel in-flight ids, kill the process group, wait for the exit, revoke the token.
-  (void)gateway_.CancelPlugin(plugin_id_, reason);
+  // (A host never attached has no registration, and its gateway may not be ready.)
+  if (attached_) (void)gateway_.CancelPlugin(plugin_id_, reason);
   // The process group: a host cannot fork (seccomp), but the group is the unit regardless.
   kill(-pid_, SIGKILL);
   kill(pid_, SIGKILL);
   auto reaped = Reap(5000);
-  (void)gateway_.Revoke(token_, reason);
+  if (attached_ && !revoked_) (void)gateway_.Revoke(token_, reason);
   session_.Reset();
   return reaped;
 }
@@ -253,8 +301,17 @@ Result<int> HostProcess::Stop(std::chrono::milliseconds grace) {
     ANVIL_RETURN_IF_ERROR(Kill("stopped"));
     return exit_status_;
   }
-  (void)gateway_.Revoke(token_, "host stopped");
+  if (attached_ && !revoked_) (void)gateway_.Revoke(token_, "host stopped");
   return exit_status_;
+}
+
+void HostProcess::BeginStop() {
+  if (pid_ <= 0) return;
+  session_.Reset();
+  if (attached_ && !revoked_) {
+    gateway_.RevokeNoWait(token_, "host stopped");
+    revoked_ = true;
+  }
 }
 
 Result<ipc::Response> HostProcess::Call(const std::string& op, std::vector<std::string> args,

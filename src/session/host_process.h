@@ -55,8 +55,17 @@ using LogHandler = std::function<void(const std::string& level, const std::strin
 
 class HostProcess {
  public:
+  // Spawn, then Attach.
   static Result<std::unique_ptr<HostProcess>> Start(const HostConfig& config,
                                                     GatewayProcess& gateway, const Grant& grant);
+  // Starts the process, which waits for its handoff before it touches anything of the plugin:
+  // so it can start while `gateway` is still starting (`anvil run`), its exec and start-up beside
+  // the gateway's. Nothing of the gateway is used until Attach.
+  static Result<std::unique_ptr<HostProcess>> Spawn(const HostConfig& config,
+                                                    GatewayProcess& gateway);
+  // Once the gateway is ready: registers the token for this host's pid, then hands over the
+  // token, pins and settings with a connection to the gateway (SCM_RIGHTS). Killed on failure.
+  Status Attach(const Grant& grant);
   ~HostProcess();
 
   // The commands the plugin registered (errors if the plugin failed to load).
@@ -71,6 +80,10 @@ class HostProcess {
   Status Kill(const std::string& reason);
   // Closes the session channel and waits for a clean exit (then kills). Returns exit status.
   Result<int> Stop(std::chrono::milliseconds grace = std::chrono::milliseconds(1000));
+  // For the end of the whole session (PluginSession::Stop): closes the session channel (the
+  // host exits on EOF) and revokes the token at once, neither waiting for the exit; Stop then
+  // only waits (and kills after its grace).
+  void BeginStop();
 
   // ---- Non-blocking use, for an event loop (anvil serve) ----
   // What the host sent: the answer to one of our requests, or one of its own requests
@@ -114,6 +127,10 @@ class HostProcess {
   Status Reap(int timeout_ms);
 
   GatewayProcess& gateway_;
+  bool attached_ = false;  // registered: Kill cancels and revokes with the gateway
+  bool revoked_ = false;   // BeginStop revoked the token already
+  UniqueFd token_write_;   // until Attach: the handoff channel
+  std::string handoff_;    // until Attach: token, pins, settings
   std::string plugin_id_;
   ipc::CapabilityToken token_;
   pid_t pid_ = -1;

@@ -8,6 +8,7 @@
 
 #include "linux/helper_executable.h"
 #include "policy/digest.h"
+#include "session/gateway_serves.h"
 
 namespace anvil::session {
 
@@ -37,22 +38,43 @@ Result<std::string> AuditLogPath(const std::string& workspace) {
 Result<std::unique_ptr<PluginSession>> PluginSession::Start(const PluginSessionConfig& config) {
   std::unique_ptr<PluginSession> s(new PluginSession());
   ANVIL_TRY(audit, AuditLogPath(config.workspace));
-  ANVIL_TRY(gateway_exe, FindHelper("anvil-gateway"));
+  // The one that can fetch only when this plugin may (session/gateway_serves.h).
+  ANVIL_TRY(gateway_exe, FindHelper(GatewayExecutableFor(ServesFor(config.grant))));
   ANVIL_TRY(host_exe, FindHelper("anvil-plugin-host"));
   GatewayConfig gw{gateway_exe->path, config.workspace, {"--audit-log", *audit}};
   gw.unsafe_net_test = config.unsafe_net_test;
   gw.extra_args.insert(gw.extra_args.end(), config.gateway_args.begin(), config.gateway_args.end());
-  ANVIL_TRY(gateway, GatewayProcess::Start(gw));
+  ANVIL_TRY(gateway, GatewayProcess::Launch(gw));
   s->gateway_ = std::move(*gateway);
   HostConfig host{
       host_exe->path,        config.plugin_dir,  std::string(ToString(config.manifest.runtime)),
       config.manifest.entry, config.manifest.id, config.host_args};
   host.settings_json = config.settings_json;
   host.pinned_files = config.pinned_files;
-  auto h = HostProcess::Start(host, *s->gateway_, config.grant);
+  // The host's exec and start-up run beside the gateway's: it waits for its handoff, which
+  // Attach sends once the gateway is ready and the host is registered.
+  auto h = HostProcess::Spawn(host, *s->gateway_);
   if (!h) {
     (void)s->gateway_->Stop();
     return tl::unexpected(h.error());
+  }
+  if (auto ready = s->gateway_->WaitReady(); !ready) {
+    (void)(*h)->Kill("gateway did not start");
+    return tl::unexpected(ready.error());
+  }
+  // The host says hello with the workspace it was started with; should the gateway serve it
+  // under another (canonical) name, that host is replaced by one started with this name.
+  if (s->gateway_->workspace() != s->gateway_->workspace_requested()) {
+    (void)(*h)->Kill("workspace renamed");
+    h = HostProcess::Spawn(host, *s->gateway_);
+    if (!h) {
+      (void)s->gateway_->Stop();
+      return tl::unexpected(h.error());
+    }
+  }
+  if (auto attached = (*h)->Attach(config.grant); !attached) {
+    (void)s->gateway_->Stop();
+    return tl::unexpected(attached.error());
   }
   s->host_ = std::move(*h);
   return s;
@@ -74,6 +96,11 @@ Result<std::string> PluginSession::Run(const std::string& command, const std::st
 
 Status PluginSession::Stop() {
   Status result = Ok();
+  // The whole session ends: the host is told (EOF) and its token revoked, and the gateway told
+  // to shut down after that revocation, all at once; then both exits are waited for, the
+  // host's first (killed after its grace, as before), so the two wind down side by side.
+  if (host_) host_->BeginStop();
+  if (gateway_) gateway_->BeginShutdown();
   if (host_) {
     if (auto s = host_->Stop(); !s) result = tl::unexpected(s.error());
     host_.reset();

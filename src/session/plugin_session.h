@@ -40,7 +40,9 @@ class PluginSession {
   Result<std::string> Run(const std::string& command, const std::string& args_json,
                           std::chrono::milliseconds deadline, const EditorHandler& editor,
                           const LogHandler& log);
-  // Stops the host, then the gateway; explicit (the destructor only backs it up).
+  // Stops the host and the gateway (the host's token revoked, then the gateway shut down,
+  // without waiting in between), and waits for both; explicit (the destructor only backs it
+  // up).
   Status Stop();
 
   GatewayProcess& gateway() { return *gateway_; }

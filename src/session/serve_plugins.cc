@@ -29,7 +29,7 @@ using namespace std::chrono_literals;
 
 Status Server::StartGateway() {
   ANVIL_TRY(audit, AuditLogPath(o_.workspace));
-  auto exe = FindHelper("anvil-gateway");
+  auto exe = FindHelper(GatewayExecutableFor(gateway_serves_));
   if (!exe) {
     gateway_error_ = exe.error().ToString();
     return tl::unexpected(exe.error());
@@ -73,6 +73,7 @@ void Server::WidenGateway(const Plugin& p) {
   std::string what;
   if (need.fs_write && !gateway_serves_.fs_write) what = "fs.write";
   if (need.exec && !gateway_serves_.exec) what += what.empty() ? "exec" : " and exec";
+  if (need.net && !gateway_serves_.net) what += what.empty() ? "net" : " and net";
   LogMessage(kMessageInfo, "Anvil: restarting the policy gateway to serve the " + what +
                                " of plugin " + p.entry.id);
   StopHosts(Error{"cancelled",

@@ -23,8 +23,8 @@ commands=$("$anvil" --help | sed -n '/^Commands:/,/^$/p' | awk 'NR > 1 && $1 != 
 [[ -n $commands ]] || fail "anvil --help lists no commands"
 expect=(
   bin/anvil
-  libexec/anvil/anvil-gateway libexec/anvil/anvil-plugin-host libexec/anvil/anvil-exec-runner
-  libexec/anvil/anvil-proxy
+  libexec/anvil/anvil-gateway libexec/anvil/anvil-gateway-offline
+  libexec/anvil/anvil-plugin-host libexec/anvil/anvil-exec-runner libexec/anvil/anvil-proxy
   share/man/man1/anvil.1.gz
   share/doc/anvil/README.md share/doc/anvil/docs/README.md share/doc/anvil/docs/policy.md
   share/doc/anvil/copyright share/doc/anvil/changelog.gz
@@ -38,13 +38,14 @@ expect=(
 )
 for c in $commands; do expect+=("share/man/man1/anvil-$c.1.gz"); done
 for f in "${expect[@]}"; do [[ -f $prefix/$f ]] || fail "missing $prefix/$f"; done
-for f in bin/anvil libexec/anvil/anvil-gateway libexec/anvil/anvil-proxy; do
+for f in bin/anvil libexec/anvil/anvil-gateway libexec/anvil/anvil-gateway-offline \
+  libexec/anvil/anvil-proxy; do
   [[ -x $prefix/$f ]] || fail "$f is not executable"
 done
 
 # From another directory, with a PATH that has none of it: helpers from libexec/anvil.
 doctor=$(cd / && env -i PATH=/usr/bin:/bin HOME="$work" "$anvil" doctor --json || true)
-for h in anvil-gateway anvil-plugin-host anvil-exec-runner anvil-proxy; do
+for h in anvil-gateway anvil-gateway-offline anvil-plugin-host anvil-exec-runner anvil-proxy; do
   python3 -c '
 import json, sys
 d = json.loads(sys.argv[1])

@@ -67,7 +67,7 @@ expect 0 anvil --version
 grep -q "^anvil $version (commit " "$work/out" || fail "anvil --version: $(cat "$work/out")"
 cd /
 expect 0 anvil doctor
-for h in anvil-gateway anvil-plugin-host anvil-exec-runner anvil-proxy; do
+for h in anvil-gateway anvil-gateway-offline anvil-plugin-host anvil-exec-runner anvil-proxy; do
   grep -qF "ok        helper $h: /usr/libexec/anvil/$h" "$work/out" || fail "doctor: $h"
 done
 ok "anvil doctor: every layer and every helper (/usr/libexec/anvil)"

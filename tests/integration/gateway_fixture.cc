@@ -46,9 +46,9 @@ void GatewayTest::TearDown() {
   std::filesystem::remove_all(ws_->path() + "-run", ignored);
 }
 
-void GatewayTest::StartGateway(const std::vector<std::string>& extra) {
+void GatewayTest::StartGateway(const std::vector<std::string>& extra, const std::string& binary) {
   session::GatewayConfig config;
-  config.binary = BinDir() + "/anvil-gateway";
+  config.binary = BinDir() + "/" + binary;
   config.workspace = workspace_;
   config.extra_args = {"--runtime-dir", ws_->path() + "-run"};
   config.extra_args.insert(config.extra_args.end(), extra.begin(), extra.end());

@@ -20,8 +20,9 @@ class GatewayTest : public ::testing::Test {
   void SetUp() override;
   void TearDown() override;
 
-  // Starts the gateway (extra flags go to anvil-gateway).
-  void StartGateway(const std::vector<std::string>& extra = {});
+  // Starts the gateway (extra flags go to anvil-gateway, or to `binary`, a helper's name).
+  void StartGateway(const std::vector<std::string>& extra = {},
+                    const std::string& binary = "anvil-gateway");
   // Registers a fresh token for `plugin` bound to `pid` (default: this process).
   ipc::CapabilityToken RegisterPlugin(const std::string& plugin, const Grant& grant, pid_t pid = 0);
   // A connected, hello'd client for `plugin` with `token`.

@@ -12,10 +12,11 @@ namespace {
 
 using Args = std::vector<std::string>;
 
-Grant GrantOf(std::vector<std::string> fs_write, std::vector<std::string> exec) {
+Grant GrantOf(std::vector<std::string> fs_write, std::vector<std::string> exec,
+              std::vector<std::string> net_hosts = {"api.example.com"}) {
   Grant g;
   g.fs_read = {"**"};
-  g.net_hosts = {"api.example.com"};
+  g.net_hosts = std::move(net_hosts);
   g.fs_write = std::move(fs_write);
   g.exec = std::move(exec);
   return g;
@@ -27,40 +28,59 @@ TEST(GatewayServesTest, EachGrantGetsOnlyWhatItNeeds) {
     Grant grant;
     GatewayServes serves;
     Args args;
+    std::string executable;
   } cases[] = {
-      {"read and net only", GrantOf({}, {}), {false, false}, {"--no-exec", "--no-fs-write"}},
-      {"writes", GrantOf({"notes/**"}, {}), {true, false}, {"--no-exec"}},
-      {"exec", GrantOf({}, {"rg"}), {false, true}, {"--no-fs-write"}},
-      {"both", GrantOf({"**"}, {"rg", "git"}), {true, true}, {}},
+      {"read and net only",
+       GrantOf({}, {}),
+       {false, false, true},
+       {"--no-exec", "--no-fs-write"},
+       "anvil-gateway"},
+      {"writes", GrantOf({"notes/**"}, {}), {true, false, true}, {"--no-exec"}, "anvil-gateway"},
+      {"exec", GrantOf({}, {"rg"}), {false, true, true}, {"--no-fs-write"}, "anvil-gateway"},
+      {"both", GrantOf({"**"}, {"rg", "git"}), {true, true, true}, {}, "anvil-gateway"},
+      // No net: the gateway without network code.
+      {"read only",
+       GrantOf({}, {}, {}),
+       {false, false, false},
+       {"--no-exec", "--no-fs-write"},
+       "anvil-gateway-offline"},
+      {"writes and exec, no net",
+       GrantOf({"**"}, {"rg"}, {}),
+       {true, true, false},
+       {},
+       "anvil-gateway-offline"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.what);
     EXPECT_EQ(ServesFor(c.grant), c.serves);
     EXPECT_EQ(GatewayArgsFor(c.serves), c.args);
+    EXPECT_EQ(GatewayExecutableFor(c.serves), c.executable);
   }
 }
 
 TEST(GatewayServesTest, AGatewayServesAPluginOnlyWhenItHasEverythingItNeeds) {
-  const GatewayServes none{false, false}, write{true, false}, exec{false, true}, both{true, true};
-  struct Case {
-    GatewayServes have, need;
-    bool covers;
-  } cases[] = {
-      {none, none, true},  {none, write, false}, {none, exec, false},  {none, both, false},
-      {write, none, true}, {write, write, true}, {write, exec, false}, {write, both, false},
-      {exec, none, true},  {exec, write, false}, {exec, exec, true},   {exec, both, false},
-      {both, none, true},  {both, write, true},  {both, exec, true},   {both, both, true},
-  };
-  for (const auto& c : cases) {
-    SCOPED_TRACE(testing::Message() << "have " << c.have.fs_write << c.have.exec << " need "
-                                    << c.need.fs_write << c.need.exec);
-    EXPECT_EQ(Covers(c.have, c.need), c.covers);
-    // Widening by what is needed always covers it, and keeps what was served.
-    const GatewayServes widened = Union(c.have, c.need);
-    EXPECT_TRUE(Covers(widened, c.need));
-    EXPECT_TRUE(Covers(widened, c.have));
-    EXPECT_EQ(widened == c.have, c.covers);
+  // Every combination of the three, against every other.
+  std::vector<GatewayServes> all;
+  for (int bits = 0; bits < 8; ++bits)
+    all.push_back({(bits & 1) != 0, (bits & 2) != 0, (bits & 4) != 0});
+  for (const GatewayServes& have : all) {
+    for (const GatewayServes& need : all) {
+      SCOPED_TRACE(testing::Message() << "have " << have.fs_write << have.exec << have.net
+                                      << " need " << need.fs_write << need.exec << need.net);
+      const bool covers =
+          (have.fs_write || !need.fs_write) && (have.exec || !need.exec) && (have.net || !need.net);
+      EXPECT_EQ(Covers(have, need), covers);
+      // Widening by what is needed always covers it, and keeps what was served.
+      const GatewayServes widened = Union(have, need);
+      EXPECT_TRUE(Covers(widened, need));
+      EXPECT_TRUE(Covers(widened, have));
+      EXPECT_EQ(widened == have, covers);
+    }
   }
+  // The named cases, spelled out: a gateway without net never serves a plugin with net.
+  EXPECT_FALSE(Covers({true, true, false}, {false, false, true}));
+  EXPECT_TRUE(Covers({false, false, true}, {false, false, true}));
+  EXPECT_TRUE(Covers({false, false, false}, {false, false, false}));
 }
 
 }  // namespace
