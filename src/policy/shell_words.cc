@@ -923,7 +923,8 @@ class Parser {
           Fail("a NUL byte", pos_);
           break;
         case '=':
-          if (pos_ == word.start) {
+          // A lone `=` (`[ "$a" = b ]`) is itself in zsh too; `==` and `=cmd` are path lookups.
+          if (pos_ == word.start && !(pos_ + 1 >= text_.size() || EndsWord(Peek(1)))) {
             Fail("a word starting with '=' is not understood (zsh runs a path lookup)", pos_);
             break;
           }

@@ -265,6 +265,7 @@ TEST(ShellWords, WordsAgreeWithBashAndDash) {
       "if then fi do done",
       "\\' \\\" \\\\ \\a",
       "{} -I{} a{}b {}{} {}.bak,x a,{}",
+      "a = b '==' \\=x",
   };
   const std::vector<std::string> separators = {" && ", "; ", "\n", " ;\n\n"};
   std::vector<std::string> shells;
@@ -373,6 +374,7 @@ TEST(ShellWords, EverydayScriptsAreUnderstoodWithWildcardsAndWrites) {
        {false, true, false, false}},
       {"echo $( (cd a && ls) )", {{"cd", "a"}, {"ls"}, {"echo", kMany}}, {false, false, false}},
       {"echo \"$(echo \")\" ')')\"", {{"echo", ")", ")"}, {"echo", kOne}}, {false, false}},
+      {"[ \"$x\" = y ] && ls", {{"[", kOne, "=", "y", "]"}, {"ls"}}, {false, false}},
       {"if [ -n \"$(uname)\" ]; then ls; fi",
        {{"uname"}, {"[", "-n", kOne, "]"}, {"ls"}},
        {false, false, false}},
@@ -496,6 +498,8 @@ TEST(ShellWords, ExpansionsThatRunCodeOrHideACommandStayNotUnderstood) {
       {"echo $(echo $((1)))", "expansion"},
       // Braces other than a bare `{}`; `{}` as a command name (zsh: an empty block).
       {"echo {a,b}", "brace"},
+      {"[ a == b ]", "starting with '='"},
+      {"echo =x", "starting with '='"},
       {"echo {},a}", "brace"},
       {"echo {x}", "brace"},
       {"{}", "'{}' in the command-name position"},
