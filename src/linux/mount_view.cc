@@ -601,6 +601,15 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
     UniqueFd f(::open(empty_file.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0444));
     if (!f) return SysFail("sandbox", "create mask file");
   }
+  // The sanitized git config over the real one, in a workspace of $HOME (FileView::gitconfig_mask).
+  const std::string gitconfig_file = "/masked-gitconfig";
+  if (!view.gitconfig_mask.empty()) {
+    UniqueFd f(::open(gitconfig_file.c_str(), O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0444));
+    if (!f || ::write(f.Get(), view.home_gitconfig.data(), view.home_gitconfig.size()) !=
+                  static_cast<ssize_t>(view.home_gitconfig.size())) {
+      return SysFail("sandbox", "create the sanitized git config");
+    }
+  }
   const std::string empty_dir = "/masked-empty-dir";
   if (!view.masked_dirs.empty() && ::mkdir(empty_dir.c_str(), 0555) != 0) {
     return SysFail("sandbox", "create mask directory");
@@ -649,8 +658,9 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
                                                              [&](const std::string& r) {
                                                                return PathIsWithin(op.path, r);
                                                              });
+        const std::string& file = op.path == view.gitconfig_mask ? gitconfig_file : empty_file;
         ANVIL_TRY(masked, op.kind == MountOpKind::kMask
-                              ? MaskExisting(empty_file, dst, outside_own)
+                              ? MaskExisting(file, dst, outside_own)
                               : MaskExisting(empty_dir, dst, outside_own, /*directory=*/true));
         break;
       }

@@ -77,6 +77,83 @@ constexpr std::string_view kInertBuiltins[] = {
     "kill",  "wait",   "exit",  "return", "break",    "continue", "shift", "times", "type",
     "which", "whence", "where", "sleep",  "realpath", "getconf",  "jobs",  "dirs",  "stat"};
 
+// `set` may turn on or off only what changes no command the script runs: exiting on an error
+// (-e), on an unset variable (-u), tracing (-x, -v) and pipefail. Anything else (`set --`, -k,
+// -a, -o posix, a word that expands) is not understood.
+constexpr std::string_view kSetShortOptions = "euxv";
+constexpr std::string_view kSetLongOptions[] = {"pipefail", "errexit", "nounset", "xtrace",
+                                                "verbose"};
+
+// A variable name that changes no later command: an identifier, not ShellVariableIsSpecial.
+bool PlainVariableName(std::string_view name) {
+  const bool identifier = !name.empty() && !(name[0] >= '0' && name[0] <= '9') &&
+                          std::all_of(name.begin(), name.end(), [](char c) {
+                            return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                                   (c >= '0' && c <= '9') || c == '_';
+                          });
+  return identifier && !ShellVariableIsSpecial(name);
+}
+
+bool SetUnderstood(const std::vector<std::string>& argv) {
+  for (std::size_t i = 1; i < argv.size(); ++i) {
+    const std::string& arg = argv[i];
+    if (arg.size() < 2 || (arg[0] != '-' && arg[0] != '+')) return false;
+    for (std::size_t k = 1; k < arg.size(); ++k) {
+      if (arg[k] == 'o' && k + 1 == arg.size()) {  // -o NAME, -euo NAME
+        if (i + 1 >= argv.size() || !Contains(kSetLongOptions, argv[i + 1])) return false;
+        ++i;
+      } else if (kSetShortOptions.find(arg[k]) == std::string_view::npos) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+// `read [-r] [-d DELIM] [NAME...]` assigns what it reads to NAMEs, as `NAME=value` would (the
+// script assigns, so its commands are judged as such): understood when every NAME is a plain
+// variable that changes no later command (not PATH, IFS, ...: ShellVariableIsSpecial) and no
+// word expands (`read $X` may name any variable). Other options differ between shells (zsh's
+// -p reads a coprocess, -z the editor's buffer) and are not understood.
+bool ReadUnderstood(const std::vector<std::string>& argv) {
+  std::size_t i = 1;
+  for (; i < argv.size(); ++i) {
+    const std::string& arg = argv[i];
+    if (IsWildcardWord(arg)) return false;
+    if (arg == "--") {
+      ++i;
+      break;
+    }
+    if (arg.size() < 2 || arg[0] != '-') break;
+    for (std::size_t k = 1; k < arg.size(); ++k) {
+      if (arg[k] == 'd' && k + 1 == arg.size()) {  // -d DELIM, -rd DELIM
+        if (i + 1 >= argv.size() || IsWildcardWord(argv[i + 1])) return false;
+        ++i;
+      } else if (arg[k] != 'r') {
+        return false;
+      }
+    }
+  }
+  for (; i < argv.size(); ++i) {
+    if (!PlainVariableName(argv[i])) return false;
+  }
+  return true;
+}
+
+// `export NAME=VALUE...` (or `export NAME`) with literal words and plain names: the variables
+// reach every later program, as an assignment that may already be exported does (the script
+// assigns). An option (-n, -f, -p) or a word that expands is not understood: dash before 0.5.11
+// splits `export A=$X` into more words, so `X='a PATH=/tmp'` would assign PATH.
+bool ExportUnderstood(const std::vector<std::string>& argv) {
+  if (argv.size() < 2) return false;
+  for (std::size_t i = 1; i < argv.size(); ++i) {
+    const std::string& arg = argv[i];
+    if (IsWildcardWord(arg)) return false;
+    if (!PlainVariableName(arg.substr(0, arg.find('=')))) return false;
+  }
+  return true;
+}
+
 // A wrapper whose own options are parsed like getopt with a leading '+' (GNU's convention for
 // programs that run a command: options stop at the first operand).
 struct WrapperSpec {
@@ -288,6 +365,25 @@ class Splitter {
     const std::string_view program = ProgramName(argv[0]);
     const std::string shown = QuoteShellWord(program);
 
+    if (in_script && argv[0] == "set") {
+      if (SetUnderstood(argv)) return;
+      return NotUnderstood(
+          "set with options other than -e, -u, -x, -v and -o pipefail is not understood");
+    }
+    // Straight from the script only: the parser counts a script running `read` or `export` as
+    // assigning (ShellScript::assigns), not one running it through `command` or `builtin`.
+    if (in_script && argv[0] == "read") {
+      if (via.ends_with(" -c script") && ReadUnderstood(argv)) return;
+      return NotUnderstood(
+          "read other than `read [-r] [-d DELIM] NAME...` into plain variables is not "
+          "understood");
+    }
+    if (in_script && argv[0] == "export") {
+      if (via.ends_with(" -c script") && ExportUnderstood(argv)) return;
+      return NotUnderstood(
+          "export other than `export NAME=VALUE...` with literal values and plain names is not "
+          "understood");
+    }
     if (in_script && Contains(kShellBuiltins, argv[0]) && !Contains(kInertBuiltins, argv[0]) &&
         FindWrapper(argv[0]) == nullptr) {
       return NotUnderstood("the shell builtin " + QuoteShellWord(argv[0]) +

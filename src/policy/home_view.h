@@ -48,6 +48,10 @@ struct HomeView {
   // empty: none.
   std::string gitconfig;
   std::vector<HostCredential> credentials;
+  // The credential (canonical) that is the user's git config: ~/.gitconfig, or
+  // ~/.config/git/config when only that exists; empty: neither. When the real home is shown (a
+  // workspace of $HOME), its mask shows `gitconfig` instead of nothing.
+  std::string gitconfig_credential;
 };
 
 }  // namespace anvil

@@ -240,6 +240,13 @@ RefusalAdvice Advise(const Refusal& r, const std::string& workspace, const std::
           a.allow = "drop " + root + " from --read-only-subpath / read_only_subpaths";
           break;
         case WriteArea::kCredential:
+          if (Basename(r.root) == ".gitconfig" || r.root.ends_with("/.config/git/config")) {
+            // Shown as the sanitized copy where it covers the real one (a workspace of $HOME).
+            a.why = root +
+                    " is your git config, which the sandbox shows only as a sanitized copy and "
+                    "never changes (change it outside the sandbox)";
+            break;
+          }
           a.why = root +
                   " is a credential location, which the sandbox neither shows nor lets a "
                   "command make or change";

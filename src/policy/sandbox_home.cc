@@ -247,6 +247,11 @@ Result<HomeView> PlanHomeView(const HomePlanInput& input, const HomeHost& host) 
       if (kind == HomeHost::Kind::kSymlink) kind = host.lstat_kind(*r);
       if (kind != HomeHost::Kind::kDirectory && kind != HomeHost::Kind::kFile) continue;
       HostCredential c{*r, kind == HomeHost::Kind::kDirectory};
+      if (kind == HomeHost::Kind::kFile &&
+          (rel == ".gitconfig" ||
+           (rel == ".config/git/config" && out.gitconfig_credential.empty()))) {
+        out.gitconfig_credential = *r;
+      }
       if (std::none_of(out.credentials.begin(), out.credentials.end(),
                        [&](const HostCredential& o) { return o.path == c.path; })) {
         out.credentials.push_back(c);
@@ -368,6 +373,18 @@ Status ApplyHomeView(const HomeView& home, const HostFs& host, FileView& view) {
       continue;
     }
     view.mapped_binds.push_back(b);
+  }
+  // The real home shown as it is (a workspace of $HOME) has no sandbox home for the sanitized
+  // copy: the mask of the user's git config shows it instead (read-only), so git has the
+  // identity it has everywhere else and still none of the file's credentials.
+  if (!show_home && home.kind != HomeKind::kNone && !home.gitconfig.empty() &&
+      !home.gitconfig_credential.empty()) {
+    // Before the masks are added: a mask hides the path from ViewPathsOf.
+    const auto paths = ViewPathsOf(view, home.gitconfig_credential);
+    if (!paths.empty()) {
+      view.gitconfig_mask = paths.front();
+      view.home_gitconfig = home.gitconfig;
+    }
   }
   for (const auto& c : home.credentials) {
     for (const auto& v : ViewPathsOf(view, c.path)) {

@@ -149,6 +149,9 @@ std::string UpperAscii(std::string_view text) {
 
 enum class WordKind { kLiteral, kOne, kMany };
 
+constexpr char kCommentInSubstitution[] =
+    "a comment inside a command substitution is not understood";
+
 class Parser {
  public:
   Parser(std::string_view text, ShellDialect dialect) : text_(text), dialect_(dialect) {}
@@ -158,6 +161,7 @@ class Parser {
       return Refuse(0,
                     "the script is longer than " + std::to_string(kMaxShellScriptBytes) + " bytes");
     }
+    bool closed = false;  // a command substitution's ')' was read
     while (true) {
       SkipBlanks();
       if (failed_) return Result();
@@ -180,6 +184,7 @@ class Parser {
         continue;
       }
       if (c == '#') {  // at the start of a word: a comment up to the newline
+        if (substitution_) return Fail(kCommentInSubstitution);
         while (pos_ < text_.size() && text_[pos_] != '\n') ++pos_;
         continue;
       }
@@ -223,6 +228,11 @@ class Parser {
         continue;
       }
       if (c == ')') {
+        if (substitution_ && stack_.empty()) {  // the end of `$(…)`
+          ++pos_;
+          closed = true;
+          break;
+        }
         if (!CloseSubshell()) return Result();
         ++pos_;
         continue;
@@ -270,6 +280,11 @@ class Parser {
         return Refuse(word.start,
                       "the script has more than " + std::to_string(kMaxShellWords) + " words");
       }
+      if (first && word.empty_braces) {
+        return Refuse(word.start,
+                      "'{}' in the command-name position is not understood (zsh reads it as an "
+                      "empty block)");
+      }
       if (first && word.assignment) {
         if (!Assignment(word)) return Result();
         continue;
@@ -282,6 +297,9 @@ class Parser {
       current_.push_back(word.kind == WordKind::kMany  ? std::string(kAnyWords)
                          : word.kind == WordKind::kOne ? std::string(kAnyWord)
                                                        : std::move(word.text));
+    }
+    if (substitution_ && !closed) {
+      return Refuse(text_.size(), "an unterminated command substitution ('$(' without ')')");
     }
     if (!pending_.empty()) {
       return Refuse(text_.size(), "a here-document without its body (no newline after it)");
@@ -321,9 +339,10 @@ class Parser {
   struct Word {
     std::string text;
     std::size_t start = 0;
-    bool quoted = false;      // any part was quoted or escaped
-    bool assignment = false;  // NAME= unquoted at its start
-    bool io_number = false;   // unquoted digits directly before '<' or '>'
+    bool quoted = false;        // any part was quoted or escaped
+    bool assignment = false;    // NAME= unquoted at its start
+    bool io_number = false;     // unquoted digits directly before '<' or '>'
+    bool empty_braces = false;  // holds an unquoted `{}`
     WordKind kind = WordKind::kLiteral;
   };
 
@@ -390,9 +409,16 @@ class Parser {
     current_writes_ = false;
     current_assigned_ = false;
     current_redirected_ = false;
+    current_ifs_.reset();
   }
 
   bool FinishCommand() {
+    if (current_ifs_ && (current_.empty() || current_[0] != "read")) {
+      return Fail(
+          "assigning the variable IFS (it changes how the shell reads or runs later "
+          "commands) is not understood, except right before read",
+          *current_ifs_);
+    }
     if (current_.empty()) {
       if (current_assigned_ && !current_redirected_) return true;  // `x=1` alone
       return Fail("a redirection without a command", pos_);
@@ -401,6 +427,9 @@ class Parser {
       return Fail("the script has more than " + std::to_string(kMaxShellCommands) + " commands",
                   pos_);
     }
+    // `read NAME` and `export NAME=…` assign as `NAME=value` does (command_segments.cc judges
+    // their words).
+    if (current_[0] == "read" || current_[0] == "export") assigns_ = true;
     out_.commands.push_back(std::move(current_));
     out_.writes_file.push_back(current_writes_);
     current_.clear();
@@ -549,6 +578,7 @@ class Parser {
       SkipBlanks();
       if (pos_ >= text_.size()) return true;
       if (text_[pos_] == '#') {
+        if (substitution_) return Fail(kCommentInSubstitution, pos_);
         while (pos_ < text_.size() && text_[pos_] != '\n') ++pos_;
       } else if (text_[pos_] == '\n') {
         if (!pending_.empty()) return Fail("a here-document inside a 'for' header", pos_);
@@ -575,7 +605,14 @@ class Parser {
     if (eq > 0 && word.text[eq - 1] == '+') {
       return Fail("'+=' is not understood (dash reads the word as a command name)", word.start);
     }
-    if (!VariableUnderstood(name, word.start)) return false;
+    // `IFS= read -r line`: an assignment before a command that is not a special builtin lasts
+    // for that command only, and read's splitting is all IFS changes there. FinishCommand
+    // refuses it before anything else.
+    if (name == "IFS" && word.kind == WordKind::kLiteral && !current_ifs_) {
+      current_ifs_ = word.start;
+    } else if (!VariableUnderstood(name, word.start)) {
+      return false;
+    }
     current_assigned_ = true;
     assigns_ = true;
     return true;
@@ -642,6 +679,9 @@ class Parser {
       }
       ReadWord();  // data for stdin; its expansions are understood like any word's
       return !failed_;
+    }
+    if (substitution_) {
+      return Fail("a here-document inside a command substitution is not understood", start);
     }
     const bool strip = Peek(2) == '-';
     pos_ += strip ? 3 : 2;
@@ -723,9 +763,11 @@ class Parser {
             "understood",
             at);
       }
+    } else if (next == '(' && Peek(2) != '(') {
+      return CommandSubstitution();
     } else {
       return Fail(
-          "an expansion ('$': command substitution, arithmetic or $'…' quoting) is not "
+          "an expansion ('$((': arithmetic, or $'…' quoting) is not "
           "understood",
           at);
     }
@@ -736,6 +778,39 @@ class Parser {
       return Fail("'[' or ':' right after $NAME (a zsh subscript or modifier) is not understood",
                   pos_);
     }
+    return true;
+  }
+
+  // `$(SCRIPT)` at pos_ (on the '$'). SCRIPT is parsed as a script of its own, up to the ')'
+  // that closes it, and its commands join this script's (they run, so they are judged); what it
+  // prints is a word that expands, as $NAME is. Inside it, comments, here-documents and `case`
+  // are not understood: bash before 5.2 finds the closing ')' by scanning, not parsing, and
+  // those are where the scan and the parse part ways.
+  bool CommandSubstitution() {
+    const std::size_t at = pos_;
+    if (depth_ + 1 >= kMaxShellNesting) {
+      return Fail("command substitutions nest more than " + std::to_string(kMaxShellNesting) +
+                      " levels deep",
+                  at);
+    }
+    Parser inner(text_, dialect_);
+    inner.pos_ = pos_ + 2;
+    inner.substitution_ = true;
+    inner.depth_ = depth_ + 1;
+    inner.words_ = words_;
+    ShellScript script = inner.Run();
+    if (!script.understood) return Fail(std::move(script.why), script.offset);
+    if (out_.commands.size() + script.commands.size() > kMaxShellCommands) {
+      return Fail("the script has more than " + std::to_string(kMaxShellCommands) + " commands",
+                  at);
+    }
+    for (std::size_t k = 0; k < script.commands.size(); ++k) {
+      out_.commands.push_back(std::move(script.commands[k]));
+      out_.writes_file.push_back(script.writes_file[k]);
+    }
+    assigns_ = assigns_ || script.assigns;
+    words_ = inner.words_;
+    pos_ = inner.pos_;
     return true;
   }
 
@@ -824,6 +899,15 @@ class Parser {
           ++pos_;
           break;
         case '{':
+          // `{}` (find -exec, xargs -I{}) is itself in every shell: brace expansion needs a
+          // comma or `..` between the braces.
+          if (Peek(1) == '}') {
+            word.text += "{}";
+            word.empty_braces = true;
+            pos_ += 2;
+            break;
+          }
+          [[fallthrough]];
         case '}':
           Fail("a brace ('{', '}') is not understood", pos_);
           break;
@@ -839,7 +923,8 @@ class Parser {
           Fail("a NUL byte", pos_);
           break;
         case '=':
-          if (pos_ == word.start) {
+          // A lone `=` (`[ "$a" = b ]`) is itself in zsh too; `==` and `=cmd` are path lookups.
+          if (pos_ == word.start && !(pos_ + 1 >= text_.size() || EndsWord(Peek(1)))) {
             Fail("a word starting with '=' is not understood (zsh runs a path lookup)", pos_);
             break;
           }
@@ -923,6 +1008,9 @@ class Parser {
   bool current_assigned_ = false;
   bool current_redirected_ = false;
   bool assigns_ = false;
+  std::optional<std::size_t> current_ifs_;  // where the open command assigns IFS
+  bool substitution_ = false;               // parsing the script of a `$(…)`
+  std::size_t depth_ = 0;                   // how many `$(…)` this one is inside
   std::vector<OpenFrame> stack_;
   std::size_t last_compound_first_ = 0;
   std::vector<HereDocument> pending_;

@@ -7,7 +7,11 @@
 // (`<<'EOF'`, `<<-EOF`; an unquoted delimiter only when the body holds no `$`, backtick or
 // backslash) and bash's here-strings, assignments before a command or alone (`x=1 cmd`), and
 // the compound commands `if`/`elif`/`else`, `for NAME in WORDS`, `while`, `until`, `{ …; }` and
-// `( … )`, whose simple commands are listed in script order.
+// `( … )`, whose simple commands are listed in script order. A command substitution `$(…)` is
+// parsed as a script of its own (no comments, here-documents or `case` inside): its commands
+// are listed before the command whose word it is, and the word is a wildcard. `IFS=…` is
+// understood right before `read` only (it lasts for that command); a script that runs `read`
+// or `export` assigns.
 //
 // Words that expand are understood as WILDCARDS, not read: a glob (`*.py`) or an unquoted
 // `$VAR`/`${VAR}` may become any number of words (kAnyWords), a quoted "$VAR" or a tilde exactly
@@ -15,10 +19,10 @@
 // word it could become: a rule that could match applies, a command is harmless only if it is
 // for every expansion. An expansion in the command-name position is not understood.
 //
-// Everything else is refused as "not understood" with the reason and the byte offset: command
-// substitution, arithmetic, `[[`, process substitution, brace expansion, `$'…'`, parameter
-// operators (`${X:-…}`), functions, `case`, background jobs, assignments to the variables that
-// change how the shell reads or runs later commands (PATH, IFS, BASH_ENV, …:
+// Everything else is refused as "not understood" with the reason and the byte offset: backticks,
+// arithmetic, `[[`, process substitution, brace expansion (a bare `{}` is itself), `$'…'`,
+// parameter operators (`${X:-…}`), functions, `case`, background jobs, assignments to the variables
+// that change how the shell reads or runs later commands (PATH, IFS, BASH_ENV, …:
 // ShellVariableIsSpecial) and `+=` (dash reads `A+=b` as a command name). The caller judges a
 // script it does not understand `prompt`, never `allow`: this parser's job is to be right about
 // what it accepts, not to accept much. Behaviour that differs between bash, dash and zsh is refused

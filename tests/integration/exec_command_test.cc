@@ -173,7 +173,7 @@ TEST_P(ExecApproval, HarmlessCommandsRunWithoutAQuestionInTheSandbox) {
   auto r = RunWithoutTerminal({"--approval", "on-request"}, {"sh", "-c", "exit 7"});
   EXPECT_EQ(r.status, 7) << r.err;
   // A script that is not understood is a prompt: nobody to ask, so refused.
-  r = RunWithoutTerminal({"--approval", "on-request"}, {"sh", "-c", "echo $(id)"});
+  r = RunWithoutTerminal({"--approval", "on-request"}, {"sh", "-c", "echo `id`"});
   EXPECT_EQ(r.status, 3) << r.err;
   r = RunWithoutTerminal({"--json"}, {"ls", "-a"});
   EXPECT_EQ(r.status, 0) << r.err;

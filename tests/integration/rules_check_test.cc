@@ -88,7 +88,7 @@ const GoldenCase kCases[] = {
     {"no_rule", {"check", "--rules", "user.toml", "--", "npm", "ci"}},
     {"no_rule_json", {"check", "--rules", "user.toml", "--json", "--", "npm", "ci"}},
     {"not_understood",
-     {"check", "--rules", "user.toml", "--", "sh", "-c", "cargo build > $(mktemp)"}},
+     {"check", "--rules", "user.toml", "--", "sh", "-c", "cargo build > `mktemp`"}},
     {"script_writes", {"check", "--rules", "user.toml", "--", "sh", "-c", "cargo build > $LOG"}},
     {"script_wildcard", {"check", "--rules", "user.toml", "--", "bash", "-c", "rm -f *.o"}},
     {"global_options",

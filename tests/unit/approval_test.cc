@@ -67,7 +67,7 @@ TEST(Approval, DecisionTableOverOutcomeModeAndAWayToAsk) {
   const CommandRules rules = TestRules();
   const Argv forbidden = {"rm", "-rf", "x"};
   const Argv prompt = {"git", "push"};
-  const Argv unreadable = {"bash", "-c", "cargo build $(x)"};
+  const Argv unreadable = {"bash", "-c", "cargo build $((x))"};
   const Argv allowed = {"cargo", "build"};
   const Argv harmless = {"git", "status"};
   const Argv none = {"make"};
@@ -127,7 +127,7 @@ TEST(Approval, TheWayToAllowNamesTheRuleOrTheFix) {
   EXPECT_NE(how({"make", "all"}, kUntrusted).find("pattern = [\"make\", \"all\"]"),
             std::string::npos)
       << how({"make", "all"}, kUntrusted);
-  EXPECT_NE(how({"bash", "-c", "echo $(x)"}, kNever).find("without a shell script"),
+  EXPECT_NE(how({"bash", "-c", "echo $((x))"}, kNever).find("without a shell script"),
             std::string::npos);
 
   // Who owns a forbidding rule decides who can lift it.
@@ -195,7 +195,7 @@ TEST(Approval, AlwaysIsOfferedOnlyWhereAnAllowRuleCanHelp) {
             (std::vector<Argv>{{"npm", "ci"}, {"make", "test"}}));
   // A prompt rule is stricter than any allow rule, and an unreadable script has no prefix.
   EXPECT_TRUE(offered({"git", "push"}).empty());
-  EXPECT_TRUE(offered({"bash", "-c", "make $(x)"}).empty());
+  EXPECT_TRUE(offered({"bash", "-c", "make $((x))"}).empty());
   // A word that TOML cannot hold.
   EXPECT_TRUE(offered({"make", "\xff"}).empty());
 }

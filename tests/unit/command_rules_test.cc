@@ -232,7 +232,8 @@ TEST(CommandRules, ExamplesAreCheckedWhenTheFileIsLoaded) {
       {"not_match = [[\"git\", \"fetch\", \"--all\"]]",
        "rules.toml:5:14: the not_match example 'git fetch --all' matches this rule's pattern"},
       {"match = [\"git push && rm -rf /\"]", "holds 2 commands"},
-      {"match = [\"git push $(remote)\"]", "is not one plain command"},
+      {"match = [\"git push $((remote))\"]", "is not one plain command"},
+      {"match = [\"git push $(remote)\"]", "holds 2 commands"},
       {"match = [\"git push $REMOTE\"]", "expands, redirects to a file or assigns"},
       {"match = [\"git push > log\"]", "expands, redirects to a file or assigns"},
       {"match = [[]]", "an example is an empty list"},
@@ -469,12 +470,24 @@ TEST(CommandRules, AScriptTheParserDoesNotUnderstandNeedsAQuestion) {
   const CommandRules rules = Rules(Rule(R"(["echo"])", "allow") + Rule(R"(["rm"])", "forbidden"));
   ExpectOutcomes(rules,
                  {
-                     {{"bash", "-c", "echo $(rm -rf ~)"}, RulesOutcome::kPrompt},
                      {{"bash", "-c", "echo `id`"}, RulesOutcome::kPrompt},
                      {{"bash", "-c", "PATH=. echo"}, RulesOutcome::kPrompt},
                      {{"bash", "-c", "eval echo"}, RulesOutcome::kPrompt},
                      {{"bash", "-c", "source ./x"}, RulesOutcome::kPrompt},
                      {{"bash", "-c", "read PATH; echo"}, RulesOutcome::kPrompt},
+                     {{"bash", "-c", "read -p x y; echo"}, RulesOutcome::kPrompt},
+                     {{"bash", "-c", "read $V; echo"}, RulesOutcome::kPrompt},
+                     {{"bash", "-c", "read -d $D PATH; echo"}, RulesOutcome::kPrompt},
+                     {{"bash", "-c", "command read x; echo"}, RulesOutcome::kPrompt},
+                     {{"bash", "-c", "export PATH=.; echo"}, RulesOutcome::kPrompt},
+                     {{"bash", "-c", "export A=$X; echo"}, RulesOutcome::kPrompt},
+                     {{"bash", "-c", "export -f x; echo"}, RulesOutcome::kPrompt},
+                     {{"bash", "-c", "export; echo"}, RulesOutcome::kPrompt},
+                     {{"bash", "-c", "set -k; echo"}, RulesOutcome::kPrompt},
+                     {{"bash", "-c", "set -o posix; echo"}, RulesOutcome::kPrompt},
+                     {{"bash", "-c", "set -- rm; echo"}, RulesOutcome::kPrompt},
+                     {{"bash", "-c", "set -e $X; echo"}, RulesOutcome::kPrompt},
+                     {{"bash", "-c", "set -o; echo"}, RulesOutcome::kPrompt},
                      {{"bash", "-c", "printf -v PATH x; echo"}, RulesOutcome::kPrompt},
                      {{"bash", "-c", "hash -p ./x echo; echo"}, RulesOutcome::kPrompt},
                      {{"bash", "-c", "alias echo=rm; echo"}, RulesOutcome::kPrompt},
@@ -498,7 +511,7 @@ TEST(CommandRules, AScriptTheParserDoesNotUnderstandNeedsAQuestion) {
                      {{"bash", "-c", "echo hi"}, RulesOutcome::kAllow},
                      {{"bash", "-c", "echo hi 2>/dev/null"}, RulesOutcome::kAllow},
                  });
-  const CommandVerdict verdict = EvaluateCommand(rules, {"bash", "-c", "echo $(id)"});
+  const CommandVerdict verdict = EvaluateCommand(rules, {"bash", "-c", "echo $((1))"});
   EXPECT_FALSE(verdict.understood);
   EXPECT_NE(verdict.reason.find("not fully understood"), std::string::npos) << verdict.reason;
 }
@@ -570,6 +583,27 @@ TEST(CommandRules, WildcardWordsMeetRulesForEveryExpansion) {
           {{"bash", "-c", "{ ls; } > list.txt"}, RulesOutcome::kNoRule},
           {{"bash", "-c", "x=1; ls"}, RulesOutcome::kNoRule},
           {{"bash", "-c", "for f in a; do cat \"$f\"; done"}, RulesOutcome::kNoRule},
+          // A command substitution's commands are judged like the script's others, and what
+          // it prints is a wildcard.
+          {{"bash", "-c", "echo $(rm -rf ~)"}, RulesOutcome::kPrompt},
+          {{"bash", "-c", "ls \"$(git push --force)\""}, RulesOutcome::kForbidden},
+          {{"bash", "-c", "git $(echo push) --force"}, RulesOutcome::kForbidden},
+          {{"bash", "-c", "cargo build $(make flags)"}, RulesOutcome::kNoRule},  // make: no rule
+          {{"bash", "-c", "cargo build $(cat flags)"}, RulesOutcome::kHarmless},
+          {{"bash", "-c", "cd \"$(git rev-parse --show-toplevel)\" && ls"},
+           RulesOutcome::kHarmless},
+          {{"bash", "-c", "ls \"$(pwd)\""}, RulesOutcome::kHarmless},
+          {{"bash", "-c", "cat \"$(git rev-parse --show-toplevel)/README\""},
+           RulesOutcome::kHarmless},
+          // read, export and set in the forms understood: the script assigns.
+          {{"bash", "-c", "ls | while IFS= read -r f; do rm -rf \"$f\"; done"},
+           RulesOutcome::kPrompt},
+          {{"bash", "-c", "ls | while IFS= read -r f; do cat \"$f\"; done"}, RulesOutcome::kNoRule},
+          {{"bash", "-c", "read x; git diff"}, RulesOutcome::kNoRule},  // GIT_EXTERNAL_DIFF
+          {{"bash", "-c", "export CI=1 && cargo build"}, RulesOutcome::kNoRule},
+          {{"bash", "-c", "set -euo pipefail; cargo build"}, RulesOutcome::kNoRule},  // set: none
+          {{"bash", "-c", "set -e -x +u -o pipefail; ls"}, RulesOutcome::kNoRule},    // set: none
+          {{"bash", "-c", "find . -name '*.py' -exec rm -rf {} +"}, RulesOutcome::kNoRule},
       });
   const CommandVerdict verdict = EvaluateCommand(rules, {"bash", "-c", "echo hi > f.txt"});
   EXPECT_NE(verdict.reason.find("writes a file"), std::string::npos) << verdict.reason;

@@ -191,6 +191,24 @@ TEST(Advise, ACredentialTheShieldHoldsHasNoWayPast) {
   }
 }
 
+// The user's git config in a workspace of $HOME is covered by the sanitized copy: the advice
+// says so, and still offers no way past.
+TEST(Advise, TheGitConfigIsShownSanitizedAndNeverChanged) {
+  for (const char* path : {"/home/u/.gitconfig", "/home/u/.config/git/config"}) {
+    SCOPED_TRACE(path);
+    Refusal r{Refusal::Kind::kWrite, "git", path, "rename", WriteArea::kCredential, path};
+    const RefusalAdvice a = Advise(r, "/home/u", "/home/u", NetworkMode::kNone);
+    EXPECT_EQ(a.allow, "");
+    EXPECT_NE(a.why.find("is your git config, which the sandbox shows only as a sanitized copy"),
+              std::string::npos)
+        << a.why;
+  }
+  Refusal other{Refusal::Kind::kWrite, "sh", "/home/u/.netrc", "openat", WriteArea::kCredential,
+                "/home/u/.netrc"};
+  EXPECT_NE(Advise(other, "/home/u", "/home/u", NetworkMode::kNone).why.find("neither shows"),
+            std::string::npos);
+}
+
 TEST(RefusalRecord, RoundTripsAndIsBounded) {
   Refusal r{Refusal::Kind::kWrite, "git",     "/ws/.git/index.lock", "openat",
             WriteArea::kGit,       "/ws/.git"};

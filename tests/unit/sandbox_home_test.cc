@@ -253,6 +253,48 @@ TEST(ApplyHomeView, WorkspaceThatIsTheHomeShowsItWithCredentialsCovered) {
   }
 }
 
+// The home as the workspace has no sandbox home for the sanitized copy: the mask over the real
+// ~/.gitconfig holds it (the identity, never the file's credentials), and only that mask.
+TEST(ApplyHomeView, WorkspaceThatIsTheHomeShowsTheSanitizedGitConfigInItsMask) {
+  auto plan = PlanHomeView(Input(), LivedInHome().Host());
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->gitconfig_credential, "/home/u/.gitconfig");
+  FileView view = ViewWith(*plan, {"/home/u"});
+  EXPECT_EQ(view.gitconfig_mask, "/home/u/.gitconfig");
+  EXPECT_EQ(view.home_gitconfig, "[user]\n\tname = \"U\"\n");
+  EXPECT_TRUE(Has(view.masked_files, "/home/u/.gitconfig"));
+  EXPECT_TRUE(Has(view.credential_masks, "/home/u/.gitconfig"));
+  // Only ~/.config/git/config: its mask holds the copy.
+  FakeHome xdg = LivedInHome();
+  xdg.entries.erase("/home/u/.gitconfig");
+  xdg.entries["/home/u/.config/git/config"] = Kind::kFile;
+  auto xdg_plan = PlanHomeView(Input(), xdg.Host());
+  ASSERT_TRUE(xdg_plan);
+  EXPECT_EQ(ViewWith(*xdg_plan, {"/home/u"}).gitconfig_mask, "/home/u/.config/git/config");
+  // Both: ~/.gitconfig's, whichever the table lists first.
+  FakeHome both = LivedInHome();
+  both.entries["/home/u/.config/git/config"] = Kind::kFile;
+  auto both_plan = PlanHomeView(Input(), both.Host());
+  ASSERT_TRUE(both_plan);
+  EXPECT_EQ(both_plan->gitconfig_credential, "/home/u/.gitconfig");
+  // Neither: every mask stays empty.
+  FakeHome none = LivedInHome();
+  none.entries.erase("/home/u/.gitconfig");
+  auto none_plan = PlanHomeView(Input(), none.Host());
+  ASSERT_TRUE(none_plan);
+  EXPECT_TRUE(ViewWith(*none_plan, {"/home/u"}).gitconfig_mask.empty());
+  // Nothing to show (the sanitized text is empty): no mask holds anything.
+  HomePlanInput empty = Input();
+  empty.gitconfig.clear();
+  auto empty_plan = PlanHomeView(empty, LivedInHome().Host());
+  ASSERT_TRUE(empty_plan);
+  EXPECT_TRUE(ViewWith(*empty_plan, {"/home/u"}).gitconfig_mask.empty());
+  // With a sandbox home, the copy is a file of that home, never a mask.
+  FileView project = ViewWith(*plan);
+  EXPECT_TRUE(project.gitconfig_mask.empty());
+  EXPECT_EQ(project.home_base, "/home/u");
+}
+
 TEST(ApplyHomeView, FullReadWithoutAHomeCoversCredentials) {
   HomePlanInput in = Input(HomeMode::kNone);
   auto plan = PlanHomeView(in, LivedInHome().Host());

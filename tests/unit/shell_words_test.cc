@@ -109,8 +109,8 @@ struct Refused {
 
 TEST(ShellWords, AnythingNotFullyUnderstoodIsRefusedWithItsReason) {
   const std::vector<Refused> cases = {
-      {"echo $(rm -rf /)", "expansion"},
-      {"echo \"$(id)\"", "command substitution"},
+      {"echo $((1))", "expansion"},
+      {"echo $(ls # )\n)", "comment inside a command substitution"},
       {"echo `id`", "backticks"},
       {"echo \"`id`\"", "command substitution"},
       {"echo $'a\\nb'", "expansion"},
@@ -160,7 +160,7 @@ TEST(ShellWords, AnythingNotFullyUnderstoodIsRefusedWithItsReason) {
 }
 
 TEST(ShellWords, TheOffsetPointsAtWhatWasNotUnderstood) {
-  const ShellScript parsed = ParseShellScript("ls && echo $(id)");
+  const ShellScript parsed = ParseShellScript("ls && echo $((1))");
   ASSERT_FALSE(parsed.understood);
   EXPECT_EQ(parsed.offset, 11u);
 }
@@ -264,6 +264,8 @@ TEST(ShellWords, WordsAgreeWithBashAndDash) {
       "é 'ü' \"ñ\"",
       "if then fi do done",
       "\\' \\\" \\\\ \\a",
+      "{} -I{} a{}b {}{} {}.bak,x a,{}",
+      "a = b '==' \\=x",
   };
   const std::vector<std::string> separators = {" && ", "; ", "\n", " ;\n\n"};
   std::vector<std::string> shells;
@@ -355,6 +357,42 @@ TEST(ShellWords, EverydayScriptsAreUnderstoodWithWildcardsAndWrites) {
       {"while false; do (ls) done; { { pwd; } }",
        {{"false"}, {"ls"}, {"pwd"}},
        {false, false, false}},
+      // Command substitutions: their commands run, so they are listed (before the command
+      // whose word they are); what they print is a word that expands.
+      {"cd \"$(git rev-parse --show-toplevel)\" && ls",
+       {{"git", "rev-parse", "--show-toplevel"}, {"cd", kOne}, {"ls"}},
+       {false, false, false}},
+      {"make -j$(nproc)", {{"nproc"}, {"make", kMany}}, {false, false}},
+      {"echo \"done: $(date)\" > log", {{"date"}, {"echo", kOne}}, {false, true}},
+      {"for f in $(git ls-files); do wc -l \"$f\"; done",
+       {{"git", "ls-files"}, {"wc", "-l", kOne}},
+       {false, false},
+       true},
+      {"x=$(id -u) ls", {{"id", "-u"}, {"ls"}}, {false, false}, true},
+      {"echo $(cat $(ls) > out; pwd)",
+       {{"ls"}, {"cat", kMany}, {"pwd"}, {"echo", kMany}},
+       {false, true, false, false}},
+      {"echo $( (cd a && ls) )", {{"cd", "a"}, {"ls"}, {"echo", kMany}}, {false, false, false}},
+      {"echo \"$(echo \")\" ')')\"", {{"echo", ")", ")"}, {"echo", kOne}}, {false, false}},
+      {"[ \"$x\" = y ] && ls", {{"[", kOne, "=", "y", "]"}, {"ls"}}, {false, false}},
+      {"if [ -n \"$(uname)\" ]; then ls; fi",
+       {{"uname"}, {"[", "-n", kOne, "]"}, {"ls"}},
+       {false, false, false}},
+      {"cat <<< \"$(ls)\"", {{"ls"}, {"cat"}}, {false, false}, false, ShellDialect::kBash},
+      // `{}` is itself in every shell (find -exec, xargs -I{}).
+      {"find . -name '*.py' -exec grep -l foo {} +",
+       {{"find", ".", "-name", "*.py", "-exec", "grep", "-l", "foo", "{}", "+"}},
+       {false}},
+      {"ls | xargs -I{} echo {}.bak",
+       {{"ls"}, {"xargs", "-I{}", "echo", "{}.bak"}},
+       {false, false}},
+      // read assigns as NAME=value does, IFS right before it lasts for it alone.
+      {"ls | while IFS= read -r f; do wc -l \"$f\"; done",
+       {{"ls"}, {"read", "-r", "f"}, {"wc", "-l", kOne}},
+       {false, false, false},
+       true},
+      {"read line", {{"read", "line"}}, {false}, true},
+      {"export CI=1 && make", {{"export", "CI=1"}, {"make"}}, {false, false}, true},
   };
   for (const auto& c : cases) {
     const ShellScript parsed = ParseShellScript(c.script, c.dialect);
@@ -410,12 +448,12 @@ TEST(ShellWords, ExpansionsThatRunCodeOrHideACommandStayNotUnderstood) {
       {"CDPATH=/ cd x", "assigning the variable CDPATH"},
       {"for PATH in /tmp; do ls; done", "assigning the variable PATH"},
       {"for IFS in x; do ls; done", "assigning the variable IFS"},
-      {"x=$(id) ls", "expansion"},
+      {"x=$(PATH=/tmp id) ls", "assigning the variable PATH"},
       // Compound commands the parser does not follow, or broken ones.
       {"for ((i=0;i<3;i++)); do ls; done", "variable name"},
       {"for f; do ls; done", "'in WORDS'"},
       {"for f in a b do ls; done", "without 'do'"},
-      {"for f in $(ls); do rm $f; done", "expansion"},
+      {"for f in $((1)); do rm $f; done", "expansion"},
       {"for f in a | b; do ls; done", "operator"},
       {"if true; then ls", "never closed"},
       {"if then ls; fi", "without a command before it"},
@@ -438,6 +476,41 @@ TEST(ShellWords, ExpansionsThatRunCodeOrHideACommandStayNotUnderstood) {
       {">/dev/null if true; then ls; fi", "after an assignment or redirection"},
       {"x=1 { ls; }", "brace"},
       {"ls >&$fd", "duplication"},
+      // Command substitutions: what is not understood in a script is not inside one, and its
+      // output never names the program.
+      {"$(echo rm) -rf x", "command name"},
+      {"\"$(echo rm)\" -rf x", "command name"},
+      {"x=1 $(echo rm)", "command name"},
+      {"echo $(ls", "unterminated command substitution"},
+      {"echo \"$(ls\"", "unterminated"},
+      {"echo $(ls # )\n)", "comment inside a command substitution"},
+      {"echo $(for f in a # )\ndo ls; done)", "comment inside a command substitution"},
+      {"echo $(cat <<'E'\n)\nE\n)", "here-document inside a command substitution"},
+      {"echo $(case x in x) ls;; esac)", "reserved word 'case'"},
+      {"echo $(ls &)", "background"},
+      {"echo $(PATH=/tmp ls)", "assigning the variable PATH"},
+      {"echo $(IFS=x; ls)", "assigning the variable IFS"},
+      {"echo $(`id`)", "backticks"},
+      {"echo $()", "no command"},
+      {"echo $(ls &&)", "a command must follow"},
+      {"echo $(if true; then ls)", "closes no '('"},
+      {"echo $((1+2))", "expansion"},
+      {"echo $(echo $((1)))", "expansion"},
+      // Braces other than a bare `{}`; `{}` as a command name (zsh: an empty block).
+      {"echo {a,b}", "brace"},
+      {"[ a == b ]", "starting with '='"},
+      {"echo =x", "starting with '='"},
+      {"echo {},a}", "brace"},
+      {"echo {x}", "brace"},
+      {"{}", "'{}' in the command-name position"},
+      {"{} rm -rf x", "'{}' in the command-name position"},
+      {"x={} ls", "'{}' in the command-name position"},
+      // IFS only right before read.
+      {"IFS=: ls", "except right before read"},
+      {"IFS=:; read x", "except right before read"},
+      {"IFS=: x=1", "except right before read"},
+      {"IFS=$x read a", "assigning the variable IFS"},
+      {"IFS= IFS=x read a", "assigning the variable IFS"},
   };
   for (const auto& c : cases) {
     for (const auto dialect : {ShellDialect::kPosix, ShellDialect::kBash}) {
@@ -454,8 +527,13 @@ TEST(ShellWords, ExpansionsThatRunCodeOrHideACommandStayNotUnderstood) {
     EXPECT_FALSE(ParseShellScript(script, ShellDialect::kPosix).understood) << script;
     EXPECT_TRUE(ParseShellScript(script, ShellDialect::kBash).understood) << script;
   }
-  EXPECT_FALSE(ParseShellScript("cat <<< $(id)", ShellDialect::kBash).understood);
-  // Nesting is bounded.
+  EXPECT_FALSE(ParseShellScript("cat <<< $(`id`)", ShellDialect::kBash).understood);
+  // Nesting is bounded, command substitutions too.
+  std::string subs = "echo ";
+  for (std::size_t i = 0; i <= kMaxShellNesting; ++i) subs += "$(echo ";
+  subs += std::string(kMaxShellNesting + 1, ')');
+  EXPECT_NE(ParseShellScript(subs).why.find("command substitutions nest"), std::string::npos)
+      << ParseShellScript(subs).why;
   std::string deep;
   for (std::size_t i = 0; i <= kMaxShellNesting; ++i) deep += "{ ";
   deep += "ls;";
@@ -473,6 +551,47 @@ TEST(ShellWords, ExpansionsThatRunCodeOrHideACommandStayNotUnderstood) {
   EXPECT_FALSE(ParseShellScript(docs).understood);
   // Wildcard words are shown for people, never as a word that reads back the same.
   EXPECT_EQ(JoinShellWords({"rm", kMany, kOne}), "rm <*> <?>");
+}
+
+// Differential: where a command substitution ends, and the commands inside it, as bash, dash and
+// zsh read them. Each script prints a known text only when its ')' is found where the parser
+// finds it; the parser must list exactly the expected commands.
+TEST(ShellWords, CommandSubstitutionsAgreeWithBashDashAndZsh) {
+  struct Case {
+    std::string script;
+    std::string printed;
+    Commands commands;
+  };
+  const std::vector<Case> cases = {
+      {"printf '%s|' \"$(printf '%s' 'a)b')\" c",
+       "a)b|c|",
+       {{"printf", "%s", "a)b"}, {"printf", "%s|", kOne, "c"}}},
+      {"printf '%s|' $(printf '%s ' x\\) \")\")",
+       "x)|)|",
+       {{"printf", "%s ", "x)", ")"}, {"printf", "%s|", kMany}}},
+      {"printf '%s|' \"$( (printf a) && printf b )\"",
+       "ab|",
+       {{"printf", "a"}, {"printf", "b"}, {"printf", "%s|", kOne}}},
+      {"printf '%s|' $(printf '%s' \"$(printf '%s' in)\")x",
+       "inx|",
+       {{"printf", "%s", "in"}, {"printf", "%s", kOne}, {"printf", "%s|", kMany}}},
+      {"printf '%s|' \"$(if true; then printf t; fi)\"",
+       "t|",
+       {{"true"}, {"printf", "t"}, {"printf", "%s|", kOne}}},
+  };
+  std::vector<std::string> shells;
+  for (const char* shell : {"/bin/bash", "/bin/dash", "/usr/bin/zsh"}) {
+    if (::access(shell, X_OK) == 0) shells.push_back(shell);
+  }
+  ASSERT_FALSE(shells.empty());
+  for (const auto& c : cases) {
+    const ShellScript parsed = ParseShellScript(c.script);
+    ASSERT_TRUE(parsed.understood) << c.script << ": " << parsed.why;
+    EXPECT_EQ(parsed.commands, c.commands) << c.script;
+    for (const auto& shell : shells) {
+      EXPECT_EQ(RunShell(shell, c.script), c.printed) << shell << " -c " << c.script;
+    }
+  }
 }
 
 // Differential: every command of these scripts runs exactly once, so the words bash and dash
