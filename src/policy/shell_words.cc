@@ -218,7 +218,7 @@ class Parser {
                                    : "'&' (a background job) is not understood");
       }
       if (c == '(') {
-        if (!AtCommandStart() || Peek(1) == '(') {
+        if (!AtCommandStart() || PeekJoined(1) == '(') {
           return Fail(
               "parentheses (a function, arithmetic or a subshell not at a command's start) are "
               "not understood");
@@ -348,6 +348,19 @@ class Parser {
 
   char Peek(std::size_t ahead) const {
     return pos_ + ahead < text_.size() ? text_[pos_ + ahead] : '\0';
+  }
+
+  // The character `ahead` places after pos_ as the shells' lexers see it: they remove every line
+  // continuation (backslash-newline) before they look for operators, so `(\<newline>(` is `((`
+  // (arithmetic) and `$(\<newline>(` is `$((`. pos_ must not be inside a continuation.
+  char PeekJoined(std::size_t ahead) const {
+    std::size_t at = pos_;
+    for (std::size_t k = 0;; ++k) {
+      while (at + 1 < text_.size() && text_[at] == '\\' && text_[at + 1] == '\n') at += 2;
+      if (at >= text_.size()) return '\0';
+      if (k == ahead) return text_[at];
+      ++at;
+    }
   }
 
   ShellScript Result() {
@@ -763,7 +776,7 @@ class Parser {
             "understood",
             at);
       }
-    } else if (next == '(' && Peek(2) != '(') {
+    } else if (next == '(' && PeekJoined(2) != '(') {
       return CommandSubstitution();
     } else {
       return Fail(
@@ -772,6 +785,11 @@ class Parser {
           at);
     }
     pos_ += braced ? length + 3 : length + 1;
+    // The shells join a continuation to what precedes it: `$AB\<newline>C` is $ABC, and
+    // `$X\<newline>[1]` zsh's subscript.
+    if (Peek(0) == '\\' && Peek(1) == '\n') {
+      return Fail("a line continuation right after $NAME is not understood", pos_);
+    }
     // zsh subscripts `$X[…]` (arithmetic on variables' contents) and modifies `$X:h`.
     const bool modifier = !braced && Peek(0) == ':' && (IsNameStart(Peek(1)) || Peek(1) == '&');
     if (Peek(0) == '[' || modifier) {
@@ -826,9 +844,15 @@ class Parser {
     while (pos_ < text_.size() && !failed_) {
       const char c = text_[pos_];
       if (EndsWord(c)) break;
+      if (c == '\\' && Peek(1) == '\n') {
+        // A line continuation inside a word is removed before the shells read the word: it
+        // quotes nothing, and `A\<newline>=1 rm x` is an assignment before rm.
+        pos_ += 2;
+        continue;
+      }
       if (name_prefix && c == '=' && pos_ > word.start) {
         word.assignment = true;
-      } else if (name_prefix && c == '+' && Peek(1) == '=' && pos_ > word.start) {
+      } else if (name_prefix && c == '+' && PeekJoined(1) == '=' && pos_ > word.start) {
         word.assignment = true;
       }
       name_prefix = name_prefix && (pos_ == word.start ? IsNameStart(c) : IsNameChar(c));
@@ -837,10 +861,6 @@ class Parser {
         case '\\':
           if (pos_ + 1 >= text_.size()) {
             Fail("a backslash at the end of the script", pos_);
-            break;
-          }
-          if (text_[pos_ + 1] == '\n') {  // a line continuation inside a word
-            pos_ += 2;
             break;
           }
           if (text_[pos_ + 1] == '\0') {

@@ -62,6 +62,11 @@ TEST(ShellWords, UnderstoodScriptsSplitIntoSimpleCommands) {
       {"'if' x", {{"if", "x"}}},
       {"echo if then fi", {{"echo", "if", "then", "fi"}}},
       {"\"FOO=bar\" ls", {{"FOO=bar", "ls"}}},
+      // A continuation inside a word does not quote it: `A\<newline>=1 rm` assigns and runs rm.
+      {"A\\\n=1 rm -rf victim", {{"rm", "-rf", "victim"}}},
+      {"A=\\\n1 rm x", {{"rm", "x"}}},
+      {"( (ls) )", {{"ls"}}},
+      {"echo $( (ls) )", {{"ls"}, {"echo", std::string(kAnyWords)}}},
   };
   for (const auto& c : cases) {
     const ShellScript parsed = ParseShellScript(c.script);
@@ -294,6 +299,38 @@ TEST(ShellWords, WordsAgreeWithBashAndDash) {
   }
 }
 
+// Differential: a line continuation inside an assignment's name or right after its '=' still
+// makes it an assignment in bash, dash and zsh, so the command after it is the printf.
+TEST(ShellWords, LineContinuationsInsideAssignmentsAgreeWithBashDashAndZsh) {
+  const std::vector<std::string> scripts = {
+      "A\\\n=1 printf '%s\\0' a b",
+      "A=\\\n1 printf '%s\\0' a",
+      "A\\\nB\\\n=1 B=2 printf '%s\\0' c; printf '%s\\0' d",
+  };
+  std::vector<std::string> shells;
+  for (const char* shell : {"/bin/bash", "/bin/dash", "/usr/bin/zsh"}) {
+    if (::access(shell, X_OK) == 0) shells.push_back(shell);
+  }
+  ASSERT_FALSE(shells.empty());
+  for (const auto& script : scripts) {
+    const ShellScript parsed = ParseShellScript(script);
+    ASSERT_TRUE(parsed.understood) << script << ": " << parsed.why;
+    EXPECT_TRUE(parsed.assigns) << script;
+    std::string expected;
+    for (const auto& command : parsed.commands) {
+      ASSERT_EQ(command[0], "printf") << script;
+      for (std::size_t i = 2; i < command.size(); ++i) expected += command[i] + '\0';
+    }
+    for (const auto& shell : shells) {
+      EXPECT_EQ(RunShell(shell, script), expected) << shell << " -c " << script;
+    }
+  }
+  // And bash, dash and zsh all read `$(\<newline>(` as arithmetic, not a subshell.
+  for (const auto& shell : shells) {
+    EXPECT_EQ(RunShell(shell, "printf '%s|' $(\\\n(1+2))"), "3|") << shell;
+  }
+}
+
 const std::string kMany(kAnyWords);
 const std::string kOne(kAnyWord);
 
@@ -511,6 +548,19 @@ TEST(ShellWords, ExpansionsThatRunCodeOrHideACommandStayNotUnderstood) {
       {"IFS=: x=1", "except right before read"},
       {"IFS=$x read a", "assigning the variable IFS"},
       {"IFS= IFS=x read a", "assigning the variable IFS"},
+      // A line continuation is removed before the shells find operators and assignments:
+      // `$(\<newline>(x))` is bash's arithmetic `$((x))` (x='a[$(rm …)]' runs rm),
+      // `(\<newline>(x))` its arithmetic command, and `PS\<newline>4=…` an assignment.
+      {"x='a[$(rm -rf v)]'; echo $(\\\n(x))", "arithmetic"},
+      {"echo \"$(\\\n\\\n(x))\"", "arithmetic"},
+      {"x='a[$(rm -rf v)]'; (\\\n(x))", "arithmetic"},
+      {"PS\\\n4='$(rm -rf v)'; set -x; ls", "assigning the variable PS4"},
+      {"BASH_E\\\nNV=./x bash -c ls", "assigning the variable BASH_ENV"},
+      {"PATH+\\\n=/tmp ls", "'+='"},
+      {"IFS\\\n=: ls", "except right before read"},
+      {"for PA\\\nTH in /x; do ls; done", "assigning the variable PATH"},
+      {"echo $x\\\n[1]", "line continuation right after $NAME"},
+      {"echo \"$x\\\n:h\"", "line continuation right after $NAME"},
   };
   for (const auto& c : cases) {
     for (const auto dialect : {ShellDialect::kPosix, ShellDialect::kBash}) {
