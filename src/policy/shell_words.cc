@@ -48,7 +48,8 @@ constexpr std::size_t kMaxBashDescriptorDigits = 4;
 // the programs, IFS splits words, ENV/BASH_ENV/ZDOTDIR name startup files, PS4 and the prompts
 // are expanded under xtrace, CDPATH moves `cd`, SHELLOPTS/BASHOPTS turn options on, and zsh's
 // lowercase tied arrays (path, cdpath, fpath, …) are the same variables; STTY and READNULLCMD
-// make zsh run programs. LD_*, BASH_* and ZSH* are refused as families.
+// make zsh run programs, and an assignment to UID, EUID, GID, EGID or USERNAME changes zsh's
+// user and group ids. LD_*, BASH_* and ZSH* are refused as families.
 constexpr std::string_view kSpecialVariables[] = {"PATH",
                                                   "IFS",
                                                   "ENV",
@@ -123,6 +124,10 @@ constexpr std::string_view kSpecialVariables[] = {"PATH",
                                                   "PPID",
                                                   "UID",
                                                   "EUID",
+                                                  "GID",
+                                                  "EGID",
+                                                  "USERNAME",
+                                                  "ZDOTDIR",
                                                   "OPTERR",
                                                   "POSIXLY",
                                                   "PROMPT_EOL_MARK",

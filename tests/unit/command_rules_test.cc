@@ -483,6 +483,15 @@ TEST(CommandRules, AScriptTheParserDoesNotUnderstandNeedsAQuestion) {
                      {{"bash", "-c", "export A=$X; echo"}, RulesOutcome::kPrompt},
                      {{"bash", "-c", "export -f x; echo"}, RulesOutcome::kPrompt},
                      {{"bash", "-c", "export; echo"}, RulesOutcome::kPrompt},
+                     // zsh changes the process's ids on an assignment to USERNAME, GID or
+                     // EGID (as UID and EUID), and reads ZDOTDIR's startup files.
+                     {{"zsh", "-c", "export USERNAME=nobody; echo"}, RulesOutcome::kPrompt},
+                     {{"zsh", "-c", "read GID; echo"}, RulesOutcome::kPrompt},
+                     {{"zsh", "-c", "EGID=0 echo"}, RulesOutcome::kPrompt},
+                     {{"bash", "-c", "ZDOTDIR=. zsh -c echo"}, RulesOutcome::kPrompt},
+                     // A line continuation inside a word joins it (`A=1 rm x`).
+                     {{"bash", "-c", "A\\\nB=1 rm -rf x"}, RulesOutcome::kForbidden},
+                     {{"sh", "-c", "x=1; echo $(\\\n(x))"}, RulesOutcome::kPrompt},
                      {{"bash", "-c", "set -k; echo"}, RulesOutcome::kPrompt},
                      {{"bash", "-c", "set -o posix; echo"}, RulesOutcome::kPrompt},
                      {{"bash", "-c", "set -- rm; echo"}, RulesOutcome::kPrompt},
