@@ -77,6 +77,45 @@ constexpr std::string_view kInertBuiltins[] = {
     "kill",  "wait",   "exit",  "return", "break",    "continue", "shift", "times", "type",
     "which", "whence", "where", "sleep",  "realpath", "getconf",  "jobs",  "dirs",  "stat"};
 
+// The forms of kInertBuiltins that are not inert, as a reason (empty when inert): bash's
+// `jobs -x CMD` runs CMD, `wait -p NAME` unsets then assigns NAME, and `test -v NAME` (`[ -v`)
+// evaluates an array subscript in NAME (`[ -v 'a[$(rm x)]' ]` runs rm; -R is refused with it).
+// A word that expands may become any of these: any wildcard among jobs' or wait's words, an
+// unquoted expansion or glob among test's (`[ $x ]` with x='-v a[…]'), or a quoted one followed
+// by a word that expands or holds '[' (`[ "$o" "$y" ]`) is not understood.
+std::string NotInertForm(const std::vector<std::string>& argv) {
+  const std::string& name = argv[0];
+  if (name == "jobs" || name == "wait") {
+    for (std::size_t i = 1; i < argv.size(); ++i) {
+      const std::string& arg = argv[i];
+      if (IsWildcardWord(arg)) return name + " with a word that expands is not understood";
+      if (arg.size() < 2 || arg[0] != '-') continue;
+      if (name == "wait")
+        return "wait with an option (wait -p assigns a variable) is not understood";
+      if (arg.find_first_not_of("lnprs", 1) != std::string::npos) {
+        return "jobs with an option other than -l, -n, -p, -r and -s (jobs -x runs a command) is "
+               "not understood";
+      }
+    }
+  }
+  if (name == "test" || name == "[") {
+    for (std::size_t i = 1; i < argv.size(); ++i) {
+      const std::string& arg = argv[i];
+      if (arg == "-v" || arg == "-R") {
+        return "test -v and -R (bash evaluates an array subscript in the name) are not "
+               "understood";
+      }
+      const bool operand_unknown =
+          i + 1 < argv.size() &&
+          (IsWildcardWord(argv[i + 1]) || argv[i + 1].find('[') != std::string::npos);
+      if (arg == kAnyWords || (arg == kAnyWord && operand_unknown)) {
+        return "test with a word that expands where it may become -v NAME is not understood";
+      }
+    }
+  }
+  return {};
+}
+
 // `set` may turn on or off only what changes no command the script runs: exiting on an error
 // (-e), on an unset variable (-u), tracing (-x, -v) and pipefail. Anything else (`set --`, -k,
 // -a, -o posix, a word that expands) is not understood.
@@ -383,6 +422,10 @@ class Splitter {
       return NotUnderstood(
           "export other than `export NAME=VALUE...` with literal values and plain names is not "
           "understood");
+    }
+    if (in_script) {
+      std::string not_inert = NotInertForm(argv);
+      if (!not_inert.empty()) return NotUnderstood(std::move(not_inert));
     }
     if (in_script && Contains(kShellBuiltins, argv[0]) && !Contains(kInertBuiltins, argv[0]) &&
         FindWrapper(argv[0]) == nullptr) {

@@ -468,58 +468,70 @@ TEST(CommandRules, GlobalOptionsBeforeTheSubcommandDoNotHideIt) {
 
 TEST(CommandRules, AScriptTheParserDoesNotUnderstandNeedsAQuestion) {
   const CommandRules rules = Rules(Rule(R"(["echo"])", "allow") + Rule(R"(["rm"])", "forbidden"));
-  ExpectOutcomes(rules,
-                 {
-                     {{"bash", "-c", "echo `id`"}, RulesOutcome::kPrompt},
-                     {{"bash", "-c", "PATH=. echo"}, RulesOutcome::kPrompt},
-                     {{"bash", "-c", "eval echo"}, RulesOutcome::kPrompt},
-                     {{"bash", "-c", "source ./x"}, RulesOutcome::kPrompt},
-                     {{"bash", "-c", "read PATH; echo"}, RulesOutcome::kPrompt},
-                     {{"bash", "-c", "read -p x y; echo"}, RulesOutcome::kPrompt},
-                     {{"bash", "-c", "read $V; echo"}, RulesOutcome::kPrompt},
-                     {{"bash", "-c", "read -d $D PATH; echo"}, RulesOutcome::kPrompt},
-                     {{"bash", "-c", "command read x; echo"}, RulesOutcome::kPrompt},
-                     {{"bash", "-c", "export PATH=.; echo"}, RulesOutcome::kPrompt},
-                     {{"bash", "-c", "export A=$X; echo"}, RulesOutcome::kPrompt},
-                     {{"bash", "-c", "export -f x; echo"}, RulesOutcome::kPrompt},
-                     {{"bash", "-c", "export; echo"}, RulesOutcome::kPrompt},
-                     // zsh changes the process's ids on an assignment to USERNAME, GID or
-                     // EGID (as UID and EUID), and reads ZDOTDIR's startup files.
-                     {{"zsh", "-c", "export USERNAME=nobody; echo"}, RulesOutcome::kPrompt},
-                     {{"zsh", "-c", "read GID; echo"}, RulesOutcome::kPrompt},
-                     {{"zsh", "-c", "EGID=0 echo"}, RulesOutcome::kPrompt},
-                     {{"bash", "-c", "ZDOTDIR=. zsh -c echo"}, RulesOutcome::kPrompt},
-                     // A line continuation inside a word joins it (`A=1 rm x`).
-                     {{"bash", "-c", "A\\\nB=1 rm -rf x"}, RulesOutcome::kForbidden},
-                     {{"sh", "-c", "x=1; echo $(\\\n(x))"}, RulesOutcome::kPrompt},
-                     {{"bash", "-c", "set -k; echo"}, RulesOutcome::kPrompt},
-                     {{"bash", "-c", "set -o posix; echo"}, RulesOutcome::kPrompt},
-                     {{"bash", "-c", "set -- rm; echo"}, RulesOutcome::kPrompt},
-                     {{"bash", "-c", "set -e $X; echo"}, RulesOutcome::kPrompt},
-                     {{"bash", "-c", "set -o; echo"}, RulesOutcome::kPrompt},
-                     {{"bash", "-c", "printf -v PATH x; echo"}, RulesOutcome::kPrompt},
-                     {{"bash", "-c", "hash -p ./x echo; echo"}, RulesOutcome::kPrompt},
-                     {{"bash", "-c", "alias echo=rm; echo"}, RulesOutcome::kPrompt},
-                     {{"bash", "-c", "echo $((1))"}, RulesOutcome::kPrompt},
-                     {{"bash", "-i", "-c", "echo"}, RulesOutcome::kPrompt},
-                     {{"bash", "--rcfile", "x", "-c", "echo"}, RulesOutcome::kPrompt},
-                     {{"bash", "-c"}, RulesOutcome::kPrompt},
-                     // A script that cannot be read is asked about as a whole, whatever
-                     // it holds: the question shows all of it.
-                     {{"bash", "-c", "rm x; echo ${HOME:-x}"}, RulesOutcome::kPrompt},
-                     // bash's `&>` is a background job in sh/dash: `ls &` then
-                     // `>/dev/null rm -rf victim`.
-                     {{"sh", "-c", "echo &>/dev/null rm -rf victim"}, RulesOutcome::kPrompt},
-                     {{"dash", "-c", "echo &>/dev/null"}, RulesOutcome::kPrompt},
-                     {{"/bin/sh", "-c", "echo 10>/dev/null rm x"}, RulesOutcome::kPrompt},
-                     // bash reads it as `echo rm -rf victim`.
-                     {{"bash", "-c", "echo &>/dev/null rm -rf victim"}, RulesOutcome::kAllow},
-                     {{"bash", "-c", "echo &>/dev/null"}, RulesOutcome::kAllow},
-                     {{"sh", "-c", "echo hi >/dev/null 2>&1"}, RulesOutcome::kAllow},
-                     // Benign: the same without the construct.
-                     {{"bash", "-c", "echo hi"}, RulesOutcome::kAllow},
-                     {{"bash", "-c", "echo hi 2>/dev/null"}, RulesOutcome::kAllow},
-                 });
+  ExpectOutcomes(
+      rules, {
+                 {{"bash", "-c", "echo `id`"}, RulesOutcome::kPrompt},
+                 {{"bash", "-c", "PATH=. echo"}, RulesOutcome::kPrompt},
+                 {{"bash", "-c", "eval echo"}, RulesOutcome::kPrompt},
+                 {{"bash", "-c", "source ./x"}, RulesOutcome::kPrompt},
+                 {{"bash", "-c", "read PATH; echo"}, RulesOutcome::kPrompt},
+                 {{"bash", "-c", "read -p x y; echo"}, RulesOutcome::kPrompt},
+                 {{"bash", "-c", "read $V; echo"}, RulesOutcome::kPrompt},
+                 {{"bash", "-c", "read -d $D PATH; echo"}, RulesOutcome::kPrompt},
+                 {{"bash", "-c", "command read x; echo"}, RulesOutcome::kPrompt},
+                 {{"bash", "-c", "export PATH=.; echo"}, RulesOutcome::kPrompt},
+                 {{"bash", "-c", "export A=$X; echo"}, RulesOutcome::kPrompt},
+                 {{"bash", "-c", "export -f x; echo"}, RulesOutcome::kPrompt},
+                 {{"bash", "-c", "export; echo"}, RulesOutcome::kPrompt},
+                 // zsh changes the process's ids on an assignment to USERNAME, GID or
+                 // EGID (as UID and EUID), and reads ZDOTDIR's startup files.
+                 {{"zsh", "-c", "export USERNAME=nobody; echo"}, RulesOutcome::kPrompt},
+                 {{"zsh", "-c", "read GID; echo"}, RulesOutcome::kPrompt},
+                 {{"zsh", "-c", "EGID=0 echo"}, RulesOutcome::kPrompt},
+                 {{"bash", "-c", "ZDOTDIR=. zsh -c echo"}, RulesOutcome::kPrompt},
+                 // A line continuation inside a word joins it (`A=1 rm x`).
+                 {{"bash", "-c", "A\\\nB=1 rm -rf x"}, RulesOutcome::kForbidden},
+                 // Inert builtins in the forms that are not: bash's `jobs -x CMD` runs
+                 // CMD, `[ -v 'a[$(CMD)]' ]` runs CMD (a subscript), `wait -p NAME`
+                 // assigns NAME; a word that expands may become any of these.
+                 {{"bash", "-c", "jobs -x rm -rf x"}, RulesOutcome::kPrompt},
+                 {{"bash", "-c", "command jobs -lx rm x"}, RulesOutcome::kPrompt},
+                 {{"bash", "-c", "jobs $X"}, RulesOutcome::kPrompt},
+                 {{"bash", "-c", "[ -v 'a[$(rm -rf x)]' ]"}, RulesOutcome::kPrompt},
+                 {{"bash", "-c", "test x -o -R y"}, RulesOutcome::kPrompt},
+                 {{"bash", "-c", "o=-v; y='a[$(rm x)]'; [ \"$o\" \"$y\" ]"}, RulesOutcome::kPrompt},
+                 {{"bash", "-c", "o=-v; [ \"$o\" 'a[$(rm x)]' ]"}, RulesOutcome::kPrompt},
+                 {{"bash", "-c", "x='-v a[$(rm${IFS:0:1}x)]'; [ $x ]"}, RulesOutcome::kPrompt},
+                 {{"bash", "-c", "wait -p PATH; echo"}, RulesOutcome::kPrompt},
+                 {{"sh", "-c", "x=1; echo $(\\\n(x))"}, RulesOutcome::kPrompt},
+                 {{"bash", "-c", "set -k; echo"}, RulesOutcome::kPrompt},
+                 {{"bash", "-c", "set -o posix; echo"}, RulesOutcome::kPrompt},
+                 {{"bash", "-c", "set -- rm; echo"}, RulesOutcome::kPrompt},
+                 {{"bash", "-c", "set -e $X; echo"}, RulesOutcome::kPrompt},
+                 {{"bash", "-c", "set -o; echo"}, RulesOutcome::kPrompt},
+                 {{"bash", "-c", "printf -v PATH x; echo"}, RulesOutcome::kPrompt},
+                 {{"bash", "-c", "hash -p ./x echo; echo"}, RulesOutcome::kPrompt},
+                 {{"bash", "-c", "alias echo=rm; echo"}, RulesOutcome::kPrompt},
+                 {{"bash", "-c", "echo $((1))"}, RulesOutcome::kPrompt},
+                 {{"bash", "-i", "-c", "echo"}, RulesOutcome::kPrompt},
+                 {{"bash", "--rcfile", "x", "-c", "echo"}, RulesOutcome::kPrompt},
+                 {{"bash", "-c"}, RulesOutcome::kPrompt},
+                 // A script that cannot be read is asked about as a whole, whatever
+                 // it holds: the question shows all of it.
+                 {{"bash", "-c", "rm x; echo ${HOME:-x}"}, RulesOutcome::kPrompt},
+                 // bash's `&>` is a background job in sh/dash: `ls &` then
+                 // `>/dev/null rm -rf victim`.
+                 {{"sh", "-c", "echo &>/dev/null rm -rf victim"}, RulesOutcome::kPrompt},
+                 {{"dash", "-c", "echo &>/dev/null"}, RulesOutcome::kPrompt},
+                 {{"/bin/sh", "-c", "echo 10>/dev/null rm x"}, RulesOutcome::kPrompt},
+                 // bash reads it as `echo rm -rf victim`.
+                 {{"bash", "-c", "echo &>/dev/null rm -rf victim"}, RulesOutcome::kAllow},
+                 {{"bash", "-c", "echo &>/dev/null"}, RulesOutcome::kAllow},
+                 {{"sh", "-c", "echo hi >/dev/null 2>&1"}, RulesOutcome::kAllow},
+                 // Benign: the same without the construct.
+                 {{"bash", "-c", "echo hi"}, RulesOutcome::kAllow},
+                 {{"bash", "-c", "echo hi 2>/dev/null"}, RulesOutcome::kAllow},
+             });
   const CommandVerdict verdict = EvaluateCommand(rules, {"bash", "-c", "echo $((1))"});
   EXPECT_FALSE(verdict.understood);
   EXPECT_NE(verdict.reason.find("not fully understood"), std::string::npos) << verdict.reason;
@@ -613,6 +625,13 @@ TEST(CommandRules, WildcardWordsMeetRulesForEveryExpansion) {
           {{"bash", "-c", "set -euo pipefail; cargo build"}, RulesOutcome::kNoRule},  // set: none
           {{"bash", "-c", "set -e -x +u -o pipefail; ls"}, RulesOutcome::kNoRule},    // set: none
           {{"bash", "-c", "find . -name '*.py' -exec rm -rf {} +"}, RulesOutcome::kNoRule},
+          // test, [, jobs and wait in their inert forms are understood (none: no rule).
+          {{"bash", "-c", "[ -f Makefile ] && ls"}, RulesOutcome::kNoRule},
+          {{"bash", "-c", "[ -n \"$x\" ] && [ \"$a\" = \"$b\" ] && test -d ~/x -a -r \"$f\""},
+           RulesOutcome::kNoRule},
+          {{"bash", "-c", "test \"$(git status --porcelain)\" = '' && ls"},
+           RulesOutcome::kHarmless},
+          {{"bash", "-c", "jobs -l; wait; wait %1"}, RulesOutcome::kNoRule},
       });
   const CommandVerdict verdict = EvaluateCommand(rules, {"bash", "-c", "echo hi > f.txt"});
   EXPECT_NE(verdict.reason.find("writes a file"), std::string::npos) << verdict.reason;
