@@ -281,6 +281,7 @@ Unwrapped Unwrap(const WrapperSpec& spec, const std::vector<std::string>& argv) 
   const std::string name(spec.name);
   std::size_t i = 1;
   bool runs_nothing = false;
+  std::optional<std::string> replace;  // xargs -I R, -i[R], --replace[=R]
   while (i < argv.size()) {
     const std::string& arg = argv[i];
     if (arg == "--") {
@@ -304,6 +305,9 @@ Unwrapped Unwrap(const WrapperSpec& spec, const std::vector<std::string>& argv) 
       if (Contains(spec.long_refused, option)) {
         return NotUnderstood(name + " --" + std::string(option) + " is not understood");
       }
+      if (spec.name == "xargs" && option == "replace") {
+        replace = eq == std::string::npos ? "{}" : arg.substr(eq + 1);
+      }
       if (Contains(spec.long_flags, option) && eq == std::string::npos) {
         ++i;
       } else if (Contains(spec.long_optional_argument, option)) {
@@ -325,6 +329,12 @@ Unwrapped Unwrap(const WrapperSpec& spec, const std::vector<std::string>& argv) 
         return NotUnderstood(name + " -" + std::string(1, c) + " is not understood");
       }
       if (spec.no_command_flags.find(c) != std::string_view::npos) runs_nothing = true;
+      if (spec.name == "xargs" && (c == 'I' || c == 'i')) {
+        replace = k + 1 < arg.size()    ? arg.substr(k + 1)
+                  : c == 'i'            ? std::string("{}")
+                  : i + 1 < argv.size() ? argv[i + 1]
+                                        : std::string();
+      }
       if (spec.flags.find(c) != std::string_view::npos) continue;
       if (spec.optional_argument.find(c) != std::string_view::npos) break;
       if (spec.with_argument.find(c) != std::string_view::npos) {
@@ -358,6 +368,22 @@ Unwrapped Unwrap(const WrapperSpec& spec, const std::vector<std::string>& argv) 
     out.inner = std::vector<std::string>(argv.begin() + static_cast<std::ptrdiff_t>(i), argv.end());
   } else if (!spec.default_command.empty()) {
     out.inner = spec.default_command;
+  }
+  // xargs runs its command with the words it reads added at the end, or, with a replace
+  // string, put in place of it in every word that holds it (each then one arbitrary word):
+  // `echo rm x | xargs env` runs rm, `xargs -I{} {} x` runs what it reads.
+  if (spec.name == "xargs" && out.inner) {
+    if (!replace) {
+      out.inner->push_back(std::string(kAnyWords));
+    } else if (replace->empty()) {
+      return NotUnderstood("xargs with an empty replace string is not understood");
+    } else {
+      for (std::string& word : *out.inner) {
+        if (!IsWildcardWord(word) && word.find(*replace) != std::string::npos) {
+          word = std::string(kAnyWord);
+        }
+      }
+    }
   }
   return out;
 }
@@ -461,11 +487,14 @@ class Splitter {
   void VisitShell(const std::vector<std::string>& argv, SegmentRole role, std::size_t depth,
                   std::size_t index, Traits traits) {
     const std::string shell(ProgramName(argv[0]));
-    for (const auto& word : argv) {
-      if (IsWildcardWord(word)) {
-        return NotUnderstood("an expansion on the command line of " + shell + " is not understood");
+    // A word that expands is not understood on the shell's command line, but after a -c
+    // script, where it is only $0, $1, … (`xargs sh -c 'wc -l "$@"' sh` adds words there).
+    auto expands = [&argv](std::size_t from, std::size_t to) {
+      for (std::size_t k = from; k < to && k < argv.size(); ++k) {
+        if (IsWildcardWord(argv[k])) return true;
       }
-    }
+      return false;
+    };
     std::size_t i = 1;
     bool command_mode = false;
     while (i < argv.size()) {
@@ -502,6 +531,9 @@ class Splitter {
     // Without -c the shell runs a script file (a program running others by its own logic: the
     // shell's own command line is all there is to judge) or, with no operand, reads commands from
     // its standard input (`echo "git push" | sh`, `sh < file`): commands nobody has judged.
+    if (expands(1, command_mode ? i + 1 : argv.size())) {
+      return NotUnderstood("an expansion on the command line of " + shell + " is not understood");
+    }
     if (!command_mode) {
       if (i >= argv.size()) {
         return NotUnderstood(shell + " reading commands from its standard input is not understood");
