@@ -6,11 +6,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "common/fd_io.h"
 
@@ -22,14 +24,37 @@ constexpr size_t kChunk = 64 * 1024;
 // Room kept at the file's start for the marker line (it is far shorter).
 constexpr uint64_t kMarkerRoom = 512;
 
+// How long an append waits for the lock: another writer's append or compaction (copying at most
+// half the cap) ends far sooner. A lock held longer is not a writer's: any reader of the file can
+// take one (a sandboxed command whose view holds the state directory), and waiting for it would
+// park the gateway's event loop for as long as that command likes. The lines are then appended
+// whole without dropping any, as on a file system without flock.
+constexpr auto kLockWait = std::chrono::seconds(2);
+// Once a wait ran out, this process's later appends only try the lock, without waiting, until
+// one gets it again: one wait per lock held, not one per append.
+std::atomic<bool> lock_stuck{false};
+
 class FileLock {
  public:
   explicit FileLock(int fd) : fd_(fd) {
-    int r;
-    do {
-      r = ::flock(fd_, LOCK_EX);
-    } while (r != 0 && errno == EINTR);
-    held_ = r == 0;
+    const auto give_up = std::chrono::steady_clock::now() + kLockWait;
+    auto pause = std::chrono::milliseconds(1);
+    for (;;) {
+      if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) {
+        held_ = true;
+        lock_stuck.store(false, std::memory_order_relaxed);
+        return;
+      }
+      if (errno == EINTR) continue;
+      if (errno != EWOULDBLOCK) return;  // no flock here: nothing is dropped
+      if (lock_stuck.load(std::memory_order_relaxed)) return;
+      if (std::chrono::steady_clock::now() >= give_up) {
+        lock_stuck.store(true, std::memory_order_relaxed);
+        return;
+      }
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::milliseconds(50));
+    }
   }
   ~FileLock() {
     if (held_) (void)::flock(fd_, LOCK_UN);
@@ -153,8 +178,8 @@ Status AppendCappedLines(int fd, std::string_view lines, uint64_t max_bytes) {
     struct stat st {};
     if (::fstat(fd, &st) != 0) return SysFail("io", "stat log");
     const uint64_t size = static_cast<uint64_t>(st.st_size);
-    // Without the lock (a file system without flock) nothing is dropped: another writer's line
-    // could be in the middle of its write.
+    // Without the lock (a file system without flock, or one held past kLockWait) nothing is
+    // dropped: another writer's line could be in the middle of its write.
     if (lock.held() && S_ISREG(st.st_mode) && size > 0 && size + piece.size() > max_bytes) {
       ANVIL_RETURN_IF_ERROR(Compact(fd, size, max_bytes));
     }

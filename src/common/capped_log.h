@@ -3,9 +3,11 @@
 // policy, in place: the file keeps its name and every writer its descriptor, so no writer needs
 // the right to create or rename files next to it (the hardened gateway has none).
 //
-// Every append takes an exclusive flock(2) of the file. When the file would grow past the cap,
-// its older lines are dropped first: what stays is the newest part of the file up to half the
-// cap, from the start of a line, behind one marker line that says how many bytes were dropped
+// Every append takes an exclusive flock(2) of the file, waiting for it a bounded time only: any
+// reader can take that lock, so one held longer is appended past (whole lines, none dropped). When
+// the file would grow past the cap, its older lines are dropped first: what stays is the newest
+// part of the file up to half the cap, from the start of a line, behind one marker line that says
+// how many bytes were dropped
 // ({"bytes":N,"op":"log.compacted","reason":...,"time":T,"verdict":"info"}). Then the new lines
 // are appended whole. A line is never cut: a batch is written in pieces at line boundaries, and
 // one line longer than half the cap is written whole (the file is then over the cap by at most

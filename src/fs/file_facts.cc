@@ -11,10 +11,13 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <memory>
+#include <thread>
 #include <utility>
 
 #include "fs/file_io.h"
@@ -199,9 +202,20 @@ Status MakePrivateDirs(const std::string& dir, const std::string& verb) {
   return Ok();
 }
 
-Result<DirLock> DirLock::Acquire(int fd, const std::string& what) {
-  while (::flock(fd, LOCK_EX) != 0) {
-    if (errno != EINTR) return SysFail("io", what);
+Result<DirLock> DirLock::Acquire(int fd, const std::string& what, std::chrono::milliseconds wait) {
+  const auto give_up = std::chrono::steady_clock::now() + wait;
+  auto pause = std::chrono::milliseconds(1);
+  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EINTR) continue;
+    if (errno != EWOULDBLOCK) return SysFail("io", what);
+    if (std::chrono::steady_clock::now() >= give_up) {
+      return Fail("busy", what + ": another process has held its lock for over " +
+                              std::to_string(wait.count()) +
+                              " ms (any process that can read the directory can take it: "
+                              "look for a command still running there); try again");
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(50));
   }
   return DirLock(fd);
 }

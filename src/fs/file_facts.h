@@ -6,6 +6,7 @@
 // policy/ words the refusal and makes no syscall itself.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -81,11 +82,18 @@ Result<std::string> RealPath(const std::string& path);
 // configuration); existing ones are left as they are. A failure is SysFail("io", verb + path).
 Status MakePrivateDirs(const std::string& dir, const std::string& verb);
 
+// How long DirLock::Acquire waits: a read-modify-write of a state file ends far sooner.
+inline constexpr std::chrono::milliseconds kDirLockWait{10000};
+
 // An exclusive flock on a directory for one read-modify-write cycle; released when destroyed.
 class DirLock {
  public:
-  // EINTR retried; a failure is SysFail("io", what).
-  static Result<DirLock> Acquire(int fd, const std::string& what);
+  // Waits at most `wait`: any process that can open the directory can take its flock (a
+  // sandboxed command whose view holds Anvil's state directory read-only), so a lock held longer
+  // is "busy", naming `what`, never a wait as long as that process likes. A failure of flock
+  // itself is SysFail("io", what).
+  static Result<DirLock> Acquire(int fd, const std::string& what,
+                                 std::chrono::milliseconds wait = kDirLockWait);
   DirLock(DirLock&& other) noexcept;
   DirLock(const DirLock&) = delete;
   DirLock& operator=(const DirLock&) = delete;

@@ -1,7 +1,6 @@
 #include "linux/unchecked_run.h"
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -13,14 +12,28 @@
 
 namespace anvil {
 
+namespace {
+
+// The whole file, for a write lock held by its open file description (F_OFD_*): unlike flock,
+// which any reader may take, a write lock needs a descriptor open for writing, which no
+// sandboxed command gets on the state directory (read-only in every view that holds it).
+struct flock WholeFile(short type) {
+  struct flock fl {};
+  fl.l_type = type;
+  fl.l_whence = SEEK_SET;
+  return fl;
+}
+
+}  // namespace
+
 bool UncheckedRecordIsLive(int dir_fd, const std::string& name) {
   UniqueFd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (!fd) return false;
-  int r;
-  do {
-    r = ::flock(fd.Get(), LOCK_SH | LOCK_NB);
-  } while (r != 0 && errno == EINTR);
-  return r != 0 && errno == EWOULDBLOCK;
+  // Would a read lock wait? Only for a write lock: the one the run's `anvil` holds. A read lock
+  // anyone took conflicts with no read lock, so it makes nothing look live.
+  struct flock probe = WholeFile(F_RDLCK);
+  if (::fcntl(fd.Get(), F_OFD_GETLK, &probe) != 0) return false;
+  return probe.l_type == F_WRLCK;
 }
 
 Result<std::vector<LoadedUncheckedRecord>> LoadSettledUncheckedRecords(const std::string& dir) {
@@ -52,7 +65,8 @@ std::string WritePending(const std::string& dir, const std::vector<std::string>&
   UniqueFd fd(::openat(dir_fd->Get(), name.c_str(),
                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd) return "";
-  if (::flock(fd.Get(), LOCK_EX) != 0) {
+  struct flock lock = WholeFile(F_WRLCK);
+  if (::fcntl(fd.Get(), F_OFD_SETLK, &lock) != 0) {
     ::unlinkat(dir_fd->Get(), name.c_str(), 0);
     return "";
   }

@@ -18,7 +18,9 @@
 
 namespace anvil {
 
-// Whether `name` in `dir_fd` is held by a run still going (its lock is taken): for
+// Whether `name` in `dir_fd` is held by a run still going (its write lock is taken, which
+// needs a descriptor open for writing: a lock taken through a read-only one, as a sandboxed
+// command seeing the state directory could, makes no record pass for live): for
 // LoadUncheckedRecords.
 bool UncheckedRecordIsLive(int dir_fd, const std::string& name);
 

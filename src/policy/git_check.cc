@@ -210,17 +210,18 @@ std::map<int, std::string> NewGitReposThatRunCode(const GitIdentitySet& before,
           "whatever is made there later";
       continue;
     }
-    if (repo.kind == GitMarkerKind::kGitFile || repo.kind == GitMarkerKind::kGitLink) {
-      for (const std::string* target : {&repo.gitdir, &repo.commondir}) {
-        if (out_of_reach(*target)) {
-          out[static_cast<int>(i)] = "it leads to " + *target +
-                                     ", outside the writable roots, where no check sees what is "
-                                     "made or changed later";
-          break;
-        }
+    // Every pointer git follows from a new repository, whatever its marker: a `.git` file's or
+    // link's gitdir, and any git dir's `commondir` (a `.git` directory or a bare one of the
+    // command's may hold one too), where git reads the config and hooks.
+    for (const std::string* target : {&repo.gitdir, &repo.commondir}) {
+      if (out_of_reach(*target)) {
+        out[static_cast<int>(i)] = "it leads to " + *target +
+                                   ", outside the writable roots, where no check sees what is "
+                                   "made or changed later";
+        break;
       }
-      if (out.count(static_cast<int>(i))) continue;
     }
+    if (out.count(static_cast<int>(i))) continue;
     if (auto why = GitRepoRunsCode(repo)) out[static_cast<int>(i)] = *why;  // else: a plain init
   }
   return out;

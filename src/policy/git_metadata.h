@@ -361,8 +361,8 @@ std::optional<std::string> GitRepoRunsCode(const GitRepo& repo);
 
 // The repositories (indices into after.repos, with why) that are not what was there before the
 // run — new, swapped in, or pointing elsewhere — and would run code, or whose `.git` file or
-// link (or commondir) leads outside the roots to what was not there and protected before (or
-// nowhere): to be moved aside.
+// link, or any git dir's commondir (a `.git` directory's or a bare one's too), leads outside
+// the roots to what was not there and protected before (or nowhere): to be moved aside.
 std::map<int, std::string> NewGitReposThatRunCode(const GitIdentitySet& before,
                                                   const GitScan& after, const GitFs& fs);
 

@@ -5,12 +5,15 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <future>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -149,6 +152,36 @@ TEST_F(CappedLog, ConcurrentWritersKeepEveryLineWhole) {
   auto lines = Lines();
   ASSERT_GT(lines.size(), 100u);
   for (const auto& l : lines) EXPECT_TRUE(IsWhole(l)) << l.substr(0, 80);
+}
+
+// The attack: a sandboxed command whose view holds the state directory (a workspace of $HOME)
+// opens the audit log read-only and holds an exclusive flock on it for as long as it runs. A
+// writer waits a bounded time, then appends its lines whole without dropping any (as without
+// flock), and the next appends while the lock stays taken do not wait again: the gateway's
+// event loop is never parked behind a lock a reader can take.
+TEST_F(CappedLog, ALockHeldByAReaderDelaysAWriterABoundedTime) {
+  UniqueFd writer = OpenLog();
+  ASSERT_TRUE(writer);
+  UniqueFd reader(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
+  ASSERT_TRUE(reader);
+  ASSERT_EQ(::flock(reader.Get(), LOCK_EX | LOCK_NB), 0);
+  const auto started = std::chrono::steady_clock::now();
+  auto first = std::async(std::launch::async, [&] {
+    return static_cast<bool>(AppendCappedLines(writer.Get(), "{\"n\":1}\n"));
+  });
+  const bool returned = first.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  if (!returned) (void)::flock(reader.Get(), LOCK_UN);  // let it finish: the test fails below
+  ASSERT_TRUE(returned) << "the append waited for the reader's lock";
+  EXPECT_TRUE(first.get());
+  const auto second_start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(AppendCappedLines(writer.Get(), "{\"n\":2}\n"));
+  EXPECT_LT(second_start - started, std::chrono::seconds(10));
+  EXPECT_LT(std::chrono::steady_clock::now() - second_start, std::chrono::milliseconds(500));
+  EXPECT_EQ(Lines(), (std::vector<std::string>{"{\"n\":1}", "{\"n\":2}"}));
+  // Once the lock is free again, the writer takes it as before.
+  ASSERT_EQ(::flock(reader.Get(), LOCK_UN), 0);
+  EXPECT_TRUE(AppendCappedLines(writer.Get(), "{\"n\":3}\n"));
+  EXPECT_EQ(Lines().size(), 3u);
 }
 
 }  // namespace

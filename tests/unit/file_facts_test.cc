@@ -9,10 +9,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace anvil {
@@ -180,6 +183,35 @@ TEST_F(FileFactsTest, DirLockIsExclusiveUntilReleased) {
     EXPECT_EQ(errno, EWOULDBLOCK);
   }
   EXPECT_EQ(::flock(other.Get(), LOCK_EX | LOCK_NB), 0);
+}
+
+// The attack (red team s5 rtnew5): the grant store's, the user rules' and the unchecked
+// records' directory lock is an flock, which any process that can open the directory takes — a
+// sandboxed command whose view holds the state directory read-only (a workspace of $HOME). Held,
+// it made `anvil run --approve`, an approval and a sandbox run's record wait for as long as the
+// command liked. Now the wait is bounded and answered "busy", naming the lock; a lock released
+// within the wait is taken as before.
+TEST_F(FileFactsTest, ADirLockHeldByAnotherIsWaitedForABoundedTime) {
+  UniqueFd mine = Root();
+  UniqueFd reader = Root();
+  ASSERT_EQ(::flock(reader.Get(), LOCK_EX | LOCK_NB), 0);
+  auto attempt = [&](std::chrono::milliseconds wait) {
+    return std::async(std::launch::async, [&mine, wait] {
+      auto lock = DirLock::Acquire(mine.Get(), "lock the grant store directory", wait);
+      return lock ? std::string("locked") : lock.error().ToString();
+    });
+  };
+  auto refused = attempt(std::chrono::milliseconds(300));
+  const bool answered = refused.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  if (!answered) (void)::flock(reader.Get(), LOCK_UN);  // let it finish: the test fails here
+  ASSERT_TRUE(answered) << "the lock was waited for as long as the reader held it";
+  const std::string text = refused.get();
+  EXPECT_EQ(text.rfind("busy: lock the grant store directory", 0), 0u) << text;
+  // Released within the wait: taken.
+  auto taken = attempt(std::chrono::seconds(10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(::flock(reader.Get(), LOCK_UN), 0);
+  EXPECT_EQ(taken.get(), "locked");
 }
 
 TEST(FileFacts, ExecutableIsARegularFileWithAnExecuteBit) {

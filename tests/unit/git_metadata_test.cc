@@ -946,6 +946,28 @@ TEST(DecideGitQuarantine, NewPointersOutOfTheRootsAreMovedAside) {
   EXPECT_EQ(moved, (V{"/w/dangling/.git", "/w/home/.git", "/w/missing/.git"}));
 }
 
+// The same through a git dir's own `commondir` (red team s5 rtnew5): git reads the config and
+// hooks of a new `.git` directory, or of a new bare one, from where its commondir file leads, so
+// one that leads out of the roots to what is not there yet is moved aside like a `.git` file.
+// Benign neighbours: a new repository whose commondir stays in the roots, and one without any.
+TEST(DecideGitQuarantine, NewGitDirsWhoseCommondirLeavesTheRootsAreMovedAside) {
+  SandboxRun r;
+  r.t.GitInit("/w");
+  r.Start({"/w"});
+  r.t.File("/w/cd/.git/HEAD", "ref: refs/heads/main\n");
+  r.t.File("/w/cd/.git/commondir", "/tmp/later\n");
+  r.t.File("/w/bare/HEAD", "ref: refs/heads/main\n");
+  r.t.File("/w/bare/commondir", "../../tmp/later-bare\n");
+  // Benign: a commondir inside the roots, and a plain `git init`.
+  r.t.GitInit("/w/shared");
+  r.t.File("/w/in/.git/HEAD", "ref: refs/heads/main\n");
+  r.t.File("/w/in/.git/commondir", "../../shared/.git\n");
+  r.t.GitInit("/w/plain");
+  V moved = Paths(r.After({"/w"}));
+  std::sort(moved.begin(), moved.end());
+  EXPECT_EQ(moved, (V{"/w/bare", "/w/cd/.git"}));
+}
+
 TEST(DecideGitQuarantine, NewRepositoriesThatRunCodeAreMovedAsidePlainOnesStay) {
   SandboxRun r;
   r.t.GitInit("/w");

@@ -4,8 +4,10 @@
 // run there checks them.
 #include "linux/unchecked_run.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -132,6 +134,54 @@ TEST_F(UncheckedRunTest, AnIncompleteCheckIsRecordedInsteadOfThePendingRecord) {
   ASSERT_EQ(loaded->size(), 1u);
   ASSERT_EQ(loaded->front().record.subtrees.size(), 1u);
   EXPECT_EQ(loaded->front().record.subtrees[0].path, ws_ + "/deep");
+}
+
+// The attack: a sandboxed command whose view holds the state directory (a workspace of $HOME)
+// sees the records read-only. A lock it takes through a read-only descriptor must not make a
+// record pass for a live run's pending one, which plugin admission leaves out: a settled
+// record, and the pending record an `anvil` killed before its check left, both keep counting.
+TEST_F(UncheckedRunTest, ALockTakenThroughAReadOnlyDescriptorHidesNoRecord) {
+  {
+    auto run = UncheckedRun::Start({ws_});
+    ASSERT_TRUE(run);
+    SandboxOutcome out = Complete();
+    out.git.unwalked = {{ws_ + "/deep", "past the 'depth' bound (3)"}};
+    out.git.unwalked_total = 1;
+    run->Finish(out, true);
+  }
+  std::filesystem::create_directories(base_ + "/other");
+  const pid_t child = ::fork();  // an `anvil` killed before its check
+  ASSERT_GE(child, 0);
+  if (child == 0) ::_exit(UncheckedRun::Start({base_ + "/other"}) ? 0 : 1);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ASSERT_EQ(Settled(), 2u);
+  std::vector<int> held;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+    if (!IsUncheckedRecordFileName(entry.path().filename().string())) continue;
+    const int fd = ::open(entry.path().c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    held.push_back(fd);
+    EXPECT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
+    struct flock read_lock {};
+    read_lock.l_type = F_RDLCK;
+    read_lock.l_whence = SEEK_SET;
+    EXPECT_EQ(::fcntl(fd, F_OFD_SETLK, &read_lock), 0);
+    struct flock write_lock = read_lock;
+    write_lock.l_type = F_WRLCK;
+    EXPECT_NE(::fcntl(fd, F_OFD_SETLK, &write_lock), 0);  // needs a descriptor open to write
+  }
+  EXPECT_EQ(held.size(), 2u);
+  EXPECT_EQ(Settled(), 2u);
+  // Its lock does not keep a live run's pending record from being one either.
+  {
+    auto run = UncheckedRun::Start({ws_});
+    ASSERT_TRUE(run);
+    EXPECT_EQ(All(), 3u);
+    EXPECT_EQ(Settled(), 2u);
+  }
+  for (int fd : held) ::close(fd);
 }
 
 }  // namespace
