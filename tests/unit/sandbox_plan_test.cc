@@ -132,17 +132,22 @@ TEST(SandboxPlan, AColdStartNeedsAProgramAndArgv) {
 }
 
 TEST(SandboxPlan, AWarmStartTakesProgramArgvAndPathsFromTheCallOnly) {
-  StartRequest warm;
-  warm.policy.kind = PolicyKind::kReadOnly;
-  warm.policy.workspace_read_subpaths = std::vector<std::string>{};
-  warm.warm = true;
-  warm.observe_refusals = true;
-  auto plan = MakePlan(warm, Kernel(false));
+  // Each request made afresh, not copied: GCC's -O3 sees a copied optional<vector> as maybe
+  // uninitialized.
+  auto warm_request = [] {
+    StartRequest warm;
+    warm.policy.kind = PolicyKind::kReadOnly;
+    warm.policy.workspace_read_subpaths.emplace();
+    warm.warm = true;
+    warm.observe_refusals = true;
+    return warm;
+  };
+  auto plan = MakePlan(warm_request(), Kernel(false));
   ASSERT_TRUE(plan) << plan.error().ToString();
   EXPECT_TRUE(plan->warm);
   EXPECT_FALSE(plan->observe_refusals);  // cold starts only
   for (int breach = 0; breach < 4; ++breach) {
-    StartRequest r = warm;
+    StartRequest r = warm_request();
     if (breach == 0) r.has_program = true;
     if (breach == 1) r.has_argv = true;
     if (breach == 2) r.policy.workspace_read_subpaths.reset();
