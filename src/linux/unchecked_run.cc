@@ -61,19 +61,21 @@ std::string WritePending(const std::string& dir, const std::vector<std::string>&
                                "the check after a sandbox run there did not finish (anvil "
                                "was killed, or could not record what it found)"});
   }
-  // Made, locked, then written: a reader never sees it unlocked while the run lasts.
-  UniqueFd fd(::openat(dir_fd->Get(), name.c_str(),
+  // Made under a name no reader lists, locked, written, then renamed into place (the lock is
+  // the open file's and goes with it): a reader never finds it empty or unlocked while the run
+  // lasts, however many runs start at once.
+  const std::string temp = "." + name + ".tmp";
+  UniqueFd fd(::openat(dir_fd->Get(), temp.c_str(),
                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd) return "";
   struct flock lock = WholeFile(F_WRLCK);
-  if (::fcntl(fd.Get(), F_OFD_SETLK, &lock) != 0) {
-    ::unlinkat(dir_fd->Get(), name.c_str(), 0);
-    return "";
-  }
+  // Not synced: it stands for a run whose anvil is killed, and the page cache keeps it through
+  // that (a sync would cost every start a disk flush).
   const std::string text = EncodeUncheckedRecord(record);
-  if (::write(fd.Get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
-      ::fsync(fd.Get()) != 0) {
-    ::unlinkat(dir_fd->Get(), name.c_str(), 0);
+  if (::fcntl(fd.Get(), F_OFD_SETLK, &lock) != 0 ||
+      ::write(fd.Get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
+      ::renameat(dir_fd->Get(), temp.c_str(), dir_fd->Get(), name.c_str()) != 0) {
+    ::unlinkat(dir_fd->Get(), temp.c_str(), 0);
     return "";
   }
   held = std::move(fd);

@@ -62,6 +62,44 @@ class UncheckedRunTest : public ::testing::Test {
   std::optional<std::string> old_state_;
 };
 
+// Many runs starting at once: a reader (plugin admission, another run's start) never finds a
+// pending record half made (empty, or not yet locked) and never fails for one.
+TEST_F(UncheckedRunTest, RunsStartingAtOnceNeverShowAReaderAHalfMadeRecord) {
+  std::vector<pid_t> starters;
+  for (int p = 0; p < 4; ++p) {
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      for (int i = 0; i < 150; ++i) {
+        auto run = UncheckedRun::Start({ws_});
+        if (!run) ::_exit(1);
+        SandboxOutcome out = Complete();
+        run->Finish(out, true);
+      }
+      ::_exit(0);
+    }
+    starters.push_back(pid);
+  }
+  int failures = 0;
+  std::string first_failure;
+  for (int i = 0; i < 600; ++i) {
+    auto loaded = LoadSettledUncheckedRecords(dir_);
+    if (!loaded) {
+      ++failures;
+      if (first_failure.empty()) first_failure = loaded.error().ToString();
+    } else {
+      EXPECT_TRUE(loaded->empty());
+    }
+  }
+  for (pid_t pid : starters) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  }
+  EXPECT_EQ(failures, 0) << first_failure;
+  EXPECT_EQ(All(), 0u);  // every run took its own record with it
+}
+
 TEST_F(UncheckedRunTest, APendingRecordKeepsOutNobodyWhileTheRunLastsAndGoesWithIt) {
   {
     auto run = UncheckedRun::Start({ws_});
