@@ -329,6 +329,15 @@ def write_doc(R, out):
                 w(r)
             w("```")
             w("")
+    # A short account of what changed since the last generated page, kept by hand beside the
+    # generator (bench/what-changed.md), so that a regenerated page keeps it.
+    changes = os.path.join(os.path.dirname(os.path.abspath(__file__)), "what-changed.md")
+    if os.path.exists(changes):
+        w("## What changed")
+        w("")
+        with open(changes) as f:
+            L.extend(f.read().rstrip("\n").split("\n"))
+        w("")
     w("## Reproducing")
     w("")
     w("    bash bench/peers.sh            # installs the peers, builds the release preset, ~10 min")
