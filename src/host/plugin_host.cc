@@ -21,10 +21,12 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "common/fd_io.h"
 #include "common/unique_fd.h"
 #include "ipc/capability_token.h"
+#include "ipc/fd_passing.h"
 #include "ipc/frame.h"
 #include "ipc/gateway_client.h"
 #include "policy/digest.h"
@@ -131,33 +133,20 @@ Result<Handoff> ReadHandoff(int fd, bool want_gateway) {
   char buf[65536];
   bool extra_fds = false;
   while (text.size() <= kMaxHandoffBytes) {
-    iovec iov{buf, sizeof(buf)};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    ssize_t n = ::recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
-    if (n < 0 && errno == ENOTSOCK) {  // a pipe: bytes only
-      msg.msg_controllen = 0;
-      n = ::read(fd, buf, sizeof(buf));
-    }
+    std::vector<int> received;
+    int msg_flags = 0;
+    ssize_t n =
+        ipc::ReceiveWithFds(fd, buf, sizeof(buf), received, ipc::kMaxPassedFds, 0, &msg_flags);
+    if (n < 0 && errno == ENOTSOCK) n = ::read(fd, buf, sizeof(buf));  // a pipe: bytes only
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) break;
-    if (msg.msg_flags & MSG_CTRUNC) extra_fds = true;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-      const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-      for (size_t i = 0; i < count; ++i) {
-        int received;
-        std::memcpy(&received, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-        UniqueFd r(received);
-        if (!want_gateway || out.gateway) {
-          extra_fds = true;  // closed with r
-        } else {
-          out.gateway = std::move(r);
-        }
+    if (msg_flags & MSG_CTRUNC) extra_fds = true;  // more than a message carries
+    for (int r : received) {
+      UniqueFd one(r);
+      if (!want_gateway || out.gateway) {
+        extra_fds = true;  // closed with `one`
+      } else {
+        out.gateway = std::move(one);
       }
     }
     if (n == 0) break;

@@ -8,7 +8,8 @@
 
 namespace anvil::ipc {
 
-ssize_t SendWithFds(int socket, const void* data, size_t size, std::span<const int> fds) {
+ssize_t SendWithFds(int socket, const void* data, size_t size, std::span<const int> fds,
+                    int flags) {
   if (fds.size() > kMaxPassedFds) {
     errno = EINVAL;
     return -1;
@@ -29,7 +30,7 @@ ssize_t SendWithFds(int socket, const void* data, size_t size, std::span<const i
   }
   ssize_t n;
   do {
-    n = ::sendmsg(socket, &msg, MSG_NOSIGNAL);
+    n = ::sendmsg(socket, &msg, MSG_NOSIGNAL | flags);
   } while (n < 0 && errno == EINTR);
   return n;
 }

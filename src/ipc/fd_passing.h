@@ -14,8 +14,10 @@ namespace anvil::ipc {
 inline constexpr size_t kMaxPassedFds = 4;
 
 // sendmsg(2) of `size` bytes (at least one) with `fds` attached (at most kMaxPassedFds; none: no
-// control message). MSG_NOSIGNAL; retries EINTR. Returns what sendmsg returned.
-ssize_t SendWithFds(int socket, const void* data, size_t size, std::span<const int> fds);
+// control message). MSG_NOSIGNAL | `flags` (MSG_DONTWAIT); retries EINTR. Returns what sendmsg
+// returned.
+ssize_t SendWithFds(int socket, const void* data, size_t size, std::span<const int> fds,
+                    int flags = 0);
 
 // recvmsg(2) into `data` with MSG_CMSG_CLOEXEC | `flags`; retries EINTR. The descriptors that
 // came with the bytes are appended to `fds`, at most `max_fds` of them (any beyond are closed).

@@ -18,6 +18,7 @@
 #include "common/fd_io.h"
 #include "common/syscalls.h"
 #include "ipc/cpu_budget.h"
+#include "ipc/fd_passing.h"
 
 namespace anvil::session {
 
@@ -155,26 +156,14 @@ Status HostProcess::Attach(const Grant& grant) {
   const std::string handoff = std::move(handoff_);
   handoff_.clear();
   size_t sent = 0;
+  const int gateway_conn = gateway_fd->Get();
   while (sent == 0) {
-    iovec iov{const_cast<char*>(handoff.data()), handoff.size()};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    const int fd = gateway_fd->Get();
-    std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
-    ssize_t n = ::sendmsg(token_write_.Get(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    ssize_t n = ipc::SendWithFds(token_write_.Get(), handoff.data(), handoff.size(),
+                                 {&gateway_conn, 1}, MSG_DONTWAIT);
     if (n > 0) {
       sent = static_cast<size_t>(n);
       break;
     }
-    if (n < 0 && errno == EINTR) continue;
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(give_up - Clock::now());
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && left.count() > 0) {
       pollfd p{token_write_.Get(), POLLOUT, 0};
