@@ -24,8 +24,9 @@ void ProxyStatusPipe::Report(const std::string& line) {
 }
 
 bool ProxyAuditSink::Open(const std::string& path) {
-  // Read and write: the file is kept under the audit log's cap (common/capped_log.h).
-  fd_.Reset(::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
+  // Read and write: the file is kept under the audit log's cap (common/capped_log.h). Never
+  // through a symbolic link, as the gateway and `anvil exec` open the same file.
+  fd_.Reset(::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
   return static_cast<bool>(fd_);
 }
 

@@ -100,5 +100,25 @@ TEST(ProxyService, AFailureClosesTheStatusPipeAndRefusalsAreBounded) {
   ::close(p[0]);
 }
 
+// The audit log is opened as the gateway and `anvil exec` open it: never through a link.
+TEST(ProxyService, TheAuditLogIsNeverOpenedThroughASymbolicLink) {
+  char dir[] = "/tmp/anvil-proxy-audit-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string target = std::string(dir) + "/elsewhere";
+  const std::string link = std::string(dir) + "/audit.jsonl";
+  ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0);
+  ProxyStatusPipe none{-1};
+  ProxyAuditSink through_link(none);
+  EXPECT_FALSE(through_link.Open(link));
+  EXPECT_NE(::access(target.c_str(), F_OK), 0) << "made through the link";
+  // Benign: the file itself opens (and is made).
+  ASSERT_EQ(::unlink(link.c_str()), 0);
+  ProxyAuditSink plain(none);
+  EXPECT_TRUE(plain.Open(link));
+  EXPECT_EQ(::access(link.c_str(), F_OK), 0);
+  ::unlink(link.c_str());
+  ::rmdir(dir);
+}
+
 }  // namespace
 }  // namespace anvil
