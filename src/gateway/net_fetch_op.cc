@@ -87,8 +87,7 @@ Result<std::unique_ptr<NetFetchService>> NetFetchService::Create(const NetFetchO
 }
 
 Result<std::unique_ptr<NetService>> MakeNetService(const NetFetchOptions& options) {
-  auto service = NetFetchService::Create(options);
-  if (!service) return tl::unexpected(service.error());
+  ANVIL_TRY(service, NetFetchService::Create(options));
   return std::unique_ptr<NetService>(std::move(*service));
 }
 

@@ -89,8 +89,7 @@ Result<UncheckedRun> UncheckedRun::Start(const std::vector<std::string>& roots) 
   run.dir_ = UncheckedRecordsDir();
   run.roots_ = roots;
   if (run.dir_.empty()) return run;  // no home: nothing was recorded, nothing can be
-  auto loaded = LoadSettledUncheckedRecords(run.dir_);
-  if (!loaded) return tl::unexpected(loaded.error());
+  ANVIL_TRY(loaded, LoadSettledUncheckedRecords(run.dir_));
   run.loaded_ = std::move(*loaded);
   std::vector<UncheckedRecord> records;
   for (const auto& l : run.loaded_) records.push_back(l.record);

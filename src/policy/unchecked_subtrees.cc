@@ -256,8 +256,7 @@ Status MakeUncheckedRecordsDir(const std::string& dir) {
     fd = OpenDirectory(existing, DirOpen::kPath);
   }
   if (!fd) return tl::unexpected(fd.error());
-  auto owner = OwnerOfFd(fd->Get(), existing);
-  if (!owner) return tl::unexpected(owner.error());
+  ANVIL_TRY(owner, OwnerOfFd(fd->Get(), existing));
   if (!owner->Mine()) {
     return Fail("invalid", QuotePathForMessage(existing) + " is not yours (owner uid " +
                                std::to_string(owner->uid) + "); no record is made there");
@@ -267,10 +266,8 @@ Status MakeUncheckedRecordsDir(const std::string& dir) {
 
 Status SaveUncheckedRecord(const std::string& dir, const UncheckedRecord& record) {
   if (auto made = MakeUncheckedRecordsDir(dir); !made) return made;
-  auto fd = OpenDirectory(dir, DirOpen::kReadNoFollow);
-  if (!fd) return tl::unexpected(fd.error());
-  auto lock = DirLock::Acquire(fd->Get(), "lock " + dir);
-  if (!lock) return tl::unexpected(lock.error());
+  ANVIL_TRY(fd, OpenDirectory(dir, DirOpen::kReadNoFollow));
+  ANVIL_TRY(lock, DirLock::Acquire(fd->Get(), "lock " + dir));
   const std::string name = UncheckedRecordFileName(record.roots);
   UncheckedRecord merged = record;
   OwnerFacts owner;
@@ -296,10 +293,8 @@ Status ResolveUncheckedRecord(const std::string& dir, const LoadedUncheckedRecor
                               const std::vector<std::string>& roots) {
   const auto left = UncheckedLeftAfter(loaded.record, roots);
   if (left && left->subtrees.size() == loaded.record.subtrees.size()) return Ok();
-  auto fd = OpenDirectory(dir, DirOpen::kReadNoFollow);
-  if (!fd) return tl::unexpected(fd.error());
-  auto lock = DirLock::Acquire(fd->Get(), "lock " + dir);
-  if (!lock) return tl::unexpected(lock.error());
+  ANVIL_TRY(fd, OpenDirectory(dir, DirOpen::kReadNoFollow));
+  ANVIL_TRY(lock, DirLock::Acquire(fd->Get(), "lock " + dir));
   OwnerFacts owner;
   auto now = ReadRegularFileNoFollowOwned(fd->Get(), loaded.file, kMaxRecordBytes, owner);
   if (!now || *now != loaded.text) return Ok();

@@ -21,7 +21,7 @@ namespace anvil::session {
 Result<std::unique_ptr<GatewayProcess>> GatewayProcess::Start(const GatewayConfig& config) {
   auto g = Launch(config);
   if (!g) return g;
-  if (auto s = (*g)->WaitReady(); !s) return tl::unexpected(s.error());
+  ANVIL_RETURN_IF_ERROR((*g)->WaitReady());
   return g;
 }
 

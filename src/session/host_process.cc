@@ -48,7 +48,7 @@ Result<std::unique_ptr<HostProcess>> HostProcess::Start(const HostConfig& config
                                                         const Grant& grant) {
   auto host = Spawn(config, gateway);
   if (!host) return host;
-  if (auto s = (*host)->Attach(grant); !s) return tl::unexpected(s.error());
+  ANVIL_RETURN_IF_ERROR((*host)->Attach(grant));
   return host;
 }
 

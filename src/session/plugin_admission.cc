@@ -22,8 +22,7 @@ Admission Stopped(AdmissionVerdict verdict, Error error) {
 Status CheckNothingUnchecked(const AdmissionRequest& request) {
   const std::string dir = UncheckedRecordsDir();
   if (dir.empty()) return Ok();
-  auto loaded = LoadSettledUncheckedRecords(dir);
-  if (!loaded) return tl::unexpected(loaded.error());
+  ANVIL_TRY(loaded, LoadSettledUncheckedRecords(dir));
   std::vector<UncheckedRecord> records;
   for (auto& l : *loaded) records.push_back(std::move(l.record));
   if (auto hit = UncheckedSubtreeFor(records, request.workspace, request.plugin_dir)) {
