@@ -340,6 +340,7 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   }
   if (pid == 0) {
     report_read.Release();  // never closed explicitly in the child: it execs or _exits
+    if (unchecked) unchecked->CloseInChild();
     RunInit(plan);
   }
   UniqueFd init_fd(pidfd);

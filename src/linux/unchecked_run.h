@@ -50,6 +50,14 @@ class UncheckedRun {
   // then stands for it, and out.git.check_error says so).
   void Finish(SandboxOutcome& out, bool git_checked);
 
+  // In the sandbox's init, right after the clone: its copy of the pending record's descriptor
+  // is closed (the lock stays with `anvil`'s), so that an `anvil` killed outright leaves the
+  // record unlocked at once, not when the init's death signal has been delivered too.
+  void CloseInChild() {
+    pending_.clear();
+    pending_fd_.Reset();
+  }
+
  private:
   UncheckedRun() = default;
 
