@@ -31,6 +31,7 @@
 #include "policy/lockfile.h"
 #include "policy/manifest.h"
 #include "policy/manifest_signature.h"
+#include "policy/shell_words.h"
 #include "policy/trusted_keys.h"
 #include "policy/workspace_config.h"
 #include "session/plugin_admission.h"
@@ -112,7 +113,7 @@ int RunKeyCommand(const std::string& sub, const std::vector<std::string>& rest, 
   return kExitOk;
 }
 
-CommandSpec PluginSpec(std::string& workspace_arg) {
+CommandSpec PluginSpec(std::string& workspace_arg, std::string& sha256_arg) {
   CommandSpec spec;
   spec.echo = SanitizeFlagArgument;
   spec.name = "plugin";
@@ -183,11 +184,20 @@ CommandSpec PluginSpec(std::string& workspace_arg) {
            })
           .Expects("a directory")
           .Completes(Completion::kDirectory),
+      Text("--sha256", "HEX",
+           "approve: only the manifest with this SHA-256 (as inspect\n"
+           "printed it); refused when the manifest has changed since",
+           [&sha256_arg](const std::string& v) {
+             sha256_arg = v;
+             return Ok();
+           })
+          .Expects("the 64 hex digits inspect printed"),
   };
   spec.examples = {
       "anvil plugin new --js me.notes                     # ./notes: a JS plugin to start from",
       "anvil plugin inspect examples/plugins/notes-js     # what it asks for, granted or not",
       "anvil plugin approve examples/plugins/notes-js     # grant exactly that, for this workspace",
+      "anvil plugin approve --sha256 HEX DIR              # only the manifest inspect showed",
       "anvil plugin list                                  # the grants stored for this workspace",
       "anvil plugin revoke example.notes",
       "anvil plugin lock examples/plugins/notes-js        # pin it in ./anvil.lock",
@@ -200,13 +210,14 @@ CommandSpec PluginSpec(std::string& workspace_arg) {
 }  // namespace
 
 CommandSpec PluginCommandSpec() {
-  static std::string unused;
-  return PluginSpec(unused);
+  static std::string unused, unused_sha;
+  return PluginSpec(unused, unused_sha);
 }
 
 int RunPluginCommand(const std::vector<std::string>& args) {
   std::string workspace_arg = ".";
-  const CommandSpec spec = PluginSpec(workspace_arg);
+  std::string sha256_arg;
+  const CommandSpec spec = PluginSpec(workspace_arg, sha256_arg);
   const std::string usage = RenderHelp(spec);
   const char* kUsage = usage.c_str();
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
@@ -250,6 +261,11 @@ int RunPluginCommand(const std::vector<std::string>& args) {
   if (!store) {
     std::cerr << ErrorLine("anvil plugin", store.error());
     return kExitPluginError;
+  }
+  if (!sha256_arg.empty() && sub != "approve") {
+    std::cerr << "anvil plugin " << Shown(sub, 64)
+              << ": invalid: --sha256 is for approve only (fix: drop it)\n";
+    return kExitUsage;
   }
   if (sub == "list") {
     for (const auto& e : store->List(workspace)) {
@@ -321,7 +337,21 @@ int RunPluginCommand(const std::vector<std::string>& args) {
               << (granted ? "yes (this manifest, this copy of the plugin, this workspace)" : "no")
               << "\nrequests:\n"
               << DescribeGrant(manifest->requested) << "\n";
+    if (!granted) {
+      std::cout << "approve exactly this manifest with:\n  anvil plugin approve --sha256 "
+                << manifest->sha256 << " " << Shown(QuoteShellWord(plugin_dir)) << "\n";
+    }
     return kExitOk;
+  }
+  if (sub == "approve" && !sha256_arg.empty() && sha256_arg != manifest->sha256) {
+    // What was inspected is not what is there now: nothing is granted on the strength of a
+    // manifest the user did not see.
+    std::cerr << "anvil plugin approve: denied: the manifest of " << Shown(plugin_dir)
+              << " has changed since it was inspected (sha256 " << manifest->sha256 << ", not the "
+              << Shown(sha256_arg, 80) << " given); nothing was granted. It now requests:\n"
+              << DescribeGrant(manifest->requested)
+              << "\nfix: anvil plugin inspect it again, then approve with the new --sha256\n";
+    return kExitRefused;
   }
   if (sub == "approve") {
     if (auto s = store->Approve(workspace, manifest->id, manifest->sha256, manifest->requested,

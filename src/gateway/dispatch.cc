@@ -348,11 +348,29 @@ Response DoMkdir(const DispatchContext& ctx, const Grant& grant, const Request& 
 // judged as if the plugin removed or moved it by itself: a protected name refuses, and so does an
 // entry the fs.write grant does not cover (where it is, and for a rename where it would land).
 // Moving or removing a directory reaches nothing the plugin could not write one by one.
+// A rename changes what a name denotes, never what may be read: a file whose new name fs.read
+// covers must be one fs.read covers at its old name too. Otherwise fs.write over both names
+// would be a read grant for all it covers (rename .env to pub/env, read it, rename it back).
+Status RenameKeepsReadBoundary(const Grant& grant, const std::string& from, const std::string& to) {
+  if (!GrantAllows(grant.fs_read, to, Access::kRead) ||
+      GrantAllows(grant.fs_read, from, Access::kRead)) {
+    return Ok();
+  }
+  return Fail("denied", "fs.rename would make " + QuotePathForMessage(from) + " readable as " +
+                            QuotePathForMessage(to) +
+                            ", and fs.read does not cover it where it is (fix: add it to fs.read "
+                            "in the manifest, or rename it to a name fs.read does not cover)");
+}
+
 Status CheckTreeBeneath(const DispatchContext& ctx, const Grant& grant, const std::string& op,
                         const std::string& path, const std::string* to, const std::string& raw) {
   bool protected_name = false;
   bool plugin_code = false;
   std::string uncovered;
+  std::optional<Status> exposed;
+  auto under = [](const std::string& base, std::string_view rel) {
+    return base == "." ? std::string(rel) : base + "/" + std::string(rel);
+  };
   auto match = [&](std::string_view name, std::string_view rel) {
     if (IsProtectedName(name)) {
       protected_name = true;
@@ -364,9 +382,15 @@ Status CheckTreeBeneath(const DispatchContext& ctx, const Grant& grant, const st
     }
     for (const std::string* base : {&path, to}) {
       if (base == nullptr) continue;
-      std::string at = *base == "." ? std::string(rel) : *base + "/" + std::string(rel);
+      std::string at = under(*base, rel);
       if (!GrantAllows(grant.fs_write, at, Access::kWrite)) {
         uncovered = std::move(at);
+        return true;
+      }
+    }
+    if (to != nullptr) {
+      if (auto s = RenameKeepsReadBoundary(grant, under(path, rel), under(*to, rel)); !s) {
+        exposed = std::move(s);
         return true;
       }
     }
@@ -383,6 +407,7 @@ Status CheckTreeBeneath(const DispatchContext& ctx, const Grant& grant, const st
     return tl::unexpected(std::move(e));
   }
   if (!*held) return Ok();
+  if (exposed) return *exposed;
   if (plugin_code) {
     const std::string manifest = path == "." ? **held : path + "/" + **held;
     return tl::unexpected(
@@ -436,6 +461,9 @@ Response DoRename(const DispatchContext& ctx, const Grant& grant, const Request&
   // Moving a directory moves what is inside it: a nested repository's .git (or .anvil, an
   // anvil.lock, ...) at any depth would change name without the protected-name rule ever
   // seeing it. The whole tree is looked through (bounded; past the bound, refused).
+  if (auto s = RenameKeepsReadBoundary(grant, paths[0], paths[1]); !s) {
+    return FromError(r, s.error(), audit);
+  }
   if (auto s = CheckTreeBeneath(ctx, grant, r.op, paths[0], &paths[1], r.args[0]); !s) {
     return FromError(r, s.error(), audit);
   }

@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "linux/autorun_shield.h"
 #include "linux/workspace_config_watch.h"
 #include "policy/sandbox_policy.h"
 
@@ -49,12 +50,25 @@ Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
   }
   ANVIL_TRY(made, ProtectedPlaceholders::Create(specs));
   guard.placeholders_ = std::move(*made);
+  // A hook with other hard links is changed through any of them: each other name a writable
+  // root shows is kept read-only too (a link cannot be made from a read-only bind, EXDEV, so
+  // these are all the names it has while the run lasts).
+  std::vector<std::string> linked_names;
+  for (const auto& hook : plan.hard_linked) {
+    ANVIL_TRY(names, OtherHardLinks(hook, roots, {}, AutorunShield::kLinkSearchEntries));
+    for (auto& n : *names) {
+      const bool covered = std::any_of(plan.read_only.begin(), plan.read_only.end(),
+                                       [&](const std::string& r) { return PathIsWithin(n, r); });
+      if (!covered) linked_names.push_back(std::move(n));
+    }
+  }
 
   // From here on this run makes nothing: each path is resolved once (the placeholders' and
   // pins' checks, then both identity sets name the user's config files and many of the same
   // directories), so the identities are of one resolution too.
   const GitFs settled = ResolvingOnce(guard.fs_);
   guard.read_only_ = plan.read_only;
+  guard.read_only_.insert(guard.read_only_.end(), linked_names.begin(), linked_names.end());
   size_t placeholders = 0;
   for (const auto& ph : plan.placeholders) {
     // Bound like any existing path once it is there (a directory on the way: pinned); a parent

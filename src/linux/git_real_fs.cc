@@ -39,6 +39,7 @@ std::optional<GitFileFacts> FactsAt(int dirfd, const char* path, int flags) {
            : S_ISLNK(sx.stx_mode) ? GitFileType::kSymlink
                                   : GitFileType::kOther;
   f.executable = S_ISREG(sx.stx_mode) && (sx.stx_mode & 0111) != 0;
+  f.nlink = sx.stx_nlink;
   f.dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
   f.ino = sx.stx_ino;
   f.ctime_sec = sx.stx_ctime.tv_sec;
@@ -150,6 +151,12 @@ GitFs RealGitFs() {
   };
   fs.lstat = [](const std::string& path) {
     return FactsAt(AT_FDCWD, path.c_str(), AT_SYMLINK_NOFOLLOW).value_or(GitFileFacts{});
+  };
+  fs.readlink = [](const std::string& path) -> std::optional<std::string> {
+    char buf[PATH_MAX];
+    const ssize_t n = ::readlink(path.c_str(), buf, sizeof(buf));
+    if (n <= 0 || static_cast<size_t>(n) >= sizeof(buf)) return std::nullopt;
+    return std::string(buf, static_cast<size_t>(n));
   };
   fs.resolve = [](const std::string& path) -> std::optional<std::string> {
     // The kernel's own resolution, read back from /proc: three syscalls whatever the depth,

@@ -66,6 +66,8 @@ struct GitFileFacts : FileIdentity {
   // A regular file with an execute bit: access(X_OK) may accept it (as git's is_git_directory
   // accepts one as `objects` or `refs`).
   bool executable = false;
+  // Its number of hard links: a file with more than one may be written through another name.
+  uint64_t nlink = 1;
   bool exists() const { return type != GitFileType::kMissing; }
 };
 
@@ -91,6 +93,9 @@ struct GitFs {
   // is no regular file there; a "limit" error when it is larger than `max_bytes`.
   std::function<Result<std::optional<std::string>>(const std::string& path, size_t max_bytes)>
       read_file;
+  // readlink(2): a symlink's target as written; nullopt when `path` is no symlink (or when
+  // unset: a link that cannot be read is followed no further).
+  std::function<std::optional<std::string>(const std::string& path)> readlink;
   // Whether the caller could create entries in directory `dir` (asked for a directory it cannot
   // list: what the command cannot write either needs no look).
   std::function<bool(const std::string& dir)> writable;
@@ -306,6 +311,10 @@ struct GitProtectionPlan {
   // (on_the_way): bound onto themselves (still writable), so that none can be renamed or
   // removed to put another config file at that path while the command runs.
   std::vector<std::string> pinned;
+  // Hooks (regular files git runs, found through every link on the way) that have other hard
+  // links: the view keeps read-only every other name a writable root shows for each
+  // (linux/git_guard.h searches for them), since one written there changes the hook.
+  std::vector<std::string> hard_linked;
   // What the view cannot keep read-only and the sandbox must not start with (fail closed):
   // unparseable configs, a hooks directory that is a writable root, too many paths.
   std::vector<Error> problems;

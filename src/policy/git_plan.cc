@@ -32,6 +32,11 @@ std::optional<std::string> ExpandWord(const std::string& word, const GitEnv& env
 
 enum class NameKind { kDir, kFile, kWord, kProgramWord };
 
+// Symlinks followed at one name, as the kernel's own bound (MAXSYMLINKS).
+constexpr int kMaxLinkHops = 40;
+// Entries of one hooks directory looked at (git knows about 30 hook names).
+constexpr size_t kMaxHookEntries = 1000;
+
 class Planner {
  public:
   Planner(const GitScan& scan, const GitEnv& env, const GitFs& fs, const GitScanLimits& limits,
@@ -164,6 +169,15 @@ class Planner {
         Name(dotgit, "a worktree of " + repo.commondir, i, NameKind::kFile);
       }
     }
+    if (!skip_configs_.count(i)) {
+      // What git runs as a hook, wherever the links on the way lead: a hook that is a symlink
+      // into the working tree (`ln -s ../../scripts/pre-commit .git/hooks/`), a hooks directory
+      // that is one, a hook hard-linked to a working-tree file. The git dir itself is read-only
+      // already; what it leads to is made so too.
+      if (!repo.gitdir.empty()) ProtectHooks(Join(repo.gitdir, "hooks"), i);
+      if (!repo.commondir.empty()) ProtectHooks(Join(repo.commondir, "hooks"), i);
+      for (const auto& m : repo.modules) ProtectHooks(Join(m.gitdir, "hooks"), i);
+    }
     std::vector<std::string> bases;
     bases.push_back(repo.top.empty() ? repo.gitdir : repo.top);
     if (!repo.core_worktree.empty()) bases.push_back(repo.core_worktree);
@@ -199,13 +213,19 @@ class Planner {
     if (use == GitKeyUse::kHooksDir || use == GitKeyUse::kTemplateDir) {
       auto p = ExpandUserPath(*e.value, env_, fs_);
       if (!p || p->empty()) return;
+      std::vector<std::string> dirs;
       if ((*p)[0] == '/') {
-        Name(*p, reason, repo, NameKind::kDir);
-        return;
+        dirs.push_back(*p);
+      } else {
+        std::vector<std::string> bases = dir_bases;
+        if (use == GitKeyUse::kTemplateDir) bases.push_back(Dirname(f.path));
+        for (const auto& b : bases) dirs.push_back(Join(b, *p));
       }
-      std::vector<std::string> bases = dir_bases;
-      if (use == GitKeyUse::kTemplateDir) bases.push_back(Dirname(f.path));
-      for (const auto& b : bases) Name(Join(b, *p), reason, repo, NameKind::kDir);
+      for (const auto& d : dirs) {
+        Name(d, reason, repo, NameKind::kDir);
+        // A template's hooks are copied into each new repository: run there, as these are.
+        ProtectHooks(use == GitKeyUse::kHooksDir ? d : Join(d, "hooks"), repo);
+      }
       return;
     }
     std::string command = *e.value;
@@ -246,8 +266,8 @@ class Planner {
   }
 
   // The existing directories strictly inside a writable root on the way down to the config
-  // file `path` (existing or not): pinned, so that none can be renamed away and remade with
-  // another config in it while the command runs. A symlink on the way cannot be pinned: the
+  // file (or hook) `path` (existing or not): pinned, so that none can be renamed away and remade
+  // with another config in it while the command runs. A symlink on the way cannot be pinned: the
   // check after the run covers it.
   void PinWayTo(const std::string& path) {
     auto dir = fs_.resolve(Dirname(path));
@@ -319,11 +339,96 @@ class Planner {
     }
   }
 
+  // Where `path` leads through the symlinks at its last component, each target taken relative
+  // to its link's directory as the kernel takes it: the first path that is no symlink, existing
+  // or not; nullopt for a loop or a link that cannot be read.
+  std::optional<std::string> FollowLinks(std::string path) const {
+    for (int hop = 0; hop < kMaxLinkHops; ++hop) {
+      if (fs_.lstat(path).type != GitFileType::kSymlink) return path;
+      auto target = fs_.readlink ? fs_.readlink(path) : std::nullopt;
+      if (!target || target->empty()) return std::nullopt;
+      std::string dir = Dirname(path);
+      if (auto r = fs_.resolve(dir)) dir = *r;
+      path = LexicalNormal((*target)[0] == '/' ? *target : Join(dir, *target));
+    }
+    return std::nullopt;
+  }
+
+  // A hooks directory git would look in (`dir`, as git spells it) and each hook in it: kept
+  // read-only where the links on the way lead into a writable root, a missing target made as a
+  // placeholder (so that the command cannot make it), a hook with other hard links recorded for
+  // the search of its other names. The names are watched by the check after the run too (a
+  // link on the way that the command swaps leads to an object it does not know).
+  void ProtectHooks(const std::string& dir, int repo) {
+    const GitFileFacts facts = fs_.lstat(dir);
+    if (facts.type == GitFileType::kMissing) return;
+    std::string real = dir;
+    if (facts.type == GitFileType::kSymlink) {
+      auto to = FollowLinks(dir);
+      if (!to) return Unfollowable("the hooks directory " + dir);
+      Name(*to, "the hooks directory " + dir + " (a symlink)", repo, NameKind::kDir);
+      AddNamed(dir, "the hooks directory " + dir + " (a symlink)", repo);
+      PinWayTo(*to);
+      auto r = fs_.resolve(*to);
+      if (!r) return;  // nothing there yet: the placeholder keeps it empty
+      real = *r;
+    } else if (facts.type != GitFileType::kDir) {
+      return;  // git finds no hooks in a file
+    }
+    auto list = fs_.list_dir(real);
+    if (!list) return;  // what the caller cannot list, neither can the command write
+    if (list->entries.size() > kMaxHookEntries) {
+      plan_.problems.push_back(
+          Error{"limit", "git metadata: the hooks directory " + dir + " holds more than " +
+                             std::to_string(kMaxHookEntries) +
+                             " entries, more than the check follows. fix: remove what git does not "
+                             "run there, or pass --writable-git"});
+      return;
+    }
+    for (const auto& e : list->entries) {
+      if (e.name.size() > 7 && e.name.ends_with(".sample")) continue;  // never run
+      const std::string hook = Join(real, e.name);
+      const std::string reason = "the hook " + Join(dir, e.name);
+      std::string file = hook;
+      if (e.type == GitFileType::kSymlink) {
+        auto to = FollowLinks(hook);
+        if (!to) {
+          Unfollowable(reason);
+          continue;
+        }
+        Name(*to, reason + " (a symlink)", repo, NameKind::kProgramWord);
+        AddNamed(hook, reason + " (a symlink)", repo);
+        // Its directories cannot be renamed away and made anew with another hook in them.
+        PinWayTo(*to);
+        auto r = fs_.resolve(*to);
+        if (!r) continue;
+        file = *r;
+      } else if (e.type != GitFileType::kFile) {
+        continue;
+      }
+      const GitFileFacts f = fs_.lstat(file);
+      if (f.type == GitFileType::kFile && f.nlink > 1) plan_.hard_linked.push_back(file);
+    }
+  }
+
+  // A hook link that cannot be followed to its end is one the command may be able to finish
+  // (a loop through a link in a writable root): refused rather than guessed at.
+  void Unfollowable(const std::string& what) {
+    plan_.problems.push_back(
+        Error{"invalid", "git metadata: " + what +
+                             " is a symlink git cannot follow to its end (a loop, or one that "
+                             "cannot be read); the command could make it lead to a file of its "
+                             "own. fix: remove or repair the link, or pass --writable-git"});
+  }
+
   void AddNamed(const std::string& path, const std::string& reason, int repo) {
     if (named_seen_.insert({path, repo}).second) plan_.named.push_back({path, reason, repo});
   }
 
   void Finish() {
+    std::sort(plan_.hard_linked.begin(), plan_.hard_linked.end());
+    plan_.hard_linked.erase(std::unique(plan_.hard_linked.begin(), plan_.hard_linked.end()),
+                            plan_.hard_linked.end());
     std::sort(read_only_.begin(), read_only_.end());
     read_only_.erase(std::unique(read_only_.begin(), read_only_.end()), read_only_.end());
     // One bind mount per path: what lies inside another read-only path is covered by it.

@@ -89,6 +89,40 @@ TEST_F(AnvilRun, AddedPermissionNeedsNewConsentRemovedOneDoesNot) {
   EXPECT_EQ(r.status, 0) << r.err;
 }
 
+// T8: `anvil plugin approve --sha256` grants only the manifest that inspect showed. A manifest
+// changed between inspect and approve (asking for more) is refused with what it now requests,
+// and nothing is granted; the hash inspect printed approves the unchanged one.
+TEST_F(AnvilRun, ApproveWithTheInspectedHashRefusesAChangedManifest) {
+  Plugin("fs.read = [\"docs/**\"]\n", "anvil.command('x', function() return 'ok' end)");
+  RunOptions o;
+  o.env = {"PATH=/usr/bin:/bin", "HOME=/nonexistent", "XDG_STATE_HOME=" + state_.path()};
+  auto plugin = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {AnvilBin(), "plugin"});
+    args.insert(args.end(), {"--workspace", ws_.path()});
+    return testing::Run(args, o);
+  };
+  auto inspect = plugin({"inspect", plugin_.path()});
+  ASSERT_EQ(inspect.status, 0) << inspect.err;
+  const auto at = inspect.out.find("approve --sha256 ");
+  ASSERT_NE(at, std::string::npos) << inspect.out;
+  const std::string hash = inspect.out.substr(at + 17, 64);
+  // Changed after the user looked: it now asks for everything.
+  Plugin("fs.read = [\"**\"]\nfs.write = [\"**\"]\n",
+         "anvil.command('x', function() return 'ok' end)");
+  auto refused = plugin({"approve", "--sha256", hash, plugin_.path()});
+  EXPECT_EQ(refused.status, 3) << refused.err;
+  EXPECT_NE(refused.err.find("has changed since it was inspected"), std::string::npos)
+      << refused.err;
+  EXPECT_NE(refused.err.find("Write files matching"), std::string::npos) << refused.err;
+  EXPECT_EQ(Anvil({plugin_.path(), "x"}).status, 3);  // nothing was granted
+  // The manifest the user saw, back: approved by its hash.
+  Plugin("fs.read = [\"docs/**\"]\n", "anvil.command('x', function() return 'ok' end)");
+  auto approved = plugin({"approve", "--sha256", hash, plugin_.path()});
+  EXPECT_EQ(approved.status, 0) << approved.err;
+  EXPECT_EQ(Anvil({plugin_.path(), "x"}).status, 0);
+  EXPECT_EQ(plugin({"inspect", "--sha256", hash, plugin_.path()}).status, 2);
+}
+
 // T8: an approval is for one copy of the plugin. A copied directory with the same id and the
 // same manifest bytes but other code is another plugin as far as consent goes, lockfile or not.
 TEST_F(AnvilRun, CopiedPluginWithTheSameManifestButOtherCodeAsksAgain) {

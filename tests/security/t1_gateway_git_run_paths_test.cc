@@ -143,6 +143,31 @@ TEST_F(T1GatewayGitRunPaths, AHooksPathSetAfterTheGatewayStartedIsSeen) {
   EXPECT_EQ(Do("fs.write", {"notes/after", "x"}), "ok");
 }
 
+// A hook that is a symlink into the working tree (`ln -s ../../scripts/pre-commit
+// .git/hooks/`): git runs the working-tree file as the hook, so it is refused like
+// .githooks/pre-commit under core.hooksPath; a dangling hook link's target cannot be made; the
+// files beside them stay writable.
+TEST_F(T1GatewayGitRunPaths, WhatAHookLinkLeadsToIsNotWritten) {
+  HookRepo(/*hooks_path=*/false);
+  ASSERT_EQ(Shell("mkdir -p " + ShellQuote(*ws_ / "scripts")), 0);
+  WriteFile(*ws_ / "scripts/pre-commit", "#!/bin/sh\necho lint ok\n", 0755);
+  ASSERT_EQ(
+      Shell("ln -s ../../scripts/pre-commit " + ShellQuote(*ws_ / ".git/hooks/pre-commit") +
+            " && ln -s ../../scripts/post-commit " + ShellQuote(*ws_ / ".git/hooks/post-commit")),
+      0);
+  Start();
+  std::string r = Do("fs.write", {"scripts/pre-commit", Plant()});
+  EXPECT_TRUE(Denied(r)) << r;
+  EXPECT_NE(r.find("hook"), std::string::npos) << r;
+  EXPECT_TRUE(Denied(Do("fs.write", {"scripts/post-commit", Plant()})));
+  EXPECT_TRUE(Denied(Do("fs.rename", {"scripts", "scripts.old"})));
+  EXPECT_TRUE(Denied(Do("fs.remove", {"scripts/pre-commit", "0"})));
+  Git("commit -q --allow-empty -m x");
+  EXPECT_FALSE(Exists(marker_));
+  EXPECT_EQ(Do("fs.write", {"scripts/other.sh", "x"}), "ok");
+  EXPECT_EQ(Do("fs.write", {"notes/readme", "x"}), "ok");
+}
+
 // A config names a path that does not exist yet, the way git spells it: an include
 // `../local.gitconfig` (relative to .git/config: .git/../local.gitconfig), a hooks dir
 // `./.hooks`. Compared as written, neither matched the plugin's `local.gitconfig` or `.hooks`

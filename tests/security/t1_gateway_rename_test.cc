@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gateway_fixture.h"
 
@@ -18,13 +20,21 @@ class T1GatewayRename : public GatewayTest {
     Shell("mkdir -p '" + ws_->path() + "/notes'");
   }
   // Starts the gateway with a grant that may write anything under notes/ and moved/.
-  std::unique_ptr<ipc::GatewayClient> Start(const std::vector<std::string>& flags = {}) {
+  std::unique_ptr<ipc::GatewayClient> Start(const std::vector<std::string>& flags = {},
+                                            std::vector<std::string> read = {"**"},
+                                            std::vector<std::string> write = {"notes/**",
+                                                                              "moved/**"}) {
     StartGateway(flags);
     Grant grant;
-    grant.fs_read = {"**"};
-    grant.fs_write = {"notes/**", "moved/**"};
+    grant.fs_read = std::move(read);
+    grant.fs_write = std::move(write);
     auto token = RegisterPlugin("t1.mover", grant);
     return Client(token, "t1.mover");
+  }
+  std::string Read(ipc::GatewayClient& client, const std::string& path) {
+    auto r = client.Call("fs.read", {path});
+    if (!r) return "transport: " + r.error().ToString();
+    return r->ok ? "ok" : r->ErrorText();
   }
   std::string Rename(ipc::GatewayClient& client, const std::string& from, const std::string& to) {
     auto r = client.Call("fs.rename", {from, to});
@@ -113,6 +123,37 @@ TEST_F(T1GatewayRename, ASymlinkToARepositoryIsMovedAsTheLinkOnly) {
   ASSERT_EQ(lstat((*ws_ / "moved").c_str(), &st), 0);
   EXPECT_TRUE(S_ISLNK(st.st_mode));
   EXPECT_TRUE(Exists(*ws_ / "repo/.git"));
+}
+
+// fs.write over two names is no read grant: a rename never gives a file a name fs.read covers
+// when fs.read does not cover it where it is (rename .env into pub/, read it, rename it back),
+// nor carries such a file inside a directory. Renames within the read grant, out of it, and
+// between names it does not cover go on as before.
+TEST_F(T1GatewayRename, ARenameNeverMovesAFileIntoTheReadGrant) {
+  Mkdirs("pub");
+  Mkdirs("secret/keys");
+  WriteFile(*ws_ / ".env", "SECRET=1\n");
+  WriteFile(*ws_ / "notes/key.pem", "KEY\n");
+  WriteFile(*ws_ / "secret/keys/id", "ID\n");
+  WriteFile(*ws_ / "pub/a.md", "a\n");
+  WriteFile(*ws_ / "notes/b.md", "b\n");
+  auto client = Start({}, {"pub/**", "notes/*.md"}, {"**"});
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {".env", "pub/env"}, {"notes/key.pem", "notes/key.md"}, {"secret", "pub/secret"}}) {
+    std::string r = Rename(*client, from, to);
+    EXPECT_EQ(r.rfind("denied: fs.rename would make ", 0), 0u) << from << ": " << r;
+    EXPECT_NE(r.find("fs.read"), std::string::npos) << r;
+  }
+  EXPECT_EQ(ReadFile(*ws_ / ".env"), "SECRET=1\n");
+  EXPECT_EQ(ReadFile(*ws_ / "notes/key.pem"), "KEY\n");
+  EXPECT_TRUE(Exists(*ws_ / "secret/keys/id"));
+  EXPECT_NE(Read(*client, "pub/env"), "ok");
+  // The benign neighbours.
+  EXPECT_EQ(Rename(*client, "pub/a.md", "pub/c.md"), "ok");    // within the grant
+  EXPECT_EQ(Rename(*client, "notes/b.md", "pub/b.md"), "ok");  // readable at both names
+  EXPECT_EQ(Rename(*client, "pub/c.md", "private.md"), "ok");  // out of the grant
+  EXPECT_EQ(Rename(*client, ".env", "old.env"), "ok");         // neither name readable
+  EXPECT_EQ(Rename(*client, "secret", "hidden"), "ok");
 }
 
 // The benign neighbour: ordinary files and directories (names that merely resemble protected

@@ -163,6 +163,58 @@ TEST_P(T1SandboxGitMetadata, PathsTheConfigNamesInTheWorkspaceAreReadOnly) {
   EXPECT_FALSE(Exists(marker_)) << "git ran a config-named path the command changed";
 }
 
+// What git runs as a hook is protected where it really lies: a hook that is a symlink into the
+// working tree (the usual `ln -s ../../scripts/pre-commit .git/hooks/`), a hooks directory that
+// is a symlink, a link inside core.hooksPath, a dangling hook link, and a hook hard-linked to a
+// working-tree file. The rest of scripts/ stays writable.
+TEST_P(T1SandboxGitMetadata, HooksThatLeadIntoTheWorkingTreeAreReadOnlyThere) {
+  const std::string hook = "#!/bin/sh\nexit 0\n";
+  for (const char* d : {"/scripts", "/githooks", "/sub"}) {
+    ASSERT_EQ(mkdir((ws_ + d).c_str(), 0755), 0);
+    caller_.Give(ws_ + d);
+  }
+  Write(ws_ + "/scripts/pre-commit", hook, 0755);
+  Write(ws_ + "/scripts/post-commit", hook, 0755);
+  Write(ws_ + "/scripts/other.sh", hook, 0755);
+  Write(ws_ + "/githooks/pre-commit", hook, 0755);
+  ASSERT_EQ(symlink("../../scripts/pre-commit", (ws_ + "/.git/hooks/pre-commit").c_str()), 0);
+  ASSERT_EQ(symlink("../../scripts/post-checkout", (ws_ + "/.git/hooks/post-checkout").c_str()), 0);
+  ASSERT_EQ(link((ws_ + "/scripts/post-commit").c_str(), (ws_ + "/.git/hooks/post-commit").c_str()),
+            0);
+  // A second repository whose hooks directory is a symlink into its working tree.
+  GitOk(ws_ + "/sub", {"init", "-q"});
+  ASSERT_EQ(Shell("rm -rf " + ws_ + "/sub/.git/hooks"), 0);
+  ASSERT_EQ(mkdir((ws_ + "/sub/hooks").c_str(), 0755), 0);
+  caller_.Give(ws_ + "/sub/hooks");
+  Write(ws_ + "/sub/hooks/pre-commit", hook, 0755);
+  ASSERT_EQ(symlink("../hooks", (ws_ + "/sub/.git/hooks").c_str()), 0);
+  caller_.Give(ws_ + "/.git/hooks/pre-commit");
+  caller_.Give(ws_ + "/.git/hooks/post-checkout");
+  caller_.Give(ws_ + "/sub/.git/hooks");
+
+  // Benign: the rest of scripts/ and sub/ is the command's to change.
+  auto benign = Sh("echo '# more' >> scripts/other.sh && echo x > sub/file && echo y > scripts/n");
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_TRUE(Exists(ws_ + "/scripts/n"));
+
+  auto attack = Sh(Plant("scripts/pre-commit") + "; " + Plant("scripts/post-commit") + "; " +
+                   Plant("scripts/post-checkout") + "; " + Plant("sub/hooks/pre-commit") + "; " +
+                   Plant("sub/hooks/post-commit") +
+                   "; rm -f scripts/pre-commit; mv scripts scripts.old; mv sub/hooks sub/h.old;"
+                   " true");
+  EXPECT_EQ(ReadFile(ws_ + "/scripts/pre-commit"), hook);
+  EXPECT_EQ(ReadFile(ws_ + "/scripts/post-commit"), hook);
+  EXPECT_FALSE(Exists(ws_ + "/scripts/post-checkout"));
+  EXPECT_EQ(ReadFile(ws_ + "/sub/hooks/pre-commit"), hook);
+  EXPECT_FALSE(Exists(ws_ + "/sub/hooks/post-commit"));
+  EXPECT_FALSE(Exists(ws_ + "/scripts.old"));
+  EXPECT_TRUE(Quarantined(attack).empty()) << attack.err;
+  UseGitOnTheHost(ws_);
+  Git(ws_, {"checkout", "-q", "-B", "other"});
+  UseGitOnTheHost(ws_ + "/sub");
+  EXPECT_FALSE(Exists(marker_)) << "git ran a hook the command rewrote through a link";
+}
+
 TEST_P(T1SandboxGitMetadata, ConfigNamedPathsThatDoNotExistCannotBeCreated) {
   GitOk(ws_, {"config", "core.hooksPath", ".husky"});
   GitOk(ws_, {"config", "core.fsmonitor", "./fsm.sh"});

@@ -27,6 +27,7 @@ class FakeTree {
     bool listable = true;
     bool writable = true;
     bool executable = false;  // a file's execute bits
+    uint64_t nlink = 1;       // a file's hard links (the other names are not modelled)
   };
 
   FakeTree() { nodes_["/"] = Node{GitFileType::kDir, "", next_++, wall}; }
@@ -162,7 +163,16 @@ class FakeTree {
       f.ctime_sec = it->second.ctime;
       f.mnt_id = mnt;
       f.executable = it->second.type == GitFileType::kFile && it->second.executable;
+      f.nlink = it->second.nlink;
       return f;
+    };
+    fs.readlink = [this](const std::string& path) -> std::optional<std::string> {
+      auto parent = Resolve(Parent(path));
+      if (!parent) return std::nullopt;
+      std::string name = path.substr(path.rfind('/') + 1);
+      auto it = nodes_.find(*parent == "/" ? "/" + name : *parent + "/" + name);
+      if (it == nodes_.end() || it->second.type != GitFileType::kSymlink) return std::nullopt;
+      return it->second.content;
     };
     fs.resolve = [this](const std::string& path) { return Resolve(path); };
     fs.read_file = [this](const std::string& path,

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -560,6 +561,145 @@ TEST(PlanGitProtection, ConfigNamedPathsExistingAreReadOnlyMissingGetPlaceholder
     std::sort(want.begin(), want.end());
     EXPECT_EQ(p.plan.read_only, want) << c.config;
     EXPECT_EQ(Placeholders(p.plan), c.placeholders) << c.config;
+  }
+}
+
+// What git runs as a hook is kept read-only wherever the links on the way lead, and its other
+// hard links are handed on for the search of their names; the benign neighbours (plain hooks,
+// samples, a link out of the roots) add nothing.
+TEST(PlanGitProtection, HooksAreFollowedThroughEveryLink) {
+  struct Case {
+    std::string what;
+    std::function<void(FakeTree&)> make;
+    V read_only;     // besides /w/.git
+    V placeholders;  // "dir|file PATH"
+    V hard_linked;
+    bool problem = false;
+  } cases[] = {
+      {"a plain hook",
+       [](FakeTree& t) { t.File("/w/.git/hooks/pre-commit", "#!/bin/sh\n"); },
+       {},
+       {},
+       {}},
+      {"a sample linked out",
+       [](FakeTree& t) {
+         t.File("/w/scripts/x");
+         t.Link("/w/.git/hooks/pre-commit.sample", "../../scripts/x");
+       },
+       {},
+       {},
+       {}},
+      {"a hook linked into the working tree",
+       [](FakeTree& t) {
+         t.File("/w/scripts/pre-commit", "#!/bin/sh\n");
+         t.Link("/w/.git/hooks/pre-commit", "../../scripts/pre-commit");
+       },
+       {"/w/scripts/pre-commit"},
+       {},
+       {}},
+      {"an absolute link, through a second link",
+       [](FakeTree& t) {
+         t.File("/w/tools/real-hook", "#!/bin/sh\n");
+         t.Link("/w/scripts/pc", "../tools/real-hook");
+         t.Link("/w/.git/hooks/pre-push", "/w/scripts/pc");
+       },
+       {"/w/tools/real-hook"},
+       {},
+       {}},
+      {"a dangling hook link: its target made as a placeholder",
+       [](FakeTree& t) {
+         t.Dir("/w/scripts");
+         t.Link("/w/.git/hooks/post-checkout", "../../scripts/post-checkout");
+       },
+       {},
+       {"file /w/scripts/post-checkout"},
+       {}},
+      {"a link out of the roots",
+       [](FakeTree& t) {
+         t.File("/opt/hooks/pre-commit", "#!/bin/sh\n");
+         t.Link("/w/.git/hooks/pre-commit", "/opt/hooks/pre-commit");
+       },
+       {},
+       {},
+       {}},
+      {"the hooks directory a link into the working tree",
+       [](FakeTree& t) {
+         t.Remove("/w/.git/hooks");
+         t.File("/w/githooks/pre-commit", "#!/bin/sh\n");
+         t.Link("/w/.git/hooks", "../githooks");
+       },
+       {"/w/githooks"},
+       {},
+       {}},
+      {"the hooks directory a dangling link",
+       [](FakeTree& t) {
+         t.Remove("/w/.git/hooks");
+         t.Link("/w/.git/hooks", "../githooks");
+       },
+       {},
+       {"dir /w/githooks"},
+       {}},
+      {"a link in core.hooksPath",
+       [](FakeTree& t) {
+         t.File("/w/.git/config", "[core]\n\thooksPath = .githooks\n");
+         t.File("/w/scripts/post-commit", "#!/bin/sh\n");
+         t.Link("/w/.githooks/post-commit", "../scripts/post-commit");
+       },
+       {"/w/.githooks", "/w/scripts/post-commit"},
+       {},
+       {}},
+      {"a hard-linked hook",
+       [](FakeTree& t) {
+         t.File("/w/.git/hooks/pre-commit", "#!/bin/sh\n");
+         t.At("/w/.git/hooks/pre-commit").nlink = 2;
+       },
+       {},
+       {},
+       {"/w/.git/hooks/pre-commit"}},
+      {"a link to a hard-linked file",
+       [](FakeTree& t) {
+         t.File("/w/scripts/pre-commit", "#!/bin/sh\n");
+         t.At("/w/scripts/pre-commit").nlink = 3;
+         t.Link("/w/.git/hooks/pre-commit", "../../scripts/pre-commit");
+       },
+       {"/w/scripts/pre-commit"},
+       {},
+       {"/w/scripts/pre-commit"}},
+      {"a submodule's hook linked into the working tree",
+       [](FakeTree& t) {
+         t.File("/w/sub/.git", "gitdir: ../.git/modules/sub\n");
+         t.GitInit("/w/.git/modules/sub");
+         t.File("/w/sub/hook.sh", "#!/bin/sh\n");
+         t.Link("/w/.git/modules/sub/hooks/pre-commit", "../../../../sub/hook.sh");
+       },
+       {"/w/sub/.git", "/w/sub/hook.sh"},
+       {},
+       {}},
+      {"a loop of links",
+       [](FakeTree& t) {
+         t.Link("/w/scripts/a", "b");
+         t.Link("/w/scripts/b", "a");
+         t.Link("/w/.git/hooks/pre-commit", "../../scripts/a");
+       },
+       {},
+       {},
+       {},
+       true},
+  };
+  for (const auto& c : cases) {
+    FakeTree t;
+    t.GitInit("/w");
+    c.make(t);
+    auto p = Plan(t);
+    EXPECT_EQ(!p.plan.problems.empty(), c.problem)
+        << c.what << (p.plan.problems.empty() ? "" : ": " + p.plan.problems.front().message);
+    if (c.problem) continue;
+    V want{"/w/.git"};
+    want.insert(want.end(), c.read_only.begin(), c.read_only.end());
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(p.plan.read_only, want) << c.what;
+    EXPECT_EQ(Placeholders(p.plan), c.placeholders) << c.what;
+    EXPECT_EQ(p.plan.hard_linked, c.hard_linked) << c.what;
   }
 }
 
