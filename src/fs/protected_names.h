@@ -28,6 +28,12 @@ enum class ProtectedNameKind {
   kPluginLock,
   // Anvil.toml: enables installed plugins and hands them settings (policy/workspace_config.h).
   kWorkspaceConfig,
+  // An AI agent front end's project configuration (.claude/, .codex/, .agents/, .gemini/,
+  // .cursor/, .mcp.json): it decides what the agent runs on the host without asking — hooks,
+  // MCP servers it spawns, which commands it may run unsandboxed, its own sandbox mode. Anvil
+  // is deployed under these agents (docs/agents.md): a command they run through it must not
+  // rewrite the rules of the agent that contains it.
+  kAgentConfig,
 };
 
 struct ProtectedName {
@@ -40,6 +46,12 @@ inline constexpr ProtectedName kProtectedNames[] = {
     {".anvil", ProtectedNameKind::kAnvilState},
     {"anvil.lock", ProtectedNameKind::kPluginLock},
     {"Anvil.toml", ProtectedNameKind::kWorkspaceConfig},
+    {".claude", ProtectedNameKind::kAgentConfig},
+    {".codex", ProtectedNameKind::kAgentConfig},
+    {".agents", ProtectedNameKind::kAgentConfig},
+    {".gemini", ProtectedNameKind::kAgentConfig},
+    {".cursor", ProtectedNameKind::kAgentConfig},
+    {".mcp.json", ProtectedNameKind::kAgentConfig},
 };
 
 // The kind of a protected name, when one file name (raw bytes, not necessarily UTF-8) names a

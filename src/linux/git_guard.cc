@@ -42,6 +42,23 @@ Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
       scan->protected_names, roots, plan.read_only,
       plan.read_only.size() + plan.placeholders.size() + plan.pinned.size(), limits.paths);
   if (!guard.names_.problems.empty()) return tl::unexpected(guard.names_.problems.front());
+  // A protected name that is a symlink (an agent's `.claude -> ../shared`): what it leads to is
+  // kept read-only where a writable root holds it; the link itself cannot be mounted over.
+  for (auto it = guard.names_.read_only.begin(); it != guard.names_.read_only.end();) {
+    if (guard.fs_.lstat(*it).type != GitFileType::kSymlink) {
+      ++it;
+      continue;
+    }
+    auto target = guard.fs_.resolve(*it);
+    const bool keep = target && std::any_of(roots.begin(), roots.end(), [&](const std::string& r) {
+                        return PathIsWithin(*target, r) && *target != r;
+                      });
+    if (keep) {
+      *it++ = *target;
+    } else {
+      it = guard.names_.read_only.erase(it);
+    }
+  }
   for (const auto& path : guard.names_.read_only) {
     auto slash = path.rfind('/');
     if (slash == std::string::npos || slash == 0) continue;

@@ -298,6 +298,21 @@ inline constexpr HostAutorun kHostAutorun[] = {
     {AutorunBase::kHome, ".gdbearlyinit", "gdb"},
     {AutorunBase::kConfig, "gdb", "gdb: gdbinit, gdbearlyinit"},
     {AutorunBase::kHome, ".lldbinit", "lldb"},
+    // AI agents' own settings: hooks they run, MCP servers they spawn, what they may run
+    // unsandboxed, their own sandbox mode (their tokens are credentials: sandbox_home.h).
+    {AutorunBase::kHome, ".claude", "Claude Code: settings (hooks, permissions), commands, agents"},
+    {AutorunBase::kHome, ".claude.json", "Claude Code: the MCP servers it starts"},
+    {AutorunBase::kHome, ".codex", "Codex: config.toml (MCP servers, notify, sandbox mode)"},
+    {AutorunBase::kHome, ".gemini", "Gemini CLI: settings (MCP servers, tools)"},
+    {AutorunBase::kHome, ".aider.conf.yml", "aider: its commands and settings"},
+    {AutorunBase::kConfig, "opencode", "opencode: MCP servers, commands"},
+    {AutorunBase::kHome, ".continue", "Continue: config (MCP servers, commands)"},
+    {AutorunBase::kHome, ".hgrc", "Mercurial: [hooks] and [extensions] run by every hg"},
+    {AutorunBase::kConfig, "hg", "Mercurial: the same"},
+    {AutorunBase::kHome, ".pylintrc", "pylint: init-hook runs Python (editors lint on save)"},
+    {AutorunBase::kConfig, "pylintrc", "pylint: the same"},
+    {AutorunBase::kConfig, "mypy", "mypy: plugins it imports"},
+    {AutorunBase::kHome, ".mypy.ini", "mypy: the same"},
     // Tools whose configuration runs code or chooses where code comes from.
     // Files, not the directory: git's own protection (policy/git_metadata.h) holds a missing
     // user config by a placeholder of its own, in that directory.

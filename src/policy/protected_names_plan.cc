@@ -190,6 +190,9 @@ struct NameWhat {
 
 NameWhat WhatItIs(ProtectedNameKind kind) {
   switch (kind) {
+    case ProtectedNameKind::kAgentConfig:
+      return {"an AI agent's project configuration",
+              "tells the agent what to run on the host: hooks, MCP servers, permissions"};
     case ProtectedNameKind::kPluginLock:
       return {"anvil.lock", "pins each plugin's manifest and code"};
     case ProtectedNameKind::kAnvilState:

@@ -224,6 +224,11 @@ RefusalAdvice Advise(const Refusal& r, const std::string& workspace, const std::
             a.why = root +
                     " says which plugins run and with what settings, and stays read-only (edit "
                     "it outside the sandbox)";
+          } else if (kind == ProtectedNameKind::kAgentConfig) {
+            a.why = root +
+                    " is an AI agent's project configuration (hooks, MCP servers, permissions it "
+                    "acts on outside the sandbox) and stays read-only (edit it outside the "
+                    "sandbox)";
           } else if (Basename(r.root) == ".anvil") {
             a.why = ".anvil is Anvil's own state and stays read-only";
           } else {

@@ -129,6 +129,17 @@ inline constexpr std::string_view kHomeCredentials[] = {
     ".config/BraveSoftware",
     ".config/microsoft-edge",
     ".Xauthority",  // the X server's cookie: any client holding it drives the user's display
+    // AI agents' and other tools' tokens.
+    ".claude/.credentials.json",
+    ".codex/auth.json",
+    ".config/github-copilot",
+    ".config/configstore",  // firebase-tools and other Node CLIs keep refresh tokens there
+    ".pulumi/credentials.json",
+    ".pgpass",
+    ".my.cnf",
+    ".mylogin.cnf",
+    ".config/sops/age",
+    ".subversion/auth",
 };
 // Histories: never shown either, but no program runs what they hold, and a shell of the host
 // writes its own there while a run lasts. So, unlike kHomeCredentials, a missing one is not

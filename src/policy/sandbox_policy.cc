@@ -263,7 +263,17 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
       const std::string name(protected_name.name);
       const std::string candidate = root + "/" + name;
       const bool directory = git || protected_name.kind == ProtectedNameKind::kAnvilState;
+      const bool agent = protected_name.kind == ProtectedNameKind::kAgentConfig;
       if (host.is_symlink && host.is_symlink(candidate)) {
+        if (agent) {
+          // An agent follows the link: what it leads to is kept read-only where this root
+          // holds it (a target elsewhere is not the command's to write).
+          auto target = host.resolve(candidate);
+          if (target && PathIsWithin(*target, root) && *target != root) {
+            read_only.push_back(*target);
+          }
+          continue;
+        }
         // A file Anvil reads by this name is opened without following a link (a link there is
         // refused), so the link protects nothing and hides nothing: left as it is.
         if (!directory) continue;

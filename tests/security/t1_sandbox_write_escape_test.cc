@@ -154,6 +154,50 @@ TEST_P(T1SandboxWrite, WriteIntoAnvilStateDirIsDenied) {
   EXPECT_FALSE(Exists(ws_ + "/anvil-old"));
 }
 
+// An AI agent's project configuration decides what that agent runs on the host (Claude Code's
+// .claude/settings.json hooks and permissions, .mcp.json servers, Codex's .codex/config.toml
+// sandbox mode): a command the agent runs through Anvil keeps it as it is. Existing ones (at
+// the top, nested, behind a symlink) are read-only; new ones (a file, a directory, a symlink)
+// are moved aside after the run. Other dot-directories stay the command's.
+TEST_P(T1SandboxWrite, AnAgentsProjectConfigIsNotTheCommandsToChange) {
+  const std::string settings = "{\"permissions\":{}}\n";
+  for (const char* d : {"/.claude", "/pkg", "/pkg/.codex", "/shared", "/.vscode"}) {
+    ASSERT_EQ(mkdir((ws_ + d).c_str(), 0755), 0);
+  }
+  WriteFile(ws_ + "/.claude/settings.json", settings);
+  WriteFile(ws_ + "/pkg/.codex/config.toml", "approval_policy = \"on-request\"\n");
+  WriteFile(ws_ + "/shared/gemini.json", "{}\n");
+  ASSERT_EQ(symlink("shared", (ws_ + "/.gemini").c_str()), 0);
+  caller_.Give(ws_);
+
+  auto benign = Sh("cat .claude/settings.json && echo '{}' > .vscode/settings.json && echo ok");
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_NE(benign.out.find("ok"), std::string::npos);
+
+  auto attack =
+      Sh("echo '{\"hooks\":{}}' > .claude/settings.json; echo x > .claude/new.json; "
+         "echo 'sandbox_mode = \"danger-full-access\"' > pkg/.codex/config.toml; "
+         "echo '{}' > shared/gemini.json; rm -rf .claude; mv pkg/.codex pkg/codex-old; "
+         "echo '{\"mcpServers\":{}}' > .mcp.json; mkdir -p pkg/.claude; "
+         "echo x > pkg/.claude/settings.json; ln -s shared/evil.json sub.mcp; "
+         "mkdir -p deep && ln -s ../shared deep/.cursor; true");
+  EXPECT_EQ(ReadFile(ws_ + "/.claude/settings.json"), settings);
+  EXPECT_FALSE(Exists(ws_ + "/.claude/new.json"));
+  EXPECT_EQ(ReadFile(ws_ + "/pkg/.codex/config.toml"), "approval_policy = \"on-request\"\n");
+  EXPECT_FALSE(Exists(ws_ + "/pkg/codex-old"));
+  EXPECT_EQ(ReadFile(ws_ + "/shared/gemini.json"), "{}\n");
+  // Made by the command: moved aside, with a line that says so.
+  struct stat st {};
+  EXPECT_NE(lstat((ws_ + "/.mcp.json").c_str(), &st), 0);
+  EXPECT_NE(lstat((ws_ + "/pkg/.claude").c_str(), &st), 0);
+  EXPECT_NE(lstat((ws_ + "/deep/.cursor").c_str(), &st), 0);
+  EXPECT_TRUE(Exists(ws_ + "/.mcp.json.anvil-quarantine")) << attack.err;
+  EXPECT_NE(attack.err.find("an AI agent's project configuration"), std::string::npos)
+      << attack.err;
+  EXPECT_TRUE(Exists(ws_ + "/.vscode/settings.json"));
+  ExpectGitUntouched();
+}
+
 TEST_P(T1SandboxWrite, RenamingOrRemovingGitToReplaceItIsDenied) {
   auto attack =
       Sh("mv .git .git-old; rm -rf .git; "
