@@ -12,6 +12,7 @@
 #include "cli/sandbox_spec.h"
 #include "linux/program_exec.h"
 #include "policy/display_text.h"
+#include "policy/sandbox_home.h"
 
 namespace anvil::cli {
 namespace {
@@ -136,6 +137,12 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
   inv.spec.argv = a.command;
   inv.spec.cwd = *run_dir;
   inv.spec.env = SandboxEnvironment(a, environ_entries, *ca);
+  if (inv.spec.policy.home.kind != HomeKind::kNone) {
+    // Login shells get the command's PATH back after /etc/profile (policy/sandbox_home.h).
+    for (const auto& e : inv.spec.env) {
+      if (e.rfind("PATH=", 0) == 0) inv.spec.policy.home.profile = RenderHomeProfile(e.substr(5));
+    }
+  }
   return std::move(inv);
 }
 

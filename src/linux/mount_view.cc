@@ -160,17 +160,17 @@ Result<UniqueFd> MountpointBeneathHome(const std::string& view_path, bool direct
   }
 }
 
-// The sanitized ~/.gitconfig (FileView::home_gitconfig), written into the home unless it holds
+// A file Anvil writes into the home (FileView::home_gitconfig, home_profile), unless it holds
 // that content already: a temporary file beside it, renamed over the name (renameat replaces
 // the entry itself, never what a link there points at). Best effort: a home that holds a
 // directory there keeps it.
-void WriteHomeGitconfig(const std::string& content) {
+void WriteHomeFile(const std::string& name, const std::string& content) {
   UniqueFd home(::open((kNew + g_home_base).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!home) return;
   open_how how{};
   how.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
   how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH;
-  long current = syscall(SYS_openat2, home.Get(), ".gitconfig", &how, sizeof(how));
+  long current = syscall(SYS_openat2, home.Get(), name.c_str(), &how, sizeof(how));
   if (current >= 0) {
     UniqueFd file(static_cast<int>(current));
     struct stat st {};
@@ -183,7 +183,7 @@ void WriteHomeGitconfig(const std::string& content) {
       }
     }
   }
-  const std::string temp = ".gitconfig.anvil-" + std::to_string(::getpid());
+  const std::string temp = name + ".anvil-" + std::to_string(::getpid());
   ::unlinkat(home.Get(), temp.c_str(), 0);
   UniqueFd out(::openat(home.Get(), temp.c_str(),
                         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
@@ -191,7 +191,7 @@ void WriteHomeGitconfig(const std::string& content) {
   bool written =
       ::write(out.Get(), content.data(), content.size()) == static_cast<ssize_t>(content.size());
   out.Reset();
-  if (!written || ::renameat(home.Get(), temp.c_str(), home.Get(), ".gitconfig") != 0) {
+  if (!written || ::renameat(home.Get(), temp.c_str(), home.Get(), name.c_str()) != 0) {
     ::unlinkat(home.Get(), temp.c_str(), 0);
   }
 }
@@ -693,7 +693,12 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
   }
 
   if (!view.home_base.empty() && !view.home_gitconfig.empty()) {
-    WriteHomeGitconfig(view.home_gitconfig);
+    WriteHomeFile(".gitconfig", view.home_gitconfig);
+  }
+  if (!view.home_base.empty() && !view.home_profile.empty()) {
+    // bash reads the first of .bash_profile, .bash_login and .profile; sh and dash .profile.
+    WriteHomeFile(".bash_profile", view.home_profile);
+    WriteHomeFile(".profile", view.home_profile);
   }
   if (options.defer_workspace_paths) return Ok();  // FinishMountView enters the view
   ANVIL_RETURN_IF_ERROR(SealCovers(view, idmapped));

@@ -47,6 +47,9 @@ struct HomeView {
   // The sanitized ~/.gitconfig (policy/sandbox_home.h), written into the home as it is built;
   // empty: none.
   std::string gitconfig;
+  // ~/.profile and ~/.bash_profile, written into the home as it is built (RenderHomeProfile,
+  // policy/sandbox_home.h); empty: none.
+  std::string profile;
   std::vector<HostCredential> credentials;
   // The credential (canonical) that is the user's git config: ~/.gitconfig, or
   // ~/.config/git/config when only that exists; empty: neither. When the real home is shown (a

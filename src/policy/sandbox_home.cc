@@ -347,6 +347,7 @@ Status ApplyHomeView(const HomeView& home, const HostFs& host, FileView& view) {
   if (show_home) {
     view.home_base = home.target;
     view.home_gitconfig = home.gitconfig;
+    view.home_profile = home.profile;
     if (home.kind == HomeKind::kPersistent) {
       view.mapped_binds.push_back(home.home);
     } else {
@@ -493,6 +494,24 @@ bool GitConfigEntryAllowed(const GitConfigEntry& e) {
   if (sub) return false;
   auto it = kPlain.find(s);
   return it != kPlain.end() && it->second.count(k) > 0;
+}
+
+std::string RenderHomeProfile(std::string_view path) {
+  if (path.empty()) return {};
+  std::string quoted = "'";
+  for (char c : path) {
+    if (c == '\'') {
+      quoted += "'\\''";
+    } else {
+      quoted += c;
+    }
+  }
+  quoted += "'";
+  return "# Written by Anvil at each start of a sandbox with this home. A login shell's\n"
+         "# /etc/profile may set PATH afresh (Debian's and Ubuntu's do): this puts back the one\n"
+         "# the sandbox gave the command, with your toolchains on it.\n"
+         "PATH=" +
+         quoted + "\nexport PATH\n";
 }
 
 std::string RenderSanitizedGitConfig(const std::vector<GitConfigEntry>& entries) {

@@ -208,6 +208,11 @@ std::string ExpandHome(const std::string& path, const std::string& home);
 // Lexically normal absolute path (no ".", "..", empty components or trailing '/'), or nullopt.
 std::optional<std::string> NormalizeAbsolute(std::string_view path);
 
+// ~/.profile and ~/.bash_profile of the sandbox home: `PATH` (the command's, as the sandbox
+// passes it) set again for login shells (`bash -lc`, `sh -l`), whose /etc/profile may reset it;
+// nothing of the user's own startup files. Empty for an empty `path`.
+std::string RenderHomeProfile(std::string_view path);
+
 // ---- ~/.gitconfig, sanitized ----
 // Entries come from ParseGitConfig (policy/git_config.h, git's own syntax). At most
 // kMaxGitConfigEntries of them, over every file read, make the copy.

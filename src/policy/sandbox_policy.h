@@ -135,6 +135,9 @@ struct FileView {
   // the home, not a bind: one mount less per start; what a command changes there lasts until
   // the next run writes the copy again).
   std::string home_gitconfig;
+  // Written to home_base/.profile and .bash_profile the same way: the PATH put back for login
+  // shells (RenderHomeProfile, policy/sandbox_home.h).
+  std::string home_profile;
   // A workspace of $HOME (no home_base): the masked path (in masked_files) of the user's git
   // config, covered by a read-only file holding home_gitconfig instead of an empty one.
   std::string gitconfig_mask;

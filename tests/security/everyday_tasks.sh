@@ -238,6 +238,10 @@ if group scripts; then
         n=${f##*/}
         [[ $n == python3 ]] && arg=-V || arg=
         task "home-tool-${t%%/*}-$n" "" "$n $arg"
+        # A login shell (Codex runs `bash -lc`): /etc/profile may reset PATH; the sandbox home's
+        # profile puts it back. (A workspace that is the home shows the user's own start-up
+        # files, as outside.)
+        [[ $mode == home ]] || task "home-tool-login-shell-${t%%/*}-$n" "" "bash -lc '$n $arg'"
         break
       done
     done

@@ -95,6 +95,16 @@ TEST_P(T1SandboxHome, ToolchainsOfTheHomeRunReadOnly) {
                                "lived@in.example", "*.swp"}) {
     EXPECT_NE(r.out.find(expected), std::string::npos) << expected << "\n" << r.out << r.err;
   }
+  // A login shell (`bash -lc`, as Codex runs commands; `sh -l`): /etc/profile may set PATH
+  // afresh, and the home's own profile puts the command's back, even after an earlier run
+  // wrote another one there.
+  auto planted = Sh("echo 'PATH=/usr/bin:/bin' > ~/.bash_profile; echo 'PATH=/bin' > ~/.profile");
+  EXPECT_EQ(planted.status, 0) << planted.err;
+  auto login = Sh("bash -lc 'mytool a b && cargoish' && sh -lc 'mytool c'");
+  EXPECT_EQ(login.status, 0) << login.out << login.err;
+  EXPECT_NE(login.out.find("mytool-ran a b"), std::string::npos) << login.out << login.err;
+  EXPECT_NE(login.out.find("cargoish-ran"), std::string::npos) << login.out << login.err;
+  EXPECT_NE(login.out.find("mytool-ran c"), std::string::npos) << login.out << login.err;
   // Shown, not handed over: the toolchain cannot be changed from inside.
   auto write =
       Sh("echo x > ~/.pyenv/version; echo x > ~/.local/bin/mytool; "

@@ -465,3 +465,18 @@ TEST(GitConfig, HostileInputNeverEscapesItsQuotes) {
 
 }  // namespace
 }  // namespace anvil
+
+namespace anvil {
+namespace {
+
+TEST(RenderHomeProfile, SetsThePathBackQuotedForTheShell) {
+  EXPECT_EQ(RenderHomeProfile(""), "");
+  const std::string p = RenderHomeProfile("/h/.cargo/bin:/usr/bin");
+  EXPECT_NE(p.find("\nPATH='/h/.cargo/bin:/usr/bin'\nexport PATH\n"), std::string::npos) << p;
+  // A quote, $, ` and a newline in a directory name stay data.
+  const std::string q = RenderHomeProfile("/h/it's $(x) `y`\n:/bin");
+  EXPECT_NE(q.find("PATH='/h/it'\\''s $(x) `y`\n:/bin'\nexport PATH\n"), std::string::npos) << q;
+}
+
+}  // namespace
+}  // namespace anvil
