@@ -99,6 +99,9 @@ struct PipeRelay {
   bool splice = true;  // until splice(2) says it cannot (O_APPEND, some devices)
   std::optional<uint64_t> cap;
   std::vector<char> buffer;  // input read from the caller that the pipe had no room for
+  // Input from a regular file: a read end of the pipe of anvil's own, to count at the end what
+  // the command never read (PutBackUnread).
+  UniqueFd peek;
   size_t pending = 0;
   size_t offset = 0;
   bool done = false;
@@ -233,6 +236,20 @@ struct StdStreamRelay::State {
       r.pending = static_cast<size_t>(n);
       r.offset = 0;
     }
+  }
+
+  // What the command never read of a regular file goes back to the caller: the file's offset
+  // (shared with the caller's shell, `while read f; do anvil sandbox -- CMD; done < list`) ends
+  // where the command's reads left it, as if it had been handed the descriptor, however far
+  // ahead the relay read.
+  static void PutBackUnread(PipeRelay& r) {
+    if (!r.input || !r.regular || !r.peek) return;
+    int queued = 0;
+    if (::ioctl(r.peek.Get(), FIONREAD, &queued) != 0 || queued < 0) queued = 0;
+    const size_t buffered = r.pending > r.offset ? r.pending - r.offset : 0;
+    const off_t unread = static_cast<off_t>(queued) + static_cast<off_t>(buffered);
+    if (unread > 0) (void)::lseek(r.caller_fd, -unread, SEEK_CUR);
+    r.peek.Reset();
   }
 
   static void Close(PipeRelay& r) {
@@ -403,7 +420,9 @@ struct StdStreamRelay::State {
   void Finish() {
     if (finished) return;
     for (auto& r : relays) {
-      if (r.input) Close(r);
+      if (!r.input) continue;
+      PutBackUnread(r);
+      Close(r);
     }
     input_done = true;
     channel.Reset();
@@ -489,6 +508,11 @@ Result<StdStreamRelay> StdStreamRelay::Prepare(bool confine,
     r.append = (::fcntl(r.caller_fd, F_GETFL) & O_APPEND) != 0;
     if (!r.input) r.cap = file_size_limit;
     child.supervisor_fds[supervisor_slot++] = r.ours.Get();
+    if (r.input && r.regular) {
+      r.peek = UniqueFd(::fcntl(r.theirs.Get(), F_DUPFD_CLOEXEC, 3));
+      if (!r.peek) return SysFail("sandbox", "pipe for the command's stdin");
+      child.supervisor_fds[supervisor_slot++] = r.peek.Get();
+    }
     state->relays.push_back(std::move(r));
   }
   for (const auto& r : state->relays) {

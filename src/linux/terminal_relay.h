@@ -46,7 +46,7 @@ struct ChildStdStreams {
   std::array<int, 3> device{-1, -1, -1};  // kViewDevice: index in kViewDevices
   // The supervisor's ends (relay pipes, the terminal channel): init closes its copies first
   // thing, or a command reading stdin would never see EOF (init would hold a write end).
-  std::array<int, 4> supervisor_fds{-1, -1, -1, -1};
+  std::array<int, 5> supervisor_fds{-1, -1, -1, -1, -1};
   bool terminal = false;
   // The command is the terminal's foreground job from the start (GrantTerminal otherwise).
   bool terminal_foreground = false;

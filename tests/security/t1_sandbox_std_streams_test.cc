@@ -186,6 +186,36 @@ sys.exit(3)
   }
 }
 
+// Input from a regular file is relayed ahead of the command, but the caller's offset in it ends
+// where the command's reads left it: `while read f; do anvil sandbox -- CMD; done < list` runs
+// CMD once per line (it ran once: the first run swallowed the list), and a command that reads
+// one line leaves the rest to the caller's next reader.
+TEST_P(T1SandboxStdStreams, AFileOnStdinIsLeftWhereTheCommandStoppedReading) {
+  std::string list;
+  for (int i = 0; i < 20000; ++i) list += "line" + std::to_string(i) + "\n";
+  const std::string in = OutsideFile("list.txt", list);
+  for (const auto& [script, offset] : std::vector<std::pair<std::string, size_t>>{
+           {"true", 0}, {"read x; echo \"$x\"", 6}, {"cat >/dev/null", list.size()}}) {
+    SCOPED_TRACE(script);
+    UniqueFd fd_in(open(in.c_str(), O_RDONLY | O_CLOEXEC));
+    RunOptions o;
+    o.stdin_fd = fd_in.Get();
+    auto r = SandboxSh(ws_.path(), script, {}, Opts(o));
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(static_cast<size_t>(lseek(fd_in.Get(), 0, SEEK_CUR)), offset);
+  }
+  // The loop itself, as a shell runs it.
+  const std::string loop = "n=0; while read l; do " + ShellQuote(AnvilBin()) +
+                           " sandbox --quiet -- true </dev/null >/dev/null; " +
+                           ShellQuote(AnvilBin()) +
+                           " sandbox --quiet -- true; n=$((n+1)); [ $n -ge 3 ] && break; done < " +
+                           ShellQuote(in) + "; echo runs=$n";
+  RunOptions o;
+  o.cwd = ws_.path();
+  auto r = ::anvil::testing::Run({"/bin/sh", "-c", loop}, Opts(o));
+  EXPECT_NE(r.out.find("runs=3"), std::string::npos) << r.out << r.err;
+}
+
 // `> file 2>&1`: one relay for the one open file description, so the lines stay in the order
 // the command wrote them.
 TEST_P(T1SandboxStdStreams, StdoutAndStderrIntoOneFileKeepTheirOrder) {
