@@ -60,6 +60,19 @@ Status ValidateCommandSource(SandboxArgs& a);
 // is the whole workspace, and danger-full-access has the full network unless --network was given.
 Status ValidatePolicyCombination(SandboxArgs& a);
 
+// Set under --network none unless the caller's environment has them: tools' update checks and
+// telemetry, which can only be refused there.
+inline constexpr const char* kOfflineQuiet[] = {
+    "NO_UPDATE_NOTIFIER=1",
+    "npm_config_update_notifier=false",
+    "PIP_DISABLE_PIP_VERSION_CHECK=1",
+    "DOTNET_CLI_TELEMETRY_OPTOUT=1",
+    "NEXT_TELEMETRY_DISABLED=1",
+    "GATSBY_TELEMETRY_DISABLED=1",
+    "HOMEBREW_NO_AUTO_UPDATE=1",
+    "DO_NOT_TRACK=1",
+};
+
 // The command's environment (pure): the caller's (or the minimal one) filtered by the --*-env
 // flags, ANVIL_SANDBOX, the proxy's variables with --network proxy (and `test_ca`, the
 // resolved --unsafe-test-ca, for the usual CA variables), no TMPDIR when files are confined.

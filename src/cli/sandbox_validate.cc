@@ -101,6 +101,18 @@ std::vector<std::string> SandboxEnvironment(const SandboxArgs& a,
     // /tmp inside is the sandbox's own; a TMPDIR pointing elsewhere would not be writable.
     std::erase_if(env, [](const std::string& e) { return e.rfind("TMPDIR=", 0) == 0; });
   }
+  if (policy.network == NetworkMode::kNone && !a.env.clear) {
+    // Without a network, a tool's background update check or telemetry ping can only fail:
+    // refused, it would be reported as a refusal beside whatever the command did wrong (npm's
+    // update notifier, first thing in each fresh sandbox home). Off unless the caller says.
+    for (const char* v : kOfflineQuiet) {
+      const std::string name = std::string(v).substr(0, std::string(v).find('='));
+      const bool set = std::any_of(env.begin(), env.end(), [&](const std::string& e) {
+        return e.compare(0, name.size() + 1, name + "=") == 0;
+      });
+      if (!set) env.push_back(v);
+    }
+  }
   return env;
 }
 

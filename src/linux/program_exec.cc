@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <sstream>
 
 namespace anvil {
@@ -38,13 +40,83 @@ Result<ResolvedProgram> ResolveProgram(const std::string& command, const std::st
     if (program.error().code == "not_executable" && !first_error) first_error = program.error();
   }
   if (first_error) return tl::unexpected(*first_error);
-  return Fail("not_found", command + ": command not found on PATH", ENOENT);
+  return Fail("not_found", command + ": command not found on PATH" + NotFoundHint(command), ENOENT);
+}
+
+std::string NotFoundHint(std::string_view command) {
+  static constexpr std::string_view kBuiltins[] = {
+      "cd",    "source", ".",    "export", "alias",   "unalias", "set",     "unset",  "ulimit",
+      "umask", "eval",   "exec", "read",   "wait",    "trap",    "shopt",   "pushd",  "popd",
+      "type",  "hash",   "let",  "local",  "declare", "typeset", "builtin", "history"};
+  for (std::string_view b : kBuiltins) {
+    if (command == b) {
+      const bool bash_only = command == "source" || command == "shopt" || command == "pushd" ||
+                             command == "popd" || command == "declare" || command == "typeset" ||
+                             command == "let" || command == "local" || command == "history" ||
+                             command == "builtin";
+      return " (" + std::string(command) +
+             " is a shell builtin, not a program: run it in a shell, e.g. `" +
+             (bash_only ? "bash" : "sh") + " -c '" + std::string(command) + " ... && CMD'`" +
+             (command == "cd" ? ", or start in that directory with --workdir DIR" : "") + ")";
+    }
+  }
+  const auto eq = command.find('=');
+  if (eq != std::string_view::npos && eq > 0 && command.find_first_of(" /") > eq) {
+    return " (" + std::string(command.substr(0, eq)) +
+           "=... is a variable assignment: pass it with --setenv " + std::string(command) +
+           ", or run `env " + std::string(command) + " CMD`)";
+  }
+  if (command.find_first_of(" \t") != std::string_view::npos) {
+    const std::string first(command.substr(0, command.find_first_of(" \t")));
+    return " (one argument holding a whole command line: give the words as separate arguments, "
+           "`-- " +
+           first + " ...`, or run it in a shell, `-- sh -c '" + std::string(command) + "'`)";
+  }
+  return "";
 }
 
 ExecWay ChooseExecWay(const std::optional<FileId>& path_in_view, const FileId& opened) {
   if (!path_in_view) return ExecWay::kDescriptor;
   return *path_in_view == opened ? ExecWay::kPath : ExecWay::kReplaced;
 }
+
+namespace {
+
+// What execvp does when the kernel will not run a file (ENOEXEC: a script without `#!`): run it
+// with /bin/sh, as every shell, env, xargs and find -exec do. `file` is the path the shell opens.
+// No allocation: this runs in the vfork child.
+void ExecWithShell(const char* file, char* const argv[], char* const envp[]) {
+  // Not a binary of another kind (a NUL in its first bytes, as bash checks before it falls back):
+  // that stays "Exec format error".
+  {
+    const int text = ::open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (text < 0) {
+      errno = ENOEXEC;
+      return;
+    }
+    char head[256];
+    const ssize_t got = ::pread(text, head, sizeof(head), 0);
+    ::close(text);
+    if (got < 0 || std::memchr(head, '\0', static_cast<size_t>(got)) != nullptr) {
+      errno = ENOEXEC;
+      return;
+    }
+  }
+  constexpr size_t kMaxArgs = 4096;
+  char* args[kMaxArgs + 2];
+  size_t n = 0;
+  args[n++] = const_cast<char*>("/bin/sh");
+  args[n++] = const_cast<char*>(file);
+  for (size_t i = 1; argv[i] != nullptr; ++i) {
+    if (n >= kMaxArgs) return;
+    args[n++] = argv[i];
+  }
+  args[n] = nullptr;
+  ::execve("/bin/sh", args, envp);
+  errno = ENOEXEC;  // what the caller reports: the file itself could not be run
+}
+
+}  // namespace
 
 ExecFailure ExecProgram(int fd, const std::string& path, bool is_script, char* const argv[],
                         char* const envp[]) {
@@ -57,6 +129,7 @@ ExecFailure ExecProgram(int fd, const std::string& path, bool is_script, char* c
   switch (ChooseExecWay(in_view, FileId{opened.st_dev, opened.st_ino})) {
     case ExecWay::kPath:
       ::execve(path.c_str(), argv, envp);
+      if (errno == ENOEXEC) ExecWithShell(path.c_str(), argv, envp);
       return {errno, false};
     case ExecWay::kReplaced:
       return {ESTALE, true};
@@ -66,6 +139,13 @@ ExecFailure ExecProgram(int fd, const std::string& path, bool is_script, char* c
   // The kernel hands a script's interpreter /dev/fd/N, which must then survive exec.
   if (is_script) ::fcntl(fd, F_SETFD, 0);
   syscall(SYS_execveat, fd, "", argv, envp, AT_EMPTY_PATH);
+  if (errno == ENOEXEC) {
+    // The shell reads the opened file itself, by its descriptor (kept across exec).
+    char dev_fd[32];
+    std::snprintf(dev_fd, sizeof(dev_fd), "/dev/fd/%d", fd);
+    ::fcntl(fd, F_SETFD, 0);
+    ExecWithShell(dev_fd, argv, envp);
+  }
   return {errno, false};
 }
 

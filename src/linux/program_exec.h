@@ -10,6 +10,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "common/result.h"
 #include "common/unique_fd.h"
@@ -44,6 +45,11 @@ enum class ExecWay {
 // does not resolve there); `opened`: fstat(2) of the descriptor opened outside.
 ExecWay ChooseExecWay(const std::optional<FileId>& path_in_view, const FileId& opened);
 
+// What to add to "CMD: command not found on PATH" when CMD is no program at all: a shell
+// builtin (`cd`, `source`), a variable assignment (`FOO=1`), a whole command line in one
+// argument (`'make -v'`) — each with its fix; "" otherwise. Pure.
+std::string NotFoundHint(std::string_view command);
+
 struct ExecFailure {
   int err = 0;
   bool replaced = false;  // kReplaced: `err` is ESTALE and nothing was executed
@@ -51,8 +57,9 @@ struct ExecFailure {
 
 // In the command process, after the working directory and every layer are in place: starts
 // the program (never returns on success). `path` may be empty (a program handed over as a
-// descriptor only: sys.exec). Allocates nothing (the command process may share its parent's
-// memory, vfork).
+// descriptor only: sys.exec). A file the kernel will not run (ENOEXEC: a script without `#!`)
+// is run with /bin/sh, as execvp(3) does. Allocates nothing (the command process may share its
+// parent's memory, vfork).
 ExecFailure ExecProgram(int fd, const std::string& path, bool is_script, char* const argv[],
                         char* const envp[]);
 

@@ -219,6 +219,25 @@ TEST_P(T3SandboxEnv, ClearEnvStartsFromNothingButKeptAndSetNames) {
   EXPECT_EQ(Entries(bare), (std::set<std::string>{"ANVIL_SANDBOX=workspace-write"})) << bare.out;
 }
 
+// Without a network, update checks and telemetry are turned off (they could only be refused,
+// and the refusal would be reported beside the command's own failure); the caller's own value
+// wins, and with a network nothing is set.
+TEST_P(T3SandboxEnv, OfflineUpdateChecksAndTelemetryAreOff) {
+  const std::vector<std::string> caller_env = {"PATH=/usr/bin:/bin", "HOME=/root",
+                                               "DO_NOT_TRACK=0"};
+  auto none = Env(caller_env);
+  EXPECT_EQ(none.status, 0) << none.err;
+  const auto entries = Entries(none);
+  for (const char* e : {"NO_UPDATE_NOTIFIER=1", "npm_config_update_notifier=false",
+                        "PIP_DISABLE_PIP_VERSION_CHECK=1", "DO_NOT_TRACK=0"}) {
+    EXPECT_TRUE(entries.count(e)) << e << "\n" << none.out;
+  }
+  EXPECT_FALSE(entries.count("DO_NOT_TRACK=1")) << none.out;
+  auto full = Env(caller_env, {"--network", "full"});
+  EXPECT_EQ(full.status, 0) << full.err;
+  EXPECT_FALSE(HasName(full, "NO_UPDATE_NOTIFIER")) << full.out;
+}
+
 INSTANTIATE_TEST_SUITE_P(Callers, T3SandboxEnv, ::testing::ValuesIn(kAllCallers), CallerParamName);
 
 }  // namespace

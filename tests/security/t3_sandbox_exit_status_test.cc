@@ -73,6 +73,28 @@ TEST_P(T3SandboxExitStatus, NonExecutableFileGives126AndDoesNotRun) {
   EXPECT_TRUE(Exists(ws_ / "ran.txt"));
 }
 
+// A script without `#!` runs with /bin/sh, as execvp, every shell, env and bwrap run it; a
+// binary the kernel cannot run stays "Exec format error" (126), as bash reports it.
+TEST_P(T3SandboxExitStatus, AScriptWithoutAnInterpreterLineRunsWithSh) {
+  WriteFile(ws_ / "nsb.sh", "echo ran \"$@\" > ran.txt\n", 0755);
+  WriteFile(ws_ / "bad.bin",
+            std::string("\x7f"
+                        "ELF\0\x01junk",
+                        10),
+            0755);
+  caller_.Give(ws_.path());
+  auto r = Sandbox(ws_.path(), {}, {"./nsb.sh", "a", "b c"}, Opts());
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(ReadFile(ws_ / "ran.txt"), "ran a b c\n");
+  auto bad = Sandbox(ws_.path(), {}, {"./bad.bin"}, Opts());
+  EXPECT_EQ(bad.status, 126) << bad.err;
+  EXPECT_NE(bad.err.find("Exec format error"), std::string::npos) << bad.err;
+  // Not a program at all: the fix is named.
+  auto cd = Sandbox(ws_.path(), {}, {"cd", "sub"}, Opts());
+  EXPECT_EQ(cd.status, 127) << cd.err;
+  EXPECT_NE(cd.err.find("shell builtin"), std::string::npos) << cd.err;
+}
+
 TEST_P(T3SandboxExitStatus, ProgramOutsideTheViewIsNotExecutable) {
   // `anvil sandbox -- /somewhere/outside/prog`: the program is opened outside the sandbox, but
   // running it would execute code from outside the view; Landlock refuses the exec (126).

@@ -85,3 +85,36 @@ TEST_F(ResolveProgramTest, MissingAndNonExecutableProgramsAreTheUsualErrors) {
 
 }  // namespace
 }  // namespace anvil
+
+namespace anvil {
+namespace {
+
+// A CMD that is no program gets its fix named; a real name gets nothing added.
+TEST(NotFoundHint, NamesTheFixForWhatIsNoProgram) {
+  struct Case {
+    const char* command;
+    const char* wants;  // "" when nothing is added
+  } cases[] = {
+      {"make", ""},
+      {"my-tool", ""},
+      {"cd", "shell builtin"},
+      {"cd", "--workdir DIR"},
+      {"source", "`bash -c 'source"},
+      {"export", "`sh -c 'export"},
+      {"FOO=1", "--setenv FOO=1"},
+      {"A_B=x y", "--setenv A_B=x y"},
+      {"make -v", "`-- sh -c 'make -v'`"},
+      {"=x", ""},
+  };
+  for (const auto& c : cases) {
+    const std::string hint = NotFoundHint(c.command);
+    if (std::string(c.wants).empty()) {
+      EXPECT_EQ(hint, "") << c.command;
+    } else {
+      EXPECT_NE(hint.find(c.wants), std::string::npos) << c.command << ": " << hint;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace anvil
