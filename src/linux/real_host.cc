@@ -37,6 +37,19 @@ HostFs RealHostFs() {
     }
     return target;
   };
+  fs.read_commondir = [](const std::string& gitdir) -> std::optional<std::string> {
+    const std::string path = gitdir + "/commondir";
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > 4096) {
+      return std::nullopt;
+    }
+    std::ifstream in(path);
+    std::string line;
+    if (!std::getline(in, line)) return std::nullopt;
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    if (line.empty()) return std::nullopt;
+    return line;
+  };
   fs.is_symlink = [](const std::string& path) {
     struct stat st {};
     return ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);

@@ -83,6 +83,10 @@ WriteClass ClassifyWrite(const FileView& view, const SandboxPolicy& policy,
   }
   if (mapped != nullptr) return {WriteArea::kReadable, mapped->target};
   const std::string* root = nullptr;
+  for (const auto& g : view.linked_git_dirs) {
+    // The git dir of the worktree the workspace is: --writable-git makes it writable.
+    if (PathIsWithin(path, g)) return {WriteArea::kGit, g};
+  }
   for (const auto& r : view.read_roots) {
     if (PathIsWithin(path, r) && (root == nullptr || r.size() > root->size())) root = &r;
   }

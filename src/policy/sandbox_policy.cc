@@ -291,6 +291,34 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
       }
     }
   }
+  // A linked worktree or a submodule checkout as a root: its git dir lies elsewhere (the main
+  // repository's .git/worktrees/NAME or .git/modules/NAME), and git needs it and the common
+  // dir it names. Shown read-only, as a checkout's own .git is (git's read commands work);
+  // with --writable-git, writable, as a checkout's own .git then is (commits work).
+  std::vector<std::string> linked_git;
+  if (!policy.runtime_from_call) {
+    auto outside = [&](const std::string& p) {
+      return std::none_of(writable.begin(), writable.end(),
+                          [&](const std::string& w) { return PathIsWithin(p, w); });
+    };
+    for (const auto& root : writable) {
+      const std::string dotgit = root + "/.git";
+      if (!host.lstat_kind || host.lstat_kind(dotgit) != HostFs::Kind::kRegular) continue;
+      auto pointer = host.read_gitdir_pointer(dotgit);
+      auto gitdir = pointer ? host.resolve(*pointer) : std::nullopt;
+      if (!gitdir || !outside(*gitdir)) continue;
+      AddUnique(linked_git, *gitdir);
+      if (!host.read_commondir) continue;
+      if (auto common = host.read_commondir(*gitdir)) {
+        const std::string joined = (*common)[0] == '/' ? *common : *gitdir + "/" + *common;
+        if (auto c = host.resolve(joined); c && outside(*c)) AddUnique(linked_git, *c);
+      }
+    }
+  }
+  view.linked_git_dirs = linked_git;
+  if (!policy.writable_git && !view.full_read) {
+    for (const auto& g : linked_git) AddUnique(view.read_roots, g);
+  }
   for (const auto& sub : policy.extra_read_only_subpaths) {
     auto resolved = host.resolve(sub);
     // A path that does not exist yet cannot be bound read-only, and skipping it would let the
@@ -311,6 +339,13 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
       if (ro == root) return Fail("invalid", "writable root is also read-only: " + root);
     }
     view.writable_roots.push_back(std::move(wr));
+  }
+  if (policy.writable_git) {
+    for (const auto& g : linked_git) {
+      const bool inside = std::any_of(linked_git.begin(), linked_git.end(),
+                                      [&](const auto& o) { return o != g && PathIsWithin(g, o); });
+      if (!inside) view.writable_roots.push_back(WritableRoot{g, {}});
+    }
   }
   ANVIL_RETURN_IF_ERROR(ApplyHomeView(policy.home, host, view));
   if (host.bound_unix_sockets) {

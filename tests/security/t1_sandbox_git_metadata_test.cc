@@ -215,6 +215,35 @@ TEST_P(T1SandboxGitMetadata, HooksThatLeadIntoTheWorkingTreeAreReadOnlyThere) {
   EXPECT_FALSE(Exists(marker_)) << "git ran a hook the command rewrote through a link";
 }
 
+// A linked worktree as the workspace (the way agents work in parallel): its git dir and the
+// common dir lie in the main repository, outside the workspace. Shown read-only, git's read
+// commands work and a write there is refused, naming --writable-git; with --writable-git a
+// commit works. Without --writable-git the main repository's hooks stay out of reach.
+TEST_P(T1SandboxGitMetadata, ALinkedWorktreeAsTheWorkspaceCanBeReadAndWithWritableGitCommitted) {
+  const std::string wt = outside_ / "wt";
+  GitOk(ws_, {"worktree", "add", "-q", wt, "-b", "feat"});
+  caller_.Give(wt);
+  auto read = SandboxSh(wt,
+                        "git status --short && git log --oneline | head -1 && echo x > f && "
+                        "git diff --stat && echo read-ok",
+                        {"--json"}, Env());
+  EXPECT_EQ(read.status, 0) << read.err;
+  EXPECT_NE(read.out.find("first"), std::string::npos) << read.out;
+  EXPECT_NE(read.out.find("read-ok"), std::string::npos) << read.out;
+  auto add = SandboxSh(wt, Plant(ws_ + "/.git/hooks/pre-commit") + "; git add f", {}, Env());
+  EXPECT_NE(add.status, 0);
+  EXPECT_NE(add.err.find("--writable-git"), std::string::npos) << add.err;
+  EXPECT_FALSE(Exists(ws_ + "/.git/hooks/pre-commit"));
+  auto commit = SandboxSh(wt, "git add f && git commit -qm 'in the worktree' && echo committed",
+                          {"--writable-git"}, Env());
+  EXPECT_EQ(commit.status, 0) << commit.err;
+  EXPECT_NE(commit.out.find("committed"), std::string::npos) << commit.out << commit.err;
+  auto log = Git(wt, {"log", "--oneline", "-1"});
+  EXPECT_NE(log.out.find("in the worktree"), std::string::npos) << log.out;
+  UseGitOnTheHost(ws_);
+  EXPECT_FALSE(Exists(marker_));
+}
+
 TEST_P(T1SandboxGitMetadata, ConfigNamedPathsThatDoNotExistCannotBeCreated) {
   GitOk(ws_, {"config", "core.hooksPath", ".husky"});
   GitOk(ws_, {"config", "core.fsmonitor", "./fsm.sh"});
