@@ -5,6 +5,8 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -261,6 +263,17 @@ int RunPluginCommand(const std::vector<std::string>& args) {
   if (!store) {
     std::cerr << ErrorLine("anvil plugin", store.error());
     return kExitPluginError;
+  }
+  if (!sha256_arg.empty()) {
+    std::transform(sha256_arg.begin(), sha256_arg.end(), sha256_arg.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (sha256_arg.size() != 64 ||
+        sha256_arg.find_first_not_of("0123456789abcdef") != std::string::npos) {
+      std::cerr << "anvil plugin " << Shown(sub, 64) << ": invalid: --sha256 "
+                << Shown(sha256_arg, 80)
+                << " is not a SHA-256 (fix: the 64 hex digits `anvil plugin inspect` prints)\n";
+      return kExitUsage;
+    }
   }
   if (!sha256_arg.empty() && sub != "approve") {
     std::cerr << "anvil plugin " << Shown(sub, 64)

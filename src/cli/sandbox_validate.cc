@@ -98,8 +98,16 @@ std::vector<std::string> SandboxEnvironment(const SandboxArgs& a,
     }
   }
   if (policy.ConfinesFilesystem()) {
-    // /tmp inside is the sandbox's own; a TMPDIR pointing elsewhere would not be writable.
-    std::erase_if(env, [](const std::string& e) { return e.rfind("TMPDIR=", 0) == 0; });
+    // /tmp inside is the sandbox's own; an inherited TMPDIR pointing elsewhere would not be
+    // writable. One the caller names (--setenv TMPDIR=..., --keep-env TMPDIR: a directory of
+    // the workspace for more room than /tmp has) stands.
+    const bool asked =
+        std::find(a.env.keep.begin(), a.env.keep.end(), "TMPDIR") != a.env.keep.end() ||
+        std::any_of(a.env.set.begin(), a.env.set.end(),
+                    [](const std::string& e) { return e.rfind("TMPDIR=", 0) == 0; });
+    if (!asked) {
+      std::erase_if(env, [](const std::string& e) { return e.rfind("TMPDIR=", 0) == 0; });
+    }
   }
   if (policy.network == NetworkMode::kNone && !a.env.clear) {
     // Without a network, a tool's background update check or telemetry ping can only fail:

@@ -29,7 +29,8 @@ enum class ProtectedNameKind {
   // Anvil.toml: enables installed plugins and hands them settings (policy/workspace_config.h).
   kWorkspaceConfig,
   // An AI agent front end's project configuration (.claude/, .codex/, .agents/, .gemini/,
-  // .cursor/, .mcp.json): it decides what the agent runs on the host without asking — hooks,
+  // .cursor/, .mcp.json, opencode's, aider's): it decides what the agent runs on the host without
+  // asking — hooks,
   // MCP servers it spawns, which commands it may run unsandboxed, its own sandbox mode. Anvil
   // is deployed under these agents (docs/agents.md): a command they run through it must not
   // rewrite the rules of the agent that contains it.
@@ -52,6 +53,9 @@ inline constexpr ProtectedName kProtectedNames[] = {
     {".gemini", ProtectedNameKind::kAgentConfig},
     {".cursor", ProtectedNameKind::kAgentConfig},
     {".mcp.json", ProtectedNameKind::kAgentConfig},
+    {".opencode", ProtectedNameKind::kAgentConfig},
+    {"opencode.json", ProtectedNameKind::kAgentConfig},
+    {".aider.conf.yml", ProtectedNameKind::kAgentConfig},
 };
 
 // The kind of a protected name, when one file name (raw bytes, not necessarily UTF-8) names a

@@ -37,8 +37,7 @@ HostFs RealHostFs() {
     }
     return target;
   };
-  fs.read_commondir = [](const std::string& gitdir) -> std::optional<std::string> {
-    const std::string path = gitdir + "/commondir";
+  fs.read_git_line = [](const std::string& path) -> std::optional<std::string> {
     struct stat st {};
     if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > 4096) {
       return std::nullopt;

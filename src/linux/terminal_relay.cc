@@ -102,6 +102,7 @@ struct PipeRelay {
   // Input from a regular file: a read end of the pipe of anvil's own, to count at the end what
   // the command never read (PutBackUnread).
   UniqueFd peek;
+  uint64_t from_file = 0;  // input: bytes read from the caller's file in all
   size_t pending = 0;
   size_t offset = 0;
   bool done = false;
@@ -217,6 +218,7 @@ struct StdStreamRelay::State {
           Close(r);  // end of the file (or it cannot be read): EOF for the command
           return;
         }
+        r.from_file += static_cast<uint64_t>(n);
         continue;
       }
       if (!r.regular) {
@@ -235,6 +237,7 @@ struct StdStreamRelay::State {
       }
       r.pending = static_cast<size_t>(n);
       r.offset = 0;
+      r.from_file += static_cast<uint64_t>(n);
     }
   }
 
@@ -247,8 +250,12 @@ struct StdStreamRelay::State {
     int queued = 0;
     if (::ioctl(r.peek.Get(), FIONREAD, &queued) != 0 || queued < 0) queued = 0;
     const size_t buffered = r.pending > r.offset ? r.pending - r.offset : 0;
-    const off_t unread = static_cast<off_t>(queued) + static_cast<off_t>(buffered);
-    if (unread > 0) (void)::lseek(r.caller_fd, -unread, SEEK_CUR);
+    // Never back past where this run started: the command can write into its own stdin pipe
+    // (reopening /proc/self/fd/0), and what it put there was never read from the file. The
+    // caller then sees at most what it would have seen had the command read less.
+    const uint64_t unread =
+        std::min<uint64_t>(static_cast<uint64_t>(queued) + buffered, r.from_file);
+    if (unread > 0) (void)::lseek(r.caller_fd, -static_cast<off_t>(unread), SEEK_CUR);
     r.peek.Reset();
   }
 

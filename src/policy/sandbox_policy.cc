@@ -291,10 +291,10 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
       }
     }
   }
-  // A linked worktree or a submodule checkout as a root: its git dir lies elsewhere (the main
-  // repository's .git/worktrees/NAME or .git/modules/NAME), and git needs it and the common
-  // dir it names. Shown read-only, as a checkout's own .git is (git's read commands work);
-  // with --writable-git, writable, as a checkout's own .git then is (commits work).
+  // A linked worktree as a root: its git dir lies elsewhere (the main repository's
+  // .git/worktrees/NAME), and git needs it and the common dir it names. Shown read-only, as a
+  // checkout's own .git is (git's read commands work); with --writable-git, writable, as a
+  // checkout's own .git then is (commits work).
   std::vector<std::string> linked_git;
   if (!policy.runtime_from_call) {
     auto outside = [&](const std::string& p) {
@@ -304,15 +304,30 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
     for (const auto& root : writable) {
       const std::string dotgit = root + "/.git";
       if (!host.lstat_kind || host.lstat_kind(dotgit) != HostFs::Kind::kRegular) continue;
+      const auto dotgit_resolved = host.resolve(dotgit);
+      if (!dotgit_resolved) continue;
+      const std::string& dotgit_real = *dotgit_resolved;
       auto pointer = host.read_gitdir_pointer(dotgit);
       auto gitdir = pointer ? host.resolve(*pointer) : std::nullopt;
       if (!gitdir || !outside(*gitdir)) continue;
-      AddUnique(linked_git, *gitdir);
-      if (!host.read_commondir) continue;
-      if (auto common = host.read_commondir(*gitdir)) {
-        const std::string joined = (*common)[0] == '/' ? *common : *gitdir + "/" + *common;
-        if (auto c = host.resolve(joined); c && outside(*c)) AddUnique(linked_git, *c);
+      // Only a linked worktree git itself made for this root, proven by git's own links both
+      // ways: the git dir's `gitdir` file names this root's .git, and the common dir its
+      // `commondir` names holds it as worktrees/NAME. A pointer the root's .git file merely
+      // claims (a planted one, or one an earlier command rewrote with --writable-git) must not
+      // make any other directory readable, or writable.
+      if (!host.read_git_line || host.lstat_kind(*gitdir + "/HEAD") != HostFs::Kind::kRegular) {
+        continue;
       }
+      const auto back = host.read_git_line(*gitdir + "/gitdir");
+      const auto common = host.read_git_line(*gitdir + "/commondir");
+      if (!back || !common) continue;
+      const auto back_to = host.resolve((*back)[0] == '/' ? *back : *gitdir + "/" + *back);
+      if (!back_to || *back_to != dotgit_real) continue;
+      const auto c = host.resolve((*common)[0] == '/' ? *common : *gitdir + "/" + *common);
+      const std::string name = gitdir->substr(gitdir->rfind('/') + 1);
+      if (!c || host.resolve(*c + "/worktrees/" + name) != *gitdir) continue;
+      AddUnique(linked_git, *gitdir);
+      if (outside(*c)) AddUnique(linked_git, *c);
     }
   }
   view.linked_git_dirs = linked_git;

@@ -131,8 +131,8 @@ struct FileView {
   // The discovered_read_only paths of ComputeFileView (repositories' metadata and what their
   // configs name): read-only because git would run or follow them (policy/refusals.h).
   std::vector<std::string> git_protected;
-  // The git dir (and common dir) of a linked worktree or submodule checkout that is a writable
-  // root, lying outside every root: read roots (writable roots with --writable-git).
+  // The git dir (and common dir) of a linked worktree that is a writable root, lying outside
+  // every root: read roots (writable roots with --writable-git).
   std::vector<std::string> linked_git_dirs;
   // Written to home_base/.gitconfig once the home is built, when its content differs (a file of
   // the home, not a bind: one mount less per start; what a command changes there lasts until
@@ -153,9 +153,10 @@ struct HostFs {
   std::function<std::optional<std::string>(const std::string&)> resolve;
   // For a `.git` *file* (worktrees, submodules): the gitdir it points at, if any.
   std::function<std::optional<std::string>(const std::string&)> read_gitdir_pointer;
-  // The `commondir` file of git dir `gitdir` (a linked worktree's), as written (trimmed);
-  // nullopt when there is none. May be unset.
-  std::function<std::optional<std::string>(const std::string&)> read_commondir;
+  // The first line of a small regular file git keeps in a git dir (`commondir`, a linked
+  // worktree's `gitdir` back-pointer), as written (trimmed); nullopt when there is none. May be
+  // unset.
+  std::function<std::optional<std::string>(const std::string&)> read_git_line;
   // True if `path` itself is a symbolic link (lstat).
   std::function<bool(const std::string&)> is_symlink;
   // What `path` itself is (lstat, no link followed): the platform's read roots are kept where

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <nlohmann/json.hpp>
 
 #include "sandbox_harness.h"
@@ -121,6 +122,13 @@ TEST_F(AnvilRun, ApproveWithTheInspectedHashRefusesAChangedManifest) {
   EXPECT_EQ(approved.status, 0) << approved.err;
   EXPECT_EQ(Anvil({plugin_.path(), "x"}).status, 0);
   EXPECT_EQ(plugin({"inspect", "--sha256", hash, plugin_.path()}).status, 2);
+  // Upper case is the same hash; a cut one is refused as what it is, not as a change.
+  std::string upper = hash;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  EXPECT_EQ(plugin({"approve", "--sha256", upper, plugin_.path()}).status, 0);
+  auto cut = plugin({"approve", "--sha256", hash.substr(0, 12), plugin_.path()});
+  EXPECT_EQ(cut.status, 2) << cut.err;
+  EXPECT_NE(cut.err.find("is not a SHA-256"), std::string::npos) << cut.err;
 }
 
 // T8: an approval is for one copy of the plugin. A copied directory with the same id and the

@@ -240,6 +240,21 @@ TEST_P(T1SandboxGitMetadata, ALinkedWorktreeAsTheWorkspaceCanBeReadAndWithWritab
   EXPECT_NE(commit.out.find("committed"), std::string::npos) << commit.out << commit.err;
   auto log = Git(wt, {"log", "--oneline", "-1"});
   EXPECT_NE(log.out.find("in the worktree"), std::string::npos) << log.out;
+  // A .git file that only claims a git dir (planted in an unpacked project, or rewritten by an
+  // earlier --writable-git run) shows nothing: not another repository, not with the flag.
+  const std::string planted = outside_ / "planted";
+  ASSERT_EQ(mkdir(planted.c_str(), 0755), 0);
+  Write(planted + "/.git", "gitdir: " + ws_ + "/.git/worktrees/wt\n");
+  caller_.Give(planted);
+  for (const std::vector<std::string>& flags :
+       {std::vector<std::string>{}, std::vector<std::string>{"--writable-git"}}) {
+    auto peek = SandboxSh(planted,
+                          "cat " + ShellQuote(ws_ + "/.git/config") + " || echo unseen; " +
+                              Plant(ws_ + "/.git/hooks/post-commit") + " || true",
+                          flags, Env());
+    EXPECT_NE(peek.out.find("unseen"), std::string::npos) << peek.out << peek.err;
+  }
+  EXPECT_FALSE(Exists(ws_ + "/.git/hooks/post-commit"));
   UseGitOnTheHost(ws_);
   EXPECT_FALSE(Exists(marker_));
 }

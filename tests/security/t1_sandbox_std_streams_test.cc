@@ -204,6 +204,21 @@ TEST_P(T1SandboxStdStreams, AFileOnStdinIsLeftWhereTheCommandStoppedReading) {
     EXPECT_EQ(r.status, 0) << r.err;
     EXPECT_EQ(static_cast<size_t>(lseek(fd_in.Get(), 0, SEEK_CUR)), offset);
   }
+  // Never back past where the run started: a command that writes into its own stdin pipe
+  // (through /proc/self/fd/0) must not make the caller's shell read again what it read before
+  // the run (a `while read` loop replaying its earlier lines, `bash < script` re-running them).
+  {
+    UniqueFd fd_in(open(in.c_str(), O_RDONLY | O_CLOEXEC));
+    const off_t start = static_cast<off_t>(list.size() / 2);
+    ASSERT_EQ(lseek(fd_in.Get(), start, SEEK_SET), start);
+    RunOptions o;
+    o.stdin_fd = fd_in.Get();
+    SandboxSh(ws_.path(),
+              "cat >/dev/null; dd if=/dev/zero of=/proc/self/fd/0 bs=1000 count=60 2>/dev/null; "
+              "true",
+              {}, Opts(o));
+    EXPECT_GE(lseek(fd_in.Get(), 0, SEEK_CUR), start);
+  }
   // The loop itself, as a shell runs it.
   const std::string loop = "n=0; while read l; do " + ShellQuote(AnvilBin()) +
                            " sandbox --quiet -- true </dev/null >/dev/null; " +

@@ -233,6 +233,13 @@ TEST_P(T3SandboxEnv, OfflineUpdateChecksAndTelemetryAreOff) {
     EXPECT_TRUE(entries.count(e)) << e << "\n" << none.out;
   }
   EXPECT_FALSE(entries.count("DO_NOT_TRACK=1")) << none.out;
+  // TMPDIR: the inherited one goes (it would name a directory the view does not show), the
+  // one the caller names stays.
+  const std::vector<std::string> with_tmp = {"PATH=/usr/bin:/bin", "TMPDIR=/var/tmp/x"};
+  EXPECT_FALSE(HasName(Env(with_tmp), "TMPDIR"));
+  EXPECT_TRUE(Entries(Env(with_tmp, {"--keep-env", "TMPDIR"})).count("TMPDIR=/var/tmp/x"));
+  EXPECT_TRUE(
+      Entries(Env(with_tmp, {"--setenv", "TMPDIR=" + ws_.path()})).count("TMPDIR=" + ws_.path()));
   auto full = Env(caller_env, {"--network", "full"});
   EXPECT_EQ(full.status, 0) << full.err;
   EXPECT_FALSE(HasName(full, "NO_UPDATE_NOTIFIER")) << full.out;
