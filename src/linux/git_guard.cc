@@ -105,6 +105,10 @@ Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
     }
   }
   guard.names_before_ = scan->protected_names;
+  for (const auto& n : guard.names_before_) {
+    const GitFileFacts f = guard.fs_.lstat(n);
+    if (f.type == GitFileType::kSymlink) guard.linked_names_.emplace_back(n, f);
+  }
   guard.before_ = GitIdentities(*scan, plan, settled);
   guard.configs_ = GitConfigIdentities(*scan, settled);
   if (!suspect.empty()) {
@@ -188,8 +192,16 @@ void GitGuard::CheckAfterRun(const std::vector<std::string>& skip) {
   report_.quarantine_failures = std::move(result.failures);
   // Before the directories the walk opened are closed up again (a command's `chmod 0 sub`);
   // where they lie now, inside a repository just moved aside too.
+  // A name that was a symlink and is now another object (the command removed the link and
+  // made its own): judged as new.
+  std::vector<std::string> before = names_before_;
+  for (const auto& [path, id] : linked_names_) {
+    const GitFileFacts now = fs_.lstat(path);
+    if (now.type == GitFileType::kMissing) continue;
+    if (now.type != GitFileType::kSymlink || !now.SameObject(id)) std::erase(before, path);
+  }
   report_.protected_names = QuarantineProtectedNames(ProtectedNamesAfterRenames(
-      NewProtectedNames(names_before_, scan->protected_names, roots_, skip), renamed));
+      NewProtectedNames(before, scan->protected_names, roots_, skip), renamed));
   report_.check_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }

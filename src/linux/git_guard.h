@@ -108,6 +108,9 @@ class GitGuard {
   std::vector<std::string> pinned_;
   ProtectedNamesPlan names_;
   std::vector<std::string> names_before_;  // the first scan's protected_names
+  // Those of them that were symlinks (an agent's `.claude -> shared`), with their identity: one
+  // the command replaced (removed the link, made its own) counts as new after the run.
+  std::vector<std::pair<std::string, FileIdentity>> linked_names_;
   GitReport report_;
   ProtectedPlaceholders placeholders_;  // last: removed after everything else is done
 };

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "fs/protected_names.h"
 #include "policy/git_metadata.h"
 #include "policy/git_metadata_internal.h"
 #include "policy/git_paths.h"
@@ -79,6 +80,26 @@ class Planner {
         if (!repo.core_worktree.empty()) bases.push_back(repo.core_worktree);
       }
       for (const auto& e : f.entries) NameFromEntry(e, f, -1, bases, bases);
+    }
+    // An agent's configuration that is a symlink (`.claude -> shared-claude`): the agent reads
+    // what it leads to, so that is kept read-only here and refused to plugins' writes, as what
+    // a hook leads to is.
+    for (const auto& n : scan_.protected_names) {
+      if (OutOfTime(n)) break;
+      const std::string base = n.substr(n.rfind('/') + 1);
+      if (ProtectedNameKindOf(base) != ProtectedNameKind::kAgentConfig ||
+          fs_.lstat(n).type != GitFileType::kSymlink) {
+        continue;
+      }
+      auto to = FollowLinks(n);
+      if (!to) {
+        Unfollowable("the AI agent configuration " + n);
+        continue;
+      }
+      const bool file = base.ends_with(".json") || base.ends_with(".yml");
+      Name(*to, "the AI agent configuration " + n + " (a symlink)", -1,
+           file ? NameKind::kFile : NameKind::kDir);
+      PinWayTo(*to);
     }
     Finish();
     return std::move(plan_);
@@ -349,7 +370,13 @@ class Planner {
       if (!target || target->empty()) return std::nullopt;
       std::string dir = Dirname(path);
       if (auto r = fs_.resolve(dir)) dir = *r;
-      path = LexicalNormal((*target)[0] == '/' ? *target : Join(dir, *target));
+      const std::string next = (*target)[0] == '/' ? *target : Join(dir, *target);
+      // `..` after a symlinked directory is the kernel's to take, not a lexical step back.
+      if (auto r = fs_.resolve(next)) return *r;
+      const std::string leaf = next.substr(next.rfind('/') + 1);
+      auto parent = fs_.resolve(Dirname(next));
+      path = parent && leaf != ".." && leaf != "." && !leaf.empty() ? Join(*parent, leaf)
+                                                                    : LexicalNormal(next);
     }
     return std::nullopt;
   }

@@ -168,6 +168,22 @@ TEST_F(T1GatewayGitRunPaths, WhatAHookLinkLeadsToIsNotWritten) {
   EXPECT_EQ(Do("fs.write", {"notes/readme", "x"}), "ok");
 }
 
+// An AI agent's configuration that is a symlink (`.claude -> shared-claude`): the agent reads
+// what it leads to, so a plugin may not write there either.
+TEST_F(T1GatewayGitRunPaths, WhatAnAgentConfigLinkLeadsToIsNotWritten) {
+  HookRepo(/*hooks_path=*/false);
+  ASSERT_EQ(Shell("mkdir -p " + ShellQuote(*ws_ / "shared-claude") + " && ln -s shared-claude " +
+                  ShellQuote(*ws_ / ".claude")),
+            0);
+  WriteFile(*ws_ / "shared-claude/settings.json", "{}\n");
+  Start();
+  std::string r = Do("fs.write", {"shared-claude/settings.json", "{\"hooks\":{}}"});
+  EXPECT_TRUE(Denied(r)) << r;
+  EXPECT_EQ(ReadFile(*ws_ / "shared-claude/settings.json"), "{}\n");
+  EXPECT_TRUE(Denied(Do("fs.rename", {"shared-claude", "elsewhere"})));
+  EXPECT_EQ(Do("fs.write", {"notes/readme", "x"}), "ok");
+}
+
 // A config names a path that does not exist yet, the way git spells it: an include
 // `../local.gitconfig` (relative to .git/config: .git/../local.gitconfig), a hooks dir
 // `./.hooks`. Compared as written, neither matched the plugin's `local.gitconfig` or `.hooks`

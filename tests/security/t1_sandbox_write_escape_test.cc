@@ -196,6 +196,10 @@ TEST_P(T1SandboxWrite, AnAgentsProjectConfigIsNotTheCommandsToChange) {
       << attack.err;
   EXPECT_TRUE(Exists(ws_ + "/.vscode/settings.json"));
   ExpectGitUntouched();
+  // The link itself replaced by the command's own directory: moved aside after the run.
+  auto swap = Sh("rm .gemini && mkdir .gemini && echo '{}' > .gemini/settings.json; true");
+  EXPECT_NE(lstat((ws_ + "/.gemini").c_str(), &st), 0) << swap.err;
+  EXPECT_TRUE(Exists(ws_ + "/.gemini.anvil-quarantine")) << swap.err;
 }
 
 TEST_P(T1SandboxWrite, RenamingOrRemovingGitToReplaceItIsDenied) {

@@ -614,6 +614,17 @@ TEST(PlanGitProtection, HooksAreFollowedThroughEveryLink) {
        {},
        {"file /w/scripts/post-checkout"},
        {}},
+      {"`..` after a symlinked directory, as the kernel takes it",
+       [](FakeTree& t) {
+         t.Dir("/w/real/sub");
+         t.File("/w/real/x", "#!/bin/sh\n");
+         t.File("/w/x", "#!/bin/sh\n");
+         t.Link("/w/lnk", "real/sub");
+         t.Link("/w/.git/hooks/pre-commit", "../../lnk/../x");
+       },
+       {"/w/real/x"},
+       {},
+       {}},
       {"a link out of the roots",
        [](FakeTree& t) {
          t.File("/opt/hooks/pre-commit", "#!/bin/sh\n");
