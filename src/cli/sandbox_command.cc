@@ -18,6 +18,7 @@
 #include "cli/sandbox_spec.h"
 #include "common/fd_io.h"
 #include "linux/helper_executable.h"
+#include "policy/display_text.h"
 #include "policy/protected_names_plan.h"
 #include "session/plugin_session.h"
 
@@ -251,6 +252,18 @@ nlohmann::json GitReportJson(const GitReport& git) {
 
 }  // namespace
 
+// A sandbox that could not be set up inside another Anvil sandbox (ANVIL_SANDBOX is set there):
+// the outer one refuses the namespaces and sockets this one needs; say so rather than only
+// naming the first syscall that failed.
+static std::string NestedSandboxHint() {
+  const char* outer = ::getenv("ANVIL_SANDBOX");
+  if (outer == nullptr || *outer == '\0') return "";
+  return " (this anvil runs inside an Anvil sandbox, ANVIL_SANDBOX=" +
+         SanitizeForDisplay(outer, 64) +
+         ": a sandbox needs namespaces and /proc settings the outer one refuses, so sandboxes "
+         "do not nest. fix: run it outside the sandbox)";
+}
+
 int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd front_end,
                       SandboxRunFacts* facts) {
   for (const auto& a : args) {
@@ -267,8 +280,9 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
     const Error& e = inv.error();
     std::string prog =
         front_end == SandboxFrontEnd::kAnvilSandbox ? "anvil sandbox" : "anvil-exec-runner";
-    std::cerr << prog << ": " << e.ToString() << "\n";
     int status = e.code == "not_found" ? 127 : e.code == "not_executable" ? 126 : 125;
+    std::cerr << prog << ": " << e.ToString()
+              << (status == 125 && e.code != "invalid" ? NestedSandboxHint() : "") << "\n";
     // --json promises one report at exit, also when nothing could be started.
     bool json = false;
     int report_fd = -1;
@@ -334,7 +348,9 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
   if (facts != nullptr && git_incomplete) facts->git_check_error = GitCheckSummary(outcome.git);
   if (!outcome.error.empty() &&
       (outcome.kind != SandboxOutcome::Kind::kSignaled || outcome.out_of_memory)) {
-    std::cerr << "anvil sandbox: " << outcome.error << "\n";
+    std::cerr << "anvil sandbox: " << outcome.error
+              << (outcome.kind == SandboxOutcome::Kind::kSetupFailed ? NestedSandboxHint() : "")
+              << "\n";
   }
   PrintGitReport(outcome.git);
   if (outcome.workspace_config) {

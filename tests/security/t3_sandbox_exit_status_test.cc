@@ -151,6 +151,16 @@ TEST_P(T3SandboxExitStatus, JsonReportIsOneParseableObject) {
   EXPECT_EQ(ro_report["layers"].value("net_namespace", true), false);
 }
 
+// A sandbox started inside a sandbox cannot be built (the outer one refuses namespaces): 125,
+// and the error says that is why instead of only naming the first syscall refused.
+TEST_P(T3SandboxExitStatus, ANestedSandboxSaysItIsNested) {
+  auto r = Sandbox(ws_.path(), {"--read-access", "full"},
+                   {AnvilBin(), "sandbox", "--", "/bin/true"}, Opts());
+  EXPECT_EQ(r.status, 125) << r.err;
+  EXPECT_NE(r.err.find("inside an Anvil sandbox"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("fix: run it outside the sandbox"), std::string::npos) << r.err;
+}
+
 TEST_P(T3SandboxExitStatus, JsonReportIsPrintedAlsoWhenTheCommandCannotRun) {
   // INTERFACES.md: "--json prints one report object on stderr at exit" — a script that parses
   // it must get one for 127 and 126 as well, not only for commands that started.
