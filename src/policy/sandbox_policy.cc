@@ -264,6 +264,8 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
       const std::string candidate = root + "/" + name;
       const bool directory = git || protected_name.kind == ProtectedNameKind::kAnvilState;
       const bool agent = protected_name.kind == ProtectedNameKind::kAgentConfig;
+      // Most names are missing: one lstat, not a resolution of every component of the root.
+      if (host.lstat_kind && host.lstat_kind(candidate) == HostFs::Kind::kMissing) continue;
       if (host.is_symlink && host.is_symlink(candidate)) {
         if (agent) {
           // An agent follows the link: what it leads to is kept read-only where this root

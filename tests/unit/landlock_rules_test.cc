@@ -288,8 +288,12 @@ TEST(LandlockRulesFor, ViewsFromThePolicyKeepTheirShape) {
   };
   host.read_gitdir_pointer = [](const std::string&) { return std::nullopt; };
   host.is_symlink = [](const std::string&) { return false; };
-  // The platform's read roots and masked files as the real host has them.
-  host.lstat_kind = RealHostFs().lstat_kind;
+  // What exists, as the fake says; the platform's read roots and masked files as the real host
+  // has them.
+  host.lstat_kind = [existing](const std::string& p) {
+    if (existing.count(p)) return HostFs::Kind::kOther;
+    return RealHostFs().lstat_kind(p);
+  };
   auto pinned = [](FileView view) {
     std::vector<std::string> roots;
     for (const auto& r : view.read_roots) {

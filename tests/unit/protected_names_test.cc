@@ -54,8 +54,12 @@ bool SandboxKeepsAtTheTop(const std::string& name) {
   };
   host.read_gitdir_pointer = [](const std::string&) { return std::optional<std::string>(); };
   host.is_symlink = [](const std::string&) { return false; };
-  // The platform's read roots and masked files as the real host has them.
-  host.lstat_kind = RealHostFs().lstat_kind;
+  // The root and the name exist; the platform's read roots and masked files as the real host
+  // has them.
+  host.lstat_kind = [&](const std::string& p) {
+    if (p == "/w" || p == "/w/" + name) return HostFs::Kind::kOther;
+    return RealHostFs().lstat_kind(p);
+  };
   auto view = ComputeFileView(policy, host);
   return view && Contains(view->writable_roots[0].read_only_subpaths, "/w/" + name);
 }

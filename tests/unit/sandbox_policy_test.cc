@@ -31,8 +31,13 @@ HostFs FakeHost(std::set<std::string> existing, std::map<std::string, std::strin
     return std::nullopt;
   };
   fs.is_symlink = [links](const std::string& p) { return links.count(p) > 0; };
-  // The platform's read roots and masked files as the real host has them.
-  fs.lstat_kind = RealHostFs().lstat_kind;
+  // What the fake knows, as it says; the platform's read roots and masked files as the real
+  // host has them.
+  fs.lstat_kind = [existing, links, gitdirs](const std::string& p) {
+    if (gitdirs.count(p)) return HostFs::Kind::kRegular;
+    if (existing.count(p) || links.count(p)) return HostFs::Kind::kOther;
+    return RealHostFs().lstat_kind(p);
+  };
   return fs;
 }
 
