@@ -14,7 +14,8 @@ namespace anvil {
 Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
                                    const GitScanLimits& limits, const GitEnv& env, GitFs fs,
                                    const GitWalkMemo* cached,
-                                   const std::vector<std::string>& suspect) {
+                                   const std::vector<std::string>& suspect,
+                                   const std::function<std::vector<LiveRun>()>& live_runs) {
   const auto start = std::chrono::steady_clock::now();
   GitGuard guard;
   guard.roots_ = roots;
@@ -111,20 +112,41 @@ Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
   }
   guard.before_ = GitIdentities(*scan, plan, settled);
   guard.configs_ = GitConfigIdentities(*scan, settled);
+  // Not the names at the top of a root: every run keeps them read-only, and its check lists the
+  // top whatever else it skips.
+  auto at_root_top = [&](const std::string& p) {
+    const auto slash = p.rfind('/');
+    const std::string parent = slash == 0 ? "/" : p.substr(0, slash);
+    return std::find(roots.begin(), roots.end(), parent) != roots.end();
+  };
+  auto within_any = [](const std::string& p, const std::vector<std::string>& subtrees) {
+    return std::any_of(subtrees.begin(), subtrees.end(),
+                       [&](const std::string& s) { return PathIsWithin(p, s); });
+  };
   if (!suspect.empty()) {
     // What an earlier run's check never saw counts as this run's command's work: judged after it.
-    // Not the names at the top of a root: every run keeps them read-only, and its check
-    // lists the top whatever else it skips.
-    auto in_suspect = [&](const std::string& p) {
-      const auto slash = p.rfind('/');
-      const std::string parent = slash == 0 ? "/" : p.substr(0, slash);
-      if (std::find(roots.begin(), roots.end(), parent) != roots.end()) return false;
-      return std::any_of(suspect.begin(), suspect.end(),
-                         [&](const std::string& s) { return PathIsWithin(p, s); });
-    };
-    std::erase_if(guard.names_before_, in_suspect);
+    std::erase_if(guard.names_before_,
+                  [&](const std::string& p) { return !at_root_top(p) && within_any(p, suspect); });
     for (const GitFileId& id : GitIdentitiesWithin(*scan, plan, settled, suspect)) {
       guard.before_.erase(id);
+    }
+  }
+  if (live_runs) {
+    // Another run still going over these roots: what its command made may be here already, and
+    // its own check may never see it (this run's command can hide it from that check and put it
+    // back afterwards). Only what that run takes as the user's is taken as the user's here; the
+    // rest is judged after this run as new. Asked after the walk: a run that had not said what
+    // it trusts by then had not started its command when the walk looked.
+    for (const LiveRun& live : live_runs()) {
+      if (!live.trusted || !RootsOverlap(live.roots, roots)) continue;
+      const std::set<GitFileId> ids(live.trusted->ids.begin(), live.trusted->ids.end());
+      for (const GitFileId& id : GitIdentitiesWithin(*scan, plan, settled, live.roots)) {
+        if (!ids.count(id)) guard.before_.erase(id);
+      }
+      const std::set<std::string> names(live.trusted->names.begin(), live.trusted->names.end());
+      std::erase_if(guard.names_before_, [&](const std::string& p) {
+        return !at_root_top(p) && within_any(p, live.roots) && !names.count(p);
+      });
     }
   }
   guard.memo_ = std::move(scan->memo);
@@ -139,6 +161,13 @@ Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
   guard.report_.scan_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return guard;
+}
+
+RunTrust GitGuard::Trusted() const {
+  RunTrust trust;
+  trust.ids.assign(before_.begin(), before_.end());
+  trust.names = names_before_;
+  return BoundedRunTrust(std::move(trust));
 }
 
 void GitGuard::CheckAfterRun(const std::vector<std::string>& skip) {

@@ -10,6 +10,7 @@
 // lasts (one may be another run's placeholder).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "linux/protected_placeholders.h"
 #include "policy/git_metadata.h"
 #include "policy/protected_names_plan.h"
+#include "policy/unchecked_subtrees.h"
 
 namespace anvil {
 
@@ -65,10 +67,15 @@ class GitGuard {
   // unchanged. `suspect`: subtrees an earlier run's check did not walk
   // (policy/unchecked_subtrees.h), whose repositories, config files and protected names this run
   // records as not there, so that the check after it judges and moves them aside as new.
+  // `live_runs`: the other runs still going over overlapping roots (linux/unchecked_run.h),
+  // asked once the walk is done; of what lies in their roots, only what each of them took as
+  // the user's is (policy/unchecked_subtrees.h RunTrust), the rest is judged after this run
+  // as new.
   static Result<GitGuard> Prepare(const std::vector<std::string>& roots,
                                   const GitScanLimits& limits, const GitEnv& env,
                                   GitFs fs = RealGitFs(), const GitWalkMemo* cached = nullptr,
-                                  const std::vector<std::string>& suspect = {});
+                                  const std::vector<std::string>& suspect = {},
+                                  const std::function<std::vector<LiveRun>()>& live_runs = {});
 
   GitGuard(GitGuard&&) = default;
   GitGuard& operator=(GitGuard&&) = default;
@@ -83,6 +90,8 @@ class GitGuard {
   const std::vector<std::string>& PinnedDirs() const { return pinned_; }
   const GitReport& Report() const { return report_; }
   const std::vector<std::string>& Roots() const { return roots_; }
+  // What this run takes as the user's (bounded): for the runs that start while it lasts.
+  RunTrust Trusted() const;
 
   // After the run: the second scan and the quarantine, and Anvil's protected names that are new
   // since the first scan moved aside (but `skip`: the workspace's Anvil.toml, which

@@ -187,9 +187,14 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
         walk_loaded = walk_cache->Load(roots);
         auto guard =
             GitGuard::Prepare(roots, spec.git_scan_limits, GitEnvFromProcess(), RealGitFs(),
-                              walk_loaded ? &*walk_loaded : nullptr, unchecked->Suspect());
+                              walk_loaded ? &*walk_loaded : nullptr, unchecked->Suspect(),
+                              [&] { return unchecked->LiveOthers(); });
         if (!guard) return SetupFailure(guard.error().ToString(), start);
         git.emplace(std::move(*guard));
+        // Before the command starts: a run that starts meanwhile takes only this as the user's.
+        if (auto said = unchecked->Publish(git->Trusted()); !said) {
+          return SetupFailure(said.error().ToString(), start);
+        }
       }
       // After the placeholders: a .git this run made, or another run made (now held by this
       // run's lock), is bound read-only with the rest.

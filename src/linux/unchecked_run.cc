@@ -9,6 +9,7 @@
 
 #include "fs/file_facts.h"
 #include "fs/file_io.h"
+#include "fs/workspace_path.h"
 
 namespace anvil {
 
@@ -42,6 +43,42 @@ Result<std::vector<LoadedUncheckedRecord>> LoadSettledUncheckedRecords(const std
 
 namespace {
 
+UncheckedRecord PendingRecord(const std::vector<std::string>& roots) {
+  UncheckedRecord record;
+  record.roots = roots;
+  for (const auto& root : roots) {
+    record.subtrees.push_back({root,
+                               "the check after a sandbox run there did not finish (anvil "
+                               "was killed, or could not record what it found)"});
+  }
+  return record;
+}
+
+// Writes `record` as `name` in `dir_fd`, locked: made under a name no reader lists, locked,
+// written, then renamed into place (the lock is the open file's and goes with it), so a reader
+// never finds it empty or unlocked while the run lasts, however many runs start at once. Over
+// an earlier version, the new one is whole and locked the moment it replaces the old.
+Status WriteLockedRecord(int dir_fd, const std::string& name, const UncheckedRecord& record,
+                         UniqueFd& held) {
+  const std::string temp = "." + name + ".tmp";
+  UniqueFd fd(
+      ::openat(dir_fd, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd) return SysFail("io", "create " + temp, errno);
+  struct flock lock = WholeFile(F_WRLCK);
+  // Not synced: it stands for a run whose anvil is killed, and the page cache keeps it through
+  // that (a sync would cost every start a disk flush).
+  const std::string text = EncodeUncheckedRecord(record);
+  if (::fcntl(fd.Get(), F_OFD_SETLK, &lock) != 0 ||
+      ::write(fd.Get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
+      ::renameat(dir_fd, temp.c_str(), dir_fd, name.c_str()) != 0) {
+    const int e = errno;
+    ::unlinkat(dir_fd, temp.c_str(), 0);
+    return SysFail("io", "write the pending record " + name, e);
+  }
+  held = std::move(fd);
+  return Ok();
+}
+
 // Writes the pending record under a name of its own and takes its lock; "" when it cannot.
 std::string WritePending(const std::string& dir, const std::vector<std::string>& roots,
                          UniqueFd& held) {
@@ -54,31 +91,7 @@ std::string WritePending(const std::string& dir, const std::vector<std::string>&
   key.push_back("pending " + std::to_string(::getpid()) + " " +
                 std::string(reinterpret_cast<const char*>(nonce), sizeof(nonce)));
   const std::string name = UncheckedRecordFileName(key);
-  UncheckedRecord record;
-  record.roots = roots;
-  for (const auto& root : roots) {
-    record.subtrees.push_back({root,
-                               "the check after a sandbox run there did not finish (anvil "
-                               "was killed, or could not record what it found)"});
-  }
-  // Made under a name no reader lists, locked, written, then renamed into place (the lock is
-  // the open file's and goes with it): a reader never finds it empty or unlocked while the run
-  // lasts, however many runs start at once.
-  const std::string temp = "." + name + ".tmp";
-  UniqueFd fd(::openat(dir_fd->Get(), temp.c_str(),
-                       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (!fd) return "";
-  struct flock lock = WholeFile(F_WRLCK);
-  // Not synced: it stands for a run whose anvil is killed, and the page cache keeps it through
-  // that (a sync would cost every start a disk flush).
-  const std::string text = EncodeUncheckedRecord(record);
-  if (::fcntl(fd.Get(), F_OFD_SETLK, &lock) != 0 ||
-      ::write(fd.Get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
-      ::renameat(dir_fd->Get(), temp.c_str(), dir_fd->Get(), name.c_str()) != 0) {
-    ::unlinkat(dir_fd->Get(), temp.c_str(), 0);
-    return "";
-  }
-  held = std::move(fd);
+  if (!WriteLockedRecord(dir_fd->Get(), name, PendingRecord(roots), held)) return "";
   return name;
 }
 
@@ -96,6 +109,49 @@ Result<UncheckedRun> UncheckedRun::Start(const std::vector<std::string>& roots) 
   run.suspect_ = SuspectUncheckedSubtrees(records, roots);
   run.pending_ = WritePending(run.dir_, roots, run.pending_fd_);
   return run;
+}
+
+std::vector<LiveRun> UncheckedRun::LiveOthers() const {
+  std::vector<LiveRun> out;
+  if (dir_.empty()) return out;
+  auto dir_fd = OpenDirectory(dir_, DirOpen::kReadNoFollow);
+  if (!dir_fd) return out;
+  std::vector<std::string> names;
+  (void)ForEachName(dir_fd->Get(), "list " + dir_, [&](const std::string& name) -> Status {
+    if (name != pending_ && IsUncheckedRecordFileName(name)) names.push_back(name);
+    return Ok();
+  });
+  for (const auto& name : names) {
+    if (!UncheckedRecordIsLive(dir_fd->Get(), name)) continue;
+    OwnerFacts owner;
+    auto text = ReadRegularFileNoFollowOwned(dir_fd->Get(), name, kMaxUncheckedRecordBytes, owner);
+    if (!text && text.error().code == "not_found") continue;  // that run ended meanwhile
+    auto record = text ? DecodeUncheckedRecord(*text) : std::nullopt;
+    if (!record || !owner.Mine() || owner.others_may_write) {
+      // A live record that cannot be read for what it trusts: nothing in these roots is.
+      out.push_back({roots_, RunTrust{}});
+      continue;
+    }
+    if (!RootsOverlap(record->roots, roots_)) continue;
+    out.push_back({std::move(record->roots), std::move(record->trusted)});
+  }
+  return out;
+}
+
+Status UncheckedRun::Publish(const RunTrust& trust) {
+  if (dir_.empty() || pending_.empty()) return Ok();
+  ANVIL_TRY(dir_fd, OpenDirectory(dir_, DirOpen::kReadNoFollow));
+  UncheckedRecord record = PendingRecord(roots_);
+  record.trusted = trust;
+  UniqueFd held;
+  if (auto s = WriteLockedRecord(dir_fd->Get(), pending_, record, held); !s) {
+    return Fail("io", "cannot record what this run takes as yours in " + QuotePathForMessage(dir_) +
+                          " (" + s.error().message +
+                          "); a sandbox run started meanwhile could not tell it from what the "
+                          "command makes. Free space there, or check its permissions");
+  }
+  pending_fd_ = std::move(held);
+  return Ok();
 }
 
 UncheckedRun::~UncheckedRun() {

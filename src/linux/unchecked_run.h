@@ -44,6 +44,19 @@ class UncheckedRun {
   // The subtrees of earlier records inside this run's roots.
   const std::vector<std::string>& Suspect() const { return suspect_; }
 
+  // The pending records of the other runs still going whose roots overlap this run's, each with
+  // what it takes as the user's (unset while it has not said: its command has not started); a
+  // record that cannot be read stands for one that trusts nothing in this run's roots. For
+  // GitGuard::Prepare, asked once its walk is done.
+  std::vector<LiveRun> LiveOthers() const;
+
+  // Says what this run takes as the user's (GitGuard::Trusted), before its command starts: the
+  // pending record is replaced by one that holds it, locked as the old one was. A run without a
+  // pending record (no state directory it can write) has nothing to say it in. An error when it
+  // cannot be written: the run must not start (a run started meanwhile would trust what this
+  // run's command makes).
+  Status Publish(const RunTrust& trust);
+
   // Once the checks after the run are done: records what `out` says was left unchecked, or
   // resolves what this run walked when its check was complete (`git_checked`: the git check
   // ran); then removes the pending record, unless what was found could not be written (it

@@ -16,7 +16,6 @@
 namespace anvil {
 namespace {
 
-constexpr size_t kMaxRecordBytes = 1 << 20;
 constexpr std::string_view kPrefix = "unchecked-";
 constexpr std::string_view kSuffix = ".json";
 
@@ -78,8 +77,23 @@ std::optional<UncheckedRecord> UncheckedAfterRun(const UncheckedFacts& f) {
   return r;
 }
 
+RunTrust BoundedRunTrust(RunTrust trust) {
+  if (trust.ids.size() > kMaxTrustedIds || trust.names.size() > kMaxTrustedNames) return {};
+  return trust;
+}
+
+bool RootsOverlap(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  for (const auto& x : a) {
+    for (const auto& y : b) {
+      if (PathIsWithin(x, y) || PathIsWithin(y, x)) return true;
+    }
+  }
+  return false;
+}
+
 UncheckedRecord MergeUncheckedRecords(const UncheckedRecord& older, const UncheckedRecord& newer) {
   UncheckedRecord out = newer;
+  out.trusted.reset();  // a live run's, never a settled record's
   for (const auto& s : older.subtrees) AddOnce(out.subtrees, s);
   if (out.subtrees.size() > kMaxUncheckedSubtrees) {
     return WholeRoots(out.roots, "more than " + std::to_string(kMaxUncheckedSubtrees) +
@@ -92,6 +106,11 @@ std::string EncodeUncheckedRecord(const UncheckedRecord& record) {
   nlohmann::json subtrees = nlohmann::json::array();
   for (const auto& s : record.subtrees) subtrees.push_back({{"path", s.path}, {"why", s.why}});
   nlohmann::json j = {{"version", 1}, {"roots", record.roots}, {"subtrees", subtrees}};
+  if (record.trusted) {
+    nlohmann::json ids = nlohmann::json::array();
+    for (const auto& [dev, ino] : record.trusted->ids) ids.push_back({dev, ino});
+    j["trusted"] = {{"ids", ids}, {"names", record.trusted->names}};
+  }
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
@@ -114,6 +133,27 @@ std::optional<UncheckedRecord> DecodeUncheckedRecord(std::string_view text) {
     r.subtrees.push_back({s["path"].get<std::string>(), s["why"].get<std::string>()});
   }
   if (r.roots.empty() || r.subtrees.empty()) return std::nullopt;
+  if (j.contains("trusted")) {
+    const auto& t = j["trusted"];
+    if (!t.is_object() || !t.contains("ids") || !t["ids"].is_array() || !t.contains("names") ||
+        !t["names"].is_array() || t["ids"].size() > kMaxTrustedIds ||
+        t["names"].size() > kMaxTrustedNames) {
+      return std::nullopt;
+    }
+    RunTrust trust;
+    for (const auto& id : t["ids"]) {
+      if (!id.is_array() || id.size() != 2 || !id[0].is_number_unsigned() ||
+          !id[1].is_number_unsigned()) {
+        return std::nullopt;
+      }
+      trust.ids.emplace_back(id[0].get<uint64_t>(), id[1].get<uint64_t>());
+    }
+    for (const auto& n : t["names"]) {
+      if (!n.is_string() || !AbsoluteClean(n.get<std::string>())) return std::nullopt;
+      trust.names.push_back(n.get<std::string>());
+    }
+    r.trusted = std::move(trust);
+  }
   return r;
 }
 
@@ -227,7 +267,7 @@ Result<std::vector<LoadedUncheckedRecord>> LoadUncheckedRecords(const std::strin
     if (live && live(fd->Get(), name)) continue;
     const std::string shown = QuotePathForMessage(dir + "/" + name);
     OwnerFacts owner;
-    auto text = ReadRegularFileNoFollowOwned(fd->Get(), name, kMaxRecordBytes, owner);
+    auto text = ReadRegularFileNoFollowOwned(fd->Get(), name, kMaxUncheckedRecordBytes, owner);
     if (!text) {
       if (text.error().code == "not_found") continue;  // resolved meanwhile
       return Fail("invalid", "cannot read the record of unchecked subtrees " + shown + " (" +
@@ -271,7 +311,8 @@ Status SaveUncheckedRecord(const std::string& dir, const UncheckedRecord& record
   const std::string name = UncheckedRecordFileName(record.roots);
   UncheckedRecord merged = record;
   OwnerFacts owner;
-  if (auto old = ReadRegularFileNoFollowOwned(fd->Get(), name, kMaxRecordBytes, owner); old) {
+  if (auto old = ReadRegularFileNoFollowOwned(fd->Get(), name, kMaxUncheckedRecordBytes, owner);
+      old) {
     if (auto older = DecodeUncheckedRecord(*old)) merged = MergeUncheckedRecords(*older, record);
   }
   ANVIL_RETURN_IF_ERROR(WriteFileAtomically(fd->Get(), name, EncodeUncheckedRecord(merged), 0600));
@@ -280,7 +321,7 @@ Status SaveUncheckedRecord(const std::string& dir, const UncheckedRecord& record
   (void)ForEachName(fd->Get(), "list " + dir, [&](const std::string& other) -> Status {
     if (other == name || !IsUncheckedRecordFileName(other)) return Ok();
     OwnerFacts o;
-    auto text = ReadRegularFileNoFollowOwned(fd->Get(), other, kMaxRecordBytes, o);
+    auto text = ReadRegularFileNoFollowOwned(fd->Get(), other, kMaxUncheckedRecordBytes, o);
     auto r = text ? DecodeUncheckedRecord(*text) : std::nullopt;
     if (r && RootsGone(*r)) gone.push_back(other);
     return Ok();
@@ -296,7 +337,7 @@ Status ResolveUncheckedRecord(const std::string& dir, const LoadedUncheckedRecor
   ANVIL_TRY(fd, OpenDirectory(dir, DirOpen::kReadNoFollow));
   ANVIL_TRY(lock, DirLock::Acquire(fd->Get(), "lock " + dir));
   OwnerFacts owner;
-  auto now = ReadRegularFileNoFollowOwned(fd->Get(), loaded.file, kMaxRecordBytes, owner);
+  auto now = ReadRegularFileNoFollowOwned(fd->Get(), loaded.file, kMaxUncheckedRecordBytes, owner);
   if (!now || *now != loaded.text) return Ok();
   if (!left) return RemoveFileAt(fd->Get(), loaded.file);
   return WriteFileAtomically(fd->Get(), loaded.file, EncodeUncheckedRecord(*left), 0600);

@@ -29,9 +29,12 @@
 #include <vector>
 
 #include "common/result.h"
+#include "policy/git_metadata.h"
 
 namespace anvil {
 
+// A record file's size at most (a pending record with what its run trusts included).
+inline constexpr size_t kMaxUncheckedRecordBytes = 1 << 20;
 // Subtrees named in one record at most; past it the record names the roots themselves.
 inline constexpr size_t kMaxUncheckedSubtrees = 100;
 
@@ -40,10 +43,40 @@ struct UncheckedSubtree {
   std::string why;
 };
 
+// What a run still going takes as the user's in its roots (a pending record says it once the
+// walk before its run is done, before its command starts): the identities that walk recorded
+// (GitIdentities, less what the run takes as a command's work) and Anvil's protected names it
+// found. A run that starts meanwhile over overlapping roots takes nothing else found there as
+// the user's: what the first run's command made is not in it, and the first run's own check may
+// never see it (a second command can hide it from that check and put it back afterwards).
+struct RunTrust {
+  std::vector<GitFileId> ids;
+  std::vector<std::string> names;
+};
+// Past these a run says it trusts nothing (everything in its roots is judged by a run that
+// starts meanwhile): the record stays small whatever the roots hold.
+inline constexpr size_t kMaxTrustedIds = 10000;
+inline constexpr size_t kMaxTrustedNames = 1000;
+
 struct UncheckedRecord {
   std::vector<std::string> roots;  // the run's writable roots (canonical)
   std::vector<UncheckedSubtree> subtrees;
+  // Only in the pending record of a run still going, once its walk before the run is done.
+  std::optional<RunTrust> trusted = std::nullopt;
 };
+
+// A pending record of another run still going whose roots overlap this run's (one lies within
+// the other): `trusted` unset while that run has not yet said it (its command has not started).
+struct LiveRun {
+  std::vector<std::string> roots;
+  std::optional<RunTrust> trusted = std::nullopt;
+};
+
+// `trust` bounded (kMaxTrustedIds, kMaxTrustedNames): past either bound, nothing.
+RunTrust BoundedRunTrust(RunTrust trust);
+
+// Whether `a` and `b` overlap: some root of one lies within (or is) a root of the other.
+bool RootsOverlap(const std::vector<std::string>& a, const std::vector<std::string>& b);
 
 // What a run's check after it left unchecked, when anything: the subtrees it did not walk
 // (`unwalked`, of `unwalked_total`), the protected names it could not move aside

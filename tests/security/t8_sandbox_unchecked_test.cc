@@ -151,6 +151,42 @@ TEST_P(T8SandboxUnchecked, AKilledAnvilLeavesThePluginsOutUntilARunChecks) {
   EXPECT_EQ(run.out, "none\n");
 }
 
+// Two runs at once in one workspace (an agent's parallel calls; red team s6 rtcmd4): run A's
+// command makes a nested repository with a hook; run B, started meanwhile, found it in its walk
+// before the run. B's command hides it from A's check inside a new `.git` directory (never
+// entered) until A has ended, then puts it back: A's check saw nothing, and B's took it for the
+// user's because it was there when B started. Now a run started while another goes over the
+// same roots takes as the user's only what that run took as the user's, so B's check judges
+// the repository as new and moves it aside. Benign neighbour: the user's own nested repository
+// with a hook, there before both runs, stays where it is.
+TEST_P(T8SandboxUnchecked, ARunStartedMeanwhileDoesNotTakeAnotherRunsWorkAsTheUsers) {
+  ASSERT_EQ(Shell("cd " + ShellQuote(ws_) +
+                  " && git init -q usr && printf '#!/bin/sh\\nexit 0\\n' > "
+                  "usr/.git/hooks/pre-commit && chmod +x usr/.git/hooks/pre-commit"),
+            0);
+  caller_.Give(base_.path());
+  Spawned a({AnvilBin(), "sandbox", "--cwd", ws_, "--", "/bin/sh", "-c",
+             "git init -q sub && printf '#!/bin/sh\\necho PWNED\\n' > sub/.git/hooks/pre-commit "
+             "&& chmod +x sub/.git/hooks/pre-commit && : > planted && "
+             "while [ ! -e hidden ]; do sleep 0.05; done"},
+            Env(ws_));
+  ASSERT_TRUE(WaitUntil([&] { return Exists(ws_ + "/planted"); })) << "run A never started";
+  Spawned b({AnvilBin(), "sandbox", "--cwd", ws_, "--", "/bin/sh", "-c",
+             "mkdir -p hide/.git && mv sub hide/.git/sub && : > hidden && "
+             "while [ ! -e release ]; do sleep 0.05; done; "
+             "mv hide/.git/sub sub && rmdir hide/.git hide && rm -f planted hidden release"},
+            Env(ws_));
+  EXPECT_EQ(a.Wait(std::chrono::seconds(60)).value_or(-1), 0);
+  ASSERT_TRUE(Exists(ws_ + "/hide/.git/sub/.git/hooks/pre-commit")) << "run B never hid it";
+  ASSERT_EQ(Shell(": > " + ShellQuote(ws_ + "/release")), 0);
+  EXPECT_EQ(b.Wait(std::chrono::seconds(60)).value_or(-1), 0);
+  EXPECT_FALSE(Exists(ws_ + "/sub/.git/hooks/pre-commit")) << "the hooked repository survived";
+  EXPECT_TRUE(Exists(ws_ + "/sub/.git.anvil-quarantine"));
+  // The user's, there before both runs, stays.
+  EXPECT_TRUE(Exists(ws_ + "/usr/.git/hooks/pre-commit"));
+  EXPECT_FALSE(Exists(ws_ + "/usr/.git.anvil-quarantine"));
+}
+
 INSTANTIATE_TEST_SUITE_P(Callers, T8SandboxUnchecked, ::testing::ValuesIn(kAllCallers),
                          CallerParamName);
 

@@ -160,6 +160,37 @@ TEST_F(UncheckedRunTest, AKilledRunLeavesItsRootsUnchecked) {
 
 // What an incomplete check found replaces the pending record; a run whose check could not
 // finish records it, and the next complete one there clears it.
+// What another run still going takes as the user's: unset until it says it, then what it said,
+// still live (it keeps nobody out) and still its lock's; only runs over overlapping roots, never
+// the asking run's own record.
+TEST_F(UncheckedRunTest, ARunSaysWhatItTrustsToTheRunsStartedMeanwhile) {
+  std::filesystem::create_directories(ws_ + "/sub");
+  auto first = UncheckedRun::Start({ws_});
+  ASSERT_TRUE(first) << first.error().ToString();
+  auto second = UncheckedRun::Start({ws_ + "/sub"});
+  ASSERT_TRUE(second) << second.error().ToString();
+  auto elsewhere = UncheckedRun::Start({base_ + "/other"});
+  ASSERT_TRUE(elsewhere);
+  auto live = second->LiveOthers();
+  ASSERT_EQ(live.size(), 1u);
+  EXPECT_EQ(live[0].roots, std::vector<std::string>{ws_});
+  EXPECT_FALSE(live[0].trusted);
+
+  ASSERT_TRUE(first->Publish(RunTrust{{{7, 8}}, {ws_ + "/sub/Anvil.toml"}}));
+  live = second->LiveOthers();
+  ASSERT_EQ(live.size(), 1u);
+  ASSERT_TRUE(live[0].trusted);
+  EXPECT_EQ(live[0].trusted->ids, (std::vector<GitFileId>{{7, 8}}));
+  EXPECT_EQ(live[0].trusted->names, std::vector<std::string>{ws_ + "/sub/Anvil.toml"});
+  EXPECT_EQ(Settled(), 0u) << "a published record is still live";
+  EXPECT_EQ(first->LiveOthers().size(), 1u);  // the second's, not its own
+  EXPECT_TRUE(elsewhere->LiveOthers().empty());
+
+  SandboxOutcome out = Complete();
+  first->Finish(out, true);
+  EXPECT_TRUE(second->LiveOthers().empty());
+}
+
 TEST_F(UncheckedRunTest, AnIncompleteCheckIsRecordedInsteadOfThePendingRecord) {
   auto run = UncheckedRun::Start({ws_});
   ASSERT_TRUE(run);

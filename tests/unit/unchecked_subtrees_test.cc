@@ -96,11 +96,48 @@ TEST(UncheckedRecordCodec, RoundTripsAndRefusesWhatIsNotARecord) {
         R"({"version":1,"roots":["/w"],"subtrees":[{"path":"/w/x/"}]})"}) {
     EXPECT_FALSE(DecodeUncheckedRecord(bad)) << bad;
   }
+  // A live run's pending record says what it trusts; an older record says nothing.
+  r.trusted = RunTrust{{{2049, 12}, {2049, 13}}, {"/w/sub/Anvil.toml"}};
+  back = DecodeUncheckedRecord(EncodeUncheckedRecord(r));
+  ASSERT_TRUE(back && back->trusted);
+  EXPECT_EQ(back->trusted->ids, r.trusted->ids);
+  EXPECT_EQ(back->trusted->names, r.trusted->names);
+  EXPECT_FALSE(
+      DecodeUncheckedRecord(R"({"version":1,"roots":["/w"],"subtrees":[{"path":"/w","why":""}]})")
+          ->trusted);
+  for (
+      const char* bad :
+      {R"({"version":1,"roots":["/w"],"subtrees":[{"path":"/w","why":""}],"trusted":[]})",
+       R"({"version":1,"roots":["/w"],"subtrees":[{"path":"/w","why":""}],"trusted":{"ids":[[1]],"names":[]}})",
+       R"({"version":1,"roots":["/w"],"subtrees":[{"path":"/w","why":""}],"trusted":{"ids":[[1,-2]],"names":[]}})",
+       R"({"version":1,"roots":["/w"],"subtrees":[{"path":"/w","why":""}],"trusted":{"ids":[],"names":["x"]}})",
+       R"({"version":1,"roots":["/w"],"subtrees":[{"path":"/w","why":""}],"trusted":{"ids":[]}})"}) {
+    EXPECT_FALSE(DecodeUncheckedRecord(bad)) << bad;
+  }
+  // A settled record never keeps what a live run trusted.
+  EXPECT_FALSE(MergeUncheckedRecords(r, r).trusted);
   const std::string name = UncheckedRecordFileName({"/w"});
   EXPECT_TRUE(IsUncheckedRecordFileName(name)) << name;
   EXPECT_NE(name, UncheckedRecordFileName({"/w", "/x"}));
   EXPECT_FALSE(IsUncheckedRecordFileName("unchecked-xyz.json"));
   EXPECT_FALSE(IsUncheckedRecordFileName(name + ".tmp"));
+}
+
+// What a run trusts past the bounds is nothing (a later run then judges everything in its
+// roots); within them, as it is. Roots overlap when one lies within the other.
+TEST(RunTrust, BoundedAndOverlapping) {
+  RunTrust small{{{1, 2}}, {"/w/a"}};
+  EXPECT_EQ(BoundedRunTrust(small).ids.size(), 1u);
+  RunTrust many;
+  for (uint64_t i = 0; i <= kMaxTrustedIds; ++i) many.ids.emplace_back(1, i);
+  many.names = {"/w/a"};
+  EXPECT_TRUE(BoundedRunTrust(many).ids.empty());
+  EXPECT_TRUE(BoundedRunTrust(many).names.empty());
+  EXPECT_TRUE(RootsOverlap({"/w"}, {"/w"}));
+  EXPECT_TRUE(RootsOverlap({"/w"}, {"/w/sub"}));
+  EXPECT_TRUE(RootsOverlap({"/x", "/w/sub"}, {"/w"}));
+  EXPECT_FALSE(RootsOverlap({"/w"}, {"/ww"}));
+  EXPECT_FALSE(RootsOverlap({"/w/a"}, {"/w/b"}));
 }
 
 // The attack's shape: the workspace (or the plugin) lies in what was not checked, or holds it.
