@@ -82,6 +82,13 @@ struct PreparedHome {
   bool created = false;
 };
 
+RepoTopFacts RepoTopFactsOf(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return {};
+  return {S_ISDIR(st.st_mode) ? RepoTopFacts::Kind::kDirectory : RepoTopFacts::Kind::kOther,
+          static_cast<uint64_t>(st.st_dev)};
+}
+
 // $STATE/anvil/homes/<name>/{home/, workspace}. Every component below $STATE is
 // made 0700 and opened without following symlinks, and must be the caller's own.
 Result<PreparedHome> PrepareHome(const std::string& state_dir, const std::string& workspace) {
@@ -294,6 +301,11 @@ Result<SandboxSettings> ApplySandboxSettings(const std::vector<std::string>& env
   input.mode = home.empty() ? HomeMode::kNone : mode;
   input.home = home;
   input.readable_roots = readable_roots;
+  // A workspace below a repository's top sees the repository, read-only (as git sees it).
+  if (auto top = EnclosingRepositoryTop(policy.workspace, home, RepoTopFactsOf)) {
+    input.implied_readable_roots.push_back(*top);
+    out.repository_top = *top;
+  }
   out.home_mode = input.mode;
   if (input.mode != HomeMode::kNone) {
     const std::string xdg_state = EnvValue(environ_entries, "XDG_STATE_HOME");

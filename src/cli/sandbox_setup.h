@@ -31,7 +31,9 @@ struct SandboxSettings {
   std::string sandbox_home;   // the host directory behind it (persistent), "" otherwise
   std::string home_note;      // why the home is a tmpfs instead of persistent, when it is
   bool home_created = false;  // this run made the persistent home (RunSandboxCommand sweeps)
-  std::string state_dir;      // $XDG_STATE_HOME/anvil
+  // The repository above the workspace it sees read-only (EnclosingRepositoryTop), "" when none.
+  std::string repository_top;
+  std::string state_dir;  // $XDG_STATE_HOME/anvil
   std::vector<std::string> profiles;
   std::string user_config;  // the file read, "" when there was none
 };

@@ -271,16 +271,22 @@ Result<HomeView> PlanHomeView(const HomePlanInput& input, const HomeHost& host) 
   const bool has_home = usable_home && input.mode != HomeMode::kNone;
   // `user`: named by the user (an error is theirs to fix); else an entry of the table, `rel`
   // its path relative to the home (skipped when it is not there or not allowed).
-  auto add_readable = [&](const std::string& path, bool user,
-                          const std::string& rel = "") -> Status {
+  // `implied`: a root the workspace implies (input.implied_readable_roots), skipped where a
+  // named one would be refused.
+  auto add_readable = [&](const std::string& path, bool user, const std::string& rel = "",
+                          bool implied = false) -> Status {
     auto lexical = NormalizeAbsolute(path);
     if (!lexical) {
       if (user) return Fail("invalid", "readable root must be an absolute path: " + path);
       return Ok();
     }
-    if (!user && kind_of(rel) == HomeHost::Kind::kMissing) return Ok();
-    auto resolved = user ? host.resolve(*lexical) : canonical_of(rel);
+    if (!user && !implied && kind_of(rel) == HomeHost::Kind::kMissing) return Ok();
+    auto resolved = user || implied ? host.resolve(*lexical) : canonical_of(rel);
     if (!resolved) return Ok();  // not on this machine
+    if (implied && (inside_credential(*resolved, *lexical) ||
+                    (usable_home && PathIsWithin(*home, *resolved)))) {
+      return Ok();
+    }
     if (auto cred = inside_credential(*resolved, *lexical)) {
       if (!user) return Ok();
       return Fail("invalid", "readable root " + *lexical + " lies inside " + *cred +
@@ -322,6 +328,9 @@ Result<HomeView> PlanHomeView(const HomePlanInput& input, const HomeHost& host) 
   for (const auto& r : input.readable_roots) {
     std::string expanded = usable_home ? ExpandHome(r, *home) : r;
     ANVIL_RETURN_IF_ERROR(add_readable(expanded, true));
+  }
+  for (const auto& r : input.implied_readable_roots) {
+    ANVIL_RETURN_IF_ERROR(add_readable(r, false, "", /*implied=*/true));
   }
   return out;
 }
@@ -560,6 +569,30 @@ std::string RenderSanitizedGitConfig(const std::vector<GitConfigEntry>& entries)
     out += "\n";
   }
   return out;
+}
+
+std::optional<std::string> EnclosingRepositoryTop(const std::string& workspace,
+                                                  const std::string& home,
+                                                  const RepoTopLstat& lstat) {
+  using K = RepoTopFacts::Kind;
+  auto ws = NormalizeAbsolute(workspace);
+  if (!ws || *ws == "/") return std::nullopt;
+  const RepoTopFacts top = lstat(*ws);
+  if (top.kind != K::kDirectory || lstat(*ws + "/.git").kind != K::kMissing) return std::nullopt;
+  auto h = home.empty() ? std::nullopt : NormalizeAbsolute(home);
+  std::string dir = *ws;
+  while (true) {
+    const auto slash = dir.rfind('/');
+    if (slash == 0 || slash == std::string::npos) return std::nullopt;  // `/` is never shown
+    dir = dir.substr(0, slash);
+    const RepoTopFacts facts = lstat(dir);
+    // git stops at a file system's edge (GIT_DISCOVERY_ACROSS_FILESYSTEM unset).
+    if (facts.kind != K::kDirectory || facts.dev != top.dev) return std::nullopt;
+    const RepoTopFacts git = lstat(dir + "/.git");
+    if (git.kind == K::kMissing) continue;
+    if (git.kind != K::kDirectory || (h && PathIsWithin(*h, dir))) return std::nullopt;
+    return dir;
+  }
 }
 
 }  // namespace anvil

@@ -191,7 +191,31 @@ struct HomePlanInput {
   // Extra readable roots (config.toml, profiles, --readable-root): absolute, '~' expanded.
   // Missing ones are skipped.
   std::vector<std::string> readable_roots;
+  // Readable roots nobody named that the workspace implies (EnclosingRepositoryTop): skipped,
+  // never an error, where a named one would be refused (inside a credential location, or
+  // covering the home).
+  std::vector<std::string> implied_readable_roots;
 };
+
+// What EnclosingRepositoryTop looks at: a path as lstat(2) sees it.
+struct RepoTopFacts {
+  enum class Kind { kMissing, kDirectory, kOther };
+  Kind kind = Kind::kMissing;
+  uint64_t dev = 0;
+};
+using RepoTopLstat = std::function<RepoTopFacts(const std::string&)>;
+
+// The repository git run in `workspace` (canonical) would use when the workspace has no `.git`
+// of its own: the nearest directory above it that holds a `.git` directory, looked for as git
+// does (upward, not past a file system's edge). A workspace below a repository's top (a package
+// of a monorepo) then sees the repository read-only: git's read commands work, and a build that
+// writes above the workspace fails loudly instead of quietly building something else. nullopt
+// when the workspace has a `.git` (of any kind), when the nearest `.git` above is not a
+// directory (a worktree's or submodule's pointer), and when the directory holding it is `/`,
+// the home or above it (a dotfiles repository at `~` would show the whole home).
+std::optional<std::string> EnclosingRepositoryTop(const std::string& workspace,
+                                                  const std::string& home,
+                                                  const RepoTopLstat& lstat);
 
 // The plan. Errors ("invalid"): a readable root inside a credential location, or one that is
 // the home directory itself while the sandbox has a home of its own.

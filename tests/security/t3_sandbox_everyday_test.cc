@@ -204,6 +204,51 @@ TEST_P(T3SandboxEveryday, UserToolsTempFilesAndGitReadCommands) {
   EXPECT_EQ(r.err.find("anvil: the sandbox refused"), std::string::npos) << r.err;
 }
 
+// A package of a monorepo as the workspace (red team s6 liv1): git run there uses the
+// repository above, which the command now sees read-only, so git's read commands work and a
+// write above the workspace fails loudly. Neighbours: the workspace stays writable; a
+// repository at the home itself (dotfiles) shows nothing of the home.
+TEST_P(T3SandboxEveryday, AWorkspaceInsideARepositorySeesTheRepositoryReadOnly) {
+  const std::string pkg = ws_ + "/pkg";
+  Put(pkg + "/lib.c", "int lib;\n");
+  ASSERT_EQ(Shell("cd " + ShellQuote(ws_) +
+                  " && git -c safe.directory=* add pkg && git -c safe.directory=* -c user.name=t "
+                  "-c user.email=t@t commit -qm pkg"),
+            0);
+  home_.GiveTo(caller_);
+  RunOptions o;
+  o.cwd = pkg;
+  o.env = home_.Env();
+  auto r = SandboxSh(pkg,
+                     "git log --oneline | wc -l && git rev-parse --show-toplevel && "
+                     "head -1 ../Makefile && (echo x > ../above.txt) 2>/dev/null; echo above=$?; "
+                     "echo y > here.txt && echo wrote",
+                     {"--json"}, Opts(o));
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  for (const char* expected : {"2\n", "app: main.c", "above=", "wrote"}) {
+    EXPECT_NE(r.out.find(expected), std::string::npos) << expected << "\n" << r.out << r.err;
+  }
+  EXPECT_NE(r.out.find(ws_ + "\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("above=0"), std::string::npos) << r.out;
+  EXPECT_FALSE(Exists(ws_ + "/above.txt"));
+  EXPECT_TRUE(Exists(pkg + "/here.txt"));
+  EXPECT_NE(r.err.find("\"repository_top\""), std::string::npos) << r.err;
+
+  // A repository at the home: the home stays the sandbox's own.
+  const std::string home = home_.home();
+  const std::string other = home + "/other";
+  ASSERT_EQ(Shell("cd " + ShellQuote(home) +
+                  " && git init -q . && mkdir -p other && "
+                  "echo home-only > notes-at-home.txt"),
+            0);
+  home_.GiveTo(caller_);
+  o.cwd = other;
+  auto h = SandboxSh(other, "cat ../notes-at-home.txt; git rev-parse --show-toplevel; true", {},
+                     Opts(o));
+  EXPECT_EQ(h.out.find("home-only"), std::string::npos) << h.out;
+  ASSERT_EQ(Shell("cd " + ShellQuote(home) + " && rm -rf .git other notes-at-home.txt"), 0);
+}
+
 TEST_P(T3SandboxEveryday, SecretsStayUnreadableWhileAllThisWorks) {
   auto r =
       Sh("make -s test && cat ~/.ssh/id_ed25519 ~/.aws/secret ~/.netrc 2>/dev/null; "

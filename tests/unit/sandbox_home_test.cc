@@ -478,5 +478,90 @@ TEST(RenderHomeProfile, SetsThePathBackQuotedForTheShell) {
   EXPECT_NE(q.find("PATH='/h/it'\\''s $(x) `y`\n:/bin'\nexport PATH\n"), std::string::npos) << q;
 }
 
+// A workspace below a repository's top sees the repository: git's own upward search, stopped
+// at a file system's edge, never `/`, the home or above it, never through a pointer file.
+TEST(EnclosingRepositoryTop, TheNearestGitDirectoryAboveAsGitFindsIt) {
+  using RK = RepoTopFacts::Kind;
+  struct Row {
+    const char* name;
+    std::map<std::string, RepoTopFacts> tree;
+    const char* workspace;
+    std::optional<std::string> top;
+  };
+  const RepoTopFacts dir{RK::kDirectory, 1};
+  const RepoTopFacts file{RK::kOther, 1};
+  const RepoTopFacts other_fs{RK::kDirectory, 2};
+  std::map<std::string, RepoTopFacts> mono = {{"/", dir},
+                                              {"/srv", dir},
+                                              {"/srv/mono", dir},
+                                              {"/srv/mono/.git", dir},
+                                              {"/srv/mono/pkg", dir},
+                                              {"/srv/mono/pkg/a", dir}};
+  auto with = [&](std::map<std::string, RepoTopFacts> t,
+                  std::initializer_list<std::pair<const std::string, RepoTopFacts>> more) {
+    for (const auto& [k, v] : more) t[k] = v;
+    return t;
+  };
+  const std::vector<Row> rows = {
+      {"a package of a monorepo", mono, "/srv/mono/pkg", "/srv/mono"},
+      {"deeper", mono, "/srv/mono/pkg/a", "/srv/mono"},
+      {"the top itself has its own", mono, "/srv/mono", std::nullopt},
+      {"a nearer repository wins", with(mono, {{"/srv/mono/pkg/.git", dir}}), "/srv/mono/pkg/a",
+       "/srv/mono/pkg"},
+      {"the workspace's own .git file (a worktree)", with(mono, {{"/srv/mono/pkg/.git", file}}),
+       "/srv/mono/pkg", std::nullopt},
+      {"a pointer file above", with(mono, {{"/srv/mono/.git", file}}), "/srv/mono/pkg",
+       std::nullopt},
+      {"another file system on the way",
+       with(mono, {{"/srv/mono/pkg", other_fs}, {"/srv/mono/pkg/a", other_fs}}), "/srv/mono/pkg/a",
+       std::nullopt},
+      {"no repository", {{"/", dir}, {"/srv", dir}, {"/srv/x", dir}}, "/srv/x", std::nullopt},
+      {"a dotfiles repository at the home",
+       {{"/", dir}, {"/home", dir}, {"/home/u", dir}, {"/home/u/.git", dir}, {"/home/u/p", dir}},
+       "/home/u/p",
+       std::nullopt},
+      {"a repository above the home",
+       {{"/", dir}, {"/home", dir}, {"/home/.git", dir}, {"/home/u", dir}, {"/home/u/p", dir}},
+       "/home/u/p",
+       std::nullopt},
+      {"a repository at /", {{"/", dir}, {"/.git", dir}, {"/srv", dir}}, "/srv", std::nullopt},
+      {"one below the home",
+       with(mono, {{"/home", dir},
+                   {"/home/u", dir},
+                   {"/home/u/code", dir},
+                   {"/home/u/code/.git", dir},
+                   {"/home/u/code/p", dir}}),
+       "/home/u/code/p", "/home/u/code"},
+  };
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row.name);
+    auto tree = row.tree;
+    RepoTopLstat lstat = [tree](const std::string& p) {
+      auto it = tree.find(p);
+      return it == tree.end() ? RepoTopFacts{} : it->second;
+    };
+    EXPECT_EQ(EnclosingRepositoryTop(row.workspace, "/home/u", lstat), row.top);
+  }
+}
+
+// The implied root is shown like a named one, and skipped (never an error) where a named one
+// would be refused.
+TEST(PlanHomeView, AnImpliedReadableRootIsShownOrSkippedNeverRefused) {
+  HomePlanInput in = Input();
+  FakeHome f = LivedInHome();
+  f.entries["/srv/mono"] = Kind::kDirectory;
+  in.implied_readable_roots = {"/srv/mono"};
+  auto plan = PlanHomeView(in, f.Host());
+  ASSERT_TRUE(plan) << plan.error().ToString();
+  EXPECT_TRUE(Has(plan->read_roots, "/srv/mono"));
+  for (const char* root : {"/home/u/.ssh", "/home/u", "/home"}) {
+    SCOPED_TRACE(root);
+    in.implied_readable_roots = {root};
+    plan = PlanHomeView(in, f.Host());
+    ASSERT_TRUE(plan) << plan.error().ToString();
+    EXPECT_FALSE(Has(plan->read_roots, root));
+  }
+}
+
 }  // namespace
 }  // namespace anvil
