@@ -125,6 +125,7 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
   if (front_end == SandboxFrontEnd::kAnvilSandbox) {
     // config.toml, Anvil.toml (narrowing only), profiles and the home, under the flags.
     a.config_flags.network_explicit = a.network_explicit;
+    if (a.inv.spec.limits.tmp_size_set) a.config_flags.private_tmp = true;
     ANVIL_TRY(settings, ApplySandboxSettings(environ_entries, a.config_flags, a.inv.spec.policy,
                                              a.allow_hosts));
     a.inv.settings = std::move(*settings);

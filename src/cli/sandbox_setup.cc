@@ -80,18 +80,93 @@ struct PreparedHome {
   dev_t dev = 0;
   ino_t ino = 0;
   bool created = false;
+  std::string tmp;  // the workspace's kept /tmp beside it ("" when not wanted or not made)
+  dev_t tmp_dev = 0;
+  ino_t tmp_ino = 0;
 };
+
+// How long an entry of a kept /tmp lives untouched before a start removes it, and how often a
+// start looks (systemd-tmpfiles' default age for /tmp).
+constexpr time_t kKeptTmpMaxAge = 10 * 24 * 3600;
+constexpr time_t kKeptTmpSweepEvery = 24 * 3600;
+constexpr int kKeptTmpSweepEntries = 10000;
+
+// The newest change (mtime or ctime) in the tree of `name` in `dir`, never following a link;
+// `budget` counts the entries looked at (past it: "now", the tree is kept).
+time_t NewestChange(int dir, const std::string& name, int depth, int& budget, time_t now) {
+  struct stat st {};
+  if (--budget < 0 || depth > 64) return now;
+  if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return now;
+  time_t newest = std::max(st.st_mtime, st.st_ctime);
+  if (!S_ISDIR(st.st_mode)) return newest;
+  int fd = ::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return now;
+  DIR* d = ::fdopendir(fd);
+  if (d == nullptr) {
+    ::close(fd);
+    return now;
+  }
+  while (dirent* e = ::readdir(d)) {
+    const std::string n = e->d_name;
+    if (n == "." || n == "..") continue;
+    newest = std::max(newest, NewestChange(::dirfd(d), n, depth + 1, budget, now));
+    if (newest >= now) break;
+  }
+  ::closedir(d);
+  return newest;
+}
+
+void RemoveTree(int dir, const std::string& name, int depth);
+
+// At most once a day (a stamp file beside it): what in the kept /tmp nothing has changed for
+// kKeptTmpMaxAge goes, as systemd-tmpfiles ages the host's /tmp. Best effort; never follows a
+// link (entries are looked at and removed relative to their directory's descriptor).
+void SweepKeptTmp(int home_dir, int tmp) {
+  const time_t now = ::time(nullptr);
+  struct stat stamp {};
+  if (::fstatat(home_dir, "tmp-swept", &stamp, AT_SYMLINK_NOFOLLOW) == 0 &&
+      now - stamp.st_mtime < kKeptTmpSweepEvery) {
+    return;
+  }
+  UniqueFd touched(
+      ::openat(home_dir, "tmp-swept", O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_TRUNC, 0600));
+  if (!touched) return;
+  ::futimens(touched.Get(), nullptr);
+  int fd = ::fcntl(tmp, F_DUPFD_CLOEXEC, 3);
+  if (fd < 0) return;
+  DIR* d = ::fdopendir(fd);
+  if (d == nullptr) {
+    ::close(fd);
+    return;
+  }
+  std::vector<std::string> old;
+  int budget = kKeptTmpSweepEntries;
+  while (dirent* e = ::readdir(d)) {
+    const std::string n = e->d_name;
+    if (n == "." || n == "..") continue;
+    if (now - NewestChange(tmp, n, 0, budget, now) > kKeptTmpMaxAge) old.push_back(n);
+    if (budget < 0) break;
+  }
+  ::closedir(d);
+  for (const auto& n : old) RemoveTree(tmp, n, 0);
+}
 
 RepoTopFacts RepoTopFactsOf(const std::string& path) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return {};
-  return {S_ISDIR(st.st_mode) ? RepoTopFacts::Kind::kDirectory : RepoTopFacts::Kind::kOther,
-          static_cast<uint64_t>(st.st_dev)};
+  using K = RepoTopFacts::Kind;
+  return {S_ISDIR(st.st_mode)   ? K::kDirectory
+          : S_ISREG(st.st_mode) ? K::kFile
+                                : K::kOther,
+          static_cast<uint64_t>(st.st_dev), static_cast<uint32_t>(st.st_uid),
+          static_cast<uint32_t>(st.st_mode)};
 }
 
-// $STATE/anvil/homes/<name>/{home/, workspace}. Every component below $STATE is
-// made 0700 and opened without following symlinks, and must be the caller's own.
-Result<PreparedHome> PrepareHome(const std::string& state_dir, const std::string& workspace) {
+// $STATE/anvil/homes/<name>/{home/, tmp/, workspace}. Every component below $STATE is
+// made 0700 and opened without following symlinks, and must be the caller's own. `with_tmp`:
+// the workspace's kept /tmp too.
+Result<PreparedHome> PrepareHome(const std::string& state_dir, const std::string& workspace,
+                                 bool with_tmp) {
   // Nothing is made in a tree that is not the caller's: root with another user's $HOME (sudo
   // keeping HOME) would leave root-owned directories there that break that user's own runs.
   std::string existing = state_dir;
@@ -129,6 +204,18 @@ Result<PreparedHome> PrepareHome(const std::string& state_dir, const std::string
   out.dev = st.st_dev;
   out.ino = st.st_ino;
   out.created = home_created;
+  if (with_tmp) {
+    // Best effort: without it the command gets a throw-away /tmp, as before.
+    if (auto tmp = OwnDir(dir->Get(), "tmp", dir_path + "/tmp"); tmp) {
+      struct stat ts {};
+      if (::fstat(tmp->Get(), &ts) == 0) {
+        SweepKeptTmp(dir->Get(), tmp->Get());
+        out.tmp = dir_path + "/tmp";
+        out.tmp_dev = ts.st_dev;
+        out.tmp_ino = ts.st_ino;
+      }
+    }
+  }
   return out;
 }
 
@@ -302,7 +389,16 @@ Result<SandboxSettings> ApplySandboxSettings(const std::vector<std::string>& env
   input.home = home;
   input.readable_roots = readable_roots;
   // A workspace below a repository's top sees the repository, read-only (as git sees it).
-  if (auto top = EnclosingRepositoryTop(policy.workspace, home, RepoTopFactsOf)) {
+  // The homes it must never show, resolved: $HOME and the user database's (a symlinked home,
+  // an unset HOME); none known, nothing shown.
+  std::vector<std::string> homes;
+  for (const std::string& h : {home, PasswdHome()}) {
+    if (h.empty() || h[0] != '/') continue;
+    const std::string c = Canonical(h);
+    homes.push_back(c.empty() ? h : c);
+  }
+  if (home.empty()) homes.clear();
+  if (auto top = EnclosingRepositoryTop(policy.workspace, homes, ::geteuid(), RepoTopFactsOf)) {
     input.implied_readable_roots.push_back(*top);
     out.repository_top = *top;
   }
@@ -314,12 +410,19 @@ Result<SandboxSettings> ApplySandboxSettings(const std::vector<std::string>& env
     out.state_dir = state + "/anvil";
     input.gitconfig =
         SanitizedGitConfig(home, EnvValue(environ_entries, "XDG_CONFIG_HOME")).value_or("");
-    auto prepared = input.mode == HomeMode::kPersistent ? PrepareHome(state, policy.workspace)
-                                                        : Result<PreparedHome>(PreparedHome{});
+    // The workspace's own /tmp is kept like its home, unless the run asked for a throw-away
+    // one (--tmp private, or a size for it) or writes nothing that outlives it (read-only).
+    const bool kept_tmp = !flags.private_tmp && policy.kind == PolicyKind::kWorkspaceWrite;
+    auto prepared = input.mode == HomeMode::kPersistent
+                        ? PrepareHome(state, policy.workspace, kept_tmp)
+                        : Result<PreparedHome>(PreparedHome{});
     if (prepared) {
       input.sandbox_home = prepared->home;
       input.sandbox_home_dev = prepared->dev;
       input.sandbox_home_ino = prepared->ino;
+      input.sandbox_tmp = prepared->tmp;
+      input.sandbox_tmp_dev = prepared->tmp_dev;
+      input.sandbox_tmp_ino = prepared->tmp_ino;
       out.home_created = prepared->created;
       out.sandbox_home = prepared->home;
     } else if (input.mode == HomeMode::kPersistent) {
@@ -337,6 +440,7 @@ Result<SandboxSettings> ApplySandboxSettings(const std::vector<std::string>& env
   if (plan->kind != HomeKind::kPersistent) out.sandbox_home.clear();
   if (plan->kind == HomeKind::kTmpfs) out.home_mode = HomeMode::kTmp;
   if (plan->kind == HomeKind::kNone) out.home_mode = HomeMode::kNone;
+  if (plan->kind == HomeKind::kPersistent) out.kept_tmp = plan->tmp.source;
   policy.home = std::move(*plan);
   return out;
 }

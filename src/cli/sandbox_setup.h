@@ -22,13 +22,19 @@ struct SandboxFlags {
   std::optional<HomeMode> home;
   std::vector<std::string> profiles;        // --profile, in order
   std::vector<std::string> readable_roots;  // --readable-root, absolute, existing
+  // --tmp private, or --limit tmp: a throw-away /tmp instead of the workspace's kept one.
+  bool private_tmp = false;
 };
 
 // What the settings came to, for the --json report.
 struct SandboxSettings {
   HomeMode home_mode = HomeMode::kPersistent;
-  std::string home;           // the command's $HOME ("" without one)
-  std::string sandbox_home;   // the host directory behind it (persistent), "" otherwise
+  std::string home;          // the command's $HOME ("" without one)
+  std::string sandbox_home;  // the host directory behind it (persistent), "" otherwise
+  // The host directory behind /tmp when it is the workspace's kept one (a persistent home's
+  // neighbour), "" when /tmp is a throw-away tmpfs. Shown only where no named root shows the
+  // host's /tmp (ApplyHomeView).
+  std::string kept_tmp;
   std::string home_note;      // why the home is a tmpfs instead of persistent, when it is
   bool home_created = false;  // this run made the persistent home (RunSandboxCommand sweeps)
   // The repository above the workspace it sees read-only (EnclosingRepositoryTop), "" when none.

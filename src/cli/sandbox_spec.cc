@@ -36,9 +36,10 @@ Status ApplyLimitFlag(const std::string& value, ResourceLimits& limits) {
     limits.file_size = *n;
   else if (name == "cpu")
     limits.cpu_seconds = *n;
-  else if (name == "tmp")
+  else if (name == "tmp") {
     limits.tmp_size = *n;
-  else if (name == "data")
+    limits.tmp_size_set = true;
+  } else if (name == "data")
     limits.data = *n;
   else if (name == "mem" && *n > 0)
     limits.memory = *n;
@@ -206,6 +207,20 @@ std::vector<Flag> AnvilSandboxFlags(SandboxArgs& a) {
               "| tmp (an empty one per run) | none",
               ParseHomeMode, [&a](HomeMode h) { a.config_flags.home = h; })
           .Choices({"persistent", "tmp", "none"}),
+      Text("--tmp", "T",
+           "kept (default: the workspace's own /tmp, kept between runs beside\n"
+           "its home) | private (an empty one per run)",
+           [&a](const std::string& v) -> Status {
+             if (v == "kept") {
+               a.config_flags.private_tmp = false;
+             } else if (v == "private") {
+               a.config_flags.private_tmp = true;
+             } else {
+               return Fail("invalid", "--tmp " + v + ": expected kept or private");
+             }
+             return Ok();
+           })
+          .Choices({"kept", "private"}),
       Switch("--quiet", "no summary of what the sandbox refused", [&a] { a.inv.quiet = true; }),
   };
 }

@@ -24,7 +24,11 @@ Result<std::vector<MountOp>> PlanMounts(const FileView& view, const MountPlanOpt
   // root the user named explicitly at the same place is bound on top.
   ops.push_back({K::kDev, "/dev"});
   if (options.mount_proc) ops.push_back({K::kProc, "/proc"});
-  ops.push_back({K::kTmp, "/tmp"});
+  if (view.tmp_bind) {
+    ops.push_back({K::kMapped, "/tmp", *view.tmp_bind});  // the workspace's own, kept
+  } else {
+    ops.push_back({K::kTmp, "/tmp"});
+  }
   if (view.full_read) {
     // Full read still hides the host's sockets (docker.sock, the user's D-Bus): a read-only
     // mount does not stop connect(2) on a Unix socket.
@@ -40,6 +44,7 @@ Result<std::vector<MountOp>> PlanMounts(const FileView& view, const MountPlanOpt
   }
   if (!view.home_tmpfs.empty()) ops.push_back({K::kHomeTmpfs, view.home_tmpfs});
   for (size_t i = 0; i < view.mapped_binds.size(); ++i) {
+    if (view.tmp_bind && *view.tmp_bind == i) continue;  // bound above, before what lies in it
     ops.push_back({K::kMapped, view.mapped_binds[i].target, i});
   }
   for (const auto& masked : view.masked_files) ops.push_back({K::kMask, masked});

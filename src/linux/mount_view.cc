@@ -83,35 +83,50 @@ Status EnsureMountpoint(const std::string& dst, bool directory) {
   return Ok();
 }
 
-// Where mount points must not be looked up through a symlink: beneath the command's home, a
-// directory that earlier sandboxed commands wrote (FileView::home_base). Empty: nowhere.
+// The command's home (FileView::home_base), where Anvil writes its generated files.
 std::string g_home_base;
+// Where mount points must not be looked up through a symlink: directories that earlier
+// sandboxed commands wrote — the command's home and the workspace's kept /tmp
+// (FileView::tmp_bind). Empty: nowhere.
+std::vector<std::string> g_command_written;
 
-bool BeneathHome(const std::string& view_path) {
-  return !g_home_base.empty() && view_path != g_home_base && PathIsWithin(view_path, g_home_base);
+// The deepest of g_command_written that holds `view_path` strictly; nullptr: none.
+const std::string* CommandWrittenBase(const std::string& view_path) {
+  const std::string* best = nullptr;
+  for (const auto& base : g_command_written) {
+    if (view_path != base && PathIsWithin(view_path, base) &&
+        (best == nullptr || base.size() > best->size())) {
+      best = &base;
+    }
+  }
+  return best;
 }
 
-// The mount point `view_path` (strictly beneath g_home_base) as an O_PATH descriptor, each
-// component opened with RESOLVE_NO_SYMLINKS below the home's own mount and, with `create`,
-// made when missing (directories 0755, a file mount point an empty 0444 file). A bind must
-// never follow a link there to wherever it points: a symlink in the way is replaced, an object
-// of the wrong type is an error.
-Result<UniqueFd> MountpointBeneathHome(const std::string& view_path, bool directory, bool create) {
-  UniqueFd dir(::open((kNew + g_home_base).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!dir) return SysFail("sandbox", "open the home " + g_home_base);
-  const std::string rel = view_path.substr(g_home_base.size() + 1);
+// The mount point `view_path` (strictly beneath `base`, one of g_command_written) as an O_PATH
+// descriptor, each component opened with RESOLVE_NO_SYMLINKS below the base's own mount and,
+// with `create`, made when missing (directories 0755, a file mount point an empty 0444 file).
+// A bind must never follow a link there to wherever it points: a symlink in the way is
+// replaced, an object of the wrong type is an error.
+Result<UniqueFd> MountpointBeneath(const std::string& base, const std::string& view_path,
+                                   bool directory, bool create) {
+  const bool home = base == g_home_base;
+  UniqueFd dir(::open((kNew + base).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) return SysFail("sandbox", "open " + base);
+  const std::string rel = view_path.substr(base == "/" ? 1 : base.size() + 1);
   auto refuse = [&](const std::string& where) {
-    return Fail("sandbox", "the sandbox home holds something other than a directory at " + where +
+    const std::string what = home ? "the sandbox home" : "the workspace's kept /tmp";
+    return Fail("sandbox", what + " holds something other than a directory at " + where +
                                ", where the view needs a mount point (made by an earlier "
-                               "command?); fix: remove it from the sandbox home (`anvil sandbox "
-                               "--json -- true` names the home's path)");
+                               "command?); fix: remove it from " +
+                               what +
+                               " (`anvil sandbox --json -- true` names its path on the host)");
   };
   size_t start = 0;
   while (true) {
     size_t end = rel.find('/', start);
     const bool last = end == std::string::npos;
     const std::string part = rel.substr(start, last ? std::string::npos : end - start);
-    const std::string shown = g_home_base + "/" + rel.substr(0, last ? rel.size() : end);
+    const std::string shown = base + "/" + rel.substr(0, last ? rel.size() : end);
     const bool want_dir = !last || directory;
     open_how how{};
     // No O_NOFOLLOW: with O_PATH it would open a trailing symlink itself; RESOLVE_NO_SYMLINKS
@@ -120,7 +135,7 @@ Result<UniqueFd> MountpointBeneathHome(const std::string& view_path, bool direct
     how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH;
     long fd = syscall(SYS_openat2, dir.Get(), part.c_str(), &how, sizeof(how));
     if (fd < 0 && errno == ELOOP && create) {
-      // A symlink an earlier command left where the view needs a mount point: the home is the
+      // A symlink an earlier command left where the view needs a mount point: the base is the
       // sandbox's own, so the link goes (unlinkat never follows it) and a directory or file
       // takes its place.
       struct stat st {};
@@ -211,8 +226,8 @@ Status AttachTree(UniqueFd tree, const std::string& shown, const std::string& ds
   struct stat st {};
   if (::fstat(tree.Get(), &st) != 0) return SysFail("sandbox", "stat " + shown);
   const std::string view_path = dst.substr(kNew.size());
-  if (BeneathHome(view_path)) {
-    ANVIL_TRY(point, MountpointBeneathHome(view_path, S_ISDIR(st.st_mode), /*create=*/true));
+  if (const std::string* base = CommandWrittenBase(view_path)) {
+    ANVIL_TRY(point, MountpointBeneath(*base, view_path, S_ISDIR(st.st_mode), /*create=*/true));
     if (syscall(SYS_move_mount, tree.Get(), "", point->Get(), "",
                 kMoveMountFEmptyPath | kMoveMountTEmptyPath) != 0) {
       return SysFail("sandbox", "move_mount " + view_path);
@@ -271,14 +286,14 @@ Result<bool> MaskExisting(const std::string& mask, const std::string& dst,
                           bool unreachable_is_hidden, bool directory = false) {
   UniqueFd target;
   const std::string view_path = dst.substr(kNew.size());
-  if (BeneathHome(view_path)) {
-    // Never through a symlink of the home; a type mismatch there is simply not the masked thing.
+  if (const std::string* base = CommandWrittenBase(view_path)) {
+    // Never through a symlink there; a type mismatch there is simply not the masked thing.
     open_how how{};
     how.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC;
     how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH;
-    UniqueFd home(::open((kNew + g_home_base).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-    if (!home) return SysFail("sandbox", "open the home " + g_home_base);
-    const std::string rel = view_path.substr(g_home_base.size() + 1);
+    UniqueFd home(::open((kNew + *base).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!home) return SysFail("sandbox", "open " + *base);
+    const std::string rel = view_path.substr(base->size() + 1);
     long fd = syscall(SYS_openat2, home.Get(), rel.c_str(), &how, sizeof(how));
     if (fd < 0) {
       if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP || errno == EXDEV) return false;
@@ -401,6 +416,12 @@ Status PinLink(const std::string& host, const std::string& dst) {
 }
 
 Status MountTmpfs(const std::string& dst, const std::string& options, unsigned long flags) {
+  // Never planned there (UnsearchableAncestors covers no directory the view makes itself); a
+  // path walk through what earlier commands wrote would follow their links.
+  if (CommandWrittenBase(dst.substr(kNew.size())) != nullptr) {
+    return Fail("sandbox", "a tmpfs beneath a directory earlier commands wrote: " +
+                               dst.substr(kNew.size()) + "; not starting");
+  }
   ANVIL_RETURN_IF_ERROR(MkdirP(dst));
   if (::mount("tmpfs", dst.c_str(), "tmpfs", flags, options.c_str()) != 0) {
     return SysFail("sandbox", "mount tmpfs on " + dst);
@@ -414,6 +435,22 @@ Status CopySymlink(const std::string& host_path, const std::string& dst) {
   if (n < 0) return SysFail("sandbox", "readlink " + host_path);
   target[n] = '\0';
   auto slash = dst.rfind('/');
+  const std::string view_dir = dst.substr(kNew.size(), slash - kNew.size());
+  if (const std::string* base = CommandWrittenBase(view_dir + "/x")) {
+    // Its directory made and opened without following a link earlier commands left there.
+    UniqueFd parent;
+    if (view_dir == *base) {
+      parent = UniqueFd(::open((kNew + *base).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+      if (!parent) return SysFail("sandbox", "open " + *base);
+    } else {
+      ANVIL_TRY(dir, MountpointBeneath(*base, view_dir, /*directory=*/true, /*create=*/true));
+      parent = std::move(*dir);
+    }
+    if (::symlinkat(target, parent.Get(), dst.substr(slash + 1).c_str()) != 0 && errno != EEXIST) {
+      return SysFail("sandbox", "symlink " + dst);
+    }
+    return Ok();
+  }
   ANVIL_RETURN_IF_ERROR(MkdirP(dst.substr(0, slash)));
   if (::symlink(target, dst.c_str()) != 0 && errno != EEXIST) {
     return SysFail("sandbox", "symlink " + dst);
@@ -615,6 +652,9 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
     return SysFail("sandbox", "create mask directory");
   }
   g_home_base = view.home_base;
+  g_command_written.clear();
+  if (!view.home_base.empty()) g_command_written.push_back(view.home_base);
+  if (view.tmp_bind) g_command_written.push_back("/tmp");
 
   for (const auto& op : ops) {
     std::string host = SourceOf(idmapped, op.path);
@@ -643,7 +683,12 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
         }
         break;
       case MountOpKind::kWorkspaceDir:
-        s = MkdirP(dst);
+        if (const std::string* base = CommandWrittenBase(op.path)) {
+          auto made = MountpointBeneath(*base, op.path, /*directory=*/true, /*create=*/true);
+          if (!made) s = tl::unexpected(made.error());
+        } else {
+          s = MkdirP(dst);
+        }
         break;
       case MountOpKind::kBeneath: {
         ANVIL_TRY(fd, OpenBeneath(SourceOf(idmapped, view.workspace_base),

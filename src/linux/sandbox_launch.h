@@ -41,6 +41,7 @@ struct ResourceLimits {
   std::optional<uint64_t> file_size;         // RLIMIT_FSIZE, bytes
   std::optional<uint64_t> cpu_seconds;       // RLIMIT_CPU
   uint64_t tmp_size = 1ULL << 30;            // size= of the private /tmp tmpfs
+  bool tmp_size_set = false;                 // --limit tmp: a throw-away tmpfs of that size
   // Memory ceiling of the whole sandbox, bytes (a memory cgroup, where one can be had:
   // linux/memory_cgroup.h); 0: none. kDefaultMemoryCeiling: half of the physical memory.
   static constexpr uint64_t kDefaultMemoryCeiling = UINT64_MAX;

@@ -79,19 +79,41 @@ Status WriteLockedRecord(int dir_fd, const std::string& name, const UncheckedRec
   return Ok();
 }
 
-// Writes the pending record under a name of its own and takes its lock; "" when it cannot.
-std::string WritePending(const std::string& dir, const std::vector<std::string>& roots,
-                         UniqueFd& held) {
-  if (!MakeUncheckedRecordsDir(dir)) return "";
+// Whether `error` says no record can be kept there for anyone (a state directory that is not
+// the caller's, or one it may not write): no run of this user records anything there either.
+// Anything else (a full disk, a quota, an I/O error) a command may have caused: a run without
+// its record would be invisible to the runs that start meanwhile.
+bool NoRecordsPossible(const Error& error) {
+  const int e = error.sys_errno;
+  return error.code == "invalid" || e == EACCES || e == EPERM || e == EROFS;
+}
+
+// Writes the pending record under a name of its own and takes its lock; "" when no record can
+// be kept there (NoRecordsPossible); an error otherwise.
+Result<std::string> WritePending(const std::string& dir, const std::vector<std::string>& roots,
+                                 UniqueFd& held) {
+  auto fail = [&](const Error& error) -> Result<std::string> {
+    if (NoRecordsPossible(error)) return std::string();
+    return Fail("io", "cannot write this run's pending record in " + QuotePathForMessage(dir) +
+                          " (" + error.message +
+                          "); without it a sandbox run started meanwhile could not tell what "
+                          "this run's command makes from yours. Free space there, or check "
+                          "its permissions");
+  };
+  if (auto made = MakeUncheckedRecordsDir(dir); !made) return fail(made.error());
   auto dir_fd = OpenDirectory(dir, DirOpen::kReadNoFollow);
-  if (!dir_fd) return "";
+  if (!dir_fd) return fail(dir_fd.error());
   unsigned char nonce[16];
-  if (::getrandom(nonce, sizeof(nonce), 0) != static_cast<ssize_t>(sizeof(nonce))) return "";
+  if (::getrandom(nonce, sizeof(nonce), 0) != static_cast<ssize_t>(sizeof(nonce))) {
+    return fail(SysFail("io", "getrandom", errno).value());
+  }
   std::vector<std::string> key = roots;
   key.push_back("pending " + std::to_string(::getpid()) + " " +
                 std::string(reinterpret_cast<const char*>(nonce), sizeof(nonce)));
   const std::string name = UncheckedRecordFileName(key);
-  if (!WriteLockedRecord(dir_fd->Get(), name, PendingRecord(roots), held)) return "";
+  if (auto s = WriteLockedRecord(dir_fd->Get(), name, PendingRecord(roots), held); !s) {
+    return fail(s.error());
+  }
   return name;
 }
 
@@ -107,7 +129,8 @@ Result<UncheckedRun> UncheckedRun::Start(const std::vector<std::string>& roots) 
   std::vector<UncheckedRecord> records;
   for (const auto& l : run.loaded_) records.push_back(l.record);
   run.suspect_ = SuspectUncheckedSubtrees(records, roots);
-  run.pending_ = WritePending(run.dir_, roots, run.pending_fd_);
+  ANVIL_TRY(pending, WritePending(run.dir_, roots, run.pending_fd_));
+  run.pending_ = std::move(*pending);
   return run;
 }
 

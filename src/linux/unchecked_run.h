@@ -31,8 +31,9 @@ Result<std::vector<LoadedUncheckedRecord>> LoadSettledUncheckedRecords(const std
 class UncheckedRun {
  public:
   // Reads the records (an unreadable one fails the run: it may stand for an unchecked subtree)
-  // and writes the pending one (best effort: a state directory this user cannot write holds
-  // no record for anyone).
+  // and writes the pending one: a state directory that is not this user's, or that this user
+  // may not write, holds no record for anyone (none is written); any other failure (a full
+  // disk) fails the run, which would otherwise be invisible to the runs started meanwhile.
   static Result<UncheckedRun> Start(const std::vector<std::string>& roots);
 
   UncheckedRun(UncheckedRun&&) = default;

@@ -40,6 +40,9 @@ struct HomeView {
   HomeKind kind = HomeKind::kNone;
   std::string target;  // the command's $HOME (absolute, lexically normal)
   MappedBind home;     // kPersistent: source -> target, writable
+  // kPersistent: the workspace's own /tmp, kept beside the sandbox home (source -> /tmp,
+  // writable); no source: the view's throw-away tmpfs.
+  MappedBind tmp;
   // Toolchains and configuration from the real home, read-only: at the same path
   // (`read_roots`) or, where the real path is a symlink to elsewhere, mapped (`binds`).
   std::vector<std::string> read_roots;

@@ -313,6 +313,9 @@ Result<HomeView> PlanHomeView(const HomePlanInput& input, const HomeHost& host) 
     if (input.mode == HomeMode::kPersistent && !input.sandbox_home.empty()) {
       out.kind = HomeKind::kPersistent;
       out.home = {input.sandbox_home, *home, true, input.sandbox_home_dev, input.sandbox_home_ino};
+      if (!input.sandbox_tmp.empty()) {
+        out.tmp = {input.sandbox_tmp, "/tmp", true, input.sandbox_tmp_dev, input.sandbox_tmp_ino};
+      }
     } else {
       out.kind = HomeKind::kTmpfs;
     }
@@ -352,6 +355,16 @@ Status ApplyHomeView(const HomeView& home, const HostFs& host, FileView& view) {
     // With full read the root is the host's, read-only: a mount point that does not exist
     // there cannot be made.
     if (view.full_read && host.resolve && !host.resolve(home.target)) show_home = false;
+  }
+  // The workspace's own /tmp, unless a root the user named shows the host's /tmp there.
+  const bool host_tmp =
+      std::any_of(view.writable_roots.begin(), view.writable_roots.end(),
+                  [](const WritableRoot& w) { return PathIsWithin("/tmp", w.root); }) ||
+      std::any_of(view.read_roots.begin(), view.read_roots.end(),
+                  [](const std::string& r) { return PathIsWithin("/tmp", r); });
+  if (home.kind == HomeKind::kPersistent && !home.tmp.source.empty() && !host_tmp) {
+    view.tmp_bind = view.mapped_binds.size();
+    view.mapped_binds.push_back(home.tmp);
   }
   if (show_home) {
     view.home_base = home.target;
@@ -572,14 +585,13 @@ std::string RenderSanitizedGitConfig(const std::vector<GitConfigEntry>& entries)
 }
 
 std::optional<std::string> EnclosingRepositoryTop(const std::string& workspace,
-                                                  const std::string& home,
-                                                  const RepoTopLstat& lstat) {
+                                                  const std::vector<std::string>& homes,
+                                                  uint32_t uid, const RepoTopLstat& lstat) {
   using K = RepoTopFacts::Kind;
   auto ws = NormalizeAbsolute(workspace);
-  if (!ws || *ws == "/") return std::nullopt;
+  if (!ws || *ws == "/" || homes.empty()) return std::nullopt;
   const RepoTopFacts top = lstat(*ws);
   if (top.kind != K::kDirectory || lstat(*ws + "/.git").kind != K::kMissing) return std::nullopt;
-  auto h = home.empty() ? std::nullopt : NormalizeAbsolute(home);
   std::string dir = *ws;
   while (true) {
     const auto slash = dir.rfind('/');
@@ -590,7 +602,13 @@ std::optional<std::string> EnclosingRepositoryTop(const std::string& workspace,
     if (facts.kind != K::kDirectory || facts.dev != top.dev) return std::nullopt;
     const RepoTopFacts git = lstat(dir + "/.git");
     if (git.kind == K::kMissing) continue;
-    if (git.kind != K::kDirectory || (h && PathIsWithin(*h, dir))) return std::nullopt;
+    const bool holds_a_home = std::any_of(homes.begin(), homes.end(), [&](const std::string& h) {
+      return h.empty() || PathIsWithin(h, dir);
+    });
+    if (git.kind != K::kDirectory || holds_a_home || facts.uid != uid || git.uid != uid ||
+        (facts.mode & 0002) != 0 || lstat(dir + "/.git/HEAD").kind != K::kFile) {
+      return std::nullopt;
+    }
     return dir;
   }
 }

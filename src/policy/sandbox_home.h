@@ -185,6 +185,11 @@ struct HomePlanInput {
   std::string sandbox_home;
   dev_t sandbox_home_dev = 0;
   ino_t sandbox_home_ino = 0;
+  // kPersistent: the prepared per-workspace /tmp (canonical) and its identity; empty: the view's
+  // throw-away tmpfs (--tmp private, --limit tmp, or none could be prepared).
+  std::string sandbox_tmp;
+  dev_t sandbox_tmp_dev = 0;
+  ino_t sandbox_tmp_ino = 0;
   // The sanitized ~/.gitconfig (RenderSanitizedGitConfig) to write at ~/.gitconfig; empty:
   // none.
   std::string gitconfig;
@@ -199,9 +204,11 @@ struct HomePlanInput {
 
 // What EnclosingRepositoryTop looks at: a path as lstat(2) sees it.
 struct RepoTopFacts {
-  enum class Kind { kMissing, kDirectory, kOther };
+  enum class Kind { kMissing, kDirectory, kFile, kOther };
   Kind kind = Kind::kMissing;
   uint64_t dev = 0;
+  uint32_t uid = 0;
+  uint32_t mode = 0;
 };
 using RepoTopLstat = std::function<RepoTopFacts(const std::string&)>;
 
@@ -209,13 +216,17 @@ using RepoTopLstat = std::function<RepoTopFacts(const std::string&)>;
 // of its own: the nearest directory above it that holds a `.git` directory, looked for as git
 // does (upward, not past a file system's edge). A workspace below a repository's top (a package
 // of a monorepo) then sees the repository read-only: git's read commands work, and a build that
-// writes above the workspace fails loudly instead of quietly building something else. nullopt
-// when the workspace has a `.git` (of any kind), when the nearest `.git` above is not a
-// directory (a worktree's or submodule's pointer), and when the directory holding it is `/`,
-// the home or above it (a dotfiles repository at `~` would show the whole home).
+// writes above the workspace fails loudly instead of quietly building something else.
+// Only a repository that is the caller's (`uid`) is shown, as git itself takes only one the
+// caller owns (safe.directory): the directory and its `.git` owned by the caller, `.git` a git
+// dir (it holds HEAD), the directory not writable by others (a `/var/tmp/.git` anyone can make
+// shows nothing). Never `/`, nor a directory that is or holds one of `homes` (canonical: the
+// caller's $HOME and the user database's home; empty: no home is known, and nothing is shown),
+// so a dotfiles repository at `~` shows nothing of the home. nullopt when the workspace has a
+// `.git` (of any kind) and when the nearest `.git` above is not such a directory.
 std::optional<std::string> EnclosingRepositoryTop(const std::string& workspace,
-                                                  const std::string& home,
-                                                  const RepoTopLstat& lstat);
+                                                  const std::vector<std::string>& homes,
+                                                  uint32_t uid, const RepoTopLstat& lstat);
 
 // The plan. Errors ("invalid"): a readable root inside a credential location, or one that is
 // the home directory itself while the sandbox has a home of its own.

@@ -92,7 +92,11 @@ struct FileView {
   // workspace when the policy names workspace_read_subpaths.
   std::string workspace_base;
   std::vector<std::string> workspace_read_subpaths;
-  bool private_tmp = true;  // a fresh tmpfs on /tmp
+  bool private_tmp = true;  // /tmp is the view's own, never the host's
+  // The index in mapped_binds of the workspace's persistent /tmp (policy/sandbox_home.h), bound
+  // where the throw-away tmpfs would be mounted; beneath it, as beneath home_base, every mount
+  // point is made and opened without following a symlink. nullopt: the tmpfs.
+  std::optional<size_t> tmp_bind;
   // Directories inside writable roots bound onto themselves (still writable), so that the
   // command cannot rename or remove them: the way down to something kept read-only beneath
   // them (linux/git_walk_cache.h).

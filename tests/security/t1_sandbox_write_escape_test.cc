@@ -431,6 +431,40 @@ TEST_P(T1SandboxWrite, ReadOnlyPolicyDeniesEveryWriteInWorkspace) {
   EXPECT_TRUE(Exists(ws_ + "/dir"));
 }
 
+// The workspace's /tmp is kept between its runs (beside its sandbox home), so it holds what
+// earlier commands left: a symlink where a later run needs a mount point (a directory in the
+// way to a workspace or root that lies in /tmp) must never be followed out of it. Run 1 plants
+// `/tmp/<dir>/parent -> <outside>`; run 2 binds `<dir>/parent/extra` from the host: the link is
+// replaced by a directory of the kept /tmp, nothing is made in <outside>, and the write lands
+// where the host's path says. Benign neighbour: what run 1 wrote to /tmp is there in run 2,
+// never in the host's /tmp.
+TEST_P(T1SandboxWrite, AKeptTmpNeverLeadsAMountPointOutOfIt) {
+  TempDir in_tmp("anvil-kept-tmp", "/tmp");
+  const std::string ws = in_tmp / "ws";
+  const std::string extra = in_tmp / "parent/extra";
+  TempDir home_dir("anvil-kept-home", "/var/tmp");
+  ASSERT_EQ(Shell("mkdir -p " + ShellQuote(ws) + " " + ShellQuote(extra)), 0);
+  caller_.Give(in_tmp.path());
+  caller_.Give(home_dir.path());
+  RunOptions o;
+  o.env = {"PATH=/usr/bin:/bin", "HOME=" + home_dir.path()};
+  auto plant = SandboxSh(ws,
+                         "echo kept > /tmp/note && ln -s " + ShellQuote(outside_.path()) + " " +
+                             ShellQuote(in_tmp / "parent") + " && echo planted",
+                         {}, Opts(o));
+  ASSERT_EQ(plant.status, 0) << plant.err;
+  ASSERT_EQ(plant.out, "planted\n");
+  EXPECT_FALSE(Exists("/tmp/note")) << "the host's /tmp";
+  auto run = SandboxSh(ws, "cat /tmp/note && echo landed > " + ShellQuote(extra + "/f"),
+                       {"--writable-root", extra}, Opts(o));
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, "kept\n");
+  EXPECT_EQ(ReadFile(extra + "/f"), "landed\n");
+  EXPECT_FALSE(Exists(outside_ / "extra")) << "a mount point was made through the planted link";
+  auto fresh = SandboxSh(ws, "cat /tmp/note", {"--tmp", "private"}, Opts(o));
+  EXPECT_NE(fresh.status, 0) << fresh.out;
+}
+
 TEST_P(T1SandboxWrite, WritableRootAllowsWritesThereAndNowhereElse) {
   TempDir cache("anvil-cache");
   TempDir other("anvil-other");
@@ -454,8 +488,14 @@ TEST_P(T1SandboxWrite, WritableRootAllowsWritesThereAndNowhereElse) {
   EXPECT_FALSE(Exists(other / "pwned"));
   EXPECT_EQ(ReadFile(cache / ".git/config"), kGitConfig) << ".git is protected in every root";
 
-  auto without_flag = Sh("echo x > " + ShellQuote(cache / "blob2"));
-  EXPECT_NE(without_flag.status, 0);
+  // Without the flag the host's directory is not there: the path lies in the command's own
+  // /tmp (the workspace's kept one, where the earlier run's mount point is), never the host's.
+  auto without_flag =
+      Sh("echo x > " + ShellQuote(cache / "blob2") + "; ls " + ShellQuote(cache.path()));
+  EXPECT_EQ(without_flag.out.find("blob\n"), std::string::npos) << without_flag.out;
+  EXPECT_FALSE(Exists(cache / "blob2"));
+  auto private_tmp = Sh("echo x > " + ShellQuote(cache / "blob2"), {"--tmp", "private"});
+  EXPECT_NE(private_tmp.status, 0);
   EXPECT_FALSE(Exists(cache / "blob2"));
 }
 

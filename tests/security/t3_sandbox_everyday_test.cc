@@ -249,6 +249,29 @@ TEST_P(T3SandboxEveryday, AWorkspaceInsideARepositorySeesTheRepositoryReadOnly) 
   ASSERT_EQ(Shell("cd " + ShellQuote(home) + " && rm -rf .git other notes-at-home.txt"), 0);
 }
 
+// An agent's steps are separate runs (red team s6 liv7): `pytest > /tmp/out.txt`, then `grep
+// FAIL /tmp/out.txt`. The workspace's /tmp is kept between its runs, beside its sandbox home
+// (--json names the host path); `--tmp private` and `--limit tmp=` give a throw-away one, and
+// the host's /tmp is never written.
+TEST_P(T3SandboxEveryday, TmpIsKeptBetweenTheWorkspacesRuns) {
+  const std::string name = UniqueToken("anvil-kept");
+  auto first = Sh("echo step1 > /tmp/" + name + " && echo wrote", {"--json"});
+  ASSERT_EQ(first.status, 0) << first.err;
+  EXPECT_NE(first.err.find("/anvil/homes/"), std::string::npos) << first.err;
+  EXPECT_FALSE(Exists("/tmp/" + name));
+  auto second = Sh("cat /tmp/" + name);
+  EXPECT_EQ(second.status, 0) << second.err;
+  EXPECT_EQ(second.out, "step1\n");
+  for (const std::vector<std::string>& flags :
+       std::vector<std::vector<std::string>>{{"--tmp", "private"}, {"--limit", "tmp=64M"}}) {
+    auto fresh = Sh("cat /tmp/" + name + " 2>/dev/null || echo absent", flags);
+    EXPECT_EQ(fresh.out, "absent\n") << flags[0];
+  }
+  auto read_only =
+      Sh("cat /tmp/" + name + " 2>/dev/null || echo absent", {"--policy", "read-only"});
+  EXPECT_EQ(read_only.out, "absent\n");
+}
+
 TEST_P(T3SandboxEveryday, SecretsStayUnreadableWhileAllThisWorks) {
   auto r =
       Sh("make -s test && cat ~/.ssh/id_ed25519 ~/.aws/secret ~/.netrc 2>/dev/null; "

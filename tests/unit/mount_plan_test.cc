@@ -209,6 +209,23 @@ TEST(PlanMounts, HomeTmpfsMappedBindsAndCredentialMasks) {
                          "mask-dir /home/u/.config/git/credentials.d"}));
 }
 
+// The workspace's kept /tmp is bound where the tmpfs would be mounted: before a workspace that
+// lies in it, and not again with the other mapped binds. Root's sandbox covers nothing in it.
+TEST(PlanMounts, AKeptTmpIsBoundFirstInPlaceOfTheTmpfs) {
+  FileView v;
+  v.writable_roots = {{"/tmp/x/ws", {}}};
+  v.mapped_binds = {{"/h/state/home", "/home/u", true, 0, 0}, {"/h/state/tmp", "/tmp", true, 0, 0}};
+  v.tmp_bind = 1;
+  MountPlanOptions options;
+  options.idmapped_roots = {"/tmp/x/ws", "/h/state/home", "/h/state/tmp"};
+  auto host = [](const std::string& path) -> std::optional<mode_t> {
+    return path == "/tmp/x" ? S_IFDIR | 0700 : S_IFDIR | 0755;
+  };
+  EXPECT_EQ(Plan(v, options, host),
+            (std::vector<std::string>{"dev /dev", "proc /proc", "mapped /tmp #1",
+                                      "mapped /home/u #0", "rw /tmp/x/ws"}));
+}
+
 TEST(PlanMounts, RootsSandboxCoversUnsearchableDirectoriesAboveItsTrees) {
   // Root's sandbox with full read: its workspace under /root (0700) is reachable only through
   // a cover of /root holding the way down.

@@ -5,6 +5,7 @@
 #include "policy/sandbox_home.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <map>
@@ -488,13 +489,17 @@ TEST(EnclosingRepositoryTop, TheNearestGitDirectoryAboveAsGitFindsIt) {
     const char* workspace;
     std::optional<std::string> top;
   };
-  const RepoTopFacts dir{RK::kDirectory, 1};
-  const RepoTopFacts file{RK::kOther, 1};
-  const RepoTopFacts other_fs{RK::kDirectory, 2};
+  const RepoTopFacts dir{RK::kDirectory, 1, 1000, S_IFDIR | 0755};
+  const RepoTopFacts head{RK::kFile, 1, 1000, S_IFREG | 0644};
+  const RepoTopFacts file{RK::kFile, 1, 1000, S_IFREG | 0644};
+  const RepoTopFacts other_fs{RK::kDirectory, 2, 1000, S_IFDIR | 0755};
+  const RepoTopFacts others{RK::kDirectory, 1, 1001, S_IFDIR | 0755};
+  const RepoTopFacts sticky{RK::kDirectory, 1, 1000, S_IFDIR | 01777};
   std::map<std::string, RepoTopFacts> mono = {{"/", dir},
                                               {"/srv", dir},
                                               {"/srv/mono", dir},
                                               {"/srv/mono/.git", dir},
+                                              {"/srv/mono/.git/HEAD", head},
                                               {"/srv/mono/pkg", dir},
                                               {"/srv/mono/pkg/a", dir}};
   auto with = [&](std::map<std::string, RepoTopFacts> t,
@@ -506,30 +511,53 @@ TEST(EnclosingRepositoryTop, TheNearestGitDirectoryAboveAsGitFindsIt) {
       {"a package of a monorepo", mono, "/srv/mono/pkg", "/srv/mono"},
       {"deeper", mono, "/srv/mono/pkg/a", "/srv/mono"},
       {"the top itself has its own", mono, "/srv/mono", std::nullopt},
-      {"a nearer repository wins", with(mono, {{"/srv/mono/pkg/.git", dir}}), "/srv/mono/pkg/a",
-       "/srv/mono/pkg"},
+      {"a nearer repository wins",
+       with(mono, {{"/srv/mono/pkg/.git", dir}, {"/srv/mono/pkg/.git/HEAD", head}}),
+       "/srv/mono/pkg/a", "/srv/mono/pkg"},
       {"the workspace's own .git file (a worktree)", with(mono, {{"/srv/mono/pkg/.git", file}}),
        "/srv/mono/pkg", std::nullopt},
       {"a pointer file above", with(mono, {{"/srv/mono/.git", file}}), "/srv/mono/pkg",
+       std::nullopt},
+      {"a .git that is no git dir (no HEAD)", with(mono, {{"/srv/mono/.git/HEAD", {}}}),
+       "/srv/mono/pkg", std::nullopt},
+      {"another user's directory", with(mono, {{"/srv/mono", others}}), "/srv/mono/pkg",
+       std::nullopt},
+      {"another user's .git (mkdir /var/tmp/.git)", with(mono, {{"/srv/mono/.git", others}}),
+       "/srv/mono/pkg", std::nullopt},
+      {"a directory anyone may write", with(mono, {{"/srv/mono", sticky}}), "/srv/mono/pkg",
        std::nullopt},
       {"another file system on the way",
        with(mono, {{"/srv/mono/pkg", other_fs}, {"/srv/mono/pkg/a", other_fs}}), "/srv/mono/pkg/a",
        std::nullopt},
       {"no repository", {{"/", dir}, {"/srv", dir}, {"/srv/x", dir}}, "/srv/x", std::nullopt},
       {"a dotfiles repository at the home",
-       {{"/", dir}, {"/home", dir}, {"/home/u", dir}, {"/home/u/.git", dir}, {"/home/u/p", dir}},
+       {{"/", dir},
+        {"/home", dir},
+        {"/home/u", dir},
+        {"/home/u/.git", dir},
+        {"/home/u/.git/HEAD", head},
+        {"/home/u/p", dir}},
        "/home/u/p",
        std::nullopt},
       {"a repository above the home",
-       {{"/", dir}, {"/home", dir}, {"/home/.git", dir}, {"/home/u", dir}, {"/home/u/p", dir}},
+       {{"/", dir},
+        {"/home", dir},
+        {"/home/.git", dir},
+        {"/home/.git/HEAD", head},
+        {"/home/u", dir},
+        {"/home/u/p", dir}},
        "/home/u/p",
        std::nullopt},
-      {"a repository at /", {{"/", dir}, {"/.git", dir}, {"/srv", dir}}, "/srv", std::nullopt},
+      {"a repository at /",
+       {{"/", dir}, {"/.git", dir}, {"/.git/HEAD", head}, {"/srv", dir}},
+       "/srv",
+       std::nullopt},
       {"one below the home",
        with(mono, {{"/home", dir},
                    {"/home/u", dir},
                    {"/home/u/code", dir},
                    {"/home/u/code/.git", dir},
+                   {"/home/u/code/.git/HEAD", head},
                    {"/home/u/code/p", dir}}),
        "/home/u/code/p", "/home/u/code"},
   };
@@ -540,8 +568,27 @@ TEST(EnclosingRepositoryTop, TheNearestGitDirectoryAboveAsGitFindsIt) {
       auto it = tree.find(p);
       return it == tree.end() ? RepoTopFacts{} : it->second;
     };
-    EXPECT_EQ(EnclosingRepositoryTop(row.workspace, "/home/u", lstat), row.top);
+    EXPECT_EQ(EnclosingRepositoryTop(row.workspace, {"/home/u"}, 1000, lstat), row.top);
   }
+  // No home known (HOME unset): nothing is shown; the user database's home counts as one too
+  // (a symlinked $HOME resolves to it).
+  RepoTopLstat in_home = [](const std::string& p) {
+    std::map<std::string, RepoTopFacts> t = {
+        {"/", {RK::kDirectory, 1, 1000, S_IFDIR | 0755}},
+        {"/var", {RK::kDirectory, 1, 1000, S_IFDIR | 0755}},
+        {"/var/home", {RK::kDirectory, 1, 1000, S_IFDIR | 0755}},
+        {"/var/home/u", {RK::kDirectory, 1, 1000, S_IFDIR | 0755}},
+        {"/var/home/u/.git", {RK::kDirectory, 1, 1000, S_IFDIR | 0755}},
+        {"/var/home/u/.git/HEAD", {RK::kFile, 1, 1000, S_IFREG | 0644}},
+        {"/var/home/u/notes", {RK::kDirectory, 1, 1000, S_IFDIR | 0755}}};
+    auto it = t.find(p);
+    return it == t.end() ? RepoTopFacts{} : it->second;
+  };
+  EXPECT_EQ(EnclosingRepositoryTop("/var/home/u/notes", {}, 1000, in_home), std::nullopt);
+  EXPECT_EQ(EnclosingRepositoryTop("/var/home/u/notes", {"/home/u", "/var/home/u"}, 1000, in_home),
+            std::nullopt);
+  EXPECT_EQ(EnclosingRepositoryTop("/var/home/u/notes", {"/elsewhere"}, 1000, in_home),
+            "/var/home/u");
 }
 
 // The implied root is shown like a named one, and skipped (never an error) where a named one
@@ -561,6 +608,34 @@ TEST(PlanHomeView, AnImpliedReadableRootIsShownOrSkippedNeverRefused) {
     ASSERT_TRUE(plan) << plan.error().ToString();
     EXPECT_FALSE(Has(plan->read_roots, root));
   }
+}
+
+// The workspace's kept /tmp comes with a persistent home only, and is bound unless a root the
+// user named shows the host's /tmp.
+TEST(ApplyHomeView, TheKeptTmpUnlessANamedRootShowsTheHostsTmp) {
+  HomePlanInput in = Input();
+  in.sandbox_tmp = "/home/u/.local/state/anvil/homes/proj-0123/tmp";
+  auto plan = PlanHomeView(in, LivedInHome().Host());
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->tmp.target, "/tmp");
+  EXPECT_TRUE(plan->tmp.writable);
+  FileView view;
+  view.writable_roots = {{"/home/u/proj", {}}};
+  ASSERT_TRUE(ApplyHomeView(*plan, HostFs{}, view));
+  ASSERT_TRUE(view.tmp_bind);
+  EXPECT_EQ(view.mapped_binds[*view.tmp_bind].source, in.sandbox_tmp);
+  for (const char* root : {"/tmp", "/"}) {
+    SCOPED_TRACE(root);
+    FileView shown;
+    shown.writable_roots = {{"/home/u/proj", {}}, {root, {}}};
+    ASSERT_TRUE(ApplyHomeView(*plan, HostFs{}, shown));
+    EXPECT_FALSE(shown.tmp_bind);
+  }
+  HomePlanInput tmp_home = Input(HomeMode::kTmp);
+  tmp_home.sandbox_tmp = in.sandbox_tmp;
+  plan = PlanHomeView(tmp_home, LivedInHome().Host());
+  ASSERT_TRUE(plan);
+  EXPECT_TRUE(plan->tmp.source.empty());
 }
 
 }  // namespace
