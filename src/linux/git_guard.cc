@@ -108,7 +108,7 @@ Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
   guard.names_before_ = scan->protected_names;
   for (const auto& n : guard.names_before_) {
     const GitFileFacts f = guard.fs_.lstat(n);
-    if (f.type == GitFileType::kSymlink) guard.linked_names_.emplace_back(n, f);
+    if (f.type != GitFileType::kMissing) guard.name_ids_.emplace_back(n, f);
   }
   guard.before_ = GitIdentities(*scan, plan, settled);
   guard.configs_ = GitConfigIdentities(*scan, settled);
@@ -143,9 +143,11 @@ Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
       for (const GitFileId& id : GitIdentitiesWithin(*scan, plan, settled, live.roots)) {
         if (!ids.count(id)) guard.before_.erase(id);
       }
+      // At a root's top too: that run's command may have made one there, which its own check
+      // then moves aside, carrying this run's read-only mount with it.
       const std::set<std::string> names(live.trusted->names.begin(), live.trusted->names.end());
       std::erase_if(guard.names_before_, [&](const std::string& p) {
-        return !at_root_top(p) && within_any(p, live.roots) && !names.count(p);
+        return within_any(p, live.roots) && !names.count(p);
       });
     }
   }
@@ -221,13 +223,18 @@ void GitGuard::CheckAfterRun(const std::vector<std::string>& skip) {
   report_.quarantine_failures = std::move(result.failures);
   // Before the directories the walk opened are closed up again (a command's `chmod 0 sub`);
   // where they lie now, inside a repository just moved aside too.
-  // A name that was a symlink and is now another object (the command removed the link and
-  // made its own): judged as new.
+  // A name that is now another object than the walk before the run found there (the command
+  // removed a link and made its own; another run's check moved the name aside, carrying this
+  // run's read-only mount with it, and this run's command made its own): judged as new. The
+  // same object changed in place is the same name (the user's edit on the host).
   std::vector<std::string> before = names_before_;
-  for (const auto& [path, id] : linked_names_) {
+  for (const auto& [path, id] : name_ids_) {
     const GitFileFacts now = fs_.lstat(path);
     if (now.type == GitFileType::kMissing) continue;
-    if (now.type != GitFileType::kSymlink || !now.SameObject(id)) std::erase(before, path);
+    if (!now.SameObject(id) ||
+        (id.type == GitFileType::kSymlink) != (now.type == GitFileType::kSymlink)) {
+      std::erase(before, path);
+    }
   }
   report_.protected_names = QuarantineProtectedNames(ProtectedNamesAfterRenames(
       NewProtectedNames(before, scan->protected_names, roots_, skip), renamed));

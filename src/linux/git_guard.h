@@ -117,9 +117,10 @@ class GitGuard {
   std::vector<std::string> pinned_;
   ProtectedNamesPlan names_;
   std::vector<std::string> names_before_;  // the first scan's protected_names
-  // Those of them that were symlinks (an agent's `.claude -> shared`), with their identity: one
-  // the command replaced (removed the link, made its own) counts as new after the run.
-  std::vector<std::pair<std::string, FileIdentity>> linked_names_;
+  // Each of them with what it was (an agent's `.claude -> shared` a link): one that is another
+  // object after the run (the command replaced it, or it was moved aside and made anew) counts
+  // as new.
+  std::vector<std::pair<std::string, GitFileFacts>> name_ids_;
   GitReport report_;
   ProtectedPlaceholders placeholders_;  // last: removed after everything else is done
 };

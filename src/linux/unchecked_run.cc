@@ -2,9 +2,11 @@
 
 #include <fcntl.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <set>
 #include <utility>
 
 #include "fs/file_facts.h"
@@ -117,6 +119,39 @@ Result<std::string> WritePending(const std::string& dir, const std::vector<std::
   return name;
 }
 
+// The identities of `path` and every directory above it.
+std::set<std::pair<dev_t, ino_t>> SelfAndAncestors(const std::string& path) {
+  std::set<std::pair<dev_t, ino_t>> out;
+  std::string p = path;
+  for (int i = 0; i < 4096; ++i) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) == 0) out.insert({st.st_dev, st.st_ino});
+    if (p == "/" || p.empty()) break;
+    const auto slash = p.rfind('/');
+    p = slash == 0 || slash == std::string::npos ? "/" : p.substr(0, slash);
+  }
+  return out;
+}
+
+// Whether a root of `a` is, or lies within, a root of `b` or the other way round, by inode:
+// what RootsOverlap says of paths, for a tree reachable by more than one path.
+bool RootsShareInodes(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  auto within = [](const std::vector<std::string>& inner, const std::vector<std::string>& outer) {
+    std::set<std::pair<dev_t, ino_t>> tops;
+    for (const auto& r : outer) {
+      struct stat st {};
+      if (::stat(r.c_str(), &st) == 0) tops.insert({st.st_dev, st.st_ino});
+    }
+    for (const auto& r : inner) {
+      for (const auto& id : SelfAndAncestors(r)) {
+        if (tops.count(id)) return true;
+      }
+    }
+    return false;
+  };
+  return within(a, b) || within(b, a);
+}
+
 }  // namespace
 
 Result<UncheckedRun> UncheckedRun::Start(const std::vector<std::string>& roots) {
@@ -127,7 +162,16 @@ Result<UncheckedRun> UncheckedRun::Start(const std::vector<std::string>& roots) 
   ANVIL_TRY(loaded, LoadSettledUncheckedRecords(run.dir_));
   run.loaded_ = std::move(*loaded);
   std::vector<UncheckedRecord> records;
-  for (const auto& l : run.loaded_) records.push_back(l.record);
+  for (const auto& l : run.loaded_) {
+    if (l.record.trusted && RootsOverlap(l.record.roots, roots)) {
+      // The pending record of a run whose anvil was killed after it said what it took as the
+      // user's: what else is in its roots is its command's work, judged as a live run's would
+      // be (at the roots' tops too), and what it trusted stays the user's.
+      run.settled_trust_.push_back({l.record.roots, l.record.trusted});
+      continue;
+    }
+    records.push_back(l.record);
+  }
   run.suspect_ = SuspectUncheckedSubtrees(records, roots);
   ANVIL_TRY(pending, WritePending(run.dir_, roots, run.pending_fd_));
   run.pending_ = std::move(*pending);
@@ -135,7 +179,7 @@ Result<UncheckedRun> UncheckedRun::Start(const std::vector<std::string>& roots) 
 }
 
 std::vector<LiveRun> UncheckedRun::LiveOthers() const {
-  std::vector<LiveRun> out;
+  std::vector<LiveRun> out = settled_trust_;
   if (dir_.empty()) return out;
   auto dir_fd = OpenDirectory(dir_, DirOpen::kReadNoFollow);
   if (!dir_fd) return out;
@@ -155,7 +199,12 @@ std::vector<LiveRun> UncheckedRun::LiveOthers() const {
       out.push_back({roots_, RunTrust{}});
       continue;
     }
-    if (!RootsOverlap(record->roots, roots_)) continue;
+    if (!RootsOverlap(record->roots, roots_)) {
+      // The same directories reached by other paths (a bind mount): overlap is a matter of
+      // inodes. Its roots are then taken as this run's own, whose paths this walk knows.
+      if (!RootsShareInodes(record->roots, roots_)) continue;
+      record->roots = roots_;
+    }
     out.push_back({std::move(record->roots), std::move(record->trusted)});
   }
   return out;

@@ -47,8 +47,9 @@ class UncheckedRun {
 
   // The pending records of the other runs still going whose roots overlap this run's, each with
   // what it takes as the user's (unset while it has not said: its command has not started); a
-  // record that cannot be read stands for one that trusts nothing in this run's roots. For
-  // GitGuard::Prepare, asked once its walk is done.
+  // record that cannot be read stands for one that trusts nothing in this run's roots. Also the
+  // records killed runs left that say what they trusted. For GitGuard::Prepare, asked once its
+  // walk is done.
   std::vector<LiveRun> LiveOthers() const;
 
   // Says what this run takes as the user's (GitGuard::Trusted), before its command starts: the
@@ -79,6 +80,9 @@ class UncheckedRun {
   std::vector<std::string> roots_;
   std::vector<LoadedUncheckedRecord> loaded_;
   std::vector<std::string> suspect_;
+  // Killed runs' pending records that say what those runs trusted: LiveOthers gives them as
+  // runs still going (instead of suspect_, which takes everything below the roots' tops).
+  std::vector<LiveRun> settled_trust_;
   std::string pending_;  // the pending record's name, "" when none could be written
   UniqueFd pending_fd_;  // holds its lock while the run lasts
 };

@@ -222,7 +222,30 @@ std::map<int, std::string> NewGitReposThatRunCode(const GitIdentitySet& before,
       }
     }
     if (out.count(static_cast<int>(i))) continue;
-    if (auto why = GitRepoRunsCode(repo)) out[static_cast<int>(i)] = *why;  // else: a plain init
+    if (auto why = GitRepoRunsCode(repo)) {
+      out[static_cast<int>(i)] = *why;
+      continue;
+    }
+    // A config git reads with a second name (`ln .git/config notes.txt`): any later command
+    // writes git's config through that name, where no read-only bind of the git dir reaches.
+    auto linked = [&](const std::vector<GitConfigFile>& configs) -> const GitConfigFile* {
+      for (const auto& f : configs) {
+        if (!f.exists) continue;
+        auto r = fs.resolve(f.path);
+        const GitFileFacts facts = fs.lstat(r ? *r : f.path);
+        if (facts.type == GitFileType::kFile && facts.nlink > 1) return &f;
+      }
+      return nullptr;
+    };
+    const GitConfigFile* f = linked(repo.configs);
+    for (size_t m = 0; f == nullptr && m < repo.modules.size(); ++m) {
+      f = linked(repo.modules[m].configs);
+    }
+    if (f != nullptr) {
+      out[static_cast<int>(i)] =
+          "its config " + f->path + " has another hard link, through which it could be rewritten";
+    }
+    // else: a plain init
   }
   return out;
 }

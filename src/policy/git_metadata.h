@@ -311,9 +311,10 @@ struct GitProtectionPlan {
   // (on_the_way): bound onto themselves (still writable), so that none can be renamed or
   // removed to put another config file at that path while the command runs.
   std::vector<std::string> pinned;
-  // Hooks (regular files git runs, found through every link on the way) that have other hard
-  // links: the view keeps read-only every other name a writable root shows for each
-  // (linux/git_guard.h searches for them), since one written there changes the hook.
+  // Hooks (regular files git runs, found through every link on the way) and config files git
+  // reads that have other hard links: the view keeps read-only every other name a writable root
+  // shows for each (linux/git_guard.h searches for them), since one written there changes the
+  // hook or the config.
   std::vector<std::string> hard_linked;
   // What the view cannot keep read-only and the sandbox must not start with (fail closed):
   // unparseable configs, a hooks directory that is a writable root, too many paths.

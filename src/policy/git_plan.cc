@@ -69,6 +69,7 @@ class Planner {
       }
       if (f.exists) {
         Protect(f.path);
+        LinkedConfig(f.path);
       } else {
         Name(f.path, ConfigReason(f), -1, NameKind::kFile);
       }
@@ -197,7 +198,12 @@ class Planner {
       // already; what it leads to is made so too.
       if (!repo.gitdir.empty()) ProtectHooks(Join(repo.gitdir, "hooks"), i);
       if (!repo.commondir.empty()) ProtectHooks(Join(repo.commondir, "hooks"), i);
-      for (const auto& m : repo.modules) ProtectHooks(Join(m.gitdir, "hooks"), i);
+      for (const auto& m : repo.modules) {
+        ProtectHooks(Join(m.gitdir, "hooks"), i);
+        for (const auto& f : m.configs) {
+          if (f.exists) LinkedConfig(f.path);
+        }
+      }
     }
     std::vector<std::string> bases;
     bases.push_back(repo.top.empty() ? repo.gitdir : repo.top);
@@ -213,6 +219,7 @@ class Planner {
       }
       if (f.exists) {
         Protect(f.path);
+        LinkedConfig(f.path);
       } else if (!f.included_from.empty()) {
         Name(f.path, ConfigReason(f), i, NameKind::kFile);
       }
@@ -436,6 +443,16 @@ class Planner {
       const GitFileFacts f = fs_.lstat(file);
       if (f.type == GitFileType::kFile && f.nlink > 1) plan_.hard_linked.push_back(file);
     }
+  }
+
+  // A config file git reads that has other hard links: git's config is written through any of
+  // them (`ln .git/config notes.txt`), so each other name a writable root shows is kept
+  // read-only too, as for a hook.
+  void LinkedConfig(const std::string& path) {
+    auto r = fs_.resolve(path);
+    if (!r) return;
+    const GitFileFacts f = fs_.lstat(*r);
+    if (f.type == GitFileType::kFile && f.nlink > 1) plan_.hard_linked.push_back(*r);
   }
 
   // A hook link that cannot be followed to its end is one the command may be able to finish

@@ -110,6 +110,8 @@ std::string EncodeUncheckedRecord(const UncheckedRecord& record) {
     nlohmann::json ids = nlohmann::json::array();
     for (const auto& [dev, ino] : record.trusted->ids) ids.push_back({dev, ino});
     j["trusted"] = {{"ids", ids}, {"names", record.trusted->names}};
+    // A live run's: read by programs only, and it may be long.
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   }
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }

@@ -34,7 +34,7 @@
 namespace anvil {
 
 // A record file's size at most (a pending record with what its run trusts included).
-inline constexpr size_t kMaxUncheckedRecordBytes = 1 << 20;
+inline constexpr size_t kMaxUncheckedRecordBytes = 8 << 20;
 // Subtrees named in one record at most; past it the record names the roots themselves.
 inline constexpr size_t kMaxUncheckedSubtrees = 100;
 
@@ -54,9 +54,10 @@ struct RunTrust {
   std::vector<std::string> names;
 };
 // Past these a run says it trusts nothing (everything in its roots is judged by a run that
-// starts meanwhile): the record stays small whatever the roots hold.
-inline constexpr size_t kMaxTrustedIds = 10000;
-inline constexpr size_t kMaxTrustedNames = 1000;
+// starts meanwhile): the record stays bounded whatever the roots hold. A repository counts a
+// few identities; the walk's own bounds (entries) stop well before either.
+inline constexpr size_t kMaxTrustedIds = 200000;
+inline constexpr size_t kMaxTrustedNames = 20000;
 
 struct UncheckedRecord {
   std::vector<std::string> roots;  // the run's writable roots (canonical)

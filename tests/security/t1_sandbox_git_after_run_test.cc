@@ -5,6 +5,7 @@
 // Each attack is followed by the real git run on the host (the fixture's marker), each sits
 // next to its benign neighbour, which is left alone.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <string>
 #include <vector>
@@ -352,6 +353,32 @@ TEST_P(T1SandboxGitAfterRun, ARepositoryHiddenByTheModeOfItsDirectoryIsStillQuar
   EXPECT_EQ(st.st_mode & 0777, 0u);
   ASSERT_EQ(Shell("chmod 755 " + ShellQuote(ws_ + "/private")), 0);
   EXPECT_EQ(ReadFile(ws_ + "/private/f"), "x\n");
+}
+
+// A read-only bind keeps a name, not an inode (red team s7 review1 #2): a repository the
+// command makes may hard-link its config out of `.git` (`ln sub/.git/config sub/notes.txt`),
+// and any later command would write git's config through that name. The check after the run
+// moves such a repository aside; a repository of the user's whose config already has another
+// name gets that name kept read-only for the run. Benign neighbour: a plain `git init` stays.
+TEST_P(T1SandboxGitAfterRun, AConfigWithAnotherHardLinkIsNoWayIntoGit) {
+  auto made =
+      Sh("git init -q plain && git init -q linked && ln linked/.git/config linked/notes.txt");
+  EXPECT_TRUE(Exists(ws_ + "/plain/.git/HEAD")) << made.err;
+  EXPECT_FALSE(Exists(ws_ + "/linked/.git")) << made.err;
+  EXPECT_TRUE(Exists(ws_ + "/linked/.git.anvil-quarantine")) << made.err;
+  EXPECT_NE(made.err.find("another hard link"), std::string::npos) << made.err;
+
+  // The user's own, linked on the host: the other name is read-only for the run.
+  GitOk(ws_, {"init", "-q", "mine"});
+  ASSERT_EQ(::link((ws_ + "/mine/.git/config").c_str(), (ws_ + "/mine/cfg-link").c_str()), 0);
+  caller_.Give(ws_);
+  auto attack = Sh("printf '[core]\\n\\tfsmonitor = \"" + marker_ +
+                   "-fsm\"\\n' >> mine/cfg-link; echo x > mine/ok.txt");
+  EXPECT_EQ(ReadFile(ws_ + "/mine/cfg-link").find("fsmonitor"), std::string::npos) << attack.err;
+  EXPECT_EQ(ReadFile(ws_ + "/mine/ok.txt"), "x\n");
+  Write(marker_ + "-fsm", HookText(), 0755);
+  UseGitOnTheHost(ws_ + "/mine");
+  EXPECT_FALSE(Exists(marker_)) << "git ran what a command wrote into the user's config";
 }
 
 INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxGitAfterRun, ::testing::ValuesIn(kAllCallers),

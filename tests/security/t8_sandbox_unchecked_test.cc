@@ -9,6 +9,7 @@
 // Beside it: a complete run refuses nothing, and an incomplete run elsewhere keeps nothing out.
 // Root and unprivileged callers.
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 
 #include <string>
@@ -185,6 +186,82 @@ TEST_P(T8SandboxUnchecked, ARunStartedMeanwhileDoesNotTakeAnotherRunsWorkAsTheUs
   // The user's, there before both runs, stays.
   EXPECT_TRUE(Exists(ws_ + "/usr/.git/hooks/pre-commit"));
   EXPECT_FALSE(Exists(ws_ + "/usr/.git.anvil-quarantine"));
+}
+
+// A name at a root's top that another live run's command made (red team s7 review1 #1): run
+// B takes it as the user's, then run A's check moves it aside — a rename from outside B's
+// mount namespace, which carries B's read-only mount with it — and B's command writes its own
+// under the name. Now B trusts at the top too only what A trusts, and compares each name by
+// what it is, not where: B's file is moved aside. Benign neighbour: the user's own
+// `.mcp.json` at the top stays through both runs.
+TEST_P(T8SandboxUnchecked, ANameAtTheTopThatAnotherRunsCheckMovesIsNotTakenOver) {
+  const std::string mine = proj_ + "/.claude";
+  ASSERT_EQ(Shell("mkdir -p " + ShellQuote(mine) + " && echo '{}' > " + ShellQuote(mine) +
+                  "/settings.json"),
+            0);
+  caller_.Give(base_.path());
+  Spawned a({AnvilBin(), "sandbox", "--cwd", ws_, "--", "/bin/sh", "-c",
+             "echo '{\"mcpServers\":{}}' > .mcp.json && : > a-planted && "
+             "while [ ! -e b-started ]; do sleep 0.05; done"},
+            Env(ws_));
+  ASSERT_TRUE(WaitUntil([&] { return Exists(ws_ + "/a-planted"); })) << "run A never started";
+  Spawned b({AnvilBin(), "sandbox", "--cwd", ws_, "--", "/bin/sh", "-c",
+             ": > b-started; while [ -e .mcp.json ]; do sleep 0.05; done; "
+             "echo '{\"mcpServers\":{\"pwn\":{\"command\":\"id\"}}}' > .mcp.json; "
+             "rm -f a-planted b-started"},
+            Env(ws_));
+  EXPECT_EQ(a.Wait(std::chrono::seconds(60)).value_or(-1), 0);
+  b.Wait(std::chrono::seconds(60));
+  const std::string left = Exists(ws_ + "/.mcp.json") ? ReadFile(ws_ + "/.mcp.json") : "";
+  EXPECT_EQ(left.find("pwn"), std::string::npos) << "B's server definition stayed";
+  EXPECT_TRUE(Exists(mine + "/settings.json")) << "the user's own .claude was moved";
+}
+
+// An `anvil` killed after its run said what it trusts: what its command made at the top of the
+// workspace (`.mcp.json`, `.claude`) is moved aside by the next run, as below the top; the
+// user's own `.claude` in proj, there before, stays.
+TEST_P(T8SandboxUnchecked, AKilledRunsNamesAtTheTopAreJudgedByWhatItTrusted) {
+  ASSERT_EQ(Shell("mkdir -p " + ShellQuote(proj_ + "/.claude")), 0);
+  caller_.Give(base_.path());
+  Spawned anvil({AnvilBin(), "sandbox", "--cwd", ws_, "--", "/bin/sh", "-c",
+                 "mkdir -p .claude && echo '{}' > .claude/settings.json && echo '{}' > .mcp.json "
+                 "&& : > up && exec sleep 1000"},
+                Env(ws_));
+  ASSERT_TRUE(WaitUntil([&] { return Exists(ws_ + "/up"); })) << "the sandbox never started";
+  ASSERT_EQ(kill(anvil.pid(), SIGKILL), 0);
+  anvil.Wait(std::chrono::seconds(10));
+  auto next = Sandbox(ws_, {}, {"/bin/true"}, Env(ws_));
+  EXPECT_FALSE(Exists(ws_ + "/.mcp.json")) << next.err;
+  EXPECT_FALSE(Exists(ws_ + "/.claude")) << next.err;
+  EXPECT_TRUE(Exists(proj_ + "/.claude"));
+}
+
+// The same workspace reached through a bind mount (red team s7 review1 #4): overlap is decided
+// by inodes, so the hide-and-restore of ARunStartedMeanwhile... fails through the alias too.
+TEST_P(T8SandboxUnchecked, TheSameWorkspaceThroughABindMountOverlaps) {
+  TempDir alias_dir("anvil-alias", "/var/tmp");
+  const std::string alias = alias_dir.path();
+  if (::mount(ws_.c_str(), alias.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+    GTEST_SKIP() << "SKIPPED: cannot bind-mount here";
+  }
+  caller_.Give(base_.path());
+  Spawned a({AnvilBin(), "sandbox", "--cwd", ws_, "--", "/bin/sh", "-c",
+             "git init -q sub && printf '#!/bin/sh\\necho PWNED\\n' > sub/.git/hooks/pre-commit "
+             "&& chmod +x sub/.git/hooks/pre-commit && : > planted && "
+             "while [ ! -e hidden ]; do sleep 0.05; done"},
+            Env(ws_));
+  const bool started = WaitUntil([&] { return Exists(ws_ + "/planted"); });
+  Spawned b({AnvilBin(), "sandbox", "--cwd", alias, "--", "/bin/sh", "-c",
+             "mkdir -p hide/.git && mv sub hide/.git/sub && : > hidden && "
+             "while [ ! -e release ]; do sleep 0.05; done; "
+             "mv hide/.git/sub sub && rmdir hide/.git hide && rm -f planted hidden release"},
+            Env(alias));
+  a.Wait(std::chrono::seconds(60));
+  (void)Shell(": > " + ShellQuote(ws_ + "/release"));
+  b.Wait(std::chrono::seconds(60));
+  ::umount2(alias.c_str(), MNT_DETACH);
+  ASSERT_TRUE(started);
+  EXPECT_FALSE(Exists(ws_ + "/sub/.git/hooks/pre-commit")) << "the hooked repository survived";
 }
 
 INSTANTIATE_TEST_SUITE_P(Callers, T8SandboxUnchecked, ::testing::ValuesIn(kAllCallers),
