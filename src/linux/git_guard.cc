@@ -106,6 +106,7 @@ Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
     }
   }
   guard.names_before_ = scan->protected_names;
+  guard.names_found_ = scan->protected_names;
   for (const auto& n : guard.names_before_) {
     const GitFileFacts f = guard.fs_.lstat(n);
     if (f.type != GitFileType::kMissing) guard.name_ids_.emplace_back(n, f);
@@ -236,8 +237,19 @@ void GitGuard::CheckAfterRun(const std::vector<std::string>& skip) {
       std::erase(before, path);
     }
   }
-  report_.protected_names = QuarantineProtectedNames(ProtectedNamesAfterRenames(
-      NewProtectedNames(before, scan->protected_names, roots_, skip), renamed));
+  auto moves = ProtectedNamesAfterRenames(
+      NewProtectedNames(before, scan->protected_names, roots_, skip), renamed);
+  for (ProtectedNameMove& m : moves) {
+    if (std::find(names_found_.begin(), names_found_.end(), m.path) == names_found_.end()) continue;
+    const bool trusted =
+        std::find(names_before_.begin(), names_before_.end(), m.path) != names_before_.end();
+    m.reason = trusted ? "it is not the one that was there when the sandboxed command started "
+                         "(replaced)"
+                       : "it was there when this run started, but another sandbox run here "
+                         "(still going, or killed) had not seen it, so its command may have "
+                         "made it";
+  }
+  report_.protected_names = QuarantineProtectedNames(moves);
   report_.check_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }

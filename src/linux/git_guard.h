@@ -116,7 +116,8 @@ class GitGuard {
   std::vector<std::string> read_only_;
   std::vector<std::string> pinned_;
   ProtectedNamesPlan names_;
-  std::vector<std::string> names_before_;  // the first scan's protected_names
+  std::vector<std::string> names_before_;  // the first scan's protected_names, those trusted
+  std::vector<std::string> names_found_;   // all of them, for the reason of a move
   // Each of them with what it was (an agent's `.claude -> shared` a link): one that is another
   // object after the run (the command replaced it, or it was moved aside and made anew) counts
   // as new.

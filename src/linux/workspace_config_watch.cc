@@ -159,7 +159,7 @@ std::vector<ConfigQuarantine> QuarantineProtectedNames(
     ConfigQuarantine q;
     q.path = m.path;
     q.kind = m.kind;
-    q.reason = "it did not exist when the sandboxed command started";
+    q.reason = m.reason.empty() ? "it did not exist when the sandboxed command started" : m.reason;
     // Beneath its root, whatever a concurrent run's command made of the way down.
     auto dir = OpenBeneath(m.root, parent == m.root ? "." : parent.substr(m.root.size() + 1));
     if (!dir || !*dir) {

@@ -186,6 +186,8 @@ struct ProtectedNameMove {
   std::string path;  // canonical
   std::string root;  // the deepest writable root holding it
   ProtectedNameKind kind = ProtectedNameKind::kWorkspaceConfig;
+  // Why it is moved aside when not simply "it did not exist when the command started".
+  std::string reason = {};
 };
 
 // The entries of `after` (GitScan::protected_names after the run) that `before` (the walk
