@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -87,6 +88,24 @@ GitEnv GitEnvFromProcess() {
   env.template_dir = get("GIT_TEMPLATE_DIR");
   return env;
 }
+
+namespace {
+
+// `dir` (absolute) as an O_PATH descriptor, no symlink followed anywhere on the way
+// (RESOLVE_NO_SYMLINKS); invalid with errno set when it cannot be.
+UniqueFd OpenDirNoSymlinks(const std::string& dir) {
+  open_how how{};
+  how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    long fd = syscall(SYS_openat2, AT_FDCWD, dir.c_str(), &how, sizeof(how));
+    if (fd >= 0) return UniqueFd(static_cast<int>(fd));
+    if (errno != EAGAIN && errno != EINTR) break;
+  }
+  return UniqueFd();
+}
+
+}  // namespace
 
 GitFs RealGitFs() {
   GitFs fs;
@@ -218,17 +237,33 @@ GitFs RealGitFs() {
     return static_cast<int64_t>(ts.tv_sec);
   };
   fs.rename_noreplace = [](const std::string& from, const std::string& to) -> Status {
+    // Both by their directory, opened without following a symlink anywhere on the way: the
+    // paths are canonical, and a link on the way now is one a concurrent command made (it
+    // would lead the rename out of the roots). Fails rather than follows.
+    auto parent_of = [](const std::string& p) {
+      const auto slash = p.rfind('/');
+      return slash == 0 || slash == std::string::npos ? std::string("/") : p.substr(0, slash);
+    };
+    auto base_of = [](const std::string& p) { return p.substr(p.rfind('/') + 1); };
+    UniqueFd from_dir = OpenDirNoSymlinks(parent_of(from));
+    if (!from_dir)
+      return SysFail("io", "open the directory of " + from + " (a symlink on the way?)");
+    UniqueFd to_dir =
+        parent_of(to) == parent_of(from) ? UniqueFd() : OpenDirNoSymlinks(parent_of(to));
+    const int to_fd = parent_of(to) == parent_of(from) ? from_dir.Get() : to_dir.Get();
+    if (to_fd < 0) return SysFail("io", "open the directory of " + to + " (a symlink on the way?)");
+    const std::string from_name = base_of(from);
+    const std::string to_name = base_of(to);
     auto rename = [&] {
-      return static_cast<int>(
-          syscall(SYS_renameat2, AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE));
+      return static_cast<int>(syscall(SYS_renameat2, from_dir.Get(), from_name.c_str(), to_fd,
+                                      to_name.c_str(), RENAME_NOREPLACE));
     };
     if (rename() == 0) return Ok();
     // The command may have taken the owner's write permission off the directory; the
     // quarantine's names are in the same directory as what they move.
-    if ((errno == EACCES || errno == EPERM) && from.rfind('/') != std::string::npos) {
-      const std::string parent = from.rfind('/') == 0 ? "/" : from.substr(0, from.rfind('/'));
-      UniqueFd dir(::open(parent.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (dir && WithOwnerWrite(dir.Get(), rename) == 0) return Ok();
+    if ((errno == EACCES || errno == EPERM) && to_fd == from_dir.Get() &&
+        WithOwnerWrite(from_dir.Get(), rename) == 0) {
+      return Ok();
     }
     return SysFail("io", "rename " + from + " to " + to);
   };
@@ -237,7 +272,7 @@ GitFs RealGitFs() {
   // closed first would bar the way to its children.
   auto opened = std::make_shared<std::vector<std::pair<UniqueFd, mode_t>>>();
   fs.open_up = [opened](const std::string& dir) -> Status {
-    UniqueFd fd(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    UniqueFd fd = OpenDirNoSymlinks(dir);
     if (!fd) return SysFail(errno == EACCES ? Code::kDenied : Code::kIo, "open " + dir);
     struct stat st {};
     if (::fstat(fd.Get(), &st) != 0) return SysFail("io", "stat " + dir);
