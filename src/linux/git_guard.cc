@@ -138,7 +138,9 @@ Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
     // back afterwards). Only what that run takes as the user's is taken as the user's here; the
     // rest is judged after this run as new. Asked after the walk: a run that had not said what
     // it trusts by then had not started its command when the walk looked.
-    for (const LiveRun& live : live_runs()) {
+    const std::vector<LiveRun> others = live_runs();
+    guard.others_going_ = !others.empty();
+    for (const LiveRun& live : others) {
       if (!live.trusted || !RootsOverlap(live.roots, roots)) continue;
       const std::set<GitFileId> ids(live.trusted->ids.begin(), live.trusted->ids.end());
       for (const GitFileId& id : GitIdentitiesWithin(*scan, plan, settled, live.roots)) {
@@ -224,16 +226,19 @@ void GitGuard::CheckAfterRun(const std::vector<std::string>& skip) {
   report_.quarantine_failures = std::move(result.failures);
   // Before the directories the walk opened are closed up again (a command's `chmod 0 sub`);
   // where they lie now, inside a repository just moved aside too.
-  // A name that is now another object than the walk before the run found there (the command
-  // removed a link and made its own; another run's check moved the name aside, carrying this
-  // run's read-only mount with it, and this run's command made its own): judged as new. The
-  // same object changed in place is the same name (the user's edit on the host).
+  // A name that is now another object than the walk before the run found there: judged as
+  // new when the command could have made it so — a symlink (no mount can keep a link, so the
+  // command may remove it and make its own), or any name while another run over these roots
+  // was going or had been killed at the start (its check may move the name aside, carrying this
+  // run's read-only mount with it, and this run's command then makes its own). Otherwise only
+  // the host could have replaced it (your editor saving by rename): it stays.
   std::vector<std::string> before = names_before_;
   for (const auto& [path, id] : name_ids_) {
     const GitFileFacts now = fs_.lstat(path);
     if (now.type == GitFileType::kMissing) continue;
-    if (!now.SameObject(id) ||
-        (id.type == GitFileType::kSymlink) != (now.type == GitFileType::kSymlink)) {
+    const bool was_link = id.type == GitFileType::kSymlink;
+    if (!was_link && !others_going_) continue;
+    if (!now.SameObject(id) || was_link != (now.type == GitFileType::kSymlink)) {
       std::erase(before, path);
     }
   }

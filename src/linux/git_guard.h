@@ -10,6 +10,7 @@
 // lasts (one may be another run's placeholder).
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <vector>
@@ -92,6 +93,12 @@ class GitGuard {
   const std::vector<std::string>& Roots() const { return roots_; }
   // What this run takes as the user's (bounded): for the runs that start while it lasts.
   RunTrust Trusted() const;
+  // Whether the walk before the run found the protected name `path` but does not take it as
+  // the user's (another run over these roots, going or killed, had not seen it).
+  bool Distrusts(const std::string& path) const {
+    return std::find(names_found_.begin(), names_found_.end(), path) != names_found_.end() &&
+           std::find(names_before_.begin(), names_before_.end(), path) == names_before_.end();
+  }
 
   // After the run: the second scan and the quarantine, and Anvil's protected names that are new
   // since the first scan moved aside (but `skip`: the workspace's Anvil.toml, which
@@ -122,6 +129,8 @@ class GitGuard {
   // object after the run (the command replaced it, or it was moved aside and made anew) counts
   // as new.
   std::vector<std::pair<std::string, GitFileFacts>> name_ids_;
+  // Another run over overlapping roots was going (or had been killed) when this one started.
+  bool others_going_ = false;
   GitReport report_;
   ProtectedPlaceholders placeholders_;  // last: removed after everything else is done
 };

@@ -191,6 +191,12 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
                               [&] { return unchecked->LiveOthers(); });
         if (!guard) return SetupFailure(guard.error().ToString(), start);
         git.emplace(std::move(*guard));
+        // The workspace's Anvil.toml is the watch's to judge, by what this walk trusts too.
+        if (config_watch && git->Distrusts(policy.workspace + "/Anvil.toml")) {
+          config_watch->Distrust(
+              "it was there when this run started, but another sandbox run here (still going, "
+              "or killed) had not seen it, so its command may have made it");
+        }
         // Before the command starts: a run that starts meanwhile takes only this as the user's.
         if (auto said = unchecked->Publish(git->Trusted()); !said) {
           return SetupFailure(said.error().ToString(), start);

@@ -6,7 +6,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <fstream>
+#include <optional>
 #include <set>
+#include <sstream>
 #include <utility>
 
 #include "fs/file_facts.h"
@@ -96,11 +99,14 @@ Result<std::string> WritePending(const std::string& dir, const std::vector<std::
                                  UniqueFd& held) {
   auto fail = [&](const Error& error) -> Result<std::string> {
     if (NoRecordsPossible(error)) return std::string();
+    const std::string homes = dir.substr(0, dir.rfind('/')) + "/homes";
     return Fail("io", "cannot write this run's pending record in " + QuotePathForMessage(dir) +
                           " (" + error.message +
                           "); without it a sandbox run started meanwhile could not tell what "
                           "this run's command makes from yours. Free space there, or check "
-                          "its permissions");
+                          "its permissions (the sandbox homes and kept /tmp of your workspaces "
+                          "are beside it: du -sh " +
+                          QuotePathForMessage(homes) + "/*/*)");
   };
   if (auto made = MakeUncheckedRecordsDir(dir); !made) return fail(made.error());
   auto dir_fd = OpenDirectory(dir, DirOpen::kReadNoFollow);
@@ -119,37 +125,79 @@ Result<std::string> WritePending(const std::string& dir, const std::vector<std::
   return name;
 }
 
-// The identities of `path` and every directory above it.
-std::set<std::pair<dev_t, ino_t>> SelfAndAncestors(const std::string& path) {
-  std::set<std::pair<dev_t, ino_t>> out;
-  std::string p = path;
-  for (int i = 0; i < 4096; ++i) {
-    struct stat st {};
-    if (::stat(p.c_str(), &st) == 0) out.insert({st.st_dev, st.st_ino});
-    if (p == "/" || p.empty()) break;
-    const auto slash = p.rfind('/');
-    p = slash == 0 || slash == std::string::npos ? "/" : p.substr(0, slash);
+// A mount of /proc/self/mountinfo: its device, the path within its file system it shows
+// (`root`) and where (`point`), octal escapes undone.
+struct MountLine {
+  std::string dev, root, point;
+};
+
+std::string Unescape(const std::string& field) {
+  std::string out;
+  for (size_t k = 0; k < field.size(); ++k) {
+    if (field[k] == '\\' && k + 3 < field.size() + 1 && k + 3 <= field.size() - 1) {
+      const std::string oct = field.substr(k + 1, 3);
+      if (oct.find_first_not_of("01234567") == std::string::npos) {
+        out.push_back(static_cast<char>(std::stoi(oct, nullptr, 8)));
+        k += 3;
+        continue;
+      }
+    }
+    out.push_back(field[k]);
   }
   return out;
 }
 
-// Whether a root of `a` is, or lies within, a root of `b` or the other way round, by inode:
-// what RootsOverlap says of paths, for a tree reachable by more than one path.
-bool RootsShareInodes(const std::vector<std::string>& a, const std::vector<std::string>& b) {
-  auto within = [](const std::vector<std::string>& inner, const std::vector<std::string>& outer) {
-    std::set<std::pair<dev_t, ino_t>> tops;
-    for (const auto& r : outer) {
-      struct stat st {};
-      if (::stat(r.c_str(), &st) == 0) tops.insert({st.st_dev, st.st_ino});
+std::vector<MountLine> ReadMounts() {
+  std::vector<MountLine> out;
+  // A proc file: its size is not known before it is read.
+  std::ifstream lines("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    std::string id, parent, dev, root, point;
+    if (fields >> id >> parent >> dev >> root >> point) {
+      out.push_back({dev, Unescape(root), Unescape(point)});
     }
-    for (const auto& r : inner) {
-      for (const auto& id : SelfAndAncestors(r)) {
-        if (tops.count(id)) return true;
+  }
+  return out;
+}
+
+// Where `path` (canonical) lies as its file system knows it: the device and the path within
+// it, through the mount that shows it (the deepest mount point holding it; the last one listed
+// at a point is the one on top). The same directory reached through a bind mount has the same
+// key; nullopt when no mount holds it.
+std::optional<std::pair<std::string, std::string>> TreeKey(const std::vector<MountLine>& mounts,
+                                                           const std::string& path) {
+  const MountLine* best = nullptr;
+  for (const auto& m : mounts) {
+    if (PathIsWithin(path, m.point) && (best == nullptr || m.point.size() >= best->point.size())) {
+      best = &m;
+    }
+  }
+  if (best == nullptr) return std::nullopt;
+  const std::string rest = best->point == "/" ? path : path.substr(best->point.size());
+  std::string within = best->root == "/" ? rest : best->root + rest;
+  if (within.empty()) within = "/";
+  return std::make_pair(best->dev, within);
+}
+
+// Whether a root of `a` is, or lies within, a root of `b` or the other way round, as their
+// file systems know them: what RootsOverlap says of paths, for trees reachable by more than
+// one path (a bind mount of the workspace, or of a directory in it).
+bool RootsShareTrees(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  const std::vector<MountLine> mounts = ReadMounts();
+  for (const auto& x : a) {
+    auto kx = TreeKey(mounts, x);
+    if (!kx) continue;
+    for (const auto& y : b) {
+      auto ky = TreeKey(mounts, y);
+      if (ky && kx->first == ky->first &&
+          (PathIsWithin(kx->second, ky->second) || PathIsWithin(ky->second, kx->second))) {
+        return true;
       }
     }
-    return false;
-  };
-  return within(a, b) || within(b, a);
+  }
+  return false;
 }
 
 }  // namespace
@@ -163,11 +211,13 @@ Result<UncheckedRun> UncheckedRun::Start(const std::vector<std::string>& roots) 
   run.loaded_ = std::move(*loaded);
   std::vector<UncheckedRecord> records;
   for (const auto& l : run.loaded_) {
-    if (l.record.trusted && RootsOverlap(l.record.roots, roots)) {
+    if (l.record.trusted &&
+        (RootsOverlap(l.record.roots, roots) || RootsShareTrees(l.record.roots, roots))) {
       // The pending record of a run whose anvil was killed after it said what it took as the
       // user's: what else is in its roots is its command's work, judged as a live run's would
       // be (at the roots' tops too), and what it trusted stays the user's.
-      run.settled_trust_.push_back({l.record.roots, l.record.trusted});
+      run.settled_trust_.push_back(
+          {RootsOverlap(l.record.roots, roots) ? l.record.roots : roots, l.record.trusted});
       continue;
     }
     records.push_back(l.record);
@@ -202,7 +252,7 @@ std::vector<LiveRun> UncheckedRun::LiveOthers() const {
     if (!RootsOverlap(record->roots, roots_)) {
       // The same directories reached by other paths (a bind mount): overlap is a matter of
       // inodes. Its roots are then taken as this run's own, whose paths this walk knows.
-      if (!RootsShareInodes(record->roots, roots_)) continue;
+      if (!RootsShareTrees(record->roots, roots_)) continue;
       record->roots = roots_;
     }
     out.push_back({std::move(record->roots), std::move(record->trusted)});

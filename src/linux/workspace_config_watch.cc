@@ -108,7 +108,9 @@ std::optional<ConfigQuarantine> WorkspaceConfigWatch::CheckAfterRun() {
     q.failure = after.error().message;
     return q;
   }
-  auto why = WorkspaceConfigChange(before_, *after, strict_);
+  auto why = distrusted_.empty() || after->kind == ConfigEntryKind::kMissing
+                 ? WorkspaceConfigChange(before_, *after, strict_)
+                 : std::optional<std::string>(distrusted_);
   if (!why) return std::nullopt;
   q.reason = *why;
   if (!MoveConfigAside(dir_.Get(), workspace_, name, q)) return std::nullopt;

@@ -46,6 +46,11 @@ class WorkspaceConfigWatch {
 
   bool strict() const { return strict_; }
 
+  // The Anvil.toml found at the start is not taken as the user's: another run over this
+  // workspace, still going or killed, had not seen it (its command may have made it;
+  // GitGuard::Distrusts). Whatever is there after the run is moved aside, saying `why`.
+  void Distrust(std::string why) { distrusted_ = std::move(why); }
+
  private:
   WorkspaceConfigWatch() = default;
 
@@ -54,6 +59,7 @@ class WorkspaceConfigWatch {
   std::string workspace_;
   ConfigEntry before_;
   bool strict_ = false;
+  std::string distrusted_;  // why the entry found at the start is not the user's ("": it is)
 };
 
 // Moves the entry `name` of the directory `dir` (held open; `dir_path` names it in the line)

@@ -12,6 +12,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -225,7 +226,7 @@ TEST_P(T8SandboxUnchecked, AKilledRunsNamesAtTheTopAreJudgedByWhatItTrusted) {
   caller_.Give(base_.path());
   Spawned anvil({AnvilBin(), "sandbox", "--cwd", ws_, "--", "/bin/sh", "-c",
                  "mkdir -p .claude && echo '{}' > .claude/settings.json && echo '{}' > .mcp.json "
-                 "&& : > up && exec sleep 1000"},
+                 "&& echo '# made' > Anvil.toml && : > up && exec sleep 1000"},
                 Env(ws_));
   ASSERT_TRUE(WaitUntil([&] { return Exists(ws_ + "/up"); })) << "the sandbox never started";
   ASSERT_EQ(kill(anvil.pid(), SIGKILL), 0);
@@ -233,7 +234,31 @@ TEST_P(T8SandboxUnchecked, AKilledRunsNamesAtTheTopAreJudgedByWhatItTrusted) {
   auto next = Sandbox(ws_, {}, {"/bin/true"}, Env(ws_));
   EXPECT_FALSE(Exists(ws_ + "/.mcp.json")) << next.err;
   EXPECT_FALSE(Exists(ws_ + "/.claude")) << next.err;
+  EXPECT_FALSE(Exists(ws_ + "/Anvil.toml")) << next.err;
+  EXPECT_TRUE(Exists(ws_ + "/Anvil.toml.anvil-quarantine")) << next.err;
   EXPECT_TRUE(Exists(proj_ + "/.claude"));
+}
+
+// Benign neighbour of the two above (red team s7 review2 #2): with no other run going, your
+// editor saving `.mcp.json` by rename during a run (a new inode under the name) is yours, and
+// stays; the command could not have replaced it through its read-only mount.
+TEST_P(T8SandboxUnchecked, YourRenameSaveDuringALoneRunStays) {
+  WriteFile(ws_ + "/.mcp.json", "{}\n");
+  WriteFile(proj_ + "/.mcp.json", "{}\n");
+  caller_.Give(base_.path());
+  Spawned run({AnvilBin(), "sandbox", "--cwd", ws_, "--", "/bin/sh", "-c",
+               ": > up && while [ ! -e saved ]; do sleep 0.05; done"},
+              Env(ws_));
+  ASSERT_TRUE(WaitUntil([&] { return Exists(ws_ + "/up"); })) << "the sandbox never started";
+  for (const std::string& f : {ws_ + "/.mcp.json", proj_ + "/.mcp.json"}) {
+    WriteFile(f + ".new", "{\"a\":1}\n");
+    ASSERT_EQ(std::rename((f + ".new").c_str(), f.c_str()), 0);
+  }
+  WriteFile(ws_ + "/saved", "");
+  EXPECT_EQ(run.Wait(std::chrono::seconds(60)).value_or(-1), 0);
+  EXPECT_EQ(ReadFile(ws_ + "/.mcp.json"), "{\"a\":1}\n");
+  EXPECT_EQ(ReadFile(proj_ + "/.mcp.json"), "{\"a\":1}\n");
+  EXPECT_FALSE(Exists(ws_ + "/.mcp.json.anvil-quarantine"));
 }
 
 // The same workspace reached through a bind mount (red team s7 review1 #4): overlap is decided
@@ -262,6 +287,32 @@ TEST_P(T8SandboxUnchecked, TheSameWorkspaceThroughABindMountOverlaps) {
   ::umount2(alias.c_str(), MNT_DETACH);
   ASSERT_TRUE(started);
   EXPECT_FALSE(Exists(ws_ + "/sub/.git/hooks/pre-commit")) << "the hooked repository survived";
+}
+
+TEST_P(T8SandboxUnchecked, ADirectoryOfTheWorkspaceThroughABindMountOverlaps) {
+  TempDir alias_dir("anvil-alias", "/var/tmp");
+  const std::string alias = alias_dir.path();
+  if (::mount(proj_.c_str(), alias.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+    GTEST_SKIP() << "SKIPPED: cannot bind-mount here";
+  }
+  caller_.Give(base_.path());
+  Spawned a({AnvilBin(), "sandbox", "--cwd", ws_, "--", "/bin/sh", "-c",
+             "git init -q proj/sub && printf '#!/bin/sh\\necho PWNED\\n' > "
+             "proj/sub/.git/hooks/pre-commit && chmod +x proj/sub/.git/hooks/pre-commit && : > "
+             "planted && while [ ! -e proj/hidden ]; do sleep 0.05; done"},
+            Env(ws_));
+  const bool started = WaitUntil([&] { return Exists(ws_ + "/planted"); });
+  Spawned b({AnvilBin(), "sandbox", "--cwd", alias, "--", "/bin/sh", "-c",
+             "mkdir -p hide/.git && mv sub hide/.git/sub && : > hidden && "
+             "while [ ! -e release ]; do sleep 0.05; done; "
+             "mv hide/.git/sub sub && rmdir hide/.git hide && rm -f hidden release"},
+            Env(alias));
+  a.Wait(std::chrono::seconds(60));
+  (void)Shell(": > " + ShellQuote(proj_ + "/release"));
+  b.Wait(std::chrono::seconds(60));
+  ::umount2(alias.c_str(), MNT_DETACH);
+  ASSERT_TRUE(started);
+  EXPECT_FALSE(Exists(proj_ + "/sub/.git/hooks/pre-commit")) << "the hooked repository survived";
 }
 
 INSTANTIATE_TEST_SUITE_P(Callers, T8SandboxUnchecked, ::testing::ValuesIn(kAllCallers),
