@@ -23,11 +23,11 @@
 // arithmetic, `[[`, process substitution, brace expansion (a bare `{}` is itself), `$'…'`,
 // parameter operators (`${X:-…}`), functions, `case`, background jobs, assignments to the variables
 // that change how the shell reads or runs later commands (PATH, IFS, BASH_ENV, …:
-// ShellVariableIsSpecial) and `+=` (dash reads `A+=b` as a command name). The caller judges a
-// script it does not understand `prompt`, never `allow`: this parser's job is to be right about
-// what it accepts, not to accept much. Behaviour that differs between bash, dash and zsh is refused
-// too (a word starting with `=` runs a path lookup in zsh; `$X[1]` and `$X:h` subscript and modify
-// in zsh).
+// ShellVariableIsSpecial) and `+=` (dash reads `A+=b` as a command name). The caller never
+// judges a script it does not understand `allow` (command_rules.h): this parser's job is to be
+// right about what it accepts, not to accept much. Behaviour that differs between bash, dash and
+// zsh is refused too (a word starting with `=` runs a path lookup in zsh; `$X[1]` and `$X:h`
+// subscript and modify in zsh).
 #pragma once
 
 #include <cstddef>
