@@ -267,6 +267,12 @@ class Parser {
         if (!Redirection(word.text)) return Result();
         continue;
       }
+      // `[[` reads as a word that expands (a bracket that never closes is a glob), but unquoted
+      // where a command starts it is a keyword of bash, ksh and zsh: name it as one.
+      const bool double_bracket = IsDoubleBracket(word);
+      if (double_bracket && AtCommandStart()) {
+        return Refuse(word.start, "`[[ … ]]` (a bash keyword) is not understood");
+      }
       if ((AtCommandStart() || (AfterCompound() && ContinuesAList(word.text))) && !word.quoted &&
           word.kind == WordKind::kLiteral && IsReservedWord(word.text)) {
         if (!ReservedWord(word)) return Result();
@@ -277,7 +283,9 @@ class Parser {
       }
       StartCommand();
       const bool first = current_.empty();  // the command-name position
-      if (first && !word.quoted && word.kind == WordKind::kLiteral && IsReservedWord(word.text)) {
+      if (first &&
+          ((!word.quoted && word.kind == WordKind::kLiteral && IsReservedWord(word.text)) ||
+           double_bracket)) {
         return Refuse(word.start, "the reserved word '" + word.text +
                                       "' after an assignment or redirection is not understood");
       }
@@ -350,6 +358,17 @@ class Parser {
     bool empty_braces = false;  // holds an unquoted `{}`
     WordKind kind = WordKind::kLiteral;
   };
+
+  // Whether `word` (just read, pos_ right after it) is written `[[`, line continuations aside:
+  // its text alone cannot tell (`[[$X` has the text "[[" too).
+  bool IsDoubleBracket(const Word& word) const {
+    if (word.quoted || word.text != "[[") return false;
+    std::string raw(text_.substr(word.start, pos_ - word.start));
+    for (std::size_t at = raw.find("\\\n"); at != std::string::npos; at = raw.find("\\\n", at)) {
+      raw.erase(at, 2);
+    }
+    return raw == "[[";
+  }
 
   char Peek(std::size_t ahead) const {
     return pos_ + ahead < text_.size() ? text_[pos_ + ahead] : '\0';
@@ -942,7 +961,11 @@ class Parser {
           ++pos_;
           break;
         case '!':
-          Fail("'!' is not understood", pos_);
+          Fail(pos_ == word.start && (pos_ + 1 >= text_.size() || EndsWord(Peek(1))) &&
+                       AtCommandStart()
+                   ? "'!' (a keyword negating a pipeline's status) is not understood"
+                   : "'!' is not understood",
+               pos_);
           break;
         case '\0':
           Fail("a NUL byte", pos_);

@@ -1,6 +1,6 @@
 // The shell parser behind command rules (src/policy/shell_words.h): what it understands it
 // must read exactly as a real shell does (checked against bash and dash), and everything else
-// must be "not understood" so that rules judge it prompt, never allow.
+// must be "not understood" so that rules never judge it allow.
 #include "policy/shell_words.h"
 
 #include <gtest/gtest.h>
@@ -472,7 +472,19 @@ TEST(ShellWords, ExpansionsThatRunCodeOrHideACommandStayNotUnderstood) {
       {"cat <(id)", "process substitution"},
       {"((x=1))", "parentheses"},
       {"echo (x)", "parentheses"},
-      {"[[ -f x ]]", "command name"},
+      // `[[` is a keyword where a command starts, not an expansion: named as one.
+      {"[[ -f x ]]", "`[[ … ]]` (a bash keyword) is not understood"},
+      {"ls && [[ -f x ]] && ls", "`[[ … ]]` (a bash keyword)"},
+      {"if [[ -f x ]]; then ls; fi", "`[[ … ]]` (a bash keyword)"},
+      {"while [[ -f x ]]; do ls; done", "`[[ … ]]` (a bash keyword)"},
+      {"[\\\n[ -f x ]]", "`[[ … ]]` (a bash keyword)"},
+      {"echo $([[ -f x ]])", "`[[ … ]]` (a bash keyword)"},
+      {"x=1 [[ -f x ]]", "reserved word '[[' after an assignment or redirection"},
+      {">/dev/null [[ -f x ]]", "reserved word '[[' after an assignment or redirection"},
+      {"[[$x -f x ]]", "command name"},
+      {"[[* -f x ]]", "command name"},
+      {"! ls", "'!' (a keyword negating a pipeline's status)"},
+      {"ls && ! ls", "'!' (a keyword negating a pipeline's status)"},
       // Assignments that change how later commands run.
       {"PATH=/tmp ls", "assigning the variable PATH"},
       {"path=/tmp; ls", "assigning the variable path"},
@@ -605,6 +617,10 @@ TEST(ShellWords, ExpansionsThatRunCodeOrHideACommandStayNotUnderstood) {
   EXPECT_FALSE(ParseShellScript(docs).understood);
   // Wildcard words are shown for people, never as a word that reads back the same.
   EXPECT_EQ(JoinShellWords({"rm", kMany, kOne}), "rm <*> <?>");
+  // Away from where a command starts, or quoted, `[[` is no keyword: a glob among the
+  // arguments (it may match files), a program's name when quoted.
+  EXPECT_EQ(ParseShellScript("echo [[").commands, (Commands{{"echo", kMany}}));
+  EXPECT_EQ(ParseShellScript("'[[' -f x").commands, (Commands{{"[[", "-f", "x"}}));
 }
 
 // Differential: where a command substitution ends, and the commands inside it, as bash, dash and
