@@ -289,10 +289,12 @@ justification = "deleting needs a question"
   }
 }
 
-// The shell idioms the parser does not read ([[ ]], arithmetic, parameter operators, case,
-// functions, source) hide nothing when no layer has a prompt or forbidden rule: they run
-// sandboxed under on-request and never, where nobody can be asked. A prompt or forbidden rule in
-// any layer makes them a question again, and a forbidden rm beside one is never run.
+// The shell idioms the parser does not read (parameter operators, case, functions, source,
+// arithmetic on names, [[ ]] with an arithmetic comparison) hide nothing when no layer has a
+// prompt or forbidden rule: they run sandboxed under on-request and never, where nobody can be
+// asked. A prompt or forbidden rule in any layer makes them a question again, and a forbidden rm
+// beside one is never run. The simple [[ ]] tests and literal arithmetic are understood: they run
+// whatever the rules, unless a rule applies to what they hold.
 TEST_P(ExecApproval, NotUnderstoodScriptsRunWhenNoRuleRestricts) {
   if (Exists("/etc/anvil/rules")) {
     GTEST_SKIP() << "SKIPPED: this machine has an admin rules layer (/etc/anvil/rules), which may "
@@ -304,11 +306,18 @@ TEST_P(ExecApproval, NotUnderstoodScriptsRunWhenNoRuleRestricts) {
   struct Case {
     std::string script;
     std::string out;
+    std::string decision = "none";
+    bool understood = false;
   };
   const std::vector<Case> idioms = {
-      {"[[ -f x ]] && echo y", "y\n"},       {"echo $((1+2))", "3\n"},
-      {"echo ${VAR:-default}", "default\n"}, {"case a in a) echo a;; esac", "a\n"},
-      {"f() { echo f; }; f", "f\n"},         {"source ./act && echo $A", "1\n"},
+      {"[[ -f x ]] && echo y", "y\n", "none", true},
+      {"echo $((1+2))", "3\n", "harmless", true},
+      {"[[ $n -eq 0 ]] && echo zero", "zero\n"},
+      {"echo $((n+1))", "1\n"},
+      {"echo ${VAR:-default}", "default\n"},
+      {"case a in a) echo a;; esac", "a\n"},
+      {"f() { echo f; }; f", "f\n"},
+      {"source ./act && echo $A", "1\n"},
       {". ./act; echo $A", "1\n"},
   };
   for (const auto& c : idioms) {
@@ -318,8 +327,10 @@ TEST_P(ExecApproval, NotUnderstoodScriptsRunWhenNoRuleRestricts) {
       EXPECT_EQ(r.out, c.out) << mode << ": " << c.script;
       auto report = nlohmann::json::parse(Lines(r.err).back(), nullptr, false);
       ASSERT_TRUE(report.is_object()) << r.err;
-      EXPECT_EQ(report["decision"], "none") << c.script;
-      EXPECT_NE(report["reason"].get<std::string>().find("not fully understood"), std::string::npos)
+      EXPECT_EQ(report["decision"], c.decision) << c.script;
+      EXPECT_EQ(
+          report["reason"].get<std::string>().find("not fully understood") == std::string::npos,
+          c.understood)
           << report["reason"];
       EXPECT_TRUE(report["questions"].empty());
     }
@@ -327,7 +338,7 @@ TEST_P(ExecApproval, NotUnderstoodScriptsRunWhenNoRuleRestricts) {
   // untrusted asks about what no rule decides; nobody can be asked here, and the way out is a
   // mode, never an allow rule (none could apply to a script that was not read).
   auto untrusted =
-      RunWithoutTerminal({"--approval", "untrusted", "--json"}, {"bash", "-c", "echo $((1+2))"});
+      RunWithoutTerminal({"--approval", "untrusted", "--json"}, {"bash", "-c", "echo $((n+1))"});
   EXPECT_EQ(untrusted.status, 3) << untrusted.err;
   EXPECT_EQ(untrusted.out, "");
   auto report = nlohmann::json::parse(Lines(untrusted.err).back(), nullptr, false);
@@ -345,8 +356,10 @@ decision = "forbidden"
 justification = "never delete"
 )");
   caller_.Give(ws_ / "rules.toml");
-  for (const std::string script : {"[[ -f x ]]; rm x", "echo $((1+2)); rm x", "f() { rm x; }; f",
-                                   "case a in a) rm x;; esac"}) {
+  for (const std::string script :
+       {"[[ -f x ]]; rm x", "[[ $n -eq 0 ]]; rm x", "echo $((1+2)); rm x", "echo $((n)); rm x",
+        "n='a[$(rm x)]'; echo $((n))", "[[ -n $(rm x) ]]", "f() { rm x; }; f",
+        "case a in a) rm x;; esac"}) {
     for (const char* mode : {"on-request", "never"}) {
       auto r = RunWithoutTerminal({"--approval", mode, "--rules", ws_ / "rules.toml"},
                                   {"bash", "-c", script});
@@ -367,6 +380,11 @@ justification = "talks to the remote"
   EXPECT_EQ(r.status, 3) << r.err;
   EXPECT_EQ(r.out, "");
   EXPECT_NE(r.err.find("not fully understood, so it needs approval"), std::string::npos) << r.err;
+  // What is understood runs as before, that rule or not.
+  r = RunWithoutTerminal({"--approval", "on-request"},
+                         {"bash", "-c", "[[ -f x && ! -d x ]] && echo $((1+2))"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "3\n");
 }
 
 INSTANTIATE_TEST_SUITE_P(Callers, ExecApproval, ::testing::ValuesIn(kAllCallers), CallerParamName);

@@ -124,8 +124,8 @@ TEST(Approval, NotUnderstoodWithoutRestrictionsFollowsTheModeWithoutAlways) {
   ASSERT_TRUE(parsed) << parsed.error().ToString();
   CommandRules allow_only;
   allow_only.Add(std::move(*parsed));
-  const std::vector<Argv> unreadable = {{"bash", "-c", "[[ -f x ]] && echo y"},
-                                        {"bash", "-c", "echo $((1+2))"},
+  const std::vector<Argv> unreadable = {{"bash", "-c", "[[ $n -eq 1 ]] && echo y"},
+                                        {"bash", "-c", "echo $((n+1))"},
                                         {"bash", "-c", "ls; eval echo"},
                                         {"bash", "-c", "make && source x"}};
   const std::vector<Row> modes = {

@@ -512,7 +512,7 @@ TEST(CommandRules, AScriptTheParserDoesNotUnderstandNeedsAQuestion) {
                  {{"bash", "-c", "printf -v PATH x; echo"}, RulesOutcome::kPrompt},
                  {{"bash", "-c", "hash -p ./x echo; echo"}, RulesOutcome::kPrompt},
                  {{"bash", "-c", "alias echo=rm; echo"}, RulesOutcome::kPrompt},
-                 {{"bash", "-c", "echo $((1))"}, RulesOutcome::kPrompt},
+                 {{"bash", "-c", "echo $((x))"}, RulesOutcome::kPrompt},
                  {{"bash", "-i", "-c", "echo"}, RulesOutcome::kPrompt},
                  {{"bash", "--rcfile", "x", "-c", "echo"}, RulesOutcome::kPrompt},
                  {{"bash", "-c"}, RulesOutcome::kPrompt},
@@ -532,7 +532,7 @@ TEST(CommandRules, AScriptTheParserDoesNotUnderstandNeedsAQuestion) {
                  {{"bash", "-c", "echo hi"}, RulesOutcome::kAllow},
                  {{"bash", "-c", "echo hi 2>/dev/null"}, RulesOutcome::kAllow},
              });
-  const CommandVerdict verdict = EvaluateCommand(rules, {"bash", "-c", "echo $((1))"});
+  const CommandVerdict verdict = EvaluateCommand(rules, {"bash", "-c", "echo $((x))"});
   EXPECT_FALSE(verdict.understood);
   EXPECT_NE(verdict.reason.find("not fully understood"), std::string::npos) << verdict.reason;
 }
@@ -544,8 +544,8 @@ TEST(CommandRules, AScriptTheParserDoesNotUnderstandNeedsAQuestion) {
 // rule in any layer, about any program, makes it `prompt` again.
 TEST(CommandRules, NotUnderstoodIsPromptOnlyWhileSomeLayerRestricts) {
   const std::vector<Argv> unreadable = {
-      {"bash", "-c", "[[ -f x ]] && echo y"},
-      {"bash", "-c", "echo $((1+2))"},
+      {"bash", "-c", "[[ $n -eq 1 ]] && echo y"},
+      {"bash", "-c", "echo $((n+1))"},
       {"bash", "-c", "echo ${VAR:-default}"},
       {"bash", "-c", "case $1 in a) echo a;; esac"},
       {"bash", "-c", "source .venv/bin/activate && pytest"},
@@ -611,9 +611,12 @@ TEST(CommandRules, NotUnderstoodIsPromptOnlyWhileSomeLayerRestricts) {
 TEST(CommandRules, ARestrictedCommandBesideAnUnreadableConstructIsStillStopped) {
   const CommandRules rules = Rules(Rule(R"(["rm"])", "forbidden"));
   ExpectOutcomes(rules, {
-                            {{"bash", "-c", "[[ -f x ]]; rm x"}, RulesOutcome::kPrompt},
+                            {{"bash", "-c", "[[ $x -eq 1 ]]; rm x"}, RulesOutcome::kPrompt},
                             {{"bash", "-c", "echo ${X:-y}; rm x"}, RulesOutcome::kPrompt},
-                            {{"bash", "-c", "echo $((1+2)) && rm -rf x"}, RulesOutcome::kPrompt},
+                            {{"bash", "-c", "echo $((n+1)) && rm -rf x"}, RulesOutcome::kPrompt},
+                            // Understood, and so judged command by command.
+                            {{"bash", "-c", "[[ -f x ]]; rm x"}, RulesOutcome::kForbidden},
+                            {{"bash", "-c", "echo $((1+2)) && rm -rf x"}, RulesOutcome::kForbidden},
                             {{"bash", "-c", "f() { rm x; }; f"}, RulesOutcome::kPrompt},
                             // Read before what is not understood: forbidden, as before.
                             {{"bash", "-c", "rm x; eval y"}, RulesOutcome::kForbidden},
@@ -929,7 +932,7 @@ TEST_F(RulesLoadTest, EveryLayerIsReadInOrderAndOnlyTomlFilesCount) {
 // rule in any one of them (the workspace's own file included) makes a script that is not
 // understood `prompt`; allow rules alone leave it `none`.
 TEST_F(RulesLoadTest, APromptOrForbiddenRuleInAnyLoadedLayerMakesNotUnderstoodPrompt) {
-  const Argv unreadable = {"bash", "-c", "[[ -f x ]] && echo y"};
+  const Argv unreadable = {"bash", "-c", "echo ${V:-y}"};
   auto load = [&] {
     auto rules = LoadCommandRules(where_);
     EXPECT_TRUE(rules) << rules.error().ToString();

@@ -407,8 +407,8 @@ await runCase('with no prompt or forbidden rule anywhere, a script not understoo
   // Only the user's allow rules (approved.toml) and no workspace file: nothing restricts.
   const bare = await connect([], {}, false);
   const idioms = [
-    ['[[ -d . ]] && echo y', 'y\n'],
-    ['echo $((1+2))', '3\n'],
+    ['[[ $n -eq 0 ]] && echo y', 'y\n'],
+    ['echo $((n+1))', '1\n'],
     ['f() { echo f; }; f', 'f\n'],
   ];
   for (const [script, out] of idioms) {
