@@ -77,10 +77,11 @@ bool BeyondAllowRules(const CommandVerdict& verdict) {
 }
 
 // The commands an "always" answer would allow: every judged one that no rule decided and that
-// is not harmless, if each can be written as a rule.
+// is not harmless, if each can be written as a rule. None for a command not fully understood:
+// its segments stop where reading stopped, and an allow rule never applies to it.
 std::vector<std::vector<std::string>> AlwaysPrefixes(const CommandVerdict& verdict) {
   std::vector<std::vector<std::string>> out;
-  if (BeyondAllowRules(verdict)) return out;
+  if (!verdict.understood || BeyondAllowRules(verdict)) return out;
   for (const auto& seg : verdict.segments) {
     if (seg.segment.role != SegmentRole::kJudged || seg.decision || seg.harmless != nullptr) {
       continue;
@@ -219,8 +220,9 @@ ApprovalDecision DecideApproval(const CommandVerdict& verdict, ApprovalMode mode
       const std::vector<std::string>& first = prefixes.empty() ? verdict.argv : prefixes.front();
       if (!can_ask) {
         const std::string on_request = "run with --approval on-request (sandboxed, no question)";
-        // A script's command that writes a file, assigns or expands: no rule can allow it.
-        const bool no_rule_allows = BeyondAllowRules(verdict);
+        // A script's command that writes a file, assigns or expands, or a command not fully
+        // understood: no rule can allow it.
+        const bool no_rule_allows = !verdict.understood || BeyondAllowRules(verdict);
         return Refuse(verdict.reason +
                           "; approval mode untrusted asks, and nobody can be asked "
                           "here",

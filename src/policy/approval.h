@@ -6,9 +6,10 @@
 //   on-failure  run sandboxed; a widening is asked for only after the sandbox refused something
 //   on-request  run sandboxed; the agent may ask for a widening, with a reason
 //   never       never ask: whatever would be asked is refused, and refusals are final
-// In every mode a forbidden command is refused and a prompt rule (or a shell script the parser
-// does not fully understand) is asked, or refused where nobody can be asked. Every command that
-// runs, runs in the sandbox: "allow" means "no question", never "unsandboxed".
+// In every mode a forbidden command is refused and a prompt rule (or, while any layer has a
+// prompt or forbidden rule, a shell script the parser does not fully understand) is asked, or
+// refused where nobody can be asked. Every command that runs, runs in the sandbox: "allow" means
+// "no question", never "unsandboxed".
 //
 // Answers: once (run this time), always (write an allow rule for the command's prefix, with the
 // command as its match example, into the user's rules, then run), never (refuse this time).

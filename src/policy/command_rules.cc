@@ -187,6 +187,7 @@ std::string CommandRule::PatternText() const {
 void CommandRules::Add(std::vector<CommandRule> rules) {
   for (auto& rule : rules) {
     const auto index = static_cast<std::uint32_t>(rules_.size());
+    if (rule.decision != Decision::kAllow) ++restrictions_;
     for (const auto& program : rule.pattern.front()) {
       auto& list = by_program_[program];
       if (list.empty() || list.back() != index) list.push_back(index);
@@ -316,9 +317,17 @@ CommandVerdict EvaluateCommand(const CommandRules& rules, const std::vector<std:
     decided_by(forbidden, RulesOutcome::kForbidden, "forbidden by");
   } else if (prompt >= 0) {
     decided_by(prompt, RulesOutcome::kPrompt, "needs approval by");
-  } else if (!verdict.understood) {
+  } else if (!verdict.understood && rules.HasRestrictions()) {
+    // What was not read may run a command a prompt or forbidden rule is about.
     verdict.outcome = RulesOutcome::kPrompt;
     verdict.reason = "not fully understood, so it needs approval: " + verdict.not_understood;
+  } else if (!verdict.understood) {
+    // No layer restricts anything, so nothing can hide from a rule; no allow rule or harmless
+    // entry speaks for what was not read either. Like any command no rule decides, it runs in
+    // the sandbox or is asked about, as the approval mode says.
+    verdict.outcome = RulesOutcome::kNoRule;
+    verdict.reason = "not fully understood (" + verdict.not_understood +
+                     "); no layer has a prompt or forbidden rule, so no rule decides it";
   } else if (all_allowed) {
     // The last judged command's rule names the decision; every judged one was allowed.
     for (int i = static_cast<int>(verdict.segments.size()) - 1; i >= 0; --i) {

@@ -37,6 +37,12 @@
 // such as env or timeout cannot hide a forbidden program. A prompt or forbidden rule also
 // matches the command with its global options removed (global_options.h: `git -c k=v push` is
 // `git push` to a rule on `git push`); an allow rule only the command as written.
+//
+// A command that is not fully understood (a script construct the parser refuses, a launcher it
+// cannot follow) may run commands nobody read. That matters only to a prompt or forbidden rule
+// they could hide from, so it is `prompt` while any layer has one, and `none` (no rule decides:
+// the approval mode does, as for any other command) when no layer has any. Never `allow` or
+// `harmless`, and an "always" answer is never offered for it (approval.h).
 #pragma once
 
 #include <cstddef>
@@ -108,6 +114,9 @@ class CommandRules {
   // Appends in load order (admin, user, workspace).
   void Add(std::vector<CommandRule> rules);
   const std::vector<CommandRule>& rules() const { return rules_; }
+  // Whether any layer holds a prompt or forbidden rule: only then can a part of a command that
+  // is not understood hide a command from a rule that would stop it.
+  bool HasRestrictions() const { return restrictions_ > 0; }
 
   // Every rule matching argv, in load order, into `out` (cleared first). With `narrowing`,
   // allow rules are left out (command_segments.h, SegmentRole::kNarrowing).
@@ -117,6 +126,7 @@ class CommandRules {
  private:
   std::vector<CommandRule> rules_;
   std::unordered_map<std::string, std::vector<std::uint32_t>> by_program_;
+  std::size_t restrictions_ = 0;
 };
 
 struct RulesLocations {
@@ -141,10 +151,12 @@ Result<CommandRules> LoadCommandRules(const RulesLocations& where);
 // What the rules say about a whole command.
 enum class RulesOutcome : std::uint8_t {
   kAllow,      // every judged command is allowed by a rule
-  kPrompt,     // a prompt rule matched, or the command is not fully understood
+  kPrompt,     // a prompt rule matched, or the command is not fully understood and some layer
+               // has a prompt or forbidden rule (CommandRules::HasRestrictions)
   kForbidden,  // a forbidden rule matched
   kHarmless,   // no rule decided, and every judged command without a rule is built-in harmless
-  kNoRule,     // no rule decided for some judged command that is not harmless
+  kNoRule,     // no rule decided for some judged command that is not harmless, or the command
+               // is not fully understood and no layer has a prompt or forbidden rule
 };
 std::string_view ToString(RulesOutcome outcome);  // "allow", …, "harmless", "none"
 
@@ -159,6 +171,8 @@ struct SegmentVerdict {
 struct CommandVerdict {
   std::vector<std::string> argv;
   RulesOutcome outcome = RulesOutcome::kNoRule;
+  // Whether every part was taken apart (command_segments.h). A command that is not is never
+  // allow or harmless: no allow rule or harmless entry can speak for what was not read.
   bool understood = true;
   std::string not_understood;  // why, when !understood
   std::vector<SegmentVerdict> segments;

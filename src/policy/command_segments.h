@@ -21,7 +21,8 @@
 // option it does not know, a wrapper it cannot follow such as sudo or strace, a builtin inside a
 // script that runs code or changes how later commands run, a shell with neither -c nor a script
 // file, which reads its commands from standard input: `echo "rm -rf ~" | sh`) makes the whole
-// command not understood, which the rules judge `prompt`, never `allow`.
+// command not understood, which the rules judge `prompt` while any layer has a prompt or
+// forbidden rule it could hide a command from, `none` otherwise, and never `allow`.
 #pragma once
 
 #include <cstddef>

@@ -267,6 +267,18 @@ class Parser {
         if (!Redirection(word.text)) return Result();
         continue;
       }
+      // `[[` reads as a word that expands (a bracket that never closes is a glob), but unquoted
+      // where a command starts it is a keyword of bash, ksh and zsh: name it as one.
+      const bool double_bracket = IsDoubleBracket(word);
+      if (double_bracket && AtCommandStart()) {
+        if (dialect_ != ShellDialect::kBash) {
+          return Refuse(word.start,
+                        "`[[ … ]]` (a bash keyword) is not understood for this shell (dash runs a "
+                        "program named [[, zsh and ksh read it their own way)");
+        }
+        if (!DoubleBracket(word.start)) return Result();
+        continue;
+      }
       if ((AtCommandStart() || (AfterCompound() && ContinuesAList(word.text))) && !word.quoted &&
           word.kind == WordKind::kLiteral && IsReservedWord(word.text)) {
         if (!ReservedWord(word)) return Result();
@@ -277,7 +289,9 @@ class Parser {
       }
       StartCommand();
       const bool first = current_.empty();  // the command-name position
-      if (first && !word.quoted && word.kind == WordKind::kLiteral && IsReservedWord(word.text)) {
+      if (first &&
+          ((!word.quoted && word.kind == WordKind::kLiteral && IsReservedWord(word.text)) ||
+           double_bracket)) {
         return Refuse(word.start, "the reserved word '" + word.text +
                                       "' after an assignment or redirection is not understood");
       }
@@ -350,6 +364,17 @@ class Parser {
     bool empty_braces = false;  // holds an unquoted `{}`
     WordKind kind = WordKind::kLiteral;
   };
+
+  // Whether `word` (just read, pos_ right after it) is written `[[`, line continuations aside:
+  // its text alone cannot tell (`[[$X` has the text "[[" too).
+  bool IsDoubleBracket(const Word& word) const {
+    if (word.quoted || word.text != "[[") return false;
+    std::string raw(text_.substr(word.start, pos_ - word.start));
+    for (std::size_t at = raw.find("\\\n"); at != std::string::npos; at = raw.find("\\\n", at)) {
+      raw.erase(at, 2);
+    }
+    return raw == "[[";
+  }
 
   char Peek(std::size_t ahead) const {
     return pos_ + ahead < text_.size() ? text_[pos_ + ahead] : '\0';
@@ -540,6 +565,145 @@ class Parser {
       return true;
     }
     return Fail("the reserved word '" + w + "' is not understood here", word.start);
+  }
+
+  // bash's `[[ EXPR ]]`, pos_ right after the `[[`: a test that runs no program. Understood on
+  // one line, for EXPR made of `! EXPR`, `EXPR && EXPR`, `EXPR || EXPR`, a file or string test
+  // `-OP WORD`, a comparison `WORD (=|==|!=|-nt|-ot|-ef) WORD`, or a WORD. Its words expand as
+  // anywhere (a `$(…)` is parsed and its commands listed before it), without splitting or globs.
+  // Not understood: the arithmetic comparisons (-eq, -lt, …), whose operands bash evaluates as
+  // arithmetic, where an array subscript runs code (x='a[$(rm -rf ~)]'; [[ $x -eq 0 ]] runs
+  // rm, and a bare NAME is looked up the same way); -v and -R (a subscript too); =~ (assigns
+  // BASH_REMATCH, and bash lexes a regex by rules of its own); `<`, `>` and parentheses. It is
+  // listed as the command `[[ WORDS… ]]` and judged like one, so a prompt or forbidden rule on
+  // `[[` holds; a program named `[[` (written '[[') has the same argv and gains nothing from it,
+  // for neither is harmless.
+  bool DoubleBracket(std::size_t start) {
+    // What the next token may be: a term, the word after a unary test, what follows a word (a
+    // comparison, `&&`, `||` or `]]`), the right side of a comparison, what follows a term.
+    enum class Next { kTerm, kUnaryOperand, kAfterWord, kRight, kAfterTerm };
+    static constexpr std::string_view kUnary[] = {"-a", "-b", "-c", "-d", "-e", "-f", "-g", "-h",
+                                                  "-k", "-p", "-r", "-s", "-t", "-u", "-w", "-x",
+                                                  "-G", "-L", "-N", "-O", "-S", "-z", "-n", "-o"};
+    static constexpr std::string_view kRefused[] = {"-eq", "-ne", "-lt", "-le", "-gt",
+                                                    "-ge", "-v",  "-R",  "=~"};
+    auto in = [](const auto& list, std::string_view w) {
+      return std::find(std::begin(list), std::end(list), w) != std::end(list);
+    };
+    auto ends_here = [this](std::size_t ahead) {
+      return pos_ + ahead >= text_.size() || EndsWord(Peek(ahead));
+    };
+    const std::size_t first_command = out_.commands.size();
+    std::vector<std::string> argv;
+    Next next = Next::kTerm;
+    // Every word of the listed command counts against kMaxShellWords, `[[` and `]]` too.
+    auto token = [&](std::string_view what) -> bool {
+      if (++words_ > kMaxShellWords) {
+        return Fail("the script has more than " + std::to_string(kMaxShellWords) + " words", pos_);
+      }
+      argv.emplace_back(what);
+      return true;
+    };
+    if (!token("[[")) return false;
+    while (true) {
+      SkipBlanks();
+      if (failed_) return false;
+      if (pos_ >= text_.size()) return Fail("a `[[` without its `]]`", start);
+      const std::size_t at = pos_;
+      const char c = text_[pos_];
+      if (c == '\n' || c == '#') {
+        return Fail("a newline or comment inside `[[ … ]]` is not understood", at);
+      }
+      if ((c == '&' && Peek(1) == '&') || (c == '|' && Peek(1) == '|')) {
+        if (next != Next::kAfterWord && next != Next::kAfterTerm) {
+          return Fail("'&&' or '||' inside `[[ … ]]` without a test before it", at);
+        }
+        if (!token(text_.substr(pos_, 2))) return false;
+        pos_ += 2;
+        next = Next::kTerm;
+        continue;
+      }
+      if (c == '(' || c == ')' || c == '<' || c == '>') {
+        return Fail("'(', ')', '<' or '>' inside `[[ … ]]` is not understood", at);
+      }
+      if (EndsWord(c)) {
+        return Fail("an operator inside `[[ … ]]` is not understood", at);
+      }
+      if (c == '=' && Peek(1) == '~') {
+        return Fail("'=~' inside `[[ … ]]` (a regular expression) is not understood", at);
+      }
+      const bool not_equal = c == '!' && Peek(1) == '=' && ends_here(2);
+      const bool double_equal = c == '=' && Peek(1) == '=' && ends_here(2);
+      if (not_equal || double_equal) {
+        if (next != Next::kAfterWord) {
+          return Fail("a comparison inside `[[ … ]]` without a word before it", at);
+        }
+        if (!token(text_.substr(pos_, 2))) return false;
+        pos_ += 2;
+        next = Next::kRight;
+        continue;
+      }
+      if (c == '!' && ends_here(1)) {
+        if (next != Next::kTerm) return Fail("a misplaced '!' inside `[[ … ]]`", at);
+        if (!token("!")) return false;
+        ++pos_;
+        continue;
+      }
+      Word word = ReadWord();
+      if (failed_) return false;
+      const bool literal = !word.quoted && word.kind == WordKind::kLiteral;
+      if (literal && word.text == "]]") {
+        if (next != Next::kAfterWord && next != Next::kAfterTerm) {
+          return Fail("a `[[ … ]]` that ends where a test must follow", at);
+        }
+        break;
+      }
+      if (word.kind == WordKind::kLiteral && in(kRefused, word.text)) {
+        return Fail("'" + word.text +
+                        "' inside `[[ … ]]` is not understood (bash evaluates its operands as "
+                        "arithmetic or a name's subscript, which may run code)",
+                    at);
+      }
+      const bool unary = literal && in(kUnary, word.text);
+      const bool binary = literal && (word.text == "=" || word.text == "-nt" ||
+                                      word.text == "-ot" || word.text == "-ef");
+      switch (next) {
+        case Next::kTerm:
+          if (binary) return Fail("a comparison inside `[[ … ]]` without a word before it", at);
+          next = unary ? Next::kUnaryOperand : Next::kAfterWord;
+          break;
+        case Next::kAfterWord:
+          if (!binary) return Fail("two words in a row inside `[[ … ]]` are not understood", at);
+          next = Next::kRight;
+          break;
+        case Next::kUnaryOperand:
+        case Next::kRight:
+          if (unary || binary) {
+            return Fail("an operator where `[[ … ]]` needs a word is not understood", at);
+          }
+          next = Next::kAfterTerm;
+          break;
+        case Next::kAfterTerm:
+          return Fail("two words in a row inside `[[ … ]]` are not understood", at);
+      }
+      if (!token(word.kind == WordKind::kMany  ? std::string(kAnyWords)
+                 : word.kind == WordKind::kOne ? std::string(kAnyWord)
+                                               : word.text)) {
+        return false;
+      }
+    }
+    if (out_.commands.size() >= kMaxShellCommands) {
+      return Fail("the script has more than " + std::to_string(kMaxShellCommands) + " commands",
+                  start);
+    }
+    if (!token("]]")) return false;
+    out_.commands.push_back(std::move(argv));
+    out_.writes_file.push_back(false);
+    // A redirection after `]]` is the compound's: it marks the test and, to be safe, the
+    // commands of its substitutions.
+    last_compound_first_ = first_command;
+    state_ = State::kAfterCompound;
+    return true;
   }
 
   // `for NAME in WORDS… (;|newline) do`, after the `for`; opens the loop's body.
@@ -783,13 +947,13 @@ class Parser {
       }
     } else if (next == '(' && PeekJoined(2) != '(') {
       return CommandSubstitution();
+    } else if (next == '(') {
+      if (!Arithmetic()) return false;
+      length = 0;
     } else {
-      return Fail(
-          "an expansion ('$((': arithmetic, or $'…' quoting) is not "
-          "understood",
-          at);
+      return Fail("an expansion ($'…' quoting, $\"…\" or another form) is not understood", at);
     }
-    pos_ += braced ? length + 3 : length + 1;
+    if (length > 0) pos_ += braced ? length + 3 : length + 1;
     // The shells join a continuation to what precedes it: `$AB\<newline>C` is $ABC, and
     // `$X\<newline>[1]` zsh's subscript.
     if (Peek(0) == '\\' && Peek(1) == '\n') {
@@ -801,6 +965,41 @@ class Parser {
       return Fail("'[' or ':' right after $NAME (a zsh subscript or modifier) is not understood",
                   pos_);
     }
+    return true;
+  }
+
+  // `$(( … ))` at pos_ (on the '$'), consumed when it holds only digits, blanks, parentheses and
+  // operators: a number computed from literals, the same in every shell. A NAME is refused, and
+  // so is $NAME: bash evaluates a name's value as arithmetic in turn, and an array subscript
+  // there runs its command substitutions (x='a[$(rm -rf ~)]'; echo $((x + 1)) runs rm), from a
+  // value the script or its environment set. The closing `))` must be where bash finds it: at
+  // parenthesis depth zero, the two characters together.
+  bool Arithmetic() {
+    const std::size_t at = pos_;
+    constexpr char kRefused[] =
+        "an arithmetic expansion other than digits and operators ('$((' with a name, a $NAME or "
+        "anything else inside: bash evaluates names' values as code) is not understood";
+    if (Peek(1) != '(' || Peek(2) != '(') return Fail(kRefused, at);  // a continuation between
+    std::size_t k = pos_ + 3;
+    std::size_t depth = 0;
+    while (true) {
+      if (k >= text_.size()) return Fail("an unterminated arithmetic expansion ('$((')", at);
+      const char c = text_[k];
+      if (c == '(') {
+        ++depth;
+      } else if (c == ')') {
+        if (depth == 0) {
+          if (k + 1 < text_.size() && text_[k + 1] == ')') break;
+          return Fail(kRefused, at);
+        }
+        --depth;
+      } else if (!((c >= '0' && c <= '9') || IsBlank(c) ||
+                   std::string_view("+-*/%<>=!&|^~?:").find(c) != std::string_view::npos)) {
+        return Fail(kRefused, at);
+      }
+      ++k;
+    }
+    pos_ = k + 2;
     return true;
   }
 
@@ -942,7 +1141,11 @@ class Parser {
           ++pos_;
           break;
         case '!':
-          Fail("'!' is not understood", pos_);
+          Fail(pos_ == word.start && (pos_ + 1 >= text_.size() || EndsWord(Peek(1))) &&
+                       AtCommandStart()
+                   ? "'!' (a keyword negating a pipeline's status) is not understood"
+                   : "'!' is not understood",
+               pos_);
           break;
         case '\0':
           Fail("a NUL byte", pos_);

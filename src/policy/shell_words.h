@@ -11,7 +11,11 @@
 // parsed as a script of its own (no comments, here-documents or `case` inside): its commands
 // are listed before the command whose word it is, and the word is a wildcard. `IFS=…` is
 // understood right before `read` only (it lasts for that command); a script that runs `read`
-// or `export` assigns.
+// or `export` assigns. For bash only, `[[ EXPR ]]` on one line with file and string tests,
+// `=`, `==`, `!=`, `-nt`, `-ot`, `-ef`, `!`, `&&` and `||` (not the arithmetic comparisons,
+// `-v`, `-R`, `=~`, `<`, `>` or parentheses) is a command of its own, listed as
+// `[[ WORDS… ]]`; `$(( … ))` of digits, blanks and operators only (no name: bash evaluates a
+// name's value as arithmetic, where a subscript runs code) is a word that expands.
 //
 // Words that expand are understood as WILDCARDS, not read: a glob (`*.py`) or an unquoted
 // `$VAR`/`${VAR}` may become any number of words (kAnyWords), a quoted "$VAR" or a tilde exactly
@@ -20,14 +24,14 @@
 // for every expansion. An expansion in the command-name position is not understood.
 //
 // Everything else is refused as "not understood" with the reason and the byte offset: backticks,
-// arithmetic, `[[`, process substitution, brace expansion (a bare `{}` is itself), `$'…'`,
-// parameter operators (`${X:-…}`), functions, `case`, background jobs, assignments to the variables
-// that change how the shell reads or runs later commands (PATH, IFS, BASH_ENV, …:
-// ShellVariableIsSpecial) and `+=` (dash reads `A+=b` as a command name). The caller judges a
-// script it does not understand `prompt`, never `allow`: this parser's job is to be right about
-// what it accepts, not to accept much. Behaviour that differs between bash, dash and zsh is refused
-// too (a word starting with `=` runs a path lookup in zsh; `$X[1]` and `$X:h` subscript and modify
-// in zsh).
+// other arithmetic, other `[[`, process substitution, brace expansion (a bare `{}` is itself),
+// `$'…'`, parameter operators (`${X:-…}`), functions, `case`, background jobs, assignments to the
+// variables that change how the shell reads or runs later commands (PATH, IFS, BASH_ENV, …:
+// ShellVariableIsSpecial) and `+=` (dash reads `A+=b` as a command name). The caller never
+// judges a script it does not understand `allow` (command_rules.h): this parser's job is to be
+// right about what it accepts, not to accept much. Behaviour that differs between bash, dash and
+// zsh is refused too (a word starting with `=` runs a path lookup in zsh; `$X[1]` and `$X:h`
+// subscript and modify in zsh).
 #pragma once
 
 #include <cstddef>

@@ -5,7 +5,8 @@
 // is non-empty with a non-empty program and bounded; every match example matches its rule and
 // every not_match example does not (the load-time check cannot be skipped), an exact rule never
 // matches a match example with a word appended, and evaluating a
-// match example with only that file's rules yields at least the rule's decision.
+// match example with only that file's rules yields at least the rule's decision; an example that
+// is not understood is prompt (or forbidden) when the file restricts anything, none otherwise.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -60,6 +61,14 @@ void Check(const std::string& text, anvil::RuleLayer layer) {
         Require(verdict.outcome == anvil::RulesOutcome::kPrompt ||
                     verdict.outcome == anvil::RulesOutcome::kForbidden,
                 "a prompt rule's example runs without a question", rule.PatternText());
+      }
+      if (!verdict.understood) {
+        // Not understood: a question while any rule restricts, else no rule decides; never
+        // allowed or harmless.
+        Require(set.HasRestrictions() ? verdict.outcome == anvil::RulesOutcome::kPrompt ||
+                                            verdict.outcome == anvil::RulesOutcome::kForbidden
+                                      : verdict.outcome == anvil::RulesOutcome::kNoRule,
+                "a command not understood judged other than prompt or none", rule.PatternText());
       }
       if (layer == anvil::RuleLayer::kWorkspace) {
         Require(verdict.outcome != anvil::RulesOutcome::kAllow,

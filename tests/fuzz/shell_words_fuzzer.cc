@@ -6,7 +6,7 @@
 // exactly the same commands (what is understood is exact, with no state leaking between
 // commands); a plain command appended on a new line is read as one more command; and the
 // verdict is the same on a second parse. For a refused script: a reason and an offset inside the
-// input, and no commands.
+// input, and no commands. Both dialects are checked (bash's reads `[[ … ]]`).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -16,10 +16,11 @@
 
 using anvil::fuzz::Require;
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::string script(anvil::fuzz::AsView(data, size));
-  const anvil::ShellScript parsed = anvil::ParseShellScript(script);
-  const anvil::ShellScript again = anvil::ParseShellScript(script);
+namespace {
+
+void Check(const std::string& script, anvil::ShellDialect dialect) {
+  const anvil::ShellScript parsed = anvil::ParseShellScript(script, dialect);
+  const anvil::ShellScript again = anvil::ParseShellScript(script, dialect);
   Require(again.understood == parsed.understood && again.commands == parsed.commands &&
               again.why == parsed.why && again.offset == parsed.offset,
           "parse is not deterministic", script);
@@ -27,7 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Require(parsed.commands.empty(), "commands from a refused script", script);
     Require(!parsed.why.empty(), "a refusal without a reason", script);
     Require(parsed.offset <= script.size(), "offset past the end", script);
-    return 0;
+    return;
   }
   Require(!parsed.commands.empty(), "an understood script without a command", script);
   Require(parsed.commands.size() <= anvil::kMaxShellCommands, "too many commands", script);
@@ -49,17 +50,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   Require(words <= anvil::kMaxShellWords, "too many words", script);
   if (!wildcards && requoted.size() <= anvil::kMaxShellScriptBytes) {
-    const anvil::ShellScript round = anvil::ParseShellScript(requoted);
+    const anvil::ShellScript round = anvil::ParseShellScript(requoted, dialect);
     Require(round.understood, "quoted commands not understood", requoted);
     Require(round.commands == parsed.commands, "quoted commands read back differently", script);
   }
   if (parsed.commands.size() < anvil::kMaxShellCommands && words + 3 <= anvil::kMaxShellWords &&
       script.size() + 16 <= anvil::kMaxShellScriptBytes) {
-    const anvil::ShellScript longer = anvil::ParseShellScript(script + "\nrm -rf x");
+    const anvil::ShellScript longer = anvil::ParseShellScript(script + "\nrm -rf x", dialect);
     Require(longer.understood, "a command after a newline not understood", script);
     auto expected = parsed.commands;
     expected.push_back({"rm", "-rf", "x"});
     Require(longer.commands == expected, "a command after a newline read differently", script);
   }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string script(anvil::fuzz::AsView(data, size));
+  Check(script, anvil::ShellDialect::kPosix);
+  Check(script, anvil::ShellDialect::kBash);
   return 0;
 }

@@ -172,9 +172,7 @@ TEST_P(ExecApproval, HarmlessCommandsRunWithoutAQuestionInTheSandbox) {
   // A command no rule knows runs, sandboxed, in on-request; its own status comes back.
   auto r = RunWithoutTerminal({"--approval", "on-request"}, {"sh", "-c", "exit 7"});
   EXPECT_EQ(r.status, 7) << r.err;
-  // A script that is not understood is a prompt: nobody to ask, so refused.
-  r = RunWithoutTerminal({"--approval", "on-request"}, {"sh", "-c", "echo `id`"});
-  EXPECT_EQ(r.status, 3) << r.err;
+  // A script that is not understood: NotUnderstoodScriptsRunWhenNoRuleRestricts.
   r = RunWithoutTerminal({"--json"}, {"ls", "-a"});
   EXPECT_EQ(r.status, 0) << r.err;
   auto report = nlohmann::json::parse(Lines(r.err).back(), nullptr, false);
@@ -289,6 +287,104 @@ justification = "deleting needs a question"
     EXPECT_NE(r.err.find("needs approval by"), std::string::npos) << script << "\n" << r.err;
     EXPECT_TRUE(Exists(ws_ / "victim")) << script;
   }
+}
+
+// The shell idioms the parser does not read (parameter operators, case, functions, source,
+// arithmetic on names, [[ ]] with an arithmetic comparison) hide nothing when no layer has a
+// prompt or forbidden rule: they run sandboxed under on-request and never, where nobody can be
+// asked. A prompt or forbidden rule in any layer makes them a question again, and a forbidden rm
+// beside one is never run. The simple [[ ]] tests and literal arithmetic are understood: they run
+// whatever the rules, unless a rule applies to what they hold.
+TEST_P(ExecApproval, NotUnderstoodScriptsRunWhenNoRuleRestricts) {
+  if (Exists("/etc/anvil/rules")) {
+    GTEST_SKIP() << "SKIPPED: this machine has an admin rules layer (/etc/anvil/rules), which may "
+                    "restrict; this test needs none";
+  }
+  WriteFile(ws_ / "x", "");
+  WriteFile(ws_ / "act", "A=1\n");
+  caller_.Give(ws_.path());
+  struct Case {
+    std::string script;
+    std::string out;
+    std::string decision = "none";
+    bool understood = false;
+  };
+  const std::vector<Case> idioms = {
+      {"[[ -f x ]] && echo y", "y\n", "none", true},
+      {"echo $((1+2))", "3\n", "harmless", true},
+      {"[[ $n -eq 0 ]] && echo zero", "zero\n"},
+      {"echo $((n+1))", "1\n"},
+      {"echo ${VAR:-default}", "default\n"},
+      {"case a in a) echo a;; esac", "a\n"},
+      {"f() { echo f; }; f", "f\n"},
+      {"source ./act && echo $A", "1\n"},
+      {". ./act; echo $A", "1\n"},
+  };
+  for (const auto& c : idioms) {
+    for (const char* mode : {"on-request", "never"}) {
+      auto r = RunWithoutTerminal({"--approval", mode, "--json"}, {"bash", "-c", c.script});
+      EXPECT_EQ(r.status, 0) << mode << ": " << c.script << "\n" << r.err;
+      EXPECT_EQ(r.out, c.out) << mode << ": " << c.script;
+      auto report = nlohmann::json::parse(Lines(r.err).back(), nullptr, false);
+      ASSERT_TRUE(report.is_object()) << r.err;
+      EXPECT_EQ(report["decision"], c.decision) << c.script;
+      EXPECT_EQ(
+          report["reason"].get<std::string>().find("not fully understood") == std::string::npos,
+          c.understood)
+          << report["reason"];
+      EXPECT_TRUE(report["questions"].empty());
+    }
+  }
+  // untrusted asks about what no rule decides; nobody can be asked here, and the way out is a
+  // mode, never an allow rule (none could apply to a script that was not read).
+  auto untrusted =
+      RunWithoutTerminal({"--approval", "untrusted", "--json"}, {"bash", "-c", "echo $((n+1))"});
+  EXPECT_EQ(untrusted.status, 3) << untrusted.err;
+  EXPECT_EQ(untrusted.out, "");
+  auto report = nlohmann::json::parse(Lines(untrusted.err).back(), nullptr, false);
+  ASSERT_TRUE(report.is_object()) << untrusted.err;
+  EXPECT_NE(report["how_to_allow"].get<std::string>().find("--approval on-request"),
+            std::string::npos)
+      << report.dump();
+  EXPECT_EQ(report["how_to_allow"].get<std::string>().find("decision"), std::string::npos)
+      << report.dump();
+
+  // Attack: a forbidden rm beside a construct the parser refuses.
+  WriteFile(ws_ / "rules.toml", R"([[rule]]
+pattern = ["rm"]
+decision = "forbidden"
+justification = "never delete"
+)");
+  caller_.Give(ws_ / "rules.toml");
+  for (const std::string script :
+       {"[[ -f x ]]; rm x", "[[ $n -eq 0 ]]; rm x", "echo $((1+2)); rm x", "echo $((n)); rm x",
+        "n='a[$(rm x)]'; echo $((n))", "[[ -n $(rm x) ]]", "f() { rm x; }; f",
+        "case a in a) rm x;; esac"}) {
+    for (const char* mode : {"on-request", "never"}) {
+      auto r = RunWithoutTerminal({"--approval", mode, "--rules", ws_ / "rules.toml"},
+                                  {"bash", "-c", script});
+      EXPECT_EQ(r.status, 3) << mode << ": " << script << "\n" << r.err;
+      EXPECT_TRUE(Exists(ws_ / "x")) << script;
+    }
+  }
+  // A prompt rule about anything else, in the workspace's own file, makes the idiom a question
+  // again: refused where nobody can be asked.
+  Shell("mkdir -p " + ShellQuote(ws_ / ".anvil"));
+  WriteFile(ws_ / ".anvil/rules.toml", R"([[rule]]
+pattern = ["git", "push"]
+decision = "prompt"
+justification = "talks to the remote"
+)");
+  caller_.Give(ws_.path());
+  auto r = RunWithoutTerminal({"--approval", "on-request"}, {"bash", "-c", "echo ${V:-y}"});
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("not fully understood, so it needs approval"), std::string::npos) << r.err;
+  // What is understood runs as before, that rule or not.
+  r = RunWithoutTerminal({"--approval", "on-request"},
+                         {"bash", "-c", "[[ -f x && ! -d x ]] && echo $((1+2))"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "3\n");
 }
 
 INSTANTIATE_TEST_SUITE_P(Callers, ExecApproval, ::testing::ValuesIn(kAllCallers), CallerParamName);

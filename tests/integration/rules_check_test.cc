@@ -89,6 +89,16 @@ const GoldenCase kCases[] = {
     {"no_rule_json", {"check", "--rules", "user.toml", "--json", "--", "npm", "ci"}},
     {"not_understood",
      {"check", "--rules", "user.toml", "--", "sh", "-c", "cargo build > `mktemp`"}},
+    // No layer has a prompt or forbidden rule (an empty HOME, no workspace file): not
+    // understood is none, and still says why.
+    {"not_understood_no_restrictions",
+     {"check", "--", "bash", "-c", "source .venv/bin/activate && pytest"}},
+    {"not_understood_no_restrictions_json",
+     {"check", "--json", "--", "bash", "-c", "echo ${VAR:-default}"}},
+    // bash's [[ ]] and literal arithmetic are understood: the rule on rm still applies.
+    {"double_bracket",
+     {"check", "--rules", "user.toml", "--", "bash", "-c",
+      "[[ -f Cargo.lock && $1 != -q ]] && echo $((1+2)) && rm -rf target"}},
     {"script_writes", {"check", "--rules", "user.toml", "--", "sh", "-c", "cargo build > $LOG"}},
     {"script_wildcard", {"check", "--rules", "user.toml", "--", "bash", "-c", "rm -f *.o"}},
     {"global_options",

@@ -114,6 +114,55 @@ TEST(Approval, DecisionTableOverOutcomeModeAndAWayToAsk) {
   }
 }
 
+// With no prompt or forbidden rule in any layer, a command not fully understood is `none`: the
+// modes treat it as any command no rule decides (run sandboxed, or asked under untrusted), but
+// "always" is never offered and no allow rule is suggested, since none could apply to it.
+TEST(Approval, NotUnderstoodWithoutRestrictionsFollowsTheModeWithoutAlways) {
+  auto parsed = ParseRulesFile(
+      "[[rule]]\npattern = [\"echo\"]\ndecision = \"allow\"\njustification = \"ok\"\n", "user.toml",
+      RuleLayer::kUser);
+  ASSERT_TRUE(parsed) << parsed.error().ToString();
+  CommandRules allow_only;
+  allow_only.Add(std::move(*parsed));
+  const std::vector<Argv> unreadable = {{"bash", "-c", "[[ $n -eq 1 ]] && echo y"},
+                                        {"bash", "-c", "echo $((n+1))"},
+                                        {"bash", "-c", "ls; eval echo"},
+                                        {"bash", "-c", "make && source x"}};
+  const std::vector<Row> modes = {
+      {{}, kUntrusted, kAsk, kRefuse},
+      {{}, kOnFailure, kRun, kRun},
+      {{}, kOnRequest, kRun, kRun},
+      {{}, kNever, kRun, kRun},
+  };
+  for (const auto& argv : unreadable) {
+    const CommandVerdict verdict = EvaluateCommand(allow_only, argv);
+    ASSERT_EQ(verdict.outcome, RulesOutcome::kNoRule) << verdict.reason;
+    ASSERT_FALSE(verdict.understood);
+    for (const auto& row : modes) {
+      const std::string what = JoinShellWords(argv) + " in " + std::string(ToString(row.mode));
+      const ApprovalDecision asked = DecideApproval(verdict, row.mode, true);
+      const ApprovalDecision unattended = DecideApproval(verdict, row.mode, false);
+      EXPECT_EQ(asked.action, row.asked) << what << ": " << asked.reason;
+      EXPECT_EQ(unattended.action, row.unattended) << what << ": " << unattended.reason;
+      for (const ApprovalDecision* d : {&asked, &unattended}) {
+        EXPECT_TRUE(d->always_prefixes.empty()) << what;
+        EXPECT_NE(d->reason.find("not fully understood"), std::string::npos) << what;
+        EXPECT_EQ(d->action == kRefuse, !d->how_to_allow.empty()) << what;
+        EXPECT_EQ(d->how_to_allow.find("decision = \"allow\""), std::string::npos)
+            << what << ": " << d->how_to_allow;
+      }
+    }
+    // Nobody to ask in untrusted: the way out is a mode that runs it sandboxed.
+    EXPECT_NE(DecideApproval(verdict, kUntrusted, false).how_to_allow.find("--approval on-request"),
+              std::string::npos);
+    // Answered "always", it runs this time and writes nothing.
+    const AnswerEffect always = ApplyAnswer(DecideApproval(verdict, kUntrusted, true),
+                                            ApprovalAnswer::kAlways, "2025-01-02T03:04:05Z");
+    EXPECT_EQ(always.action, kRun);
+    EXPECT_TRUE(always.rules.empty());
+  }
+}
+
 TEST(Approval, TheWayToAllowNamesTheRuleOrTheFix) {
   const CommandRules rules = TestRules();
   auto how = [&](const Argv& argv, ApprovalMode mode) {

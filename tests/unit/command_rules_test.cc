@@ -512,7 +512,7 @@ TEST(CommandRules, AScriptTheParserDoesNotUnderstandNeedsAQuestion) {
                  {{"bash", "-c", "printf -v PATH x; echo"}, RulesOutcome::kPrompt},
                  {{"bash", "-c", "hash -p ./x echo; echo"}, RulesOutcome::kPrompt},
                  {{"bash", "-c", "alias echo=rm; echo"}, RulesOutcome::kPrompt},
-                 {{"bash", "-c", "echo $((1))"}, RulesOutcome::kPrompt},
+                 {{"bash", "-c", "echo $((x))"}, RulesOutcome::kPrompt},
                  {{"bash", "-i", "-c", "echo"}, RulesOutcome::kPrompt},
                  {{"bash", "--rcfile", "x", "-c", "echo"}, RulesOutcome::kPrompt},
                  {{"bash", "-c"}, RulesOutcome::kPrompt},
@@ -532,9 +532,97 @@ TEST(CommandRules, AScriptTheParserDoesNotUnderstandNeedsAQuestion) {
                  {{"bash", "-c", "echo hi"}, RulesOutcome::kAllow},
                  {{"bash", "-c", "echo hi 2>/dev/null"}, RulesOutcome::kAllow},
              });
-  const CommandVerdict verdict = EvaluateCommand(rules, {"bash", "-c", "echo $((1))"});
+  const CommandVerdict verdict = EvaluateCommand(rules, {"bash", "-c", "echo $((x))"});
   EXPECT_FALSE(verdict.understood);
   EXPECT_NE(verdict.reason.find("not fully understood"), std::string::npos) << verdict.reason;
+}
+
+// "Not understood" exists so that a script cannot hide a command from a prompt or forbidden
+// rule. With none in any layer there is nothing to hide from: the command is `none` (the approval
+// mode decides, as for any command no rule decides), never allow or harmless however many allow
+// rules match what was read, and it still says what was not understood. One prompt or forbidden
+// rule in any layer, about any program, makes it `prompt` again.
+TEST(CommandRules, NotUnderstoodIsPromptOnlyWhileSomeLayerRestricts) {
+  const std::vector<Argv> unreadable = {
+      {"bash", "-c", "[[ $n -eq 1 ]] && echo y"},
+      {"bash", "-c", "echo $((n+1))"},
+      {"bash", "-c", "echo ${VAR:-default}"},
+      {"bash", "-c", "case $1 in a) echo a;; esac"},
+      {"bash", "-c", "source .venv/bin/activate && pytest"},
+      {"bash", "-c", ". venv/bin/activate"},
+      {"bash", "-c", "f() { echo; }; f"},
+      {"bash", "-c", "echo x | sh"},
+      {"bash", "-c", "ls; eval echo"},  // `ls` was read (and is allowed below), eval was not
+      {"sudo", "ls"},
+      {"bash", "-s"},
+  };
+  const std::string allow = Rule(R"(["echo"])", "allow") + Rule(R"(["ls"])", "allow") +
+                            Rule(R"(["bash"])", "allow") + Rule(R"(["sudo"])", "allow") +
+                            Rule(R"(["pytest"])", "allow");
+  const std::string prompt = Rule(R"(["git", "push"])", "prompt");
+  const std::string forbidden = Rule(R"(["curl"])", "forbidden");
+  struct Layering {
+    std::string name;
+    std::vector<std::pair<std::string, RuleLayer>> files;
+    RulesOutcome expected;
+  };
+  const std::vector<Layering> layerings = {
+      {"no rules at all", {}, RulesOutcome::kNoRule},
+      {"allow rules only", {{allow, RuleLayer::kUser}}, RulesOutcome::kNoRule},
+      {"an admin prompt rule",
+       {{prompt, RuleLayer::kAdmin}, {allow, RuleLayer::kUser}},
+       RulesOutcome::kPrompt},
+      {"an admin forbidden rule", {{forbidden, RuleLayer::kAdmin}}, RulesOutcome::kPrompt},
+      {"a user prompt rule", {{allow + prompt, RuleLayer::kUser}}, RulesOutcome::kPrompt},
+      {"a user forbidden rule", {{forbidden + allow, RuleLayer::kUser}}, RulesOutcome::kPrompt},
+      {"a workspace prompt rule",
+       {{allow, RuleLayer::kUser}, {prompt, RuleLayer::kWorkspace}},
+       RulesOutcome::kPrompt},
+      {"a workspace forbidden rule",
+       {{allow, RuleLayer::kUser}, {forbidden, RuleLayer::kWorkspace}},
+       RulesOutcome::kPrompt},
+  };
+  for (const auto& layering : layerings) {
+    CommandRules rules;
+    for (const auto& [text, layer] : layering.files) {
+      AddLayer(rules, text, layer, std::string(ToString(layer)) + ".toml");
+    }
+    EXPECT_EQ(rules.HasRestrictions(), layering.expected == RulesOutcome::kPrompt) << layering.name;
+    for (const auto& argv : unreadable) {
+      const CommandVerdict verdict = EvaluateCommand(rules, argv);
+      const std::string what = layering.name + ": " + JoinShellWords(argv);
+      EXPECT_EQ(verdict.outcome, layering.expected)
+          << what << ": got " << ToString(verdict.outcome) << " (" << verdict.reason << ")";
+      EXPECT_FALSE(verdict.understood) << what;
+      EXPECT_FALSE(verdict.not_understood.empty()) << what;
+      EXPECT_NE(verdict.reason.find(verdict.not_understood), std::string::npos)
+          << what << ": " << verdict.reason;
+      EXPECT_EQ(verdict.rule, nullptr) << what;
+      EXPECT_EQ(verdict.deciding_segment, -1) << what;
+    }
+    // Benign neighbours: what is understood is judged as before.
+    ExpectOutcomes(rules, {{{"bash", "-c", "make && ls"}, RulesOutcome::kNoRule},
+                           {{"bash", "-c", "[ -f x ] && echo y"}, RulesOutcome::kNoRule}});
+  }
+}
+
+// Attack: with a restriction in place, a construct the parser refuses beside the restricted
+// command does not let it run without a question.
+TEST(CommandRules, ARestrictedCommandBesideAnUnreadableConstructIsStillStopped) {
+  const CommandRules rules = Rules(Rule(R"(["rm"])", "forbidden"));
+  ExpectOutcomes(rules, {
+                            {{"bash", "-c", "[[ $x -eq 1 ]]; rm x"}, RulesOutcome::kPrompt},
+                            {{"bash", "-c", "echo ${X:-y}; rm x"}, RulesOutcome::kPrompt},
+                            {{"bash", "-c", "echo $((n+1)) && rm -rf x"}, RulesOutcome::kPrompt},
+                            // Understood, and so judged command by command.
+                            {{"bash", "-c", "[[ -f x ]]; rm x"}, RulesOutcome::kForbidden},
+                            {{"bash", "-c", "echo $((1+2)) && rm -rf x"}, RulesOutcome::kForbidden},
+                            {{"bash", "-c", "f() { rm x; }; f"}, RulesOutcome::kPrompt},
+                            // Read before what is not understood: forbidden, as before.
+                            {{"bash", "-c", "rm x; eval y"}, RulesOutcome::kForbidden},
+                            // Benign: understood, and no rule decides it.
+                            {{"bash", "-c", "[ -f x ] && echo y"}, RulesOutcome::kNoRule},
+                        });
 }
 
 // Words that expand (shell_words.h) are wildcards: a restriction applies when it could match
@@ -732,15 +820,19 @@ TEST(CommandRules, ForbiddenCommandBehindAWrapperIsForbidden) {
 }
 
 TEST(CommandRules, DeepNestingIsBoundedAndNotUnderstood) {
-  const CommandRules rules = Rules(Rule(R"(["ls"])", "allow"));
+  // With a prompt rule anywhere, not understood is prompt; with allow rules only, none (never
+  // the allow of `ls`, which no longer speaks for the whole).
+  const CommandRules rules = Rules(Rule(R"(["ls"])", "allow") + Rule(R"(["curl"])", "prompt"));
+  const CommandRules allow_only = Rules(Rule(R"(["ls"])", "allow"));
   Argv argv = {"ls"};
   for (int i = 0; i < 20; ++i) argv.insert(argv.begin(), "nohup");
-  EXPECT_EQ(Outcome(rules, argv), RulesOutcome::kPrompt);
   std::string script = "ls";
   for (int i = 0; i < 10; ++i) script = "bash -c " + QuoteShellWord(script);
-  EXPECT_EQ(Outcome(rules, {"bash", "-c", script}), RulesOutcome::kPrompt);
-  EXPECT_EQ(Outcome(rules, {""}), RulesOutcome::kPrompt);
-  EXPECT_EQ(Outcome(rules, {}), RulesOutcome::kPrompt);
+  for (const Argv& command : {argv, Argv{"bash", "-c", script}, Argv{""}, Argv{}}) {
+    EXPECT_FALSE(EvaluateCommand(rules, command).understood) << JoinShellWords(command);
+    EXPECT_EQ(Outcome(rules, command), RulesOutcome::kPrompt) << JoinShellWords(command);
+    EXPECT_EQ(Outcome(allow_only, command), RulesOutcome::kNoRule) << JoinShellWords(command);
+  }
 }
 
 TEST(CommandRules, HarmlessAndNoRuleOutcomes) {
@@ -834,6 +926,31 @@ TEST_F(RulesLoadTest, EveryLayerIsReadInOrderAndOnlyTomlFilesCount) {
   ASSERT_TRUE(replaced) << replaced.error().ToString();
   ExpectOutcomes(*replaced,
                  {{{"curl"}, RulesOutcome::kForbidden}, {{"make"}, RulesOutcome::kPrompt}});
+}
+
+// Whether a layer restricts anything is known from the files as loaded: a prompt or forbidden
+// rule in any one of them (the workspace's own file included) makes a script that is not
+// understood `prompt`; allow rules alone leave it `none`.
+TEST_F(RulesLoadTest, APromptOrForbiddenRuleInAnyLoadedLayerMakesNotUnderstoodPrompt) {
+  const Argv unreadable = {"bash", "-c", "echo ${V:-y}"};
+  auto load = [&] {
+    auto rules = LoadCommandRules(where_);
+    EXPECT_TRUE(rules) << rules.error().ToString();
+    return rules ? EvaluateCommand(*rules, unreadable).outcome : RulesOutcome::kForbidden;
+  };
+  EXPECT_EQ(load(), RulesOutcome::kNoRule);
+  Write(where_.user_dir + "/default.toml", Rule(R"(["echo"])", "allow"));
+  EXPECT_EQ(load(), RulesOutcome::kNoRule);
+  const std::string files[] = {where_.admin_dir + "/site.toml", where_.user_dir + "/more.toml",
+                               where_.workspace_dir + "/.anvil/rules.toml"};
+  for (const std::string& file : files) {
+    for (const char* decision : {"prompt", "forbidden"}) {
+      Write(file, Rule(R"(["git", "push"])", decision));
+      EXPECT_EQ(load(), RulesOutcome::kPrompt) << file << " " << decision;
+      std::filesystem::remove(file);
+    }
+  }
+  EXPECT_EQ(load(), RulesOutcome::kNoRule);
 }
 
 TEST_F(RulesLoadTest, ATreeAboveTheWorkspaceAddsItsRulesAndNeverDropsTheWorkspaces) {

@@ -1,6 +1,6 @@
 // The shell parser behind command rules (src/policy/shell_words.h): what it understands it
 // must read exactly as a real shell does (checked against bash and dash), and everything else
-// must be "not understood" so that rules judge it prompt, never allow.
+// must be "not understood" so that rules never judge it allow.
 #include "policy/shell_words.h"
 
 #include <gtest/gtest.h>
@@ -114,7 +114,7 @@ struct Refused {
 
 TEST(ShellWords, AnythingNotFullyUnderstoodIsRefusedWithItsReason) {
   const std::vector<Refused> cases = {
-      {"echo $((1))", "expansion"},
+      {"echo $((x))", "arithmetic"},
       {"echo $(ls # )\n)", "comment inside a command substitution"},
       {"echo `id`", "backticks"},
       {"echo \"`id`\"", "command substitution"},
@@ -165,7 +165,7 @@ TEST(ShellWords, AnythingNotFullyUnderstoodIsRefusedWithItsReason) {
 }
 
 TEST(ShellWords, TheOffsetPointsAtWhatWasNotUnderstood) {
-  const ShellScript parsed = ParseShellScript("ls && echo $((1))");
+  const ShellScript parsed = ParseShellScript("ls && echo $((x))");
   ASSERT_FALSE(parsed.understood);
   EXPECT_EQ(parsed.offset, 11u);
 }
@@ -455,8 +455,8 @@ TEST(ShellWords, ExpansionsThatRunCodeOrHideACommandStayNotUnderstood) {
       {"echo ${x:-$(id)}", "parameter expansion"},
       {"echo ${#x}", "parameter expansion"},
       {"echo ${!x}", "parameter expansion"},
-      {"echo $((1+2))", "expansion"},
-      {"echo \"$((x))\"", "expansion"},
+      {"echo $((x+2))", "arithmetic"},
+      {"echo \"$((x))\"", "arithmetic"},
       {"echo $x[1]", "zsh subscript"},
       {"echo \"$x[$(id)]\"", "zsh subscript"},
       {"echo $x:h", "zsh subscript or modifier"},
@@ -472,7 +472,14 @@ TEST(ShellWords, ExpansionsThatRunCodeOrHideACommandStayNotUnderstood) {
       {"cat <(id)", "process substitution"},
       {"((x=1))", "parentheses"},
       {"echo (x)", "parentheses"},
-      {"[[ -f x ]]", "command name"},
+      // `[[` where a command starts is a keyword, not an expansion (understood for bash only:
+      // DoubleBracketsAreUnderstoodInBashOnly).
+      {"x=1 [[ -f x ]]", "reserved word '[[' after an assignment or redirection"},
+      {">/dev/null [[ -f x ]]", "reserved word '[[' after an assignment or redirection"},
+      {"[[$x -f x ]]", "command name"},
+      {"[[* -f x ]]", "command name"},
+      {"! ls", "'!' (a keyword negating a pipeline's status)"},
+      {"ls && ! ls", "'!' (a keyword negating a pipeline's status)"},
       // Assignments that change how later commands run.
       {"PATH=/tmp ls", "assigning the variable PATH"},
       {"path=/tmp; ls", "assigning the variable path"},
@@ -494,7 +501,7 @@ TEST(ShellWords, ExpansionsThatRunCodeOrHideACommandStayNotUnderstood) {
       {"for ((i=0;i<3;i++)); do ls; done", "variable name"},
       {"for f; do ls; done", "'in WORDS'"},
       {"for f in a b do ls; done", "without 'do'"},
-      {"for f in $((1)); do rm $f; done", "expansion"},
+      {"for f in $((x)); do rm $f; done", "arithmetic"},
       {"for f in a | b; do ls; done", "operator"},
       {"if true; then ls", "never closed"},
       {"if then ls; fi", "without a command before it"},
@@ -535,8 +542,8 @@ TEST(ShellWords, ExpansionsThatRunCodeOrHideACommandStayNotUnderstood) {
       {"echo $()", "no command"},
       {"echo $(ls &&)", "a command must follow"},
       {"echo $(if true; then ls)", "closes no '('"},
-      {"echo $((1+2))", "expansion"},
-      {"echo $(echo $((1)))", "expansion"},
+      {"echo $((x+2))", "arithmetic"},
+      {"echo $(echo $((x)))", "arithmetic"},
       // Braces other than a bare `{}`; `{}` as a command name (zsh: an empty block).
       {"echo {a,b}", "brace"},
       {"[ a == b ]", "starting with '='"},
@@ -605,6 +612,234 @@ TEST(ShellWords, ExpansionsThatRunCodeOrHideACommandStayNotUnderstood) {
   EXPECT_FALSE(ParseShellScript(docs).understood);
   // Wildcard words are shown for people, never as a word that reads back the same.
   EXPECT_EQ(JoinShellWords({"rm", kMany, kOne}), "rm <*> <?>");
+  // Away from where a command starts, or quoted, `[[` is no keyword: a glob among the
+  // arguments (it may match files), a program's name when quoted.
+  EXPECT_EQ(ParseShellScript("echo [[").commands, (Commands{{"echo", kMany}}));
+  EXPECT_EQ(ParseShellScript("'[[' -f x").commands, (Commands{{"[[", "-f", "x"}}));
+}
+
+// bash's `[[ … ]]` runs no program: it is listed as the command `[[ WORDS… ]]` (judged like
+// one, never harmless) after the commands of its substitutions. Anything in it that evaluates a
+// value as code (the arithmetic comparisons, -v, -R), and anything whose reading differs (=~, <,
+// >, parentheses, a newline) is not understood; nor is `[[` for any other shell, where dash runs
+// a program named `[[` and zsh and ksh read it their own way.
+TEST(ShellWords, DoubleBracketsAreUnderstoodInBashOnly) {
+  const std::vector<Read> understood = {
+      {"[[ -f x ]] && echo y", {{"[[", "-f", "x", "]]"}, {"echo", "y"}}, {false, false}},
+      {"[[ x ]]", {{"[[", "x", "]]"}}, {false}},
+      {"[[ -n \"$x\" && ! -d $y ]]", {{"[[", "-n", kOne, "&&", "!", "-d", kMany, "]]"}}, {false}},
+      {"[[ $a == \"b\" || $a != b* ]]",
+       {{"[[", kMany, "==", "b", "||", kMany, "!=", kMany, "]]"}},
+       {false}},
+      {"[[ a = b ]]", {{"[[", "a", "=", "b", "]]"}}, {false}},
+      {"[[ ! ! -e ~ ]]", {{"[[", "!", "!", "-e", kOne, "]]"}}, {false}},
+      {"[[ x -nt y || x -ot y || x -ef y ]]",
+       {{"[[", "x", "-nt", "y", "||", "x", "-ot", "y", "||", "x", "-ef", "y", "]]"}},
+       {false}},
+      {"if [[ -f x ]]; then ls; fi", {{"[[", "-f", "x", "]]"}, {"ls"}}, {false, false}},
+      {"if [[ -f x ]] then ls; fi", {{"[[", "-f", "x", "]]"}, {"ls"}}, {false, false}},
+      {"while [[ -f x ]] do ls; done", {{"[[", "-f", "x", "]]"}, {"ls"}}, {false, false}},
+      {"{ [[ -f x ]] }", {{"[[", "-f", "x", "]]"}}, {false}},
+      {"([[ -f x ]])", {{"[[", "-f", "x", "]]"}}, {false}},
+      {"[[ -f x ]] > out; ls", {{"[[", "-f", "x", "]]"}, {"ls"}}, {true, false}},
+      {"[[ -f x ]] | wc # [[ $x -eq 1 ]]", {{"[[", "-f", "x", "]]"}, {"wc"}}, {false, false}},
+      {"[[ -f x ]];[[ -d y ]]", {{"[[", "-f", "x", "]]"}, {"[[", "-d", "y", "]]"}}, {false, false}},
+      {"[[ \\\n -f x \\\n]]", {{"[[", "-f", "x", "]]"}}, {false}},
+      {"[[ \"]]\" ]]", {{"[[", "]]", "]]"}}, {false}},
+      // Its substitutions run first, and are judged like any command.
+      {"[[ -d \"$(git rev-parse --git-dir)/x\" ]] && ls",
+       {{"git", "rev-parse", "--git-dir"}, {"[[", "-d", kOne, "]]"}, {"ls"}},
+       {false, false, false}},
+      {"[[ -n $(rm -rf v) ]]", {{"rm", "-rf", "v"}, {"[[", "-n", kMany, "]]"}}, {false, false}},
+      {"echo $([[ -f x ]] && echo y)",
+       {{"[[", "-f", "x", "]]"}, {"echo", "y"}, {"echo", kMany}},
+       {false, false, false}},
+  };
+  for (const auto& c : understood) {
+    const ShellScript parsed = ParseShellScript(c.script, ShellDialect::kBash);
+    ASSERT_TRUE(parsed.understood) << c.script << ": " << parsed.why;
+    EXPECT_EQ(parsed.commands, c.commands) << c.script;
+    EXPECT_EQ(parsed.writes_file, c.writes) << c.script;
+    EXPECT_FALSE(parsed.assigns) << c.script;
+    // Any other shell: not understood, and said so.
+    const ShellScript posix = ParseShellScript(c.script, ShellDialect::kPosix);
+    EXPECT_FALSE(posix.understood) << c.script;
+    EXPECT_NE(posix.why.find("`[[ … ]]` (a bash keyword) is not understood for this shell"),
+              std::string::npos)
+        << c.script << ": " << posix.why;
+  }
+  const std::vector<Refused> refused = {
+      // Operands evaluated as arithmetic or as a name with a subscript: code may run.
+      {"[[ $x -eq 0 ]]", "'-eq' inside `[[ … ]]`"},
+      {"[[ x -ne 1 ]]", "'-ne'"},
+      {"[[ 1 -lt 2 ]]", "'-lt'"},
+      {"[[ a -le b || c -gt d || e -ge f ]]", "'-le'"},
+      {"[[ -v a ]]", "'-v'"},
+      {"[[ -v 'a[$(rm -rf v)]' ]]", "'-v'"},
+      {"[[ -R r ]]", "'-R'"},
+      {"[[ \"-v\" = -vv ]]", "'-v'"},
+      {"[[ -n x && $y -eq 1 ]]", "'-eq'"},
+      {"[[ $x =~ ^a ]]", "'=~'"},
+      {"[[ $x =~ (a|b) ]]", "'=~'"},
+      // Read differently, or bash's own lexing.
+      {"[[ a < b ]]", "'<' or '>'"},
+      {"[[ a > b ]]", "'<' or '>'"},  // a comparison, not a redirection
+      {"[[ ( -f x ) ]]", "'(', ')'"},
+      {"[[ $x == @(a|b) ]]", "'(', ')'"},
+      {"[[ <(ls) ]]", "'(', ')', '<' or '>'"},
+      {"[[ -f x\n]]", "newline"},
+      {"[[ a # ]]", "comment"},
+      {"[[ a ; ]]", "operator"},
+      {"[[ a | b ]]", "operator"},
+      {"[[ a & ]]", "operator"},
+      // Not one of the shapes understood.
+      {"[[ ]]", "ends where a test must follow"},
+      {"[[ -f ]]", "ends where a test must follow"},
+      {"[[ ! ]]", "ends where a test must follow"},
+      {"[[ a b ]]", "two words in a row"},
+      {"[[ -f x y ]]", "two words in a row"},
+      {"[[ -f x -a -f y ]]", "two words in a row"},
+      {"[[ x -o y ]]", "two words in a row"},
+      {"[[ == a ]]", "without a word before it"},
+      {"[[ = a ]]", "without a word before it"},
+      {"[[ a == ]]", "ends where a test must follow"},
+      {"[[ a == == ]]", "without a word before it"},
+      {"[[ -n -f ]]", "needs a word"},
+      {"[[ a == -n ]]", "needs a word"},
+      {"[[ && a ]]", "without a test before it"},
+      {"[[ a && ]]", "ends where a test must follow"},
+      {"[[ a ! ]]", "misplaced '!'"},
+      {"[[ -f x", "without its `]]`"},
+      {"[[ -f x ]]]", "two words in a row"},
+      {"[[ -f x ]]x", "two words in a row"},
+      // After it: only what may follow a compound command.
+      {"[[ -f x ]] rm -rf v", "right after a compound command"},
+      {"[[ -f x ]] ]]", "right after a compound command"},
+      // Expansions refused anywhere stay refused inside it.
+      {"[[ ${x:-y} ]]", "parameter expansion"},
+      {"[[ `id` ]]", "backticks"},
+      {"[[ $((x)) ]]", "arithmetic"},
+      {"[[ {a,b} ]]", "brace"},
+      {"[[ !x ]]", "'!' is not understood"},
+      {"[[ ==x ]]", "starting with '='"},
+      // Only where a command starts.
+      {"x=1 [[ -f x ]]", "reserved word '[['"},
+      {">/dev/null [[ -f x ]]", "reserved word '[['"},
+      {"[[$x -f x ]]", "command name"},
+      {"[[* -f x ]]", "command name"},
+  };
+  // Its words, `[[` and `]]` included, count against the bound on words.
+  std::string long_test = "[[ a";
+  for (std::size_t i = 0; i < kMaxShellWords / 2; ++i) long_test += " && a";
+  const ShellScript bounded = ParseShellScript(long_test + " ]]", ShellDialect::kBash);
+  EXPECT_FALSE(bounded.understood);
+  EXPECT_NE(bounded.why.find("more than"), std::string::npos) << bounded.why;
+  for (const auto& c : refused) {
+    for (const auto dialect : {ShellDialect::kBash, ShellDialect::kPosix}) {
+      const ShellScript parsed = ParseShellScript(c.script, dialect);
+      EXPECT_FALSE(parsed.understood) << c.script;
+      EXPECT_TRUE(parsed.commands.empty()) << c.script;
+      const std::string why =
+          dialect == ShellDialect::kBash || c.why.starts_with("reserved") || c.why == "command name"
+              ? c.why
+              : "`[[ … ]]` (a bash keyword) is not understood for this shell";
+      EXPECT_NE(parsed.why.find(why), std::string::npos) << c.script << ": " << parsed.why;
+      EXPECT_LE(parsed.offset, c.script.size()) << c.script;
+    }
+  }
+}
+
+// `$(( … ))` of digits and operators is a number computed from literals: understood in every
+// shell, a word that expands like $NAME. A name inside, or $NAME (substituted first), is
+// evaluated as arithmetic in turn, and bash runs the command substitutions of an array subscript
+// there (x='a[$(rm -rf v)]'; echo $((x))): not understood.
+TEST(ShellWords, ArithmeticOfLiteralsIsUnderstoodAndNamesAreNot) {
+  const std::vector<Understood> understood = {
+      {"echo $((1+2))", {{"echo", kMany}}},
+      {"echo \"$(( (1 + 2) * 3 ))\" $((7 % 3))$((2**10))", {{"echo", kOne, kMany}}},
+      {"echo $(( ))", {{"echo", kMany}}},
+      {"echo $((1<2 && 3>=2 ? ~1 : -1 | 4 ^ 5 & !0))", {{"echo", kMany}}},
+      {"sleep $((1)) && ls", {{"sleep", kMany}, {"ls"}}},
+      {"echo $(echo $((1)))", {{"echo", kMany}, {"echo", kMany}}},
+      {"(echo $((1)))", {{"echo", kMany}}},
+  };
+  for (const auto& c : understood) {
+    for (const auto dialect : {ShellDialect::kPosix, ShellDialect::kBash}) {
+      const ShellScript parsed = ParseShellScript(c.script, dialect);
+      ASSERT_TRUE(parsed.understood) << c.script << ": " << parsed.why;
+      EXPECT_EQ(parsed.commands, c.commands) << c.script;
+    }
+  }
+  // A value computed here may be a program's name no more than any other expansion.
+  EXPECT_FALSE(ParseShellScript("$((1)) x").understood);
+  const std::vector<Refused> refused = {
+      {"echo $((x))", "arithmetic"},
+      {"echo $(( x + 1 ))", "arithmetic"},
+      {"echo $(($x))", "arithmetic"},
+      {"echo $((${x}))", "arithmetic"},
+      {"echo $((a[1]))", "arithmetic"},
+      {"echo $((i++))", "arithmetic"},
+      {"echo $((0x1f))", "arithmetic"},
+      {"echo $((2#101))", "arithmetic"},
+      {"echo $((1,2))", "arithmetic"},
+      {"echo $(('1'))", "arithmetic"},
+      {"echo $((\"1\"))", "arithmetic"},
+      {"echo $(($(id)))", "arithmetic"},
+      {"echo $((`id`))", "arithmetic"},
+      {"echo $((1\n+2))", "arithmetic"},
+      {"echo $((1\\\n+2))", "arithmetic"},
+      {"echo $(\\\n(1))", "arithmetic"},
+      // Where `))` closes: only together, at depth zero (else bash may read `$( (…) )`, a
+      // command substitution whose subshell runs a program).
+      {"echo $((1)+(2))", "arithmetic"},
+      {"echo $((1) )", "arithmetic"},
+      {"echo $((1)", "arithmetic"},
+      {"echo $(( (1 ))", "arithmetic"},
+      {"echo $((1", "unterminated arithmetic"},
+      // Right after it, as after $NAME.
+      {"echo $((1))[0]", "zsh subscript"},
+      {"echo $((1)):h", "zsh subscript or modifier"},
+  };
+  for (const auto& c : refused) {
+    for (const auto dialect : {ShellDialect::kPosix, ShellDialect::kBash}) {
+      const ShellScript parsed = ParseShellScript(c.script, dialect);
+      EXPECT_FALSE(parsed.understood) << c.script;
+      EXPECT_TRUE(parsed.commands.empty()) << c.script;
+      EXPECT_NE(parsed.why.find(c.why), std::string::npos) << c.script << ": " << parsed.why;
+    }
+  }
+}
+
+// Differential: bash runs exactly the commands found around and inside `[[ … ]]` (each prints
+// its words once), and the literal arithmetic is the number every shell computes.
+TEST(ShellWords, DoubleBracketsAndArithmeticAgreeWithBash) {
+  if (::access("/bin/bash", X_OK) != 0) GTEST_SKIP() << "SKIPPED: no /bin/bash";
+  // (A substitution's printf writes to descriptor 3, the script's stdout, not into the word.)
+  const std::vector<std::string> scripts = {
+      "exec 3>&1; [[ -z $(printf '%s\\0' a >&3) ]] && printf '%s\\0' b",
+      "exec 3>&1; if [[ -n \"$(printf '%s\\0' a >&3)\" ]]; then printf '%s\\0' never; fi",
+      "[[ a == a && ! -z x ]] || printf '%s\\0' never; printf '%s\\0' c",
+      "while [[ -z x ]] do printf '%s\\0' never; done; printf '%s\\0' d",
+      "{ [[ x ]] } && ([[ -n x ]]) && printf '%s\\0' e",
+  };
+  for (const auto& script : scripts) {
+    const ShellScript parsed = ParseShellScript(script, ShellDialect::kBash);
+    ASSERT_TRUE(parsed.understood) << script << ": " << parsed.why;
+    std::string expected;
+    for (const auto& command : parsed.commands) {
+      if (command[0] != "printf" || command[2] == "never") continue;
+      for (std::size_t i = 2; i < command.size(); ++i) expected += command[i] + '\0';
+    }
+    EXPECT_EQ(RunShell("/bin/bash", script), expected) << script;
+  }
+  std::vector<std::string> shells;
+  for (const char* shell : {"/bin/bash", "/bin/dash", "/usr/bin/zsh"}) {
+    if (::access(shell, X_OK) == 0) shells.push_back(shell);
+  }
+  for (const auto& shell : shells) {
+    EXPECT_EQ(RunShell(shell, "printf '%s|' $((1+2)) \"$(( (1 + 2) * 3 ))\" $((7 % 3))"), "3|9|1|")
+        << shell;
+  }
 }
 
 // Differential: where a command substitution ends, and the commands inside it, as bash, dash and

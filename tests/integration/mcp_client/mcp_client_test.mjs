@@ -397,6 +397,39 @@ await runCase('everyday scripts run with nobody to ask; a workspace rule on rm s
   for (const f of ['f.txt', 'g.txt', 'list.txt']) fs.rmSync(path.join(ws, f), { force: true });
 });
 
+await runCase('with no prompt or forbidden rule anywhere, a script not understood runs sandboxed',
+              async () => {
+  // An admin layer on this machine may restrict: then this case has nothing to show.
+  if (fs.existsSync('/etc/anvil/rules')) {
+    console.log('# SKIPPED: /etc/anvil/rules exists (an admin layer)');
+    return;
+  }
+  // Only the user's allow rules (approved.toml) and no workspace file: nothing restricts.
+  const bare = await connect([], {}, false);
+  const idioms = [
+    ['[[ $n -eq 0 ]] && echo y', 'y\n'],
+    ['echo $((n+1))', '1\n'],
+    ['f() { echo f; }; f', 'f\n'],
+  ];
+  for (const [script, out] of idioms) {
+    const r = await bare.callTool({ name: 'run_command', arguments: { script } });
+    assert.equal(r.isError, false, `${script}: ${JSON.stringify(r)}`);
+    assert.equal(r.structuredContent.decision, 'none', script);
+    assert.equal(r.structuredContent.stdout, out, script);
+  }
+  // One prompt rule in any layer, about any program, and it is a question again: refused here.
+  fs.mkdirSync(path.join(ws, '.anvil'), { recursive: true });
+  fs.writeFileSync(path.join(ws, '.anvil', 'rules.toml'),
+                   '[[rule]]\npattern = ["git", "push"]\ndecision = "prompt"\n' +
+                   'justification = "talks to the remote"\n');
+  const r = await bare.callTool({ name: 'run_command', arguments: { script: 'echo ${V:-y}' } });
+  assert.equal(r.isError, true, JSON.stringify(r));
+  assert.equal(r.structuredContent.refused, true);
+  assert.match(r.content[0].text, /not fully understood/);
+  await bare.close();
+  fs.rmSync(path.join(ws, '.anvil'), { recursive: true, force: true });
+});
+
 // A raw server (no SDK) running `sleep MARKER` as a call: the child, and a promise of its exit
 // code (null when killed by a signal).
 async function serverWithASleeper(base) {
