@@ -230,17 +230,29 @@ void GitGuard::CheckAfterRun(const std::vector<std::string>& skip) {
   // new when the command could have made it so — a symlink (no mount can keep a link, so the
   // command may remove it and make its own), or any name while another run over these roots
   // was going or had been killed at the start (its check may move the name aside, carrying this
-  // run's read-only mount with it, and this run's command then makes its own). Otherwise only
-  // the host could have replaced it (your editor saving by rename): it stays.
+  // run's read-only mount with it, and this run's command then makes its own). Otherwise, unless
+  // it was moved aside (below), only the host could have replaced it (your editor saving by
+  // rename): it stays.
+  // Also when what was there now lies at a quarantine name beside it, whenever this run
+  // started: a check of a run started later moved it aside, with this run's mount.
+  auto moved_aside_beside = [&](const std::string& path, const GitFileFacts& id) {
+    const auto slash = path.rfind('/');
+    const std::string dir = slash == 0 ? "/" : path.substr(0, slash);
+    const std::string prefix = path.substr(slash + 1) + std::string(kConfigQuarantineSuffix);
+    auto list = fs_.list_dir(dir);
+    if (!list) return true;  // cannot tell: the command's, on the safe side
+    for (const auto& e : list->entries) {
+      if (e.name.starts_with(prefix) && fs_.lstat(dir + "/" + e.name).SameObject(id)) return true;
+    }
+    return false;
+  };
   std::vector<std::string> before = names_before_;
   for (const auto& [path, id] : name_ids_) {
     const GitFileFacts now = fs_.lstat(path);
     if (now.type == GitFileType::kMissing) continue;
     const bool was_link = id.type == GitFileType::kSymlink;
-    if (!was_link && !others_going_) continue;
-    if (!now.SameObject(id) || was_link != (now.type == GitFileType::kSymlink)) {
-      std::erase(before, path);
-    }
+    if (now.SameObject(id) && was_link == (now.type == GitFileType::kSymlink)) continue;
+    if (was_link || others_going_ || moved_aside_beside(path, id)) std::erase(before, path);
   }
   auto moves = ProtectedNamesAfterRenames(
       NewProtectedNames(before, scan->protected_names, roots_, skip), renamed);

@@ -546,8 +546,10 @@ class Splitter {
       return NotUnderstood("the " + shell + " script is not understood: " + script.why +
                            " (at byte " + std::to_string(script.offset) + ")");
     }
-    // The shell only interprets the script: its commands are what is judged.
-    out_.segments[index].role = SegmentRole::kNarrowing;
+    // The shell only interprets the script: its commands are what is judged. Only the system's
+    // shell, though: one named by a relative path (`./sh`, `tools/bash`) or found outside the
+    // system's directories may be any program (as `./ls` is not harmless), so it is judged too.
+    if (IsSystemProgramPath(argv[0])) out_.segments[index].role = SegmentRole::kNarrowing;
     for (std::size_t k = 0; k < script.commands.size(); ++k) {
       const Traits inner{.writes_file = traits.writes_file || script.writes_file[k],
                          .environment = traits.environment || script.assigns};
@@ -560,6 +562,18 @@ class Splitter {
 };
 
 }  // namespace
+
+bool IsSystemProgramPath(std::string_view argv0) {
+  if (argv0.find('/') == std::string_view::npos) return true;  // looked up on PATH
+  for (std::string_view dir :
+       {"/bin/", "/usr/bin/", "/sbin/", "/usr/sbin/", "/usr/local/bin/", "/usr/local/sbin/"}) {
+    if (argv0.starts_with(dir) && argv0.find('/', dir.size()) == std::string_view::npos &&
+        argv0.find("..") == std::string_view::npos) {
+      return true;
+    }
+  }
+  return false;
+}
 
 std::string_view ProgramName(std::string_view argv0) {
   const std::size_t slash = argv0.rfind('/');

@@ -59,6 +59,10 @@ struct CommandSegments {
 CommandSegments SplitCommand(const std::vector<std::string>& argv);
 
 // The last path component of argv[0] ("/usr/bin/git" -> "git"); empty when it ends in '/'.
+// Whether `argv0` names a program the system provides: a bare name (looked up on PATH) or a
+// file directly in /bin, /usr/bin, /sbin, /usr/sbin, /usr/local/bin or /usr/local/sbin. A shell
+// named otherwise (`./sh`) is judged as the program it is, not only its script.
+bool IsSystemProgramPath(std::string_view argv0);
 std::string_view ProgramName(std::string_view argv0);
 
 // Shells whose `-c SCRIPT` is parsed (bash, sh, dash, zsh, ksh, …), by program name.

@@ -265,6 +265,30 @@ TEST_P(T8SandboxUnchecked, YourRenameSaveDuringALoneRunStays) {
   EXPECT_FALSE(Exists(ws_ + "/.mcp.json.anvil-quarantine"));
 }
 
+// Two runs over one workspace by two paths (red team s7 review3 #2): B, over the real path,
+// cannot match A's trusted names (paths of the alias) and moves the user's `.mcp.json` aside,
+// which carries A's read-only mount with it; A's command then writes its own. A's check finds
+// what was there at its start beside the name, moved aside, and moves A's command's file aside
+// too.
+TEST_P(T8SandboxUnchecked, ANameAnotherRunMovedAsideIsNotTakenOverLater) {
+  WriteFile(ws_ + "/.mcp.json", "{}\n");
+  caller_.Give(base_.path());
+  TempDir alias_dir("anvil-alias", "/var/tmp");
+  const std::string alias = alias_dir.path();
+  ASSERT_EQ(::mount(ws_.c_str(), alias.c_str(), nullptr, MS_BIND, nullptr), 0);
+  Spawned a({AnvilBin(), "sandbox", "--cwd", alias, "--", "/bin/sh", "-c",
+             ": > a-up; while [ -e .mcp.json ]; do sleep 0.05; done; "
+             "echo '{\"mcpServers\":{\"pwn\":{\"command\":\"id\"}}}' > .mcp.json; : > a-wrote"},
+            EnvFor(alias));
+  const bool up = WaitUntil([&] { return Exists(ws_ + "/a-up"); });
+  auto b = Sandbox(ws_, {}, {"/bin/true"}, Env(ws_));
+  a.Wait(std::chrono::seconds(60));
+  ::umount2(alias.c_str(), MNT_DETACH);
+  ASSERT_TRUE(up) << "run A never started";
+  const std::string left = Exists(ws_ + "/.mcp.json") ? ReadFile(ws_ + "/.mcp.json") : "";
+  EXPECT_EQ(left.find("pwn"), std::string::npos) << "A's command's .mcp.json stayed: " << b.err;
+}
+
 // Run A (in the workspace) makes a hooked `<rel>/sub/.git`; run B, started meanwhile in
 // `alias` (a bind mount of `<rel>`), hides it from A's check inside a new `.git` directory and
 // puts it back once A has ended (the shape of ARunStartedMeanwhile...). Whether the hook

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "policy/command_segments.h"
 #include "policy/shell_words.h"
 
 namespace anvil {
@@ -845,6 +846,29 @@ TEST(CommandRules, HarmlessAndNoRuleOutcomes) {
                             {{"git", "diff", "--output=x"}, RulesOutcome::kNoRule},
                             {{"make"}, RulesOutcome::kNoRule},
                         });
+}
+
+// A shell named by a relative path or from outside the system's directories may be any
+// program (red team s7 review3 #1: `./sh -c ls` ran the workspace's ./sh as harmless under
+// untrusted): it is judged itself, beside its script's commands. Benign neighbours: the
+// system's shell by name or by its path.
+TEST(CommandRules, OnlyTheSystemsShellIsJustAnInterpreter) {
+  const CommandRules rules = Rules(Rule(R"(["git", "log"])", "prompt"));
+  ExpectOutcomes(rules, {
+                            {{"sh", "-c", "ls"}, RulesOutcome::kHarmless},
+                            {{"/bin/sh", "-c", "ls"}, RulesOutcome::kHarmless},
+                            {{"/usr/bin/bash", "-c", "ls"}, RulesOutcome::kHarmless},
+                            {{"./sh", "-c", "ls"}, RulesOutcome::kNoRule},
+                            {{"tools/bash", "-c", "ls"}, RulesOutcome::kNoRule},
+                            {{"/tmp/w/sh", "-c", "ls"}, RulesOutcome::kNoRule},
+                            {{"/usr/bin/../../tmp/sh", "-c", "ls"}, RulesOutcome::kNoRule},
+                            // Its script is judged as ever.
+                            {{"./sh", "-c", "git log"}, RulesOutcome::kPrompt},
+                        });
+  EXPECT_TRUE(IsSystemProgramPath("bash"));
+  EXPECT_TRUE(IsSystemProgramPath("/usr/local/bin/zsh"));
+  EXPECT_FALSE(IsSystemProgramPath("/usr/bin/x/bash"));
+  EXPECT_FALSE(IsSystemProgramPath("./bash"));
 }
 
 TEST(CommandRules, ManyRulesAreIndexedByProgram) {
