@@ -94,11 +94,13 @@ Status Server::Start(const std::string& socket_path) {
   return Ok();
 }
 
-// Test-only builds (GatewayOptions::io_wait_fail_after_for_testing): true from the N-th
-// connection event on.
-bool Server::InjectedWaitFailure() {
+// Test-only builds (GatewayOptions::io_wait_fail_after_for_testing): true for the event that
+// would be the N-th one served (stale events, which another thread's serving or the load makes
+// come and go, are not counted), which is then left unserved.
+bool Server::InjectedWaitFailure(uint64_t id) {
   const uint32_t after = options_.io_wait_fail_after_for_testing;
-  return after > 0 && io_events_taken_.fetch_add(1, std::memory_order_relaxed) + 1 >= after;
+  return after > 0 && transport_.WouldServe(id) &&
+         io_events_taken_.load(std::memory_order_relaxed) + 1 >= after;
 }
 
 void Server::IoLoop() {
@@ -107,7 +109,8 @@ void Server::IoLoop() {
   epoll_event events[1];
   while (true) {
     int n = epoll_wait(conn_epoll_.Get(), events, 1, -1);
-    if (n > 0 && InjectedWaitFailure()) {
+    if (n > 0 && static_cast<Tag>(events[0].data.u64 >> 56) != kStop &&
+        InjectedWaitFailure(events[0].data.u64 & ((1ull << 56) - 1))) {
       n = -1;
       errno = EBADF;
     }
@@ -122,7 +125,10 @@ void Server::IoLoop() {
     for (int i = 0; i < n; ++i) {
       uint64_t tag = events[i].data.u64;
       if (static_cast<Tag>(tag >> 56) == kStop) return;
-      transport_.HandleEvents(tag & ((1ull << 56) - 1), events[i].events);
+      if (transport_.HandleEvents(tag & ((1ull << 56) - 1), events[i].events) &&
+          options_.io_wait_fail_after_for_testing > 0) {
+        io_events_taken_.fetch_add(1, std::memory_order_relaxed);
+      }
     }
     audit_->Flush();
   }

@@ -45,7 +45,7 @@ class Server {
  private:
   // An I/O thread: serves the connections' events until Loop ends.
   void IoLoop();
-  bool InjectedWaitFailure();
+  bool InjectedWaitFailure(uint64_t id);
   // An I/O thread's epoll_wait failed with `err`: said on stderr, and the main loop woken to
   // stop the gateway (Loop then returns 1).
   void IoThreadFailed(int err);

@@ -193,18 +193,18 @@ int Transport::ExpireHelloDeadlines() {
   return -1;
 }
 
-void Transport::HandleEvents(uint64_t id, uint32_t events) {
+bool Transport::HandleEvents(uint64_t id, uint32_t events) {
   Connection* c = nullptr;
   {
     std::lock_guard lock(mu_);
     auto it = conns_.find(id);
     // Busy: a stale event (its owner re-arms it when it lets go, and level-triggered epoll
     // reports again whatever is still there). Closed: its owner removes it.
-    if (it == conns_.end() || it->second.closed) return;
+    if (it == conns_.end() || it->second.closed) return false;
     if (it->second.busy) {
       // Its owner re-armed it before letting go and is about to: it re-arms it once more.
       it->second.missed_events = true;
-      return;
+      return false;
     }
     c = &it->second;
     c->busy = true;
@@ -226,11 +226,11 @@ void Transport::HandleEvents(uint64_t id, uint32_t events) {
   if (c->closed) {
     conns_.erase(id);
     released_.notify_all();
-    return;
+    return true;
   }
   if (close) {
     Close(id, *close);
-    return;
+    return true;
   }
   if (!c->late.empty()) {
     // Answers of queued jobs that completed meanwhile: sent now (Flush re-arms). Moved, not
@@ -243,15 +243,16 @@ void Transport::HandleEvents(uint64_t id, uint32_t events) {
     }
     std::string().swap(c->late);
     Flush(id, *c, /*rearm=*/true);
-    return;
+    return true;
   }
   if (c->out_offset == c->out.size() && c->close_after_flush) {
     Close(id, "closed after denial");
-    return;
+    return true;
   }
   // An event that fired after the re-arm found it still owned: armed once more, it fires again
   // (level-triggered) for whatever is still there.
   if (!rearmed || missed) UpdateInterest(id, *c, /*rearm=*/true);
+  return true;
 }
 
 std::optional<std::string> Transport::Serve(uint64_t id, Connection& c, uint32_t events) {

@@ -117,8 +117,16 @@ class Transport {
   std::map<uint64_t, Connection>& connections() { return conns_; }
 
   // Without mu(), on an I/O thread: a connection's epoll events. Takes the connection, serves
-  // it, lets go of it.
-  void HandleEvents(uint64_t id, uint32_t events);
+  // it, lets go of it. False for a stale event (the connection busy with another thread, or
+  // closed): nothing was served.
+  bool HandleEvents(uint64_t id, uint32_t events);
+  // Whether an event of connection `id` would be served now (not busy with another thread, not
+  // closed): for the gateway's test-only fault injection.
+  bool WouldServe(uint64_t id) {
+    std::lock_guard lock(mu_);
+    auto it = conns_.find(id);
+    return it != conns_.end() && !it->second.closed && !it->second.busy;
+  }
   // The session ends: a connection being served stops at its next frame (its requests would
   // never be answered anyway), so that the I/O threads can be joined at once.
   void Stop() { stopping_.store(true, std::memory_order_relaxed); }

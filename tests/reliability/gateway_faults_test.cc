@@ -268,7 +268,9 @@ TEST_F(GatewayFaults, OutOfFileDescriptorsIsAClearErrorAndServingResumes) {
 // the request it had taken was never answered.
 TEST_F(GatewayFaults, AnIoThreadThatCannotWaitStopsTheGatewayInsteadOfHangingClients) {
   WriteFile(*ws_ / "a.txt", "content");
-  // Event 1 is the hello, 2 the first read (served: the benign neighbour), 3 the second.
+  // The hello (served on the connection's first event, or with its accept when it is there
+  // already), the first read (served: the benign neighbour), then the wait for a later read
+  // fails: the third event an I/O thread would serve is left unserved.
   StartGateway({"--unsafe-test-io-wait-fail-after", "3"});
   auto token = RegisterPlugin("p.one", ReadWriteGrant());
   auto client = Client(token, "p.one");
@@ -278,11 +280,17 @@ TEST_F(GatewayFaults, AnIoThreadThatCannotWaitStopsTheGatewayInsteadOfHangingCli
   ASSERT_TRUE(first && first->ok) << (first ? first->ErrorText() : first.error().ToString());
   EXPECT_EQ(first->fields[0], "content");
 
-  const auto start = std::chrono::steady_clock::now();
-  auto second = client->Call("fs.read", {"a.txt"});
-  const auto waited = std::chrono::steady_clock::now() - start;
-  EXPECT_FALSE(second) << "expected the connection to end, got an answer";
-  EXPECT_LT(waited, std::chrono::seconds(10)) << "the client waited for an answer never sent";
+  // At most one more read is answered (when the hello came with the accept), then the
+  // connection ends instead of leaving the client waiting.
+  bool ended = false;
+  for (int call = 0; call < 2 && !ended; ++call) {
+    const auto start = std::chrono::steady_clock::now();
+    auto next = client->Call("fs.read", {"a.txt"});
+    const auto waited = std::chrono::steady_clock::now() - start;
+    ended = !next;
+    EXPECT_LT(waited, std::chrono::seconds(10)) << "the client waited for an answer never sent";
+  }
+  EXPECT_TRUE(ended) << "expected the connection to end, got answers";
 
   pollfd exited{gateway_->pidfd(), POLLIN, 0};
   EXPECT_EQ(poll(&exited, 1, 10000), 1) << "the gateway kept running without its I/O thread";
