@@ -31,23 +31,6 @@ namespace {
 // The kernel's TCP_ESTABLISHED, the state unix_diag reports for a connected socket.
 constexpr uint8_t kTcpEstablished = 1;
 
-// mountinfo escapes space, tab, newline and backslash as \ooo.
-std::string Unescape(const std::string& field) {
-  std::string out;
-  for (size_t i = 0; i < field.size(); ++i) {
-    if (field[i] == '\\' && i + 3 < field.size()) {
-      const char* p = field.c_str() + i + 1;
-      if (p[0] >= '0' && p[0] <= '3' && p[1] >= '0' && p[1] <= '7' && p[2] >= '0' && p[2] <= '7') {
-        out.push_back(static_cast<char>((p[0] - '0') * 64 + (p[1] - '0') * 8 + (p[2] - '0')));
-        i += 3;
-        continue;
-      }
-    }
-    out.push_back(field[i]);
-  }
-  return out;
-}
-
 struct MountTable {
   std::vector<HostMount> mounts;
   std::map<uint64_t, uint64_t> dev_by_id;
@@ -66,7 +49,7 @@ MountTable ReadMountTable() {
     uint64_t dev = makedev(std::strtoul(majmin.c_str(), nullptr, 10),
                            std::strtoul(majmin.c_str() + colon + 1, nullptr, 10));
     table.dev_by_id[std::strtoull(id.c_str(), nullptr, 10)] = dev;
-    table.mounts.push_back({Unescape(point), Unescape(root), dev});
+    table.mounts.push_back({UnescapeMountinfoField(point), UnescapeMountinfoField(root), dev});
   }
   return table;
 }
@@ -331,6 +314,23 @@ std::function<Result<HostSocketMasks>(const FileView&)> HostSocketLocator() {
     cache->emplace(key, located);
     return located;
   };
+}
+
+// mountinfo escapes space, tab, newline and backslash as \ooo.
+std::string UnescapeMountinfoField(const std::string& field) {
+  std::string out;
+  for (size_t i = 0; i < field.size(); ++i) {
+    if (field[i] == '\\' && i + 3 < field.size()) {
+      const char* p = field.c_str() + i + 1;
+      if (p[0] >= '0' && p[0] <= '3' && p[1] >= '0' && p[1] <= '7' && p[2] >= '0' && p[2] <= '7') {
+        out.push_back(static_cast<char>((p[0] - '0') * 64 + (p[1] - '0') * 8 + (p[2] - '0')));
+        i += 3;
+        continue;
+      }
+    }
+    out.push_back(field[i]);
+  }
+  return out;
 }
 
 }  // namespace anvil

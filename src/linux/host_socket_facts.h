@@ -29,4 +29,8 @@ HostSocketFacts RealHostSocketFacts();
 // view twice).
 std::function<Result<HostSocketMasks>(const FileView&)> HostSocketLocator();
 
+// A field of /proc/self/mountinfo as the path it names: \ooo escapes (space, tab, newline,
+// backslash) undone.
+std::string UnescapeMountinfoField(const std::string& field);
+
 }  // namespace anvil

@@ -15,6 +15,7 @@
 #include "fs/file_facts.h"
 #include "fs/file_io.h"
 #include "fs/workspace_path.h"
+#include "linux/host_socket_facts.h"
 
 namespace anvil {
 
@@ -131,22 +132,6 @@ struct MountLine {
   std::string dev, root, point;
 };
 
-std::string Unescape(const std::string& field) {
-  std::string out;
-  for (size_t k = 0; k < field.size(); ++k) {
-    if (field[k] == '\\' && k + 3 < field.size() + 1 && k + 3 <= field.size() - 1) {
-      const std::string oct = field.substr(k + 1, 3);
-      if (oct.find_first_not_of("01234567") == std::string::npos) {
-        out.push_back(static_cast<char>(std::stoi(oct, nullptr, 8)));
-        k += 3;
-        continue;
-      }
-    }
-    out.push_back(field[k]);
-  }
-  return out;
-}
-
 std::vector<MountLine> ReadMounts() {
   std::vector<MountLine> out;
   // A proc file: its size is not known before it is read.
@@ -156,7 +141,7 @@ std::vector<MountLine> ReadMounts() {
     std::istringstream fields(line);
     std::string id, parent, dev, root, point;
     if (fields >> id >> parent >> dev >> root >> point) {
-      out.push_back({dev, Unescape(root), Unescape(point)});
+      out.push_back({dev, UnescapeMountinfoField(root), UnescapeMountinfoField(point)});
     }
   }
   return out;
