@@ -390,15 +390,24 @@ Result<SandboxSettings> ApplySandboxSettings(const std::vector<std::string>& env
   input.readable_roots = readable_roots;
   // A workspace below a repository's top sees the repository, read-only (as git sees it).
   // The homes it must never show, resolved: $HOME and the user database's (a symlinked home,
-  // an unset HOME); none known, nothing shown.
-  std::vector<std::string> homes;
-  for (const std::string& h : {home, PasswdHome()}) {
-    if (h.empty() || h[0] != '/') continue;
+  // an unset HOME); none known, nothing shown. The user database is asked only when there is a
+  // repository above (a lookup per start otherwise).
+  auto resolved = [](const std::string& h) {
     const std::string c = Canonical(h);
-    homes.push_back(c.empty() ? h : c);
+    return c.empty() ? h : c;
+  };
+  std::optional<std::string> top;
+  if (!home.empty()) {
+    top = EnclosingRepositoryTop(policy.workspace, {resolved(home)}, ::geteuid(), RepoTopFactsOf);
   }
-  if (home.empty()) homes.clear();
-  if (auto top = EnclosingRepositoryTop(policy.workspace, homes, ::geteuid(), RepoTopFactsOf)) {
+  if (top) {
+    const std::string passwd_home = PasswdHome();
+    if (!passwd_home.empty() && passwd_home[0] == '/' &&
+        PathIsWithin(resolved(passwd_home), *top)) {
+      top.reset();
+    }
+  }
+  if (top) {
     input.implied_readable_roots.push_back(*top);
     out.repository_top = *top;
   }

@@ -262,9 +262,7 @@ void GitGuard::CheckAfterRun(const std::vector<std::string>& skip) {
         std::find(names_before_.begin(), names_before_.end(), m.path) != names_before_.end();
     m.reason = trusted ? "it is not the one that was there when the sandboxed command started "
                          "(replaced)"
-                       : "it was there when this run started, but another sandbox run here "
-                         "(still going, or killed) had not seen it, so its command may have "
-                         "made it";
+                       : std::string(kDistrustedNameReason);
   }
   report_.protected_names = QuarantineProtectedNames(moves);
   report_.check_ms =

@@ -193,9 +193,7 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
         git.emplace(std::move(*guard));
         // The workspace's Anvil.toml is the watch's to judge, by what this walk trusts too.
         if (config_watch && git->Distrusts(policy.workspace + "/Anvil.toml")) {
-          config_watch->Distrust(
-              "it was there when this run started, but another sandbox run here (still going, "
-              "or killed) had not seen it, so its command may have made it");
+          config_watch->Distrust(std::string(kDistrustedNameReason));
         }
         // Before the command starts: a run that starts meanwhile takes only this as the user's.
         if (auto said = unchecked->Publish(git->Trusted()); !said) {

@@ -182,6 +182,12 @@ struct ConfigQuarantine {
 // new one goes with it. What the check cannot tell here either: one the user made on the host
 // while the run was going is moved aside too (the line says how to put it back).
 
+// Why a protected name the walk before the run found is moved aside after it when another run
+// over the same roots, going or killed, had not seen it (linux/git_guard.h Distrusts).
+inline constexpr std::string_view kDistrustedNameReason =
+    "it was there when this run started, but another sandbox run here (still going, or killed) "
+    "had not seen it, so its command may have made it";
+
 struct ProtectedNameMove {
   std::string path;  // canonical
   std::string root;  // the deepest writable root holding it

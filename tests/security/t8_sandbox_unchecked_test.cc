@@ -285,6 +285,8 @@ TEST_P(T8SandboxUnchecked, ANameAnotherRunMovedAsideIsNotTakenOverLater) {
   a.Wait(std::chrono::seconds(60));
   ::umount2(alias.c_str(), MNT_DETACH);
   ASSERT_TRUE(up) << "run A never started";
+  ASSERT_NE(b.err.find("moved " + ws_ + "/.mcp.json aside"), std::string::npos)
+      << "run B never moved the name aside, so the attack was not tried: " << b.err;
   const std::string left = Exists(ws_ + "/.mcp.json") ? ReadFile(ws_ + "/.mcp.json") : "";
   EXPECT_EQ(left.find("pwn"), std::string::npos) << "A's command's .mcp.json stayed: " << b.err;
 }
