@@ -181,7 +181,6 @@ int RunOnce(const RunSettings& r) {
   const std::string& plugin_dir = r.plugin_dir;
   const bool json = r.json, require_signed = r.require_signed;
   const double timeout = r.timeout;
-  std::vector<std::string> gateway_args;
   const std::vector<std::string>& positional = r.positional;
   auto manifest = LoadManifest(plugin_dir);
   if (manifest) {
@@ -193,6 +192,19 @@ int RunOnce(const RunSettings& r) {
     std::cerr << ErrorLine("anvil run", manifest.error());
     return kExitUsage;
   }
+  // The session's configuration for a grant: the gateway only what it needs
+  // (session/gateway_serves.h).
+  auto session_config = [&](const Grant& grant) {
+    session::PluginSessionConfig config{
+        workspace, plugin_dir, *manifest, grant, session::GatewayArgsFor(session::ServesFor(grant)),
+        {}};
+    config.unsafe_net_test = r.unsafe_net_test;
+    return config;
+  };
+  // The gateway's start (its exec and set-up) runs beside the admission below: launched for the
+  // grant the manifest asks for, taken by the session only if the admitted grant needs the very
+  // same gateway, stopped on every other way out (EarlyGateway).
+  session::EarlyGateway early = session::LaunchEarlyGateway(session_config(manifest->requested));
   // The entry file was checked with the manifest above (a usage error, not a refusal).
   const session::AdmissionRequest request{workspace, plugin_dir, require_signed,
                                           /*entry_checked=*/true};
@@ -225,14 +237,7 @@ int RunOnce(const RunSettings& r) {
     std::cerr << ErrorLine("anvil run", *admission.error);
     return admission.verdict == session::AdmissionVerdict::kRefused ? kExitRefused : kExitUsage;
   }
-  const Grant* grant = &*admission.grant;
-
-  // Only what the grant needs (session/gateway_serves.h).
-  for (std::string& arg : session::GatewayArgsFor(session::ServesFor(*grant))) {
-    gateway_args.push_back(std::move(arg));
-  }
-  session::PluginSessionConfig config{workspace, plugin_dir, *manifest, *grant, gateway_args, {}};
-  config.unsafe_net_test = r.unsafe_net_test;
+  session::PluginSessionConfig config = session_config(*admission.grant);
   config.pinned_files = std::move(admission.pinned_files);
   // Anvil.toml settings reach the plugin as data. A broken file passes none (and says so): it
   // is untrusted input and never stops or widens anything.
@@ -248,30 +253,14 @@ int RunOnce(const RunSettings& r) {
   const std::string id = SanitizeForDisplay(manifest->id);
   TerminalProgress progress(STDERR_FILENO);
   progress.Show("starting the sandbox for " + id);
-  auto session = session::PluginSession::Start(config);
+  auto session = session::PluginSession::Start(config, &early);
   progress.Clear();
   if (!session) {
     std::cerr << PluginErrorLines(id, session.error());
     return kExitSandbox;
   }
   auto deadline = std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000));
-  progress.Show("loading " + id);
-  auto commands = (*session)->Commands(deadline);
-  progress.Clear();
-  if (!commands) {
-    std::cerr << PluginErrorLines(id, commands.error()) << TraceLines(id, commands.error());
-    (void)(*session)->Stop();
-    return ExitFor(commands.error());
-  }
   const std::string& command = positional[1];
-  if (std::find(commands->begin(), commands->end(), command) == commands->end()) {
-    std::string known;
-    for (const auto& c : *commands) known += (known.empty() ? "" : ", ") + SanitizeForDisplay(c);
-    std::cerr << "anvil run: not_found: plugin " << id << " has no command '"
-              << SanitizeForDisplay(command) << "' (it has: " << known << ")\n";
-    (void)(*session)->Stop();
-    return kExitUsage;
-  }
   nlohmann::json cmd_args = nlohmann::json::array();
   for (size_t k = 2; k < positional.size(); ++k) cmd_args.push_back(positional[k]);
 
@@ -316,6 +305,23 @@ int RunOnce(const RunSettings& r) {
       command, cmd_args.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), deadline,
       editor, log);
   progress.Clear();
+  // The command is run without asking the host for its commands first (one round trip fewer
+  // on every run); only a not_found asks, to tell a command the plugin does not have from a
+  // command that failed with not_found. (A plugin that did not load answers the command with
+  // its load error, as it would have answered the question.)
+  if (!result && result.error().code == "not_found") {
+    auto commands = (*session)->Commands(deadline);
+    if (commands && std::find(commands->begin(), commands->end(), command) == commands->end()) {
+      std::string known;
+      for (const auto& c : *commands) {
+        known += (known.empty() ? "" : ", ") + SanitizeForDisplay(c);
+      }
+      std::cerr << "anvil run: not_found: plugin " << id << " has no command '"
+                << SanitizeForDisplay(command) << "' (it has: " << known << ")\n";
+      (void)(*session)->Stop();
+      return kExitUsage;
+    }
+  }
   if (shown.dropped() > 0) {
     std::cerr << "anvil run: " << shown.dropped() << " log and notification lines of " << id
               << " were dropped (budget: " << kRunPluginLinesMax << " lines or "

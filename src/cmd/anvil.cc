@@ -7,12 +7,16 @@
 #include "anvil_build_info.h"  // generated: ANVIL_VERSION, ANVIL_COMMIT
 #include "cli/commands.h"
 #include "common/std_fds.h"
+#include "gateway/gateway.h"
 #include "policy/display_text.h"
+#include "session/gateway_process.h"
 
 int main(int argc, char** argv) {
   // Before anything opens a descriptor (common/std_fds.h).
   if (!anvil::EnsureStandardDescriptors()) return 125;
   std::vector<std::string> args(argv + 1, argv + argc);
+  // The offline gateway's code is linked in: sessions fork it instead of exec'ing the helper.
+  anvil::session::SetInProcessGateway("anvil-gateway-offline", &anvil::gateway::GatewayMain);
   // No input may abort anvil: an exception that escaped a subcommand (a bug) still unwinds, so
   // the sessions it started stop their gateway and hosts, and the user gets an error line.
   try {

@@ -1,4 +1,6 @@
 // anvil-gateway: the per-session policy enforcement point. Started by the trusted side only.
+// Its main is GatewayMain; `anvil` links this file too (with ANVIL_GATEWAY_IN_PROCESS, no main
+// of its own) to run the offline gateway in a forked child (session/gateway_process.h).
 #include <iostream>
 #include <string>
 #include <vector>
@@ -8,7 +10,7 @@
 #include "gateway/gateway_flags.h"
 #include "linux/helper_executable.h"
 
-int main(int argc, char** argv) {
+int anvil::gateway::GatewayMain(int argc, char** argv) {
   // Before anything opens a descriptor (common/std_fds.h).
   if (!anvil::EnsureStandardDescriptors()) return 125;
   anvil::gateway::GatewayOptions o;
@@ -59,3 +61,7 @@ int main(int argc, char** argv) {
   }
   return anvil::gateway::RunGateway(o);
 }
+
+#ifndef ANVIL_GATEWAY_IN_PROCESS
+int main(int argc, char** argv) { return anvil::gateway::GatewayMain(argc, argv); }
+#endif

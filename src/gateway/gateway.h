@@ -67,4 +67,7 @@ struct GatewayOptions {
 // the process exit status.
 int RunGateway(const GatewayOptions& options);
 
+// anvil-gateway's main (src/cmd/anvil_gateway.cc): its flags, then RunGateway.
+int GatewayMain(int argc, char** argv);
+
 }  // namespace anvil::gateway

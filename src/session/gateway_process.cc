@@ -11,12 +11,46 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 
 #include "common/syscalls.h"
 #include "fs/pending_writes.h"
 
 namespace anvil::session {
+
+namespace {
+
+const char* g_in_process_name = nullptr;
+GatewayMainFn g_in_process_main = nullptr;
+
+// Whether this process has one thread: field 20 of /proc/self/stat, counted from after the
+// command name (which may hold spaces and parentheses).
+bool SingleThreaded() {
+  UniqueFd fd(::open("/proc/self/stat", O_RDONLY | O_CLOEXEC));
+  if (!fd) return false;
+  char buf[1024];
+  const ssize_t n = ::read(fd.Get(), buf, sizeof(buf) - 1);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  const char* p = std::strrchr(buf, ')');
+  if (p == nullptr) return false;
+  // After ")": state is field 3, num_threads field 20.
+  for (int field = 2; field < 20 && p != nullptr; ++field) p = std::strchr(p + 1, ' ');
+  return p != nullptr && std::strtol(p + 1, nullptr, 10) == 1;
+}
+
+const char* BaseName(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  return path.c_str() + (slash == std::string::npos ? 0 : slash + 1);
+}
+
+}  // namespace
+
+void SetInProcessGateway(const char* program_name, GatewayMainFn main) {
+  g_in_process_name = program_name;
+  g_in_process_main = main;
+}
 
 Result<std::unique_ptr<GatewayProcess>> GatewayProcess::Start(const GatewayConfig& config) {
   auto g = Launch(config);
@@ -52,6 +86,13 @@ Result<std::unique_ptr<GatewayProcess>> GatewayProcess::Launch(const GatewayConf
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  // This program's own copy of the gateway, when it has one for this program and nothing but
+  // this thread runs (SetInProcessGateway).
+  const GatewayMainFn in_process =
+      g_in_process_main != nullptr &&
+              std::strcmp(BaseName(config.binary), g_in_process_name) == 0 && SingleThreaded()
+          ? g_in_process_main
+          : nullptr;
   pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) return SysFail("internal", "fork gateway");
@@ -66,8 +107,22 @@ Result<std::unique_ptr<GatewayProcess>> GatewayProcess::Launch(const GatewayConf
     if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(null_fd, 1) < 0) _exit(1);
     // Only stdin/out/err, the control channel and the journal cross into the gateway.
     syscall(SYS_close_range, 5, ~0U, 0);
-    execv(argv[0], argv.data());
-    _exit(127);
+    if (in_process == nullptr) {
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    // What the exec would have done besides: caught signals back to their defaults (ignored
+    // ones and the mask stay, as across an exec), and the program's name in ps and top.
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; ++sig) {
+      struct sigaction now {};
+      if (::sigaction(sig, nullptr, &now) != 0) continue;
+      if (now.sa_handler != SIG_DFL && now.sa_handler != SIG_IGN) ::sigaction(sig, &dfl, nullptr);
+    }
+    prctl(PR_SET_NAME, BaseName(config.binary));
+    // _exit: none of this program's exit handlers or static destructors run in the gateway.
+    _exit(in_process(static_cast<int>(argv.size()) - 1, argv.data()));
   }
   theirs.Reset();
   std::unique_ptr<GatewayProcess> g(new GatewayProcess());

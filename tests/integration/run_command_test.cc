@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "sandbox_harness.h"
@@ -300,6 +301,125 @@ TEST_F(AnvilRun, ProgressLineOnlyOnATerminal) {
       << t.out;
   EXPECT_NE(t.out.find("\r\x1b[Kanvil: running test.run x\r\x1b[Kdone"), std::string::npos)
       << t.out;
+}
+
+// The command is run without asking the host for its list first; a failure still tells a
+// command the plugin does not have, and a plugin that did not load, from a command that failed.
+TEST_F(AnvilRun, UnknownCommandNamesTheCommandsThePluginHas) {
+  Plugin("fs.read = [\"**\"]\n",
+         "anvil.command('alpha', function() return 'a' end)\n"
+         "anvil.command('beta', function() return 'b' end)");
+  auto r = Anvil({"--approve", plugin_.path(), "gamma"});
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("has no command 'gamma'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("alpha"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("beta"), std::string::npos) << r.err;
+  // Its neighbour: a command that exists runs.
+  r = Anvil({plugin_.path(), "beta"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "b\n");
+}
+
+TEST_F(AnvilRun, ACommandRaisingNotFoundIsItsOwnErrorNotAMissingCommand) {
+  Plugin("fs.read = [\"**\"]\n",
+         "anvil.command('read', function() return sys.fs.read('missing.txt') end)");
+  auto r = Anvil({"--approve", plugin_.path(), "read"});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_EQ(r.err.find("has no command"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("not_found"), std::string::npos) << r.err;
+  // With --json the command's error is the one JSON line on stdout.
+  r = Anvil({"--json", plugin_.path(), "read"});
+  EXPECT_EQ(r.status, 1) << r.err;
+  auto line = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(line.is_object()) << r.out;
+  EXPECT_EQ(line.value("ok", true), false);
+}
+
+// A plugin that does not load answers the command with its load error: on stderr with the
+// plugin's lines marked, and under --json as the one JSON line with its trace, as a command's.
+TEST_F(AnvilRun, APluginThatDoesNotLoadAnswersTheCommandWithItsLoadError) {
+  Plugin("fs.read = [\"**\"]\n", "anvil.command('x', function() return 1 end)\nerror('boom')");
+  auto r = Anvil({"--approve", plugin_.path(), "x"});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("boom"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("has no command"), std::string::npos) << r.err;
+  r = Anvil({"--json", plugin_.path(), "x"});
+  EXPECT_EQ(r.status, 1) << r.err;
+  auto line = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(line.is_object()) << r.out;
+  EXPECT_EQ(line.value("ok", true), false);
+  EXPECT_NE(line.value("error", "").find("boom"), std::string::npos) << r.out;
+  EXPECT_TRUE(line.contains("trace")) << r.out;
+  // A module the entry requires that is not there is a load error with the code not_found:
+  // still the load error, not a missing command.
+  Plugin("fs.read = [\"**\"]\n", "require('nowhere')\nanvil.command('x', function() return 1 end)");
+  r = Anvil({"--approve", plugin_.path(), "x"});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("nowhere"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("has no command"), std::string::npos) << r.err;
+}
+
+// The gateway is started beside the admission; a plugin refused there leaves no process and
+// no word of that gateway behind.
+TEST_F(AnvilRun, ARefusedPluginLeavesNoGatewayBehind) {
+  Plugin("fs.write = [\"notes/**\"]\n", "anvil.command('x', function() return 1 end)");
+  auto r = Anvil({plugin_.path(), "x"});  // no terminal to ask on: denied
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_EQ(r.err.find("anvil-gateway"), std::string::npos) << r.err;
+  EXPECT_TRUE(ProcessesWithMarker(ws_.path()).empty());
+  // Its neighbour: approved, the same plugin runs.
+  r = Anvil({"--approve", plugin_.path(), "x"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "1\n");
+}
+
+// A session whose grant has no net is served by the offline gateway, which `anvil` runs in a
+// forked child of its own (no exec of the helper): that process must be what the helper would
+// be — its name, locked down (seccomp filter, no_new_privs), only its own descriptors.
+TEST_F(AnvilRun, TheForkedOfflineGatewayIsLockedDownAsTheHelperWouldBe) {
+  Plugin("fs.read = [\"**\"]\n", "anvil.command('spin', function() while true do end end)");
+  RunOptions o;
+  o.env = {"PATH=/usr/bin:/bin", "HOME=/nonexistent", "XDG_STATE_HOME=" + state_.path()};
+  Spawned run({AnvilBin(), "run", "--workspace", ws_.path(), "--approve", "--timeout", "3",
+               plugin_.path(), "spin"},
+              o);
+  pid_t gateway = -1;
+  auto comm_of = [](pid_t pid) {
+    std::string comm = ReadFile("/proc/" + std::to_string(pid) + "/comm");
+    while (!comm.empty() && comm.back() == '\n') comm.pop_back();
+    return comm;
+  };
+  ASSERT_TRUE(WaitUntil([&] {
+    for (pid_t pid : ProcessesWithMarker(ws_.path())) {
+      if (comm_of(pid) == "anvil-gateway-o") gateway = pid;
+    }
+    return gateway > 0 &&
+           ReadFile("/proc/" + std::to_string(gateway) + "/status").find("Seccomp:\t2") !=
+               std::string::npos;
+  })) << "no locked-down offline gateway among the session's processes";
+  const std::string proc = "/proc/" + std::to_string(gateway);
+  char exe[4096] = {};
+  ASSERT_GT(readlink((proc + "/exe").c_str(), exe, sizeof(exe) - 1), 0);
+  char anvil[4096] = {};
+  ASSERT_NE(realpath(AnvilBin().c_str(), anvil), nullptr);
+  EXPECT_EQ(std::string(exe), std::string(anvil)) << "the gateway was exec'd, not forked";
+  const std::string status = ReadFile(proc + "/status");
+  EXPECT_NE(status.find("NoNewPrivs:\t1"), std::string::npos) << status;
+  // Nothing of `anvil run`'s own descriptors crossed: each one the gateway holds is a socket,
+  // a pipe, an anonymous inode, /dev/null or a file of the session (its audit log, the
+  // pending-writes journal), never the grant store or the plugin's files.
+  for (const auto& entry : std::filesystem::directory_iterator(proc + "/fd")) {
+    char target[4096] = {};
+    const std::string fd = entry.path().filename();
+    if (readlink(entry.path().c_str(), target, sizeof(target) - 1) <= 0) continue;
+    const std::string t(target);
+    EXPECT_EQ(t.find("grants.json"), std::string::npos) << fd << " -> " << t;
+    EXPECT_EQ(t.find(plugin_.path()), std::string::npos) << fd << " -> " << t;
+  }
+  EXPECT_TRUE(run.Wait(std::chrono::seconds(20)).has_value());
+  EXPECT_TRUE(WaitUntil([&] { return ProcessesWithMarker(ws_.path()).empty(); }));
 }
 
 TEST_F(AnvilRun, BadManifestIsAUsageErrorNamingTheLine) {
