@@ -199,6 +199,8 @@ int RunOnce(const RunSettings& r) {
         workspace, plugin_dir, *manifest, grant, session::GatewayArgsFor(session::ServesFor(grant)),
         {}};
     config.unsafe_net_test = r.unsafe_net_test;
+    // One session, one thread: the offline gateway can be this program's own forked child.
+    config.gateway_in_process = true;
     return config;
   };
   // The gateway's start (its exec and set-up) runs beside the admission below: launched for the

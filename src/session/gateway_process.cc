@@ -89,7 +89,7 @@ Result<std::unique_ptr<GatewayProcess>> GatewayProcess::Launch(const GatewayConf
   // This program's own copy of the gateway, when it has one for this program and nothing but
   // this thread runs (SetInProcessGateway).
   const GatewayMainFn in_process =
-      g_in_process_main != nullptr &&
+      config.in_process && g_in_process_main != nullptr &&
               std::strcmp(BaseName(config.binary), g_in_process_name) == 0 && SingleThreaded()
           ? g_in_process_main
           : nullptr;

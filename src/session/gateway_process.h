@@ -25,17 +25,21 @@ struct GatewayConfig {
   std::string workspace;
   std::vector<std::string> extra_args;        // limits, --no-symlinks, ...
   UnsafeNetTestOptions unsafe_net_test = {};  // test-only; forwarded as --unsafe-test-* flags
+  // Run it in a forked child of this process when this program has it linked in
+  // (SetInProcessGateway); `anvil run`'s one-shot session. Its argv then is not in /proc's
+  // cmdline, which is the caller's.
+  bool in_process = false;
   bool operator==(const GatewayConfig&) const = default;
 };
 
 // A gateway program whose main this executable has linked in (`anvil` links the offline
-// gateway's objects): Launch then runs a config naming that program (by file name) in a forked
-// child that calls `main` instead of exec'ing the file — the same code, descriptors, signal
-// dispositions and arguments as after the exec, without a second program's start (an exec and
-// glibc's start-up, whose CPUID probes trap to the hypervisor on a VM: most of a small
-// session's start there). Only while the caller is single-threaded (a fork copies one thread:
-// another's locks would stay held in the child); otherwise, and where never set, the exec. The
-// program file must still be found (a lone `anvil` without its helpers fails as before).
+// gateway's objects): Launch then runs a config that asks for it (`in_process`) and names that
+// program (by file name) in a forked child that calls `main` instead of exec'ing the file — the
+// same code, descriptors, signal dispositions and arguments as after the exec, without a second
+// program's start (an exec and glibc's start-up, whose CPUID probes trap to the hypervisor on a VM:
+// most of a small session's start there). Only while the caller is single-threaded (a fork copies
+// one thread: another's locks would stay held in the child); otherwise, and where never set, the
+// exec. The program file must still be found (a lone `anvil` without its helpers fails as before).
 using GatewayMainFn = int (*)(int argc, char** argv);
 void SetInProcessGateway(const char* program_name, GatewayMainFn main);
 

@@ -41,6 +41,7 @@ Result<GatewayConfig> SessionGatewayConfig(const PluginSessionConfig& config) {
   ANVIL_TRY(gateway_exe, FindHelper(GatewayExecutableFor(ServesFor(config.grant))));
   GatewayConfig gw{gateway_exe->path, config.workspace, {"--audit-log", *audit}};
   gw.unsafe_net_test = config.unsafe_net_test;
+  gw.in_process = config.gateway_in_process;
   gw.extra_args.insert(gw.extra_args.end(), config.gateway_args.begin(), config.gateway_args.end());
   return gw;
 }

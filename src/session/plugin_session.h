@@ -29,6 +29,7 @@ struct PluginSessionConfig {
   UnsafeNetTestOptions unsafe_net_test = {};  // `anvil run` / `anvil serve` test-only flags
   std::string settings_json = "{}";  // Anvil.toml settings for the plugin (data, no authority)
   std::map<std::string, std::string> pinned_files = {};  // CheckLock's result (HostConfig)
+  bool gateway_in_process = false;                       // GatewayConfig::in_process (`anvil run`)
 };
 
 // The gateway a session for `config` starts: the executable its grant needs
