@@ -171,7 +171,7 @@ struct RunSettings {
   // looked up like any other (asks when it asks for more).
   std::optional<std::string> approve_only_sha;
   // One run, not --watch: stdout is given up once the answer is on it (see RunOnce).
-  bool release_stdout = false;
+  bool release_stdout = false;  // also: the gateway may be forked (RunOnce)
 };
 
 // One run: manifest, lock, signature, grant, session, the command. Says what went wrong on
@@ -192,21 +192,6 @@ int RunOnce(const RunSettings& r) {
     std::cerr << ErrorLine("anvil run", manifest.error());
     return kExitUsage;
   }
-  // The session's configuration for a grant: the gateway only what it needs
-  // (session/gateway_serves.h).
-  auto session_config = [&](const Grant& grant) {
-    session::PluginSessionConfig config{
-        workspace, plugin_dir, *manifest, grant, session::GatewayArgsFor(session::ServesFor(grant)),
-        {}};
-    config.unsafe_net_test = r.unsafe_net_test;
-    // One session, one thread: the offline gateway can be this program's own forked child.
-    config.gateway_in_process = true;
-    return config;
-  };
-  // The gateway's start (its exec and set-up) runs beside the admission below: launched for the
-  // grant the manifest asks for, taken by the session only if the admitted grant needs the very
-  // same gateway, stopped on every other way out (EarlyGateway).
-  session::EarlyGateway early = session::LaunchEarlyGateway(session_config(manifest->requested));
   // The entry file was checked with the manifest above (a usage error, not a refusal).
   const session::AdmissionRequest request{workspace, plugin_dir, require_signed,
                                           /*entry_checked=*/true};
@@ -239,7 +224,16 @@ int RunOnce(const RunSettings& r) {
     std::cerr << ErrorLine("anvil run", *admission.error);
     return admission.verdict == session::AdmissionVerdict::kRefused ? kExitRefused : kExitUsage;
   }
-  session::PluginSessionConfig config = session_config(*admission.grant);
+  const Grant* grant = &*admission.grant;
+  // Only what the grant needs (session/gateway_serves.h).
+  session::PluginSessionConfig config{
+      workspace, plugin_dir, *manifest, *grant, session::GatewayArgsFor(session::ServesFor(*grant)),
+      {}};
+  config.unsafe_net_test = r.unsafe_net_test;
+  // One run, one thread: the offline gateway can be this program's own forked child. Not under
+  // --watch: every run's gateway would then be a fork of one long-lived process (its memory of
+  // the runs before, one address-space layout and stack canary for all of them).
+  config.gateway_in_process = r.release_stdout;
   config.pinned_files = std::move(admission.pinned_files);
   // Anvil.toml settings reach the plugin as data. A broken file passes none (and says so): it
   // is untrusted input and never stops or widens anything.
@@ -255,7 +249,7 @@ int RunOnce(const RunSettings& r) {
   const std::string id = SanitizeForDisplay(manifest->id);
   TerminalProgress progress(STDERR_FILENO);
   progress.Show("starting the sandbox for " + id);
-  auto session = session::PluginSession::Start(config, &early);
+  auto session = session::PluginSession::Start(config);
   progress.Clear();
   if (!session) {
     std::cerr << PluginErrorLines(id, session.error());

@@ -149,15 +149,8 @@ int RunGateway(const GatewayOptions& input) {
       ipc::EncodeControl(ready.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   if (::send(options.control_fd, frame.data(), frame.size(), MSG_NOSIGNAL) !=
       static_cast<ssize_t>(frame.size())) {
-    const int err = errno;
     ::unlink(socket_path->c_str());
-    // The trusted side called the session off before it was ready (a gateway started beside a
-    // plugin's admission that then refused it): nothing went wrong here, nothing to say.
-    if (err == EPIPE) {
-      ::rmdir(options.runtime_dir.c_str());
-      return 0;
-    }
-    return fail(Error{"internal", "control channel closed before ready", err});
+    return fail(Error{"internal", "control channel closed before ready", errno});
   }
   int status = server.Loop();
   ::unlink(socket_path->c_str());

@@ -40,6 +40,12 @@ bool SingleThreaded() {
   return p != nullptr && std::strtol(p + 1, nullptr, 10) == 1;
 }
 
+// The forked gateway's whole life: an exception that escapes its main ends it (std::terminate,
+// as in the helper program) instead of unwinding into this program's frames and handlers.
+[[noreturn]] void RunForkedGateway(GatewayMainFn main, int argc, char** argv) noexcept {
+  _exit(main(argc, argv));
+}
+
 const char* BaseName(const std::string& path) {
   const std::size_t slash = path.rfind('/');
   return path.c_str() + (slash == std::string::npos ? 0 : slash + 1);
@@ -105,9 +111,10 @@ Result<std::unique_ptr<GatewayProcess>> GatewayProcess::Launch(const GatewayConf
     // stdin/stdout may be an editor's JSON-RPC stream (anvil serve): never the gateway's.
     int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
     if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(null_fd, 1) < 0) _exit(1);
-    // Only stdin/out/err, the control channel and the journal cross into the gateway.
-    syscall(SYS_close_range, 5, ~0U, 0);
-    if (in_process == nullptr) {
+    // Only stdin/out/err, the control channel and the journal cross into the gateway. Without
+    // an exec nothing else closes them (O_CLOEXEC does only at one): no close, no fork.
+    const bool closed = syscall(SYS_close_range, 5, ~0U, 0) == 0;
+    if (in_process == nullptr || !closed) {
       execv(argv[0], argv.data());
       _exit(127);
     }
@@ -122,7 +129,7 @@ Result<std::unique_ptr<GatewayProcess>> GatewayProcess::Launch(const GatewayConf
     }
     prctl(PR_SET_NAME, BaseName(config.binary));
     // _exit: none of this program's exit handlers or static destructors run in the gateway.
-    _exit(in_process(static_cast<int>(argv.size()) - 1, argv.data()));
+    RunForkedGateway(in_process, static_cast<int>(argv.size()) - 1, argv.data());
   }
   theirs.Reset();
   std::unique_ptr<GatewayProcess> g(new GatewayProcess());

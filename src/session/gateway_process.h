@@ -29,7 +29,6 @@ struct GatewayConfig {
   // (SetInProcessGateway); `anvil run`'s one-shot session. Its argv then is not in /proc's
   // cmdline, which is the caller's.
   bool in_process = false;
-  bool operator==(const GatewayConfig&) const = default;
 };
 
 // A gateway program whose main this executable has linked in (`anvil` links the offline

@@ -35,50 +35,18 @@ Result<std::string> AuditLogPath(const std::string& workspace) {
   return dir + "/" + Sha256Hex(workspace).substr(0, 16) + ".jsonl";
 }
 
-Result<GatewayConfig> SessionGatewayConfig(const PluginSessionConfig& config) {
+Result<std::unique_ptr<PluginSession>> PluginSession::Start(const PluginSessionConfig& config) {
+  std::unique_ptr<PluginSession> s(new PluginSession());
   ANVIL_TRY(audit, AuditLogPath(config.workspace));
   // The one that can fetch only when this plugin may (session/gateway_serves.h).
   ANVIL_TRY(gateway_exe, FindHelper(GatewayExecutableFor(ServesFor(config.grant))));
+  ANVIL_TRY(host_exe, FindHelper("anvil-plugin-host"));
   GatewayConfig gw{gateway_exe->path, config.workspace, {"--audit-log", *audit}};
   gw.unsafe_net_test = config.unsafe_net_test;
   gw.in_process = config.gateway_in_process;
   gw.extra_args.insert(gw.extra_args.end(), config.gateway_args.begin(), config.gateway_args.end());
-  return gw;
-}
-
-void EarlyGateway::Discard() {
-  if (!process) return;
-  (void)process->Stop();
-  process.reset();
-}
-
-EarlyGateway LaunchEarlyGateway(const PluginSessionConfig& config) {
-  EarlyGateway early;
-  auto gw = SessionGatewayConfig(config);
-  if (!gw) return early;
-  auto process = GatewayProcess::Launch(*gw);
-  if (!process) return early;
-  early.config = std::move(*gw);
-  early.process = std::move(*process);
-  return early;
-}
-
-Result<std::unique_ptr<PluginSession>> PluginSession::Start(const PluginSessionConfig& config,
-                                                            EarlyGateway* early) {
-  std::unique_ptr<PluginSession> s(new PluginSession());
-  auto gw = SessionGatewayConfig(config);
-  if (!gw) {
-    if (early) early->Discard();
-    return tl::unexpected(gw.error());
-  }
-  ANVIL_TRY(host_exe, FindHelper("anvil-plugin-host"));
-  if (early && early->process && early->config == *gw) {
-    s->gateway_ = std::move(early->process);
-  } else {
-    if (early) early->Discard();
-    ANVIL_TRY(gateway, GatewayProcess::Launch(*gw));
-    s->gateway_ = std::move(*gateway);
-  }
+  ANVIL_TRY(gateway, GatewayProcess::Launch(gw));
+  s->gateway_ = std::move(*gateway);
   HostConfig host{
       host_exe->path,        config.plugin_dir,  std::string(ToString(config.manifest.runtime)),
       config.manifest.entry, config.manifest.id, config.host_args};

@@ -29,38 +29,12 @@ struct PluginSessionConfig {
   UnsafeNetTestOptions unsafe_net_test = {};  // `anvil run` / `anvil serve` test-only flags
   std::string settings_json = "{}";  // Anvil.toml settings for the plugin (data, no authority)
   std::map<std::string, std::string> pinned_files = {};  // CheckLock's result (HostConfig)
-  bool gateway_in_process = false;                       // GatewayConfig::in_process (`anvil run`)
+  bool gateway_in_process = false;  // GatewayConfig::in_process: `anvil run`'s one run
 };
-
-// The gateway a session for `config` starts: the executable its grant needs
-// (session/gateway_serves.h), the audit log, the flags.
-Result<GatewayConfig> SessionGatewayConfig(const PluginSessionConfig& config);
-
-// A gateway launched before its session's configuration was final, e.g. from the grant a
-// manifest asks for while the admission (grant store, file hashes) is still being decided, so
-// that its start runs beside that work. Start takes it only when it was launched exactly as the
-// final configuration would launch one; otherwise (or when no session starts) Discard stops it.
-struct EarlyGateway {
-  GatewayConfig config;
-  std::unique_ptr<GatewayProcess> process;
-  // Stops the gateway, if any (nothing of it was used), and waits for its exit.
-  void Discard();
-  EarlyGateway() = default;
-  EarlyGateway(EarlyGateway&&) = default;
-  EarlyGateway& operator=(EarlyGateway&&) = delete;
-  ~EarlyGateway() { Discard(); }
-};
-
-// Launches the gateway SessionGatewayConfig(config) names, not waiting for it; an empty
-// EarlyGateway when that fails (Start then launches one itself and reports the failure).
-EarlyGateway LaunchEarlyGateway(const PluginSessionConfig& config);
 
 class PluginSession {
  public:
-  // `early`: a gateway launched beforehand (see EarlyGateway); used when its configuration is
-  // this session's, else stopped.
-  static Result<std::unique_ptr<PluginSession>> Start(const PluginSessionConfig& config,
-                                                      EarlyGateway* early = nullptr);
+  static Result<std::unique_ptr<PluginSession>> Start(const PluginSessionConfig& config);
   ~PluginSession();
 
   Result<std::vector<std::string>> Commands(std::chrono::milliseconds deadline);

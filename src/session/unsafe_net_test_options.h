@@ -17,7 +17,6 @@ struct UnsafeNetTestOptions {
   std::string ca_file;                       // absolute path, empty: system CAs only
 
   bool empty() const { return resolver.empty() && allow_addresses.empty() && ca_file.empty(); }
-  bool operator==(const UnsafeNetTestOptions&) const = default;
   std::vector<std::string> ToGatewayArgs() const;
 
   // If args[i] is one of the three flags, consumes it and its value (advancing i) and returns

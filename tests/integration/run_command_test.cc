@@ -361,8 +361,7 @@ TEST_F(AnvilRun, APluginThatDoesNotLoadAnswersTheCommandWithItsLoadError) {
   EXPECT_EQ(r.err.find("has no command"), std::string::npos) << r.err;
 }
 
-// The gateway is started beside the admission; a plugin refused there leaves no process and
-// no word of that gateway behind.
+// A plugin refused at its admission leaves no process and no word of a gateway behind.
 TEST_F(AnvilRun, ARefusedPluginLeavesNoGatewayBehind) {
   Plugin("fs.write = [\"notes/**\"]\n", "anvil.command('x', function() return 1 end)");
   auto r = Anvil({plugin_.path(), "x"});  // no terminal to ask on: denied
