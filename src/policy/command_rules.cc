@@ -288,8 +288,10 @@ CommandVerdict EvaluateCommand(const CommandRules& rules, const std::vector<std:
       // What runs is what PATH finds, not what the name says (program_lookup.h).
       seg.not_system = JudgeSystemProgram(program, *search).Why(program);
       seg.allow_blocked = AllowRuleBlocked(program, *search);
-      if (seg.segment.shell_by_name && !seg.not_system.empty()) {
-        seg.segment.role = SegmentRole::kJudged;  // maybe not the system's shell: judged too
+      // A shell only interprets its script, whoever installed it; one the sandboxed command or
+      // the workspace may put first on PATH may be any program, so it is judged itself too.
+      if (seg.segment.shell_by_name && !seg.allow_blocked.empty()) {
+        seg.segment.role = SegmentRole::kJudged;
       }
     }
     const bool narrowing = seg.segment.role == SegmentRole::kNarrowing;
@@ -382,8 +384,8 @@ CommandVerdict EvaluateCommand(const CommandRules& rules, const std::vector<std:
                             " does not apply: " + seg.allow_blocked;
         } else if (!seg.not_system.empty() && FindHarmless(seg.segment.argv) != nullptr) {
           verdict.reason += "; not built-in harmless here: " + seg.not_system;
-        } else if (!seg.not_system.empty() && seg.segment.shell_by_name) {
-          verdict.reason += "; the shell is judged itself: " + seg.not_system;
+        } else if (seg.segment.shell_by_name && !seg.allow_blocked.empty()) {
+          verdict.reason += "; the shell is judged itself: " + seg.allow_blocked;
         } else if (const HarmlessCommand* entry = HarmlessEntryFor(seg.segment.argv)) {
           verdict.reason += "; not harmless as written (" + HarmlessName(*entry) + ": " +
                             std::string(entry->why) + ")";

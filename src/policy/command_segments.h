@@ -48,8 +48,8 @@ struct CommandSegment {
   bool writes_file = false;
   bool environment = false;
   // A shell named without a slash whose script is judged instead of it (kNarrowing), on the
-  // word that the name is the system's shell: judged itself after all when the PATH it is
-  // looked up on may find another program of that name (program_lookup.h, EvaluateCommand).
+  // word that the name is a shell: judged itself after all when a directory the sandboxed
+  // command or the workspace may write comes first on PATH (program_lookup.h, EvaluateCommand).
   bool shell_by_name = false;
 };
 

@@ -15,13 +15,14 @@
 //                          entry before it is such a directory too. Any other entry first (the
 //                          workspace, the home, /tmp, a relative or empty one), whether or not it
 //                          holds the name now, or a name in no system directory: not the
-//                          system's. Only the system's program is built-in harmless, and only a
-//                          system shell's script is judged instead of the shell.
+//                          system's. Only the system's program is built-in harmless: the set's
+//                          claims (which options write or run programs) are about it.
 //   an allow rule's        no entry before the one that holds the name (every entry, when none
 //   program                does) is relative, empty, or, not being a system directory, inside a
 //                          writable root of the sandbox (canonically: a link into the workspace
 //                          counts). The user's own directories outside them (~/.local/bin,
-//                          ~/.cargo/bin) keep meaning what the user allowed.
+//                          ~/.cargo/bin) keep meaning what the user allowed; and a shell found
+//                          there still only interprets its script, which is what is judged.
 //
 // Pure: the facts about directories come from the caller (fs/program_dirs.h for the real ones).
 #pragma once

@@ -237,19 +237,22 @@ TEST(ProgramLookup, AShellFoundOnAWorkspacePathIsJudgedItself) {
   const FakeDirs dirs;
   const CommandRules rules =
       Rules("[[rule]]\npattern = [\"cargo\"]\ndecision = \"allow\"\njustification = \"build\"\n");
-  const ProgramSearch home_first = Search(dirs, "/home/u/.local/bin:/usr/bin");
-  const ProgramSearch system = Search(dirs, kSystemPath);
-  // Benign: the system's sh only interprets; its script's commands are judged.
-  const CommandVerdict benign = EvaluateCommand(rules, {"sh", "-c", "cargo build"}, &system);
-  EXPECT_EQ(benign.outcome, RulesOutcome::kAllow) << benign.reason;
-  EXPECT_EQ(benign.segments[0].segment.role, SegmentRole::kNarrowing);
-  // Attack: a bare sh that a directory before /usr/bin may hold is judged too.
-  const CommandVerdict attack = EvaluateCommand(rules, {"sh", "-c", "cargo build"}, &home_first);
+  const ProgramSearch venv = Search(dirs, kVenvPath);
+  // Benign: a shell only interprets; its script's commands are judged. Also one the user's own
+  // directory may hold, outside what the sandboxed command can write.
+  for (const std::string& path : {kSystemPath, std::string("/home/u/.local/bin:/usr/bin")}) {
+    const ProgramSearch search = Search(dirs, path);
+    const CommandVerdict benign = EvaluateCommand(rules, {"sh", "-c", "cargo build"}, &search);
+    EXPECT_EQ(benign.outcome, RulesOutcome::kAllow) << path << ": " << benign.reason;
+    EXPECT_EQ(benign.segments[0].segment.role, SegmentRole::kNarrowing) << path;
+  }
+  // Attack: a bare sh that the workspace's .venv/bin may hold is judged too.
+  const CommandVerdict attack = EvaluateCommand(rules, {"sh", "-c", "cargo build"}, &venv);
   EXPECT_EQ(attack.outcome, RulesOutcome::kNoRule) << attack.reason;
   EXPECT_EQ(attack.segments[0].segment.role, SegmentRole::kJudged);
   EXPECT_NE(attack.reason.find("the shell is judged itself"), std::string::npos) << attack.reason;
   // A shell already reached through a wrapper stays a narrowing segment.
-  const CommandVerdict wrapped = EvaluateCommand(rules, {"env", "sh", "-c", "ls"}, &home_first);
+  const CommandVerdict wrapped = EvaluateCommand(rules, {"env", "sh", "-c", "ls"}, &venv);
   EXPECT_EQ(wrapped.segments[1].segment.role, SegmentRole::kNarrowing);
 }
 
@@ -261,13 +264,13 @@ TEST(ProgramLookup, AnAllowRuleDoesNotSpeakForAProgramTheWorkspaceMayPutFirst) {
       "[[rule]]\npattern = [\"make\"]\ndecision = \"allow\"\njustification = \"build\"\n"
       "[[rule]]\npattern = [\"rm\"]\ndecision = \"forbidden\"\njustification = \"trash\"\n");
   // Benign: the user's cargo from ~/.cargo/bin, make from /usr/bin; ~/.cargo/bin first leaves
-  // the allow rules as they were (only the harmless set and the system's shell want the
-  // system's directories first).
+  // the allow rules as they were (only the harmless set wants the system's directories first).
   ExpectOutcomes(rules, Search(dirs, "/home/u/.cargo/bin:/usr/bin"),
                  {
                      {{"cargo", "build"}, RulesOutcome::kAllow},
                      {{"make"}, RulesOutcome::kAllow},
-                     {{"bash", "-c", "make && cargo test"}, RulesOutcome::kNoRule},
+                     {{"bash", "-c", "make && cargo test"}, RulesOutcome::kAllow},
+                     {{"bash", "-c", "ls"}, RulesOutcome::kNoRule},
                  });
   ExpectOutcomes(rules, Search(dirs, "/usr/bin:/bin:/home/u/.cargo/bin"),
                  {
