@@ -147,7 +147,7 @@ ExecResult RunExec(const ExecRequest& request, Asker& asker, const SandboxRunner
     result.exit_status = kExitRulesBroken;
     return result;
   }
-  const CommandVerdict verdict = EvaluateCommand(*rules, request.argv);
+  const CommandVerdict verdict = EvaluateCommand(*rules, request.argv, &request.search);
   report["decision"] = ToString(verdict.outcome);
   report["reason"] = verdict.reason;
   report["rule"] = RuleJson(verdict.rule);

@@ -81,6 +81,10 @@ struct ExecRequest {
   // and the audit records as its cwd.
   std::string run_dir;
   const std::string& RunDir() const { return run_dir.empty() ? context.workspace : run_dir; }
+  // How the command's bare program names are looked up (policy/program_lookup.h): the PATHs,
+  // the writable roots and the directories' facts. No facts: no directory holds anything, so no
+  // bare name is the system's program.
+  ProgramSearch search;
   int max_escalations = 3;  // widenings offered one after another, at most
 };
 

@@ -19,6 +19,7 @@
 #include "common/capped_log.h"
 #include "common/fd_io.h"
 #include "common/unique_fd.h"
+#include "fs/file_facts.h"
 #include "fs/file_io.h"
 #include "linux/real_host.h"
 #include "policy/consent.h"
@@ -224,6 +225,37 @@ Result<ExecOptions> ParseExecArgs(const std::vector<std::string>& args,
   context.never_writable = agent::ProtectedAnvilPaths(std::getenv("XDG_CONFIG_HOME"),
                                                       std::getenv("XDG_STATE_HOME"), home.c_str());
   context.host_autorun = HostAutorunPaths(AutorunEnvFromProcess());
+
+  // The PATHs the command's bare names are looked up on (policy/program_lookup.h): the
+  // caller's, where `anvil sandbox` finds the command itself, outside and before it starts; and
+  // the sandbox environment's, where a shell or wrapper inside finds what it runs, and where the
+  // sandbox's own home and /tmp are writable too (the view binds its toolchains read-only).
+  const bool confined = policy.ConfinesFilesystem();
+  LookupPath outside{std::string(kDefaultProgramPath),
+                     confined ? context.writable_roots : std::vector<std::string>{"/"},
+                     {}};
+  for (const auto& e : environ_entries) {
+    if (e.rfind("PATH=", 0) == 0) outside.value = e.substr(5);
+  }
+  LookupPath inside = outside;
+  inside.value = kDefaultProgramPath;
+  for (const auto& e : inv->spec.env) {
+    if (e.rfind("PATH=", 0) == 0) inside.value = e.substr(5);
+  }
+  if (confined) {
+    for (const char* tmp : {"/tmp", "/var/tmp", "/dev/shm"}) inside.writable_roots.push_back(tmp);
+    const HomeView& home = policy.home;
+    if (home.kind != HomeKind::kNone && !home.target.empty()) {
+      inside.writable_roots.push_back(home.target);
+      inside.read_only = home.read_roots;
+      for (const MappedBind& bind : home.binds) {
+        if (!bind.writable) inside.read_only.push_back(bind.target);
+      }
+    }
+  }
+  request.search.paths = {std::move(outside), std::move(inside)};
+  request.search.facts.holds = IsExecutableFileIn;
+  request.search.facts.canonical = CanonicalAsFarAsExists;
 
   if (widen) {
     ANVIL_TRY(w, agent::ParseWidening(*widen));

@@ -242,4 +242,32 @@ std::string DeviceNumberText(std::uint64_t dev) {
   return std::to_string(major(dev)) + ":" + std::to_string(minor(dev));
 }
 
+bool IsExecutableFileIn(const std::string& dir, const std::string& name) {
+  const std::string path = dir + "/" + name;
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+         ::faccessat(AT_FDCWD, path.c_str(), X_OK, AT_EACCESS) == 0;
+}
+
+std::string CanonicalAsFarAsExists(const std::string& path) {
+  if (path.empty() || path[0] != '/') return {};
+  std::string existing = path;
+  std::string rest;
+  while (true) {
+    char buf[PATH_MAX];
+    if (::realpath(existing.c_str(), buf) != nullptr) {
+      std::string out = buf;
+      if (!rest.empty()) out += (out == "/" ? "" : "/") + rest;
+      return out;
+    }
+    if (errno != ENOENT && errno != ENOTDIR) return {};
+    while (existing.size() > 1 && existing.back() == '/') existing.pop_back();
+    const std::size_t slash = existing.rfind('/');
+    const std::string part = existing.substr(slash + 1);
+    if (part == "." || part == "..") return {};
+    if (!part.empty()) rest = rest.empty() ? part : part + "/" + rest;
+    existing = slash == 0 ? "/" : existing.substr(0, slash);
+  }
+}
+
 }  // namespace anvil

@@ -113,4 +113,13 @@ std::string XdgStateHome();
 // "major:minor" of a device number.
 std::string DeviceNumberText(std::uint64_t dev);
 
+// Whether `dir`/`name` is a regular file this process may execute, following links (what a
+// PATH lookup takes: linux/program_exec.h's ResolveProgram).
+bool IsExecutableFileIn(const std::string& dir, const std::string& name);
+
+// `path` (absolute) with its links resolved as far as it exists, the missing rest appended:
+// where a directory not made yet would be. "" when that cannot be said (a missing part holds
+// `.` or `..`, or realpath fails on the part that exists for another reason than ENOENT).
+std::string CanonicalAsFarAsExists(const std::string& path);
+
 }  // namespace anvil

@@ -86,6 +86,9 @@ std::vector<std::vector<std::string>> AlwaysPrefixes(const CommandVerdict& verdi
     if (seg.segment.role != SegmentRole::kJudged || seg.decision || seg.harmless != nullptr) {
       continue;
     }
+    // An allow rule would not speak for a program the sandboxed command may put first on PATH
+    // (program_lookup.h): "always" would write a rule that never helps.
+    if (!seg.allow_blocked.empty()) return {};
     if (!ValidateAlwaysPrefix(seg.segment.argv, seg.segment.argv)) return {};
     if (std::find(out.begin(), out.end(), seg.segment.argv) == out.end()) {
       out.push_back(seg.segment.argv);

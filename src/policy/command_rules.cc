@@ -269,7 +269,8 @@ Result<CommandRules> LoadCommandRules(const RulesLocations& where) {
   return rules;
 }
 
-CommandVerdict EvaluateCommand(const CommandRules& rules, const std::vector<std::string>& argv) {
+CommandVerdict EvaluateCommand(const CommandRules& rules, const std::vector<std::string>& argv,
+                               const ProgramSearch* search) {
   CommandVerdict verdict;
   verdict.argv = argv;
   CommandSegments split = SplitCommand(argv);
@@ -281,11 +282,35 @@ CommandVerdict EvaluateCommand(const CommandRules& rules, const std::vector<std:
   for (auto& segment : split.segments) {
     SegmentVerdict seg;
     seg.segment = std::move(segment);
+    const std::string& program = seg.segment.argv[0];
+    if (search != nullptr && program.find('/') == std::string::npos &&
+        !RunsAsShellBuiltin(seg.segment)) {
+      // What runs is what PATH finds, not what the name says (program_lookup.h).
+      seg.not_system = JudgeSystemProgram(program, *search).Why(program);
+      seg.allow_blocked = AllowRuleBlocked(program, *search);
+      // A shell only interprets its script, whoever installed it; one the sandboxed command or
+      // the workspace may put first on PATH may be any program, so it is judged itself too.
+      if (seg.segment.shell_by_name && !seg.allow_blocked.empty()) {
+        seg.segment.role = SegmentRole::kJudged;
+      }
+    }
     const bool narrowing = seg.segment.role == SegmentRole::kNarrowing;
     // A command that writes a file or runs with a script's variables is more than the argv an
     // allow rule allows: only restrictions apply to it.
     const bool more_than_argv = seg.segment.writes_file || seg.segment.environment;
-    rules.Matching(seg.segment.argv, narrowing || more_than_argv, seg.matched);
+    rules.Matching(seg.segment.argv, narrowing || more_than_argv || !seg.allow_blocked.empty(),
+                   seg.matched);
+    if (!narrowing && !more_than_argv && !seg.allow_blocked.empty()) {
+      // Only to say why the allow rule did not decide.
+      std::vector<const CommandRule*> would;
+      rules.Matching(seg.segment.argv, false, would);
+      for (const CommandRule* rule : would) {
+        if (rule->decision == Decision::kAllow) {
+          seg.blocked_allow = rule;
+          break;
+        }
+      }
+    }
     for (const CommandRule* rule : seg.matched) {
       if (!seg.decision || rule->decision > *seg.decision) {
         seg.decision = rule->decision;
@@ -299,7 +324,7 @@ CommandVerdict EvaluateCommand(const CommandRules& rules, const std::vector<std:
       if (seg.decision != Decision::kAllow) all_allowed = false;
       if (!seg.decision && more_than_argv) all_harmless = false;
       if (!seg.decision && !more_than_argv) {
-        seg.harmless = FindHarmless(seg.segment.argv);
+        if (seg.not_system.empty()) seg.harmless = FindHarmless(seg.segment.argv);
         if (seg.harmless == nullptr) all_harmless = false;
       }
     }
@@ -354,6 +379,13 @@ CommandVerdict EvaluateCommand(const CommandRules& rules, const std::vector<std:
           verdict.reason += "; it writes a file (a redirection), so it is not harmless";
         } else if (seg.segment.environment) {
           verdict.reason += "; the script assigns variables, so it is not harmless";
+        } else if (seg.blocked_allow != nullptr) {
+          verdict.reason += "; the allow rule at " + seg.blocked_allow->Where() +
+                            " does not apply: " + seg.allow_blocked;
+        } else if (!seg.not_system.empty() && FindHarmless(seg.segment.argv) != nullptr) {
+          verdict.reason += "; not built-in harmless here: " + seg.not_system;
+        } else if (seg.segment.shell_by_name && !seg.allow_blocked.empty()) {
+          verdict.reason += "; the shell is judged itself: " + seg.allow_blocked;
         } else if (const HarmlessCommand* entry = HarmlessEntryFor(seg.segment.argv)) {
           verdict.reason += "; not harmless as written (" + HarmlessName(*entry) + ": " +
                             std::string(entry->why) + ")";

@@ -57,6 +57,7 @@
 #include "fs/rules_files.h"
 #include "policy/command_segments.h"
 #include "policy/harmless_commands.h"
+#include "policy/program_lookup.h"
 
 namespace anvil {
 
@@ -166,6 +167,12 @@ struct SegmentVerdict {
   std::optional<Decision> decision;           // the strictest of `matched`
   const CommandRule* rule = nullptr;          // the first matched rule with that decision
   const HarmlessCommand* harmless = nullptr;  // judged, no rule, and in the built-in set
+  // With a ProgramSearch, for a program named without a slash (program_lookup.h): why it is not
+  // taken for the system's program, so it is not harmless ("" when it is, or is not looked up:
+  // a path, a shell's own builtin), and why an allow rule may not speak for it.
+  std::string not_system;
+  std::string allow_blocked;
+  const CommandRule* blocked_allow = nullptr;  // an allow rule that would have matched
 };
 
 struct CommandVerdict {
@@ -181,7 +188,13 @@ struct CommandVerdict {
   std::string reason;                 // one line for people
 };
 
-// Pure. The verdict points into `rules`, which must outlive it.
-CommandVerdict EvaluateCommand(const CommandRules& rules, const std::vector<std::string>& argv);
+// Pure. The verdict points into `rules`, which must outlive it. With `search`, every program
+// named without a slash is judged by the PATH it will be looked up on (program_lookup.h): it is
+// built-in harmless, and a shell's script is judged instead of the shell, only for the system's
+// program; an allow rule does not speak for it when the sandboxed command may put a program of
+// that name first. Without one (`anvil rules check`, which knows no command environment), by
+// the name alone.
+CommandVerdict EvaluateCommand(const CommandRules& rules, const std::vector<std::string>& argv,
+                               const ProgramSearch* search = nullptr);
 
 }  // namespace anvil

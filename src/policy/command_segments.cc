@@ -549,7 +549,11 @@ class Splitter {
     // The shell only interprets the script: its commands are what is judged. Only the system's
     // shell, though: one named by a relative path (`./sh`, `tools/bash`) or found outside the
     // system's directories may be any program (as `./ls` is not harmless), so it is judged too.
-    if (IsSystemProgramPath(argv[0])) out_.segments[index].role = SegmentRole::kNarrowing;
+    if (IsSystemProgramPath(argv[0])) {
+      out_.segments[index].role = SegmentRole::kNarrowing;
+      out_.segments[index].shell_by_name =
+          role == SegmentRole::kJudged && argv[0].find('/') == std::string::npos;
+    }
     for (std::size_t k = 0; k < script.commands.size(); ++k) {
       const Traits inner{.writes_file = traits.writes_file || script.writes_file[k],
                          .environment = traits.environment || script.assigns};
@@ -581,6 +585,15 @@ std::string_view ProgramName(std::string_view argv0) {
 }
 
 bool IsShellProgram(std::string_view name) { return Contains(kShells, name); }
+
+bool RunsAsShellBuiltin(const CommandSegment& segment) {
+  // Builtins of every shell in kShells (dash, bash, zsh, the ksh family, yash, posh): printf and
+  // type are not among them (mksh and posh look printf up; pdksh's type is an alias).
+  static constexpr std::string_view kEveryShellBuiltin[] = {"cd",    "pwd",  "echo", "true",
+                                                            "false", "test", "["};
+  return !segment.argv.empty() && segment.via.ends_with(" -c script") &&
+         Contains(kEveryShellBuiltin, segment.argv[0]);
+}
 
 bool IsLauncherProgram(std::string_view name) {
   return IsShellProgram(name) || Contains(kOpaqueLaunchers, name) ||

@@ -47,6 +47,10 @@ struct CommandSegment {
   // (which allow an argv) do not apply to it.
   bool writes_file = false;
   bool environment = false;
+  // A shell named without a slash whose script is judged instead of it (kNarrowing), on the
+  // word that the name is a shell: judged itself after all when a directory the sandboxed
+  // command or the workspace may write comes first on PATH (program_lookup.h, EvaluateCommand).
+  bool shell_by_name = false;
 };
 
 struct CommandSegments {
@@ -58,12 +62,19 @@ struct CommandSegments {
 
 CommandSegments SplitCommand(const std::vector<std::string>& argv);
 
-// The last path component of argv[0] ("/usr/bin/git" -> "git"); empty when it ends in '/'.
-// Whether `argv0` names a program the system provides: a bare name (looked up on PATH) or a
-// file directly in /bin, /usr/bin, /sbin, /usr/sbin, /usr/local/bin or /usr/local/sbin. A shell
-// named otherwise (`./sh`) is judged as the program it is, not only its script.
+// Whether `argv0` may name a program the system provides: a file directly in /bin, /usr/bin,
+// /sbin, /usr/sbin, /usr/local/bin or /usr/local/sbin, or a bare name. A bare name only says so
+// by its PATH, which this pure split does not see: EvaluateCommand checks it against the PATH
+// the command runs with (program_lookup.h). A shell named otherwise (`./sh`) is judged as the
+// program it is, not only its script.
 bool IsSystemProgramPath(std::string_view argv0);
+// The last path component of argv[0] ("/usr/bin/git" -> "git"); empty when it ends in '/'.
 std::string_view ProgramName(std::string_view argv0);
+
+// Whether `segment` is a command of a shell script that every shell parsed here runs as its
+// own builtin without looking it up on PATH (cd, pwd, echo, true, false, test, `[`): a program
+// of that name on PATH is never what runs.
+bool RunsAsShellBuiltin(const CommandSegment& segment);
 
 // Shells whose `-c SCRIPT` is parsed (bash, sh, dash, zsh, ksh, …), by program name.
 bool IsShellProgram(std::string_view name);

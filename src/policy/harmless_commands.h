@@ -9,7 +9,9 @@
 // sort -o). Refusal is deliberately broad: a long option is refused in every abbreviation
 // getopt would accept (`--out` for `--output`), and a refused short option anywhere in a cluster
 // (`-nz` holds rg's -z) even where it might be another option's value. Only a bare program
-// name is harmless: `./ls` or `/tmp/x/cat` may be anything.
+// name is harmless: `./ls` or `/tmp/x/cat` may be anything; and the name only when the PATH it
+// is looked up on finds the system's program (program_lookup.h, EvaluateCommand), not one a
+// workspace directory first on PATH may hold.
 //
 // What argv cannot show is out of scope: a repository's own git configuration (core.fsmonitor,
 // core.pager, diff.external, textconv drivers) and a tool's config file or environment

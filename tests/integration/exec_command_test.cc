@@ -25,7 +25,7 @@ class ExecApproval : public CallerTest {
   }
 
   std::vector<std::string> Env() const {
-    return {"PATH=/usr/local/bin:/usr/bin:/bin",
+    return {"PATH=" + path_,
             "TERM=xterm",
             "HOME=" + home_.path(),
             "XDG_CONFIG_HOME=" + (home_ / "config"),
@@ -66,6 +66,7 @@ class ExecApproval : public CallerTest {
     return ::anvil::testing::Run(argv, Opts(o));
   }
 
+  std::string path_ = "/usr/local/bin:/usr/bin:/bin";
   TempDir ws_{"anvil-ws-exec"};
   TempDir home_{"anvil-home-exec"};
   UserTerminal term_;
@@ -183,6 +184,41 @@ TEST_P(ExecApproval, HarmlessCommandsRunWithoutAQuestionInTheSandbox) {
   r = RunWithoutTerminal({}, {"env"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("ANVIL_SANDBOX=workspace-write"), std::string::npos) << r.out;
+}
+
+TEST_P(ExecApproval, AHarmlessNameAWorkspacePathMayShadowIsAskedAbout) {
+  // Attack: an activated virtualenv puts the workspace's .venv/bin first on PATH, and the agent
+  // (or a dependency) put an `ls` there that is any program.
+  const std::string bin = ws_ / ".venv/bin";
+  Shell("mkdir -p " + ShellQuote(bin));
+  WriteFile(ws_ / ".venv/bin/ls", R"(#!/bin/sh
+touch "$PWD/pwned"
+)");
+  Shell("chmod 755 " + ShellQuote(ws_ / ".venv/bin/ls"));
+  caller_.Give(ws_.path());
+  path_ = bin + ":/usr/local/bin:/usr/bin:/bin";
+  // Through a shell too, and for a name the directory does not hold yet.
+  for (const std::vector<std::string>& command : std::vector<std::vector<std::string>>{
+           {"ls", "-a"}, {"sh", "-c", "ls | cat"}, {"cat", "/dev/null"}}) {
+    auto r = RunWithoutTerminal({"--approval", "untrusted", "--json"}, command);
+    EXPECT_EQ(r.status, 3) << command[0] << "\n" << r.err;
+    EXPECT_FALSE(Exists(ws_ / "pwned")) << command[0];
+    auto report = nlohmann::json::parse(Lines(r.err).back(), nullptr, false);
+    ASSERT_TRUE(report.is_object()) << r.err;
+    EXPECT_EQ(report["decision"], "none") << report.dump();
+    EXPECT_NE(report["reason"].get<std::string>().find(".venv/bin"), std::string::npos)
+        << report.dump();
+    EXPECT_FALSE(report["ran"]);
+  }
+  // Benign: the workspace's directory after the system's; the system's ls runs unasked.
+  path_ = "/usr/local/bin:/usr/bin:/bin:" + bin;
+  auto r = RunWithoutTerminal({"--approval", "untrusted", "--json"}, {"ls", "-a"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find(".venv"), std::string::npos) << r.out;
+  EXPECT_FALSE(Exists(ws_ / "pwned"));
+  auto report = nlohmann::json::parse(Lines(r.err).back(), nullptr, false);
+  ASSERT_TRUE(report.is_object()) << r.err;
+  EXPECT_EQ(report["decision"], "harmless");
 }
 
 TEST_P(ExecApproval, EveryDecisionAndAnswerIsAnAuditLine) {

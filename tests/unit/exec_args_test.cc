@@ -3,6 +3,8 @@
 // `--` or the first word; each refusal in the words users always saw.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "cli/exec_command.h"
 
 namespace anvil::cli {
@@ -70,6 +72,33 @@ TEST(ExecArgs, EachRefusalNamesTheFix) {
 
 // An option neither anvil exec's table nor anvil sandbox's holds is refused by anvil exec, with
 // the closest option of either; the sandbox's own options still go through.
+TEST(ExecArgs, BareNamesAreJudgedOnTheCallersPathAndTheSandboxs) {
+  // The caller's PATH finds the command; --setenv's finds what a shell inside runs.
+  auto r = ParseExecArgs({"--setenv", "PATH=/tmp/venv/bin:/usr/bin", "--", "true"}, kEnv);
+  ASSERT_TRUE(r) << r.error().ToString();
+  const ProgramSearch& search = r->request.search;
+  ASSERT_EQ(search.paths.size(), 2u);
+  EXPECT_EQ(search.paths[0].value, "/usr/bin:/bin");
+  EXPECT_EQ(search.paths[1].value, "/tmp/venv/bin:/usr/bin");
+  const std::string& workspace = r->request.context.workspace;
+  auto holds = [](const std::vector<std::string>& roots, const std::string& root) {
+    return std::find(roots.begin(), roots.end(), root) != roots.end();
+  };
+  EXPECT_TRUE(holds(search.paths[0].writable_roots, workspace));
+  EXPECT_FALSE(holds(search.paths[0].writable_roots, "/tmp"));  // outside: not the sandbox's
+  EXPECT_TRUE(holds(search.paths[1].writable_roots, workspace));
+  EXPECT_TRUE(holds(search.paths[1].writable_roots, "/tmp"));
+  ASSERT_TRUE(search.facts.holds && search.facts.canonical);
+  EXPECT_TRUE(search.facts.holds("/bin", "sh"));
+  EXPECT_FALSE(search.facts.holds("/nonexistent", "sh"));
+  EXPECT_EQ(JudgeSystemProgram("sh", search).source, BareNameSource::kShadowable);
+  // An environment without PATH is looked up on the default one.
+  r = ParseExecArgs({"--clear-env", "--", "true"}, kEnv);
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(r->request.search.paths[1].value, kDefaultProgramPath);
+  EXPECT_EQ(JudgeSystemProgram("sh", r->request.search).source, BareNameSource::kSystem);
+}
+
 TEST(ExecArgs, AnUnknownOptionSuggestsFromBothTables) {
   const std::pair<Args, const char*> rows[] = {
       {{"--bogus", "--", "true"}, "invalid: unknown option --bogus (see anvil exec --help)"},

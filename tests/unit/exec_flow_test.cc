@@ -92,6 +92,13 @@ justification = "the build"
     r.context.workspace = (root_ / "ws").string();
     r.context.writable_roots = {r.context.workspace};
     r.context.network = NetworkMode::kNone;
+    // The system's directories hold every program; PATH holds only them.
+    const LookupPath path{"/usr/bin:/bin", r.context.writable_roots, {}};
+    r.search.paths = {path, path};
+    r.search.facts.holds = [](const std::string& dir, const std::string&) {
+      return dir == "/usr/bin" || dir == "/bin";
+    };
+    r.search.facts.canonical = [](const std::string& dir) { return dir; };
     return r;
   }
 
@@ -292,6 +299,43 @@ TEST_F(ExecFlowTest, EveryDecisionAnswerAndEscalationIsOneAuditLine) {
   }
   EXPECT_EQ(ops, (std::vector<std::string>{"command:ask", "command.answer:allow",
                                            "command.escalation:ask", "command.escalation:allow"}));
+}
+
+TEST_F(ExecFlowTest, UntrustedAsksForAHarmlessNameAWorkspacePathMayShadow) {
+  // Attack: the sandbox environment's PATH starts with the workspace's .venv/bin, where the
+  // agent can put an `ls` of its own, after the check or before it.
+  auto attack = Request({"ls", "-l"}, ApprovalMode::kUntrusted);
+  attack.search.paths[1].value = (root_ / "ws" / ".venv" / "bin").string() + ":/usr/bin:/bin";
+  asker_.can_ask = false;
+  auto refused = Run(attack);
+  EXPECT_EQ(refused.exit_status, kExitRefused);
+  EXPECT_FALSE(refused.report["ran"]);
+  EXPECT_EQ(refused.report["decision"], "none");
+  EXPECT_NE(refused.report["reason"].get<std::string>().find(".venv/bin"), std::string::npos)
+      << refused.report.dump();
+  EXPECT_TRUE(sandbox_.calls.empty());
+  asker_.can_ask = true;
+  asker_.answers = {ApprovalAnswer::kOnce};
+  auto asked = Run(attack);
+  EXPECT_EQ(asked.exit_status, 0);
+  ASSERT_EQ(asker_.asked.size(), 1u);
+  EXPECT_TRUE(asker_.asked[0].always_prefixes.empty());  // an allow rule would not apply
+  // Benign: the same command, PATH the system's, runs without a question; so does the
+  // workspace's directory after the system's.
+  auto benign = Request({"ls", "-l"}, ApprovalMode::kUntrusted);
+  benign.search.paths[1].value = "/usr/bin:/bin:" + (root_ / "ws" / ".venv" / "bin").string();
+  auto ran = Run(benign);
+  EXPECT_EQ(ran.exit_status, 0);
+  EXPECT_EQ(ran.report["decision"], "harmless");
+  EXPECT_EQ(asker_.asked.size(), 1u);
+  // The other modes run it in the sandbox as any command no rule decides.
+  for (ApprovalMode mode :
+       {ApprovalMode::kOnRequest, ApprovalMode::kOnFailure, ApprovalMode::kNever}) {
+    auto other = attack;
+    other.mode = mode;
+    EXPECT_EQ(Run(other).exit_status, 0) << ToString(mode);
+  }
+  EXPECT_EQ(asker_.asked.size(), 1u);
 }
 
 TEST_F(ExecFlowTest, ABrokenRulesFileRunsNothing) {

@@ -1,0 +1,132 @@
+#include "policy/program_lookup.h"
+
+#include <algorithm>
+
+#include "policy/display_text.h"
+#include "policy/sandbox_policy.h"
+#include "policy/shell_words.h"
+
+namespace anvil {
+namespace {
+
+// A PATH value's entries, as execvp reads them: every ':' separates, so a leading, trailing or
+// doubled ':' is an empty entry (the working directory).
+std::vector<std::string_view> Entries(std::string_view path) {
+  std::vector<std::string_view> out;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t colon = path.find(':', start);
+    if (colon == std::string_view::npos) {
+      out.push_back(path.substr(start));
+      return out;
+    }
+    out.push_back(path.substr(start, colon - start));
+    start = colon + 1;
+  }
+}
+
+std::string_view WithoutTrailingSlashes(std::string_view entry) {
+  while (entry.size() > 1 && entry.back() == '/') entry.remove_suffix(1);
+  return entry;
+}
+
+std::vector<LookupPath> PathsOf(const ProgramSearch& search) {
+  if (search.paths.empty()) return {LookupPath{std::string(kDefaultProgramPath), {}, {}}};
+  return search.paths;
+}
+
+bool Holds(const ProgramSearch& search, std::string_view dir, std::string_view name) {
+  return search.facts.holds && search.facts.holds(std::string(dir), std::string(name));
+}
+
+std::string ShownEntry(std::string_view entry) {
+  return entry.empty() ? "an empty entry (the working directory)"
+                       : "`" + SanitizeForDisplay(entry, 120) + "`";
+}
+
+std::string ShownPath(std::string_view path) { return SanitizeForDisplay(path, 200); }
+
+// Whether the sandboxed command may write into `entry` (absolute, not a system directory): it
+// lies in a writable root, by its name or once its links are resolved. Unknown is writable.
+bool InWritableRoot(const ProgramSearch& search, const LookupPath& path, std::string_view entry) {
+  const std::string canonical =
+      search.facts.canonical ? search.facts.canonical(std::string(entry)) : std::string();
+  if (canonical.empty()) return true;
+  auto writable = [&path](std::string_view dir) {
+    auto within = [dir](const std::string& root) { return PathIsWithin(dir, root); };
+    return std::any_of(path.writable_roots.begin(), path.writable_roots.end(), within) &&
+           std::none_of(path.read_only.begin(), path.read_only.end(), within);
+  };
+  return writable(WithoutTrailingSlashes(entry)) || writable(canonical);
+}
+
+}  // namespace
+
+bool IsSystemProgramDir(std::string_view entry) {
+  entry = WithoutTrailingSlashes(entry);
+  return std::find(std::begin(kSystemProgramDirs), std::end(kSystemProgramDirs), entry) !=
+         std::end(kSystemProgramDirs);
+}
+
+std::string BareNameJudgement::Why(std::string_view name) const {
+  const std::string shown = QuoteShellWord(SanitizeForDisplay(name, 80));
+  switch (source) {
+    case BareNameSource::kSystem:
+      return "";
+    case BareNameSource::kShadowable:
+      return shown + " is looked up on PATH=" + ShownPath(path) + ", where " + ShownEntry(entry) +
+             ", not a system directory, comes before the system's " + shown +
+             ": a program of that name put there would run instead, so it is not taken for the "
+             "system's (fix: put /usr/bin and /bin before other directories in PATH)";
+    case BareNameSource::kNotFound:
+      return shown + " is in no system directory on PATH=" + ShownPath(path) +
+             ", so it is not taken for the system's program";
+  }
+  return "";
+}
+
+BareNameJudgement JudgeSystemProgram(std::string_view name, const ProgramSearch& search) {
+  for (const LookupPath& path : PathsOf(search)) {
+    BareNameJudgement judged;
+    judged.path = path.value;
+    for (std::string_view entry : Entries(path.value)) {
+      if (!IsSystemProgramDir(entry)) {
+        judged.source = BareNameSource::kShadowable;
+        judged.entry = std::string(entry);
+        break;
+      }
+      if (Holds(search, WithoutTrailingSlashes(entry), name)) {
+        judged.source = BareNameSource::kSystem;
+        break;
+      }
+    }
+    if (judged.source != BareNameSource::kSystem) return judged;
+  }
+  return {BareNameSource::kSystem, "", ""};
+}
+
+std::string AllowRuleBlocked(std::string_view name, const ProgramSearch& search) {
+  const std::string shown = QuoteShellWord(SanitizeForDisplay(name, 80));
+  for (const LookupPath& path : PathsOf(search)) {
+    for (std::string_view entry : Entries(path.value)) {
+      if (IsSystemProgramDir(entry)) {
+        if (Holds(search, WithoutTrailingSlashes(entry), name)) break;
+        continue;
+      }
+      const bool relative = entry.empty() || entry[0] != '/';
+      if (relative || InWritableRoot(search, path, entry)) {
+        return shown + " is looked up on PATH=" + ShownPath(path.value) + ", where " +
+               ShownEntry(entry) +
+               (relative ? " (relative: the working directory, in the workspace)"
+                         : " (the sandboxed command may write there)") +
+               " comes before " + shown +
+               " is found: an allow rule does not speak for a program put there (fix: put that "
+               "directory after the system directories in PATH, or answer the question)";
+      }
+      if (Holds(search, entry, name)) break;
+    }
+  }
+  return "";
+}
+
+}  // namespace anvil
