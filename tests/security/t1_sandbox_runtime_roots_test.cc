@@ -8,6 +8,7 @@
 // /opt here is a tmpfs that only this test's mount namespace has: the host's /opt is never
 // written, and other tests running meanwhile see the host's as it is.
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
@@ -20,8 +21,6 @@
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <poll.h>
 
 #include "sandbox_harness.h"
 

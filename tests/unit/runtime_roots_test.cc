@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/escalation.h"
 #include "linux/landlock.h"
 #include "linux/landlock_rules.h"
 #include "linux/mount_plan.h"
@@ -40,8 +41,8 @@ HostFs FakeHost(std::set<std::string> existing) {
   return fs;
 }
 
-const std::set<std::string> kDebianLike = {"/bin", "/sbin", "/usr", "/etc", "/lib",
-                                           "/lib64", "/opt", "/root", "/var", "/ws"};
+const std::set<std::string> kDebianLike = {"/bin",   "/sbin", "/usr",  "/etc", "/lib",
+                                           "/lib64", "/opt",  "/root", "/var", "/ws"};
 
 bool Has(const std::vector<std::string>& list, const std::string& item) {
   return std::find(list.begin(), list.end(), item) != list.end();
@@ -81,9 +82,8 @@ TEST(RuntimeRoots, OptIsOneWhereItExistsAndTheHiddenPlacesStayOut) {
 
 TEST(RuntimeRoots, OptIsMountedAndAllowedExactlyAsUsr) {
   FileView view = ViewOf(PolicyKind::kWorkspaceWrite, kDebianLike);
-  auto ops = PlanMounts(view, {}, [](const std::string&) -> std::optional<mode_t> {
-    return S_IFDIR | 0755;
-  });
+  auto ops = PlanMounts(view, {},
+                        [](const std::string&) -> std::optional<mode_t> { return S_IFDIR | 0755; });
   ASSERT_TRUE(ops) << ops.error().ToString();
   auto kind_at = [&](const std::string& path) -> std::optional<MountOpKind> {
     for (const MountOp& op : *ops) {
@@ -97,8 +97,8 @@ TEST(RuntimeRoots, OptIsMountedAndAllowedExactlyAsUsr) {
   EXPECT_EQ(kind_at("/root"), std::nullopt);
   EXPECT_EQ(kind_at("/var"), std::nullopt);
 
-  auto plan = landlock::LandlockRulesFor(view, NetworkMode::kNone, 7, {true, true, true}, 4242,
-                                         3128);
+  auto plan =
+      landlock::LandlockRulesFor(view, NetworkMode::kNone, 7, {true, true, true}, 4242, 3128);
   auto rule_at = [&](const std::string& path) -> std::optional<landlock::Rule> {
     for (const auto& r : plan.rules) {
       if (r.path == path) return r;
@@ -141,6 +141,23 @@ TEST(RuntimeRoots, AWriteUnderOptIsASystemRefusal) {
   EXPECT_EQ(c.root, "/opt");
   EXPECT_EQ(ClassifyWrite(view, p, "/usr/lib/x").area, WriteArea::kSystem);
   EXPECT_EQ(ClassifyWrite(view, p, "/var/lib/x").area, WriteArea::kOutside);
+}
+
+TEST(RuntimeRoots, OptIsNeverOfferedAsAWritableRoot) {
+  // An agent's escalation: a refusal under /opt earns no widening, as one under /usr.
+  agent::EscalationContext context;
+  context.workspace = "/home/u/proj";
+  context.home = "/home/u";
+  auto is_dir = [](const std::string&) { return true; };
+  for (const char* dir : {"/opt", "/opt/conda", "/opt/google/chrome", "/usr/local"}) {
+    auto s = agent::CheckWidening({agent::WideningKind::kWritableRoot, dir}, context, is_dir);
+    ASSERT_FALSE(s) << dir;
+    EXPECT_NE(s.error().message.find("system directories stay read-only"), std::string::npos)
+        << dir << ": " << s.error().message;
+  }
+  // Its benign neighbour: a cache outside the home's top still may be.
+  EXPECT_TRUE(
+      agent::CheckWidening({agent::WideningKind::kWritableRoot, "/var/tmp"}, context, is_dir));
 }
 
 TEST(RuntimeRoots, AHomeInsideOptIsNotReplacedButItsCredentialsAreCovered) {
