@@ -387,7 +387,8 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
                                {"no_new_privs", outcome.layers.no_new_privs},
                                {"subreaper", outcome.layers.subreaper},
                                {"process_limit", outcome.layers.process_limit},
-                               {"memory_limit", outcome.layers.memory_limit}}}};
+                               {"memory_limit", outcome.layers.memory_limit},
+                               {"shm_size", outcome.layers.shm_size}}}};
     report["layers"]["refusal_observer"] = outcome.layers.refusal_observer;
     if (front_end == SandboxFrontEnd::kAnvilSandbox) {
       const SandboxSettings& settings = inv->settings;

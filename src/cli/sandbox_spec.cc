@@ -36,10 +36,15 @@ Status ApplyLimitFlag(const std::string& value, ResourceLimits& limits) {
     limits.file_size = *n;
   else if (name == "cpu")
     limits.cpu_seconds = *n;
+  else if ((name == "tmp" || name == "shm") && *n == 0)
+    // A tmpfs of size=0 has no bound at all.
+    return Fail("invalid", "--limit " + name + ": 0 would leave the tmpfs unbounded (fix: a size)");
   else if (name == "tmp") {
     limits.tmp_size = *n;
     limits.tmp_size_set = true;
-  } else if (name == "data")
+  } else if (name == "shm")
+    limits.shm_size = *n;
+  else if (name == "data")
     limits.data = *n;
   else if (name == "mem" && *n > 0)
     limits.memory = *n;
@@ -47,7 +52,7 @@ Status ApplyLimitFlag(const std::string& value, ResourceLimits& limits) {
     return Fail("invalid", "--limit mem: 0 is no memory at all (fix: a size, or unlimited)");
   else
     return Fail("invalid", "--limit: unknown limit '" + name +
-                               "' (nproc, nofile, as, data, fsize, cpu, tmp, mem)");
+                               "' (nproc, nofile, as, data, fsize, cpu, tmp, shm, mem)");
   return Ok();
 }
 
@@ -160,8 +165,9 @@ std::vector<Flag> CommonFlags(SandboxArgs& a, const DescriptorProbe& open) {
            })
           .Repeatable(),
       Text("--limit", "NAME=VALUE",
-           "nproc, nofile, as, data, fsize, cpu, tmp, mem (sizes take K, M, G;\n"
-           "mem=unlimited drops the default memory ceiling, half the RAM)",
+           "nproc, nofile, as, data, fsize, cpu, tmp, shm, mem (sizes take K, M, G;\n"
+           "mem=unlimited drops the default memory ceiling, half the RAM;\n"
+           "shm: /dev/shm, default half the memory ceiling or, without one, of the RAM)",
            [&a](const std::string& v) { return ApplyLimitFlag(v, a.inv.spec.limits); })
           .Repeatable(),
       Number("--timeout", "SECONDS", "kill the whole process tree after SECONDS (exit 124)",

@@ -23,7 +23,7 @@ struct ExecLimits {
   std::chrono::milliseconds timeout{30000};  // per call; the whole tree is killed at the deadline
   uint64_t max_processes = 64;               // RLIMIT_NPROC inside (pids cgroup for root)
   uint32_t max_concurrent = 4;               // per session; beyond: "busy"
-  uint64_t tmp_bytes = 16u << 20;            // the tool's private /tmp
+  uint64_t tmp_bytes = 16u << 20;            // the tool's private /tmp, and its /dev/shm
   uint64_t max_memory_bytes = 1ull << 30;    // RLIMIT_DATA of the tool (heap and anonymous maps)
 };
 

@@ -46,6 +46,8 @@ void BuildRunnerCommand(const ExecBrokerConfig& config, RunnerCommand& c) {
   char timeout[32];
   std::snprintf(timeout, sizeof(timeout), "%.3f",
                 std::max<double>(0.001, static_cast<double>(l.timeout.count()) / 1000.0));
+  // rg and fd share no memory through /dev/shm: theirs is as small as their /tmp, not the size
+  // a command's view gets from the memory ceiling.
   c.args = {"anvil-exec-runner",
             "--policy",
             "read-only",
@@ -64,6 +66,8 @@ void BuildRunnerCommand(const ExecBrokerConfig& config, RunnerCommand& c) {
             "nproc=" + std::to_string(l.max_processes),
             "--limit",
             "tmp=" + std::to_string(l.tmp_bytes),
+            "--limit",
+            "shm=" + std::to_string(l.tmp_bytes),
             "--limit",
             "data=" + std::to_string(l.max_memory_bytes),
             "--runtime-from-call",

@@ -7,6 +7,7 @@
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -118,10 +119,20 @@ Status WriteCeiling(const std::string& dir, bool v2, uint64_t limit) {
 
 }  // namespace
 
-uint64_t DefaultMemoryCeiling() {
+uint64_t PhysicalMemory() {
   struct sysinfo info {};
   if (::sysinfo(&info) != 0) return 0;
-  return static_cast<uint64_t>(info.totalram) * info.mem_unit / 2;  // MemTotal / 2
+  return static_cast<uint64_t>(info.totalram) * info.mem_unit;  // MemTotal
+}
+
+uint64_t DefaultMemoryCeiling() { return PhysicalMemory() / 2; }
+
+uint64_t DevShmSize(std::optional<uint64_t> asked, uint64_t ceiling, uint64_t physical) {
+  if (asked) return *asked;
+  uint64_t memory = physical;
+  if (ceiling > 0 && (physical == 0 || ceiling < physical)) memory = ceiling;
+  if (memory == 0) return kFallbackDevShmSize;
+  return std::max<uint64_t>(memory / 2, 1);
 }
 
 Result<MemoryCgroup> MemoryCgroup::Create(uint64_t limit, const CgroupFacts& facts,

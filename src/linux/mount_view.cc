@@ -539,7 +539,7 @@ Status BindMapped(const MappedBind& bind, const std::vector<std::string>& idmapp
                     /*keep_dev=*/false);
 }
 
-Status BuildDev(bool terminal, bool ptys) {
+Status BuildDev(bool terminal, bool ptys, uint64_t shm_size) {
   const std::string dev = kNew + "/dev";
   ANVIL_RETURN_IF_ERROR(MountTmpfs(dev, "mode=0755,size=64k", MS_NOSUID | MS_NOEXEC));
   for (const char* name : {"null", "zero", "full", "random", "urandom", "tty"}) {
@@ -578,7 +578,10 @@ Status BuildDev(bool terminal, bool ptys) {
                      "`</dev/null | cat`)");
     }
   }
-  return MountTmpfs(dev + "/shm", "mode=1777,size=64m", MS_NOSUID | MS_NODEV | MS_NOEXEC);
+  // Never size=0, which a tmpfs takes as no bound at all.
+  return MountTmpfs(dev + "/shm",
+                    "mode=1777,size=" + std::to_string(std::max<uint64_t>(shm_size, 1)),
+                    MS_NOSUID | MS_NODEV | MS_NOEXEC);
 }
 
 // Makes the staged view the root (read-only unless full read) and detaches the staging root
@@ -673,7 +676,7 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
         s = MountTmpfs(dst, "mode=0755,size=64k", MS_NOSUID | MS_NODEV | MS_NOEXEC);
         break;
       case MountOpKind::kDev:
-        s = BuildDev(options.terminal, !view.runtime_from_call);
+        s = BuildDev(options.terminal, !view.runtime_from_call, options.shm_size);
         break;
       case MountOpKind::kProc:
         s = MkdirP(dst);

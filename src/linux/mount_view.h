@@ -18,6 +18,7 @@ namespace anvil {
 // The plan's options (mount_plan.h), and what the loop needs besides.
 struct MountViewOptions : MountPlanOptions {
   uint64_t tmp_size = 1ULL << 30;
+  uint64_t shm_size = 64ULL << 20;  // /dev/shm's (DevShmSize, linux/memory_cgroup.h)
   // Root's sandbox: detached idmapped trees (made outside) of idmapped_roots, in the same
   // order. Each root, and every part of the view beneath it, is bound from its tree. The
   // descriptors stay the caller's.

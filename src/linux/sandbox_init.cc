@@ -269,6 +269,7 @@ void TakeWarmCall(Plan& plan) {
     MountViewOptions options;
     options.mount_proc = plan.pidns && !plan.view.runtime_from_call;
     options.tmp_size = plan.spec->limits.tmp_size;
+    options.shm_size = plan.shm_size;
     options.defer_workspace_paths = plan.warm;
     options.idmapped_roots = plan.idmapped_roots;
     for (const auto& tree : idmapped_trees) options.idmapped_trees.push_back(tree.Get());

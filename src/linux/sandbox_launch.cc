@@ -268,6 +268,9 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
     if (memory) memory_tasks = memory->OpenSelfAttach();
     plan.cgroup_tasks_fds[1] = memory_tasks.Get();
   }
+  // Sized by the ceiling in force now. Should attaching the cgroup fail below, the sandbox runs
+  // without one, and the size is still at most half the machine's memory.
+  plan.shm_size = DevShmSize(spec.limits.shm_size, memory ? memory_limit : 0, PhysicalMemory());
   // What the command's descriptors 0-2 become (std_streams.h); relayed from the loop below.
   auto prepared = StdStreamRelay::Prepare(plan.confine_fs, spec.limits.file_size);
   if (!prepared) return SetupFailure(prepared.error().ToString(), start);
@@ -507,6 +510,7 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   if (config_watch) out.workspace_config = config_watch->CheckAfterRun();
   out.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - call_start).count();
   out.layers.memory_limit = memory ? memory_limit : 0;
+  out.layers.shm_size = plan.mountns ? plan.shm_size : 0;
   out.out_of_memory = memory && memory->OomKills() > 0;
   bool have_exit = false;
   for (const Record& r : records) {

@@ -42,6 +42,8 @@ struct ResourceLimits {
   std::optional<uint64_t> cpu_seconds;       // RLIMIT_CPU
   uint64_t tmp_size = 1ULL << 30;            // size= of the private /tmp tmpfs
   bool tmp_size_set = false;                 // --limit tmp: a throw-away tmpfs of that size
+  // --limit shm: size= of the view's /dev/shm; nullopt: DevShmSize's rule (linux/memory_cgroup.h).
+  std::optional<uint64_t> shm_size;
   // Memory ceiling of the whole sandbox, bytes (a memory cgroup, where one can be had:
   // linux/memory_cgroup.h); 0: none. kDefaultMemoryCeiling: half of the physical memory.
   static constexpr uint64_t kDefaultMemoryCeiling = UINT64_MAX;
@@ -117,6 +119,7 @@ struct LayerReport {
   bool subreaper = false;
   bool process_limit = false;  // the process count is bounded (user-ns RLIMIT_NPROC or pids cgroup)
   uint64_t memory_limit = 0;   // bytes; 0: no memory cgroup could be had
+  uint64_t shm_size = 0;       // bytes: size of the view's /dev/shm; 0: the view has none
   bool refusal_observer = false;  // linux/refusal_observer.h watched the command
 };
 

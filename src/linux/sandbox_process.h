@@ -41,6 +41,7 @@ struct Plan {
   bool program_is_script = false;
   bool process_limit = false;  // RLIMIT_NPROC in our user namespace, or a pids cgroup
   bool warm = false;           // spec->call_channel: the call arrives after the set-up
+  uint64_t shm_size = 0;       // size= of the view's /dev/shm (DevShmSize)
   // Root's sandbox (root_remap.h): its 0 maps to an unprivileged host id, the supervisor writes
   // the maps and hands init idmapped trees of these roots over remap_fd (init's end).
   bool remap_root = false;

@@ -1,10 +1,12 @@
 // T6 for the command sandbox, resource exhaustion: a fork bomb hits the per-sandbox process
 // limit (the default and --limit nproc) and the sandbox still returns with nothing left behind;
-// the file-size, private-/tmp, descriptor and address-space limits hold while ordinary use under
-// them works.
+// the file-size, private-/tmp, /dev/shm, descriptor and address-space limits hold while ordinary
+// use under them works.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <utility>
@@ -138,6 +140,94 @@ TEST_P(T6SandboxResources, PrivateTmpSizeLimitHolds) {
   EXPECT_EQ(lines[0], "small-ok");
   EXPECT_NE(lines[1], "big=0") << "a 4M file fit into a 1M /tmp";
   EXPECT_LE(std::stoi(lines[2]), 1024);
+}
+
+// Fills /dev/shm with argv[1] MiB, one MiB per write; prints the tmpfs's size in bytes, then
+// "wrote N" or "ERR <errno name> after N", then "after", so that a command that met the
+// bound is seen to carry on.
+constexpr char kShmFill[] = R"py(
+import errno, os, sys
+st = os.statvfs("/dev/shm")
+print(st.f_blocks * st.f_frsize)
+n = 0
+try:
+    fd = os.open("/dev/shm/fill", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    chunk = b"\x01" * (1 << 20)
+    for _ in range(int(sys.argv[1])):
+        os.write(fd, chunk)
+        n += 1
+    print("wrote", n)
+except OSError as e:
+    print("ERR", errno.errorcode.get(e.errno, e.errno), "after", n)
+print("after")
+)py";
+
+// The machine's memory as the kernel reports it (MemTotal).
+uint64_t PhysicalBytes() {
+  return static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
+         static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+// What statvfs says of a tmpfs of `size=bytes`: whole pages.
+uint64_t PageRounded(uint64_t bytes) {
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  return (bytes + page - 1) / page * page;
+}
+
+TEST_P(T6SandboxResources, DevShmHoldsHalfTheMemoryInForceAndSaysSo) {
+  if (!Exists(kPython)) GTEST_SKIP() << "SKIPPED: " << kPython << " is missing";
+  const uint64_t physical = PhysicalBytes();
+  ASSERT_GT(physical, 400ULL << 20) << "too little memory here to test a 100 MiB /dev/shm";
+  // Benign: 100 MiB, past the 64 MiB the view once had (and Docker's default), just works.
+  auto r = SandboxPython(ws_.path(), kShmFill, {"--json"}, Opts(), {"100"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto lines = Lines(r.out);
+  ASSERT_EQ(lines.size(), 3u) << r.out << r.err;
+  EXPECT_EQ(lines[1], "wrote 100");
+  EXPECT_EQ(lines[2], "after");
+  auto layers = JsonReport(r)["layers"];
+  const uint64_t ceiling = layers.value("memory_limit", uint64_t{0});
+  const uint64_t shm = layers.value("shm_size", uint64_t{0});
+  // Half the ceiling in force, or half the machine without one: never unbounded.
+  const uint64_t memory = ceiling > 0 && ceiling < physical ? ceiling : physical;
+  EXPECT_EQ(shm, memory / 2) << layers.dump();
+  EXPECT_EQ(std::stoull(lines[0]), PageRounded(shm));
+  // --limit mem=unlimited: no ceiling at all, and still half the machine, as the host's own.
+  r = SandboxPython(ws_.path(), kShmFill, {"--json", "--limit", "mem=unlimited"}, Opts(), {"0"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  layers = JsonReport(r)["layers"];
+  EXPECT_EQ(layers.value("memory_limit", uint64_t{1}), 0u);
+  EXPECT_EQ(layers.value("shm_size", uint64_t{0}), physical / 2);
+  EXPECT_EQ(std::stoull(Lines(r.out).at(0)), PageRounded(physical / 2));
+}
+
+TEST_P(T6SandboxResources, PastItsSizeAWriteToDevShmFailsWithEnospcAndTheCommandGoesOn) {
+  if (!Exists(kPython)) GTEST_SKIP() << "SKIPPED: " << kPython << " is missing";
+  // --limit shm: as asked, whatever the ceiling.
+  auto r = SandboxPython(ws_.path(), kShmFill, {"--json", "--limit", "shm=32M"}, Opts(), {"64"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  auto lines = Lines(r.out);
+  ASSERT_EQ(lines.size(), 3u) << r.out << r.err;
+  EXPECT_EQ(std::stoull(lines[0]), 32ULL << 20);
+  EXPECT_EQ(lines[1], "ERR ENOSPC after 32");
+  EXPECT_EQ(lines[2], "after");
+  EXPECT_EQ(JsonReport(r)["layers"].value("shm_size", uint64_t{0}), 32ULL << 20);
+  // A small ceiling gives half of it: the writer meets ENOSPC, not the cgroup's OOM killer.
+  auto layers = ProbeLayers({"--limit", "mem=128M"}, Opts());
+  if (layers.value("memory_limit", 0) == 0) {
+    GTEST_SKIP() << "SKIPPED (the --limit shm half ran): no memory cgroup can be had by this "
+                    "caller here, so /dev/shm is half the machine whatever --limit mem says";
+  }
+  r = SandboxPython(ws_.path(), kShmFill, {"--json", "--limit", "mem=128M"}, Opts(), {"100"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  lines = Lines(r.out);
+  ASSERT_EQ(lines.size(), 3u) << r.out << r.err;
+  EXPECT_EQ(std::stoull(lines[0]), 64ULL << 20);
+  EXPECT_EQ(lines[1], "ERR ENOSPC after 64");
+  EXPECT_EQ(lines[2], "after");
+  auto report = JsonReport(r);
+  EXPECT_FALSE(report.value("out_of_memory", false)) << report.dump();
+  EXPECT_EQ(report["layers"].value("shm_size", uint64_t{0}), 64ULL << 20);
 }
 
 TEST_P(T6SandboxResources, DescriptorAndAddressSpaceLimitsHold) {

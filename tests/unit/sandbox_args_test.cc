@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +38,22 @@ TEST(SandboxArgs, ParsingLooksAtNoPath) {
   auto r = Parse({"--readable-root", "/no/such/root", "--", "true"}, kSandbox);
   ASSERT_TRUE(r) << r.error().ToString();
   EXPECT_EQ(r->config_flags.readable_roots, Args{"/no/such/root"});
+}
+
+TEST(SandboxArgs, TheTmpfsSizes) {
+  // Unset: /tmp's default and DevShmSize's rule for /dev/shm (linux/memory_cgroup.h).
+  auto a = Parse({"--", "true"}, kSandbox);
+  ASSERT_TRUE(a) << a.error().ToString();
+  EXPECT_FALSE(a->inv.spec.limits.shm_size);
+  EXPECT_FALSE(a->inv.spec.limits.tmp_size_set);
+  // Each its own: a small /tmp does not shrink /dev/shm, nor the other way round.
+  a = Parse({"--limit", "shm=2G", "--limit", "tmp=16M", "--", "true"}, kSandbox);
+  ASSERT_TRUE(a) << a.error().ToString();
+  EXPECT_EQ(a->inv.spec.limits.shm_size, std::optional<uint64_t>(2ULL << 30));
+  EXPECT_EQ(a->inv.spec.limits.tmp_size, 16ULL << 20);
+  a = Parse({"--limit", "shm=1", "--", "true"}, kRunner);
+  ASSERT_TRUE(a) << a.error().ToString();
+  EXPECT_EQ(a->inv.spec.limits.shm_size, std::optional<uint64_t>(1));
 }
 
 TEST(SandboxArgs, DescriptorFlagsAskOnlyTheProbe) {
@@ -74,7 +92,13 @@ TEST(SandboxArgs, ABadValueIsRefusedWhileParsing) {
        "--limit mem: 0 is no memory at all (fix: a size, or unlimited)"},
       {kSandbox,
        {"--limit", "x=1", "--", "true"},
-       "--limit: unknown limit 'x' (nproc, nofile, as, data, fsize, cpu, tmp, mem)"},
+       "--limit: unknown limit 'x' (nproc, nofile, as, data, fsize, cpu, tmp, shm, mem)"},
+      {kSandbox,
+       {"--limit", "shm=0", "--", "true"},
+       "--limit shm: 0 would leave the tmpfs unbounded (fix: a size)"},
+      {kSandbox,
+       {"--limit", "tmp=0", "--", "true"},
+       "--limit tmp: 0 would leave the tmpfs unbounded (fix: a size)"},
       {kSandbox,
        {"--timeout", "-1", "--", "true"},
        "--timeout expects a positive number of seconds, got -1"},
