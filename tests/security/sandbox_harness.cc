@@ -6,7 +6,9 @@
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -464,6 +466,37 @@ nlohmann::json ProbeLayers(const std::vector<std::string>& flags, const RunOptio
   auto report = JsonReport(result);
   if (report.is_discarded() || !report.contains("layers")) return nlohmann::json::object();
   return report["layers"];
+}
+
+HostListener::HostListener(const std::string& path, bool world_connectable) {
+  fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (fd_ < 0 || path.size() >= sizeof(addr.sun_path)) return;
+  std::memcpy(addr.sun_path, path.data(), path.size());
+  if (bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd_, 16) != 0) {
+    close(fd_);
+    fd_ = -1;
+    return;
+  }
+  if (world_connectable) chmod(path.c_str(), 0777);
+}
+
+HostListener::~HostListener() {
+  if (fd_ >= 0) close(fd_);
+}
+
+std::optional<std::string> HostListener::Received(int ms) const {
+  pollfd p{fd_, POLLIN, 0};
+  if (poll(&p, 1, ms) <= 0) return std::nullopt;
+  int conn = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+  if (conn < 0) return std::nullopt;
+  pollfd c{conn, POLLIN, 0};
+  poll(&c, 1, 2000);
+  char buf[256];
+  ssize_t n = recv(conn, buf, sizeof(buf), MSG_DONTWAIT);
+  close(conn);
+  return std::string(buf, n > 0 ? static_cast<size_t>(n) : 0);
 }
 
 }  // namespace anvil::testing

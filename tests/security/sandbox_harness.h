@@ -187,4 +187,20 @@ nlohmann::json JsonReport(const RunResult& result);
 nlohmann::json ProbeLayers(const std::vector<std::string>& flags = {},
                            const RunOptions& options = {});
 
+// A listening Unix socket of a "host daemon" (the test process), bound at `path` (relative to
+// the working directory when not absolute); `world_connectable` opens the socket file to every
+// user (a caller test's unprivileged user). Received: what one connection brought within `ms`.
+class HostListener {
+ public:
+  explicit HostListener(const std::string& path, bool world_connectable = false);
+  ~HostListener();
+  HostListener(const HostListener&) = delete;
+  HostListener& operator=(const HostListener&) = delete;
+  bool ok() const { return fd_ >= 0; }
+  std::optional<std::string> Received(int ms) const;
+
+ private:
+  int fd_ = -1;
+};
+
 }  // namespace anvil::testing

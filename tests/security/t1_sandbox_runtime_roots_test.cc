@@ -41,45 +41,6 @@ except OSError as e:
     print("ERR", errno.errorcode.get(e.errno, e.errno))
 )py";
 
-// A listening socket of a "host daemon" (this test process).
-class Listener {
- public:
-  explicit Listener(const std::string& path) {
-    fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    if (fd_ < 0 || path.size() >= sizeof(addr.sun_path)) return;
-    std::memcpy(addr.sun_path, path.data(), path.size());
-    if (bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd_, 16) != 0) {
-      close(fd_);
-      fd_ = -1;
-    }
-    chmod(path.c_str(), 0777);
-  }
-  ~Listener() {
-    if (fd_ >= 0) close(fd_);
-  }
-  Listener(const Listener&) = delete;
-  Listener& operator=(const Listener&) = delete;
-  bool ok() const { return fd_ >= 0; }
-  // What a connection brought within `ms`.
-  std::optional<std::string> Received(int ms) const {
-    pollfd p{fd_, POLLIN, 0};
-    if (poll(&p, 1, ms) <= 0) return std::nullopt;
-    int conn = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (conn < 0) return std::nullopt;
-    pollfd c{conn, POLLIN, 0};
-    poll(&c, 1, 2000);
-    char buf[256];
-    ssize_t n = recv(conn, buf, sizeof(buf), MSG_DONTWAIT);
-    close(conn);
-    return std::string(buf, n > 0 ? static_cast<size_t>(n) : 0);
-  }
-
- private:
-  int fd_ = -1;
-};
-
 const std::vector<std::vector<std::string>> kConfining = {
     {}, {"--policy", "read-only"}, {"--network", "full"}};
 
@@ -120,7 +81,7 @@ class T1SandboxRuntimeRoots : public CallerTest {
   TempDir ws_{"anvil-ws-opt"};  // in /tmp: nothing of /var is a path of the view
   bool mounted_ = false;
   bool made_opt_ = false;
-  std::optional<Listener> listener_;
+  std::optional<HostListener> listener_;
 };
 
 TEST_P(T1SandboxRuntimeRoots, OptIsReadableAndRunsButNothingUnderItIsWritable) {
@@ -152,7 +113,7 @@ TEST_P(T1SandboxRuntimeRoots, OptIsReadableAndRunsButNothingUnderItIsWritable) {
 
 TEST_P(T1SandboxRuntimeRoots, AHostSocketUnderOptIsUnreachable) {
   const std::string path = std::string(kVendor) + "/agent.sock";
-  listener_.emplace(path);
+  listener_.emplace(path, /*world_connectable=*/true);
   ASSERT_TRUE(listener_->ok()) << strerror(errno);
   auto control = ::anvil::testing::Run({kPython, "-c", kClient, path, "control"}, Opts());
   ASSERT_EQ(control.out, "CONNECTED\n") << control.err;

@@ -48,44 +48,6 @@ except OSError as e:
     print("ERR", errno.errorcode.get(e.errno, e.errno))
 )py";
 
-// A listening socket of a "host daemon" (this test process), bound under `name`.
-class Listener {
- public:
-  explicit Listener(const std::string& name) {
-    fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    if (fd_ < 0 || name.size() >= sizeof(addr.sun_path)) return;
-    std::memcpy(addr.sun_path, name.data(), name.size());
-    if (bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd_, 16) != 0) {
-      close(fd_);
-      fd_ = -1;
-    }
-  }
-  ~Listener() {
-    if (fd_ >= 0) close(fd_);
-  }
-  Listener(const Listener&) = delete;
-  Listener& operator=(const Listener&) = delete;
-  bool ok() const { return fd_ >= 0; }
-  // What a connection brought within `ms`.
-  std::optional<std::string> Received(int ms) const {
-    pollfd p{fd_, POLLIN, 0};
-    if (poll(&p, 1, ms) <= 0) return std::nullopt;
-    int conn = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (conn < 0) return std::nullopt;
-    pollfd c{conn, POLLIN, 0};
-    poll(&c, 1, 2000);
-    char buf[256];
-    ssize_t n = recv(conn, buf, sizeof(buf), MSG_DONTWAIT);
-    close(conn);
-    return std::string(buf, n > 0 ? static_cast<size_t>(n) : 0);
-  }
-
- private:
-  int fd_ = -1;
-};
-
 class T3SandboxHostSockets : public CallerTest {
  protected:
   void SetUp() override {
@@ -120,13 +82,13 @@ class T3SandboxHostSockets : public CallerTest {
   // client reaches it now.
   std::string Bind(const std::string& dir, const std::string& how) {
     std::string reach;
-    std::unique_ptr<Listener> l;
+    std::unique_ptr<HostListener> l;
     if (how == "relative") {
       // Bound from inside `dir` by a process that has since moved on.
       char cwd[4096];
       EXPECT_NE(getcwd(cwd, sizeof(cwd)), nullptr);
       EXPECT_EQ(chdir(dir.c_str()), 0);
-      l = std::make_unique<Listener>("rel.sock");
+      l = std::make_unique<HostListener>("rel.sock");
       EXPECT_EQ(chdir(cwd), 0);
       reach = dir + "/rel.sock";
     } else if (how == "proc-fd" || how == "proc-fd-closed") {
@@ -136,7 +98,7 @@ class T3SandboxHostSockets : public CallerTest {
       EXPECT_EQ(Shell("mkdir -p '" + sub + "' && chmod -R 0777 '" + dir + "'"), 0);
       int fd = open(sub.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
       EXPECT_GE(fd, 0);
-      l = std::make_unique<Listener>("/proc/self/fd/" + std::to_string(fd) + "/fd.sock");
+      l = std::make_unique<HostListener>("/proc/self/fd/" + std::to_string(fd) + "/fd.sock");
       if (how == "proc-fd") {
         dir_fds_.push_back(fd);
       } else {
@@ -145,13 +107,13 @@ class T3SandboxHostSockets : public CallerTest {
       reach = sub + "/fd.sock";
     } else if (how == "renamed") {
       EXPECT_EQ(Shell("mkdir -p '" + dir + "/moved' && chmod 0777 '" + dir + "/moved'"), 0);
-      l = std::make_unique<Listener>(dir + "/bound.sock");
+      l = std::make_unique<HostListener>(dir + "/bound.sock");
       EXPECT_EQ(rename((dir + "/bound.sock").c_str(), (dir + "/moved/api.sock").c_str()), 0);
       reach = dir + "/moved/api.sock";
     } else if (how == "linked") {
       // Two names for one socket: both must be covered.
       EXPECT_EQ(Shell("mkdir -p '" + dir + "/links' && chmod 0777 '" + dir + "/links'"), 0);
-      l = std::make_unique<Listener>(dir + "/first.sock");
+      l = std::make_unique<HostListener>(dir + "/first.sock");
       EXPECT_EQ(link((dir + "/first.sock").c_str(), (dir + "/links/second.sock").c_str()), 0);
       reach = dir + "/links/second.sock";
       by_path_[dir + "/first.sock"] = l.get();
@@ -171,8 +133,8 @@ class T3SandboxHostSockets : public CallerTest {
   std::unique_ptr<TempDir> fs_;
   bool mounted_ = false;
   std::string ws_, outside_;
-  std::vector<std::unique_ptr<Listener>> listeners_;
-  std::map<std::string, Listener*> by_path_;  // every name a client reaches each by
+  std::vector<std::unique_ptr<HostListener>> listeners_;
+  std::map<std::string, HostListener*> by_path_;  // every name a client reaches each by
   std::vector<int> dir_fds_;
 };
 
@@ -182,7 +144,7 @@ TEST_P(T3SandboxHostSockets, HostSocketsBoundUnderAnyNameAreUnreachableInTheWork
   for (const char* how : kWays) Bind(ws_, how);
   caller_.Give(ws_);
   for (const auto& [target, listener_ptr] : by_path_) {
-    Listener& listener = *listener_ptr;
+    HostListener& listener = *listener_ptr;
     // Control: the caller reaches it without the sandbox.
     auto control = ::anvil::testing::Run({kPython, "-c", kClient, target, "control"}, Opts());
     ASSERT_EQ(control.out, "CONNECTED\n") << target << ": " << control.err;
@@ -202,7 +164,7 @@ TEST_P(T3SandboxHostSockets, HostSocketsBoundUnderAnyNameAreUnreachableUnderARea
   for (const char* how : kWays) Bind(outside_, how);
   caller_.Give(ws_);
   for (const auto& [target, listener_ptr] : by_path_) {
-    Listener& listener = *listener_ptr;
+    HostListener& listener = *listener_ptr;
     auto control = ::anvil::testing::Run({kPython, "-c", kClient, target, "control"}, Opts());
     ASSERT_EQ(control.out, "CONNECTED\n") << target << ": " << control.err;
     ASSERT_EQ(listener.Received(2000).value_or("<nothing>"), "control") << target;
@@ -313,7 +275,7 @@ time.sleep(120)
   // Benign neighbour: a socket of root's (a daemon's), reachable only under a name it was given
   // after binding (linked, the bound name unlinked), is still searched for and masked.
   const std::string first = ws_ + "/first.sock";
-  Listener daemon(first);
+  HostListener daemon(first);
   ASSERT_TRUE(daemon.ok());
   ASSERT_EQ(Shell("mkdir -p " + ShellQuote(ws_ + "/src/deep/links")), 0);
   const std::string second = ws_ + "/src/deep/links/second.sock";
@@ -362,7 +324,7 @@ time.sleep(120)
   }
 
   // Its neighbour, a socket of the caller's own in the same workspace, stays unreachable.
-  Listener daemon(ws_ + "/own.sock");
+  HostListener daemon(ws_ + "/own.sock");
   ASSERT_TRUE(daemon.ok());
   chmod((ws_ + "/own.sock").c_str(), 0777);
   caller_.Give(ws_ + "/own.sock");
@@ -400,7 +362,7 @@ print(sorted(os.listdir(sys.argv[1])))
   // (mode 0) is masked all the same, since the command, its owner, could chmod the directory.
   const std::string own = ws_ + "/closed";
   ASSERT_EQ(mkdir(own.c_str(), 0700), 0);
-  Listener daemon(own + "/own.sock");
+  HostListener daemon(own + "/own.sock");
   ASSERT_TRUE(daemon.ok());
   chmod((own + "/own.sock").c_str(), 0777);
   caller_.Give(own);
@@ -430,7 +392,7 @@ TEST_P(T3SandboxHostSockets, ASocketReachableOnlyThroughAFileBindMountIsUnreacha
   for (bool unlink_source : {true, false}) {
     const std::string source = outside_ + (unlink_source ? "/bm-gone.sock" : "/bm-kept.sock");
     const std::string target = ws_ + (unlink_source ? "/s-gone.sock" : "/s-kept.sock");
-    Listener daemon(source);
+    HostListener daemon(source);
     ASSERT_TRUE(daemon.ok());
     chmod(source.c_str(), 0777);
     WriteFile(target, "", 0644);
