@@ -10,9 +10,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "common/syscalls.h"
 #include "fs/pending_writes.h"
@@ -44,6 +46,19 @@ bool SingleThreaded() {
 // as in the helper program) instead of unwinding into this program's frames and handlers.
 [[noreturn]] void RunForkedGateway(GatewayMainFn main, int argc, char** argv) noexcept {
   _exit(main(argc, argv));
+}
+
+// The directory holding `socket` when it is <dir>/<session>/gateway.sock for this session's id
+// (lowercase hex, as the gateway makes it); "" otherwise.
+std::string RuntimeDirOf(const std::string& socket, const std::string& session) {
+  const std::string tail = "/" + session + "/gateway.sock";
+  if (session.empty() ||
+      !std::all_of(session.begin(), session.end(),
+                   [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }) ||
+      socket.size() <= tail.size() || socket[0] != '/' || !socket.ends_with(tail)) {
+    return "";
+  }
+  return socket.substr(0, socket.size() - std::string_view("/gateway.sock").size());
 }
 
 const char* BaseName(const std::string& path) {
@@ -286,6 +301,12 @@ Result<int> GatewayProcess::Stop(int grace_ms) {
   pidfd_.Reset();
   // Nothing writes any more: remove what a write cut short left under a temporary name.
   if (journal_) (void)SweepPendingWrites(journal_.Get(), sweep_workspace_);
+  // Its runtime directory, which the gateway cannot remove itself once locked down (Landlock
+  // grants it nothing on the directory above): only an empty one, only where the gateway's own
+  // layout puts it (.../<session>/gateway.sock), so a gateway that said otherwise removes nothing.
+  if (const std::string dir = RuntimeDirOf(socket_path_, session_id_); !dir.empty()) {
+    ::rmdir(dir.c_str());
+  }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 

@@ -421,6 +421,30 @@ TEST_F(AnvilRun, TheForkedOfflineGatewayIsLockedDownAsTheHelperWouldBe) {
   EXPECT_TRUE(WaitUntil([&] { return ProcessesWithMarker(ws_.path()).empty(); }));
 }
 
+// The gateway's runtime directory (its socket's) goes with its session, however the session
+// ends: the runtime base holds nothing of it afterwards.
+TEST_F(AnvilRun, NothingIsLeftInTheRuntimeDirectory) {
+  TempDir runtime("anvil-run-rt");
+  Plugin("fs.read = [\"**\"]\n",
+         "anvil.command('x', function() return 'ok' end)\n"
+         "anvil.command('spin', function() while true do end end)");
+  RunOptions o;
+  o.env = {"PATH=/usr/bin:/bin", "HOME=/nonexistent", "XDG_STATE_HOME=" + state_.path(),
+           "XDG_RUNTIME_DIR=" + runtime.path()};
+  for (const char* command : {"x", "spin"}) {
+    auto r = testing::Run({AnvilBin(), "run", "--workspace", ws_.path(), "--approve", "--timeout",
+                           "0.5", plugin_.path(), command},
+                          o);
+    EXPECT_TRUE(r.status == 0 || r.status == 124) << command << ": " << r.err;
+    size_t left = 0;
+    for (const auto& e : std::filesystem::directory_iterator(runtime / "anvil")) {
+      ADD_FAILURE() << command << " left " << e.path();
+      ++left;
+    }
+    EXPECT_EQ(left, 0u);
+  }
+}
+
 TEST_F(AnvilRun, BadManifestIsAUsageErrorNamingTheLine) {
   WriteFile(plugin_ / "anvil-plugin.toml",
             "id = \"Bad Id\"\nversion = \"1\"\nruntime = \"lua\"\n"
