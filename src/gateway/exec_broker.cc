@@ -15,6 +15,7 @@
 #include <deque>
 #include <vector>
 
+#include "common/forked_child.h"
 #include "common/syscalls.h"
 #include "gateway/exec_job.h"
 #include "ipc/fd_passing.h"
@@ -57,7 +58,7 @@ WarmJob StartWarmJob(const ExecBrokerConfig& config) {
     syscall(SYS_close_range, kLinkFd + 1, ~0U, 0);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != broker) _exit(0);
-    _exit(WarmJobMain(kLinkFd, kRunnerFd, config));
+    RunForkedChild([&config] { return WarmJobMain(kLinkFd, kRunnerFd, config); });
   }
   w.pid = pid;
   w.link = std::move(mine);
@@ -233,7 +234,7 @@ Result<std::unique_ptr<ExecBroker>> ExecBroker::Start(const ExecBrokerConfig& co
       dup2(null, 0);
       dup2(null, 1);
     }
-    BrokerMain(config, gateway);
+    RunForkedChild([&config, gateway]() -> int { BrokerMain(config, gateway); });
   }
   return std::unique_ptr<ExecBroker>(new ExecBroker(std::move(mine), pid, config.limits));
 }

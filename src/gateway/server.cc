@@ -10,6 +10,8 @@
 #include <chrono>
 #include <cstring>
 #include <mutex>
+#include <string>
+#include <system_error>
 
 #include "gateway/admission.h"
 #include "gateway/dispatch.h"
@@ -149,9 +151,31 @@ void Server::IoThreadFailed(int err) {
 int Server::Loop() {
   // Workers start only now, after the caller hardened this thread: Landlock and seccomp are
   // inherited by threads created later, never applied to threads that already exist.
-  queue_.Start(std::max<uint32_t>(1, options_.limits.worker_threads),
-               exec_ ? std::max<uint32_t>(1, options_.exec_limits.max_concurrent) : 0);
-  for (uint32_t i = io_thread_count_; i > 0; --i) io_threads_.emplace_back([this] { IoLoop(); });
+  auto stop_threads = [this] {
+    transport_.Stop();
+    uint64_t one = 1;
+    ssize_t ignored = ::write(stop_.Get(), &one, sizeof(one));
+    (void)ignored;
+    for (auto& t : io_threads_) t.join();
+    io_threads_.clear();
+    queue_.Stop();
+  };
+  try {
+    queue_.Start(std::max<uint32_t>(1, options_.limits.worker_threads),
+                 exec_ ? std::max<uint32_t>(1, options_.exec_limits.max_concurrent) : 0);
+    for (uint32_t i = io_thread_count_; i > 0; --i) io_threads_.emplace_back([this] { IoLoop(); });
+  } catch (const std::system_error& e) {
+    // No thread to be had (the user's process limit, memory): the gateway ends saying so,
+    // after stopping the threads it did start, instead of aborting with them still joinable.
+    const std::string line = std::string("anvil-gateway: resource: cannot start its threads (") +
+                             e.what() +
+                             "); fix: raise the user's process limit (ulimit -u) or end some "
+                             "of its processes\n";
+    ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
+    (void)ignored;
+    stop_threads();
+    return 1;
+  }
   // Connections are accepted (served) only once every worker runs (JobQueue::WaitRunning); the
   // control channel is served from the start, so a registration need not wait for the
   // threads' start.
@@ -210,13 +234,7 @@ int Server::Loop() {
     }
     audit_->Flush();  // without the connections' lock: the I/O threads go on meanwhile
   }
-  transport_.Stop();
-  uint64_t one = 1;
-  ssize_t ignored = ::write(stop_.Get(), &one, sizeof(one));
-  (void)ignored;
-  for (auto& t : io_threads_) t.join();
-  io_threads_.clear();
-  queue_.Stop();
+  stop_threads();
   audit_->Flush();
   return status;
 }

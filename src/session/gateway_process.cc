@@ -16,6 +16,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "common/forked_child.h"
 #include "common/syscalls.h"
 #include "fs/pending_writes.h"
 
@@ -40,12 +41,6 @@ bool SingleThreaded() {
   // After ")": state is field 3, num_threads field 20.
   for (int field = 2; field < 20 && p != nullptr; ++field) p = std::strchr(p + 1, ' ');
   return p != nullptr && std::strtol(p + 1, nullptr, 10) == 1;
-}
-
-// The forked gateway's whole life: an exception that escapes its main ends it (std::terminate,
-// as in the helper program) instead of unwinding into this program's frames and handlers.
-[[noreturn]] void RunForkedGateway(GatewayMainFn main, int argc, char** argv) noexcept {
-  _exit(main(argc, argv));
 }
 
 // The directory holding `socket` when it is <dir>/<session>/gateway.sock for this session's id
@@ -143,8 +138,7 @@ Result<std::unique_ptr<GatewayProcess>> GatewayProcess::Launch(const GatewayConf
       if (now.sa_handler != SIG_DFL && now.sa_handler != SIG_IGN) ::sigaction(sig, &dfl, nullptr);
     }
     prctl(PR_SET_NAME, BaseName(config.binary));
-    // _exit: none of this program's exit handlers or static destructors run in the gateway.
-    RunForkedGateway(in_process, static_cast<int>(argv.size()) - 1, argv.data());
+    RunForkedChild([&] { return in_process(static_cast<int>(argv.size()) - 1, argv.data()); });
   }
   theirs.Reset();
   std::unique_ptr<GatewayProcess> g(new GatewayProcess());
