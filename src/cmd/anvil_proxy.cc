@@ -37,7 +37,7 @@ anvil::Status Harden(const std::string& audit_log) {
   plan.landlock = [&](int) {
     anvil::confine::LandlockPlan p;
     // Name resolution reads /etc (resolv.conf, hosts, nsswitch.conf) and loads NSS modules.
-    for (auto root : anvil::kServiceReadRoots) {
+    for (auto root : anvil::kPlatformReadRoots) {
       p.rules.push_back({std::string(root), kFsRead, true});
     }
     if (!audit_log.empty()) p.rules.push_back({audit_log, kFsWriteFile | kFsReadFile, false});

@@ -15,7 +15,7 @@ Status HardenGateway(const std::string& workspace, const std::string& runtime_di
   };
   plan.landlock = [&](int abi) {
     confine::LandlockPlan p;
-    for (auto root : kServiceReadRoots) p.rules.push_back({std::string(root), kFsRead, true});
+    for (auto root : kPlatformReadRoots) p.rules.push_back({std::string(root), kFsRead, true});
     const uint64_t all = FsRightsForAbi(abi);
     p.rules.push_back({workspace, all, false});
     p.rules.push_back({runtime_dir, all, false});

@@ -129,9 +129,8 @@ uint64_t DefaultMemoryCeiling() { return PhysicalMemory() / 2; }
 
 uint64_t DevShmSize(std::optional<uint64_t> asked, uint64_t ceiling, uint64_t physical) {
   if (asked) return *asked;
-  uint64_t memory = physical;
-  if (ceiling > 0 && (physical == 0 || ceiling < physical)) memory = ceiling;
-  if (memory == 0) return kFallbackDevShmSize;
+  if (ceiling == 0) return kFallbackDevShmSize;
+  const uint64_t memory = physical == 0 || ceiling < physical ? ceiling : physical;
   return std::max<uint64_t>(memory / 2, 1);
 }
 

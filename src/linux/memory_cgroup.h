@@ -30,17 +30,18 @@ uint64_t DefaultMemoryCeiling();
 // or none could be had). `physical`: PhysicalMemory(). Pure.
 //
 // Unless asked, half of the memory the sandbox has: its ceiling (never more than the machine's
-// memory), or the machine's memory when there is no ceiling. Half is the kernel's own default
-// for a tmpfs, what the host's /dev/shm and bubblewrap's --dev have, applied to the memory in
-// force. A tmpfs page is charged to the memory cgroup of the process that writes it, so the
-// ceiling already holds whatever the size; the size decides how it ends: past it a write fails
-// with ENOSPC, which the writer reports, while the other half stays for the processes sharing
-// the memory, instead of the cgroup's OOM killer taking some process of the sandbox (a tmpfs
-// page cannot be reclaimed without swap). Without a ceiling the size is the only bound on what
-// /dev/shm takes of the host: half its memory, as the host's own /dev/shm. Docker's fixed 64 MiB
-// is what these tools fail on.
+// memory). Half is the kernel's own default for a tmpfs, what the host's /dev/shm and
+// bubblewrap's --dev have, applied to the memory in force. A tmpfs page is charged to the memory
+// cgroup of the process that writes it, so the ceiling already holds whatever the size; the size
+// decides how it ends: past it a write fails with ENOSPC, which the writer reports, while the other
+// half stays for the processes sharing the memory, instead of the cgroup's OOM killer taking some
+// process of the sandbox (a tmpfs page cannot be reclaimed without swap). Without a ceiling
+// (`--limit mem=unlimited`, or no memory cgroup for this caller) the size is the only bound on what
+// /dev/shm takes of the host, and it holds per sandbox: with half the machine each, two sandboxes
+// at once could take all of it, and tmpfs pages are freed only when the whole namespace goes. So
+// then the fixed 64 MiB (Docker's; `--limit shm` raises it).
 uint64_t DevShmSize(std::optional<uint64_t> asked, uint64_t ceiling, uint64_t physical);
-// The size when the machine's memory is unknown: the 64 MiB the view once always had.
+// The size without a ceiling: the 64 MiB the view once always had.
 inline constexpr uint64_t kFallbackDevShmSize = 64ULL << 20;
 
 class MemoryCgroup {

@@ -189,14 +189,9 @@ Result<HomeView> PlanHomeView(const HomePlanInput& input, const HomeHost& host) 
   for (const char* own : {"/dev", "/proc", "/sys", "/run"}) {
     usable_home = usable_home && !PathIsWithin(*home, own);
   }
-  // A home in a runtime root (a service account's /opt/app, the games user's /usr/games) is
-  // shown as the host has it, read-only with the rest of that root; its credential locations
-  // must then be covered all the same.
-  bool home_in_runtime_root = false;
   for (auto root : kPlatformReadRoots) {
-    home_in_runtime_root = home_in_runtime_root || (usable_home && PathIsWithin(*home, root));
+    usable_home = usable_home && !PathIsWithin(*home, root);
   }
-  usable_home = usable_home && !home_in_runtime_root;
   // Start-up cost: one listing of the home instead of a failing lookup per table entry that
   // is not there (an entry whose first component is not listed does not exist; a listing that
   // may be cut short, kMaxListedNames, says nothing), one lstat per path component, each
@@ -238,7 +233,7 @@ Result<HomeView> PlanHomeView(const HomePlanInput& input, const HomeHost& host) 
     return host.resolve(*home + "/" + rel);
   };
   std::vector<std::string> credential_paths;  // lexical
-  if (usable_home || home_in_runtime_root) {
+  if (usable_home) {
     std::vector<std::string_view> never_shown(std::begin(kHomeCredentials),
                                               std::end(kHomeCredentials));
     never_shown.insert(never_shown.end(), std::begin(kHomeHistories), std::end(kHomeHistories));

@@ -4,8 +4,6 @@
 // two walls always enforce the same decision.
 #pragma once
 
-#include <algorithm>
-#include <array>
 #include <functional>
 #include <optional>
 #include <string>
@@ -57,23 +55,9 @@ struct SandboxPolicy {
   }
 };
 
-// The system's trees Anvil's own services read under their self-confinement (the gateway, the
-// proxy: libraries, NSS modules, /etc's name resolution files). They need nothing of /opt.
-inline constexpr std::string_view kServiceReadRoots[] = {
+// Read access outside the writable roots under --read-access restricted.
+inline constexpr std::string_view kPlatformReadRoots[] = {
     "/bin", "/sbin", "/usr", "/etc", "/lib", "/lib64", "/nix/store", "/run/current-system/sw"};
-
-// The runtime roots: read access outside the writable roots under --read-access restricted,
-// each shown read-only where it exists. The services' trees plus /opt, where software installed
-// beside the distribution's lives (Chrome for puppeteer and playwright, conda, vendor SDKs, a
-// ~/.pyenv that links there): a command misses it as much as /usr. Everything that treats the
-// system's trees alike (the mount view, Landlock, the socket search, root's idmapping, the
-// refusal areas, the homes and writable roots that may not be asked for) reads this one list.
-inline constexpr auto kPlatformReadRoots = [] {
-  std::array<std::string_view, std::size(kServiceReadRoots) + 1> roots{};
-  std::copy(std::begin(kServiceReadRoots), std::end(kServiceReadRoots), roots.begin());
-  roots.back() = "/opt";
-  return roots;
-}();
 
 // Files under the runtime roots that hold credentials; hidden (an empty file mounted over them)
 // in restricted read mode so that even a sandbox run by root cannot read them.

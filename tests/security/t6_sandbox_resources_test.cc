@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "linux/memory_cgroup.h"
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
@@ -178,27 +179,36 @@ TEST_P(T6SandboxResources, DevShmHoldsHalfTheMemoryInForceAndSaysSo) {
   if (!Exists(kPython)) GTEST_SKIP() << "SKIPPED: " << kPython << " is missing";
   const uint64_t physical = PhysicalBytes();
   ASSERT_GT(physical, 400ULL << 20) << "too little memory here to test a 100 MiB /dev/shm";
-  // Benign: 100 MiB, past the 64 MiB the view once had (and Docker's default), just works.
-  auto r = SandboxPython(ws_.path(), kShmFill, {"--json"}, Opts(), {"100"});
+  // What this caller's sandbox has: a memory ceiling (root; a user with a delegated memory
+  // cgroup) or none.
+  auto r = SandboxPython(ws_.path(), kShmFill, {"--json"}, Opts(), {"0"});
   ASSERT_EQ(r.status, 0) << r.err;
-  auto lines = Lines(r.out);
-  ASSERT_EQ(lines.size(), 3u) << r.out << r.err;
-  EXPECT_EQ(lines[1], "wrote 100");
-  EXPECT_EQ(lines[2], "after");
   auto layers = JsonReport(r)["layers"];
   const uint64_t ceiling = layers.value("memory_limit", uint64_t{0});
   const uint64_t shm = layers.value("shm_size", uint64_t{0});
-  // Half the ceiling in force, or half the machine without one: never unbounded.
-  const uint64_t memory = ceiling > 0 && ceiling < physical ? ceiling : physical;
-  EXPECT_EQ(shm, memory / 2) << layers.dump();
-  EXPECT_EQ(std::stoull(lines[0]), PageRounded(shm));
-  // --limit mem=unlimited: no ceiling at all, and still half the machine, as the host's own.
+  // Half the ceiling in force, or the fixed 64 MiB without one: never unbounded.
+  const uint64_t memory = ceiling < physical ? ceiling : physical;
+  EXPECT_EQ(shm, ceiling > 0 ? memory / 2 : kFallbackDevShmSize) << layers.dump();
+  EXPECT_EQ(std::stoull(Lines(r.out).at(0)), PageRounded(shm));
+  // With a ceiling, 100 MiB (past the 64 MiB the view once had, and Docker's default) just
+  // works; without one, the fixed size holds and the write past it fails, the command going on.
+  r = SandboxPython(ws_.path(), kShmFill, {"--json"}, Opts(), {"100"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto lines = Lines(r.out);
+  ASSERT_EQ(lines.size(), 3u) << r.out << r.err;
+  if (ceiling > 0) {
+    EXPECT_EQ(lines[1], "wrote 100");
+  } else {
+    EXPECT_EQ(lines[1].rfind("ERR ENOSPC", 0), 0u) << lines[1];
+  }
+  EXPECT_EQ(lines[2], "after");
+  // --limit mem=unlimited: no ceiling at all, so the fixed 64 MiB (per sandbox, the only bound).
   r = SandboxPython(ws_.path(), kShmFill, {"--json", "--limit", "mem=unlimited"}, Opts(), {"0"});
   ASSERT_EQ(r.status, 0) << r.err;
   layers = JsonReport(r)["layers"];
   EXPECT_EQ(layers.value("memory_limit", uint64_t{1}), 0u);
-  EXPECT_EQ(layers.value("shm_size", uint64_t{0}), physical / 2);
-  EXPECT_EQ(std::stoull(Lines(r.out).at(0)), PageRounded(physical / 2));
+  EXPECT_EQ(layers.value("shm_size", uint64_t{0}), kFallbackDevShmSize);
+  EXPECT_EQ(std::stoull(Lines(r.out).at(0)), PageRounded(kFallbackDevShmSize));
 }
 
 TEST_P(T6SandboxResources, PastItsSizeAWriteToDevShmFailsWithEnospcAndTheCommandGoesOn) {

@@ -1,5 +1,6 @@
 // The size of the sandbox's /dev/shm (linux/memory_cgroup.h, DevShmSize): half of the memory
-// the sandbox has, as the kernel sizes a tmpfs; what `--limit shm` asks; never unbounded. The
+// the sandbox has, as the kernel sizes a tmpfs (64 MiB without a ceiling); what `--limit shm`
+// asks; never unbounded. The
 // end-to-end half (writes up to the size work, past it ENOSPC) is
 // tests/security/t6_sandbox_resources_test.cc.
 #include <gtest/gtest.h>
@@ -29,11 +30,12 @@ TEST(DevShmSize, HalfOfTheMemoryTheSandboxHas) {
       {"--limit mem=2G", std::nullopt, 2 * kGiB, 16 * kGiB, 1 * kGiB},
       {"--limit mem=128M", std::nullopt, 128 * kMiB, 16 * kGiB, 64 * kMiB},
       // No ceiling (--limit mem=unlimited, or no memory cgroup for this caller): the size is the
-      // only bound, half the machine's memory like the host's own /dev/shm.
-      {"no ceiling", std::nullopt, 0, 16 * kGiB, 8 * kGiB},
+      // only bound, per sandbox, so a fixed one (two sandboxes at half the machine each would
+      // take all of it).
+      {"no ceiling", std::nullopt, 0, 16 * kGiB, kFallbackDevShmSize},
       // A ceiling above the machine's memory bounds nothing: the machine's memory does.
       {"--limit mem=64G on 16 GiB", std::nullopt, 64 * kGiB, 16 * kGiB, 8 * kGiB},
-      // The machine's memory unknown: the ceiling alone, or the old fixed size.
+      // The machine's memory unknown: the ceiling alone.
       {"ceiling, memory unknown", std::nullopt, 2 * kGiB, 0, 1 * kGiB},
       {"nothing known", std::nullopt, 0, 0, kFallbackDevShmSize},
       // Never 0, which a tmpfs takes as no bound.
@@ -52,7 +54,7 @@ TEST(DevShmSize, TheDefaultCeilingIsHalfTheMachine) {
   ASSERT_GT(physical, 0u);
   EXPECT_EQ(DefaultMemoryCeiling(), physical / 2);
   EXPECT_EQ(DevShmSize(std::nullopt, DefaultMemoryCeiling(), physical), physical / 4);
-  EXPECT_EQ(DevShmSize(std::nullopt, 0, physical), physical / 2);
+  EXPECT_EQ(DevShmSize(std::nullopt, 0, physical), kFallbackDevShmSize);
 }
 
 }  // namespace

@@ -9,7 +9,7 @@ namespace {
 
 FileView SampleView() {
   FileView v;
-  v.read_roots = {"/usr", "/etc", "/opt", "/home/u/.pyenv", "/srv/tools"};
+  v.read_roots = {"/usr", "/etc", "/home/u/.pyenv", "/opt/tools"};
   v.writable_roots.push_back(
       {"/ws",
        {"/ws/.git", "/ws/.anvil", "/ws/vendor", "/repo/.git/worktrees/w", "/ws/tools/hooks",
@@ -63,8 +63,7 @@ TEST(ClassifyWrite, EachPartOfTheView) {
       {"/home/u/.gitconfig", WriteArea::kOutside, ""},  // the home's own: never refused
       {"/home/u/.rustup/settings.toml", WriteArea::kReadable, "/home/u/.rustup"},
       {"/home/u/.pyenv/versions/3.11/lib/x.py", WriteArea::kReadable, "/home/u/.pyenv"},
-      {"/srv/tools/bin/x", WriteArea::kReadable, "/srv/tools"},
-      {"/opt/google/chrome/chrome", WriteArea::kSystem, "/opt"},
+      {"/opt/tools/bin/x", WriteArea::kReadable, "/opt/tools"},
       {"/usr/lib/python3/x", WriteArea::kSystem, "/usr"},
       {"/etc/hosts", WriteArea::kSystem, "/etc"},
       {"/var/lib/x", WriteArea::kOutside, ""},
