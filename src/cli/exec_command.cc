@@ -234,14 +234,20 @@ Result<ExecOptions> ParseExecArgs(const std::vector<std::string>& args,
   LookupPath outside{std::string(kDefaultProgramPath),
                      confined ? context.writable_roots : std::vector<std::string>{"/"},
                      {}};
-  for (const auto& e : environ_entries) {
-    if (e.rfind("PATH=", 0) == 0) outside.value = e.substr(5);
-  }
+  // The first PATH of each, as getenv reads it (the sandbox's has at most one:
+  // SandboxEnvironment); without one inside, a shell's own default.
+  auto first_path = [](const std::vector<std::string>& env, std::string& value) {
+    for (const auto& e : env) {
+      if (e.rfind("PATH=", 0) == 0) {
+        value = e.substr(5);
+        return;
+      }
+    }
+  };
+  first_path(environ_entries, outside.value);
   LookupPath inside = outside;
-  inside.value = kDefaultProgramPath;
-  for (const auto& e : inv->spec.env) {
-    if (e.rfind("PATH=", 0) == 0) inside.value = e.substr(5);
-  }
+  inside.value = kShellDefaultProgramPath;
+  first_path(inv->spec.env, inside.value);
   if (confined) {
     for (const char* tmp : {"/tmp", "/var/tmp", "/dev/shm"}) inside.writable_roots.push_back(tmp);
     const HomeView& home = policy.home;

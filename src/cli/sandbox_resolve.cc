@@ -12,6 +12,7 @@
 #include "cli/sandbox_spec.h"
 #include "linux/program_exec.h"
 #include "policy/display_text.h"
+#include "policy/program_lookup.h"
 #include "policy/sandbox_home.h"
 
 namespace anvil::cli {
@@ -88,9 +89,12 @@ Status ResolveCommand(SandboxArgs& a, const std::vector<std::string>& environ_en
     spec.program = std::move(*fd);
     return Ok();
   }
-  std::string path_env = "/usr/local/bin:/usr/bin:/bin";
+  std::string path_env(kDefaultProgramPath);
   for (const auto& e : environ_entries) {
-    if (e.rfind("PATH=", 0) == 0) path_env = e.substr(5);
+    if (e.rfind("PATH=", 0) == 0) {
+      path_env = e.substr(5);  // the first, as getenv reads it
+      break;
+    }
   }
   ANVIL_TRY(program, ResolveProgram(a.command[0], path_env, run_dir));
   spec.program = std::move(program->fd);

@@ -71,6 +71,15 @@ std::vector<std::string> SandboxEnvironment(const SandboxArgs& a,
   std::vector<std::string> base = a.minimal_env ? MinimalExecEnvironment() : environ_entries;
   if (a.minimal_env) filter.clear = false;
   std::vector<std::string> env = FilterEnvironment(base, filter);
+  // At most one PATH: the first of several, which getenv (and so env, xargs or timeout inside)
+  // reads, where a shell would take the last; the judgement of a bare name reads the same one.
+  bool path_seen = false;
+  std::erase_if(env, [&path_seen](const std::string& e) {
+    if (e.rfind("PATH=", 0) != 0) return false;
+    const bool later = path_seen;
+    path_seen = true;
+    return later;
+  });
   env.push_back("ANVIL_SANDBOX=" + std::string(ToString(policy.kind)));
   if (policy.network == NetworkMode::kProxy) {
     // Every proxy variable points at the proxy; nothing may be exempted from it.

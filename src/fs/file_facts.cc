@@ -261,6 +261,10 @@ std::string CanonicalAsFarAsExists(const std::string& path) {
       return out;
     }
     if (errno != ENOENT && errno != ENOTDIR) return {};
+    // A link whose target is missing leads somewhere this cannot say (a directory made there
+    // later, inside a writable root, say): unknown, not the link's own path.
+    struct stat st {};
+    if (::lstat(existing.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) return {};
     while (existing.size() > 1 && existing.back() == '/') existing.pop_back();
     const std::size_t slash = existing.rfind('/');
     const std::string part = existing.substr(slash + 1);

@@ -119,7 +119,8 @@ bool IsExecutableFileIn(const std::string& dir, const std::string& name);
 
 // `path` (absolute) with its links resolved as far as it exists, the missing rest appended:
 // where a directory not made yet would be. "" when that cannot be said (a missing part holds
-// `.` or `..`, or realpath fails on the part that exists for another reason than ENOENT).
+// `.` or `..`, a link on the way leads nowhere yet, or realpath fails on the part that exists
+// for another reason than ENOENT).
 std::string CanonicalAsFarAsExists(const std::string& path);
 
 }  // namespace anvil

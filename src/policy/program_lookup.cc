@@ -75,9 +75,13 @@ std::string BareNameJudgement::Why(std::string_view name) const {
       return "";
     case BareNameSource::kShadowable:
       return shown + " is looked up on PATH=" + ShownPath(path) + ", where " + ShownEntry(entry) +
-             ", not a system directory, comes before the system's " + shown +
+             ", a directory the sandboxed command may write into, comes before the system's " +
+             shown +
              ": a program of that name put there would run instead, so it is not taken for the "
-             "system's (fix: put /usr/bin and /bin before other directories in PATH)";
+             "system's (fix: put that directory after /usr/bin and /bin in PATH)";
+    case BareNameSource::kOther:
+      return shown + " on PATH=" + ShownPath(path) + " is the one in " + ShownEntry(entry) +
+             ", found before the system's: not the system's program";
     case BareNameSource::kNotFound:
       return shown + " is in no system directory on PATH=" + ShownPath(path) +
              ", so it is not taken for the system's program";
@@ -90,13 +94,26 @@ BareNameJudgement JudgeSystemProgram(std::string_view name, const ProgramSearch&
     BareNameJudgement judged;
     judged.path = path.value;
     for (std::string_view entry : Entries(path.value)) {
-      if (!IsSystemProgramDir(entry)) {
+      if (IsSystemProgramDir(entry)) {
+        if (Holds(search, WithoutTrailingSlashes(entry), name)) {
+          judged.source = BareNameSource::kSystem;
+          break;
+        }
+        continue;
+      }
+      // Another directory first: one the sandboxed command may write into (or a relative one,
+      // the working directory) may hold the name by the time it runs; one it cannot write
+      // (~/.cargo/bin, ~/.local/bin, a version manager's shims) only matters when it holds the
+      // name now, and then that program, not the system's, is what runs.
+      const bool relative = entry.empty() || entry[0] != '/';
+      if (relative || InWritableRoot(search, path, entry)) {
         judged.source = BareNameSource::kShadowable;
         judged.entry = std::string(entry);
         break;
       }
-      if (Holds(search, WithoutTrailingSlashes(entry), name)) {
-        judged.source = BareNameSource::kSystem;
+      if (Holds(search, entry, name)) {
+        judged.source = BareNameSource::kOther;
+        judged.entry = std::string(entry);
         break;
       }
     }

@@ -11,10 +11,13 @@
 // there at the run.
 //
 //   the system's program   the name is in one of kSystemProgramDirs, reached through an entry
-//                          that is that directory by name (absolute, no `.` or `..`), and every
-//                          entry before it is such a directory too. Any other entry first (the
-//                          workspace, the home, /tmp, a relative or empty one), whether or not it
-//                          holds the name now, or a name in no system directory: not the
+//                          that is that directory by name (absolute, no `.` or `..`), and no
+//                          entry before it is relative, empty, or inside a writable root of the
+//                          sandbox (those may hold the name by the time it runs, whether or not
+//                          they do now), nor another directory that holds the name now. A
+//                          directory the command cannot write that does not hold it
+//                          (~/.cargo/bin, ~/.local/bin, a version manager's shims) is passed, as
+//                          the allow rules pass it. A name in no system directory: not the
 //                          system's. Only the system's program is built-in harmless: the set's
 //                          claims (which options write or run programs) are about it.
 //   an allow rule's        no entry before the one that holds the name (every entry, when none
@@ -41,6 +44,12 @@ inline constexpr std::string_view kSystemProgramDirs[] = {
 // The lookup path used when the environment has none (ResolveProgram's, and what the system's
 // shells fall back to, but for bash's trailing `.`, which comes after these).
 inline constexpr std::string_view kDefaultProgramPath = "/usr/local/bin:/usr/bin:/bin";
+
+// What a shell inside looks names up on when the environment has no PATH (`--clear-env`): bash's
+// own default, the widest of the system shells', which ends in `.` (the working directory, the
+// workspace). The judgement of what a shell or wrapper runs takes this one then.
+inline constexpr std::string_view kShellDefaultProgramPath =
+    "/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin:.";
 
 // Whether a PATH entry names one of kSystemProgramDirs: exactly, or with trailing slashes.
 bool IsSystemProgramDir(std::string_view entry);
@@ -72,7 +81,8 @@ struct ProgramSearch {
 
 enum class BareNameSource {
   kSystem,      // the system's program, on every path
-  kShadowable,  // a PATH entry other than a system directory comes first (`entry`)
+  kShadowable,  // a PATH entry the sandboxed command may write into comes first (`entry`)
+  kOther,       // another directory that holds the name comes first (`entry`)
   kNotFound,    // in no system directory reached that way
 };
 

@@ -221,6 +221,29 @@ touch "$PWD/pwned"
   EXPECT_EQ(report["decision"], "harmless");
 }
 
+// Attack: with no PATH in the sandbox's environment (--clear-env) a shell inside looks names up
+// on its own default, bash's ending in `.`: an allow rule for a tool installed nowhere must not
+// speak for the one the agent put in the workspace.
+TEST_P(ExecApproval, AnAllowRuleDoesNotSpeakForAToolAShellsDefaultPathFindsInTheWorkspace) {
+  WriteFile(ws_ / "rules.toml",
+            "[[rule]]\npattern = [\"mytool\"]\ndecision = \"allow\"\njustification = \"x\"\n");
+  WriteFile(ws_ / "mytool", "#!/bin/sh\ntouch \"$PWD/pwned\"\n");
+  Shell("chmod 755 " + ShellQuote(ws_ / "mytool"));
+  caller_.Give(ws_.path());
+  auto r = RunWithoutTerminal(
+      {"--approval", "untrusted", "--rules", ws_ / "rules.toml", "--clear-env", "--json"},
+      {"bash", "-c", "mytool"});
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_FALSE(Exists(ws_ / "pwned"));
+  // Its neighbour: the same rule and environment, the system's ls through the same shell is
+  // found before `.` and stays harmless.
+  r = RunWithoutTerminal(
+      {"--approval", "untrusted", "--rules", ws_ / "rules.toml", "--clear-env", "--json"},
+      {"bash", "-c", "ls"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_FALSE(Exists(ws_ / "pwned"));
+}
+
 TEST_P(ExecApproval, EveryDecisionAndAnswerIsAnAuditLine) {
   term_.Run(Start({"--approval", "untrusted"}, {"touch", "audited"}));
   ASSERT_TRUE(term_.Expect("Run it?")) << term_.screen();

@@ -92,11 +92,14 @@ TEST(ExecArgs, BareNamesAreJudgedOnTheCallersPathAndTheSandboxs) {
   EXPECT_TRUE(search.facts.holds("/bin", "sh"));
   EXPECT_FALSE(search.facts.holds("/nonexistent", "sh"));
   EXPECT_EQ(JudgeSystemProgram("sh", search).source, BareNameSource::kShadowable);
-  // An environment without PATH is looked up on the default one.
+  // An environment without PATH: a shell inside looks names up on its own default, which ends
+  // in `.` (the workspace). A system program is found before it; an allow rule for a name found
+  // nowhere does not speak for what the workspace may hold.
   r = ParseExecArgs({"--clear-env", "--", "true"}, kEnv);
   ASSERT_TRUE(r) << r.error().ToString();
-  EXPECT_EQ(r->request.search.paths[1].value, kDefaultProgramPath);
+  EXPECT_EQ(r->request.search.paths[1].value, kShellDefaultProgramPath);
   EXPECT_EQ(JudgeSystemProgram("sh", r->request.search).source, BareNameSource::kSystem);
+  EXPECT_NE(AllowRuleBlocked("no-such-tool-here", r->request.search), "");
 }
 
 TEST(ExecArgs, AnUnknownOptionSuggestsFromBothTables) {

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -56,6 +57,21 @@ TEST_F(FileFactsTest, KindOfANameFollowsNoLink) {
     ASSERT_TRUE(found) << name;
     EXPECT_EQ(*found, kind) << name;
   }
+}
+
+// Where a PATH entry leads, for the judgement of a bare program name: a link into a directory
+// not made yet is unknown (it may be made later, somewhere writable), never the link's own path.
+TEST_F(FileFactsTest, CanonicalAsFarAsExistsFollowsLinksAndGivesUpOnDanglingOnes) {
+  char real[PATH_MAX];
+  ASSERT_NE(::realpath(root_.c_str(), real), nullptr);
+  const std::string r = real;
+  EXPECT_EQ(CanonicalAsFarAsExists(root_ + "/dirlink/bin"), r + "/dir/bin");
+  EXPECT_EQ(CanonicalAsFarAsExists(root_ + "/dir/missing/bin"), r + "/dir/missing/bin");
+  std::filesystem::create_directory_symlink(root_ + "/later", root_ + "/dangling");
+  EXPECT_EQ(CanonicalAsFarAsExists(root_ + "/dangling"), "");
+  EXPECT_EQ(CanonicalAsFarAsExists(root_ + "/dangling/bin"), "");
+  std::filesystem::create_directory(root_ + "/later");
+  EXPECT_EQ(CanonicalAsFarAsExists(root_ + "/dangling/bin"), r + "/later/bin");
 }
 
 TEST_F(FileFactsTest, DirectoryOpenFailuresCarryTheirErrno) {

@@ -56,6 +56,8 @@ TEST(ProgramLookup, OnlyANameFoundThroughSystemDirectoriesAloneIsTheSystems) {
   FakeDirs dirs;
   dirs.programs["/home/u/ws/.venv/bin"] = {"ls", "python"};
   dirs.programs["/home/u/.local/bin"] = {"pipx"};
+  dirs.programs["/home/u/.cargo/bin"] = {"ls"};  // the user's own ls (lsd, eza) first
+  dirs.links["/home/u/link"] = "/home/u/ws/bin";
   struct Row {
     std::string name, path;
     BareNameSource expected;
@@ -78,12 +80,17 @@ TEST(ProgramLookup, OnlyANameFoundThroughSystemDirectoriesAloneIsTheSystems) {
       {"ls", ":/usr/bin", BareNameSource::kShadowable},
       {"ls", "/usr/local/bin::/usr/bin", BareNameSource::kShadowable},
       {"ls", "", BareNameSource::kShadowable},
-      // Any other directory first: the home, /tmp, a spelling of a system one that is not its
-      // name (a link planted at /tmp/usr/bin, `..`).
-      {"ls", "/home/u/.local/bin:/usr/bin", BareNameSource::kShadowable},
-      {"ls", "/tmp:/usr/bin", BareNameSource::kShadowable},
-      {"ls", "/usr/bin/../../tmp:/usr/bin", BareNameSource::kShadowable},
-      {"ls", "//usr/bin:/usr/bin", BareNameSource::kShadowable},
+      // Another directory first that the sandboxed command cannot write (the user's
+      // ~/.local/bin, ~/.cargo/bin, a version manager's shims; a spelling of a system one that
+      // is not its name): passed while it does not hold the name, as rustup and pyenv put them
+      // first; when it does, that program runs, not the system's.
+      {"ls", "/home/u/.local/bin:/usr/bin", BareNameSource::kSystem},
+      {"ls", "/usr/bin/../../opt/x:/usr/bin", BareNameSource::kSystem},
+      {"ls", "//usr/bin:/usr/bin", BareNameSource::kSystem},
+      {"pipx", "/home/u/.local/bin:/usr/bin", BareNameSource::kOther},
+      {"ls", "/home/u/.cargo/bin:/usr/bin", BareNameSource::kOther},
+      // One inside a writable root by its links: /home/u/link -> /home/u/ws/bin.
+      {"ls", "/home/u/link:/usr/bin", BareNameSource::kShadowable},
       // A system directory that does not hold it, then another directory.
       {"rg", "/bin:/home/u/ws/.venv/bin:/usr/bin", BareNameSource::kShadowable},
       // In no system directory: not the system's (it fails, or runs what is put there later).
@@ -263,14 +270,14 @@ TEST(ProgramLookup, AnAllowRuleDoesNotSpeakForAProgramTheWorkspaceMayPutFirst) {
       "[[rule]]\npattern = [\"cargo\"]\ndecision = \"allow\"\njustification = \"build\"\n"
       "[[rule]]\npattern = [\"make\"]\ndecision = \"allow\"\njustification = \"build\"\n"
       "[[rule]]\npattern = [\"rm\"]\ndecision = \"forbidden\"\njustification = \"trash\"\n");
-  // Benign: the user's cargo from ~/.cargo/bin, make from /usr/bin; ~/.cargo/bin first leaves
-  // the allow rules as they were (only the harmless set wants the system's directories first).
+  // Benign: the user's cargo from ~/.cargo/bin, make from /usr/bin; ~/.cargo/bin first (the
+  // command cannot write there) leaves the allow rules and the harmless set as they were.
   ExpectOutcomes(rules, Search(dirs, "/home/u/.cargo/bin:/usr/bin"),
                  {
                      {{"cargo", "build"}, RulesOutcome::kAllow},
                      {{"make"}, RulesOutcome::kAllow},
                      {{"bash", "-c", "make && cargo test"}, RulesOutcome::kAllow},
-                     {{"bash", "-c", "ls"}, RulesOutcome::kNoRule},
+                     {{"bash", "-c", "ls"}, RulesOutcome::kHarmless},
                  });
   ExpectOutcomes(rules, Search(dirs, "/usr/bin:/bin:/home/u/.cargo/bin"),
                  {
