@@ -167,7 +167,7 @@ std::vector<Flag> CommonFlags(SandboxArgs& a, const DescriptorProbe& open) {
       Text("--limit", "NAME=VALUE",
            "nproc, nofile, as, data, fsize, cpu, tmp, shm, mem (sizes take K, M, G;\n"
            "mem=unlimited drops the default memory ceiling, half the RAM;\n"
-           "shm: /dev/shm, default half the memory ceiling or, without one, of the RAM)",
+           "shm: /dev/shm, default half the memory ceiling, or 64M without one)",
            [&a](const std::string& v) { return ApplyLimitFlag(v, a.inv.spec.limits); })
           .Repeatable(),
       Number("--timeout", "SECONDS", "kill the whole process tree after SECONDS (exit 124)",
