@@ -137,9 +137,13 @@ Result<std::vector<BoundSocket>> ListBoundUnixSockets() {
     return SysFail("sandbox", "host sockets: sock_diag request");
   }
   std::vector<BoundSocket> out;
-  alignas(nlmsghdr) static thread_local char buffer[32768];
+  // On the heap, not thread_local: a thread-local array is part of every thread's start-up
+  // (zeroed for each thread this program makes, the gateway's workers among them).
+  constexpr size_t kBufferSize = 32768;
+  const auto storage = std::make_unique_for_overwrite<nlmsghdr[]>(kBufferSize / sizeof(nlmsghdr));
+  char* const buffer = reinterpret_cast<char*>(storage.get());
   while (true) {
-    ssize_t n = ::recv(nl.Get(), buffer, sizeof(buffer), 0);
+    ssize_t n = ::recv(nl.Get(), buffer, kBufferSize, 0);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return SysFail("sandbox", "host sockets: sock_diag answer");
     size_t len = static_cast<size_t>(n);
