@@ -293,6 +293,15 @@ CommandVerdict EvaluateCommand(const CommandRules& rules, const std::vector<std:
       if (seg.segment.shell_by_name && !seg.allow_blocked.empty()) {
         seg.segment.role = SegmentRole::kJudged;
       }
+    } else if (search != nullptr) {
+      // A program named by its path in a system directory that a writable root holds
+      // (`--writable-root /usr/local`) is not the system's: neither an allow rule nor the shell's
+      // "only interprets its script" speaks for it.
+      seg.not_system = SystemPathNotSystems(program, *search);
+      if (!seg.not_system.empty()) {
+        seg.allow_blocked = seg.not_system;
+        seg.segment.role = SegmentRole::kJudged;
+      }
     }
     const bool narrowing = seg.segment.role == SegmentRole::kNarrowing;
     // A command that writes a file or runs with a script's variables is more than the argv an
@@ -372,6 +381,9 @@ CommandVerdict EvaluateCommand(const CommandRules& rules, const std::vector<std:
     verdict.reason = "no rule matches; built-in harmless (" + names + ")";
   } else {
     verdict.outcome = RulesOutcome::kNoRule;
+    auto program_has_path = [](const SegmentVerdict& seg) {
+      return seg.segment.argv[0].find('/') != std::string::npos;
+    };
     for (const auto& seg : verdict.segments) {
       if (seg.segment.role == SegmentRole::kJudged && !seg.decision && seg.harmless == nullptr) {
         verdict.reason = "no rule matches " + ShownArgv(seg.segment.argv);
@@ -386,6 +398,8 @@ CommandVerdict EvaluateCommand(const CommandRules& rules, const std::vector<std:
           verdict.reason += "; not built-in harmless here: " + seg.not_system;
         } else if (seg.segment.shell_by_name && !seg.allow_blocked.empty()) {
           verdict.reason += "; the shell is judged itself: " + seg.allow_blocked;
+        } else if (!seg.not_system.empty() && program_has_path(seg)) {
+          verdict.reason += "; " + seg.not_system;
         } else if (const HarmlessCommand* entry = HarmlessEntryFor(seg.segment.argv)) {
           verdict.reason += "; not harmless as written (" + HarmlessName(*entry) + ": " +
                             std::string(entry->why) + ")";

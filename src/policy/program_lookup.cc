@@ -60,6 +60,25 @@ bool InWritableRoot(const ProgramSearch& search, const LookupPath& path, std::st
   return writable(WithoutTrailingSlashes(entry)) || writable(canonical);
 }
 
+// Whether the sandboxed command may write into the system directory `entry`: a writable root
+// other than the unconfined `/` holds it, by its name or once its links are resolved
+// (`--writable-root /usr/local`, a /usr/local/bin that links into the workspace). Unconfined,
+// the system's directories are as writable as the user's permissions make them outside any
+// sandbox: nothing a sandboxed command could plant.
+bool SystemDirWritable(const ProgramSearch& search, const LookupPath& path,
+                       std::string_view entry) {
+  LookupPath confined = path;
+  std::erase(confined.writable_roots, std::string("/"));
+  if (confined.writable_roots.empty()) return false;
+  // Without facts about links (a caller that judges by names alone), by its name.
+  if (!search.facts.canonical) {
+    ProgramSearch by_name = search;
+    by_name.facts.canonical = [](const std::string& dir) { return dir; };
+    return InWritableRoot(by_name, confined, WithoutTrailingSlashes(entry));
+  }
+  return InWritableRoot(search, confined, WithoutTrailingSlashes(entry));
+}
+
 }  // namespace
 
 bool IsSystemProgramDir(std::string_view entry) {
@@ -94,7 +113,7 @@ BareNameJudgement JudgeSystemProgram(std::string_view name, const ProgramSearch&
     BareNameJudgement judged;
     judged.path = path.value;
     for (std::string_view entry : Entries(path.value)) {
-      if (IsSystemProgramDir(entry)) {
+      if (IsSystemProgramDir(entry) && !SystemDirWritable(search, path, entry)) {
         if (Holds(search, WithoutTrailingSlashes(entry), name)) {
           judged.source = BareNameSource::kSystem;
           break;
@@ -122,11 +141,27 @@ BareNameJudgement JudgeSystemProgram(std::string_view name, const ProgramSearch&
   return {BareNameSource::kSystem, "", ""};
 }
 
+std::string SystemPathNotSystems(std::string_view argv0, const ProgramSearch& search) {
+  const std::size_t slash = argv0.rfind('/');
+  if (slash == std::string_view::npos || argv0[0] != '/') return "";
+  const std::string_view dir = slash == 0 ? std::string_view("/") : argv0.substr(0, slash);
+  if (!IsSystemProgramDir(dir)) return "";
+  for (const LookupPath& path : PathsOf(search)) {
+    if (SystemDirWritable(search, path, dir)) {
+      return "`" + SanitizeForDisplay(argv0, 120) + "` is in " + ShownEntry(dir) +
+             ", which a writable root of the sandbox holds: a program put there would run, so it "
+             "is not taken for the system's (fix: make a directory of your own the writable "
+             "root, not a system directory)";
+    }
+  }
+  return "";
+}
+
 std::string AllowRuleBlocked(std::string_view name, const ProgramSearch& search) {
   const std::string shown = QuoteShellWord(SanitizeForDisplay(name, 80));
   for (const LookupPath& path : PathsOf(search)) {
     for (std::string_view entry : Entries(path.value)) {
-      if (IsSystemProgramDir(entry)) {
+      if (IsSystemProgramDir(entry) && !SystemDirWritable(search, path, entry)) {
         if (Holds(search, WithoutTrailingSlashes(entry), name)) break;
         continue;
       }

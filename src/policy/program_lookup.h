@@ -11,7 +11,10 @@
 // there at the run.
 //
 //   the system's program   the name is in one of kSystemProgramDirs, reached through an entry
-//                          that is that directory by name (absolute, no `.` or `..`), and no
+//                          that is that directory by name (absolute, no `.` or `..`) and that
+//                          no writable root of the sandbox holds, by its name or its links
+//                          (`--writable-root /usr/local` makes /usr/local/bin the command's to
+//                          fill: then it is a directory like any other), and no
 //                          entry before it is relative, empty, or inside a writable root of the
 //                          sandbox (those may hold the name by the time it runs, whether or not
 //                          they do now), nor another directory that holds the name now. A
@@ -96,6 +99,11 @@ struct BareNameJudgement {
 
 // Whether the bare `name` is the system's program on every path of `search`.
 BareNameJudgement JudgeSystemProgram(std::string_view name, const ProgramSearch& search);
+
+// Why `argv0`, a program named by its path in a system directory (`/usr/local/bin/bash`), is
+// not the system's: a writable root of the sandbox holds that directory, so the program may be
+// one a sandboxed command put there. "" for any other path, and for a bare name.
+std::string SystemPathNotSystems(std::string_view argv0, const ProgramSearch& search);
 
 // Why an allow rule may not speak for the bare `name` (a PATH entry the sandboxed command, or
 // the workspace, may put a program of that name into comes before it is found); "" when it may.

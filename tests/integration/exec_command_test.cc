@@ -221,6 +221,31 @@ touch "$PWD/pwned"
   EXPECT_EQ(report["decision"], "harmless");
 }
 
+// Attack: a system directory made a writable root (`--writable-root /usr/local`) is the
+// command's to fill: a harmless-looking `ls` found through /usr/local/bin first is asked about,
+// not run unasked (nothing is written there: the question comes before anything runs).
+TEST_P(ExecApproval, AHarmlessNameInAWritableSystemDirectoryIsAskedAbout) {
+  caller_.Give(ws_.path());
+  auto r = RunWithoutTerminal(
+      {"--approval", "untrusted", "--writable-root", "/usr/local", "--json"}, {"ls", "-a"});
+  EXPECT_EQ(r.status, 3) << r.err;
+  auto report = nlohmann::json::parse(Lines(r.err).back(), nullptr, false);
+  ASSERT_TRUE(report.is_object()) << r.err;
+  EXPECT_EQ(report["decision"], "none") << report.dump();
+  EXPECT_NE(report["reason"].get<std::string>().find("/usr/local/bin"), std::string::npos)
+      << report.dump();
+  EXPECT_FALSE(report["ran"]);
+  // Benign: another writable root beside the workspace; the system's ls runs unasked.
+  TempDir other{"anvil-exec-other"};
+  caller_.Give(other.path());
+  r = RunWithoutTerminal({"--approval", "untrusted", "--writable-root", other.path(), "--json"},
+                         {"ls", "-a"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  report = nlohmann::json::parse(Lines(r.err).back(), nullptr, false);
+  ASSERT_TRUE(report.is_object()) << r.err;
+  EXPECT_EQ(report["decision"], "harmless") << report.dump();
+}
+
 // Attack: with no PATH in the sandbox's environment (--clear-env) a shell inside looks names up
 // on its own default, bash's ending in `.`: an allow rule for a tool installed nowhere must not
 // speak for the one the agent put in the workspace.

@@ -102,6 +102,47 @@ TEST(ProgramLookup, OnlyANameFoundThroughSystemDirectoriesAloneIsTheSystems) {
   }
 }
 
+// A system directory the sandbox may write is the command's to fill, not the system's: a
+// `--writable-root /usr/local` (or one that a link of /usr/local/bin leads into) lets a command
+// put an `ls` there that a later harmless-looking `ls` would run. Unconfined (`/`), the system's
+// directories stay the system's: no sandboxed command wrote them.
+TEST(ProgramLookup, ASystemDirectoryTheSandboxMayWriteIsNotTheSystems) {
+  FakeDirs dirs;
+  dirs.programs["/usr/local/bin"] = {"tool"};
+  auto judge = [&](const std::string& name, const std::string& path,
+                   std::vector<std::string> roots) {
+    ProgramSearch s = Search(dirs, path);
+    s.paths[0].writable_roots = std::move(roots);
+    return JudgeSystemProgram(name, s);
+  };
+  const std::string path = "/usr/local/bin:/usr/bin:/bin";
+  // Attack: /usr/local a writable root, the name missing there now or present.
+  BareNameJudgement judged = judge("ls", path, {kWs, "/usr/local"});
+  EXPECT_EQ(judged.source, BareNameSource::kShadowable);
+  EXPECT_EQ(judged.entry, "/usr/local/bin");
+  EXPECT_NE(judged.Why("ls").find("/usr/local/bin"), std::string::npos) << judged.Why("ls");
+  EXPECT_EQ(judge("tool", path, {"/usr/local/bin"}).source, BareNameSource::kShadowable);
+  EXPECT_EQ(judge("ls", "/usr/local/bin/:/usr/bin", {"/usr/local/bin"}).source,
+            BareNameSource::kShadowable);
+  // ... and by its links: /usr/local/bin leading into the workspace.
+  dirs.links["/usr/local/bin"] = "/home/u/ws/bin";
+  EXPECT_EQ(judge("ls", path, {kWs}).source, BareNameSource::kShadowable);
+  dirs.links.clear();
+  // An allow rule does not speak for it either.
+  ProgramSearch s = Search(dirs, path);
+  s.paths[0].writable_roots = {kWs, "/usr/local"};
+  EXPECT_NE(AllowRuleBlocked("make", s), "");
+  // Benign twins: the same PATH with only the workspace writable; a writable /usr/local after
+  // the directory that holds the name; unconfined.
+  EXPECT_EQ(judge("ls", path, {kWs}).source, BareNameSource::kSystem);
+  EXPECT_EQ(judge("tool", path, {kWs}).source, BareNameSource::kSystem);
+  EXPECT_EQ(judge("ls", "/usr/bin:/usr/local/bin", {kWs, "/usr/local"}).source,
+            BareNameSource::kSystem);
+  EXPECT_EQ(judge("ls", path, {"/"}).source, BareNameSource::kSystem);
+  s.paths[0].writable_roots = {kWs};
+  EXPECT_EQ(AllowRuleBlocked("make", s), "");
+}
+
 TEST(ProgramLookup, EveryPathTheCommandMayBeLookedUpOnMustAgree) {
   FakeDirs dirs;
   ProgramSearch s;
@@ -305,6 +346,46 @@ TEST(ProgramLookup, AnAllowRuleDoesNotSpeakForAProgramTheWorkspaceMayPutFirst) {
   const ProgramSearch own = Search(dirs, "/home/u/.cargo/bin:/usr/bin");
   const CommandVerdict other = EvaluateCommand(rules, {"npm", "ci"}, &own);
   EXPECT_FALSE(DecideApproval(other, ApprovalMode::kUntrusted, true).always_prefixes.empty());
+}
+
+// The same for a program named by its path in a system directory a writable root holds: the
+// shell is judged itself (not only its script), and an allow rule for it does not apply.
+TEST(ProgramLookup, AProgramByPathInAWritableSystemDirectoryIsNotTheSystems) {
+  FakeDirs dirs;
+  // PATH without /usr/local/bin: the script's bare names stay the system's.
+  ProgramSearch writable = Search(dirs, "/usr/bin:/bin");
+  writable.paths[0].writable_roots = {kWs, "/usr/local"};
+  const std::string why = SystemPathNotSystems("/usr/local/bin/bash", writable);
+  EXPECT_NE(why.find("/usr/local/bin"), std::string::npos) << why;
+  EXPECT_NE(why.find("fix:"), std::string::npos) << why;
+  EXPECT_EQ(SystemPathNotSystems("/usr/bin/bash", writable), "");
+  EXPECT_EQ(SystemPathNotSystems("./bash", writable), "");
+  EXPECT_EQ(SystemPathNotSystems("bash", writable), "");
+  const CommandRules rules = Rules(
+      "[[rule]]\npattern = [\"/usr/local/bin/tool\"]\ndecision = \"allow\"\n"
+      "justification = \"x\"\n");
+  ExpectOutcomes(rules, writable,
+                 {
+                     // Attack: the shell or the tool may be the command's own.
+                     {{"/usr/local/bin/bash", "-c", "ls"}, RulesOutcome::kNoRule},
+                     {{"/usr/local/bin/tool"}, RulesOutcome::kNoRule},
+                     // Benign: the system's shell elsewhere still only interprets its script.
+                     {{"/usr/bin/bash", "-c", "ls"}, RulesOutcome::kHarmless},
+                     {{"/bin/sh", "-c", "cat x"}, RulesOutcome::kHarmless},
+                 });
+  const CommandVerdict verdict =
+      EvaluateCommand(rules, {"/usr/local/bin/bash", "-c", "ls"}, &writable);
+  EXPECT_NE(verdict.reason.find("/usr/local/bin"), std::string::npos) << verdict.reason;
+  // Benign twins: only the workspace writable, or unconfined.
+  ProgramSearch ws_only = Search(dirs, kSystemPath);
+  ExpectOutcomes(rules, ws_only,
+                 {
+                     {{"/usr/local/bin/bash", "-c", "ls"}, RulesOutcome::kHarmless},
+                     {{"/usr/local/bin/tool"}, RulesOutcome::kAllow},
+                 });
+  ProgramSearch open = Search(dirs, kSystemPath);
+  open.paths[0].writable_roots = {"/"};
+  EXPECT_EQ(SystemPathNotSystems("/usr/local/bin/bash", open), "");
 }
 
 TEST(ProgramLookup, OtherModesRunOrdinaryCommandsAsBefore) {
