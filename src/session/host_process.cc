@@ -54,6 +54,15 @@ Result<std::unique_ptr<HostProcess>> HostProcess::Start(const HostConfig& config
 
 Result<std::unique_ptr<HostProcess>> HostProcess::Spawn(const HostConfig& config,
                                                         GatewayProcess& gateway) {
+  // Before its ready event, the workspace it was started for.
+  auto host = Spawn(
+      config, gateway.workspace().empty() ? gateway.workspace_requested() : gateway.workspace());
+  if (host) (*host)->SetGateway(gateway);
+  return host;
+}
+
+Result<std::unique_ptr<HostProcess>> HostProcess::Spawn(const HostConfig& config,
+                                                        const std::string& workspace) {
   if (config.settings_json.size() > kMaxSettingsJsonBytes) {
     return Fail("limit", "the settings of plugin " + config.plugin_id + " are over 1 MiB as JSON");
   }
@@ -65,7 +74,7 @@ Result<std::unique_ptr<HostProcess>> HostProcess::Spawn(const HostConfig& config
                 "the instruction budget goes in HostConfig::instructions, not in extra_args");
   }
   ANVIL_TRY(token, ipc::CapabilityToken::Generate());
-  std::unique_ptr<HostProcess> host(new HostProcess(gateway, std::move(*token)));
+  std::unique_ptr<HostProcess> host(new HostProcess(std::move(*token)));
   host->plugin_id_ = config.plugin_id;
   int session_pair[2], token_pipe[2], err_pipe[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, session_pair) != 0 ||
@@ -81,12 +90,11 @@ Result<std::unique_ptr<HostProcess>> HostProcess::Spawn(const HostConfig& config
   UniqueFd err_read(err_pipe[0]), err_write(err_pipe[1]);
 
   // No --gateway-fd: the connection comes with the handoff (Attach).
-  std::vector<std::string> args = {
-      config.binary, "--plugin-dir", config.plugin_dir, "--runtime", config.runtime, "--entry",
-      config.entry, "--plugin-id", config.plugin_id, "--workspace",
-      // Before its ready event, the workspace it was started for.
-      gateway.workspace().empty() ? gateway.workspace_requested() : gateway.workspace(),
-      "--session-fd", "4", "--token-fd", "5"};
+  std::vector<std::string> args = {config.binary, "--plugin-dir", config.plugin_dir,
+                                   "--runtime",   config.runtime, "--entry",
+                                   config.entry,  "--plugin-id",  config.plugin_id,
+                                   "--workspace", workspace,      "--session-fd",
+                                   "4",           "--token-fd",   "5"};
   if (config.instructions) {
     args.push_back("--instructions");
     args.push_back(std::to_string(*config.instructions));
@@ -135,16 +143,17 @@ Result<std::unique_ptr<HostProcess>> HostProcess::Spawn(const HostConfig& config
 
 Status HostProcess::Attach(const Grant& grant) {
   if (pid_ <= 0 || !token_write_) return Fail("internal", "host is not waiting for its handoff");
+  if (gateway_ == nullptr) return Fail("internal", "host has no gateway to attach to");
   // Register before the host can say hello: it blocks reading its handoff until we write it.
   // (The connection after it: the gateway serves its control channel before its threads run,
   // and accepts only once they do.)
-  if (auto s = gateway_.Register(token_, plugin_id_, pid_, geteuid(), grant); !s) {
+  if (auto s = gateway_->Register(token_, plugin_id_, pid_, geteuid(), grant); !s) {
     attached_ = true;  // whatever the gateway recorded, Kill revokes
     Kill("registration failed");
     return tl::unexpected(s.error());
   }
   attached_ = true;
-  auto gateway_fd = gateway_.Connect();
+  auto gateway_fd = gateway_->Connect();
   if (!gateway_fd) {
     Kill("gateway connection failed");
     return tl::unexpected(gateway_fd.error());
@@ -218,12 +227,12 @@ Status HostProcess::Kill(const std::string& reason) {
   }
   // T7: cancel in-flight ids, kill the process group, wait for the exit, revoke the token.
   // (A host never attached has no registration, and its gateway may not be ready.)
-  if (attached_) (void)gateway_.CancelPlugin(plugin_id_, reason);
+  if (attached_) (void)gateway_->CancelPlugin(plugin_id_, reason);
   // The process group: a host cannot fork (seccomp), but the group is the unit regardless.
   kill(-pid_, SIGKILL);
   kill(pid_, SIGKILL);
   auto reaped = Reap(5000);
-  if (attached_ && !revoked_) (void)gateway_.Revoke(token_, reason);
+  if (attached_ && !revoked_) (void)gateway_->Revoke(token_, reason);
   session_.Reset();
   return reaped;
 }
@@ -290,7 +299,7 @@ Result<int> HostProcess::Stop(std::chrono::milliseconds grace) {
     ANVIL_RETURN_IF_ERROR(Kill("stopped"));
     return exit_status_;
   }
-  if (attached_ && !revoked_) (void)gateway_.Revoke(token_, "host stopped");
+  if (attached_ && !revoked_) (void)gateway_->Revoke(token_, "host stopped");
   return exit_status_;
 }
 
@@ -298,7 +307,7 @@ void HostProcess::BeginStop() {
   if (pid_ <= 0) return;
   session_.Reset();
   if (attached_ && !revoked_) {
-    gateway_.RevokeNoWait(token_, "host stopped");
+    gateway_->RevokeNoWait(token_, "host stopped");
     revoked_ = true;
   }
 }

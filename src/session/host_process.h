@@ -63,6 +63,11 @@ class HostProcess {
   // the gateway's. Nothing of the gateway is used until Attach.
   static Result<std::unique_ptr<HostProcess>> Spawn(const HostConfig& config,
                                                     GatewayProcess& gateway);
+  // The same before the gateway exists (its exec and start-up, the longest of a session's, first
+  // of all): `workspace` is the one the gateway is asked to serve; SetGateway before Attach.
+  static Result<std::unique_ptr<HostProcess>> Spawn(const HostConfig& config,
+                                                    const std::string& workspace);
+  void SetGateway(GatewayProcess& gateway) { gateway_ = &gateway; }
   // Once the gateway is ready: registers the token for this host's pid, then hands over the
   // token, pins and settings with a connection to the gateway (SCM_RIGHTS). Killed on failure.
   Status Attach(const Grant& grant);
@@ -119,18 +124,17 @@ class HostProcess {
   const std::string& stderr_text() const { return stderr_; }
 
  private:
-  HostProcess(GatewayProcess& gateway, ipc::CapabilityToken token)
-      : gateway_(gateway), token_(std::move(token)) {}
+  explicit HostProcess(ipc::CapabilityToken token) : token_(std::move(token)) {}
   Result<ipc::Response> Call(const std::string& op, std::vector<std::string> args,
                              std::chrono::milliseconds deadline, const EditorHandler* editor,
                              const LogHandler* log);
   Status Reap(int timeout_ms);
 
-  GatewayProcess& gateway_;
-  bool attached_ = false;  // registered: Kill cancels and revokes with the gateway
-  bool revoked_ = false;   // BeginStop revoked the token already
-  UniqueFd token_write_;   // until Attach: the handoff channel
-  std::string handoff_;    // until Attach: token, pins, settings
+  GatewayProcess* gateway_ = nullptr;  // set before Attach; attached_ implies it
+  bool attached_ = false;              // registered: Kill cancels and revokes with the gateway
+  bool revoked_ = false;               // BeginStop revoked the token already
+  UniqueFd token_write_;               // until Attach: the handoff channel
+  std::string handoff_;                // until Attach: token, pins, settings
   std::string plugin_id_;
   ipc::CapabilityToken token_;
   pid_t pid_ = -1;

@@ -45,20 +45,23 @@ Result<std::unique_ptr<PluginSession>> PluginSession::Start(const PluginSessionC
   gw.unsafe_net_test = config.unsafe_net_test;
   gw.in_process = config.gateway_in_process;
   gw.extra_args.insert(gw.extra_args.end(), config.gateway_args.begin(), config.gateway_args.end());
-  ANVIL_TRY(gateway, GatewayProcess::Launch(gw));
-  s->gateway_ = std::move(*gateway);
   HostConfig host{
       host_exe->path,        config.plugin_dir,  std::string(ToString(config.manifest.runtime)),
       config.manifest.entry, config.manifest.id, config.host_args};
   host.settings_json = config.settings_json;
   host.pinned_files = config.pinned_files;
-  // The host's exec and start-up run beside the gateway's: it waits for its handoff, which
-  // Attach sends once the gateway is ready and the host is registered.
-  auto h = HostProcess::Spawn(host, *s->gateway_);
-  if (!h) {
-    (void)s->gateway_->Stop();
-    return tl::unexpected(h.error());
+  // The host first: its exec and start-up (a fresh program's, the longest of the session's) run
+  // beside the gateway's. It waits for its handoff, which Attach sends once the gateway is
+  // ready and the host is registered; nothing of the plugin is read before it.
+  auto h = HostProcess::Spawn(host, config.workspace);
+  if (!h) return tl::unexpected(h.error());
+  auto gateway = GatewayProcess::Launch(gw);
+  if (!gateway) {
+    (void)(*h)->Kill("gateway did not start");
+    return tl::unexpected(gateway.error());
   }
+  s->gateway_ = std::move(*gateway);
+  (*h)->SetGateway(*s->gateway_);
   if (auto ready = s->gateway_->WaitReady(); !ready) {
     (void)(*h)->Kill("gateway did not start");
     return tl::unexpected(ready.error());
