@@ -415,6 +415,17 @@ Status PinLink(const std::string& host, const std::string& dst) {
   return Ok();
 }
 
+}  // namespace
+
+std::string TmpfsOptions(const std::string& mode, uint64_t size_bytes) {
+  constexpr uint64_t kPage = 4096;
+  const uint64_t size = std::max<uint64_t>(size_bytes, kPage);
+  const uint64_t inodes = std::max<uint64_t>(size / kPage, kMinTmpfsInodes);
+  return "mode=" + mode + ",size=" + std::to_string(size) + ",nr_inodes=" + std::to_string(inodes);
+}
+
+namespace {
+
 Status MountTmpfs(const std::string& dst, const std::string& options, unsigned long flags) {
   // Never planned there (UnsearchableAncestors covers no directory the view makes itself); a
   // path walk through what earlier commands wrote would follow their links.
@@ -541,7 +552,7 @@ Status BindMapped(const MappedBind& bind, const std::vector<std::string>& idmapp
 
 Status BuildDev(bool terminal, bool ptys, uint64_t shm_size) {
   const std::string dev = kNew + "/dev";
-  ANVIL_RETURN_IF_ERROR(MountTmpfs(dev, "mode=0755,size=64k", MS_NOSUID | MS_NOEXEC));
+  ANVIL_RETURN_IF_ERROR(MountTmpfs(dev, TmpfsOptions("0755", 64 << 10), MS_NOSUID | MS_NOEXEC));
   for (const char* name : {"null", "zero", "full", "random", "urandom", "tty"}) {
     std::string host = kOld + "/dev/" + name;
     struct stat st {};
@@ -578,10 +589,7 @@ Status BuildDev(bool terminal, bool ptys, uint64_t shm_size) {
                      "`</dev/null | cat`)");
     }
   }
-  // Never size=0, which a tmpfs takes as no bound at all.
-  return MountTmpfs(dev + "/shm",
-                    "mode=1777,size=" + std::to_string(std::max<uint64_t>(shm_size, 1)),
-                    MS_NOSUID | MS_NODEV | MS_NOEXEC);
+  return MountTmpfs(dev + "/shm", TmpfsOptions("1777", shm_size), MS_NOSUID | MS_NODEV | MS_NOEXEC);
 }
 
 // Makes the staged view the root (read-only unless full read) and detaches the staging root
@@ -611,7 +619,8 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
     return SysFail("sandbox", "make mounts private");
   }
-  if (::mount("tmpfs", kStage, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") != 0) {
+  if (::mount("tmpfs", kStage, "tmpfs", MS_NOSUID | MS_NODEV,
+              TmpfsOptions("0755", 1 << 20).c_str()) != 0) {
     return SysFail("sandbox", "mount staging tmpfs");
   }
   if (::chdir(kStage) != 0) return SysFail("sandbox", "chdir staging");
@@ -622,7 +631,8 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
     return SysFail("sandbox", "pivot_root into staging");
   }
   if (::chdir("/") != 0) return SysFail("sandbox", "chdir /");
-  if (::mount("tmpfs", kNew.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") != 0) {
+  if (::mount("tmpfs", kNew.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
+              TmpfsOptions("0755", 1 << 20).c_str()) != 0) {
     return SysFail("sandbox", "mount new root");
   }
   ANVIL_RETURN_IF_ERROR(StageIdmappedTrees(options));
@@ -665,15 +675,14 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
     Status s = Ok();
     switch (op.kind) {
       case MountOpKind::kTmp:
-        s = MountTmpfs(dst, "mode=1777,size=" + std::to_string(options.tmp_size),
-                       MS_NOSUID | MS_NODEV);
+        s = MountTmpfs(dst, TmpfsOptions("1777", options.tmp_size), MS_NOSUID | MS_NODEV);
         break;
       case MountOpKind::kRun:
-        s = MountTmpfs(dst, "mode=0755,size=1m", MS_NOSUID | MS_NODEV);
+        s = MountTmpfs(dst, TmpfsOptions("0755", 1 << 20), MS_NOSUID | MS_NODEV);
         break;
       case MountOpKind::kCover:
         // Read-only once the mount points beneath it are made (SealCovers).
-        s = MountTmpfs(dst, "mode=0755,size=64k", MS_NOSUID | MS_NODEV | MS_NOEXEC);
+        s = MountTmpfs(dst, TmpfsOptions("0755", 64 << 10), MS_NOSUID | MS_NODEV | MS_NOEXEC);
         break;
       case MountOpKind::kDev:
         s = BuildDev(options.terminal, !view.runtime_from_call, options.shm_size);
@@ -716,8 +725,7 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
         s = BindMapped(view.mapped_binds[op.index], idmapped);
         break;
       case MountOpKind::kHomeTmpfs:
-        s = MountTmpfs(dst, "mode=0700,size=" + std::to_string(options.tmp_size),
-                       MS_NOSUID | MS_NODEV);
+        s = MountTmpfs(dst, TmpfsOptions("0700", options.tmp_size), MS_NOSUID | MS_NODEV);
         break;
       case MountOpKind::kPinLink:
         s = PinLink(host, dst);

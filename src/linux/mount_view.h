@@ -28,6 +28,15 @@ struct MountViewOptions : MountPlanOptions {
   bool terminal = false;
 };
 
+// The mount options of a tmpfs of the view: its mode, its size in bytes (never 0, which a tmpfs
+// takes as no bound at all: at least one page), and a bound on its inodes, so that a command
+// cannot fill kernel memory with empty files, directories or links its size never counts (left
+// alone a tmpfs allows half of the machine's pages as inodes). One inode per page of the size,
+// at least kMinTmpfsInodes: a file holding data takes a page anyway, so only what holds none is
+// bounded.
+inline constexpr uint64_t kMinTmpfsInodes = 4096;
+std::string TmpfsOptions(const std::string& mode, uint64_t size_bytes);
+
 // Makes the view: a private staging root with the host's tree beneath it, then each mount of
 // PlanMounts(view, options) in order (the first that fails fails the view), then, unless
 // options.defer_workspace_paths (a warm start: the host's tree stays attached and

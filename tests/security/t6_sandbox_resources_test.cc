@@ -143,6 +143,34 @@ TEST_P(T6SandboxResources, PrivateTmpSizeLimitHolds) {
   EXPECT_LE(std::stoi(lines[2]), 1024);
 }
 
+// Empty files, directories and links take no page of a tmpfs's size, only its inodes (kernel
+// memory): each tmpfs of the view bounds them too (TmpfsOptions: one per page of its size, at
+// least kMinTmpfsInodes). A 1 MiB /tmp takes the minimum; 5,000 empty files do not fit, and the
+// command is told ENOSPC and goes on. Its benign twin: 1,000 fit, and so do they in /dev/shm.
+TEST_P(T6SandboxResources, EmptyFilesPastATmpfsInodeBoundFailWithEnospc) {
+  const std::string fill =
+      "i=0; while [ $i -lt $1 ]; do { true > $2/e$i; } 2>/dev/null || break; i=$((i+1)); done; "
+      "echo $i; ";
+  auto result = SandboxSh(ws_.path(),
+                          "f() { " + fill +
+                              "}; f 5000 /tmp; f 1000 /dev/shm; df -i /tmp | "
+                              "awk 'NR==2{print $2}'; echo after",
+                          {"--limit", "tmp=1M"}, Opts());
+  EXPECT_EQ(result.status, 0) << result.err;
+  auto lines = Lines(result.out);
+  ASSERT_EQ(lines.size(), 4u) << result.out << result.err;
+  const int made = std::stoi(lines[0]);
+  EXPECT_LT(made, 5000) << "5,000 empty files fit into a 1 MiB /tmp";
+  EXPECT_GE(made, 4000) << "the bound took far less than kMinTmpfsInodes";
+  EXPECT_EQ(lines[1], "1000");
+  EXPECT_EQ(lines[2], "4096");
+  EXPECT_EQ(lines[3], "after");
+  // Benign: within the bound they all fit.
+  result = SandboxSh(ws_.path(), "f() { " + fill + "}; f 1000 /tmp", {"--limit", "tmp=1M"}, Opts());
+  EXPECT_EQ(result.status, 0) << result.err;
+  EXPECT_EQ(Lines(result.out), std::vector<std::string>{"1000"}) << result.out;
+}
+
 // Fills /dev/shm with argv[1] MiB, one MiB per write; prints the tmpfs's size in bytes, then
 // "wrote N" or "ERR <errno name> after N", then "after", so that a command that met the
 // bound is seen to carry on.

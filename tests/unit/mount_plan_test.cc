@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "linux/mount_view.h"
+
 namespace anvil {
 namespace {
 
@@ -244,6 +246,22 @@ TEST(PlanMounts, RootsSandboxCoversUnsearchableDirectoriesAboveItsTrees) {
   EXPECT_EQ(Plan(v, {}, host),
             (std::vector<std::string>{"ro /", "dev /dev", "proc /proc", "tmp /tmp", "run /run",
                                       "rw /root/ws", "ro /root/ws/.git"}));
+}
+
+}  // namespace
+}  // namespace anvil
+
+namespace anvil {
+namespace {
+
+// Every tmpfs of the view bounds its inodes as well as its size: one inode per page of the
+// size, at least kMinTmpfsInodes; a size of 0 (which a tmpfs reads as unbounded) is one page.
+TEST(TmpfsOptions, BoundTheSizeAndTheInodes) {
+  EXPECT_EQ(TmpfsOptions("1777", 1ULL << 30), "mode=1777,size=1073741824,nr_inodes=262144");
+  EXPECT_EQ(TmpfsOptions("0755", 1 << 20), "mode=0755,size=1048576,nr_inodes=4096");
+  EXPECT_EQ(TmpfsOptions("0755", 64 << 10), "mode=0755,size=65536,nr_inodes=4096");
+  EXPECT_EQ(TmpfsOptions("0700", 0), "mode=0700,size=4096,nr_inodes=4096");
+  EXPECT_EQ(TmpfsOptions("1777", 64ULL << 20), "mode=1777,size=67108864,nr_inodes=16384");
 }
 
 }  // namespace
