@@ -198,11 +198,14 @@ TEST_P(T3SandboxNetwork, AbstractUnixSocketOfOutsideListenerIsRefused) {
   // Benign: Unix sockets among the sandbox's own processes work (AF_UNIX is allowed).
   const std::string local = R"py(
 import os, socket
+# Random, not the pid: with --network full the name lives in the host's namespace, where a
+# concurrent run of this test (its pid inside its own pid namespace the same) would hold it.
+name = "\0anvil-inside-" + os.urandom(8).hex()
 srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-srv.bind("\0anvil-inside-" + str(os.getpid()))
+srv.bind(name)
 srv.listen(1)
 cli = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-cli.connect("\0anvil-inside-" + str(os.getpid()))
+cli.connect(name)
 conn, _ = srv.accept()
 cli.sendall(b"abstract-ok")
 a, b = socket.socketpair()
