@@ -20,6 +20,7 @@
 #include "cli/plugin_new_command.h"
 #include "cli/run_watch.h"
 #include "cli/terminal_progress.h"
+#include "common/interrupt.h"
 #include "common/json_depth.h"
 #include "common/unique_fd.h"
 #include "fs/file_io.h"
@@ -134,7 +135,8 @@ CommandSpec RunSpec(RunArgs& a) {
        "permissions\n"
        "are shown and you are asked. Exit: 0 ok, 1 the command raised an error, 2 usage, 3 "
        "permission\n"
-       "refused, 124 deadline passed, 125 the sandbox could not be set up.",
+       "refused, 124 deadline passed, 125 the sandbox could not be set up, 130 Ctrl-C (143\n"
+       "SIGTERM, 129 SIGHUP): the plugin was stopped and the session ended in order.",
        false},
   };
   spec.examples = {
@@ -253,6 +255,11 @@ int RunOnce(const RunSettings& r) {
   progress.Clear();
   if (!session) {
     std::cerr << PluginErrorLines(id, session.error());
+    return kExitSandbox;
+  }
+  // Interrupted while it started: nothing of the plugin runs (the caller says why).
+  if (InterruptSignal() != 0) {
+    (void)(*session)->Stop();
     return kExitSandbox;
   }
   auto deadline = std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000));
@@ -433,13 +440,25 @@ int RunRunCommand(const std::vector<std::string>& args) {
                        a.require_signed, a.timeout,  a.unsafe_net_test, std::nullopt};
   if (!a.watch) {
     settings.release_stdout = true;
-    return RunOnce(settings);
+    // Ctrl-C, SIGTERM, SIGHUP: the session is stopped in order (common/interrupt.h), then the
+    // exit status says which signal, as under --watch.
+    CatchInterrupts();
+    const int code = RunOnce(settings);
+    if (const int sig = InterruptSignal(); sig != 0) {
+      std::cerr << "anvil run: interrupted (" << SignalName(sig)
+                << "); the plugin was stopped and its session ended\n";
+      return 128 + sig;
+    }
+    return code;
   }
   // --approve covers the manifest as it is now; one that cannot be read approves nothing.
   if (a.approve) {
     auto manifest = LoadManifest(plugin_dir);
     settings.approve_only_sha = manifest ? manifest->sha256 : std::string("-");
   }
+  // During a run as without --watch (the session stopped in order); between runs the watch's
+  // own wait takes the signal.
+  CatchInterrupts();
   return WatchAndRerun(plugin_dir, a.clear, [&settings] { return RunOnce(settings); });
 }
 

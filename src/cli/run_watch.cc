@@ -10,6 +10,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "common/interrupt.h"
 #include "common/unique_fd.h"
 #include "session/plugin_watch.h"
 
@@ -94,6 +95,13 @@ int WatchAndRerun(const std::string& plugin_dir, bool clear, const std::function
     }
     const int status = run();
     std::cout << std::flush;
+    // Ctrl-C during a run (common/interrupt.h, when the caller catches it): that run's session
+    // was stopped in order; the loop ends as it does between runs.
+    if (const int sig = InterruptSignal(); sig != 0) {
+      std::cerr << "anvil run: interrupted (" << SignalName(sig)
+                << "); the plugin was stopped and the watch ended\n";
+      return 128 + sig;
+    }
     std::cerr << "anvil run: exit status " << status << "; watching " << plugin_dir
               << " for changes (Ctrl-C to stop)\n";
     sigprocmask(SIG_BLOCK, &stop, &old);

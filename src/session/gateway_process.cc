@@ -113,6 +113,10 @@ Result<std::unique_ptr<GatewayProcess>> GatewayProcess::Launch(const GatewayConf
   pid_t pid = fork();
   if (pid < 0) return SysFail("internal", "fork gateway");
   if (pid == 0) {
+    // Its own process group: a Ctrl-C at the terminal reaches the trusted side only, which
+    // stops the session in order (the host, then the gateway's own shutdown: its socket
+    // removed, its temporaries swept) instead of the gateway dying mid-write beside it.
+    setpgid(0, 0);
     // The gateway dies with the session: EOF on the control channel, and this as a backup.
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent) _exit(1);
@@ -140,6 +144,7 @@ Result<std::unique_ptr<GatewayProcess>> GatewayProcess::Launch(const GatewayConf
     prctl(PR_SET_NAME, BaseName(config.binary));
     RunForkedChild([&] { return in_process(static_cast<int>(argv.size()) - 1, argv.data()); });
   }
+  setpgid(pid, pid);  // both sides, so no window where the group is not set
   theirs.Reset();
   std::unique_ptr<GatewayProcess> g(new GatewayProcess());
   g->pid_ = pid;

@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "common/fd_io.h"
+#include "common/interrupt.h"
 #include "common/syscalls.h"
 #include "ipc/cpu_budget.h"
 #include "ipc/fd_passing.h"
@@ -375,6 +376,12 @@ Result<ipc::Response> HostProcess::Call(const std::string& op, std::vector<std::
         return tl::unexpected(host_ended().error());
       }
       continue;
+    }
+    // Ctrl-C (common/interrupt.h): the command is stopped the way a deadline stops it.
+    if (const int sig = InterruptSignal(); sig != 0) {
+      Kill("interrupted");
+      return Fail(Code::kCancelled,
+                  "interrupted by " + SignalName(sig) + "; the plugin host was stopped");
     }
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
     if (left <= 0) {

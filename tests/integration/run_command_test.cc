@@ -1,9 +1,11 @@
 // `anvil run` end to end: manifest, consent and grants keyed by hash, anvil.lock, deadlines,
 // and what a plugin can print on the user's terminal.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cctype>
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -442,6 +444,49 @@ TEST_F(AnvilRun, NothingIsLeftInTheRuntimeDirectory) {
       ++left;
     }
     EXPECT_EQ(left, 0u);
+  }
+}
+
+// Ctrl-C at the terminal signals the whole foreground group; SIGTERM or SIGHUP may reach
+// `anvil run` alone. Either way the session is stopped in order, well before the deadline:
+// the plugin host killed, the gateway shut down (its socket and directory gone), no process
+// left, and the exit status says which signal (128 + it, as under --watch). Before, Ctrl-C
+// killed `anvil` and the gateway where they stood, leaving the gateway's socket and directory.
+TEST_F(AnvilRun, CtrlCStopsTheSessionInOrderAndLeavesNothing) {
+  TempDir runtime("anvil-run-rt");
+  Plugin("fs.read = [\"**\"]\n",
+         "anvil.command('x', function() return 'ok' end)\n"
+         "anvil.command('spin', function() while true do end end)");
+  RunOptions o;
+  o.env = {"PATH=/usr/bin:/bin", "HOME=/nonexistent", "XDG_STATE_HOME=" + state_.path(),
+           "XDG_RUNTIME_DIR=" + runtime.path()};
+  ASSERT_EQ(testing::Run(
+                {AnvilBin(), "run", "--workspace", ws_.path(), "--approve", plugin_.path(), "x"}, o)
+                .status,
+            0);
+  struct Case {
+    int sig;
+    bool group;  // the terminal's way: the whole process group
+  };
+  for (const Case c : {Case{SIGINT, true}, Case{SIGTERM, false}, Case{SIGHUP, false}}) {
+    const auto start = std::chrono::steady_clock::now();
+    Spawned run(
+        {AnvilBin(), "run", "--workspace", ws_.path(), "--timeout", "30", plugin_.path(), "spin"},
+        o);
+    // `anvil run`, the gateway and the plugin host (all three name the workspace).
+    ASSERT_TRUE(WaitUntil([&] { return ProcessesWithMarker(ws_.path()).size() >= 3u; }))
+        << ProcessesWithMarker(ws_.path()).size();
+    usleep(200000);  // the command is running
+    ASSERT_EQ(c.group ? ::kill(-run.pid(), c.sig) : ::kill(run.pid(), c.sig), 0);
+    const auto status = run.Wait(std::chrono::seconds(20));
+    ASSERT_TRUE(status.has_value());
+    EXPECT_EQ(*status, 128 + c.sig) << strsignal(c.sig);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+    EXPECT_TRUE(WaitUntil([&] { return ProcessesWithMarker(ws_.path()).empty(); }))
+        << strsignal(c.sig) << ": left behind " << ProcessesWithMarker(ws_.path()).size();
+    for (const auto& e : std::filesystem::directory_iterator(runtime / "anvil")) {
+      ADD_FAILURE() << strsignal(c.sig) << " left " << e.path();
+    }
   }
 }
 
