@@ -6,6 +6,7 @@
 #include <linux/magic.h>
 #include <linux/openat2.h>
 #include <sys/mount.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
@@ -16,6 +17,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -176,12 +178,18 @@ Result<UniqueFd> MountpointBeneath(const std::string& base, const std::string& v
 }
 
 // A file Anvil writes into the home (FileView::home_gitconfig, home_profile), unless it holds
-// that content already: a temporary file beside it, renamed over the name (renameat replaces
-// the entry itself, never what a link there points at). Best effort: a home that holds a
-// directory there keeps it.
-void WriteHomeFile(const std::string& name, const std::string& content) {
+// that content already: a temporary file beside it under a random name (a name a command could
+// guess, it could block with a directory), renamed over the name (renameat replaces the entry
+// itself, never what a link there points at). Never best effort: what an earlier command left
+// there (a ~/.gitconfig with core.fsmonitor, a ~/.bash_profile) would run in this run, so a file
+// that cannot be written stops the start, naming what to remove.
+Status WriteHomeFile(const std::string& name, const std::string& content) {
+  const std::string shown = "~/" + name + " in the sandbox home";
+  const std::string fix =
+      " (fix: remove it from the sandbox home: `anvil sandbox --json` shows the home as "
+      "home.sandbox_home; deleting the sandbox home is always safe)";
   UniqueFd home(::open((kNew + g_home_base).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!home) return;
+  if (!home) return SysFail("sandbox", "open the sandbox home to write " + shown);
   open_how how{};
   how.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
   how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH;
@@ -194,21 +202,44 @@ void WriteHomeFile(const std::string& name, const std::string& content) {
       std::string have(content.size(), '\0');
       if (::read(file.Get(), have.data(), have.size()) == static_cast<ssize_t>(have.size()) &&
           have == content) {
-        return;  // unchanged since the last run wrote it
+        return Ok();  // unchanged since the last run wrote it
       }
     }
   }
-  const std::string temp = name + ".anvil-" + std::to_string(::getpid());
-  ::unlinkat(home.Get(), temp.c_str(), 0);
-  UniqueFd out(::openat(home.Get(), temp.c_str(),
-                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
-  if (!out) return;
-  bool written =
+  UniqueFd out;
+  std::string temp;
+  for (int attempt = 0; attempt < 16 && !out; ++attempt) {
+    uint64_t random = 0;
+    if (::getrandom(&random, sizeof(random), 0) != static_cast<ssize_t>(sizeof(random))) {
+      return SysFail("sandbox", "random name to write " + shown);
+    }
+    char hex[17];
+    std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(random));
+    temp = "." + name + ".anvil-" + hex;
+    out.Reset(::openat(home.Get(), temp.c_str(),
+                       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (!out && errno != EEXIST) break;
+  }
+  if (!out) return SysFail("sandbox", "write " + shown + fix);
+  const bool written =
       ::write(out.Get(), content.data(), content.size()) == static_cast<ssize_t>(content.size());
   out.Reset();
-  if (!written || ::renameat(home.Get(), temp.c_str(), home.Get(), name.c_str()) != 0) {
+  if (!written) {
+    const int err = errno;
     ::unlinkat(home.Get(), temp.c_str(), 0);
+    errno = err;
+    return SysFail("sandbox", "write " + shown);
   }
+  if (::renameat(home.Get(), temp.c_str(), home.Get(), name.c_str()) != 0) {
+    const int err = errno;
+    ::unlinkat(home.Get(), temp.c_str(), 0);
+    return Fail("sandbox",
+                shown + " cannot be replaced by the file Anvil writes there (" +
+                    std::strerror(err) + ": an earlier command left a directory in its place?)" +
+                    fix,
+                err);
+  }
+  return Ok();
 }
 
 // Applies flags to every mount of a detached tree (open_tree clone) and attaches it at `dst`.
@@ -749,12 +780,12 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
   }
 
   if (!view.home_base.empty() && !view.home_gitconfig.empty()) {
-    WriteHomeFile(".gitconfig", view.home_gitconfig);
+    ANVIL_RETURN_IF_ERROR(WriteHomeFile(".gitconfig", view.home_gitconfig));
   }
   if (!view.home_base.empty() && !view.home_profile.empty()) {
     // bash reads the first of .bash_profile, .bash_login and .profile; sh and dash .profile.
-    WriteHomeFile(".bash_profile", view.home_profile);
-    WriteHomeFile(".profile", view.home_profile);
+    ANVIL_RETURN_IF_ERROR(WriteHomeFile(".bash_profile", view.home_profile));
+    ANVIL_RETURN_IF_ERROR(WriteHomeFile(".profile", view.home_profile));
   }
   if (options.defer_workspace_paths) return Ok();  // FinishMountView enters the view
   ANVIL_RETURN_IF_ERROR(SealCovers(view, idmapped));

@@ -131,6 +131,42 @@ TEST_P(T1SandboxHome, GitconfigCopyKeepsTheIdentityAndDropsTheToken) {
   EXPECT_NE(next.out.find("Lived In"), std::string::npos) << next.out << next.err;
 }
 
+// The files Anvil writes into the sandbox home (~/.gitconfig, ~/.bash_profile, ~/.profile) are
+// Anvil's at every start, whatever a command left: a planted ~/.gitconfig with core.fsmonitor
+// (or a ~/.bash_profile) must not run in the next run. Its temporary name was the name plus
+// init's pid (1, in its pid namespace), so a directory planted there made the write fail
+// silently and kept the planted file; a directory at the name itself did the same. Now the
+// temporary name is random, and a file that cannot be written stops the start (125), naming it.
+TEST_P(T1SandboxHome, FilesAnvilWritesIntoTheHomeAreNeverWhatACommandLeft) {
+  auto plant =
+      Sh("printf '[core]\\n\\tfsmonitor = \"echo PWNED-gitconfig >&2; false\"\\n' > ~/.gitconfig; "
+         "echo 'echo PWNED-profile >&2' > ~/.bash_profile; "
+         "for n in 1 2 3 4; do mkdir -p ~/.gitconfig.anvil-$n/x ~/.bash_profile.anvil-$n/x "
+         "~/.profile.anvil-$n/x; done; echo planted");
+  ASSERT_NE(plant.out.find("planted"), std::string::npos) << plant.err;
+  Shell("cd " + ShellQuote(home_.workspace()) + " && git init -q 2>/dev/null");
+  caller_.Give(home_.workspace());
+  auto next = Sh("bash -lc 'git status --short >/dev/null; git config user.name'");
+  EXPECT_EQ(next.status, 0) << next.err;
+  EXPECT_EQ(next.err.find("PWNED"), std::string::npos) << next.err;
+  EXPECT_NE(next.out.find("Lived In"), std::string::npos) << next.out << next.err;
+  // A directory where the file goes: the start stops and says what to remove; once removed,
+  // runs work again.
+  auto dir = Sh("rm -f ~/.gitconfig && mkdir -p ~/.gitconfig/x && echo made");
+  ASSERT_NE(dir.out.find("made"), std::string::npos) << dir.err;
+  auto refused = Sh("echo ran");
+  EXPECT_EQ(refused.status, 125) << refused.out << refused.err;
+  EXPECT_EQ(refused.out.find("ran"), std::string::npos);
+  EXPECT_NE(refused.err.find(".gitconfig"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("fix:"), std::string::npos) << refused.err;
+  ASSERT_EQ(Shell("find " + ShellQuote(home_.home() + "/.local/state/anvil/homes") +
+                  " -mindepth 3 -maxdepth 3 -path '*/home/.gitconfig' -type d -exec rm -rf {} +"),
+            0);
+  auto after = Sh("git config user.name");
+  EXPECT_EQ(after.status, 0) << after.err;
+  EXPECT_NE(after.out.find("Lived In"), std::string::npos) << after.out << after.err;
+}
+
 TEST_P(T1SandboxHome, SymlinksPlantedInTheSandboxHomeNeverRedirectALaterRun) {
   // A command replaces the mount points of the next run's binds with links out of the home;
   // the next run must bind where it always does and change nothing the links point at.
