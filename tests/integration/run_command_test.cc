@@ -33,6 +33,17 @@ class AnvilRun : public ::testing::Test {
     o.env = {"PATH=/usr/bin:/bin", "HOME=/nonexistent", "XDG_STATE_HOME=" + state_.path()};
     return testing::Run(args, o);
   }
+  // A plugin with a command that answers (`x`) and one that never does (`spin`), and the
+  // environment of a run whose runtime directory is `runtime`.
+  RunOptions SpinPluginWithRuntime(const std::string& runtime) {
+    Plugin("fs.read = [\"**\"]\n",
+           "anvil.command('x', function() return 'ok' end)\n"
+           "anvil.command('spin', function() while true do end end)");
+    RunOptions o;
+    o.env = {"PATH=/usr/bin:/bin", "HOME=/nonexistent", "XDG_STATE_HOME=" + state_.path(),
+             "XDG_RUNTIME_DIR=" + runtime};
+    return o;
+  }
   TempDir ws_{"anvil-run-ws"};
   TempDir plugin_{"anvil-run-plugin"};
   TempDir state_{"anvil-run-state"};
@@ -427,12 +438,7 @@ TEST_F(AnvilRun, TheForkedOfflineGatewayIsLockedDownAsTheHelperWouldBe) {
 // ends: the runtime base holds nothing of it afterwards.
 TEST_F(AnvilRun, NothingIsLeftInTheRuntimeDirectory) {
   TempDir runtime("anvil-run-rt");
-  Plugin("fs.read = [\"**\"]\n",
-         "anvil.command('x', function() return 'ok' end)\n"
-         "anvil.command('spin', function() while true do end end)");
-  RunOptions o;
-  o.env = {"PATH=/usr/bin:/bin", "HOME=/nonexistent", "XDG_STATE_HOME=" + state_.path(),
-           "XDG_RUNTIME_DIR=" + runtime.path()};
+  const RunOptions o = SpinPluginWithRuntime(runtime.path());
   for (const char* command : {"x", "spin"}) {
     auto r = testing::Run({AnvilBin(), "run", "--workspace", ws_.path(), "--approve", "--timeout",
                            "0.5", plugin_.path(), command},
@@ -454,12 +460,7 @@ TEST_F(AnvilRun, NothingIsLeftInTheRuntimeDirectory) {
 // killed `anvil` and the gateway where they stood, leaving the gateway's socket and directory.
 TEST_F(AnvilRun, CtrlCStopsTheSessionInOrderAndLeavesNothing) {
   TempDir runtime("anvil-run-rt");
-  Plugin("fs.read = [\"**\"]\n",
-         "anvil.command('x', function() return 'ok' end)\n"
-         "anvil.command('spin', function() while true do end end)");
-  RunOptions o;
-  o.env = {"PATH=/usr/bin:/bin", "HOME=/nonexistent", "XDG_STATE_HOME=" + state_.path(),
-           "XDG_RUNTIME_DIR=" + runtime.path()};
+  const RunOptions o = SpinPluginWithRuntime(runtime.path());
   ASSERT_EQ(testing::Run(
                 {AnvilBin(), "run", "--workspace", ws_.path(), "--approve", plugin_.path(), "x"}, o)
                 .status,
