@@ -5,6 +5,7 @@
 #include <climits>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 
 namespace anvil::testing {
 
@@ -53,23 +54,30 @@ void GatewayTest::StartGateway(const std::vector<std::string>& extra, const std:
   config.extra_args = {"--runtime-dir", ws_->path() + "-run"};
   config.extra_args.insert(config.extra_args.end(), extra.begin(), extra.end());
   auto g = session::GatewayProcess::Start(config);
-  ASSERT_TRUE(g) << g.error().ToString();
+  // Thrown, not ASSERTed: an ASSERT returns from this helper only, and the test would go on to
+  // use the gateway it does not have. gtest reports the exception as the test's failure.
+  if (!g) throw std::runtime_error("the gateway did not start: " + g.error().ToString());
   gateway_ = std::move(*g);
+}
+
+session::GatewayProcess& GatewayTest::Gateway() {
+  if (!gateway_) throw std::runtime_error("no gateway: the test did not start one");
+  return *gateway_;
 }
 
 ipc::CapabilityToken GatewayTest::RegisterPlugin(const std::string& plugin, const Grant& grant,
                                                  pid_t pid) {
   auto token = ipc::CapabilityToken::Generate();
-  EXPECT_TRUE(token);
-  auto s = gateway_->Register(*token, plugin, pid ? pid : getpid(), geteuid(), grant);
+  if (!token) throw std::runtime_error("no capability token: " + token.error().ToString());
+  auto s = Gateway().Register(*token, plugin, pid ? pid : getpid(), geteuid(), grant);
   EXPECT_TRUE(s) << s.error().ToString();
   return *token;
 }
 
 std::unique_ptr<ipc::GatewayClient> GatewayTest::Client(const ipc::CapabilityToken& token,
                                                         const std::string& plugin) {
-  auto fd = gateway_->Connect();
-  EXPECT_TRUE(fd) << fd.error().ToString();
+  auto fd = Gateway().Connect();
+  if (!fd) throw std::runtime_error("no connection to the gateway: " + fd.error().ToString());
   auto client = std::make_unique<ipc::GatewayClient>(std::move(*fd), token.bytes());
   auto hello = client->Hello(plugin, workspace_);
   EXPECT_TRUE(hello) << hello.error().ToString();

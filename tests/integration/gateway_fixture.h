@@ -29,6 +29,8 @@ class GatewayTest : public ::testing::Test {
   std::unique_ptr<ipc::GatewayClient> Client(const ipc::CapabilityToken& token,
                                              const std::string& plugin);
   std::vector<nlohmann::json> AuditLines();
+  // The started gateway; throws when there is none (StartGateway failed or was not called).
+  session::GatewayProcess& Gateway();
 
   std::unique_ptr<TempDir> ws_;
   std::unique_ptr<session::GatewayProcess> gateway_;
