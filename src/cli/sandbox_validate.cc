@@ -118,6 +118,27 @@ std::vector<std::string> SandboxEnvironment(const SandboxArgs& a,
       std::erase_if(env, [](const std::string& e) { return e.rfind("TMPDIR=", 0) == 0; });
     }
   }
+  const bool git_global_named =
+      std::any_of(a.env.set.begin(), a.env.set.end(),
+                  [](const std::string& e) { return e.rfind("GIT_CONFIG_GLOBAL=", 0) == 0; });
+  if (policy.ConfinesFilesystem() && !git_global_named) {
+    // git's global configuration is the ~/.gitconfig Anvil writes at every start (the sanitized
+    // copy of both of the user's files), never also $XDG_CONFIG_HOME/git/config: that one is a
+    // file of the sandbox home that an earlier command may have written (core.fsmonitor runs in
+    // the next run's `git status`). GIT_CONFIG_GLOBAL makes git read that one file only. One the
+    // caller names with --setenv stands, as --setenv always does.
+    std::string home_dir;
+    for (const std::string& e : env) {
+      if (e.rfind("HOME=", 0) == 0) {
+        home_dir = e.substr(5);  // the first, as getenv reads it
+        break;
+      }
+    }
+    std::erase_if(env, [](const std::string& e) { return e.rfind("GIT_CONFIG_GLOBAL=", 0) == 0; });
+    if (!home_dir.empty() && home_dir[0] == '/') {
+      env.push_back("GIT_CONFIG_GLOBAL=" + home_dir + "/.gitconfig");
+    }
+  }
   if (policy.network == NetworkMode::kNone && !a.env.clear) {
     // Without a network, a tool's background update check or telemetry ping can only fail:
     // refused, it would be reported as a refusal beside whatever the command did wrong (npm's

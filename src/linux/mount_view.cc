@@ -779,10 +779,10 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
     if (!s) return s;
   }
 
-  if (!view.home_base.empty() && !view.home_gitconfig.empty()) {
+  // Written whenever the view shows a sandbox home, empty when there is nothing to say (no git
+  // configuration of the user's): what an earlier command left at these names never stays.
+  if (!view.home_base.empty()) {
     ANVIL_RETURN_IF_ERROR(WriteHomeFile(".gitconfig", view.home_gitconfig));
-  }
-  if (!view.home_base.empty() && !view.home_profile.empty()) {
     // bash reads the first of .bash_profile, .bash_login and .profile; sh and dash .profile.
     ANVIL_RETURN_IF_ERROR(WriteHomeFile(".bash_profile", view.home_profile));
     ANVIL_RETURN_IF_ERROR(WriteHomeFile(".profile", view.home_profile));

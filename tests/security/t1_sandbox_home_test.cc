@@ -167,6 +167,33 @@ TEST_P(T1SandboxHome, FilesAnvilWritesIntoTheHomeAreNeverWhatACommandLeft) {
   EXPECT_NE(after.out.find("Lived In"), std::string::npos) << after.out << after.err;
 }
 
+// Two ways around the written ~/.gitconfig (a review of the change that made it fail closed):
+// a user with no git configuration of their own had no file written at all, so a planted one
+// stayed; and git also reads $XDG_CONFIG_HOME/git/config as global configuration, a file of the
+// sandbox home nothing rewrites. Now the file is written (empty) for every sandbox home, and
+// the sandbox's environment points GIT_CONFIG_GLOBAL at it alone.
+TEST_P(T1SandboxHome, GitReadsNoGlobalConfigurationAnEarlierRunPlanted) {
+  // The user's own git configuration is gone (a CI machine, a container).
+  Shell("rm -f " + ShellQuote(home_.home() + "/.gitconfig") + " " +
+        ShellQuote(home_.home() + "/.config/git/config"));
+  Shell("cd " + ShellQuote(home_.workspace()) + " && git init -q 2>/dev/null");
+  caller_.Give(home_.workspace());
+  auto plant =
+      Sh("printf '[core]\\n\\tfsmonitor = \"echo PWNED-global >&2; false\"\\n' > ~/.gitconfig && "
+         "mkdir -p ~/.config/git && "
+         "printf '[core]\\n\\tfsmonitor = \"echo PWNED-xdg >&2; false\"\\n' > ~/.config/git/config "
+         "&& echo planted");
+  ASSERT_NE(plant.out.find("planted"), std::string::npos) << plant.err;
+  auto next = Sh("git status --short >/dev/null && echo status-ok");
+  EXPECT_EQ(next.status, 0) << next.err;
+  EXPECT_NE(next.out.find("status-ok"), std::string::npos) << next.out << next.err;
+  EXPECT_EQ(next.err.find("PWNED"), std::string::npos) << next.err;
+  // Benign: `git config --global` works for the run, in the file git reads.
+  auto set = Sh("git config --global user.name Run-Local && git config user.name");
+  EXPECT_EQ(set.status, 0) << set.err;
+  EXPECT_NE(set.out.find("Run-Local"), std::string::npos) << set.out << set.err;
+}
+
 TEST_P(T1SandboxHome, SymlinksPlantedInTheSandboxHomeNeverRedirectALaterRun) {
   // A command replaces the mount points of the next run's binds with links out of the home;
   // the next run must bind where it always does and change nothing the links point at.
