@@ -358,7 +358,14 @@ TEST(ProgramLookup, AProgramByPathInAWritableSystemDirectoryIsNotTheSystems) {
   const std::string why = SystemPathNotSystems("/usr/local/bin/bash", writable);
   EXPECT_NE(why.find("/usr/local/bin"), std::string::npos) << why;
   EXPECT_NE(why.find("fix:"), std::string::npos) << why;
+  // Any spelling of the directory (an allow rule written as the agent spelled the path).
+  for (const char* spelled :
+       {"//usr/local/bin/tool", "/usr/local/bin/./tool", "/usr/local/./bin/tool",
+        "/usr/local/bin/../bin/tool", "/usr//local/bin/tool"}) {
+    EXPECT_NE(SystemPathNotSystems(spelled, writable), "") << spelled;
+  }
   EXPECT_EQ(SystemPathNotSystems("/usr/bin/bash", writable), "");
+  EXPECT_EQ(SystemPathNotSystems("/usr/local/bin/../../bin/bash", writable), "");
   EXPECT_EQ(SystemPathNotSystems("./bash", writable), "");
   EXPECT_EQ(SystemPathNotSystems("bash", writable), "");
   const CommandRules rules = Rules(
