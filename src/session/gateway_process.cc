@@ -117,6 +117,9 @@ Result<std::unique_ptr<GatewayProcess>> GatewayProcess::Launch(const GatewayConf
     // stops the session in order (the host, then the gateway's own shutdown: its socket
     // removed, its temporaries swept) instead of the gateway dying mid-write beside it.
     setpgid(0, 0);
+    // A background group on the terminal: with `stty tostop` a line on stderr would stop it
+    // (SIGTTOU) and hang the session. Ignored, the write goes through (kept across the exec).
+    ::signal(SIGTTOU, SIG_IGN);
     // The gateway dies with the session: EOF on the control channel, and this as a backup.
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent) _exit(1);

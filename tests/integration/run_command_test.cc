@@ -419,6 +419,14 @@ TEST_F(AnvilRun, TheForkedOfflineGatewayIsLockedDownAsTheHelperWouldBe) {
   EXPECT_EQ(std::string(exe), std::string(anvil)) << "the gateway was exec'd, not forked";
   const std::string status = ReadFile(proc + "/status");
   EXPECT_NE(status.find("NoNewPrivs:\t1"), std::string::npos) << status;
+  // A process group of its own (the terminal's Ctrl-C reaches the trusted side only), and with
+  // SIGTTOU ignored: under `stty tostop` a line on the terminal from a background group would
+  // otherwise stop it and hang the session.
+  EXPECT_EQ(getpgid(gateway), gateway);
+  const std::size_t ignored_at = status.find("SigIgn:\t");
+  ASSERT_NE(ignored_at, std::string::npos) << status;
+  const unsigned long long ignored = std::stoull(status.substr(ignored_at + 8, 16), nullptr, 16);
+  EXPECT_TRUE(ignored & (1ULL << (SIGTTOU - 1))) << status;
   // Nothing of `anvil run`'s own descriptors crossed: each one the gateway holds is a socket,
   // a pipe, an anonymous inode, /dev/null or a file of the session (its audit log, the
   // pending-writes journal), never the grant store or the plugin's files.
