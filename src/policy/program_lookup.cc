@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "policy/display_text.h"
+#include "policy/git_paths.h"
 #include "policy/sandbox_policy.h"
 #include "policy/shell_words.h"
 
@@ -79,26 +80,6 @@ bool SystemDirWritable(const ProgramSearch& search, const LookupPath& path,
   return InWritableRoot(search, confined, WithoutTrailingSlashes(entry));
 }
 
-// `path` (absolute) with empty and `.` components dropped and `..` taken back by name, as a
-// path walk without links reads it; "/" at least.
-std::string LexicallyNormal(std::string_view path) {
-  std::vector<std::string_view> parts;
-  std::size_t start = 0;
-  while (start <= path.size()) {
-    const std::size_t end = std::min(path.find('/', start), path.size());
-    const std::string_view part = path.substr(start, end - start);
-    if (part == "..") {
-      if (!parts.empty()) parts.pop_back();
-    } else if (!part.empty() && part != ".") {
-      parts.push_back(part);
-    }
-    start = end + 1;
-  }
-  std::string out;
-  for (std::string_view part : parts) out += "/" + std::string(part);
-  return out.empty() ? "/" : out;
-}
-
 }  // namespace
 
 bool IsSystemProgramDir(std::string_view entry) {
@@ -166,7 +147,7 @@ std::string SystemPathNotSystems(std::string_view argv0, const ProgramSearch& se
   if (slash == std::string_view::npos || argv0[0] != '/') return "";
   // The directory as the kernel reads it, by name (`//usr/local/bin`, `/usr/local/./bin`,
   // `/usr/local/bin/../bin`): a spelling never hides a system directory.
-  const std::string dir = LexicallyNormal(argv0.substr(0, slash + 1));
+  const std::string dir = git_paths::LexicalNormal(std::string(argv0.substr(0, slash + 1)));
   if (!IsSystemProgramDir(dir)) return "";
   for (const LookupPath& path : PathsOf(search)) {
     if (SystemDirWritable(search, path, dir)) {
