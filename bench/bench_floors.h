@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -270,6 +272,129 @@ inline double RawSocketThroughput(int clients, int per_client,
   }
   for (auto& t : threads) t.join();
   double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  return clients * per_client / secs;
+}
+
+// One request of the minimal server: receive with the sender's credentials, open `name` beneath
+// `root` (openat2 RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS), fstat, read to EOF, close, answer
+// 4 KiB. False when the caller is gone.
+inline bool ServeOneRead(int conn, int root, const std::string& name, const std::string& reply) {
+  char in[256];
+  static thread_local char buf[65536];
+  iovec iov{in, sizeof(in)};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  if (recvmsg(conn, &msg, 0) <= 0) return false;
+  open_how how{};
+  how.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+  int fd = static_cast<int>(syscall(SYS_openat2, root, name.c_str(), &how, sizeof(how)));
+  struct stat st {};
+  fstat(fd, &st);
+  while (read(fd, buf, sizeof(buf)) > 0) {
+  }
+  close(fd);
+  return send(conn, reply.data(), reply.size(), MSG_NOSIGNAL) >= 0;
+}
+
+// The 8-caller form of RawServerRoundTrips: `clients` caller threads here, each with its own
+// connection to one forked server process that serves every request as ServeOneRead does. Two
+// shapes: `per_connection` gives the server a thread per connection blocking in recvmsg (the
+// least a cross-process server costs: the echo floors' shape across a process boundary);
+// otherwise one thread per CPU (at most four, as the gateway's I/O threads), each waiting in
+// its own epoll set on one-shot connections it re-arms after each answer (the gateway's shape,
+// with nothing of its work). Requests per second.
+inline double RawServerThroughput(const std::string& dir, const std::string& name, int clients,
+                                  int per_client, bool per_connection) {
+  std::vector<int> mine, theirs;
+  for (int c = 0; c < clients; ++c) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return 0;
+    mine.push_back(sv[0]);
+    theirs.push_back(sv[1]);
+  }
+  pid_t child = fork();
+  if (child == 0) {
+    for (int fd : mine) close(fd);
+    int root = open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    const std::string reply(4096 + 32, 'r');
+    int one = 1;
+    for (int fd : theirs) setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
+    std::vector<std::thread> threads;
+    if (per_connection) {
+      for (int fd : theirs) {
+        threads.emplace_back([&, fd] {
+          while (ServeOneRead(fd, root, name, reply)) {
+          }
+        });
+      }
+    } else {
+      cpu_set_t set;
+      int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+      int loops = std::clamp(cpus, 1, 4);
+      std::vector<int> eps;
+      for (int t = 0; t < loops; ++t) eps.push_back(epoll_create1(EPOLL_CLOEXEC));
+      for (size_t c = 0; c < theirs.size(); ++c) {
+        epoll_event ev{};
+        ev.events = EPOLLIN | EPOLLONESHOT;
+        ev.data.fd = theirs[c];
+        epoll_ctl(eps[c % eps.size()], EPOLL_CTL_ADD, theirs[c], &ev);
+      }
+      std::atomic<int> open_conns{clients};
+      for (int ep : eps) {
+        threads.emplace_back([&, ep] {
+          while (open_conns.load() > 0) {
+            epoll_event e{};
+            int r = epoll_wait(ep, &e, 1, 100);
+            if (r != 1) continue;
+            if (!ServeOneRead(e.data.fd, root, name, reply)) {
+              --open_conns;
+              continue;
+            }
+            epoll_event again{};
+            again.events = EPOLLIN | EPOLLONESHOT;
+            again.data.fd = e.data.fd;
+            epoll_ctl(ep, EPOLL_CTL_MOD, e.data.fd, &again);
+          }
+        });
+      }
+      for (auto& t : threads) t.join();
+      _exit(0);
+    }
+    for (auto& t : threads) t.join();
+    _exit(0);
+  }
+  for (int fd : theirs) close(fd);
+  if (child < 0) {
+    for (int fd : mine) close(fd);
+    return 0;
+  }
+  std::vector<std::thread> callers;
+  auto t0 = Clock::now();
+  for (int fd : mine) {
+    callers.emplace_back([fd, per_client] {
+      const std::string request(64, 'q');
+      std::string buf(4096 + 32, '\0');
+      for (int i = 0; i < per_client; ++i) {
+        ssize_t ignored = write(fd, request.data(), request.size());
+        (void)ignored;
+        size_t got = 0;
+        while (got < buf.size()) {
+          ssize_t r = read(fd, buf.data() + got, buf.size() - got);
+          if (r <= 0) return;
+          got += static_cast<size_t>(r);
+        }
+      }
+    });
+  }
+  for (auto& t : callers) t.join();
+  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  for (int fd : mine) close(fd);
+  waitpid(child, nullptr, 0);
   return clients * per_client / secs;
 }
 

@@ -5,7 +5,9 @@
 // gateway's shape (bench_floors.h, RawServerRoundTrips). Two more rows place the target: an echo
 // thread that does the read between request and answer (the least any design whose server reads
 // the file can cost; the floor above adds a read measured apart, in a hot loop), and the
-// descriptor-passing shape (RawFdPassRoundTrips: the server opens, the caller reads). Optionally a
+// descriptor-passing shape (RawFdPassRoundTrips: the server opens, the caller reads); and the
+// 8-caller floors across a process boundary (RawServerThroughput: the minimal server with a thread
+// per connection, and with the gateway's epoll threads). Optionally a
 // second gateway (BASE_BIN_DIR, e.g. a build of main) is measured in the same rounds, so that a
 // change shows as after / before.
 //
@@ -43,6 +45,7 @@ using anvil::bench::Percentile;
 using anvil::bench::RawBeneathReads;
 using anvil::bench::RawFdPassRoundTrips;
 using anvil::bench::RawServerRoundTrips;
+using anvil::bench::RawServerThroughput;
 using anvil::bench::RawSocketRoundTrips;
 using anvil::bench::RawSocketThroughput;
 
@@ -133,15 +136,17 @@ int main(int argc, char** argv) {
   }
 
   // Per round: the floors and every gateway's figures.
-  std::vector<double> rt, raw_read, raw8, raw8_read, server, echo_read, fd_pass;
+  std::vector<double> rt, raw_read, raw8, raw8_read, server, echo_read, fd_pass, server8_conn,
+      server8_epoll;
   std::vector<std::vector<double>> one(gateways.size()), eight(gateways.size()),
       one_ratio(gateways.size()), eight_ratio(gateways.size()), eight_read_ratio(gateways.size()),
-      eight_per_rt(gateways.size()), one_server(gateways.size());
+      eight_per_rt(gateways.size()), one_server(gateways.size()),
+      eight_server_conn(gateways.size()), eight_server_epoll(gateways.size());
   std::vector<double> p99_one(gateways.size()), after_before_one, after_before_eight;
   bool errors = false;
   for (int round = 0; round < rounds; ++round) {
     double round_rt = 0, round_read = 0, round_raw8 = 0, round_raw8_read = 0, round_server = 0,
-           round_echo_read = 0, round_fd_pass = 0;
+           round_echo_read = 0, round_fd_pass = 0, round_server8_conn = 0, round_server8_epoll = 0;
     std::vector<Reads> r1(gateways.size()), r8(gateways.size());
     std::vector<std::function<void()>> rows;
     rows.push_back([&] {
@@ -161,6 +166,10 @@ int main(int argc, char** argv) {
       round_raw8_read =
           RawSocketThroughput(8, n / 8, [&ws] { (void)RawBeneathReads(ws, "file4k.txt", 1); });
     });
+    rows.push_back([&] {
+      round_server8_conn = RawServerThroughput(ws, "file4k.txt", 8, n / 8, true);
+      round_server8_epoll = RawServerThroughput(ws, "file4k.txt", 8, n / 8, false);
+    });
     for (size_t g = 0; g < gateways.size(); ++g) {
       rows.push_back([&, g] { r1[g] = Measure(gateways[g], 1, n); });
       rows.push_back([&, g] { r8[g] = Measure(gateways[g], 8, n / 8); });
@@ -170,6 +179,8 @@ int main(int argc, char** argv) {
     raw_read.push_back(round_read);
     raw8.push_back(round_raw8);
     raw8_read.push_back(round_raw8_read);
+    server8_conn.push_back(round_server8_conn);
+    server8_epoll.push_back(round_server8_epoll);
     server.push_back(round_server);
     echo_read.push_back(round_echo_read / (round_rt + round_read));
     fd_pass.push_back(round_fd_pass / (round_rt + round_read));
@@ -182,6 +193,8 @@ int main(int argc, char** argv) {
       eight_ratio[g].push_back(r8[g].per_second / round_raw8);
       eight_read_ratio[g].push_back(r8[g].per_second / round_raw8_read);
       eight_per_rt[g].push_back(r8[g].per_second * round_rt * 1e-6);
+      eight_server_conn[g].push_back(r8[g].per_second / round_server8_conn);
+      eight_server_epoll[g].push_back(r8[g].per_second / round_server8_epoll);
       p99_one[g] = std::max(p99_one[g], r1[g].p99);
     }
     if (gateways.size() == 2) {
@@ -198,6 +211,10 @@ int main(int argc, char** argv) {
   std::printf("%-44s %10.2f\n", "minimal server process (epoll, creds, read)", Median(server));
   std::printf("%-44s %10s %12.0f\n", "raw round trips, 8 callers", "", Median(raw8));
   std::printf("%-44s %10s %12.0f\n", "raw round trips + read, 8 callers", "", Median(raw8_read));
+  std::printf("%-44s %10s %12.0f\n", "minimal server, 8 callers, thread/conn", "",
+              Median(server8_conn));
+  std::printf("%-44s %10s %12.0f\n", "minimal server, 8 callers, epoll/CPU", "",
+              Median(server8_epoll));
   for (size_t g = 0; g < gateways.size(); ++g) {
     std::string l1 = gateways[g].name + " fs.read, 1 client";
     std::string l8 = gateways[g].name + " fs.read, 8 clients";
@@ -220,6 +237,10 @@ int main(int argc, char** argv) {
     PrintInterval(l8.c_str(), eight_ratio[g], "target >= 0.90 (floor without the read)");
     PrintInterval(l8r.c_str(), eight_read_ratio[g], "target >= 0.90 (floor with the read)");
     PrintInterval(l8t.c_str(), eight_per_rt[g], "issue 3's form, target >= 0.80");
+    std::string l8c = gateways[g].name + ": 8 clients / minimal server, thread/conn";
+    std::string l8e = gateways[g].name + ": 8 clients / minimal server, epoll/CPU";
+    PrintInterval(l8c.c_str(), eight_server_conn[g], "the least across processes");
+    PrintInterval(l8e.c_str(), eight_server_epoll[g], "the gateway's shape, bare");
   }
   if (gateways.size() == 2) {
     PrintInterval("after / before, 1 client p50", after_before_one, "lower is better");
