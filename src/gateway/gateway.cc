@@ -90,7 +90,8 @@ int RunGateway(const GatewayOptions& input) {
   // Before hardening: where Anvil's trust state is or would be made, in this environment, which
   // is the trusted side's.
   options.trust_state_paths = AnvilTrustStateInWorkspace(options.workspace);
-  auto socket_path = PrepareRuntimeDir(options);
+  UniqueFd runtime_dir_held;
+  auto socket_path = PrepareRuntimeDir(options, &runtime_dir_held);
   if (!socket_path) return fail(socket_path.error());
   if (options.audit_log.empty()) options.audit_log = options.runtime_dir + "/audit.jsonl";
   auto audit = AuditLog::Open(options.audit_log, options.session_id, options.audit_log_max_bytes);

@@ -1,5 +1,7 @@
 #include "gateway/runtime_dir.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,7 +10,7 @@
 
 namespace anvil::gateway {
 
-Result<std::string> PrepareRuntimeDir(GatewayOptions& options) {
+Result<std::string> PrepareRuntimeDir(GatewayOptions& options, UniqueFd* held) {
   if (options.runtime_dir.empty()) {
     const char* xdg = std::getenv("XDG_RUNTIME_DIR");
     std::string base;
@@ -36,6 +38,13 @@ Result<std::string> PrepareRuntimeDir(GatewayOptions& options) {
     return Fail("denied", "runtime dir " + options.runtime_dir + " is not ours");
   }
   if (::chmod(options.runtime_dir.c_str(), 0700) != 0) return SysFail("io", "chmod runtime dir");
+  UniqueFd dir(
+      ::open(options.runtime_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dir) return SysFail("io", "open runtime dir " + options.runtime_dir);
+  // Shared: nothing of this session waits for it; a file system without flock just keeps the
+  // session's directory from being swept as dead.
+  (void)::flock(dir.Get(), LOCK_SH | LOCK_NB);
+  *held = std::move(dir);
   return options.runtime_dir + "/gateway.sock";
 }
 

@@ -1,8 +1,10 @@
 #include "gateway/server.h"
 
 #include <sched.h>
+#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -72,8 +74,19 @@ Status Server::Start(const std::string& socket_path) {
   stop_.Reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   io_failed_.Reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   const bool woke = queue_.Open();
-  if (!epoll_ || !conn_epoll_ || !stop_ || !io_failed_ || !woke) {
-    return SysFail("internal", "epoll/eventfd");
+  // The stop signals are taken from a signalfd by the main loop, which then stops in order (as
+  // when the control channel ends): blocked here, on the one thread there is, so that every
+  // thread started later has them blocked too and none dies of one mid-write. The exec broker,
+  // forked before, keeps its own mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&stop_signals, sig);
+  if (pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr) != 0) {
+    return Fail("internal", "cannot block the stop signals");
+  }
+  signals_.Reset(signalfd(-1, &stop_signals, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!epoll_ || !conn_epoll_ || !stop_ || !io_failed_ || !woke || !signals_) {
+    return SysFail("internal", "epoll/eventfd/signalfd");
   }
   ANVIL_RETURN_IF_ERROR(transport_.Listen(socket_path));
   transport_.SetRearmDelayForTesting(options_.rearm_delay_ms_for_testing);
@@ -84,7 +97,7 @@ Status Server::Start(const std::string& socket_path) {
     return epoll_ctl(epoll_.Get(), EPOLL_CTL_ADD, fd, &ev);
   };
   if (add(options_.control_fd, MakeTag(kControl, 0)) || add(queue_.wake_fd(), MakeTag(kWake, 0)) ||
-      add(io_failed_.Get(), MakeTag(kIoFailed, 0))) {
+      add(io_failed_.Get(), MakeTag(kIoFailed, 0)) || add(signals_.Get(), MakeTag(kSignal, 0))) {
     return SysFail("internal", "epoll_ctl");
   }
   epoll_event stop{};
@@ -182,7 +195,8 @@ int Server::Loop() {
   bool workers_running = false;
   epoll_event events[64];
   int status = 0;
-  while (control_.open() && status == 0) {
+  bool signalled = false;
+  while (control_.open() && status == 0 && !signalled) {
     int timeout;
     {
       std::lock_guard lock(transport_.mu());
@@ -227,6 +241,13 @@ int Server::Loop() {
           case kIoFailed:
             status = 1;  // said by the failed thread
             break;
+          case kSignal: {
+            signalfd_siginfo info{};
+            while (::read(signals_.Get(), &info, sizeof(info)) == sizeof(info)) {
+            }
+            signalled = true;  // stops in order below, exit status 0
+            break;
+          }
           default:
             break;
         }

@@ -40,6 +40,8 @@ namespace anvil::gateway {
 
 // What each descriptor in the gateway's epoll set is: the tag in the high byte, an id below.
 // kIoFailed: an I/O thread could not wait for its connections (the gateway stops).
+// kSignal: SIGTERM, SIGINT or SIGHUP arrived (the gateway stops as on the control channel's
+// end: the parent-death signal when the trusted side is killed, or a user's kill).
 enum Tag : uint64_t {
   kListen = 1,
   kControl = 2,
@@ -48,6 +50,7 @@ enum Tag : uint64_t {
   kPidfd = 5,
   kStop = 6,
   kIoFailed = 7,
+  kSignal = 8,
 };
 inline uint64_t MakeTag(Tag tag, uint64_t id) { return (static_cast<uint64_t>(tag) << 56) | id; }
 

@@ -19,10 +19,16 @@
 #include "common/forked_child.h"
 #include "common/syscalls.h"
 #include "fs/pending_writes.h"
+#include "session/runtime_sweep.h"
 
 namespace anvil::session {
 
 namespace {
+
+// A dead session's directory is swept once it has not changed for this long (a gateway locks
+// its directory right after making it; the age also covers one that could not lock).
+constexpr std::chrono::seconds kDeadSessionMinAge{60};
+constexpr int kDeadSessionsLookedAtPerStop = 64;
 
 const char* g_in_process_name = nullptr;
 GatewayMainFn g_in_process_main = nullptr;
@@ -308,6 +314,10 @@ Result<int> GatewayProcess::Stop(int grace_ms) {
   // layout puts it (.../<session>/gateway.sock), so a gateway that said otherwise removes nothing.
   if (const std::string dir = RuntimeDirOf(socket_path_, session_id_); !dir.empty()) {
     ::rmdir(dir.c_str());
+    // And those of sessions whose trusted side was killed before it could (a few per stop: the
+    // listing is bounded, the directory may hold thousands left by an older Anvil).
+    (void)SweepDeadRuntimeDirs(dir.substr(0, dir.rfind('/')), session_id_, kDeadSessionMinAge,
+                               kDeadSessionsLookedAtPerStop);
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }

@@ -1,13 +1,18 @@
 // `anvil run` end to end: manifest, consent and grants keyed by hash, anvil.lock, deadlines,
 // and what a plugin can print on the user's terminal.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "sandbox_harness.h"
 
@@ -497,6 +502,53 @@ TEST_F(AnvilRun, CtrlCStopsTheSessionInOrderAndLeavesNothing) {
       ADD_FAILURE() << strsignal(c.sig) << " left " << e.path();
     }
   }
+}
+
+TEST_F(AnvilRun, AKilledAnvilLeavesNoSocketAndALaterStopSweepsItsDirectory) {
+  TempDir runtime("anvil-run-rt");
+  const RunOptions o = SpinPluginWithRuntime(runtime.path());
+  ASSERT_EQ(testing::Run(
+                {AnvilBin(), "run", "--workspace", ws_.path(), "--approve", plugin_.path(), "x"}, o)
+                .status,
+            0);
+  Spawned run(
+      {AnvilBin(), "run", "--workspace", ws_.path(), "--timeout", "30", plugin_.path(), "spin"}, o);
+  ASSERT_TRUE(WaitUntil([&] { return ProcessesWithMarker(ws_.path()).size() >= 3u; }))
+      << ProcessesWithMarker(ws_.path()).size();
+  usleep(200000);  // the command is running
+  // The live gateway holds its directory's lock: a sweep takes it for a live session's.
+  std::vector<std::filesystem::path> dirs;
+  for (const auto& e : std::filesystem::directory_iterator(runtime / "anvil")) {
+    dirs.push_back(e.path());
+  }
+  ASSERT_EQ(dirs.size(), 1u);
+  {
+    const int d = ::open(dirs[0].c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ASSERT_GE(d, 0);
+    EXPECT_NE(::flock(d, LOCK_EX | LOCK_NB), 0);
+    ::close(d);
+  }
+  ASSERT_EQ(::kill(run.pid(), SIGKILL), 0);
+  ASSERT_TRUE(run.Wait(std::chrono::seconds(20)).has_value());
+  EXPECT_TRUE(WaitUntil([&] { return ProcessesWithMarker(ws_.path()).empty(); }))
+      << "left behind " << ProcessesWithMarker(ws_.path()).size();
+  // The gateway stopped in order on its parent-death signal: its socket is gone. Its directory,
+  // which a locked-down gateway may not remove, is all that stays.
+  std::vector<std::filesystem::path> left;
+  for (const auto& e : std::filesystem::directory_iterator(runtime / "anvil")) {
+    left.push_back(e.path());
+  }
+  ASSERT_EQ(left.size(), 1u);
+  for (const auto& e : std::filesystem::directory_iterator(left[0])) {
+    ADD_FAILURE() << "left " << e.path();
+  }
+  // Once it has not changed for a while, the next session's stop removes it.
+  const timespec old[2] = {{::time(nullptr) - 3600, 0}, {::time(nullptr) - 3600, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, left[0].c_str(), old, 0), 0);
+  ASSERT_EQ(
+      testing::Run({AnvilBin(), "run", "--workspace", ws_.path(), plugin_.path(), "x"}, o).status,
+      0);
+  EXPECT_FALSE(std::filesystem::exists(left[0]));
 }
 
 TEST_F(AnvilRun, BadManifestIsAUsageErrorNamingTheLine) {
