@@ -180,9 +180,15 @@ Result<GrantLookup> LookupGrant(GrantStore& store, const std::string& workspace,
   }
   out.previous = latest->grant;
   if (!NeedsConsent(out.previous, manifest.requested)) {
-    // The changed manifest only removes permissions: store the narrower grant, no question.
-    ANVIL_RETURN_IF_ERROR(
-        store.Approve(workspace, manifest.id, manifest.sha256, manifest.requested, out.copy));
+    // The changed manifest only removes permissions (or changes nothing it asks for): granted
+    // with no question. Stored only for the approved directory itself (its manifest edited in
+    // place). A copy let in because its code is identical gets it for this run alone: storing
+    // it would record that directory as the approved copy, and its later edits (a pull, a
+    // sandboxed command writing the workspace) would then run unasked with the user's grant.
+    if (latest->copy->SameDirectory(out.copy)) {
+      ANVIL_RETURN_IF_ERROR(
+          store.Approve(workspace, manifest.id, manifest.sha256, manifest.requested, out.copy));
+    }
     out.grant = manifest.requested;
   }
   return out;

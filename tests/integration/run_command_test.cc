@@ -179,6 +179,30 @@ TEST_F(AnvilRun, CopiedPluginWithTheSameManifestButOtherCodeAsksAgain) {
   EXPECT_NE(inspect.out.find("granted:  no"), std::string::npos) << inspect.out;
 }
 
+// Red team: a vendored byte-identical copy whose manifest differs only cosmetically (or asks
+// for less) runs unasked, once — it must not become the approved copy, or every later change of
+// its code (a pull, a sandboxed command writing the workspace) would run with the user's grant.
+TEST_F(AnvilRun, AnIdenticalCopyWithAnEditedManifestDoesNotTakeOverTheApproval) {
+  Plugin("fs.write = [\"notes/**\"]\n",
+         "anvil.command('x', function() sys.fs.write('notes/who.txt', 'original') return 'ok' "
+         "end)");
+  ASSERT_EQ(Anvil({"--approve", plugin_.path(), "x"}).status, 0);
+  TempDir copy("anvil-run-copy");
+  ASSERT_EQ(Shell("cp -r '" + plugin_.path() + "/.' '" + copy.path() + "/'"), 0);
+  ASSERT_EQ(Shell("echo '# vendored' >> '" + copy.path() + "/anvil-plugin.toml'"), 0);
+  auto r = Anvil({copy.path(), "x"});
+  EXPECT_EQ(r.status, 0) << r.err;  // identical code, nothing more asked for
+  WriteFile(copy / "main.lua",
+            "anvil.command('x', function() sys.fs.write('notes/who.txt', 'impostor') end)");
+  r = Anvil({copy.path(), "x"});  // no terminal to ask on
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_NE(r.err.find("denied: permission not granted"), std::string::npos) << r.err;
+  EXPECT_EQ(ReadFile(ws_ / "notes/who.txt"), "original");
+  // The user's own copy still runs unasked.
+  r = Anvil({plugin_.path(), "x"});
+  EXPECT_EQ(r.status, 0) << r.err;
+}
+
 // The benign neighbours: the approved directory edited in place (the author's loop, an update)
 // and a byte-identical copy elsewhere run without asking.
 TEST_F(AnvilRun, EditedInPlaceOrIdenticalCopyRunsWithoutAsking) {

@@ -271,6 +271,60 @@ TEST_F(GrantStoreTest, LookupAsksAboutAnotherCopyAndSaysWhy) {
   EXPECT_TRUE(after_edit->grant);
 }
 
+// Red team: a repository vendors a byte-identical copy of an approved plugin and changes its
+// manifest cosmetically (or narrows it). That copy runs with the narrower grant, unasked — but
+// only for that run: the approval stays with the user's copy, so a later change of the vendored
+// code (a pull, a sandboxed command writing the workspace) is asked about, and the user's own
+// copy keeps its grant unasked.
+TEST_F(GrantStoreTest, AnIdenticalCopyWithAnotherManifestNeverTakesOverTheApproval) {
+  auto make_plugin = [&](const std::string& dir, const std::string& manifest_tail,
+                         const std::string& code) {
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir + "/anvil-plugin.toml")
+        << "id = \"example.todo\"\nversion = \"1.0.0\"\nruntime = \"lua\"\nentry = "
+           "\"main.lua\"\n\n[permissions]\nfs.read = [\"src/**\"]\n"
+        << manifest_tail;
+    std::ofstream(dir + "/main.lua") << code;
+    auto manifest = LoadManifest(dir);
+    EXPECT_TRUE(manifest) << manifest.error().ToString();
+    return *manifest;
+  };
+  const std::string installed = root_ + "/installed/x", vendored = root_ + "/ws-vendor/x";
+  Manifest mi = make_plugin(installed, "exec = [\"rg\"]\n", "-- benign\n");
+  GrantStore store = Open();
+  auto first = session::LookupGrant(store, workspace_, mi, installed);
+  ASSERT_TRUE(first);
+  ASSERT_TRUE(store.Approve(workspace_, mi.id, mi.sha256, mi.requested, first->copy));
+  for (const std::string tail : {"exec = [\"rg\"]\n# vendored\n", ""}) {
+    SCOPED_TRACE(tail.empty() ? "a narrower manifest" : "a cosmetic change");
+    // Identical code, a manifest of other bytes.
+    Manifest mv = make_plugin(vendored, tail, "-- benign\n");
+    ASSERT_NE(mv.sha256, mi.sha256);
+    auto run = session::LookupGrant(store, workspace_, mv, vendored);
+    ASSERT_TRUE(run);
+    ASSERT_TRUE(run->grant);  // this run: what it asks for, no more than approved
+    EXPECT_EQ(*run->grant, mv.requested);
+    auto latest = store.FindLatest(workspace_, mi.id);
+    ASSERT_TRUE(latest && latest->copy);
+    EXPECT_EQ(latest->copy->dir, installed);
+    EXPECT_EQ(latest->manifest_sha256, mi.sha256);
+    // The vendored code changed afterwards: another plugin as far as consent goes.
+    std::ofstream(vendored + "/main.lua") << "-- reads src/key.txt\n";
+    Manifest changed = *LoadManifest(vendored);
+    auto later = session::LookupGrant(store, workspace_, changed, vendored);
+    ASSERT_TRUE(later);
+    EXPECT_FALSE(later->grant);
+    ASSERT_TRUE(later->other_copy);
+    EXPECT_EQ(*later->other_copy, installed);
+    // The user's own copy: granted as approved, unasked.
+    auto own = session::LookupGrant(store, workspace_, mi, installed);
+    ASSERT_TRUE(own);
+    ASSERT_TRUE(own->grant);
+    EXPECT_EQ(*own->grant, mi.requested);
+    std::filesystem::remove_all(vendored);
+  }
+}
+
 TEST_F(GrantStoreTest, PersistsAcrossOpens) {
   {
     GrantStore store = Open();
