@@ -17,6 +17,22 @@ std::string Shown(const std::vector<std::string>& argv, std::size_t max = 400) {
   return SanitizeForDisplay(JoinShellWords(argv), max);
 }
 
+// The command as a question shows it: whole, sanitized.
+std::string ShownWhole(const std::vector<std::string>& argv) {
+  return SanitizeForDisplay(JoinShellWords(argv), kNoDisplayCap);
+}
+
+// The judged commands of the script that no rule allows and no harmless entry covers.
+std::vector<std::vector<std::string>> Unapproved(const CommandVerdict& verdict) {
+  std::vector<std::vector<std::string>> out;
+  for (const auto& seg : verdict.segments) {
+    if (seg.segment.role != SegmentRole::kJudged) continue;
+    if (seg.decision == Decision::kAllow || (!seg.decision && seg.harmless != nullptr)) continue;
+    out.push_back(seg.segment.argv);
+  }
+  return out;
+}
+
 nlohmann::json RuleJson(const CommandRule* rule) {
   if (rule == nullptr) return nullptr;
   return {{"file", rule->file},
@@ -98,11 +114,16 @@ std::string Question::Text() const {
   } else {
     out += "Anvil: the sandbox refused the command something; re-run it with a wider sandbox?\n";
   }
-  out += "  command:  " + Shown(argv) + "\n";
+  out += "  command:  " + ShownWhole(argv) + "\n";
   out += "  cwd:      " + SanitizeForDisplay(cwd, 300) + "\n";
   out += "  sandbox:  " + sandbox + "\n";
   if (widening) out += "  widening: " + widening->Describe() + " (this run only)\n";
   out += "  why:      " + SanitizeForDisplay(reason, 600) + "\n";
+  if (unapproved.size() > 1) {
+    out += "  not allowed by any rule:";
+    for (const auto& p : unapproved) out += " `" + Shown(p, 200) + "`";
+    out += "\n";
+  }
   if (!agent_reason.empty()) {
     out += "  agent's reason (its words): " + SanitizeForDisplay(agent_reason, 300) + "\n";
   }
@@ -123,6 +144,7 @@ nlohmann::json Question::ToJson() const {
                         {"always_offered", !always_prefixes.empty()}};
   if (widening) out["widening"] = WideningJson(*widening);
   if (!agent_reason.empty()) out["agent_reason"] = agent_reason;
+  if (!unapproved.empty()) out["not_allowed"] = unapproved;
   return out;
 }
 
@@ -174,6 +196,18 @@ ExecResult RunExec(const ExecRequest& request, Asker& asker, const SandboxRunner
     return refuse(decision.reason, decision.how_to_allow);
   }
   nlohmann::json& questions = report["questions"];
+  // Every question shows the whole command; one too long to show is not asked about.
+  const std::size_t shown_bytes = ShownWhole(request.argv).size();
+  const bool too_long_to_ask = shown_bytes > kMaxQuestionCommandBytes;
+  const std::string too_long_reason =
+      "the command is too long to show in a question (" + std::to_string(shown_bytes) +
+      " bytes shown; a question shows at most " + std::to_string(kMaxQuestionCommandBytes) +
+      "), so it is not asked about";
+  const std::string too_long_how =
+      "split it into shorter commands, or run it yourself outside the agent";
+  if (decision.action == ApprovalAction::kAsk && too_long_to_ask) {
+    return refuse(too_long_reason, too_long_how);
+  }
   if (decision.action == ApprovalAction::kAsk) {
     Question q;
     q.kind = Question::Kind::kCommand;
@@ -183,6 +217,7 @@ ExecResult RunExec(const ExecRequest& request, Asker& asker, const SandboxRunner
     q.sandbox = SandboxLine(context);
     q.reason = decision.reason;
     q.always_prefixes = decision.always_prefixes;
+    q.unapproved = Unapproved(verdict);
     const std::optional<ApprovalAnswer> answer = AskAndRecord(asker, q, questions);
     const AnswerEffect effect =
         ApplyAnswer(decision, answer.value_or(ApprovalAnswer::kNever), NowIso8601());
@@ -219,6 +254,11 @@ ExecResult RunExec(const ExecRequest& request, Asker& asker, const SandboxRunner
       audit(EscalationAuditLine(escalation_audit, &*request.requested, "refused", widen.reason,
                                 UnixNow()));
       return refuse(widen.reason, widen.how_to_allow);
+    }
+    if (too_long_to_ask) {
+      audit(EscalationAuditLine(escalation_audit, &*request.requested, "refused", too_long_reason,
+                                UnixNow()));
+      return refuse(too_long_reason, too_long_how);
     }
     audit(EscalationAuditLine(escalation_audit, &*request.requested, "offered", widen.reason,
                               UnixNow()));
@@ -295,6 +335,15 @@ ExecResult RunExec(const ExecRequest& request, Asker& asker, const SandboxRunner
       offer["how_to_allow"] = widen.how_to_allow;
       report["escalation"] = offer;
       audit(EscalationAuditLine(escalation_audit, &*proposal, "unavailable", widen.reason,
+                                UnixNow()));
+      break;
+    }
+    if (too_long_to_ask) {
+      offer["state"] = "not asked";
+      offer["why"] = too_long_reason;
+      offer["how_to_allow"] = too_long_how;
+      report["escalation"] = offer;
+      audit(EscalationAuditLine(escalation_audit, &*proposal, "unavailable", too_long_reason,
                                 UnixNow()));
       break;
     }

@@ -22,6 +22,9 @@ namespace anvil::agent {
 // Exit status of `anvil exec` when nothing ran because the rules or a person refused it (the
 // same as `anvil run`'s "permission refused"); 2 when the rules do not load.
 inline constexpr int kExitRefused = 3;
+// A question shows the whole command: one whose shown form is longer than this is not asked
+// about (refused, saying so) rather than shown cut.
+inline constexpr std::size_t kMaxQuestionCommandBytes = 16384;
 inline constexpr int kExitRulesBroken = 2;
 
 struct Question {
@@ -36,6 +39,9 @@ struct Question {
   std::string agent_reason;  // on-request: the agent's own words (untrusted; shown sanitized)
   // "always" writes these allow rules; empty: "always" is not offered.
   std::vector<std::vector<std::string>> always_prefixes;
+  // Of a command question: each command of the script that no rule allows and the harmless set
+  // does not cover (the rules' verdict names only the one that decided it).
+  std::vector<std::vector<std::string>> unapproved;
 
   // The question as people read it, every untrusted string sanitized; no trailing prompt.
   std::string Text() const;

@@ -157,6 +157,43 @@ TEST_F(ExecFlowTest, NeverAnswerRunsNothingAndOnceRunsOnce) {
   EXPECT_EQ(sandbox_.calls.size(), 1u);
 }
 
+// Red team: the question cut the command at 400 characters, so a script padded with harmless
+// commands hid the one that ran ("once" approved what was never shown), and "why" named only
+// the first command no rule allows. Now the whole command is shown, every such command listed,
+// and one too long to show is not asked about.
+TEST_F(ExecFlowTest, AQuestionShowsTheWholeCommandAndEveryCommandNoRuleAllows) {
+  std::string pad;
+  for (int i = 0; i < 12; ++i)
+    pad += "echo checking-the-build-output-directory-listing-" + std::to_string(i) + "; ";
+  const std::string script = "make -v; " + pad + "python3 -c 'print(1337)'";
+  ASSERT_GT(script.size(), 600u);
+  asker_.answers = {ApprovalAnswer::kNever};
+  auto r = Run(Request({"bash", "-c", script}, ApprovalMode::kUntrusted));
+  EXPECT_EQ(r.exit_status, kExitRefused);
+  ASSERT_EQ(asker_.asked.size(), 1u);
+  const std::string text = asker_.asked[0].Text();
+  EXPECT_NE(text.find("python3 -c 'print(1337)'"), std::string::npos) << text;
+  EXPECT_NE(text.find("not allowed by any rule: `make -v` `python3 -c 'print(1337)'`"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(asker_.asked[0].ToJson()["not_allowed"].size(), 2u);
+  // The benign neighbour: one command, no list beside its reason.
+  asker_.answers = {ApprovalAnswer::kNever};
+  (void)Run(Request({"make", "test"}, ApprovalMode::kUntrusted));
+  ASSERT_EQ(asker_.asked.size(), 2u);
+  EXPECT_EQ(asker_.asked[1].Text().find("not allowed by any rule"), std::string::npos);
+  // Too long to show: not asked, nothing runs, and the report says why and what to do.
+  std::string huge = "make -v; ";
+  while (huge.size() <= kMaxQuestionCommandBytes) huge += pad;
+  auto refused = Run(Request({"bash", "-c", huge}, ApprovalMode::kUntrusted));
+  EXPECT_EQ(refused.exit_status, kExitRefused);
+  EXPECT_EQ(asker_.asked.size(), 2u);
+  EXPECT_TRUE(sandbox_.calls.empty());
+  EXPECT_NE(refused.report["refusal"].get<std::string>().find("too long to show"),
+            std::string::npos);
+  EXPECT_TRUE(refused.report.contains("how_to_allow"));
+}
+
 TEST_F(ExecFlowTest, ApprovalModeNeverRefusesWhatWouldBeAsked) {
   auto r = Run(Request({"git", "push"}, ApprovalMode::kNever));
   EXPECT_EQ(r.exit_status, kExitRefused);
