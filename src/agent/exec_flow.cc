@@ -13,14 +13,14 @@ double UnixNow() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+// A command as a question shows it: sanitized, every line break escaped (folded into a space, a
+// script's second line would read as part of a comment on its first).
 std::string Shown(const std::vector<std::string>& argv, std::size_t max = 400) {
-  return SanitizeForDisplay(JoinShellWords(argv), max);
+  return SanitizeForDisplay(JoinShellWords(argv), max, LineBreaks::kEscape);
 }
 
-// The command as a question shows it: whole, sanitized.
-std::string ShownWhole(const std::vector<std::string>& argv) {
-  return SanitizeForDisplay(JoinShellWords(argv), kNoDisplayCap);
-}
+// The command as a question shows it: whole.
+std::string ShownWhole(const std::vector<std::string>& argv) { return Shown(argv, kNoDisplayCap); }
 
 // The judged commands of the script that no rule allows and no harmless entry covers.
 std::vector<std::vector<std::string>> Unapproved(const CommandVerdict& verdict) {

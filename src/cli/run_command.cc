@@ -211,7 +211,7 @@ int RunOnce(const RunSettings& r) {
         !AskOnTerminal("\n" +
                        session::ConsentText(workspace, *manifest, admission.lookup.previous,
                                             admission.signer, admission.lookup.other_copy,
-                                            request.plugin_dir) +
+                                            request.plugin_dir, admission.lookup.copy_of) +
                        "Allow? [y/N] ")) {
       std::cerr << ErrorLine("anvil run",
                              Error{"denied",

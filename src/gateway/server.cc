@@ -89,6 +89,7 @@ Status Server::Start(const std::string& socket_path) {
     return SysFail("internal", "epoll/eventfd/signalfd");
   }
   ANVIL_RETURN_IF_ERROR(transport_.Listen(socket_path));
+  socket_path_ = socket_path;
   transport_.SetRearmDelayForTesting(options_.rearm_delay_ms_for_testing);
   auto add = [&](int fd, uint64_t tag) {
     epoll_event ev{};
@@ -195,8 +196,7 @@ int Server::Loop() {
   bool workers_running = false;
   epoll_event events[64];
   int status = 0;
-  bool signalled = false;
-  while (control_.open() && status == 0 && !signalled) {
+  while (control_.open() && status == 0) {
     int timeout;
     {
       std::lock_guard lock(transport_.mu());
@@ -243,9 +243,25 @@ int Server::Loop() {
             break;
           case kSignal: {
             signalfd_siginfo info{};
+            int signo = 0;
             while (::read(signals_.Get(), &info, sizeof(info)) == sizeof(info)) {
+              if (signo == 0) signo = static_cast<int>(info.ssi_signo);
             }
-            signalled = true;  // stops in order below, exit status 0
+            if (signo == 0) break;
+            status = 128 + signo;  // stops in order below
+            // What is in flight gets a short while to finish; a worker that does not (a queue of
+            // long execs, a wait nothing cancels) does not keep the gateway, its broker and their
+            // commands alive once the trusted side asked it to go or is gone.
+            try {
+              std::thread([socket = socket_path_, status] {
+                std::this_thread::sleep_for(kStopGrace);
+                ::unlink(socket.c_str());
+                ::_exit(status);
+              }).detach();
+            } catch (const std::system_error&) {
+              ::unlink(socket_path_.c_str());
+              ::_exit(status);
+            }
             break;
           }
           default:

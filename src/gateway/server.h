@@ -9,6 +9,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <thread>
@@ -69,7 +70,10 @@ class Server {
   UniqueFd conn_epoll_;  // the connections, polled by the I/O threads
   UniqueFd stop_;        // an eventfd in conn_epoll_: readable once the I/O threads are to stop
   UniqueFd io_failed_;   // an eventfd in epoll_: readable once an I/O thread has failed
-  UniqueFd signals_;     // a signalfd in epoll_ for the stop signals (kStopSignals)
+  UniqueFd signals_;     // a signalfd in epoll_ for the stop signals (SIGTERM, SIGINT, SIGHUP)
+  std::string socket_path_;
+  // After a stop signal, how long the in-flight work has before the gateway exits regardless.
+  static constexpr std::chrono::seconds kStopGrace{2};
   std::atomic<bool> io_failed_said_{false};
   uint32_t io_thread_count_ = 1;
   std::vector<std::thread> io_threads_;

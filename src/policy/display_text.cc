@@ -80,7 +80,7 @@ std::string SanitizeForDisplay(std::string_view untrusted, std::size_t max_code_
       continue;
     }
     pos += len;
-    if (IsBreak(c)) {
+    if (IsBreak(c) && breaks != LineBreaks::kEscape) {
       if (breaks == LineBreaks::kFold) {
         pending_space = true;
         continue;

@@ -41,6 +41,10 @@ enum class LineBreaks {
   // becomes "\n"; every other break (a lone \r, \v, \f, U+0085, U+2028, U+2029) is escaped,
   // because it could return to the start of a line and overwrite what is there.
   kKeep,
+  // One line that shows every character (a command a person approves): each break is escaped as
+  // \u{HEX}, as a control character is, so a second line of a script can neither hide as a
+  // space nor start a line of its own.
+  kEscape,
 };
 
 inline constexpr std::size_t kNoDisplayCap = std::numeric_limits<std::size_t>::max();

@@ -178,6 +178,9 @@ Result<GrantLookup> LookupGrant(GrantStore& store, const std::string& workspace,
     out.grant = latest->grant;
     return out;
   }
+  if (!latest->copy->SameDirectory(out.copy) && latest->copy->dir != out.copy.dir) {
+    out.copy_of = latest->copy->dir;
+  }
   out.previous = latest->grant;
   if (!NeedsConsent(out.previous, manifest.requested)) {
     // The changed manifest only removes permissions (or changes nothing it asks for): granted
@@ -196,9 +199,17 @@ Result<GrantLookup> LookupGrant(GrantStore& store, const std::string& workspace,
 
 std::string ConsentText(const std::string& workspace, const Manifest& manifest,
                         const std::optional<Grant>& previous, const std::string& signer,
-                        const std::optional<std::string>& other_copy, std::string_view plugin_dir) {
+                        const std::optional<std::string>& other_copy, std::string_view plugin_dir,
+                        const std::optional<std::string>& copy_of) {
   std::string text;
   if (previous) text = "The manifest changed and asks for more than before.\n";
+  if (copy_of && !copy_of->empty()) {
+    text += "This is a copy of the plugin you approved in " + SanitizeForDisplay(*copy_of, 400) +
+            " (the same code, another directory, another manifest). Approving it makes this "
+            "directory the approved copy: its later code changes run without asking, and the one "
+            "in " +
+            SanitizeForDisplay(*copy_of, 400) + " asks again when its code changes.\n";
+  }
   if (other_copy && !other_copy->empty() && *other_copy == plugin_dir) {
     text += "This is not the directory you approved: the one at " +
             SanitizeForDisplay(*other_copy, 400) +

@@ -76,6 +76,10 @@ struct GrantLookup {
   // directory (this very path when the approved directory was removed and another made here
   // since), or "" when the grant predates pinning grants to a copy. For the consent text.
   std::optional<std::string> other_copy;
+  // Set when this copy is let in only because its code is identical to the approved one's, which
+  // is in another directory (that directory's path): a manifest asking for more is then asked
+  // about as a copy, and approving it moves the approval here.
+  std::optional<std::string> copy_of;
   // The copy looked up: approve with it (GrantStore::Approve), and hand its files to the host
   // (HostConfig::pinned_files) when anvil.lock does not pin the plugin, so that the host runs
   // exactly the code the grant was found for.
@@ -94,9 +98,11 @@ Result<GrantLookup> LookupGrant(GrantStore& store, const std::string& workspace,
 // (consent.h).
 // `other_copy`: GrantLookup::other_copy (says why a plugin approved before is asked about);
 // `plugin_dir`: the directory asked about (when it is other_copy, it was made again there).
+// `copy_of`: GrantLookup::copy_of.
 std::string ConsentText(const std::string& workspace, const Manifest& manifest,
                         const std::optional<Grant>& previous, const std::string& signer = "",
                         const std::optional<std::string>& other_copy = std::nullopt,
-                        std::string_view plugin_dir = {});
+                        std::string_view plugin_dir = {},
+                        const std::optional<std::string>& copy_of = std::nullopt);
 
 }  // namespace anvil::session

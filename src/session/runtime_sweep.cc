@@ -53,18 +53,17 @@ bool HoldsOnlyASocket(int dir, bool* has_socket) {
   return only;
 }
 
-// True when connecting to `path` is refused: a socket file that nothing listens on.
+// True when connecting to `path` is refused at once: a socket file that nothing listens on. A
+// listener that does not accept (its backlog full, a stopped process) is not waited for: a
+// non-blocking connect that would wait counts as someone listening, so a stop never hangs here.
 bool NobodyListens(const std::string& path) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path.size() >= sizeof(addr.sun_path)) return false;
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  UniqueFd s(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  UniqueFd s(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!s) return false;
-  int r;
-  do {
-    r = ::connect(s.Get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr));
-  } while (r != 0 && errno == EINTR);
+  const int r = ::connect(s.Get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr));
   return r != 0 && errno == ECONNREFUSED;
 }
 

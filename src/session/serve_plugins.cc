@@ -149,6 +149,7 @@ void Server::ResolvePluginGrant(Plugin& p, bool auto_approve) {
   p.previous = admission.lookup.previous;
   p.copy = admission.lookup.copy;
   p.other_copy = admission.lookup.other_copy;
+  p.copy_of = admission.lookup.copy_of;
   switch (admission.verdict) {
     case AdmissionVerdict::kRefused:
       // The files are not what they claim to be (lock mismatch, bad signature).

@@ -149,6 +149,7 @@ struct Plugin {
   // grant was for another copy, which (LookupGrant).
   PluginCopy copy;
   std::optional<std::string> other_copy;
+  std::optional<std::string> copy_of;
   std::unique_ptr<HostProcess> host;
   uint64_t generation = 0;  // bumps whenever the host changes: stale events are ignored
   bool channel_closed = false, stderr_closed = false;

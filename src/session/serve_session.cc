@@ -230,7 +230,7 @@ void Server::RequestConsent(const json& id, const json& params) {
   }
   const Manifest& m = *plugin.entry.manifest;
   const std::string text = ConsentText(o_.workspace, m, plugin.previous, plugin.signer,
-                                       plugin.other_copy, plugin.entry.dir);
+                                       plugin.other_copy, plugin.entry.dir, plugin.copy_of);
   json request = {{"plugin",
                    {{"id", m.id},
                     {"name", SanitizeForDisplay(m.name, 100)},

@@ -114,6 +114,25 @@ TEST(DisplayText, LineBreaks) {
   });
 }
 
+// A command a person approves: every break shown, none folded into a space or kept as a line.
+TEST(DisplayText, LineBreaksEscapedShowEveryLine) {
+  struct Case {
+    std::string in, shown;
+  } cases[] = {
+      {"print(1)  # off\nimport os", "print(1)  # off\\u{a}import os"},
+      {"a\tb\r\nc", "a\\u{9}b\\u{d}\\u{a}c"},
+      {"a\vb\fc", "a\\u{b}b\\u{c}c"},
+      {"\n\na", "\\u{a}\\u{a}a"},
+      {"a\xe2\x80\xa8"
+       "b",
+       "a\\u{2028}b"},
+      {"plain text", "plain text"},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(SanitizeForDisplay(c.in, kNoDisplayCap, LineBreaks::kEscape), c.shown) << c.in;
+  }
+}
+
 TEST(DisplayText, BidiAndInvisibleCharacters) {
   Check({
       {"abc\xe2\x80\xae"

@@ -182,12 +182,19 @@ TEST_F(ExecFlowTest, AQuestionShowsTheWholeCommandAndEveryCommandNoRuleAllows) {
   (void)Run(Request({"make", "test"}, ApprovalMode::kUntrusted));
   ASSERT_EQ(asker_.asked.size(), 2u);
   EXPECT_EQ(asker_.asked[1].Text().find("not allowed by any rule"), std::string::npos);
+  // A second line of a script is shown as one, never folded into the comment before it.
+  asker_.answers = {ApprovalAnswer::kNever};
+  (void)Run(Request({"python3", "-c", "print('lint ok')  # disabled\nimport os"},
+                    ApprovalMode::kUntrusted));
+  ASSERT_EQ(asker_.asked.size(), 3u);
+  EXPECT_NE(asker_.asked[2].Text().find("# disabled\\u{a}import os"), std::string::npos)
+      << asker_.asked[2].Text();
   // Too long to show: not asked, nothing runs, and the report says why and what to do.
   std::string huge = "make -v; ";
   while (huge.size() <= kMaxQuestionCommandBytes) huge += pad;
   auto refused = Run(Request({"bash", "-c", huge}, ApprovalMode::kUntrusted));
   EXPECT_EQ(refused.exit_status, kExitRefused);
-  EXPECT_EQ(asker_.asked.size(), 2u);
+  EXPECT_EQ(asker_.asked.size(), 3u);
   EXPECT_TRUE(sandbox_.calls.empty());
   EXPECT_NE(refused.report["refusal"].get<std::string>().find("too long to show"),
             std::string::npos);

@@ -323,6 +323,28 @@ TEST_F(GrantStoreTest, AnIdenticalCopyWithAnotherManifestNeverTakesOverTheApprov
     EXPECT_EQ(*own->grant, mi.requested);
     std::filesystem::remove_all(vendored);
   }
+  // A wider manifest on the identical copy is asked about, and the question says it is a copy
+  // of the approved one and that approving it moves the approval.
+  Manifest wider =
+      make_plugin(vendored, "exec = [\"rg\"]\nfs.write = [\"notes/**\"]\n", "-- benign\n");
+  auto asked = session::LookupGrant(store, workspace_, wider, vendored);
+  ASSERT_TRUE(asked);
+  EXPECT_FALSE(asked->grant);
+  ASSERT_TRUE(asked->copy_of);
+  EXPECT_EQ(*asked->copy_of, installed);
+  const std::string text = session::ConsentText(workspace_, wider, asked->previous, "",
+                                                asked->other_copy, vendored, asked->copy_of);
+  EXPECT_NE(text.find("This is a copy of the plugin you approved in " + installed),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("Approving it makes this directory the approved copy"), std::string::npos);
+  // The approved directory's own wider manifest says nothing of copies.
+  Manifest own_wider =
+      make_plugin(installed, "exec = [\"rg\"]\nfs.write = [\"notes/**\"]\n", "-- benign\n");
+  auto own_asked = session::LookupGrant(store, workspace_, own_wider, installed);
+  ASSERT_TRUE(own_asked);
+  EXPECT_FALSE(own_asked->grant);
+  EXPECT_FALSE(own_asked->copy_of);
 }
 
 TEST_F(GrantStoreTest, PersistsAcrossOpens) {

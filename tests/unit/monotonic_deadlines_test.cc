@@ -33,6 +33,8 @@ const std::map<std::string, std::string> kReviewed = {
     {"linux/git_walk_cache.cc",
      "a stale temporary memo's age: compared with its mtime, which is wall time"},
     {"cli/sandbox_setup.cc", "a sandbox home's age: compared with its mtime, which is wall time"},
+    {"session/runtime_sweep.cc",
+     "a dead session's directory's age: compared with its mtime, which is wall time"},
     {"session/rpc_trace.h", "the --trace line's timestamp"},
     {"session/rpc_trace.cc", "the --trace line's timestamp"},
     {"cli/audit_view.h", "`anvil audit --since 10m`: compared with the audit lines' wall times"},

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "common/unique_fd.h"
 
@@ -104,6 +105,26 @@ TEST(RuntimeSweep, RemovesDeadSessionsAndLeavesEverythingElse) {
   ASSERT_EQ(::flock(lock.Get(), LOCK_SH | LOCK_NB), 0);
   const fs::path answering = dir("00000000000000a4");  // an older gateway: no lock, answers
   UniqueFd listening = LiveSocket(answering / "gateway.sock");
+  // A listener that never accepts, its backlog full (a stopped older gateway): left, and the
+  // sweep does not wait for it.
+  const fs::path stuck = dir("00000000000000a9");
+  UniqueFd stuck_listener(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strcpy(addr.sun_path, (stuck / "gateway.sock").c_str());
+    ASSERT_EQ(::bind(stuck_listener.Get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    ASSERT_EQ(::listen(stuck_listener.Get(), 0), 0);
+  }
+  std::vector<UniqueFd> fillers;
+  for (int i = 0; i < 4; ++i) {
+    UniqueFd c(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strcpy(addr.sun_path, (stuck / "gateway.sock").c_str());
+    (void)::connect(c.Get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    fillers.push_back(std::move(c));
+  }
   const fs::path with_audit = dir("00000000000000a5");
   DeadSocket(with_audit / "gateway.sock");
   std::ofstream(with_audit / "audit.jsonl") << "{}\n";
@@ -113,8 +134,8 @@ TEST(RuntimeSweep, RemovesDeadSessionsAndLeavesEverythingElse) {
   const fs::path other_name = dir("not-a-session");
   const fs::path target = dir("00000000000000b0");
   fs::create_directory_symlink(target, base / "00000000000000a8");
-  for (const fs::path& p : {dead_socket, dead_empty, locked, answering, with_audit, own, other_name,
-                            target, base / "00000000000000a8"}) {
+  for (const fs::path& p : {dead_socket, dead_empty, locked, answering, stuck, with_audit, own,
+                            other_name, target, base / "00000000000000a8"}) {
     MakeOld(p);
   }
   fs::remove(target);  // the link now leads nowhere; a dead-looking name that is not a directory
@@ -124,6 +145,7 @@ TEST(RuntimeSweep, RemovesDeadSessionsAndLeavesEverythingElse) {
   EXPECT_FALSE(fs::exists(dead_empty));
   EXPECT_TRUE(fs::exists(locked / "gateway.sock"));
   EXPECT_TRUE(fs::exists(answering / "gateway.sock"));
+  EXPECT_TRUE(fs::exists(stuck / "gateway.sock"));
   EXPECT_TRUE(fs::exists(with_audit / "audit.jsonl"));
   EXPECT_TRUE(fs::exists(with_audit / "gateway.sock"));
   EXPECT_TRUE(fs::exists(young / "gateway.sock"));
