@@ -6,9 +6,14 @@
 // poll is counted as one unit of RuntimeLimits::instructions, so a call may make
 // ceil(instructions / 10,000) handler calls. In a tight loop a poll is one iteration, the unit
 // the Lua count hook sees for `while true do end`; in straight-line code one poll covers a few
-// bytecodes, so the JS budget is coarser than Lua's, never finer. The handler also checks the
-// steady-clock deadline. Once the instruction budget, the deadline or the memory budget (the
-// allocator here, not QuickJS's own accounting, so the runtime knows it happened) is spent,
+// bytecodes, so the JS budget is coarser than Lua's, never finer. The poll counter is the
+// context's (there is one): generators, async functions and promise jobs poll on it too, and it
+// is reset only when it reaches zero, so no poll is lost when one of them ends. libregexp's
+// counter is its own, started afresh at each match: a match of fewer than 10,000 backtracking
+// steps calls no handler and is charged nothing, a builtin's loop that the CPU-time check below
+// bounds like any other. The handler also checks the steady-clock deadline. Once the
+// instruction budget, the deadline or the memory budget (the allocator here, not QuickJS's own
+// accounting, so the runtime knows it happened) is spent,
 // the handler returns 1 at every later poll: QuickJS's interrupt error skips catch and finally,
 // so `try { for(;;){} } catch {}` loops cannot keep a plugin alive; and every API binding
 // refuses with an uncatchable error, so the window before the next poll cannot reach the host.

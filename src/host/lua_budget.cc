@@ -1,10 +1,22 @@
 // The Lua runtime's budgets (lua_internal.h): instructions via a count hook (and their CPU-time
 // equivalent, read there too: ipc/cpu_budget.h), memory via the allocator, wall clock in the
-// hook. Once one is spent the whole VM is spent for the rest of the
-// command (one flag per VM, not per thread), and every way plugin code could go on is closed:
-//  - the hook is per thread in Lua 5.4 (a coroutine copies its creator's at creation): every
-//    hook call raises once spent, and a thread that sees it switches to a hook on every
-//    instruction; coroutine.resume/wrap/close give a thread that lacks the hook one first;
+// hook. Instructions are charged ahead: the count hook is per thread in Lua 5.4, and what a
+// thread ran since its last hook call is known to no one (lua_gethookcount is the interval, not
+// what is left of it), so charging each interval after it ran would never charge a coroutine
+// that ends, or stays suspended, before its first hook call, nor the part of an interval a
+// lua_sethook throws away. So an interval is paid for when it is set (Prepay): the main
+// thread's at StartBudget, a coroutine's first one before it runs (resume, a wrap function,
+// close: PrepareThread), the next one at each hook call. An interval a thread leaves unused is
+// charged all the same, so it starts small (kFirstHookEvery) and doubles up to kHookEvery: a
+// coroutine costs at least kFirstHookEvery, at most twice what it ran plus kFirstHookEvery,
+// and never more than kHookEvery beyond what it ran. A thread's extra space records
+// the budget that paid its interval: a new thread (whose count Lua copied from its creator)
+// and one from an earlier command are paid for again, from this budget, before they run.
+// Once a budget is spent the whole VM is spent for the rest of the command (one flag per VM,
+// not per thread), and every way plugin code could go on is closed:
+//  - every hook call raises once spent, and a thread that sees it switches to a hook on every
+//    instruction; coroutine.resume/wrap/close pay for a thread's interval before it runs, or
+//    refuse once nothing is left;
 //  - pcall, xpcall, coroutine.resume/wrap/close and load (whose reader runs protected) are
 //    wrapped: they refuse to start once spent and re-raise when spent on return, so no Lua
 //    error boundary can catch the budget (a wrapped pcall keeps Lua's yield-across-pcall);
@@ -18,12 +30,18 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 #include "host/lua_internal.h"
 
 namespace anvil::host::lua {
+
+// A thread's extra space holds the number of the budget that paid its interval.
+static_assert(LUA_EXTRASPACE >= sizeof(uintptr_t));
 
 void* LuaRuntime::Alloc(void* ud, void* ptr, size_t osize, size_t nsize) {
   auto* self = static_cast<LuaRuntime*>(ud);
@@ -54,23 +72,41 @@ void LuaRuntime::Hook(lua_State* L, lua_Debug*) {
     return;
   }
   if (!self->Spent()) {
-    // The hook count is per thread: one left at 1 by an earlier spent command is charged 1 and
-    // put back to the normal interval.
-    const int count = lua_gethookcount(L);
-    self->instructions_left_ -= count;
-    if (self->instructions_left_ <= 0) self->instructions_spent_ = true;
-    const auto now = Clock::now();
-    if (now >= self->deadline_) self->deadline_passed_ = true;
-    // CPU time spent inside builtins, which run no counted instruction, spends the budget too.
-    if (self->cpu_.Due(now) && self->cpu_.Over(now, ipc::ThreadCpuTime())) {
-      self->instructions_spent_ = true;
-    }
-    if (!self->Spent()) {
-      if (count != kHookEvery) lua_sethook(L, Hook, LUA_MASKCOUNT, kHookEvery);
-      return;
-    }
+    // The interval that just ran was paid for when it was set, unless the thread's hook comes
+    // from an earlier budget (a thread left spent at 1, or one not prepared before it ran):
+    // that one is charged now, after the fact.
+    const int ran = lua_gethookcount(L);
+    if (!self->Prepaid(L)) self->instructions_left_ -= ran;
+    self->Prepay(L, std::clamp(2 * ran, kFirstHookEvery, kHookEvery), /*in_hook=*/true);
+    if (!self->Spent()) return;
   }
   self->RaiseSpent(L, /*in_hook=*/true);
+}
+
+void LuaRuntime::Prepay(lua_State* L, int interval, bool in_hook) {
+  const auto now = Clock::now();
+  if (now >= deadline_) deadline_passed_ = true;
+  // CPU time spent inside builtins, which run no counted instruction, spends the budget too.
+  if (cpu_.Due(now) && cpu_.Over(now, ipc::ThreadCpuTime())) instructions_spent_ = true;
+  if (instructions_left_ <= 0) instructions_spent_ = true;
+  if (Spent()) {
+    lua_sethook(L, Hook, LUA_MASKCOUNT, 1);
+    return;
+  }
+  const int n = static_cast<int>(std::min<int64_t>(interval, instructions_left_));
+  instructions_left_ -= n;
+  // In the hook, Lua has just reset the count to the interval that ran.
+  if (!in_hook || lua_gethookcount(L) != n) lua_sethook(L, Hook, LUA_MASKCOUNT, n);
+  // The main thread's extra space stays 0: every new thread starts with a copy of it.
+  if (L != L_) std::memcpy(lua_getextraspace(L), &budget_number_, sizeof budget_number_);
+}
+
+bool LuaRuntime::Prepaid(lua_State* L) const {
+  if (lua_gethook(L) != Hook) return false;
+  if (L == L_) return true;  // prepaid at StartBudget
+  uintptr_t paid_in = 0;
+  std::memcpy(&paid_in, lua_getextraspace(L), sizeof paid_in);
+  return paid_in == budget_number_;
 }
 
 void LuaRuntime::RaiseSpent(lua_State* L, bool in_hook) {
@@ -99,20 +135,22 @@ void LuaRuntime::Admit(lua_State* L) {
 }
 
 void LuaRuntime::PrepareThread(lua_State* co) {
-  if (co != nullptr && lua_gethook(co) != Hook) lua_sethook(co, Hook, LUA_MASKCOUNT, kHookEvery);
+  if (co != nullptr && !Prepaid(co)) Prepay(co, kFirstHookEvery, /*in_hook=*/false);
 }
 
 void LuaRuntime::StartBudget() {
-  instructions_left_ = static_cast<int64_t>(limits_.instructions);
+  ++budget_number_;  // every thread's paid interval is now from an earlier budget
+  instructions_left_ = static_cast<int64_t>(
+      std::min<uint64_t>(limits_.instructions, std::numeric_limits<int64_t>::max()));
   instructions_spent_ = false;
   deadline_passed_ = false;
   deadline_ = Clock::now() + limits_.deadline;
   cpu_ = ipc::CpuWatch(ipc::CpuBudgetFor(limits_.instructions), Clock::now(), ipc::ThreadCpuTime());
-  lua_sethook(L_, Hook, LUA_MASKCOUNT, kHookEvery);
   if (memory_spent_) {
     memory_spent_ = false;
     lua_gc(L_, LUA_GCCOLLECT);
   }
+  Prepay(L_, kHookEvery, /*in_hook=*/false);
 }
 
 Status LuaRuntime::MakeSpentMessages() {
@@ -220,6 +258,7 @@ int GuardedCall(lua_State* L) {
   lua_State* co = lua_tothread(L, lua_upvalueindex(2));
   if (co == nullptr) co = lua_tothread(L, 1);
   self->PrepareThread(co);
+  if (self->Spent()) self->RaiseSpent(L);
   const int n = lua_gettop(L);
   lua_pushvalue(L, lua_upvalueindex(1));
   lua_insert(L, 1);

@@ -12,6 +12,7 @@
 #include <lua.h>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -28,7 +29,11 @@ namespace anvil::host::lua {
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
-inline constexpr int kHookEvery = 1000;  // instructions between count-hook calls
+// The instruction budget is charged ahead, per thread (lua_budget.cc): a thread's count hook
+// interval is paid for when it is set, starting at kFirstHookEvery instructions for a thread
+// and doubling at each hook call up to kHookEvery.
+inline constexpr int kHookEvery = 1000;     // instructions between count-hook calls, at most
+inline constexpr int kFirstHookEvery = 64;  // a thread's first interval
 inline constexpr int kMaxJsonDepth = 64;
 inline constexpr char kCommandsKey[] = "anvil.commands";
 inline constexpr char kModulesKey[] = "anvil.modules";  // name -> source (not yet loaded)
@@ -69,7 +74,9 @@ class LuaRuntime : public Runtime {
   [[noreturn]] void RaiseSpent(lua_State* L, bool in_hook = false);
   // Before anything that reaches the host: raises unless a command runs within its budget.
   void Admit(lua_State* L);
-  // Gives a thread about to run the hook it must have (one made outside a budget has none).
+  // Before a coroutine runs (resume, a wrap function, close): a thread not yet paid for in
+  // this budget (a new one, or one from an earlier budget) gets the hook and its first
+  // interval, paid for. May spend the budget (the caller raises).
   void PrepareThread(lua_State* co);
   // The message handler of every protected run: records where the error was raised and the
   // stack above it (bounded; allocates nothing in the VM and runs no plugin code).
@@ -81,6 +88,13 @@ class LuaRuntime : public Runtime {
   // The spent budgets' messages, made at Init (RaiseSpent must not allocate).
   Status MakeSpentMessages();
   void StartBudget();
+  // Charges `interval` instructions ahead (fewer when less is left) and makes them L's count
+  // hook interval, checking the deadline and the CPU time too; when nothing is left, or
+  // another budget is spent, the budget is spent and L's hook fires at its next instruction.
+  // `in_hook`: called from L's count hook, whose count Lua has just reset.
+  void Prepay(lua_State* L, int interval, bool in_hook);
+  // L's current interval was paid for in this budget (the main thread's at StartBudget).
+  bool Prepaid(lua_State* L) const;
   Error ErrorFromLua(int status);
   Status RunProtected(int nargs, int nresults);
   // The error value on top of the stack as text: a string as is; a table as a bounded rendering
@@ -97,6 +111,9 @@ class LuaRuntime : public Runtime {
   bool instructions_spent_ = false;
   bool deadline_passed_ = false;
   bool budget_active_ = false;  // plugin code is running under a budget (RunProtected)
+  // Numbers the budgets (StartBudget); a thread's Lua extra space holds the number of the
+  // budget that paid its interval. 0 is none: a new thread copies the main thread's, 0.
+  uintptr_t budget_number_ = 0;
   Clock::time_point deadline_;
   ipc::CpuWatch cpu_;  // the instruction budget's CPU-time equivalent (ipc/cpu_budget.h)
   int messages_[kMessageCount] = {LUA_NOREF, LUA_NOREF, LUA_NOREF};  // registry refs

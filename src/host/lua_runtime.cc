@@ -187,6 +187,8 @@ Status LuaRuntime::RunProtected(int nargs, int nresults) {
 Status LuaRuntime::Init() {
   L_ = lua_newstate(&LuaRuntime::Alloc, this);
   if (!L_) return Fail("limit", "cannot create the Lua state within the memory budget");
+  // Uninitialized by Lua; every new thread copies it: "paid in no budget" (lua_budget.cc).
+  std::memset(lua_getextraspace(L_), 0, LUA_EXTRASPACE);
   lua_newtable(L_);
   lua_setfield(L_, LUA_REGISTRYINDEX, kCommandsKey);
   lua_newtable(L_);

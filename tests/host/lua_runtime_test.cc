@@ -214,6 +214,72 @@ TEST_F(LuaRuntimeTest, InfiniteLoopStopsAtTheDeadline) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }
 
+// The count hook is per thread: a coroutine that ran fewer instructions than one hook interval
+// and ended (returned, errored, was closed or dropped) was never charged, so a loop of
+// short-lived coroutines ran its work free, ~6x this budget here (the red team's plugin ran
+// ~2e9 instructions against the default 2e8). Every variant must stop as the plain loop does.
+TEST_F(LuaRuntimeTest, InstructionsRunInShortLivedCoroutinesAreCharged) {
+  RuntimeLimits limits;
+  limits.instructions = 1'000'000;
+  limits.deadline = std::chrono::minutes(5);  // the instruction budget is under test
+  // ~500 instructions of work per call, 10,000 calls; the main thread's own loop stays far
+  // below the budget (a few instructions per round).
+  const std::string work =
+      "local work = function() local x = 0 for i = 1, 240 do x = x + i end return x end\n"
+      "local create, resume, wrap, close = coroutine.create, coroutine.resume, coroutine.wrap,"
+      " coroutine.close\n";
+  for (const std::string loop : {
+           // The plain loop the others are measured against.
+           "for k = 1, 10000 do work() end",
+           // A fresh coroutine per round, run to its end and dropped.
+           "for k = 1, 10000 do resume(create(work)) end",
+           "for k = 1, 10000 do wrap(work)() end",
+           // Ended by an error, caught by resume or by pcall around a wrap function.
+           "local bad = function() work() error('x') end\n"
+           "for k = 1, 10000 do resume(create(bad)) end",
+           "local bad = function() work() error('x') end\n"
+           "for k = 1, 10000 do pcall(wrap(bad)) end",
+           // Suspended after its work, then closed.
+           "local y = function() work() coroutine.yield() end\n"
+           "for k = 1, 10000 do local co = create(y) resume(co) close(co) end",
+           // Made inside another coroutine.
+           "wrap(function() for k = 1, 10000 do resume(create(work)) end end)()",
+           // One coroutine resumed many times, yielding after a little work each time.
+           "local gen = wrap(function() while true do work() coroutine.yield() end end)\n"
+           "for k = 1, 10000 do gen() end",
+       }) {
+    auto r = RunSnippet(work + loop + "\nreturn 'done'", limits);
+    if (r) {
+      ADD_FAILURE() << loop << "\nreturned " << *r;
+      continue;
+    }
+    EXPECT_EQ(r.error().ToString(), "limit: instruction budget exhausted") << loop;
+  }
+}
+
+// The benign neighbour: coroutine-heavy plugins (a generator over 10,000 items, an iterator
+// coroutine per item) finish well within the same budget with the right results.
+TEST_F(LuaRuntimeTest, CoroutineHeavyPluginsFinishWithinTheBudget) {
+  RuntimeLimits limits;
+  limits.instructions = 1'000'000;
+  limits.deadline = std::chrono::minutes(5);
+  auto r = RunSnippet(R"(
+    local gen = coroutine.wrap(function() for i = 1, 10000 do coroutine.yield(i) end end)
+    local sum = 0
+    for k = 1, 10000 do sum = sum + gen() end
+    local pairs_seen = 0
+    for k = 1, 2000 do
+      local it = coroutine.wrap(function() for i = 1, 3 do coroutine.yield(i) end end)
+      pairs_seen = pairs_seen + it() + it() + it()
+    end
+    local co = coroutine.create(function() error('inner') end)
+    local ok, e = coroutine.resume(co)
+    return {sum, pairs_seen, ok, coroutine.status(co)})",
+                      limits);
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(*r, R"([50005000,12000,false,"dead"])");
+}
+
 TEST_F(LuaRuntimeTest, MemoryBalloonStopsAtTheBudgetEvenUnderPcall) {
   RuntimeLimits limits;
   limits.memory_bytes = 8 << 20;

@@ -44,6 +44,14 @@ anvil.command('instructions', function()
   sys.fs.write('escaped.txt', tostring(n))
   return 'escaped'
 end)
+-- The work runs in short-lived coroutines, each ending before its thread's first count hook:
+-- ~5e8 instructions against the default budget of 2e8.
+anvil.command('coroutines', function()
+  local work = function() local x = 0 for i = 1, 240 do x = x + i end end
+  for k = 1, 1000000 do coroutine.resume(coroutine.create(work)) end
+  sys.fs.write('escaped.txt', 'after')
+  return 'escaped'
+end)
 -- A message handler: Lua runs it with every hook off.
 anvil.command('handler', function()
   xpcall(function() while true do end end, function(e)
@@ -150,6 +158,11 @@ TEST_P(HostBudget, BudgetSpentInACoroutineStopsTheWholeLuaVm) {
   ExpectStopped(lua_.path(), "memory", "limit: memory budget exhausted");
   ExpectStopped(lua_.path(), "instructions", "limit: instruction budget exhausted");
   ExpectStopped(lua_.path(), "handler", "limit: instruction budget exhausted");
+}
+
+// Instructions run in coroutines too short to reach their thread's count hook are charged.
+TEST_P(HostBudget, InstructionsInShortLivedCoroutinesSpendTheLuaBudget) {
+  ExpectStopped(lua_.path(), "coroutines", "limit: instruction budget exhausted", "60");
 }
 
 TEST_P(HostBudget, BudgetSpentInAPromiseExecutorStopsTheWholeJsVm) {
