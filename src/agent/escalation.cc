@@ -8,6 +8,7 @@
 #include "linux/trust_shield.h"
 #include "policy/command_rules.h"
 #include "policy/consent.h"
+#include "policy/host_autorun.h"
 #include "policy/shell_words.h"
 
 namespace anvil::agent {
@@ -54,7 +55,19 @@ bool Overlaps(const std::string& a, const std::string& b) {
   return PathIsWithin(a, b) || PathIsWithin(b, a);
 }
 
-// Why `dir` may not become a writable root; "" when it may.
+// The hidden entry of `home` (a top-level name starting with '.': ~/.config, ~/.cursor) that
+// `dir` is or lies in; "" when none.
+std::string HiddenEntryOf(const std::string& dir, const std::string& home) {
+  if (home.empty() || dir == home || !PathIsWithin(dir, home)) return "";
+  const std::size_t start = home == "/" ? 1 : home.size() + 1;
+  if (start >= dir.size() || dir[start] != '.') return "";
+  return dir.substr(0, dir.find('/', start));
+}
+
+// Why `dir` may not become a writable root; "" when it may. The directory is chosen by the
+// sandboxed side (the path it wrote, or the one it asked for), so the user's own places are not
+// judged by a list of the dangerous ones but kept out as a whole: every hidden entry of a home
+// and the XDG base directories, where programs keep what they load code from.
 std::string WhyNotWritable(const std::string& dir, const EscalationContext& context) {
   if (!IsCleanAbsolute(dir)) return "not a plain absolute path";
   if (dir == "/") return "it would be the whole filesystem";
@@ -68,8 +81,12 @@ std::string WhyNotWritable(const std::string& dir, const EscalationContext& cont
       return "system directories stay read-only";
     }
   }
-  if (!context.home.empty() && PathIsWithin(context.home, dir)) {
-    return "it would make the whole home directory writable";
+  std::vector<std::string> homes = context.more_homes;
+  homes.insert(homes.begin(), context.home);
+  for (const auto& home : homes) {
+    if (!home.empty() && PathIsWithin(home, dir)) {
+      return "it would make the whole home directory writable";
+    }
   }
   if (!context.workspace.empty() && PathIsWithin(context.workspace, dir)) {
     return "it is the workspace or a directory above it";
@@ -88,20 +105,27 @@ std::string WhyNotWritable(const std::string& dir, const EscalationContext& cont
   for (const auto& r : context.writable_roots) {
     if (PathIsWithin(dir, r)) return "it is already writable";
   }
-  return "";
-}
-
-// The directory a refused write happened in: the deepest existing directory above the path
-// (a write may create several levels), bounded below by `floor` when given.
-std::string DirectoryOf(const std::string& path, const std::string& floor,
-                        const IsDirectory& is_directory) {
-  std::string dir = Parent(path);
-  while (dir != "/" && !is_directory(dir)) {
-    if (!floor.empty() && dir == floor) break;
-    dir = Parent(dir);
+  for (const auto& home : homes) {
+    if (std::string entry = HiddenEntryOf(dir, home); !entry.empty()) {
+      return "it is in " + entry +
+             ", a hidden place of your home, where programs keep the settings, plugins and "
+             "caches they load code from outside the sandbox; only you can name it, with anvil "
+             "sandbox --writable-root";
+    }
   }
-  if (!floor.empty() && !PathIsWithin(dir, floor)) return floor;
-  return dir;
+  for (const auto& base : context.user_base_dirs) {
+    if (!base.empty() && Overlaps(dir, base)) {
+      return "it is, holds or is inside " + base +
+             " (an XDG base directory: settings, data and caches programs load code from "
+             "outside the sandbox); only you can name it, with anvil sandbox --writable-root";
+    }
+  }
+  if (context.holds_repositories && context.holds_repositories(dir)) {
+    return "it holds other repositories (or more than Anvil looks through to tell): a widening "
+           "opens no more than the directory a write needs; only you can name this one, with "
+           "anvil sandbox --writable-root";
+  }
+  return "";
 }
 
 struct Outcome {
@@ -128,8 +152,18 @@ Outcome Consider(const RefusalFact& r, const EscalationContext& c, const IsDirec
         if (!floor.empty() && !IsCleanAbsolute(floor)) {
           return {std::nullopt, "the readable root is not canonical"};
         }
-        const std::string dir = DirectoryOf(r.subject, floor, is_dir);
-        if (!is_dir(dir)) return {std::nullopt, dir + " is not an existing directory"};
+        // The directory written in, never one above it in its place: a write below directories
+        // that do not exist yet (~/src/new/a/b) would otherwise earn the nearest existing one
+        // (~/src, every project), far more than the write needs.
+        const std::string dir = Parent(r.subject);
+        if (!floor.empty() && !PathIsWithin(dir, floor)) {
+          return {std::nullopt, "the write is not inside its readable root " + floor};
+        }
+        if (!is_dir(dir)) {
+          return {std::nullopt, dir +
+                                    " is not an existing directory (no directory above it is "
+                                    "offered in its place: it may hold far more than the write)"};
+        }
         if (std::string why = WhyNotWritable(dir, c); !why.empty()) {
           return {std::nullopt, "--writable-root " + dir + " is not offered: " + why};
         }
@@ -232,6 +266,19 @@ std::vector<std::string> ProtectedAnvilPaths(const char* xdg_config_home,
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<std::string> UserBaseDirs(const char* xdg_config_home, const char* xdg_data_home,
+                                      const char* xdg_state_home, const char* xdg_cache_home) {
+  std::vector<std::string> out;
+  for (const char* v : {xdg_config_home, xdg_data_home, xdg_state_home, xdg_cache_home}) {
+    if (v == nullptr) continue;
+    if (auto clean = CleanAbsolute(v);
+        clean && *clean != "/" && std::find(out.begin(), out.end(), *clean) == out.end()) {
+      out.push_back(*clean);
+    }
+  }
   return out;
 }
 

@@ -6,9 +6,11 @@
 //   --writable-git          a protected git metadata path was written
 //   --allow-host HOST[:P]   the proxy refused a host because it is not on the list
 //   --writable-root DIR     a read-only directory outside the workspace was written (the
-//                           directory written in, never "/", a system root, $HOME itself, an
-//                           ancestor of the workspace, Anvil's own configuration and state, or
-//                           a place the host runs from: ~/.local/bin, ~/.config/systemd, ...)
+//                           directory written in, when it exists; never "/", a system root,
+//                           $HOME itself, an ancestor of the workspace, Anvil's own configuration
+//                           and state, a place the host runs from (~/.local/bin, ...), a hidden
+//                           entry of a home or anything in one, an XDG base directory or
+//                           anything in or above one, or a directory holding other repositories)
 // Nothing else is ever offered: not a credential location, not .anvil, not a system directory,
 // not the network for a command that ran with --network none, and never "unsandboxed". The
 // refused subject comes from the sandboxed command (it picked the path and the host), so what
@@ -68,7 +70,20 @@ struct EscalationContext {
   // What the host runs from the home (policy/host_autorun.h, HostAutorunPaths): neither it nor
   // anything inside it is offered; only the user names it (anvil sandbox --writable-root).
   std::vector<std::string> host_autorun;
+  // The user database's home when it differs from `home` (canonical): judged like it.
+  std::vector<std::string> more_homes;
+  // $XDG_CONFIG_HOME, $XDG_DATA_HOME, $XDG_STATE_HOME and $XDG_CACHE_HOME as set (UserBaseDirs;
+  // each also canonical): neither one, nor anything inside or above one, is offered.
+  std::vector<std::string> user_base_dirs;
+  // Whether a directory holds repositories below it (HoldsRepositories in the front ends;
+  // injected like IsDirectory). Unset: no directory does.
+  std::function<bool(const std::string& dir)> holds_repositories;
 };
+
+// The XDG base directories as the environment sets them: the absolute values only, made
+// lexically clean ("/a//b/" -> "/a/b"), as the XDG Base Directory spec ignores the others.
+std::vector<std::string> UserBaseDirs(const char* xdg_config_home, const char* xdg_data_home,
+                                      const char* xdg_state_home, const char* xdg_cache_home);
 
 // $XDG_CONFIG_HOME/anvil (or ~/.config/anvil), $XDG_STATE_HOME/anvil (or ~/.local/state/anvil),
 // the user's rules directory and /etc/anvil, from the given environment values.

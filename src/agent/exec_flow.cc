@@ -131,6 +131,11 @@ std::string Question::Text() const {
     out += "  always allows:";
     for (const auto& p : always_prefixes) out += " `" + Shown(p, 120) + "`";
     out += "\n";
+    // An allow rule names a command, not the files it runs: `make` or `npm test` runs whatever
+    // the directory's Makefile or package.json says.
+    out +=
+        "                 from now on without a question, in any directory and repository: what "
+        "it runs there (a Makefile, a script, a build file) is that directory's own\n";
   }
   return out;
 }

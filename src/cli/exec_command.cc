@@ -1,5 +1,6 @@
 #include "cli/exec_command.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/socket.h>
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "agent/ask_protocol.h"
@@ -146,6 +148,64 @@ bool IsRealDirectory(const std::string& path) {
   return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+namespace {
+
+// What HoldsRepositories looks through at most before it says yes without knowing.
+constexpr std::size_t kMaxRepositoryScanEntries = 10000;
+
+// The names of a directory (not "." or ".."); nullopt when it cannot be read.
+std::optional<std::vector<std::string>> DirectoryNames(const std::string& dir,
+                                                       std::size_t& budget) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return std::nullopt;
+  std::vector<std::string> names;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    if (budget == 0) {
+      ::closedir(d);
+      return std::nullopt;
+    }
+    --budget;
+    names.push_back(name);
+  }
+  ::closedir(d);
+  return names;
+}
+
+bool IsRepositoryRoot(const std::string& dir) {
+  struct stat st {};
+  for (const char* marker : {"/.git", "/.hg", "/.jj", "/.svn"}) {
+    if (::lstat((dir + marker).c_str(), &st) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool HoldsRepositories(const std::string& dir) {
+  std::size_t budget = kMaxRepositoryScanEntries;
+  auto children = DirectoryNames(dir, budget);
+  if (!children) return true;
+  for (const auto& child : *children) {
+    if (child.starts_with('.')) continue;  // .git of dir itself, tools' state
+    const std::string path = dir + "/" + child;
+    if (!IsRealDirectory(path)) continue;
+    if (IsRepositoryRoot(path)) return true;
+    auto grandchildren = DirectoryNames(path, budget);
+    if (!grandchildren) {
+      if (budget == 0) return true;
+      continue;  // one the user cannot read: nothing of it is the command's either
+    }
+    for (const auto& g : *grandchildren) {
+      if (g.starts_with('.')) continue;
+      const std::string inner = path + "/" + g;
+      if (IsRealDirectory(inner) && IsRepositoryRoot(inner)) return true;
+    }
+  }
+  return false;
+}
+
 agent::SandboxRun RunSandboxInProcess(const std::vector<std::string>& sandbox_args) {
   SandboxRunFacts facts;
   agent::SandboxRun run;
@@ -225,6 +285,22 @@ Result<ExecOptions> ParseExecArgs(const std::vector<std::string>& args,
   context.never_writable = agent::ProtectedAnvilPaths(std::getenv("XDG_CONFIG_HOME"),
                                                       std::getenv("XDG_STATE_HOME"), home.c_str());
   context.host_autorun = HostAutorunPaths(AutorunEnvFromProcess());
+  // The user database's home, judged like $HOME, and the XDG base directories, as set and as
+  // their links lead.
+  if (const std::string passwd = PasswdHome(); !passwd.empty()) {
+    if (const std::string c = Canonical(passwd); !c.empty() && c != context.home) {
+      context.more_homes.push_back(c);
+    }
+  }
+  for (const auto& base :
+       agent::UserBaseDirs(std::getenv("XDG_CONFIG_HOME"), std::getenv("XDG_DATA_HOME"),
+                           std::getenv("XDG_STATE_HOME"), std::getenv("XDG_CACHE_HOME"))) {
+    context.user_base_dirs.push_back(base);
+    if (const std::string c = Canonical(base); !c.empty() && c != base) {
+      context.user_base_dirs.push_back(c);
+    }
+  }
+  context.holds_repositories = HoldsRepositories;
 
   // The PATHs the command's bare names are looked up on (policy/program_lookup.h): the
   // caller's, where `anvil sandbox` finds the command itself, outside and before it starts; and

@@ -37,6 +37,10 @@ const std::set<std::string>& SandboxValueFlags();
 
 // An existing directory that is not a symbolic link.
 bool IsRealDirectory(const std::string& path);
+// Whether `dir` holds a repository (.git, .hg, .jj, .svn) in a subdirectory or one below that
+// (~/src/app, ~/work/client/app), or cannot tell (unreadable, or too much to look through):
+// agent/escalation.h's holds_repositories for the real file system.
+bool HoldsRepositories(const std::string& dir);
 
 // Appends audit lines to the workspace's audit log (the file `anvil audit` reads).
 agent::AuditSink WorkspaceAuditSink(const std::string& workspace);

@@ -225,7 +225,9 @@ ApprovalDecision DecideApproval(const CommandVerdict& verdict, ApprovalMode mode
         const std::string on_request = "run with --approval on-request (sandboxed, no question)";
         // A script's command that writes a file, assigns or expands, or a command not fully
         // understood: no rule can allow it.
-        const bool no_rule_allows = !verdict.understood || BeyondAllowRules(verdict);
+        // So does a program an allow rule cannot speak for (named by a relative path, ...).
+        const bool no_rule_allows =
+            !verdict.understood || BeyondAllowRules(verdict) || prefixes.empty();
         return Refuse(verdict.reason +
                           "; approval mode untrusted asks, and nobody can be asked "
                           "here",
@@ -294,6 +296,13 @@ Status ValidateAlwaysPrefix(const std::vector<std::string>& prefix,
   // without -c reads its script from stdin or a file, xargs takes its arguments from stdin,
   // env/nice/timeout run whatever follows): even the exact command is not a fixed thing to
   // allow forever.
+  // A program named by a relative path is whatever file of that name is where it runs: the
+  // rule would run any repository's `./build.sh` without a question.
+  if (prefix[0].find('/') != std::string::npos && prefix[0][0] != '/') {
+    return Fail("invalid", "'" + SanitizeForDisplay(prefix[0], 80) +
+                               "' is named by a relative path (any directory's file of that "
+                               "name), so \"always\" cannot be recorded for it (fix: answer once)");
+  }
   const std::string_view program = ProgramName(prefix[0]);
   if (RunsAnotherProgram(program)) {
     return Fail("invalid", "'" + SanitizeForDisplay(program, 40) +

@@ -303,6 +303,12 @@ CommandVerdict EvaluateCommand(const CommandRules& rules, const std::vector<std:
         seg.segment.role = SegmentRole::kJudged;
       }
     }
+    if (seg.allow_blocked.empty() && program.find('/') != std::string::npos) {
+      // A program named by a relative path, or by its path in a writable root, is a file the
+      // workspace holds or the command may write: an allow rule for it would speak for any
+      // repository's `./build.sh` (program_lookup.h).
+      seg.allow_blocked = ProgramPathAllowBlocked(program, search);
+    }
     const bool narrowing = seg.segment.role == SegmentRole::kNarrowing;
     // A command that writes a file or runs with a script's variables is more than the argv an
     // allow rule allows: only restrictions apply to it.

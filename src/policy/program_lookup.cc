@@ -160,6 +160,31 @@ std::string SystemPathNotSystems(std::string_view argv0, const ProgramSearch& se
   return "";
 }
 
+std::string ProgramPathAllowBlocked(std::string_view argv0, const ProgramSearch* search) {
+  const std::size_t slash = argv0.rfind('/');
+  if (slash == std::string_view::npos) return "";
+  const std::string shown = "`" + SanitizeForDisplay(argv0, 120) + "`";
+  if (argv0[0] != '/') {
+    return shown +
+           " is named by a relative path: it is whatever file of that name is in the directory "
+           "the command runs in, in any repository, so an allow rule does not speak for it "
+           "(fix: answer the question)";
+  }
+  if (search == nullptr) return "";
+  const std::string dir = git_paths::LexicalNormal(std::string(argv0.substr(0, slash + 1)));
+  for (const LookupPath& path : PathsOf(*search)) {
+    LookupPath confined = path;
+    std::erase(confined.writable_roots, std::string("/"));
+    if (confined.writable_roots.empty()) continue;
+    if (InWritableRoot(*search, confined, WithoutTrailingSlashes(dir))) {
+      return shown +
+             " is in a writable root of the sandbox: the sandboxed command may put any program "
+             "there, so an allow rule does not speak for it (fix: answer the question)";
+    }
+  }
+  return "";
+}
+
 std::string AllowRuleBlocked(std::string_view name, const ProgramSearch& search) {
   const std::string shown = QuoteShellWord(SanitizeForDisplay(name, 80));
   for (const LookupPath& path : PathsOf(search)) {

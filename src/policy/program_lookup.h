@@ -105,6 +105,13 @@ BareNameJudgement JudgeSystemProgram(std::string_view name, const ProgramSearch&
 // one a sandboxed command put there. "" for any other path, and for a bare name.
 std::string SystemPathNotSystems(std::string_view argv0, const ProgramSearch& search);
 
+// Why an allow rule may not speak for `argv0`, a program named by a path: a relative one
+// (`./build.sh`, `tools/gen`) is whatever file of that name is where the command runs, in any
+// repository; an absolute one inside a writable root of the sandbox (not the unconfined `/`) is
+// a file the sandboxed command may write. "" for any other path, and for a bare name. Without
+// `search`, only the relative path is judged.
+std::string ProgramPathAllowBlocked(std::string_view argv0, const ProgramSearch* search);
+
 // Why an allow rule may not speak for the bare `name` (a PATH entry the sandboxed command, or
 // the workspace, may put a program of that name into comes before it is found); "" when it may.
 std::string AllowRuleBlocked(std::string_view name, const ProgramSearch& search);

@@ -247,6 +247,15 @@ TEST(Approval, AlwaysIsOfferedOnlyWhereAnAllowRuleCanHelp) {
   EXPECT_TRUE(offered({"bash", "-c", "make $((x))"}).empty());
   // A word that TOML cannot hold.
   EXPECT_TRUE(offered({"make", "\xff"}).empty());
+  // Attack (red team): a program named by a relative path is whatever file is there in the
+  // directory it runs in; "always" would allow every repository's ./build.sh. Only "once".
+  EXPECT_TRUE(offered({"./build.sh"}).empty());
+  EXPECT_TRUE(offered({"tools/gen", "x"}).empty());
+  EXPECT_TRUE(offered({"bash", "-c", "cd anywhere && ./build.sh"}).empty());
+  EXPECT_TRUE(offered({"bash", "-c", "make && ./build.sh"}).empty());
+  // Benign: an absolute path, a bare name after a cd.
+  EXPECT_EQ(offered({"/opt/tools/build"}), (std::vector<Argv>{{"/opt/tools/build"}}));
+  EXPECT_EQ(offered({"bash", "-c", "cd sub && make"}), (std::vector<Argv>{{"make"}}));
 }
 
 TEST(Approval, AnswersDecideWhatRunsAndWhatIsWritten) {
@@ -317,6 +326,12 @@ TEST(Approval, AlwaysNeverAllowsABareLauncherPrefix) {
       {{"python3", "-c", "print(1)"}, {"python3", "-c", "print(1)"}, true},
       {{"git", "stash"}, {"git", "stash"}, true},
       {{"git", "fetch"}, {"git", "fetch"}, true},
+      // Attack: a program named by a relative path (any repository's file of that name).
+      {{"./build.sh"}, {"./build.sh"}, false},
+      {{"tools/gen", "x"}, {"tools/gen", "x"}, false},
+      {{"../bin/x"}, {"../bin/x"}, false},
+      // Benign: by its absolute path.
+      {{"/opt/tools/build"}, {"/opt/tools/build"}, true},
       // Not the command.
       {{"make", "deploy"}, {"make", "test"}, false},
       {{}, {"make"}, false},

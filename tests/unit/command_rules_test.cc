@@ -338,6 +338,46 @@ TEST(CommandRules, RepositoryBinaryNamedLikeAnAllowedProgramIsNotAllowed) {
                         });
 }
 
+// Attack (red team): answering "always" to `./build.sh` in one repository wrote an allow rule
+// `["./build.sh"]` that then ran every other repository's ./build.sh, after any `cd`, without a
+// question. A program named by a relative path is whatever file is there where it runs: an
+// allow rule for one (written by "always" before, or by hand) does not apply, and neither does
+// one for a program named by its path inside a writable root (the workspace).
+TEST(CommandRules, AnAllowRuleForAProgramTheWorkspaceHoldsDoesNotApply) {
+  const CommandRules rules =
+      Rules(Rule(R"(["./build.sh"])", "allow") + Rule(R"(["tools/gen"])", "allow") +
+            Rule(R"(["/w/ws/build.sh"])", "allow") + Rule(R"(["/opt/tools/build"])", "allow") +
+            Rule(R"(["make"])", "allow"));
+  ExpectOutcomes(rules, {
+                            {{"./build.sh"}, RulesOutcome::kNoRule},
+                            {{"tools/gen"}, RulesOutcome::kNoRule},
+                            {{"bash", "-c", "cd anywhere && ./build.sh"}, RulesOutcome::kNoRule},
+                            {{"sh", "-c", "cd sub; tools/gen"}, RulesOutcome::kNoRule},
+                            // Benign: an absolute path outside any writable root, a bare name.
+                            {{"/opt/tools/build"}, RulesOutcome::kAllow},
+                            // (allowed and harmless: the script is harmless as a whole)
+                            {{"bash", "-c", "cd sub && make"}, RulesOutcome::kHarmless},
+                        });
+  const CommandVerdict relative = EvaluateCommand(rules, {"./build.sh"});
+  EXPECT_NE(relative.reason.find("relative path"), std::string::npos) << relative.reason;
+  EXPECT_NE(relative.reason.find("does not apply"), std::string::npos) << relative.reason;
+  // With the command's environment known: a path inside the workspace is the workspace's file.
+  ProgramSearch search;
+  search.paths = {LookupPath{"/usr/bin:/bin", {"/w/ws"}, {}}};
+  search.facts.holds = [](const std::string& dir, const std::string&) {
+    return dir == "/usr/bin" || dir == "/bin";
+  };
+  search.facts.canonical = [](const std::string& dir) { return dir; };
+  const CommandVerdict inside = EvaluateCommand(rules, {"/w/ws/build.sh"}, &search);
+  EXPECT_EQ(inside.outcome, RulesOutcome::kNoRule) << inside.reason;
+  EXPECT_NE(inside.reason.find("writable root"), std::string::npos) << inside.reason;
+  EXPECT_EQ(EvaluateCommand(rules, {"/opt/tools/build"}, &search).outcome, RulesOutcome::kAllow);
+  EXPECT_EQ(EvaluateCommand(rules, {"./build.sh"}, &search).outcome, RulesOutcome::kNoRule);
+  // A restriction still applies to such a program (a path never steps around one).
+  const CommandRules forbidding = Rules(Rule(R"(["./build.sh"])", "forbidden"));
+  EXPECT_EQ(EvaluateCommand(forbidding, {"./build.sh"}).outcome, RulesOutcome::kForbidden);
+}
+
 TEST(CommandRules, ForbiddenCommandInsideAShellScriptIsForbidden) {
   const CommandRules rules = Rules(Rule(R"(["rm"])", "forbidden") + Rule(R"(["cargo"])", "allow") +
                                    Rule(R"(["curl"])", "prompt"));

@@ -27,6 +27,8 @@ EscalationContext Context() {
   c.allowed_hosts = {"example.org"};
   c.never_writable = ProtectedAnvilPaths(nullptr, nullptr, "/home/u");
   c.host_autorun = HostAutorunPaths({"/home/u", "", "", "", "", ""});
+  c.user_base_dirs = UserBaseDirs("/xdg/config", "/xdg/data", "/xdg/state", "/xdg/cache");
+  c.holds_repositories = [](const std::string& dir) { return dir == "/home/u/src"; };
   return c;
 }
 
@@ -55,7 +57,17 @@ const std::set<std::string> kDirs = {"/",
                                      "/usr/lib",
                                      "/run",
                                      "/run/user",
-                                     "/opt"};
+                                     "/opt",
+                                     "/opt/tool",
+                                     "/opt/tool/lib",
+                                     "/home/u/src",
+                                     "/home/u/src/lib",
+                                     "/home/u/src/lib/build",
+                                     "/home/u/notes",
+                                     "/xdg",
+                                     "/xdg/config",
+                                     "/xdg/config/tool",
+                                     "/xdg/other"};
 bool FakeIsDir(const std::string& p) { return kDirs.contains(p); }
 
 RefusalFact Write(std::string path, std::string area, std::string root = "") {
@@ -79,13 +91,14 @@ TEST(Escalation, EachRefusalEarnsAtMostTheNarrowestWidening) {
   const std::vector<Row> rows = {
       // Benign: the ordinary ones.
       {"git metadata", Write("/home/u/proj/.git/index.lock", "git", "/home/u/proj/.git"), git},
-      {"a cache outside", Write("/home/u/.cache/pip/x.whl", "outside"), root("/home/u/.cache/pip")},
-      {"a new level under a cache", Write("/home/u/.cache/pip/new/deeper/f", "outside"),
-       root("/home/u/.cache/pip")},
-      {"a readable toolchain",
-       Write("/home/u/.cargo/registry/f", "readable_root", "/home/u/.cargo"),
-       root("/home/u/.cargo/registry")},
+      {"a readable toolchain", Write("/opt/tool/lib/f", "readable_root", "/opt/tool"),
+       root("/opt/tool/lib")},
       {"var tmp", Write("/var/tmp/build.log", "outside"), root("/var/tmp")},
+      {"a new directory in var tmp", Write("/var/tmp/new", "outside"), root("/var/tmp")},
+      {"a build directory of another project", Write("/home/u/src/lib/build/o", "outside"),
+       root("/home/u/src/lib/build")},
+      {"a directory of the home that is not hidden", Write("/home/u/notes/a.md", "outside"),
+       root("/home/u/notes")},
       {"host not on the list",
        Proxy("registry.npmjs.org:443", "denied: host not allowed: registry.npmjs.org:443"),
        host("registry.npmjs.org:443")},
@@ -117,6 +130,20 @@ TEST(Escalation, EachRefusalEarnsAtMostTheNarrowestWidening) {
        Write("/home/u/.local/lib/x.py", "readable_root", "/home/u/.local/lib"), std::nullopt},
       {"a directory the sandbox kept",
        Write("/home/u/.local/bin/ls", "host_autorun", "/home/u/.local/bin"), std::nullopt},
+      // What the host's builds trust (caches and the crates they compile), shown read-only or
+      // not at all: the real one made writable would be planted for the next build outside.
+      {"a cache outside", Write("/home/u/.cache/pip/x.whl", "outside"), std::nullopt},
+      {"a new level under a cache", Write("/home/u/.cache/pip/new/deeper/f", "outside"),
+       std::nullopt},
+      {"cargo's registry", Write("/home/u/.cargo/registry/f", "readable_root", "/home/u/.cargo"),
+       std::nullopt},
+      // A write below directories that do not exist: the nearest existing one above may hold
+      // every project of the user (~/src), not only what the write needed.
+      {"levels to make below a tree of projects", Write("/home/u/src/new/a/b", "outside"),
+       std::nullopt},
+      {"levels to make below var tmp", Write("/var/tmp/new/f", "outside"), std::nullopt},
+      {"a new directory beside other repositories", Write("/home/u/src/new", "outside"),
+       std::nullopt},
       {"a path with ..", Write("/home/u/.cache/pip/../../../etc/x", "outside"), std::nullopt},
       {"a relative path", Write("home/u/.cache/pip/x", "outside"), std::nullopt},
       {"a control character", Write("/home/u/.cache/pip/\n/x", "outside"), std::nullopt},
@@ -205,13 +232,102 @@ TEST(Escalation, HostAutorunReasonNamesWhatTheTableHolds) {
         NoWideningReason(Write(std::string(c.dir) + "/x", "host_autorun", c.dir), context, any_dir);
     EXPECT_NE(why.find(c.named), std::string::npos) << why;
   }
-  // The benign neighbour: a cache beside them is still offered.
-  EXPECT_TRUE(CheckWidening(*ParseWidening("writable-root=/home/u/.cache/pip"), context, any_dir));
+  // The benign neighbour: a directory outside the home's hidden places is still offered.
+  EXPECT_TRUE(CheckWidening(*ParseWidening("writable-root=/var/tmp"), context, any_dir));
+}
+
+// A widening is chosen by the sandboxed side, so what it may name is an allowlist, not a list of
+// known dangerous places: no hidden entry of a home nor anything in one (every editor's, tool's
+// and agent's configuration lives there, known to kHostAutorun or not), no XDG base directory
+// nor anything in or above one. The red team's repro: `--widen writable-root=~/.config/Cursor/User`
+// let a command write Cursor's terminal profile.
+TEST(Escalation, HiddenPlacesOfTheHomeAndTheXdgDirectoriesAreNeverOffered) {
+  EscalationContext context = Context();
+  context.more_homes = {"/var/lib/u"};  // the user database's home, when it differs
+  auto any_dir = [](const std::string&) { return true; };
+  for (const char* dir :
+       {"/home/u/.config/Cursor/User", "/home/u/.config/Code - Insiders/User",
+        "/home/u/.vscode-insiders", "/home/u/.vscode-server-insiders",
+        "/home/u/.config/Windsurf/User", "/home/u/.windsurf", "/home/u/.windsurf-server",
+        "/home/u/.config/sublime-text/Packages/User", "/home/u/.config/zed", "/home/u/.config/yazi",
+        "/home/u/.config/Positron/User", "/home/u/.kiro", "/home/u/.trae",
+        "/home/u/.config/Trae/User", "/home/u/.config/Kiro/User",
+        // Tools no table knows yet, and the hidden entries themselves.
+        "/home/u/.config/some-new-editor", "/home/u/.some-new-agent/hooks", "/home/u/.config",
+        "/home/u/.local", "/home/u/.local/share/some-app", "/home/u/.cache/pip",
+        "/home/u/.cargo/registry",
+        // The user database's home.
+        "/var/lib/u/.config/Cursor/User",
+        // $XDG_CONFIG_HOME and the others, outside the home: in them, them, above them.
+        "/xdg/config/tool", "/xdg/config", "/xdg", "/xdg/data/x", "/xdg/state/x", "/xdg/cache/x"}) {
+    SCOPED_TRACE(dir);
+    auto w = ParseWidening(std::string("writable-root=") + dir);
+    ASSERT_TRUE(w);
+    auto checked = CheckWidening(*w, context, any_dir);
+    ASSERT_FALSE(checked);
+    EXPECT_EQ(checked.error().code, "denied");
+    EXPECT_NE(checked.error().message.find("never offered"), std::string::npos)
+        << checked.error().message;
+    // Above Anvil's own configuration and state, that reason is given instead (no flag opens
+    // those); everywhere else the user is told how to name the place.
+    if (checked.error().message.find("Anvil's own") == std::string::npos) {
+      EXPECT_NE(checked.error().message.find("anvil sandbox --writable-root"), std::string::npos)
+          << checked.error().message;
+    }
+    const RefusalFact write = Write(std::string(dir) + "/settings.json", "outside");
+    EXPECT_EQ(ProposeWidening({write}, context, any_dir), std::nullopt);
+    EXPECT_FALSE(NoWideningReason(write, context, any_dir).empty());
+  }
+  // Benign neighbours: a hidden directory that is not a top-level entry of a home, a directory
+  // beside the XDG ones, the home's ordinary directories, a hidden name outside any home.
+  for (const char* dir : {"/home/u/src/lib/.venv", "/home/u/notes", "/xdg/other", "/opt/.cache/x",
+                          "/var/lib/other/.config"}) {
+    SCOPED_TRACE(dir);
+    EXPECT_TRUE(
+        CheckWidening(*ParseWidening(std::string("writable-root=") + dir), context, any_dir));
+    EXPECT_EQ(ProposeWidening({Write(std::string(dir) + "/f", "outside")}, context, any_dir),
+              (Widening{WideningKind::kWritableRoot, dir}));
+  }
+}
+
+// The directory offered is the one written in, never a wider one in its place: a write below
+// directories that do not exist yet (~/src/new/a/b) once offered the nearest existing one
+// (~/src, every project of the user). A directory that holds other repositories is not offered
+// either, asked for or not.
+TEST(Escalation, NoWiderDirectoryThanTheWriteAndNoTreeOfProjects) {
+  const EscalationContext context = Context();
+  const RefusalFact deep = Write("/home/u/src/new/a/b", "outside");
+  EXPECT_EQ(ProposeWidening({deep}, context, FakeIsDir), std::nullopt);
+  EXPECT_NE(NoWideningReason(deep, context, FakeIsDir).find("/home/u/src/new/a"), std::string::npos)
+      << NoWideningReason(deep, context, FakeIsDir);
+  const RefusalFact made = Write("/home/u/src/new", "outside");
+  EXPECT_EQ(ProposeWidening({made}, context, FakeIsDir), std::nullopt);
+  EXPECT_NE(NoWideningReason(made, context, FakeIsDir).find("repositor"), std::string::npos)
+      << NoWideningReason(made, context, FakeIsDir);
+  auto asked = CheckWidening(*ParseWidening("writable-root=/home/u/src"), context, FakeIsDir);
+  ASSERT_FALSE(asked);
+  EXPECT_NE(asked.error().message.find("repositor"), std::string::npos) << asked.error().message;
+  // Benign: a directory inside one of those projects, and the same write where the directory
+  // exists.
+  EXPECT_TRUE(
+      CheckWidening(*ParseWidening("writable-root=/home/u/src/lib/build"), context, FakeIsDir));
+  EXPECT_EQ(ProposeWidening({Write("/home/u/src/lib/build/new", "outside")}, context, FakeIsDir),
+            (Widening{WideningKind::kWritableRoot, "/home/u/src/lib/build"}));
+  // Without the fact (no caller told), no directory holds repositories.
+  EscalationContext unknown = Context();
+  unknown.holds_repositories = nullptr;
+  EXPECT_TRUE(CheckWidening(*ParseWidening("writable-root=/home/u/src"), unknown, FakeIsDir));
+}
+
+TEST(Escalation, UserBaseDirsTakesOnlyAbsoluteValues) {
+  EXPECT_EQ(UserBaseDirs("/a//b/", "rel", nullptr, "/c/../d"), std::vector<std::string>{"/a/b"});
+  EXPECT_EQ(UserBaseDirs("/a", "/b", "/c", "/d"),
+            (std::vector<std::string>{"/a", "/b", "/c", "/d"}));
 }
 
 TEST(Escalation, AgentRequestsAreCheckedLikeOffers) {
   const EscalationContext context = Context();
-  auto parsed = ParseWidening("writable-root=/home/u/.cache/pip");
+  auto parsed = ParseWidening("writable-root=/var/tmp");
   ASSERT_TRUE(parsed);
   EXPECT_TRUE(CheckWidening(*parsed, context, FakeIsDir));
   for (const char* bad :

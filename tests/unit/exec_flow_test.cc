@@ -382,6 +382,48 @@ TEST_F(ExecFlowTest, UntrustedAsksForAHarmlessNameAWorkspacePathMayShadow) {
   EXPECT_EQ(asker_.asked.size(), 1u);
 }
 
+// Attack (red team): "always" on `./build.sh` in repository A wrote ["./build.sh"], which then
+// ran repository B's ./build.sh unasked. Now the question offers only "once", an old rule of
+// that shape no longer applies, and the question says what an "always" would allow.
+TEST_F(ExecFlowTest, AlwaysIsNeverOfferedForAProgramTheWorkspaceHolds) {
+  std::ofstream(root_ / "rules" / "approved.toml") << R"(
+[[rule]]
+pattern = ["./build.sh"]
+exact = true
+decision = "allow"
+justification = "approved by the user (always) before"
+)";
+  for (const Argv& argv : {Argv{"./build.sh"}, Argv{"bash", "-c", "cd sub && ./build.sh"},
+                           Argv{(root_ / "ws" / "build.sh").string()}}) {
+    SCOPED_TRACE(argv.back());
+    asker_.asked.clear();
+    asker_.answers = {ApprovalAnswer::kAlways};
+    auto r = Run(Request(argv, ApprovalMode::kUntrusted));
+    ASSERT_EQ(asker_.asked.size(), 1u) << r.report.dump();  // asked, not run by the old rule
+    EXPECT_TRUE(asker_.asked[0].always_prefixes.empty());
+    EXPECT_EQ(asker_.asked[0].ToJson()["always_offered"], false);
+    EXPECT_EQ(r.exit_status, 0);  // "always" where it is not offered is "once"
+  }
+  std::ifstream in(root_ / "rules" / "approved.toml");
+  const std::string written((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Nothing more was written: the old rule is the file's only one.
+  std::size_t rules = 0;
+  for (std::size_t at = written.find("[[rule]]"); at != std::string::npos;
+       at = written.find("[[rule]]", at + 1)) {
+    ++rules;
+  }
+  EXPECT_EQ(rules, 1u) << written;
+  // Benign: a bare name after a cd is offered, and the question says what it would allow.
+  asker_.asked.clear();
+  asker_.answers = {ApprovalAnswer::kOnce};
+  Run(Request({"bash", "-c", "cd sub && make"}, ApprovalMode::kUntrusted));
+  ASSERT_EQ(asker_.asked.size(), 1u);
+  EXPECT_EQ(asker_.asked[0].always_prefixes, (std::vector<Argv>{{"make"}}));
+  const std::string text = asker_.asked[0].Text();
+  EXPECT_NE(text.find("always allows: `make`"), std::string::npos) << text;
+  EXPECT_NE(text.find("in any directory"), std::string::npos) << text;
+}
+
 TEST_F(ExecFlowTest, ABrokenRulesFileRunsNothing) {
   std::ofstream(root_ / "rules" / "broken.toml") << "[[rule]]\npattern = 3\n";
   auto r = Run(Request({"ls"}, ApprovalMode::kOnRequest));

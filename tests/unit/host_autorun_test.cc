@@ -129,6 +129,44 @@ bool CleanRelative(std::string_view p) {
   return true;
 }
 
+// The red team's third round: editors beside VS Code whose settings run a terminal profile or a
+// task, or whose plugin directory runs code, were missing, so a writable root holding them (a
+// workspace of $HOME, --writable-root ~/.config) let a command plant them. Each is a place now,
+// in $XDG_CONFIG_HOME and $XDG_DATA_HOME too; a neighbour that runs nothing is not.
+TEST(HostAutorun, EditorsBesideVsCodeAreListed) {
+  const auto places = HostAutorunPaths({"/home/u", "", "/cfg", "/data", "", ""});
+  for (const char* p : {"/home/u/.config/Cursor/User",
+                        "/cfg/Cursor/User",
+                        "/home/u/.config/Code - Insiders/User",
+                        "/home/u/.vscode-insiders",
+                        "/home/u/.vscode-server-insiders",
+                        "/home/u/.config/Windsurf/User",
+                        "/home/u/.windsurf",
+                        "/home/u/.windsurf-server",
+                        "/home/u/.codeium",
+                        "/home/u/.config/sublime-text",
+                        "/cfg/sublime-text",
+                        "/home/u/.config/zed",
+                        "/home/u/.local/share/zed",
+                        "/data/zed",
+                        "/home/u/.config/yazi",
+                        "/home/u/.config/Positron/User",
+                        "/home/u/.positron",
+                        "/home/u/.kiro",
+                        "/home/u/.config/Kiro/User",
+                        "/home/u/.trae",
+                        "/home/u/.config/Trae/User",
+                        "/home/u/.vscodium-server",
+                        "/home/u/.local/share/code-server"}) {
+    EXPECT_TRUE(Has(places, p)) << p;
+  }
+  // Benign neighbours: an editor's cache and logs are not places of the table.
+  for (const char* p : {"/home/u/.config/Cursor", "/home/u/.config/Cursor/logs",
+                        "/home/u/.config/Code - Insiders", "/home/u/.config"}) {
+    EXPECT_FALSE(Has(places, p)) << p;
+  }
+}
+
 TEST(HostAutorun, TheTablesAreCleanRelativePathsEachOnce) {
   std::vector<std::string> seen;
   for (const auto& e : kHostAutorun) {
