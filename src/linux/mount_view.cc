@@ -37,6 +37,11 @@ constexpr unsigned kMoveMountTEmptyPath = 0x40;
 constexpr uint64_t kMountAttrRdonly = 0x1;
 constexpr uint64_t kMountAttrNosuid = 0x2;
 constexpr uint64_t kMountAttrNodev = 0x4;
+constexpr uint64_t kMountAttrNoexec = 0x8;
+constexpr unsigned kFsopenCloexec = 0x1;
+constexpr unsigned kFsconfigSetString = 1;
+constexpr unsigned kFsconfigCmdCreate = 6;
+constexpr unsigned kFsmountCloexec = 0x1;
 struct MountAttr {
   uint64_t attr_set;
   uint64_t attr_clr;
@@ -376,6 +381,54 @@ Result<bool> MaskExisting(const std::string& mask, const std::string& dst,
   return true;
 }
 
+// The ways down to the workspace (MountOpKind::kWay) as they were attached, sealed read-only
+// by SealWays once every mount point beneath them is made: by descriptor, never by a path that
+// leads through the sandbox home (another run of the workspace may rename what is there).
+std::vector<UniqueFd> g_ways;
+
+// An empty tmpfs at `view_path`, writable until SealWays: the mount points beneath it are made in
+// it, none in the sandbox home or the workspace's /tmp.
+Status MountWay(const std::string& view_path) {
+  UniqueFd fs(static_cast<int>(syscall(SYS_fsopen, "tmpfs", kFsopenCloexec)));
+  if (!fs) return SysFail("sandbox", "fsopen tmpfs for " + view_path);
+  const std::string size = std::to_string(64 << 10);
+  const std::string inodes = std::to_string(kMinTmpfsInodes);
+  for (const auto& [key, value] : {std::pair<const char*, const char*>{"mode", "0755"},
+                                   {"size", size.c_str()},
+                                   {"nr_inodes", inodes.c_str()}}) {
+    if (syscall(SYS_fsconfig, fs.Get(), kFsconfigSetString, key, value, 0) != 0) {
+      return SysFail("sandbox", std::string("fsconfig ") + key + " for " + view_path);
+    }
+  }
+  if (syscall(SYS_fsconfig, fs.Get(), kFsconfigCmdCreate, nullptr, nullptr, 0) != 0) {
+    return SysFail("sandbox", "create the tmpfs for " + view_path);
+  }
+  UniqueFd mnt(static_cast<int>(syscall(SYS_fsmount, fs.Get(), kFsmountCloexec,
+                                        kMountAttrNosuid | kMountAttrNodev | kMountAttrNoexec)));
+  if (!mnt) return SysFail("sandbox", "fsmount the tmpfs for " + view_path);
+  // The same mount, kept to seal it; AttachTree makes or opens the mount point (beneath the
+  // sandbox home or the kept /tmp, never through a symlink).
+  UniqueFd kept(::fcntl(mnt.Get(), F_DUPFD_CLOEXEC, 0));
+  if (!kept) return SysFail("sandbox", "dup the tmpfs for " + view_path);
+  ANVIL_RETURN_IF_ERROR(AttachTree(std::move(mnt), view_path, kNew + view_path,
+                                   /*read_only=*/false, /*keep_dev=*/false));
+  g_ways.push_back(std::move(kept));
+  return Ok();
+}
+
+// Makes each way down to the workspace read-only (the last mount point beneath it is made).
+Status SealWays() {
+  for (const UniqueFd& way : g_ways) {
+    MountAttr attr{};
+    attr.attr_set = kMountAttrRdonly;
+    if (syscall(SYS_mount_setattr, way.Get(), "", AT_EMPTY_PATH, &attr, sizeof(attr)) != 0) {
+      return SysFail("sandbox", "make the way to the workspace read-only");
+    }
+  }
+  g_ways.clear();
+  return Ok();
+}
+
 // Clones the tree at `src` (recursively) and attaches it at `dst`.
 Status BindTree(const std::string& src, const std::string& dst, bool read_only, bool keep_dev) {
   long fd = syscall(SYS_open_tree, AT_FDCWD, src.c_str(),
@@ -696,6 +749,7 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
     return SysFail("sandbox", "create mask directory");
   }
   g_home_base = view.home_base;
+  g_ways.clear();
   g_command_written.clear();
   if (!view.home_base.empty()) g_command_written.push_back(view.home_base);
   if (view.tmp_bind) g_command_written.push_back("/tmp");
@@ -758,6 +812,9 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
       case MountOpKind::kHomeTmpfs:
         s = MountTmpfs(dst, TmpfsOptions("0700", options.tmp_size), MS_NOSUID | MS_NODEV);
         break;
+      case MountOpKind::kWay:
+        s = MountWay(op.path);
+        break;
       case MountOpKind::kPinLink:
         s = PinLink(host, dst);
         break;
@@ -788,6 +845,7 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
     ANVIL_RETURN_IF_ERROR(WriteHomeFile(".profile", view.home_profile));
   }
   if (options.defer_workspace_paths) return Ok();  // FinishMountView enters the view
+  ANVIL_RETURN_IF_ERROR(SealWays());
   ANVIL_RETURN_IF_ERROR(SealCovers(view, idmapped));
   return EnterView(view);
 }
@@ -991,6 +1049,7 @@ Status FinishMountView(const FileView& view, const std::vector<std::string>& idm
   }
   // The workspace from its idmapped tree for root's sandbox, so that its files stay its own.
   ANVIL_RETURN_IF_ERROR(ApplyReadPlan(view, SourceOf(idmapped_roots, view.workspace_base)));
+  ANVIL_RETURN_IF_ERROR(SealWays());
   ANVIL_RETURN_IF_ERROR(SealCovers(view, idmapped_roots));
   return EnterView(view);
 }
@@ -1034,6 +1093,10 @@ Status VerifyMountView(const FileView& view) {
     if (m.writable) continue;
     ANVIL_TRY(ro, read_only(m.target));
     if (!*ro) return Fail("sandbox", "read-only bind is writable in the view: " + m.target);
+  }
+  for (const auto& way : WorkspaceWays(view)) {
+    ANVIL_TRY(ro, read_only(way));
+    if (!*ro) return Fail("sandbox", "the way to the workspace is writable in the view: " + way);
   }
   for (const auto& d : view.masked_dirs) {
     struct stat st {};

@@ -77,6 +77,69 @@ bool PathIsWithin(std::string_view path, std::string_view root) {
   return path.size() == root.size() || path[root.size()] == '/';
 }
 
+namespace {
+
+// The mounts of the view other than the bases of WorkspaceWays (the sandbox home's bind or
+// tmpfs, the kept /tmp's bind): a directory at or beneath one is that mount's, not the base's.
+std::vector<std::string_view> OtherMounts(const FileView& view) {
+  std::vector<std::string_view> mounts;
+  for (const auto& r : view.read_roots) mounts.push_back(r);
+  for (const auto& w : view.writable_roots) mounts.push_back(w.root);
+  for (const auto& d : view.pinned_dirs) mounts.push_back(d);
+  for (const auto& l : view.pinned_links) mounts.push_back(l);
+  for (const auto& d : view.masked_dirs) mounts.push_back(d);
+  for (const auto& f : view.masked_files) mounts.push_back(f);
+  if (!view.workspace_base.empty()) mounts.push_back(view.workspace_base);
+  for (size_t i = 0; i < view.mapped_binds.size(); ++i) {
+    const MappedBind& m = view.mapped_binds[i];
+    if (view.tmp_bind && *view.tmp_bind == i) continue;
+    if (!view.home_base.empty() && m.target == view.home_base && m.writable) continue;
+    mounts.push_back(m.target);
+  }
+  return mounts;
+}
+
+bool AtOrBeneathAny(std::string_view path, const std::vector<std::string_view>& mounts) {
+  return std::any_of(mounts.begin(), mounts.end(),
+                     [&](std::string_view m) { return PathIsWithin(path, m); });
+}
+
+// The deepest base that holds `path` strictly: the sandbox home, or /tmp where it is the view's
+// own (no root of the host's shows it). "" for none.
+std::string BaseOf(const FileView& view, const std::vector<std::string_view>& mounts,
+                   const std::string& path) {
+  if (!view.home_base.empty() && path != view.home_base && PathIsWithin(path, view.home_base)) {
+    return view.home_base;
+  }
+  if (view.private_tmp && path != "/tmp" && PathIsWithin(path, "/tmp") &&
+      !AtOrBeneathAny("/tmp", mounts)) {
+    return "/tmp";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::vector<std::string> WorkspaceWays(const FileView& view) {
+  std::vector<std::string> ways;
+  if (view.workspace.empty() || view.workspace[0] != '/') return ways;
+  const std::vector<std::string_view> mounts = OtherMounts(view);
+  for (const std::string* target : {&view.workspace}) {
+    const std::string base = BaseOf(view, mounts, *target);
+    if (base.empty()) continue;
+    for (size_t slash = target->find('/', base.size() + 1); slash != std::string::npos;
+         slash = target->find('/', slash + 1)) {
+      std::string dir = target->substr(0, slash);
+      if (AtOrBeneathAny(dir, mounts)) break;
+      if (std::find(ways.begin(), ways.end(), dir) == ways.end()) ways.push_back(std::move(dir));
+    }
+  }
+  std::stable_sort(ways.begin(), ways.end(), [](const std::string& a, const std::string& b) {
+    return std::count(a.begin(), a.end(), '/') < std::count(b.begin(), b.end(), '/');
+  });
+  return ways;
+}
+
 Status ValidateWorkspaceSubpath(const std::string& sub) {
   if (sub.empty() || sub.size() > 4096 || sub[0] == '/' || sub.back() == '/') {
     return Fail("invalid", "readable workspace path must be relative: '" + sub + "'");
@@ -229,6 +292,7 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
   ANVIL_TRY(writable_roots, WritableRootsOf(policy, host));
   const std::vector<std::string>& writable = *writable_roots;
   FileView view;
+  view.workspace = policy.workspace;
   view.full_read = policy.read_access == ReadAccess::kFull;
   view.runtime_from_call = policy.runtime_from_call;
   if (!view.full_read && !policy.runtime_from_call) {

@@ -148,7 +148,18 @@ struct FileView {
   // A workspace of $HOME (no home_base): the masked path (in masked_files) of the user's git
   // config, covered by a read-only file holding home_gitconfig instead of an empty one.
   std::string gitconfig_mask;
+  // The workspace (SandboxPolicy::workspace): where WorkspaceWays leads.
+  std::string workspace;
 };
+
+// The directories of the view's own on the way down to the workspace: each directory strictly
+// between the sandbox home (home_base) or the view's /tmp and the workspace, from the top down to
+// the first one another mount of the view shows (a root, a bind, a mask), exclusive. The host's
+// directory of that name is not in the view (only the way down is), so a write there would land
+// in the sandbox home or the view's /tmp, out of sight: the view makes each an empty tmpfs,
+// read-only once the mount points beneath it are made, and a write beside the workspace fails
+// (EROFS). The home and /tmp themselves are never among them: they stay writable. Parents first.
+std::vector<std::string> WorkspaceWays(const FileView& view);
 
 // The facts about the host filesystem that ComputeFileView needs; injected so the decision
 // stays a pure, unit-testable function.
