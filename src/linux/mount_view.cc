@@ -416,6 +416,48 @@ Status MountWay(const std::string& view_path) {
   return Ok();
 }
 
+// The workspace's logical path (FileView::workspace_link): a symbolic link to the workspace, made
+// in the view's own directories — beneath the sandbox home or the kept /tmp each directory on the
+// way made and opened without following a link (MountpointBeneath). An earlier command's link
+// there is replaced; anything else there is left as it is, and the command then starts at the
+// workspace's own path (the command's process checks where the link leads before it enters it).
+Status LinkLogicalWorkspace(const FileView& view) {
+  const std::string& link = view.workspace_link;
+  if (link.empty()) return Ok();
+  const size_t slash = link.rfind('/');
+  const std::string dir = slash == 0 ? "/" : link.substr(0, slash);
+  const std::string name = link.substr(slash + 1);
+  UniqueFd parent;
+  if (const std::string* base = CommandWrittenBase(link)) {
+    if (dir == *base) {
+      parent = UniqueFd(::open((kNew + dir).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+      if (!parent) return SysFail("sandbox", "open " + dir);
+    } else {
+      ANVIL_TRY(made, MountpointBeneath(*base, dir, /*directory=*/true, /*create=*/true));
+      parent = std::move(*made);
+    }
+  } else {
+    ANVIL_RETURN_IF_ERROR(MkdirP(kNew + dir));
+    parent = UniqueFd(::open((kNew + dir).c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!parent) return SysFail("sandbox", "open " + dir);
+  }
+  struct stat st {};
+  if (::fstatat(parent.Get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (!S_ISLNK(st.st_mode)) return Ok();  // not the view's to replace
+    char target[PATH_MAX];
+    const ssize_t n = ::readlinkat(parent.Get(), name.c_str(), target, sizeof(target));
+    if (n >= 0 && std::string(target, static_cast<size_t>(n)) == view.workspace) return Ok();
+    if (::unlinkat(parent.Get(), name.c_str(), 0) != 0) return SysFail("sandbox", "unlink " + link);
+  } else if (errno != ENOENT) {
+    return SysFail("sandbox", "stat " + link);
+  }
+  // EEXIST: another run of the workspace made one meanwhile (the command's process checks it).
+  if (::symlinkat(view.workspace.c_str(), parent.Get(), name.c_str()) != 0 && errno != EEXIST) {
+    return SysFail("sandbox", "symlink " + link);
+  }
+  return Ok();
+}
+
 // Makes each way down to the workspace read-only (the last mount point beneath it is made).
 Status SealWays() {
   for (const UniqueFd& way : g_ways) {
@@ -844,6 +886,7 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
     ANVIL_RETURN_IF_ERROR(WriteHomeFile(".bash_profile", view.home_profile));
     ANVIL_RETURN_IF_ERROR(WriteHomeFile(".profile", view.home_profile));
   }
+  ANVIL_RETURN_IF_ERROR(LinkLogicalWorkspace(view));
   if (options.defer_workspace_paths) return Ok();  // FinishMountView enters the view
   ANVIL_RETURN_IF_ERROR(SealWays());
   ANVIL_RETURN_IF_ERROR(SealCovers(view, idmapped));

@@ -118,13 +118,28 @@ std::string BaseOf(const FileView& view, const std::vector<std::string_view>& mo
   return "";
 }
 
+// Absolute, without empty, "." or ".." components, and not "/".
+bool LexicallyNormal(const std::string& path) {
+  if (path.size() < 2 || path[0] != '/' || path.back() == '/') return false;
+  size_t start = 1;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string::npos) end = path.size();
+    const std::string_view part(path.data() + start, end - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    start = end + 1;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::vector<std::string> WorkspaceWays(const FileView& view) {
   std::vector<std::string> ways;
   if (view.workspace.empty() || view.workspace[0] != '/') return ways;
   const std::vector<std::string_view> mounts = OtherMounts(view);
-  for (const std::string* target : {&view.workspace}) {
+  for (const std::string* target : {&view.workspace, &view.workspace_link}) {
+    if (target->empty()) continue;
     const std::string base = BaseOf(view, mounts, *target);
     if (base.empty()) continue;
     for (size_t slash = target->find('/', base.size() + 1); slash != std::string::npos;
@@ -138,6 +153,19 @@ std::vector<std::string> WorkspaceWays(const FileView& view) {
     return std::count(a.begin(), a.end(), '/') < std::count(b.begin(), b.end(), '/');
   });
   return ways;
+}
+
+std::string WorkspaceLinkFor(const FileView& view, const std::string& logical) {
+  const std::string& ws = view.workspace;
+  if (logical.empty() || ws.empty() || !LexicallyNormal(logical)) return "";
+  if (PathIsWithin(logical, ws) || PathIsWithin(ws, logical)) return "";
+  if (PathIsWithin(logical, "/dev") || PathIsWithin(logical, "/proc")) return "";
+  const std::vector<std::string_view> mounts = OtherMounts(view);
+  for (std::string_view m : mounts) {
+    if (PathIsWithin(logical, m) || PathIsWithin(m, logical)) return "";
+  }
+  if (view.full_read && BaseOf(view, mounts, logical).empty()) return "";
+  return logical;
 }
 
 Status ValidateWorkspaceSubpath(const std::string& sub) {
@@ -433,6 +461,9 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
     ANVIL_TRY(masks, host.bound_unix_sockets(view));
     MaskHostSockets(view, masks->sockets, masks->locked_dirs);
     MaskSocketsInMappedBinds(view, masks->sockets, masks->locked_dirs);
+  }
+  if (!policy.runtime_from_call) {
+    view.workspace_link = WorkspaceLinkFor(view, policy.workspace_logical);
   }
   return view;
 }

@@ -295,6 +295,69 @@ TEST_P(T1SandboxHome, WritesBesideAWorkspaceInTmpFailButTmpStaysWritable) {
   EXPECT_EQ(ReadFile(dir.path() + "/out.txt"), "hi\n");
 }
 
+// A workspace reached through a symlink (cwd /tmp/x/link-proj -> /tmp/x/real-proj, $PWD the link)
+// was in the view only at its resolved path: absolute paths recorded through the link on the host
+// (a CMake build directory configured there) named nothing inside. Now the link's path leads to
+// the workspace in the view too and the command starts there ($PWD, `pwd`), as bubblewrap's
+// `--bind` + `--chdir` of that path would; the link cannot be replaced, leads nowhere else, and
+// writes through it are the workspace's. Beside it: the real path, and a $PWD that leads
+// elsewhere (ignored, as `pwd -L` ignores it).
+TEST_P(T1SandboxHome, AWorkspaceReachedThroughASymlinkIsThereByThatPathToo) {
+  TempDir dir("anvil-logical", "/tmp");
+  const std::string real = dir.path() + "/real-proj";
+  const std::string link = dir.path() + "/link-proj";
+  Shell("mkdir -p " + ShellQuote(real + "/sub") + " && echo marker > " +
+        ShellQuote(real + "/marker") + " && ln -s real-proj " + ShellQuote(link) + " && echo " +
+        ShellQuote(link + "/marker") + " > " + ShellQuote(real + "/recorded"));
+  caller_.Give(dir.path());
+  auto in = [&](const std::string& cwd, const std::string& pwd, const std::string& script,
+                const std::vector<std::string>& flags = {}) {
+    RunOptions o = Options();
+    o.cwd = cwd;
+    o.env = home_.Env({"PWD=" + pwd});
+    std::vector<std::string> argv = {AnvilBin(), "sandbox"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.insert(argv.end(), {"--", "/bin/sh", "-c", script});
+    return ::anvil::testing::Run(argv, Opts(o));
+  };
+  const std::string script =
+      "pwd; echo \"$PWD\"; pwd -P; cat \"$(cat recorded)\" && echo through > " +
+      ShellQuote(link + "/written") + " && cat " + ShellQuote(link + "/written");
+  auto r = in(link, link, script);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, link + "\n" + link + "\n" + real + "\nmarker\nthrough\n") << r.err;
+  EXPECT_EQ(ReadFile(real + "/written"), "through\n");
+  // --workdir beneath it keeps the logical path too.
+  auto sub = in(link, link, "pwd", {"--workdir", "sub"});
+  EXPECT_EQ(sub.out, link + "/sub\n") << sub.err;
+
+  // The link is the view's: it cannot be replaced or removed, and the host's stays as it was.
+  auto replace = in(link, link,
+                    "ln -sfn / " + ShellQuote(link) + "; rm -f " + ShellQuote(link) +
+                        "; readlink " + ShellQuote(link));
+  EXPECT_EQ(replace.out, real + "\n") << replace.err;
+  EXPECT_NE(replace.err.find("Read-only file system"), std::string::npos) << replace.err;
+  char target[256] = {};
+  ASSERT_GT(::readlink(link.c_str(), target, sizeof(target) - 1), 0);
+  EXPECT_STREQ(target, "real-proj");
+
+  // The real path: as before. A $PWD that does not lead to the current directory: ignored.
+  auto plain = in(real, real, "pwd; echo \"$PWD\"");
+  EXPECT_EQ(plain.out, real + "\n" + real + "\n") << plain.err;
+  auto stale = in(real, link + "-elsewhere", "pwd; test -e " + ShellQuote(link) + " || echo none");
+  EXPECT_EQ(stale.out, real + "\nnone\n") << stale.err;
+
+  // In the home: ~/links/app -> ~/code/app, the way down to each read-only.
+  const std::string home_real = home_.home() + "/code/app";
+  const std::string home_link = home_.home() + "/links/app";
+  Shell("mkdir -p " + ShellQuote(home_real) + " " + ShellQuote(home_.home() + "/links") +
+        " && ln -s ../code/app " + ShellQuote(home_link));
+  caller_.Give(home_.home() + "/code");
+  caller_.Give(home_.home() + "/links");
+  auto home = in(home_link, home_link, "pwd; pwd -P; touch ../x || echo refused");
+  EXPECT_EQ(home.out, home_link + "\n" + home_real + "\nrefused\n") << home.err;
+}
+
 TEST_P(T1SandboxHome, SocketInAToolchainDirectoryIsHidden) {
   if (!Exists(kPython)) GTEST_SKIP() << "SKIPPED: " << kPython << " is missing";
   const std::string sock = home_.home() + "/.pyenv/agent.sock";

@@ -96,6 +96,76 @@ TEST(WorkspaceWays, StrictlyBetweenTheHomeOrTmpAndTheWorkspace) {
   EXPECT_EQ(WorkspaceWays(FileView{}), V{});
 }
 
+// The workspace's logical path (a symlink on the host leads there): shown as a link to the
+// workspace only in the view's own directories, never where a mount shows the host's.
+TEST(WorkspaceLinkFor, OnlyInTheViewsOwnDirectories) {
+  FileView v;
+  v.workspace = "/tmp/real-proj";
+  v.read_roots = {"/usr", "/etc", "/opt/tools"};
+  v.writable_roots = {{"/tmp/real-proj", {"/tmp/real-proj/.git"}}, {"/srv/scratch", {}}};
+  v.home_base = "/home/u";
+  v.mapped_binds = {{"/state/home", "/home/u", true, 0, 0},
+                    {"/state/tmp", "/tmp", true, 0, 0},
+                    {"/opt/rustup", "/home/u/.rustup", false, 0, 0}};
+  v.tmp_bind = 1;
+  v.masked_dirs = {"/home/u/.config/gh"};
+  // In /tmp, the home, the view's root: yes.
+  for (const char* yes : {"/tmp/link-proj", "/tmp/links/proj", "/home/u/proj", "/home/u/a/b",
+                          "/work/link-proj", "/link"}) {
+    EXPECT_EQ(WorkspaceLinkFor(v, yes), yes);
+  }
+  // In a writable root (never made on the host), a read root or bind (the host's own path is
+  // shown), at or above a mount, in /dev or /proc, the workspace itself, beside or inside it,
+  // not lexically normal: no.
+  for (const char* no : {"/srv/scratch/link",
+                         "/srv/scratch",
+                         "/usr/local/proj",
+                         "/opt/tools/p",
+                         "/home/u/.rustup/p",
+                         "/home/u/.config/gh/p",
+                         "/home/u/.config",
+                         "/opt",
+                         "/tmp",
+                         "/home/u",
+                         "/home",
+                         "/",
+                         "/dev/p",
+                         "/proc/p",
+                         "/tmp/real-proj",
+                         "/tmp/real-proj/sub",
+                         "/tmp/link/../x",
+                         "/tmp/./link",
+                         "/tmp//link",
+                         "/tmp/link/",
+                         "tmp/link",
+                         ""}) {
+    EXPECT_EQ(WorkspaceLinkFor(v, no), "") << no;
+  }
+  // The way down to it is made like the workspace's: /tmp/links, read-only.
+  v.workspace_link = "/tmp/links/proj";
+  EXPECT_EQ(WorkspaceWays(v), std::vector<std::string>{"/tmp/links"});
+  v.workspace_link = "/home/u/a/b";
+  EXPECT_EQ(WorkspaceWays(v), (std::vector<std::string>{"/home/u/a"}));
+  // Full read: the host's root shows the host's link outside the home and /tmp.
+  v.full_read = true;
+  EXPECT_EQ(WorkspaceLinkFor(v, "/work/link-proj"), "");
+  EXPECT_EQ(WorkspaceLinkFor(v, "/tmp/link-proj"), "/tmp/link-proj");
+}
+
+TEST(ComputeFileView, TheLogicalPathOfTheWorkspaceIsShownWhereItCanBe) {
+  SandboxPolicy p;
+  p.workspace = "/ws";
+  p.workspace_logical = "/lnk/ws";
+  auto view = ComputeFileView(p, FakeHost({"/ws", "/usr"}));
+  ASSERT_TRUE(view) << view.error().ToString();
+  EXPECT_EQ(view->workspace, "/ws");
+  EXPECT_EQ(view->workspace_link, "/lnk/ws");
+  p.workspace_logical = "/usr/ws";  // the host's own, shown as it is
+  view = ComputeFileView(p, FakeHost({"/ws", "/usr"}));
+  ASSERT_TRUE(view) << view.error().ToString();
+  EXPECT_EQ(view->workspace_link, "");
+}
+
 TEST(ComputeFileView, WorkspaceWriteProtectsGitAndAnvil) {
   SandboxPolicy p;
   p.workspace = "/ws";
