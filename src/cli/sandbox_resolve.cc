@@ -67,6 +67,31 @@ Result<std::string> ResolveDirectories(SandboxArgs& a) {
   return run_dir;
 }
 
+// The workspace's logical path and CMD's directory by it: the path the user reached the
+// workspace by through a symlink (`pwd -L`: an absolute, lexically normal $PWD — or --cwd —
+// that resolves to the workspace, i.e. to the real current directory), so that paths recorded
+// through the link on the host (a build directory configured there, compile_commands.json) hold
+// inside too. Only the host's paths are resolved, before anything runs. None when the path is
+// the workspace's own.
+void ResolveLogicalWorkspace(SandboxArgs& a, const std::vector<std::string>& environ_entries,
+                             const std::string& run_dir) {
+  std::string logical = a.cwd;
+  if (logical.empty()) {
+    for (const auto& e : environ_entries) {
+      if (e.rfind("PWD=", 0) == 0) {
+        logical = e.substr(4);  // the first, as getenv reads it
+        break;
+      }
+    }
+  }
+  const std::string& workspace = a.inv.spec.policy.workspace;
+  const auto normal = NormalizeAbsolute(logical);
+  if (!normal || *normal != logical || logical == workspace) return;
+  if (Canonical(logical) != workspace) return;
+  a.inv.spec.policy.workspace_logical = logical;
+  a.inv.spec.logical_cwd = logical + run_dir.substr(workspace.size());
+}
+
 // Takes over descriptor `fd` (above 2, close-on-exec) for `flag`.
 Result<UniqueFd> TakeDescriptor(int fd, const char* flag) {
   int dup = fcntl(fd, F_DUPFD_CLOEXEC, 3);
@@ -126,6 +151,9 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
   ANVIL_RETURN_IF_ERROR(ValidateCommandSource(a));
   ANVIL_RETURN_IF_ERROR(ResolveFlagPaths(a));
   ANVIL_TRY(run_dir, ResolveDirectories(a));
+  if (front_end == SandboxFrontEnd::kAnvilSandbox && a.call_fd < 0) {
+    ResolveLogicalWorkspace(a, environ_entries, *run_dir);
+  }
   if (front_end == SandboxFrontEnd::kAnvilSandbox) {
     // config.toml, Anvil.toml (narrowing only), profiles and the home, under the flags.
     a.config_flags.network_explicit = a.network_explicit;
@@ -142,6 +170,11 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
   inv.spec.argv = a.command;
   inv.spec.cwd = *run_dir;
   inv.spec.env = SandboxEnvironment(a, environ_entries, *ca);
+  if (!inv.spec.logical_cwd.empty()) {
+    // The command's $PWD is the directory it starts in, by that path (as a shell's `cd` sets it).
+    std::erase_if(inv.spec.env, [](const std::string& e) { return e.rfind("PWD=", 0) == 0; });
+    inv.spec.env.push_back("PWD=" + inv.spec.logical_cwd);
+  }
   if (inv.spec.policy.home.kind != HomeKind::kNone) {
     // Login shells get the command's PATH back after /etc/profile (policy/sandbox_home.h).
     for (const auto& e : inv.spec.env) {

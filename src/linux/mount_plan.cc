@@ -47,6 +47,7 @@ Result<std::vector<MountOp>> PlanMounts(const FileView& view, const MountPlanOpt
     if (view.tmp_bind && *view.tmp_bind == i) continue;  // bound above, before what lies in it
     ops.push_back({K::kMapped, view.mapped_binds[i].target, i});
   }
+  for (const auto& way : WorkspaceWays(view)) ops.push_back({K::kWay, way});
   for (const auto& masked : view.masked_files) ops.push_back({K::kMask, masked});
   for (const auto& masked : view.masked_dirs) ops.push_back({K::kMaskDir, masked});
   if (!view.workspace_base.empty()) {

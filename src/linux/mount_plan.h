@@ -34,6 +34,8 @@ enum class MountOpKind {
                   // (root_remap.h, UnsearchableAncestors); read-only once the view is built
   kMapped,        // FileView::mapped_binds[index]: a host path shown at another path
   kHomeTmpfs,     // the command's home as an empty tmpfs (0700, the --limit tmp size)
+  kWay,           // an empty tmpfs on the way down to the workspace inside the sandbox home or
+                  // the view's /tmp (WorkspaceWays); read-only once the view is built
 };
 
 struct MountOp {
@@ -60,7 +62,8 @@ using HostModeFn = std::function<std::optional<mode_t>(const std::string&)>;
 // The mounts that build `view`, in the order they are made: parents before children, and for
 // the same depth a later (stronger) mount after an earlier one — /dev, /proc and /tmp first
 // (a workspace in /tmp is bound on top), then read roots, writable roots, pinned directories,
-// pinned links, read-only subpaths, the home, mapped binds, masks, the workspace's paths, covers.
+// pinned links, read-only subpaths, the home, mapped binds, the ways down to the workspace,
+// masks, the workspace's paths, covers.
 // An error when the options cannot hold for this view (a deferred workspace with paths beneath it).
 Result<std::vector<MountOp>> PlanMounts(const FileView& view, const MountPlanOptions& options,
                                         const HostModeFn& host_mode);

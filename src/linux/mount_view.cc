@@ -37,6 +37,11 @@ constexpr unsigned kMoveMountTEmptyPath = 0x40;
 constexpr uint64_t kMountAttrRdonly = 0x1;
 constexpr uint64_t kMountAttrNosuid = 0x2;
 constexpr uint64_t kMountAttrNodev = 0x4;
+constexpr uint64_t kMountAttrNoexec = 0x8;
+constexpr unsigned kFsopenCloexec = 0x1;
+constexpr unsigned kFsconfigSetString = 1;
+constexpr unsigned kFsconfigCmdCreate = 6;
+constexpr unsigned kFsmountCloexec = 0x1;
 struct MountAttr {
   uint64_t attr_set;
   uint64_t attr_clr;
@@ -376,6 +381,96 @@ Result<bool> MaskExisting(const std::string& mask, const std::string& dst,
   return true;
 }
 
+// The ways down to the workspace (MountOpKind::kWay) as they were attached, sealed read-only
+// by SealWays once every mount point beneath them is made: by descriptor, never by a path that
+// leads through the sandbox home (another run of the workspace may rename what is there).
+std::vector<UniqueFd> g_ways;
+
+// An empty tmpfs at `view_path`, writable until SealWays: the mount points beneath it are made in
+// it, none in the sandbox home or the workspace's /tmp.
+Status MountWay(const std::string& view_path) {
+  UniqueFd fs(static_cast<int>(syscall(SYS_fsopen, "tmpfs", kFsopenCloexec)));
+  if (!fs) return SysFail("sandbox", "fsopen tmpfs for " + view_path);
+  const std::string size = std::to_string(64 << 10);
+  const std::string inodes = std::to_string(kMinTmpfsInodes);
+  for (const auto& [key, value] : {std::pair<const char*, const char*>{"mode", "0755"},
+                                   {"size", size.c_str()},
+                                   {"nr_inodes", inodes.c_str()}}) {
+    if (syscall(SYS_fsconfig, fs.Get(), kFsconfigSetString, key, value, 0) != 0) {
+      return SysFail("sandbox", std::string("fsconfig ") + key + " for " + view_path);
+    }
+  }
+  if (syscall(SYS_fsconfig, fs.Get(), kFsconfigCmdCreate, nullptr, nullptr, 0) != 0) {
+    return SysFail("sandbox", "create the tmpfs for " + view_path);
+  }
+  UniqueFd mnt(static_cast<int>(syscall(SYS_fsmount, fs.Get(), kFsmountCloexec,
+                                        kMountAttrNosuid | kMountAttrNodev | kMountAttrNoexec)));
+  if (!mnt) return SysFail("sandbox", "fsmount the tmpfs for " + view_path);
+  // The same mount, kept to seal it; AttachTree makes or opens the mount point (beneath the
+  // sandbox home or the kept /tmp, never through a symlink).
+  UniqueFd kept(::fcntl(mnt.Get(), F_DUPFD_CLOEXEC, 0));
+  if (!kept) return SysFail("sandbox", "dup the tmpfs for " + view_path);
+  ANVIL_RETURN_IF_ERROR(AttachTree(std::move(mnt), view_path, kNew + view_path,
+                                   /*read_only=*/false, /*keep_dev=*/false));
+  g_ways.push_back(std::move(kept));
+  return Ok();
+}
+
+// The workspace's logical path (FileView::workspace_link): a symbolic link to the workspace, made
+// in the view's own directories — beneath the sandbox home or the kept /tmp each directory on the
+// way made and opened without following a link (MountpointBeneath). An earlier command's link
+// there is replaced; anything else there is left as it is, and the command then starts at the
+// workspace's own path (the command's process checks where the link leads before it enters it).
+Status LinkLogicalWorkspace(const FileView& view) {
+  const std::string& link = view.workspace_link;
+  if (link.empty()) return Ok();
+  const size_t slash = link.rfind('/');
+  const std::string dir = slash == 0 ? "/" : link.substr(0, slash);
+  const std::string name = link.substr(slash + 1);
+  UniqueFd parent;
+  if (const std::string* base = CommandWrittenBase(link)) {
+    if (dir == *base) {
+      parent = UniqueFd(::open((kNew + dir).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+      if (!parent) return SysFail("sandbox", "open " + dir);
+    } else {
+      ANVIL_TRY(made, MountpointBeneath(*base, dir, /*directory=*/true, /*create=*/true));
+      parent = std::move(*made);
+    }
+  } else {
+    ANVIL_RETURN_IF_ERROR(MkdirP(kNew + dir));
+    parent = UniqueFd(::open((kNew + dir).c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!parent) return SysFail("sandbox", "open " + dir);
+  }
+  struct stat st {};
+  if (::fstatat(parent.Get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (!S_ISLNK(st.st_mode)) return Ok();  // not the view's to replace
+    char target[PATH_MAX];
+    const ssize_t n = ::readlinkat(parent.Get(), name.c_str(), target, sizeof(target));
+    if (n >= 0 && std::string(target, static_cast<size_t>(n)) == view.workspace) return Ok();
+    if (::unlinkat(parent.Get(), name.c_str(), 0) != 0) return SysFail("sandbox", "unlink " + link);
+  } else if (errno != ENOENT) {
+    return SysFail("sandbox", "stat " + link);
+  }
+  // EEXIST: another run of the workspace made one meanwhile (the command's process checks it).
+  if (::symlinkat(view.workspace.c_str(), parent.Get(), name.c_str()) != 0 && errno != EEXIST) {
+    return SysFail("sandbox", "symlink " + link);
+  }
+  return Ok();
+}
+
+// Makes each way down to the workspace read-only (the last mount point beneath it is made).
+Status SealWays() {
+  for (const UniqueFd& way : g_ways) {
+    MountAttr attr{};
+    attr.attr_set = kMountAttrRdonly;
+    if (syscall(SYS_mount_setattr, way.Get(), "", AT_EMPTY_PATH, &attr, sizeof(attr)) != 0) {
+      return SysFail("sandbox", "make the way to the workspace read-only");
+    }
+  }
+  g_ways.clear();
+  return Ok();
+}
+
 // Clones the tree at `src` (recursively) and attaches it at `dst`.
 Status BindTree(const std::string& src, const std::string& dst, bool read_only, bool keep_dev) {
   long fd = syscall(SYS_open_tree, AT_FDCWD, src.c_str(),
@@ -696,6 +791,7 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
     return SysFail("sandbox", "create mask directory");
   }
   g_home_base = view.home_base;
+  g_ways.clear();
   g_command_written.clear();
   if (!view.home_base.empty()) g_command_written.push_back(view.home_base);
   if (view.tmp_bind) g_command_written.push_back("/tmp");
@@ -758,6 +854,9 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
       case MountOpKind::kHomeTmpfs:
         s = MountTmpfs(dst, TmpfsOptions("0700", options.tmp_size), MS_NOSUID | MS_NODEV);
         break;
+      case MountOpKind::kWay:
+        s = MountWay(op.path);
+        break;
       case MountOpKind::kPinLink:
         s = PinLink(host, dst);
         break;
@@ -787,7 +886,9 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
     ANVIL_RETURN_IF_ERROR(WriteHomeFile(".bash_profile", view.home_profile));
     ANVIL_RETURN_IF_ERROR(WriteHomeFile(".profile", view.home_profile));
   }
+  ANVIL_RETURN_IF_ERROR(LinkLogicalWorkspace(view));
   if (options.defer_workspace_paths) return Ok();  // FinishMountView enters the view
+  ANVIL_RETURN_IF_ERROR(SealWays());
   ANVIL_RETURN_IF_ERROR(SealCovers(view, idmapped));
   return EnterView(view);
 }
@@ -991,6 +1092,7 @@ Status FinishMountView(const FileView& view, const std::vector<std::string>& idm
   }
   // The workspace from its idmapped tree for root's sandbox, so that its files stay its own.
   ANVIL_RETURN_IF_ERROR(ApplyReadPlan(view, SourceOf(idmapped_roots, view.workspace_base)));
+  ANVIL_RETURN_IF_ERROR(SealWays());
   ANVIL_RETURN_IF_ERROR(SealCovers(view, idmapped_roots));
   return EnterView(view);
 }
@@ -1034,6 +1136,10 @@ Status VerifyMountView(const FileView& view) {
     if (m.writable) continue;
     ANVIL_TRY(ro, read_only(m.target));
     if (!*ro) return Fail("sandbox", "read-only bind is writable in the view: " + m.target);
+  }
+  for (const auto& way : WorkspaceWays(view)) {
+    ANVIL_TRY(ro, read_only(way));
+    if (!*ro) return Fail("sandbox", "the way to the workspace is writable in the view: " + way);
   }
   for (const auto& d : view.masked_dirs) {
     struct stat st {};

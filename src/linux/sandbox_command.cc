@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -119,7 +120,20 @@ Status PlanFileRules(Plan& plan, uint32_t&) {
 
 Status SetLimits(Plan& plan, uint32_t&) { return ApplyLimits(plan); }
 
+// The directory by the workspace's logical path (LaunchSpec::logical_cwd), when it leads to the
+// same directory as the workspace's own path does: whatever the link is now, it can only take
+// the command where the view lets it go, and it is entered only if that is its directory.
+bool EnteredByTheLogicalPath(const LaunchSpec& spec) {
+  struct stat real {};
+  struct stat here {};
+  if (spec.logical_cwd.empty() || ::stat(spec.cwd.c_str(), &real) != 0) return false;
+  if (::chdir(spec.logical_cwd.c_str()) != 0 || ::stat(".", &here) != 0) return false;
+  return here.st_dev == real.st_dev && here.st_ino == real.st_ino;
+}
+
 Status EnterWorkingDirectory(Plan& plan, uint32_t&) {
+  if (EnteredByTheLogicalPath(*plan.spec)) return Ok();
+  if (plan.pwd_index >= 0) plan.envp[plan.pwd_index] = plan.pwd_fallback.data();
   if (::chdir(plan.spec->cwd.c_str()) != 0) {
     return SysFail("sandbox",
                    "working directory " + plan.spec->cwd + " is not visible in the sandbox");

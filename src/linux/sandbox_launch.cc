@@ -304,6 +304,12 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   plan.alive_fd = alive_read.Get();
   plan.argv = CStrings(spec.argv);
   plan.envp = CStrings(spec.env);
+  if (!spec.logical_cwd.empty()) {
+    for (size_t i = 0; i < spec.env.size(); ++i) {
+      if (spec.env[i].rfind("PWD=", 0) == 0) plan.pwd_index = static_cast<int>(i);
+    }
+    plan.pwd_fallback = "PWD=" + spec.cwd;
+  }
   UniqueFd remap_parent, remap_child;
   if (walls.remap_root) {
     plan.remap_root = true;

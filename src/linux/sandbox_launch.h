@@ -59,6 +59,10 @@ struct LaunchSpec {
   std::vector<std::string> argv;  // argv[0] as the user wrote it
   std::vector<std::string> env;   // final environment, NAME=VALUE
   std::string cwd;                // absolute; must be inside the view
+  // `cwd` by the workspace's logical path (SandboxPolicy::workspace_logical), the one the
+  // command enters when it leads to `cwd` in the view (`env` then says so in PWD); else `cwd`,
+  // with PWD set to it. Empty: none.
+  std::string logical_cwd;
   std::optional<std::chrono::milliseconds> timeout;
   ResourceLimits limits;
   // --network proxy: a SOCK_SEQPACKET end connected to anvil-proxy; init sends it the listening

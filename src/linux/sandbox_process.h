@@ -60,6 +60,10 @@ struct Plan {
   int observer_command_fd = -1;
   int observer_init_fd = -1;
   std::vector<char*> argv, envp;
+  // With spec->logical_cwd: the index in envp of its PWD, and the entry that takes its place
+  // when the command enters spec->cwd instead.
+  int pwd_index = -1;
+  std::string pwd_fallback;
 };
 
 // The command's failure before its exec, for a warm call's caller (Plan::command_failed_fd).

@@ -27,6 +27,8 @@ std::string_view ToString(WriteArea area) {
       return "read_only_policy";
     case WriteArea::kHostAutorun:
       return "host_autorun";
+    case WriteArea::kWorkspaceWay:
+      return "beside_workspace";
   }
   return "?";
 }
@@ -99,6 +101,12 @@ WriteClass ClassifyWrite(const FileView& view, const SandboxPolicy& policy,
     }
     return {WriteArea::kReadable, *root};
   }
+  // The deepest way down to the workspace that holds it: a directory of the view's own, in the
+  // sandbox home or /tmp, that shows nothing of the host's but that way.
+  const std::vector<std::string> ways = WorkspaceWays(view);
+  for (auto way = ways.rbegin(); way != ways.rend(); ++way) {
+    if (PathIsWithin(path, *way)) return {WriteArea::kWorkspaceWay, *way};
+  }
   if (view.full_read) return {WriteArea::kSystem, "/"};
   return {WriteArea::kOutside, ""};
 }
@@ -161,7 +169,7 @@ bool DecodeRefusal(std::string_view text, Refusal& out) {
     if (c < '0' || c > '9' || area > 100) return false;
     area = area * 10 + (c - '0');
   }
-  if (area > static_cast<int>(WriteArea::kHostAutorun)) return false;
+  if (area > static_cast<int>(WriteArea::kWorkspaceWay)) return false;
   out.area = static_cast<WriteArea>(area);
   out.program = parts[2];
   out.detail = parts[3];
@@ -288,6 +296,15 @@ RefusalAdvice Advise(const Refusal& r, const std::string& workspace, const std::
           // outside the sandbox.
           if (r.subject != r.root) a.allow = "--writable-root " + root;
           break;
+        case WriteArea::kWorkspaceWay: {
+          // The directory it was written in: the host's, shown whole (and writable) by the flag.
+          const std::string dir = r.subject.substr(0, r.subject.rfind('/'));
+          a.why = root +
+                  " is only the way to the workspace in the sandbox (nothing else of the host's " +
+                  root + " is shown) and stays read-only";
+          if (!dir.empty()) a.allow = "--writable-root " + Shown(dir, workspace, home);
+          break;
+        }
       }
       break;
     }

@@ -29,6 +29,8 @@ enum class WriteArea {
   kHostAutorun,      // what the host runs from the home (policy/host_autorun.h), credential
                      // locations aside: a directory by --writable-root DIR; a file only
                      // outside the sandbox
+  kWorkspaceWay,     // a directory on the way down to the workspace in the sandbox home or the
+                     // view's /tmp (WorkspaceWays): beside the workspace, --writable-root DIR
 };
 std::string_view ToString(WriteArea area);
 

@@ -77,6 +77,97 @@ bool PathIsWithin(std::string_view path, std::string_view root) {
   return path.size() == root.size() || path[root.size()] == '/';
 }
 
+namespace {
+
+// The mounts of the view other than the bases of WorkspaceWays (the sandbox home's bind or
+// tmpfs, the kept /tmp's bind): a directory at or beneath one is that mount's, not the base's.
+std::vector<std::string_view> OtherMounts(const FileView& view) {
+  std::vector<std::string_view> mounts;
+  for (const auto& r : view.read_roots) mounts.push_back(r);
+  for (const auto& w : view.writable_roots) mounts.push_back(w.root);
+  for (const auto& d : view.pinned_dirs) mounts.push_back(d);
+  for (const auto& l : view.pinned_links) mounts.push_back(l);
+  for (const auto& d : view.masked_dirs) mounts.push_back(d);
+  for (const auto& f : view.masked_files) mounts.push_back(f);
+  if (!view.workspace_base.empty()) mounts.push_back(view.workspace_base);
+  for (size_t i = 0; i < view.mapped_binds.size(); ++i) {
+    const MappedBind& m = view.mapped_binds[i];
+    if (view.tmp_bind && *view.tmp_bind == i) continue;
+    if (!view.home_base.empty() && m.target == view.home_base && m.writable) continue;
+    mounts.push_back(m.target);
+  }
+  return mounts;
+}
+
+bool AtOrBeneathAny(std::string_view path, const std::vector<std::string_view>& mounts) {
+  return std::any_of(mounts.begin(), mounts.end(),
+                     [&](std::string_view m) { return PathIsWithin(path, m); });
+}
+
+// The deepest base that holds `path` strictly: the sandbox home, or /tmp where it is the view's
+// own (no root of the host's shows it). "" for none.
+std::string BaseOf(const FileView& view, const std::vector<std::string_view>& mounts,
+                   const std::string& path) {
+  if (!view.home_base.empty() && path != view.home_base && PathIsWithin(path, view.home_base)) {
+    return view.home_base;
+  }
+  if (view.private_tmp && path != "/tmp" && PathIsWithin(path, "/tmp") &&
+      !AtOrBeneathAny("/tmp", mounts)) {
+    return "/tmp";
+  }
+  return "";
+}
+
+// Absolute, without empty, "." or ".." components, and not "/".
+bool LexicallyNormal(const std::string& path) {
+  if (path.size() < 2 || path[0] != '/' || path.back() == '/') return false;
+  size_t start = 1;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string::npos) end = path.size();
+    const std::string_view part(path.data() + start, end - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::string> WorkspaceWays(const FileView& view) {
+  std::vector<std::string> ways;
+  if (view.workspace.empty() || view.workspace[0] != '/') return ways;
+  const std::vector<std::string_view> mounts = OtherMounts(view);
+  for (const std::string* target : {&view.workspace, &view.workspace_link}) {
+    if (target->empty()) continue;
+    const std::string base = BaseOf(view, mounts, *target);
+    if (base.empty()) continue;
+    for (size_t slash = target->find('/', base.size() + 1); slash != std::string::npos;
+         slash = target->find('/', slash + 1)) {
+      std::string dir = target->substr(0, slash);
+      if (AtOrBeneathAny(dir, mounts)) break;
+      if (std::find(ways.begin(), ways.end(), dir) == ways.end()) ways.push_back(std::move(dir));
+    }
+  }
+  std::stable_sort(ways.begin(), ways.end(), [](const std::string& a, const std::string& b) {
+    return std::count(a.begin(), a.end(), '/') < std::count(b.begin(), b.end(), '/');
+  });
+  return ways;
+}
+
+std::string WorkspaceLinkFor(const FileView& view, const std::string& logical) {
+  const std::string& ws = view.workspace;
+  if (logical.empty() || ws.empty() || !LexicallyNormal(logical)) return "";
+  if (PathIsWithin(logical, ws) || PathIsWithin(ws, logical)) return "";
+  if (PathIsWithin(logical, "/dev") || PathIsWithin(logical, "/proc")) return "";
+  const std::vector<std::string_view> mounts = OtherMounts(view);
+  for (std::string_view m : mounts) {
+    if (PathIsWithin(logical, m) || PathIsWithin(m, logical)) return "";
+  }
+  if (view.full_read && BaseOf(view, mounts, logical).empty()) return "";
+  return logical;
+}
+
 Status ValidateWorkspaceSubpath(const std::string& sub) {
   if (sub.empty() || sub.size() > 4096 || sub[0] == '/' || sub.back() == '/') {
     return Fail("invalid", "readable workspace path must be relative: '" + sub + "'");
@@ -229,6 +320,7 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
   ANVIL_TRY(writable_roots, WritableRootsOf(policy, host));
   const std::vector<std::string>& writable = *writable_roots;
   FileView view;
+  view.workspace = policy.workspace;
   view.full_read = policy.read_access == ReadAccess::kFull;
   view.runtime_from_call = policy.runtime_from_call;
   if (!view.full_read && !policy.runtime_from_call) {
@@ -369,6 +461,9 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
     ANVIL_TRY(masks, host.bound_unix_sockets(view));
     MaskHostSockets(view, masks->sockets, masks->locked_dirs);
     MaskSocketsInMappedBinds(view, masks->sockets, masks->locked_dirs);
+  }
+  if (!policy.runtime_from_call) {
+    view.workspace_link = WorkspaceLinkFor(view, policy.workspace_logical);
   }
   return view;
 }

@@ -48,6 +48,10 @@ struct SandboxPolicy {
   bool runtime_from_call = false;
   // The command's home (anvil sandbox; policy/sandbox_home.h plans it). Empty: no home.
   HomeView home;
+  // The path the user reached the workspace by, when a symlink leads there ($PWD, as `pwd -L`
+  // shows it; absolute, lexically normal, resolving to `workspace`): shown in the view too when
+  // it can be (WorkspaceLinkFor). Empty: none.
+  std::string workspace_logical;
 
   // Whether the filesystem is confined at all (read-only and workspace-write).
   bool ConfinesFilesystem() const {
@@ -148,7 +152,32 @@ struct FileView {
   // A workspace of $HOME (no home_base): the masked path (in masked_files) of the user's git
   // config, covered by a read-only file holding home_gitconfig instead of an empty one.
   std::string gitconfig_mask;
+  // The workspace (SandboxPolicy::workspace): where WorkspaceWays leads.
+  std::string workspace;
+  // The workspace's logical path (SandboxPolicy::workspace_logical) where the view shows it
+  // (WorkspaceLinkFor): a symbolic link to `workspace`, made in the view's own directories.
+  std::string workspace_link;
 };
+
+// The directories of the view's own on the way down to the workspace: each directory strictly
+// between the sandbox home (home_base) or the view's /tmp and the workspace, from the top down to
+// the first one another mount of the view shows (a root, a bind, a mask), exclusive. The host's
+// directory of that name is not in the view (only the way down is), so a write there would land
+// in the sandbox home or the view's /tmp, out of sight: the view makes each an empty tmpfs,
+// read-only once the mount points beneath it are made, and a write beside the workspace fails
+// (EROFS). The home and /tmp themselves are never among them: they stay writable. The same for
+// the way down to workspace_link, where the link is made. Parents first.
+std::vector<std::string> WorkspaceWays(const FileView& view);
+
+// `logical` (SandboxPolicy::workspace_logical) when the view can show it as a symbolic link to
+// the workspace, else "": only in the view's own directories — its root, the sandbox home, the
+// view's /tmp (the way down made as in WorkspaceWays) — never at, above or beneath anything
+// another mount shows (a writable root of the host's above all: nothing is ever made there; a
+// read root or bind, which shows the host's own path as it is; a mask), nor in /dev or /proc,
+// nor beside or inside the workspace itself; with full read only in the home or /tmp (the
+// host's root, read-only, already shows the host's link). The link leads only to the
+// workspace, which the view shows anyway: it opens nothing the workspace's own path does not.
+std::string WorkspaceLinkFor(const FileView& view, const std::string& logical);
 
 // The facts about the host filesystem that ComputeFileView needs; injected so the decision
 // stays a pure, unit-testable function.

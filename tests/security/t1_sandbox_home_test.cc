@@ -222,6 +222,142 @@ TEST_P(T1SandboxHome, SymlinksPlantedInTheSandboxHomeNeverRedirectALaterRun) {
   EXPECT_EQ(listing, 0) << "a bind or mount point landed in the link's target";
 }
 
+// A workspace beneath a directory of the home (~/code/app): the directories on the way down to it
+// exist in the view only as that way, not as the host's. A write beside the workspace once
+// landed in the sandbox home (exit 0, the file out of sight, `git worktree add ../feat` a
+// worktree the host's repository recorded but never got); now it fails (EROFS) and the summary
+// names the way past. Next to it what must keep working: the workspace, the home's own top
+// (dotfiles tools write there), its caches, /tmp, and --writable-root for the host's directory.
+TEST_P(T1SandboxHome, WritesBesideTheWorkspaceFailInsteadOfLandingInTheSandboxHome) {
+  const std::string code = home_.home() + "/code";
+  const std::string ws = code + "/app";
+  Shell("mkdir -p " + ShellQuote(ws) + " " + ShellQuote(code + "/lib") + " && echo 1 > " +
+        ShellQuote(code + "/lib/x"));
+  caller_.Give(code);
+  auto beside = Sh("echo hi > ../out.txt", {}, ws);
+  EXPECT_NE(beside.status, 0) << beside.out << beside.err;
+  EXPECT_NE(beside.err.find("Read-only file system"), std::string::npos) << beside.err;
+  EXPECT_NE(beside.err.find("write ~/code/out.txt - ~/code is only the way to the workspace in "
+                            "the sandbox"),
+            std::string::npos)
+      << beside.err;
+  EXPECT_NE(beside.err.find("allow with --writable-root ~/code"), std::string::npos) << beside.err;
+  auto sibling = Sh("mkdir ../feat || mkdir -p ../lib/new || ls -A ..", {}, ws);
+  EXPECT_EQ(sibling.out, "app\n") << "only the way down is shown: " << sibling.err;
+  auto report = JsonReport(SandboxSh(ws, "true", {"--json"}, Options(ws)));
+  ASSERT_TRUE(report.is_object());
+  const std::string sandbox_home = report["home"]["sandbox_home"].get<std::string>();
+  for (const char* rel : {"/code/out.txt", "/code/feat", "/code/lib"}) {
+    EXPECT_FALSE(Exists(sandbox_home + rel)) << rel << " landed in the sandbox home";
+    if (std::string(rel) != "/code/lib") {
+      EXPECT_FALSE(Exists(home_.home() + rel)) << rel;
+    }
+  }
+
+  // The benign neighbours: the workspace, the home's top and its caches, /tmp.
+  auto benign =
+      Sh("echo a > inside.txt && echo b > ~/.bash_history && echo c > ~/.npmrc && "
+         "mkdir -p ~/.cache/t ~/notes && echo d > ~/.cache/t/f && echo e > ~/notes/f && "
+         "echo f > /tmp/f && cat inside.txt ~/.bash_history ~/.npmrc ~/.cache/t/f ~/notes/f /tmp/f",
+         {}, ws);
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_EQ(benign.out, "a\nb\nc\nd\ne\nf\n") << benign.err;
+  EXPECT_EQ(ReadFile(ws + "/inside.txt"), "a\n");
+
+  // The way past: the host's directory, named.
+  auto named = Sh("cat ../lib/x && echo hi > ../out.txt", {"--writable-root", code}, ws);
+  EXPECT_EQ(named.status, 0) << named.err;
+  EXPECT_EQ(named.out, "1\n");
+  EXPECT_EQ(ReadFile(code + "/out.txt"), "hi\n");
+}
+
+// A workspace beneath a directory of /tmp (/tmp/x/app): /tmp/x is only the way down in the
+// view, read-only; /tmp itself (the workspace's kept /tmp) stays writable and kept.
+TEST_P(T1SandboxHome, WritesBesideAWorkspaceInTmpFailButTmpStaysWritable) {
+  TempDir dir("anvil-beside", "/tmp");
+  const std::string ws = dir.path() + "/app";
+  Shell("mkdir -p " + ShellQuote(ws) + " " + ShellQuote(dir.path() + "/lib") + " && echo 1 > " +
+        ShellQuote(dir.path() + "/lib/x"));
+  caller_.Give(dir.path());
+  auto beside = Sh("echo hi > ../out.txt", {}, ws);
+  EXPECT_NE(beside.status, 0) << beside.out << beside.err;
+  EXPECT_NE(beside.err.find("Read-only file system"), std::string::npos) << beside.err;
+  EXPECT_NE(beside.err.find("allow with --writable-root " + dir.path()), std::string::npos)
+      << beside.err;
+  EXPECT_FALSE(Exists(dir.path() + "/out.txt"));
+  const std::string token = UniqueToken("TMP");
+  auto tmp = Sh("echo " + token + " > /tmp/top-" + token + " && echo wrote", {}, ws);
+  EXPECT_EQ(tmp.status, 0) << tmp.err;
+  auto kept = Sh("cat /tmp/top-" + token, {}, ws);
+  EXPECT_EQ(kept.out, token + "\n") << kept.err;
+  auto named = Sh("echo hi > ../out.txt", {"--writable-root", dir.path()}, ws);
+  EXPECT_EQ(named.status, 0) << named.err;
+  EXPECT_EQ(ReadFile(dir.path() + "/out.txt"), "hi\n");
+}
+
+// A workspace reached through a symlink (cwd /tmp/x/link-proj -> /tmp/x/real-proj, $PWD the link)
+// was in the view only at its resolved path: absolute paths recorded through the link on the host
+// (a CMake build directory configured there) named nothing inside. Now the link's path leads to
+// the workspace in the view too and the command starts there ($PWD, `pwd`), as bubblewrap's
+// `--bind` + `--chdir` of that path would; the link cannot be replaced, leads nowhere else, and
+// writes through it are the workspace's. Beside it: the real path, and a $PWD that leads
+// elsewhere (ignored, as `pwd -L` ignores it).
+TEST_P(T1SandboxHome, AWorkspaceReachedThroughASymlinkIsThereByThatPathToo) {
+  TempDir dir("anvil-logical", "/tmp");
+  const std::string real = dir.path() + "/real-proj";
+  const std::string link = dir.path() + "/link-proj";
+  Shell("mkdir -p " + ShellQuote(real + "/sub") + " && echo marker > " +
+        ShellQuote(real + "/marker") + " && ln -s real-proj " + ShellQuote(link) + " && echo " +
+        ShellQuote(link + "/marker") + " > " + ShellQuote(real + "/recorded"));
+  caller_.Give(dir.path());
+  auto in = [&](const std::string& cwd, const std::string& pwd, const std::string& script,
+                const std::vector<std::string>& flags = {}) {
+    RunOptions o = Options();
+    o.cwd = cwd;
+    o.env = home_.Env({"PWD=" + pwd});
+    std::vector<std::string> argv = {AnvilBin(), "sandbox"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.insert(argv.end(), {"--", "/bin/sh", "-c", script});
+    return ::anvil::testing::Run(argv, Opts(o));
+  };
+  const std::string script =
+      "pwd; echo \"$PWD\"; pwd -P; cat \"$(cat recorded)\" && echo through > " +
+      ShellQuote(link + "/written") + " && cat " + ShellQuote(link + "/written");
+  auto r = in(link, link, script);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, link + "\n" + link + "\n" + real + "\nmarker\nthrough\n") << r.err;
+  EXPECT_EQ(ReadFile(real + "/written"), "through\n");
+  // --workdir beneath it keeps the logical path too.
+  auto sub = in(link, link, "pwd", {"--workdir", "sub"});
+  EXPECT_EQ(sub.out, link + "/sub\n") << sub.err;
+
+  // The link is the view's: it cannot be replaced or removed, and the host's stays as it was.
+  auto replace = in(link, link,
+                    "ln -sfn / " + ShellQuote(link) + "; rm -f " + ShellQuote(link) +
+                        "; readlink " + ShellQuote(link));
+  EXPECT_EQ(replace.out, real + "\n") << replace.err;
+  EXPECT_NE(replace.err.find("Read-only file system"), std::string::npos) << replace.err;
+  char target[256] = {};
+  ASSERT_GT(::readlink(link.c_str(), target, sizeof(target) - 1), 0);
+  EXPECT_STREQ(target, "real-proj");
+
+  // The real path: as before. A $PWD that does not lead to the current directory: ignored.
+  auto plain = in(real, real, "pwd; echo \"$PWD\"");
+  EXPECT_EQ(plain.out, real + "\n" + real + "\n") << plain.err;
+  auto stale = in(real, link + "-elsewhere", "pwd; test -e " + ShellQuote(link) + " || echo none");
+  EXPECT_EQ(stale.out, real + "\nnone\n") << stale.err;
+
+  // In the home: ~/links/app -> ~/code/app, the way down to each read-only.
+  const std::string home_real = home_.home() + "/code/app";
+  const std::string home_link = home_.home() + "/links/app";
+  Shell("mkdir -p " + ShellQuote(home_real) + " " + ShellQuote(home_.home() + "/links") +
+        " && ln -s ../code/app " + ShellQuote(home_link));
+  caller_.Give(home_.home() + "/code");
+  caller_.Give(home_.home() + "/links");
+  auto home = in(home_link, home_link, "pwd; pwd -P; touch ../x || echo refused");
+  EXPECT_EQ(home.out, home_link + "\n" + home_real + "\nrefused\n") << home.err;
+}
+
 TEST_P(T1SandboxHome, SocketInAToolchainDirectoryIsHidden) {
   if (!Exists(kPython)) GTEST_SKIP() << "SKIPPED: " << kPython << " is missing";
   const std::string sock = home_.home() + "/.pyenv/agent.sock";

@@ -433,34 +433,39 @@ TEST_P(T1SandboxWrite, ReadOnlyPolicyDeniesEveryWriteInWorkspace) {
 
 // The workspace's /tmp is kept between its runs (beside its sandbox home), so it holds what
 // earlier commands left: a symlink where a later run needs a mount point (a directory in the
-// way to a workspace or root that lies in /tmp) must never be followed out of it. Run 1 plants
-// `/tmp/<dir>/parent -> <outside>`; run 2 binds `<dir>/parent/extra` from the host: the link is
-// replaced by a directory of the kept /tmp, nothing is made in <outside>, and the write lands
-// where the host's path says. Benign neighbour: what run 1 wrote to /tmp is there in run 2,
-// never in the host's /tmp.
+// way to a root that lies in /tmp) must never be followed out of it. Run 1 plants
+// `/tmp/<other> -> <outside>` at the top of the kept /tmp (the way down to the workspace itself,
+// `/tmp/<dir>`, is a read-only tmpfs of the view's: nothing can be planted there); run 2 binds
+// `<other>/parent/extra` from the host: the link is replaced by a directory of the kept /tmp,
+// nothing is made in <outside>, and the write lands where the host's path says. Benign
+// neighbour: what run 1 wrote to /tmp is there in run 2, never in the host's /tmp.
 TEST_P(T1SandboxWrite, AKeptTmpNeverLeadsAMountPointOutOfIt) {
   TempDir in_tmp("anvil-kept-tmp", "/tmp");
+  TempDir other_tmp("anvil-kept-other", "/tmp");
   const std::string ws = in_tmp / "ws";
-  const std::string extra = in_tmp / "parent/extra";
+  const std::string extra = other_tmp / "parent/extra";
   TempDir home_dir("anvil-kept-home", "/var/tmp");
   ASSERT_EQ(Shell("mkdir -p " + ShellQuote(ws) + " " + ShellQuote(extra)), 0);
   caller_.Give(in_tmp.path());
+  caller_.Give(other_tmp.path());
   caller_.Give(home_dir.path());
   RunOptions o;
   o.env = {"PATH=/usr/bin:/bin", "HOME=" + home_dir.path()};
   auto plant = SandboxSh(ws,
                          "echo kept > /tmp/note && ln -s " + ShellQuote(outside_.path()) + " " +
-                             ShellQuote(in_tmp / "parent") + " && echo planted",
+                             ShellQuote(other_tmp.path()) + " && echo planted && ln -s " +
+                             ShellQuote(outside_.path()) + " " + ShellQuote(in_tmp / "parent") +
+                             " 2>/dev/null || echo refused",
                          {}, Opts(o));
   ASSERT_EQ(plant.status, 0) << plant.err;
-  ASSERT_EQ(plant.out, "planted\n");
+  ASSERT_EQ(plant.out, "planted\nrefused\n");
   EXPECT_FALSE(Exists("/tmp/note")) << "the host's /tmp";
   auto run = SandboxSh(ws, "cat /tmp/note && echo landed > " + ShellQuote(extra + "/f"),
                        {"--writable-root", extra}, Opts(o));
   EXPECT_EQ(run.status, 0) << run.err;
   EXPECT_EQ(run.out, "kept\n");
   EXPECT_EQ(ReadFile(extra + "/f"), "landed\n");
-  EXPECT_FALSE(Exists(outside_ / "extra")) << "a mount point was made through the planted link";
+  EXPECT_FALSE(Exists(outside_ / "parent")) << "a mount point was made through the planted link";
   auto fresh = SandboxSh(ws, "cat /tmp/note", {"--tmp", "private"}, Opts(o));
   EXPECT_NE(fresh.status, 0) << fresh.out;
 }

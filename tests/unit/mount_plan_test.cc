@@ -45,6 +45,8 @@ std::string KindName(MountOpKind kind) {
       return "mapped";
     case MountOpKind::kHomeTmpfs:
       return "home-tmpfs";
+    case MountOpKind::kWay:
+      return "way";
   }
   return "?";
 }
@@ -226,6 +228,27 @@ TEST(PlanMounts, AKeptTmpIsBoundFirstInPlaceOfTheTmpfs) {
   EXPECT_EQ(Plan(v, options, host),
             (std::vector<std::string>{"dev /dev", "proc /proc", "mapped /tmp #1",
                                       "mapped /home/u #0", "rw /tmp/x/ws"}));
+}
+
+// The way down to a workspace beneath the sandbox home or the kept /tmp (WorkspaceWays): an
+// empty tmpfs per directory, after the home and before the workspace and anything else beneath
+// it, so that every mount point beneath it is made in it.
+TEST(PlanMounts, TheWayDownToTheWorkspaceComesBeforeWhatLiesBeneathIt) {
+  FileView v;
+  v.workspace = "/home/u/code/app";
+  v.home_base = "/home/u";
+  v.writable_roots = {{"/home/u/code/app", {"/home/u/code/app/.git"}}, {"/home/u/code/lib", {}}};
+  v.mapped_binds = {{"/h/state/home", "/home/u", true, 0, 0}, {"/h/state/tmp", "/tmp", true, 0, 0}};
+  v.tmp_bind = 1;
+  EXPECT_EQ(Plan(v),
+            (std::vector<std::string>{
+                "dev /dev", "proc /proc", "mapped /tmp #1", "mapped /home/u #0", "way /home/u/code",
+                "rw /home/u/code/app", "rw /home/u/code/lib", "ro /home/u/code/app/.git"}));
+  v.workspace = "/tmp/x/y/app";
+  v.writable_roots = {{"/tmp/x/y/app", {}}};
+  EXPECT_EQ(Plan(v), (std::vector<std::string>{"dev /dev", "proc /proc", "mapped /tmp #1",
+                                               "mapped /home/u #0", "way /tmp/x", "way /tmp/x/y",
+                                               "rw /tmp/x/y/app"}));
 }
 
 TEST(PlanMounts, RootsSandboxCoversUnsearchableDirectoriesAboveItsTrees) {

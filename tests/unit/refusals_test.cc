@@ -163,6 +163,55 @@ TEST(Advise, OneLineWayPastEachRefusal) {
   EXPECT_NE(doc.why.find("resolves to 192.0.2.1"), std::string::npos);
 }
 
+// A write beside the workspace, in a directory that is only the way down to it in the sandbox
+// home or the view's /tmp (WorkspaceWays): named as such, with the host's directory as the way
+// past; the home's own top and the workspace's own files are not part of it.
+TEST(ClassifyWrite, BesideTheWorkspaceIsTheWayDownToIt) {
+  SandboxPolicy p;
+  p.workspace = "/home/u/code/app";
+  FileView v;
+  v.workspace = "/home/u/code/app";
+  v.home_base = "/home/u";
+  v.writable_roots = {{"/home/u/code/app", {"/home/u/code/app/.git"}}};
+  v.mapped_binds = {{"/state/home", "/home/u", true, 0, 0},
+                    {"/opt/rustup", "/home/u/.rustup", false, 0, 0}};
+  EXPECT_EQ(ClassifyWrite(v, p, "/home/u/code/out.txt").area, WriteArea::kWorkspaceWay);
+  EXPECT_EQ(ClassifyWrite(v, p, "/home/u/code/out.txt").root, "/home/u/code");
+  EXPECT_EQ(ClassifyWrite(v, p, "/home/u/code/feat").area, WriteArea::kWorkspaceWay);
+  EXPECT_EQ(ClassifyWrite(v, p, "/home/u/code/app/.git/x").area, WriteArea::kGit);
+  EXPECT_EQ(ClassifyWrite(v, p, "/home/u/.bash_history").area, WriteArea::kOutside);
+  EXPECT_EQ(ClassifyWrite(v, p, "/home/u/.rustup/x").area, WriteArea::kReadable);
+
+  p.workspace = v.workspace = "/tmp/sib/app";
+  v.home_base.clear();
+  v.mapped_binds.clear();
+  v.writable_roots = {{"/tmp/sib/app", {}}};
+  EXPECT_EQ(ClassifyWrite(v, p, "/tmp/sib/out.txt").area, WriteArea::kWorkspaceWay);
+  EXPECT_EQ(ClassifyWrite(v, p, "/tmp/sib/out.txt").root, "/tmp/sib");
+  EXPECT_EQ(ClassifyWrite(v, p, "/var/x").area, WriteArea::kOutside);
+}
+
+TEST(Advise, BesideTheWorkspaceNamesTheHostsDirectory) {
+  Refusal r;
+  r.kind = Refusal::Kind::kWrite;
+  r.program = "sh";
+  r.subject = "/home/u/code/out.txt";
+  r.detail = "openat";
+  r.area = WriteArea::kWorkspaceWay;
+  r.root = "/home/u/code";
+  auto a = Advise(r, "/home/u/code/app", "/home/u", NetworkMode::kNone);
+  EXPECT_EQ(a.what, "write ~/code/out.txt");
+  EXPECT_EQ(a.why,
+            "~/code is only the way to the workspace in the sandbox (nothing else of the host's "
+            "~/code is shown) and stays read-only");
+  EXPECT_EQ(a.allow, "--writable-root ~/code");
+  r.subject = "/tmp/sib/lib";  // mkdir -p ../lib/new: the first directory refused
+  r.root = "/tmp/sib";
+  EXPECT_EQ(Advise(r, "/tmp/sib/app", "/home/u", NetworkMode::kNone).allow,
+            "--writable-root /tmp/sib");
+  EXPECT_EQ(std::string(ToString(WriteArea::kWorkspaceWay)), "beside_workspace");
+}
+
 // A credential location the host-autorun shield holds (a placeholder for a missing one) is
 // classified and advised as a credential: no flag, never --writable-root ~/.kube; what the
 // host runs beside it still names its directory.

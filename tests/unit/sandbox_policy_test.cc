@@ -49,6 +49,123 @@ TEST(PathIsWithin, ComponentWise) {
   EXPECT_TRUE(PathIsWithin("/anything", "/"));
 }
 
+// The directories of the view's own on the way down to the workspace: strictly between the
+// sandbox home (or the view's /tmp) and the workspace, down to the first that another mount
+// shows. The home and /tmp themselves stay writable.
+TEST(WorkspaceWays, StrictlyBetweenTheHomeOrTmpAndTheWorkspace) {
+  auto ways = [](const std::string& workspace, const std::string& home,
+                 std::vector<std::string> extra_roots = {}, std::vector<MappedBind> binds = {}) {
+    FileView v;
+    v.workspace = workspace;
+    v.read_roots = {"/usr", "/etc"};
+    v.writable_roots = {{workspace, {workspace + "/.git"}}};
+    for (const auto& r : extra_roots) v.writable_roots.push_back({r, {}});
+    v.home_base = home;
+    if (!home.empty()) v.mapped_binds.push_back({"/state/home", home, true, 0, 0});
+    v.tmp_bind = v.mapped_binds.size();
+    v.mapped_binds.push_back({"/state/tmp", "/tmp", true, 0, 0});
+    for (const auto& b : binds) v.mapped_binds.push_back(b);
+    return WorkspaceWays(v);
+  };
+  using V = std::vector<std::string>;
+  // A workspace directly in the home or /tmp: no way of its own, the home's top stays writable.
+  EXPECT_EQ(ways("/home/u/proj", "/home/u"), V{});
+  EXPECT_EQ(ways("/tmp/app", "/home/u"), V{});
+  // Beneath: each directory on the way.
+  EXPECT_EQ(ways("/home/u/code/app", "/home/u"), V{"/home/u/code"});
+  EXPECT_EQ(ways("/home/u/a/b/app", "/home/u"), (V{"/home/u/a", "/home/u/a/b"}));
+  EXPECT_EQ(ways("/tmp/x/app", "/home/u"), V{"/tmp/x"});
+  EXPECT_EQ(ways("/tmp/x/app", ""), V{"/tmp/x"});
+  // Outside both: the view's read-only root holds the way (nothing to do).
+  EXPECT_EQ(ways("/srv/code/app", "/home/u"), V{});
+  // The workspace is the home: no sandbox home.
+  EXPECT_EQ(ways("/home/u", ""), V{});
+  // A root or bind that shows the host's directory on the way: the way stops above it.
+  EXPECT_EQ(ways("/home/u/code/app", "/home/u", {"/home/u/code"}), V{});
+  EXPECT_EQ(ways("/home/u/a/b/app", "/home/u", {"/home/u/a/b"}), V{"/home/u/a"});
+  EXPECT_EQ(ways("/home/u/.pyenv/plugins/x", "/home/u", {},
+                 {{"/home/u/.pyenv", "/home/u/.pyenv", false, 0, 0}}),
+            V{});
+  // A root beside the way (a toolchain, another writable root) does not change it.
+  EXPECT_EQ(ways("/home/u/code/app", "/home/u", {"/home/u/code/lib"},
+                 {{"/opt/rustup", "/home/u/.rustup", false, 0, 0}}),
+            V{"/home/u/code"});
+  // The host's /tmp shown by a root: /tmp is not the view's own, nothing is made in it.
+  EXPECT_EQ(ways("/tmp/x/app", "/home/u", {"/tmp"}), V{});
+  // No workspace (a view made without a policy): nothing.
+  EXPECT_EQ(WorkspaceWays(FileView{}), V{});
+}
+
+// The workspace's logical path (a symlink on the host leads there): shown as a link to the
+// workspace only in the view's own directories, never where a mount shows the host's.
+TEST(WorkspaceLinkFor, OnlyInTheViewsOwnDirectories) {
+  FileView v;
+  v.workspace = "/tmp/real-proj";
+  v.read_roots = {"/usr", "/etc", "/opt/tools"};
+  v.writable_roots = {{"/tmp/real-proj", {"/tmp/real-proj/.git"}}, {"/srv/scratch", {}}};
+  v.home_base = "/home/u";
+  v.mapped_binds = {{"/state/home", "/home/u", true, 0, 0},
+                    {"/state/tmp", "/tmp", true, 0, 0},
+                    {"/opt/rustup", "/home/u/.rustup", false, 0, 0}};
+  v.tmp_bind = 1;
+  v.masked_dirs = {"/home/u/.config/gh"};
+  // In /tmp, the home, the view's root: yes.
+  for (const char* yes : {"/tmp/link-proj", "/tmp/links/proj", "/home/u/proj", "/home/u/a/b",
+                          "/work/link-proj", "/link"}) {
+    EXPECT_EQ(WorkspaceLinkFor(v, yes), yes);
+  }
+  // In a writable root (never made on the host), a read root or bind (the host's own path is
+  // shown), at or above a mount, in /dev or /proc, the workspace itself, beside or inside it,
+  // not lexically normal: no.
+  for (const char* no : {"/srv/scratch/link",
+                         "/srv/scratch",
+                         "/usr/local/proj",
+                         "/opt/tools/p",
+                         "/home/u/.rustup/p",
+                         "/home/u/.config/gh/p",
+                         "/home/u/.config",
+                         "/opt",
+                         "/tmp",
+                         "/home/u",
+                         "/home",
+                         "/",
+                         "/dev/p",
+                         "/proc/p",
+                         "/tmp/real-proj",
+                         "/tmp/real-proj/sub",
+                         "/tmp/link/../x",
+                         "/tmp/./link",
+                         "/tmp//link",
+                         "/tmp/link/",
+                         "tmp/link",
+                         ""}) {
+    EXPECT_EQ(WorkspaceLinkFor(v, no), "") << no;
+  }
+  // The way down to it is made like the workspace's: /tmp/links, read-only.
+  v.workspace_link = "/tmp/links/proj";
+  EXPECT_EQ(WorkspaceWays(v), std::vector<std::string>{"/tmp/links"});
+  v.workspace_link = "/home/u/a/b";
+  EXPECT_EQ(WorkspaceWays(v), (std::vector<std::string>{"/home/u/a"}));
+  // Full read: the host's root shows the host's link outside the home and /tmp.
+  v.full_read = true;
+  EXPECT_EQ(WorkspaceLinkFor(v, "/work/link-proj"), "");
+  EXPECT_EQ(WorkspaceLinkFor(v, "/tmp/link-proj"), "/tmp/link-proj");
+}
+
+TEST(ComputeFileView, TheLogicalPathOfTheWorkspaceIsShownWhereItCanBe) {
+  SandboxPolicy p;
+  p.workspace = "/ws";
+  p.workspace_logical = "/lnk/ws";
+  auto view = ComputeFileView(p, FakeHost({"/ws", "/usr"}));
+  ASSERT_TRUE(view) << view.error().ToString();
+  EXPECT_EQ(view->workspace, "/ws");
+  EXPECT_EQ(view->workspace_link, "/lnk/ws");
+  p.workspace_logical = "/usr/ws";  // the host's own, shown as it is
+  view = ComputeFileView(p, FakeHost({"/ws", "/usr"}));
+  ASSERT_TRUE(view) << view.error().ToString();
+  EXPECT_EQ(view->workspace_link, "");
+}
+
 TEST(ComputeFileView, WorkspaceWriteProtectsGitAndAnvil) {
   SandboxPolicy p;
   p.workspace = "/ws";
