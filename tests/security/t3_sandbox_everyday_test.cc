@@ -272,6 +272,34 @@ TEST_P(T3SandboxEveryday, TmpIsKeptBetweenTheWorkspacesRuns) {
   EXPECT_EQ(read_only.out, "absent\n");
 }
 
+// Package metadata is the system's, world-readable: dpkg's database and apt's lists are shown
+// read-only, so `dpkg -s`, `dpkg -S` and `apt-cache policy` answer. Neighbours: nothing else
+// of /var is shown, nothing there can be written, and what only root may read there (dpkg's
+// lock, 0640) stays unreadable to root's sandbox too.
+TEST_P(T3SandboxEveryday, PackageMetadataIsShownReadOnly) {
+  if (!Exists("/var/lib/dpkg/status") || !Exists("/usr/bin/dpkg-query")) {
+    GTEST_SKIP() << "SKIPPED: no dpkg database";
+  }
+  auto r =
+      Sh("dpkg -s dpkg | grep -c '^Status: install ok installed'; dpkg -S /usr/bin/dpkg-query; "
+         "(touch /var/lib/dpkg/anvil-probe) 2>/dev/null; echo write=$?; "
+         "test -r /var/lib/dpkg/lock && echo lock-readable; ls /var/lib | tr '\\n' ' '; echo; "
+         "ls /var/log 2>/dev/null | wc -l");
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("1\ndpkg: /usr/bin/dpkg-query\nwrite=1\n"), std::string::npos)
+      << r.out << r.err;
+  EXPECT_EQ(r.out.find("lock-readable"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(Exists("/var/lib/apt/lists") ? "\napt dpkg \n0\n" : "\ndpkg \n0\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_FALSE(Exists("/var/lib/dpkg/anvil-probe"));
+  if (Exists("/usr/bin/apt-cache") && Shell("ls /var/lib/apt/lists | grep -q _Packages") == 0) {
+    auto apt = Sh("apt-cache policy dpkg 2>/dev/null");
+    EXPECT_NE(apt.out.find("Candidate:"), std::string::npos) << apt.out << apt.err;
+    EXPECT_EQ(apt.out.find("Candidate: (none)"), std::string::npos) << apt.out;
+  }
+}
+
 TEST_P(T3SandboxEveryday, SecretsStayUnreadableWhileAllThisWorks) {
   auto r =
       Sh("make -s test && cat ~/.ssh/id_ed25519 ~/.aws/secret ~/.netrc 2>/dev/null; "
