@@ -393,7 +393,10 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
     if (front_end == SandboxFrontEnd::kAnvilSandbox) {
       const SandboxSettings& settings = inv->settings;
       nlohmann::json home = {{"mode", ToString(settings.home_mode)}, {"path", settings.home}};
-      if (!settings.sandbox_home.empty()) home["sandbox_home"] = settings.sandbox_home;
+      if (!settings.sandbox_home.empty()) {
+        home["sandbox_home"] = settings.sandbox_home;
+        home["keyed_by"] = settings.home_key;
+      }
       home["tmp"] = settings.kept_tmp.empty() ? "private" : settings.kept_tmp;
       if (!settings.home_note.empty()) home["note"] = settings.home_note;
       report["home"] = home;

@@ -162,9 +162,9 @@ RepoTopFacts RepoTopFactsOf(const std::string& path) {
           static_cast<uint32_t>(st.st_mode)};
 }
 
-// $STATE/anvil/homes/<name>/{home/, tmp/, workspace}. Every component below $STATE is
-// made 0700 and opened without following symlinks, and must be the caller's own. `with_tmp`:
-// the workspace's kept /tmp too.
+// $STATE/anvil/homes/<name>/{home/, tmp/, workspace}, `workspace` being the key
+// (SandboxHomeKey). Every component below $STATE is made 0700 and opened without following
+// symlinks, and must be the caller's own. `with_tmp`: the workspace's kept /tmp too.
 Result<PreparedHome> PrepareHome(const std::string& state_dir, const std::string& workspace,
                                  bool with_tmp) {
   // Nothing is made in a tree that is not the caller's: root with another user's $HOME (sudo
@@ -422,9 +422,10 @@ Result<SandboxSettings> ApplySandboxSettings(const std::vector<std::string>& env
     // The workspace's own /tmp is kept like its home, unless the run asked for a throw-away
     // one (--tmp private, or a size for it) or writes nothing that outlives it (read-only).
     const bool kept_tmp = !flags.private_tmp && policy.kind == PolicyKind::kWorkspaceWrite;
-    auto prepared = input.mode == HomeMode::kPersistent
-                        ? PrepareHome(state, policy.workspace, kept_tmp)
-                        : Result<PreparedHome>(PreparedHome{});
+    // Every directory of the repository shares its home and /tmp (SandboxHomeKey).
+    out.home_key = SandboxHomeKey(policy.workspace, top);
+    auto prepared = input.mode == HomeMode::kPersistent ? PrepareHome(state, out.home_key, kept_tmp)
+                                                        : Result<PreparedHome>(PreparedHome{});
     if (prepared) {
       input.sandbox_home = prepared->home;
       input.sandbox_home_dev = prepared->dev;
@@ -446,7 +447,10 @@ Result<SandboxSettings> ApplySandboxSettings(const std::vector<std::string>& env
     out.home_note = "no persistent home";
   }
   if (plan->kind != HomeKind::kNone) out.home = plan->target;
-  if (plan->kind != HomeKind::kPersistent) out.sandbox_home.clear();
+  if (plan->kind != HomeKind::kPersistent) {
+    out.sandbox_home.clear();
+    out.home_key.clear();
+  }
   if (plan->kind == HomeKind::kTmpfs) out.home_mode = HomeMode::kTmp;
   if (plan->kind == HomeKind::kNone) out.home_mode = HomeMode::kNone;
   if (plan->kind == HomeKind::kPersistent) out.kept_tmp = plan->tmp.source;

@@ -31,6 +31,9 @@ struct SandboxSettings {
   HomeMode home_mode = HomeMode::kPersistent;
   std::string home;          // the command's $HOME ("" without one)
   std::string sandbox_home;  // the host directory behind it (persistent), "" otherwise
+  // The directory that keys the persistent home and the kept /tmp (SandboxHomeKey): the
+  // repository's top for a workspace below it, else the workspace; "" without one.
+  std::string home_key;
   // The host directory behind /tmp when it is the workspace's kept one (a persistent home's
   // neighbour), "" when /tmp is a throw-away tmpfs. Shown only where no named root shows the
   // host's /tmp (ApplyHomeView).

@@ -76,6 +76,14 @@ std::string SandboxHomeDirName(const std::string& workspace) {
   return name + "-" + Sha256Hex(workspace).substr(0, 16);
 }
 
+std::string SandboxHomeKey(const std::string& workspace,
+                           const std::optional<std::string>& repository_top) {
+  if (repository_top && *repository_top != "/" && PathIsWithin(workspace, *repository_top)) {
+    return *repository_top;
+  }
+  return workspace;
+}
+
 namespace {
 
 void AddUnique(std::vector<std::string>& list, const std::string& value) {

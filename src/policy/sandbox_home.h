@@ -2,13 +2,13 @@
 //
 // $HOME exists at its usual path and is writable, but it is not the user's real home: by
 // default it is a persistent per-workspace directory under the user's state directory
-// ($XDG_STATE_HOME/anvil/homes/<name>-<hash of the workspace path>/home), so caches (pip, npm,
-// go, cargo) survive between runs of one workspace while one repository's runs cannot poison
-// another workspace's. Onto it the view binds, read-only, an ALLOWLIST of the real home:
-// the toolchains of kHomeToolchains (plus the user's own additions, config.toml's
-// readable_roots); the sandbox's ~/.gitconfig is a sanitized copy of the user's, written
-// again at every start where it differs. Anything not listed stays absent;
-// there is no "home minus a denylist".
+// ($XDG_STATE_HOME/anvil/homes/<name>-<hash of the workspace path>/home; the repository's top
+// for a workspace below it, SandboxHomeKey), so caches (pip, npm, go, cargo) survive between
+// runs of one workspace while one repository's runs cannot poison another workspace's. Onto it the
+// view binds, read-only, an ALLOWLIST of the real home: the toolchains of kHomeToolchains (plus the
+// user's own additions, config.toml's readable_roots); the sandbox's ~/.gitconfig is a sanitized
+// copy of the user's, written again at every start where it differs. Anything not listed stays
+// absent; there is no "home minus a denylist".
 //
 // Credentials: the locations of kHomeCredentials are never shown. With the allowlist they are
 // absent anyway; where some bind would still show one (a readable root the user added that
@@ -249,6 +249,15 @@ std::optional<std::string> ViewSource(const FileView& view, const std::string& v
 // Directory name of the sandbox home of `workspace` (canonical): a readable prefix of its last
 // component and 16 hex digits of its SHA-256, e.g. "myproj-3f2a9c0d4b1e7a65".
 std::string SandboxHomeDirName(const std::string& workspace);
+
+// What keys the sandbox home and the kept /tmp of a run in `workspace` (canonical): the top of
+// the repository it lies in (`repository_top`: EnclosingRepositoryTop's answer, the caller's own
+// repository, which the run sees read-only), so that every directory of one repository shares
+// them — a run in a subdirectory is of the same trust domain, since a run at the top could write
+// that subdirectory anyway — or else the workspace itself (a repository's top keys its own).
+// Another repository, or a directory in none, keeps its own. Pure.
+std::string SandboxHomeKey(const std::string& workspace,
+                           const std::optional<std::string>& repository_top);
 
 // "~" and "~/x" against `home`; other paths unchanged.
 std::string ExpandHome(const std::string& path, const std::string& home);

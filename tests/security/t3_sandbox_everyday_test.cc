@@ -272,6 +272,44 @@ TEST_P(T3SandboxEveryday, TmpIsKeptBetweenTheWorkspacesRuns) {
   EXPECT_EQ(read_only.out, "absent\n");
 }
 
+// An agent changes its working directory per command: `pytest > /tmp/out.txt` at the
+// repository's top, then `cat /tmp/out.txt` in a subdirectory. Every directory of one
+// repository shares its sandbox home and kept /tmp (keyed by the repository's top); another
+// repository keeps its own.
+TEST_P(T3SandboxEveryday, TheRepositorysDirectoriesShareOneHomeAndTmp) {
+  const std::string sub = ws_ + "/sub/deeper";
+  Put(sub + "/f", "x\n");
+  home_.GiveTo(caller_);
+  const std::string name = UniqueToken("anvil-shared");
+  auto top = Sh("echo step1 > /tmp/" + name + " && echo cached > ~/" + name, {"--json"});
+  ASSERT_EQ(top.status, 0) << top.err;
+  auto in = [&](const std::string& dir, const std::string& script) {
+    RunOptions o;
+    o.cwd = dir;
+    o.env = home_.Env();
+    return SandboxSh(dir, script, {"--json"}, Opts(o));
+  };
+  auto below = in(sub, "cat /tmp/" + name + " ~/" + name);
+  EXPECT_EQ(below.status, 0) << below.err;
+  EXPECT_EQ(below.out, "step1\ncached\n") << below.err;
+  auto top_report = JsonReport(top);
+  auto below_report = JsonReport(below);
+  ASSERT_TRUE(top_report.is_object() && below_report.is_object());
+  EXPECT_EQ(top_report["home"]["sandbox_home"], below_report["home"]["sandbox_home"]);
+  EXPECT_EQ(below_report["home"]["keyed_by"], ws_);
+  // Another repository: a home and /tmp of its own.
+  const std::string repo2 = home_.home() + "/repo2";
+  Put(repo2 + "/sub/f", "y\n");
+  ASSERT_EQ(Shell("cd " + ShellQuote(repo2) + " && git init -q ."), 0);
+  home_.GiveTo(caller_);
+  auto other = in(repo2 + "/sub", "cat /tmp/" + name + " ~/" + name + " 2>/dev/null; echo end");
+  EXPECT_EQ(other.out, "end\n") << other.err;
+  auto other_report = JsonReport(other);
+  ASSERT_TRUE(other_report.is_object());
+  EXPECT_NE(other_report["home"]["sandbox_home"], top_report["home"]["sandbox_home"]);
+  ASSERT_EQ(Shell("rm -rf " + ShellQuote(repo2)), 0);
+}
+
 // Package metadata is the system's, world-readable: dpkg's database and apt's lists are shown
 // read-only, so `dpkg -s`, `dpkg -S` and `apt-cache policy` answer. Neighbours: nothing else
 // of /var is shown, nothing there can be written, and what only root may read there (dpkg's

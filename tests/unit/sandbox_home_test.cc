@@ -638,5 +638,21 @@ TEST(ApplyHomeView, TheKeptTmpUnlessANamedRootShowsTheHostsTmp) {
   EXPECT_TRUE(plan->tmp.source.empty());
 }
 
+// The sandbox home and the kept /tmp are keyed by the repository top the workspace lies in
+// (EnclosingRepositoryTop's answer), so every directory of one repository shares them; other
+// workspaces, and other repositories, keep their own.
+TEST(SandboxHomeKey, TheRepositoryTopForEveryDirectoryOfOneRepository) {
+  EXPECT_EQ(SandboxHomeKey("/home/u/proj", std::nullopt), "/home/u/proj");
+  EXPECT_EQ(SandboxHomeKey("/home/u/proj/sub", std::string("/home/u/proj")), "/home/u/proj");
+  EXPECT_EQ(SandboxHomeKey("/home/u/proj/a/b", std::string("/home/u/proj")), "/home/u/proj");
+  // A top that does not hold the workspace is no answer for it.
+  EXPECT_EQ(SandboxHomeKey("/home/u/other", std::string("/home/u/proj")), "/home/u/other");
+  EXPECT_EQ(SandboxHomeKey("/home/u/proj2", std::string("/home/u/proj")), "/home/u/proj2");
+  EXPECT_EQ(SandboxHomeDirName(SandboxHomeKey("/home/u/proj/sub", std::string("/home/u/proj"))),
+            SandboxHomeDirName("/home/u/proj"));
+  EXPECT_NE(SandboxHomeDirName(SandboxHomeKey("/home/u/proj2/sub", std::string("/home/u/proj2"))),
+            SandboxHomeDirName("/home/u/proj"));
+}
+
 }  // namespace
 }  // namespace anvil
