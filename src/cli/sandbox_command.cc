@@ -401,6 +401,7 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
       if (!settings.home_note.empty()) home["note"] = settings.home_note;
       report["home"] = home;
       if (!settings.repository_top.empty()) report["repository_top"] = settings.repository_top;
+      if (!settings.environments.empty()) report["environments"] = settings.environments;
       report["profiles"] = settings.profiles;
       nlohmann::json list = nlohmann::json::array();
       for (const auto& r : refusals) {

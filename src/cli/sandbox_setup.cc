@@ -411,6 +411,31 @@ Result<SandboxSettings> ApplySandboxSettings(const std::vector<std::string>& env
     input.implied_readable_roots.push_back(*top);
     out.repository_top = *top;
   }
+  // An activated virtualenv or conda environment outside the workspace is shown read-only, so
+  // its interpreter runs by its own path and finds it. Nothing is asked of the host when no
+  // such variable is set.
+  if (!home.empty()) {
+    std::vector<std::string> writable = {policy.workspace};
+    writable.insert(writable.end(), policy.extra_writable_roots.begin(),
+                    policy.extra_writable_roots.end());
+    std::vector<std::string> homes;
+    for (const auto& environment : kActivatedEnvironments) {
+      const std::string value = EnvValue(environ_entries, std::string(environment.variable));
+      if (value.empty() || value[0] != '/') continue;
+      const std::string dir = Canonical(value);
+      if (dir.empty()) continue;
+      if (homes.empty()) {
+        homes.push_back(resolved(home));
+        const std::string passwd_home = PasswdHome();
+        if (!passwd_home.empty() && passwd_home[0] == '/') homes.push_back(resolved(passwd_home));
+      }
+      if (ActivatedEnvironmentShown(dir, environment, ::geteuid(), homes, writable,
+                                    RepoTopFactsOf)) {
+        input.implied_readable_roots.push_back(dir);
+        out.environments.push_back(dir);
+      }
+    }
+  }
   out.home_mode = input.mode;
   if (input.mode != HomeMode::kNone) {
     const std::string xdg_state = EnvValue(environ_entries, "XDG_STATE_HOME");

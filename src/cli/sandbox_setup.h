@@ -42,6 +42,9 @@ struct SandboxSettings {
   bool home_created = false;  // this run made the persistent home (RunSandboxCommand sweeps)
   // The repository above the workspace it sees read-only (EnclosingRepositoryTop), "" when none.
   std::string repository_top;
+  // The activated environments ($VIRTUAL_ENV, $CONDA_PREFIX) shown read-only
+  // (ActivatedEnvironmentShown), canonical.
+  std::vector<std::string> environments;
   std::string state_dir;  // $XDG_STATE_HOME/anvil
   std::vector<std::string> profiles;
   std::string user_config;  // the file read, "" when there was none

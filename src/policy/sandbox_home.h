@@ -228,6 +228,31 @@ std::optional<std::string> EnclosingRepositoryTop(const std::string& workspace,
                                                   const std::vector<std::string>& homes,
                                                   uint32_t uid, const RepoTopLstat& lstat);
 
+// An activated Python environment the caller's environment names: a virtualenv ($VIRTUAL_ENV,
+// holding the file pyvenv.cfg) or a conda environment ($CONDA_PREFIX, holding the directory
+// conda-meta). Its interpreter is a link to the system's or a toolchain's, and finds the
+// environment only when run by its own path: so the directory is shown read-only.
+struct ActivatedEnvironment {
+  std::string_view variable;
+  std::string_view marker;
+  RepoTopFacts::Kind marker_kind;
+};
+inline constexpr ActivatedEnvironment kActivatedEnvironments[] = {
+    {"VIRTUAL_ENV", "pyvenv.cfg", RepoTopFacts::Kind::kFile},
+    {"CONDA_PREFIX", "conda-meta", RepoTopFacts::Kind::kDirectory},
+};
+
+// Whether `dir` (the variable's value, canonical) is shown read-only as an implied readable root
+// (PlanHomeView then skips it inside a credential location): a directory (lstat) owned by the
+// caller (`uid`) or root and writable by no one else, holding the environment's marker of the
+// same owners; not `/`, not already shown (inside a runtime root, the workspace or another
+// writable root), and holding neither a writable root (the first is the workspace) nor one of
+// `homes` (canonical; empty: no home is known, and nothing is shown). Pure.
+bool ActivatedEnvironmentShown(const std::string& dir, const ActivatedEnvironment& environment,
+                               uint32_t uid, const std::vector<std::string>& homes,
+                               const std::vector<std::string>& writable_roots,
+                               const RepoTopLstat& lstat);
+
 // The plan. Errors ("invalid"): a readable root inside a credential location, or one that is
 // the home directory itself while the sandbox has a home of its own.
 Result<HomeView> PlanHomeView(const HomePlanInput& input, const HomeHost& host);
