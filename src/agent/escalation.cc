@@ -76,6 +76,11 @@ std::string WhyNotWritable(const std::string& dir, const EscalationContext& cont
       return "system directories stay read-only";
     }
   }
+  for (auto root : kSystemMetadataRoots) {
+    if (PathIsWithin(dir, root) || PathIsWithin(std::string(root), dir)) {
+      return "system directories stay read-only";
+    }
+  }
   for (auto tree : kNeverWritableTrees) {
     if (PathIsWithin(dir, tree) || PathIsWithin(std::string(tree), dir)) {
       return "system directories stay read-only";

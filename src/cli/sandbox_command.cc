@@ -393,11 +393,15 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
     if (front_end == SandboxFrontEnd::kAnvilSandbox) {
       const SandboxSettings& settings = inv->settings;
       nlohmann::json home = {{"mode", ToString(settings.home_mode)}, {"path", settings.home}};
-      if (!settings.sandbox_home.empty()) home["sandbox_home"] = settings.sandbox_home;
+      if (!settings.sandbox_home.empty()) {
+        home["sandbox_home"] = settings.sandbox_home;
+        home["keyed_by"] = settings.home_key;
+      }
       home["tmp"] = settings.kept_tmp.empty() ? "private" : settings.kept_tmp;
       if (!settings.home_note.empty()) home["note"] = settings.home_note;
       report["home"] = home;
       if (!settings.repository_top.empty()) report["repository_top"] = settings.repository_top;
+      if (!settings.environments.empty()) report["environments"] = settings.environments;
       report["profiles"] = settings.profiles;
       nlohmann::json list = nlohmann::json::array();
       for (const auto& r : refusals) {

@@ -124,6 +124,7 @@ Status ResolveCommand(SandboxArgs& a, const std::vector<std::string>& environ_en
   ANVIL_TRY(program, ResolveProgram(a.command[0], path_env, run_dir));
   spec.program = std::move(program->fd);
   spec.program_path = std::move(program->path);
+  spec.program_is_link = program->link;
   return Ok();
 }
 

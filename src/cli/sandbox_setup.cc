@@ -162,9 +162,9 @@ RepoTopFacts RepoTopFactsOf(const std::string& path) {
           static_cast<uint32_t>(st.st_mode)};
 }
 
-// $STATE/anvil/homes/<name>/{home/, tmp/, workspace}. Every component below $STATE is
-// made 0700 and opened without following symlinks, and must be the caller's own. `with_tmp`:
-// the workspace's kept /tmp too.
+// $STATE/anvil/homes/<name>/{home/, tmp/, workspace}, `workspace` being the key
+// (SandboxHomeKey). Every component below $STATE is made 0700 and opened without following
+// symlinks, and must be the caller's own. `with_tmp`: the workspace's kept /tmp too.
 Result<PreparedHome> PrepareHome(const std::string& state_dir, const std::string& workspace,
                                  bool with_tmp) {
   // Nothing is made in a tree that is not the caller's: root with another user's $HOME (sudo
@@ -411,6 +411,31 @@ Result<SandboxSettings> ApplySandboxSettings(const std::vector<std::string>& env
     input.implied_readable_roots.push_back(*top);
     out.repository_top = *top;
   }
+  // An activated virtualenv or conda environment outside the workspace is shown read-only, so
+  // its interpreter runs by its own path and finds it. Nothing is asked of the host when no
+  // such variable is set.
+  if (!home.empty()) {
+    std::vector<std::string> writable = {policy.workspace};
+    writable.insert(writable.end(), policy.extra_writable_roots.begin(),
+                    policy.extra_writable_roots.end());
+    std::vector<std::string> homes;
+    for (const auto& environment : kActivatedEnvironments) {
+      const std::string value = EnvValue(environ_entries, std::string(environment.variable));
+      if (value.empty() || value[0] != '/') continue;
+      const std::string dir = Canonical(value);
+      if (dir.empty()) continue;
+      if (homes.empty()) {
+        homes.push_back(resolved(home));
+        const std::string passwd_home = PasswdHome();
+        if (!passwd_home.empty() && passwd_home[0] == '/') homes.push_back(resolved(passwd_home));
+      }
+      if (ActivatedEnvironmentShown(dir, environment, ::geteuid(), homes, writable,
+                                    RepoTopFactsOf)) {
+        input.implied_readable_roots.push_back(dir);
+        out.environments.push_back(dir);
+      }
+    }
+  }
   out.home_mode = input.mode;
   if (input.mode != HomeMode::kNone) {
     const std::string xdg_state = EnvValue(environ_entries, "XDG_STATE_HOME");
@@ -422,9 +447,10 @@ Result<SandboxSettings> ApplySandboxSettings(const std::vector<std::string>& env
     // The workspace's own /tmp is kept like its home, unless the run asked for a throw-away
     // one (--tmp private, or a size for it) or writes nothing that outlives it (read-only).
     const bool kept_tmp = !flags.private_tmp && policy.kind == PolicyKind::kWorkspaceWrite;
-    auto prepared = input.mode == HomeMode::kPersistent
-                        ? PrepareHome(state, policy.workspace, kept_tmp)
-                        : Result<PreparedHome>(PreparedHome{});
+    // Every directory of the repository shares its home and /tmp (SandboxHomeKey).
+    out.home_key = SandboxHomeKey(policy.workspace, top);
+    auto prepared = input.mode == HomeMode::kPersistent ? PrepareHome(state, out.home_key, kept_tmp)
+                                                        : Result<PreparedHome>(PreparedHome{});
     if (prepared) {
       input.sandbox_home = prepared->home;
       input.sandbox_home_dev = prepared->dev;
@@ -446,7 +472,10 @@ Result<SandboxSettings> ApplySandboxSettings(const std::vector<std::string>& env
     out.home_note = "no persistent home";
   }
   if (plan->kind != HomeKind::kNone) out.home = plan->target;
-  if (plan->kind != HomeKind::kPersistent) out.sandbox_home.clear();
+  if (plan->kind != HomeKind::kPersistent) {
+    out.sandbox_home.clear();
+    out.home_key.clear();
+  }
   if (plan->kind == HomeKind::kTmpfs) out.home_mode = HomeMode::kTmp;
   if (plan->kind == HomeKind::kNone) out.home_mode = HomeMode::kNone;
   if (plan->kind == HomeKind::kPersistent) out.kept_tmp = plan->tmp.source;

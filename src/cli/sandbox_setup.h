@@ -31,6 +31,9 @@ struct SandboxSettings {
   HomeMode home_mode = HomeMode::kPersistent;
   std::string home;          // the command's $HOME ("" without one)
   std::string sandbox_home;  // the host directory behind it (persistent), "" otherwise
+  // The directory that keys the persistent home and the kept /tmp (SandboxHomeKey): the
+  // repository's top for a workspace below it, else the workspace; "" without one.
+  std::string home_key;
   // The host directory behind /tmp when it is the workspace's kept one (a persistent home's
   // neighbour), "" when /tmp is a throw-away tmpfs. Shown only where no named root shows the
   // host's /tmp (ApplyHomeView).
@@ -39,6 +42,9 @@ struct SandboxSettings {
   bool home_created = false;  // this run made the persistent home (RunSandboxCommand sweeps)
   // The repository above the workspace it sees read-only (EnclosingRepositoryTop), "" when none.
   std::string repository_top;
+  // The activated environments ($VIRTUAL_ENV, $CONDA_PREFIX) shown read-only
+  // (ActivatedEnvironmentShown), canonical.
+  std::vector<std::string> environments;
   std::string state_dir;  // $XDG_STATE_HOME/anvil
   std::vector<std::string> profiles;
   std::string user_config;  // the file read, "" when there was none

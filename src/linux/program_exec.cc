@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <sstream>
@@ -25,7 +26,9 @@ Result<ResolvedProgram> ResolveProgram(const std::string& command, const std::st
     if (::faccessat(fd.Get(), "", X_OK, AT_EMPTY_PATH | AT_EACCESS) != 0) {
       return SysFail("not_executable", path);
     }
-    return ResolvedProgram{std::move(fd), path};
+    struct stat link {};
+    const bool is_link = ::lstat(absolute.c_str(), &link) == 0 && S_ISLNK(link.st_mode);
+    return ResolvedProgram{std::move(fd), path, is_link};
   };
   if (command.find('/') != std::string::npos) return try_open(command);
   std::optional<Error> first_error;
@@ -75,9 +78,20 @@ std::string NotFoundHint(std::string_view command) {
   return "";
 }
 
-ExecWay ChooseExecWay(const std::optional<FileId>& path_in_view, const FileId& opened) {
-  if (!path_in_view) return ExecWay::kDescriptor;
+ExecWay ChooseExecWay(const std::optional<FileId>& path_in_view, const FileId& opened, bool link,
+                      bool dir_in_view) {
+  if (!path_in_view) return link && !dir_in_view ? ExecWay::kHidden : ExecWay::kDescriptor;
   return *path_in_view == opened ? ExecWay::kPath : ExecWay::kReplaced;
+}
+
+std::string ProgramDirectory(const std::string& path, const std::string& cwd) {
+  if (path.empty()) return "";
+  const auto slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  if (dir[0] == '/') return dir;
+  while (dir.rfind("./", 0) == 0) dir.erase(0, 2);
+  if (dir == ".") return cwd;
+  return cwd == "/" ? "/" + dir : cwd + "/" + dir;
 }
 
 namespace {
@@ -118,15 +132,29 @@ void ExecWithShell(const char* file, char* const argv[], char* const envp[]) {
 
 }  // namespace
 
-ExecFailure ExecProgram(int fd, const std::string& path, bool is_script, char* const argv[],
-                        char* const envp[]) {
+ExecFailure ExecProgram(int fd, const std::string& path, bool path_is_link, bool is_script,
+                        char* const argv[], char* const envp[]) {
   struct stat opened {};
   if (::fstat(fd, &opened) != 0) return {errno, false};
   std::optional<FileId> in_view;
   struct stat st {};
   // stat, not lstat: the kernel follows a symlink to the script, and so does the check.
   if (!path.empty() && ::stat(path.c_str(), &st) == 0) in_view = FileId{st.st_dev, st.st_ino};
-  switch (ChooseExecWay(in_view, FileId{opened.st_dev, opened.st_ino})) {
+  bool dir_in_view = true;
+  if (!in_view && path_is_link) {
+    // The path's directory, in a buffer of our own (no allocation: this may run after vfork).
+    char dir[PATH_MAX];
+    const size_t slash = path.rfind('/');
+    if (slash != std::string::npos && slash < sizeof(dir)) {
+      std::memcpy(dir, path.data(), slash);
+      dir[slash == 0 ? 1 : slash] = '\0';
+      if (slash == 0) dir[0] = '/';
+      dir_in_view = ::stat(dir, &st) == 0;
+    }
+  }
+  switch (ChooseExecWay(in_view, FileId{opened.st_dev, opened.st_ino}, path_is_link, dir_in_view)) {
+    case ExecWay::kHidden:
+      return {EACCES, false, true};
     case ExecWay::kPath:
       ::execve(path.c_str(), argv, envp);
       if (errno == ENOEXEC) ExecWithShell(path.c_str(), argv, envp);

@@ -18,8 +18,9 @@
 namespace anvil {
 
 struct ResolvedProgram {
-  UniqueFd fd;       // O_PATH|O_CLOEXEC, a regular file the caller may execute
-  std::string path;  // as the lookup produced it: as typed, or a PATH entry + "/" + name
+  UniqueFd fd;        // O_PATH|O_CLOEXEC, a regular file the caller may execute
+  std::string path;   // as the lookup produced it: as typed, or a PATH entry + "/" + name
+  bool link = false;  // `path` itself is a symbolic link (lstat): `fd` is its target
 };
 
 // Resolves `command` once, outside the sandbox: a name without '/' is looked up on `path_env`
@@ -39,11 +40,22 @@ enum class ExecWay {
   kPath,        // the path names the opened file in the view: exec it by that path
   kDescriptor,  // no path, or the view does not show it: exec the opened file itself
   kReplaced,    // the path names another file now: refuse, nothing runs
+  // The path is a symbolic link in a directory the view does not show: the opened file is its
+  // target, and running that would silently be another program (a virtualenv's bin/python
+  // is the system's interpreter without the environment). Refuse, nothing runs.
+  kHidden,
 };
 
 // Pure. `path_in_view`: stat(2) of the path inside the sandbox (nullopt: no path was kept, or it
-// does not resolve there); `opened`: fstat(2) of the descriptor opened outside.
-ExecWay ChooseExecWay(const std::optional<FileId>& path_in_view, const FileId& opened);
+// does not resolve there); `opened`: fstat(2) of the descriptor opened outside; `link`: the path
+// was a symbolic link outside (ResolvedProgram::link); `dir_in_view`: the path's directory
+// resolves inside the sandbox (looked at only when the path does not).
+ExecWay ChooseExecWay(const std::optional<FileId>& path_in_view, const FileId& opened,
+                      bool link = false, bool dir_in_view = true);
+
+// The directory of the program path `path` (as the lookup produced it), absolute against `cwd`;
+// "" for an empty path. Pure.
+std::string ProgramDirectory(const std::string& path, const std::string& cwd);
 
 // What to add to "CMD: command not found on PATH" when CMD is no program at all: a shell
 // builtin (`cd`, `source`), a variable assignment (`FOO=1`), a whole command line in one
@@ -53,6 +65,7 @@ std::string NotFoundHint(std::string_view command);
 struct ExecFailure {
   int err = 0;
   bool replaced = false;  // kReplaced: `err` is ESTALE and nothing was executed
+  bool hidden = false;    // kHidden: `err` is EACCES and nothing was executed
 };
 
 // In the command process, after the working directory and every layer are in place: starts
@@ -60,7 +73,7 @@ struct ExecFailure {
 // descriptor only: sys.exec). A file the kernel will not run (ENOEXEC: a script without `#!`)
 // is run with /bin/sh, as execvp(3) does. Allocates nothing (the command process may share its
 // parent's memory, vfork).
-ExecFailure ExecProgram(int fd, const std::string& path, bool is_script, char* const argv[],
-                        char* const envp[]);
+ExecFailure ExecProgram(int fd, const std::string& path, bool path_is_link, bool is_script,
+                        char* const argv[], char* const envp[]);
 
 }  // namespace anvil

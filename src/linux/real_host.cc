@@ -58,6 +58,11 @@ HostFs RealHostFs() {
     if (::lstat(path.c_str(), &st) != 0) return HostFs::Kind::kMissing;
     return S_ISREG(st.st_mode) ? HostFs::Kind::kRegular : HostFs::Kind::kOther;
   };
+  fs.owner = [](const std::string& path) -> std::optional<PathOwner> {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) return std::nullopt;
+    return PathOwner{static_cast<uint32_t>(st.st_uid), static_cast<uint32_t>(st.st_mode)};
+  };
   return fs;
 }
 

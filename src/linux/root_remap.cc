@@ -34,10 +34,7 @@ constexpr char kTreesMessage = 'T';
 
 // At or beneath one of the runtime roots (/usr, /etc, ...): the system's trees, which every
 // sandbox already sees as the host has them.
-bool InRuntimeRoot(const std::string& path) {
-  return std::any_of(std::begin(kPlatformReadRoots), std::end(kPlatformReadRoots),
-                     [&](std::string_view r) { return PathIsWithin(path, r); });
-}
+bool InRuntimeRoot(const std::string& path) { return InSystemRoot(path); }
 
 bool WithinAny(const std::string& path, const std::vector<std::string>& roots) {
   return std::any_of(roots.begin(), roots.end(),

@@ -217,16 +217,32 @@ constexpr Step kSteps[] = {
   if (!plan.pidns) layers |= kBitSubreaper;
   if (plan.process_limit) layers |= kBitProcessLimit;
   SendRecord(plan.report_fd, kLayers, 0, 0, "", layers);
-  ExecFailure failed = ExecProgram(spec.program.Get(), spec.program_path, plan.program_is_script,
-                                   plan.argv.data(), plan.envp.data());
+  ExecFailure failed = ExecProgram(spec.program.Get(), spec.program_path, spec.program_is_link,
+                                   plan.program_is_script, plan.argv.data(), plan.envp.data());
   int err = failed.err;
   std::string why = std::string(spec.argv[0]) + ": " + std::strerror(err);
   if (failed.replaced) {
     why = spec.program_path +
           ": replaced after it was looked up (the path names another file in the sandbox "
           "than the one resolved outside); nothing ran";
-  } else if (err == EACCES && plan.confine_fs) {
-    why += " (outside the paths this policy can read? try --read-access full or a system path)";
+  } else if (failed.hidden || (err == EACCES && plan.confine_fs)) {
+    // Name the directory the view lacks, and the fix that shows just it.
+    const std::string dir = ProgramDirectory(spec.program_path, spec.cwd);
+    struct stat st {};
+    if (!dir.empty() && ::stat(dir.c_str(), &st) != 0) {
+      // The fix first: the report's message has room for 239 bytes.
+      why = std::string(spec.argv[0]) + ": " + dir + " is not in the sandbox's view" +
+            (failed.hidden ? " (the link there is not run as its target)" : "") +
+            " (fix: --readable-root " + dir + ", or readable_roots in config.toml";
+      const std::string more = failed.hidden ? "; an activated virtualenv is shown by itself"
+                                             : "; or --read-access full";
+      if (why.size() + more.size() + 1 < 240) why += more;
+      why += ")";
+    } else {
+      why +=
+          " (outside the paths this policy can read? fix: --readable-root DIR for its "
+          "directory, readable_roots in config.toml, or --read-access full)";
+    }
   }
   MarkCommandFailed(plan);
   SendRecord(plan.report_fd, kExecError, 0, err, why);

@@ -56,6 +56,9 @@ struct LaunchSpec {
   // The path the lookup outside produced for `program` (linux/program_exec.h): run by that path
   // when it names the same file in the view. Empty: run the descriptor (sys.exec).
   std::string program_path;
+  // `program_path` was a symbolic link outside (ResolvedProgram::link): never run as its target
+  // where the view does not show its directory (ExecWay::kHidden).
+  bool program_is_link = false;
   std::vector<std::string> argv;  // argv[0] as the user wrote it
   std::vector<std::string> env;   // final environment, NAME=VALUE
   std::string cwd;                // absolute; must be inside the view

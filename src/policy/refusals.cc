@@ -96,9 +96,7 @@ WriteClass ClassifyWrite(const FileView& view, const SandboxPolicy& policy,
     if (policy.kind == PolicyKind::kReadOnly && PathIsWithin(*root, policy.workspace)) {
       return {WriteArea::kReadOnlyPolicy, *root};
     }
-    for (auto platform : kPlatformReadRoots) {
-      if (PathIsWithin(*root, platform)) return {WriteArea::kSystem, *root};
-    }
+    if (InSystemRoot(*root)) return {WriteArea::kSystem, *root};
     return {WriteArea::kReadable, *root};
   }
   // The deepest way down to the workspace that holds it: a directory of the view's own, in the

@@ -76,6 +76,14 @@ std::string SandboxHomeDirName(const std::string& workspace) {
   return name + "-" + Sha256Hex(workspace).substr(0, 16);
 }
 
+std::string SandboxHomeKey(const std::string& workspace,
+                           const std::optional<std::string>& repository_top) {
+  if (repository_top && *repository_top != "/" && PathIsWithin(workspace, *repository_top)) {
+    return *repository_top;
+  }
+  return workspace;
+}
+
 namespace {
 
 void AddUnique(std::vector<std::string>& list, const std::string& value) {
@@ -582,6 +590,29 @@ std::string RenderSanitizedGitConfig(const std::vector<GitConfigEntry>& entries)
     out += "\n";
   }
   return out;
+}
+
+bool ActivatedEnvironmentShown(const std::string& dir, const ActivatedEnvironment& environment,
+                               uint32_t uid, const std::vector<std::string>& homes,
+                               const std::vector<std::string>& writable_roots,
+                               const RepoTopLstat& lstat) {
+  using K = RepoTopFacts::Kind;
+  if (NormalizeAbsolute(dir) != dir || dir == "/" || homes.empty() || InSystemRoot(dir)) {
+    return false;
+  }
+  for (const auto& h : homes) {
+    if (h.empty() || PathIsWithin(h, dir)) return false;
+  }
+  for (const auto& w : writable_roots) {
+    if (PathIsWithin(dir, w) || PathIsWithin(w, dir)) return false;
+  }
+  auto ours = [uid](const RepoTopFacts& f) {
+    return (f.uid == uid || f.uid == 0) && (f.mode & 0002) == 0;
+  };
+  const RepoTopFacts facts = lstat(dir);
+  if (facts.kind != K::kDirectory || !ours(facts) || (facts.mode & 0020) != 0) return false;
+  const RepoTopFacts marker = lstat(dir + "/" + std::string(environment.marker));
+  return marker.kind == environment.marker_kind && ours(marker);
 }
 
 std::optional<std::string> EnclosingRepositoryTop(const std::string& workspace,

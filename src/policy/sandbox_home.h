@@ -2,13 +2,13 @@
 //
 // $HOME exists at its usual path and is writable, but it is not the user's real home: by
 // default it is a persistent per-workspace directory under the user's state directory
-// ($XDG_STATE_HOME/anvil/homes/<name>-<hash of the workspace path>/home), so caches (pip, npm,
-// go, cargo) survive between runs of one workspace while one repository's runs cannot poison
-// another workspace's. Onto it the view binds, read-only, an ALLOWLIST of the real home:
-// the toolchains of kHomeToolchains (plus the user's own additions, config.toml's
-// readable_roots); the sandbox's ~/.gitconfig is a sanitized copy of the user's, written
-// again at every start where it differs. Anything not listed stays absent;
-// there is no "home minus a denylist".
+// ($XDG_STATE_HOME/anvil/homes/<name>-<hash of the workspace path>/home; the repository's top
+// for a workspace below it, SandboxHomeKey), so caches (pip, npm, go, cargo) survive between
+// runs of one workspace while one repository's runs cannot poison another workspace's. Onto it the
+// view binds, read-only, an ALLOWLIST of the real home: the toolchains of kHomeToolchains (plus the
+// user's own additions, config.toml's readable_roots); the sandbox's ~/.gitconfig is a sanitized
+// copy of the user's, written again at every start where it differs. Anything not listed stays
+// absent; there is no "home minus a denylist".
 //
 // Credentials: the locations of kHomeCredentials are never shown. With the allowlist they are
 // absent anyway; where some bind would still show one (a readable root the user added that
@@ -228,6 +228,31 @@ std::optional<std::string> EnclosingRepositoryTop(const std::string& workspace,
                                                   const std::vector<std::string>& homes,
                                                   uint32_t uid, const RepoTopLstat& lstat);
 
+// An activated Python environment the caller's environment names: a virtualenv ($VIRTUAL_ENV,
+// holding the file pyvenv.cfg) or a conda environment ($CONDA_PREFIX, holding the directory
+// conda-meta). Its interpreter is a link to the system's or a toolchain's, and finds the
+// environment only when run by its own path: so the directory is shown read-only.
+struct ActivatedEnvironment {
+  std::string_view variable;
+  std::string_view marker;
+  RepoTopFacts::Kind marker_kind;
+};
+inline constexpr ActivatedEnvironment kActivatedEnvironments[] = {
+    {"VIRTUAL_ENV", "pyvenv.cfg", RepoTopFacts::Kind::kFile},
+    {"CONDA_PREFIX", "conda-meta", RepoTopFacts::Kind::kDirectory},
+};
+
+// Whether `dir` (the variable's value, canonical) is shown read-only as an implied readable root
+// (PlanHomeView then skips it inside a credential location): a directory (lstat) owned by the
+// caller (`uid`) or root and writable by no one else, holding the environment's marker of the
+// same owners; not `/`, not already shown (inside a runtime root, the workspace or another
+// writable root), and holding neither a writable root (the first is the workspace) nor one of
+// `homes` (canonical; empty: no home is known, and nothing is shown). Pure.
+bool ActivatedEnvironmentShown(const std::string& dir, const ActivatedEnvironment& environment,
+                               uint32_t uid, const std::vector<std::string>& homes,
+                               const std::vector<std::string>& writable_roots,
+                               const RepoTopLstat& lstat);
+
 // The plan. Errors ("invalid"): a readable root inside a credential location, or one that is
 // the home directory itself while the sandbox has a home of its own.
 Result<HomeView> PlanHomeView(const HomePlanInput& input, const HomeHost& host);
@@ -249,6 +274,15 @@ std::optional<std::string> ViewSource(const FileView& view, const std::string& v
 // Directory name of the sandbox home of `workspace` (canonical): a readable prefix of its last
 // component and 16 hex digits of its SHA-256, e.g. "myproj-3f2a9c0d4b1e7a65".
 std::string SandboxHomeDirName(const std::string& workspace);
+
+// What keys the sandbox home and the kept /tmp of a run in `workspace` (canonical): the top of
+// the repository it lies in (`repository_top`: EnclosingRepositoryTop's answer, the caller's own
+// repository, which the run sees read-only), so that every directory of one repository shares
+// them — a run in a subdirectory is of the same trust domain, since a run at the top could write
+// that subdirectory anyway — or else the workspace itself (a repository's top keys its own).
+// Another repository, or a directory in none, keeps its own. Pure.
+std::string SandboxHomeKey(const std::string& workspace,
+                           const std::optional<std::string>& repository_top);
 
 // "~" and "~/x" against `home`; other paths unchanged.
 std::string ExpandHome(const std::string& path, const std::string& home);

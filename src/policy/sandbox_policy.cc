@@ -168,6 +168,31 @@ std::string WorkspaceLinkFor(const FileView& view, const std::string& logical) {
   return logical;
 }
 
+bool InSystemRoot(std::string_view path) {
+  for (auto root : kPlatformReadRoots) {
+    if (PathIsWithin(path, root)) return true;
+  }
+  for (auto root : kSystemMetadataRoots) {
+    if (PathIsWithin(path, root)) return true;
+  }
+  return false;
+}
+
+bool SystemOwnedDirectory(const std::string& path, const PathOwnerOf& owner) {
+  if (path.size() < 2 || path[0] != '/' || path.back() == '/') return false;
+  for (size_t end = path.find('/', 1);; end = path.find('/', end + 1)) {
+    const auto facts = owner(path.substr(0, end));
+    // st_mode's type bits (S_IFMT, S_IFDIR: the same on every Linux) without <sys/stat.h>.
+    constexpr uint32_t kTypeBits = 0170000;
+    constexpr uint32_t kDirectory = 0040000;
+    if (!facts || (facts->mode & kTypeBits) != kDirectory || facts->uid != 0 ||
+        (facts->mode & 022) != 0) {
+      return false;
+    }
+    if (end == std::string::npos) return true;
+  }
+}
+
 Status ValidateWorkspaceSubpath(const std::string& sub) {
   if (sub.empty() || sub.size() > 4096 || sub[0] == '/' || sub.back() == '/') {
     return Fail("invalid", "readable workspace path must be relative: '" + sub + "'");
@@ -329,6 +354,12 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
       // Keep the name as the host has it: /bin may be a symlink to usr/bin and is recreated
       // as that symlink inside the view.
       if (host.lstat_kind(r) != HostFs::Kind::kMissing) AddUnique(view.read_roots, r);
+    }
+    if (host.owner) {
+      for (auto root : kSystemMetadataRoots) {
+        std::string r(root);
+        if (SystemOwnedDirectory(r, host.owner)) AddUnique(view.read_roots, r);
+      }
     }
     for (auto masked : kMaskedFiles) {
       std::string m(masked);

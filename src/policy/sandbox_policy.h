@@ -4,6 +4,7 @@
 // two walls always enforce the same decision.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -62,6 +63,28 @@ struct SandboxPolicy {
 // Read access outside the writable roots under --read-access restricted.
 inline constexpr std::string_view kPlatformReadRoots[] = {
     "/bin", "/sbin", "/usr", "/etc", "/lib", "/lib64", "/nix/store", "/run/current-system/sw"};
+
+// System package metadata, read-only under --read-access restricted where it is the system's
+// (SystemOwnedDirectory): dpkg's database (`dpkg -s`, `dpkg -S`, `dpkg -L`) and apt's package
+// lists (`apt-cache policy`, `apt list`). World-readable, root's, and no credential lives there
+// (apt's own are in /etc/apt/auth.conf*, kept as /etc is: 0600, unreadable in the view).
+inline constexpr std::string_view kSystemMetadataRoots[] = {"/var/lib/dpkg", "/var/lib/apt/lists"};
+
+// True when `path` lies at or beneath a runtime root or a system metadata root: the system's
+// trees, shown as the host has them (never idmapped for root, "system" in the refusal summary).
+bool InSystemRoot(std::string_view path);
+
+// Owner and mode (type bits included) of a path as lstat(2) sees it.
+struct PathOwner {
+  uint32_t uid = 0;
+  uint32_t mode = 0;  // st_mode: the type bits (S_IFMT) and the permission bits
+};
+using PathOwnerOf = std::function<std::optional<PathOwner>(const std::string&)>;
+
+// Whether `path` (absolute, lexical, not "/") is the system's: it and every directory above it
+// up to "/" a directory (not a symbolic link), owned by root, writable by no one else (group or
+// others). Pure.
+bool SystemOwnedDirectory(const std::string& path, const PathOwnerOf& owner);
 
 // Files under the runtime roots that hold credentials; hidden (an empty file mounted over them)
 // in restricted read mode so that even a sandbox run by root cannot read them.
@@ -196,6 +219,9 @@ struct HostFs {
   // they exist, the files the view masks where they are regular files.
   enum class Kind { kMissing, kRegular, kOther };
   std::function<Kind(const std::string&)> lstat_kind;
+  // lstat(2)'s owner and mode of `path`, nullopt when missing: the system metadata roots are
+  // shown where they are the system's (SystemOwnedDirectory). Unset: none is shown.
+  PathOwnerOf owner;
   // The canonical paths at which `view` (all but its masks) shows a Unix socket bound on the
   // host, found by the socket's device and inode, and the locked directories one may be beneath
   // (policy/host_sockets.h). Empty function: none are masked. An error fails the view.

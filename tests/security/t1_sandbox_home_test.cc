@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -398,6 +399,109 @@ TEST_P(T1SandboxHome, TableOfCredentialLocationsIsNeverReadable) {
 // `sudo anvil sandbox` keeping the user's HOME: root makes nothing in a home that is not its
 // own (root-owned directories there would break the user's own runs); the command still gets
 // a home (an empty one), and the user's next run makes and uses its own sandbox home.
+// An activated virtualenv outside the workspace (~/envs/v2, $VIRTUAL_ENV): its directory is
+// shown read-only, so its own interpreter runs by its path and sys.prefix is the environment,
+// and a script of its bin/ (pip) runs too. Without $VIRTUAL_ENV its bin/python, a link to the
+// system's interpreter, is refused (126) naming the directory and --readable-root instead of
+// silently running /usr/bin/python3; a program in a directory the view does not show says the
+// same. Neighbours: an environment variable naming a credential location, a directory that
+// holds the workspace, one that is no environment, or one another user owns shows nothing.
+TEST_P(T1SandboxHome, AnActivatedVirtualenvOutsideTheWorkspaceRunsItself) {
+  if (!Exists(kPython)) GTEST_SKIP() << "SKIPPED: " << kPython << " is missing";
+  const std::string home = home_.home();
+  auto make_venv = [&](const std::string& dir) {
+    Put(dir + "/pyvenv.cfg", "home = /usr/bin\ninclude-system-site-packages = false\n");
+    std::filesystem::create_directories(dir + "/bin");
+    std::filesystem::create_symlink(kPython, dir + "/bin/python");
+    Put(dir + "/bin/tool", "#!" + dir + "/bin/python\nimport sys\nprint('tool', sys.prefix)\n",
+        0755);
+    Put(dir + "/lib/marker", "in-the-venv\n");
+  };
+  const std::string venv = home + "/envs/v2";
+  make_venv(venv);
+  Put(home + "/tools/bin/plain", "#!/bin/sh\necho plain-ran\n", 0755);
+  home_.GiveTo(caller_);
+  auto env_with = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> env = {"PATH=" + venv + "/bin:" + home + "/tools/bin:/usr/bin:/bin",
+                                    "HOME=" + home, "LANG=C.UTF-8"};
+    env.insert(env.end(), extra.begin(), extra.end());
+    return env;
+  };
+  auto run = [&](const std::vector<std::string>& command, const std::vector<std::string>& extra,
+                 const std::string& ws = "") {
+    RunOptions o;
+    o.cwd = ws.empty() ? home_.workspace() : ws;
+    o.env = env_with(extra);
+    return Sandbox(o.cwd, {}, command, Opts(o));
+  };
+  const std::string prefix = "import sys; print(sys.prefix)";
+  auto py = run({"python", "-c", prefix}, {"VIRTUAL_ENV=" + venv});
+  EXPECT_EQ(py.status, 0) << py.err;
+  EXPECT_EQ(py.out, venv + "\n") << py.err;
+  auto tool = run({"tool"}, {"VIRTUAL_ENV=" + venv});
+  EXPECT_EQ(tool.out, "tool " + venv + "\n") << tool.err;
+  auto shown = run({"sh", "-c",
+                    "cat \"$VIRTUAL_ENV/lib/marker\"; (echo x > \"$VIRTUAL_ENV/w\") "
+                    "2>/dev/null; echo write=$?"},
+                   {"VIRTUAL_ENV=" + venv});
+  EXPECT_EQ(shown.out.find("in-the-venv\nwrite="), 0u) << shown.out << shown.err;
+  EXPECT_EQ(shown.out.find("write=0"), std::string::npos) << shown.out;
+  EXPECT_FALSE(Exists(venv + "/w"));
+
+  // Not activated: refused, naming the directory and the fix, never the system's Python.
+  auto bare = run({"python", "-c", prefix}, {});
+  EXPECT_EQ(bare.status, 126) << bare.out << bare.err;
+  EXPECT_EQ(bare.out, "");
+  EXPECT_NE(bare.err.find(venv + "/bin"), std::string::npos) << bare.err;
+  EXPECT_NE(bare.err.find("--readable-root"), std::string::npos) << bare.err;
+  // A program in a directory the view does not show: the message names it and the fix.
+  auto plain = run({"plain"}, {});
+  EXPECT_EQ(plain.status, 126) << plain.out << plain.err;
+  EXPECT_NE(plain.err.find(home + "/tools/bin"), std::string::npos) << plain.err;
+  EXPECT_NE(plain.err.find("--readable-root"), std::string::npos) << plain.err;
+
+  // A credential location made to look like an environment shows nothing.
+  const auto& aws = home_.secrets().at(".aws");
+  Put(home + "/.aws/pyvenv.cfg", "home = /usr/bin\n");
+  home_.GiveTo(caller_);
+  auto cred = run({"sh", "-c", "cat " + ShellQuote(aws.first) + " 2>&1; true"},
+                  {"VIRTUAL_ENV=" + home + "/.aws"});
+  EXPECT_EQ(cred.out.find(aws.second), std::string::npos) << cred.out;
+  // A directory that holds the workspace, one that is no environment, one another user owns.
+  const std::string outer = home + "/outer";
+  Put(outer + "/pyvenv.cfg", "home = /usr/bin\n");
+  Put(outer + "/sibling.txt", "outer-sibling\n");
+  Put(outer + "/proj/README", "inner\n");
+  const std::string notes = home + "/notes";
+  Put(notes + "/note.txt", "just-notes\n");
+  const std::string theirs = home + "/theirs";
+  make_venv(theirs);
+  home_.GiveTo(caller_);
+  ASSERT_EQ(Shell("chown -R 65534:65534 " + ShellQuote(theirs)), 0);
+  auto holds =
+      run({"sh", "-c", "cat ../sibling.txt 2>&1; true"}, {"VIRTUAL_ENV=" + outer}, outer + "/proj");
+  EXPECT_EQ(holds.out.find("outer-sibling"), std::string::npos) << holds.out;
+  auto not_env = run({"sh", "-c", "cat " + ShellQuote(notes + "/note.txt") + " 2>&1; true"},
+                     {"VIRTUAL_ENV=" + notes, "CONDA_PREFIX=" + notes});
+  EXPECT_EQ(not_env.out.find("just-notes"), std::string::npos) << not_env.out;
+  auto other = run({"sh", "-c", "cat " + ShellQuote(theirs + "/lib/marker") + " 2>&1; true"},
+                   {"VIRTUAL_ENV=" + theirs});
+  EXPECT_EQ(other.out.find("in-the-venv"), std::string::npos) << other.out;
+}
+
+// A conda environment ($CONDA_PREFIX, conda-meta/) outside the workspace is shown the same way.
+TEST_P(T1SandboxHome, AnActivatedCondaEnvironmentIsShownReadOnly) {
+  const std::string env = home_.home() + "/conda/envs/ml";
+  Put(env + "/conda-meta/history", "==> 2024 <==\n");
+  Put(env + "/bin/mlt", "#!/bin/sh\necho mlt-ran\n", 0755);
+  home_.GiveTo(caller_);
+  RunOptions o = Options();
+  o.env = home_.Env({"CONDA_PREFIX=" + env});
+  auto r = Sandbox(home_.workspace(), {}, {env + "/bin/mlt"}, o);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "mlt-ran\n") << r.err;
+}
+
 TEST(T1SandboxHomeOwner, RootWithAnotherUsersHomeMakesNothingThere) {
   ANVIL_CALLER_OR_END_TEST(user, Caller::kUnprivileged);
   LivedInHome home;

@@ -272,6 +272,72 @@ TEST_P(T3SandboxEveryday, TmpIsKeptBetweenTheWorkspacesRuns) {
   EXPECT_EQ(read_only.out, "absent\n");
 }
 
+// An agent changes its working directory per command: `pytest > /tmp/out.txt` at the
+// repository's top, then `cat /tmp/out.txt` in a subdirectory. Every directory of one
+// repository shares its sandbox home and kept /tmp (keyed by the repository's top); another
+// repository keeps its own.
+TEST_P(T3SandboxEveryday, TheRepositorysDirectoriesShareOneHomeAndTmp) {
+  const std::string sub = ws_ + "/sub/deeper";
+  Put(sub + "/f", "x\n");
+  home_.GiveTo(caller_);
+  const std::string name = UniqueToken("anvil-shared");
+  auto top = Sh("echo step1 > /tmp/" + name + " && echo cached > ~/" + name, {"--json"});
+  ASSERT_EQ(top.status, 0) << top.err;
+  auto in = [&](const std::string& dir, const std::string& script) {
+    RunOptions o;
+    o.cwd = dir;
+    o.env = home_.Env();
+    return SandboxSh(dir, script, {"--json"}, Opts(o));
+  };
+  auto below = in(sub, "cat /tmp/" + name + " ~/" + name);
+  EXPECT_EQ(below.status, 0) << below.err;
+  EXPECT_EQ(below.out, "step1\ncached\n") << below.err;
+  auto top_report = JsonReport(top);
+  auto below_report = JsonReport(below);
+  ASSERT_TRUE(top_report.is_object() && below_report.is_object());
+  EXPECT_EQ(top_report["home"]["sandbox_home"], below_report["home"]["sandbox_home"]);
+  EXPECT_EQ(below_report["home"]["keyed_by"], ws_);
+  // Another repository: a home and /tmp of its own.
+  const std::string repo2 = home_.home() + "/repo2";
+  Put(repo2 + "/sub/f", "y\n");
+  ASSERT_EQ(Shell("cd " + ShellQuote(repo2) + " && git init -q ."), 0);
+  home_.GiveTo(caller_);
+  auto other = in(repo2 + "/sub", "cat /tmp/" + name + " ~/" + name + " 2>/dev/null; echo end");
+  EXPECT_EQ(other.out, "end\n") << other.err;
+  auto other_report = JsonReport(other);
+  ASSERT_TRUE(other_report.is_object());
+  EXPECT_NE(other_report["home"]["sandbox_home"], top_report["home"]["sandbox_home"]);
+  ASSERT_EQ(Shell("rm -rf " + ShellQuote(repo2)), 0);
+}
+
+// Package metadata is the system's, world-readable: dpkg's database and apt's lists are shown
+// read-only, so `dpkg -s`, `dpkg -S` and `apt-cache policy` answer. Neighbours: nothing else
+// of /var is shown, nothing there can be written, and what only root may read there (dpkg's
+// lock, 0640) stays unreadable to root's sandbox too.
+TEST_P(T3SandboxEveryday, PackageMetadataIsShownReadOnly) {
+  if (!Exists("/var/lib/dpkg/status") || !Exists("/usr/bin/dpkg-query")) {
+    GTEST_SKIP() << "SKIPPED: no dpkg database";
+  }
+  auto r =
+      Sh("dpkg -s dpkg | grep -c '^Status: install ok installed'; dpkg -S /usr/bin/dpkg-query; "
+         "(touch /var/lib/dpkg/anvil-probe) 2>/dev/null; echo write=$?; "
+         "test -r /var/lib/dpkg/lock && echo lock-readable; ls /var/lib | tr '\\n' ' '; echo; "
+         "ls /var/log 2>/dev/null | wc -l");
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("1\ndpkg: /usr/bin/dpkg-query\nwrite=1\n"), std::string::npos)
+      << r.out << r.err;
+  EXPECT_EQ(r.out.find("lock-readable"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(Exists("/var/lib/apt/lists") ? "\napt dpkg \n0\n" : "\ndpkg \n0\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_FALSE(Exists("/var/lib/dpkg/anvil-probe"));
+  if (Exists("/usr/bin/apt-cache") && Shell("ls /var/lib/apt/lists | grep -q _Packages") == 0) {
+    auto apt = Sh("apt-cache policy dpkg 2>/dev/null");
+    EXPECT_NE(apt.out.find("Candidate:"), std::string::npos) << apt.out << apt.err;
+    EXPECT_EQ(apt.out.find("Candidate: (none)"), std::string::npos) << apt.out;
+  }
+}
+
 TEST_P(T3SandboxEveryday, SecretsStayUnreadableWhileAllThisWorks) {
   auto r =
       Sh("make -s test && cat ~/.ssh/id_ed25519 ~/.aws/secret ~/.netrc 2>/dev/null; "

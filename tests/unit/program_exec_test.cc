@@ -28,6 +28,37 @@ TEST(ChooseExecWay, ThePathOnlyWhenItNamesTheOpenedFile) {
   for (const Row& row : rows) EXPECT_EQ(ChooseExecWay(row.in_view, opened), row.way);
 }
 
+// A program looked up through a symbolic link whose directory the view does not show (a
+// virtualenv's bin/python -> /usr/bin/python3): the opened file is the link's target, and
+// running it would silently be another program (the system's Python, without the
+// environment). Refused instead; by its path when the path is shown.
+TEST(ChooseExecWay, ALinkWhoseDirectoryIsNotShownIsNeverRunAsItsTarget) {
+  const FileId opened{8, 100};
+  struct Row {
+    std::optional<FileId> in_view;
+    bool link, dir_in_view;
+    ExecWay way;
+  };
+  const Row rows[] = {
+      {FileId{8, 100}, true, true, ExecWay::kPath},        // the link shown: run by its path
+      {std::nullopt, true, false, ExecWay::kHidden},       // its directory not shown: refused
+      {std::nullopt, true, true, ExecWay::kDescriptor},    // shown, its target not: Landlock says
+      {std::nullopt, false, false, ExecWay::kDescriptor},  // no link: the file itself
+      {FileId{8, 101}, true, true, ExecWay::kReplaced},
+  };
+  for (const Row& row : rows) {
+    EXPECT_EQ(ChooseExecWay(row.in_view, opened, row.link, row.dir_in_view), row.way);
+  }
+}
+
+TEST(ProgramDirectory, AbsoluteFromTheWorkingDirectory) {
+  EXPECT_EQ(ProgramDirectory("/home/u/v2/bin/python", "/ws"), "/home/u/v2/bin");
+  EXPECT_EQ(ProgramDirectory("rel/tool", "/ws"), "/ws/rel");
+  EXPECT_EQ(ProgramDirectory("./x.sh", "/ws"), "/ws");
+  EXPECT_EQ(ProgramDirectory("/tool", "/ws"), "/");
+  EXPECT_EQ(ProgramDirectory("", "/ws"), "");
+}
+
 class ResolveProgramTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -69,6 +100,16 @@ TEST_F(ResolveProgramTest, ThePathIsTheOneTheLookupProduced) {
     ASSERT_EQ(stat((row.path[0] == '/' ? row.path : dir_ + "/" + row.path).c_str(), &by_path), 0);
     EXPECT_EQ(by_fd.st_ino, by_path.st_ino) << row.command;
   }
+}
+
+TEST_F(ResolveProgramTest, SaysWhetherThePathIsASymbolicLink) {
+  ASSERT_EQ(symlink("tool", (dir_ + "/bin/lnk").c_str()), 0);
+  auto link = ResolveProgram("lnk", dir_ + "/bin", dir_);
+  ASSERT_TRUE(link) << link.error().ToString();
+  EXPECT_TRUE(link->link);
+  auto plain = ResolveProgram("tool", dir_ + "/bin", dir_);
+  ASSERT_TRUE(plain) << plain.error().ToString();
+  EXPECT_FALSE(plain->link);
 }
 
 TEST_F(ResolveProgramTest, MissingAndNonExecutableProgramsAreTheUsualErrors) {

@@ -638,5 +638,91 @@ TEST(ApplyHomeView, TheKeptTmpUnlessANamedRootShowsTheHostsTmp) {
   EXPECT_TRUE(plan->tmp.source.empty());
 }
 
+// The sandbox home and the kept /tmp are keyed by the repository top the workspace lies in
+// (EnclosingRepositoryTop's answer), so every directory of one repository shares them; other
+// workspaces, and other repositories, keep their own.
+TEST(SandboxHomeKey, TheRepositoryTopForEveryDirectoryOfOneRepository) {
+  EXPECT_EQ(SandboxHomeKey("/home/u/proj", std::nullopt), "/home/u/proj");
+  EXPECT_EQ(SandboxHomeKey("/home/u/proj/sub", std::string("/home/u/proj")), "/home/u/proj");
+  EXPECT_EQ(SandboxHomeKey("/home/u/proj/a/b", std::string("/home/u/proj")), "/home/u/proj");
+  // A top that does not hold the workspace is no answer for it.
+  EXPECT_EQ(SandboxHomeKey("/home/u/other", std::string("/home/u/proj")), "/home/u/other");
+  EXPECT_EQ(SandboxHomeKey("/home/u/proj2", std::string("/home/u/proj")), "/home/u/proj2");
+  EXPECT_EQ(SandboxHomeDirName(SandboxHomeKey("/home/u/proj/sub", std::string("/home/u/proj"))),
+            SandboxHomeDirName("/home/u/proj"));
+  EXPECT_NE(SandboxHomeDirName(SandboxHomeKey("/home/u/proj2/sub", std::string("/home/u/proj2"))),
+            SandboxHomeDirName("/home/u/proj"));
+}
+
+// An activated virtualenv ($VIRTUAL_ENV, pyvenv.cfg) or conda environment ($CONDA_PREFIX,
+// conda-meta/) outside the workspace is shown read-only when it is really one, the caller's
+// (or root's), writable by no one else, and holds neither a home nor a writable root.
+TEST(ActivatedEnvironmentShown, ARealEnvironmentOfTheCallersThatHoldsNothingElse) {
+  using RK = RepoTopFacts::Kind;
+  const RepoTopFacts dir{RK::kDirectory, 1, 1000, S_IFDIR | 0755};
+  const RepoTopFacts root_dir{RK::kDirectory, 1, 0, S_IFDIR | 0755};
+  const RepoTopFacts cfg{RK::kFile, 1, 1000, S_IFREG | 0644};
+  std::map<std::string, RepoTopFacts> tree = {
+      {"/home/u/v2", dir},
+      {"/home/u/v2/pyvenv.cfg", cfg},
+      {"/opt/conda/envs/ml", root_dir},
+      {"/opt/conda/envs/ml/conda-meta", root_dir},
+      {"/home/u/plain", dir},
+      {"/home/u/cfgdir", dir},
+      {"/home/u/cfgdir/pyvenv.cfg", dir},
+      {"/home/u/theirs", {RK::kDirectory, 1, 1001, S_IFDIR | 0755}},
+      {"/home/u/theirs/pyvenv.cfg", {RK::kFile, 1, 1001, S_IFREG | 0644}},
+      {"/home/u/open", {RK::kDirectory, 1, 1000, S_IFDIR | 0777}},
+      {"/home/u/open/pyvenv.cfg", cfg},
+      {"/home/u/planted", dir},
+      {"/home/u/planted/pyvenv.cfg", {RK::kFile, 1, 1001, S_IFREG | 0644}},
+      {"/home/u/work", dir},
+      {"/home/u/work/pyvenv.cfg", cfg},
+      {"/home/u", dir},
+      {"/home/u/pyvenv.cfg", cfg},
+      {"/srv/cache", dir},
+      {"/srv/cache/pyvenv.cfg", cfg},
+  };
+  RepoTopLstat lstat = [&](const std::string& p) {
+    auto it = tree.find(p);
+    return it == tree.end() ? RepoTopFacts{} : it->second;
+  };
+  const std::vector<std::string> homes = {"/home/u"};
+  const std::vector<std::string> writable = {"/home/u/work/proj", "/srv/cache/pip"};
+  struct Row {
+    const char* name;
+    const char* dir;
+    size_t which;  // 0: VIRTUAL_ENV, 1: CONDA_PREFIX
+    bool shown;
+  };
+  const Row rows[] = {
+      {"a virtualenv of the caller's", "/home/u/v2", 0, true},
+      {"a conda environment of root's", "/opt/conda/envs/ml", 1, true},
+      {"a virtualenv named as a conda environment", "/home/u/v2", 1, false},
+      {"no pyvenv.cfg", "/home/u/plain", 0, false},
+      {"pyvenv.cfg is no file", "/home/u/cfgdir", 0, false},
+      {"another user's", "/home/u/theirs", 0, false},
+      {"writable by others", "/home/u/open", 0, false},
+      {"a pyvenv.cfg another user planted", "/home/u/planted", 0, false},
+      {"holds the workspace", "/home/u/work", 0, false},
+      {"holds a writable root", "/srv/cache", 0, false},
+      {"the home", "/home/u", 0, false},
+      {"inside the workspace: shown already", "/home/u/work/proj/.venv", 0, false},
+      {"a runtime root: shown already", "/usr", 0, false},
+      {"missing", "/home/u/gone", 0, false},
+      {"the root", "/", 0, false},
+      {"relative", "v2", 0, false},
+  };
+  for (const Row& row : rows) {
+    EXPECT_EQ(ActivatedEnvironmentShown(row.dir, kActivatedEnvironments[row.which], 1000, homes,
+                                        writable, lstat),
+              row.shown)
+        << row.name;
+  }
+  // No home known: nothing is shown (as for the repository above).
+  EXPECT_FALSE(ActivatedEnvironmentShown("/home/u/v2", kActivatedEnvironments[0], 1000, {},
+                                         writable, lstat));
+}
+
 }  // namespace
 }  // namespace anvil

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -503,6 +504,77 @@ TEST(ParsePolicy, NamesRoundTripAndUnknownIsAnError) {
   EXPECT_EQ(bad.error().code, "invalid");
   EXPECT_FALSE(ParseNetworkMode("on"));
   EXPECT_FALSE(ParseReadAccess("all"));
+}
+
+// Package metadata (dpkg's database, apt's lists) is shown read-only where it is the system's:
+// a directory at every step from /var down, owned by root, writable by no one else.
+TEST(SystemOwnedDirectory, RootsAtEveryStepAndWritableByNoOneElse) {
+  using Facts = std::map<std::string, PathOwner>;
+  const PathOwner sys{0, S_IFDIR | 0755};
+  const Facts good = {{"/var", sys}, {"/var/lib", sys}, {"/var/lib/dpkg", sys}};
+  auto with = [&](Facts f, const std::string& path, PathOwner o) {
+    f[path] = o;
+    return f;
+  };
+  struct Row {
+    const char* name;
+    Facts facts;
+    bool shown;
+  };
+  const Row rows[] = {
+      {"the system's", good, true},
+      {"missing", {{"/var", sys}, {"/var/lib", sys}}, false},
+      {"owned by a user", with(good, "/var/lib/dpkg", {1000, S_IFDIR | 0755}), false},
+      {"group-writable", with(good, "/var/lib/dpkg", {0, S_IFDIR | 0775}), false},
+      {"world-writable", with(good, "/var/lib/dpkg", {0, S_IFDIR | 0777}), false},
+      {"a symlink", with(good, "/var/lib/dpkg", {0, S_IFLNK | 0777}), false},
+      {"a file", with(good, "/var/lib/dpkg", {0, S_IFREG | 0644}), false},
+      {"a parent a user owns", with(good, "/var/lib", {1000, S_IFDIR | 0755}), false},
+      {"a parent others may write", with(good, "/var", {0, S_IFDIR | 01777}), false},
+  };
+  for (const Row& row : rows) {
+    auto owner = [&](const std::string& p) -> std::optional<PathOwner> {
+      auto it = row.facts.find(p);
+      if (it == row.facts.end()) return std::nullopt;
+      return it->second;
+    };
+    EXPECT_EQ(SystemOwnedDirectory("/var/lib/dpkg", owner), row.shown) << row.name;
+  }
+  EXPECT_FALSE(SystemOwnedDirectory("/", [&](const std::string&) { return sys; }));
+}
+
+TEST(ComputeFileView, PackageMetadataIsAReadRootWhereItIsTheSystems) {
+  SandboxPolicy p;
+  p.workspace = "/ws";
+  HostFs host = FakeHost({"/ws"});
+  // Without owner facts nothing of /var is shown.
+  auto none = ComputeFileView(p, host);
+  ASSERT_TRUE(none);
+  for (const auto& r : none->read_roots) EXPECT_FALSE(PathIsWithin(r, "/var")) << r;
+  host.owner = [](const std::string& path) -> std::optional<PathOwner> {
+    if (path == "/var/lib/apt/lists") return PathOwner{100, S_IFDIR | 0755};  // not root's
+    if (PathIsWithin("/var/lib/apt/lists", path) || PathIsWithin("/var/lib/dpkg", path)) {
+      return PathOwner{0, S_IFDIR | 0755};
+    }
+    return std::nullopt;
+  };
+  auto view = ComputeFileView(p, host);
+  ASSERT_TRUE(view);
+  EXPECT_NE(std::find(view->read_roots.begin(), view->read_roots.end(), "/var/lib/dpkg"),
+            view->read_roots.end());
+  EXPECT_EQ(std::find(view->read_roots.begin(), view->read_roots.end(), "/var/lib/apt/lists"),
+            view->read_roots.end());
+  // Not with full read access (the whole root is shown), nor for a warm runner.
+  p.read_access = ReadAccess::kFull;
+  auto full = ComputeFileView(p, host);
+  ASSERT_TRUE(full);
+  EXPECT_EQ(std::find(full->read_roots.begin(), full->read_roots.end(), "/var/lib/dpkg"),
+            full->read_roots.end());
+  // The system's trees, for the refusal summary and root's idmapping.
+  EXPECT_TRUE(InSystemRoot("/var/lib/dpkg/status"));
+  EXPECT_TRUE(InSystemRoot("/usr/bin"));
+  EXPECT_FALSE(InSystemRoot("/var/lib"));
+  EXPECT_FALSE(InSystemRoot("/var/lib/apt"));
 }
 
 }  // namespace
