@@ -13,8 +13,168 @@ bool Contains(const List& list, std::string_view value) {
   return std::find(std::begin(list), std::end(list), value) != std::end(list);
 }
 
-constexpr std::string_view kShells[] = {"sh",   "bash", "dash", "zsh",   "ksh",   "mksh", "ash",
-                                        "yash", "lksh", "posh", "ksh93", "pdksh", "rbash"};
+// The shells whose `-c SCRIPT` the parser reads (shell_words.h), by the name of the program
+// (or of the file it links to: ShellResolver). A name made of one of these and a version
+// (`zsh5`, `bash-5.2`, `ksh2020`) is read as that shell too (ShellOfName).
+constexpr std::string_view kShells[] = {"sh",   "bash", "dash",  "zsh",   "ksh",   "mksh",
+                                        "ash",  "yash", "lksh",  "posh",  "ksh93", "pdksh",
+                                        "rbash", "rzsh", "rksh", "rksh93", "rmksh"};
+
+// Shells whose language the parser does not read (fish's `(cmd)` and `begin … end`, csh's own
+// grammar, …): what they run from their command line (`fish -c`, `tcsh -c`, an init command,
+// their standard input) is never understood; with only a script file, the command line is all
+// there is to judge, as for `bash build.sh`.
+// (Their start-up files are Anvil's in the sandbox home: policy/sandbox_home.h.)
+constexpr std::string_view kUnreadShells[] = {"fish", "csh", "tcsh", "bsd-csh"};
+
+// Interpreters that take code as the argument of an option (python3 -c CODE, perl -e CODE,
+// node -e CODE): code the rules cannot read, which may run any command, so such a command is
+// not understood (prompt while some layer has a prompt or forbidden rule, as docs/agents.md
+// says for scripts the parser cannot read). Read like getopt: `short_code` are short options
+// whose argument is code, anywhere in a cluster (`perl -ne`, `python3 -Ic`); `with_argument`
+// are short options whose argument is the rest of their word (`-W ignore::X`, `-MData::Dumper`:
+// no code letter there); `long_code` long options (or gdb's and emacs' single-dash ones) whose
+// argument is code; `ends` a short option after which the rest belongs to another program
+// (`python3 -m pytest -c setup.cfg`); `code_operand` a first word that makes the next one code
+// (`deno eval CODE`); `plus_code` a `+CMD` word (vim). Only Python stops at its first operand
+// (the script, whose own options follow); for the others every word is looked at, so an
+// option of the script that looks like one of these costs a question at most.
+struct CodeOptions {
+  std::string_view name;
+  std::string_view short_code = {};
+  std::string_view with_argument = {};
+  std::vector<std::string_view> long_code = {};
+  std::string_view ends = {};
+  bool stops_at_operand = false;
+  std::string_view code_operand = {};
+  bool plus_code = false;
+  bool versioned = false;  // python3.12, pypy3, perl5.36, lua5.4, ruby3.1, php8.2, node18
+};
+
+const std::vector<CodeOptions>& CodeTakers() {
+  static const std::vector<CodeOptions> kCodeTakers = {
+      {.name = "python", .short_code = "c", .with_argument = "WXQ", .ends = "m",
+       .stops_at_operand = true, .versioned = true},
+      {.name = "pypy", .short_code = "c", .with_argument = "WXQ", .ends = "m",
+       .stops_at_operand = true, .versioned = true},
+      {.name = "perl", .short_code = "eE", .with_argument = "IMmlDCix0d", .versioned = true},
+      {.name = "ruby", .short_code = "e", .with_argument = "IrCEFKTWx0", .versioned = true},
+      {.name = "irb", .short_code = "e", .with_argument = "Ir"},
+      {.name = "node", .short_code = "ep", .with_argument = "rC",
+       .long_code = {"--eval", "--print"}, .versioned = true},
+      {.name = "nodejs", .short_code = "ep", .with_argument = "rC",
+       .long_code = {"--eval", "--print"}, .versioned = true},
+      {.name = "bun", .short_code = "ep", .with_argument = "r", .long_code = {"--eval", "--print"}},
+      {.name = "deno", .code_operand = "eval"},
+      {.name = "php", .short_code = "rBRE", .with_argument = "cdfzt", .versioned = true},
+      {.name = "lua", .short_code = "e", .with_argument = "l", .versioned = true},
+      {.name = "luajit", .short_code = "e", .with_argument = "ljO"},
+      {.name = "Rscript", .short_code = "e"},
+      {.name = "R", .short_code = "e"},
+      {.name = "julia", .short_code = "eE", .with_argument = "JCptLOg",
+       .long_code = {"--eval", "--print"}, .versioned = true},
+      {.name = "osascript", .short_code = "e", .with_argument = "ls"},
+      {.name = "emacs", .long_code = {"--eval", "-eval", "--execute", "-execute"}},
+      {.name = "vim", .short_code = "c", .with_argument = "tTqiuUwWsoOp", .long_code = {"--cmd"},
+       .plus_code = true},
+      {.name = "nvim", .short_code = "c", .with_argument = "tTqiuUwWsoOp",
+       .long_code = {"--cmd"}, .plus_code = true},
+      {.name = "vi", .short_code = "c", .with_argument = "tTqiuUwWsoOp", .long_code = {"--cmd"},
+       .plus_code = true},
+      {.name = "ex", .short_code = "c", .with_argument = "tTqiuUwWsoOp", .long_code = {"--cmd"},
+       .plus_code = true},
+      // Shells of other languages than the ones above: their -c, and PowerShell's -Command.
+      {.name = "xonsh", .short_code = "c"},
+      {.name = "elvish", .short_code = "c"},
+      {.name = "nu", .short_code = "ce", .long_code = {"--commands", "--execute"}},
+      {.name = "pwsh",
+       .long_code = {"-c", "-Command", "-command", "-e", "-ec", "-EncodedCommand",
+                     "-encodedcommand", "-cwa", "-CommandWithArgs"}},
+      {.name = "powershell",
+       .long_code = {"-c", "-Command", "-command", "-e", "-ec", "-EncodedCommand",
+                     "-encodedcommand"}},
+      {.name = "gdb",
+       .long_code = {"-ex", "--ex", "-iex", "--iex", "-eval-command", "--eval-command",
+                     "-init-eval-command", "--init-eval-command"}},
+  };
+  return kCodeTakers;
+}
+
+// `name` without a version at its end (`python3.12` -> `python`, `zsh-5.9` -> `zsh`); `name`
+// itself when nothing else is left.
+std::string_view WithoutVersion(std::string_view name) {
+  std::size_t end = name.size();
+  while (end > 0 && std::string_view("0123456789.-").find(name[end - 1]) != std::string_view::npos) {
+    --end;
+  }
+  return end == 0 ? name : name.substr(0, end);
+}
+
+const CodeOptions* FindCodeTaker(std::string_view name) {
+  for (const auto& spec : CodeTakers()) {
+    if (spec.name == name) return &spec;
+  }
+  const std::string_view bare = WithoutVersion(name);
+  if (bare == name) return nullptr;
+  for (const auto& spec : CodeTakers()) {
+    if (spec.versioned && spec.name == bare) return &spec;
+  }
+  return nullptr;
+}
+
+// Why `argv` hands its interpreter code on its command line; "" when it does not.
+std::string CodeOnCommandLine(const CodeOptions& spec, const std::vector<std::string>& argv) {
+  const std::string shown = QuoteShellWord(ProgramName(argv[0]));
+  auto says = [&shown](std::string_view option) {
+    return shown + " " + std::string(option) +
+           " runs code given on its command line, which rules cannot read";
+  };
+  if (!spec.code_operand.empty() && argv.size() > 1 && argv[1] == spec.code_operand) {
+    return says(spec.code_operand);
+  }
+  for (std::size_t i = 1; i < argv.size(); ++i) {
+    const std::string& arg = argv[i];
+    if (arg == "--") break;
+    if (IsWildcardWord(arg)) return shown + " with a word that expands may be given code";
+    if (spec.plus_code && arg.size() > 1 && arg[0] == '+') return says("+CMD");
+    const std::string name = arg.substr(0, arg.find('='));
+    if (Contains(spec.long_code, name)) return says(name);
+    if (arg.size() < 2 || arg[0] != '-') {
+      if (spec.stops_at_operand) break;
+      continue;
+    }
+    if (arg[1] == '-') continue;
+    for (std::size_t k = 1; k < arg.size(); ++k) {
+      if (spec.short_code.find(arg[k]) != std::string_view::npos) {
+        return says("-" + std::string(1, arg[k]));
+      }
+      if (spec.ends.find(arg[k]) != std::string_view::npos) return {};
+      if (spec.with_argument.find(arg[k]) != std::string_view::npos) {
+        // Python's -W and -X take the next word when nothing follows them in theirs (it is
+        // not the script); for the others that word is looked at all the same.
+        if (spec.stops_at_operand && k + 1 == arg.size()) ++i;
+        break;
+      }
+    }
+  }
+  return {};
+}
+
+// An unread shell's command line (kUnreadShells): understood only as NAME SCRIPT-FILE [ARGS].
+std::string UnreadShellWhy(const std::vector<std::string>& argv) {
+  const std::string shown(ProgramName(argv[0]));
+  if (argv.size() < 2) {
+    return shown + " reading commands from its standard input is not understood";
+  }
+  if (IsWildcardWord(argv[1])) return "an expansion on the command line of " + shown +
+                                      " is not understood";
+  if (argv[1].starts_with("-") || argv[1].starts_with("+")) {
+    return "the options of " + shown +
+           " (its -c and init commands run code in a language the parser does not read) are not "
+           "understood";
+  }
+  return {};
+}
 
 // Shell options a `-c` invocation may carry: login, errexit, nounset, xtrace, verbose, noglob,
 // noexec. Anything else (-i interactive, --rcfile, …) is not understood.
@@ -388,8 +548,19 @@ Unwrapped Unwrap(const WrapperSpec& spec, const std::vector<std::string>& argv) 
   return out;
 }
 
+// A shell the splitter reads a `-c` script of: the kShells name whose dialect it has, and
+// whether the program surely is that shell (its own name, or the file it links to) rather than a
+// name that only looks like one with a version (`zsh5`): a shell that surely is one only
+// interprets its script; another is judged itself as well.
+struct ShellName {
+  std::string name;
+  bool sure = false;
+};
+
 class Splitter {
  public:
+  explicit Splitter(const ProgramResolver& resolve) : resolve_(resolve) {}
+
   CommandSegments Run(const std::vector<std::string>& argv) {
     Visit(argv, SegmentRole::kJudged, 0, false, "", Traits{});
     return std::move(out_);
@@ -467,7 +638,37 @@ class Splitter {
     if (Contains(kOpaqueLaunchers, program)) {
       return NotUnderstood("a command run through " + shown + " is not understood");
     }
-    if (IsShellProgram(program)) return VisitShell(argv, role, depth, index, traits);
+    // What the program is: by its name, else by the file it resolves to (a link such as
+    // rzsh -> zsh, or sh -> dash, named by a name the lists do not know).
+    std::vector<std::string> names{std::string(program)};
+    if (resolve_ && !Contains(kShells, program) && FindWrapper(program) == nullptr &&
+        program != "busybox") {
+      for (std::string& resolved : resolve_(argv[0])) {
+        if (!resolved.empty() && !Contains(names, resolved)) names.push_back(std::move(resolved));
+      }
+    }
+    for (const std::string& name : names) {
+      if (Contains(kShells, name)) {
+        return VisitShell(argv, role, depth, index, traits, {name, true});
+      }
+    }
+    for (const std::string& name : names) {
+      if (Contains(kUnreadShells, name) || Contains(kUnreadShells, WithoutVersion(name))) {
+        std::string why = UnreadShellWhy(argv);
+        if (!why.empty()) return NotUnderstood(std::move(why));
+        return;
+      }
+    }
+    if (const std::string_view bare = WithoutVersion(program);
+        bare != program && Contains(kShells, bare)) {
+      return VisitShell(argv, role, depth, index, traits, {std::string(bare), false});
+    }
+    for (const std::string& name : names) {
+      if (const CodeOptions* code = FindCodeTaker(name)) {
+        std::string why = CodeOnCommandLine(*code, argv);
+        if (!why.empty()) return NotUnderstood(std::move(why));
+      }
+    }
     if (program == "busybox") {
       if (argv.size() < 2) return;
       if (argv[1].starts_with("-")) return;  // --list, --help: runs no applet
@@ -485,7 +686,7 @@ class Splitter {
   }
 
   void VisitShell(const std::vector<std::string>& argv, SegmentRole role, std::size_t depth,
-                  std::size_t index, Traits traits) {
+                  std::size_t index, Traits traits, const ShellName& as) {
     const std::string shell(ProgramName(argv[0]));
     // A word that expands is not understood on the shell's command line, but after a -c
     // script, where it is only $0, $1, … (`xargs sh -c 'wc -l "$@"' sh` adds words there).
@@ -541,7 +742,7 @@ class Splitter {
       return;
     }
     if (i >= argv.size()) return NotUnderstood(shell + " -c without a script");
-    const ShellScript script = ParseShellScript(argv[i], DialectOfShell(shell));
+    const ShellScript script = ParseShellScript(argv[i], DialectOfShell(as.name));
     if (!script.understood) {
       return NotUnderstood("the " + shell + " script is not understood: " + script.why +
                            " (at byte " + std::to_string(script.offset) + ")");
@@ -549,7 +750,7 @@ class Splitter {
     // The shell only interprets the script: its commands are what is judged. Only the system's
     // shell, though: one named by a relative path (`./sh`, `tools/bash`) or found outside the
     // system's directories may be any program (as `./ls` is not harmless), so it is judged too.
-    if (IsSystemProgramPath(argv[0])) {
+    if (as.sure && IsSystemProgramPath(argv[0])) {
       out_.segments[index].role = SegmentRole::kNarrowing;
       out_.segments[index].shell_by_name =
           role == SegmentRole::kJudged && argv[0].find('/') == std::string::npos;
@@ -562,6 +763,7 @@ class Splitter {
     }
   }
 
+  const ProgramResolver& resolve_;
   CommandSegments out_;
 };
 
@@ -584,7 +786,19 @@ std::string_view ProgramName(std::string_view argv0) {
   return slash == std::string_view::npos ? argv0 : argv0.substr(slash + 1);
 }
 
-bool IsShellProgram(std::string_view name) { return Contains(kShells, name); }
+bool IsShellProgram(std::string_view name) {
+  const std::string_view bare = WithoutVersion(name);
+  return Contains(kShells, name) || Contains(kShells, bare) || Contains(kUnreadShells, name) ||
+         Contains(kUnreadShells, bare);
+}
+
+std::vector<std::string_view> RecognisedShells() {
+  std::vector<std::string_view> out(std::begin(kShells), std::end(kShells));
+  out.insert(out.end(), std::begin(kUnreadShells), std::end(kUnreadShells));
+  return out;
+}
+
+bool TakesCodeOnCommandLine(std::string_view name) { return FindCodeTaker(name) != nullptr; }
 
 bool RunsAsShellBuiltin(const CommandSegment& segment) {
   // Builtins of every shell in kShells (dash, bash, zsh, the ksh family, yash, posh): printf and
@@ -605,6 +819,8 @@ bool RunsAnotherProgram(std::string_view name) {
          name == "busybox";
 }
 
-CommandSegments SplitCommand(const std::vector<std::string>& argv) { return Splitter().Run(argv); }
+CommandSegments SplitCommand(const std::vector<std::string>& argv, const ProgramResolver& resolve) {
+  return Splitter(resolve).Run(argv);
+}
 
 }  // namespace anvil
