@@ -242,6 +242,27 @@ Status WriteHomeFile(const std::string& name, const std::string& content) {
   return Ok();
 }
 
+// Forward: attaches a detached tree at `dst` (below).
+Status AttachTree(UniqueFd tree, const std::string& shown, const std::string& dst, bool read_only,
+                  bool keep_dev);
+
+// An empty tmpfs of its own at `rel` beneath the home (FileView::home_startup_dirs: fish's
+// configuration), for this run only: whatever an earlier command left there is not what the
+// shell finds. Mounted in the staging root, then attached at a mount point made beneath the
+// home without following a link; something other than a directory there stops the start.
+Status MountEmptyHomeDir(const std::string& rel, std::size_t index) {
+  const std::string stage = "/home-startup-dir-" + std::to_string(index);
+  if (::mkdir(stage.c_str(), 0700) != 0) return SysFail("sandbox", "mkdir " + stage);
+  if (::mount("tmpfs", stage.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
+              TmpfsOptions("0700", 16 << 20).c_str()) != 0) {
+    return SysFail("sandbox", "mount tmpfs for ~/" + rel);
+  }
+  long fd = syscall(SYS_open_tree, AT_FDCWD, stage.c_str(), kOpenTreeClone | O_CLOEXEC);
+  if (fd < 0) return SysFail("sandbox", "open_tree ~/" + rel);
+  return AttachTree(UniqueFd(static_cast<int>(fd)), "~/" + rel + " in the sandbox home",
+                    kNew + g_home_base + "/" + rel, /*read_only=*/false, /*keep_dev=*/false);
+}
+
 // Applies flags to every mount of a detached tree (open_tree clone) and attaches it at `dst`.
 // One syscall per step, no /proc/self/mountinfo parsing.
 Status AttachTree(UniqueFd tree, const std::string& shown, const std::string& dst, bool read_only,
@@ -783,9 +804,13 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
   // configuration of the user's): what an earlier command left at these names never stays.
   if (!view.home_base.empty()) {
     ANVIL_RETURN_IF_ERROR(WriteHomeFile(".gitconfig", view.home_gitconfig));
-    // bash reads the first of .bash_profile, .bash_login and .profile; sh and dash .profile.
-    ANVIL_RETURN_IF_ERROR(WriteHomeFile(".bash_profile", view.home_profile));
-    ANVIL_RETURN_IF_ERROR(WriteHomeFile(".profile", view.home_profile));
+    // Every start-up file a shell reads from the home on its own (kHomeStartupFiles).
+    for (const HomeFile& file : view.home_files) {
+      ANVIL_RETURN_IF_ERROR(WriteHomeFile(file.path, file.content));
+    }
+    for (std::size_t i = 0; i < view.home_startup_dirs.size(); ++i) {
+      ANVIL_RETURN_IF_ERROR(MountEmptyHomeDir(view.home_startup_dirs[i], i));
+    }
   }
   if (options.defer_workspace_paths) return Ok();  // FinishMountView enters the view
   ANVIL_RETURN_IF_ERROR(SealCovers(view, idmapped));
