@@ -179,9 +179,9 @@ std::vector<std::string> SandboxEnvironment(const SandboxArgs& a,
       if (!home_dir.empty() && home_dir[0] == '/') env.push_back("ZDOTDIR=" + home_dir);
     }
     const std::string home_slash = home_dir.ends_with('/') ? home_dir : home_dir + "/";
-    for (auto [name, usual] : {std::pair<std::string_view, std::string_view>{"XDG_CONFIG_HOME",
-                                                                             ".config"},
-                               {"XDG_DATA_HOME", ".local/share"}}) {
+    for (auto [name, usual] :
+         {std::pair<std::string_view, std::string_view>{"XDG_CONFIG_HOME", ".config"},
+          {"XDG_DATA_HOME", ".local/share"}}) {
       const std::optional<std::string> value = value_of(name);
       if (named(name) || !value || home_dir.empty() || home_dir[0] != '/') continue;
       std::string normal = *value;

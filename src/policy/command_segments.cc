@@ -16,8 +16,8 @@ bool Contains(const List& list, std::string_view value) {
 // The shells whose `-c SCRIPT` the parser reads (shell_words.h), by the name of the program
 // (or of the file it links to: ShellResolver). A name made of one of these and a version
 // (`zsh5`, `bash-5.2`, `ksh2020`) is read as that shell too (ShellOfName).
-constexpr std::string_view kShells[] = {"sh",   "bash", "dash",  "zsh",   "ksh",   "mksh",
-                                        "ash",  "yash", "lksh",  "posh",  "ksh93", "pdksh",
+constexpr std::string_view kShells[] = {"sh",    "bash", "dash", "zsh",    "ksh",   "mksh",
+                                        "ash",   "yash", "lksh", "posh",   "ksh93", "pdksh",
                                         "rbash", "rzsh", "rksh", "rksh93", "rmksh"};
 
 // Shells whose language the parser does not read (fish's `(cmd)` and `begin … end`, csh's own
@@ -27,137 +27,15 @@ constexpr std::string_view kShells[] = {"sh",   "bash", "dash",  "zsh",   "ksh",
 // (Their start-up files are Anvil's in the sandbox home: policy/sandbox_home.h.)
 constexpr std::string_view kUnreadShells[] = {"fish", "csh", "tcsh", "bsd-csh"};
 
-// Interpreters that take code as the argument of an option (python3 -c CODE, perl -e CODE,
-// node -e CODE): code the rules cannot read, which may run any command, so such a command is
-// not understood (prompt while some layer has a prompt or forbidden rule, as docs/agents.md
-// says for scripts the parser cannot read). Read like getopt: `short_code` are short options
-// whose argument is code, anywhere in a cluster (`perl -ne`, `python3 -Ic`); `with_argument`
-// are short options whose argument is the rest of their word (`-W ignore::X`, `-MData::Dumper`:
-// no code letter there); `long_code` long options (or gdb's and emacs' single-dash ones) whose
-// argument is code; `ends` a short option after which the rest belongs to another program
-// (`python3 -m pytest -c setup.cfg`); `code_operand` a first word that makes the next one code
-// (`deno eval CODE`); `plus_code` a `+CMD` word (vim). Only Python stops at its first operand
-// (the script, whose own options follow); for the others every word is looked at, so an
-// option of the script that looks like one of these costs a question at most.
-struct CodeOptions {
-  std::string_view name;
-  std::string_view short_code = {};
-  std::string_view with_argument = {};
-  std::vector<std::string_view> long_code = {};
-  std::string_view ends = {};
-  bool stops_at_operand = false;
-  std::string_view code_operand = {};
-  bool plus_code = false;
-  bool versioned = false;  // python3.12, pypy3, perl5.36, lua5.4, ruby3.1, php8.2, node18
-};
-
-const std::vector<CodeOptions>& CodeTakers() {
-  static const std::vector<CodeOptions> kCodeTakers = {
-      {.name = "python", .short_code = "c", .with_argument = "WXQ", .ends = "m",
-       .stops_at_operand = true, .versioned = true},
-      {.name = "pypy", .short_code = "c", .with_argument = "WXQ", .ends = "m",
-       .stops_at_operand = true, .versioned = true},
-      {.name = "perl", .short_code = "eE", .with_argument = "IMmlDCix0d", .versioned = true},
-      {.name = "ruby", .short_code = "e", .with_argument = "IrCEFKTWx0", .versioned = true},
-      {.name = "irb", .short_code = "e", .with_argument = "Ir"},
-      {.name = "node", .short_code = "ep", .with_argument = "rC",
-       .long_code = {"--eval", "--print"}, .versioned = true},
-      {.name = "nodejs", .short_code = "ep", .with_argument = "rC",
-       .long_code = {"--eval", "--print"}, .versioned = true},
-      {.name = "bun", .short_code = "ep", .with_argument = "r", .long_code = {"--eval", "--print"}},
-      {.name = "deno", .code_operand = "eval"},
-      {.name = "php", .short_code = "rBRE", .with_argument = "cdfzt", .versioned = true},
-      {.name = "lua", .short_code = "e", .with_argument = "l", .versioned = true},
-      {.name = "luajit", .short_code = "e", .with_argument = "ljO"},
-      {.name = "Rscript", .short_code = "e"},
-      {.name = "R", .short_code = "e"},
-      {.name = "julia", .short_code = "eE", .with_argument = "JCptLOg",
-       .long_code = {"--eval", "--print"}, .versioned = true},
-      {.name = "osascript", .short_code = "e", .with_argument = "ls"},
-      {.name = "emacs", .long_code = {"--eval", "-eval", "--execute", "-execute"}},
-      {.name = "vim", .short_code = "c", .with_argument = "tTqiuUwWsoOp", .long_code = {"--cmd"},
-       .plus_code = true},
-      {.name = "nvim", .short_code = "c", .with_argument = "tTqiuUwWsoOp",
-       .long_code = {"--cmd"}, .plus_code = true},
-      {.name = "vi", .short_code = "c", .with_argument = "tTqiuUwWsoOp", .long_code = {"--cmd"},
-       .plus_code = true},
-      {.name = "ex", .short_code = "c", .with_argument = "tTqiuUwWsoOp", .long_code = {"--cmd"},
-       .plus_code = true},
-      // Shells of other languages than the ones above: their -c, and PowerShell's -Command.
-      {.name = "xonsh", .short_code = "c"},
-      {.name = "elvish", .short_code = "c"},
-      {.name = "nu", .short_code = "ce", .long_code = {"--commands", "--execute"}},
-      {.name = "pwsh",
-       .long_code = {"-c", "-Command", "-command", "-e", "-ec", "-EncodedCommand",
-                     "-encodedcommand", "-cwa", "-CommandWithArgs"}},
-      {.name = "powershell",
-       .long_code = {"-c", "-Command", "-command", "-e", "-ec", "-EncodedCommand",
-                     "-encodedcommand"}},
-      {.name = "gdb",
-       .long_code = {"-ex", "--ex", "-iex", "--iex", "-eval-command", "--eval-command",
-                     "-init-eval-command", "--init-eval-command"}},
-  };
-  return kCodeTakers;
-}
-
-// `name` without a version at its end (`python3.12` -> `python`, `zsh-5.9` -> `zsh`); `name`
+// `name` without a version at its end (`zsh5` -> `zsh`, `zsh-5.9` -> `zsh`); `name`
 // itself when nothing else is left.
 std::string_view WithoutVersion(std::string_view name) {
   std::size_t end = name.size();
-  while (end > 0 && std::string_view("0123456789.-").find(name[end - 1]) != std::string_view::npos) {
+  while (end > 0 &&
+         std::string_view("0123456789.-").find(name[end - 1]) != std::string_view::npos) {
     --end;
   }
   return end == 0 ? name : name.substr(0, end);
-}
-
-const CodeOptions* FindCodeTaker(std::string_view name) {
-  for (const auto& spec : CodeTakers()) {
-    if (spec.name == name) return &spec;
-  }
-  const std::string_view bare = WithoutVersion(name);
-  if (bare == name) return nullptr;
-  for (const auto& spec : CodeTakers()) {
-    if (spec.versioned && spec.name == bare) return &spec;
-  }
-  return nullptr;
-}
-
-// Why `argv` hands its interpreter code on its command line; "" when it does not.
-std::string CodeOnCommandLine(const CodeOptions& spec, const std::vector<std::string>& argv) {
-  const std::string shown = QuoteShellWord(ProgramName(argv[0]));
-  auto says = [&shown](std::string_view option) {
-    return shown + " " + std::string(option) +
-           " runs code given on its command line, which rules cannot read";
-  };
-  if (!spec.code_operand.empty() && argv.size() > 1 && argv[1] == spec.code_operand) {
-    return says(spec.code_operand);
-  }
-  for (std::size_t i = 1; i < argv.size(); ++i) {
-    const std::string& arg = argv[i];
-    if (arg == "--") break;
-    if (IsWildcardWord(arg)) return shown + " with a word that expands may be given code";
-    if (spec.plus_code && arg.size() > 1 && arg[0] == '+') return says("+CMD");
-    const std::string name = arg.substr(0, arg.find('='));
-    if (Contains(spec.long_code, name)) return says(name);
-    if (arg.size() < 2 || arg[0] != '-') {
-      if (spec.stops_at_operand) break;
-      continue;
-    }
-    if (arg[1] == '-') continue;
-    for (std::size_t k = 1; k < arg.size(); ++k) {
-      if (spec.short_code.find(arg[k]) != std::string_view::npos) {
-        return says("-" + std::string(1, arg[k]));
-      }
-      if (spec.ends.find(arg[k]) != std::string_view::npos) return {};
-      if (spec.with_argument.find(arg[k]) != std::string_view::npos) {
-        // Python's -W and -X take the next word when nothing follows them in theirs (it is
-        // not the script); for the others that word is looked at all the same.
-        if (spec.stops_at_operand && k + 1 == arg.size()) ++i;
-        break;
-      }
-    }
-  }
-  return {};
 }
 
 // An unread shell's command line (kUnreadShells): understood only as NAME SCRIPT-FILE [ARGS].
@@ -166,8 +44,8 @@ std::string UnreadShellWhy(const std::vector<std::string>& argv) {
   if (argv.size() < 2) {
     return shown + " reading commands from its standard input is not understood";
   }
-  if (IsWildcardWord(argv[1])) return "an expansion on the command line of " + shown +
-                                      " is not understood";
+  if (IsWildcardWord(argv[1]))
+    return "an expansion on the command line of " + shown + " is not understood";
   if (argv[1].starts_with("-") || argv[1].starts_with("+")) {
     return "the options of " + shown +
            " (its -c and init commands run code in a language the parser does not read) are not "
@@ -663,12 +541,6 @@ class Splitter {
         bare != program && Contains(kShells, bare)) {
       return VisitShell(argv, role, depth, index, traits, {std::string(bare), false});
     }
-    for (const std::string& name : names) {
-      if (const CodeOptions* code = FindCodeTaker(name)) {
-        std::string why = CodeOnCommandLine(*code, argv);
-        if (!why.empty()) return NotUnderstood(std::move(why));
-      }
-    }
     if (program == "busybox") {
       if (argv.size() < 2) return;
       if (argv[1].starts_with("-")) return;  // --list, --help: runs no applet
@@ -797,8 +669,6 @@ std::vector<std::string_view> RecognisedShells() {
   out.insert(out.end(), std::begin(kUnreadShells), std::end(kUnreadShells));
   return out;
 }
-
-bool TakesCodeOnCommandLine(std::string_view name) { return FindCodeTaker(name) != nullptr; }
 
 bool RunsAsShellBuiltin(const CommandSegment& segment) {
   // Builtins of every shell in kShells (dash, bash, zsh, the ksh family, yash, posh): printf and

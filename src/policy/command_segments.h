@@ -69,9 +69,9 @@ using ProgramResolver = std::function<std::vector<std::string>(const std::string
 // A shell is known by its name (kShells), by a version after it (`zsh5`, `bash-5.2`: its script
 // is read, but the program is judged itself too), or by the file it resolves to (`rzsh`, or any
 // name, linking to zsh). A shell whose language the parser does not read (fish, csh, tcsh, …)
-// with anything but a script file, and an interpreter handed code on its command line (python3
-// -c, perl -e, node -e, ruby -e, php -r, lua -e, deno eval, vim -c, gdb -ex, …), make the command
-// not understood.
+// with anything but a script file makes the command not understood. An interpreter's own code
+// (python3 -c, perl -e, node -e) is not read: such a command is judged by its command line, as
+// docs/agents.md says ("What rules cannot see"); the sandbox is the wall for what it runs.
 CommandSegments SplitCommand(const std::vector<std::string>& argv,
                              const ProgramResolver& resolve = {});
 
@@ -95,8 +95,6 @@ bool IsShellProgram(std::string_view name);
 // Every shell name known (the two lists): the sandbox home's start-up files are kept for each
 // (policy/sandbox_home.h, kHomeStartupFiles; a test holds the two together).
 std::vector<std::string_view> RecognisedShells();
-// Whether `name` is an interpreter this file knows to take code on its command line.
-bool TakesCodeOnCommandLine(std::string_view name);
 
 // Programs that run another program given on their command line: shells, the wrappers this
 // file follows, and those it refuses to follow (sudo, strace, …), by program name.

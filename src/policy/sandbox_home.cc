@@ -541,11 +541,10 @@ std::string RenderHomeProfile(std::string_view path) {
 std::vector<HomeFile> RenderHomeStartupFiles(std::string_view path) {
   // csh has no quoting for every character (a newline, `!` history): such a PATH is left to
   // the csh login's own.
-  const bool csh_plain =
-      !path.empty() && std::all_of(path.begin(), path.end(), [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) ||
-               std::string_view("/._:+@%,=-~").find(c) != std::string_view::npos;
-      });
+  const bool csh_plain = !path.empty() && std::all_of(path.begin(), path.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view("/._:+@%,=-~").find(c) != std::string_view::npos;
+  });
   std::vector<HomeFile> out;
   for (const auto& file : kHomeStartupFiles) {
     std::string content;

@@ -203,13 +203,30 @@ TEST_P(T1SandboxHome, GitReadsNoGlobalConfigurationAnEarlierRunPlanted) {
 // are checked to be written.
 TEST_P(T1SandboxHome, ShellStartupFilesAnEarlierRunPlantedNeverRun) {
   const std::string evil = "touch ~/PWNED-$0; echo PWNED >&2\n";
-  std::string plant = "mkdir -p ~/zdot ~/.config/fish/conf.d ~/.config/fish/functions "
-                      "~/.local/share/fish/vendor_conf.d && ";
-  for (const char* file :
-       {".zshenv", ".zshrc", ".zprofile", ".zlogin", ".bashrc", ".bash_profile", ".bash_login",
-        ".profile", ".cshrc", ".tcshrc", ".login", ".kshrc", ".mkshrc", ".yashrc",
-        ".yash_profile", "zdot/.zshenv", "bash_env", "sh_env", ".config/fish/config.fish",
-        ".config/fish/conf.d/x.fish", ".local/share/fish/vendor_conf.d/x.fish"}) {
+  std::string plant =
+      "mkdir -p ~/zdot ~/.config/fish/conf.d ~/.config/fish/functions "
+      "~/.local/share/fish/vendor_conf.d && ";
+  for (const char* file : {".zshenv",
+                           ".zshrc",
+                           ".zprofile",
+                           ".zlogin",
+                           ".bashrc",
+                           ".bash_profile",
+                           ".bash_login",
+                           ".profile",
+                           ".cshrc",
+                           ".tcshrc",
+                           ".login",
+                           ".kshrc",
+                           ".mkshrc",
+                           ".yashrc",
+                           ".yash_profile",
+                           "zdot/.zshenv",
+                           "bash_env",
+                           "sh_env",
+                           ".config/fish/config.fish",
+                           ".config/fish/conf.d/x.fish",
+                           ".local/share/fish/vendor_conf.d/x.fish"}) {
     plant += "printf '%s' " + ShellQuote(evil) + " > ~/" + file + " && ";
   }
   plant += "printf 'function ls; touch ~/PWNED-fishls; end\n' > ~/.config/fish/functions/ls.fish";
@@ -225,11 +242,13 @@ TEST_P(T1SandboxHome, ShellStartupFilesAnEarlierRunPlantedNeverRun) {
   RunOptions o = Options();
   o.env = home_.Env({"ZDOTDIR=" + home + "/zdot", "BASH_ENV=" + home + "/bash_env",
                      "ENV=" + home + "/sh_env", "SSH_CLIENT=10.0.0.1 1 22"});
-  std::string run = "ls >/dev/null; env -u SHLVL bash -c 'echo bash-ok'; sh -c 'echo sh-ok'; "
-                    "bash -lc 'mytool bash-login'; sh -lc 'mytool sh-login'; ";
+  std::string run =
+      "ls >/dev/null; env -u SHLVL bash -c 'echo bash-ok'; sh -c 'echo sh-ok'; "
+      "bash -lc 'mytool bash-login'; sh -lc 'mytool sh-login'; ";
   if (Shell("command -v zsh >/dev/null") == 0) {
-    run += "zsh -c 'ls >/dev/null; echo zsh-ok'; zsh -lc 'mytool zsh-login'; "
-           "zsh -ic 'echo zsh-interactive' </dev/null; ";
+    run +=
+        "zsh -c 'ls >/dev/null; echo zsh-ok'; zsh -lc 'mytool zsh-login'; "
+        "zsh -ic 'echo zsh-interactive' </dev/null; ";
   }
   if (Shell("command -v fish >/dev/null") == 0) {
     run += "fish -c 'ls >/dev/null; set -U anvil_x 1; echo fish-ok $anvil_x'; ";
@@ -239,8 +258,9 @@ TEST_P(T1SandboxHome, ShellStartupFilesAnEarlierRunPlantedNeverRun) {
       run += std::string(other) + " -c 'echo " + other + "-ok'; ";
     }
   }
-  run += "ls -a ~ | grep -c PWNED; cat ~/.zshenv ~/.bashrc ~/.cshrc ~/.kshrc | wc -c; "
-         "ls ~/.config/fish | wc -l";
+  run +=
+      "ls -a ~ | grep -c PWNED; cat ~/.zshenv ~/.bashrc ~/.cshrc ~/.kshrc | wc -c; "
+      "ls ~/.config/fish | wc -l";
   auto next = SandboxSh(home_.workspace(), run, {}, Opts(o));
   EXPECT_EQ(next.status, 0) << next.out << next.err;
   EXPECT_EQ(next.err.find("PWNED"), std::string::npos) << next.err;
@@ -261,10 +281,9 @@ TEST_P(T1SandboxHome, ShellStartupFilesAnEarlierRunPlantedNeverRun) {
   EXPECT_NE(next.out.find("\n0\n0\n"), std::string::npos) << next.out;
 
   // The files of the shells not installed here are written all the same.
-  const std::string sandbox_home =
-      JsonReport(SandboxSh(home_.workspace(), "true", {"--json"}, Options()))["home"]
-                ["sandbox_home"]
-                    .get<std::string>();
+  const std::string sandbox_home = JsonReport(SandboxSh(home_.workspace(), "true", {"--json"},
+                                                        Options()))["home"]["sandbox_home"]
+                                       .get<std::string>();
   for (const char* file : {".zshenv", ".zshenv.zwc", ".zshrc", ".cshrc", ".tcshrc", ".kshrc",
                            ".mkshrc", ".yashrc", ".bashrc", ".logout"}) {
     EXPECT_EQ(ReadFile(sandbox_home + "/" + file), "") << file;

@@ -117,9 +117,7 @@ TEST(CommandRules, AListInAPatternIsASetOfAlternatives) {
                             {{"python", "-m", "venv", ".venv"}, RulesOutcome::kPrompt},
                             {{"python3", "-m", "http.server"}, RulesOutcome::kNoRule},
                             {{"python2", "-m", "pip"}, RulesOutcome::kNoRule},
-                            // Code on the command line is not understood while a rule
-                            // restricts (CodeOnAnInterpretersCommandLineIsNotUnderstood).
-                            {{"python3", "-c", "pip"}, RulesOutcome::kPrompt},
+                            {{"python3", "-c", "pip"}, RulesOutcome::kNoRule},
                         });
 }
 
@@ -878,7 +876,8 @@ TEST(CommandRules, OnlyTheSystemsShellIsJustAnInterpreter) {
 // shell name is known (a version after it too), a shell whose language is not read is not
 // understood, and a program is known by the file it links to (rzsh -> zsh, any name -> bash).
 TEST(CommandRules, AShellUnderAnotherNameDoesNotSidestepARule) {
-  const CommandRules rules = Rules(Rule(R"(["rm"])", "forbidden") + Rule(R"(["git", "log"])", "prompt"));
+  const CommandRules rules =
+      Rules(Rule(R"(["rm"])", "forbidden") + Rule(R"(["git", "log"])", "prompt"));
   ExpectOutcomes(rules, {
                             {{"rzsh", "-c", "rm x"}, RulesOutcome::kForbidden},
                             {{"rbash", "-c", "rm x"}, RulesOutcome::kForbidden},
@@ -925,8 +924,8 @@ TEST(CommandRules, AShellIsKnownByTheFileItLinksTo) {
   ProgramSearch search;
   search.paths = {LookupPath{"/usr/local/bin:/usr/bin:/bin", {"/w"}, {}}};
   search.facts.holds = [](const std::string& dir, const std::string& name) {
-    return (dir == "/usr/bin" && (name == "zsh" || name == "rzsh" || name == "fish" ||
-                                  name == "ls" || name == "py")) ||
+    return (dir == "/usr/bin" &&
+            (name == "zsh" || name == "rzsh" || name == "fish" || name == "ls" || name == "py")) ||
            (dir == "/usr/local/bin" && name == "mysh");
   };
   search.facts.canonical = [](const std::string& path) -> std::string {
@@ -940,7 +939,9 @@ TEST(CommandRules, AShellIsKnownByTheFileItLinksTo) {
   EXPECT_EQ(outcome({"mysh", "-c", "rm x"}), RulesOutcome::kForbidden);
   EXPECT_EQ(outcome({"rzsh", "-c", "rm x"}), RulesOutcome::kForbidden);
   EXPECT_EQ(outcome({"/opt/x/shell", "-c", "ls"}), RulesOutcome::kPrompt);
-  EXPECT_EQ(outcome({"py", "-c", "import os"}), RulesOutcome::kPrompt);
+  // A link to an interpreter is judged by its command line, as the interpreter is: its code is
+  // beyond the rules (InterpretersCodeIsBeyondTheRules).
+  EXPECT_EQ(outcome({"py", "-c", "import os"}), RulesOutcome::kNoRule);
   EXPECT_EQ(outcome({"env", "mysh", "-c", "rm x"}), RulesOutcome::kForbidden);
   // Benign: the link's script is read like the shell's own.
   EXPECT_EQ(outcome({"mysh", "-c", "ls"}), RulesOutcome::kHarmless);
@@ -954,47 +955,29 @@ TEST(CommandRules, AShellIsKnownByTheFileItLinksTo) {
   EXPECT_TRUE(ResolvedProgramNames("missing", search).empty());
 }
 
-// Attack: an interpreter handed code on its command line (python3 -c, perl -e, node -e, …) ran
-// any command beside a forbidden rule with no decision at all. It is now not understood: a
-// question while some layer has a prompt or forbidden rule, no decision otherwise.
-TEST(CommandRules, CodeOnAnInterpretersCommandLineIsNotUnderstood) {
-  const CommandRules rules = Rules(Rule(R"(["rm"])", "forbidden") + Rule(R"(["python3"])", "allow"));
-  ExpectOutcomes(
-      rules,
-      {
-          {{"python3", "-c", "import os; os.remove('x')"}, RulesOutcome::kPrompt},
-          {{"python3", "-Ic", "import os"}, RulesOutcome::kPrompt},
-          {{"python3.12", "-c", "x"}, RulesOutcome::kPrompt},
-          {{"python", "-W", "ignore", "-c", "x"}, RulesOutcome::kPrompt},
-          {{"perl", "-e", "unlink 'x'"}, RulesOutcome::kPrompt},
-          {{"perl", "-ne", "print"}, RulesOutcome::kPrompt},
-          {{"node", "-e", "require('fs').rmSync('x')"}, RulesOutcome::kPrompt},
-          {{"node", "--eval=1"}, RulesOutcome::kPrompt},
-          {{"ruby", "-e", "File.delete('x')"}, RulesOutcome::kPrompt},
-          {{"php", "-r", "unlink('x');"}, RulesOutcome::kPrompt},
-          {{"lua5.4", "-e", "os.remove('x')"}, RulesOutcome::kPrompt},
-          {{"deno", "eval", "Deno.removeSync('x')"}, RulesOutcome::kPrompt},
-          {{"vim", "-c", "!rm x", "-c", "q"}, RulesOutcome::kPrompt},
-          {{"vim", "+!rm x"}, RulesOutcome::kPrompt},
-          {{"gdb", "-batch", "-ex", "shell rm x"}, RulesOutcome::kPrompt},
-          {{"env", "-S", "rm x"}, RulesOutcome::kPrompt},
-          {{"bash", "-c", "python3 -c 'import os'"}, RulesOutcome::kPrompt},
-          // Benign neighbours: a script file, a module's own options, an option's argument.
-          {{"python3", "script.py", "-c", "x"}, RulesOutcome::kAllow},
-          {{"python3", "-m", "pytest", "-c", "setup.cfg"}, RulesOutcome::kAllow},
-          {{"python3", "-Wignore::DeprecationWarning", "x.py"}, RulesOutcome::kAllow},
-          {{"perl", "-MData::Dumper", "x.pl"}, RulesOutcome::kNoRule},
-          {{"node", "server.js"}, RulesOutcome::kNoRule},
-          {{"php", "-dmemory_limit=1G", "x.php"}, RulesOutcome::kNoRule},
-      });
-  // No prompt or forbidden rule anywhere: nothing can hide from one, so no decision.
-  const CommandRules none = Rules(Rule(R"(["python3"])", "allow"));
-  ExpectOutcomes(none, {{{"python3", "-c", "print(1)"}, RulesOutcome::kNoRule}});
-  const CommandVerdict verdict = EvaluateCommand(rules, {"perl", "-e", "x"});
-  EXPECT_FALSE(verdict.understood);
-  EXPECT_NE(verdict.reason.find("perl -e runs code"), std::string::npos) << verdict.reason;
-  EXPECT_TRUE(TakesCodeOnCommandLine("python3"));
-  EXPECT_FALSE(TakesCodeOnCommandLine("ls"));
+// Rules see a command line (docs/agents.md, "What rules cannot see"): the code an interpreter is
+// handed (python3 -c, perl -e, node -e, …) is beyond them, as a script file it runs is, and the
+// sandbox is the wall. Such a command is judged by its command line: beside a forbidden rule on
+// rm it gets no decision, and it does not become a question whenever some rule restricts.
+TEST(CommandRules, InterpretersCodeIsBeyondTheRules) {
+  const CommandRules rules =
+      Rules(Rule(R"(["rm"])", "forbidden") + Rule(R"(["git", "push"])", "prompt"));
+  ExpectOutcomes(rules,
+                 {
+                     {{"python3", "-c", "import os; os.remove('x')"}, RulesOutcome::kNoRule},
+                     {{"python3", "-c", "print(1)"}, RulesOutcome::kNoRule},
+                     {{"perl", "-e", "unlink 'x'"}, RulesOutcome::kNoRule},
+                     {{"node", "-e", "require('fs').rmSync('x')"}, RulesOutcome::kNoRule},
+                     {{"python3", "script.py"}, RulesOutcome::kNoRule},
+                     // Inside a shell script, the script's other commands are still judged.
+                     {{"bash", "-c", "python3 -c 'print(1)' && rm x"}, RulesOutcome::kForbidden},
+                 });
+  const CommandVerdict verdict = EvaluateCommand(rules, {"python3", "-c", "print(1)"});
+  EXPECT_TRUE(verdict.understood) << verdict.reason;
+  // An allow rule for the interpreter speaks for it, with its code, as for any program.
+  const CommandRules allowed =
+      Rules(Rule(R"(["python3"])", "allow") + Rule(R"(["rm"])", "forbidden"));
+  ExpectOutcomes(allowed, {{{"python3", "-c", "print(1)"}, RulesOutcome::kAllow}});
 }
 
 TEST(CommandRules, ManyRulesAreIndexedByProgram) {

@@ -254,9 +254,12 @@ bool HasName(const Args& env, const std::string& name) {
 // confining policy zsh reads $HOME (Anvil's files), BASH_ENV and ENV are gone, and fish's
 // XDG directories are the home's usual ones; a --setenv stands; unconfined, nothing changes.
 TEST(SandboxArgs, ShellStartupVariablesLeadOnlyToAnvilsFiles) {
-  const Args caller = {"PATH=/usr/bin:/bin",          "HOME=/home/u",
-                       "ZDOTDIR=/home/u/.config/zsh", "BASH_ENV=/home/u/.bash_env",
-                       "ENV=/home/u/.shinit",         "XDG_CONFIG_HOME=/home/u/xdg",
+  const Args caller = {"PATH=/usr/bin:/bin",
+                       "HOME=/home/u",
+                       "ZDOTDIR=/home/u/.config/zsh",
+                       "BASH_ENV=/home/u/.bash_env",
+                       "ENV=/home/u/.shinit",
+                       "XDG_CONFIG_HOME=/home/u/xdg",
                        "XDG_DATA_HOME=/home/u/.local/share"};
   auto plain = Validated({"--", "t"});
   ASSERT_TRUE(plain);

@@ -4,14 +4,14 @@
 // tests/security/t1_sandbox_home_test.cc.
 #include "policy/sandbox_home.h"
 
-#include "policy/command_segments.h"
-
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <map>
 #include <set>
+
+#include "policy/command_segments.h"
 
 namespace anvil {
 namespace {
@@ -493,8 +493,9 @@ TEST(HomeStartupFiles, EveryRecognisedShellHasItsStartupFilesOwned) {
       {"posh", {".profile"}},
       {"bash", {".profile", ".bash_profile", ".bash_login", ".bashrc", ".bash_logout"}},
       {"rbash", {".profile", ".bash_profile", ".bash_login", ".bashrc", ".bash_logout"}},
-      {"zsh", {".zshenv", ".zprofile", ".zshrc", ".zlogin", ".zlogout", ".zshenv.zwc",
-               ".zprofile.zwc", ".zshrc.zwc", ".zlogin.zwc", ".zlogout.zwc"}},
+      {"zsh",
+       {".zshenv", ".zprofile", ".zshrc", ".zlogin", ".zlogout", ".zshenv.zwc", ".zprofile.zwc",
+        ".zshrc.zwc", ".zlogin.zwc", ".zlogout.zwc"}},
       {"rzsh", {".zshenv", ".zprofile", ".zshrc", ".zlogin", ".zlogout", ".zshenv.zwc"}},
       {"ksh", {".profile", ".kshrc"}},
       {"ksh93", {".profile", ".kshrc"}},
@@ -526,12 +527,13 @@ TEST(HomeStartupFiles, EveryRecognisedShellHasItsStartupFilesOwned) {
   };
   for (std::string_view shell : RecognisedShells()) {
     const auto row = reads.find(std::string(shell));
-    ASSERT_NE(row, reads.end()) << shell << " is a shell the rules know: list the start-up files "
-                                            "it reads here and in kHomeStartupFiles";
+    ASSERT_NE(row, reads.end()) << shell
+                                << " is a shell the rules know: list the start-up files "
+                                   "it reads here and in kHomeStartupFiles";
     const std::set<std::string> owned = owned_for(shell);
     for (const std::string& file : row->second) {
-      EXPECT_TRUE(owned.count(file)) << shell << " reads ~/" << file
-                                     << ", which kHomeStartupFiles does not name for it";
+      EXPECT_TRUE(owned.count(file))
+          << shell << " reads ~/" << file << ", which kHomeStartupFiles does not name for it";
     }
   }
   // Every file written is a plain name of the home (WriteHomeFile writes no deeper).
@@ -545,15 +547,15 @@ TEST(HomeStartupFiles, LoginFilesPutThePathBackAndTheOthersAreEmpty) {
   std::map<std::string, std::string> by_name;
   for (const auto& f : files) by_name[f.path] = f.content;
   EXPECT_EQ(files.size(), std::size(kHomeStartupFiles));
-  for (const char* login : {".profile", ".bash_profile", ".bash_login", ".zprofile",
-                            ".yash_profile"}) {
+  for (const char* login :
+       {".profile", ".bash_profile", ".bash_login", ".zprofile", ".yash_profile"}) {
     EXPECT_EQ(by_name[login], RenderHomeProfile("/h/.cargo/bin:/usr/bin")) << login;
   }
   EXPECT_NE(by_name[".login"].find("\nsetenv PATH '/h/.cargo/bin:/usr/bin'\n"), std::string::npos)
       << by_name[".login"];
-  for (const char* empty : {".bashrc", ".bash_logout", ".zshenv", ".zshrc", ".zlogin",
-                            ".zlogout", ".zshenv.zwc", ".cshrc", ".tcshrc", ".logout", ".kshrc",
-                            ".mkshrc", ".yashrc"}) {
+  for (const char* empty :
+       {".bashrc", ".bash_logout", ".zshenv", ".zshrc", ".zlogin", ".zlogout", ".zshenv.zwc",
+        ".cshrc", ".tcshrc", ".logout", ".kshrc", ".mkshrc", ".yashrc"}) {
     ASSERT_TRUE(by_name.count(empty)) << empty;
     EXPECT_EQ(by_name[empty], "") << empty;
   }
