@@ -34,6 +34,10 @@ enum class MountOpKind {
                   // (root_remap.h, UnsearchableAncestors); read-only once the view is built
   kMapped,        // FileView::mapped_binds[index]: a host path shown at another path
   kHomeTmpfs,     // the command's home as an empty tmpfs (0700, the --limit tmp size)
+  // An empty tmpfs of its own at a shell's start-up directory of the sandbox home
+  // (FileView::home_startup_dirs: fish's), where the sandbox home itself holds the place
+  // (HomeStartupDirIsTheHomes).
+  kHomeStartupDir,
 };
 
 struct MountOp {
@@ -54,13 +58,25 @@ struct MountPlanOptions {
   std::vector<std::string> idmapped_roots;
 };
 
+// Whether the place `path` (beneath view.home_base) lies in the sandbox home itself, as the
+// mounts `ops` (PlanMounts' order) leave it: what an earlier sandboxed run could have written
+// there. True when no mount strictly beneath the home lies at or above `path`, or when the
+// deepest one (the last of that depth) is still the sandbox home's: a directory of the view's
+// own made in it (kWorkspaceDir) or a writable mapped bind (Anvil's state: the persistent home,
+// a cache's shadow). False when another mount shows the host's own directory there: a read-only
+// root or bind (`--readable-root ~/.config`, a toolchain), a writable root the user named
+// (`--writable-root ~/.config`), a mask or a cover.
+bool HomeStartupDirIsTheHomes(const FileView& view, const std::vector<MountOp>& ops,
+                              const std::string& path);
+
 // lstat's mode of a host path; nullopt when it is missing.
 using HostModeFn = std::function<std::optional<mode_t>(const std::string&)>;
 
 // The mounts that build `view`, in the order they are made: parents before children, and for
 // the same depth a later (stronger) mount after an earlier one — /dev, /proc and /tmp first
 // (a workspace in /tmp is bound on top), then read roots, writable roots, pinned directories,
-// pinned links, read-only subpaths, the home, mapped binds, masks, the workspace's paths, covers.
+// pinned links, read-only subpaths, the home, mapped binds, masks, the workspace's paths, covers,
+// the shells' start-up directories of the sandbox home (those HomeStartupDirIsTheHomes).
 // An error when the options cannot hold for this view (a deferred workspace with paths beneath it).
 Result<std::vector<MountOp>> PlanMounts(const FileView& view, const MountPlanOptions& options,
                                         const HostModeFn& host_mode);

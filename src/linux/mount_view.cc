@@ -246,21 +246,22 @@ Status WriteHomeFile(const std::string& name, const std::string& content) {
 Status AttachTree(UniqueFd tree, const std::string& shown, const std::string& dst, bool read_only,
                   bool keep_dev);
 
-// An empty tmpfs of its own at `rel` beneath the home (FileView::home_startup_dirs: fish's
+// An empty tmpfs of its own at `path` beneath the home (MountOpKind::kHomeStartupDir: fish's
 // configuration), for this run only: whatever an earlier command left there is not what the
 // shell finds. Mounted in the staging root, then attached at a mount point made beneath the
 // home without following a link; something other than a directory there stops the start.
-Status MountEmptyHomeDir(const std::string& rel, std::size_t index) {
+Status MountEmptyHomeDir(const std::string& path, std::size_t index) {
+  const std::string shown = "~" + path.substr(g_home_base.size());
   const std::string stage = "/home-startup-dir-" + std::to_string(index);
   if (::mkdir(stage.c_str(), 0700) != 0) return SysFail("sandbox", "mkdir " + stage);
   if (::mount("tmpfs", stage.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
               TmpfsOptions("0700", 16 << 20).c_str()) != 0) {
-    return SysFail("sandbox", "mount tmpfs for ~/" + rel);
+    return SysFail("sandbox", "mount tmpfs for " + shown);
   }
   long fd = syscall(SYS_open_tree, AT_FDCWD, stage.c_str(), kOpenTreeClone | O_CLOEXEC);
-  if (fd < 0) return SysFail("sandbox", "open_tree ~/" + rel);
-  return AttachTree(UniqueFd(static_cast<int>(fd)), "~/" + rel + " in the sandbox home",
-                    kNew + g_home_base + "/" + rel, /*read_only=*/false, /*keep_dev=*/false);
+  if (fd < 0) return SysFail("sandbox", "open_tree " + shown);
+  return AttachTree(UniqueFd(static_cast<int>(fd)), shown + " in the sandbox home", kNew + path,
+                    /*read_only=*/false, /*keep_dev=*/false);
 }
 
 // Applies flags to every mount of a detached tree (open_tree clone) and attaches it at `dst`.
@@ -721,6 +722,7 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
   if (!view.home_base.empty()) g_command_written.push_back(view.home_base);
   if (view.tmp_bind) g_command_written.push_back("/tmp");
 
+  std::size_t startup_dirs = 0;
   for (const auto& op : ops) {
     std::string host = SourceOf(idmapped, op.path);
     std::string dst = op.path == "/" ? kNew : kNew + op.path;
@@ -779,6 +781,9 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
       case MountOpKind::kHomeTmpfs:
         s = MountTmpfs(dst, TmpfsOptions("0700", options.tmp_size), MS_NOSUID | MS_NODEV);
         break;
+      case MountOpKind::kHomeStartupDir:
+        s = MountEmptyHomeDir(op.path, startup_dirs++);
+        break;
       case MountOpKind::kPinLink:
         s = PinLink(host, dst);
         break;
@@ -808,9 +813,7 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
     for (const HomeFile& file : view.home_files) {
       ANVIL_RETURN_IF_ERROR(WriteHomeFile(file.path, file.content));
     }
-    for (std::size_t i = 0; i < view.home_startup_dirs.size(); ++i) {
-      ANVIL_RETURN_IF_ERROR(MountEmptyHomeDir(view.home_startup_dirs[i], i));
-    }
+    // fish's directories (view.home_startup_dirs) are mounts of the plan (kHomeStartupDir).
   }
   if (options.defer_workspace_paths) return Ok();  // FinishMountView enters the view
   ANVIL_RETURN_IF_ERROR(SealCovers(view, idmapped));

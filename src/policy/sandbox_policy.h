@@ -154,7 +154,9 @@ struct FileView {
   // otherwise.
   std::vector<HomeFile> home_files;
   // Directories of home_base a shell loads code from by name (kHomeStartupDirs: fish's), each an
-  // empty tmpfs of its own in every run.
+  // empty tmpfs of its own in every run where the sandbox home itself holds the place; where
+  // another mount shows the host's own directory there (`--readable-root ~/.config`), that
+  // stays (PlanMounts, linux/mount_plan.h).
   std::vector<std::string> home_startup_dirs;
   // A workspace of $HOME (no home_base): the masked path (in masked_files) of the user's git
   // config, covered by a read-only file holding home_gitconfig instead of an empty one.
