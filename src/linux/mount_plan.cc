@@ -15,8 +15,8 @@ size_t Depth(const std::string& path) {
 
 }  // namespace
 
-bool HomeStartupDirIsTheHomes(const FileView& view, const std::vector<MountOp>& ops,
-                              const std::string& path) {
+bool HomePlaceIsTheHomes(const FileView& view, const std::vector<MountOp>& ops,
+                         const std::string& path) {
   const MountOp* top = nullptr;
   for (const MountOp& op : ops) {
     if (op.path == view.home_base || !PathIsWithin(op.path, view.home_base) ||
@@ -28,6 +28,15 @@ bool HomeStartupDirIsTheHomes(const FileView& view, const std::vector<MountOp>& 
   if (top == nullptr || top->kind == MountOpKind::kWorkspaceDir) return true;
   return top->kind == MountOpKind::kMapped && top->index < view.mapped_binds.size() &&
          view.mapped_binds[top->index].writable;
+}
+
+std::vector<HomeFile> HomeFilesToWrite(const FileView& view, const std::vector<MountOp>& ops) {
+  std::vector<HomeFile> files;
+  if (view.home_base.empty()) return files;
+  for (const HomeFile& file : view.home_files) {
+    if (HomePlaceIsTheHomes(view, ops, view.home_base + "/" + file.path)) files.push_back(file);
+  }
+  return files;
 }
 
 Result<std::vector<MountOp>> PlanMounts(const FileView& view, const MountPlanOptions& options,
@@ -85,7 +94,7 @@ Result<std::vector<MountOp>> PlanMounts(const FileView& view, const MountPlanOpt
   if (!view.home_base.empty()) {
     for (const auto& rel : view.home_startup_dirs) {
       const std::string path = view.home_base + "/" + rel;
-      if (HomeStartupDirIsTheHomes(view, ops, path)) ops.push_back({K::kHomeStartupDir, path});
+      if (HomePlaceIsTheHomes(view, ops, path)) ops.push_back({K::kHomeStartupDir, path});
     }
   }
   if (options.defer_workspace_paths) {

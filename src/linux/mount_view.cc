@@ -809,8 +809,10 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
   // configuration of the user's): what an earlier command left at these names never stays.
   if (!view.home_base.empty()) {
     ANVIL_RETURN_IF_ERROR(WriteHomeFile(".gitconfig", view.home_gitconfig));
-    // Every start-up file a shell reads from the home on its own (kHomeStartupFiles).
-    for (const HomeFile& file : view.home_files) {
+    // Every start-up file a shell reads from the home on its own (kHomeStartupFiles), where the
+    // sandbox home itself holds the place; one another mount shows (`--readable-root ~/.bashrc`)
+    // is the user's own, left as it shows it (HomeFilesToWrite, linux/mount_plan.h).
+    for (const HomeFile& file : HomeFilesToWrite(view, ops)) {
       ANVIL_RETURN_IF_ERROR(WriteHomeFile(file.path, file.content));
     }
     // fish's directories (view.home_startup_dirs) are mounts of the plan (kHomeStartupDir).

@@ -151,7 +151,9 @@ struct FileView {
   std::string home_gitconfig;
   // The shells' start-up files (policy/sandbox_home.h, kHomeStartupFiles), written beneath
   // home_base the same way at every start: the PATH put back for login shells, nothing
-  // otherwise.
+  // otherwise. Only where the sandbox home itself holds the place: one another mount shows
+  // (`--readable-root ~/.bashrc`) is the user's own file, left as that mount shows it
+  // (HomeFilesToWrite, linux/mount_plan.h).
   std::vector<HomeFile> home_files;
   // Directories of home_base a shell loads code from by name (kHomeStartupDirs: fish's), each an
   // empty tmpfs of its own in every run where the sandbox home itself holds the place; where

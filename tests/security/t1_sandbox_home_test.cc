@@ -312,6 +312,46 @@ TEST_P(T1SandboxHome, ShellStartupFilesAnEarlierRunPlantedNeverRun) {
   EXPECT_EQ(after.status, 0) << after.err;
 }
 
+// A root you name over one of your start-up files (`--readable-root ~/.bashrc`, for your
+// aliases) shows your own file there: Anvil writes a start-up file only where the sandbox home
+// itself holds the place (HomeFilesToWrite). The run used to stop with 125 (the bind's mount
+// point cannot be replaced: "Device or resource busy"). The other start-up files stay Anvil's,
+// and a directory an earlier run left in the sandbox home still stops the start.
+TEST_P(T1SandboxHome, ARootYouNameOverAStartupFileShowsYourOwn) {
+  const std::string mine = "alias ll='ls -l'  # " + UniqueToken("MINE") + "\n";
+  Put(home_.home() + "/.bashrc", mine);
+  home_.GiveTo(caller_);
+  // An earlier run plants .zshenv and .bashrc in the sandbox home.
+  auto planted = Sh("echo 'echo PWNED' > ~/.zshenv && echo 'echo PWNED' > ~/.bashrc && echo ok");
+  ASSERT_NE(planted.out.find("ok"), std::string::npos) << planted.err;
+
+  const std::vector<std::string> root = {"--readable-root", home_.home() + "/.bashrc"};
+  auto run = Sh("cat ~/.bashrc; wc -c < ~/.zshenv", root);
+  EXPECT_EQ(run.status, 0) << run.out << run.err;
+  EXPECT_EQ(run.out, mine + "0\n") << run.err;
+  EXPECT_EQ(run.err.find("PWNED"), std::string::npos) << run.err;
+  // Shown read-only, never changed.
+  auto write = Sh("echo x >> ~/.bashrc 2>/dev/null && echo WROTE; echo end", root);
+  EXPECT_EQ(write.out, "end\n") << write.err;
+  EXPECT_EQ(ReadFile(home_.home() + "/.bashrc"), mine);
+
+  // Without the root the sandbox home's .bashrc is Anvil's again (the planted one replaced).
+  auto plain = Sh("wc -c < ~/.bashrc; grep -c alias ~/.bashrc");
+  EXPECT_EQ(plain.out, "0\n0\n") << plain.err;
+
+  // Fail-closed as before: a directory left at ~/.zshenv in the sandbox home stops the start.
+  auto dir = Sh("rm -f ~/.zshenv && mkdir -p ~/.zshenv/x && echo made");
+  ASSERT_NE(dir.out.find("made"), std::string::npos) << dir.err;
+  auto refused = Sh("echo ran", root);
+  EXPECT_EQ(refused.status, 125) << refused.out << refused.err;
+  EXPECT_NE(refused.err.find(".zshenv"), std::string::npos) << refused.err;
+  const std::string sandbox_home = JsonReport(SandboxSh(home_.workspace(), "true", {"--json"},
+                                                        Options()))["home"]["sandbox_home"]
+                                       .get<std::string>();
+  ASSERT_EQ(Shell("rm -rf " + ShellQuote(sandbox_home + "/.zshenv")), 0);
+  EXPECT_EQ(Sh("echo ran", root).status, 0);
+}
+
 TEST_P(T1SandboxHome, SymlinksPlantedInTheSandboxHomeNeverRedirectALaterRun) {
   // A command replaces the mount points of the next run's binds with links out of the home;
   // the next run must bind where it always does and change nothing the links point at.

@@ -336,6 +336,102 @@ TEST(PlanMounts, FishsDirectoriesAreTheRunsOwnOnlyWhereTheSandboxHomeHoldsThem) 
   EXPECT_EQ(Plan(none), (std::vector<std::string>{"dev /dev", "proc /proc", "tmp /tmp"}));
 }
 
+// The shells' start-up files follow the same rule as fish's directories (HomePlaceIsTheHomes):
+// written only where the sandbox home itself holds the place; where another mount shows the
+// host's own file (or a directory above it), it is the user's own, left as that mount shows it
+// (writing it would fail: a bind's mount point cannot be replaced).
+TEST(PlanMounts, StartupFilesAreWrittenOnlyWhereTheSandboxHomeHoldsThem) {
+  struct Row {
+    const char* name;
+    std::function<void(FileView&)> shape;
+    std::vector<std::string> written;  // the paths of HomeFilesToWrite, in order
+  };
+  const std::vector<Row> rows = {
+      // The sandbox home's own places: an earlier run could have planted them.
+      {"tmpfs home", [](FileView&) {}, {".bashrc", ".zshenv", ".profile"}},
+      {"persistent home (a writable bind of Anvil's state at the home)",
+       [](FileView& v) {
+         v.home_tmpfs.clear();
+         v.mapped_binds = {{"/h/state/home", "/home/u", true, 0, 0}};
+       },
+       {".bashrc", ".zshenv", ".profile"}},
+      {"a root beside, not over (~/.bashrc.d, ~/.config)",
+       [](FileView& v) {
+         v.mapped_binds = {{"/home/u/.bashrc.d", "/home/u/.bashrc.d", false, 0, 0},
+                           {"/home/u/.config", "/home/u/.config", false, 0, 0}};
+       },
+       {".bashrc", ".zshenv", ".profile"}},
+      {"a workspace directory of the view's own in the home",
+       [](FileView& v) {
+         v.workspace_base = "/home/u/src";
+         v.workspace_read_subpaths = {"a"};
+       },
+       {".bashrc", ".zshenv", ".profile"}},
+      // The host's own file, shown by another mount: left as that mount shows it.
+      {"--readable-root ~/.bashrc",
+       [](FileView& v) {
+         v.mapped_binds = {{"/home/u/.bashrc", "/home/u/.bashrc", false, 0, 0}};
+       },
+       {".zshenv", ".profile"}},
+      {"--readable-root ~/.zshenv (a symlink's target)",
+       [](FileView& v) {
+         v.mapped_binds = {{"/home/u/dotfiles/zshenv", "/home/u/.zshenv", false, 0, 0}};
+       },
+       {".bashrc", ".profile"}},
+      {"--readable-root ~/.bashrc and ~/.profile",
+       [](FileView& v) {
+         v.mapped_binds = {{"/home/u/.bashrc", "/home/u/.bashrc", false, 0, 0},
+                           {"/home/u/.profile", "/home/u/.profile", false, 0, 0}};
+       },
+       {".zshenv"}},
+      {"--writable-root ~/.bashrc",
+       [](FileView& v) {
+         v.writable_roots.push_back({"/home/u/.bashrc", {}});
+       },
+       {".zshenv", ".profile"}},
+      {"a read-only root (a read-only workspace) at ~/.zshenv",
+       [](FileView& v) { v.read_roots.push_back("/home/u/.zshenv"); },
+       {".bashrc", ".profile"}},
+      {"a mask over ~/.profile",
+       [](FileView& v) { v.masked_files.push_back("/home/u/.profile"); },
+       {".bashrc", ".zshenv"}},
+      {"a mask directory over ~/.zshenv (a directory the host holds there)",
+       [](FileView& v) { v.masked_dirs.push_back("/home/u/.zshenv"); },
+       {".bashrc", ".profile"}},
+      {"a writable shadow of the sandbox home's at ~/.bashrc: still the home's",
+       [](FileView& v) {
+         v.mapped_binds = {{"/h/state/home/.bashrc", "/home/u/.bashrc", true, 0, 0}};
+       },
+       {".bashrc", ".zshenv", ".profile"}},
+      {"a mount at the home itself is the home, not one beneath it",
+       [](FileView& v) { v.read_roots.push_back("/home/u"); },
+       {".bashrc", ".zshenv", ".profile"}},
+  };
+  for (const Row& row : rows) {
+    FileView v;
+    v.read_roots = {"/usr"};
+    v.home_tmpfs = "/home/u";
+    v.home_base = "/home/u";
+    v.home_files = {{".bashrc", ""}, {".zshenv", ""}, {".profile", "PATH=/usr/bin; export PATH\n"}};
+    row.shape(v);
+    auto ops = PlanMounts(v, {}, OrdinaryHost);
+    ASSERT_TRUE(ops) << row.name << ": " << ops.error().ToString();
+    std::vector<std::string> written;
+    for (const HomeFile& file : HomeFilesToWrite(v, *ops)) {
+      written.push_back(file.path);
+      // Written as the view says, content and all.
+      EXPECT_NE(std::find(v.home_files.begin(), v.home_files.end(), file), v.home_files.end());
+    }
+    EXPECT_EQ(written, row.written) << row.name;
+  }
+  // No sandbox home: nothing of it.
+  FileView none;
+  none.home_files = {{".bashrc", ""}};
+  auto ops = PlanMounts(none, {}, OrdinaryHost);
+  ASSERT_TRUE(ops);
+  EXPECT_TRUE(HomeFilesToWrite(none, *ops).empty());
+}
+
 // The workspace's kept /tmp is bound where the tmpfs would be mounted: before a workspace that
 // lies in it, and not again with the other mapped binds. Root's sandbox covers nothing in it.
 TEST(PlanMounts, AKeptTmpIsBoundFirstInPlaceOfTheTmpfs) {
