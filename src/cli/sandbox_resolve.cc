@@ -179,7 +179,7 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
   if (inv.spec.policy.home.kind != HomeKind::kNone) {
     // Login shells get the command's PATH back after /etc/profile (policy/sandbox_home.h).
     for (const auto& e : inv.spec.env) {
-      if (e.rfind("PATH=", 0) == 0) inv.spec.policy.home.profile = RenderHomeProfile(e.substr(5));
+      if (e.rfind("PATH=", 0) == 0) inv.spec.policy.home.path = e.substr(5);
     }
   }
   return std::move(inv);

@@ -2,6 +2,9 @@
 // them (cli/sandbox_spec.h): which combinations are refused, and the command's environment.
 #include <algorithm>
 #include <cstring>
+#include <optional>
+#include <string_view>
+#include <utility>
 
 #include "cli/sandbox_spec.h"
 
@@ -137,6 +140,58 @@ std::vector<std::string> SandboxEnvironment(const SandboxArgs& a,
     std::erase_if(env, [](const std::string& e) { return e.rfind("GIT_CONFIG_GLOBAL=", 0) == 0; });
     if (!home_dir.empty() && home_dir[0] == '/') {
       env.push_back("GIT_CONFIG_GLOBAL=" + home_dir + "/.gitconfig");
+    }
+  }
+  if (policy.ConfinesFilesystem()) {
+    // The shells' start-up files are the ones Anvil writes into the home at every start
+    // (policy/sandbox_home.h): zsh reads them from $ZDOTDIR, so it is $HOME; bash's BASH_ENV and
+    // the POSIX shells' ENV name one more file to run, which may lie in the sandbox home an
+    // earlier command wrote, so they are dropped; fish's directories are the home's .config/fish
+    // and .local/share/fish, so an XDG_CONFIG_HOME or XDG_DATA_HOME elsewhere in the home is put
+    // back to those. What the caller names with --setenv stands, as --setenv always does.
+    auto named = [&a](std::string_view name) {
+      return std::any_of(a.env.set.begin(), a.env.set.end(), [name](const std::string& e) {
+        return e.size() > name.size() && e.compare(0, name.size(), name) == 0 &&
+               e[name.size()] == '=';
+      });
+    };
+    auto value_of = [&env](std::string_view name) -> std::optional<std::string> {
+      for (const std::string& e : env) {
+        if (e.size() > name.size() && e.compare(0, name.size(), name) == 0 &&
+            e[name.size()] == '=') {
+          return e.substr(name.size() + 1);  // the first, as getenv reads it
+        }
+      }
+      return std::nullopt;
+    };
+    auto drop = [&env](std::string_view name) {
+      std::erase_if(env, [name](const std::string& e) {
+        return e.size() > name.size() && e.compare(0, name.size(), name) == 0 &&
+               e[name.size()] == '=';
+      });
+    };
+    const std::string home_dir = value_of("HOME").value_or("");
+    for (std::string_view name : {"BASH_ENV", "ENV"}) {
+      if (!named(name)) drop(name);
+    }
+    if (!named("ZDOTDIR")) {
+      drop("ZDOTDIR");
+      if (!home_dir.empty() && home_dir[0] == '/') env.push_back("ZDOTDIR=" + home_dir);
+    }
+    const std::string home_slash = home_dir.ends_with('/') ? home_dir : home_dir + "/";
+    for (auto [name, usual] :
+         {std::pair<std::string_view, std::string_view>{"XDG_CONFIG_HOME", ".config"},
+          {"XDG_DATA_HOME", ".local/share"}}) {
+      const std::optional<std::string> value = value_of(name);
+      if (named(name) || !value || home_dir.empty() || home_dir[0] != '/') continue;
+      std::string normal = *value;
+      while (normal.size() > 1 && normal.back() == '/') normal.pop_back();
+      if (normal == home_slash + std::string(usual)) continue;
+      if (normal.rfind(home_slash, 0) == 0 || normal + "/" == home_slash ||
+          normal.find("/../") != std::string::npos || normal.ends_with("/..")) {
+        drop(name);
+        env.push_back(std::string(name) + "=" + home_slash + std::string(usual));
+      }
     }
   }
   if (policy.network == NetworkMode::kNone && !a.env.clear) {

@@ -15,6 +15,30 @@ size_t Depth(const std::string& path) {
 
 }  // namespace
 
+bool HomePlaceIsTheHomes(const FileView& view, const std::vector<MountOp>& ops,
+                         const std::string& path) {
+  const MountOp* top = nullptr;
+  for (const MountOp& op : ops) {
+    if (op.path == view.home_base || !PathIsWithin(op.path, view.home_base) ||
+        !PathIsWithin(path, op.path)) {
+      continue;
+    }
+    if (top == nullptr || Depth(op.path) >= Depth(top->path)) top = &op;
+  }
+  if (top == nullptr || top->kind == MountOpKind::kWorkspaceDir) return true;
+  return top->kind == MountOpKind::kMapped && top->index < view.mapped_binds.size() &&
+         view.mapped_binds[top->index].writable;
+}
+
+std::vector<HomeFile> HomeFilesToWrite(const FileView& view, const std::vector<MountOp>& ops) {
+  std::vector<HomeFile> files;
+  if (view.home_base.empty()) return files;
+  for (const HomeFile& file : view.home_files) {
+    if (HomePlaceIsTheHomes(view, ops, view.home_base + "/" + file.path)) files.push_back(file);
+  }
+  return files;
+}
+
 Result<std::vector<MountOp>> PlanMounts(const FileView& view, const MountPlanOptions& options,
                                         const HostModeFn& host_mode) {
   using K = MountOpKind;
@@ -63,6 +87,17 @@ Result<std::vector<MountOp>> PlanMounts(const FileView& view, const MountPlanOpt
       ops.push_back({K::kCover, dir});
     }
   }
+  // A shell's start-up directory of the sandbox home (fish's) is an empty tmpfs of its own in
+  // every run, so nothing an earlier run wrote there loads. Only where the sandbox home itself
+  // holds the place: where another mount shows the host's own directory there (a readable root
+  // of ~/.config, a writable root the user named), those are the user's own files, shown as
+  // that mount shows them (a read-only one has no room for a mount point either).
+  if (!view.home_base.empty()) {
+    for (const auto& rel : view.home_startup_dirs) {
+      const std::string path = view.home_base + "/" + rel;
+      if (HomePlaceIsTheHomes(view, ops, path)) ops.push_back({K::kHomeStartupDir, path});
+    }
+  }
   if (options.defer_workspace_paths) {
     // The readable workspace paths come with the call (FinishMountView binds them last, as the
     // deepest binds of the view): nothing else of the view may lie beneath the workspace.
@@ -70,8 +105,10 @@ Result<std::vector<MountOp>> PlanMounts(const FileView& view, const MountPlanOpt
       return Fail("sandbox", "a deferred workspace needs a view with an empty workspace directory");
     }
     for (const auto& op : ops) {
-      if (op.kind != K::kWorkspaceDir && op.path != view.workspace_base &&
-          PathIsWithin(op.path, view.workspace_base)) {
+      // A start-up directory's tmpfs in a workspace directory of the home: the workspace's
+      // paths are bound on top of it.
+      if (op.kind != K::kWorkspaceDir && op.kind != K::kHomeStartupDir &&
+          op.path != view.workspace_base && PathIsWithin(op.path, view.workspace_base)) {
         return Fail("sandbox", "cannot defer the workspace's paths: " + op.path +
                                    " is part of the view beneath the workspace");
       }

@@ -36,6 +36,10 @@ enum class MountOpKind {
   kHomeTmpfs,     // the command's home as an empty tmpfs (0700, the --limit tmp size)
   kWay,           // an empty tmpfs on the way down to the workspace inside the sandbox home or
                   // the view's /tmp (WorkspaceWays); read-only once the view is built
+  // An empty tmpfs of its own at a shell's start-up directory of the sandbox home
+  // (FileView::home_startup_dirs: fish's), where the sandbox home itself holds the place
+  // (HomePlaceIsTheHomes).
+  kHomeStartupDir,
 };
 
 struct MountOp {
@@ -56,6 +60,25 @@ struct MountPlanOptions {
   std::vector<std::string> idmapped_roots;
 };
 
+// Whether the place `path` (beneath view.home_base) lies in the sandbox home itself, as the
+// mounts `ops` (PlanMounts' order) leave it: what an earlier sandboxed run could have written
+// there. True when no mount strictly beneath the home lies at or above `path`, or when the
+// deepest one (the last of that depth) is still the sandbox home's: a directory of the view's
+// own made in it (kWorkspaceDir) or a writable mapped bind (Anvil's state: the persistent home,
+// a cache's shadow). False when another mount shows the host's own file or directory there: a
+// read-only root or bind (`--readable-root ~/.config`, `--readable-root ~/.bashrc`, a
+// toolchain), a readable workspace path, a writable root the user named (`--writable-root
+// ~/.config`), a mask or a cover. The one rule for the shells' start-up directories (a
+// kHomeStartupDir op) and files (HomeFilesToWrite).
+bool HomePlaceIsTheHomes(const FileView& view, const std::vector<MountOp>& ops,
+                         const std::string& path);
+
+// The files of view.home_files that Anvil writes at this start: those whose place the sandbox
+// home itself holds (HomePlaceIsTheHomes), so nothing an earlier run planted there stays. Where
+// another mount shows the host's own file or a directory above it (`--readable-root ~/.bashrc`),
+// the file is left as that mount shows it: the user's own, not planted (and not replaceable).
+std::vector<HomeFile> HomeFilesToWrite(const FileView& view, const std::vector<MountOp>& ops);
+
 // lstat's mode of a host path; nullopt when it is missing.
 using HostModeFn = std::function<std::optional<mode_t>(const std::string&)>;
 
@@ -63,7 +86,8 @@ using HostModeFn = std::function<std::optional<mode_t>(const std::string&)>;
 // the same depth a later (stronger) mount after an earlier one — /dev, /proc and /tmp first
 // (a workspace in /tmp is bound on top), then read roots, writable roots, pinned directories,
 // pinned links, read-only subpaths, the home, mapped binds, the ways down to the workspace,
-// masks, the workspace's paths, covers.
+// masks, the workspace's paths, covers, the shells' start-up directories of the sandbox home
+// (those HomePlaceIsTheHomes).
 // An error when the options cannot hold for this view (a deferred workspace with paths beneath it).
 Result<std::vector<MountOp>> PlanMounts(const FileView& view, const MountPlanOptions& options,
                                         const HostModeFn& host_mode);

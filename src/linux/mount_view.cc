@@ -247,6 +247,28 @@ Status WriteHomeFile(const std::string& name, const std::string& content) {
   return Ok();
 }
 
+// Forward: attaches a detached tree at `dst` (below).
+Status AttachTree(UniqueFd tree, const std::string& shown, const std::string& dst, bool read_only,
+                  bool keep_dev);
+
+// An empty tmpfs of its own at `path` beneath the home (MountOpKind::kHomeStartupDir: fish's
+// configuration), for this run only: whatever an earlier command left there is not what the
+// shell finds. Mounted in the staging root, then attached at a mount point made beneath the
+// home without following a link; something other than a directory there stops the start.
+Status MountEmptyHomeDir(const std::string& path, std::size_t index) {
+  const std::string shown = "~" + path.substr(g_home_base.size());
+  const std::string stage = "/home-startup-dir-" + std::to_string(index);
+  if (::mkdir(stage.c_str(), 0700) != 0) return SysFail("sandbox", "mkdir " + stage);
+  if (::mount("tmpfs", stage.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
+              TmpfsOptions("0700", 16 << 20).c_str()) != 0) {
+    return SysFail("sandbox", "mount tmpfs for " + shown);
+  }
+  long fd = syscall(SYS_open_tree, AT_FDCWD, stage.c_str(), kOpenTreeClone | O_CLOEXEC);
+  if (fd < 0) return SysFail("sandbox", "open_tree " + shown);
+  return AttachTree(UniqueFd(static_cast<int>(fd)), shown + " in the sandbox home", kNew + path,
+                    /*read_only=*/false, /*keep_dev=*/false);
+}
+
 // Applies flags to every mount of a detached tree (open_tree clone) and attaches it at `dst`.
 // One syscall per step, no /proc/self/mountinfo parsing.
 Status AttachTree(UniqueFd tree, const std::string& shown, const std::string& dst, bool read_only,
@@ -796,6 +818,7 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
   if (!view.home_base.empty()) g_command_written.push_back(view.home_base);
   if (view.tmp_bind) g_command_written.push_back("/tmp");
 
+  std::size_t startup_dirs = 0;
   for (const auto& op : ops) {
     std::string host = SourceOf(idmapped, op.path);
     std::string dst = op.path == "/" ? kNew : kNew + op.path;
@@ -857,6 +880,9 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
       case MountOpKind::kWay:
         s = MountWay(op.path);
         break;
+      case MountOpKind::kHomeStartupDir:
+        s = MountEmptyHomeDir(op.path, startup_dirs++);
+        break;
       case MountOpKind::kPinLink:
         s = PinLink(host, dst);
         break;
@@ -882,9 +908,13 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
   // configuration of the user's): what an earlier command left at these names never stays.
   if (!view.home_base.empty()) {
     ANVIL_RETURN_IF_ERROR(WriteHomeFile(".gitconfig", view.home_gitconfig));
-    // bash reads the first of .bash_profile, .bash_login and .profile; sh and dash .profile.
-    ANVIL_RETURN_IF_ERROR(WriteHomeFile(".bash_profile", view.home_profile));
-    ANVIL_RETURN_IF_ERROR(WriteHomeFile(".profile", view.home_profile));
+    // Every start-up file a shell reads from the home on its own (kHomeStartupFiles), where the
+    // sandbox home itself holds the place; one another mount shows (`--readable-root ~/.bashrc`)
+    // is the user's own, left as it shows it (HomeFilesToWrite, linux/mount_plan.h).
+    for (const HomeFile& file : HomeFilesToWrite(view, ops)) {
+      ANVIL_RETURN_IF_ERROR(WriteHomeFile(file.path, file.content));
+    }
+    // fish's directories (view.home_startup_dirs) are mounts of the plan (kHomeStartupDir).
   }
   ANVIL_RETURN_IF_ERROR(LinkLogicalWorkspace(view));
   if (options.defer_workspace_paths) return Ok();  // FinishMountView enters the view

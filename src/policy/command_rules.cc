@@ -273,7 +273,11 @@ CommandVerdict EvaluateCommand(const CommandRules& rules, const std::vector<std:
                                const ProgramSearch* search) {
   CommandVerdict verdict;
   verdict.argv = argv;
-  CommandSegments split = SplitCommand(argv);
+  ProgramResolver resolve;
+  if (search != nullptr) {
+    resolve = [search](const std::string& argv0) { return ResolvedProgramNames(argv0, *search); };
+  }
+  CommandSegments split = SplitCommand(argv, resolve);
   verdict.understood = split.understood;
   verdict.not_understood = std::move(split.why);
   verdict.segments.reserve(split.segments.size());

@@ -13,8 +13,46 @@ bool Contains(const List& list, std::string_view value) {
   return std::find(std::begin(list), std::end(list), value) != std::end(list);
 }
 
-constexpr std::string_view kShells[] = {"sh",   "bash", "dash", "zsh",   "ksh",   "mksh", "ash",
-                                        "yash", "lksh", "posh", "ksh93", "pdksh", "rbash"};
+// The shells whose `-c SCRIPT` the parser reads (shell_words.h), by the name of the program
+// (or of the file it links to: ShellResolver). A name made of one of these and a version
+// (`zsh5`, `bash-5.2`, `ksh2020`) is read as that shell too (ShellOfName).
+constexpr std::string_view kShells[] = {"sh",    "bash", "dash", "zsh",    "ksh",   "mksh",
+                                        "ash",   "yash", "lksh", "posh",   "ksh93", "pdksh",
+                                        "rbash", "rzsh", "rksh", "rksh93", "rmksh"};
+
+// Shells whose language the parser does not read (fish's `(cmd)` and `begin … end`, csh's own
+// grammar, …): what they run from their command line (`fish -c`, `tcsh -c`, an init command,
+// their standard input) is never understood; with only a script file, the command line is all
+// there is to judge, as for `bash build.sh`.
+// (Their start-up files are Anvil's in the sandbox home: policy/sandbox_home.h.)
+constexpr std::string_view kUnreadShells[] = {"fish", "csh", "tcsh", "bsd-csh"};
+
+// `name` without a version at its end (`zsh5` -> `zsh`, `zsh-5.9` -> `zsh`); `name`
+// itself when nothing else is left.
+std::string_view WithoutVersion(std::string_view name) {
+  std::size_t end = name.size();
+  while (end > 0 &&
+         std::string_view("0123456789.-").find(name[end - 1]) != std::string_view::npos) {
+    --end;
+  }
+  return end == 0 ? name : name.substr(0, end);
+}
+
+// An unread shell's command line (kUnreadShells): understood only as NAME SCRIPT-FILE [ARGS].
+std::string UnreadShellWhy(const std::vector<std::string>& argv) {
+  const std::string shown(ProgramName(argv[0]));
+  if (argv.size() < 2) {
+    return shown + " reading commands from its standard input is not understood";
+  }
+  if (IsWildcardWord(argv[1]))
+    return "an expansion on the command line of " + shown + " is not understood";
+  if (argv[1].starts_with("-") || argv[1].starts_with("+")) {
+    return "the options of " + shown +
+           " (its -c and init commands run code in a language the parser does not read) are not "
+           "understood";
+  }
+  return {};
+}
 
 // Shell options a `-c` invocation may carry: login, errexit, nounset, xtrace, verbose, noglob,
 // noexec. Anything else (-i interactive, --rcfile, …) is not understood.
@@ -388,8 +426,19 @@ Unwrapped Unwrap(const WrapperSpec& spec, const std::vector<std::string>& argv) 
   return out;
 }
 
+// A shell the splitter reads a `-c` script of: the kShells name whose dialect it has, and
+// whether the program surely is that shell (its own name, or the file it links to) rather than a
+// name that only looks like one with a version (`zsh5`): a shell that surely is one only
+// interprets its script; another is judged itself as well.
+struct ShellName {
+  std::string name;
+  bool sure = false;
+};
+
 class Splitter {
  public:
+  explicit Splitter(const ProgramResolver& resolve) : resolve_(resolve) {}
+
   CommandSegments Run(const std::vector<std::string>& argv) {
     Visit(argv, SegmentRole::kJudged, 0, false, "", Traits{});
     return std::move(out_);
@@ -467,7 +516,31 @@ class Splitter {
     if (Contains(kOpaqueLaunchers, program)) {
       return NotUnderstood("a command run through " + shown + " is not understood");
     }
-    if (IsShellProgram(program)) return VisitShell(argv, role, depth, index, traits);
+    // What the program is: by its name, else by the file it resolves to (a link such as
+    // rzsh -> zsh, or sh -> dash, named by a name the lists do not know).
+    std::vector<std::string> names{std::string(program)};
+    if (resolve_ && !Contains(kShells, program) && FindWrapper(program) == nullptr &&
+        program != "busybox") {
+      for (std::string& resolved : resolve_(argv[0])) {
+        if (!resolved.empty() && !Contains(names, resolved)) names.push_back(std::move(resolved));
+      }
+    }
+    for (const std::string& name : names) {
+      if (Contains(kShells, name)) {
+        return VisitShell(argv, role, depth, index, traits, {name, true});
+      }
+    }
+    for (const std::string& name : names) {
+      if (Contains(kUnreadShells, name) || Contains(kUnreadShells, WithoutVersion(name))) {
+        std::string why = UnreadShellWhy(argv);
+        if (!why.empty()) return NotUnderstood(std::move(why));
+        return;
+      }
+    }
+    if (const std::string_view bare = WithoutVersion(program);
+        bare != program && Contains(kShells, bare)) {
+      return VisitShell(argv, role, depth, index, traits, {std::string(bare), false});
+    }
     if (program == "busybox") {
       if (argv.size() < 2) return;
       if (argv[1].starts_with("-")) return;  // --list, --help: runs no applet
@@ -485,7 +558,7 @@ class Splitter {
   }
 
   void VisitShell(const std::vector<std::string>& argv, SegmentRole role, std::size_t depth,
-                  std::size_t index, Traits traits) {
+                  std::size_t index, Traits traits, const ShellName& as) {
     const std::string shell(ProgramName(argv[0]));
     // A word that expands is not understood on the shell's command line, but after a -c
     // script, where it is only $0, $1, … (`xargs sh -c 'wc -l "$@"' sh` adds words there).
@@ -541,7 +614,7 @@ class Splitter {
       return;
     }
     if (i >= argv.size()) return NotUnderstood(shell + " -c without a script");
-    const ShellScript script = ParseShellScript(argv[i], DialectOfShell(shell));
+    const ShellScript script = ParseShellScript(argv[i], DialectOfShell(as.name));
     if (!script.understood) {
       return NotUnderstood("the " + shell + " script is not understood: " + script.why +
                            " (at byte " + std::to_string(script.offset) + ")");
@@ -549,7 +622,7 @@ class Splitter {
     // The shell only interprets the script: its commands are what is judged. Only the system's
     // shell, though: one named by a relative path (`./sh`, `tools/bash`) or found outside the
     // system's directories may be any program (as `./ls` is not harmless), so it is judged too.
-    if (IsSystemProgramPath(argv[0])) {
+    if (as.sure && IsSystemProgramPath(argv[0])) {
       out_.segments[index].role = SegmentRole::kNarrowing;
       out_.segments[index].shell_by_name =
           role == SegmentRole::kJudged && argv[0].find('/') == std::string::npos;
@@ -562,6 +635,7 @@ class Splitter {
     }
   }
 
+  const ProgramResolver& resolve_;
   CommandSegments out_;
 };
 
@@ -584,7 +658,17 @@ std::string_view ProgramName(std::string_view argv0) {
   return slash == std::string_view::npos ? argv0 : argv0.substr(slash + 1);
 }
 
-bool IsShellProgram(std::string_view name) { return Contains(kShells, name); }
+bool IsShellProgram(std::string_view name) {
+  const std::string_view bare = WithoutVersion(name);
+  return Contains(kShells, name) || Contains(kShells, bare) || Contains(kUnreadShells, name) ||
+         Contains(kUnreadShells, bare);
+}
+
+std::vector<std::string_view> RecognisedShells() {
+  std::vector<std::string_view> out(std::begin(kShells), std::end(kShells));
+  out.insert(out.end(), std::begin(kUnreadShells), std::end(kUnreadShells));
+  return out;
+}
 
 bool RunsAsShellBuiltin(const CommandSegment& segment) {
   // Builtins of every shell in kShells (dash, bash, zsh, the ksh family, yash, posh): printf and
@@ -605,6 +689,8 @@ bool RunsAnotherProgram(std::string_view name) {
          name == "busybox";
 }
 
-CommandSegments SplitCommand(const std::vector<std::string>& argv) { return Splitter().Run(argv); }
+CommandSegments SplitCommand(const std::vector<std::string>& argv, const ProgramResolver& resolve) {
+  return Splitter(resolve).Run(argv);
+}
 
 }  // namespace anvil

@@ -26,6 +26,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,7 +61,19 @@ struct CommandSegments {
   std::string why;  // the first thing not understood (one line, for people)
 };
 
-CommandSegments SplitCommand(const std::vector<std::string>& argv);
+// The names of the files a program (argv[0] as written) runs, links resolved, one for each way
+// it may be looked up (program_lookup.h's ResolvedProgramNames); empty when unknown. Without
+// one, programs are known by their names alone (`anvil rules check`).
+using ProgramResolver = std::function<std::vector<std::string>(const std::string& argv0)>;
+
+// A shell is known by its name (kShells), by a version after it (`zsh5`, `bash-5.2`: its script
+// is read, but the program is judged itself too), or by the file it resolves to (`rzsh`, or any
+// name, linking to zsh). A shell whose language the parser does not read (fish, csh, tcsh, …)
+// with anything but a script file makes the command not understood. An interpreter's own code
+// (python3 -c, perl -e, node -e) is not read: such a command is judged by its command line, as
+// docs/agents.md says ("What rules cannot see"); the sandbox is the wall for what it runs.
+CommandSegments SplitCommand(const std::vector<std::string>& argv,
+                             const ProgramResolver& resolve = {});
 
 // Whether `argv0` may name a program the system provides: a file directly in /bin, /usr/bin,
 // /sbin, /usr/sbin, /usr/local/bin or /usr/local/sbin, or a bare name. A bare name only says so
@@ -76,8 +89,12 @@ std::string_view ProgramName(std::string_view argv0);
 // of that name on PATH is never what runs.
 bool RunsAsShellBuiltin(const CommandSegment& segment);
 
-// Shells whose `-c SCRIPT` is parsed (bash, sh, dash, zsh, ksh, …), by program name.
+// Shells, by program name: those whose `-c SCRIPT` is parsed (bash, sh, dash, zsh, ksh, …, and
+// those names with a version after them) and those whose language is not read (fish, csh, …).
 bool IsShellProgram(std::string_view name);
+// Every shell name known (the two lists): the sandbox home's start-up files are kept for each
+// (policy/sandbox_home.h, kHomeStartupFiles; a test holds the two together).
+std::vector<std::string_view> RecognisedShells();
 
 // Programs that run another program given on their command line: shells, the wrappers this
 // file follows, and those it refuses to follow (sudo, strace, …), by program name.

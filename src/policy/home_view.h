@@ -50,9 +50,10 @@ struct HomeView {
   // The sanitized ~/.gitconfig (policy/sandbox_home.h), written into the home as it is built;
   // empty: none.
   std::string gitconfig;
-  // ~/.profile and ~/.bash_profile, written into the home as it is built (RenderHomeProfile,
-  // policy/sandbox_home.h); empty: none.
-  std::string profile;
+  // The command's PATH (the sandbox environment's), put back by the login shells' start-up
+  // files written into the home as it is built (RenderHomeStartupFiles, policy/sandbox_home.h);
+  // empty: none.
+  std::string path;
   std::vector<HostCredential> credentials;
   // The credential (canonical) that is the user's git config: ~/.gitconfig, or
   // ~/.config/git/config when only that exists; empty: neither. When the real home is shown (a

@@ -209,4 +209,32 @@ std::string AllowRuleBlocked(std::string_view name, const ProgramSearch& search)
   return "";
 }
 
+std::vector<std::string> ResolvedProgramNames(std::string_view argv0, const ProgramSearch& search) {
+  std::vector<std::string> out;
+  if (!search.facts.canonical) return out;
+  auto add = [&out, &search](const std::string& file) {
+    const std::string canonical = search.facts.canonical(file);
+    const std::size_t slash = canonical.rfind('/');
+    if (canonical.empty() || slash == std::string::npos || slash + 1 == canonical.size()) return;
+    std::string name = canonical.substr(slash + 1);
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(std::move(name));
+  };
+  if (argv0.find('/') != std::string_view::npos) {
+    if (argv0[0] == '/') add(std::string(argv0));
+    return out;
+  }
+  if (argv0.empty()) return out;
+  for (const LookupPath& path : PathsOf(search)) {
+    for (std::string_view entry : Entries(path.value)) {
+      if (entry.empty() || entry[0] != '/') continue;
+      const std::string dir(WithoutTrailingSlashes(entry));
+      if (Holds(search, dir, argv0)) {
+        add(dir + "/" + std::string(argv0));
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace anvil

@@ -116,4 +116,11 @@ std::string ProgramPathAllowBlocked(std::string_view argv0, const ProgramSearch*
 // the workspace, may put a program of that name into comes before it is found); "" when it may.
 std::string AllowRuleBlocked(std::string_view name, const ProgramSearch& search);
 
+// The names of the files `argv0` runs once every link is resolved (`rzsh` -> "zsh", `sh` ->
+// "dash"), one per path of `search` on which it is found (a bare name: the first entry that
+// holds it; an absolute path: that file; a relative one: none, the working directory is not
+// known here). What a program is, when its own name does not say (command_segments.h): a shell
+// linked under another name still only runs its script, which is read.
+std::vector<std::string> ResolvedProgramNames(std::string_view argv0, const ProgramSearch& search);
+
 }  // namespace anvil

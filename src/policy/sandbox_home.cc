@@ -3,6 +3,7 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <cctype>
 #include <climits>
 #include <map>
 #include <set>
@@ -377,7 +378,8 @@ Status ApplyHomeView(const HomeView& home, const HostFs& host, FileView& view) {
   if (show_home) {
     view.home_base = home.target;
     view.home_gitconfig = home.gitconfig;
-    view.home_profile = home.profile;
+    view.home_files = RenderHomeStartupFiles(home.path);
+    for (const auto& dir : kHomeStartupDirs) view.home_startup_dirs.emplace_back(dir.path);
     if (home.kind == HomeKind::kPersistent) {
       view.mapped_binds.push_back(home.home);
     } else {
@@ -542,6 +544,36 @@ std::string RenderHomeProfile(std::string_view path) {
          "# the sandbox gave the command, with your toolchains on it.\n"
          "PATH=" +
          quoted + "\nexport PATH\n";
+}
+
+std::vector<HomeFile> RenderHomeStartupFiles(std::string_view path) {
+  // csh has no quoting for every character (a newline, `!` history): such a PATH is left to
+  // the csh login's own.
+  const bool csh_plain = !path.empty() && std::all_of(path.begin(), path.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view("/._:+@%,=-~").find(c) != std::string_view::npos;
+  });
+  std::vector<HomeFile> out;
+  for (const auto& file : kHomeStartupFiles) {
+    std::string content;
+    switch (file.content) {
+      case StartupContent::kEmpty:
+        break;
+      case StartupContent::kShPath:
+        content = RenderHomeProfile(path);
+        break;
+      case StartupContent::kCshPath:
+        if (csh_plain) {
+          content =
+              "# Written by Anvil at each start of a sandbox with this home: the PATH the sandbox\n"
+              "# gave the command, with your toolchains on it.\nsetenv PATH '" +
+              std::string(path) + "'\n";
+        }
+        break;
+    }
+    out.push_back({std::string(file.path), std::move(content)});
+  }
+  return out;
 }
 
 std::string RenderSanitizedGitConfig(const std::vector<GitConfigEntry>& entries) {

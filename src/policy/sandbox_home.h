@@ -295,6 +295,75 @@ std::optional<std::string> NormalizeAbsolute(std::string_view path);
 // nothing of the user's own startup files. Empty for an empty `path`.
 std::string RenderHomeProfile(std::string_view path);
 
+// ---- the shells' start-up files: Anvil's in the sandbox home ----
+// A shell runs the code of its start-up files on its own, before (and after) what it was asked
+// to run: a file an earlier command wrote into the sandbox home would run, unjudged, inside a
+// later command the rules judged harmless (`zsh -c ls` runs ~/.zshenv). So every start-up file
+// that a shell of RecognisedShells (command_segments.h) reads from $HOME, non-interactive (-c),
+// login (-l) or interactive, is written by Anvil at every start: the PATH for login shells (as
+// RenderHomeProfile), nothing otherwise. zsh reads $ZDOTDIR, which the sandbox's environment
+// sets to $HOME; BASH_ENV and ENV are dropped from it (cli/sandbox_validate.cc).
+enum class StartupContent {
+  kEmpty,    // nothing (the file exists, so nothing of an earlier command's stays)
+  kShPath,   // RenderHomeProfile: `PATH='…'; export PATH`
+  kCshPath,  // `setenv PATH '…'` (csh and tcsh), when the PATH needs no quoting csh lacks
+};
+struct HomeStartupFile {
+  std::string_view path;    // relative to the home
+  std::string_view shells;  // the shells (RecognisedShells names) that read it, space-separated
+  std::string_view when;    // for people
+  StartupContent content = StartupContent::kEmpty;
+};
+inline constexpr HomeStartupFile kHomeStartupFiles[] = {
+    {".profile", "sh dash bash rbash ksh ksh93 rksh rksh93 mksh rmksh lksh pdksh ash posh yash",
+     "login shells (bash when neither .bash_profile nor .bash_login exists)",
+     StartupContent::kShPath},
+    {".bash_profile", "bash rbash", "bash login shells", StartupContent::kShPath},
+    {".bash_login", "bash rbash", "bash login shells without .bash_profile",
+     StartupContent::kShPath},
+    {".bashrc", "bash rbash",
+     "interactive bash; also `bash -c` with a socket as standard input or under ssh "
+     "(Debian's SSH_SOURCE_BASHRC)"},
+    {".bash_logout", "bash rbash", "bash login shells, at exit"},
+    {".zshenv", "zsh rzsh", "every zsh, -c included"},
+    {".zprofile", "zsh rzsh", "zsh login shells", StartupContent::kShPath},
+    {".zshrc", "zsh rzsh", "interactive zsh"},
+    {".zlogin", "zsh rzsh", "zsh login shells, after .zshrc"},
+    {".zlogout", "zsh rzsh", "zsh login shells, at exit"},
+    // zsh runs FILE.zwc (compiled) instead of FILE when it is newer: an empty one is not
+    // wordcode, and zsh reads FILE.
+    {".zshenv.zwc", "zsh rzsh", "compiled .zshenv"},
+    {".zprofile.zwc", "zsh rzsh", "compiled .zprofile"},
+    {".zshrc.zwc", "zsh rzsh", "compiled .zshrc"},
+    {".zlogin.zwc", "zsh rzsh", "compiled .zlogin"},
+    {".zlogout.zwc", "zsh rzsh", "compiled .zlogout"},
+    {".cshrc", "csh bsd-csh tcsh", "every csh, -c included (tcsh without .tcshrc)"},
+    {".tcshrc", "tcsh", "every tcsh, -c included"},
+    {".login", "csh bsd-csh tcsh", "csh login shells, after .cshrc", StartupContent::kCshPath},
+    {".logout", "csh bsd-csh tcsh", "csh login shells, at exit"},
+    {".kshrc", "ksh ksh93 rksh rksh93 pdksh", "interactive ksh93 ($ENV's default)"},
+    {".mkshrc", "mksh rmksh lksh", "interactive mksh and lksh ($ENV's default)"},
+    {".yash_profile", "yash", "yash login shells", StartupContent::kShPath},
+    {".yashrc", "yash", "interactive yash"},
+};
+// Directories a shell loads code from by name, where owning one file would not be enough: fish
+// runs ~/.config/fish/config.fish, every conf.d/*.fish, autoloads functions/NAME.fish when a
+// command NAME runs, keeps universal variables (fish_variables) there, and loads
+// ~/.local/share/fish/vendor_conf.d and vendor_functions.d. Each is an empty tmpfs of its own
+// in every run: what a command writes there lasts for that run only.
+struct HomeStartupDir {
+  std::string_view path;
+  std::string_view shells;
+  std::string_view when;
+};
+inline constexpr HomeStartupDir kHomeStartupDirs[] = {
+    {".config/fish", "fish", "config.fish, conf.d, functions (autoloaded), universal variables"},
+    {".local/share/fish", "fish", "vendor_conf.d, vendor_functions.d, generated completions"},
+};
+// The start-up files to write into the sandbox home, each with its content, for a command whose
+// PATH is `path` ("" when it has none: the login files are empty then too).
+std::vector<HomeFile> RenderHomeStartupFiles(std::string_view path);
+
 // ---- ~/.gitconfig, sanitized ----
 // Entries come from ParseGitConfig (policy/git_config.h, git's own syntax). At most
 // kMaxGitConfigEntries of them, over every file read, make the copy.

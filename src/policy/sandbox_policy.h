@@ -102,6 +102,13 @@ struct WritableRoot {
   std::vector<std::string> read_only_subpaths;  // absolute, each beneath root
 };
 
+// A file Anvil writes into the command's home (FileView::home_files): `path` relative to it.
+struct HomeFile {
+  std::string path;
+  std::string content;
+  bool operator==(const HomeFile&) const = default;
+};
+
 // What the sandboxed command can see and change. Derived from SandboxPolicy by ComputeFileView.
 struct FileView {
   bool full_read = false;               // whole filesystem readable (read-only)
@@ -169,9 +176,17 @@ struct FileView {
   // the home, not a bind: one mount less per start; what a command changes there lasts until
   // the next run writes the copy again).
   std::string home_gitconfig;
-  // Written to home_base/.profile and .bash_profile the same way: the PATH put back for login
-  // shells (RenderHomeProfile, policy/sandbox_home.h).
-  std::string home_profile;
+  // The shells' start-up files (policy/sandbox_home.h, kHomeStartupFiles), written beneath
+  // home_base the same way at every start: the PATH put back for login shells, nothing
+  // otherwise. Only where the sandbox home itself holds the place: one another mount shows
+  // (`--readable-root ~/.bashrc`) is the user's own file, left as that mount shows it
+  // (HomeFilesToWrite, linux/mount_plan.h).
+  std::vector<HomeFile> home_files;
+  // Directories of home_base a shell loads code from by name (kHomeStartupDirs: fish's), each an
+  // empty tmpfs of its own in every run where the sandbox home itself holds the place; where
+  // another mount shows the host's own directory there (`--readable-root ~/.config`), that
+  // stays (PlanMounts, linux/mount_plan.h).
+  std::vector<std::string> home_startup_dirs;
   // A workspace of $HOME (no home_base): the masked path (in masked_files) of the user's git
   // config, covered by a read-only file holding home_gitconfig instead of an empty one.
   std::string gitconfig_mask;

@@ -195,6 +195,164 @@ TEST_P(T1SandboxHome, GitReadsNoGlobalConfigurationAnEarlierRunPlanted) {
   EXPECT_NE(set.out.find("Run-Local"), std::string::npos) << set.out << set.err;
 }
 
+// A shell start-up file planted in the sandbox home ran inside later commands the rules judged
+// harmless (`zsh -c ls` ran a planted ~/.zshenv, which removed a file beside a forbidden rule
+// on rm). Every start-up file a shell the rules know reads from the home on its own is now
+// Anvil's at every start (empty, or the PATH for login shells), zsh's compiled .zwc too; fish's
+// configuration and data directories are an empty tmpfs per run; ZDOTDIR is $HOME, BASH_ENV and
+// ENV are dropped. Each shell installed here is run after the plant; the files of the others
+// are checked to be written.
+TEST_P(T1SandboxHome, ShellStartupFilesAnEarlierRunPlantedNeverRun) {
+  const std::string evil = "touch ~/PWNED-$0; echo PWNED >&2\n";
+  std::string plant =
+      "mkdir -p ~/zdot ~/.config/fish/conf.d ~/.config/fish/functions "
+      "~/.local/share/fish/vendor_conf.d && ";
+  for (const char* file : {".zshenv",
+                           ".zshrc",
+                           ".zprofile",
+                           ".zlogin",
+                           ".bashrc",
+                           ".bash_profile",
+                           ".bash_login",
+                           ".profile",
+                           ".cshrc",
+                           ".tcshrc",
+                           ".login",
+                           ".kshrc",
+                           ".mkshrc",
+                           ".yashrc",
+                           ".yash_profile",
+                           "zdot/.zshenv",
+                           "bash_env",
+                           "sh_env",
+                           ".config/fish/config.fish",
+                           ".config/fish/conf.d/x.fish",
+                           ".local/share/fish/vendor_conf.d/x.fish"}) {
+    plant += "printf '%s' " + ShellQuote(evil) + " > ~/" + file + " && ";
+  }
+  plant += "printf 'function ls; touch ~/PWNED-fishls; end\n' > ~/.config/fish/functions/ls.fish";
+  // zsh runs a .zshenv.zwc newer than .zshenv instead of it: compiled from the planted one,
+  // then .zshenv put back as Anvil wrote it (empty, so not written again) with an old time.
+  if (Shell("command -v zsh >/dev/null") == 0) {
+    plant += " && zsh -fc 'zcompile ~/.zshenv' && : > ~/.zshenv && touch -d 2000-01-01 ~/.zshenv";
+  }
+  auto planted = Sh(plant + " && echo planted");
+  ASSERT_NE(planted.out.find("planted"), std::string::npos) << planted.err;
+
+  const std::string home = home_.home();
+  RunOptions o = Options();
+  o.env = home_.Env({"ZDOTDIR=" + home + "/zdot", "BASH_ENV=" + home + "/bash_env",
+                     "ENV=" + home + "/sh_env", "SSH_CLIENT=10.0.0.1 1 22"});
+  std::string run =
+      "ls >/dev/null; env -u SHLVL bash -c 'echo bash-ok'; sh -c 'echo sh-ok'; "
+      "bash -lc 'mytool bash-login'; sh -lc 'mytool sh-login'; ";
+  if (Shell("command -v zsh >/dev/null") == 0) {
+    run +=
+        "zsh -c 'ls >/dev/null; echo zsh-ok'; zsh -lc 'mytool zsh-login'; "
+        "zsh -ic 'echo zsh-interactive' </dev/null; ";
+  }
+  if (Shell("command -v fish >/dev/null") == 0) {
+    run += "fish -c 'ls >/dev/null; set -U anvil_x 1; echo fish-ok $anvil_x'; ";
+  }
+  for (const char* other : {"ksh", "mksh", "tcsh", "csh", "yash"}) {
+    if (Shell(std::string("command -v ") + other + " >/dev/null") == 0) {
+      run += std::string(other) + " -c 'echo " + other + "-ok'; ";
+    }
+  }
+  run +=
+      "ls -a ~ | grep -c PWNED; cat ~/.zshenv ~/.bashrc ~/.cshrc ~/.kshrc | wc -c; "
+      "ls ~/.config/fish | wc -l";
+  auto next = SandboxSh(home_.workspace(), run, {}, Opts(o));
+  EXPECT_EQ(next.status, 0) << next.out << next.err;
+  EXPECT_EQ(next.err.find("PWNED"), std::string::npos) << next.err;
+  for (const char* ok : {"bash-ok", "sh-ok", "mytool-ran bash-login", "mytool-ran sh-login"}) {
+    EXPECT_NE(next.out.find(ok), std::string::npos) << ok << "\n" << next.out << next.err;
+  }
+  if (Shell("command -v zsh >/dev/null") == 0) {
+    for (const char* ok : {"zsh-ok", "mytool-ran zsh-login", "zsh-interactive"}) {
+      EXPECT_NE(next.out.find(ok), std::string::npos) << ok << "\n" << next.out << next.err;
+    }
+  }
+  if (Shell("command -v fish >/dev/null") == 0) {
+    // Benign: fish keeps a universal variable for the run.
+    EXPECT_NE(next.out.find("fish-ok 1"), std::string::npos) << next.out << next.err;
+  }
+  // No PWNED file; the start-up files are empty (0 bytes); nothing left in fish's directory but
+  // what this run's fish wrote.
+  EXPECT_NE(next.out.find("\n0\n0\n"), std::string::npos) << next.out;
+
+  // The files of the shells not installed here are written all the same.
+  const std::string sandbox_home = JsonReport(SandboxSh(home_.workspace(), "true", {"--json"},
+                                                        Options()))["home"]["sandbox_home"]
+                                       .get<std::string>();
+  for (const char* file : {".zshenv", ".zshenv.zwc", ".zshrc", ".cshrc", ".tcshrc", ".kshrc",
+                           ".mkshrc", ".yashrc", ".bashrc", ".logout"}) {
+    EXPECT_EQ(ReadFile(sandbox_home + "/" + file), "") << file;
+  }
+  EXPECT_NE(ReadFile(sandbox_home + "/.zprofile").find("export PATH"), std::string::npos);
+  EXPECT_NE(ReadFile(sandbox_home + "/.login").find("setenv PATH"), std::string::npos);
+  // The user's own start-up files are never shown, nor changed.
+  EXPECT_FALSE(Exists(home + "/.zshenv.zwc"));
+
+  // A directory left where a start-up file goes stops the start, naming it.
+  auto dir = Sh("rm -f ~/.zshenv && mkdir -p ~/.zshenv/x && echo made");
+  ASSERT_NE(dir.out.find("made"), std::string::npos) << dir.err;
+  auto refused = Sh("echo ran");
+  EXPECT_EQ(refused.status, 125) << refused.out << refused.err;
+  EXPECT_NE(refused.err.find(".zshenv"), std::string::npos) << refused.err;
+  ASSERT_EQ(Shell("rm -rf " + ShellQuote(sandbox_home + "/.zshenv")), 0);
+  // A file where fish's directory goes (inside, the directory is a mount point no command can
+  // replace; a file put there between runs) stops it too.
+  ASSERT_EQ(Shell("rm -rf " + ShellQuote(sandbox_home + "/.config/fish") + " && echo x > " +
+                  ShellQuote(sandbox_home + "/.config/fish")),
+            0);
+  auto refused_fish = Sh("echo ran");
+  EXPECT_EQ(refused_fish.status, 125) << refused_fish.out << refused_fish.err;
+  ASSERT_EQ(Shell("rm -f " + ShellQuote(sandbox_home + "/.config/fish")), 0);
+  auto after = Sh("echo ran");
+  EXPECT_EQ(after.status, 0) << after.err;
+}
+
+// A root you name over one of your start-up files (`--readable-root ~/.bashrc`, for your
+// aliases) shows your own file there: Anvil writes a start-up file only where the sandbox home
+// itself holds the place (HomeFilesToWrite). The run used to stop with 125 (the bind's mount
+// point cannot be replaced: "Device or resource busy"). The other start-up files stay Anvil's,
+// and a directory an earlier run left in the sandbox home still stops the start.
+TEST_P(T1SandboxHome, ARootYouNameOverAStartupFileShowsYourOwn) {
+  const std::string mine = "alias ll='ls -l'  # " + UniqueToken("MINE") + "\n";
+  Put(home_.home() + "/.bashrc", mine);
+  home_.GiveTo(caller_);
+  // An earlier run plants .zshenv and .bashrc in the sandbox home.
+  auto planted = Sh("echo 'echo PWNED' > ~/.zshenv && echo 'echo PWNED' > ~/.bashrc && echo ok");
+  ASSERT_NE(planted.out.find("ok"), std::string::npos) << planted.err;
+
+  const std::vector<std::string> root = {"--readable-root", home_.home() + "/.bashrc"};
+  auto run = Sh("cat ~/.bashrc; wc -c < ~/.zshenv", root);
+  EXPECT_EQ(run.status, 0) << run.out << run.err;
+  EXPECT_EQ(run.out, mine + "0\n") << run.err;
+  EXPECT_EQ(run.err.find("PWNED"), std::string::npos) << run.err;
+  // Shown read-only, never changed.
+  auto write = Sh("echo x >> ~/.bashrc 2>/dev/null && echo WROTE; echo end", root);
+  EXPECT_EQ(write.out, "end\n") << write.err;
+  EXPECT_EQ(ReadFile(home_.home() + "/.bashrc"), mine);
+
+  // Without the root the sandbox home's .bashrc is Anvil's again (the planted one replaced).
+  auto plain = Sh("wc -c < ~/.bashrc; grep -c alias ~/.bashrc");
+  EXPECT_EQ(plain.out, "0\n0\n") << plain.err;
+
+  // Fail-closed as before: a directory left at ~/.zshenv in the sandbox home stops the start.
+  auto dir = Sh("rm -f ~/.zshenv && mkdir -p ~/.zshenv/x && echo made");
+  ASSERT_NE(dir.out.find("made"), std::string::npos) << dir.err;
+  auto refused = Sh("echo ran", root);
+  EXPECT_EQ(refused.status, 125) << refused.out << refused.err;
+  EXPECT_NE(refused.err.find(".zshenv"), std::string::npos) << refused.err;
+  const std::string sandbox_home = JsonReport(SandboxSh(home_.workspace(), "true", {"--json"},
+                                                        Options()))["home"]["sandbox_home"]
+                                       .get<std::string>();
+  ASSERT_EQ(Shell("rm -rf " + ShellQuote(sandbox_home + "/.zshenv")), 0);
+  EXPECT_EQ(Sh("echo ran", root).status, 0);
+}
+
 TEST_P(T1SandboxHome, SymlinksPlantedInTheSandboxHomeNeverRedirectALaterRun) {
   // A command replaces the mount points of the next run's binds with links out of the home;
   // the next run must bind where it always does and change nothing the links point at.

@@ -911,6 +911,115 @@ TEST(CommandRules, OnlyTheSystemsShellIsJustAnInterpreter) {
   EXPECT_FALSE(IsSystemProgramPath("./bash"));
 }
 
+// Attack: a shell missing from the name list (rzsh, zsh5, fish) sidestepped a forbidden rule:
+// its script was no one's to read, so the command had no decision and ran unasked. Now every
+// shell name is known (a version after it too), a shell whose language is not read is not
+// understood, and a program is known by the file it links to (rzsh -> zsh, any name -> bash).
+TEST(CommandRules, AShellUnderAnotherNameDoesNotSidestepARule) {
+  const CommandRules rules =
+      Rules(Rule(R"(["rm"])", "forbidden") + Rule(R"(["git", "log"])", "prompt"));
+  ExpectOutcomes(rules, {
+                            {{"rzsh", "-c", "rm x"}, RulesOutcome::kForbidden},
+                            {{"rbash", "-c", "rm x"}, RulesOutcome::kForbidden},
+                            {{"zsh5", "-c", "rm -f victim2"}, RulesOutcome::kForbidden},
+                            {{"bash-5.2", "-c", "rm x"}, RulesOutcome::kForbidden},
+                            {{"/usr/bin/zsh-5.9", "-c", "rm x"}, RulesOutcome::kForbidden},
+                            {{"ksh93", "-c", "rm x"}, RulesOutcome::kForbidden},
+                            {{"rksh", "-c", "rm x"}, RulesOutcome::kForbidden},
+                            {{"env", "zsh5", "-c", "rm x"}, RulesOutcome::kForbidden},
+                            {{"busybox", "sh", "-c", "rm x"}, RulesOutcome::kForbidden},
+                            {{"busybox", "ash", "-c", "rm x"}, RulesOutcome::kForbidden},
+                            {{"fish", "-c", "rm x"}, RulesOutcome::kPrompt},
+                            {{"fish", "-C", "rm x", "build.fish"}, RulesOutcome::kPrompt},
+                            {{"fish"}, RulesOutcome::kPrompt},
+                            {{"tcsh", "-c", "rm x"}, RulesOutcome::kPrompt},
+                            {{"csh", "-fc", "rm x"}, RulesOutcome::kPrompt},
+                            {{"/usr/bin/fish", "-c", "ls"}, RulesOutcome::kPrompt},
+                            {{"bash", "-c", "fish -c 'rm x'"}, RulesOutcome::kPrompt},
+                            // Benign neighbours: a script file is judged as the command it is.
+                            {{"rzsh", "-c", "ls"}, RulesOutcome::kHarmless},
+                            {{"fish", "build.fish"}, RulesOutcome::kNoRule},
+                            {{"tcsh", "build.csh"}, RulesOutcome::kNoRule},
+                            // A versioned name is read, but the program is judged itself too.
+                            {{"zsh5", "-c", "ls"}, RulesOutcome::kNoRule},
+                        });
+  // No rule restricts anything: nothing hides from a rule, so no decision (as for any script
+  // that is not understood).
+  const CommandRules none = Rules(Rule(R"(["cargo"])", "allow"));
+  ExpectOutcomes(none, {
+                           {{"fish", "-c", "rm x"}, RulesOutcome::kNoRule},
+                           {{"rzsh", "-c", "ls"}, RulesOutcome::kHarmless},
+                       });
+  for (std::string_view shell : {"rzsh", "rbash", "fish", "tcsh", "csh", "mksh", "ksh93", "zsh5"}) {
+    EXPECT_TRUE(IsShellProgram(shell)) << shell;
+  }
+  EXPECT_FALSE(IsShellProgram("python3"));
+  EXPECT_FALSE(IsShellProgram("shasum"));
+}
+
+// Attack: a shell linked under a name no list knows (`sh`-named links, /usr/local/bin/mysh ->
+// /bin/bash) is known by the file it resolves to, on the PATH it is looked up on.
+TEST(CommandRules, AShellIsKnownByTheFileItLinksTo) {
+  const CommandRules rules = Rules(Rule(R"(["rm"])", "forbidden"));
+  ProgramSearch search;
+  search.paths = {LookupPath{"/usr/local/bin:/usr/bin:/bin", {"/w"}, {}}};
+  search.facts.holds = [](const std::string& dir, const std::string& name) {
+    return (dir == "/usr/bin" &&
+            (name == "zsh" || name == "rzsh" || name == "fish" || name == "ls" || name == "py")) ||
+           (dir == "/usr/local/bin" && name == "mysh");
+  };
+  search.facts.canonical = [](const std::string& path) -> std::string {
+    if (path == "/usr/bin/rzsh") return "/usr/bin/zsh";
+    if (path == "/usr/local/bin/mysh") return "/usr/bin/bash";
+    if (path == "/opt/x/shell") return "/usr/bin/fish";
+    if (path == "/usr/bin/py") return "/usr/bin/python3.11";
+    return path;
+  };
+  auto outcome = [&](const Argv& argv) { return EvaluateCommand(rules, argv, &search).outcome; };
+  EXPECT_EQ(outcome({"mysh", "-c", "rm x"}), RulesOutcome::kForbidden);
+  EXPECT_EQ(outcome({"rzsh", "-c", "rm x"}), RulesOutcome::kForbidden);
+  EXPECT_EQ(outcome({"/opt/x/shell", "-c", "ls"}), RulesOutcome::kPrompt);
+  // A link to an interpreter is judged by its command line, as the interpreter is: its code is
+  // beyond the rules (InterpretersCodeIsBeyondTheRules).
+  EXPECT_EQ(outcome({"py", "-c", "import os"}), RulesOutcome::kNoRule);
+  EXPECT_EQ(outcome({"env", "mysh", "-c", "rm x"}), RulesOutcome::kForbidden);
+  // Benign: the link's script is read like the shell's own.
+  EXPECT_EQ(outcome({"mysh", "-c", "ls"}), RulesOutcome::kHarmless);
+  EXPECT_EQ(outcome({"ls", "-la"}), RulesOutcome::kHarmless);
+  // Without facts (`anvil rules check`), a name no list knows is judged as the program it is.
+  EXPECT_EQ(Outcome(rules, {"mysh", "-c", "rm x"}), RulesOutcome::kNoRule);
+
+  EXPECT_EQ(ResolvedProgramNames("rzsh", search), std::vector<std::string>{"zsh"});
+  EXPECT_EQ(ResolvedProgramNames("/usr/local/bin/mysh", search), std::vector<std::string>{"bash"});
+  EXPECT_TRUE(ResolvedProgramNames("./mysh", search).empty());
+  EXPECT_TRUE(ResolvedProgramNames("missing", search).empty());
+}
+
+// Rules see a command line (docs/agents.md, "What rules cannot see"): the code an interpreter is
+// handed (python3 -c, perl -e, node -e, …) is beyond them, as a script file it runs is, and the
+// sandbox is the wall. Such a command is judged by its command line: beside a forbidden rule on
+// rm it gets no decision, and it does not become a question whenever some rule restricts.
+TEST(CommandRules, InterpretersCodeIsBeyondTheRules) {
+  const CommandRules rules =
+      Rules(Rule(R"(["rm"])", "forbidden") + Rule(R"(["git", "push"])", "prompt"));
+  ExpectOutcomes(rules,
+                 {
+                     {{"python3", "-c", "import os; os.remove('x')"}, RulesOutcome::kNoRule},
+                     {{"python3", "-c", "print(1)"}, RulesOutcome::kNoRule},
+                     {{"perl", "-e", "unlink 'x'"}, RulesOutcome::kNoRule},
+                     {{"node", "-e", "require('fs').rmSync('x')"}, RulesOutcome::kNoRule},
+                     {{"python3", "script.py"}, RulesOutcome::kNoRule},
+                     // Inside a shell script, the script's other commands are still judged.
+                     {{"bash", "-c", "python3 -c 'print(1)' && rm x"}, RulesOutcome::kForbidden},
+                 });
+  const CommandVerdict verdict = EvaluateCommand(rules, {"python3", "-c", "print(1)"});
+  EXPECT_TRUE(verdict.understood) << verdict.reason;
+  // An allow rule for the interpreter speaks for it, with its code, as for any program.
+  const CommandRules allowed =
+      Rules(Rule(R"(["python3"])", "allow") + Rule(R"(["rm"])", "forbidden"));
+  ExpectOutcomes(allowed, {{{"python3", "-c", "print(1)"}, RulesOutcome::kAllow}});
+}
+
 TEST(CommandRules, ManyRulesAreIndexedByProgram) {
   std::string text;
   for (int i = 0; i < 1000; ++i) {

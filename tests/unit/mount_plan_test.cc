@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -47,6 +49,8 @@ std::string KindName(MountOpKind kind) {
       return "home-tmpfs";
     case MountOpKind::kWay:
       return "way";
+    case MountOpKind::kHomeStartupDir:
+      return "home-startup-dir";
   }
   return "?";
 }
@@ -211,6 +215,223 @@ TEST(PlanMounts, HomeTmpfsMappedBindsAndCredentialMasks) {
                          "mask /etc/shadow", "mapped /home/u/.local #0", "mapped /home/u/.cargo #1",
                          "ro /home/u/.config/git", "mask /home/u/.config/git/credentials",
                          "mask-dir /home/u/.config/git/credentials.d"}));
+}
+
+// fish's directories of the sandbox home are each an empty tmpfs of the run's own where the
+// sandbox home itself holds the place (what an earlier run could have written: fail closed),
+// after the mounts above them; where another mount shows the host's own directory there (a
+// readable root of ~/.config, a writable root the user named, a toolchain bind), that mount is
+// what the command sees: a read-only one has no room for a mount point, and the user's own fish
+// configuration is theirs, not planted.
+TEST(PlanMounts, FishsDirectoriesAreTheRunsOwnOnlyWhereTheSandboxHomeHoldsThem) {
+  const std::string cfg = "home-startup-dir /home/u/.config/fish";
+  const std::string data = "home-startup-dir /home/u/.local/share/fish";
+  struct Row {
+    const char* name;
+    std::function<void(FileView&)> shape;
+    std::vector<std::string> startup;  // the kHomeStartupDir ops, in order
+  };
+  const std::vector<Row> rows = {
+      // The sandbox home's own places: an earlier run could have planted conf.d there.
+      {"tmpfs home", [](FileView&) {}, {cfg, data}},
+      {"persistent home (a writable bind of Anvil's state at the home)",
+       [](FileView& v) {
+         v.home_tmpfs.clear();
+         v.mapped_binds = {{"/h/state/home", "/home/u", true, 0, 0}};
+       },
+       {cfg, data}},
+      {"a cache's shadow over ~/.local/share (the sandbox home's, writable)",
+       [](FileView& v) {
+         v.mapped_binds = {{"/h/state/home/.cache", "/home/u/.local/share", true, 0, 0}};
+       },
+       {cfg, data}},
+      {"a workspace directory of the view's own at ~/.config (made in the sandbox home)",
+       [](FileView& v) {
+         v.workspace_base = "/home/u/.config";
+         v.workspace_read_subpaths = {"nvim"};
+       },
+       {cfg, data}},
+      {"a readable root beneath fish's directory (bound on top of the tmpfs)",
+       [](FileView& v) {
+         v.mapped_binds = {
+             {"/home/u/.config/fish/functions", "/home/u/.config/fish/functions", false, 0, 0}};
+       },
+       {cfg, data}},
+      {"a root beside, not above (~/.config2, ~/.local/share/uv)",
+       [](FileView& v) {
+         v.mapped_binds = {{"/home/u/.config2", "/home/u/.config2", false, 0, 0},
+                           {"/home/u/.local/share/uv", "/home/u/.local/share/uv", false, 0, 0}};
+       },
+       {cfg, data}},
+      // The host's own directory, shown by another mount: left as that mount shows it.
+      {"--readable-root ~/.config",
+       [](FileView& v) {
+         v.mapped_binds = {{"/home/u/.config", "/home/u/.config", false, 0, 0}};
+       },
+       {data}},
+      {"--readable-root ~/.local/share/fish (a symlink's target)",
+       [](FileView& v) {
+         v.mapped_binds = {{"/srv/fish", "/home/u/.local/share/fish", false, 0, 0}};
+       },
+       {cfg}},
+      {"--readable-root ~/.local and ~/.config/fish",
+       [](FileView& v) {
+         v.mapped_binds = {{"/home/u/.local", "/home/u/.local", false, 0, 0},
+                           {"/home/u/.config/fish", "/home/u/.config/fish", false, 0, 0}};
+       },
+       {}},
+      {"--writable-root ~/.config",
+       [](FileView& v) {
+         v.writable_roots.push_back({"/home/u/.config", {}});
+       },
+       {data}},
+      {"a read-only workspace of ~/.local/share",
+       [](FileView& v) { v.read_roots.push_back("/home/u/.local/share"); },
+       {cfg}},
+      {"a readable workspace path at ~/.config/fish",
+       [](FileView& v) {
+         v.workspace_base = "/home/u/.config";
+         v.workspace_read_subpaths = {"fish"};
+       },
+       {data}},
+      {"a shadow of the sandbox home's at ~/.config/fish beneath a host bind: the deepest decides",
+       [](FileView& v) {
+         v.mapped_binds = {{"/home/u/.config", "/home/u/.config", false, 0, 0},
+                           {"/h/state/home/fish", "/home/u/.config/fish", true, 0, 0}};
+       },
+       {cfg, data}},
+  };
+  for (const Row& row : rows) {
+    FileView v;
+    v.read_roots = {"/usr"};
+    v.home_tmpfs = "/home/u";
+    v.home_base = "/home/u";
+    v.home_startup_dirs = {".config/fish", ".local/share/fish"};
+    row.shape(v);
+    auto ops = PlanMounts(v, {}, OrdinaryHost);
+    ASSERT_TRUE(ops) << row.name << ": " << ops.error().ToString();
+    std::vector<std::string> startup;
+    for (const std::string& line : Lines(*ops)) {
+      if (line.rfind("home-startup-dir ", 0) == 0) startup.push_back(line);
+    }
+    EXPECT_EQ(startup, row.startup) << row.name;
+    // Each after every mount above it or at its place, before every mount beneath it.
+    const auto lines = Lines(*ops);
+    for (const std::string& dir : row.startup) {
+      const auto at = std::find(lines.begin(), lines.end(), dir) - lines.begin();
+      const std::string path = dir.substr(dir.find(' ') + 1);
+      for (std::size_t i = 0; i < ops->size(); ++i) {
+        const MountOp& op = (*ops)[i];
+        if (op.kind == MountOpKind::kHomeStartupDir) continue;
+        if (PathIsWithin(path, op.path)) {
+          EXPECT_LT(static_cast<std::ptrdiff_t>(i), at) << row.name << ": " << lines[i];
+        }
+        if (op.path != path && PathIsWithin(op.path, path)) {
+          EXPECT_GT(static_cast<std::ptrdiff_t>(i), at) << row.name << ": " << lines[i];
+        }
+      }
+    }
+  }
+  // No sandbox home: nothing of it.
+  FileView none;
+  none.home_startup_dirs = {".config/fish"};
+  EXPECT_EQ(Plan(none), (std::vector<std::string>{"dev /dev", "proc /proc", "tmp /tmp"}));
+}
+
+// The shells' start-up files follow the same rule as fish's directories (HomePlaceIsTheHomes):
+// written only where the sandbox home itself holds the place; where another mount shows the
+// host's own file (or a directory above it), it is the user's own, left as that mount shows it
+// (writing it would fail: a bind's mount point cannot be replaced).
+TEST(PlanMounts, StartupFilesAreWrittenOnlyWhereTheSandboxHomeHoldsThem) {
+  struct Row {
+    const char* name;
+    std::function<void(FileView&)> shape;
+    std::vector<std::string> written;  // the paths of HomeFilesToWrite, in order
+  };
+  const std::vector<Row> rows = {
+      // The sandbox home's own places: an earlier run could have planted them.
+      {"tmpfs home", [](FileView&) {}, {".bashrc", ".zshenv", ".profile"}},
+      {"persistent home (a writable bind of Anvil's state at the home)",
+       [](FileView& v) {
+         v.home_tmpfs.clear();
+         v.mapped_binds = {{"/h/state/home", "/home/u", true, 0, 0}};
+       },
+       {".bashrc", ".zshenv", ".profile"}},
+      {"a root beside, not over (~/.bashrc.d, ~/.config)",
+       [](FileView& v) {
+         v.mapped_binds = {{"/home/u/.bashrc.d", "/home/u/.bashrc.d", false, 0, 0},
+                           {"/home/u/.config", "/home/u/.config", false, 0, 0}};
+       },
+       {".bashrc", ".zshenv", ".profile"}},
+      {"a workspace directory of the view's own in the home",
+       [](FileView& v) {
+         v.workspace_base = "/home/u/src";
+         v.workspace_read_subpaths = {"a"};
+       },
+       {".bashrc", ".zshenv", ".profile"}},
+      // The host's own file, shown by another mount: left as that mount shows it.
+      {"--readable-root ~/.bashrc",
+       [](FileView& v) {
+         v.mapped_binds = {{"/home/u/.bashrc", "/home/u/.bashrc", false, 0, 0}};
+       },
+       {".zshenv", ".profile"}},
+      {"--readable-root ~/.zshenv (a symlink's target)",
+       [](FileView& v) {
+         v.mapped_binds = {{"/home/u/dotfiles/zshenv", "/home/u/.zshenv", false, 0, 0}};
+       },
+       {".bashrc", ".profile"}},
+      {"--readable-root ~/.bashrc and ~/.profile",
+       [](FileView& v) {
+         v.mapped_binds = {{"/home/u/.bashrc", "/home/u/.bashrc", false, 0, 0},
+                           {"/home/u/.profile", "/home/u/.profile", false, 0, 0}};
+       },
+       {".zshenv"}},
+      {"--writable-root ~/.bashrc",
+       [](FileView& v) {
+         v.writable_roots.push_back({"/home/u/.bashrc", {}});
+       },
+       {".zshenv", ".profile"}},
+      {"a read-only root (a read-only workspace) at ~/.zshenv",
+       [](FileView& v) { v.read_roots.push_back("/home/u/.zshenv"); },
+       {".bashrc", ".profile"}},
+      {"a mask over ~/.profile",
+       [](FileView& v) { v.masked_files.push_back("/home/u/.profile"); },
+       {".bashrc", ".zshenv"}},
+      {"a mask directory over ~/.zshenv (a directory the host holds there)",
+       [](FileView& v) { v.masked_dirs.push_back("/home/u/.zshenv"); },
+       {".bashrc", ".profile"}},
+      {"a writable shadow of the sandbox home's at ~/.bashrc: still the home's",
+       [](FileView& v) {
+         v.mapped_binds = {{"/h/state/home/.bashrc", "/home/u/.bashrc", true, 0, 0}};
+       },
+       {".bashrc", ".zshenv", ".profile"}},
+      {"a mount at the home itself is the home, not one beneath it",
+       [](FileView& v) { v.read_roots.push_back("/home/u"); },
+       {".bashrc", ".zshenv", ".profile"}},
+  };
+  for (const Row& row : rows) {
+    FileView v;
+    v.read_roots = {"/usr"};
+    v.home_tmpfs = "/home/u";
+    v.home_base = "/home/u";
+    v.home_files = {{".bashrc", ""}, {".zshenv", ""}, {".profile", "PATH=/usr/bin; export PATH\n"}};
+    row.shape(v);
+    auto ops = PlanMounts(v, {}, OrdinaryHost);
+    ASSERT_TRUE(ops) << row.name << ": " << ops.error().ToString();
+    std::vector<std::string> written;
+    for (const HomeFile& file : HomeFilesToWrite(v, *ops)) {
+      written.push_back(file.path);
+      // Written as the view says, content and all.
+      EXPECT_NE(std::find(v.home_files.begin(), v.home_files.end(), file), v.home_files.end());
+    }
+    EXPECT_EQ(written, row.written) << row.name;
+  }
+  // No sandbox home: nothing of it.
+  FileView none;
+  none.home_files = {{".bashrc", ""}};
+  auto ops = PlanMounts(none, {}, OrdinaryHost);
+  ASSERT_TRUE(ops);
+  EXPECT_TRUE(HomeFilesToWrite(none, *ops).empty());
 }
 
 // The workspace's kept /tmp is bound where the tmpfs would be mounted: before a workspace that

@@ -249,6 +249,46 @@ bool HasName(const Args& env, const std::string& name) {
                      [&](const std::string& e) { return e.rfind(name + "=", 0) == 0; });
 }
 
+// Attack: a caller's ZDOTDIR, BASH_ENV, ENV or XDG_CONFIG_HOME naming a place of the home
+// leads a shell to start-up files of the sandbox home that an earlier command wrote. Under a
+// confining policy zsh reads $HOME (Anvil's files), BASH_ENV and ENV are gone, and fish's
+// XDG directories are the home's usual ones; a --setenv stands; unconfined, nothing changes.
+TEST(SandboxArgs, ShellStartupVariablesLeadOnlyToAnvilsFiles) {
+  const Args caller = {"PATH=/usr/bin:/bin",
+                       "HOME=/home/u",
+                       "ZDOTDIR=/home/u/.config/zsh",
+                       "BASH_ENV=/home/u/.bash_env",
+                       "ENV=/home/u/.shinit",
+                       "XDG_CONFIG_HOME=/home/u/xdg",
+                       "XDG_DATA_HOME=/home/u/.local/share"};
+  auto plain = Validated({"--", "t"});
+  ASSERT_TRUE(plain);
+  Args env = SandboxEnvironment(*plain, caller, "");
+  EXPECT_TRUE(Has(env, "ZDOTDIR=/home/u"));
+  EXPECT_FALSE(HasName(env, "BASH_ENV"));
+  EXPECT_FALSE(HasName(env, "ENV"));
+  EXPECT_TRUE(Has(env, "XDG_CONFIG_HOME=/home/u/.config"));
+  EXPECT_FALSE(Has(env, "XDG_CONFIG_HOME=/home/u/xdg"));
+  // Benign: the usual directory stays as it is, one outside the home too.
+  EXPECT_TRUE(Has(env, "XDG_DATA_HOME=/home/u/.local/share"));
+  Args outside = caller;
+  outside.push_back("XDG_CACHE_HOME=/srv/cache");
+  outside[5] = "XDG_CONFIG_HOME=/etc/xdg-u";
+  EXPECT_TRUE(Has(SandboxEnvironment(*plain, outside, ""), "XDG_CONFIG_HOME=/etc/xdg-u"));
+  // The caller's explicit choice stands.
+  auto named = Validated({"--setenv", "BASH_ENV=/w/env.sh", "--setenv", "ZDOTDIR=/w/z", "--", "t"});
+  ASSERT_TRUE(named);
+  env = SandboxEnvironment(*named, caller, "");
+  EXPECT_TRUE(Has(env, "BASH_ENV=/w/env.sh"));
+  EXPECT_TRUE(Has(env, "ZDOTDIR=/w/z"));
+  // Unconfined: the real home, nothing to own.
+  auto danger = Validated({"--policy", "danger-full-access", "--", "t"});
+  ASSERT_TRUE(danger);
+  env = SandboxEnvironment(*danger, caller, "");
+  EXPECT_TRUE(Has(env, "BASH_ENV=/home/u/.bash_env"));
+  EXPECT_TRUE(Has(env, "ZDOTDIR=/home/u/.config/zsh"));
+}
+
 TEST(SandboxArgs, TheCommandsEnvironment) {
   const Args caller = {"PATH=/usr/bin:/bin",          "HOME=/home/u",      "TMPDIR=/tmp/u",
                        "HTTP_PROXY=http://corp:8080", "NO_PROXY=internal", "SSL_CERT_FILE=/c"};

@@ -11,6 +11,8 @@
 #include <map>
 #include <set>
 
+#include "policy/command_segments.h"
+
 namespace anvil {
 namespace {
 
@@ -477,6 +479,94 @@ TEST(RenderHomeProfile, SetsThePathBackQuotedForTheShell) {
   // A quote, $, ` and a newline in a directory name stay data.
   const std::string q = RenderHomeProfile("/h/it's $(x) `y`\n:/bin");
   EXPECT_NE(q.find("PATH='/h/it'\\''s $(x) `y`\n:/bin'\nexport PATH\n"), std::string::npos) << q;
+}
+
+// Every shell the rules know (RecognisedShells) has the start-up files it reads from $HOME
+// listed, so that Anvil writes them into the sandbox home at every start: a shell added to the
+// rules' list later without its files fails here. Each row: the shell and what it reads on its
+// own (non-interactive -c, login -l, interactive), by its manual.
+TEST(HomeStartupFiles, EveryRecognisedShellHasItsStartupFilesOwned) {
+  const std::map<std::string, std::vector<std::string>> reads = {
+      {"sh", {".profile"}},
+      {"dash", {".profile"}},
+      {"ash", {".profile"}},
+      {"posh", {".profile"}},
+      {"bash", {".profile", ".bash_profile", ".bash_login", ".bashrc", ".bash_logout"}},
+      {"rbash", {".profile", ".bash_profile", ".bash_login", ".bashrc", ".bash_logout"}},
+      {"zsh",
+       {".zshenv", ".zprofile", ".zshrc", ".zlogin", ".zlogout", ".zshenv.zwc", ".zprofile.zwc",
+        ".zshrc.zwc", ".zlogin.zwc", ".zlogout.zwc"}},
+      {"rzsh", {".zshenv", ".zprofile", ".zshrc", ".zlogin", ".zlogout", ".zshenv.zwc"}},
+      {"ksh", {".profile", ".kshrc"}},
+      {"ksh93", {".profile", ".kshrc"}},
+      {"rksh", {".profile", ".kshrc"}},
+      {"rksh93", {".profile", ".kshrc"}},
+      {"pdksh", {".profile", ".kshrc"}},
+      {"mksh", {".profile", ".mkshrc"}},
+      {"rmksh", {".profile", ".mkshrc"}},
+      {"lksh", {".profile", ".mkshrc"}},
+      {"yash", {".profile", ".yash_profile", ".yashrc"}},
+      {"csh", {".cshrc", ".login", ".logout"}},
+      {"bsd-csh", {".cshrc", ".login", ".logout"}},
+      {"tcsh", {".tcshrc", ".cshrc", ".login", ".logout"}},
+      {"fish", {".config/fish", ".local/share/fish"}},
+  };
+  auto owned_for = [](std::string_view shell) {
+    std::set<std::string> out;
+    auto names = [shell](std::string_view list) {
+      std::string padded = " " + std::string(list) + " ";
+      return padded.find(" " + std::string(shell) + " ") != std::string::npos;
+    };
+    for (const auto& f : kHomeStartupFiles) {
+      if (names(f.shells)) out.emplace(f.path);
+    }
+    for (const auto& d : kHomeStartupDirs) {
+      if (names(d.shells)) out.emplace(d.path);
+    }
+    return out;
+  };
+  for (std::string_view shell : RecognisedShells()) {
+    const auto row = reads.find(std::string(shell));
+    ASSERT_NE(row, reads.end()) << shell
+                                << " is a shell the rules know: list the start-up files "
+                                   "it reads here and in kHomeStartupFiles";
+    const std::set<std::string> owned = owned_for(shell);
+    for (const std::string& file : row->second) {
+      EXPECT_TRUE(owned.count(file))
+          << shell << " reads ~/" << file << ", which kHomeStartupFiles does not name for it";
+    }
+  }
+  // Every file written is a plain name of the home (WriteHomeFile writes no deeper).
+  for (const auto& f : kHomeStartupFiles) {
+    EXPECT_EQ(std::string_view(f.path).find('/'), std::string_view::npos) << f.path;
+  }
+}
+
+TEST(HomeStartupFiles, LoginFilesPutThePathBackAndTheOthersAreEmpty) {
+  const auto files = RenderHomeStartupFiles("/h/.cargo/bin:/usr/bin");
+  std::map<std::string, std::string> by_name;
+  for (const auto& f : files) by_name[f.path] = f.content;
+  EXPECT_EQ(files.size(), std::size(kHomeStartupFiles));
+  for (const char* login :
+       {".profile", ".bash_profile", ".bash_login", ".zprofile", ".yash_profile"}) {
+    EXPECT_EQ(by_name[login], RenderHomeProfile("/h/.cargo/bin:/usr/bin")) << login;
+  }
+  EXPECT_NE(by_name[".login"].find("\nsetenv PATH '/h/.cargo/bin:/usr/bin'\n"), std::string::npos)
+      << by_name[".login"];
+  for (const char* empty :
+       {".bashrc", ".bash_logout", ".zshenv", ".zshrc", ".zlogin", ".zlogout", ".zshenv.zwc",
+        ".cshrc", ".tcshrc", ".logout", ".kshrc", ".mkshrc", ".yashrc"}) {
+    ASSERT_TRUE(by_name.count(empty)) << empty;
+    EXPECT_EQ(by_name[empty], "") << empty;
+  }
+  // csh cannot quote everything: such a PATH is left out of .login, and sh's files quote it.
+  for (const auto& f : RenderHomeStartupFiles("/h/it's!:/bin")) {
+    if (f.path == ".login") {
+      EXPECT_EQ(f.content, "");
+    }
+  }
+  // No PATH: every file is written, empty.
+  for (const auto& f : RenderHomeStartupFiles("")) EXPECT_EQ(f.content, "") << f.path;
 }
 
 // A workspace below a repository's top sees the repository: git's own upward search, stopped
