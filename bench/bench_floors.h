@@ -106,6 +106,32 @@ inline std::vector<double> RawBeneathReads(const std::string& dir, const std::st
   return us;
 }
 
+// One request of the minimal server: receive with the sender's credentials, open `name` beneath
+// `root` (openat2 RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS), fstat, read to EOF, close, answer
+// 4 KiB. False when the caller is gone.
+inline bool ServeOneRead(int conn, int root, const std::string& name, const std::string& reply) {
+  char in[256];
+  static thread_local char buf[65536];
+  iovec iov{in, sizeof(in)};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  if (recvmsg(conn, &msg, 0) <= 0) return false;
+  open_how how{};
+  how.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+  int fd = static_cast<int>(syscall(SYS_openat2, root, name.c_str(), &how, sizeof(how)));
+  struct stat st {};
+  fstat(fd, &st);
+  while (read(fd, buf, sizeof(buf)) > 0) {
+  }
+  close(fd);
+  return send(conn, reply.data(), reply.size(), MSG_NOSIGNAL) >= 0;
+}
+
 // The least a cross-process server with the gateway's shape costs per request: `n` round trips
 // to a forked child that waits in epoll, receives with SO_PASSCRED (the sender's credentials on
 // every message), opens the file beneath `dir` as RawBeneathReads does, fstats, reads it to EOF
@@ -125,30 +151,11 @@ inline std::vector<double> RawServerRoundTrips(const std::string& dir, const std
     int one = 1;
     setsockopt(sv[1], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
     int root = open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-    char in[256];
-    static char buf[65536];
-    std::string reply(4096 + 32, 'r');
+    const std::string reply(4096 + 32, 'r');
     for (int i = 0; i < n; ++i) {
       epoll_event e{};
       if (epoll_wait(ep, &e, 1, -1) != 1) _exit(1);
-      iovec iov{in, sizeof(in)};
-      alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))];
-      msghdr msg{};
-      msg.msg_iov = &iov;
-      msg.msg_iovlen = 1;
-      msg.msg_control = control;
-      msg.msg_controllen = sizeof(control);
-      if (recvmsg(sv[1], &msg, 0) <= 0) _exit(1);
-      open_how how{};
-      how.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW;
-      how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
-      int fd = static_cast<int>(syscall(SYS_openat2, root, name.c_str(), &how, sizeof(how)));
-      struct stat st {};
-      fstat(fd, &st);
-      while (read(fd, buf, sizeof(buf)) > 0) {
-      }
-      close(fd);
-      if (send(sv[1], reply.data(), reply.size(), MSG_NOSIGNAL) < 0) _exit(1);
+      if (!ServeOneRead(sv[1], root, name, reply)) _exit(1);
     }
     _exit(0);
   }
@@ -273,32 +280,6 @@ inline double RawSocketThroughput(int clients, int per_client,
   for (auto& t : threads) t.join();
   double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   return clients * per_client / secs;
-}
-
-// One request of the minimal server: receive with the sender's credentials, open `name` beneath
-// `root` (openat2 RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS), fstat, read to EOF, close, answer
-// 4 KiB. False when the caller is gone.
-inline bool ServeOneRead(int conn, int root, const std::string& name, const std::string& reply) {
-  char in[256];
-  static thread_local char buf[65536];
-  iovec iov{in, sizeof(in)};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))];
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  if (recvmsg(conn, &msg, 0) <= 0) return false;
-  open_how how{};
-  how.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW;
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
-  int fd = static_cast<int>(syscall(SYS_openat2, root, name.c_str(), &how, sizeof(how)));
-  struct stat st {};
-  fstat(fd, &st);
-  while (read(fd, buf, sizeof(buf)) > 0) {
-  }
-  close(fd);
-  return send(conn, reply.data(), reply.size(), MSG_NOSIGNAL) >= 0;
 }
 
 // The 8-caller form of RawServerRoundTrips: `clients` caller threads here, each with its own
