@@ -1,6 +1,5 @@
 #include "cli/exec_command.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/socket.h>
@@ -153,30 +152,30 @@ namespace {
 // What HoldsRepositories looks through at most before it says yes without knowing.
 constexpr std::size_t kMaxRepositoryScanEntries = 10000;
 
-// The names of a directory (not "." or ".."); nullopt when it cannot be read.
-std::optional<std::vector<std::string>> DirectoryNames(const std::string& dir,
-                                                       std::size_t& budget) {
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return std::nullopt;
+// The names of the directory `dir_fd` (not "." or ".."), each taken from `budget`; nullopt when
+// it cannot be listed or the budget runs out on it.
+std::optional<std::vector<std::string>> DirectoryNames(int dir_fd, std::size_t& budget) {
   std::vector<std::string> names;
-  while (const dirent* e = ::readdir(d)) {
-    const std::string name = e->d_name;
-    if (name == "." || name == "..") continue;
-    if (budget == 0) {
-      ::closedir(d);
-      return std::nullopt;
-    }
+  const Status listed = ForEachName(dir_fd, "list", [&](const std::string& name) -> Status {
+    if (budget == 0) return Fail("limit", "out of scan budget");
     --budget;
     names.push_back(name);
-  }
-  ::closedir(d);
+    return Ok();
+  });
+  if (!listed) return std::nullopt;
   return names;
 }
 
-bool IsRepositoryRoot(const std::string& dir) {
+// `name` beneath `dir_fd` as an O_PATH directory descriptor (one the user may search but not
+// list still has its markers looked at), never through a symlink; invalid when it is not one.
+UniqueFd OpenRealDirectoryAt(int dir_fd, const std::string& name) {
+  return UniqueFd(::openat(dir_fd, name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+}
+
+bool IsRepositoryRootAt(int dir_fd) {
   struct stat st {};
-  for (const char* marker : {"/.git", "/.hg", "/.jj", "/.svn"}) {
-    if (::lstat((dir + marker).c_str(), &st) == 0) return true;
+  for (const char* marker : {".git", ".hg", ".jj", ".svn"}) {
+    if (::fstatat(dir_fd, marker, &st, AT_SYMLINK_NOFOLLOW) == 0) return true;
   }
   return false;
 }
@@ -185,22 +184,24 @@ bool IsRepositoryRoot(const std::string& dir) {
 
 bool HoldsRepositories(const std::string& dir) {
   std::size_t budget = kMaxRepositoryScanEntries;
-  auto children = DirectoryNames(dir, budget);
+  UniqueFd top(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!top) return true;
+  auto children = DirectoryNames(top.Get(), budget);
   if (!children) return true;
   for (const auto& child : *children) {
     if (child.starts_with('.')) continue;  // .git of dir itself, tools' state
-    const std::string path = dir + "/" + child;
-    if (!IsRealDirectory(path)) continue;
-    if (IsRepositoryRoot(path)) return true;
-    auto grandchildren = DirectoryNames(path, budget);
+    UniqueFd sub = OpenRealDirectoryAt(top.Get(), child);
+    if (!sub) continue;  // not a directory, a symlink, or one the user cannot open
+    if (IsRepositoryRootAt(sub.Get())) return true;
+    auto grandchildren = DirectoryNames(sub.Get(), budget);
     if (!grandchildren) {
       if (budget == 0) return true;
       continue;  // one the user cannot read: nothing of it is the command's either
     }
     for (const auto& g : *grandchildren) {
       if (g.starts_with('.')) continue;
-      const std::string inner = path + "/" + g;
-      if (IsRealDirectory(inner) && IsRepositoryRoot(inner)) return true;
+      UniqueFd inner = OpenRealDirectoryAt(sub.Get(), g);
+      if (inner && IsRepositoryRootAt(inner.Get())) return true;
     }
   }
   return false;

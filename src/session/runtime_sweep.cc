@@ -1,6 +1,5 @@
 #include "session/runtime_sweep.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/socket.h>
@@ -17,6 +16,7 @@
 #include <vector>
 
 #include "common/unique_fd.h"
+#include "fs/file_facts.h"
 
 namespace anvil::session {
 
@@ -30,27 +30,16 @@ constexpr size_t kMaxNames = 65536;
 // presence in `*has_socket`.
 bool HoldsOnlyASocket(int dir, bool* has_socket) {
   *has_socket = false;
-  int listing = ::dup(dir);
-  if (listing < 0) return false;
-  DIR* d = ::fdopendir(listing);
-  if (d == nullptr) {
-    ::close(listing);
-    return false;
-  }
-  bool only = true;
-  while (dirent* e = ::readdir(d)) {
-    if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
+  const Status only = ForEachName(dir, "list", [&](const std::string& name) -> Status {
     struct stat st {};
-    if (std::strcmp(e->d_name, kSocketName) == 0 &&
-        ::fstatat(dir, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(st.st_mode)) {
+    if (name == kSocketName && ::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISSOCK(st.st_mode)) {
       *has_socket = true;
-      continue;
+      return Ok();
     }
-    only = false;
-    break;
-  }
-  ::closedir(d);
-  return only;
+    return Fail("invalid", "holds more than the socket");
+  });
+  return only.has_value();
 }
 
 // True when connecting to `path` is refused at once: a socket file that nothing listens on. A
@@ -79,21 +68,14 @@ int SweepDeadRuntimeDirs(const std::string& base, std::string_view own,
                          std::chrono::seconds min_age, int max_looked_at) {
   UniqueFd b(::open(base.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!b) return 0;
-  int listing = ::dup(b.Get());
-  if (listing < 0) return 0;
-  DIR* d = ::fdopendir(listing);
-  if (d == nullptr) {
-    ::close(listing);
-    return 0;
-  }
   // The names first, then a random few of them: entries that cannot be removed (another
   // user's, a live session's) never keep the sweep from the rest in later stops.
   std::vector<std::string> names;
-  while (dirent* e = ::readdir(d)) {
-    if (IsSessionDirName(e->d_name) && e->d_name != own) names.emplace_back(e->d_name);
-    if (names.size() >= kMaxNames) break;
-  }
-  ::closedir(d);
+  (void)ForEachName(b.Get(), "list", [&](const std::string& name) -> Status {
+    if (IsSessionDirName(name) && name != own) names.push_back(name);
+    if (names.size() >= kMaxNames) return Fail("limit", "enough names");
+    return Ok();
+  });
   std::minstd_rand pick(static_cast<uint32_t>(::getpid()) ^ static_cast<uint32_t>(::time(nullptr)));
   std::shuffle(names.begin(), names.end(), pick);
   if (names.size() > static_cast<size_t>(std::max(0, max_looked_at))) {

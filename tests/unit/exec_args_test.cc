@@ -1,9 +1,14 @@
 // `anvil exec`'s command line (cli/exec_spec.h, ParseExecArgs): its own flags from its table,
 // every other option forwarded to `anvil sandbox`'s parser with its value, the command after
 // `--` or the first word; each refusal in the words users always saw.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 
 #include "cli/exec_command.h"
 
@@ -122,3 +127,37 @@ TEST(ExecArgs, AnUnknownOptionSuggestsFromBothTables) {
 
 }  // namespace
 }  // namespace anvil::cli
+
+// A directory "holds repositories" when one is a child or a grandchild of it; a widening is
+// then never offered there. Symlinks are not followed, hidden entries are the directory's own.
+TEST(HoldsRepositories, FindsChildrenAndGrandchildrenButNotThroughLinks) {
+  char pattern[] = "/tmp/anvil-holds-XXXXXX";
+  ASSERT_NE(::mkdtemp(pattern), nullptr);
+  const std::string top = pattern;
+  auto mk = [](const std::string& p) { ASSERT_EQ(::mkdir(p.c_str(), 0755), 0) << p; };
+  mk(top + "/plain");
+  mk(top + "/plain/src");
+  EXPECT_FALSE(anvil::cli::HoldsRepositories(top));
+  mk(top + "/.git");  // the directory's own metadata
+  mk(top + "/.cache");
+  mk(top + "/.cache/x");
+  mk(top + "/.cache/x/.git");
+  EXPECT_FALSE(anvil::cli::HoldsRepositories(top));
+
+  const std::string elsewhere = top + "-elsewhere";
+  mk(elsewhere);
+  mk(elsewhere + "/repo");
+  mk(elsewhere + "/repo/.git");
+  ASSERT_EQ(::symlink(elsewhere.c_str(), (top + "/link").c_str()), 0);
+  ASSERT_EQ(::symlink((elsewhere + "/repo").c_str(), (top + "/plain/link").c_str()), 0);
+  EXPECT_FALSE(anvil::cli::HoldsRepositories(top));
+
+  mk(top + "/plain/lib");
+  ASSERT_EQ(::close(::open((top + "/plain/lib/.hg").c_str(), O_CREAT | O_WRONLY, 0644)), 0);
+  EXPECT_TRUE(anvil::cli::HoldsRepositories(top));             // a grandchild
+  EXPECT_TRUE(anvil::cli::HoldsRepositories(top + "/plain"));  // a child
+
+  EXPECT_TRUE(anvil::cli::HoldsRepositories(top + "/missing"));  // unknown: says yes
+  std::filesystem::remove_all(top);
+  std::filesystem::remove_all(elsewhere);
+}
