@@ -74,6 +74,8 @@ class Server {
   std::string socket_path_;
   // After a stop signal, how long the in-flight work has before the gateway exits regardless.
   static constexpr std::chrono::seconds kStopGrace{2};
+  // The most events an I/O thread serves back to back before it writes their audit lines.
+  static constexpr uint32_t kEventsPerAuditWrite = 16;
   std::atomic<bool> io_failed_said_{false};
   uint32_t io_thread_count_ = 1;
   std::vector<std::thread> io_threads_;
