@@ -18,6 +18,8 @@
 // printed as the median over rounds with a 90% bootstrap interval. Targets (issue 25): one
 // client p50 <= 1.3x (round trip + raw read); 8 clients >= 0.9x the raw 8-caller round-trip
 // throughput. Prints; asserts nothing. As root, run it under `chrt -f 1` on a busy machine.
+// With GATEWAY_BENCH_PROFILE=gateway (or =floor) it runs only the 8-client row of the gateway
+// (or of the minimal server in its shape), ROUNDS times: a steady load to attach `perf` to.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -135,6 +137,20 @@ int main(int argc, char** argv) {
     gateways.push_back(std::move(g));
   }
 
+  // For a profiler: only the gateway's 8-client row (or the minimal server's in the gateway's
+  // shape), ROUNDS times, each figure as it comes.
+  if (const char* profile = std::getenv("GATEWAY_BENCH_PROFILE")) {
+    const bool floor = std::string(profile) == "floor";
+    for (int i = 0; i < rounds; ++i) {
+      const double per_second = floor ? RawServerThroughput(ws, "file4k.txt", 8, n / 8, false)
+                                      : Measure(gateways[0], 8, n / 8).per_second;
+      std::printf("%s, 8 clients: %.0f reads/s\n", floor ? "minimal server" : "gateway",
+                  per_second);
+      std::fflush(stdout);
+    }
+    std::string cleanup = "rm -rf '" + ws + "' '" + ws + "-run0'";
+    return std::system(cleanup.c_str()) == 0 ? 0 : 1;
+  }
   // Per round: the floors and every gateway's figures.
   std::vector<double> rt, raw_read, raw8, raw8_read, server, echo_read, fd_pass, server8_conn,
       server8_epoll;

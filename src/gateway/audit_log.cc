@@ -122,21 +122,43 @@ void AuditLog::Record(const AuditEntry& e) { Append(Line(e)); }
 void AuditLog::Flush() {
   // The write happens outside `mutex_`: a thread recording a line (under the gateway's
   // connection lock, in order with a revocation) never waits for the disk. `write_mutex_` keeps
-  // the batches in the order they were taken.
-  std::lock_guard writing(write_mutex_);
-  {
-    std::lock_guard lock(mutex_);
-    if (pending_.empty()) return;
-    writing_.swap(pending_);
-  }
-  if (fd_) {
-    (void)AppendCappedLines(fd_.Get(), writing_, max_bytes_);
-  }
-  // A burst's buffer gives its memory back; an ordinary one is reused.
-  if (writing_.capacity() > (1u << 20)) {
-    std::string().swap(writing_);
-  } else {
-    writing_.clear();
+  // the batches in the order they were taken. Once this returns, every line recorded before it
+  // was called has been written (the control channel's replies rely on it).
+  std::unique_lock writing(write_mutex_);
+  WritePending(writing);
+}
+
+void AuditLog::FlushOrHandOff() {
+  std::unique_lock writing(write_mutex_, std::try_to_lock);
+  if (writing.owns_lock()) WritePending(writing);
+}
+
+void AuditLog::WritePending(std::unique_lock<std::mutex>& writing) {
+  while (true) {
+    while (true) {
+      {
+        std::lock_guard lock(mutex_);
+        if (pending_.empty()) break;
+        writing_.swap(pending_);
+      }
+      if (fd_) {
+        (void)AppendCappedLines(fd_.Get(), writing_, max_bytes_);
+      }
+      // A burst's buffer gives its memory back; an ordinary one is reused.
+      if (writing_.capacity() > (1u << 20)) {
+        std::string().swap(writing_);
+      } else {
+        writing_.clear();
+      }
+    }
+    writing.unlock();
+    // A thread that recorded lines and found this one writing left them to it (FlushOrHandOff),
+    // possibly after the look above: looked for once more now that it is free to take the lock.
+    {
+      std::lock_guard lock(mutex_);
+      if (pending_.empty()) return;
+    }
+    if (!writing.try_lock()) return;  // taken: its holder writes them
   }
 }
 

@@ -1,6 +1,8 @@
 // The session audit log: one JSON line per decision (T1-T6 "every denial is an audit line with
-// its reason"). Lines are buffered per event-loop turn and written with one append each turn,
-// so a burst costs one syscall and a crash loses at most the turn in progress. The file is kept
+// its reason"). Lines are buffered and written in batches, one append each: the main loop's
+// once per turn, an I/O thread's once it is about to wait or after a few events in a row
+// (server.h), so a burst costs one syscall and a crash loses at most the batch in progress; a
+// thread that finds another one writing leaves its lines to that one. The file is kept
 // under a cap (common/capped_log.h: the newest lines stay, a marker line tells how much was
 // dropped), so a plugin making many small allowed calls cannot grow it without bound.
 #pragma once
@@ -56,10 +58,17 @@ class AuditLog {
   void Append(std::string_view line);
   // Writes what was recorded so far; batches leave in the order they were recorded.
   void Flush();
+  // Flush, unless another thread is writing: that thread then writes these lines too before it
+  // lets go (what an I/O thread does once it is about to wait, so that it never waits for
+  // another's write).
+  void FlushOrHandOff();
 
  private:
   AuditLog(UniqueFd fd, std::string session, uint64_t max_bytes)
       : fd_(std::move(fd)), session_(std::move(session)), max_bytes_(max_bytes) {}
+  // Writes what is pending until nothing is, then lets go of write_mutex_ (held); takes it
+  // again when lines came meanwhile from a thread that handed them off, and it is free.
+  void WritePending(std::unique_lock<std::mutex>& writing);
   std::mutex mutex_;        // pending_
   std::mutex write_mutex_;  // writing_ and the order of writes; taken before mutex_
   UniqueFd fd_;

@@ -74,10 +74,13 @@ class Server {
   std::string socket_path_;
   // After a stop signal, how long the in-flight work has before the gateway exits regardless.
   static constexpr std::chrono::seconds kStopGrace{2};
+  // The most events an I/O thread serves back to back before it writes their audit lines.
+  static constexpr uint32_t kEventsPerAuditWrite = 16;
   std::atomic<bool> io_failed_said_{false};
   uint32_t io_thread_count_ = 1;
   std::vector<std::thread> io_threads_;
-  std::atomic<uint32_t> io_events_taken_{0};  // for io_wait_fail_after_for_testing
+  std::atomic<uint32_t> io_events_taken_{0};     // for io_wait_fail_after_for_testing
+  std::atomic<uint32_t> io_threads_waiting_{0};  // I/O threads waiting for their next event
   JobQueue queue_;
   Transport transport_;
   ControlChannel control_;
