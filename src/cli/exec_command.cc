@@ -152,9 +152,9 @@ namespace {
 // What HoldsRepositories looks through at most before it says yes without knowing.
 constexpr std::size_t kMaxRepositoryScanEntries = 10000;
 
-// The names of the directory `dir_fd` (not "." or ".."), each taken from `budget`; nullopt when
-// it cannot be listed or the budget runs out on it.
-std::optional<std::vector<std::string>> DirectoryNames(int dir_fd, std::size_t& budget) {
+// The names of the directory `dir_fd` (not "." or ".."), each taken from `budget`; an error
+// when it cannot be listed (with its errno) or the budget runs out on it ("limit").
+Result<std::vector<std::string>> DirectoryNames(int dir_fd, std::size_t& budget) {
   std::vector<std::string> names;
   const Status listed = ForEachName(dir_fd, "list", [&](const std::string& name) -> Status {
     if (budget == 0) return Fail("limit", "out of scan budget");
@@ -162,7 +162,7 @@ std::optional<std::vector<std::string>> DirectoryNames(int dir_fd, std::size_t& 
     names.push_back(name);
     return Ok();
   });
-  if (!listed) return std::nullopt;
+  if (!listed) return tl::unexpected(listed.error());
   return names;
 }
 
@@ -195,8 +195,10 @@ bool HoldsRepositories(const std::string& dir) {
     if (IsRepositoryRootAt(sub.Get())) return true;
     auto grandchildren = DirectoryNames(sub.Get(), budget);
     if (!grandchildren) {
-      if (budget == 0) return true;
-      continue;  // one the user cannot read: nothing of it is the command's either
+      // One the user cannot read: nothing of it is the command's either. Anything else (the
+      // budget spent, an I/O error) leaves it unknown.
+      if (grandchildren.error().sys_errno == EACCES) continue;
+      return true;
     }
     for (const auto& g : *grandchildren) {
       if (g.starts_with('.')) continue;

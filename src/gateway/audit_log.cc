@@ -130,7 +130,17 @@ void AuditLog::Flush() {
 
 void AuditLog::FlushOrHandOff() {
   std::unique_lock writing(write_mutex_, std::try_to_lock);
-  if (writing.owns_lock()) WritePending(writing);
+  if (!writing.owns_lock()) {
+    // Left to the writer only while what waits is small: a writer held up (the file's lock held
+    // by a reader, a slow disk) makes the others wait for it again instead of growing the
+    // buffer, and what a crash can lose stays bounded.
+    {
+      std::lock_guard lock(mutex_);
+      if (pending_.size() < kMaxHandedOffBytes) return;
+    }
+    writing.lock();
+  }
+  WritePending(writing);
 }
 
 void AuditLog::WritePending(std::unique_lock<std::mutex>& writing) {

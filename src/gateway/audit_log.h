@@ -1,8 +1,10 @@
 // The session audit log: one JSON line per decision (T1-T6 "every denial is an audit line with
 // its reason"). Lines are buffered and written in batches, one append each: the main loop's
 // once per turn, an I/O thread's once it is about to wait or after a few events in a row
-// (server.h), so a burst costs one syscall and a crash loses at most the batch in progress; a
-// thread that finds another one writing leaves its lines to that one. The file is kept
+// (server.h), so a burst costs one syscall; a thread that finds another one writing leaves its
+// lines to that one while less than kMaxHandedOffBytes wait. A crash loses what is not written
+// yet: the batches in progress, answers to plugins (denials too) already sent; an answer on the
+// control channel is sent only after the lines recorded before it. The file is kept
 // under a cap (common/capped_log.h: the newest lines stay, a marker line tells how much was
 // dropped), so a plugin making many small allowed calls cannot grow it without bound.
 #pragma once
@@ -58,10 +60,11 @@ class AuditLog {
   void Append(std::string_view line);
   // Writes what was recorded so far; batches leave in the order they were recorded.
   void Flush();
-  // Flush, unless another thread is writing: that thread then writes these lines too before it
-  // lets go (what an I/O thread does once it is about to wait, so that it never waits for
-  // another's write).
+  // Flush, unless another thread is writing and less than kMaxHandedOffBytes wait: that thread
+  // then writes these lines too before it lets go (what an I/O thread does once it is about to
+  // wait, so that it never waits for another's write while that write keeps up).
   void FlushOrHandOff();
+  static constexpr size_t kMaxHandedOffBytes = 1u << 20;
 
  private:
   AuditLog(UniqueFd fd, std::string session, uint64_t max_bytes)

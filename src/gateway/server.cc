@@ -125,9 +125,9 @@ void Server::IoLoop() {
   epoll_event events[1];
   // The audit lines of the events this thread served since it last waited are written with one
   // append once it is about to wait, or after kEventsPerAuditWrite events in a row: one write
-  // for a burst instead of one per request, and a crash loses at most the lines of the batch in
-  // progress. While every other I/O thread is busy, what is ready is this one's to serve, so it
-  // looks (without waiting) before it writes; while another one waits, an event that comes
+  // for a burst instead of one per request (a crash loses the lines of the batch in progress; a
+  // stop writes them). While every other I/O thread is busy, what is ready is this one's to serve,
+  // so it looks (without waiting) before it writes; while another one waits, an event that comes
   // wakes that one, and a look would only cost the answer's latency a syscall.
   uint32_t unwritten = 0;
   while (true) {
@@ -158,12 +158,17 @@ void Server::IoLoop() {
       // This thread can serve none of its connections any more, and a connection it would
       // have served waits forever: the gateway stops instead (its connections closed, its
       // session told by the exit status).
-      IoThreadFailed(errno);
+      const int err = errno;
+      audit_->Flush();
+      IoThreadFailed(err);
       return;
     }
     for (int i = 0; i < n; ++i) {
       uint64_t tag = events[i].data.u64;
-      if (static_cast<Tag>(tag >> 56) == kStop) return;
+      if (static_cast<Tag>(tag >> 56) == kStop) {
+        audit_->Flush();
+        return;
+      }
       if (transport_.HandleEvents(tag & ((1ull << 56) - 1), events[i].events) &&
           options_.io_wait_fail_after_for_testing > 0) {
         io_events_taken_.fetch_add(1, std::memory_order_relaxed);
@@ -198,6 +203,9 @@ int Server::Loop() {
     (void)ignored;
     for (auto& t : io_threads_) t.join();
     io_threads_.clear();
+    // The I/O threads' last batches go out before the workers drain the queue, which the stop's
+    // grace may cut short.
+    audit_->Flush();
     queue_.Stop();
   };
   try {

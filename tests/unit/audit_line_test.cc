@@ -2,10 +2,19 @@
 // nlohmann::json's dump(ensure_ascii, replace) writes for the same object, for plain entries and
 // for plugin-controlled text that needs escaping (quotes, control characters, non-ASCII, invalid
 // UTF-8, bidi overrides): one entry is always one line of ASCII.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gateway/audit_log.h"
@@ -108,6 +117,63 @@ TEST(AuditLine, PluginTextIsCutSoOneLineStaysSmall) {
   e.target = std::string(4095, 'a');
   e.reason = "denied: " + e.target;
   EXPECT_EQ(FormatAuditLine(e, "s", 1.5), Reference(e, "s", 1.5));
+}
+
+// An I/O thread that finds another one writing leaves its lines to it, but only while little
+// waits: with a write held up (the file's lock held by a reader), one that has more than
+// kMaxHandedOffBytes waiting waits and writes them itself, so the buffer stays bounded.
+TEST(AuditLog, AHeldUpWriteIsLeftOnlySmallBatches) {
+  char pattern[] = "/tmp/anvil-audit-XXXXXX";
+  ASSERT_NE(::mkdtemp(pattern), nullptr);
+  const std::string path = std::string(pattern) + "/audit.jsonl";
+  auto opened = AuditLog::Open(path, "s1");
+  ASSERT_TRUE(opened.has_value());
+  std::unique_ptr<AuditLog> log(*opened);
+  auto lines_on_disk = [&] {
+    std::ifstream in(path);
+    std::stringstream all;
+    all << in.rdbuf();
+    size_t n = 0;
+    for (char c : all.str()) n += c == '\n';
+    return n;
+  };
+  // A reader holds the file's lock: the first writer waits for it (at most 2 s) holding the
+  // write lock.
+  const int reader = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(reader, 0);
+  ASSERT_EQ(::flock(reader, LOCK_EX), 0);
+  AuditEntry e;
+  e.plugin = "p";
+  e.op = "fs.read";
+  e.target = "f";
+  e.verdict = "allow";
+  log->Record(e);
+  std::thread writer([&] { log->Flush(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // Small: left to the writer, returns at once.
+  log->Record(e);
+  auto t0 = std::chrono::steady_clock::now();
+  log->FlushOrHandOff();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(50));
+  // Large: waits for the writer and writes them.
+  e.target = std::string(4096, 'x');
+  size_t big = 0;
+  while (big <= AuditLog::kMaxHandedOffBytes) {
+    log->Record(e);
+    big += 4096;
+  }
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ::flock(reader, LOCK_UN);
+  });
+  log->FlushOrHandOff();
+  const size_t expected = 2 + big / 4096;
+  EXPECT_EQ(lines_on_disk(), expected);
+  release.join();
+  writer.join();
+  EXPECT_EQ(lines_on_disk(), expected);
+  ::close(reader);
+  std::filesystem::remove_all(pattern);
 }
 
 }  // namespace
