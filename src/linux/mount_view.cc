@@ -182,35 +182,60 @@ Result<UniqueFd> MountpointBeneath(const std::string& base, const std::string& v
   }
 }
 
-// A file Anvil writes into the home (FileView::home_gitconfig, home_profile), unless it holds
-// that content already: a temporary file beside it under a random name (a name a command could
+// The mode of every file Anvil writes into the home, whatever the caller's umask: part of what
+// HoldsHomeFile compares, so it must not vary from run to run.
+constexpr mode_t kHomeFileMode = 0644;
+
+// Whether `name` in the home (`home`) already is the file Anvil writes there, so that it is not
+// written again. Judged on what one descriptor shows, never by name: opened beneath the home
+// without following a link (a planted symlink, or one on the way, is not the file), without
+// blocking (a FIFO); then a regular file of `owner`, with no name but this one (through another
+// the file could be changed behind this check, from outside the view too), Anvil's mode and
+// exactly `content`. Anything else is replaced by WriteHomeFile, as when it is missing.
+bool HoldsHomeFile(int home, const std::string& name, const std::string& content, uid_t owner) {
+  open_how how{};
+  how.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY;
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH;
+  const long fd = syscall(SYS_openat2, home, name.c_str(), &how, sizeof(how));
+  if (fd < 0) return false;
+  UniqueFd file(static_cast<int>(fd));
+  struct stat st {};
+  if (::fstat(file.Get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+      st.st_uid != owner || (st.st_mode & 07777) != kHomeFileMode ||
+      static_cast<size_t>(st.st_size) != content.size()) {
+    return false;
+  }
+  if (content.empty()) return true;
+  // One byte more than the content: a file that grew since the fstat is not it either.
+  std::string have(content.size() + 1, '\0');
+  size_t got = 0;
+  while (got < have.size()) {
+    const ssize_t n = ::read(file.Get(), have.data() + got, have.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  return got == content.size() && have.compare(0, got, content) == 0;
+}
+
+// A file Anvil writes into the home (`home`, the sandbox home's directory in the view being
+// built: FileView::home_gitconfig, home_files), unless it holds that content already
+// (HoldsHomeFile): a temporary file beside it under a random name (a name a command could
 // guess, it could block with a directory), renamed over the name (renameat replaces the entry
 // itself, never what a link there points at). Never best effort: what an earlier command left
 // there (a ~/.gitconfig with core.fsmonitor, a ~/.bash_profile) would run in this run, so a file
 // that cannot be written stops the start, naming what to remove.
-Status WriteHomeFile(const std::string& name, const std::string& content) {
+//
+// Like a file written afresh, one left as it was stays Anvil's only until a command of the same
+// sandbox home changes it: the home is writable in every view of it, including a run of the same
+// workspace going on at this moment. What the check guarantees is what writing it did: at the
+// start of this run the name holds exactly Anvil's file.
+Status WriteHomeFile(int home, const std::string& name, const std::string& content, uid_t owner) {
+  if (HoldsHomeFile(home, name, content, owner)) return Ok();  // as the last run left it
   const std::string shown = "~/" + name + " in the sandbox home";
   const std::string fix =
       " (fix: remove it from the sandbox home: `anvil sandbox --json` shows the home as "
       "home.sandbox_home; deleting the sandbox home is always safe)";
-  UniqueFd home(::open((kNew + g_home_base).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!home) return SysFail("sandbox", "open the sandbox home to write " + shown);
-  open_how how{};
-  how.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
-  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH;
-  long current = syscall(SYS_openat2, home.Get(), name.c_str(), &how, sizeof(how));
-  if (current >= 0) {
-    UniqueFd file(static_cast<int>(current));
-    struct stat st {};
-    if (::fstat(file.Get(), &st) == 0 && S_ISREG(st.st_mode) &&
-        static_cast<size_t>(st.st_size) == content.size()) {
-      std::string have(content.size(), '\0');
-      if (::read(file.Get(), have.data(), have.size()) == static_cast<ssize_t>(have.size()) &&
-          have == content) {
-        return Ok();  // unchanged since the last run wrote it
-      }
-    }
-  }
   UniqueFd out;
   std::string temp;
   for (int attempt = 0; attempt < 16 && !out; ++attempt) {
@@ -221,26 +246,29 @@ Status WriteHomeFile(const std::string& name, const std::string& content) {
     char hex[17];
     std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(random));
     temp = "." + name + ".anvil-" + hex;
-    out.Reset(::openat(home.Get(), temp.c_str(),
-                       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+    out.Reset(::openat(home, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                       kHomeFileMode));
     if (!out && errno != EEXIST) break;
   }
   if (!out) return SysFail("sandbox", "write " + shown + fix);
   const bool written =
+      ::fchmod(out.Get(), kHomeFileMode) == 0 &&
       ::write(out.Get(), content.data(), content.size()) == static_cast<ssize_t>(content.size());
   out.Reset();
   if (!written) {
     const int err = errno;
-    ::unlinkat(home.Get(), temp.c_str(), 0);
+    ::unlinkat(home, temp.c_str(), 0);
     errno = err;
     return SysFail("sandbox", "write " + shown);
   }
-  if (::renameat(home.Get(), temp.c_str(), home.Get(), name.c_str()) != 0) {
+  if (::renameat(home, temp.c_str(), home, name.c_str()) != 0) {
     const int err = errno;
-    ::unlinkat(home.Get(), temp.c_str(), 0);
+    ::unlinkat(home, temp.c_str(), 0);
     return Fail("sandbox",
                 shown + " cannot be replaced by the file Anvil writes there (" +
-                    std::strerror(err) + ": an earlier command left a directory in its place?)" +
+                    std::strerror(err) +
+                    ": an earlier command left a directory in its place, or is it another "
+                    "user's file?)" +
                     fix,
                 err);
   }
@@ -907,12 +935,16 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options) {
   // Written whenever the view shows a sandbox home, empty when there is nothing to say (no git
   // configuration of the user's): what an earlier command left at these names never stays.
   if (!view.home_base.empty()) {
-    ANVIL_RETURN_IF_ERROR(WriteHomeFile(".gitconfig", view.home_gitconfig));
+    UniqueFd home(::open((kNew + g_home_base).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!home)
+      return SysFail("sandbox", "open the sandbox home to write the files Anvil keeps there");
+    const uid_t owner = ::geteuid();
+    ANVIL_RETURN_IF_ERROR(WriteHomeFile(home.Get(), ".gitconfig", view.home_gitconfig, owner));
     // Every start-up file a shell reads from the home on its own (kHomeStartupFiles), where the
     // sandbox home itself holds the place; one another mount shows (`--readable-root ~/.bashrc`)
     // is the user's own, left as it shows it (HomeFilesToWrite, linux/mount_plan.h).
     for (const HomeFile& file : HomeFilesToWrite(view, ops)) {
-      ANVIL_RETURN_IF_ERROR(WriteHomeFile(file.path, file.content));
+      ANVIL_RETURN_IF_ERROR(WriteHomeFile(home.Get(), file.path, file.content, owner));
     }
     // fish's directories (view.home_startup_dirs) are mounts of the plan (kHomeStartupDir).
   }

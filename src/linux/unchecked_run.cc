@@ -43,8 +43,9 @@ bool UncheckedRecordIsLive(int dir_fd, const std::string& name) {
   return probe.l_type == F_WRLCK;
 }
 
-Result<std::vector<LoadedUncheckedRecord>> LoadSettledUncheckedRecords(const std::string& dir) {
-  return LoadUncheckedRecords(dir, UncheckedRecordIsLive);
+Result<std::vector<LoadedUncheckedRecord>> LoadSettledUncheckedRecords(
+    const std::string& dir, std::vector<LoadedUncheckedRecord>* gone) {
+  return LoadUncheckedRecords(dir, UncheckedRecordIsLive, gone);
 }
 
 namespace {
@@ -192,8 +193,12 @@ Result<UncheckedRun> UncheckedRun::Start(const std::vector<std::string>& roots) 
   run.dir_ = UncheckedRecordsDir();
   run.roots_ = roots;
   if (run.dir_.empty()) return run;  // no home: nothing was recorded, nothing can be
-  ANVIL_TRY(loaded, LoadSettledUncheckedRecords(run.dir_));
+  std::vector<LoadedUncheckedRecord> gone;
+  ANVIL_TRY(loaded, LoadSettledUncheckedRecords(run.dir_, &gone));
   run.loaded_ = std::move(*loaded);
+  // Records of workspaces since removed (killed runs' in a temporary directory) would be read
+  // again by every start: gone once, here.
+  RemoveGoneUncheckedRecords(run.dir_, gone);
   std::vector<UncheckedRecord> records;
   for (const auto& l : run.loaded_) {
     if (l.record.trusted &&

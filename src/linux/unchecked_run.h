@@ -25,8 +25,9 @@ namespace anvil {
 bool UncheckedRecordIsLive(int dir_fd, const std::string& name);
 
 // The records plugin admission refuses for: every record but the pending ones of runs still
-// going (those are resolved by their own run).
-Result<std::vector<LoadedUncheckedRecord>> LoadSettledUncheckedRecords(const std::string& dir);
+// going (those are resolved by their own run). `gone`: as LoadUncheckedRecords'.
+Result<std::vector<LoadedUncheckedRecord>> LoadSettledUncheckedRecords(
+    const std::string& dir, std::vector<LoadedUncheckedRecord>* gone = nullptr);
 
 class UncheckedRun {
  public:

@@ -172,9 +172,10 @@ struct FileView {
   // The git dir (and common dir) of a linked worktree that is a writable root, lying outside
   // every root: read roots (writable roots with --writable-git).
   std::vector<std::string> linked_git_dirs;
-  // Written to home_base/.gitconfig once the home is built, when its content differs (a file of
-  // the home, not a bind: one mount less per start; what a command changes there lasts until
-  // the next run writes the copy again).
+  // Written to home_base/.gitconfig once the home is built, unless the file there is exactly
+  // Anvil's: its content, mode, owner and one link (HoldsHomeFile, linux/mount_view.cc). A file
+  // of the home, not a bind: one mount less per start; what a command changes there lasts until
+  // the next run writes the copy again.
   std::string home_gitconfig;
   // The shells' start-up files (policy/sandbox_home.h, kHomeStartupFiles), written beneath
   // home_base the same way at every start: the PATH put back for login shells, nothing

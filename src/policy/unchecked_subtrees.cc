@@ -243,8 +243,8 @@ std::string UncheckedRecordsDir() {
   return grants->substr(0, slash) + "/unchecked";
 }
 
-Result<std::vector<LoadedUncheckedRecord>> LoadUncheckedRecords(const std::string& dir,
-                                                                const UncheckedLiveFn& live) {
+Result<std::vector<LoadedUncheckedRecord>> LoadUncheckedRecords(
+    const std::string& dir, const UncheckedLiveFn& live, std::vector<LoadedUncheckedRecord>* gone) {
   std::vector<LoadedUncheckedRecord> out;
   auto fd = OpenDirectory(dir, DirOpen::kReadNoFollow);
   if (!fd) {
@@ -267,21 +267,24 @@ Result<std::vector<LoadedUncheckedRecord>> LoadUncheckedRecords(const std::strin
   std::sort(names.begin(), names.end());
   for (const auto& name : names) {
     if (live && live(fd->Get(), name)) continue;
-    const std::string shown = QuotePathForMessage(dir + "/" + name);
+    auto shown = [&] { return QuotePathForMessage(dir + "/" + name); };
     OwnerFacts owner;
     auto text = ReadRegularFileNoFollowOwned(fd->Get(), name, kMaxUncheckedRecordBytes, owner);
     if (!text) {
       if (text.error().code == "not_found") continue;  // resolved meanwhile
-      return Fail("invalid", "cannot read the record of unchecked subtrees " + shown + " (" +
+      return Fail("invalid", "cannot read the record of unchecked subtrees " + shown() + " (" +
                                  text.error().message + "); remove it once you have looked");
     }
     auto record = DecodeUncheckedRecord(*text);
     if (!owner.Mine() || owner.others_may_write || !record) {
-      return Fail("invalid", "the record of unchecked subtrees " + shown +
+      return Fail("invalid", "the record of unchecked subtrees " + shown() +
                                  " is not one of yours (owner, mode or contents); remove it "
                                  "once you have looked at what it names");
     }
-    if (RootsGone(*record)) continue;
+    if (RootsGone(*record)) {
+      if (gone != nullptr) gone->push_back({name, std::move(*text), std::move(*record)});
+      continue;
+    }
     out.push_back({name, std::move(*text), std::move(*record)});
   }
   return out;
@@ -330,6 +333,24 @@ Status SaveUncheckedRecord(const std::string& dir, const UncheckedRecord& record
   });
   for (const auto& g : gone) (void)RemoveFileAt(fd->Get(), g);
   return Ok();
+}
+
+void RemoveGoneUncheckedRecords(const std::string& dir,
+                                const std::vector<LoadedUncheckedRecord>& gone) {
+  if (gone.empty()) return;
+  auto fd = OpenDirectory(dir, DirOpen::kReadNoFollow);
+  if (!fd) return;
+  // Under the lock SaveUncheckedRecord and ResolveUncheckedRecord take: a record rewritten
+  // meanwhile (its text changed) is not the one found gone, and stays.
+  auto lock = DirLock::Acquire(fd->Get(), "lock " + dir);
+  if (!lock) return;
+  for (const auto& loaded : gone) {
+    OwnerFacts owner;
+    auto now =
+        ReadRegularFileNoFollowOwned(fd->Get(), loaded.file, kMaxUncheckedRecordBytes, owner);
+    if (!now || *now != loaded.text || !RootsGone(loaded.record)) continue;
+    (void)RemoveFileAt(fd->Get(), loaded.file);
+  }
 }
 
 Status ResolveUncheckedRecord(const std::string& dir, const LoadedUncheckedRecord& loaded,

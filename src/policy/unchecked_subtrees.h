@@ -147,10 +147,19 @@ struct LoadedUncheckedRecord {
 // a regular file, or does not decode is an error naming it (fail closed: it may stand for an
 // unchecked subtree).
 // `live(dir_fd, name)`: the file is the pending record of a run still going (linux/
-// unchecked_run.h), which that run resolves itself: left out.
+// unchecked_run.h), which that run resolves itself: left out. A record none of whose roots
+// exists any more is nothing to refuse for and is left out too; `gone`, when given, gets those
+// (RemoveGoneUncheckedRecords).
 using UncheckedLiveFn = std::function<bool(int dir_fd, const std::string& name)>;
-Result<std::vector<LoadedUncheckedRecord>> LoadUncheckedRecords(const std::string& dir,
-                                                                const UncheckedLiveFn& live = {});
+Result<std::vector<LoadedUncheckedRecord>> LoadUncheckedRecords(
+    const std::string& dir, const UncheckedLiveFn& live = {},
+    std::vector<LoadedUncheckedRecord>* gone = nullptr);
+
+// Removes the records LoadUncheckedRecords found gone, each only while the file still holds
+// what was loaded and its roots are still all missing (best effort: one left is read, and left
+// out, by the next load). Otherwise every later load would read them again, for nothing.
+void RemoveGoneUncheckedRecords(const std::string& dir,
+                                const std::vector<LoadedUncheckedRecord>& gone);
 
 // Makes `dir` (0700) where missing, only in a tree the caller owns: its deepest existing
 // directory must be the caller's ("invalid" otherwise: nothing is made in another user's home).

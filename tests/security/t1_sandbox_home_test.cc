@@ -9,7 +9,9 @@
 #include <sys/un.h>
 
 #include <filesystem>
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "home_fixture.h"
@@ -311,6 +313,124 @@ TEST_P(T1SandboxHome, ShellStartupFilesAnEarlierRunPlantedNeverRun) {
   ASSERT_EQ(Shell("rm -f " + ShellQuote(sandbox_home + "/.config/fish")), 0);
   auto after = Sh("echo ran");
   EXPECT_EQ(after.status, 0) << after.err;
+}
+
+// The files Anvil keeps in the sandbox home (~/.gitconfig, the shells' start-up files) are left
+// alone when they already are Anvil's, so what counts as Anvil's is judged on the file itself,
+// never by name: whatever an earlier command, or anything outside the view, left in the place
+// of one is replaced, and what it led to is not touched. A symlink to a file of the workspace
+// with the very content, a hard link to another file of the home and one to a file outside the
+// sandbox home (another name could change it after the check), a FIFO (the start must not
+// block on it), the content with another mode, other bytes of the same length, and (as root,
+// who can make one) the right file owned by someone else.
+TEST_P(T1SandboxHome, HomeFilesThatAreNotExactlyAnvilsAreReplacedWhateverTheyLeadTo) {
+  const std::string sandbox_home = JsonReport(SandboxSh(home_.workspace(), "true", {"--json"},
+                                                        Options()))["home"]["sandbox_home"]
+                                       .get<std::string>();
+  auto anvils = [&](const char* name) { return ReadFile(sandbox_home + "/" + name); };
+  const std::string bashrc = anvils(".bashrc"), zshrc = anvils(".zshrc"), kshrc = anvils(".kshrc"),
+                    login = anvils(".login");
+  ASSERT_FALSE(login.empty());
+  // What the links lead to: a file of the workspace the view shows, one outside the sandbox home.
+  const std::string target = home_.workspace() + "/target";
+  Put(target, bashrc);
+  const std::string outside = home_.home() + "/outside-kshrc";
+  Put(outside, kshrc);
+  caller_.Give(target);
+  caller_.Give(outside);
+  struct stat target_before {
+  }, outside_before{};
+  ASSERT_EQ(::lstat(target.c_str(), &target_before), 0);
+  ASSERT_EQ(::lstat(outside.c_str(), &outside_before), 0);
+
+  auto planted =
+      Sh("ln -sfn " + ShellQuote(target) +
+         " ~/.bashrc && cp ~/.zshrc ~/keep && ln -f ~/keep ~/.zshrc && rm -f ~/.cshrc "
+         "&& mkfifo ~/.cshrc && chmod 0755 ~/.profile && head -c " +
+         std::to_string(login.size()) + " /dev/zero | tr '\\0' x > ~/.login && echo planted");
+  ASSERT_NE(planted.out.find("planted"), std::string::npos) << planted.err;
+  // Between runs, from outside the view: a hard link to a file outside the sandbox home.
+  ASSERT_EQ(Shell("ln -f " + ShellQuote(outside) + " " + ShellQuote(sandbox_home + "/.kshrc")), 0);
+
+  auto next = Sh("cat ~/.bashrc ~/.zshrc ~/.cshrc >/dev/null && echo ran");
+  EXPECT_EQ(next.status, 0) << next.out << next.err;
+  EXPECT_NE(next.out.find("ran"), std::string::npos) << next.out << next.err;
+
+  for (const char* name :
+       {".bashrc", ".zshrc", ".cshrc", ".profile", ".login", ".kshrc", ".gitconfig"}) {
+    struct stat st {};
+    ASSERT_EQ(::lstat((sandbox_home + "/" + name).c_str(), &st), 0) << name;
+    EXPECT_TRUE(S_ISREG(st.st_mode)) << name;
+    EXPECT_EQ(st.st_nlink, 1u) << name;
+    EXPECT_EQ(st.st_mode & 07777, 0644u) << name;
+    EXPECT_EQ(st.st_uid, caller_.uid()) << name;
+  }
+  EXPECT_EQ(anvils(".login"), login);
+  EXPECT_EQ(anvils(".zshrc"), zshrc);
+  // What the links led to is as it was: the same file, content, link count and times.
+  for (const auto& [path, before, content] :
+       {std::tuple{target, target_before, bashrc}, std::tuple{outside, outside_before, kshrc}}) {
+    struct stat after {};
+    ASSERT_EQ(::lstat(path.c_str(), &after), 0) << path;
+    EXPECT_EQ(after.st_ino, before.st_ino) << path;
+    EXPECT_EQ(after.st_nlink, 1u) << path;
+    EXPECT_EQ(after.st_mtim.tv_sec, before.st_mtim.tv_sec) << path;
+    EXPECT_EQ(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec) << path;
+    EXPECT_EQ(ReadFile(path), content) << path;
+  }
+  struct stat keep {
+  }, zsh{};
+  ASSERT_EQ(::lstat((sandbox_home + "/keep").c_str(), &keep), 0);
+  ASSERT_EQ(::lstat((sandbox_home + "/.zshrc").c_str(), &zsh), 0);
+  EXPECT_NE(keep.st_ino, zsh.st_ino);
+
+  // Anvil's file, owned by another user (root can make one from outside): replaced. Root's
+  // sandbox sees its home through an id mapping that has no id for that user, and the kernel
+  // removes no file of an unmapped owner there: the start stops, naming it, until it is gone.
+  if (::geteuid() != 0) return;
+  const std::string tcshrc = sandbox_home + "/.tcshrc";
+  ASSERT_EQ(Shell("chown 4242 " + ShellQuote(tcshrc)), 0);
+  auto owned = Sh("echo ran");
+  if (Unprivileged()) {
+    EXPECT_EQ(owned.status, 0) << owned.err;
+  } else {
+    EXPECT_EQ(owned.status, 125) << owned.out << owned.err;
+    EXPECT_EQ(owned.out.find("ran"), std::string::npos);
+    EXPECT_NE(owned.err.find(".tcshrc"), std::string::npos) << owned.err;
+    ASSERT_EQ(Shell("rm -f " + ShellQuote(tcshrc)), 0);
+    owned = Sh("echo ran");
+    EXPECT_EQ(owned.status, 0) << owned.err;
+  }
+  EXPECT_NE(owned.out.find("ran"), std::string::npos) << owned.out << owned.err;
+  struct stat st {};
+  ASSERT_EQ(::lstat(tcshrc.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, caller_.uid());
+  EXPECT_EQ(st.st_mode & 07777, 0644u);
+}
+
+// Benign: the files Anvil keeps in the sandbox home are written once, not at every start. A
+// second start finds each as the first left it (the same inode, modification and change times).
+TEST_P(T1SandboxHome, HomeFilesAnvilAlreadyWroteAreNotWrittenAgain) {
+  const std::string sandbox_home = JsonReport(SandboxSh(home_.workspace(), "true", {"--json"},
+                                                        Options()))["home"]["sandbox_home"]
+                                       .get<std::string>();
+  auto facts = [&] {
+    std::map<std::string, std::tuple<ino_t, long, long, long, long>> out;
+    for (const auto& entry : std::filesystem::directory_iterator(sandbox_home)) {
+      struct stat st {};
+      if (::lstat(entry.path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      out[entry.path().filename()] = {st.st_ino, st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
+                                      st.st_ctim.tv_sec, st.st_ctim.tv_nsec};
+    }
+    return out;
+  };
+  const auto first = facts();
+  for (const char* name : {".gitconfig", ".bashrc", ".profile", ".zshenv", ".zshenv.zwc"}) {
+    EXPECT_EQ(first.count(name), 1u) << name;
+  }
+  auto again = Sh("echo ran");
+  EXPECT_EQ(again.status, 0) << again.err;
+  EXPECT_EQ(facts(), first);
 }
 
 // A root you name over one of your start-up files (`--readable-root ~/.bashrc`, for your

@@ -191,6 +191,28 @@ TEST_F(UncheckedRunTest, ARunSaysWhatItTrustsToTheRunsStartedMeanwhile) {
   EXPECT_TRUE(second->LiveOthers().empty());
 }
 
+// Records of workspaces since removed (killed runs' in a temporary directory) are left out of
+// every load; the next run's start removes them, so no later start reads them again. A record
+// of a workspace that is still there stays, and still counts.
+TEST_F(UncheckedRunTest, RecordsOfARemovedWorkspaceAreRemovedByTheNextStart) {
+  const std::string removed = base_ + "/removed";
+  std::filesystem::create_directories(removed);
+  ASSERT_TRUE(SaveUncheckedRecord(dir_, {{removed}, {{removed + "/x", "a"}}}));
+  ASSERT_TRUE(SaveUncheckedRecord(dir_, {{ws_}, {{ws_ + "/y", "b"}}}));
+  std::filesystem::remove_all(removed);
+  const std::string gone_file = dir_ + "/" + UncheckedRecordFileName({removed});
+  ASSERT_TRUE(std::filesystem::exists(gone_file));
+  EXPECT_EQ(All(), 1u);
+  {
+    auto run = UncheckedRun::Start({ws_});
+    ASSERT_TRUE(run) << run.error().ToString();
+    EXPECT_EQ(run->Suspect(), std::vector<std::string>{ws_ + "/y"});
+    EXPECT_FALSE(std::filesystem::exists(gone_file));
+  }
+  EXPECT_EQ(All(), 1u);
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/" + UncheckedRecordFileName({ws_})));
+}
+
 TEST_F(UncheckedRunTest, AnIncompleteCheckIsRecordedInsteadOfThePendingRecord) {
   auto run = UncheckedRun::Start({ws_});
   ASSERT_TRUE(run);
