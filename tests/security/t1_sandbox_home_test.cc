@@ -618,6 +618,25 @@ TEST_P(T1SandboxHome, AnActivatedVirtualenvOutsideTheWorkspaceRunsItself) {
   EXPECT_NE(plain.err.find(home + "/tools/bin"), std::string::npos) << plain.err;
   EXPECT_NE(plain.err.find("--readable-root"), std::string::npos) << plain.err;
 
+  // A long directory (the report's message has room for 239 bytes): the path gives way, never
+  // the fix.
+  std::string long_dir = home + "/tools";
+  while (long_dir.size() < 220) long_dir += "/a-rather-long-directory-name";
+  long_dir += "/bin";
+  Put(long_dir + "/longtool", "#!/bin/sh\necho long-ran\n", 0755);
+  home_.GiveTo(caller_);
+  {
+    RunOptions o;
+    o.cwd = home_.workspace();
+    o.env = {"PATH=" + long_dir + ":/usr/bin:/bin", "HOME=" + home, "LANG=C.UTF-8"};
+    auto long_path = Sandbox(o.cwd, {}, {"longtool"}, Opts(o));
+    EXPECT_EQ(long_path.status, 126) << long_path.out << long_path.err;
+    EXPECT_NE(long_path.err.find("(fix: --readable-root " + home + "/tools/"), std::string::npos)
+        << long_path.err;
+    EXPECT_NE(long_path.err.find("/bin, or readable_roots in config.toml)"), std::string::npos)
+        << long_path.err;
+  }
+
   // A credential location made to look like an environment shows nothing.
   const auto& aws = home_.secrets().at(".aws");
   Put(home + "/.aws/pyvenv.cfg", "home = /usr/bin\n");
