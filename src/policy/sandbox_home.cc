@@ -570,6 +570,11 @@ std::vector<HomeFile> RenderHomeStartupFiles(std::string_view path) {
               std::string(path) + "'\n";
         }
         break;
+      case StartupContent::kInputrc:
+        content =
+            "# Written by Anvil at each start of a sandbox with this home: the system's key\n"
+            "# bindings, nothing of an earlier command's.\n$include /etc/inputrc\n";
+        break;
     }
     out.push_back({std::string(file.path), std::move(content)});
   }

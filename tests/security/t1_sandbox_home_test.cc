@@ -313,6 +313,42 @@ TEST_P(T1SandboxHome, ShellStartupFilesAnEarlierRunPlantedNeverRun) {
   EXPECT_EQ(after.status, 0) << after.err;
 }
 
+// Readline's ~/.inputrc (a key bound to a macro types a command into the next interactive
+// prompt), xonsh's ~/.xonshrc, and the directories PowerShell, nushell, xonsh and elvish load
+// profiles, rc files and modules from once stayed as an earlier run left them in the sandbox
+// home. Now .inputrc is Anvil's (the system's bindings, included), .xonshrc empty, and each
+// directory an empty tmpfs per run. Beside it: a run still writes there for itself.
+TEST_P(T1SandboxHome, OtherShellsStartupFilesAnEarlierRunPlantedAreGone) {
+  const char* files[] = {".inputrc",
+                         ".xonshrc",
+                         ".config/powershell/profile.ps1",
+                         ".local/share/powershell/Modules/evil/evil.psm1",
+                         ".config/nushell/config.nu",
+                         ".local/share/nushell/vendor/autoload/evil.nu",
+                         ".config/xonsh/rc.xsh",
+                         ".config/elvish/rc.elv"};
+  std::string plant;
+  for (const char* file : files) {
+    const std::string path = std::string("~/") + file;
+    plant += "mkdir -p \"$(dirname " + path + ")\" && echo PLANTED > " + path + " && cat " + path +
+             " && ";
+  }
+  auto planted = Sh(plant + "echo planted");
+  EXPECT_EQ(planted.status, 0) << planted.err;
+  EXPECT_NE(planted.out.find("PLANTED\nPLANTED\nPLANTED\nPLANTED\nPLANTED\nPLANTED\nPLANTED\n"
+                             "PLANTED\nplanted"),
+            std::string::npos)
+      << "benign: a run writes there for itself: " << planted.out << planted.err;
+  auto next =
+      Sh("cat ~/.inputrc ~/.xonshrc ~/.config/powershell/profile.ps1 ~/.config/nushell/config.nu "
+         "~/.config/xonsh/rc.xsh ~/.config/elvish/rc.elv 2>/dev/null; "
+         "find ~/.config/powershell ~/.local/share/powershell ~/.config/nushell "
+         "~/.local/share/nushell ~/.config/xonsh ~/.config/elvish -mindepth 1 | wc -l");
+  EXPECT_EQ(next.out.find("PLANTED"), std::string::npos) << next.out << next.err;
+  EXPECT_TRUE(next.out.ends_with("\n0\n")) << next.out << next.err;
+  EXPECT_NE(next.out.find("$include /etc/inputrc\n"), std::string::npos) << next.out;
+}
+
 // A root you name over one of your start-up files (`--readable-root ~/.bashrc`, for your
 // aliases) shows your own file there: Anvil writes a start-up file only where the sandbox home
 // itself holds the place (HomeFilesToWrite). The run used to stop with 125 (the bind's mount

@@ -491,8 +491,9 @@ TEST(HomeStartupFiles, EveryRecognisedShellHasItsStartupFilesOwned) {
       {"dash", {".profile"}},
       {"ash", {".profile"}},
       {"posh", {".profile"}},
-      {"bash", {".profile", ".bash_profile", ".bash_login", ".bashrc", ".bash_logout"}},
-      {"rbash", {".profile", ".bash_profile", ".bash_login", ".bashrc", ".bash_logout"}},
+      {"bash", {".profile", ".bash_profile", ".bash_login", ".bashrc", ".bash_logout", ".inputrc"}},
+      {"rbash",
+       {".profile", ".bash_profile", ".bash_login", ".bashrc", ".bash_logout", ".inputrc"}},
       {"zsh",
        {".zshenv", ".zprofile", ".zshrc", ".zlogin", ".zlogout", ".zshenv.zwc", ".zprofile.zwc",
         ".zshrc.zwc", ".zlogin.zwc", ".zlogout.zwc"}},
@@ -525,6 +526,20 @@ TEST(HomeStartupFiles, EveryRecognisedShellHasItsStartupFilesOwned) {
     }
     return out;
   };
+  // Shells the rules do not read, which a command may run all the same (a later run's
+  // `pwsh -c`, an interactive `nu`): what they read from the home on their own is Anvil's too.
+  const std::map<std::string, std::vector<std::string>> others = {
+      {"pwsh", {".config/powershell", ".local/share/powershell"}},
+      {"nu", {".config/nushell", ".local/share/nushell"}},
+      {"xonsh", {".xonshrc", ".config/xonsh"}},
+      {"elvish", {".config/elvish"}},
+  };
+  for (const auto& [shell, files] : others) {
+    const std::set<std::string> owned = owned_for(shell);
+    for (const std::string& file : files) {
+      EXPECT_TRUE(owned.count(file)) << shell << " reads ~/" << file << ", which is not Anvil's";
+    }
+  }
   for (std::string_view shell : RecognisedShells()) {
     const auto row = reads.find(std::string(shell));
     ASSERT_NE(row, reads.end()) << shell
@@ -553,9 +568,12 @@ TEST(HomeStartupFiles, LoginFilesPutThePathBackAndTheOthersAreEmpty) {
   }
   EXPECT_NE(by_name[".login"].find("\nsetenv PATH '/h/.cargo/bin:/usr/bin'\n"), std::string::npos)
       << by_name[".login"];
+  // Readline reads /etc/inputrc only where ~/.inputrc is missing: Anvil's includes it.
+  EXPECT_NE(by_name[".inputrc"].find("\n$include /etc/inputrc\n"), std::string::npos)
+      << by_name[".inputrc"];
   for (const char* empty :
        {".bashrc", ".bash_logout", ".zshenv", ".zshrc", ".zlogin", ".zlogout", ".zshenv.zwc",
-        ".cshrc", ".tcshrc", ".logout", ".kshrc", ".mkshrc", ".yashrc"}) {
+        ".cshrc", ".tcshrc", ".logout", ".kshrc", ".mkshrc", ".yashrc", ".xonshrc"}) {
     ASSERT_TRUE(by_name.count(empty)) << empty;
     EXPECT_EQ(by_name[empty], "") << empty;
   }
@@ -565,8 +583,12 @@ TEST(HomeStartupFiles, LoginFilesPutThePathBackAndTheOthersAreEmpty) {
       EXPECT_EQ(f.content, "");
     }
   }
-  // No PATH: every file is written, empty.
-  for (const auto& f : RenderHomeStartupFiles("")) EXPECT_EQ(f.content, "") << f.path;
+  // No PATH: every file but .inputrc (no PATH in it) is written, empty.
+  for (const auto& f : RenderHomeStartupFiles("")) {
+    if (f.path != ".inputrc") {
+      EXPECT_EQ(f.content, "") << f.path;
+    }
+  }
 }
 
 // A workspace below a repository's top sees the repository: git's own upward search, stopped
