@@ -551,6 +551,25 @@ TEST_P(T1SandboxHome, AWorkspaceReachedThroughASymlinkIsThereByThatPathToo) {
   caller_.Give(home_.home() + "/links");
   auto home = in(home_link, home_link, "pwd; pwd -P; touch ../x || echo refused");
   EXPECT_EQ(home.out, home_link + "\n" + home_real + "\nrefused\n") << home.err;
+
+  // At the top of the home (~/top-link -> ~/code/app) the link is a name of the sandbox home
+  // itself, which is kept: it stayed there after the run, among what tools keep in the home.
+  // Now the run that ends last takes it away; what a command made there itself stays.
+  const std::string top_link = home_.home() + "/top-link";
+  Shell("ln -s code/app " + ShellQuote(top_link));
+  auto top = in(top_link, top_link,
+                "pwd; cd \"$PWD\" && echo entered; ln -s /etc ~/mine; readlink ~/top-link");
+  EXPECT_EQ(top.out, top_link + "\nentered\n" + home_real + "\n") << top.err;
+  auto report = JsonReport(in(top_link, top_link, "true", {"--json"}));
+  ASSERT_TRUE(report.is_object());
+  const std::string sandbox_home = report["home"]["sandbox_home"].get<std::string>();
+  EXPECT_FALSE(
+      std::filesystem::is_symlink(std::filesystem::symlink_status(sandbox_home + "/top-link")))
+      << "the workspace's link was left in the sandbox home";
+  EXPECT_TRUE(std::filesystem::is_symlink(std::filesystem::symlink_status(sandbox_home + "/mine")))
+      << "a link the command made is the command's";
+  // The host's own link is untouched.
+  EXPECT_TRUE(std::filesystem::is_symlink(std::filesystem::symlink_status(top_link)));
 }
 
 TEST_P(T1SandboxHome, SocketInAToolchainDirectoryIsHidden) {
