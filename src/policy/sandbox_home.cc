@@ -298,6 +298,7 @@ Result<HomeView> PlanHomeView(const HomePlanInput& input, const HomeHost& host) 
     }
     if (auto cred = inside_credential(*resolved, *lexical)) {
       if (!user) return Ok();
+      if (IsGitConfigPath(*cred)) return tl::unexpected(GitConfigRootRefused("readable", *lexical));
       return Fail("invalid", "readable root " + *lexical + " lies inside " + *cred +
                                  ", where credentials live; Anvil never shows those (fix: name "
                                  "the directory the command needs, outside it)");

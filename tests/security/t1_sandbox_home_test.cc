@@ -132,6 +132,29 @@ TEST_P(T1SandboxHome, GitconfigCopyKeepsTheIdentityAndDropsTheToken) {
   EXPECT_NE(next.out.find("Lived In"), std::string::npos) << next.out << next.err;
 }
 
+// ~/.gitconfig named as a root: --readable-root was refused with a fix for directories, and
+// --writable-root failed the set-up ("open writable root ...: Not a directory"). It may hold a
+// token, so it is still never shown, even when named: both are refused before anything runs,
+// saying what it is and that the sandbox's ~/.gitconfig is a sanitized copy. Beside it: without
+// the flag the copy gives git the identity, and the token is in neither.
+TEST_P(T1SandboxHome, GitconfigNamedAsARootIsRefusedNamingTheCopy) {
+  const std::string gitconfig = home_.home() + "/.gitconfig";
+  for (const char* flag : {"--readable-root", "--writable-root"}) {
+    auto r = Sh("cat ~/.gitconfig", {flag, gitconfig});
+    EXPECT_EQ(r.status, 125) << flag << r.out << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_NE(r.err.find(gitconfig + " is your git configuration, which may hold credentials"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("sanitized copy"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find(home_.gitconfig_token()), std::string::npos) << r.err;
+  }
+  auto copy = Sh("git config user.name; cat ~/.gitconfig");
+  EXPECT_EQ(copy.status, 0) << copy.err;
+  EXPECT_EQ(copy.out.find("Lived In"), 0u) << copy.out;
+  EXPECT_EQ(copy.out.find(home_.gitconfig_token()), std::string::npos) << copy.out;
+}
+
 // The files Anvil writes into the sandbox home (~/.gitconfig, ~/.bash_profile, ~/.profile) are
 // Anvil's at every start, whatever a command left: a planted ~/.gitconfig with core.fsmonitor
 // (or a ~/.bash_profile) must not run in the next run. Its temporary name was the name plus

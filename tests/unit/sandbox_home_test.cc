@@ -161,6 +161,35 @@ TEST(PlanHomeView, UserReadableRootInsideACredentialLocationIsRefused) {
   }
 }
 
+// ~/.gitconfig named as a readable root was refused as "inside ~/.gitconfig, where credentials
+// live ... (fix: name the directory the command needs, outside it)", a fix that does not fit a
+// file. It stays refused (it may hold a credential helper or a token in url.*.insteadOf), now
+// saying what it is and that the sandbox's ~/.gitconfig is a sanitized copy; the directory that
+// holds ~/.config/git/config is still shown, the file covered.
+TEST(PlanHomeView, UserReadableRootAtTheGitConfigIsRefusedNamingTheCopy) {
+  for (const char* root : {"~/.gitconfig", "/home/u/.gitconfig", "~/.config/git/config"}) {
+    SCOPED_TRACE(root);
+    FakeHome f = LivedInHome();
+    f.entries["/home/u/.config/git"] = Kind::kDirectory;
+    f.entries["/home/u/.config/git/config"] = Kind::kFile;
+    HomePlanInput in = Input();
+    in.readable_roots = {root};
+    auto plan = PlanHomeView(in, f.Host());
+    ASSERT_FALSE(plan);
+    EXPECT_EQ(plan.error().code, "invalid");
+    EXPECT_NE(plan.error().message.find(" is your git configuration, which may hold credentials"),
+              std::string::npos)
+        << plan.error().message;
+    EXPECT_NE(plan.error().message.find("sanitized copy"), std::string::npos);
+  }
+  FakeHome f = LivedInHome();
+  f.entries["/home/u/.config/git"] = Kind::kDirectory;
+  f.entries["/home/u/.config/git/config"] = Kind::kFile;
+  HomePlanInput in = Input();
+  in.readable_roots = {"~/.config/git"};
+  EXPECT_TRUE(PlanHomeView(in, f.Host()));
+}
+
 TEST(PlanHomeView, UserReadableRootCoveringTheHomeIsRefusedWhileTheSandboxHasOne) {
   HomePlanInput in = Input();
   in.readable_roots = {"~"};
