@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <linux/openat2.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -96,6 +97,17 @@ std::string g_home_base;
 // sandboxed commands wrote — the command's home and the workspace's kept /tmp
 // (FileView::tmp_bind). Empty: nowhere.
 std::vector<std::string> g_command_written;
+
+// The workspace's logical path made as a link at the top of the sandbox home or the kept /tmp
+// (LinkLogicalWorkspace): the directory held shared while the run lasts, the link's name and
+// where it leads; RemoveWorkspaceLink takes it away when the run ends, so that it is not left
+// among what tools keep there.
+struct WorkspaceLinkHold {
+  UniqueFd parent;
+  std::string name;
+  std::string target;
+};
+WorkspaceLinkHold g_workspace_link;
 
 // The deepest of g_command_written that holds `view_path` strictly; nullptr: none.
 const std::string* CommandWrittenBase(const std::string& view_path) {
@@ -478,10 +490,17 @@ Status LinkLogicalWorkspace(const FileView& view) {
   const std::string dir = slash == 0 ? "/" : link.substr(0, slash);
   const std::string name = link.substr(slash + 1);
   UniqueFd parent;
+  bool kept_dir = false;  // the link is a name of the sandbox home's or kept /tmp's own top
   if (const std::string* base = CommandWrittenBase(link)) {
     if (dir == *base) {
-      parent = UniqueFd(::open((kNew + dir).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+      // Held shared while the run lasts (RemoveWorkspaceLink): waits only while a finishing
+      // run of this workspace holds it exclusively to remove the link.
+      parent = UniqueFd(::open((kNew + dir).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
       if (!parent) return SysFail("sandbox", "open " + dir);
+      while (::flock(parent.Get(), LOCK_SH) != 0) {
+        if (errno != EINTR) return SysFail("sandbox", "lock " + dir);
+      }
+      kept_dir = true;
     } else {
       ANVIL_TRY(made, MountpointBeneath(*base, dir, /*directory=*/true, /*create=*/true));
       parent = std::move(*made);
@@ -496,8 +515,10 @@ Status LinkLogicalWorkspace(const FileView& view) {
     if (!S_ISLNK(st.st_mode)) return Ok();  // not the view's to replace
     char target[PATH_MAX];
     const ssize_t n = ::readlinkat(parent.Get(), name.c_str(), target, sizeof(target));
-    if (n >= 0 && std::string(target, static_cast<size_t>(n)) == view.workspace) return Ok();
-    if (::unlinkat(parent.Get(), name.c_str(), 0) != 0) return SysFail("sandbox", "unlink " + link);
+    const bool ours = n >= 0 && std::string(target, static_cast<size_t>(n)) == view.workspace;
+    if (!ours && ::unlinkat(parent.Get(), name.c_str(), 0) != 0) {
+      return SysFail("sandbox", "unlink " + link);
+    }
   } else if (errno != ENOENT) {
     return SysFail("sandbox", "stat " + link);
   }
@@ -505,8 +526,27 @@ Status LinkLogicalWorkspace(const FileView& view) {
   if (::symlinkat(view.workspace.c_str(), parent.Get(), name.c_str()) != 0 && errno != EEXIST) {
     return SysFail("sandbox", "symlink " + link);
   }
+  if (kept_dir) g_workspace_link = {std::move(parent), name, view.workspace};
   return Ok();
 }
+
+}  // namespace
+
+void RemoveWorkspaceLink() {
+  WorkspaceLinkHold hold = std::move(g_workspace_link);
+  g_workspace_link = {};
+  if (!hold.parent) return;
+  // Another run of the workspace still holds the directory (and may stand in the link): the
+  // last one to end removes it. A name that leads elsewhere now is not the view's.
+  if (::flock(hold.parent.Get(), LOCK_EX | LOCK_NB) != 0) return;
+  char target[PATH_MAX];
+  const ssize_t n = ::readlinkat(hold.parent.Get(), hold.name.c_str(), target, sizeof(target));
+  if (n >= 0 && std::string(target, static_cast<size_t>(n)) == hold.target) {
+    (void)::unlinkat(hold.parent.Get(), hold.name.c_str(), 0);
+  }
+}
+
+namespace {
 
 // Makes each way down to the workspace read-only (the last mount point beneath it is made).
 Status SealWays() {

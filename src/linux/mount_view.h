@@ -52,6 +52,12 @@ Status BuildMountView(const FileView& view, const MountViewOptions& options);
 // from its idmapped tree for root's sandbox.
 Status FinishMountView(const FileView& view, const std::vector<std::string>& idmapped_roots);
 
+// In init, once the command has ended: removes the workspace's logical path (FileView::
+// workspace_link) where BuildMountView made or found it at the top of the sandbox home or the
+// kept /tmp, both kept between runs, unless another run of the workspace still holds it there.
+// Best effort: a link left (init killed) is replaced or reused by the next run.
+void RemoveWorkspaceLink();
+
 // After BuildMountView: checks that the walls are really there (root is our tmpfs, every
 // read-only path is on a read-only mount). A view that fails this never runs a command.
 Status VerifyMountView(const FileView& view);

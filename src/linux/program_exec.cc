@@ -5,11 +5,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstring>
 #include <sstream>
+#include <tuple>
 
 namespace anvil {
 
@@ -92,6 +94,38 @@ std::string ProgramDirectory(const std::string& path, const std::string& cwd) {
   while (dir.rfind("./", 0) == 0) dir.erase(0, 2);
   if (dir == ".") return cwd;
   return cwd == "/" ? "/" + dir : cwd + "/" + dir;
+}
+
+std::string NotInViewMessage(std::string_view program, const std::string& dir, bool hidden_link,
+                             size_t max) {
+  const std::string more =
+      hidden_link ? "; an activated virtualenv is shown by itself" : "; or --read-access full";
+  const std::string link_note = " (the link there is not run as its target)";
+  auto compose = [&](std::string_view prog, const std::string& named, bool note,
+                     const std::string& shown, bool second) {
+    return std::string(prog) + ": " + named + " is not in the sandbox's view" +
+           (note ? link_note : "") + " (fix: --readable-root " + shown +
+           ", or readable_roots in config.toml" + (second ? more : "") + ")";
+  };
+  const std::string its = "its directory";
+  for (const auto& [named, note, second] :
+       {std::tuple{dir, hidden_link, true}, std::tuple{dir, hidden_link, false},
+        std::tuple{its, hidden_link, false}, std::tuple{its, false, false}}) {
+    std::string m = compose(program, named, note, dir, second);
+    if (m.size() <= max) return m;
+  }
+  // Still too long: a long program name, then the path's middle (its head and its own
+  // directory's name stay, which say where it is).
+  const std::string_view prog = program.substr(0, std::min<size_t>(program.size(), 32));
+  const size_t fixed = compose(prog, its, false, "", false).size();
+  const std::string dots = "...";
+  if (fixed + dots.size() + 2 > max) return compose(prog, its, false, "", false).substr(0, max);
+  const size_t room = max - fixed - dots.size();
+  const size_t tail = std::min(dir.size(), room - room / 3);
+  const size_t head = room - tail;
+  const std::string shown =
+      dir.size() <= room ? dir : dir.substr(0, head) + dots + dir.substr(dir.size() - tail);
+  return compose(prog, its, false, shown, false);
 }
 
 namespace {

@@ -57,6 +57,14 @@ ExecWay ChooseExecWay(const std::optional<FileId>& path_in_view, const FileId& o
 // "" for an empty path. Pure.
 std::string ProgramDirectory(const std::string& path, const std::string& cwd);
 
+// The message for a program the view does not show: `program` lies in `dir`, which is not in
+// the sandbox's view (`hidden_link`: the path is a symbolic link there, not run as its target),
+// and the fix, `--readable-root DIR`, in at most `max` bytes (the report record's room). What
+// gives way to a long path is, in turn: the second fix, the directory named before the fix, the
+// note about the link, then the middle of the path itself; the fix is never cut. Pure.
+std::string NotInViewMessage(std::string_view program, const std::string& dir, bool hidden_link,
+                             size_t max);
+
 // What to add to "CMD: command not found on PATH" when CMD is no program at all: a shell
 // builtin (`cd`, `source`), a variable assignment (`FOO=1`), a whole command line in one
 // argument (`'make -v'`) — each with its fix; "" otherwise. Pure.

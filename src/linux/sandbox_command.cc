@@ -230,14 +230,9 @@ constexpr Step kSteps[] = {
     const std::string dir = ProgramDirectory(spec.program_path, spec.cwd);
     struct stat st {};
     if (!dir.empty() && ::stat(dir.c_str(), &st) != 0) {
-      // The fix first: the report's message has room for 239 bytes.
-      why = std::string(spec.argv[0]) + ": " + dir + " is not in the sandbox's view" +
-            (failed.hidden ? " (the link there is not run as its target)" : "") +
-            " (fix: --readable-root " + dir + ", or readable_roots in config.toml";
-      const std::string more = failed.hidden ? "; an activated virtualenv is shown by itself"
-                                             : "; or --read-access full";
-      if (why.size() + more.size() + 1 < 240) why += more;
-      why += ")";
+      // The report's message has room for sizeof(Record::message) - 1 bytes: a long path gives
+      // way, never the fix.
+      why = NotInViewMessage(spec.argv[0], dir, failed.hidden, sizeof(Record::message) - 1);
     } else {
       why +=
           " (outside the paths this policy can read? fix: --readable-root DIR for its "

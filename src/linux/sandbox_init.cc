@@ -396,6 +396,7 @@ void TakeWarmCall(Plan& plan) {
       (void)ignored;
     }
   }
+  RemoveWorkspaceLink();
   _exit(command_done ? 0 : 124);
 }
 

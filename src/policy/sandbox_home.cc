@@ -298,6 +298,7 @@ Result<HomeView> PlanHomeView(const HomePlanInput& input, const HomeHost& host) 
     }
     if (auto cred = inside_credential(*resolved, *lexical)) {
       if (!user) return Ok();
+      if (IsGitConfigPath(*cred)) return tl::unexpected(GitConfigRootRefused("readable", *lexical));
       return Fail("invalid", "readable root " + *lexical + " lies inside " + *cred +
                                  ", where credentials live; Anvil never shows those (fix: name "
                                  "the directory the command needs, outside it)");
@@ -569,6 +570,11 @@ std::vector<HomeFile> RenderHomeStartupFiles(std::string_view path) {
               "# gave the command, with your toolchains on it.\nsetenv PATH '" +
               std::string(path) + "'\n";
         }
+        break;
+      case StartupContent::kInputrc:
+        content =
+            "# Written by Anvil at each start of a sandbox with this home: the system's key\n"
+            "# bindings, nothing of an earlier command's.\n$include /etc/inputrc\n";
         break;
     }
     out.push_back({std::string(file.path), std::move(content)});

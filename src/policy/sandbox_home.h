@@ -307,6 +307,7 @@ enum class StartupContent {
   kEmpty,    // nothing (the file exists, so nothing of an earlier command's stays)
   kShPath,   // RenderHomeProfile: `PATH='…'; export PATH`
   kCshPath,  // `setenv PATH '…'` (csh and tcsh), when the PATH needs no quoting csh lacks
+  kInputrc,  // `$include /etc/inputrc`: readline reads /etc/inputrc only without ~/.inputrc
 };
 struct HomeStartupFile {
   std::string_view path;    // relative to the home
@@ -345,12 +346,17 @@ inline constexpr HomeStartupFile kHomeStartupFiles[] = {
     {".mkshrc", "mksh rmksh lksh", "interactive mksh and lksh ($ENV's default)"},
     {".yash_profile", "yash", "yash login shells", StartupContent::kShPath},
     {".yashrc", "yash", "interactive yash"},
+    // Not a shell's own, but read by the line editor of interactive bash (and of every readline
+    // program): a key bound to a macro types a command into the next prompt.
+    {".inputrc", "bash rbash", "readline: key bindings and macros", StartupContent::kInputrc},
+    {".xonshrc", "xonsh", "every xonsh, -c included (unless --no-rc)"},
 };
 // Directories a shell loads code from by name, where owning one file would not be enough: fish
 // runs ~/.config/fish/config.fish, every conf.d/*.fish, autoloads functions/NAME.fish when a
 // command NAME runs, keeps universal variables (fish_variables) there, and loads
-// ~/.local/share/fish/vendor_conf.d and vendor_functions.d. Each is an empty tmpfs of its own
-// in every run: what a command writes there lasts for that run only.
+// ~/.local/share/fish/vendor_conf.d and vendor_functions.d; PowerShell, nushell, xonsh and
+// elvish keep their profiles, rc files and autoloaded modules in directories too. Each is an
+// empty tmpfs of its own in every run: what a command writes there lasts for that run only.
 struct HomeStartupDir {
   std::string_view path;
   std::string_view shells;
@@ -359,6 +365,13 @@ struct HomeStartupDir {
 inline constexpr HomeStartupDir kHomeStartupDirs[] = {
     {".config/fish", "fish", "config.fish, conf.d, functions (autoloaded), universal variables"},
     {".local/share/fish", "fish", "vendor_conf.d, vendor_functions.d, generated completions"},
+    // Shells the rules do not read (policy/command_segments.h), run all the same.
+    {".config/powershell", "pwsh", "profile.ps1 and Microsoft.PowerShell_profile.ps1, -c included"},
+    {".local/share/powershell", "pwsh", "Modules, imported when a command they export is run"},
+    {".config/nushell", "nu", "env.nu, config.nu, login.nu, autoload/"},
+    {".local/share/nushell", "nu", "vendor/autoload"},
+    {".config/xonsh", "xonsh", "rc.xsh and rc.d/*.xsh, -c included"},
+    {".config/elvish", "elvish", "rc.elv"},
 };
 // The start-up files to write into the sandbox home, each with its content, for a command whose
 // PATH is `path` ("" when it has none: the login files are empty then too).

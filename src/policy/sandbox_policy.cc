@@ -273,6 +273,21 @@ Error SymlinkedProtectedDirectory(const std::string& candidate, bool git) {
 
 }  // namespace
 
+bool IsGitConfigPath(std::string_view path) {
+  return path.ends_with("/.gitconfig") || path.ends_with("/.config/git/config");
+}
+
+Error GitConfigRootRefused(std::string_view kind, const std::string& path) {
+  return Error("invalid",
+               std::string(kind) + " root " + path +
+                   " is your git configuration, which may hold credentials (credential "
+                   "helpers, tokens in url.*.insteadOf or http.extraHeader) and is never shown, "
+                   "even when named; the sandbox's ~/.gitconfig is a sanitized copy of it "
+                   "(identity, aliases, everyday settings) (fix: drop the root; for a setting "
+                   "the copy leaves out, `git -c KEY=VALUE` or `git config --global` inside, "
+                   "for that run)");
+}
+
 Result<std::vector<std::string>> WritableRootsOf(const SandboxPolicy& policy, const HostFs& host) {
   if (!policy.ConfinesFilesystem()) {
     return Fail("invalid", "policy " + std::string(ToString(policy.kind)) +
@@ -295,6 +310,16 @@ Result<std::vector<std::string>> WritableRootsOf(const SandboxPolicy& policy, co
     for (const auto& root : policy.extra_writable_roots) {
       auto resolved = host.resolve(root);
       if (!resolved) return Fail("invalid", "writable root does not exist: " + root);
+      if (IsGitConfigPath(root) || IsGitConfigPath(*resolved)) {
+        return tl::unexpected(GitConfigRootRefused("writable", root));
+      }
+      // A file cannot be bound writable with what is kept read-only in it (a writable root is
+      // a directory); said here rather than as an open(2) error of the set-up.
+      if (host.lstat_kind && host.lstat_kind(*resolved) == HostFs::Kind::kRegular) {
+        return Fail("invalid", "writable root " + root +
+                                   " is a file; a writable root is a directory (fix: name the "
+                                   "directory that holds it)");
+      }
       AddUnique(writable, *resolved);
     }
   } else {

@@ -247,6 +247,14 @@ struct HostFs {
 // True when `path` equals `root` or lies beneath it (component-wise, both canonical).
 bool PathIsWithin(std::string_view path, std::string_view root);
 
+// Whether `path` names a user's git configuration (…/.gitconfig, …/.config/git/config): a
+// credential location (credential helpers, tokens in url.*.insteadOf or http.extraHeader) that
+// the sandbox shows only as a sanitized copy, never as it is.
+bool IsGitConfigPath(std::string_view path);
+// The error for `path`, such a file, named as a `kind` ("readable", "writable") root: refused
+// even when named, with the copy the sandbox shows instead and the ways to change a setting.
+Error GitConfigRootRefused(std::string_view kind, const std::string& path);
+
 // The writable roots of `policy`, canonical, the workspace first, once each, after every check
 // of the policy that ComputeFileView makes (the same errors, in the same order, up to and
 // including a protected directory at a root's top that is a symbolic link): what a run needs

@@ -134,6 +134,29 @@ TEST_P(T1SandboxHome, GitconfigCopyKeepsTheIdentityAndDropsTheToken) {
   EXPECT_NE(next.out.find("Lived In"), std::string::npos) << next.out << next.err;
 }
 
+// ~/.gitconfig named as a root: --readable-root was refused with a fix for directories, and
+// --writable-root failed the set-up ("open writable root ...: Not a directory"). It may hold a
+// token, so it is still never shown, even when named: both are refused before anything runs,
+// saying what it is and that the sandbox's ~/.gitconfig is a sanitized copy. Beside it: without
+// the flag the copy gives git the identity, and the token is in neither.
+TEST_P(T1SandboxHome, GitconfigNamedAsARootIsRefusedNamingTheCopy) {
+  const std::string gitconfig = home_.home() + "/.gitconfig";
+  for (const char* flag : {"--readable-root", "--writable-root"}) {
+    auto r = Sh("cat ~/.gitconfig", {flag, gitconfig});
+    EXPECT_EQ(r.status, 125) << flag << r.out << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_NE(r.err.find(gitconfig + " is your git configuration, which may hold credentials"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("sanitized copy"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find(home_.gitconfig_token()), std::string::npos) << r.err;
+  }
+  auto copy = Sh("git config user.name; cat ~/.gitconfig");
+  EXPECT_EQ(copy.status, 0) << copy.err;
+  EXPECT_EQ(copy.out.find("Lived In"), 0u) << copy.out;
+  EXPECT_EQ(copy.out.find(home_.gitconfig_token()), std::string::npos) << copy.out;
+}
+
 // The files Anvil writes into the sandbox home (~/.gitconfig, ~/.bash_profile, ~/.profile) are
 // Anvil's at every start, whatever a command left: a planted ~/.gitconfig with core.fsmonitor
 // (or a ~/.bash_profile) must not run in the next run. Its temporary name was the name plus
@@ -433,6 +456,42 @@ TEST_P(T1SandboxHome, HomeFilesAnvilAlreadyWroteAreNotWrittenAgain) {
   EXPECT_EQ(facts(), first);
 }
 
+// Readline's ~/.inputrc (a key bound to a macro types a command into the next interactive
+// prompt), xonsh's ~/.xonshrc, and the directories PowerShell, nushell, xonsh and elvish load
+// profiles, rc files and modules from once stayed as an earlier run left them in the sandbox
+// home. Now .inputrc is Anvil's (the system's bindings, included), .xonshrc empty, and each
+// directory an empty tmpfs per run. Beside it: a run still writes there for itself.
+TEST_P(T1SandboxHome, OtherShellsStartupFilesAnEarlierRunPlantedAreGone) {
+  const char* files[] = {".inputrc",
+                         ".xonshrc",
+                         ".config/powershell/profile.ps1",
+                         ".local/share/powershell/Modules/evil/evil.psm1",
+                         ".config/nushell/config.nu",
+                         ".local/share/nushell/vendor/autoload/evil.nu",
+                         ".config/xonsh/rc.xsh",
+                         ".config/elvish/rc.elv"};
+  std::string plant;
+  for (const char* file : files) {
+    const std::string path = std::string("~/") + file;
+    plant += "mkdir -p \"$(dirname " + path + ")\" && echo PLANTED > " + path + " && cat " + path +
+             " && ";
+  }
+  auto planted = Sh(plant + "echo planted");
+  EXPECT_EQ(planted.status, 0) << planted.err;
+  EXPECT_NE(planted.out.find("PLANTED\nPLANTED\nPLANTED\nPLANTED\nPLANTED\nPLANTED\nPLANTED\n"
+                             "PLANTED\nplanted"),
+            std::string::npos)
+      << "benign: a run writes there for itself: " << planted.out << planted.err;
+  auto next =
+      Sh("cat ~/.inputrc ~/.xonshrc ~/.config/powershell/profile.ps1 ~/.config/nushell/config.nu "
+         "~/.config/xonsh/rc.xsh ~/.config/elvish/rc.elv 2>/dev/null; "
+         "find ~/.config/powershell ~/.local/share/powershell ~/.config/nushell "
+         "~/.local/share/nushell ~/.config/xonsh ~/.config/elvish -mindepth 1 | wc -l");
+  EXPECT_EQ(next.out.find("PLANTED"), std::string::npos) << next.out << next.err;
+  EXPECT_TRUE(next.out.ends_with("\n0\n")) << next.out << next.err;
+  EXPECT_NE(next.out.find("$include /etc/inputrc\n"), std::string::npos) << next.out;
+}
+
 // A root you name over one of your start-up files (`--readable-root ~/.bashrc`, for your
 // aliases) shows your own file there: Anvil writes a start-up file only where the sandbox home
 // itself holds the place (HomeFilesToWrite). The run used to stop with 125 (the bind's mount
@@ -635,6 +694,25 @@ TEST_P(T1SandboxHome, AWorkspaceReachedThroughASymlinkIsThereByThatPathToo) {
   caller_.Give(home_.home() + "/links");
   auto home = in(home_link, home_link, "pwd; pwd -P; touch ../x || echo refused");
   EXPECT_EQ(home.out, home_link + "\n" + home_real + "\nrefused\n") << home.err;
+
+  // At the top of the home (~/top-link -> ~/code/app) the link is a name of the sandbox home
+  // itself, which is kept: it stayed there after the run, among what tools keep in the home.
+  // Now the run that ends last takes it away; what a command made there itself stays.
+  const std::string top_link = home_.home() + "/top-link";
+  Shell("ln -s code/app " + ShellQuote(top_link));
+  auto top = in(top_link, top_link,
+                "pwd; cd \"$PWD\" && echo entered; ln -s /etc ~/mine; readlink ~/top-link");
+  EXPECT_EQ(top.out, top_link + "\nentered\n" + home_real + "\n") << top.err;
+  auto report = JsonReport(in(top_link, top_link, "true", {"--json"}));
+  ASSERT_TRUE(report.is_object());
+  const std::string sandbox_home = report["home"]["sandbox_home"].get<std::string>();
+  EXPECT_FALSE(
+      std::filesystem::is_symlink(std::filesystem::symlink_status(sandbox_home + "/top-link")))
+      << "the workspace's link was left in the sandbox home";
+  EXPECT_TRUE(std::filesystem::is_symlink(std::filesystem::symlink_status(sandbox_home + "/mine")))
+      << "a link the command made is the command's";
+  // The host's own link is untouched.
+  EXPECT_TRUE(std::filesystem::is_symlink(std::filesystem::symlink_status(top_link)));
 }
 
 TEST_P(T1SandboxHome, SocketInAToolchainDirectoryIsHidden) {
@@ -737,6 +815,25 @@ TEST_P(T1SandboxHome, AnActivatedVirtualenvOutsideTheWorkspaceRunsItself) {
   EXPECT_EQ(plain.status, 126) << plain.out << plain.err;
   EXPECT_NE(plain.err.find(home + "/tools/bin"), std::string::npos) << plain.err;
   EXPECT_NE(plain.err.find("--readable-root"), std::string::npos) << plain.err;
+
+  // A long directory (the report's message has room for 239 bytes): the path gives way, never
+  // the fix.
+  std::string long_dir = home + "/tools";
+  while (long_dir.size() < 220) long_dir += "/a-rather-long-directory-name";
+  long_dir += "/bin";
+  Put(long_dir + "/longtool", "#!/bin/sh\necho long-ran\n", 0755);
+  home_.GiveTo(caller_);
+  {
+    RunOptions o;
+    o.cwd = home_.workspace();
+    o.env = {"PATH=" + long_dir + ":/usr/bin:/bin", "HOME=" + home, "LANG=C.UTF-8"};
+    auto long_path = Sandbox(o.cwd, {}, {"longtool"}, Opts(o));
+    EXPECT_EQ(long_path.status, 126) << long_path.out << long_path.err;
+    EXPECT_NE(long_path.err.find("(fix: --readable-root " + home + "/tools/"), std::string::npos)
+        << long_path.err;
+    EXPECT_NE(long_path.err.find("/bin, or readable_roots in config.toml)"), std::string::npos)
+        << long_path.err;
+  }
 
   // A credential location made to look like an environment shows nothing.
   const auto& aws = home_.secrets().at(".aws");

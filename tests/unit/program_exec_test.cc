@@ -51,6 +51,33 @@ TEST(ChooseExecWay, ALinkWhoseDirectoryIsNotShownIsNeverRunAsItsTarget) {
   }
 }
 
+// The report record has room for 239 bytes: a long directory once pushed the fix out of the
+// message ("... (fix: --readable-r"). Now the path gives way, never the fix; a short one keeps
+// every word.
+TEST(NotInViewMessage, ALongPathGivesWayNeverTheFix) {
+  const std::string shortdir = "/home/u/v2/bin";
+  EXPECT_EQ(NotInViewMessage("python", shortdir, true, 239),
+            "python: /home/u/v2/bin is not in the sandbox's view (the link there is not run as "
+            "its target) (fix: --readable-root /home/u/v2/bin, or readable_roots in config.toml; "
+            "an activated virtualenv is shown by itself)");
+  for (size_t length : {60u, 110u, 150u, 200u, 239u, 400u, 4000u}) {
+    std::string dir = "/home/u";
+    while (dir.size() < length) dir += "/deeper";
+    dir += "/env-name/bin";
+    for (bool hidden : {false, true}) {
+      const std::string m =
+          NotInViewMessage("a-program-with-a-rather-long-name-indeed", dir, hidden, 239);
+      EXPECT_LE(m.size(), 239u) << m;
+      EXPECT_NE(m.find(" (fix: --readable-root /home/u/"), std::string::npos) << m;
+      EXPECT_NE(m.find("/env-name/bin, or readable_roots in config.toml"), std::string::npos) << m;
+      EXPECT_EQ(m.back(), ')') << m;
+      if (dir.size() < 100) {
+        EXPECT_NE(m.find("--readable-root " + dir + ","), std::string::npos) << m;
+      }
+    }
+  }
+}
+
 TEST(ProgramDirectory, AbsoluteFromTheWorkingDirectory) {
   EXPECT_EQ(ProgramDirectory("/home/u/v2/bin/python", "/ws"), "/home/u/v2/bin");
   EXPECT_EQ(ProgramDirectory("rel/tool", "/ws"), "/ws/rel");

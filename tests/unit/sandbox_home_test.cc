@@ -161,6 +161,35 @@ TEST(PlanHomeView, UserReadableRootInsideACredentialLocationIsRefused) {
   }
 }
 
+// ~/.gitconfig named as a readable root was refused as "inside ~/.gitconfig, where credentials
+// live ... (fix: name the directory the command needs, outside it)", a fix that does not fit a
+// file. It stays refused (it may hold a credential helper or a token in url.*.insteadOf), now
+// saying what it is and that the sandbox's ~/.gitconfig is a sanitized copy; the directory that
+// holds ~/.config/git/config is still shown, the file covered.
+TEST(PlanHomeView, UserReadableRootAtTheGitConfigIsRefusedNamingTheCopy) {
+  for (const char* root : {"~/.gitconfig", "/home/u/.gitconfig", "~/.config/git/config"}) {
+    SCOPED_TRACE(root);
+    FakeHome f = LivedInHome();
+    f.entries["/home/u/.config/git"] = Kind::kDirectory;
+    f.entries["/home/u/.config/git/config"] = Kind::kFile;
+    HomePlanInput in = Input();
+    in.readable_roots = {root};
+    auto plan = PlanHomeView(in, f.Host());
+    ASSERT_FALSE(plan);
+    EXPECT_EQ(plan.error().code, "invalid");
+    EXPECT_NE(plan.error().message.find(" is your git configuration, which may hold credentials"),
+              std::string::npos)
+        << plan.error().message;
+    EXPECT_NE(plan.error().message.find("sanitized copy"), std::string::npos);
+  }
+  FakeHome f = LivedInHome();
+  f.entries["/home/u/.config/git"] = Kind::kDirectory;
+  f.entries["/home/u/.config/git/config"] = Kind::kFile;
+  HomePlanInput in = Input();
+  in.readable_roots = {"~/.config/git"};
+  EXPECT_TRUE(PlanHomeView(in, f.Host()));
+}
+
 TEST(PlanHomeView, UserReadableRootCoveringTheHomeIsRefusedWhileTheSandboxHasOne) {
   HomePlanInput in = Input();
   in.readable_roots = {"~"};
@@ -491,8 +520,9 @@ TEST(HomeStartupFiles, EveryRecognisedShellHasItsStartupFilesOwned) {
       {"dash", {".profile"}},
       {"ash", {".profile"}},
       {"posh", {".profile"}},
-      {"bash", {".profile", ".bash_profile", ".bash_login", ".bashrc", ".bash_logout"}},
-      {"rbash", {".profile", ".bash_profile", ".bash_login", ".bashrc", ".bash_logout"}},
+      {"bash", {".profile", ".bash_profile", ".bash_login", ".bashrc", ".bash_logout", ".inputrc"}},
+      {"rbash",
+       {".profile", ".bash_profile", ".bash_login", ".bashrc", ".bash_logout", ".inputrc"}},
       {"zsh",
        {".zshenv", ".zprofile", ".zshrc", ".zlogin", ".zlogout", ".zshenv.zwc", ".zprofile.zwc",
         ".zshrc.zwc", ".zlogin.zwc", ".zlogout.zwc"}},
@@ -525,6 +555,20 @@ TEST(HomeStartupFiles, EveryRecognisedShellHasItsStartupFilesOwned) {
     }
     return out;
   };
+  // Shells the rules do not read, which a command may run all the same (a later run's
+  // `pwsh -c`, an interactive `nu`): what they read from the home on their own is Anvil's too.
+  const std::map<std::string, std::vector<std::string>> others = {
+      {"pwsh", {".config/powershell", ".local/share/powershell"}},
+      {"nu", {".config/nushell", ".local/share/nushell"}},
+      {"xonsh", {".xonshrc", ".config/xonsh"}},
+      {"elvish", {".config/elvish"}},
+  };
+  for (const auto& [shell, files] : others) {
+    const std::set<std::string> owned = owned_for(shell);
+    for (const std::string& file : files) {
+      EXPECT_TRUE(owned.count(file)) << shell << " reads ~/" << file << ", which is not Anvil's";
+    }
+  }
   for (std::string_view shell : RecognisedShells()) {
     const auto row = reads.find(std::string(shell));
     ASSERT_NE(row, reads.end()) << shell
@@ -553,9 +597,12 @@ TEST(HomeStartupFiles, LoginFilesPutThePathBackAndTheOthersAreEmpty) {
   }
   EXPECT_NE(by_name[".login"].find("\nsetenv PATH '/h/.cargo/bin:/usr/bin'\n"), std::string::npos)
       << by_name[".login"];
+  // Readline reads /etc/inputrc only where ~/.inputrc is missing: Anvil's includes it.
+  EXPECT_NE(by_name[".inputrc"].find("\n$include /etc/inputrc\n"), std::string::npos)
+      << by_name[".inputrc"];
   for (const char* empty :
        {".bashrc", ".bash_logout", ".zshenv", ".zshrc", ".zlogin", ".zlogout", ".zshenv.zwc",
-        ".cshrc", ".tcshrc", ".logout", ".kshrc", ".mkshrc", ".yashrc"}) {
+        ".cshrc", ".tcshrc", ".logout", ".kshrc", ".mkshrc", ".yashrc", ".xonshrc"}) {
     ASSERT_TRUE(by_name.count(empty)) << empty;
     EXPECT_EQ(by_name[empty], "") << empty;
   }
@@ -565,8 +612,12 @@ TEST(HomeStartupFiles, LoginFilesPutThePathBackAndTheOthersAreEmpty) {
       EXPECT_EQ(f.content, "");
     }
   }
-  // No PATH: every file is written, empty.
-  for (const auto& f : RenderHomeStartupFiles("")) EXPECT_EQ(f.content, "") << f.path;
+  // No PATH: every file but .inputrc (no PATH in it) is written, empty.
+  for (const auto& f : RenderHomeStartupFiles("")) {
+    if (f.path != ".inputrc") {
+      EXPECT_EQ(f.content, "") << f.path;
+    }
+  }
 }
 
 // A workspace below a repository's top sees the repository: git's own upward search, stopped

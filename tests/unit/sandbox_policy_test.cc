@@ -331,6 +331,47 @@ TEST(ComputeFileView, GitLinkedToTheRootItselfFailsClosed) {
   EXPECT_FALSE(ComputeFileView(p, FakeHost({"/ws"}, {{"/ws/.git", "/ws"}})));
 }
 
+// A writable root that is a file once failed the start deep in the set-up ("open writable root
+// ...: Not a directory"); ~/.gitconfig named as one, the same. Now each is refused by name
+// before anything is made, the git configuration as the credential location it is, with the
+// copy the sandbox shows. Beside them: a directory root still resolves.
+TEST(WritableRootsOf, AFileOrTheGitConfigIsRefusedByName) {
+  HostFs host = FakeHost({"/ws", "/x", "/x/notes.txt", "/home/u/.gitconfig",
+                          "/home/u/.config/git/config", "/home/u/dots/gitconfig"},
+                         {{"/home/u/gc-link", "/home/u/.gitconfig"}});
+  auto base_kind = host.lstat_kind;
+  host.lstat_kind = [base_kind](const std::string& p) {
+    if (p == "/x/notes.txt" || p.ends_with("config")) return HostFs::Kind::kRegular;
+    return base_kind(p);
+  };
+  SandboxPolicy p;
+  p.kind = PolicyKind::kWorkspaceWrite;
+  p.workspace = "/ws";
+  p.extra_writable_roots = {"/x/notes.txt"};
+  auto file = WritableRootsOf(p, host);
+  ASSERT_FALSE(file);
+  EXPECT_EQ(file.error().message,
+            "writable root /x/notes.txt is a file; a writable root is a directory (fix: name the "
+            "directory that holds it)");
+  for (const char* gitconfig :
+       {"/home/u/.gitconfig", "/home/u/.config/git/config", "/home/u/gc-link"}) {
+    p.extra_writable_roots = {gitconfig};
+    auto r = WritableRootsOf(p, host);
+    ASSERT_FALSE(r) << gitconfig;
+    EXPECT_EQ(r.error().message.find("writable root " + std::string(gitconfig) +
+                                     " is your git configuration, which may hold credentials"),
+              0u)
+        << r.error().message;
+    EXPECT_NE(r.error().message.find("sanitized copy"), std::string::npos);
+  }
+  p.extra_writable_roots = {"/home/u/dots/gitconfig"};  // not where git reads it: a plain file
+  EXPECT_NE(WritableRootsOf(p, host).error().message.find(" is a file;"), std::string::npos);
+  p.extra_writable_roots = {"/x"};
+  auto dir = WritableRootsOf(p, host);
+  ASSERT_TRUE(dir) << dir.error().message;
+  EXPECT_EQ(*dir, (std::vector<std::string>{"/ws", "/x"}));
+}
+
 // What a start computes before its view (the roots it makes placeholders in and walks): the
 // view's writable roots, and every refusal of the policy the view would make, with its message.
 TEST(WritableRootsOf, TheViewsRootsAndItsRefusalsOfThePolicy) {
