@@ -91,6 +91,7 @@ void Server::Initialize(const json& id, const json& params) {
   workspace_config_ = catalog.config;
   plugins_ = std::move(plugins);
   for (auto& p : plugins_) WatchPluginFiles(*p);
+  WatchGrantStore();
   initialized_ = true;
   json result = {{"capabilities",
                   {{"positionEncoding", ToString(encoding_)},
@@ -265,11 +266,14 @@ void Server::RequestConsent(const json& id, const json& params) {
                       {{"code", saved.error().code}, {"plugin", m.id}});
         return;
       }
-      pp->grant = m.requested;
+      // The host is started from an admission run now, which finds the grant just stored
+      // (StartHost): never from the answer alone.
       pp->state = PluginState::kStarting;
       StartHost(*pp);
     }
-    Complete(id, {{"plugin", pp->entry.id}, {"granted", approved}, {"state", ToString(pp->state)}});
+    Complete(id, {{"plugin", pp->entry.id},
+                  {"granted", approved && pp->grant.has_value()},
+                  {"state", ToString(pp->state)}});
   });
 }
 
