@@ -35,6 +35,7 @@ Status Server::StartGateway() {
     return tl::unexpected(exe.error());
   }
   GatewayConfig config{exe->path, o_.workspace, {"--audit-log", *audit}};
+  config.write_usage_fd = write_usage_ ? write_usage_->fd() : -1;
   config.extra_args.insert(config.extra_args.end(), o_.gateway_args.begin(), o_.gateway_args.end());
   // Last, so that nothing before turns back on what no admitted plugin needs.
   for (std::string& arg : GatewayArgsFor(gateway_serves_)) config.extra_args.push_back(arg);
@@ -86,6 +87,19 @@ void Server::WidenGateway(const Plugin& p) {
   gateway_serves_ = Union(gateway_serves_, need);
   ++gateway_widenings_;
   RestartHosts(StartGateway());
+}
+
+std::optional<uint32_t> Server::WriteUsageSlotFor(const std::string& plugin_id) {
+  if (!write_usage_) return std::nullopt;
+  if (auto it = write_usage_slots_.find(plugin_id); it != write_usage_slots_.end()) {
+    return it->second;
+  }
+  // One slot per plugin of the session, made at initialize; ids never change (a reload that
+  // changes one is refused).
+  const auto next = static_cast<uint32_t>(write_usage_slots_.size());
+  if (next >= write_usage_->slots()) return std::nullopt;
+  write_usage_slots_.emplace(plugin_id, next);
+  return next;
 }
 
 void Server::StopHosts(const Error& why, const std::string& reason) {
@@ -240,6 +254,7 @@ void Server::StartHost(Plugin& p) {
   config.settings_json =
       workspace_config_.SettingsFor(m.id).dump(-1, ' ', false, json::error_handler_t::replace);
   config.pinned_files = p.pinned_files;
+  config.write_usage_slot = WriteUsageSlotFor(m.id);
   p.fresh_admission = false;  // this token uses it up
   auto host = HostProcess::Start(config, *gateway_, *p.grant);
   if (!host) return SetFailed(p, "the plugin host did not start: " + host.error().ToString());

@@ -37,6 +37,7 @@
 #include "common/unique_fd.h"
 #include "fs/workspace_root.h"
 #include "ipc/cpu_budget.h"
+#include "ipc/write_usage.h"
 #include "linux/git_run_guard.h"
 #include "policy/display_text.h"
 #include "policy/grant.h"
@@ -357,6 +358,12 @@ class Server {
   // editor.buffer.edit as the gateway refuses it to fs writes; found at the first edit.
   mutable std::optional<std::vector<std::string>> trust_state_;
   std::unique_ptr<GatewayProcess> gateway_;
+  // What each plugin wrote this session (T6's per-session write caps), in memory this process
+  // owns and every gateway it starts maps: a gateway replaced for any reason, kill -9 included,
+  // hands on everything it charged. A slot per plugin id (WriteUsageSlotFor).
+  std::optional<ipc::WriteUsageTable> write_usage_;
+  std::map<std::string, uint32_t> write_usage_slots_;
+  std::optional<uint32_t> WriteUsageSlotFor(const std::string& plugin_id);
   // What the gateway serves: what the grants of the plugins admitted at initialize need, widened
   // (a restart) when one admitted later needs more; never narrowed during a session.
   GatewayServes gateway_serves_;

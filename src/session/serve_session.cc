@@ -82,6 +82,13 @@ void Server::Initialize(const json& id, const json& params) {
     if (p->state != PluginState::kNotFound) ResolvePluginGrant(*p);
     if (p->grant) gateway_serves_ = Union(gateway_serves_, ServesFor(*p->grant));
   }
+  // Before the first gateway, kept past every one: what the plugins write is counted here.
+  auto table = ipc::WriteUsageTable::Create(std::max<std::size_t>(plugins.size(), 1));
+  if (!table) {
+    ReplyError(id, kInternalError, "the policy gateway did not start: " + table.error().ToString());
+    return;
+  }
+  write_usage_ = std::move(*table);
   if (auto s = StartGateway(); !s) {
     ReplyError(id, kInternalError, "the policy gateway did not start: " + s.error().ToString());
     return;
@@ -195,6 +202,11 @@ json Server::PluginJson(const Plugin& p) const {
 json Server::StatusJson() const {
   json plugins = json::array();
   for (const auto& p : plugins_) {
+    ipc::WriteUsage writes;
+    if (auto slot = write_usage_slots_.find(p->entry.id);
+        write_usage_ && slot != write_usage_slots_.end()) {
+      writes = write_usage_->Read(slot->second);
+    }
     plugins.push_back(
         {{"id", p->entry.id},
          {"state", ToString(p->state)},
@@ -202,7 +214,8 @@ json Server::StatusJson() const {
          {"restarts", p->restarts},
          {"reloads", p->reloads},
          {"queued", p->queue.size()},
-         {"running", p->running.has_value()}});
+         {"running", p->running.has_value()},
+         {"writes", {{"bytes", writes.bytes}, {"entries", writes.entries}}}});
   }
   return {{"workspace", o_.workspace},
           {"gateway",
