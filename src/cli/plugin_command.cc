@@ -306,6 +306,10 @@ int RunPluginCommand(const std::vector<std::string>& args) {
                 << "); it may no longer:\n"
                 << DescribeGrant(e.grant) << "\n";
     }
+    // True of every front end: `anvil serve` watches the grant store and stops the plugin's
+    // host at once; `anvil run` and `anvil mcp` admit the plugin afresh at each command.
+    std::cout << "A running `anvil serve` of this workspace stops the plugin now; nothing starts "
+                 "it again without a new approval.\n";
     return kExitOk;
   }
   std::string plugin_dir = Canonical(rest[0]);

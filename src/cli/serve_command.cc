@@ -43,7 +43,8 @@ CommandSpec ServeSpec(ServeArgs& a) {
       "--workspace DIR [--plugin-dir DIR]... [--plugin-path DIR]...\n"
       "                   [--approve] [--require-signed] [--timeout SECONDS] "
       "[--cancel-grace-ms MS]\n"
-      "                   [--max-message-bytes N] [--trace FILE] [--no-watch] [--approval MODE]";
+      "                   [--max-message-bytes N] [--trace FILE] [--no-watch] [--approval MODE]\n"
+      "                   [--max-plugin-write-bytes N] [--max-plugin-new-entries N]";
   spec.description =
       "The sidecar an editor or agent talks to: JSON-RPC 2.0 with LSP framing (Content-Length) on\n"
       "stdin/stdout (docs/protocol.md). One session: one policy gateway, one sandboxed host per\n"
@@ -114,6 +115,24 @@ CommandSpec ServeSpec(ServeArgs& a) {
              "default it is reloaded as by anvil/reload; a manifest that asks for\n"
              "more then needs consent, even with --approve)",
              [&a] { a.o.watch_plugin_dirs = false; }),
+      ByteSize("--max-plugin-write-bytes", "N",
+               "bytes one plugin's fs.write calls may write in the session, across\n"
+               "host and gateway restarts (default 4 GiB)",
+               Between(1, 1ull << 50),
+               [&a](uint64_t v) {
+                 a.o.gateway_args.insert(a.o.gateway_args.end(),
+                                         {"--max-plugin-write-bytes", std::to_string(v)});
+               })
+          .Expects("a number of bytes (suffixes K, M, G)"),
+      Count("--max-plugin-new-entries", "N",
+            "files and directories one plugin may make in the session, across\n"
+            "host and gateway restarts (default 100000)",
+            Between(1, 1e9),
+            [&a](uint64_t v) {
+              a.o.gateway_args.insert(a.o.gateway_args.end(),
+                                      {"--max-plugin-new-entries", std::to_string(v)});
+            })
+          .Expects("a positive number"),
       Text("--approval", "MODE",
            "approval mode of an anvil/exec request that names none: untrusted |\n"
            "on-failure | on-request (default) | never (as anvil exec --approval;\n"

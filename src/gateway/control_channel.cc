@@ -108,10 +108,22 @@ nlohmann::json ControlChannel::Register(const nlohmann::json& msg) {
   reg->grant = std::move(*grant);
   reg->requests = TokenBucket(options_.limits.plugin_requests_per_second);
   reg->bytes = TokenBucket(options_.limits.plugin_bytes_per_second);
+  // Where the plugin's write usage is counted: a slot of the session's table when the trusted
+  // side keeps one (the counts then outlive this gateway), else here.
+  ipc::WriteUsageSlot* usage = nullptr;
+  if (msg.contains("write_usage_slot")) {
+    const nlohmann::json& slot = msg["write_usage_slot"];
+    if (!slot.is_number_unsigned() || options_.write_usage == nullptr ||
+        (usage = options_.write_usage->slot(slot.get<uint64_t>())) == nullptr) {
+      return fail("write_usage_slot names no slot of the session's write usage table");
+    }
+  }
   auto& writes = write_budgets_[reg->host.plugin];
   if (!writes) {
-    writes = std::make_shared<WriteBudget>(options_.limits.plugin_write_bytes,
-                                           options_.limits.plugin_new_entries);
+    writes = usage ? std::make_shared<WriteBudget>(options_.limits.plugin_write_bytes,
+                                                   options_.limits.plugin_new_entries, usage)
+                   : std::make_shared<WriteBudget>(options_.limits.plugin_write_bytes,
+                                                   options_.limits.plugin_new_entries);
   }
   reg->writes = writes;
   // A pidfd, not the number: when the host exits its token dies with it, and a recycled pid

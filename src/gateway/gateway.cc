@@ -11,6 +11,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "common/unique_fd.h"
 #include "fs/pending_writes.h"
@@ -78,6 +79,14 @@ int RunGateway(const GatewayOptions& input) {
     ::fcntl(options.pending_writes_fd, F_SETFD, FD_CLOEXEC);
     pending_writes = std::make_unique<PendingWrites>(UniqueFd(options.pending_writes_fd));
     ws_options.pending_writes = pending_writes.get();
+  }
+  std::optional<ipc::WriteUsageTable> write_usage;
+  if (options.write_usage_fd >= 0) {
+    ::fcntl(options.write_usage_fd, F_SETFD, FD_CLOEXEC);  // not for the exec broker's children
+    auto table = ipc::WriteUsageTable::Map(UniqueFd(options.write_usage_fd));
+    if (!table) return fail(Error{"invalid", "--write-usage-fd: " + table.error().message, 0});
+    write_usage = std::move(*table);
+    options.write_usage = &*write_usage;
   }
   auto root = WorkspaceRoot::Open(options.workspace, ws_options);
   if (!root) return fail(root.error());

@@ -22,6 +22,7 @@
 #include "gateway/exec_request.h"
 #include "gateway/gateway_limits.h"
 #include "gateway/net_fetch_op.h"
+#include "ipc/write_usage.h"
 
 namespace anvil::gateway {
 
@@ -35,6 +36,11 @@ struct GatewayOptions {
   int control_fd = -1;  // required
   // The supervisor's pending-writes journal (fs/pending_writes.h); -1: none.
   int pending_writes_fd = -1;
+  // The session's write usage table (ipc/write_usage.h), which `anvil serve` keeps across the
+  // gateways it starts; -1: none (the counts live and die with this gateway).
+  int write_usage_fd = -1;
+  // Set by RunGateway, not a flag: that table, mapped.
+  ipc::WriteUsageTable* write_usage = nullptr;
   bool no_symlinks = false;  // RESOLVE_NO_SYMLINKS hardening
   bool allow_hardlinked_reads = false;
   bool harden = true;  // Landlock + seccomp + no_new_privs on itself after start-up

@@ -185,6 +185,10 @@ CommandSpec GatewayFlags(GatewayOptions& o) {
               o.audit_log_max_bytes, AtLeast(static_cast<double>(kMinLogMaxBytes))),
       DescriptorInto("--pending-writes-fd",
                      "journal of temporary names for the supervisor to sweep", o.pending_writes_fd),
+      DescriptorInto("--write-usage-fd",
+                     "the session's table of what each plugin wrote, kept by the supervisor\n"
+                     "across gateways (a sealed memfd)",
+                     o.write_usage_fd),
       Switch("--no-symlinks", "never follow symlinks, even inside the workspace",
              [&o] { o.no_symlinks = true; }),
       Switch("--allow-hardlinked-reads", "allow reading files with more than one hard link",

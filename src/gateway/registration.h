@@ -13,6 +13,7 @@
 #include "common/result.h"
 #include "common/unique_fd.h"
 #include "gateway/admission.h"
+#include "ipc/write_usage.h"
 #include "policy/grant.h"
 
 namespace anvil::gateway {
@@ -54,22 +55,30 @@ class TokenBucket {
   Clock::time_point last_ = Clock::now();
 };
 
-// What one plugin may add to the workspace in a gateway session: the bytes its fs.write calls
-// write and the entries (files, directories) its fs.write and fs.mkdir calls make. Kept per
-// plugin id, not per registration, so a host that `anvil serve` starts again (after a crash, a
-// deadline kill, a reload) goes on from what the plugin already used. Any thread.
+// What one plugin may add to the workspace in a session: the bytes its fs.write calls write and
+// the entries (files, directories) its fs.write and fs.mkdir calls make. Kept per plugin id, not
+// per registration, so a host that `anvil serve` starts again (after a crash, a deadline kill, a
+// reload) goes on from what the plugin already used; and counted in the session's
+// ipc::WriteUsageTable when the trusted side passed one, so a gateway started again (a widening,
+// a crash, a kill -9) does too: what a call takes is charged there before it writes. Any thread.
 class WriteBudget {
  public:
+  // Counts kept here, for this gateway's life.
   WriteBudget(uint64_t max_bytes, uint64_t max_entries)
-      : max_bytes_(max_bytes), max_entries_(max_entries) {}
+      : max_bytes_(max_bytes), max_entries_(max_entries), used_(&own_) {}
+  // Counts kept in `used`, a slot of the session's table that outlives this gateway.
+  WriteBudget(uint64_t max_bytes, uint64_t max_entries, ipc::WriteUsageSlot* used)
+      : max_bytes_(max_bytes), max_entries_(max_entries), used_(used) {}
+  WriteBudget(const WriteBudget&) = delete;
+  WriteBudget& operator=(const WriteBudget&) = delete;
   // Takes both or neither; "limit" naming the cap when either would pass it.
   Status Take(uint64_t bytes, uint64_t entries) {
-    if (!TakeFrom(bytes_, bytes, max_bytes_)) {
+    if (!TakeFrom(used_->bytes, bytes, max_bytes_)) {
       return Fail("limit", "the plugin has written its cap of " + std::to_string(max_bytes_) +
                                " bytes for this session (fix: start a new session)");
     }
-    if (!TakeFrom(entries_, entries, max_entries_)) {
-      bytes_.fetch_sub(bytes);
+    if (!TakeFrom(used_->entries, entries, max_entries_)) {
+      std::atomic_ref<uint64_t>(used_->bytes).fetch_sub(bytes);
       return Fail("limit", "the plugin has made its cap of " + std::to_string(max_entries_) +
                                " files and directories for this session (fix: start a new "
                                "session)");
@@ -78,12 +87,13 @@ class WriteBudget {
   }
   // Gives back what a call took but did not write.
   void GiveBack(uint64_t bytes, uint64_t entries) {
-    bytes_.fetch_sub(bytes);
-    entries_.fetch_sub(entries);
+    std::atomic_ref<uint64_t>(used_->bytes).fetch_sub(bytes);
+    std::atomic_ref<uint64_t>(used_->entries).fetch_sub(entries);
   }
 
  private:
-  static bool TakeFrom(std::atomic<uint64_t>& used, uint64_t n, uint64_t max) {
+  static bool TakeFrom(uint64_t& counter, uint64_t n, uint64_t max) {
+    std::atomic_ref<uint64_t> used(counter);
     uint64_t now = used.load();
     do {
       if (n > max || now > max - n) return false;
@@ -91,7 +101,8 @@ class WriteBudget {
     return true;
   }
   const uint64_t max_bytes_, max_entries_;
-  std::atomic<uint64_t> bytes_{0}, entries_{0};
+  ipc::WriteUsageSlot own_;
+  ipc::WriteUsageSlot* const used_;
 };
 
 struct Registration {

@@ -91,10 +91,16 @@ Result<std::unique_ptr<GatewayProcess>> GatewayProcess::Launch(const GatewayConf
   // the gateway has exited however it exited (fs/pending_writes.h).
   ANVIL_TRY(journal, PendingWrites::CreateJournal());
   // Above the numbers the child moves descriptors to, so that no dup2 there overwrites it.
-  if (journal->Get() < 5) {
-    UniqueFd high(fcntl(journal->Get(), F_DUPFD_CLOEXEC, 5));
+  if (journal->Get() < 6) {
+    UniqueFd high(fcntl(journal->Get(), F_DUPFD_CLOEXEC, 6));
     if (!high) return SysFail("internal", "fcntl pending-writes journal");
     *journal = std::move(high);
+  }
+  // The caller keeps its own; this copy, above them too, is closed once the child has it.
+  UniqueFd write_usage;
+  if (config.write_usage_fd >= 0) {
+    write_usage.Reset(fcntl(config.write_usage_fd, F_DUPFD_CLOEXEC, 6));
+    if (!write_usage) return SysFail("internal", "fcntl write usage table");
   }
   std::vector<std::string> args = {config.binary,
                                    "--workspace",
@@ -103,6 +109,7 @@ Result<std::unique_ptr<GatewayProcess>> GatewayProcess::Launch(const GatewayConf
                                    "3",
                                    "--pending-writes-fd",
                                    "4"};
+  if (write_usage) args.insert(args.end(), {"--write-usage-fd", "5"});
   args.insert(args.end(), config.extra_args.begin(), config.extra_args.end());
   for (std::string& a : config.unsafe_net_test.ToGatewayArgs()) args.push_back(std::move(a));
   std::vector<char*> argv;
@@ -131,12 +138,14 @@ Result<std::unique_ptr<GatewayProcess>> GatewayProcess::Launch(const GatewayConf
     if (getppid() != parent) _exit(1);
     if (dup2(theirs.Get(), 3) < 0) _exit(1);
     if (dup2(journal->Get(), 4) < 0) _exit(1);
+    if (write_usage && dup2(write_usage.Get(), 5) < 0) _exit(1);
     // stdin/stdout may be an editor's JSON-RPC stream (anvil serve): never the gateway's.
     int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
     if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(null_fd, 1) < 0) _exit(1);
-    // Only stdin/out/err, the control channel and the journal cross into the gateway. Without
-    // an exec nothing else closes them (O_CLOEXEC does only at one): no close, no fork.
-    const bool closed = syscall(SYS_close_range, 5, ~0U, 0) == 0;
+    // Only stdin/out/err, the control channel, the journal and the write usage table cross
+    // into the gateway. Without an exec nothing else closes them (O_CLOEXEC does only at one):
+    // no close, no fork.
+    const bool closed = syscall(SYS_close_range, write_usage ? 6 : 5, ~0U, 0) == 0;
     if (in_process == nullptr || !closed) {
       execv(argv[0], argv.data());
       _exit(127);
@@ -244,14 +253,13 @@ Status FromReply(const Result<nlohmann::json>& reply) {
 }  // namespace
 
 Status GatewayProcess::Register(const ipc::CapabilityToken& token, const std::string& plugin,
-                                pid_t pid, uid_t uid, const Grant& grant) {
-  return FromReply(Control({{"op", "register"},
-                            {"token", token.Hex()},
-                            {"plugin", plugin},
-                            {"pid", pid},
-                            {"uid", uid},
-                            {"workspace", workspace_},
-                            {"grant", GrantToJson(grant)}}));
+                                pid_t pid, uid_t uid, const Grant& grant,
+                                std::optional<uint32_t> write_usage_slot) {
+  nlohmann::json message = {
+      {"op", "register"}, {"token", token.Hex()},    {"plugin", plugin},           {"pid", pid},
+      {"uid", uid},       {"workspace", workspace_}, {"grant", GrantToJson(grant)}};
+  if (write_usage_slot) message["write_usage_slot"] = *write_usage_slot;
+  return FromReply(Control(std::move(message)));
 }
 
 Status GatewayProcess::Revoke(const ipc::CapabilityToken& token, const std::string& reason) {

@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ struct GatewayConfig {
   std::string workspace;
   std::vector<std::string> extra_args;        // limits, --no-symlinks, ...
   UnsafeNetTestOptions unsafe_net_test = {};  // test-only; forwarded as --unsafe-test-* flags
+  // The session's write usage table (ipc/write_usage.h), kept by the caller across the gateways
+  // it starts, or -1. Passed on as --write-usage-fd.
+  int write_usage_fd = -1;
   // Run it in a forked child of this process when this program has it linked in
   // (SetInProcessGateway); `anvil run`'s one-shot session. Its argv then is not in /proc's
   // cmdline, which is the caller's.
@@ -55,8 +59,10 @@ class GatewayProcess {
 
   // One control request, one reply ({"ok": true, ...} or {"ok": false, "error": "code: ..."}).
   Result<nlohmann::json> Control(nlohmann::json message);
+  // `write_usage_slot`: the slot of the write usage table the plugin's writes are counted in.
   Status Register(const ipc::CapabilityToken& token, const std::string& plugin, pid_t pid,
-                  uid_t uid, const Grant& grant);
+                  uid_t uid, const Grant& grant,
+                  std::optional<uint32_t> write_usage_slot = std::nullopt);
   Status Revoke(const ipc::CapabilityToken& token, const std::string& reason = "revoked");
   // The same, not waiting for the answer: for the end of a session, before BeginShutdown.
   void RevokeNoWait(const ipc::CapabilityToken& token, const std::string& reason);

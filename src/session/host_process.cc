@@ -77,6 +77,7 @@ Result<std::unique_ptr<HostProcess>> HostProcess::Spawn(const HostConfig& config
   ANVIL_TRY(token, ipc::CapabilityToken::Generate());
   std::unique_ptr<HostProcess> host(new HostProcess(std::move(*token)));
   host->plugin_id_ = config.plugin_id;
+  host->write_usage_slot_ = config.write_usage_slot;
   int session_pair[2], token_pipe[2], err_pipe[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, session_pair) != 0 ||
       // A socket, not a pipe, for the handoff: send(MSG_NOSIGNAL) turns a host that died
@@ -148,7 +149,8 @@ Status HostProcess::Attach(const Grant& grant) {
   // Register before the host can say hello: it blocks reading its handoff until we write it.
   // (The connection after it: the gateway serves its control channel before its threads run,
   // and accepts only once they do.)
-  if (auto s = gateway_->Register(token_, plugin_id_, pid_, geteuid(), grant); !s) {
+  if (auto s = gateway_->Register(token_, plugin_id_, pid_, geteuid(), grant, write_usage_slot_);
+      !s) {
     attached_ = true;  // whatever the gateway recorded, Kill revokes
     Kill("registration failed");
     return tl::unexpected(s.error());

@@ -42,6 +42,9 @@ struct HostConfig {
   // The host's instruction budget (its --instructions), which the CPU-time stop is derived
   // from; unset: the host's default, ipc::kDefaultInstructionBudget.
   std::optional<uint64_t> instructions = std::nullopt;
+  // The slot of the session's write usage table (ipc/write_usage.h) the gateway counts the
+  // plugin's writes in; unset: the gateway counts them itself.
+  std::optional<uint32_t> write_usage_slot = std::nullopt;
 };
 
 // Bound on the settings handed to one host (Anvil.toml itself is at most 256 KiB; JSON escaping
@@ -136,6 +139,7 @@ class HostProcess {
   UniqueFd token_write_;               // until Attach: the handoff channel
   std::string handoff_;                // until Attach: token, pins, settings
   std::string plugin_id_;
+  std::optional<uint32_t> write_usage_slot_;
   ipc::CapabilityToken token_;
   pid_t pid_ = -1;
   UniqueFd pidfd_;

@@ -1,7 +1,7 @@
-// `anvil serve`'s loop: one thread polls stdin, the signal pipe, the gateway's pidfd, each host's
-// channel, pidfd and stderr, the plugin-file watch and each anvil/exec child, and runs the timers
-// (deadlines, cancel grace periods, restart back-off, reloads after file changes) in between;
-// at the end everything is stopped and waited for.
+// `anvil serve`'s loop: one thread polls the grant-store watch, stdin, the signal pipe, the
+// gateway's pidfd, each host's channel, pidfd and stderr, the plugin-file watch and each
+// anvil/exec child, and runs the timers (deadlines, cancel grace periods, restart back-off,
+// reloads after file changes) in between; at the end everything is stopped and waited for.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -116,6 +116,7 @@ void Server::PollOnce() {
     kPidfd,
     kStderr,
     kPluginFiles,
+    kGrantStore,
     kExecAsk,
     kExecOut,
     kExecErr,
@@ -132,6 +133,8 @@ void Server::PollOnce() {
     fds.push_back({fd, POLLIN, 0});
     watches.push_back({what, p, p ? p->generation : 0});
   };
+  // First: a grant revoked before a request was sent is applied before that request is read.
+  if (grant_watch_) add(grant_watch_.Get(), What::kGrantStore);
   if (!stdin_closed_) add(o_.in_fd, What::kInput);
   add(signal_read_.Get(), What::kSignal);
   if (gateway_ && gateway_->pidfd() >= 0) add(gateway_->pidfd(), What::kGateway);
@@ -188,6 +191,9 @@ void Server::PollOnce() {
         break;
       case What::kPluginFiles:
         OnPluginFilesChanged();
+        break;
+      case What::kGrantStore:
+        OnGrantStoreChanged();
         break;
       case What::kStderr:
         w.plugin->host->DrainStderr();

@@ -35,6 +35,7 @@ Status Server::StartGateway() {
     return tl::unexpected(exe.error());
   }
   GatewayConfig config{exe->path, o_.workspace, {"--audit-log", *audit}};
+  config.write_usage_fd = write_usage_ ? write_usage_->fd() : -1;
   config.extra_args.insert(config.extra_args.end(), o_.gateway_args.begin(), o_.gateway_args.end());
   // Last, so that nothing before turns back on what no admitted plugin needs.
   for (std::string& arg : GatewayArgsFor(gateway_serves_)) config.extra_args.push_back(arg);
@@ -88,6 +89,19 @@ void Server::WidenGateway(const Plugin& p) {
   RestartHosts(StartGateway());
 }
 
+std::optional<uint32_t> Server::WriteUsageSlotFor(const std::string& plugin_id) {
+  if (!write_usage_) return std::nullopt;
+  if (auto it = write_usage_slots_.find(plugin_id); it != write_usage_slots_.end()) {
+    return it->second;
+  }
+  // One slot per plugin of the session, made at initialize; ids never change (a reload that
+  // changes one is refused).
+  const auto next = static_cast<uint32_t>(write_usage_slots_.size());
+  if (next >= write_usage_->slots()) return std::nullopt;
+  write_usage_slots_.emplace(plugin_id, next);
+  return next;
+}
+
 void Server::StopHosts(const Error& why, const std::string& reason) {
   for (auto& p : plugins_) {
     if (p->running) {
@@ -118,25 +132,15 @@ void Server::RestartHosts(const Status& gateway_started) {
 }
 // ---- hosts ----------------------------------------------------------------------------------
 
-// Decides what an enabled plugin needs before it can start: a valid manifest, a matching lock
-// and a grant for this exact manifest hash. Leaves kStarting when it can start.
-void Server::ResolvePluginGrant(Plugin& p, bool auto_approve) {
-  if (p.entry.error || !p.entry.manifest) {
-    p.state = PluginState::kInvalid;
-    return;
-  }
-  if (!p.entry.enabled) {
-    p.state = PluginState::kDisabled;
-    return;
-  }
-  const Manifest& m = *p.entry.manifest;
-  p.signer.clear();
+Admission Server::AdmitNow(const Plugin& p, bool auto_approve) {
   auto store = GrantStore::Open();
   if (!store) {
-    p.state = PluginState::kFailed;
-    p.detail = store.error().ToString();
-    return;
+    Admission failed;
+    failed.verdict = AdmissionVerdict::kFailed;
+    failed.error = store.error();
+    return failed;
   }
+  const Manifest& m = *p.entry.manifest;
   // The catalog checked the entry file when it loaded the manifest.
   const AdmissionRequest request{o_.workspace, p.entry.dir, o_.require_signed,
                                  /*entry_checked=*/true};
@@ -144,6 +148,12 @@ void Server::ResolvePluginGrant(Plugin& p, bool auto_approve) {
   if (admission.verdict == AdmissionVerdict::kNeedsConsent && o_.approve && auto_approve) {
     (void)ApproveAdmission(request, m, *store, admission);
   }
+  return admission;
+}
+
+void Server::ApplyAdmission(Plugin& p, Admission admission) {
+  p.grant.reset();
+  p.fresh_admission = false;
   p.pinned_files = std::move(admission.pinned_files);
   p.signer = admission.signer;
   p.previous = admission.lookup.previous;
@@ -165,17 +175,71 @@ void Server::ResolvePluginGrant(Plugin& p, bool auto_approve) {
       return;
     case AdmissionVerdict::kAdmitted:
       p.grant = admission.grant;
+      p.fresh_admission = true;
       p.state = PluginState::kStarting;
       return;
   }
 }
 
+// Decides what an enabled plugin needs before it can start: a valid manifest, a matching lock
+// and a grant for this exact manifest hash. Leaves kStarting when it can start.
+void Server::ResolvePluginGrant(Plugin& p, bool auto_approve) {
+  p.grant.reset();
+  p.fresh_admission = false;
+  if (p.entry.error || !p.entry.manifest) {
+    p.state = PluginState::kInvalid;
+    return;
+  }
+  if (!p.entry.enabled) {
+    p.state = PluginState::kDisabled;
+    return;
+  }
+  ApplyAdmission(p, AdmitNow(p, auto_approve));
+}
+
+void Server::AdmissionLost(Plugin& p) {
+  TerminateHost(p, "grant revoked");
+  p.restart_at.reset();
+  const bool consent = p.state == PluginState::kNeedsConsent;
+  const std::string why =
+      consent ? "its grant in this workspace was revoked or no longer covers its manifest (ask "
+                "again with anvil/requestConsent)"
+              : std::string(ToString(p.state)) + (p.detail.empty() ? "" : ": " + p.detail);
+  LogMessage(kMessageWarning,
+             "Anvil: plugin " + p.entry.id + " stopped: " + SanitizeForDisplay(why, 2000));
+  const Error e = consent ? Error{"consent_required",
+                                  "plugin " + p.entry.id +
+                                      " is not granted in this workspace any more (ask with "
+                                      "anvil/requestConsent)",
+                                  0}
+                          : Error{"unavailable", "plugin " + p.entry.id + " is " + why, 0};
+  if (p.running) {
+    RunRequest r = std::move(*p.running);
+    p.running.reset();
+    FailRun(p.entry.id, r, e);
+  }
+  while (!p.queue.empty()) {
+    FailRun(p.entry.id, p.queue.front(), e);
+    p.queue.pop_front();
+  }
+  for (const auto& w : std::exchange(p.reload_waiters, {})) Complete(w, PluginJson(p));
+}
+
 void Server::StartHost(Plugin& p) {
   if (!gateway_) return SetFailed(p, "no policy gateway: " + gateway_error_);
+  // Each token is minted from an admission of its own. A restart (after a crash, a deadline or
+  // CPU kill, a gateway restart or widening) runs the checks again, as the first start did: a
+  // grant revoked since, or a lock, signature or unchecked subtree that now refuses the plugin,
+  // is never carried over from the host it replaces. --approve approved what the session
+  // started with, not what the store holds now.
+  if (!p.fresh_admission) {
+    ResolvePluginGrant(p, /*auto_approve=*/false);
+    if (p.state != PluginState::kStarting) return AdmissionLost(p);
+  }
   if (!Covers(gateway_serves_, ServesFor(*p.grant))) {
     // A plugin admitted after the gateway started (consent, reload) needs what it was started
     // without: a new gateway serves it, its scan of what git runs made before its first write.
-    // That restart starts every host again, this one included.
+    // That restart starts every host again, this one included (from this admission).
     p.state = PluginState::kStarting;
     return WidenGateway(p);
   }
@@ -190,6 +254,8 @@ void Server::StartHost(Plugin& p) {
   config.settings_json =
       workspace_config_.SettingsFor(m.id).dump(-1, ' ', false, json::error_handler_t::replace);
   config.pinned_files = p.pinned_files;
+  config.write_usage_slot = WriteUsageSlotFor(m.id);
+  p.fresh_admission = false;  // this token uses it up
   auto host = HostProcess::Start(config, *gateway_, *p.grant);
   if (!host) return SetFailed(p, "the plugin host did not start: " + host.error().ToString());
   p.host = std::move(*host);
@@ -515,6 +581,96 @@ void Server::OnPluginFilesChanged() {
       if (!IsPluginFileChange(in_lib, e->len > 0 ? std::string_view(e->name) : "")) continue;
       // Each change pushes the reload back: an editor's save is several events.
       plugin->files_changed_reload_at = at;
+    }
+  }
+}
+
+// ---- the grant store ------------------------------------------------------------------------
+
+void Server::WatchGrantStore() {
+  if (plugins_.empty()) return;
+  // Opening it makes its directory when there is none yet.
+  auto store = GrantStore::Open();
+  if (!store) return;  // no store: no plugin is admitted either
+  const std::string& path = store->path();
+  const std::size_t slash = path.rfind('/');
+  grant_dir_ = slash == 0 ? "/" : path.substr(0, slash);
+  grant_file_ = path.substr(slash + 1);
+  const auto unwatched = [&](const std::string& why) {
+    LogMessage(kMessageWarning, "Anvil: cannot watch the grant store " + grant_dir_ + " (" + why +
+                                    "): a grant revoked during this session is honoured only "
+                                    "when its plugin's host next starts");
+  };
+  if (!grant_watch_) {
+    grant_watch_.Reset(inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
+    if (!grant_watch_) return unwatched(std::string("inotify: ") + std::strerror(errno));
+  }
+  // The directory, not the file: the store is replaced by a rename (grant_store.h), and the
+  // directory itself may be made only later (the first approval).
+  constexpr uint32_t kMask = IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE |
+                             IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR;
+  grant_watch_wd_ = inotify_add_watch(grant_watch_.Get(), grant_dir_.c_str(), kMask);
+  if (grant_watch_wd_ < 0) unwatched(std::strerror(errno));
+}
+
+void Server::OnGrantStoreChanged() {
+  alignas(inotify_event) char buf[16384];
+  bool changed = false, rewatch = false;
+  while (true) {
+    const ssize_t n = ::read(grant_watch_.Get(), buf, sizeof(buf));
+    if (n <= 0) break;
+    for (ssize_t off = 0; off + static_cast<ssize_t>(sizeof(inotify_event)) <= n;) {
+      const auto* e = reinterpret_cast<const inotify_event*>(buf + off);
+      off += static_cast<ssize_t>(sizeof(inotify_event) + e->len);
+      if (e->mask & IN_Q_OVERFLOW) changed = true;  // events were lost: look again
+      if (e->wd != grant_watch_wd_) continue;
+      if (e->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) {
+        // The directory went away or moved: its path is watched afresh below.
+        changed = rewatch = true;
+      } else if (e->len > 0 && std::string_view(e->name) == grant_file_) {
+        changed = true;
+      }
+    }
+  }
+  if (changed) RecheckGrants();
+  if (rewatch) {
+    if (grant_watch_wd_ >= 0) inotify_rm_watch(grant_watch_.Get(), grant_watch_wd_);
+    grant_watch_wd_ = -1;
+    // The recheck opened the store, which makes its directory again.
+    WatchGrantStore();
+  }
+}
+
+void Server::RecheckGrants() {
+  for (auto& pp : plugins_) {
+    Plugin& p = *pp;
+    if (!p.grant || !p.entry.manifest) continue;
+    Admission admission = AdmitNow(p, /*auto_approve=*/false);
+    if (admission.verdict == AdmissionVerdict::kAdmitted && admission.grant == p.grant) continue;
+    const bool live = p.state == PluginState::kStarting || p.state == PluginState::kReady;
+    // A failed plugin that is still granted waits for anvil/reload as before.
+    if (!live && admission.verdict == AdmissionVerdict::kAdmitted) continue;
+    // T7's order, as at a reload: its gateway requests cancelled, the group killed and waited
+    // for, the token revoked; the command in flight answered once.
+    if (p.running) {
+      RunRequest r = std::move(*p.running);
+      p.running.reset();
+      FailRun(p.entry.id, r,
+              Error{"denied",
+                    "the grant of plugin " + p.entry.id +
+                        " was revoked or changed while the command ran; its host was stopped",
+                    0});
+    }
+    TerminateHost(p, "grant revoked");
+    ApplyAdmission(p, std::move(admission));
+    if (live && p.state == PluginState::kStarting) {
+      // Narrowed (or otherwise changed): a new host, a new token, the new grant.
+      LogMessage(kMessageInfo, "Anvil: the grant of plugin " + p.entry.id +
+                                   " changed: its host was restarted with the new grant");
+      p.restart_at.reset();
+      StartHost(p);
+    } else {
+      AdmissionLost(p);
     }
   }
 }

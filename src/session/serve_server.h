@@ -37,6 +37,7 @@
 #include "common/unique_fd.h"
 #include "fs/workspace_root.h"
 #include "ipc/cpu_budget.h"
+#include "ipc/write_usage.h"
 #include "linux/git_run_guard.h"
 #include "policy/display_text.h"
 #include "policy/grant.h"
@@ -47,6 +48,7 @@
 #include "session/lsp/command_registration.h"
 #include "session/lsp/text_document.h"
 #include "session/lsp_framing.h"
+#include "session/plugin_admission.h"
 #include "session/plugin_catalog.h"
 #include "session/rpc_trace.h"
 #include "session/serve_session.h"
@@ -142,7 +144,13 @@ struct Plugin {
   PluginEntry entry;
   PluginState state = PluginState::kDisabled;
   std::string detail;
+  // Set only by an admission (ApplyAdmission): what the grant store held for this manifest and
+  // copy when the checks of plugin_admission.h last ran.
   std::optional<Grant> grant;
+  // That admission has not had a token minted from it yet. Each host gets a new token, and each
+  // token is minted from an admission of its own (StartHost): a restart never reuses the
+  // grant, lock or signature verdict an earlier host was started with.
+  bool fresh_admission = false;
   std::map<std::string, std::string> pinned_files;  // anvil.lock's files for the host (CheckLock)
   std::optional<Grant> previous;
   // The copy of the plugin the grant is looked up (and approved) for, and, when the stored
@@ -245,7 +253,16 @@ class Server {
   // After a gateway restart: a new host for each plugin that had one or was about to, or, when
   // the gateway did not start, each of them failed.
   void RestartHosts(const Status& gateway_started);
+  // The admission checks (plugin_admission.h) for `p` as its files and the grant store are now;
+  // `auto_approve`: whether --approve may approve a manifest without a grant.
+  Admission AdmitNow(const Plugin& p, bool auto_approve);
+  // Records an admission's verdict in `p` (state, grant, pins); kStarting when it may start.
+  void ApplyAdmission(Plugin& p, Admission admission);
   void ResolvePluginGrant(Plugin& p, bool auto_approve = true);
+  // A plugin that no longer passes its admission (a revoked or narrowed grant, a lock or
+  // signature that no longer matches): its host is gone; its commands are failed, the client is
+  // told, and it stays in the state anvil/reload would give it.
+  void AdmissionLost(Plugin& p);
   void StartHost(Plugin& p);
   void TerminateHost(Plugin& p, const std::string& reason);
   void KillAndRestart(Plugin& p, const std::string& reason);
@@ -264,6 +281,13 @@ class Server {
   // Watching --plugin-dir plugins' files (their directory and lib/).
   void WatchPluginFiles(Plugin& p);
   void OnPluginFilesChanged();
+  // Watching the grant store (inotify on its directory): a grant revoked or changed while the
+  // session runs (`anvil plugin revoke`, another approval) stops the hosts started with it.
+  void WatchGrantStore();
+  void OnGrantStoreChanged();
+  // Runs the admission of every plugin holding a grant again; a host whose grant is gone or
+  // changed is killed (its token revoked) and started again only from the new admission.
+  void RecheckGrants();
 
   // ---- anvil/exec (serve_exec.cc) ----
   void Exec(const json& id, const json& params);
@@ -302,6 +326,10 @@ class Server {
   UniqueFd plugin_watch_;  // inotify, when a --plugin-dir plugin is watched
   // watch descriptor -> its plugin, and whether it is the plugin's lib/
   std::map<int, std::pair<Plugin*, bool>> watched_dirs_;
+  // inotify on the grant store's directory (WatchGrantStore); the file's name in it.
+  UniqueFd grant_watch_;
+  int grant_watch_wd_ = -1;
+  std::string grant_dir_, grant_file_;
   bool initialized_ = false, shutdown_requested_ = false, exit_ = false;
   // The initialize answer waits (bounded) for the first hosts to load, so that it can list
   // their commands in executeCommandProvider.
@@ -330,6 +358,12 @@ class Server {
   // editor.buffer.edit as the gateway refuses it to fs writes; found at the first edit.
   mutable std::optional<std::vector<std::string>> trust_state_;
   std::unique_ptr<GatewayProcess> gateway_;
+  // What each plugin wrote this session (T6's per-session write caps), in memory this process
+  // owns and every gateway it starts maps: a gateway replaced for any reason, kill -9 included,
+  // hands on everything it charged. A slot per plugin id (WriteUsageSlotFor).
+  std::optional<ipc::WriteUsageTable> write_usage_;
+  std::map<std::string, uint32_t> write_usage_slots_;
+  std::optional<uint32_t> WriteUsageSlotFor(const std::string& plugin_id);
   // What the gateway serves: what the grants of the plugins admitted at initialize need, widened
   // (a restart) when one admitted later needs more; never narrowed during a session.
   GatewayServes gateway_serves_;

@@ -82,6 +82,13 @@ void Server::Initialize(const json& id, const json& params) {
     if (p->state != PluginState::kNotFound) ResolvePluginGrant(*p);
     if (p->grant) gateway_serves_ = Union(gateway_serves_, ServesFor(*p->grant));
   }
+  // Before the first gateway, kept past every one: what the plugins write is counted here.
+  auto table = ipc::WriteUsageTable::Create(std::max<std::size_t>(plugins.size(), 1));
+  if (!table) {
+    ReplyError(id, kInternalError, "the policy gateway did not start: " + table.error().ToString());
+    return;
+  }
+  write_usage_ = std::move(*table);
   if (auto s = StartGateway(); !s) {
     ReplyError(id, kInternalError, "the policy gateway did not start: " + s.error().ToString());
     return;
@@ -91,6 +98,7 @@ void Server::Initialize(const json& id, const json& params) {
   workspace_config_ = catalog.config;
   plugins_ = std::move(plugins);
   for (auto& p : plugins_) WatchPluginFiles(*p);
+  WatchGrantStore();
   initialized_ = true;
   json result = {{"capabilities",
                   {{"positionEncoding", ToString(encoding_)},
@@ -194,6 +202,11 @@ json Server::PluginJson(const Plugin& p) const {
 json Server::StatusJson() const {
   json plugins = json::array();
   for (const auto& p : plugins_) {
+    ipc::WriteUsage writes;
+    if (auto slot = write_usage_slots_.find(p->entry.id);
+        write_usage_ && slot != write_usage_slots_.end()) {
+      writes = write_usage_->Read(slot->second);
+    }
     plugins.push_back(
         {{"id", p->entry.id},
          {"state", ToString(p->state)},
@@ -201,7 +214,8 @@ json Server::StatusJson() const {
          {"restarts", p->restarts},
          {"reloads", p->reloads},
          {"queued", p->queue.size()},
-         {"running", p->running.has_value()}});
+         {"running", p->running.has_value()},
+         {"writes", {{"bytes", writes.bytes}, {"entries", writes.entries}}}});
   }
   return {{"workspace", o_.workspace},
           {"gateway",
@@ -265,11 +279,14 @@ void Server::RequestConsent(const json& id, const json& params) {
                       {{"code", saved.error().code}, {"plugin", m.id}});
         return;
       }
-      pp->grant = m.requested;
+      // The host is started from an admission run now, which finds the grant just stored
+      // (StartHost): never from the answer alone.
       pp->state = PluginState::kStarting;
       StartHost(*pp);
     }
-    Complete(id, {{"plugin", pp->entry.id}, {"granted", approved}, {"state", ToString(pp->state)}});
+    Complete(id, {{"plugin", pp->entry.id},
+                  {"granted", approved && pp->grant.has_value()},
+                  {"state", ToString(pp->state)}});
   });
 }
 

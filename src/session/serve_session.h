@@ -32,7 +32,9 @@ struct ServeOptions {
   int max_host_restarts = 3;         // crashes per restart window before a plugin is "failed"
   int max_gateway_restarts = 3;
   std::chrono::seconds restart_window{60};
-  std::vector<std::string> gateway_args;  // trusted-side test options
+  // Flags for every gateway of the session: the write caps (--max-plugin-write-bytes,
+  // --max-plugin-new-entries) and the trusted-side test options.
+  std::vector<std::string> gateway_args;
   std::vector<std::string> host_args;
   int in_fd = 0;
   int out_fd = 1;

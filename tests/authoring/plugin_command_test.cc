@@ -103,6 +103,10 @@ TEST_F(PluginCommand, CompletePluginIsApprovedAndRevokeSaysWhatWasRevoked) {
   EXPECT_TRUE(lines[0].ends_with("); it may no longer:")) << revoke.out;
   EXPECT_NE(revoke.out.find("\"src/**\""), std::string::npos) << revoke.out;
   EXPECT_NE(revoke.out.find("rg"), std::string::npos) << revoke.out;
+  EXPECT_EQ(lines.back(),
+            "A running `anvil serve` of this workspace stops the plugin now; nothing starts it "
+            "again without a new approval.")
+      << revoke.out;
   EXPECT_FALSE(Granted());
 
   auto again = Plugin("revoke", "test.cli");

@@ -6,15 +6,47 @@
 // shared with a plugin only inside its fs.read grant, judged by the file its name leads to, and
 // never edited where git runs what it holds (a core.hooksPath hook).
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
 
 #include "serve_client.h"
 
 namespace anvil::testing {
 namespace {
 
-class T8Serve : public ServeTestBase {};
+class T8Serve : public ServeTestBase {
+ protected:
+  // `anvil ARGS` as the user, with the session's grant store.
+  RunResult Anvil(std::vector<std::string> args) {
+    args.insert(args.begin(), AnvilBin());
+    RunOptions o;
+    o.env = {"PATH=/usr/bin:/bin", "HOME=/nonexistent", "LANG=C.UTF-8",
+             "XDG_STATE_HOME=" + state_.path(), "XDG_DATA_HOME=" + state_.path() + "/data"};
+    return ::anvil::testing::Run(args, o);
+  }
+  // A plugin whose `w NAME` writes notes/NAME and whose `spin` runs past any deadline (inside
+  // one builtin, so the deadline, not the instruction budget, stops it).
+  void Writer(const std::string& dir, const std::string& id, const std::string& permissions) {
+    WritePlugin(plugins_ / dir, id, "lua", permissions,
+                "anvil.command('w', function(a) sys.fs.write('notes/' .. a[1], 'x') return "
+                "'wrote' end)\nanvil.command('r', function() return sys.fs.read('src/a.c') end)\n"
+                "anvil.command('spin', function() while true do string.rep('x', 1e6):find('y', 1, "
+                "true) end end)\n");
+  }
+  static json Write(ServeClient& c, const std::string& id, const std::string& name) {
+    return c.Request("anvil/runCommand",
+                     {{"plugin", id}, {"command", "w"}, {"arguments", json::array({name})}});
+  }
+  static pid_t GatewayPid(ServeClient& c) {
+    json g = c.Request("anvil/status")["result"]["gateway"]["pid"];
+    return g.is_number_integer() ? g.get<pid_t>() : -1;
+  }
+};
 
 TEST_F(T8Serve, ConsentShowsTheExactRequestAndDenialRunsNothing) {
   // Its top level would write a file if it ever ran.
@@ -398,6 +430,146 @@ TEST_F(T8Serve, BufferEditsNeverReachAGitDirUnderAnotherNameOrAMissingInclude) {
     EXPECT_TRUE(edit(rel).contains("result")) << rel;
   }
   EXPECT_EQ(c->Seen("workspace/applyEdit").size(), 3u);
+  EXPECT_EQ(c->ShutdownAndExit(), 0);
+}
+
+// `anvil plugin revoke` while `anvil serve` runs the plugin (red team): the running host kept
+// writing, and every host started after it — past a deadline kill, after a gateway killed -9 —
+// got a new token with the grant cached when the session admitted it; anvil/listPlugins still
+// said ready and granted; only anvil/reload noticed. Now the session watches the grant store:
+// the host is stopped at once (token revoked), the request sent after the revoke already finds
+// the plugin needs_consent, no restart brings it back, and only consent does. The plugin beside
+// it, granted in the same session, goes on untouched.
+TEST_F(T8Serve, ARevokedGrantStopsItsPluginInTheRunningSession) {
+  const std::string grant = "fs.read = [\"src/**\"]\nfs.write = [\"notes/**\"]\n";
+  Writer("rev", "test.rev", grant);
+  Writer("other", "test.other", grant);
+  auto c = Start({"--approve", "--plugin-dir", plugins_ / "rev", "--plugin-dir", plugins_ / "other",
+                  "--timeout", "2"});
+  ASSERT_TRUE(c->Initialize().contains("result"));
+  ASSERT_TRUE(WaitForPluginState(*c, "test.rev", "ready"));
+  ASSERT_TRUE(WaitForPluginState(*c, "test.other", "ready"));
+  EXPECT_EQ(Write(*c, "test.rev", "before")["result"]["value"], "wrote");
+  const pid_t host = HostPid(*c, "test.rev");
+  RunResult revoked = Anvil({"plugin", "revoke", "--workspace", ws_.path(), "test.rev"});
+  ASSERT_EQ(revoked.status, 0) << revoked.err;
+  json after = Write(*c, "test.rev", "after-revoke");
+  EXPECT_EQ(after["error"]["data"]["code"], "consent_required") << after;
+  EXPECT_FALSE(Exists(ws_ / "notes/after-revoke"));
+  EXPECT_FALSE(ProcessAlive(host)) << "the revoked plugin's host still runs";
+  json info = PluginInfo(*c, "test.rev");
+  EXPECT_EQ(info["state"], "needs_consent") << info;
+  EXPECT_EQ(info["grant"]["state"], "needs_consent") << info;
+  EXPECT_TRUE(info["pid"].is_null()) << info;
+  bool told = false;
+  for (const auto& m : c->Seen("window/logMessage")) {
+    const std::string text = m["params"]["message"];
+    told |= text.find("plugin test.rev stopped") != std::string::npos;
+  }
+  EXPECT_TRUE(told) << "the client was not told";
+  // A gateway killed -9 starts new hosts with new tokens: not for the revoked plugin.
+  const pid_t gateway = GatewayPid(*c);
+  ASSERT_GT(gateway, 0);
+  ASSERT_EQ(::kill(gateway, SIGKILL), 0);
+  ASSERT_TRUE(WaitUntil([&] {
+    const pid_t now = GatewayPid(*c);
+    return now > 0 && now != gateway && PluginInfo(*c, "test.other")["state"] == "ready";
+  }));
+  EXPECT_EQ(Write(*c, "test.rev", "after-gateway")["error"]["data"]["code"], "consent_required");
+  EXPECT_FALSE(Exists(ws_ / "notes/after-gateway"));
+  EXPECT_EQ(PluginInfo(*c, "test.rev")["state"], "needs_consent");
+  // The neighbour kept its grant through all of it.
+  EXPECT_EQ(Write(*c, "test.other", "other")["result"]["value"], "wrote");
+  EXPECT_TRUE(Exists(ws_ / "notes/other"));
+  // Consent given again: the plugin runs again, with a fresh host.
+  c->on_request = [](const json&) -> json { return {{"decision", "approve"}}; };
+  json consent = c->Request("anvil/requestConsent", {{"plugin", "test.rev"}});
+  EXPECT_EQ(consent["result"]["granted"], true) << consent;
+  ASSERT_TRUE(WaitForPluginState(*c, "test.rev", "ready"));
+  EXPECT_EQ(Write(*c, "test.rev", "again")["result"]["value"], "wrote");
+  EXPECT_EQ(c->ShutdownAndExit(), 0);
+}
+
+// A grant narrowed while the session runs (the store edited to drop fs.write): the host started
+// with the wider grant is stopped and a new one runs with the narrower grant; reads, which it
+// still holds, go on.
+TEST_F(T8Serve, ANarrowedGrantRestartsItsHostWithTheNarrowerGrant) {
+  Writer("narrow", "test.narrow", "fs.read = [\"src/**\"]\nfs.write = [\"notes/**\"]\n");
+  auto c = StartReady(plugins_ / "narrow", "test.narrow");
+  EXPECT_EQ(Write(*c, "test.narrow", "before")["result"]["value"], "wrote");
+  const pid_t host = HostPid(*c, "test.narrow");
+  const std::string store = state_ / "anvil/grants.json";
+  std::stringstream text;
+  text << std::ifstream(store).rdbuf();
+  json grants = json::parse(text.str());
+  ASSERT_EQ(grants["grants"].size(), 1u) << grants;
+  grants["grants"][0]["grant"]["fs.write"] = json::array();
+  WriteFile(store + ".new", grants.dump(2));
+  ASSERT_EQ(::chmod((store + ".new").c_str(), 0600), 0);
+  ASSERT_EQ(std::rename((store + ".new").c_str(), store.c_str()), 0);
+  ASSERT_TRUE(WaitUntil([&] {
+    const pid_t now = HostPid(*c, "test.narrow");
+    return now > 0 && now != host && PluginInfo(*c, "test.narrow")["state"] == "ready";
+  }));
+  EXPECT_FALSE(ProcessAlive(host));
+  EXPECT_EQ(PluginInfo(*c, "test.narrow")["grant"]["granted"]["fs.write"], json::array());
+  json w = Write(*c, "test.narrow", "after");
+  EXPECT_EQ(w["error"]["data"]["code"], "denied") << w;
+  EXPECT_FALSE(Exists(ws_ / "notes/after"));
+  json r = c->Request("anvil/runCommand", {{"plugin", "test.narrow"}, {"command", "r"}});
+  EXPECT_TRUE(r.contains("result")) << r;
+  EXPECT_EQ(c->ShutdownAndExit(), 0);
+}
+
+// Each new token comes from an admission of its own, not only the grant's: before, a host
+// started again after a deadline kill or a gateway crash was handed the grant and the pins its
+// first admission found, so a plugin that anvil.lock no longer matches (nor a signature, nor a
+// workspace a sandboxed command left unchecked) kept running across restarts. The benign
+// neighbours: a restart with the lock unchanged, and a plugin the lock does not name.
+TEST_F(T8Serve, AHostStartedAgainIsAdmittedAgain) {
+  const std::string grant = "fs.read = [\"src/**\"]\nfs.write = [\"notes/**\"]\n";
+  Writer("locked", "test.locked", grant);
+  Writer("free", "test.free", grant);
+  RunResult lock = Anvil({"plugin", "lock", "--workspace", ws_.path(), plugins_ / "locked"});
+  ASSERT_EQ(lock.status, 0) << lock.err;
+  auto c = Start({"--approve", "--plugin-dir", plugins_ / "locked", "--plugin-dir",
+                  plugins_ / "free", "--timeout", "1", "--no-watch"});
+  ASSERT_TRUE(c->Initialize().contains("result"));
+  ASSERT_TRUE(WaitForPluginState(*c, "test.locked", "ready"));
+  ASSERT_TRUE(WaitForPluginState(*c, "test.free", "ready"));
+  auto spin = [&] {
+    json r = c->Request("anvil/runCommand", {{"plugin", "test.locked"}, {"command", "spin"}});
+    EXPECT_EQ(r["error"]["data"]["code"], "timeout") << r;
+  };
+  // The lock unchanged: killed at its deadline, started again, it writes.
+  spin();
+  ASSERT_TRUE(WaitForPluginState(*c, "test.locked", "ready"));
+  EXPECT_EQ(Write(*c, "test.locked", "first")["result"]["value"], "wrote");
+  // The lock now pins other code (a newer version, locked where it was tried out; the files
+  // here are as they were).
+  const std::string main_lua = plugins_ / "locked/main.lua";
+  std::stringstream code;
+  code << std::ifstream(main_lua).rdbuf();
+  WriteFile(main_lua, code.str() + "-- v2\n");
+  RunResult relock = Anvil({"plugin", "lock", "--workspace", ws_.path(), plugins_ / "locked"});
+  ASSERT_EQ(relock.status, 0) << relock.err;
+  WriteFile(main_lua, code.str());
+  spin();
+  ASSERT_TRUE(WaitForPluginState(*c, "test.locked", "refused"));
+  json w = Write(*c, "test.locked", "after-lock");
+  EXPECT_EQ(w["error"]["data"]["code"], "unavailable") << w;
+  EXPECT_FALSE(Exists(ws_ / "notes/after-lock"));
+  // A gateway killed -9: new hosts only for what is admitted now.
+  const pid_t gateway = GatewayPid(*c);
+  ASSERT_GT(gateway, 0);
+  ASSERT_EQ(::kill(gateway, SIGKILL), 0);
+  ASSERT_TRUE(WaitUntil([&] {
+    const pid_t now = GatewayPid(*c);
+    return now > 0 && now != gateway && PluginInfo(*c, "test.free")["state"] == "ready";
+  }));
+  EXPECT_EQ(PluginInfo(*c, "test.locked")["state"], "refused");
+  EXPECT_FALSE(Exists(ws_ / "notes/after-lock"));
+  EXPECT_EQ(Write(*c, "test.free", "free")["result"]["value"], "wrote");
   EXPECT_EQ(c->ShutdownAndExit(), 0);
 }
 
