@@ -145,7 +145,7 @@ def make_peers(a, ws):
              "bench/sandbox_floor.c --layers: the floor plus a pids cgroup (root), the mount "
              "view (tmpfs root, runtime roots and .git read-only, workspace read-write, "
              "/dev, /proc, /tmp, pivot_root), setsid, rlimits, no_new_privs, Landlock "
-             "(files, TCP, scoping) and a short seccomp filter; no checks or report. "
+             "(files, TCP, scoping) and the default seccomp filter's verdicts; no checks or report. "
              "Start-up figure only: the least a sandbox with Anvil's walls costs here")):
         p = Peer(key, label, lambda c, flags=flags: [floor] + flags + c, note=note)
         p.start_only = True

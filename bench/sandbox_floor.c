@@ -12,12 +12,15 @@
  *
  * With --layers WS it also applies, in the cheapest form written in C, every layer Anvil's
  * default policy (workspace-write, network none) requires on top of the namespaces: a pids
- * cgroup as root (the kernel exempts uid 0 from RLIMIT_NPROC), the mount view (tmpfs root, the
- * runtime roots and WS/.git bound read-only, WS read-write, a minimal /dev, /proc, a private
- * /tmp, pivot_root and detach of the host's tree), a new session, PR_SET_PDEATHSIG, rlimits,
- * no_new_privs, a Landlock ruleset (file access, TCP bind/connect, abstract-socket and signal
- * scoping) and a seccomp filter of a few dozen instructions. No verification, no reporting, no
- * environment filtering, no error detail: the least any sandbox with these walls can cost.
+ * cgroup as root (the kernel exempts uid 0 from RLIMIT_NPROC), entered the way that takes no
+ * system-wide lock (cgroup v1: the init writes "0" to `tasks` itself; v2: CLONE_INTO_CGROUP; a
+ * move by pid waits for an RCU grace period, whose length depends on what ran before), the
+ * mount view (tmpfs root, the runtime roots and WS/.git bound read-only, WS read-write, a
+ * minimal /dev, /proc, a private /tmp, pivot_root and detach of the host's tree), a new session,
+ * PR_SET_PDEATHSIG, rlimits, no_new_privs, a Landlock ruleset (file access, TCP bind/connect,
+ * abstract-socket and signal scoping) and a seccomp filter with the verdicts of Anvil's default
+ * one in the fewest instructions. No verification, no reporting, no environment filtering, no
+ * error detail: the least any sandbox with these walls can cost.
  *
  *   sandbox_floor [--no-init | --layers WS] PROGRAM [ARG...]
  *
@@ -39,6 +42,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -54,6 +58,9 @@ static int write_file(const char *path, const char *text) {
 
 /* ---- --layers: the required layers, cheapest form ---- */
 
+#ifndef SYS_fchmodat2
+#define SYS_fchmodat2 452
+#endif
 #ifndef AT_RECURSIVE
 #define AT_RECURSIVE 0x8000
 #endif
@@ -198,17 +205,75 @@ static int landlock(const char *ws) {
   return rc;
 }
 
-/* x86_64 only: arch check, a deny list answered EPERM, socket() of anything but AF_UNIX. */
+/* The seccomp verdicts of Anvil's default command filter (src/linux/seccomp_rules.cc), x86_64
+ * only, in the fewest instructions: a foreign ABI (i386, x32) kills; set-id mode bits on a file
+ * being created or chmod-ed, namespace flags to clone, terminal injection ioctls, personality
+ * bits that weaken mitigations, and socket families other than Unix, IP and route netlink are
+ * refused; openat2 and clone3 answer ENOSYS; a deny list answers EPERM. The calls with argument
+ * checks come first, the most frequent first: the kernel caches the verdict of every call whose
+ * answer does not depend on its arguments, so only these run the program, and a file opened
+ * without O_CREAT leaves it after eight instructions. */
+enum { NEXT, ALLOW, DENY, NOSYS, KILL, SKIP }; /* jump targets, resolved below */
+static struct sock_filter prog[192];
+static unsigned char to_t[192], to_f[192];
+static size_t len, block;
+
+static void ld(unsigned offset) {
+  prog[len] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offset);
+  to_t[len] = to_f[len] = NEXT;
+  ++len;
+}
+static void jump(unsigned op, unsigned k, int t, int f) {
+  prog[len] = (struct sock_filter)BPF_JUMP(BPF_JMP | op | BPF_K, k, 0, 0);
+  to_t[len] = (unsigned char)t;
+  to_f[len] = (unsigned char)f;
+  ++len;
+}
+#define ARG(i) (unsigned)offsetof(struct seccomp_data, args[i]) /* the low half (little endian) */
+/* A block for one syscall: every other number skips to the next block. */
+static void begin(int nr) {
+  block = len;
+  jump(BPF_JEQ, (unsigned)nr, NEXT, SKIP);
+}
+static void end(void) {
+  for (size_t i = block; i < len; ++i) {
+    if (to_f[i] == SKIP) {
+      prog[i].jf = (unsigned char)(len - i - 1);
+      to_f[i] = NEXT;
+    }
+  }
+}
+/* Set-id bits in the mode of a call that creates (FLAGS >= 0: only with O_CREAT or O_TMPFILE). */
+static void set_id(int nr, int flags, int mode) {
+  begin(nr);
+  if (flags >= 0) {
+    ld(ARG(flags));
+    jump(BPF_JSET, O_CREAT | 020000000 /* O_TMPFILE's own bit */, NEXT, ALLOW);
+  }
+  ld(ARG(mode));
+  jump(BPF_JSET, S_ISUID | S_ISGID, DENY, ALLOW);
+  end();
+}
+
 static int seccomp(void) {
   static const int denied[] = {SYS_ptrace,
                                SYS_process_vm_readv,
                                SYS_process_vm_writev,
+                               SYS_pidfd_getfd,
+                               SYS_kcmp,
                                SYS_mount,
                                SYS_umount2,
                                SYS_pivot_root,
                                SYS_chroot,
                                SYS_unshare,
                                SYS_setns,
+                               SYS_move_mount,
+                               SYS_open_tree,
+                               SYS_fsopen,
+                               SYS_fsmount,
+                               SYS_fspick,
+                               SYS_fsconfig,
+                               SYS_mount_setattr,
                                SYS_bpf,
                                SYS_perf_event_open,
                                SYS_keyctl,
@@ -223,37 +288,85 @@ static int seccomp(void) {
                                SYS_init_module,
                                SYS_finit_module,
                                SYS_delete_module,
-                               SYS_personality,
                                SYS_open_by_handle_at,
-                               SYS_open_tree,
-                               SYS_move_mount,
-                               SYS_fsopen,
-                               SYS_fsmount,
-                               SYS_fsconfig,
-                               SYS_fspick,
-                               SYS_mount_setattr};
-  enum { N = sizeof denied / sizeof *denied };
-  struct sock_filter f[N + 12];
-  size_t k = 0;
-  f[k++] =
-      (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
-  f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xc000003e /* x86_64 */, 1, 0);
-  f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
-  f[k++] =
-      (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
-  f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000 /* x32 */, N + 4, 0);
-  for (size_t i = 0; i < N; ++i)
-    f[k++] =
-        (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)denied[i], N + 3 - i, 0);
-  f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_socket, 0, 3);
-  f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-                                        offsetof(struct seccomp_data, args[0]));
-  f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 1 /* AF_UNIX */, 0, 2);
-  f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
-  f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
-  f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
-  struct sock_fprog prog = {(unsigned short)k, f};
-  return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
+                               SYS_acct,
+                               SYS_swapon,
+                               SYS_swapoff,
+                               SYS_reboot,
+                               SYS_syslog,
+                               SYS_vhangup,
+                               SYS_iopl,
+                               SYS_ioperm,
+                               SYS_quotactl,
+                               SYS_lookup_dcookie,
+                               SYS_uselib,
+                               SYS_settimeofday,
+                               SYS_clock_settime,
+                               SYS_clock_adjtime,
+                               SYS_fanotify_init};
+  const unsigned namespaces = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |
+                              CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWCGROUP;
+  len = 0;
+  ld((unsigned)offsetof(struct seccomp_data, arch));
+  jump(BPF_JEQ, 0xc000003e /* AUDIT_ARCH_X86_64 */, NEXT, KILL);
+  ld((unsigned)offsetof(struct seccomp_data, nr));
+  jump(BPF_JGE, 0x40000000 /* x32 */, KILL, NEXT);
+  set_id(SYS_openat, 2, 3);
+  begin(SYS_clone);
+  ld(ARG(0));
+  jump(BPF_JSET, namespaces, DENY, ALLOW);
+  end();
+  begin(SYS_ioctl);
+  ld(ARG(1));
+  jump(BPF_JEQ, 0x5412 /* TIOCSTI */, DENY, NEXT);
+  jump(BPF_JEQ, 0x541C /* TIOCLINUX */, DENY, NEXT);
+  jump(BPF_JEQ, 0x5423 /* TIOCSETD */, DENY, ALLOW);
+  end();
+  set_id(SYS_open, 1, 2);
+  set_id(SYS_creat, -1, 1);
+  set_id(SYS_chmod, -1, 1);
+  set_id(SYS_fchmod, -1, 1);
+  set_id(SYS_fchmodat, -1, 2);
+  set_id(SYS_fchmodat2, -1, 2);
+  set_id(SYS_mkdir, -1, 1);
+  set_id(SYS_mkdirat, -1, 2);
+  set_id(SYS_mknod, -1, 1);
+  set_id(SYS_mknodat, -1, 2);
+  for (int i = 0; i < 2; ++i) { /* the sandbox's own network namespace: loopback only */
+    begin(i ? SYS_socketpair : SYS_socket);
+    ld(ARG(0) + 4); /* the kernel reads an int; the default filter compares all 64 bits */
+    jump(BPF_JEQ, 0, NEXT, DENY);
+    ld(ARG(0));
+    jump(BPF_JEQ, AF_UNIX, ALLOW, NEXT);
+    jump(BPF_JEQ, AF_INET, ALLOW, NEXT);
+    jump(BPF_JEQ, AF_INET6, ALLOW, NEXT);
+    jump(BPF_JEQ, AF_NETLINK, NEXT, DENY);
+    ld(ARG(2));
+    jump(BPF_JEQ, 0 /* NETLINK_ROUTE */, ALLOW, DENY);
+    end();
+  }
+  begin(SYS_personality); /* the query form has bit 31 set */
+  ld(ARG(0));
+  jump(BPF_JSET, 0x80000000, ALLOW, NEXT);
+  jump(BPF_JSET, 0x0040000 | 0x0100000 | 0x0200000 | 0x0400000, DENY, ALLOW);
+  end();
+  jump(BPF_JEQ, SYS_openat2, NOSYS, NEXT); /* its mode is in memory a filter cannot read */
+  jump(BPF_JEQ, SYS_clone3, NOSYS, NEXT);  /* so are its flags: libc falls back to clone */
+  for (size_t i = 0; i < sizeof denied / sizeof *denied; ++i)
+    jump(BPF_JEQ, (unsigned)denied[i], DENY, NEXT);
+  size_t at[KILL + 1] = {0};
+  static const unsigned ret[KILL + 1] = {0, SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM,
+                                         SECCOMP_RET_ERRNO | ENOSYS, SECCOMP_RET_KILL_PROCESS};
+  for (int r = ALLOW; r <= KILL; ++r) {
+    at[r] = len;
+    prog[len++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, ret[r]);
+  }
+  for (size_t i = 0; i < at[ALLOW]; ++i) {
+    if (to_t[i] != NEXT) prog[i].jt = (unsigned char)(at[to_t[i]] - i - 1);
+    if (to_f[i] != NEXT) prog[i].jf = (unsigned char)(at[to_f[i]] - i - 1);
+  }
+  struct sock_fprog fprog = {(unsigned short)len, prog};
+  return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog);
 }
 
 /* In the command (after vfork, before exec): what a sandbox applies per command. */
@@ -266,16 +379,31 @@ static int confine(const char *ws) {
   return 0;
 }
 
-/* Root: a pids cgroup (v1 or v2) holding the sandbox, removed after. "" when none is usable. */
-static void pids_cgroup(char *dir, size_t size) {
+/* Root: a pids cgroup (v1 or v2) holding the sandbox, removed after. "" when none is usable.
+ * Returns how the sandbox enters it: v1, a descriptor of its `tasks` (the init writes "0", a move
+ * of itself alone); v2, a descriptor of the directory for CLONE_INTO_CGROUP. -1 when none. */
+static int pids_cgroup(char *dir, size_t size, int *v2) {
   dir[0] = 0;
-  if (geteuid() != 0) return;
-  const char *base = access("/sys/fs/cgroup/pids/cgroup.procs", F_OK) == 0 ? "/sys/fs/cgroup/pids"
-                                                                           : "/sys/fs/cgroup";
-  snprintf(dir, size, "%s/sandbox-floor-%d", base, (int)getpid());
+  if (geteuid() != 0) return -1;
+  *v2 = access("/sys/fs/cgroup/pids/cgroup.procs", F_OK) != 0;
+  snprintf(dir, size, "%s/sandbox-floor-%d", *v2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/pids",
+           (int)getpid());
   char file[4200];
+  if (mkdir(dir, 0700)) {
+    dir[0] = 0;
+    return -1;
+  }
   snprintf(file, sizeof file, "%s/pids.max", dir);
-  if (mkdir(dir, 0700) || write_file(file, "4096")) dir[0] = 0;
+  int fd = -1;
+  if (write_file(file, "4096") == 0) {
+    snprintf(file, sizeof file, "%s/tasks", dir);
+    fd = *v2 ? open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : open(file, O_WRONLY | O_CLOEXEC);
+  }
+  if (fd < 0) {
+    rmdir(dir);
+    dir[0] = 0;
+  }
+  return fd;
 }
 
 static int exit_code(int status) {
@@ -298,17 +426,18 @@ int main(int argc, char **argv) {
     return 125;
   }
   char cgroup[4096] = "";
-  int go[2] = {-1, -1};
-  if (ws) {
-    pids_cgroup(cgroup, sizeof cgroup);
-    if (pipe2(go, O_CLOEXEC)) return 125;
-  }
+  int cgroup_fd = -1, cgroup_v2 = 0;
+  if (ws) cgroup_fd = pids_cgroup(cgroup, sizeof cgroup, &cgroup_v2);
   uid_t uid = geteuid();
   gid_t gid = getegid();
   struct clone_args ca;
   memset(&ca, 0, sizeof ca);
   ca.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNET;
   ca.exit_signal = SIGCHLD;
+  if (cgroup_fd >= 0 && cgroup_v2) {
+    ca.flags |= CLONE_INTO_CGROUP;
+    ca.cgroup = (uint64_t)cgroup_fd;
+  }
   long pid = syscall(SYS_clone3, &ca, sizeof ca);
   if (pid < 0) {
     fprintf(stderr, "sandbox_floor: clone3: %s\n", strerror(errno));
@@ -325,8 +454,7 @@ int main(int argc, char **argv) {
       fprintf(stderr, "sandbox_floor: mount view: %s\n", strerror(errno));
       _exit(125);
     }
-    char byte;
-    if (ws && (close(go[1]) || read(go[0], &byte, 1) != 1)) _exit(125); /* in the cgroup */
+    if (cgroup_fd >= 0 && !cgroup_v2 && write(cgroup_fd, "0", 1) != 1) _exit(125);
     if (!init) {
       execv(argv[arg], argv + arg);
       _exit(127);
@@ -343,18 +471,7 @@ int main(int argc, char **argv) {
     }
     _exit(exit_code(status));
   }
-  if (ws) {
-    char file[4200], text[32];
-    snprintf(file, sizeof file, "%s/cgroup.procs", cgroup);
-    snprintf(text, sizeof text, "%ld", pid);
-    if (cgroup[0] && write_file(file, text)) {
-      kill((pid_t)pid, SIGKILL);
-      cgroup[0] = 0;
-    }
-    if (write(go[1], "g", 1) != 1) kill((pid_t)pid, SIGKILL);
-    close(go[0]);
-    close(go[1]);
-  }
+  if (cgroup_fd >= 0) close(cgroup_fd);
   int status = 0;
   while (waitpid((pid_t)pid, &status, 0) < 0 && errno == EINTR) {
   }
