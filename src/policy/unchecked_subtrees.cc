@@ -50,6 +50,21 @@ bool RootsGone(const UncheckedRecord& r) {
   });
 }
 
+// A record found gone is removed only when every root was in a temporary directory: a
+// workspace elsewhere may be missing only for a while (a drive or network share unmounted, a
+// locked encrypted directory, a rename and back), and its record must still apply when it
+// comes back. Elsewhere a gone record is left out of each load and kept.
+bool RemovableWhenGone(const UncheckedRecord& r) {
+  return !r.roots.empty() &&
+         std::all_of(r.roots.begin(), r.roots.end(), [](const std::string& root) {
+           for (const char* tmp : {"/tmp/", "/var/tmp/", "/dev/shm/"}) {
+             if (root.starts_with(tmp) && root.size() > std::char_traits<char>::length(tmp))
+               return true;
+           }
+           return false;
+         });
+}
+
 }  // namespace
 
 std::optional<UncheckedRecord> UncheckedAfterRun(const UncheckedFacts& f) {
@@ -282,7 +297,9 @@ Result<std::vector<LoadedUncheckedRecord>> LoadUncheckedRecords(
                                  "once you have looked at what it names");
     }
     if (RootsGone(*record)) {
-      if (gone != nullptr) gone->push_back({name, std::move(*text), std::move(*record)});
+      if (gone != nullptr && RemovableWhenGone(*record)) {
+        gone->push_back({name, std::move(*text), std::move(*record)});
+      }
       continue;
     }
     out.push_back({name, std::move(*text), std::move(*record)});
@@ -328,7 +345,7 @@ Status SaveUncheckedRecord(const std::string& dir, const UncheckedRecord& record
     OwnerFacts o;
     auto text = ReadRegularFileNoFollowOwned(fd->Get(), other, kMaxUncheckedRecordBytes, o);
     auto r = text ? DecodeUncheckedRecord(*text) : std::nullopt;
-    if (r && RootsGone(*r)) gone.push_back(other);
+    if (r && RemovableWhenGone(*r) && RootsGone(*r)) gone.push_back(other);
     return Ok();
   });
   for (const auto& g : gone) (void)RemoveFileAt(fd->Get(), g);
@@ -348,7 +365,10 @@ void RemoveGoneUncheckedRecords(const std::string& dir,
     OwnerFacts owner;
     auto now =
         ReadRegularFileNoFollowOwned(fd->Get(), loaded.file, kMaxUncheckedRecordBytes, owner);
-    if (!now || *now != loaded.text || !RootsGone(loaded.record)) continue;
+    if (!now || *now != loaded.text || !RemovableWhenGone(loaded.record) ||
+        !RootsGone(loaded.record)) {
+      continue;
+    }
     (void)RemoveFileAt(fd->Get(), loaded.file);
   }
 }

@@ -149,7 +149,8 @@ struct LoadedUncheckedRecord {
 // `live(dir_fd, name)`: the file is the pending record of a run still going (linux/
 // unchecked_run.h), which that run resolves itself: left out. A record none of whose roots
 // exists any more is nothing to refuse for and is left out too; `gone`, when given, gets those
-// (RemoveGoneUncheckedRecords).
+// whose roots were all in /tmp, /var/tmp or /dev/shm (RemoveGoneUncheckedRecords): a workspace
+// elsewhere may be back (a drive mounted again), and its record then applies again.
 using UncheckedLiveFn = std::function<bool(int dir_fd, const std::string& name)>;
 Result<std::vector<LoadedUncheckedRecord>> LoadUncheckedRecords(
     const std::string& dir, const UncheckedLiveFn& live = {},

@@ -588,19 +588,18 @@ void Server::OnPluginFilesChanged() {
 // ---- the grant store ------------------------------------------------------------------------
 
 void Server::WatchGrantStore() {
-  if (plugins_.empty()) return;
-  // Opening it makes its directory when there is none yet.
-  auto store = GrantStore::Open();
-  if (!store) return;  // no store: no plugin is admitted either
-  const std::string& path = store->path();
-  const std::size_t slash = path.rfind('/');
-  grant_dir_ = slash == 0 ? "/" : path.substr(0, slash);
-  grant_file_ = path.substr(slash + 1);
   const auto unwatched = [&](const std::string& why) {
     LogMessage(kMessageWarning, "Anvil: cannot watch the grant store " + grant_dir_ + " (" + why +
                                     "): a grant revoked during this session is honoured only "
                                     "when its plugin's host next starts");
   };
+  // Opening it makes its directory when there is none yet.
+  auto store = GrantStore::Open();
+  if (!store) return unwatched(store.error().ToString());
+  const std::string& path = store->path();
+  const std::size_t slash = path.rfind('/');
+  grant_dir_ = slash == 0 ? "/" : path.substr(0, slash);
+  grant_file_ = path.substr(slash + 1);
   if (!grant_watch_) {
     grant_watch_.Reset(inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
     if (!grant_watch_) return unwatched(std::string("inotify: ") + std::strerror(errno));
@@ -632,13 +631,14 @@ void Server::OnGrantStoreChanged() {
       }
     }
   }
-  if (changed) RecheckGrants();
+  // Watched afresh before the recheck, which may take long (a host started again, a gateway
+  // widened): a change meanwhile is then an event, not missed.
   if (rewatch) {
     if (grant_watch_wd_ >= 0) inotify_rm_watch(grant_watch_.Get(), grant_watch_wd_);
     grant_watch_wd_ = -1;
-    // The recheck opened the store, which makes its directory again.
-    WatchGrantStore();
+    WatchGrantStore();  // opening the store makes its directory again
   }
+  if (changed) RecheckGrants();
 }
 
 void Server::RecheckGrants() {

@@ -77,6 +77,10 @@ void Server::Initialize(const json& id, const json& params) {
   // The grants first: the gateway serves what they need and no more (session/gateway_serves.h).
   // Without fs.write it skips its scan of the workspace for what git runs; without exec it
   // starts no exec broker. A plugin admitted later that needs more widens it (StartHost).
+  // Watched before any grant is read: a revocation from now on is an event the loop sees, even
+  // one made while the gateway below starts (the first hosts' tokens are minted from these
+  // admissions, and the event then takes them back).
+  if (!plugins.empty()) WatchGrantStore();
   gateway_serves_ = {};
   for (auto& p : plugins) {
     if (p->state != PluginState::kNotFound) ResolvePluginGrant(*p);
@@ -98,7 +102,6 @@ void Server::Initialize(const json& id, const json& params) {
   workspace_config_ = catalog.config;
   plugins_ = std::move(plugins);
   for (auto& p : plugins_) WatchPluginFiles(*p);
-  WatchGrantStore();
   initialized_ = true;
   json result = {{"capabilities",
                   {{"positionEncoding", ToString(encoding_)},

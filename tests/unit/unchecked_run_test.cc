@@ -213,6 +213,34 @@ TEST_F(UncheckedRunTest, RecordsOfARemovedWorkspaceAreRemovedByTheNextStart) {
   EXPECT_TRUE(std::filesystem::exists(dir_ + "/" + UncheckedRecordFileName({ws_})));
 }
 
+// A workspace outside the temporary directories may be missing only for a while (a drive
+// unmounted): its record is left out while it is missing, never removed, and applies again
+// once the workspace is back.
+TEST_F(UncheckedRunTest, ARecordOfAMissingWorkspaceElsewhereIsKeptForItsReturn) {
+  const std::string cwd = std::filesystem::current_path();
+  for (const char* tmp : {"/tmp/", "/var/tmp/", "/dev/shm/"}) {
+    if (cwd.starts_with(tmp)) GTEST_SKIP() << "SKIPPED: the build is in a temporary directory";
+  }
+  std::string pattern_text = cwd + "/anvil-unchecked-away-XXXXXX";
+  std::vector<char> pattern(pattern_text.begin(), pattern_text.end());
+  pattern.push_back('\0');
+  ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+  const std::string away = pattern.data();
+  ASSERT_TRUE(SaveUncheckedRecord(dir_, {{away}, {{away + "/x", "a"}}}));
+  const std::string file = dir_ + "/" + UncheckedRecordFileName({away});
+  std::filesystem::rename(away, away + ".elsewhere");
+  ASSERT_TRUE(SaveUncheckedRecord(dir_, {{ws_}, {{ws_ + "/y", "b"}}}));  // Save's sweep
+  EXPECT_EQ(All(), 1u);
+  {
+    auto run = UncheckedRun::Start({ws_});  // the start's
+    ASSERT_TRUE(run) << run.error().ToString();
+  }
+  EXPECT_TRUE(std::filesystem::exists(file));
+  std::filesystem::rename(away + ".elsewhere", away);
+  EXPECT_EQ(All(), 2u);
+  std::filesystem::remove_all(away);
+}
+
 TEST_F(UncheckedRunTest, AnIncompleteCheckIsRecordedInsteadOfThePendingRecord) {
   auto run = UncheckedRun::Start({ws_});
   ASSERT_TRUE(run);
