@@ -171,7 +171,7 @@ std::vector<std::string> SandboxEnvironment(const SandboxArgs& a,
       });
     };
     const std::string home_dir = value_of("HOME").value_or("");
-    for (std::string_view name : {"BASH_ENV", "ENV"}) {
+    for (std::string_view name : {"BASH_ENV", "ENV", "INPUTRC"}) {
       if (!named(name)) drop(name);
     }
     if (!named("ZDOTDIR")) {

@@ -255,6 +255,12 @@ void Server::StartHost(Plugin& p) {
       workspace_config_.SettingsFor(m.id).dump(-1, ' ', false, json::error_handler_t::replace);
   config.pinned_files = p.pinned_files;
   config.write_usage_slot = WriteUsageSlotFor(m.id);
+  if (write_usage_ && !config.write_usage_slot) {
+    // Its writes could not be counted across gateways: it does not run.
+    return SetFailed(p, "plugin " + m.id +
+                            " has no place in this session's count of writes (its id is new "
+                            "since the session started); fix: start a new session");
+  }
   p.fresh_admission = false;  // this token uses it up
   auto host = HostProcess::Start(config, *gateway_, *p.grant);
   if (!host) return SetFailed(p, "the plugin host did not start: " + host.error().ToString());

@@ -250,8 +250,9 @@ bool HasName(const Args& env, const std::string& name) {
 }
 
 // Attack: a caller's ZDOTDIR, BASH_ENV, ENV or XDG_CONFIG_HOME naming a place of the home
-// leads a shell to start-up files of the sandbox home that an earlier command wrote. Under a
-// confining policy zsh reads $HOME (Anvil's files), BASH_ENV and ENV are gone, and fish's
+// leads a shell to start-up files of the sandbox home that an earlier command wrote (INPUTRC:
+// readline's key bindings, which can type a command). Under a confining policy zsh reads $HOME
+// (Anvil's files), BASH_ENV, ENV and INPUTRC are gone, and fish's
 // XDG directories are the home's usual ones; a --setenv stands; unconfined, nothing changes.
 TEST(SandboxArgs, ShellStartupVariablesLeadOnlyToAnvilsFiles) {
   const Args caller = {"PATH=/usr/bin:/bin",
@@ -260,6 +261,7 @@ TEST(SandboxArgs, ShellStartupVariablesLeadOnlyToAnvilsFiles) {
                        "BASH_ENV=/home/u/.bash_env",
                        "ENV=/home/u/.shinit",
                        "XDG_CONFIG_HOME=/home/u/xdg",
+                       "INPUTRC=/home/u/.config/readline/inputrc",
                        "XDG_DATA_HOME=/home/u/.local/share"};
   auto plain = Validated({"--", "t"});
   ASSERT_TRUE(plain);
@@ -267,6 +269,7 @@ TEST(SandboxArgs, ShellStartupVariablesLeadOnlyToAnvilsFiles) {
   EXPECT_TRUE(Has(env, "ZDOTDIR=/home/u"));
   EXPECT_FALSE(HasName(env, "BASH_ENV"));
   EXPECT_FALSE(HasName(env, "ENV"));
+  EXPECT_FALSE(HasName(env, "INPUTRC"));  // readline reads Anvil's ~/.inputrc
   EXPECT_TRUE(Has(env, "XDG_CONFIG_HOME=/home/u/.config"));
   EXPECT_FALSE(Has(env, "XDG_CONFIG_HOME=/home/u/xdg"));
   // Benign: the usual directory stays as it is, one outside the home too.
