@@ -130,6 +130,19 @@ TEST_P(T8SandboxConfig, UserReadableRootCannotReachACredential) {
   EXPECT_FALSE(Exists(Marker()));
 }
 
+// The same for a writable root: refused before anything is made, naming the credential
+// location (it once failed the set-up with "mkdir .../.ssh/.git: Read-only file system").
+TEST_P(T8SandboxConfig, UserWritableRootCannotReachACredential) {
+  UserConfig("[sandbox]\nwritable_roots = [\"~/.ssh\"]\n");
+  auto r = Sh("cat ~/.ssh/id_ed25519; touch " + ShellQuote(Marker()));
+  EXPECT_EQ(r.status, 125) << r.out;
+  EXPECT_NE(r.err.find("writable root"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("where credentials live"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("CRED"), std::string::npos);
+  EXPECT_FALSE(Exists(Marker()));
+  EXPECT_FALSE(Exists(home_.home() + "/.ssh/.git"));
+}
+
 INSTANTIATE_TEST_SUITE_P(Callers, T8SandboxConfig, ::testing::ValuesIn(kAllCallers),
                          CallerParamName);
 
