@@ -10,6 +10,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "common/fd_io.h"
 #include "common/interrupt.h"
 #include "common/unique_fd.h"
 #include "session/plugin_watch.h"
@@ -32,18 +33,12 @@ bool AddWatches(int inotify, const std::string& dir, int* lib_wd) {
 // Reads every queued event; true when one of them is a change of the plugin
 // (session::IsPluginFileChange).
 bool Drain(int fd, int lib_wd) {
-  alignas(inotify_event) char buf[8192];
   bool changed = false;
-  ssize_t n;
-  while ((n = ::read(fd, buf, sizeof(buf))) > 0) {
-    for (ssize_t off = 0; off + static_cast<ssize_t>(sizeof(inotify_event)) <= n;) {
-      const auto* e = reinterpret_cast<const inotify_event*>(buf + off);
-      off += static_cast<ssize_t>(sizeof(inotify_event) + e->len);
-      if (e->mask & IN_IGNORED) continue;
-      const std::string_view name = e->len > 0 ? std::string_view(e->name) : std::string_view();
-      changed = changed || session::IsPluginFileChange(e->wd == lib_wd, name);
-    }
-  }
+  fd_io::ForEachInotifyEvent(fd, [&](const inotify_event& e) {
+    if (e.mask & IN_IGNORED) return;
+    const std::string_view name = e.len > 0 ? std::string_view(e.name) : std::string_view();
+    changed = changed || session::IsPluginFileChange(e.wd == lib_wd, name);
+  });
   return changed;
 }
 

@@ -80,4 +80,17 @@ IoResult ReadExactly(int fd, void* buf, std::size_t n, const Wait& wait) {
               [&](std::size_t off) { return ::read(fd, into + off, n - off); });
 }
 
+void ForEachInotifyEvent(int fd, const std::function<void(const inotify_event&)>& each) {
+  alignas(inotify_event) char buf[16384];
+  while (true) {
+    const ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n <= 0) return;
+    for (ssize_t off = 0; off + static_cast<ssize_t>(sizeof(inotify_event)) <= n;) {
+      const auto* e = reinterpret_cast<const inotify_event*>(buf + off);
+      off += static_cast<ssize_t>(sizeof(inotify_event) + e->len);
+      each(*e);
+    }
+  }
+}
+
 }  // namespace anvil::fd_io

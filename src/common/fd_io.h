@@ -12,8 +12,11 @@
 // On failure errno is left set to `error`, so SysFail() right after names it.
 #pragma once
 
+#include <sys/inotify.h>
+
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string_view>
 
@@ -53,5 +56,9 @@ IoResult WriteAll(int fd, std::string_view data, const Wait& wait = {});
 IoResult SendAll(int fd, std::string_view data, int flags = 0, const Wait& wait = {});
 // read(2) until exactly `n` bytes are in `buf`, or end of file.
 IoResult ReadExactly(int fd, void* buf, std::size_t n, const Wait& wait = {});
+
+// Every event queued on the non-blocking inotify descriptor `fd`, in order, until none is left
+// (or a read fails).
+void ForEachInotifyEvent(int fd, const std::function<void(const inotify_event&)>& each);
 
 }  // namespace anvil::fd_io

@@ -11,6 +11,7 @@
 #include <string>
 #include <utility>
 
+#include "common/fd_io.h"
 #include "common/json_depth.h"
 #include "ipc/plugin_trace.h"
 #include "linux/helper_executable.h"
@@ -569,26 +570,19 @@ void Server::WatchPluginFiles(Plugin& p) {
 }
 
 void Server::OnPluginFilesChanged() {
-  alignas(inotify_event) char buf[16384];
   const auto at = Clock::now() + o_.watch_debounce;
-  while (true) {
-    const ssize_t n = ::read(plugin_watch_.Get(), buf, sizeof(buf));
-    if (n <= 0) break;
-    for (ssize_t off = 0; off + static_cast<ssize_t>(sizeof(inotify_event)) <= n;) {
-      const auto* e = reinterpret_cast<const inotify_event*>(buf + off);
-      off += static_cast<ssize_t>(sizeof(inotify_event) + e->len);
-      auto it = watched_dirs_.find(e->wd);
-      if (it == watched_dirs_.end()) continue;
-      if (e->mask & IN_IGNORED) {
-        watched_dirs_.erase(it);  // the directory is gone; a reload adds it again
-        continue;
-      }
-      const auto [plugin, in_lib] = it->second;
-      if (!IsPluginFileChange(in_lib, e->len > 0 ? std::string_view(e->name) : "")) continue;
-      // Each change pushes the reload back: an editor's save is several events.
-      plugin->files_changed_reload_at = at;
+  fd_io::ForEachInotifyEvent(plugin_watch_.Get(), [&](const inotify_event& e) {
+    auto it = watched_dirs_.find(e.wd);
+    if (it == watched_dirs_.end()) return;
+    if (e.mask & IN_IGNORED) {
+      watched_dirs_.erase(it);  // the directory is gone; a reload adds it again
+      return;
     }
-  }
+    const auto [plugin, in_lib] = it->second;
+    if (!IsPluginFileChange(in_lib, e.len > 0 ? std::string_view(e.name) : "")) return;
+    // Each change pushes the reload back: an editor's save is several events.
+    plugin->files_changed_reload_at = at;
+  });
 }
 
 // ---- the grant store ------------------------------------------------------------------------
@@ -619,24 +613,17 @@ void Server::WatchGrantStore() {
 }
 
 void Server::OnGrantStoreChanged() {
-  alignas(inotify_event) char buf[16384];
   bool changed = false, rewatch = false;
-  while (true) {
-    const ssize_t n = ::read(grant_watch_.Get(), buf, sizeof(buf));
-    if (n <= 0) break;
-    for (ssize_t off = 0; off + static_cast<ssize_t>(sizeof(inotify_event)) <= n;) {
-      const auto* e = reinterpret_cast<const inotify_event*>(buf + off);
-      off += static_cast<ssize_t>(sizeof(inotify_event) + e->len);
-      if (e->mask & IN_Q_OVERFLOW) changed = true;  // events were lost: look again
-      if (e->wd != grant_watch_wd_) continue;
-      if (e->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) {
-        // The directory went away or moved: its path is watched afresh below.
-        changed = rewatch = true;
-      } else if (e->len > 0 && std::string_view(e->name) == grant_file_) {
-        changed = true;
-      }
+  fd_io::ForEachInotifyEvent(grant_watch_.Get(), [&](const inotify_event& e) {
+    if (e.mask & IN_Q_OVERFLOW) changed = true;  // events were lost: look again
+    if (e.wd != grant_watch_wd_) return;
+    if (e.mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) {
+      // The directory went away or moved: its path is watched afresh below.
+      changed = rewatch = true;
+    } else if (e.len > 0 && std::string_view(e.name) == grant_file_) {
+      changed = true;
     }
-  }
+  });
   // Watched afresh before the recheck, which may take long (a host started again, a gateway
   // widened): a change meanwhile is then an event, not missed.
   if (rewatch) {
