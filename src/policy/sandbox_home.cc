@@ -349,18 +349,6 @@ Result<HomeView> PlanHomeView(const HomePlanInput& input, const HomeHost& host) 
 }
 
 Status ApplyHomeView(const HomeView& home, const HostFs& host, FileView& view) {
-  // A writable root inside a credential location: its contents are never shown (they stay
-  // hidden beneath the root), so the root could not be what the user meant; said as the
-  // readable root's refusal is, instead of a failure of the set-up.
-  for (const auto& wr : view.writable_roots) {
-    for (const auto& c : home.credentials) {
-      if (!PathIsWithin(wr.root, c.path)) continue;
-      if (IsGitConfigPath(c.path)) return tl::unexpected(GitConfigRootRefused("writable", wr.root));
-      return Fail("invalid", "writable root " + wr.root + " lies inside " + c.path +
-                                 ", where credentials live; Anvil never shows those (fix: name "
-                                 "the directory the command needs, outside it)");
-    }
-  }
   bool show_home = home.kind != HomeKind::kNone;
   if (show_home) {
     // A root that shows the real home at $HOME itself: the workspace is the home, or a

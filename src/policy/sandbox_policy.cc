@@ -305,14 +305,29 @@ Result<std::vector<std::string>> WritableRootsOf(const SandboxPolicy& policy, co
                 "and a workspace the call fills in");
   }
   std::vector<std::string> writable;
+  // A writable root inside a credential location: what is there is never shown (it stays
+  // hidden beneath the root), so the root cannot be what the user meant; refused before
+  // anything is made for the run, as a readable root there is.
+  auto inside_credential = [&](const std::string& what, const std::string& root,
+                               const std::string& resolved) -> Status {
+    for (const auto& c : policy.home.credentials) {
+      if (!PathIsWithin(resolved, c.path)) continue;
+      return Fail("invalid", what + " " + root + " lies inside " + c.path +
+                                 ", where credentials live; Anvil never shows those (fix: name "
+                                 "the directory the command needs, outside it)");
+    }
+    return Ok();
+  };
   if (policy.kind == PolicyKind::kWorkspaceWrite) {
     writable.push_back(policy.workspace);
+    ANVIL_RETURN_IF_ERROR(inside_credential("the workspace", policy.workspace, policy.workspace));
     for (const auto& root : policy.extra_writable_roots) {
       auto resolved = host.resolve(root);
       if (!resolved) return Fail("invalid", "writable root does not exist: " + root);
       if (IsGitConfigPath(root) || IsGitConfigPath(*resolved)) {
         return tl::unexpected(GitConfigRootRefused("writable", root));
       }
+      ANVIL_RETURN_IF_ERROR(inside_credential("writable root", root, *resolved));
       // A file cannot be bound writable with what is kept read-only in it (a writable root is
       // a directory); said here rather than as an open(2) error of the set-up.
       if (host.lstat_kind && host.lstat_kind(*resolved) == HostFs::Kind::kRegular) {

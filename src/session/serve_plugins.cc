@@ -95,8 +95,8 @@ std::optional<uint32_t> Server::WriteUsageSlotFor(const std::string& plugin_id) 
   if (auto it = write_usage_slots_.find(plugin_id); it != write_usage_slots_.end()) {
     return it->second;
   }
-  // One slot per plugin of the session, made at initialize; ids never change (a reload that
-  // changes one is refused).
+  // One slot per plugin of the session, made at initialize; the id of a plugin that ran never
+  // changes (a reload that changes it is refused), so a new id is only one never started.
   const auto next = static_cast<uint32_t>(write_usage_slots_.size());
   if (next >= write_usage_->slots()) return std::nullopt;
   write_usage_slots_.emplace(plugin_id, next);
@@ -520,10 +520,22 @@ void Server::ReloadPlugin(Plugin& plugin, std::optional<json> waiter, bool auto_
   if (!manifest) {
     plugin.entry.manifest.reset();
     plugin.entry.error = manifest.error();
-  } else if (plugin.entry.manifest && manifest->id != plugin.entry.id) {
+  } else if (manifest->id != plugin.entry.id &&
+             (plugin.entry.manifest || write_usage_slots_.contains(plugin.entry.id))) {
+    // Refused also after a manifest that did not load, once the plugin ran under its id: its
+    // session counts (writes) are kept by id.
     plugin.entry.error = Error{"invalid",
                                "the plugin id changed from " + plugin.entry.id + " to " +
                                    manifest->id + "; start a new session",
+                               0};
+  } else if (manifest->id != plugin.entry.id &&
+             std::any_of(plugins_.begin(), plugins_.end(), [&](const auto& other) {
+               return other.get() != &plugin && other->entry.id == manifest->id;
+             })) {
+    plugin.entry.error = Error{"invalid",
+                               "the plugin id " + manifest->id +
+                                   " is already another plugin's in this session; give it an "
+                                   "id of its own",
                                0};
   } else {
     plugin.entry.manifest = std::move(*manifest);

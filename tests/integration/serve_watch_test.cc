@@ -50,6 +50,28 @@ TEST_F(PluginDebug, ServeReloadOnChangeNeverApprovesAManifestThatAsksForMore) {
   EXPECT_EQ(reload["result"]["state"], "ready") << reload;
 }
 
+// A plugin's session counts (its writes) are kept by its id, so a plugin that ran keeps its
+// id: a manifest that does not load in between does not let a later one bring another id.
+// Beside it: the same id loads again.
+TEST_F(PluginDebug, ServeReloadKeepsTheIdOfAPluginThatRanAcrossABrokenManifest) {
+  WritePlugin(dir_, "test.keep", "lua", "", "anvil.command('t', function() return 1 end)\n");
+  auto c = StartReady(dir_, "test.keep", {"--no-watch"});
+  WriteFile(dir_ + "/anvil-plugin.toml", "id = \n");
+  json broken = c->Request("anvil/reload", {{"plugin", "test.keep"}});
+  EXPECT_NE(PluginInfo(*c, "test.keep")["state"], "ready") << broken;
+  WritePlugin(dir_, "test.other", "lua", "", "anvil.command('t', function() return 2 end)\n");
+  json other = c->Request("anvil/reload", {{"plugin", "test.keep"}});
+  const json info = PluginInfo(*c, "test.keep");
+  EXPECT_NE(info["state"], "ready") << other << info;
+  EXPECT_NE((other.dump() + info.dump()).find("the plugin id changed from test.keep to test.other"),
+            std::string::npos)
+      << other << info;
+  EXPECT_TRUE(PluginInfo(*c, "test.other").is_null());
+  WritePlugin(dir_, "test.keep", "lua", "", "anvil.command('t', function() return 3 end)\n");
+  json same = c->Request("anvil/reload", {{"plugin", "test.keep"}});
+  EXPECT_EQ(same["result"]["state"], "ready") << same;
+}
+
 TEST_F(PluginDebug, ServeNoWatchLeavesChangedFilesAlone) {
   WritePlugin(dir_, "test.still", "js", "", "anvil.command('t', () => 'one');\n");
   auto c = StartReady(dir_, "test.still", {"--no-watch"});

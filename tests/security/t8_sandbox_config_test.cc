@@ -2,6 +2,8 @@
 // defaults, readable toolchains and profiles; a cloned repository's Anvil.toml may only narrow
 // them. Every widening a repository could try is refused before anything runs (exit 125, the
 // file and line named); narrowing works; the command line wins over both.
+#include <sys/stat.h>
+
 #include <string>
 #include <vector>
 
@@ -134,6 +136,8 @@ TEST_P(T8SandboxConfig, UserReadableRootCannotReachACredential) {
 // location (it once failed the set-up with "mkdir .../.ssh/.git: Read-only file system").
 TEST_P(T8SandboxConfig, UserWritableRootCannotReachACredential) {
   UserConfig("[sandbox]\nwritable_roots = [\"~/.ssh\"]\n");
+  struct stat before {};
+  ASSERT_EQ(::stat((home_.home() + "/.ssh").c_str(), &before), 0);
   auto r = Sh("cat ~/.ssh/id_ed25519; touch " + ShellQuote(Marker()));
   EXPECT_EQ(r.status, 125) << r.out;
   EXPECT_NE(r.err.find("writable root"), std::string::npos) << r.err;
@@ -141,6 +145,11 @@ TEST_P(T8SandboxConfig, UserWritableRootCannotReachACredential) {
   EXPECT_EQ(r.out.find("CRED"), std::string::npos);
   EXPECT_FALSE(Exists(Marker()));
   EXPECT_FALSE(Exists(home_.home() + "/.ssh/.git"));
+  // Nothing was made there and taken away again (a placeholder, the git walk's marks).
+  struct stat after {};
+  ASSERT_EQ(::stat((home_.home() + "/.ssh").c_str(), &after), 0);
+  EXPECT_EQ(after.st_mtim.tv_sec, before.st_mtim.tv_sec);
+  EXPECT_EQ(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
 }
 
 INSTANTIATE_TEST_SUITE_P(Callers, T8SandboxConfig, ::testing::ValuesIn(kAllCallers),
