@@ -109,9 +109,10 @@ inline std::vector<double> RawBeneathReads(const std::string& dir, const std::st
 // One request of the minimal server: receive with the sender's credentials, open `name` beneath
 // `root` (openat2 RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS), fstat, read to EOF, close, answer
 // 4 KiB. False when the caller is gone.
-inline bool ServeOneRead(int conn, int root, const std::string& name, const std::string& reply) {
+// A request of at most 256 bytes received with the sender's credentials; false when the caller
+// is gone.
+inline bool RecvRequestWithCredentials(int conn) {
   char in[256];
-  static thread_local char buf[65536];
   iovec iov{in, sizeof(in)};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))];
   msghdr msg{};
@@ -119,13 +120,25 @@ inline bool ServeOneRead(int conn, int root, const std::string& name, const std:
   msg.msg_iovlen = 1;
   msg.msg_control = control;
   msg.msg_controllen = sizeof(control);
-  if (recvmsg(conn, &msg, 0) <= 0) return false;
+  return recvmsg(conn, &msg, 0) > 0;
+}
+
+// `name` opened beneath `root` as the gateway does (openat2 RESOLVE_BENEATH |
+// RESOLVE_NO_MAGICLINKS, no symlink at the end) and fstat'ed.
+inline int OpenBeneathAndStat(int root, const std::string& name) {
   open_how how{};
   how.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW;
   how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
   int fd = static_cast<int>(syscall(SYS_openat2, root, name.c_str(), &how, sizeof(how)));
   struct stat st {};
   fstat(fd, &st);
+  return fd;
+}
+
+inline bool ServeOneRead(int conn, int root, const std::string& name, const std::string& reply) {
+  static thread_local char buf[65536];
+  if (!RecvRequestWithCredentials(conn)) return false;
+  int fd = OpenBeneathAndStat(root, name);
   while (read(fd, buf, sizeof(buf)) > 0) {
   }
   close(fd);
@@ -199,25 +212,12 @@ inline std::vector<double> RawFdPassRoundTrips(const std::string& dir, const std
     int one = 1;
     setsockopt(sv[1], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
     int root = open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-    char in[256];
     std::string reply(32, 'r');
     for (int i = 0; i < n; ++i) {
       epoll_event e{};
       if (epoll_wait(ep, &e, 1, -1) != 1) _exit(1);
-      iovec iov{in, sizeof(in)};
-      alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))];
-      msghdr msg{};
-      msg.msg_iov = &iov;
-      msg.msg_iovlen = 1;
-      msg.msg_control = control;
-      msg.msg_controllen = sizeof(control);
-      if (recvmsg(sv[1], &msg, 0) <= 0) _exit(1);
-      open_how how{};
-      how.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW;
-      how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
-      int fd = static_cast<int>(syscall(SYS_openat2, root, name.c_str(), &how, sizeof(how)));
-      struct stat st {};
-      fstat(fd, &st);
+      if (!RecvRequestWithCredentials(sv[1])) _exit(1);
+      int fd = OpenBeneathAndStat(root, name);
       iovec out{reply.data(), reply.size()};
       alignas(cmsghdr) char rights[CMSG_SPACE(sizeof(int))];
       msghdr answer{};
