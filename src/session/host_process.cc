@@ -432,10 +432,11 @@ std::optional<std::chrono::nanoseconds> HostProcess::CpuTime() const {
   return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
 }
 
-Error HostProcess::CpuStopError() const {
+Error HostProcess::CpuStopError(std::string_view what) const {
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(cpu_stop_).count();
   return Error{"limit",
-               "instruction budget exhausted: the command used " + std::to_string(ms) +
+               "instruction budget exhausted: " + std::string(what) + " used " +
+                   std::to_string(ms) +
                    " ms of CPU time (the budget's CPU-time equivalent) inside one builtin, "
                    "where instructions are not counted; the plugin host was killed",
                0};

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/result.h"
@@ -121,7 +122,8 @@ class HostProcess {
   std::optional<std::chrono::nanoseconds> CpuTime() const;
   std::chrono::nanoseconds cpu_stop() const { return cpu_stop_; }
   // The error of a command stopped at cpu_stop(): the instruction budget's code, "limit".
-  Error CpuStopError() const;
+  // `what` used the CPU time: the command, or the plugin's load.
+  Error CpuStopError(std::string_view what = "the command") const;
   pid_t pid() const { return pid_; }
   bool running() const { return pid_ > 0; }
   const std::string& stderr_text() const { return stderr_; }

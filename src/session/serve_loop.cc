@@ -41,7 +41,10 @@ int Server::TimeoutMs() const {
     if (p->running && !p->running->cancelled && p->running->cpu) {
       consider(p->running->cpu->check_at());
     }
-    if (p->state == PluginState::kStarting && p->host) consider(p->describe_deadline);
+    if (p->state == PluginState::kStarting && p->host) {
+      consider(p->describe_deadline);
+      if (p->describe_cpu) consider(p->describe_cpu->check_at());
+    }
     if (p->restart_at) consider(*p->restart_at);
     if (p->files_changed_reload_at) consider(*p->files_changed_reload_at);
   }
@@ -84,7 +87,14 @@ void Server::RunTimers() {
               Error{"timeout", "command passed its wall-clock deadline; the plugin host was killed",
                     0});
     }
-    if (p.state == PluginState::kStarting && p.host && now >= p.describe_deadline) {
+    if (p.state == PluginState::kStarting && p.host && p.describe_cpu && p.describe_cpu->Due(now) &&
+        p.describe_cpu->Over(now, p.host->CpuTime().value_or(p.describe_cpu->budget()))) {
+      // Still inside one builtin of the plugin's top level at the CPU stop: a new host would
+      // load the same code, so the plugin fails as at the load deadline.
+      const Error e = p.host->CpuStopError("loading the plugin");
+      TerminateHost(p, "cpu budget");
+      SetFailed(p, e.ToString());
+    } else if (p.state == PluginState::kStarting && p.host && now >= p.describe_deadline) {
       TerminateHost(p, "timeout");
       SetFailed(p, "timeout: the plugin did not load within its deadline");
     }

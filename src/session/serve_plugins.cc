@@ -276,6 +276,8 @@ void Server::StartHost(Plugin& p) {
   }
   p.describe_call = *call;
   p.describe_deadline = Clock::now() + o_.command_timeout;
+  p.describe_cpu.reset();
+  if (auto cpu = p.host->CpuTime()) p.describe_cpu.emplace(p.host->cpu_stop(), Clock::now(), *cpu);
   p.state = PluginState::kStarting;
 }
 

@@ -163,6 +163,9 @@ struct Plugin {
   bool channel_closed = false, stderr_closed = false;
   uint64_t describe_call = 0;
   Clock::time_point describe_deadline{};
+  // The CPU stop from outside while the host loads the plugin's code (its top level runs under
+  // the same budget as a command, and a builtin there counts no instruction either).
+  std::optional<ipc::CpuWatch> describe_cpu;
   std::vector<std::string> commands;
   std::optional<RunRequest> running;  // a host runs one command at a time
   std::deque<RunRequest> queue;

@@ -151,6 +151,38 @@ TEST_F(T7Serve, ACommandStuckInABuiltinIsStoppedAtItsCpuBudget) {
   EXPECT_EQ(c->ShutdownAndExit(), 0);
 }
 
+// The same stop while a host loads the plugin: its top level runs under the budget too, and a
+// builtin there counts no instruction either. A long --timeout does not carry a load stuck in
+// one: it fails at the CPU budget with the budget's code (a new host would load the same code,
+// so none is started), while a load doing real work within the budget goes ready beside it.
+TEST_F(T7Serve, APluginStuckInABuiltinWhileLoadingIsStoppedAtItsCpuBudget) {
+  WritePlugin(plugins_ / "loader", "test.loader", "lua", "",
+              "local x = ('a'):rep(200):find('.-.-.-.-b')\n"
+              "anvil.command('ok', function() return 'fine' end)\n");
+  WritePlugin(plugins_ / "worker", "test.worker", "lua", "",
+              "local n = 0\nfor i = 1, 2000 do n = n + ('a'):rep(20):find('.-.-a$') end\n"
+              "anvil.command('ok', function() return 'fine' end)\n");
+  auto c = Start({"--approve", "--plugin-dir", plugins_ / "loader", "--plugin-dir",
+                  plugins_ / "worker", "--timeout", "240"});
+  ASSERT_TRUE(c->Initialize().contains("result"));
+  ASSERT_TRUE(WaitForPluginState(*c, "test.worker", "ready")) << PluginInfo(*c, "test.worker");
+  ASSERT_TRUE(WaitUntil([&] { return PluginInfo(*c, "test.loader")["state"] == "starting"; }))
+      << PluginInfo(*c, "test.loader");
+  // 10.5 s of CPU time: longer than that in wall time on a loaded machine, far below 240 s.
+  ASSERT_TRUE(WaitUntil([&] { return PluginInfo(*c, "test.loader")["state"] == "failed"; },
+                        std::chrono::seconds(150)))
+      << PluginInfo(*c, "test.loader");
+  const json info = PluginInfo(*c, "test.loader");
+  const std::string detail = info["detail"].is_string() ? info["detail"] : "";
+  EXPECT_NE(detail.find("limit: instruction budget exhausted: loading the plugin used"),
+            std::string::npos)
+      << info;
+  EXPECT_EQ(HostPid(*c, "test.loader"), -1) << info;
+  json ok = c->Request("anvil/runCommand", {{"plugin", "test.worker"}, {"command", "ok"}});
+  EXPECT_EQ(ok["result"]["value"], "fine") << ok;
+  EXPECT_EQ(c->ShutdownAndExit(), 0);
+}
+
 TEST_F(T7Serve, QueuedRequestIsCancelledWithoutRunning) {
   StubbornPlugin("lua");
   auto c = StartReady(plugins_ / "stubborn", "test.stubborn");
