@@ -78,6 +78,13 @@ std::string JsonLine(const nlohmann::json& j) {
   return j.dump(-1, ' ', /*ensure_ascii=*/true, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
+std::string CapErrorText(const std::string& text, size_t max) {
+  if (text.size() <= max) return text;
+  size_t keep = max;
+  while (keep > 0 && (static_cast<unsigned char>(text[keep]) & 0xC0) == 0x80) --keep;
+  return text.substr(0, keep) + " [" + std::to_string(text.size() - keep) + " more bytes cut]";
+}
+
 std::string Canonical(const std::string& path) {
   char buf[PATH_MAX];
   return ::realpath(path.c_str(), buf) ? std::string(buf) : std::string();

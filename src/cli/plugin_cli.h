@@ -48,6 +48,11 @@ std::string ResultLines(const std::string& id, const std::string& text);
 // Decoding it gives back exactly the value the plugin returned.
 std::string JsonLine(const nlohmann::json& j);
 
+// A plugin's error text for --json: at most `max` bytes, cut before a UTF-8 character's
+// continuation bytes and followed by how many were cut (text mode shows at most a few KiB).
+inline constexpr size_t kJsonErrorTextMax = 64 * 1024;
+std::string CapErrorText(const std::string& text, size_t max = kJsonErrorTextMax);
+
 // realpath(3) of `path`; "" when it does not exist.
 std::string Canonical(const std::string& path);
 

@@ -340,7 +340,7 @@ int RunOnce(const RunSettings& r) {
                                       : nlohmann::json(nlohmann::json::value_t::discarded);
   if (!result) {
     if (json) {
-      nlohmann::json out{{"ok", false}, {"error", result.error().ToString()}};
+      nlohmann::json out{{"ok", false}, {"error", CapErrorText(result.error().ToString())}};
       if (auto trace = ipc::DecodePluginTrace(result.error().trace)) {
         out["trace"] = ipc::PluginTraceJson(*trace);
       }

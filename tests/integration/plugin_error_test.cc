@@ -57,6 +57,21 @@ TEST_F(PluginDebug, HostileErrorTextCannotReachTheTerminalRaw) {
   EXPECT_NE(r.err.find("at main.lua:3"), std::string::npos) << r.err;
 }
 
+// An error of megabytes is cut in --json as in text mode (there to a few KiB): a bounded line,
+// still one JSON value, invalid UTF-8 replaced, and it says how much was cut.
+TEST_F(PluginDebug, AHugeErrorIsCutInJsonToo) {
+  WritePlugin(dir_, "test.big", "lua", "",
+              "anvil.command('t', function() error(string.rep('\\255\\27', 5000000)) end)\n");
+  auto r = Anvil({"--approve", "--json", dir_, "t"});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_LT(r.out.size(), 1024u * 1024u);
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r.out.substr(0, 300);
+  const std::string error = j["error"];
+  EXPECT_NE(error.find(" more bytes cut]"), std::string::npos) << error.substr(0, 300);
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos);
+}
+
 TEST_F(PluginDebug, ServeErrorDataCarriesTheTraceAndLoadFailuresTheirLocation) {
   WritePlugin(dir_, "test.err", "js", "",
               "anvil.command('t', () => {\n  throw new TypeError('bad');\n});\n");
