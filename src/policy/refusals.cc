@@ -309,6 +309,17 @@ RefusalAdvice Advise(const Refusal& r, const std::string& workspace, const std::
     case Refusal::Kind::kNetwork: {
       a.what = (r.detail == "dns" ? "name lookup (DNS to " + r.subject + ")"
                                   : "connect to " + r.subject);
+      if (r.detail == "loopback") {
+        // The sandbox's own loopback, where nothing listened on that port.
+        a.why =
+            "nothing listens there on the sandbox's own loopback (a server on the host's "
+            "loopback is in another network namespace and never reachable under --network " +
+            std::string(ToString(network)) + ")";
+        a.allow =
+            "start the server inside the same sandboxed command (e.g. `server & sleep 1; "
+            "curl ...`), or run the client outside the sandbox";
+        break;
+      }
       if (network == NetworkMode::kProxy) {
         a.why = "only Anvil's proxy reaches the network (HTTPS_PROXY is set)";
         a.allow = "use the proxy and --allow-host HOST";

@@ -145,6 +145,17 @@ TEST(Advise, OneLineWayPastEachRefusal) {
   EXPECT_NE(proxied.why.find("proxy"), std::string::npos);
   net.detail = "dns";
   EXPECT_EQ(Advise(net, "/ws", "", NetworkMode::kNone).what.rfind("name lookup", 0), 0u);
+  // A loopback port nothing of the sandbox's listens on: the host's is another namespace.
+  Refusal lo{Refusal::Kind::kNetwork, "curl", "127.0.0.1:5432", "loopback",
+             WriteArea::kOutside,     ""};
+  auto host_lo = Advise(lo, "/ws", "/home/u", NetworkMode::kNone);
+  EXPECT_EQ(host_lo.what, "connect to 127.0.0.1:5432");
+  EXPECT_NE(host_lo.why.find("nothing listens there on the sandbox's own loopback"),
+            std::string::npos)
+      << host_lo.why;
+  EXPECT_NE(host_lo.why.find("--network none"), std::string::npos) << host_lo.why;
+  EXPECT_EQ(host_lo.allow.rfind("start the server inside the same sandboxed command", 0), 0u)
+      << host_lo.allow;
 
   auto host = Advise(
       ProxyRefusal("example.org:443", "denied: host not allowed: example.org:443 (allowed: a:443)"),
