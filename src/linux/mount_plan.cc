@@ -72,6 +72,9 @@ Result<std::vector<MountOp>> PlanMounts(const FileView& view, const MountPlanOpt
     ops.push_back({K::kMapped, view.mapped_binds[i].target, i});
   }
   for (const auto& way : WorkspaceWays(view)) ops.push_back({K::kWay, way});
+  // The same kind of directory of the view's own: the sandbox home's ~/.local/lib beside the
+  // host's ~/.local/bin (FileView::sealed_home_dirs).
+  for (const auto& dir : view.sealed_home_dirs) ops.push_back({K::kWay, dir});
   for (const auto& masked : view.masked_files) ops.push_back({K::kMask, masked});
   for (const auto& masked : view.masked_dirs) ops.push_back({K::kMaskDir, masked});
   if (!view.workspace_base.empty()) {

@@ -1243,6 +1243,10 @@ Status VerifyMountView(const FileView& view) {
     ANVIL_TRY(ro, read_only(way));
     if (!*ro) return Fail("sandbox", "the way to the workspace is writable in the view: " + way);
   }
+  for (const auto& dir : view.sealed_home_dirs) {
+    ANVIL_TRY(ro, read_only(dir));
+    if (!*ro) return Fail("sandbox", "a sealed directory of the home is writable: " + dir);
+  }
   for (const auto& d : view.masked_dirs) {
     struct stat st {};
     if (::lstat(d.c_str(), &st) != 0) continue;  // gone from the host: nothing to cover

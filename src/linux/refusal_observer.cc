@@ -564,6 +564,11 @@ void RefusalObserver::HandleOne() {
       // The host's resolver at a loopback address (systemd-resolved's 127.0.0.53) is not in the
       // sandbox's own network namespace: nothing there answers.
       refusal = Refusal{Refusal::Kind::kNetwork, "", shown, "dns", WriteArea::kOutside, ""};
+    } else if (port != 0 && !LocalPortBound(port)) {
+      // Nothing of the sandbox's listens there: a server on the host's loopback (a dev server,
+      // a database) is in another network namespace. Only a hint: summaries come after a
+      // failure only, so a client that retries until its own server is up costs nothing.
+      refusal = Refusal{Refusal::Kind::kNetwork, "", shown, "loopback", WriteArea::kOutside, ""};
     }
   } else {
     std::string refused_path;

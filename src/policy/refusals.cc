@@ -99,6 +99,10 @@ WriteClass ClassifyWrite(const FileView& view, const SandboxPolicy& policy,
     if (InSystemRoot(*root)) return {WriteArea::kSystem, *root};
     return {WriteArea::kReadable, *root};
   }
+  // The sandbox home's ~/.local/lib beside the host's ~/.local/bin: read-only as a toolchain is.
+  for (const auto& dir : view.sealed_home_dirs) {
+    if (PathIsWithin(path, dir)) return {WriteArea::kReadable, dir};
+  }
   // The deepest way down to the workspace that holds it: a directory of the view's own, in the
   // sandbox home or /tmp, that shows nothing of the host's but that way.
   const std::vector<std::string> ways = WorkspaceWays(view);
@@ -196,6 +200,19 @@ std::string Shown(const std::string& path, const std::string& workspace, const s
   return path;
 }
 
+// A write of pip (or python -m pip) into the user site, ~/.local/bin or ~/.local/lib.
+bool PipUserSite(const Refusal& r, const std::string& home) {
+  if (home.empty()) return false;
+  const std::string program = Basename(r.program);
+  if (!program.starts_with("python") && !program.starts_with("pip")) return false;
+  return PathIsWithin(r.subject, home + "/.local/bin") ||
+         PathIsWithin(r.subject, home + "/.local/lib");
+}
+constexpr const char* kPipUserWayPast =
+    "install into a virtualenv in the workspace instead (python3 -m venv .venv && .venv/bin/pip "
+    "install ...), or let pip --user write your real user site, both halves: --writable-root "
+    "~/.local/bin --writable-root ~/.local/lib";
+
 // "host:443" -> "host"; other ports kept.
 std::string AllowHostArg(const std::string& target) {
   auto colon = target.rfind(':');
@@ -269,6 +286,14 @@ RefusalAdvice Advise(const Refusal& r, const std::string& workspace, const std::
         case WriteArea::kReadable:
           a.why = root + " is shown read-only (a toolchain or readable root)";
           a.allow = "--writable-root " + root;
+          if (PipUserSite(r, home)) {
+            // pip --user writes ~/.local/lib and ~/.local/bin together: naming one of them
+            // would leave a command on the host whose package is not there.
+            a.why = root +
+                    " is read-only while your real ~/.local/bin is shown (pip --user writes both, "
+                    "and a command there runs outside the sandbox)";
+            a.allow = kPipUserWayPast;
+          }
           break;
         case WriteArea::kSystem:
           a.why = "system directories are read-only in the sandbox";
@@ -293,6 +318,7 @@ RefusalAdvice Advise(const Refusal& r, const std::string& workspace, const std::
           // A write beneath it: a directory, which the user may name. The file itself: only
           // outside the sandbox.
           if (r.subject != r.root) a.allow = "--writable-root " + root;
+          if (PipUserSite(r, home)) a.allow = kPipUserWayPast;
           break;
         case WriteArea::kWorkspaceWay: {
           // The directory it was written in: the host's, shown whole (and writable) by the flag.
@@ -309,6 +335,17 @@ RefusalAdvice Advise(const Refusal& r, const std::string& workspace, const std::
     case Refusal::Kind::kNetwork: {
       a.what = (r.detail == "dns" ? "name lookup (DNS to " + r.subject + ")"
                                   : "connect to " + r.subject);
+      if (r.detail == "loopback") {
+        // The sandbox's own loopback, where nothing listened on that port.
+        a.why =
+            "nothing listens there on the sandbox's own loopback (a server on the host's "
+            "loopback is in another network namespace and never reachable under --network " +
+            std::string(ToString(network)) + ")";
+        a.allow =
+            "start the server inside the same sandboxed command (e.g. `server & sleep 1; "
+            "curl ...`), or run the client outside the sandbox";
+        break;
+      }
       if (network == NetworkMode::kProxy) {
         a.why = "only Anvil's proxy reaches the network (HTTPS_PROXY is set)";
         a.allow = "use the proxy and --allow-host HOST";

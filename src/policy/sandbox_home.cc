@@ -348,6 +348,32 @@ Result<HomeView> PlanHomeView(const HomePlanInput& input, const HomeHost& host) 
   return out;
 }
 
+std::optional<std::string> UserSiteSealed(const FileView& view) {
+  if (view.home_base.empty()) return std::nullopt;
+  const std::string bin = view.home_base + "/.local/bin";
+  const std::string lib = view.home_base + "/.local/lib";
+  bool host_bin = false;
+  // Whether another mount of the view shows `path`; `at_or_above_lib`: something at ~/.local/lib
+  // or between it and the home (the host's own directory there, not the sandbox home's).
+  auto check = [&](const std::string& path) {
+    if (path == bin) host_bin = true;
+    return path != view.home_base && PathIsWithin(lib, path);
+  };
+  for (const auto& m : view.mapped_binds) {
+    if (check(m.target)) return std::nullopt;
+  }
+  for (const auto& r : view.read_roots) {
+    if (check(r)) return std::nullopt;
+  }
+  for (const auto& w : view.writable_roots) {
+    // A writable root beneath it (a workspace in ~/.local/lib) is the user's to write.
+    if (check(w.root) || PathIsWithin(w.root, lib)) return std::nullopt;
+  }
+  if (!view.workspace_base.empty() && PathIsWithin(view.workspace_base, lib)) return std::nullopt;
+  if (!host_bin) return std::nullopt;
+  return lib;
+}
+
 Status ApplyHomeView(const HomeView& home, const HostFs& host, FileView& view) {
   bool show_home = home.kind != HomeKind::kNone;
   if (show_home) {
@@ -419,6 +445,9 @@ Status ApplyHomeView(const HomeView& home, const HostFs& host, FileView& view) {
       view.gitconfig_mask = paths.front();
       view.home_gitconfig = home.gitconfig;
     }
+  }
+  if (show_home) {
+    if (auto sealed = UserSiteSealed(view)) view.sealed_home_dirs.push_back(*sealed);
   }
   for (const auto& c : home.credentials) {
     for (const auto& v : ViewPathsOf(view, c.path)) {

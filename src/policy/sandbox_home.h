@@ -257,6 +257,17 @@ bool ActivatedEnvironmentShown(const std::string& dir, const ActivatedEnvironmen
 // the home directory itself while the sandbox has a home of its own.
 Result<HomeView> PlanHomeView(const HomePlanInput& input, const HomeHost& host);
 
+// pip --user writes ~/.local/lib and ~/.local/bin together. While the view shows the host's
+// ~/.local/bin (read-only, or a writable root the user named) and ~/.local/lib is the sandbox
+// home's, the sandbox home's ~/.local/lib is shown as an empty read-only directory of the view's
+// own (FileView::sealed_home_dirs) with the host's user sites bound beneath it, so pip fails at
+// its first write and installs nothing, instead of a package in the sandbox home whose command
+// it could not write (or, with --writable-root ~/.local/bin, a command on the host whose package
+// is not there). Returns that directory, or nothing: no sandbox home, the host's ~/.local/bin not
+// shown, or another mount shows ~/.local/lib or a directory between it and the home, or a
+// writable root or the workspace lies in it.
+std::optional<std::string> UserSiteSealed(const FileView& view);
+
 // Adds the home's binds and the credential masks to `view` (ComputeFileView calls it once the
 // rest of the view is known). A writable root that is the home or contains it shows the real
 // home instead (no sandbox home then; its credentials are still covered).

@@ -318,9 +318,12 @@ Result<std::vector<std::string>> WritableRootsOf(const SandboxPolicy& policy, co
     }
     return Ok();
   };
+  // The workspace under every policy that confines files: read-only would otherwise show it as
+  // the empty directory that masks the credential location, and the command would run on as if
+  // the project were empty.
+  ANVIL_RETURN_IF_ERROR(inside_credential("the workspace", policy.workspace, policy.workspace));
   if (policy.kind == PolicyKind::kWorkspaceWrite) {
     writable.push_back(policy.workspace);
-    ANVIL_RETURN_IF_ERROR(inside_credential("the workspace", policy.workspace, policy.workspace));
     for (const auto& root : policy.extra_writable_roots) {
       auto resolved = host.resolve(root);
       if (!resolved) return Fail("invalid", "writable root does not exist: " + root);

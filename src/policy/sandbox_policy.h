@@ -188,6 +188,12 @@ struct FileView {
   // another mount shows the host's own directory there (`--readable-root ~/.config`), that
   // stays (PlanMounts, linux/mount_plan.h).
   std::vector<std::string> home_startup_dirs;
+  // Directories of home_base shown as an empty tmpfs of the view's own, read-only once the mount
+  // points beneath them are made (as WorkspaceWays), holding only what other mounts of the view
+  // show there: ~/.local/lib while the host's ~/.local/bin is shown (UserSiteSealed,
+  // policy/sandbox_home.h), so pip --user fails at its first write instead of leaving a package
+  // in the sandbox home whose command it could not write.
+  std::vector<std::string> sealed_home_dirs;
   // A workspace of $HOME (no home_base): the masked path (in masked_files) of the user's git
   // config, covered by a read-only file holding home_gitconfig instead of an empty one.
   std::string gitconfig_mask;

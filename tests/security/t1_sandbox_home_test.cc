@@ -117,6 +117,82 @@ TEST_P(T1SandboxHome, ToolchainsOfTheHomeRunReadOnly) {
   EXPECT_NE(ReadFile(home_.home() + "/.local/bin/mytool").find("mytool-ran"), std::string::npos);
 }
 
+// `pip install --user` of a package with a console script, while the host's ~/.local/bin is
+// shown read-only (it is on the host's PATH: code written there would run outside the sandbox).
+// pip writes ~/.local/lib first, then the script: it once left the package in the sandbox home,
+// importable in every later run, and failed at the script, with a way past
+// (--writable-root ~/.local/bin) that would have put the command on the host without its
+// package. Now it fails at its first write, nothing is installed anywhere, and the summary names
+// a virtualenv or both halves. Benign neighbours: the same wheel into a virtualenv of the
+// workspace, and pip --user in a home with no ~/.local/bin, which installs into the sandbox home.
+TEST_P(T1SandboxHome, PipUserInstallsNothingHalfAndSaysHow) {
+  if (anvil::testing::Run({kPython, "-m", "pip", "--version"}).status != 0) {
+    GTEST_SKIP() << "SKIPPED: " << kPython << " -m pip is missing";
+  }
+  const std::string wheel_py = R"py(
+import base64, hashlib, zipfile
+files = {"acme/__init__.py": "def main():\n    print('acme-cli-ran')\n",
+         "acme-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: acme\nVersion: 1.0\n",
+         "acme-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+         "acme-1.0.dist-info/entry_points.txt": "[console_scripts]\nacme-cli = acme:main\n"}
+record = []
+with zipfile.ZipFile("acme-1.0-py3-none-any.whl", "w") as z:
+    for name, text in files.items():
+        z.writestr(name, text)
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        record.append(f"{name},sha256={digest},{len(text)}")
+    record.append("acme-1.0.dist-info/RECORD,,")
+    z.writestr("acme-1.0.dist-info/RECORD", "\n".join(record) + "\n")
+)py";
+  RunOptions o;
+  o.cwd = home_.workspace();
+  ASSERT_EQ(anvil::testing::Run({kPython, "-c", wheel_py}, o).status, 0);
+  home_.GiveTo(caller_);
+  const std::string pip_user =
+      std::string(kPython) +
+      " -m pip install -q --user --no-index --break-system-packages --no-warn-script-location "
+      "acme-1.0-py3-none-any.whl";
+  auto r = Sh(pip_user);
+  EXPECT_NE(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("Read-only file system"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("~/.local/lib is read-only while your real ~/.local/bin is shown"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("python3 -m venv .venv"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--writable-root ~/.local/bin --writable-root ~/.local/lib"),
+            std::string::npos)
+      << r.err;
+  // Nothing half-installed: not importable in the next run, no command, nothing on the host.
+  auto next = Sh(std::string(kPython) +
+                 " -c 'import acme' 2>&1; ls ~/.local/lib 2>&1; "
+                 "command -v acme-cli || echo no-cli");
+  EXPECT_NE(next.out.find("No module named 'acme'"), std::string::npos) << next.out << next.err;
+  EXPECT_NE(next.out.find("no-cli"), std::string::npos) << next.out;
+  EXPECT_FALSE(Exists(home_.home() + "/.local/bin/acme-cli"));
+  EXPECT_FALSE(Exists(home_.home() + "/.local/lib"));
+  EXPECT_NE(ReadFile(home_.home() + "/.local/bin/mytool").find("mytool-ran"), std::string::npos);
+  // The host's own tools still run.
+  EXPECT_EQ(Sh("mytool x").out, "mytool-ran x\n");
+
+  // Benign: a virtualenv of the workspace.
+  auto venv = Sh(std::string(kPython) +
+                 " -m venv .venv && .venv/bin/pip install -q --no-index "
+                 "acme-1.0-py3-none-any.whl && .venv/bin/acme-cli");
+  EXPECT_EQ(venv.status, 0) << venv.out << venv.err;
+  EXPECT_NE(venv.out.find("acme-cli-ran"), std::string::npos) << venv.out << venv.err;
+
+  // Benign: no ~/.local/bin on the host, so the user site is the sandbox home's, whole, and
+  // lasts for the workspace's later runs.
+  std::filesystem::rename(home_.home() + "/.local/bin", home_.home() + "/.local/bin.off");
+  auto own = Sh(pip_user + " && ~/.local/bin/acme-cli");
+  EXPECT_EQ(own.status, 0) << own.out << own.err;
+  EXPECT_NE(own.out.find("acme-cli-ran"), std::string::npos) << own.out << own.err;
+  EXPECT_NE(Sh("~/.local/bin/acme-cli").out.find("acme-cli-ran"), std::string::npos);
+  EXPECT_FALSE(Exists(home_.home() + "/.local/bin"));
+  EXPECT_FALSE(Exists(home_.home() + "/.local/lib"));
+  std::filesystem::rename(home_.home() + "/.local/bin.off", home_.home() + "/.local/bin");
+}
+
 TEST_P(T1SandboxHome, GitconfigCopyKeepsTheIdentityAndDropsTheToken) {
   auto r = Sh("cat ~/.gitconfig; git config user.name");
   EXPECT_EQ(r.status, 0) << r.err;

@@ -183,6 +183,40 @@ TEST_P(T3SandboxLoopback, HostLoopbackServicesStayUnreachableEvenOnTheSamePort) 
   }
 }
 
+// A developer's client that tries a server on the host's loopback (a dev server, a database)
+// fails with a bare "Connection refused"; after the failed run the refusal summary says why
+// (nothing of the sandbox's listens there, the host's loopback is another namespace) and the
+// way on. The benign neighbour: a command whose own server answered, then failed for another
+// reason, gets no such line (the port was bound inside when it connected).
+TEST_P(T3SandboxLoopback, AHostLoopbackServerTriedFromInsideIsExplained) {
+  HostSocket tcp(AF_INET, SOCK_STREAM);
+  ASSERT_TRUE(tcp.BindLoopback());
+  const std::string port = std::to_string(tcp.port);
+  const std::string dial =
+      "import socket, sys\nsocket.create_connection(('127.0.0.1', int(sys.argv[1])), 5)\n";
+  const std::string own =
+      "import socket, sys\nsrv = socket.socket()\nsrv.bind(('127.0.0.1', 0))\nsrv.listen(1)\n"
+      "socket.create_connection(srv.getsockname(), 5)\nsys.exit(3)\n";
+  for (const auto& flags : kNetworkNone) {
+    const std::string mode = flags.empty() ? "workspace-write" : "read-only";
+    auto r = SandboxPython(ws_.path(), dial, flags, Opts(), {port});
+    EXPECT_NE(r.status, 0) << mode;
+    EXPECT_NE(r.err.find("ConnectionRefusedError"), std::string::npos) << mode << ": " << r.err;
+    EXPECT_NE(r.err.find("connect to 127.0.0.1:" + port +
+                         " - nothing listens there on the sandbox's own loopback (a server on "
+                         "the host's loopback is in another network namespace"),
+              std::string::npos)
+        << mode << ": " << r.err;
+    EXPECT_NE(r.err.find("start the server inside the same sandboxed command"), std::string::npos)
+        << r.err;
+    EXPECT_FALSE(tcp.Reached(20)) << mode << ": the host's TCP listener was reached";
+    auto benign = SandboxPython(ws_.path(), own, flags, Opts());
+    EXPECT_EQ(benign.status, 3) << mode << ": " << benign.err;
+    EXPECT_EQ(benign.err.find("nothing listens there"), std::string::npos)
+        << mode << ": " << benign.err;
+  }
+}
+
 TEST_P(T3SandboxLoopback, NonLoopbackAddressesFailAtOnceWithNoRoute) {
   // Documentation and private addresses only: even if a route existed nothing would answer.
   const std::string probe = R"py(

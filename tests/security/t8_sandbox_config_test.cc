@@ -152,6 +152,44 @@ TEST_P(T8SandboxConfig, UserWritableRootCannotReachACredential) {
   EXPECT_EQ(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
 }
 
+// A workspace inside a credential location under --policy read-only: what is there is never
+// shown, so the command once saw an empty masked directory and ran on as if the project were
+// empty. Refused by name as under workspace-write, before anything is made; the same project
+// outside the credential location still runs read-only.
+TEST_P(T8SandboxConfig, ReadOnlyWorkspaceInsideACredentialLocationIsRefused) {
+  for (const std::string loc : {".ssh", ".aws"}) {
+    SCOPED_TRACE(loc);
+    const std::string ws = home_.home() + "/" + loc + "/proj";
+    Put(ws + "/README", "a project\n");
+    home_.GiveTo(caller_);
+    struct stat before {};
+    ASSERT_EQ(::stat(ws.c_str(), &before), 0);
+    RunOptions o;
+    o.cwd = ws;
+    o.env = home_.Env();
+    for (const std::string policy : {"read-only", "workspace-write"}) {
+      SCOPED_TRACE(policy);
+      auto r = SandboxSh(ws, "ls -A; cat ../* ../id_ed25519 2>/dev/null; echo ran",
+                         {"--policy", policy}, Opts(o));
+      EXPECT_EQ(r.status, 125) << r.out << r.err;
+      EXPECT_NE(r.err.find("the workspace " + ws), std::string::npos) << r.err;
+      EXPECT_NE(r.err.find("where credentials live"), std::string::npos) << r.err;
+      EXPECT_NE(r.err.find("fix:"), std::string::npos) << r.err;
+      EXPECT_EQ(r.out.find("ran"), std::string::npos) << "the command ran: " << r.out;
+      EXPECT_EQ(r.out.find("CRED"), std::string::npos) << r.out;
+    }
+    // Nothing made there (a placeholder, a mount point).
+    struct stat after {};
+    ASSERT_EQ(::stat(ws.c_str(), &after), 0);
+    EXPECT_EQ(after.st_mtim.tv_sec, before.st_mtim.tv_sec);
+    EXPECT_EQ(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
+  }
+  // The benign neighbour: the same project outside a credential location runs read-only.
+  auto ok = Sh("cat README && echo ran", {"--policy", "read-only"});
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  EXPECT_NE(ok.out.find("a project"), std::string::npos) << ok.out;
+}
+
 INSTANTIATE_TEST_SUITE_P(Callers, T8SandboxConfig, ::testing::ValuesIn(kAllCallers),
                          CallerParamName);
 

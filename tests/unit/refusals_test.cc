@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <tuple>
+
 namespace anvil {
 namespace {
 
@@ -135,6 +138,40 @@ TEST(Advise, OneLineWayPastEachRefusal) {
   EXPECT_EQ(bin.allow, "--writable-root ~/.local/bin");
   EXPECT_NE(bin.why.find("~/.local/bin is run by the host"), std::string::npos) << bin.why;
   EXPECT_EQ(write(WriteArea::kHostAutorun, "/home/u/.bashrc", "/home/u/.bashrc").allow, "");
+  // pip --user writes ~/.local/lib and ~/.local/bin together: the way past names a virtualenv,
+  // or both halves, never ~/.local/bin alone (a host command whose package stayed behind).
+  auto pip_user = [&](const std::string& program, WriteArea area, const std::string& path,
+                      const std::string& root) {
+    Refusal r;
+    r.kind = Refusal::Kind::kWrite;
+    r.program = program;
+    r.subject = path;
+    r.area = area;
+    r.root = root;
+    return Advise(r, "/ws", "/home/u", NetworkMode::kNone);
+  };
+  for (const std::string program : {"python3", "python3.11", "pip", "pip3"}) {
+    for (auto [area, path, root] :
+         {std::tuple{WriteArea::kReadable, "/home/u/.local/bin/tool", "/home/u/.local/bin"},
+          std::tuple{WriteArea::kReadable, "/home/u/.local/lib/python3.11/site-packages/x.py",
+                     "/home/u/.local/lib/python3.11/site-packages"},
+          std::tuple{WriteArea::kHostAutorun, "/home/u/.local/bin/tool", "/home/u/.local/bin"},
+          std::tuple{WriteArea::kHostAutorun, "/home/u/.local/lib/python3.11/x.pth",
+                     "/home/u/.local/lib"}}) {
+      auto a = pip_user(program, area, path, root);
+      SCOPED_TRACE(program + " " + path);
+      EXPECT_NE(a.allow.find("python3 -m venv .venv"), std::string::npos) << a.allow;
+      EXPECT_NE(a.allow.find("--writable-root ~/.local/bin --writable-root ~/.local/lib"),
+                std::string::npos)
+          << a.allow;
+    }
+  }
+  // Another program writing there keeps the one-root way past.
+  EXPECT_EQ(
+      pip_user("cp", WriteArea::kReadable, "/home/u/.local/bin/t", "/home/u/.local/bin").allow,
+      "--writable-root ~/.local/bin");
+  EXPECT_EQ(pip_user("python3", WriteArea::kReadable, "/home/u/.pyenv/x", "/home/u/.pyenv").allow,
+            "--writable-root ~/.pyenv");
   EXPECT_EQ(bin.why.find("credential"), std::string::npos) << bin.why;
 
   Refusal net{Refusal::Kind::kNetwork, "curl", "93.184.216.34:443", "direct",
@@ -145,6 +182,17 @@ TEST(Advise, OneLineWayPastEachRefusal) {
   EXPECT_NE(proxied.why.find("proxy"), std::string::npos);
   net.detail = "dns";
   EXPECT_EQ(Advise(net, "/ws", "", NetworkMode::kNone).what.rfind("name lookup", 0), 0u);
+  // A loopback port nothing of the sandbox's listens on: the host's is another namespace.
+  Refusal lo{Refusal::Kind::kNetwork, "curl", "127.0.0.1:5432", "loopback",
+             WriteArea::kOutside,     ""};
+  auto host_lo = Advise(lo, "/ws", "/home/u", NetworkMode::kNone);
+  EXPECT_EQ(host_lo.what, "connect to 127.0.0.1:5432");
+  EXPECT_NE(host_lo.why.find("nothing listens there on the sandbox's own loopback"),
+            std::string::npos)
+      << host_lo.why;
+  EXPECT_NE(host_lo.why.find("--network none"), std::string::npos) << host_lo.why;
+  EXPECT_EQ(host_lo.allow.rfind("start the server inside the same sandboxed command", 0), 0u)
+      << host_lo.allow;
 
   auto host = Advise(
       ProxyRefusal("example.org:443", "denied: host not allowed: example.org:443 (allowed: a:443)"),

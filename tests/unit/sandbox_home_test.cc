@@ -12,6 +12,7 @@
 #include <set>
 
 #include "policy/command_segments.h"
+#include "policy/refusals.h"
 
 namespace anvil {
 namespace {
@@ -259,6 +260,68 @@ TEST(ApplyHomeView, HomeBoundWithToolchainsAndNoCredentialShown) {
   EXPECT_EQ(ViewSource(view, "/home/u/.pyenv/shims/python"), "/home/u/.pyenv/shims/python");
   EXPECT_EQ(ViewSource(view, "/home/u/proj/x"), "/home/u/proj/x");
   EXPECT_EQ(ViewSource(view, "/tmp/x"), std::nullopt);
+}
+
+// pip --user writes ~/.local/lib and ~/.local/bin together: while the host's ~/.local/bin is
+// shown, the sandbox home's ~/.local/lib is sealed (an empty read-only directory of the view's
+// own, the host's user sites bound beneath it), so nothing is half-installed; where the host
+// has no ~/.local/bin, or the user shows ~/.local/lib (or above) themselves, it is not.
+TEST(ApplyHomeView, TheUserSiteIsSealedBesideTheHostsLocalBin) {
+  struct Case {
+    std::string name;
+    bool host_bin;
+    std::vector<std::string> writable;
+    std::vector<std::string> readable;
+    bool sealed;
+  };
+  const std::vector<Case> cases = {
+      {"the host's ~/.local/bin shown read-only", true, {"/home/u/proj"}, {}, true},
+      {"no ~/.local/bin on the host: pip --user works in the sandbox home",
+       false,
+       {"/home/u/proj"},
+       {},
+       false},
+      {"--writable-root ~/.local/bin alone: still sealed (no host command without its package)",
+       true,
+       {"/home/u/proj", "/home/u/.local/bin"},
+       {},
+       true},
+      {"both halves named: the host's own",
+       true,
+       {"/home/u/proj", "/home/u/.local/bin", "/home/u/.local/lib"},
+       {},
+       false},
+      {"a readable root of ~/.local shows the host's",
+       true,
+       {"/home/u/proj"},
+       {"/home/u/.local"},
+       false},
+      {"a workspace in ~/.local/lib is the user's", true, {"/home/u/.local/lib/proj"}, {}, false},
+      {"the workspace is the home: the real home, no sandbox home", true, {"/home/u"}, {}, false},
+  };
+  for (const auto& c : cases) {
+    FakeHome host = LivedInHome();
+    if (!c.host_bin) host.entries.erase("/home/u/.local/bin");
+    auto in = Input();
+    in.readable_roots = c.readable;
+    auto plan = PlanHomeView(in, host.Host());
+    ASSERT_TRUE(plan) << c.name;
+    FileView view = ViewWith(*plan, c.writable);
+    EXPECT_EQ(Has(view.sealed_home_dirs, "/home/u/.local/lib"), c.sealed) << c.name;
+    EXPECT_EQ(UserSiteSealed(view).has_value(), c.sealed) << c.name;
+    if (!c.sealed) continue;
+    // The host's user site stays shown read-only beneath it; nothing else of it is the home's.
+    EXPECT_EQ(ViewSource(view, "/home/u/.local/lib/python3.11/site-packages/x.py"),
+              "/home/u/.local/lib/python3.11/site-packages/x.py")
+        << c.name;
+    // A write there is a toolchain's refusal, not "beside the workspace".
+    SandboxPolicy policy;
+    policy.kind = PolicyKind::kWorkspaceWrite;
+    policy.workspace = "/home/u/proj";
+    const auto area = ClassifyWrite(view, policy, "/home/u/.local/lib/python3.12/x.py");
+    EXPECT_EQ(area.area, WriteArea::kReadable) << c.name;
+    EXPECT_EQ(area.root, "/home/u/.local/lib") << c.name;
+  }
 }
 
 TEST(ApplyHomeView, CredentialInsideAReadableRootIsCovered) {

@@ -374,6 +374,32 @@ TEST(WritableRootsOf, AFileOrTheGitConfigIsRefusedByName) {
 
 // What a start computes before its view (the roots it makes placeholders in and walks): the
 // view's writable roots, and every refusal of the policy the view would make, with its message.
+// A workspace inside a credential location is refused by name under every policy that
+// confines files (read-only once showed it as the empty mask and ran); one beside it is not.
+TEST(WritableRootsOf, AWorkspaceInsideACredentialLocationIsRefusedUnderEveryPolicy) {
+  const HostFs host = FakeHost({"/home/u/.ssh/proj", "/home/u/.sshproj", "/home/u/proj"});
+  for (PolicyKind kind : {PolicyKind::kReadOnly, PolicyKind::kWorkspaceWrite}) {
+    for (ReadAccess read : {ReadAccess::kRestricted, ReadAccess::kFull}) {
+      SandboxPolicy p;
+      p.kind = kind;
+      p.read_access = read;
+      p.home.credentials = {{"/home/u/.ssh", true}};
+      p.workspace = "/home/u/.ssh/proj";
+      auto refused = WritableRootsOf(p, host);
+      ASSERT_FALSE(refused.has_value()) << ToString(kind);
+      EXPECT_EQ(refused.error().message,
+                "the workspace /home/u/.ssh/proj lies inside /home/u/.ssh, where credentials "
+                "live; Anvil never shows those (fix: name the directory the command needs, "
+                "outside it)");
+      EXPECT_FALSE(ComputeFileView(p, host).has_value()) << ToString(kind);
+      for (const char* benign : {"/home/u/proj", "/home/u/.sshproj"}) {
+        p.workspace = benign;
+        EXPECT_TRUE(WritableRootsOf(p, host).has_value()) << ToString(kind) << " " << benign;
+      }
+    }
+  }
+}
+
 TEST(WritableRootsOf, TheViewsRootsAndItsRefusalsOfThePolicy) {
   struct Case {
     std::string name;
