@@ -3,6 +3,7 @@
 #include <utility>
 #include <vector>
 
+#include "fs/workspace_path.h"
 #include "linux/unchecked_run.h"
 #include "policy/unchecked_subtrees.h"
 
@@ -10,9 +11,10 @@ namespace anvil::session {
 
 namespace {
 
-Admission Stopped(AdmissionVerdict verdict, Error error) {
+Admission Stopped(AdmissionVerdict verdict, AdmissionStep step, Error error) {
   Admission a;
   a.verdict = verdict;
+  a.stopped_at = step;
   a.error = std::move(error);
   return a;
 }
@@ -35,24 +37,26 @@ Admission AdmitPlugin(const AdmissionRequest& request, const Manifest& manifest,
                       GrantStore& store) {
   // First: nothing of a workspace a sandboxed command left unchecked is trusted.
   if (auto s = CheckNothingUnchecked(request); !s) {
-    return Stopped(AdmissionVerdict::kRefused, s.error());
+    return Stopped(AdmissionVerdict::kRefused, AdmissionStep::kUnchecked, s.error());
   }
   if (!request.entry_checked) {
     if (auto entry = CheckManifestEntry(request.plugin_dir, manifest); !entry) {
-      return Stopped(AdmissionVerdict::kRefused, entry.error());
+      return Stopped(AdmissionVerdict::kRefused, AdmissionStep::kEntry, entry.error());
     }
   }
   auto pinned = CheckLock(request.workspace, request.plugin_dir, manifest);
-  if (!pinned) return Stopped(AdmissionVerdict::kRefused, pinned.error());
+  if (!pinned) return Stopped(AdmissionVerdict::kRefused, AdmissionStep::kLock, pinned.error());
   auto signature = CheckSignature(request.plugin_dir, manifest, request.require_signed);
-  if (!signature) return Stopped(AdmissionVerdict::kRefused, signature.error());
+  if (!signature) {
+    return Stopped(AdmissionVerdict::kRefused, AdmissionStep::kSignature, signature.error());
+  }
   auto lookup = LookupGrant(store, request.workspace, manifest, request.plugin_dir);
   if (!lookup) {
     // Hashing the copy refuses what is not a plain file of the plugin (a symlinked module):
     // a refusal like the steps above; anything else (the store, I/O) is a failure.
     return Stopped(
         lookup.error().code == "denied" ? AdmissionVerdict::kRefused : AdmissionVerdict::kFailed,
-        lookup.error());
+        AdmissionStep::kGrant, lookup.error());
   }
 
   Admission a;
@@ -63,6 +67,7 @@ Admission AdmitPlugin(const AdmissionRequest& request, const Manifest& manifest,
   a.grant = lookup->grant;
   a.lookup = std::move(*lookup);
   a.verdict = a.grant ? AdmissionVerdict::kAdmitted : AdmissionVerdict::kNeedsConsent;
+  a.stopped_at = a.grant ? AdmissionStep::kNone : AdmissionStep::kGrant;
   return a;
 }
 
@@ -79,7 +84,64 @@ Status ApproveAdmission(const AdmissionRequest& request, const Manifest& manifes
   admission.grant = manifest.requested;
   admission.lookup.grant = manifest.requested;
   admission.verdict = AdmissionVerdict::kAdmitted;
+  admission.stopped_at = AdmissionStep::kNone;
   return Ok();
+}
+
+AdmissionLoss DescribeAdmissionLoss(const std::string& plugin_id, const std::string& plugin_dir,
+                                    const Admission& now, bool ran) {
+  const std::string plugin = "plugin " + plugin_id;
+  const std::string ask = "ask with anvil/requestConsent, or run `anvil plugin approve " +
+                          QuotePathForMessage(plugin_dir) + "`";
+  const std::string error = now.error ? now.error->ToString() : std::string("no reason given");
+  if (now.verdict == AdmissionVerdict::kNeedsConsent) {
+    if (now.lookup.other_copy) {
+      const std::string where = now.lookup.other_copy->empty()
+                                    ? std::string("an earlier copy")
+                                    : "the copy in " + QuotePathForMessage(*now.lookup.other_copy);
+      return {"consent_required", "code not approved",
+              plugin + " has code that was not approved in this workspace (the approval is for " +
+                  where + "); it does not run until this code is approved (" + ask + ")"};
+    }
+    if (now.lookup.previous) {
+      return {"consent_required", "manifest asks for more",
+              plugin +
+                  "'s manifest changed and asks for more than was approved; it does not "
+                  "run until the new manifest is approved (" +
+                  ask + ")"};
+    }
+    if (ran) {
+      return {"consent_required", "grant revoked",
+              plugin + "'s grant in this workspace was revoked; to let it run again, " + ask};
+    }
+    return {"consent_required", "not granted",
+            plugin + " is not granted in this workspace yet (" + ask + ")"};
+  }
+  switch (now.stopped_at) {
+    case AdmissionStep::kUnchecked:
+      return {"unavailable", "refused: workspace unchecked", plugin + " is refused: " + error};
+    case AdmissionStep::kEntry:
+      return {"unavailable", "refused: entry file",
+              plugin + " is refused: its entry file: " + error +
+                  " (fix: make the manifest's entry a plain file inside the plugin, then "
+                  "anvil/reload)"};
+    case AdmissionStep::kLock:
+      return {"unavailable", "refused by anvil.lock", plugin + " is refused: " + error};
+    case AdmissionStep::kSignature:
+      return {"unavailable", "refused: signature",
+              plugin +
+                  " is refused: its signature does not verify against your trusted "
+                  "keys: " +
+                  error};
+    case AdmissionStep::kGrant:
+    case AdmissionStep::kNone:
+      break;
+  }
+  if (now.verdict == AdmissionVerdict::kRefused) {
+    return {"unavailable", "refused: plugin files", plugin + " is refused: " + error};
+  }
+  return {"unavailable", "grant store unreadable",
+          plugin + " cannot be admitted: the grant store or its files could not be read: " + error};
 }
 
 }  // namespace anvil::session

@@ -34,8 +34,19 @@ enum class AdmissionVerdict {
   kFailed,        // the grant store or the plugin's files could not be read
 };
 
+// The check of AdmitPlugin that decided a verdict other than kAdmitted.
+enum class AdmissionStep {
+  kNone,
+  kUnchecked,  // step 0
+  kEntry,      // step 1
+  kLock,       // step 2
+  kSignature,  // step 3
+  kGrant,      // step 4: the grant store, the copy's files, or no grant (kNeedsConsent)
+};
+
 struct Admission {
   AdmissionVerdict verdict = AdmissionVerdict::kFailed;
+  AdmissionStep stopped_at = AdmissionStep::kNone;
   std::optional<Error> error;  // kRefused, kFailed
   std::string signer;          // the trusted key's name; empty when unsigned
   GrantLookup lookup;          // from kNeedsConsent on: previous grant, copy, other copy
@@ -64,5 +75,16 @@ Admission AdmitPlugin(const AdmissionRequest& request, const Manifest& manifest,
 // this copy and admits the plugin with them. Any other verdict is left as it is.
 Status ApproveAdmission(const AdmissionRequest& request, const Manifest& manifest,
                         GrantStore& store, Admission& admission);
+
+// Why plugin `plugin_id` (in `plugin_dir`) is not admitted by `now` (any verdict but
+// kAdmitted), for the user: the check that stopped it and the fix. `ran`: it was admitted
+// earlier in this session (so a missing grant was revoked, not never given).
+struct AdmissionLoss {
+  std::string code;     // what a command refused for it is answered: consent_required, unavailable
+  std::string reason;   // a few words: the reason recorded for its host's end (audit log)
+  std::string message;  // "plugin ID ...", with what to do
+};
+AdmissionLoss DescribeAdmissionLoss(const std::string& plugin_id, const std::string& plugin_dir,
+                                    const Admission& now, bool ran);
 
 }  // namespace anvil::session

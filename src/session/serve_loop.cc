@@ -49,6 +49,7 @@ int Server::TimeoutMs() const {
     if (p->files_changed_reload_at) consider(*p->files_changed_reload_at);
   }
   if (pending_initialize_id_) consider(initialize_deadline_);
+  if (grant_store_followed_ && !GrantStoreWatched()) consider(grant_poll_at_);
   for (const auto& job : execs_) {
     if (job->cancelled && !job->killed) consider(job->kill_at);
   }
@@ -114,6 +115,8 @@ void Server::RunTimers() {
   for (auto& job : execs_) {
     if (job->cancelled && !job->killed && now >= job->kill_at) KillExec(*job);
   }
+  // The grant store unwatched: read again on a bounded cadence (and before each message).
+  if (grant_store_followed_ && !GrantStoreWatched() && now >= grant_poll_at_) CheckGrantStore();
   MaybeFinishInitialize();
 }
 

@@ -97,7 +97,7 @@ void Server::HandleMessage(const json& msg) {
   // A grant revoked before this message was sent is honoured before it is handled, even when
   // the message came in one read with an earlier one (the loop looks at the store's watch only
   // between reads).
-  if (grant_watch_) OnGrantStoreChanged();
+  if (grant_store_followed_) CheckGrantStore();
   if (!msg.is_object()) {
     ReplyError(nullptr, kInvalidRequest,
                msg.is_array() ? "invalid request: batches are not supported"

@@ -3,6 +3,7 @@
 // a watched plugin's files change); the host's events: its load, the command it runs, its
 // editor.* requests.
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -155,6 +156,10 @@ Admission Server::AdmitNow(const Plugin& p, bool auto_approve) {
 void Server::ApplyAdmission(Plugin& p, Admission admission) {
   p.grant.reset();
   p.fresh_admission = false;
+  p.not_admitted =
+      admission.verdict == AdmissionVerdict::kAdmitted
+          ? AdmissionLoss{}
+          : DescribeAdmissionLoss(p.entry.id, p.entry.dir, admission, p.admitted_before);
   p.pinned_files = std::move(admission.pinned_files);
   p.signer = admission.signer;
   p.previous = admission.lookup.previous;
@@ -173,8 +178,11 @@ void Server::ApplyAdmission(Plugin& p, Admission admission) {
       return;
     case AdmissionVerdict::kNeedsConsent:
       p.state = PluginState::kNeedsConsent;
+      p.detail = p.not_admitted.message;
       return;
     case AdmissionVerdict::kAdmitted:
+      p.admitted_before = true;
+      p.detail.clear();
       p.grant = admission.grant;
       p.fresh_admission = true;
       p.state = PluginState::kStarting;
@@ -189,31 +197,29 @@ void Server::ResolvePluginGrant(Plugin& p, bool auto_approve) {
   p.fresh_admission = false;
   if (p.entry.error || !p.entry.manifest) {
     p.state = PluginState::kInvalid;
+    p.not_admitted = {"unavailable", "manifest invalid",
+                      "plugin " + p.entry.id + " is invalid: " +
+                          (p.entry.error ? p.entry.error->ToString() : "no manifest") +
+                          " (fix it, then anvil/reload)"};
     return;
   }
   if (!p.entry.enabled) {
     p.state = PluginState::kDisabled;
+    p.not_admitted = {"unavailable", "disabled", "plugin " + p.entry.id + " is not enabled"};
     return;
   }
   ApplyAdmission(p, AdmitNow(p, auto_approve));
 }
 
 void Server::AdmissionLost(Plugin& p) {
-  TerminateHost(p, "grant revoked");
+  // The reason is the check that refused it now (a lock, a signature, code not approved, a
+  // revoked grant), never a guess.
+  const AdmissionLoss& loss = p.not_admitted;
+  TerminateHost(p, loss.reason);
   p.restart_at.reset();
-  const bool consent = p.state == PluginState::kNeedsConsent;
-  const std::string why =
-      consent ? "its grant in this workspace was revoked or no longer covers its manifest (ask "
-                "again with anvil/requestConsent)"
-              : std::string(ToString(p.state)) + (p.detail.empty() ? "" : ": " + p.detail);
   LogMessage(kMessageWarning,
-             "Anvil: plugin " + p.entry.id + " stopped: " + SanitizeForDisplay(why, 2000));
-  const Error e = consent ? Error{"consent_required",
-                                  "plugin " + p.entry.id +
-                                      " is not granted in this workspace any more (ask with "
-                                      "anvil/requestConsent)",
-                                  0}
-                          : Error{"unavailable", "plugin " + p.entry.id + " is " + why, 0};
+             "Anvil: plugin " + p.entry.id + " stopped: " + SanitizeForDisplay(loss.message, 2000));
+  const Error e{ErrorCode::FromWire(loss.code), loss.message, 0};
   if (p.running) {
     RunRequest r = std::move(*p.running);
     p.running.reset();
@@ -602,48 +608,100 @@ void Server::OnPluginFilesChanged() {
 // ---- the grant store ------------------------------------------------------------------------
 
 void Server::WatchGrantStore() {
+  grant_store_followed_ = true;
+  grant_poll_at_ = Clock::now() + kGrantPollInterval;
+  if (grant_watch_wd_ >= 0) inotify_rm_watch(grant_watch_.Get(), grant_watch_wd_);
+  grant_watch_wd_ = -1;
   const auto unwatched = [&](const std::string& why) {
-    LogMessage(kMessageWarning, "Anvil: cannot watch the grant store " + grant_dir_ + " (" + why +
-                                    "): a grant revoked during this session is honoured only "
-                                    "when its plugin's host next starts");
+    if (grant_unwatched_warned_) return;
+    grant_unwatched_warned_ = true;
+    LogMessage(kMessageWarning,
+               "Anvil: cannot watch the grant store" +
+                   (grant_dir_.empty() ? std::string() : " " + grant_dir_) + " (" + why +
+                   "): it is read again before each message and every second instead");
   };
-  // Opening it makes its directory when there is none yet.
-  auto store = GrantStore::Open();
-  if (!store) return unwatched(store.error().ToString());
-  const std::string& path = store->path();
-  const std::size_t slash = path.rfind('/');
-  grant_dir_ = slash == 0 ? "/" : path.substr(0, slash);
-  grant_file_ = path.substr(slash + 1);
+  // The path, not the store: a store that cannot be opened now (a torn file, a directory not
+  // made yet) is watched all the same, so that what is granted there later is watched too.
+  if (grant_dir_.empty()) {
+    auto path = GrantStore::DefaultPath();
+    if (!path) return unwatched(path.error().ToString());
+    const std::size_t slash = path->rfind('/');
+    grant_dir_ = slash == 0 ? "/" : path->substr(0, slash);
+    grant_file_ = path->substr(slash + 1);
+  }
   if (!grant_watch_) {
     grant_watch_.Reset(inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
     if (!grant_watch_) return unwatched(std::string("inotify: ") + std::strerror(errno));
   }
-  // The directory, not the file: the store is replaced by a rename (grant_store.h), and the
-  // directory itself may be made only later (the first approval).
-  constexpr uint32_t kMask = IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE |
-                             IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR;
-  grant_watch_wd_ = inotify_add_watch(grant_watch_.Get(), grant_dir_.c_str(), kMask);
-  if (grant_watch_wd_ < 0) unwatched(std::strerror(errno));
+  // The directory, not the file: the store is replaced by a rename (grant_store.h). While the
+  // directory does not exist, its nearest existing parent is watched for the next name on the
+  // way; once that is made the watch moves down (OnGrantStoreChanged).
+  constexpr uint32_t kSelf = IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR;
+  constexpr uint32_t kStore =
+      kSelf | IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB;
+  constexpr uint32_t kParent = kSelf | IN_CREATE | IN_MOVED_TO;
+  std::string dir = grant_dir_, next;
+  for (;;) {
+    const int wd =
+        inotify_add_watch(grant_watch_.Get(), dir.c_str(), next.empty() ? kStore : kParent);
+    if (wd < 0 && (errno == ENOENT || errno == ENOTDIR) && dir != "/") {
+      const std::size_t slash = dir.rfind('/');
+      next = dir.substr(slash + 1);
+      dir = slash == 0 ? "/" : dir.substr(0, slash);
+      continue;
+    }
+    if (wd < 0) return unwatched(std::strerror(errno));
+    grant_watch_wd_ = wd;
+    // Made between the failed watch below and this one: watch further down.
+    struct stat st {};
+    if (!next.empty() && ::stat((dir == "/" ? "/" + next : dir + "/" + next).c_str(), &st) == 0 &&
+        S_ISDIR(st.st_mode)) {
+      inotify_rm_watch(grant_watch_.Get(), wd);
+      grant_watch_wd_ = -1;
+      dir = grant_dir_;
+      next.clear();
+      continue;
+    }
+    break;
+  }
+  grant_watch_next_ = next;
+  grant_unwatched_warned_ = false;
+}
+
+bool Server::GrantStoreWatched() const { return grant_watch_ && grant_watch_wd_ >= 0; }
+
+void Server::CheckGrantStore() {
+  if (GrantStoreWatched()) return OnGrantStoreChanged();
+  // Not watched: looked at again now, fail closed (a revocation is never missed), and the watch
+  // tried again.
+  WatchGrantStore();
+  grant_poll_at_ = Clock::now() + kGrantPollInterval;
+  RecheckGrants();
 }
 
 void Server::OnGrantStoreChanged() {
   bool changed = false, rewatch = false;
-  fd_io::ForEachInotifyEvent(grant_watch_.Get(), [&](const inotify_event& e) {
-    if (e.mask & IN_Q_OVERFLOW) changed = true;  // events were lost: look again
-    if (e.wd != grant_watch_wd_) return;
-    if (e.mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) {
-      // The directory went away or moved: its path is watched afresh below.
-      changed = rewatch = true;
-    } else if (e.len > 0 && std::string_view(e.name) == grant_file_) {
-      changed = true;
-    }
-  });
+  if (grant_watch_) {
+    fd_io::ForEachInotifyEvent(grant_watch_.Get(), [&](const inotify_event& e) {
+      if (e.mask & IN_Q_OVERFLOW) changed = true;  // events were lost: look again
+      if (e.wd != grant_watch_wd_) return;
+      const std::string_view name = e.len > 0 ? std::string_view(e.name) : std::string_view();
+      if (e.mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) {
+        // The directory went away or moved: its path is watched afresh below.
+        changed = rewatch = true;
+      } else if (!grant_watch_next_.empty()) {
+        // A parent: the next directory on the way to the store was made.
+        if (name == grant_watch_next_) changed = rewatch = true;
+      } else if (name == grant_file_) {
+        changed = true;
+      }
+    });
+  }
   // Watched afresh before the recheck, which may take long (a host started again, a gateway
   // widened): a change meanwhile is then an event, not missed.
-  if (rewatch) {
-    if (grant_watch_wd_ >= 0) inotify_rm_watch(grant_watch_.Get(), grant_watch_wd_);
-    grant_watch_wd_ = -1;
-    WatchGrantStore();  // opening the store makes its directory again
+  if (rewatch || !GrantStoreWatched()) {
+    WatchGrantStore();
+    changed = true;
   }
   if (changed) RecheckGrants();
 }
@@ -653,27 +711,35 @@ void Server::RecheckGrants() {
     Plugin& p = *pp;
     if (!p.grant || !p.entry.manifest) continue;
     Admission admission = AdmitNow(p, /*auto_approve=*/false);
-    if (admission.verdict == AdmissionVerdict::kAdmitted && admission.grant == p.grant) continue;
+    // The same grant for the same code: the host goes on. An approval of other code for it
+    // (the plugin's code changed and the new code was approved) replaced the approval of the
+    // code the host runs: it is started again on the new pins.
+    const bool admitted = admission.verdict == AdmissionVerdict::kAdmitted;
+    const bool same_grant = admitted && admission.grant == p.grant;
+    if (same_grant && admission.pinned_files == p.pinned_files) continue;
     const bool live = p.state == PluginState::kStarting || p.state == PluginState::kReady;
     // A failed plugin that is still granted waits for anvil/reload as before.
-    if (!live && admission.verdict == AdmissionVerdict::kAdmitted) continue;
+    if (!live && admitted) continue;
+    const AdmissionLoss loss =
+        !admitted ? DescribeAdmissionLoss(p.entry.id, p.entry.dir, admission, /*ran=*/true)
+        : same_grant
+            ? AdmissionLoss{"", "code approval changed",
+                            "the approval of plugin " + p.entry.id + " is now for other code"}
+            : AdmissionLoss{"", "grant changed", "the grant of plugin " + p.entry.id + " changed"};
     // T7's order, as at a reload: its gateway requests cancelled, the group killed and waited
     // for, the token revoked; the command in flight answered once.
     if (p.running) {
       RunRequest r = std::move(*p.running);
       p.running.reset();
       FailRun(p.entry.id, r,
-              Error{"denied",
-                    "the grant of plugin " + p.entry.id +
-                        " was revoked or changed while the command ran; its host was stopped",
-                    0});
+              Error{"denied", loss.message + " (while the command ran: its host was stopped)", 0});
     }
-    TerminateHost(p, "grant revoked");
+    TerminateHost(p, loss.reason);
     ApplyAdmission(p, std::move(admission));
     if (live && p.state == PluginState::kStarting) {
-      // Narrowed (or otherwise changed): a new host, a new token, the new grant.
-      LogMessage(kMessageInfo, "Anvil: the grant of plugin " + p.entry.id +
-                                   " changed: its host was restarted with the new grant");
+      // Narrowed, otherwise changed, or approved for other code: a new host, a new token, the
+      // new grant and pins.
+      LogMessage(kMessageInfo, "Anvil: " + loss.message + ": its host was restarted with it");
       p.restart_at.reset();
       StartHost(p);
     } else {

@@ -152,6 +152,10 @@ struct Plugin {
   // grant, lock or signature verdict an earlier host was started with.
   bool fresh_admission = false;
   std::map<std::string, std::string> pinned_files;  // anvil.lock's files for the host (CheckLock)
+  // An admission gave it a grant in this session (so a grant missing now was revoked).
+  bool admitted_before = false;
+  // Why the last admission did not admit it (DescribeAdmissionLoss); empty when it did.
+  AdmissionLoss not_admitted;
   std::optional<Grant> previous;
   // The copy of the plugin the grant is looked up (and approved) for, and, when the stored
   // grant was for another copy, which (LookupGrant).
@@ -286,8 +290,13 @@ class Server {
   void OnPluginFilesChanged();
   // Watching the grant store (inotify on its directory): a grant revoked or changed while the
   // session runs (`anvil plugin revoke`, another approval) stops the hosts started with it.
+  // When neither it nor any parent can be watched (no inotify, EACCES), the store is read again
+  // before each client message and every kGrantPollInterval (CheckGrantStore, RunTimers).
   void WatchGrantStore();
+  bool GrantStoreWatched() const;
   void OnGrantStoreChanged();
+  // Before each client message: the watch's events, or, unwatched, a recheck.
+  void CheckGrantStore();
   // Runs the admission of every plugin holding a grant again; a host whose grant is gone or
   // changed is killed (its token revoked) and started again only from the new admission.
   void RecheckGrants();
@@ -333,6 +342,14 @@ class Server {
   UniqueFd grant_watch_;
   int grant_watch_wd_ = -1;
   std::string grant_dir_, grant_file_;
+  // Set while the store's directory does not exist: the name below the watched parent on the
+  // way to it.
+  std::string grant_watch_next_;
+  bool grant_unwatched_warned_ = false;
+  bool grant_store_followed_ = false;  // WatchGrantStore was called: the session follows it
+  // Unwatched: when the store is read again next (RunTimers).
+  Clock::time_point grant_poll_at_{};
+  static constexpr std::chrono::seconds kGrantPollInterval{1};
   bool initialized_ = false, shutdown_requested_ = false, exit_ = false;
   // The initialize answer waits (bounded) for the first hosts to load, so that it can list
   // their commands in executeCommandProvider.

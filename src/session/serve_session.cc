@@ -319,9 +319,12 @@ void Server::RunCommand(const json& id, const json& params, bool bare_result) {
   };
   switch (plugin.state) {
     case PluginState::kNeedsConsent:
-      return refuse("consent_required", "plugin " + plugin.entry.id +
-                                            " is not granted in this workspace yet (ask with "
-                                            "anvil/requestConsent)");
+      // Why: never granted, revoked, other code, a manifest that asks for more.
+      return refuse("consent_required", plugin.not_admitted.message.empty()
+                                            ? "plugin " + plugin.entry.id +
+                                                  " is not granted in this workspace yet (ask with "
+                                                  "anvil/requestConsent)"
+                                            : plugin.not_admitted.message);
     case PluginState::kDisabled:
       return refuse("unavailable", "plugin " + plugin.entry.id +
                                        " is not enabled (Anvil.toml [plugins] enable, or "

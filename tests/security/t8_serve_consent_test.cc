@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -455,6 +456,11 @@ TEST_F(T8Serve, ARevokedGrantStopsItsPluginInTheRunningSession) {
   ASSERT_EQ(revoked.status, 0) << revoked.err;
   json after = Write(*c, "test.rev", "after-revoke");
   EXPECT_EQ(after["error"]["data"]["code"], "consent_required") << after;
+  // Said as it is: revoked, and how to grant it again; not "not granted yet".
+  const std::string refusal = after["error"]["message"];
+  EXPECT_NE(refusal.find("revoked"), std::string::npos) << refusal;
+  EXPECT_NE(refusal.find("anvil/requestConsent"), std::string::npos) << refusal;
+  EXPECT_EQ(refusal.find("yet"), std::string::npos) << refusal;
   EXPECT_FALSE(Exists(ws_ / "notes/after-revoke"));
   EXPECT_FALSE(ProcessAlive(host)) << "the revoked plugin's host still runs";
   json info = PluginInfo(*c, "test.rev");
@@ -464,7 +470,8 @@ TEST_F(T8Serve, ARevokedGrantStopsItsPluginInTheRunningSession) {
   bool told = false;
   for (const auto& m : c->Seen("window/logMessage")) {
     const std::string text = m["params"]["message"];
-    told |= text.find("plugin test.rev stopped") != std::string::npos;
+    told |= text.find("plugin test.rev stopped") != std::string::npos &&
+            text.find("revoked") != std::string::npos;
   }
   EXPECT_TRUE(told) << "the client was not told";
   // A gateway killed -9 starts new hosts with new tokens: not for the revoked plugin.
@@ -570,6 +577,145 @@ TEST_F(T8Serve, AHostStartedAgainIsAdmittedAgain) {
   EXPECT_EQ(PluginInfo(*c, "test.locked")["state"], "refused");
   EXPECT_FALSE(Exists(ws_ / "notes/after-lock"));
   EXPECT_EQ(Write(*c, "test.free", "free")["result"]["value"], "wrote");
+  EXPECT_EQ(c->ShutdownAndExit(), 0);
+}
+
+// A plugin stopped because anvil.lock no longer matches is not said to have lost its grant: the
+// client's warning and the answers to its commands name anvil.lock and `anvil plugin lock`
+// (before: "the grant ... was revoked or changed" to the command in flight, and "grant revoked"
+// as the reason its host was stopped). The benign neighbour keeps running.
+TEST_F(T8Serve, AnAdmissionLostToTheLockSaysSoNotGrantRevoked) {
+  const std::string grant = "fs.read = [\"src/**\"]\nfs.write = [\"notes/**\"]\n";
+  Writer("locked", "test.locked", grant);
+  Writer("free", "test.free", grant);
+  RunResult lock = Anvil({"plugin", "lock", "--workspace", ws_.path(), plugins_ / "locked"});
+  ASSERT_EQ(lock.status, 0) << lock.err;
+  auto c = Start({"--approve", "--plugin-dir", plugins_ / "locked", "--plugin-dir",
+                  plugins_ / "free", "--timeout", "5", "--no-watch"});
+  ASSERT_TRUE(c->Initialize().contains("result"));
+  ASSERT_TRUE(WaitForPluginState(*c, "test.locked", "ready"));
+  ASSERT_TRUE(WaitForPluginState(*c, "test.free", "ready"));
+  // The lock now pins other code; the files here are as they were.
+  const std::string main_lua = plugins_ / "locked/main.lua";
+  std::stringstream code;
+  code << std::ifstream(main_lua).rdbuf();
+  WriteFile(main_lua, code.str() + "-- v2\n");
+  RunResult relock = Anvil({"plugin", "lock", "--workspace", ws_.path(), plugins_ / "locked"});
+  ASSERT_EQ(relock.status, 0) << relock.err;
+  WriteFile(main_lua, code.str());
+  // A command in flight, then any change of the grant store: every plugin is admitted again.
+  const json spin =
+      c->SendRequest("anvil/runCommand", {{"plugin", "test.locked"}, {"command", "spin"}});
+  RunResult approve = Anvil({"plugin", "approve", "--workspace", ws_.path(), plugins_ / "free"});
+  ASSERT_EQ(approve.status, 0) << approve.err;
+  json stopped = c->ReadResponse(spin);
+  const std::string answer = stopped["error"]["message"];
+  EXPECT_NE(answer.find("anvil.lock"), std::string::npos) << stopped;
+  EXPECT_EQ(answer.find("grant"), std::string::npos) << stopped;
+  ASSERT_TRUE(WaitForPluginState(*c, "test.locked", "refused"));
+  json w = Write(*c, "test.locked", "after-lock");
+  EXPECT_EQ(w["error"]["data"]["code"], "unavailable") << w;
+  EXPECT_NE(w["error"]["message"].get<std::string>().find("anvil plugin lock"), std::string::npos)
+      << w;
+  EXPECT_FALSE(Exists(ws_ / "notes/after-lock"));
+  bool told = false;
+  for (const auto& m : c->Seen("window/logMessage")) {
+    const std::string text = m["params"]["message"];
+    if (text.find("plugin test.locked stopped") == std::string::npos) continue;
+    told = true;
+    EXPECT_NE(text.find("anvil.lock"), std::string::npos) << text;
+    EXPECT_EQ(text.find("grant"), std::string::npos) << text;
+  }
+  EXPECT_TRUE(told);
+  EXPECT_EQ(Write(*c, "test.free", "free")["result"]["value"], "wrote");
+  EXPECT_EQ(c->ShutdownAndExit(), 0);
+  const RunResult audit = ::anvil::testing::Run(
+      {"/bin/sh", "-c", "cat " + ShellQuote(state_.path()) + "/anvil/audit/*.jsonl"});
+  EXPECT_EQ(audit.out.find("grant revoked"), std::string::npos) << audit.out;
+}
+
+// The plugin's directory made again with other code, and that code approved (`anvil plugin
+// approve`) while serve runs: the approval of the code the running host loaded is gone (one
+// approval per plugin and workspace), so the host is stopped and a new one runs the approved
+// code (before: the grant was compared, not the code, and the old host ran on). Other code put
+// there without an approval never runs: a host started again finds it not approved, and says so.
+TEST_F(T8Serve, AnApprovalOfOtherCodeRestartsTheHostOnIt) {
+  const std::string perms = "fs.read = [\"src/**\"]\n";
+  auto version = [&](const std::string& v) {
+    std::filesystem::remove_all(plugins_ / "p");
+    WritePlugin(plugins_ / "p", "test.code", "lua", perms,
+                "anvil.command('v', function() return '" + v + "' end)\n");
+  };
+  version("v1");
+  auto c = Start({"--approve", "--plugin-dir", plugins_ / "p", "--no-watch"});
+  ASSERT_TRUE(c->Initialize().contains("result"));
+  ASSERT_TRUE(WaitForPluginState(*c, "test.code", "ready"));
+  auto v = [&] {
+    return c->Request("anvil/runCommand", {{"plugin", "test.code"}, {"command", "v"}});
+  };
+  EXPECT_EQ(v()["result"]["value"], "v1");
+  const pid_t first = HostPid(*c, "test.code");
+  version("v2");  // a new directory, other code: not approved yet; the host runs v1 still
+  EXPECT_EQ(v()["result"]["value"], "v1");
+  RunResult approve = Anvil({"plugin", "approve", "--workspace", ws_.path(), plugins_ / "p"});
+  ASSERT_EQ(approve.status, 0) << approve.err;
+  json now = v();
+  EXPECT_EQ(now["result"]["value"], "v2") << now;
+  EXPECT_FALSE(ProcessAlive(first)) << "the host of the code no longer approved still runs";
+  // Other code again, not approved: a host started again (after a kill) does not run it.
+  version("v3");
+  const pid_t second = HostPid(*c, "test.code");
+  ASSERT_GT(second, 0);
+  ASSERT_EQ(::kill(second, SIGKILL), 0);
+  ASSERT_TRUE(WaitForPluginState(*c, "test.code", "needs_consent"));
+  json refused = v();
+  EXPECT_EQ(refused["error"]["data"]["code"], "consent_required") << refused;
+  const std::string why = refused["error"]["message"];
+  EXPECT_NE(why.find("not approved"), std::string::npos) << why;
+  EXPECT_EQ(why.find("revoked"), std::string::npos) << why;
+  EXPECT_EQ(c->ShutdownAndExit(), 0);
+}
+
+// The grant store could not be opened when serve started (a grants.json that did not parse):
+// before, serve then never watched it, so a plugin granted later in the session and revoked
+// after ran on until its host next started. Now the watch does not depend on the store: a
+// revocation is honoured at the next message. The store's directory moved away and made again
+// (by the next approval) is watched again through its parent.
+TEST_F(T8Serve, ARevocationIsSeenWhenTheStoreWasUnreadableAtTheStart) {
+  Writer("late", "test.late", "fs.read = [\"src/**\"]\nfs.write = [\"notes/**\"]\n");
+  const std::string dir = state_ / "anvil";
+  ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+  WriteFile(dir + "/grants.json", "{ torn");
+  ASSERT_EQ(::chmod((dir + "/grants.json").c_str(), 0600), 0);
+  auto c = Start({"--plugin-dir", plugins_ / "late"});
+  ASSERT_TRUE(c->Initialize().contains("result"));
+  EXPECT_EQ(PluginInfo(*c, "test.late")["state"], "failed");
+  ASSERT_EQ(::unlink((dir + "/grants.json").c_str()), 0);
+  c->on_request = [](const json&) -> json { return {{"decision", "approve"}}; };
+  auto grant = [&] {
+    EXPECT_EQ(c->Request("anvil/reload", {{"plugin", "test.late"}})["result"]["state"],
+              "needs_consent");
+    json consent = c->Request("anvil/requestConsent", {{"plugin", "test.late"}});
+    EXPECT_EQ(consent["result"]["granted"], true) << consent;
+    EXPECT_TRUE(WaitForPluginState(*c, "test.late", "ready"));
+  };
+  grant();
+  EXPECT_EQ(Write(*c, "test.late", "granted")["result"]["value"], "wrote");
+  RunResult revoked = Anvil({"plugin", "revoke", "--workspace", ws_.path(), "test.late"});
+  ASSERT_EQ(revoked.status, 0) << revoked.err;
+  json after = Write(*c, "test.late", "after-revoke");
+  EXPECT_EQ(after["error"]["data"]["code"], "consent_required") << after;
+  EXPECT_FALSE(Exists(ws_ / "notes/after-revoke"));
+  // The directory moved away: no grant is found any more; the next approval makes it again,
+  // and a revocation there is seen as well.
+  ASSERT_EQ(std::rename(dir.c_str(), (dir + ".old").c_str()), 0);
+  grant();
+  EXPECT_EQ(Write(*c, "test.late", "again")["result"]["value"], "wrote");
+  revoked = Anvil({"plugin", "revoke", "--workspace", ws_.path(), "test.late"});
+  ASSERT_EQ(revoked.status, 0) << revoked.err;
+  after = Write(*c, "test.late", "after-second-revoke");
+  EXPECT_EQ(after["error"]["data"]["code"], "consent_required") << after;
+  EXPECT_FALSE(Exists(ws_ / "notes/after-second-revoke"));
   EXPECT_EQ(c->ShutdownAndExit(), 0);
 }
 

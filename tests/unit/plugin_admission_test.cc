@@ -12,6 +12,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "policy/lockfile.h"
 #include "policy/unchecked_subtrees.h"
@@ -143,6 +144,7 @@ TEST_F(PluginAdmissionTest, ALockMismatchIsRefusedEvenWithAStoredGrant) {
   std::ofstream(plugin_ + "/main.lua") << "-- changed after the lock\n";
   Admission a = AdmitPlugin(Request(), Load(), *store_);
   EXPECT_EQ(a.verdict, AdmissionVerdict::kRefused);
+  EXPECT_EQ(a.stopped_at, AdmissionStep::kLock);
   ASSERT_TRUE(a.error);
   EXPECT_NE(a.error->message.find("main.lua"), std::string::npos) << a.error->ToString();
 }
@@ -191,6 +193,99 @@ TEST_F(PluginAdmissionTest, NothingRunsWhereASandboxRunLeftSomethingUnchecked) {
     ASSERT_TRUE(loaded);
     for (const auto& l : *loaded) ASSERT_TRUE(ResolveUncheckedRecord(dir, l, {root_}));
     EXPECT_EQ(AdmitPlugin(Request(), Load(), *store_).verdict, AdmissionVerdict::kAdmitted);
+  }
+}
+
+// Why a plugin that ran is not admitted any more, in words naming the check and the fix: a lock
+// or signature refusal is never called a revoked grant, a revoked grant never "not granted yet",
+// code the grant was not approved for never "revoked".
+TEST(AdmissionLossTable, NamesTheRealReasonAndTheFix) {
+  auto admission = [](AdmissionVerdict v, AdmissionStep step, std::string message) {
+    Admission a;
+    a.verdict = v;
+    a.stopped_at = step;
+    if (!message.empty()) a.error = Error{"denied", std::move(message), 0};
+    return a;
+  };
+  Admission revoked = admission(AdmissionVerdict::kNeedsConsent, AdmissionStep::kGrant, "");
+  Admission other_copy = revoked;
+  other_copy.lookup.other_copy = "/p/old";
+  Admission asks_more = revoked;
+  asks_more.lookup.previous = Grant{};
+  struct Row {
+    const char* name;
+    Admission now;
+    bool ran;
+    std::string code;
+    std::vector<std::string> says;
+    std::vector<std::string> never;
+  };
+  const std::vector<Row> rows = {
+      {"revoked",
+       revoked,
+       true,
+       "consent_required",
+       {"test.p", "revoked", "anvil/requestConsent", "anvil plugin approve"},
+       {"yet", "anvil.lock"}},
+      {"never granted",
+       revoked,
+       false,
+       "consent_required",
+       {"not granted in this workspace yet", "anvil/requestConsent"},
+       {"revoked"}},
+      {"other code",
+       other_copy,
+       true,
+       "consent_required",
+       {"code", "/p/old", "not approved", "anvil/requestConsent"},
+       {"revoked"}},
+      {"manifest asks for more",
+       asks_more,
+       true,
+       "consent_required",
+       {"manifest", "asks for more", "anvil/requestConsent"},
+       {"revoked"}},
+      {"lock",
+       admission(AdmissionVerdict::kRefused, AdmissionStep::kLock,
+                 "anvil.lock: \"main.lua\" changed (expected a, found b); review the "
+                 "plugin, then run `anvil plugin lock` to accept the change"),
+       true,
+       "unavailable",
+       {"anvil.lock", "anvil plugin lock", "refused"},
+       {"grant", "revoked"}},
+      {"signature",
+       admission(AdmissionVerdict::kRefused, AdmissionStep::kSignature,
+                 "anvil-plugin.toml.sig: signed by a key you do not trust"),
+       true,
+       "unavailable",
+       {"signature", "anvil-plugin.toml.sig", "trusted key"},
+       {"grant", "revoked"}},
+      {"unchecked",
+       admission(AdmissionVerdict::kRefused, AdmissionStep::kUnchecked,
+                 "a sandboxed command's run left \"/w\" unchecked; ... then run `anvil "
+                 "sandbox --cwd /w -- true` once"),
+       true,
+       "unavailable",
+       {"unchecked", "anvil sandbox"},
+       {"grant", "revoked"}},
+      {"store",
+       admission(AdmissionVerdict::kFailed, AdmissionStep::kGrant, "grants.json does not parse"),
+       true,
+       "unavailable",
+       {"grant store", "grants.json does not parse"},
+       {"revoked"}},
+  };
+  for (const Row& row : rows) {
+    const AdmissionLoss loss = DescribeAdmissionLoss("test.p", "/p/new", row.now, row.ran);
+    EXPECT_EQ(loss.code, row.code) << row.name;
+    EXPECT_FALSE(loss.reason.empty()) << row.name;
+    for (const auto& s : row.says) {
+      EXPECT_NE(loss.message.find(s), std::string::npos) << row.name << ": " << loss.message;
+    }
+    for (const auto& s : row.never) {
+      EXPECT_EQ(loss.message.find(s), std::string::npos) << row.name << ": " << loss.message;
+      EXPECT_EQ(loss.reason.find(s), std::string::npos) << row.name << ": " << loss.reason;
+    }
   }
 }
 
