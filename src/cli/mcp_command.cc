@@ -14,6 +14,7 @@
 #include "cli/mcp_spec.h"
 #include "policy/display_text.h"
 #include "policy/grant_store.h"
+#include "policy/shell_words.h"
 #include "policy/workspace_config.h"
 #include "session/gateway_serves.h"
 #include "session/plugin_admission.h"
@@ -65,8 +66,9 @@ std::vector<PluginTool> DiscoverPluginTools(const McpOptions& o) {
         {o.workspace, entry.dir, /*require_signed=*/false, /*entry_checked=*/false}, manifest,
         *store);
     if (admission.verdict == session::AdmissionVerdict::kNeedsConsent) {
-      skip("no approved grant for this manifest (fix: anvil plugin approve " + entry.dir +
-           " --workspace " + o.workspace + ", or anvil run once)");
+      skip("no approved grant for this manifest (fix: anvil plugin approve " +
+           QuoteShellWord(entry.dir) + " --workspace " + QuoteShellWord(o.workspace) +
+           ", or anvil run once)");
       continue;
     }
     if (admission.verdict != session::AdmissionVerdict::kAdmitted) {

@@ -5,6 +5,7 @@
 
 #include "fs/workspace_path.h"
 #include "linux/unchecked_run.h"
+#include "policy/shell_words.h"
 #include "policy/unchecked_subtrees.h"
 
 namespace anvil::session {
@@ -92,7 +93,7 @@ AdmissionLoss DescribeAdmissionLoss(const std::string& plugin_id, const std::str
                                     const Admission& now, bool ran) {
   const std::string plugin = "plugin " + plugin_id;
   const std::string ask = "ask with anvil/requestConsent, or run `anvil plugin approve " +
-                          QuotePathForMessage(plugin_dir) + "`";
+                          QuotePathForMessage(QuoteShellWord(plugin_dir)) + "`";
   const std::string error = now.error ? now.error->ToString() : std::string("no reason given");
   if (now.verdict == AdmissionVerdict::kNeedsConsent) {
     if (now.lookup.other_copy) {

@@ -287,6 +287,11 @@ TEST(AdmissionLossTable, NamesTheRealReasonAndTheFix) {
       EXPECT_EQ(loss.reason.find(s), std::string::npos) << row.name << ": " << loss.reason;
     }
   }
+  // The command it suggests is pasted into a shell: the directory is one quoted word there.
+  const AdmissionLoss hostile =
+      DescribeAdmissionLoss("test.p", "/p/x$(touch /tmp/p);y", revoked, true);
+  EXPECT_NE(hostile.message.find("anvil plugin approve '/p/x$(touch /tmp/p);y'"), std::string::npos)
+      << hostile.message;
 }
 
 }  // namespace
