@@ -320,6 +320,8 @@ std::function<Result<HostSocketMasks>(const FileView&)> HostSocketLocator() {
   };
 }
 
+std::vector<HostMount> ReadHostMounts() { return ReadMountTable().mounts; }
+
 // mountinfo escapes space, tab, newline and backslash as \ooo.
 std::string UnescapeMountinfoField(const std::string& field) {
   std::string out;

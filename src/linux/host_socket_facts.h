@@ -29,6 +29,9 @@ HostSocketFacts RealHostSocketFacts();
 // view twice).
 std::function<Result<HostSocketMasks>(const FileView&)> HostSocketLocator();
 
+// The mounts of /proc/self/mountinfo, in its order (one read).
+std::vector<HostMount> ReadHostMounts();
+
 // A field of /proc/self/mountinfo as the path it names: \ooo escapes (space, tab, newline,
 // backslash) undone.
 std::string UnescapeMountinfoField(const std::string& field);

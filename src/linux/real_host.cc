@@ -7,8 +7,11 @@
 #include <climits>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
+#include <optional>
 
 #include "fs/file_io.h"
+#include "linux/host_socket_facts.h"
 
 namespace anvil {
 
@@ -48,6 +51,12 @@ HostFs RealHostFs() {
     while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
     if (line.empty()) return std::nullopt;
     return line;
+  };
+  // One read of the mount table per HostFs (a launch computes its view twice).
+  auto mounts = std::make_shared<std::optional<std::vector<HostMount>>>();
+  fs.mounts = [mounts]() {
+    if (!*mounts) *mounts = ReadHostMounts();
+    return **mounts;
   };
   fs.is_symlink = [](const std::string& path) {
     struct stat st {};
@@ -104,6 +113,20 @@ AutorunEnv AutorunEnvFromProcess() {
   };
   return AutorunEnv{get("HOME"),          PasswdHome(),   get("XDG_CONFIG_HOME"),
                     get("XDG_DATA_HOME"), get("ZDOTDIR"), get("XDG_CACHE_HOME")};
+}
+
+AutorunEnv CanonicalAutorunEnv(const AutorunEnv& env) {
+  auto real = [](const std::string& path) {
+    char buf[PATH_MAX];
+    if (path.empty() || path[0] != '/' || ::realpath(path.c_str(), buf) == nullptr) return path;
+    return std::string(buf);
+  };
+  AutorunEnv out = env;
+  for (std::string* p : {&out.home, &out.passwd_home, &out.xdg_config_home, &out.xdg_data_home,
+                         &out.zdotdir, &out.xdg_cache_home}) {
+    *p = real(*p);
+  }
+  return out;
 }
 
 }  // namespace anvil

@@ -20,5 +20,7 @@ HomeHost RealHomeHost();
 // $HOME, the user database's home, $XDG_CONFIG_HOME, $XDG_DATA_HOME and $ZDOTDIR of this
 // process.
 AutorunEnv AutorunEnvFromProcess();
+// `env` with each directory resolved (realpath); one that does not resolve stays as it is.
+AutorunEnv CanonicalAutorunEnv(const AutorunEnv& env);
 
 }  // namespace anvil

@@ -40,6 +40,7 @@
 #include "linux/workspace_config_watch.h"
 #include "policy/host_caches.h"
 #include "policy/protected_names_plan.h"
+#include "policy/tree_alias.h"
 #include "policy/workspace_config.h"
 
 namespace anvil {
@@ -157,20 +158,55 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
       if (!shield) return SetupFailure(shield.error().ToString(), start);
       // The homes, $HOME's and the user database's (looked up once for both below).
       const AutorunEnv autorun_env = AutorunEnvFromProcess();
+      // A root that shows a protected place by another name (a bind mount of the home, or of a
+      // directory above it) keeps it there as the place's own path does (policy/tree_alias.h).
+      const std::vector<TreeAlias> aliases = RootAliases(host.mounts(), roots);
       // Anvil's own rules, keys, config and grants: read-only whatever root holds them.
-      auto trust = ShieldAnvilTrustDirs(
-          AnvilTrustDirs(TrustEnvFromProcess(autorun_env.passwd_home)), roots, covered);
+      std::vector<std::string> trust_dirs =
+          AnvilTrustDirs(TrustEnvFromProcess(autorun_env.passwd_home));
+      if (!aliases.empty()) {
+        std::vector<std::string> named = trust_dirs;
+        for (const auto& dir : trust_dirs) {
+          if (auto where = WhereTrustDirLies(dir); !where.empty()) named.push_back(where);
+        }
+        for (const auto& root : roots) {
+          if (auto inside = RootInsideByAlias(aliases, root, named)) {
+            return SetupFailure("invalid: writable root " + root + " is another name (a bind " +
+                                    "mount) of " + inside->host + ", which is inside Anvil's " +
+                                    "own directory " + inside->place +
+                                    ", which no sandbox may write. fix: choose another "
+                                    "writable root",
+                                start);
+          }
+        }
+        trust_dirs = WithPlacesThroughAliases(aliases, std::move(trust_dirs), named);
+      }
+      auto trust = ShieldAnvilTrustDirs(trust_dirs, roots, covered);
       if (!trust) return SetupFailure(trust.error().ToString(), start);
       MergeShield(*shield, *trust);
       const std::vector<std::string> anvil_state = shield->read_only;
       // What the host runs from the home (shell startup files, ~/.local/bin, user units,
       // autostart, installed plugins): read-only or pinned, missing ones taken by placeholders.
       // The caches the host's builds trust: the sandbox home's own instead (host_caches.h).
-      const std::vector<HostCachePlace> cache_places = HostCachePlaces(autorun_env);
+      std::vector<HostCachePlace> cache_places = HostCachePlaces(autorun_env);
+      // The canonical bases' names for the aliases (the mount table names real paths).
+      const AutorunEnv real = aliases.empty() ? autorun_env : CanonicalAutorunEnv(autorun_env);
+      if (!aliases.empty()) cache_places = CachePlacesThroughAliases(aliases, cache_places, real);
       std::vector<std::string> cache_paths;
       for (const auto& c : cache_places) cache_paths.push_back(c.path);
-      auto host_autorun = AutorunShield::Prepare(HostAutorunPaths(autorun_env), roots, covered,
-                                                 cache_paths, spec.git_scan_limits.entries);
+      std::vector<std::string> autorun_places = HostAutorunPaths(autorun_env);
+      std::vector<std::string> credential_places = HomeCredentialPaths(autorun_env);
+      if (!aliases.empty()) {
+        std::vector<std::string> named = autorun_places;
+        for (auto& p : HostAutorunPaths(real)) named.push_back(std::move(p));
+        autorun_places = WithPlacesThroughAliases(aliases, std::move(autorun_places), named);
+        std::vector<std::string> credentials = credential_places;
+        for (auto& p : HomeCredentialPaths(real)) credentials.push_back(std::move(p));
+        credential_places =
+            WithPlacesThroughAliases(aliases, std::move(credential_places), credentials);
+      }
+      auto host_autorun = AutorunShield::Prepare(autorun_places, roots, covered, cache_paths,
+                                                 spec.git_scan_limits.entries);
       if (!host_autorun) return SetupFailure(host_autorun.error().ToString(), start);
       autorun.emplace(std::move(*host_autorun));
       auto cache_binds = CacheShadowBinds(policy.home, cache_places, autorun->Plan().shadowed);
@@ -224,7 +260,7 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
       view->host_autorun = autorun->Plan().read_only;
       view->host_autorun.insert(view->host_autorun.end(), autorun->Plan().pinned_links.begin(),
                                 autorun->Plan().pinned_links.end());
-      view->host_credentials = HomeCredentialPaths(autorun_env);
+      view->host_credentials = credential_places;
       for (const auto& point : ShadowCachesInView(*view, *cache_binds)) {
         if (auto s = MakeShadowMountPoint(point); !s) {
           return SetupFailure(s.error().ToString(), start);

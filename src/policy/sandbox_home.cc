@@ -10,6 +10,7 @@
 
 #include "common/ascii.h"
 #include "policy/digest.h"
+#include "policy/tree_alias.h"
 
 namespace anvil {
 
@@ -449,10 +450,29 @@ Status ApplyHomeView(const HomeView& home, const HostFs& host, FileView& view) {
   if (show_home) {
     if (auto sealed = UserSiteSealed(view)) view.sealed_home_dirs.push_back(*sealed);
   }
+  // Where a root shows a credential location by another name (a bind mount of the home, or of
+  // a directory above it: policy/tree_alias.h), it is masked there too.
+  std::vector<TreeAlias> aliases;
+  if (host.mounts && !home.credentials.empty()) {
+    std::vector<std::string> roots = view.read_roots;
+    if (view.full_read) roots.push_back("/");
+    for (const auto& w : view.writable_roots) roots.push_back(w.root);
+    for (const auto& b : view.mapped_binds) roots.push_back(b.source);
+    if (!view.workspace_base.empty()) {
+      for (const auto& sub : view.workspace_read_subpaths) {
+        roots.push_back(view.workspace_base + "/" + sub);
+      }
+    }
+    aliases = RootAliases(host.mounts(), roots);
+  }
   for (const auto& c : home.credentials) {
-    for (const auto& v : ViewPathsOf(view, c.path)) {
-      AddUnique(c.directory ? view.masked_dirs : view.masked_files, v);
-      AddUnique(view.credential_masks, v);
+    std::vector<std::string> names = {c.path};
+    for (auto& a : PlacesThroughAliases(aliases, {c.path})) names.push_back(std::move(a));
+    for (const auto& name : names) {
+      for (const auto& v : ViewPathsOf(view, name)) {
+        AddUnique(c.directory ? view.masked_dirs : view.masked_files, v);
+        AddUnique(view.credential_masks, v);
+      }
     }
   }
   return Ok();

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "policy/sandbox_home.h"
+#include "policy/tree_alias.h"
 
 namespace anvil {
 
@@ -343,6 +344,22 @@ Result<std::vector<std::string>> WritableRootsOf(const SandboxPolicy& policy, co
   } else {
     if (!policy.extra_writable_roots.empty()) {
       return Fail("invalid", "--writable-root needs the workspace-write policy");
+    }
+  }
+  // The same for a root that is another name (a bind mount) of a directory inside one: what
+  // the mount table says, where no path string shows it (policy/tree_alias.h).
+  if (!writable.empty() && host.mounts && !policy.home.credentials.empty()) {
+    std::vector<std::string> credentials;
+    for (const auto& c : policy.home.credentials) credentials.push_back(c.path);
+    const std::vector<TreeAlias> aliases = RootAliases(host.mounts(), writable);
+    for (const auto& root : writable) {
+      auto inside = RootInsideByAlias(aliases, root, credentials);
+      if (!inside) continue;
+      return Fail("invalid", (root == policy.workspace ? "the workspace " : "writable root ") +
+                                 root + " is another name (a bind mount) of " + inside->host +
+                                 ", which lies inside " + inside->place +
+                                 ", where credentials live; Anvil never shows those (fix: name "
+                                 "the directory the command needs, outside it)");
     }
   }
   if (policy.workspace_read_subpaths) {

@@ -248,6 +248,10 @@ struct HostFs {
   // host, found by the socket's device and inode, and the locked directories one may be beneath
   // (policy/host_sockets.h). Empty function: none are masked. An error fails the view.
   std::function<Result<HostSocketMasks>(const FileView&)> bound_unix_sockets;
+  // The host's mounts (/proc/self/mountinfo): a root that shows a protected place by another
+  // name, through a bind mount, keeps it there too (policy/tree_alias.h). Empty function: no
+  // aliases are looked for.
+  std::function<std::vector<HostMount>()> mounts;
 };
 
 // True when `path` equals `root` or lies beneath it (component-wise, both canonical).

@@ -1,0 +1,141 @@
+// Where a root shows, by another name, a directory the host reaches by its own path
+// (policy/tree_alias.h): the aliases of a mount table, table by table, and what they make of
+// the protected places and of a root inside one.
+#include "policy/tree_alias.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace anvil {
+namespace {
+
+constexpr uint64_t kRootFs = 0x801;
+constexpr uint64_t kData = 0x811;
+constexpr uint64_t kTmpfs = 0x2a;
+constexpr uint64_t kOther = 0x999;  // mounted nowhere else
+
+// /, a /tmp tmpfs, /data on its own disk, and whatever each case adds.
+std::vector<HostMount> Table(std::vector<HostMount> extra) {
+  std::vector<HostMount> t = {{"/", "/", kRootFs}, {"/tmp", "/", kTmpfs}, {"/data", "/", kData}};
+  t.insert(t.end(), extra.begin(), extra.end());
+  return t;
+}
+
+TEST(TreeAlias, TheKeyIsTheDeviceAndThePathWithinTheFileSystem) {
+  const auto t = Table({{"/srv/w", "/home/u", kRootFs}, {"/tmp/x", "/y", kTmpfs}});
+  struct Case {
+    std::string path;
+    TreeKey key;
+  } cases[] = {
+      {"/home/u/.ssh", {kRootFs, "/home/u/.ssh"}},
+      {"/srv/w", {kRootFs, "/home/u"}},
+      {"/srv/w/.ssh", {kRootFs, "/home/u/.ssh"}},
+      {"/tmp/x/z", {kTmpfs, "/y/z"}},
+      {"/tmp", {kTmpfs, "/"}},
+      {"/data/a", {kData, "/a"}},
+      {"/", {kRootFs, "/"}},
+  };
+  for (const auto& c : cases) EXPECT_EQ(TreeKeyOf(t, c.path), c.key) << c.path;
+  // The last mount listed at a point is the one on top.
+  const auto stacked = Table({{"/srv/w", "/a", kData}, {"/srv/w", "/b", kData}});
+  EXPECT_EQ(TreeKeyOf(stacked, "/srv/w/c"), (TreeKey{kData, "/b/c"}));
+}
+
+TEST(TreeAlias, EachRootsAliasesFromTheMountTable) {
+  struct Case {
+    const char* what;
+    std::vector<HostMount> extra;
+    std::vector<std::string> roots;
+    std::vector<TreeAlias> want;
+  } cases[] = {
+      {"no bind mount: no alias", {}, {"/home/u", "/data/w"}, {}},
+      {"a bind of the home", {{"/srv/w", "/home/u", kRootFs}}, {"/srv/w"}, {{"/home/u", "/srv/w"}}},
+      {"a bind of a directory above the home",
+       {{"/srv/w", "/home", kRootFs}},
+       {"/srv/w"},
+       {{"/home", "/srv/w"}}},
+      {"a root beneath a bind",
+       {{"/srv/w", "/home", kRootFs}},
+       {"/srv/w/u"},
+       {{"/home/u", "/srv/w/u"}}},
+      {"a root at a bind's source: the bind is another name of it",
+       {{"/srv/w", "/home/u", kRootFs}},
+       {"/home/u"},
+       {{"/srv/w", "/home/u"}}},
+      {"a root that holds the source of a mount elsewhere",
+       {{"/home/u/.config", "/cfg", kData}},
+       {"/data"},
+       {{"/home/u/.config", "/data/cfg"}}},
+      {"a mount beneath a root shows another place",
+       {{"/srv/w", "/x", kTmpfs}, {"/srv/w/sub", "/home/u", kRootFs}},
+       {"/srv/w"},
+       {{"/home/u", "/srv/w/sub"}, {"/tmp/x", "/srv/w"}}},
+      {"another file system's same path is not the same directory",
+       {{"/srv/w", "/home/u", kOther}},
+       {"/srv/w"},
+       {}},
+      {"the same path within a file system mounted elsewhere",
+       {{"/srv/w", "/home/u", kData}},
+       {"/srv/w"},
+       {{"/data/home/u", "/srv/w"}}},
+      {"a host path covered by a deeper mount is not where it shows",
+       {{"/srv/w", "/tmp/q", kRootFs}},
+       {"/srv/w"},
+       {}},
+      {"an unrelated bind", {{"/srv/w", "/opt/x", kRootFs}}, {"/srv/w"}, {{"/opt/x", "/srv/w"}}},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(RootAliases(Table(c.extra), c.roots), c.want) << c.what;
+  }
+}
+
+TEST(TreeAlias, PlacesAreSeenThroughTheAliasesThatHoldThem) {
+  const std::vector<TreeAlias> aliases = {{"/home/u", "/srv/w"}, {"/opt/x", "/srv/v"}};
+  const std::vector<std::string> places = {"/home/u/.bashrc", "/home/u/.config/autostart",
+                                           "/home/v/.bashrc", "/home/u"};
+  EXPECT_EQ(PlacesThroughAliases(aliases, places),
+            (std::vector<std::string>{"/srv/w/.bashrc", "/srv/w/.config/autostart", "/srv/w"}));
+  EXPECT_EQ(PlacesThroughAliases({}, places), std::vector<std::string>{});
+  EXPECT_EQ(WithPlacesThroughAliases(aliases, {"/home/u/.bashrc", "/srv/w/.bashrc"},
+                                     {"/home/u/.bashrc", "/home/u/.profile"}),
+            (std::vector<std::string>{"/home/u/.bashrc", "/srv/w/.bashrc", "/srv/w/.profile"}));
+  // Through the mount table: a workspace that is a bind of the home.
+  const auto t = Table({{"/srv/w", "/home/u", kRootFs}});
+  EXPECT_EQ(PlacesThroughAliases(RootAliases(t, {"/srv/w"}), {"/home/u/.ssh", "/etc/passwd"}),
+            std::vector<std::string>{"/srv/w/.ssh"});
+}
+
+TEST(TreeAlias, ACachePlaceThroughAnAliasKeepsItsKey) {
+  AutorunEnv env;
+  env.home = "/home/u";
+  const auto places = HostCachePlaces(env);
+  ASSERT_FALSE(places.empty());
+  const auto all = CachePlacesThroughAliases({{"/home/u", "/srv/w"}}, places, env);
+  ASSERT_EQ(all.size(), places.size() * 2);
+  for (size_t i = 0; i < places.size(); ++i) {
+    EXPECT_EQ(all[i], places[i]);
+    EXPECT_EQ(all[places.size() + i].key, places[i].key);
+    EXPECT_EQ(all[places.size() + i].path, "/srv/w" + places[i].path.substr(7));
+  }
+  EXPECT_EQ(CachePlacesThroughAliases({}, places, env), places);
+}
+
+TEST(TreeAlias, ARootIsInsideAPlaceWhenAnotherNameOfItIs) {
+  const auto t = Table({{"/srv/s", "/home/u/.ssh", kRootFs}, {"/srv/o", "/opt", kRootFs}});
+  const std::vector<std::string> creds = {"/home/u/.ssh", "/home/u/.aws"};
+  const auto aliases = RootAliases(t, {"/srv/s", "/srv/o", "/srv/s/keys"});
+  auto in = RootInsideByAlias(aliases, "/srv/s", creds);
+  ASSERT_TRUE(in);
+  EXPECT_EQ(in->host, "/home/u/.ssh");
+  EXPECT_EQ(in->place, "/home/u/.ssh");
+  auto deeper = RootInsideByAlias(aliases, "/srv/s/keys", creds);
+  ASSERT_TRUE(deeper);
+  EXPECT_EQ(deeper->host, "/home/u/.ssh/keys");
+  EXPECT_FALSE(RootInsideByAlias(aliases, "/srv/o", creds));
+  EXPECT_FALSE(RootInsideByAlias({}, "/srv/s", creds));
+}
+
+}  // namespace
+}  // namespace anvil
