@@ -2,6 +2,7 @@
 
 #include <cerrno>
 
+#include "policy/display_text.h"
 #include "policy/git_paths.h"
 
 namespace anvil {
@@ -29,13 +30,14 @@ GitQuarantineResult ApplyGitQuarantine(const std::vector<GitQuarantineAction>& a
       result.failures.push_back(from + ": " + moved.error().message);
       continue;
     }
-    std::string restore = "mv " + Quote(to) + " " + Quote(from);
+    std::string restore = "mv " + PasteableShellWord(to) + " " + PasteableShellWord(from);
     if (a.git_dir && fs.lstat(Join(to, "HEAD")).exists()) {
       // Under its new name the directory would still be a git dir to git started inside it.
       const std::string head = Join(to, "HEAD");
       const std::string head_to = head + std::string(kGitQuarantineSuffix);
       if (auto s = fs.rename_noreplace(head, head_to); s) {
-        restore = "mv " + Quote(head_to) + " " + Quote(head) + " && " + restore;
+        restore =
+            "mv " + PasteableShellWord(head_to) + " " + PasteableShellWord(head) + " && " + restore;
       } else {
         result.failures.push_back(head + ": " + s.error().message);
       }
