@@ -168,20 +168,27 @@ void WriteReport(int report_fd, const std::string& line) {
 
 // What the check after the run moved aside, or why it could not finish: always on stderr,
 // whatever --json says, since the user's next `git` in the workspace depends on it.
+// The paths and reasons are the command's file names: shown sanitized (policy/display_text.h);
+// --json keeps their bytes. The restore command is made to show as it is (PasteableShellWord).
+std::string Shown(const std::string& text) { return SanitizeForDisplay(text, kNoDisplayCap); }
+
 void PrintGitReport(const GitReport& git) {
   for (const auto& q : git.quarantined) {
-    std::cerr << "anvil sandbox: quarantined " << q.path << " -> " << q.moved_to << ": " << q.reason
-              << ". Inspect it before trusting it; to restore: " << q.restore << "\n";
+    std::cerr << "anvil sandbox: quarantined " << Shown(q.path) << " -> " << Shown(q.moved_to)
+              << ": " << Shown(q.reason)
+              << ". Inspect it before trusting it; to restore: " << Shown(q.restore) << "\n";
   }
   for (const auto& f : git.quarantine_failures) {
-    std::cerr << "anvil sandbox: WARNING: could not quarantine " << f
+    std::cerr << "anvil sandbox: WARNING: could not quarantine " << Shown(f)
               << "; do not run git there before checking it\n";
   }
   if (git.unwalked_total > 0) {
     std::cerr << "anvil sandbox: ERROR: the check after the run for git metadata the command "
                  "made did not walk "
               << git.unwalked_total << " subtree(s) of the writable roots:\n";
-    for (const auto& u : git.unwalked) std::cerr << "  " << u.path << ": " << u.why << "\n";
+    for (const auto& u : git.unwalked) {
+      std::cerr << "  " << Shown(u.path) << ": " << Shown(u.why) << "\n";
+    }
     if (git.unwalked_total > git.unwalked.size()) {
       std::cerr << "  ... and " << git.unwalked_total - git.unwalked.size() << " more\n";
     }
@@ -196,7 +203,7 @@ void PrintGitReport(const GitReport& git) {
   if (!git.check_error.empty()) {
     std::cerr << "anvil sandbox: ERROR: the check after the run for git metadata the command "
                  "made could not finish ("
-              << git.check_error
+              << Shown(git.check_error)
               << "); do not run git in the writable roots before looking for new .git entries, "
                  "HEAD files and hooks. Exit status 125.\n";
   }
@@ -217,7 +224,7 @@ std::string GitCheckSummary(const GitReport& git) {
   if (!git.quarantine_failures.empty()) {
     out += "; not moved aside: " + git.quarantine_failures.front();
   }
-  return out + ". Do not run git there before checking it (the user must look)";
+  return Shown(out) + ". Do not run git there before checking it (the user must look)";
 }
 
 nlohmann::json GitReportJson(const GitReport& git) {

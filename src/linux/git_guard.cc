@@ -7,6 +7,7 @@
 
 #include "linux/autorun_shield.h"
 #include "linux/workspace_config_watch.h"
+#include "policy/git_territory.h"
 #include "policy/sandbox_policy.h"
 
 namespace anvil {
@@ -204,8 +205,14 @@ void GitGuard::CheckAfterRun(const std::vector<std::string>& skip) {
   // Deciding makes nothing, and the command and every process of its namespace are gone: each
   // path the three steps ask about is resolved once; what is moved aside goes by fs_.
   const GitFs judged = ResolvingOnce(fs_);
+  // The sandbox homes and kept /tmp directories: what leads there from the roots is judged as
+  // a pointer out of them (policy/git_territory.h).
+  const GitTerritory territory = GitTerritoryOf(env_.sandbox_homes, judged);
+  const GitRefCheck refs = TerritoryRefCheck(territory, env_, judged, roots_);
   std::set<int> moved;
-  for (const auto& [i, why] : NewGitReposThatRunCode(before_, *scan, judged)) moved.insert(i);
+  for (const auto& [i, why] : NewGitReposThatRunCode(before_, *scan, judged, refs)) {
+    moved.insert(i);
+  }
   GitProtectionPlan plan = PlanGitProtection(*scan, env_, judged, limits_, moved);
   if (plan.incomplete) {
     // Out of time: what was planned is still acted on; the rest is reported as unchecked.
@@ -218,7 +225,7 @@ void GitGuard::CheckAfterRun(const std::vector<std::string>& skip) {
                           " s): what it decided was moved aside, the paths the rest of the "
                           "configs name were not checked";
   }
-  auto actions = DecideGitQuarantine(before_, configs_, *scan, plan, judged);
+  auto actions = DecideGitQuarantine(before_, configs_, *scan, plan, judged, territory, env_);
   auto result = ApplyGitQuarantine(actions, roots_, fs_);
   std::vector<std::pair<std::string, std::string>> renamed;
   for (const auto& m : result.moved) renamed.emplace_back(m.path, m.moved_to);

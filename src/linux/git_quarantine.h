@@ -1,6 +1,7 @@
 // The moves of the check after the run: DecideGitQuarantine's actions (policy/git_metadata.h)
 // carried out, each path renamed aside (`NAME.anvil-quarantine`) without replacing anything, a
-// git dir's HEAD too, through GitFs.
+// git dir's HEAD too, and a symlink into a sandbox home replaced by a file of that name holding
+// its target (renamed, it would still lead there), through GitFs.
 #pragma once
 
 #include <string>

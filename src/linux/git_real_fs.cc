@@ -86,6 +86,14 @@ GitEnv GitEnvFromProcess() {
   env.config_global = get("GIT_CONFIG_GLOBAL");
   env.config_system = get("GIT_CONFIG_SYSTEM");
   env.template_dir = get("GIT_TEMPLATE_DIR");
+  // Where `anvil sandbox` keeps the sandbox homes and kept /tmp directories (as
+  // cli/sandbox_setup.cc finds its state dir): a relative XDG_STATE_HOME is ignored.
+  const std::string state = get("XDG_STATE_HOME");
+  if (!state.empty() && state[0] == '/') {
+    env.sandbox_homes.push_back(state + "/anvil/homes");
+  } else if (!env.home.empty() && env.home[0] == '/') {
+    env.sandbox_homes.push_back(env.home + "/.local/state/anvil/homes");
+  }
   return env;
 }
 
@@ -266,6 +274,49 @@ GitFs RealGitFs() {
       return Ok();
     }
     return SysFail("io", "rename " + from + " to " + to);
+  };
+  fs.link_to_file = [](const std::string& link, const std::string& to) -> Status {
+    // By their directory (one for both), opened without following a symlink on the way.
+    const auto slash = link.rfind('/');
+    const std::string dir = slash == 0 || slash == std::string::npos ? "/" : link.substr(0, slash);
+    if (to.rfind(dir == "/" ? "/" : dir + "/", 0) != 0 ||
+        to.find('/', dir.size() + 1) != std::string::npos) {
+      return Fail("io", to + " is not beside " + link);
+    }
+    const std::string name = link.substr(slash + 1);
+    const std::string to_name = to.substr(to.rfind('/') + 1);
+    UniqueFd dfd = OpenDirNoSymlinks(dir);
+    if (!dfd) return SysFail("io", "open the directory of " + link + " (a symlink on the way?)");
+    char buf[PATH_MAX];
+    const ssize_t n = ::readlinkat(dfd.Get(), name.c_str(), buf, sizeof(buf));
+    if (n <= 0 || static_cast<size_t>(n) >= sizeof(buf)) return SysFail("io", "readlink " + link);
+    const std::string_view target(buf, static_cast<size_t>(n));
+    auto replace = [&]() -> int {
+      UniqueFd f(::openat(dfd.Get(), to_name.c_str(),
+                          O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+      if (!f) return -1;
+      size_t done = 0;
+      while (done < target.size()) {
+        const ssize_t w = ::write(f.Get(), target.data() + done, target.size() - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) break;
+        done += static_cast<size_t>(w);
+      }
+      const int saved = errno;
+      if (done != target.size() || ::unlinkat(dfd.Get(), name.c_str(), 0) != 0) {
+        const int why = done != target.size() ? saved : errno;
+        ::unlinkat(dfd.Get(), to_name.c_str(), 0);
+        errno = why;
+        return -1;
+      }
+      return 0;
+    };
+    if (replace() == 0) return Ok();
+    // The command may have taken the owner's write permission off the directory.
+    if ((errno == EACCES || errno == EPERM) && WithOwnerWrite(dfd.Get(), replace) == 0) {
+      return Ok();
+    }
+    return SysFail("io", "replace the symlink " + link + " by " + to);
   };
   // Opened directories and their modes, by O_PATH fd (a rename of what lies in them, or of
   // them, leaves the fd on the same directory), to be put back in reverse order: a parent

@@ -22,8 +22,9 @@ namespace {
 
 // The format's version changes whenever what a walk keeps changes: a memo written by a walk that
 // did not keep some marker (HEAD beside commondir, before version 2; Anvil's protected names,
-// before version 3) would hide it from the next run, so an older memo is no memo.
-constexpr char kMagic[] = "anvil-git-walk-cache 3\n";
+// before version 3; symlinks, which the check after the run judges, before version 4) would
+// hide it from the next run, so an older memo is no memo.
+constexpr char kMagic[] = "anvil-git-walk-cache 4\n";
 // A memo this large describes millions of directories: a walk that big is bounded anyway.
 constexpr size_t kMaxFileBytes = 256u << 20;
 

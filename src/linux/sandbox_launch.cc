@@ -221,10 +221,17 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
         // protected names anywhere in them (git_guard.h). Without it (--writable-git) only those
         // at the top of each root are kept (ComputeFileView).
         walk_loaded = walk_cache->Load(roots);
-        auto guard =
-            GitGuard::Prepare(roots, spec.git_scan_limits, GitEnvFromProcess(), RealGitFs(),
-                              walk_loaded ? &*walk_loaded : nullptr, unchecked->Suspect(),
-                              [&] { return unchecked->LiveOthers(); });
+        GitEnv git_env = GitEnvFromProcess();
+        // The homes directory of this run's sandbox home, wherever its state dir is: what the
+        // command leaves there no check walks (policy/git_territory.h).
+        if (policy.home.kind == HomeKind::kPersistent && !policy.home.home.source.empty()) {
+          const std::string& home = policy.home.home.source;
+          const std::string name_dir = home.substr(0, home.rfind('/'));
+          git_env.sandbox_homes.push_back(name_dir.substr(0, name_dir.rfind('/')));
+        }
+        auto guard = GitGuard::Prepare(roots, spec.git_scan_limits, git_env, RealGitFs(),
+                                       walk_loaded ? &*walk_loaded : nullptr, unchecked->Suspect(),
+                                       [&] { return unchecked->LiveOthers(); });
         if (!guard) return SetupFailure(guard.error().ToString(), start);
         git.emplace(std::move(*guard));
         // The workspace's Anvil.toml is the watch's to judge, by what this walk trusts too.

@@ -217,4 +217,28 @@ bool LooksLikeAnvilLine(std::string_view line) {
   return skeleton.find("[y/n]") != std::string::npos;
 }
 
+std::string PasteableShellWord(std::string_view word) {
+  if (SanitizeForDisplay(word, kNoDisplayCap, LineBreaks::kEscape) == word) {
+    std::string out = "'";
+    for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "$'";
+  for (char c : word) {
+    const auto b = static_cast<unsigned char>(c);
+    if (c == '\'' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (b >= 0x20 && b < 0x7f) {
+      out += c;
+    } else {
+      out += "\\x";
+      out += kHex[b >> 4];
+      out += kHex[b & 0xf];
+    }
+  }
+  return out + "'";
+}
+
 }  // namespace anvil

@@ -54,6 +54,13 @@ inline constexpr std::size_t kNoDisplayCap = std::numeric_limits<std::size_t>::m
 std::string SanitizeForDisplay(std::string_view untrusted, std::size_t max_code_points = 200,
                                LineBreaks breaks = LineBreaks::kFold);
 
+// `word` quoted for a shell command line Anvil shows for pasting (the command that puts back
+// what it moved aside): single-quoted when SanitizeForDisplay shows every character of it as it
+// is, else in bash's (and zsh's, ksh's, POSIX 2024's) $'...' with every byte outside printable
+// ASCII written as \xHH (and ' and \ escaped), so that what is shown is exactly what a shell
+// runs, and shows nothing a terminal acts on.
+std::string PasteableShellWord(std::string_view word);
+
 // A command-line argument echoed back in an error, on one line: the echo of every flag table
 // (common/flag_set.h, CommandSpec::echo).
 std::string SanitizeFlagArgument(std::string_view argument, std::size_t max_code_points);

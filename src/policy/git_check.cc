@@ -10,6 +10,7 @@
 #include "policy/git_metadata.h"
 #include "policy/git_metadata_internal.h"
 #include "policy/git_paths.h"
+#include "policy/git_territory.h"
 #include "policy/sandbox_policy.h"
 
 namespace anvil {
@@ -122,16 +123,32 @@ GitWatchedConfigs GitConfigIdentities(const GitScan& scan, const GitFs& fs) {
 namespace {
 
 // The first entry of `configs` beyond what git init, clone and friends write, named.
+// `refs`: a value naming a local repository is judged from `bases` (the git dir, the working
+// tree) and from every local remote of these configs (a relative submodule URL is taken from
+// the superproject's remote).
 template <typename WorktreeOk>
 std::optional<std::string> ConfigsRunCode(const std::vector<GitConfigFile>& configs,
-                                          WorktreeOk worktree_ok) {
+                                          WorktreeOk worktree_ok, const GitRefCheck& refs,
+                                          std::vector<std::string> bases) {
+  GitLocalRefJudge local_ref;
+  if (refs) {
+    for (const auto& f : configs) {
+      for (const auto& e : f.entries) {
+        if (e.section != "remote" || e.key != "url" || !e.value) continue;
+        // Where git takes it from the working tree's top (or the git dir): the first path.
+        auto paths = GitLocalRepoPaths(*e.value, {bases.empty() ? "/" : bases.front()});
+        if (!paths.empty() && bases.size() < 64) bases.push_back(LexicalNormal(paths.front()));
+      }
+    }
+    local_ref = [&](std::string_view value) { return refs(value, bases); };
+  }
   for (const auto& f : configs) {
     if (!f.error.empty()) return "config " + f.path + " git cannot read: " + f.error;
     for (const auto& e : f.entries) {
       const std::string where = KeyName(e) + " in " + f.path + ":" + std::to_string(e.line);
       if (ClassifyGitConfigKey(e) != GitKeyUse::kNone && GitEntryIsActive(e)) return where;
       // Only the keys git init, clone and friends write (policy/git_inert_keys.h).
-      if (auto why = GitKeyNotInert(e, worktree_ok(e))) return where + " (" + *why + ")";
+      if (auto why = GitKeyNotInert(e, worktree_ok(e), local_ref)) return where + " (" + *why + ")";
     }
   }
   return std::nullopt;
@@ -139,7 +156,7 @@ std::optional<std::string> ConfigsRunCode(const std::vector<GitConfigFile>& conf
 
 }  // namespace
 
-std::optional<std::string> GitRepoRunsCode(const GitRepo& repo) {
+std::optional<std::string> GitRepoRunsCode(const GitRepo& repo, const GitRefCheck& refs) {
   if (!repo.unread.empty()) return "its metadata could not be read in full: " + repo.unread;
   if (repo.hooks_unknown) return "its hooks directory is a symlink or cannot be listed";
   if (!repo.hooks.empty()) {
@@ -153,7 +170,11 @@ std::optional<std::string> GitRepoRunsCode(const GitRepo& repo) {
     const std::string abs = (*e.value)[0] == '/' ? *e.value : Join(repo.gitdir, *e.value);
     return LexicalNormal(abs) == LexicalNormal(repo.top);
   };
-  if (auto why = ConfigsRunCode(repo.configs, worktree_is_top)) return why;
+  std::vector<std::string> bases;
+  for (const std::string* b : {&repo.top, &repo.gitdir, &repo.commondir}) {
+    if (!b->empty()) bases.push_back(*b);
+  }
+  if (auto why = ConfigsRunCode(repo.configs, worktree_is_top, refs, bases)) return why;
   // The submodules' git dirs in it, which `git submodule update` takes as they are: the same
   // rules, and core.worktree may name a directory of the superproject's working tree.
   if (!repo.modules_unread.empty()) {
@@ -174,13 +195,44 @@ std::optional<std::string> GitRepoRunsCode(const GitRepo& repo) {
       return (!repo.top.empty() && PathIsWithin(abs, LexicalNormal(repo.top))) ||
              (!main_top.empty() && PathIsWithin(abs, main_top));
     };
-    if (auto why = ConfigsRunCode(m.configs, worktree_within_top)) return why;
+    std::vector<std::string> module_bases = {m.gitdir};
+    module_bases.insert(module_bases.end(), bases.begin(), bases.end());
+    if (auto why = ConfigsRunCode(m.configs, worktree_within_top, refs, module_bases)) return why;
   }
   return std::nullopt;
 }
 
+GitRefCheck TerritoryRefCheck(const GitTerritory& territory, const GitEnv& env, const GitFs& fs,
+                              const std::vector<std::string>& roots) {
+  if (territory.empty()) return {};
+  auto judge = std::make_shared<GitTerritoryJudge>(territory, fs);
+  return [judge, &env, &fs, roots](
+             std::string_view value,
+             const std::vector<std::string>& bases) -> std::optional<std::string> {
+    std::string v(value);
+    if (!v.empty() && v[0] == '~') {
+      // git expands `~/` and `~user/` in a local repository path.
+      auto expanded = ExpandUserPath(v, env, fs);
+      if (!expanded) return std::nullopt;  // git finds no repository there either
+      v = *expanded;
+    }
+    for (const auto& p : GitLocalRepoPaths(v, bases)) {
+      // What lies in a writable root is walked and judged itself.
+      auto r = fs.resolve(p);
+      if (r && WithinAny(*r, roots)) continue;
+      if (auto into = judge->Path(p)) {
+        return "a local repository path that leads into " + *into +
+               ", a sandbox home or kept /tmp the command writes and no check walks: git runs "
+               "the hooks and config of the repository there";
+      }
+    }
+    return std::nullopt;
+  };
+}
+
 std::map<int, std::string> NewGitReposThatRunCode(const GitIdentitySet& before,
-                                                  const GitScan& after, const GitFs& fs) {
+                                                  const GitScan& after, const GitFs& fs,
+                                                  const GitRefCheck& refs) {
   auto known = [&](const GitFileFacts& f) { return before.count({f.dev, f.ino}) > 0; };
   auto known_path = [&](const std::string& path) {
     if (path.empty()) return true;
@@ -222,7 +274,7 @@ std::map<int, std::string> NewGitReposThatRunCode(const GitIdentitySet& before,
       }
     }
     if (out.count(static_cast<int>(i))) continue;
-    if (auto why = GitRepoRunsCode(repo)) {
+    if (auto why = GitRepoRunsCode(repo, refs)) {
       out[static_cast<int>(i)] = *why;
       continue;
     }
@@ -254,11 +306,13 @@ std::vector<GitQuarantineAction> DecideGitQuarantine(const GitIdentitySet& befor
                                                      const GitWatchedConfigs& configs,
                                                      const GitScan& after,
                                                      const GitProtectionPlan& after_plan,
-                                                     const GitFs& fs) {
+                                                     const GitFs& fs, const GitTerritory& territory,
+                                                     const GitEnv& env) {
   auto known = [&](const GitFileFacts& f) { return before.count({f.dev, f.ino}) > 0; };
   std::vector<GitQuarantineAction> actions;
   std::set<int> moved;
-  for (const auto& [i, why] : NewGitReposThatRunCode(before, after, fs)) {
+  const GitRefCheck refs = TerritoryRefCheck(territory, env, fs, after.roots);
+  for (const auto& [i, why] : NewGitReposThatRunCode(before, after, fs, refs)) {
     const GitRepo& repo = after.repos[static_cast<size_t>(i)];
     const std::string reason = "a git repository the command made or swapped in runs code: " + why;
     moved.insert(i);
@@ -278,6 +332,24 @@ std::vector<GitQuarantineAction> DecideGitQuarantine(const GitIdentitySet& befor
   }
   std::set<std::string> repo_paths;
   for (const auto& a : actions) repo_paths.insert(a.path);
+  // A symlink of the roots into the sandbox homes: git started through it on the host (a prompt
+  // on `cd`) uses what the command left there, as through a `.git` link out of the roots.
+  if (!territory.empty()) {
+    GitTerritoryJudge judge(territory, fs);
+    for (const auto& link : after.symlinks) {
+      auto into = judge.Symlink(link);
+      if (!into) continue;
+      // One that leads into the roots leads to what this walk judges (a workspace that itself
+      // lies in a sandbox home keeps its own links).
+      if (auto r = fs.resolve(link); r && WithinAny(*r, after.roots)) continue;
+      auto parent = fs.resolve(Dirname(link));
+      actions.push_back({Join(parent.value_or(Dirname(link)), Basename(link)), false,
+                         "a symlink in the writable roots that leads into " + *into +
+                             ", a sandbox home or kept /tmp it writes and no check walks: git "
+                             "started through it on the host would use what is there",
+                         true});
+    }
+  }
   // `path` now leads to `real`, which is not what it led to at the start.
   auto move_aside = [&](const std::string& path, const std::string& real,
                         const std::string& reason) {

@@ -9,6 +9,8 @@ namespace {
 enum class Value {
   kData,  // any value
   kUrl,   // a URL or path git fetches from: not through a transport that runs a command
+  // A remote's name, or a URL or path used as one (branch.*.remote): a path judged as kUrl's.
+  kRemote,
 };
 
 struct InertKey {
@@ -43,10 +45,10 @@ constexpr std::array kInertKeys = {
     InertKey{"remote", true, "partialclonefilter", Value::kData},
     InertKey{"extensions", false, "partialclone", Value::kData},
     // git clone, git branch --set-upstream-to, git push -u
-    InertKey{"branch", true, "remote", Value::kData},
+    InertKey{"branch", true, "remote", Value::kRemote},
     InertKey{"branch", true, "merge", Value::kData},
     InertKey{"branch", true, "rebase", Value::kData},
-    InertKey{"branch", true, "pushremote", Value::kData},
+    InertKey{"branch", true, "pushremote", Value::kRemote},
     // git config user.*
     InertKey{"user", false, "name", Value::kData},
     InertKey{"user", false, "email", Value::kData},
@@ -73,7 +75,8 @@ std::optional<std::string> UrlNotInert(std::string_view value) {
 
 }  // namespace
 
-std::optional<std::string> GitKeyNotInert(const GitConfigEntry& e, bool worktree_is_top) {
+std::optional<std::string> GitKeyNotInert(const GitConfigEntry& e, bool worktree_is_top,
+                                          const GitLocalRefJudge& local_ref) {
   if (e.section == "core" && !e.has_subsection && e.key == "worktree") {
     if (worktree_is_top) return std::nullopt;
     return "core.worktree names another directory than the one whose .git leads here (git "
@@ -81,7 +84,11 @@ std::optional<std::string> GitKeyNotInert(const GitConfigEntry& e, bool worktree
   }
   for (const InertKey& k : kInertKeys) {
     if (k.section != e.section || k.subsection != e.has_subsection || k.key != e.key) continue;
-    if (k.value == Value::kUrl && e.value) return UrlNotInert(*e.value);
+    if (k.value == Value::kData || !e.value) return std::nullopt;
+    if (k.value == Value::kUrl) {
+      if (auto why = UrlNotInert(*e.value)) return why;
+    }
+    if (local_ref) return local_ref(*e.value);
     return std::nullopt;
   }
   return std::string(

@@ -105,6 +105,10 @@ struct GitFs {
   // rename(2) of `from` to `to` that never replaces an existing `to` (ApplyGitQuarantine only);
   // an existing `to` is an error with sys_errno EEXIST.
   std::function<Status(const std::string& from, const std::string& to)> rename_noreplace;
+  // Replaces the symlink `link` by a new regular file `to` in the same directory holding the
+  // link's target (ApplyGitQuarantine only: a link renamed aside would still lead where it
+  // did); never replaces an existing `to` (an error with sys_errno EEXIST).
+  std::function<Status(const std::string& link, const std::string& to)> link_to_file;
   // The check after the run only (may be unset): lets the caller list, search and rename in
   // directory `dir`, which the caller owns but cannot list (the command, running as the caller,
   // can chmod such a directory open, fill it and close it again; git on the host finds what it
@@ -124,6 +128,9 @@ struct GitEnv {
   std::string config_system;                // $GIT_CONFIG_SYSTEM
   std::string template_dir;                 // $GIT_TEMPLATE_DIR
   std::string passwd_file = "/etc/passwd";  // for `~user/` in config paths
+  // Anvil's sandbox homes directories ($XDG_STATE_HOME/anvil/homes, policy/sandbox_home.h):
+  // what a command writes there outlives the run and no check walks it (policy/git_territory.h).
+  std::vector<std::string> sandbox_homes;
 };
 
 // ---- Bounds ---------------------------------------------------------------------------------
@@ -216,6 +223,9 @@ struct GitScan {
   // by shape too; it enters no `.git`: policy/git_walk_step.h): what the view
   // keeps read-only (policy/protected_names_plan.h). Canonical: the walk follows no link.
   std::vector<std::string> protected_names;
+  // Every symlink in the roots the walk met, but `.git` ones (repos): the check after the run
+  // moves aside those that lead into the sandbox homes (policy/git_territory.h).
+  std::vector<std::string> symlinks;
   // $GIT_CONFIG_SYSTEM, /etc/gitconfig, $GIT_CONFIG_GLOBAL, ~/.gitconfig,
   // $XDG_CONFIG_HOME/git/config (or ~/.config/git/config), and their includes.
   std::vector<GitConfigFile> user_configs;
@@ -364,34 +374,57 @@ struct GitWatchedConfig {
 using GitWatchedConfigs = std::map<std::string, GitWatchedConfig>;
 GitWatchedConfigs GitConfigIdentities(const GitScan& scan, const GitFs& fs);
 
+// The command-writable places that outlive the run and that no check walks: every sandbox home
+// and kept /tmp (policy/git_territory.h: what leads there, and how it is compared).
+struct GitTerritory {
+  std::vector<std::string> paths;  // each homes directory, canonical where it exists
+  GitIdentitySet ids;              // each of them, and each <name>, <name>/home, <name>/tmp in it
+  bool empty() const { return paths.empty(); }
+};
+
+// Why a local repository path a config value names (remote.*.url, ...) is not inert: it leads
+// into the territory. `bases`: what a relative value is taken from. nullopt: it does not.
+using GitRefCheck = std::function<std::optional<std::string>(
+    std::string_view value, const std::vector<std::string>& bases)>;
+
 // Why git may run code because of `repo`, a repository made or changed during the run (a hook,
-// a config it cannot parse, any config key that is not inert: policy/git_inert_keys.h, not read
-// in full); nullopt when it holds only what git init, clone and friends write.
-std::optional<std::string> GitRepoRunsCode(const GitRepo& repo);
+// a config it cannot parse, any config key that is not inert: policy/git_inert_keys.h, a local
+// repository path that `refs` finds leads where no check walks, not read in full); nullopt when
+// it holds only what git init, clone and friends write.
+std::optional<std::string> GitRepoRunsCode(const GitRepo& repo, const GitRefCheck& refs = {});
+
+// The GitRefCheck of `territory` (`~` forms expanded by `env`), for the check after the run.
+GitRefCheck TerritoryRefCheck(const GitTerritory& territory, const GitEnv& env, const GitFs& fs,
+                              const std::vector<std::string>& roots);
 
 // The repositories (indices into after.repos, with why) that are not what was there before the
 // run — new, swapped in, or pointing elsewhere — and would run code, or whose `.git` file or
 // link, or any git dir's commondir (a `.git` directory's or a bare one's too), leads outside
 // the roots to what was not there and protected before (or nowhere): to be moved aside.
 std::map<int, std::string> NewGitReposThatRunCode(const GitIdentitySet& before,
-                                                  const GitScan& after, const GitFs& fs);
+                                                  const GitScan& after, const GitFs& fs,
+                                                  const GitRefCheck& refs = {});
 
 struct GitQuarantineAction {
   std::string path;      // to move aside (ApplyGitQuarantine reports one whose parent no
                          // longer resolves inside a writable root as a failure)
   bool git_dir = false;  // a git directory: its HEAD is moved aside too, so git sees none
   std::string reason;
+  // A symlink into a sandbox home: replaced by a file NAME.anvil-quarantine holding its target
+  // (GitFs::link_to_file), since under any name it would still lead there.
+  bool link = false;
 };
 // Pure: given the identities recorded before the run and a scan and plan made after it.
 // `configs`: what each config file led to before the run; one that now leads to another
 // object (made where nothing was, or swapped in) is moved aside, as is a config file of the
 // scan after the run that is new (an include of the user's config or of a repository that
-// stays).
-std::vector<GitQuarantineAction> DecideGitQuarantine(const GitIdentitySet& before,
-                                                     const GitWatchedConfigs& configs,
-                                                     const GitScan& after,
-                                                     const GitProtectionPlan& after_plan,
-                                                     const GitFs& fs);
+// stays). `territory`: a symlink of the roots (GitScan::symlinks) that leads into it is moved
+// aside as a `.git` pointer out of the roots is, and a new repository's local repository paths
+// are judged against it (TerritoryRefCheck, with `env`).
+std::vector<GitQuarantineAction> DecideGitQuarantine(
+    const GitIdentitySet& before, const GitWatchedConfigs& configs, const GitScan& after,
+    const GitProtectionPlan& after_plan, const GitFs& fs, const GitTerritory& territory = {},
+    const GitEnv& env = {});
 // The moves themselves (ApplyGitQuarantine): linux/git_quarantine.h.
 
 }  // namespace anvil

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "fs/protected_names.h"
+#include "policy/display_text.h"
 #include "policy/sandbox_policy.h"
 #include "policy/shell_words.h"
 
@@ -175,9 +176,22 @@ std::vector<ProtectedNameMove> ProtectedNamesAfterRenames(
   return out;
 }
 
+namespace {
+
+// A word of a command shown for pasting: as `anvil rules check` shows words, unless a terminal
+// would act on some byte of it (PasteableShellWord then writes those bytes as escapes).
+std::string ShownWord(const std::string& word) {
+  if (SanitizeForDisplay(word, kNoDisplayCap, LineBreaks::kEscape) == word) {
+    return QuoteShellWord(word);
+  }
+  return PasteableShellWord(word);
+}
+
+}  // namespace
+
 std::string ConfigQuarantineRestore(const ConfigQuarantine& q) {
   if (q.moved_to.empty()) return {};
-  return "mv -n " + QuoteShellWord(q.moved_to) + " " + QuoteShellWord(q.path);
+  return "mv -n " + ShownWord(q.moved_to) + " " + ShownWord(q.path);
 }
 
 namespace {
@@ -206,12 +220,15 @@ NameWhat WhatItIs(ProtectedNameKind kind) {
 
 std::string ConfigQuarantineMessage(const ConfigQuarantine& q) {
   const NameWhat what = WhatItIs(q.kind);
+  // The names are the command's: shown sanitized (policy/display_text.h); the restore command
+  // is made to show as it is.
+  auto shown = [](const std::string& s) { return SanitizeForDisplay(s, kNoDisplayCap); };
   if (q.moved_to.empty()) {
-    return "WARNING: " + q.path + " could not be moved aside (" + q.failure + "); " + q.reason +
-           ", and " + what.name + " " + what.does +
+    return "WARNING: " + shown(q.path) + " could not be moved aside (" + shown(q.failure) + "); " +
+           shown(q.reason) + ", and " + what.name + " " + what.does +
            ": check it (remove it if you did not write it) before Anvil runs in this workspace";
   }
-  return "moved " + q.path + " aside to " + q.moved_to + ": " + q.reason +
+  return "moved " + shown(q.path) + " aside to " + shown(q.moved_to) + ": " + shown(q.reason) +
          ", and a sandboxed command may not make or change " + what.name + " (it " + what.does +
          "); Anvil does not read it there. Review it, and if it is yours, put it back: " +
          ConfigQuarantineRestore(q);

@@ -231,5 +231,17 @@ TEST(DisplayText, LooksLikeAnvilLine) {
   }
 }
 
+// A word of a command shown for pasting: plain single quotes when nothing in it needs showing
+// escaped, else $'...' with those bytes as \xHH, which bash reads back as the same bytes.
+TEST(PasteableShellWord, ShowsOnlyPrintableTextAndReadsBackAsTheWord) {
+  EXPECT_EQ(PasteableShellWord("/w s/a'b"), "'/w s/a'\\''b'");
+  EXPECT_EQ(PasteableShellWord("/w/caf\xc3\xa9"), "'/w/caf\xc3\xa9'");  // UTF-8 text stays
+  EXPECT_EQ(PasteableShellWord("x\r\x1b[2K'\\"), "$'x\\x0d\\x1b[2K\\'\\\\'");
+  EXPECT_EQ(PasteableShellWord("a\xe2\x80\xae"
+                               "b"),
+            "$'a\\xe2\\x80\\xaeb'");  // bidi override
+  EXPECT_EQ(PasteableShellWord("\xff"), "$'\\xff'");
+}
+
 }  // namespace
 }  // namespace anvil

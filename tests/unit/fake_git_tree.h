@@ -199,6 +199,17 @@ class FakeTree {
       Move(from, to);
       return Ok();
     };
+    fs.link_to_file = [this](const std::string& link, const std::string& to) -> Status {
+      if (nodes_.count(to)) return Fail("io", to + " exists", EEXIST);
+      auto it = nodes_.find(link);
+      if (it == nodes_.end() || it->second.type != GitFileType::kSymlink) {
+        return Fail("io", link + " is no symlink");
+      }
+      const std::string target = it->second.content;
+      Remove(link);
+      File(to, target);
+      return Ok();
+    };
     return fs;
   }
 

@@ -12,6 +12,7 @@
 
 #include "fake_git_tree.h"
 #include "linux/git_quarantine.h"
+#include "policy/git_territory.h"
 
 namespace anvil {
 namespace {
@@ -1000,7 +1001,8 @@ struct SandboxRun {
   std::vector<GitQuarantineAction> After(const V& roots = {"/w"}) {
     auto p = Plan(t, roots, {}, env);
     auto fs = t.Fs();
-    return DecideGitQuarantine(before, configs, p.scan, p.plan, fs);
+    const GitTerritory territory = GitTerritoryOf(env.sandbox_homes, fs);
+    return DecideGitQuarantine(before, configs, p.scan, p.plan, fs, territory, env);
   }
 };
 
@@ -1095,6 +1097,61 @@ TEST(DecideGitQuarantine, NewPointersOutOfTheRootsAreMovedAside) {
   V moved = Paths(r.After({"/w"}));
   std::sort(moved.begin(), moved.end());
   EXPECT_EQ(moved, (V{"/w/dangling/.git", "/w/home/.git", "/w/missing/.git"}));
+}
+
+// References into the sandbox homes and kept /tmp directories (red team s12 F1, F2): a symlink
+// of the roots that leads there, and a new repository whose remote is a path there, are moved
+// aside as a `.git` pointer out of the roots is. Benign neighbours: symlinks elsewhere, a remote
+// that is a sibling repository on the host, a bare repository in the roots, a network URL.
+TEST(DecideGitQuarantine, ReferencesIntoTheSandboxHomesAreMovedAside) {
+  const std::string homes = "/home/u/.local/state/anvil/homes";
+  SandboxRun r;
+  r.env.sandbox_homes = {homes};
+  r.t.GitInit("/w");
+  r.t.GitInit(homes + "/ws-1/home/proj");
+  r.t.Dir(homes + "/ws-1/tmp");
+  r.t.GitInit("/srv/upstream");
+  r.Start({"/w"});
+  r.t.Link("/w/vendor", homes + "/ws-1/home/proj");
+  r.t.Link("/w/deep/rel", "../../home/u/.local/state/anvil/homes/ws-1/tmp/proj");
+  r.t.Link("/w/share", "/usr/share");
+  r.t.Link("/w/alib", "deep");
+  auto remote = [&](const std::string& top, const std::string& url) {
+    r.t.GitInit(top);
+    r.t.File(top + "/.git/config", "[core]\n\tbare = false\n[remote \"origin\"]\n\turl = " + url +
+                                       "\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n");
+  };
+  remote("/w/abs", homes + "/ws-1/home/evil.git");
+  remote("/w/url", "file://" + homes + "/ws-1/tmp/evil.git");
+  remote("/w/sub/rel", "../../../home/u/.local/state/anvil/homes/ws-1/home/evil.git");
+  remote("/w/tilde", "~/.local/state/anvil/homes/ws-1/home/evil.git");
+  remote("/w/sibling", "/srv/upstream");
+  remote("/w/inside", "../local.git");
+  GitDirShape(r.t, "/w/local.git");
+  remote("/w/net", "https://example.com/x.git");
+  r.t.GitInit("/w/branch");
+  r.t.File("/w/branch/.git/config",
+           "[branch \"main\"]\n\tremote = " + homes + "/ws-1/home/evil.git\n\tmerge = x\n");
+  V moved = Paths(r.After({"/w"}));
+  std::sort(moved.begin(), moved.end());
+  EXPECT_EQ(moved, (V{"/w/abs/.git", "/w/branch/.git", "/w/deep/rel", "/w/sub/rel/.git",
+                      "/w/tilde/.git", "/w/url/.git", "/w/vendor"}));
+}
+
+// What leads into the roots leads to what the walk judges, even where the roots themselves lie in
+// a sandbox home: only the way out of them into the rest of it counts.
+TEST(DecideGitQuarantine, ASymlinkThatStaysInTheRootsIsNoReference) {
+  const std::string homes = "/s/anvil/homes";
+  SandboxRun r;
+  r.env.sandbox_homes = {homes};
+  const std::string w = homes + "/ws-1/home/w";
+  r.t.GitInit(w);
+  r.t.GitInit(homes + "/ws-1/home/proj");
+  r.Start({w});
+  r.t.Dir(w + "/lib");
+  r.t.Link(w + "/a", "lib");
+  r.t.Link(w + "/b", homes + "/ws-1/home/proj");
+  EXPECT_EQ(Paths(r.After({w})), V{w + "/b"});
 }
 
 // The same through a git dir's own `commondir` (red team s5 rtnew5): git reads the config and
@@ -1463,6 +1520,26 @@ TEST(ApplyGitQuarantine, MovesAsideWithoutReplacingAndDisarmsGitDirs) {
   EXPECT_TRUE(t.Has("/outside/x"));
   ASSERT_EQ(result.failures.size(), 1u);
   EXPECT_NE(result.failures[0].find("/outside/x"), std::string::npos);
+}
+
+// A symlink into a sandbox home renamed aside would still lead there (a prompt in
+// `vendor.anvil-quarantine` would run what is there): it becomes a file holding its target, and
+// the restore command makes the link again.
+TEST(ApplyGitQuarantine, ASymlinkBecomesAFileHoldingItsTarget) {
+  FakeTree t;
+  t.Link("/w/vendor", "/s/homes/x/home/proj");
+  t.File("/w/vendor.anvil-quarantine");  // taken
+  auto fs = t.Fs();
+  GitQuarantineAction a{"/w/vendor", false, "a symlink into a sandbox home"};
+  a.link = true;
+  auto result = ApplyGitQuarantine({a}, {"/w"}, fs);
+  ASSERT_EQ(result.moved.size(), 1u) << (result.failures.empty() ? "" : result.failures[0]);
+  EXPECT_FALSE(t.Has("/w/vendor"));
+  EXPECT_EQ(result.moved[0].moved_to, "/w/vendor.anvil-quarantine-2");
+  EXPECT_EQ(t.At("/w/vendor.anvil-quarantine-2").type, GitFileType::kFile);
+  EXPECT_EQ(t.At("/w/vendor.anvil-quarantine-2").content, "/s/homes/x/home/proj");
+  EXPECT_EQ(result.moved[0].restore,
+            "ln -s '/s/homes/x/home/proj' '/w/vendor' && rm '/w/vendor.anvil-quarantine-2'");
 }
 
 }  // namespace

@@ -303,6 +303,25 @@ TEST(ConfigQuarantineMessage, OneLineNamingTheFileWhyAndWhatToDo) {
   EXPECT_TRUE(ConfigQuarantineRestore(q).empty());
 }
 
+// The names are the command's (red team s12 F4): a CR, ESC or OSC in one is shown escaped, and
+// the restore command escapes those bytes so that what is shown is what a shell runs.
+TEST(ConfigQuarantineMessage, TheCommandsNamesAreShownSanitized) {
+  ConfigQuarantine q;
+  q.path = "/w/p\x1b]0;T\aq\r/Anvil.toml";
+  q.moved_to = q.path + ".anvil-quarantine";
+  q.reason = "made in \x1b[2K/w/p";
+  const std::string moved = ConfigQuarantineMessage(q);
+  for (char c : {'\x1b', '\a', '\r', '\n'}) EXPECT_EQ(moved.find(c), std::string::npos) << moved;
+  EXPECT_EQ(ConfigQuarantineRestore(q),
+            "mv -n $'/w/p\\x1b]0;T\\x07q\\x0d/Anvil.toml.anvil-quarantine' "
+            "$'/w/p\\x1b]0;T\\x07q\\x0d/Anvil.toml'");
+  EXPECT_NE(moved.find(ConfigQuarantineRestore(q)), std::string::npos) << moved;
+  q.moved_to.clear();
+  q.failure = "rename \x1b[8m";
+  const std::string failed = ConfigQuarantineMessage(q);
+  for (char c : {'\x1b', '\a', '\r'}) EXPECT_EQ(failed.find(c), std::string::npos) << failed;
+}
+
 TEST(ConfigQuarantineMessage, EachNameSaysWhatItIs) {
   struct Case {
     ProtectedNameKind kind;

@@ -1,0 +1,198 @@
+// policy/git_territory.h: references into the sandbox homes and kept /tmp directories.
+#include "policy/git_territory.h"
+
+#include "policy/git_paths.h"
+#include "policy/sandbox_policy.h"
+
+namespace anvil {
+namespace {
+
+using namespace git_paths;
+
+std::vector<std::string> Components(std::string_view path) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos <= path.size()) {
+    size_t next = path.find('/', pos);
+    if (next == std::string_view::npos) next = path.size();
+    if (next > pos) out.emplace_back(path.substr(pos, next - pos));
+    pos = next + 1;
+  }
+  return out;
+}
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string PercentDecoded(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && HexValue(s[i + 1]) >= 0 && HexValue(s[i + 2]) >= 0) {
+      out += static_cast<char>(HexValue(s[i + 1]) * 16 + HexValue(s[i + 2]));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+constexpr int kMaxLexicalRounds = 4;  // lexical rests taken again from their existing prefix
+
+}  // namespace
+
+GitTerritory GitTerritoryOf(const std::vector<std::string>& homes_dirs, const GitFs& fs) {
+  GitTerritory t;
+  auto add = [&](const std::string& path) {
+    if (auto r = fs.resolve(path)) {
+      const GitFileFacts f = fs.lstat(*r);
+      if (f.exists()) t.ids.insert({f.dev, f.ino});
+    }
+  };
+  for (const auto& dir : homes_dirs) {
+    if (dir.empty() || dir[0] != '/') continue;
+    const auto real = fs.resolve(dir);
+    t.paths.push_back(real.value_or(LexicalNormal(dir)));
+    if (!real) continue;
+    add(*real);
+    auto listing = fs.list_dir(*real);
+    if (!listing) continue;
+    for (const auto& e : listing->entries) {
+      if (e.type != GitFileType::kDir) continue;
+      const std::string name = Join(*real, e.name);
+      add(name);
+      add(Join(name, "home"));
+      add(Join(name, "tmp"));
+    }
+  }
+  return t;
+}
+
+std::optional<std::string> GitTerritoryJudge::Within(const std::string& real) {
+  for (const auto& p : territory_.paths) {
+    if (PathIsWithin(real, p)) return seen_[real] = p;
+  }
+  // Up from `real`: every directory on the way has the answer of the first one that has one.
+  std::vector<std::string> way;
+  std::optional<std::string> found;
+  for (std::string dir = real;; dir = Dirname(dir)) {
+    if (auto it = seen_.find(dir); it != seen_.end()) {
+      found = it->second;
+      break;
+    }
+    way.push_back(dir);
+    const GitFileFacts f = fs_.lstat(dir);
+    if (f.exists() && territory_.ids.count({f.dev, f.ino})) {
+      found = dir;
+      break;
+    }
+    if (dir == "/" || dir == ".") break;
+  }
+  for (const auto& d : way) seen_[d] = found;
+  return found;
+}
+
+std::optional<std::string> GitTerritoryJudge::PathAt(const std::string& path, int depth) {
+  if (territory_.empty() || path.empty() || path[0] != '/') return std::nullopt;
+  if (auto real = fs_.resolve(path)) return Within(*real);
+  // The longest prefix that exists, as the kernel resolves it (symlinks and `..` followed).
+  const std::vector<std::string> parts = Components(path);
+  std::string written = "/";
+  std::string real = "/";
+  size_t k = 0;
+  for (; k < parts.size(); ++k) {
+    const std::string next = Join(written, parts[k]);
+    auto r = fs_.resolve(next);
+    if (!r) break;
+    written = next;
+    real = *r;
+  }
+  if (auto hit = Within(real)) return hit;
+  // The rest does not exist yet: whatever is made there later is taken lexically from here.
+  std::string rest_path = real;
+  for (size_t i = k; i < parts.size(); ++i) rest_path = Join(rest_path, parts[i]);
+  const std::string lexical = LexicalNormal(rest_path);
+  for (const auto& p : territory_.paths) {
+    if (PathIsWithin(lexical, p)) return p;
+  }
+  // Taken again only where `..` or `.` in the rest makes it another path than `rest_path`,
+  // which has the same existing prefix.
+  bool dots = false;
+  for (size_t i = k; i < parts.size(); ++i) dots = dots || parts[i] == ".." || parts[i] == ".";
+  if (dots && lexical != path && depth < kMaxLexicalRounds) return PathAt(lexical, depth + 1);
+  return std::nullopt;
+}
+
+std::optional<std::string> GitTerritoryJudge::Path(const std::string& path) {
+  return PathAt(path, 0);
+}
+
+std::optional<std::string> GitTerritoryJudge::Symlink(const std::string& link) {
+  if (territory_.empty() || !fs_.readlink) return std::nullopt;
+  auto target = fs_.readlink(link);
+  if (!target || target->empty()) return std::nullopt;
+  // A name in the link's own directory leads where that entry leads: a symlink there is judged
+  // itself, anything else lies beside this one.
+  if (target->find('/') == std::string::npos && *target != "..") return std::nullopt;
+  if ((*target)[0] == '/') return Path(*target);
+  const std::string dir = fs_.resolve(Dirname(link)).value_or(Dirname(link));
+  return Path(Join(dir, *target));
+}
+
+std::vector<std::string> GitLocalRepoPaths(std::string_view value,
+                                           const std::vector<std::string>& bases) {
+  std::vector<std::string> out;
+  if (value.empty() || value[0] == '~') return out;
+  std::string path;
+  if (value.substr(0, 7) == "file://") {
+    std::string_view rest = value.substr(7);
+    const auto slash = rest.find('/');
+    if (slash == std::string_view::npos) return out;
+    path = std::string(rest.substr(slash));  // file://HOST/PATH: git takes the path
+    out.push_back(path);
+    if (path.find('%') != std::string::npos) out.push_back(PercentDecoded(path));
+    return out;
+  }
+  if (value.find("://") != std::string_view::npos) return out;
+  // git's url_is_local_not_ssh: a colon before any slash makes `host:path` (ssh).
+  const auto colon = value.find(':');
+  const auto slash = value.find('/');
+  if (colon != std::string_view::npos && (slash == std::string_view::npos || colon < slash)) {
+    return out;
+  }
+  if (value[0] == '/') {
+    out.emplace_back(value);
+    return out;
+  }
+  // Relative: from every base, and from each directory above one, with and without its
+  // leading `./` and `../` (a directory deeper in the working tree takes up some of them).
+  std::string_view stripped = value;
+  while (true) {
+    if (stripped.substr(0, 2) == "./") {
+      stripped.remove_prefix(2);
+    } else if (stripped.substr(0, 3) == "../") {
+      stripped.remove_prefix(3);
+    } else if (stripped == "." || stripped == "..") {
+      stripped = "";
+    } else if (!stripped.empty() && stripped[0] == '/') {
+      stripped.remove_prefix(1);
+    } else {
+      break;
+    }
+  }
+  for (const auto& base : bases) {
+    if (base.empty() || base[0] != '/') continue;
+    out.push_back(Join(base, value));
+    for (std::string dir = base;; dir = Dirname(dir)) {
+      out.push_back(stripped.empty() ? dir : Join(dir, stripped));
+      if (dir == "/") break;
+    }
+  }
+  return out;
+}
+
+}  // namespace anvil

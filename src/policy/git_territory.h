@@ -1,0 +1,66 @@
+// References from the writable roots into the places a sandboxed command writes that no check
+// walks: every sandbox home and kept /tmp under Anvil's state dir
+// ($XDG_STATE_HOME/anvil/homes/<name>/{home,tmp}, policy/sandbox_home.h). Both outlive the run
+// and the host can reach them, so a repository there may hold any hook or config the command
+// chose; what leads the user's git there from the judged space — a symlink in a writable root, a
+// repository's remote URL — is treated like a `.git` pointer out of the roots (policy/
+// git_metadata.h, step 3): the link is moved aside, the repository's config is not inert.
+//
+// Compared by object, not by name: the directory a path reaches (the realpath of its longest
+// existing prefix) and each directory above it are compared by (st_dev, st_ino) with the homes
+// directory and every <name>, home and tmp in it, so neither another path to the same place (a
+// bind mount, a symlinked $XDG_STATE_HOME) nor a relative `../..` spelling dodges it. The part of
+// a path that does not exist yet is taken lexically from there. Every look goes through the
+// injected GitFs; the rest is pure (tests/unit/git_territory_test.cc).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "policy/git_metadata.h"
+
+namespace anvil {
+
+// GitTerritory: policy/git_metadata.h.
+
+// The territory of the homes directories `homes_dirs` (absolute; a missing one is kept by name:
+// what is made there later is the command's too).
+GitTerritory GitTerritoryOf(const std::vector<std::string>& homes_dirs, const GitFs& fs);
+
+// Judges paths against one territory; remembers the directories it compared.
+class GitTerritoryJudge {
+ public:
+  GitTerritoryJudge(const GitTerritory& territory, const GitFs& fs)
+      : territory_(territory), fs_(fs) {}
+
+  // The homes directory `path` (absolute, as written: no symlink or `..` followed yet) leads
+  // into, or nullopt.
+  std::optional<std::string> Path(const std::string& path);
+  // The same for the symlink at `link` (absolute, its directory as the host resolves it): its
+  // target, relative ones taken from the link's directory; nullopt when it is no symlink.
+  std::optional<std::string> Symlink(const std::string& link);
+
+ private:
+  std::optional<std::string> Within(const std::string& real);  // by object, walking up
+  std::optional<std::string> PathAt(const std::string& path, int depth);
+
+  const GitTerritory& territory_;
+  const GitFs& fs_;
+  std::map<std::string, std::optional<std::string>> seen_;  // canonical dir -> Within()
+};
+
+// The local paths git would open as a repository for `value`, a remote URL or path
+// (remote.*.url, remote.*.pushurl, submodule.*.url, branch.*.remote): `file://PATH` (and its
+// %-decoded form), an absolute path, or a relative one, which git takes from the directory it
+// runs in — any directory of the working tree — or, for a submodule, from the superproject's
+// remote: so every `bases` directory and each directory above it, with the value's leading
+// `./` and `../` taken off as well as kept. Empty for a URL git fetches over a network
+// (`scheme://`, the scp-like `host:path`) and for `~` forms (the caller expands them first).
+// Pure.
+std::vector<std::string> GitLocalRepoPaths(std::string_view value,
+                                           const std::vector<std::string>& bases);
+
+}  // namespace anvil

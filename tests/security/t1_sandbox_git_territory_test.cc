@@ -1,0 +1,173 @@
+// T1 for the command sandbox: references from the writable roots (what the check after the run
+// judges) into the sandbox homes and kept /tmp directories under Anvil's state dir (which the
+// command writes, which outlive the run, and which no check walks). A repository there may hold
+// any hook or config; a symlink or a remote URL in the workspace that leads the user's git there
+// runs it on the host. Each attack is followed by the real git run on the host (the fixture's
+// marker), each sits next to its benign neighbour, which is left alone and works.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "git_sandbox_fixture.h"
+
+namespace anvil::testing {
+namespace {
+
+std::string ReadLink(const std::string& path) {
+  char buf[4096];
+  const ssize_t n = readlink(path.c_str(), buf, sizeof(buf));
+  return n < 0 ? "" : std::string(buf, static_cast<size_t>(n));
+}
+
+class T1SandboxGitTerritory : public GitSandboxTest {
+ protected:
+  void SetUp() override {
+    GitSandboxTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    // The host paths of this workspace's sandbox home and kept /tmp, as the report names them.
+    auto first = Sh("true");
+    ASSERT_EQ(first.status, 0) << first.err;
+    auto report = JsonReport(first);
+    ASSERT_TRUE(report.contains("home")) << first.err;
+    sandbox_home_ = report["home"].value("sandbox_home", "");
+    kept_tmp_ = report["home"].value("tmp", "");
+    ASSERT_FALSE(sandbox_home_.empty()) << first.err;
+    ASSERT_EQ(kept_tmp_.front(), '/') << first.err;
+  }
+
+  // `path` relative to `from` (both absolute, lexical): "../../x".
+  static std::string Relative(const std::string& from, const std::string& path) {
+    std::string up;
+    for (char c : from) up += c == '/' ? "../" : "";
+    return up + path.substr(1);
+  }
+
+  std::string sandbox_home_, kept_tmp_;
+};
+
+// Red team s12 F1: a nested repository whose config holds only keys git remote add writes, its
+// remote a bare repository with a pre-receive hook in the sandbox home (or the kept /tmp): the
+// user's `git push` there ran the hook on the host. Every spelling of that path (absolute,
+// file://, relative through `..`) makes the repository one that is moved aside.
+TEST_P(T1SandboxGitTerritory, ARemoteIntoTheSandboxHomeIsNotInert) {
+  const std::vector<std::pair<std::string, std::string>> remotes = {
+      {"abs", sandbox_home_ + "/evil.git"},
+      {"url", "file://" + sandbox_home_ + "/evil.git"},
+      {"rel", Relative(ws_ + "/rel", sandbox_home_ + "/evil.git")},
+      {"tmp", kept_tmp_ + "/evil.git"},
+  };
+  std::string script = "git init -q --bare ~/evil.git && " + Plant("~/evil.git/hooks/pre-receive") +
+                       " && git init -q --bare /tmp/evil.git && " +
+                       Plant("/tmp/evil.git/hooks/pre-receive");
+  for (const auto& [name, url] : remotes) {
+    script += " && git init -q " + name + " && git -C " + name +
+              " commit -q --allow-empty -m x && git -C " + name + " remote add origin " +
+              ShellQuote(url);
+  }
+  auto attack = Sh(script);
+  EXPECT_EQ(attack.status, 0) << attack.err;
+  for (const auto& [name, url] : remotes) {
+    EXPECT_FALSE(Exists(ws_ + "/" + name + "/.git")) << name << ": " << attack.err;
+    EXPECT_TRUE(Exists(ws_ + "/" + name + "/.git.anvil-quarantine")) << name;
+    Git(ws_ + "/" + name, {"push", "-q", "origin", "HEAD:main"});
+    Git(ws_ + "/" + name + "/.git.anvil-quarantine", {"push", "-q", "origin", "HEAD:main"});
+  }
+  EXPECT_NE(attack.err.find("sandbox home"), std::string::npos) << attack.err;
+  EXPECT_FALSE(Exists(marker_)) << "git push on the host ran a hook planted in the sandbox home";
+
+  // Benign: a remote that is a sibling repository on the host, and one that is a bare
+  // repository inside the workspace (walked and judged itself): left alone, and git push works.
+  const std::string upstream = outside_ / "upstream.git";
+  GitOk(outside_.path(), {"init", "-q", "--bare", upstream});
+  caller_.Give(upstream);
+  auto benign =
+      Sh("git init -q mine && git -C mine commit -q --allow-empty -m x && git -C mine remote add "
+         "origin " +
+         ShellQuote(upstream) +
+         " && git init -q --bare local.git && git -C mine remote add here ../local.git && git -C "
+         "mine remote add rel " +
+         ShellQuote(Relative(ws_ + "/mine", upstream)));
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_TRUE(Quarantined(benign).empty()) << benign.err;
+  EXPECT_EQ(Git(ws_ + "/mine", {"push", "-q", "origin", "HEAD:main"}).status, 0);
+  EXPECT_EQ(Git(ws_ + "/mine", {"push", "-q", "here", "HEAD:main"}).status, 0);
+  EXPECT_EQ(Git(ws_ + "/mine", {"push", "-q", "rel", "HEAD:side"}).status, 0);
+}
+
+// Red team s12 F2: a directory symlink in the workspace to a repository in the sandbox home
+// whose core.fsmonitor is the command's: `cd vendor && git status` (a git-aware prompt) ran it.
+// Moved aside however the link spells its way there (absolute, relative, through another link,
+// into the kept /tmp, or to a place not made yet).
+TEST_P(T1SandboxGitTerritory, ASymlinkIntoTheSandboxHomeIsMovedAside) {
+  Write(marker_ + "-fsm.sh", HookText(), 0755);
+  const std::vector<std::pair<std::string, std::string>> links = {
+      {"abs", sandbox_home_ + "/proj"},
+      {"rel", Relative(ws_, sandbox_home_ + "/proj")},
+      {"tmp", kept_tmp_ + "/proj"},
+      {"later", sandbox_home_ + "/not-yet/proj"},
+      {"dots", sandbox_home_ + "/proj/../proj"},
+  };
+  std::string script =
+      "for d in ~/proj /tmp/proj; do git init -q $d && git -C $d config "
+      "core.fsmonitor " +
+      marker_ + "-fsm.sh || exit 1; done && mkdir -p sub/deep && ln -s " +
+      ShellQuote(sandbox_home_) + " sub/deep/hop";
+  for (const auto& [name, target] : links) {
+    script += " && ln -s " + ShellQuote(target) + " " + name;
+  }
+  script += " && ln -s sub/deep/hop/proj viahop";
+  auto attack = Sh(script);
+  EXPECT_EQ(attack.status, 0) << attack.err;
+  for (const auto& [name, target] : links) {
+    EXPECT_FALSE(Exists(ws_ + "/" + name)) << name << ": " << attack.err;
+    // Renamed, a link would still lead there: it is a file holding its target.
+    struct stat st {};
+    ASSERT_EQ(lstat((ws_ + "/" + name + ".anvil-quarantine").c_str(), &st), 0) << name;
+    EXPECT_TRUE(S_ISREG(st.st_mode)) << name;
+    EXPECT_EQ(ReadFile(ws_ + "/" + name + ".anvil-quarantine"), target) << name;
+  }
+  EXPECT_FALSE(Exists(ws_ + "/sub/deep/hop")) << attack.err;
+  for (const char* dir : {"/abs", "/rel", "/tmp", "/dots", "/viahop", "/sub/deep/hop/proj",
+                          "/abs.anvil-quarantine"}) {
+    Git(ws_ + dir, {"status"});
+  }
+  // A second run leaves what the first moved aside as it is.
+  auto again = Sh("true");
+  EXPECT_EQ(again.status, 0) << again.err;
+  EXPECT_TRUE(Quarantined(again).empty()) << again.err;
+  // The restore command shown puts the link back as it was.
+  const auto shown = Quarantined(attack);
+  ASSERT_FALSE(shown.empty());
+  const std::string restore = shown[0]["restore"];
+  const std::string target = ReadFile(shown[0]["moved_to"]);
+  EXPECT_EQ(Shell("bash -c " + ShellQuote(restore)), 0) << restore;
+  EXPECT_EQ(ReadLink(shown[0]["path"]), target) << restore;
+  EXPECT_FALSE(Exists(shown[0]["moved_to"])) << restore;
+  Shell("rm -f " + ShellQuote(shown[0]["path"].get<std::string>()));
+  EXPECT_FALSE(Exists(marker_)) << "git status on the host ran a sandbox home repository's "
+                                   "fsmonitor through a workspace symlink";
+
+  // Benign: symlinks to /usr/share, to another directory of the workspace, and to a directory
+  // on the host outside the state dir stay, and git works through them.
+  const std::string sibling = outside_ / "sibling";
+  GitOk(outside_.path(), {"init", "-q", sibling});
+  caller_.Give(sibling);
+  auto benign = Sh("mkdir -p lib/a && ln -s /usr/share share && ln -s lib/a alink && ln -s " +
+                   ShellQuote(sibling) + " sib && ln -s missing dangling");
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_TRUE(Quarantined(benign).empty()) << benign.err;
+  for (const char* name : {"/share", "/alink", "/sib", "/dangling"}) {
+    struct stat st {};
+    EXPECT_EQ(lstat((ws_ + name).c_str(), &st), 0) << name;
+    EXPECT_TRUE(S_ISLNK(st.st_mode)) << name;
+  }
+  EXPECT_EQ(Git(ws_ + "/sib", {"status", "--short"}).status, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxGitTerritory, ::testing::ValuesIn(kAllCallers),
+                         CallerParamName);
+
+}  // namespace
+}  // namespace anvil::testing

@@ -1,0 +1,130 @@
+// policy/git_territory.h: which paths, symlinks and config values lead into the sandbox homes.
+#include "policy/git_territory.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "fake_git_tree.h"
+
+namespace anvil {
+namespace {
+
+using testing_support::FakeTree;
+using V = std::vector<std::string>;
+
+constexpr char kHomes[] = "/home/u/.local/state/anvil/homes";
+
+bool Has(const V& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+
+TEST(GitLocalRepoPaths, NetworkUrlsAreNoLocalPathsEverySpellingOfAPathIs) {
+  const V bases = {"/w/sub"};
+  for (const char* remote : {"https://example.com/x.git", "ssh://h/x", "git@github.com:o/r.git",
+                             "host:path/x", "~/evil.git", "~u/evil.git", ""}) {
+    EXPECT_TRUE(GitLocalRepoPaths(remote, bases).empty()) << remote;
+  }
+  EXPECT_EQ(GitLocalRepoPaths("/s/evil.git", bases), V{"/s/evil.git"});
+  EXPECT_EQ(GitLocalRepoPaths("file:///s/evil.git", bases), V{"/s/evil.git"});
+  EXPECT_EQ(GitLocalRepoPaths("file://localhost/s/evil.git", bases), V{"/s/evil.git"});
+  EXPECT_TRUE(Has(GitLocalRepoPaths("file:///s/%65vil.git", bases), "/s/evil.git"));
+  // A colon after a slash: a local path, not host:path.
+  EXPECT_TRUE(Has(GitLocalRepoPaths("./a:b", bases), "/w/sub/./a:b"));
+  // Relative: from the base and every directory above it, with and without the leading dots.
+  const V rel = GitLocalRepoPaths("../../s/evil.git", bases);
+  for (const char* p :
+       {"/w/sub/../../s/evil.git", "/w/sub/s/evil.git", "/w/s/evil.git", "/s/evil.git"}) {
+    EXPECT_TRUE(Has(rel, p)) << p;
+  }
+  EXPECT_TRUE(Has(GitLocalRepoPaths("origin", bases), "/w/sub/origin"));
+}
+
+struct Territory {
+  FakeTree t;
+  GitFs fs;
+  GitTerritory territory;
+  Territory() {
+    t.GitInit(std::string(kHomes) + "/ws-1/home/proj");
+    t.Dir(std::string(kHomes) + "/ws-1/tmp");
+    t.Dir(std::string(kHomes) + "/other-2/home");
+    t.Dir("/w/lib");
+    t.Dir("/usr/share");
+    t.Dir("/home/u/.local/state/anvil/unchecked");
+    t.Link("/w/hop", std::string(kHomes) + "/ws-1/home");
+    t.Link("/w/fine", "/usr/share");
+    fs = t.Fs();
+    territory = GitTerritoryOf({kHomes}, fs);
+  }
+};
+
+TEST(GitTerritoryJudge, PathsAreJudgedByWhereTheyLead) {
+  Territory x;
+  GitTerritoryJudge judge(x.territory, x.fs);
+  const std::string home = std::string(kHomes) + "/ws-1/home";
+  struct Case {
+    std::string path;
+    bool into;
+  };
+  const Case cases[] = {
+      {home + "/proj", true},
+      {home + "/proj/.git/hooks", true},
+      {std::string(kHomes) + "/ws-1/tmp/evil.git", true},  // made later: by its prefix
+      {std::string(kHomes) + "/other-2/home", true},       // another workspace's home
+      {"/w/../home/u/.local/state/anvil/homes/ws-1/home/proj", true},
+      {"/w/hop/proj", true},                                       // through a symlink
+      {"/w/hop/not-yet/../../home/proj", true},                    // a missing part, then dots
+      {"/w/missing/../../home/u/.local/state/anvil/homes", true},  // lexically, once made
+      {"/w/lib", false},
+      {"/w/fine/x", false},
+      {"/usr/share", false},
+      {"/home/u/.local/state/anvil", false},  // above it: nothing the command writes
+      {"/home/u/.local/state/anvil/unchecked", false},
+      {"/home/u/.local/state/anvil/homesX/y", false},
+      {"relative/path", false},
+  };
+  for (const auto& c : cases) EXPECT_EQ(judge.Path(c.path).has_value(), c.into) << c.path;
+}
+
+// Another path to the same directory (a bind mount: the same device and inode) is the same
+// place.
+TEST(GitTerritoryJudge, AnAliasOfAHomeIsTheHome) {
+  Territory x;
+  x.t.Dir("/mnt/alias/proj");
+  GitFs fs = x.fs;
+  const GitFileFacts home = x.fs.lstat(std::string(kHomes) + "/ws-1/home");
+  fs.lstat = [inner = x.fs.lstat, home](const std::string& path) {
+    return path == "/mnt/alias" ? home : inner(path);
+  };
+  GitTerritoryJudge judge(x.territory, fs);
+  EXPECT_TRUE(judge.Path("/mnt/alias/proj").has_value());
+  EXPECT_FALSE(judge.Path("/mnt").has_value());
+}
+
+TEST(GitTerritoryJudge, SymlinksByTheirTargetAsTheHostResolvesIt) {
+  Territory x;
+  x.t.Link("/w/abs", std::string(kHomes) + "/ws-1/home/proj");
+  x.t.Link("/w/sub/rel", "../../home/u/.local/state/anvil/homes/ws-1/home/proj");
+  x.t.Link("/w/later", std::string(kHomes) + "/ws-1/home/not-yet");
+  x.t.Link("/w/dangling", "missing");
+  x.t.Link("/w/sibling", "lib");
+  GitTerritoryJudge judge(x.territory, x.fs);
+  for (const char* link : {"/w/abs", "/w/sub/rel", "/w/later", "/w/hop"}) {
+    EXPECT_TRUE(judge.Symlink(link).has_value()) << link;
+  }
+  for (const char* link : {"/w/dangling", "/w/sibling", "/w/fine", "/w/lib"}) {
+    EXPECT_FALSE(judge.Symlink(link).has_value()) << link;
+  }
+}
+
+TEST(GitTerritoryJudge, NoTerritoryJudgesNothing) {
+  FakeTree t;
+  t.Link("/w/x", "/anything");
+  GitFs fs = t.Fs();
+  GitTerritory none;
+  GitTerritoryJudge judge(none, fs);
+  EXPECT_FALSE(judge.Symlink("/w/x").has_value());
+  EXPECT_FALSE(judge.Path("/anything").has_value());
+}
+
+}  // namespace
+}  // namespace anvil
