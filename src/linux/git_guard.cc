@@ -155,6 +155,8 @@ Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
       });
     }
   }
+  guard.links_to_judge_.insert(scan->listed_symlinks.begin(), scan->listed_symlinks.end());
+  guard.walk_all_after_ = guard.others_going_ || !suspect.empty();
   guard.memo_ = std::move(scan->memo);
 
   guard.report_.protected_repositories = true;
@@ -190,7 +192,8 @@ void GitGuard::CheckAfterRun(const std::vector<std::string>& skip) {
   // The same bounds, but none stops the check: a command that grew the roots past one leaves
   // subtrees that are named as not walked (the run exits 125, and the next sandbox there does
   // not start), while everything found elsewhere is judged and moved aside as ever.
-  auto scan = ScanGitMetadata(roots_, env_, fs_, limits_, &memo_, GitBoundMode::kSkipAndName);
+  auto scan = ScanGitMetadata(roots_, env_, fs_, limits_, walk_all_after_ ? nullptr : &memo_,
+                              GitBoundMode::kSkipAndName);
   report_.check_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (!scan) {
@@ -209,6 +212,13 @@ void GitGuard::CheckAfterRun(const std::vector<std::string>& skip) {
   // a pointer out of them (policy/git_territory.h).
   const GitTerritory territory = GitTerritoryOf(env_.sandbox_homes, judged);
   const GitRefCheck refs = TerritoryRefCheck(territory, env_, judged, roots_);
+  // Links are judged where they can be new: in directories either walk listed anew (a link is
+  // replaced, never changed in place, and either changes its directory); everywhere (the walk
+  // after the run took nothing from the memo) while another run over these roots was going or
+  // a killed one left a subtree unchecked. A link the first walk listed and the second took
+  // from the memo is in an unchanged directory: still there.
+  links_to_judge_.insert(scan->symlinks.begin(), scan->symlinks.end());
+  scan->symlinks.assign(links_to_judge_.begin(), links_to_judge_.end());
   std::set<int> moved;
   for (const auto& [i, why] : NewGitReposThatRunCode(before_, *scan, judged, refs)) {
     moved.insert(i);

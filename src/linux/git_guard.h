@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -131,6 +132,13 @@ class GitGuard {
   std::vector<std::pair<std::string, GitFileFacts>> name_ids_;
   // Another run over overlapping roots was going (or had been killed) when this one started.
   bool others_going_ = false;
+  // The symlinks the check after the run judges besides those in directories it lists anew: the
+  // ones the walk before the run listed anew (not from the memo of an earlier run, whose check
+  // judged them), and every one in a subtree a killed run left unchecked.
+  std::set<std::string> links_to_judge_;
+  // The check after the run walks every directory anew (no memo), so that it judges every link:
+  // another run over these roots was going, or a killed one left a subtree unchecked.
+  bool walk_all_after_ = false;
   GitReport report_;
   ProtectedPlaceholders placeholders_;  // last: removed after everything else is done
 };

@@ -226,6 +226,10 @@ struct GitScan {
   // Every symlink in the roots the walk met, but `.git` ones (repos): the check after the run
   // moves aside those that lead into the sandbox homes (policy/git_territory.h).
   std::vector<std::string> symlinks;
+  // Those of them in directories this walk listed, not taken from an earlier walk's memo (which
+  // keeps no symlink but `.git` ones: `symlinks` holds only these then): only these can be new
+  // since that walk (a link is changed only by replacing it, which changes its directory).
+  std::vector<std::string> listed_symlinks;
   // $GIT_CONFIG_SYSTEM, /etc/gitconfig, $GIT_CONFIG_GLOBAL, ~/.gitconfig,
   // $XDG_CONFIG_HOME/git/config (or ~/.config/git/config), and their includes.
   std::vector<GitConfigFile> user_configs;

@@ -219,7 +219,10 @@ class Scanner {
         const std::string path = Join(dir, e.name);
         const GitWalkStep step = DecideGitWalkEntry(e, depth, limits_.depth);
         if (step.protected_name) scan_.protected_names.push_back(path);
-        if (e.type == GitFileType::kSymlink && !step.marker) scan_.symlinks.push_back(path);
+        if (e.type == GitFileType::kSymlink && !step.marker) {
+          scan_.symlinks.push_back(path);
+          if (!remembered_) scan_.listed_symlinks.push_back(path);
+        }
         if (step.marker) {
           GitRepo repo;
           repo.marker = path;
@@ -276,10 +279,11 @@ class Scanner {
     }
   }
 
-  // Whether `name` is one the walk acts on: a directory, a symlink (GitScan::symlinks), `.git`,
-  // part of a git dir's shape, or one of Anvil's protected names.
+  // Whether `name` is one the walk acts on: a directory, `.git`, part of a git dir's shape, or
+  // one of Anvil's protected names. Not other symlinks: those of a directory taken from the memo
+  // are as an earlier check judged them (GitScan::listed_symlinks).
   static bool Kept(const GitDirEntry& e) {
-    if (e.type == GitFileType::kDir || e.type == GitFileType::kSymlink) return true;
+    if (e.type == GitFileType::kDir) return true;
     // `.git` in any spelling the protected names fold (any type), and Anvil's own names.
     if (IsProtectedName(e.name)) return true;
     return ClassifyGitDirName(e.name, true) != GitDirName::kNone;
