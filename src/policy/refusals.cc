@@ -284,7 +284,9 @@ RefusalAdvice Advise(const Refusal& r, const std::string& workspace, const std::
                   "command make or change";
           break;
         case WriteArea::kReadable:
-          a.why = root + " is shown read-only (a toolchain or readable root)";
+          a.why = root +
+                  " is shown read-only (a toolchain, a readable root, or the repository above "
+                  "the workspace)";
           a.allow = "--writable-root " + root;
           if (PipUserSite(r, home)) {
             // pip --user writes ~/.local/lib and ~/.local/bin together: naming one of them

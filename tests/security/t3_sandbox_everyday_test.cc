@@ -249,6 +249,47 @@ TEST_P(T3SandboxEveryday, AWorkspaceInsideARepositorySeesTheRepositoryReadOnly) 
   ASSERT_EQ(Shell("cd " + ShellQuote(home) + " && rm -rf .git other notes-at-home.txt"), 0);
 }
 
+// A submodule's checkout as the workspace (sweep liv12b): its `.git` is a file pointing at the
+// superproject's `.git/modules/NAME`, so git there needs the superproject, which is shown
+// read-only as for any directory in it: git's read commands work; the workspace stays
+// writable; `git add` (a write to that git dir) and a write above the workspace are refused.
+TEST_P(T3SandboxEveryday, ASubmodulesCheckoutAsTheWorkspaceRunsGitsReadCommands) {
+  const std::string g = "git -c safe.directory=* -c user.name=t -c user.email=t@t ";
+  ASSERT_EQ(
+      Shell("cd " + ShellQuote(ws_) + " && mkdir subsrc && cd subsrc && git init -q . && " +
+            "echo lib > lib.txt && " + g + "add lib.txt && " + g + "commit -qm lib && cd .. && " +
+            g + "-c protocol.file.allow=always submodule add -q ./subsrc libs/sub " +
+            ">/dev/null 2>&1 && " + g + "commit -qm sub && rm -rf subsrc"),
+      0);
+  const std::string sub = ws_ + "/libs/sub";
+  ASSERT_TRUE(Exists(sub + "/lib.txt"));
+  const std::string gitdir = ws_ + "/.git/modules/libs/sub";
+  ASSERT_TRUE(Exists(gitdir + "/HEAD"));
+  const std::string index_before = ReadFile(gitdir + "/index");
+  home_.GiveTo(caller_);
+  RunOptions o;
+  o.cwd = sub;
+  o.env = home_.Env();
+  auto r = SandboxSh(sub,
+                     "git log --oneline | wc -l && git status --short && git blame lib.txt | "
+                     "wc -l && echo y > here.txt && git status --short && "
+                     "(git add here.txt) 2>/dev/null; echo add=$?; "
+                     "(echo x > ../above.txt) 2>/dev/null && echo above || echo not-above",
+                     {"--json"}, Opts(o));
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "1\n1\n?? here.txt\nadd=128\nnot-above\n") << r.err;
+  EXPECT_NE(r.err.find("the repository above the workspace"), std::string::npos) << r.err;
+  EXPECT_TRUE(Exists(sub + "/here.txt"));
+  EXPECT_FALSE(Exists(ws_ + "/libs/above.txt"));
+  EXPECT_FALSE(Exists(gitdir + "/index.lock"));
+  EXPECT_EQ(ReadFile(gitdir + "/index"), index_before);
+  EXPECT_NE(r.err.find("\"repository_top\""), std::string::npos) << r.err;
+  // Unconfined, the same command stages the file (the refusal above is the sandbox's).
+  auto control = SandboxSh(sub, "git add here.txt && git status --short",
+                           {"--policy", "danger-full-access"}, Opts(o));
+  EXPECT_EQ(control.out, "A  here.txt\n") << control.err;
+}
+
 // An agent's steps are separate runs (red team s6 liv7): `pytest > /tmp/out.txt`, then `grep
 // FAIL /tmp/out.txt`. The workspace's /tmp is kept between its runs, beside its sandbox home
 // (--json names the host path); `--tmp private` and `--limit tmp=` give a throw-away one, and
