@@ -249,6 +249,25 @@ TEST_P(T3SandboxEveryday, AWorkspaceInsideARepositorySeesTheRepositoryReadOnly) 
   ASSERT_EQ(Shell("cd " + ShellQuote(home) + " && rm -rf .git other notes-at-home.txt"), 0);
 }
 
+// Unpacking an archive made elsewhere (sweep liv12b): GNU tar run as uid 0 restores each
+// member's owner, which root's sandbox (a user namespace owning only the caller's ids) cannot
+// do, so it exited 2 on every `tar xf`; it now extracts as for any user, the files the
+// extracting user's. Packing the workspace works too.
+TEST_P(T3SandboxEveryday, TarExtractsAnArchiveMadeElsewhereAndPacksTheWorkspace) {
+  ASSERT_EQ(Shell("cd " + ShellQuote(ws_) +
+                  " && tar cf foreign.tar --owner=1234 --group=1234 main.c Makefile"),
+            0);
+  caller_.Give(ws_);
+  auto r =
+      Sh("mkdir x && tar xf foreign.tar -C x && [ \"$(stat -c %u x/main.c)\" = \"$(id -u)\" ] "
+         "&& echo own && tar czf back.tgz --exclude=.git . 2>/dev/null; tar tzf back.tgz | "
+         "grep -c main.c");
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "own\n2\n") << r.err;
+  EXPECT_EQ(r.err.find("Cannot change ownership"), std::string::npos) << r.err;
+  EXPECT_TRUE(Exists(ws_ + "/x/Makefile"));
+}
+
 // A submodule's checkout as the workspace (sweep liv12b): its `.git` is a file pointing at the
 // superproject's `.git/modules/NAME`, so git there needs the superproject, which is shown
 // read-only as for any directory in it: git's read commands work; the workspace stays
