@@ -2,6 +2,8 @@
 // an unprivileged user with a lived-in home (home_fixture.h): builds, tests, virtualenvs, caches
 // under $HOME, per-user tools and pyenv shims, temporary files, git's read commands, pipes and
 // exit codes all work — while the home's secrets stay unreadable and the real home unchanged.
+#include <sys/stat.h>
+
 #include <string>
 #include <vector>
 
@@ -266,6 +268,30 @@ TEST_P(T3SandboxEveryday, TarExtractsAnArchiveMadeElsewhereAndPacksTheWorkspace)
   EXPECT_EQ(r.out, "own\n2\n") << r.err;
   EXPECT_EQ(r.err.find("Cannot change ownership"), std::string::npos) << r.err;
   EXPECT_TRUE(Exists(ws_ + "/x/Makefile"));
+}
+
+// A cache directory the host keeps outside every root (sweep liv12b: CCACHE_DIR=/var/tmp/cc):
+// `mkdir -p` stops at the first directory on the way that the view does not show. The summary
+// names that host directory (the cache itself, or /var/tmp where the view shows nothing of
+// /var), never its parent /var; run with that flag, the same command works.
+TEST_P(T3SandboxEveryday, AWriteToAHostDirectoryTheViewHidesNamesThatDirectory) {
+  const std::string dir = "/var/tmp/" + UniqueToken("anvil-liv-cache");
+  ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
+  caller_.Give(dir);
+  auto r = Sh("mkdir -p " + dir + "/cache");
+  EXPECT_NE(r.status, 0);
+  const std::string flag = "allow with --writable-root ";
+  const auto at = r.err.find(flag);
+  ASSERT_NE(at, std::string::npos) << r.err;
+  const std::string named = r.err.substr(at + flag.size(), r.err.find('\n', at) - at - flag.size());
+  EXPECT_TRUE(named == dir || named == "/var/tmp") << r.err;
+  if (named == dir) {
+    // Only the cache itself is opened here (/var/tmp may hold the test's home).
+    auto allowed = Sh("mkdir -p " + dir + "/cache && echo made", {"--writable-root", dir});
+    EXPECT_EQ(allowed.out, "made\n") << allowed.err;
+    EXPECT_TRUE(Exists(dir + "/cache"));
+  }
+  Shell("rm -rf " + ShellQuote(dir));
 }
 
 // A submodule's checkout as the workspace (sweep liv12b): its `.git` is a file pointing at the
