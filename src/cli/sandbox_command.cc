@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,6 +27,12 @@ extern char** environ;
 
 namespace anvil::cli {
 namespace {
+
+// For the refusal summary: whether the host has `path` as a directory (as the caller sees it).
+bool HostDirectory(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
 
 const char* OutcomeName(SandboxOutcome::Kind kind) {
   switch (kind) {
@@ -371,7 +378,7 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
     // After a failure only: a command that succeeded despite a refusal (git status refreshing
     // its index where it can) needs no explanation; --json lists every refusal either way.
     std::cerr << RefusalSummary(refusals, outcome.refusals_dropped, policy.workspace,
-                                inv->settings.home, policy.network);
+                                inv->settings.home, policy.network, HostDirectory);
   }
   if (json) {
     nlohmann::json report = {{"exit_code", status},
@@ -412,7 +419,8 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
       report["profiles"] = settings.profiles;
       nlohmann::json list = nlohmann::json::array();
       for (const auto& r : refusals) {
-        RefusalAdvice advice = Advise(r, policy.workspace, settings.home, policy.network);
+        RefusalAdvice advice =
+            Advise(r, policy.workspace, settings.home, policy.network, HostDirectory);
         nlohmann::json entry = {{"kind", r.kind == Refusal::Kind::kWrite     ? "write"
                                          : r.kind == Refusal::Kind::kNetwork ? "network"
                                                                              : "proxy"},

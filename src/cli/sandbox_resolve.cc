@@ -170,7 +170,7 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
   SandboxInvocation& inv = a.inv;
   inv.spec.argv = a.command;
   inv.spec.cwd = *run_dir;
-  inv.spec.env = SandboxEnvironment(a, environ_entries, *ca);
+  inv.spec.env = SandboxEnvironment(a, environ_entries, *ca, ::geteuid() == 0);
   if (!inv.spec.logical_cwd.empty()) {
     // The command's $PWD is the directory it starts in, by that path (as a shell's `cd` sets it).
     std::erase_if(inv.spec.env, [](const std::string& e) { return e.rfind("PWD=", 0) == 0; });

@@ -76,8 +76,12 @@ inline constexpr const char* kOfflineQuiet[] = {
 // The command's environment (pure): the caller's (or the minimal one) filtered by the --*-env
 // flags, ANVIL_SANDBOX, the proxy's variables with --network proxy (and `test_ca`, the
 // resolved --unsafe-test-ca, for the usual CA variables), no TMPDIR when files are confined.
+// `caller_is_root`: the caller's effective uid is 0, so a confined command is uid 0 of its own
+// user namespace, which owns nothing but the caller's own ids (GNU tar is told not to restore
+// an archive's owners, which it tries as root and cannot do there).
 std::vector<std::string> SandboxEnvironment(const SandboxArgs& a,
                                             const std::vector<std::string>& environ_entries,
-                                            const std::string& test_ca);
+                                            const std::string& test_ca,
+                                            bool caller_is_root = false);
 
 }  // namespace anvil::cli

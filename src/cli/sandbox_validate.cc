@@ -68,7 +68,7 @@ Status ValidatePolicyCombination(SandboxArgs& a) {
 
 std::vector<std::string> SandboxEnvironment(const SandboxArgs& a,
                                             const std::vector<std::string>& environ_entries,
-                                            const std::string& test_ca) {
+                                            const std::string& test_ca, bool caller_is_root) {
   const SandboxPolicy& policy = a.inv.spec.policy;
   EnvPolicy filter = a.env;
   std::vector<std::string> base = a.minimal_env ? MinimalExecEnvironment() : environ_entries;
@@ -192,6 +192,28 @@ std::vector<std::string> SandboxEnvironment(const SandboxArgs& a,
         drop(name);
         env.push_back(std::string(name) + "=" + home_slash + std::string(usual));
       }
+    }
+  }
+  if (caller_is_root && policy.ConfinesFilesystem() && !a.env.clear) {
+    // Root's confined command is uid 0 of a user namespace that maps the caller's own ids only:
+    // it cannot give a file to another owner (chown fails with EINVAL). GNU tar run as uid 0
+    // restores every archive member's owner by default and exits 2 when it cannot, so
+    // `tar xf` of any archive made elsewhere would fail; TAR_OPTIONS asks it for what it does
+    // for every other user (the files are the extracting user's). Put before the caller's own
+    // TAR_OPTIONS (a later `--same-owner` there wins); one named with --setenv stands.
+    const bool named = std::any_of(a.env.set.begin(), a.env.set.end(), [](const std::string& e) {
+      return e.rfind("TAR_OPTIONS=", 0) == 0;
+    });
+    if (!named) {
+      std::string value = "--no-same-owner";
+      for (const std::string& e : env) {
+        if (e.rfind("TAR_OPTIONS=", 0) == 0) {
+          if (e.size() > 12) value += " " + e.substr(12);  // the first, as getenv reads it
+          break;
+        }
+      }
+      std::erase_if(env, [](const std::string& e) { return e.rfind("TAR_OPTIONS=", 0) == 0; });
+      env.push_back("TAR_OPTIONS=" + value);
     }
   }
   if (policy.network == NetworkMode::kNone && !a.env.clear) {

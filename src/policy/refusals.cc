@@ -225,7 +225,7 @@ std::string AllowHostArg(const std::string& target) {
 }  // namespace
 
 RefusalAdvice Advise(const Refusal& r, const std::string& workspace, const std::string& home,
-                     NetworkMode network) {
+                     NetworkMode network, const HostIsDirectory& host_dir) {
   RefusalAdvice a;
   switch (r.kind) {
     case Refusal::Kind::kWrite: {
@@ -284,7 +284,9 @@ RefusalAdvice Advise(const Refusal& r, const std::string& workspace, const std::
                   "command make or change";
           break;
         case WriteArea::kReadable:
-          a.why = root + " is shown read-only (a toolchain or readable root)";
+          a.why = root +
+                  " is shown read-only (a toolchain, a readable root, or the repository above "
+                  "the workspace)";
           a.allow = "--writable-root " + root;
           if (PipUserSite(r, home)) {
             // pip --user writes ~/.local/lib and ~/.local/bin together: naming one of them
@@ -301,8 +303,14 @@ RefusalAdvice Advise(const Refusal& r, const std::string& workspace, const std::
           break;
         case WriteArea::kOutside: {
           a.why = "outside what the sandbox can write (the workspace, $HOME, /tmp)";
-          // The directory it was written in, if it is one the user could name; never "/".
+          // The directory it was written in, if it is one the user could name; never "/". A
+          // directory the host has that the view does not show (made on the way down by
+          // `mkdir -p`) is itself the one to name: its parent would open far more.
           std::string dir = r.subject.substr(0, r.subject.rfind('/'));
+          if (host_dir && r.subject != "/" && host_dir(r.subject)) {
+            a.why += "; the host's " + r.subject + " is not shown";
+            dir = r.subject;
+          }
           if (!dir.empty()) a.allow = "--writable-root " + Shown(dir, workspace, home);
           break;
         }
@@ -377,7 +385,7 @@ RefusalAdvice Advise(const Refusal& r, const std::string& workspace, const std::
 
 std::string RefusalSummary(const std::vector<Refusal>& refusals, std::size_t dropped,
                            const std::string& workspace, const std::string& home,
-                           NetworkMode network) {
+                           NetworkMode network, const HostIsDirectory& host_dir) {
   if (refusals.empty() && dropped == 0) return {};
   struct Line {
     std::string program, what, why, allow;
@@ -385,7 +393,7 @@ std::string RefusalSummary(const std::vector<Refusal>& refusals, std::size_t dro
   };
   std::vector<Line> lines;
   for (const auto& r : refusals) {
-    RefusalAdvice a = Advise(r, workspace, home, network);
+    RefusalAdvice a = Advise(r, workspace, home, network, host_dir);
     auto same = std::find_if(lines.begin(), lines.end(), [&](const Line& l) {
       return l.why == a.why && l.allow == a.allow && l.program == r.program;
     });

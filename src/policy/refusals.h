@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -68,16 +69,22 @@ struct RefusalAdvice {
   std::string why;
   std::string allow;
 };
+// Whether a path is a directory on the host (outside the sandbox); empty: not asked.
+using HostIsDirectory = std::function<bool(const std::string&)>;
+
 // `home` is the command's $HOME ("" for none) and `workspace` the workspace, to show paths
-// the way the user typed them; `network` the mode the command ran with.
+// the way the user typed them; `network` the mode the command ran with. `host_dir`: a write
+// refused outside every root at a path the view does not show but the host has as a directory
+// (`mkdir /var/tmp` on the way to a cache the host keeps there) names that directory, not its
+// parent.
 RefusalAdvice Advise(const Refusal& refusal, const std::string& workspace, const std::string& home,
-                     NetworkMode network);
+                     NetworkMode network, const HostIsDirectory& host_dir = {});
 
 // The summary for stderr: "" when nothing was refused; else a header line and one line per
 // kind of refusal (the same advice once, "and N more" for repeats). `dropped` counts refusals
 // the observer saw but did not keep (past its cap).
 std::string RefusalSummary(const std::vector<Refusal>& refusals, std::size_t dropped,
                            const std::string& workspace, const std::string& home,
-                           NetworkMode network);
+                           NetworkMode network, const HostIsDirectory& host_dir = {});
 
 }  // namespace anvil

@@ -709,7 +709,12 @@ std::optional<std::string> EnclosingRepositoryTop(const std::string& workspace,
   auto ws = NormalizeAbsolute(workspace);
   if (!ws || *ws == "/" || homes.empty()) return std::nullopt;
   const RepoTopFacts top = lstat(*ws);
-  if (top.kind != K::kDirectory || lstat(*ws + "/.git").kind != K::kMissing) return std::nullopt;
+  if (top.kind != K::kDirectory) return std::nullopt;
+  // A `.git` file (a submodule's or a worktree's pointer) is looked past: the directory lies in
+  // the repository above like any other, and a submodule's git dir is kept there
+  // (`.git/modules/NAME`). A `.git` directory is the workspace's own repository.
+  const RepoTopFacts own = lstat(*ws + "/.git");
+  if (own.kind != K::kMissing && own.kind != K::kFile) return std::nullopt;
   std::string dir = *ws;
   while (true) {
     const auto slash = dir.rfind('/');

@@ -222,8 +222,10 @@ using RepoTopLstat = std::function<RepoTopFacts(const std::string&)>;
 // dir (it holds HEAD), the directory not writable by others (a `/var/tmp/.git` anyone can make
 // shows nothing). Never `/`, nor a directory that is or holds one of `homes` (canonical: the
 // caller's $HOME and the user database's home; empty: no home is known, and nothing is shown),
-// so a dotfiles repository at `~` shows nothing of the home. nullopt when the workspace has a
-// `.git` (of any kind) and when the nearest `.git` above is not such a directory.
+// so a dotfiles repository at `~` shows nothing of the home. A `.git` file in the workspace (a
+// submodule's checkout, whose git dir the repository above keeps) is looked past. nullopt when
+// the workspace has a `.git` directory, and when the nearest `.git` above is not such a
+// directory.
 std::optional<std::string> EnclosingRepositoryTop(const std::string& workspace,
                                                   const std::vector<std::string>& homes,
                                                   uint32_t uid, const RepoTopLstat& lstat);

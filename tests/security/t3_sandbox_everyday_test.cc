@@ -2,6 +2,8 @@
 // an unprivileged user with a lived-in home (home_fixture.h): builds, tests, virtualenvs, caches
 // under $HOME, per-user tools and pyenv shims, temporary files, git's read commands, pipes and
 // exit codes all work — while the home's secrets stay unreadable and the real home unchanged.
+#include <sys/stat.h>
+
 #include <string>
 #include <vector>
 
@@ -247,6 +249,90 @@ TEST_P(T3SandboxEveryday, AWorkspaceInsideARepositorySeesTheRepositoryReadOnly) 
                      Opts(o));
   EXPECT_EQ(h.out.find("home-only"), std::string::npos) << h.out;
   ASSERT_EQ(Shell("cd " + ShellQuote(home) + " && rm -rf .git other notes-at-home.txt"), 0);
+}
+
+// Unpacking an archive made elsewhere (sweep liv12b): GNU tar run as uid 0 restores each
+// member's owner, which root's sandbox (a user namespace owning only the caller's ids) cannot
+// do, so it exited 2 on every `tar xf`; it now extracts as for any user, the files the
+// extracting user's. Packing the workspace works too.
+TEST_P(T3SandboxEveryday, TarExtractsAnArchiveMadeElsewhereAndPacksTheWorkspace) {
+  ASSERT_EQ(Shell("cd " + ShellQuote(ws_) +
+                  " && tar cf foreign.tar --owner=1234 --group=1234 main.c Makefile"),
+            0);
+  caller_.Give(ws_);
+  auto r =
+      Sh("mkdir x && tar xf foreign.tar -C x && [ \"$(stat -c %u x/main.c)\" = \"$(id -u)\" ] "
+         "&& echo own && tar czf back.tgz --exclude=.git . 2>/dev/null; tar tzf back.tgz | "
+         "grep -c main.c");
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "own\n2\n") << r.err;
+  EXPECT_EQ(r.err.find("Cannot change ownership"), std::string::npos) << r.err;
+  EXPECT_TRUE(Exists(ws_ + "/x/Makefile"));
+}
+
+// A cache directory the host keeps outside every root (sweep liv12b: CCACHE_DIR=/var/tmp/cc):
+// `mkdir -p` stops at the first directory on the way that the view does not show. The summary
+// names that host directory (the cache itself, or /var/tmp where the view shows nothing of
+// /var), never its parent /var; run with that flag, the same command works.
+TEST_P(T3SandboxEveryday, AWriteToAHostDirectoryTheViewHidesNamesThatDirectory) {
+  const std::string dir = "/var/tmp/" + UniqueToken("anvil-liv-cache");
+  ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
+  caller_.Give(dir);
+  auto r = Sh("mkdir -p " + dir + "/cache");
+  EXPECT_NE(r.status, 0);
+  const std::string flag = "allow with --writable-root ";
+  const auto at = r.err.find(flag);
+  ASSERT_NE(at, std::string::npos) << r.err;
+  const std::string named = r.err.substr(at + flag.size(), r.err.find('\n', at) - at - flag.size());
+  EXPECT_TRUE(named == dir || named == "/var/tmp") << r.err;
+  if (named == dir) {
+    // Only the cache itself is opened here (/var/tmp may hold the test's home).
+    auto allowed = Sh("mkdir -p " + dir + "/cache && echo made", {"--writable-root", dir});
+    EXPECT_EQ(allowed.out, "made\n") << allowed.err;
+    EXPECT_TRUE(Exists(dir + "/cache"));
+  }
+  Shell("rm -rf " + ShellQuote(dir));
+}
+
+// A submodule's checkout as the workspace (sweep liv12b): its `.git` is a file pointing at the
+// superproject's `.git/modules/NAME`, so git there needs the superproject, which is shown
+// read-only as for any directory in it: git's read commands work; the workspace stays
+// writable; `git add` (a write to that git dir) and a write above the workspace are refused.
+TEST_P(T3SandboxEveryday, ASubmodulesCheckoutAsTheWorkspaceRunsGitsReadCommands) {
+  const std::string g = "git -c safe.directory=* -c user.name=t -c user.email=t@t ";
+  ASSERT_EQ(
+      Shell("cd " + ShellQuote(ws_) + " && mkdir subsrc && cd subsrc && git init -q . && " +
+            "echo lib > lib.txt && " + g + "add lib.txt && " + g + "commit -qm lib && cd .. && " +
+            g + "-c protocol.file.allow=always submodule add -q ./subsrc libs/sub " +
+            ">/dev/null 2>&1 && " + g + "commit -qm sub && rm -rf subsrc"),
+      0);
+  const std::string sub = ws_ + "/libs/sub";
+  ASSERT_TRUE(Exists(sub + "/lib.txt"));
+  const std::string gitdir = ws_ + "/.git/modules/libs/sub";
+  ASSERT_TRUE(Exists(gitdir + "/HEAD"));
+  const std::string index_before = ReadFile(gitdir + "/index");
+  home_.GiveTo(caller_);
+  RunOptions o;
+  o.cwd = sub;
+  o.env = home_.Env();
+  auto r = SandboxSh(sub,
+                     "git log --oneline | wc -l && git status --short && git blame lib.txt | "
+                     "wc -l && echo y > here.txt && git status --short && "
+                     "(git add here.txt) 2>/dev/null; echo add=$?; "
+                     "(echo x > ../above.txt) 2>/dev/null && echo above || echo not-above",
+                     {"--json"}, Opts(o));
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "1\n1\n?? here.txt\nadd=128\nnot-above\n") << r.err;
+  EXPECT_NE(r.err.find("the repository above the workspace"), std::string::npos) << r.err;
+  EXPECT_TRUE(Exists(sub + "/here.txt"));
+  EXPECT_FALSE(Exists(ws_ + "/libs/above.txt"));
+  EXPECT_FALSE(Exists(gitdir + "/index.lock"));
+  EXPECT_EQ(ReadFile(gitdir + "/index"), index_before);
+  EXPECT_NE(r.err.find("\"repository_top\""), std::string::npos) << r.err;
+  // Unconfined, the same command stages the file (the refusal above is the sandbox's).
+  auto control = SandboxSh(sub, "git add here.txt && git status --short",
+                           {"--policy", "danger-full-access"}, Opts(o));
+  EXPECT_EQ(control.out, "A  here.txt\n") << control.err;
 }
 
 // An agent's steps are separate runs (red team s6 liv7): `pytest > /tmp/out.txt`, then `grep

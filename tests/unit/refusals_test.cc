@@ -132,6 +132,23 @@ TEST(Advise, OneLineWayPastEachRefusal) {
   EXPECT_NE(trust.why.find("~/.config/anvil is Anvil's own state"), std::string::npos) << trust.why;
   EXPECT_EQ(write(WriteArea::kOutside, "/srv/data/x", "").allow, "--writable-root /srv/data");
   EXPECT_EQ(write(WriteArea::kOutside, "/x", "").allow, "");  // never "--writable-root /"
+  // A directory the host has but the view does not show (`mkdir -p /var/tmp/cache` stops at
+  // /var/tmp) is named itself, not its parent; a file, or nothing on the host, as before.
+  {
+    HostIsDirectory host_dir = [](const std::string& p) { return p == "/var/tmp" || p == "/"; };
+    auto advise = [&](const std::string& subject) {
+      Refusal r{Refusal::Kind::kWrite, "ccache", subject, "mkdir", WriteArea::kOutside, ""};
+      return Advise(r, "/ws", "/home/u", NetworkMode::kNone, host_dir);
+    };
+    EXPECT_EQ(advise("/var/tmp").allow, "--writable-root /var/tmp");
+    EXPECT_NE(advise("/var/tmp").why.find("the host's /var/tmp is not shown"), std::string::npos);
+    EXPECT_EQ(advise("/var/lib/x").allow, "--writable-root /var/lib");
+    EXPECT_EQ(advise("/").allow, "");
+    Refusal r{Refusal::Kind::kWrite, "ccache", "/var/tmp", "mkdir", WriteArea::kOutside, ""};
+    EXPECT_NE(RefusalSummary({r}, 0, "/ws", "/home/u", NetworkMode::kNone, host_dir)
+                  .find("allow with --writable-root /var/tmp\n"),
+              std::string::npos);
+  }
   EXPECT_EQ(write(WriteArea::kReadOnlyPolicy, "/ws/x", "/ws").allow, "--policy workspace-write");
   // What the host runs: a directory may be named; a file is edited outside the sandbox.
   auto bin = write(WriteArea::kHostAutorun, "/home/u/.local/bin/ls", "/home/u/.local/bin");

@@ -292,6 +292,37 @@ TEST(SandboxArgs, ShellStartupVariablesLeadOnlyToAnvilsFiles) {
   EXPECT_TRUE(Has(env, "ZDOTDIR=/home/u/.config/zsh"));
 }
 
+// Root's confined command is uid 0 of a user namespace that owns only the caller's ids: GNU
+// tar is told not to restore an archive's owners (it would exit 2 on every `tar xf`). Before the
+// caller's own TAR_OPTIONS; a --setenv stands; not for other callers, nor unconfined, nor with
+// --clear-env.
+TEST(SandboxArgs, RootsConfinedTarKeepsTheExtractingOwner) {
+  const Args caller = {"PATH=/usr/bin:/bin", "HOME=/root"};
+  auto plain = Validated({"--", "t"});
+  ASSERT_TRUE(plain);
+  EXPECT_TRUE(Has(SandboxEnvironment(*plain, caller, "", true), "TAR_OPTIONS=--no-same-owner"));
+  EXPECT_FALSE(HasName(SandboxEnvironment(*plain, caller, "", false), "TAR_OPTIONS"));
+  Args with_own = caller;
+  with_own.push_back("TAR_OPTIONS=--same-owner -v");
+  Args env = SandboxEnvironment(*plain, with_own, "", true);
+  EXPECT_TRUE(Has(env, "TAR_OPTIONS=--no-same-owner --same-owner -v"));
+  EXPECT_EQ(std::count_if(env.begin(), env.end(),
+                          [](const std::string& e) { return e.rfind("TAR_OPTIONS=", 0) == 0; }),
+            1);
+  auto named = Validated({"--setenv", "TAR_OPTIONS=--same-owner", "--", "t"});
+  ASSERT_TRUE(named);
+  EXPECT_TRUE(Has(SandboxEnvironment(*named, caller, "", true), "TAR_OPTIONS=--same-owner"));
+  auto danger = Validated({"--policy", "danger-full-access", "--", "t"});
+  ASSERT_TRUE(danger);
+  EXPECT_FALSE(HasName(SandboxEnvironment(*danger, caller, "", true), "TAR_OPTIONS"));
+  auto read_only = Validated({"--policy", "read-only", "--", "t"});
+  ASSERT_TRUE(read_only);
+  EXPECT_TRUE(Has(SandboxEnvironment(*read_only, caller, "", true), "TAR_OPTIONS=--no-same-owner"));
+  auto cleared = Validated({"--clear-env", "--", "t"});
+  ASSERT_TRUE(cleared);
+  EXPECT_FALSE(HasName(SandboxEnvironment(*cleared, caller, "", true), "TAR_OPTIONS"));
+}
+
 TEST(SandboxArgs, TheCommandsEnvironment) {
   const Args caller = {"PATH=/usr/bin:/bin",          "HOME=/home/u",      "TMPDIR=/tmp/u",
                        "HTTP_PROXY=http://corp:8080", "NO_PROXY=internal", "SSL_CERT_FILE=/c"};
