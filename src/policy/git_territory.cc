@@ -9,18 +9,6 @@ namespace {
 
 using namespace git_paths;
 
-std::vector<std::string> Components(std::string_view path) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while (pos <= path.size()) {
-    size_t next = path.find('/', pos);
-    if (next == std::string_view::npos) next = path.size();
-    if (next > pos) out.emplace_back(path.substr(pos, next - pos));
-    pos = next + 1;
-  }
-  return out;
-}
-
 int HexValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -100,7 +88,7 @@ std::optional<std::string> GitTerritoryJudge::PathAt(const std::string& path, in
   if (territory_.empty() || path.empty() || path[0] != '/') return std::nullopt;
   if (auto real = fs_.resolve(path)) return Within(*real);
   // The longest prefix that exists, as the kernel resolves it (symlinks and `..` followed).
-  const std::vector<std::string> parts = Components(path);
+  const std::vector<std::string> parts = PathComponents(path);
   std::string written = "/";
   std::string real = "/";
   size_t k = 0;

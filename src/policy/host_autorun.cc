@@ -27,19 +27,6 @@ void AddUnique(std::vector<std::string>& to, const std::string& p) {
   if (std::find(to.begin(), to.end(), p) == to.end()) to.push_back(p);
 }
 
-// The non-empty components of `path`, in order.
-std::vector<std::string> Components(const std::string& path) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t end = path.find('/', start);
-    if (end == std::string::npos) end = path.size();
-    if (end > start) out.push_back(path.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
 // A symbolic link chain longer than this is ELOOP to the kernel (MAXSYMLINKS).
 constexpr int kMaxLinks = 40;
 
@@ -57,7 +44,7 @@ struct Walk {
 Walk Resolve(const std::string& place, const AutorunFs& fs) {
   Walk w;
   std::deque<std::string> todo;
-  for (auto& c : Components(place)) todo.push_back(std::move(c));
+  for (auto& c : PathComponents(place)) todo.push_back(std::move(c));
   std::string cur = "/";
   int hops = 0;
   while (!todo.empty()) {
@@ -82,7 +69,7 @@ Walk Resolve(const std::string& place, const AutorunFs& fs) {
         w.loop = true;
         return w;
       }
-      auto parts = Components(node.target);
+      auto parts = PathComponents(node.target);
       todo.insert(todo.begin(), parts.begin(), parts.end());
       if (node.target[0] == '/') cur = "/";
       continue;

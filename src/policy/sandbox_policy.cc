@@ -78,6 +78,18 @@ bool PathIsWithin(std::string_view path, std::string_view root) {
   return path.size() == root.size() || path[root.size()] == '/';
 }
 
+std::vector<std::string> PathComponents(std::string_view path) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string_view::npos) end = path.size();
+    if (end > start) out.emplace_back(path.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
 namespace {
 
 // The mounts of the view other than the bases of WorkspaceWays (the sandbox home's bind or

@@ -257,6 +257,9 @@ struct HostFs {
 // True when `path` equals `root` or lies beneath it (component-wise, both canonical).
 bool PathIsWithin(std::string_view path, std::string_view root);
 
+// The non-empty components of `path`, in order ("/a//b/" -> {"a", "b"}).
+std::vector<std::string> PathComponents(std::string_view path);
+
 // Whether `path` names a user's git configuration (…/.gitconfig, …/.config/git/config): a
 // credential location (credential helpers, tokens in url.*.insteadOf or http.extraHeader) that
 // the sandbox shows only as a sanitized copy, never as it is.
