@@ -48,8 +48,10 @@ MountTable ReadMountTable() {
     if (colon == std::string::npos) continue;
     uint64_t dev = makedev(std::strtoul(majmin.c_str(), nullptr, 10),
                            std::strtoul(majmin.c_str() + colon + 1, nullptr, 10));
-    table.dev_by_id[std::strtoull(id.c_str(), nullptr, 10)] = dev;
-    table.mounts.push_back({UnescapeMountinfoField(point), UnescapeMountinfoField(root), dev});
+    const uint64_t mount_id = std::strtoull(id.c_str(), nullptr, 10);
+    table.dev_by_id[mount_id] = dev;
+    table.mounts.push_back({UnescapeMountinfoField(point), UnescapeMountinfoField(root), dev,
+                            mount_id, std::strtoull(parent.c_str(), nullptr, 10)});
   }
   return table;
 }

@@ -158,19 +158,28 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
       if (!shield) return SetupFailure(shield.error().ToString(), start);
       // The homes, $HOME's and the user database's (looked up once for both below).
       const AutorunEnv autorun_env = AutorunEnvFromProcess();
-      // A root that shows a protected place by another name (a bind mount of the home, or of a
-      // directory above it) keeps it there as the place's own path does (policy/tree_alias.h).
-      const std::vector<TreeAlias> aliases = RootAliases(host.mounts(), roots);
       // Anvil's own rules, keys, config and grants: read-only whatever root holds them.
       std::vector<std::string> trust_dirs =
           AnvilTrustDirs(TrustEnvFromProcess(autorun_env.passwd_home));
+      std::vector<std::string> trust_named = trust_dirs;
+      for (const auto& dir : trust_dirs) {
+        if (auto where = WhereTrustDirLies(dir); !where.empty()) trust_named.push_back(where);
+      }
+      // The canonical bases' names for the aliases (the mount table names real paths).
+      const AutorunEnv real = CanonicalAutorunEnv(autorun_env);
+      // A root that shows a protected place by another name (a bind mount of the home, or of a
+      // directory above it) keeps it there as the place's own path does (policy/tree_alias.h).
+      // Every place asked about below, by each of its names: only aliases of those are built.
+      std::vector<std::string> protected_places = trust_named;
+      for (const AutorunEnv* env : {&autorun_env, &real}) {
+        for (auto& p : HostCachePlaces(*env)) protected_places.push_back(std::move(p.path));
+        for (auto& p : HostAutorunPaths(*env)) protected_places.push_back(std::move(p));
+        for (auto& p : HomeCredentialPaths(*env)) protected_places.push_back(std::move(p));
+      }
+      const std::vector<TreeAlias> aliases = RootAliases(host.mounts(), roots, protected_places);
       if (!aliases.empty()) {
-        std::vector<std::string> named = trust_dirs;
-        for (const auto& dir : trust_dirs) {
-          if (auto where = WhereTrustDirLies(dir); !where.empty()) named.push_back(where);
-        }
         for (const auto& root : roots) {
-          if (auto inside = RootInsideByAlias(aliases, root, named)) {
+          if (auto inside = RootInsideByAlias(aliases, root, trust_named)) {
             return SetupFailure("invalid: writable root " + root + " is another name (a bind " +
                                     "mount) of " + inside->host + ", which is inside Anvil's " +
                                     "own directory " + inside->place +
@@ -179,7 +188,7 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
                                 start);
           }
         }
-        trust_dirs = WithPlacesThroughAliases(aliases, std::move(trust_dirs), named);
+        trust_dirs = WithPlacesThroughAliases(aliases, std::move(trust_dirs), trust_named);
       }
       auto trust = ShieldAnvilTrustDirs(trust_dirs, roots, covered);
       if (!trust) return SetupFailure(trust.error().ToString(), start);
@@ -189,8 +198,6 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
       // autostart, installed plugins): read-only or pinned, missing ones taken by placeholders.
       // The caches the host's builds trust: the sandbox home's own instead (host_caches.h).
       std::vector<HostCachePlace> cache_places = HostCachePlaces(autorun_env);
-      // The canonical bases' names for the aliases (the mount table names real paths).
-      const AutorunEnv real = aliases.empty() ? autorun_env : CanonicalAutorunEnv(autorun_env);
       if (!aliases.empty()) cache_places = CachePlacesThroughAliases(aliases, cache_places, real);
       std::vector<std::string> cache_paths;
       for (const auto& c : cache_places) cache_paths.push_back(c.path);

@@ -84,6 +84,10 @@ struct HostMount {
   std::string path;  // mount point, canonical
   std::string root;  // the directory of the file system mounted there ("/" for all of it)
   uint64_t dev = 0;  // major:minor, encoded as st_dev is
+  // mountinfo's mount id and its parent's; 0 when unknown (then, of the mounts at one point,
+  // the last listed is the one on top).
+  uint64_t id = 0;
+  uint64_t parent = 0;
 };
 
 struct HostSocketFacts {

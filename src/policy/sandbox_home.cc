@@ -463,7 +463,9 @@ Status ApplyHomeView(const HomeView& home, const HostFs& host, FileView& view) {
         roots.push_back(view.workspace_base + "/" + sub);
       }
     }
-    aliases = RootAliases(host.mounts(), roots);
+    std::vector<std::string> places;
+    for (const auto& c : home.credentials) places.push_back(c.path);
+    aliases = RootAliases(host.mounts(), roots, places);
   }
   for (const auto& c : home.credentials) {
     std::vector<std::string> names = {c.path};

@@ -363,7 +363,7 @@ Result<std::vector<std::string>> WritableRootsOf(const SandboxPolicy& policy, co
   if (!writable.empty() && host.mounts && !policy.home.credentials.empty()) {
     std::vector<std::string> credentials;
     for (const auto& c : policy.home.credentials) credentials.push_back(c.path);
-    const std::vector<TreeAlias> aliases = RootAliases(host.mounts(), writable);
+    const std::vector<TreeAlias> aliases = RootAliases(host.mounts(), writable, credentials);
     for (const auto& root : writable) {
       auto inside = RootInsideByAlias(aliases, root, credentials);
       if (!inside) continue;

@@ -32,7 +32,8 @@ struct TreeAlias {
 };
 
 // The device and the path within its file system of canonical `path`, through the mount that
-// shows it (the deepest mount point holding it; of those at one point, the last listed).
+// shows it (the deepest mount point holding it; of those at one point, the one on top: the one
+// no other there has as its parent, or with no ids known the last listed).
 struct TreeKey {
   uint64_t dev = 0;
   std::string within;
@@ -40,12 +41,16 @@ struct TreeKey {
 };
 std::optional<TreeKey> TreeKeyOf(const std::vector<HostMount>& mounts, const std::string& path);
 
-// Every alias of `roots` (canonical): each mount that shows part of a root (the root's own
+// Every alias of `roots` (canonical) that can matter to `places` (the protected places, by
+// every name the caller will ask about): each mount that shows part of a root (the root's own
 // mount, and each mounted beneath it) against each other mount of the same device that shows
 // the same directory, or one beneath or above it, where the host's path to it is the one that
-// shows it (not covered by a deeper mount). Sorted, once each.
+// shows it (not covered by a deeper mount), and that host path holds a place or lies inside
+// one. Sorted, once each. The work grows with the mounts that show a place, not with every
+// bind mount of the host.
 std::vector<TreeAlias> RootAliases(const std::vector<HostMount>& mounts,
-                                   const std::vector<std::string>& roots);
+                                   const std::vector<std::string>& roots,
+                                   const std::vector<std::string>& places);
 
 // Each place of `places` (absolute) beneath an alias's host path, as the alias shows it, where
 // that is another path: what a root shows of the place by object. Once each, in order.

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,8 @@ constexpr uint64_t kRootFs = 0x801;
 constexpr uint64_t kData = 0x811;
 constexpr uint64_t kTmpfs = 0x2a;
 constexpr uint64_t kOther = 0x999;  // mounted nowhere else
+// Every host path matters: each alias is built.
+const std::vector<std::string> kAll = {"/"};
 
 // /, a /tmp tmpfs, /data on its own disk, and whatever each case adds.
 std::vector<HostMount> Table(std::vector<HostMount> extra) {
@@ -41,6 +44,63 @@ TEST(TreeAlias, TheKeyIsTheDeviceAndThePathWithinTheFileSystem) {
   // The last mount listed at a point is the one on top.
   const auto stacked = Table({{"/srv/w", "/a", kData}, {"/srv/w", "/b", kData}});
   EXPECT_EQ(TreeKeyOf(stacked, "/srv/w/c"), (TreeKey{kData, "/b/c"}));
+}
+
+TEST(TreeAlias, TheMountOnTopIsTheOneNoOtherAtItsPointHasAsParent) {
+  struct Case {
+    const char* what;
+    std::vector<HostMount> extra;
+    TreeKey want;
+  } cases[] = {
+      {"stacked later: the child of the one it covers",
+       {{"/srv/w", "/under", kData, 40, 1}, {"/srv/w", "/top", kData, 50, 40}},
+       {kData, "/top/c"}},
+      {"tucked beneath by propagation, listed after the one above it",
+       {{"/srv/w", "/top", kData, 50, 60}, {"/srv/w", "/under", kData, 60, 1}},
+       {kData, "/top/c"}},
+      {"three at one point, listed out of order",
+       {{"/srv/w", "/mid", kData, 70, 60},
+        {"/srv/w", "/top", kData, 80, 70},
+        {"/srv/w", "/under", kData, 60, 1}},
+       {kData, "/top/c"}},
+      {"a mount beneath the point is not at it",
+       {{"/srv/w", "/top", kData, 50, 1}, {"/srv/w/d", "/deep", kData, 51, 50}},
+       {kData, "/top/c"}},
+  };
+  for (const auto& c : cases) EXPECT_EQ(TreeKeyOf(Table(c.extra), "/srv/w/c"), c.want) << c.what;
+  // The aliases go by the one on top too.
+  const auto t =
+      Table({{"/srv/w", "/home/u", kRootFs, 50, 60}, {"/srv/w", "/opt", kRootFs, 60, 1}});
+  EXPECT_EQ(RootAliases(t, {"/srv/w"}, kAll), (std::vector<TreeAlias>{{"/home/u", "/srv/w"}}));
+}
+
+TEST(TreeAlias, OnlyAliasesOfHostPathsThatHoldOrLieInAPlaceAreBuilt) {
+  const auto t = Table({{"/srv/w", "/home/u", kRootFs},
+                        {"/srv/v", "/opt/x", kRootFs},
+                        {"/srv/k", "/home/u/.ssh/k", kRootFs}});
+  EXPECT_EQ(RootAliases(t, {"/srv/w", "/srv/v", "/srv/k"}, {"/home/u/.ssh"}),
+            (std::vector<TreeAlias>{{"/home/u", "/srv/w"}, {"/home/u/.ssh/k", "/srv/k"}}));
+  EXPECT_EQ(RootAliases(t, {"/srv/w", "/srv/v"}, {}), std::vector<TreeAlias>{});
+}
+
+TEST(TreeAlias, AThousandBindsOfOneDirectoryStayCheap) {
+  // A thousand binds of the home elsewhere, a thousand of another directory beneath the
+  // workspace, the whole host readable: the work grows with the mounts, not their square.
+  std::vector<HostMount> extra;
+  std::vector<std::string> homes;
+  for (int i = 0; i < 1000; ++i) {
+    const std::string n = std::to_string(i);
+    extra.push_back({"/mnt/h" + n, "/home/u", kRootFs, uint64_t(100 + i), 1});
+    extra.push_back({"/ws/b" + n, "/src", kData, uint64_t(5000 + i), 1});
+    homes.push_back("/mnt/h" + n);
+  }
+  const auto aliases = RootAliases(Table(extra), {"/", "/ws"}, {"/home/u/.ssh", "/home/u/.bashrc"});
+  ASSERT_EQ(aliases.size(), 1000u);
+  std::sort(homes.begin(), homes.end());
+  for (size_t i = 0; i < aliases.size(); ++i) {
+    EXPECT_EQ(aliases[i], (TreeAlias{"/home/u", homes[i]}));
+  }
+  EXPECT_EQ(PlacesThroughAliases(aliases, {"/home/u/.ssh"}).size(), 1000u);
 }
 
 TEST(TreeAlias, EachRootsAliasesFromTheMountTable) {
@@ -87,7 +147,7 @@ TEST(TreeAlias, EachRootsAliasesFromTheMountTable) {
       {"an unrelated bind", {{"/srv/w", "/opt/x", kRootFs}}, {"/srv/w"}, {{"/opt/x", "/srv/w"}}},
   };
   for (const auto& c : cases) {
-    EXPECT_EQ(RootAliases(Table(c.extra), c.roots), c.want) << c.what;
+    EXPECT_EQ(RootAliases(Table(c.extra), c.roots, kAll), c.want) << c.what;
   }
 }
 
@@ -103,7 +163,8 @@ TEST(TreeAlias, PlacesAreSeenThroughTheAliasesThatHoldThem) {
             (std::vector<std::string>{"/home/u/.bashrc", "/srv/w/.bashrc", "/srv/w/.profile"}));
   // Through the mount table: a workspace that is a bind of the home.
   const auto t = Table({{"/srv/w", "/home/u", kRootFs}});
-  EXPECT_EQ(PlacesThroughAliases(RootAliases(t, {"/srv/w"}), {"/home/u/.ssh", "/etc/passwd"}),
+  EXPECT_EQ(PlacesThroughAliases(RootAliases(t, {"/srv/w"}, {"/home/u/.ssh"}),
+                                 {"/home/u/.ssh", "/etc/passwd"}),
             std::vector<std::string>{"/srv/w/.ssh"});
 }
 
@@ -125,7 +186,7 @@ TEST(TreeAlias, ACachePlaceThroughAnAliasKeepsItsKey) {
 TEST(TreeAlias, ARootIsInsideAPlaceWhenAnotherNameOfItIs) {
   const auto t = Table({{"/srv/s", "/home/u/.ssh", kRootFs}, {"/srv/o", "/opt", kRootFs}});
   const std::vector<std::string> creds = {"/home/u/.ssh", "/home/u/.aws"};
-  const auto aliases = RootAliases(t, {"/srv/s", "/srv/o", "/srv/s/keys"});
+  const auto aliases = RootAliases(t, {"/srv/s", "/srv/o", "/srv/s/keys"}, creds);
   auto in = RootInsideByAlias(aliases, "/srv/s", creds);
   ASSERT_TRUE(in);
   EXPECT_EQ(in->host, "/home/u/.ssh");
