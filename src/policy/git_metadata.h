@@ -382,7 +382,9 @@ GitWatchedConfigs GitConfigIdentities(const GitScan& scan, const GitFs& fs);
 // and kept /tmp (policy/git_territory.h: what leads there, and how it is compared).
 struct GitTerritory {
   std::vector<std::string> paths;  // each homes directory, canonical where it exists
-  GitIdentitySet ids;              // each of them, and each <name>, <name>/home, <name>/tmp in it
+  // Each of them; each <name>, <name>/home, <name>/tmp in them is added by the judge the first
+  // time it is asked (policy/git_territory.h), so that a run with nothing to judge lists none.
+  GitIdentitySet ids;
   bool empty() const { return paths.empty(); }
 };
 

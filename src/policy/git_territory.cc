@@ -45,19 +45,31 @@ GitTerritory GitTerritoryOf(const std::vector<std::string>& homes_dirs, const Gi
     if (dir.empty() || dir[0] != '/') continue;
     const auto real = fs.resolve(dir);
     t.paths.push_back(real.value_or(LexicalNormal(dir)));
-    if (!real) continue;
-    add(*real);
-    auto listing = fs.list_dir(*real);
+    if (real) add(*real);
+  }
+  return t;
+}
+
+void GitTerritoryJudge::ListHomes() {
+  listed_ = true;
+  ids_ = territory_.ids;
+  auto add = [&](const std::string& path) {
+    if (auto r = fs_.resolve(path)) {
+      const GitFileFacts f = fs_.lstat(*r);
+      if (f.exists()) ids_.insert({f.dev, f.ino});
+    }
+  };
+  for (const auto& dir : territory_.paths) {
+    auto listing = fs_.list_dir(dir);
     if (!listing) continue;
     for (const auto& e : listing->entries) {
       if (e.type != GitFileType::kDir) continue;
-      const std::string name = Join(*real, e.name);
+      const std::string name = Join(dir, e.name);
       add(name);
       add(Join(name, "home"));
       add(Join(name, "tmp"));
     }
   }
-  return t;
 }
 
 std::optional<std::string> GitTerritoryJudge::Within(const std::string& real) {
@@ -74,7 +86,8 @@ std::optional<std::string> GitTerritoryJudge::Within(const std::string& real) {
     }
     way.push_back(dir);
     const GitFileFacts f = fs_.lstat(dir);
-    if (f.exists() && territory_.ids.count({f.dev, f.ino})) {
+    if (!listed_) ListHomes();
+    if (f.exists() && ids_.count({f.dev, f.ino})) {
       found = dir;
       break;
     }

@@ -45,11 +45,14 @@ class GitTerritoryJudge {
 
  private:
   std::optional<std::string> Within(const std::string& real);  // by object, walking up
+  void ListHomes();  // the ids of every <name>, home and tmp in the homes directories
   std::optional<std::string> PathAt(const std::string& path, int depth);
 
   const GitTerritory& territory_;
   const GitFs& fs_;
   std::map<std::string, std::optional<std::string>> seen_;  // canonical dir -> Within()
+  bool listed_ = false;
+  GitIdentitySet ids_;
 };
 
 // The local paths git would open as a repository for `value`, a remote URL or path
