@@ -177,9 +177,20 @@ class Scanner {
       if (!remembered_) {
         auto listing = fs_.list_dir(dir);
         if (!listing && listing.error().code == "denied" && mode_ == GitBoundMode::kSkipAndName &&
-            fs_.open_up && fs_.open_up(dir)) {
-          ++scan_.opened_up;
-          listing = fs_.list_dir(dir);
+            fs_.open_up) {
+          bool opened = static_cast<bool>(fs_.open_up(dir));
+          // The way to it may be what the command closed: its parent, listed (readable) but not
+          // searchable (chmod 600), bars the way to every directory in it, which could then
+          // be taken for one the caller cannot write. The parent was listed, so it is in the
+          // roots: opened too, then this one.
+          if (!opened && dir != root && fs_.open_up(Dirname(dir))) {
+            ++scan_.opened_up;
+            opened = static_cast<bool>(fs_.open_up(dir));
+          }
+          if (opened) {
+            ++scan_.opened_up;
+            listing = fs_.list_dir(dir);
+          }
         }
         if (!listing) {
           // What the caller cannot list but could write, the command could fill unseen.

@@ -166,6 +166,30 @@ TEST_P(T1SandboxGitTerritory, ASymlinkIntoTheSandboxHomeIsMovedAside) {
   EXPECT_EQ(Git(ws_ + "/sib", {"status", "--short"}).status, 0);
 }
 
+// Review s12: a directory the command leaves readable but not searchable (chmod 600) bars the
+// walk's way to the directories in it, which an unprivileged caller then could neither list nor
+// write: they were skipped as the caller's own unwritable ones, with a link into the sandbox
+// home in them (and a repository would have been as hidden). The walk opens the parent too.
+// Benign: the directory's mode is put back as the command left it.
+TEST_P(T1SandboxGitTerritory, ALinkBehindADirectoryMadeUnsearchableIsStillJudged) {
+  Write(marker_ + "-fsm.sh", HookText(), 0755);
+  auto attack = Sh("git init -q ~/proj && git -C ~/proj config core.fsmonitor " + marker_ +
+                   "-fsm.sh && mkdir -p a/b && ln -s " + ShellQuote(sandbox_home_ + "/proj") +
+                   " a/b/vendor && git init -q a/b/repo && " +
+                   Plant("a/b/repo/.git/hooks/post-checkout") + " && chmod 600 a");
+  EXPECT_EQ(attack.status, 0) << attack.err;
+  struct stat st {};
+  ASSERT_EQ(lstat((ws_ + "/a").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u) << "the command's mode is put back";
+  ASSERT_EQ(chmod((ws_ + "/a").c_str(), 0700), 0);
+  EXPECT_FALSE(Exists(ws_ + "/a/b/vendor")) << attack.err;
+  EXPECT_TRUE(Exists(ws_ + "/a/b/vendor.anvil-quarantine")) << attack.err;
+  EXPECT_FALSE(Exists(ws_ + "/a/b/repo/.git")) << attack.err;
+  Git(ws_ + "/a/b/vendor", {"status"});
+  EXPECT_FALSE(Exists(marker_)) << "git status on the host ran a sandbox home repository's "
+                                   "fsmonitor through a link the walk did not reach";
+}
+
 INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxGitTerritory, ::testing::ValuesIn(kAllCallers),
                          CallerParamName);
 
