@@ -38,11 +38,21 @@ bool IsDangerousEnvName(const std::string& name) {
                                                 "LOCALDOMAIN", "LOCPATH",       "MALLOC_TRACE",
                                                 "NIS_PATH",    "NLSPATH",       "RESOLV_HOST_CONF",
                                                 "RES_OPTIONS", "GLIBC_TUNABLES"};
+  // LD_LIBRARY_PATH is a search path like PATH: the command could set it itself, it loads
+  // nothing the command could not load anyway, and builds and toolkits (CUDA, conda, a
+  // project's build/lib under test) need it. LD_PRELOAD, LD_AUDIT and the rest stay out.
+  if (name == "LD_LIBRARY_PATH") return false;
   if (name.rfind("LD_", 0) == 0) return true;
   return std::find(std::begin(kExact), std::end(kExact), name) != std::end(kExact);
 }
 
 bool LooksLikeSecretEnvName(const std::string& name) {
+  // Public settings whose names hold a secret word: Go's list of private module paths (dropping
+  // it would send those paths to the public proxy and checksum database), the Hugging Face
+  // tokenizer's thread switch, zsh's key timeout. Their values are still judged.
+  static constexpr std::string_view kPublic[] = {"GOPRIVATE", "GONOPROXY", "GOINSECURE",
+                                                 "TOKENIZERS_PARALLELISM", "KEYTIMEOUT"};
+  if (std::find(std::begin(kPublic), std::end(kPublic), name) != std::end(kPublic)) return false;
   static constexpr std::string_view kPatterns[] = {"KEY",     "SECRET",     "TOKEN",
                                                    "PASS",    "CREDENTIAL", "DSN",
                                                    "JWT",     "COOKIE",     "WEBHOOK",

@@ -14,17 +14,19 @@ struct EnvPolicy {
 
 // Dropped unless named in `keep` (a deny-list: everything else passes, so that everyday tools
 // behave as outside; docs/policy.md "Environment"): dynamic-loader and libc code-loading
-// variables (LD_*, GCONV_PATH, ...); names that look like secrets (LooksLikeSecretEnvName); and
-// any variable whose value holds a secret (ValueHoldsSecret), whatever its name. git's settings
-// from the environment (GIT_CONFIG_COUNT/KEY_<n>/VALUE_<n>, GIT_CONFIG_PARAMETERS) are one set:
-// kept whole, or dropped whole when any of them carries a credential.
+// variables (LD_* but LD_LIBRARY_PATH, GCONV_PATH, ...); names that look like secrets
+// (LooksLikeSecretEnvName); and any variable whose value holds a secret (ValueHoldsSecret),
+// whatever its name. git's settings from the environment (GIT_CONFIG_COUNT/KEY_<n>/VALUE_<n>,
+// GIT_CONFIG_PARAMETERS) are one set: kept whole, or dropped whole when any of them carries a
+// credential.
 bool IsDangerousEnvName(const std::string& name);
 // Case-insensitive: containing KEY, SECRET, TOKEN, PASS (PASSWORD, PASSWD, PGPASS, SSHPASS,
 // PASSPHRASE; not PWD or OLDPWD), CREDENTIAL, AUTH (NPM_CONFIG__AUTH, SSH_AUTH_SOCK,
 // AUTHORIZATION; not AUTHOR: GIT_AUTHOR_NAME, XAUTHORITY), DSN, JWT, COOKIE, WEBHOOK, PRIVATE,
 // BEARER, CONNECTION_STRING (CONNSTR, ConnectionStrings__X) or SESSION (not the desktop's
 // XDG_SESSION_*, DESKTOP_SESSION, SESSION_MANAGER, DBUS_SESSION_BUS_ADDRESS); ending in _PWD
-// (MYSQL_PWD) or _PAT, or named PAT (GH_PAT).
+// (MYSQL_PWD) or _PAT, or named PAT (GH_PAT). Not: GOPRIVATE, GONOPROXY, GOINSECURE,
+// TOKENIZERS_PARALLELISM, KEYTIMEOUT (public settings, exact names).
 bool LooksLikeSecretEnvName(const std::string& name);
 // Anywhere in the value: a URL with a password (scheme://user:password@host; the authority ends
 // only at / ? #, so ',' and ';' in a password do not hide it) or with a user name that is a

@@ -21,8 +21,12 @@ TEST(EnvPolicy, DropsLoaderVariablesAndSecretsKeepsTheRest) {
   EXPECT_TRUE(Has(out, "PATH=/usr/bin"));
   EXPECT_TRUE(Has(out, "HOME=/home/u"));
   EXPECT_TRUE(Has(out, "LANG=C.UTF-8"));
+  // A search path like PATH: kept. The loaders' code-loading variables are not.
+  EXPECT_TRUE(Has(out, "LD_LIBRARY_PATH=/x"));
   for (const auto& e : out) {
-    EXPECT_EQ(e.find("LD_"), std::string::npos) << e;
+    if (e != "LD_LIBRARY_PATH=/x") {
+      EXPECT_EQ(e.find("LD_"), std::string::npos) << e;
+    }
     EXPECT_EQ(e.find("TOKEN"), std::string::npos) << e;
     EXPECT_EQ(e.find("SECRET"), std::string::npos) << e;
     EXPECT_EQ(e.find("password"), std::string::npos) << e;
@@ -54,6 +58,14 @@ TEST(EnvPolicy, CredentialNamesAndUrlPasswordsAreDroppedWhateverTheName) {
       {"HTTP_AUTHORIZATION=Bearer t", true},
       {"SSH_AUTH_SOCK=/tmp/ssh-x/agent.1", true},
       {"GOOGLE_OAUTH_CLIENT=x", true},
+      // Public settings whose names hold a secret word, by exact name only.
+      {"GOPRIVATE=corp.example/*", false},
+      {"GONOPROXY=corp.example/*", false},
+      {"GOINSECURE=corp.example/*", false},
+      {"TOKENIZERS_PARALLELISM=false", false},
+      {"KEYTIMEOUT=1", false},
+      {"GOPRIVATE_TOKEN=x", true},
+      {"GOPRIVATE=https://u:pw@corp.example/x", true},
       {"DB_AUTH=x", true},
       // A URL with a password, whatever the variable is called.
       {"DATABASE_URL=postgres://app:s3cret@db.internal:5432/app", true},

@@ -22,7 +22,7 @@ anvil.command("write-report", function(args)
   walk("src", lines)
   table.sort(lines)
   local text = "# TODO report\n\n" .. (#lines > 0 and table.concat(lines, "\n") or "Nothing to do.") .. "\n"
-  sys.fs.write("notes/todo-report.md", text)
+  sys.fs.write("notes/todo-report.md", text, {parents = true})
   editor.notify(string.format("wrote notes/todo-report.md (%d items)", #lines))
   return {path = "notes/todo-report.md", items = #lines}
 end)
