@@ -14,7 +14,6 @@
 #include "cli/mcp_spec.h"
 #include "policy/display_text.h"
 #include "policy/grant_store.h"
-#include "policy/shell_words.h"
 #include "policy/workspace_config.h"
 #include "session/gateway_serves.h"
 #include "session/plugin_admission.h"
@@ -57,18 +56,20 @@ std::vector<PluginTool> DiscoverPluginTools(const McpOptions& o) {
     if (!entry.enabled || !entry.manifest || entry.error) continue;
     const Manifest& manifest = *entry.manifest;
     const std::string id = SanitizeForDisplay(manifest.id, 100);
-    auto skip = [&](const std::string& why) {
+    // `fix`: a command to paste, shown as it is (PasteableShellWord made its words safe to show:
+    // sanitized or cut again, it would no longer be the command).
+    auto skip = [&](const std::string& why, const std::string& fix = "") {
       std::cerr << "anvil mcp: plugin " << id << " not offered: " << SanitizeForDisplay(why, 600)
-                << "\n";
+                << fix << "\n";
     };
     // `anvil mcp` asks nobody about plugins: only an approved grant admits one.
     session::Admission admission = session::AdmitPlugin(
         {o.workspace, entry.dir, /*require_signed=*/false, /*entry_checked=*/false}, manifest,
         *store);
     if (admission.verdict == session::AdmissionVerdict::kNeedsConsent) {
-      skip("no approved grant for this manifest (fix: anvil plugin approve " +
-           QuoteShellWord(entry.dir) + " --workspace " + QuoteShellWord(o.workspace) +
-           ", or anvil run once)");
+      skip("no approved grant for this manifest",
+           " (fix: anvil plugin approve " + PasteableShellWord(entry.dir) + " --workspace " +
+               PasteableShellWord(o.workspace) + ", or anvil run once)");
       continue;
     }
     if (admission.verdict != session::AdmissionVerdict::kAdmitted) {

@@ -33,7 +33,6 @@
 #include "policy/lockfile.h"
 #include "policy/manifest.h"
 #include "policy/manifest_signature.h"
-#include "policy/shell_words.h"
 #include "policy/trusted_keys.h"
 #include "policy/workspace_config.h"
 #include "session/plugin_admission.h"
@@ -356,7 +355,7 @@ int RunPluginCommand(const std::vector<std::string>& args) {
               << DescribeGrant(manifest->requested) << "\n";
     if (!granted) {
       std::cout << "approve exactly this manifest with:\n  anvil plugin approve --sha256 "
-                << manifest->sha256 << " " << Shown(QuoteShellWord(plugin_dir)) << "\n";
+                << manifest->sha256 << " " << PasteableShellWord(plugin_dir) << "\n";
     }
     return kExitOk;
   }

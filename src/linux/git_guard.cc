@@ -211,6 +211,7 @@ void GitGuard::CheckAfterRun(const std::vector<std::string>& skip) {
   // The sandbox homes and kept /tmp directories: what leads there from the roots is judged as
   // a pointer out of them (policy/git_territory.h).
   const GitTerritory territory = GitTerritoryOf(env_.sandbox_homes, judged);
+  judged_territory_ = GitTerritoryKey(territory);
   const GitRefCheck refs = TerritoryRefCheck(territory, env_, judged, roots_);
   // Links are judged where they can be new: in directories either walk listed anew (a link is
   // replaced, never changed in place, and either changes its directory); everywhere (the walk

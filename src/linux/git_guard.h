@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -110,6 +111,10 @@ class GitGuard {
   // The latest complete walk of the roots (after the run once it was checked, else before it):
   // what the walk cache keeps for the next run.
   const GitWalkMemo& Memo() const { return memo_; }
+  // The territory the check after the run judged the links against (GitTerritoryKey); nullopt
+  // until it did (no check, or one whose walk failed): a memo is kept only with it
+  // (linux/git_walk_cache.h, GitWalkMemoMayBeSaved).
+  const std::optional<std::string>& JudgedTerritory() const { return judged_territory_; }
 
  private:
   GitGuard() = default;
@@ -139,6 +144,7 @@ class GitGuard {
   // The check after the run walks every directory anew (no memo), so that it judges every link:
   // another run over these roots was going, or a killed one left a subtree unchecked.
   bool walk_all_after_ = false;
+  std::optional<std::string> judged_territory_;
   GitReport report_;
   ProtectedPlaceholders placeholders_;  // last: removed after everything else is done
 };

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/fd_io.h"
 #include "common/syscalls.h"
 #include "common/unique_fd.h"
 #include "linux/owner_write.h"
@@ -295,16 +296,9 @@ GitFs RealGitFs() {
       UniqueFd f(::openat(dfd.Get(), to_name.c_str(),
                           O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
       if (!f) return -1;
-      size_t done = 0;
-      while (done < target.size()) {
-        const ssize_t w = ::write(f.Get(), target.data() + done, target.size() - done);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) break;
-        done += static_cast<size_t>(w);
-      }
-      const int saved = errno;
-      if (done != target.size() || ::unlinkat(dfd.Get(), name.c_str(), 0) != 0) {
-        const int why = done != target.size() ? saved : errno;
+      const fd_io::IoResult written = fd_io::WriteAll(f.Get(), target);
+      if (!written || ::unlinkat(dfd.Get(), name.c_str(), 0) != 0) {
+        const int why = written ? errno : written.error;
         ::unlinkat(dfd.Get(), to_name.c_str(), 0);
         errno = why;
         return -1;

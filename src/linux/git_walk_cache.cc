@@ -22,9 +22,12 @@ namespace {
 
 // The format's version changes whenever what a walk keeps changes: a memo written by a walk that
 // did not keep some marker (HEAD beside commondir, before version 2; Anvil's protected names,
-// before version 3; symlinks, which the check after the run judges, before version 4) would
-// hide it from the next run, so an older memo is no memo.
-constexpr char kMagic[] = "anvil-git-walk-cache 4\n";
+// before version 3; symlinks, which the check after the run judges, before version 4; the
+// territory those links were judged against, before version 5) would hide it from the next run,
+// so an older memo is no memo.
+constexpr char kMagic[] = "anvil-git-walk-cache 5\n";
+// A territory key names a few homes directories (policy/git_territory.h).
+constexpr size_t kMaxTerritoryBytes = 64 * (PATH_MAX + 48);
 // A memo this large describes millions of directories: a walk that big is bounded anyway.
 constexpr size_t kMaxFileBytes = 256u << 20;
 
@@ -191,11 +194,12 @@ std::vector<std::string> GitWalkCacheFilesToPrune(std::vector<GitWalkCacheFile> 
 }
 
 std::string EncodeGitWalkMemo(std::string_view boot_id, const std::vector<std::string>& roots,
-                              const GitWalkMemo& memo) {
+                              std::string_view territory, const GitWalkMemo& memo) {
   std::string out = kMagic;
   PutStr(out, boot_id);
   PutU64(out, roots.size());
   for (const auto& r : roots) PutStr(out, r);
+  PutStr(out, territory);
   PutU64(out, memo.dirs.size());
   for (const auto& [id, d] : memo.dirs) {
     PutU64(out, id.first);
@@ -214,7 +218,8 @@ std::string EncodeGitWalkMemo(std::string_view boot_id, const std::vector<std::s
 }
 
 std::optional<GitWalkMemo> DecodeGitWalkMemo(std::string_view data, std::string_view boot_id,
-                                             const std::vector<std::string>& roots) {
+                                             const std::vector<std::string>& roots,
+                                             std::string_view territory) {
   const std::string_view magic(kMagic);
   if (boot_id.empty() || data.substr(0, magic.size()) != magic) return std::nullopt;
   Reader in(data.substr(magic.size()));
@@ -225,6 +230,7 @@ std::optional<GitWalkMemo> DecodeGitWalkMemo(std::string_view data, std::string_
   for (const auto& r : roots) {
     if (!in.Str(s, PATH_MAX) || s != r) return std::nullopt;
   }
+  if (!in.Str(s, kMaxTerritoryBytes) || s != territory) return std::nullopt;
   uint64_t dirs = 0;
   if (!in.U64(dirs) || dirs > data.size() / 64) return std::nullopt;
   GitWalkMemo memo;
@@ -270,6 +276,10 @@ bool GitWalkMemoNeedsSave(const GitWalkMemo* loaded, const GitWalkMemo& now) {
                      [&](const auto& a, const auto& b) {
                        return a.first == b.first && same_dir(a.second, b.second);
                      });
+}
+
+bool GitWalkMemoMayBeSaved(std::string_view loaded_for, const std::optional<std::string>& judged) {
+  return judged && *judged == loaded_for;
 }
 
 GitWalkCache GitWalkCache::Open() { return OpenAt(GitWalkCacheDirFor(::geteuid())); }
@@ -318,7 +328,8 @@ GitWalkCache GitWalkCache::OpenAt(const std::string& path) {
   return cache;
 }
 
-std::optional<GitWalkMemo> GitWalkCache::Load(const std::vector<std::string>& roots) const {
+std::optional<GitWalkMemo> GitWalkCache::Load(const std::vector<std::string>& roots,
+                                              std::string_view territory) const {
   if (!fd_ || boot_id_.empty()) return std::nullopt;
   const std::string name = GitWalkCacheFileName(roots);
   UniqueFd fd(::openat(fd_.Get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
@@ -332,13 +343,14 @@ std::optional<GitWalkMemo> GitWalkCache::Load(const std::vector<std::string>& ro
   if (!fd_io::ReadExactly(fd.Get(), data.data(), data.size(), fd_io::Wait::NoWait())) {
     return std::nullopt;
   }
-  return DecodeGitWalkMemo(data, boot_id_, roots);
+  return DecodeGitWalkMemo(data, boot_id_, roots, territory);
 }
 
-void GitWalkCache::Save(const std::vector<std::string>& roots, const GitWalkMemo& memo) const {
-  if (!fd_ || boot_id_.empty()) return;
+void GitWalkCache::Save(const std::vector<std::string>& roots, std::string_view territory,
+                        const GitWalkMemo& memo) const {
+  if (!fd_ || boot_id_.empty() || territory.size() > kMaxTerritoryBytes) return;
   const std::string name = GitWalkCacheFileName(roots);
-  const std::string data = EncodeGitWalkMemo(boot_id_, roots, memo);
+  const std::string data = EncodeGitWalkMemo(boot_id_, roots, territory, memo);
   if (data.size() > kMaxFileBytes) return;
   struct timespec ts {};
   ::clock_gettime(CLOCK_MONOTONIC, &ts);

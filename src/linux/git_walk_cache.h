@@ -21,6 +21,13 @@
 //     hard link is an entry too. The file also names the boot (the kernel's boot id) and the
 //     exact writable roots it was made for; anything else is ignored, and a file that does not
 //     parse is as good as none.
+//   - Whom it vouches for: the memo keeps no symlink (the check after a run judges those of the
+//     directories it lists anew against the sandbox homes, policy/git_territory.h), so a memo
+//     vouches that the links of its directories were judged against the territory in force
+//     when it was saved. It names that territory (GitTerritoryKey), is saved only when the check
+//     after the run judged against the territory it was loaded for, and is used only by a run
+//     whose territory is the same: a run with another state dir, or none, lists every
+//     directory anew.
 #pragma once
 
 #include <sys/types.h>
@@ -77,18 +84,28 @@ struct GitWalkCacheFile {
 std::vector<std::string> GitWalkCacheFilesToPrune(std::vector<GitWalkCacheFile> files, size_t keep,
                                                   int64_t now_ns, int64_t stale_ns);
 
-// Encoding of a memo with what it was made for. Decode returns nullopt for anything that is not
-// exactly a memo of `boot_id` and `roots` (a torn, truncated, foreign or malformed file).
+// Encoding of a memo with what it was made for: the boot, the roots and the territory its links
+// were judged against (`territory`: GitTerritoryKey). Decode returns nullopt for anything that
+// is not exactly a memo of `boot_id`, `roots` and `territory` (a torn, truncated, foreign or
+// malformed file, or one judged against another territory).
 std::string EncodeGitWalkMemo(std::string_view boot_id, const std::vector<std::string>& roots,
-                              const GitWalkMemo& memo);
+                              std::string_view territory, const GitWalkMemo& memo);
 std::optional<GitWalkMemo> DecodeGitWalkMemo(std::string_view data, std::string_view boot_id,
-                                             const std::vector<std::string>& roots);
+                                             const std::vector<std::string>& roots,
+                                             std::string_view territory);
 
 // Whether a run must write its memo: there was none to load (`loaded` null), or the walks kept
 // something else (a directory added, dropped, or seen with another ctime, mount or entries).
 // A walk that listed only directories it may not remember (a workspace whose ctime the run's own
 // .git placeholder has just set) keeps what was loaded, and the file already holds it.
 bool GitWalkMemoNeedsSave(const GitWalkMemo* loaded, const GitWalkMemo& now);
+
+// Whether a run may keep its memo at all: the check after it ran to the end and judged the
+// links against `judged` (GitTerritoryKey; nullopt: no check, or one that failed before it
+// judged anything), the territory the memo was loaded for (`loaded_for`). Otherwise the
+// directories it took from the loaded memo were vouched for under another territory, and the
+// ones it listed were not judged.
+bool GitWalkMemoMayBeSaved(std::string_view loaded_for, const std::optional<std::string>& judged);
 
 // ---- I/O --------------------------------------------------------------------------------------
 
@@ -107,13 +124,16 @@ class GitWalkCache {
   // start, since a command could then create it (the message names why and the fix).
   const std::string& Problem() const { return problem_; }
 
-  // The memo of `roots` from an earlier run of this boot; nullopt when there is none usable.
-  std::optional<GitWalkMemo> Load(const std::vector<std::string>& roots) const;
+  // The memo of `roots` from an earlier run of this boot whose check judged against
+  // `territory` (GitTerritoryKey); nullopt when there is none usable.
+  std::optional<GitWalkMemo> Load(const std::vector<std::string>& roots,
+                                  std::string_view territory) const;
   // Replaces the memo of `roots` (a new file exchanged with the old one, or renamed into place:
   // a reader sees the old or the new one whole). Best effort: a cache that cannot be written
   // only costs time. A memo of roots that had none makes the cache drop its oldest memos past
   // kGitWalkCacheMaxMemos.
-  void Save(const std::vector<std::string>& roots, const GitWalkMemo& memo) const;
+  void Save(const std::vector<std::string>& roots, std::string_view territory,
+            const GitWalkMemo& memo) const;
 
  private:
   void Prune() const;

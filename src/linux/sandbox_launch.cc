@@ -38,6 +38,7 @@
 #include "linux/unchecked_run.h"
 #include "linux/user_ns_limits.h"
 #include "linux/workspace_config_watch.h"
+#include "policy/git_territory.h"
 #include "policy/host_caches.h"
 #include "policy/protected_names_plan.h"
 #include "policy/tree_alias.h"
@@ -115,6 +116,7 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   std::optional<GitWalkCache> walk_cache;  // the walk kept for the next run (git_walk_cache.h)
   std::optional<WorkspaceConfigWatch> config_watch;  // the workspace's Anvil.toml
   std::optional<GitWalkMemo> walk_loaded;            // what the cache held for these roots
+  std::string walk_territory;             // the territory it was loaded for (GitTerritoryKey)
   std::optional<UncheckedRun> unchecked;  // what earlier checks left unchecked (unchecked_run.h)
   if (plan.confine_fs) {
     HostFs host = RealHostFs();
@@ -227,7 +229,6 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
         // Every repository in the writable roots and what its config names, and Anvil's
         // protected names anywhere in them (git_guard.h). Without it (--writable-git) only those
         // at the top of each root are kept (ComputeFileView).
-        walk_loaded = walk_cache->Load(roots);
         GitEnv git_env = GitEnvFromProcess();
         // The homes directory of this run's sandbox home, wherever its state dir is: what the
         // command leaves there no check walks (policy/git_territory.h).
@@ -236,6 +237,9 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
           const std::string name_dir = home.substr(0, home.rfind('/'));
           git_env.sandbox_homes.push_back(name_dir.substr(0, name_dir.rfind('/')));
         }
+        // Only a memo whose links were judged against this run's territory (git_walk_cache.h).
+        walk_territory = GitTerritoryKey(GitTerritoryOf(git_env.sandbox_homes, RealGitFs()));
+        walk_loaded = walk_cache->Load(roots, walk_territory);
         auto guard = GitGuard::Prepare(roots, spec.git_scan_limits, git_env, RealGitFs(),
                                        walk_loaded ? &*walk_loaded : nullptr, unchecked->Suspect(),
                                        [&] { return unchecked->LiveOthers(); });
@@ -625,9 +629,11 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
                                                                std::string(kWorkspaceConfigName)}
                                     : std::vector<std::string>{});
     out.git = git->Report();
-    // Only what changed is written: a run that kept what it loaded leaves the file as it is.
-    if (walk_cache && GitWalkMemoNeedsSave(walk_loaded ? &*walk_loaded : nullptr, git->Memo())) {
-      walk_cache->Save(git->Roots(), git->Memo());
+    // Only what was judged against the territory it was loaded for, and only what changed: a
+    // run that kept what it loaded leaves the file as it is.
+    if (walk_cache && GitWalkMemoMayBeSaved(walk_territory, git->JudgedTerritory()) &&
+        GitWalkMemoNeedsSave(walk_loaded ? &*walk_loaded : nullptr, git->Memo())) {
+      walk_cache->Save(git->Roots(), walk_territory, git->Memo());
     }
   }
   // What could not be checked keeps plugins out of it (policy/unchecked_subtrees.h).

@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "fs/utf8.h"
+#include "policy/shell_words.h"
 
 namespace anvil {
 namespace {
@@ -218,10 +219,11 @@ bool LooksLikeAnvilLine(std::string_view line) {
 }
 
 std::string PasteableShellWord(std::string_view word) {
+  // Shown as it is: quoted as `anvil rules check` quotes words (a word no shell reads specially
+  // stays bare). A NUL, as in the wildcard words QuoteShellWord shows as `<*>`, is never shown
+  // as it is, so what comes back here always reads back as the word.
   if (SanitizeForDisplay(word, kNoDisplayCap, LineBreaks::kEscape) == word) {
-    std::string out = "'";
-    for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return out + "'";
+    return QuoteShellWord(word);
   }
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out = "$'";

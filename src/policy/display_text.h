@@ -55,10 +55,12 @@ std::string SanitizeForDisplay(std::string_view untrusted, std::size_t max_code_
                                LineBreaks breaks = LineBreaks::kFold);
 
 // `word` quoted for a shell command line Anvil shows for pasting (the command that puts back
-// what it moved aside): single-quoted when SanitizeForDisplay shows every character of it as it
-// is, else in bash's (and zsh's, ksh's, POSIX 2024's) $'...' with every byte outside printable
-// ASCII written as \xHH (and ' and \ escaped), so that what is shown is exactly what a shell
-// runs, and shows nothing a terminal acts on.
+// what it moved aside, the `anvil plugin approve DIR` it suggests): as QuoteShellWord quotes it
+// (bare when no shell reads any of it specially, else single-quoted) when SanitizeForDisplay
+// shows every character of it as it is, else in bash's (and zsh's, ksh's, POSIX 2024's) $'...'
+// with every byte outside printable ASCII written as \xHH (and ' and \ escaped), so that what is
+// shown is exactly what a shell runs, and shows nothing a terminal acts on. Never cut: shown
+// through SanitizeForDisplay again, or capped, it would no longer be the command.
 std::string PasteableShellWord(std::string_view word);
 
 // A command-line argument echoed back in an error, on one line: the echo of every flag table

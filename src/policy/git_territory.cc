@@ -1,6 +1,8 @@
 // policy/git_territory.h: references into the sandbox homes and kept /tmp directories.
 #include "policy/git_territory.h"
 
+#include <algorithm>
+
 #include "policy/git_paths.h"
 #include "policy/sandbox_policy.h"
 
@@ -48,6 +50,24 @@ GitTerritory GitTerritoryOf(const std::vector<std::string>& homes_dirs, const Gi
     if (real) add(*real);
   }
   return t;
+}
+
+std::string GitTerritoryKey(const GitTerritory& territory) {
+  // A set: neither the order of the homes directories nor a repeat (the run's own homes
+  // directory is most often the environment's) makes another key. A path holds no NUL.
+  std::vector<std::string> paths = territory.paths;
+  std::sort(paths.begin(), paths.end());
+  paths.erase(std::unique(paths.begin(), paths.end()), paths.end());
+  std::string key;
+  for (const auto& p : paths) {
+    key += p;
+    key.push_back('\0');
+  }
+  for (const auto& [dev, ino] : territory.ids) {  // ordered
+    key += std::to_string(dev) + ":" + std::to_string(ino);
+    key.push_back('\0');
+  }
+  return key;
 }
 
 void GitTerritoryJudge::ListHomes() {

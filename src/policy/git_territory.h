@@ -30,6 +30,13 @@ namespace anvil {
 // what is made there later is the command's too).
 GitTerritory GitTerritoryOf(const std::vector<std::string>& homes_dirs, const GitFs& fs);
 
+// What a walk memo is kept with (linux/git_walk_cache.h): the territory its links were judged
+// against, as the set of its homes directories, each by its canonical name and the object
+// (device, inode) it is, or by name alone while missing. A memo judged against one territory
+// vouches for no link under another: a run with another state dir, or none (""), or a homes
+// directory removed and made again, has another key and lists every directory anew. Pure.
+std::string GitTerritoryKey(const GitTerritory& territory);
+
 // Judges paths against one territory; remembers the directories it compared.
 class GitTerritoryJudge {
  public:

@@ -6,7 +6,6 @@
 #include "fs/protected_names.h"
 #include "policy/display_text.h"
 #include "policy/sandbox_policy.h"
-#include "policy/shell_words.h"
 
 namespace anvil {
 namespace {
@@ -176,22 +175,9 @@ std::vector<ProtectedNameMove> ProtectedNamesAfterRenames(
   return out;
 }
 
-namespace {
-
-// A word of a command shown for pasting: as `anvil rules check` shows words, unless a terminal
-// would act on some byte of it (PasteableShellWord then writes those bytes as escapes).
-std::string ShownWord(const std::string& word) {
-  if (SanitizeForDisplay(word, kNoDisplayCap, LineBreaks::kEscape) == word) {
-    return QuoteShellWord(word);
-  }
-  return PasteableShellWord(word);
-}
-
-}  // namespace
-
 std::string ConfigQuarantineRestore(const ConfigQuarantine& q) {
   if (q.moved_to.empty()) return {};
-  return "mv -n " + ShownWord(q.moved_to) + " " + ShownWord(q.path);
+  return "mv -n " + PasteableShellWord(q.moved_to) + " " + PasteableShellWord(q.path);
 }
 
 namespace {

@@ -5,7 +5,7 @@
 
 #include "fs/workspace_path.h"
 #include "linux/unchecked_run.h"
-#include "policy/shell_words.h"
+#include "policy/display_text.h"
 #include "policy/unchecked_subtrees.h"
 
 namespace anvil::session {
@@ -92,8 +92,10 @@ Status ApproveAdmission(const AdmissionRequest& request, const Manifest& manifes
 AdmissionLoss DescribeAdmissionLoss(const std::string& plugin_id, const std::string& plugin_dir,
                                     const Admission& now, bool ran) {
   const std::string plugin = "plugin " + plugin_id;
+  // A command to paste: the directory as one word a shell reads back as exactly it, and shows
+  // nothing a terminal acts on (escaping it again for display would change what it runs).
   const std::string ask = "ask with anvil/requestConsent, or run `anvil plugin approve " +
-                          QuotePathForMessage(QuoteShellWord(plugin_dir)) + "`";
+                          PasteableShellWord(plugin_dir) + "`";
   const std::string error = now.error ? now.error->ToString() : std::string("no reason given");
   if (now.verdict == AdmissionVerdict::kNeedsConsent) {
     if (now.lookup.other_copy) {

@@ -4,6 +4,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
@@ -113,6 +117,45 @@ TEST_F(PluginCommand, CompletePluginIsApprovedAndRevokeSaysWhatWasRevoked) {
   EXPECT_EQ(again.status, 1);
   EXPECT_EQ(again.out, "");
   EXPECT_NE(again.err.find("not_found: no grant for plugin"), std::string::npos) << again.err;
+}
+
+// Review s12: the approve command inspect suggests was the shell word escaped again for display
+// (backslashes doubled, control bytes as \xHH, cut past a cap): pasted, it named another
+// directory. It is one word a shell reads back as the plugin's directory, with nothing in it a
+// terminal acts on.
+TEST_F(PluginCommand, TheSuggestedApproveCommandNamesThisDirectory) {
+  const std::vector<std::pair<std::string, std::string>> dirs = {
+      {"backslash", "a\\b\\x1b"},
+      {"newline", "a\nb"},
+      {"substitution", "$(x)`y`;z"},
+      {"long", std::string(200, 'd') + "/" + std::string(200, 'e')},
+  };
+  for (const auto& [what, name] : dirs) {
+    const std::string dir = plugin_ / name;
+    ASSERT_EQ(testing::Run({"/bin/mkdir", "-p", dir}).status, 0) << what;
+    WriteFile(dir + "/anvil-plugin.toml",
+              "id = \"test.cli\"\nversion = \"1.0.0\"\nruntime = \"lua\"\nentry = "
+              "\"main.lua\"\n\n[permissions]\n");
+    WriteFile(dir + "/main.lua", "anvil.command('x', function() return 1 end)");
+    auto inspect = Plugin("inspect", dir);
+    ASSERT_EQ(inspect.status, 0) << what << ": " << inspect.err;
+    const std::string lead = "\n  anvil plugin approve --sha256 ";
+    const auto at = inspect.out.find(lead);
+    ASSERT_NE(at, std::string::npos) << what << ": " << inspect.out;
+    const auto line_end = inspect.out.find('\n', at + lead.size());
+    ASSERT_NE(line_end, std::string::npos) << what;
+    const std::string rest = inspect.out.substr(at + lead.size(), line_end - at - lead.size());
+    const auto space = rest.find(' ');
+    ASSERT_NE(space, std::string::npos) << what << ": " << rest;
+    const std::string word = rest.substr(space + 1);
+    for (char c : word) {
+      EXPECT_TRUE(static_cast<unsigned char>(c) >= 0x20 && c != 0x7f) << what << ": " << word;
+    }
+    // What bash passes for it is the directory.
+    auto back = testing::Run({"/bin/bash", "-c", "printf %s " + word});
+    EXPECT_EQ(back.status, 0) << what << ": " << word;
+    EXPECT_EQ(back.out, dir) << what << ": " << word;
+  }
 }
 
 }  // namespace

@@ -190,6 +190,58 @@ TEST_P(T1SandboxGitTerritory, ALinkBehindADirectoryMadeUnsearchableIsStillJudged
                                    "fsmonitor through a link the walk did not reach";
 }
 
+// Review s12: the walk memo a run keeps for the next one (linux/git_walk_cache.h) was trusted
+// by any run of the same caller, but the links in it were judged against the territory of the
+// run that made it. A run whose state dir is elsewhere ($XDG_STATE_HOME), or that has none (no
+// $HOME), leaves a link into the real sandbox home unjudged, and its memo kept later runs from
+// listing that directory again: the link was never judged. A memo is now trusted only by a run
+// whose territory is the one it was judged against.
+TEST_P(T1SandboxGitTerritory, AWalkMemoJudgedAgainstAnotherTerritoryHidesNoLink) {
+  Write(marker_ + "-fsm.sh", HookText(), 0755);
+  const std::string other_state = outside_ / "other-state";
+  ASSERT_EQ(mkdir(other_state.c_str(), 0755), 0);
+  caller_.Give(other_state);
+  RunOptions elsewhere = Env();
+  elsewhere.env.push_back("XDG_STATE_HOME=" + other_state);
+  RunOptions homeless = Env();
+  std::erase_if(homeless.env, [](const std::string& e) { return e.rfind("HOME=", 0) == 0; });
+  const std::vector<std::pair<std::string, RunOptions>> firsts = {{"state", elsewhere},
+                                                                  {"nohome", homeless}};
+  std::string plant =
+      "git init -q ~/proj && git -C ~/proj config core.fsmonitor " + marker_ + "-fsm.sh";
+  for (const auto& [name, env] : firsts) {
+    // The first run's check judges the link against its own territory, which it is not in; the
+    // directory ages past a second before that check, so its walk remembers it.
+    auto first = SandboxSh(ws_,
+                           "mkdir " + name + " && ln -s " + ShellQuote(sandbox_home_ + "/proj") +
+                               " " + name + "/vendor && sleep 2",
+                           {"--json"}, env);
+    ASSERT_EQ(first.status, 0) << name << ": " << first.err;
+    ASSERT_TRUE(Exists(ws_ + "/" + name + "/vendor")) << name << ": " << first.err;
+    // The next run has the real territory (and makes the repository the link leads to).
+    auto second = Sh(plant);
+    plant = "true";
+    EXPECT_EQ(second.status, 0) << name << ": " << second.err;
+    EXPECT_FALSE(Exists(ws_ + "/" + name + "/vendor")) << name << ": " << second.err;
+    EXPECT_TRUE(Exists(ws_ + "/" + name + "/vendor.anvil-quarantine")) << name;
+    Git(ws_ + "/" + name + "/vendor", {"status"});
+  }
+  EXPECT_FALSE(Exists(marker_)) << "git status on the host ran a sandbox home repository's "
+                                   "fsmonitor through a link a memo of another territory hid";
+
+  // Benign: repeated runs with one territory still take the unchanged directories from the memo
+  // and list nothing again.
+  sleep(2);
+  ASSERT_EQ(Sh("true").status, 0);
+  auto again = Sh("true");
+  ASSERT_EQ(again.status, 0) << again.err;
+  auto report = JsonReport(again);
+  ASSERT_TRUE(report.contains("git")) << again.err;
+  EXPECT_GE(report["git"]["dirs_from_cache"].get<size_t>(), 3u) << again.err;  // ws, state, nohome
+  EXPECT_EQ(report["git"]["entries_listed"].get<size_t>(), 0u) << again.err;
+  EXPECT_TRUE(Quarantined(again).empty()) << again.err;
+}
+
 INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxGitTerritory, ::testing::ValuesIn(kAllCallers),
                          CallerParamName);
 

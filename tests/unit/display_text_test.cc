@@ -231,9 +231,12 @@ TEST(DisplayText, LooksLikeAnvilLine) {
   }
 }
 
-// A word of a command shown for pasting: plain single quotes when nothing in it needs showing
-// escaped, else $'...' with those bytes as \xHH, which bash reads back as the same bytes.
+// A word of a command shown for pasting: as QuoteShellWord quotes it (bare, or single quotes)
+// when nothing in it needs showing escaped, else $'...' with those bytes as \xHH, which bash
+// reads back as the same bytes.
 TEST(PasteableShellWord, ShowsOnlyPrintableTextAndReadsBackAsTheWord) {
+  EXPECT_EQ(PasteableShellWord("/w/a.b-c"), "/w/a.b-c");  // nothing a shell reads specially
+  EXPECT_EQ(PasteableShellWord("/w/$(x)"), "'/w/$(x)'");
   EXPECT_EQ(PasteableShellWord("/w s/a'b"), "'/w s/a'\\''b'");
   EXPECT_EQ(PasteableShellWord("/w/caf\xc3\xa9"), "'/w/caf\xc3\xa9'");  // UTF-8 text stays
   EXPECT_EQ(PasteableShellWord("x\r\x1b[2K'\\"), "$'x\\x0d\\x1b[2K\\'\\\\'");
@@ -241,6 +244,8 @@ TEST(PasteableShellWord, ShowsOnlyPrintableTextAndReadsBackAsTheWord) {
                                "b"),
             "$'a\\xe2\\x80\\xaeb'");  // bidi override
   EXPECT_EQ(PasteableShellWord("\xff"), "$'\\xff'");
+  // QuoteShellWord's wildcard words (a NUL first) are no words to paste: their bytes are shown.
+  EXPECT_EQ(PasteableShellWord(std::string("\0*", 2)), "$'\\x00*'");
 }
 
 }  // namespace

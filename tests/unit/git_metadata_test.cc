@@ -1513,9 +1513,9 @@ TEST(ApplyGitQuarantine, MovesAsideWithoutReplacingAndDisarmsGitDirs) {
   EXPECT_FALSE(t.Has("/w/evil/.git.anvil-quarantine-2/HEAD"));
   EXPECT_TRUE(t.Has("/w/evil/.git.anvil-quarantine-2/HEAD.anvil-quarantine"));
   EXPECT_EQ(result.moved[0].restore,
-            "mv '/w/evil/.git.anvil-quarantine-2/HEAD.anvil-quarantine' "
-            "'/w/evil/.git.anvil-quarantine-2/HEAD' && mv '/w/evil/.git.anvil-quarantine-2' "
-            "'/w/evil/.git'");
+            "mv /w/evil/.git.anvil-quarantine-2/HEAD.anvil-quarantine "
+            "/w/evil/.git.anvil-quarantine-2/HEAD && mv /w/evil/.git.anvil-quarantine-2 "
+            "/w/evil/.git");
   EXPECT_EQ(result.moved[1].moved_to, "/w/fsm.sh.anvil-quarantine");
   EXPECT_TRUE(t.Has("/outside/x"));
   ASSERT_EQ(result.failures.size(), 1u);
@@ -1539,7 +1539,7 @@ TEST(ApplyGitQuarantine, ASymlinkBecomesAFileHoldingItsTarget) {
   EXPECT_EQ(t.At("/w/vendor.anvil-quarantine-2").type, GitFileType::kFile);
   EXPECT_EQ(t.At("/w/vendor.anvil-quarantine-2").content, "/s/homes/x/home/proj");
   EXPECT_EQ(result.moved[0].restore,
-            "ln -s '/s/homes/x/home/proj' '/w/vendor' && rm '/w/vendor.anvil-quarantine-2'");
+            "ln -s /s/homes/x/home/proj /w/vendor && rm /w/vendor.anvil-quarantine-2");
 }
 
 }  // namespace

@@ -116,6 +116,35 @@ TEST(GitTerritoryJudge, SymlinksByTheirTargetAsTheHostResolvesIt) {
   }
 }
 
+// The key a walk memo is kept with: the same territory (in any order, repeated) has the same
+// key; another homes directory, the same one made again, or none has another.
+TEST(GitTerritoryKey, NamesTheHomesDirectoriesByPathAndObject) {
+  Territory x;
+  const std::string key = GitTerritoryKey(x.territory);
+  EXPECT_FALSE(key.empty());
+  EXPECT_EQ(GitTerritoryKey(GitTerritoryOf({kHomes}, x.fs)), key);
+  EXPECT_EQ(GitTerritoryKey(GitTerritoryOf({kHomes, kHomes}, x.fs)), key);  // a repeat
+  x.t.Dir("/o/anvil/homes");
+  x.t.Link("/s", "/home/u/.local/state");
+  const GitFs fs = x.t.Fs();
+  // Another spelling of the same directory is the same place.
+  EXPECT_EQ(GitTerritoryKey(GitTerritoryOf({"/s/anvil/homes"}, fs)), key);
+  EXPECT_EQ(GitTerritoryKey(GitTerritoryOf({"/o/anvil/homes", kHomes}, fs)),
+            GitTerritoryKey(GitTerritoryOf({kHomes, "/o/anvil/homes"}, fs)));
+  EXPECT_NE(GitTerritoryKey(GitTerritoryOf({"/o/anvil/homes"}, fs)), key);
+  EXPECT_NE(GitTerritoryKey(GitTerritoryOf({"/o/anvil/homes", kHomes}, fs)), key);
+  EXPECT_EQ(GitTerritoryKey(GitTerritory{}), "");
+  EXPECT_NE(GitTerritoryKey(GitTerritoryOf({"/missing/anvil/homes"}, fs)), "");
+  // The same path, another object (removed and made again).
+  GitFs again = fs;
+  again.lstat = [inner = fs.lstat](const std::string& path) {
+    GitFileFacts f = inner(path);
+    if (path == kHomes) f.ino += 1000;
+    return f;
+  };
+  EXPECT_NE(GitTerritoryKey(GitTerritoryOf({kHomes}, again)), key);
+}
+
 TEST(GitTerritoryJudge, NoTerritoryJudgesNothing) {
   FakeTree t;
   t.Link("/w/x", "/anything");

@@ -11,6 +11,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,12 @@ namespace anvil {
 namespace {
 
 using V = std::vector<std::string>;
+
+// A territory key (policy/git_territory.h GitTerritoryKey): one homes directory and its object.
+const std::string kT(
+    "/h/.local/state/anvil/homes\0"
+    "5:7\0",
+    32);
 
 TEST(ShieldGitWalkCache, ARootThatShowsTheCacheKeepsItReadOnlyAndPinsTheWayDown) {
   const std::string cache = "/tmp/anvil-cache-1000";
@@ -144,57 +151,101 @@ TEST(GitWalkMemoNeedsSave, OnlyAMemoThatDiffersFromTheLoadedOneIsWritten) {
 
 TEST(GitWalkMemoCodec, RoundTripsForTheSameBootAndRootsOnly) {
   const V roots = {"/w", "/x y"};
-  const std::string data = EncodeGitWalkMemo("boot-1", roots, SampleMemo());
-  auto back = DecodeGitWalkMemo(data, "boot-1", roots);
+  const std::string data = EncodeGitWalkMemo("boot-1", roots, kT, SampleMemo());
+  auto back = DecodeGitWalkMemo(data, "boot-1", roots, kT);
   ASSERT_TRUE(back);
   EXPECT_TRUE(Same(*back, SampleMemo()));
-  EXPECT_FALSE(DecodeGitWalkMemo(data, "boot-2", roots));           // after a reboot
-  EXPECT_FALSE(DecodeGitWalkMemo(data, "", roots));                 // no boot id known
-  EXPECT_FALSE(DecodeGitWalkMemo(data, "boot-1", {"/w"}));          // other roots
-  EXPECT_FALSE(DecodeGitWalkMemo(data, "boot-1", {"/x y", "/w"}));  // other order
+  EXPECT_FALSE(DecodeGitWalkMemo(data, "boot-2", roots, kT));           // after a reboot
+  EXPECT_FALSE(DecodeGitWalkMemo(data, "", roots, kT));                 // no boot id known
+  EXPECT_FALSE(DecodeGitWalkMemo(data, "boot-1", {"/w"}, kT));          // other roots
+  EXPECT_FALSE(DecodeGitWalkMemo(data, "boot-1", {"/x y", "/w"}, kT));  // other order
+}
+
+// Review s12: a memo vouches that the links of its directories were judged against one
+// territory; a run with another (another state dir, a homes directory made again, none) takes
+// nothing from it.
+TEST(GitWalkMemoCodec, AMemoIsTrustedOnlyUnderTheTerritoryItWasJudgedAgainst) {
+  const V roots = {"/w"};
+  const std::string data = EncodeGitWalkMemo("b", roots, kT, SampleMemo());
+  ASSERT_TRUE(DecodeGitWalkMemo(data, "b", roots, kT));
+  const std::string other_state(
+      "/o/anvil/homes\0"
+      "5:9\0",
+      20);
+  const std::string made_again(
+      "/h/.local/state/anvil/homes\0"
+      "5:8\0",
+      32);
+  for (const std::string& other : {std::string(), other_state, made_again, kT + kT}) {
+    EXPECT_FALSE(DecodeGitWalkMemo(data, "b", roots, other)) << other;
+  }
+  // No territory is a territory too: its memo is trusted only where there is none.
+  const std::string none = EncodeGitWalkMemo("b", roots, "", SampleMemo());
+  EXPECT_TRUE(DecodeGitWalkMemo(none, "b", roots, ""));
+  EXPECT_FALSE(DecodeGitWalkMemo(none, "b", roots, kT));
+}
+
+TEST(GitWalkMemoMayBeSaved, OnlyAfterACheckThatJudgedAgainstTheTerritoryItWasLoadedFor) {
+  struct Row {
+    const char* what;
+    std::string loaded_for;
+    std::optional<std::string> judged;
+    bool save;
+  };
+  const Row rows[] = {
+      {"the same territory", kT, kT, true},
+      {"no territory, before and after", "", std::string(), true},
+      {"no check, or one whose walk failed", kT, std::nullopt, false},
+      {"no check, no territory", "", std::nullopt, false},
+      {"the territory changed during the run", kT, std::string("/o\0", 3), false},
+      {"a territory appeared during the run", "", kT, false},
+  };
+  for (const Row& r : rows) {
+    EXPECT_EQ(GitWalkMemoMayBeSaved(r.loaded_for, r.judged), r.save) << r.what;
+  }
 }
 
 // A memo of an older walk (which kept fewer markers: no commondir before 2, none of Anvil's
-// protected names before 3, no symlinks before 4) is not trusted.
+// protected names before 3, no symlinks before 4, no territory before 5) is not trusted.
 TEST(GitWalkMemoCodec, AMemoOfAnOlderFormatIsNoMemo) {
   const V roots = {"/w"};
-  const std::string current = "anvil-git-walk-cache 4\n";
-  const std::string data = EncodeGitWalkMemo("b", roots, SampleMemo());
+  const std::string current = "anvil-git-walk-cache 5\n";
+  const std::string data = EncodeGitWalkMemo("b", roots, kT, SampleMemo());
   ASSERT_TRUE(data.starts_with(current));
-  ASSERT_TRUE(DecodeGitWalkMemo(data, "b", roots));
-  for (const char* older :
-       {"anvil-git-walk-cache 1\n", "anvil-git-walk-cache 2\n", "anvil-git-walk-cache 3\n"}) {
+  ASSERT_TRUE(DecodeGitWalkMemo(data, "b", roots, kT));
+  for (const char* older : {"anvil-git-walk-cache 1\n", "anvil-git-walk-cache 2\n",
+                            "anvil-git-walk-cache 3\n", "anvil-git-walk-cache 4\n"}) {
     std::string old = data;
     old.replace(0, current.size(), older);
-    EXPECT_FALSE(DecodeGitWalkMemo(old, "b", roots)) << older;
+    EXPECT_FALSE(DecodeGitWalkMemo(old, "b", roots, kT)) << older;
   }
 }
 
 TEST(GitWalkMemoCodec, ATornOrForgedFileIsNoMemo) {
   const V roots = {"/w"};
-  const std::string data = EncodeGitWalkMemo("b", roots, SampleMemo());
+  const std::string data = EncodeGitWalkMemo("b", roots, kT, SampleMemo());
   for (size_t n = 0; n < data.size(); ++n) {
-    EXPECT_FALSE(DecodeGitWalkMemo(data.substr(0, n), "b", roots)) << "cut at " << n;
+    EXPECT_FALSE(DecodeGitWalkMemo(data.substr(0, n), "b", roots, kT)) << "cut at " << n;
   }
-  EXPECT_FALSE(DecodeGitWalkMemo(data + "x", "b", roots));
+  EXPECT_FALSE(DecodeGitWalkMemo(data + "x", "b", roots, kT));
   auto with_name = [&](const std::string& name) {
     GitWalkMemo m;
     m.dirs[{1, 2}] = {1, 0, 0, 1, {{name, GitFileType::kDir}}};
-    return EncodeGitWalkMemo("b", roots, m);
+    return EncodeGitWalkMemo("b", roots, kT, m);
   };
-  EXPECT_TRUE(DecodeGitWalkMemo(with_name("ok"), "b", roots));
+  EXPECT_TRUE(DecodeGitWalkMemo(with_name("ok"), "b", roots, kT));
   for (const std::string& bad : V{"", ".", "..", "a/b", std::string("a\0b", 3)}) {
-    EXPECT_FALSE(DecodeGitWalkMemo(with_name(bad), "b", roots)) << bad;
+    EXPECT_FALSE(DecodeGitWalkMemo(with_name(bad), "b", roots, kT)) << bad;
   }
   GitWalkMemo more_kept_than_entries;
   more_kept_than_entries.dirs[{1, 2}] = {1, 0, 0, 0, {{"a", GitFileType::kDir}}};
   EXPECT_FALSE(
-      DecodeGitWalkMemo(EncodeGitWalkMemo("b", roots, more_kept_than_entries), "b", roots));
+      DecodeGitWalkMemo(EncodeGitWalkMemo("b", roots, kT, more_kept_than_entries), "b", roots, kT));
   // Every byte flipped in turn: never a crash; what still decodes is a well-formed memo.
   for (size_t i = 0; i < data.size(); ++i) {
     std::string bent = data;
     bent[i] = static_cast<char>(bent[i] ^ 0x5a);
-    (void)DecodeGitWalkMemo(bent, "b", roots);
+    (void)DecodeGitWalkMemo(bent, "b", roots, kT);
   }
 }
 
@@ -217,18 +268,19 @@ TEST_F(GitWalkCacheDir, MadeOwnerOnlyAndAMemoComesBack) {
   struct stat st {};
   ASSERT_EQ(stat(path_.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u);
-  EXPECT_FALSE(cache.Load({"/w"}));
-  cache.Save({"/w"}, SampleMemo());
-  auto back = GitWalkCache::OpenAt(path_).Load({"/w"});
+  EXPECT_FALSE(cache.Load({"/w"}, kT));
+  cache.Save({"/w"}, kT, SampleMemo());
+  auto back = GitWalkCache::OpenAt(path_).Load({"/w"}, kT);
   ASSERT_TRUE(back);
   EXPECT_TRUE(Same(*back, SampleMemo()));
-  EXPECT_FALSE(cache.Load({"/v"}));
+  EXPECT_FALSE(cache.Load({"/v"}, kT));
+  EXPECT_FALSE(cache.Load({"/w"}, ""));  // judged against another territory
   const std::string file = path_ + "/" + GitWalkCacheFileName({"/w"});
   ASSERT_EQ(stat(file.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   // A file others could have written is not read.
   ASSERT_EQ(chmod(file.c_str(), 0644), 0);
-  EXPECT_FALSE(cache.Load({"/w"}));
+  EXPECT_FALSE(cache.Load({"/w"}, kT));
 }
 
 TEST_F(GitWalkCacheDir, ASecondSaveReplacesTheFirstAndLeavesNothingElse) {
@@ -236,9 +288,9 @@ TEST_F(GitWalkCacheDir, ASecondSaveReplacesTheFirstAndLeavesNothingElse) {
   ASSERT_TRUE(cache.Usable()) << cache.Problem();
   GitWalkMemo first;
   first.dirs[{1, 2}] = {7, 0, 3, 0, {{"a", GitFileType::kFile}}};
-  cache.Save({"/w"}, first);
-  cache.Save({"/w"}, SampleMemo());  // exchanged with the first, which goes
-  auto back = cache.Load({"/w"});
+  cache.Save({"/w"}, kT, first);
+  cache.Save({"/w"}, kT, SampleMemo());  // exchanged with the first, which goes
+  auto back = cache.Load({"/w"}, kT);
   ASSERT_TRUE(back);
   EXPECT_TRUE(Same(*back, SampleMemo()));
   std::vector<std::string> names;
@@ -257,11 +309,11 @@ TEST_F(GitWalkCacheDir, ASecondSaveReplacesTheFirstAndLeavesNothingElse) {
 TEST_F(GitWalkCacheDir, WhatIsThereAndUnfitIsMovedAsideNotUsed) {
   // A directory others can write, holding a memo someone put there.
   ASSERT_EQ(mkdir(path_.c_str(), 0700), 0);
-  GitWalkCache::OpenAt(path_).Save({"/w"}, SampleMemo());
+  GitWalkCache::OpenAt(path_).Save({"/w"}, kT, SampleMemo());
   ASSERT_EQ(chmod(path_.c_str(), 0777), 0);
   auto cache = GitWalkCache::OpenAt(path_);
   ASSERT_TRUE(cache.Usable()) << cache.Problem();
-  EXPECT_FALSE(cache.Load({"/w"}));
+  EXPECT_FALSE(cache.Load({"/w"}, kT));
   struct stat st {};
   ASSERT_EQ(stat(path_.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u);
@@ -269,13 +321,13 @@ TEST_F(GitWalkCacheDir, WhatIsThereAndUnfitIsMovedAsideNotUsed) {
   // A symlink to a directory of the same shape elsewhere.
   const std::string elsewhere = base_ + "/elsewhere";
   ASSERT_EQ(mkdir(elsewhere.c_str(), 0700), 0);
-  GitWalkCache::OpenAt(elsewhere).Save({"/w"}, SampleMemo());
+  GitWalkCache::OpenAt(elsewhere).Save({"/w"}, kT, SampleMemo());
   ASSERT_EQ(std::system(("rm -rf '" + path_ + "'").c_str()), 0);
   ASSERT_EQ(symlink(elsewhere.c_str(), path_.c_str()), 0);
   auto linked = GitWalkCache::OpenAt(path_);
   ASSERT_TRUE(linked.Usable()) << linked.Problem();
   EXPECT_EQ(linked.Dir(), path_);
-  EXPECT_FALSE(linked.Load({"/w"}));
+  EXPECT_FALSE(linked.Load({"/w"}, kT));
   struct stat lst {};
   ASSERT_EQ(lstat(path_.c_str(), &lst), 0);
   EXPECT_TRUE(S_ISDIR(lst.st_mode));
@@ -291,7 +343,7 @@ TEST_F(GitWalkCacheDir, WhatIsThereAndUnfitIsMovedAsideNotUsed) {
     auto other = GitWalkCache::OpenAt(path_);
     EXPECT_FALSE(other.Usable());
     EXPECT_EQ(other.Dir(), path_);
-    EXPECT_FALSE(other.Load({"/w"}));
+    EXPECT_FALSE(other.Load({"/w"}, kT));
   }
 }
 
@@ -326,7 +378,7 @@ TEST_F(GitWalkCacheDir, ANewMemoPastTheBoundDropsTheOldestOnly) {
   auto cache = GitWalkCache::OpenAt(path_);
   ASSERT_TRUE(cache.Usable()) << cache.Problem();
   for (size_t i = 0; i < kGitWalkCacheMaxMemos + 5; ++i) {
-    cache.Save({"/w" + std::to_string(i)}, SampleMemo());
+    cache.Save({"/w" + std::to_string(i)}, kT, SampleMemo());
     // Distinct ages even on a filesystem with coarse timestamps.
     const std::string file = path_ + "/" + GitWalkCacheFileName({"/w" + std::to_string(i)});
     struct timespec times[2] = {{static_cast<time_t>(1000000 + i), 0},
@@ -340,11 +392,11 @@ TEST_F(GitWalkCacheDir, ANewMemoPastTheBoundDropsTheOldestOnly) {
   closedir(dir);
   // Each new memo past the bound dropped the oldest one.
   EXPECT_EQ(count, kGitWalkCacheMaxMemos);
-  EXPECT_FALSE(cache.Load({"/w0"}));
-  EXPECT_TRUE(cache.Load({"/w" + std::to_string(kGitWalkCacheMaxMemos + 4)}));
+  EXPECT_FALSE(cache.Load({"/w0"}, kT));
+  EXPECT_TRUE(cache.Load({"/w" + std::to_string(kGitWalkCacheMaxMemos + 4)}, kT));
   // Saving an existing memo again drops nothing.
-  cache.Save({"/w" + std::to_string(kGitWalkCacheMaxMemos + 4)}, SampleMemo());
-  EXPECT_TRUE(cache.Load({"/w10"}));
+  cache.Save({"/w" + std::to_string(kGitWalkCacheMaxMemos + 4)}, kT, SampleMemo());
+  EXPECT_TRUE(cache.Load({"/w10"}, kT));
 }
 
 }  // namespace

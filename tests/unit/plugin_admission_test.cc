@@ -8,12 +8,15 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "policy/display_text.h"
 #include "policy/lockfile.h"
 #include "policy/unchecked_subtrees.h"
 
@@ -292,6 +295,56 @@ TEST(AdmissionLossTable, NamesTheRealReasonAndTheFix) {
       DescribeAdmissionLoss("test.p", "/p/x$(touch /tmp/p);y", revoked, true);
   EXPECT_NE(hostile.message.find("anvil plugin approve '/p/x$(touch /tmp/p);y'"), std::string::npos)
       << hostile.message;
+}
+
+// What bash makes of `word` as the one argument of a command: the bytes it passes.
+std::string BashReadsBack(const std::string& word) {
+  char tmpl[] = "/tmp/anvil-paste-XXXXXX";
+  const int fd = ::mkstemp(tmpl);
+  if (fd < 0) return "<no temp file>";
+  ::close(fd);
+  const std::string script = std::string(tmpl) + ".sh";
+  std::ofstream(script) << "printf %s " << word << " > " << tmpl << "\n";
+  const int status = std::system(("/bin/bash " + script).c_str());
+  std::ifstream in(tmpl, std::ios::binary);
+  std::string out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ::unlink(tmpl);
+  ::unlink(script.c_str());
+  return status == 0 ? out : "<bash failed>";
+}
+
+// Review s12: the suggested `anvil plugin approve DIR` was the shell word escaped again for
+// display (backslashes doubled, control bytes as \xHH, cut past 200 bytes): pasted, it named
+// another directory. It is now one word bash reads back as the directory itself, and shows
+// nothing a terminal acts on.
+TEST(DescribeAdmissionLoss, TheApproveCommandShownIsTheOneThatApprovesThisDirectory) {
+  Admission revoked;
+  revoked.verdict = AdmissionVerdict::kNeedsConsent;
+  revoked.stopped_at = AdmissionStep::kGrant;
+  struct Row {
+    const char* what;
+    std::string dir;
+  };
+  const Row rows[] = {
+      {"plain", "/p/todo"},
+      {"backslash", "/p/a\\b\\x1b"},
+      {"newline", "/p/a\nb"},
+      {"escape sequence", "/p/\x1b]0;t\x07x\r"},
+      {"command substitution", "/p/$(x)`y`;z"},
+      {"quote", "/p/it's"},
+      {"long", "/p/" + std::string(300, 'd') + "/" + std::string(200, 'e')},
+  };
+  for (const Row& r : rows) {
+    const AdmissionLoss loss = DescribeAdmissionLoss("test.p", r.dir, revoked, true);
+    const std::string word = PasteableShellWord(r.dir);
+    EXPECT_NE(loss.message.find("`anvil plugin approve " + word + "`"), std::string::npos)
+        << r.what << ": " << loss.message;
+    EXPECT_EQ(BashReadsBack(word), r.dir) << r.what << ": " << word;
+    for (char c : word) {
+      const auto b = static_cast<unsigned char>(c);
+      EXPECT_TRUE(b >= 0x20 && b != 0x7f) << r.what << ": a control byte shown: " << word;
+    }
+  }
 }
 
 }  // namespace
