@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -354,7 +355,56 @@ bool LocalPortBound(uint16_t port) {
   return false;
 }
 
+std::string Key(const Refusal& r) {
+  return std::to_string(static_cast<int>(r.kind)) + "|" + r.detail + "|" + r.subject;
+}
+
+// The name (comm) of the task `pid`; empty when it is gone.
+std::string ProgramOf(pid_t pid) {
+  char comm_path[40];
+  std::snprintf(comm_path, sizeof comm_path, "/proc/%d/comm", static_cast<int>(pid));
+  UniqueFd comm(::open(comm_path, O_RDONLY | O_CLOEXEC));
+  char name[32];
+  const ssize_t n = comm ? ::read(comm.Get(), name, sizeof name) : -1;
+  if (n <= 0) return {};
+  return std::string(name, static_cast<size_t>(name[n - 1] == '\n' ? n - 1 : n));
+}
+
 }  // namespace
+
+LoopbackHints::LoopbackHints(const std::vector<uint16_t>& own_ports) {
+  for (uint16_t port : own_ports) own_.set(port);
+}
+
+bool LoopbackHints::NeedsLookup(uint16_t port) const {
+  return port != 0 && !own_.test(port) && !bound_.test(port);
+}
+
+LoopbackHints::Step LoopbackHints::Looked(uint16_t port, const std::string& address, bool bound) {
+  Step step;
+  if (!NeedsLookup(port)) return step;
+  auto it = hinted_.find(port);
+  if (bound) {
+    bound_.set(port);
+    if (it != hinted_.end()) {
+      hinted_count_ -= it->second.size();
+      step.withdraw = std::move(it->second);
+      hinted_.erase(it);
+    }
+    return step;
+  }
+  if (it != hinted_.end() &&
+      std::find(it->second.begin(), it->second.end(), address) != it->second.end()) {
+    return step;
+  }
+  step.record = true;
+  // Past the cap the hint goes to the observer's count of dropped ones anyway.
+  if (hinted_count_ < kMaxRefusalRecords) {
+    hinted_[port].push_back(address);
+    ++hinted_count_;
+  }
+  return step;
+}
 
 std::vector<sock_filter> RefusalObserverProgram(bool watch_connect) {
   if (watch_connect) {
@@ -428,8 +478,15 @@ void OnChild(int) { g_child_signalled = 1; }
 }  // namespace
 
 RefusalObserver::RefusalObserver(int listener, const FileView& view, const SandboxPolicy& policy,
-                                 std::function<void(const Refusal&)> report)
-    : listener_(listener), view_(view), policy_(policy), report_(std::move(report)) {
+                                 const std::vector<uint16_t>& own_ports,
+                                 std::function<void(const Refusal&)> report,
+                                 std::function<void(const std::string&)> withdraw)
+    : listener_(listener),
+      view_(view),
+      policy_(policy),
+      loopback_(own_ports),
+      report_(std::move(report)),
+      withdraw_(std::move(withdraw)) {
   // WaitPid sleeps in ppoll: SIGCHLD must wake it, and may arrive only there.
   struct sigaction chld {};
   chld.sa_handler = OnChild;
@@ -560,15 +617,22 @@ void RefusalObserver::HandleOne() {
     if (!loopback) {
       refusal = Refusal{Refusal::Kind::kNetwork, "", shown, port == 53 ? "dns" : "direct",
                         WriteArea::kOutside,     ""};
-    } else if (port == 53 && !LocalPortBound(53)) {
-      // The host's resolver at a loopback address (systemd-resolved's 127.0.0.53) is not in the
-      // sandbox's own network namespace: nothing there answers.
-      refusal = Refusal{Refusal::Kind::kNetwork, "", shown, "dns", WriteArea::kOutside, ""};
-    } else if (port != 0 && !LocalPortBound(port)) {
-      // Nothing of the sandbox's listens there: a server on the host's loopback (a dev server,
-      // a database) is in another network namespace. Only a hint: summaries come after a
-      // failure only, so a client that retries until its own server is up costs nothing.
-      refusal = Refusal{Refusal::Kind::kNetwork, "", shown, "loopback", WriteArea::kOutside, ""};
+    } else if (loopback_.NeedsLookup(port)) {
+      // Nothing of the sandbox's listening there: the host's resolver at a loopback address
+      // (systemd-resolved's 127.0.0.53), or a server on the host's loopback (a dev server, a
+      // database), is in another network namespace. Only a hint (LoopbackHints). Looked up while
+      // the task waits: once let go on, a server of its own that answers once and exits with
+      // it would be gone when looked for.
+      const LoopbackHints::Step step = loopback_.Looked(port, shown, LocalPortBound(port));
+      const std::string detail = port == 53 ? "dns" : "loopback";
+      for (const std::string& address : step.withdraw) {
+        seen_.erase(
+            Key(Refusal{Refusal::Kind::kNetwork, "", address, detail, WriteArea::kOutside, ""}));
+        withdraw_(address);
+      }
+      if (step.record) {
+        refusal = Refusal{Refusal::Kind::kNetwork, "", shown, detail, WriteArea::kOutside, ""};
+      }
     }
   } else {
     std::string refused_path;
@@ -658,23 +722,21 @@ void RefusalObserver::HandleOne() {
     WriteClass c = ClassifyWrite(view_, policy_, refused_path);
     refusal = Refusal{Refusal::Kind::kWrite, "", refused_path, d.name, c.area, c.root};
   }
-  if (!refusal) return;
-  const std::string key = std::to_string(static_cast<int>(refusal->kind)) + "|" + refusal->detail +
-                          "|" + refusal->subject;
-  if (seen_.count(key)) return;
-  if (seen_.size() >= kMaxRefusalRecords) {
-    ++dropped_;
-    return;
-  }
-  seen_.insert(key);
-  char comm_path[40];
-  std::snprintf(comm_path, sizeof comm_path, "/proc/%d/comm", static_cast<int>(pid));
-  UniqueFd comm(::open(comm_path, O_RDONLY | O_CLOEXEC));
-  char name[32];
-  const ssize_t n = comm ? ::read(comm.Get(), name, sizeof name) : -1;
-  if (n > 0) refusal->program.assign(name, static_cast<size_t>(name[n - 1] == '\n' ? n - 1 : n));
+  if (!refusal || !Keep(*refusal)) return;
+  refusal->program = ProgramOf(pid);
   answer();
   report_(*refusal);
+}
+
+bool RefusalObserver::Keep(const Refusal& refusal) {
+  const std::string key = Key(refusal);
+  if (seen_.count(key)) return false;
+  if (seen_.size() >= kMaxRefusalRecords) {
+    ++dropped_;
+    return false;
+  }
+  seen_.insert(key);
+  return true;
 }
 
 }  // namespace anvil

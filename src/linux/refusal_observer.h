@@ -15,8 +15,11 @@
 // the operation was refused: the mount holding the target or its directory is read-only
 // (statvfs) and the target's existence makes the kernel report EROFS (an existing directory
 // for mkdir is EEXIST, not a refusal). For connect it reads the address: anything but loopback
-// cannot be reached from the sandbox's own network namespace; a DNS query to loopback is
-// refused when nothing in the sandbox listens on port 53 there.
+// cannot be reached from the sandbox's own network namespace. A loopback port where nothing of
+// the sandbox's is bound (a DNS query to 127.0.0.53, a client of a server on the host's
+// loopback) is a hint, decided by LoopbackHints below: never looked up for the sandbox's own
+// listeners or a port already found bound, and withdrawn when a later connect finds the port
+// bound.
 //
 // Refusals deduplicated by (kind, path or address) go to the supervisor as records; at most
 // kMaxRefusalRecords, the rest are counted. Observation is best effort and never fails a run:
@@ -26,8 +29,11 @@
 
 #include <linux/filter.h>
 
+#include <bitset>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -54,11 +60,41 @@ std::vector<sock_filter> RefusalObserverProgram(bool watch_connect);
 // the command has sent it or closed its end by exec or exit).
 int ReceiveRefusalListener(int channel);
 
+// What init makes of the connects to loopback ports (pure: the observer asks it, looks up what
+// is bound, and tells it the answer). A connect to a port nothing of the sandbox's has bound is
+// recorded as a hint (the server may be on the host's loopback, another namespace), per address
+// tried. The lookup (/proc/net/{tcp,udp}{,6}) is never made for port 0, for the sandbox's own
+// listeners (`own_ports`: the proxy's under --network proxy, every connection of a proxied
+// command) or for a port a lookup already found bound in this run: that port is the sandbox's
+// own, so no hint for it can be right. When a later connect finds the port bound (a client
+// that retried until its own server was up), every hint recorded for the port is withdrawn.
+class LoopbackHints {
+ public:
+  explicit LoopbackHints(const std::vector<uint16_t>& own_ports);
+  bool NeedsLookup(uint16_t port) const;
+  struct Step {
+    bool record = false;                // a hint for `address`, the first one for it
+    std::vector<std::string> withdraw;  // the hints recorded for the port, wrong now
+  };
+  // The lookup's answer for a connect to `address` (as shown: "127.0.0.1:8000"), port `port`.
+  Step Looked(uint16_t port, const std::string& address, bool bound);
+
+ private:
+  std::bitset<65536> own_;
+  std::bitset<65536> bound_;
+  std::map<uint16_t, std::vector<std::string>> hinted_;  // at most kMaxRefusalRecords in all
+  size_t hinted_count_ = 0;
+};
+
 class RefusalObserver {
  public:
-  // `report` receives each new refusal (at most kMaxRefusalRecords; the rest are counted).
+  // `report` receives each new refusal (at most kMaxRefusalRecords; the rest are counted),
+  // `withdraw` the address of a loopback hint reported earlier that a later connect to its port
+  // proved wrong (LoopbackHints). `own_ports`: the loopback ports the sandbox itself listens on.
   RefusalObserver(int listener, const FileView& view, const SandboxPolicy& policy,
-                  std::function<void(const Refusal&)> report);
+                  const std::vector<uint16_t>& own_ports,
+                  std::function<void(const Refusal&)> report,
+                  std::function<void(const std::string& address)> withdraw);
   ~RefusalObserver();
   RefusalObserver(const RefusalObserver&) = delete;
   RefusalObserver& operator=(const RefusalObserver&) = delete;
@@ -73,11 +109,16 @@ class RefusalObserver {
 
  private:
   void HandleOne();
+  // Whether `refusal` is reported: once per kind, detail and subject, at most
+  // kMaxRefusalRecords (the rest are counted).
+  bool Keep(const Refusal& refusal);
 
   int listener_;
   const FileView& view_;
   const SandboxPolicy& policy_;
+  LoopbackHints loopback_;
   std::function<void(const Refusal&)> report_;
+  std::function<void(const std::string&)> withdraw_;
   std::set<std::string> seen_;
   size_t dropped_ = 0;
   bool reap_pending_ = true;  // a child may be waiting to be reaped

@@ -339,9 +339,18 @@ void TakeWarmCall(Plan& plan) {
     int listener = ReceiveRefusalListener(plan.observer_init_fd);
     ::close(plan.observer_init_fd);
     if (listener >= 0) {
-      observer.emplace(listener, plan.view, plan.spec->policy, [&plan](const Refusal& r) {
-        SendRecord(plan.report_fd, kRefusal, 0, 0, EncodeRefusal(r, sizeof(Record::message) - 1));
-      });
+      // The proxy's listeners (HandOverProxyListeners) are the sandbox's own loopback port.
+      std::vector<uint16_t> own_ports;
+      if (plan.spec->policy.network == NetworkMode::kProxy) own_ports.push_back(kProxyPort);
+      observer.emplace(
+          listener, plan.view, plan.spec->policy, own_ports,
+          [&plan](const Refusal& r) {
+            SendRecord(plan.report_fd, kRefusal, 0, 0,
+                       EncodeRefusal(r, sizeof(Record::message) - 1));
+          },
+          [&plan](const std::string& address) {
+            SendRecord(plan.report_fd, kRefusalWithdrawn, 0, 0, address);
+          });
     }
   }
   ::close(plan.alive_fd);

@@ -595,6 +595,9 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
         if (DecodeRefusal(message, refusal)) out.refusals.push_back(std::move(refusal));
         break;
       }
+      case kRefusalWithdrawn:
+        WithdrawLoopbackHint(out.refusals, message);
+        break;
       case kRefusalsDropped:
         out.refusals_dropped = static_cast<size_t>(std::max(0, r.value));
         break;

@@ -23,6 +23,8 @@ enum RecordKind : uint32_t {
   kTerminalTaken = 7,
   kRefusal = 8,          // message: EncodeRefusal
   kRefusalsDropped = 9,  // value: refusals seen past the observer's cap
+  // message: the address of a loopback hint (kRefusal) a later connect found bound after all
+  kRefusalWithdrawn = 10,
 };
 struct Record {
   uint32_t kind;

@@ -180,6 +180,13 @@ bool DecodeRefusal(std::string_view text, Refusal& out) {
   return true;
 }
 
+void WithdrawLoopbackHint(std::vector<Refusal>& refusals, std::string_view address) {
+  std::erase_if(refusals, [&](const Refusal& r) {
+    return r.kind == Refusal::Kind::kNetwork && (r.detail == "loopback" || r.detail == "dns") &&
+           r.subject == address;
+  });
+}
+
 Refusal ProxyRefusal(const std::string& target, const std::string& reason) {
   Refusal r;
   r.kind = Refusal::Kind::kProxy;

@@ -58,6 +58,11 @@ struct Refusal {
 std::string EncodeRefusal(const Refusal& refusal, std::size_t max_bytes);
 bool DecodeRefusal(std::string_view text, Refusal& out);
 
+// Drops the loopback hint for `address` (a network refusal with detail "loopback" or "dns" at
+// that address, as the observer showed it) from `refusals`: a later connect found its port bound
+// (linux/refusal_observer.h, LoopbackHints). Other refusals stay.
+void WithdrawLoopbackHint(std::vector<Refusal>& refusals, std::string_view address);
+
 // A proxy audit reason ("denied: host not allowed: example.org:443 (...)") as a refusal of
 // `target` (HOST:PORT).
 Refusal ProxyRefusal(const std::string& target, const std::string& reason);

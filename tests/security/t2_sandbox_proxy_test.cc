@@ -281,6 +281,76 @@ TEST_P(T2SandboxProxy, EveryConnectionIsOneAuditLine) {
   EXPECT_EQ(deny, 1) << log;
 }
 
+// Every connection of a proxied command goes to the proxy's port on the sandbox's own loopback.
+// The refusal observer lets it go on without looking at what is bound there: the sandbox's init
+// reads no /proc/net table for it (counted with strace over the whole sandbox), and no refusal
+// is listed. The neighbour, in the same kind of run: a connect to another loopback port is still
+// looked up (so strace does see init's reads there) and listed.
+TEST_P(T2SandboxProxy, TheProxysOwnPortIsNeverLookedUp) {
+  if (!Exists("/usr/bin/strace")) GTEST_SKIP() << "SKIPPED: /usr/bin/strace is missing";
+  if (Unprivileged()) {
+    // The sandbox's init makes itself non-dumpable: only root's strace reads its paths.
+    GTEST_SKIP() << "SKIPPED: the unprivileged caller's strace cannot read init's paths; the "
+                    "root half counts the lookups (the same code path)";
+  }
+  Origin origin("x");
+  auto traced = [&](const std::string& name, const std::string& script) {
+    const std::string trace = state_.path() + "/" + name + ".strace";
+    RunOptions o;
+    o.env = {"PATH=/usr/bin:/bin", "HOME=/nonexistent", "XDG_STATE_HOME=" + state_.path()};
+    auto r = testing::Run({"/usr/bin/strace",
+                           "-f",
+                           "-qq",
+                           "-e",
+                           "trace=open,openat",
+                           "-o",
+                           trace,
+                           AnvilBin(),
+                           "sandbox",
+                           "--cwd",
+                           ws_.path(),
+                           "--network",
+                           "proxy",
+                           "--allow-host",
+                           Allow(origin),
+                           "--unsafe-test-allow-address",
+                           Allow(origin),
+                           "--json",
+                           "--",
+                           "/bin/sh",
+                           "-c",
+                           script},
+                          Opts(o));
+    size_t reads = 0;
+    for (const auto& line : Lines(ReadFile(trace))) {
+      if (line.find("\"/proc/net/") != std::string::npos) ++reads;
+    }
+    return std::make_pair(r, reads);
+  };
+  const std::string fetch = "curl -sS " + Url(origin) + " " + Url(origin) + " " + Url(origin);
+  auto [proxied, reads] = traced("proxied", fetch);
+  EXPECT_EQ(proxied.status, 0) << proxied.err;
+  EXPECT_EQ(proxied.out, "xxx") << proxied.err;
+  EXPECT_EQ(origin.connections(), 3);
+  EXPECT_EQ(reads, 0u) << "the proxy's port was looked up";
+  auto report = JsonReport(proxied);
+  ASSERT_TRUE(report.is_object()) << proxied.err;
+  EXPECT_TRUE(report["refusals"].empty()) << report["refusals"].dump();
+
+  const std::string other =
+      fetch + " && " + kPython +
+      " -c 'import socket\ntry:\n socket.create_connection((\"127.0.0.1\", 3129), 5)\n"
+      "except OSError:\n print(\"refused\")'";
+  auto [neighbour, looked] = traced("neighbour", other);
+  EXPECT_EQ(neighbour.status, 0) << neighbour.err;
+  EXPECT_EQ(neighbour.out, "xxxrefused\n") << neighbour.err;
+  EXPECT_GT(looked, 0u) << "strace saw no lookup at all: the count above proves nothing";
+  report = JsonReport(neighbour);
+  ASSERT_TRUE(report.is_object()) << neighbour.err;
+  ASSERT_EQ(report["refusals"].size(), 1u) << report["refusals"].dump();
+  EXPECT_EQ(report["refusals"][0]["target"], "127.0.0.1:3129");
+}
+
 TEST_P(T2SandboxProxy, AnAllowedNameResolvingToAForbiddenAddressIsRefused) {
   Origin origin("secret");
   // localhost is in /etc/hosts: the proxy resolves it (outside) to loopback and refuses.

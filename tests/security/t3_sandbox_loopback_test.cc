@@ -217,6 +217,55 @@ TEST_P(T3SandboxLoopback, AHostLoopbackServerTriedFromInsideIsExplained) {
   }
 }
 
+// A client that retries until its own server inside the sandbox is up (a test suite's fixture
+// racing its server) gets ECONNREFUSED first: that first try must not stay as a loopback hint,
+// neither in --json's refusals of the run that then succeeds nor in the summary of one that then
+// fails for another reason. The neighbour: a client whose port is never bound in the run keeps
+// its entry in --json even when the run succeeds (the connect really was refused).
+TEST_P(T3SandboxLoopback, AClientThatRetriesUntilItsOwnServerIsUpLeavesNoHint) {
+  const std::string retry =
+      "import socket, sys\nprobe = socket.socket()\nprobe.bind(('127.0.0.1', 0))\n"
+      "port = probe.getsockname()[1]\nprobe.close()\n"
+      "for fam, host in ((socket.AF_INET, '127.0.0.1'), (socket.AF_INET6, '::1')):\n"
+      "    try:\n        socket.create_connection((host, port), 5)\n"
+      "        print('reached', host)\n"
+      "    except ConnectionRefusedError:\n        print('refused', host)\n"
+      "srv = socket.socket()\nsrv.bind(('127.0.0.1', port))\nsrv.listen(1)\n"
+      "socket.create_connection(('127.0.0.1', port), 5)\nprint('connected')\n"
+      "sys.exit(int(sys.argv[1]))\n";
+  const std::string never =
+      "import socket\nprobe = socket.socket()\nprobe.bind(('127.0.0.1', 0))\n"
+      "port = probe.getsockname()[1]\nprobe.close()\n"
+      "try:\n    socket.create_connection(('127.0.0.1', port), 5)\n"
+      "except ConnectionRefusedError:\n    print('refused', port)\n";
+  for (const auto& flags : kNetworkNone) {
+    const std::string mode = flags.empty() ? "workspace-write" : "read-only";
+    std::vector<std::string> json_flags = flags;
+    json_flags.push_back("--json");
+    auto ok = SandboxPython(ws_.path(), retry, json_flags, Opts(), {"0"});
+    EXPECT_EQ(ok.status, 0) << mode << ": " << ok.err;
+    EXPECT_EQ(ok.out, "refused 127.0.0.1\nrefused ::1\nconnected\n") << mode << ": " << ok.err;
+    auto report = JsonReport(ok);
+    ASSERT_TRUE(report.is_object()) << mode << ": " << ok.err;
+    EXPECT_TRUE(report["refusals"].empty()) << mode << ": " << report["refusals"].dump();
+    auto failed = SandboxPython(ws_.path(), retry, flags, Opts(), {"3"});
+    EXPECT_EQ(failed.status, 3) << mode << ": " << failed.err;
+    EXPECT_EQ(failed.out, "refused 127.0.0.1\nrefused ::1\nconnected\n") << mode;
+    EXPECT_EQ(failed.err.find("nothing listens there"), std::string::npos)
+        << mode << ": " << failed.err;
+
+    auto lone = SandboxPython(ws_.path(), never, json_flags, Opts());
+    EXPECT_EQ(lone.status, 0) << mode << ": " << lone.err;
+    ASSERT_EQ(lone.out.rfind("refused ", 0), 0u) << mode << ": " << lone.out << lone.err;
+    const std::string port = lone.out.substr(8, lone.out.size() - 9);
+    report = JsonReport(lone);
+    ASSERT_TRUE(report.is_object()) << mode << ": " << lone.err;
+    ASSERT_EQ(report["refusals"].size(), 1u) << mode << ": " << report["refusals"].dump();
+    EXPECT_EQ(report["refusals"][0]["target"], "127.0.0.1:" + port) << report.dump();
+    EXPECT_EQ(report["refusals"][0]["reason"], "loopback") << report.dump();
+  }
+}
+
 TEST_P(T3SandboxLoopback, NonLoopbackAddressesFailAtOnceWithNoRoute) {
   // Documentation and private addresses only: even if a route existed nothing would answer.
   const std::string probe = R"py(

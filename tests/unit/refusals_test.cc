@@ -211,6 +211,26 @@ TEST(Advise, OneLineWayPastEachRefusal) {
   EXPECT_EQ(host_lo.allow.rfind("start the server inside the same sandboxed command", 0), 0u)
       << host_lo.allow;
 
+  // A hint a later connect proved wrong (its port bound after all) is withdrawn: only that
+  // address's loopback or DNS hint, never a direct refusal or a write.
+  std::vector<Refusal> all = {
+      lo,
+      Refusal{Refusal::Kind::kNetwork, "curl", "[::1]:5432", "loopback", WriteArea::kOutside, ""},
+      Refusal{Refusal::Kind::kNetwork, "dig", "127.0.0.53:53", "dns", WriteArea::kOutside, ""},
+      Refusal{Refusal::Kind::kNetwork, "curl", "127.0.0.1:5432", "direct", WriteArea::kOutside, ""},
+      Refusal{Refusal::Kind::kWrite, "sh", "127.0.0.1:5432", "open", WriteArea::kOutside, ""},
+  };
+  WithdrawLoopbackHint(all, "127.0.0.1:5432");
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_EQ(all[0].subject, "[::1]:5432");
+  EXPECT_EQ(all[2].detail, "direct");
+  EXPECT_EQ(all[3].kind, Refusal::Kind::kWrite);
+  WithdrawLoopbackHint(all, "127.0.0.53:53");
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[1].detail, "direct");
+  WithdrawLoopbackHint(all, "127.0.0.1:9999");
+  EXPECT_EQ(all.size(), 3u);
+
   auto host = Advise(
       ProxyRefusal("example.org:443", "denied: host not allowed: example.org:443 (allowed: a:443)"),
       "/ws", "", NetworkMode::kProxy);
