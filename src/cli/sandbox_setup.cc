@@ -15,6 +15,7 @@
 #include "fs/file_io.h"
 #include "linux/real_host.h"
 #include "policy/digest.h"
+#include "policy/git_global_files.h"
 #include "policy/user_config.h"
 #include "policy/workspace_config.h"
 
@@ -266,8 +267,12 @@ void RemoveTree(int dir, const std::string& name, int depth) {
 
 }  // namespace
 
-std::optional<std::string> SanitizedGitConfig(const std::string& home,
-                                              const std::string& xdg_config_home) {
+namespace {
+
+// The entries of the user's global git configuration (XDG git/config, then ~/.gitconfig, with
+// their unconditional include.path files), as read; nullopt when the user has none.
+std::optional<std::vector<GitConfigEntry>> GlobalGitConfigEntries(
+    const std::string& home, const std::string& xdg_config_home) {
   std::vector<GitConfigEntry> entries;
   int files = 0;
   bool any = false;
@@ -279,7 +284,47 @@ std::optional<std::string> SanitizedGitConfig(const std::string& home,
     CollectGitConfig(path, 0, files, entries, home);
   }
   if (!any) return std::nullopt;
-  return RenderSanitizedGitConfig(entries);
+  return entries;
+}
+
+// The global ignore and attributes files `entries` name that the sandbox home shows
+// (policy/git_global_files.h), as roots the run implies.
+std::vector<std::string> ShownGitNamedFiles(const std::vector<GitConfigEntry>& entries,
+                                            const std::string& home,
+                                            const std::vector<std::string>& writable_roots) {
+  std::vector<std::string> out;
+  const auto lexical_home = NormalizeAbsolute(home);
+  if (!lexical_home) return out;
+  const std::string home_canonical = Canonical(home);
+  for (const auto& named : GitNamedFiles(entries, home)) {
+    const auto lexical = NormalizeAbsolute(named);
+    if (!lexical) continue;
+    const std::string target = Canonical(*lexical);
+    std::optional<std::string> resolved;
+    auto kind = HomeHost::Kind::kMissing;
+    struct stat st {};
+    if (!target.empty() && ::lstat(target.c_str(), &st) == 0) {
+      resolved = target;
+      kind = S_ISREG(st.st_mode)   ? HomeHost::Kind::kFile
+             : S_ISDIR(st.st_mode) ? HomeHost::Kind::kDirectory
+             : S_ISLNK(st.st_mode) ? HomeHost::Kind::kSymlink
+                                   : HomeHost::Kind::kOther;
+    }
+    if (GitNamedFileShown(*lexical, resolved, kind, *lexical_home, home_canonical,
+                          writable_roots)) {
+      out.push_back(*lexical);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> SanitizedGitConfig(const std::string& home,
+                                              const std::string& xdg_config_home) {
+  auto entries = GlobalGitConfigEntries(home, xdg_config_home);
+  if (!entries) return std::nullopt;
+  return RenderSanitizedGitConfig(*entries);
 }
 
 Result<SandboxSettings> ApplySandboxSettings(const std::vector<std::string>& environ_entries,
@@ -442,8 +487,16 @@ Result<SandboxSettings> ApplySandboxSettings(const std::vector<std::string>& env
     const std::string state =
         !xdg_state.empty() && xdg_state[0] == '/' ? xdg_state : home + "/.local/state";
     out.state_dir = state + "/anvil";
-    input.gitconfig =
-        SanitizedGitConfig(home, EnvValue(environ_entries, "XDG_CONFIG_HOME")).value_or("");
+    if (auto entries = GlobalGitConfigEntries(home, EnvValue(environ_entries, "XDG_CONFIG_HOME"))) {
+      input.gitconfig = RenderSanitizedGitConfig(*entries);
+      // git's global ignore and attributes files it names, read-only at their path.
+      std::vector<std::string> writable = {policy.workspace};
+      writable.insert(writable.end(), policy.extra_writable_roots.begin(),
+                      policy.extra_writable_roots.end());
+      for (auto& f : ShownGitNamedFiles(*entries, home, writable)) {
+        input.implied_readable_roots.push_back(std::move(f));
+      }
+    }
     // The workspace's own /tmp is kept like its home, unless the run asked for a throw-away
     // one (--tmp private, or a size for it) or writes nothing that outlives it (read-only).
     const bool kept_tmp = !flags.private_tmp && policy.kind == PolicyKind::kWorkspaceWrite;

@@ -10,6 +10,7 @@
 
 #include "common/ascii.h"
 #include "policy/digest.h"
+#include "policy/git_global_files.h"
 #include "policy/tree_alias.h"
 
 namespace anvil {
@@ -679,6 +680,53 @@ std::string RenderSanitizedGitConfig(const std::vector<GitConfigEntry>& entries)
     out += "\n";
   }
   return out;
+}
+
+std::vector<std::string> GitNamedFiles(const std::vector<GitConfigEntry>& entries,
+                                       const std::string& home) {
+  std::optional<std::string> excludes;
+  std::optional<std::string> attributes;
+  for (const auto& e : entries) {
+    if (e.section != "core" || e.has_subsection || !e.value || !GitConfigEntryAllowed(e)) continue;
+    if (e.key == "excludesfile") excludes = *e.value;
+    if (e.key == "attributesfile") attributes = *e.value;
+  }
+  std::vector<std::string> out;
+  for (const auto& value : {excludes, attributes}) {
+    if (!value || value->empty()) continue;
+    std::string path =
+        value->rfind("~/", 0) == 0 ? (home.empty() ? "" : home + value->substr(1)) : *value;
+    if (path.empty() || path[0] != '/') continue;
+    AddUnique(out, path);
+  }
+  return out;
+}
+
+bool GitNamedFileShown(const std::string& lexical, const std::optional<std::string>& resolved,
+                       HomeHost::Kind resolved_kind, const std::string& home,
+                       const std::string& home_canonical,
+                       const std::vector<std::string>& writable_roots) {
+  if (NormalizeAbsolute(lexical) != lexical || NormalizeAbsolute(home) != home || home == "/") {
+    return false;
+  }
+  if (lexical == home || !PathIsWithin(lexical, home)) return false;
+  // The shells' start-up files are Anvil's in the sandbox home (yours often export tokens).
+  const std::string rel = lexical.substr(home.size() + 1);
+  for (const auto& f : kHomeStartupFiles) {
+    if (rel == f.path) return false;
+  }
+  for (const auto& d : kHomeStartupDirs) {
+    if (PathIsWithin(rel, std::string(d.path))) return false;
+  }
+  if (!resolved || resolved_kind != HomeHost::Kind::kFile) return false;
+  if (NormalizeAbsolute(*resolved) != *resolved) return false;
+  // One a writable root holds is shown there as it is, and could be changed while it is judged.
+  for (const auto& w : writable_roots) {
+    if (PathIsWithin(lexical, w) || PathIsWithin(*resolved, w)) return false;
+  }
+  const bool in_home = !home_canonical.empty() && home_canonical != "/" &&
+                       *resolved != home_canonical && PathIsWithin(*resolved, home_canonical);
+  return in_home || InSystemRoot(*resolved);
 }
 
 bool ActivatedEnvironmentShown(const std::string& dir, const ActivatedEnvironment& environment,

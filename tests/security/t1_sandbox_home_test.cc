@@ -210,6 +210,56 @@ TEST_P(T1SandboxHome, GitconfigCopyKeepsTheIdentityAndDropsTheToken) {
   EXPECT_NE(next.out.find("Lived In"), std::string::npos) << next.out << next.err;
 }
 
+// The global ignore file ~/.gitconfig names (core.excludesFile = ~/.gitignore_global, GitHub's
+// suggested name) was kept in the sandbox's copy of the configuration but not shown, so
+// `git add -A` inside committed the `.env` the host's git ignores. It is shown read-only at its
+// path now, and so is a named attributes file. Benign neighbours: a name inside a credential
+// location, or a FIFO, is not shown (nothing of the secret, no hang) and the run still works.
+TEST_P(T1SandboxHome, TheGlobalIgnoreFileTheGitconfigNamesIsShownReadOnly) {
+  const std::string h = home_.home();
+  auto name_files = [&](const std::string& excludes, const std::string& attributes) {
+    const std::string text = ReadFile(h + "/.gitconfig");
+    const std::string base = text.substr(0, text.find("\n[core]"));
+    WriteFile(h + "/.gitconfig", base + "\n[core]\n\texcludesFile = " + excludes +
+                                     "\n\tattributesFile = " + attributes + "\n");
+    home_.GiveTo(caller_);
+  };
+  Put(h + "/.gitignore_global", ".env\n");
+  Put(h + "/.gitattributes_global", "*.bin binary\n");
+  name_files("~/.gitignore_global", "~/.gitattributes_global");
+  // A repository of its own for each run: the next run keeps the last one's .git read-only.
+  auto script = [](const std::string& repo) {
+    return "git init -q " + repo + " && cd " + repo +
+           " && touch .env keep x.bin && git status --short && git check-attr diff x.bin";
+  };
+  auto r = Sh(script("r1"));
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("?? keep"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(r.out.find(".env"), std::string::npos) << "the host's git ignores it\n" << r.out;
+  EXPECT_NE(r.out.find("x.bin: diff: unset"), std::string::npos) << r.out << r.err;
+  // Shown, not handed over.
+  auto write =
+      Sh("echo '!.env' >> ~/.gitignore_global; echo x > ~/.gitignore_global; "
+         "rm -f ~/.gitignore_global; cat ~/.gitignore_global");
+  EXPECT_NE(write.out.find(".env"), std::string::npos) << write.out << write.err;
+  EXPECT_EQ(ReadFile(h + "/.gitignore_global"), ".env\n");
+
+  // Named inside a credential location: nothing of it is shown, and git runs without it.
+  const auto& [key_path, key_secret] = home_.secrets().at(".ssh");
+  name_files(key_path, "~/.gitattributes_global");
+  auto cred = Sh(script("r2") + "; cat " + ShellQuote(key_path));
+  EXPECT_NE(cred.out.find("?? keep"), std::string::npos) << cred.out << cred.err;
+  EXPECT_EQ(cred.out.find(key_secret), std::string::npos) << cred.out;
+  EXPECT_EQ(cred.err.find(key_secret), std::string::npos) << cred.err;
+  // A FIFO is no ignore file (shown, git would wait on it for ever): not shown, the run works.
+  ASSERT_EQ(::mkfifo((h + "/.gitignore_fifo").c_str(), 0644), 0);
+  name_files("~/.gitignore_fifo", "~/.gitattributes_global");
+  auto fifo = Sh(script("r3") + " && test ! -e ~/.gitignore_fifo && echo no-fifo");
+  EXPECT_EQ(fifo.status, 0) << fifo.out << fifo.err;
+  EXPECT_NE(fifo.out.find("?? .env"), std::string::npos) << fifo.out << fifo.err;
+  EXPECT_NE(fifo.out.find("no-fifo"), std::string::npos) << fifo.out << fifo.err;
+}
+
 // ~/.gitconfig named as a root: --readable-root was refused with a fix for directories, and
 // --writable-root failed the set-up ("open writable root ...: Not a directory"). It may hold a
 // token, so it is still never shown, even when named: both are refused before anything runs,

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "policy/command_segments.h"
+#include "policy/git_global_files.h"
 #include "policy/refusals.h"
 
 namespace anvil {
@@ -816,6 +817,133 @@ TEST(PlanHomeView, AnImpliedReadableRootIsShownOrSkippedNeverRefused) {
     plan = PlanHomeView(in, f.Host());
     ASSERT_TRUE(plan) << plan.error().ToString();
     EXPECT_FALSE(Has(plan->read_roots, root));
+  }
+}
+
+// git's global ignore and attributes files as the configuration names them: the last value
+// of each, `~/` expanded, never one git would take relative to the current directory or
+// another user's home.
+TEST(GitNamedFiles, TheLastValueOfEachExpandedAgainstTheHome) {
+  auto entry = [](std::string key, std::optional<std::string> value, std::string sub = "") {
+    GitConfigEntry e;
+    e.section = "core";
+    e.key = std::move(key);
+    e.value = std::move(value);
+    e.has_subsection = !sub.empty();
+    e.subsection = std::move(sub);
+    return e;
+  };
+  struct Case {
+    std::vector<GitConfigEntry> entries;
+    std::vector<std::string> want;
+  };
+  const Case cases[] = {
+      {{entry("excludesfile", "~/.gitignore_global")}, {"/home/u/.gitignore_global"}},
+      {{entry("excludesfile", "~/a"), entry("excludesfile", "~/b")}, {"/home/u/b"}},
+      {{entry("excludesfile", "~/x"), entry("attributesfile", "/home/u/.gitattributes")},
+       {"/home/u/x", "/home/u/.gitattributes"}},
+      {{entry("excludesfile", "~/x"), entry("attributesfile", "~/x")}, {"/home/u/x"}},
+      {{entry("excludesfile", ".gitignore_global")}, {}},  // relative to the current directory
+      {{entry("excludesfile", "~other/.gitignore")}, {}},  // another user's home
+      {{entry("excludesfile", "")}, {}},
+      {{entry("excludesfile", std::nullopt)}, {}},
+      {{entry("excludesfile", "~/x", "sub")}, {}},
+      {{entry("fsmonitor", "/home/u/x")}, {}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.entries.back().key + "=" + c.entries.back().value.value_or("(none)"));
+    EXPECT_EQ(GitNamedFiles(c.entries, "/home/u"), c.want);
+  }
+  EXPECT_TRUE(GitNamedFiles({entry("excludesfile", "~/x")}, "").empty());
+}
+
+TEST(GitNamedFileShown, ARegularFileOfTheHomeOrTheSystemOnly) {
+  using K = HomeHost::Kind;
+  struct Case {
+    std::string lexical;
+    std::optional<std::string> resolved;
+    K kind;
+    bool shown;
+  };
+  const Case cases[] = {
+      {"/home/u/.gitignore_global", "/home/u/.gitignore_global", K::kFile, true},
+      {"/home/u/.config/git/attributes", "/home/u/.config/git/attributes", K::kFile, true},
+      // A dotfiles manager's link (stow, home-manager).
+      {"/home/u/.gitignore_global", "/home/u/dotfiles/gitignore", K::kFile, true},
+      {"/home/u/.gitignore_global", "/nix/store/abc-gitignore", K::kFile, true},
+      {"/home/u/.gitignore_global", "/etc/gitignore", K::kFile, true},
+      // Not a regular file: a FIFO or a socket would be a channel, a directory is no ignore file.
+      {"/home/u/.gitignore_global", "/home/u/.gitignore_global", K::kOther, false},
+      {"/home/u/.gitignore_global", "/home/u/.gitignore_global", K::kDirectory, false},
+      {"/home/u/.gitignore_global", "/home/u/.gitignore_global", K::kSymlink, false},
+      {"/home/u/.gitignore_global", std::nullopt, K::kMissing, false},
+      // Outside the home, or resolving outside it and the system: not shown.
+      {"/srv/shared/gitignore", "/srv/shared/gitignore", K::kFile, false},
+      {"/tmp/gitignore", "/tmp/gitignore", K::kFile, false},
+      {"/home/u/.gitignore_global", "/tmp/gitignore", K::kFile, false},
+      {"/home/u/.gitignore_global", "/proc/1/environ", K::kFile, false},
+      {"/home/u/.gitignore_global", "/home/other/.gitignore", K::kFile, false},
+      {"/home/u", "/home/u", K::kFile, false},
+      // The shells' start-up files stay Anvil's.
+      {"/home/u/.bashrc", "/home/u/.bashrc", K::kFile, false},
+      {"/home/u/.config/fish/ignore", "/home/u/.config/fish/ignore", K::kFile, false},
+      {"/home/u/../u/x", "/home/u/x", K::kFile, false},
+      {"/home/u/x", "/home/u/../../proc/1/environ", K::kFile, false},
+      // In a writable root of the run: shown there as it is.
+      {"/home/u/proj/.gitignore", "/home/u/proj/.gitignore", K::kFile, false},
+      {"/home/u/.gitignore_global", "/home/u/proj/gitignore", K::kFile, false},
+      {"/home/u/proj2/.gitignore", "/home/u/proj2/.gitignore", K::kFile, true},
+  };
+  const std::vector<std::string> writable = {"/home/u/proj"};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.lexical + " -> " + c.resolved.value_or("(missing)"));
+    EXPECT_EQ(GitNamedFileShown(c.lexical, c.resolved, c.kind, "/home/u", "/home/u", writable),
+              c.shown);
+  }
+  EXPECT_FALSE(GitNamedFileShown("/x/y", "/x/y", K::kFile, "/", "/", {}));
+  // The home reached through a link: the file resolves into its canonical path.
+  EXPECT_TRUE(GitNamedFileShown("/home/u/.gitignore_global", "/var/home/u/.gitignore_global",
+                                K::kFile, "/home/u", "/var/home/u", {}));
+}
+
+// A named file GitNamedFileShown allows is a root the run implies: shown read-only at its path
+// (mapped where it is a link), and skipped, never an error, inside a credential location, by
+// path or once resolved.
+TEST(PlanHomeView, TheGlobalIgnoreFileTheConfigurationNamesIsShownOutsideCredentials) {
+  FakeHome f = LivedInHome();
+  f.entries["/home/u/.gitignore_global"] = Kind::kFile;
+  HomePlanInput in = Input();
+  in.implied_readable_roots = {"/home/u/.gitignore_global"};
+  auto plan = PlanHomeView(in, f.Host());
+  ASSERT_TRUE(plan) << plan.error().ToString();
+  EXPECT_TRUE(Has(plan->read_roots, "/home/u/.gitignore_global"));
+
+  f.entries.erase("/home/u/.gitignore_global");
+  f.entries["/home/u/dotfiles"] = Kind::kDirectory;
+  f.entries["/home/u/dotfiles/gitignore"] = Kind::kFile;
+  f.links["/home/u/.gitignore_global"] = "/home/u/dotfiles/gitignore";
+  plan = PlanHomeView(in, f.Host());
+  ASSERT_TRUE(plan) << plan.error().ToString();
+  ASSERT_EQ(plan->binds.size(), 1u);
+  EXPECT_EQ(plan->binds[0].source, "/home/u/dotfiles/gitignore");
+  EXPECT_EQ(plan->binds[0].target, "/home/u/.gitignore_global");
+  EXPECT_FALSE(plan->binds[0].writable);
+  EXPECT_FALSE(Has(plan->read_roots, "/home/u/dotfiles"));
+
+  f.entries["/home/u/.ssh/config"] = Kind::kFile;
+  f.entries["/home/u/.ssh/ignore"] = Kind::kFile;
+  f.links["/home/u/.gitignore_global"] = "/home/u/.ssh/config";
+  for (const char* named :
+       {"/home/u/.gitignore_global", "/home/u/.ssh/ignore", "/home/u/.netrc", "/home/u/.npmrc"}) {
+    SCOPED_TRACE(named);
+    in.implied_readable_roots = {named};
+    plan = PlanHomeView(in, f.Host());
+    ASSERT_TRUE(plan) << plan.error().ToString();
+    EXPECT_TRUE(plan->binds.empty());
+    for (const auto& r : plan->read_roots) {
+      EXPECT_FALSE(PathIsWithin(r, "/home/u/.ssh")) << r;
+      EXPECT_NE(r, named);
+    }
   }
 }
 
