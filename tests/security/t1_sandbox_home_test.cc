@@ -260,6 +260,45 @@ TEST_P(T1SandboxHome, TheGlobalIgnoreFileTheGitconfigNamesIsShownReadOnly) {
   EXPECT_NE(fifo.out.find("no-fifo"), std::string::npos) << fifo.out << fifo.err;
 }
 
+// `includeIf` was dropped from the sandbox's copy of ~/.gitconfig, so a work repository's commits
+// inside carried the home identity. Each kept condition's target is sanitized into a file of
+// the sandbox home now, included under the same condition: the work repository has the work
+// identity, the other the home one, and the target's core.fsmonitor runs nowhere. Benign
+// neighbour: the repository outside the condition keeps the home identity.
+TEST_P(T1SandboxHome, IncludeIfTargetsAreKeptSanitizedUnderTheirCondition) {
+  const std::string h = home_.home();
+  const std::string ws = home_.workspace();
+  Put(h + "/w.gc",
+      "[user]\n\temail = work@corp.example\n[core]\n\tfsmonitor = \"echo PWNED-include >&2; "
+      "false\"\n[credential]\n\thelper = store\n");
+  const std::string text = ReadFile(h + "/.gitconfig");
+  WriteFile(h + "/.gitconfig", text + "[includeIf \"gitdir:" + ws + "/work/\"]\n\tpath = ~/w.gc\n");
+  home_.GiveTo(caller_);
+  auto r =
+      Sh("rm -rf work other && mkdir work other && git init -q work/r && git init -q other/r "
+         "&& echo \"work=$(git -C work/r config user.email)\" && "
+         "echo \"other=$(git -C other/r config user.email)\" && git -C work/r status --short "
+         "&& git -C work/r config --get-all core.fsmonitor; "
+         "git -C work/r config --show-origin --get-all credential.helper; echo end");
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("work=work@corp.example"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("other=lived@in.example"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(r.err.find("PWNED"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("echo PWNED"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("store"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("end"), std::string::npos) << r.out << r.err;
+  // A file the copy includes is Anvil's at every start, whatever a command left there.
+  auto plant =
+      Sh("for f in ~/.gitconfig-include-*; do "
+         "printf '[core]\\n\\tfsmonitor = \"echo PWNED-planted >&2; false\"\\n' >> \"$f\"; done; "
+         "echo planted");
+  EXPECT_NE(plant.out.find("planted"), std::string::npos) << plant.out << plant.err;
+  auto next = Sh("git -C work/r status --short && git -C work/r config user.email");
+  EXPECT_EQ(next.status, 0) << next.out << next.err;
+  EXPECT_EQ(next.err.find("PWNED"), std::string::npos) << next.err;
+  EXPECT_NE(next.out.find("work@corp.example"), std::string::npos) << next.out << next.err;
+}
+
 // ~/.gitconfig named as a root: --readable-root was refused with a fix for directories, and
 // --writable-root failed the set-up ("open writable root ...: Not a directory"). It may hold a
 // token, so it is still never shown, even when named: both are refused before anything runs,

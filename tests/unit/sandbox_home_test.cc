@@ -13,6 +13,7 @@
 
 #include "policy/command_segments.h"
 #include "policy/git_global_files.h"
+#include "policy/git_include_if.h"
 #include "policy/refusals.h"
 
 namespace anvil {
@@ -504,6 +505,84 @@ TEST(GitConfig, IdentityAliasesAndIgnoresKeptCredentialsDropped) {
         "smtppass", "lfs", "deploy", "leak"}) {
     EXPECT_EQ(out.find(dropped), std::string::npos) << dropped << "\n" << out;
   }
+}
+
+// includeIf conditions: those that only choose by the repository's path, branch or remotes
+// are kept (a pattern relative to the including file made absolute), every other is dropped.
+TEST(GitIncludeConditionKept, PathBranchAndRemoteConditionsOnly) {
+  struct Case {
+    std::string condition;
+    std::optional<std::string> kept;
+  };
+  const Case cases[] = {
+      {"gitdir:~/work/", "gitdir:~/work/"},
+      {"gitdir:/srv/work/**", "gitdir:/srv/work/**"},
+      {"gitdir/i:~/Work/", "gitdir/i:~/Work/"},
+      {"gitdir:work/", "gitdir:work/"},  // git's own `**/work/`
+      {"gitdir:./work/", "gitdir:/home/u/.config/git/work/"},
+      {"gitdir/i:./W/", "gitdir/i:/home/u/.config/git/W/"},
+      {"onbranch:main", "onbranch:main"},
+      {"onbranch:feature/**", "onbranch:feature/**"},
+      {"hasconfig:remote.*.url:https://github.com/corp/**",
+       "hasconfig:remote.*.url:https://github.com/corp/**"},
+      {"gitdir:", std::nullopt},
+      {"onbranch:", std::nullopt},
+      {"hasconfig:remote.*.url:", std::nullopt},
+      {"hasconfig:core.editor:vim", std::nullopt},
+      {"hasconfig:remote.origin.url:x", std::nullopt},
+      {"unknown:x", std::nullopt},
+      {"", std::nullopt},
+      {"GITDIR:~/work/", std::nullopt},
+      // A control character could end the header the copy writes.
+      {"gitdir:~/work/\n[core]\n\tfsmonitor = x", std::nullopt},
+      {std::string("onbranch:a") + '\x01' + "b", std::nullopt},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.condition);
+    EXPECT_EQ(GitIncludeConditionKept(c.condition, "/home/u/.config/git"), c.kept);
+  }
+  EXPECT_EQ(GitIncludeConditionKept("gitdir:./w/", ""), std::nullopt);
+  EXPECT_EQ(GitIncludeConditionKept("gitdir:./w/", "/"), "gitdir:/w/");
+}
+
+// The copy with its includes: each where it stood (so what follows it still wins, as in git),
+// its condition quoted as a subsection, its file a name of the sandbox home; one whose
+// condition or file is not Anvil's is left out. git reads it back the same way.
+TEST(GitConfig, TheCopyKeepsItsConditionalIncludesWhereTheyStood) {
+  auto entries =
+      ParseGitConfig("[user]\n\tname = U\n\temail = home@example.org\n[alias]\n\tst = status\n");
+  ASSERT_TRUE(entries);
+  const std::vector<GitConditionalInclude> includes = {
+      {2, "gitdir:~/work \"quoted\"\\/", ".gitconfig-include-1"},
+      {3, "onbranch:main", ".gitconfig-include-2"},
+      {3, "unknown:x", ".gitconfig-include-3"},
+      {3, "gitdir:~/w/", "/home/u/.ssh/config"},
+      {3, "gitdir:~/w/", ".gitconfig-include-"},
+      {3, "gitdir:~/w/", ".gitconfig-include-1/../x"},
+      {99, "hasconfig:remote.*.url:https://corp.example/**", ".gitconfig-include-4"},
+  };
+  const std::string out = RenderGitConfigCopy(*entries, includes);
+  auto back = ParseGitConfig(out);
+  ASSERT_TRUE(back) << out;
+  std::vector<std::string> got;
+  for (const auto& e : *back) {
+    got.push_back(e.section + "|" + e.subsection + "|" + e.key + "=" + e.value.value_or(""));
+  }
+  const std::vector<std::string> want = {
+      "user||name=U",
+      "user||email=home@example.org",
+      "includeif|gitdir:~/work \"quoted\"\\/|path=.gitconfig-include-1",
+      "alias||st=status",
+      "includeif|onbranch:main|path=.gitconfig-include-2",
+      "includeif|hasconfig:remote.*.url:https://corp.example/**|path=.gitconfig-include-4",
+  };
+  EXPECT_EQ(got, want) << out;
+  // Without includes, the copy is what it always was.
+  EXPECT_EQ(RenderGitConfigCopy(*entries, {}), RenderSanitizedGitConfig(*entries));
+  // An includeIf of the user's own file is never carried as an entry.
+  auto own = ParseGitConfig("[includeIf \"gitdir:~/w/\"]\n\tpath = ~/w.gc\n[user]\n\tname = U\n");
+  ASSERT_TRUE(own);
+  EXPECT_EQ(RenderSanitizedGitConfig(*own).find("include"), std::string::npos);
 }
 
 TEST(GitConfig, TheCopyReadsBackAsGitReadsTheOriginal) {
