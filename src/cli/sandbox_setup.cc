@@ -15,6 +15,8 @@
 #include "fs/file_io.h"
 #include "linux/real_host.h"
 #include "policy/digest.h"
+#include "policy/git_global_files.h"
+#include "policy/git_include_if.h"
 #include "policy/user_config.h"
 #include "policy/workspace_config.h"
 
@@ -219,8 +221,20 @@ Result<PreparedHome> PrepareHome(const std::string& state_dir, const std::string
   return out;
 }
 
-void CollectGitConfig(const std::string& path, int depth, int& files,
-                      std::vector<GitConfigEntry>& out, const std::string& home) {
+// The user's git configuration as read: entries, and the conditional includes kept among them
+// (policy/git_include_if.h), each target's sanitized copy in `include_files`.
+struct CollectedGitConfig {
+  std::vector<GitConfigEntry> entries;
+  std::vector<GitConditionalInclude> includes;
+  std::vector<HomeFile> include_files;  // shared by every level of one collection
+};
+
+// Reads `path` into `out` (`files` of it so far): unconditional includes in place; a kept
+// conditional include's target collected the same way into a file of out.include_files, and
+// included by `includes` where it stood.
+void CollectGitConfig(const std::string& path, int depth, int& files, CollectedGitConfig& out,
+                      std::vector<GitConditionalInclude>& includes,
+                      std::vector<GitConfigEntry>& entries, const std::string& home) {
   if (depth > kMaxGitIncludeDepth || ++files > kMaxGitIncludeFiles) return;
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (!fd) return;
@@ -228,17 +242,33 @@ void CollectGitConfig(const std::string& path, int depth, int& files,
   if (!text) return;
   const std::string dir = path.substr(0, path.rfind('/'));
   // A file git would refuse ("bad config line") contributes nothing.
-  auto entries = ParseGitConfig(*text);
-  if (!entries) return;
-  for (auto& e : *entries) {
+  auto parsed = ParseGitConfig(*text);
+  if (!parsed) return;
+  for (auto& e : *parsed) {
     if (e.section == "include" && !e.has_subsection && e.key == "path" && e.value &&
         !e.value->empty()) {
       std::string inc = ExpandHome(*e.value, home);
       if (inc[0] != '/') inc = dir + "/" + inc;
-      CollectGitConfig(inc, depth + 1, files, out, home);
+      CollectGitConfig(inc, depth + 1, files, out, includes, entries, home);
       continue;
     }
-    if (out.size() < kMaxGitConfigEntries) out.push_back(std::move(e));
+    if (e.section == "includeif" && e.has_subsection && e.key == "path" && e.value &&
+        !e.value->empty()) {
+      auto condition = GitIncludeConditionKept(e.subsection, dir);
+      if (!condition || out.include_files.size() >= kMaxGitConditionalIncludes) continue;
+      std::string inc = ExpandHome(*e.value, home);
+      if (inc[0] != '/') inc = dir + "/" + inc;
+      const size_t slot = out.include_files.size();
+      const std::string name = std::string(kGitConfigIncludePrefix) + std::to_string(slot + 1);
+      out.include_files.push_back({name, ""});
+      std::vector<GitConditionalInclude> target_includes;
+      std::vector<GitConfigEntry> target_entries;
+      CollectGitConfig(inc, depth + 1, files, out, target_includes, target_entries, home);
+      out.include_files[slot].content = RenderGitConfigCopy(target_entries, target_includes);
+      includes.push_back({entries.size(), *condition, name});
+      continue;
+    }
+    if (entries.size() < kMaxGitConfigEntries) entries.push_back(std::move(e));
   }
 }
 
@@ -266,9 +296,13 @@ void RemoveTree(int dir, const std::string& name, int depth) {
 
 }  // namespace
 
-std::optional<std::string> SanitizedGitConfig(const std::string& home,
-                                              const std::string& xdg_config_home) {
-  std::vector<GitConfigEntry> entries;
+namespace {
+
+// The entries of the user's global git configuration (XDG git/config, then ~/.gitconfig, with
+// their unconditional include.path files), as read; nullopt when the user has none.
+std::optional<CollectedGitConfig> GlobalGitConfigEntries(const std::string& home,
+                                                         const std::string& xdg_config_home) {
+  CollectedGitConfig out;
   int files = 0;
   bool any = false;
   const std::string xdg =
@@ -276,10 +310,64 @@ std::optional<std::string> SanitizedGitConfig(const std::string& home,
   for (const std::string& path : {xdg + "/git/config", home + "/.gitconfig"}) {
     if (::access(path.c_str(), F_OK) != 0) continue;
     any = true;
-    CollectGitConfig(path, 0, files, entries, home);
+    CollectGitConfig(path, 0, files, out, out.includes, out.entries, home);
   }
   if (!any) return std::nullopt;
-  return RenderSanitizedGitConfig(entries);
+  return out;
+}
+
+// Writes the files the copy includes under a condition into the sandbox home (`home`, as
+// PrepareHome made it: `dev`, `ino`), each replaced whole (renamed over the name, never written
+// through a link a command left there). False when one cannot be: the copy then includes none.
+bool WriteGitIncludeFiles(const std::string& home, dev_t dev, ino_t ino,
+                          const std::vector<HomeFile>& files) {
+  UniqueFd dir(::open(home.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat st {};
+  if (!dir || ::fstat(dir.Get(), &st) != 0 || st.st_dev != dev || st.st_ino != ino) return false;
+  for (const auto& f : files) {
+    if (!WriteFileAtomically(dir.Get(), f.path, f.content, 0644)) return false;
+  }
+  return true;
+}
+
+// The global ignore and attributes files `entries` name that the sandbox home shows
+// (policy/git_global_files.h), as roots the run implies.
+std::vector<std::string> ShownGitNamedFiles(const std::vector<GitConfigEntry>& entries,
+                                            const std::string& home,
+                                            const std::vector<std::string>& writable_roots) {
+  std::vector<std::string> out;
+  const auto lexical_home = NormalizeAbsolute(home);
+  if (!lexical_home) return out;
+  const std::string home_canonical = Canonical(home);
+  for (const auto& named : GitNamedFiles(entries, home)) {
+    const auto lexical = NormalizeAbsolute(named);
+    if (!lexical) continue;
+    const std::string target = Canonical(*lexical);
+    std::optional<std::string> resolved;
+    auto kind = HomeHost::Kind::kMissing;
+    struct stat st {};
+    if (!target.empty() && ::lstat(target.c_str(), &st) == 0) {
+      resolved = target;
+      kind = S_ISREG(st.st_mode)   ? HomeHost::Kind::kFile
+             : S_ISDIR(st.st_mode) ? HomeHost::Kind::kDirectory
+             : S_ISLNK(st.st_mode) ? HomeHost::Kind::kSymlink
+                                   : HomeHost::Kind::kOther;
+    }
+    if (GitNamedFileShown(*lexical, resolved, kind, *lexical_home, home_canonical,
+                          writable_roots)) {
+      out.push_back(*lexical);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> SanitizedGitConfig(const std::string& home,
+                                              const std::string& xdg_config_home) {
+  auto collected = GlobalGitConfigEntries(home, xdg_config_home);
+  if (!collected) return std::nullopt;
+  return RenderSanitizedGitConfig(collected->entries);
 }
 
 Result<SandboxSettings> ApplySandboxSettings(const std::vector<std::string>& environ_entries,
@@ -442,8 +530,18 @@ Result<SandboxSettings> ApplySandboxSettings(const std::vector<std::string>& env
     const std::string state =
         !xdg_state.empty() && xdg_state[0] == '/' ? xdg_state : home + "/.local/state";
     out.state_dir = state + "/anvil";
-    input.gitconfig =
-        SanitizedGitConfig(home, EnvValue(environ_entries, "XDG_CONFIG_HOME")).value_or("");
+    std::vector<std::string> writable = {policy.workspace};
+    writable.insert(writable.end(), policy.extra_writable_roots.begin(),
+                    policy.extra_writable_roots.end());
+    auto git = GlobalGitConfigEntries(home, EnvValue(environ_entries, "XDG_CONFIG_HOME"));
+    if (git) {
+      // Without its conditional includes until their files are in the sandbox home (below).
+      input.gitconfig = RenderSanitizedGitConfig(git->entries);
+      // git's global ignore and attributes files it names, read-only at their path.
+      for (auto& f : ShownGitNamedFiles(git->entries, home, writable)) {
+        input.implied_readable_roots.push_back(std::move(f));
+      }
+    }
     // The workspace's own /tmp is kept like its home, unless the run asked for a throw-away
     // one (--tmp private, or a size for it) or writes nothing that outlives it (read-only).
     const bool kept_tmp = !flags.private_tmp && policy.kind == PolicyKind::kWorkspaceWrite;
@@ -460,6 +558,17 @@ Result<SandboxSettings> ApplySandboxSettings(const std::vector<std::string>& env
       input.sandbox_tmp_ino = prepared->tmp_ino;
       out.home_created = prepared->created;
       out.sandbox_home = prepared->home;
+      // The copy's conditional includes, as files of the sandbox home. Not where a writable
+      // root shows the real home instead (the copy then covers the real git config, and a file
+      // of that name there would be the command's), nor when they cannot all be written.
+      const bool real_home_shown =
+          std::any_of(writable.begin(), writable.end(), [&](const std::string& w) {
+            return PathIsWithin(home, w) || PathIsWithin(Canonical(home), w);
+          });
+      if (git && !git->includes.empty() && !real_home_shown &&
+          WriteGitIncludeFiles(prepared->home, prepared->dev, prepared->ino, git->include_files)) {
+        input.gitconfig = RenderGitConfigCopy(git->entries, git->includes);
+      }
     } else if (input.mode == HomeMode::kPersistent) {
       // No persistent home to be had (a $HOME or state directory that is not ours): the
       // command still gets a home, an empty one; the report says why.

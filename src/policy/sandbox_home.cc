@@ -10,6 +10,8 @@
 
 #include "common/ascii.h"
 #include "policy/digest.h"
+#include "policy/git_global_files.h"
+#include "policy/git_include_if.h"
 #include "policy/tree_alias.h"
 
 namespace anvil {
@@ -633,7 +635,37 @@ std::vector<HomeFile> RenderHomeStartupFiles(std::string_view path) {
   return out;
 }
 
+std::optional<std::string> GitIncludeConditionKept(std::string_view condition,
+                                                   std::string_view including_dir) {
+  for (char c : condition) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return std::nullopt;
+  }
+  for (std::string_view kind : {"gitdir:", "gitdir/i:"}) {
+    if (condition.rfind(kind, 0) != 0) continue;
+    const std::string_view pattern = condition.substr(kind.size());
+    if (pattern.empty()) return std::nullopt;
+    if (pattern.rfind("./", 0) == 0) {
+      if (including_dir.empty() || including_dir[0] != '/') return std::nullopt;
+      std::string dir(including_dir);
+      if (dir.back() != '/') dir += '/';
+      return std::string(kind) + dir + std::string(pattern.substr(2));
+    }
+    return std::string(condition);
+  }
+  for (std::string_view kind : {"onbranch:", "hasconfig:remote.*.url:"}) {
+    if (condition.rfind(kind, 0) == 0 && condition.size() > kind.size()) {
+      return std::string(condition);
+    }
+  }
+  return std::nullopt;
+}
+
 std::string RenderSanitizedGitConfig(const std::vector<GitConfigEntry>& entries) {
+  return RenderGitConfigCopy(entries, {});
+}
+
+std::string RenderGitConfigCopy(const std::vector<GitConfigEntry>& entries,
+                                const std::vector<GitConditionalInclude>& includes) {
   std::string out =
       "# Anvil's sanitized copy of your git configuration: identity, ignore files, aliases and\n"
       "# everyday behaviour only, never credentials (docs/policy.md, \"Living with the "
@@ -656,19 +688,37 @@ std::string RenderSanitizedGitConfig(const std::vector<GitConfigEntry>& entries)
     }
     return q + "\"";
   };
+  // Subsections know only \" and \\ as escapes.
+  auto quote_sub = [](const std::string& text) {
+    std::string sub = "\"";
+    for (char c : text) {
+      if (c == '"' || c == '\\') sub += '\\';
+      sub += c;
+    }
+    return sub + "\"";
+  };
   std::string current;
-  for (const auto& e : entries) {
+  size_t next = 0;
+  auto add_includes = [&](size_t upto) {
+    for (; next < includes.size() && includes[next].before <= upto; ++next) {
+      const auto& inc = includes[next];
+      const std::string_view number = std::string_view(inc.file).substr(
+          std::min(inc.file.size(), kGitConfigIncludePrefix.size()));
+      if (GitIncludeConditionKept(inc.condition, "/") != inc.condition ||
+          inc.file.rfind(kGitConfigIncludePrefix, 0) != 0 || number.empty() ||
+          number.find_first_not_of("0123456789") != std::string_view::npos) {
+        continue;
+      }
+      out += "[includeIf " + quote_sub(inc.condition) + "]\n\tpath = " + quote(inc.file) + "\n";
+      current.clear();
+    }
+  };
+  for (size_t i = 0; i < entries.size(); ++i) {
+    add_includes(i);
+    const auto& e = entries[i];
     if (!GitConfigEntryAllowed(e)) continue;
     std::string header = "[" + e.section;
-    if (e.has_subsection) {
-      // Subsections know only \" and \\ as escapes.
-      std::string sub = "\"";
-      for (char c : e.subsection) {
-        if (c == '"' || c == '\\') sub += '\\';
-        sub += c;
-      }
-      header += " " + sub + "\"";
-    }
+    if (e.has_subsection) header += " " + quote_sub(e.subsection);
     header += "]";
     if (header != current) {
       out += header + "\n";
@@ -678,7 +728,55 @@ std::string RenderSanitizedGitConfig(const std::vector<GitConfigEntry>& entries)
     if (e.value) out += " = " + quote(AsWritten(*e.value));
     out += "\n";
   }
+  add_includes(SIZE_MAX);
   return out;
+}
+
+std::vector<std::string> GitNamedFiles(const std::vector<GitConfigEntry>& entries,
+                                       const std::string& home) {
+  std::optional<std::string> excludes;
+  std::optional<std::string> attributes;
+  for (const auto& e : entries) {
+    if (e.section != "core" || e.has_subsection || !e.value || !GitConfigEntryAllowed(e)) continue;
+    if (e.key == "excludesfile") excludes = *e.value;
+    if (e.key == "attributesfile") attributes = *e.value;
+  }
+  std::vector<std::string> out;
+  for (const auto& value : {excludes, attributes}) {
+    if (!value || value->empty()) continue;
+    std::string path =
+        value->rfind("~/", 0) == 0 ? (home.empty() ? "" : home + value->substr(1)) : *value;
+    if (path.empty() || path[0] != '/') continue;
+    AddUnique(out, path);
+  }
+  return out;
+}
+
+bool GitNamedFileShown(const std::string& lexical, const std::optional<std::string>& resolved,
+                       HomeHost::Kind resolved_kind, const std::string& home,
+                       const std::string& home_canonical,
+                       const std::vector<std::string>& writable_roots) {
+  if (NormalizeAbsolute(lexical) != lexical || NormalizeAbsolute(home) != home || home == "/") {
+    return false;
+  }
+  if (lexical == home || !PathIsWithin(lexical, home)) return false;
+  // The shells' start-up files are Anvil's in the sandbox home (yours often export tokens).
+  const std::string rel = lexical.substr(home.size() + 1);
+  for (const auto& f : kHomeStartupFiles) {
+    if (rel == f.path) return false;
+  }
+  for (const auto& d : kHomeStartupDirs) {
+    if (PathIsWithin(rel, std::string(d.path))) return false;
+  }
+  if (!resolved || resolved_kind != HomeHost::Kind::kFile) return false;
+  if (NormalizeAbsolute(*resolved) != *resolved) return false;
+  // One a writable root holds is shown there as it is, and could be changed while it is judged.
+  for (const auto& w : writable_roots) {
+    if (PathIsWithin(lexical, w) || PathIsWithin(*resolved, w)) return false;
+  }
+  const bool in_home = !home_canonical.empty() && home_canonical != "/" &&
+                       *resolved != home_canonical && PathIsWithin(*resolved, home_canonical);
+  return in_home || InSystemRoot(*resolved);
 }
 
 bool ActivatedEnvironmentShown(const std::string& dir, const ActivatedEnvironment& environment,

@@ -210,6 +210,95 @@ TEST_P(T1SandboxHome, GitconfigCopyKeepsTheIdentityAndDropsTheToken) {
   EXPECT_NE(next.out.find("Lived In"), std::string::npos) << next.out << next.err;
 }
 
+// The global ignore file ~/.gitconfig names (core.excludesFile = ~/.gitignore_global, GitHub's
+// suggested name) was kept in the sandbox's copy of the configuration but not shown, so
+// `git add -A` inside committed the `.env` the host's git ignores. It is shown read-only at its
+// path now, and so is a named attributes file. Benign neighbours: a name inside a credential
+// location, or a FIFO, is not shown (nothing of the secret, no hang) and the run still works.
+TEST_P(T1SandboxHome, TheGlobalIgnoreFileTheGitconfigNamesIsShownReadOnly) {
+  const std::string h = home_.home();
+  auto name_files = [&](const std::string& excludes, const std::string& attributes) {
+    const std::string text = ReadFile(h + "/.gitconfig");
+    const std::string base = text.substr(0, text.find("\n[core]"));
+    WriteFile(h + "/.gitconfig", base + "\n[core]\n\texcludesFile = " + excludes +
+                                     "\n\tattributesFile = " + attributes + "\n");
+    home_.GiveTo(caller_);
+  };
+  Put(h + "/.gitignore_global", ".env\n");
+  Put(h + "/.gitattributes_global", "*.bin binary\n");
+  name_files("~/.gitignore_global", "~/.gitattributes_global");
+  // A repository of its own for each run: the next run keeps the last one's .git read-only.
+  auto script = [](const std::string& repo) {
+    return "git init -q " + repo + " && cd " + repo +
+           " && touch .env keep x.bin && git status --short && git check-attr diff x.bin";
+  };
+  auto r = Sh(script("r1"));
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("?? keep"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(r.out.find(".env"), std::string::npos) << "the host's git ignores it\n" << r.out;
+  EXPECT_NE(r.out.find("x.bin: diff: unset"), std::string::npos) << r.out << r.err;
+  // Shown, not handed over.
+  auto write =
+      Sh("echo '!.env' >> ~/.gitignore_global; echo x > ~/.gitignore_global; "
+         "rm -f ~/.gitignore_global; cat ~/.gitignore_global");
+  EXPECT_NE(write.out.find(".env"), std::string::npos) << write.out << write.err;
+  EXPECT_EQ(ReadFile(h + "/.gitignore_global"), ".env\n");
+
+  // Named inside a credential location: nothing of it is shown, and git runs without it.
+  const auto& [key_path, key_secret] = home_.secrets().at(".ssh");
+  name_files(key_path, "~/.gitattributes_global");
+  auto cred = Sh(script("r2") + "; cat " + ShellQuote(key_path));
+  EXPECT_NE(cred.out.find("?? keep"), std::string::npos) << cred.out << cred.err;
+  EXPECT_EQ(cred.out.find(key_secret), std::string::npos) << cred.out;
+  EXPECT_EQ(cred.err.find(key_secret), std::string::npos) << cred.err;
+  // A FIFO is no ignore file (shown, git would wait on it for ever): not shown, the run works.
+  ASSERT_EQ(::mkfifo((h + "/.gitignore_fifo").c_str(), 0644), 0);
+  name_files("~/.gitignore_fifo", "~/.gitattributes_global");
+  auto fifo = Sh(script("r3") + " && test ! -e ~/.gitignore_fifo && echo no-fifo");
+  EXPECT_EQ(fifo.status, 0) << fifo.out << fifo.err;
+  EXPECT_NE(fifo.out.find("?? .env"), std::string::npos) << fifo.out << fifo.err;
+  EXPECT_NE(fifo.out.find("no-fifo"), std::string::npos) << fifo.out << fifo.err;
+}
+
+// `includeIf` was dropped from the sandbox's copy of ~/.gitconfig, so a work repository's commits
+// inside carried the home identity. Each kept condition's target is sanitized into a file of
+// the sandbox home now, included under the same condition: the work repository has the work
+// identity, the other the home one, and the target's core.fsmonitor runs nowhere. Benign
+// neighbour: the repository outside the condition keeps the home identity.
+TEST_P(T1SandboxHome, IncludeIfTargetsAreKeptSanitizedUnderTheirCondition) {
+  const std::string h = home_.home();
+  const std::string ws = home_.workspace();
+  Put(h + "/w.gc",
+      "[user]\n\temail = work@corp.example\n[core]\n\tfsmonitor = \"echo PWNED-include >&2; "
+      "false\"\n[credential]\n\thelper = store\n");
+  const std::string text = ReadFile(h + "/.gitconfig");
+  WriteFile(h + "/.gitconfig", text + "[includeIf \"gitdir:" + ws + "/work/\"]\n\tpath = ~/w.gc\n");
+  home_.GiveTo(caller_);
+  auto r =
+      Sh("rm -rf work other && mkdir work other && git init -q work/r && git init -q other/r "
+         "&& echo \"work=$(git -C work/r config user.email)\" && "
+         "echo \"other=$(git -C other/r config user.email)\" && git -C work/r status --short "
+         "&& git -C work/r config --get-all core.fsmonitor; "
+         "git -C work/r config --show-origin --get-all credential.helper; echo end");
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("work=work@corp.example"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("other=lived@in.example"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(r.err.find("PWNED"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("echo PWNED"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("store"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("end"), std::string::npos) << r.out << r.err;
+  // A file the copy includes is Anvil's at every start, whatever a command left there.
+  auto plant =
+      Sh("for f in ~/.gitconfig-include-*; do "
+         "printf '[core]\\n\\tfsmonitor = \"echo PWNED-planted >&2; false\"\\n' >> \"$f\"; done; "
+         "echo planted");
+  EXPECT_NE(plant.out.find("planted"), std::string::npos) << plant.out << plant.err;
+  auto next = Sh("git -C work/r status --short && git -C work/r config user.email");
+  EXPECT_EQ(next.status, 0) << next.out << next.err;
+  EXPECT_EQ(next.err.find("PWNED"), std::string::npos) << next.err;
+  EXPECT_NE(next.out.find("work@corp.example"), std::string::npos) << next.out << next.err;
+}
+
 // ~/.gitconfig named as a root: --readable-root was refused with a fix for directories, and
 // --writable-root failed the set-up ("open writable root ...: Not a directory"). It may hold a
 // token, so it is still never shown, even when named: both are refused before anything runs,

@@ -12,6 +12,8 @@
 #include <set>
 
 #include "policy/command_segments.h"
+#include "policy/git_global_files.h"
+#include "policy/git_include_if.h"
 #include "policy/refusals.h"
 
 namespace anvil {
@@ -505,6 +507,84 @@ TEST(GitConfig, IdentityAliasesAndIgnoresKeptCredentialsDropped) {
   }
 }
 
+// includeIf conditions: those that only choose by the repository's path, branch or remotes
+// are kept (a pattern relative to the including file made absolute), every other is dropped.
+TEST(GitIncludeConditionKept, PathBranchAndRemoteConditionsOnly) {
+  struct Case {
+    std::string condition;
+    std::optional<std::string> kept;
+  };
+  const Case cases[] = {
+      {"gitdir:~/work/", "gitdir:~/work/"},
+      {"gitdir:/srv/work/**", "gitdir:/srv/work/**"},
+      {"gitdir/i:~/Work/", "gitdir/i:~/Work/"},
+      {"gitdir:work/", "gitdir:work/"},  // git's own `**/work/`
+      {"gitdir:./work/", "gitdir:/home/u/.config/git/work/"},
+      {"gitdir/i:./W/", "gitdir/i:/home/u/.config/git/W/"},
+      {"onbranch:main", "onbranch:main"},
+      {"onbranch:feature/**", "onbranch:feature/**"},
+      {"hasconfig:remote.*.url:https://github.com/corp/**",
+       "hasconfig:remote.*.url:https://github.com/corp/**"},
+      {"gitdir:", std::nullopt},
+      {"onbranch:", std::nullopt},
+      {"hasconfig:remote.*.url:", std::nullopt},
+      {"hasconfig:core.editor:vim", std::nullopt},
+      {"hasconfig:remote.origin.url:x", std::nullopt},
+      {"unknown:x", std::nullopt},
+      {"", std::nullopt},
+      {"GITDIR:~/work/", std::nullopt},
+      // A control character could end the header the copy writes.
+      {"gitdir:~/work/\n[core]\n\tfsmonitor = x", std::nullopt},
+      {std::string("onbranch:a") + '\x01' + "b", std::nullopt},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.condition);
+    EXPECT_EQ(GitIncludeConditionKept(c.condition, "/home/u/.config/git"), c.kept);
+  }
+  EXPECT_EQ(GitIncludeConditionKept("gitdir:./w/", ""), std::nullopt);
+  EXPECT_EQ(GitIncludeConditionKept("gitdir:./w/", "/"), "gitdir:/w/");
+}
+
+// The copy with its includes: each where it stood (so what follows it still wins, as in git),
+// its condition quoted as a subsection, its file a name of the sandbox home; one whose
+// condition or file is not Anvil's is left out. git reads it back the same way.
+TEST(GitConfig, TheCopyKeepsItsConditionalIncludesWhereTheyStood) {
+  auto entries =
+      ParseGitConfig("[user]\n\tname = U\n\temail = home@example.org\n[alias]\n\tst = status\n");
+  ASSERT_TRUE(entries);
+  const std::vector<GitConditionalInclude> includes = {
+      {2, "gitdir:~/work \"quoted\"\\/", ".gitconfig-include-1"},
+      {3, "onbranch:main", ".gitconfig-include-2"},
+      {3, "unknown:x", ".gitconfig-include-3"},
+      {3, "gitdir:~/w/", "/home/u/.ssh/config"},
+      {3, "gitdir:~/w/", ".gitconfig-include-"},
+      {3, "gitdir:~/w/", ".gitconfig-include-1/../x"},
+      {99, "hasconfig:remote.*.url:https://corp.example/**", ".gitconfig-include-4"},
+  };
+  const std::string out = RenderGitConfigCopy(*entries, includes);
+  auto back = ParseGitConfig(out);
+  ASSERT_TRUE(back) << out;
+  std::vector<std::string> got;
+  for (const auto& e : *back) {
+    got.push_back(e.section + "|" + e.subsection + "|" + e.key + "=" + e.value.value_or(""));
+  }
+  const std::vector<std::string> want = {
+      "user||name=U",
+      "user||email=home@example.org",
+      "includeif|gitdir:~/work \"quoted\"\\/|path=.gitconfig-include-1",
+      "alias||st=status",
+      "includeif|onbranch:main|path=.gitconfig-include-2",
+      "includeif|hasconfig:remote.*.url:https://corp.example/**|path=.gitconfig-include-4",
+  };
+  EXPECT_EQ(got, want) << out;
+  // Without includes, the copy is what it always was.
+  EXPECT_EQ(RenderGitConfigCopy(*entries, {}), RenderSanitizedGitConfig(*entries));
+  // An includeIf of the user's own file is never carried as an entry.
+  auto own = ParseGitConfig("[includeIf \"gitdir:~/w/\"]\n\tpath = ~/w.gc\n[user]\n\tname = U\n");
+  ASSERT_TRUE(own);
+  EXPECT_EQ(RenderSanitizedGitConfig(*own).find("include"), std::string::npos);
+}
+
 TEST(GitConfig, TheCopyReadsBackAsGitReadsTheOriginal) {
   // git's syntax corners (legacy subsections, continuations, escapes, a key alone, a key on
   // its header's line): the copy holds the same allowed entries with the same values.
@@ -816,6 +896,133 @@ TEST(PlanHomeView, AnImpliedReadableRootIsShownOrSkippedNeverRefused) {
     plan = PlanHomeView(in, f.Host());
     ASSERT_TRUE(plan) << plan.error().ToString();
     EXPECT_FALSE(Has(plan->read_roots, root));
+  }
+}
+
+// git's global ignore and attributes files as the configuration names them: the last value
+// of each, `~/` expanded, never one git would take relative to the current directory or
+// another user's home.
+TEST(GitNamedFiles, TheLastValueOfEachExpandedAgainstTheHome) {
+  auto entry = [](std::string key, std::optional<std::string> value, std::string sub = "") {
+    GitConfigEntry e;
+    e.section = "core";
+    e.key = std::move(key);
+    e.value = std::move(value);
+    e.has_subsection = !sub.empty();
+    e.subsection = std::move(sub);
+    return e;
+  };
+  struct Case {
+    std::vector<GitConfigEntry> entries;
+    std::vector<std::string> want;
+  };
+  const Case cases[] = {
+      {{entry("excludesfile", "~/.gitignore_global")}, {"/home/u/.gitignore_global"}},
+      {{entry("excludesfile", "~/a"), entry("excludesfile", "~/b")}, {"/home/u/b"}},
+      {{entry("excludesfile", "~/x"), entry("attributesfile", "/home/u/.gitattributes")},
+       {"/home/u/x", "/home/u/.gitattributes"}},
+      {{entry("excludesfile", "~/x"), entry("attributesfile", "~/x")}, {"/home/u/x"}},
+      {{entry("excludesfile", ".gitignore_global")}, {}},  // relative to the current directory
+      {{entry("excludesfile", "~other/.gitignore")}, {}},  // another user's home
+      {{entry("excludesfile", "")}, {}},
+      {{entry("excludesfile", std::nullopt)}, {}},
+      {{entry("excludesfile", "~/x", "sub")}, {}},
+      {{entry("fsmonitor", "/home/u/x")}, {}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.entries.back().key + "=" + c.entries.back().value.value_or("(none)"));
+    EXPECT_EQ(GitNamedFiles(c.entries, "/home/u"), c.want);
+  }
+  EXPECT_TRUE(GitNamedFiles({entry("excludesfile", "~/x")}, "").empty());
+}
+
+TEST(GitNamedFileShown, ARegularFileOfTheHomeOrTheSystemOnly) {
+  using K = HomeHost::Kind;
+  struct Case {
+    std::string lexical;
+    std::optional<std::string> resolved;
+    K kind;
+    bool shown;
+  };
+  const Case cases[] = {
+      {"/home/u/.gitignore_global", "/home/u/.gitignore_global", K::kFile, true},
+      {"/home/u/.config/git/attributes", "/home/u/.config/git/attributes", K::kFile, true},
+      // A dotfiles manager's link (stow, home-manager).
+      {"/home/u/.gitignore_global", "/home/u/dotfiles/gitignore", K::kFile, true},
+      {"/home/u/.gitignore_global", "/nix/store/abc-gitignore", K::kFile, true},
+      {"/home/u/.gitignore_global", "/etc/gitignore", K::kFile, true},
+      // Not a regular file: a FIFO or a socket would be a channel, a directory is no ignore file.
+      {"/home/u/.gitignore_global", "/home/u/.gitignore_global", K::kOther, false},
+      {"/home/u/.gitignore_global", "/home/u/.gitignore_global", K::kDirectory, false},
+      {"/home/u/.gitignore_global", "/home/u/.gitignore_global", K::kSymlink, false},
+      {"/home/u/.gitignore_global", std::nullopt, K::kMissing, false},
+      // Outside the home, or resolving outside it and the system: not shown.
+      {"/srv/shared/gitignore", "/srv/shared/gitignore", K::kFile, false},
+      {"/tmp/gitignore", "/tmp/gitignore", K::kFile, false},
+      {"/home/u/.gitignore_global", "/tmp/gitignore", K::kFile, false},
+      {"/home/u/.gitignore_global", "/proc/1/environ", K::kFile, false},
+      {"/home/u/.gitignore_global", "/home/other/.gitignore", K::kFile, false},
+      {"/home/u", "/home/u", K::kFile, false},
+      // The shells' start-up files stay Anvil's.
+      {"/home/u/.bashrc", "/home/u/.bashrc", K::kFile, false},
+      {"/home/u/.config/fish/ignore", "/home/u/.config/fish/ignore", K::kFile, false},
+      {"/home/u/../u/x", "/home/u/x", K::kFile, false},
+      {"/home/u/x", "/home/u/../../proc/1/environ", K::kFile, false},
+      // In a writable root of the run: shown there as it is.
+      {"/home/u/proj/.gitignore", "/home/u/proj/.gitignore", K::kFile, false},
+      {"/home/u/.gitignore_global", "/home/u/proj/gitignore", K::kFile, false},
+      {"/home/u/proj2/.gitignore", "/home/u/proj2/.gitignore", K::kFile, true},
+  };
+  const std::vector<std::string> writable = {"/home/u/proj"};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.lexical + " -> " + c.resolved.value_or("(missing)"));
+    EXPECT_EQ(GitNamedFileShown(c.lexical, c.resolved, c.kind, "/home/u", "/home/u", writable),
+              c.shown);
+  }
+  EXPECT_FALSE(GitNamedFileShown("/x/y", "/x/y", K::kFile, "/", "/", {}));
+  // The home reached through a link: the file resolves into its canonical path.
+  EXPECT_TRUE(GitNamedFileShown("/home/u/.gitignore_global", "/var/home/u/.gitignore_global",
+                                K::kFile, "/home/u", "/var/home/u", {}));
+}
+
+// A named file GitNamedFileShown allows is a root the run implies: shown read-only at its path
+// (mapped where it is a link), and skipped, never an error, inside a credential location, by
+// path or once resolved.
+TEST(PlanHomeView, TheGlobalIgnoreFileTheConfigurationNamesIsShownOutsideCredentials) {
+  FakeHome f = LivedInHome();
+  f.entries["/home/u/.gitignore_global"] = Kind::kFile;
+  HomePlanInput in = Input();
+  in.implied_readable_roots = {"/home/u/.gitignore_global"};
+  auto plan = PlanHomeView(in, f.Host());
+  ASSERT_TRUE(plan) << plan.error().ToString();
+  EXPECT_TRUE(Has(plan->read_roots, "/home/u/.gitignore_global"));
+
+  f.entries.erase("/home/u/.gitignore_global");
+  f.entries["/home/u/dotfiles"] = Kind::kDirectory;
+  f.entries["/home/u/dotfiles/gitignore"] = Kind::kFile;
+  f.links["/home/u/.gitignore_global"] = "/home/u/dotfiles/gitignore";
+  plan = PlanHomeView(in, f.Host());
+  ASSERT_TRUE(plan) << plan.error().ToString();
+  ASSERT_EQ(plan->binds.size(), 1u);
+  EXPECT_EQ(plan->binds[0].source, "/home/u/dotfiles/gitignore");
+  EXPECT_EQ(plan->binds[0].target, "/home/u/.gitignore_global");
+  EXPECT_FALSE(plan->binds[0].writable);
+  EXPECT_FALSE(Has(plan->read_roots, "/home/u/dotfiles"));
+
+  f.entries["/home/u/.ssh/config"] = Kind::kFile;
+  f.entries["/home/u/.ssh/ignore"] = Kind::kFile;
+  f.links["/home/u/.gitignore_global"] = "/home/u/.ssh/config";
+  for (const char* named :
+       {"/home/u/.gitignore_global", "/home/u/.ssh/ignore", "/home/u/.netrc", "/home/u/.npmrc"}) {
+    SCOPED_TRACE(named);
+    in.implied_readable_roots = {named};
+    plan = PlanHomeView(in, f.Host());
+    ASSERT_TRUE(plan) << plan.error().ToString();
+    EXPECT_TRUE(plan->binds.empty());
+    for (const auto& r : plan->read_roots) {
+      EXPECT_FALSE(PathIsWithin(r, "/home/u/.ssh")) << r;
+      EXPECT_NE(r, named);
+    }
   }
 }
 
