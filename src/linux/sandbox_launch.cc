@@ -162,8 +162,10 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
       std::vector<std::string> trust_dirs =
           AnvilTrustDirs(TrustEnvFromProcess(autorun_env.passwd_home));
       std::vector<std::string> trust_named = trust_dirs;
+      std::vector<std::string> trust_canonical;  // one per dir, "" when not even "/" resolves
       for (const auto& dir : trust_dirs) {
-        if (auto where = WhereTrustDirLies(dir); !where.empty()) trust_named.push_back(where);
+        trust_canonical.push_back(WhereTrustDirLies(dir));
+        if (!trust_canonical.back().empty()) trust_named.push_back(trust_canonical.back());
       }
       // The canonical bases' names for the aliases (the mount table names real paths).
       const AutorunEnv real = CanonicalAutorunEnv(autorun_env);
@@ -188,9 +190,11 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
                                 start);
           }
         }
-        trust_dirs = WithPlacesThroughAliases(aliases, std::move(trust_dirs), trust_named);
       }
-      auto trust = ShieldAnvilTrustDirs(trust_dirs, roots, covered);
+      // Each by its own name and by each name an alias gives it, the host's name beside: a
+      // missing one is made only by its own name, and the admin layer never.
+      auto trust =
+          ShieldAnvilTrustDirs(TrustDirNames(trust_dirs, trust_canonical, aliases), roots, covered);
       if (!trust) return SetupFailure(trust.error().ToString(), start);
       MergeShield(*shield, *trust);
       const std::vector<std::string> anvil_state = shield->read_only;

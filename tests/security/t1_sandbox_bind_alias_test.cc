@@ -57,6 +57,7 @@ const char kAttacks[] =
     "try local-bin 'mkdir -p .local/bin && echo evil > .local/bin/ls'; "
     "try autostart 'mkdir -p .config/autostart && echo evil > .config/autostart/x.desktop'; "
     "try rules 'echo x > .config/anvil/rules.toml'; "
+    "try grants 'mkdir -p .local/state/anvil && echo x > .local/state/anvil/grants.json'; "
     "try ssh-config 'echo evil > .ssh/config'; "
     "cat .ssh/id_ed25519 2>/dev/null; ";
 
@@ -94,6 +95,7 @@ class T1SandboxBindAlias : public CallerTest {
     EXPECT_EQ(ReadFile(home_ + "/.bashrc"), "# mine\n");
     EXPECT_EQ(ReadFile(home_ + "/.profile"), "# mine\n");
     EXPECT_FALSE(Exists(home_ + "/.config/anvil/rules.toml"));
+    EXPECT_FALSE(Exists(home_ + "/.local/state/anvil/grants.json"));
     EXPECT_FALSE(Exists(home_ + "/.local/bin/ls"));
     EXPECT_FALSE(Exists(home_ + "/.config/autostart"));
     EXPECT_FALSE(Exists(home_ + "/.ssh/config"));
@@ -110,6 +112,11 @@ TEST_P(T1SandboxBindAlias, AWorkspaceThatIsABindAliasOfTheHomeKeepsWhatTheHomeKe
   ExpectHomeKept(r);
   EXPECT_NE(r.out.find("BENIGN"), std::string::npos) << r.out << r.err;
   EXPECT_EQ(ReadFile(home_ + "/notes"), "ok\n");
+  // The missing state directory was made by its own name, the caller's and 0700, and kept.
+  struct stat st {};
+  ASSERT_EQ(stat((home_ + "/.local/state/anvil").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_EQ(st.st_uid, caller_.uid());
   // The same, by the home's real path: kept as before.
   auto direct = Sh(home_, kAttacks);
   ExpectHomeKept(direct);
@@ -198,6 +205,48 @@ TEST_P(T1SandboxBindAlias, AWritableRootThatIsAnAliasOfAnvilsOwnDirectoryIsRefus
                "echo ok > notes && echo BENIGN");
   EXPECT_EQ(ok.out.find("WROTE"), std::string::npos) << ok.out;
   EXPECT_NE(ok.out.find("BENIGN"), std::string::npos) << ok.out << ok.err;
+}
+
+// Removes /etc/anvil at the end when it was not there at the start: a test never leaves the
+// admin directory behind (an empty 0700 one stops every unprivileged run on the host).
+class AdminDirGuard {
+ public:
+  AdminDirGuard() : had_(Exists(kAdminDir)) {}
+  ~AdminDirGuard() {
+    if (!had_) (void)Shell(std::string("rm -rf ") + kAdminDir);
+  }
+  AdminDirGuard(const AdminDirGuard&) = delete;
+  AdminDirGuard& operator=(const AdminDirGuard&) = delete;
+  bool had() const { return had_; }
+  static constexpr const char* kAdminDir = "/etc/anvil";
+
+ private:
+  bool had_;
+};
+
+// Root's run with a writable root that is a bind alias of "/" (a reviewer's run made /etc/anvil
+// on the host, empty and 0700, through the alias's name for it; every unprivileged run failed
+// after): the admin directory is never made, by any name. Missing, it cannot be kept from the
+// command, and the run is refused naming it and the fix; there, it is read-only at the alias.
+TEST_P(T1SandboxBindAlias, AnAliasOfTheRootNeverMakesTheAdminDirectory) {
+  AdminDirGuard admin;
+  ASSERT_TRUE(mounts_.Bind("/", alias_));
+  const std::string planted = "/etc/anvil/rules/alias-" + std::to_string(getpid()) + ".toml";
+  auto r = Sh(other_,
+              "mkdir -p " + ShellQuote(alias_ + "/etc/anvil/rules") + " && echo x > " +
+                  ShellQuote(alias_ + planted) + "; echo RAN",
+              {"--writable-root", alias_});
+  if (!admin.had()) {
+    EXPECT_FALSE(Exists("/etc/anvil")) << "the admin directory was made on the host\n" << r.err;
+    EXPECT_NE(r.status, 0) << r.out;
+    EXPECT_EQ(r.out.find("RAN"), std::string::npos) << r.out;
+    EXPECT_NE(r.err.find("/etc/anvil"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(alias_ + "/etc/anvil"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("fix:"), std::string::npos) << r.err;
+  } else {
+    EXPECT_FALSE(Exists(planted)) << r.out << r.err;
+    (void)unlink(planted.c_str());
+  }
 }
 
 TEST_P(T1SandboxBindAlias, AReadableRootThatIsAnAliasOfTheHomeShowsNoCredential) {
