@@ -117,7 +117,11 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   std::optional<GitWalkMemo> walk_loaded;            // what the cache held for these roots
   std::optional<UncheckedRun> unchecked;  // what earlier checks left unchecked (unchecked_run.h)
   if (plan.confine_fs) {
-    HostFs host = RealHostFs();
+    // The mount table, for the bind-alias protection (policy/tree_alias.h): without it no
+    // alias is found, so a table that cannot be had stops the start.
+    auto mounts = MountTableForAliases(ReadHostMountInfo());
+    if (!mounts) return SetupFailure(mounts.error().ToString(), start);
+    HostFs host = RealHostFs(std::move(*mounts));
     host.bound_unix_sockets = HostSocketLocator();
     // The roots first: the view is computed once, after what is made and found in them.
     auto writable = WritableRootsOf(policy, host);
