@@ -80,15 +80,17 @@ Result<std::vector<HostMount>> MountTableForAliases(const MountInfoRead& read) {
   if (!read.read) {
     return Fail("sandbox", what + "which could not be read (" +
                                (read.error.empty() ? "unknown error" : read.error) +
-                               "); the sandbox did not start" + fix);
+                               "); without it the sandbox does not start" + fix);
   }
   if (read.malformed > 0) {
     return Fail("sandbox", what + "which has " + std::to_string(read.malformed) +
                                " line(s) that do not parse as a mount (the first: \"" +
-                               read.first_malformed + "\"); the sandbox did not start" + fix);
+                               read.first_malformed +
+                               "\"); without the whole table the sandbox does not start" + fix);
   }
   if (read.mounts.empty()) {
-    return Fail("sandbox", what + "which lists no mount; the sandbox did not start" + fix);
+    return Fail("sandbox",
+                what + "which lists no mount; without it the sandbox does not start" + fix);
   }
   return read.mounts;
 }
