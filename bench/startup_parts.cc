@@ -26,6 +26,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "host/runtime.h"
@@ -38,6 +39,7 @@
 #include "linux/seccomp_compile.h"
 #include "policy/host_caches.h"
 #include "policy/sandbox_policy.h"
+#include "policy/tree_alias.h"
 
 namespace {
 
@@ -135,7 +137,9 @@ bool View(const std::string& workspace, bool whole) {
   anvil::SandboxPolicy policy;
   policy.kind = anvil::PolicyKind::kWorkspaceWrite;
   policy.workspace = workspace;
-  anvil::HostFs host = anvil::RealHostFs();
+  auto mounts = anvil::MountTableForAliases(anvil::ReadHostMountInfo());
+  if (!mounts) return false;
+  anvil::HostFs host = anvil::RealHostFs(std::move(*mounts));
   host.bound_unix_sockets = anvil::HostSocketLocator();
   if (!whole) return anvil::WritableRootsOf(policy, host).has_value();
   return anvil::ComputeFileView(policy, host).has_value();

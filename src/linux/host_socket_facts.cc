@@ -38,21 +38,9 @@ struct MountTable {
 
 MountTable ReadMountTable() {
   MountTable table;
-  std::ifstream in("/proc/self/mountinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream ss(line);
-    std::string id, parent, majmin, root, point;
-    if (!(ss >> id >> parent >> majmin >> root >> point)) continue;
-    auto colon = majmin.find(':');
-    if (colon == std::string::npos) continue;
-    uint64_t dev = makedev(std::strtoul(majmin.c_str(), nullptr, 10),
-                           std::strtoul(majmin.c_str() + colon + 1, nullptr, 10));
-    const uint64_t mount_id = std::strtoull(id.c_str(), nullptr, 10);
-    table.dev_by_id[mount_id] = dev;
-    table.mounts.push_back({UnescapeMountinfoField(point), UnescapeMountinfoField(root), dev,
-                            mount_id, std::strtoull(parent.c_str(), nullptr, 10)});
-  }
+  MountInfoRead read = ReadHostMountInfo();
+  for (const auto& m : read.mounts) table.dev_by_id[m.id] = m.dev;
+  table.mounts = std::move(read.mounts);
   return table;
 }
 
@@ -322,7 +310,48 @@ std::function<Result<HostSocketMasks>(const FileView&)> HostSocketLocator() {
   };
 }
 
-std::vector<HostMount> ReadHostMounts() { return ReadMountTable().mounts; }
+MountInfoRead ReadHostMountInfo() {
+  MountInfoRead out;
+  UniqueFd fd(::open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC));
+  if (!fd) {
+    out.error = std::string("open: ") + std::strerror(errno);
+    return out;
+  }
+  std::string text;
+  char buf[65536];
+  while (true) {
+    const ssize_t n = ::read(fd.Get(), buf, sizeof(buf));
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      out.error = std::string("read: ") + std::strerror(errno);
+      return out;
+    }
+    text.append(buf, static_cast<size_t>(n));
+  }
+  out.read = true;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.empty()) continue;
+    std::istringstream ss(line);
+    std::string id, parent, majmin, root, point;
+    bool ok = static_cast<bool>(ss >> id >> parent >> majmin >> root >> point);
+    const auto at = ok ? majmin.find(':') : std::string::npos;
+    // The root field is not always a path (a bind of a namespace file: "net:[4026531840]").
+    ok = ok && at != std::string::npos && !point.empty() && point[0] == '/';
+    if (!ok) {
+      if (out.malformed++ == 0) out.first_malformed = line.substr(0, 200);
+      continue;
+    }
+    const uint64_t dev = makedev(std::strtoul(majmin.c_str(), nullptr, 10),
+                                 std::strtoul(majmin.c_str() + at + 1, nullptr, 10));
+    out.mounts.push_back({UnescapeMountinfoField(point), UnescapeMountinfoField(root), dev,
+                          std::strtoull(id.c_str(), nullptr, 10),
+                          std::strtoull(parent.c_str(), nullptr, 10)});
+  }
+  return out;
+}
 
 // mountinfo escapes space, tab, newline and backslash as \ooo.
 std::string UnescapeMountinfoField(const std::string& field) {

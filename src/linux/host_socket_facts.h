@@ -12,6 +12,7 @@
 
 #include "common/result.h"
 #include "policy/host_sockets.h"
+#include "policy/tree_alias.h"
 
 namespace anvil {
 
@@ -29,8 +30,9 @@ HostSocketFacts RealHostSocketFacts();
 // view twice).
 std::function<Result<HostSocketMasks>(const FileView&)> HostSocketLocator();
 
-// The mounts of /proc/self/mountinfo, in its order (one read).
-std::vector<HostMount> ReadHostMounts();
+// The mounts of /proc/self/mountinfo, in its order (one read), and whether it could be read
+// (policy/tree_alias.h MountTableForAliases decides what the start does with it).
+MountInfoRead ReadHostMountInfo();
 
 // A field of /proc/self/mountinfo as the path it names: \ooo escapes (space, tab, newline,
 // backslash) undone.

@@ -15,7 +15,7 @@
 
 namespace anvil {
 
-HostFs RealHostFs() {
+HostFs RealHostFs(std::vector<HostMount> mounts) {
   HostFs fs;
   fs.resolve = [](const std::string& path) -> std::optional<std::string> {
     char buf[PATH_MAX];
@@ -52,12 +52,8 @@ HostFs RealHostFs() {
     if (line.empty()) return std::nullopt;
     return line;
   };
-  // One read of the mount table per HostFs (a launch computes its view twice).
-  auto mounts = std::make_shared<std::optional<std::vector<HostMount>>>();
-  fs.mounts = [mounts]() {
-    if (!*mounts) *mounts = ReadHostMounts();
-    return **mounts;
-  };
+  // Read once, by the caller (a launch computes its view twice).
+  fs.mounts = [table = std::move(mounts)]() { return table; };
   fs.is_symlink = [](const std::string& path) {
     struct stat st {};
     return ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);

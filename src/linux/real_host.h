@@ -11,8 +11,10 @@
 namespace anvil {
 
 // The real host, but for bound_unix_sockets, which the launcher sets from the kernel's socket
-// table (linux/host_socket_facts.h, HostSocketLocator).
-HostFs RealHostFs();
+// table (linux/host_socket_facts.h, HostSocketLocator). `mounts`: the host's mount table as
+// MountTableForAliases (policy/tree_alias.h) accepted it; the caller reads it and stops when it
+// cannot be had, since without it no bind alias is found.
+HostFs RealHostFs(std::vector<HostMount> mounts);
 
 // lstat, realpath and a bounded directory listing of the real file system.
 HomeHost RealHomeHost();

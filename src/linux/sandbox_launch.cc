@@ -119,7 +119,11 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
   std::string walk_territory;             // the territory it was loaded for (GitTerritoryKey)
   std::optional<UncheckedRun> unchecked;  // what earlier checks left unchecked (unchecked_run.h)
   if (plan.confine_fs) {
-    HostFs host = RealHostFs();
+    // The mount table, for the bind-alias protection (policy/tree_alias.h): without it no
+    // alias is found, so a table that cannot be had stops the start.
+    auto mounts = MountTableForAliases(ReadHostMountInfo());
+    if (!mounts) return SetupFailure(mounts.error().ToString(), start);
+    HostFs host = RealHostFs(std::move(*mounts));
     host.bound_unix_sockets = HostSocketLocator();
     // The roots first: the view is computed once, after what is made and found in them.
     auto writable = WritableRootsOf(policy, host);
@@ -164,8 +168,10 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
       std::vector<std::string> trust_dirs =
           AnvilTrustDirs(TrustEnvFromProcess(autorun_env.passwd_home));
       std::vector<std::string> trust_named = trust_dirs;
+      std::vector<std::string> trust_canonical;  // one per dir, "" when not even "/" resolves
       for (const auto& dir : trust_dirs) {
-        if (auto where = WhereTrustDirLies(dir); !where.empty()) trust_named.push_back(where);
+        trust_canonical.push_back(WhereTrustDirLies(dir));
+        if (!trust_canonical.back().empty()) trust_named.push_back(trust_canonical.back());
       }
       // The canonical bases' names for the aliases (the mount table names real paths).
       const AutorunEnv real = CanonicalAutorunEnv(autorun_env);
@@ -190,9 +196,11 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
                                 start);
           }
         }
-        trust_dirs = WithPlacesThroughAliases(aliases, std::move(trust_dirs), trust_named);
       }
-      auto trust = ShieldAnvilTrustDirs(trust_dirs, roots, covered);
+      // Each by its own name and by each name an alias gives it, the host's name beside: a
+      // missing one is made only by its own name, and the admin layer never.
+      auto trust =
+          ShieldAnvilTrustDirs(TrustDirNames(trust_dirs, trust_canonical, aliases), roots, covered);
       if (!trust) return SetupFailure(trust.error().ToString(), start);
       MergeShield(*shield, *trust);
       const std::vector<std::string> anvil_state = shield->read_only;

@@ -62,7 +62,7 @@ std::vector<std::string> AnvilTrustDirs(const TrustEnv& env) {
     add(home + "/.config/anvil");
     add(home + "/.local/state/anvil");
   }
-  add("/etc/anvil");
+  add(std::string(kSystemTrustDir));
   return out;
 }
 
@@ -104,11 +104,47 @@ std::vector<std::string> AnvilTrustStateInWorkspace(const std::string& workspace
   return TrustStateInWorkspace(workspace, dirs);
 }
 
-Result<GitWalkCacheShield> ShieldAnvilTrustDirs(const std::vector<std::string>& trust_dirs,
+std::vector<TrustDirName> TrustDirNames(const std::vector<std::string>& dirs,
+                                        const std::vector<std::string>& canonical,
+                                        const std::vector<TreeAlias>& aliases) {
+  std::vector<TrustDirName> out;
+  auto add = [&out](TrustDirName n) {
+    for (const auto& o : out) {
+      if (o.path == n.path) return;
+    }
+    out.push_back(std::move(n));
+  };
+  for (const auto& dir : dirs) add({dir, dir, dir == kSystemTrustDir});
+  for (size_t i = 0; i < dirs.size(); ++i) {
+    const bool system = dirs[i] == kSystemTrustDir;
+    std::vector<std::string> named = {dirs[i]};
+    if (i < canonical.size() && !canonical[i].empty() && canonical[i] != dirs[i]) {
+      named.push_back(canonical[i]);
+    }
+    for (const auto& host : named) {
+      for (auto& seen : PlacesThroughAliases(aliases, {host})) add({std::move(seen), host, system});
+    }
+  }
+  return out;
+}
+
+MissingTrustDir WhenTrustDirMissing(const TrustDirName& name) {
+  if (name.system || name.host == kSystemTrustDir) return MissingTrustDir::kRefuse;
+  return name.path == name.host ? MissingTrustDir::kMakeHere : MissingTrustDir::kMakeHostName;
+}
+
+Result<GitWalkCacheShield> ShieldAnvilTrustDirs(const std::vector<TrustDirName>& trust_dirs,
                                                 const std::vector<std::string>& writable_roots,
                                                 const std::vector<std::string>& covered) {
-  GitWalkCacheShield all;
-  for (const auto& dir : trust_dirs) {
+  // Every name is checked before anything is made: a refused run makes nothing.
+  struct Held {
+    const TrustDirName* name;
+    std::string canonical;  // "" when missing
+    std::string guess;      // where it would be made
+  };
+  std::vector<Held> held_dirs;
+  for (const auto& name : trust_dirs) {
+    const std::string& dir = name.path;
     // Where it is or would be (a symlink above a writable root, /home -> /data/home, can lead
     // into it).
     bool exists = false;  // guess is then dir's realpath
@@ -143,20 +179,45 @@ Result<GitWalkCacheShield> ShieldAnvilTrustDirs(const std::vector<std::string>& 
         if (slash == std::string::npos) break;
       }
     }
-    char resolved[PATH_MAX];
-    std::string canonical = exists ? guess : "";
-    if (canonical.empty()) {
-      // Missing: the command could make it with content of its own. Make it now.
-      if (dir == "/etc/anvil" || guess.empty() || !MakeDirs(guess) ||
-          ::realpath(guess.c_str(), resolved) == nullptr) {
-        return Fail("sandbox", "Anvil's own directory " + dir +
+    if (!exists && WhenTrustDirMissing(name) == MissingTrustDir::kRefuse) {
+      // The admin's directory: a run never makes it (made by root it would be root's, and an
+      // empty one 0700 stops every other user's runs), and missing it cannot be kept.
+      const std::string shown =
+          name.path == name.host ? "" : " (shown there as " + name.path + ", a bind mount)";
+      return Fail("sandbox", "Anvil's admin directory " + name.host +
+                                 " is missing and a writable root holds it" + shown +
+                                 ", where the command could make it; a sandbox never makes "
+                                 "it. fix: create it as root (mkdir -m 755 " +
+                                 name.host + ") or choose another writable root");
+    }
+    held_dirs.push_back({&name, exists ? guess : "", guess});
+  }
+  GitWalkCacheShield all;
+  char resolved[PATH_MAX];
+  for (auto& h : held_dirs) {
+    const TrustDirName& name = *h.name;
+    if (h.canonical.empty()) {
+      // Missing: the command could make it with content of its own. Make it now, by the
+      // directory's own name (through an alias, the host's name, which the alias then shows).
+      bool made = false;
+      if (WhenTrustDirMissing(name) == MissingTrustDir::kMakeHere) {
+        made = !h.guess.empty() && MakeDirs(h.guess);
+      } else {
+        const std::string host_where = WhereTrustDirLies(name.host);
+        made = !host_where.empty() && MakeDirs(host_where);
+      }
+      if (!made || ::realpath(name.path.c_str(), resolved) == nullptr) {
+        return Fail("sandbox", "Anvil's own directory " + name.host +
+                                   (name.path == name.host
+                                        ? ""
+                                        : " (shown as " + name.path + " through a bind mount)") +
                                    " is missing and lies in a writable root, and could not be "
                                    "made for the run. fix: create it (mkdir -p " +
-                                   dir + ") or choose another writable root");
+                                   name.host + ") or choose another writable root");
       }
-      canonical = resolved;
+      h.canonical = resolved;
     }
-    ANVIL_TRY(shield, ShieldGitWalkCache(canonical, writable_roots, covered));
+    ANVIL_TRY(shield, ShieldGitWalkCache(h.canonical, writable_roots, covered));
     MergeShield(all, *shield);
   }
   return all;

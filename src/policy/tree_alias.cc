@@ -69,6 +69,32 @@ bool Related(const std::string& a, const std::string& b) {
 
 }  // namespace
 
+Result<std::vector<HostMount>> MountTableForAliases(const MountInfoRead& read) {
+  const std::string what =
+      "bind-alias protection (a root that shows the home, a credential location or Anvil's own "
+      "directories by another name keeps them there too) needs the mount table, "
+      "/proc/self/mountinfo, ";
+  const std::string fix =
+      ". fix: run where /proc is mounted and readable (mount -t proc proc /proc; in a container, "
+      "do not mask /proc/self/mountinfo)";
+  if (!read.read) {
+    return Fail("sandbox", what + "which could not be read (" +
+                               (read.error.empty() ? "unknown error" : read.error) +
+                               "); without it the sandbox does not start" + fix);
+  }
+  if (read.malformed > 0) {
+    return Fail("sandbox", what + "which has " + std::to_string(read.malformed) +
+                               " line(s) that do not parse as a mount (the first: \"" +
+                               read.first_malformed +
+                               "\"); without the whole table the sandbox does not start" + fix);
+  }
+  if (read.mounts.empty()) {
+    return Fail("sandbox",
+                what + "which lists no mount; without it the sandbox does not start" + fix);
+  }
+  return read.mounts;
+}
+
 std::optional<TreeKey> TreeKeyOf(const std::vector<HostMount>& mounts, const std::string& path) {
   const HostMount* m = ShowingMounts(mounts).Of(path);
   if (m == nullptr) return std::nullopt;

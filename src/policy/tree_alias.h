@@ -18,11 +18,29 @@
 #include <string>
 #include <vector>
 
+#include "common/result.h"
 #include "policy/host_autorun.h"
 #include "policy/host_caches.h"
 #include "policy/host_sockets.h"
 
 namespace anvil {
+
+// What reading /proc/self/mountinfo gave (linux/host_socket_facts.h ReadHostMountInfo): `read`
+// false when it could not be opened or read through (`error` says why); else its mounts, and
+// the lines that did not parse as a mount (`malformed`, the first of them in `first_malformed`).
+struct MountInfoRead {
+  bool read = false;
+  std::string error;
+  std::vector<HostMount> mounts;
+  size_t malformed = 0;
+  std::string first_malformed;
+};
+
+// The mount table the bind-alias protection works from, or the error that stops the start
+// ("sandbox", naming the feature, what was wrong and the fix): a table that could not be read,
+// holds no mount, or has a line that does not parse would hide every alias, or some, and leave
+// the protection silently off.
+Result<std::vector<HostMount>> MountTableForAliases(const MountInfoRead& read);
 
 // The directory at host path `host` is shown at `alias` (inside a root) too. Never equal.
 struct TreeAlias {

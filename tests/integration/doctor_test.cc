@@ -2,6 +2,7 @@
 // named with its fix and that command. A layer is made missing for real by running doctor
 // inside Anvil's own sandbox, whose seccomp filter refuses new namespaces.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -35,6 +36,31 @@ TEST(Doctor, AMissingLayerIsNamedWithItsFixAndTheCommandToCheckIt) {
   EXPECT_NE(r.out.find("will NOT run"), std::string::npos) << r.out;
   // The layers that are there are reported as such.
   EXPECT_NE(r.out.find("ok        landlock"), std::string::npos) << r.out;
+}
+
+// Bind-alias protection needs the host's mount table; without it the sandbox does not start
+// (policy/tree_alias.h), and doctor says so with the fix. Made missing for real by an empty tmpfs
+// over /proc in a private mount namespace (root only).
+TEST(Doctor, TheMountTableBindAliasProtectionNeedsIsChecked) {
+  auto r = testing::Run({AnvilBin(), "doctor", "--json"});
+  ASSERT_TRUE(r.status == 0 || r.status == 1) << r.err;
+  auto out = nlohmann::json::parse(r.out);
+  EXPECT_EQ(out["mount_table"]["ok"], true) << r.out;
+  EXPECT_GT(out["mount_table"]["mounts"].get<size_t>(), 0u) << r.out;
+  if (geteuid() != 0) {
+    GTEST_SKIP() << "SKIPPED: covering /proc needs root; the missing mount table was NOT tried";
+  }
+  auto missing = testing::Run({"/usr/bin/unshare", "-m", "sh", "-c",
+                               "mount --make-rprivate / && mount -t tmpfs none /proc && "
+                               "exec \"$0\" doctor",
+                               AnvilBin()});
+  EXPECT_EQ(missing.status, 1) << missing.out << missing.err;
+  EXPECT_NE(missing.out.find("MISSING   mount table: bind-alias protection"), std::string::npos)
+      << missing.out;
+  EXPECT_NE(missing.out.find("/proc/self/mountinfo"), std::string::npos) << missing.out;
+  EXPECT_NE(missing.out.find("          fix: run where /proc is mounted"), std::string::npos)
+      << missing.out;
+  EXPECT_NE(missing.out.find("will NOT run"), std::string::npos) << missing.out;
 }
 
 }  // namespace

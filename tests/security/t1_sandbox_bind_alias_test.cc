@@ -44,6 +44,10 @@ class PrivateMounts {
   bool Bind(const std::string& from, const std::string& to) {
     return ::mount(from.c_str(), to.c_str(), nullptr, MS_BIND, nullptr) == 0;
   }
+  // An empty tmpfs over `dir` (here only).
+  bool Cover(const std::string& dir) {
+    return ::mount("none", dir.c_str(), "tmpfs", 0, nullptr) == 0;
+  }
 
  private:
   int saved_ = -1;
@@ -57,6 +61,7 @@ const char kAttacks[] =
     "try local-bin 'mkdir -p .local/bin && echo evil > .local/bin/ls'; "
     "try autostart 'mkdir -p .config/autostart && echo evil > .config/autostart/x.desktop'; "
     "try rules 'echo x > .config/anvil/rules.toml'; "
+    "try grants 'mkdir -p .local/state/anvil && echo x > .local/state/anvil/grants.json'; "
     "try ssh-config 'echo evil > .ssh/config'; "
     "cat .ssh/id_ed25519 2>/dev/null; ";
 
@@ -94,6 +99,7 @@ class T1SandboxBindAlias : public CallerTest {
     EXPECT_EQ(ReadFile(home_ + "/.bashrc"), "# mine\n");
     EXPECT_EQ(ReadFile(home_ + "/.profile"), "# mine\n");
     EXPECT_FALSE(Exists(home_ + "/.config/anvil/rules.toml"));
+    EXPECT_FALSE(Exists(home_ + "/.local/state/anvil/grants.json"));
     EXPECT_FALSE(Exists(home_ + "/.local/bin/ls"));
     EXPECT_FALSE(Exists(home_ + "/.config/autostart"));
     EXPECT_FALSE(Exists(home_ + "/.ssh/config"));
@@ -110,6 +116,11 @@ TEST_P(T1SandboxBindAlias, AWorkspaceThatIsABindAliasOfTheHomeKeepsWhatTheHomeKe
   ExpectHomeKept(r);
   EXPECT_NE(r.out.find("BENIGN"), std::string::npos) << r.out << r.err;
   EXPECT_EQ(ReadFile(home_ + "/notes"), "ok\n");
+  // The missing state directory was made by its own name, the caller's and 0700, and kept.
+  struct stat st {};
+  ASSERT_EQ(stat((home_ + "/.local/state/anvil").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_EQ(st.st_uid, caller_.uid());
   // The same, by the home's real path: kept as before.
   auto direct = Sh(home_, kAttacks);
   ExpectHomeKept(direct);
@@ -198,6 +209,67 @@ TEST_P(T1SandboxBindAlias, AWritableRootThatIsAnAliasOfAnvilsOwnDirectoryIsRefus
                "echo ok > notes && echo BENIGN");
   EXPECT_EQ(ok.out.find("WROTE"), std::string::npos) << ok.out;
   EXPECT_NE(ok.out.find("BENIGN"), std::string::npos) << ok.out << ok.err;
+}
+
+// Removes /etc/anvil at the end when it was not there at the start: a test never leaves the
+// admin directory behind (an empty 0700 one stops every unprivileged run on the host).
+class AdminDirGuard {
+ public:
+  AdminDirGuard() : had_(Exists(kAdminDir)) {}
+  ~AdminDirGuard() {
+    if (!had_) (void)Shell(std::string("rm -rf ") + kAdminDir);
+  }
+  AdminDirGuard(const AdminDirGuard&) = delete;
+  AdminDirGuard& operator=(const AdminDirGuard&) = delete;
+  bool had() const { return had_; }
+  static constexpr const char* kAdminDir = "/etc/anvil";
+
+ private:
+  bool had_;
+};
+
+// Root's run with a writable root that is a bind alias of "/" (a reviewer's run made /etc/anvil
+// on the host, empty and 0700, through the alias's name for it; every unprivileged run failed
+// after): the admin directory is never made, by any name. Missing, it cannot be kept from the
+// command, and the run is refused naming it and the fix; there, it is read-only at the alias.
+TEST_P(T1SandboxBindAlias, AnAliasOfTheRootNeverMakesTheAdminDirectory) {
+  AdminDirGuard admin;
+  ASSERT_TRUE(mounts_.Bind("/", alias_));
+  const std::string planted = "/etc/anvil/rules/alias-" + std::to_string(getpid()) + ".toml";
+  auto r = Sh(other_,
+              "mkdir -p " + ShellQuote(alias_ + "/etc/anvil/rules") + " && echo x > " +
+                  ShellQuote(alias_ + planted) + "; echo RAN",
+              {"--writable-root", alias_});
+  if (!admin.had()) {
+    EXPECT_FALSE(Exists("/etc/anvil")) << "the admin directory was made on the host\n" << r.err;
+    EXPECT_NE(r.status, 0) << r.out;
+    EXPECT_EQ(r.out.find("RAN"), std::string::npos) << r.out;
+    EXPECT_NE(r.err.find("/etc/anvil"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(alias_ + "/etc/anvil"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("fix:"), std::string::npos) << r.err;
+  } else {
+    EXPECT_FALSE(Exists(planted)) << r.out << r.err;
+    (void)unlink(planted.c_str());
+  }
+}
+
+// Without the mount table no alias is found: an unreadable or empty /proc/self/mountinfo used to
+// give an empty table and the protection silently off. The start now stops first, naming the
+// feature and the fix (MountTableForAliases, TreeAlias.AMountTableThatCannotBeHadStopsTheStart
+// has every case); the same run with the table keeps the home (above). A test cannot take
+// mountinfo alone from the command's process, so the whole of /proc is covered here: that start
+// stopped before too, later and for another reason (/proc/self/oom_score_adj), and the home
+// was kept; this shows the launch asks for the table first and says why.
+TEST_P(T1SandboxBindAlias, WithoutTheMountTableTheStartStops) {
+  ASSERT_TRUE(mounts_.Bind(home_, alias_));
+  ASSERT_TRUE(mounts_.Cover("/proc")) << strerror(errno);
+  auto r = Sh(alias_, std::string(kAttacks) + "echo RAN");
+  EXPECT_NE(r.status, 0) << r.out;
+  EXPECT_EQ(r.out.find("RAN"), std::string::npos) << r.out;
+  ExpectHomeKept(r);
+  EXPECT_NE(r.err.find("bind-alias protection"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("/proc/self/mountinfo"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("fix:"), std::string::npos) << r.err;
 }
 
 TEST_P(T1SandboxBindAlias, AReadableRootThatIsAnAliasOfTheHomeShowsNoCredential) {

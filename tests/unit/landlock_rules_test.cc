@@ -292,7 +292,7 @@ TEST(LandlockRulesFor, ViewsFromThePolicyKeepTheirShape) {
   // has them.
   host.lstat_kind = [existing](const std::string& p) {
     if (existing.count(p)) return HostFs::Kind::kOther;
-    return RealHostFs().lstat_kind(p);
+    return RealHostFs({}).lstat_kind(p);
   };
   auto pinned = [](FileView view) {
     std::vector<std::string> roots;

@@ -58,7 +58,7 @@ bool SandboxKeepsAtTheTop(const std::string& name) {
   // has them.
   host.lstat_kind = [&](const std::string& p) {
     if (p == "/w" || p == "/w/" + name) return HostFs::Kind::kOther;
-    return RealHostFs().lstat_kind(p);
+    return RealHostFs({}).lstat_kind(p);
   };
   auto view = ComputeFileView(policy, host);
   return view && Contains(view->writable_roots[0].read_only_subpaths, "/w/" + name);

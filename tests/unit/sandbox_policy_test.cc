@@ -37,7 +37,7 @@ HostFs FakeHost(std::set<std::string> existing, std::map<std::string, std::strin
   fs.lstat_kind = [existing, links, gitdirs](const std::string& p) {
     if (gitdirs.count(p)) return HostFs::Kind::kRegular;
     if (existing.count(p) || links.count(p)) return HostFs::Kind::kOther;
-    return RealHostFs().lstat_kind(p);
+    return RealHostFs({}).lstat_kind(p);
   };
   return fs;
 }

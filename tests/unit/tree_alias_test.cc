@@ -198,5 +198,48 @@ TEST(TreeAlias, ARootIsInsideAPlaceWhenAnotherNameOfItIs) {
   EXPECT_FALSE(RootInsideByAlias({}, "/srv/s", creds));
 }
 
+// The mount table the bind-alias protection works from: one that could not be read, lists no
+// mount or has a line that does not parse stops the start, naming the feature, what was wrong
+// and the fix; a table read whole is used as it is.
+TEST(TreeAlias, AMountTableThatCannotBeHadStopsTheStart) {
+  const std::vector<HostMount> table = Table({{"/srv/w", "/home/u", kRootFs}});
+  struct Row {
+    MountInfoRead read;
+    std::string says;  // "" for the table itself
+  } rows[] = {
+      {{true, "", table, 0, ""}, ""},
+      {{true, "", {{"/", "/", kRootFs}}, 0, ""}, ""},
+      {{false, "open: Permission denied", {}, 0, ""},
+       "could not be read (open: Permission denied)"},
+      {{false, "read: Input/output error", {}, 0, ""}, "could not be read (read: Input/output"},
+      {{false, "", {}, 0, ""}, "could not be read (unknown error)"},
+      // Read, yet empty: every alias hidden.
+      {{true, "", {}, 0, ""}, "lists no mount"},
+      // A line that does not parse could be the alias itself.
+      {{true, "", table, 2, "36 35 98:0"}, "2 line(s) that do not parse as a mount"},
+      {{false, "open: No such file or directory", table, 0, ""}, "could not be read"},
+  };
+  for (const auto& row : rows) {
+    auto got = MountTableForAliases(row.read);
+    if (row.says.empty()) {
+      ASSERT_TRUE(got) << got.error().ToString();
+      ASSERT_EQ(got->size(), row.read.mounts.size());
+      for (size_t i = 0; i < got->size(); ++i) {
+        EXPECT_EQ((*got)[i].path, row.read.mounts[i].path);
+        EXPECT_EQ((*got)[i].root, row.read.mounts[i].root);
+        EXPECT_EQ((*got)[i].dev, row.read.mounts[i].dev);
+      }
+      continue;
+    }
+    ASSERT_FALSE(got) << row.says;
+    EXPECT_EQ(got.error().code, "sandbox");
+    const std::string& m = got.error().message;
+    EXPECT_NE(m.find(row.says), std::string::npos) << m;
+    EXPECT_NE(m.find("bind-alias protection"), std::string::npos) << m;
+    EXPECT_NE(m.find("/proc/self/mountinfo"), std::string::npos) << m;
+    EXPECT_NE(m.find("fix: "), std::string::npos) << m;
+  }
+}
+
 }  // namespace
 }  // namespace anvil
