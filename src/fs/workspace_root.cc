@@ -17,6 +17,7 @@
 #include <memory>
 
 #include "common/fd_io.h"
+#include "common/syscalls.h"
 #include "fs/pending_writes.h"
 #include "fs/workspace_path.h"
 
@@ -142,6 +143,34 @@ class TempNameGuard {
   std::string name_;
 };
 
+// Puts the temporary file `temp` in `dir` at `name` and records in `did` what that did: the
+// syscalls of DecidePlacement and RenameOverMadeTheName. A failure leaves `temp` where it was, for
+// the caller's guard to remove.
+Status PlaceFile(int dir, const std::string& temp, const std::string& name, bool existed,
+                 std::string_view norm, WriteOutcome& did) {
+  int err = 0;
+  if (::syscall(SYS_renameat2, dir, temp.c_str(), dir, name.c_str(), RENAME_NOREPLACE) != 0) {
+    err = errno;
+  }
+  const Placement next = DecidePlacement(err, existed);
+  if (!next.done && !next.rename_over) return PathError(err, norm);
+  bool created = next.created;
+  if (next.rename_over) {
+    UniqueFd was;
+    if (next.watch_replaced) {
+      was = UniqueFd(::openat(dir, name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    }
+    if (::renameat(dir, temp.c_str(), dir, name.c_str()) != 0) return PathError(errno, norm);
+    if (next.watch_replaced) {
+      struct stat after {};
+      const bool found = was && ::fstat(was.Get(), &after) == 0;
+      created = RenameOverMadeTheName(found, after.st_nlink);
+    }
+  }
+  did = {true, created};
+  return Ok();
+}
+
 // Gives the anonymous O_TMPFILE inode a unique temporary name in `dir`. AT_EMPTY_PATH needs
 // CAP_DAC_READ_SEARCH; the /proc/self/fd form is the documented unprivileged way and only ever
 // names our own fd.
@@ -188,6 +217,24 @@ Result<UniqueFd> CreateNamedTemp(int dir, std::string_view path, std::string_vie
 }
 
 }  // namespace
+
+Placement DecidePlacement(int noreplace_errno, bool existed) {
+  switch (noreplace_errno) {
+    case 0:
+      return {true, false, false, true};
+    case EEXIST:
+      return {false, true, true, false};
+    case EINVAL:
+    case ENOSYS:
+      return {false, true, false, !existed};
+    default:
+      return {};
+  }
+}
+
+bool RenameOverMadeTheName(bool found, std::uint64_t links_after) {
+  return !found || links_after > 0;
+}
 
 std::string_view ToString(FileType type) {
   switch (type) {
@@ -378,7 +425,11 @@ Result<WorkspaceRoot::Resolved> WorkspaceRoot::Resolve(std::string_view path) co
   return out;
 }
 
-Status WorkspaceRoot::Write(std::string_view path, std::string_view data) const {
+Status WorkspaceRoot::Write(std::string_view path, std::string_view data,
+                            WriteOutcome* outcome) const {
+  WriteOutcome unused;
+  WriteOutcome& did = outcome != nullptr ? *outcome : unused;
+  did = {};
   ANVIL_TRY(norm, NormalizeWorkspacePath(path, RootPolicy::kReject));
   if (data.size() > options_.max_write_bytes) {
     return Fail("limit",
@@ -403,6 +454,7 @@ Status WorkspaceRoot::Write(std::string_view path, std::string_view data) const 
     return PathError(errno, *norm);
   }
   const bool keep_mode = S_ISREG(old.st_mode);
+  const bool existed = old.st_mode != 0;
 
   // Declared before the guards below so that it is cleared only after they have removed the
   // temporary name: a slot is never empty while the name it covers exists.
@@ -437,11 +489,11 @@ Status WorkspaceRoot::Write(std::string_view path, std::string_view data) const 
   }
   TempNameGuard linked_guard(dir->Get(), temp_name);
   guard.Disarm();
-  // renameat replaces the final name atomically and never follows it: a symlink planted there
-  // is replaced, not written through.
-  if (::renameat(dir->Get(), temp_name.c_str(), dir->Get(), name.c_str()) != 0) {
-    return PathError(errno, *norm);
-  }
+  // Renaming replaces the final name atomically and never follows it: a symlink planted there
+  // is replaced, not written through. The first rename only makes the name (RENAME_NOREPLACE),
+  // so whether the write made it is what the step that put the data there found, not the look
+  // above, which a concurrent rename or removal of the name can have made wrong.
+  ANVIL_RETURN_IF_ERROR(PlaceFile(dir->Get(), temp_name, name, existed, *norm, did));
   linked_guard.Disarm();
   if (::fsync(dir->Get()) != 0) return SysFail("io", "fsync directory of " + Q(*norm));
   return Ok();

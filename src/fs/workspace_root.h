@@ -76,6 +76,38 @@ struct FileInfo {
 // goes through a symlink is refused.
 using ResolvedPathCheck = std::function<bool(std::string_view resolved_path)>;
 
+// What WorkspaceRoot::Write did, for the caller's accounting (the gateway's write budget).
+struct WriteOutcome {
+  // The new data is at the name: an error after it (a failed fsync of the directory) does not
+  // undo that.
+  bool placed = false;
+  // The name did not exist when the data took it, as the rename that put it there found
+  // (DecidePlacement), not as a look before the write found.
+  bool created = false;
+};
+
+// The step after renameat2(RENAME_NOREPLACE) of the write's temporary file to its name returned
+// `noreplace_errno` (0: it made the name). EEXIST: a plain rename over what is there (a directory
+// there refuses it, EISDIR), made or not as RenameOverMadeTheName finds. EINVAL or ENOSYS (the
+// file system or kernel has no RENAME_NOREPLACE): the plain rename, made or not as the look
+// before the write (`existed`) saw it. Anything else: the write fails with that errno, nothing
+// placed.
+struct Placement {
+  bool done = false;            // the data is at the name
+  bool rename_over = false;     // next: renameat, replacing what is there
+  bool watch_replaced = false;  // hold what is at the name (O_PATH) across that rename
+  bool created = false;         // once placed, unless watched: the write made the name
+};
+Placement DecidePlacement(int noreplace_errno, bool existed);
+
+// Whether a rename over the name made it, from what was at the name just before it (`found`: it
+// could be opened, O_PATH) and that entry's link count after it. Found and no link left: the
+// rename replaced it, a rewrite. Nothing found, or still linked (moved away, to another name,
+// between RENAME_NOREPLACE and the rename): the name was made. A rename can also find the name
+// removed in between, and count the name it makes as a rewrite; that removal took away an entry
+// counted when it was made, so the entries there never outnumber the count.
+bool RenameOverMadeTheName(bool found, std::uint64_t links_after);
+
 class WorkspaceRoot {
  public:
   // Opens the workspace once per session. A root that is itself a symlink is resolved here and
@@ -94,12 +126,13 @@ class WorkspaceRoot {
 
   // Atomically replaces (or creates) a regular file: the data goes to an unnamed temporary file
   // in the same directory (O_TMPFILE; a uniquely named O_EXCL file where unsupported), is
-  // fsynced, and is renamed over the final name. Readers see the old or the new file, never a
-  // torn one, even if the writer is killed. A symlink at the final name is replaced, never
-  // followed. The parent is resolved with RESOLVE_NO_SYMLINKS whatever the options say: a write
-  // through "notes/l -> ../.git/hooks" would otherwise escape both the grant and the protected
-  // names.
-  Status Write(std::string_view path, std::string_view data) const;
+  // fsynced, and is renamed to the final name (RENAME_NOREPLACE first, then over what is there).
+  // Readers see the old or the new file, never a torn one, even if the writer is killed. A
+  // symlink at the final name is replaced, never followed. The parent is resolved with
+  // RESOLVE_NO_SYMLINKS whatever the options say: a write through "notes/l -> ../.git/hooks" would
+  // otherwise escape both the grant and the protected names. `outcome`, when given, says what was
+  // done, also when an error is returned.
+  Status Write(std::string_view path, std::string_view data, WriteOutcome* outcome = nullptr) const;
 
   // Entries of a directory ("." is the root), sorted, at most max_list_entries ("limit" beyond).
   Result<DirListing> List(std::string_view dir, const ResolvedPathCheck& check = {}) const;

@@ -305,8 +305,15 @@ Response DoWrite(const DispatchContext& ctx, const Grant& grant, const Request& 
   if (auto s = TakeWrite(ctx, r.op, paths[0], r.args[1].size(), new_entries); !s) {
     return FromError(r, s.error(), audit);
   }
-  if (auto s = ctx.root->Write(paths[0], r.args[1]); !s) {
-    if (ctx.writes) ctx.writes->GiveBack(r.args[1].size(), new_entries);
+  WriteOutcome did;
+  const Status written = ctx.root->Write(paths[0], r.args[1], &did);
+  if (ctx.writes) {
+    // Kept once the data is in place, whatever failed after; the entry as the rename found it.
+    const WriteSettlement settle = SettleWriteCharge(r.args[1].size(), new_entries, did);
+    ctx.writes->GiveBack(settle.give_back_bytes, settle.give_back_entries);
+    if (settle.more_entries > 0) ctx.writes->Charge(0, settle.more_entries);
+  }
+  if (const Status& s = written; !s) {
     Error e = s.error();
     if (e.code == "not_found" && !*parents) {
       e.message += " (a parent directory is missing; fix: create it first, or pass parents)";

@@ -12,6 +12,7 @@
 
 #include "common/result.h"
 #include "common/unique_fd.h"
+#include "fs/workspace_root.h"
 #include "gateway/admission.h"
 #include "ipc/write_usage.h"
 #include "policy/grant.h"
@@ -90,6 +91,12 @@ class WriteBudget {
     std::atomic_ref<uint64_t>(used_->bytes).fetch_sub(bytes);
     std::atomic_ref<uint64_t>(used_->entries).fetch_sub(entries);
   }
+  // Counts what a call made beyond what it took (SettleWriteCharge), even past the cap: it is
+  // made already, and the plugin's next call that would make or write anything is refused.
+  void Charge(uint64_t bytes, uint64_t entries) {
+    std::atomic_ref<uint64_t>(used_->bytes).fetch_add(bytes);
+    std::atomic_ref<uint64_t>(used_->entries).fetch_add(entries);
+  }
 
  private:
   static bool TakeFrom(uint64_t& counter, uint64_t n, uint64_t max) {
@@ -104,6 +111,25 @@ class WriteBudget {
   ipc::WriteUsageSlot own_;
   ipc::WriteUsageSlot* const used_;
 };
+
+// What an fs.write's charge becomes once the write says what it did. It took `bytes` and
+// `charged_entries` (1 when the name looked missing before the write) from the budget. Data not
+// in place gives everything back; data in place keeps its bytes whatever failed after it (a
+// failed fsync of the directory: the file is there); its entry follows the rename's own verdict
+// (WriteOutcome::created), not the look before it, which a concurrent rename or removal can
+// make wrong.
+struct WriteSettlement {
+  uint64_t give_back_bytes = 0;
+  uint64_t give_back_entries = 0;
+  uint64_t more_entries = 0;  // charged with WriteBudget::Charge
+};
+inline WriteSettlement SettleWriteCharge(uint64_t bytes, uint64_t charged_entries,
+                                         const WriteOutcome& did) {
+  if (!did.placed) return {bytes, charged_entries, 0};
+  const uint64_t made = did.created ? 1 : 0;
+  return {0, charged_entries > made ? charged_entries - made : 0,
+          made > charged_entries ? made - charged_entries : 0};
+}
 
 struct Registration {
   std::string token;  // raw bytes

@@ -297,6 +297,125 @@ TEST(T1FsWorkspace, WritesNeverFollowSymlinksEvenInsideTheWorkspace) {
   EXPECT_EQ(Slurp(s.ws / "notes/today.md"), "todo");
 }
 
+// A write says whether it made its name, decided by the step that put the data there, for the
+// plugin's count of files made (T6): a name looked at before the write and moved away (renamed
+// elsewhere, by the plugin's own fs.rename) before the data took it was a rewrite at the look
+// and a new file at the end, uncounted, so each such race gave one more file. Every name the
+// test ends with was made by a write that said so; the writes that replaced a file said so too.
+TEST(T1FsWorkspace, AWriteSaysWhetherItMadeItsNameWhileTheNameIsMovedAway) {
+  TempDir ws;
+  WorkspaceRoot root = OpenRoot(ws.path());
+  MkDir(ws / "moved");
+  std::atomic<int> moved{0};
+  BackgroundLoop mover([&](std::atomic<bool>& stop) {
+    while (!stop) {
+      const std::string to = ws / ("moved/" + std::to_string(moved.load()));
+      if (::rename((ws / "x").c_str(), to.c_str()) == 0) ++moved;
+    }
+  });
+  int created = 0, replaced = 0;
+  for (int i = 0; i < 500; ++i) {
+    WriteOutcome outcome;
+    const Status s = root.Write("x", "data", &outcome);
+    ASSERT_TRUE(s) << Describe(s);
+    EXPECT_TRUE(outcome.placed);
+    (outcome.created ? created : replaced) += 1;
+  }
+  mover.Stop();
+  struct stat st {};
+  const int there = moved.load() + (::lstat((ws / "x").c_str(), &st) == 0 ? 1 : 0);
+  EXPECT_EQ(created, there) << replaced << " writes replaced a file";
+  // The benign neighbour: with nobody else there, a rewrite makes nothing.
+  WriteOutcome first, again;
+  ASSERT_TRUE(root.Write("y", "1", &first));
+  ASSERT_TRUE(root.Write("y", "2", &again));
+  EXPECT_TRUE(first.created);
+  EXPECT_FALSE(again.created);
+  EXPECT_TRUE(again.placed);
+  EXPECT_EQ(Slurp(ws / "y"), "2");
+  // A symlink at the name is replaced, a rewrite, not written through.
+  SymLink("y", ws / "l");
+  WriteOutcome over_link;
+  ASSERT_TRUE(root.Write("l", "3", &over_link));
+  EXPECT_FALSE(over_link.created);
+  EXPECT_FALSE(IsSymlink(ws / "l"));
+  EXPECT_EQ(Slurp(ws / "y"), "2");
+  // A directory at the name is refused and kept.
+  MkDir(ws / "d");
+  WriteOutcome refused;
+  EXPECT_EQ(CodeOf(root.Write("d", "x", &refused)), "invalid");
+  EXPECT_FALSE(refused.placed);
+  EXPECT_TRUE(std::filesystem::is_directory(ws / "d"));
+}
+
+// A name that becomes a directory between the write's look and its rename: the rename over it
+// refuses (EISDIR), the directory stays, and the temporary name is gone. Never a swap. (A write
+// that finds the directory at RENAME_NOREPLACE and the name free at the rename after it makes the
+// name and may count it as a rewrite: the directory removed in between was counted when made.)
+TEST(T1FsWorkspace, ANameThatBecomesADirectoryDuringAWriteIsRefusedAndKept) {
+  TempDir ws;
+  WorkspaceRoot root = OpenRoot(ws.path());
+  BackgroundLoop flipper([&](std::atomic<bool>& stop) {
+    while (!stop) {
+      if (::mkdir((ws / "f").c_str(), 0755) == 0) ::rmdir((ws / "f").c_str());
+    }
+  });
+  int written = 0, refused = 0;
+  for (int i = 0; i < 300; ++i) {
+    WriteOutcome did;
+    const Status s = root.Write("f", "data", &did);
+    if (s) {
+      ++written;
+      EXPECT_TRUE(did.placed);
+      EXPECT_EQ(Slurp(ws / "f"), "data");
+      ASSERT_EQ(::unlink((ws / "f").c_str()), 0);
+    } else {
+      ++refused;
+      EXPECT_EQ(CodeOf(s), "invalid") << Describe(s);
+      EXPECT_FALSE(did.placed);
+    }
+  }
+  flipper.Stop();
+  for (const auto& e : std::filesystem::directory_iterator(ws.path())) {
+    EXPECT_NE(e.path().filename().string().rfind(".anvil-tmp-", 0), 0u) << e.path();
+  }
+  EXPECT_GT(written + refused, 0);
+}
+
+// What the write does after renameat2(RENAME_NOREPLACE) answered (DecidePlacement).
+TEST(T1FsWorkspace, AWritePlacesItsDataAsTheNoReplaceRenameAnswered) {
+  struct Row {
+    const char* name;
+    int err;
+    bool existed;
+    Placement want;
+  };
+  const Row rows[] = {
+      {"made the name", 0, false, {true, false, false, true}},
+      {"made a name the look saw", 0, true, {true, false, false, true}},
+      {"a name there: renamed over, watched", EEXIST, false, {false, true, true, false}},
+      {"a name there, seen: renamed over, watched", EEXIST, true, {false, true, true, false}},
+      {"no flag: renamed over, new as looked", EINVAL, false, {false, true, false, true}},
+      {"no flag: renamed over, rewrite as looked", EINVAL, true, {false, true, false, false}},
+      {"no renameat2: as without the flag", ENOSYS, false, {false, true, false, true}},
+      {"a directory missing: fails", ENOENT, false, {}},
+      {"permission: fails", EACCES, true, {}},
+      {"disk full: fails", ENOSPC, false, {}},
+  };
+  for (const Row& row : rows) {
+    const Placement got = DecidePlacement(row.err, row.existed);
+    EXPECT_EQ(got.done, row.want.done) << row.name;
+    EXPECT_EQ(got.rename_over, row.want.rename_over) << row.name;
+    EXPECT_EQ(got.watch_replaced, row.want.watch_replaced) << row.name;
+    EXPECT_EQ(got.created, row.want.created) << row.name;
+  }
+  // After a rename over the name: what was there just before, and its links after.
+  EXPECT_FALSE(RenameOverMadeTheName(true, 0)) << "replaced: a rewrite";
+  EXPECT_TRUE(RenameOverMadeTheName(true, 1)) << "moved away in between: made";
+  EXPECT_TRUE(RenameOverMadeTheName(true, 2)) << "linked elsewhere: made";
+  EXPECT_TRUE(RenameOverMadeTheName(false, 0)) << "gone before it was opened: made";
+}
+
 TEST(T1FsWorkspace, WriteReplacesASymlinkInsteadOfFollowingIt) {
   Scene s;
   SymLink(s.secret_path, s.ws / "abs_link");

@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "gateway_fixture.h"
 
@@ -155,6 +157,55 @@ TEST_F(T6GatewayLimits, APluginsWritesStopAtItsSessionBudgetAcrossARestart) {
   // Another plugin has its own budget.
   auto other = Client(RegisterPlugin("p.two", ReadWriteGrant()), "p.two");
   EXPECT_TRUE(other->Call("fs.write", {"notes/two", "x"})->ok);
+}
+
+// Whether a write made a new file was the gateway's look before it: a name the plugin moved away
+// (its own fs.rename, or a command it runs; here the test's own rename) while the write was under
+// way was charged as a rewrite and made as a new file, one uncounted file per write, past the cap
+// without bound. Now the rename that puts the data there decides, and a file made where none was
+// charged is counted even past the cap: the plugin's next call is refused.
+TEST_F(T6GatewayLimits, AWriteWhoseNameIsMovedAwayIsCountedAsMade) {
+  const std::string notes = ws_->path() + "/notes";
+  ASSERT_EQ(::mkdir(notes.c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir((notes + "/moved").c_str(), 0755), 0);
+  StartGateway({"--max-plugin-new-entries", "20"});
+  auto client = Client(RegisterPlugin("p.one", ReadWriteGrant()), "p.one");
+  const std::string data(256 << 10, 'd');  // its fsync keeps the write under way a while
+  int moved = 0, ok = 0, refused = 0;
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE(client->Send("fs.write", {"notes/x", data}));
+    // Moved away after the look, before the write's own rename when it wins the race.
+    std::this_thread::sleep_for(std::chrono::microseconds(300));
+    const std::string to = notes + "/moved/" + std::to_string(moved);
+    if (::rename((notes + "/x").c_str(), to.c_str()) == 0) ++moved;
+    auto r = client->Receive();
+    ASSERT_TRUE(r) << r.error().ToString();
+    if (r->ok) {
+      ++ok;
+    } else {
+      EXPECT_EQ(r->fields[0], "limit") << r->ErrorText();
+      ++refused;
+    }
+  }
+  struct stat st {};
+  const int made = moved + (::lstat((notes + "/x").c_str(), &st) == 0 ? 1 : 0);
+  // The cap, and at most the one file the last write made past what it was charged.
+  EXPECT_LE(made, 21) << ok << " writes answered ok, " << refused << " refused";
+  for (const auto& e : std::filesystem::directory_iterator(notes)) {
+    EXPECT_NE(e.path().filename().string().rfind(".anvil-tmp-", 0), 0u) << e.path();
+  }
+  // The benign neighbour: another plugin's new files count one each, its rewrites none.
+  auto other = Client(RegisterPlugin("p.two", ReadWriteGrant()), "p.two");
+  for (int i = 0; i < 20; ++i) {
+    auto r = other->Call("fs.write", {"notes/two" + std::to_string(i), "a"});
+    ASSERT_TRUE(r);
+    EXPECT_TRUE(r->ok) << i << ": " << r->ErrorText();
+  }
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(other->Call("fs.write", {"notes/two0", "again"})->ok);
+  auto past = other->Call("fs.write", {"notes/two20", "a"});
+  ASSERT_TRUE(past);
+  EXPECT_FALSE(past->ok);
+  EXPECT_EQ(past->fields[0], "limit");
 }
 
 // Sends `n` requests keeping up to 256 pipelined (far more than the gateway lets in flight) and

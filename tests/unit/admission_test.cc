@@ -254,6 +254,42 @@ TEST(GatewayAdmission, RequestsTable) {
   }
 }
 
+// What a write's charge becomes once the write says what it did (SettleWriteCharge): data that
+// is in place keeps its bytes charged whatever failed after (a failed fsync of the directory);
+// the entry follows what the rename found, not the look before it.
+TEST(GatewayAdmission, AWriteChargeIsSettledByWhatTheWriteDid) {
+  struct Row {
+    const char* name;
+    uint64_t charged_entries;
+    WriteOutcome did;
+    WriteSettlement want;
+  };
+  const Row rows[] = {
+      {"nothing placed: all back", 1, {false, false}, {10, 1, 0}},
+      {"nothing placed, a rewrite: bytes back", 0, {false, false}, {10, 0, 0}},
+      {"made, as charged", 1, {true, true}, {0, 0, 0}},
+      {"replaced, as charged", 0, {true, false}, {0, 0, 0}},
+      {"made where a file was seen: one entry more", 0, {true, true}, {0, 0, 1}},
+      {"replaced where none was seen: the entry back", 1, {true, false}, {0, 1, 0}},
+  };
+  for (const Row& row : rows) {
+    const WriteSettlement got = SettleWriteCharge(10, row.charged_entries, row.did);
+    EXPECT_EQ(got.give_back_bytes, row.want.give_back_bytes) << row.name;
+    EXPECT_EQ(got.give_back_entries, row.want.give_back_entries) << row.name;
+    EXPECT_EQ(got.more_entries, row.want.more_entries) << row.name;
+  }
+  // An entry made past the look is counted even at the cap: the next call is refused, also one
+  // that makes nothing.
+  WriteBudget budget(100, 1);
+  ASSERT_TRUE(budget.Take(0, 1));
+  EXPECT_TRUE(budget.Take(5, 0)) << "at the cap, a rewrite still writes";
+  budget.Charge(0, 1);
+  EXPECT_FALSE(budget.Take(0, 1));
+  EXPECT_FALSE(budget.Take(5, 0)) << "past the cap, nothing more";
+  budget.GiveBack(0, 1);
+  EXPECT_FALSE(budget.Take(0, 1)) << "one over the cap was counted";
+}
+
 }  // namespace
 }  // namespace anvil::gateway
 
