@@ -1,6 +1,7 @@
 #include "policy/refusals.h"
 
 #include <algorithm>
+#include <csignal>
 #include <map>
 
 #include "fs/protected_names.h"
@@ -417,6 +418,38 @@ std::string RefusalSummary(const std::vector<Refusal>& refusals, std::size_t dro
   }
   if (dropped > 0) out += "  (" + std::to_string(dropped) + " more not listed)\n";
   return out;
+}
+
+}  // namespace anvil
+
+namespace anvil {
+
+std::string SigbusHint(int shell_status, std::uint64_t shm_bytes) {
+  if (shell_status != 128 + SIGBUS) return "";
+  const std::uint64_t mib = shm_bytes >> 20;
+  const std::string size = shm_bytes == 0                   ? "its size"
+                           : mib >= 1024 && mib % 1024 == 0 ? std::to_string(mib >> 10) + "G"
+                                                            : std::to_string(mib) + "M";
+  return "anvil sandbox: exit status 135 is SIGBUS, which a program that maps /dev/shm (PyTorch's "
+         "DataLoader, Chromium) gets when it is full; the sandbox's /dev/shm is " +
+         size + ". fix: a larger one, --limit shm=SIZE (e.g. --limit shm=2G)\n";
+}
+
+std::string RootForeignWorkspaceWarning(bool caller_root, const std::string& workspace,
+                                        std::uint32_t owner, const std::string& owner_name,
+                                        std::uint32_t group) {
+  if (!caller_root || (owner == 0 && group == 0)) return "";
+  const std::string why =
+      ", and root's sandbox writes only what is root's there (docs/policy.md, \"Root's "
+      "sandbox\"): writes fail with \"Permission denied\". fix: ";
+  if (owner == 0) {
+    return "anvil sandbox: warning: the workspace " + workspace + " has group " +
+           std::to_string(group) + why + "chgrp -R root it, or run anvil as a user of that group\n";
+  }
+  const std::string who = owner_name.empty() ? "uid " + std::to_string(owner) : owner_name;
+  const std::string user = owner_name.empty() ? "#" + std::to_string(owner) : owner_name;
+  return "anvil sandbox: warning: the workspace " + workspace + " belongs to " + who + why +
+         "run it as its owner, `sudo -u " + user + " anvil sandbox ...`\n";
 }
 
 }  // namespace anvil

@@ -166,6 +166,31 @@ TEST_P(T3SandboxRefusals, ManyRefusalsStayShort) {
   EXPECT_NE(r.err.find("more"), std::string::npos) << r.err;
 }
 
+// A program that maps a full /dev/shm (PyTorch's DataLoader, Chromium) dies of SIGBUS with no
+// message of its own: after status 135 the summary names the size and --limit shm=. Beside it: a
+// command that fails otherwise, or the same under --quiet, says nothing of /dev/shm.
+TEST_P(T3SandboxRefusals, ABusErrorFromAFullDevShmNamesTheShmLimit) {
+  if (!Exists(kPython)) GTEST_SKIP() << "SKIPPED: " << kPython << " is missing";
+  const std::string fill =
+      "python3 -c 'import mmap, os\n"
+      "f = os.open(\"/dev/shm/x\", os.O_CREAT | os.O_RDWR)\n"
+      "os.ftruncate(f, 8 << 20)\n"
+      "m = mmap.mmap(f, 8 << 20)\n"
+      "m[:] = b\"x\" * (8 << 20)\n'";
+  auto r = Sh(fill, {"--limit", "shm=1M"});
+  EXPECT_EQ(r.status, 135) << r.err;
+  EXPECT_NE(r.err.find("exit status 135 is SIGBUS"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the sandbox's /dev/shm is 1M. fix: a larger one, --limit shm=SIZE"),
+            std::string::npos)
+      << r.err;
+  r = Sh(fill, {"--limit", "shm=1M", "--quiet"});
+  EXPECT_EQ(r.status, 135);
+  EXPECT_EQ(r.err.find("SIGBUS"), std::string::npos) << r.err;
+  r = Sh("exit 1", {"--limit", "shm=1M"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err.find("/dev/shm"), std::string::npos) << r.err;
+}
+
 INSTANTIATE_TEST_SUITE_P(Callers, T3SandboxRefusals, ::testing::ValuesIn(kAllCallers),
                          CallerParamName);
 

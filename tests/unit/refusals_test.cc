@@ -6,6 +6,7 @@
 
 #include <string>
 #include <tuple>
+#include <vector>
 
 namespace anvil {
 namespace {
@@ -370,6 +371,66 @@ TEST(RefusalSummary, NothingRefusedPrintsNothingAndRepeatsFold) {
       << s;
   EXPECT_NE(s.find("(2 more not listed)"), std::string::npos) << s;
   EXPECT_NE(s.find("--quiet"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace anvil
+
+namespace anvil {
+namespace {
+
+// A program that maps a full /dev/shm dies of SIGBUS with no message of its own: after status
+// 135 the summary names the size and --limit shm=; any other status says nothing.
+TEST(SigbusHint, Status135NamesTheShmSizeAndTheFix) {
+  const std::string h = SigbusHint(135, 64ull << 20);
+  EXPECT_NE(h.find("SIGBUS"), std::string::npos) << h;
+  EXPECT_NE(h.find("/dev/shm is 64M"), std::string::npos) << h;
+  EXPECT_NE(h.find("fix: a larger one, --limit shm=SIZE"), std::string::npos) << h;
+  EXPECT_EQ(h.back(), '\n');
+  EXPECT_NE(SigbusHint(135, 2ull << 30).find("/dev/shm is 2G"), std::string::npos);
+  EXPECT_NE(SigbusHint(135, 0).find("/dev/shm is its size"), std::string::npos);
+  for (int status : {0, 1, 2, 125, 126, 127, 134, 136, 137, 139, 143}) {
+    EXPECT_EQ(SigbusHint(status, 64ull << 20), "") << status;
+  }
+}
+
+// Root's sandbox writes only what is root's in its idmapped workspace: a top another user owns
+// (whatever its mode: the kernel gives no write access to an unmapped owner), or a group other
+// than root's, gets the warning naming the owner and the fix.
+TEST(RootForeignWorkspaceWarning, RootInAnotherUsersWorkspaceIsTold) {
+  struct Row {
+    bool root;
+    uint32_t owner, group;
+    std::string name;
+    std::string says;  // "" for no warning
+  };
+  const std::vector<Row> rows = {
+      {true, 1001, 1001, "anviltest", "belongs to anviltest"},
+      {true, 1001, 0, "anviltest", "belongs to anviltest"},
+      {true, 4242, 4242, "", "belongs to uid 4242"},
+      {true, 0, 50, "root", "has group 50"},
+      {true, 0, 0, "root", ""},              // root's own: idmapped as the command's
+      {false, 1001, 1001, "anviltest", ""},  // an unprivileged caller is itself
+  };
+  for (const auto& row : rows) {
+    const std::string w = RootForeignWorkspaceWarning(row.root, "/home/anviltest/proj", row.owner,
+                                                      row.name, row.group);
+    if (row.says.empty()) {
+      EXPECT_EQ(w, "") << row.owner << ":" << row.group;
+      continue;
+    }
+    EXPECT_NE(w.find("the workspace /home/anviltest/proj " + row.says), std::string::npos) << w;
+    EXPECT_NE(w.find("Permission denied"), std::string::npos) << w;
+    EXPECT_NE(w.find("fix: "), std::string::npos) << w;
+    EXPECT_EQ(w.back(), '\n');
+  }
+  EXPECT_NE(RootForeignWorkspaceWarning(true, "/w", 1001, "anviltest", 1001)
+                .find("fix: run it as its owner, `sudo -u anviltest anvil sandbox ...`"),
+            std::string::npos);
+  EXPECT_NE(RootForeignWorkspaceWarning(true, "/w", 4242, "", 4242).find("sudo -u #4242"),
+            std::string::npos);
+  EXPECT_NE(RootForeignWorkspaceWarning(true, "/w", 0, "root", 50).find("fix: chgrp -R root"),
+            std::string::npos);
 }
 
 }  // namespace
