@@ -141,7 +141,10 @@ std::string EncodeRefusal(const Refusal& r, std::size_t max_bytes) {
   std::string subject = Clean(r.subject, left);
   left -= subject.size();
   std::string root = Clean(r.root, left);
-  return head + subject + kSep + root;
+  left -= root.size();
+  std::string wanted = left > 1 ? Clean(r.wanted, left - 1) : "";
+  if (wanted.size() != r.wanted.size()) wanted.clear();  // cut short, it names nothing
+  return head + subject + kSep + root + (wanted.empty() ? "" : kSep + wanted);
 }
 
 bool DecodeRefusal(std::string_view text, Refusal& out) {
@@ -153,7 +156,7 @@ bool DecodeRefusal(std::string_view text, Refusal& out) {
     if (end == std::string_view::npos) break;
     start = end + 1;
   }
-  if (parts.size() != 6 || parts[0].size() != 1) return false;
+  if ((parts.size() != 6 && parts.size() != 7) || parts[0].size() != 1) return false;
   switch (parts[0][0]) {
     case 'w':
       out.kind = Refusal::Kind::kWrite;
@@ -178,6 +181,7 @@ bool DecodeRefusal(std::string_view text, Refusal& out) {
   out.detail = parts[3];
   out.subject = parts[4];
   out.root = parts[5];
+  out.wanted = parts.size() == 7 ? parts[6] : "";
   return true;
 }
 
@@ -190,6 +194,16 @@ Refusal ProxyRefusal(const std::string& target, const std::string& reason) {
 }
 
 namespace {
+
+// The path one component beneath `dir` on the way to `wanted` (strictly beneath `dir`); "" when
+// `wanted` is not beneath it.
+std::string WayBeneath(const std::string& dir, const std::string& wanted) {
+  if (dir.empty() || wanted.size() <= dir.size() + 1 || !PathIsWithin(wanted, dir)) return "";
+  const size_t from = dir == "/" ? 1 : dir.size() + 1;
+  const size_t end = wanted.find('/', from);
+  const std::string below = wanted.substr(0, end);
+  return below.size() > from ? below : "";
+}
 
 std::string Shown(const std::string& path, const std::string& workspace, const std::string& home) {
   if (!workspace.empty() && path != workspace && PathIsWithin(path, workspace)) {
@@ -306,11 +320,15 @@ RefusalAdvice Advise(const Refusal& r, const std::string& workspace, const std::
           a.why = "outside what the sandbox can write (the workspace, $HOME, /tmp)";
           // The directory it was written in, if it is one the user could name; never "/". A
           // directory the host has that the view does not show (made on the way down by
-          // `mkdir -p`) is itself the one to name: its parent would open far more.
+          // `mkdir -p`) is itself the one to name: its parent would open far more. Narrower
+          // still, the host's directory just beneath it on the way to what the command wanted
+          // there (CCACHE_DIR=/var/tmp/cc: /var/tmp/cc, not all of /var/tmp).
           std::string dir = r.subject.substr(0, r.subject.rfind('/'));
           if (host_dir && r.subject != "/" && host_dir(r.subject)) {
             a.why += "; the host's " + r.subject + " is not shown";
             dir = r.subject;
+            const std::string below = WayBeneath(r.subject, r.wanted);
+            if (!below.empty() && host_dir(below)) dir = below;
           }
           if (!dir.empty()) a.allow = "--writable-root " + Shown(dir, workspace, home);
           break;

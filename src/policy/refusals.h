@@ -53,6 +53,11 @@ struct Refusal {
   std::string detail;   // write: the syscall; network: "dns" or "direct"; proxy: its reason
   WriteArea area = WriteArea::kOutside;  // kWrite only
   std::string root;                      // kWrite only: WriteClass::root
+  // kWrite only: what the write was on the way to, beneath `subject`: the deeper name the same
+  // process tried to make just before, or else (kOutside) a path beneath it that the process
+  // names in its arguments or environment (`mkdir -p /srv/cc/0`, CCACHE_DIR=/srv/cc); "" for
+  // none.
+  std::string wanted;
 };
 
 // The record init sends (one pipe write: at most `max_bytes`) and its inverse.

@@ -191,6 +191,31 @@ TEST_P(T3SandboxRefusals, ABusErrorFromAFullDevShmNamesTheShmLimit) {
   EXPECT_EQ(r.err.find("/dev/shm"), std::string::npos) << r.err;
 }
 
+// A cache the host keeps in a directory the view does not show (CCACHE_DIR=/var/tmp/cc with a
+// workspace in the home; here /srv/cc): its `mkdir -p` is refused at /srv, and the fix names the
+// host's /srv/cc (what the process's environment names beneath /srv), which is enough, not all
+// of /srv. Beside it: a directory the host does not have yet names /srv, the narrowest that
+// exists; the fix named works.
+TEST_P(T3SandboxRefusals, AWriteUnderAHiddenHostDirectoryNamesTheNarrowestExistingOne) {
+  if (!Exists("/srv")) GTEST_SKIP() << "SKIPPED: no /srv on this host";
+  TempDir cache("anvil-cc", "/srv");
+  caller_.Give(cache.path());
+  const std::string make = "mkdir -p \"$CCACHE_DIR/0/1\"";
+  auto r = Sh(make, {"--setenv", "CCACHE_DIR=" + cache.path()});
+  EXPECT_NE(r.status, 0);
+  if (r.err.find("the host's /srv is not shown") == std::string::npos) {
+    GTEST_SKIP() << "SKIPPED: the view shows /srv here: " << r.err;
+  }
+  EXPECT_NE(r.err.find("allow with --writable-root " + cache.path() + "\n"), std::string::npos)
+      << r.err;
+  r = Sh(make, {"--setenv", "CCACHE_DIR=" + cache.path() + "-not-on-the-host"});
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("allow with --writable-root /srv\n"), std::string::npos) << r.err;
+  r = Sh(make, {"--setenv", "CCACHE_DIR=" + cache.path(), "--writable-root", cache.path()});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(Exists(cache.path() + "/0/1"));
+}
+
 INSTANTIATE_TEST_SUITE_P(Callers, T3SandboxRefusals, ::testing::ValuesIn(kAllCallers),
                          CallerParamName);
 

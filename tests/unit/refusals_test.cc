@@ -138,17 +138,50 @@ TEST(Advise, OneLineWayPastEachRefusal) {
   {
     HostIsDirectory host_dir = [](const std::string& p) { return p == "/var/tmp" || p == "/"; };
     auto advise = [&](const std::string& subject) {
-      Refusal r{Refusal::Kind::kWrite, "ccache", subject, "mkdir", WriteArea::kOutside, ""};
+      Refusal r{Refusal::Kind::kWrite, "ccache", subject, "mkdir", WriteArea::kOutside, "", ""};
       return Advise(r, "/ws", "/home/u", NetworkMode::kNone, host_dir);
     };
     EXPECT_EQ(advise("/var/tmp").allow, "--writable-root /var/tmp");
     EXPECT_NE(advise("/var/tmp").why.find("the host's /var/tmp is not shown"), std::string::npos);
     EXPECT_EQ(advise("/var/lib/x").allow, "--writable-root /var/lib");
     EXPECT_EQ(advise("/").allow, "");
-    Refusal r{Refusal::Kind::kWrite, "ccache", "/var/tmp", "mkdir", WriteArea::kOutside, ""};
+    Refusal r{Refusal::Kind::kWrite, "ccache", "/var/tmp", "mkdir", WriteArea::kOutside, "", ""};
     EXPECT_NE(RefusalSummary({r}, 0, "/ws", "/home/u", NetworkMode::kNone, host_dir)
                   .find("allow with --writable-root /var/tmp\n"),
               std::string::npos);
+  }
+  // What the command wanted there (CCACHE_DIR=/var/tmp/cc: `mkdir -p /var/tmp/cc/0/1` stops at
+  // /var/tmp): the host's directory just beneath the one not shown, on the way to it, is enough;
+  // the directory not shown itself when the host has nothing there yet.
+  {
+    HostIsDirectory host_dir = [](const std::string& p) {
+      return p == "/var/tmp" || p == "/var/tmp/cc" || p == "/var/tmp/cc/0" || p == "/";
+    };
+    auto advise = [&](const std::string& subject, const std::string& wanted) {
+      Refusal r{Refusal::Kind::kWrite, "ccache", subject, "mkdir", WriteArea::kOutside, "", ""};
+      r.wanted = wanted;
+      return Advise(r, "/ws", "/home/u", NetworkMode::kNone, host_dir);
+    };
+    EXPECT_EQ(advise("/var/tmp", "/var/tmp/cc/0/1/tmp.x").allow, "--writable-root /var/tmp/cc");
+    EXPECT_EQ(advise("/var/tmp", "/var/tmp/cc").allow, "--writable-root /var/tmp/cc");
+    EXPECT_EQ(advise("/var/tmp", "/var/tmp/new/0").allow, "--writable-root /var/tmp");
+    EXPECT_EQ(advise("/var/tmp", "/var/tmpx/cc").allow, "--writable-root /var/tmp");
+    EXPECT_EQ(advise("/var/tmp", "").allow, "--writable-root /var/tmp");
+    EXPECT_EQ(advise("/var/lib/x", "/var/lib/x/y").allow, "--writable-root /var/lib");
+    // It travels with the record, and an old record without it still reads.
+    Refusal r{Refusal::Kind::kWrite, "ccache", "/var/tmp", "mkdir", WriteArea::kOutside, "", ""};
+    r.wanted = "/var/tmp/cc/0/1";
+    Refusal back;
+    ASSERT_TRUE(DecodeRefusal(EncodeRefusal(r, 240), back));
+    EXPECT_EQ(back.wanted, "/var/tmp/cc/0/1");
+    EXPECT_EQ(back.subject, "/var/tmp");
+    r.wanted = "";
+    ASSERT_TRUE(DecodeRefusal(EncodeRefusal(r, 240), back));
+    EXPECT_EQ(back.wanted, "");
+    r.wanted = "/var/tmp/" + std::string(400, 'a');  // no room: left out, never cut
+    ASSERT_TRUE(DecodeRefusal(EncodeRefusal(r, 240), back));
+    EXPECT_EQ(back.wanted, "");
+    EXPECT_EQ(back.subject, "/var/tmp");
   }
   EXPECT_EQ(write(WriteArea::kReadOnlyPolicy, "/ws/x", "/ws").allow, "--policy workspace-write");
   // What the host runs: a directory may be named; a file is edited outside the sandbox.
@@ -192,8 +225,8 @@ TEST(Advise, OneLineWayPastEachRefusal) {
             "--writable-root ~/.pyenv");
   EXPECT_EQ(bin.why.find("credential"), std::string::npos) << bin.why;
 
-  Refusal net{Refusal::Kind::kNetwork, "curl", "93.184.216.34:443", "direct",
-              WriteArea::kOutside,     ""};
+  Refusal net{
+      Refusal::Kind::kNetwork, "curl", "93.184.216.34:443", "direct", WriteArea::kOutside, "", ""};
   auto none = Advise(net, "/ws", "/home/u", NetworkMode::kNone);
   EXPECT_NE(none.allow.find("--network proxy --allow-host"), std::string::npos);
   auto proxied = Advise(net, "/ws", "/home/u", NetworkMode::kProxy);
@@ -201,8 +234,8 @@ TEST(Advise, OneLineWayPastEachRefusal) {
   net.detail = "dns";
   EXPECT_EQ(Advise(net, "/ws", "", NetworkMode::kNone).what.rfind("name lookup", 0), 0u);
   // A loopback port nothing of the sandbox's listens on: the host's is another namespace.
-  Refusal lo{Refusal::Kind::kNetwork, "curl", "127.0.0.1:5432", "loopback",
-             WriteArea::kOutside,     ""};
+  Refusal lo{
+      Refusal::Kind::kNetwork, "curl", "127.0.0.1:5432", "loopback", WriteArea::kOutside, "", ""};
   auto host_lo = Advise(lo, "/ws", "/home/u", NetworkMode::kNone);
   EXPECT_EQ(host_lo.what, "connect to 127.0.0.1:5432");
   EXPECT_NE(host_lo.why.find("nothing listens there on the sandbox's own loopback"),
@@ -299,7 +332,7 @@ TEST(Advise, ACredentialTheShieldHoldsHasNoWayPast) {
   for (const auto& c : cases) {
     SCOPED_TRACE(c.path);
     const WriteClass wc = ClassifyWrite(v, p, c.path);
-    Refusal r{Refusal::Kind::kWrite, "sh", c.path, "openat", wc.area, wc.root};
+    Refusal r{Refusal::Kind::kWrite, "sh", c.path, "openat", wc.area, wc.root, ""};
     const RefusalAdvice a = Advise(r, "/ws", "/home/u", NetworkMode::kNone);
     EXPECT_EQ(a.allow, c.allow);
     EXPECT_NE(a.why.find(c.why), std::string::npos) << a.why;
@@ -311,7 +344,7 @@ TEST(Advise, ACredentialTheShieldHoldsHasNoWayPast) {
 TEST(Advise, TheGitConfigIsShownSanitizedAndNeverChanged) {
   for (const char* path : {"/home/u/.gitconfig", "/home/u/.config/git/config"}) {
     SCOPED_TRACE(path);
-    Refusal r{Refusal::Kind::kWrite, "git", path, "rename", WriteArea::kCredential, path};
+    Refusal r{Refusal::Kind::kWrite, "git", path, "rename", WriteArea::kCredential, path, ""};
     const RefusalAdvice a = Advise(r, "/home/u", "/home/u", NetworkMode::kNone);
     EXPECT_EQ(a.allow, "");
     EXPECT_NE(a.why.find("is your git config, which the sandbox shows only as a sanitized copy"),
@@ -319,14 +352,19 @@ TEST(Advise, TheGitConfigIsShownSanitizedAndNeverChanged) {
         << a.why;
   }
   Refusal other{Refusal::Kind::kWrite, "sh", "/home/u/.netrc", "openat", WriteArea::kCredential,
-                "/home/u/.netrc"};
+                "/home/u/.netrc",      ""};
   EXPECT_NE(Advise(other, "/home/u", "/home/u", NetworkMode::kNone).why.find("neither shows"),
             std::string::npos);
 }
 
 TEST(RefusalRecord, RoundTripsAndIsBounded) {
-  Refusal r{Refusal::Kind::kWrite, "git",     "/ws/.git/index.lock", "openat",
-            WriteArea::kGit,       "/ws/.git"};
+  Refusal r{Refusal::Kind::kWrite,
+            "git",
+            "/ws/.git/index.lock",
+            "openat",
+            WriteArea::kGit,
+            "/ws/.git",
+            ""};
   Refusal back;
   ASSERT_TRUE(DecodeRefusal(EncodeRefusal(r, 239), back));
   EXPECT_EQ(back.kind, r.kind);
@@ -340,7 +378,7 @@ TEST(RefusalRecord, RoundTripsAndIsBounded) {
   EXPECT_LE(encoded.size(), 239u);
   EXPECT_TRUE(DecodeRefusal(encoded, back));
   r = {Refusal::Kind::kWrite, "sh", "/home/u/.bashrc", "openat", WriteArea::kHostAutorun,
-       "/home/u/.bashrc"};
+       "/home/u/.bashrc",     ""};
   ASSERT_TRUE(DecodeRefusal(EncodeRefusal(r, 239), back));
   EXPECT_EQ(back.area, WriteArea::kHostAutorun);
   for (const char* bad : {"", "w",
@@ -359,7 +397,7 @@ TEST(RefusalSummary, NothingRefusedPrintsNothingAndRepeatsFold) {
   std::vector<Refusal> refusals;
   for (int i = 0; i < 3; ++i) {
     refusals.push_back({Refusal::Kind::kWrite, "git", "/ws/.git/x" + std::to_string(i), "openat",
-                        WriteArea::kGit, "/ws/.git"});
+                        WriteArea::kGit, "/ws/.git", ""});
   }
   refusals.push_back(ProxyRefusal("example.org:443", "denied: host not allowed: example.org:443"));
   std::string s = RefusalSummary(refusals, 2, "/ws", "/home/u", NetworkMode::kProxy);
