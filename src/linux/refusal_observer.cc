@@ -302,6 +302,7 @@ std::string PathNamedBeneath(pid_t pid, const std::string& dir) {
     }
     text.resize(got);
     const bool environ = what[0] == 'e';
+    bool after_dir = false;  // the previous argument is `dir` itself
     for (size_t at = 0; at < text.size();) {
       size_t end = text.find('\0', at);
       if (end == std::string::npos) end = text.size();
@@ -312,8 +313,17 @@ std::string PathNamedBeneath(pid_t pid, const std::string& dir) {
         if (eq == std::string_view::npos) continue;
         item.remove_prefix(eq + 1);
       }
+      // `mkdir -p /srv/cc/0` writes a NUL over the slash after the directory it is making, in
+      // its own argument: the arguments then read "/srv", "cc/0".
+      if (after_dir && !item.empty() && item[0] != '/' && item[0] != '-' &&
+          dir.size() + item.size() + 1 < PATH_MAX) {
+        const std::string path = Lexical(dir + "/" + std::string(item));
+        if (path != dir && PathIsWithin(path, dir)) return path;
+      }
+      after_dir = false;
       if (item.empty() || item[0] != '/' || item.size() >= PATH_MAX) continue;
       const std::string path = Lexical(std::string(item));
+      after_dir = !environ && path == dir;
       if (path != dir && PathIsWithin(path, dir)) return path;
     }
   }

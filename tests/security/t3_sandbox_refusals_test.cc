@@ -193,9 +193,9 @@ TEST_P(T3SandboxRefusals, ABusErrorFromAFullDevShmNamesTheShmLimit) {
 
 // A cache the host keeps in a directory the view does not show (CCACHE_DIR=/var/tmp/cc with a
 // workspace in the home; here /srv/cc): its `mkdir -p` is refused at /srv, and the fix names the
-// host's /srv/cc (what the process's environment names beneath /srv), which is enough, not all
-// of /srv. Beside it: a directory the host does not have yet names /srv, the narrowest that
-// exists; the fix named works.
+// host's /srv/cc (what the process's environment or arguments name beneath /srv), which is
+// enough, not all of /srv. Beside it: a directory the host does not have yet names /srv, the
+// narrowest that exists; the fix named works.
 TEST_P(T3SandboxRefusals, AWriteUnderAHiddenHostDirectoryNamesTheNarrowestExistingOne) {
   if (!Exists("/srv")) GTEST_SKIP() << "SKIPPED: no /srv on this host";
   TempDir cache("anvil-cc", "/srv");
@@ -206,6 +206,10 @@ TEST_P(T3SandboxRefusals, AWriteUnderAHiddenHostDirectoryNamesTheNarrowestExisti
   if (r.err.find("the host's /srv is not shown") == std::string::npos) {
     GTEST_SKIP() << "SKIPPED: the view shows /srv here: " << r.err;
   }
+  EXPECT_NE(r.err.find("allow with --writable-root " + cache.path() + "\n"), std::string::npos)
+      << r.err;
+  // Named in its arguments only (mkdir -p writes NULs into its own argument as it goes).
+  r = Sh("mkdir -p " + ShellQuote(cache.path() + "/2/3"));
   EXPECT_NE(r.err.find("allow with --writable-root " + cache.path() + "\n"), std::string::npos)
       << r.err;
   r = Sh(make, {"--setenv", "CCACHE_DIR=" + cache.path() + "-not-on-the-host"});
