@@ -1,6 +1,7 @@
 #include "cli/sandbox_command.h"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -340,6 +341,24 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
     // Facts for the summary (policy/refusals.h); --quiet without --json needs none.
     inv->spec.observe_refusals = !inv->quiet || json || facts != nullptr;
   }
+  // Root in another user's workspace: said before the command's own "Permission denied".
+  std::string root_warning;
+  if (front_end == SandboxFrontEnd::kAnvilSandbox && policy.kind == PolicyKind::kWorkspaceWrite &&
+      ::geteuid() == 0) {
+    struct stat st {};
+    if (::stat(policy.workspace.c_str(), &st) == 0) {
+      std::string owner_name;
+      struct passwd pw {};
+      struct passwd* found = nullptr;
+      char buf[4096];
+      if (::getpwuid_r(st.st_uid, &pw, buf, sizeof buf, &found) == 0 && found != nullptr) {
+        owner_name = found->pw_name;
+      }
+      root_warning =
+          RootForeignWorkspaceWarning(true, policy.workspace, st.st_uid, owner_name, st.st_gid);
+    }
+    if (!inv->quiet) std::cerr << root_warning;
+  }
   SandboxOutcome outcome = RunSandboxed(std::move(inv->spec));
   proxy.Stop();
   if (facts != nullptr) facts->started = outcome.kind != SandboxOutcome::Kind::kSetupFailed;
@@ -379,6 +398,9 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
     // its index where it can) needs no explanation; --json lists every refusal either way.
     std::cerr << RefusalSummary(refusals, outcome.refusals_dropped, policy.workspace,
                                 inv->settings.home, policy.network, HostDirectory);
+    // Again after the failure, which the writes refused by the workspace's owner may explain.
+    std::cerr << root_warning;
+    std::cerr << SigbusHint(command_status, outcome.layers.shm_size);
   }
   if (json) {
     nlohmann::json report = {{"exit_code", status},

@@ -125,6 +125,7 @@ Status ResolveCommand(SandboxArgs& a, const std::vector<std::string>& environ_en
   spec.program = std::move(program->fd);
   spec.program_path = std::move(program->path);
   spec.program_is_link = program->link;
+  spec.program_environment = ProgramEnvironment(ProgramDirectory(spec.program_path, run_dir));
   return Ok();
 }
 

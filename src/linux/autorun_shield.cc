@@ -248,6 +248,16 @@ Result<AutorunShield> AutorunShield::Prepare(const std::vector<std::string>& pla
     for (const auto& dir : plan->pinned_dirs) {
       ANVIL_RETURN_IF_ERROR(shield.AdoptMarked(dir));
     }
+    // A cache place an earlier run made (a killed one left it, or a concurrent one will remove
+    // it when it ends): held, so that it is neither removed while this run binds over it nor
+    // left in the home after. And any other directory an earlier run made and left, where no
+    // root of this run holds it: removed after the run like a placeholder link.
+    for (const auto& shadow : plan->shadowed) {
+      ANVIL_RETURN_IF_ERROR(shield.AdoptMarked(shadow.path));
+    }
+    for (const auto& dir : plan->met_dirs) {
+      ANVIL_RETURN_IF_ERROR(shield.AdoptMarked(dir));
+    }
     // The other names of a hard-linked file, where a root shows them: read-only too.
     std::vector<std::string> skip = covered;
     for (const auto& s : plan->shadowed) skip.push_back(s.path);

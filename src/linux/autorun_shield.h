@@ -12,8 +12,8 @@
 // without waiting is used by no other run: every placeholder link in it goes, then the
 // directory itself if it is a placeholder and still empty (something put there meanwhile makes
 // it the user's). A placeholder directory is marked with kPlaceholderXattr (as .git's are), so
-// that one a killed run left behind is taken over and removed by the next; a placeholder link
-// is recognised by its target.
+// that one a killed run left behind is taken over and removed by the next — a directory on the
+// way and a cache place the run shadows alike; a placeholder link is recognised by its target.
 #pragma once
 
 #include <string>
@@ -74,7 +74,8 @@ class AutorunShield {
   Result<Outcome> MakeDirectory(const AutorunMake& make);
   // A placeholder link the plan met: held (true), or gone or replaced meanwhile (false).
   Result<bool> HoldLink(const std::string& path, bool pinned);
-  // A directory on the way that an earlier run made and left: taken over.
+  // A directory on the way, or a shadowed cache place, that an earlier run made and marked:
+  // taken over.
   Status AdoptMarked(const std::string& dir);
   void Release();
 

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <sstream>
 #include <tuple>
+#include <vector>
 
 namespace anvil {
 
@@ -97,21 +98,36 @@ std::string ProgramDirectory(const std::string& path, const std::string& cwd) {
 }
 
 std::string NotInViewMessage(std::string_view program, const std::string& dir, bool hidden_link,
-                             size_t max) {
-  const std::string more =
-      hidden_link ? "; an activated virtualenv is shown by itself" : "; or --read-access full";
+                             size_t max, const std::string& environment) {
+  // The directory of a virtualenv's or conda environment's program (bin/) is not enough: shown
+  // alone, its python finds no environment and runs as the system's.
+  const bool env = !environment.empty();
+  const std::string fix_root = env ? environment : dir;
+  const std::string more = env           ? "; an activated environment is shown by itself"
+                           : hidden_link ? "; an activated virtualenv is shown by itself"
+                                         : "; or --read-access full";
   const std::string link_note = " (the link there is not run as its target)";
   auto compose = [&](std::string_view prog, const std::string& named, bool note,
                      const std::string& shown, bool second) {
     return std::string(prog) + ": " + named + " is not in the sandbox's view" +
            (note ? link_note : "") + " (fix: --readable-root " + shown +
-           ", or readable_roots in config.toml" + (second ? more : "") + ")";
+           (env ? ", its environment" : "") + ", or readable_roots in config.toml" +
+           (second ? more : "") + ")";
   };
   const std::string its = "its directory";
-  for (const auto& [named, note, second] :
-       {std::tuple{dir, hidden_link, true}, std::tuple{dir, hidden_link, false},
-        std::tuple{its, hidden_link, false}, std::tuple{its, false, false}}) {
-    std::string m = compose(program, named, note, dir, second);
+  // What gives way first: for an environment, the directory's name before the hint to activate
+  // it; else the second fix first.
+  using Try = std::tuple<std::string, bool, bool>;
+  const std::vector<Try> tries = env ? std::vector<Try>{{dir, hidden_link, true},
+                                                        {its, hidden_link, true},
+                                                        {its, false, true},
+                                                        {its, false, false}}
+                                     : std::vector<Try>{{dir, hidden_link, true},
+                                                        {dir, hidden_link, false},
+                                                        {its, hidden_link, false},
+                                                        {its, false, false}};
+  for (const auto& [named, note, second] : tries) {
+    std::string m = compose(program, named, note, fix_root, second);
     if (m.size() <= max) return m;
   }
   // Still too long: a long program name, then the path's middle (its head and its own
@@ -121,11 +137,23 @@ std::string NotInViewMessage(std::string_view program, const std::string& dir, b
   const std::string dots = "...";
   if (fixed + dots.size() + 2 > max) return compose(prog, its, false, "", false).substr(0, max);
   const size_t room = max - fixed - dots.size();
-  const size_t tail = std::min(dir.size(), room - room / 3);
+  const size_t tail = std::min(fix_root.size(), room - room / 3);
   const size_t head = room - tail;
-  const std::string shown =
-      dir.size() <= room ? dir : dir.substr(0, head) + dots + dir.substr(dir.size() - tail);
+  const std::string shown = fix_root.size() <= room ? fix_root
+                                                    : fix_root.substr(0, head) + dots +
+                                                          fix_root.substr(fix_root.size() - tail);
   return compose(prog, its, false, shown, false);
+}
+
+std::string ProgramEnvironment(const std::string& dir) {
+  if (dir.empty() || dir[0] != '/' || dir == "/") return "";
+  const auto slash = dir.rfind('/');
+  if (slash == 0) return "";
+  const std::string root = dir.substr(0, slash);
+  struct stat st {};
+  if (::stat((root + "/pyvenv.cfg").c_str(), &st) == 0 && S_ISREG(st.st_mode)) return root;
+  if (::stat((root + "/conda-meta").c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return root;
+  return "";
 }
 
 namespace {

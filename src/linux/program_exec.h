@@ -61,9 +61,17 @@ std::string ProgramDirectory(const std::string& path, const std::string& cwd);
 // the sandbox's view (`hidden_link`: the path is a symbolic link there, not run as its target),
 // and the fix, `--readable-root DIR`, in at most `max` bytes (the report record's room). What
 // gives way to a long path is, in turn: the second fix, the directory named before the fix, the
-// note about the link, then the middle of the path itself; the fix is never cut. Pure.
+// note about the link, then the middle of the path itself; the fix is never cut.
+// `environment`: the virtualenv or conda environment `dir` is the bin/ of (ProgramEnvironment):
+// the fix names it instead (its directory alone runs the system's python), and the hint that an
+// activated one is shown by itself gives way after the directory's name. Pure.
 std::string NotInViewMessage(std::string_view program, const std::string& dir, bool hidden_link,
-                             size_t max);
+                             size_t max, const std::string& environment = "");
+
+// The Python environment whose program directory `dir` (absolute) is: its parent when that holds
+// a virtualenv's pyvenv.cfg (a file) or a conda environment's conda-meta (a directory), looked at
+// on the host; "" otherwise.
+std::string ProgramEnvironment(const std::string& dir);
 
 // What to add to "CMD: command not found on PATH" when CMD is no program at all: a shell
 // builtin (`cd`, `source`), a variable assignment (`FOO=1`), a whole command line in one

@@ -283,6 +283,54 @@ std::string PlaceholderAbove(const FileView& view, const std::string& path) {
   return {};
 }
 
+// A path strictly beneath `dir` that the process names in its arguments or its environment's
+// values (`mkdir -p /srv/cc/0`, CCACHE_DIR=/srv/cc): what a write refused at `dir` was on the way
+// to, when the process made the directories from the top (mkdir -p, ccache) and so tried nothing
+// deeper first. The first found, arguments first; "" for none.
+std::string PathNamedBeneath(pid_t pid, const std::string& dir) {
+  constexpr size_t kMaxRead = 64 * 1024;
+  for (const char* what : {"cmdline", "environ"}) {
+    char proc[48];
+    std::snprintf(proc, sizeof proc, "/proc/%d/%s", static_cast<int>(pid), what);
+    UniqueFd fd(::open(proc, O_RDONLY | O_CLOEXEC));
+    if (!fd) continue;
+    std::string text(kMaxRead, '\0');
+    size_t got = 0;
+    while (got < text.size()) {
+      const ssize_t n = ::read(fd.Get(), text.data() + got, text.size() - got);
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    text.resize(got);
+    const bool environ = what[0] == 'e';
+    bool after_dir = false;  // the previous argument is `dir` itself
+    for (size_t at = 0; at < text.size();) {
+      size_t end = text.find('\0', at);
+      if (end == std::string::npos) end = text.size();
+      std::string_view item(text.data() + at, end - at);
+      at = end + 1;
+      if (environ) {
+        const size_t eq = item.find('=');
+        if (eq == std::string_view::npos) continue;
+        item.remove_prefix(eq + 1);
+      }
+      // `mkdir -p /srv/cc/0` writes a NUL over the slash after the directory it is making, in
+      // its own argument: the arguments then read "/srv", "cc/0".
+      if (after_dir && !item.empty() && item[0] != '/' && item[0] != '-' &&
+          dir.size() + item.size() + 1 < PATH_MAX) {
+        const std::string path = Lexical(dir + "/" + std::string(item));
+        if (path != dir && PathIsWithin(path, dir)) return path;
+      }
+      after_dir = false;
+      if (item.empty() || item[0] != '/' || item.size() >= PATH_MAX) continue;
+      const std::string path = Lexical(std::string(item));
+      after_dir = !environ && path == dir;
+      if (path != dir && PathIsWithin(path, dir)) return path;
+    }
+  }
+  return "";
+}
+
 bool ReadOnlyPath(const std::string& path, int* error = nullptr) {
   struct statvfs sv {};
   if (::statvfs(path.c_str(), &sv) != 0) {
@@ -530,6 +578,12 @@ pid_t RefusalObserver::WaitPid(int* status, int flags) {
   }
 }
 
+void RefusalObserver::NoteMissingParent(pid_t pid, const std::string& path) {
+  if (pid == missing_pid_ && PathIsWithin(missing_, path)) return;
+  missing_pid_ = pid;
+  missing_ = path;
+}
+
 void RefusalObserver::HandleOne() {
   seccomp_notif req{};
   if (::ioctl(listener_, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0) return;  // it died meanwhile
@@ -616,7 +670,7 @@ void RefusalObserver::HandleOne() {
     }
     if (!loopback) {
       refusal = Refusal{Refusal::Kind::kNetwork, "", shown, port == 53 ? "dns" : "direct",
-                        WriteArea::kOutside,     ""};
+                        WriteArea::kOutside,     "", ""};
     } else if (loopback_.NeedsLookup(port)) {
       // Nothing of the sandbox's listening there: the host's resolver at a loopback address
       // (systemd-resolved's 127.0.0.53), or a server on the host's loopback (a dev server, a
@@ -627,11 +681,11 @@ void RefusalObserver::HandleOne() {
       const std::string detail = port == 53 ? "dns" : "loopback";
       for (const std::string& address : step.withdraw) {
         seen_.erase(
-            Key(Refusal{Refusal::Kind::kNetwork, "", address, detail, WriteArea::kOutside, ""}));
+            Key(Refusal{Refusal::Kind::kNetwork, "", address, detail, WriteArea::kOutside, "", ""}));
         withdraw_(address);
       }
       if (step.record) {
-        refusal = Refusal{Refusal::Kind::kNetwork, "", shown, detail, WriteArea::kOutside, ""};
+        refusal = Refusal{Refusal::Kind::kNetwork, "", shown, detail, WriteArea::kOutside, "", ""};
       }
     }
   } else {
@@ -651,14 +705,17 @@ void RefusalObserver::HandleOne() {
         }
       }
       bool maybe = false;
+      int parent_error = 0;
       if (d.op == Op::kOpen || d.op == Op::kTruncate) {
         int error = 0;
         maybe = ReadOnlyPath(path, &error);
         if (error == ENOENT && d.op == Op::kOpen && (d.flags & O_CREAT) != 0) {
-          maybe = ReadOnlyPath(Dirname(path));
+          maybe = ReadOnlyPath(Dirname(path), &parent_error);
+          if (parent_error == ENOENT) NoteMissingParent(pid, Lexical(path));
         }
       } else {
-        maybe = ReadOnlyPath(Dirname(path));
+        maybe = ReadOnlyPath(Dirname(path), &parent_error);
+        if (parent_error == ENOENT && d.op == Op::kCreate) NoteMissingParent(pid, Lexical(path));
         if (!maybe && d.op == Op::kRemove) {
           // A read-only bind in a writable directory (~/.gitconfig): removing or renaming over
           // its mount point is refused too (EBUSY).
@@ -720,7 +777,12 @@ void RefusalObserver::HandleOne() {
     }
     if (refused_path.empty()) return;
     WriteClass c = ClassifyWrite(view_, policy_, refused_path);
-    refusal = Refusal{Refusal::Kind::kWrite, "", refused_path, d.name, c.area, c.root};
+    refusal = Refusal{Refusal::Kind::kWrite, "", refused_path, d.name, c.area, c.root, ""};
+    if (pid == missing_pid_ && missing_ != refused_path && PathIsWithin(missing_, refused_path)) {
+      refusal->wanted = missing_;
+    } else if (c.area == WriteArea::kOutside) {
+      refusal->wanted = PathNamedBeneath(pid, refused_path);
+    }
   }
   if (!refusal || !Keep(*refusal)) return;
   refusal->program = ProgramOf(pid);

@@ -14,12 +14,15 @@
 // the kernel, in the view itself (init shares the command's mount namespace and root), whether
 // the operation was refused: the mount holding the target or its directory is read-only
 // (statvfs) and the target's existence makes the kernel report EROFS (an existing directory
-// for mkdir is EEXIST, not a refusal). For connect it reads the address: anything but loopback
-// cannot be reached from the sandbox's own network namespace. A loopback port where nothing of
-// the sandbox's is bound (a DNS query to 127.0.0.53, a client of a server on the host's
-// loopback) is a hint, decided by LoopbackHints below: never looked up for the sandbox's own
-// listeners or a port already found bound, and withdrawn when a later connect finds the port
-// bound.
+// for mkdir is EEXIST, not a refusal). A write refused outside every root also gets what it was
+// on the way to (Refusal::wanted): the deeper name the process tried first, or a path beneath it
+// that the process's arguments or environment name (read from /proc/PID while it waits), so that
+// the fix can name the host's directory beneath rather than its parent. For connect it reads the
+// address: anything but loopback cannot be reached from the sandbox's own network namespace. A
+// loopback port where nothing of the sandbox's is bound (a DNS query to 127.0.0.53, a client of a
+// server on the host's loopback) is a hint, decided by LoopbackHints below: never looked up for
+// the sandbox's own listeners or a port already found bound, and withdrawn when a later connect
+// finds the port bound.
 //
 // Refusals deduplicated by (kind, path or address) go to the supervisor as records; at most
 // kMaxRefusalRecords, the rest are counted. Observation is best effort and never fails a run:
@@ -112,6 +115,9 @@ class RefusalObserver {
   // Whether `refusal` is reported: once per kind, detail and subject, at most
   // kMaxRefusalRecords (the rest are counted).
   bool Keep(const Refusal& refusal);
+  // `path` (lexical, absolute) has no parent directory in the view: kept unless it is the way to
+  // the one kept already (the same process going up).
+  void NoteMissingParent(pid_t pid, const std::string& path);
 
   int listener_;
   const FileView& view_;
@@ -121,6 +127,11 @@ class RefusalObserver {
   std::function<void(const std::string&)> withdraw_;
   std::set<std::string> seen_;
   size_t dropped_ = 0;
+  // The deepest name a process last tried to make where the view has no parent directory (the
+  // first try of a `mkdir -p`): what a refusal of that process's higher up wanted
+  // (Refusal::wanted).
+  pid_t missing_pid_ = -1;
+  std::string missing_;
   bool reap_pending_ = true;  // a child may be waiting to be reaped
 };
 

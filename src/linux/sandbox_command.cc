@@ -232,7 +232,8 @@ constexpr Step kSteps[] = {
     if (!dir.empty() && ::stat(dir.c_str(), &st) != 0) {
       // The report's message has room for sizeof(Record::message) - 1 bytes: a long path gives
       // way, never the fix.
-      why = NotInViewMessage(spec.argv[0], dir, failed.hidden, sizeof(Record::message) - 1);
+      why = NotInViewMessage(spec.argv[0], dir, failed.hidden, sizeof(Record::message) - 1,
+                             spec.program_environment);
     } else {
       why +=
           " (outside the paths this policy can read? fix: --readable-root DIR for its "

@@ -59,6 +59,9 @@ struct LaunchSpec {
   // `program_path` was a symbolic link outside (ResolvedProgram::link): never run as its target
   // where the view does not show its directory (ExecWay::kHidden).
   bool program_is_link = false;
+  // The virtualenv or conda environment `program_path`'s directory belongs to, seen outside
+  // (ProgramEnvironment): what the message names when the view does not show it.
+  std::string program_environment;
   std::vector<std::string> argv;  // argv[0] as the user wrote it
   std::vector<std::string> env;   // final environment, NAME=VALUE
   std::string cwd;                // absolute; must be inside the view

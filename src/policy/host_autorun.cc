@@ -39,6 +39,7 @@ struct Walk {
   bool blocked = false;            // a non-directory stands where more components follow
   bool placeholder = false;        // ends at a placeholder link (the last of `links`)
   bool loop = false;               // too many links: the kernel finds nothing
+  std::vector<std::string> dirs;   // every existing directory passed through or ended at
 };
 
 Walk Resolve(const std::string& place, const AutorunFs& fs) {
@@ -85,6 +86,7 @@ Walk Resolve(const std::string& place, const AutorunFs& fs) {
       w.blocked = true;
       return w;
     }
+    if (node.kind == AutorunFs::Kind::kDirectory) w.dirs.push_back(next);
     cur = next;
   }
   if (w.end != cur) {  // it ended with "..", or is "/"
@@ -231,6 +233,7 @@ Result<AutorunShieldPlan> PlanAutorunShield(const std::vector<std::string>& plac
     // A placeholder is listed even where no root of this run holds it (one an earlier run
     // left behind): removed after the run unless another run still holds it.
     if (w.placeholder) AddUnique(plan.placeholders, w.links.back());
+    for (const auto& dir : w.dirs) AddUnique(plan.met_dirs, dir);
     for (const auto& link : w.links) {
       if (!held(link)) continue;
       pin_way(link);

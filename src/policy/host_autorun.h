@@ -457,6 +457,10 @@ struct AutorunShieldPlan {
   // Every placeholder link met, pinned or not (one an earlier run left where no root of this
   // run holds it): removed after the run unless another run still holds it.
   std::vector<std::string> placeholders;
+  // Every existing directory the places lead through or to, held by a root of this run or not:
+  // one an earlier run made and marked (a killed run left it: a directory on the way, a cache
+  // place) is taken over and removed after the run while empty (linux/autorun_shield.h).
+  std::vector<std::string> met_dirs;
   // The cache places a writable root holds, each an existing directory: the view binds the
   // sandbox home's own directory over it (what is beneath it is not the run's business).
   std::vector<AutorunShadow> shadowed;

@@ -1,6 +1,7 @@
 #include "policy/refusals.h"
 
 #include <algorithm>
+#include <csignal>
 #include <map>
 
 #include "fs/protected_names.h"
@@ -140,7 +141,10 @@ std::string EncodeRefusal(const Refusal& r, std::size_t max_bytes) {
   std::string subject = Clean(r.subject, left);
   left -= subject.size();
   std::string root = Clean(r.root, left);
-  return head + subject + kSep + root;
+  left -= root.size();
+  std::string wanted = left > 1 ? Clean(r.wanted, left - 1) : "";
+  if (wanted.size() != r.wanted.size()) wanted.clear();  // cut short, it names nothing
+  return head + subject + kSep + root + (wanted.empty() ? "" : kSep + wanted);
 }
 
 bool DecodeRefusal(std::string_view text, Refusal& out) {
@@ -152,7 +156,7 @@ bool DecodeRefusal(std::string_view text, Refusal& out) {
     if (end == std::string_view::npos) break;
     start = end + 1;
   }
-  if (parts.size() != 6 || parts[0].size() != 1) return false;
+  if ((parts.size() != 6 && parts.size() != 7) || parts[0].size() != 1) return false;
   switch (parts[0][0]) {
     case 'w':
       out.kind = Refusal::Kind::kWrite;
@@ -177,6 +181,7 @@ bool DecodeRefusal(std::string_view text, Refusal& out) {
   out.detail = parts[3];
   out.subject = parts[4];
   out.root = parts[5];
+  out.wanted = parts.size() == 7 ? parts[6] : "";
   return true;
 }
 
@@ -196,6 +201,16 @@ Refusal ProxyRefusal(const std::string& target, const std::string& reason) {
 }
 
 namespace {
+
+// The path one component beneath `dir` on the way to `wanted` (strictly beneath `dir`); "" when
+// `wanted` is not beneath it.
+std::string WayBeneath(const std::string& dir, const std::string& wanted) {
+  if (dir.empty() || wanted.size() <= dir.size() + 1 || !PathIsWithin(wanted, dir)) return "";
+  const size_t from = dir == "/" ? 1 : dir.size() + 1;
+  const size_t end = wanted.find('/', from);
+  const std::string below = wanted.substr(0, end);
+  return below.size() > from ? below : "";
+}
 
 std::string Shown(const std::string& path, const std::string& workspace, const std::string& home) {
   if (!workspace.empty() && path != workspace && PathIsWithin(path, workspace)) {
@@ -312,11 +327,15 @@ RefusalAdvice Advise(const Refusal& r, const std::string& workspace, const std::
           a.why = "outside what the sandbox can write (the workspace, $HOME, /tmp)";
           // The directory it was written in, if it is one the user could name; never "/". A
           // directory the host has that the view does not show (made on the way down by
-          // `mkdir -p`) is itself the one to name: its parent would open far more.
+          // `mkdir -p`) is itself the one to name: its parent would open far more. Narrower
+          // still, the host's directory just beneath it on the way to what the command wanted
+          // there (CCACHE_DIR=/var/tmp/cc: /var/tmp/cc, not all of /var/tmp).
           std::string dir = r.subject.substr(0, r.subject.rfind('/'));
           if (host_dir && r.subject != "/" && host_dir(r.subject)) {
             a.why += "; the host's " + r.subject + " is not shown";
             dir = r.subject;
+            const std::string below = WayBeneath(r.subject, r.wanted);
+            if (!below.empty() && host_dir(below)) dir = below;
           }
           if (!dir.empty()) a.allow = "--writable-root " + Shown(dir, workspace, home);
           break;
@@ -424,6 +443,38 @@ std::string RefusalSummary(const std::vector<Refusal>& refusals, std::size_t dro
   }
   if (dropped > 0) out += "  (" + std::to_string(dropped) + " more not listed)\n";
   return out;
+}
+
+}  // namespace anvil
+
+namespace anvil {
+
+std::string SigbusHint(int shell_status, std::uint64_t shm_bytes) {
+  if (shell_status != 128 + SIGBUS) return "";
+  const std::uint64_t mib = shm_bytes >> 20;
+  const std::string size = shm_bytes == 0                   ? "its size"
+                           : mib >= 1024 && mib % 1024 == 0 ? std::to_string(mib >> 10) + "G"
+                                                            : std::to_string(mib) + "M";
+  return "anvil sandbox: exit status 135 is SIGBUS, which a program that maps /dev/shm (PyTorch's "
+         "DataLoader, Chromium) gets when it is full; the sandbox's /dev/shm is " +
+         size + ". fix: a larger one, --limit shm=SIZE (e.g. --limit shm=2G)\n";
+}
+
+std::string RootForeignWorkspaceWarning(bool caller_root, const std::string& workspace,
+                                        std::uint32_t owner, const std::string& owner_name,
+                                        std::uint32_t group) {
+  if (!caller_root || (owner == 0 && group == 0)) return "";
+  const std::string why =
+      ", and root's sandbox writes only what is root's there (docs/policy.md, \"Root's "
+      "sandbox\"): writes fail with \"Permission denied\". fix: ";
+  if (owner == 0) {
+    return "anvil sandbox: warning: the workspace " + workspace + " has group " +
+           std::to_string(group) + why + "chgrp -R root it, or run anvil as a user of that group\n";
+  }
+  const std::string who = owner_name.empty() ? "uid " + std::to_string(owner) : owner_name;
+  const std::string user = owner_name.empty() ? "#" + std::to_string(owner) : owner_name;
+  return "anvil sandbox: warning: the workspace " + workspace + " belongs to " + who + why +
+         "run it as its owner, `sudo -u " + user + " anvil sandbox ...`\n";
 }
 
 }  // namespace anvil

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -52,6 +53,11 @@ struct Refusal {
   std::string detail;   // write: the syscall; network: "dns" or "direct"; proxy: its reason
   WriteArea area = WriteArea::kOutside;  // kWrite only
   std::string root;                      // kWrite only: WriteClass::root
+  // kWrite only: what the write was on the way to, beneath `subject`: the deeper name the same
+  // process tried to make just before, or else (kOutside) a path beneath it that the process
+  // names in its arguments or environment (`mkdir -p /srv/cc/0`, CCACHE_DIR=/srv/cc); "" for
+  // none.
+  std::string wanted;
 };
 
 // The record init sends (one pipe write: at most `max_bytes`) and its inverse.
@@ -91,5 +97,20 @@ RefusalAdvice Advise(const Refusal& refusal, const std::string& workspace, const
 std::string RefusalSummary(const std::vector<Refusal>& refusals, std::size_t dropped,
                            const std::string& workspace, const std::string& home,
                            NetworkMode network, const HostIsDirectory& host_dir = {});
+
+// After a run that ended with status 128 + SIGBUS (135: the command was killed by it, or the shell
+// that ran it reports a program that was): the hint that a full /dev/shm (a tmpfs of `shm_bytes`)
+// does that to a program that maps it (PyTorch's DataLoader workers, Chromium), naming
+// `--limit shm=`; "" for any other status. One line with its newline.
+std::string SigbusHint(int shell_status, std::uint64_t shm_bytes);
+
+// Root's sandbox writes as an unprivileged id through an idmapped workspace that maps only root's
+// ids (docs/policy.md, "Root's sandbox"): the kernel gives no write access to a file or directory
+// whose owner or group is another id, whatever its mode, so in a workspace whose top is not
+// root:root every write there fails with "Permission denied". The warning naming the owner and
+// the fix; "" when the caller is not root or the top is root's. One line with its newline.
+std::string RootForeignWorkspaceWarning(bool caller_root, const std::string& workspace,
+                                        std::uint32_t owner, const std::string& owner_name,
+                                        std::uint32_t group);
 
 }  // namespace anvil

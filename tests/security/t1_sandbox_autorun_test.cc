@@ -6,6 +6,7 @@
 // anew. Missing places are held by placeholders for the run only: nothing is left in the home.
 // Next to each attack: everything else in the same home stays writable (notes, a git
 // repository, a project's installs). Root and unprivileged callers.
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -352,6 +353,50 @@ TEST_P(T1SandboxHostAutorun, ARunThatEndsFirstLeavesTheOthersPlaceholdersInPlace
   EXPECT_EQ(ReadFile(home_ + "/result"), "REFUSED\n");
   EXPECT_EQ(LinksInHome(), "");
   EXPECT_FALSE(Exists(home_ + "/.local/bin"));
+}
+
+// An `anvil` killed with SIGKILL removes nothing: its placeholder links and the directories it
+// made (the caches it shadows among them: ~/.yarn, ~/.gem, ~/.m2/repository ...) stay, marked.
+// The next run takes every one of them over and removes it, so that nothing is left in the home
+// for good (and `mkdir ~/.yarn` outside works again). The user's own empty directory, and one
+// of the killed run's that the user has put something in since, stay.
+TEST_P(T1SandboxHostAutorun, WhatAKilledRunLeftIsRemovedByTheNextRun) {
+  ASSERT_EQ(Shell("mkdir -p " + ShellQuote(home_ + "/.ivy2")), 0);  // the user's own, empty
+  caller_.Give(home_);
+  // Everything in the home but Anvil's own state there (the sandbox home the runs keep).
+  auto listing = [&] {
+    return ::anvil::testing::Run({"/usr/bin/find", home_, "-path", home_ + "/.local/state/anvil",
+                                  "-prune", "-o", "-path", home_ + "/.config/anvil", "-prune", "-o",
+                                  "-print"})
+        .out;
+  };
+  ASSERT_EQ(Sh(home_, "true").status, 0);  // the state made once
+  const std::string before = listing();
+  RunOptions o;
+  o.env = {"PATH=/usr/bin:/bin", "HOME=" + home_};
+  Spawned killed(
+      {AnvilBin(), "sandbox", "--cwd", home_, "--", "sh", "-c", "touch started; sleep 60"},
+      Opts(o));
+  ASSERT_TRUE(WaitUntil([&] { return Exists(home_ + "/started"); }, std::chrono::seconds(60)));
+  ASSERT_EQ(kill(killed.pid(), SIGKILL), 0);
+  killed.Wait(std::chrono::seconds(30));
+  ASSERT_EQ(unlink((home_ + "/started").c_str()), 0);
+  ASSERT_NE(LinksInHome(), "") << "nothing was left to clean up";
+  ASSERT_TRUE(Exists(home_ + "/.yarn")) << "the killed run made no cache placeholder";
+  // Something of the user's, put into one of them since.
+  ASSERT_EQ(Shell("echo mine > " + ShellQuote(home_ + "/.gem/specs")), 0);
+  caller_.Give(home_);
+
+  auto r = Sh(home_, "echo ok > notes.txt && echo BENIGN");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("BENIGN"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(LinksInHome(), "");
+  EXPECT_EQ(ReadFile(home_ + "/.gem/specs"), "mine\n");
+  ASSERT_EQ(unlink((home_ + "/.gem/specs").c_str()), 0);
+  ASSERT_EQ(rmdir((home_ + "/.gem").c_str()), 0);
+  ASSERT_EQ(unlink((home_ + "/notes.txt").c_str()), 0);
+  EXPECT_EQ(listing(), before) << "left in the home";
+  EXPECT_TRUE(Exists(home_ + "/.ivy2"));
 }
 
 // A workspace below the home, the usual case: nothing is made in the home at all.

@@ -923,10 +923,11 @@ TEST_P(T1SandboxHome, TableOfCredentialLocationsIsNeverReadable) {
 // An activated virtualenv outside the workspace (~/envs/v2, $VIRTUAL_ENV): its directory is
 // shown read-only, so its own interpreter runs by its path and sys.prefix is the environment,
 // and a script of its bin/ (pip) runs too. Without $VIRTUAL_ENV its bin/python, a link to the
-// system's interpreter, is refused (126) naming the directory and --readable-root instead of
-// silently running /usr/bin/python3; a program in a directory the view does not show says the
-// same. Neighbours: an environment variable naming a credential location, a directory that
-// holds the workspace, one that is no environment, or one another user owns shows nothing.
+// system's interpreter, is refused (126) instead of silently running /usr/bin/python3, naming
+// --readable-root of the environment (the fix that runs it) and activating it; a program in a
+// directory the view does not show names that directory. Neighbours: an environment variable naming
+// a credential location, a directory that holds the workspace, one that is no environment, or one
+// another user owns shows nothing.
 TEST_P(T1SandboxHome, AnActivatedVirtualenvOutsideTheWorkspaceRunsItself) {
   if (!Exists(kPython)) GTEST_SKIP() << "SKIPPED: " << kPython << " is missing";
   const std::string home = home_.home();
@@ -973,8 +974,21 @@ TEST_P(T1SandboxHome, AnActivatedVirtualenvOutsideTheWorkspaceRunsItself) {
   auto bare = run({"python", "-c", prefix}, {});
   EXPECT_EQ(bare.status, 126) << bare.out << bare.err;
   EXPECT_EQ(bare.out, "");
-  EXPECT_NE(bare.err.find(venv + "/bin"), std::string::npos) << bare.err;
-  EXPECT_NE(bare.err.find("--readable-root"), std::string::npos) << bare.err;
+  EXPECT_NE(bare.err.find("is not in the sandbox's view"), std::string::npos) << bare.err;
+  // The fix names the environment, not its bin/ (shown alone, its python is the system's), and
+  // the way without a flag: activating it.
+  EXPECT_NE(bare.err.find("--readable-root " + venv + ", its environment"), std::string::npos)
+      << bare.err;
+  EXPECT_NE(bare.err.find("an activated environment is shown by itself)"), std::string::npos)
+      << bare.err;
+  {
+    RunOptions o;
+    o.cwd = home_.workspace();
+    o.env = env_with({});
+    auto fixed = Sandbox(o.cwd, {"--readable-root", venv}, {"python", "-c", prefix}, Opts(o));
+    EXPECT_EQ(fixed.status, 0) << fixed.err;
+    EXPECT_EQ(fixed.out, venv + "\n") << "the fix the message names does not run the venv's python";
+  }
   // A program in a directory the view does not show: the message names it and the fix.
   auto plain = run({"plain"}, {});
   EXPECT_EQ(plain.status, 126) << plain.out << plain.err;

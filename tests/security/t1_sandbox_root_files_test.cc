@@ -170,6 +170,40 @@ TEST_P(T1SandboxRootFiles, TheCallersOwnWorkspaceStaysItsOwn) {
   EXPECT_NE(ro.out.find("refused"), std::string::npos) << ro.out << ro.err;
 }
 
+// Root in a workspace another user owns (`sudo anvil sandbox` in ~user/project): root's sandbox
+// writes only root's files there (its idmapped workspace maps no other owner), so every write
+// fails "Permission denied", whatever the mode. Said before the command starts and again after it
+// fails, naming the owner and the fix. Beside it: root's own workspace says nothing.
+TEST_P(T1SandboxRootFiles, RootInAnotherUsersWorkspaceIsToldWhyWritesFail) {
+  if (Unprivileged()) GTEST_SKIP() << "SKIPPED: only root's sandbox runs as another id";
+  auto user = UnprivilegedUser();
+  if (!user) GTEST_SKIP() << "SKIPPED: no unprivileged test user to own the workspace";
+  ChownTree(ws_.path(), *user);
+  for (mode_t mode : {0755, 0777}) {
+    ASSERT_EQ(::chmod(ws_.path().c_str(), mode), 0);
+    auto r = SandboxSh(ws_.path(), "echo x > made", {}, Opts());
+    EXPECT_NE(r.status, 0);
+    EXPECT_FALSE(Exists(ws_ / "made"));
+    const std::string warning = "the workspace " + ws_.path() + " belongs to " + user->name;
+    const size_t first = r.err.find(warning);
+    ASSERT_NE(first, std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(warning, first + 1), std::string::npos) << "not said again: " << r.err;
+    EXPECT_NE(r.err.find("fix: run it as its owner, `sudo -u " + user->name + " anvil sandbox"),
+              std::string::npos)
+        << r.err;
+    // --quiet: not said.
+    r = SandboxSh(ws_.path(), "echo x > made", {"--quiet"}, Opts());
+    EXPECT_EQ(r.err.find("belongs to"), std::string::npos) << r.err;
+  }
+  // Root's own: nothing said, and the write works.
+  ASSERT_EQ(
+      Shell("chown -R 0:0 " + ShellQuote(ws_.path()) + " && chmod 755 " + ShellQuote(ws_.path())),
+      0);
+  auto r = SandboxSh(ws_.path(), "echo x > made", {}, Opts());
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err.find("belongs to"), std::string::npos) << r.err;
+}
+
 TEST_P(T1SandboxRootFiles, WorkspaceBelowADirectoryOnlyRootCanSearch) {
   // /root is 0700: root's sandbox, a stranger to the host's directories, still reaches a
   // workspace beneath such a directory, with full read access too, and sees nothing else in it.

@@ -166,6 +166,60 @@ TEST_P(T3SandboxRefusals, ManyRefusalsStayShort) {
   EXPECT_NE(r.err.find("more"), std::string::npos) << r.err;
 }
 
+// A program that maps a full /dev/shm (PyTorch's DataLoader, Chromium) dies of SIGBUS with no
+// message of its own: after status 135 the summary names the size and --limit shm=. Beside it: a
+// command that fails otherwise, or the same under --quiet, says nothing of /dev/shm.
+TEST_P(T3SandboxRefusals, ABusErrorFromAFullDevShmNamesTheShmLimit) {
+  if (!Exists(kPython)) GTEST_SKIP() << "SKIPPED: " << kPython << " is missing";
+  const std::string fill =
+      "python3 -c 'import mmap, os\n"
+      "f = os.open(\"/dev/shm/x\", os.O_CREAT | os.O_RDWR)\n"
+      "os.ftruncate(f, 8 << 20)\n"
+      "m = mmap.mmap(f, 8 << 20)\n"
+      "m[:] = b\"x\" * (8 << 20)\n'";
+  auto r = Sh(fill, {"--limit", "shm=1M"});
+  EXPECT_EQ(r.status, 135) << r.err;
+  EXPECT_NE(r.err.find("exit status 135 is SIGBUS"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the sandbox's /dev/shm is 1M. fix: a larger one, --limit shm=SIZE"),
+            std::string::npos)
+      << r.err;
+  r = Sh(fill, {"--limit", "shm=1M", "--quiet"});
+  EXPECT_EQ(r.status, 135);
+  EXPECT_EQ(r.err.find("SIGBUS"), std::string::npos) << r.err;
+  r = Sh("exit 1", {"--limit", "shm=1M"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err.find("/dev/shm"), std::string::npos) << r.err;
+}
+
+// A cache the host keeps in a directory the view does not show (CCACHE_DIR=/var/tmp/cc with a
+// workspace in the home; here /srv/cc): its `mkdir -p` is refused at /srv, and the fix names the
+// host's /srv/cc (what the process's environment or arguments name beneath /srv), which is
+// enough, not all of /srv. Beside it: a directory the host does not have yet names /srv, the
+// narrowest that exists; the fix named works.
+TEST_P(T3SandboxRefusals, AWriteUnderAHiddenHostDirectoryNamesTheNarrowestExistingOne) {
+  if (!Exists("/srv")) GTEST_SKIP() << "SKIPPED: no /srv on this host";
+  TempDir cache("anvil-cc", "/srv");
+  caller_.Give(cache.path());
+  const std::string make = "mkdir -p \"$CCACHE_DIR/0/1\"";
+  auto r = Sh(make, {"--setenv", "CCACHE_DIR=" + cache.path()});
+  EXPECT_NE(r.status, 0);
+  if (r.err.find("the host's /srv is not shown") == std::string::npos) {
+    GTEST_SKIP() << "SKIPPED: the view shows /srv here: " << r.err;
+  }
+  EXPECT_NE(r.err.find("allow with --writable-root " + cache.path() + "\n"), std::string::npos)
+      << r.err;
+  // Named in its arguments only (mkdir -p writes NULs into its own argument as it goes).
+  r = Sh("mkdir -p " + ShellQuote(cache.path() + "/2/3"));
+  EXPECT_NE(r.err.find("allow with --writable-root " + cache.path() + "\n"), std::string::npos)
+      << r.err;
+  r = Sh(make, {"--setenv", "CCACHE_DIR=" + cache.path() + "-not-on-the-host"});
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("allow with --writable-root /srv\n"), std::string::npos) << r.err;
+  r = Sh(make, {"--setenv", "CCACHE_DIR=" + cache.path(), "--writable-root", cache.path()});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(Exists(cache.path() + "/0/1"));
+}
+
 INSTANTIATE_TEST_SUITE_P(Callers, T3SandboxRefusals, ::testing::ValuesIn(kAllCallers),
                          CallerParamName);
 

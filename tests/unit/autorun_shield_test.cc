@@ -123,6 +123,72 @@ TEST_F(AutorunShieldTest, WhatAKilledRunLeftIsTakenOverAndRemoved) {
   EXPECT_FALSE(IsPlaceholder(".zshrc"));
 }
 
+// A cache place (shadowed, policy/host_caches.h) that a killed run made and left, empty and
+// marked: the next run takes it over and removes it. The user's own empty one, and a marked one
+// the user has put something in since, stay.
+TEST_F(AutorunShieldTest, ACachePlaceAKilledRunLeftIsTakenOverAndRemoved) {
+  const auto before = Listing();
+  const std::vector<std::string> caches = {home_ + "/.yarn", home_ + "/.gem", home_ + "/.ivy2",
+                                           home_ + "/.m2/repository"};
+  auto marked_dir = [&](const std::string& rel) {
+    const std::string path = home_ + "/" + rel;
+    EXPECT_EQ(mkdir(path.c_str(), 0700), 0) << rel;
+    return setxattr(path.c_str(), kPlaceholderXattr, "1", 1, 0) == 0;
+  };
+  const bool marked = marked_dir(".yarn");
+  marked_dir(".m2");
+  marked_dir(".m2/repository");
+  marked_dir(".gem");
+  std::ofstream(home_ + "/.gem/specs") << "mine\n";       // the user's since
+  ASSERT_EQ(mkdir((home_ + "/.ivy2").c_str(), 0755), 0);  // the user's own, unmarked
+  {
+    auto shield = AutorunShield::Prepare(Places(), {home_}, {}, caches);
+    ASSERT_TRUE(shield) << shield.error().ToString();
+    EXPECT_EQ(shield->Plan().shadowed.size(), 4u);
+  }
+  auto want = before;
+  want.insert({".gem", ".gem/specs", ".ivy2"});
+  if (!marked) want.insert({".yarn", ".m2", ".m2/repository"});
+  EXPECT_EQ(Listing(), want);
+  if (!marked) return;
+  // Left where this run's roots hold nothing (a workspace below the home): removed all the same.
+  marked_dir(".yarn");
+  marked_dir(".m2");
+  marked_dir(".m2/repository");
+  ASSERT_EQ(mkdir((home_ + "/proj").c_str(), 0755), 0);
+  {
+    auto shield = AutorunShield::Prepare(Places(), {home_ + "/proj"}, {}, caches);
+    ASSERT_TRUE(shield) << shield.error().ToString();
+    EXPECT_TRUE(shield->Plan().shadowed.empty());
+  }
+  want.insert("proj");
+  EXPECT_EQ(Listing(), want);
+}
+
+// Concurrent runs share a cache placeholder: the one that made it, ending first, leaves it to the
+// other (whose view binds over it).
+TEST_F(AutorunShieldTest, ACachePlaceholderStaysWhileAnotherRunShadowsIt) {
+  const auto before = Listing();
+  const std::vector<std::string> caches = {home_ + "/.yarn"};
+  std::optional<AutorunShield> first, second;
+  {
+    auto a = AutorunShield::Prepare(Places(), {home_}, {}, caches);
+    ASSERT_TRUE(a) << a.error().ToString();
+    first.emplace(std::move(*a));
+    auto b = AutorunShield::Prepare(Places(), {home_}, {}, caches);
+    ASSERT_TRUE(b) << b.error().ToString();
+    second.emplace(std::move(*b));
+  }
+  if (getxattr((home_ + "/.yarn").c_str(), kPlaceholderXattr, nullptr, 0) < 0) {
+    GTEST_SKIP() << "SKIPPED: no user xattrs here";
+  }
+  first.reset();
+  EXPECT_TRUE(std::filesystem::is_directory(home_ + "/.yarn"))
+      << "the first run removed a directory the second one binds over";
+  second.reset();
+  EXPECT_EQ(Listing(), before);
+}
+
 TEST_F(AutorunShieldTest, WhatTheUserPutThereMeanwhileStays) {
   {
     auto shield = AutorunShield::Prepare(Places(), {home_}, {});

@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 namespace anvil {
 namespace {
@@ -76,6 +78,67 @@ TEST(NotInViewMessage, ALongPathGivesWayNeverTheFix) {
       }
     }
   }
+}
+
+// A virtualenv's or conda environment's program: its bin/ alone runs the system's python (the
+// interpreter finds its environment through pyvenv.cfg or conda-meta beside bin/), so the fix
+// names the environment. The real case's message (a home-length path, a full-path argv[0])
+// keeps the hint to activate it; only the longest give it up, never the fix.
+TEST(NotInViewMessage, AnEnvironmentsProgramNamesTheEnvironment) {
+  struct Row {
+    std::string program, dir, env;
+    bool hidden;
+    std::string want;
+  };
+  const std::vector<Row> rows = {
+      {"/home/anviltest/venv/bin/python", "/home/anviltest/venv/bin", "/home/anviltest/venv", true,
+       "/home/anviltest/venv/bin/python: its directory is not in the sandbox's view (fix: "
+       "--readable-root /home/anviltest/venv, its environment, or readable_roots in config.toml; "
+       "an activated environment is shown by itself)"},
+      {"python", "/opt/conda/envs/ml/bin", "/opt/conda/envs/ml", false,
+       "python: /opt/conda/envs/ml/bin is not in the sandbox's view (fix: --readable-root "
+       "/opt/conda/envs/ml, its environment, or readable_roots in config.toml; an activated "
+       "environment is shown by itself)"},
+      // Not an environment: as before.
+      {"tool", "/home/u/tools/bin", "", false,
+       "tool: /home/u/tools/bin is not in the sandbox's view (fix: --readable-root "
+       "/home/u/tools/bin, or readable_roots in config.toml; or --read-access full)"},
+  };
+  for (const auto& row : rows) {
+    EXPECT_EQ(NotInViewMessage(row.program, row.dir, row.hidden, 239, row.env), row.want);
+  }
+  for (size_t length : {60u, 110u, 150u, 200u, 239u, 400u}) {
+    std::string env = "/home/u";
+    while (env.size() < length) env += "/deeper";
+    env += "/venv";
+    const std::string m = NotInViewMessage(env + "/bin/python", env + "/bin", true, 239, env);
+    EXPECT_LE(m.size(), 239u) << m;
+    EXPECT_NE(m.find(" (fix: --readable-root /home/u/"), std::string::npos) << m;
+    EXPECT_NE(m.find("/venv, its environment, or readable_roots in config.toml"), std::string::npos)
+        << m;
+    EXPECT_EQ(m.find("/venv/bin, its environment"), std::string::npos) << m;
+    EXPECT_EQ(m.back(), ')') << m;
+  }
+}
+
+TEST(ProgramEnvironment, AVirtualenvOrCondaEnvironmentHoldingTheDirectory) {
+  char tmpl[] = "/tmp/anvil-progenv-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string base = tmpl;
+  for (const std::string d : {"/venv", "/venv/bin", "/conda", "/conda/bin", "/conda/conda-meta",
+                              "/plain", "/plain/bin", "/odd", "/odd/bin", "/odd/pyvenv.cfg"}) {
+    ASSERT_EQ(mkdir((base + d).c_str(), 0755), 0) << d;
+  }
+  std::ofstream(base + "/venv/pyvenv.cfg") << "home = /usr/bin\n";
+  EXPECT_EQ(ProgramEnvironment(base + "/venv/bin"), base + "/venv");
+  EXPECT_EQ(ProgramEnvironment(base + "/conda/bin"), base + "/conda");
+  EXPECT_EQ(ProgramEnvironment(base + "/plain/bin"), "");
+  EXPECT_EQ(ProgramEnvironment(base + "/odd/bin"), "");  // a pyvenv.cfg that is no file
+  EXPECT_EQ(ProgramEnvironment(base + "/venv"), "");
+  EXPECT_EQ(ProgramEnvironment("/bin"), "");
+  EXPECT_EQ(ProgramEnvironment("/"), "");
+  EXPECT_EQ(ProgramEnvironment(""), "");
+  std::filesystem::remove_all(base);
 }
 
 TEST(ProgramDirectory, AbsoluteFromTheWorkingDirectory) {

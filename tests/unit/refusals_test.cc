@@ -6,6 +6,7 @@
 
 #include <string>
 #include <tuple>
+#include <vector>
 
 namespace anvil {
 namespace {
@@ -137,17 +138,50 @@ TEST(Advise, OneLineWayPastEachRefusal) {
   {
     HostIsDirectory host_dir = [](const std::string& p) { return p == "/var/tmp" || p == "/"; };
     auto advise = [&](const std::string& subject) {
-      Refusal r{Refusal::Kind::kWrite, "ccache", subject, "mkdir", WriteArea::kOutside, ""};
+      Refusal r{Refusal::Kind::kWrite, "ccache", subject, "mkdir", WriteArea::kOutside, "", ""};
       return Advise(r, "/ws", "/home/u", NetworkMode::kNone, host_dir);
     };
     EXPECT_EQ(advise("/var/tmp").allow, "--writable-root /var/tmp");
     EXPECT_NE(advise("/var/tmp").why.find("the host's /var/tmp is not shown"), std::string::npos);
     EXPECT_EQ(advise("/var/lib/x").allow, "--writable-root /var/lib");
     EXPECT_EQ(advise("/").allow, "");
-    Refusal r{Refusal::Kind::kWrite, "ccache", "/var/tmp", "mkdir", WriteArea::kOutside, ""};
+    Refusal r{Refusal::Kind::kWrite, "ccache", "/var/tmp", "mkdir", WriteArea::kOutside, "", ""};
     EXPECT_NE(RefusalSummary({r}, 0, "/ws", "/home/u", NetworkMode::kNone, host_dir)
                   .find("allow with --writable-root /var/tmp\n"),
               std::string::npos);
+  }
+  // What the command wanted there (CCACHE_DIR=/var/tmp/cc: `mkdir -p /var/tmp/cc/0/1` stops at
+  // /var/tmp): the host's directory just beneath the one not shown, on the way to it, is enough;
+  // the directory not shown itself when the host has nothing there yet.
+  {
+    HostIsDirectory host_dir = [](const std::string& p) {
+      return p == "/var/tmp" || p == "/var/tmp/cc" || p == "/var/tmp/cc/0" || p == "/";
+    };
+    auto advise = [&](const std::string& subject, const std::string& wanted) {
+      Refusal r{Refusal::Kind::kWrite, "ccache", subject, "mkdir", WriteArea::kOutside, "", ""};
+      r.wanted = wanted;
+      return Advise(r, "/ws", "/home/u", NetworkMode::kNone, host_dir);
+    };
+    EXPECT_EQ(advise("/var/tmp", "/var/tmp/cc/0/1/tmp.x").allow, "--writable-root /var/tmp/cc");
+    EXPECT_EQ(advise("/var/tmp", "/var/tmp/cc").allow, "--writable-root /var/tmp/cc");
+    EXPECT_EQ(advise("/var/tmp", "/var/tmp/new/0").allow, "--writable-root /var/tmp");
+    EXPECT_EQ(advise("/var/tmp", "/var/tmpx/cc").allow, "--writable-root /var/tmp");
+    EXPECT_EQ(advise("/var/tmp", "").allow, "--writable-root /var/tmp");
+    EXPECT_EQ(advise("/var/lib/x", "/var/lib/x/y").allow, "--writable-root /var/lib");
+    // It travels with the record, and an old record without it still reads.
+    Refusal r{Refusal::Kind::kWrite, "ccache", "/var/tmp", "mkdir", WriteArea::kOutside, "", ""};
+    r.wanted = "/var/tmp/cc/0/1";
+    Refusal back;
+    ASSERT_TRUE(DecodeRefusal(EncodeRefusal(r, 240), back));
+    EXPECT_EQ(back.wanted, "/var/tmp/cc/0/1");
+    EXPECT_EQ(back.subject, "/var/tmp");
+    r.wanted = "";
+    ASSERT_TRUE(DecodeRefusal(EncodeRefusal(r, 240), back));
+    EXPECT_EQ(back.wanted, "");
+    r.wanted = "/var/tmp/" + std::string(400, 'a');  // no room: left out, never cut
+    ASSERT_TRUE(DecodeRefusal(EncodeRefusal(r, 240), back));
+    EXPECT_EQ(back.wanted, "");
+    EXPECT_EQ(back.subject, "/var/tmp");
   }
   EXPECT_EQ(write(WriteArea::kReadOnlyPolicy, "/ws/x", "/ws").allow, "--policy workspace-write");
   // What the host runs: a directory may be named; a file is edited outside the sandbox.
@@ -191,8 +225,8 @@ TEST(Advise, OneLineWayPastEachRefusal) {
             "--writable-root ~/.pyenv");
   EXPECT_EQ(bin.why.find("credential"), std::string::npos) << bin.why;
 
-  Refusal net{Refusal::Kind::kNetwork, "curl", "93.184.216.34:443", "direct",
-              WriteArea::kOutside,     ""};
+  Refusal net{
+      Refusal::Kind::kNetwork, "curl", "93.184.216.34:443", "direct", WriteArea::kOutside, "", ""};
   auto none = Advise(net, "/ws", "/home/u", NetworkMode::kNone);
   EXPECT_NE(none.allow.find("--network proxy --allow-host"), std::string::npos);
   auto proxied = Advise(net, "/ws", "/home/u", NetworkMode::kProxy);
@@ -200,8 +234,8 @@ TEST(Advise, OneLineWayPastEachRefusal) {
   net.detail = "dns";
   EXPECT_EQ(Advise(net, "/ws", "", NetworkMode::kNone).what.rfind("name lookup", 0), 0u);
   // A loopback port nothing of the sandbox's listens on: the host's is another namespace.
-  Refusal lo{Refusal::Kind::kNetwork, "curl", "127.0.0.1:5432", "loopback",
-             WriteArea::kOutside,     ""};
+  Refusal lo{
+      Refusal::Kind::kNetwork, "curl", "127.0.0.1:5432", "loopback", WriteArea::kOutside, "", ""};
   auto host_lo = Advise(lo, "/ws", "/home/u", NetworkMode::kNone);
   EXPECT_EQ(host_lo.what, "connect to 127.0.0.1:5432");
   EXPECT_NE(host_lo.why.find("nothing listens there on the sandbox's own loopback"),
@@ -215,10 +249,10 @@ TEST(Advise, OneLineWayPastEachRefusal) {
   // address's loopback or DNS hint, never a direct refusal or a write.
   std::vector<Refusal> all = {
       lo,
-      Refusal{Refusal::Kind::kNetwork, "curl", "[::1]:5432", "loopback", WriteArea::kOutside, ""},
-      Refusal{Refusal::Kind::kNetwork, "dig", "127.0.0.53:53", "dns", WriteArea::kOutside, ""},
-      Refusal{Refusal::Kind::kNetwork, "curl", "127.0.0.1:5432", "direct", WriteArea::kOutside, ""},
-      Refusal{Refusal::Kind::kWrite, "sh", "127.0.0.1:5432", "open", WriteArea::kOutside, ""},
+      Refusal{Refusal::Kind::kNetwork, "curl", "[::1]:5432", "loopback", WriteArea::kOutside, "", ""},
+      Refusal{Refusal::Kind::kNetwork, "dig", "127.0.0.53:53", "dns", WriteArea::kOutside, "", ""},
+      Refusal{Refusal::Kind::kNetwork, "curl", "127.0.0.1:5432", "direct", WriteArea::kOutside, "", ""},
+      Refusal{Refusal::Kind::kWrite, "sh", "127.0.0.1:5432", "open", WriteArea::kOutside, "", ""},
   };
   WithdrawLoopbackHint(all, "127.0.0.1:5432");
   ASSERT_EQ(all.size(), 4u);
@@ -318,7 +352,7 @@ TEST(Advise, ACredentialTheShieldHoldsHasNoWayPast) {
   for (const auto& c : cases) {
     SCOPED_TRACE(c.path);
     const WriteClass wc = ClassifyWrite(v, p, c.path);
-    Refusal r{Refusal::Kind::kWrite, "sh", c.path, "openat", wc.area, wc.root};
+    Refusal r{Refusal::Kind::kWrite, "sh", c.path, "openat", wc.area, wc.root, ""};
     const RefusalAdvice a = Advise(r, "/ws", "/home/u", NetworkMode::kNone);
     EXPECT_EQ(a.allow, c.allow);
     EXPECT_NE(a.why.find(c.why), std::string::npos) << a.why;
@@ -330,7 +364,7 @@ TEST(Advise, ACredentialTheShieldHoldsHasNoWayPast) {
 TEST(Advise, TheGitConfigIsShownSanitizedAndNeverChanged) {
   for (const char* path : {"/home/u/.gitconfig", "/home/u/.config/git/config"}) {
     SCOPED_TRACE(path);
-    Refusal r{Refusal::Kind::kWrite, "git", path, "rename", WriteArea::kCredential, path};
+    Refusal r{Refusal::Kind::kWrite, "git", path, "rename", WriteArea::kCredential, path, ""};
     const RefusalAdvice a = Advise(r, "/home/u", "/home/u", NetworkMode::kNone);
     EXPECT_EQ(a.allow, "");
     EXPECT_NE(a.why.find("is your git config, which the sandbox shows only as a sanitized copy"),
@@ -338,14 +372,19 @@ TEST(Advise, TheGitConfigIsShownSanitizedAndNeverChanged) {
         << a.why;
   }
   Refusal other{Refusal::Kind::kWrite, "sh", "/home/u/.netrc", "openat", WriteArea::kCredential,
-                "/home/u/.netrc"};
+                "/home/u/.netrc",      ""};
   EXPECT_NE(Advise(other, "/home/u", "/home/u", NetworkMode::kNone).why.find("neither shows"),
             std::string::npos);
 }
 
 TEST(RefusalRecord, RoundTripsAndIsBounded) {
-  Refusal r{Refusal::Kind::kWrite, "git",     "/ws/.git/index.lock", "openat",
-            WriteArea::kGit,       "/ws/.git"};
+  Refusal r{Refusal::Kind::kWrite,
+            "git",
+            "/ws/.git/index.lock",
+            "openat",
+            WriteArea::kGit,
+            "/ws/.git",
+            ""};
   Refusal back;
   ASSERT_TRUE(DecodeRefusal(EncodeRefusal(r, 239), back));
   EXPECT_EQ(back.kind, r.kind);
@@ -359,7 +398,7 @@ TEST(RefusalRecord, RoundTripsAndIsBounded) {
   EXPECT_LE(encoded.size(), 239u);
   EXPECT_TRUE(DecodeRefusal(encoded, back));
   r = {Refusal::Kind::kWrite, "sh", "/home/u/.bashrc", "openat", WriteArea::kHostAutorun,
-       "/home/u/.bashrc"};
+       "/home/u/.bashrc",     ""};
   ASSERT_TRUE(DecodeRefusal(EncodeRefusal(r, 239), back));
   EXPECT_EQ(back.area, WriteArea::kHostAutorun);
   for (const char* bad : {"", "w",
@@ -378,7 +417,7 @@ TEST(RefusalSummary, NothingRefusedPrintsNothingAndRepeatsFold) {
   std::vector<Refusal> refusals;
   for (int i = 0; i < 3; ++i) {
     refusals.push_back({Refusal::Kind::kWrite, "git", "/ws/.git/x" + std::to_string(i), "openat",
-                        WriteArea::kGit, "/ws/.git"});
+                        WriteArea::kGit, "/ws/.git", ""});
   }
   refusals.push_back(ProxyRefusal("example.org:443", "denied: host not allowed: example.org:443"));
   std::string s = RefusalSummary(refusals, 2, "/ws", "/home/u", NetworkMode::kProxy);
@@ -390,6 +429,66 @@ TEST(RefusalSummary, NothingRefusedPrintsNothingAndRepeatsFold) {
       << s;
   EXPECT_NE(s.find("(2 more not listed)"), std::string::npos) << s;
   EXPECT_NE(s.find("--quiet"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace anvil
+
+namespace anvil {
+namespace {
+
+// A program that maps a full /dev/shm dies of SIGBUS with no message of its own: after status
+// 135 the summary names the size and --limit shm=; any other status says nothing.
+TEST(SigbusHint, Status135NamesTheShmSizeAndTheFix) {
+  const std::string h = SigbusHint(135, 64ull << 20);
+  EXPECT_NE(h.find("SIGBUS"), std::string::npos) << h;
+  EXPECT_NE(h.find("/dev/shm is 64M"), std::string::npos) << h;
+  EXPECT_NE(h.find("fix: a larger one, --limit shm=SIZE"), std::string::npos) << h;
+  EXPECT_EQ(h.back(), '\n');
+  EXPECT_NE(SigbusHint(135, 2ull << 30).find("/dev/shm is 2G"), std::string::npos);
+  EXPECT_NE(SigbusHint(135, 0).find("/dev/shm is its size"), std::string::npos);
+  for (int status : {0, 1, 2, 125, 126, 127, 134, 136, 137, 139, 143}) {
+    EXPECT_EQ(SigbusHint(status, 64ull << 20), "") << status;
+  }
+}
+
+// Root's sandbox writes only what is root's in its idmapped workspace: a top another user owns
+// (whatever its mode: the kernel gives no write access to an unmapped owner), or a group other
+// than root's, gets the warning naming the owner and the fix.
+TEST(RootForeignWorkspaceWarning, RootInAnotherUsersWorkspaceIsTold) {
+  struct Row {
+    bool root;
+    uint32_t owner, group;
+    std::string name;
+    std::string says;  // "" for no warning
+  };
+  const std::vector<Row> rows = {
+      {true, 1001, 1001, "anviltest", "belongs to anviltest"},
+      {true, 1001, 0, "anviltest", "belongs to anviltest"},
+      {true, 4242, 4242, "", "belongs to uid 4242"},
+      {true, 0, 50, "root", "has group 50"},
+      {true, 0, 0, "root", ""},              // root's own: idmapped as the command's
+      {false, 1001, 1001, "anviltest", ""},  // an unprivileged caller is itself
+  };
+  for (const auto& row : rows) {
+    const std::string w = RootForeignWorkspaceWarning(row.root, "/home/anviltest/proj", row.owner,
+                                                      row.name, row.group);
+    if (row.says.empty()) {
+      EXPECT_EQ(w, "") << row.owner << ":" << row.group;
+      continue;
+    }
+    EXPECT_NE(w.find("the workspace /home/anviltest/proj " + row.says), std::string::npos) << w;
+    EXPECT_NE(w.find("Permission denied"), std::string::npos) << w;
+    EXPECT_NE(w.find("fix: "), std::string::npos) << w;
+    EXPECT_EQ(w.back(), '\n');
+  }
+  EXPECT_NE(RootForeignWorkspaceWarning(true, "/w", 1001, "anviltest", 1001)
+                .find("fix: run it as its owner, `sudo -u anviltest anvil sandbox ...`"),
+            std::string::npos);
+  EXPECT_NE(RootForeignWorkspaceWarning(true, "/w", 4242, "", 4242).find("sudo -u #4242"),
+            std::string::npos);
+  EXPECT_NE(RootForeignWorkspaceWarning(true, "/w", 0, "root", 50).find("fix: chgrp -R root"),
+            std::string::npos);
 }
 
 }  // namespace
