@@ -30,8 +30,9 @@ std::vector<std::string> GitNamedFiles(const std::vector<GitConfigEntry>& entrie
 // Whether a file of GitNamedFiles is shown: its path (`lexical`, normal and absolute) lies in the
 // home (`home`, lexical; `home_canonical`, resolved) and is none of the shells' start-up files
 // (kHomeStartupFiles, kHomeStartupDirs: Anvil's there); what it resolves to (`resolved`;
-// nullopt: missing or dangling) is a regular file (`resolved_kind`, lstat) in the home or a
-// system root (InSystemRoot) — never a directory, a FIFO, a socket or a device; and neither lies
+// nullopt: missing or dangling) is a regular file (`resolved_kind`, lstat) that is the home's
+// own by its name (no link below the home on the way: an earlier run of a workspace holding the
+// link could point it at a file this run hides) or lies in a system root (InSystemRoot) — never a directory, a FIFO, a socket or a device; and neither lies
 // in one of `writable_roots` (the run's: there the file is shown as it is, and could change
 // while it is judged).
 bool GitNamedFileShown(const std::string& lexical, const std::optional<std::string>& resolved,

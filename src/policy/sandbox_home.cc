@@ -774,9 +774,13 @@ bool GitNamedFileShown(const std::string& lexical, const std::optional<std::stri
   for (const auto& w : writable_roots) {
     if (PathIsWithin(lexical, w) || PathIsWithin(*resolved, w)) return false;
   }
-  const bool in_home = !home_canonical.empty() && home_canonical != "/" &&
-                       *resolved != home_canonical && PathIsWithin(*resolved, home_canonical);
-  return in_home || InSystemRoot(*resolved);
+  // In the home only by its own name: a link below the home could have been pointed by an
+  // earlier run of another workspace (one holding the link) at a file this run hides (a
+  // document, a project's .env), and showing the ignore file would show that. A link into the
+  // system's trees shows nothing the view hides.
+  const bool in_home_unlinked = !home_canonical.empty() && home_canonical != "/" &&
+                                *resolved == home_canonical + "/" + rel;
+  return in_home_unlinked || InSystemRoot(*resolved);
 }
 
 bool ActivatedEnvironmentShown(const std::string& dir, const ActivatedEnvironment& environment,

@@ -258,6 +258,18 @@ TEST_P(T1SandboxHome, TheGlobalIgnoreFileTheGitconfigNamesIsShownReadOnly) {
   EXPECT_EQ(fifo.status, 0) << fifo.out << fifo.err;
   EXPECT_NE(fifo.out.find("?? .env"), std::string::npos) << fifo.out << fifo.err;
   EXPECT_NE(fifo.out.find("no-fifo"), std::string::npos) << fifo.out << fifo.err;
+
+  // A link within the home (review: an earlier run of a workspace holding ~/dotfiles pointed
+  // ~/dotfiles/gitignore at a document the sandbox home hides): not shown, nor what it leads to.
+  Put(h + "/Documents/secret.txt", "TOPSECRET-linked\n");
+  std::filesystem::create_directories(h + "/dotfiles");
+  ASSERT_EQ(::symlink((h + "/Documents/secret.txt").c_str(), (h + "/dotfiles/gitignore").c_str()),
+            0);
+  name_files("~/dotfiles/gitignore", "~/.gitattributes_global");
+  auto linked = Sh(script("r4") + "; cat ~/dotfiles/gitignore ~/Documents/secret.txt");
+  EXPECT_EQ(linked.out.find("TOPSECRET-linked"), std::string::npos) << linked.out;
+  EXPECT_EQ(linked.err.find("TOPSECRET-linked"), std::string::npos) << linked.err;
+  EXPECT_NE(linked.out.find("?? keep"), std::string::npos) << linked.out << linked.err;
 }
 
 // `includeIf` was dropped from the sandbox's copy of ~/.gitconfig, so a work repository's commits
