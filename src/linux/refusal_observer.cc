@@ -680,8 +680,8 @@ void RefusalObserver::HandleOne() {
       const LoopbackHints::Step step = loopback_.Looked(port, shown, LocalPortBound(port));
       const std::string detail = port == 53 ? "dns" : "loopback";
       for (const std::string& address : step.withdraw) {
-        seen_.erase(
-            Key(Refusal{Refusal::Kind::kNetwork, "", address, detail, WriteArea::kOutside, "", ""}));
+        seen_.erase(Key(
+            Refusal{Refusal::Kind::kNetwork, "", address, detail, WriteArea::kOutside, "", ""}));
         withdraw_(address);
       }
       if (step.record) {

@@ -32,9 +32,9 @@ std::vector<std::string> GitNamedFiles(const std::vector<GitConfigEntry>& entrie
 // (kHomeStartupFiles, kHomeStartupDirs: Anvil's there); what it resolves to (`resolved`;
 // nullopt: missing or dangling) is a regular file (`resolved_kind`, lstat) that is the home's
 // own by its name (no link below the home on the way: an earlier run of a workspace holding the
-// link could point it at a file this run hides) or lies in a system root (InSystemRoot) — never a directory, a FIFO, a socket or a device; and neither lies
-// in one of `writable_roots` (the run's: there the file is shown as it is, and could change
-// while it is judged).
+// link could point it at a file this run hides) or lies in a system root (InSystemRoot) — never a
+// directory, a FIFO, a socket or a device; and neither lies in one of `writable_roots` (the run's:
+// there the file is shown as it is, and could change while it is judged).
 bool GitNamedFileShown(const std::string& lexical, const std::optional<std::string>& resolved,
                        HomeHost::Kind resolved_kind, const std::string& home,
                        const std::string& home_canonical,

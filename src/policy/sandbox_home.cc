@@ -778,8 +778,8 @@ bool GitNamedFileShown(const std::string& lexical, const std::optional<std::stri
   // earlier run of another workspace (one holding the link) at a file this run hides (a
   // document, a project's .env), and showing the ignore file would show that. A link into the
   // system's trees shows nothing the view hides.
-  const bool in_home_unlinked = !home_canonical.empty() && home_canonical != "/" &&
-                                *resolved == home_canonical + "/" + rel;
+  const bool in_home_unlinked =
+      !home_canonical.empty() && home_canonical != "/" && *resolved == home_canonical + "/" + rel;
   return in_home_unlinked || InSystemRoot(*resolved);
 }
 

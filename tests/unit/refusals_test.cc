@@ -249,9 +249,11 @@ TEST(Advise, OneLineWayPastEachRefusal) {
   // address's loopback or DNS hint, never a direct refusal or a write.
   std::vector<Refusal> all = {
       lo,
-      Refusal{Refusal::Kind::kNetwork, "curl", "[::1]:5432", "loopback", WriteArea::kOutside, "", ""},
+      Refusal{Refusal::Kind::kNetwork, "curl", "[::1]:5432", "loopback", WriteArea::kOutside, "",
+              ""},
       Refusal{Refusal::Kind::kNetwork, "dig", "127.0.0.53:53", "dns", WriteArea::kOutside, "", ""},
-      Refusal{Refusal::Kind::kNetwork, "curl", "127.0.0.1:5432", "direct", WriteArea::kOutside, "", ""},
+      Refusal{Refusal::Kind::kNetwork, "curl", "127.0.0.1:5432", "direct", WriteArea::kOutside, "",
+              ""},
       Refusal{Refusal::Kind::kWrite, "sh", "127.0.0.1:5432", "open", WriteArea::kOutside, "", ""},
   };
   WithdrawLoopbackHint(all, "127.0.0.1:5432");
