@@ -29,12 +29,18 @@ enum class ProtectedNameKind {
   // Anvil.toml: enables installed plugins and hands them settings (policy/workspace_config.h).
   kWorkspaceConfig,
   // An AI agent front end's project configuration (.claude/, .codex/, .agents/, .gemini/,
-  // .cursor/, .mcp.json, opencode's, aider's): it decides what the agent runs on the host without
-  // asking — hooks,
-  // MCP servers it spawns, which commands it may run unsandboxed, its own sandbox mode. Anvil
-  // is deployed under these agents (docs/agents.md): a command they run through it must not
-  // rewrite the rules of the agent that contains it.
+  // .cursor/, .mcp.json, opencode's, aider's, Kiro's, Qwen Code's, Continue's, Roo Code's,
+  // Amazon Q's, crush's, Zed's): it decides what the agent runs on the host without asking —
+  // hooks, MCP servers it spawns, which commands it may run unsandboxed, its own sandbox mode.
+  // Anvil is deployed under these agents (docs/agents.md): a command they run through it must
+  // not rewrite the rules of the agent that contains it.
   kAgentConfig,
+  // Another version control system's repository metadata whose config runs code on the host:
+  // Mercurial's .hg (hgrc's [hooks] and [extensions], run by hg in a repository the user owns),
+  // Jujutsu's .jj (repo/config.toml's ui.pager and aliases, in versions that read it). Kept
+  // whole, as .git is without --writable-git; unlike .git, a new one is never judged by what
+  // it holds: one the command makes is moved aside after the run.
+  kVcsMetadata,
 };
 
 struct ProtectedName {
@@ -42,6 +48,8 @@ struct ProtectedName {
   ProtectedNameKind kind;
 };
 
+// A name added here is one an older walk cache did not keep: bump its format
+// (linux/git_walk_cache.cc) with it.
 inline constexpr ProtectedName kProtectedNames[] = {
     {".git", ProtectedNameKind::kGitMetadata},
     {".anvil", ProtectedNameKind::kAnvilState},
@@ -56,7 +64,23 @@ inline constexpr ProtectedName kProtectedNames[] = {
     {".opencode", ProtectedNameKind::kAgentConfig},
     {"opencode.json", ProtectedNameKind::kAgentConfig},
     {".aider.conf.yml", ProtectedNameKind::kAgentConfig},
+    {".kiro", ProtectedNameKind::kAgentConfig},
+    {".qwen", ProtectedNameKind::kAgentConfig},
+    {".continue", ProtectedNameKind::kAgentConfig},
+    {".roo", ProtectedNameKind::kAgentConfig},
+    {".amazonq", ProtectedNameKind::kAgentConfig},
+    {"crush.json", ProtectedNameKind::kAgentConfig},
+    {".crush.json", ProtectedNameKind::kAgentConfig},
+    {".zed", ProtectedNameKind::kAgentConfig},
+    {".hg", ProtectedNameKind::kVcsMetadata},
+    {".jj", ProtectedNameKind::kVcsMetadata},
 };
+
+// The program that reads a name of this kind follows a symbolic link there (an agent, hg, jj),
+// so what the link leads to is what to keep; Anvil opens its own names without following one.
+constexpr bool FollowedThroughLinks(ProtectedNameKind kind) {
+  return kind == ProtectedNameKind::kAgentConfig || kind == ProtectedNameKind::kVcsMetadata;
+}
 
 // The kind of a protected name, when one file name (raw bytes, not necessarily UTF-8) names a
 // protected entry on some file system Anvil may run on: compared after the folds those file

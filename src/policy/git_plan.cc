@@ -82,24 +82,25 @@ class Planner {
       }
       for (const auto& e : f.entries) NameFromEntry(e, f, -1, bases, bases);
     }
-    // An agent's configuration that is a symlink (`.claude -> shared-claude`): the agent reads
-    // what it leads to, so that is kept read-only here and refused to plugins' writes, as what
-    // a hook leads to is.
+    // An agent's configuration (or an hg or jj repository's metadata) that is a symlink
+    // (`.claude -> shared-claude`): the program reads what it leads to, so that is kept
+    // read-only here and refused to plugins' writes, as what a hook leads to is.
     for (const auto& n : scan_.protected_names) {
       if (OutOfTime(n)) break;
       const std::string base = n.substr(n.rfind('/') + 1);
-      if (ProtectedNameKindOf(base) != ProtectedNameKind::kAgentConfig ||
-          fs_.lstat(n).type != GitFileType::kSymlink) {
+      const auto kind = ProtectedNameKindOf(base);
+      if (!kind || !FollowedThroughLinks(*kind) || fs_.lstat(n).type != GitFileType::kSymlink) {
         continue;
       }
+      const char* what = *kind == ProtectedNameKind::kVcsMetadata ? "the repository metadata "
+                                                                  : "the AI agent configuration ";
       auto to = FollowLinks(n);
       if (!to) {
-        Unfollowable("the AI agent configuration " + n);
+        Unfollowable(what + n);
         continue;
       }
       const bool file = base.ends_with(".json") || base.ends_with(".yml");
-      Name(*to, "the AI agent configuration " + n + " (a symlink)", -1,
-           file ? NameKind::kFile : NameKind::kDir);
+      Name(*to, what + n + " (a symlink)", -1, file ? NameKind::kFile : NameKind::kDir);
       PinWayTo(*to);
     }
     Finish();

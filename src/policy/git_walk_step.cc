@@ -12,8 +12,8 @@ GitWalkStep DecideGitWalkEntry(const GitDirEntry& e, size_t depth, size_t max_de
   const auto kind = ProtectedNameKindOf(e.name);
   if (e.type == GitFileType::kDir || e.type == GitFileType::kFile) {
     step.protected_name = kind && *kind != ProtectedNameKind::kGitMetadata;
-  } else if (e.type == GitFileType::kSymlink && kind == ProtectedNameKind::kAgentConfig) {
-    // Anvil opens its own names without following a link; an agent follows one.
+  } else if (e.type == GitFileType::kSymlink && kind && FollowedThroughLinks(*kind)) {
+    // Anvil opens its own names without following a link; an agent, hg and jj follow one.
     step.protected_name = true;
   }
   if (kind == ProtectedNameKind::kGitMetadata) {

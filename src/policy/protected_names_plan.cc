@@ -193,6 +193,9 @@ NameWhat WhatItIs(ProtectedNameKind kind) {
     case ProtectedNameKind::kAgentConfig:
       return {"an AI agent's project configuration",
               "tells the agent what to run on the host: hooks, MCP servers, permissions"};
+    case ProtectedNameKind::kVcsMetadata:
+      return {"a Mercurial or Jujutsu repository's metadata",
+              "holds the config hg and jj read on the host: hooks, extensions, pagers"};
     case ProtectedNameKind::kPluginLock:
       return {"anvil.lock", "pins each plugin's manifest and code"};
     case ProtectedNameKind::kAnvilState:

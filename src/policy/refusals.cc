@@ -278,6 +278,11 @@ RefusalAdvice Advise(const Refusal& r, const std::string& workspace, const std::
                     " is an AI agent's project configuration (hooks, MCP servers, permissions it "
                     "acts on outside the sandbox) and stays read-only (edit it outside the "
                     "sandbox)";
+          } else if (kind == ProtectedNameKind::kVcsMetadata) {
+            a.why = root +
+                    " is a Mercurial or Jujutsu repository's metadata (its config names hooks, "
+                    "extensions and pagers that hg and jj run outside the sandbox) and stays "
+                    "read-only (run hg or jj outside the sandbox)";
           } else if (Basename(r.root) == ".anvil") {
             a.why = ".anvil is Anvil's own state and stays read-only";
           } else {

@@ -458,13 +458,13 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
       const std::string name(protected_name.name);
       const std::string candidate = root + "/" + name;
       const bool directory = git || protected_name.kind == ProtectedNameKind::kAnvilState;
-      const bool agent = protected_name.kind == ProtectedNameKind::kAgentConfig;
+      const bool agent = FollowedThroughLinks(protected_name.kind);
       // Most names are missing: one lstat, not a resolution of every component of the root.
       if (host.lstat_kind && host.lstat_kind(candidate) == HostFs::Kind::kMissing) continue;
       if (host.is_symlink && host.is_symlink(candidate)) {
         if (agent) {
-          // An agent follows the link: what it leads to is kept read-only where this root
-          // holds it (a target elsewhere is not the command's to write).
+          // An agent (hg, jj) follows the link: what it leads to is kept read-only where this
+          // root holds it (a target elsewhere is not the command's to write).
           auto target = host.resolve(candidate);
           if (target && PathIsWithin(*target, root) && *target != root) {
             read_only.push_back(*target);

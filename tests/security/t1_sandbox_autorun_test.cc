@@ -111,6 +111,19 @@ const char kThirdRoundAttacks[] =
     "try sqliterc 'echo evil > .sqliterc'; "
     "try npm-init 'echo evil > .npm-init.js'; ";
 
+// Programs that run a command their configuration names: Debian's sensible-editor sources
+// ~/.selected_editor as shell; lazygit's custom commands, jj's ui.pager (and its aliases), tig's
+// bindings and lf's lfrc run what they say.
+const char kVcsAndEditorAttacks[] =
+    "try() { if sh -c \"$2\" 2>/dev/null; then echo \"WROTE $1\"; fi; }; "
+    "try selected-editor 'echo \"SELECTED_EDITOR=\\\"/tmp/evil\\\"\" > .selected_editor'; "
+    "try lazygit 'mkdir -p .config/lazygit && echo evil > .config/lazygit/config.yml'; "
+    "try jj 'mkdir -p .config/jj && echo evil > .config/jj/config.toml'; "
+    "try jjconfig 'echo evil > .jjconfig.toml'; "
+    "try tigrc 'echo evil > .tigrc'; "
+    "try tig 'mkdir -p .config/tig && echo evil > .config/tig/config'; "
+    "try lf 'mkdir -p .config/lf && echo evil > .config/lf/lfrc'; ";
+
 // The ordinary work beside them, in the same home.
 const char kBenign[] =
     "echo ok > notes.txt && mkdir -p .cache/pip && echo ok > .cache/pip/x && "
@@ -209,6 +222,24 @@ TEST_P(T1SandboxHostAutorun, TheThirdRoundsPlacesCannotBePlanted) {
     EXPECT_NE(lstat((home_ + "/" + p).c_str(), &st), 0) << p << " exists after the run";
   }
   EXPECT_EQ(LinksInHome(), "");
+}
+
+TEST_P(T1SandboxHostAutorun, EditorChoicesAndVcsToolsConfigCannotBePlanted) {
+  auto r = Sh(home_, std::string(kVcsAndEditorAttacks) + kBenign +
+                         " && mkdir -p .config/lazygit-notes && echo x > .config/lazygit-notes/a"
+                         " && echo x > .editorconfig && echo MORE");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.find("WROTE"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("BENIGN"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("MORE"), std::string::npos) << r.out << r.err;
+  struct stat st {};
+  for (const char* p : {".selected_editor", ".config/lazygit", ".config/jj", ".jjconfig.toml",
+                        ".tigrc", ".config/tig", ".config/lf"}) {
+    EXPECT_NE(lstat((home_ + "/" + p).c_str(), &st), 0) << p << " exists after the run";
+  }
+  EXPECT_EQ(LinksInHome(), "");
+  EXPECT_EQ(ReadFile(home_ + "/.config/lazygit-notes/a"), "x\n");
+  EXPECT_EQ(ReadFile(home_ + "/.editorconfig"), "x\n");
 }
 
 // While a run lasts, a missing credential location is a dangling link that every reader on the

@@ -202,6 +202,94 @@ TEST_P(T1SandboxWrite, AnAgentsProjectConfigIsNotTheCommandsToChange) {
   EXPECT_TRUE(Exists(ws_ + "/.gemini.anvil-quarantine")) << swap.err;
 }
 
+// Other version control systems run code from their repository's config: hg runs the hooks and
+// extensions of `.hg/hgrc` (in a repository the user owns), jj of versions that read it takes
+// `ui.pager` and aliases from `.jj/repo/config.toml`. Existing ones stay read-only at any depth;
+// a `.hg` or `.jj` the command makes (a nested `sub/.hg/hgrc`) is moved aside after the run.
+// Files named like them elsewhere (`.hgignore`, a plain `hgrc`) stay the command's.
+TEST_P(T1SandboxWrite, AMercurialOrJujutsuRepositorysConfigIsNotTheCommandsToChange) {
+  const std::string hgrc = "[paths]\ndefault = https://example.org/repo\n";
+  for (const char* d : {"/.hg", "/.hg/store", "/lib", "/lib/.hg", "/.jj", "/.jj/repo"}) {
+    ASSERT_EQ(mkdir((ws_ + d).c_str(), 0755), 0);
+  }
+  WriteFile(ws_ + "/.hg/hgrc", hgrc);
+  WriteFile(ws_ + "/.hg/requires", "store\n");
+  WriteFile(ws_ + "/lib/.hg/hgrc", hgrc);
+  WriteFile(ws_ + "/.jj/repo/config.toml", "[ui]\n");
+  caller_.Give(ws_);
+
+  auto benign =
+      Sh("cat .hg/hgrc && echo 'syntax: glob' > .hgignore && echo x > hgrc && "
+         "mkdir -p notes && echo x > notes/hgrc && echo ok");
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_NE(benign.out.find("ok"), std::string::npos) << benign.err;
+
+  auto attack =
+      Sh("printf '[hooks]\\npre-commit = touch /tmp/pwned\\n' >> .hg/hgrc; "
+         "printf '[extensions]\\nevil = /tmp/evil.py\\n' >> lib/.hg/hgrc; "
+         "echo x > .hg/hgrc-not-shared; rm -rf .hg; mv .hg hg-old; mv lib lib-old; "
+         "printf '[ui]\\npager = \"touch /tmp/pwned\"\\n' > .jj/repo/config.toml; "
+         "mkdir -p sub/.hg && printf '[hooks]\\nupdate = touch /tmp/pwned\\n' > sub/.hg/hgrc; "
+         "mkdir -p n/.jj/repo && echo x > n/.jj/repo/config.toml; true");
+  EXPECT_EQ(ReadFile(ws_ + "/.hg/hgrc"), hgrc);
+  EXPECT_EQ(ReadFile(ws_ + "/lib/.hg/hgrc"), hgrc);
+  EXPECT_FALSE(Exists(ws_ + "/.hg/hgrc-not-shared"));
+  EXPECT_FALSE(Exists(ws_ + "/hg-old"));
+  EXPECT_FALSE(Exists(ws_ + "/lib-old"));
+  EXPECT_EQ(ReadFile(ws_ + "/.jj/repo/config.toml"), "[ui]\n");
+  // Made by the command: moved aside, with a line that says so.
+  struct stat st {};
+  EXPECT_NE(lstat((ws_ + "/sub/.hg").c_str(), &st), 0) << attack.err;
+  EXPECT_NE(lstat((ws_ + "/n/.jj").c_str(), &st), 0) << attack.err;
+  EXPECT_TRUE(Exists(ws_ + "/sub/.hg.anvil-quarantine/hgrc")) << attack.err;
+  EXPECT_NE(attack.err.find("Mercurial or Jujutsu repository's metadata"), std::string::npos)
+      << attack.err;
+  // The benign neighbours stay as the command left them.
+  EXPECT_EQ(ReadFile(ws_ + "/.hgignore"), "syntax: glob\n");
+  EXPECT_EQ(ReadFile(ws_ + "/notes/hgrc"), "x\n");
+  ExpectGitUntouched();
+}
+
+// More agents' project configurations, each its own directory or file (Kiro's hooks and MCP
+// servers, Qwen Code's and Continue's settings, Roo Code's and Amazon Q's MCP servers, crush's
+// and Zed's settings): the same as above. Crush's own data directory (`.crush`) and VS Code's
+// settings stay writable.
+TEST_P(T1SandboxWrite, MoreAgentsProjectConfigsAreNotTheCommandsToChange) {
+  for (const char* d : {"/.kiro", "/.kiro/settings", "/.qwen", "/.continue", "/.roo", "/.amazonq",
+                        "/.zed", "/.vscode"}) {
+    ASSERT_EQ(mkdir((ws_ + d).c_str(), 0755), 0);
+  }
+  const char* files[] = {".kiro/settings/mcp.json", ".qwen/settings.json", ".continue/config.yaml",
+                         ".roo/mcp.json",           ".amazonq/mcp.json",   "crush.json",
+                         ".zed/settings.json"};
+  for (const char* f : files) WriteFile(ws_ + "/" + f, "{}\n");
+  caller_.Give(ws_);
+
+  auto benign =
+      Sh("cat .zed/settings.json && echo '{}' > .vscode/settings.json && "
+         "mkdir -p .crush && echo x > .crush/crush.db && echo ok");
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_NE(benign.out.find("ok"), std::string::npos) << benign.err;
+
+  std::string script;
+  for (const char* f : files) script += std::string("echo evil > ") + f + "; ";
+  script +=
+      "mkdir -p .kiro/hooks && echo evil > .kiro/hooks/x.kiro.hook; "
+      "echo '{\"mcp\":{}}' > .crush.json; mkdir -p pkg/.roo && echo evil > pkg/.roo/mcp.json; "
+      "mv .continue continue-old; rm -rf .amazonq; true";
+  auto attack = Sh(script);
+  for (const char* f : files) EXPECT_EQ(ReadFile(ws_ + "/" + f), "{}\n") << f;
+  EXPECT_FALSE(Exists(ws_ + "/.kiro/hooks"));
+  EXPECT_FALSE(Exists(ws_ + "/continue-old"));
+  struct stat st {};
+  EXPECT_NE(lstat((ws_ + "/.crush.json").c_str(), &st), 0) << attack.err;
+  EXPECT_NE(lstat((ws_ + "/pkg/.roo").c_str(), &st), 0) << attack.err;
+  EXPECT_TRUE(Exists(ws_ + "/.crush.json.anvil-quarantine")) << attack.err;
+  EXPECT_EQ(ReadFile(ws_ + "/.vscode/settings.json"), "{}\n");
+  EXPECT_EQ(ReadFile(ws_ + "/.crush/crush.db"), "x\n");
+  ExpectGitUntouched();
+}
+
 TEST_P(T1SandboxWrite, RenamingOrRemovingGitToReplaceItIsDenied) {
   auto attack =
       Sh("mv .git .git-old; rm -rf .git; "

@@ -55,6 +55,12 @@ TEST(DecideGitWalkEntry, EveryEntryTheSameInEveryDirectory) {
       {"anvil.lock", kFile, 2, true, std::nullopt, D::kNone},
       {"anvil.lock", kLink, 2, false, std::nullopt, D::kNone},  // Anvil refuses a link
       {"anvil.lock.bak", kFile, 2, false, std::nullopt, D::kNone},
+      // hg and jj follow a link by their name, as an agent does its own: the link counts.
+      {".hg", kDir, 1, true, std::nullopt, D::kWalk},
+      {".hg", kLink, 1, true, std::nullopt, D::kNone},
+      {".JJ", kLink, 3, true, std::nullopt, D::kNone},
+      {".claude", kLink, 1, true, std::nullopt, D::kNone},
+      {".hgignore", kFile, 0, false, std::nullopt, D::kNone},
       {".git", kDir, 1, false, GitMarkerKind::kGitDir, D::kNone},  // never entered
       // Another spelling: a git dir where names fold case, an ordinary directory elsewhere.
       {".GIT", kDir, 1, false, GitMarkerKind::kGitDir, D::kWalk},

@@ -167,6 +167,21 @@ TEST(HostAutorun, EditorsBesideVsCodeAreListed) {
   }
 }
 
+TEST(HostAutorun, EditorChoicesAndVcsToolsAreListed) {
+  const auto places = HostAutorunPaths({"/home/u", "", "/cfg", "", "", ""});
+  for (const char* p : {"/home/u/.selected_editor", "/home/u/.config/lazygit", "/cfg/lazygit",
+                        "/home/u/.config/jj", "/cfg/jj", "/home/u/.jjconfig.toml", "/home/u/.tigrc",
+                        "/home/u/.config/tig", "/home/u/.config/lf", "/cfg/lf"}) {
+    EXPECT_TRUE(Has(places, p)) << p;
+  }
+  // Benign neighbours: what they write as they run (lf's and tig's history, jj's and lazygit's
+  // state) lies elsewhere and is not a place of the table.
+  for (const char* p : {"/home/u/.local/share/lf", "/home/u/.local/share/tig",
+                        "/home/u/.local/state/lazygit", "/home/u/.editorconfig"}) {
+    EXPECT_FALSE(Has(places, p)) << p;
+  }
+}
+
 TEST(HostAutorun, TheTablesAreCleanRelativePathsEachOnce) {
   std::vector<std::string> seen;
   for (const auto& e : kHostAutorun) {

@@ -106,12 +106,31 @@ TEST(ProtectedNames, TheTableIsWhatBothWallsKeep) {
     }
   }
   // Every kind is named: nothing the walls act on is missing from the table (only the agents'
-  // configurations have more than one name).
-  size_t agent_names = 0;
+  // configurations and the other repositories' metadata have more than one name).
+  size_t shared_names = 0;
   for (const ProtectedName& p : kProtectedNames) {
-    agent_names += p.kind == ProtectedNameKind::kAgentConfig ? 1 : 0;
+    shared_names +=
+        p.kind == ProtectedNameKind::kAgentConfig || p.kind == ProtectedNameKind::kVcsMetadata ? 1
+                                                                                               : 0;
   }
-  EXPECT_EQ(kinds.size() + agent_names - 1, std::size(kProtectedNames));
+  EXPECT_EQ(kinds.size() + shared_names - 2, std::size(kProtectedNames));
+}
+
+// Other programs' configuration that runs code on the host, by name: Mercurial's and
+// Jujutsu's repository metadata (hgrc hooks and extensions, jj's repo config), and more AI
+// agents' project configuration. Each kept by both walls, at the top and below it.
+TEST(ProtectedNames, OtherRepositoriesAndAgentsConfigsAreKeptByBothWalls) {
+  for (const std::string name : {".hg", ".jj", ".kiro", ".qwen", ".continue", ".roo", ".amazonq",
+                                 "crush.json", ".crush.json", ".zed"}) {
+    SCOPED_TRACE(name);
+    EXPECT_TRUE(PluginWallKeeps(name));
+    EXPECT_TRUE(SandboxKeepsAtTheTop(name));
+    for (const bool directory : {true, false}) {
+      EXPECT_TRUE(SandboxKeepsBelowTheTop(name, directory)) << "directory=" << directory;
+    }
+  }
+  EXPECT_TRUE(PluginWallKeeps(".HG"));
+  EXPECT_TRUE(PluginWallKeeps("Crush.json."));
 }
 
 TEST(ProtectedNames, FoldedSpellingsOfAnvilsOwnFilesAreKeptByBothWalls) {
@@ -124,8 +143,10 @@ TEST(ProtectedNames, FoldedSpellingsOfAnvilsOwnFilesAreKeptByBothWalls) {
 }
 
 TEST(ProtectedNames, OtherNamesAreLeftToBothWalls) {
-  for (const std::string name : {"anvil.lock.bak", "my-anvil.lock", "Anvil.tom", "anvil",
-                                 ".anvil-tmp-x", ".github", ".gitignore", "notes.txt"}) {
+  for (const std::string name :
+       {"anvil.lock.bak", "my-anvil.lock", "Anvil.tom", "anvil", ".anvil-tmp-x", ".github",
+        ".gitignore", "notes.txt", ".hgignore", ".hgtags", "hgrc", ".crush", ".vscode", ".idea",
+        ".kiro-notes", "jj"}) {
     SCOPED_TRACE(name);
     EXPECT_FALSE(IsProtectedName(name));
     EXPECT_TRUE(GrantAllows({"**"}, "a/b/" + name, Access::kWrite));
@@ -334,6 +355,9 @@ TEST(ConfigQuarantineMessage, EachNameSaysWhatItIs) {
        "may not make or change anvil.lock (it pins each plugin's manifest and code)"},
       {ProtectedNameKind::kAnvilState, "/w/sub/.anvil",
        "may not make or change .anvil (it holds Anvil's state for the workspace"},
+      {ProtectedNameKind::kVcsMetadata, "/w/sub/.hg",
+       "may not make or change a Mercurial or Jujutsu repository's metadata (it holds the config "
+       "hg and jj read on the host"},
   };
   for (const Case& c : cases) {
     ConfigQuarantine q;
