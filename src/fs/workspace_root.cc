@@ -157,14 +157,16 @@ Status PlaceFile(int dir, const std::string& temp, const std::string& name, bool
   bool created = next.created;
   if (next.rename_over) {
     UniqueFd was;
+    struct stat before {};
     if (next.watch_replaced) {
       was = UniqueFd(::openat(dir, name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+      if (was && ::fstat(was.Get(), &before) != 0) was.Reset();
     }
     if (::renameat(dir, temp.c_str(), dir, name.c_str()) != 0) return PathError(errno, norm);
     if (next.watch_replaced) {
       struct stat after {};
       const bool found = was && ::fstat(was.Get(), &after) == 0;
-      created = RenameOverMadeTheName(found, after.st_nlink);
+      created = RenameOverMadeTheName(found, before.st_nlink, after.st_nlink);
     }
   }
   did = {true, created};
@@ -232,8 +234,8 @@ Placement DecidePlacement(int noreplace_errno, bool existed) {
   }
 }
 
-bool RenameOverMadeTheName(bool found, std::uint64_t links_after) {
-  return !found || links_after > 0;
+bool RenameOverMadeTheName(bool found, std::uint64_t links_before, std::uint64_t links_after) {
+  return !found || links_after >= links_before;
 }
 
 std::string_view ToString(FileType type) {

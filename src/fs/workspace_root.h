@@ -101,12 +101,13 @@ struct Placement {
 Placement DecidePlacement(int noreplace_errno, bool existed);
 
 // Whether a rename over the name made it, from what was at the name just before it (`found`: it
-// could be opened, O_PATH) and that entry's link count after it. Found and no link left: the
-// rename replaced it, a rewrite. Nothing found, or still linked (moved away, to another name,
-// between RENAME_NOREPLACE and the rename): the name was made. A rename can also find the name
+// could be opened, O_PATH) and that entry's link counts before and after it. Found and one link
+// fewer: the rename replaced it, a rewrite (a file with other hard links keeps those). Nothing
+// found, or as many links as before (moved away, to another name, between RENAME_NOREPLACE and
+// the rename): the name was made. A rename can also find the name
 // removed in between, and count the name it makes as a rewrite; that removal took away an entry
 // counted when it was made, so the entries there never outnumber the count.
-bool RenameOverMadeTheName(bool found, std::uint64_t links_after);
+bool RenameOverMadeTheName(bool found, std::uint64_t links_before, std::uint64_t links_after);
 
 class WorkspaceRoot {
  public:

@@ -242,6 +242,9 @@ void GitGuard::CheckAfterRun(const std::vector<std::string>& skip) {
   for (const auto& m : result.moved) renamed.emplace_back(m.path, m.moved_to);
   report_.quarantined = std::move(result.moved);
   report_.quarantine_failures = std::move(result.failures);
+  // A memo vouches that its directories' links were judged and acted on: not after a plan that
+  // ran out of time or a quarantine that failed (the next run lists those directories anew).
+  if (plan.incomplete || !report_.quarantine_failures.empty()) judged_territory_.reset();
   // Before the directories the walk opened are closed up again (a command's `chmod 0 sub`);
   // where they lie now, inside a repository just moved aside too.
   // A name that is now another object than the walk before the run found there: judged as

@@ -112,7 +112,8 @@ class GitGuard {
   // what the walk cache keeps for the next run.
   const GitWalkMemo& Memo() const { return memo_; }
   // The territory the check after the run judged the links against (GitTerritoryKey); nullopt
-  // until it did (no check, or one whose walk failed): a memo is kept only with it
+  // until it did (no check, one whose walk failed, whose plan ran out of time or whose
+  // quarantine failed): a memo is kept only with it
   // (linux/git_walk_cache.h, GitWalkMemoMayBeSaved).
   const std::optional<std::string>& JudgedTerritory() const { return judged_territory_; }
 

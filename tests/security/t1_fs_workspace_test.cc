@@ -410,10 +410,12 @@ TEST(T1FsWorkspace, AWritePlacesItsDataAsTheNoReplaceRenameAnswered) {
     EXPECT_EQ(got.created, row.want.created) << row.name;
   }
   // After a rename over the name: what was there just before, and its links after.
-  EXPECT_FALSE(RenameOverMadeTheName(true, 0)) << "replaced: a rewrite";
-  EXPECT_TRUE(RenameOverMadeTheName(true, 1)) << "moved away in between: made";
-  EXPECT_TRUE(RenameOverMadeTheName(true, 2)) << "linked elsewhere: made";
-  EXPECT_TRUE(RenameOverMadeTheName(false, 0)) << "gone before it was opened: made";
+  EXPECT_FALSE(RenameOverMadeTheName(true, 1, 0)) << "replaced: a rewrite";
+  EXPECT_FALSE(RenameOverMadeTheName(true, 2, 1)) << "replaced, another hard link kept: a rewrite";
+  EXPECT_FALSE(RenameOverMadeTheName(true, 3, 2)) << "replaced, hard links kept: a rewrite";
+  EXPECT_TRUE(RenameOverMadeTheName(true, 1, 1)) << "moved away in between: made";
+  EXPECT_TRUE(RenameOverMadeTheName(true, 2, 2)) << "linked elsewhere, moved away: made";
+  EXPECT_TRUE(RenameOverMadeTheName(false, 0, 0)) << "gone before it was opened: made";
 }
 
 TEST(T1FsWorkspace, WriteReplacesASymlinkInsteadOfFollowingIt) {
