@@ -141,6 +141,27 @@ std::optional<std::string> GitDirNotClosed(const std::string& dir, GitDirPart pa
       return "git dir " + dir + " holds more than " + std::to_string(max_entries) +
              " entries, more than the check reads";
     }
+    if (path == dir && (p == GitDirPart::kGitDir || p == GitDirPart::kShapedDir)) {
+      // Not a git dir to git (no HEAD with objects/ and refs/, or commondir): git passes it
+      // by, whatever it holds (a later run cannot add them: the walk before it finds the
+      // `.git` and keeps it read-only). Names folded, and a file as `objects` or `refs` with
+      // its execute bits (access(X_OK) takes one): over-matching only judges more.
+      GitDirNames names;
+      for (const auto& e : listing->entries) {
+        GitDirEntryKind kind = e.type == GitFileType::kDir       ? GitDirEntryKind::kDir
+                               : e.type == GitFileType::kFile    ? GitDirEntryKind::kFile
+                               : e.type == GitFileType::kSymlink ? GitDirEntryKind::kSymlink
+                                                                 : GitDirEntryKind::kOther;
+        const GitDirName which = ClassifyGitDirName(e.name, true);
+        if (kind == GitDirEntryKind::kFile &&
+            (which == GitDirName::kObjects || which == GitDirName::kRefs) &&
+            fs.lstat(Join(path, e.name)).executable) {
+          kind = GitDirEntryKind::kExecFile;
+        }
+        names = WithListedEntry(names, e.name, kind, true);
+      }
+      if (!IsGitDirShape(names)) return std::nullopt;
+    }
     GitDirVerdict v = JudgeGitDirListing(p, listing->entries);
     if (v.refused) return "in its git dir, " + Join(path, "").substr(dir.size() + 1) + *v.refused;
     for (auto& [name, q] : v.descend) stack.emplace_back(Join(path, name), q);

@@ -140,6 +140,9 @@ TEST(GitDirNotClosed, ListsTheGitDirDownWithoutFollowingALink) {
             std::string::npos);
   // Past the bound on entries: not closed, as one that cannot be read in full.
   EXPECT_TRUE(GitDirNotClosed("/w/ok/.git", GitDirPart::kGitDir, fs, 3).has_value());
+  // A `.git` directory git would not take for a git dir (no HEAD): git passes it by.
+  t.File("/w/nohead/.git/sub/.git/hooks/pre-commit", "#!/bin/sh\n");
+  EXPECT_EQ(GitDirNotClosed("/w/nohead/.git", GitDirPart::kGitDir, fs), std::nullopt);
   // A git dir that is itself a symlink.
   t.Link("/w/linked", "/w/ok/.git");
   EXPECT_TRUE(GitDirNotClosed("/w/linked", GitDirPart::kGitDir, fs).has_value());
