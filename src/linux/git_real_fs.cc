@@ -189,12 +189,28 @@ GitFs RealGitFs() {
   fs.resolve = [](const std::string& path) -> std::optional<std::string> {
     // The kernel's own resolution, read back from /proc: three syscalls whatever the depth,
     // where realpath(3) asks readlink(2) about every component (most of the walk's set-up
-    // cost with many repositories).
-    UniqueFd fd(::open(path.c_str(), O_PATH | O_CLOEXEC));
+    // cost with many repositories). Never through a magic link (/proc/self/cwd, /dev/fd/N):
+    // it would lead where this process is, not where git on the host is (policy/
+    // git_territory.h); such a path does not resolve (ELOOP).
+    open_how how{};
+    how.flags = O_PATH | O_CLOEXEC;
+    how.resolve = RESOLVE_NO_MAGICLINKS;
+    long raw = -1;
+    bool no_magic = true;
+    for (int attempt = 0; attempt < 16; ++attempt) {
+      raw = syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof(how));
+      if (raw >= 0 || (errno != EAGAIN && errno != EINTR)) break;
+    }
+    if (raw < 0 && errno == ENOSYS) {
+      no_magic = false;  // a kernel without openat2(2)
+      raw = ::open(path.c_str(), O_PATH | O_CLOEXEC);
+    }
+    UniqueFd fd(raw < 0 ? -1 : static_cast<int>(raw));
     if (!fd) {
       if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP || errno == EACCES) {
         return std::nullopt;
       }
+      if (no_magic) return std::nullopt;  // realpath(3) would follow a magic link
     } else {
       char buf[PATH_MAX];
       std::string link = "/proc/self/fd/" + std::to_string(fd.Get());

@@ -6,6 +6,7 @@
 #include <memory>
 #include <set>
 
+#include "policy/git_dir_closed.h"
 #include "policy/git_inert_keys.h"
 #include "policy/git_metadata.h"
 #include "policy/git_metadata_internal.h"
@@ -217,10 +218,16 @@ GitRefCheck TerritoryRefCheck(const GitTerritory& territory, const GitEnv& env, 
       v = *expanded;
     }
     for (const auto& p : GitLocalRepoPaths(v, bases)) {
+      auto into = judge->Path(p);
+      if (into && GitMagicLinkPath(*into)) {
+        return "a local repository path through " + *into +
+               ", a magic link that leads wherever the git following it runs (the check's own "
+               "resolution says nothing of git's): it leads anywhere";
+      }
       // What lies in a writable root is walked and judged itself.
       auto r = fs.resolve(p);
       if (r && WithinAny(*r, roots)) continue;
-      if (auto into = judge->Path(p)) {
+      if (into) {
         return "a local repository path that leads into " + *into +
                ", a sandbox home or kept /tmp the command writes and no check walks: git runs "
                "the hooks and config of the repository there";
@@ -245,6 +252,8 @@ std::map<int, std::string> NewGitReposThatRunCode(const GitIdentitySet& before,
   // and git follows the pointer whenever it runs.
   auto out_of_reach = [&](const std::string& path) {
     if (path.empty()) return false;
+    // Through a magic link: wherever the git that follows it is (policy/git_territory.h).
+    if (GitMagicLinkPath(path)) return true;
     auto r = fs.resolve(path);
     if (WithinAny(r ? *r : LexicalNormal(path), after.roots)) return false;
     return !(r && known(fs.lstat(*r)));
@@ -274,6 +283,33 @@ std::map<int, std::string> NewGitReposThatRunCode(const GitIdentitySet& before,
       }
     }
     if (out.count(static_cast<int>(i))) continue;
+    // Its git dirs hold only what git writes there (policy/git_dir_closed.h): no other file git
+    // reads (a legacy remote, a rebase todo), and no symlink or FIFO where git opens a file. A
+    // linked worktree's own git dir, and the common dir it shares, each as what it is.
+    {
+      const auto gitdir = repo.gitdir.empty() ? std::nullopt : fs.resolve(repo.gitdir);
+      const auto common = repo.commondir.empty() ? std::nullopt : fs.resolve(repo.commondir);
+      std::optional<std::string> why;
+      if (gitdir && !known(fs.lstat(*gitdir))) {
+        // A git dir by shape only, or a `.git` spelled otherwise (`.GIT`: an ordinary directory
+        // where names do not fold, walked as one): judged by what git reads there.
+        const bool shaped =
+            repo.kind == GitMarkerKind::kBareDir ||
+            (repo.kind == GitMarkerKind::kGitDir && Basename(repo.marker) != ".git");
+        why = GitDirNotClosed(*gitdir,
+                              common && *common != *gitdir ? GitDirPart::kWorktree
+                              : shaped                     ? GitDirPart::kShapedDir
+                                                           : GitDirPart::kGitDir,
+                              fs);
+      }
+      if (!why && common && gitdir && *common != *gitdir && !known(fs.lstat(*common))) {
+        why = GitDirNotClosed(*common, GitDirPart::kGitDir, fs);
+      }
+      if (why) {
+        out[static_cast<int>(i)] = *why;
+        continue;
+      }
+    }
     if (auto why = GitRepoRunsCode(repo, refs)) {
       out[static_cast<int>(i)] = *why;
       continue;
@@ -339,14 +375,21 @@ std::vector<GitQuarantineAction> DecideGitQuarantine(const GitIdentitySet& befor
     for (const auto& link : after.symlinks) {
       auto into = judge.Symlink(link);
       if (!into) continue;
+      const bool magic = GitMagicLinkPath(*into).has_value();
       // One that leads into the roots leads to what this walk judges (a workspace that itself
-      // lies in a sandbox home keeps its own links).
-      if (auto r = fs.resolve(link); r && WithinAny(*r, after.roots)) continue;
+      // lies in a sandbox home keeps its own links). Not one through a magic link: where it
+      // leads the check cannot say.
+      if (auto r = fs.resolve(link); !magic && r && WithinAny(*r, after.roots)) continue;
       auto parent = fs.resolve(Dirname(link));
       actions.push_back({Join(parent.value_or(Dirname(link)), Basename(link)), false,
-                         "a symlink in the writable roots that leads into " + *into +
-                             ", a sandbox home or kept /tmp it writes and no check walks: git "
-                             "started through it on the host would use what is there",
+                         magic ? "a symlink in the writable roots whose way goes through " + *into +
+                                     ", a magic link that leads wherever the process following "
+                                     "it is: git started through it on the host may land in a "
+                                     "sandbox home or anywhere else"
+                               : "a symlink in the writable roots that leads into " + *into +
+                                     ", a sandbox home or kept /tmp it writes and no check "
+                                     "walks: git started through it on the host would use what "
+                                     "is there",
                          true});
     }
   }

@@ -23,9 +23,11 @@
 //   3. After the run, a second scan and DecideGitQuarantine find what the command created or
 //      swapped in that git would execute or follow: a repository that did not exist (or whose
 //      `.git` was replaced, or whose gitdir pointer now leads elsewhere) and carries a hook,
-//      or any config key but the inert ones git init and clone write (policy/git_inert_keys.h); a
-//      config-named path that is not the object that was protected; a config file git reads (the
-//      user's, an include) that is not what it was before the run, existing or not.
+//      or any config key but the inert ones git init and clone write (policy/git_inert_keys.h),
+//      or in its git dir anything but what git writes there, or a symlink or FIFO
+//      (policy/git_dir_closed.h); a config-named path that is not the object that was
+//      protected; a config file git reads (the user's, an include) that is not what it was
+//      before the run, existing or not.
 //      ApplyGitQuarantine (linux/git_quarantine.h) moves each aside (`NAME.anvil-quarantine`) so
 //      that git no longer finds it. A fresh `git init` or `git clone` is left alone.
 #pragma once
@@ -406,7 +408,8 @@ GitRefCheck TerritoryRefCheck(const GitTerritory& territory, const GitEnv& env, 
 // The repositories (indices into after.repos, with why) that are not what was there before the
 // run — new, swapped in, or pointing elsewhere — and would run code, or whose `.git` file or
 // link, or any git dir's commondir (a `.git` directory's or a bare one's too), leads outside
-// the roots to what was not there and protected before (or nowhere): to be moved aside.
+// the roots to what was not there and protected before (or nowhere, or through a magic link),
+// or whose new git dir is not closed (policy/git_dir_closed.h): to be moved aside.
 std::map<int, std::string> NewGitReposThatRunCode(const GitIdentitySet& before,
                                                   const GitScan& after, const GitFs& fs,
                                                   const GitRefCheck& refs = {});

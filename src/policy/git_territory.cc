@@ -119,7 +119,11 @@ std::optional<std::string> GitTerritoryJudge::Within(const std::string& real) {
 
 std::optional<std::string> GitTerritoryJudge::PathAt(const std::string& path, int depth) {
   if (territory_.empty() || path.empty() || path[0] != '/') return std::nullopt;
-  if (auto real = fs_.resolve(path)) return Within(*real);
+  if (auto magic = GitMagicLinkPath(path)) return magic;
+  if (auto real = fs_.resolve(path)) {
+    if (auto magic = GitMagicLinkPath(*real)) return magic;
+    return Within(*real);
+  }
   // The longest prefix that exists, as the kernel resolves it (symlinks and `..` followed).
   const std::vector<std::string> parts = PathComponents(path);
   std::string written = "/";
@@ -132,6 +136,8 @@ std::optional<std::string> GitTerritoryJudge::PathAt(const std::string& path, in
     written = next;
     real = *r;
   }
+  // Stopped at a magic link on the way (the host's resolution refuses them): it leads anywhere.
+  if (auto magic = GitMagicLinkPath(real)) return magic;
   if (auto hit = Within(real)) return hit;
   // The rest does not exist yet: whatever is made there later is taken lexically from here.
   std::string rest_path = real;
@@ -162,6 +168,33 @@ std::optional<std::string> GitTerritoryJudge::Symlink(const std::string& link) {
   if ((*target)[0] == '/') return Path(*target);
   const std::string dir = fs_.resolve(Dirname(link)).value_or(Dirname(link));
   return Path(Join(dir, *target));
+}
+
+std::optional<std::string> GitMagicLinkPath(const std::string& path) {
+  if (path.empty() || path[0] != '/') return std::nullopt;
+  // Component by component, as the kernel walks it: a `..` after a magic link is taken from
+  // where the link led, so the way is judged at every step, not only where it ends lexically.
+  std::vector<std::string> parts;
+  for (const auto& part : PathComponents(path)) {
+    if (part == ".") continue;
+    if (part == "..") {
+      if (!parts.empty()) parts.pop_back();
+      continue;
+    }
+    parts.push_back(part);
+    // /proc/self, /proc/thread-self and /proc/PID hold the magic links (cwd, root, exe, fd/N,
+    // ...); the rest of /proc (Anvil's own dangling placeholders among it) none.
+    if (parts[0] == "proc" && parts.size() > 1 &&
+        (parts[1] == "self" || parts[1] == "thread-self" ||
+         parts[1].find_first_not_of("0123456789") == std::string::npos)) {
+      return "/proc/" + parts[1];
+    }
+    if (parts[0] == "dev" && parts.size() > 1 &&
+        (parts[1] == "fd" || parts[1] == "stdin" || parts[1] == "stdout" || parts[1] == "stderr")) {
+      return "/dev/" + parts[1];
+    }
+  }
+  return std::nullopt;
 }
 
 std::vector<std::string> GitLocalRepoPaths(std::string_view value,

@@ -44,7 +44,9 @@ class GitTerritoryJudge {
       : territory_(territory), fs_(fs) {}
 
   // The homes directory `path` (absolute, as written: no symlink or `..` followed yet) leads
-  // into, or nullopt.
+  // into, or nullopt. A path through a magic link (GitMagicLinkPath: as written, or the way to
+  // it as the host resolves it, whose resolution refuses magic links) leads anywhere: its
+  // prefix ("/proc") then, which is no homes directory.
   std::optional<std::string> Path(const std::string& path);
   // The same for the symlink at `link` (absolute, its directory as the host resolves it): its
   // target, relative ones taken from the link's directory; nullopt when it is no symlink.
@@ -61,6 +63,17 @@ class GitTerritoryJudge {
   bool listed_ = false;
   GitIdentitySet ids_;
 };
+
+// Whether `path` (absolute, as written or as resolved) goes through a magic link: a path in
+// /proc/self, /proc/thread-self or /proc/PID (`/proc/self/cwd`, `/proc/PID/root`,
+// `/proc/self/fd/N`, ...) or /dev/fd, /dev/stdin,
+// /dev/stdout, /dev/stderr (links into /proc/self/fd). Such a link leads wherever the process
+// that follows it is: the check would resolve it in its own process, git on the host in its own
+// (another working directory, other descriptors), so it leads anywhere. The prefix ("/proc/self",
+// "/proc/1234", "/dev/fd", ...; itself such a path) when the way reaches one at any step, as
+// written (a `..` after a magic link leaves from where the link led: "/proc/self/cwd/../x" goes
+// through it); nullopt when not. Pure.
+std::optional<std::string> GitMagicLinkPath(const std::string& path);
 
 // The local paths git would open as a repository for `value`, a remote URL or path
 // (remote.*.url, remote.*.pushurl, submodule.*.url, branch.*.remote): `file://PATH` (and its

@@ -100,7 +100,7 @@ TEST_P(T1SandboxGitAfterRun, AGitDirWhoseObjectsAndRefsAreExecutableFilesIsQuara
 
 // A `.git` file's path is the rest of the file, blanks included: a reading that trims them
 // would judge the decoy beside the git dir git really opens (hidden in a plain repository's
-// git dir, which no walk enters).
+// git dir, which no walk enters, and which is not closed then).
 TEST_P(T1SandboxGitAfterRun, AGitFileIsJudgedByThePathGitOpens) {
   Write(marker_ + "-fsm.sh", HookText(), 0755);
   auto attack = Sh(
@@ -110,7 +110,9 @@ TEST_P(T1SandboxGitAfterRun, AGitFileIsJudgedByThePathGitOpens) {
       " && mkdir src && printf 'gitdir: ../plain/.git/x \\n' > src/.git");
   EXPECT_EQ(attack.status, 0) << attack.err;
   EXPECT_FALSE(Exists(ws_ + "/src/.git")) << attack.err;
-  EXPECT_TRUE(Exists(ws_ + "/plain/.git/HEAD")) << "the plain repository was moved";
+  // The plain repository's git dir holds more than git writes there (the decoy's git dirs): it
+  // is moved aside too (policy/git_dir_closed.h).
+  EXPECT_FALSE(Exists(ws_ + "/plain/.git")) << attack.err;
   UseGitOnTheHost(ws_ + "/src");
   EXPECT_FALSE(Exists(marker_)) << "git on the host used a git dir the check did not judge";
 }
@@ -379,6 +381,87 @@ TEST_P(T1SandboxGitAfterRun, AConfigWithAnotherHardLinkIsNoWayIntoGit) {
   Write(marker_ + "-fsm", HookText(), 0755);
   UseGitOnTheHost(ws_ + "/mine");
   EXPECT_FALSE(Exists(marker_)) << "git ran what a command wrote into the user's config";
+}
+
+// Red team s13: a new repository's git dir holding what git reads but the check did not:
+// its config a symlink into the sandbox home (inert when judged, filled by a later run), its
+// config a FIFO (taken for missing; git reads what a later run writes into it), a legacy
+// `remotes/` or `branches/` file naming a repository in the home (git push ran its hook), a
+// `rebase-merge` todo with an `exec` line (git rebase --continue, which git status suggests,
+// ran it), a submodule's config a symlink. A git dir the check judges must hold only what git
+// writes there, each file regular and each directory real: anything else is moved aside.
+TEST_P(T1SandboxGitAfterRun, ANewGitDirHoldsOnlyWhatGitWritesThere) {
+  const std::string fsm = marker_ + "-fsm.sh";
+  Write(fsm, HookText(), 0755);
+  auto first = Sh("true");
+  ASSERT_EQ(first.status, 0) << first.err;
+  const std::string home = JsonReport(first)["home"].value("sandbox_home", "");
+  ASSERT_FALSE(home.empty()) << first.err;
+  auto attack =
+      Sh("set -e; git init -q cl && cp cl/.git/config ~/cfg && rm cl/.git/config && ln -s " +
+         ShellQuote(home + "/cfg") +
+         " cl/.git/config\n"
+         "git init -q ff && rm ff/.git/config && mkfifo ff/.git/config\n"
+         "git init -q --bare ~/evil.git\n" +
+         Plant("~/evil.git/hooks/pre-receive") +
+         "\ngit init -q lr && git -C lr commit -q --allow-empty -m x && mkdir lr/.git/remotes && "
+         "printf 'URL: " +
+         home +
+         "/evil.git\\nPush: refs/heads/*:refs/heads/*\\n' > lr/.git/remotes/origin && "
+         "git -C lr config branch.$(git -C lr symbolic-ref --short HEAD).remote origin\n"
+         "git init -q lb && git -C lb commit -q --allow-empty -m x && mkdir -p lb/.git/branches && "
+         "printf '" +
+         home +
+         "/evil.git\\n' > lb/.git/branches/up\n"
+         "git init -q rb && git -C rb commit -q --allow-empty -m a && git -C rb commit -q "
+         "--allow-empty -m b\n"
+         "(cd rb && GIT_SEQUENCE_EDITOR='sed -i \"1i break\"' git rebase -q -i HEAD~1 >/dev/null "
+         "2>&1 || true)\n"
+         "printf 'exec " +
+         fsm +
+         "\\n' >> rb/.git/rebase-merge/git-rebase-todo\n"
+         "git init -q lib && git -C lib commit -q --allow-empty -m l && git init -q sm && "
+         "git -C sm -c protocol.file.allow=always submodule add -q \"$PWD/lib\" lib && "
+         "git -C sm commit -q -m add && cp sm/.git/modules/lib/config ~/smcfg && "
+         "rm sm/.git/modules/lib/config && ln -s " +
+         ShellQuote(home + "/smcfg") + " sm/.git/modules/lib/config");
+  EXPECT_EQ(attack.status, 0) << attack.err;
+  for (const char* repo : {"/cl", "/ff", "/lr", "/lb", "/rb", "/sm"}) {
+    EXPECT_FALSE(Exists(ws_ + repo + "/.git")) << repo << ": " << attack.err;
+    EXPECT_NE(attack.err.find("quarantined " + ws_ + repo + "/.git"), std::string::npos)
+        << repo << ": " << attack.err;
+  }
+  // A later run fills what the links lead to.
+  auto later = Sh("printf '[core]\\n\\tfsmonitor = " + fsm +
+                  "\\n' >> ~/cfg && printf "
+                  "'[core]\\n\\tfsmonitor = " +
+                  fsm + "\\n' >> ~/smcfg");
+  EXPECT_EQ(later.status, 0) << later.err;
+  for (const char* repo : {"/cl", "/ff", "/sm", "/sm/lib"}) UseGitOnTheHost(ws_ + repo);
+  Git(ws_ + "/lr", {"push", "-q"});
+  Git(ws_ + "/lr", {"push", "-q", "origin"});
+  Git(ws_ + "/lb", {"push", "-q", "up", "HEAD"});
+  Git(ws_ + "/rb", {"rebase", "--continue"});
+  EXPECT_FALSE(Exists(marker_)) << "git on the host ran what a new git dir held beyond what git "
+                                   "writes there";
+
+  // Benign: what git init, commit, clone, fetch, stash, a merge in progress and submodule add
+  // leave in a git dir is left alone.
+  auto benign = Sh(
+      "set -e; git init -q b && git -C b commit -q --allow-empty -m one && echo a > b/f && "
+      "git -C b add f && git -C b commit -q -m f && git clone -q b c && git -C c fetch -q && "
+      "echo x >> c/f && git -C c stash -q && git -C b checkout -q -b side && echo s > b/f && "
+      "git -C b commit -q -am s && git -C b checkout -q - && echo m > b/f && git -C b commit -q "
+      "-am m && (git -C b merge -q side >/dev/null 2>&1 || true) && test -f b/.git/MERGE_HEAD && "
+      "git init -q lib2 && git -C lib2 commit -q --allow-empty -m l && git init -q d && "
+      "git -C d -c protocol.file.allow=always submodule add -q \"$PWD/lib2\" lib2 && "
+      "git -C d commit -q -m d && git init -q --bare e.git && git -C c gc -q");
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_TRUE(Quarantined(benign).empty()) << benign.err;
+  for (const char* dotgit : {"/b/.git/MERGE_HEAD", "/c/.git/HEAD", "/d/.git/modules/lib2/HEAD",
+                             "/e.git/HEAD", "/c/.git/logs/refs/stash"}) {
+    EXPECT_TRUE(Exists(ws_ + dotgit)) << dotgit;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxGitAfterRun, ::testing::ValuesIn(kAllCallers),

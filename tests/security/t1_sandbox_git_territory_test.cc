@@ -242,6 +242,56 @@ TEST_P(T1SandboxGitTerritory, AWalkMemoJudgedAgainstAnotherTerritoryHidesNoLink)
   EXPECT_TRUE(Quarantined(again).empty()) << again.err;
 }
 
+// Red team s13 H2/H3: a symlink, and a remote URL, whose way goes through /proc/self/cwd: the
+// check resolved it in its own process (its cwd the workspace), the user's git in the directory
+// it runs in, one level deeper, where the same `..`s reach the sandbox home. A path through a
+// magic link leads wherever the process that follows it is: the link is moved aside, the
+// repository is not inert.
+TEST_P(T1SandboxGitTerritory, APathThroughAProcMagicLinkLeadsAnywhere) {
+  Write(marker_ + "-fsm.sh", HookText(), 0755);
+  // `to` relative to `from`, the fewest `..` (as a shell's relpath): from one level higher up
+  // the same spelling leads elsewhere.
+  auto relpath = [](const std::string& from, const std::string& to) {
+    size_t common = 0;
+    for (size_t i = 0; i <= from.size() && i <= to.size(); ++i) {
+      const bool end_from = i == from.size() || from[i] == '/';
+      const bool end_to = i == to.size() || to[i] == '/';
+      if (end_from && end_to) common = i;
+      if (i == from.size() || i == to.size() || from[i] != to[i]) break;
+    }
+    std::string up;
+    for (size_t i = common; i < from.size(); ++i) up += from[i] == '/' ? "../" : "";
+    return up + to.substr(common + 1);
+  };
+  const std::string rel_sub = relpath(ws_ + "/sub", sandbox_home_);
+  const std::string rel_s2 = relpath(ws_ + "/s2", sandbox_home_);
+  auto attack =
+      Sh("set -e; git init -q ~/repo && git -C ~/repo config core.fsmonitor " + marker_ +
+         "-fsm.sh && git init -q --bare ~/evil.git && " + Plant("~/evil.git/hooks/pre-receive") +
+         " && mkdir sub && ln -s " + ShellQuote("/proc/self/cwd/" + rel_sub + "/repo") +
+         " sub/vendor && git init -q s2 && git -C s2 commit -q --allow-empty -m x && "
+         "git -C s2 remote add origin " +
+         ShellQuote("/proc/self/cwd/" + rel_s2 + "/evil.git") + " && ln -s " +
+         ShellQuote("/dev/fd/3/" + rel_sub + "/repo") + " sub/fd");
+  EXPECT_EQ(attack.status, 0) << attack.err;
+  EXPECT_FALSE(Exists(ws_ + "/sub/vendor")) << attack.err;
+  EXPECT_FALSE(Exists(ws_ + "/sub/fd")) << attack.err;
+  EXPECT_TRUE(Exists(ws_ + "/sub/vendor.anvil-quarantine")) << attack.err;
+  EXPECT_FALSE(Exists(ws_ + "/s2/.git")) << attack.err;
+  ::anvil::testing::Run(
+      {"/bin/sh", "-c", "cd " + ShellQuote(ws_ + "/sub") + " && cd vendor && " + kGit + " status"},
+      Env());
+  Git(ws_ + "/s2", {"push", "-q", "origin", "HEAD:main"});
+  Git(ws_ + "/s2/.git.anvil-quarantine", {"push", "-q", "origin", "HEAD:main"});
+  EXPECT_FALSE(Exists(marker_)) << "git on the host followed a /proc magic link into the "
+                                   "sandbox home";
+
+  // Benign: a link to /dev/null and to a directory of the workspace stay.
+  auto benign = Sh("mkdir -p lib && ln -s /dev/null devnull && ln -s ../lib sub/lib");
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_TRUE(Quarantined(benign).empty()) << benign.err;
+}
+
 INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxGitTerritory, ::testing::ValuesIn(kAllCallers),
                          CallerParamName);
 

@@ -1092,7 +1092,9 @@ TEST(DecideGitQuarantine, NewPointersOutOfTheRootsAreMovedAside) {
   r.t.File("/w/.git/worktrees/wt/commondir", "../..\n");
   r.t.File("/w/.git/worktrees/wt/gitdir", "/w/wt/.git\n");
   r.t.File("/w/wt/.git", "gitdir: /w/.git/worktrees/wt\n");
-  r.t.GitInit("/w/.git/modules/lib");
+  r.t.File("/w/.git/modules/lib/HEAD", "ref: refs/heads/main\n");
+  r.t.Dir("/w/.git/modules/lib/objects");
+  r.t.Dir("/w/.git/modules/lib/refs");
   r.t.File("/w/lib/.git", "gitdir: ../.git/modules/lib\n");
   V moved = Paths(r.After({"/w"}));
   std::sort(moved.begin(), moved.end());

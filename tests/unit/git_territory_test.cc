@@ -145,6 +145,50 @@ TEST(GitTerritoryKey, NamesTheHomesDirectoriesByPathAndObject) {
   EXPECT_NE(GitTerritoryKey(GitTerritoryOf({kHomes}, again)), key);
 }
 
+// Red team s13 H2/H3: a way through a magic link leads wherever the process following it is
+// (the check's own cwd is not the user's git's), so it leads anywhere; judged at every step as
+// the kernel walks it, a `..` after the link included.
+TEST(GitMagicLinkPath, AWayThroughProcOrDevFdLeadsAnywhere) {
+  const std::vector<std::pair<std::string, std::string>> magic = {
+      {"/proc/self/cwd/../../x/repo", "/proc/self"},
+      {"/proc/self/cwd", "/proc/self"},
+      {"/proc/1234/root/home/u", "/proc/1234"},
+      {"/proc/thread-self/fd/3", "/proc/thread-self"},
+      {"/w/../proc/self/cwd/x", "/proc/self"},
+      {"/proc/self/cwd/../../../../../../w", "/proc/self"},
+      {"/dev/fd/3/x", "/dev/fd"},
+      {"/dev/fd", "/dev/fd"},
+      {"/dev/stdin", "/dev/stdin"},
+      {"/dev/./stdout/../x", "/dev/stdout"},
+  };
+  for (const auto& [path, prefix] : magic) {
+    EXPECT_EQ(GitMagicLinkPath(path), prefix) << path;
+  }
+  // Benign: /dev/null, a /proc elsewhere, /proc itself left by `..`, relative paths, and the
+  // rest of /proc (Anvil's dangling placeholders for missing autorun places lead there).
+  for (const char* path : {"/proc/anvil-sandbox-placeholder", "/proc/cpuinfo", "/dev/null",
+                           "/w/proc/self/cwd", "/procfs/x", "/proc/../w", "/proc", "/dev",
+                           "/devfd/x", "proc/self/cwd", "", "/w/dev/fd/3"}) {
+    EXPECT_FALSE(GitMagicLinkPath(path).has_value()) << path;
+  }
+}
+
+TEST(GitTerritoryJudge, APathThroughAMagicLinkLeadsAnywhere) {
+  Territory x;
+  x.t.Link("/w/cwd", "/proc/self/cwd/../../home/u/.local/state/anvil/homes/ws-1/home/proj");
+  x.t.Link("/w/fd", "/dev/fd/3/proj");
+  x.t.Link("/w/rel", "../proc/self/cwd/x");
+  x.t.Link("/w/ok", "/dev/null");
+  x.t.Link("/w/placeholder", "/proc/anvil-sandbox-placeholder");
+  GitTerritoryJudge judge(x.territory, x.fs);
+  EXPECT_EQ(judge.Symlink("/w/cwd"), "/proc/self");
+  EXPECT_EQ(judge.Symlink("/w/fd"), "/dev/fd");
+  EXPECT_EQ(judge.Symlink("/w/rel"), "/proc/self");
+  EXPECT_FALSE(judge.Symlink("/w/ok").has_value());
+  EXPECT_FALSE(judge.Symlink("/w/placeholder").has_value());
+  EXPECT_EQ(judge.Path("/proc/self/cwd/../x/evil.git"), "/proc/self");
+}
+
 TEST(GitTerritoryJudge, NoTerritoryJudgesNothing) {
   FakeTree t;
   t.Link("/w/x", "/anything");

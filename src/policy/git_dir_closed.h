@@ -1,0 +1,63 @@
+// What a git dir the command made (or swapped in) may hold and still be left alone after the
+// run (policy/git_metadata.h, step 3): an allowlist of entries, not a list of what git reads.
+//
+// git reads far more of a git dir than its config and hooks: legacy remotes (`remotes/<name>`,
+// `branches/<name>`: a URL, whose repository's hooks a push runs), an interrupted rebase's or
+// the sequencer's todo (`rebase-merge/git-rebase-todo`: `exec` lines, which `git rebase
+// --continue` — what `git status` tells the user — runs), and it follows a symlink and reads a
+// FIFO wherever it opens a file. A check that reads a config through a symlink sees what the
+// link leads to now, not what a later run writes there (into the sandbox home, which no check
+// walks); one that takes a FIFO for a missing file sees nothing of what a later run feeds it.
+// So a new git dir must be closed: only the names git init, clone, fetch, commit, merge, stash,
+// gc, submodule add and worktree add write there, every file a regular file and every directory
+// a real one, as listed (no symlink followed, no FIFO, socket or device). Anything else makes it
+// one that may run code: moved aside, as a hook would. Only the repositories the check judges
+// (new ones) are listed, each bounded.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "policy/git_metadata.h"
+
+namespace anvil {
+
+// The part of a git dir a directory is; what it may hold.
+enum class GitDirPart {
+  kGitDir,  // a git dir: the repository's own, or a submodule's under modules/
+  // A directory git takes for a git dir by its shape alone (HEAD, objects/, refs/), found by
+  // the walk anywhere in the roots — a working directory may be one too (a test fixture) —, or
+  // a `.git` spelled otherwise (`.GIT`: an ordinary directory where names do not fold):
+  // what git reads there as kGitDir, the state git reads that it never writes in a clean one
+  // (rebase-merge/, rebase-apply/, sequencer/, BISECT_*, NOTES_MERGE_*, a remotes or branches
+  // file) refused, other names (which git never reads, and the walk judges) left to the walk.
+  kShapedDir,
+  kWorktree,   // a linked worktree's own git dir (worktrees/<name>)
+  kData,       // objects/, refs/, logs/, rr-cache/, lfs/, reftable/: files and directories
+  kHooks,      // hooks/: files (which of them git runs: GitRepo::hooks)
+  kInfo,       // info/: exclude, attributes, refs, sparse-checkout
+  kModules,    // modules/: a directory per submodule name
+  kModule,     // a directory in modules/: a git dir by shape, else more of a name (a/b)
+  kWorktrees,  // worktrees/: a directory per linked worktree
+  kEmpty,      // branches/, remotes/: empty (git init's template makes branches/)
+};
+
+struct GitDirVerdict {
+  std::optional<std::string> refused;  // why not closed, naming the entry ("" parts: none)
+  std::vector<std::pair<std::string, GitDirPart>> descend;  // directories in it, to judge next
+};
+
+// Pure: the verdict on one directory of a git dir, the `part` it is, from its listing.
+GitDirVerdict JudgeGitDirListing(GitDirPart part, const std::vector<GitDirEntry>& entries);
+
+// Why the git dir `dir` (canonical) is not closed, or nullopt: each directory listed through
+// GitFs (never through a symlink) and judged; one that cannot be listed, or more than
+// `max_entries` entries in all, is not closed either. A `dir` git would not take for a git dir
+// (no HEAD with objects/ and refs/ or commondir, as fs/git_dir_guard.h judges it) is passed by.
+std::optional<std::string> GitDirNotClosed(const std::string& dir, GitDirPart part, const GitFs& fs,
+                                           size_t max_entries = 1000000);
+
+}  // namespace anvil
