@@ -34,8 +34,11 @@ bool Counts(GitDirEntryKind kind, bool searchable) {
       return !searchable;  // HEAD and commondir are read; objects and refs must pass X_OK
     case GitDirEntryKind::kDir:
       return searchable;  // a directory HEAD cannot be read as a ref
-    case GitDirEntryKind::kMissing:
     case GitDirEntryKind::kOther:
+      // A FIFO, socket or device: git's access(X_OK) takes one with an x bit as objects or refs,
+      // and it opens one as HEAD or commondir. Over-matching only judges more.
+      return true;
+    case GitDirEntryKind::kMissing:
       return false;
   }
   return false;

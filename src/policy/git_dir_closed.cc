@@ -142,10 +142,9 @@ std::optional<std::string> GitDirNotClosed(const std::string& dir, GitDirPart pa
              " entries, more than the check reads";
     }
     if (path == dir && (p == GitDirPart::kGitDir || p == GitDirPart::kShapedDir)) {
-      // Not a git dir to git (no HEAD with objects/ and refs/, or commondir): git passes it
-      // by, whatever it holds (a later run cannot add them: the walk before it finds the
-      // `.git` and keeps it read-only). Names folded, and a file as `objects` or `refs` with
-      // its execute bits (access(X_OK) takes one): over-matching only judges more.
+      // Whether git takes it for a git dir now (HEAD with objects/ and refs/, or commondir).
+      // Names folded, and a file as `objects` or `refs` with its execute bits (access(X_OK)
+      // takes one): over-matching only judges more.
       GitDirNames names;
       for (const auto& e : listing->entries) {
         GitDirEntryKind kind = e.type == GitFileType::kDir       ? GitDirEntryKind::kDir
@@ -160,7 +159,11 @@ std::optional<std::string> GitDirNotClosed(const std::string& dir, GitDirPart pa
         }
         names = WithListedEntry(names, e.name, kind, true);
       }
-      if (!IsGitDirShape(names)) return std::nullopt;
+      // Not a git dir to git now: judged by the names git reads there (a symlink, FIFO or the
+      // state git acts on refused), the rest left to the walk. Passing it by whole let a later
+      // `git init` by the user, or a FIFO fed by a later run, complete a git dir whose config
+      // was a link into a sandbox home (review).
+      if (!IsGitDirShape(names)) p = GitDirPart::kShapedDir;
     }
     GitDirVerdict v = JudgeGitDirListing(p, listing->entries);
     if (v.refused) return "in its git dir, " + Join(path, "").substr(dir.size() + 1) + *v.refused;

@@ -56,7 +56,9 @@ GitDirVerdict JudgeGitDirListing(GitDirPart part, const std::vector<GitDirEntry>
 // Why the git dir `dir` (canonical) is not closed, or nullopt: each directory listed through
 // GitFs (never through a symlink) and judged; one that cannot be listed, or more than
 // `max_entries` entries in all, is not closed either. A `dir` git would not take for a git dir
-// (no HEAD with objects/ and refs/ or commondir, as fs/git_dir_guard.h judges it) is passed by.
+// now (no HEAD with objects/ and refs/ or commondir, as fs/git_dir_guard.h judges it) is judged
+// as a directory of git dir shape: by the names git reads there only (a later `git init`, or a
+// FIFO fed later, could make it one).
 std::optional<std::string> GitDirNotClosed(const std::string& dir, GitDirPart part, const GitFs& fs,
                                            size_t max_entries = 1000000);
 

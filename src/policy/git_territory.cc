@@ -165,6 +165,14 @@ std::optional<std::string> GitTerritoryJudge::Symlink(const std::string& link) {
   // A name in the link's own directory leads where that entry leads: a symlink there is judged
   // itself, anything else lies beside this one.
   if (target->find('/') == std::string::npos && *target != "..") return std::nullopt;
+  // A process's own standard stream by name (a log file linked to /dev/stdout, as containers
+  // do): the terminal, pipe or file of whoever writes it, never a way into a directory.
+  static constexpr std::string_view kStreams[] = {
+      "/dev/stdin", "/dev/stdout",     "/dev/stderr",     "/dev/fd/0",      "/dev/fd/1",
+      "/dev/fd/2",  "/proc/self/fd/0", "/proc/self/fd/1", "/proc/self/fd/2"};
+  for (std::string_view s : kStreams) {
+    if (*target == s) return std::nullopt;
+  }
   if ((*target)[0] == '/') return Path(*target);
   const std::string dir = fs_.resolve(Dirname(link)).value_or(Dirname(link));
   return Path(Join(dir, *target));

@@ -464,6 +464,26 @@ TEST_P(T1SandboxGitAfterRun, ANewGitDirHoldsOnlyWhatGitWritesThere) {
   }
 }
 
+// Review: git's is_git_directory takes `objects` (or `refs`) by access(X_OK), which an
+// executable FIFO passes; the walk counted no FIFO, so a directory with HEAD, refs/, such a FIFO
+// and a config with core.fsmonitor and core.worktree was no repository to it, and `git status`
+// there on the host ran the command's program. Benign neighbour: a FIFO beside a real
+// repository's files, where git reads nothing, stays.
+TEST_P(T1SandboxGitAfterRun, AGitDirWhoseObjectsIsAFifoIsStillFound) {
+  const std::string fsm = marker_ + "-fsm.sh";
+  Write(fsm, HookText(), 0755);
+  auto attack =
+      Sh("set -e; mkdir -p tools/refs && cd tools && printf 'ref: refs/heads/main\\n' > HEAD && "
+         "mkfifo -m 755 objects && printf '[core]\\n\\trepositoryformatversion = 0\\n"
+         "\\tbare = false\\n\\tworktree = .\\n\\tfsmonitor = " +
+         fsm + "\\n' > config && cd .. && git init -q ok && mkfifo ok/pipe");
+  EXPECT_EQ(attack.status, 0) << attack.err;
+  EXPECT_NE(attack.err.find("quarantined " + ws_ + "/tools"), std::string::npos) << attack.err;
+  if (Exists(ws_ + "/tools/HEAD") && Exists(ws_ + "/tools/config")) UseGitOnTheHost(ws_ + "/tools");
+  EXPECT_FALSE(Exists(marker_)) << "git on the host ran the config of a git dir with a FIFO";
+  EXPECT_TRUE(Exists(ws_ + "/ok/.git/HEAD")) << attack.err;
+}
+
 INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxGitAfterRun, ::testing::ValuesIn(kAllCallers),
                          CallerParamName);
 

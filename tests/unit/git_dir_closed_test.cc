@@ -140,9 +140,14 @@ TEST(GitDirNotClosed, ListsTheGitDirDownWithoutFollowingALink) {
             std::string::npos);
   // Past the bound on entries: not closed, as one that cannot be read in full.
   EXPECT_TRUE(GitDirNotClosed("/w/ok/.git", GitDirPart::kGitDir, fs, 3).has_value());
-  // A `.git` directory git would not take for a git dir (no HEAD): git passes it by.
+  // A `.git` directory git would not take for a git dir (no HEAD): what git does not read
+  // there is left to the walk ...
   t.File("/w/nohead/.git/sub/.git/hooks/pre-commit", "#!/bin/sh\n");
   EXPECT_EQ(GitDirNotClosed("/w/nohead/.git", GitDirPart::kGitDir, fs), std::nullopt);
+  // ... but a link where git reads its config is refused (review: a later `git init` by the
+  // user makes it a git dir, and git writes its config through the link).
+  t.Link("/w/nohead/.git/config", "/elsewhere/cfg");
+  EXPECT_TRUE(GitDirNotClosed("/w/nohead/.git", GitDirPart::kGitDir, fs).has_value());
   // A git dir that is itself a symlink.
   t.Link("/w/linked", "/w/ok/.git");
   EXPECT_TRUE(GitDirNotClosed("/w/linked", GitDirPart::kGitDir, fs).has_value());

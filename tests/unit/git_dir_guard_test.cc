@@ -24,7 +24,12 @@ TEST(GitDirShape, FollowsGitsIsGitDirectory) {
       {{K::kFile, K::kFile, K::kDir, K::kMissing}, false},     // ... not without an x bit
       {{K::kFile, K::kDir, K::kFile, K::kMissing}, false},
       {{K::kDir, K::kDir, K::kDir, K::kMissing}, false},  // a directory HEAD is not a ref
-      {{K::kOther, K::kDir, K::kDir, K::kMissing}, false},
+      // A FIFO, socket or device (review: an executable FIFO as objects passes access(X_OK) and
+      // hid a repository from the walk): counted wherever it stands, over-matching only judges.
+      {{K::kOther, K::kDir, K::kDir, K::kMissing}, true},
+      {{K::kFile, K::kOther, K::kDir, K::kMissing}, true},
+      {{K::kFile, K::kDir, K::kOther, K::kMissing}, true},
+      {{K::kFile, K::kMissing, K::kMissing, K::kOther}, true},
       {{K::kMissing, K::kDir, K::kDir, K::kMissing}, false},
       {{K::kFile, K::kDir, K::kMissing, K::kMissing}, false},
       {{K::kFile, K::kMissing, K::kDir, K::kMissing}, false},

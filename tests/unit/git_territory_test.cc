@@ -187,6 +187,17 @@ TEST(GitTerritoryJudge, APathThroughAMagicLinkLeadsAnywhere) {
   EXPECT_FALSE(judge.Symlink("/w/ok").has_value());
   EXPECT_FALSE(judge.Symlink("/w/placeholder").has_value());
   EXPECT_EQ(judge.Path("/proc/self/cwd/../x/evil.git"), "/proc/self");
+  // A log file linked to a standard stream (containers' /dev/stdout) is left alone; anything
+  // after the stream's name, or another descriptor, is not.
+  for (const char* to :
+       {"/dev/stdout", "/dev/stderr", "/dev/stdin", "/proc/self/fd/1", "/dev/fd/2"}) {
+    x.t.Link("/w/log", to);
+    EXPECT_FALSE(judge.Symlink("/w/log").has_value()) << to;
+  }
+  x.t.Link("/w/log2", "/dev/stdout/..");
+  EXPECT_TRUE(judge.Symlink("/w/log2").has_value());
+  x.t.Link("/w/log3", "/proc/self/fd/3");
+  EXPECT_TRUE(judge.Symlink("/w/log3").has_value());
 }
 
 TEST(GitTerritoryJudge, NoTerritoryJudgesNothing) {
