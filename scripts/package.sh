@@ -26,7 +26,8 @@ debs=(build/package/anvil_*_amd64.deb build/package/anvil_*_"$(dpkg --print-arch
 [[ ${#debs[@]} -gt 0 ]] || { echo "package.sh: cpack made no anvil_*.deb" >&2; exit 1; }
 deb=${debs[0]}
 if [[ "${ANVIL_LINTIAN:-1}" != 0 ]]; then
-  # Errors fail; warnings are shown. --allow-root: CI runs as root.
-  lintian --allow-root --fail-on error --suppress-tags-from-file /dev/null "$deb"
+  # Errors fail; warnings are shown, on stderr: the last line on stdout is the package's path.
+  # --allow-root: CI runs as root.
+  lintian --allow-root --fail-on error --suppress-tags-from-file /dev/null "$deb" >&2
 fi
 echo "$deb"
