@@ -254,7 +254,7 @@ inline constexpr HostAutorun kHostAutorun[] = {
     {AutorunBase::kConfig, "helix", "helix: language servers it starts for a file"},
     {AutorunBase::kConfig, "kak", "kakoune: kakrc runs shell"},
     {AutorunBase::kHome, ".selected_editor",
-     "Debian's sensible-editor and select-editor: sourced as shell"},
+     "Debian's editor choice: its editor wrapper sources it as shell"},
     {AutorunBase::kHome, ".vscode", "VS Code: extensions, argv.json"},
     {AutorunBase::kHome, ".vscode-oss", "Code - OSS and VSCodium: extensions"},
     {AutorunBase::kHome, ".vscode-server", "VS Code's remote server and its extensions"},
