@@ -23,6 +23,33 @@ scripts/install-deps.sh
 scripts/format-check.sh
 cmake --preset "$preset" >/dev/null
 cmake --build --preset "$preset" -j "$jobs"
+
+robustness=0
+[[ "$preset" == dev && "${ANVIL_ROBUSTNESS:-1}" != 0 ]] && robustness=1
+sanitizers=0
+((robustness)) && [[ "${ANVIL_SANITIZERS:-1}" != 0 ]] && sanitizers=1
+# The robustness stages' builds (the asan build, then the tsan gateway) start now, in the
+# background at the lowest priority (nice 19), while the dev tests and the package stage run:
+# those spend much of their time waiting on sandboxes, apt and dpkg, and the builds take only the
+# CPU they leave idle. Their output goes to build/background-build.log, shown if one fails; a
+# stop of this script stops them (their own process group).
+bg_pid=
+bg_log=build/background-build.log
+stop_background() { [[ -n "$bg_pid" ]] && kill -- "-$bg_pid" 2>/dev/null; bg_pid=; }
+trap stop_background EXIT
+trap 'exit 130' INT TERM
+if ((robustness)); then
+  cmake --preset asan >/dev/null
+  build_cmds='nice -n 19 cmake --build --preset fuzz -j "$1"'
+  if ((sanitizers)); then
+    cmake --preset tsan >/dev/null
+    build_cmds='nice -n 19 cmake --build --preset asan -j "$1" &&
+      nice -n 19 cmake --build --preset tsan -j "$1" --target anvil-gateway anvil-gateway-offline'
+  fi
+  setsid --wait bash -c "$build_cmds" background-build "$jobs" > "$bg_log" 2>&1 &
+  bg_pid=$!
+fi
+
 # Tests that need an unprivileged user create it themselves (useradd anviltest).
 ctest --preset "$preset" -j "$jobs" --timeout 300
 
@@ -42,17 +69,22 @@ if [[ "$preset" == dev && "${ANVIL_PACKAGE_TEST:-1}" != 0 ]]; then
   fi
 fi
 
-if [[ "$preset" == dev && "${ANVIL_ROBUSTNESS:-1}" != 0 ]]; then
+if ((robustness)); then
   # One build serves the fuzzers and the ASan + UBSan test run (everything, fuzzers included).
   stage() { printf '[test] %s: %s\n' "$1" "$(date -u +%T)"; }
-  cmake --preset asan >/dev/null
-  if [[ "${ANVIL_SANITIZERS:-1}" != 0 ]]; then
-    stage "asan build"
-    cmake --build --preset asan -j "$jobs"
+  if ((sanitizers)); then
+    stage "asan and tsan builds (started in the background after the dev build)"
   else
-    stage "fuzz build (the fuzzers of the asan build only)"
-    cmake --build --preset fuzz -j "$jobs"
+    stage "fuzz build (the fuzzers of the asan build only, started after the dev build)"
   fi
+  if ! wait "$bg_pid"; then
+    bg_pid=
+    cat "$bg_log"
+    echo "[test] the background build failed (its output above, also in $bg_log)" >&2
+    exit 1
+  fi
+  bg_pid=
+  tail -n 3 "$bg_log"
   stage fuzz
   ANVIL_JOBS="$jobs" ANVIL_FUZZ_SKIP_BUILD=1 scripts/fuzz.sh
   if [[ "${ANVIL_SANITIZERS:-1}" != 0 ]]; then
