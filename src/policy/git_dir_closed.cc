@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "fs/git_dir_guard.h"
+#include "fs/protected_names.h"
 #include "policy/git_paths.h"
 
 namespace anvil {
@@ -98,6 +99,27 @@ GitDirVerdict JudgeGitDirListing(GitDirPart part, const std::vector<GitDirEntry>
       names = WithListedEntry(names, e.name, kind, false);
     }
     part = IsGitDirShape(names) ? GitDirPart::kGitDir : GitDirPart::kModules;
+  }
+  if (part == GitDirPart::kData) {
+    // objects/, refs/, logs/, lfs/ take any names: a repository hidden there (a `.git`, or a
+    // directory of git dir shape) would be one git on the host opens, with its config, when
+    // run inside it.
+    GitDirNames names;
+    for (const auto& e : entries) {
+      if (FoldNameForLookup(e.name) == ".git") {
+        v.refused = e.name + " is a .git in git's data (a repository hidden there)";
+        return v;
+      }
+      // A file as objects or refs taken as executable: over-matching only refuses more.
+      const GitDirEntryKind kind = e.type == GitFileType::kDir    ? GitDirEntryKind::kDir
+                                   : e.type == GitFileType::kFile ? GitDirEntryKind::kExecFile
+                                                                  : GitDirEntryKind::kOther;
+      names = WithListedEntry(names, e.name, kind, true);
+    }
+    if (IsGitDirShape(names)) {
+      v.refused = " is of git dir shape (HEAD, objects, refs): a repository hidden in git's data";
+      return v;
+    }
   }
   for (const auto& e : entries) {
     // By shape only: what git neither writes nor reads there is the walk's.

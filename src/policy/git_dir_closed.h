@@ -10,9 +10,11 @@
 // walks); one that takes a FIFO for a missing file sees nothing of what a later run feeds it.
 // So a new git dir must be closed: only the names git init, clone, fetch, commit, merge, stash,
 // gc, submodule add and worktree add write there, every file a regular file and every directory
-// a real one, as listed (no symlink followed, no FIFO, socket or device). Anything else makes it
-// one that may run code: moved aside, as a hook would. Only the repositories the check judges
-// (new ones) are listed, each bounded.
+// a real one, as listed (no symlink followed, no FIFO, socket or device), and no repository
+// hidden in git's data directories (a `.git`, or a directory of git dir shape, in objects/ or
+// lfs/: git run inside it takes it with its config). Anything else makes it one that may run
+// code: moved aside, as a hook would. Only the repositories the check judges (new ones) are
+// listed, each bounded.
 #pragma once
 
 #include <cstddef>

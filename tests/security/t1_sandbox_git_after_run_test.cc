@@ -484,6 +484,43 @@ TEST_P(T1SandboxGitAfterRun, AGitDirWhoseObjectsIsAFifoIsStillFound) {
   EXPECT_TRUE(Exists(ws_ + "/ok/.git/HEAD")) << attack.err;
 }
 
+// Review F5: a new git dir's data directories (objects/, refs/, logs/, lfs/) take any names, and
+// the walk does not enter a `.git`: a whole repository could hide there — a `.git` under lfs/,
+// or a directory of git dir shape in objects/ — and git run inside it on the host ran its
+// config. Benign neighbour: a clone with packed objects and LFS-like objects is left alone.
+TEST_P(T1SandboxGitAfterRun, ARepositoryHiddenInANewGitDirsDataIsQuarantined) {
+  const std::string fsm = marker_ + "-fsm.sh";
+  Write(fsm, HookText(), 0755);
+  auto attack =
+      Sh("set -e; git init -q h1 && mkdir -p h1/.git/lfs/x && git init -q h1/.git/lfs/x && "
+         "git -C h1/.git/lfs/x config core.fsmonitor " +
+         fsm +
+         "\ngit init -q h2 && mkdir -p h2/.git/objects/y/objects h2/.git/objects/y/refs && "
+         "printf 'ref: refs/heads/main\\n' > h2/.git/objects/y/HEAD && " +
+         Config("h2/.git/objects/y") + "\n");
+  ASSERT_EQ(attack.status, 0) << attack.err;
+  for (const char* repo : {"/h1", "/h2"}) {
+    EXPECT_FALSE(Exists(ws_ + repo + "/.git")) << repo << ": " << attack.err;
+    EXPECT_NE(attack.err.find("quarantined " + ws_ + repo + "/.git"), std::string::npos)
+        << repo << ": " << attack.err;
+  }
+  EXPECT_NE(attack.err.find("hidden in git's data"), std::string::npos) << attack.err;
+  Git(ws_ + "/h1/.git/lfs/x", {"status"});
+  Git(ws_ + "/h2/.git/objects/y", {"status"});
+  EXPECT_FALSE(Exists(marker_)) << "git on the host ran the config of a repository hidden in a "
+                                   "new git dir's data";
+
+  // Benign: a clone, packed, with LFS's object store beside git's.
+  auto benign = Sh(
+      "set -e; git init -q b && echo a > b/f && git -C b add f && git -C b commit -qm a && "
+      "git clone -q b c && git -C c gc -q && mkdir -p c/.git/lfs/objects/ab/cd c/.git/lfs/tmp && "
+      "echo data > c/.git/lfs/objects/ab/cd/abcd0123 && git -C c log --oneline >/dev/null");
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_TRUE(Quarantined(benign).empty()) << benign.err;
+  EXPECT_TRUE(Exists(ws_ + "/c/.git/lfs/objects/ab/cd/abcd0123"));
+  EXPECT_EQ(Git(ws_ + "/c", {"status", "--short"}).status, 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxGitAfterRun, ::testing::ValuesIn(kAllCallers),
                          CallerParamName);
 

@@ -81,6 +81,34 @@ TEST(JudgeGitDirListing, AnythingElseGitReadsIsNot) {
   }
 }
 
+// objects/, refs/, logs/, lfs/ take any names: no repository may hide there (review F5).
+TEST(JudgeGitDirListing, GitsDataHidesNoRepository) {
+  for (const E& entries : std::vector<E>{
+           {{"x", D}, {".git", D}},
+           {{".git", F}},
+           {{".GIT", D}},
+           {{".Git.", D}},                                             // NTFS's trailing dot
+           {{"\xe2\x80\x8c.git", D}},                                  // HFS+'s ignorable U+200C
+           {{"HEAD", F}, {"objects", D}, {"refs", D}, {"config", F}},  // of git dir shape
+           {{"HEAD", F}, {"commondir", F}},                            //
+           {{"head", F}, {"OBJECTS", D}, {"refs", F}},                 // folded, an exec file
+       }) {
+    auto v = JudgeGitDirListing(GitDirPart::kData, entries);
+    EXPECT_TRUE(v.refused.has_value()) << entries.back().name;
+  }
+  // Benign: a real clone's objects/, logs/, refs/, lfs/.
+  for (const E& entries : std::vector<E>{
+           {{"pack", D}, {"info", D}, {"ab", D}, {"cd", D}},
+           {{"HEAD", F}, {"refs", D}},  // logs/
+           {{"heads", D}, {"tags", D}, {"remotes", D}, {"bisect", D}},
+           {{"objects", D}, {"tmp", D}, {"incomplete", D}},  // lfs/
+           {{"gitignore", F}, {"git", D}, {".gitx", D}},
+       }) {
+    auto v = JudgeGitDirListing(GitDirPart::kData, entries);
+    EXPECT_FALSE(v.refused.has_value()) << *v.refused;
+  }
+}
+
 // A directory of git dir shape the walk found (a working directory may be one): what git reads
 // there is judged as in a git dir, the rest left to the walk.
 TEST(JudgeGitDirListing, ADirectoryOfGitDirShapeIsJudgedByWhatGitReadsThere) {
@@ -148,6 +176,19 @@ TEST(GitDirNotClosed, ListsTheGitDirDownWithoutFollowingALink) {
   // user makes it a git dir, and git writes its config through the link).
   t.Link("/w/nohead/.git/config", "/elsewhere/cfg");
   EXPECT_TRUE(GitDirNotClosed("/w/nohead/.git", GitDirPart::kGitDir, fs).has_value());
+  // A repository hidden in lfs/ or objects/ (review F5).
+  t.GitInit("/w/lfs");
+  t.File("/w/lfs/.git/lfs/x/.git/HEAD", "ref: refs/heads/main\n");
+  t.GitInit("/w/obj");
+  t.File("/w/obj/.git/objects/y/HEAD", "ref: refs/heads/main\n");
+  t.Dir("/w/obj/.git/objects/y/objects");
+  t.Dir("/w/obj/.git/objects/y/refs");
+  t.File("/w/obj/.git/objects/y/config", "[core]\n\tfsmonitor = /x\n");
+  for (const char* dir : {"/w/lfs/.git", "/w/obj/.git"}) {
+    auto hidden = GitDirNotClosed(dir, GitDirPart::kGitDir, fs);
+    ASSERT_TRUE(hidden.has_value()) << dir;
+    EXPECT_NE(hidden->find("hidden"), std::string::npos) << *hidden;
+  }
   // A git dir that is itself a symlink.
   t.Link("/w/linked", "/w/ok/.git");
   EXPECT_TRUE(GitDirNotClosed("/w/linked", GitDirPart::kGitDir, fs).has_value());
