@@ -484,6 +484,116 @@ TEST_P(T1SandboxGitAfterRun, AGitDirWhoseObjectsIsAFifoIsStillFound) {
   EXPECT_TRUE(Exists(ws_ + "/ok/.git/HEAD")) << attack.err;
 }
 
+// Everyday work in a repository the command made must outlive the run: a bisect under way, a
+// rebase (merge or apply backend), cherry-pick or revert stopped on a conflict, a sparse
+// checkout, per-worktree config, rerere, maintenance. Each is left alone and the user's git
+// on the host carries it on.
+TEST_P(T1SandboxGitAfterRun, AStoppedRebaseBisectOrSparseCheckoutOutlivesTheRun) {
+  auto run =
+      Sh("set -e; mk() { git init -q -b main $1 && for i in 1 2 3 4; do echo $i > $1/f && "
+         "git -C $1 add f && git -C $1 commit -qm c$i; done; }\n"
+         "side() { git -C $1 checkout -q -b side HEAD~2 && echo s > $1/f && git -C $1 commit -qam "
+         "s; }\n"
+         "mk bis && git -C bis bisect start HEAD HEAD~3 >/dev/null\n"
+         "mk rb && side rb && ! git -C rb rebase -q main >/dev/null 2>&1 && test -d "
+         "rb/.git/rebase-merge\n"
+         "mk ra && side ra && ! git -C ra rebase --apply -q main >/dev/null 2>&1 && "
+         "test -d ra/.git/rebase-apply\n"
+         "mk cp && side cp && ! git -C cp cherry-pick main~1 main >/dev/null 2>&1 && "
+         "test -f cp/.git/sequencer/todo\n"
+         "mk rv && ! git -C rv revert --no-edit HEAD~2 HEAD~1 >/dev/null 2>&1 && "
+         "test -f rv/.git/sequencer/opts\n"
+         "mk sp && mkdir sp/d && echo x > sp/d/y && git -C sp add d && git -C sp commit -qm d && "
+         "git -C sp sparse-checkout set d\n"
+         "mk wc && git -C wc config extensions.worktreeConfig true && "
+         "git -C wc config --worktree user.name wt\n"
+         "mk rr && git -C rr config rerere.enabled true && side rr && "
+         "! git -C rr merge -q main >/dev/null 2>&1 && test -d rr/.git/rr-cache\n"
+         "mk mt && git -C mt maintenance register\n");
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_TRUE(Quarantined(run).empty()) << run.err;
+  for (const char* dotgit : {"/bis/.git/BISECT_START", "/rb/.git/rebase-merge/git-rebase-todo",
+                             "/ra/.git/rebase-apply/next", "/cp/.git/sequencer/todo",
+                             "/rv/.git/sequencer/opts", "/sp/.git/info/sparse-checkout",
+                             "/wc/.git/config.worktree", "/rr/.git/MERGE_RR", "/mt/.git/HEAD"}) {
+    EXPECT_TRUE(Exists(ws_ + dotgit)) << dotgit;
+  }
+  // The user's git carries each on.
+  auto bisect = Git(ws_ + "/bis", {"bisect", "good"});
+  EXPECT_EQ(bisect.status, 0) << bisect.err;
+  EXPECT_TRUE(bisect.out.find("Bisecting") != std::string::npos ||
+              bisect.out.find("first bad commit") != std::string::npos)
+      << bisect.out << bisect.err;
+  for (const char* repo : {"/rb", "/ra"}) {
+    Write(ws_ + repo + "/f", "s\n");
+    GitOk(ws_ + repo, {"add", "f"});
+    auto cont = Git(ws_ + repo, {"-c", "core.editor=true", "rebase", "--continue"});
+    EXPECT_EQ(cont.status, 0) << repo << ": " << cont.err;
+  }
+  EXPECT_FALSE(Exists(ws_ + "/rb/.git/rebase-merge"));
+  EXPECT_FALSE(Exists(ws_ + "/ra/.git/rebase-apply"));
+  for (const char* repo : {"/cp", "/rv"}) {
+    Write(ws_ + repo + "/f", "3\n");
+    GitOk(ws_ + repo, {"add", "f"});
+    auto cont =
+        Git(ws_ + repo, {"-c", "core.editor=true",
+                         repo == std::string("/cp") ? "cherry-pick" : "revert", "--continue"});
+    EXPECT_EQ(cont.status, 0) << repo << ": " << cont.err;
+    EXPECT_FALSE(Exists(ws_ + repo + "/.git/sequencer")) << repo;
+  }
+  EXPECT_EQ(Git(ws_ + "/sp", {"sparse-checkout", "list"}).out, "d\n");
+  EXPECT_EQ(Git(ws_ + "/wc", {"config", "user.name"}).out, "wt\n");
+  for (const char* repo : {"/rr", "/mt"}) EXPECT_EQ(Git(ws_ + repo, {"status"}).status, 0) << repo;
+}
+
+// Its attack neighbour: state that makes the host's git run a command stays refused — a todo
+// with an `exec` (or `x`) line, from `git rebase --exec` or written in; a merge strategy git
+// does not ship (git runs git-merge-NAME from PATH), in rebase-merge/strategy or a
+// cherry-pick's sequencer/opts; and config.worktree, read when extensions.worktreeConfig is on,
+// is judged as the config is.
+TEST_P(T1SandboxGitAfterRun, AStoppedRebaseThatWouldRunACommandIsQuarantined) {
+  const std::string fsm = marker_ + "-fsm.sh";
+  Write(fsm, HookText(), 0755);
+  auto attack =
+      Sh("set -e; mk() { git init -q -b main $1 && for i in 1 2 3 4; do echo $i > $1/f && "
+         "git -C $1 add f && git -C $1 commit -qm c$i; done; }\n"
+         "side() { git -C $1 checkout -q -b side HEAD~2 && echo s > $1/f && git -C $1 commit -qam "
+         "s; }\n"
+         "mk rx && side rx && ! git -C rx rebase -q --exec " +
+         fsm +
+         " main >/dev/null 2>&1 && test -d rx/.git/rebase-merge\n"
+         "mk cx && side cx && ! git -C cx cherry-pick main~1 main >/dev/null 2>&1 && "
+         "printf 'x " +
+         fsm +
+         "\\n' >> cx/.git/sequencer/todo\n"
+         "mk rs && side rs && ! git -C rs rebase -q main >/dev/null 2>&1 && "
+         "echo pwn > rs/.git/rebase-merge/strategy\n"
+         "mk vs && ! git -C vs revert --no-edit HEAD~2 HEAD~1 >/dev/null 2>&1 && "
+         "printf '\\tstrategy = pwn\\n' >> vs/.git/sequencer/opts\n"
+         "mk wf && git -C wf config extensions.worktreeConfig true && "
+         "git -C wf config --worktree core.fsmonitor " +
+         fsm + "\n");
+  ASSERT_EQ(attack.status, 0) << attack.err;
+  for (const char* repo : {"/rx", "/cx", "/rs", "/vs", "/wf"}) {
+    EXPECT_FALSE(Exists(ws_ + repo + "/.git")) << repo << ": " << attack.err;
+    EXPECT_NE(attack.err.find("quarantined " + ws_ + repo + "/.git"), std::string::npos)
+        << repo << ": " << attack.err;
+  }
+  EXPECT_NE(attack.err.find("`exec` line"), std::string::npos) << attack.err;
+  EXPECT_NE(attack.err.find("`x` line"), std::string::npos) << attack.err;
+  EXPECT_NE(attack.err.find("'pwn'"), std::string::npos) << attack.err;
+  EXPECT_NE(attack.err.find("options.strategy"), std::string::npos) << attack.err;
+  EXPECT_NE(attack.err.find("config.worktree"), std::string::npos) << attack.err;
+  for (const char* repo : {"/rx", "/cx"}) {
+    Write(ws_ + repo + "/f", "3\n");
+    Git(ws_ + repo, {"add", "f"});
+  }
+  Git(ws_ + "/rx", {"-c", "core.editor=true", "rebase", "--continue"});
+  Git(ws_ + "/cx", {"-c", "core.editor=true", "cherry-pick", "--continue"});
+  UseGitOnTheHost(ws_ + "/wf");
+  EXPECT_FALSE(Exists(marker_)) << "git on the host ran a command a stopped rebase named";
+}
+
 // Review F5: a new git dir's data directories (objects/, refs/, logs/, lfs/) take any names, and
 // the walk does not enter a `.git`: a whole repository could hide there — a `.git` under lfs/,
 // or a directory of git dir shape in objects/ — and git run inside it on the host ran its
