@@ -74,7 +74,7 @@ bool SequencerFile(std::string_view name) {
 // The state files whose contents could name a command (GitStateFileNotInert).
 bool JudgedByContents(std::string_view name) {
   return OneOf(name, {"git-rebase-todo", "git-rebase-todo.backup", "done", "todo", "strategy",
-                      "gpg_sign_opt", "apply-opt", "opts", "BISECT_START"});
+                      "gpg_sign_opt", "apply-opt", "opts", "autostash", "BISECT_START"});
 }
 
 std::optional<GitDirPart> FileOrDir(GitDirPart part, const GitDirEntry& e) {
@@ -196,6 +196,15 @@ std::optional<std::string> GitStateFileNotInert(std::string_view name, std::stri
   if (name == "apply-opt") {
     if (Trim(text).empty()) return std::nullopt;
     return std::string("holds options for git apply (none are written by a plain rebase or am)");
+  }
+  if (name == "autostash") {
+    // The stash git applies when the rebase ends, as `git stash apply ID`: an object id only.
+    const std::string_view id = Trim(text);
+    if ((id.size() == 40 || id.size() == 64) &&
+        id.find_first_not_of("0123456789abcdef") == std::string_view::npos) {
+      return std::nullopt;
+    }
+    return std::string("is not an object id (git hands it to git stash apply)");
   }
   if (name == "BISECT_START") {
     if (Trim(text).substr(0, 1) != "-") return std::nullopt;

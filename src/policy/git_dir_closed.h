@@ -66,7 +66,8 @@ GitDirVerdict JudgeGitDirListing(GitDirPart part, const std::vector<GitDirEntry>
 // command, or nullopt: a todo line git would run (`exec`, `x`), a merge strategy that is not one
 // git ships (git runs git-merge-NAME, found on PATH), a signing key (git runs the signing
 // program), options for `git apply`, cherry-pick or revert options beyond those of the data
-// kind, a BISECT_START that `git bisect reset` would pass as an option.
+// kind, an autostash that is no object id, a BISECT_START that `git bisect reset` would pass as
+// an option.
 std::optional<std::string> GitStateFileNotInert(std::string_view name, std::string_view text);
 
 // Why the git dir `dir` (canonical) is not closed, or nullopt: each directory listed through

@@ -497,6 +497,9 @@ TEST_P(T1SandboxGitAfterRun, AStoppedRebaseBisectOrSparseCheckoutOutlivesTheRun)
          "mk bis && git -C bis bisect start HEAD HEAD~3 >/dev/null\n"
          "mk rb && side rb && ! git -C rb rebase -q main >/dev/null 2>&1 && test -d "
          "rb/.git/rebase-merge\n"
+         "mk au && side au && echo g > au/g && git -C au add g && git -C au commit -qm g && "
+         "echo dirty >> au/g && ! git -C au rebase -q --autostash main >/dev/null 2>&1 && "
+         "test -f au/.git/rebase-merge/autostash\n"
          "mk ra && side ra && ! git -C ra rebase --apply -q main >/dev/null 2>&1 && "
          "test -d ra/.git/rebase-apply\n"
          "mk cp && side cp && ! git -C cp cherry-pick main~1 main >/dev/null 2>&1 && "
@@ -524,7 +527,7 @@ TEST_P(T1SandboxGitAfterRun, AStoppedRebaseBisectOrSparseCheckoutOutlivesTheRun)
   EXPECT_TRUE(bisect.out.find("Bisecting") != std::string::npos ||
               bisect.out.find("first bad commit") != std::string::npos)
       << bisect.out << bisect.err;
-  for (const char* repo : {"/rb", "/ra"}) {
+  for (const char* repo : {"/rb", "/ra", "/au"}) {
     Write(ws_ + repo + "/f", "s\n");
     GitOk(ws_ + repo, {"add", "f"});
     auto cont = Git(ws_ + repo, {"-c", "core.editor=true", "rebase", "--continue"});
@@ -532,6 +535,7 @@ TEST_P(T1SandboxGitAfterRun, AStoppedRebaseBisectOrSparseCheckoutOutlivesTheRun)
   }
   EXPECT_FALSE(Exists(ws_ + "/rb/.git/rebase-merge"));
   EXPECT_FALSE(Exists(ws_ + "/ra/.git/rebase-apply"));
+  EXPECT_EQ(ReadFile(ws_ + "/au/g"), "g\ndirty\n") << "the autostash was not applied";
   for (const char* repo : {"/cp", "/rv"}) {
     Write(ws_ + repo + "/f", "3\n");
     GitOk(ws_ + repo, {"add", "f"});

@@ -133,7 +133,7 @@ TEST(JudgeGitDirListing, AStoppedRebaseBisectOrCherryPickIsClosed) {
   ASSERT_FALSE(merge.refused.has_value()) << *merge.refused;
   EXPECT_EQ(merge.contents,
             (std::vector<std::string>{"done", "git-rebase-todo", "git-rebase-todo.backup",
-                                      "strategy", "gpg_sign_opt"}));
+                                      "strategy", "autostash", "gpg_sign_opt"}));
   auto apply = JudgeGitDirListing(GitDirPart::kSequencer, {{"0001", F},
                                                            {"abort-safety", F},
                                                            {"apply-opt", F},
@@ -193,6 +193,9 @@ TEST(GitStateFileNotInert, WhatCouldNameACommandIsRefused) {
       {"gpg_sign_opt", "-SABCDEF", false},
       {"apply-opt", "", true},
       {"apply-opt", "--directory=x", false},
+      {"autostash", "8f4843bf1b2440b5b756cea25730577170e853da\n", true},
+      {"autostash", "--index\n", false},
+      {"autostash", "stash@{0}\n", false},
       {"BISECT_START", "main\n", true},
       {"BISECT_START", "--orphan=x\n", false},
       {"opts", "[options]\n\tedit = false\n\tmainline = 1\n", true},
