@@ -5,10 +5,15 @@
 #include <string_view>
 
 #include "fs/git_dir_guard.h"
+#include "fs/protected_names.h"
+#include "policy/git_config.h"
 #include "policy/git_paths.h"
 
 namespace anvil {
 namespace {
+
+// More than a todo of a long rebase holds: a larger state file is not read, and not closed.
+constexpr size_t kMaxStateFileBytes = 8 << 20;
 
 bool EndsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() &&
@@ -29,12 +34,58 @@ bool StateFile(std::string_view name) {
          EndsWith(name, ".lock");
 }
 
+// What `git bisect start` and its steps leave (the good and bad refs lie in refs/bisect/).
+bool BisectFile(std::string_view name) {
+  return OneOf(name,
+               {"BISECT_START", "BISECT_LOG", "BISECT_NAMES", "BISECT_TERMS", "BISECT_EXPECTED_REV",
+                "BISECT_ANCESTORS_OK", "BISECT_FIRST_PARENT", "BISECT_HEAD", "BISECT_RUN"});
+}
+
+// The directories a stopped rebase (merge or apply backend), am, cherry-pick or revert keeps.
+bool SequencerDir(std::string_view name) {
+  return OneOf(name, {"rebase-merge", "rebase-apply", "sequencer"});
+}
+
+// The files git's sequencer, rebase and am write in those directories (a patch of am's is
+// numbered: 0001).
+bool SequencerFile(std::string_view name) {
+  if (!name.empty() && name.size() <= 8 &&
+      name.find_first_not_of("0123456789") == std::string_view::npos) {
+    return true;
+  }
+  return OneOf(
+      name,
+      {// sequencer.c, rebase -i and the merge backend
+       "git-rebase-todo", "git-rebase-todo.backup", "dropped", "done", "msgnum", "end", "message",
+       "message-squash", "message-fixup", "current-fixups", "author-script", "amend", "stopped-sha",
+       "rewritten-list", "rewritten-pending", "squash-onto", "refs-to-delete", "gpg_sign_opt",
+       "cdate_is_adate", "ignore_date", "orig-head", "verbose", "quiet", "signoff", "head-name",
+       "onto", "autostash", "strategy", "strategy_opts", "allow_rerere_autoupdate",
+       "reschedule-failed-exec", "no-reschedule-failed-exec", "drop_redundant_commits",
+       "keep_redundant_commits", "interactive", "patch", "update-refs",
+       // cherry-pick and revert
+       "todo", "opts", "head", "abort-safety",
+       // am and the apply backend
+       "next", "last", "msg", "final-commit", "original-commit", "info", "keep", "messageid",
+       "scissors", "quoted-cr", "utf8", "threeway", "sign", "apply-opt", "rebasing", "applying",
+       "dirtyindex", "patch-merge-index", "patch-format", "keepcr", "no_inbody_headers", "empty"});
+}
+
+// The state files whose contents could name a command (GitStateFileNotInert).
+bool JudgedByContents(std::string_view name) {
+  return OneOf(name, {"git-rebase-todo", "git-rebase-todo.backup", "done", "todo", "strategy",
+                      "gpg_sign_opt", "apply-opt", "opts", "autostash", "BISECT_START"});
+}
+
 std::optional<GitDirPart> FileOrDir(GitDirPart part, const GitDirEntry& e) {
   const std::string_view n = e.name;
   const bool dir = e.type == GitFileType::kDir;
   switch (part) {
-    case GitDirPart::kGitDir:
     case GitDirPart::kShapedDir:
+      // Not a git dir yet: no state of a rebase or bisect under way either.
+      if (SequencerDir(n) || BisectFile(n)) return std::nullopt;
+      [[fallthrough]];
+    case GitDirPart::kGitDir:
       if (dir) {
         if (OneOf(n, {"objects", "refs", "logs", "rr-cache", "lfs", "reftable"})) {
           return GitDirPart::kData;
@@ -44,9 +95,10 @@ std::optional<GitDirPart> FileOrDir(GitDirPart part, const GitDirEntry& e) {
         if (n == "modules") return GitDirPart::kModules;
         if (n == "worktrees") return GitDirPart::kWorktrees;
         if (n == "branches" || n == "remotes") return GitDirPart::kEmpty;
+        if (SequencerDir(n)) return GitDirPart::kSequencer;
         return std::nullopt;
       }
-      if (StateFile(n) ||
+      if (StateFile(n) || BisectFile(n) ||
           OneOf(n, {"config", "description", "packed-refs", "shallow", "TAG_EDITMSG",
                     "NOTES_EDITMSG", "EDIT_DESCRIPTION", "gc.log", "gc.pid", "gitk.cache"}) ||
           n.substr(0, 12) == "sharedindex.") {
@@ -54,8 +106,11 @@ std::optional<GitDirPart> FileOrDir(GitDirPart part, const GitDirEntry& e) {
       }
       return std::nullopt;
     case GitDirPart::kWorktree:
-      if (dir) return n == "logs" || n == "refs" ? std::optional(GitDirPart::kData) : std::nullopt;
-      if (StateFile(n) || OneOf(n, {"commondir", "gitdir", "locked"})) return part;
+      if (dir) {
+        if (n == "logs" || n == "refs") return GitDirPart::kData;
+        return SequencerDir(n) ? std::optional(GitDirPart::kSequencer) : std::nullopt;
+      }
+      if (StateFile(n) || BisectFile(n) || OneOf(n, {"commondir", "gitdir", "locked"})) return part;
       return std::nullopt;
     case GitDirPart::kData:
       return part;
@@ -72,6 +127,8 @@ std::optional<GitDirPart> FileOrDir(GitDirPart part, const GitDirEntry& e) {
       return dir ? std::optional(GitDirPart::kWorktree) : std::nullopt;
     case GitDirPart::kEmpty:
       return std::nullopt;
+    case GitDirPart::kSequencer:
+      return !dir && SequencerFile(n) ? std::optional(part) : std::nullopt;
   }
   return std::nullopt;
 }
@@ -84,7 +141,97 @@ bool GitOnlyState(std::string_view name) {
          name.substr(0, 7) == "BISECT_" || name.substr(0, 11) == "NOTES_MERGE";
 }
 
+// The strategies git ships (a builtin or a script beside git): any other NAME is a
+// git-merge-NAME git looks for on PATH and runs.
+bool ShippedStrategy(std::string_view name) {
+  return OneOf(name, {"ort", "recursive", "resolve", "octopus", "ours", "subtree"});
+}
+
+std::string_view Trim(std::string_view s) {
+  const auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string_view::npos) return {};
+  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+}
+
+// A todo line git runs as a shell command: git skips blanks and tabs, then takes `exec` or `x`
+// followed by a blank, a tab, the line's end or the text's. Any other blank skipped too:
+// over-matching only refuses more.
+std::optional<std::string> TodoRunsCode(std::string_view text) {
+  size_t line_no = 0;
+  while (!text.empty()) {
+    ++line_no;
+    const size_t eol = text.find('\n');
+    std::string_view line = text.substr(0, eol);
+    text = eol == std::string_view::npos ? std::string_view() : text.substr(eol + 1);
+    const auto b = line.find_first_not_of(" \t\r\v\f");
+    if (b == std::string_view::npos) continue;
+    line = line.substr(b);
+    for (std::string_view cmd : {"exec", "x"}) {
+      if (line.substr(0, cmd.size()) != cmd) continue;
+      if (line.size() == cmd.size() ||
+          std::string_view(" \t\r\v\f\0", 6).find(line[cmd.size()]) != std::string_view::npos) {
+        return "line " + std::to_string(line_no) + " is an `" + std::string(cmd) +
+               "` line (git rebase --continue runs it as a shell command)";
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+std::optional<std::string> GitStateFileNotInert(std::string_view name, std::string_view text) {
+  if (OneOf(name, {"git-rebase-todo", "git-rebase-todo.backup", "done", "todo"})) {
+    return TodoRunsCode(text);
+  }
+  if (name == "strategy") {
+    if (ShippedStrategy(Trim(text))) return std::nullopt;
+    return "names the merge strategy '" + std::string(Trim(text)) +
+           "', not one git ships (git runs git-merge-NAME from PATH)";
+  }
+  if (name == "gpg_sign_opt") {
+    if (Trim(text).empty()) return std::nullopt;
+    return std::string("names a signing key (git runs the signing program to continue)");
+  }
+  if (name == "apply-opt") {
+    if (Trim(text).empty()) return std::nullopt;
+    return std::string("holds options for git apply (none are written by a plain rebase or am)");
+  }
+  if (name == "autostash") {
+    // The stash git applies when the rebase ends, as `git stash apply ID`: an object id only.
+    const std::string_view id = Trim(text);
+    if ((id.size() == 40 || id.size() == 64) &&
+        id.find_first_not_of("0123456789abcdef") == std::string_view::npos) {
+      return std::nullopt;
+    }
+    return std::string("is not an object id (git hands it to git stash apply)");
+  }
+  if (name == "BISECT_START") {
+    if (Trim(text).substr(0, 1) != "-") return std::nullopt;
+    return std::string("starts with '-' (git bisect reset passes it to git checkout)");
+  }
+  if (name == "opts") {
+    // cherry-pick's and revert's options, in git's config syntax.
+    auto entries = ParseGitConfig(text);
+    if (!entries) return "git cannot read it (" + entries.error().message + ")";
+    for (const auto& e : *entries) {
+      const std::string key = e.section + "." + e.key;
+      if (e.section != "options" || e.has_subsection) {
+        return key + " is not one of cherry-pick's or revert's options";
+      }
+      if (e.key == "strategy") {
+        if (e.value && ShippedStrategy(*e.value)) continue;
+        return "options.strategy is not a merge strategy git ships (git runs git-merge-NAME "
+               "from PATH)";
+      }
+      if (e.key == "gpg-sign") {
+        return std::string("options.gpg-sign names a signing key (git runs the signing program)");
+      }
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
 
 GitDirVerdict JudgeGitDirListing(GitDirPart part, const std::vector<GitDirEntry>& entries) {
   GitDirVerdict v;
@@ -98,6 +245,27 @@ GitDirVerdict JudgeGitDirListing(GitDirPart part, const std::vector<GitDirEntry>
       names = WithListedEntry(names, e.name, kind, false);
     }
     part = IsGitDirShape(names) ? GitDirPart::kGitDir : GitDirPart::kModules;
+  }
+  if (part == GitDirPart::kData) {
+    // objects/, refs/, logs/, lfs/ take any names: a repository hidden there (a `.git`, or a
+    // directory of git dir shape) would be one git on the host opens, with its config, when
+    // run inside it.
+    GitDirNames names;
+    for (const auto& e : entries) {
+      if (FoldNameForLookup(e.name) == ".git") {
+        v.refused = e.name + " is a .git in git's data (a repository hidden there)";
+        return v;
+      }
+      // A file as objects or refs taken as executable: over-matching only refuses more.
+      const GitDirEntryKind kind = e.type == GitFileType::kDir    ? GitDirEntryKind::kDir
+                                   : e.type == GitFileType::kFile ? GitDirEntryKind::kExecFile
+                                                                  : GitDirEntryKind::kOther;
+      names = WithListedEntry(names, e.name, kind, true);
+    }
+    if (IsGitDirShape(names)) {
+      v.refused = " is of git dir shape (HEAD, objects, refs): a repository hidden in git's data";
+      return v;
+    }
   }
   for (const auto& e : entries) {
     // By shape only: what git neither writes nor reads there is the walk's.
@@ -119,7 +287,13 @@ GitDirVerdict JudgeGitDirListing(GitDirPart part, const std::vector<GitDirEntry>
                   " is not something git init, clone, fetch, commit or merge writes there";
       return v;
     }
-    if (e.type == GitFileType::kDir) v.descend.emplace_back(e.name, *in);
+    if (e.type == GitFileType::kDir) {
+      v.descend.emplace_back(e.name, *in);
+    } else if ((*in == GitDirPart::kSequencer || *in == GitDirPart::kGitDir ||
+                *in == GitDirPart::kWorktree) &&
+               JudgedByContents(e.name)) {
+      v.contents.push_back(e.name);
+    }
   }
   return v;
 }
@@ -166,7 +340,17 @@ std::optional<std::string> GitDirNotClosed(const std::string& dir, GitDirPart pa
       if (!IsGitDirShape(names)) p = GitDirPart::kShapedDir;
     }
     GitDirVerdict v = JudgeGitDirListing(p, listing->entries);
-    if (v.refused) return "in its git dir, " + Join(path, "").substr(dir.size() + 1) + *v.refused;
+    const std::string where = Join(path, "").substr(dir.size() + 1);
+    if (v.refused) return "in its git dir, " + where + *v.refused;
+    for (const auto& name : v.contents) {
+      auto text = fs.read_file(Join(path, name), kMaxStateFileBytes);
+      if (!text)
+        return "in its git dir, " + where + name + " cannot be read (" + text.error().message + ")";
+      if (!*text) return "in its git dir, " + where + name + " is no regular file";
+      if (auto why = GitStateFileNotInert(name, **text)) {
+        return "in its git dir, " + where + name + " " + *why;
+      }
+    }
     for (auto& [name, q] : v.descend) stack.emplace_back(Join(path, name), q);
   }
   return std::nullopt;

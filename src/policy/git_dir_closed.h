@@ -9,15 +9,19 @@
 // link leads to now, not what a later run writes there (into the sandbox home, which no check
 // walks); one that takes a FIFO for a missing file sees nothing of what a later run feeds it.
 // So a new git dir must be closed: only the names git init, clone, fetch, commit, merge, stash,
-// gc, submodule add and worktree add write there, every file a regular file and every directory
-// a real one, as listed (no symlink followed, no FIFO, socket or device). Anything else makes it
-// one that may run code: moved aside, as a hook would. Only the repositories the check judges
-// (new ones) are listed, each bounded.
+// gc, submodule add and worktree add write there, and those a bisect or a stopped rebase, am,
+// cherry-pick or revert leaves (its files that could name a command judged by their contents),
+// every file a regular file and every directory a real one, as listed (no symlink followed, no
+// FIFO, socket or device), and no repository hidden in git's data directories (a `.git`, or a
+// directory of git dir shape, in objects/ or lfs/: git run inside it takes it with its config).
+// Anything else makes it one that may run code: moved aside, as a hook would. Only the
+// repositories the check judges (new ones) are listed, each bounded.
 #pragma once
 
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -43,15 +47,28 @@ enum class GitDirPart {
   kModule,     // a directory in modules/: a git dir by shape, else more of a name (a/b)
   kWorktrees,  // worktrees/: a directory per linked worktree
   kEmpty,      // branches/, remotes/: empty (git init's template makes branches/)
+  // rebase-merge/, rebase-apply/, sequencer/: the state of a rebase, am, cherry-pick or revert
+  // that stopped. Files git names there only; those that could name a command are judged by
+  // their contents (GitStateFileNotInert).
+  kSequencer,
 };
 
 struct GitDirVerdict {
   std::optional<std::string> refused;  // why not closed, naming the entry ("" parts: none)
   std::vector<std::pair<std::string, GitDirPart>> descend;  // directories in it, to judge next
+  std::vector<std::string> contents;  // files in it whose contents GitStateFileNotInert judges
 };
 
 // Pure: the verdict on one directory of a git dir, the `part` it is, from its listing.
 GitDirVerdict JudgeGitDirListing(GitDirPart part, const std::vector<GitDirEntry>& entries);
+
+// Pure: why the state file `name` (listed in `contents`) holding `text` could make git run a
+// command, or nullopt: a todo line git would run (`exec`, `x`), a merge strategy that is not one
+// git ships (git runs git-merge-NAME, found on PATH), a signing key (git runs the signing
+// program), options for `git apply`, cherry-pick or revert options beyond those of the data
+// kind, an autostash that is no object id, a BISECT_START that `git bisect reset` would pass as
+// an option.
+std::optional<std::string> GitStateFileNotInert(std::string_view name, std::string_view text);
 
 // Why the git dir `dir` (canonical) is not closed, or nullopt: each directory listed through
 // GitFs (never through a symlink) and judged; one that cannot be listed, or more than

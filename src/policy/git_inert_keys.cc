@@ -34,6 +34,13 @@ constexpr std::array kInertKeys = {
     InertKey{"extensions", false, "refstorage", Value::kData},
     InertKey{"extensions", false, "worktreeconfig", Value::kData},
     InertKey{"init", false, "defaultbranch", Value::kData},
+    // git sparse-checkout set (in config.worktree: the patterns lie in info/sparse-checkout)
+    InertKey{"core", false, "sparsecheckout", Value::kData},
+    InertKey{"core", false, "sparsecheckoutcone", Value::kData},
+    InertKey{"index", false, "sparse", Value::kData},
+    // git config rerere.* (recorded resolutions lie in rr-cache/)
+    InertKey{"rerere", false, "enabled", Value::kData},
+    InertKey{"rerere", false, "autoupdate", Value::kData},
     // git clone, git remote add, git fetch of a partial clone
     InertKey{"remote", true, "url", Value::kUrl},
     InertKey{"remote", true, "pushurl", Value::kUrl},
@@ -59,6 +66,9 @@ constexpr std::array kInertKeys = {
     // git gc and git maintenance bookkeeping
     InertKey{"gc", false, "auto", Value::kData},
     InertKey{"gc", false, "autodetach", Value::kData},
+    // git maintenance register (the repository's path goes to the user's config)
+    InertKey{"maintenance", false, "auto", Value::kData},
+    InertKey{"maintenance", false, "strategy", Value::kData},
 };
 
 // A remote-helper transport `NAME::ADDRESS` (ext:: runs its address as a command, fd:: talks

@@ -484,6 +484,157 @@ TEST_P(T1SandboxGitAfterRun, AGitDirWhoseObjectsIsAFifoIsStillFound) {
   EXPECT_TRUE(Exists(ws_ + "/ok/.git/HEAD")) << attack.err;
 }
 
+// Everyday work in a repository the command made must outlive the run: a bisect under way, a
+// rebase (merge or apply backend), cherry-pick or revert stopped on a conflict, a sparse
+// checkout, per-worktree config, rerere, maintenance. Each is left alone and the user's git
+// on the host carries it on.
+TEST_P(T1SandboxGitAfterRun, AStoppedRebaseBisectOrSparseCheckoutOutlivesTheRun) {
+  auto run =
+      Sh("set -e; mk() { git init -q -b main $1 && for i in 1 2 3 4; do echo $i > $1/f && "
+         "git -C $1 add f && git -C $1 commit -qm c$i; done; }\n"
+         "side() { git -C $1 checkout -q -b side HEAD~2 && echo s > $1/f && git -C $1 commit -qam "
+         "s; }\n"
+         "mk bis && git -C bis bisect start HEAD HEAD~3 >/dev/null\n"
+         "mk rb && side rb && ! git -C rb rebase -q main >/dev/null 2>&1 && test -d "
+         "rb/.git/rebase-merge\n"
+         "mk au && side au && echo g > au/g && git -C au add g && git -C au commit -qm g && "
+         "echo dirty >> au/g && ! git -C au rebase -q --autostash main >/dev/null 2>&1 && "
+         "test -f au/.git/rebase-merge/autostash\n"
+         "mk ra && side ra && ! git -C ra rebase --apply -q main >/dev/null 2>&1 && "
+         "test -d ra/.git/rebase-apply\n"
+         "mk cp && side cp && ! git -C cp cherry-pick main~1 main >/dev/null 2>&1 && "
+         "test -f cp/.git/sequencer/todo\n"
+         "mk rv && ! git -C rv revert --no-edit HEAD~2 HEAD~1 >/dev/null 2>&1 && "
+         "test -f rv/.git/sequencer/opts\n"
+         "mk sp && mkdir sp/d && echo x > sp/d/y && git -C sp add d && git -C sp commit -qm d && "
+         "git -C sp sparse-checkout set d\n"
+         "mk wc && git -C wc config extensions.worktreeConfig true && "
+         "git -C wc config --worktree user.name wt\n"
+         "mk rr && git -C rr config rerere.enabled true && side rr && "
+         "! git -C rr merge -q main >/dev/null 2>&1 && test -d rr/.git/rr-cache\n"
+         "mk mt && git -C mt maintenance register\n");
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_TRUE(Quarantined(run).empty()) << run.err;
+  for (const char* dotgit : {"/bis/.git/BISECT_START", "/rb/.git/rebase-merge/git-rebase-todo",
+                             "/ra/.git/rebase-apply/next", "/cp/.git/sequencer/todo",
+                             "/rv/.git/sequencer/opts", "/sp/.git/info/sparse-checkout",
+                             "/wc/.git/config.worktree", "/rr/.git/MERGE_RR", "/mt/.git/HEAD"}) {
+    EXPECT_TRUE(Exists(ws_ + dotgit)) << dotgit;
+  }
+  // The user's git carries each on.
+  auto bisect = Git(ws_ + "/bis", {"bisect", "good"});
+  EXPECT_EQ(bisect.status, 0) << bisect.err;
+  EXPECT_TRUE(bisect.out.find("Bisecting") != std::string::npos ||
+              bisect.out.find("first bad commit") != std::string::npos)
+      << bisect.out << bisect.err;
+  for (const char* repo : {"/rb", "/ra", "/au"}) {
+    Write(ws_ + repo + "/f", "s\n");
+    GitOk(ws_ + repo, {"add", "f"});
+    auto cont = Git(ws_ + repo, {"-c", "core.editor=true", "rebase", "--continue"});
+    EXPECT_EQ(cont.status, 0) << repo << ": " << cont.err;
+  }
+  EXPECT_FALSE(Exists(ws_ + "/rb/.git/rebase-merge"));
+  EXPECT_FALSE(Exists(ws_ + "/ra/.git/rebase-apply"));
+  EXPECT_EQ(ReadFile(ws_ + "/au/g"), "g\ndirty\n") << "the autostash was not applied";
+  for (const char* repo : {"/cp", "/rv"}) {
+    Write(ws_ + repo + "/f", "3\n");
+    GitOk(ws_ + repo, {"add", "f"});
+    auto cont =
+        Git(ws_ + repo, {"-c", "core.editor=true",
+                         repo == std::string("/cp") ? "cherry-pick" : "revert", "--continue"});
+    EXPECT_EQ(cont.status, 0) << repo << ": " << cont.err;
+    EXPECT_FALSE(Exists(ws_ + repo + "/.git/sequencer")) << repo;
+  }
+  EXPECT_EQ(Git(ws_ + "/sp", {"sparse-checkout", "list"}).out, "d\n");
+  EXPECT_EQ(Git(ws_ + "/wc", {"config", "user.name"}).out, "wt\n");
+  for (const char* repo : {"/rr", "/mt"}) EXPECT_EQ(Git(ws_ + repo, {"status"}).status, 0) << repo;
+}
+
+// Its attack neighbour: state that makes the host's git run a command stays refused — a todo
+// with an `exec` (or `x`) line, from `git rebase --exec` or written in; a merge strategy git
+// does not ship (git runs git-merge-NAME from PATH), in rebase-merge/strategy or a
+// cherry-pick's sequencer/opts; and config.worktree, read when extensions.worktreeConfig is on,
+// is judged as the config is.
+TEST_P(T1SandboxGitAfterRun, AStoppedRebaseThatWouldRunACommandIsQuarantined) {
+  const std::string fsm = marker_ + "-fsm.sh";
+  Write(fsm, HookText(), 0755);
+  auto attack =
+      Sh("set -e; mk() { git init -q -b main $1 && for i in 1 2 3 4; do echo $i > $1/f && "
+         "git -C $1 add f && git -C $1 commit -qm c$i; done; }\n"
+         "side() { git -C $1 checkout -q -b side HEAD~2 && echo s > $1/f && git -C $1 commit -qam "
+         "s; }\n"
+         "mk rx && side rx && ! git -C rx rebase -q --exec " +
+         fsm +
+         " main >/dev/null 2>&1 && test -d rx/.git/rebase-merge\n"
+         "mk cx && side cx && ! git -C cx cherry-pick main~1 main >/dev/null 2>&1 && "
+         "printf 'x " +
+         fsm +
+         "\\n' >> cx/.git/sequencer/todo\n"
+         "mk rs && side rs && ! git -C rs rebase -q main >/dev/null 2>&1 && "
+         "echo pwn > rs/.git/rebase-merge/strategy\n"
+         "mk vs && ! git -C vs revert --no-edit HEAD~2 HEAD~1 >/dev/null 2>&1 && "
+         "printf '\\tstrategy = pwn\\n' >> vs/.git/sequencer/opts\n"
+         "mk wf && git -C wf config extensions.worktreeConfig true && "
+         "git -C wf config --worktree core.fsmonitor " +
+         fsm + "\n");
+  ASSERT_EQ(attack.status, 0) << attack.err;
+  for (const char* repo : {"/rx", "/cx", "/rs", "/vs", "/wf"}) {
+    EXPECT_FALSE(Exists(ws_ + repo + "/.git")) << repo << ": " << attack.err;
+    EXPECT_NE(attack.err.find("quarantined " + ws_ + repo + "/.git"), std::string::npos)
+        << repo << ": " << attack.err;
+  }
+  EXPECT_NE(attack.err.find("`exec` line"), std::string::npos) << attack.err;
+  EXPECT_NE(attack.err.find("`x` line"), std::string::npos) << attack.err;
+  EXPECT_NE(attack.err.find("'pwn'"), std::string::npos) << attack.err;
+  EXPECT_NE(attack.err.find("options.strategy"), std::string::npos) << attack.err;
+  EXPECT_NE(attack.err.find("config.worktree"), std::string::npos) << attack.err;
+  for (const char* repo : {"/rx", "/cx"}) {
+    Write(ws_ + repo + "/f", "3\n");
+    Git(ws_ + repo, {"add", "f"});
+  }
+  Git(ws_ + "/rx", {"-c", "core.editor=true", "rebase", "--continue"});
+  Git(ws_ + "/cx", {"-c", "core.editor=true", "cherry-pick", "--continue"});
+  UseGitOnTheHost(ws_ + "/wf");
+  EXPECT_FALSE(Exists(marker_)) << "git on the host ran a command a stopped rebase named";
+}
+
+// Review F5: a new git dir's data directories (objects/, refs/, logs/, lfs/) take any names, and
+// the walk does not enter a `.git`: a whole repository could hide there — a `.git` under lfs/,
+// or a directory of git dir shape in objects/ — and git run inside it on the host ran its
+// config. Benign neighbour: a clone with packed objects and LFS-like objects is left alone.
+TEST_P(T1SandboxGitAfterRun, ARepositoryHiddenInANewGitDirsDataIsQuarantined) {
+  const std::string fsm = marker_ + "-fsm.sh";
+  Write(fsm, HookText(), 0755);
+  auto attack =
+      Sh("set -e; git init -q h1 && mkdir -p h1/.git/lfs/x && git init -q h1/.git/lfs/x && "
+         "git -C h1/.git/lfs/x config core.fsmonitor " +
+         fsm +
+         "\ngit init -q h2 && mkdir -p h2/.git/objects/y/objects h2/.git/objects/y/refs && "
+         "printf 'ref: refs/heads/main\\n' > h2/.git/objects/y/HEAD && " +
+         Config("h2/.git/objects/y") + "\n");
+  ASSERT_EQ(attack.status, 0) << attack.err;
+  for (const char* repo : {"/h1", "/h2"}) {
+    EXPECT_FALSE(Exists(ws_ + repo + "/.git")) << repo << ": " << attack.err;
+    EXPECT_NE(attack.err.find("quarantined " + ws_ + repo + "/.git"), std::string::npos)
+        << repo << ": " << attack.err;
+  }
+  EXPECT_NE(attack.err.find("hidden in git's data"), std::string::npos) << attack.err;
+  Git(ws_ + "/h1/.git/lfs/x", {"status"});
+  Git(ws_ + "/h2/.git/objects/y", {"status"});
+  EXPECT_FALSE(Exists(marker_)) << "git on the host ran the config of a repository hidden in a "
+                                   "new git dir's data";
+
+  // Benign: a clone, packed, with LFS's object store beside git's.
+  auto benign = Sh(
+      "set -e; git init -q b && echo a > b/f && git -C b add f && git -C b commit -qm a && "
+      "git clone -q b c && git -C c gc -q && mkdir -p c/.git/lfs/objects/ab/cd c/.git/lfs/tmp && "
+      "echo data > c/.git/lfs/objects/ab/cd/abcd0123 && git -C c log --oneline >/dev/null");
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_TRUE(Quarantined(benign).empty()) << benign.err;
+  EXPECT_TRUE(Exists(ws_ + "/c/.git/lfs/objects/ab/cd/abcd0123"));
+  EXPECT_EQ(Git(ws_ + "/c", {"status", "--short"}).status, 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxGitAfterRun, ::testing::ValuesIn(kAllCallers),
                          CallerParamName);
 

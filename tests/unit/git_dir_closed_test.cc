@@ -54,9 +54,14 @@ TEST(JudgeGitDirListing, AnythingElseGitReadsIsNot) {
       {GitDirPart::kGitDir, {{"HEAD", F}, {"config", L}}},  // into the sandbox home
       {GitDirPart::kGitDir, {{"HEAD", F}, {"config", O}}},  // a FIFO
       {GitDirPart::kGitDir, {{"config.worktree", L}}},      // a symlink
-      {GitDirPart::kGitDir, {{"rebase-merge", D}}},         // a todo with exec lines
-      {GitDirPart::kGitDir, {{"rebase-apply", D}}},         //
-      {GitDirPart::kGitDir, {{"sequencer", D}}},            //
+      {GitDirPart::kGitDir, {{"rebase-merge", F}}},         // a file where git keeps a dir
+      {GitDirPart::kGitDir, {{"rebase-merge", L}}},         //
+      {GitDirPart::kGitDir, {{"BISECT_OTHER", F}}},         // not one of bisect's
+      {GitDirPart::kSequencer, {{"done", F}, {"sub", D}}},  // no directory there
+      {GitDirPart::kSequencer, {{"hooks", F}}},             // not one of the sequencer's
+      {GitDirPart::kSequencer, {{"git-rebase-todo", L}}},   // into the sandbox home
+      {GitDirPart::kSequencer, {{"todo", O}}},              // a FIFO
+      {GitDirPart::kSequencer, {{"000000001", F}}},         // longer than am numbers
       {GitDirPart::kGitDir, {{"remotes", F}}},              // not even as a file
       {GitDirPart::kGitDir, {{"objects", L}}},              // a symlinked objects
       {GitDirPart::kGitDir, {{"hooks", L}}},                //
@@ -72,12 +77,167 @@ TEST(JudgeGitDirListing, AnythingElseGitReadsIsNot) {
       {GitDirPart::kModule, {{"HEAD", F}, {"objects", D}, {"refs", D}, {"config", L}}},
       {GitDirPart::kModule, {{"HEAD", F}, {"objects", D}, {"refs", D}, {"remotes", F}}},
       {GitDirPart::kWorktrees, {{"wt", F}}},                        //
-      {GitDirPart::kWorktree, {{"HEAD", F}, {"rebase-merge", D}}},  //
+      {GitDirPart::kWorktree, {{"HEAD", F}, {"rebase-merge", F}}},  //
       {GitDirPart::kWorktree, {{"config", F}}},                     // not a worktree's
   };
   for (const auto& [part, entries] : refused) {
     auto v = JudgeGitDirListing(part, entries);
     EXPECT_TRUE(v.refused.has_value()) << static_cast<int>(part) << " " << entries.back().name;
+  }
+}
+
+// The state of a bisect, or of a rebase, am, cherry-pick or revert stopped on a conflict, as git
+// 2.39 leaves it: the files that could name a command handed on to be read.
+TEST(JudgeGitDirListing, AStoppedRebaseBisectOrCherryPickIsClosed) {
+  auto top = JudgeGitDirListing(GitDirPart::kGitDir, {{"HEAD", F},
+                                                      {"BISECT_START", F},
+                                                      {"BISECT_LOG", F},
+                                                      {"BISECT_NAMES", F},
+                                                      {"BISECT_TERMS", F},
+                                                      {"BISECT_EXPECTED_REV", F},
+                                                      {"BISECT_ANCESTORS_OK", F},
+                                                      {"CHERRY_PICK_HEAD", F},
+                                                      {"REVERT_HEAD", F},
+                                                      {"REBASE_HEAD", F},
+                                                      {"MERGE_MSG", F},
+                                                      {"AUTO_MERGE", F},
+                                                      {"MERGE_RR", F},
+                                                      {"rr-cache", D},
+                                                      {"rebase-merge", D},
+                                                      {"rebase-apply", D},
+                                                      {"sequencer", D}});
+  ASSERT_FALSE(top.refused.has_value()) << *top.refused;
+  EXPECT_EQ(top.contents, std::vector<std::string>{"BISECT_START"});
+  ASSERT_EQ(top.descend.size(), 4u);
+  EXPECT_EQ(top.descend[1], std::make_pair(std::string("rebase-merge"), GitDirPart::kSequencer));
+  auto merge = JudgeGitDirListing(GitDirPart::kSequencer, {{"author-script", F},
+                                                           {"done", F},
+                                                           {"drop_redundant_commits", F},
+                                                           {"end", F},
+                                                           {"git-rebase-todo", F},
+                                                           {"git-rebase-todo.backup", F},
+                                                           {"head-name", F},
+                                                           {"interactive", F},
+                                                           {"message", F},
+                                                           {"msgnum", F},
+                                                           {"no-reschedule-failed-exec", F},
+                                                           {"onto", F},
+                                                           {"orig-head", F},
+                                                           {"patch", F},
+                                                           {"quiet", F},
+                                                           {"stopped-sha", F},
+                                                           {"strategy", F},
+                                                           {"strategy_opts", F},
+                                                           {"autostash", F},
+                                                           {"gpg_sign_opt", F}});
+  ASSERT_FALSE(merge.refused.has_value()) << *merge.refused;
+  EXPECT_EQ(merge.contents,
+            (std::vector<std::string>{"done", "git-rebase-todo", "git-rebase-todo.backup",
+                                      "strategy", "autostash", "gpg_sign_opt"}));
+  auto apply = JudgeGitDirListing(GitDirPart::kSequencer, {{"0001", F},
+                                                           {"abort-safety", F},
+                                                           {"apply-opt", F},
+                                                           {"final-commit", F},
+                                                           {"keep", F},
+                                                           {"last", F},
+                                                           {"messageid", F},
+                                                           {"next", F},
+                                                           {"original-commit", F},
+                                                           {"patch-merge-index", F},
+                                                           {"quoted-cr", F},
+                                                           {"rebasing", F},
+                                                           {"scissors", F},
+                                                           {"sign", F},
+                                                           {"threeway", F},
+                                                           {"utf8", F}});
+  ASSERT_FALSE(apply.refused.has_value()) << *apply.refused;
+  EXPECT_EQ(apply.contents, std::vector<std::string>{"apply-opt"});
+  auto pick = JudgeGitDirListing(GitDirPart::kSequencer,
+                                 {{"abort-safety", F}, {"head", F}, {"todo", F}, {"opts", F}});
+  ASSERT_FALSE(pick.refused.has_value()) << *pick.refused;
+  EXPECT_EQ(pick.contents, (std::vector<std::string>{"todo", "opts"}));
+  // A linked worktree keeps its own.
+  auto wt = JudgeGitDirListing(GitDirPart::kWorktree, {{"HEAD", F},
+                                                       {"commondir", F},
+                                                       {"BISECT_LOG", F},
+                                                       {"rebase-merge", D},
+                                                       {"config.worktree", F}});
+  EXPECT_FALSE(wt.refused.has_value()) << *wt.refused;
+}
+
+TEST(GitStateFileNotInert, WhatCouldNameACommandIsRefused) {
+  struct Case {
+    const char* name;
+    std::string text;
+    bool inert;
+  };
+  const std::vector<Case> cases = {
+      {"git-rebase-todo", "pick 8f4843b s\n# exec is a comment here\nbreak\n", true},
+      {"git-rebase-todo", "pick 1 a\nlabel onto\nreset onto\nmerge -C 2 topic\n", true},
+      {"git-rebase-todo", "pick 1 a\nexec make\n", false},
+      {"git-rebase-todo", "x make", false},
+      {"git-rebase-todo", "  \tx\tmake\n", false},
+      {"git-rebase-todo", "exec\n", false},
+      {"git-rebase-todo", "\rexec make\n", false},        // over-matched: git would not parse it
+      {"git-rebase-todo", "xargs 1\nexecute 2\n", true},  // no such commands
+      {"git-rebase-todo.backup", "exec make\n", false},
+      {"done", "pick 1 a\nexec make\n", false},
+      {"todo", "pick 1 a\n", true},
+      {"todo", "revert 1 a\nx sh\n", false},
+      {"todo", std::string("pick 1 a\0\nx sh\n", 15), false},  // past a NUL too
+      {"strategy", "ort\n", true},
+      {"strategy", "recursive", true},
+      {"strategy", "evil\n", false},
+      {"strategy", "../../tmp/x", false},
+      {"gpg_sign_opt", "", true},
+      {"gpg_sign_opt", "-SABCDEF", false},
+      {"apply-opt", "", true},
+      {"apply-opt", "--directory=x", false},
+      {"autostash", "8f4843bf1b2440b5b756cea25730577170e853da\n", true},
+      {"autostash", "--index\n", false},
+      {"autostash", "stash@{0}\n", false},
+      {"BISECT_START", "main\n", true},
+      {"BISECT_START", "--orphan=x\n", false},
+      {"opts", "[options]\n\tedit = false\n\tmainline = 1\n", true},
+      {"opts", "[options]\n\tstrategy = ort\n\tstrategy-option = theirs\n", true},
+      {"opts", "[options]\n\tstrategy = evil\n", false},
+      {"opts", "[options]\n\tgpg-sign = KEY\n", false},
+      {"opts", "[include]\n\tpath = /x\n", false},
+      {"opts", "[options \"x\"]\n\tedit = false\n", false},
+      {"opts", "[options\n", false},           // git cannot read it
+      {"author-script", "exec make\n", true},  // not judged: data
+  };
+  for (const auto& c : cases) {
+    auto why = GitStateFileNotInert(c.name, c.text);
+    EXPECT_EQ(!why.has_value(), c.inert) << c.name << ": " << c.text << " " << why.value_or("");
+  }
+}
+
+// objects/, refs/, logs/, lfs/ take any names: no repository may hide there (review F5).
+TEST(JudgeGitDirListing, GitsDataHidesNoRepository) {
+  for (const E& entries : std::vector<E>{
+           {{"x", D}, {".git", D}},
+           {{".git", F}},
+           {{".GIT", D}},
+           {{".Git.", D}},                                             // NTFS's trailing dot
+           {{"\xe2\x80\x8c.git", D}},                                  // HFS+'s ignorable U+200C
+           {{"HEAD", F}, {"objects", D}, {"refs", D}, {"config", F}},  // of git dir shape
+           {{"HEAD", F}, {"commondir", F}},                            //
+           {{"head", F}, {"OBJECTS", D}, {"refs", F}},                 // folded, an exec file
+       }) {
+    auto v = JudgeGitDirListing(GitDirPart::kData, entries);
+    EXPECT_TRUE(v.refused.has_value()) << entries.back().name;
+  }
+  // Benign: a real clone's objects/, logs/, refs/, lfs/.
+  for (const E& entries : std::vector<E>{
+           {{"pack", D}, {"info", D}, {"ab", D}, {"cd", D}},
+           {{"HEAD", F}, {"refs", D}},  // logs/
+           {{"heads", D}, {"tags", D}, {"remotes", D}, {"bisect", D}},
+           {{"objects", D}, {"tmp", D}, {"incomplete", D}},  // lfs/
+           {{"gitignore", F}, {"git", D}, {".gitx", D}},
+       }) {
+    auto v = JudgeGitDirListing(GitDirPart::kData, entries);
+    EXPECT_FALSE(v.refused.has_value()) << *v.refused;
   }
 }
 
@@ -93,10 +253,15 @@ TEST(JudgeGitDirListing, ADirectoryOfGitDirShapeIsJudgedByWhatGitReadsThere) {
                                                         {"Anvil.toml", F}});
   EXPECT_FALSE(ok.refused.has_value()) << *ok.refused;
   EXPECT_EQ(ok.descend.size(), 2u);
+  // git init's empty branches/ is git's own, as in a git dir.
+  auto init = JudgeGitDirListing(GitDirPart::kShapedDir, {{"HEAD", F}, {"branches", D}});
+  EXPECT_FALSE(init.refused.has_value()) << *init.refused;
   for (const E& entries : std::vector<E>{{{"HEAD", F}, {"config", L}},
                                          {{"HEAD", F}, {"config", O}},
                                          {{"HEAD", F}, {"rebase-merge", D}},
                                          {{"HEAD", F}, {"sequencer", D}},
+                                         {{"HEAD", F}, {"rebase-apply", D}},
+                                         {{"HEAD", F}, {"BISECT_START", F}},
                                          {{"HEAD", F}, {"remotes", F}},
                                          {{"HEAD", F}, {"BISECT_LOG", F}},
                                          {{"HEAD", F}, {"hooks", L}}}) {
@@ -148,6 +313,30 @@ TEST(GitDirNotClosed, ListsTheGitDirDownWithoutFollowingALink) {
   // user makes it a git dir, and git writes its config through the link).
   t.Link("/w/nohead/.git/config", "/elsewhere/cfg");
   EXPECT_TRUE(GitDirNotClosed("/w/nohead/.git", GitDirPart::kGitDir, fs).has_value());
+  // A stopped rebase is closed; one whose todo runs a command is not; nor a repository hidden
+  // in lfs/ or objects/.
+  t.GitInit("/w/stop");
+  t.File("/w/stop/.git/rebase-merge/git-rebase-todo", "pick 1 a\n");
+  t.File("/w/stop/.git/rebase-merge/done", "pick 2 b\n");
+  t.File("/w/stop/.git/BISECT_START", "main\n");
+  t.File("/w/stop/.git/lfs/objects/ab/cd/abcd", "data");
+  EXPECT_EQ(GitDirNotClosed("/w/stop/.git", GitDirPart::kGitDir, fs), std::nullopt);
+  t.File("/w/stop/.git/rebase-merge/done", "pick 2 b\nexec make\n");
+  auto why = GitDirNotClosed("/w/stop/.git", GitDirPart::kGitDir, fs);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("rebase-merge/done line 2"), std::string::npos) << *why;
+  t.GitInit("/w/lfs");
+  t.File("/w/lfs/.git/lfs/x/.git/HEAD", "ref: refs/heads/main\n");
+  t.GitInit("/w/obj");
+  t.File("/w/obj/.git/objects/y/HEAD", "ref: refs/heads/main\n");
+  t.Dir("/w/obj/.git/objects/y/objects");
+  t.Dir("/w/obj/.git/objects/y/refs");
+  t.File("/w/obj/.git/objects/y/config", "[core]\n\tfsmonitor = /x\n");
+  for (const char* dir : {"/w/lfs/.git", "/w/obj/.git"}) {
+    auto hidden = GitDirNotClosed(dir, GitDirPart::kGitDir, fs);
+    ASSERT_TRUE(hidden.has_value()) << dir;
+    EXPECT_NE(hidden->find("hidden"), std::string::npos) << *hidden;
+  }
   // A git dir that is itself a symlink.
   t.Link("/w/linked", "/w/ok/.git");
   EXPECT_TRUE(GitDirNotClosed("/w/linked", GitDirPart::kGitDir, fs).has_value());

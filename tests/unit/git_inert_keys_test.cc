@@ -56,6 +56,17 @@ TEST(GitInertKeys, OnlyWhatInitCloneAndFriendsWrite) {
       {Entry("submodule", "lib", "url", "../lib.git"), true},
       {Entry("submodule", "lib", "active", "true"), true},
       {Entry("init", "", "defaultbranch", "main"), true},
+      // git sparse-checkout set, git config rerere.*, git maintenance register
+      {Entry("core", "", "sparsecheckout", "true"), true},
+      {Entry("core", "", "sparsecheckoutcone", "false"), true},
+      {Entry("index", "", "sparse", "true"), true},
+      {Entry("rerere", "", "enabled", "true"), true},
+      {Entry("rerere", "", "autoupdate", "true"), true},
+      {Entry("maintenance", "", "auto", "false"), true},
+      {Entry("maintenance", "", "strategy", "incremental"), true},
+      // Their neighbours that name programs or files stay out.
+      {Entry("maintenance", "gc", "schedule", "hourly"), false},
+      {Entry("maintenance", "", "repo", "/elsewhere"), false},
       // What runs code, listed anywhere or not.
       {Entry("remote", "origin", "url", "ext::sh -c touch% /tmp/x"), false},
       {Entry("remote", "origin", "url", "fd::7"), false},
