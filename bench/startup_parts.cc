@@ -139,8 +139,9 @@ bool View(const std::string& workspace, bool whole) {
   policy.workspace = workspace;
   auto mounts = anvil::MountTableForAliases(anvil::ReadHostMountInfo());
   if (!mounts) return false;
+  auto socket_locator = anvil::HostSocketLocator(*mounts);
   anvil::HostFs host = anvil::RealHostFs(std::move(*mounts));
-  host.bound_unix_sockets = anvil::HostSocketLocator();
+  host.bound_unix_sockets = std::move(socket_locator);
   if (!whole) return anvil::WritableRootsOf(policy, host).has_value();
   return anvil::ComputeFileView(policy, host).has_value();
 }

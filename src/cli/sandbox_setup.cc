@@ -363,13 +363,6 @@ std::vector<std::string> ShownGitNamedFiles(const std::vector<GitConfigEntry>& e
 
 }  // namespace
 
-std::optional<std::string> SanitizedGitConfig(const std::string& home,
-                                              const std::string& xdg_config_home) {
-  auto collected = GlobalGitConfigEntries(home, xdg_config_home);
-  if (!collected) return std::nullopt;
-  return RenderSanitizedGitConfig(collected->entries);
-}
-
 Result<SandboxSettings> ApplySandboxSettings(const std::vector<std::string>& environ_entries,
                                              const SandboxFlags& flags, SandboxPolicy& policy,
                                              std::vector<std::string>& allow_hosts) {

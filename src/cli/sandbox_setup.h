@@ -62,9 +62,4 @@ Result<SandboxSettings> ApplySandboxSettings(const std::vector<std::string>& env
 // exists (never following a symlink). Best effort; returns how many it removed.
 size_t SweepDeadSandboxHomes(const std::string& state_dir);
 
-// The sanitized git configuration of a home (XDG git/config, then ~/.gitconfig, with their
-// unconditional include.path files), rendered; nullopt when the user has none.
-std::optional<std::string> SanitizedGitConfig(const std::string& home,
-                                              const std::string& xdg_config_home);
-
 }  // namespace anvil::cli

@@ -127,9 +127,10 @@ std::vector<Flag> CommonFlags(SandboxArgs& a, const DescriptorProbe& open) {
                   policy.extra_read_only_subpaths)
           .Completes(Completion::kDirectory),
       Switch("--writable-git",
-             "deliberately let CMD write git metadata: every repository's .git\n"
-             "(top-level and nested) and the paths their config names stay\n"
-             "writable, and nothing is checked after the run (agents that commit)",
+             "deliberately let CMD write repository metadata: every repository's\n"
+             ".git (top-level and nested), the paths their config names and\n"
+             ".hg, .jj, .sl, _darcs, .pijul stay writable, and nothing is\n"
+             "checked after the run (agents that commit)",
              [&policy] { policy.writable_git = true; }),
       Text("--git-scan-limit", "NAME=VALUE",
            "bounds of the search for repositories in the writable roots:\n"

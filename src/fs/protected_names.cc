@@ -60,21 +60,28 @@ std::string FoldNameForLookup(std::string_view name) {
   return out;
 }
 
-std::optional<ProtectedNameKind> ProtectedNameKindOf(std::string_view name) {
-  // An ASCII name folds to itself lower-cased, trailing dots and spaces cut: compared in place,
-  // without building the folded copy (the command sandbox's walk asks this of every entry).
+namespace {
+
+// `name` as compared with the tables (ASCII case aside): an ASCII name folds to itself
+// lower-cased, trailing dots and spaces cut, so it is compared in place, without building the
+// folded copy (the command sandbox's walk asks this of every entry); another is folded into
+// `storage`.
+std::string_view Compared(std::string_view name, std::string& storage) {
   const bool ascii = std::all_of(name.begin(), name.end(),
                                  [](char c) { return static_cast<unsigned char>(c) < 0x80; });
-  std::string folded;
-  std::string_view compared = name;
-  if (ascii) {
-    while (!compared.empty() && (compared.back() == '.' || compared.back() == ' ')) {
-      compared.remove_suffix(1);
-    }
-  } else {
-    folded = FoldNameForLookup(name);
-    compared = folded;
+  if (!ascii) {
+    storage = FoldNameForLookup(name);
+    return storage;
   }
+  while (!name.empty() && (name.back() == '.' || name.back() == ' ')) name.remove_suffix(1);
+  return name;
+}
+
+}  // namespace
+
+std::optional<ProtectedNameKind> ProtectedNameKindOf(std::string_view name) {
+  std::string folded;
+  const std::string_view compared = Compared(name, folded);
   for (const ProtectedName& p : kProtectedNames) {
     if (EqualsAsciiCaseInsensitive(compared, p.name)) return p.kind;
   }
@@ -83,12 +90,44 @@ std::optional<ProtectedNameKind> ProtectedNameKindOf(std::string_view name) {
 
 bool IsProtectedName(std::string_view name) { return ProtectedNameKindOf(name).has_value(); }
 
+bool IsProtectedFileInName(std::string_view name) {
+  std::string folded;
+  const std::string_view compared = Compared(name, folded);
+  return std::any_of(
+      std::begin(kProtectedFilesIn), std::end(kProtectedFilesIn),
+      [&](const ProtectedFileIn& f) { return EqualsAsciiCaseInsensitive(compared, f.name); });
+}
+
+std::optional<ProtectedNameKind> ProtectedNameKindIn(std::string_view dir, std::string_view name) {
+  if (auto kind = ProtectedNameKindOf(name)) return kind;
+  std::string folded_name;
+  const std::string_view compared_name = Compared(name, folded_name);
+  std::string folded_dir;
+  std::optional<std::string_view> compared_dir;  // folded only when a file name matches
+  for (const ProtectedFileIn& f : kProtectedFilesIn) {
+    if (!EqualsAsciiCaseInsensitive(compared_name, f.name)) continue;
+    if (!compared_dir) compared_dir = Compared(dir, folded_dir);
+    if (EqualsAsciiCaseInsensitive(*compared_dir, f.dir)) return f.kind;
+  }
+  return std::nullopt;
+}
+
+std::optional<ProtectedNameKind> ProtectedKindOfPath(std::string_view path) {
+  const auto slash = path.rfind('/');
+  if (slash == std::string_view::npos) return ProtectedNameKindOf(path);
+  const std::string_view parent = path.substr(0, slash);
+  return ProtectedNameKindIn(parent.substr(parent.rfind('/') + 1), path.substr(slash + 1));
+}
+
 bool IsProtectedPath(std::string_view normalized_path) {
   std::size_t start = 0;
+  std::string_view dir;
   while (start <= normalized_path.size()) {
     std::size_t slash = normalized_path.find('/', start);
     if (slash == std::string_view::npos) slash = normalized_path.size();
-    if (IsProtectedName(normalized_path.substr(start, slash - start))) return true;
+    const std::string_view name = normalized_path.substr(start, slash - start);
+    if (ProtectedNameKindIn(dir, name)) return true;
+    dir = name;
     start = slash + 1;
   }
   return false;

@@ -37,10 +37,18 @@ enum class ProtectedNameKind {
   kAgentConfig,
   // Another version control system's repository metadata whose config runs code on the host:
   // Mercurial's .hg (hgrc's [hooks] and [extensions], run by hg in a repository the user owns),
-  // Jujutsu's .jj (repo/config.toml's ui.pager and aliases, in versions that read it). Kept
-  // whole, as .git is without --writable-git; unlike .git, a new one is never judged by what
-  // it holds: one the command makes is moved aside after the run.
+  // Jujutsu's .jj (repo/config.toml's ui.pager and aliases, in versions that read it),
+  // Sapling's .sl (its config's [hooks] and aliases), Darcs' _darcs (prefs/defaults gives
+  // commands their options: a --test or posthook command) and Pijul's .pijul (its config's
+  // hooks). Kept whole, as .git is, and opened with it by --writable-git; unlike .git, a new one
+  // is never judged by what it holds: one the command makes is moved aside after the run.
   kVcsMetadata,
+  // A file in an editor's workspace directory that makes the editor run commands by itself:
+  // VS Code's .vscode/tasks.json (a task with runOptions.runOn "folderOpen" runs when the
+  // folder is opened) and .vscode/mcp.json (the MCP servers it starts). Cursor and Windsurf
+  // read the same files. Only those files (kProtectedFilesIn): the rest of .vscode (settings,
+  // launch configurations, recommended extensions) is everyday work.
+  kEditorAutorun,
 };
 
 struct ProtectedName {
@@ -74,12 +82,37 @@ inline constexpr ProtectedName kProtectedNames[] = {
     {".zed", ProtectedNameKind::kAgentConfig},
     {".hg", ProtectedNameKind::kVcsMetadata},
     {".jj", ProtectedNameKind::kVcsMetadata},
+    {".sl", ProtectedNameKind::kVcsMetadata},
+    {"_darcs", ProtectedNameKind::kVcsMetadata},
+    {".pijul", ProtectedNameKind::kVcsMetadata},
 };
 
-// The program that reads a name of this kind follows a symbolic link there (an agent, hg, jj),
-// so what the link leads to is what to keep; Anvil opens its own names without following one.
+// A file protected only inside a directory of a given name, where the program that runs what it
+// says reads it; a file of that name anywhere else, and the directory's other files, are left.
+struct ProtectedFileIn {
+  std::string_view dir;
+  std::string_view name;
+  ProtectedNameKind kind;
+};
+
+// As kProtectedNames: a name added here is one an older walk cache did not keep.
+inline constexpr ProtectedFileIn kProtectedFilesIn[] = {
+    {".vscode", "tasks.json", ProtectedNameKind::kEditorAutorun},
+    {".vscode", "mcp.json", ProtectedNameKind::kEditorAutorun},
+};
+
+// The program that reads a name of this kind follows a symbolic link there (an agent, hg, jj,
+// VS Code), so what the link leads to is what to keep; Anvil opens its own names without
+// following one.
 constexpr bool FollowedThroughLinks(ProtectedNameKind kind) {
-  return kind == ProtectedNameKind::kAgentConfig || kind == ProtectedNameKind::kVcsMetadata;
+  return kind == ProtectedNameKind::kAgentConfig || kind == ProtectedNameKind::kVcsMetadata ||
+         kind == ProtectedNameKind::kEditorAutorun;
+}
+
+// A repository's metadata, git's or another version control system's: what --writable-git
+// (the user's trust in the command with the repository) opens.
+constexpr bool IsRepositoryMetadata(ProtectedNameKind kind) {
+  return kind == ProtectedNameKind::kGitMetadata || kind == ProtectedNameKind::kVcsMetadata;
 }
 
 // The kind of a protected name, when one file name (raw bytes, not necessarily UTF-8) names a
@@ -94,14 +127,28 @@ std::optional<ProtectedNameKind> ProtectedNameKindOf(std::string_view name);
 // ProtectedNameKindOf(name) has a value.
 bool IsProtectedName(std::string_view name);
 
+// The kind of entry `name` of a directory whose own name is `dir` (both compared after the
+// folds of ProtectedNameKindOf): a protected name, or a file of kProtectedFilesIn in its
+// directory.
+std::optional<ProtectedNameKind> ProtectedNameKindIn(std::string_view dir, std::string_view name);
+
+// ProtectedNameKindIn for the last component of the '/'-separated `path`, in the directory the
+// component before it names.
+std::optional<ProtectedNameKind> ProtectedKindOfPath(std::string_view path);
+
+// `name` is the file name of an entry of kProtectedFilesIn, in whichever directory: one a walk
+// keeps to judge with its directory.
+bool IsProtectedFileInName(std::string_view name);
+
 // `name` as the case-folding and ignoring file systems of IsProtectedName compare it: ASCII
 // lower case, U+212A -> 'k', U+017F -> 's', HFS+'s ignorable code points dropped, trailing dots
 // and spaces cut. Any other non-ASCII code point (or invalid byte) becomes '\x80', which no
 // ASCII name contains.
 std::string FoldNameForLookup(std::string_view name);
 
-// True when any component of the '/'-separated relative path is a protected name (at any
-// depth: nested repositories, plugins and workspaces have their own).
+// True when any component of the '/'-separated relative path is a protected name, or a file
+// of kProtectedFilesIn in the directory before it (at any depth: nested repositories, plugins
+// and workspaces have their own).
 bool IsProtectedPath(std::string_view normalized_path);
 
 }  // namespace anvil

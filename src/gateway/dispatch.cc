@@ -379,7 +379,10 @@ Status CheckTreeBeneath(const DispatchContext& ctx, const Grant& grant, const st
     return base == "." ? std::string(rel) : base + "/" + std::string(rel);
   };
   auto match = [&](std::string_view name, std::string_view rel) {
-    if (IsProtectedName(name)) {
+    // A file protected in its directory (`.vscode/tasks.json`) counts where it is and, for a
+    // rename, where it would land (a directory renamed to `.vscode`).
+    if (IsProtectedName(name) || IsProtectedPath(under(path, rel)) ||
+        (to != nullptr && IsProtectedPath(under(*to, rel)))) {
       protected_name = true;
       return true;
     }

@@ -21,6 +21,7 @@
 #include <memory>
 #include <sstream>
 
+#include "common/fd_io.h"
 #include "common/syscalls.h"
 #include "common/unique_fd.h"
 #include "policy/sandbox_policy.h"
@@ -36,16 +37,11 @@ struct MountTable {
   std::map<uint64_t, uint64_t> dev_by_id;
 };
 
-MountTable ReadMountTable() {
-  MountTable table;
-  MountInfoRead read = ReadHostMountInfo();
-  for (const auto& m : read.mounts) table.dev_by_id[m.id] = m.dev;
-  table.mounts = std::move(read.mounts);
+std::shared_ptr<const MountTable> SharedMountTable(std::vector<HostMount> mounts) {
+  auto table = std::make_shared<MountTable>();
+  for (const auto& m : mounts) table->dev_by_id[m.id] = m.dev;
+  table->mounts = std::move(mounts);
   return table;
-}
-
-std::shared_ptr<const MountTable> SharedMountTable() {
-  return std::make_shared<const MountTable>(ReadMountTable());
 }
 
 // The descriptor number under which process `pid` holds socket `socket_ino`, or -1.
@@ -184,13 +180,10 @@ Result<std::vector<BoundSocket>> ListBoundUnixSockets() {
   }
 }
 
-HostSocketFacts RealHostSocketFacts() {
+HostSocketFacts RealHostSocketFacts(std::vector<HostMount> mounts) {
   HostSocketFacts facts;
-  auto table = std::make_shared<std::shared_ptr<const MountTable>>();
-  auto mount_table = [table]() -> const MountTable& {
-    if (!*table) *table = SharedMountTable();
-    return **table;
-  };
+  const std::shared_ptr<const MountTable> table = SharedMountTable(std::move(mounts));
+  auto mount_table = [table]() -> const MountTable& { return *table; };
   facts.sockets = ListBoundUnixSockets;
   facts.owners = [](const std::set<uint64_t>& wanted) {
     std::map<uint64_t, int> found;
@@ -293,9 +286,10 @@ HostSocketFacts RealHostSocketFacts() {
   return facts;
 }
 
-std::function<Result<HostSocketMasks>(const FileView&)> HostSocketLocator() {
+std::function<Result<HostSocketMasks>(const FileView&)> HostSocketLocator(
+    std::vector<HostMount> mounts) {
   auto cache = std::make_shared<std::map<std::string, Result<HostSocketMasks>>>();
-  return [cache](const FileView& view) -> Result<HostSocketMasks> {
+  return [cache, mounts = std::move(mounts)](const FileView& view) -> Result<HostSocketMasks> {
     auto regions = ViewRegionsOf(view);
     std::string key;
     for (const auto& r : regions) {
@@ -304,7 +298,7 @@ std::function<Result<HostSocketMasks>(const FileView&)> HostSocketLocator() {
       key += '\0';
     }
     if (auto it = cache->find(key); it != cache->end()) return it->second;
-    auto located = LocateHostSockets(regions, RealHostSocketFacts());
+    auto located = LocateHostSockets(regions, RealHostSocketFacts(mounts));
     cache->emplace(key, located);
     return located;
   };
@@ -320,14 +314,13 @@ MountInfoRead ReadHostMountInfo() {
   std::string text;
   char buf[65536];
   while (true) {
-    const ssize_t n = ::read(fd.Get(), buf, sizeof(buf));
-    if (n == 0) break;
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      out.error = std::string("read: ") + std::strerror(errno);
+    const fd_io::IoResult r = fd_io::ReadExactly(fd.Get(), buf, sizeof(buf));
+    text.append(buf, r.done);
+    if (r.eof) break;
+    if (r.error != 0) {
+      out.error = std::string("read: ") + std::strerror(r.error);
       return out;
     }
-    text.append(buf, static_cast<size_t>(n));
   }
   out.read = true;
   std::istringstream lines(text);

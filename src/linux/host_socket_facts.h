@@ -23,12 +23,15 @@ Result<std::vector<BoundSocket>> ListBoundUnixSockets();
 // The kernel's internal dev_t (major << 20 | minor: what unix_diag reports) as st_dev.
 uint64_t DevFromKernel(uint32_t kernel_dev);
 
-HostSocketFacts RealHostSocketFacts();
+// The real facts, with `mounts` the host's mount table as the start read it (ReadHostMountInfo,
+// checked by MountTableForAliases: one that could not be read stops the start before this).
+HostSocketFacts RealHostSocketFacts(std::vector<HostMount> mounts);
 
 // For HostFs::bound_unix_sockets: LocateHostSockets over the view's regions with the real
-// facts. The answer is kept for the next call with the same regions (a launch computes its
-// view twice).
-std::function<Result<HostSocketMasks>(const FileView&)> HostSocketLocator();
+// facts and `mounts`. The answer is kept for the next call with the same regions (a launch
+// computes its view twice).
+std::function<Result<HostSocketMasks>(const FileView&)> HostSocketLocator(
+    std::vector<HostMount> mounts);
 
 // The mounts of /proc/self/mountinfo, in its order (one read), and whether it could be read
 // (policy/tree_alias.h MountTableForAliases decides what the start does with it).

@@ -123,8 +123,10 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
     // alias is found, so a table that cannot be had stops the start.
     auto mounts = MountTableForAliases(ReadHostMountInfo());
     if (!mounts) return SetupFailure(mounts.error().ToString(), start);
+    // One read of the table for both: the aliases and the host sockets' mounts.
+    auto socket_locator = HostSocketLocator(*mounts);
     HostFs host = RealHostFs(std::move(*mounts));
-    host.bound_unix_sockets = HostSocketLocator();
+    host.bound_unix_sockets = std::move(socket_locator);
     // The roots first: the view is computed once, after what is made and found in them.
     auto writable = WritableRootsOf(policy, host);
     if (!writable) return SetupFailure(writable.error().ToString(), start);

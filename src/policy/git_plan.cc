@@ -82,18 +82,20 @@ class Planner {
       }
       for (const auto& e : f.entries) NameFromEntry(e, f, -1, bases, bases);
     }
-    // An agent's configuration (or an hg or jj repository's metadata) that is a symlink
-    // (`.claude -> shared-claude`): the program reads what it leads to, so that is kept
+    // An agent's configuration (or another repository's metadata, or VS Code's tasks) that is a
+    // symlink (`.claude -> shared-claude`): the program reads what it leads to, so that is kept
     // read-only here and refused to plugins' writes, as what a hook leads to is.
     for (const auto& n : scan_.protected_names) {
       if (OutOfTime(n)) break;
       const std::string base = n.substr(n.rfind('/') + 1);
-      const auto kind = ProtectedNameKindOf(base);
+      const auto kind = ProtectedKindOfPath(n);
       if (!kind || !FollowedThroughLinks(*kind) || fs_.lstat(n).type != GitFileType::kSymlink) {
         continue;
       }
       const char* what = *kind == ProtectedNameKind::kVcsMetadata ? "the repository metadata "
-                                                                  : "the AI agent configuration ";
+                         : *kind == ProtectedNameKind::kEditorAutorun
+                             ? "VS Code's configuration "
+                             : "the AI agent configuration ";
       auto to = FollowLinks(n);
       if (!to) {
         Unfollowable(what + n);

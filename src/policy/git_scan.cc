@@ -228,7 +228,8 @@ class Scanner {
       }
       for (const auto& e : entries) {
         const std::string path = Join(dir, e.name);
-        const GitWalkStep step = DecideGitWalkEntry(e, depth, limits_.depth);
+        const GitWalkStep step = DecideGitWalkEntry(
+            e, std::string_view(dir).substr(dir.rfind('/') + 1), depth, limits_.depth);
         if (step.protected_name) scan_.protected_names.push_back(path);
         if (e.type == GitFileType::kSymlink && !step.marker) {
           scan_.symlinks.push_back(path);
@@ -295,8 +296,9 @@ class Scanner {
   // are as an earlier check judged them (GitScan::listed_symlinks).
   static bool Kept(const GitDirEntry& e) {
     if (e.type == GitFileType::kDir) return true;
-    // `.git` in any spelling the protected names fold (any type), and Anvil's own names.
-    if (IsProtectedName(e.name)) return true;
+    // `.git` in any spelling the protected names fold (any type), Anvil's own names, and a file
+    // of kProtectedFilesIn in whatever directory (its directory's name decides, when walked).
+    if (IsProtectedName(e.name) || IsProtectedFileInName(e.name)) return true;
     return ClassifyGitDirName(e.name, true) != GitDirName::kNone;
   }
 

@@ -4,16 +4,18 @@
 
 namespace anvil {
 
-GitWalkStep DecideGitWalkEntry(const GitDirEntry& e, size_t depth, size_t max_depth) {
+GitWalkStep DecideGitWalkEntry(const GitDirEntry& e, std::string_view dir_name, size_t depth,
+                               size_t max_depth) {
   GitWalkStep step;
   // One fold for every protected name, `.git` too: where a file system ignores code points or
   // folds letters when it looks a name up (`.g\u200cit`, `.GIT`, `.git.`), git asking for `.git`
   // opens that entry.
-  const auto kind = ProtectedNameKindOf(e.name);
+  const auto kind = ProtectedNameKindIn(dir_name, e.name);
   if (e.type == GitFileType::kDir || e.type == GitFileType::kFile) {
     step.protected_name = kind && *kind != ProtectedNameKind::kGitMetadata;
   } else if (e.type == GitFileType::kSymlink && kind && FollowedThroughLinks(*kind)) {
-    // Anvil opens its own names without following a link; an agent, hg and jj follow one.
+    // Anvil opens its own names without following a link; an agent, hg, jj and VS Code follow
+    // one.
     step.protected_name = true;
   }
   if (kind == ProtectedNameKind::kGitMetadata) {

@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <string_view>
 
 #include "policy/git_metadata.h"
 
@@ -39,9 +40,11 @@ struct GitWalkStep {
   GitWalkDescent descent = GitWalkDescent::kNone;
 };
 
-// The step for entry `e` of a directory `depth` levels below its writable root, with
-// `max_depth` the 'depth' bound. Nothing about the directory itself (its shape included)
-// changes it.
-GitWalkStep DecideGitWalkEntry(const GitDirEntry& e, size_t depth, size_t max_depth);
+// The step for entry `e` of a directory named `dir_name` (its last component), `depth` levels
+// below its writable root, with `max_depth` the 'depth' bound. Nothing else about the directory
+// (its shape included) changes it; its name only makes a file of kProtectedFilesIn
+// (fs/protected_names.h: `.vscode/tasks.json`) a protected name.
+GitWalkStep DecideGitWalkEntry(const GitDirEntry& e, std::string_view dir_name, size_t depth,
+                               size_t max_depth);
 
 }  // namespace anvil

@@ -143,7 +143,7 @@ std::vector<ProtectedNameMove> NewProtectedNames(const std::vector<std::string>&
     if (was.count(path) > 0 || skipped.count(path) > 0) continue;
     const auto slash = path.rfind('/');
     if (slash == std::string::npos) continue;
-    const auto kind = ProtectedNameKindOf(std::string_view(path).substr(slash + 1));
+    const auto kind = ProtectedKindOfPath(path);
     if (!kind || *kind == ProtectedNameKind::kGitMetadata) continue;
     if (std::any_of(moves.begin(), moves.end(),
                     [&](const ProtectedNameMove& m) { return PathIsWithin(path, m.path); })) {
@@ -194,8 +194,12 @@ NameWhat WhatItIs(ProtectedNameKind kind) {
       return {"an AI agent's project configuration",
               "tells the agent what to run on the host: hooks, MCP servers, permissions"};
     case ProtectedNameKind::kVcsMetadata:
-      return {"a Mercurial or Jujutsu repository's metadata",
-              "holds the config hg and jj read on the host: hooks, extensions, pagers"};
+      return {"a version control repository's metadata",
+              "holds the config hg, jj, sl, darcs and pijul read on the host: hooks, extensions, "
+              "pagers"};
+    case ProtectedNameKind::kEditorAutorun:
+      return {"VS Code's folder-open tasks or MCP servers",
+              "tells VS Code what to run on the host: tasks when the folder opens, MCP servers"};
     case ProtectedNameKind::kPluginLock:
       return {"anvil.lock", "pins each plugin's manifest and code"};
     case ProtectedNameKind::kAnvilState:

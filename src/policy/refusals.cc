@@ -67,7 +67,7 @@ WriteClass ClassifyWrite(const FileView& view, const SandboxPolicy& policy,
     for (const auto& sub : wr.read_only_subpaths) {
       if (!PathIsWithin(path, sub)) continue;
       const std::string base = Basename(sub);
-      const auto kind = ProtectedNameKindOf(base);
+      const auto kind = ProtectedKindOfPath(sub);
       if (kind && *kind != ProtectedNameKind::kGitMetadata) return {WriteArea::kAnvilDir, sub};
       if (base == ".git" || HasGitComponent(sub) ||
           std::find(view.git_protected.begin(), view.git_protected.end(), sub) !=
@@ -264,7 +264,7 @@ RefusalAdvice Advise(const Refusal& r, const std::string& workspace, const std::
           a.allow = "--writable-git";
           break;
         case WriteArea::kAnvilDir: {
-          const auto kind = ProtectedNameKindOf(Basename(r.root));
+          const auto kind = ProtectedKindOfPath(r.root);
           if (kind == ProtectedNameKind::kPluginLock) {
             a.why = root +
                     " pins the plugins' code and stays read-only (`anvil plugin lock` outside the "
@@ -280,9 +280,15 @@ RefusalAdvice Advise(const Refusal& r, const std::string& workspace, const std::
                     "sandbox)";
           } else if (kind == ProtectedNameKind::kVcsMetadata) {
             a.why = root +
-                    " is a Mercurial or Jujutsu repository's metadata (its config names hooks, "
-                    "extensions and pagers that hg and jj run outside the sandbox) and stays "
-                    "read-only (run hg or jj outside the sandbox)";
+                    " is a version control repository's metadata (hg's, jj's, sl's, darcs' or "
+                    "pijul's: its config names hooks, extensions and pagers they run outside the "
+                    "sandbox) and stays read-only";
+            a.allow = "--writable-git";
+          } else if (kind == ProtectedNameKind::kEditorAutorun) {
+            a.why = root +
+                    " tells VS Code what to run on the host (a task run when the folder opens, "
+                    "the MCP servers it starts) and stays read-only (edit it outside the "
+                    "sandbox)";
           } else if (Basename(r.root) == ".anvil") {
             a.why = ".anvil is Anvil's own state and stays read-only";
           } else {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 #include <set>
+#include <utility>
 
 #include "policy/sandbox_home.h"
 #include "policy/tree_alias.h"
@@ -451,20 +452,26 @@ Result<FileView> ComputeFileView(const SandboxPolicy& policy, const HostFs& host
   }
 
   std::vector<std::string> read_only;  // absolute canonical paths that must stay read-only
+  // Each name at the top of a root, and each file of kProtectedFilesIn in its directory there.
+  std::vector<std::pair<std::string, ProtectedNameKind>> top_names;
+  for (const ProtectedName& p : kProtectedNames) top_names.emplace_back(p.name, p.kind);
+  for (const ProtectedFileIn& f : kProtectedFilesIn) {
+    top_names.emplace_back(std::string(f.dir) + "/" + std::string(f.name), f.kind);
+  }
   for (const auto& root : writable) {
-    for (const ProtectedName& protected_name : kProtectedNames) {
-      const bool git = protected_name.kind == ProtectedNameKind::kGitMetadata;
-      if (git && policy.writable_git) continue;
-      const std::string name(protected_name.name);
+    for (const auto& [name, kind] : top_names) {
+      const bool git = kind == ProtectedNameKind::kGitMetadata;
+      // --writable-git: the user trusts the command with every repository's metadata.
+      if (IsRepositoryMetadata(kind) && policy.writable_git) continue;
       const std::string candidate = root + "/" + name;
-      const bool directory = git || protected_name.kind == ProtectedNameKind::kAnvilState;
-      const bool agent = FollowedThroughLinks(protected_name.kind);
+      const bool directory = git || kind == ProtectedNameKind::kAnvilState;
+      const bool agent = FollowedThroughLinks(kind);
       // Most names are missing: one lstat, not a resolution of every component of the root.
       if (host.lstat_kind && host.lstat_kind(candidate) == HostFs::Kind::kMissing) continue;
       if (host.is_symlink && host.is_symlink(candidate)) {
         if (agent) {
-          // An agent (hg, jj) follows the link: what it leads to is kept read-only where this
-          // root holds it (a target elsewhere is not the command's to write).
+          // An agent (hg, jj, VS Code) follows the link: what it leads to is kept read-only
+          // where this root holds it (a target elsewhere is not the command's to write).
           auto target = host.resolve(candidate);
           if (target && PathIsWithin(*target, root) && *target != root) {
             read_only.push_back(*target);

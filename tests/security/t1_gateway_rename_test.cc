@@ -158,6 +158,46 @@ TEST_F(T1GatewayRename, ARenameNeverMovesAFileIntoTheReadGrant) {
 
 // The benign neighbour: ordinary files and directories (names that merely resemble protected
 // ones included) are renamed as before.
+// VS Code's tasks.json and mcp.json are protected in a `.vscode` directory only: a plugin can
+// neither write one there nor get one there by renaming the directory that holds it (or the
+// file) into place, nor remove the directory with it. .vscode's other files, and a tasks.json
+// elsewhere, are the plugin's to write and move.
+TEST_F(T1GatewayRename, VsCodesTasksAreNotRenamedIntoPlace) {
+  Mkdirs("notes/.vscode");
+  WriteFile(*ws_ / "notes/.vscode/tasks.json", "{}");
+  Mkdirs("notes/staged");
+  WriteFile(*ws_ / "notes/staged/tasks.json", "evil");
+  WriteFile(*ws_ / "notes/staged/settings.json", "{}");
+  Mkdirs("notes/plain");
+  Mkdirs("notes/sub");
+  Mkdirs("other");
+  WriteFile(*ws_ / "notes/plain/settings.json", "{}");
+  WriteFile(*ws_ / "notes/mcp.json", "evil");
+  auto client = Start({}, {"**"}, {"**"});
+  auto call = [&](const char* op, std::vector<std::string> args) {
+    auto r = client->Call(op, args);
+    if (!r) return "transport: " + r.error().ToString();
+    return r->ok ? std::string("ok") : r->ErrorText();
+  };
+  EXPECT_EQ(call("fs.write", {"notes/.vscode/tasks.json", "evil"}).rfind("denied: ", 0), 0u);
+  EXPECT_EQ(call("fs.write", {"sub/.VSCODE/mcp.json", "evil", "1"}).rfind("denied: ", 0), 0u);
+  EXPECT_EQ(Rename(*client, "notes/mcp.json", "notes/.vscode/mcp.json").rfind("denied: ", 0), 0u);
+  const std::string into = Rename(*client, "notes/staged", "other/.vscode");
+  EXPECT_EQ(into.rfind("denied: fs.write: directory holds protected", 0), 0u) << into;
+  const std::string away = Rename(*client, "notes/.vscode", "notes/old");
+  EXPECT_EQ(away.rfind("denied: fs.write: directory holds protected", 0), 0u) << away;
+  EXPECT_EQ(call("fs.remove", {"notes/.vscode", "1"}).rfind("denied: ", 0), 0u);
+  EXPECT_EQ(ReadFile(*ws_ / "notes/.vscode/tasks.json"), "{}");
+  EXPECT_FALSE(Exists(*ws_ / "other/.vscode"));
+  EXPECT_FALSE(Exists(*ws_ / "notes/.vscode/mcp.json"));
+  // Benign: the rest of .vscode, a directory without those files renamed to .vscode, a
+  // tasks.json elsewhere.
+  EXPECT_EQ(call("fs.write", {"notes/.vscode/settings.json", "{}"}), "ok");
+  EXPECT_EQ(Rename(*client, "notes/plain", "notes/sub/.vscode"), "ok");
+  EXPECT_EQ(call("fs.write", {"notes/staged/tasks.json", "fine"}), "ok");
+  EXPECT_EQ(Rename(*client, "notes/staged", "notes/moved-staged"), "ok");
+}
+
 TEST_F(T1GatewayRename, OrdinaryFilesAndDirectoriesAreRenamed) {
   Mkdirs("notes/project/src/.github/workflows");
   WriteFile(*ws_ / "notes/project/src/.gitignore", "build/\n");

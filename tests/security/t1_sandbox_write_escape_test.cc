@@ -242,12 +242,148 @@ TEST_P(T1SandboxWrite, AMercurialOrJujutsuRepositorysConfigIsNotTheCommandsToCha
   EXPECT_NE(lstat((ws_ + "/sub/.hg").c_str(), &st), 0) << attack.err;
   EXPECT_NE(lstat((ws_ + "/n/.jj").c_str(), &st), 0) << attack.err;
   EXPECT_TRUE(Exists(ws_ + "/sub/.hg.anvil-quarantine/hgrc")) << attack.err;
-  EXPECT_NE(attack.err.find("Mercurial or Jujutsu repository's metadata"), std::string::npos)
+  EXPECT_NE(attack.err.find("version control repository's metadata"), std::string::npos)
       << attack.err;
   // The benign neighbours stay as the command left them.
   EXPECT_EQ(ReadFile(ws_ + "/.hgignore"), "syntax: glob\n");
   EXPECT_EQ(ReadFile(ws_ + "/notes/hgrc"), "x\n");
   ExpectGitUntouched();
+}
+
+// Sapling's .sl (its config's [hooks] and aliases, run by sl), Darcs' _darcs (prefs/defaults
+// names the options, and so the commands, darcs runs: a --test or a posthook) and Pijul's
+// .pijul (its config's hooks): kept as .hg and .jj are — what exists read-only at any depth, a
+// new one moved aside after the run. Files by neighbouring names stay writable.
+TEST_P(T1SandboxWrite, SaplingDarcsOrPijulRepositorysConfigIsNotTheCommandsToChange) {
+  for (const char* d : {"/.sl", "/_darcs", "/_darcs/prefs", "/.pijul", "/lib", "/lib/.sl"}) {
+    ASSERT_EQ(mkdir((ws_ + d).c_str(), 0755), 0);
+  }
+  WriteFile(ws_ + "/.sl/config", "[paths]\n");
+  WriteFile(ws_ + "/lib/.sl/config", "[paths]\n");
+  WriteFile(ws_ + "/_darcs/prefs/defaults", "ALL --look-for-adds\n");
+  WriteFile(ws_ + "/.pijul/config", "[hooks]\n");
+  caller_.Give(ws_);
+
+  auto benign =
+      Sh("cat .sl/config _darcs/prefs/defaults && echo x > .slignore && echo x > darcs && "
+         "mkdir -p notes && echo x > notes/defaults && echo x > .pijulignore && echo ok");
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_NE(benign.out.find("ok"), std::string::npos) << benign.err;
+
+  auto attack =
+      Sh("printf '[hooks]\\npre-commit = touch /tmp/pwned\\n' >> .sl/config; "
+         "printf '[hooks]\\npre-commit = touch /tmp/pwned\\n' >> lib/.sl/config; "
+         "echo 'record posthook touch /tmp/pwned' >> _darcs/prefs/defaults; "
+         "printf '[hooks]\\nrecord = [\"touch /tmp/pwned\"]\\n' >> .pijul/config; "
+         "rm -rf .pijul; mv _darcs darcs-old; mv lib lib-old; "
+         "mkdir -p sub/_darcs/prefs && echo 'ALL test touch /tmp/pwned' > "
+         "sub/_darcs/prefs/defaults; mkdir -p n/.pijul && echo x > n/.pijul/config; "
+         "mkdir -p m/.sl && echo x > m/.sl/config; true");
+  EXPECT_EQ(ReadFile(ws_ + "/.sl/config"), "[paths]\n");
+  EXPECT_EQ(ReadFile(ws_ + "/lib/.sl/config"), "[paths]\n");
+  EXPECT_EQ(ReadFile(ws_ + "/_darcs/prefs/defaults"), "ALL --look-for-adds\n");
+  EXPECT_EQ(ReadFile(ws_ + "/.pijul/config"), "[hooks]\n");
+  EXPECT_FALSE(Exists(ws_ + "/darcs-old"));
+  EXPECT_FALSE(Exists(ws_ + "/lib-old"));
+  // Made by the command: moved aside, with a line that says so.
+  struct stat st {};
+  for (const char* made : {"/sub/_darcs", "/n/.pijul", "/m/.sl"}) {
+    EXPECT_NE(lstat((ws_ + made).c_str(), &st), 0) << made << attack.err;
+  }
+  EXPECT_TRUE(Exists(ws_ + "/sub/_darcs.anvil-quarantine/prefs/defaults")) << attack.err;
+  EXPECT_NE(attack.err.find("version control repository's metadata"), std::string::npos)
+      << attack.err;
+  // The benign neighbours stay as the command left them.
+  EXPECT_EQ(ReadFile(ws_ + "/.slignore"), "x\n");
+  EXPECT_EQ(ReadFile(ws_ + "/darcs"), "x\n");
+  EXPECT_EQ(ReadFile(ws_ + "/notes/defaults"), "x\n");
+  ExpectGitUntouched();
+}
+
+// VS Code runs a task of .vscode/tasks.json whose runOptions.runOn is "folderOpen" when the
+// folder is opened (in a trusted workspace, without asking again), and starts the servers of
+// .vscode/mcp.json (commands) for its agent; Cursor and Windsurf read the same files. Those two
+// files are kept, at any depth, as an agent's configuration is; the rest of .vscode (settings,
+// launch configurations, recommended extensions) and files of those names elsewhere stay the
+// command's to write.
+TEST_P(T1SandboxWrite, VsCodesFolderOpenTasksAndMcpServersAreNotTheCommandsToChange) {
+  for (const char* d : {"/.vscode", "/pkg", "/pkg/.vscode"}) {
+    ASSERT_EQ(mkdir((ws_ + d).c_str(), 0755), 0);
+  }
+  const std::string tasks = "{\"version\": \"2.0.0\", \"tasks\": []}\n";
+  WriteFile(ws_ + "/.vscode/tasks.json", tasks);
+  WriteFile(ws_ + "/.vscode/mcp.json", "{\"servers\": {}}\n");
+  WriteFile(ws_ + "/pkg/.vscode/tasks.json", tasks);
+  caller_.Give(ws_);
+
+  auto benign =
+      Sh("cat .vscode/tasks.json && echo '{}' > .vscode/settings.json && "
+         "echo '{}' > .vscode/launch.json && echo '{}' > .vscode/extensions.json && "
+         "echo '{}' > tasks.json && mkdir -p notes && echo '{}' > notes/mcp.json && "
+         "echo '{}' > pkg/.vscode/settings.json && echo ok");
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_NE(benign.out.find("ok"), std::string::npos) << benign.err;
+
+  const std::string evil =
+      "{\"version\": \"2.0.0\", \"tasks\": [{\"label\": \"x\", \"type\": \"shell\", "
+      "\"command\": \"touch /tmp/pwned\", \"runOptions\": {\"runOn\": \"folderOpen\"}}]}";
+  auto attack = Sh("echo '" + evil + "' > .vscode/tasks.json; echo '" + evil +
+                   "' > pkg/.vscode/tasks.json; rm -f .vscode/mcp.json; "
+                   "mv .vscode vscode-old; mv pkg pkg-old; "
+                   "mkdir -p sub/.vscode && echo '" +
+                   evil +
+                   "' > sub/.vscode/tasks.json; "
+                   "mkdir -p n/.vscode && echo '{\"servers\": {}}' > n/.vscode/mcp.json; "
+                   "mkdir -p o && echo '" +
+                   evil +
+                   "' > o/t.json && mkdir o/.vscode && "
+                   "mv o/t.json o/.vscode/tasks.json; true");
+  EXPECT_EQ(ReadFile(ws_ + "/.vscode/tasks.json"), tasks);
+  EXPECT_EQ(ReadFile(ws_ + "/pkg/.vscode/tasks.json"), tasks);
+  EXPECT_EQ(ReadFile(ws_ + "/.vscode/mcp.json"), "{\"servers\": {}}\n");
+  EXPECT_FALSE(Exists(ws_ + "/vscode-old"));
+  EXPECT_FALSE(Exists(ws_ + "/pkg-old"));
+  // Made by the command: moved aside, with a line that says so.
+  struct stat st {};
+  for (const char* made :
+       {"/sub/.vscode/tasks.json", "/n/.vscode/mcp.json", "/o/.vscode/tasks.json"}) {
+    EXPECT_NE(lstat((ws_ + made).c_str(), &st), 0) << made << attack.err;
+  }
+  EXPECT_TRUE(Exists(ws_ + "/sub/.vscode/tasks.json.anvil-quarantine")) << attack.err;
+  EXPECT_NE(attack.err.find("VS Code"), std::string::npos) << attack.err;
+  // The benign neighbours stay as the command left them.
+  for (const char* f :
+       {"/.vscode/settings.json", "/.vscode/launch.json", "/.vscode/extensions.json", "/tasks.json",
+        "/notes/mcp.json", "/pkg/.vscode/settings.json"}) {
+    EXPECT_EQ(ReadFile(ws_ + f), "{}\n") << f;
+  }
+  ExpectGitUntouched();
+}
+
+// --writable-git is the user's trust in the command with the repository's metadata: every
+// version control system's, not only git's (hg commit, jj, sl, darcs record, pijul record
+// work). Anvil's state and the agents' configurations stay read-only.
+TEST_P(T1SandboxWrite, WritableGitOpensEveryRepositorysMetadata) {
+  for (const char* d : {"/.hg", "/.jj", "/.sl", "/_darcs", "/.pijul", "/.claude"}) {
+    ASSERT_EQ(mkdir((ws_ + d).c_str(), 0755), 0);
+  }
+  WriteFile(ws_ + "/.claude/settings.json", "{}\n");
+  caller_.Give(ws_);
+  const std::string script =
+      "for d in .hg .jj .sl _darcs .pijul; do echo x > $d/written || exit 1; done; echo ok";
+
+  auto without = Sh(script);
+  EXPECT_NE(without.status, 0);
+  EXPECT_FALSE(Exists(ws_ + "/.hg/written"));
+
+  auto with = Sh(script, {"--writable-git"});
+  EXPECT_EQ(with.status, 0) << with.err;
+  for (const char* d : {"/.hg", "/.jj", "/.sl", "/_darcs", "/.pijul"}) {
+    EXPECT_EQ(ReadFile(ws_ + d + "/written"), "x\n") << d;
+  }
+  auto kept = Sh("echo x > .claude/settings.json; echo x > .anvil/new; true", {"--writable-git"});
+  EXPECT_EQ(ReadFile(ws_ + "/.claude/settings.json"), "{}\n") << kept.err;
+  EXPECT_FALSE(Exists(ws_ + "/.anvil/new"));
 }
 
 // More agents' project configurations, each its own directory or file (Kiro's hooks and MCP

@@ -90,10 +90,40 @@ TEST(DecideGitWalkEntry, EveryEntryTheSameInEveryDirectory) {
   };
   for (const Row& row : rows) {
     SCOPED_TRACE(std::string(row.name) + " at depth " + std::to_string(row.depth));
-    const GitWalkStep step = DecideGitWalkEntry({row.name, row.type}, row.depth, 10);
+    const GitWalkStep step = DecideGitWalkEntry({row.name, row.type}, "src", row.depth, 10);
     EXPECT_EQ(step.protected_name, row.protected_name);
     EXPECT_EQ(step.marker, row.marker);
     EXPECT_EQ(step.descent, row.descent);
+  }
+}
+
+// A file of kProtectedFilesIn (VS Code's tasks.json and mcp.json) is a protected name in a
+// directory named `.vscode`, in any spelling the table folds, and a link by its name too (VS
+// Code follows one); the same name elsewhere, and .vscode's other files, are not.
+TEST(DecideGitWalkEntry, VsCodesTasksAreProtectedOnlyInItsDirectory) {
+  const auto kFile = GitFileType::kFile;
+  struct Row {
+    const char* dir;
+    const char* name;
+    GitFileType type;
+    bool protected_name;
+  } rows[] = {
+      {".vscode", "tasks.json", kFile, true},
+      {".vscode", "mcp.json", kFile, true},
+      {".VSCODE", "Tasks.json.", kFile, true},
+      {".vscode", "tasks.json", GitFileType::kSymlink, true},
+      {".vscode", "tasks.json", GitFileType::kDir, true},
+      {".vscode", "settings.json", kFile, false},
+      {".vscode", "launch.json", kFile, false},
+      {".vscode", "extensions.json", kFile, false},
+      {"src", "tasks.json", kFile, false},
+      {"vscode", "mcp.json", kFile, false},
+      {".vscode", ".hg", GitFileType::kDir, true},  // a protected name in any directory
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(std::string(row.dir) + "/" + row.name);
+    EXPECT_EQ(DecideGitWalkEntry({row.name, row.type}, row.dir, 1, 10).protected_name,
+              row.protected_name);
   }
 }
 

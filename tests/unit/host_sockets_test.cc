@@ -667,6 +667,13 @@ TEST(LocateHostSockets, RegionsOfAViewFollowItsReadAccess) {
 
 // The real facts, against the kernel: a socket bound under a relative name, through
 // /proc/self/fd/N, and renamed, each found where it is now.
+// The host's mount table as a start reads it (one read, checked).
+std::vector<HostMount> HostMountTable() {
+  auto table = MountTableForAliases(ReadHostMountInfo());
+  EXPECT_TRUE(table) << table.error().ToString();
+  return table ? *table : std::vector<HostMount>{};
+}
+
 TEST(RealHostSocketFacts, FindsSocketsBoundUnderEveryKindOfName) {
   char dir_template[] = "/tmp/anvil-hostsock-XXXXXX";
   ASSERT_NE(mkdtemp(dir_template), nullptr);
@@ -712,7 +719,7 @@ TEST(RealHostSocketFacts, FindsSocketsBoundUnderEveryKindOfName) {
   }
   EXPECT_TRUE(seen) << "the relative bind is not in the kernel's table";
 
-  auto found = LocateHostSockets({{dir, {}}}, RealHostSocketFacts());
+  auto found = LocateHostSockets({{dir, {}}}, RealHostSocketFacts(HostMountTable()));
   ASSERT_TRUE(found) << found.error().ToString();
   EXPECT_EQ(found->sockets,
             (Paths{dir + "/moved/m2.sock", dir + "/rel/r.sock", dir + "/viafd/f.sock"}));
@@ -777,7 +784,7 @@ TEST(RealHostSocketFacts, TheKernelSaysWhoMadeASocketAndWhatBecameOfItsFile) {
 
   // Root may ask the kernel: no link left for the unlinked one, the new path of the renamed one.
   if (geteuid() == 0) {
-    auto facts = RealHostSocketFacts();
+    auto facts = RealHostSocketFacts(HostMountTable());
     struct stat gone_sock {};
     ASSERT_EQ(fstat(gone, &gone_sock), 0);
     auto file = facts.bound_file(gone_sock.st_ino, getpid());

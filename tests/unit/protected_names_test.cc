@@ -44,9 +44,10 @@ bool PluginWallKeeps(const std::string& name) {
 }
 
 // The command sandbox's wall at the top of a writable root: the view binds it read-only.
-bool SandboxKeepsAtTheTop(const std::string& name) {
+bool SandboxKeepsAtTheTop(const std::string& name, bool writable_git = false) {
   SandboxPolicy policy;
   policy.workspace = "/w";
+  policy.writable_git = writable_git;
   HostFs host;
   host.resolve = [&](const std::string& p) -> std::optional<std::string> {
     if (p == "/w" || p == "/w/" + name) return p;
@@ -120,8 +121,9 @@ TEST(ProtectedNames, TheTableIsWhatBothWallsKeep) {
 // Jujutsu's repository metadata (hgrc hooks and extensions, jj's repo config), and more AI
 // agents' project configuration. Each kept by both walls, at the top and below it.
 TEST(ProtectedNames, OtherRepositoriesAndAgentsConfigsAreKeptByBothWalls) {
-  for (const std::string name : {".hg", ".jj", ".kiro", ".qwen", ".continue", ".roo", ".amazonq",
-                                 "crush.json", ".crush.json", ".zed"}) {
+  for (const std::string name :
+       {".hg", ".jj", ".sl", "_darcs", ".pijul", ".kiro", ".qwen", ".continue", ".roo", ".amazonq",
+        "crush.json", ".crush.json", ".zed"}) {
     SCOPED_TRACE(name);
     EXPECT_TRUE(PluginWallKeeps(name));
     EXPECT_TRUE(SandboxKeepsAtTheTop(name));
@@ -130,7 +132,54 @@ TEST(ProtectedNames, OtherRepositoriesAndAgentsConfigsAreKeptByBothWalls) {
     }
   }
   EXPECT_TRUE(PluginWallKeeps(".HG"));
+  EXPECT_TRUE(PluginWallKeeps("_DARCS"));
   EXPECT_TRUE(PluginWallKeeps("Crush.json."));
+}
+
+// VS Code's folder-open tasks and MCP servers: a file of that name inside a `.vscode`
+// directory, kept by both walls at the top and below it, in any spelling a file system maps to
+// them; the rest of `.vscode`, and files of those names elsewhere, are left.
+TEST(ProtectedNames, VsCodesTasksAndMcpServersAreKeptByBothWalls) {
+  const V everything = {"**"};
+  for (const std::string path : {".vscode/tasks.json", ".vscode/mcp.json"}) {
+    SCOPED_TRACE(path);
+    EXPECT_TRUE(IsProtectedPath(path));
+    EXPECT_TRUE(IsProtectedPath("a/b/" + path));
+    EXPECT_TRUE(IsProtectedPath(Upper(path)));
+    EXPECT_FALSE(GrantAllows(everything, path, Access::kWrite));
+    EXPECT_FALSE(GrantAllows(everything, "a/b/" + path, Access::kWrite));
+    EXPECT_TRUE(SandboxKeepsAtTheTop(path));
+    EXPECT_TRUE(SandboxKeepsBelowTheTop(path, false));
+    EXPECT_TRUE(SandboxKeepsBelowTheTop(Upper(path), false));
+  }
+  EXPECT_EQ(ProtectedNameKindIn(".vscode", "tasks.json"), ProtectedNameKind::kEditorAutorun);
+  EXPECT_EQ(ProtectedNameKindIn(".VSCode", "MCP.json."), ProtectedNameKind::kEditorAutorun);
+  EXPECT_EQ(ProtectedNameKindIn("src", ".hg"), ProtectedNameKind::kVcsMetadata);
+  EXPECT_EQ(ProtectedNameKindIn("src", "tasks.json"), std::nullopt);
+  for (const std::string path :
+       {".vscode/settings.json", ".vscode/launch.json", ".vscode/extensions.json", "tasks.json",
+        "a/mcp.json", "vscode/tasks.json", ".vscode/tasks.json.bak", ".vscode/x/tasks.json",
+        ".vscode"}) {
+    SCOPED_TRACE(path);
+    EXPECT_FALSE(IsProtectedPath(path));
+    EXPECT_TRUE(GrantAllows(everything, "a/" + path, Access::kWrite));
+    EXPECT_FALSE(SandboxKeepsAtTheTop(path));
+    EXPECT_FALSE(SandboxKeepsBelowTheTop(path, false));
+  }
+}
+
+// --writable-git opens every repository's metadata at the top of a root, git's and the other
+// version control systems'; Anvil's names and the agents' stay kept.
+TEST(ProtectedNames, WritableGitOpensEveryRepositorysMetadataOnly) {
+  for (const std::string name : {".git", ".hg", ".jj", ".sl", "_darcs", ".pijul"}) {
+    SCOPED_TRACE(name);
+    EXPECT_TRUE(SandboxKeepsAtTheTop(name));
+    EXPECT_FALSE(SandboxKeepsAtTheTop(name, true));
+  }
+  for (const std::string name : {".anvil", "Anvil.toml", ".claude", ".vscode/tasks.json"}) {
+    SCOPED_TRACE(name);
+    EXPECT_TRUE(SandboxKeepsAtTheTop(name, true));
+  }
 }
 
 TEST(ProtectedNames, FoldedSpellingsOfAnvilsOwnFilesAreKeptByBothWalls) {
@@ -356,8 +405,12 @@ TEST(ConfigQuarantineMessage, EachNameSaysWhatItIs) {
       {ProtectedNameKind::kAnvilState, "/w/sub/.anvil",
        "may not make or change .anvil (it holds Anvil's state for the workspace"},
       {ProtectedNameKind::kVcsMetadata, "/w/sub/.hg",
-       "may not make or change a Mercurial or Jujutsu repository's metadata (it holds the config "
-       "hg and jj read on the host"},
+       "may not make or change a version control repository's metadata (it holds the config "
+       "hg, jj, sl, darcs and pijul read on the host"},
+      {ProtectedNameKind::kEditorAutorun, "/w/sub/.vscode/tasks.json",
+       "may not make or change VS Code's folder-open tasks or MCP servers (it tells VS Code what "
+       "to "
+       "run on the host"},
   };
   for (const Case& c : cases) {
     ConfigQuarantine q;

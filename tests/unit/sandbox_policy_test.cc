@@ -12,6 +12,9 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "linux/real_host.h"
 
@@ -180,14 +183,21 @@ TEST(ComputeFileView, WorkspaceWriteProtectsGitAndAnvil) {
 }
 
 // Every protected name of the table (fs/protected_names.h) at the top of every writable root.
+// Each name of the table, and each file of kProtectedFilesIn in its directory; --writable-git
+// opens every repository's metadata (git's and the other version control systems') only.
 TEST(ComputeFileView, EveryProtectedNameAtTheTopOfARootIsReadOnly) {
   SandboxPolicy p;
   p.workspace = "/ws";
   p.extra_writable_roots = {"/cache"};
+  std::vector<std::pair<std::string, ProtectedNameKind>> names;
+  for (const ProtectedName& name : kProtectedNames) names.emplace_back(name.name, name.kind);
+  for (const ProtectedFileIn& f : kProtectedFilesIn) {
+    names.emplace_back(std::string(f.dir) + "/" + std::string(f.name), f.kind);
+  }
   std::set<std::string> existing = {"/ws", "/cache"};
-  for (const ProtectedName& name : kProtectedNames) {
-    existing.insert("/ws/" + std::string(name.name));
-    existing.insert("/cache/" + std::string(name.name));
+  for (const auto& [name, kind] : names) {
+    existing.insert("/ws/" + name);
+    existing.insert("/cache/" + name);
   }
   for (const bool writable_git : {false, true}) {
     p.writable_git = writable_git;
@@ -195,11 +205,11 @@ TEST(ComputeFileView, EveryProtectedNameAtTheTopOfARootIsReadOnly) {
     ASSERT_TRUE(view) << view.error().ToString();
     ASSERT_EQ(view->writable_roots.size(), 2u);
     for (const auto& wr : view->writable_roots) {
-      for (const ProtectedName& name : kProtectedNames) {
-        const std::string path = wr.root + "/" + std::string(name.name);
+      for (const auto& [name, kind] : names) {
+        const std::string path = wr.root + "/" + name;
         const bool kept = std::find(wr.read_only_subpaths.begin(), wr.read_only_subpaths.end(),
                                     path) != wr.read_only_subpaths.end();
-        EXPECT_EQ(kept, !(writable_git && name.kind == ProtectedNameKind::kGitMetadata))
+        EXPECT_EQ(kept, !(writable_git && IsRepositoryMetadata(kind)))
             << path << " writable_git=" << writable_git;
       }
     }
