@@ -171,6 +171,8 @@ Result<SandboxInvocation> ParseSandboxArgs(const std::vector<std::string>& args,
   SandboxInvocation& inv = a.inv;
   inv.spec.argv = a.command;
   inv.spec.cwd = *run_dir;
+  // A developer's own debugger, strace and LeakSanitizer; never a plugin's tool (sys.exec).
+  inv.spec.allow_tracing = front_end == SandboxFrontEnd::kAnvilSandbox;
   inv.spec.env = SandboxEnvironment(a, environ_entries, *ca, ::geteuid() == 0);
   if (!inv.spec.logical_cwd.empty()) {
     // The command's $PWD is the directory it starts in, by that path (as a shell's `cd` sets it).

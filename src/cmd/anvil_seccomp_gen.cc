@@ -55,6 +55,14 @@ int main(int argc, char** argv) {
               Emit(out, "kCommandFull", CompileCommandFilter(NetworkMode::kFull, true)) &&
               Emit(out, "kCommandNoneOwnNet",
                    CompileCommandFilter(NetworkMode::kNone, true, true, true)) &&
+              Emit(out, "kCommandNoneTracing",
+                   CompileCommandFilter(NetworkMode::kNone, true, true, false, true)) &&
+              Emit(out, "kCommandProxyTracing",
+                   CompileCommandFilter(NetworkMode::kProxy, true, true, false, true)) &&
+              Emit(out, "kCommandFullTracing",
+                   CompileCommandFilter(NetworkMode::kFull, true, true, false, true)) &&
+              Emit(out, "kCommandNoneOwnNetTracing",
+                   CompileCommandFilter(NetworkMode::kNone, true, true, true, true)) &&
               Emit(out, "kCommandNoneNetOnly", CompileCommandFilter(NetworkMode::kNone, false)) &&
               Emit(out, "kCommandProxyNetOnly", CompileCommandFilter(NetworkMode::kProxy, false)) &&
               Emit(out, "kCommandFullNetOnly", CompileCommandFilter(NetworkMode::kFull, false)) &&

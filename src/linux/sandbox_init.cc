@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,6 +23,7 @@
 #include "linux/mount_view.h"
 #include "linux/refusal_observer.h"
 #include "linux/root_remap.h"
+#include "linux/sandbox_plan.h"
 #include "linux/sandbox_process.h"
 #include "linux/sandbox_report.h"
 #include "linux/terminal_relay.h"
@@ -134,8 +136,9 @@ Status UseOwnLoopback(Plan& plan) {
     return Ok();
   }
   ANVIL_RETURN_IF_ERROR(BringLoopbackUp());
-  ANVIL_TRY(filter, seccomp::BuildCommandFilter(NetworkMode::kNone, plan.confine_fs,
-                                                /*own_network_namespace=*/true));
+  ANVIL_TRY(filter,
+            seccomp::BuildCommandFilter(NetworkMode::kNone, plan.confine_fs,
+                                        /*own_network_namespace=*/true, plan.allow_tracing));
   plan.filter = std::move(*filter);
   return Ok();
 }
@@ -371,6 +374,11 @@ void TakeWarmCall(Plan& plan) {
         continue;
       }
       break;  // ECHILD: nothing left
+    }
+    if (WIFSTOPPED(status) && ptrace(PTRACE_DETACH, r, nullptr,
+                                     reinterpret_cast<void*>(static_cast<long>(
+                                         ReleasedTraceeSignal(WSTOPSIG(status))))) == 0) {
+      continue;  // init was its tracer (ReleasedTraceeSignal); a job-control stop is not ours
     }
     if (r == command && WIFSTOPPED(status)) {
       const bool taken = GrantTerminal(plan.terminal_slave, command, WSTOPSIG(status));

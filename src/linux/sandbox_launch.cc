@@ -66,6 +66,7 @@ StartRequest StartRequestOf(const LaunchSpec& spec) {
   r.warm = static_cast<bool>(spec.call_channel);
   r.has_proxy = static_cast<bool>(spec.proxy_channel);
   r.observe_refusals = spec.observe_refusals;
+  r.allow_tracing = spec.allow_tracing;
   return r;
 }
 
@@ -299,7 +300,10 @@ SandboxOutcome RunSandboxed(LaunchSpec spec) {
     plan.landlock_abi = walls.landlock_abi;
   }
   if (walls.filter) {
-    auto filter = seccomp::BuildCommandFilter(walls.filter->network, walls.filter->deny_list);
+    auto filter =
+        seccomp::BuildCommandFilter(walls.filter->network, walls.filter->deny_list,
+                                    /*own_network_namespace=*/false, walls.filter->allow_tracing);
+    plan.allow_tracing = walls.filter->allow_tracing;
     if (!filter) return SetupFailure(filter.error().ToString(), start);
     plan.filter = std::move(*filter);
   }

@@ -90,6 +90,13 @@ struct LaunchSpec {
   // Record what the sandbox refuses the command (linux/refusal_observer.h) into
   // SandboxOutcome::refusals. Cold starts with a confined filesystem only.
   bool observe_refusals = false;
+  // The command may ptrace, and read and write the memory of, its own processes (debuggers,
+  // strace, LeakSanitizer): seccomp leaves ptrace and process_vm_readv/writev to the kernel's
+  // checks and Landlock, which refuse every process outside the command's Landlock domain (the
+  // sandbox's init, Anvil, other sandboxes, the rest of the host; docs/policy.md "Debuggers
+  // and sanitizers"). Confined policies only. `anvil sandbox` sets it; anvil-exec-runner
+  // (sys.exec) never does.
+  bool allow_tracing = false;
 };
 
 // The one call a warm sandbox takes (LaunchSpec::call_channel).

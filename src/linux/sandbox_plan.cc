@@ -1,6 +1,7 @@
 #include "linux/sandbox_plan.h"
 
 #include <sched.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -52,7 +53,8 @@ Result<StartPlan> MakePlan(const StartRequest& request, const KernelFacts& kerne
   // Every policy but danger-full-access gets a filter: at least the set-id rules
   // (seccomp_setid.h) and, without the full network, the socket rules.
   if (policy.kind != PolicyKind::kDangerFullAccess) {
-    plan.filter = FilterChoice{policy.network, /*deny_list=*/plan.confine_fs};
+    plan.filter = FilterChoice{policy.network, /*deny_list=*/plan.confine_fs,
+                               /*allow_tracing=*/request.allow_tracing && plan.confine_fs};
   }
   plan.observe_refusals = request.observe_refusals && plan.confine_fs && !plan.warm;
   return plan;
@@ -72,6 +74,8 @@ std::string CloneFailureMessage(const StartPlan& plan, int err) {
          "kernel.unprivileged_userns_clone=1, "
          "or on Ubuntu kernel.apparmor_restrict_unprivileged_userns=0). See `anvil doctor`.";
 }
+
+int ReleasedTraceeSignal(int stop_signal) { return stop_signal == SIGTRAP ? 0 : stop_signal; }
 
 KernelFacts ProbeKernel(bool need_landlock) {
   KernelFacts facts;

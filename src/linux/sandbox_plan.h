@@ -28,12 +28,16 @@ struct StartRequest {
   bool warm = false;         // LaunchSpec::call_channel: the call comes later
   bool has_proxy = false;    // LaunchSpec::proxy_channel
   bool observe_refusals = false;
+  bool allow_tracing = false;  // LaunchSpec::allow_tracing
 };
 
 // The seccomp filter of the command (seccomp::BuildCommandFilter's arguments).
 struct FilterChoice {
   NetworkMode network = NetworkMode::kNone;
   bool deny_list = true;  // false: only the set-id and network rules (external-sandbox)
+  // ptrace and process_vm_* left to the kernel and Landlock (LaunchSpec::allow_tracing), only
+  // where Landlock confines the command: its domain is what keeps them to its own processes.
+  bool allow_tracing = false;
   bool operator==(const FilterChoice&) const = default;
 };
 
@@ -59,6 +63,13 @@ Result<StartPlan> MakePlan(const StartRequest& request, const KernelFacts& kerne
 // The error when init's clone (and its fallback) failed with `err`: which namespaces, why they
 // are needed, and what to change.
 std::string CloneFailureMessage(const StartPlan& plan, int err);
+
+// A process of the sandbox that made init its tracer (PTRACE_TRACEME with init as its parent,
+// allowed with LaunchSpec::allow_tracing) stops at each signal for a tracer that never resumes
+// it; init lets it go at once (PTRACE_DETACH), passing on the signal it stopped with -- but for
+// SIGTRAP, which is the kernel's own mark of the tracee's exec (or a breakpoint that only a
+// debugger would have wanted), and which delivered would kill it. Returns the signal to pass.
+int ReleasedTraceeSignal(int stop_signal);
 
 // The facts of this process and kernel. Probes Landlock only when `need_landlock`.
 KernelFacts ProbeKernel(bool need_landlock);

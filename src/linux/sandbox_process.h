@@ -24,6 +24,7 @@ struct Plan {
   bool confine_fs = false;
   FileView view;
   seccomp::Program filter;
+  bool allow_tracing = false;  // the filter's (FilterChoice::allow_tracing)
   int landlock_abi = 0;
   // The command's Landlock rule set, made in the command's process before its rlimits are set
   // (PlanFileRules): nothing after the address-space limit may need fresh memory, which a

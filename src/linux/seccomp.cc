@@ -38,22 +38,31 @@ Status Program::Install() const {
   return Ok();
 }
 
-Result<Program> BuildCommandFilter(NetworkMode network, bool deny_list,
-                                   bool own_network_namespace) {
+Result<Program> BuildCommandFilter(NetworkMode network, bool deny_list, bool own_network_namespace,
+                                   bool allow_tracing) {
   // Compiling with libseccomp at every start cost ≈0.15 ms of CPU and 14 syscalls (its nine
   // kernel probes, a memfd for the export); the program is a pure function of these inputs.
   if (network == NetworkMode::kNone && own_network_namespace && deny_list) {
-    return FromTable(std::begin(kCommandNoneOwnNet), std::end(kCommandNoneOwnNet));
+    return allow_tracing ? FromTable(std::begin(kCommandNoneOwnNetTracing),
+                                     std::end(kCommandNoneOwnNetTracing))
+                         : FromTable(std::begin(kCommandNoneOwnNet), std::end(kCommandNoneOwnNet));
   }
+  // Without the deny-list there is no tracing row to leave out.
+  const bool tracing = allow_tracing && deny_list;
   switch (network) {
     case NetworkMode::kNone:
+      if (tracing) return FromTable(std::begin(kCommandNoneTracing), std::end(kCommandNoneTracing));
       return deny_list ? FromTable(std::begin(kCommandNone), std::end(kCommandNone))
                        : FromTable(std::begin(kCommandNoneNetOnly), std::end(kCommandNoneNetOnly));
     case NetworkMode::kProxy:
+      if (tracing) {
+        return FromTable(std::begin(kCommandProxyTracing), std::end(kCommandProxyTracing));
+      }
       return deny_list
                  ? FromTable(std::begin(kCommandProxy), std::end(kCommandProxy))
                  : FromTable(std::begin(kCommandProxyNetOnly), std::end(kCommandProxyNetOnly));
     case NetworkMode::kFull:
+      if (tracing) return FromTable(std::begin(kCommandFullTracing), std::end(kCommandFullTracing));
       return deny_list ? FromTable(std::begin(kCommandFull), std::end(kCommandFull))
                        : FromTable(std::begin(kCommandFullNetOnly), std::end(kCommandFullNetOnly));
   }

@@ -30,7 +30,9 @@ class Program {
 
 // The deny-list filter for untrusted commands (anvil sandbox, anvil-exec-runner): everything a
 // normal program needs is allowed, while the kernel attack surface and the escape hatches are
-// refused with EPERM — ptrace and process_vm_*, mount/namespace syscalls, bpf, perf_event_open,
+// refused with EPERM — ptrace and process_vm_* (unless `allow_tracing`: `anvil sandbox`, where
+// the kernel's checks and Landlock keep them to the command's own processes), pidfd_getfd,
+// kcmp, mount/namespace syscalls, bpf, perf_event_open,
 // the key-ring, userfaultfd, io_uring, module/kexec loading, dangerous personality bits,
 // TIOCSTI/TIOCLINUX/TIOCSETD, open_by_handle_at. Non-native ABIs (i386 int 0x80, x32) kill the
 // process.
@@ -41,7 +43,7 @@ class Program {
 // the set-id and network rules are built (policy external-sandbox, which never has a namespace
 // of its own).
 Result<Program> BuildCommandFilter(NetworkMode network, bool deny_list = true,
-                                   bool own_network_namespace = false);
+                                   bool own_network_namespace = false, bool allow_tracing = false);
 
 // The command filter's deny-list with the full network and without the set-id rules, for
 // Anvil's own services confining themselves (the gateway, anvil-proxy): the gateway serves

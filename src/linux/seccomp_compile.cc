@@ -120,9 +120,10 @@ Result<std::vector<sock_filter>> CompileTable(const RuleTable& table) {
 }
 
 Result<std::vector<sock_filter>> CompileCommandFilter(NetworkMode network, bool deny_list,
-                                                      bool set_id_rules,
-                                                      bool own_network_namespace) {
-  return CompileTable(CommandRules(network, deny_list, set_id_rules, own_network_namespace));
+                                                      bool set_id_rules, bool own_network_namespace,
+                                                      bool allow_tracing) {
+  return CompileTable(
+      CommandRules(network, deny_list, set_id_rules, own_network_namespace, allow_tracing));
 }
 
 Result<std::vector<sock_filter>> CompilePluginHostFilter() {

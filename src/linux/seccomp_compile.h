@@ -18,7 +18,8 @@ namespace anvil::seccomp {
 // (CommandRules and PluginHostRules, seccomp_rules.h, document the arguments).
 Result<std::vector<sock_filter>> CompileCommandFilter(NetworkMode network, bool deny_list,
                                                       bool set_id_rules = true,
-                                                      bool own_network_namespace = false);
+                                                      bool own_network_namespace = false,
+                                                      bool allow_tracing = false);
 Result<std::vector<sock_filter>> CompilePluginHostFilter();
 // The refusal observer's (RefusalObserverRules): kRefusalObserver and kRefusalObserverConnect.
 Result<std::vector<sock_filter>> CompileRefusalObserverFilter(bool watch_connect);

@@ -76,10 +76,7 @@ bool ArgCond::Holds(uint64_t argument) const {
 }
 
 const std::vector<const char*>& CommandDeniedSyscalls() {
-  static const std::vector<const char*> kDenied = {"ptrace",
-                                                   "process_vm_readv",
-                                                   "process_vm_writev",
-                                                   "pidfd_getfd",
+  static const std::vector<const char*> kDenied = {"pidfd_getfd",
                                                    "kcmp",
                                                    "mount",
                                                    "umount2",
@@ -127,11 +124,20 @@ const std::vector<const char*>& CommandDeniedSyscalls() {
   return kDenied;
 }
 
+const std::vector<const char*>& TracingSyscalls() {
+  static const std::vector<const char*> kTracing = {"ptrace", "process_vm_readv",
+                                                    "process_vm_writev"};
+  return kTracing;
+}
+
 RuleTable CommandRules(NetworkMode network, bool deny_list, bool set_id_rules,
-                       bool own_network_namespace) {
+                       bool own_network_namespace, bool allow_tracing) {
   RuleTable t;
   t.default_action = kAllowAction;
   if (deny_list) {
+    if (!allow_tracing) {
+      for (const char* name : TracingSyscalls()) Refuse(t, name, {});
+    }
     // A syscall this libseccomp does not know is one this kernel's programs cannot make.
     for (const char* name : CommandDeniedSyscalls()) Refuse(t, name, {}, /*required=*/false);
     // clone3 passes its flags in memory where BPF cannot see them; ENOSYS makes libc fall back

@@ -57,8 +57,12 @@ struct RuleTable {
 // `set_id_rules` false: the service filter (no set-id rules, openat2 allowed).
 // `own_network_namespace` (NetworkMode::kNone only): the command runs in a network namespace of
 // its own with nothing but loopback, so IP sockets and route queries are allowed there.
+// `allow_tracing` (`anvil sandbox`'s commands only; docs/policy.md "Debuggers and sanitizers"):
+// ptrace and process_vm_readv/writev are left to the kernel's own checks and Landlock, which
+// keep them to the command's own processes; otherwise (anvil-exec-runner, Anvil's services)
+// they are refused.
 RuleTable CommandRules(NetworkMode network, bool deny_list, bool set_id_rules = true,
-                       bool own_network_namespace = false);
+                       bool own_network_namespace = false, bool allow_tracing = false);
 
 // The rules behind BuildPluginHostFilter: an allowlist, everything else EPERM.
 RuleTable PluginHostRules();
@@ -70,6 +74,8 @@ RuleTable RefusalObserverRules(bool watch_connect);
 
 // Names of the syscalls the command filter always refuses, whatever their arguments.
 const std::vector<const char*>& CommandDeniedSyscalls();
+// ptrace, process_vm_readv and process_vm_writev: refused unless `allow_tracing`.
+const std::vector<const char*>& TracingSyscalls();
 
 // The plugin host's unconditional allowlist, and what sanitizer builds add to it
 // (seccomp.h, kSanitizerRuntimeAllowances).

@@ -1,7 +1,7 @@
 // T3 for the command sandbox, tools and benign controls: the real `rg` searches the workspace
 // but cannot reach a secret through a planted or swapped symlink or through its own
 // preprocessor hook; ordinary developer work — pipes, subprocesses, scripts, a private /tmp, a
-// workspace under /tmp or with spaces in its path — keeps working.
+// workspace under /tmp or with spaces in its path, debuggers and LeakSanitizer — keeps working.
 #include <stdio.h>
 #include <unistd.h>
 
@@ -169,6 +169,67 @@ TEST_P(T3SandboxTools, WorkspaceUnderTmpWithSpacesInItsPathWorks) {
   auto keep = SandboxSh(spaced.path(), "echo kept > kept.txt", {}, Opts());
   EXPECT_EQ(keep.status, 0) << keep.err;
   EXPECT_EQ(ReadFile(spaced / "kept.txt"), "kept\n") << "writes reach the real workspace";
+}
+
+// A developer's debugging works on the command's own processes (docs/policy.md, "Debuggers and
+// sanitizers"): LeakSanitizer's exit-time check (it stops the threads with ptrace) reports a
+// leak with ASan's exit status instead of dying with "LeakSanitizer has encountered a fatal
+// error", strace traces, gdb stops at a breakpoint (writing it into the program) and runs on.
+TEST_P(T3SandboxTools, DebuggersAndLeakSanitizerWork) {
+  const std::string leak = ws_ / "leak", clean = ws_ / "clean";
+  if (!CompileC("#include <stdlib.h>\nvoid *volatile kept;\n"
+                "int main(void) { kept = malloc(100); kept = 0; return 0; }\n",
+                leak, "-g -fsanitize=address") ||
+      !CompileC("#include <stdlib.h>\nvoid *volatile kept;\n"
+                "int main(void) { kept = malloc(100); free(kept); return 0; }\n",
+                clean, "-g -fsanitize=address")) {
+    GTEST_SKIP() << "SKIPPED: gcc cannot build with -fsanitize=address here";
+  }
+  // Without a sanitizer for gdb: LeakSanitizer never works under a debugger, sandbox or not.
+  ASSERT_TRUE(CompileC("int main(void) { return 0; }\n", ws_ / "plain", "-g"));
+  caller_.Give(ws_.path());
+  auto leaked = Sandbox(ws_.path(), {"--quiet"}, {"./leak"}, Opts());
+  EXPECT_EQ(leaked.status, 1) << leaked.err;
+  EXPECT_NE(leaked.err.find("Direct leak of 100 byte(s)"), std::string::npos) << leaked.err;
+  EXPECT_EQ(leaked.err.find("fatal error"), std::string::npos) << leaked.err;
+  auto freed = Sandbox(ws_.path(), {"--quiet"}, {"./clean"}, Opts());
+  EXPECT_EQ(freed.status, 0) << freed.err;
+
+  if (Exists("/usr/bin/strace")) {
+    auto traced = Sandbox(ws_.path(), {"--quiet"},
+                          {"/usr/bin/strace", "-f", "-e", "trace=execve", "/bin/true"}, Opts());
+    EXPECT_EQ(traced.status, 0) << traced.err;
+    EXPECT_NE(traced.err.find("execve(\"/bin/true\""), std::string::npos) << traced.err;
+  }
+  if (Exists("/usr/bin/gdb")) {
+    auto debugged =
+        Sandbox(ws_.path(), {"--quiet"},
+                {"/usr/bin/gdb", "-batch", "-nx", "-ex", "set disable-randomization off", "-ex",
+                 "break main", "-ex", "run", "-ex", "bt", "-ex", "continue", "./plain"},
+                Opts());
+    EXPECT_EQ(debugged.status, 0) << debugged.out << debugged.err;
+    EXPECT_NE(debugged.out.find("Breakpoint 1, main"), std::string::npos)
+        << debugged.out << debugged.err;
+    EXPECT_NE(debugged.out.find("exited normally"), std::string::npos)
+        << debugged.out << debugged.err;
+  }
+}
+
+// A program that checks for a debugger with PTRACE_TRACEME (it succeeds without one) makes its
+// parent, here the sandbox's init, its tracer: init lets it go at each stop, so it runs on
+// through a child's SIGCHLD and an exec (whose SIGTRAP would kill it if passed on) instead of
+// waiting, stopped, for a tracer that never resumes it.
+TEST_P(T3SandboxTools, AProgramThatMakesInitItsTracerRunsOn) {
+  if (!Exists(kPython)) GTEST_SKIP() << "SKIPPED: " << kPython << " is missing";
+  auto result = SandboxPython(ws_.path(), R"py(
+import ctypes, os, subprocess
+print("traceme", ctypes.CDLL(None).ptrace(0, 0, None, None), flush=True)
+print("child", subprocess.run(["/bin/true"]).returncode, flush=True)
+os.execv("/bin/echo", ["echo", "after exec"])
+)py",
+                              {"--quiet", "--timeout", "30"}, Opts());
+  EXPECT_EQ(result.status, 0) << result.err;
+  EXPECT_EQ(result.out, "traceme 0\nchild 0\nafter exec\n") << result.err;
 }
 
 INSTANTIATE_TEST_SUITE_P(Callers, T3SandboxTools, ::testing::ValuesIn(kAllCallers),

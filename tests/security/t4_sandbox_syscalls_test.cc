@@ -1,5 +1,6 @@
 // T4 for the command sandbox, syscalls: every syscall family the seccomp filter denies
-// (src/linux/seccomp.cc) answers EPERM inside the sandbox, a foreign syscall ABI (32-bit
+// (src/linux/seccomp.cc) answers EPERM inside the sandbox (ptrace and process_vm_* only in
+// anvil-exec-runner's), a foreign syscall ABI (32-bit
 // `int 0x80`, x32) kills the process with SIGSYS, and TIOCSTI cannot push input into a terminal;
 // the ordinary calls next to them (personality query, fork, ioctl on a tty) still work.
 //
@@ -131,9 +132,7 @@ constexpr DeniedCall kDeniedCalls[] = {
     {"personality_read_implies_exec", "EPERM"},
     {"ioctl_tiocsti_devnull", "EPERM"},  // the kernel would say ENOTTY: this is the filter
     {"open_by_handle_at", "EPERM"},
-    {"process_vm_readv", "EPERM"},
-    {"process_vm_writev", "EPERM"},
-    {"ptrace_traceme", "EPERM"},
+    // ptrace and process_vm_*: below (TracingIsTheKernelsInAnvilSandboxAndRefusedInTheRunner).
     {"kcmp", "EPERM"},
     {"pidfd_getfd", "EPERM"},
     {"open_tree", "EPERM"},
@@ -181,6 +180,46 @@ TEST_P(T4SandboxSyscalls, EachDeniedSyscallFamilyReturnsErrno) {
   for (const DeniedCall& call : kDeniedCalls) {
     EXPECT_EQ(got[call.name], call.expected) << "syscall family " << call.name;
   }
+}
+
+// `anvil sandbox` leaves ptrace and process_vm_readv/writev to the kernel and Landlock (which
+// keep them to the command's own processes: t4_sandbox_privilege_test.cc); the probes, on the
+// probe's own process and its parent, then get the kernel's answers. anvil-exec-runner, which
+// runs sys.exec's tools, refuses them with EPERM. Their neighbours stay refused in both.
+TEST_P(T4SandboxSyscalls, TracingIsTheKernelsInAnvilSandboxAndRefusedInTheRunner) {
+  const std::vector<std::string> names = {"process_vm_readv", "process_vm_writev", "ptrace_traceme",
+                                          "kcmp", "pidfd_getfd"};
+  auto parse = [](const RunResult& r) {
+    std::map<std::string, std::string> got;
+    for (const auto& line : Lines(r.out)) {
+      auto sp = line.find(' ');
+      if (sp != std::string::npos) got[line.substr(0, sp)] = line.substr(sp + 1);
+    }
+    return got;
+  };
+  auto sandbox = SandboxPython(ws_.path(), kSyscallProbe, {}, Opts(), names);
+  EXPECT_EQ(sandbox.status, 0) << sandbox.err;
+  auto in_sandbox = parse(sandbox);
+  EXPECT_EQ(in_sandbox["process_vm_readv"], "OK 8") << sandbox.out;
+  EXPECT_EQ(in_sandbox["process_vm_writev"], "OK 8");
+  EXPECT_EQ(in_sandbox["ptrace_traceme"], "OK 0");
+  EXPECT_EQ(in_sandbox["kcmp"], "EPERM");
+  EXPECT_EQ(in_sandbox["pidfd_getfd"], "EPERM");
+
+  std::vector<std::string> argv = {BinDir() + "/anvil-exec-runner",
+                                   "--cwd",
+                                   ws_.path(),
+                                   "--policy",
+                                   "read-only",
+                                   "--",
+                                   kPython,
+                                   "-c",
+                                   kSyscallProbe};
+  argv.insert(argv.end(), names.begin(), names.end());
+  auto runner = ::anvil::testing::Run(argv, Opts());
+  EXPECT_EQ(runner.status, 0) << runner.err;
+  auto in_runner = parse(runner);
+  for (const auto& name : names) EXPECT_EQ(in_runner[name], "EPERM") << name << runner.out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Callers, T4SandboxSyscalls, ::testing::ValuesIn(kAllCallers),

@@ -289,6 +289,17 @@ TEST(ProxyFlags, EachFlagSetsItsOptionAndBadValuesAreRefused) {
   }
 }
 
+// `anvil sandbox`'s commands may trace their own processes (gdb, strace, LeakSanitizer);
+// sys.exec's tools, run by anvil-exec-runner, never.
+TEST(RunnerFlags, OnlyAnvilSandboxLetsTheCommandTraceItsOwnProcesses) {
+  for (auto front_end : {cli::SandboxFrontEnd::kAnvilSandbox, cli::SandboxFrontEnd::kExecRunner}) {
+    auto r = cli::ParseSandboxArgs({"--policy", "read-only", "--", "true"}, {"PATH=/usr/bin:/bin"},
+                                   front_end);
+    ASSERT_TRUE(r) << r.error().ToString();
+    EXPECT_EQ(r->spec.allow_tracing, front_end == cli::SandboxFrontEnd::kAnvilSandbox);
+  }
+}
+
 // anvil-exec-runner's own flags, in the words the gateway's exec broker has always seen.
 TEST(RunnerFlags, ABadValueIsRefusedInWordsThatNameTheFlag) {
   struct Row {

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <signal.h>
 
 #include <cerrno>
 #include <string>
@@ -81,6 +82,43 @@ TEST(SandboxPlan, WallsForEveryPolicyNetworkAndCaller) {
     EXPECT_EQ(plan->landlock_abi, row.landlock_abi);
     EXPECT_EQ(plan->confine_fs, row.landlock_abi > 0);
   }
+}
+
+TEST(SandboxPlan, TracingIsLeftToLandlockOnlyWhereLandlockConfinesTheCommand) {
+  // `anvil sandbox` asks for it: read-only and workspace-write get the filter without the
+  // tracing rows, for every network mode and caller (Landlock keeps ptrace to the command's
+  // own processes, with or without the pid namespace fallback).
+  for (PolicyKind kind : {PolicyKind::kReadOnly, PolicyKind::kWorkspaceWrite}) {
+    for (NetworkMode network : {NetworkMode::kNone, NetworkMode::kProxy, NetworkMode::kFull}) {
+      for (bool root : {false, true}) {
+        SCOPED_TRACE(std::string(ToString(kind)) + " " + std::string(ToString(network)) +
+                     (root ? " root" : " user"));
+        StartRequest r = Cold(kind, network);
+        r.allow_tracing = true;
+        auto plan = MakePlan(r, Kernel(root));
+        ASSERT_TRUE(plan) << plan.error().ToString();
+        EXPECT_EQ(plan->filter, (FilterChoice{network, true, true}));
+        // anvil-exec-runner does not ask: the rows stay.
+        auto runner = MakePlan(Cold(kind, network), Kernel(root));
+        ASSERT_TRUE(runner);
+        EXPECT_EQ(runner->filter, (FilterChoice{network, true, false}));
+      }
+    }
+  }
+  // Without Landlock there is no filter row to leave out and nothing to keep tracing in.
+  StartRequest outside = Cold(PolicyKind::kExternalSandbox, NetworkMode::kNone);
+  outside.allow_tracing = true;
+  auto plan = MakePlan(outside, Kernel(false, 0));
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->filter, (FilterChoice{NetworkMode::kNone, false, false}));
+}
+
+TEST(SandboxPlan, InitReleasesATraceeWithItsSignalButTheExecsTrap) {
+  EXPECT_EQ(ReleasedTraceeSignal(SIGCHLD), SIGCHLD);
+  EXPECT_EQ(ReleasedTraceeSignal(SIGUSR1), SIGUSR1);
+  EXPECT_EQ(ReleasedTraceeSignal(SIGTSTP), SIGTSTP);  // then a job-control stop of its own
+  EXPECT_EQ(ReleasedTraceeSignal(SIGTERM), SIGTERM);
+  EXPECT_EQ(ReleasedTraceeSignal(SIGTRAP), 0);  // delivered, it would kill the program
 }
 
 TEST(SandboxPlan, TheLandlockAbiIsTheKernels) {

@@ -31,6 +31,29 @@ TEST(SeccompPrecompiledTest, CommandFiltersAreByteIdenticalToAFreshCompile) {
   }
 }
 
+TEST(SeccompPrecompiledTest, TracingFiltersAreByteIdenticalToAFreshCompile) {
+  for (NetworkMode network : {NetworkMode::kNone, NetworkMode::kProxy, NetworkMode::kFull}) {
+    for (bool own_net : {false, true}) {
+      if (own_net && network != NetworkMode::kNone) continue;
+      SCOPED_TRACE(std::string(ToString(network)) + (own_net ? " own network namespace" : ""));
+      auto baked = BuildCommandFilter(network, true, own_net, /*allow_tracing=*/true);
+      auto fresh = CompileCommandFilter(network, true, true, own_net, /*allow_tracing=*/true);
+      ASSERT_TRUE(baked) << baked.error().ToString();
+      ASSERT_TRUE(fresh) << fresh.error().ToString();
+      EXPECT_TRUE(SameBytes(baked->insns(), *fresh));
+      // A program of its own: the one without tracing keeps its rows.
+      auto strict = BuildCommandFilter(network, true, own_net, /*allow_tracing=*/false);
+      ASSERT_TRUE(strict);
+      EXPECT_FALSE(SameBytes(baked->insns(), strict->insns()));
+    }
+  }
+  // Without the deny-list (external-sandbox) there is nothing to leave out.
+  auto net_only = BuildCommandFilter(NetworkMode::kNone, false, false, true);
+  auto net_only_strict = BuildCommandFilter(NetworkMode::kNone, false, false, false);
+  ASSERT_TRUE(net_only && net_only_strict);
+  EXPECT_TRUE(SameBytes(net_only->insns(), net_only_strict->insns()));
+}
+
 TEST(SeccompPrecompiledTest, ServiceFilterIsByteIdenticalToAFreshCompile) {
   auto baked = BuildServiceFilter();
   auto fresh = CompileCommandFilter(NetworkMode::kFull, true, /*set_id_rules=*/false);
