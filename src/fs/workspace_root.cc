@@ -393,22 +393,29 @@ Result<std::string> WorkspaceRoot::Read(std::string_view path,
   if (static_cast<std::uint64_t>(st.st_size) > cap) {
     return Fail("limit", "file over " + std::to_string(cap) + " bytes: " + Q(*norm));
   }
+  // Read straight into the answer. A file of known size is read up to that size and no
+  // further: bytes appended after the fstat are not part of this read, as if it had happened an
+  // instant earlier (and no read is spent only to see the end). One that shrank meanwhile ends
+  // at its end; one whose size says nothing (0) is read to its end. Either way the cap holds on
+  // what is actually read.
+  const std::size_t known = static_cast<std::size_t>(st.st_size);
   std::string data;
-  data.reserve(static_cast<std::size_t>(st.st_size));
-  char buf[64 * 1024];
-  while (true) {
-    const ssize_t n = ::read(fd->Get(), buf, sizeof buf);
+  std::size_t have = 0;
+  while (known == 0 || have < known) {
+    const std::size_t room = known > 0 ? known - have : 64 * 1024;
+    data.resize(have + room);
+    const ssize_t n = ::read(fd->Get(), data.data() + have, room);
     if (n < 0) {
       if (errno == EINTR) continue;
       return SysFail("io", "read " + Q(*norm));
     }
     if (n == 0) break;
-    // The file may grow after fstat: the cap holds on what is actually read.
-    if (data.size() + static_cast<std::size_t>(n) > cap) {
+    have += static_cast<std::size_t>(n);
+    if (have > cap) {
       return Fail("limit", "file over " + std::to_string(cap) + " bytes: " + Q(*norm));
     }
-    data.append(buf, static_cast<std::size_t>(n));
   }
+  data.resize(have);
   return data;
 }
 

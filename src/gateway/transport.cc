@@ -259,11 +259,12 @@ std::optional<std::string> Transport::Serve(uint64_t id, Connection& c, uint32_t
   if ((events & EPOLLOUT) && !Send(c)) return "send failed";
   const bool readable = events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR);
   bool closed = false;
+  Turn turn{0, c.out.size() - c.out_offset};
   if (c.frames_waiting) {
     // Frames read before the output buffer filled are served first, once it drained enough.
     c.reading = WantRead(c);
     if (!c.reading) return std::nullopt;
-    if (auto why = ServeFrames(id, c, closed)) return why;
+    if (auto why = ServeFrames(id, c, closed, turn)) return why;
     if (closed) return std::nullopt;
     if (c.reader.Buffered() == 0) c.frame_sender.reset();
   } else if (!readable || !c.reading) {
@@ -284,7 +285,7 @@ std::optional<std::string> Transport::Serve(uint64_t id, Connection& c, uint32_t
     if (!sender || (c.frame_sender && !(*c.frame_sender == *sender))) c.mixed_senders = true;
     c.frame_sender = sender;
     c.reader.Append(buffer, static_cast<size_t>(n));
-    if (auto why = ServeFrames(id, c, closed)) return why;
+    if (auto why = ServeFrames(id, c, closed, turn)) return why;
     if (closed) return std::nullopt;
     if (c.reader.Buffered() == 0) c.frame_sender.reset();
     if (drained) break;
@@ -293,12 +294,21 @@ std::optional<std::string> Transport::Serve(uint64_t id, Connection& c, uint32_t
   return std::nullopt;
 }
 
-std::optional<std::string> Transport::ServeFrames(uint64_t id, Connection& c, bool& closed) {
+std::optional<std::string> Transport::ServeFrames(uint64_t id, Connection& c, bool& closed,
+                                                  Turn& turn) {
   while (true) {
     if (c.out.size() - c.out_offset >= limits_.max_output_buffer) {
       // Backpressure between frames too: a burst of requests read at once would otherwise have
       // all its answers buffered (or queued) before the peer read any. The rest waits in the
       // reader, already read with its senders checked, until the peer drained its answers.
+      c.frames_waiting = c.reader.Buffered() > 0;
+      return std::nullopt;
+    }
+    if (turn.frames >= kFramesPerTurn ||
+        c.out.size() - c.out_offset >= turn.pending_at_start + kAnswerBytesPerTurn) {
+      // This turn's share: the rest waits in the reader, and the connection goes to the back of
+      // the ready list (UpdateInterest arms writability for it), so that a peer with a deep
+      // pipeline of requests holds an I/O thread for a bounded time while others wait.
       c.frames_waiting = c.reader.Buffered() > 0;
       return std::nullopt;
     }
@@ -319,6 +329,7 @@ std::optional<std::string> Transport::ServeFrames(uint64_t id, Connection& c, bo
       AuditFrame(c, "denied", "frame bytes from more than one process; connection closed");
       return "mixed senders";
     }
+    ++turn.frames;
     if (!on_frame_(id, c, **frame)) {  // closed by the handler
       closed = true;
       return std::nullopt;

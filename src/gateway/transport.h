@@ -78,7 +78,8 @@ struct Connection {
   std::thread::id owner;
   bool closed = false;  // closed while busy: its owner removes it when it lets go
   std::string late;     // answers of queued jobs that completed while it was busy
-  // owner: whole frames wait in `reader`, not served while the output buffer was full
+  // owner: whole frames wait in `reader`, not served while the output buffer was full or once
+  // the turn had served its share (Transport::kFramesPerTurn)
   bool frames_waiting = false;
 };
 
@@ -142,7 +143,18 @@ class Transport {
   // Serves the whole frames buffered in `c.reader` until none is left or the output buffer is
   // full (`c.frames_waiting`); returns why `c` is to be closed, or sets `closed` when the
   // handler closed it.
-  std::optional<std::string> ServeFrames(uint64_t id, Connection& c, bool& closed);
+  // What one turn of a connection has served (a turn: an I/O thread took it for an epoll event).
+  struct Turn {
+    uint32_t frames;
+    size_t pending_at_start;  // its unsent answers' bytes when the turn began
+  };
+  std::optional<std::string> ServeFrames(uint64_t id, Connection& c, bool& closed, Turn& turn);
+  // A turn serves at most this many frames, and starts no further frame once its inline answers
+  // reach this many bytes; then it lets go of the connection with the rest waiting, read and in
+  // order. What one connection's pipeline holds up the connections waiting behind it is one
+  // turn's work (a few small requests, or one large read), not the whole pipeline.
+  static constexpr uint32_t kFramesPerTurn = 16;
+  static constexpr size_t kAnswerBytesPerTurn = 1u << 20;
   // Whether `c` may be read from (its output buffer is below the cap, with hysteresis).
   bool WantRead(const Connection& c) const;
   // Sends what is buffered for `c` (its owner, or under mu() when none); false on an error.
