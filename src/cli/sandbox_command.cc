@@ -435,6 +435,13 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
       }
       home["tmp"] = settings.kept_tmp.empty() ? "private" : settings.kept_tmp;
       if (!settings.home_note.empty()) home["note"] = settings.home_note;
+      for (const auto& [path, leads_to] : settings.home_not_shown) {
+        home["not_shown"].push_back(
+            {{"path", path},
+             {"leads_to", leads_to},
+             {"why", "a link on the way that an earlier run could have re-pointed"},
+             {"allow", "--readable-root " + leads_to}});
+      }
       report["home"] = home;
       if (!settings.repository_top.empty()) report["repository_top"] = settings.repository_top;
       if (!settings.environments.empty()) report["environments"] = settings.environments;

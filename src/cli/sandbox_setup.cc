@@ -330,37 +330,6 @@ bool WriteGitIncludeFiles(const std::string& home, dev_t dev, ino_t ino,
   return true;
 }
 
-// The global ignore and attributes files `entries` name that the sandbox home shows
-// (policy/git_global_files.h), as roots the run implies.
-std::vector<std::string> ShownGitNamedFiles(const std::vector<GitConfigEntry>& entries,
-                                            const std::string& home,
-                                            const std::vector<std::string>& writable_roots) {
-  std::vector<std::string> out;
-  const auto lexical_home = NormalizeAbsolute(home);
-  if (!lexical_home) return out;
-  const std::string home_canonical = Canonical(home);
-  for (const auto& named : GitNamedFiles(entries, home)) {
-    const auto lexical = NormalizeAbsolute(named);
-    if (!lexical) continue;
-    const std::string target = Canonical(*lexical);
-    std::optional<std::string> resolved;
-    auto kind = HomeHost::Kind::kMissing;
-    struct stat st {};
-    if (!target.empty() && ::lstat(target.c_str(), &st) == 0) {
-      resolved = target;
-      kind = S_ISREG(st.st_mode)   ? HomeHost::Kind::kFile
-             : S_ISDIR(st.st_mode) ? HomeHost::Kind::kDirectory
-             : S_ISLNK(st.st_mode) ? HomeHost::Kind::kSymlink
-                                   : HomeHost::Kind::kOther;
-    }
-    if (GitNamedFileShown(*lexical, resolved, kind, *lexical_home, home_canonical,
-                          writable_roots)) {
-      out.push_back(*lexical);
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 Result<SandboxSettings> ApplySandboxSettings(const std::vector<std::string>& environ_entries,
@@ -530,10 +499,10 @@ Result<SandboxSettings> ApplySandboxSettings(const std::vector<std::string>& env
     if (git) {
       // Without its conditional includes until their files are in the sandbox home (below).
       input.gitconfig = RenderSanitizedGitConfig(git->entries);
-      // git's global ignore and attributes files it names, read-only at their path.
-      for (auto& f : ShownGitNamedFiles(git->entries, home, writable)) {
-        input.implied_readable_roots.push_back(std::move(f));
-      }
+      // git's global ignore and attributes files it names, read-only at their path where
+      // PlanHomeView's judgement of every link on the way allows (GitNamedFileShown).
+      input.git_named_files = GitNamedFiles(git->entries, home);
+      input.writable_roots = writable;
     }
     // The workspace's own /tmp is kept like its home, unless the run asked for a throw-away
     // one (--tmp private, or a size for it) or writes nothing that outlives it (read-only).
@@ -574,6 +543,7 @@ Result<SandboxSettings> ApplySandboxSettings(const std::vector<std::string>& env
     out.home_note = "no persistent home";
   }
   if (plan->kind != HomeKind::kNone) out.home = plan->target;
+  out.home_not_shown = plan->not_shown;
   if (plan->kind != HomeKind::kPersistent) {
     out.sandbox_home.clear();
     out.home_key.clear();

@@ -38,7 +38,10 @@ struct SandboxSettings {
   // neighbour), "" when /tmp is a throw-away tmpfs. Shown only where no named root shows the
   // host's /tmp (ApplyHomeView).
   std::string kept_tmp;
-  std::string home_note;      // why the home is a tmpfs instead of persistent, when it is
+  std::string home_note;  // why the home is a tmpfs instead of persistent, when it is
+  // What of the real home was not shown for a link on the way, and where it leads
+  // (HomeView::not_shown).
+  std::vector<std::pair<std::string, std::string>> home_not_shown;
   bool home_created = false;  // this run made the persistent home (RunSandboxCommand sweeps)
   // The repository above the workspace it sees read-only (EnclosingRepositoryTop), "" when none.
   std::string repository_top;

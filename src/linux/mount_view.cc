@@ -751,8 +751,35 @@ Status StageIdmappedTrees(const MountViewOptions& options) {
 // idmapped tree that holds it), checked to be the inode planned when the plan recorded one,
 // at its target (read-only unless writable).
 Status BindMapped(const MappedBind& bind, const std::vector<std::string>& idmapped_roots) {
-  long fd = syscall(SYS_open_tree, AT_FDCWD, SourceOf(idmapped_roots, bind.source).c_str(),
-                    kOpenTreeClone | O_CLOEXEC | kAtRecursive | AT_SYMLINK_NOFOLLOW);
+  const std::string source = SourceOf(idmapped_roots, bind.source);
+  long fd = -1;
+  if (bind.expect_ino != 0) {
+    // The object judged: opened from the tree's top without following a symbolic link anywhere
+    // (a directory on the way swapped for a link since fails here), then cloned from that
+    // descriptor, and checked below to be the very inode judged.
+    const std::string& base = source.rfind(kIdmapped, 0) == 0 ? kIdmapped : kOld;
+    UniqueFd top(::open(base.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!top) return SysFail("sandbox", "open " + base);
+    const std::string rel = source.size() > base.size() ? source.substr(base.size() + 1) : ".";
+    open_how how{};
+    how.flags = O_PATH | O_CLOEXEC;
+    how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH;
+    const long node = syscall(SYS_openat2, top.Get(), rel.c_str(), &how, sizeof(how));
+    if (node < 0) {
+      if (errno == ELOOP || errno == EXDEV || errno == ENOENT || errno == ENOTDIR) {
+        return Fail("sandbox", bind.source +
+                                   " was replaced after it was checked (a link on the way now); "
+                                   "not binding it; fix: run it again");
+      }
+      return SysFail("sandbox", "open " + bind.source);
+    }
+    UniqueFd opened(static_cast<int>(node));
+    fd = syscall(SYS_open_tree, opened.Get(), "",
+                 kOpenTreeClone | O_CLOEXEC | kAtRecursive | AT_EMPTY_PATH);
+  } else {
+    fd = syscall(SYS_open_tree, AT_FDCWD, source.c_str(),
+                 kOpenTreeClone | O_CLOEXEC | kAtRecursive | AT_SYMLINK_NOFOLLOW);
+  }
   if (fd < 0) return SysFail("sandbox", "open_tree " + bind.source);
   UniqueFd tree(static_cast<int>(fd));
   if (bind.expect_ino != 0) {

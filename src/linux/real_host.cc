@@ -1,7 +1,11 @@
 #include "linux/real_host.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <climits>
@@ -10,6 +14,7 @@
 #include <memory>
 #include <optional>
 
+#include "common/unique_fd.h"
 #include "fs/file_io.h"
 #include "linux/host_socket_facts.h"
 
@@ -98,6 +103,27 @@ HomeHost RealHomeHost() {
     }
     std::sort(names.begin(), names.end());
     return names;
+  };
+  host.readlink = [](const std::string& path) -> std::optional<std::string> {
+    char buf[PATH_MAX];
+    const ssize_t n = ::readlink(path.c_str(), buf, sizeof(buf));
+    if (n < 0 || static_cast<size_t>(n) >= sizeof(buf)) return std::nullopt;
+    return std::string(buf, static_cast<size_t>(n));
+  };
+  host.identify = [](const std::string& path) -> std::optional<HomeHost::Node> {
+    open_how how{};
+    how.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC;
+    how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+    const long fd = syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof(how));
+    if (fd < 0) return std::nullopt;
+    UniqueFd node(static_cast<int>(fd));
+    struct stat st {};
+    if (::fstat(node.Get(), &st) != 0) return std::nullopt;
+    const auto kind = S_ISDIR(st.st_mode)   ? HomeHost::Kind::kDirectory
+                      : S_ISREG(st.st_mode) ? HomeHost::Kind::kFile
+                      : S_ISLNK(st.st_mode) ? HomeHost::Kind::kSymlink
+                                            : HomeHost::Kind::kOther;
+    return HomeHost::Node{kind, static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
   };
   return host;
 }

@@ -29,6 +29,39 @@ void AddResolvedId(GitIdentitySet& ids, const GitFs& fs, const std::string& path
   if (auto r = fs.resolve(path)) AddId(ids, fs.lstat(*r));
 }
 
+// Whether every symbolic link on the way from `link` (itself one of the roots') lies in `roots`,
+// followed as the kernel does: then the walk judges each of them, and where it ends. False at
+// the first one outside them (a link of a sandbox home leading back into the workspace, which a
+// later run there re-points), or when the way cannot be followed.
+bool EveryLinkOnTheWayWithin(const std::string& link, const std::vector<std::string>& roots,
+                             const GitFs& fs) {
+  if (!fs.readlink || !fs.resolve) return false;
+  std::vector<std::string> todo = {Basename(link)};
+  std::string at = fs.resolve(Dirname(link)).value_or("");
+  if (at.empty()) return false;
+  size_t links = 0;
+  while (!todo.empty()) {
+    const std::string part = std::move(todo.back());
+    todo.pop_back();
+    if (part == "." || part.empty()) continue;
+    if (part == "..") {
+      at = Dirname(at);
+      continue;
+    }
+    const std::string next = Join(at, part);
+    if (auto target = fs.readlink(next)) {
+      if (!WithinAny(at, roots) || ++links > 40 || target->empty()) return false;
+      if ((*target)[0] == '/') at = "/";
+      const std::vector<std::string> parts = PathComponents(*target);
+      todo.insert(todo.end(), parts.rbegin(), parts.rend());
+      continue;
+    }
+    if (!fs.resolve(next)) return false;
+    at = next;
+  }
+  return true;
+}
+
 }  // namespace
 
 GitFs ResolvingOnce(GitFs fs) {
@@ -379,7 +412,12 @@ std::vector<GitQuarantineAction> DecideGitQuarantine(const GitIdentitySet& befor
       // One that leads into the roots leads to what this walk judges (a workspace that itself
       // lies in a sandbox home keeps its own links). Not one through a magic link: where it
       // leads the check cannot say.
-      if (auto r = fs.resolve(link); !magic && r && WithinAny(*r, after.roots)) continue;
+      // Not one whose way goes through a link outside them (a link of a sandbox home leading
+      // back into the workspace: a later run there re-points it).
+      if (auto r = fs.resolve(link); !magic && r && WithinAny(*r, after.roots) &&
+                                     EveryLinkOnTheWayWithin(link, after.roots, fs)) {
+        continue;
+      }
       auto parent = fs.resolve(Dirname(link));
       actions.push_back({Join(parent.value_or(Dirname(link)), Basename(link)), false,
                          magic ? "a symlink in the writable roots whose way goes through " + *into +

@@ -2,6 +2,7 @@
 #include "policy/git_territory.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "policy/git_paths.h"
 #include "policy/sandbox_policy.h"
@@ -117,9 +118,59 @@ std::optional<std::string> GitTerritoryJudge::Within(const std::string& real) {
   return found;
 }
 
+namespace {
+
+constexpr size_t kMaxLinksOnTheWay = 40;  // as the kernel's
+
+// The first symbolic link on the way of `path` as the kernel follows it, component by
+// component, whose directory `within` places in the territory.
+std::optional<std::string> LinkInTerritoryOnTheWay(
+    const std::string& path, const GitFs& fs,
+    const std::function<std::optional<std::string>(const std::string&)>& within) {
+  if (!fs.readlink || !fs.resolve) return std::nullopt;
+  std::vector<std::string> todo;
+  auto push = [&todo](const std::string& text) {
+    const std::vector<std::string> parts = PathComponents(text);
+    todo.insert(todo.end(), parts.rbegin(), parts.rend());
+  };
+  push(path);
+  std::string at = "/";  // canonical: built from directories that are no links
+  size_t links = 0;
+  while (!todo.empty()) {
+    const std::string part = std::move(todo.back());
+    todo.pop_back();
+    if (part == "." || part.empty()) continue;
+    if (part == "..") {
+      at = Dirname(at);
+      continue;
+    }
+    const std::string next = Join(at, part);
+    if (GitMagicLinkPath(next)) return std::nullopt;  // PathAt's own answer
+    if (auto target = fs.readlink(next)) {
+      // A link that lies in the territory: a later run there re-points it, wherever it leads now.
+      if (auto hit = within(at)) return hit;
+      if (++links > kMaxLinksOnTheWay || target->empty()) return std::nullopt;
+      if ((*target)[0] == '/') at = "/";
+      push(*target);
+      continue;
+    }
+    if (!fs.resolve(next)) return std::nullopt;  // missing: the rest is PathAt's
+    at = next;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<std::string> GitTerritoryJudge::PathAt(const std::string& path, int depth) {
   if (territory_.empty() || path.empty() || path[0] != '/') return std::nullopt;
   if (auto magic = GitMagicLinkPath(path)) return magic;
+  // By its written path, link by link: a way through a link of a sandbox home that leads back
+  // out (into the workspace) leads into the territory all the same.
+  if (auto hop = LinkInTerritoryOnTheWay(path, fs_,
+                                         [this](const std::string& dir) { return Within(dir); })) {
+    return hop;
+  }
   if (auto real = fs_.resolve(path)) {
     if (auto magic = GitMagicLinkPath(*real)) return magic;
     return Within(*real);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,13 @@ struct HomeView {
   // (`read_roots`) or, where the real path is a symlink to elsewhere, mapped (`binds`).
   std::vector<std::string> read_roots;
   std::vector<MappedBind> binds;
+  // The object judged at each of `read_roots` (st_dev, st_ino; binds carry theirs): init binds
+  // only that one (MappedBind::expect_ino).
+  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> identities;
+  // Entries of the table and files the git configuration names that were not shown because of
+  // a link on the way (HomeWalkAllowed): each path in the home and where it leads ("" nowhere),
+  // for the report (`home.not_shown`).
+  std::vector<std::pair<std::string, std::string>> not_shown;
   // The sanitized ~/.gitconfig (policy/sandbox_home.h), written into the home as it is built;
   // empty: none.
   std::string gitconfig;

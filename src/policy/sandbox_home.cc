@@ -193,6 +193,119 @@ std::optional<std::string> ViewSource(const FileView& view, const std::string& v
   return SourceIn(ViewLayers(view), view_path);
 }
 
+PathWalk WalkPath(const std::string& path, const HomeHost& host) {
+  PathWalk walk;
+  if (path.empty() || path[0] != '/' || !host.lstat_kind || !host.readlink) return walk;
+  // The components still to resolve, the next one last.
+  std::vector<std::string> todo;
+  auto push = [&todo](std::string_view text) {
+    std::vector<std::string> parts;
+    size_t start = 0;
+    while (start <= text.size()) {
+      size_t end = text.find('/', start);
+      if (end == std::string_view::npos) end = text.size();
+      if (end > start) parts.emplace_back(text.substr(start, end - start));
+      start = end + 1;
+    }
+    todo.insert(todo.end(), parts.rbegin(), parts.rend());
+  };
+  push(path);
+  std::string at = "/";
+  while (!todo.empty()) {
+    const std::string part = std::move(todo.back());
+    todo.pop_back();
+    if (part == ".") continue;
+    if (part == "..") {
+      const auto slash = at.rfind('/');
+      at = slash == 0 ? "/" : at.substr(0, slash);
+      continue;
+    }
+    const std::string next = (at == "/" ? "" : at) + "/" + part;
+    switch (host.lstat_kind(next)) {
+      case HomeHost::Kind::kMissing:
+        return walk;
+      case HomeHost::Kind::kSymlink: {
+        walk.links.push_back(next);
+        auto text = host.readlink(next);
+        if (walk.links.size() > kMaxWalkLinks || !text || text->empty()) {
+          walk.links.clear();
+          return walk;
+        }
+        if ((*text)[0] == '/') at = "/";
+        push(*text);
+        continue;
+      }
+      case HomeHost::Kind::kDirectory:
+        break;
+      case HomeHost::Kind::kFile:
+      case HomeHost::Kind::kOther:
+        // Only the last component may be other than a directory.
+        if (!todo.empty()) return walk;
+        break;
+    }
+    at = next;
+  }
+  walk.end = at;
+  return walk;
+}
+
+bool HomeLinkTrusted(const std::string& link, const std::string& home,
+                     const std::string& home_canonical) {
+  if (link.empty() || home_canonical.empty() || home_canonical == "/") return false;
+  const auto slash = link.rfind('/');
+  const std::string dir = slash == 0 ? "/" : link.substr(0, slash);
+  return dir == home_canonical || (!home.empty() && home != "/" && PathIsWithin(home, link));
+}
+
+bool InHomeToolchainPlace(const std::string& path, const std::string& home_canonical) {
+  if (home_canonical.empty() || home_canonical == "/" || path == home_canonical ||
+      !PathIsWithin(path, home_canonical)) {
+    return false;
+  }
+  const std::string rel = path.substr(home_canonical.size() + 1);
+  for (const auto& entry : kHomeToolchains) {
+    // Component by component: the path must hold every component of the entry.
+    size_t p = 0;
+    size_t e = 0;
+    bool match = true;
+    while (match && e <= entry.path.size()) {
+      size_t e_end = entry.path.find('/', e);
+      if (e_end == std::string_view::npos) e_end = entry.path.size();
+      if (p > rel.size()) {
+        match = false;
+        break;
+      }
+      size_t p_end = rel.find('/', p);
+      if (p_end == std::string::npos) p_end = rel.size();
+      const std::string want(entry.path.substr(e, e_end - e));
+      const std::string have = rel.substr(p, p_end - p);
+      match = want.find('*') == std::string::npos
+                  ? want == have
+                  : (have[0] != '.' || want[0] == '.') &&
+                        ::fnmatch(want.c_str(), have.c_str(), FNM_PERIOD) == 0;
+      e = e_end + 1;
+      p = p_end + 1;
+    }
+    if (match) return true;
+  }
+  return false;
+}
+
+bool HomeWalkAllowed(const PathWalk& walk, const std::string& home,
+                     const std::string& home_canonical, const std::vector<std::string>& own) {
+  if (!walk.end || NormalizeAbsolute(*walk.end) != *walk.end) return false;
+  const std::string& end = *walk.end;
+  if (InSystemRoot(end) || InHomeToolchainPlace(end, home_canonical)) return true;
+  for (const auto& o : own) {
+    if (!o.empty() && o != "/" && PathIsWithin(end, o)) return true;
+  }
+  const bool home_known = !home_canonical.empty() && home_canonical != "/";
+  return home_known && PathIsWithin(end, home_canonical) &&
+         std::all_of(walk.links.begin(), walk.links.end(), [&](const std::string& link) {
+           return HomeLinkTrusted(link, home, home_canonical);
+         });
+}
+
 Result<HomeView> PlanHomeView(const HomePlanInput& input, const HomeHost& host) {
   HomeView out;
   auto home = NormalizeAbsolute(input.home);
@@ -285,16 +398,73 @@ Result<HomeView> PlanHomeView(const HomePlanInput& input, const HomeHost& host) 
   // its path relative to the home (skipped when it is not there or not allowed).
   // `implied`: a root the workspace implies (input.implied_readable_roots), skipped where a
   // named one would be refused.
+  // The places shown by their own name beside the table's (HomeWalkAllowed): the readable roots
+  // the user named that are no link and have none on the way.
+  std::vector<std::string> own_places;
+  for (const auto& r : input.readable_roots) {
+    auto lexical = NormalizeAbsolute(usable_home ? ExpandHome(r, *home) : r);
+    if (!lexical) continue;
+    // No link on the way but those to the home itself (/home -> /var/home).
+    const PathWalk walk = WalkPath(*lexical, host);
+    if (walk.end && std::all_of(walk.links.begin(), walk.links.end(), [&](const std::string& l) {
+          return usable_home && PathIsWithin(*home, l);
+        })) {
+      own_places.push_back(*walk.end);
+    }
+  }
+  const std::string home_lexical = usable_home ? *home : "";
+  const std::string home_resolved = home_canonical.value_or("");
+  // Where a table entry (`rel`) leads, judged: every link on the way (HomeWalkAllowed).
+  auto judged_of = [&](const std::string& rel) -> std::optional<std::string> {
+    bool link = !home_canonical;
+    for (size_t pos = rel.find('/'); !link; pos = rel.find('/', pos + 1)) {
+      link = kind_of(rel.substr(0, pos)) == HomeHost::Kind::kSymlink;
+      if (pos == std::string::npos) break;
+    }
+    if (!link) return canonical_of(rel);
+    const PathWalk walk = WalkPath(*home + "/" + rel, host);
+    if (!HomeWalkAllowed(walk, home_lexical, home_resolved, own_places)) {
+      if (walk.end) out.not_shown.emplace_back(*home + "/" + rel, *walk.end);
+      return std::nullopt;
+    }
+    return walk.end;
+  };
+  // `judged`: where the caller's own judgement of `path` leads (a git named file's walk).
   auto add_readable = [&](const std::string& path, bool user, const std::string& rel = "",
-                          bool implied = false) -> Status {
+                          bool implied = false,
+                          const std::optional<std::string>& judged = std::nullopt) -> Status {
     auto lexical = NormalizeAbsolute(path);
     if (!lexical) {
       if (user) return Fail("invalid", "readable root must be an absolute path: " + path);
       return Ok();
     }
     if (!user && !implied && kind_of(rel) == HomeHost::Kind::kMissing) return Ok();
-    auto resolved = user || implied ? host.resolve(*lexical) : canonical_of(rel);
-    if (!resolved) return Ok();  // not on this machine
+    auto resolved = judged ? judged : user || implied ? host.resolve(*lexical) : judged_of(rel);
+    if (!resolved) return Ok();  // not on this machine, or not to be shown
+    // A root you name in the home that leads elsewhere through links: judged as the table's
+    // entries are (a link deeper in the home could have been re-pointed by an earlier run).
+    if (user && usable_home && home_canonical && *resolved != *lexical &&
+        PathIsWithin(*lexical, *home)) {
+      const PathWalk walk = WalkPath(*lexical, host);
+      if (!HomeWalkAllowed(walk, home_lexical, home_resolved, own_places)) {
+        return Fail("invalid",
+                    "readable root " + *lexical + " leads to " + walk.end.value_or("nothing") +
+                        " through a link below your home, which an earlier run in a workspace "
+                        "holding it could have re-pointed (fix: name " +
+                        walk.end.value_or("the place it should lead to") +
+                        " as a readable root too, or instead)");
+      }
+      resolved = walk.end;
+    }
+    // The object judged, which init binds (opened without following a link) or nothing.
+    std::optional<HomeHost::Node> node;
+    if (host.identify) {
+      node = host.identify(*resolved);
+      if (!node || (!user && node->kind != HomeHost::Kind::kDirectory &&
+                    node->kind != HomeHost::Kind::kFile)) {
+        return Ok();  // changed while it was judged, or no file nor directory
+      }
+    }
     if (implied && (inside_credential(*resolved, *lexical) ||
                     (usable_home && PathIsWithin(*home, *resolved)))) {
       return Ok();
@@ -313,11 +483,17 @@ Result<HomeView> PlanHomeView(const HomePlanInput& input, const HomeHost& host) 
                                  " (fix: name the directories the command needs, or run with "
                                  "--home none)");
     }
+    const uint64_t dev = node ? node->dev : 0;
+    const uint64_t ino = node ? node->ino : 0;
     if (*resolved == *lexical) {
-      AddUnique(out.read_roots, *lexical);
+      if (std::find(out.read_roots.begin(), out.read_roots.end(), *lexical) ==
+          out.read_roots.end()) {
+        out.read_roots.push_back(*lexical);
+        if (ino != 0) out.identities[*lexical] = {dev, ino};
+      }
     } else if (std::none_of(out.binds.begin(), out.binds.end(),
                             [&](const MappedBind& b) { return b.target == *lexical; })) {
-      out.binds.push_back({*resolved, *lexical, false, 0, 0});
+      out.binds.push_back({*resolved, *lexical, false, dev, ino});
     }
     return Ok();
   };
@@ -347,6 +523,28 @@ Result<HomeView> PlanHomeView(const HomePlanInput& input, const HomeHost& host) 
   }
   for (const auto& r : input.implied_readable_roots) {
     ANVIL_RETURN_IF_ERROR(add_readable(r, false, "", /*implied=*/true));
+  }
+  // git's global ignore and attributes files, judged by their own walk, bound as judged.
+  if (has_home) {
+    for (const auto& named : input.git_named_files) {
+      auto lexical = NormalizeAbsolute(named);
+      if (!lexical) continue;
+      const PathWalk walk = WalkPath(*lexical, host);
+      auto kind = HomeHost::Kind::kMissing;
+      if (walk.end) {
+        if (host.identify) {
+          if (auto node = host.identify(*walk.end)) kind = node->kind;
+        } else {
+          kind = host.lstat_kind(*walk.end);
+        }
+      }
+      if (GitNamedFileShown(*lexical, walk, kind, *home, home_resolved, input.writable_roots,
+                            own_places)) {
+        ANVIL_RETURN_IF_ERROR(add_readable(*lexical, false, "", /*implied=*/true, walk.end));
+      } else if (walk.end && !walk.links.empty() && kind == HomeHost::Kind::kFile) {
+        out.not_shown.emplace_back(*lexical, *walk.end);
+      }
+    }
   }
   return out;
 }
@@ -428,7 +626,9 @@ Status ApplyHomeView(const HomeView& home, const HostFs& host, FileView& view) {
     // idmapping take it from there).
     if (std::none_of(view.mapped_binds.begin(), view.mapped_binds.end(),
                      [&](const MappedBind& m) { return m.target == r; })) {
-      view.mapped_binds.push_back({r, r, false, 0, 0});
+      const auto id = home.identities.find(r);
+      view.mapped_binds.push_back({r, r, false, id == home.identities.end() ? 0 : id->second.first,
+                                   id == home.identities.end() ? 0 : id->second.second});
     }
   }
   for (const auto& b : home.binds) {
@@ -752,10 +952,10 @@ std::vector<std::string> GitNamedFiles(const std::vector<GitConfigEntry>& entrie
   return out;
 }
 
-bool GitNamedFileShown(const std::string& lexical, const std::optional<std::string>& resolved,
-                       HomeHost::Kind resolved_kind, const std::string& home,
-                       const std::string& home_canonical,
-                       const std::vector<std::string>& writable_roots) {
+bool GitNamedFileShown(const std::string& lexical, const PathWalk& walk, HomeHost::Kind end_kind,
+                       const std::string& home, const std::string& home_canonical,
+                       const std::vector<std::string>& writable_roots,
+                       const std::vector<std::string>& named) {
   if (NormalizeAbsolute(lexical) != lexical || NormalizeAbsolute(home) != home || home == "/") {
     return false;
   }
@@ -768,19 +968,22 @@ bool GitNamedFileShown(const std::string& lexical, const std::optional<std::stri
   for (const auto& d : kHomeStartupDirs) {
     if (PathIsWithin(rel, std::string(d.path))) return false;
   }
-  if (!resolved || resolved_kind != HomeHost::Kind::kFile) return false;
-  if (NormalizeAbsolute(*resolved) != *resolved) return false;
+  if (!walk.end || end_kind != HomeHost::Kind::kFile) return false;
+  if (NormalizeAbsolute(*walk.end) != *walk.end) return false;
   // One a writable root holds is shown there as it is, and could be changed while it is judged.
   for (const auto& w : writable_roots) {
-    if (PathIsWithin(lexical, w) || PathIsWithin(*resolved, w)) return false;
+    if (PathIsWithin(lexical, w) || PathIsWithin(*walk.end, w)) return false;
+    for (const auto& link : walk.links) {
+      if (PathIsWithin(link, w)) return false;
+    }
   }
-  // In the home only by its own name: a link below the home could have been pointed by an
-  // earlier run of another workspace (one holding the link) at a file this run hides (a
-  // document, a project's .env), and showing the ignore file would show that. A link into the
-  // system's trees shows nothing the view hides.
-  const bool in_home_unlinked =
-      !home_canonical.empty() && home_canonical != "/" && *resolved == home_canonical + "/" + rel;
-  return in_home_unlinked || InSystemRoot(*resolved);
+  // The file by its own name, through the home's own links only, or in the system's trees: a
+  // link deeper in the home could have been pointed by an earlier run of another workspace (one
+  // holding the link) at a file this run hides (a document, a project's .env).
+  if (home_canonical.empty() || home_canonical == "/") return InSystemRoot(*walk.end);
+  std::vector<std::string> own = named;
+  own.push_back(home_canonical + "/" + rel);
+  return HomeWalkAllowed(walk, home, home_canonical, own);
 }
 
 bool ActivatedEnvironmentShown(const std::string& dir, const ActivatedEnvironment& environment,

@@ -17,6 +17,7 @@
 // inside one is refused.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -174,8 +175,60 @@ struct HomeHost {
   // Names in a directory (no "." or ".."); empty when it cannot be listed; at most
   // kMaxListedNames (a listing that long may be incomplete).
   std::function<std::vector<std::string>(const std::string&)> list_dir;
+  // The text of a symbolic link (readlink(2)); nullopt when `path` is none.
+  std::function<std::optional<std::string>(const std::string&)> readlink;
+  // The object at `path` opened without following a symbolic link anywhere on the way
+  // (openat2 RESOLVE_NO_SYMLINKS): its kind and identity; nullopt when it cannot be. Unset: no
+  // identity is recorded (the bind is then not checked).
+  struct Node {
+    Kind kind = Kind::kMissing;
+    uint64_t dev = 0;
+    uint64_t ino = 0;
+  };
+  std::function<std::optional<Node>(const std::string&)> identify;
 };
 inline constexpr size_t kMaxListedNames = 4096;
+
+// ---- the links on the way to what the home shows ----
+// An entry of the real home the view shows (a toolchain of kHomeToolchains, a file the git
+// configuration names) is found by following symbolic links, and a link below the home can have
+// been written by an earlier run whose workspace or writable root held it (`~/dotfiles`,
+// `~/.config`): pointed at a document, it would show that document to every later run. So the
+// walk records every link it follows, and HomeWalkAllowed judges them and where the walk ends;
+// the bind is then checked to be the very object judged (MappedBind::expect_ino, opened without
+// following a link).
+struct PathWalk {
+  // Every symbolic link followed, in order, at its canonical place (its directory resolved).
+  std::vector<std::string> links;
+  // The canonical path it ends at; nullopt: missing, dangling, a loop, or more than
+  // kMaxWalkLinks links.
+  std::optional<std::string> end;
+};
+inline constexpr size_t kMaxWalkLinks = 40;
+// Resolves `path` (absolute) as the kernel does, one component at a time (host.lstat_kind,
+// host.readlink). Pure.
+PathWalk WalkPath(const std::string& path, const HomeHost& host);
+
+// Whether `link` (a PathWalk link) is the home's own: it lies directly in the home
+// (`home_canonical`), where only a run whose writable root is the home itself could have made it
+// (and that run sees all of the home but its credentials and histories anyway), or on the way to
+// the home itself (`home`, lexical: /home -> /var/home).
+bool HomeLinkTrusted(const std::string& link, const std::string& home,
+                     const std::string& home_canonical);
+
+// Whether `path` (canonical) lies at or beneath a place of kHomeToolchains under
+// `home_canonical`, matched component by component: one the view shows by its own name.
+bool InHomeToolchainPlace(const std::string& path, const std::string& home_canonical);
+
+// Whether what `walk` ends at may be shown: it lies in a system root (InSystemRoot), or at a
+// place shown by its own name (InHomeToolchainPlace, or at or beneath one of `own`: canonical
+// paths the user or the configuration named), or every link followed is the home's own
+// (HomeLinkTrusted) and it lies in the home. Never when the walk ends nowhere. A link deeper in
+// the home (stow's `~/.config/git/ignore -> ~/dotfiles/...`), or one that leaves the home and the
+// system, leads only to what is shown by its own name anyway. The credential locations and
+// histories are the caller's to refuse (PlanHomeView). Pure.
+bool HomeWalkAllowed(const PathWalk& walk, const std::string& home,
+                     const std::string& home_canonical, const std::vector<std::string>& own);
 
 struct HomePlanInput {
   HomeMode mode = HomeMode::kPersistent;
@@ -200,6 +253,11 @@ struct HomePlanInput {
   // never an error, where a named one would be refused (inside a credential location, or
   // covering the home).
   std::vector<std::string> implied_readable_roots;
+  // The files the user's git configuration names (GitNamedFiles, policy/git_global_files.h):
+  // each shown read-only at its path where GitNamedFileShown allows it, judged by the walk of
+  // PlanHomeView itself. `writable_roots`: the run's (the workspace first).
+  std::vector<std::string> git_named_files;
+  std::vector<std::string> writable_roots;
 };
 
 // What EnclosingRepositoryTop looks at: a path as lstat(2) sees it.

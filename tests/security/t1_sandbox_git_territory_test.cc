@@ -166,6 +166,33 @@ TEST_P(T1SandboxGitTerritory, ASymlinkIntoTheSandboxHomeIsMovedAside) {
   EXPECT_EQ(Git(ws_ + "/sib", {"status", "--short"}).status, 0);
 }
 
+// Red team rt13 (left over): a link of the workspace into the sandbox home whose place there is a
+// link back into the workspace ended in the workspace and stayed. The next run of the workspace
+// re-pointed the home's link at a repository of its own there, and the walk memo kept the
+// unchanged directory's link unjudged: `cd vendor && git status` on the host ran that
+// repository's fsmonitor. The way is judged link by link now: moved aside at the first run.
+// Benign: a link of the workspace to a directory of it stays.
+TEST_P(T1SandboxGitTerritory, AWayThroughALinkOfTheSandboxHomeBackIntoTheWorkspaceIsMovedAside) {
+  Write(marker_ + "-fsm.sh", HookText(), 0755);
+  auto first =
+      Sh("mkdir -p lib/real && ln -s " + ShellQuote(ws_ + "/lib/real") + " ~/back && ln -s " +
+         ShellQuote(sandbox_home_ + "/back") + " vendor && ln -s lib/real mine");
+  EXPECT_EQ(first.status, 0) << first.err;
+  struct stat st {};
+  EXPECT_NE(lstat((ws_ + "/vendor").c_str(), &st), 0) << "the link through the home stayed";
+  EXPECT_EQ(lstat((ws_ + "/vendor.anvil-quarantine").c_str(), &st), 0) << first.err;
+  ASSERT_EQ(lstat((ws_ + "/mine").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  auto second = Sh("git init -q ~/evil && git -C ~/evil config core.fsmonitor " +
+                   ShellQuote(marker_ + "-fsm.sh") + " && ln -sfn " +
+                   ShellQuote(sandbox_home_ + "/evil") + " ~/back");
+  EXPECT_EQ(second.status, 0) << second.err;
+  Git(ws_ + "/vendor", {"status"});
+  EXPECT_FALSE(Exists(marker_)) << "git status on the host ran a sandbox home repository's "
+                                   "fsmonitor through a link of the home";
+  EXPECT_EQ(Git(ws_ + "/mine", {"status", "--short"}).status, 0);
+}
+
 // Review s12: a directory the command leaves readable but not searchable (chmod 600) bars the
 // walk's way to the directories in it, which an unprivileged caller then could neither list nor
 // write: they were skipped as the caller's own unwritable ones, with a link into the sandbox

@@ -116,6 +116,31 @@ TEST(GitTerritoryJudge, SymlinksByTheirTargetAsTheHostResolvesIt) {
   }
 }
 
+// A way through a link that lies in a sandbox home leads there, even where that link leads back
+// out now (into the workspace, rt13): the host's git follows the link as written, and a later run
+// of the workspace re-points the home's link at a repository of its own there.
+TEST(GitTerritoryJudge, AWayThroughALinkOfASandboxHomeLeadsThereWhereverItEndsNow) {
+  Territory x;
+  const std::string home = std::string(kHomes) + "/ws-1/home";
+  x.t.Link(home + "/back", "/w/lib");
+  x.t.Link(home + "/back-rel", "../../../../../../../../w/lib");
+  x.t.Link("/w/via-home", home + "/back");
+  x.t.Link("/w/via-rel", home + "/back-rel");
+  x.t.Link("/w/two", "/w/via-home");  // a link of the workspace, then the home's
+  x.t.Link("/w/lib-link", "lib");     // benign: within the workspace only
+  x.fs = x.t.Fs();
+  GitTerritoryJudge judge(x.territory, x.fs);
+  for (const char* link : {"/w/via-home", "/w/via-rel", "/w/two"}) {
+    EXPECT_TRUE(judge.Symlink(link).has_value()) << link;
+  }
+  EXPECT_TRUE(judge.Path(home + "/back/x").has_value());
+  EXPECT_TRUE(judge.Path("/w/via-home").has_value());
+  for (const char* link : {"/w/lib-link", "/w/fine"}) {
+    EXPECT_FALSE(judge.Symlink(link).has_value()) << link;
+  }
+  EXPECT_FALSE(judge.Path("/w/lib-link/x").has_value());
+}
+
 // The key a walk memo is kept with: the same territory (in any order, repeated) has the same
 // key; another homes directory, the same one made again, or none has another.
 TEST(GitTerritoryKey, NamesTheHomesDirectoriesByPathAndObject) {

@@ -33,7 +33,16 @@ struct FakeHome {
     h.lstat_kind = [entries_copy, links_copy](const std::string& p) {
       if (links_copy.count(p)) return Kind::kSymlink;
       auto it = entries_copy.find(p);
-      return it == entries_copy.end() ? Kind::kMissing : it->second;
+      if (it != entries_copy.end()) return it->second;
+      // A directory above an entry or a link exists (/home above /home/u).
+      const std::string dir = p == "/" ? "/" : p + "/";
+      for (const auto& [e, kind] : entries_copy) {
+        if (e.rfind(dir, 0) == 0) return Kind::kDirectory;
+      }
+      for (const auto& [l, target] : links_copy) {
+        if (l.rfind(dir, 0) == 0) return Kind::kDirectory;
+      }
+      return Kind::kMissing;
     };
     h.resolve = [entries_copy, links_copy](const std::string& p) -> std::optional<std::string> {
       // Resolve the longest linked prefix, then require existence.
@@ -43,6 +52,11 @@ struct FakeHome {
       }
       if (entries_copy.count(path)) return path;
       return std::nullopt;
+    };
+    h.readlink = [links_copy](const std::string& p) -> std::optional<std::string> {
+      auto it = links_copy.find(p);
+      if (it == links_copy.end()) return std::nullopt;
+      return it->second;
     };
     h.list_dir = [entries_copy, links_copy](const std::string& dir) {
       std::vector<std::string> names;
@@ -124,12 +138,21 @@ TEST(PlanHomeView, CredentialsOfTheHomeAreListedForMasking) {
   }
 }
 
+// A toolchain that is a link is bound from its target at its home path, where the target is a
+// place the view shows by its own name: here /opt/pyenv, a readable root named. Without it, a
+// link out of the home (which a run with the whole home writable could have re-pointed at a
+// place no run sees) shows nothing.
 TEST(PlanHomeView, SymlinkedToolchainIsMappedToItsHomePath) {
   FakeHome f = LivedInHome();
   f.entries.erase("/home/u/.pyenv");
   f.entries["/opt/pyenv"] = Kind::kDirectory;
   f.links["/home/u/.pyenv"] = "/opt/pyenv";
-  auto plan = PlanHomeView(Input(), f.Host());
+  auto unnamed = PlanHomeView(Input(), f.Host());
+  ASSERT_TRUE(unnamed);
+  for (const auto& b : unnamed->binds) EXPECT_NE(b.target, "/home/u/.pyenv");
+  HomePlanInput in = Input();
+  in.readable_roots = {"/opt/pyenv"};
+  auto plan = PlanHomeView(in, f.Host());
   ASSERT_TRUE(plan);
   EXPECT_FALSE(Has(plan->read_roots, "/home/u/.pyenv"));
   auto it = std::find_if(plan->binds.begin(), plan->binds.end(),
@@ -412,7 +435,9 @@ TEST(MaskSocketsInMappedBinds, SocketsInMappedSourcesAreCoveredAtTheirViewPath) 
   f.entries.erase("/home/u/.pyenv");
   f.entries["/opt/pyenv"] = Kind::kDirectory;
   f.links["/home/u/.pyenv"] = "/opt/pyenv";
-  auto plan = PlanHomeView(Input(), f.Host());
+  HomePlanInput in = Input();
+  in.readable_roots = {"/opt/pyenv"};
+  auto plan = PlanHomeView(in, f.Host());
   ASSERT_TRUE(plan);
   FileView view = ViewWith(*plan);
   MaskSocketsInMappedBinds(
@@ -940,53 +965,307 @@ TEST(GitNamedFileShown, ARegularFileOfTheHomeOrTheSystemOnly) {
   using K = HomeHost::Kind;
   struct Case {
     std::string lexical;
-    std::optional<std::string> resolved;
+    std::vector<std::string> links;  // the walk's
+    std::optional<std::string> end;
     K kind;
     bool shown;
   };
   const Case cases[] = {
-      {"/home/u/.gitignore_global", "/home/u/.gitignore_global", K::kFile, true},
-      {"/home/u/.config/git/attributes", "/home/u/.config/git/attributes", K::kFile, true},
-      // A link within the home (a dotfiles manager's, stow): not shown. An earlier run of a
-      // workspace holding the link (~/dotfiles) could have pointed it at a file this run hides.
-      {"/home/u/.gitignore_global", "/home/u/dotfiles/gitignore", K::kFile, false},
-      {"/home/u/dotfiles/gitignore", "/home/u/Documents/secret.txt", K::kFile, false},
-      {"/home/u/.config/git/ignore", "/home/u/.config/git/ignore", K::kFile, true},
+      {"/home/u/.gitignore_global", {}, "/home/u/.gitignore_global", K::kFile, true},
+      {"/home/u/.config/git/attributes", {}, "/home/u/.config/git/attributes", K::kFile, true},
+      // A link at the home's top (stow's ~/.gitignore_global -> dotfiles/gitignore): only a run
+      // with the whole home writable could have made it, and that run sees the home anyway.
+      {"/home/u/.gitignore_global",
+       {"/home/u/.gitignore_global"},
+       "/home/u/dotfiles/gitignore",
+       K::kFile,
+       true},
+      // A link deeper in the home: an earlier run of a workspace holding it (~/dotfiles,
+      // ~/.config) could have pointed it at a file this run hides.
+      {"/home/u/dotfiles/gitignore",
+       {"/home/u/dotfiles/gitignore"},
+       "/home/u/Documents/secret.txt",
+       K::kFile,
+       false},
+      {"/home/u/.config/git/ignore",
+       {"/home/u/.config/git/ignore"},
+       "/home/u/dotfiles/gi",
+       K::kFile,
+       false},
+      // The top link's target re-pointed by a run in ~/dotfiles: a second, deeper link.
+      {"/home/u/.gitignore_global",
+       {"/home/u/.gitignore_global", "/home/u/dotfiles/gitignore"},
+       "/home/u/secret.txt",
+       K::kFile,
+       false},
+      // A deep link that leads back to the file's own path, or a directory on the way that is.
+      {"/home/u/.config/git/ignore",
+       {"/home/u/.config/git"},
+       "/home/u/dotfiles/git/ignore",
+       K::kFile,
+       false},
+      {"/home/u/.config/git/ignore", {}, "/home/u/.config/git/ignore", K::kFile, true},
       // Into the system's trees (home-manager's store, /etc): shows nothing the view hides.
-      {"/home/u/.gitignore_global", "/nix/store/abc-gitignore", K::kFile, true},
-      {"/home/u/.gitignore_global", "/etc/gitignore", K::kFile, true},
+      {"/home/u/.gitignore_global",
+       {"/home/u/.gitignore_global"},
+       "/nix/store/abc-gitignore",
+       K::kFile,
+       true},
+      {"/home/u/.config/git/ignore",
+       {"/home/u/.config/git/ignore"},
+       "/etc/gitignore",
+       K::kFile,
+       true},
       // Not a regular file: a FIFO or a socket would be a channel, a directory is no ignore file.
-      {"/home/u/.gitignore_global", "/home/u/.gitignore_global", K::kOther, false},
-      {"/home/u/.gitignore_global", "/home/u/.gitignore_global", K::kDirectory, false},
-      {"/home/u/.gitignore_global", "/home/u/.gitignore_global", K::kSymlink, false},
-      {"/home/u/.gitignore_global", std::nullopt, K::kMissing, false},
-      // Outside the home, or resolving outside it and the system: not shown.
-      {"/srv/shared/gitignore", "/srv/shared/gitignore", K::kFile, false},
-      {"/tmp/gitignore", "/tmp/gitignore", K::kFile, false},
-      {"/home/u/.gitignore_global", "/tmp/gitignore", K::kFile, false},
-      {"/home/u/.gitignore_global", "/proc/1/environ", K::kFile, false},
-      {"/home/u/.gitignore_global", "/home/other/.gitignore", K::kFile, false},
-      {"/home/u", "/home/u", K::kFile, false},
+      {"/home/u/.gitignore_global", {}, "/home/u/.gitignore_global", K::kOther, false},
+      {"/home/u/.gitignore_global", {}, "/home/u/.gitignore_global", K::kDirectory, false},
+      {"/home/u/.gitignore_global", {}, "/home/u/.gitignore_global", K::kSymlink, false},
+      {"/home/u/.gitignore_global", {}, std::nullopt, K::kMissing, false},
+      // Outside the home, or leaving it and the system even by the home's own link: not shown.
+      {"/srv/shared/gitignore", {}, "/srv/shared/gitignore", K::kFile, false},
+      {"/tmp/gitignore", {}, "/tmp/gitignore", K::kFile, false},
+      {"/home/u/.gitignore_global",
+       {"/home/u/.gitignore_global"},
+       "/tmp/gitignore",
+       K::kFile,
+       false},
+      {"/home/u/.gitignore_global",
+       {"/home/u/.gitignore_global"},
+       "/proc/1/environ",
+       K::kFile,
+       false},
+      {"/home/u/.gitignore_global",
+       {"/home/u/.gitignore_global"},
+       "/home/other/.gitignore",
+       K::kFile,
+       false},
+      {"/home/u", {}, "/home/u", K::kFile, false},
       // The shells' start-up files stay Anvil's.
-      {"/home/u/.bashrc", "/home/u/.bashrc", K::kFile, false},
-      {"/home/u/.config/fish/ignore", "/home/u/.config/fish/ignore", K::kFile, false},
-      {"/home/u/../u/x", "/home/u/x", K::kFile, false},
-      {"/home/u/x", "/home/u/../../proc/1/environ", K::kFile, false},
-      // In a writable root of the run: shown there as it is.
-      {"/home/u/proj/.gitignore", "/home/u/proj/.gitignore", K::kFile, false},
-      {"/home/u/.gitignore_global", "/home/u/proj/gitignore", K::kFile, false},
-      {"/home/u/proj2/.gitignore", "/home/u/proj2/.gitignore", K::kFile, true},
+      {"/home/u/.bashrc", {}, "/home/u/.bashrc", K::kFile, false},
+      {"/home/u/.config/fish/ignore", {}, "/home/u/.config/fish/ignore", K::kFile, false},
+      {"/home/u/../u/x", {}, "/home/u/x", K::kFile, false},
+      {"/home/u/x", {"/home/u/x"}, "/home/u/../../proc/1/environ", K::kFile, false},
+      // In a writable root of the run, or through a link there: shown there as it is.
+      {"/home/u/proj/.gitignore", {}, "/home/u/proj/.gitignore", K::kFile, false},
+      {"/home/u/.gitignore_global",
+       {"/home/u/.gitignore_global"},
+       "/home/u/proj/gitignore",
+       K::kFile,
+       false},
+      {"/home/u/.gitignore_global",
+       {"/home/u/.gitignore_global", "/home/u/proj/link"},
+       "/etc/gitignore",
+       K::kFile,
+       false},
+      {"/home/u/proj2/.gitignore", {}, "/home/u/proj2/.gitignore", K::kFile, true},
   };
   const std::vector<std::string> writable = {"/home/u/proj"};
   for (const auto& c : cases) {
-    SCOPED_TRACE(c.lexical + " -> " + c.resolved.value_or("(missing)"));
-    EXPECT_EQ(GitNamedFileShown(c.lexical, c.resolved, c.kind, "/home/u", "/home/u", writable),
-              c.shown);
+    SCOPED_TRACE(c.lexical + " -> " + c.end.value_or("(missing)"));
+    const PathWalk walk{c.links, c.end};
+    EXPECT_EQ(GitNamedFileShown(c.lexical, walk, c.kind, "/home/u", "/home/u", writable), c.shown);
   }
-  EXPECT_FALSE(GitNamedFileShown("/x/y", "/x/y", K::kFile, "/", "/", {}));
+  EXPECT_FALSE(GitNamedFileShown("/x/y", PathWalk{{}, "/x/y"}, K::kFile, "/", "/", {}));
   // The home reached through a link: the file resolves into its canonical path.
-  EXPECT_TRUE(GitNamedFileShown("/home/u/.gitignore_global", "/var/home/u/.gitignore_global",
-                                K::kFile, "/home/u", "/var/home/u", {}));
+  EXPECT_TRUE(GitNamedFileShown("/home/u/.gitignore_global",
+                                PathWalk{{"/home"}, "/var/home/u/.gitignore_global"}, K::kFile,
+                                "/home/u", "/var/home/u", {}));
+}
+
+// The walk of a path records every link it follows, where it lies (its directory resolved), as
+// the kernel resolves them: relative to the link's directory, from the root when absolute.
+TEST(WalkPath, EveryLinkFollowedAndWhereItEnds) {
+  FakeHome f;
+  for (const char* d : {"/home", "/home/u", "/home/u/.config", "/home/u/.config/git",
+                        "/home/u/dotfiles", "/home/u/dotfiles/git", "/usr", "/usr/bin"}) {
+    f.entries[d] = Kind::kDirectory;
+  }
+  for (const char* file : {"/home/u/dotfiles/gi", "/home/u/secret.txt", "/usr/bin/sh"}) {
+    f.entries[file] = Kind::kFile;
+  }
+  f.links["/home/u/.gitignore_global"] = "dotfiles/gi";
+  f.links["/home/u/.config/git/ignore"] = "../../dotfiles/gi";
+  f.links["/home/u/dotfiles/chain"] = "/home/u/.config/git/ignore";
+  f.links["/home/u/.cargo"] = "dotfiles";
+  f.links["/home/u/loop"] = "loop";
+  f.links["/home/u/dangling"] = "nowhere";
+  f.links["/home/u/bin"] = "/usr/bin";
+  const HomeHost host = f.Host();
+  struct Case {
+    std::string path;
+    std::vector<std::string> links;
+    std::optional<std::string> end;
+  };
+  const Case cases[] = {
+      {"/home/u/dotfiles/gi", {}, "/home/u/dotfiles/gi"},
+      {"/home/u/.gitignore_global", {"/home/u/.gitignore_global"}, "/home/u/dotfiles/gi"},
+      {"/home/u/.config/git/ignore", {"/home/u/.config/git/ignore"}, "/home/u/dotfiles/gi"},
+      {"/home/u/dotfiles/chain",
+       {"/home/u/dotfiles/chain", "/home/u/.config/git/ignore"},
+       "/home/u/dotfiles/gi"},
+      {"/home/u/.cargo/git/../gi", {"/home/u/.cargo"}, "/home/u/dotfiles/gi"},
+      {"/home/u/bin/sh", {"/home/u/bin"}, "/usr/bin/sh"},
+      {"/home/u/loop", {}, std::nullopt},
+      {"/home/u/dangling", {}, std::nullopt},
+      {"/home/u/secret.txt/x", {}, std::nullopt},  // a file is no directory
+      {"/home/u/missing", {}, std::nullopt},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.path);
+    const PathWalk walk = WalkPath(c.path, host);
+    EXPECT_EQ(walk.end, c.end);
+    if (c.end) {
+      EXPECT_EQ(walk.links, c.links);
+    }
+  }
+  EXPECT_FALSE(WalkPath("relative/path", host).end);
+}
+
+// What a walk may end at: the system's trees, a place the view shows by its own name (a
+// toolchain of the table, a place the caller names), or, through the home's own links only
+// (at its top, or on the way to the home itself), anywhere in the home.
+TEST(HomeWalkAllowed, TheTablesPlacesOrTheHomesOwnLinksOnly) {
+  struct Case {
+    std::vector<std::string> links;
+    std::optional<std::string> end;
+    bool allowed;
+  };
+  const Case cases[] = {
+      {{}, "/var/home/u/.cargo/bin", true},
+      {{"/var/home/u/.cargo"}, "/var/home/u/tools/cargo/bin", true},  // the home's top
+      {{"/home"}, "/var/home/u/tools", true},  // on the way to the home itself
+      {{"/var/home/u/.cargo/bin"}, "/var/home/u/dotfiles/cargo-bin", false},
+      {{"/var/home/u/.cargo/bin"}, "/var/home/u/.rustup/toolchains/x/bin", true},
+      {{"/var/home/u/go/bin"}, "/var/home/u/.local/bin", true},
+      {{"/var/home/u/x/y"}, "/var/home/u/.local/lib/python3.12/site-packages/z", true},
+      {{"/var/home/u/x/y"}, "/var/home/u/.local/lib/.python3/site-packages", false},
+      {{"/var/home/u/x/y"}, "/var/home/u/.local/lib/python3.12", false},
+      {{"/var/home/u/.cargo/bin"}, "/usr/local/bin", true},
+      {{"/var/home/u/.cargo/bin"}, "/opt/cargo/bin", false},
+      {{"/var/home/u/.cargo"}, "/opt/cargo", false},  // leaving the home and the system
+      {{"/var/home/u/.cargo"}, "/proc/self/environ", false},
+      {{"/var/home/u/.cargo", "/var/home/u/tools/cargo"}, "/var/home/u/Documents", false},
+      {{"/var/home/u/.cargo/bin"}, "/var/home/u/named/dir/x", true},  // a place the caller named
+      {{"/var/home/u/.cargo/bin"}, "/var/home/u/named", true},
+      {{"/var/home/u/.cargo/bin"}, "/var/home/u/namedx", false},
+      {{"/var/home/u/.cargo/bin"}, "/var/home/u", false},
+      {{}, std::nullopt, false},
+      {{}, "/var/home/u/../u/x", false},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.end.value_or("(nowhere)"));
+    EXPECT_EQ(
+        HomeWalkAllowed(PathWalk{c.links, c.end}, "/home/u", "/var/home/u", {"/var/home/u/named"}),
+        c.allowed);
+  }
+  // No home known: only the system's trees and the places named.
+  EXPECT_FALSE(HomeWalkAllowed(PathWalk{{}, "/home/u/x"}, "", "", {}));
+  EXPECT_TRUE(HomeWalkAllowed(PathWalk{{"/home/u/x"}, "/usr/bin"}, "", "", {}));
+  EXPECT_TRUE(InHomeToolchainPlace("/h/.config/git/ignore", "/h"));
+  EXPECT_FALSE(InHomeToolchainPlace("/h/.config/git", "/h"));
+  EXPECT_FALSE(InHomeToolchainPlace("/h", "/h"));
+  EXPECT_FALSE(InHomeToolchainPlace("/other/.cargo/bin", "/h"));
+  EXPECT_TRUE(HomeLinkTrusted("/h/.cargo", "/home/u", "/h"));
+  EXPECT_FALSE(HomeLinkTrusted("/h/.cargo/bin", "/home/u", "/h"));
+  EXPECT_TRUE(HomeLinkTrusted("/home", "/home/u", "/h"));
+  EXPECT_TRUE(HomeLinkTrusted("/home/u", "/home/u", "/h"));
+  EXPECT_FALSE(HomeLinkTrusted("/h/.cargo", "/home/u", "/"));
+}
+
+// A toolchain of the table found through a link deeper in the home (a run in ~/dotfiles could
+// have re-pointed it): shown only where it leads to a place the view shows by its own name; the
+// home's own links at its top lead anywhere in the home. Each bind and read root carries the
+// identity judged (init binds only that object).
+TEST(PlanHomeView, ToolchainLinksAreJudgedAtEveryHopAndBoundAsJudged) {
+  FakeHome f = LivedInHome();
+  f.entries.erase("/home/u/.cargo/bin");
+  f.entries["/home/u/dotfiles"] = Kind::kDirectory;
+  f.entries["/home/u/dotfiles/cargo-bin"] = Kind::kDirectory;
+  f.entries["/home/u/Documents/secret.txt"] = Kind::kFile;
+  f.entries["/home/u/.rustup"] = Kind::kDirectory;
+  f.entries["/home/u/.rustup/bin"] = Kind::kDirectory;
+  f.entries["/home/u/tools"] = Kind::kDirectory;
+  f.entries["/home/u/tools/nvm"] = Kind::kDirectory;
+  f.entries["/home/u/dotfiles/gi"] = Kind::kFile;
+  f.entries.erase("/home/u/.config/git/ignore");
+  f.links["/home/u/.config/git/ignore"] = "/home/u/dotfiles/gi";  // stow, deep
+  f.links["/home/u/.nvm"] = "/home/u/tools/nvm";                  // the home's top
+  f.links["/home/u/.local/share/uv/python"] = "/home/u/Documents";
+  f.entries["/home/u/.local/share"] = Kind::kDirectory;
+  f.entries["/home/u/.local/share/uv"] = Kind::kDirectory;
+  HomeHost host;
+  auto source_of = [](const HomeView& plan, const std::string& target) -> std::string {
+    for (const auto& b : plan.binds) {
+      if (b.target == target) return b.source;
+    }
+    return "";
+  };
+  for (const char* to : {"/home/u/dotfiles/cargo-bin", "/home/u/.rustup/bin"}) {
+    SCOPED_TRACE(to);
+    f.links["/home/u/.cargo/bin"] = to;
+    host = f.Host();
+    std::map<std::string, uint64_t> inodes;
+    host.identify =
+        [&inodes, base = host.lstat_kind](const std::string& p) -> std::optional<HomeHost::Node> {
+      const auto kind = base(p);
+      if (kind == Kind::kMissing || kind == Kind::kSymlink) return std::nullopt;
+      if (!inodes.count(p)) inodes[p] = inodes.size() + 100;
+      return HomeHost::Node{kind, 7, inodes[p]};
+    };
+    auto plan = PlanHomeView(Input(), host);
+    ASSERT_TRUE(plan) << plan.error().ToString();
+    const bool own_place = std::string(to) == "/home/u/.rustup/bin";
+    EXPECT_EQ(source_of(*plan, "/home/u/.cargo/bin"), own_place ? to : "");
+    EXPECT_EQ(source_of(*plan, "/home/u/.nvm"), "/home/u/tools/nvm");
+    EXPECT_EQ(source_of(*plan, "/home/u/.config/git/ignore"), "");
+    EXPECT_EQ(source_of(*plan, "/home/u/.local/share/uv/python"), "");
+    for (const auto& b : plan->binds) {
+      EXPECT_EQ(b.expect_dev, 7u) << b.target;
+      EXPECT_EQ(b.expect_ino, inodes[b.source]) << b.target;
+    }
+    for (const auto& r : plan->read_roots) {
+      ASSERT_TRUE(plan->identities.count(r)) << r;
+      EXPECT_EQ(plan->identities.at(r).second, inodes[r]) << r;
+    }
+    FileView view;
+    view.writable_roots = {{"/home/u/proj", {}}};
+    ASSERT_TRUE(ApplyHomeView(*plan, HostFs{}, view));
+    for (const auto& m : view.mapped_binds) {
+      if (m.source == "/home/u/.pyenv") {
+        EXPECT_EQ(m.expect_ino, inodes["/home/u/.pyenv"]);
+      }
+    }
+  }
+  // A root you name in the home is judged the same way: one that leads elsewhere through a link
+  // deeper in the home is refused, naming where it leads, until that place is named too.
+  {
+    f.links["/home/u/.config/nvim"] = "/home/u/dotfiles/nvim";
+    f.entries["/home/u/dotfiles/nvim"] = Kind::kDirectory;
+    HomePlanInput named = Input();
+    named.readable_roots = {"~/.config/nvim"};
+    auto refused = PlanHomeView(named, f.Host());
+    ASSERT_FALSE(refused);
+    EXPECT_NE(refused.error().ToString().find("leads to /home/u/dotfiles/nvim"), std::string::npos)
+        << refused.error().ToString();
+    named.readable_roots = {"~/.config/nvim", "~/dotfiles/nvim"};
+    auto both = PlanHomeView(named, f.Host());
+    ASSERT_TRUE(both) << both.error().ToString();
+    EXPECT_EQ(source_of(*both, "/home/u/.config/nvim"), "/home/u/dotfiles/nvim");
+    // At the home's top, a link of the home's own: shown as before.
+    f.links["/home/u/notes"] = "/home/u/dotfiles/nvim";
+    named.readable_roots = {"~/notes"};
+    auto top = PlanHomeView(named, f.Host());
+    ASSERT_TRUE(top) << top.error().ToString();
+    EXPECT_EQ(source_of(*top, "/home/u/notes"), "/home/u/dotfiles/nvim");
+  }
+  // A place the user names (no link on the way) is shown by its own name: a deep link to it is
+  // followed too.
+  f.links["/home/u/.cargo/bin"] = "/home/u/dotfiles/cargo-bin";
+  HomePlanInput in = Input();
+  in.readable_roots = {"~/dotfiles"};
+  auto plan = PlanHomeView(in, f.Host());
+  ASSERT_TRUE(plan) << plan.error().ToString();
+  EXPECT_EQ(source_of(*plan, "/home/u/.cargo/bin"), "/home/u/dotfiles/cargo-bin");
 }
 
 // A named file GitNamedFileShown allows is a root the run implies: shown read-only at its path
@@ -996,7 +1275,7 @@ TEST(PlanHomeView, TheGlobalIgnoreFileTheConfigurationNamesIsShownOutsideCredent
   FakeHome f = LivedInHome();
   f.entries["/home/u/.gitignore_global"] = Kind::kFile;
   HomePlanInput in = Input();
-  in.implied_readable_roots = {"/home/u/.gitignore_global"};
+  in.git_named_files = {"/home/u/.gitignore_global"};
   auto plan = PlanHomeView(in, f.Host());
   ASSERT_TRUE(plan) << plan.error().ToString();
   EXPECT_TRUE(Has(plan->read_roots, "/home/u/.gitignore_global"));
@@ -1012,6 +1291,15 @@ TEST(PlanHomeView, TheGlobalIgnoreFileTheConfigurationNamesIsShownOutsideCredent
   EXPECT_EQ(plan->binds[0].target, "/home/u/.gitignore_global");
   EXPECT_FALSE(plan->binds[0].writable);
   EXPECT_FALSE(Has(plan->read_roots, "/home/u/dotfiles"));
+  // The file the link at the home's top leads to, re-pointed by a run in ~/dotfiles (a link
+  // deeper in the home): not shown.
+  f.entries["/home/u/secret.txt"] = Kind::kFile;
+  f.links["/home/u/dotfiles/gitignore"] = "/home/u/secret.txt";
+  plan = PlanHomeView(in, f.Host());
+  ASSERT_TRUE(plan) << plan.error().ToString();
+  EXPECT_TRUE(plan->binds.empty());
+  EXPECT_FALSE(Has(plan->read_roots, "/home/u/secret.txt"));
+  f.links.erase("/home/u/dotfiles/gitignore");
 
   f.entries["/home/u/.ssh/config"] = Kind::kFile;
   f.entries["/home/u/.ssh/ignore"] = Kind::kFile;
@@ -1019,7 +1307,7 @@ TEST(PlanHomeView, TheGlobalIgnoreFileTheConfigurationNamesIsShownOutsideCredent
   for (const char* named :
        {"/home/u/.gitignore_global", "/home/u/.ssh/ignore", "/home/u/.netrc", "/home/u/.npmrc"}) {
     SCOPED_TRACE(named);
-    in.implied_readable_roots = {named};
+    in.git_named_files = {named};
     plan = PlanHomeView(in, f.Host());
     ASSERT_TRUE(plan) << plan.error().ToString();
     EXPECT_TRUE(plan->binds.empty());
