@@ -401,6 +401,7 @@ int RunSandboxCommand(const std::vector<std::string>& args, SandboxFrontEnd fron
     // Again after the failure, which the writes refused by the workspace's owner may explain.
     std::cerr << root_warning;
     std::cerr << SigbusHint(command_status, outcome.layers.shm_size);
+    std::cerr << HomeNotShownHint(command_status, inv->settings.home_not_shown, inv->settings.home);
   }
   if (json) {
     nlohmann::json report = {{"exit_code", status},

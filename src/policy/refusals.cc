@@ -5,6 +5,7 @@
 #include <map>
 
 #include "fs/protected_names.h"
+#include "policy/display_text.h"
 
 namespace anvil {
 
@@ -469,6 +470,31 @@ std::string SigbusHint(int shell_status, std::uint64_t shm_bytes) {
   return "anvil sandbox: exit status 135 is SIGBUS, which a program that maps /dev/shm (PyTorch's "
          "DataLoader, Chromium) gets when it is full; the sandbox's /dev/shm is " +
          size + ". fix: a larger one, --limit shm=SIZE (e.g. --limit shm=2G)\n";
+}
+
+std::string HomeNotShownHint(int shell_status,
+                             const std::vector<std::pair<std::string, std::string>>& not_shown,
+                             const std::string& home) {
+  if (shell_status == 0 || not_shown.empty()) return "";
+  auto shown = [&](const std::string& path) {
+    if (!home.empty() && home != "/" && path.rfind(home + "/", 0) == 0) {
+      return "~" + SanitizeForDisplay(path.substr(home.size()));
+    }
+    return SanitizeForDisplay(path);
+  };
+  std::string out =
+      "anvil sandbox: not shown from the home, a link on the way an earlier run could have "
+      "re-pointed (docs/policy.md, \"The command's home\"):\n";
+  constexpr size_t kListed = 3;
+  for (size_t i = 0; i < not_shown.size() && i < kListed; ++i) {
+    const auto& [path, leads_to] = not_shown[i];
+    out += "  " + shown(path) + " leads to " + SanitizeForDisplay(leads_to) +
+           "; if the command needed it: --readable-root " + PasteableShellWord(leads_to) + "\n";
+  }
+  if (not_shown.size() > kListed) {
+    out += "  (and " + std::to_string(not_shown.size() - kListed) + " more: --json lists them)\n";
+  }
+  return out;
 }
 
 std::string RootForeignWorkspaceWarning(bool caller_root, const std::string& workspace,

@@ -11,6 +11,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "policy/sandbox_policy.h"
@@ -103,6 +104,16 @@ std::string RefusalSummary(const std::vector<Refusal>& refusals, std::size_t dro
 // does that to a program that maps it (PyTorch's DataLoader workers, Chromium), naming
 // `--limit shm=`; "" for any other status. One line with its newline.
 std::string SigbusHint(int shell_status, std::uint64_t shm_bytes);
+
+// After a run that failed (`shell_status` != 0): the entries of the home the view left out because
+// a link on their way could have been re-pointed by an earlier run (HomeView::not_shown: the path
+// in the home, where it leads), each with the `--readable-root` that shows where it leads; a tool
+// installed through such a link (`~/.pyenv -> /opt/pyenv`) is otherwise just "not found". At most
+// three, then how many more (`--json` lists them all); `home` is shown as `~`. "" when the run
+// succeeded or nothing was left out; else lines, each with its newline.
+std::string HomeNotShownHint(int shell_status,
+                             const std::vector<std::pair<std::string, std::string>>& not_shown,
+                             const std::string& home);
 
 // Root's sandbox writes as an unprivileged id through an idmapped workspace that maps only root's
 // ids (docs/policy.md, "Root's sandbox"): the kernel gives no write access to a file or directory

@@ -326,6 +326,15 @@ TEST_P(T1SandboxHome, HomeLinksAnEarlierRunRepointedShowNothingHidden) {
   EXPECT_EQ(before.out.find("*.dotfiles-gi"), std::string::npos) << before.out;
   EXPECT_EQ(before.out.find("dotcargo-ran"), std::string::npos) << before.out;
   EXPECT_EQ(before.out.find("TOPSECRET"), std::string::npos) << before.out;
+  // The run failed (cat of what is not shown): the summary names what the home left out, where
+  // it leads and the flag that shows it.
+  EXPECT_NE(before.status, 0);
+  EXPECT_NE(before.err.find("~/.cargo/bin leads to " + dots +
+                            "/cargo-bin; if the command "
+                            "needed it: --readable-root " +
+                            dots + "/cargo-bin"),
+            std::string::npos)
+      << before.err;
 
   // The attack: a run in ~/dotfiles re-points what the links lead to, a run in ~/.config the
   // deep link itself.

@@ -454,6 +454,28 @@ TEST(SigbusHint, Status135NamesTheShmSizeAndTheFix) {
   }
 }
 
+// A tool installed through a link the home view left out is "not found" with nothing else said:
+// after a failure the summary names each such entry, where it leads and the --readable-root that
+// shows it; after a success, or with nothing left out, nothing.
+TEST(HomeNotShownHint, AFailedRunNamesWhatTheHomeLeftOutAndTheFlag) {
+  const std::vector<std::pair<std::string, std::string>> one = {{"/home/u/.pyenv", "/opt/pyenv"}};
+  const std::string h = HomeNotShownHint(127, one, "/home/u");
+  EXPECT_NE(h.find("~/.pyenv leads to /opt/pyenv"), std::string::npos) << h;
+  EXPECT_NE(h.find("--readable-root /opt/pyenv\n"), std::string::npos) << h;
+  EXPECT_EQ(HomeNotShownHint(0, one, "/home/u"), "");
+  EXPECT_EQ(HomeNotShownHint(127, {}, "/home/u"), "");
+  // A path a shell would split is quoted for pasting; a home of "/" is not shown as "~".
+  const std::string q = HomeNotShownHint(1, {{"/.tool", "/opt/my tool"}}, "/");
+  EXPECT_NE(q.find("/.tool leads to /opt/my tool"), std::string::npos) << q;
+  EXPECT_NE(q.find("--readable-root '/opt/my tool'"), std::string::npos) << q;
+  std::vector<std::pair<std::string, std::string>> many;
+  for (int i = 0; i < 5; ++i) many.push_back({"/h/t" + std::to_string(i), "/opt/t"});
+  const std::string m = HomeNotShownHint(1, many, "/h");
+  EXPECT_NE(m.find("~/t2 leads"), std::string::npos) << m;
+  EXPECT_EQ(m.find("~/t3 leads"), std::string::npos) << m;
+  EXPECT_NE(m.find("(and 2 more: --json lists them)"), std::string::npos) << m;
+}
+
 // Root's sandbox writes only what is root's in its idmapped workspace: a top another user owns
 // (whatever its mode: the kernel gives no write access to an unmapped owner), or a group other
 // than root's, gets the warning naming the owner and the fix.
