@@ -2,10 +2,12 @@
 #include "policy/git_dir_closed.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <string_view>
 
 #include "fs/git_dir_guard.h"
 #include "fs/protected_names.h"
+#include "policy/display_text.h"
 #include "policy/git_config.h"
 #include "policy/git_paths.h"
 
@@ -14,6 +16,8 @@ namespace {
 
 // More than a todo of a long rebase holds: a larger state file is not read, and not closed.
 constexpr size_t kMaxStateFileBytes = 8 << 20;
+// An index is about 100 bytes a file: this is a working tree of two million files.
+constexpr size_t kMaxIndexBytes = 256 << 20;
 
 bool EndsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() &&
@@ -71,10 +75,18 @@ bool SequencerFile(std::string_view name) {
        "dirtyindex", "patch-merge-index", "patch-format", "keepcr", "no_inbody_headers", "empty"});
 }
 
-// The state files whose contents could name a command (GitStateFileNotInert).
+// The index files of a git dir: its own and the shared ones of a split index.
+bool IndexFile(std::string_view name) {
+  return name == "index" || name.substr(0, 12) == "sharedindex.";
+}
+
+// The state files whose contents could name a command, or a path git writes
+// (GitStateFileNotInert).
 bool JudgedByContents(std::string_view name) {
-  return OneOf(name, {"git-rebase-todo", "git-rebase-todo.backup", "done", "todo", "strategy",
-                      "gpg_sign_opt", "apply-opt", "opts", "autostash", "BISECT_START"});
+  return OneOf(name,
+               {"git-rebase-todo", "git-rebase-todo.backup", "done", "todo", "strategy",
+                "gpg_sign_opt", "apply-opt", "opts", "autostash", "BISECT_START", "MERGE_RR"}) ||
+         IndexFile(name);
 }
 
 std::optional<GitDirPart> FileOrDir(GitDirPart part, const GitDirEntry& e) {
@@ -178,15 +190,180 @@ std::optional<std::string> TodoRunsCode(std::string_view text) {
   return std::nullopt;
 }
 
+// A path git would write in the working tree as its verify_path takes one: relative, no empty,
+// `.` or `..` component, no component a file system may take for `.git` (the protected names'
+// fold: case, ignorable code points, trailing dots and blanks). `dir`: a sparse directory entry,
+// which ends in one `/`.
+bool GitIndexPathOk(std::string_view path, bool dir) {
+  if (dir) {
+    if (path.empty() || path.back() != '/') return false;
+    path.remove_suffix(1);
+  }
+  if (path.empty()) return false;
+  size_t start = 0;
+  while (true) {
+    const size_t end = path.find('/', start);
+    const std::string_view c =
+        path.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+    if (c.empty() || c == "." || c == ".." || FoldNameForLookup(c) == ".git") return false;
+    if (end == std::string_view::npos) return true;
+    start = end + 1;
+  }
+}
+
+uint32_t Be32(std::string_view s, size_t at) {
+  return (uint32_t{static_cast<unsigned char>(s[at])} << 24) |
+         (uint32_t{static_cast<unsigned char>(s[at + 1])} << 16) |
+         (uint32_t{static_cast<unsigned char>(s[at + 2])} << 8) |
+         uint32_t{static_cast<unsigned char>(s[at + 3])};
+}
+
+// Why the index `text` (git's index format, versions 2 to 4, entries' object ids `hash` bytes
+// long) names a path git must not write, or could not be read so: nullopt when every entry's
+// path and every resolve-undo path is one git's verify_path takes. Extensions: the cache tree,
+// end-of-index and offset tables, the fsmonitor token and the sparse marker are data; the
+// resolve-undo list's paths are judged (`git checkout -m` writes them); anything else (a split
+// index's link, the untracked cache, one git does not know) is refused.
+std::optional<std::string> IndexNotInert(std::string_view text, size_t hash) {
+  if (text.size() < 12 + hash || text.substr(0, 4) != "DIRC") return "is not a git index";
+  const uint32_t version = Be32(text, 4);
+  if (version < 2 || version > 4) return "is an index of a version git does not write";
+  const uint32_t count = Be32(text, 8);
+  const size_t end = text.size() - hash;  // the checksum
+  size_t at = 12;
+  std::string previous;
+  for (uint32_t i = 0; i < count; ++i) {
+    const size_t fixed = 40 + hash;  // times, dev, ino, mode, uid, gid, size, object id
+    if (end - at < fixed + 2) return "ends inside an entry";
+    const uint32_t mode = Be32(text, at + 24);
+    const uint16_t flags =
+        static_cast<uint16_t>((static_cast<unsigned char>(text[at + fixed]) << 8) |
+                              static_cast<unsigned char>(text[at + fixed + 1]));
+    size_t p = at + fixed + 2;
+    if (flags & 0x4000) {
+      if (version < 3) return "has an extended entry in a version 2 index";
+      if (end - p < 2) return "ends inside an entry";
+      p += 2;
+    }
+    // The name's length is the flags' (12 bits; all ones: up to its NUL), as git reads it.
+    size_t length = flags & 0xfff;
+    std::string name;
+    if (version == 4) {
+      // The number of bytes to drop from the previous name, then the rest, NUL-terminated.
+      uint64_t drop = 0;
+      unsigned char c = 0;
+      int bytes = 0;
+      do {
+        if (p >= end || ++bytes > 9) return "has an entry whose name cannot be read";
+        c = static_cast<unsigned char>(text[p++]);
+        if (bytes > 1) drop = (drop + 1) << 7;
+        drop |= c & 0x7f;
+      } while (c & 0x80);
+      if (drop > previous.size()) return "has an entry whose name cannot be read";
+      const size_t kept = previous.size() - drop;
+      if (length == 0xfff) {
+        const size_t nul = text.find('\0', p);
+        if (nul == std::string_view::npos || nul >= end) return "ends inside an entry";
+        length = kept + (nul - p);
+      }
+      if (length < kept || end - p < length - kept + 1) return "ends inside an entry";
+      name = previous.substr(0, kept);
+      name.append(text.substr(p, length - kept));
+      at = p + (length - kept) + 1;
+    } else {
+      if (length == 0xfff) {
+        const size_t nul = text.find('\0', p);
+        if (nul == std::string_view::npos || nul >= end) return "ends inside an entry";
+        length = nul - p;
+      }
+      if (end - p < length + 1) return "ends inside an entry";
+      name.assign(text.substr(p, length));
+      // 1 to 8 NULs pad the entry to a multiple of 8 bytes.
+      at += (p - at + length + 8) / 8 * 8;
+      if (at > end) return "ends inside an entry";
+    }
+    if (name.find('\0') != std::string::npos) return "has an entry whose name holds a NUL";
+    const bool sparse_dir = (mode & 0170000) == 0040000;
+    if (!GitIndexPathOk(name, sparse_dir)) {
+      return "has an entry git would write outside its working tree or into a .git: '" +
+             SanitizeForDisplay(name) + "'";
+    }
+    previous = std::move(name);
+  }
+  while (at < end) {
+    if (end - at < 8) return "ends inside an extension";
+    const std::string_view sig = text.substr(at, 4);
+    const uint32_t size = Be32(text, at + 4);
+    at += 8;
+    if (size > end - at) return "ends inside an extension";
+    const std::string_view data = text.substr(at, size);
+    at += size;
+    if (sig == "TREE" || sig == "EOIE" || sig == "IEOT" || sig == "FSMN" || sig == "sdir") {
+      continue;
+    }
+    if (sig != "REUC") {
+      return "has the index extension '" + SanitizeForDisplay(sig) +
+             "' (a split index, the untracked cache or one git does not write by default)";
+    }
+    // Resolve-undo: a path, NUL, three octal modes each NUL-terminated, an object id per
+    // non-zero mode.
+    size_t q = 0;
+    while (q < data.size()) {
+      const size_t nul = data.find('\0', q);
+      if (nul == std::string_view::npos) return "ends inside its resolve-undo list";
+      const std::string_view path = data.substr(q, nul - q);
+      if (!GitIndexPathOk(path, false)) {
+        return "has a resolve-undo path git would write outside its working tree or into a "
+               ".git: '" +
+               SanitizeForDisplay(path) + "'";
+      }
+      q = nul + 1;
+      size_t ids = 0;
+      for (int stage = 0; stage < 3; ++stage) {
+        const size_t z = data.find('\0', q);
+        if (z == std::string_view::npos) return "ends inside its resolve-undo list";
+        const std::string_view octal = data.substr(q, z - q);
+        if (octal.empty() || octal.find_first_not_of("01234567") != std::string_view::npos) {
+          return "has a resolve-undo entry git cannot read";
+        }
+        q = z + 1;
+        if (octal.find_first_not_of('0') != std::string_view::npos) ++ids;
+      }
+      q += ids * hash;  // an object id per stage whose mode is not 0, after the three modes
+      if (q > data.size()) return "ends inside its resolve-undo list";
+    }
+  }
+  return std::nullopt;
+}
+
+// One line as git's read_oneliner takes it: one trailing LF, then one CR, removed; nothing else.
+std::string_view OneLiner(std::string_view text) {
+  if (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+  if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
+  return text;
+}
+
 }  // namespace
 
-std::optional<std::string> GitStateFileNotInert(std::string_view name, std::string_view text) {
+std::optional<std::string> GitStateFileNotInert(std::string_view name, std::string_view text,
+                                                size_t hash_bytes) {
   if (OneOf(name, {"git-rebase-todo", "git-rebase-todo.backup", "done", "todo"})) {
     return TodoRunsCode(text);
   }
+  if (IndexFile(name)) return IndexNotInert(text, hash_bytes);
+  if (name == "MERGE_RR") {
+    // rerere's record of conflicted paths: git commit, merge and rebase --continue write the
+    // recorded resolution to each path as written (outside the working tree too, through a
+    // symlink in it) and copy each file into rr-cache. Empty is all a run with no conflict
+    // left unresolved leaves.
+    if (text.empty()) return std::nullopt;
+    return std::string(
+        "lists conflicted paths for rerere (git writes a recorded resolution to "
+        "each path it names)");
+  }
   if (name == "strategy") {
-    if (ShippedStrategy(Trim(text))) return std::nullopt;
-    return "names the merge strategy '" + std::string(Trim(text)) +
+    if (ShippedStrategy(OneLiner(text))) return std::nullopt;
+    return "names the merge strategy '" + SanitizeForDisplay(OneLiner(text)) +
            "', not one git ships (git runs git-merge-NAME from PATH)";
   }
   if (name == "gpg_sign_opt") {
@@ -303,6 +480,19 @@ std::optional<std::string> GitDirNotClosed(const std::string& dir, GitDirPart pa
   using git_paths::Join;
   const GitFileFacts top = fs.lstat(dir);
   if (top.type != GitFileType::kDir) return "git dir " + dir + " is not a directory";
+  // The object ids' length in its index: SHA-256's when its config says so (a submodule's git
+  // dir of the other kind then reads as no index, and is not closed).
+  size_t hash_bytes = 20;
+  if (auto config = fs.read_file(Join(dir, "config"), kMaxStateFileBytes); config && *config) {
+    if (auto entries = ParseGitConfig(**config)) {
+      for (const auto& e : *entries) {
+        if (e.section == "extensions" && !e.has_subsection && e.key == "objectformat" && e.value &&
+            *e.value == "sha256") {
+          hash_bytes = 32;
+        }
+      }
+    }
+  }
   std::vector<std::pair<std::string, GitDirPart>> stack{{dir, part}};
   size_t entries = 0;
   while (!stack.empty()) {
@@ -343,11 +533,12 @@ std::optional<std::string> GitDirNotClosed(const std::string& dir, GitDirPart pa
     const std::string where = Join(path, "").substr(dir.size() + 1);
     if (v.refused) return "in its git dir, " + where + *v.refused;
     for (const auto& name : v.contents) {
-      auto text = fs.read_file(Join(path, name), kMaxStateFileBytes);
+      auto text =
+          fs.read_file(Join(path, name), IndexFile(name) ? kMaxIndexBytes : kMaxStateFileBytes);
       if (!text)
         return "in its git dir, " + where + name + " cannot be read (" + text.error().message + ")";
       if (!*text) return "in its git dir, " + where + name + " is no regular file";
-      if (auto why = GitStateFileNotInert(name, **text)) {
+      if (auto why = GitStateFileNotInert(name, **text, hash_bytes)) {
         return "in its git dir, " + where + name + " " + *why;
       }
     }

@@ -67,8 +67,13 @@ GitDirVerdict JudgeGitDirListing(GitDirPart part, const std::vector<GitDirEntry>
 // git ships (git runs git-merge-NAME, found on PATH), a signing key (git runs the signing
 // program), options for `git apply`, cherry-pick or revert options beyond those of the data
 // kind, an autostash that is no object id, a BISECT_START that `git bisect reset` would pass as
-// an option.
-std::optional<std::string> GitStateFileNotInert(std::string_view name, std::string_view text);
+// an option, rerere's list of conflicted paths (MERGE_RR, which git writes resolutions to) when
+// not empty, an index (its own or a split index's shared one) naming a path git's verify_path
+// would refuse (outside the working tree, into a `.git`) in an entry or its resolve-undo list, or
+// holding an extension beyond the data ones, or not read as an index with object ids
+// `hash_bytes` long (20: SHA-1, 32: SHA-256).
+std::optional<std::string> GitStateFileNotInert(std::string_view name, std::string_view text,
+                                                size_t hash_bytes = 20);
 
 // Why the git dir `dir` (canonical) is not closed, or nullopt: each directory listed through
 // GitFs (never through a symlink) and judged; one that cannot be listed, or more than

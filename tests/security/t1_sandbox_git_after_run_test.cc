@@ -511,14 +511,15 @@ TEST_P(T1SandboxGitAfterRun, AStoppedRebaseBisectOrSparseCheckoutOutlivesTheRun)
          "mk wc && git -C wc config extensions.worktreeConfig true && "
          "git -C wc config --worktree user.name wt\n"
          "mk rr && git -C rr config rerere.enabled true && side rr && "
-         "! git -C rr merge -q main >/dev/null 2>&1 && test -d rr/.git/rr-cache\n"
+         "! git -C rr merge -q main >/dev/null 2>&1 && git -C rr merge --abort && "
+         "test -d rr/.git/rr-cache\n"
          "mk mt && git -C mt maintenance register\n");
   ASSERT_EQ(run.status, 0) << run.err;
   EXPECT_TRUE(Quarantined(run).empty()) << run.err;
   for (const char* dotgit : {"/bis/.git/BISECT_START", "/rb/.git/rebase-merge/git-rebase-todo",
                              "/ra/.git/rebase-apply/next", "/cp/.git/sequencer/todo",
                              "/rv/.git/sequencer/opts", "/sp/.git/info/sparse-checkout",
-                             "/wc/.git/config.worktree", "/rr/.git/MERGE_RR", "/mt/.git/HEAD"}) {
+                             "/wc/.git/config.worktree", "/rr/.git/rr-cache", "/mt/.git/HEAD"}) {
     EXPECT_TRUE(Exists(ws_ + dotgit)) << dotgit;
   }
   // The user's git carries each on.
@@ -633,6 +634,58 @@ TEST_P(T1SandboxGitAfterRun, ARepositoryHiddenInANewGitDirsDataIsQuarantined) {
   EXPECT_TRUE(Quarantined(benign).empty()) << benign.err;
   EXPECT_TRUE(Exists(ws_ + "/c/.git/lfs/objects/ab/cd/abcd0123"));
   EXPECT_EQ(Git(ws_ + "/c", {"status", "--short"}).status, 0);
+}
+
+// Review s14: a new git dir's index and rerere's MERGE_RR name paths git writes. An index entry
+// `../.git/hooks/pre-commit` (git checks no path when it reads an index) made `git restore .` on
+// the host write a hook into the workspace's repository; a MERGE_RR line `ID.-1<TAB>../.git/config`
+// made `git commit` write rr-cache's "resolution" there. Both now leave the git dir not closed;
+// a rebase strategy `ort ` (git strips one newline only, then runs git-merge-'ort ') too.
+// Benign neighbour: an index of version 4, one holding a resolved conflict's resolve-undo list,
+// and rerere enabled with nothing pending are left alone.
+TEST_P(T1SandboxGitAfterRun, ANewGitDirsIndexAndRerereNameNoPathOutside) {
+  const std::string init =
+      "git init -q REPO && cd REPO && git config user.email a@b && git config user.name a && "
+      "echo hi > README && git add README && git commit -qm one && ";
+  auto Repo = [&](const std::string& name) {
+    std::string out = init;
+    for (size_t at = out.find("REPO"); at != std::string::npos; at = out.find("REPO", at)) {
+      out.replace(at, 4, name);
+    }
+    return out;
+  };
+  auto attack =
+      Sh("set -e; (" + Repo("idx") +
+         "blob=$(echo x | git hash-object -w --stdin) && "
+         "git update-index --add --cacheinfo 100755,$blob,aa/aaaa/aaaaa/pre-commit && "
+         "python3 -c \"import hashlib;d=open('.git/index','rb').read()[:-20];"
+         "d=d.replace(b'aa/aaaa/aaaaa/pre-commit',b'../.git/hooks/pre-commit');"
+         "open('.git/index','wb').write(d+hashlib.sha1(d).digest())\")\n(" +
+         Repo("rr") + "printf 'abc.-1\\t../.git/config\\0' > .git/MERGE_RR)\n(" + Repo("st") +
+         "mkdir .git/rebase-merge && printf 'ort \\n' > .git/rebase-merge/strategy && "
+         "for f in head-name onto orig-head; do echo x > .git/rebase-merge/$f; done)\n");
+  ASSERT_EQ(attack.status, 0) << attack.err;
+  for (const char* repo : {"/idx", "/rr", "/st"}) {
+    EXPECT_FALSE(Exists(ws_ + repo + "/.git")) << repo << ": " << attack.err;
+    EXPECT_NE(attack.err.find("quarantined " + ws_ + repo + "/.git"), std::string::npos)
+        << repo << ": " << attack.err;
+  }
+  EXPECT_NE(attack.err.find("outside its working tree"), std::string::npos) << attack.err;
+  EXPECT_NE(attack.err.find("conflicted paths for rerere"), std::string::npos) << attack.err;
+
+  auto benign =
+      Sh("set -e; (" + Repo("v4") +
+         "mkdir -p a/b && echo y > a/b/c && git add a && git commit -qm two && "
+         "git update-index --index-version 4 && git status --short)\n(" +
+         Repo("re") +
+         "git config rerere.enabled true && git checkout -qb side && echo side > README && "
+         "git commit -qam side && git checkout -q - && echo main > README && git commit -qam main "
+         "&& (git merge -q side || true) && echo both > README && git add README && "
+         "git commit -qm merged)\n");
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_TRUE(Quarantined(benign).empty()) << benign.err;
+  EXPECT_EQ(Git(ws_ + "/v4", {"status", "--short"}).status, 0);
+  EXPECT_EQ(Git(ws_ + "/re", {"log", "--oneline"}).status, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxGitAfterRun, ::testing::ValuesIn(kAllCallers),

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -107,7 +109,7 @@ TEST(JudgeGitDirListing, AStoppedRebaseBisectOrCherryPickIsClosed) {
                                                       {"rebase-apply", D},
                                                       {"sequencer", D}});
   ASSERT_FALSE(top.refused.has_value()) << *top.refused;
-  EXPECT_EQ(top.contents, std::vector<std::string>{"BISECT_START"});
+  EXPECT_EQ(top.contents, (std::vector<std::string>{"BISECT_START", "MERGE_RR"}));
   ASSERT_EQ(top.descend.size(), 4u);
   EXPECT_EQ(top.descend[1], std::make_pair(std::string("rebase-merge"), GitDirPart::kSequencer));
   auto merge = JudgeGitDirListing(GitDirPart::kSequencer, {{"author-script", F},
@@ -165,6 +167,78 @@ TEST(JudgeGitDirListing, AStoppedRebaseBisectOrCherryPickIsClosed) {
   EXPECT_FALSE(wt.refused.has_value()) << *wt.refused;
 }
 
+// An index of `names` as git writes one (SHA-1 ids, entries of mode `mode`), version 2 or 4,
+// with `extensions` (signature + size + data) after the entries and a checksum-sized tail.
+std::string Index(const std::vector<std::string>& names, uint32_t version = 2,
+                  const std::string& extensions = "", uint32_t mode = 0100644) {
+  auto be32 = [](uint32_t v) {
+    return std::string{static_cast<char>(v >> 24), static_cast<char>(v >> 16),
+                       static_cast<char>(v >> 8), static_cast<char>(v)};
+  };
+  std::string out = "DIRC" + be32(version) + be32(static_cast<uint32_t>(names.size()));
+  std::string previous;
+  for (const auto& name : names) {
+    std::string e(24, '\0');
+    e += be32(mode) + std::string(12, '\0') + std::string(20, '\x11');
+    const size_t len = std::min<size_t>(name.size(), 0xfff);
+    e += std::string{static_cast<char>(len >> 8), static_cast<char>(len & 0xff)};
+    if (version == 4) {
+      e += '\x00';  // drop nothing: the whole name follows
+      e += name;
+      e += '\0';
+      if (!previous.empty()) {
+        // Drop the whole previous name (its length as git's varint, under 128 here).
+        e[e.size() - name.size() - 2] = static_cast<char>(previous.size());
+      }
+    } else {
+      e += name;
+      e.append(8 - (e.size() % 8), '\0');
+    }
+    out += e;
+    previous = name;
+  }
+  return out + extensions + std::string(20, '\x22');
+}
+
+std::string Extension(const std::string& sig, const std::string& data) {
+  const auto n = static_cast<uint32_t>(data.size());
+  return sig +
+         std::string{static_cast<char>(n >> 24), static_cast<char>(n >> 16),
+                     static_cast<char>(n >> 8), static_cast<char>(n)} +
+         data;
+}
+
+// Review s14: git reads an index's paths without verify_path, and `git restore .` writes them.
+TEST(GitStateFileNotInert, AnIndexMayNameOnlyPathsInItsWorkingTree) {
+  for (uint32_t version : {2u, 3u, 4u}) {
+    EXPECT_FALSE(GitStateFileNotInert("index", Index({"README", "a/b/c.txt"}, version))) << version;
+    for (const char* bad : {"../.git/hooks/pre-commit", "/etc/passwd", "a/../../x", ".git/config",
+                            "sub/.GIT/hooks/x", "a//b", "./a", "sub/.git./x"}) {
+      auto why = GitStateFileNotInert("index", Index({"README", bad}, version));
+      ASSERT_TRUE(why) << version << " " << bad;
+      EXPECT_NE(why->find("outside its working tree"), std::string::npos) << *why;
+    }
+  }
+  EXPECT_FALSE(GitStateFileNotInert("sharedindex.0123", Index({"ok"})));
+  EXPECT_TRUE(GitStateFileNotInert("sharedindex.0123", Index({"../x"})));
+  // A sparse directory entry ends in `/`.
+  EXPECT_FALSE(GitStateFileNotInert("index", Index({"dir/"}, 2, "", 040000)));
+  EXPECT_TRUE(GitStateFileNotInert("index", Index({"../dir/"}, 2, "", 040000)));
+  // Extensions: data ones pass, resolve-undo paths are judged, others refused.
+  EXPECT_FALSE(GitStateFileNotInert("index", Index({"a"}, 2, Extension("TREE", "xyz"))));
+  using namespace std::string_literals;
+  const std::string reuc_ok = "a\0"s + "100644\0"s + "0\0"s + "0\0"s + std::string(20, '\x33');
+  EXPECT_FALSE(GitStateFileNotInert("index", Index({"a"}, 2, Extension("REUC", reuc_ok))));
+  const std::string reuc_bad = "../h\0"s + "100644\0"s + "0\0"s + "0\0"s + std::string(20, '\x33');
+  EXPECT_TRUE(GitStateFileNotInert("index", Index({"a"}, 2, Extension("REUC", reuc_bad))));
+  EXPECT_TRUE(GitStateFileNotInert("index", Index({"a"}, 2, Extension("link", "x"))));
+  EXPECT_TRUE(GitStateFileNotInert("index", Index({"a"}, 2, Extension("UNTR", "x"))));
+  // Not an index, or one that ends inside an entry: not read, so not closed.
+  EXPECT_TRUE(GitStateFileNotInert("index", "DIRC"));
+  EXPECT_TRUE(GitStateFileNotInert("index", Index({"a"}).substr(0, 30)));
+  EXPECT_TRUE(GitStateFileNotInert("index", "not an index at all, just text"));
+}
+
 TEST(GitStateFileNotInert, WhatCouldNameACommandIsRefused) {
   struct Case {
     const char* name;
@@ -189,6 +263,11 @@ TEST(GitStateFileNotInert, WhatCouldNameACommandIsRefused) {
       {"strategy", "recursive", true},
       {"strategy", "evil\n", false},
       {"strategy", "../../tmp/x", false},
+      {"strategy", "ort \n", false},   // git strips one newline only: git-merge-'ort '
+      {"strategy", "ort\n\n", false},  // git-merge-'ort\n'
+      {"strategy", "ort\r\n", true},
+      {"MERGE_RR", "", true},
+      {"MERGE_RR", std::string("abc.-1\t../.git/config\0", 23), false},
       {"gpg_sign_opt", "", true},
       {"gpg_sign_opt", "-SABCDEF", false},
       {"apply-opt", "", true},
