@@ -98,6 +98,14 @@ bool IsProtectedFileInName(std::string_view name) {
       [&](const ProtectedFileIn& f) { return EqualsAsciiCaseInsensitive(compared, f.name); });
 }
 
+bool IsProtectedFilesDirName(std::string_view name) {
+  std::string folded;
+  const std::string_view compared = Compared(name, folded);
+  return std::any_of(
+      std::begin(kProtectedFilesIn), std::end(kProtectedFilesIn),
+      [&](const ProtectedFileIn& f) { return EqualsAsciiCaseInsensitive(compared, f.dir); });
+}
+
 std::optional<ProtectedNameKind> ProtectedNameKindIn(std::string_view dir, std::string_view name) {
   if (auto kind = ProtectedNameKindOf(name)) return kind;
   std::string folded_name;
@@ -114,9 +122,17 @@ std::optional<ProtectedNameKind> ProtectedNameKindIn(std::string_view dir, std::
 
 std::optional<ProtectedNameKind> ProtectedKindOfPath(std::string_view path) {
   const auto slash = path.rfind('/');
-  if (slash == std::string_view::npos) return ProtectedNameKindOf(path);
-  const std::string_view parent = path.substr(0, slash);
-  return ProtectedNameKindIn(parent.substr(parent.rfind('/') + 1), path.substr(slash + 1));
+  const std::string_view last = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  std::optional<ProtectedNameKind> kind;
+  if (slash == std::string_view::npos) {
+    kind = ProtectedNameKindOf(path);
+  } else {
+    const std::string_view parent = path.substr(0, slash);
+    kind = ProtectedNameKindIn(parent.substr(parent.rfind('/') + 1), last);
+  }
+  // A `.vscode` the walk names is a symlink (policy/git_walk_step.h): its files' kind.
+  if (!kind && IsProtectedFilesDirName(last)) kind = ProtectedNameKind::kEditorAutorun;
+  return kind;
 }
 
 bool IsProtectedPath(std::string_view normalized_path) {

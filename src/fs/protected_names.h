@@ -133,12 +133,19 @@ bool IsProtectedName(std::string_view name);
 std::optional<ProtectedNameKind> ProtectedNameKindIn(std::string_view dir, std::string_view name);
 
 // ProtectedNameKindIn for the last component of the '/'-separated `path`, in the directory the
-// component before it names.
+// component before it names; a last component IsProtectedFilesDirName names (a `.vscode`
+// symlink, the only kind of it a walk names) has its files' kind.
 std::optional<ProtectedNameKind> ProtectedKindOfPath(std::string_view path);
 
 // `name` is the file name of an entry of kProtectedFilesIn, in whichever directory: one a walk
 // keeps to judge with its directory.
 bool IsProtectedFileInName(std::string_view name);
+
+// `name` (folded as ProtectedNameKindOf folds) is the directory of an entry of kProtectedFilesIn
+// (`.vscode`): as a symlink, the program reads its protected files through it wherever it leads,
+// so a symlink by that name is protected as a whole (a directory by that name is not: only its
+// listed files are).
+bool IsProtectedFilesDirName(std::string_view name);
 
 // `name` as the case-folding and ignoring file systems of IsProtectedName compare it: ASCII
 // lower case, U+212A -> 'k', U+017F -> 's', HFS+'s ignorable code points dropped, trailing dots

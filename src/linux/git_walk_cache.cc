@@ -25,9 +25,10 @@ namespace {
 // before version 3; symlinks, which the check after the run judges, before version 4; the
 // territory those links were judged against, before version 5; a file or symlink by a name the
 // protected names' table gained since, `crush.json` or `.hg`, before version 6; `.sl`,
-// `_darcs`, `.pijul` or a file of kProtectedFilesIn, `tasks.json`, before version 7) would hide
-// it from the next run, so an older memo is no memo.
-constexpr char kMagic[] = "anvil-git-walk-cache 7\n";
+// `_darcs`, `.pijul` or a file of kProtectedFilesIn, `tasks.json`, before version 7; a symlink
+// named as a directory of kProtectedFilesIn,
+// `.vscode`, before version 8) would hide it from the next run, so an older memo is no memo.
+constexpr char kMagic[] = "anvil-git-walk-cache 8\n";
 // A territory key names a few homes directories (policy/git_territory.h).
 constexpr size_t kMaxTerritoryBytes = 64 * (PATH_MAX + 48);
 // A memo this large describes millions of directories: a walk that big is bounded anyway.

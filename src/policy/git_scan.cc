@@ -299,6 +299,7 @@ class Scanner {
     // `.git` in any spelling the protected names fold (any type), Anvil's own names, and a file
     // of kProtectedFilesIn in whatever directory (its directory's name decides, when walked).
     if (IsProtectedName(e.name) || IsProtectedFileInName(e.name)) return true;
+    if (e.type == GitFileType::kSymlink && IsProtectedFilesDirName(e.name)) return true;
     return ClassifyGitDirName(e.name, true) != GitDirName::kNone;
   }
 

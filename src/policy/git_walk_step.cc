@@ -13,9 +13,10 @@ GitWalkStep DecideGitWalkEntry(const GitDirEntry& e, std::string_view dir_name, 
   const auto kind = ProtectedNameKindIn(dir_name, e.name);
   if (e.type == GitFileType::kDir || e.type == GitFileType::kFile) {
     step.protected_name = kind && *kind != ProtectedNameKind::kGitMetadata;
-  } else if (e.type == GitFileType::kSymlink && kind && FollowedThroughLinks(*kind)) {
+  } else if (e.type == GitFileType::kSymlink &&
+             ((kind && FollowedThroughLinks(*kind)) || IsProtectedFilesDirName(e.name))) {
     // Anvil opens its own names without following a link; an agent, hg, jj and VS Code follow
-    // one.
+    // one (VS Code reads `.vscode/tasks.json` through a `.vscode` symlink too).
     step.protected_name = true;
   }
   if (kind == ProtectedNameKind::kGitMetadata) {

@@ -337,7 +337,9 @@ TEST_P(T1SandboxWrite, VsCodesFolderOpenTasksAndMcpServersAreNotTheCommandsToCha
                    "mkdir -p o && echo '" +
                    evil +
                    "' > o/t.json && mkdir o/.vscode && "
-                   "mv o/t.json o/.vscode/tasks.json; true");
+                   "mv o/t.json o/.vscode/tasks.json; "
+                   "mkdir -p x1 p1 && echo '" +
+                   evil + "' > x1/tasks.json && ln -s ../x1 p1/.vscode; true");
   EXPECT_EQ(ReadFile(ws_ + "/.vscode/tasks.json"), tasks);
   EXPECT_EQ(ReadFile(ws_ + "/pkg/.vscode/tasks.json"), tasks);
   EXPECT_EQ(ReadFile(ws_ + "/.vscode/mcp.json"), "{\"servers\": {}}\n");
@@ -350,6 +352,11 @@ TEST_P(T1SandboxWrite, VsCodesFolderOpenTasksAndMcpServersAreNotTheCommandsToCha
     EXPECT_NE(lstat((ws_ + made).c_str(), &st), 0) << made << attack.err;
   }
   EXPECT_TRUE(Exists(ws_ + "/sub/.vscode/tasks.json.anvil-quarantine")) << attack.err;
+  // Review s14: a `.vscode` made as a symlink to a directory holding the task (VS Code reads
+  // tasks.json through it) is moved aside as a whole, and the directory it named, made by the
+  // command too, with it.
+  EXPECT_NE(lstat((ws_ + "/p1/.vscode").c_str(), &st), 0) << attack.err;
+  EXPECT_TRUE(Exists(ws_ + "/x1.anvil-quarantine/tasks.json")) << attack.err;
   EXPECT_NE(attack.err.find("VS Code"), std::string::npos) << attack.err;
   // The benign neighbours stay as the command left them.
   for (const char* f :

@@ -119,6 +119,12 @@ TEST(DecideGitWalkEntry, VsCodesTasksAreProtectedOnlyInItsDirectory) {
       {"src", "tasks.json", kFile, false},
       {"vscode", "mcp.json", kFile, false},
       {".vscode", ".hg", GitFileType::kDir, true},  // a protected name in any directory
+      // A `.vscode` symlink: VS Code reads the tasks through it (review s14); a directory by
+      // that name is walked, only its listed files protected.
+      {"src", ".vscode", GitFileType::kSymlink, true},
+      {"src", ".VSCode.", GitFileType::kSymlink, true},
+      {"src", ".vscode", GitFileType::kDir, false},
+      {"src", "vscode", GitFileType::kSymlink, false},
   };
   for (const Row& row : rows) {
     SCOPED_TRACE(std::string(row.dir) + "/" + row.name);
