@@ -18,9 +18,12 @@ cd "$(dirname "$0")/.."
 preset="${ANVIL_PRESET:-dev}"
 jobs="${ANVIL_JOBS:-$(nproc)}"
 
+stage() { printf '[test] %s: %s\n' "$1" "$(date -u +%T)"; }
+stage deps
 scripts/install-deps.sh
 # Formatting first: a mis-formatted file fails in seconds, before the build.
 scripts/format-check.sh
+stage "$preset build"
 cmake --preset "$preset" >/dev/null
 cmake --build --preset "$preset" -j "$jobs"
 
@@ -51,6 +54,7 @@ if ((robustness)); then
 fi
 
 # Tests that need an unprivileged user create it themselves (useradd anviltest).
+stage "$preset tests"
 ctest --preset "$preset" -j "$jobs" --timeout 300
 
 # The Debian package end to end (tests/install/package_test.sh): made with scripts/package.sh
@@ -61,7 +65,7 @@ ctest --preset "$preset" -j "$jobs" --timeout 300
 # ANVIL_PACKAGE_TEST=0 skips it.
 if [[ "$preset" == dev && "${ANVIL_PACKAGE_TEST:-1}" != 0 ]]; then
   if [[ $EUID -eq 0 ]]; then
-    printf '[test] %s: %s\n' package "$(date -u +%T)"
+    stage package
     ANVIL_JOBS="$jobs" ANVIL_SKIP_DEPS=1 ANVIL_PACKAGE_PRESET="${ANVIL_PACKAGE_PRESET:-dev}" \
       tests/install/package_test.sh
   else
@@ -71,7 +75,6 @@ fi
 
 if ((robustness)); then
   # One build serves the fuzzers and the ASan + UBSan test run (everything, fuzzers included).
-  stage() { printf '[test] %s: %s\n' "$1" "$(date -u +%T)"; }
   if ((sanitizers)); then
     stage "asan and tsan builds (started in the background after the dev build)"
   else

@@ -11,6 +11,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace plugin_command_test {
 namespace {
 
 class PluginCommand : public ::testing::Test {
@@ -159,4 +160,5 @@ TEST_F(PluginCommand, TheSuggestedApproveCommandNamesThisDirectory) {
 }
 
 }  // namespace
+}  // namespace plugin_command_test
 }  // namespace anvil::testing

@@ -18,6 +18,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace plugin_new_test {
 namespace {
 
 const std::string kTsc = ANVIL_TSC;
@@ -290,4 +291,5 @@ TEST(PluginNewRefusals, BadNamesAndOccupiedOrLinkedDirectories) {
 }
 
 }  // namespace
+}  // namespace plugin_new_test
 }  // namespace anvil::testing

@@ -14,6 +14,7 @@
 #include "host/runtime.h"
 
 namespace anvil::host {
+namespace api_bad_input_test {
 namespace {
 
 using testing::FakeHostApi;
@@ -238,4 +239,5 @@ TEST_F(ApiBadInput, FsListSaysHowManyEntriesWereLeftOut) {
 }
 
 }  // namespace
+}  // namespace api_bad_input_test
 }  // namespace anvil::host

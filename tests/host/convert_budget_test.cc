@@ -13,6 +13,7 @@
 #include "host/runtime.h"
 
 namespace anvil::host {
+namespace convert_budget_test {
 namespace {
 
 using testing::FakeHostApi;
@@ -155,4 +156,5 @@ TEST_F(ConvertBudgetRuntime, JsDagResultStopsAtTheVmMemoryBudget) {
 }
 
 }  // namespace
+}  // namespace convert_budget_test
 }  // namespace anvil::host

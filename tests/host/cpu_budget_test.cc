@@ -11,6 +11,7 @@
 #include "host/runtime.h"
 
 namespace anvil::host {
+namespace cpu_budget_test {
 namespace {
 
 using testing::FakeHostApi;
@@ -68,4 +69,5 @@ TEST_F(CpuBudgetRuntime, ALegitHeavyStringOpUnderTheBudgetFinishes) {
 }
 
 }  // namespace
+}  // namespace cpu_budget_test
 }  // namespace anvil::host

@@ -8,6 +8,7 @@
 #include "ipc/plugin_trace.h"
 
 namespace anvil::host {
+namespace error_trace_test {
 namespace {
 
 using testing::FakeHostApi;
@@ -268,4 +269,5 @@ TEST_F(ErrorTraceTest, JsBudgetErrorsKeepTheirCodes) {
 }
 
 }  // namespace
+}  // namespace error_trace_test
 }  // namespace anvil::host

@@ -15,6 +15,7 @@
 #include "host/runtime.h"
 
 namespace anvil::host {
+namespace fs_ops_binding_test {
 namespace {
 
 using Fields = std::vector<std::string>;
@@ -167,4 +168,5 @@ INSTANTIATE_TEST_SUITE_P(Runtimes, FsOpsBinding, ::testing::Bool(),
                          [](const auto& info) { return std::string(info.param ? "Js" : "Lua"); });
 
 }  // namespace
+}  // namespace fs_ops_binding_test
 }  // namespace anvil::host

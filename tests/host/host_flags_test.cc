@@ -9,6 +9,7 @@
 #include <vector>
 
 namespace anvil::host {
+namespace host_flags_test {
 namespace {
 
 // Whether --help has a row for `flag` (its help on the same line or the next).
@@ -94,4 +95,5 @@ TEST(HostFlags, HelpListsEveryFlag) {
 }
 
 }  // namespace
+}  // namespace host_flags_test
 }  // namespace anvil::host

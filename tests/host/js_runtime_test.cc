@@ -17,6 +17,7 @@
 #include "host/runtime.h"
 
 namespace anvil::host {
+namespace js_runtime_test {
 namespace {
 
 using testing::FakeHostApi;
@@ -1082,4 +1083,5 @@ TEST_F(JsRuntimeTest, NoSettingsIsAnEmptyFrozenObjectAndNonObjectsAreRefused) {
 }
 
 }  // namespace
+}  // namespace js_runtime_test
 }  // namespace anvil::host

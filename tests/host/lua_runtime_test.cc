@@ -10,6 +10,7 @@
 #include "host/runtime.h"
 
 namespace anvil::host {
+namespace lua_runtime_test {
 namespace {
 
 using testing::FakeHostApi;
@@ -782,4 +783,5 @@ TEST_F(LuaRuntimeTest, NoSettingsIsAnEmptyTableAndNonObjectsAreRefused) {
 }
 
 }  // namespace
+}  // namespace lua_runtime_test
 }  // namespace anvil::host

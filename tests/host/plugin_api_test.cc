@@ -15,6 +15,7 @@
 #include "host/runtime.h"
 
 namespace anvil::host {
+namespace plugin_api_test {
 namespace {
 
 using nlohmann::json;
@@ -400,4 +401,5 @@ TEST_P(PluginApiMatchesTheRuntimes, RegisteringACommandTwiceIsALoadError) {
 }
 
 }  // namespace
+}  // namespace plugin_api_test
 }  // namespace anvil::host

@@ -3,6 +3,7 @@
 #include "plugin_debug.h"
 
 namespace anvil::testing {
+namespace audit_command_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -82,4 +83,5 @@ TEST_F(Audit, BadFilterValuesSayWhatAndFix) {
 }
 
 }  // namespace
+}  // namespace audit_command_test
 }  // namespace anvil::testing

@@ -8,6 +8,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace cli_help_test {
 namespace {
 
 TEST(CliHelp, TopLevelHelpListsEveryCommandWithExamples) {
@@ -130,4 +131,5 @@ TEST(CliHelp, CompletionListsBuiltinAndUserProfiles) {
 }
 
 }  // namespace
+}  // namespace cli_help_test
 }  // namespace anvil::testing

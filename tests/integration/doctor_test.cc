@@ -9,6 +9,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace doctor_test {
 namespace {
 
 TEST(Doctor, EveryLayerSaysHowToCheckItByHand) {
@@ -64,4 +65,5 @@ TEST(Doctor, TheMountTableBindAliasProtectionNeedsIsChecked) {
 }
 
 }  // namespace
+}  // namespace doctor_test
 }  // namespace anvil::testing

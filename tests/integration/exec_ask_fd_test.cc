@@ -14,6 +14,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace exec_ask_fd_test {
 namespace {
 
 using nlohmann::json;
@@ -155,4 +156,5 @@ TEST_F(ExecAskFd, TheSandboxedCommandDoesNotHaveTheDescriptor) {
 }
 
 }  // namespace
+}  // namespace exec_ask_fd_test
 }  // namespace anvil::testing

@@ -10,6 +10,7 @@
 #include "terminal_harness.h"
 
 namespace anvil::testing {
+namespace exec_command_test {
 namespace {
 
 class ExecApproval : public CallerTest {
@@ -474,4 +475,5 @@ justification = "talks to the remote"
 INSTANTIATE_TEST_SUITE_P(Callers, ExecApproval, ::testing::ValuesIn(kAllCallers), CallerParamName);
 
 }  // namespace
+}  // namespace exec_command_test
 }  // namespace anvil::testing

@@ -6,6 +6,7 @@
 #include "policy/plugin_api.h"
 
 namespace anvil::testing {
+namespace gateway_fs_test {
 namespace {
 
 class GatewayFs : public GatewayTest {};
@@ -120,4 +121,5 @@ TEST_F(GatewayFs, EveryDescribedOpIsDispatchedWithItsFieldCount) {
 }
 
 }  // namespace
+}  // namespace gateway_fs_test
 }  // namespace anvil::testing

@@ -3,6 +3,7 @@
 #include "plugin_debug.h"
 
 namespace anvil::testing {
+namespace plugin_error_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -100,4 +101,5 @@ TEST_F(PluginDebug, ServeErrorDataCarriesTheTraceAndLoadFailuresTheirLocation) {
 }
 
 }  // namespace
+}  // namespace plugin_error_test
 }  // namespace anvil::testing

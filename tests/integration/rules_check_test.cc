@@ -15,6 +15,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace rules_check_test {
 namespace {
 
 const std::string kData = std::string(ANVIL_SOURCE_DIR) + "/tests/integration/rules_check";
@@ -129,4 +130,5 @@ INSTANTIATE_TEST_SUITE_P(Cases, RulesCheckGolden, ::testing::ValuesIn(kCases),
                          });
 
 }  // namespace
+}  // namespace rules_check_test
 }  // namespace anvil::testing

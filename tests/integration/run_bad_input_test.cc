@@ -19,6 +19,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace run_bad_input_test {
 namespace {
 
 class RunBadInput : public ::testing::Test {
@@ -457,4 +458,5 @@ TEST_F(RunBadInput, DeeplyNestedResultIsALimitNotACrash) {
 }
 
 }  // namespace
+}  // namespace run_bad_input_test
 }  // namespace anvil::testing

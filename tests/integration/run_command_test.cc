@@ -17,6 +17,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace run_command_test {
 namespace {
 
 class AnvilRun : public ::testing::Test {
@@ -586,4 +587,5 @@ TEST_F(AnvilRun, BadManifestIsAUsageErrorNamingTheLine) {
 }
 
 }  // namespace
+}  // namespace run_command_test
 }  // namespace anvil::testing

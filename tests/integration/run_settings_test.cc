@@ -8,6 +8,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace run_settings_test {
 namespace {
 
 class AnvilRunSettings : public ::testing::Test {
@@ -143,4 +144,5 @@ TEST_F(AnvilRunSettings, MaliciousSettingsNeverWidenTheGrantOrTheSandbox) {
 }
 
 }  // namespace
+}  // namespace run_settings_test
 }  // namespace anvil::testing

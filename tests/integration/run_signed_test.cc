@@ -6,6 +6,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace run_signed_test {
 namespace {
 
 class AnvilRunSigned : public ::testing::Test {
@@ -133,4 +134,5 @@ TEST_F(AnvilRunSigned, KeygenNeverOverwritesAKey) {
 }
 
 }  // namespace
+}  // namespace run_signed_test
 }  // namespace anvil::testing

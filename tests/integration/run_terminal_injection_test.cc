@@ -17,6 +17,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace run_terminal_injection_test {
 namespace {
 
 // Every hostile vector at once, and the forged prompt on its own line.
@@ -392,4 +393,5 @@ TEST_F(RunTerminal, AuditOutputIsInertAndSurvivesADamagedLog) {
 }
 
 }  // namespace
+}  // namespace run_terminal_injection_test
 }  // namespace anvil::testing

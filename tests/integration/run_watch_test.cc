@@ -3,6 +3,7 @@
 #include "plugin_debug.h"
 
 namespace anvil::testing {
+namespace run_watch_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -103,4 +104,5 @@ TEST_F(RunWatch, WatchAndJsonAreRefusedTogether) {
 }
 
 }  // namespace
+}  // namespace run_watch_test
 }  // namespace anvil::testing

@@ -7,6 +7,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace sandbox_workdir_test {
 namespace {
 
 std::string Real(const std::string& path) {
@@ -50,4 +51,5 @@ TEST(SandboxWorkdir, ADirectoryOutsideTheWorkspaceIsRefusedAndNothingRuns) {
 }
 
 }  // namespace
+}  // namespace sandbox_workdir_test
 }  // namespace anvil::testing

@@ -14,6 +14,7 @@
 #include "serve_client.h"
 
 namespace anvil::testing {
+namespace serve_exec_test {
 namespace {
 
 // Processes whose command line holds `marker`.
@@ -380,4 +381,5 @@ TEST_F(ServeExec, BadParamsNameTheField) {
 }
 
 }  // namespace
+}  // namespace serve_exec_test
 }  // namespace anvil::testing

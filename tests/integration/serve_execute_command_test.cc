@@ -6,6 +6,7 @@
 #include "serve_client.h"
 
 namespace anvil::testing {
+namespace serve_execute_command_test {
 namespace {
 
 class ServeExecuteCommand : public ServeTestBase {};
@@ -157,4 +158,5 @@ TEST_F(ServeExecuteCommand, CancelRequestStopsAnExecuteCommandThatIgnoresIt) {
 }
 
 }  // namespace
+}  // namespace serve_execute_command_test
 }  // namespace anvil::testing

@@ -6,6 +6,7 @@
 #include "serve_client.h"
 
 namespace anvil::testing {
+namespace serve_test {
 namespace {
 
 class ServeTest : public ServeTestBase {};
@@ -276,4 +277,5 @@ TEST_F(ServeTest, CommandPastItsDeadlineIsKilledAndTheNextOneRuns) {
 }
 
 }  // namespace
+}  // namespace serve_test
 }  // namespace anvil::testing

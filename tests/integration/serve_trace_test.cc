@@ -3,6 +3,7 @@
 #include "plugin_debug.h"
 
 namespace anvil::testing {
+namespace serve_trace_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -84,4 +85,5 @@ TEST_F(PluginDebug, ATraceWriteFailureNeverBreaksTheSession) {
 }
 
 }  // namespace
+}  // namespace serve_trace_test
 }  // namespace anvil::testing

@@ -3,6 +3,7 @@
 #include "plugin_debug.h"
 
 namespace anvil::testing {
+namespace serve_watch_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -81,4 +82,5 @@ TEST_F(PluginDebug, ServeNoWatchLeavesChangedFilesAlone) {
 }
 
 }  // namespace
+}  // namespace serve_watch_test
 }  // namespace anvil::testing

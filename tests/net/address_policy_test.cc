@@ -15,6 +15,7 @@
 #include "netpolicy/ip_address.h"
 
 namespace anvil {
+namespace address_policy_test {
 namespace {
 
 IpAddress Ip(const std::string& text) {
@@ -309,7 +310,7 @@ void PrintTo(const Edge& edge, std::ostream* out) {
   *out << edge.address << (edge.allowed ? " allow " : " deny ") << edge.reason_prefix;
 }
 
-class AddressEdges : public testing::TestWithParam<Edge> {};
+class AddressEdges : public ::testing::TestWithParam<Edge> {};
 
 TEST_P(AddressEdges, Classify) {
   const Edge& edge = GetParam();
@@ -353,4 +354,5 @@ TEST(AddressLocalInterfaces, GlobalAddressOfThisMachineIsDenied) {
 }
 
 }  // namespace
+}  // namespace address_policy_test
 }  // namespace anvil

@@ -15,6 +15,7 @@
 #include "test_dns_server.h"
 
 namespace anvil::testing {
+namespace cares_resolver_test {
 namespace {
 
 DnsServer ServerOf(const TestDnsServer& dns) { return *ParseDnsServer(dns.Address()); }
@@ -86,4 +87,5 @@ TEST(CaresResolver, ServerFlagNeedsAStrictAddressAndAPort) {
 }
 
 }  // namespace
+}  // namespace cares_resolver_test
 }  // namespace anvil::testing

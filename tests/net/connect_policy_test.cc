@@ -10,6 +10,7 @@
 #include "netpolicy/resolver.h"
 
 namespace anvil {
+namespace connect_policy_test {
 namespace {
 
 IpAddress Ip(const std::string& text) {
@@ -198,4 +199,5 @@ TEST(AddressResolveAndValidate, PortIsCheckedPerAnswer) {
 }
 
 }  // namespace
+}  // namespace connect_policy_test
 }  // namespace anvil

@@ -9,6 +9,7 @@
 #include "loopback_socket.h"
 
 namespace anvil::testing {
+namespace fetcher_test {
 namespace {
 
 std::string Header(const FetchResponse& r, const std::string& name) {
@@ -111,4 +112,5 @@ TEST_F(FetcherTest, ProxyEnvironmentIsIgnored) {
 }
 
 }  // namespace
+}  // namespace fetcher_test
 }  // namespace anvil::testing

@@ -10,6 +10,7 @@
 #include "netpolicy/url_policy.h"
 
 namespace anvil {
+namespace host_name_test {
 namespace {
 
 TEST(HostName, EveryGrantableHostIsTheHostOfItsUrl) {
@@ -76,4 +77,5 @@ TEST(HostName, MessagesEscapeControlBytes) {
 }
 
 }  // namespace
+}  // namespace host_name_test
 }  // namespace anvil

@@ -28,6 +28,7 @@
 #include "netpolicy/proxy_policy.h"
 
 namespace anvil::testing {
+namespace http_proxy_local_address_test {
 namespace {
 
 constexpr uint16_t kOriginPort = 8443;
@@ -209,4 +210,5 @@ TEST(HttpProxyLocalAddress, AnAddressThatComesUpOnThisMachineAfterTheStartIsRefu
 }
 
 }  // namespace
+}  // namespace http_proxy_local_address_test
 }  // namespace anvil::testing

@@ -24,6 +24,7 @@
 #include "tls_hello.h"
 
 namespace anvil::testing {
+namespace http_proxy_relay_test {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -728,4 +729,5 @@ TEST(HttpProxyTunnel, AnOrdinaryServerHelloEndsTheChecksAndTheTunnelCarriesOn) {
 }
 
 }  // namespace
+}  // namespace http_proxy_relay_test
 }  // namespace anvil::testing

@@ -15,6 +15,7 @@
 #include "proxy_test_support.h"
 
 namespace anvil::testing {
+namespace http_proxy_tunnel_http_test {
 namespace {
 
 struct Sent {
@@ -136,4 +137,5 @@ TEST(HttpProxyTunnelHttp, OtherProtocolsStillGoThroughATunnelUnchanged) {
 }
 
 }  // namespace
+}  // namespace http_proxy_tunnel_http_test
 }  // namespace anvil::testing

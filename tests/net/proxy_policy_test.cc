@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 namespace anvil {
+namespace proxy_policy_test {
 namespace {
 
 TEST(ProxyPolicy, AllowHostDefaultsTo443AndLowerCases) {
@@ -73,4 +74,5 @@ TEST(ProxyPolicy, OnlyExactHostAndPortPass) {
 }
 
 }  // namespace
+}  // namespace proxy_policy_test
 }  // namespace anvil

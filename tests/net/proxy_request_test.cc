@@ -12,6 +12,7 @@
 #include <vector>
 
 namespace anvil {
+namespace proxy_request_test {
 namespace {
 
 struct Refused {
@@ -240,4 +241,5 @@ TEST(TunnelHttpStart, ARequestInATunnelIsReadAsAPlainRequestForTheTunnelsHost) {
 }
 
 }  // namespace
+}  // namespace proxy_request_test
 }  // namespace anvil

@@ -13,6 +13,7 @@
 #include <vector>
 
 namespace anvil {
+namespace proxy_service_test {
 namespace {
 
 std::vector<std::string> Lines(const std::string& text) {
@@ -121,4 +122,5 @@ TEST(ProxyService, TheAuditLogIsNeverOpenedThroughASymbolicLink) {
 }
 
 }  // namespace
+}  // namespace proxy_service_test
 }  // namespace anvil

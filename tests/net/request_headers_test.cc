@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 namespace anvil {
+namespace request_headers_test {
 namespace {
 
 TEST(RequestHeaders, OrdinaryHeadersPass) {
@@ -53,4 +54,5 @@ TEST(RequestHeaders, CountAndSizeAreBounded) {
 }
 
 }  // namespace
+}  // namespace request_headers_test
 }  // namespace anvil

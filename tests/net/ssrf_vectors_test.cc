@@ -31,6 +31,7 @@
 #include "netpolicy/url_policy.h"
 
 namespace anvil {
+namespace ssrf_vectors_test {
 namespace {
 
 constexpr const char kVectorFile[] = ANVIL_SOURCE_DIR "/tests/net/testdata/ssrf-vectors.txt";
@@ -334,7 +335,7 @@ TEST(SsrfVectorsFile, LoadsWithGrantFixtureAndBothSections) {
             << file.dns.size() << " fixture names\n";
 }
 
-class SsrfAddressVector : public testing::TestWithParam<Vector> {};
+class SsrfAddressVector : public ::testing::TestWithParam<Vector> {};
 
 TEST_P(SsrfAddressVector, Classify) {
   const Vector& vector = GetParam();
@@ -383,7 +384,7 @@ TEST_P(SsrfAddressVector, Classify) {
 
 INSTANTIATE_TEST_SUITE_P(File, SsrfAddressVector, testing::ValuesIn(AddressVectors()), VectorName);
 
-class SsrfUrlVector : public testing::TestWithParam<Vector> {};
+class SsrfUrlVector : public ::testing::TestWithParam<Vector> {};
 
 TEST_P(SsrfUrlVector, Policy) {
   const Vector& vector = GetParam();
@@ -419,4 +420,5 @@ TEST_P(SsrfUrlVector, Policy) {
 INSTANTIATE_TEST_SUITE_P(File, SsrfUrlVector, testing::ValuesIn(UrlVectors()), VectorName);
 
 }  // namespace
+}  // namespace ssrf_vectors_test
 }  // namespace anvil

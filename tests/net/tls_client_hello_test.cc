@@ -12,6 +12,7 @@
 #include "tls_hello.h"
 
 namespace anvil {
+namespace tls_client_hello_test {
 namespace {
 
 using testing::RealClientHello;
@@ -282,4 +283,5 @@ TEST(HelloRetry, EarlyDataBeforeTheSecondHelloIsSkippedOnlyAfterA0RttOfferAndBou
 }
 
 }  // namespace
+}  // namespace tls_client_hello_test
 }  // namespace anvil

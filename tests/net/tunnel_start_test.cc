@@ -8,6 +8,7 @@
 #include "net/tunnel_hello.h"
 
 namespace anvil::proxy {
+namespace tunnel_start_test {
 namespace {
 
 ProxyTarget Target(uint16_t port) { return ProxyTarget{"example.com", port, std::nullopt}; }
@@ -75,4 +76,5 @@ TEST(TunnelStart, BelowTheLimitItWaitsAndOrdinaryStartsPass) {
 }
 
 }  // namespace
+}  // namespace tunnel_start_test
 }  // namespace anvil::proxy

@@ -13,6 +13,7 @@
 #include "netpolicy/resolver.h"
 
 namespace anvil {
+namespace url_policy_test {
 namespace {
 
 using std::string_literals::operator""s;
@@ -292,7 +293,7 @@ TEST(UrlMethod, GetHeadAlwaysPostWithGrant) {
 
 // ---- the whole pre-connect plan ----
 
-class UrlPlanFetch : public testing::Test {
+class UrlPlanFetch : public ::testing::Test {
  protected:
   void SetUp() override {
     resolver_.AddAddress("api.example.com", Ip("93.184.215.14"));
@@ -367,4 +368,5 @@ TEST_F(UrlPlanFetch, UnsafeTestAddressAndPort) {
 }
 
 }  // namespace
+}  // namespace url_policy_test
 }  // namespace anvil

@@ -22,6 +22,7 @@
 #include "gateway_fixture.h"
 
 namespace anvil::testing {
+namespace gateway_faults_test {
 namespace {
 
 constexpr size_t kOldBytes = 1 << 20;
@@ -301,4 +302,5 @@ TEST_F(GatewayFaults, AnIoThreadThatCannotWaitStopsTheGatewayInsteadOfHangingCli
 }
 
 }  // namespace
+}  // namespace gateway_faults_test
 }  // namespace anvil::testing

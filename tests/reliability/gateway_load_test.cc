@@ -15,6 +15,7 @@
 #include "gateway_fixture.h"
 
 namespace anvil::testing {
+namespace gateway_load_test {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -153,4 +154,5 @@ TEST_F(GatewayLoad, HundredPluginsFloodingGetAnswersWithBoundedMemory) {
 }
 
 }  // namespace
+}  // namespace gateway_load_test
 }  // namespace anvil::testing

@@ -13,6 +13,7 @@
 #include "serve_client.h"
 
 namespace anvil::testing {
+namespace serve_faults_test {
 namespace {
 
 class ServeFaults : public ServeTestBase, public ::testing::WithParamInterface<std::string> {
@@ -122,4 +123,5 @@ TEST_P(ServeFaults, GatewayKilledMidRequestGivesOneClearErrorAndTheSessionRecove
 INSTANTIATE_TEST_SUITE_P(Runtimes, ServeFaults, ::testing::Values("lua", "js"));
 
 }  // namespace
+}  // namespace serve_faults_test
 }  // namespace anvil::testing

@@ -26,6 +26,7 @@
 #include "fs/workspace_root.h"
 
 namespace anvil {
+namespace t1_fs_workspace_test {
 namespace {
 
 using namespace std::string_literals;
@@ -1030,4 +1031,5 @@ TEST(T1FsWorkspace, UnprivilegedWriterUsesTheProcFallbackForTmpfileLinking) {
 }
 
 }  // namespace
+}  // namespace t1_fs_workspace_test
 }  // namespace anvil

@@ -15,6 +15,7 @@
 #include "gateway_fixture.h"
 
 namespace anvil::testing {
+namespace t1_gateway_fs_mutations_test {
 namespace {
 
 class T1GatewayFsMutations : public GatewayTest {
@@ -342,4 +343,5 @@ TEST_F(T1GatewayFsMutations, ARecursiveRemoveNeverReachesIntoAMount) {
 }
 
 }  // namespace
+}  // namespace t1_gateway_fs_mutations_test
 }  // namespace anvil::testing

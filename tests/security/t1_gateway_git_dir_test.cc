@@ -16,6 +16,7 @@
 #include "gateway_fixture.h"
 
 namespace anvil::testing {
+namespace t1_gateway_git_dir_test {
 namespace {
 
 constexpr char kGit[] = "/usr/bin/git";
@@ -231,4 +232,5 @@ TEST_F(T1GatewayGitDir, RenameNeitherCarriesNorCompletesAGitDir) {
 }
 
 }  // namespace
+}  // namespace t1_gateway_git_dir_test
 }  // namespace anvil::testing

@@ -15,6 +15,7 @@
 #include "gateway_fixture.h"
 
 namespace anvil::testing {
+namespace t1_gateway_git_run_paths_test {
 namespace {
 
 constexpr char kGit[] = "/usr/bin/git";
@@ -238,4 +239,5 @@ TEST_F(T1GatewayGitRunPaths, WithNoFsWriteEveryWriteIsRefusedAndReadsAreServed) 
 }
 
 }  // namespace
+}  // namespace t1_gateway_git_run_paths_test
 }  // namespace anvil::testing

@@ -11,6 +11,7 @@
 #include "gateway_fixture.h"
 
 namespace anvil::testing {
+namespace t1_gateway_rename_test {
 namespace {
 
 class T1GatewayRename : public GatewayTest {
@@ -213,4 +214,5 @@ TEST_F(T1GatewayRename, OrdinaryFilesAndDirectoriesAreRenamed) {
 }
 
 }  // namespace
+}  // namespace t1_gateway_rename_test
 }  // namespace anvil::testing

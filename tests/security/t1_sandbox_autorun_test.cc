@@ -18,6 +18,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace t1_sandbox_autorun_test {
 namespace {
 
 // Each write a command could try, as `shell-command` pairs with what it plants.
@@ -549,4 +550,5 @@ INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxHostAutorun, ::testing::ValuesIn(kAll
                          CallerParamName);
 
 }  // namespace
+}  // namespace t1_sandbox_autorun_test
 }  // namespace anvil::testing

@@ -21,6 +21,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace t1_sandbox_bind_alias_test {
 namespace {
 
 // The test process's own mount namespace, private, for as long as the object lives; back to
@@ -315,4 +316,5 @@ INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxBindAlias, ::testing::ValuesIn(kAllCa
                          CallerParamName);
 
 }  // namespace
+}  // namespace t1_sandbox_bind_alias_test
 }  // namespace anvil::testing

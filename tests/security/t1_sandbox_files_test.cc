@@ -4,6 +4,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace t1_sandbox_files_test {
 namespace {
 
 TEST(T1SandboxFiles, ReadSecretOutsideWorkspaceByAbsolutePathIsDenied) {
@@ -20,4 +21,5 @@ TEST(T1SandboxFiles, ReadSecretOutsideWorkspaceByAbsolutePathIsDenied) {
 }
 
 }  // namespace
+}  // namespace t1_sandbox_files_test
 }  // namespace anvil::testing

@@ -13,6 +13,7 @@
 #include "git_sandbox_fixture.h"
 
 namespace anvil::testing {
+namespace t1_sandbox_git_after_run_test {
 namespace {
 
 class T1SandboxGitAfterRun : public GitSandboxTest {
@@ -692,4 +693,5 @@ INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxGitAfterRun, ::testing::ValuesIn(kAll
                          CallerParamName);
 
 }  // namespace
+}  // namespace t1_sandbox_git_after_run_test
 }  // namespace anvil::testing

@@ -15,6 +15,7 @@
 #include "git_sandbox_fixture.h"
 
 namespace anvil::testing {
+namespace t1_sandbox_git_dir_subtree_test {
 namespace {
 
 class T1SandboxGitDirSubtree : public GitSandboxTest {
@@ -217,4 +218,5 @@ INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxGitDirSubtree, ::testing::ValuesIn(kA
                          CallerParamName);
 
 }  // namespace
+}  // namespace t1_sandbox_git_dir_subtree_test
 }  // namespace anvil::testing

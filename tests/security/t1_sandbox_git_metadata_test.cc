@@ -19,6 +19,7 @@
 #include "policy/git_config.h"
 
 namespace anvil::testing {
+namespace t1_sandbox_git_metadata_test {
 namespace {
 
 class T1SandboxGitMetadata : public GitSandboxTest {};
@@ -654,4 +655,5 @@ TEST(GitConfigParser, AgreesWithGit) {
 }
 
 }  // namespace
+}  // namespace t1_sandbox_git_metadata_test
 }  // namespace anvil::testing

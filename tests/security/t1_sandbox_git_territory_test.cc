@@ -13,6 +13,7 @@
 #include "git_sandbox_fixture.h"
 
 namespace anvil::testing {
+namespace t1_sandbox_git_territory_test {
 namespace {
 
 std::string ReadLink(const std::string& path) {
@@ -323,4 +324,5 @@ INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxGitTerritory, ::testing::ValuesIn(kAl
                          CallerParamName);
 
 }  // namespace
+}  // namespace t1_sandbox_git_territory_test
 }  // namespace anvil::testing

@@ -24,6 +24,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace t1_sandbox_git_walk_cache_test {
 namespace {
 
 constexpr char kGit[] = "/usr/bin/git";
@@ -276,4 +277,5 @@ INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxGitWalkCache, ::testing::ValuesIn(kAl
                          CallerParamName);
 
 }  // namespace
+}  // namespace t1_sandbox_git_walk_cache_test
 }  // namespace anvil::testing

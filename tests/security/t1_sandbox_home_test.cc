@@ -22,6 +22,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace t1_sandbox_home_test {
 namespace {
 
 class T1SandboxHome : public CallerTest {
@@ -1335,4 +1336,5 @@ INSTANTIATE_TEST_SUITE_P(Locations, T1SandboxHomeCredential, ::testing::ValuesIn
                          CredentialCaseName);
 
 }  // namespace
+}  // namespace t1_sandbox_home_test
 }  // namespace anvil::testing

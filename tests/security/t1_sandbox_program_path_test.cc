@@ -18,6 +18,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace t1_sandbox_program_path_test {
 namespace {
 
 constexpr char kBashScript[] = R"sh(#!/bin/bash
@@ -193,4 +194,5 @@ INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxProgramPath, ::testing::ValuesIn(kAll
                          CallerParamName);
 
 }  // namespace
+}  // namespace t1_sandbox_program_path_test
 }  // namespace anvil::testing

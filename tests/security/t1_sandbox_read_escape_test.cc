@@ -16,6 +16,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace t1_sandbox_read_escape_test {
 namespace {
 
 class T1SandboxRead : public CallerTest {
@@ -233,4 +234,5 @@ TEST_P(T1SandboxRead, HostTmpAndDevShmAreNotVisibleButPrivateOnesWork) {
 INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxRead, ::testing::ValuesIn(kAllCallers), CallerParamName);
 
 }  // namespace
+}  // namespace t1_sandbox_read_escape_test
 }  // namespace anvil::testing

@@ -15,6 +15,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace t1_sandbox_root_files_test {
 namespace {
 
 // "NAME RESULT" lines -> map.
@@ -393,4 +394,5 @@ INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxRootFiles, ::testing::ValuesIn(kAllCa
                          CallerParamName);
 
 }  // namespace
+}  // namespace t1_sandbox_root_files_test
 }  // namespace anvil::testing

@@ -20,6 +20,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace t1_sandbox_std_streams_test {
 namespace {
 
 // Tries every way to change the mode or owner of what descriptors 0-2 name, and writes what
@@ -378,4 +379,5 @@ INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxStdStreams, ::testing::ValuesIn(kAllC
                          CallerParamName);
 
 }  // namespace
+}  // namespace t1_sandbox_std_streams_test
 }  // namespace anvil::testing

@@ -12,6 +12,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace t1_sandbox_trust_dirs_test {
 namespace {
 
 class T1SandboxTrustDirs : public CallerTest {
@@ -136,4 +137,5 @@ INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxTrustDirs, ::testing::ValuesIn(kAllCa
                          CallerParamName);
 
 }  // namespace
+}  // namespace t1_sandbox_trust_dirs_test
 }  // namespace anvil::testing

@@ -14,6 +14,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace t1_sandbox_write_escape_test {
 namespace {
 
 constexpr char kGitConfig[] = "[core]\n\trepositoryformatversion = 0\n";
@@ -739,4 +740,5 @@ INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxWrite, ::testing::ValuesIn(kAllCaller
                          CallerParamName);
 
 }  // namespace
+}  // namespace t1_sandbox_write_escape_test
 }  // namespace anvil::testing

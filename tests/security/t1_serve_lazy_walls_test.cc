@@ -14,6 +14,7 @@
 #include "serve_client.h"
 
 namespace anvil::testing {
+namespace t1_serve_lazy_walls_test {
 namespace {
 
 constexpr char kGit[] = "/usr/bin/git";
@@ -212,4 +213,5 @@ TEST_F(T1ServeLazyWalls, ACommandInFlightAtAWideningIsCancelledWithTheReason) {
 }
 
 }  // namespace
+}  // namespace t1_serve_lazy_walls_test
 }  // namespace anvil::testing

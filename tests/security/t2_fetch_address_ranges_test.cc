@@ -6,6 +6,7 @@
 #include "t2_fetch_fixture.h"
 
 namespace anvil::testing {
+namespace t2_fetch_address_ranges_test {
 namespace {
 
 using T2AddressRanges = T2FetchTest;
@@ -112,4 +113,5 @@ TEST_F(T2AddressRanges, AGlobalAddressOnANon443PortIsRefused) {
 }
 
 }  // namespace
+}  // namespace t2_fetch_address_ranges_test
 }  // namespace anvil::testing

@@ -4,6 +4,7 @@
 #include "t2_fetch_fixture.h"
 
 namespace anvil::testing {
+namespace t2_fetch_allowed_test {
 namespace {
 
 using T2Allowed = T2FetchTest;
@@ -85,4 +86,5 @@ TEST_F(T2Allowed, EveryDecisionIsOneAuditLineWithHostVerdictAndReason) {
 }
 
 }  // namespace
+}  // namespace t2_fetch_allowed_test
 }  // namespace anvil::testing

@@ -5,6 +5,7 @@
 #include "t2_fetch_fixture.h"
 
 namespace anvil::testing {
+namespace t2_fetch_plugin_e2e_test {
 namespace {
 
 class T2PluginEndToEnd : public T2FetchTest {
@@ -102,4 +103,5 @@ TEST_F(T2PluginEndToEnd, TheFetchExamplePluginRunsAgainstTheTestServer) {
 }
 
 }  // namespace
+}  // namespace t2_fetch_plugin_e2e_test
 }  // namespace anvil::testing

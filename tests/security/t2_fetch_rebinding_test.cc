@@ -10,6 +10,7 @@
 #include "t2_fetch_fixture.h"
 
 namespace anvil::testing {
+namespace t2_fetch_rebinding_test {
 namespace {
 
 using T2Dns = T2FetchTest;
@@ -99,4 +100,5 @@ TEST_F(T2Dns, SilentResolverEndsInTimeoutNotAHungWorker) {
 }
 
 }  // namespace
+}  // namespace t2_fetch_rebinding_test
 }  // namespace anvil::testing

@@ -8,6 +8,7 @@
 #include "t2_fetch_fixture.h"
 
 namespace anvil::testing {
+namespace t2_fetch_responses_test {
 namespace {
 
 using T2Responses = T2FetchTest;
@@ -152,4 +153,5 @@ TEST_F(T2Responses, ErrorStatusesAreAnswersNotFailures) {
 }
 
 }  // namespace
+}  // namespace t2_fetch_responses_test
 }  // namespace anvil::testing

@@ -11,6 +11,7 @@
 #include "t2_fetch_fixture.h"
 
 namespace anvil::testing {
+namespace t2_fetch_tls_proxy_test {
 namespace {
 
 using T2TlsProxy = T2FetchTest;
@@ -64,4 +65,5 @@ TEST_F(T2TlsProxy, ProxyVariablesInTheGatewayEnvironmentAreIgnored) {
 }
 
 }  // namespace
+}  // namespace t2_fetch_tls_proxy_test
 }  // namespace anvil::testing

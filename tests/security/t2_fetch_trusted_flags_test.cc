@@ -10,6 +10,7 @@
 #include "t2_fetch_fixture.h"
 
 namespace anvil::testing {
+namespace t2_fetch_trusted_flags_test {
 namespace {
 
 using T2TrustedFlags = T2FetchTest;
@@ -106,4 +107,5 @@ TEST(T2TrustedFlagsConfig, GatewayRejectsMalformedTestFlagValues) {
 }
 
 }  // namespace
+}  // namespace t2_fetch_trusted_flags_test
 }  // namespace anvil::testing

@@ -5,6 +5,7 @@
 #include "t2_fetch_fixture.h"
 
 namespace anvil::testing {
+namespace t2_fetch_url_tricks_test {
 namespace {
 
 class T2UrlTricks : public T2FetchTest {
@@ -148,4 +149,5 @@ TEST_F(T2UrlTricks, ForbiddenRequestHeadersAreRefused) {
 }
 
 }  // namespace
+}  // namespace t2_fetch_url_tricks_test
 }  // namespace anvil::testing

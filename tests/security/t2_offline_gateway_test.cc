@@ -11,6 +11,7 @@
 #include "gateway_fixture.h"
 
 namespace anvil::testing {
+namespace t2_offline_gateway_test {
 namespace {
 
 class T2OfflineGateway : public GatewayTest {};
@@ -62,4 +63,5 @@ TEST_F(T2OfflineGateway, ServesFileReadsLikeTheFullGateway) {
 }
 
 }  // namespace
+}  // namespace t2_offline_gateway_test
 }  // namespace anvil::testing

@@ -24,6 +24,7 @@
 #include "test_pki.h"
 
 namespace anvil::testing {
+namespace t2_sandbox_proxy_test {
 namespace {
 
 // A tiny HTTP origin on 127.0.0.1: counts connections, answers every request with `body`.
@@ -604,4 +605,5 @@ INSTANTIATE_TEST_SUITE_P(Callers, T2SandboxProxy, ::testing::ValuesIn(kAllCaller
                          CallerParamName);
 
 }  // namespace
+}  // namespace t2_sandbox_proxy_test
 }  // namespace anvil::testing

@@ -16,6 +16,7 @@
 #include "fs/workspace_path.h"
 
 namespace anvil {
+namespace t3_fs_exec_read_plan_test {
 namespace {
 
 using K = ReadOpKind;
@@ -241,4 +242,5 @@ TEST_F(ExecReadPlanWalk, OperandsResolveBeneathTheWorkspaceLikeSysFsRead) {
 }
 
 }  // namespace
+}  // namespace t3_fs_exec_read_plan_test
 }  // namespace anvil

@@ -14,6 +14,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace t3_gateway_exec_plugin_test {
 namespace {
 
 class ExecFromPlugin : public CallerTest {
@@ -216,4 +217,5 @@ INSTANTIATE_TEST_SUITE_P(Callers, ExecFromPlugin, ::testing::ValuesIn(kAllCaller
                          CallerParamName);
 
 }  // namespace
+}  // namespace t3_gateway_exec_plugin_test
 }  // namespace anvil::testing

@@ -21,6 +21,7 @@
 #include "gateway_fixture.h"
 
 namespace anvil::testing {
+namespace t3_gateway_exec_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -839,4 +840,5 @@ TEST_F(ExecGateway, TwoWarmRunnersStandReadyAndAReplacementWaitsForTheAnswer) {
 }
 
 }  // namespace
+}  // namespace t3_gateway_exec_test
 }  // namespace anvil::testing

@@ -26,6 +26,7 @@
 #include "gateway_fixture.h"
 
 namespace anvil::testing {
+namespace t3_gateway_exec_view_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -538,4 +539,5 @@ TEST_F(ExecView, AllocatingFlagValuesAreCappedAndTheToolsMemoryIsBounded) {
 }
 
 }  // namespace
+}  // namespace t3_gateway_exec_view_test
 }  // namespace anvil::testing

@@ -11,6 +11,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace t3_sandbox_acceptance_test {
 namespace {
 
 // Which tasks (everyday_tasks.sh's groups) and where: a fresh project under the home, or the
@@ -61,4 +62,5 @@ INSTANTIATE_TEST_SUITE_P(Tasks, T3SandboxAcceptance,
                          Name);
 
 }  // namespace
+}  // namespace t3_sandbox_acceptance_test
 }  // namespace anvil::testing

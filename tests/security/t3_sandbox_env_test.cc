@@ -9,6 +9,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace t3_sandbox_env_test {
 namespace {
 
 // Announces itself only inside a sandbox (ANVIL_SANDBOX is set for the command, never for
@@ -250,4 +251,5 @@ TEST_P(T3SandboxEnv, OfflineUpdateChecksAndTelemetryAreOff) {
 INSTANTIATE_TEST_SUITE_P(Callers, T3SandboxEnv, ::testing::ValuesIn(kAllCallers), CallerParamName);
 
 }  // namespace
+}  // namespace t3_sandbox_env_test
 }  // namespace anvil::testing

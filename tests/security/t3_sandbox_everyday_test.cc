@@ -11,6 +11,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace t3_sandbox_everyday_test {
 namespace {
 
 class T3SandboxEveryday : public CallerTest {
@@ -438,4 +439,5 @@ INSTANTIATE_TEST_SUITE_P(Callers, T3SandboxEveryday, ::testing::ValuesIn(kAllCal
                          CallerParamName);
 
 }  // namespace
+}  // namespace t3_sandbox_everyday_test
 }  // namespace anvil::testing

@@ -12,6 +12,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace t3_sandbox_exit_status_test {
 namespace {
 
 class T3SandboxExitStatus : public CallerTest {
@@ -229,4 +230,5 @@ INSTANTIATE_TEST_SUITE_P(Layers, T3SandboxFailClosed,
                          FailParamName);
 
 }  // namespace
+}  // namespace t3_sandbox_exit_status_test
 }  // namespace anvil::testing

@@ -30,6 +30,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace t3_sandbox_host_sockets_test {
 namespace {
 
 // argv: PATH PAYLOAD. Prints CONNECTED or "ERR <errno name>".
@@ -428,4 +429,5 @@ INSTANTIATE_TEST_SUITE_P(Callers, T3SandboxHostSockets, ::testing::ValuesIn(kAll
                          CallerParamName);
 
 }  // namespace
+}  // namespace t3_sandbox_host_sockets_test
 }  // namespace anvil::testing

@@ -21,6 +21,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace t3_sandbox_loopback_test {
 namespace {
 
 // A local test server and its client, inside one process: TCP and UDP on both loopbacks.
@@ -328,4 +329,5 @@ INSTANTIATE_TEST_SUITE_P(Callers, T3SandboxLoopback, ::testing::ValuesIn(kAllCal
                          CallerParamName);
 
 }  // namespace
+}  // namespace t3_sandbox_loopback_test
 }  // namespace anvil::testing

@@ -22,6 +22,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace t3_sandbox_network_test {
 namespace {
 
 // argv: KIND TARGET PAYLOAD. Prints CONNECTED or "ERR <errno name>".
@@ -377,4 +378,5 @@ INSTANTIATE_TEST_SUITE_P(Callers, T3SandboxNetwork, ::testing::ValuesIn(kAllCall
                          CallerParamName);
 
 }  // namespace
+}  // namespace t3_sandbox_network_test
 }  // namespace anvil::testing

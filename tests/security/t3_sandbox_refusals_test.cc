@@ -10,6 +10,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace t3_sandbox_refusals_test {
 namespace {
 
 class T3SandboxRefusals : public CallerTest {
@@ -224,4 +225,5 @@ INSTANTIATE_TEST_SUITE_P(Callers, T3SandboxRefusals, ::testing::ValuesIn(kAllCal
                          CallerParamName);
 
 }  // namespace
+}  // namespace t3_sandbox_refusals_test
 }  // namespace anvil::testing

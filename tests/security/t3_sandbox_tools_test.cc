@@ -13,6 +13,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace t3_sandbox_tools_test {
 namespace {
 
 constexpr char kRg[] = "/usr/bin/rg";
@@ -236,4 +237,5 @@ INSTANTIATE_TEST_SUITE_P(Callers, T3SandboxTools, ::testing::ValuesIn(kAllCaller
                          CallerParamName);
 
 }  // namespace
+}  // namespace t3_sandbox_tools_test
 }  // namespace anvil::testing

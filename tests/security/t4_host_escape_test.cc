@@ -15,6 +15,7 @@
 #include "session/host_process.h"
 
 namespace anvil::testing {
+namespace t4_host_escape_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -335,4 +336,5 @@ INSTANTIATE_TEST_SUITE_P(Runtimes, T4HostEscape,
                          [](const auto& info) { return info.param.runtime; });
 
 }  // namespace
+}  // namespace t4_host_escape_test
 }  // namespace anvil::testing

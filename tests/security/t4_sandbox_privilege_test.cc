@@ -18,6 +18,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace t4_sandbox_privilege_test {
 namespace {
 
 // "NAME value" lines -> map.
@@ -549,4 +550,5 @@ INSTANTIATE_TEST_SUITE_P(Callers, T4SandboxPrivilege, ::testing::ValuesIn(kAllCa
                          CallerParamName);
 
 }  // namespace
+}  // namespace t4_sandbox_privilege_test
 }  // namespace anvil::testing

@@ -17,6 +17,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace t4_sandbox_setid_test {
 namespace {
 
 // "NAME RESULT" lines -> map.
@@ -363,4 +364,5 @@ INSTANTIATE_TEST_SUITE_P(Callers, T4SandboxSetid, ::testing::ValuesIn(kAllCaller
                          CallerParamName);
 
 }  // namespace
+}  // namespace t4_sandbox_setid_test
 }  // namespace anvil::testing

@@ -22,6 +22,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace t4_sandbox_syscalls_test {
 namespace {
 
 bool IsX86_64() {
@@ -361,4 +362,5 @@ for name, req in [("TIOCSTI", 0x5412), ("TIOCLINUX", 0x541C)]:
 INSTANTIATE_TEST_SUITE_P(Callers, T4SandboxAbi, ::testing::ValuesIn(kAllCallers), CallerParamName);
 
 }  // namespace
+}  // namespace t4_sandbox_syscalls_test
 }  // namespace anvil::testing

@@ -18,6 +18,7 @@
 #include "terminal_harness.h"
 
 namespace anvil::testing {
+namespace t4_sandbox_terminal_test {
 namespace {
 
 class T4SandboxTerminal : public CallerTest {
@@ -496,4 +497,5 @@ INSTANTIATE_TEST_SUITE_P(Callers, T4SandboxTerminal, ::testing::ValuesIn(kAllCal
                          CallerParamName);
 
 }  // namespace
+}  // namespace t4_sandbox_terminal_test
 }  // namespace anvil::testing

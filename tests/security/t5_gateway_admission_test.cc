@@ -20,6 +20,7 @@
 #include "session/host_process.h"
 
 namespace anvil::testing {
+namespace t5_gateway_admission_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -172,4 +173,5 @@ TEST_F(T5GatewayAdmission, ConnectionsThatDoNotSayHelloInTimeAreClosed) {
 }
 
 }  // namespace
+}  // namespace t5_gateway_admission_test
 }  // namespace anvil::testing

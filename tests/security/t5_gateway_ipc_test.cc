@@ -17,6 +17,7 @@
 #include "gateway_fixture.h"
 
 namespace anvil::testing {
+namespace t5_gateway_ipc_test {
 namespace {
 
 class T5GatewayIpc : public GatewayTest {
@@ -468,4 +469,5 @@ TEST_F(T5GatewayIpc, ConcurrentClientsReadAndEveryReadIsOneAuditLine) {
 }
 
 }  // namespace
+}  // namespace t5_gateway_ipc_test
 }  // namespace anvil::testing

@@ -17,6 +17,7 @@
 #include "session/gateway_process.h"
 
 namespace anvil::testing {
+namespace t5_gateway_process_test {
 namespace {
 
 // In a child running as `user`: what a same-uid process can do to `pid`. Bit 0: /proc/PID/environ
@@ -101,4 +102,5 @@ TEST(T5GatewayProcess, ASameUserProcessCannotTraceOrReadTheGateway) {
 }
 
 }  // namespace
+}  // namespace t5_gateway_process_test
 }  // namespace anvil::testing

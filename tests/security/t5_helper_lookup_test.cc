@@ -15,6 +15,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace t5_helper_lookup_test {
 namespace {
 
 constexpr const char* kHelpers[] = {"anvil-gateway", "anvil-gateway-offline", "anvil-plugin-host",
@@ -245,4 +246,5 @@ TEST(T5HelperOwner, AHelperOwnedByAnotherUserIsRefusedForRootAndAcceptedForItsOw
 }
 
 }  // namespace
+}  // namespace t5_helper_lookup_test
 }  // namespace anvil::testing

@@ -18,6 +18,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace t5_host_handoff_test {
 namespace {
 
 struct Outcome {
@@ -103,4 +104,5 @@ TEST(T5HostHandoff, NoDescriptorAtAllIsRefused) {
 }
 
 }  // namespace
+}  // namespace t5_host_handoff_test
 }  // namespace anvil::testing

@@ -17,6 +17,7 @@
 #include "gateway_fixture.h"
 
 namespace anvil::testing {
+namespace t6_gateway_limits_test {
 namespace {
 
 class T6GatewayLimits : public GatewayTest {};
@@ -481,4 +482,5 @@ TEST_F(T6GatewayLimits, ReadOverTheSizeCapIsALimitError) {
 }
 
 }  // namespace
+}  // namespace t6_gateway_limits_test
 }  // namespace anvil::testing

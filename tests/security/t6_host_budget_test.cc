@@ -8,6 +8,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace t6_host_budget_test {
 namespace {
 
 class HostBudget : public CallerTest {
@@ -209,4 +210,5 @@ TEST_P(HostBudget, CoroutinesPcallAndPromisesWithinTheBudgetStillWork) {
 INSTANTIATE_TEST_SUITE_P(Callers, HostBudget, ::testing::ValuesIn(kAllCallers), CallerParamName);
 
 }  // namespace
+}  // namespace t6_host_budget_test
 }  // namespace anvil::testing

@@ -9,6 +9,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace t6_sandbox_memory_test {
 namespace {
 
 constexpr char kFlood[] = R"py(
@@ -156,4 +157,5 @@ INSTANTIATE_TEST_SUITE_P(Callers, T6SandboxMemory, ::testing::ValuesIn(kAllCalle
                          CallerParamName);
 
 }  // namespace
+}  // namespace t6_sandbox_memory_test
 }  // namespace anvil::testing

@@ -16,6 +16,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace t6_sandbox_resources_test {
 namespace {
 
 // Forks children that wait forever until fork fails; prints "forked N errno E", or
@@ -296,4 +297,5 @@ INSTANTIATE_TEST_SUITE_P(Callers, T6SandboxResources, ::testing::ValuesIn(kAllCa
                          CallerParamName);
 
 }  // namespace
+}  // namespace t6_sandbox_resources_test
 }  // namespace anvil::testing

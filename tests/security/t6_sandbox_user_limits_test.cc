@@ -11,6 +11,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace t6_sandbox_user_limits_test {
 namespace {
 
 // Takes inotify instances until the kernel refuses, says how many and why, then waits to be
@@ -96,4 +97,5 @@ INSTANTIATE_TEST_SUITE_P(Callers, T6SandboxUserLimits, ::testing::ValuesIn(kAllC
                          CallerParamName);
 
 }  // namespace
+}  // namespace t6_sandbox_user_limits_test
 }  // namespace anvil::testing

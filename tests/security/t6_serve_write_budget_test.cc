@@ -8,6 +8,7 @@
 #include "serve_client.h"
 
 namespace anvil::testing {
+namespace t6_serve_write_budget_test {
 namespace {
 
 class T6Serve : public ServeTestBase {
@@ -121,4 +122,5 @@ TEST_F(T6Serve, APluginsWriteBudgetOutlivesEveryGatewayItRanUnder) {
 }
 
 }  // namespace
+}  // namespace t6_serve_write_budget_test
 }  // namespace anvil::testing

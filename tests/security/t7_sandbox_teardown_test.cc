@@ -17,6 +17,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace t7_sandbox_teardown_test {
 namespace {
 
 class T7SandboxTeardown : public CallerTest {
@@ -201,4 +202,5 @@ INSTANTIATE_TEST_SUITE_P(Callers, T7SandboxTeardown, ::testing::ValuesIn(kAllCal
                          CallerParamName);
 
 }  // namespace
+}  // namespace t7_sandbox_teardown_test
 }  // namespace anvil::testing

@@ -17,6 +17,7 @@
 #include "serve_client.h"
 
 namespace anvil::testing {
+namespace t7_serve_lifecycle_test {
 namespace {
 
 class T7Serve : public ServeTestBase {
@@ -400,4 +401,5 @@ TEST_F(T7Serve, ThousandReloadsLeakNoFdsProcessesOrMemory) {
 }
 
 }  // namespace
+}  // namespace t7_serve_lifecycle_test
 }  // namespace anvil::testing

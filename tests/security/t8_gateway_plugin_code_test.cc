@@ -15,6 +15,7 @@
 #include "gateway_fixture.h"
 
 namespace anvil::testing {
+namespace t8_gateway_plugin_code_test {
 namespace {
 
 void WriteLuaPlugin(const std::string& dir, const std::string& id, const std::string& permissions,
@@ -244,4 +245,5 @@ TEST_F(T8RunPluginCode, ARemovedPluginDirectoryRemadeWithOtherCodeAsksAgain) {
 }
 
 }  // namespace
+}  // namespace t8_gateway_plugin_code_test
 }  // namespace anvil::testing

@@ -17,6 +17,7 @@
 #include "gateway_fixture.h"
 
 namespace anvil::testing {
+namespace t8_gateway_trust_state_test {
 namespace {
 
 // The trusted side's XDG directories inside the workspace, for the gateway it starts.
@@ -154,4 +155,5 @@ TEST(T8RunTrustState, APluginCannotRewriteTheGrantStoreInAHomeWorkspace) {
 }
 
 }  // namespace
+}  // namespace t8_gateway_trust_state_test
 }  // namespace anvil::testing

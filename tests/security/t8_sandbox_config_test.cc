@@ -11,6 +11,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace t8_sandbox_config_test {
 namespace {
 
 class T8SandboxConfig : public CallerTest {
@@ -194,4 +195,5 @@ INSTANTIATE_TEST_SUITE_P(Callers, T8SandboxConfig, ::testing::ValuesIn(kAllCalle
                          CallerParamName);
 
 }  // namespace
+}  // namespace t8_sandbox_config_test
 }  // namespace anvil::testing

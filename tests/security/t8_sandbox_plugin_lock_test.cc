@@ -18,6 +18,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace t8_sandbox_plugin_lock_test {
 namespace {
 
 constexpr char kManifest[] =
@@ -569,4 +570,5 @@ INSTANTIATE_TEST_SUITE_P(Callers, T8SandboxPluginLock, ::testing::ValuesIn(kAllC
                          CallerParamName);
 
 }  // namespace
+}  // namespace t8_sandbox_plugin_lock_test
 }  // namespace anvil::testing

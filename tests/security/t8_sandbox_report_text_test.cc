@@ -12,6 +12,7 @@
 #include "git_sandbox_fixture.h"
 
 namespace anvil::testing {
+namespace t8_sandbox_report_text_test {
 namespace {
 
 class T8SandboxReportText : public GitSandboxTest {};
@@ -94,4 +95,5 @@ INSTANTIATE_TEST_SUITE_P(Callers, T8SandboxReportText, ::testing::ValuesIn(kAllC
                          CallerParamName);
 
 }  // namespace
+}  // namespace t8_sandbox_report_text_test
 }  // namespace anvil::testing

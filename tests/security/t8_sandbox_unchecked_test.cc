@@ -19,6 +19,7 @@
 #include "sandbox_harness.h"
 
 namespace anvil::testing {
+namespace t8_sandbox_unchecked_test {
 namespace {
 
 class T8SandboxUnchecked : public CallerTest {
@@ -339,4 +340,5 @@ INSTANTIATE_TEST_SUITE_P(Callers, T8SandboxUnchecked, ::testing::ValuesIn(kAllCa
                          CallerParamName);
 
 }  // namespace
+}  // namespace t8_sandbox_unchecked_test
 }  // namespace anvil::testing

@@ -18,6 +18,7 @@
 #include "serve_client.h"
 
 namespace anvil::testing {
+namespace t8_serve_consent_test {
 namespace {
 
 class T8Serve : public ServeTestBase {
@@ -720,4 +721,5 @@ TEST_F(T8Serve, ARevocationIsSeenWhenTheStoreWasUnreadableAtTheStart) {
 }
 
 }  // namespace
+}  // namespace t8_serve_consent_test
 }  // namespace anvil::testing

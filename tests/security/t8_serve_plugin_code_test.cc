@@ -14,6 +14,7 @@
 #include "serve_client.h"
 
 namespace anvil::testing {
+namespace t8_serve_plugin_code_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -127,4 +128,5 @@ TEST_F(T8ServePluginCode, APluginCannotEditAnvilsTrustStateThroughABuffer) {
 }
 
 }  // namespace
+}  // namespace t8_serve_plugin_code_test
 }  // namespace anvil::testing

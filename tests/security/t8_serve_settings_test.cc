@@ -8,6 +8,7 @@
 #include "serve_client.h"
 
 namespace anvil::testing {
+namespace t8_serve_settings_test {
 namespace {
 
 class T8ServeSettings : public ServeTestBase {};
@@ -104,4 +105,5 @@ TEST_F(T8ServeSettings, BadSignatureIsRefusedBeforeConsentUnsignedRunsUnlessRequ
 }
 
 }  // namespace
+}  // namespace t8_serve_settings_test
 }  // namespace anvil::testing

@@ -11,6 +11,7 @@
 #include "gateway/registration.h"
 
 namespace anvil::gateway {
+namespace admission_test {
 namespace {
 
 constexpr uid_t kUser = 1000;
@@ -291,9 +292,11 @@ TEST(GatewayAdmission, AWriteChargeIsSettledByWhatTheWriteDid) {
 }
 
 }  // namespace
+}  // namespace admission_test
 }  // namespace anvil::gateway
 
 namespace anvil::gateway {
+namespace admission_test {
 namespace {
 
 // The byte quota's reservation: an op takes what its answer can hold, never more than a full
@@ -340,9 +343,11 @@ TEST(GatewayAdmission, ABucketSettlesItsReservation) {
 }
 
 }  // namespace
+}  // namespace admission_test
 }  // namespace anvil::gateway
 
 namespace anvil::gateway {
+namespace admission_test {
 namespace {
 
 // A plugin's write budget takes bytes and entries together or not at all, up to each cap
@@ -364,4 +369,5 @@ TEST(GatewayAdmission, AWriteBudgetTakesBothOrNeither) {
 }
 
 }  // namespace
+}  // namespace admission_test
 }  // namespace anvil::gateway

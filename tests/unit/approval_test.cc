@@ -19,6 +19,7 @@
 #include "policy/shell_words.h"
 
 namespace anvil {
+namespace approval_test {
 namespace {
 
 using Argv = std::vector<std::string>;
@@ -541,4 +542,5 @@ TEST(Approval, OneAuditLinePerDecisionAndAnswer) {
 }
 
 }  // namespace
+}  // namespace approval_test
 }  // namespace anvil

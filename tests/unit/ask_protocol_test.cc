@@ -8,6 +8,7 @@
 #include "session/exec_request.h"
 
 namespace anvil {
+namespace ask_protocol_test {
 namespace {
 
 using agent::AskMessage;
@@ -268,4 +269,5 @@ TEST(ExecRequest, BadParamsNameTheField) {
 }
 
 }  // namespace
+}  // namespace ask_protocol_test
 }  // namespace anvil

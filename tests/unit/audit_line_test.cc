@@ -20,6 +20,7 @@
 #include "gateway/audit_log.h"
 
 namespace anvil::gateway {
+namespace audit_line_test {
 namespace {
 
 std::string Reference(const AuditEntry& e, const std::string& session, double time) {
@@ -177,4 +178,5 @@ TEST(AuditLog, AHeldUpWriteIsLeftOnlySmallBatches) {
 }
 
 }  // namespace
+}  // namespace audit_line_test
 }  // namespace anvil::gateway

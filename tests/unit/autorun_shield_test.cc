@@ -20,6 +20,7 @@
 #include "linux/protected_placeholders.h"
 
 namespace anvil {
+namespace autorun_shield_test {
 namespace {
 
 class AutorunShieldTest : public ::testing::Test {
@@ -275,4 +276,5 @@ TEST_F(AutorunShieldTest, TheListingAnswersAsLstatDoes) {
 }
 
 }  // namespace
+}  // namespace autorun_shield_test
 }  // namespace anvil

@@ -21,6 +21,7 @@
 #include "common/unique_fd.h"
 
 namespace anvil {
+namespace capped_log_test {
 namespace {
 
 class CappedLog : public ::testing::Test {
@@ -185,4 +186,5 @@ TEST_F(CappedLog, ALockHeldByAReaderDelaysAWriterABoundedTime) {
 }
 
 }  // namespace
+}  // namespace capped_log_test
 }  // namespace anvil

@@ -9,6 +9,7 @@
 #include <vector>
 
 namespace anvil {
+namespace cgroup_facts_test {
 namespace {
 
 // A v1 host like the dev VM's: one hierarchy per controller, cpu and cpuacct apart, a unified
@@ -110,4 +111,5 @@ TEST(CgroupFactsTest, ReadsThisProcesssFiles) {
 }
 
 }  // namespace
+}  // namespace cgroup_facts_test
 }  // namespace anvil

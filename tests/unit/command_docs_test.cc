@@ -21,6 +21,7 @@
 #include "policy/sandbox_policy.h"
 
 namespace anvil::cli {
+namespace command_docs_test {
 namespace {
 
 // Whether --help has a row for `flag` (its help on the same line or the next).
@@ -201,4 +202,5 @@ TEST(CommandDocs, SandboxChoicesAreExactlyWhatTheParserAccepts) {
 }
 
 }  // namespace
+}  // namespace command_docs_test
 }  // namespace anvil::cli

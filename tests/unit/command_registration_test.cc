@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 namespace anvil::session {
+namespace command_registration_test {
 namespace {
 
 using Names = std::set<std::string>;
@@ -108,4 +109,5 @@ TEST(CommandRegistrationTest, WithdrawsStaleRegistrationsWholeAndAddsOneForTheRe
 }
 
 }  // namespace
+}  // namespace command_registration_test
 }  // namespace anvil::session

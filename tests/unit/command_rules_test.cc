@@ -17,6 +17,7 @@
 #include "policy/shell_words.h"
 
 namespace anvil {
+namespace command_rules_test {
 namespace {
 
 using Argv = std::vector<std::string>;
@@ -1202,4 +1203,5 @@ TEST_F(RulesLoadTest, AUsersSymlinkedRulesFileIsFollowed) {
 }
 
 }  // namespace
+}  // namespace command_rules_test
 }  // namespace anvil

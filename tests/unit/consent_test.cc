@@ -10,6 +10,7 @@
 #include <vector>
 
 namespace anvil {
+namespace consent_test {
 namespace {
 
 Grant Base() {
@@ -178,4 +179,5 @@ TEST(GrantConsentText, HostileStringsCannotForgeOrHideLines) {
 }
 
 }  // namespace
+}  // namespace consent_test
 }  // namespace anvil

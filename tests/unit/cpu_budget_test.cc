@@ -7,6 +7,7 @@
 #include <cstdint>
 
 namespace anvil::ipc {
+namespace cpu_budget_test {
 namespace {
 
 using std::chrono::milliseconds;
@@ -50,4 +51,5 @@ TEST(CpuWatch, ReadsOnlyWhenTheBudgetCouldBeSpentAndSaysWhenItIs) {
 }
 
 }  // namespace
+}  // namespace cpu_budget_test
 }  // namespace anvil::ipc

@@ -11,6 +11,7 @@
 #include "linux/memory_cgroup.h"
 
 namespace anvil {
+namespace dev_shm_size_test {
 namespace {
 
 constexpr uint64_t kMiB = 1ULL << 20;
@@ -58,4 +59,5 @@ TEST(DevShmSize, TheDefaultCeilingIsHalfTheMachine) {
 }
 
 }  // namespace
+}  // namespace dev_shm_size_test
 }  // namespace anvil

@@ -9,6 +9,7 @@
 #include <vector>
 
 namespace anvil {
+namespace display_text_test {
 namespace {
 
 struct Case {
@@ -249,4 +250,5 @@ TEST(PasteableShellWord, ShowsOnlyPrintableTextAndReadsBackAsTheWord) {
 }
 
 }  // namespace
+}  // namespace display_text_test
 }  // namespace anvil

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 namespace anvil {
+namespace env_policy_test {
 namespace {
 
 bool Has(const std::vector<std::string>& env, const std::string& entry) {
@@ -287,4 +288,5 @@ TEST(EnvPolicy, MinimalEnvironmentHasNoCallerInfluence) {
 }
 
 }  // namespace
+}  // namespace env_policy_test
 }  // namespace anvil

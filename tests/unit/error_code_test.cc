@@ -13,6 +13,7 @@
 #include "common/result.h"
 
 namespace anvil {
+namespace error_code_test {
 namespace {
 
 // The codes of the first table after `marker` in docs/FILE (the first one when `marker` is
@@ -85,4 +86,5 @@ TEST(ErrorCode, AnErrorKeepsItsCodeAndMessage) {
 }
 
 }  // namespace
+}  // namespace error_code_test
 }  // namespace anvil

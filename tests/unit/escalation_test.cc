@@ -13,6 +13,7 @@
 #include "policy/host_autorun.h"
 
 namespace anvil::agent {
+namespace escalation_test {
 namespace {
 
 using Kind = RefusalFact::Kind;
@@ -372,4 +373,5 @@ TEST(Escalation, AuditLineIsOneJsonLine) {
 }
 
 }  // namespace
+}  // namespace escalation_test
 }  // namespace anvil::agent

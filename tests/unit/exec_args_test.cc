@@ -13,6 +13,7 @@
 #include "cli/exec_command.h"
 
 namespace anvil::cli {
+namespace exec_args_test {
 namespace {
 
 using Args = std::vector<std::string>;
@@ -126,6 +127,7 @@ TEST(ExecArgs, AnUnknownOptionSuggestsFromBothTables) {
 }
 
 }  // namespace
+}  // namespace exec_args_test
 }  // namespace anvil::cli
 
 // A directory "holds repositories" when one is a child or a grandchild of it; a widening is

@@ -12,6 +12,7 @@
 #include <fstream>
 
 namespace anvil::agent {
+namespace exec_flow_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -433,4 +434,5 @@ TEST_F(ExecFlowTest, ABrokenRulesFileRunsNothing) {
 }
 
 }  // namespace
+}  // namespace exec_flow_test
 }  // namespace anvil::agent

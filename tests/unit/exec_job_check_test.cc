@@ -14,6 +14,7 @@
 #include "gateway/exec_request.h"
 
 namespace anvil::gateway {
+namespace exec_job_check_test {
 namespace {
 
 using Args = std::vector<std::string>;
@@ -301,4 +302,5 @@ TEST(ExecJobOutcome, TheAnswerSurvivesTheWire) {
 }
 
 }  // namespace
+}  // namespace exec_job_check_test
 }  // namespace anvil::gateway

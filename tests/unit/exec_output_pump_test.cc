@@ -22,6 +22,7 @@
 #include "gateway/exec_job.h"
 
 namespace anvil::gateway {
+namespace exec_output_pump_test {
 namespace {
 
 using std::chrono::milliseconds;
@@ -157,4 +158,5 @@ TEST(ExecOutputPump, OrdinaryOutputIsReadWhole) {
 }
 
 }  // namespace
+}  // namespace exec_output_pump_test
 }  // namespace anvil::gateway

@@ -7,6 +7,7 @@
 #include <vector>
 
 namespace anvil {
+namespace exec_rules_test {
 namespace {
 
 using Args = std::vector<std::string>;
@@ -472,4 +473,5 @@ TEST(ExecRules, EveryPathOperandIsReported) {
 }
 
 }  // namespace
+}  // namespace exec_rules_test
 }  // namespace anvil

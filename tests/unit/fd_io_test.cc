@@ -18,6 +18,7 @@
 #include "common/unique_fd.h"
 
 namespace anvil {
+namespace fd_io_test {
 namespace {
 
 struct Pair {
@@ -196,4 +197,5 @@ TEST(FdIo, ASignalDuringABlockingReadIsRetried) {
 }
 
 }  // namespace
+}  // namespace fd_io_test
 }  // namespace anvil

@@ -20,6 +20,7 @@
 #include <vector>
 
 namespace anvil {
+namespace file_facts_test {
 namespace {
 
 class FileFactsTest : public ::testing::Test {
@@ -257,4 +258,5 @@ TEST(FileFacts, DeviceNumberTextIsMajorColonMinor) {
 }
 
 }  // namespace
+}  // namespace file_facts_test
 }  // namespace anvil

@@ -10,6 +10,7 @@
 #include "policy/display_text.h"
 
 namespace anvil {
+namespace flag_set_test {
 namespace {
 
 struct Seen {
@@ -633,4 +634,5 @@ TEST(FlagHelp, AFixedColumnWithoutTitles) {
 }
 
 }  // namespace
+}  // namespace flag_set_test
 }  // namespace anvil

@@ -12,6 +12,7 @@
 #include "net/proxy_flags.h"
 
 namespace anvil {
+namespace front_end_flags_test {
 namespace {
 
 // Whether --help has a row for `flag` (its help on the same line or the next).
@@ -329,4 +330,5 @@ TEST(RunnerFlags, ABadValueIsRefusedInWordsThatNameTheFlag) {
 }
 
 }  // namespace
+}  // namespace front_end_flags_test
 }  // namespace anvil

@@ -8,6 +8,7 @@
 #include <vector>
 
 namespace anvil::session {
+namespace gateway_serves_test {
 namespace {
 
 using Args = std::vector<std::string>;
@@ -84,4 +85,5 @@ TEST(GatewayServesTest, AGatewayServesAPluginOnlyWhenItHasEverythingItNeeds) {
 }
 
 }  // namespace
+}  // namespace gateway_serves_test
 }  // namespace anvil::session

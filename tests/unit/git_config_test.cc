@@ -6,6 +6,7 @@
 #include <vector>
 
 namespace anvil {
+namespace git_config_test {
 namespace {
 
 // "section[.subsection].key=value" per entry ("key" alone for a value-less key), as
@@ -148,4 +149,5 @@ TEST(GitConfigBool, GitsBooleanWords) {
 }
 
 }  // namespace
+}  // namespace git_config_test
 }  // namespace anvil

@@ -13,6 +13,7 @@
 #include "fake_git_tree.h"
 
 namespace anvil {
+namespace git_dir_closed_test {
 namespace {
 
 using testing_support::FakeTree;
@@ -422,4 +423,5 @@ TEST(GitDirNotClosed, ListsTheGitDirDownWithoutFollowingALink) {
 }
 
 }  // namespace
+}  // namespace git_dir_closed_test
 }  // namespace anvil

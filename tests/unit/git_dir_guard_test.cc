@@ -8,6 +8,7 @@
 #include <vector>
 
 namespace anvil {
+namespace git_dir_guard_test {
 namespace {
 
 using K = GitDirEntryKind;
@@ -198,4 +199,5 @@ TEST(GitDirGuard, MessagesNameTheDirectoryTheReasonAndTheFix) {
 }
 
 }  // namespace
+}  // namespace git_dir_guard_test
 }  // namespace anvil

@@ -13,6 +13,7 @@
 #include "policy/git_metadata.h"
 
 namespace anvil {
+namespace git_discovery_test {
 namespace {
 
 using V = std::vector<std::string>;
@@ -243,4 +244,5 @@ TEST(GitBoundMode, ADirectoryTheCallerOwnsButCannotListIsOpenedAfterTheRun) {
 }
 
 }  // namespace
+}  // namespace git_discovery_test
 }  // namespace anvil

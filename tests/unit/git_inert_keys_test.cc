@@ -12,6 +12,7 @@
 #include "policy/git_metadata.h"
 
 namespace anvil {
+namespace git_inert_keys_test {
 namespace {
 
 GitConfigEntry Entry(const std::string& section, const std::string& sub, const std::string& key,
@@ -181,4 +182,5 @@ TEST(GitInertKeys, SubmoduleGitDirsAreJudgedWithTheirSuperproject) {
 }
 
 }  // namespace
+}  // namespace git_inert_keys_test
 }  // namespace anvil

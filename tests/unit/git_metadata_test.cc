@@ -15,6 +15,7 @@
 #include "policy/git_territory.h"
 
 namespace anvil {
+namespace git_metadata_test {
 namespace {
 
 using V = std::vector<std::string>;
@@ -1545,4 +1546,5 @@ TEST(ApplyGitQuarantine, ASymlinkBecomesAFileHoldingItsTarget) {
 }
 
 }  // namespace
+}  // namespace git_metadata_test
 }  // namespace anvil

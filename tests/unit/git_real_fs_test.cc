@@ -14,6 +14,7 @@
 #include <string>
 
 namespace anvil {
+namespace git_real_fs_test {
 namespace {
 
 class GitRealFsTest : public ::testing::Test {
@@ -65,4 +66,5 @@ TEST_F(GitRealFsTest, OpeningUpADirectoryNeverFollowsALinkOnTheWay) {
 }
 
 }  // namespace
+}  // namespace git_real_fs_test
 }  // namespace anvil

@@ -8,6 +8,7 @@
 #include <set>
 
 namespace anvil {
+namespace git_run_paths_test {
 namespace {
 
 TEST(GitRunPaths, OnlyWhatLiesInTheWorkspaceRelativeToIt) {
@@ -131,4 +132,5 @@ TEST(GitRunPaths, WriteAllowedOnlyUnderAGrantNamingTheExactPath) {
 }
 
 }  // namespace
+}  // namespace git_run_paths_test
 }  // namespace anvil

@@ -9,6 +9,7 @@
 #include "fake_git_tree.h"
 
 namespace anvil {
+namespace git_territory_test {
 namespace {
 
 using testing_support::FakeTree;
@@ -236,4 +237,5 @@ TEST(GitTerritoryJudge, NoTerritoryJudgesNothing) {
 }
 
 }  // namespace
+}  // namespace git_territory_test
 }  // namespace anvil

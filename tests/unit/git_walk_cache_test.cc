@@ -16,6 +16,7 @@
 #include <vector>
 
 namespace anvil {
+namespace git_walk_cache_test {
 namespace {
 
 using V = std::vector<std::string>;
@@ -403,4 +404,5 @@ TEST_F(GitWalkCacheDir, ANewMemoPastTheBoundDropsTheOldestOnly) {
 }
 
 }  // namespace
+}  // namespace git_walk_cache_test
 }  // namespace anvil

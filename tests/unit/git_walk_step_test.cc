@@ -14,6 +14,7 @@
 #include "policy/git_metadata.h"
 
 namespace anvil {
+namespace git_walk_step_test {
 namespace {
 
 using V = std::vector<std::string>;
@@ -283,4 +284,5 @@ TEST(ScanGitMetadata, ARealBareRepositoryIsOneRepository) {
 }
 
 }  // namespace
+}  // namespace git_walk_step_test
 }  // namespace anvil

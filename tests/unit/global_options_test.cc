@@ -11,6 +11,7 @@
 #include "policy/shell_words.h"
 
 namespace anvil {
+namespace global_options_test {
 namespace {
 
 using Argv = std::vector<std::string>;
@@ -112,4 +113,5 @@ TEST(GlobalOptions, TheOtherProgramsGlobalOptionsAreRemoved) {
 }
 
 }  // namespace
+}  // namespace global_options_test
 }  // namespace anvil

@@ -22,6 +22,7 @@
 #include "session/plugin_catalog.h"
 
 namespace anvil {
+namespace grant_store_test {
 namespace {
 
 const std::string kShaA(64, 'a');
@@ -633,4 +634,5 @@ TEST_F(GrantStoreTest, DefaultPathFollowsXdg) {
 }
 
 }  // namespace
+}  // namespace grant_store_test
 }  // namespace anvil

@@ -13,6 +13,7 @@
 #include "policy/shell_words.h"
 
 namespace anvil {
+namespace harmless_commands_test {
 namespace {
 
 std::vector<std::string> Words(std::string_view example) {
@@ -139,4 +140,5 @@ TEST(HarmlessCommands, DocsListEveryEntry) {
 }
 
 }  // namespace
+}  // namespace harmless_commands_test
 }  // namespace anvil

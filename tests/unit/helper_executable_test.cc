@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 namespace anvil {
+namespace helper_executable_test {
 namespace {
 
 TEST(HelperCandidates, TheInstalledLayoutFirstThenBesideTheProgramNeverPath) {
@@ -94,4 +95,5 @@ TEST(CheckHelperPath, OnlyRootOrTheCallerMayBeAbleToReplaceAnyStep) {
 }
 
 }  // namespace
+}  // namespace helper_executable_test
 }  // namespace anvil

@@ -14,6 +14,7 @@
 #include "policy/sandbox_home.h"
 
 namespace anvil {
+namespace host_autorun_test {
 namespace {
 
 bool Has(const std::vector<std::string>& v, const std::string& p) {
@@ -463,4 +464,5 @@ TEST(HostAutorunPlan, OddHomesAreSettledOrRefused) {
 }
 
 }  // namespace
+}  // namespace host_autorun_test
 }  // namespace anvil

@@ -11,6 +11,7 @@
 #include <vector>
 
 namespace anvil {
+namespace host_caches_test {
 namespace {
 
 using Node = AutorunFs::Node;
@@ -138,4 +139,5 @@ TEST(HostCaches, TheViewKeepsNothingOfItsOwnBeneathAShadowButAProfilesRoot) {
 }
 
 }  // namespace
+}  // namespace host_caches_test
 }  // namespace anvil

@@ -21,6 +21,7 @@
 #include "policy/sandbox_policy.h"
 
 namespace anvil {
+namespace host_sockets_test {
 namespace {
 
 using Type = PathNode::Type;
@@ -807,4 +808,5 @@ TEST(RealHostSocketFacts, KernelDeviceNumbersConvertToStDev) {
 }
 
 }  // namespace
+}  // namespace host_sockets_test
 }  // namespace anvil

@@ -8,6 +8,7 @@
 #include "gateway/job_queue.h"
 
 namespace anvil::gateway {
+namespace job_cancel_test {
 namespace {
 
 TEST(JobCancel, TheFirstReasonStaysWhileAWorkerReadsIt) {
@@ -33,4 +34,5 @@ TEST(JobCancel, AJobNotCancelledHasNoReason) {
 }
 
 }  // namespace
+}  // namespace job_cancel_test
 }  // namespace anvil::gateway

@@ -8,6 +8,7 @@
 #include <string>
 
 namespace anvil {
+namespace json_depth_test {
 namespace {
 
 std::string Nested(std::size_t depth, char open = '[', char close = ']') {
@@ -70,4 +71,5 @@ TEST(JsonDepth, OrdinaryJsonUpToTheBoundParses) {
 }
 
 }  // namespace
+}  // namespace json_depth_test
 }  // namespace anvil

@@ -18,6 +18,7 @@
 #include "linux/real_host.h"
 
 namespace anvil::landlock {
+namespace landlock_rules_test {
 namespace {
 
 constexpr uint16_t kPort = 3128;
@@ -327,4 +328,5 @@ TEST(LandlockRulesFor, ViewsFromThePolicyKeepTheirShape) {
 }
 
 }  // namespace
+}  // namespace landlock_rules_test
 }  // namespace anvil::landlock

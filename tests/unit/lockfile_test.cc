@@ -16,6 +16,7 @@
 #include "policy/digest.h"
 
 namespace anvil {
+namespace lockfile_test {
 namespace {
 
 const std::string kManifest = R"(id = "example.todo-finder"
@@ -348,4 +349,5 @@ TEST(LockfileParse, MalformedLockfilesAreRefusedNamingTheLine) {
 }
 
 }  // namespace
+}  // namespace lockfile_test
 }  // namespace anvil

@@ -9,6 +9,7 @@
 #include "linux/refusal_observer.h"
 
 namespace anvil {
+namespace loopback_hints_test {
 namespace {
 
 struct Connect {
@@ -103,4 +104,5 @@ TEST(LoopbackHints, ThePortsRememberedAreBounded) {
 }
 
 }  // namespace
+}  // namespace loopback_hints_test
 }  // namespace anvil

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 namespace anvil::session {
+namespace lsp_framing_test {
 namespace {
 
 std::string Frame(const std::string& body) {
@@ -118,4 +119,5 @@ TEST(LspFraming, EncodedMessagesRoundTripAndInvalidUtf8IsReplaced) {
 }
 
 }  // namespace
+}  // namespace lsp_framing_test
 }  // namespace anvil::session

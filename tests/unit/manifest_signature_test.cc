@@ -16,6 +16,7 @@
 #include "policy/trusted_keys.h"
 
 namespace anvil {
+namespace manifest_signature_test {
 namespace {
 
 const std::string kManifest = "id = \"example.x\"\nversion = \"1\"\nruntime = \"lua\"\n";
@@ -393,4 +394,5 @@ TEST_F(TrustedKeysDirTest, SignatureFileIsReadWithoutFollowingSymlinks) {
 }
 
 }  // namespace
+}  // namespace manifest_signature_test
 }  // namespace anvil

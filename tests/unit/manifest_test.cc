@@ -19,6 +19,7 @@
 #include "fs/path_glob.h"
 
 namespace anvil {
+namespace manifest_test {
 namespace {
 
 using namespace std::string_literals;
@@ -581,4 +582,5 @@ TEST_F(ManifestLoad, MissingManifestIsNotFound) {
 }
 
 }  // namespace
+}  // namespace manifest_test
 }  // namespace anvil

@@ -6,6 +6,7 @@
 #include "cli/mcp_server.h"
 
 namespace anvil::cli::mcp_server {
+namespace mcp_args_test {
 namespace {
 
 using Args = std::vector<std::string>;
@@ -130,4 +131,5 @@ TEST(McpArgs, TheExecOptionsThatApplyAreKept) {
 }
 
 }  // namespace
+}  // namespace mcp_args_test
 }  // namespace anvil::cli::mcp_server

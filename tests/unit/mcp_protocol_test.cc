@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 namespace anvil::agent::mcp {
+namespace mcp_protocol_test {
 namespace {
 
 using nlohmann::json;
@@ -258,4 +259,5 @@ TEST(McpProtocol, ToolNamesAndOutput) {
 }
 
 }  // namespace
+}  // namespace mcp_protocol_test
 }  // namespace anvil::agent::mcp

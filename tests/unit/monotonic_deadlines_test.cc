@@ -13,6 +13,7 @@
 #include <string>
 
 namespace anvil {
+namespace monotonic_deadlines_test {
 namespace {
 
 // file (relative to src/) -> why reading the wall clock there is not a deadline.
@@ -72,4 +73,5 @@ TEST(MonotonicDeadlines, WallClockIsReadOnlyWhereItIsTheData) {
 }
 
 }  // namespace
+}  // namespace monotonic_deadlines_test
 }  // namespace anvil

@@ -15,6 +15,7 @@
 #include "linux/mount_view.h"
 
 namespace anvil {
+namespace mount_plan_test {
 namespace {
 
 std::string KindName(MountOpKind kind) {
@@ -493,9 +494,11 @@ TEST(PlanMounts, RootsSandboxCoversUnsearchableDirectoriesAboveItsTrees) {
 }
 
 }  // namespace
+}  // namespace mount_plan_test
 }  // namespace anvil
 
 namespace anvil {
+namespace mount_plan_test {
 namespace {
 
 // Every tmpfs of the view bounds its inodes as well as its size: one inode per page of the
@@ -509,4 +512,5 @@ TEST(TmpfsOptions, BoundTheSizeAndTheInodes) {
 }
 
 }  // namespace
+}  // namespace mount_plan_test
 }  // namespace anvil

@@ -10,6 +10,7 @@
 #include "fs/workspace_path.h"
 
 namespace anvil {
+namespace path_glob_test {
 namespace {
 
 using namespace std::string_view_literals;
@@ -330,4 +331,5 @@ TEST(GrantReachesAndCovers, CoveringMeansEveryPathBeneathIsGranted) {
 }
 
 }  // namespace
+}  // namespace path_glob_test
 }  // namespace anvil

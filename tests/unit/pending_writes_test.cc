@@ -14,6 +14,7 @@
 #include <vector>
 
 namespace anvil {
+namespace pending_writes_test {
 namespace {
 
 TEST(PendingWrites, OnlyTheTemporaryPatternIsATemporaryName) {
@@ -141,4 +142,5 @@ TEST_F(SweepTest, AWriterCannotHoldASlotPastTheBound) {
 }
 
 }  // namespace
+}  // namespace pending_writes_test
 }  // namespace anvil

@@ -21,6 +21,7 @@
 #include "policy/unchecked_subtrees.h"
 
 namespace anvil::session {
+namespace plugin_admission_test {
 namespace {
 
 class PluginAdmissionTest : public ::testing::Test {
@@ -348,4 +349,5 @@ TEST(DescribeAdmissionLoss, TheApproveCommandShownIsTheOneThatApprovesThisDirect
 }
 
 }  // namespace
+}  // namespace plugin_admission_test
 }  // namespace anvil::session

@@ -12,6 +12,7 @@
 #include "policy/plugin_api_stubs.h"
 
 namespace anvil {
+namespace plugin_api_test {
 namespace {
 
 TEST(PluginApiDescription, IsConsistent) {
@@ -231,4 +232,5 @@ TEST(PluginApiStubs, LuaMetaDeclaresEveryLuaMemberAndNoJsOnlyOne) {
 }
 
 }  // namespace
+}  // namespace plugin_api_test
 }  // namespace anvil

@@ -13,6 +13,7 @@
 #include <vector>
 
 namespace anvil {
+namespace plugin_code_paths_test {
 namespace {
 
 TEST(PluginCodePaths, ManifestNamesAsFileSystemsFoldThem) {
@@ -99,4 +100,5 @@ TEST(PluginCodePaths, AWriteAtOrBeneathADirectoryHoldingAManifestIsRefused) {
 }
 
 }  // namespace
+}  // namespace plugin_code_paths_test
 }  // namespace anvil

@@ -12,6 +12,7 @@
 #include "policy/plugin_api_stubs.h"
 
 namespace anvil::cli {
+namespace plugin_scaffold_test {
 namespace {
 
 std::map<std::string, ScaffoldFile> ByPath(const std::vector<ScaffoldFile>& files) {
@@ -81,4 +82,5 @@ TEST(PluginScaffold, DefaultDirectoryIsTheIdsLastPart) {
 }
 
 }  // namespace
+}  // namespace plugin_scaffold_test
 }  // namespace anvil::cli

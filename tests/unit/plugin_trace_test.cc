@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 namespace anvil::ipc {
+namespace plugin_trace_test {
 namespace {
 
 TEST(PluginTraceTest, RoundTripsAndFormatsTheLocationSourceAndStack) {
@@ -112,4 +113,5 @@ TEST(PluginTraceTest, OversizedOrMalformedTracesAreDroppedOrCapped) {
 }
 
 }  // namespace
+}  // namespace plugin_trace_test
 }  // namespace anvil::ipc

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 namespace anvil::session {
+namespace plugin_watch_test {
 namespace {
 
 TEST(PluginWatchTest, ThePluginsFilesCountEditorsTemporariesDoNot) {
@@ -36,4 +37,5 @@ TEST(PluginWatchTest, ThePluginsFilesCountEditorsTemporariesDoNot) {
 }
 
 }  // namespace
+}  // namespace plugin_watch_test
 }  // namespace anvil::session

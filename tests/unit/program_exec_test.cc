@@ -13,6 +13,7 @@
 #include <vector>
 
 namespace anvil {
+namespace program_exec_test {
 namespace {
 
 TEST(ChooseExecWay, ThePathOnlyWhenItNamesTheOpenedFile) {
@@ -215,9 +216,11 @@ TEST_F(ResolveProgramTest, MissingAndNonExecutableProgramsAreTheUsualErrors) {
 }
 
 }  // namespace
+}  // namespace program_exec_test
 }  // namespace anvil
 
 namespace anvil {
+namespace program_exec_test {
 namespace {
 
 // A CMD that is no program gets its fix named; a real name gets nothing added.
@@ -248,4 +251,5 @@ TEST(NotFoundHint, NamesTheFixForWhatIsNoProgram) {
 }
 
 }  // namespace
+}  // namespace program_exec_test
 }  // namespace anvil

@@ -15,6 +15,7 @@
 #include "policy/shell_words.h"
 
 namespace anvil {
+namespace program_lookup_test {
 namespace {
 
 using Argv = std::vector<std::string>;
@@ -411,4 +412,5 @@ TEST(ProgramLookup, OtherModesRunOrdinaryCommandsAsBefore) {
 }
 
 }  // namespace
+}  // namespace program_lookup_test
 }  // namespace anvil

@@ -21,6 +21,7 @@
 #include "policy/sandbox_policy.h"
 
 namespace anvil {
+namespace protected_names_test {
 namespace {
 
 using V = std::vector<std::string>;
@@ -552,4 +553,5 @@ TEST(PlanProtectedNames, TheMountsAreBoundedWithTheGitPlans) {
 }
 
 }  // namespace
+}  // namespace protected_names_test
 }  // namespace anvil

@@ -22,6 +22,7 @@
 #include "common/unique_fd.h"
 
 namespace anvil {
+namespace protected_placeholders_test {
 namespace {
 
 class ProtectedPlaceholdersTest : public ::testing::Test {
@@ -131,4 +132,5 @@ TEST_F(ProtectedPlaceholdersTest, EveryRunThatFindsThePlaceholderSeesItMarked) {
 }
 
 }  // namespace
+}  // namespace protected_placeholders_test
 }  // namespace anvil

@@ -8,6 +8,7 @@
 #include <vector>
 
 namespace anvil {
+namespace protected_subtrees_test {
 namespace {
 
 TEST(ProtectedSubtrees, FoldsEachComponent) {
@@ -114,4 +115,5 @@ TEST(ProtectedSubtrees, EachKindRefusesInItsOwnWords) {
 }
 
 }  // namespace
+}  // namespace protected_subtrees_test
 }  // namespace anvil

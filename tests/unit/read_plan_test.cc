@@ -14,6 +14,7 @@
 #include "fs/workspace_path.h"
 
 namespace anvil {
+namespace read_plan_test {
 namespace {
 
 using K = ReadOpKind;
@@ -352,4 +353,5 @@ TEST(ReadPlan, TheReceivingSideRefusesPlansOfAnyOtherShape) {
 }
 
 }  // namespace
+}  // namespace read_plan_test
 }  // namespace anvil

@@ -8,6 +8,7 @@
 #include "linux/seccomp_compile.h"
 
 namespace anvil {
+namespace refusal_observer_filter_test {
 namespace {
 
 TEST(RefusalObserverFilter, BakedProgramsAreByteIdenticalToAFreshCompile) {
@@ -23,4 +24,5 @@ TEST(RefusalObserverFilter, BakedProgramsAreByteIdenticalToAFreshCompile) {
 }
 
 }  // namespace
+}  // namespace refusal_observer_filter_test
 }  // namespace anvil

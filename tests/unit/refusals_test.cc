@@ -9,6 +9,7 @@
 #include <vector>
 
 namespace anvil {
+namespace refusals_test {
 namespace {
 
 FileView SampleView() {
@@ -434,9 +435,11 @@ TEST(RefusalSummary, NothingRefusedPrintsNothingAndRepeatsFold) {
 }
 
 }  // namespace
+}  // namespace refusals_test
 }  // namespace anvil
 
 namespace anvil {
+namespace refusals_test {
 namespace {
 
 // A program that maps a full /dev/shm dies of SIGBUS with no message of its own: after status
@@ -516,4 +519,5 @@ TEST(RootForeignWorkspaceWarning, RootInAnotherUsersWorkspaceIsTold) {
 }
 
 }  // namespace
+}  // namespace refusals_test
 }  // namespace anvil

@@ -6,6 +6,7 @@
 #include <vector>
 
 namespace anvil::session {
+namespace restart_policy_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -105,4 +106,5 @@ TEST(RestartPolicyTest, AHostDeadlineStopNeedsServesClockToAgree) {
 }
 
 }  // namespace
+}  // namespace restart_policy_test
 }  // namespace anvil::session

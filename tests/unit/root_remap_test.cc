@@ -7,6 +7,7 @@
 #include <map>
 
 namespace anvil {
+namespace root_remap_test {
 namespace {
 
 using Paths = std::vector<std::string>;
@@ -163,4 +164,5 @@ TEST(UnsearchableAncestors, TheCommandsHomeOverAnUnsearchableDirectoryIsNeverCov
 }
 
 }  // namespace
+}  // namespace root_remap_test
 }  // namespace anvil

@@ -22,6 +22,7 @@
 #include "common/unique_fd.h"
 
 namespace anvil::session {
+namespace runtime_sweep_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -191,4 +192,5 @@ TEST(RuntimeSweep, LooksAtABoundedNumberEachTimeAndGetsThroughThemAll) {
 }
 
 }  // namespace
+}  // namespace runtime_sweep_test
 }  // namespace anvil::session

@@ -12,6 +12,7 @@
 #include "cli/sandbox_spec.h"
 
 namespace anvil::cli {
+namespace sandbox_args_test {
 namespace {
 
 using Args = std::vector<std::string>;
@@ -368,4 +369,5 @@ TEST(SandboxArgs, TheCommandsEnvironment) {
 }
 
 }  // namespace
+}  // namespace sandbox_args_test
 }  // namespace anvil::cli

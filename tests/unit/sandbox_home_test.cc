@@ -17,6 +17,7 @@
 #include "policy/refusals.h"
 
 namespace anvil {
+namespace sandbox_home_test {
 namespace {
 
 using Kind = HomeHost::Kind;
@@ -664,9 +665,11 @@ TEST(GitConfig, HostileInputNeverEscapesItsQuotes) {
 }
 
 }  // namespace
+}  // namespace sandbox_home_test
 }  // namespace anvil
 
 namespace anvil {
+namespace sandbox_home_test {
 namespace {
 
 TEST(RenderHomeProfile, SetsThePathBackQuotedForTheShell) {
@@ -1433,4 +1436,5 @@ TEST(ActivatedEnvironmentShown, ARealEnvironmentOfTheCallersThatHoldsNothingElse
 }
 
 }  // namespace
+}  // namespace sandbox_home_test
 }  // namespace anvil

@@ -12,6 +12,7 @@
 #include <string>
 
 namespace anvil::launch {
+namespace sandbox_plan_test {
 namespace {
 
 constexpr unsigned long kBase = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC;
@@ -225,4 +226,5 @@ TEST(SandboxPlan, CloneFailureNamesTheCauseAndTheFix) {
 }
 
 }  // namespace
+}  // namespace sandbox_plan_test
 }  // namespace anvil::launch

@@ -19,6 +19,7 @@
 #include "linux/real_host.h"
 
 namespace anvil {
+namespace sandbox_policy_test {
 namespace {
 
 // A fake host: `existing` paths resolve to themselves (or to a mapped target).
@@ -655,4 +656,5 @@ TEST(ComputeFileView, PackageMetadataIsAReadRootWhereItIsTheSystems) {
 }
 
 }  // namespace
+}  // namespace sandbox_policy_test
 }  // namespace anvil

@@ -11,6 +11,7 @@
 #include "linux/seccomp_compile.h"
 
 namespace anvil::seccomp {
+namespace seccomp_precompiled_test {
 namespace {
 
 bool SameBytes(const std::vector<sock_filter>& a, const std::vector<sock_filter>& b) {
@@ -101,4 +102,5 @@ TEST(SeccompPrecompiledTest, ProgramsCheckTheArchitectureFirst) {
 }
 
 }  // namespace
+}  // namespace seccomp_precompiled_test
 }  // namespace anvil::seccomp

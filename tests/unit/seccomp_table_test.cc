@@ -31,6 +31,7 @@
 #include "linux/seccomp_rules.h"
 
 namespace anvil::seccomp {
+namespace seccomp_table_test {
 namespace {
 
 #if defined(__x86_64__)
@@ -667,4 +668,5 @@ TEST(SeccompTable, DocsListExactlyTheRows) {
 }
 
 }  // namespace
+}  // namespace seccomp_table_test
 }  // namespace anvil::seccomp

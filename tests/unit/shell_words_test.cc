@@ -11,6 +11,7 @@
 #include <vector>
 
 namespace anvil {
+namespace shell_words_test {
 namespace {
 
 using Commands = std::vector<std::vector<std::string>>;
@@ -919,4 +920,5 @@ TEST(ShellWords, CompoundCommandsAndHereDocumentsAgreeWithBashAndDash) {
 }
 
 }  // namespace
+}  // namespace shell_words_test
 }  // namespace anvil

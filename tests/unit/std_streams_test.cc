@@ -12,6 +12,7 @@
 #include <string>
 
 namespace anvil {
+namespace std_streams_test {
 namespace {
 
 using A = StdStreamAction;
@@ -218,4 +219,5 @@ TEST(StdStreams, ViewDeviceIndexKnowsOnlyTheViewsMemoryDevices) {
 }
 
 }  // namespace
+}  // namespace std_streams_test
 }  // namespace anvil

@@ -7,6 +7,7 @@
 #include "session/lsp/document_uri.h"
 
 namespace anvil::session {
+namespace text_document_test {
 namespace {
 
 using nlohmann::json;
@@ -112,4 +113,5 @@ TEST(DocumentUri, OnlyFilesInsideTheWorkspace) {
 }
 
 }  // namespace
+}  // namespace text_document_test
 }  // namespace anvil::session

@@ -9,6 +9,7 @@
 #include <string>
 
 namespace anvil::policy_internal {
+namespace toml_internal_test {
 namespace {
 
 bool IsNonAsciiTomlWhitespace(char32_t c) {
@@ -56,4 +57,5 @@ TEST(TomlInternal, BackslashBlanksThenNonAsciiInAMultiLineStringIsRefusedBeforeT
 }
 
 }  // namespace
+}  // namespace toml_internal_test
 }  // namespace anvil::policy_internal

@@ -10,6 +10,7 @@
 #include <vector>
 
 namespace anvil {
+namespace tool_runtime_test {
 namespace {
 
 // A 64-bit little-endian ELF header with one program header of `type`, whose contents (at
@@ -87,4 +88,5 @@ TEST(ToolRuntime, TheLoadersListGivesThePathsItOpens) {
 }
 
 }  // namespace
+}  // namespace tool_runtime_test
 }  // namespace anvil

@@ -10,6 +10,7 @@
 #include <vector>
 
 namespace anvil {
+namespace tree_alias_test {
 namespace {
 
 constexpr uint64_t kRootFs = 0x801;
@@ -242,4 +243,5 @@ TEST(TreeAlias, AMountTableThatCannotBeHadStopsTheStart) {
 }
 
 }  // namespace
+}  // namespace tree_alias_test
 }  // namespace anvil

@@ -12,6 +12,7 @@
 #include <vector>
 
 namespace anvil {
+namespace trust_shield_test {
 namespace {
 
 TEST(TrustShield, EveryPlaceARunMayReadIsListedAndRelativeValuesIgnored) {
@@ -177,4 +178,5 @@ TEST_F(TrustShieldDirs, ASymlinkOnTheWayOrARootInsideIsRefused) {
 }
 
 }  // namespace
+}  // namespace trust_shield_test
 }  // namespace anvil

@@ -8,6 +8,7 @@
 #include <vector>
 
 namespace anvil {
+namespace trust_state_paths_test {
 namespace {
 
 TEST(TrustStatePaths, TheDirectoriesInTheWorkspace) {
@@ -66,4 +67,5 @@ TEST(TrustStatePaths, WritesAtBeneathOrHoldingTheStateAreRefused) {
 }
 
 }  // namespace
+}  // namespace trust_state_paths_test
 }  // namespace anvil

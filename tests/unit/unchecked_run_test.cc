@@ -17,6 +17,7 @@
 #include <vector>
 
 namespace anvil {
+namespace unchecked_run_test {
 namespace {
 
 class UncheckedRunTest : public ::testing::Test {
@@ -304,4 +305,5 @@ TEST_F(UncheckedRunTest, ALockTakenThroughAReadOnlyDescriptorHidesNoRecord) {
 }
 
 }  // namespace
+}  // namespace unchecked_run_test
 }  // namespace anvil

@@ -13,6 +13,7 @@
 #include <vector>
 
 namespace anvil {
+namespace unchecked_subtrees_test {
 namespace {
 
 using V = std::vector<std::string>;
@@ -278,4 +279,5 @@ TEST_F(UncheckedRecordsFiles, ARecordThatDoesNotParseIsAnError) {
 }
 
 }  // namespace
+}  // namespace unchecked_subtrees_test
 }  // namespace anvil

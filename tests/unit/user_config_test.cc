@@ -7,6 +7,7 @@
 #include "policy/workspace_config.h"
 
 namespace anvil {
+namespace user_config_test {
 namespace {
 
 TEST(UserConfig, FullShapeParses) {
@@ -196,4 +197,5 @@ TEST(WorkspaceSandbox, WidthOrder) {
 }
 
 }  // namespace
+}  // namespace user_config_test
 }  // namespace anvil

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace anvil {
+namespace user_ns_limits_test {
 namespace {
 
 TEST(SandboxUserNsLimits, ASandboxGetsAQuarterOfEachOfTheCallersLimits) {
@@ -26,4 +27,5 @@ TEST(SandboxUserNsLimits, TheCallersLimitsAreReadFromItsNamespace) {
 }
 
 }  // namespace
+}  // namespace user_ns_limits_test
 }  // namespace anvil

@@ -14,6 +14,7 @@
 #include <vector>
 
 namespace anvil {
+namespace workspace_config_test {
 namespace {
 
 TEST(WorkspaceConfigParse, EnablesPluginsAndPassesSettingsAsJson) {
@@ -358,4 +359,5 @@ TEST_F(WorkspaceConfigLoad, FifoConfigIsRefusedWithoutBlocking) {
 }
 
 }  // namespace
+}  // namespace workspace_config_test
 }  // namespace anvil

@@ -16,6 +16,7 @@
 #include <string>
 
 namespace anvil {
+namespace workspace_config_watch_test {
 namespace {
 
 class WorkspaceConfigWatchTest : public ::testing::Test {
@@ -265,4 +266,5 @@ TEST_F(WorkspaceConfigWatchTest, AMissingWorkspaceFailsTheStart) {
 }
 
 }  // namespace
+}  // namespace workspace_config_watch_test
 }  // namespace anvil

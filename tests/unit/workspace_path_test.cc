@@ -7,6 +7,7 @@
 #include <string>
 
 namespace anvil {
+namespace workspace_path_test {
 namespace {
 
 using namespace std::string_literals;
@@ -219,4 +220,5 @@ TEST(WorkspacePathQuote, EscapesWhatCouldHurtATerminalOrALog) {
 }
 
 }  // namespace
+}  // namespace workspace_path_test
 }  // namespace anvil

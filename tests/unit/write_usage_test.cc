@@ -12,6 +12,7 @@
 #include "gateway/registration.h"
 
 namespace anvil {
+namespace write_usage_test {
 namespace {
 
 TEST(WriteUsageTable, ABudgetGoesOnFromWhatAnotherMappingCharged) {
@@ -64,4 +65,5 @@ TEST(WriteUsageTable, OnlyASealedTableOfWholeSlotsIsMapped) {
 }
 
 }  // namespace
+}  // namespace write_usage_test
 }  // namespace anvil
