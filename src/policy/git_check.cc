@@ -88,6 +88,7 @@ GitIdentitySet GitIdentities(const GitScan& scan, const GitProtectionPlan& plan,
   for (const auto& n : plan.named) {
     AddId(ids, fs.lstat(n.path));
     AddResolvedId(ids, fs, n.path);
+    if (!n.via.empty()) AddId(ids, fs.lstat(n.via));
   }
   for (const auto& p : plan.read_only) AddId(ids, fs.lstat(p));
   for (const auto& ph : plan.placeholders) AddId(ids, fs.lstat(Join(ph.parent, ph.name)));
@@ -117,7 +118,10 @@ GitIdentitySet GitIdentitiesWithin(const GitScan& scan, const GitProtectionPlan&
     for (const auto& f : repo.configs) add(f.path);
   }
   for (const auto& f : scan.user_configs) add(f.path);
-  for (const auto& n : plan.named) add(n.path);
+  for (const auto& n : plan.named) {
+    add(n.path);
+    if (!n.via.empty() && within(n.via)) AddId(ids, fs.lstat(n.via));
+  }
   for (const auto& p : plan.read_only) add(p);
   for (const auto& ph : plan.placeholders) add(Join(ph.parent, ph.name));
   return ids;
@@ -333,7 +337,7 @@ std::map<int, std::string> NewGitReposThatRunCode(const GitIdentitySet& before,
                               common && *common != *gitdir ? GitDirPart::kWorktree
                               : shaped                     ? GitDirPart::kShapedDir
                                                            : GitDirPart::kGitDir,
-                              fs);
+                              fs, 1000000, common ? *common : std::string());
       }
       if (!why && common && gitdir && *common != *gitdir && !known(fs.lstat(*common))) {
         why = GitDirNotClosed(*common, GitDirPart::kGitDir, fs);
@@ -431,17 +435,9 @@ std::vector<GitQuarantineAction> DecideGitQuarantine(const GitIdentitySet& befor
                          true});
     }
   }
-  // `path` now leads to `real`, which is not what it led to at the start.
-  auto move_aside = [&](const std::string& path, const std::string& real,
-                        const std::string& reason) {
-    // The object git would now use, moved aside where it really is, when it is new.
-    auto parent = fs.resolve(Dirname(real));
-    if (!known(fs.lstat(real)) && parent && WithinAny(*parent, after.roots) && real != *parent) {
-      actions.push_back({real, false, reason});
-      return;
-    }
-    // It lies outside the writable roots, or is something that was there (another config): a
-    // symlink the command made on the way leads there.
+  // A symlink the command made on the way along `path`, in the writable roots: moved aside,
+  // true; false when there is none.
+  auto move_link_on_the_way = [&](const std::string& path, const std::string& reason) {
     std::string prefix;
     std::vector<std::string> parts;
     for (size_t s = 0; s < path.size();) {
@@ -458,12 +454,32 @@ std::vector<GitQuarantineAction> DecideGitQuarantine(const GitIdentitySet& befor
       auto real_dir = fs.resolve(dir);
       if (real_dir && WithinAny(*real_dir, after.roots)) {
         actions.push_back({Join(*real_dir, part), false, reason});
-        break;
+        return true;
       }
+    }
+    return false;
+  };
+  // `path` now leads to `real`, which is not what it led to at the start.
+  auto move_aside = [&](const std::string& path, const std::string& real,
+                        const std::string& reason) {
+    // A symlink the command made on the way leads there: the link goes, what it leads to stays.
+    // What a link leads to may be anything that was there (the user's `.claude`, a read-only
+    // subpath, a directory holding a repository), which the before-run identities do not list:
+    // taken for new, a `p/.vscode -> ../.claude` made the check move the user's directory aside
+    // (review). Else the object git would now use is the command's: moved aside where it really
+    // is, when it is new.
+    if (move_link_on_the_way(path, reason)) return;
+    auto parent = fs.resolve(Dirname(real));
+    if (!known(fs.lstat(real)) && parent && WithinAny(*parent, after.roots) && real != *parent) {
+      actions.push_back({real, false, reason});
     }
   };
   for (const auto& n : after_plan.named) {
     if (n.repo >= 0 && moved.count(n.repo)) continue;
+    // Behind a protected-name symlink the command made: that link goes (a new protected name,
+    // QuarantineProtectedNames), and what it leads to, which may be the user's (their `.claude`,
+    // a read-only subpath) and is no protected name itself, stays (review).
+    if (!n.via.empty() && !known(fs.lstat(n.via))) continue;
     auto r = fs.resolve(n.path);
     if (!r || known(fs.lstat(*r))) continue;
     move_aside(n.path, *r, "named by " + n.reason + ", made or swapped in by the command");

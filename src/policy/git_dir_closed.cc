@@ -232,7 +232,13 @@ std::optional<std::string> IndexNotInert(std::string_view text, size_t hash) {
   const size_t end = text.size() - hash;  // the checksum
   size_t at = 12;
   std::string previous;
+  // Where each entry starts, and for version 4 whether its name kept nothing of the previous
+  // one: what an offset table (IEOT) must agree with.
+  std::vector<size_t> starts;
+  std::vector<bool> fresh_name;
   for (uint32_t i = 0; i < count; ++i) {
+    if (at >= end) return "ends inside an entry";
+    starts.push_back(at);
     const size_t fixed = 40 + hash;  // times, dev, ino, mode, uid, gid, size, object id
     if (end - at < fixed + 2) return "ends inside an entry";
     const uint32_t mode = Be32(text, at + 24);
@@ -267,6 +273,9 @@ std::optional<std::string> IndexNotInert(std::string_view text, size_t hash) {
         length = kept + (nul - p);
       }
       if (length < kept || end - p < length - kept + 1) return "ends inside an entry";
+      // git takes the name as the C string its length ends: the byte there must end it.
+      if (text[p + (length - kept)] != '\0') return "has an entry whose name is not NUL-ended";
+      fresh_name.push_back(kept == 0);
       name = previous.substr(0, kept);
       name.append(text.substr(p, length - kept));
       at = p + (length - kept) + 1;
@@ -277,6 +286,7 @@ std::optional<std::string> IndexNotInert(std::string_view text, size_t hash) {
         length = nul - p;
       }
       if (end - p < length + 1) return "ends inside an entry";
+      if (text[p + length] != '\0') return "has an entry whose name is not NUL-ended";
       name.assign(text.substr(p, length));
       // 1 to 8 NULs pad the entry to a multiple of 8 bytes.
       at += (p - at + length + 8) / 8 * 8;
@@ -290,6 +300,7 @@ std::optional<std::string> IndexNotInert(std::string_view text, size_t hash) {
     }
     previous = std::move(name);
   }
+  const size_t entries_end = at;
   while (at < end) {
     if (end - at < 8) return "ends inside an extension";
     const std::string_view sig = text.substr(at, 4);
@@ -298,7 +309,30 @@ std::optional<std::string> IndexNotInert(std::string_view text, size_t hash) {
     if (size > end - at) return "ends inside an extension";
     const std::string_view data = text.substr(at, size);
     at += size;
-    if (sig == "TREE" || sig == "EOIE" || sig == "IEOT" || sig == "FSMN" || sig == "sdir") {
+    if (sig == "TREE" || sig == "FSMN" || sig == "sdir") continue;
+    // A git that reads with threads (index.threads) finds the extensions where the end-of-index
+    // entry says and loads the entries from the offset table's blocks, each a fresh start of
+    // the names: both must be the entries read above, or git reads other ones (review).
+    if (sig == "EOIE") {
+      if (data.size() != 4 + hash || Be32(data, 0) != entries_end) {
+        return "has an end-of-index extension that does not point at the end of its entries";
+      }
+      continue;
+    }
+    if (sig == "IEOT") {
+      if (data.size() < 4 || (data.size() - 4) % 8 != 0 || Be32(data, 0) != 1) {
+        return "has an index entry offset table git cannot read";
+      }
+      uint64_t first = 0;
+      for (size_t b = 4; b < data.size(); b += 8) {
+        const uint32_t offset = Be32(data, b);
+        const uint32_t entries = Be32(data, b + 4);
+        if (first >= count || starts[first] != offset || (version == 4 && !fresh_name[first])) {
+          return "has an index entry offset table that does not match its entries";
+        }
+        first += entries;
+      }
+      if (first != count) return "has an index entry offset table that does not match its entries";
       continue;
     }
     if (sig != "REUC") {
@@ -344,6 +378,27 @@ std::string_view OneLiner(std::string_view text) {
 }
 
 }  // namespace
+
+Result<size_t> GitObjectIdBytes(const std::vector<GitConfigEntry>& entries) {
+  std::optional<size_t> bytes;
+  for (const auto& e : entries) {
+    if (e.section != "extensions" || e.has_subsection || e.key != "objectformat") continue;
+    if (bytes) {
+      return Fail(Code::kInvalid, "names extensions.objectformat more than once (line " +
+                                      std::to_string(e.line) +
+                                      "): the object format of a repository is named once");
+    }
+    if (e.value && *e.value == "sha1") {
+      bytes = 20;
+    } else if (e.value && *e.value == "sha256") {
+      bytes = 32;
+    } else {
+      return Fail(Code::kInvalid, "names an object format git does not know (line " +
+                                      std::to_string(e.line) + "): sha1 or sha256");
+    }
+  }
+  return bytes.value_or(20);
+}
 
 std::optional<std::string> GitStateFileNotInert(std::string_view name, std::string_view text,
                                                 size_t hash_bytes) {
@@ -476,28 +531,43 @@ GitDirVerdict JudgeGitDirListing(GitDirPart part, const std::vector<GitDirEntry>
 }
 
 std::optional<std::string> GitDirNotClosed(const std::string& dir, GitDirPart part, const GitFs& fs,
-                                           size_t max_entries) {
+                                           size_t max_entries, const std::string& common_dir) {
   using git_paths::Join;
   const GitFileFacts top = fs.lstat(dir);
   if (top.type != GitFileType::kDir) return "git dir " + dir + " is not a directory";
-  // The object ids' length in its index: SHA-256's when its config says so (a submodule's git
-  // dir of the other kind then reads as no index, and is not closed).
-  size_t hash_bytes = 20;
-  if (auto config = fs.read_file(Join(dir, "config"), kMaxStateFileBytes); config && *config) {
-    if (auto entries = ParseGitConfig(**config)) {
-      for (const auto& e : *entries) {
-        if (e.section == "extensions" && !e.has_subsection && e.key == "objectformat" && e.value &&
-            *e.value == "sha256") {
-          hash_bytes = 32;
-        }
-      }
-    }
+  // The object ids' length in a git dir's index, as git takes it from that git dir's config
+  // (a submodule's under modules/ has its own; a linked worktree's is its repository's).
+  auto id_bytes = [&](const std::string& git_dir) -> Result<size_t> {
+    auto config = fs.read_file(Join(git_dir, "config"), kMaxStateFileBytes);
+    if (!config || !*config) return size_t{20};  // no config: git does not take it for one
+    auto entries = ParseGitConfig(**config);
+    if (!entries) return tl::unexpected(entries.error());
+    return GitObjectIdBytes(*entries);
+  };
+  struct Pending {
+    std::string path;
+    GitDirPart part;
+    size_t hash_bytes;
+  };
+  size_t top_bytes = 20;
+  if (part == GitDirPart::kWorktree && !common_dir.empty()) {
+    auto bytes = id_bytes(common_dir);
+    if (!bytes) return "its repository's config " + bytes.error().message;
+    top_bytes = *bytes;
   }
-  std::vector<std::pair<std::string, GitDirPart>> stack{{dir, part}};
+  std::vector<Pending> stack{{dir, part, top_bytes}};
   size_t entries = 0;
   while (!stack.empty()) {
-    auto [path, p] = std::move(stack.back());
+    auto [path, p, hash_bytes] = std::move(stack.back());
     stack.pop_back();
+    // A git dir of its own: the repository's, a submodule's (modules/<name>), one by shape.
+    if (p == GitDirPart::kGitDir || p == GitDirPart::kShapedDir || p == GitDirPart::kModule) {
+      auto bytes = id_bytes(path);
+      if (!bytes)
+        return "in its git dir, " + Join(path, "").substr(dir.size() + 1) + "config " +
+               bytes.error().message;
+      hash_bytes = *bytes;
+    }
     auto listing = fs.list_dir(path);
     if (!listing) return path + " cannot be listed (" + listing.error().message + ")";
     entries += listing->entries.size();
@@ -542,7 +612,7 @@ std::optional<std::string> GitDirNotClosed(const std::string& dir, GitDirPart pa
         return "in its git dir, " + where + name + " " + *why;
       }
     }
-    for (auto& [name, q] : v.descend) stack.emplace_back(Join(path, name), q);
+    for (auto& [name, q] : v.descend) stack.push_back({Join(path, name), q, hash_bytes});
   }
   return std::nullopt;
 }

@@ -25,6 +25,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/result.h"
+#include "policy/git_config.h"
 #include "policy/git_metadata.h"
 
 namespace anvil {
@@ -75,13 +77,22 @@ GitDirVerdict JudgeGitDirListing(GitDirPart part, const std::vector<GitDirEntry>
 std::optional<std::string> GitStateFileNotInert(std::string_view name, std::string_view text,
                                                 size_t hash_bytes = 20);
 
+// The length of the object ids in the index of a git dir whose config holds `entries`, as git
+// takes it: 20 (SHA-1) without extensions.objectformat, 20 or 32 for "sha1" or "sha256". An
+// error naming why otherwise: the format named more than once (git takes the last: a check
+// that took another would read the index with the wrong length), or one git does not know.
+Result<size_t> GitObjectIdBytes(const std::vector<GitConfigEntry>& entries);
+
 // Why the git dir `dir` (canonical) is not closed, or nullopt: each directory listed through
 // GitFs (never through a symlink) and judged; one that cannot be listed, or more than
 // `max_entries` entries in all, is not closed either. A `dir` git would not take for a git dir
 // now (no HEAD with objects/ and refs/ or commondir, as fs/git_dir_guard.h judges it) is judged
 // as a directory of git dir shape: by the names git reads there only (a later `git init`, or a
-// FIFO fed later, could make it one).
+// FIFO fed later, could make it one). An index is read with the object ids of the git dir it
+// belongs to (GitObjectIdBytes of that git dir's config; a submodule's under modules/ has its
+// own), a linked worktree's (`part` kWorktree) with those of `common_dir`, its repository's.
 std::optional<std::string> GitDirNotClosed(const std::string& dir, GitDirPart part, const GitFs& fs,
-                                           size_t max_entries = 1000000);
+                                           size_t max_entries = 1000000,
+                                           const std::string& common_dir = "");
 
 }  // namespace anvil

@@ -305,6 +305,9 @@ struct GitNamedPath {
   std::string path;    // absolute, lexical: what git would open or run
   std::string reason;  // "core.hooksPath in /w/.git/config:3"
   int repo = -1;       // index of the repository whose own config names it; -1: user config
+  // The protected name, a symlink, that leads here ("" when named otherwise): what it leads to
+  // is named for what lies behind the name, which may be anything the user had.
+  std::string via = {};
 };
 
 struct GitPlaceholder {

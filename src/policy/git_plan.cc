@@ -102,7 +102,9 @@ class Planner {
         continue;
       }
       const bool file = base.ends_with(".json") || base.ends_with(".yml");
+      via_ = n;
       Name(*to, what + n + " (a symlink)", -1, file ? NameKind::kFile : NameKind::kDir);
+      via_.clear();
       PinWayTo(*to);
     }
     Finish();
@@ -469,7 +471,7 @@ class Planner {
   }
 
   void AddNamed(const std::string& path, const std::string& reason, int repo) {
-    if (named_seen_.insert({path, repo}).second) plan_.named.push_back({path, reason, repo});
+    if (named_seen_.insert({path, repo}).second) plan_.named.push_back({path, reason, repo, via_});
   }
 
   void Finish() {
@@ -537,6 +539,7 @@ class Planner {
   std::vector<GitPlaceholder> placeholders_;
   std::vector<std::string> pinned_;
   std::set<std::pair<std::string, int>> named_seen_;
+  std::string via_;  // while naming what a protected-name symlink leads to: that symlink
   GitProtectionPlan plan_;
 };
 

@@ -315,6 +315,9 @@ TEST_P(T1SandboxWrite, VsCodesFolderOpenTasksAndMcpServersAreNotTheCommandsToCha
   WriteFile(ws_ + "/.vscode/tasks.json", tasks);
   WriteFile(ws_ + "/.vscode/mcp.json", "{\"servers\": {}}\n");
   WriteFile(ws_ + "/pkg/.vscode/tasks.json", tasks);
+  for (const char* d : {"/.claude", "/keep"}) ASSERT_EQ(mkdir((ws_ + d).c_str(), 0755), 0);
+  WriteFile(ws_ + "/.claude/settings.json", "{\"permissions\": {}}\n");
+  WriteFile(ws_ + "/keep/f", "mine\n");
   caller_.Give(ws_);
 
   auto benign =
@@ -328,19 +331,21 @@ TEST_P(T1SandboxWrite, VsCodesFolderOpenTasksAndMcpServersAreNotTheCommandsToCha
   const std::string evil =
       "{\"version\": \"2.0.0\", \"tasks\": [{\"label\": \"x\", \"type\": \"shell\", "
       "\"command\": \"touch /tmp/pwned\", \"runOptions\": {\"runOn\": \"folderOpen\"}}]}";
-  auto attack = Sh("echo '" + evil + "' > .vscode/tasks.json; echo '" + evil +
-                   "' > pkg/.vscode/tasks.json; rm -f .vscode/mcp.json; "
-                   "mv .vscode vscode-old; mv pkg pkg-old; "
-                   "mkdir -p sub/.vscode && echo '" +
-                   evil +
-                   "' > sub/.vscode/tasks.json; "
-                   "mkdir -p n/.vscode && echo '{\"servers\": {}}' > n/.vscode/mcp.json; "
-                   "mkdir -p o && echo '" +
-                   evil +
-                   "' > o/t.json && mkdir o/.vscode && "
-                   "mv o/t.json o/.vscode/tasks.json; "
-                   "mkdir -p x1 p1 && echo '" +
-                   evil + "' > x1/tasks.json && ln -s ../x1 p1/.vscode; true");
+  auto attack =
+      Sh("echo '" + evil + "' > .vscode/tasks.json; echo '" + evil +
+         "' > pkg/.vscode/tasks.json; rm -f .vscode/mcp.json; "
+         "mv .vscode vscode-old; mv pkg pkg-old; "
+         "mkdir -p sub/.vscode && echo '" +
+         evil +
+         "' > sub/.vscode/tasks.json; "
+         "mkdir -p n/.vscode && echo '{\"servers\": {}}' > n/.vscode/mcp.json; "
+         "mkdir -p o && echo '" +
+         evil +
+         "' > o/t.json && mkdir o/.vscode && "
+         "mv o/t.json o/.vscode/tasks.json; "
+         "mkdir -p x1 p1 && echo '" +
+         evil + "' > x1/tasks.json && ln -s ../x1 p1/.vscode; " +
+         "mkdir -p p2 p3 && ln -s ../.claude p2/.vscode && ln -s ../keep p3/.vscode; true");
   EXPECT_EQ(ReadFile(ws_ + "/.vscode/tasks.json"), tasks);
   EXPECT_EQ(ReadFile(ws_ + "/pkg/.vscode/tasks.json"), tasks);
   EXPECT_EQ(ReadFile(ws_ + "/.vscode/mcp.json"), "{\"servers\": {}}\n");
@@ -354,11 +359,21 @@ TEST_P(T1SandboxWrite, VsCodesFolderOpenTasksAndMcpServersAreNotTheCommandsToCha
   }
   EXPECT_TRUE(Exists(ws_ + "/sub/.vscode/tasks.json.anvil-quarantine")) << attack.err;
   // Review s14: a `.vscode` made as a symlink to a directory holding the task (VS Code reads
-  // tasks.json through it) is moved aside as a whole, and the directory it named, made by the
-  // command too, with it.
+  // tasks.json through it) is moved aside as a whole; the directory it named is no `.vscode`
+  // once the link is gone, and stays.
   EXPECT_NE(lstat((ws_ + "/p1/.vscode").c_str(), &st), 0) << attack.err;
-  EXPECT_TRUE(Exists(ws_ + "/x1.anvil-quarantine/tasks.json")) << attack.err;
+  EXPECT_TRUE(Exists(ws_ + "/p1/.vscode.anvil-quarantine")) << attack.err;
+  EXPECT_TRUE(Exists(ws_ + "/x1/tasks.json")) << attack.err;
   EXPECT_NE(attack.err.find("VS Code"), std::string::npos) << attack.err;
+  // Review s15: such a link to a directory the user had (their `.claude`, a plain directory)
+  // made the check move that directory aside: only the links go.
+  for (const char* link : {"/p2/.vscode", "/p3/.vscode"}) {
+    EXPECT_NE(lstat((ws_ + link).c_str(), &st), 0) << link << attack.err;
+  }
+  EXPECT_EQ(ReadFile(ws_ + "/.claude/settings.json"), "{\"permissions\": {}}\n") << attack.err;
+  EXPECT_EQ(ReadFile(ws_ + "/keep/f"), "mine\n") << attack.err;
+  EXPECT_FALSE(Exists(ws_ + "/.claude.anvil-quarantine")) << attack.err;
+  EXPECT_FALSE(Exists(ws_ + "/keep.anvil-quarantine")) << attack.err;
   // The benign neighbours stay as the command left them.
   for (const char* f :
        {"/.vscode/settings.json", "/.vscode/launch.json", "/.vscode/extensions.json", "/tasks.json",

@@ -171,7 +171,7 @@ TEST(JudgeGitDirListing, AStoppedRebaseBisectOrCherryPickIsClosed) {
 // An index of `names` as git writes one (SHA-1 ids, entries of mode `mode`), version 2 or 4,
 // with `extensions` (signature + size + data) after the entries and a checksum-sized tail.
 std::string Index(const std::vector<std::string>& names, uint32_t version = 2,
-                  const std::string& extensions = "", uint32_t mode = 0100644) {
+                  const std::string& extensions = "", uint32_t mode = 0100644, size_t id = 20) {
   auto be32 = [](uint32_t v) {
     return std::string{static_cast<char>(v >> 24), static_cast<char>(v >> 16),
                        static_cast<char>(v >> 8), static_cast<char>(v)};
@@ -180,7 +180,7 @@ std::string Index(const std::vector<std::string>& names, uint32_t version = 2,
   std::string previous;
   for (const auto& name : names) {
     std::string e(24, '\0');
-    e += be32(mode) + std::string(12, '\0') + std::string(20, '\x11');
+    e += be32(mode) + std::string(12, '\0') + std::string(id, '\x11');
     const size_t len = std::min<size_t>(name.size(), 0xfff);
     e += std::string{static_cast<char>(len >> 8), static_cast<char>(len & 0xff)};
     if (version == 4) {
@@ -198,7 +198,12 @@ std::string Index(const std::vector<std::string>& names, uint32_t version = 2,
     out += e;
     previous = name;
   }
-  return out + extensions + std::string(20, '\x22');
+  return out + extensions + std::string(id, '\x22');
+}
+
+std::string Be32(uint32_t v) {
+  return std::string{static_cast<char>(v >> 24), static_cast<char>(v >> 16),
+                     static_cast<char>(v >> 8), static_cast<char>(v)};
 }
 
 std::string Extension(const std::string& sig, const std::string& data) {
@@ -238,6 +243,104 @@ TEST(GitStateFileNotInert, AnIndexMayNameOnlyPathsInItsWorkingTree) {
   EXPECT_TRUE(GitStateFileNotInert("index", "DIRC"));
   EXPECT_TRUE(GitStateFileNotInert("index", Index({"a"}).substr(0, 30)));
   EXPECT_TRUE(GitStateFileNotInert("index", "not an index at all, just text"));
+}
+
+// Review s15: a git reading with threads (index.threads) takes the entries from the offset
+// table's blocks and the extensions from where the end-of-index entry points: an entry hidden in
+// a cache tree's payload, pointed at, was the only one git saw.
+TEST(GitStateFileNotInert, AnIndexReadWithThreadsHoldsTheSameEntries) {
+  // Version 2, one-letter names: every entry 64 bytes from offset 12.
+  auto eoie = [](uint32_t at) { return Extension("EOIE", Be32(at) + std::string(20, '\x44')); };
+  auto ieot = [](std::vector<std::pair<uint32_t, uint32_t>> blocks) {
+    std::string data = Be32(1);
+    for (auto [offset, n] : blocks) data += Be32(offset) + Be32(n);
+    return Extension("IEOT", data);
+  };
+  const uint32_t end = 12 + 3 * 64;
+  EXPECT_FALSE(GitStateFileNotInert(
+      "index", Index({"a", "b", "c"}, 2, eoie(end) + ieot({{12, 2}, {12 + 2 * 64, 1}}))));
+  EXPECT_FALSE(GitStateFileNotInert("index", Index({"a", "b", "c"}, 2, eoie(end))));
+  struct Bad {
+    const char* what;
+    std::string extensions;
+  };
+  const std::vector<Bad> bad = {
+      {"end-of-index elsewhere", eoie(end - 64)},
+      {"end-of-index past the entries", Extension("TREE", "xyz") + eoie(end + 11)},
+      {"a block inside an entry", eoie(end) + ieot({{12, 1}, {12 + 64 + 8, 2}})},
+      {"a block in an extension", eoie(end) + ieot({{12, 3}, {end + 8, 1}})},
+      {"blocks short of the entries", eoie(end) + ieot({{12, 2}})},
+      {"blocks past the entries", eoie(end) + ieot({{12, 2}, {12 + 2 * 64, 2}})},
+      {"a table of another version", eoie(end) + Extension("IEOT", Be32(2) + Be32(12) + Be32(3))},
+      {"a torn table", eoie(end) + Extension("IEOT", Be32(1) + Be32(12))},
+  };
+  for (const auto& b : bad) {
+    auto why = GitStateFileNotInert("index", Index({"a", "b", "c"}, 2, b.extensions));
+    EXPECT_TRUE(why.has_value()) << b.what;
+  }
+  // Version 4: a block starts a name afresh, so its first entry must keep nothing of the one
+  // before (git's writer makes it so); Index() writes every name whole.
+  const uint32_t v4_end = 12 + 3 * (62 + 1 + 2);
+  EXPECT_FALSE(GitStateFileNotInert(
+      "index", Index({"a", "b", "c"}, 4, eoie(v4_end) + ieot({{12, 1}, {12 + 65, 2}}))));
+  // "ab" then "ac" kept as "a" + "c": a block there reads "c" with threads, "ac" without.
+  auto entry4 = [](char drop, const std::string& rest, size_t length) {
+    return std::string(24, '\0') + Be32(0100644) + std::string(12, '\0') + std::string(20, '\x11') +
+           std::string{static_cast<char>(length >> 8), static_cast<char>(length & 0xff)} + drop +
+           rest + '\0';
+  };
+  const std::string first = entry4(0, "ab", 2);
+  const std::string second = entry4(1, "c", 2);
+  const std::string head = "DIRC" + Be32(4) + Be32(2) + first + second;
+  const auto at2 = static_cast<uint32_t>(12 + first.size());
+  EXPECT_FALSE(GitStateFileNotInert("index", head + std::string(20, '\x22')));
+  EXPECT_TRUE(GitStateFileNotInert("index", head + eoie(static_cast<uint32_t>(head.size())) +
+                                                ieot({{12, 1}, {at2, 1}}) +
+                                                std::string(20, '\x22')));
+}
+
+// Review s15: git takes a name as the C string its length ends; `a/.gi` then `t` is `a/.git`.
+TEST(GitStateFileNotInert, AnIndexNameEndsWithANul) {
+  std::string index = Index({"a/.git"});
+  ASSERT_FALSE(GitStateFileNotInert("index", index).has_value() &&
+               GitStateFileNotInert("index", index)->find("NUL") != std::string::npos);
+  index[12 + 61] = 5;  // the name's length: "a/.gi", and `t` where its NUL should be
+  auto why = GitStateFileNotInert("index", index);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("not NUL-ended"), std::string::npos) << *why;
+  EXPECT_FALSE(GitStateFileNotInert("index", Index({"a/.gi"})));
+}
+
+// Review s15: the index was read with 32-byte ids when any objectformat said sha256, git takes
+// the last one: an index both ways read named `../.git/hooks/pre-commit` to git only.
+TEST(GitObjectIdBytes, TheFormatIsNamedOnceAndOneGitKnows) {
+  struct Case {
+    const char* config;
+    int bytes;  // 0: refused
+  };
+  const std::vector<Case> cases = {
+      {"", 20},
+      {"[core]\n\trepositoryformatversion = 1\n", 20},
+      {"[extensions]\n\tobjectformat = sha256\n", 32},
+      {"[extensions]\n\tobjectFormat = sha1\n", 20},
+      {"[extensions]\n\tobjectformat = sha256\n\tobjectformat = sha1\n", 0},
+      {"[extensions]\n\tobjectformat = sha256\n[extensions]\n\tobjectformat = sha256\n", 0},
+      {"[extensions]\n\tobjectformat = SHA256\n", 0},
+      {"[extensions]\n\tobjectformat\n", 0},
+      {"[extensions]\n\tobjectformat = sha512\n", 0},
+      {"[extensions \"x\"]\n\tobjectformat = sha256\n", 20},
+  };
+  for (const auto& c : cases) {
+    auto entries = ParseGitConfig(c.config);
+    ASSERT_TRUE(entries) << c.config;
+    auto bytes = GitObjectIdBytes(*entries);
+    if (c.bytes == 0) {
+      EXPECT_FALSE(bytes) << c.config;
+    } else {
+      ASSERT_TRUE(bytes) << c.config << bytes.error().message;
+      EXPECT_EQ(*bytes, static_cast<size_t>(c.bytes)) << c.config;
+    }
+  }
 }
 
 TEST(GitStateFileNotInert, WhatCouldNameACommandIsRefused) {
@@ -420,6 +523,57 @@ TEST(GitDirNotClosed, ListsTheGitDirDownWithoutFollowingALink) {
   // A git dir that is itself a symlink.
   t.Link("/w/linked", "/w/ok/.git");
   EXPECT_TRUE(GitDirNotClosed("/w/linked", GitDirPart::kGitDir, fs).has_value());
+}
+
+// Each git dir's index is read with the object ids its own config names: a SHA-256 repository
+// with a SHA-1 submodule, and the other way round; a linked worktree with its repository's.
+TEST(GitDirNotClosed, EachIndexIsReadWithItsGitDirsObjectIds) {
+  FakeTree t;
+  const std::string sha256 =
+      "[core]\n\trepositoryformatversion = 1\n[extensions]\n"
+      "\tobjectformat = sha256\n";
+  const std::string sha1 = "[core]\n\trepositoryformatversion = 0\n";
+  auto module = [&](const std::string& git_dir, const std::string& config) {
+    t.File(git_dir + "/modules/lib/HEAD", "ref: refs/heads/main\n");
+    t.Dir(git_dir + "/modules/lib/objects");
+    t.Dir(git_dir + "/modules/lib/refs/heads");
+    t.File(git_dir + "/modules/lib/config", config);
+  };
+  t.GitInit("/w/a");
+  t.File("/w/a/.git/config", sha256);
+  t.File("/w/a/.git/index", Index({"ok"}, 2, "", 0100644, 32));
+  module("/w/a/.git", sha1);
+  t.File("/w/a/.git/modules/lib/index", Index({"ok"}));
+  t.GitInit("/w/b");
+  module("/w/b/.git", sha256);
+  t.File("/w/b/.git/index", Index({"ok"}));
+  t.File("/w/b/.git/modules/lib/index", Index({"ok"}, 2, "", 0100644, 32));
+  GitFs fs = t.Fs();
+  EXPECT_EQ(GitDirNotClosed("/w/a/.git", GitDirPart::kGitDir, fs), std::nullopt);
+  EXPECT_EQ(GitDirNotClosed("/w/b/.git", GitDirPart::kGitDir, fs), std::nullopt);
+  // The submodule's index names a path outside, read with its own (SHA-1) ids.
+  t.File("/w/a/.git/modules/lib/index", Index({"ok", "../../.git/hooks/pre-commit"}));
+  auto why = GitDirNotClosed("/w/a/.git", GitDirPart::kGitDir, fs);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("modules/lib/index"), std::string::npos) << *why;
+  // The format named twice: git takes the last, so no one length is the one git reads with.
+  t.File("/w/b/.git/config", sha256 + "[extensions]\n\tobjectformat = sha1\n");
+  why = GitDirNotClosed("/w/b/.git", GitDirPart::kGitDir, fs);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("more than once"), std::string::npos) << *why;
+  // A linked worktree's own git dir: its index has its repository's ids.
+  t.File("/w/a/.git/worktrees/wt/HEAD", "ref: refs/heads/x\n");
+  t.File("/w/a/.git/worktrees/wt/commondir", "../..\n");
+  t.File("/w/a/.git/worktrees/wt/gitdir", "/w/wt/.git\n");
+  t.File("/w/a/.git/worktrees/wt/index", Index({"ok"}, 2, "", 0100644, 32));
+  EXPECT_EQ(
+      GitDirNotClosed("/w/a/.git/worktrees/wt", GitDirPart::kWorktree, fs, 1000000, "/w/a/.git"),
+      std::nullopt);
+  t.File("/w/a/.git/worktrees/wt/index",
+         Index({"ok", "../../.git/hooks/pre-commit"}, 2, "", 0100644, 32));
+  EXPECT_TRUE(
+      GitDirNotClosed("/w/a/.git/worktrees/wt", GitDirPart::kWorktree, fs, 1000000, "/w/a/.git")
+          .has_value());
 }
 
 }  // namespace
