@@ -549,8 +549,10 @@ RefusalObserver::~RefusalObserver() {
   if (listener_ >= 0) ::close(listener_);
 }
 
-pid_t RefusalObserver::WaitPid(int* status, int flags) {
+pid_t RefusalObserver::WaitPid(int* status, int flags, int exit_fd) {
   while (true) {
+    // Without the listener, a plain waitpid: the filter's last user is gone (below), so no
+    // process of the command's is left to trace it and hold its exit.
     if (listener_ < 0) return ::waitpid(-1, status, flags);
     if (reap_pending_ || g_child_signalled) {
       // Only after a SIGCHLD (or a reap, which may have left more): not once per notification.
@@ -559,21 +561,28 @@ pid_t RefusalObserver::WaitPid(int* status, int flags) {
       reap_pending_ = r != 0;
       if (r != 0) return r;
     }
-    pollfd p{listener_, POLLIN, 0};
+    pollfd p[2] = {{listener_, POLLIN, 0}, {exit_fd, POLLIN, 0}};  // poll skips a -1
     sigset_t open_mask;
     sigemptyset(&open_mask);  // SIGCHLD (blocked otherwise) may end the wait
-    int n = ::ppoll(&p, 1, nullptr, &open_mask);
+    int n = ::ppoll(p, 2, nullptr, &open_mask);
     if (n < 0) {
       if (errno == EINTR) return -1;
       ::close(listener_);
       listener_ = -1;
       continue;
     }
-    if (p.revents & POLLIN) HandleOne();
-    if (p.revents & (POLLHUP | POLLERR | POLLNVAL)) {
+    if (p[0].revents & POLLIN) HandleOne();
+    if (p[0].revents & (POLLHUP | POLLERR | POLLNVAL)) {
       // No task uses the filter any more.
       ::close(listener_);
       listener_ = -1;
+      continue;
+    }
+    if (p[1].revents) {
+      // The command has exited: its status, another child's, or 0 when nothing is waitable.
+      pid_t r = ::waitpid(-1, status, flags | WNOHANG);
+      reap_pending_ = r > 0;
+      return r;
     }
   }
 }

@@ -106,8 +106,10 @@ class RefusalObserver {
   // also end the wait): from here on it is let in only while WaitPid waits.
   //
   // waitpid(-1, status, flags), answering notifications while it waits. Returns what waitpid
-  // returns (-1 with EINTR when a signal interrupted the wait).
-  pid_t WaitPid(int* status, int flags = 0);
+  // returns (-1 with EINTR when a signal interrupted the wait). `exit_fd`, when not -1, is a
+  // pidfd of the command: once it is readable with no child left to reap, returns 0 (a process
+  // tracing the command holds its exit: RunInit, sandbox_init.cc).
+  pid_t WaitPid(int* status, int flags = 0, int exit_fd = -1);
   size_t dropped() const { return dropped_; }
 
  private:

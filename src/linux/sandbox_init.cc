@@ -8,6 +8,7 @@
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -50,6 +51,10 @@ void ForwardSignal(int sig) {
 }
 void RequestKillTree(int) { g_kill_tree = 1; }
 
+// Without the refusal observer (which has its own): SIGCHLD ends WaitChild's sleep.
+volatile sig_atomic_t g_child_changed = 0;
+void OnChild(int) { g_child_changed = 1; }
+
 // Descendants of this process by walking /proc/<pid>/task/<tid>/children.
 void CollectDescendants(pid_t pid, std::vector<pid_t>& out) {
   std::string task_dir = "/proc/" + std::to_string(pid) + "/task";
@@ -83,6 +88,42 @@ void KillDescendants() {
       return;
     }
   }
+}
+
+// One round of KillDescendants, without reaping: the command's exit, which a tracer among them
+// held, comes to init once that tracer is gone, and the wait loop takes it.
+void KillOthers(const Plan& plan) {
+  if (plan.pidns) {
+    kill(-1, SIGKILL);  // every process of the pid namespace but init
+    return;
+  }
+  std::vector<pid_t> pids;
+  CollectDescendants(getpid(), pids);
+  for (pid_t p : pids) kill(p, SIGKILL);
+}
+
+// The observer's WaitPid without an observer: waitpid(-1, status, flags), which also returns 0
+// once `exit_fd` (the command's pidfd) is readable and no child is left to reap. Without a
+// pidfd, a plain waitpid, as before tracing was allowed. SIGCHLD is blocked but here (OnChild).
+pid_t WaitChild(int* status, int flags, int exit_fd, bool& reap_pending) {
+  if (exit_fd < 0) return waitpid(-1, status, flags);
+  if (reap_pending || g_child_changed) {
+    // Only after a SIGCHLD (or a reap, which may have left more).
+    g_child_changed = 0;
+    pid_t r = waitpid(-1, status, flags | WNOHANG);
+    reap_pending = r != 0;
+    if (r != 0) return r;
+  }
+  pollfd p{exit_fd, POLLIN, 0};
+  sigset_t open_mask;
+  sigemptyset(&open_mask);
+  if (ppoll(&p, 1, nullptr, &open_mask) < 0) {
+    if (errno == EINTR) return -1;      // SIGCHLD (OnChild), or a signal init forwards
+    return waitpid(-1, status, flags);  // cannot poll: wait as before
+  }
+  pid_t r = waitpid(-1, status, flags | WNOHANG);  // the command's (or another) exit; 0: held
+  reap_pending = r > 0;
+  return r;
 }
 
 // Proxy mode, in init (inside the new network namespace, still holding its capabilities there):
@@ -333,9 +374,21 @@ void TakeWarmCall(Plan& plan) {
   if (command == 0) ConfineAndExec(plan);
   g_command_pid = command;
   failed_w.Reset();
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
+  // Where the command may trace (LaunchSpec::allow_tracing), a process tracing it that never
+  // waits keeps its exit from init: the kernel reports a traced process's exit to its tracer
+  // only, and hands it to the parent once the tracer has waited for it or is gone. Its pidfd
+  // is readable at the exit all the same: the wait below watches it, and when nothing is left
+  // to reap, the run ends as at any exit of the command. The filter keeps every other sandbox
+  // (sys.exec's tools) from tracing: no pidfd there. Without pidfd_open (Linux < 5.3) or with
+  // no descriptor left, -1: the plain wait of before, which such a tracer can still hold until
+  // it ends or the deadline.
+  UniqueFd command_exit;
+  if (plan.allow_tracing)
+    command_exit = UniqueFd(static_cast<int>(syscall(SYS_pidfd_open, command, 0)));
+  sigset_t mask;
+  sigemptyset(&mask);
+  if (command_exit) sigaddset(&mask, SIGCHLD);  // let in only while the wait sleeps
+  sigprocmask(SIG_SETMASK, &mask, nullptr);
   std::optional<RefusalObserver> observer;
   if (plan.observer_init_fd >= 0) {
     ::close(plan.observer_command_fd);  // the command's copy is its own (closed at its exec)
@@ -356,6 +409,11 @@ void TakeWarmCall(Plan& plan) {
           });
     }
   }
+  if (command_exit && !observer) {
+    struct sigaction chld {};
+    chld.sa_handler = OnChild;
+    sigaction(SIGCHLD, &chld, nullptr);
+  }
   ::close(plan.alive_fd);
   plan.spec->program.Reset();
   if (plan.stdin_fd >= 0) ::close(plan.stdin_fd);
@@ -363,11 +421,22 @@ void TakeWarmCall(Plan& plan) {
 
   int command_status = 0;
   bool command_done = false;
+  bool reap_pending = false;  // WaitChild's
   // With a pseudo-terminal, a stopped command is reported, so that anvil stops with it.
   const int wait_flags = plan.streams->terminal ? WUNTRACED : 0;
   while (!command_done) {
     int status = 0;
-    pid_t r = observer ? observer->WaitPid(&status, wait_flags) : waitpid(-1, &status, wait_flags);
+    pid_t r = observer ? observer->WaitPid(&status, wait_flags, command_exit.Get())
+                       : WaitChild(&status, wait_flags, command_exit.Get(), reap_pending);
+    if (r == 0) {
+      // The command has exited, and a process tracing it holds the exit (it never waits). End
+      // the rest of the sandbox, as the command's exit would: with its tracer gone the kernel
+      // hands the exit, its status intact, to init, which a plain wait then takes (the pidfd
+      // stays readable: no longer watched).
+      KillOthers(plan);
+      command_exit.Reset();
+      continue;
+    }
     if (r < 0) {
       if (errno == EINTR) {
         if (g_kill_tree) break;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
@@ -231,6 +232,75 @@ os.execv("/bin/echo", ["echo", "after exec"])
                               {"--quiet", "--timeout", "30"}, Opts());
   EXPECT_EQ(result.status, 0) << result.err;
   EXPECT_EQ(result.out, "traceme 0\nchild 0\nafter exec\n") << result.err;
+}
+
+// A child of the command that seizes it (PTRACE_SEIZE) and never waits keeps the command's exit
+// from init: the kernel reports a traced process's exit to its tracer only. Init watches the
+// command's pidfd: the run ends at once with the command's own status, and the tracer is gone,
+// with and without the refusal observer (--quiet), whose waits differ, and in read-only's
+// fallback without a pid namespace, where init is a subreaper (unprivileged callers only).
+constexpr char kSeizeParent[] = R"py(
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+PTRACE_SEIZE, PTRACE_INTERRUPT, PTRACE_DETACH = 0x4206, 0x4207, 17
+mode = sys.argv[2]
+parent = os.getpid()
+r, w = os.pipe()
+if os.fork() == 0:
+    ok = libc.ptrace(PTRACE_SEIZE, parent, None, None) == 0
+    if ok and mode == "detach":
+        libc.ptrace(PTRACE_INTERRUPT, parent, None, None)
+        os.waitpid(parent, 0x40000000)  # __WALL: the interrupt's stop
+        ok = libc.ptrace(PTRACE_DETACH, parent, None, None) == 0
+    os.write(w, b"1" if ok else b"0")
+    if mode == "wait":
+        os.waitpid(parent, 0x40000000)  # the exit, as a debugger takes it
+    time.sleep(60)
+    os._exit(0)
+print("seized", os.read(r, 1).decode(), flush=True)
+os._exit(3)
+)py";
+
+TEST_P(T3SandboxTools, ATracerThatNeverWaitsDoesNotHoldTheRunOpen) {
+  if (!Exists(kPython)) GTEST_SKIP() << "SKIPPED: " << kPython << " is missing";
+  std::vector<std::vector<std::string>> runs = {{"--quiet"}, {}};
+  RunOptions options;
+  if (Unprivileged()) {
+    runs.push_back({"--quiet", "--policy", "read-only", "--unsafe-test-fail-layer", "clone"});
+    options.env = {"PATH=/usr/bin:/bin", "HOME=/tmp", "ANVIL_ALLOW_TEST_FAULTS=1"};
+  }
+  for (const auto& flags : runs) {
+    SCOPED_TRACE(::testing::PrintToString(flags));
+    const std::string marker = UniqueToken("seized-by-child");
+    std::vector<std::string> all = flags;
+    all.insert(all.end(), {"--timeout", "30"});
+    const auto start = std::chrono::steady_clock::now();
+    auto result = SandboxPython(ws_.path(), kSeizeParent, all, Opts(options), {marker, "never"});
+    const auto took = std::chrono::steady_clock::now() - start;
+    EXPECT_EQ(result.out, "seized 1\n") << result.err;
+    EXPECT_EQ(result.status, 3) << "the command's own status, not the timeout's; " << result.err;
+    EXPECT_LT(took, std::chrono::seconds(10)) << "the run lasted until --timeout; " << result.err;
+    EXPECT_TRUE(ProcessesWithMarker(marker).empty()) << "the tracer outlived the run";
+  }
+}
+
+// The benign neighbours: a child that attaches, stops the command and detaches, and one that
+// waits for the command's exit as a debugger does; the run reports the command's status.
+TEST_P(T3SandboxTools, ATracerThatDetachesOrWaitsLeavesTheCommandsStatus) {
+  if (!Exists(kPython)) GTEST_SKIP() << "SKIPPED: " << kPython << " is missing";
+  for (const char* mode : {"detach", "wait"}) {
+    for (const auto& flags : std::vector<std::vector<std::string>>{{"--quiet"}, {}}) {
+      SCOPED_TRACE(std::string(mode) + (flags.empty() ? " with the refusal observer" : " --quiet"));
+      const std::string marker = UniqueToken("traced-by-child");
+      std::vector<std::string> all = flags;
+      all.insert(all.end(), {"--timeout", "30"});
+      auto result = SandboxPython(ws_.path(), kSeizeParent, all, Opts(), {marker, mode});
+      EXPECT_EQ(result.out, "seized 1\n") << result.err;
+      EXPECT_EQ(result.status, 3) << result.err;
+      EXPECT_TRUE(ProcessesWithMarker(marker).empty());
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Callers, T3SandboxTools, ::testing::ValuesIn(kAllCallers),
