@@ -7,6 +7,7 @@
 
 #include "linux/autorun_shield.h"
 #include "linux/workspace_config_watch.h"
+#include "policy/git_paths.h"
 #include "policy/git_territory.h"
 #include "policy/sandbox_policy.h"
 
@@ -23,6 +24,7 @@ Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
   guard.limits_ = limits;
   guard.env_ = env;
   guard.fs_ = std::move(fs);
+  guard.links_before_.walk_start = guard.fs_.wall_seconds ? guard.fs_.wall_seconds() : 0;
   ANVIL_TRY(scan, ScanGitMetadata(roots, env, guard.fs_, limits, cached));
   // The plan makes nothing: each path it asks about (the repository's marker, the user's
   // configs and their directories, many times over) is resolved once.
@@ -157,6 +159,26 @@ Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
   }
   guard.links_to_judge_.insert(scan->listed_symlinks.begin(), scan->listed_symlinks.end());
   guard.walk_all_after_ = guard.others_going_ || !suspect.empty();
+  // Which links were there: each one listed, as it was; each directory taken unchanged from the
+  // memo (a link made there later is younger than the walk).
+  for (const auto& link : scan->listed_symlinks) {
+    const GitFileFacts f = guard.fs_.lstat(link);
+    if (f.type == GitFileType::kSymlink) guard.links_before_.listed.emplace(link, f);
+  }
+  if (cached) {
+    for (const auto& [id, dir] : scan->memo.dirs) {
+      auto it = cached->dirs.find(id);
+      if (it == cached->dirs.end() || it->second.ctime_sec != dir.ctime_sec ||
+          it->second.ctime_nsec != dir.ctime_nsec || it->second.mnt_id != dir.mnt_id) {
+        continue;
+      }
+      guard.links_before_.remembered_dirs.insert(id);
+    }
+  }
+  guard.links_before_.trust_none = guard.walk_all_after_;
+  guard.protected_places_ = guard.read_only_;
+  guard.protected_places_.insert(guard.protected_places_.end(), guard.names_.read_only.begin(),
+                                 guard.names_.read_only.end());
   guard.memo_ = std::move(scan->memo);
 
   guard.report_.protected_repositories = true;
@@ -220,6 +242,16 @@ void GitGuard::CheckAfterRun(const std::vector<std::string>& skip) {
   // from the memo is in an unchanged directory: still there.
   links_to_judge_.insert(scan->symlinks.begin(), scan->symlinks.end());
   scan->symlinks.assign(links_to_judge_.begin(), links_to_judge_.end());
+  // Of them, those the command could have made: judged against what the run kept read-only.
+  GitLinkCheck link_check;
+  link_check.places = protected_places_;
+  for (const auto& link : links_to_judge_) {
+    const GitFileFacts now = judged.lstat(link);
+    if (now.type != GitFileType::kSymlink) continue;
+    const auto dir = judged.resolve(git_paths::Dirname(link));
+    const GitFileFacts dir_now = dir ? judged.lstat(*dir) : GitFileFacts{};
+    if (GitLinkMayBeNew(link, now, dir_now, links_before_)) link_check.new_links.push_back(link);
+  }
   std::set<int> moved;
   for (const auto& [i, why] : NewGitReposThatRunCode(before_, *scan, judged, refs)) {
     moved.insert(i);
@@ -236,7 +268,8 @@ void GitGuard::CheckAfterRun(const std::vector<std::string>& skip) {
                           " s): what it decided was moved aside, the paths the rest of the "
                           "configs name were not checked";
   }
-  auto actions = DecideGitQuarantine(before_, configs_, *scan, plan, judged, territory, env_);
+  auto actions =
+      DecideGitQuarantine(before_, configs_, *scan, plan, judged, territory, env_, link_check);
   auto result = ApplyGitQuarantine(actions, roots_, fs_);
   std::vector<std::pair<std::string, std::string>> renamed;
   for (const auto& m : result.moved) renamed.emplace_back(m.path, m.moved_to);

@@ -22,6 +22,7 @@
 #include "linux/git_real_fs.h"
 #include "linux/protected_placeholders.h"
 #include "policy/git_metadata.h"
+#include "policy/git_territory.h"
 #include "policy/protected_names_plan.h"
 #include "policy/unchecked_subtrees.h"
 
@@ -142,6 +143,10 @@ class GitGuard {
   // ones the walk before the run listed anew (not from the memo of an earlier run, whose check
   // judged them), and every one in a subtree a killed run left unchecked.
   std::set<std::string> links_to_judge_;
+  // What the walk before the run saw of the links (GitLinkMayBeNew), and what the run kept
+  // read-only, which a link the command made must not lead into (GitLinkIntoProtected).
+  GitLinksBefore links_before_;
+  std::vector<std::string> protected_places_;
   // The check after the run walks every directory anew (no memo), so that it judges every link:
   // another run over these roots was going, or a killed one left a subtree unchecked.
   bool walk_all_after_ = false;

@@ -28,7 +28,9 @@ namespace {
 // `_darcs`, `.pijul` or a file of kProtectedFilesIn, `tasks.json`, before version 7; a symlink
 // named as a directory of kProtectedFilesIn,
 // `.vscode`, before version 8) would hide it from the next run, so an older memo is no memo.
-constexpr char kMagic[] = "anvil-git-walk-cache 8\n";
+// Version 9: a memo vouches too that its directories' links were judged against what the run
+// kept read-only (policy/git_territory.h, GitLinkIntoProtected), which no check did before.
+constexpr char kMagic[] = "anvil-git-walk-cache 9\n";
 // A territory key names a few homes directories (policy/git_territory.h).
 constexpr size_t kMaxTerritoryBytes = 64 * (PATH_MAX + 48);
 // A memo this large describes millions of directories: a walk that big is bounded anyway.

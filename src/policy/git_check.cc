@@ -6,6 +6,7 @@
 #include <memory>
 #include <set>
 
+#include "fs/protected_names.h"
 #include "policy/git_dir_closed.h"
 #include "policy/git_inert_keys.h"
 #include "policy/git_metadata.h"
@@ -36,30 +37,11 @@ void AddResolvedId(GitIdentitySet& ids, const GitFs& fs, const std::string& path
 bool EveryLinkOnTheWayWithin(const std::string& link, const std::vector<std::string>& roots,
                              const GitFs& fs) {
   if (!fs.readlink || !fs.resolve) return false;
-  std::vector<std::string> todo = {Basename(link)};
-  std::string at = fs.resolve(Dirname(link)).value_or("");
-  if (at.empty()) return false;
-  size_t links = 0;
-  while (!todo.empty()) {
-    const std::string part = std::move(todo.back());
-    todo.pop_back();
-    if (part == "." || part.empty()) continue;
-    if (part == "..") {
-      at = Dirname(at);
-      continue;
-    }
-    const std::string next = Join(at, part);
-    if (auto target = fs.readlink(next)) {
-      if (!WithinAny(at, roots) || ++links > 40 || target->empty()) return false;
-      if ((*target)[0] == '/') at = "/";
-      const std::vector<std::string> parts = PathComponents(*target);
-      todo.insert(todo.end(), parts.rbegin(), parts.rend());
-      continue;
-    }
-    if (!fs.resolve(next)) return false;
-    at = next;
-  }
-  return true;
+  const auto dir = fs.resolve(Dirname(link));
+  if (!dir) return false;
+  return FollowGitWay(*dir, Basename(link), fs, [&](const std::string& at, const std::string&) {
+           return WithinAny(at, roots);
+         }).end == GitWayEnd::kReached;
 }
 
 }  // namespace
@@ -380,7 +362,7 @@ std::vector<GitQuarantineAction> DecideGitQuarantine(const GitIdentitySet& befor
                                                      const GitScan& after,
                                                      const GitProtectionPlan& after_plan,
                                                      const GitFs& fs, const GitTerritory& territory,
-                                                     const GitEnv& env) {
+                                                     const GitEnv& env, const GitLinkCheck& links) {
   auto known = [&](const GitFileFacts& f) { return before.count({f.dev, f.ino}) > 0; };
   std::vector<GitQuarantineAction> actions;
   std::set<int> moved;
@@ -434,6 +416,25 @@ std::vector<GitQuarantineAction> DecideGitQuarantine(const GitIdentitySet& befor
                                      "is there",
                          true});
     }
+  }
+  // A link the command may have made into what the run kept read-only: a host tool writing
+  // through it writes the repository's config or hooks, or a protected file.
+  for (const auto& link : links.new_links) {
+    if (ProtectedKindOfPath(link)) continue;  // a protected name itself: NewProtectedNames's
+    auto into = GitLinkIntoProtected(link, links.places, after.roots, fs);
+    if (!into) continue;
+    auto parent = fs.resolve(Dirname(link));
+    actions.push_back(
+        {Join(parent.value_or(Dirname(link)), Basename(link)), false,
+         GitMagicLinkPath(*into)
+             ? "a symlink the command could have made whose way goes through " + *into +
+                   ", a magic link that leads wherever the process following it is: a host tool "
+                   "writing through it may write a repository's metadata or a protected file"
+             : "a symlink the command could have made that leads into " + *into +
+                   ", which the run kept read-only: a host tool writing through it (an editor "
+                   "saving it, a build writing there) would change what git, an editor or an "
+                   "agent runs on the host",
+         true});
   }
   // A symlink the command made on the way along `path`, in the writable roots: moved aside,
   // true; false when there is none.

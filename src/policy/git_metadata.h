@@ -417,6 +417,16 @@ std::map<int, std::string> NewGitReposThatRunCode(const GitIdentitySet& before,
                                                   const GitScan& after, const GitFs& fs,
                                                   const GitRefCheck& refs = {});
 
+// The links of the roots a command may have made that must not lead into what the run kept
+// read-only (policy/git_territory.h, GitLinkIntoProtected).
+struct GitLinkCheck {
+  // Of GitScan::symlinks, those the command could have made (GitLinkMayBeNew).
+  std::vector<std::string> new_links;
+  // Canonical, each in a writable root: what the run kept read-only (the plan's read-only paths,
+  // the other names of hard-linked hooks, the placeholders, Anvil's protected names).
+  std::vector<std::string> places;
+};
+
 struct GitQuarantineAction {
   std::string path;      // to move aside (ApplyGitQuarantine reports one whose parent no
                          // longer resolves inside a writable root as a failure)
@@ -432,11 +442,13 @@ struct GitQuarantineAction {
 // scan after the run that is new (an include of the user's config or of a repository that
 // stays). `territory`: a symlink of the roots (GitScan::symlinks) that leads into it is moved
 // aside as a `.git` pointer out of the roots is, and a new repository's local repository paths
-// are judged against it (TerritoryRefCheck, with `env`).
+// are judged against it (TerritoryRefCheck, with `env`). `links`: each link the command may have
+// made that leads into what the run kept read-only, or onto a protected name, is moved aside the
+// same way (but a link that is itself a protected name: NewProtectedNames judges those).
 std::vector<GitQuarantineAction> DecideGitQuarantine(
     const GitIdentitySet& before, const GitWatchedConfigs& configs, const GitScan& after,
     const GitProtectionPlan& after_plan, const GitFs& fs, const GitTerritory& territory = {},
-    const GitEnv& env = {});
+    const GitEnv& env = {}, const GitLinkCheck& links = {});
 // The moves themselves (ApplyGitQuarantine): linux/git_quarantine.h.
 
 }  // namespace anvil

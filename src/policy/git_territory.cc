@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "fs/protected_names.h"
 #include "policy/git_paths.h"
 #include "policy/sandbox_policy.h"
 
@@ -118,46 +119,90 @@ std::optional<std::string> GitTerritoryJudge::Within(const std::string& real) {
   return found;
 }
 
-namespace {
+GitWay FollowGitWay(
+    const std::string& from, const std::string& path, const GitFs& fs,
+    const std::function<bool(const std::string& dir, const std::string& target)>& on_link,
+    bool stop_at_magic) {
+  constexpr size_t kMaxLinksOnTheWay = 40;  // as the kernel's
+  GitWay way;
+  if (!fs.readlink || !fs.resolve) {
+    way.end = GitWayEnd::kNowhere;
+    return way;
+  }
+  std::vector<std::string> todo;
+  auto push = [&todo](const std::string& text) {
+    const std::vector<std::string> parts = PathComponents(text);
+    todo.insert(todo.end(), parts.rbegin(), parts.rend());
+  };
+  way.at = !path.empty() && path[0] == '/' ? "/" : from;  // canonical: no link in it
+  push(path);
+  size_t links = 0;
+  while (!todo.empty()) {
+    std::string part = std::move(todo.back());
+    todo.pop_back();
+    if (part == "." || part.empty()) continue;
+    if (part == "..") {
+      way.at = Dirname(way.at);
+      continue;
+    }
+    const std::string next = Join(way.at, part);
+    if (stop_at_magic && GitMagicLinkPath(next)) {
+      way.end = GitWayEnd::kMagic;
+      way.at = next;
+      return way;
+    }
+    if (auto target = fs.readlink(next)) {
+      if (on_link && !on_link(way.at, *target)) {
+        way.end = GitWayEnd::kStopped;
+        return way;
+      }
+      if (++links > kMaxLinksOnTheWay || target->empty()) {
+        way.end = GitWayEnd::kNowhere;
+        return way;
+      }
+      if ((*target)[0] == '/') way.at = "/";
+      push(*target);
+      continue;
+    }
+    if (!fs.resolve(next)) {
+      way.end = GitWayEnd::kMissing;
+      way.rest.push_back(std::move(part));
+      way.rest.insert(way.rest.end(), todo.rbegin(), todo.rend());
+      return way;
+    }
+    way.at = next;
+  }
+  return way;
+}
 
-constexpr size_t kMaxLinksOnTheWay = 40;  // as the kernel's
+bool IsStandardStreamTarget(std::string_view target) {
+  static constexpr std::string_view kStreams[] = {
+      "/dev/stdin", "/dev/stdout",     "/dev/stderr",     "/dev/fd/0",      "/dev/fd/1",
+      "/dev/fd/2",  "/proc/self/fd/0", "/proc/self/fd/1", "/proc/self/fd/2"};
+  for (std::string_view s : kStreams) {
+    if (target == s) return true;
+  }
+  return false;
+}
+
+namespace {
 
 // The first symbolic link on the way of `path` as the kernel follows it, component by
 // component, whose directory `within` places in the territory.
 std::optional<std::string> LinkInTerritoryOnTheWay(
     const std::string& path, const GitFs& fs,
     const std::function<std::optional<std::string>(const std::string&)>& within) {
-  if (!fs.readlink || !fs.resolve) return std::nullopt;
-  std::vector<std::string> todo;
-  auto push = [&todo](const std::string& text) {
-    const std::vector<std::string> parts = PathComponents(text);
-    todo.insert(todo.end(), parts.rbegin(), parts.rend());
-  };
-  push(path);
-  std::string at = "/";  // canonical: built from directories that are no links
-  size_t links = 0;
-  while (!todo.empty()) {
-    const std::string part = std::move(todo.back());
-    todo.pop_back();
-    if (part == "." || part.empty()) continue;
-    if (part == "..") {
-      at = Dirname(at);
-      continue;
-    }
-    const std::string next = Join(at, part);
-    if (GitMagicLinkPath(next)) return std::nullopt;  // PathAt's own answer
-    if (auto target = fs.readlink(next)) {
-      // A link that lies in the territory: a later run there re-points it, wherever it leads now.
-      if (auto hit = within(at)) return hit;
-      if (++links > kMaxLinksOnTheWay || target->empty()) return std::nullopt;
-      if ((*target)[0] == '/') at = "/";
-      push(*target);
-      continue;
-    }
-    if (!fs.resolve(next)) return std::nullopt;  // missing: the rest is PathAt's
-    at = next;
-  }
-  return std::nullopt;
+  std::optional<std::string> hit;
+  // A link that lies in the territory: a later run there re-points it, wherever it leads now.
+  // A magic link on the way: PathAt's own answer.
+  FollowGitWay(
+      "/", path, fs,
+      [&](const std::string& dir, const std::string&) {
+        hit = within(dir);
+        return !hit;
+      },
+      /*stop_at_magic=*/true);
+  return hit;
 }
 
 }  // namespace
@@ -216,17 +261,83 @@ std::optional<std::string> GitTerritoryJudge::Symlink(const std::string& link) {
   // A name in the link's own directory leads where that entry leads: a symlink there is judged
   // itself, anything else lies beside this one.
   if (target->find('/') == std::string::npos && *target != "..") return std::nullopt;
-  // A process's own standard stream by name (a log file linked to /dev/stdout, as containers
-  // do): the terminal, pipe or file of whoever writes it, never a way into a directory.
-  static constexpr std::string_view kStreams[] = {
-      "/dev/stdin", "/dev/stdout",     "/dev/stderr",     "/dev/fd/0",      "/dev/fd/1",
-      "/dev/fd/2",  "/proc/self/fd/0", "/proc/self/fd/1", "/proc/self/fd/2"};
-  for (std::string_view s : kStreams) {
-    if (*target == s) return std::nullopt;
-  }
+  // A process's own standard stream by name: never a way into a directory.
+  if (IsStandardStreamTarget(*target)) return std::nullopt;
   if ((*target)[0] == '/') return Path(*target);
   const std::string dir = fs_.resolve(Dirname(link)).value_or(Dirname(link));
   return Path(Join(dir, *target));
+}
+
+namespace {
+
+// The first protected name other than `.git` (fs/protected_names.h) that `path` (absolute,
+// lexical) names below the root of `roots` it lies in: the path up to it, or nullopt.
+std::optional<std::string> ProtectedNameOnPath(const std::string& path,
+                                               const std::vector<std::string>& roots) {
+  for (const auto& root : roots) {
+    if (!PathIsWithin(path, root) || path == root) continue;
+    std::string dir_name = Basename(root);
+    std::string at = root;
+    for (const auto& part : PathComponents(path.substr(root.size()))) {
+      at = Join(at, part);
+      const auto kind = ProtectedNameKindIn(dir_name, part);
+      if (kind && *kind != ProtectedNameKind::kGitMetadata) return at;
+      dir_name = part;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> GitLinkIntoProtected(const std::string& link,
+                                                const std::vector<std::string>& places,
+                                                const std::vector<std::string>& roots,
+                                                const GitFs& fs) {
+  if (!fs.readlink || !fs.resolve) return std::nullopt;
+  const auto first = fs.readlink(link);
+  if (!first || first->empty() || IsStandardStreamTarget(*first)) return std::nullopt;
+  const auto dir = fs.resolve(Dirname(link));
+  if (!dir) return std::nullopt;
+  // Every link on the way by the path it writes: a protected name it names is where a host
+  // tool is led, wherever that name's own link goes (an agent's `.claude -> ../shared`).
+  std::optional<std::string> named;
+  const GitWay way = FollowGitWay(
+      *dir, Basename(link), fs,
+      [&](const std::string& at, const std::string& target) {
+        if (IsStandardStreamTarget(target)) return true;
+        const std::string written =
+            LexicalNormal(!target.empty() && target[0] == '/' ? target : Join(at, target));
+        named = GitMagicLinkPath(written);
+        if (!named) named = ProtectedNameOnPath(written, roots);
+        return !named;
+      },
+      /*stop_at_magic=*/true);
+  if (named) return named;
+  if (way.end == GitWayEnd::kMagic) return GitMagicLinkPath(way.at);
+  if (way.end != GitWayEnd::kReached && way.end != GitWayEnd::kMissing) return std::nullopt;
+  std::string end = way.at;
+  for (const auto& part : way.rest) end = Join(end, part);
+  end = LexicalNormal(end);
+  for (const auto& place : places) {
+    if (PathIsWithin(end, place)) return place;
+  }
+  return ProtectedNameOnPath(end, roots);
+}
+
+bool GitLinkMayBeNew(const std::string& link, const GitFileFacts& now, const GitFileFacts& dir_now,
+                     const GitLinksBefore& before) {
+  if (before.trust_none || now.type != GitFileType::kSymlink) return true;
+  if (auto it = before.listed.find(link); it != before.listed.end()) {
+    if (it->second.SameObject(now) && it->second.SameCtime(now)) return false;
+  }
+  if (dir_now.type == GitFileType::kDir) {
+    if (before.remembered_dirs.count({dir_now.dev, dir_now.ino}) && now.dev == dir_now.dev &&
+        now.ctime_sec < before.walk_start - 1) {
+      return false;
+    }
+  }
+  return true;
 }
 
 std::optional<std::string> GitMagicLinkPath(const std::string& path) {

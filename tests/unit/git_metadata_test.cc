@@ -1141,6 +1141,37 @@ TEST(DecideGitQuarantine, ReferencesIntoTheSandboxHomesAreMovedAside) {
                       "/w/tilde/.git", "/w/url/.git", "/w/vendor"}));
 }
 
+// Links the command may have made into what the run kept read-only are moved aside as files
+// holding their targets; the same links not among those it may have made (there before the run)
+// stay, and so does a link that is itself a protected name (NewProtectedNames judges those).
+TEST(DecideGitQuarantine, NewLinksIntoWhatTheRunKeptReadOnlyAreMovedAside) {
+  SandboxRun r;
+  r.t.GitInit("/w");
+  r.t.Dir("/w/src");
+  r.Start({"/w"});
+  ASSERT_TRUE(std::find(r.plan.read_only.begin(), r.plan.read_only.end(), "/w/.git") !=
+              r.plan.read_only.end());
+  r.t.Link("/w/notes.txt", ".git/config");
+  r.t.Link("/w/src/build", "../.git");
+  r.t.Link("/w/old", ".git/hooks");
+  r.t.Link("/w/main.c", "src/main.c");
+  r.t.Link("/w/.claude", ".git");
+  auto p = Plan(r.t, {"/w"}, {}, r.env);
+  auto fs = r.t.Fs();
+  GitLinkCheck links;
+  links.places = r.plan.read_only;
+  links.new_links = {"/w/notes.txt", "/w/src/build", "/w/main.c", "/w/.claude"};
+  auto actions = DecideGitQuarantine(r.before, r.configs, p.scan, p.plan, fs, {}, r.env, links);
+  EXPECT_EQ(Paths(actions), (V{"/w/notes.txt", "/w/src/build"}));
+  for (const auto& a : actions) {
+    EXPECT_TRUE(a.link) << a.path;
+    EXPECT_NE(a.reason.find("leads into /w/.git, which the run kept read-only"), std::string::npos)
+        << a.reason;
+  }
+  // No check asked for: nothing.
+  EXPECT_TRUE(DecideGitQuarantine(r.before, r.configs, p.scan, p.plan, fs, {}, r.env).empty());
+}
+
 // What leads into the roots leads to what the walk judges, even where the roots themselves lie in
 // a sandbox home: only the way out of them into the rest of it counts.
 TEST(DecideGitQuarantine, ASymlinkThatStaysInTheRootsIsNoReference) {

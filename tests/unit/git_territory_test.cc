@@ -236,6 +236,156 @@ TEST(GitTerritoryJudge, NoTerritoryJudgesNothing) {
   EXPECT_FALSE(judge.Path("/anything").has_value());
 }
 
+// A link into what the run kept read-only, followed as the host follows it; its benign
+// neighbours (a workspace file or directory, a repository the command made, a package's bin
+// link, a standard stream) lead nowhere protected.
+TEST(GitLinkIntoProtected, LinksByWhereTheHostLandsAndWhatTheyName) {
+  FakeTree t;
+  t.GitInit("/w");
+  t.Dir("/w/.git/hooks");
+  t.Dir("/w/.vscode");
+  t.File("/w/.vscode/tasks.json");
+  t.File("/w/.vscode/settings.json");
+  t.Dir("/w/.claude");
+  t.Dir("/w/src");
+  t.File("/w/src/main.c");
+  t.Dir("/w/sub");
+  t.Dir("/w/shared");
+  t.GitInit("/w/mine");  // the command's own repository: no read-only place
+  t.Dir("/w/node_modules/pkg");
+  t.File("/w/node_modules/pkg/bin.js");
+  t.Dir("/w/node_modules/.bin");
+  t.Dir("/outside");
+  const V places = {"/w/.git", "/w/.vscode/tasks.json"};
+  const V roots = {"/w"};
+  const std::vector<std::pair<std::string, std::string>> protected_links = {
+      {"/w/notes.txt", ".git/config"},
+      {"/w/out", ".git/hooks"},
+      {"/w/sub/build", "../.git"},
+      {"/w/abs", "/w/.git/hooks"},
+      {"/w/pc", ".git/hooks/pre-commit"},  // not made yet
+      {"/w/chain", "hop"},
+      {"/w/hop", ".git"},
+      {"/w/dots", "src/../.git/config"},
+      {"/w/tasks", ".vscode/tasks.json"},
+      {"/w/agent", ".claude/settings.json"},  // a protected name, not made yet
+      {"/w/lock", "sub/../Anvil.toml"},
+      {"/w/hg", "sub/.hg/hgrc"},
+      {"/w/cwd", "/proc/self/cwd/.git/config"},  // leads anywhere
+  };
+  const std::vector<std::pair<std::string, std::string>> benign_links = {
+      {"/w/main.c", "src/main.c"},
+      {"/w/sub/lib", "../shared"},
+      {"/w/node_modules/.bin/x", "../pkg/bin.js"},
+      {"/w/mineconf", "mine/.git/config"},
+      {"/w/minegit", "mine/.git"},
+      {"/w/settings", ".vscode/settings.json"},
+      {"/w/vscode", ".vscode"},
+      {"/w/through", ".git/../src"},
+      {"/w/out2", "/outside/x"},
+      {"/w/devnull", "/dev/null"},
+      {"/w/log", "/dev/stdout"},
+      {"/w/dangling", "missing/x"},
+      {"/w/loop", "loop"},
+      {"/w/empty", ""},
+  };
+  for (const auto& [link, target] : protected_links) t.Link(link, target);
+  for (const auto& [link, target] : benign_links) t.Link(link, target);
+  const GitFs fs = t.Fs();
+  for (const auto& [link, target] : protected_links) {
+    EXPECT_TRUE(GitLinkIntoProtected(link, places, roots, fs).has_value()) << link;
+  }
+  for (const auto& [link, target] : benign_links) {
+    EXPECT_FALSE(GitLinkIntoProtected(link, places, roots, fs).has_value()) << link;
+  }
+  EXPECT_EQ(GitLinkIntoProtected("/w/notes.txt", places, roots, fs), "/w/.git");
+  EXPECT_EQ(GitLinkIntoProtected("/w/tasks", places, roots, fs), "/w/.vscode/tasks.json");
+  EXPECT_EQ(GitLinkIntoProtected("/w/agent", places, roots, fs), "/w/.claude");
+  EXPECT_EQ(GitLinkIntoProtected("/w/cwd", places, roots, fs), "/proc/self");
+  // Not a symlink, or no read-only place at all: nothing.
+  EXPECT_FALSE(GitLinkIntoProtected("/w/src/main.c", places, roots, fs).has_value());
+  EXPECT_FALSE(GitLinkIntoProtected("/w/out", {}, roots, fs).has_value());
+}
+
+// The way is followed link by link from the link's directory; where a component is missing the
+// rest is kept; a loop or an empty link leads nowhere.
+TEST(FollowGitWay, EndsWhereTheKernelWould) {
+  FakeTree t;
+  t.Dir("/w/a/b");
+  t.Link("/w/up", "a/b/..");
+  t.Link("/w/loop", "loop");
+  t.Dir("/proc/self");
+  const GitFs fs = t.Fs();
+  auto way = FollowGitWay("/w", "up/b", fs, {});
+  EXPECT_EQ(way.end, GitWayEnd::kReached);
+  EXPECT_EQ(way.at, "/w/a/b");
+  way = FollowGitWay("/w", "up/x/y", fs, {});
+  EXPECT_EQ(way.end, GitWayEnd::kMissing);
+  EXPECT_EQ(way.at, "/w/a");
+  EXPECT_EQ(way.rest, (V{"x", "y"}));
+  EXPECT_EQ(FollowGitWay("/w", "loop", fs, {}).end, GitWayEnd::kNowhere);
+  V dirs;
+  way = FollowGitWay("/", "/w/up", fs, [&](const std::string& dir, const std::string&) {
+    dirs.push_back(dir);
+    return false;
+  });
+  EXPECT_EQ(way.end, GitWayEnd::kStopped);
+  EXPECT_EQ(dirs, V{"/w"});
+  EXPECT_EQ(FollowGitWay("/", "/proc/self/cwd/x", fs, {}, true).end, GitWayEnd::kMagic);
+}
+
+// Which links the command may have made: the table of facts.
+TEST(GitLinkMayBeNew, OnlyALinkProvablyThereBeforeTheRunIsTheUsers) {
+  auto link_facts = [](uint64_t ino, int64_t ctime) {
+    GitFileFacts f;
+    f.type = GitFileType::kSymlink;
+    f.dev = 1;
+    f.ino = ino;
+    f.ctime_sec = ctime;
+    return f;
+  };
+  GitFileFacts dir;
+  dir.type = GitFileType::kDir;
+  dir.dev = 1;
+  dir.ino = 7;
+  dir.ctime_sec = 2000;
+  GitLinksBefore before;
+  before.walk_start = 1000;
+  before.listed["/w/a"] = link_facts(10, 500);
+  before.remembered_dirs.insert({1, 8});
+  struct Row {
+    const char* what;
+    std::string link;
+    GitFileFacts now;
+    GitFileFacts dir;
+    bool may_be_new;
+  };
+  GitFileFacts remembered = dir;
+  remembered.ino = 8;
+  const Row rows[] = {
+      {"listed before, unchanged", "/w/a", link_facts(10, 500), dir, false},
+      {"listed before, made anew (another inode)", "/w/a", link_facts(11, 1500), dir, true},
+      {"listed before, same inode reused with a new ctime", "/w/a", link_facts(10, 1500), dir,
+       true},
+      {"listed at another path (its directory moved)", "/w/moved/a", link_facts(10, 500), dir,
+       true},
+      {"not listed, in a directory listed anew", "/w/b", link_facts(12, 500), dir, true},
+      {"in a directory taken from the memo, older than the walk", "/w/c", link_facts(13, 900),
+       remembered, false},
+      {"in a directory taken from the memo, made in the second before the walk", "/w/c",
+       link_facts(13, 999), remembered, true},
+      {"in a directory taken from the memo, made during the run", "/w/c", link_facts(13, 1001),
+       remembered, true},
+      {"its directory unknown", "/w/d", link_facts(14, 500), GitFileFacts{}, true},
+  };
+  for (const Row& r : rows) {
+    EXPECT_EQ(GitLinkMayBeNew(r.link, r.now, r.dir, before), r.may_be_new) << r.what;
+  }
+  // Another run over the roots was going: nothing is taken as the user's.
+  before.trust_none = true;
+  EXPECT_TRUE(GitLinkMayBeNew("/w/a", link_facts(10, 500), dir, before));
+}
+
 }  // namespace
 }  // namespace git_territory_test
 }  // namespace anvil

@@ -208,17 +208,17 @@ TEST(GitWalkMemoMayBeSaved, OnlyAfterACheckThatJudgedAgainstTheTerritoryItWasLoa
 
 // A memo of an older walk (which kept fewer markers: no commondir before 2, none of Anvil's
 // protected names before 3, no symlinks before 4, no territory before 5, fewer protected names
-// before 6 and 7) is not trusted.
+// before 6 and 7, links not judged against the read-only places before 9) is not trusted.
 TEST(GitWalkMemoCodec, AMemoOfAnOlderFormatIsNoMemo) {
   const V roots = {"/w"};
-  const std::string current = "anvil-git-walk-cache 8\n";
+  const std::string current = "anvil-git-walk-cache 9\n";
   const std::string data = EncodeGitWalkMemo("b", roots, kT, SampleMemo());
   ASSERT_TRUE(data.starts_with(current));
   ASSERT_TRUE(DecodeGitWalkMemo(data, "b", roots, kT));
   for (const char* older :
        {"anvil-git-walk-cache 1\n", "anvil-git-walk-cache 2\n", "anvil-git-walk-cache 3\n",
         "anvil-git-walk-cache 4\n", "anvil-git-walk-cache 5\n", "anvil-git-walk-cache 6\n",
-        "anvil-git-walk-cache 7\n"}) {
+        "anvil-git-walk-cache 7\n", "anvil-git-walk-cache 8\n"}) {
     std::string old = data;
     old.replace(0, current.size(), older);
     EXPECT_FALSE(DecodeGitWalkMemo(old, "b", roots, kT)) << older;
