@@ -319,10 +319,10 @@ std::map<int, std::string> NewGitReposThatRunCode(const GitIdentitySet& before,
                               common && *common != *gitdir ? GitDirPart::kWorktree
                               : shaped                     ? GitDirPart::kShapedDir
                                                            : GitDirPart::kGitDir,
-                              fs, 1000000, common ? *common : std::string());
+                              fs, 1000000, common ? *common : std::string(), after.roots);
       }
       if (!why && common && gitdir && *common != *gitdir && !known(fs.lstat(*common))) {
-        why = GitDirNotClosed(*common, GitDirPart::kGitDir, fs);
+        why = GitDirNotClosed(*common, GitDirPart::kGitDir, fs, 1000000, "", after.roots);
       }
       if (why) {
         out[static_cast<int>(i)] = *why;

@@ -83,9 +83,9 @@ bool IndexFile(std::string_view name) {
 // The state files whose contents could name a command, or a path git writes
 // (GitStateFileNotInert).
 bool JudgedByContents(std::string_view name) {
-  return OneOf(name,
-               {"git-rebase-todo", "git-rebase-todo.backup", "done", "todo", "strategy",
-                "gpg_sign_opt", "apply-opt", "opts", "autostash", "BISECT_START", "MERGE_RR"}) ||
+  return OneOf(name, {"git-rebase-todo", "git-rebase-todo.backup", "done", "todo", "strategy",
+                      "gpg_sign_opt", "apply-opt", "opts", "autostash", "MERGE_AUTOSTASH",
+                      "BISECT_START", "MERGE_RR"}) ||
          IndexFile(name);
 }
 
@@ -301,8 +301,10 @@ std::optional<std::string> IndexNotInert(std::string_view text, size_t hash) {
     previous = std::move(name);
   }
   const size_t entries_end = at;
+  size_t eoie_at = std::string_view::npos;  // where this walk met an end-of-index extension
   while (at < end) {
     if (end - at < 8) return "ends inside an extension";
+    const size_t ext_at = at;
     const std::string_view sig = text.substr(at, 4);
     const uint32_t size = Be32(text, at + 4);
     at += 8;
@@ -314,9 +316,11 @@ std::optional<std::string> IndexNotInert(std::string_view text, size_t hash) {
     // entry says and loads the entries from the offset table's blocks, each a fresh start of
     // the names: both must be the entries read above, or git reads other ones (review).
     if (sig == "EOIE") {
-      if (data.size() != 4 + hash || Be32(data, 0) != entries_end) {
+      if ((data.size() != 24 && data.size() != 4 + hash) || Be32(data, 0) != entries_end) {
         return "has an end-of-index extension that does not point at the end of its entries";
       }
+      if (at != end) return "has an end-of-index extension that is not its last";
+      eoie_at = ext_at;
       continue;
     }
     if (sig == "IEOT") {
@@ -365,6 +369,17 @@ std::optional<std::string> IndexNotInert(std::string_view text, size_t hash) {
       }
       q += ids * hash;  // an object id per stage whose mode is not 0, after the three modes
       if (q > data.size()) return "ends inside its resolve-undo list";
+    }
+  }
+  // git does not walk to the end-of-index entry: it reads one at a fixed place, the 32 bytes
+  // before the checksum ("EOIE", size 24), and then finds the extensions (and the offset table)
+  // where it points, whatever this walk read there. One there must be the EOIE this walk met
+  // last: bytes of an entry or of a cache tree shaped like one hid an entry from the check
+  // (review s15).
+  if (text.size() >= 12 + 32 + hash) {
+    const size_t tail = text.size() - hash - 32;
+    if (text.substr(tail, 4) == "EOIE" && Be32(text, tail + 4) == 24 && eoie_at != tail) {
+      return "holds what git reads as an end-of-index extension that is not one of its own";
     }
   }
   return std::nullopt;
@@ -429,7 +444,7 @@ std::optional<std::string> GitStateFileNotInert(std::string_view name, std::stri
     if (Trim(text).empty()) return std::nullopt;
     return std::string("holds options for git apply (none are written by a plain rebase or am)");
   }
-  if (name == "autostash") {
+  if (name == "autostash" || name == "MERGE_AUTOSTASH") {
     // The stash git applies when the rebase ends, as `git stash apply ID`: an object id only.
     const std::string_view id = Trim(text);
     if ((id.size() == 40 || id.size() == 64) &&
@@ -437,6 +452,27 @@ std::optional<std::string> GitStateFileNotInert(std::string_view name, std::stri
       return std::nullopt;
     }
     return std::string("is not an object id (git hands it to git stash apply)");
+  }
+  if (name == "commondir") {
+    // In a linked worktree's own git dir (worktrees/<name>), which `git worktree add` made: its
+    // repository's git dir, two levels up. Anything else makes git take another directory for
+    // the repository, with its config, which nothing judged (review).
+    if (OneLiner(text) == "../..") return std::nullopt;
+    return "names another common dir than its repository's ('" +
+           SanitizeForDisplay(OneLiner(text)) + "'; git worktree add writes ../..)";
+  }
+  if (name == "gitdir") {
+    // The worktree's `.git` file, which `git worktree repair` (re)writes and `prune` judges: an
+    // absolute path of a `.git`, as git worktree add writes it; where it may lie is the
+    // caller's (GitDirNotClosed).
+    const std::string_view path = OneLiner(text);
+    if (!path.starts_with("/") || !path.ends_with("/.git") ||
+        !GitIndexPathOk(path.substr(1, path.size() - 6), false)) {
+      return "names '" + SanitizeForDisplay(path) +
+             "', not the absolute path of a worktree's .git (git worktree repair writes a .git "
+             "file there)";
+    }
+    return std::nullopt;
   }
   if (name == "BISECT_START") {
     if (Trim(text).substr(0, 1) != "-") return std::nullopt;
@@ -530,8 +566,42 @@ GitDirVerdict JudgeGitDirListing(GitDirPart part, const std::vector<GitDirEntry>
   return v;
 }
 
+namespace {
+
+// Why the `.git` a linked worktree's `gitdir` names (`dotgit`, absolute) is not that worktree's:
+// outside `roots`, or something else than missing or a file leading back to `worktree_dir`.
+std::optional<std::string> WorktreeDotGitNotOurs(const std::string& dotgit,
+                                                 const std::string& worktree_dir, const GitFs& fs,
+                                                 const std::vector<std::string>& roots) {
+  if (roots.empty()) return std::nullopt;
+  using git_paths::Join;
+  const std::string parent = git_paths::Dirname(dotgit);
+  const std::string where = fs.resolve(parent).value_or(parent);
+  if (!git_paths::WithinAny(where, roots)) {
+    return "names " + SanitizeForDisplay(dotgit) +
+           ", outside the writable roots (git worktree repair writes a .git file there)";
+  }
+  const GitFileFacts f = fs.lstat(Join(where, ".git"));
+  if (f.type == GitFileType::kMissing) return std::nullopt;
+  if (f.type == GitFileType::kFile) {
+    auto text = fs.read_file(Join(where, ".git"), 4096);
+    if (text && *text) {
+      std::string_view line = OneLiner(**text);
+      if (line.starts_with("gitdir: ")) line.remove_prefix(8);
+      if (line == worktree_dir || fs.resolve(std::string(line)) == fs.resolve(worktree_dir)) {
+        return std::nullopt;
+      }
+    }
+  }
+  return "names " + SanitizeForDisplay(dotgit) +
+         ", which is not this worktree's .git (git worktree repair overwrites it)";
+}
+
+}  // namespace
+
 std::optional<std::string> GitDirNotClosed(const std::string& dir, GitDirPart part, const GitFs& fs,
-                                           size_t max_entries, const std::string& common_dir) {
+                                           size_t max_entries, const std::string& common_dir,
+                                           const std::vector<std::string>& roots) {
   using git_paths::Join;
   const GitFileFacts top = fs.lstat(dir);
   if (top.type != GitFileType::kDir) return "git dir " + dir + " is not a directory";
@@ -610,6 +680,34 @@ std::optional<std::string> GitDirNotClosed(const std::string& dir, GitDirPart pa
       if (!*text) return "in its git dir, " + where + name + " is no regular file";
       if (auto why = GitStateFileNotInert(name, **text, hash_bytes)) {
         return "in its git dir, " + where + name + " " + *why;
+      }
+    }
+    // A linked worktree's git dir in this one's worktrees/: its way back to this repository and
+    // to its working tree's `.git`. (One judged as the top, found through a worktree's `.git`,
+    // has its common dir resolved and judged by the caller.)
+    if (p == GitDirPart::kWorktree && path != dir) {
+      for (const char* name : {"commondir", "gitdir"}) {
+        if (fs.lstat(Join(path, name)).type != GitFileType::kFile) continue;
+        auto text = fs.read_file(Join(path, name), kMaxStateFileBytes);
+        if (!text || !*text) return "in its git dir, " + where + name + " cannot be read";
+        if (auto why = GitStateFileNotInert(name, **text, hash_bytes)) {
+          return "in its git dir, " + where + name + " " + *why;
+        }
+        if (std::string_view(name) == "gitdir") {
+          if (auto why = WorktreeDotGitNotOurs(std::string(OneLiner(**text)), path, fs, roots)) {
+            return "in its git dir, " + where + name + " " + *why;
+          }
+        }
+      }
+    }
+    if (where == "objects/pack/") {
+      for (const auto& e : listing->entries) {
+        if (e.name == "multi-pack-index") {
+          return "in its git dir, " + where +
+                 "multi-pack-index is there (it names packs by paths git does not check: `git "
+                 "multi-pack-index expire` unlinks what they name; git writes one only when "
+                 "asked)";
+        }
       }
     }
     for (auto& [name, q] : v.descend) stack.push_back({Join(path, name), q, hash_bytes});

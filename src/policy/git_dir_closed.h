@@ -68,7 +68,9 @@ GitDirVerdict JudgeGitDirListing(GitDirPart part, const std::vector<GitDirEntry>
 // command, or nullopt: a todo line git would run (`exec`, `x`), a merge strategy that is not one
 // git ships (git runs git-merge-NAME, found on PATH), a signing key (git runs the signing
 // program), options for `git apply`, cherry-pick or revert options beyond those of the data
-// kind, an autostash that is no object id, a BISECT_START that `git bisect reset` would pass as
+// kind, an autostash (or MERGE_AUTOSTASH) that is no object id, a linked worktree's `commondir`
+// other than `../..` or `gitdir` other than the absolute path of a `.git` (judged so in a
+// repository's worktrees/ only), a BISECT_START that `git bisect reset` would pass as
 // an option, rerere's list of conflicted paths (MERGE_RR, which git writes resolutions to) when
 // not empty, an index (its own or a split index's shared one) naming a path git's verify_path
 // would refuse (outside the working tree, into a `.git`) in an entry or its resolve-undo list, or
@@ -91,8 +93,13 @@ Result<size_t> GitObjectIdBytes(const std::vector<GitConfigEntry>& entries);
 // FIFO fed later, could make it one). An index is read with the object ids of the git dir it
 // belongs to (GitObjectIdBytes of that git dir's config; a submodule's under modules/ has its
 // own), a linked worktree's (`part` kWorktree) with those of `common_dir`, its repository's.
+// A linked worktree's `gitdir` (where `git worktree repair` writes a `.git` file) must name a
+// path in `roots` (canonical; empty: not judged) whose `.git`, when there, is a file leading back
+// to that worktree's git dir. `objects/pack` holds no multi-pack-index (git joins the pack names
+// it lists to the pack directory, `../` and all, and `git multi-pack-index expire` unlinks them).
 std::optional<std::string> GitDirNotClosed(const std::string& dir, GitDirPart part, const GitFs& fs,
                                            size_t max_entries = 1000000,
-                                           const std::string& common_dir = "");
+                                           const std::string& common_dir = "",
+                                           const std::vector<std::string>& roots = {});
 
 }  // namespace anvil

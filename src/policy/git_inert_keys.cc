@@ -1,6 +1,9 @@
 #include "policy/git_inert_keys.h"
 
+#include <algorithm>
 #include <array>
+#include <cctype>
+#include <iterator>
 #include <string_view>
 
 namespace anvil {
@@ -71,6 +74,10 @@ constexpr std::array kInertKeys = {
     InertKey{"maintenance", false, "strategy", Value::kData},
 };
 
+// The URL schemes git speaks itself or with a helper it ships.
+constexpr std::string_view kNativeSchemes[] = {"file", "git",   "ssh", "git+ssh", "ssh+git",
+                                               "http", "https", "ftp", "ftps"};
+
 // A remote-helper transport `NAME::ADDRESS` (ext:: runs its address as a command, fd:: talks
 // over inherited descriptors, others run git-remote-NAME), or an option smuggled as a URL.
 std::optional<std::string> UrlNotInert(std::string_view value) {
@@ -80,6 +87,23 @@ std::optional<std::string> UrlNotInert(std::string_view value) {
            ":: transport (git runs a remote helper for it; ext:: runs its address as a command)";
   }
   if (!value.empty() && value[0] == '-') return "a URL that starts with '-'";
+  // `NAME://...`: git itself speaks file, git and ssh, and ships the helpers of http(s) and
+  // ftp(s); for any other scheme it runs git-remote-NAME from PATH (review s15: `foo://`).
+  const auto sep = value.find("://");
+  if (sep != std::string_view::npos && sep > 0) {
+    const std::string_view scheme = value.substr(0, sep);
+    const bool is_scheme =
+        std::isalpha(static_cast<unsigned char>(scheme[0])) &&
+        scheme.find_first_not_of(
+            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-") ==
+            std::string_view::npos;
+    if (is_scheme && std::find(std::begin(kNativeSchemes), std::end(kNativeSchemes), scheme) ==
+                         std::end(kNativeSchemes)) {
+      return "a URL with the scheme " + std::string(scheme) +
+             ":// (git runs the remote helper git-remote-" + std::string(scheme) +
+             " from PATH for it)";
+    }
+  }
   return std::nullopt;
 }
 

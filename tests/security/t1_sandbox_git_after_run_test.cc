@@ -689,6 +689,53 @@ TEST_P(T1SandboxGitAfterRun, ANewGitDirsIndexAndRerereNameNoPathOutside) {
   EXPECT_EQ(Git(ws_ + "/re", {"log", "--oneline"}).status, 0);
 }
 
+// Review s15b: files of a new git dir that host git takes as paths or programs. A linked
+// worktree's commondir naming another directory (git took `innocent/`, whose config nothing
+// judged, for the repository: `git worktree repair` then `git status` ran its fsmonitor), its
+// gitdir naming a `.git` outside (repair overwrote it), a multi-pack-index naming a pack
+// `../../.git/objects/pack/...` (`git multi-pack-index expire` unlinked the workspace's
+// pack), a `foo://` remote (`git fetch` ran git-remote-foo from PATH), a MERGE_AUTOSTASH that
+// is no object id, and an index hiding an end-of-index entry in a cache tree's bytes.
+TEST_P(T1SandboxGitAfterRun, ANewGitDirsWorktreesPacksAndRemotesNameNothingOutside) {
+  const std::string init =
+      "git init -q REPO && cd REPO && git config user.email a@b && git config user.name a && "
+      "echo hi > README && git add README && git commit -qm one && ";
+  auto Repo = [&](const std::string& name) {
+    std::string out = init;
+    for (size_t at = out.find("REPO"); at != std::string::npos; at = out.find("REPO", at)) {
+      out.replace(at, 4, name);
+    }
+    return out;
+  };
+  auto attack = Sh("set -e; (" + Repo("wtc") +
+                   "git worktree add -q ../wtc-wt && echo ../../../../innocent > "
+                   ".git/worktrees/wtc-wt/commondir)"
+                   "\n(" +
+                   Repo("wtg") + "git worktree add -q ../wtg-wt && echo /tmp/elsewhere/.git > " +
+                   ".git/worktrees/wtg-wt/gitdir)\n(" + Repo("midx") +
+                   "echo MIDX > .git/objects/pack/multi-pack-index)\n(" + Repo("rem") +
+                   "git remote add origin foo://attacker/x)\n(" + Repo("mas") +
+                   "echo --index > .git/MERGE_AUTOSTASH)\n(" + Repo("eoie") +
+                   "python3 -c \"import hashlib;d=open('.git/index','rb').read()[:-20];"
+                   "t=b'EOIE'+(24).to_bytes(4,'big')+(12).to_bytes(4,'big')+bytes(20);"
+                   "d=d+b'TREE'+len(t).to_bytes(4,'big')+t;"
+                   "open('.git/index','wb').write(d+hashlib.sha1(d).digest())\")\n");
+  ASSERT_EQ(attack.status, 0) << attack.err;
+  for (const char* repo : {"/wtc", "/wtg", "/midx", "/rem", "/mas", "/eoie"}) {
+    EXPECT_FALSE(Exists(ws_ + repo + "/.git")) << repo << ": " << attack.err;
+    EXPECT_NE(attack.err.find("quarantined " + ws_ + repo + "/.git"), std::string::npos)
+        << repo << ": " << attack.err;
+  }
+  EXPECT_NE(attack.err.find("another common dir"), std::string::npos) << attack.err;
+  EXPECT_NE(attack.err.find("git-remote-foo"), std::string::npos) << attack.err;
+
+  auto benign = Sh("set -e; (" + Repo("wt") + "git worktree add -q ../wt-wt && git gc -q && " +
+                   "git remote add up https://example.com/x.git && git status --short)\n");
+  EXPECT_EQ(benign.status, 0) << benign.err;
+  EXPECT_TRUE(Quarantined(benign).empty()) << benign.err;
+  EXPECT_EQ(Git(ws_ + "/wt-wt", {"status", "--short"}).status, 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxGitAfterRun, ::testing::ValuesIn(kAllCallers),
                          CallerParamName);
 

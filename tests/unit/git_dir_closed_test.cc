@@ -258,7 +258,7 @@ TEST(GitStateFileNotInert, AnIndexReadWithThreadsHoldsTheSameEntries) {
   };
   const uint32_t end = 12 + 3 * 64;
   EXPECT_FALSE(GitStateFileNotInert(
-      "index", Index({"a", "b", "c"}, 2, eoie(end) + ieot({{12, 2}, {12 + 2 * 64, 1}}))));
+      "index", Index({"a", "b", "c"}, 2, ieot({{12, 2}, {12 + 2 * 64, 1}}) + eoie(end))));
   EXPECT_FALSE(GitStateFileNotInert("index", Index({"a", "b", "c"}, 2, eoie(end))));
   struct Bad {
     const char* what;
@@ -267,22 +267,30 @@ TEST(GitStateFileNotInert, AnIndexReadWithThreadsHoldsTheSameEntries) {
   const std::vector<Bad> bad = {
       {"end-of-index elsewhere", eoie(end - 64)},
       {"end-of-index past the entries", Extension("TREE", "xyz") + eoie(end + 11)},
-      {"a block inside an entry", eoie(end) + ieot({{12, 1}, {12 + 64 + 8, 2}})},
-      {"a block in an extension", eoie(end) + ieot({{12, 3}, {end + 8, 1}})},
-      {"blocks short of the entries", eoie(end) + ieot({{12, 2}})},
-      {"blocks past the entries", eoie(end) + ieot({{12, 2}, {12 + 2 * 64, 2}})},
-      {"a table of another version", eoie(end) + Extension("IEOT", Be32(2) + Be32(12) + Be32(3))},
-      {"a torn table", eoie(end) + Extension("IEOT", Be32(1) + Be32(12))},
+      {"a block inside an entry", ieot({{12, 1}, {12 + 64 + 8, 2}}) + eoie(end)},
+      {"a block in an extension", ieot({{12, 3}, {end + 8, 1}}) + eoie(end)},
+      {"blocks short of the entries", ieot({{12, 2}}) + eoie(end)},
+      {"blocks past the entries", ieot({{12, 2}, {12 + 2 * 64, 2}}) + eoie(end)},
+      {"a table of another version", Extension("IEOT", Be32(2) + Be32(12) + Be32(3)) + eoie(end)},
+      {"a torn table", Extension("IEOT", Be32(1) + Be32(12)) + eoie(end)},
   };
   for (const auto& b : bad) {
     auto why = GitStateFileNotInert("index", Index({"a", "b", "c"}, 2, b.extensions));
     EXPECT_TRUE(why.has_value()) << b.what;
   }
+  // git reads an end-of-index entry at a fixed place before the checksum, not where a walk of
+  // the extensions ends: one there inside a cache tree's bytes is not the index's own.
+  const std::string fake = "EOIE" + Be32(24) + Be32(12) + std::string(20, '\x44');
+  auto hidden = GitStateFileNotInert("index", Index({"a", "b", "c"}, 2, Extension("TREE", fake)));
+  ASSERT_TRUE(hidden.has_value());
+  EXPECT_NE(hidden->find("not one of its own"), std::string::npos) << *hidden;
+  EXPECT_TRUE(GitStateFileNotInert(
+      "index", Index({"a", "b", "c"}, 2, eoie(end) + Extension("TREE", "xyz"))));  // EOIE not last
   // Version 4: a block starts a name afresh, so its first entry must keep nothing of the one
   // before (git's writer makes it so); Index() writes every name whole.
   const uint32_t v4_end = 12 + 3 * (62 + 1 + 2);
   EXPECT_FALSE(GitStateFileNotInert(
-      "index", Index({"a", "b", "c"}, 4, eoie(v4_end) + ieot({{12, 1}, {12 + 65, 2}}))));
+      "index", Index({"a", "b", "c"}, 4, ieot({{12, 1}, {12 + 65, 2}}) + eoie(v4_end))));
   // "ab" then "ac" kept as "a" + "c": a block there reads "c" with threads, "ac" without.
   auto entry4 = [](char drop, const std::string& rest, size_t length) {
     return std::string(24, '\0') + Be32(0100644) + std::string(12, '\0') + std::string(20, '\x11') +
@@ -294,8 +302,8 @@ TEST(GitStateFileNotInert, AnIndexReadWithThreadsHoldsTheSameEntries) {
   const std::string head = "DIRC" + Be32(4) + Be32(2) + first + second;
   const auto at2 = static_cast<uint32_t>(12 + first.size());
   EXPECT_FALSE(GitStateFileNotInert("index", head + std::string(20, '\x22')));
-  EXPECT_TRUE(GitStateFileNotInert("index", head + eoie(static_cast<uint32_t>(head.size())) +
-                                                ieot({{12, 1}, {at2, 1}}) +
+  EXPECT_TRUE(GitStateFileNotInert("index", head + ieot({{12, 1}, {at2, 1}}) +
+                                                eoie(static_cast<uint32_t>(head.size())) +
                                                 std::string(20, '\x22')));
 }
 
@@ -389,6 +397,16 @@ TEST(GitStateFileNotInert, WhatCouldNameACommandIsRefused) {
       {"opts", "[options \"x\"]\n\tedit = false\n", false},
       {"opts", "[options\n", false},           // git cannot read it
       {"author-script", "exec make\n", true},  // not judged: data
+      {"MERGE_AUTOSTASH", "8f4843bf1b2440b5b756cea25730577170e853da\n", true},
+      {"MERGE_AUTOSTASH", "--index\n", false},
+      {"commondir", "../..\n", true},
+      {"commondir", "../../../innocent\n", false},
+      {"commondir", "/w/other/.git\n", false},
+      {"gitdir", "/w/wt/.git\n", true},
+      {"gitdir", "w/wt/.git\n", false},
+      {"gitdir", "/w/../x/.git\n", false},
+      {"gitdir", "/w/wt\n", false},
+      {"gitdir", "/.git\n", false},
   };
   for (const auto& c : cases) {
     auto why = GitStateFileNotInert(c.name, c.text);
@@ -574,6 +592,41 @@ TEST(GitDirNotClosed, EachIndexIsReadWithItsGitDirsObjectIds) {
   EXPECT_TRUE(
       GitDirNotClosed("/w/a/.git/worktrees/wt", GitDirPart::kWorktree, fs, 1000000, "/w/a/.git")
           .has_value());
+}
+
+// Review s15b: `git worktree repair` writes a `.git` file where a linked worktree's gitdir says,
+// and `git multi-pack-index expire` unlinks the packs a multi-pack-index names, `../` and all.
+TEST(GitDirNotClosed, AWorktreesGitdirAndAMultiPackIndexNameNothingOutside) {
+  FakeTree t;
+  t.GitInit("/w/a");
+  t.File("/w/a/.git/worktrees/wt/HEAD", "ref: refs/heads/x\n");
+  t.File("/w/a/.git/worktrees/wt/commondir", "../..\n");
+  t.File("/w/a/.git/worktrees/wt/gitdir", "/w/wt/.git\n");
+  t.File("/w/wt/.git", "gitdir: /w/a/.git/worktrees/wt\n");
+  t.File("/w/b/.git", "gitdir: /w/b-repo\n");
+  t.File("/elsewhere/x/.keep", "");
+  GitFs fs = t.Fs();
+  const std::vector<std::string> roots = {"/w"};
+  EXPECT_EQ(GitDirNotClosed("/w/a/.git", GitDirPart::kGitDir, fs, 1000000, "", roots),
+            std::nullopt);
+  // Not made yet (or pruned): repair writes nothing outside.
+  t.Remove("/w/wt/.git");
+  EXPECT_EQ(GitDirNotClosed("/w/a/.git", GitDirPart::kGitDir, fs, 1000000, "", roots),
+            std::nullopt);
+  for (const char* gitdir : {"/elsewhere/x/.git\n", "/w/b/.git\n"}) {
+    t.File("/w/a/.git/worktrees/wt/gitdir", gitdir);
+    auto why = GitDirNotClosed("/w/a/.git", GitDirPart::kGitDir, fs, 1000000, "", roots);
+    ASSERT_TRUE(why.has_value()) << gitdir;
+    EXPECT_NE(why->find("worktrees/wt/gitdir"), std::string::npos) << *why;
+  }
+  t.File("/w/a/.git/worktrees/wt/gitdir", "/w/wt/.git\n");
+  t.File("/w/a/.git/objects/pack/pack-1.idx", "x");
+  EXPECT_EQ(GitDirNotClosed("/w/a/.git", GitDirPart::kGitDir, fs, 1000000, "", roots),
+            std::nullopt);
+  t.File("/w/a/.git/objects/pack/multi-pack-index", "MIDX");
+  auto why = GitDirNotClosed("/w/a/.git", GitDirPart::kGitDir, fs, 1000000, "", roots);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("multi-pack-index"), std::string::npos) << *why;
 }
 
 }  // namespace
