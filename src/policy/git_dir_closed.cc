@@ -702,7 +702,7 @@ std::optional<std::string> GitDirNotClosed(const std::string& dir, GitDirPart pa
     }
     if (where == "objects/pack/") {
       for (const auto& e : listing->entries) {
-        if (e.name == "multi-pack-index") {
+        if (FoldNameForLookup(e.name).starts_with("multi-pack-index")) {  // and its .d/ layers
           return "in its git dir, " + where +
                  "multi-pack-index is there (it names packs by paths git does not check: `git "
                  "multi-pack-index expire` unlinks what they name; git writes one only when "

@@ -87,18 +87,17 @@ std::optional<std::string> UrlNotInert(std::string_view value) {
            ":: transport (git runs a remote helper for it; ext:: runs its address as a command)";
   }
   if (!value.empty() && value[0] == '-') return "a URL that starts with '-'";
-  // `NAME://...`: git itself speaks file, git and ssh, and ships the helpers of http(s) and
-  // ftp(s); for any other scheme it runs git-remote-NAME from PATH (review s15: `foo://`).
+  // `NAME://...` (NAME of letters and digits: what git's is_url takes for a URL): git itself
+  // speaks file, git and ssh, and ships the helpers of http(s) and ftp(s); for any other scheme
+  // it runs git-remote-NAME from PATH (review s15: `foo://`, `0foo://`, `HTTPS://`).
   const auto sep = value.find("://");
   if (sep != std::string_view::npos && sep > 0) {
     const std::string_view scheme = value.substr(0, sep);
-    const bool is_scheme =
-        std::isalpha(static_cast<unsigned char>(scheme[0])) &&
-        scheme.find_first_not_of(
-            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-") ==
-            std::string_view::npos;
-    if (is_scheme && std::find(std::begin(kNativeSchemes), std::end(kNativeSchemes), scheme) ==
-                         std::end(kNativeSchemes)) {
+    const bool is_url = std::all_of(scheme.begin(), scheme.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) != 0;
+    });
+    if (is_url && std::find(std::begin(kNativeSchemes), std::end(kNativeSchemes), scheme) ==
+                      std::end(kNativeSchemes)) {
       return "a URL with the scheme " + std::string(scheme) +
              ":// (git runs the remote helper git-remote-" + std::string(scheme) +
              " from PATH for it)";
@@ -119,7 +118,8 @@ std::optional<std::string> GitKeyNotInert(const GitConfigEntry& e, bool worktree
   for (const InertKey& k : kInertKeys) {
     if (k.section != e.section || k.subsection != e.has_subsection || k.key != e.key) continue;
     if (k.value == Value::kData || !e.value) return std::nullopt;
-    if (k.value == Value::kUrl) {
+    // A branch's remote may be a URL itself (git fetch and pull then use it as one).
+    if (k.value == Value::kUrl || k.value == Value::kRemote) {
       if (auto why = UrlNotInert(*e.value)) return why;
     }
     if (local_ref) return local_ref(*e.value);

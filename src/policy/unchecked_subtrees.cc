@@ -27,11 +27,18 @@ bool AbsoluteClean(const std::string& p) {
          !p.ends_with("/.") && !p.ends_with("/..");
 }
 
-void AddOnce(std::vector<UncheckedSubtree>& into, const UncheckedSubtree& s) {
+void AddOnce(std::vector<UncheckedSubtree>& into, UncheckedSubtree s) {
+  // A path longer than a record may hold (a command nested its directories past PATH_MAX) is
+  // recorded as its deepest directory that fits: more is then unchecked, never less, and the
+  // record stays one the next run reads (one it refused stopped every later run: review s15).
+  while (s.path.size() > 4096) {
+    const auto slash = s.path.rfind('/', 4096);
+    s.path = slash == 0 || slash == std::string::npos ? "/" : s.path.substr(0, slash);
+  }
   for (const auto& have : into) {
     if (have.path == s.path) return;
   }
-  into.push_back(s);
+  into.push_back(std::move(s));
 }
 
 UncheckedRecord WholeRoots(const std::vector<std::string>& roots, const std::string& why) {

@@ -637,6 +637,13 @@ TEST_P(T1SandboxGitAfterRun, ARepositoryHiddenInANewGitDirsDataIsQuarantined) {
   EXPECT_EQ(Git(ws_ + "/c", {"status", "--short"}).status, 0);
 }
 
+// A shell prefix that makes a repository `name` with one commit and leaves the shell in it.
+std::string Repo(const std::string& name) {
+  return "git init -q " + name + " && cd " + name +
+         " && git config user.email a@b && git config user.name a && "
+         "echo hi > README && git add README && git commit -qm one && ";
+}
+
 // Review s14: a new git dir's index and rerere's MERGE_RR name paths git writes. An index entry
 // `../.git/hooks/pre-commit` (git checks no path when it reads an index) made `git restore .` on
 // the host write a hook into the workspace's repository; a MERGE_RR line `ID.-1<TAB>../.git/config`
@@ -645,16 +652,6 @@ TEST_P(T1SandboxGitAfterRun, ARepositoryHiddenInANewGitDirsDataIsQuarantined) {
 // Benign neighbour: an index of version 4, one holding a resolved conflict's resolve-undo list,
 // and rerere enabled with nothing pending are left alone.
 TEST_P(T1SandboxGitAfterRun, ANewGitDirsIndexAndRerereNameNoPathOutside) {
-  const std::string init =
-      "git init -q REPO && cd REPO && git config user.email a@b && git config user.name a && "
-      "echo hi > README && git add README && git commit -qm one && ";
-  auto Repo = [&](const std::string& name) {
-    std::string out = init;
-    for (size_t at = out.find("REPO"); at != std::string::npos; at = out.find("REPO", at)) {
-      out.replace(at, 4, name);
-    }
-    return out;
-  };
   auto attack =
       Sh("set -e; (" + Repo("idx") +
          "blob=$(echo x | git hash-object -w --stdin) && "
@@ -697,16 +694,6 @@ TEST_P(T1SandboxGitAfterRun, ANewGitDirsIndexAndRerereNameNoPathOutside) {
 // pack), a `foo://` remote (`git fetch` ran git-remote-foo from PATH), a MERGE_AUTOSTASH that
 // is no object id, and an index hiding an end-of-index entry in a cache tree's bytes.
 TEST_P(T1SandboxGitAfterRun, ANewGitDirsWorktreesPacksAndRemotesNameNothingOutside) {
-  const std::string init =
-      "git init -q REPO && cd REPO && git config user.email a@b && git config user.name a && "
-      "echo hi > README && git add README && git commit -qm one && ";
-  auto Repo = [&](const std::string& name) {
-    std::string out = init;
-    for (size_t at = out.find("REPO"); at != std::string::npos; at = out.find("REPO", at)) {
-      out.replace(at, 4, name);
-    }
-    return out;
-  };
   auto attack = Sh("set -e; (" + Repo("wtc") +
                    "git worktree add -q ../wtc-wt && echo ../../../../innocent > "
                    ".git/worktrees/wtc-wt/commondir)"

@@ -24,6 +24,25 @@ V Paths(const UncheckedRecord& r) {
   return out;
 }
 
+// Review s15: a command nested its directories past PATH_MAX; the record named the deepest one,
+// which the reader refuses, and every later run of the user stopped on "not one of yours".
+TEST(UncheckedAfterRun, APathTooLongForARecordIsRecordedAsTheDeepestDirectoryThatFits) {
+  UncheckedFacts f;
+  f.roots = {"/w"};
+  std::string deep = "/w/t";
+  while (deep.size() <= 5000) deep += "/" + std::string(250, 'd');
+  f.unwalked = {{deep, "past the 'depth' bound (3)"}, {"/w/ok", "cannot be listed"}};
+  f.unwalked_total = 2;
+  auto r = UncheckedAfterRun(f);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->subtrees.size(), 2u);
+  EXPECT_LE(r->subtrees[0].path.size(), 4096u);
+  EXPECT_TRUE(deep.starts_with(r->subtrees[0].path + "/")) << r->subtrees[0].path;
+  auto decoded = DecodeUncheckedRecord(EncodeUncheckedRecord(*r));
+  ASSERT_TRUE(decoded);
+  EXPECT_EQ(decoded->subtrees.size(), 2u);
+}
+
 TEST(UncheckedAfterRun, RecordsWhatTheCheckDidNotVouchFor) {
   UncheckedFacts complete;
   complete.roots = {"/w"};
