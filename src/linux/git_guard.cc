@@ -179,6 +179,14 @@ Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
   guard.protected_places_ = guard.read_only_;
   guard.protected_places_.insert(guard.protected_places_.end(), guard.names_.read_only.begin(),
                                  guard.names_.read_only.end());
+  // The repository above a root (a workspace in a subdirectory of one): its metadata lies
+  // outside the roots, read-only to the command, and a link into it is a way in all the same.
+  for (const auto& repo : scan->repos) {
+    if (!repo.encloses_root) continue;
+    for (const std::string* p : {&repo.gitdir, &repo.commondir}) {
+      if (!p->empty()) guard.protected_places_.push_back(guard.fs_.resolve(*p).value_or(*p));
+    }
+  }
   guard.memo_ = std::move(scan->memo);
 
   guard.report_.protected_repositories = true;

@@ -15,7 +15,6 @@
 
 namespace anvil::testing {
 namespace t1_sandbox_git_links_test {
-namespace t1_sandbox_git_links_test {
 namespace {
 
 std::string ReadLink(const std::string& path) {
@@ -116,6 +115,26 @@ TEST_P(T1SandboxGitLinks, ALinkIntoTheProtectedMetadataIsMovedAside) {
   EXPECT_EQ(ReadLink(ws_ + "/gitdir"), ".git");
 }
 
+// Review s15c: a workspace in a subdirectory of a repository (a monorepo's package): the
+// repository above is read-only to the command but outside the roots, and links into its
+// metadata stayed.
+TEST_P(T1SandboxGitLinks, ALinkIntoTheRepositoryAboveTheWorkspaceIsMovedAside) {
+  ASSERT_EQ(mkdir((ws_ + "/pkg").c_str(), 0755), 0);
+  caller_.Give(ws_ + "/pkg");
+  Write(ws_ + "/shared.txt", "shared\n");
+  auto r =
+      SandboxSh(ws_ + "/pkg",
+                "set -e; ln -s ../.git/config l1 && ln -s ../.git/hooks l2 && ln -s " +
+                    ShellQuote(ws_ + "/.git/hooks/pre-commit") + " l3 && ln -s ../shared.txt ok",
+                {"--json"}, Env());
+  EXPECT_EQ(r.status, 0) << r.err;
+  for (const char* name : {"l1", "l2", "l3"}) {
+    EXPECT_FALSE(IsLink(ws_ + "/pkg/" + name)) << name << ": " << r.err;
+    EXPECT_TRUE(Exists(ws_ + "/pkg/" + name + ".anvil-quarantine")) << name << ": " << r.err;
+  }
+  EXPECT_EQ(ReadLink(ws_ + "/pkg/ok"), "../shared.txt") << r.err;
+}
+
 // The benign neighbours: links to ordinary files and directories of the workspace, into a
 // repository the command made itself, a package manager's bin links, and the user's own link
 // into the repository in a directory the command changed: all stay.
@@ -158,6 +177,5 @@ INSTANTIATE_TEST_SUITE_P(Callers, T1SandboxGitLinks, ::testing::ValuesIn(kAllCal
                          CallerParamName);
 
 }  // namespace
-}  // namespace t1_sandbox_git_links_test
 }  // namespace t1_sandbox_git_links_test
 }  // namespace anvil::testing
