@@ -169,10 +169,11 @@ Result<GitGuard> GitGuard::Prepare(const std::vector<std::string>& roots,
     for (const auto& [id, dir] : scan->memo.dirs) {
       auto it = cached->dirs.find(id);
       if (it == cached->dirs.end() || it->second.ctime_sec != dir.ctime_sec ||
-          it->second.ctime_nsec != dir.ctime_nsec || it->second.mnt_id != dir.mnt_id) {
+          it->second.ctime_nsec != dir.ctime_nsec || it->second.mnt_id != dir.mnt_id ||
+          it->second.path != dir.path) {
         continue;
       }
-      guard.links_before_.remembered_dirs.insert(id);
+      guard.links_before_.remembered_dirs.emplace(id, dir.path);
     }
   }
   guard.links_before_.trust_none = guard.walk_all_after_;

@@ -30,7 +30,8 @@ namespace {
 // `.vscode`, before version 8) would hide it from the next run, so an older memo is no memo.
 // Version 9: a memo vouches too that its directories' links were judged against what the run
 // kept read-only (policy/git_territory.h, GitLinkIntoProtected), which no check did before.
-constexpr char kMagic[] = "anvil-git-walk-cache 9\n";
+// Version 10: each directory's path, which a rename above it changes (GitWalkMemo::Dir::path).
+constexpr char kMagic[] = "anvil-git-walk-cache 10\n";
 // A territory key names a few homes directories (policy/git_territory.h).
 constexpr size_t kMaxTerritoryBytes = 64 * (PATH_MAX + 48);
 // A memo this large describes millions of directories: a walk that big is bounded anyway.
@@ -213,6 +214,7 @@ std::string EncodeGitWalkMemo(std::string_view boot_id, const std::vector<std::s
     PutU64(out, static_cast<uint64_t>(d.ctime_nsec));
     PutU64(out, d.mnt_id);
     PutU64(out, d.entries);
+    PutStr(out, d.path);
     PutU64(out, d.kept.size());
     for (const auto& e : d.kept) {
       PutU64(out, static_cast<uint64_t>(e.type));
@@ -241,8 +243,12 @@ std::optional<GitWalkMemo> DecodeGitWalkMemo(std::string_view data, std::string_
   GitWalkMemo memo;
   for (uint64_t i = 0; i < dirs; ++i) {
     uint64_t dev, ino, sec, nsec, mnt, entries, kept;
+    std::string_view path;
     if (!in.U64(dev) || !in.U64(ino) || !in.U64(sec) || !in.U64(nsec) || !in.U64(mnt) ||
-        !in.U64(entries) || !in.U64(kept)) {
+        !in.U64(entries) || !in.Str(path, PATH_MAX) || !in.U64(kept)) {
+      return std::nullopt;
+    }
+    if (path.empty() || path[0] != '/' || path.find('\0') != std::string_view::npos) {
       return std::nullopt;
     }
     if (nsec >= 1000000000 || kept > entries || kept > data.size() / 16) return std::nullopt;
@@ -251,6 +257,7 @@ std::optional<GitWalkMemo> DecodeGitWalkMemo(std::string_view data, std::string_
     d.ctime_nsec = static_cast<int64_t>(nsec);
     d.mnt_id = mnt;
     d.entries = entries;
+    d.path = std::string(path);
     d.kept.reserve(kept);
     for (uint64_t k = 0; k < kept; ++k) {
       uint64_t type = 0;
@@ -274,7 +281,7 @@ bool GitWalkMemoNeedsSave(const GitWalkMemo* loaded, const GitWalkMemo& now) {
   };
   auto same_dir = [&](const GitWalkMemo::Dir& a, const GitWalkMemo::Dir& b) {
     return a.ctime_sec == b.ctime_sec && a.ctime_nsec == b.ctime_nsec && a.mnt_id == b.mnt_id &&
-           a.entries == b.entries &&
+           a.entries == b.entries && a.path == b.path &&
            std::equal(a.kept.begin(), a.kept.end(), b.kept.begin(), b.kept.end(), same_entry);
   };
   return !std::equal(loaded->dirs.begin(), loaded->dirs.end(), now.dirs.begin(), now.dirs.end(),

@@ -210,6 +210,10 @@ struct GitWalkMemo {
     uint64_t mnt_id = 0;
     uint64_t entries = 0;  // all of its entries: they count toward the 'entries' bound
     std::vector<GitDirEntry> kept;
+    // Where it was listed. A directory whose own entries did not change still means something
+    // else once a directory above it is renamed (its links' relative targets lead elsewhere):
+    // found at another path, it is listed anew.
+    std::string path = {};
   };
   std::map<std::pair<uint64_t, uint64_t>, Dir> dirs;
 };

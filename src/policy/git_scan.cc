@@ -211,7 +211,7 @@ class Scanner {
           // This directory is listed and looked through; the rest of the walk is not.
           exhausted_ = EntriesBoundText();
         }
-        Remember(*listing);
+        Remember(*listing, dir);
         entries = std::move(listing->entries);
       }
       // Names folded: the walk does not know which directories fold case, and over-matching
@@ -312,7 +312,8 @@ class Scanner {
     if (f.type != GitFileType::kDir) return Ok();
     auto it = previous_->dirs.find({f.dev, f.ino});
     if (it == previous_->dirs.end() || it->second.ctime_sec != f.ctime_sec ||
-        it->second.ctime_nsec != f.ctime_nsec || it->second.mnt_id != f.mnt_id) {
+        it->second.ctime_nsec != f.ctime_nsec || it->second.mnt_id != f.mnt_id ||
+        it->second.path != dir) {
       return Ok();
     }
     ANVIL_RETURN_IF_ERROR(CountEntries(it->second.entries, dir));
@@ -323,12 +324,12 @@ class Scanner {
     return Ok();
   }
 
-  void Remember(const GitDirListing& listing) {
+  void Remember(const GitDirListing& listing, const std::string& dir) {
     const GitFileFacts& f = listing.dir;
     // Changed within the last second before the walk: a later change in the same timestamp
     // tick would leave the ctime as it is.
     if (!f.ctime_tracks_entries || f.ctime_sec >= wall_start_ - 1) return;
-    GitWalkMemo::Dir d{f.ctime_sec, f.ctime_nsec, f.mnt_id, listing.entries.size(), {}};
+    GitWalkMemo::Dir d{f.ctime_sec, f.ctime_nsec, f.mnt_id, listing.entries.size(), {}, dir};
     for (const auto& e : listing.entries) {
       if (Kept(e)) d.kept.push_back(e);
     }

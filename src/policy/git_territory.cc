@@ -332,8 +332,9 @@ bool GitLinkMayBeNew(const std::string& link, const GitFileFacts& now, const Git
     if (it->second.SameObject(now) && it->second.SameCtime(now)) return false;
   }
   if (dir_now.type == GitFileType::kDir) {
-    if (before.remembered_dirs.count({dir_now.dev, dir_now.ino}) && now.dev == dir_now.dev &&
-        now.ctime_sec < before.walk_start - 1) {
+    auto it = before.remembered_dirs.find({dir_now.dev, dir_now.ino});
+    if (it != before.remembered_dirs.end() && it->second == Dirname(link) &&
+        now.dev == dir_now.dev && now.ctime_sec < before.walk_start - 1) {
       return false;
     }
   }

@@ -131,8 +131,9 @@ struct GitLinksBefore {
   // Each link it listed, as it was then (lstat: the object and its ctime).
   std::map<std::string, FileIdentity> listed;
   // Each directory it took unchanged from an earlier walk's memo (whose links it did not list;
-  // only on a filesystem whose ctimes track changes), by object.
-  std::set<GitFileId> remembered_dirs;
+  // only on a filesystem whose ctimes track changes), by object, with the path it had then: one
+  // the command moved (or one above it) is not where its links meant what they did.
+  std::map<GitFileId, std::string> remembered_dirs;
   // When that walk started (wall clock, seconds).
   int64_t walk_start = 0;
   // Nothing found before the run is taken as the user's (another run over these roots was

@@ -155,6 +155,24 @@ TEST_P(T1SandboxGitLinks, ALinkToAnOrdinaryPlaceStays) {
   EXPECT_EQ(ReadFile(ws_ + "/main.c"), "int x;\n");
 }
 
+// Review s15c: a link harmless where an earlier run left it (`p/a/b/l -> ../../.git/hooks`,
+// which leads to a `p/.git/hooks` that is not there) leads into the workspace's `.git` once a
+// later run moves a directory above it (`mv p/a a`). The link and its own directory are
+// unchanged; the walk took that directory from the memo of the walk before, which kept no
+// links. A directory found at another path than it was remembered at is listed anew.
+TEST_P(T1SandboxGitLinks, ALinkWhoseDirectoryAboveWasRenamedIsJudgedAgain) {
+  auto plant = Sh("set -e; mkdir -p p/a/b && ln -s ../../.git/hooks p/a/b/l");
+  EXPECT_EQ(plant.status, 0) << plant.err;
+  EXPECT_TRUE(IsLink(ws_ + "/p/a/b/l")) << plant.err;
+  sleep(2);  // directories changed in the second before a walk are never cached
+  ASSERT_EQ(Sh("true").status, 0);
+  auto attack = Sh("mv p/a a");
+  EXPECT_EQ(attack.status, 0) << attack.err;
+  EXPECT_FALSE(IsLink(ws_ + "/a/b/l")) << attack.err;
+  EXPECT_EQ(ReadFile(ws_ + "/a/b/l.anvil-quarantine"), "../../.git/hooks") << attack.err;
+  EXPECT_EQ(ReadLink(ws_ + "/gitdir"), ".git") << "the user's own link stays";
+}
+
 // With the walk cache warm: the start takes the workspace's top from the memo of the run before
 // and lists none of its links. A link made there since is younger than the directory was then:
 // judged and moved aside. The user's link, older, stays though the command changed its directory.

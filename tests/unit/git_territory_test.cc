@@ -352,7 +352,7 @@ TEST(GitLinkMayBeNew, OnlyALinkProvablyThereBeforeTheRunIsTheUsers) {
   GitLinksBefore before;
   before.walk_start = 1000;
   before.listed["/w/a"] = link_facts(10, 500);
-  before.remembered_dirs.insert({1, 8});
+  before.remembered_dirs[{1, 8}] = "/w";
   struct Row {
     const char* what;
     std::string link;
@@ -377,6 +377,8 @@ TEST(GitLinkMayBeNew, OnlyALinkProvablyThereBeforeTheRunIsTheUsers) {
       {"in a directory taken from the memo, made during the run", "/w/c", link_facts(13, 1001),
        remembered, true},
       {"its directory unknown", "/w/d", link_facts(14, 500), GitFileFacts{}, true},
+      {"in a directory taken from the memo at another path (moved since)", "/w/x/c",
+       link_facts(13, 900), remembered, true},
   };
   for (const Row& r : rows) {
     EXPECT_EQ(GitLinkMayBeNew(r.link, r.now, r.dir, before), r.may_be_new) << r.what;

@@ -65,9 +65,10 @@ TEST(ShieldGitWalkCache, TheCacheOrAnythingInsideItAsAWritableRootIsRefused) {
 
 GitWalkMemo SampleMemo() {
   GitWalkMemo memo;
-  memo.dirs[{5, 10}] = {100, 42, 9, 3, {{"src", GitFileType::kDir}, {".git", GitFileType::kDir}}};
-  memo.dirs[{5, 11}] = {101, 0, 9, 0, {}};
-  memo.dirs[{6, 12}] = {99, 999999999, 10, 5, {{"HEAD", GitFileType::kFile}}};
+  memo.dirs[{5, 10}] = {100, 42, 9, 3, {{"src", GitFileType::kDir}, {".git", GitFileType::kDir}},
+                        "/w"};
+  memo.dirs[{5, 11}] = {101, 0, 9, 0, {}, "/w/src"};
+  memo.dirs[{6, 12}] = {99, 999999999, 10, 5, {{"HEAD", GitFileType::kFile}}, "/v"};
   return memo;
 }
 
@@ -208,17 +209,18 @@ TEST(GitWalkMemoMayBeSaved, OnlyAfterACheckThatJudgedAgainstTheTerritoryItWasLoa
 
 // A memo of an older walk (which kept fewer markers: no commondir before 2, none of Anvil's
 // protected names before 3, no symlinks before 4, no territory before 5, fewer protected names
-// before 6 and 7, links not judged against the read-only places before 9) is not trusted.
+// before 6 and 7, links not judged against the read-only places before 9, no directory paths
+// before 10) is not trusted.
 TEST(GitWalkMemoCodec, AMemoOfAnOlderFormatIsNoMemo) {
   const V roots = {"/w"};
-  const std::string current = "anvil-git-walk-cache 9\n";
+  const std::string current = "anvil-git-walk-cache 10\n";
   const std::string data = EncodeGitWalkMemo("b", roots, kT, SampleMemo());
   ASSERT_TRUE(data.starts_with(current));
   ASSERT_TRUE(DecodeGitWalkMemo(data, "b", roots, kT));
   for (const char* older :
        {"anvil-git-walk-cache 1\n", "anvil-git-walk-cache 2\n", "anvil-git-walk-cache 3\n",
         "anvil-git-walk-cache 4\n", "anvil-git-walk-cache 5\n", "anvil-git-walk-cache 6\n",
-        "anvil-git-walk-cache 7\n", "anvil-git-walk-cache 8\n"}) {
+        "anvil-git-walk-cache 7\n", "anvil-git-walk-cache 8\n", "anvil-git-walk-cache 9\n"}) {
     std::string old = data;
     old.replace(0, current.size(), older);
     EXPECT_FALSE(DecodeGitWalkMemo(old, "b", roots, kT)) << older;
@@ -234,7 +236,7 @@ TEST(GitWalkMemoCodec, ATornOrForgedFileIsNoMemo) {
   EXPECT_FALSE(DecodeGitWalkMemo(data + "x", "b", roots, kT));
   auto with_name = [&](const std::string& name) {
     GitWalkMemo m;
-    m.dirs[{1, 2}] = {1, 0, 0, 1, {{name, GitFileType::kDir}}};
+    m.dirs[{1, 2}] = {1, 0, 0, 1, {{name, GitFileType::kDir}}, "/w"};
     return EncodeGitWalkMemo("b", roots, kT, m);
   };
   EXPECT_TRUE(DecodeGitWalkMemo(with_name("ok"), "b", roots, kT));
@@ -242,7 +244,7 @@ TEST(GitWalkMemoCodec, ATornOrForgedFileIsNoMemo) {
     EXPECT_FALSE(DecodeGitWalkMemo(with_name(bad), "b", roots, kT)) << bad;
   }
   GitWalkMemo more_kept_than_entries;
-  more_kept_than_entries.dirs[{1, 2}] = {1, 0, 0, 0, {{"a", GitFileType::kDir}}};
+  more_kept_than_entries.dirs[{1, 2}] = {1, 0, 0, 0, {{"a", GitFileType::kDir}}, "/w"};
   EXPECT_FALSE(
       DecodeGitWalkMemo(EncodeGitWalkMemo("b", roots, kT, more_kept_than_entries), "b", roots, kT));
   // Every byte flipped in turn: never a crash; what still decodes is a well-formed memo.
@@ -291,7 +293,7 @@ TEST_F(GitWalkCacheDir, ASecondSaveReplacesTheFirstAndLeavesNothingElse) {
   auto cache = GitWalkCache::OpenAt(path_);
   ASSERT_TRUE(cache.Usable()) << cache.Problem();
   GitWalkMemo first;
-  first.dirs[{1, 2}] = {7, 0, 3, 0, {{"a", GitFileType::kFile}}};
+  first.dirs[{1, 2}] = {7, 0, 3, 0, {{"a", GitFileType::kFile}}, "/w"};
   cache.Save({"/w"}, kT, first);
   cache.Save({"/w"}, kT, SampleMemo());  // exchanged with the first, which goes
   auto back = cache.Load({"/w"}, kT);
